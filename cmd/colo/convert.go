@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+
+	"colo/graph"
+)
+
+func runConvert(e *env, args []string) error {
+	f := newFlags(e, "convert", "colo convert [flags] FILE --to hmetis|libsvm -o OUT",
+		"Writes a dataset in another format. hmetis writes the hypergraph whose\n"+
+			"vertices are the samples and whose nets are the parameters, for external\n"+
+			"partitioners (hMETIS, PaToH, KaHyPar, Zoltan PHG); their partition file\n"+
+			"(one part per vertex per line) is then a data part for `colo eval`.\n"+
+			"libsvm writes `label id:value ...` with the parameter ids of the input.")
+	var df dataFlags
+	df.register(f)
+	to := f.String("to", "hmetis", "output format: hmetis or libsvm")
+	out := f.String("o", "", "output file, or - for standard output (required)")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	var write func(io.Writer, *graph.Graph) error
+	switch *to {
+	case "hmetis":
+		write = graph.WriteHMetis
+	case "libsvm":
+		write = graph.WriteLibSVM
+	default:
+		return usageError("--to %q: want hmetis or libsvm", *to)
+	}
+	if *out == "" {
+		return usageError("-o OUT is required")
+	}
+	lopt, err := df.options()
+	if err != nil {
+		return err
+	}
+	g, _, err := loadGraph(pos[0], lopt)
+	if err != nil {
+		return err
+	}
+	if err := writeOutput(e, *out, func(w io.Writer) error { return write(w, g) }); err != nil {
+		return err
+	}
+	if *out != "-" {
+		fmt.Fprintf(e.errOut, "wrote %s (%s): %s\n", *out, *to, describe(g))
+	}
+	return nil
+}
+
+// writeOutput writes to a file through a temporary name that is renamed
+// when complete, or to standard output for "-".
+func writeOutput(e *env, path string, write func(io.Writer) error) error {
+	if path == "-" {
+		bw := bufio.NewWriter(e.out)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	tmp := path + ".tmp"
+	fh, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(fh, 1<<16)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

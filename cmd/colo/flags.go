@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"colo/graph"
+)
+
+// cmdFlags is a flag set for one subcommand with its usage text.
+type cmdFlags struct {
+	*flag.FlagSet
+	e     *env
+	usage string // "colo partition [flags] FILE -o DIR"
+	about string // a paragraph on what the command does
+}
+
+func newFlags(e *env, name, usage, about string) *cmdFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &cmdFlags{FlagSet: fs, e: e, usage: usage, about: about}
+}
+
+// parse parses flags and positional arguments in any order (flags may
+// follow the file names) and checks the number of positional arguments.
+// With -h it prints the usage to standard output and returns flag.ErrHelp.
+func (f *cmdFlags) parse(args []string, minPos, maxPos int) ([]string, error) {
+	var pos []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				f.printUsage(f.e.out)
+				return nil, err
+			}
+			return nil, usageError("%v", err)
+		}
+		if f.NArg() == 0 {
+			break
+		}
+		rest := f.Args()
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if len(pos) < minPos {
+		return nil, usageError("expected %s, got %d argument(s)", argWord(minPos, maxPos), len(pos))
+	}
+	if maxPos >= 0 && len(pos) > maxPos {
+		return nil, usageError("expected %s, got %d: %s", argWord(minPos, maxPos), len(pos), strings.Join(pos, " "))
+	}
+	return pos, nil
+}
+
+func argWord(lo, hi int) string {
+	switch {
+	case lo == hi && lo == 1:
+		return "one file argument"
+	case lo == hi:
+		return fmt.Sprintf("%d arguments", lo)
+	case hi < 0:
+		return fmt.Sprintf("at least %d argument(s)", lo)
+	default:
+		return fmt.Sprintf("%d to %d arguments", lo, hi)
+	}
+}
+
+func (f *cmdFlags) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", f.usage, f.about)
+	f.SetOutput(w)
+	f.PrintDefaults()
+	f.SetOutput(io.Discard)
+}
+
+// dataFlags are the flags of every command that reads a dataset.
+type dataFlags struct {
+	format    string
+	indexBase int
+	noSelf    bool
+	hashBits  int
+}
+
+func (d *dataFlags) register(f *cmdFlags) {
+	f.StringVar(&d.format, "format", "", "input format: libsvm, snap, snap-undirected or criteo (detected from the content when empty)")
+	f.IntVar(&d.indexBase, "index-base", -1, "libsvm: 0 or 1 for 0- or 1-based feature indices (-1 detects)")
+	f.BoolVar(&d.noSelf, "drop-self-loops", false, "snap: drop edges from a node to itself")
+	f.IntVar(&d.hashBits, "hash-bits", graph.DefaultHashBits, "criteo: hash features into 2^b buckets")
+}
+
+func (d *dataFlags) options() (graph.LoadOptions, error) {
+	opt := graph.LoadOptions{
+		Format:        graph.Format(d.format),
+		IndexBase:     d.indexBase,
+		DropSelfLoops: d.noSelf,
+		HashBits:      d.hashBits,
+	}
+	if err := opt.Validate(); err != nil {
+		return opt, usageError("%v", err)
+	}
+	return opt, nil
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"colo/datasets"
+)
+
+// colo runs one command line in-process and returns its exit status,
+// standard output and standard error.
+func colo(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(&env{out: &out, errOut: &errOut}, args)
+	return code, out.String(), errOut.String()
+}
+
+// news20 writes the embedded 20 Newsgroups training file to a temporary
+// file and returns its path.
+func news20(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "20news.train.libsvm.xz")
+	b, err := io.ReadAll(datasets.OpenNews20Train())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestStatsJSONOnNews20(t *testing.T) {
+	code, out, errOut := colo(t, "stats", "--json", news20(t))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.HasPrefix(out, `{"samples":11269,"parameters":53975,"edges":1467345,`) {
+		t.Fatalf("stats --json = %.200s", out)
+	}
+}
+
+func TestPartitionAndEvalAgree(t *testing.T) {
+	data := news20(t)
+	dir := filepath.Join(t.TempDir(), "p")
+	code, _, errOut := colo(t, "partition", "--algo", "random", "-k", "4", "--seed", "3", data, "-o", dir)
+	if code != 0 {
+		t.Fatalf("partition exit %d: %s", code, errOut)
+	}
+	code, out, errOut := colo(t, "eval", data, "--data-part", filepath.Join(dir, "data.part"),
+		"--param-part", filepath.Join(dir, "param.part"), "--json")
+	if code != 0 {
+		t.Fatalf("eval exit %d: %s", code, errOut)
+	}
+	var fromPartition, fromEval map[string]any
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &fromPartition); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &fromEval); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"k", "M_max", "T_max", "T_sum", "max_samples", "objective", "over_theta",
+		"samples", "params", "memory", "worker", "server", "traffic", "random", "improvement_over_random"} {
+		if !reflect.DeepEqual(fromPartition[key], fromEval[key]) {
+			t.Errorf("%s: partition %v, eval %v", key, fromPartition[key], fromEval[key])
+		}
+	}
+	if fromPartition["algorithm"] != "random" || fromPartition["k"] != 4.0 || fromPartition["seed"] != 3.0 {
+		t.Errorf("summary header: %v %v %v", fromPartition["algorithm"], fromPartition["k"], fromPartition["seed"])
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	good := writeFile(t, "good.svm", "1 1:1 2:1\n-1 2:1 3:0.5\n1 3:2\n")
+	bad := writeFile(t, "bad.svm", "1 1:1\n-1 2:x\n")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no command", nil, 2, "Usage: colo COMMAND"},
+		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"stats", "--nope", good}, 2, "flag provided but not defined: -nope"},
+		{"missing file arg", []string{"stats"}, 2, "expected one file argument"},
+		{"missing file", []string{"stats", "/nonexistent/x.svm"}, 1, "/nonexistent/x.svm"},
+		{"malformed file", []string{"stats", bad}, 1, "bad.svm:2"},
+		{"k missing", []string{"partition", good, "-o", t.TempDir()}, 2, "-k 0: want the number of machines, at least 1"},
+		{"k negative", []string{"partition", "-k", "-2", good, "-o", t.TempDir()}, 2, "-k -2: want the number of machines"},
+		{"k too large", []string{"partition", "-k", "4", good, "-o", t.TempDir()}, 1, "k = 4: more machines than the 3 samples"},
+		{"unknown algo", []string{"partition", "--algo", "magic", "-k", "2", good, "-o", t.TempDir()}, 2, `unknown algorithm "magic"`},
+		{"unknown format", []string{"stats", "--format", "csv", good}, 2, `unknown format "csv"`},
+		{"no output dir", []string{"partition", "-k", "2", good}, 2, "-o DIR is required"},
+		{"eval without part", []string{"eval", good}, 2, "--data-part P is required"},
+		{"eval short part", []string{"eval", good, "--data-part", writeFile(t, "d.part", "0\n1\n")}, 1, "d.part: 2 lines for 3 samples"},
+		{"gen bad gamma", []string{"gen", "sparse", "--gamma", "1.5", "-o", "-"}, 2, "gamma = 1.5"},
+		{"convert bad target", []string{"convert", good, "--to", "dot", "-o", "-"}, 2, `--to "dot"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := colo(t, tc.args...)
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+				t.Fatalf("exit %d (want %d), output %q, want it to contain %q", code, tc.code, out+errOut, tc.want)
+			}
+		})
+	}
+}
+
+func TestFailedPartitionLeavesNoSummary(t *testing.T) {
+	bad := writeFile(t, "bad.svm", "1 1:1\n-1 2:x\n")
+	dir := filepath.Join(t.TempDir(), "out")
+	if code, _, _ := colo(t, "partition", "-k", "2", bad, "-o", dir); code == 0 {
+		t.Fatal("partition of a malformed file succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+		t.Fatal("summary.json written for a failed run")
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, c := range commands() {
+		code, out, _ := colo(t, c.name, "-h")
+		if code != 0 || !strings.Contains(out, "Usage: colo "+c.name) {
+			t.Errorf("%s -h: exit %d, %q", c.name, code, out)
+		}
+	}
+}
+
+func TestConvertAndGenRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	gen := filepath.Join(dir, "g.svm")
+	if code, _, errOut := colo(t, "gen", "synthetic-sparse", "--seed", "2", "-o", gen); code != 0 {
+		t.Fatalf("gen: %s", errOut)
+	}
+	code, out, errOut := colo(t, "stats", "--json", gen)
+	if code != 0 {
+		t.Fatalf("stats: %s", errOut)
+	}
+	var st struct{ Samples, Edges int }
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	// 10^4 × 10^4 entries at density 0.001: 10^5 expected, sd ≈ 316.
+	if st.Samples != 10000 || st.Edges < 98000 || st.Edges > 102000 {
+		t.Fatalf("synthetic-sparse: %d samples, %d edges", st.Samples, st.Edges)
+	}
+	hg := filepath.Join(dir, "g.hgr")
+	if code, _, errOut := colo(t, "convert", gen, "--to", "hmetis", "-o", hg); code != 0 {
+		t.Fatalf("convert: %s", errOut)
+	}
+	b, err := os.ReadFile(hg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.SplitN(string(b), "\n", 2)[0]
+	if !strings.HasSuffix(first, " 10000") {
+		t.Fatalf("hMETIS header %q: want <nets> 10000", first)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	code, out, errOut := colo(t, "demo")
+	if code != 0 {
+		t.Fatalf("demo exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"11,269 samples, 53,975 parameters, 1,467,345 edges", "== random", "T_max", "machine"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"colo/partition"
+	"colo/placement"
+)
+
+// defaultAlgo is the partitioner colo uses when none is named: the best
+// one available.
+func defaultAlgo() string {
+	if _, err := partition.Lookup("parsa"); err == nil {
+		return "parsa"
+	}
+	return "random"
+}
+
+func runPartition(e *env, args []string) error {
+	f := newFlags(e, "partition", "colo partition [flags] -k K FILE -o DIR",
+		"Places the samples of FILE on K workers and its parameters on K servers\n"+
+			"(worker i and server i share machine i) and writes DIR/data.part (one line\n"+
+			"per sample, in file order: its machine), DIR/param.part (one line per\n"+
+			"parameter: its id in the file and its machine) and DIR/summary.json (the\n"+
+			"algorithm, its time and every metric of the cost model). Algorithms: "+fmt.Sprint(partition.Names())+".")
+	var df dataFlags
+	df.register(f)
+	var opt partition.Options
+	algo := f.String("algo", defaultAlgo(), "partitioning algorithm")
+	f.IntVar(&opt.K, "k", 0, "number of machines (required)")
+	f.Uint64Var(&opt.Seed, "seed", 1, "random seed")
+	f.Int64Var(&opt.Theta, "theta", 0, "memory bound θ on the parameters a worker holds, |N(U_i)| (0: none)")
+	out := f.String("o", "", "output directory (required)")
+	asJSON := f.Bool("json", false, "print the summary as JSON instead of a table")
+	algoFlags(f, &opt)
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageError("-o DIR is required")
+	}
+	if opt.K <= 0 {
+		return usageError("-k %d: want the number of machines, at least 1", opt.K)
+	}
+	run, err := partition.Lookup(*algo)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	lopt, err := df.options()
+	if err != nil {
+		return err
+	}
+	g, loadTime, err := loadGraph(pos[0], lopt)
+	if err != nil {
+		return err
+	}
+	if err := opt.Validate(g.NumSamples()); err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	bar := newProgressBar(e, *algo)
+	opt.Progress = bar.update
+	start := time.Now()
+	p, err := run(g, opt)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	took := time.Since(start)
+	s, err := placement.NewSummary(g, p, opt.Theta)
+	if err != nil {
+		return err
+	}
+	s.Algorithm, s.Seed, s.Seconds = *algo, opt.Seed, took.Seconds()
+	s.Dataset = pos[0]
+	s.Details = map[string]any{"load_seconds": loadTime.Seconds()}
+	if err := placement.WriteDir(*out, g, p, s); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.out, s)
+	}
+	fmt.Fprintf(e.out, "%s: %s; loaded in %.2f s\n", pos[0], describe(g), loadTime.Seconds())
+	fmt.Fprintf(e.out, "%s on %d machines (seed %d) in %.3f s, written to %s\n\n", *algo, opt.K, opt.Seed, took.Seconds(), *out)
+	return printCostTable(e.out, s)
+}
+
+func runEval(e *env, args []string) error {
+	f := newFlags(e, "eval", "colo eval [flags] FILE --data-part P [--param-part Q]",
+		"Scores a placement of FILE on colo's cost model: memory and worker, server\n"+
+			"and total traffic per machine, their maxima and sums, and the improvement\n"+
+			"over random placement. P has one machine number per line per sample (the\n"+
+			"output format of hMETIS, PaToH, Zoltan and METIS, and colo's data.part).\n"+
+			"Q has `<parameter id> <machine>` per line (colo's param.part) or one\n"+
+			"machine per line in increasing parameter id. Without Q the parameters are\n"+
+			"assigned by colo's parameter assignment for the given data partition.")
+	var df dataFlags
+	df.register(f)
+	dataPart := f.String("data-part", "", "data part file: one machine per sample (required)")
+	paramPart := f.String("param-part", "", "parameter part file (optional)")
+	k := f.Int("k", 0, "number of machines (default: one more than the largest in the part files)")
+	theta := f.Int64("theta", 0, "memory bound θ on |N(U_i)| (0: none)")
+	seed := f.Uint64("seed", 1, "seed of the parameter assignment when there is no parameter part")
+	asJSON := f.Bool("json", false, "print the summary as JSON instead of a table")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *dataPart == "" {
+		return usageError("--data-part P is required")
+	}
+	if *k < 0 {
+		return usageError("-k %d: want a positive number of machines", *k)
+	}
+	lopt, err := df.options()
+	if err != nil {
+		return err
+	}
+	g, _, err := loadGraph(pos[0], lopt)
+	if err != nil {
+		return err
+	}
+	data, kData, err := placement.LoadDataPart(*dataPart, g.NumSamples(), *k)
+	if err != nil {
+		return err
+	}
+	p := &placement.Placement{K: kData, Data: data}
+	start := time.Now()
+	algo := "eval"
+	if *paramPart != "" {
+		bound := *k
+		if bound == 0 {
+			bound = 1 << 30
+		}
+		if p.Param, err = placement.LoadParamPart(*paramPart, g, bound); err != nil {
+			return err
+		}
+		if *k == 0 {
+			for _, i := range p.Param {
+				p.K = max(p.K, int(i)+1)
+			}
+		}
+	} else {
+		p.Param = make([]int32, g.NumParams())
+		partition.AssignParams(g, p, *seed)
+		algo = "eval+assign"
+	}
+	s, err := placement.NewSummary(g, p, *theta)
+	if err != nil {
+		return err
+	}
+	s.Algorithm, s.Seed, s.Seconds, s.Dataset = algo, *seed, time.Since(start).Seconds(), pos[0]
+	s.Details = map[string]any{"data_part": *dataPart, "param_part": *paramPart}
+	if *asJSON {
+		return printJSON(e.out, s)
+	}
+	fmt.Fprintf(e.out, "%s: %s\n", pos[0], describe(g))
+	fmt.Fprintf(e.out, "placement %s on %d machines\n\n", *dataPart, p.K)
+	return printCostTable(e.out, s)
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// printCostTable prints the per-machine costs and the totals of a summary
+// with the improvement over random placement.
+func printCostTable(w io.Writer, s *placement.Summary) error {
+	c := s.Cost
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "machine\tsamples\tparams\tmemory\tworker\tserver\ttraffic\t\n")
+	for i := 0; i < c.K; i++ {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", i, commas(c.Samples[i]), commas(c.Params[i]),
+			commas(c.Memory[i]), commas(c.Worker[i]), commas(c.Server[i]), commas(c.Traffic[i]))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintf(tw, "metric\tvalue\trandom\timprovement\t\n")
+	row := func(name string, v int64, r float64, imp *float64) {
+		is := "-"
+		if imp != nil {
+			is = fmt.Sprintf("%+.1f%%", *imp)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, commas(v), commas(int64(r+0.5)), is)
+	}
+	row("M_max", c.MMax, s.Random.MMax, s.Improvement.MMax)
+	row("T_max", c.TMax, s.Random.TMax, s.Improvement.TMax)
+	row("T_sum", c.TSum, s.Random.TSum, s.Improvement.TSum)
+	row("max|U_i|", c.MaxSamples, s.Random.MaxSamples, nil)
+	row("objective", c.Objective, s.Random.Objective, s.Improvement.Objective)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if c.Theta > 0 {
+		fmt.Fprintf(w, "\n%d of %d machines over the memory bound θ = %s\n", c.OverTheta, c.K, commas(c.Theta))
+	}
+	fmt.Fprintf(w, "\ntraffic in parameters per round; improvement = (random - x) / x, random = mean of %d uniform placements\n", placement.BaselineSeeds)
+	return nil
+}

@@ -1,0 +1,155 @@
+package graph
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// genLibSVM returns about size bytes of libsvm text shaped like bag-of-words
+// data: class labels, 20 to 300 increasing indices per row out of 60,000,
+// and values that are small counts or six-digit decimals (tf-idf weights).
+func genLibSVM(seed uint64, size int) []byte {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	buf := make([]byte, 0, size+4096)
+	for len(buf) < size {
+		buf = strconv.AppendInt(buf, int64(1+rng.IntN(20)), 10)
+		id := 0
+		for range 20 + rng.IntN(280) {
+			id += 1 + rng.IntN(200)
+			buf = append(buf, ' ')
+			buf = strconv.AppendInt(buf, int64(id), 10)
+			buf = append(buf, ':')
+			if rng.IntN(2) == 0 {
+				buf = strconv.AppendInt(buf, int64(1+rng.IntN(12)), 10)
+			} else {
+				buf = append(buf, "0."...)
+				buf = strconv.AppendInt(buf, int64(100000+rng.IntN(900000)), 10)
+			}
+		}
+		buf = append(buf, '\n')
+	}
+	return buf
+}
+
+// BenchmarkReadLibSVM measures the libsvm reader on 16 MB of generated text
+// in memory; the MB/s column is the throughput.
+func BenchmarkReadLibSVM(b *testing.B) {
+	data := genLibSVM(1, 16<<20)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ReadLibSVM(bytes.NewReader(data), "bench.svm", DefaultLoadOptions()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadLibSVM20News measures the libsvm reader on the 20
+// Newsgroups training set, decompressed in memory beforehand.
+func BenchmarkReadLibSVM20News(b *testing.B) {
+	p := dataFile(b, "20news-bydate/20news-bydate.train.libsvm.xz")
+	f, err := os.Open(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	dr, err := Decompress(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := io.ReadAll(dr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ReadLibSVM(bytes.NewReader(data), p, DefaultLoadOptions()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadSNAP measures the edge-list reader on one million random
+// edges among 100,000 nodes, read as undirected (two million graph edges).
+func BenchmarkReadSNAP(b *testing.B) {
+	rng := rand.New(rand.NewPCG(2, 1))
+	var data []byte
+	for range 1000000 {
+		data = strconv.AppendInt(data, int64(rng.IntN(100000)), 10)
+		data = append(data, '\t')
+		data = strconv.AppendInt(data, int64(rng.IntN(100000)), 10)
+		data = append(data, '\n')
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ReadSNAP(bytes.NewReader(data), "bench.txt", true, DefaultLoadOptions()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoadLibSVMPeakHeap loads 50 MB of generated libsvm text from a
+// file and reports the memory the load needed relative to the finished
+// graph (Graph.Bytes):
+//
+//   - peak-inuse/graph: the largest runtime.MemStats.HeapInuse seen while
+//     loading, sampled every millisecond, minus HeapInuse before the load.
+//     Sampling can miss a short spike, and HeapInuse counts garbage not yet
+//     collected as well as live data.
+//   - alloc/graph: all bytes allocated by the load (TotalAlloc), an upper
+//     bound on the peak.
+func BenchmarkLoadLibSVMPeakHeap(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "peak.svm")
+	if err := os.WriteFile(path, genLibSVM(3, 50<<20), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var peakRatio, allocRatio float64
+	for b.Loop() {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var (
+			peak uint64
+			stop = make(chan struct{})
+			wg   sync.WaitGroup
+		)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			var ms runtime.MemStats
+			for {
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		g, err := Load(path, DefaultLoadOptions())
+		close(stop)
+		wg.Wait()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		peak = max(peak, after.HeapInuse)
+		peakRatio = float64(peak-before.HeapInuse) / float64(g.Bytes())
+		allocRatio = float64(after.TotalAlloc-before.TotalAlloc) / float64(g.Bytes())
+		runtime.KeepAlive(g)
+	}
+	b.ReportMetric(peakRatio, "peak-inuse/graph")
+	b.ReportMetric(allocRatio, "alloc/graph")
+}

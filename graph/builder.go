@@ -1,0 +1,354 @@
+package graph
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// DupPolicy says what a Builder does with a parameter that occurs twice in
+// one sample.
+type DupPolicy int
+
+const (
+	// DupError rejects the sample (libsvm: indices must be unique).
+	DupError DupPolicy = iota
+	// DupSum keeps one edge whose value is the sum (hashed features).
+	DupSum
+	// DupKeep keeps one edge with the first value (edge lists read both ways).
+	DupKeep
+)
+
+// chunkLen is the number of edges per storage chunk of a Builder. Chunks
+// avoid the copy-on-grow of one large slice, which would double the peak
+// memory of loading.
+const chunkLen = 1 << 20
+
+// Builder accumulates samples row by row and builds a Graph. The zero value
+// is not usable; call NewBuilder.
+type Builder struct {
+	meta      Meta
+	dup       DupPolicy
+	off       []int64
+	ids       [][]uint64  // raw parameter ids, in chunks of chunkLen
+	vals      [][]float32 // per chunk; a nil chunk means all ones
+	n         int64       // edges so far
+	labels    []float64
+	hasLabels bool
+	sampleIDs []uint64
+	withIDs   bool
+	scratch   []int
+}
+
+// NewBuilder returns an empty Builder for a graph described by meta that
+// rejects duplicate parameters within a sample.
+func NewBuilder(meta Meta) *Builder {
+	return &Builder{meta: meta, off: []int64{0}}
+}
+
+// SetDupPolicy sets what AddSample does with a repeated parameter.
+func (b *Builder) SetDupPolicy(p DupPolicy) { b.dup = p }
+
+// DuplicateError reports a parameter that occurs twice in one sample.
+type DuplicateError struct{ ID uint64 }
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("parameter %d occurs twice in the sample", e.ID)
+}
+
+// NumSamples returns the number of samples added so far.
+func (b *Builder) NumSamples() int { return len(b.off) - 1 }
+
+// AddSample appends a sample with the given label, parameter ids (as in the
+// input, in any order) and values (nil means all 1). Values must be finite.
+// A repeated parameter is handled by the duplicate policy; with DupError it
+// returns a *DuplicateError and adds nothing.
+func (b *Builder) AddSample(label float64, params []uint64, vals []float32) error {
+	if b.withIDs {
+		return fmt.Errorf("graph: AddSample after AddSampleWithID")
+	}
+	return b.add(label, params, vals)
+}
+
+// AddSampleWithID is AddSample for inputs whose samples carry their own ids
+// (the nodes of an edge list). Either every sample has an id or none has.
+func (b *Builder) AddSampleWithID(id uint64, label float64, params []uint64, vals []float32) error {
+	if !b.withIDs && b.NumSamples() > 0 {
+		return fmt.Errorf("graph: AddSampleWithID after AddSample")
+	}
+	b.withIDs = true
+	if err := b.add(label, params, vals); err != nil {
+		return err
+	}
+	b.sampleIDs = append(b.sampleIDs, id)
+	return nil
+}
+
+// SetHasLabels records that the input carries labels even if all are 0.
+func (b *Builder) SetHasLabels() { b.hasLabels = true }
+
+func (b *Builder) add(label float64, params []uint64, vals []float32) error {
+	if vals != nil && len(vals) != len(params) {
+		return fmt.Errorf("graph: %d parameters but %d values", len(params), len(vals))
+	}
+	sorted := true
+	for i := 1; i < len(params); i++ {
+		if params[i] <= params[i-1] {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		var err error
+		params, vals, err = b.normalise(params, vals)
+		if err != nil {
+			return err
+		}
+	}
+	for i, id := range params {
+		c := len(b.ids) - 1
+		if c < 0 || len(b.ids[c]) == chunkLen {
+			// A new chunk starts small, so that small inputs stay small,
+			// and grows by append up to chunkLen.
+			size := chunkLen
+			if c < 0 {
+				size = 1024
+			}
+			b.ids = append(b.ids, make([]uint64, 0, size))
+			b.vals = append(b.vals, nil)
+			c++
+		}
+		v := float32(1)
+		if vals != nil {
+			v = vals[i]
+		}
+		if v != 1 && b.vals[c] == nil {
+			ones := make([]float32, len(b.ids[c]), cap(b.ids[c]))
+			for k := range ones {
+				ones[k] = 1
+			}
+			b.vals[c] = ones
+		}
+		b.ids[c] = append(b.ids[c], id)
+		if b.vals[c] != nil {
+			b.vals[c] = append(b.vals[c], v)
+		}
+		b.n++
+	}
+	b.off = append(b.off, b.n)
+	b.labels = append(b.labels, label)
+	if label != 0 {
+		b.hasLabels = true
+	}
+	return nil
+}
+
+// normalise sorts a row by parameter id and applies the duplicate policy.
+// It copies, leaving the caller's slices alone.
+func (b *Builder) normalise(params []uint64, vals []float32) ([]uint64, []float32, error) {
+	idx := b.scratch[:0]
+	for i := range params {
+		idx = append(idx, i)
+	}
+	b.scratch = idx
+	slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(params[x], params[y]) })
+	ps := make([]uint64, 0, len(params))
+	var vs []float32
+	if vals != nil {
+		vs = make([]float32, 0, len(params))
+	}
+	for _, i := range idx {
+		if n := len(ps); n > 0 && ps[n-1] == params[i] {
+			switch b.dup {
+			case DupError:
+				return nil, nil, &DuplicateError{ID: params[i]}
+			case DupSum:
+				if vs == nil {
+					vs = make([]float32, n, len(params))
+					for k := range vs {
+						vs[k] = 1
+					}
+				}
+				v := float32(1)
+				if vals != nil {
+					v = vals[i]
+				}
+				vs[n-1] += v
+			}
+			continue
+		}
+		ps = append(ps, params[i])
+		if vs != nil {
+			v := float32(1)
+			if vals != nil {
+				v = vals[i]
+			}
+			vs = append(vs, v)
+		}
+	}
+	return ps, vs, nil
+}
+
+// Build finishes the graph. The Builder must not be used afterwards.
+func (b *Builder) Build() (*Graph, error) {
+	if b.n > math.MaxUint32 {
+		return nil, fmt.Errorf("graph: %d edges exceed the 32-bit edge ids of one sample list", b.n)
+	}
+	n := b.NumSamples()
+	if int64(n) > math.MaxUint32 {
+		return nil, fmt.Errorf("graph: %d samples exceed 32-bit ids", n)
+	}
+	paramIDs, remap := b.paramIndex()
+	if int64(len(paramIDs)) > math.MaxUint32 {
+		return nil, fmt.Errorf("graph: %d parameters exceed 32-bit ids", len(paramIDs))
+	}
+	m := len(paramIDs)
+
+	// Remap raw ids chunk by chunk, freeing each chunk once copied.
+	adj := make([]uint32, b.n)
+	hasVals := false
+	for _, c := range b.vals {
+		if c != nil {
+			hasVals = true
+		}
+	}
+	var values []float32
+	if hasVals {
+		values = make([]float32, b.n)
+	}
+	for c := range b.ids {
+		lo := int64(c) * chunkLen
+		hi := min(lo+chunkLen, b.n)
+		dst := adj[lo:hi]
+		for j := range dst {
+			dst[j] = remap(b.ids[c][j])
+		}
+		if hasVals {
+			if b.vals[c] != nil {
+				copy(values[lo:hi], b.vals[c])
+			} else {
+				for j := lo; j < hi; j++ {
+					values[j] = 1
+				}
+			}
+		}
+		b.ids[c], b.vals[c] = nil, nil
+	}
+
+	poff, padj := transpose(b.off, adj, m)
+	g := &Graph{
+		sampleOff: b.off,
+		sampleAdj: adj,
+		paramOff:  poff,
+		paramAdj:  padj,
+		values:    values,
+		paramIDs:  paramIDs,
+		meta:      b.meta,
+	}
+	if b.hasLabels {
+		g.labels = b.labels
+	}
+	if b.withIDs {
+		g.sampleIDs = b.sampleIDs
+	}
+	*b = Builder{}
+	return g, nil
+}
+
+// paramIndex returns the sorted distinct raw ids and a function mapping a
+// raw id to its dense index. Small id ranges use a lookup table, large ones
+// a hash map.
+func (b *Builder) paramIndex() ([]uint64, func(uint64) uint32) {
+	var maxID uint64
+	for c := range b.ids {
+		for _, id := range b.ids[c] {
+			maxID = max(maxID, id)
+		}
+	}
+	if b.n == 0 {
+		return []uint64{}, func(uint64) uint32 { return 0 }
+	}
+	if maxID < uint64(4*b.n)+1<<20 {
+		table := make([]uint32, maxID+1)
+		for c := range b.ids {
+			for _, id := range b.ids[c] {
+				table[id] = 1
+			}
+		}
+		ids := make([]uint64, 0)
+		for id, seen := range table {
+			if seen != 0 {
+				table[id] = uint32(len(ids))
+				ids = append(ids, uint64(id))
+			}
+		}
+		return ids, func(id uint64) uint32 { return table[id] }
+	}
+	index := make(map[uint64]uint32)
+	for c := range b.ids {
+		for _, id := range b.ids[c] {
+			index[id] = 0
+		}
+	}
+	ids := make([]uint64, 0, len(index))
+	for id := range index {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		index[id] = uint32(i)
+	}
+	return ids, func(id uint64) uint32 { return index[id] }
+}
+
+// transpose builds the column-wise CSR of a row-wise CSR with m columns.
+// Columns list rows in increasing order.
+func transpose(off []int64, adj []uint32, m int) ([]int64, []uint32) {
+	coff := make([]int64, m+1)
+	for _, v := range adj {
+		coff[v+1]++
+	}
+	for v := 0; v < m; v++ {
+		coff[v+1] += coff[v]
+	}
+	cadj := make([]uint32, len(adj))
+	next := make([]int64, m)
+	copy(next, coff[:m])
+	for u := 0; u+1 < len(off); u++ {
+		for _, v := range adj[off[u]:off[u+1]] {
+			cadj[next[v]] = uint32(u)
+			next[v]++
+		}
+	}
+	return coff, cadj
+}
+
+// FromAdjacency builds a graph from sample adjacency lists over dense
+// parameter ids 0..m-1, which are also the parameter ids of the graph; all
+// m parameters exist even if unused. It is meant for tests, examples and
+// small programs. Rows need not be sorted; a repeated parameter within a
+// row is an error.
+func FromAdjacency(m int, rows [][]uint32) (*Graph, error) {
+	off := make([]int64, 1, len(rows)+1)
+	var adj []uint32
+	for u, row := range rows {
+		start := len(adj)
+		adj = append(adj, row...)
+		r := adj[start:]
+		slices.Sort(r)
+		for i, v := range r {
+			if int(v) >= m {
+				return nil, fmt.Errorf("graph: sample %d: parameter %d out of range [0,%d)", u, v, m)
+			}
+			if i > 0 && r[i-1] == v {
+				return nil, fmt.Errorf("graph: sample %d: %w", u, &DuplicateError{ID: uint64(v)})
+			}
+		}
+		off = append(off, int64(len(adj)))
+	}
+	if adj == nil {
+		adj = []uint32{}
+	}
+	return fromCSR(off, adj, m, nil, Meta{Format: "adjacency", Source: "adjacency lists"}), nil
+}

@@ -1,0 +1,152 @@
+package graph
+
+import (
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// adjacencyOf returns the sample lists of g as plain slices, by parameter
+// id in the input.
+func adjacencyOf(g *Graph) [][]uint64 {
+	rows := make([][]uint64, g.NumSamples())
+	for u := range rows {
+		rows[u] = []uint64{}
+		for _, v := range g.Params(u) {
+			rows[u] = append(rows[u], g.ParamID(int(v)))
+		}
+	}
+	return rows
+}
+
+func TestBuilderBasics(t *testing.T) {
+	b := NewBuilder(Meta{Format: "test"})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(b.AddSample(1, []uint64{10, 3, 7}, []float32{1, 2, 3}))
+	must(b.AddSample(-1, nil, nil))
+	must(b.AddSample(2, []uint64{3, 1 << 40}, nil))
+	err := b.AddSample(0, []uint64{5, 5}, nil)
+	var dup *DuplicateError
+	if !errors.As(err, &dup) || dup.ID != 5 {
+		t.Fatalf("duplicate: err = %v", err)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if g.NumSamples() != 3 || g.NumParams() != 4 || g.NumEdges() != 5 {
+		t.Fatalf("%v", g)
+	}
+	if want := [][]uint64{{3, 7, 10}, {}, {3, 1 << 40}}; !reflect.DeepEqual(adjacencyOf(g), want) {
+		t.Fatalf("rows %v, want %v", adjacencyOf(g), want)
+	}
+	if !reflect.DeepEqual(g.Values(0), []float32{2, 3, 1}) || !reflect.DeepEqual(g.Values(2), []float32{1, 1}) {
+		t.Fatalf("values %v %v", g.Values(0), g.Values(2))
+	}
+	if !reflect.DeepEqual(g.Labels(), []float64{1, -1, 2}) {
+		t.Fatalf("labels %v", g.Labels())
+	}
+	if v, ok := g.ParamIndex(1 << 40); !ok || v != 3 {
+		t.Fatalf("ParamIndex(2^40) = %d, %v", v, ok)
+	}
+	if _, ok := g.ParamIndex(4); ok {
+		t.Fatal("ParamIndex(4) found a parameter that does not occur")
+	}
+	if got := slices.Collect(slices.Values(g.Samples(0))); !reflect.DeepEqual(got, []uint32{0, 2}) {
+		t.Fatalf("samples of parameter 3: %v", got)
+	}
+}
+
+func TestBuilderDupPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		policy DupPolicy
+		vals   []float32
+		want   []float32
+	}{
+		{DupSum, nil, []float32{2, 1}},
+		{DupSum, []float32{0.5, 1, 2}, []float32{2.5, 1}},
+		{DupKeep, []float32{0.5, 1, 2}, []float32{0.5, 1}},
+	} {
+		b := NewBuilder(Meta{})
+		b.SetDupPolicy(tc.policy)
+		if err := b.AddSample(0, []uint64{4, 9, 4}, tc.vals); err != nil {
+			t.Fatal(err)
+		}
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Values(0); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("policy %d, vals %v: got %v, want %v", tc.policy, tc.vals, got, tc.want)
+		}
+	}
+}
+
+// TestBuilderLargeRandom builds a graph across several storage chunks with
+// both id-range strategies and checks it against the input rows.
+func TestBuilderLargeRandom(t *testing.T) {
+	for _, spread := range []uint64{1000, 1 << 50} {
+		rng := rand.New(rand.NewPCG(4, spread))
+		b := NewBuilder(Meta{})
+		var want [][]uint64
+		for len(want) < 30000 {
+			row := []uint64{}
+			for range rng.IntN(80) {
+				id := rng.Uint64N(spread)
+				if !slices.Contains(row, id) {
+					row = append(row, id)
+				}
+			}
+			if err := b.AddSample(0, row, nil); err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(row)
+			want = append(want, row)
+		}
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if g.NumEdges() <= chunkLen {
+			t.Fatalf("only %d edges: the test should span chunks", g.NumEdges())
+		}
+		if !reflect.DeepEqual(adjacencyOf(g), want) {
+			t.Fatalf("spread %d: rows differ", spread)
+		}
+		if g.HasValues() || g.Labels() != nil {
+			t.Fatal("all-one values or zero labels were stored")
+		}
+	}
+}
+
+func TestFromAdjacency(t *testing.T) {
+	g, err := FromAdjacency(5, [][]uint32{{3, 0}, {}, {4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if g.NumParams() != 5 || g.ParamDegree(1) != 0 || !reflect.DeepEqual(g.Params(0), []uint32{0, 3}) {
+		t.Fatalf("%v: params of 0 = %v", g, g.Params(0))
+	}
+	if _, err := FromAdjacency(2, [][]uint32{{2}}); err == nil {
+		t.Fatal("out-of-range parameter accepted")
+	}
+	if _, err := FromAdjacency(3, [][]uint32{{1, 1}}); err == nil {
+		t.Fatal("duplicate parameter accepted")
+	}
+}

@@ -1,0 +1,168 @@
+package graph
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+)
+
+// compressors make test data in each format Decompress reads. bzip2 has no
+// writer in Go; its test data is testdata/small.svm.bz2, made with the
+// bzip2 command.
+func compressors() map[string]func([]byte) ([]byte, error) {
+	return map[string]func([]byte) ([]byte, error){
+		"gzip": func(p []byte) ([]byte, error) {
+			var buf bytes.Buffer
+			w := gzip.NewWriter(&buf)
+			if _, err := w.Write(p); err != nil {
+				return nil, err
+			}
+			err := w.Close()
+			return buf.Bytes(), err
+		},
+		"xz": func(p []byte) ([]byte, error) {
+			var buf bytes.Buffer
+			// A small dictionary keeps the writer cheap; the reader does
+			// not care.
+			w, err := xz.WriterConfig{DictCap: 1 << 16}.NewWriter(&buf)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := w.Write(p); err != nil {
+				return nil, err
+			}
+			err = w.Close()
+			return buf.Bytes(), err
+		},
+		"zstd": func(p []byte) ([]byte, error) {
+			w, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+			if err != nil {
+				return nil, err
+			}
+			defer w.Close()
+			return w.EncodeAll(p, nil), nil
+		},
+	}
+}
+
+// decompressAll reads all of r through Decompress and closes the decoder.
+func decompressAll(r io.Reader) ([]byte, error) {
+	dr, err := Decompress(r)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := dr.(io.Closer); ok {
+		defer c.Close()
+	}
+	return io.ReadAll(dr)
+}
+
+// testText returns a libsvm text of n lines.
+func testText(n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "%d %d:1 %d:0.5 %d:2\n", i%2, i%7+1, i%11+8, i%13+20)
+	}
+	return b.Bytes()
+}
+
+func TestDecompressRoundTrip(t *testing.T) {
+	text := testText(500)
+	for kind, compress := range compressors() {
+		t.Run(kind, func(t *testing.T) {
+			z, err := compress(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Two concatenated streams read as one, as the command-line
+			// tools do.
+			got, err := decompressAll(bytes.NewReader(append(bytes.Clone(z), z...)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := append(bytes.Clone(text), text...); !bytes.Equal(got, want) {
+				t.Fatalf("got %d bytes, want %d", len(got), len(want))
+			}
+		})
+	}
+}
+
+func TestDecompressBzip2(t *testing.T) {
+	z, err := os.ReadFile("testdata/small.svm.bz2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("testdata/small.svm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decompressAll(bytes.NewReader(z))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestDecompressPlain(t *testing.T) {
+	for _, in := range []string{"", "1", "\x1f", "BZ", "BZh", "BZhx 1:1\n", "1 3:1\n2 4:1\n", "\xfd7zX"} {
+		got, err := decompressAll(strings.NewReader(in))
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if string(got) != in {
+			t.Errorf("%q: got %q", in, got)
+		}
+	}
+}
+
+// TestDecompressTruncated cuts compressed streams at every length from 10
+// bytes on and checks that none reads as a shorter file.
+func TestDecompressTruncated(t *testing.T) {
+	text := testText(300)
+	streams := map[string][]byte{}
+	for kind, compress := range compressors() {
+		z, err := compress(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[kind] = z
+	}
+	bz, err := os.ReadFile("testdata/small.svm.bz2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams["bzip2"] = bz
+	for kind, z := range streams {
+		t.Run(kind, func(t *testing.T) {
+			for n := 10; n < len(z); n++ {
+				got, err := decompressAll(bytes.NewReader(z[:n]))
+				if err == nil {
+					t.Errorf("cut at %d of %d bytes: read %d bytes without error", n, len(z), len(got))
+					continue
+				}
+				if !strings.Contains(err.Error(), kind) && !errors.Is(err, io.ErrUnexpectedEOF) {
+					t.Errorf("cut at %d: error %q names neither %s nor an unexpected EOF", n, err, kind)
+				}
+			}
+		})
+	}
+}
+
+func TestDecompressBadHeader(t *testing.T) {
+	for _, in := range []string{"\x1f\x8b\x00\x00", "\xfd7zXZ\x00\x00\x00\x00\x00\x00\x00", "\x28\xb5\x2f\xfd\xff\xff\xff"} {
+		if got, err := decompressAll(strings.NewReader(in)); err == nil {
+			t.Errorf("%q: read %q without error", in, got)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package graph
+
+import (
+	"fmt"
+)
+
+// Format names an input format.
+type Format string
+
+// The input formats colo reads.
+const (
+	// FormatAuto detects the format from the first lines of the content.
+	FormatAuto Format = ""
+	// FormatLibSVM is libsvm/svmlight text: `label idx:val ...` per sample.
+	FormatLibSVM Format = "libsvm"
+	// FormatSNAP is a SNAP directed edge list: `u v` per line, `#` comments.
+	// Each node is a sample and a parameter; edge (u,v) joins sample u to
+	// parameter v.
+	FormatSNAP Format = "snap"
+	// FormatSNAPUndirected is a SNAP edge list read in both directions.
+	FormatSNAPUndirected Format = "snap-undirected"
+	// FormatCriteo is Criteo-style TSV: a 0/1 label, 13 integer and 26
+	// categorical columns, hashed into 2^HashBits parameters.
+	FormatCriteo Format = "criteo"
+)
+
+// DefaultHashBits is the default number of hash bits for Criteo features.
+const DefaultHashBits = 20
+
+// LoadOptions control how a dataset is read.
+type LoadOptions struct {
+	// Format of the content; FormatAuto detects it.
+	Format Format
+	// IndexBase is 0 or 1 for libsvm indices, or -1 to detect it (0-based
+	// when an index 0 occurs). With 1, an index 0 is an error.
+	IndexBase int
+	// DropSelfLoops drops SNAP edges from a node to itself.
+	DropSelfLoops bool
+	// HashBits is the number of hash bits for Criteo features (1..32).
+	HashBits int
+}
+
+// DefaultLoadOptions returns options that detect everything.
+func DefaultLoadOptions() LoadOptions {
+	return LoadOptions{IndexBase: -1, HashBits: DefaultHashBits}
+}
+
+// Validate checks the options and names the offending field.
+func (o LoadOptions) Validate() error {
+	switch o.Format {
+	case FormatAuto, FormatLibSVM, FormatSNAP, FormatSNAPUndirected, FormatCriteo:
+	default:
+		return fmt.Errorf("unknown format %q: want libsvm, snap, snap-undirected or criteo", string(o.Format))
+	}
+	if o.IndexBase < -1 || o.IndexBase > 1 {
+		return fmt.Errorf("index base %d: want 0, 1 or -1 (detect)", o.IndexBase)
+	}
+	if o.HashBits < 1 || o.HashBits > 32 {
+		return fmt.Errorf("hash bits %d: want 1..32", o.HashBits)
+	}
+	return nil
+}
+
+// ParseError is a malformed input. It names the file, the line (from 1),
+// the field (from 1, 0 when the whole line is at fault) and what was
+// expected.
+type ParseError struct {
+	File  string
+	Line  int
+	Field int
+	Msg   string
+}
+
+func (e *ParseError) Error() string {
+	switch {
+	case e.Line == 0:
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	case e.Field == 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	default:
+		return fmt.Sprintf("%s:%d: field %d: %s", e.File, e.Line, e.Field, e.Msg)
+	}
+}

@@ -1,0 +1,255 @@
+package placement
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+
+	"colo/graph"
+)
+
+// Cost is the cost-model evaluation of a placement. Per-machine slices are
+// indexed by machine; traffic is in parameters per round.
+type Cost struct {
+	K int `json:"k"`
+	// Totals.
+	MMax       int64 `json:"M_max"`
+	TMax       int64 `json:"T_max"`
+	TSum       int64 `json:"T_sum"`
+	MaxSamples int64 `json:"max_samples"`
+	// Objective is the seed-000 objective max|U_i| · T_max.
+	Objective int64 `json:"objective"`
+	// Theta is the memory bound θ (0: none) and OverTheta the number of
+	// machines whose memory M_i exceeds it.
+	Theta     int64 `json:"theta,omitempty"`
+	OverTheta int   `json:"over_theta"`
+	// Per machine.
+	Samples []int64 `json:"samples"` // |U_i|
+	Params  []int64 `json:"params"`  // |V_i|
+	Memory  []int64 `json:"memory"`  // M_i = |N(U_i)|
+	Worker  []int64 `json:"worker"`  // |N(U_i) \ V_i|
+	Server  []int64 `json:"server"`  // Σ_{j≠i} |V_i ∩ N(U_j)|
+	Traffic []int64 `json:"traffic"` // T_i = worker + server
+}
+
+// Evaluate scores placement p of graph g, with memory bound theta (0 for
+// none). It validates p first. It runs in O(|E|) time on up to GOMAXPROCS
+// goroutines; the result does not depend on their number.
+func Evaluate(g *graph.Graph, p *Placement, theta int64) (*Cost, error) {
+	if err := p.Validate(g); err != nil {
+		return nil, err
+	}
+	return evaluate(g, p, theta, runtime.GOMAXPROCS(0)), nil
+}
+
+// partial is one goroutine's share of the per-machine counters.
+type partial struct{ memory, worker, server []int64 }
+
+// minEdgesPerGoroutine is the least work worth a goroutine in Evaluate.
+const minEdgesPerGoroutine = 1 << 18
+
+// evaluate scores p on up to workers goroutines, fewer on small graphs.
+func evaluate(g *graph.Graph, p *Placement, theta int64, workers int) *Cost {
+	workers = max(1, min(workers, int(g.NumEdges()/minEdgesPerGoroutine)))
+	return evaluateSplit(g, p, theta, workers)
+}
+
+// evaluateSplit scores p with the parameters split into ranges of about
+// equal edge counts, one goroutine each.
+func evaluateSplit(g *graph.Graph, p *Placement, theta int64, workers int) *Cost {
+	k := p.K
+	m := g.NumParams()
+	bounds := splitByEdges(g.ParamOffsets(), workers)
+	parts := make([]partial, len(bounds)-1)
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[w] = countRange(g, p, bounds[w], bounds[w+1])
+		}()
+	}
+	wg.Wait()
+
+	c := &Cost{
+		K:       k,
+		Samples: make([]int64, k),
+		Params:  make([]int64, k),
+		Memory:  make([]int64, k),
+		Worker:  make([]int64, k),
+		Server:  make([]int64, k),
+		Traffic: make([]int64, k),
+		Theta:   theta,
+	}
+	for _, i := range p.Data {
+		c.Samples[i]++
+	}
+	for v := 0; v < m; v++ {
+		c.Params[p.Param[v]]++
+	}
+	for _, part := range parts {
+		for i := 0; i < k; i++ {
+			c.Memory[i] += part.memory[i]
+			c.Worker[i] += part.worker[i]
+			c.Server[i] += part.server[i]
+		}
+	}
+	for i := 0; i < k; i++ {
+		c.Traffic[i] = c.Worker[i] + c.Server[i]
+		c.TSum += c.Traffic[i]
+		if theta > 0 && c.Memory[i] > theta {
+			c.OverTheta++
+		}
+	}
+	c.MMax = slices.Max(c.Memory)
+	c.TMax = slices.Max(c.Traffic)
+	c.MaxSamples = slices.Max(c.Samples)
+	c.Objective = c.MaxSamples * c.TMax
+	return c
+}
+
+// countRange counts memory, worker and server traffic for parameters
+// [lo, hi): each machine whose worker needs v holds it (memory) and, unless
+// it also serves v, pulls it from the server that does.
+func countRange(g *graph.Graph, p *Placement, lo, hi int) partial {
+	k := p.K
+	r := partial{memory: make([]int64, k), worker: make([]int64, k), server: make([]int64, k)}
+	stamp := make([]int, k)
+	for i := range stamp {
+		stamp[i] = -1
+	}
+	off, adj := g.ParamOffsets(), g.ParamAdjacency()
+	data := p.Data
+	for v := lo; v < hi; v++ {
+		owner := p.Param[v]
+		for _, u := range adj[off[v]:off[v+1]] {
+			j := data[u]
+			if stamp[j] == v {
+				continue
+			}
+			stamp[j] = v
+			r.memory[j]++
+			if j != owner {
+				r.worker[j]++
+				r.server[owner]++
+			}
+		}
+	}
+	return r
+}
+
+// splitByEdges returns parts+1 boundaries that split the rows of a CSR
+// with the given offsets into ranges of about equal numbers of entries.
+func splitByEdges(off []int64, parts int) []int {
+	rows := len(off) - 1
+	total := off[rows]
+	b := make([]int, 0, parts+1)
+	b = append(b, 0)
+	for w := 1; w < parts; w++ {
+		target := total * int64(w) / int64(parts)
+		i, _ := slices.BinarySearch(off, target)
+		i = max(i, b[len(b)-1])
+		b = append(b, min(i, rows))
+	}
+	return append(b, rows)
+}
+
+// BaselineSeeds is the number of random placements whose mean cost is the
+// baseline that improvements are measured against.
+const BaselineSeeds = 5
+
+// Baseline is the mean cost of BaselineSeeds uniformly random placements
+// (seeds 1..BaselineSeeds).
+type Baseline struct {
+	MMax       float64 `json:"M_max"`
+	TMax       float64 `json:"T_max"`
+	TSum       float64 `json:"T_sum"`
+	MaxSamples float64 `json:"max_samples"`
+	Objective  float64 `json:"objective"`
+}
+
+// RandomBaseline evaluates BaselineSeeds uniformly random placements of g
+// on k machines and returns their mean cost.
+func RandomBaseline(g *graph.Graph, k int) Baseline {
+	var b Baseline
+	for s := 1; s <= BaselineSeeds; s++ {
+		c := evaluate(g, Uniform(g, k, NewRand(uint64(s))), 0, runtime.GOMAXPROCS(0))
+		b.MMax += float64(c.MMax)
+		b.TMax += float64(c.TMax)
+		b.TSum += float64(c.TSum)
+		b.MaxSamples += float64(c.MaxSamples)
+		b.Objective += float64(c.Objective)
+	}
+	n := float64(BaselineSeeds)
+	b.MMax /= n
+	b.TMax /= n
+	b.TSum /= n
+	b.MaxSamples /= n
+	b.Objective /= n
+	return b
+}
+
+// Improvement is the gain of a placement over the random baseline per
+// metric, in percent: (random − x) / x · 100. A metric of value 0 has no
+// finite improvement and is left nil.
+type Improvement struct {
+	MMax      *float64 `json:"M_max"`
+	TMax      *float64 `json:"T_max"`
+	TSum      *float64 `json:"T_sum"`
+	Objective *float64 `json:"objective"`
+}
+
+// ImprovementOver returns the improvement of c over the baseline b.
+func ImprovementOver(b Baseline, c *Cost) Improvement {
+	return Improvement{
+		MMax:      improvement(b.MMax, c.MMax),
+		TMax:      improvement(b.TMax, c.TMax),
+		TSum:      improvement(b.TSum, c.TSum),
+		Objective: improvement(b.Objective, c.Objective),
+	}
+}
+
+func improvement(random float64, x int64) *float64 {
+	if x == 0 {
+		return nil
+	}
+	v := (random - float64(x)) / float64(x) * 100
+	return &v
+}
+
+// Summary is the record of one placement as written to summary.json and
+// printed by `colo partition`, `colo eval` and the benchmarks: how it was
+// made, what it costs and how that compares with random placement.
+type Summary struct {
+	Algorithm string  `json:"algorithm"`
+	Seed      uint64  `json:"seed"`
+	Seconds   float64 `json:"seconds"`
+	Dataset   string  `json:"dataset"`
+	NumSamp   int     `json:"num_samples"`
+	NumParams int     `json:"num_params"`
+	NumEdges  int64   `json:"num_edges"`
+	*Cost
+	Random      Baseline    `json:"random"`
+	Improvement Improvement `json:"improvement_over_random"`
+	// Details holds what a partitioner reports of its own run.
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// NewSummary evaluates p on g against the random baseline and returns the
+// summary with the algorithm fields left for the caller to fill.
+func NewSummary(g *graph.Graph, p *Placement, theta int64) (*Summary, error) {
+	c, err := Evaluate(g, p, theta)
+	if err != nil {
+		return nil, err
+	}
+	b := RandomBaseline(g, p.K)
+	return &Summary{
+		Dataset:     g.Meta().Source,
+		NumSamp:     g.NumSamples(),
+		NumParams:   g.NumParams(),
+		NumEdges:    g.NumEdges(),
+		Cost:        c,
+		Random:      b,
+		Improvement: ImprovementOver(b, c),
+	}, nil
+}
