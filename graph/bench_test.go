@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"colo/internal/decompress"
+
 	"bytes"
 	"io"
 	"math/rand/v2"
@@ -61,7 +63,7 @@ func BenchmarkReadLibSVM20News(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	dr, err := Decompress(f)
+	dr, err := decompress.NewReader(f)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"colo/internal/decompress"
+
 	"bufio"
 	"bytes"
 	"errors"
@@ -9,6 +11,10 @@ import (
 	"os"
 	"strconv"
 )
+
+// bufSize is the size of the read buffers of the loaders. Lines longer than
+// this are still read, through a slower path.
+const bufSize = 1 << 20
 
 // headSize is how much decompressed content Read looks at to detect the
 // format.
@@ -126,7 +132,7 @@ func isLibSVMLine(t []byte, complete bool) bool {
 }
 
 // Load reads the dataset in the file at path: it decompresses it (see
-// Decompress), detects the format when opt.Format is FormatAuto (see
+// internal/decompress), detects the format when opt.Format is FormatAuto (see
 // DetectFormat) and calls ReadLibSVM, ReadSNAP or ReadCriteo. Errors name
 // the file, and for malformed content the line and field (*ParseError).
 func Load(path string, opt LoadOptions) (*Graph, error) {
@@ -144,7 +150,7 @@ func Read(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	dr, err := Decompress(r)
+	dr, err := decompress.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

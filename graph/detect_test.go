@@ -2,13 +2,18 @@ package graph
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 func TestDetectFormat(t *testing.T) {
@@ -215,4 +220,52 @@ func TestReadTruncated(t *testing.T) {
 			}
 		}
 	}
+}
+
+// compressors make test data in each format NewReader reads. bzip2 has no
+// writer in Go; its test data is testdata/small.svm.bz2, made with the
+// bzip2 command.
+func compressors() map[string]func([]byte) ([]byte, error) {
+	return map[string]func([]byte) ([]byte, error){
+		"gzip": func(p []byte) ([]byte, error) {
+			var buf bytes.Buffer
+			w := gzip.NewWriter(&buf)
+			if _, err := w.Write(p); err != nil {
+				return nil, err
+			}
+			err := w.Close()
+			return buf.Bytes(), err
+		},
+		"xz": func(p []byte) ([]byte, error) {
+			var buf bytes.Buffer
+			// A small dictionary keeps the writer cheap; the reader does
+			// not care.
+			w, err := xz.WriterConfig{DictCap: 1 << 16}.NewWriter(&buf)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := w.Write(p); err != nil {
+				return nil, err
+			}
+			err = w.Close()
+			return buf.Bytes(), err
+		},
+		"zstd": func(p []byte) ([]byte, error) {
+			w, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+			if err != nil {
+				return nil, err
+			}
+			defer w.Close()
+			return w.EncodeAll(p, nil), nil
+		},
+	}
+}
+
+// testText returns a libsvm text of n lines.
+func testText(n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "%d %d:1 %d:0.5 %d:2\n", i%2, i%7+1, i%11+8, i%13+20)
+	}
+	return b.Bytes()
 }

@@ -3,7 +3,6 @@ package graph
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"slices"
 	"testing"
 )
@@ -144,40 +143,6 @@ func FuzzReadCriteo(f *testing.F) {
 	})
 }
 
-func FuzzDecompress(f *testing.F) {
-	for _, s := range []string{"", "1 1:1\n", "\x1f\x8b", "BZh9", "\xfd7zXZ\x00", "\x28\xb5\x2f\xfd"} {
-		f.Add([]byte(s))
-	}
-	text := testText(30)
-	for _, compress := range compressors() {
-		z, err := compress(text)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(z)
-		f.Add(z[:len(z)/2])
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		// Any input: no panic, and no more output than the limit asks.
-		if dr, err := Decompress(bytes.NewReader(data)); err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(dr, 1<<24))
-			if c, ok := dr.(io.Closer); ok {
-				c.Close()
-			}
-		}
-		// Compressed data reads back as it was.
-		for kind, compress := range compressors() {
-			z, err := compress(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := decompressAll(bytes.NewReader(z))
-			if err != nil || !bytes.Equal(got, data) {
-				t.Fatalf("%s round trip: %d bytes, err %v", kind, len(got), err)
-			}
-		}
-	})
-}
 
 func FuzzDetectFormat(f *testing.F) {
 	for _, s := range []string{

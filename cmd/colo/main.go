@@ -40,6 +40,7 @@ func commands() []command {
 		{"eval", "score a placement made by colo or another tool on colo's cost model", runEval},
 		{"convert", "write a dataset as an hMETIS hypergraph or as libsvm", runConvert},
 		{"gen", "generate a synthetic sparse or power-law dataset in libsvm format", runGen},
+		{"shard", "split a labelled dense dataset among workers: stratified, distaware, submodular", runShard},
 	}
 }
 

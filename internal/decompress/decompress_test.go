@@ -1,4 +1,4 @@
-package graph
+package decompress
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/ulikunitz/xz"
 )
 
-// compressors make test data in each format Decompress reads. bzip2 has no
+// compressors make test data in each format NewReader reads. bzip2 has no
 // writer in Go; its test data is testdata/small.svm.bz2, made with the
 // bzip2 command.
 func compressors() map[string]func([]byte) ([]byte, error) {
@@ -53,9 +53,9 @@ func compressors() map[string]func([]byte) ([]byte, error) {
 	}
 }
 
-// decompressAll reads all of r through Decompress and closes the decoder.
+// decompressAll reads all of r through NewReader and closes the decoder.
 func decompressAll(r io.Reader) ([]byte, error) {
-	dr, err := Decompress(r)
+	dr, err := NewReader(r)
 	if err != nil {
 		return nil, err
 	}
@@ -165,4 +165,39 @@ func TestDecompressBadHeader(t *testing.T) {
 			t.Errorf("%q: read %q without error", in, got)
 		}
 	}
+}
+
+func FuzzDecompress(f *testing.F) {
+	for _, s := range []string{"", "1 1:1\n", "\x1f\x8b", "BZh9", "\xfd7zXZ\x00", "\x28\xb5\x2f\xfd"} {
+		f.Add([]byte(s))
+	}
+	text := testText(30)
+	for _, compress := range compressors() {
+		z, err := compress(text)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(z)
+		f.Add(z[:len(z)/2])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Any input: no panic, and no more output than the limit asks.
+		if dr, err := NewReader(bytes.NewReader(data)); err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(dr, 1<<24))
+			if c, ok := dr.(io.Closer); ok {
+				c.Close()
+			}
+		}
+		// Compressed data reads back as it was.
+		for kind, compress := range compressors() {
+			z, err := compress(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decompressAll(bytes.NewReader(z))
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("%s round trip: %d bytes, err %v", kind, len(got), err)
+			}
+		}
+	})
 }

@@ -1,4 +1,10 @@
-package graph
+// Package decompress undoes the compression of an input stream, detected
+// from its leading bytes: gzip, xz, zstd or bzip2. Every colo loader reads
+// through it, so a file may be stored compressed or not.
+//
+// A damaged or truncated stream fails with an *Error rather than ending
+// early, so that a cut-off file is never taken for a shorter one.
+package decompress
 
 import (
 	"bufio"
@@ -14,11 +20,10 @@ import (
 	"github.com/ulikunitz/xz"
 )
 
-// bufSize is the size of the read buffers of the loaders. Lines longer than
-// this are still read, through a slower path.
+// bufSize is the size of the buffer in front of the compressed input.
 const bufSize = 1 << 20
 
-// The leading bytes ("magic numbers") of the compressed formats Decompress
+// The leading bytes ("magic numbers") of the compressed formats NewReader
 // recognises.
 const (
 	magicGzip  = "\x1f\x8b"
@@ -27,7 +32,7 @@ const (
 	magicBzip2 = "BZh"
 )
 
-// Decompress returns a reader of the decompressed content of r. It detects
+// NewReader returns a reader of the decompressed content of r. It detects
 // gzip (1f 8b), xz (fd '7zXZ' 00), zstd (28 b5 2f fd) and bzip2 ("BZh"
 // followed by a block-size digit) from the leading bytes; any other content
 // is returned as it is, behind a buffer. Concatenated gzip members, xz
@@ -35,15 +40,15 @@ const (
 // the command-line tools do.
 //
 // A damaged or truncated compressed stream makes the returned reader fail
-// (io.ErrUnexpectedEOF or the decoder's error) rather than end early, so a
-// cut-off file is never taken for a shorter one. (For xz this needs a check
-// of its own, see xzTail.) Errors in the header of the
-// stream are returned by Decompress itself.
+// with an *Error that wraps io.ErrUnexpectedEOF or the decoder's error,
+// rather than end early, so a cut-off file is never taken for a shorter one.
+// (For xz this needs a check of its own, see xzTail.) Errors in the header
+// of the stream are returned by NewReader itself.
 //
 // When the returned reader implements io.Closer (gzip and zstd), the caller
 // should close it once done to release the decoder; closing does not close
-// r. Load and Read do this.
-func Decompress(r io.Reader) (io.Reader, error) {
+// r.
+func NewReader(r io.Reader) (io.Reader, error) {
 	br := bufio.NewReaderSize(r, bufSize)
 	b, err := br.Peek(len(magicXz))
 	if err != nil && err != io.EOF {
@@ -78,7 +83,7 @@ func Decompress(r io.Reader) (io.Reader, error) {
 	return br, nil
 }
 
-// decoder is the reader Decompress returns for compressed content: it names
+// decoder is the reader NewReader returns for compressed content: it names
 // the compression in its errors and releases the decoder on Close.
 type decoder struct {
 	kind  string
@@ -115,14 +120,22 @@ func (d *decoder) Close() error {
 	return nil
 }
 
-// prefixed wraps err with the name of the compression unless its message
-// already starts with it.
-func prefixed(kind string, err error) error {
-	if strings.HasPrefix(err.Error(), kind+":") {
-		return err
-	}
-	return fmt.Errorf("%s: %w", kind, err)
+// Error is a failure of a decompressor: damaged or truncated compressed
+// data. It is distinct from the end of the content.
+type Error struct {
+	Kind string // gzip, xz, zstd or bzip2
+	Err  error
 }
+
+func (e *Error) Error() string {
+	msg := strings.TrimPrefix(e.Err.Error(), e.Kind+": ")
+	return e.Kind + ": corrupt or truncated compressed data: " + msg
+}
+
+// Unwrap returns the decoder's error.
+func (e *Error) Unwrap() error { return e.Err }
+
+func prefixed(kind string, err error) error { return &Error{Kind: kind, Err: err} }
 
 // xzTail watches the compressed input of the xz decoder, which takes input
 // that ends where a block header or the index should start for the end of

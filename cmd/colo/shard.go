@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"colo/dense"
+	"colo/shard"
+)
+
+// Output files of colo shard.
+const (
+	shardsFile       = "shards.txt"
+	shardSummaryFile = "summary.json"
+)
+
+// shardReport is summary.json: the run's settings and timings with the
+// quality summary of the assignment.
+type shardReport struct {
+	Dataset        string  `json:"dataset"`
+	Labels         string  `json:"labels,omitempty"`
+	Seed           uint64  `json:"seed"`
+	Function       string  `json:"function,omitempty"`
+	Greedy         string  `json:"greedy,omitempty"`
+	Grow           string  `json:"grow,omitempty"`
+	Sigma          float64 `json:"sigma_option,omitempty"`
+	LoadSeconds    float64 `json:"load_seconds"`
+	Seconds        float64 `json:"seconds"`
+	SummarySeconds float64 `json:"summary_seconds"`
+	*shard.Summary
+}
+
+func runShard(e *env, args []string) error {
+	f := newFlags(e, "shard", "colo shard [flags] DATA [--labels LABELS] --workers N --scheme S -o DIR",
+		"Splits the labelled dense dataset DATA among N workers and writes DIR/shards.txt\n"+
+			"(one line per sample, in file order: its worker 0..N-1, or * for a sample every\n"+
+			"worker gets) and DIR/summary.json (shard sizes against their targets, per-shard\n"+
+			"class counts, per-class coverage and mean distances, and the settings).\n"+
+			"DATA is idx (MNIST; the labels come from the idx file given with --labels),\n"+
+			"libsvm with class labels, or CSV with a label column; gzip, xz, zstd and bzip2\n"+
+			"are undone. Schemes: random, roundrobin (sample i to worker i mod N),\n"+
+			"stratified (round-robin inside each class), distaware (PCA + k-means, round-\n"+
+			"robin inside each cluster, small clusters broadcast) and submodular (ratio-\n"+
+			"constrained submodular partitioning of each class). See docs/shard.md.")
+	o := shard.DefaultOptions()
+	o.Workers = 0
+	o.Scheme = ""
+	labels := f.String("labels", "", "idx label file (required for idx data)")
+	format := f.String("format", "", "data format: idx, libsvm or csv (detected from the content when empty)")
+	labelCol := f.String("label-col", "0", "csv: label column, a number from 0 (negative counts from the end) or a header name")
+	header := f.String("header", "auto", "csv: whether the first record is a header: auto, yes or no")
+	sep := f.String("sep", ",", "csv: field separator (one character; \\t for tab)")
+	f.IntVar(&o.Workers, "workers", 0, "number of workers N (required)")
+	scheme := f.String("scheme", "", "sharding scheme: random, roundrobin, stratified, distaware or submodular (required)")
+	seed := f.Uint64("seed", 1, "random seed")
+	out := f.String("o", "", "output directory (required)")
+	f.IntVar(&o.PCADims, "pca-dims", 0, "distaware: principal components to keep (0: use --pca-variance)")
+	f.Float64Var(&o.PCAVariance, "pca-variance", o.PCAVariance, "distaware: keep the fewest components carrying this fraction of the variance")
+	f.IntVar(&o.Clusters, "clusters", 0, "distaware: k-means clusters (0: twice the number of classes)")
+	f.IntVar(&o.KMeansIters, "kmeans-iters", 0, "distaware: k-means iteration cap (0: 150)")
+	ratios := f.String("ratios", "", "submodular: relative worker speeds r1,…,rN or r1:…:rN (default equal)")
+	function := f.String("function", string(o.Function), "submodular: facility or graphcut")
+	f.Float64Var(&o.Sigma, "sigma", 0, "submodular: Gaussian kernel width σ (0: median pairwise distance of each class)")
+	greedy := f.String("greedy", string(o.Greedy), "submodular: lazy, stochastic or plain")
+	f.Float64Var(&o.Epsilon, "epsilon", o.Epsilon, "submodular: ε of stochastic greedy; each step samples (m/C)·ln(1/ε) candidates")
+	grow := f.String("grow", string(o.Grow), "submodular: block to grow next: min-f (smallest f, as in the paper) or proportional\n(least full relative to its ratio)")
+	f.IntVar(&o.MaxBlock, "max-block", o.MaxBlock, "submodular: largest set partitioned at once; larger classes are split at random\n(the similarity matrix takes 4·max-block² bytes per thread)")
+	f.IntVar(&o.Threads, "threads", 0, "goroutines (0: all cores); the result does not depend on it")
+	coverage := f.Int("coverage-sample", shard.DefaultCoverageSample, "summary: reference samples per class for coverage (negative: skip coverage)")
+	asJSON := f.Bool("json", false, "print the summary as JSON instead of a table")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageError("-o DIR is required")
+	}
+	if o.Workers < 1 {
+		return usageError("--workers %d: want the number of workers, at least 1", o.Workers)
+	}
+	if *scheme == "" {
+		return usageError("--scheme is required: random, roundrobin, stratified, distaware or submodular")
+	}
+	o.Scheme = shard.Scheme(*scheme)
+	o.Function, o.Greedy, o.Grow = shard.Function(*function), shard.Greedy(*greedy), shard.Grow(*grow)
+	if *ratios != "" {
+		if o.Ratios, err = shard.ParseRatios(*ratios); err != nil {
+			return usageError("--ratios: %v", err)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	lopt, err := shardLoadOptions(*format, *labels, *labelCol, *header, *sep)
+	if err != nil {
+		return err
+	}
+
+	start := time.Now()
+	d, err := dense.Load(pos[0], lopt)
+	if err != nil {
+		return err
+	}
+	loadTime := time.Since(start)
+	if d.Len() == 0 {
+		return fmt.Errorf("%s: no samples", pos[0])
+	}
+	rng := rand.New(rand.NewPCG(*seed, 0))
+	o.Progress = shardProgress(e)
+	start = time.Now()
+	res, err := shard.Shard(d, o, rng)
+	if e.isTerminal {
+		fmt.Fprintf(e.errOut, "\r%60s\r", "")
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", pos[0], err)
+	}
+	took := time.Since(start)
+	start = time.Now()
+	sum, err := shard.Summarize(d, res, shard.SummaryOptions{
+		Ratios: o.Ratios, Sigma: o.Sigma, CoverageSample: *coverage, Threads: o.Threads,
+	}, rng)
+	if err != nil {
+		return err
+	}
+	rep := &shardReport{
+		Dataset: pos[0], Labels: *labels, Seed: *seed,
+		LoadSeconds: loadTime.Seconds(), Seconds: took.Seconds(), SummarySeconds: time.Since(start).Seconds(),
+		Summary: sum,
+	}
+	if o.Scheme == shard.SchemeSubmodular {
+		rep.Function, rep.Greedy, rep.Grow, rep.Sigma = string(o.Function), string(o.Greedy), string(o.Grow), o.Sigma
+	}
+	if err := writeShardDir(*out, res.Assign, rep); err != nil {
+		return err
+	}
+	if *asJSON {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.out, "%s\n", b)
+		return err
+	}
+	fmt.Fprintf(e.out, "%s: %d samples × %d features, %d classes; loaded in %.2f s\n", pos[0], d.Len(), d.Dim, d.Classes, loadTime.Seconds())
+	fmt.Fprintf(e.out, "%s on %d workers (seed %d) in %.2f s, summary in %.2f s, written to %s\n\n",
+		describeScheme(o), o.Workers, *seed, took.Seconds(), rep.SummarySeconds, *out)
+	return printShardTable(e.out, sum)
+}
+
+// shardLoadOptions turns the data flags into loader options.
+func shardLoadOptions(format, labels, labelCol, header, sep string) (dense.LoadOptions, error) {
+	lopt := dense.DefaultLoadOptions()
+	lopt.Format = dense.Format(format)
+	lopt.Labels = labels
+	if n, err := strconv.Atoi(labelCol); err == nil {
+		lopt.CSV.LabelCol = n
+	} else {
+		lopt.CSV.LabelName = labelCol
+	}
+	h, err := dense.ParseHeader(header)
+	if err != nil {
+		return lopt, usageError("--header: %v", err)
+	}
+	lopt.CSV.Header = h
+	if sep == `\t` || sep == "tab" {
+		sep = "\t"
+	}
+	r := []rune(sep)
+	if len(r) != 1 {
+		return lopt, usageError("--sep %q: want one character", sep)
+	}
+	lopt.CSV.Comma = r[0]
+	if err := lopt.Validate(); err != nil {
+		return lopt, usageError("%v", err)
+	}
+	return lopt, nil
+}
+
+// shardProgress reports the sharder's stages on a terminal.
+func shardProgress(e *env) func(string, int, int) {
+	if !e.isTerminal {
+		return nil
+	}
+	var mu sync.Mutex
+	start := time.Now()
+	return func(stage string, done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(e.errOut, "\r%-12s %d/%d %.1fs   ", stage, done, total, time.Since(start).Seconds())
+	}
+}
+
+func describeScheme(o shard.Options) string {
+	switch o.Scheme {
+	case shard.SchemeSubmodular:
+		r := "equal ratios"
+		if o.Ratios != nil {
+			parts := make([]string, len(o.Ratios))
+			for i, v := range o.Ratios {
+				parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			r = "ratios " + strings.Join(parts, ":")
+		}
+		return fmt.Sprintf("submodular (%s, %s greedy, grow %s, %s)", o.Function, o.Greedy, o.Grow, r)
+	case shard.SchemeDistAware:
+		return "distaware"
+	}
+	return string(o.Scheme)
+}
+
+// printShardTable prints the per-shard figures and the totals.
+func printShardTable(w io.Writer, s *shard.Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	coverage := s.CoverageReference > 0
+	fmt.Fprint(tw, "worker\tsize\ttarget\tmin class\tmax class\tmax prop dev\t")
+	if coverage {
+		fmt.Fprint(tw, "coverage\trandom\t")
+	}
+	fmt.Fprintln(tw)
+	for j, sh := range s.Shards {
+		lo, hi := sh.ClassCounts[0], sh.ClassCounts[0]
+		for _, c := range sh.ClassCounts {
+			lo, hi = min(lo, c), max(hi, c)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%d\t%d\t%.4f\t", j, sh.Size, sh.Target, lo, hi, sh.MaxProportionDeviation)
+		if coverage {
+			c, b, k := 0.0, 0.0, 0
+			for _, pc := range s.PerClass {
+				if j < len(pc.Coverage) {
+					c += pc.Coverage[j]
+					b += pc.BaselineCoverage[j]
+					k++
+				}
+			}
+			fmt.Fprintf(tw, "%.4f\t%.4f\t", c/float64(max(k, 1)), b/float64(max(k, 1)))
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nmax |size - target| %.1f, max |class count - target| %.1f, class-count spread %d, max proportion deviation %.4f\n",
+		s.MaxSizeDeviation, s.MaxClassCountDeviation, s.MaxClassCountSpread, s.MaxProportionDeviation)
+	fmt.Fprintf(w, "class means: largest distance between two shards %.3f σ\n", s.MaxMeanDistance)
+	if coverage {
+		fmt.Fprintf(w, "coverage (facility location, %d references per class): %.4f, random shards with the same counts %.4f, smallest gain %+.4f\n",
+			s.CoverageReference, s.MeanCoverage, s.MeanBaselineCoverage, s.MinCoverageGain)
+	}
+	if s.Clusters != nil {
+		fmt.Fprintf(w, "distaware: %d PCA dimensions (%.1f%% of the variance), %d k-means iterations, %d clusters, %d broadcast (%d samples)\n",
+			s.PCADims, 100*s.PCAExplained, s.KMeansIterations, len(s.Clusters), s.BroadcastClusters, s.BroadcastSamples)
+	}
+	return nil
+}
+
+// writeShardDir writes shards.txt and summary.json into dir. Both are
+// written to temporary files first and renamed once complete, the summary
+// last, so that a failed run leaves no summary.json beside a partial or
+// stale shards.txt.
+func writeShardDir(dir string, assign []int, rep *shardReport) (err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var temps []string
+	defer func() {
+		if err != nil {
+			for _, t := range temps {
+				os.Remove(t)
+			}
+		}
+	}()
+	write := func(name string, fill func(*bufio.Writer) error) (string, error) {
+		tmp, err := os.CreateTemp(dir, "."+name+".*")
+		if err != nil {
+			return "", err
+		}
+		temps = append(temps, tmp.Name())
+		bw := bufio.NewWriterSize(tmp, 1<<16)
+		err = tmp.Chmod(0o644)
+		if err == nil {
+			err = fill(bw)
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+		}
+		return tmp.Name(), nil
+	}
+	shards, err := write(shardsFile, func(w *bufio.Writer) error {
+		var line []byte
+		for _, a := range assign {
+			line = line[:0]
+			if a == shard.Broadcast {
+				line = append(line, '*')
+			} else {
+				line = strconv.AppendInt(line, int64(a), 10)
+			}
+			line = append(line, '\n')
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	summary, err := write(shardSummaryFile, func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	})
+	if err != nil {
+		return err
+	}
+	final := filepath.Join(dir, shardSummaryFile)
+	if err := os.Remove(final); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Rename(shards, filepath.Join(dir, shardsFile)); err != nil {
+		return err
+	}
+	return os.Rename(summary, final)
+}

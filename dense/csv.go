@@ -1,0 +1,204 @@
+package dense
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Header says whether the first CSV record names the columns.
+type Header int
+
+// The header modes.
+const (
+	// HeaderAuto takes the first record for a header when one of its
+	// feature cells is not a number.
+	HeaderAuto Header = iota
+	// HeaderYes always skips the first record.
+	HeaderYes
+	// HeaderNo reads the first record as data.
+	HeaderNo
+)
+
+// CSVOptions control ReadCSV.
+type CSVOptions struct {
+	// LabelCol is the column of the label, from 0; a negative value counts
+	// from the end (-1 is the last column).
+	LabelCol int
+	// LabelName selects the label column by its header name instead of
+	// LabelCol; it requires a header.
+	LabelName string
+	// Header says whether the first record is a header.
+	Header Header
+	// Comma is the field separator; 0 means ','.
+	Comma rune
+	// MaxValues bounds n·d; 0 means DefaultMaxValues.
+	MaxValues int64
+}
+
+// DefaultCSVOptions returns options for comma-separated data with the
+// label in the first column and header detection.
+func DefaultCSVOptions() CSVOptions { return CSVOptions{} }
+
+// Validate checks the options and names the offending field.
+func (o CSVOptions) Validate() error {
+	if o.Header < HeaderAuto || o.Header > HeaderNo {
+		return fmt.Errorf("header %d: want HeaderAuto, HeaderYes or HeaderNo", o.Header)
+	}
+	if o.LabelName != "" && o.Header == HeaderNo {
+		return fmt.Errorf("label name %q: a label column chosen by name needs a header", o.LabelName)
+	}
+	if o.Comma == '"' || o.Comma == '\r' || o.Comma == '\n' {
+		return fmt.Errorf("comma %q: not a valid separator", o.Comma)
+	}
+	if o.MaxValues < 0 {
+		return fmt.Errorf("max values %d: want 0 (default) or more", o.MaxValues)
+	}
+	return nil
+}
+
+// ParseHeader parses "auto", "yes" or "no".
+func ParseHeader(s string) (Header, error) {
+	switch strings.ToLower(s) {
+	case "auto", "":
+		return HeaderAuto, nil
+	case "yes", "true":
+		return HeaderYes, nil
+	case "no", "false":
+		return HeaderNo, nil
+	}
+	return 0, fmt.Errorf("header %q: want auto, yes or no", s)
+}
+
+// ReadCSV reads comma-separated values with one label column; every other
+// column is a numeric feature. Every record must have the same number of
+// fields. Labels may be numbers or names. name is used in errors.
+func ReadCSV(r io.Reader, name string, o CSVOptions) (*Dataset, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	maxValues := o.MaxValues
+	if maxValues == 0 {
+		maxValues = DefaultMaxValues
+	}
+	cr := csv.NewReader(r)
+	if o.Comma != 0 {
+		cr.Comma = o.Comma
+	}
+	cr.ReuseRecord = true
+	fail := func(field int, format string, args ...any) error {
+		line, _ := cr.FieldPos(max(field-1, 0))
+		return &ParseError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	readErr := func(err error) error {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			return &ParseError{File: name, Line: pe.Line, Field: pe.Column, Msg: pe.Err.Error()}
+		}
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	var (
+		features []float32
+		labels   []int
+		classes  = newClassMap()
+		ncol     int
+		labelCol int
+		record   = 0
+	)
+	first := true
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, readErr(err)
+		}
+		record++
+		if first {
+			first = false
+			ncol = len(rec)
+			if ncol < 2 {
+				return nil, fail(0, "%d column(s): want a label column and at least one feature", ncol)
+			}
+			header := o.Header == HeaderYes || o.LabelName != ""
+			if o.LabelName != "" {
+				labelCol = -1
+				for c, cell := range rec {
+					if strings.TrimSpace(cell) == o.LabelName {
+						labelCol = c
+						break
+					}
+				}
+				if labelCol < 0 {
+					return nil, fail(0, "no column named %q in the header", o.LabelName)
+				}
+			} else {
+				labelCol = o.LabelCol
+				if labelCol < 0 {
+					labelCol += ncol
+				}
+				if labelCol < 0 || labelCol >= ncol {
+					return nil, fail(0, "label column %d: the file has %d columns", o.LabelCol, ncol)
+				}
+			}
+			if o.Header == HeaderAuto && !header {
+				for c, cell := range rec {
+					if c == labelCol {
+						continue
+					}
+					if _, err := parseCell(cell); err != nil {
+						header = true
+						break
+					}
+				}
+			}
+			if header {
+				continue
+			}
+		}
+		if int64(len(labels)+1)*int64(ncol-1) > maxValues {
+			return nil, fail(0, "more than %d values at record %d: over the dense limit", maxValues, record)
+		}
+		for c, cell := range rec {
+			if c == labelCol {
+				label := strings.TrimSpace(cell)
+				if label == "" {
+					return nil, fail(c+1, "empty label")
+				}
+				labels = append(labels, classes.add(label))
+				continue
+			}
+			v, err := parseCell(cell)
+			if err != nil {
+				return nil, fail(c+1, "record %d: %v", record, err)
+			}
+			features = append(features, v)
+		}
+	}
+	if record == 0 {
+		return nil, &ParseError{File: name, Msg: "empty file: want a header or data records"}
+	}
+	k, names := classes.finish(labels)
+	return &Dataset{Features: features, Labels: labels, Dim: ncol - 1, Classes: k, ClassNames: names, Source: name}, nil
+}
+
+// parseCell parses one numeric CSV cell.
+func parseCell(cell string) (float32, error) {
+	s := strings.TrimSpace(cell)
+	if s == "" {
+		return 0, errors.New("empty cell: want a number (missing values are not supported)")
+	}
+	v, err := strconv.ParseFloat(s, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q: want a finite number", s)
+	}
+	return float32(v), nil
+}

@@ -1,0 +1,383 @@
+package dense
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// idxBytes builds an idx file of the given type and dimensions from raw
+// big-endian element bytes.
+func idxBytes(typ byte, dims []int, data []byte) []byte {
+	b := []byte{0, 0, typ, byte(len(dims))}
+	for _, k := range dims {
+		b = binary.BigEndian.AppendUint32(b, uint32(k))
+	}
+	return append(b, data...)
+}
+
+func gzipBytes(t testing.TB, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestReadIDX(t *testing.T) {
+	f32 := binary.BigEndian.AppendUint32(nil, math.Float32bits(1.5))
+	f32 = binary.BigEndian.AppendUint32(f32, math.Float32bits(-2))
+	i16 := []byte{0xff, 0xfe, 0x01, 0x00} // -2, 256
+	tests := []struct {
+		name    string
+		in      []byte
+		dims    []int
+		values  []float64
+		wantErr string
+	}{
+		{"ubyte idx1", idxBytes(IDXUint8, []int{3}, []byte{0, 7, 255}), []int{3}, []float64{0, 7, 255}, ""},
+		{"ubyte idx3", idxBytes(IDXUint8, []int{1, 2, 2}, []byte{1, 2, 3, 4}), []int{1, 2, 2}, []float64{1, 2, 3, 4}, ""},
+		{"int8", idxBytes(IDXInt8, []int{2}, []byte{0xff, 5}), []int{2}, []float64{-1, 5}, ""},
+		{"int16", idxBytes(IDXInt16, []int{2}, i16), []int{2}, []float64{-2, 256}, ""},
+		{"float32", idxBytes(IDXFloat32, []int{2}, f32), []int{2}, []float64{1.5, -2}, ""},
+		{"empty", idxBytes(IDXUint8, []int{0}, nil), []int{0}, nil, ""},
+		{"bad magic", []byte{1, 2, 3, 4, 0, 0, 0, 0}, nil, nil, "bad magic 0x01020304"},
+		{"unknown type", []byte{0, 0, 0x0a, 1, 0, 0, 0, 0}, nil, nil, "bad magic 0x00000a01"},
+		{"no dims", []byte{0, 0, 8, 0}, nil, nil, "bad magic"},
+		{"short magic", []byte{0, 0}, nil, nil, "truncated header: 2 of 4 magic bytes"},
+		{"short dims", []byte{0, 0, 8, 3, 0, 0, 0, 1, 0}, nil, nil, "truncated header: 3 dimensions declared, file ends after 5 of their 12 bytes"},
+		{"short data", idxBytes(IDXUint8, []int{2, 3}, []byte{1, 2, 3}), nil, nil, "truncated: dimensions 2×3 of unsigned byte declare 6 bytes of data, the file has 3"},
+		{"trailing", idxBytes(IDXUint8, []int{2}, []byte{1, 2, 3}), nil, nil, "unexpected data after the 2 bytes"},
+		{"huge", idxBytes(IDXUint8, []int{1 << 20, 1 << 20}, nil), nil, nil, "more than 2^36 elements"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadIDX(bytes.NewReader(tt.in), "f.idx")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "f.idx: ") {
+					t.Fatalf("err = %v, want f.idx: …%s…", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Dims, tt.dims) {
+				t.Errorf("dims = %v, want %v", got.Dims, tt.dims)
+			}
+			var values []float64
+			for i := range got.Len() {
+				values = append(values, got.At(i))
+			}
+			if !slices.Equal(values, tt.values) {
+				t.Errorf("values = %v, want %v", values, tt.values)
+			}
+		})
+	}
+}
+
+func TestFromIDX(t *testing.T) {
+	images := &IDX{Type: IDXUint8, Dims: []int{3, 1, 2}, Data: []byte{0, 255, 51, 102, 255, 0}, Source: "img"}
+	labels := &IDX{Type: IDXUint8, Dims: []int{3}, Data: []byte{7, 3, 7}, Source: "lab"}
+	d, err := FromIDX(images, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Dim != 2 || d.Len() != 3 || d.Classes != 2 {
+		t.Fatalf("got %d × %d with %d classes, want 3 × 2 with 2", d.Len(), d.Dim, d.Classes)
+	}
+	if want := []float32{0, 1, 0.2, 0.4, 1, 0}; !slices.Equal(d.Features, want) {
+		t.Errorf("features = %v, want %v", d.Features, want)
+	}
+	if want := []int{1, 0, 1}; !slices.Equal(d.Labels, want) {
+		t.Errorf("labels = %v, want %v", d.Labels, want)
+	}
+	if want := []string{"3", "7"}; !slices.Equal(d.ClassNames, want) {
+		t.Errorf("class names = %v, want %v", d.ClassNames, want)
+	}
+	if err := d.Validate(); err != nil {
+		t.Error(err)
+	}
+
+	errs := []struct {
+		name           string
+		images, labels *IDX
+		want           string
+	}{
+		{"count mismatch", images, &IDX{Type: IDXUint8, Dims: []int{2}, Data: []byte{1, 2}, Source: "lab"},
+			"img has 3 samples (dimensions 3×1×2) but lab has 2 labels"},
+		{"labels not idx1", images, &IDX{Type: IDXUint8, Dims: []int{3, 2}, Data: make([]byte, 6), Source: "lab"},
+			"lab: labels have dimensions 3×2"},
+		{"float labels", images, &IDX{Type: IDXFloat64, Dims: []int{3}, Data: make([]byte, 24), Source: "lab"},
+			"lab: labels are float64: want integer labels"},
+		{"no features", &IDX{Type: IDXUint8, Dims: []int{3, 0}, Source: "img"}, labels,
+			"img: dimensions 3×0 give samples of no features"},
+	}
+	for _, tt := range errs {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FromIDX(tt.images, tt.labels)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want …%s…", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadIDXFiles(t *testing.T) {
+	dir := t.TempDir()
+	img := filepath.Join(dir, "img.gz")
+	lab := filepath.Join(dir, "lab")
+	cut := filepath.Join(dir, "cut.gz")
+	imgBytes := idxBytes(IDXUint8, []int{2, 2, 2}, []byte{0, 255, 0, 255, 255, 0, 255, 0})
+	z := gzipBytes(t, imgBytes)
+	for path, b := range map[string][]byte{
+		img: z,
+		lab: idxBytes(IDXUint8, []int{2}, []byte{1, 0}),
+		cut: z[:len(z)-12],
+	} {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Load(img, LoadOptions{Labels: lab})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 2 || d.Dim != 4 || !slices.Equal(d.Labels, []int{1, 0}) || d.Features[1] != 1 {
+		t.Errorf("got %d × %d labels %v features %v", d.Len(), d.Dim, d.Labels, d.Features)
+	}
+	if _, err := Load(img, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "needs a label file") {
+		t.Errorf("no labels: err = %v", err)
+	}
+	if _, err := Load(cut, LoadOptions{Labels: lab}); err == nil || !strings.Contains(err.Error(), "cut.gz: gzip: corrupt or truncated compressed data") {
+		t.Errorf("cut gzip: err = %v", err)
+	}
+	if _, err := Load(filepath.Join(dir, "absent"), LoadOptions{}); err == nil || !strings.Contains(err.Error(), "absent") {
+		t.Errorf("absent: err = %v", err)
+	}
+}
+
+func TestReadLibSVM(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		opt      LibSVMOptions
+		dim      int
+		features []float32
+		labels   []int
+		names    []string
+		wantErr  string
+	}{
+		{"one-based", "1 1:0.5 3:2\n-1 2:1\n+1 # only a label\n", DefaultLibSVMOptions(), 3,
+			[]float32{0.5, 0, 2, 0, 1, 0, 0, 0, 0}, []int{1, 0, 1}, []string{"-1", "1"}, ""},
+		{"zero-based detected", "2 0:1 1:2\n5 qid:3 2:3\n", DefaultLibSVMOptions(), 3,
+			[]float32{1, 2, 0, 0, 0, 3}, []int{0, 1}, []string{"2", "5"}, ""},
+		{"fixed dim", "0 1:1\n", LibSVMOptions{IndexBase: 1, Dim: 4}, 4,
+			[]float32{1, 0, 0, 0}, []int{0}, []string{"0"}, ""},
+		{"blank and comment lines", "# header\n\n3 2:1\n", DefaultLibSVMOptions(), 2,
+			[]float32{0, 1}, []int{0}, []string{"3"}, ""},
+		{"bad index", "1 1:1\n1 x:2\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:2: field 2: index "x": want an integer`},
+		{"decreasing", "1 3:1 2:1\n", DefaultLibSVMOptions(), 0, nil, nil, nil, "f:1: field 3: index 2 after 3: indices must increase"},
+		{"bad value", "1 1:1\n\n1 1:abc\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:3: field 2: value "abc": want a finite number`},
+		{"no colon", "1 1:1 7\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:1: field 3: "7": want index:value`},
+		{"multi-label", "1,2 1:1\n", DefaultLibSVMOptions(), 0, nil, nil, nil, "f:1: field 1: multi-label"},
+		{"text label", "cat 1:1\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:1: field 1: label "cat": want a number`},
+		{"zero in one-based", "1 0:1\n", LibSVMOptions{IndexBase: 1}, 0, nil, nil, nil, "f:1: field 2: index 0 with 1-based"},
+		{"beyond dim", "1 5:1\n", LibSVMOptions{IndexBase: 1, Dim: 4}, 0, nil, nil, nil, "f:1: field 2: index 5 beyond the 4 features"},
+		{"no features", "1\n2\n", DefaultLibSVMOptions(), 0, nil, nil, nil, "f: no features in 2 samples"},
+		{"too large", "1 1000:1\n1 1:1\n", LibSVMOptions{IndexBase: -1, MaxValues: 1000}, 0, nil, nil, nil, "2 samples × 1000 features = 2000 values"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := ReadLibSVM(strings.NewReader(tt.in), "f", tt.opt)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want …%s…", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Dim != tt.dim || !slices.Equal(d.Features, tt.features) || !slices.Equal(d.Labels, tt.labels) || !slices.Equal(d.ClassNames, tt.names) {
+				t.Errorf("got dim %d features %v labels %v names %v, want %d %v %v %v",
+					d.Dim, d.Features, d.Labels, d.ClassNames, tt.dim, tt.features, tt.labels, tt.names)
+			}
+			if err := d.Validate(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestReadCSV(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		opt      CSVOptions
+		dim      int
+		features []float32
+		labels   []int
+		names    []string
+		wantErr  string
+	}{
+		{"no header", "1,0.5,2\n0,1,3\n", CSVOptions{}, 2,
+			[]float32{0.5, 2, 1, 3}, []int{1, 0}, []string{"0", "1"}, ""},
+		{"header detected", "y,a,b\n1,0.5,2\n", CSVOptions{}, 2,
+			[]float32{0.5, 2}, []int{0}, []string{"1"}, ""},
+		{"numeric header forced", "9,8,7\n1,0.5,2\n", CSVOptions{Header: HeaderYes}, 2,
+			[]float32{0.5, 2}, []int{0}, []string{"1"}, ""},
+		{"last column names", "0.5, 2 ,cat\n1,3,dog\n4,5,cat\n", CSVOptions{LabelCol: -1}, 2,
+			[]float32{0.5, 2, 1, 3, 4, 5}, []int{0, 1, 0}, []string{"cat", "dog"}, ""},
+		{"label by name", "a;class;b\n1;x;2\n", CSVOptions{LabelName: "class", Comma: ';'}, 2,
+			[]float32{1, 2}, []int{0}, []string{"x"}, ""},
+		{"non-numeric cell", "1,2,3\n0,1,3\n0,abc,3\n", CSVOptions{}, 0, nil, nil, nil, `f:3: field 2: record 3: "abc" is not a number`},
+		{"empty cell", "1,2,3\n0,,3\n", CSVOptions{}, 0, nil, nil, nil, "f:2: field 2: record 2: empty cell"},
+		{"ragged", "1,2,3\n0,1\n", CSVOptions{}, 0, nil, nil, nil, "f:2: field 1: wrong number of fields"},
+		{"one column", "1\n2\n", CSVOptions{}, 0, nil, nil, nil, "f:1: 1 column(s)"},
+		{"label col out of range", "1,2\n", CSVOptions{LabelCol: 5}, 0, nil, nil, nil, "label column 5: the file has 2 columns"},
+		{"missing label name", "a,b\n1,2\n", CSVOptions{LabelName: "y"}, 0, nil, nil, nil, `no column named "y"`},
+		{"empty", "", CSVOptions{}, 0, nil, nil, nil, "f: empty file"},
+		{"infinite", "1,inf\n", CSVOptions{Header: HeaderNo}, 0, nil, nil, nil, "want a finite number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := ReadCSV(strings.NewReader(tt.in), "f", tt.opt)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want …%s…", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Dim != tt.dim || !slices.Equal(d.Features, tt.features) || !slices.Equal(d.Labels, tt.labels) || !slices.Equal(d.ClassNames, tt.names) {
+				t.Errorf("got dim %d features %v labels %v names %v, want %d %v %v %v",
+					d.Dim, d.Features, d.Labels, d.ClassNames, tt.dim, tt.features, tt.labels, tt.names)
+			}
+			if err := d.Validate(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestDetectFormat(t *testing.T) {
+	tests := []struct {
+		head string
+		want Format
+	}{
+		{"\x00\x00\x08\x03rest", FormatIDX},
+		{"# comment\n1 3:1 4:2\n", FormatLibSVM},
+		{"-1\n", FormatLibSVM},
+		{"label,a,b\n1,2,3\n", FormatCSV},
+		{"1\t2\t3\n", FormatCSV},
+		{"", FormatCSV},
+	}
+	for _, tt := range tests {
+		if got := DetectFormat([]byte(tt.head)); got != tt.want {
+			t.Errorf("DetectFormat(%q) = %q, want %q", tt.head, got, tt.want)
+		}
+	}
+}
+
+func TestClassNumbering(t *testing.T) {
+	m := newClassMap()
+	raw := []string{"10", "+1", "2", "1.0", "1"}
+	labels := make([]int, len(raw))
+	for i, s := range raw {
+		labels[i] = m.add(s)
+	}
+	k, names := m.finish(labels)
+	if k != 3 || !slices.Equal(names, []string{"+1", "2", "10"}) || !slices.Equal(labels, []int{2, 0, 1, 0, 0}) {
+		t.Errorf("got %d classes %v labels %v", k, names, labels)
+	}
+}
+
+func TestDatasetHelpers(t *testing.T) {
+	d, err := New([]float32{1, 2, 3, 4, 5, 6}, []int{1, 0, 1}, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.ClassCounts(), []int{1, 2}) {
+		t.Errorf("counts = %v", d.ClassCounts())
+	}
+	if got := d.ByClass(); !slices.Equal(got[0], []int{1}) || !slices.Equal(got[1], []int{0, 2}) {
+		t.Errorf("by class = %v", got)
+	}
+	s := d.Subset([]int{2, 1})
+	if !slices.Equal(s.Features, []float32{5, 6, 3, 4}) || !slices.Equal(s.Labels, []int{1, 0}) {
+		t.Errorf("subset = %v %v", s.Features, s.Labels)
+	}
+	if d.ClassName(1) != "1" {
+		t.Errorf("class name = %q", d.ClassName(1))
+	}
+	bad := []struct {
+		f    []float32
+		y    []int
+		dim  int
+		k    int
+		want string
+	}{
+		{[]float32{1}, []int{0, 0}, 1, 1, "features: 1 values for 2 samples"},
+		{[]float32{1}, []int{3}, 1, 2, "label of sample 0 is 3: want 0..1"},
+		{nil, nil, 0, 1, "dim 0"},
+	}
+	for _, b := range bad {
+		if _, err := New(b.f, b.y, b.dim, b.k); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("New: err = %v, want …%s…", err, b.want)
+		}
+	}
+}
+
+// dataDir returns the shared data directory, or skips the test.
+func dataDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "shared", "data")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("real data not present at %s: %v", dir, err)
+	}
+	return dir
+}
+
+func TestFashionMNISTTest(t *testing.T) {
+	dir := filepath.Join(dataDir(t), "fashion-mnist")
+	d, err := Load(filepath.Join(dir, "t10k-images-idx3-ubyte.gz"), LoadOptions{Labels: filepath.Join(dir, "t10k-labels-idx1-ubyte.gz")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 10000 || d.Dim != 784 || d.Classes != 10 {
+		t.Fatalf("got %d × %d, %d classes; want 10000 × 784, 10", d.Len(), d.Dim, d.Classes)
+	}
+	for c, k := range d.ClassCounts() {
+		if k != 1000 {
+			t.Errorf("class %d has %d samples, want 1000", c, k)
+		}
+	}
+	lo, hi := slices.Min(d.Features), slices.Max(d.Features)
+	if lo != 0 || hi != 1 {
+		t.Errorf("features span [%g, %g], want [0, 1]", lo, hi)
+	}
+}
+
+func TestA9A(t *testing.T) {
+	d, err := Load(filepath.Join(dataDir(t), "a9a", "a9a.xz"), DefaultLoadOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 32561 || d.Dim != 123 || !slices.Equal(d.ClassNames, []string{"-1", "+1"}) {
+		t.Errorf("got %d × %d classes %v; want 32561 × 123, [-1 +1]", d.Len(), d.Dim, d.ClassNames)
+	}
+}

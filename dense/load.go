@@ -1,0 +1,195 @@
+package dense
+
+import (
+	"colo/internal/decompress"
+
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Format names an input format.
+type Format string
+
+// The formats Load reads.
+const (
+	// FormatAuto detects the format from the content.
+	FormatAuto Format = ""
+	// FormatIDX is the idx format of MNIST: images and labels in two files.
+	FormatIDX Format = "idx"
+	// FormatLibSVM is libsvm text: `label idx:val ...` per sample.
+	FormatLibSVM Format = "libsvm"
+	// FormatCSV is comma-separated values with one label column.
+	FormatCSV Format = "csv"
+)
+
+// LoadOptions control Load.
+type LoadOptions struct {
+	// Format of the data file; FormatAuto detects it from the content.
+	Format Format
+	// Labels is the idx label file; required for idx data, unused otherwise.
+	Labels string
+	// CSV configures the CSV reader.
+	CSV CSVOptions
+	// LibSVM configures the libsvm reader.
+	LibSVM LibSVMOptions
+}
+
+// DefaultLoadOptions returns options that detect the format, read the CSV
+// label from the first column and detect the libsvm index base.
+func DefaultLoadOptions() LoadOptions {
+	return LoadOptions{CSV: DefaultCSVOptions(), LibSVM: DefaultLibSVMOptions()}
+}
+
+// Validate checks the options and names the offending field.
+func (o LoadOptions) Validate() error {
+	switch o.Format {
+	case FormatAuto, FormatIDX, FormatLibSVM, FormatCSV:
+	default:
+		return fmt.Errorf("format %q: want idx, libsvm or csv", string(o.Format))
+	}
+	if err := o.CSV.Validate(); err != nil {
+		return fmt.Errorf("csv: %w", err)
+	}
+	if err := o.LibSVM.Validate(); err != nil {
+		return fmt.Errorf("libsvm: %w", err)
+	}
+	return nil
+}
+
+// ParseError is malformed input. It names the file, the line (from 1; 0
+// for binary input or the whole file), the field (from 1; 0 for the whole
+// line) and what was expected.
+type ParseError struct {
+	File  string
+	Line  int
+	Field int
+	Msg   string
+}
+
+func (e *ParseError) Error() string {
+	switch {
+	case e.Line == 0:
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	case e.Field == 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	default:
+		return fmt.Sprintf("%s:%d: field %d: %s", e.File, e.Line, e.Field, e.Msg)
+	}
+}
+
+// Load reads a dataset from a file, undoing compression and detecting the
+// format when o.Format is FormatAuto. For idx data o.Labels names the label
+// file.
+func Load(path string, o LoadOptions) (*Dataset, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := openDecompressed(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	format := o.Format
+	if format == FormatAuto {
+		head, _ := r.Peek(4096)
+		format = DetectFormat(head)
+	}
+	if o.Labels != "" && format != FormatIDX {
+		return nil, fmt.Errorf("%s: a separate label file is only read for idx data; %s data carries its labels", path, format)
+	}
+	var d *Dataset
+	switch format {
+	case FormatIDX:
+		if o.Labels == "" {
+			return nil, fmt.Errorf("%s: idx data needs a label file", path)
+		}
+		images, err := ReadIDX(r, path)
+		if err != nil {
+			return nil, err
+		}
+		labels, err := LoadIDX(o.Labels)
+		if err != nil {
+			return nil, err
+		}
+		d, err = FromIDX(images, labels)
+		if err != nil {
+			return nil, err
+		}
+	case FormatLibSVM:
+		d, err = ReadLibSVM(r, path, o.LibSVM)
+	case FormatCSV:
+		d, err = ReadCSV(r, path, o.CSV)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// LoadIDX reads one idx file, undoing compression.
+func LoadIDX(path string) (*IDX, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := openDecompressed(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ReadIDX(r, path)
+}
+
+// DetectFormat guesses the format from the first bytes of the decompressed
+// content: idx when it starts with an idx magic number, libsvm when the
+// second field of the first data line has the form index:value, CSV
+// otherwise.
+func DetectFormat(head []byte) Format {
+	if _, _, err := parseIDXMagic(head); err == nil {
+		return FormatIDX
+	}
+	for line := range bytes.Lines(head) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		fields := bytes.Fields(line)
+		if len(fields) >= 2 && bytes.IndexByte(fields[1], ':') > 0 {
+			return FormatLibSVM
+		}
+		if len(fields) == 1 && !bytes.ContainsAny(line, ",;\t") {
+			// A lone label: a libsvm sample with no features.
+			return FormatLibSVM
+		}
+		return FormatCSV
+	}
+	return FormatCSV
+}
+
+// openDecompressed returns a buffered reader over the decompressed content
+// of r (see colo/internal/decompress).
+func openDecompressed(r io.Reader) (*bufio.Reader, error) {
+	z, err := decompress.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	return bufio.NewReaderSize(z, 1<<16), nil
+}
+
+// isEOF reports whether err is the end of the content (and not the end of
+// a compressed stream that was cut short).
+func isEOF(err error) bool {
+	var de *decompress.Error
+	if errors.As(err, &de) {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
