@@ -143,7 +143,6 @@ func FuzzReadCriteo(f *testing.F) {
 	})
 }
 
-
 func FuzzDetectFormat(f *testing.F) {
 	for _, s := range []string{
 		"1 3:1 5:0.5\n",
