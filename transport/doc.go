@@ -1,0 +1,72 @@
+// Package transport moves the parameter server's messages between nodes:
+// the Endpoint interface that the scheduler, servers and workers talk
+// through, the Message they exchange, its binary frame, per-link
+// counters and the emulation of link bandwidth.
+//
+// Two implementations live in subpackages: tcp, for processes on one or
+// many machines, and mem, an in-memory network with a seeded model of
+// each link's bandwidth, latency, loss and partitions, for tests.
+// transporttest is the conformance and benchmark suite both pass.
+//
+// # Messages
+//
+// A Message is what ps-lite calls metadata plus data: a small fixed
+// Header (type, flags for request/push/pull, a command, sender and
+// receiver, app and customer ids, a request id), an opaque Body for
+// control messages, and a key–value batch (colo/kv): sorted uint64 keys,
+// float32 values and optional int32 lengths. Workers push and pull with
+// them (seed 001 §2.3, "push local results … pull recent parameters");
+// the scheduler coordinates with control messages (§4.3). The transport
+// interprets none of the header fields; the layer above does.
+//
+// # Frames
+//
+// On the wire a message is one length-prefixed frame: a 4-byte length, a
+// 56-byte header starting with the magic byte 0xC6 and a version, then
+// the body and the key, value and length arrays as raw little-endian
+// bytes (the table at PrefixSize and HeaderSize gives every field). Keys are gap-encoded as varints
+// (kv.AppendKeys) when they are increasing and that is smaller, which
+// for sparse requests takes one or two bytes a key instead of eight;
+// FrameOptions.RawKeys turns this off where CPU is scarcer than
+// bandwidth. Encoder returns a frame as a few buffers that reference the
+// message's arrays, for a vectored write without copying; Decoder reads
+// arrays straight into their final memory, taken from a Pool when the
+// receiver recycles messages with Message.Release.
+//
+// Every frame is checked: the magic, version and reserved bytes, the key
+// encoding, and that the segment sizes add up to the length prefix.
+// FrameOptions.MaxFrame bounds the size of a frame on both sides; the
+// receiver rejects a longer one from its length prefix, before allocating
+// anything for it. Encoding costs O(keys) for gap coding and O(1)
+// otherwise; decoding costs O(keys) plus the read.
+//
+// # Endpoints
+//
+// An Endpoint sends to any node by id and receives from all of them on
+// one channel, so a node's driver can select on its messages, its peer
+// failures and its timers in one place. Delivery is ordered per link
+// (sender to receiver) and unordered across links. Send blocks while the
+// link or the receiver is busy, within its context; it does not hang on a
+// dead peer: a failure of the link ends it with a *PeerError naming the
+// peer, and every link failure is also reported on Down (tcp's timeouts
+// bound how long a machine that vanished without closing its sockets goes
+// unnoticed). Close is idempotent and unblocks everything. Stats counts messages and frame
+// bytes per peer; with a map from peers to machines, Stats.Sum splits
+// them into inner-machine and inter-machine traffic (seed 000 §3.2).
+//
+// # Emulated networks
+//
+// A Bandwidth matrix, read by ParseBandwidth from a small text file of k×k
+// rates such as 100mbit or 1gbit, gives each pair of machines a rate;
+// tcp applies it with a TokenBucket per link, so a cluster on one host or
+// a uniform network behaves like one with heterogeneous links, without
+// privileges.
+//
+//	ep, _ := tcp.Listen(cfg)
+//	ep.SetPeer(2, addr)
+//	err := ep.Send(ctx, 2, &transport.Message{
+//		Header: transport.Header{Flags: transport.FlagRequest | transport.FlagPush, ID: 1},
+//		KV:     kv.Batch{Keys: keys, Vals: grads},
+//	})
+//	for m := range ep.Recv() { … }
+package transport

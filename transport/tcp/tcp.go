@@ -1,0 +1,737 @@
+// Package tcp is the TCP implementation of transport.Endpoint: the one
+// that colo's processes use to talk across machines.
+//
+// Each node listens on one address. A link from node A to node B is one
+// TCP connection that A dials on its first Send to B and that carries
+// frames from A to B only; B's messages to A travel on B's own connection.
+// So every link has one writer and one reader, ordering per link is the
+// connection's, and two nodes never race to dial each other.
+//
+// # Handshake
+//
+// The dialer sends its node id, the id it expects to reach and the
+// cluster token; the acceptor answers with its id and accepts, or refuses
+// with a reason when the token or the id is wrong. Both sides report a
+// refusal as a *transport.PeerError wrapping transport.ErrRefused: the
+// dialer from Send, the acceptor on Down. The token keeps stray or
+// misconfigured processes out of a cluster; it is not encryption or
+// authentication against an attacker on the network.
+//
+// # Writing and reading
+//
+// Send frames a message with a per-link transport.Encoder and writes the
+// header and the raw key, value and length arrays with one vectored write
+// (writev), without copying them. Sends on one link are serialised by a
+// one-slot semaphore that honours the caller's context; a context that
+// ends in the middle of a frame breaks the link (the frame cannot be taken
+// back), and the next Send dials again. A reader goroutine per inbound
+// connection decodes frames through a buffered reader, reading the arrays
+// straight into memory from the endpoint's transport.Pool (a receiver that
+// calls Message.Release makes steady traffic allocation-free), and
+// delivers them on Recv; a frame over the limit is refused from its length
+// prefix, before it is allocated. Sockets have TCP_NODELAY and
+// keep-alives.
+//
+// # Failures
+//
+// A closed or reset connection, a malformed or oversized frame, a read
+// idle longer than Config.IdleTimeout and a write longer than
+// Config.WriteTimeout each end the link and are reported once on Down as a
+// *transport.PeerError naming the peer; Send to a peer whose process is
+// gone fails with the dial error, also naming it. Heartbeats belong to the
+// layer above: it sends them more often than IdleTimeout, and any node
+// that stops is reported within IdleTimeout even when its machine vanished
+// without closing its sockets.
+//
+// # Emulated bandwidth
+//
+// Config.Rate gives each outgoing link a rate in bytes per second,
+// typically from a transport.Bandwidth matrix. A limited link writes in
+// chunks of Config.Burst bytes, each paid for in a token bucket, so a
+// cluster on one host or on a uniform network behaves like one with
+// heterogeneous links, without privileges.
+//
+//	cfg := tcp.DefaultConfig()
+//	cfg.ID, cfg.Token = 1, "secret"
+//	ep, err := tcp.Listen(cfg)
+//	…
+//	ep.SetPeer(2, "10.0.0.2:7000")
+//	err = ep.Send(ctx, 2, &transport.Message{KV: batch})
+package tcp
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"colo/transport"
+	"colo/transport/internal/peers"
+)
+
+// Config configures an endpoint.
+type Config struct {
+	// ID is this node's id.
+	ID transport.NodeID
+	// Addr is the address to listen on, such as ":7000" or
+	// "127.0.0.1:0" (any free port).
+	Addr string
+	// Listener, when not nil, is used instead of listening on Addr; the
+	// endpoint closes it.
+	Listener net.Listener
+	// Token is the cluster token that peers must present.
+	Token string
+	// Frame sets the frame limit and key encoding.
+	Frame transport.FrameOptions
+	// Rate, when not nil, gives the rate of the link to each peer in
+	// bytes per second, 0 for unlimited. It is called once per peer.
+	Rate func(peer transport.NodeID) float64
+	// Burst is the token-bucket size of a rate-limited link in bytes, and
+	// the size of its writes.
+	Burst int
+	// InboxSize is the capacity of the Recv channel.
+	InboxSize int
+	// DialTimeout bounds dialing a peer.
+	DialTimeout time.Duration
+	// HandshakeTimeout bounds the handshake, on both sides.
+	HandshakeTimeout time.Duration
+	// WriteTimeout, when positive, bounds the write of one frame (of one
+	// chunk on a rate-limited link); a peer that does not read in that
+	// time is declared dead.
+	WriteTimeout time.Duration
+	// IdleTimeout, when positive, declares dead a peer whose link carries
+	// nothing for that long. The layer above sends heartbeats more often.
+	IdleTimeout time.Duration
+	// KeepAlive is the TCP keep-alive period; negative disables it.
+	KeepAlive time.Duration
+	// SocketBuffer, when positive, sets the kernel's send and receive
+	// buffers of every connection, in bytes.
+	SocketBuffer int
+}
+
+// DefaultConfig returns a configuration listening on a free loopback port
+// with default limits; set ID and Token.
+func DefaultConfig() Config {
+	return Config{
+		Addr:             "127.0.0.1:0",
+		Burst:            64 << 10,
+		InboxSize:        256,
+		DialTimeout:      5 * time.Second,
+		HandshakeTimeout: 5 * time.Second,
+		KeepAlive:        15 * time.Second,
+	}
+}
+
+// Validate checks c; errors name the field and the bound.
+func (c Config) Validate() error {
+	if c.Listener == nil && c.Addr == "" {
+		return errors.New("tcp: Addr is empty and Listener is nil")
+	}
+	if len(c.Token) > MaxTokenLen {
+		return fmt.Errorf("tcp: Token of %d bytes, at most %d", len(c.Token), MaxTokenLen)
+	}
+	if err := c.Frame.Validate(); err != nil {
+		return fmt.Errorf("tcp: Frame.%w", err)
+	}
+	if c.Burst < 1024 {
+		return fmt.Errorf("tcp: Burst %d, at least 1024", c.Burst)
+	}
+	if c.InboxSize < 0 {
+		return fmt.Errorf("tcp: InboxSize %d is negative", c.InboxSize)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"DialTimeout", c.DialTimeout}, {"HandshakeTimeout", c.HandshakeTimeout}} {
+		if d.v <= 0 {
+			return fmt.Errorf("tcp: %s %v, must be positive", d.name, d.v)
+		}
+	}
+	if c.WriteTimeout < 0 || c.IdleTimeout < 0 {
+		return fmt.Errorf("tcp: WriteTimeout %v and IdleTimeout %v must not be negative", c.WriteTimeout, c.IdleTimeout)
+	}
+	if c.SocketBuffer < 0 {
+		return fmt.Errorf("tcp: SocketBuffer %d is negative", c.SocketBuffer)
+	}
+	return nil
+}
+
+// Endpoint is a TCP endpoint. It implements transport.Endpoint.
+type Endpoint struct {
+	cfg   Config
+	ln    net.Listener
+	inbox chan *transport.Message
+	down  *peers.DownQueue
+	stats peers.Table
+	pool  transport.Pool
+	ctx   context.Context // cancelled by Close
+	stop  context.CancelFunc
+	done  <-chan struct{} // ctx.Done()
+	wg    sync.WaitGroup  // goroutines and Sends in progress
+	once  sync.Once
+
+	mu     sync.Mutex
+	closed bool
+	addrs  map[transport.NodeID]string
+	links  map[transport.NodeID]*link
+	conns  map[*conn]struct{}
+	isDown map[transport.NodeID]bool
+}
+
+var _ transport.Endpoint = (*Endpoint)(nil)
+
+// link is the outgoing half of the link to one peer.
+type link struct {
+	peer   transport.NodeID
+	sem    chan struct{} // one slot: the holder owns c and enc
+	c      *conn
+	enc    *transport.Encoder
+	bucket *transport.TokenBucket
+	stats  *peers.Counters
+}
+
+// conn is one TCP connection, in either direction.
+type conn struct {
+	*net.TCPConn
+	peer transport.NodeID
+	addr string
+	dead atomic.Bool
+}
+
+// Listen starts an endpoint: it listens on cfg.Addr (or takes
+// cfg.Listener) and accepts peers until Close.
+func Listen(cfg Config) (*Endpoint, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("tcp: node %d: %w", cfg.ID, err)
+		}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	e := &Endpoint{
+		cfg:    cfg,
+		ln:     ln,
+		inbox:  make(chan *transport.Message, cfg.InboxSize),
+		down:   peers.NewDownQueue(),
+		ctx:    ctx,
+		stop:   stop,
+		done:   ctx.Done(),
+		addrs:  make(map[transport.NodeID]string),
+		links:  make(map[transport.NodeID]*link),
+		conns:  make(map[*conn]struct{}),
+		isDown: make(map[transport.NodeID]bool),
+	}
+	e.wg.Add(1)
+	go e.accept()
+	return e, nil
+}
+
+// ID returns the node id.
+func (e *Endpoint) ID() transport.NodeID { return e.cfg.ID }
+
+// Addr returns the address the endpoint listens on.
+func (e *Endpoint) Addr() net.Addr { return e.ln.Addr() }
+
+// Recv returns the channel of received messages.
+func (e *Endpoint) Recv() <-chan *transport.Message { return e.inbox }
+
+// Down returns the channel of link failures.
+func (e *Endpoint) Down() <-chan *transport.PeerError { return e.down.C() }
+
+// Stats returns the per-link counters.
+func (e *Endpoint) Stats() transport.Stats { return e.stats.Snapshot() }
+
+// SetPeer records the address of a peer. A changed address takes effect
+// at the next dial; an established link is kept.
+func (e *Endpoint) SetPeer(id transport.NodeID, addr string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.addrs[id] = addr
+}
+
+// enter registers an operation that Close must wait for; it fails after
+// Close.
+func (e *Endpoint) enter() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	return true
+}
+
+// Close shuts the endpoint down; see transport.Endpoint.
+func (e *Endpoint) Close() error {
+	e.once.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		conns := make([]*conn, 0, len(e.conns))
+		for c := range e.conns {
+			conns = append(conns, c)
+		}
+		e.mu.Unlock()
+		e.stop()
+		e.ln.Close()
+		for _, c := range conns {
+			c.dead.Store(true)
+			c.Close()
+		}
+		e.wg.Wait()
+		close(e.inbox)
+		e.down.Close()
+	})
+	return nil
+}
+
+// closing reports whether Close has started.
+func (e *Endpoint) closing() bool { return e.ctx.Err() != nil }
+
+// track adds c to the connections closed by Close; it fails after Close.
+func (e *Endpoint) track(c *conn) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.conns[c] = struct{}{}
+	return true
+}
+
+// fail ends connection c. When report is set and the endpoint is not
+// closing, it reports err on Down, once per peer until the peer's link is
+// re-established.
+func (e *Endpoint) fail(c *conn, op string, err error, report bool) {
+	if !c.dead.CompareAndSwap(false, true) {
+		return
+	}
+	c.Close()
+	e.mu.Lock()
+	delete(e.conns, c)
+	e.mu.Unlock()
+	if report {
+		e.report(&transport.PeerError{Peer: c.peer, Addr: c.addr, Op: op, Err: err})
+	}
+}
+
+// report queues a failure on Down, deduplicated per peer.
+func (e *Endpoint) report(pe *transport.PeerError) {
+	if e.closing() {
+		return
+	}
+	e.mu.Lock()
+	seen := e.isDown[pe.Peer]
+	e.isDown[pe.Peer] = true
+	e.mu.Unlock()
+	if !seen {
+		e.down.Push(pe)
+	}
+}
+
+// up records a successful handshake with peer.
+func (e *Endpoint) up(peer transport.NodeID) {
+	e.mu.Lock()
+	delete(e.isDown, peer)
+	e.mu.Unlock()
+}
+
+// peerErr wraps err for a Send to peer.
+func peerErr(peer transport.NodeID, addr, op string, err error) error {
+	return &transport.PeerError{Peer: peer, Addr: addr, Op: op, Err: err}
+}
+
+// Send delivers m to peer to; see transport.Endpoint. Errors are
+// *transport.PeerError.
+func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if !e.enter() {
+		return peerErr(to, "", "send", transport.ErrClosed)
+	}
+	defer e.wg.Done()
+	if to == e.cfg.ID {
+		return e.sendSelf(ctx, m)
+	}
+	l, addr, err := e.link(to)
+	if err != nil {
+		return err
+	}
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return peerErr(to, addr, "send", ctx.Err())
+	case <-e.done:
+		return peerErr(to, addr, "send", transport.ErrClosed)
+	}
+	defer func() { <-l.sem }()
+	bufs, size, err := l.enc.Encode(m, e.cfg.ID, to)
+	if err != nil {
+		return peerErr(to, addr, "send", err)
+	}
+	if l.c == nil || l.c.dead.Load() {
+		l.c = nil
+		c, err := e.dial(ctx, to, addr)
+		if err != nil {
+			return err
+		}
+		l.c = c
+	}
+	// The buffers reference m's arrays: drop them once written, so that
+	// the link keeps no reference to m after Send.
+	defer clear(bufs)
+	if written, err := e.write(ctx, l, bufs); err != nil {
+		c := l.c
+		if written == 0 && ctx.Err() != nil && !e.closing() && !c.dead.Load() {
+			// Cancelled before the first byte: the link is intact.
+			return peerErr(to, c.addr, "send", ctx.Err())
+		}
+		l.c = nil
+		switch {
+		case e.closing():
+			err = transport.ErrClosed
+			e.fail(c, "send", err, false)
+		case ctx.Err() != nil:
+			err = fmt.Errorf("%w (link broken mid-frame)", ctx.Err())
+			e.fail(c, "send", err, false)
+		default:
+			e.fail(c, "send", err, true)
+		}
+		return peerErr(to, c.addr, "send", err)
+	}
+	l.stats.Sent(size)
+	return nil
+}
+
+// sendSelf delivers a copy of m to this endpoint's own inbox.
+func (e *Endpoint) sendSelf(ctx context.Context, m *transport.Message) error {
+	size := transport.FrameSize(m, e.cfg.Frame)
+	if max := e.maxFrame(); size > max {
+		return peerErr(e.cfg.ID, "", "send", fmt.Errorf("%w: %d bytes, limit %d", transport.ErrFrameTooLarge, size, max))
+	}
+	c := e.pool.Clone(m)
+	c.Sender, c.Receiver = e.cfg.ID, e.cfg.ID
+	select {
+	case e.inbox <- c:
+	case <-ctx.Done():
+		return peerErr(e.cfg.ID, "", "send", ctx.Err())
+	case <-e.done:
+		return peerErr(e.cfg.ID, "", "send", transport.ErrClosed)
+	}
+	st := e.stats.Get(e.cfg.ID)
+	st.Sent(size)
+	st.Recv(size)
+	return nil
+}
+
+// maxFrame returns the effective frame limit.
+func (e *Endpoint) maxFrame() int {
+	if e.cfg.Frame.MaxFrame == 0 {
+		return transport.DefaultMaxFrame
+	}
+	return e.cfg.Frame.MaxFrame
+}
+
+// link returns the outgoing link to peer, creating it, and the peer's
+// address.
+func (e *Endpoint) link(peer transport.NodeID) (*link, string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	addr, ok := e.addrs[peer]
+	if !ok {
+		return nil, "", peerErr(peer, "", "send", transport.ErrUnknownPeer)
+	}
+	l := e.links[peer]
+	if l == nil {
+		l = &link{
+			peer:  peer,
+			sem:   make(chan struct{}, 1),
+			enc:   transport.NewEncoder(e.cfg.Frame),
+			stats: e.stats.Get(peer),
+		}
+		if e.cfg.Rate != nil {
+			if r := e.cfg.Rate(peer); r > 0 {
+				l.bucket = transport.NewTokenBucket(r, e.cfg.Burst)
+			}
+		}
+		e.links[peer] = l
+	}
+	return l, addr, nil
+}
+
+// dial connects to peer at addr and runs the handshake. The connection is
+// watched by a goroutine that reports the peer's end of it.
+func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.DialTimeout)
+	defer cancel()
+	stop := context.AfterFunc(e.ctx, cancel)
+	defer stop()
+	d := net.Dialer{KeepAliveConfig: e.keepAlive()}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if e.closing() {
+			err = transport.ErrClosed
+		}
+		return nil, peerErr(peer, addr, "dial", err)
+	}
+	c := &conn{TCPConn: nc.(*net.TCPConn), peer: peer, addr: addr}
+	if !e.track(c) {
+		nc.Close()
+		return nil, peerErr(peer, addr, "dial", transport.ErrClosed)
+	}
+	e.tune(c)
+	fail := func(err error) (*conn, error) {
+		e.fail(c, "handshake", err, false)
+		if e.closing() {
+			err = transport.ErrClosed
+		}
+		return nil, peerErr(peer, addr, "handshake", err)
+	}
+	deadline := time.Now().Add(e.cfg.HandshakeTimeout)
+	c.SetDeadline(deadline)
+	hs := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	_, err = c.Write(appendHello(nil, hello{from: e.cfg.ID, to: peer, token: e.cfg.Token}))
+	var r reply
+	if err == nil {
+		r, err = readReply(c)
+	}
+	if !hs() {
+		return fail(fmt.Errorf("%w: %w", ctx.Err(), err))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if !r.accepted {
+		return fail(fmt.Errorf("%w: %s", transport.ErrRefused, r.reason))
+	}
+	if r.id != peer {
+		return fail(fmt.Errorf("%w: reached node %d at %s", transport.ErrRefused, r.id, addr))
+	}
+	c.SetDeadline(time.Time{})
+	e.up(peer)
+	e.wg.Add(1)
+	go e.watch(c)
+	return c, nil
+}
+
+// keepAlive returns the keep-alive settings of connections.
+func (e *Endpoint) keepAlive() net.KeepAliveConfig {
+	if e.cfg.KeepAlive < 0 {
+		return net.KeepAliveConfig{Enable: false}
+	}
+	return net.KeepAliveConfig{Enable: true, Idle: e.cfg.KeepAlive, Interval: e.cfg.KeepAlive / 3, Count: 3}
+}
+
+// tune sets the socket options of c.
+func (e *Endpoint) tune(c *conn) {
+	c.SetNoDelay(true)
+	if e.cfg.SocketBuffer > 0 {
+		c.SetReadBuffer(e.cfg.SocketBuffer)
+		c.SetWriteBuffer(e.cfg.SocketBuffer)
+	}
+}
+
+// watch waits for the peer's end of an outgoing connection, which never
+// carries data back, and reports it.
+func (e *Endpoint) watch(c *conn) {
+	defer e.wg.Done()
+	var b [1]byte
+	_, err := c.Read(b[:])
+	switch {
+	case err == nil:
+		err = fmt.Errorf("%w: data on a send-only connection", transport.ErrBadFrame)
+	case errors.Is(err, io.EOF):
+		err = transport.ErrPeerClosed
+	}
+	e.fail(c, "send", err, true)
+}
+
+// write writes one frame on l's connection, honouring ctx, the write
+// timeout and the link's rate, and returns the bytes written.
+func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64, error) {
+	c := l.c
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.SetWriteDeadline(time.Unix(1, 0))
+		close(fired)
+	})
+	defer func() {
+		if !stop() {
+			// ctx ended: if the frame got out anyway, the link is fine
+			// and must not keep the expired deadline.
+			<-fired
+			c.SetWriteDeadline(time.Time{})
+		}
+	}()
+	if l.bucket == nil {
+		if e.cfg.WriteTimeout > 0 {
+			c.SetWriteDeadline(time.Now().Add(e.cfg.WriteTimeout))
+		}
+		return bufs.WriteTo(c)
+	}
+	// Rate-limited: chunks of at most Burst bytes, each paid for first;
+	// Close interrupts the wait.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(e.ctx, cancel)()
+	chunk := make(net.Buffers, 0, len(bufs))
+	var written int64
+	for len(bufs) > 0 {
+		chunk = chunk[:0]
+		n := 0
+		for len(bufs) > 0 && n < e.cfg.Burst {
+			b := bufs[0]
+			if take := e.cfg.Burst - n; len(b) > take {
+				chunk = append(chunk, b[:take])
+				bufs[0] = b[take:]
+				n += take
+				break
+			}
+			chunk = append(chunk, b)
+			bufs = bufs[1:]
+			n += len(b)
+		}
+		if err := l.bucket.Wait(ctx, n); err != nil {
+			return written, err
+		}
+		if e.cfg.WriteTimeout > 0 {
+			c.SetWriteDeadline(time.Now().Add(e.cfg.WriteTimeout))
+		}
+		w, err := chunk.WriteTo(c)
+		written += w
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// accept accepts connections until Close.
+func (e *Endpoint) accept() {
+	defer e.wg.Done()
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := e.ln.Accept()
+		if err != nil {
+			if e.closing() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// A transient failure such as running out of file
+			// descriptors: wait and retry.
+			select {
+			case <-time.After(backoff):
+				backoff = min(2*backoff, time.Second)
+			case <-e.done:
+				return
+			}
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		tc, ok := nc.(*net.TCPConn)
+		if !ok {
+			nc.Close()
+			continue
+		}
+		c := &conn{TCPConn: tc, addr: nc.RemoteAddr().String()}
+		if !e.track(c) {
+			nc.Close()
+			return
+		}
+		e.wg.Add(1)
+		go e.serve(c)
+	}
+}
+
+// serve runs the handshake of an incoming connection and reads its
+// frames.
+func (e *Endpoint) serve(c *conn) {
+	defer e.wg.Done()
+	e.tune(c)
+	if e.cfg.KeepAlive >= 0 {
+		c.SetKeepAliveConfig(e.keepAlive())
+	}
+	c.SetDeadline(time.Now().Add(e.cfg.HandshakeTimeout))
+	h, err := readHello(c)
+	if err != nil {
+		// Not a colo node, or one too slow to say who it is: there is
+		// no peer id to report.
+		e.fail(c, "handshake", err, false)
+		return
+	}
+	c.peer = h.from
+	var reason string
+	switch {
+	case subtle.ConstantTimeCompare([]byte(h.token), []byte(e.cfg.Token)) != 1:
+		reason = "wrong cluster token"
+	case h.to != e.cfg.ID:
+		reason = fmt.Sprintf("this is node %d, not node %d", e.cfg.ID, h.to)
+	}
+	_, err = c.Write(appendReply(nil, reply{accepted: reason == "", id: e.cfg.ID, reason: reason}))
+	if reason != "" {
+		e.fail(c, "handshake", fmt.Errorf("%w: %s", transport.ErrRefused, reason), true)
+		return
+	}
+	if err != nil {
+		e.fail(c, "handshake", err, true)
+		return
+	}
+	c.SetDeadline(time.Time{})
+	e.up(c.peer)
+	e.read(c)
+}
+
+// idleReader sets a read deadline before every read.
+type idleReader struct {
+	c    *conn
+	idle time.Duration
+}
+
+// Read reads from the connection with a fresh deadline.
+func (r idleReader) Read(p []byte) (int, error) {
+	r.c.SetReadDeadline(time.Now().Add(r.idle))
+	return r.c.Read(p)
+}
+
+// read decodes frames from an accepted connection until it fails.
+func (e *Endpoint) read(c *conn) {
+	var r io.Reader = c.TCPConn
+	if e.cfg.IdleTimeout > 0 {
+		r = idleReader{c: c, idle: e.cfg.IdleTimeout}
+	}
+	dec := transport.NewDecoder(bufio.NewReaderSize(r, 64<<10), e.maxFrame())
+	dec.SetPool(&e.pool)
+	st := e.stats.Get(c.peer)
+	for {
+		m := new(transport.Message)
+		n, err := dec.Decode(m)
+		if err == nil && (m.Sender != c.peer || m.Receiver != e.cfg.ID) {
+			err = fmt.Errorf("%w: frame from %d to %d on the link from %d to %d", transport.ErrBadFrame, m.Sender, m.Receiver, c.peer, e.cfg.ID)
+		}
+		if err != nil {
+			var ne net.Error
+			switch {
+			case e.closing() || c.dead.Load():
+				err = transport.ErrClosed
+			case errors.Is(err, io.EOF):
+				err = transport.ErrPeerClosed
+			case errors.As(err, &ne) && ne.Timeout():
+				err = fmt.Errorf("nothing received for %v: %w", e.cfg.IdleTimeout, err)
+			}
+			e.fail(c, "recv", err, true)
+			return
+		}
+		st.Recv(n)
+		select {
+		case e.inbox <- m:
+		case <-e.done:
+			return
+		}
+	}
+}
