@@ -21,13 +21,3 @@ func Random(g *graph.Graph, opt Options) (*placement.Placement, error) {
 	}
 	return p, nil
 }
-
-// AssignParams assigns every parameter of g to a server given the data
-// partition in p, overwriting p.Param. Each parameter goes to a machine
-// drawn uniformly at random.
-func AssignParams(g *graph.Graph, p *placement.Placement, seed uint64) {
-	rng := placement.NewRand(seed)
-	for v := range p.Param {
-		p.Param[v] = int32(rng.IntN(p.K))
-	}
-}

@@ -1,9 +1,136 @@
 package main
 
-import "colo/partition"
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"colo/partition"
+	"colo/placement"
+)
 
 // algoFlags registers the flags of the individual partitioners on f,
 // writing into opt. `colo partition` and `colo eval` share them.
 func algoFlags(f *cmdFlags, opt *partition.Options) {
 	f.BoolVar(&opt.Balanced, "balanced", false, "random: deal samples evenly, |U_i| ≤ ⌈n/k⌉")
+
+	po := &opt.Parsa
+	*po = partition.DefaultParsaOptions()
+	f.IntVar(&po.Blocks, "blocks", po.Blocks, fmt.Sprintf(
+		"parsa: number of random blocks b partitioned in sequence (0: max(%d, |E|/%d))", partition.MinBlocks, partition.DefaultBlockEdges))
+	f.Var(&enumFlag[partition.InitMode]{p: &po.Init, values: []partition.InitMode{partition.InitNone, partition.InitIndividual, partition.InitGlobal}},
+		"init", "parsa: initialisation of the neighbour sets: none, individual (partition the first a blocks and keep only their\nneighbour sets) or global (partition a sample first)")
+	f.IntVar(&po.InitBlocks, "init-blocks", po.InitBlocks, "parsa: blocks a partitioned by --init individual (0: all b)")
+	f.Float64Var(&po.GlobalFraction, "init-fraction", po.GlobalFraction, "parsa: fraction of the samples partitioned by --init global")
+	f.Func("init-from", "parsa: incremental: keep the placement in `DIR` (a colo partition output for the first samples of FILE)\nand place only the samples after them, starting from its neighbour sets", func(dir string) error {
+		if dir == "" {
+			return fmt.Errorf("want a placement directory")
+		}
+		po.InitFrom = func(n, k int) ([]int32, error) { return loadPrevious(dir, n, k) }
+		return nil
+	})
+	f.IntVar(&po.Threads, "threads", po.Threads, "parsa: goroutines partitioning blocks in parallel")
+	f.Var(tauFlag{&po.Tau}, "tau", "parsa: staleness τ in blocks: a number, auto (threads − 1) or inf (eventual consistency,\nnot reproducible)")
+	f.Var(&enumFlag[partition.GrowBy]{p: &po.GrowBy, values: []partition.GrowBy{partition.GrowSamples, partition.GrowParams}},
+		"grow-by", "parsa: partition to grow next: the one with the fewest samples, or with the smallest\nneighbour set (params) within |U_i| ≤ ⌈(1+ε)n/k⌉")
+	f.Float64Var(&po.Epsilon, "epsilon", po.Epsilon, "parsa: sample imbalance ε allowed by --grow-by params")
+	f.IntVar(&po.Refine, "refine", po.Refine, "parsa: refinement passes that move samples to lower the total traffic (0: none)")
+}
+
+// loadPrevious reads the data part file of the placement directory dir for
+// an incremental run over n samples on k machines. The file may cover
+// fewer samples than n: the first ones, in order.
+func loadPrevious(dir string, n, k int) ([]int32, error) {
+	path := filepath.Join(dir, placement.DataPartFile)
+	lines, err := countLines(path)
+	if err != nil {
+		return nil, err
+	}
+	if lines > n {
+		return nil, fmt.Errorf("%s: %d samples, more than the %d of the dataset", path, lines, n)
+	}
+	data, _, err := placement.LoadDataPart(path, lines, k)
+	return data, err
+}
+
+// countLines counts the non-blank lines of a file, as ReadDataPart reads
+// them.
+func countLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	n := 0
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) > 0 {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
+
+// enumFlag is a flag that takes one of a list of string values.
+type enumFlag[T ~string] struct {
+	p      *T
+	values []T
+}
+
+func (e *enumFlag[T]) String() string {
+	if e == nil || e.p == nil {
+		return ""
+	}
+	return string(*e.p)
+}
+
+func (e *enumFlag[T]) Set(s string) error {
+	for _, v := range e.values {
+		if string(v) == s {
+			*e.p = v
+			return nil
+		}
+	}
+	names := make([]string, len(e.values))
+	for i, v := range e.values {
+		names[i] = string(v)
+	}
+	return fmt.Errorf("want one of %s", strings.Join(names, ", "))
+}
+
+// tauFlag is the staleness flag: a number of blocks, auto or inf.
+type tauFlag struct{ p *int }
+
+func (t tauFlag) String() string {
+	if t.p == nil {
+		return ""
+	}
+	switch *t.p {
+	case partition.TauAuto:
+		return "auto"
+	case partition.TauInfinite:
+		return "inf"
+	}
+	return strconv.Itoa(*t.p)
+}
+
+func (t tauFlag) Set(s string) error {
+	switch s {
+	case "auto":
+		*t.p = partition.TauAuto
+	case "inf", "infinite":
+		*t.p = partition.TauInfinite
+	default:
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			return fmt.Errorf("want a number of blocks ≥ 0, auto or inf")
+		}
+		*t.p = v
+	}
+	return nil
 }

@@ -64,6 +64,8 @@ func runPartition(e *env, args []string) error {
 	}
 	bar := newProgressBar(e, *algo)
 	opt.Progress = bar.update
+	details := map[string]any{"load_seconds": loadTime.Seconds()}
+	opt.Report = func(name string, v any) { details[name] = v }
 	start := time.Now()
 	p, err := run(g, opt)
 	bar.finish()
@@ -77,7 +79,7 @@ func runPartition(e *env, args []string) error {
 	}
 	s.Algorithm, s.Seed, s.Seconds = *algo, opt.Seed, took.Seconds()
 	s.Dataset = pos[0]
-	s.Details = map[string]any{"load_seconds": loadTime.Seconds()}
+	s.Details = details
 	if err := placement.WriteDir(*out, g, p, s); err != nil {
 		return err
 	}

@@ -1,0 +1,175 @@
+package partition
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"colo/graph"
+	"colo/placement"
+)
+
+// reportCost runs f b.N times and reports the cost of the last placement,
+// the least time of a run (min_s: on a shared machine the mean also counts
+// other processes) and the mean time per million edges.
+func reportCost(b *testing.B, g *graph.Graph, k int, f func() *placement.Placement) {
+	b.Helper()
+	var p *placement.Placement
+	best := math.Inf(1)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		p = f()
+		best = min(best, time.Since(start).Seconds())
+	}
+	b.StopTimer()
+	c, err := placement.Evaluate(g, p, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(c.TMax), "T_max")
+	b.ReportMetric(float64(c.MMax), "M_max")
+	b.ReportMetric(float64(c.TSum), "T_sum")
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/(float64(g.NumEdges())/1e6), "s/Medge")
+	b.ReportMetric(best, "min_s")
+}
+
+// BenchmarkParsa runs Parsa with its defaults on the real datasets at the
+// k of the reference table, on one thread.
+//
+//	go test ./partition -run '^$' -bench 'Parsa/' -benchtime 10x
+func BenchmarkParsa(b *testing.B) {
+	for _, line := range referenceLines {
+		b.Run(fmt.Sprintf("%s/k=%d", line.data.name, line.k), func(b *testing.B) {
+			g := line.data.load(b)
+			reportCost(b, g, line.k, func() *placement.Placement {
+				p, err := Parsa(g, Options{K: line.k, Seed: 1, Parsa: DefaultParsaOptions()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return p
+			})
+		})
+	}
+}
+
+// BenchmarkParsaTable runs Parsa with its defaults on every real dataset
+// for k = 2 … 64: the table of docs/parsa.md.
+//
+//	go test ./partition -run '^$' -bench ParsaTable -benchtime 5x
+func BenchmarkParsaTable(b *testing.B) {
+	for _, d := range datasets {
+		for _, k := range []int{2, 4, 8, 16, 32, 64} {
+			b.Run(fmt.Sprintf("%s/k=%d", d.name, k), func(b *testing.B) {
+				g := d.load(b)
+				reportCost(b, g, k, func() *placement.Placement {
+					p, err := Parsa(g, Options{K: k, Seed: 1, Parsa: DefaultParsaOptions()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					return p
+				})
+				base := placement.RandomBaseline(g, k)
+				b.ReportMetric(base.TMax, "random_T_max")
+				b.ReportMetric(base.MMax, "random_M_max")
+				b.ReportMetric(base.TSum, "random_T_sum")
+			})
+		}
+	}
+}
+
+var (
+	genOnce  sync.Once
+	genGraph *graph.Graph
+)
+
+// generated returns the power-law graph of the parallel benchmark: by
+// default 1M samples and about 30M edges; COLO_BENCH_SAMPLES changes n.
+func generated(b *testing.B) *graph.Graph {
+	genOnce.Do(func() {
+		n := 1_000_000
+		if s := os.Getenv("COLO_BENCH_SAMPLES"); s != "" {
+			v, err := strconv.Atoi(s)
+			if err != nil || v < 1 {
+				b.Fatalf("COLO_BENCH_SAMPLES=%q: want a sample count", s)
+			}
+			n = v
+		}
+		g, err := graph.PowerLaw(graph.DefaultPowerLaw(n, 7))
+		if err != nil {
+			b.Fatal(err)
+		}
+		genGraph = g
+	})
+	return genGraph
+}
+
+// BenchmarkParsaThreads runs Parsa at k = 16 on a generated power-law
+// graph with 1 and 2 threads (τ = threads − 1): the speed-up and the
+// quality lost to staleness.
+//
+//	go test ./partition -run '^$' -bench ParsaThreads -benchtime 3x
+func BenchmarkParsaThreads(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			g := generated(b)
+			po := DefaultParsaOptions()
+			po.Threads = threads
+			reportCost(b, g, 16, func() *placement.Placement {
+				p, err := Parsa(g, Options{K: 16, Seed: 1, Parsa: po})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return p
+			})
+		})
+	}
+}
+
+// BenchmarkAssignParams times the parameter assignment alone on 20
+// Newsgroups at k = 16, from a Parsa data partition.
+func BenchmarkAssignParams(b *testing.B) {
+	g := news20.load(b)
+	p, err := Parsa(g, Options{K: 16, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reportCost(b, g, 16, func() *placement.Placement {
+		AssignParams(g, p, 1)
+		return p
+	})
+}
+
+// BenchmarkParsaSeeds runs the defaults with seeds 1–10 on every line of
+// the reference table and reports the worst T_max and M_max (the time is
+// that of all ten runs).
+//
+//	go test ./partition -run '^$' -bench ParsaSeeds -benchtime 1x
+func BenchmarkParsaSeeds(b *testing.B) {
+	for _, line := range referenceLines {
+		b.Run(fmt.Sprintf("%s/k=%d", line.data.name, line.k), func(b *testing.B) {
+			g := line.data.load(b)
+			var worstT, worstM int64
+			for b.Loop() {
+				for seed := uint64(1); seed <= 10; seed++ {
+					p, err := Parsa(g, Options{K: line.k, Seed: seed, Parsa: DefaultParsaOptions()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					c, err := placement.Evaluate(g, p, 0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					worstT, worstM = max(worstT, c.TMax), max(worstM, c.MMax)
+				}
+			}
+			b.ReportMetric(float64(worstT), "worst_T_max")
+			b.ReportMetric(float64(worstM), "worst_M_max")
+			b.ReportMetric(float64(line.tmax), "reference_T_max")
+		})
+	}
+}

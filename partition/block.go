@@ -1,0 +1,397 @@
+package partition
+
+import (
+	"colo/graph"
+)
+
+// block is the working state of Alg. 3 of seed 001 on one block of samples:
+// the block's subgraph in CSR form both ways over local ids, the neighbour
+// sets S_i restricted to the block's parameters, and per partition i a
+// bucket queue of the costs A_i(u) = |N(u) \ S_i| of the unassigned
+// samples.
+//
+// A bucket queue is an array of doubly linked lists, one per cost, with a
+// head pointer per cost (seed 001 Fig. 5). Costs only decrease, by one at a
+// time, so a decrement moves a sample to the front of the next lower list
+// in O(1) and the minimum is found by moving a cursor that only goes down
+// on a decrement and up over empty lists. All of Alg. 3 on a block of n_b
+// samples and e_b edges takes O(k·(n_b + e_b) + k·maxdeg) time.
+//
+// A block is reused from job to job to keep allocations out of the loop.
+type block struct {
+	k, w int // partitions, mask words per parameter
+
+	// The subgraph. Local sample s is samples[s]; local parameter l is
+	// params[l]. sadj holds local parameter ids, cadj local sample ids.
+	samples []uint32
+	params  []uint32
+	soff    []int64
+	sadj    []uint32
+	coff    []int64
+	cend    []int64 // end of the live part of each column
+	cadj    []uint32
+	loc     []int32 // global parameter → local id, -1 outside a build
+
+	// mask[l*w:(l+1)*w] is {i : params[l] ∈ S_i}: pulled, then grown.
+	// own is {i : params[l] ∈ N(U_{i,block})}: what this block adds.
+	mask []uint64
+	own  []uint64
+
+	// Bucket queues: node i*nb+s holds A_i(s) and its list links; heads
+	// i*hc+c is the first sample of cost c in queue i, or -1.
+	nb, hc   int
+	nodes    []qnode
+	heads    []int32
+	minc     []int32
+	assigned []bool
+	out      []int32 // partition of each local sample
+
+	// The view of |U_i| and |S_i| used to choose the partition to grow,
+	// and the rule: smallest |U_i|, or smallest |S_i| with |U_i| < cap.
+	count   []int64
+	size    []int64
+	byParam bool
+	cap     int64
+	added   []int64 // samples this block gave each partition
+
+	have  []int32  // scratch: per-partition counts of one sample
+	lanes []uint64 // scratch: byte-lane counters, 8 partitions per word
+	// tick, when set, is called every tickEvery assignments.
+	tick func(n int)
+}
+
+// qnode is one entry of a bucket queue.
+type qnode struct{ prev, next, cost int32 }
+
+// tickEvery is the number of assignments between progress ticks.
+const tickEvery = 1 << 14
+
+func newBlock(k, m int) *block {
+	b := &block{k: k, w: MaskWords(k), loc: make([]int32, m),
+		minc: make([]int32, k), count: make([]int64, k), size: make([]int64, k),
+		added: make([]int64, k), have: make([]int32, k), lanes: make([]uint64, (k+7)/8)}
+	for i := range b.loc {
+		b.loc[i] = -1
+	}
+	return b
+}
+
+// build loads the subgraph of g induced by the given samples: local ids,
+// adjacency both ways. It does not touch the neighbour sets.
+func (b *block) build(g *graph.Graph, samples []uint32) {
+	b.samples = samples
+	nb := len(samples)
+	b.nb = nb
+	b.params = b.params[:0]
+	b.soff = grow(b.soff, nb+1)
+	b.sadj = b.sadj[:0]
+	off, adj := g.SampleOffsets(), g.SampleAdjacency()
+	var e int64
+	for _, u := range samples {
+		e += off[u+1] - off[u]
+	}
+	if int64(cap(b.sadj)) < e {
+		b.sadj = make([]uint32, 0, e)
+	}
+	loc := b.loc
+	b.soff[0] = 0
+	for s, u := range samples {
+		for _, v := range adj[off[u]:off[u+1]] {
+			l := loc[v]
+			if l < 0 {
+				l = int32(len(b.params))
+				loc[v] = l
+				b.params = append(b.params, v)
+			}
+			b.sadj = append(b.sadj, uint32(l))
+		}
+		b.soff[s+1] = int64(len(b.sadj))
+	}
+	for _, v := range b.params {
+		loc[v] = -1
+	}
+	mb := len(b.params)
+	// Transpose: local parameter → local samples, in increasing order.
+	b.coff = grow(b.coff, mb+1)
+	clear(b.coff)
+	for _, l := range b.sadj {
+		b.coff[l+1]++
+	}
+	for l := 0; l < mb; l++ {
+		b.coff[l+1] += b.coff[l]
+	}
+	b.cadj = grow(b.cadj, int(e))
+	for s := 0; s < nb; s++ {
+		for _, l := range b.sadj[b.soff[s]:b.soff[s+1]] {
+			b.cadj[b.coff[l]] = uint32(s)
+			b.coff[l]++
+		}
+	}
+	for l := mb; l > 0; l-- {
+		b.coff[l] = b.coff[l-1]
+	}
+	b.coff[0] = 0
+	b.cend = grow(b.cend, mb)
+	copy(b.cend, b.coff[1:])
+	w := b.w
+	b.mask = grow(b.mask, mb*w)
+	b.own = grow(b.own, mb*w)
+	clear(b.own)
+}
+
+// pull fills the block's masks from the shared sets.
+func (b *block) pull(sets NeighborSets) {
+	sets.Pull(b.params, b.mask)
+}
+
+// prepare computes the initial costs A_i(s) = |N(s) \ S_i| from the masks
+// and fills the bucket queues. The caller has set count, size, byParam
+// and cap.
+func (b *block) prepare() {
+	k, nb := b.k, b.nb
+	maxDeg := 0
+	for s := 0; s < nb; s++ {
+		maxDeg = max(maxDeg, int(b.soff[s+1]-b.soff[s]))
+	}
+	b.hc = maxDeg + 1
+	b.heads = grow(b.heads, k*b.hc)
+	for i := range b.heads {
+		b.heads[i] = -1
+	}
+	b.nodes = grow(b.nodes, k*nb)
+	b.assigned = grow(b.assigned, nb)
+	clear(b.assigned)
+	b.out = grow(b.out, nb)
+	clear(b.added)
+	for i := range b.minc {
+		b.minc[i] = int32(maxDeg)
+	}
+	have := b.have
+	lanes := b.lanes
+	nbytes := (k + 7) / 8
+	// Insert in decreasing local order so that each list runs in
+	// increasing local order: ties go to the earliest sample of the
+	// (randomly ordered) block.
+	for s := nb - 1; s >= 0; s-- {
+		row := b.sadj[b.soff[s]:b.soff[s+1]]
+		b.countBits(row, have, lanes, nbytes)
+		deg := int32(len(row))
+		for i := 0; i < k; i++ {
+			c := deg - have[i]
+			hb := i * b.hc
+			h := b.heads[hb+int(c)]
+			b.nodes[i*nb+s] = qnode{prev: -1, next: h, cost: c}
+			if h >= 0 {
+				b.nodes[i*nb+int(h)].prev = int32(s)
+			}
+			b.heads[hb+int(c)] = int32(s)
+			if c < b.minc[i] {
+				b.minc[i] = c
+			}
+		}
+	}
+}
+
+// byteLanes[x] spreads the 8 bits of x over the 8 bytes of a word: byte j
+// of byteLanes[x] is bit j of x.
+var byteLanes = func() (t [256]uint64) {
+	for x := range t {
+		for j := 0; j < 8; j++ {
+			t[x] |= uint64(x>>j&1) << (8 * j)
+		}
+	}
+	return t
+}()
+
+// countBits sets have[i] to the number of local parameters of row that
+// are in S_i. It adds the masks byte by byte into byte-wide lanes, 8
+// partitions per word, flushing before a lane can overflow, so that a
+// parameter costs k/8 additions rather than one per set bit.
+func (b *block) countBits(row []uint32, have []int32, lanes []uint64, nbytes int) {
+	clear(have)
+	w := b.w
+	for start := 0; start < len(row); start += 255 {
+		clear(lanes)
+		for _, l := range row[start:min(len(row), start+255)] {
+			base := int(l) * w
+			for x := 0; x < nbytes; x++ {
+				m := b.mask[base+x>>3]
+				lanes[x] += byteLanes[byte(m>>(8*(x&7)))]
+			}
+		}
+		for x, v := range lanes {
+			for j := 0; j < 8 && x*8+j < len(have); j++ {
+				have[x*8+j] += int32(v >> (8 * j) & 0xff)
+			}
+		}
+	}
+}
+
+// run assigns every sample of the block (Alg. 3, lines 5–15).
+func (b *block) run() {
+	for r := 1; r <= b.nb; r++ {
+		b.step()
+		if b.tick != nil && r%tickEvery == 0 {
+			b.tick(tickEvery)
+		}
+	}
+	if b.tick != nil {
+		b.tick(b.nb % tickEvery)
+	}
+}
+
+// step grows one partition by its cheapest sample and returns the
+// partition, the local sample and the cost it had.
+func (b *block) step() (int, int32, int32) {
+	i := b.choose()
+	s, c := b.popMin(i)
+	b.assign(s, i)
+	return i, s, c
+}
+
+// choose returns the partition to grow: the smallest by |U_i|, or with
+// byParam the smallest by |S_i| among those with |U_i| < cap. Ties go to
+// the lowest index.
+func (b *block) choose() int {
+	best := 0
+	if !b.byParam {
+		// Among the smallest partitions, the one with the cheapest sample.
+		lo := b.count[0]
+		for i := 1; i < b.k; i++ {
+			lo = min(lo, b.count[i])
+		}
+		best = -1
+		var bc int32
+		for i := 0; i < b.k; i++ {
+			if b.count[i] != lo {
+				continue
+			}
+			c := b.minCost(i)
+			if best < 0 || c < bc {
+				best, bc = i, c
+			}
+		}
+		return best
+	}
+	best = -1
+	for i := 0; i < b.k; i++ {
+		if b.count[i] >= b.cap {
+			continue
+		}
+		if best < 0 || b.size[i] < b.size[best] {
+			best = i
+		}
+	}
+	if best < 0 { // cannot happen: k·cap ≥ n
+		panic("partition: every partition is full")
+	}
+	return best
+}
+
+// minCost returns the least cost in queue i, which is not empty.
+func (b *block) minCost(i int) int32 {
+	hb := i * b.hc
+	c := b.minc[i]
+	for b.heads[hb+int(c)] < 0 {
+		c++
+	}
+	b.minc[i] = c
+	return c
+}
+
+// popMin removes and returns the cheapest unassigned sample of queue i.
+func (b *block) popMin(i int) (int32, int32) {
+	c := b.minCost(i)
+	s := b.heads[i*b.hc+int(c)]
+	b.unlink(i, s)
+	return s, c
+}
+
+// unlink removes local sample s from queue i.
+func (b *block) unlink(i int, s int32) {
+	base := i * b.nb
+	n := &b.nodes[base+int(s)]
+	if n.prev < 0 {
+		b.heads[i*b.hc+int(n.cost)] = n.next
+	} else {
+		b.nodes[base+int(n.prev)].next = n.next
+	}
+	if n.next >= 0 {
+		b.nodes[base+int(n.next)].prev = n.prev
+	}
+}
+
+// decrement lowers A_i(t) by one, moving t to the front of the lower list.
+func (b *block) decrement(i int, t int32) {
+	base := i * b.nb
+	hb := i * b.hc
+	n := &b.nodes[base+int(t)]
+	if n.prev < 0 {
+		b.heads[hb+int(n.cost)] = n.next
+	} else {
+		b.nodes[base+int(n.prev)].next = n.next
+	}
+	if n.next >= 0 {
+		b.nodes[base+int(n.next)].prev = n.prev
+	}
+	c := n.cost - 1
+	n.cost = c
+	h := b.heads[hb+int(c)]
+	n.prev, n.next = -1, h
+	if h >= 0 {
+		b.nodes[base+int(h)].prev = t
+	}
+	b.heads[hb+int(c)] = t
+	if c < b.minc[i] {
+		b.minc[i] = c
+	}
+}
+
+// assign puts local sample s in partition i (Alg. 3, lines 8–14): it
+// leaves every queue, and each of its parameters new to S_i joins S_i and
+// lowers the cost in queue i of the unassigned samples that use it.
+func (b *block) assign(s int32, i int) {
+	b.assigned[s] = true
+	b.out[s] = int32(i)
+	b.count[i]++
+	b.added[i]++
+	for j := 0; j < b.k; j++ {
+		if j != i {
+			b.unlink(j, s)
+		}
+	}
+	x := i >> 6
+	bit := uint64(1) << (i & 63)
+	w := b.w
+	assigned := b.assigned
+	for _, l := range b.sadj[b.soff[s]:b.soff[s+1]] {
+		at := int(l)*w + x
+		b.own[at] |= bit
+		if b.mask[at]&bit != 0 {
+			continue
+		}
+		b.mask[at] |= bit
+		b.size[i]++
+		// Decrement the unassigned users of l, dropping the assigned
+		// ones from the column for later scans.
+		col := b.cadj[b.coff[l]:b.cend[l]]
+		x := 0
+		for _, t := range col {
+			if !assigned[t] {
+				col[x] = t
+				x++
+				b.decrement(i, int32(t))
+			}
+		}
+		b.cend[l] = b.coff[l] + int64(x)
+	}
+}
+
+// grow returns s resliced to length n, reallocating when too small. The
+// contents are not preserved.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
