@@ -1,6 +1,8 @@
 package dense
 
 import (
+	"colo/internal/textio"
+
 	"colo/internal/decompress"
 
 	"bufio"
@@ -62,24 +64,8 @@ func (o LoadOptions) Validate() error {
 
 // ParseError is malformed input. It names the file, the line (from 1; 0
 // for binary input or the whole file), the field (from 1; 0 for the whole
-// line) and what was expected.
-type ParseError struct {
-	File  string
-	Line  int
-	Field int
-	Msg   string
-}
-
-func (e *ParseError) Error() string {
-	switch {
-	case e.Line == 0:
-		return fmt.Sprintf("%s: %s", e.File, e.Msg)
-	case e.Field == 0:
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	default:
-		return fmt.Sprintf("%s:%d: field %d: %s", e.File, e.Line, e.Field, e.Msg)
-	}
-}
+// line) and what was expected. It is the same type as graph.ParseError.
+type ParseError = textio.ParseError
 
 // Load reads a dataset from a file, undoing compression and detecting the
 // format when o.Format is FormatAuto. For idx data o.Labels names the label

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
+	"colo/internal/decompress/ztest"
 )
 
 func TestDetectFormat(t *testing.T) {
@@ -104,7 +102,7 @@ func TestLoadDetects(t *testing.T) {
 			if strings.HasSuffix(path, ".bz2") {
 				return
 			}
-			for kind, compress := range compressors() {
+			for kind, compress := range ztest.Compressors() {
 				z, err := compress(plain)
 				if err != nil {
 					t.Fatal(err)
@@ -152,7 +150,7 @@ func TestReadEmpty(t *testing.T) {
 			if err == nil || err.Error() != "e.dat: empty: no samples" {
 				t.Errorf("format %q, %s input: err = %v", format, kind, err)
 			}
-			z, err := compressors()["gzip"]([]byte(in))
+			z, err := ztest.Compressors()["gzip"]([]byte(in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +194,7 @@ func TestReadTruncated(t *testing.T) {
 	lineErr := regexp.MustCompile(`^cut\.svm\.z:[0-9]+: read: `)
 	for _, lines := range []int{20, 20000} {
 		text := testText(lines)
-		for kind, compress := range compressors() {
+		for kind, compress := range ztest.Compressors() {
 			z, err := compress(text)
 			if err != nil {
 				t.Fatal(err)
@@ -219,45 +217,6 @@ func TestReadTruncated(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// compressors make test data in each format NewReader reads. bzip2 has no
-// writer in Go; its test data is testdata/small.svm.bz2, made with the
-// bzip2 command.
-func compressors() map[string]func([]byte) ([]byte, error) {
-	return map[string]func([]byte) ([]byte, error){
-		"gzip": func(p []byte) ([]byte, error) {
-			var buf bytes.Buffer
-			w := gzip.NewWriter(&buf)
-			if _, err := w.Write(p); err != nil {
-				return nil, err
-			}
-			err := w.Close()
-			return buf.Bytes(), err
-		},
-		"xz": func(p []byte) ([]byte, error) {
-			var buf bytes.Buffer
-			// A small dictionary keeps the writer cheap; the reader does
-			// not care.
-			w, err := xz.WriterConfig{DictCap: 1 << 16}.NewWriter(&buf)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := w.Write(p); err != nil {
-				return nil, err
-			}
-			err = w.Close()
-			return buf.Bytes(), err
-		},
-		"zstd": func(p []byte) ([]byte, error) {
-			w, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-			if err != nil {
-				return nil, err
-			}
-			defer w.Close()
-			return w.EncodeAll(p, nil), nil
-		},
 	}
 }
 

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"colo/internal/textio"
+
 	"fmt"
 )
 
@@ -63,21 +65,5 @@ func (o LoadOptions) Validate() error {
 
 // ParseError is a malformed input. It names the file, the line (from 1),
 // the field (from 1, 0 when the whole line is at fault) and what was
-// expected.
-type ParseError struct {
-	File  string
-	Line  int
-	Field int
-	Msg   string
-}
-
-func (e *ParseError) Error() string {
-	switch {
-	case e.Line == 0:
-		return fmt.Sprintf("%s: %s", e.File, e.Msg)
-	case e.Field == 0:
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	default:
-		return fmt.Sprintf("%s:%d: field %d: %s", e.File, e.Line, e.Field, e.Msg)
-	}
-}
+// expected. Both colo's sparse (graph) and dense loaders return it.
+type ParseError = textio.ParseError

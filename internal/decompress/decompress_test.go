@@ -2,7 +2,6 @@ package decompress
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -10,48 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
+	"colo/internal/decompress/ztest"
 )
-
-// compressors make test data in each format NewReader reads. bzip2 has no
-// writer in Go; its test data is testdata/small.svm.bz2, made with the
-// bzip2 command.
-func compressors() map[string]func([]byte) ([]byte, error) {
-	return map[string]func([]byte) ([]byte, error){
-		"gzip": func(p []byte) ([]byte, error) {
-			var buf bytes.Buffer
-			w := gzip.NewWriter(&buf)
-			if _, err := w.Write(p); err != nil {
-				return nil, err
-			}
-			err := w.Close()
-			return buf.Bytes(), err
-		},
-		"xz": func(p []byte) ([]byte, error) {
-			var buf bytes.Buffer
-			// A small dictionary keeps the writer cheap; the reader does
-			// not care.
-			w, err := xz.WriterConfig{DictCap: 1 << 16}.NewWriter(&buf)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := w.Write(p); err != nil {
-				return nil, err
-			}
-			err = w.Close()
-			return buf.Bytes(), err
-		},
-		"zstd": func(p []byte) ([]byte, error) {
-			w, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-			if err != nil {
-				return nil, err
-			}
-			defer w.Close()
-			return w.EncodeAll(p, nil), nil
-		},
-	}
-}
 
 // decompressAll reads all of r through NewReader and closes the decoder.
 func decompressAll(r io.Reader) ([]byte, error) {
@@ -76,7 +35,7 @@ func testText(n int) []byte {
 
 func TestDecompressRoundTrip(t *testing.T) {
 	text := testText(500)
-	for kind, compress := range compressors() {
+	for kind, compress := range ztest.Compressors() {
 		t.Run(kind, func(t *testing.T) {
 			z, err := compress(text)
 			if err != nil {
@@ -131,7 +90,7 @@ func TestDecompressPlain(t *testing.T) {
 func TestDecompressTruncated(t *testing.T) {
 	text := testText(300)
 	streams := map[string][]byte{}
-	for kind, compress := range compressors() {
+	for kind, compress := range ztest.Compressors() {
 		z, err := compress(text)
 		if err != nil {
 			t.Fatal(err)
@@ -172,7 +131,7 @@ func FuzzDecompress(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	text := testText(30)
-	for _, compress := range compressors() {
+	for _, compress := range ztest.Compressors() {
 		z, err := compress(text)
 		if err != nil {
 			f.Fatal(err)
@@ -189,7 +148,7 @@ func FuzzDecompress(f *testing.F) {
 			}
 		}
 		// Compressed data reads back as it was.
-		for kind, compress := range compressors() {
+		for kind, compress := range ztest.Compressors() {
 			z, err := compress(data)
 			if err != nil {
 				t.Fatal(err)
