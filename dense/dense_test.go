@@ -187,14 +187,15 @@ func TestReadLibSVM(t *testing.T) {
 			[]float32{1, 0, 0, 0}, []int{0}, []string{"0"}, ""},
 		{"blank and comment lines", "# header\n\n3 2:1\n", DefaultLibSVMOptions(), 2,
 			[]float32{0, 1}, []int{0}, []string{"3"}, ""},
-		{"bad index", "1 1:1\n1 x:2\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:2: field 2: index "x": want an integer`},
-		{"decreasing", "1 3:1 2:1\n", DefaultLibSVMOptions(), 0, nil, nil, nil, "f:1: field 3: index 2 after 3: indices must increase"},
-		{"bad value", "1 1:1\n\n1 1:abc\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:3: field 2: value "abc": want a finite number`},
-		{"no colon", "1 1:1 7\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:1: field 3: "7": want index:value`},
-		{"multi-label", "1,2 1:1\n", DefaultLibSVMOptions(), 0, nil, nil, nil, "f:1: field 1: multi-label"},
-		{"text label", "cat 1:1\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:1: field 1: label "cat": want a number`},
-		{"zero in one-based", "1 0:1\n", LibSVMOptions{IndexBase: 1}, 0, nil, nil, nil, "f:1: field 2: index 0 with 1-based"},
-		{"beyond dim", "1 5:1\n", LibSVMOptions{IndexBase: 1, Dim: 4}, 0, nil, nil, nil, "f:1: field 2: index 5 beyond the 4 features"},
+		{"bad index", "1 1:1\n1 x:2\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:2: field 2: "x:2": want idx:value with a non-negative integer index`},
+		{"unsorted row", "1 3:1 2:5\n", DefaultLibSVMOptions(), 3, []float32{0, 5, 1}, []int{0}, []string{"1"}, ""},
+		{"repeated index", "1 3:1 3:5\n", DefaultLibSVMOptions(), 0, nil, nil, nil, "f:1"},
+		{"bad value", "1 1:1\n\n1 1:abc\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:3: field 2: "1:abc": want idx:value with a finite number value`},
+		{"no colon", "1 1:1 7\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:1: field 3: "7": want idx:value`},
+		{"multi-label", "1,2 1:1\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:1: field 1: "1,2": want a finite number label`},
+		{"text label", "cat 1:1\n", DefaultLibSVMOptions(), 0, nil, nil, nil, `f:1: field 1: "cat": want a finite number label`},
+		{"zero in one-based", "1 0:1\n", LibSVMOptions{IndexBase: 1}, 0, nil, nil, nil, "f:1: field 2: \"0:1\": index 0 but the index base is 1"},
+		{"beyond dim", "1 5:1\n", LibSVMOptions{IndexBase: 1, Dim: 4}, 0, nil, nil, nil, "f: index 5 beyond the 4 features"},
 		{"no features", "1\n2\n", DefaultLibSVMOptions(), 0, nil, nil, nil, "f: no features in 2 samples"},
 		{"too large", "1 1000:1\n1 1:1\n", LibSVMOptions{IndexBase: -1, MaxValues: 1000}, 0, nil, nil, nil, "2 samples × 1000 features = 2000 values"},
 	}
@@ -377,7 +378,7 @@ func TestA9A(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Len() != 32561 || d.Dim != 123 || !slices.Equal(d.ClassNames, []string{"-1", "+1"}) {
+	if d.Len() != 32561 || d.Dim != 123 || !slices.Equal(d.ClassNames, []string{"-1", "1"}) {
 		t.Errorf("got %d × %d classes %v; want 32561 × 123, [-1 +1]", d.Len(), d.Dim, d.ClassNames)
 	}
 }

@@ -26,5 +26,5 @@ func ExampleReadLibSVM() {
 	_, err := dense.ReadLibSVM(strings.NewReader("1 1:0.5 2:1\n-1 2:x\n"), "train.svm", dense.DefaultLibSVMOptions())
 	fmt.Println(err)
 	// Output:
-	// train.svm:2: field 2: value "x": want a finite number
+	// train.svm:2: field 2: "2:x": want idx:value with a finite number value
 }
