@@ -1,0 +1,278 @@
+// Package cluster runs a whole parameter server in one process: a
+// scheduler and k machines (a server and a worker each), or separate
+// servers and workers, over the in-memory network or TCP on loopback. The
+// nodes are the real ones (package ps/node), talking through the real
+// transport; only the processes are shared. Tests, the demo and the
+// examples use it.
+//
+//	c, err := cluster.Start(ctx, cluster.DefaultConfig())
+//	defer c.Close()
+//	err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
+//		return w.Push(keys, vals).Wait()
+//	})
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"colo/ps/clock"
+	"colo/ps/node"
+	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/ps/sched"
+	"colo/ps/server"
+	"colo/ps/update"
+	"colo/ps/worker"
+	"colo/transport"
+	"colo/transport/mem"
+	"colo/transport/tcp"
+)
+
+// Config configures a cluster.
+type Config struct {
+	// Machines, when positive, is the number of machines, each a server
+	// and a worker; otherwise Servers and Workers run separately.
+	Machines         int
+	Servers, Workers int
+	// Transport is "mem" (in-memory) or "tcp" (loopback).
+	Transport string
+	// Mem configures the in-memory network.
+	Mem mem.Config
+	// TCP, when not nil, adjusts each TCP endpoint.
+	TCP   func(*tcp.Config)
+	Token string
+	// Table, NumKeys, Width and Clock are the job's (see sched.Config).
+	Table   *route.Table
+	NumKeys uint64
+	Width   int
+	Clock   clock.Config
+	// Rule is the servers' update rule; nil for update.Sum.
+	Rule update.Rule
+	// Heartbeat and Timeout drive failure detection.
+	Heartbeat, Timeout time.Duration
+	// Logf, when not nil, receives the nodes' log lines.
+	Logf func(format string, args ...any)
+}
+
+// DefaultConfig returns two machines on the in-memory network with BSP,
+// a 50 ms heartbeat and a 1 s timeout.
+func DefaultConfig() Config {
+	return Config{
+		Machines: 2, Transport: "mem", Mem: mem.DefaultConfig(), Token: "colo",
+		Width: 1, Clock: clock.DefaultConfig(), Heartbeat: 50 * time.Millisecond, Timeout: time.Second,
+	}
+}
+
+// Validate checks c; errors name the field and the bound.
+func (c Config) Validate() error {
+	if c.Machines < 0 {
+		return fmt.Errorf("cluster: Machines %d is negative", c.Machines)
+	}
+	if c.Machines == 0 && (c.Servers < 1 || c.Workers < 1) {
+		return fmt.Errorf("cluster: Servers %d and Workers %d must be at least 1 without Machines", c.Servers, c.Workers)
+	}
+	if c.Transport != "mem" && c.Transport != "tcp" {
+		return fmt.Errorf("cluster: Transport %q is not mem or tcp", c.Transport)
+	}
+	return nil
+}
+
+// sizes returns the number of servers and workers.
+func (c Config) sizes() (int, int) {
+	if c.Machines > 0 {
+		return c.Machines, c.Machines
+	}
+	return c.Servers, c.Workers
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	cfg     Config
+	sched   *sched.Scheduler
+	servers []*node.Node // by server rank (a machine's node twice)
+	workers []*node.Node // by worker rank
+	nodes   []*node.Node // every node once
+	net     *mem.Network
+	// schedAddr is the scheduler's TCP address.
+	schedAddr string
+	once      sync.Once
+}
+
+// Start starts a scheduler and the nodes and returns once the job runs.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ns, nw := cfg.sizes()
+	sc := sched.DefaultConfig()
+	sc.NumServers, sc.NumWorkers, sc.Token = ns, nw, cfg.Token
+	sc.Table, sc.NumKeys, sc.Width, sc.Clock = cfg.Table, cfg.NumKeys, cfg.Width, cfg.Clock
+	sc.Heartbeat, sc.Timeout = cfg.Heartbeat, cfg.Timeout
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg}
+	var network node.Network
+	var sep transport.Endpoint
+	schedAddr := ""
+	if cfg.Transport == "mem" {
+		var err error
+		if c.net, err = mem.New(cfg.Mem); err != nil {
+			return nil, err
+		}
+		network = node.Mem{Net: c.net}
+		if sep, err = c.net.Attach(proto.SchedulerID); err != nil {
+			return nil, err
+		}
+	} else {
+		tc := tcp.DefaultConfig()
+		tc.ID, tc.Token = proto.SchedulerID, cfg.Token
+		if cfg.TCP != nil {
+			cfg.TCP(&tc)
+		}
+		ep, err := tcp.Listen(tc)
+		if err != nil {
+			return nil, err
+		}
+		sep, schedAddr = ep, ep.Addr().String()
+		network = node.TCP{Host: "127.0.0.1", Token: cfg.Token, Tune: cfg.TCP}
+	}
+	s, err := sched.Start(sc, sep, cfg.Logf)
+	if err != nil {
+		sep.Close()
+		return nil, err
+	}
+	c.sched, c.schedAddr = s, schedAddr
+	type spec struct {
+		role proto.Role
+		rank int
+	}
+	var specs []spec
+	if cfg.Machines > 0 {
+		for i := range cfg.Machines {
+			specs = append(specs, spec{proto.RoleMachine, i})
+		}
+	} else {
+		for i := range ns {
+			specs = append(specs, spec{proto.RoleServer, i})
+		}
+		for i := range nw {
+			specs = append(specs, spec{proto.RoleWorker, i})
+		}
+	}
+	nodes := make([]*node.Node, len(specs))
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, sp := range specs {
+		wg.Go(func() {
+			nc := node.DefaultConfig()
+			nc.Role, nc.Rank, nc.Scheduler, nc.Token = sp.role, sp.rank, schedAddr, cfg.Token
+			nc.NumServers, nc.NumWorkers = ns, nw
+			nc.Network, nc.Rule, nc.Logf = network, cfg.Rule, cfg.Logf
+			nc.Host = fmt.Sprintf("%s-%d", sp.role, sp.rank)
+			nodes[i], errs[i] = node.Start(ctx, nc)
+		})
+	}
+	wg.Wait()
+	c.nodes = nodes
+	if err := errors.Join(errs...); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.servers, c.workers = make([]*node.Node, ns), make([]*node.Node, nw)
+	for _, n := range nodes {
+		srv, wrk := n.IDs()
+		if srv != 0 {
+			_, r := proto.Identify(srv)
+			c.servers[r] = n
+		}
+		if wrk != 0 {
+			_, r := proto.Identify(wrk)
+			c.workers[r] = n
+		}
+	}
+	return c, nil
+}
+
+// SchedulerAddr returns the scheduler's TCP address, "" in memory.
+func (c *Cluster) SchedulerAddr() string { return c.schedAddr }
+
+// Scheduler returns the scheduler.
+func (c *Cluster) Scheduler() *sched.Scheduler { return c.sched }
+
+// Network returns the in-memory network, nil over TCP.
+func (c *Cluster) Network() *mem.Network { return c.net }
+
+// Nodes returns every node.
+func (c *Cluster) Nodes() []*node.Node { return c.nodes }
+
+// Worker returns the worker of rank r.
+func (c *Cluster) Worker(r int) *worker.Worker { return c.workers[r].Worker() }
+
+// WorkerNode returns the node of worker rank r.
+func (c *Cluster) WorkerNode(r int) *node.Node { return c.workers[r] }
+
+// Server returns the server of rank r.
+func (c *Cluster) Server(r int) *server.Server { return c.servers[r].Server() }
+
+// ServerNode returns the node of server rank r.
+func (c *Cluster) ServerNode(r int) *node.Node { return c.servers[r] }
+
+// NumWorkers returns the number of workers.
+func (c *Cluster) NumWorkers() int { return len(c.workers) }
+
+// Run runs fn on every worker concurrently, reports each worker's end to
+// the scheduler and returns the job's outcome: nil when every fn
+// returned nil, otherwise the error that ended the job (a failing fn's,
+// or a *proto.NodeError naming a failed node).
+func (c *Cluster) Run(ctx context.Context, fn func(ctx context.Context, w *worker.Worker) error) error {
+	var wg sync.WaitGroup
+	for _, n := range c.workers {
+		wg.Go(func() {
+			err := fn(ctx, n.Worker())
+			n.Finish(err)
+		})
+	}
+	wg.Wait()
+	return c.Wait()
+}
+
+// Wait waits for the job's end and returns the scheduler's verdict.
+func (c *Cluster) Wait() error {
+	err := c.sched.Wait()
+	for _, n := range c.nodes {
+		n.Wait()
+	}
+	return err
+}
+
+// Close stops every node and the scheduler and releases the network.
+func (c *Cluster) Close() error {
+	c.once.Do(func() {
+		for _, n := range c.nodes {
+			if n != nil {
+				n.Close()
+			}
+		}
+		if c.sched != nil {
+			c.sched.Close()
+		}
+		if c.net != nil {
+			c.net.Close()
+		}
+	})
+	return nil
+}
+
+// Stats returns the counters of every node.
+func (c *Cluster) Stats() []node.Stats {
+	out := make([]node.Stats, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.Stats()
+	}
+	return out
+}

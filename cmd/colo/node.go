@@ -1,0 +1,416 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"colo/cluster"
+	"colo/ps/clock"
+	"colo/ps/node"
+	"colo/ps/proto"
+	"colo/ps/sched"
+	"colo/ps/update"
+	"colo/transport"
+	"colo/transport/tcp"
+)
+
+// nodeFlags are the flags of colo node, each also read from COLO_NAME
+// (upper case, '-' as '_') when not on the command line.
+type nodeFlags struct {
+	role, scheduler, token, host, metrics string
+	numServers, numWorkers, rank          int
+	keys                                  uint64
+	width                                 int
+	consistency                           string
+	tau                                   int
+	updater                               string
+	lr, l1, l2, beta                      float64
+	heartbeat, timeout, joinTimeout       time.Duration
+	job                                   string
+	batch, rounds                         int
+	seed                                  uint64
+	jsonOut                               bool
+	verbose                               bool
+}
+
+func (nf *nodeFlags) register(f *cmdFlags) {
+	f.StringVar(&nf.role, "role", "", "scheduler, server, worker or machine (a server and a worker)")
+	f.StringVar(&nf.scheduler, "scheduler", "", "the scheduler's host:port; the scheduler listens there (port 0: any, printed)")
+	f.IntVar(&nf.numServers, "num-servers", 0, "number of servers (machines count as one)")
+	f.IntVar(&nf.numWorkers, "num-workers", 0, "number of workers (machines count as one)")
+	f.StringVar(&nf.token, "token", "", "cluster token: nodes without it are refused")
+	f.StringVar(&nf.host, "host", "127.0.0.1", "address this node listens on and advertises")
+	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
+	f.StringVar(&nf.metrics, "metrics", "", "serve Prometheus metrics on this address, such as :9100")
+	f.Uint64Var(&nf.keys, "keys", 1<<20, "scheduler: the key space [0, keys) split evenly among servers (0: all of uint64); worker: the smoke job's keys")
+	f.IntVar(&nf.width, "width", 1, "scheduler: values per key (0: per-key lengths)")
+	f.StringVar(&nf.consistency, "consistency", "bsp", "scheduler: bsp, async or bounded")
+	f.IntVar(&nf.tau, "tau", 0, "scheduler: the delay bound of --consistency bounded")
+	f.StringVar(&nf.updater, "updater", "sum", "server: update rule: sum, sgd, adagrad or ftrl")
+	f.Float64Var(&nf.lr, "lr", 0.1, "server: learning rate (FTRL's alpha)")
+	f.Float64Var(&nf.l1, "l1", 0, "server: L1 regularisation")
+	f.Float64Var(&nf.l2, "l2", 0, "server: L2 regularisation")
+	f.Float64Var(&nf.beta, "beta", 1, "server: FTRL's beta")
+	f.DurationVar(&nf.heartbeat, "heartbeat", 100*time.Millisecond, "scheduler: heartbeat period")
+	f.DurationVar(&nf.timeout, "timeout", 2*time.Second, "scheduler: a node silent this long is dead")
+	f.DurationVar(&nf.joinTimeout, "join-timeout", 60*time.Second, "how long to wait for the cluster to form")
+	f.StringVar(&nf.job, "job", "smoke", "worker: the job to run: smoke (pushes checked for exact sums) or none")
+	f.IntVar(&nf.batch, "batch", 10000, "worker: keys per push of the smoke job")
+	f.IntVar(&nf.rounds, "rounds", 20, "worker: rounds of the smoke job")
+	f.Uint64Var(&nf.seed, "seed", 1, "worker: seed of the smoke job")
+	f.BoolVar(&nf.jsonOut, "json", false, "print the node's summary as JSON")
+	f.BoolVar(&nf.verbose, "v", false, "log link events")
+}
+
+// envOverlay sets every flag not given on the command line from its
+// environment variable COLO_NAME, if set; the command line wins.
+func envOverlay(fs *flag.FlagSet, getenv func(string) string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		name := "COLO_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(name); v != "" {
+			if e := f.Value.Set(v); e != nil {
+				err = usageError("environment variable %s=%q: %v", name, v, e)
+			}
+		}
+	})
+	return err
+}
+
+func runNode(e *env, args []string) error {
+	f := newFlags(e, "node", "colo node --role ROLE --scheduler HOST:PORT [flags]",
+		"Runs one node of a parameter-server cluster: the scheduler, a server, a\n"+
+			"worker, or a machine (a server and a worker in one process). Every node\n"+
+			"needs the scheduler's address and the cluster token; the scheduler also\n"+
+			"the number of servers and workers, the key space and the consistency\n"+
+			"model, which it hands to the others. Workers run the built-in smoke job.\n\n"+
+			"Every flag can also be set by an environment variable: COLO_ROLE,\n"+
+			"COLO_SCHEDULER, COLO_NUM_SERVERS, COLO_NUM_WORKERS, COLO_TOKEN, COLO_HOST,\n"+
+			"COLO_RANK, COLO_METRICS, … (the flag's name in upper case, '-' as '_');\n"+
+			"a flag on the command line wins.")
+	var nf nodeFlags
+	nf.register(f)
+	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if err := envOverlay(f.FlagSet, os.Getenv); err != nil {
+		return err
+	}
+	role, err := proto.ParseRole(nf.role)
+	if err != nil {
+		return usageError("--role: %v", err)
+	}
+	if nf.scheduler == "" {
+		return usageError("--scheduler (or COLO_SCHEDULER) is required")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logf := func(format string, args ...any) {}
+	if nf.verbose {
+		logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
+	}
+	if role == proto.RoleScheduler {
+		return runScheduler(ctx, e, &nf)
+	}
+	rule, err := update.New(update.Config{Name: nf.updater, LR: nf.lr, L1: nf.l1, L2: nf.l2, Beta: nf.beta, Eps: 1e-8})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	cfg := node.DefaultConfig()
+	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank
+	cfg.NumServers, cfg.NumWorkers, cfg.Host, cfg.Rule = nf.numServers, nf.numWorkers, nf.host, rule
+	cfg.JoinTimeout, cfg.Logf = nf.joinTimeout, logf
+	cfg.Network = node.TCP{Host: nf.host, Token: nf.token}
+	if err := cfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	smoke := cluster.Smoke{Keys: nf.keys, Batch: nf.batch, Rounds: nf.rounds, Seed: nf.seed}
+	if nf.job != "smoke" && nf.job != "none" {
+		return usageError("--job %q: smoke or none", nf.job)
+	}
+	if nf.job == "smoke" && role != proto.RoleServer {
+		if err := smoke.Validate(); err != nil {
+			return usageError("%v", err)
+		}
+	}
+	t0 := time.Now()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	startedAt := time.Now()
+	if nf.metrics != "" {
+		_, stopMetrics, err := serveMetrics(nf.metrics, func(w *strings.Builder) { writeNodeMetrics(w, n.Stats()) })
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
+	var res *cluster.SmokeResult
+	if w := n.Worker(); w != nil {
+		var jobErr error
+		if nf.job == "smoke" {
+			r, err := smoke.Run(ctx, w, n.Assignment().NumWorkers)
+			res, jobErr = &r, err
+		}
+		n.Finish(jobErr)
+	}
+	select {
+	case <-n.Done():
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted")
+	}
+	jobErr := n.Wait()
+	st := n.Stats()
+	sum := nodeSummary{
+		Role: role.String(), Machine: st.Machine, StartSeconds: startedAt.Sub(t0).Seconds(),
+		StartedUnixNano: startedAt.UnixNano(), Smoke: res, Stats: st,
+	}
+	if srv, wrk := n.IDs(); srv != 0 {
+		sum.Nodes = append(sum.Nodes, proto.Name(srv))
+		if wrk != 0 {
+			sum.Nodes = append(sum.Nodes, proto.Name(wrk))
+		}
+	} else {
+		sum.Nodes = append(sum.Nodes, proto.Name(wrk))
+	}
+	if jobErr != nil {
+		sum.Error = jobErr.Error()
+	}
+	if nf.jsonOut {
+		enc := json.NewEncoder(e.out)
+		if err := enc.Encode(sum); err != nil {
+			return err
+		}
+	} else {
+		printNodeSummary(e, sum)
+	}
+	return jobErr
+}
+
+// nodeSummary is the JSON summary of one node's job.
+type nodeSummary struct {
+	Role            string               `json:"role"`
+	Nodes           []string             `json:"nodes"`
+	Machine         int                  `json:"machine"`
+	StartSeconds    float64              `json:"start_s"`
+	StartedUnixNano int64                `json:"started_unix_ns"`
+	Smoke           *cluster.SmokeResult `json:"smoke,omitempty"`
+	Error           string               `json:"error,omitempty"`
+	Stats           node.Stats           `json:"stats"`
+}
+
+func printNodeSummary(e *env, s nodeSummary) {
+	fmt.Fprintf(e.out, "%s (machine %d): joined in %.3f s\n", strings.Join(s.Nodes, " + "), s.Machine, s.StartSeconds)
+	if s.Smoke != nil {
+		fmt.Fprintf(e.out, "  pushed %d keys in %.3f s: %.2fM keys/s", s.Smoke.KeysPushed, s.Smoke.Seconds, s.Smoke.KeysPerSec/1e6)
+		if s.Smoke.Checked {
+			fmt.Fprint(e.out, "; every value is the exact sum")
+		}
+		fmt.Fprintln(e.out)
+	}
+	in, out := s.Stats.Inner, s.Stats.Inter
+	fmt.Fprintf(e.out, "  traffic inner-machine %d msgs %s sent, inter-machine %d msgs %s sent, %d msgs %s received\n",
+		in.MsgsSent, bytesText(in.BytesSent), out.MsgsSent, bytesText(out.BytesSent), out.MsgsRecv, bytesText(out.BytesRecv))
+	if s.Error != "" {
+		fmt.Fprintf(e.out, "  job failed: %s\n", s.Error)
+	}
+}
+
+// bytesText formats a byte count.
+func bytesText(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// runScheduler runs the scheduler until the job ends.
+func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
+	mode, err := clock.ParseMode(nf.consistency)
+	if err != nil {
+		return usageError("--consistency: %v", err)
+	}
+	cfg := sched.DefaultConfig()
+	cfg.NumServers, cfg.NumWorkers, cfg.Token = nf.numServers, nf.numWorkers, nf.token
+	cfg.NumKeys, cfg.Width, cfg.Clock = nf.keys, nf.width, clock.Config{Mode: mode, Tau: nf.tau}
+	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = nf.heartbeat, nf.timeout, nf.joinTimeout
+	if err := cfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	tc := tcp.DefaultConfig()
+	tc.ID, tc.Addr, tc.Token = proto.SchedulerID, nf.scheduler, nf.token
+	ep, err := tcp.Listen(tc)
+	if err != nil {
+		return err
+	}
+	// Refusals and failures are always worth a line.
+	var mu sync.Mutex
+	slog := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(e.errOut, format+"\n", args...)
+	}
+	s, err := sched.Start(cfg, ep, slog)
+	if err != nil {
+		ep.Close()
+		return err
+	}
+	defer s.Close()
+	fmt.Fprintf(e.out, "scheduler listening on %s\n", ep.Addr())
+	if f, ok := e.out.(interface{ Sync() error }); ok {
+		f.Sync()
+	}
+	if nf.metrics != "" {
+		_, stopMetrics, err := serveMetrics(nf.metrics, func(w *strings.Builder) { writeLinkMetrics(w, "scheduler", ep.Stats()) })
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
+	select {
+	case <-s.Done():
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted")
+	}
+	if err := s.Wait(); err != nil {
+		return fmt.Errorf("job failed: %w", err)
+	}
+	fmt.Fprintf(e.out, "job finished: %d servers, %d workers\n", cfg.NumServers, cfg.NumWorkers)
+	return nil
+}
+
+// serveMetrics serves Prometheus text at /metrics on addr until the
+// returned stop, and returns the address it listens on.
+func serveMetrics(addr string, write func(*strings.Builder)) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		write(&b)
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		fmt.Fprint(w, b.String())
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			srv.Close()
+		}
+	}, nil
+}
+
+// writeNodeMetrics writes a node's counters in the Prometheus text
+// exposition format.
+func writeNodeMetrics(w *strings.Builder, st node.Stats) {
+	metric := func(name, typ, help string) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
+	metric("colo_link_messages_total", "counter", "Messages per link and direction; scope is inner (same machine, through memory) or inter (the network).")
+	for _, l := range st.Links {
+		lbl := linkLabels(l)
+		fmt.Fprintf(w, "colo_link_messages_total{%s,dir=\"sent\"} %d\n", lbl, l.MsgsSent)
+		fmt.Fprintf(w, "colo_link_messages_total{%s,dir=\"recv\"} %d\n", lbl, l.MsgsRecv)
+	}
+	metric("colo_link_bytes_total", "counter", "Frame bytes per link and direction.")
+	for _, l := range st.Links {
+		lbl := linkLabels(l)
+		fmt.Fprintf(w, "colo_link_bytes_total{%s,dir=\"sent\"} %d\n", lbl, l.BytesSent)
+		fmt.Fprintf(w, "colo_link_bytes_total{%s,dir=\"recv\"} %d\n", lbl, l.BytesRecv)
+	}
+	metric("colo_traffic_bytes_total", "counter", "Frame bytes summed by scope and direction.")
+	for _, s := range []struct {
+		scope string
+		ls    transport.LinkStats
+	}{{"inner", st.Inner}, {"inter", st.Inter}} {
+		fmt.Fprintf(w, "colo_traffic_bytes_total{scope=%q,dir=\"sent\"} %d\n", s.scope, s.ls.BytesSent)
+		fmt.Fprintf(w, "colo_traffic_bytes_total{scope=%q,dir=\"recv\"} %d\n", s.scope, s.ls.BytesRecv)
+	}
+	if s := st.Server; s != nil {
+		for _, m := range []struct {
+			name, typ, help string
+			v               int64
+		}{
+			{"colo_server_pushes_total", "counter", "Push requests applied.", int64(s.Pushes)},
+			{"colo_server_pulls_total", "counter", "Pull requests answered.", int64(s.Pulls)},
+			{"colo_server_keys_pushed_total", "counter", "Keys pushed.", int64(s.KeysPushed)},
+			{"colo_server_keys_pulled_total", "counter", "Keys pulled.", int64(s.KeysPulled)},
+			{"colo_server_errors_total", "counter", "Requests answered with an error.", int64(s.Errors)},
+			{"colo_server_rounds", "gauge", "Rounds every worker has pushed.", s.Rounds},
+			{"colo_server_max_lead_rounds", "gauge", "Largest lead of a worker over the slowest seen.", s.MaxLead},
+			{"colo_server_keys", "gauge", "Keys stored.", int64(s.Keys)},
+		} {
+			metric(m.name, m.typ, m.help)
+			fmt.Fprintf(w, "%s %d\n", m.name, m.v)
+		}
+	}
+	if s := st.Worker; s != nil {
+		for _, m := range []struct {
+			name, typ, help string
+			v               int64
+		}{
+			{"colo_worker_pushes_total", "counter", "Pushes started.", int64(s.Pushes)},
+			{"colo_worker_pulls_total", "counter", "Pulls started.", int64(s.Pulls)},
+			{"colo_worker_keys_pushed_total", "counter", "Keys pushed.", int64(s.KeysPushed)},
+			{"colo_worker_keys_pulled_total", "counter", "Keys pulled.", int64(s.KeysPulled)},
+			{"colo_worker_gated_total", "counter", "Calls that waited for the consistency gate.", int64(s.Gated)},
+			{"colo_worker_errors_total", "counter", "Failed calls.", int64(s.Errors)},
+			{"colo_worker_round", "gauge", "The worker's round.", s.Rounds},
+		} {
+			metric(m.name, m.typ, m.help)
+			fmt.Fprintf(w, "%s %d\n", m.name, m.v)
+		}
+	}
+}
+
+// linkLabels returns the labels of a link.
+func linkLabels(l node.LinkStats) string {
+	scope := "inter"
+	if l.Inner {
+		scope = "inner"
+	}
+	return fmt.Sprintf("from=%q,to=%q,scope=%q", proto.Name(l.From), proto.Name(l.To), scope)
+}
+
+// writeLinkMetrics writes an endpoint's per-peer counters.
+func writeLinkMetrics(w *strings.Builder, from string, st transport.Stats) {
+	fmt.Fprintf(w, "# HELP colo_link_bytes_total Frame bytes per link and direction.\n# TYPE colo_link_bytes_total counter\n")
+	for _, p := range st.Peers() {
+		l := st.Links[p]
+		fmt.Fprintf(w, "colo_link_bytes_total{from=%q,to=%q,scope=\"inter\",dir=\"sent\"} %d\n", from, proto.Name(p), l.BytesSent)
+		fmt.Fprintf(w, "colo_link_bytes_total{from=%q,to=%q,scope=\"inter\",dir=\"recv\"} %d\n", from, proto.Name(p), l.BytesRecv)
+	}
+	fmt.Fprintf(w, "# HELP colo_link_messages_total Messages per link and direction.\n# TYPE colo_link_messages_total counter\n")
+	for _, p := range st.Peers() {
+		l := st.Links[p]
+		fmt.Fprintf(w, "colo_link_messages_total{from=%q,to=%q,scope=\"inter\",dir=\"sent\"} %d\n", from, proto.Name(p), l.MsgsSent)
+		fmt.Fprintf(w, "colo_link_messages_total{from=%q,to=%q,scope=\"inter\",dir=\"recv\"} %d\n", from, proto.Name(p), l.MsgsRecv)
+	}
+}

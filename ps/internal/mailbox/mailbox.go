@@ -1,0 +1,232 @@
+// Package mailbox holds the unbounded queues that connect the goroutines
+// of a parameter-server node: a Box delivers what is pushed on a channel
+// without ever blocking the pusher, and an Outbox sends messages to peers
+// in order, one goroutine per peer, so that a slow or dead peer never
+// blocks a node's driver and no cycle of full queues can deadlock two
+// nodes.
+package mailbox
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"colo/transport"
+)
+
+// Box is an unbounded FIFO queue read from a channel. Items go straight
+// into the channel's buffer while it has room, so the common case costs
+// one channel operation; the overflow waits in a slice that a goroutine
+// moves into the channel, in order.
+type Box[T any] struct {
+	mu      sync.Mutex
+	queue   []T  // overflow, older than nothing in out
+	holding bool // the goroutine holds an item it is about to send
+	wake    chan struct{}
+	out     chan T
+	done    chan struct{}
+	exited  chan struct{}
+	once    sync.Once
+}
+
+// boxBuffer is the capacity of a Box's channel.
+const boxBuffer = 1024
+
+// New starts a Box and its delivery goroutine.
+func New[T any]() *Box[T] {
+	b := &Box[T]{wake: make(chan struct{}, 1), out: make(chan T, boxBuffer), done: make(chan struct{}), exited: make(chan struct{})}
+	go b.run()
+	return b
+}
+
+// C returns the delivery channel, closed by Close.
+func (b *Box[T]) C() <-chan T { return b.out }
+
+// Push queues x. It never blocks.
+func (b *Box[T]) Push(x T) {
+	b.mu.Lock()
+	if len(b.queue) == 0 && !b.holding {
+		select {
+		case <-b.done:
+			b.mu.Unlock()
+			return
+		default:
+		}
+		select {
+		case b.out <- x:
+			b.mu.Unlock()
+			return
+		default:
+		}
+	}
+	b.queue = append(b.queue, x)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Len returns the number of queued items.
+func (b *Box[T]) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue) + len(b.out)
+}
+
+// Close stops delivery, drops what is queued and closes the channel. It
+// is idempotent and waits for the delivery goroutine.
+func (b *Box[T]) Close() {
+	b.once.Do(func() { close(b.done) })
+	<-b.exited
+}
+
+func (b *Box[T]) run() {
+	defer close(b.exited)
+	defer func() {
+		// Pushes check done under the lock before sending.
+		b.mu.Lock()
+		close(b.out)
+		b.mu.Unlock()
+	}()
+	var zero T
+	for {
+		b.mu.Lock()
+		var x T
+		ok := len(b.queue) > 0
+		if ok {
+			x = b.queue[0]
+			b.queue[0] = zero
+			b.queue = b.queue[1:]
+			b.holding = true
+		}
+		b.mu.Unlock()
+		if !ok {
+			select {
+			case <-b.wake:
+				continue
+			case <-b.done:
+				return
+			}
+		}
+		select {
+		case b.out <- x:
+		case <-b.done:
+			return
+		}
+		b.mu.Lock()
+		b.holding = false
+		b.mu.Unlock()
+	}
+}
+
+// SendError is a failed send of an Outbox.
+type SendError struct {
+	To  transport.NodeID
+	Err error
+}
+
+// Outbox sends messages through an endpoint, in order per peer, without
+// blocking the caller.
+type Outbox struct {
+	ep      transport.Endpoint
+	timeout time.Duration
+	ctx     context.Context
+	stop    context.CancelFunc
+	errs    *Box[SendError]
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	peers  map[transport.NodeID]*Box[*transport.Message]
+	busy   int // messages posted, not yet sent
+	idle   *sync.Cond
+	closed bool
+}
+
+// NewOutbox returns an Outbox for ep; every send is bounded by timeout
+// (0 for none).
+func NewOutbox(ep transport.Endpoint, timeout time.Duration) *Outbox {
+	ctx, stop := context.WithCancel(context.Background())
+	o := &Outbox{ep: ep, timeout: timeout, ctx: ctx, stop: stop, errs: New[SendError](), peers: make(map[transport.NodeID]*Box[*transport.Message])}
+	o.idle = sync.NewCond(&o.mu)
+	return o
+}
+
+// Errors returns the channel of failed sends.
+func (o *Outbox) Errors() <-chan SendError { return o.errs.C() }
+
+// Post queues m for peer to. It never blocks; after Close it drops m.
+func (o *Outbox) Post(to transport.NodeID, m *transport.Message) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	b := o.peers[to]
+	if b == nil {
+		b = New[*transport.Message]()
+		o.peers[to] = b
+		o.wg.Add(1)
+		go o.run(to, b)
+	}
+	o.busy++
+	o.mu.Unlock()
+	b.Push(m)
+}
+
+// run sends the messages for one peer.
+func (o *Outbox) run(to transport.NodeID, b *Box[*transport.Message]) {
+	defer o.wg.Done()
+	for m := range b.C() {
+		ctx, cancel := o.ctx, context.CancelFunc(func() {})
+		if o.timeout > 0 {
+			ctx, cancel = context.WithTimeout(o.ctx, o.timeout)
+		}
+		err := o.ep.Send(ctx, to, m)
+		cancel()
+		if err != nil && o.ctx.Err() == nil {
+			o.errs.Push(SendError{To: to, Err: err})
+		}
+		o.mu.Lock()
+		o.busy--
+		if o.busy == 0 {
+			o.idle.Broadcast()
+		}
+		o.mu.Unlock()
+	}
+}
+
+// Flush waits until every posted message was sent (or failed), at most d.
+func (o *Outbox) Flush(d time.Duration) {
+	t := time.AfterFunc(d, func() {
+		o.mu.Lock()
+		o.idle.Broadcast()
+		o.mu.Unlock()
+	})
+	defer t.Stop()
+	deadline := time.Now().Add(d)
+	o.mu.Lock()
+	for o.busy > 0 && time.Now().Before(deadline) {
+		o.idle.Wait()
+	}
+	o.mu.Unlock()
+}
+
+// Close drops what is queued, cancels sends in progress and waits for the
+// peer goroutines. It is idempotent.
+func (o *Outbox) Close() {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.closed = true
+	peers := o.peers
+	o.mu.Unlock()
+	o.stop()
+	for _, b := range peers {
+		b.Close()
+	}
+	o.wg.Wait()
+	o.errs.Close()
+}

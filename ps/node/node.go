@@ -1,0 +1,595 @@
+// Package node is the runtime of a parameter-server process: it joins
+// the cluster through the scheduler, runs a server, a worker or both (a
+// machine) over the transport, and ends the job cleanly or with an error
+// that names the node that failed.
+//
+// Start registers under a provisional id, receives the node's real ids,
+// the routing table and the job's settings, opens one endpoint per role,
+// starts the role's handlers, and only then reports Ready; it returns once
+// the scheduler has sent everyone the address book. From then on each
+// endpoint has a thin loop that forwards data messages to its role's
+// driver (server.Server or worker.Worker), handles control messages,
+// sends heartbeats and watches the scheduler's: a scheduler silent for the
+// job's timeout fails the node. Failures of other nodes are the
+// scheduler's to declare: it sees every link and tells every node with
+// Abort, which fails every pending and later call with an error naming
+// the dead node.
+//
+// In a machine the worker reaches its co-located server without the
+// network: requests go straight into the server's queue (the
+// application's arrays are not copied, as they are stable until the call
+// completes) and replies straight back (copied, as the store changes).
+// These messages are still counted, at their frame size, as
+// inner-machine traffic.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"colo/ps/clock"
+	"colo/ps/internal/mailbox"
+	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/ps/server"
+	"colo/ps/update"
+	"colo/ps/worker"
+	"colo/transport"
+)
+
+// Config configures a node.
+type Config struct {
+	// Role is server, worker or machine.
+	Role proto.Role
+	// Scheduler is the scheduler's address (unused on a Mem network).
+	Scheduler string
+	// Token is the cluster token.
+	Token string
+	// NumServers and NumWorkers, when positive, are checked against the
+	// scheduler's.
+	NumServers, NumWorkers int
+	// Rank asks for a rank; -1 for any.
+	Rank int
+	// Host names the machine in the address book and logs.
+	Host string
+	// Network opens the node's endpoints.
+	Network Network
+	// Rule is the servers' update rule; nil for update.Sum.
+	Rule update.Rule
+	// JoinTimeout bounds reaching the scheduler (retried while it is not
+	// up yet) and waiting for the job to start.
+	JoinTimeout time.Duration
+	// Logf, when not nil, receives the node's log lines.
+	Logf func(format string, args ...any)
+}
+
+// DefaultConfig returns a machine that waits up to 60 s for its cluster.
+func DefaultConfig() Config {
+	return Config{Role: proto.RoleMachine, Rank: -1, JoinTimeout: 60 * time.Second}
+}
+
+// Validate checks c; errors name the field and the bound.
+func (c Config) Validate() error {
+	switch c.Role {
+	case proto.RoleServer, proto.RoleWorker, proto.RoleMachine:
+	default:
+		return fmt.Errorf("node: Role %s is not server, worker or machine", c.Role)
+	}
+	if c.Network == nil {
+		return errors.New("node: Network is nil")
+	}
+	if c.NumServers < 0 || c.NumWorkers < 0 {
+		return fmt.Errorf("node: NumServers %d and NumWorkers %d must not be negative", c.NumServers, c.NumWorkers)
+	}
+	if c.Rank < -1 || c.Rank >= proto.MaxRank {
+		return fmt.Errorf("node: Rank %d out of range [-1, %d)", c.Rank, proto.MaxRank)
+	}
+	if c.JoinTimeout <= 0 {
+		return fmt.Errorf("node: JoinTimeout %v must be positive", c.JoinTimeout)
+	}
+	return nil
+}
+
+// Node is a running server, worker or machine.
+type Node struct {
+	cfg     Config
+	assign  proto.Assign
+	table   *route.Table
+	members []*member
+	srv     *server.Server
+	wrk     *worker.Worker
+	ctx     context.Context // the roles'; cancelled with the job's end
+	cancel  context.CancelCauseFunc
+	started chan struct{}
+	done    chan struct{}
+	closing chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+	pool    transport.Pool // local replies
+
+	mu       sync.Mutex
+	book     map[transport.NodeID]proto.Peer
+	ended    bool
+	err      error
+	seq      map[string]uint64
+	barriers map[barrierKey]chan struct{}
+}
+
+type barrierKey struct {
+	group string
+	seq   uint64
+}
+
+// member is one endpoint of the node: its server's or its worker's.
+type member struct {
+	n     *Node
+	id    transport.NodeID
+	ep    Endpoint
+	out   *mailbox.Outbox
+	data  *mailbox.Box[*transport.Message]
+	local localCounters // traffic with the co-located peer
+}
+
+// localCounters count the messages a member exchanged with its
+// co-located peer without the network.
+type localCounters struct {
+	msgsSent, bytesSent, msgsRecv, bytesRecv atomic.Uint64
+}
+
+// Start joins the cluster and returns once the job runs, or fails with
+// the scheduler's refusal, a timeout or ctx's error.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	ctx, cancelJoin := context.WithTimeout(ctx, cfg.JoinTimeout)
+	defer cancelJoin()
+	a, err := register(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	n, err := newNode(cfg, a)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-n.started:
+		return n, nil
+	case <-n.done:
+		err = n.Wait()
+	case <-ctx.Done():
+		err = fmt.Errorf("node: no start of the job from the scheduler at %s: %w", cfg.Scheduler, ctx.Err())
+	}
+	n.Close()
+	return nil, err
+}
+
+// register obtains the node's ids from the scheduler through a
+// provisional endpoint, retrying while the scheduler is not reachable.
+func register(ctx context.Context, cfg Config) (proto.Assign, error) {
+	var ep Endpoint
+	var err error
+	for range 16 {
+		if ep, err = cfg.Network.Listen(proto.Provisional(rand.Uint32())); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return proto.Assign{}, fmt.Errorf("node: provisional endpoint: %w", err)
+	}
+	defer ep.Close()
+	ep.SetPeer(proto.SchedulerID, cfg.Scheduler)
+	reg := proto.Control(proto.CmdRegister, proto.Register{
+		Role: cfg.Role, Token: cfg.Token, Addr: ep.Addr(), Rank: cfg.Rank,
+		NumServers: cfg.NumServers, NumWorkers: cfg.NumWorkers, Host: cfg.Host,
+	})
+	backoff := 10 * time.Millisecond
+	for {
+		err := ep.Send(ctx, proto.SchedulerID, reg)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, transport.ErrRefused) {
+			return proto.Assign{}, fmt.Errorf("node: the scheduler at %s refused this node: %w", cfg.Scheduler, err)
+		}
+		if ctx.Err() != nil {
+			return proto.Assign{}, fmt.Errorf("node: cannot reach the scheduler at %s: %w", cfg.Scheduler, err)
+		}
+		select {
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 500*time.Millisecond)
+		case <-ctx.Done():
+			return proto.Assign{}, fmt.Errorf("node: cannot reach the scheduler at %s: %w", cfg.Scheduler, err)
+		}
+	}
+	for {
+		select {
+		case m, ok := <-ep.Recv():
+			if !ok {
+				return proto.Assign{}, errors.New("node: provisional endpoint closed")
+			}
+			switch {
+			case m.Sender != proto.SchedulerID:
+			case m.Cmd == proto.CmdAssign:
+				var a proto.Assign
+				if err := proto.Decode(m, &a); err != nil {
+					return a, err
+				}
+				return a, nil
+			case m.Cmd == proto.CmdRefuse:
+				var r proto.Refuse
+				proto.Decode(m, &r)
+				return proto.Assign{}, fmt.Errorf("node: the scheduler at %s refused this node: %s", cfg.Scheduler, r.Reason)
+			}
+		case pe := <-ep.Down():
+			if errors.Is(pe.Err, transport.ErrRefused) {
+				return proto.Assign{}, fmt.Errorf("node: the scheduler at %s refused this node: %w", cfg.Scheduler, pe)
+			}
+		case <-ctx.Done():
+			return proto.Assign{}, fmt.Errorf("node: no answer from the scheduler at %s: %w", cfg.Scheduler, ctx.Err())
+		}
+	}
+}
+
+// newNode opens the node's endpoints, starts its roles and reports ready.
+func newNode(cfg Config, a proto.Assign) (*Node, error) {
+	table, err := route.Unmarshal(a.Job.Table)
+	if err != nil {
+		return nil, fmt.Errorf("node: routing table from the scheduler: %w", err)
+	}
+	mode, err := clock.ParseMode(a.Job.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("node: job from the scheduler: %w", err)
+	}
+	ck := clock.Config{Mode: mode, Tau: a.Job.Tau}
+	if a.Job.Heartbeat <= 0 || a.Job.Timeout < a.Job.Heartbeat {
+		return nil, fmt.Errorf("node: job from the scheduler: heartbeat %v, timeout %v", a.Job.Heartbeat, a.Job.Timeout)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	n := &Node{
+		cfg: cfg, assign: a, table: table, ctx: ctx, cancel: cancel,
+		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}),
+		seq: make(map[string]uint64), barriers: make(map[barrierKey]chan struct{}),
+	}
+	fail := func(err error) (*Node, error) {
+		n.Close()
+		return nil, err
+	}
+	for _, id := range []transport.NodeID{a.Server, a.Worker} {
+		if id == 0 {
+			continue
+		}
+		ep, err := cfg.Network.Listen(id)
+		if err != nil {
+			return fail(fmt.Errorf("node: %s: %w", proto.Name(id), err))
+		}
+		ep.SetPeer(proto.SchedulerID, cfg.Scheduler)
+		n.members = append(n.members, &member{n: n, id: id, ep: ep, out: mailbox.NewOutbox(ep, a.Job.Timeout), data: mailbox.New[*transport.Message]()})
+	}
+	if a.Server != 0 {
+		_, rank := proto.Identify(a.Server)
+		n.srv, err = server.NewServer(server.Config{Rank: rank, Workers: a.NumWorkers, Table: table, Width: a.Job.Width, Rule: cfg.Rule, Clock: ck})
+		if err != nil {
+			return fail(err)
+		}
+		m := n.member(a.Server)
+		n.wg.Go(func() { n.srv.Run(ctx, m.data.C(), serverConn{m}) })
+	}
+	if a.Worker != 0 {
+		_, rank := proto.Identify(a.Worker)
+		n.wrk, err = worker.New(worker.Config{Rank: rank, Table: table, Width: a.Job.Width, Clock: ck},
+			func(ctx context.Context) error { return n.Barrier(ctx, "workers") })
+		if err != nil {
+			return fail(err)
+		}
+		m := n.member(a.Worker)
+		n.wg.Go(func() { n.wrk.Run(ctx, m.data.C(), workerConn{m}) })
+	}
+	// The handlers run: report ready.
+	for _, m := range n.members {
+		n.wg.Go(m.loop)
+		m.out.Post(proto.SchedulerID, proto.Control(proto.CmdReady, proto.Ready{Addr: m.ep.Addr()}))
+	}
+	return n, nil
+}
+
+// member returns the member of id, nil if none.
+func (n *Node) member(id transport.NodeID) *member {
+	for _, m := range n.members {
+		if m.id == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// loop handles one endpoint: control messages, data for the role,
+// heartbeats and the scheduler's silence.
+func (m *member) loop() {
+	n := m.n
+	hb := n.assign.Job.Heartbeat
+	limit := int64((n.assign.Job.Timeout + hb - 1) / hb)
+	tick := time.NewTicker(hb)
+	defer tick.Stop()
+	silent := int64(0)
+	for {
+		select {
+		case msg, ok := <-m.ep.Recv():
+			if !ok {
+				return
+			}
+			if msg.Sender == proto.SchedulerID {
+				silent = 0
+			}
+			if msg.Type == transport.TypeData {
+				m.data.Push(msg)
+				continue
+			}
+			n.control(m, msg)
+		case pe, ok := <-m.ep.Down():
+			if !ok {
+				return
+			}
+			// The scheduler declares failures; a link that fails at the
+			// end of the job is a peer leaving.
+			n.cfg.Logf("%s: link to %s: %v", proto.Name(m.id), proto.Name(pe.Peer), pe)
+		case e := <-m.out.Errors():
+			n.cfg.Logf("%s: send to %s: %v", proto.Name(m.id), proto.Name(e.To), e.Err)
+		case <-tick.C:
+			silent++
+			if silent > limit {
+				n.end(&proto.NodeError{ID: proto.SchedulerID, Addr: n.cfg.Scheduler, Err: fmt.Errorf("no heartbeat for %v", time.Duration(silent)*hb)})
+			}
+			m.out.Post(proto.SchedulerID, proto.Control(proto.CmdHeartbeat, nil))
+		case <-n.closing:
+			return
+		}
+	}
+}
+
+// control handles a control message.
+func (n *Node) control(m *member, msg *transport.Message) {
+	if msg.Sender != proto.SchedulerID {
+		n.cfg.Logf("%s: control message %d from %s ignored", proto.Name(m.id), msg.Cmd, proto.Name(msg.Sender))
+		return
+	}
+	switch msg.Cmd {
+	case proto.CmdHeartbeat:
+	case proto.CmdStart:
+		var st proto.Start
+		if err := proto.Decode(msg, &st); err != nil {
+			n.end(err)
+			return
+		}
+		n.start(st)
+	case proto.CmdRelease:
+		var b proto.Barrier
+		if proto.Decode(msg, &b) == nil {
+			n.mu.Lock()
+			ch := n.barriers[barrierKey{b.Group, b.Seq}]
+			delete(n.barriers, barrierKey{b.Group, b.Seq})
+			n.mu.Unlock()
+			if ch != nil {
+				close(ch)
+			}
+		}
+	case proto.CmdShutdown:
+		n.end(nil)
+	case proto.CmdAbort:
+		var a proto.Abort
+		proto.Decode(msg, &a)
+		var err error = fmt.Errorf("%w by the scheduler: %s", proto.ErrAborted, a.Reason)
+		if a.Node != 0 {
+			err = &proto.NodeError{ID: a.Node, Addr: a.Addr, Err: errors.New(a.Reason)}
+		}
+		n.end(err)
+	default:
+		n.cfg.Logf("%s: unknown command %d from the scheduler", proto.Name(m.id), msg.Cmd)
+	}
+}
+
+// start records the address book; the job runs.
+func (n *Node) start(st proto.Start) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.book != nil {
+		return
+	}
+	n.book = make(map[transport.NodeID]proto.Peer, len(st.Peers))
+	for _, p := range st.Peers {
+		n.book[p.ID] = p
+		for _, m := range n.members {
+			m.ep.SetPeer(p.ID, p.Addr)
+		}
+	}
+	close(n.started)
+}
+
+// end ends the job: nil after a Shutdown, the failure otherwise.
+func (n *Node) end(err error) {
+	n.mu.Lock()
+	if n.ended {
+		n.mu.Unlock()
+		return
+	}
+	n.ended, n.err = true, err
+	n.mu.Unlock()
+	if err != nil {
+		n.cfg.Logf("node: %v", err)
+		n.cancel(err)
+	} else {
+		n.cancel(proto.ErrShutdown)
+	}
+	close(n.done)
+}
+
+// Worker returns the worker, nil for a server.
+func (n *Node) Worker() *worker.Worker { return n.wrk }
+
+// Server returns the server, nil for a worker.
+func (n *Node) Server() *server.Server { return n.srv }
+
+// IDs returns the node ids of the node's server and worker (0 for none).
+func (n *Node) IDs() (srv, wrk transport.NodeID) { return n.assign.Server, n.assign.Worker }
+
+// Machine returns the machine index the scheduler assigned.
+func (n *Node) Machine() int { return n.assign.Machine }
+
+// Table returns the routing table.
+func (n *Node) Table() *route.Table { return n.table }
+
+// Assignment returns the scheduler's answer to the registration.
+func (n *Node) Assignment() proto.Assign { return n.assign }
+
+// Peers returns the address book.
+func (n *Node) Peers() map[transport.NodeID]proto.Peer {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return maps.Clone(n.book)
+}
+
+// Done returns a channel closed when the job ended.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Wait blocks until the job ends: nil when every worker finished, the
+// failure otherwise (a *proto.NodeError when a node failed).
+func (n *Node) Wait() error {
+	<-n.done
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.err
+}
+
+// Finish reports the worker's end to the scheduler: nil when its work is
+// done, an error to fail the job. The job ends when every worker
+// finished; Wait tells how.
+func (n *Node) Finish(err error) {
+	m := n.member(n.assign.Worker)
+	if m == nil {
+		return
+	}
+	d := proto.Done{}
+	if err != nil {
+		d.Err = err.Error()
+	}
+	m.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, d))
+}
+
+// Barrier waits until every member of group ("workers", "servers" or
+// "all") reached the same barrier.
+func (n *Node) Barrier(ctx context.Context, group string) error {
+	var ms []*member
+	for _, m := range n.members {
+		r, _ := proto.Identify(m.id)
+		if group == "all" || (group == "workers" && r == proto.RoleWorker) || (group == "servers" && r == proto.RoleServer) {
+			ms = append(ms, m)
+		}
+	}
+	if len(ms) == 0 {
+		return fmt.Errorf("node: not a member of barrier group %q", group)
+	}
+	n.mu.Lock()
+	n.seq[group]++
+	key := barrierKey{group, n.seq[group]}
+	ch := make(chan struct{})
+	n.barriers[key] = ch
+	n.mu.Unlock()
+	for _, m := range ms {
+		m.out.Post(proto.SchedulerID, proto.Control(proto.CmdBarrier, proto.Barrier{Group: group, Seq: key.seq}))
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-n.done:
+		if err := n.Wait(); err != nil {
+			return err
+		}
+		return proto.ErrShutdown
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops the node: its roles, loops and endpoints. It is
+// idempotent; a job still running sees the node leave.
+func (n *Node) Close() error {
+	n.once.Do(func() {
+		n.cancel(worker.ErrStopped)
+		for _, m := range n.members {
+			m.out.Flush(100 * time.Millisecond)
+		}
+		close(n.closing)
+		for _, m := range n.members {
+			m.out.Close()
+			m.ep.Close()
+			m.data.Close()
+		}
+		n.wg.Wait()
+	})
+	return nil
+}
+
+// localSize is the frame size counted for a message that did not travel:
+// raw keys, O(1).
+func localSize(m *transport.Message) int {
+	return transport.FrameSize(m, transport.FrameOptions{RawKeys: true})
+}
+
+// serverConn answers workers for a server member.
+type serverConn struct{ m *member }
+
+// Reply sends a reply to worker rank w, through memory to the co-located
+// worker.
+func (c serverConn) Reply(ctx context.Context, w int, msg *transport.Message) error {
+	n := c.m.n
+	select {
+	case <-n.started:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	to := proto.WorkerID(w)
+	if peer := n.member(to); peer != nil {
+		cp := n.pool.Clone(msg)
+		cp.Sender, cp.Receiver = c.m.id, to
+		size := uint64(localSize(cp))
+		c.m.local.msgsSent.Add(1)
+		c.m.local.bytesSent.Add(size)
+		peer.local.msgsRecv.Add(1)
+		peer.local.bytesRecv.Add(size)
+		peer.data.Push(cp)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.assign.Job.Timeout)
+	defer cancel()
+	return c.m.ep.Send(ctx, to, msg)
+}
+
+// workerConn posts requests for a worker member.
+type workerConn struct{ m *member }
+
+// Post sends a request to server rank s, through memory to the
+// co-located server.
+func (c workerConn) Post(s int, msg *transport.Message) {
+	n := c.m.n
+	to := proto.ServerID(s)
+	if peer := n.member(to); peer != nil {
+		msg.Sender, msg.Receiver = c.m.id, to
+		size := uint64(localSize(msg))
+		c.m.local.msgsSent.Add(1)
+		c.m.local.bytesSent.Add(size)
+		peer.local.msgsRecv.Add(1)
+		peer.local.bytesRecv.Add(size)
+		peer.data.Push(msg)
+		return
+	}
+	c.m.out.Post(to, msg)
+}

@@ -1,0 +1,78 @@
+package node
+
+import (
+	"maps"
+	"slices"
+
+	"colo/ps/proto"
+	"colo/ps/server"
+	"colo/ps/worker"
+	"colo/transport"
+)
+
+// LinkStats is the traffic between one of the node's endpoints and a
+// peer.
+type LinkStats struct {
+	From, To transport.NodeID
+	// Inner is set for a peer on the same machine: a link that used
+	// memory, not the network.
+	Inner bool
+	transport.LinkStats
+}
+
+// Stats is a snapshot of a node's counters.
+type Stats struct {
+	Machine int
+	// Links lists the traffic per link, by endpoint then peer.
+	Links []LinkStats
+	// Inner and Inter sum the links to peers on the same machine and on
+	// others (the scheduler's included).
+	Inner, Inter transport.LinkStats
+	Server       *server.Stats `json:",omitempty"`
+	Worker       *worker.Stats `json:",omitempty"`
+}
+
+// Stats returns the node's counters.
+func (n *Node) Stats() Stats {
+	st := Stats{Machine: n.assign.Machine}
+	book := n.Peers()
+	for _, m := range n.members {
+		es := m.ep.Stats()
+		for _, p := range slices.Sorted(maps.Keys(es.Links)) {
+			l := LinkStats{From: m.id, To: p, LinkStats: es.Links[p]}
+			if bp, ok := book[p]; ok && bp.Machine == n.assign.Machine {
+				l.Inner = true
+			}
+			st.Links = append(st.Links, l)
+		}
+		if s := m.local.msgsSent.Load() + m.local.msgsRecv.Load(); s > 0 {
+			peer := n.assign.Server
+			if peer == m.id {
+				peer = n.assign.Worker
+			}
+			st.Links = append(st.Links, LinkStats{From: m.id, To: peer, Inner: true, LinkStats: transport.LinkStats{
+				MsgsSent: m.local.msgsSent.Load(), BytesSent: m.local.bytesSent.Load(),
+				MsgsRecv: m.local.msgsRecv.Load(), BytesRecv: m.local.bytesRecv.Load(),
+			}})
+		}
+	}
+	for _, l := range st.Links {
+		if l.Inner {
+			st.Inner = st.Inner.Add(l.LinkStats)
+		} else {
+			st.Inter = st.Inter.Add(l.LinkStats)
+		}
+	}
+	if n.srv != nil {
+		s := n.srv.Stats()
+		st.Server = &s
+	}
+	if n.wrk != nil {
+		w := n.wrk.Stats()
+		st.Worker = &w
+	}
+	return st
+}
+
+// Name returns the name of a node for logs and metrics: "server 0".
+func Name(id transport.NodeID) string { return proto.Name(id) }

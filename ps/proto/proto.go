@@ -1,0 +1,309 @@
+// Package proto is the vocabulary that the scheduler, servers and workers
+// of colo's parameter server share: node roles and ids, the control
+// messages of membership, barriers and failure handling, the metadata of
+// data messages, and the error that names a failed node.
+//
+// # Node ids
+//
+// The scheduler is node 1. Server rank r is node 2+2r and worker rank r
+// node 3+2r, so an id tells its role and rank without a lookup (ps-lite
+// uses the same trick with other constants). Ids from 2^31 on are
+// provisional: a node registers under a random provisional id, learns its
+// real id from the scheduler and only then opens the endpoint it trains
+// with.
+//
+// # Control messages
+//
+// Control messages are transport.TypeControl messages whose Header.Cmd is
+// one of the Cmd constants and whose Body is the JSON of the matching
+// struct (Register, Assign, …). They are small and rare, so readability
+// wins over compactness; the hot path (pushes and pulls) is binary.
+//
+// # Data messages
+//
+// A push or pull is a transport.TypeData message: FlagRequest plus
+// FlagPush or FlagPull, Header.ID the worker's request id, Header.Cmd
+// DataSparse (KV holds the keys) or DataRange (KV.Keys is {begin, end}),
+// and an 8-byte Body carrying the worker's round for the consistency
+// clock. The answer carries the request's id and, for a pull, the
+// values.
+package proto
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"colo/transport"
+)
+
+// Role is what a node does.
+type Role uint8
+
+// Roles. A machine is a server and a worker in one process, the
+// deployment of the papers colo follows: worker i and server i share
+// machine i.
+const (
+	RoleScheduler Role = iota + 1
+	RoleServer
+	RoleWorker
+	RoleMachine
+)
+
+// String returns the role's name as the CLI spells it.
+func (r Role) String() string {
+	switch r {
+	case RoleScheduler:
+		return "scheduler"
+	case RoleServer:
+		return "server"
+	case RoleWorker:
+		return "worker"
+	case RoleMachine:
+		return "machine"
+	}
+	return fmt.Sprintf("role(%d)", uint8(r))
+}
+
+// ParseRole reads a role name.
+func ParseRole(s string) (Role, error) {
+	for _, r := range []Role{RoleScheduler, RoleServer, RoleWorker, RoleMachine} {
+		if r.String() == s {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown role %q (scheduler, server, worker or machine)", s)
+}
+
+// MarshalText writes the role's name.
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a role's name.
+func (r *Role) UnmarshalText(b []byte) error {
+	v, err := ParseRole(string(b))
+	if err == nil {
+		*r = v
+	}
+	return err
+}
+
+// SchedulerID is the scheduler's node id.
+const SchedulerID transport.NodeID = 1
+
+// MaxRank bounds the number of servers and of workers.
+const MaxRank = 1 << 20
+
+// provisional is the first provisional id.
+const provisional = 1 << 31
+
+// ServerID returns the node id of server rank r.
+func ServerID(r int) transport.NodeID { return transport.NodeID(2 + 2*r) }
+
+// WorkerID returns the node id of worker rank r.
+func WorkerID(r int) transport.NodeID { return transport.NodeID(3 + 2*r) }
+
+// IsProvisional reports whether id is a provisional registration id.
+func IsProvisional(id transport.NodeID) bool { return id >= provisional }
+
+// Provisional returns the provisional id numbered x (any 31-bit value).
+func Provisional(x uint32) transport.NodeID { return transport.NodeID(provisional | x&(provisional-1)) }
+
+// Identify returns the role and rank of a node id: the scheduler has rank
+// 0, a provisional or invalid id role 0 and rank -1.
+func Identify(id transport.NodeID) (Role, int) {
+	switch {
+	case id == SchedulerID:
+		return RoleScheduler, 0
+	case id < 2 || IsProvisional(id):
+		return 0, -1
+	case id%2 == 0:
+		return RoleServer, int(id-2) / 2
+	default:
+		return RoleWorker, int(id-3) / 2
+	}
+}
+
+// Name returns "server 3", "worker 0", "scheduler" or "node 123".
+func Name(id transport.NodeID) string {
+	role, rank := Identify(id)
+	switch role {
+	case RoleScheduler:
+		return "scheduler"
+	case RoleServer, RoleWorker:
+		return fmt.Sprintf("%s %d", role, rank)
+	}
+	return fmt.Sprintf("node %d", id)
+}
+
+// Control commands (Header.Cmd of a TypeControl message).
+const (
+	CmdRegister  uint16 = iota + 1 // node → scheduler: Register
+	CmdAssign                      // scheduler → node: Assign
+	CmdRefuse                      // scheduler → node: Refuse
+	CmdReady                       // node → scheduler: Ready, handlers running
+	CmdStart                       // scheduler → node: Start, the job runs
+	CmdHeartbeat                   // both ways, empty
+	CmdBarrier                     // node → scheduler: Barrier
+	CmdRelease                     // scheduler → node: Barrier (released)
+	CmdDone                        // worker → scheduler: Done
+	CmdShutdown                    // scheduler → node: the job ended well
+	CmdAbort                       // scheduler → node: Abort, the job failed
+)
+
+// Data commands (Header.Cmd of a TypeData message).
+const (
+	// DataSparse: KV holds the keys (and values of a push).
+	DataSparse uint16 = 0
+	// DataRange: KV.Keys is {begin, end}, the range [begin, end).
+	DataRange uint16 = 1
+	// DataError: the answer to a request that failed; Body is the
+	// reason.
+	DataError uint16 = 2
+)
+
+// Register is a node's request to join: sent from its provisional id.
+type Register struct {
+	Role  Role
+	Token string
+	// Addr is where the scheduler reaches the provisional endpoint.
+	Addr string
+	// Rank asks for a server (and, for a machine, worker) rank; -1 for
+	// any.
+	Rank int
+	// NumServers and NumWorkers, when positive, are the node's idea of
+	// the cluster's size, checked against the scheduler's.
+	NumServers, NumWorkers int
+	// Host names the machine, for the address book and logs.
+	Host string
+}
+
+// Assign is the scheduler's answer to Register.
+type Assign struct {
+	// Server and Worker are the node ids to use; 0 when the role has
+	// none.
+	Server, Worker transport.NodeID
+	// Machine is the machine index, for traffic accounting.
+	Machine                int
+	NumServers, NumWorkers int
+	// Job is what the node needs to start its handlers.
+	Job Job
+}
+
+// Refuse is the scheduler's refusal of a registration.
+type Refuse struct{ Reason string }
+
+// Ready tells the scheduler a node's handlers run and where to reach it.
+type Ready struct{ Addr string }
+
+// Peer is one entry of the address book.
+type Peer struct {
+	ID      transport.NodeID
+	Addr    string
+	Machine int
+	Host    string `json:",omitempty"`
+}
+
+// Start is the address book, sent to every node once all are ready.
+type Start struct {
+	Peers []Peer
+}
+
+// Job is what servers and workers must agree on, set at the scheduler.
+type Job struct {
+	// Table is the binary routing table (route.Table.MarshalBinary).
+	Table []byte
+	// Width is the number of values of every key; 0 means per-key
+	// lengths.
+	Width int
+	// Mode and Tau are the consistency model (clock.Config).
+	Mode string
+	Tau  int
+	// Heartbeat and Timeout are the failure detector's settings.
+	Heartbeat, Timeout time.Duration
+}
+
+// Barrier is a node's arrival at, or the scheduler's release of, barrier
+// number Seq of a group ("workers", "servers" or "all").
+type Barrier struct {
+	Group string
+	Seq   uint64
+}
+
+// Done is a worker's end of job; Err, when set, fails the job.
+type Done struct{ Err string }
+
+// Abort ends the job with an error; Node names the failed node, 0 when
+// none did.
+type Abort struct {
+	Node   transport.NodeID
+	Addr   string
+	Reason string
+}
+
+// Control returns a control message with cmd and the JSON of v as body.
+func Control(cmd uint16, v any) *transport.Message {
+	m := &transport.Message{Header: transport.Header{Type: transport.TypeControl, Cmd: cmd}}
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(fmt.Sprintf("proto: %T does not marshal: %v", v, err))
+		}
+		m.Body = b
+	}
+	return m
+}
+
+// Decode reads the body of a control message into v.
+func Decode(m *transport.Message, v any) error {
+	if err := json.Unmarshal(m.Body, v); err != nil {
+		return fmt.Errorf("%s: bad %T message: %w", Name(m.Sender), v, err)
+	}
+	return nil
+}
+
+// MetaSize is the size of a data message's body.
+const MetaSize = 8
+
+// AppendMeta appends the body of a data message of the given round.
+func AppendMeta(dst []byte, round int64) []byte {
+	return binary.LittleEndian.AppendUint64(dst, uint64(round))
+}
+
+// ParseMeta reads the round of a data message.
+func ParseMeta(m *transport.Message) (int64, error) {
+	if len(m.Body) != MetaSize {
+		return 0, fmt.Errorf("%s: data message with a %d-byte body, want %d", Name(m.Sender), len(m.Body), MetaSize)
+	}
+	r := int64(binary.LittleEndian.Uint64(m.Body))
+	if r < 0 {
+		return 0, fmt.Errorf("%s: negative round %d", Name(m.Sender), r)
+	}
+	return r, nil
+}
+
+// NodeError is the failure of one node, as every other node reports it.
+type NodeError struct {
+	ID   transport.NodeID
+	Addr string
+	Err  error
+}
+
+// Error returns "server 1 (node 4 at 127.0.0.1:7001) failed: ERR".
+func (e *NodeError) Error() string {
+	where := fmt.Sprintf("node %d", e.ID)
+	if e.Addr != "" {
+		where += " at " + e.Addr
+	}
+	return fmt.Sprintf("%s (%s) failed: %v", Name(e.ID), where, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// ErrAborted is wrapped by the error of a job that the scheduler aborted.
+var ErrAborted = errors.New("job aborted")
+
+// ErrShutdown is returned by operations after the job ended normally.
+var ErrShutdown = errors.New("job finished")

@@ -1,0 +1,562 @@
+// Package sched is the scheduler of colo's parameter server: membership,
+// the address book and the routing table, barriers, and failure
+// detection (seed 001 §4.3: "the scheduler issues … tasks to workers and
+// monitors their progress"; seed 000 §3.2: it assigns data and
+// parameters "before the actual training starts").
+//
+// # Protocol
+//
+// A node opens a provisional endpoint under a random provisional id and
+// sends Register with the cluster token and its role. The scheduler
+// checks the token and the cluster's size, assigns ranks and node ids and
+// answers Assign, with the routing table and the job's settings (or
+// Refuse, with the reason). The node then opens its
+// real endpoint under the assigned id, starts its handlers and only then
+// sends Ready; once every server and worker is ready, the scheduler sends
+// everyone Start: the address book. No request can reach a node whose handlers are not running,
+// which removes ps-lite's start-up race.
+//
+// While the job runs, the scheduler and every node exchange heartbeats.
+// A node silent for Timeout, or whose link fails (a killed process closes
+// its sockets and is noticed at once), is declared dead: the scheduler
+// sends Abort naming it to every other node and ends with a
+// *proto.NodeError. A worker's Done with an error aborts the job the same
+// way; when every worker is done, the scheduler sends Shutdown and ends
+// with nil. Barriers collect one Barrier message per member of a group
+// and release them all together.
+//
+// Core is the protocol as a pure state machine: messages, link failures
+// and ticks in, messages out. Time is counted in ticks of Heartbeat, so
+// the tests need no sleeps. Scheduler is its driver.
+package sched
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"colo/ps/clock"
+	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/transport"
+)
+
+// Config configures a scheduler.
+type Config struct {
+	// NumServers and NumWorkers are the size of the cluster. A machine
+	// counts as one of each.
+	NumServers, NumWorkers int
+	// Token is the cluster token nodes must present.
+	Token string
+	// Table is the routing table; nil splits [0, NumKeys) (or the whole
+	// key space when NumKeys is 0) evenly among the servers.
+	Table *route.Table
+	// NumKeys sizes the default table.
+	NumKeys uint64
+	// Width is the number of values per key, 0 for per-key lengths.
+	Width int
+	// Clock is the consistency model.
+	Clock clock.Config
+	// Heartbeat is the period of heartbeats and of the scheduler's tick.
+	Heartbeat time.Duration
+	// Timeout declares a silent node dead.
+	Timeout time.Duration
+	// StartTimeout bounds the time for every node to register and be
+	// ready.
+	StartTimeout time.Duration
+}
+
+// DefaultConfig returns a scheduler for one server and one worker with
+// BSP, a 100 ms heartbeat and a 2 s timeout.
+func DefaultConfig() Config {
+	return Config{
+		NumServers: 1, NumWorkers: 1, Width: 1,
+		Clock:     clock.DefaultConfig(),
+		Heartbeat: 100 * time.Millisecond, Timeout: 2 * time.Second, StartTimeout: 60 * time.Second,
+	}
+}
+
+// Validate checks c; errors name the field and the bound.
+func (c Config) Validate() error {
+	if c.NumServers < 1 || c.NumServers > route.MaxServers {
+		return fmt.Errorf("sched: NumServers %d out of range [1, %d]", c.NumServers, route.MaxServers)
+	}
+	if c.NumWorkers < 1 || c.NumWorkers > proto.MaxRank {
+		return fmt.Errorf("sched: NumWorkers %d out of range [1, %d]", c.NumWorkers, proto.MaxRank)
+	}
+	if c.Table != nil && c.Table.Servers() != c.NumServers {
+		return fmt.Errorf("sched: Table has %d servers, NumServers is %d", c.Table.Servers(), c.NumServers)
+	}
+	if c.Width < 0 {
+		return fmt.Errorf("sched: Width %d is negative", c.Width)
+	}
+	if err := c.Clock.Validate(); err != nil {
+		return fmt.Errorf("sched: Clock: %w", err)
+	}
+	if c.Heartbeat <= 0 {
+		return fmt.Errorf("sched: Heartbeat %v must be positive", c.Heartbeat)
+	}
+	if c.Timeout < 2*c.Heartbeat {
+		return fmt.Errorf("sched: Timeout %v must be at least 2 heartbeats (%v)", c.Timeout, 2*c.Heartbeat)
+	}
+	if c.StartTimeout < c.Heartbeat {
+		return fmt.Errorf("sched: StartTimeout %v must be at least one heartbeat (%v)", c.StartTimeout, c.Heartbeat)
+	}
+	return nil
+}
+
+// Ticks returns the number of heartbeats in d, at least 1.
+func (c Config) Ticks(d time.Duration) int64 {
+	return max(1, int64((d+c.Heartbeat-1)/c.Heartbeat))
+}
+
+// Out is a message for node To; Addr, when set, is To's address, for the
+// driver to record before sending.
+type Out struct {
+	To   transport.NodeID
+	Addr string
+	M    *transport.Message
+}
+
+// member is a registered node.
+type member struct {
+	id       transport.NodeID
+	addr     string
+	host     string
+	machine  int
+	ready    bool
+	done     bool
+	lastSeen int64
+}
+
+// phase of the job.
+type phase uint8
+
+const (
+	registering phase = iota
+	running
+	ended
+)
+
+// registration remembers the answer to a provisional id, for retries.
+type registration struct {
+	addr   string
+	assign proto.Assign
+}
+
+// Core is the scheduler's state machine. It is not safe for concurrent
+// use.
+type Core struct {
+	cfg      Config
+	job      proto.Job
+	timeout  int64
+	startBy  int64
+	tick     int64
+	phase    phase
+	err      error
+	members  map[transport.NodeID]*member
+	regs     map[transport.NodeID]registration
+	machines int
+	barriers map[string]map[transport.NodeID]uint64
+	logs     []string
+	out      []Out
+}
+
+// NewCore returns a scheduler core waiting for registrations.
+func NewCore(cfg Config) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tb := cfg.Table
+	if tb == nil {
+		var err error
+		if tb, err = route.Uniform(cfg.NumServers, cfg.NumKeys); err != nil {
+			return nil, err
+		}
+	}
+	table, _ := tb.MarshalBinary()
+	return &Core{
+		cfg: cfg,
+		job: proto.Job{Table: table, Width: cfg.Width, Mode: cfg.Clock.Mode.String(), Tau: cfg.Clock.Tau,
+			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout},
+		timeout:  cfg.Ticks(cfg.Timeout),
+		startBy:  cfg.Ticks(cfg.StartTimeout),
+		members:  make(map[transport.NodeID]*member),
+		regs:     make(map[transport.NodeID]registration),
+		barriers: make(map[string]map[transport.NodeID]uint64),
+	}, nil
+}
+
+// Ended reports whether the job ended, and how: nil after every worker
+// finished, the failure otherwise.
+func (c *Core) Ended() (bool, error) { return c.phase == ended, c.err }
+
+// Running reports whether every node is ready and the job started.
+func (c *Core) Running() bool { return c.phase == running }
+
+// Logs returns and clears the core's log lines: refusals and failures.
+func (c *Core) Logs() []string {
+	l := c.logs
+	c.logs = nil
+	return l
+}
+
+// Peers returns the address book: every registered node by id.
+func (c *Core) Peers() []proto.Peer {
+	var ps []proto.Peer
+	for _, m := range c.members {
+		ps = append(ps, proto.Peer{ID: m.id, Addr: m.addr, Machine: m.machine, Host: m.host})
+	}
+	slices.SortFunc(ps, func(a, b proto.Peer) int { return cmp.Compare(a.ID, b.ID) })
+	return ps
+}
+
+func (c *Core) logf(format string, args ...any) {
+	c.logs = append(c.logs, fmt.Sprintf(format, args...))
+}
+
+// send queues a message, with the address of a member that has one.
+func (c *Core) send(to transport.NodeID, addr string, cmd uint16, v any) {
+	if mb := c.members[to]; addr == "" && mb != nil {
+		addr = mb.addr
+	}
+	c.out = append(c.out, Out{To: to, Addr: addr, M: proto.Control(cmd, v)})
+}
+
+// Handle processes a message and returns the messages to send, valid
+// until the next call.
+func (c *Core) Handle(m *transport.Message) []Out {
+	c.out = c.out[:0]
+	if mb := c.members[m.Sender]; mb != nil {
+		mb.lastSeen = c.tick
+	}
+	if m.Type != transport.TypeControl {
+		c.logf("%s sent a data message to the scheduler", proto.Name(m.Sender))
+		return c.out
+	}
+	switch m.Cmd {
+	case proto.CmdRegister:
+		var r proto.Register
+		if err := proto.Decode(m, &r); err != nil {
+			c.logf("%v", err)
+			return c.out
+		}
+		c.register(m.Sender, r)
+	case proto.CmdReady:
+		var r proto.Ready
+		if err := proto.Decode(m, &r); err != nil {
+			c.logf("%v", err)
+			return c.out
+		}
+		c.ready(m.Sender, r)
+	case proto.CmdHeartbeat:
+	case proto.CmdBarrier:
+		var b proto.Barrier
+		if err := proto.Decode(m, &b); err != nil {
+			c.logf("%v", err)
+			return c.out
+		}
+		c.barrier(m.Sender, b)
+	case proto.CmdDone:
+		var d proto.Done
+		if err := proto.Decode(m, &d); err != nil {
+			c.logf("%v", err)
+			return c.out
+		}
+		c.done(m.Sender, d)
+	default:
+		c.logf("%s sent unknown command %d", proto.Name(m.Sender), m.Cmd)
+	}
+	return c.out
+}
+
+// register answers a registration.
+func (c *Core) register(from transport.NodeID, r proto.Register) {
+	refuse := func(format string, args ...any) {
+		reason := fmt.Sprintf(format, args...)
+		c.logf("refused %s at %s: %s", r.Role, r.Addr, reason)
+		c.send(from, r.Addr, proto.CmdRefuse, proto.Refuse{Reason: reason})
+	}
+	if !proto.IsProvisional(from) {
+		refuse("registration from node %d, not a provisional id", from)
+		return
+	}
+	if prev, ok := c.regs[from]; ok {
+		if prev.addr == r.Addr {
+			c.send(from, r.Addr, proto.CmdAssign, prev.assign)
+		} else {
+			refuse("provisional id %d is taken; retry with another", from)
+		}
+		return
+	}
+	if r.Token != c.cfg.Token {
+		refuse("wrong cluster token")
+		return
+	}
+	if c.phase != registering {
+		refuse("the job has started")
+		return
+	}
+	if (r.NumServers > 0 && r.NumServers != c.cfg.NumServers) || (r.NumWorkers > 0 && r.NumWorkers != c.cfg.NumWorkers) {
+		refuse("node expects %d servers and %d workers, the scheduler %d and %d", r.NumServers, r.NumWorkers, c.cfg.NumServers, c.cfg.NumWorkers)
+		return
+	}
+	wantServer := r.Role == proto.RoleServer || r.Role == proto.RoleMachine
+	wantWorker := r.Role == proto.RoleWorker || r.Role == proto.RoleMachine
+	if !wantServer && !wantWorker {
+		refuse("role %s cannot register", r.Role)
+		return
+	}
+	free := func(id func(int) transport.NodeID, n, rank int) int {
+		if rank >= 0 {
+			if rank >= n || c.members[id(rank)] != nil {
+				return -1
+			}
+			return rank
+		}
+		for i := range n {
+			if c.members[id(i)] == nil {
+				return i
+			}
+		}
+		return -1
+	}
+	a := proto.Assign{Machine: c.machines, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job}
+	if r.Role == proto.RoleMachine && r.Rank < 0 {
+		// The lowest rank free on both sides, so that server i and
+		// worker i share machine i.
+		for i := range min(c.cfg.NumServers, c.cfg.NumWorkers) {
+			if c.members[proto.ServerID(i)] == nil && c.members[proto.WorkerID(i)] == nil {
+				r.Rank = i
+				break
+			}
+		}
+		if r.Rank < 0 {
+			refuse("no free rank for a machine (%d servers, %d workers registered)", c.count(proto.RoleServer), c.count(proto.RoleWorker))
+			return
+		}
+	}
+	if wantServer {
+		s := free(proto.ServerID, c.cfg.NumServers, r.Rank)
+		if s < 0 {
+			refuse("no free server rank (asked for %d of %d)", r.Rank, c.cfg.NumServers)
+			return
+		}
+		a.Server = proto.ServerID(s)
+	}
+	if wantWorker {
+		w := free(proto.WorkerID, c.cfg.NumWorkers, r.Rank)
+		if w < 0 {
+			refuse("no free worker rank (asked for %d of %d)", r.Rank, c.cfg.NumWorkers)
+			return
+		}
+		a.Worker = proto.WorkerID(w)
+	}
+	c.machines++
+	for _, id := range []transport.NodeID{a.Server, a.Worker} {
+		if id != 0 {
+			c.members[id] = &member{id: id, machine: a.Machine, host: r.Host, lastSeen: c.tick}
+		}
+	}
+	c.regs[from] = registration{addr: r.Addr, assign: a}
+	c.send(from, r.Addr, proto.CmdAssign, a)
+}
+
+// count returns the number of registered members of a role.
+func (c *Core) count(role proto.Role) int {
+	n := 0
+	for id := range c.members {
+		if r, _ := proto.Identify(id); r == role {
+			n++
+		}
+	}
+	return n
+}
+
+// ready records a node's readiness and starts the job when all are.
+func (c *Core) ready(from transport.NodeID, r proto.Ready) {
+	mb := c.members[from]
+	if mb == nil {
+		c.logf("Ready from unregistered node %d at %s", from, r.Addr)
+		return
+	}
+	mb.ready, mb.addr = true, r.Addr
+	if c.phase != registering || len(c.members) < c.cfg.NumServers+c.cfg.NumWorkers {
+		return
+	}
+	for _, m := range c.members {
+		if !m.ready {
+			return
+		}
+	}
+	c.phase = running
+	start := proto.Start{Peers: c.Peers()}
+	for _, p := range start.Peers {
+		c.send(p.ID, p.Addr, proto.CmdStart, start)
+	}
+}
+
+// barrier records an arrival and releases the group when complete.
+func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
+	role, _ := proto.Identify(from)
+	var in bool
+	switch b.Group {
+	case "workers":
+		in = role == proto.RoleWorker
+	case "servers":
+		in = role == proto.RoleServer
+	case "all":
+		in = role == proto.RoleServer || role == proto.RoleWorker
+	}
+	if !in || c.members[from] == nil {
+		c.logf("%s cannot join barrier group %q", proto.Name(from), b.Group)
+		return
+	}
+	g := c.barriers[b.Group]
+	if g == nil {
+		g = make(map[transport.NodeID]uint64)
+		c.barriers[b.Group] = g
+	}
+	g[from] = b.Seq
+	var members []transport.NodeID
+	for id := range c.members {
+		r, _ := proto.Identify(id)
+		if b.Group == "all" || (b.Group == "workers" && r == proto.RoleWorker) || (b.Group == "servers" && r == proto.RoleServer) {
+			members = append(members, id)
+		}
+	}
+	for _, id := range members {
+		if seq, ok := g[id]; !ok || seq != b.Seq {
+			return
+		}
+	}
+	delete(c.barriers, b.Group)
+	for _, id := range members {
+		c.send(id, "", proto.CmdRelease, b)
+	}
+}
+
+// done records a worker's end.
+func (c *Core) done(from transport.NodeID, d proto.Done) {
+	mb := c.members[from]
+	if role, _ := proto.Identify(from); mb == nil || role != proto.RoleWorker {
+		c.logf("Done from %s, not a worker", proto.Name(from))
+		return
+	}
+	if d.Err != "" {
+		c.fail(from, errors.New(d.Err))
+		return
+	}
+	mb.done = true
+	if c.phase != running {
+		return
+	}
+	for id, m := range c.members {
+		if r, _ := proto.Identify(id); r == proto.RoleWorker && !m.done {
+			return
+		}
+	}
+	c.phase = ended
+	for _, p := range c.Peers() {
+		c.send(p.ID, "", proto.CmdShutdown, nil)
+	}
+}
+
+// fail ends the job with the failure of node id.
+func (c *Core) fail(id transport.NodeID, cause error) {
+	if c.phase == ended {
+		return
+	}
+	mb := c.members[id]
+	ne := &proto.NodeError{ID: id, Err: cause}
+	if mb != nil {
+		ne.Addr = mb.addr
+	}
+	c.phase, c.err = ended, ne
+	c.logf("%v", ne)
+	for _, p := range c.Peers() {
+		if p.ID != id && c.members[p.ID].ready {
+			c.send(p.ID, "", proto.CmdAbort, proto.Abort{Node: id, Addr: ne.Addr, Reason: cause.Error()})
+		}
+	}
+}
+
+// Down processes the failure of the link to a peer.
+func (c *Core) Down(pe *transport.PeerError) []Out {
+	c.out = c.out[:0]
+	if proto.IsProvisional(pe.Peer) {
+		if errors.Is(pe.Err, transport.ErrRefused) {
+			c.logf("refused a node at %s: %v", pe.Addr, pe.Err)
+		}
+		return c.out
+	}
+	mb := c.members[pe.Peer]
+	if mb == nil {
+		if errors.Is(pe.Err, transport.ErrRefused) {
+			c.logf("refused node %d at %s: %v", pe.Peer, pe.Addr, pe.Err)
+		}
+		return c.out
+	}
+	if c.phase == ended || !mb.ready {
+		return c.out
+	}
+	c.fail(pe.Peer, fmt.Errorf("link lost: %w", pe.Err))
+	return c.out
+}
+
+// SendFailed processes a failed send to a peer, like a link failure.
+func (c *Core) SendFailed(to transport.NodeID, err error) []Out {
+	pe, ok := err.(*transport.PeerError)
+	if !ok {
+		pe = &transport.PeerError{Peer: to, Op: "send", Err: err}
+	}
+	return c.Down(pe)
+}
+
+// Tick advances time by one heartbeat: it sends heartbeats, declares
+// silent nodes dead and enforces the start timeout.
+func (c *Core) Tick() []Out {
+	c.out = c.out[:0]
+	c.tick++
+	if c.phase == ended {
+		return c.out
+	}
+	if c.phase == registering && c.tick > c.startBy {
+		need := c.cfg.NumServers + c.cfg.NumWorkers
+		ready := 0
+		for _, m := range c.members {
+			if m.ready {
+				ready++
+			}
+		}
+		c.phase = ended
+		c.err = fmt.Errorf("sched: %d of %d nodes registered and %d ready after %v (%d servers, %d workers expected)",
+			len(c.members), need, ready, c.cfg.StartTimeout, c.cfg.NumServers, c.cfg.NumWorkers)
+		c.logf("%v", c.err)
+		for _, p := range c.Peers() {
+			if c.members[p.ID].ready {
+				c.send(p.ID, "", proto.CmdAbort, proto.Abort{Reason: c.err.Error()})
+			}
+		}
+		return c.out
+	}
+	var dead []transport.NodeID
+	for id, m := range c.members {
+		if m.ready && c.tick-m.lastSeen > c.timeout {
+			dead = append(dead, id)
+		}
+	}
+	if len(dead) > 0 {
+		slices.Sort(dead)
+		c.fail(dead[0], fmt.Errorf("no heartbeat for %v", time.Duration(c.tick-c.members[dead[0]].lastSeen)*c.cfg.Heartbeat))
+		return c.out
+	}
+	for _, p := range c.Peers() {
+		if c.members[p.ID].ready {
+			c.send(p.ID, "", proto.CmdHeartbeat, nil)
+		}
+	}
+	return c.out
+}

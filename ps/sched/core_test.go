@@ -1,0 +1,224 @@
+package sched
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"colo/ps/proto"
+	"colo/transport"
+)
+
+func msg(from transport.NodeID, cmd uint16, v any) *transport.Message {
+	m := proto.Control(cmd, v)
+	m.Sender = from
+	return m
+}
+
+// find returns the outs of a command.
+func find(outs []Out, cmd uint16) []Out {
+	var r []Out
+	for _, o := range outs {
+		if o.M.Cmd == cmd {
+			r = append(r, o)
+		}
+	}
+	return r
+}
+
+func newCore(t *testing.T, s, w int) *Core {
+	cfg := DefaultConfig()
+	cfg.NumServers, cfg.NumWorkers, cfg.Token = s, w, "tok"
+	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, 10*time.Second
+	c, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// join registers and readies a machine, returning its server and worker
+// ids and the outs of its Ready.
+func join(t *testing.T, c *Core, prov uint32, role proto.Role, rank int) (proto.Assign, []Out) {
+	t.Helper()
+	outs := c.Handle(msg(proto.Provisional(prov), proto.CmdRegister, proto.Register{Role: role, Token: "tok", Addr: "a", Rank: rank}))
+	as := find(outs, proto.CmdAssign)
+	if len(as) != 1 || as[0].Addr != "a" || as[0].To != proto.Provisional(prov) {
+		t.Fatalf("register: %+v", outs)
+	}
+	var a proto.Assign
+	proto.Decode(as[0].M, &a)
+	var all []Out
+	for _, id := range []transport.NodeID{a.Server, a.Worker} {
+		if id != 0 {
+			all = append(all, c.Handle(msg(id, proto.CmdReady, proto.Ready{Addr: "real"}))...)
+		}
+	}
+	return a, all
+}
+
+func TestRegistration(t *testing.T) {
+	c := newCore(t, 2, 2)
+	a0, outs := join(t, c, 1, proto.RoleMachine, -1)
+	if a0.Server != proto.ServerID(0) || a0.Worker != proto.WorkerID(0) || len(outs) != 0 {
+		t.Fatalf("first machine: %+v, outs %v", a0, outs)
+	}
+	if len(a0.Job.Table) == 0 || a0.Job.Mode != "bsp" {
+		t.Fatalf("job missing from Assign: %+v", a0.Job)
+	}
+	// A wrong token is refused with the reason; so is a third machine.
+	outs = c.Handle(msg(proto.Provisional(2), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: "bad", Addr: "b", Rank: -1}))
+	if r := find(outs, proto.CmdRefuse); len(r) != 1 || !strings.Contains(string(r[0].M.Body), "wrong cluster token") {
+		t.Fatalf("wrong token: %+v", outs)
+	}
+	if logs := c.Logs(); len(logs) != 1 || !strings.Contains(logs[0], "wrong cluster token") {
+		t.Fatalf("logs %q", logs)
+	}
+	// Asking for a taken rank is refused.
+	outs = c.Handle(msg(proto.Provisional(3), proto.CmdRegister, proto.Register{Role: proto.RoleServer, Token: "tok", Addr: "c", Rank: 0}))
+	if len(find(outs, proto.CmdRefuse)) != 1 {
+		t.Fatalf("taken rank: %+v", outs)
+	}
+	a1, outs := join(t, c, 4, proto.RoleMachine, -1)
+	if a1.Server != proto.ServerID(1) || a1.Machine == a0.Machine {
+		t.Fatalf("second machine: %+v", a1)
+	}
+	starts := find(outs, proto.CmdStart)
+	if len(starts) != 4 || !c.Running() {
+		t.Fatalf("start: %d messages, running %v", len(starts), c.Running())
+	}
+	var st proto.Start
+	proto.Decode(starts[0].M, &st)
+	if len(st.Peers) != 4 || st.Peers[0].ID != proto.ServerID(0) || st.Peers[0].Addr != "real" {
+		t.Fatalf("address book %+v", st.Peers)
+	}
+	// Too late to join.
+	outs = c.Handle(msg(proto.Provisional(5), proto.CmdRegister, proto.Register{Role: proto.RoleWorker, Token: "tok", Addr: "d", Rank: -1}))
+	if len(find(outs, proto.CmdRefuse)) != 1 {
+		t.Fatalf("late registration: %+v", outs)
+	}
+	// A retried registration gets the same answer.
+	outs = c.Handle(msg(proto.Provisional(1), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: "tok", Addr: "a", Rank: -1}))
+	if len(find(outs, proto.CmdAssign)) != 1 {
+		t.Fatalf("retry: %+v", outs)
+	}
+}
+
+func started(t *testing.T) *Core {
+	c := newCore(t, 1, 2)
+	join(t, c, 1, proto.RoleServer, -1)
+	join(t, c, 2, proto.RoleWorker, -1)
+	_, outs := join(t, c, 3, proto.RoleWorker, -1)
+	if len(find(outs, proto.CmdStart)) != 3 {
+		t.Fatalf("not started: %+v", outs)
+	}
+	return c
+}
+
+// TestHeartbeatTimeout counts ticks: a node silent for the timeout is
+// declared dead by name, and the others are told.
+func TestHeartbeatTimeout(t *testing.T) {
+	c := started(t)
+	for range 3 {
+		outs := c.Tick()
+		if len(find(outs, proto.CmdHeartbeat)) != 3 {
+			t.Fatalf("heartbeats: %+v", outs)
+		}
+		c.Handle(msg(proto.ServerID(0), proto.CmdHeartbeat, nil))
+		c.Handle(msg(proto.WorkerID(0), proto.CmdHeartbeat, nil))
+	}
+	outs := c.Tick() // worker 1 silent for 4 ticks > 3
+	aborts := find(outs, proto.CmdAbort)
+	if len(aborts) != 2 {
+		t.Fatalf("aborts: %+v", outs)
+	}
+	var a proto.Abort
+	proto.Decode(aborts[0].M, &a)
+	if a.Node != proto.WorkerID(1) {
+		t.Fatalf("abort names %d", a.Node)
+	}
+	ended, err := c.Ended()
+	var ne *proto.NodeError
+	if !ended || !errors.As(err, &ne) || ne.ID != proto.WorkerID(1) || !strings.Contains(err.Error(), "worker 1") {
+		t.Fatalf("ended %v err %v", ended, err)
+	}
+}
+
+func TestLinkDownAndDone(t *testing.T) {
+	c := started(t)
+	outs := c.Down(&transport.PeerError{Peer: proto.ServerID(0), Op: "recv", Err: transport.ErrPeerClosed})
+	if len(find(outs, proto.CmdAbort)) != 2 {
+		t.Fatalf("down: %+v", outs)
+	}
+	if _, err := c.Ended(); !strings.Contains(err.Error(), "server 0") {
+		t.Fatalf("err %v", err)
+	}
+
+	c = started(t)
+	c.Handle(msg(proto.WorkerID(0), proto.CmdDone, proto.Done{}))
+	if ended, _ := c.Ended(); ended {
+		t.Fatal("ended with a worker still running")
+	}
+	outs = c.Handle(msg(proto.WorkerID(1), proto.CmdDone, proto.Done{}))
+	if ended, err := c.Ended(); !ended || err != nil || len(find(outs, proto.CmdShutdown)) != 3 {
+		t.Fatalf("ended %v err %v outs %+v", ended, err, outs)
+	}
+	// Link failures after the end are the nodes leaving.
+	if outs := c.Down(&transport.PeerError{Peer: proto.ServerID(0), Err: transport.ErrPeerClosed}); len(outs) != 0 {
+		t.Fatalf("down after the end: %+v", outs)
+	}
+
+	c = started(t)
+	outs = c.Handle(msg(proto.WorkerID(1), proto.CmdDone, proto.Done{Err: "diverged"}))
+	if _, err := c.Ended(); err == nil || !strings.Contains(err.Error(), "worker 1") || !strings.Contains(err.Error(), "diverged") {
+		t.Fatalf("failed worker: %v", err)
+	}
+}
+
+func TestBarrier(t *testing.T) {
+	c := started(t)
+	if outs := c.Handle(msg(proto.WorkerID(0), proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 1})); len(outs) != 0 {
+		t.Fatalf("released early: %+v", outs)
+	}
+	outs := c.Handle(msg(proto.WorkerID(1), proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 1}))
+	if r := find(outs, proto.CmdRelease); len(r) != 2 {
+		t.Fatalf("release: %+v", outs)
+	}
+	c.Handle(msg(proto.ServerID(0), proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 1}))
+	if logs := c.Logs(); len(logs) != 1 {
+		t.Fatalf("a server joined the workers' barrier: %q", logs)
+	}
+}
+
+func TestStartTimeout(t *testing.T) {
+	c := newCore(t, 1, 1)
+	join(t, c, 1, proto.RoleServer, -1)
+	for range 10 {
+		c.Tick()
+		c.Handle(msg(proto.ServerID(0), proto.CmdHeartbeat, nil))
+	}
+	outs := c.Tick()
+	if ended, err := c.Ended(); !ended || !strings.Contains(err.Error(), "1 of 2 nodes registered") {
+		t.Fatalf("ended %v err %v", ended, err)
+	}
+	if len(find(outs, proto.CmdAbort)) != 1 {
+		t.Fatalf("the ready server was not told: %+v", outs)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, f := range []func(*Config){
+		func(c *Config) { c.NumServers = 0 },
+		func(c *Config) { c.NumWorkers = -1 },
+		func(c *Config) { c.Heartbeat = 0 },
+		func(c *Config) { c.Timeout = c.Heartbeat },
+		func(c *Config) { c.Width = -1 },
+	} {
+		c := DefaultConfig()
+		f(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v valid", c)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"colo/ps/internal/mailbox"
+	"colo/transport"
+)
+
+// peerSetter is implemented by endpoints that need peers' addresses
+// (tcp.Endpoint).
+type peerSetter interface {
+	SetPeer(id transport.NodeID, addr string)
+}
+
+// Scheduler drives a Core over an endpoint: one goroutine reads the
+// endpoint, its link failures and a heartbeat ticker, feeds the Core and
+// posts what it returns.
+type Scheduler struct {
+	core   *Core
+	ep     transport.Endpoint
+	out    *mailbox.Outbox
+	logf   func(format string, args ...any)
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	err     error
+	running bool
+	peers   int
+}
+
+// Start runs a scheduler on ep, whose id must be proto.SchedulerID, until
+// the job ends or Close; logf, when not nil, receives refusals and
+// failures.
+func Start(cfg Config, ep transport.Endpoint, logf func(format string, args ...any)) (*Scheduler, error) {
+	core, err := NewCore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Scheduler{core: core, ep: ep, out: mailbox.NewOutbox(ep, cfg.Timeout), logf: logf, cancel: cancel, done: make(chan struct{})}
+	go s.run(ctx, cfg.Heartbeat)
+	return s, nil
+}
+
+// ErrClosed is the result of a scheduler closed before its job ended.
+var ErrClosed = errors.New("sched: closed before the job ended")
+
+func (s *Scheduler) run(ctx context.Context, period time.Duration) {
+	defer close(s.done)
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	ps, _ := s.ep.(peerSetter)
+	var outs []Out
+	for {
+		select {
+		case m, ok := <-s.ep.Recv():
+			if !ok {
+				s.finish(ErrClosed)
+				return
+			}
+			outs = s.core.Handle(m)
+			m.Release()
+		case pe, ok := <-s.ep.Down():
+			if !ok {
+				s.finish(ErrClosed)
+				return
+			}
+			outs = s.core.Down(pe)
+		case e := <-s.out.Errors():
+			outs = s.core.SendFailed(e.To, e.Err)
+		case <-tick.C:
+			outs = s.core.Tick()
+		case <-ctx.Done():
+			s.finish(ErrClosed)
+			return
+		}
+		for _, o := range outs {
+			if o.Addr != "" && ps != nil {
+				ps.SetPeer(o.To, o.Addr)
+			}
+			s.out.Post(o.To, o.M)
+		}
+		for _, l := range s.core.Logs() {
+			s.logf("scheduler: %s", l)
+		}
+		s.mu.Lock()
+		s.running = s.core.Running()
+		s.mu.Unlock()
+		if ended, err := s.core.Ended(); ended {
+			// Deliver the last words (Shutdown or Abort) before leaving.
+			s.out.Flush(s.core.cfg.Timeout)
+			s.finish(err)
+			return
+		}
+	}
+}
+
+// finish records the job's result.
+func (s *Scheduler) finish(err error) {
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+}
+
+// Running reports whether every node is ready and the job started.
+func (s *Scheduler) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// Done returns a channel closed when the job ended.
+func (s *Scheduler) Done() <-chan struct{} { return s.done }
+
+// Wait blocks until the job ends and returns nil when every worker
+// finished, or the error that ended it, usually a *proto.NodeError
+// naming the failed node.
+func (s *Scheduler) Wait() error {
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Close stops the scheduler (if the job is still running its result is
+// ErrClosed) and closes its endpoint.
+func (s *Scheduler) Close() error {
+	s.cancel()
+	<-s.done
+	s.out.Close()
+	return s.ep.Close()
+}

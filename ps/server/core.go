@@ -1,0 +1,263 @@
+// Package server is the server of colo's parameter server: it stores the
+// values of the keys the routing table gives it and applies the gradients
+// that workers push with the update rule the application chose (seed 001
+// §2.3: workers "push local results … to the servers, and … pull recent
+// parameters").
+//
+// Core is the apply path as a pure, single-threaded state machine:
+// requests in, replies out, no goroutines, no clock but the consistency
+// clock's rounds. In BSP it sums a round's pushes from all workers in the
+// Store and applies the sum once the last worker's push arrives, then
+// acknowledges every push of the round; in bounded-delay and asynchronous
+// training it applies each push as it arrives and acknowledges it once
+// the clock allows (see package clock). Server is the thin driver that
+// feeds a Core the messages of one node and sends its replies.
+//
+// A push of n keys costs O(n) (one slot lookup and one rule application
+// per key, a run of keys at once for ranges); a pull of n keys O(n) and a
+// range pull of a range the server owns nothing, as the reply is a view
+// of the store.
+package server
+
+import (
+	"fmt"
+
+	"colo/kv"
+	"colo/ps/clock"
+	"colo/ps/route"
+	"colo/ps/update"
+)
+
+// Config configures a server.
+type Config struct {
+	// Rank is the server's rank, in [0, Table.Servers()).
+	Rank int
+	// Workers is the number of workers.
+	Workers int
+	// Table is the routing table.
+	Table *route.Table
+	// Width is the number of values per key, 0 for per-key lengths.
+	Width int
+	// Rule is the update rule; nil means update.Sum.
+	Rule update.Rule
+	// Clock is the consistency model.
+	Clock clock.Config
+}
+
+// Validate checks c; errors name the field and the bound.
+func (c Config) Validate() error {
+	if c.Table == nil {
+		return fmt.Errorf("server: Table is nil")
+	}
+	if c.Rank < 0 || c.Rank >= c.Table.Servers() {
+		return fmt.Errorf("server: Rank %d out of range [0, %d)", c.Rank, c.Table.Servers())
+	}
+	if c.Workers < 1 {
+		return fmt.Errorf("server: Workers %d, at least 1", c.Workers)
+	}
+	if c.Width < 0 {
+		return fmt.Errorf("server: Width %d is negative", c.Width)
+	}
+	return c.Clock.Validate()
+}
+
+// Request is a push or pull from a worker.
+type Request struct {
+	Worker int // worker rank
+	ID     uint64
+	Round  int64
+	Push   bool
+	// Range marks a range request: KV.Keys is {begin, end}.
+	Range bool
+	KV    kv.Batch
+}
+
+// Reply answers a request: an empty acknowledgement of a push, the values
+// of a pull, or an error.
+type Reply struct {
+	Worker int
+	ID     uint64
+	Pull   bool
+	Vals   []float32
+	Lens   []int32
+	Err    error
+}
+
+// Stats counts a server's work.
+type Stats struct {
+	Pushes, Pulls uint64
+	// KeysPushed and KeysPulled count keys (a range counts its length).
+	KeysPushed, KeysPulled uint64
+	// Rounds is the number of rounds every worker has pushed.
+	Rounds int64
+	// MaxLead is the largest number of rounds a request's worker was
+	// ahead of the slowest worker when the request arrived.
+	MaxLead int64
+	// Errors counts requests answered with an error.
+	Errors uint64
+	// Keys is the number of keys stored.
+	Keys int
+}
+
+// Core is a server's state machine. It is not safe for concurrent use.
+type Core struct {
+	cfg   Config
+	store *Store
+	clock *clock.Clock
+	sync  bool // aggregate rounds (BSP)
+	stats Stats
+	out   []Reply
+	// ids holds, per worker, the pushes not yet acknowledged in round
+	// order: their request ids, and whether they were answered already.
+	ids  [][]pending
+	buf  kv.Batch  // pull replies
+	rbuf []float32 // range pull replies
+}
+
+// New returns a server core with an empty store.
+func New(cfg Config) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Rule == nil {
+		cfg.Rule = update.Sum{}
+	}
+	ck, err := clock.New(cfg.Workers, cfg.Clock)
+	if err != nil {
+		return nil, err
+	}
+	return &Core{
+		cfg:   cfg,
+		store: NewStore(cfg.Table.Index(cfg.Rank), cfg.Width, cfg.Rule),
+		clock: ck,
+		sync:  cfg.Clock.Mode == clock.BSP,
+		ids:   make([][]pending, cfg.Workers),
+	}, nil
+}
+
+// pending is a push awaiting its acknowledgement.
+type pending struct {
+	id       uint64
+	answered bool
+}
+
+// Store returns the store.
+func (c *Core) Store() *Store { return c.store }
+
+// Stats returns the counters.
+func (c *Core) Stats() Stats {
+	s := c.stats
+	s.Rounds = c.clock.Min()
+	s.Keys = c.store.Keys()
+	return s
+}
+
+// Ack returns the acknowledgement of a push that may be sent before the
+// push is applied: in asynchronous training with a uniform width, once the
+// request is known to be well formed. The server handles requests in
+// order, so the worker's later requests still see the push; sending the
+// acknowledgement first lets the worker's next request travel while the
+// server applies this one. Handle must then be called with acked set.
+func (c *Core) Ack(r Request) (Reply, bool) {
+	if !r.Push || c.cfg.Clock.Mode != clock.Async || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers {
+		return Reply{}, false
+	}
+	if r.Range {
+		if len(r.KV.Keys) != 2 || r.KV.Keys[1] < r.KV.Keys[0] || uint64(len(r.KV.Vals)) != (r.KV.Keys[1]-r.KV.Keys[0])*uint64(c.cfg.Width) {
+			return Reply{}, false
+		}
+	} else if r.KV.Lens != nil || len(r.KV.Vals) != len(r.KV.Keys)*c.cfg.Width || r.KV.Validate() != nil {
+		return Reply{}, false
+	}
+	if r.Round < c.clock.Done(r.Worker) {
+		return Reply{}, false
+	}
+	return Reply{Worker: r.Worker, ID: r.ID}, true
+}
+
+// Handle processes one request and returns the replies it releases: the
+// pull's values, or the acknowledgements of this and possibly earlier
+// pushes. The replies and their arrays are valid until the next call.
+// acked tells that Ack answered the request already.
+func (c *Core) Handle(r Request, acked bool) []Reply {
+	c.out = c.out[:0]
+	if r.Worker < 0 || r.Worker >= c.cfg.Workers {
+		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: !r.Push, Err: fmt.Errorf("request from worker %d of %d", r.Worker, c.cfg.Workers)})
+	}
+	fail := func(err error) []Reply {
+		c.stats.Errors++
+		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: !r.Push, Err: fmt.Errorf("server %d: %w", c.cfg.Rank, err)})
+	}
+	if lead := c.clock.Lead(r.Round); lead > c.stats.MaxLead {
+		c.stats.MaxLead = lead
+	}
+	var begin, end uint64
+	if r.Range {
+		if len(r.KV.Keys) != 2 || r.KV.Keys[1] < r.KV.Keys[0] {
+			return fail(fmt.Errorf("range request with keys %v", r.KV.Keys))
+		}
+		begin, end = r.KV.Keys[0], r.KV.Keys[1]
+	} else if err := r.KV.Validate(); err != nil {
+		return fail(err)
+	}
+	if !r.Push {
+		c.stats.Pulls++
+		if r.Range {
+			c.stats.KeysPulled += end - begin
+			v, view, err := c.store.PullRange(begin, end, c.rbuf)
+			if err != nil {
+				return fail(err)
+			}
+			if !view {
+				c.rbuf = v
+			}
+			return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: v})
+		}
+		c.stats.KeysPulled += uint64(len(r.KV.Keys))
+		c.buf = c.store.Pull(c.buf, r.KV.Keys)
+		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: c.buf.Vals, Lens: c.buf.Lens})
+	}
+	c.stats.Pushes++
+	var err error
+	if r.Range {
+		if n := uint64(len(r.KV.Vals)); c.cfg.Width > 0 && n != (end-begin)*uint64(c.cfg.Width) {
+			return fail(fmt.Errorf("range [%d, %d) pushed with %d values of width %d", begin, end, n, c.cfg.Width))
+		}
+		c.stats.KeysPushed += end - begin
+		err = c.store.PushRange(begin, r.KV.Vals, c.sync)
+	} else {
+		c.stats.KeysPushed += uint64(len(r.KV.Keys))
+		if c.sync {
+			err = c.store.Accumulate(r.KV)
+		} else {
+			err = c.store.Push(r.KV)
+		}
+	}
+	if err != nil {
+		// The clock still counts the round, so that others do not wait
+		// for a push that will never come; the worker gets the error.
+		c.out = append(c.out, Reply{Worker: r.Worker, ID: r.ID, Err: fmt.Errorf("server %d: %w", c.cfg.Rank, err)})
+		c.stats.Errors++
+	}
+	before := c.clock.Min()
+	acks, cerr := c.clock.Push(r.Worker, r.Round)
+	if cerr != nil {
+		if err != nil {
+			return c.out
+		}
+		return fail(cerr)
+	}
+	c.ids[r.Worker] = append(c.ids[r.Worker], pending{id: r.ID, answered: err != nil || acked})
+	if c.sync && c.clock.Min() > before {
+		c.store.Flush()
+	}
+	for _, a := range acks {
+		q := c.ids[a.Worker]
+		p := q[0]
+		c.ids[a.Worker] = q[1:]
+		if !p.answered {
+			c.out = append(c.out, Reply{Worker: a.Worker, ID: p.id})
+		}
+	}
+	return c.out
+}

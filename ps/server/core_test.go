@@ -1,0 +1,252 @@
+package server
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"colo/kv"
+	"colo/ps/clock"
+	"colo/ps/route"
+	"colo/ps/update"
+)
+
+// randomBatch returns sorted distinct keys from [0, space) with width
+// values each (or 1 + key mod 3 when width is 0).
+func randomBatch(rng *rand.Rand, n int, space uint64, width int) kv.Batch {
+	seen := map[uint64]bool{}
+	var b kv.Batch
+	for len(b.Keys) < n {
+		k := rng.Uint64N(space)
+		if !seen[k] {
+			seen[k] = true
+			b.Keys = append(b.Keys, k)
+		}
+	}
+	slices.Sort(b.Keys)
+	for _, k := range b.Keys {
+		w := width
+		if width == 0 {
+			w = 1 + int(k%3)
+			b.Lens = append(b.Lens, int32(w))
+		}
+		for range w {
+			b.Vals = append(b.Vals, float32(rng.IntN(9)-4))
+		}
+	}
+	return b
+}
+
+// TestStoreAgainstMap pushes random batches into stores of every index
+// form and width and compares pulls with a map of exact sums.
+func TestStoreAgainstMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	const numKeys = 200
+	param := make([]int32, numKeys)
+	for i := range param {
+		param[i] = int32(rng.IntN(2))
+	}
+	ranges, _ := route.Uniform(2, numKeys)
+	dense, _ := route.FromPlacement(param, 2)
+	unbounded, _ := route.Uniform(2, 0)
+	for _, tb := range []*route.Table{ranges, dense, unbounded} {
+		for _, width := range []int{1, 3, 0} {
+			for _, acc := range []bool{false, true} {
+				s := NewStore(tb.Index(0), width, update.Sum{})
+				ref := map[uint64][]float32{}
+				for range 30 {
+					// Keys beyond NumKeys exercise the extra slots.
+					b := randomBatch(rng, 20, numKeys+50, width)
+					var err error
+					if acc {
+						err = s.Accumulate(b)
+					} else {
+						err = s.Push(b)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					v := 0
+					for i, k := range b.Keys {
+						n := width
+						if width == 0 {
+							n = int(b.Lens[i])
+						}
+						if ref[k] == nil {
+							ref[k] = make([]float32, n)
+						}
+						for j := range n {
+							ref[k][j] += b.Vals[v+j]
+						}
+						v += n
+					}
+					if acc && rng.IntN(3) == 0 {
+						s.Flush()
+					}
+				}
+				s.Flush()
+				keys := make([]uint64, 0, numKeys+50)
+				for k := range uint64(numKeys + 50) {
+					keys = append(keys, k)
+				}
+				got := s.Pull(kv.Batch{}, keys)
+				v := 0
+				for i, k := range keys {
+					n := width
+					if width == 0 {
+						n = int(got.Lens[i])
+						if want := len(ref[k]); n != want {
+							t.Fatalf("%v width 0: key %d has %d values, want %d", tb, k, n, want)
+						}
+					}
+					for j := range n {
+						want := float32(0)
+						if ref[k] != nil {
+							want = ref[k][j]
+						}
+						if got.Vals[v+j] != want {
+							t.Fatalf("%v width %d acc %v: key %d value %d = %v, want %v", tb, width, acc, k, j, got.Vals[v+j], want)
+						}
+					}
+					v += n
+				}
+			}
+		}
+	}
+}
+
+// TestFlushAppliesOnce checks that an aggregated round applies a
+// non-linear rule once to the sum: SGD with L1 differs from two steps.
+func TestFlushAppliesOnce(t *testing.T) {
+	tb, _ := route.Uniform(1, 10)
+	rule := update.SGD{LR: 1, L1: 0.5}
+	s := NewStore(tb.Index(0), 1, rule)
+	s.Accumulate(kv.Batch{Keys: []uint64{3}, Vals: []float32{-1}})
+	s.Accumulate(kv.Batch{Keys: []uint64{3}, Vals: []float32{-2}})
+	s.PushRange(0, make([]float32, 10), true)
+	s.Flush()
+	// One step with g = −3: w = 3, shrink by 0.5 → 2.5. Two steps would
+	// give 0.5 then 2.
+	if got := s.Pull(kv.Batch{}, []uint64{3}).Vals[0]; got != 2.5 {
+		t.Fatalf("w = %v, want 2.5", got)
+	}
+}
+
+func TestRangeViews(t *testing.T) {
+	tb, _ := route.FromRanges([]uint64{0, 100}, 300)
+	s := NewStore(tb.Index(1), 2, update.Sum{})
+	g := make([]float32, 2*50)
+	for i := range g {
+		g[i] = float32(i)
+	}
+	if err := s.PushRange(120, g, false); err != nil {
+		t.Fatal(err)
+	}
+	v, view, err := s.PullRange(120, 170, nil)
+	if err != nil || !view || !slices.Equal(v, g) {
+		t.Fatalf("range pull: view %v err %v", view, err)
+	}
+	// A range that leaves the index: copied, zeros beyond.
+	v, view, _ = s.PullRange(290, 310, nil)
+	if view || len(v) != 40 {
+		t.Fatalf("range beyond the index: view %v len %d", view, len(v))
+	}
+	if _, _, err := s.PullRange(5, 4, nil); err == nil {
+		t.Fatal("reversed range accepted")
+	}
+}
+
+func newCore(t *testing.T, workers int, ck clock.Config) *Core {
+	tb, _ := route.Uniform(1, 100)
+	c, err := New(Config{Rank: 0, Workers: workers, Table: tb, Width: 1, Clock: ck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func push(worker int, id uint64, round int64, keys []uint64, vals []float32) Request {
+	return Request{Worker: worker, ID: id, Round: round, Push: true, KV: kv.Batch{Keys: keys, Vals: vals}}
+}
+
+func TestCoreBSP(t *testing.T) {
+	c := newCore(t, 2, clock.DefaultConfig())
+	if out := handle(c, push(0, 7, 0, []uint64{1}, []float32{2})); len(out) != 0 {
+		t.Fatalf("first push of the round answered: %+v", out)
+	}
+	// Not applied before the round completes.
+	pull := Request{Worker: 1, ID: 8, Round: 0, KV: kv.Batch{Keys: []uint64{1}}}
+	if out := handle(c, pull); len(out) != 1 || out[0].Vals[0] != 0 {
+		t.Fatalf("pull during the round: %+v", out)
+	}
+	out := handle(c, push(1, 9, 0, []uint64{1, 2}, []float32{3, 4}))
+	if len(out) != 2 || out[0].ID != 7 || out[0].Worker != 0 || out[1].ID != 9 || out[1].Worker != 1 {
+		t.Fatalf("round end: %+v", out)
+	}
+	out = handle(c, Request{Worker: 0, ID: 10, Round: 1, KV: kv.Batch{Keys: []uint64{1, 2}}})
+	if !slices.Equal(out[0].Vals, []float32{5, 4}) {
+		t.Fatalf("after the round: %v", out[0].Vals)
+	}
+	// A repeated round is an error, answered to its sender.
+	out = handle(c, push(0, 11, 0, nil, nil))
+	if len(out) != 1 || out[0].Err == nil || out[0].ID != 11 {
+		t.Fatalf("repeated round: %+v", out)
+	}
+	// Bad input is answered with an error, never a panic.
+	for _, r := range []Request{
+		push(0, 12, 1, []uint64{2, 1}, []float32{1, 1}),
+		push(0, 13, 1, []uint64{1}, []float32{1, 1}),
+		{Worker: 0, ID: 14, Range: true, KV: kv.Batch{Keys: []uint64{1}}},
+		{Worker: 5, ID: 15},
+	} {
+		if out := handle(c, r); len(out) == 0 || out[0].Err == nil {
+			t.Fatalf("%+v accepted: %+v", r, out)
+		}
+	}
+	if st := c.Stats(); st.MaxLead != 0 || st.Errors == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestCoreBoundedAppliesAtOnce(t *testing.T) {
+	c := newCore(t, 2, clock.Config{Mode: clock.Bounded, Tau: 1})
+	// Worker 0 may finish round 0 at once (1 ahead is allowed) ...
+	if out := handle(c, push(0, 1, 0, []uint64{5}, []float32{1})); len(out) != 1 {
+		t.Fatalf("round 0: %+v", out)
+	}
+	// ... but its push of round 1 waits for worker 1's round 0.
+	if out := handle(c, push(0, 2, 1, []uint64{5}, []float32{1})); len(out) != 0 {
+		t.Fatalf("round 1 answered early: %+v", out)
+	}
+	if got := handle(c, Request{Worker: 1, ID: 3, KV: kv.Batch{Keys: []uint64{5}}}); got[0].Vals[0] != 2 {
+		t.Fatalf("pushes not applied at once: %v", got[0].Vals)
+	}
+	out := handle(c, push(1, 4, 0, nil, nil))
+	if len(out) != 2 || out[0].ID != 4 || out[1].ID != 2 {
+		t.Fatalf("release: %+v", out)
+	}
+}
+
+func handle(c *Core, r Request) []Reply { return c.Handle(r, false) }
+
+func TestEarlyAck(t *testing.T) {
+	c := newCore(t, 1, clock.Config{Mode: clock.Async})
+	r := push(0, 1, 0, []uint64{5}, []float32{2})
+	ack, ok := c.Ack(r)
+	if !ok || ack.ID != 1 {
+		t.Fatalf("async push not acknowledged early: %+v %v", ack, ok)
+	}
+	if out := c.Handle(r, true); len(out) != 0 {
+		t.Fatalf("acknowledged twice: %+v", out)
+	}
+	if got := handle(c, Request{Worker: 0, ID: 2, KV: kv.Batch{Keys: []uint64{5}}}); got[0].Vals[0] != 2 {
+		t.Fatalf("push not applied: %v", got[0].Vals)
+	}
+	// Malformed pushes and other modes are answered after applying.
+	if _, ok := c.Ack(push(0, 3, 1, []uint64{2, 1}, []float32{1, 1})); ok {
+		t.Fatal("unsorted push acknowledged early")
+	}
+	if _, ok := newCore(t, 1, clock.DefaultConfig()).Ack(r); ok {
+		t.Fatal("BSP push acknowledged early")
+	}
+}

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"colo/ps/proto"
+	"colo/transport"
+)
+
+// Conn is how a server's driver answers workers. The node runtime
+// provides it.
+type Conn interface {
+	// Reply sends m to the worker of rank w and returns once m's arrays
+	// may be reused: the store's memory goes on the wire without a copy.
+	Reply(ctx context.Context, w int, m *transport.Message) error
+}
+
+// Server drives a Core: it decodes requests, applies them and sends the
+// replies, one at a time.
+type Server struct {
+	core *Core
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// NewServer returns a server with an empty store; Run drives it.
+func NewServer(cfg Config) (*Server, error) {
+	core, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{core: core}, nil
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Decode reads the request of a data message from a worker.
+func Decode(m *transport.Message) (Request, error) {
+	role, rank := proto.Identify(m.Sender)
+	if role != proto.RoleWorker {
+		return Request{}, fmt.Errorf("data message from %s, not a worker", proto.Name(m.Sender))
+	}
+	if m.Type != transport.TypeData || m.Flags&transport.FlagRequest == 0 {
+		return Request{}, fmt.Errorf("%s sent a message that is not a request: %v", proto.Name(m.Sender), m)
+	}
+	round, err := proto.ParseMeta(m)
+	if err != nil {
+		return Request{}, err
+	}
+	push := m.Flags&transport.FlagPush != 0
+	if push == (m.Flags&transport.FlagPull != 0) {
+		return Request{}, fmt.Errorf("%s sent a request that is not one of push and pull", proto.Name(m.Sender))
+	}
+	if m.Cmd != proto.DataSparse && m.Cmd != proto.DataRange {
+		return Request{}, fmt.Errorf("%s sent data command %d", proto.Name(m.Sender), m.Cmd)
+	}
+	return Request{Worker: rank, ID: m.ID, Round: round, Push: push, Range: m.Cmd == proto.DataRange, KV: m.KV}, nil
+}
+
+// Message returns the answer r as a message. Its arrays are the reply's.
+func (r Reply) Message() *transport.Message {
+	m := &transport.Message{Header: transport.Header{Type: transport.TypeData, ID: r.ID}}
+	switch {
+	case r.Err != nil:
+		m.Cmd = proto.DataError
+		m.Body = []byte(r.Err.Error())
+	case r.Pull:
+		m.Flags = transport.FlagPull
+		m.KV.Vals, m.KV.Lens = r.Vals, r.Lens
+	default:
+		m.Flags = transport.FlagPush
+	}
+	return m
+}
+
+// Run serves the requests of in until ctx ends or in is closed, and
+// returns ctx's cause (nil when in was closed). A reply that cannot be
+// sent is dropped: the node's failure detection ends the job.
+func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Conn) error {
+	for {
+		select {
+		case m, ok := <-in:
+			if !ok {
+				return nil
+			}
+			s.handle(ctx, m, conn)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// handle serves one message.
+func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
+	req, err := Decode(m)
+	var replies []Reply
+	if err != nil {
+		_, rank := proto.Identify(m.Sender)
+		replies = []Reply{{Worker: rank, ID: m.ID, Err: err}}
+		if rank < 0 {
+			replies = nil
+		}
+	} else {
+		acked := false
+		if ack, ok := s.core.Ack(req); ok {
+			conn.Reply(ctx, ack.Worker, ack.Message())
+			acked = true
+		}
+		replies = s.core.Handle(req, acked)
+	}
+	for _, r := range replies {
+		conn.Reply(ctx, r.Worker, r.Message())
+	}
+	m.Release()
+	st := s.core.Stats()
+	s.mu.Lock()
+	s.stats = st
+	s.mu.Unlock()
+}

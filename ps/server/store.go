@@ -1,0 +1,436 @@
+package server
+
+import (
+	"fmt"
+	"math/bits"
+
+	"colo/kv"
+	"colo/ps/route"
+	"colo/ps/update"
+)
+
+// Store holds one server's values densely: the keys the routing table
+// places on the server get slots 0 … n−1 in key order (so a range of keys
+// is a range of memory), and any other key a slot appended on its first
+// push. With a uniform width w every key has w values at slot·w; with
+// width 0 each key's length is fixed by its first push and its values are
+// appended to the same array. The update rule's state arrays are parallel
+// to the values.
+//
+// For synchronous training the Store also keeps the round's sum of
+// gradients in an array parallel to the values, with a bitmap of the
+// slots it touched, so Flush applies the rule once per key with the
+// aggregate. A Store is not safe for concurrent use.
+type Store struct {
+	width  int
+	rule   update.Rule
+	sum    bool // rule is update.Sum: inline the addition
+	idx    *route.Index
+	lo     uint64 // idx is one range of keys starting at lo
+	ranged bool
+	size   int // slots of the index
+
+	vals  []float32
+	state [][]float32
+	extra map[uint64]int // slot of keys outside the index
+	// width 0: the span of each slot's values, −1 before its first push.
+	off []int
+	ln  []int32
+
+	acc   []float32 // round's sum, parallel to vals
+	mark  []uint64  // slots with something in acc
+	dirty bool
+
+	scratch [][]float32 // state views handed to the rule
+}
+
+// NewStore returns an empty store for the keys of idx with the given
+// width (0 for per-key lengths) and update rule.
+func NewStore(idx *route.Index, width int, rule update.Rule) *Store {
+	s := &Store{width: width, rule: rule, idx: idx, size: idx.Size(), extra: make(map[uint64]int)}
+	_, s.sum = rule.(update.Sum)
+	s.lo, s.ranged = idx.Offset()
+	s.state = make([][]float32, rule.States())
+	s.scratch = make([][]float32, rule.States())
+	if width > 0 {
+		s.vals = make([]float32, s.size*width)
+		for i := range s.state {
+			s.state[i] = make([]float32, len(s.vals))
+		}
+	} else {
+		s.off = make([]int, s.size)
+		s.ln = make([]int32, s.size)
+		for i := range s.off {
+			s.off[i] = -1
+		}
+	}
+	return s
+}
+
+// Keys returns the number of keys with a slot.
+func (s *Store) Keys() int { return s.size + len(s.extra) }
+
+// Values returns the number of values stored.
+func (s *Store) Values() int { return len(s.vals) }
+
+// slot returns the slot of key, creating it when create is set; -1 when
+// the key has none.
+func (s *Store) slot(key uint64, create bool) int {
+	if s.ranged {
+		if j := key - s.lo; j < uint64(s.size) {
+			return int(j)
+		}
+	} else if j := s.idx.Slot(key); j >= 0 {
+		return j
+	}
+	if j, ok := s.extra[key]; ok {
+		return j
+	}
+	if !create {
+		return -1
+	}
+	j := s.size + len(s.extra)
+	s.extra[key] = j
+	if s.width > 0 {
+		s.vals = append(s.vals, make([]float32, s.width)...)
+		for i := range s.state {
+			s.state[i] = append(s.state[i], make([]float32, s.width)...)
+		}
+	} else {
+		s.off = append(s.off, -1)
+		s.ln = append(s.ln, 0)
+	}
+	return j
+}
+
+// span returns where the values of slot j are, allocating n values on
+// the first push of a width-0 key; it fails when n differs from the
+// key's length.
+func (s *Store) span(key uint64, j, n int) (int, error) {
+	if s.width > 0 {
+		return j * s.width, nil
+	}
+	if s.off[j] < 0 {
+		s.off[j], s.ln[j] = len(s.vals), int32(n)
+		s.vals = append(s.vals, make([]float32, n)...)
+		for i := range s.state {
+			s.state[i] = append(s.state[i], make([]float32, n)...)
+		}
+	} else if int(s.ln[j]) != n {
+		return 0, fmt.Errorf("key %d has %d values, pushed with %d", key, s.ln[j], n)
+	}
+	return s.off[j], nil
+}
+
+// apply runs the rule on values [o, o+len(g)).
+func (s *Store) apply(o int, g []float32) {
+	w := s.vals[o : o+len(g)]
+	if s.sum {
+		for i, v := range g {
+			w[i] += v
+		}
+		return
+	}
+	for i := range s.state {
+		s.scratch[i] = s.state[i][o : o+len(g)]
+	}
+	s.rule.Update(w, g, s.scratch)
+}
+
+// shape checks a pushed batch against the store's width.
+func (s *Store) shape(b kv.Batch) error {
+	if s.width > 0 {
+		if b.Lens != nil {
+			for i, l := range b.Lens {
+				if int(l) != s.width {
+					return fmt.Errorf("key %d pushed with %d values, width is %d", b.Keys[i], l, s.width)
+				}
+			}
+		}
+		if len(b.Vals) != s.width*len(b.Keys) {
+			return fmt.Errorf("%d values for %d keys of width %d", len(b.Vals), len(b.Keys), s.width)
+		}
+		return nil
+	}
+	if b.Lens == nil {
+		if len(b.Keys) > 0 && len(b.Vals)%len(b.Keys) != 0 {
+			return fmt.Errorf("%d values are not a multiple of %d keys", len(b.Vals), len(b.Keys))
+		}
+		return nil
+	}
+	if len(b.Lens) != len(b.Keys) {
+		return fmt.Errorf("%d lengths for %d keys", len(b.Lens), len(b.Keys))
+	}
+	sum := 0
+	for _, l := range b.Lens {
+		if l < 0 {
+			return fmt.Errorf("negative length %d", l)
+		}
+		sum += int(l)
+	}
+	if sum != len(b.Vals) {
+		return fmt.Errorf("lengths sum to %d for %d values", sum, len(b.Vals))
+	}
+	return nil
+}
+
+// Push applies a batch of gradients with the rule, now.
+func (s *Store) Push(b kv.Batch) error {
+	return s.push(b, false)
+}
+
+// Accumulate adds a batch of gradients to the round's sum, for Flush.
+func (s *Store) Accumulate(b kv.Batch) error {
+	return s.push(b, true)
+}
+
+func (s *Store) push(b kv.Batch, acc bool) error {
+	if err := s.shape(b); err != nil {
+		return err
+	}
+	if acc {
+		s.ensureAcc()
+	}
+	if !acc && s.sum && s.width == 1 && s.ranged {
+		// The common sparse case, inlined.
+		size := uint64(s.size)
+		vals := s.vals
+		for i, k := range b.Keys {
+			if j := k - s.lo; j < size {
+				vals[j] += b.Vals[i]
+			} else {
+				vals = nil
+				b.Keys, b.Vals = b.Keys[i:], b.Vals[i:]
+				break
+			}
+		}
+		if vals != nil {
+			return nil
+		}
+	}
+	w := s.width
+	if w == 0 && b.Lens == nil && len(b.Keys) > 0 {
+		w = len(b.Vals) / len(b.Keys)
+	}
+	v := 0
+	for i, k := range b.Keys {
+		n := w
+		if b.Lens != nil {
+			n = int(b.Lens[i])
+		}
+		j := s.slot(k, true)
+		o, err := s.span(k, j, n)
+		if err != nil {
+			return err
+		}
+		g := b.Vals[v : v+n]
+		v += n
+		if acc {
+			s.add(j, o, g)
+		} else {
+			s.apply(o, g)
+		}
+	}
+	return nil
+}
+
+// ensureAcc allocates the round's sum.
+func (s *Store) ensureAcc() {
+	if len(s.acc) != len(s.vals) {
+		s.acc = append(s.acc, make([]float32, len(s.vals)-len(s.acc))...)
+	}
+	if n := (s.Keys() + 63) / 64; len(s.mark) < n {
+		s.mark = append(s.mark, make([]uint64, n-len(s.mark))...)
+	}
+}
+
+// add adds g to the round's sum at slot j, values at o.
+func (s *Store) add(j, o int, g []float32) {
+	if j/64 >= len(s.mark) || o+len(g) > len(s.acc) {
+		s.ensureAcc()
+	}
+	a := s.acc[o : o+len(g)]
+	for i, v := range g {
+		a[i] += v
+	}
+	s.mark[j/64] |= 1 << (j % 64)
+	s.dirty = true
+}
+
+// rangeSlots returns the slots of keys [begin, end) when they are one run
+// of index slots.
+func (s *Store) rangeSlots(begin, end uint64) (int, bool) {
+	if s.ranged && begin >= s.lo && end-s.lo <= uint64(s.size) && end >= begin {
+		return int(begin - s.lo), true
+	}
+	return 0, false
+}
+
+// PushRange applies gradients to the keys [begin, begin+n) where n is
+// len(vals)/width; acc adds them to the round's sum instead.
+func (s *Store) PushRange(begin uint64, vals []float32, acc bool) error {
+	if s.width == 0 {
+		return fmt.Errorf("range push to a store without a uniform width")
+	}
+	if len(vals)%s.width != 0 {
+		return fmt.Errorf("%d values are not a multiple of width %d", len(vals), s.width)
+	}
+	n := uint64(len(vals) / s.width)
+	if begin+n < begin {
+		return fmt.Errorf("range [%d, +%d) overflows", begin, n)
+	}
+	if j, ok := s.rangeSlots(begin, begin+n); ok {
+		o := j * s.width
+		if !acc {
+			s.apply(o, vals)
+			return nil
+		}
+		s.ensureAcc()
+		a := s.acc[o : o+len(vals)]
+		for i, v := range vals {
+			a[i] += v
+		}
+		for q := j; q < j+int(n); q++ {
+			s.mark[q/64] |= 1 << (q % 64)
+		}
+		s.dirty = true
+		return nil
+	}
+	if acc {
+		s.ensureAcc()
+	}
+	for i := range n {
+		k := begin + i
+		j := s.slot(k, true)
+		g := vals[int(i)*s.width : int(i+1)*s.width]
+		if acc {
+			s.add(j, j*s.width, g)
+		} else {
+			s.apply(j*s.width, g)
+		}
+	}
+	return nil
+}
+
+// Flush applies the round's sum with the rule and clears it. It visits
+// the marked slots in order, applying the rule once per run of
+// consecutive slots when the width is uniform.
+func (s *Store) Flush() {
+	if !s.dirty {
+		return
+	}
+	s.dirty = false
+	for wi, word := range s.mark {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			// The run of set bits from b.
+			run := bits.TrailingZeros64(^(word >> b))
+			if b+run > 64 {
+				run = 64 - b
+			}
+			j0, j1 := wi*64+b, wi*64+b+run
+			if s.width > 0 {
+				o0, o1 := j0*s.width, j1*s.width
+				s.apply(o0, s.acc[o0:o1])
+				clear(s.acc[o0:o1])
+			} else {
+				for j := j0; j < j1; j++ {
+					o, n := s.off[j], int(s.ln[j])
+					if o >= 0 {
+						s.apply(o, s.acc[o:o+n])
+						clear(s.acc[o : o+n])
+					}
+				}
+			}
+			if run == 64 {
+				word = 0
+			} else {
+				word &^= (1<<run - 1) << b
+			}
+		}
+		s.mark[wi] = 0
+	}
+}
+
+// Pull appends the values of keys to dst.Vals[:0] (and, for width 0,
+// their lengths to dst.Lens[:0]) and returns the batch. A key never
+// pushed has zeros, or no values at width 0.
+func (s *Store) Pull(dst kv.Batch, keys []uint64) kv.Batch {
+	out := kv.Batch{Keys: keys, Vals: dst.Vals[:0]}
+	if s.width > 0 {
+		n := len(keys) * s.width
+		if cap(out.Vals) < n {
+			out.Vals = make([]float32, n)
+		}
+		out.Vals = out.Vals[:n]
+		if s.width == 1 && s.ranged {
+			size := uint64(s.size)
+			for i, k := range keys {
+				if j := k - s.lo; j < size {
+					out.Vals[i] = s.vals[j]
+				} else {
+					out.Vals[i] = s.slowGet(k)
+				}
+			}
+			return out
+		}
+		for i, k := range keys {
+			d := out.Vals[i*s.width : (i+1)*s.width]
+			if j := s.slot(k, false); j >= 0 {
+				copy(d, s.vals[j*s.width:])
+			} else {
+				clear(d)
+			}
+		}
+		return out
+	}
+	out.Lens = dst.Lens[:0]
+	for _, k := range keys {
+		j := s.slot(k, false)
+		if j < 0 || s.off[j] < 0 {
+			out.Lens = append(out.Lens, 0)
+			continue
+		}
+		o, n := s.off[j], int(s.ln[j])
+		out.Lens = append(out.Lens, int32(n))
+		out.Vals = append(out.Vals, s.vals[o:o+n]...)
+	}
+	return out
+}
+
+// slowGet returns the value of a width-1 key outside the index.
+func (s *Store) slowGet(k uint64) float32 {
+	if j, ok := s.extra[k]; ok {
+		return s.vals[j]
+	}
+	return 0
+}
+
+// PullRange returns the values of keys [begin, end): a view of the store
+// when the keys are one run of slots (valid until the next change; view
+// is set), else a copy in dst's memory.
+func (s *Store) PullRange(begin, end uint64, dst []float32) (vals []float32, view bool, err error) {
+	if s.width == 0 {
+		return nil, false, fmt.Errorf("range pull from a store without a uniform width")
+	}
+	if end < begin || end-begin > uint64(route.MaxIndex) {
+		return nil, false, fmt.Errorf("bad range [%d, %d)", begin, end)
+	}
+	if j, ok := s.rangeSlots(begin, end); ok {
+		return s.vals[j*s.width : (j+int(end-begin))*s.width], true, nil
+	}
+	n := int(end-begin) * s.width
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	for i := range int(end - begin) {
+		d := dst[i*s.width : (i+1)*s.width]
+		if j := s.slot(begin+uint64(i), false); j >= 0 {
+			copy(d, s.vals[j*s.width:])
+		} else {
+			clear(d)
+		}
+	}
+	return dst, false, nil
+}

@@ -1,0 +1,208 @@
+// Package update holds the rules by which a server applies the gradients
+// that workers push: plain summation, SGD, AdaGrad and FTRL-proximal, the
+// last three with optional L1 and L2 regularisation. The application
+// chooses the rule; servers run it on every value they store.
+//
+// A rule sees a block of weights w, the gradient g of the same length and
+// its own state arrays parallel to w (AdaGrad's sum of squared gradients,
+// FTRL's z and n), all zero at the start. It runs in O(len(w)) and does
+// not allocate. In synchronous training a server sums a round's pushes
+// from all workers and applies the rule once to the sum.
+//
+//	rule, _ := update.New(update.Config{Name: "ftrl", LR: 0.1, Beta: 1, L1: 1})
+//	rule.Update(w, g, [][]float32{z, n})
+//
+// The formulas, per value, with learning rate η (FTRL's α):
+//
+//	sum      w += g
+//	sgd      w −= η (g + λ₂ w), then w ← sign(w) max(|w| − η λ₁, 0)
+//	adagrad  n += g²; η' = η / (√n + ε); w −= η' (g + λ₂ w), then the L1 step with η'
+//	ftrl     σ = (√(n+g²) − √n)/α; z += g − σ w; n += g²;
+//	         w = 0 if |z| ≤ λ₁, else −(z − sign(z) λ₁) / ((β + √n)/α + λ₂)
+//
+// FTRL-proximal is that of McMahan et al., "Ad click prediction: a view
+// from the trenches" (KDD 2013), Algorithm 1.
+package update
+
+import (
+	"fmt"
+	"math"
+)
+
+// Rule applies gradients to weights.
+type Rule interface {
+	// Name returns the rule's name as Config spells it.
+	Name() string
+	// States returns the number of state arrays the rule keeps per
+	// weight array.
+	States() int
+	// Update applies gradient g to weights w, with st holding States()
+	// arrays of len(w) values. len(g) == len(w).
+	Update(w, g []float32, st [][]float32)
+}
+
+// Config chooses and parameterises a rule.
+type Config struct {
+	// Name is sum, sgd, adagrad or ftrl.
+	Name string
+	// LR is the learning rate (FTRL's α).
+	LR float64
+	// L1 and L2 are the regularisation weights.
+	L1, L2 float64
+	// Beta is FTRL's β.
+	Beta float64
+	// Eps is AdaGrad's ε.
+	Eps float64
+}
+
+// DefaultConfig returns the summing rule, with defaults for the others'
+// parameters should the name be changed.
+func DefaultConfig() Config {
+	return Config{Name: "sum", LR: 0.1, Beta: 1, Eps: 1e-8}
+}
+
+// Names lists the rules.
+var names = []string{"sum", "sgd", "adagrad", "ftrl"}
+
+// Validate checks c; errors name the field and the bound.
+func (c Config) Validate() error {
+	ok := false
+	for _, n := range names {
+		ok = ok || n == c.Name
+	}
+	if !ok {
+		return fmt.Errorf("update: Name %q is not sum, sgd, adagrad or ftrl", c.Name)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"LR", c.LR}, {"L1", c.L1}, {"L2", c.L2}, {"Beta", c.Beta}, {"Eps", c.Eps}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("update: %s %v must be a finite number ≥ 0", f.name, f.v)
+		}
+	}
+	if c.Name != "sum" && c.LR == 0 {
+		return fmt.Errorf("update: LR 0 for %s, must be positive", c.Name)
+	}
+	return nil
+}
+
+// New returns the rule c describes.
+func New(c Config) (Rule, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	switch c.Name {
+	case "sgd":
+		return SGD{LR: float32(c.LR), L1: float32(c.L1), L2: float32(c.L2)}, nil
+	case "adagrad":
+		return AdaGrad{LR: float32(c.LR), Eps: float32(c.Eps), L1: float32(c.L1), L2: float32(c.L2)}, nil
+	case "ftrl":
+		return FTRL{Alpha: c.LR, Beta: c.Beta, L1: c.L1, L2: c.L2}, nil
+	}
+	return Sum{}, nil
+}
+
+// Sum adds gradients to the weights: the server is an accumulator.
+type Sum struct{}
+
+// Name returns "sum".
+func (Sum) Name() string { return "sum" }
+
+// States returns 0.
+func (Sum) States() int { return 0 }
+
+// Update adds g to w.
+func (Sum) Update(w, g []float32, _ [][]float32) {
+	g = g[:len(w)]
+	for i := range w {
+		w[i] += g[i]
+	}
+}
+
+// shrink is the proximal step of L1: sign(w) max(|w| − t, 0).
+func shrink(w, t float32) float32 {
+	switch {
+	case w > t:
+		return w - t
+	case w < -t:
+		return w + t
+	}
+	return 0
+}
+
+// SGD is stochastic gradient descent with L2 weight decay and an L1
+// proximal step.
+type SGD struct{ LR, L1, L2 float32 }
+
+// Name returns "sgd".
+func (SGD) Name() string { return "sgd" }
+
+// States returns 0.
+func (SGD) States() int { return 0 }
+
+// Update takes one step.
+func (r SGD) Update(w, g []float32, _ [][]float32) {
+	g = g[:len(w)]
+	for i := range w {
+		v := w[i] - r.LR*(g[i]+r.L2*w[i])
+		if r.L1 > 0 {
+			v = shrink(v, r.LR*r.L1)
+		}
+		w[i] = v
+	}
+}
+
+// AdaGrad scales each coordinate's step by the root of its summed squared
+// gradients.
+type AdaGrad struct{ LR, Eps, L1, L2 float32 }
+
+// Name returns "adagrad".
+func (AdaGrad) Name() string { return "adagrad" }
+
+// States returns 1: the sum of squared gradients.
+func (AdaGrad) States() int { return 1 }
+
+// Update takes one step.
+func (r AdaGrad) Update(w, g []float32, st [][]float32) {
+	g, n := g[:len(w)], st[0][:len(w)]
+	for i := range w {
+		n[i] += g[i] * g[i]
+		lr := r.LR / (float32(math.Sqrt(float64(n[i]))) + r.Eps)
+		v := w[i] - lr*(g[i]+r.L2*w[i])
+		if r.L1 > 0 {
+			v = shrink(v, lr*r.L1)
+		}
+		w[i] = v
+	}
+}
+
+// FTRL is per-coordinate FTRL-proximal. Its arithmetic is in float64.
+type FTRL struct{ Alpha, Beta, L1, L2 float64 }
+
+// Name returns "ftrl".
+func (FTRL) Name() string { return "ftrl" }
+
+// States returns 2: z and n.
+func (FTRL) States() int { return 2 }
+
+// Update takes one step.
+func (r FTRL) Update(w, g []float32, st [][]float32) {
+	g, z, n := g[:len(w)], st[0][:len(w)], st[1][:len(w)]
+	for i := range w {
+		gi, ni := float64(g[i]), float64(n[i])
+		n2 := ni + gi*gi
+		sigma := (math.Sqrt(n2) - math.Sqrt(ni)) / r.Alpha
+		zi := float64(z[i]) + gi - sigma*float64(w[i])
+		z[i], n[i] = float32(zi), float32(n2)
+		if math.Abs(zi) <= r.L1 {
+			w[i] = 0
+			continue
+		}
+		s := 1.0
+		if zi < 0 {
+			s = -1
+		}
+		w[i] = float32(-(zi - s*r.L1) / ((r.Beta+math.Sqrt(n2))/r.Alpha + r.L2))
+	}
+}

@@ -1,0 +1,566 @@
+// Package worker is the worker side of colo's parameter server: the
+// key–value API an application trains with, and the request tracking
+// behind it.
+//
+// Push(keys, vals) and Pull(keys, dst) return a *Future at once; Wait on
+// it for the outcome (ps-lite's timestamps). Keys are sorted uint64s,
+// values float32s, width values per key or per-key lengths; PushRange and
+// PullRange address a dense range of keys with two numbers. The worker
+// splits each request by server through the routing table (seed 000 §3.2:
+// the assignment "is known to all machines"): a range-owned table costs S
+// binary searches and no copy, any other table one lookup per key. Pull
+// answers are merged back into dst in the order of the request's keys.
+//
+// Every Push ends the worker's round (pull, compute, push). Under BSP and
+// bounded delay a push goes to every server, empty or not, so that each
+// server's clock counts it, and nothing of the next round leaves the
+// worker before every server acknowledged the push: servers hold the
+// acknowledgement until the slowest worker is close enough (package
+// clock). Asynchronous training sends only non-empty parts and never
+// waits.
+//
+// Core is the single-threaded state machine; Worker is its driver, one
+// goroutine that owns the Core and serves the application's calls, which
+// are safe for concurrent use. Arrays passed to Push, Pull and their
+// variants must not be modified (Push) or read (Pull) until the Future is
+// done.
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"colo/kv"
+	"colo/ps/clock"
+	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/transport"
+)
+
+// Config configures a worker.
+type Config struct {
+	// Rank is the worker's rank.
+	Rank int
+	// Table is the routing table.
+	Table *route.Table
+	// Width is the number of values per key, 0 for per-key lengths.
+	Width int
+	// Clock is the consistency model.
+	Clock clock.Config
+}
+
+// Validate checks c; errors name the field and the bound.
+func (c Config) Validate() error {
+	if c.Table == nil {
+		return errors.New("worker: Table is nil")
+	}
+	if c.Rank < 0 || c.Rank >= proto.MaxRank {
+		return fmt.Errorf("worker: Rank %d out of range [0, %d)", c.Rank, proto.MaxRank)
+	}
+	if c.Width < 0 {
+		return fmt.Errorf("worker: Width %d is negative", c.Width)
+	}
+	return c.Clock.Validate()
+}
+
+// Future is the outcome of an asynchronous call.
+type Future struct {
+	done chan struct{}
+	err  error
+}
+
+func newFuture() *Future { return &Future{done: make(chan struct{})} }
+
+// complete ends f with err; later calls do nothing.
+func (f *Future) complete(err error) {
+	select {
+	case <-f.done:
+	default:
+		f.err = err
+		close(f.done)
+	}
+}
+
+// Wait blocks until the call is done and returns its error.
+func (f *Future) Wait() error {
+	<-f.done
+	return f.err
+}
+
+// Done returns a channel closed when the call is done.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Err returns the call's error once Done is closed, nil before.
+func (f *Future) Err() error {
+	select {
+	case <-f.done:
+		return f.err
+	default:
+		return nil
+	}
+}
+
+// opKind is the kind of an operation.
+type opKind uint8
+
+const (
+	opPush opKind = iota
+	opPull
+	opPushRange
+	opPullRange
+)
+
+// Op is one call of the application.
+type Op struct {
+	kind       opKind
+	keys       []uint64
+	vals       []float32
+	lens       []int32
+	begin, end uint64
+	dst        []float32
+	dstBatch   *kv.Batch // PullLens
+	fut        *Future
+}
+
+// Out is a message for the server of rank Server.
+type Out struct {
+	Server int
+	M      *transport.Message
+}
+
+// request is an operation in flight.
+type request struct {
+	op        *Op
+	round     int64
+	push      bool
+	gate      bool // its completion opens the round gate
+	remaining int
+	err       error
+	// Pull answers: the offset in dst of each server's values (range
+	// tables), or the answers to merge (other tables).
+	offs  []int
+	want  []int // values expected from each server (range tables)
+	parts []kv.Batch
+	msgs  []*transport.Message
+	keys  []uint64 // the keys asked, for Merge
+}
+
+// Stats counts a worker's requests.
+type Stats struct {
+	Pushes, Pulls          uint64
+	KeysPushed, KeysPulled uint64
+	// Rounds is the number of rounds the worker has ended (pushes).
+	Rounds int64
+	// Gated counts operations that waited for the round gate.
+	Gated uint64
+	// Errors counts failed requests.
+	Errors uint64
+}
+
+// Core is the worker's state machine. It is not safe for concurrent use.
+type Core struct {
+	cfg     Config
+	servers int
+	ranges  bool
+	sync    bool // gate rounds (BSP, bounded delay)
+	split   *kv.Splitter
+	nextID  uint64
+	round   int64
+	gated   bool
+	queue   []*Op
+	pending map[uint64]*request
+	out     []Out
+	cut     []int
+	stats   Stats
+	failed  error
+}
+
+// NewCore returns a worker core.
+func NewCore(cfg Config) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Core{
+		cfg:     cfg,
+		servers: cfg.Table.Servers(),
+		ranges:  cfg.Table.Kind() == route.Ranges,
+		sync:    cfg.Clock.Mode != clock.Async,
+		split:   kv.NewSplitter(cfg.Table.Servers(), cfg.Table.Router()),
+		pending: make(map[uint64]*request),
+	}, nil
+}
+
+// Round returns the worker's current round: the number of pushes so far.
+func (c *Core) Round() int64 { return c.round }
+
+// Stats returns the counters.
+func (c *Core) Stats() Stats {
+	s := c.stats
+	s.Rounds = c.round
+	return s
+}
+
+// InFlight returns the number of requests awaiting answers and of
+// operations waiting for the gate.
+func (c *Core) InFlight() int { return len(c.pending) + len(c.queue) }
+
+// Submit starts op and returns the messages to send, valid until the next
+// call. While the previous round's push is unacknowledged (BSP, bounded
+// delay) op waits and nothing is sent.
+func (c *Core) Submit(op *Op) []Out {
+	c.out = c.out[:0]
+	if c.failed != nil {
+		op.fut.complete(c.failed)
+		return c.out
+	}
+	if c.gated {
+		c.stats.Gated++
+		c.queue = append(c.queue, op)
+		return c.out
+	}
+	c.start(op)
+	return c.out
+}
+
+// Fail ends every operation in flight or waiting with err, and every later
+// one.
+func (c *Core) Fail(err error) {
+	if c.failed == nil {
+		c.failed = err
+	}
+	for id, r := range c.pending {
+		delete(c.pending, id)
+		for _, m := range r.msgs {
+			if m != nil {
+				m.Release()
+			}
+		}
+		r.op.fut.complete(err)
+	}
+	for _, op := range c.queue {
+		op.fut.complete(err)
+	}
+	c.queue = nil
+}
+
+// start splits op by server and appends its messages to c.out.
+func (c *Core) start(op *Op) {
+	if err := c.check(op); err != nil {
+		c.stats.Errors++
+		op.fut.complete(err)
+		return
+	}
+	c.nextID++
+	r := &request{op: op, round: c.round, push: op.kind == opPush || op.kind == opPushRange}
+	flags := transport.FlagRequest | transport.FlagPull
+	if r.push {
+		flags = transport.FlagRequest | transport.FlagPush
+	}
+	meta := proto.AppendMeta(nil, c.round)
+	all := r.push && c.sync // every server hears of the round
+	send := func(s int, cmd uint16, b kv.Batch) {
+		if len(b.Keys) == 0 && !all {
+			return
+		}
+		if cmd == proto.DataRange && b.Keys[0] == b.Keys[1] && !all {
+			return
+		}
+		c.out = append(c.out, Out{Server: s, M: &transport.Message{
+			Header: transport.Header{Type: transport.TypeData, Flags: flags, Cmd: cmd, ID: c.nextID},
+			Body:   meta,
+			KV:     b,
+		}})
+		r.remaining++
+	}
+	switch op.kind {
+	case opPush, opPull:
+		c.splitSparse(r, op, send)
+	default:
+		c.splitRange(r, op, send)
+	}
+	if r.push {
+		c.stats.Pushes++
+		c.round++
+		if c.sync {
+			r.gate = true
+			c.gated = true
+		}
+	} else {
+		c.stats.Pulls++
+	}
+	if r.remaining == 0 {
+		c.finish(r)
+		return
+	}
+	c.pending[c.nextID] = r
+}
+
+// check validates an operation's arrays.
+func (c *Core) check(op *Op) error {
+	w := c.cfg.Width
+	switch op.kind {
+	case opPush, opPull:
+		b := kv.Batch{Keys: op.keys, Vals: op.vals, Lens: op.lens}
+		if op.kind == opPull {
+			b.Vals, b.Lens = nil, nil
+			for i := 1; i < len(op.keys); i++ {
+				if op.keys[i] <= op.keys[i-1] {
+					return fmt.Errorf("worker %d: pull key %d (%d) is not greater than the previous (%d)", c.cfg.Rank, i, op.keys[i], op.keys[i-1])
+				}
+			}
+			if op.dstBatch == nil && w > 0 && len(op.dst) < w*len(op.keys) {
+				return fmt.Errorf("worker %d: pull of %d keys of width %d into %d values", c.cfg.Rank, len(op.keys), w, len(op.dst))
+			}
+			if op.dstBatch == nil && w == 0 {
+				return fmt.Errorf("worker %d: keys have per-key lengths: use PullLens", c.cfg.Rank)
+			}
+			return nil
+		}
+		if err := b.Validate(); err != nil {
+			return fmt.Errorf("worker %d: push: %w", c.cfg.Rank, err)
+		}
+		if w > 0 && len(op.vals) != w*len(op.keys) {
+			return fmt.Errorf("worker %d: push of %d values for %d keys of width %d", c.cfg.Rank, len(op.vals), len(op.keys), w)
+		}
+	default:
+		if w == 0 {
+			return fmt.Errorf("worker %d: range requests need a uniform width", c.cfg.Rank)
+		}
+		if op.end < op.begin {
+			return fmt.Errorf("worker %d: range [%d, %d) is reversed", c.cfg.Rank, op.begin, op.end)
+		}
+		n := op.end - op.begin
+		if n > uint64(route.MaxIndex) {
+			return fmt.Errorf("worker %d: range of %d keys, at most %d", c.cfg.Rank, n, route.MaxIndex)
+		}
+		have := len(op.vals)
+		if op.kind == opPullRange {
+			have = len(op.dst)
+		}
+		if uint64(have) != n*uint64(w) {
+			return fmt.Errorf("worker %d: range of %d keys of width %d with %d values", c.cfg.Rank, n, w, have)
+		}
+	}
+	return nil
+}
+
+// valOffsets returns the value offset of key i of op.
+func valOffset(op *Op, w, i int) int {
+	if op.lens == nil {
+		return i * w
+	}
+	o := 0
+	for _, l := range op.lens[:i] {
+		o += int(l)
+	}
+	return o
+}
+
+// splitSparse splits a sparse push or pull.
+func (c *Core) splitSparse(r *request, op *Op, send func(int, uint16, kv.Batch)) {
+	b := kv.Batch{Keys: op.keys, Vals: op.vals, Lens: op.lens}
+	if r.push {
+		c.stats.KeysPushed += uint64(len(op.keys))
+	} else {
+		c.stats.KeysPulled += uint64(len(op.keys))
+		b.Vals, b.Lens = nil, nil
+	}
+	w := c.cfg.Width
+	if w == 0 && r.push && op.lens == nil && len(op.keys) > 0 {
+		w = len(op.vals) / len(op.keys)
+	}
+	if c.ranges && (op.lens == nil || !r.push) && (w > 0 || r.push) && op.dstBatch == nil {
+		// S binary searches, parts share the caller's arrays.
+		c.cut = c.cfg.Table.SplitSorted(c.cut, op.keys)
+		if !r.push {
+			r.offs, r.want = make([]int, c.servers), make([]int, c.servers)
+		}
+		for s := range c.servers {
+			k0, k1 := c.cut[s], c.cut[s+1]
+			p := kv.Batch{Keys: op.keys[k0:k1:k1]}
+			if r.push {
+				p.Vals = op.vals[k0*w : k1*w : k1*w]
+			} else {
+				r.offs[s], r.want[s] = k0*w, (k1-k0)*w
+			}
+			send(s, proto.DataSparse, p)
+		}
+		return
+	}
+	parts, err := c.split.Split(nil, b)
+	if err != nil {
+		// Routing errors are programming errors of the table.
+		panic(err)
+	}
+	if !r.push {
+		r.keys = op.keys
+		r.parts = make([]kv.Batch, c.servers)
+		r.msgs = make([]*transport.Message, c.servers)
+	}
+	for s, p := range parts {
+		// The splitter's buffers are reused: copy.
+		send(s, proto.DataSparse, p.Clone())
+	}
+}
+
+// splitRange splits a range push or pull.
+func (c *Core) splitRange(r *request, op *Op, send func(int, uint16, kv.Batch)) {
+	w := c.cfg.Width
+	n := op.end - op.begin
+	if r.push {
+		c.stats.KeysPushed += n
+	} else {
+		c.stats.KeysPulled += n
+	}
+	if !c.ranges {
+		// No ranges in the table: the keys one by one.
+		keys := make([]uint64, n)
+		for i := range keys {
+			keys[i] = op.begin + uint64(i)
+		}
+		sub := &Op{kind: opPush, keys: keys, vals: op.vals, dst: op.dst}
+		if !r.push {
+			sub.kind, sub.vals = opPull, nil
+		}
+		r.op = &Op{kind: op.kind, fut: op.fut, dst: op.dst, keys: keys}
+		c.splitSparse(r, sub, send)
+		if r.push {
+			c.stats.KeysPushed -= n
+		} else {
+			c.stats.KeysPulled -= n
+		}
+		return
+	}
+	if !r.push {
+		r.offs, r.want = make([]int, c.servers), make([]int, c.servers)
+	}
+	for s := range c.servers {
+		lo, hi, _ := c.cfg.Table.Range(s)
+		if s == c.servers-1 {
+			hi = ^uint64(0) // the last server owns everything beyond
+		}
+		b, e := max(lo, op.begin), min(hi, op.end)
+		if e < b {
+			e = b
+		}
+		i0, i1 := int(b-op.begin)*w, int(e-op.begin)*w
+		if e == b {
+			i0, i1 = 0, 0
+		}
+		p := kv.Batch{Keys: []uint64{b, e}}
+		if r.push {
+			p.Vals = op.vals[i0:i1:i1]
+		} else {
+			r.offs[s], r.want[s] = i0, i1-i0
+		}
+		send(s, proto.DataRange, p)
+	}
+}
+
+// Receive processes an answer from server rank s and returns the messages
+// it lets go (operations that waited for the round gate). The message is
+// released once its values are copied out.
+func (c *Core) Receive(s int, m *transport.Message) []Out {
+	c.out = c.out[:0]
+	r := c.pending[m.ID]
+	if r == nil || s < 0 || s >= c.servers {
+		// An answer to a request that already failed.
+		m.Release()
+		return c.out
+	}
+	if m.Cmd == proto.DataError {
+		if r.err == nil {
+			r.err = &proto.NodeError{ID: proto.ServerID(s), Err: errors.New(string(m.Body))}
+		}
+		m.Release()
+	} else if !r.push && r.err == nil {
+		if err := c.answer(r, s, m); err != nil {
+			r.err = fmt.Errorf("worker %d: answer of server %d: %w", c.cfg.Rank, s, err)
+		}
+	} else {
+		m.Release()
+	}
+	r.remaining--
+	if r.remaining > 0 {
+		return c.out
+	}
+	delete(c.pending, m.ID)
+	if r.err == nil && r.parts != nil {
+		r.err = c.merge(r)
+	}
+	for _, pm := range r.msgs {
+		if pm != nil {
+			pm.Release()
+		}
+	}
+	c.finish(r)
+	return c.out
+}
+
+// answer takes a pull answer from server s.
+func (c *Core) answer(r *request, s int, m *transport.Message) error {
+	if r.offs != nil {
+		defer m.Release()
+		o := r.offs[s]
+		dst := r.op.dst
+		if len(m.KV.Vals) != r.want[s] || o+len(m.KV.Vals) > len(dst) {
+			return fmt.Errorf("%d values answered for %d", len(m.KV.Vals), r.want[s])
+		}
+		copy(dst[o:], m.KV.Vals)
+		return nil
+	}
+	if r.msgs[s] != nil {
+		m.Release()
+		return fmt.Errorf("two answers")
+	}
+	r.msgs[s] = m
+	r.parts[s] = kv.Batch{Vals: m.KV.Vals, Lens: m.KV.Lens}
+	return nil
+}
+
+// merge puts the answers of a general-table pull into the destination.
+func (c *Core) merge(r *request) error {
+	op := r.op
+	if op.dstBatch != nil {
+		out, err := c.split.Merge(kv.Batch{Vals: op.dstBatch.Vals, Lens: op.dstBatch.Lens}, r.keys, r.parts)
+		if err != nil {
+			return err
+		}
+		op.dstBatch.Keys, op.dstBatch.Vals, op.dstBatch.Lens = r.keys, out.Vals, out.Lens
+		return nil
+	}
+	out, err := c.split.Merge(kv.Batch{Vals: op.dst[:0]}, r.keys, r.parts)
+	if err != nil {
+		return err
+	}
+	if len(out.Vals) > len(op.dst) {
+		return fmt.Errorf("%d values answered for %d", len(out.Vals), len(op.dst))
+	}
+	if len(out.Vals) > 0 && &out.Vals[0] != &op.dst[0] {
+		copy(op.dst, out.Vals)
+	}
+	return nil
+}
+
+// finish completes r and, when it opens the round gate, starts the
+// operations that waited.
+func (c *Core) finish(r *request) {
+	if r.err != nil {
+		c.stats.Errors++
+	}
+	r.op.fut.complete(r.err)
+	if !r.gate {
+		return
+	}
+	c.gated = false
+	for len(c.queue) > 0 && !c.gated {
+		op := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		c.start(op)
+	}
+	if len(c.queue) == 0 {
+		c.queue = slices.Clip(c.queue[:0])
+	}
+}

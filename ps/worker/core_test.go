@@ -1,0 +1,264 @@
+package worker
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"colo/kv"
+	"colo/ps/clock"
+	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/ps/server"
+	"colo/transport"
+)
+
+// link is a message in flight on the simulated network.
+type link struct {
+	from, to transport.NodeID
+}
+
+// sim connects worker cores to server cores through per-link FIFO queues
+// delivered in a random order: the whole data path without goroutines,
+// sockets or time.
+type sim struct {
+	t       *testing.T
+	rng     *rand.Rand
+	workers []*Core
+	servers []*server.Core
+	queues  map[link][]*transport.Message
+	links   []link
+}
+
+func newSim(t *testing.T, seed uint64, tb *route.Table, workers, width int, ck clock.Config) *sim {
+	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 9)), queues: map[link][]*transport.Message{}}
+	for w := range workers {
+		c, err := NewCore(Config{Rank: w, Table: tb, Width: width, Clock: ck})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.workers = append(s.workers, c)
+	}
+	for r := range tb.Servers() {
+		c, err := server.New(server.Config{Rank: r, Workers: workers, Table: tb, Width: width, Clock: ck})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.servers = append(s.servers, c)
+	}
+	return s
+}
+
+// send queues a copy of m, as a network would deliver it.
+func (s *sim) send(from, to transport.NodeID, m *transport.Message) {
+	c := m.Clone()
+	c.Sender, c.Receiver = from, to
+	l := link{from, to}
+	if len(s.queues[l]) == 0 {
+		s.links = append(s.links, l)
+	}
+	s.queues[l] = append(s.queues[l], c)
+}
+
+func (s *sim) post(w int, outs []Out) {
+	for _, o := range outs {
+		s.send(proto.WorkerID(w), proto.ServerID(o.Server), o.M)
+	}
+}
+
+// run delivers messages until none is left.
+func (s *sim) run() {
+	for len(s.links) > 0 {
+		i := s.rng.IntN(len(s.links))
+		l := s.links[i]
+		q := s.queues[l]
+		m := q[0]
+		s.queues[l] = q[1:]
+		if len(q) == 1 {
+			s.links = slices.Delete(s.links, i, i+1)
+		}
+		role, rank := proto.Identify(l.to)
+		if role == proto.RoleServer {
+			req, err := server.Decode(m)
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			ack, acked := s.servers[rank].Ack(req)
+			if acked {
+				s.send(l.to, proto.WorkerID(ack.Worker), ack.Message())
+			}
+			for _, r := range s.servers[rank].Handle(req, acked) {
+				s.send(l.to, proto.WorkerID(r.Worker), r.Message())
+			}
+			continue
+		}
+		_, from := proto.Identify(l.from)
+		s.post(rank, s.workers[rank].Receive(from, m))
+	}
+}
+
+// TestExactSumsSimulated has every worker submit all its rounds at once
+// (the core gates them) with known integer increments on random,
+// overlapping keys, in every consistency model and table form, and
+// checks that the final values are the exact sums and that no request
+// ran more than τ rounds ahead of the slowest worker.
+func TestExactSumsSimulated(t *testing.T) {
+	const numKeys, rounds = 64, 12
+	param := make([]int32, numKeys)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range param {
+		param[i] = int32(rng.IntN(3))
+	}
+	dense, _ := route.FromPlacement(param, 3)
+	ranges, _ := route.Uniform(3, numKeys)
+	for _, tb := range []*route.Table{ranges, dense} {
+		for _, ck := range []clock.Config{{Mode: clock.BSP}, {Mode: clock.Bounded, Tau: 2}, {Mode: clock.Async}} {
+			for seed := range uint64(5) {
+				name := fmt.Sprintf("%v/%v/seed%d", tb.Kind(), ck, seed)
+				const workers = 3
+				s := newSim(t, seed, tb, workers, 1, ck)
+				want := make([]float32, numKeys)
+				var futs []*Future
+				for w := range workers {
+					r := rand.New(rand.NewPCG(seed, uint64(w)))
+					for round := range rounds {
+						// A pull, then a sparse or range push.
+						dst := make([]float32, 4)
+						futs = append(futs, s.submit(w, &Op{kind: opPull, keys: []uint64{1, 5, 9, 60}, dst: dst}))
+						if round%4 == 3 {
+							b := uint64(r.IntN(numKeys - 20))
+							vals := make([]float32, 20)
+							for i := range vals {
+								vals[i] = float32(r.IntN(5))
+								want[b+uint64(i)] += vals[i]
+							}
+							futs = append(futs, s.submit(w, &Op{kind: opPushRange, begin: b, end: b + 20, vals: vals}))
+							continue
+						}
+						var keys []uint64
+						for k := range uint64(numKeys) {
+							if r.IntN(4) == 0 {
+								keys = append(keys, k)
+							}
+						}
+						vals := make([]float32, len(keys))
+						for i, k := range keys {
+							vals[i] = float32(1 + r.IntN(7))
+							want[k] += vals[i]
+						}
+						futs = append(futs, s.submit(w, &Op{kind: opPush, keys: keys, vals: vals}))
+					}
+				}
+				s.run()
+				for i, f := range futs {
+					select {
+					case <-f.Done():
+						if f.Err() != nil {
+							t.Fatalf("%s: op %d: %v", name, i, f.Err())
+						}
+					default:
+						t.Fatalf("%s: op %d never completed", name, i)
+					}
+				}
+				// Read everything back with a range pull and a sparse one.
+				all := make([]float32, numKeys)
+				f := s.submit(0, &Op{kind: opPullRange, begin: 0, end: numKeys, dst: all})
+				keys := []uint64{0, 7, 33, 63}
+				some := make([]float32, len(keys))
+				g := s.submit(1, &Op{kind: opPull, keys: keys, dst: some})
+				s.run()
+				if f.Wait() != nil || g.Wait() != nil {
+					t.Fatalf("%s: final pulls: %v %v", name, f.Err(), g.Err())
+				}
+				if !slices.Equal(all, want) {
+					t.Fatalf("%s: values %v, want %v", name, all, want)
+				}
+				for i, k := range keys {
+					if some[i] != want[k] {
+						t.Fatalf("%s: key %d = %v, want %v", name, k, some[i], want[k])
+					}
+				}
+				for r, sc := range s.servers {
+					st := sc.Stats()
+					if d := ck.Delay(); d >= 0 && st.MaxLead > int64(d) {
+						t.Fatalf("%s: server %d saw a worker %d rounds ahead, τ = %d", name, r, st.MaxLead, d)
+					}
+					if ck.Mode != clock.Async && st.Rounds != rounds {
+						t.Fatalf("%s: server %d counted %d rounds, want %d", name, r, st.Rounds, rounds)
+					}
+				}
+			}
+		}
+	}
+}
+
+func (s *sim) submit(w int, op *Op) *Future {
+	op.fut = newFuture()
+	s.post(w, s.workers[w].Submit(op))
+	return op.fut
+}
+
+func TestPerKeyLengths(t *testing.T) {
+	for _, tb := range []*route.Table{mustUniform(2, 10), mustPlacement([]int32{1, 0, 1, 0, 1, 0, 1, 0, 1, 0}, 2)} {
+		s := newSim(t, 1, tb, 1, 0, clock.Config{Mode: clock.Async})
+		keys := []uint64{1, 4, 8}
+		f := s.submit(0, &Op{kind: opPush, keys: keys, vals: []float32{1, 2, 2, 3, 3, 3}, lens: []int32{1, 2, 3}})
+		s.run()
+		if err := f.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		var dst kv.Batch
+		op := &Op{kind: opPull, keys: []uint64{0, 1, 4, 8}, dstBatch: &dst}
+		f = s.submit(0, op)
+		s.run()
+		if err := f.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(dst.Lens, []int32{0, 1, 2, 3}) || !slices.Equal(dst.Vals, []float32{1, 2, 2, 3, 3, 3}) {
+			t.Fatalf("%v: pulled %+v", tb, dst)
+		}
+		// A key pushed again with another length is refused by its server.
+		f = s.submit(0, &Op{kind: opPush, keys: []uint64{4}, vals: []float32{1}, lens: []int32{1}})
+		s.run()
+		if err := f.Wait(); err == nil {
+			t.Fatalf("%v: length change accepted", tb)
+		}
+	}
+}
+
+func TestBadCalls(t *testing.T) {
+	s := newSim(t, 1, mustUniform(2, 10), 1, 1, clock.DefaultConfig())
+	for _, op := range []*Op{
+		{kind: opPush, keys: []uint64{3, 2}, vals: []float32{1, 1}},
+		{kind: opPush, keys: []uint64{3}, vals: []float32{1, 1}},
+		{kind: opPull, keys: []uint64{3, 4}, dst: make([]float32, 1)},
+		{kind: opPullRange, begin: 5, end: 3},
+		{kind: opPushRange, begin: 0, end: 2, vals: []float32{1}},
+	} {
+		if err := s.submit(0, op).Wait(); err == nil {
+			t.Errorf("%+v accepted", op)
+		}
+	}
+	// After Fail, everything fails at once.
+	s.workers[0].Fail(fmt.Errorf("boom"))
+	if err := s.submit(0, &Op{kind: opPull}).Wait(); err == nil || err.Error() != "boom" {
+		t.Fatalf("after Fail: %v", err)
+	}
+}
+
+func mustUniform(s int, n uint64) *route.Table {
+	t, err := route.Uniform(s, n)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func mustPlacement(p []int32, s int) *route.Table {
+	t, err := route.FromPlacement(p, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}

@@ -1,0 +1,211 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+
+	"colo/kv"
+	"colo/ps/proto"
+	"colo/transport"
+)
+
+// Conn is how a worker's driver reaches the servers. The node runtime
+// provides it.
+type Conn interface {
+	// Post queues m for the server of rank s and returns at once. The
+	// message's arrays stay unchanged until the request completes;
+	// failures of the link end the job through the node.
+	Post(s int, m *transport.Message)
+}
+
+// ErrStopped is returned by calls after the worker stopped without a
+// more specific cause.
+var ErrStopped = errors.New("worker stopped")
+
+// Worker is the application's handle on the parameter server. Its methods
+// are safe for concurrent use; operations of one goroutine are sent in
+// call order.
+type Worker struct {
+	core    *Core
+	ops     chan *Op
+	stopped chan struct{}
+	barrier func(context.Context) error
+
+	mu         sync.Mutex
+	err        error // why the worker stopped
+	submitting int   // calls between their check of err and their send
+	stats      Stats
+	round      int64
+}
+
+// New returns a worker; Run drives it. barrier, when not nil, implements
+// Barrier.
+func New(cfg Config, barrier func(context.Context) error) (*Worker, error) {
+	core, err := NewCore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{core: core, ops: make(chan *Op, 64), stopped: make(chan struct{}), barrier: barrier}, nil
+}
+
+// Rank returns the worker's rank.
+func (w *Worker) Rank() int { return w.core.cfg.Rank }
+
+// Servers returns the number of servers.
+func (w *Worker) Servers() int { return w.core.servers }
+
+// Width returns the number of values per key (0: per-key lengths).
+func (w *Worker) Width() int { return w.core.cfg.Width }
+
+// Round returns the number of rounds the worker has started pushing.
+func (w *Worker) Round() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.round
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+// submit hands op to the driver.
+func (w *Worker) submit(op *Op) *Future {
+	op.fut = newFuture()
+	w.mu.Lock()
+	if err := w.err; err != nil {
+		w.mu.Unlock()
+		op.fut.complete(err)
+		return op.fut
+	}
+	w.submitting++
+	w.mu.Unlock()
+	select {
+	case w.ops <- op:
+	case <-w.stopped:
+		w.mu.Lock()
+		err := w.err
+		w.mu.Unlock()
+		op.fut.complete(err)
+	}
+	w.mu.Lock()
+	w.submitting--
+	w.mu.Unlock()
+	return op.fut
+}
+
+// Push adds vals, Width values per key, to sorted keys and ends the
+// round.
+func (w *Worker) Push(keys []uint64, vals []float32) *Future {
+	return w.submit(&Op{kind: opPush, keys: keys, vals: vals})
+}
+
+// PushLens pushes keys with lens[i] values each and ends the round.
+func (w *Worker) PushLens(keys []uint64, vals []float32, lens []int32) *Future {
+	return w.submit(&Op{kind: opPush, keys: keys, vals: vals, lens: lens})
+}
+
+// Pull fills dst with the Width values of each of the sorted keys.
+func (w *Worker) Pull(keys []uint64, dst []float32) *Future {
+	return w.submit(&Op{kind: opPull, keys: keys, dst: dst})
+}
+
+// PullLens sets dst to the keys with their values and lengths, reusing
+// dst's arrays.
+func (w *Worker) PullLens(keys []uint64, dst *kv.Batch) *Future {
+	return w.submit(&Op{kind: opPull, keys: keys, dstBatch: dst})
+}
+
+// PushRange adds vals to the keys [begin, begin+len(vals)/Width) and ends
+// the round.
+func (w *Worker) PushRange(begin uint64, vals []float32) *Future {
+	n := uint64(0)
+	if wd := w.Width(); wd > 0 {
+		n = uint64(len(vals) / wd)
+	}
+	return w.submit(&Op{kind: opPushRange, begin: begin, end: begin + n, vals: vals})
+}
+
+// PullRange fills dst with the values of the keys [begin, end).
+func (w *Worker) PullRange(begin, end uint64, dst []float32) *Future {
+	return w.submit(&Op{kind: opPullRange, begin: begin, end: end, dst: dst})
+}
+
+// Barrier waits until every worker reached the same barrier.
+func (w *Worker) Barrier(ctx context.Context) error {
+	if w.barrier == nil {
+		return errors.New("worker: no barrier in this deployment")
+	}
+	return w.barrier(ctx)
+}
+
+// Run drives the worker until ctx ends: it takes the application's calls
+// and the servers' answers from in (data messages whose Sender is a
+// server) and posts requests on conn. When ctx ends, every operation in
+// flight and every later call fails with context.Cause(ctx). Run returns
+// that cause.
+func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Conn) error {
+	post := func(outs []Out) {
+		for _, o := range outs {
+			conn.Post(o.Server, o.M)
+		}
+	}
+	for {
+		select {
+		case op := <-w.ops:
+			post(w.core.Submit(op))
+		case m, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			role, rank := proto.Identify(m.Sender)
+			if role != proto.RoleServer {
+				m.Release()
+				continue
+			}
+			post(w.core.Receive(rank, m))
+		case <-ctx.Done():
+			err := context.Cause(ctx)
+			if err == nil || errors.Is(err, context.Canceled) {
+				err = ErrStopped
+			}
+			w.mu.Lock()
+			w.err = err
+			w.mu.Unlock()
+			close(w.stopped)
+			w.core.Fail(err)
+			// Fail what was sent; calls still between their check and
+			// their send finish soon, as stopped is closed.
+			for {
+				select {
+				case op := <-w.ops:
+					op.fut.complete(err)
+					continue
+				default:
+				}
+				w.mu.Lock()
+				n := w.submitting
+				w.mu.Unlock()
+				if n == 0 && len(w.ops) == 0 {
+					w.update()
+					return err
+				}
+				runtime.Gosched()
+			}
+		}
+		w.update()
+	}
+}
+
+// update publishes the core's counters.
+func (w *Worker) update() {
+	w.mu.Lock()
+	w.stats = w.core.Stats()
+	w.round = w.core.Round()
+	w.mu.Unlock()
+}
