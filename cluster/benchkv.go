@@ -1,0 +1,205 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"colo/ps/clock"
+	"colo/ps/worker"
+	"colo/transport/tcp"
+	"colo/transport/transporttest"
+)
+
+// KVRecord is the measurement of one request kind on one cluster shape, a
+// line of `colo bench kv --json`.
+type KVRecord struct {
+	// Mode is "sparse" (random keys, one float32 each) or "dense" (one
+	// range of float32).
+	Mode    string `json:"mode"`
+	Servers int    `json:"servers"`
+	Workers int    `json:"workers"`
+	// Op is "push" or "pull".
+	Op string `json:"op"`
+	// KeysPerS counts the keys of every worker's requests per second.
+	KeysPerS float64 `json:"keys_per_s"`
+	// MBPerS is the payload per second in 10^6 bytes: 8 bytes of key and 4
+	// of value per sparse key, 4 bytes per dense value.
+	MBPerS float64 `json:"mb_per_s"`
+	// P50us and P99us are percentiles of the request latency, from the
+	// call to the end of Wait, in microseconds.
+	P50us    float64 `json:"p50_us"`
+	P99us    float64 `json:"p99_us"`
+	Requests int     `json:"requests"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// KVBenchConfig configures BenchKV.
+type KVBenchConfig struct {
+	// Shapes lists the clusters to measure as {servers, workers}.
+	Shapes [][2]int
+	// Duration is how long each request kind runs on each shape.
+	Duration time.Duration
+	// SparseKeys is the number of random keys of a sparse request, drawn
+	// from [0, 2^24); DenseVals the number of values of a dense request.
+	SparseKeys, DenseVals int
+}
+
+// DefaultKVBenchConfig returns the configuration of the issue's targets:
+// 1 × 1 and 2 × 2 clusters, sparse requests of 100k keys and dense ones of
+// 1M float32, one second each.
+func DefaultKVBenchConfig() KVBenchConfig {
+	return KVBenchConfig{
+		Shapes:     [][2]int{{1, 1}, {2, 2}},
+		Duration:   time.Second,
+		SparseKeys: transporttest.SparseKeys,
+		DenseVals:  transporttest.DenseVals,
+	}
+}
+
+// Validate checks the configuration.
+func (c KVBenchConfig) Validate() error {
+	if len(c.Shapes) == 0 {
+		return fmt.Errorf("shapes: want at least one servers × workers shape")
+	}
+	for _, s := range c.Shapes {
+		if s[0] < 1 || s[1] < 1 {
+			return fmt.Errorf("shape %d × %d: want at least one server and one worker", s[0], s[1])
+		}
+	}
+	switch {
+	case c.Duration <= 0:
+		return fmt.Errorf("duration %v: want a positive time", c.Duration)
+	case c.SparseKeys < 1 || c.SparseKeys > transporttest.SparseSpace/2:
+		return fmt.Errorf("sparse keys %d: want 1..%d", c.SparseKeys, transporttest.SparseSpace/2)
+	case c.DenseVals < 1:
+		return fmt.Errorf("dense values %d: want at least 1", c.DenseVals)
+	}
+	return nil
+}
+
+// BenchKV measures push and pull through the whole parameter-server path
+// over TCP loopback: separate server and worker nodes, a summing server,
+// asynchronous consistency and one request in flight per worker. Each
+// shape gets a fresh cluster per request kind; the first request of every
+// worker warms the links and is not counted.
+func BenchKV(ctx context.Context, cfg KVBenchConfig) ([]KVRecord, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	keys := sparseKeys(cfg.SparseKeys)
+	vals := make([]float32, max(cfg.DenseVals, cfg.SparseKeys))
+	for i := range vals {
+		vals[i] = 1
+	}
+	dense := vals[:cfg.DenseVals]
+	kinds := []struct {
+		mode, op string
+		n        int
+		raw      bool
+		call     func(w *worker.Worker, dst []float32) *worker.Future
+	}{
+		{"sparse", "push", len(keys), true, func(w *worker.Worker, _ []float32) *worker.Future { return w.Push(keys, vals[:len(keys)]) }},
+		{"sparse", "pull", len(keys), true, func(w *worker.Worker, dst []float32) *worker.Future { return w.Pull(keys, dst[:len(keys)]) }},
+		{"dense", "push", len(dense), true, func(w *worker.Worker, _ []float32) *worker.Future { return w.PushRange(0, dense) }},
+		{"dense", "pull", len(dense), true, func(w *worker.Worker, dst []float32) *worker.Future {
+			return w.PullRange(0, uint64(len(dense)), dst[:len(dense)])
+		}},
+	}
+	var out []KVRecord
+	for _, shape := range cfg.Shapes {
+		for _, kind := range kinds {
+			rec, err := benchOne(ctx, shape, cfg.Duration, kind.n, kind.raw, len(vals), kind.call)
+			if err != nil {
+				return out, fmt.Errorf("%d × %d %s %s: %w", shape[0], shape[1], kind.mode, kind.op, err)
+			}
+			rec.Mode, rec.Op = kind.mode, kind.op
+			bytesPerKey := 4.0
+			if kind.mode == "sparse" {
+				bytesPerKey = 12
+			}
+			rec.MBPerS = rec.KeysPerS * bytesPerKey / 1e6
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// benchOne runs one request kind on a fresh cluster of the given shape.
+func benchOne(ctx context.Context, shape [2]int, d time.Duration, n int, raw bool, dstLen int,
+	call func(*worker.Worker, []float32) *worker.Future) (KVRecord, error) {
+	cfg := DefaultConfig()
+	cfg.Machines, cfg.Servers, cfg.Workers = 0, shape[0], shape[1]
+	cfg.Transport, cfg.NumKeys, cfg.Clock = "tcp", transporttest.SparseSpace, clock.Config{Mode: clock.Async}
+	cfg.Timeout = 10 * time.Second
+	cfg.TCP = func(c *tcp.Config) { c.Frame.RawKeys = raw }
+	c, err := Start(ctx, cfg)
+	if err != nil {
+		return KVRecord{}, err
+	}
+	defer c.Close()
+	lat := make([][]time.Duration, c.NumWorkers())
+	errs := make([]error, c.NumWorkers())
+	var wg sync.WaitGroup
+	for i := range c.NumWorkers() {
+		wg.Go(func() {
+			w, dst := c.Worker(i), make([]float32, dstLen)
+			if errs[i] = call(w, dst).Wait(); errs[i] != nil {
+				return
+			}
+			for begin := time.Now(); time.Since(begin) < d; {
+				t := time.Now()
+				if errs[i] = call(w, dst).Wait(); errs[i] != nil {
+					return
+				}
+				lat[i] = append(lat[i], time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	var all []time.Duration
+	for i, e := range errs {
+		if e != nil {
+			return KVRecord{}, e
+		}
+		all = append(all, lat[i]...)
+	}
+	if len(all) == 0 {
+		return KVRecord{}, fmt.Errorf("no request completed in %v", d)
+	}
+	slices.Sort(all)
+	var busy time.Duration
+	for _, l := range all {
+		busy += l
+	}
+	// Throughput over the time the workers were busy with counted
+	// requests, averaged over workers, so warm-up does not count.
+	perWorker := busy.Seconds() / float64(c.NumWorkers())
+	return KVRecord{
+		Servers:  shape[0],
+		Workers:  shape[1],
+		KeysPerS: float64(n) * float64(len(all)) / perWorker,
+		P50us:    us(all[len(all)/2]),
+		P99us:    us(all[min(len(all)-1, len(all)*99/100)]),
+		Requests: len(all),
+		Seconds:  perWorker,
+	}, nil
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// sparseKeys returns n distinct sorted keys spread over [0, 2^24) by a
+// fixed odd multiplier, the same set on every run.
+func sparseKeys(n int) []uint64 {
+	if n == transporttest.SparseKeys {
+		return transporttest.SparseKeySet()
+	}
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = uint64(i) * 2654435761 % transporttest.SparseSpace
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
