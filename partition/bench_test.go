@@ -173,3 +173,57 @@ func BenchmarkParsaSeeds(b *testing.B) {
 		})
 	}
 }
+
+var (
+	ctrOnce  sync.Once
+	ctrGraph *graph.Graph
+)
+
+// ctrLike returns a generated power-law graph the size of seed 000's CTRa
+// (10^6 samples, 4·10^6 parameters, 48 nonzeros per sample on average,
+// about 48M edges); COLO_BENCH_SAMPLES scales it down (parameters 4n).
+func ctrLike(b *testing.B) *graph.Graph {
+	ctrOnce.Do(func() {
+		n := 1_000_000
+		if s := os.Getenv("COLO_BENCH_SAMPLES"); s != "" {
+			v, err := strconv.Atoi(s)
+			if err != nil || v < 1 {
+				b.Fatalf("COLO_BENCH_SAMPLES=%q: want a sample count", s)
+			}
+			n = v
+		}
+		g, err := graph.PowerLaw(graph.PowerLawConfig{Samples: n, Params: 4 * n, AvgDegree: 48, Alpha: 1.2, Seed: 7})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctrGraph = g
+	})
+	return ctrGraph
+}
+
+// BenchmarkSeed000Speed runs TSH-1, TSH-2 and MBP at k = 64 on the
+// CTRa-sized generated graph: seed 000 Fig. 11(b) reports under 100 s for
+// TSH and 653 s for MBP there.
+//
+//	go test ./partition -run '^$' -bench Seed000Speed -benchtime 1x -timeout 30m
+func BenchmarkSeed000Speed(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		threads int
+	}{{"tsh1", 1}, {"tsh1", 2}, {"tsh2", 1}, {"tsh2", 2}, {"mbp", 1}} {
+		b.Run(fmt.Sprintf("%s/threads=%d", c.name, c.threads), func(b *testing.B) {
+			g := ctrLike(b)
+			f, err := Lookup(c.name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			reportCost(b, g, 64, func() *placement.Placement {
+				p, err := f(g, Options{K: 64, Seed: 1, TSH: TSHOptions{Threads: c.threads}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return p
+			})
+		})
+	}
+}

@@ -58,6 +58,15 @@ type block struct {
 	lanes []uint64 // scratch: byte-lane counters, 8 partitions per word
 	// tick, when set, is called every tickEvery assignments.
 	tick func(n int)
+	// tieByIndex breaks ties between the smallest partitions by index, as
+	// seed 000 does, rather than by the cheapest sample.
+	tieByIndex bool
+	// tsh, when set, replaces the selection step by that of seed 000
+	// Alg. 1 (tsh.go).
+	tsh *tshState
+	// hubLimit, when positive, is the column length above which prepare
+	// treats a parameter as in every S_i.
+	hubLimit int
 }
 
 // qnode is one entry of a bucket queue.
@@ -166,6 +175,19 @@ func (b *block) prepare() {
 	for i := range b.minc {
 		b.minc[i] = int32(maxDeg)
 	}
+	if b.hubLimit > 0 {
+		// Parameters this many samples of the block use will be in
+		// every S_i before long: count them as there already, which
+		// spares the scans of their long columns.
+		w := b.w
+		for l := range b.params {
+			if b.coff[l+1]-b.coff[l] > int64(b.hubLimit) {
+				for x := 0; x < w; x++ {
+					b.mask[l*w+x] = ^uint64(0)
+				}
+			}
+		}
+	}
 	have := b.have
 	lanes := b.lanes
 	nbytes := (k + 7) / 8
@@ -229,6 +251,10 @@ func (b *block) countBits(row []uint32, have []int32, lanes []uint64, nbytes int
 
 // run assigns every sample of the block (Alg. 3, lines 5–15).
 func (b *block) run() {
+	if b.tsh != nil {
+		b.runTSH()
+		return
+	}
 	for r := 1; r <= b.nb; r++ {
 		b.step()
 		if b.tick != nil && r%tickEvery == 0 {
@@ -259,6 +285,12 @@ func (b *block) choose() int {
 		lo := b.count[0]
 		for i := 1; i < b.k; i++ {
 			lo = min(lo, b.count[i])
+			if b.tieByIndex && b.count[i] < b.count[best] {
+				best = i
+			}
+		}
+		if b.tieByIndex {
+			return best
 		}
 		best = -1
 		var bc int32

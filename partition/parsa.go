@@ -204,6 +204,12 @@ type job struct {
 
 // RunParsa is Parsa, returning its statistics too.
 func RunParsa(g *graph.Graph, opt Options) (*placement.Placement, *ParsaStats, error) {
+	return runParsa(g, opt, nil)
+}
+
+// runParsa is RunParsa; with tsh set the blocks select samples by seed
+// 000 Alg. 1 instead of seed 001 Alg. 3 (see TSH).
+func runParsa(g *graph.Graph, opt Options, tsh *tshConfig) (*placement.Placement, *ParsaStats, error) {
 	n, m, k := g.NumSamples(), g.NumParams(), opt.K
 	if err := opt.Validate(n); err != nil {
 		return nil, nil, err
@@ -321,8 +327,16 @@ func RunParsa(g *graph.Graph, opt Options) (*placement.Placement, *ParsaStats, e
 		total += int64(len(j.samples))
 	}
 	lo, hi := sizeBounds(counts, n, po)
+	if tsh != nil {
+		// Alg. 1 bounds every partition by ⌈n/k⌉ only.
+		for i := range lo {
+			lo[i], hi[i] = 0, max(hi[i], int64((n+k-1)/k))
+		}
+		tsh.cap = slices.Min(hi)
+		tsh.seed = rng.Uint64()
+	}
 	r := &runner{g: g, p: p, k: k, sets: sets, counts: counts, po: po, total: total,
-		progress: opt.Progress, limit: slices.Min(hi)}
+		progress: opt.Progress, limit: slices.Min(hi), tsh: tsh}
 	if globalSample != nil {
 		r.global(globalSample)
 	}
@@ -342,8 +356,11 @@ func RunParsa(g *graph.Graph, opt Options) (*placement.Placement, *ParsaStats, e
 		}
 		st.Refine.After = rf.sum
 	}
-	st.Params = assignParams(g, p, rng.Uint64(), po.Threads)
-	if opt.Report != nil {
+	var err error
+	if st.Params, err = assignParamsWith(g, p, opt.ParamAlgo, rng.Uint64(), po.Threads); err != nil {
+		return nil, nil, err
+	}
+	if opt.Report != nil && tsh == nil {
 		opt.Report("parsa", st)
 	}
 	return p, st, nil
@@ -428,6 +445,7 @@ type runner struct {
 	po     ParsaOptions
 	limit  int64      // |U_i| bound of GrowParams
 	blocks [][]uint32 // the samples to place
+	tsh    *tshConfig // seed 000 Alg. 1 instead of seed 001 Alg. 3
 
 	total    int64
 	done     atomic.Int64
@@ -529,6 +547,7 @@ func (r *runner) run(jobs []job) {
 func (r *runner) worker(jobs []job) {
 	blk := newBlock(r.k, r.g.NumParams())
 	blk.tick = r.tick
+	blk.tieByIndex = r.tsh != nil
 	tau := r.po.Tau
 	for {
 		r.mu.Lock()
@@ -558,7 +577,13 @@ func (r *runner) worker(jobs []job) {
 		r.apply(jobs)
 		r.mu.Unlock()
 
+		if r.tsh != nil {
+			blk.hubLimit = max(64, 2*len(j.samples)/r.k)
+		}
 		blk.prepare()
+		if r.tsh != nil {
+			blk.tsh = newTSHState(r.tsh, t, blk.nb, len(blk.params))
+		}
 		blk.run()
 		res := &result{init: j.init, params: slices.Clone(blk.params), own: slices.Clone(blk.own[:len(blk.params)*blk.w])}
 		if !j.init {

@@ -13,6 +13,20 @@
 //	          (|U_i| ≤ ⌈n/k⌉); the baseline of every comparison.
 //	parsa     Parsa (seed 001): submodular greedy partitioning of the
 //	          samples, then of the parameters; the default.
+//	tsh       the two-step heuristic of seed 000 §4 (Alg. 1 for the
+//	          samples, α = 1 or 2: tsh1, tsh2), then the parameters.
+//	mbp       multilevel bipartite partitioning (seed 000 §5): coarsen
+//	          samples and parameters, partition, uncoarsen with k-way FM.
+//	lex       samples sorted by their rarest parameters and cut into k
+//	          runs: a fast start for refinement on data with few, popular
+//	          parameters.
+//
+// Any name followed by "+refine" (parsa+refine) runs Refine on the result:
+// k-way FM on the samples with multilevel V-cycles, then the parameters,
+// then moves off the busiest machine, never worsening its target (T_max
+// by default). The parameters of every partitioner that places samples
+// first are placed by Options.ParamAlgo: AssignParams (seed 001 Alg. 2
+// with sweeps, the default) or MinMaxParams (seed 000 Alg. 2).
 //
 // # Parsa
 //
@@ -105,6 +119,16 @@ type Options struct {
 	Report func(name string, value any)
 	// Parsa holds the settings of the parsa partitioner.
 	Parsa ParsaOptions
+	// ParamAlgo is the parameter assignment that partitioners which place
+	// the samples first use for the parameters; "" means ParamParsa.
+	ParamAlgo ParamAlgo
+	// TSH holds the settings of the tsh partitioner.
+	TSH TSHOptions
+	// MBP holds the settings of the mbp partitioner.
+	MBP MBPOptions
+	// Refine holds the settings of the k-way refinement that the name
+	// suffix "+refine" (or Refine.Enabled) adds to any partitioner.
+	Refine RefineOptions
 }
 
 // Validate checks the options against a graph of n samples.
@@ -115,7 +139,7 @@ func (o Options) Validate(n int) error {
 	if o.Theta < 0 {
 		return fmt.Errorf("theta = %d: want 0 (no bound) or a positive bound", o.Theta)
 	}
-	return nil
+	return o.ParamAlgo.Validate()
 }
 
 // Func is a partitioner.
@@ -125,15 +149,42 @@ type Func func(g *graph.Graph, opt Options) (*placement.Placement, error)
 var algorithms = map[string]Func{
 	"random": Random,
 	"parsa":  Parsa,
+	"tsh":    TSH,
+	"tsh1":   withAlpha(1),
+	"tsh2":   withAlpha(2),
+	"mbp":    MBP,
+	"lex":    Lex,
 }
 
-// Lookup returns the partitioner called name.
-func Lookup(name string) (Func, error) {
-	f, ok := algorithms[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown algorithm %q: want one of %s", name, strings.Join(Names(), ", "))
+// withAlpha is TSH with α fixed.
+func withAlpha(alpha int) Func {
+	return func(g *graph.Graph, opt Options) (*placement.Placement, error) {
+		opt.TSH.Alpha = alpha
+		return TSH(g, opt)
 	}
-	return f, nil
+}
+
+// RefineSuffix, appended to a partitioner's name, runs Refine on its
+// placement: "parsa+refine".
+const RefineSuffix = "+refine"
+
+// Lookup returns the partitioner called name: one of Names, optionally
+// followed by RefineSuffix. The partitioner it returns also refines when
+// Options.Refine.Enabled is set.
+func Lookup(name string) (Func, error) {
+	base, refine := strings.CutSuffix(name, RefineSuffix)
+	f, ok := algorithms[base]
+	if !ok {
+		return nil, fmt.Errorf("unknown algorithm %q: want one of %s, optionally followed by %s", name, strings.Join(Names(), ", "), RefineSuffix)
+	}
+	return func(g *graph.Graph, opt Options) (*placement.Placement, error) {
+		p, err := f(g, opt)
+		if err != nil || !(refine || opt.Refine.Enabled) {
+			return p, err
+		}
+		q, _, err := Refine(g, p, opt)
+		return q, err
+	}, nil
 }
 
 // Names returns the names of the partitioners in alphabetical order.

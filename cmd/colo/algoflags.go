@@ -38,7 +38,34 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 	f.Var(&enumFlag[partition.GrowBy]{p: &po.GrowBy, values: []partition.GrowBy{partition.GrowSamples, partition.GrowParams}},
 		"grow-by", "parsa: partition to grow next: the one with the fewest samples, or with the smallest\nneighbour set (params) within |U_i| ≤ ⌈(1+ε)n/k⌉")
 	f.Float64Var(&po.Epsilon, "epsilon", po.Epsilon, "parsa: sample imbalance ε allowed by --grow-by params")
-	f.IntVar(&po.Refine, "refine", po.Refine, "parsa: refinement passes that move samples to lower the total traffic (0: none)")
+	f.IntVar(&po.Refine, "parsa-refine", po.Refine, "parsa: passes of Parsa's own sample refinement that lower the total traffic (0: none)")
+
+	paramAlgoFlag(f, &opt.ParamAlgo)
+
+	to := &opt.TSH
+	f.IntVar(&to.Alpha, "alpha", 1, "tsh: most samples added to a partition at a time, 1 (TSH-1) or 2 (TSH-2)")
+	f.Float64Var(&to.Beta, "beta", 0, "tsh: weight β of |D_i ∪ S| in Alg. 1 (0: n, a pair whenever it fits)")
+	f.Float64Var(&to.SampleRate, "sample-rate", 0, "tsh: probability that a sample is a candidate (0: n/(k|D′|) as in the paper, 1: all)")
+
+	mo := &opt.MBP
+	f.Var(&enumFlag[partition.MBPInitial]{p: &mo.Initial, values: []partition.MBPInitial{partition.InitialRandom, partition.InitialGreedy}},
+		"mbp-initial", "mbp: partition of the coarsest graph: random (as in the paper) or greedy")
+	f.IntVar(&mo.Passes, "mbp-passes", 0, fmt.Sprintf("mbp: FM passes per level (0: %d)", partition.DefaultRefinePasses))
+
+	ro := &opt.Refine
+	f.BoolVar(&ro.Enabled, "refine", false, "refine the placement of any algorithm by k-way FM with V-cycles (as the suffix +refine)")
+	f.Var(&enumFlag[partition.RefineTarget]{p: &ro.Target, values: partition.RefineTargets},
+		"refine-target", "refine: cost to lower: tmax (default), tsum or objective (max|U_i|·T_max)")
+	f.Float64Var(&ro.Epsilon, "refine-epsilon", 0, fmt.Sprintf("refine and mbp: sample imbalance ε, |U_i| ≤ ⌈(1+ε)n/k⌉ (0: %g)", partition.DefaultRefineEpsilon))
+	f.IntVar(&ro.VCycles, "refine-vcycles", 0, fmt.Sprintf("refine: multilevel V-cycles (0: %d, negative: none)", partition.DefaultVCycles))
+	f.IntVar(&ro.Passes, "refine-passes", 0, fmt.Sprintf("refine: FM passes per level (0: %d)", partition.DefaultRefinePasses))
+}
+
+// paramAlgoFlag registers --param-algo.
+func paramAlgoFlag(f *cmdFlags, p *partition.ParamAlgo) {
+	*p = partition.ParamParsa
+	f.Var(&enumFlag[partition.ParamAlgo]{p: p, values: partition.ParamAlgos}, "param-algo",
+		"parameter assignment: parsa (seed 001 Alg. 2 with sweeps) or minmax (seed 000 Alg. 2)")
 }
 
 // loadPrevious reads the data part file of the placement directory dir for

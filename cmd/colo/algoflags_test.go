@@ -83,3 +83,44 @@ func TestParsaFlags(t *testing.T) {
 		t.Errorf("default flags: %+v, %v", opt.Parsa, err)
 	}
 }
+
+// TestBenchCommand runs colo bench partition on a small file and checks
+// the three outputs, and the new partitioner flags of colo partition.
+func TestBenchCommand(t *testing.T) {
+	var data strings.Builder
+	for u := 0; u < 200; u++ {
+		fmt.Fprintf(&data, "1 %d:1 %d:1 %d:1\n", 1+u%17, 20+u%23, 50+u%5)
+	}
+	file := writeFile(t, "d.libsvm", data.String())
+	dir := t.TempDir()
+	code, out, errOut := colo(t, "bench", "partition", file+"@libsvm", "--k", "2,4", "--algos", "random,tsh1,tsh2,mbp,parsa+refine", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, name := range []string{"bench.csv", "bench.json", "improvement.svg"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || len(b) == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if !strings.Contains(out, "parsa+refine") {
+		t.Errorf("table lacks parsa+refine:\n%s", out)
+	}
+	if code, _, errOut := colo(t, "bench", "partition", file, "--algos", "nope", "-o", dir); code != 2 {
+		t.Errorf("unknown algorithm: exit %d: %s", code, errOut)
+	}
+	for _, args := range [][]string{
+		{"--algo", "tsh", "--alpha", "2", "--beta", "3", "--sample-rate", "0.5"},
+		{"--algo", "mbp", "--mbp-initial", "greedy", "--param-algo", "minmax"},
+		{"--algo", "parsa", "--refine", "--refine-target", "objective"},
+		{"--algo", "parsa+refine", "--refine-vcycles", "-1", "--parsa-refine", "2"},
+	} {
+		a := append([]string{"partition", "-k", "3", file, "-o", filepath.Join(dir, "p")}, args...)
+		if code, _, errOut := colo(t, a...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, errOut)
+		}
+	}
+	if code, _, errOut := colo(t, "eval", file, "--data-part", filepath.Join(dir, "p", "data.part"), "--param-algo", "minmax", "--json"); code != 0 || !strings.Contains(errOut+"x", "x") {
+		t.Errorf("eval --param-algo minmax: exit %d: %s", code, errOut)
+	}
+}

@@ -38,6 +38,7 @@ func commands() []command {
 		{"stats", "print the size and degree distribution of a dataset", runStats},
 		{"partition", "place samples and parameters on k machines and write the part files", runPartition},
 		{"eval", "score a placement made by colo or another tool on colo's cost model", runEval},
+		{"bench", "benchmarks: partitioners over datasets and k (partition), parameter-server push/pull (kv)", runBench},
 		{"convert", "write a dataset as an hMETIS hypergraph or as libsvm", runConvert},
 		{"gen", "generate a synthetic sparse or power-law dataset in libsvm format", runGen},
 		{"shard", "split a labelled dense dataset among workers: stratified, distaware, submodular", runShard},

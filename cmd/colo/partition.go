@@ -26,7 +26,8 @@ func runPartition(e *env, args []string) error {
 			"(worker i and server i share machine i) and writes DIR/data.part (one line\n"+
 			"per sample, in file order: its machine), DIR/param.part (one line per\n"+
 			"parameter: its id in the file and its machine) and DIR/summary.json (the\n"+
-			"algorithm, its time and every metric of the cost model). Algorithms: "+fmt.Sprint(partition.Names())+".")
+			"algorithm, its time and every metric of the cost model). Algorithms: "+fmt.Sprint(partition.Names())+",\n"+
+			"each optionally followed by +refine (e.g. parsa+refine).")
 	var df dataFlags
 	df.register(f)
 	var opt partition.Options
@@ -107,6 +108,8 @@ func runEval(e *env, args []string) error {
 	k := f.Int("k", 0, "number of machines (default: one more than the largest in the part files)")
 	theta := f.Int64("theta", 0, "memory bound θ on |N(U_i)| (0: none)")
 	seed := f.Uint64("seed", 1, "seed of the parameter assignment when there is no parameter part")
+	var paramAlgo partition.ParamAlgo
+	paramAlgoFlag(f, &paramAlgo)
 	asJSON := f.Bool("json", false, "print the summary as JSON instead of a table")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
@@ -148,8 +151,13 @@ func runEval(e *env, args []string) error {
 		}
 	} else {
 		p.Param = make([]int32, g.NumParams())
-		partition.AssignParams(g, p, *seed)
+		if _, err := partition.AssignParamsWith(g, p, paramAlgo, *seed); err != nil {
+			return err
+		}
 		algo = "eval+assign"
+		if paramAlgo != partition.ParamParsa {
+			algo += "-" + string(paramAlgo)
+		}
 	}
 	s, err := placement.NewSummary(g, p, *theta)
 	if err != nil {

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"colo/bench"
+	"colo/graph"
+	"colo/partition"
+)
+
+func runBench(e *env, args []string) error {
+	if len(args) > 0 && args[0] == "kv" {
+		return runBenchKV(e, args[1:])
+	}
+	if len(args) == 0 || args[0] != "partition" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			fmt.Fprintln(e.out, "Usage: colo bench partition [flags] DATA... -o DIR\n       colo bench kv [flags]\n\nRun 'colo bench partition -h' or 'colo bench kv -h' for the flags.")
+			return nil
+		}
+		return usageError("want 'colo bench partition DATA...' or 'colo bench kv'")
+	}
+	f := newFlags(e, "bench partition", "colo bench partition [flags] DATA[@FORMAT]... -o DIR",
+		"Runs every algorithm of --algos on every dataset for every k of --k and writes\n"+
+			"DIR/bench.csv and DIR/bench.json (time, M_max, T_max, T_sum, max|U_i|, the\n"+
+			"objective, the random baseline and the improvements over it) and\n"+
+			"DIR/improvement.svg (T_max improvement over random against k). A dataset's\n"+
+			"format may follow its path after @ (e.g. facebook_combined.txt.gz@snap-undirected);\n"+
+			"otherwise --format or detection applies. Algorithms: "+fmt.Sprint(partition.Names())+", each\n"+
+			"optionally followed by +refine.")
+	var df dataFlags
+	df.register(f)
+	ks := f.String("k", "2,4,8,16,32,64", "comma-separated numbers of machines")
+	algos := f.String("algos", "random,parsa,tsh1,tsh2,mbp,parsa+refine", "comma-separated algorithms")
+	out := f.String("o", "", "output directory (required)")
+	var opt partition.Options
+	f.Uint64Var(&opt.Seed, "seed", 1, "random seed")
+	f.Int64Var(&opt.Theta, "theta", 0, "memory bound θ on |N(U_i)| (0: none)")
+	algoFlags(f, &opt)
+	pos, err := f.parse(args[1:], 1, -1)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageError("-o DIR is required")
+	}
+	cfg := bench.Config{Seed: opt.Seed, Options: opt, Algos: splitList(*algos)}
+	for _, s := range splitList(*ks) {
+		k, err := strconv.Atoi(s)
+		if err != nil || k < 1 {
+			return usageError("--k %q: want positive numbers separated by commas", *ks)
+		}
+		cfg.Ks = append(cfg.Ks, k)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	var data []bench.Dataset
+	for _, arg := range pos {
+		path, format, _ := strings.Cut(arg, "@")
+		lopt, err := df.options()
+		if err != nil {
+			return err
+		}
+		if format != "" {
+			lopt.Format = graph.Format(format)
+			if err := lopt.Validate(); err != nil {
+				return usageError("%s: %v", arg, err)
+			}
+		}
+		g, took, err := loadGraph(path, lopt)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.errOut, "%s: %s; loaded in %.2f s\n", path, describe(g), took.Seconds())
+		data = append(data, bench.Dataset{Name: datasetName(path), Graph: g})
+	}
+	cfg.Progress = func(d, a string, k int) { fmt.Fprintf(e.errOut, "%s k=%d %s\n", d, k, a) }
+	rs, err := bench.Run(data, cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	for name, write := range map[string]func(*os.File) error{
+		"bench.csv":       func(w *os.File) error { return bench.WriteCSV(w, rs) },
+		"bench.json":      func(w *os.File) error { return bench.WriteJSON(w, rs) },
+		"improvement.svg": func(w *os.File) error { return bench.PlotSVG(w, rs) },
+	} {
+		file, err := os.Create(filepath.Join(*out, name))
+		if err != nil {
+			return err
+		}
+		err = write(file)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "dataset\tk\talgorithm\tseconds\tM_max\tT_max\tT_sum\tmax|U_i|\tT_max impr.\t\n")
+	for _, r := range rs {
+		imp := "-"
+		if r.Improvement.TMax != nil {
+			imp = fmt.Sprintf("%+.1f%%", *r.Improvement.TMax)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%s\t%s\t%s\t%s\t%s\t\n", r.Dataset, r.K, r.Algo, r.Seconds,
+			commas(r.MMax), commas(r.TMax), commas(r.TSum), commas(r.MaxSamples), imp)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.out, "\nwritten to %s (bench.csv, bench.json, improvement.svg)\n", *out)
+	return nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// datasetName is a short name for a dataset path: its base name without
+// compression and format extensions.
+func datasetName(path string) string {
+	name := filepath.Base(path)
+	for _, ext := range []string{".xz", ".gz", ".zst", ".bz2", ".libsvm", ".txt"} {
+		name = strings.TrimSuffix(name, ext)
+	}
+	return name
+}

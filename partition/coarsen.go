@@ -1,0 +1,263 @@
+package partition
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+)
+
+// maxRateNet is the largest net through which coarsening looks for
+// partners: a net with more pins says little about which two belong
+// together.
+const maxRateNet = 100
+
+// cluster groups the vertices of lv for contraction. Vertices are visited
+// in a random order; a vertex still alone joins the cluster of the
+// neighbour it shares most with, rated Σ_e w_e / (|e| − 1) over the shared
+// nets (the heavy-edge rating of hypergraph coarsening), provided the
+// cluster stays within maxW and, when part is set, the neighbour sits in
+// the same block. With matching, clusters are pairs: a vertex only joins a
+// neighbour that is still alone. With byRarity, the vertices still alone
+// then pair along rarityOrder. It returns the cluster of each vertex,
+// numbered 0..nc−1, and nc.
+func cluster(lv *level, part []int32, maxW int64, matching, byRarity bool, rng *rand.Rand) ([]int32, int) {
+	n := lv.n
+	cid := make([]int32, n)
+	for u := range cid {
+		cid[u] = int32(u)
+	}
+	cw := make([]int64, n)
+	copy(cw, lv.vw)
+	alone := make([]bool, n)
+	for u := range alone {
+		alone[u] = true
+	}
+	rating := make([]float64, n)
+	var touched []int32
+	for _, u := range rng.Perm(n) {
+		if !alone[u] { // u joined a cluster, or others joined it
+			continue
+		}
+		touched = touched[:0]
+		for _, e := range lv.nets(u) {
+			ps := lv.pins(int(e))
+			if len(ps) < 2 || len(ps) > maxRateNet {
+				continue
+			}
+			r := float64(lv.nw[e]) / float64(len(ps)-1)
+			for _, x := range ps {
+				if int(x) == u {
+					continue
+				}
+				c := cid[x]
+				if rating[c] == 0 {
+					touched = append(touched, c)
+				}
+				rating[c] += r
+			}
+		}
+		best, br := int32(-1), 0.0
+		for _, c := range touched {
+			r := rating[c]
+			rating[c] = 0
+			if c == int32(u) || cw[c]+lv.vw[u] > maxW || (part != nil && part[c] != part[u]) {
+				continue
+			}
+			if matching && (!alone[c] || cw[c] != lv.vw[c]) {
+				continue
+			}
+			if r > br || (r == br && best >= 0 && cw[c] < cw[best]) {
+				best, br = c, r
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		cid[u] = best
+		cw[best] += lv.vw[u]
+		alone[u] = false
+		alone[best] = false
+	}
+	// Vertices left alone, whose nets are all too large to rate through,
+	// pair with their successor in rarity order (see rarityOrder): the
+	// two share their rarest parameters as far as any two do.
+	// (Within a block when part is set: the previous alone vertex of the
+	// same block.)
+	nb := 1
+	for _, b := range part {
+		nb = max(nb, int(b)+1)
+	}
+	prev := make([]int32, nb)
+	for b := range prev {
+		prev[b] = -1
+	}
+	var left []int32
+	if byRarity {
+		for u, a := range alone {
+			if a {
+				left = append(left, int32(u))
+			}
+		}
+		if len(left) > 0 {
+			left = rarityOrder(lv, left)
+		}
+	}
+	for _, u := range left {
+		b := 0
+		if part != nil {
+			b = int(part[u])
+		}
+		if v := prev[b]; v >= 0 && cw[v]+lv.vw[u] <= maxW {
+			cid[u] = v
+			cw[v] += lv.vw[u]
+			alone[u], alone[v] = false, false
+			prev[b] = -1
+			continue
+		}
+		prev[b] = u
+	}
+	// Number the clusters densely; a cluster's id is its leader's.
+	id := make([]int32, n)
+	for u := range id {
+		id[u] = -1
+	}
+	nc := 0
+	for u := 0; u < n; u++ {
+		if cid[u] == int32(u) {
+			id[u] = int32(nc)
+			nc++
+		}
+	}
+	for u := 0; u < n; u++ {
+		cid[u] = id[cid[u]]
+	}
+	return cid, nc
+}
+
+// contract returns the level whose vertices are the clusters cid of lv's
+// vertices and whose nets are the groups ncid of lv's nets (nil: one net
+// per net), and sets lv.vmap and lv.nmap. A coarse net's pins are the
+// clusters holding a pin of one of its nets; nets left with fewer than two
+// pins are dropped (nmap −1), as no placement of their cluster makes them
+// cross.
+func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
+	if ncid == nil {
+		ncid = make([]int32, lv.m)
+		for e := range ncid {
+			ncid[e] = int32(e)
+		}
+		nnc = lv.m
+	}
+	c := &level{n: nc, vw: make([]int64, nc)}
+	for u := 0; u < lv.n; u++ {
+		c.vw[cid[u]] += lv.vw[u]
+	}
+	// Members of each net group, to gather their pins.
+	goff := make([]int64, nnc+1)
+	for _, g := range ncid {
+		goff[g+1]++
+	}
+	for g := 0; g < nnc; g++ {
+		goff[g+1] += goff[g]
+	}
+	gm := make([]int32, lv.m)
+	fill := make([]int64, nnc)
+	copy(fill, goff[:nnc])
+	for e, g := range ncid {
+		gm[fill[g]] = int32(e)
+		fill[g]++
+	}
+	stamp := make([]int32, nc)
+	for i := range stamp {
+		stamp[i] = -1
+	}
+	nmapG := make([]int32, nnc)
+	c.noff = []int64{0}
+	for g := 0; g < nnc; g++ {
+		start := len(c.nadj)
+		var w int64
+		for _, e := range gm[goff[g]:goff[g+1]] {
+			w += lv.nw[e]
+			for _, x := range lv.pins(int(e)) {
+				if cx := cid[x]; stamp[cx] != int32(g) {
+					stamp[cx] = int32(g)
+					c.nadj = append(c.nadj, uint32(cx))
+				}
+			}
+		}
+		if len(c.nadj)-start < 2 {
+			c.nadj = c.nadj[:start]
+			nmapG[g] = -1
+			continue
+		}
+		nmapG[g] = int32(c.m)
+		c.m++
+		c.nw = append(c.nw, w)
+		c.noff = append(c.noff, int64(len(c.nadj)))
+	}
+	// Transpose.
+	c.voff = make([]int64, nc+1)
+	for _, x := range c.nadj {
+		c.voff[x+1]++
+	}
+	for u := 0; u < nc; u++ {
+		c.voff[u+1] += c.voff[u]
+	}
+	c.vadj = make([]uint32, len(c.nadj))
+	pos := make([]int64, nc)
+	copy(pos, c.voff[:nc])
+	for e := 0; e < c.m; e++ {
+		for _, x := range c.pins(e) {
+			c.vadj[pos[x]] = uint32(e)
+			pos[x]++
+		}
+	}
+	lv.vmap = cid
+	lv.nmap = make([]int32, lv.m)
+	for e, g := range ncid {
+		lv.nmap[e] = nmapG[g]
+	}
+	return c
+}
+
+// transposed returns lv with the roles of vertices and nets swapped, for
+// clustering the nets by the vertices they share.
+func (lv *level) transposed() *level {
+	return &level{n: lv.m, m: lv.n, vw: lv.nw, nw: lv.vw, voff: lv.noff, vadj: lv.nadj, noff: lv.voff, nadj: lv.vadj}
+}
+
+// rarityOrder returns the vertices of lv (those of subset, when not nil)
+// sorted by their nets, each vertex's nets listed from the smallest
+// (rarest) up and compared lexicographically: vertices that share their
+// rarest nets come out next to each other. Ties keep the vertex order.
+func rarityOrder(lv *level, subset []int32) []int32 {
+	rank := make([]int32, lv.m)
+	nets := make([]int32, lv.m)
+	for e := range nets {
+		nets[e] = int32(e)
+	}
+	size := func(e int32) int64 { return lv.noff[e+1] - lv.noff[e] }
+	slices.SortStableFunc(nets, func(a, b int32) int { return cmp.Compare(size(a), size(b)) })
+	for r, e := range nets {
+		rank[e] = int32(r)
+	}
+	order := subset
+	if order == nil {
+		order = make([]int32, lv.n)
+		for u := range order {
+			order[u] = int32(u)
+		}
+	}
+	keys := make([]int32, len(lv.vadj))
+	for _, u := range order {
+		row := keys[lv.voff[u]:lv.voff[u+1]]
+		for x, e := range lv.nets(int(u)) {
+			row[x] = rank[e]
+		}
+		slices.Sort(row)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		return slices.Compare(keys[lv.voff[a]:lv.voff[a+1]], keys[lv.voff[b]:lv.voff[b+1]])
+	})
+	return order
+}

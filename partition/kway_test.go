@@ -1,0 +1,337 @@
+package partition
+
+import (
+	"slices"
+	"testing"
+
+	"colo/graph"
+	"colo/placement"
+)
+
+// TestKWayGains checks the incremental gains of the k-way engine against
+// a full recomputation of the volume after every move, on random graphs,
+// with floating and with served nets: gain(u, b) is the volume change of
+// the move, bestMove's gain is the best over every block with room, and
+// the counts, sizes and memories stay those of a fresh state.
+func TestKWayGains(t *testing.T) {
+	rng := placement.NewRand(31)
+	for trial := 0; trial < 40; trial++ {
+		n, m, k := 5+rng.IntN(60), 3+rng.IntN(40), 2+rng.IntN(5)
+		if trial%8 == 0 {
+			k = 66 + rng.IntN(4) // two mask words
+		}
+		g := randomGraph(t, rng.Uint64(), n, m, 0.03+0.3*rng.Float64())
+		lv := finest(g)
+		part := make([]int32, n)
+		for u := range part {
+			part[u] = int32(rng.IntN(k))
+		}
+		owner := make([]int32, m)
+		for e := range owner {
+			owner[e] = -1
+			if trial%2 == 1 {
+				owner[e] = int32(rng.IntN(k))
+			}
+		}
+		hi := make([]int64, k)
+		for i := range hi {
+			hi[i] = int64(n)
+		}
+		s := newKState(lv, k, part, owner, hi, 0)
+		for step := 0; step < 60; step++ {
+			u := rng.IntN(n)
+			vol := s.volume()
+			bestG := int64(-1 << 62)
+			for b := 0; b < k; b++ {
+				if b == int(part[u]) {
+					continue
+				}
+				g := s.gain(u, b)
+				a := int(part[u])
+				s.move(u, b, nil)
+				if got := vol - s.volume(); got != g {
+					t.Fatalf("trial %d: gain(%d→%d) = %d, recomputed %d", trial, u, b, g, got)
+				}
+				s.move(u, a, nil)
+				// bestMove looks at blocks the nets touch (and servers).
+				touches := false
+				for _, e := range lv.nets(u) {
+					touches = touches || s.has(int(e), b) || int(owner[e]) == b
+				}
+				if touches {
+					bestG = max(bestG, g)
+				}
+			}
+			if b, g := s.bestMove(u); b >= 0 && g != bestG {
+				t.Fatalf("trial %d: bestMove(%d) gains %d, best %d", trial, u, g, bestG)
+			}
+			s.move(u, rng.IntN(k), nil)
+		}
+		fresh := newKState(lv, k, slices.Clone(part), owner, hi, 0)
+		if !slices.Equal(fresh.cnt, s.cnt) || !slices.Equal(fresh.mask, s.mask) || !slices.Equal(fresh.size, s.size) || !slices.Equal(fresh.mem, s.mem) {
+			t.Fatalf("trial %d: incremental counts differ from a fresh state", trial)
+		}
+	}
+}
+
+// TestKWayTraffic checks the per-block traffic of the engine against the
+// cost model, and that FM never loses volume and keeps the bounds.
+func TestKWayTraffic(t *testing.T) {
+	rng := placement.NewRand(7)
+	for trial := 0; trial < 30; trial++ {
+		n, m, k := 10+rng.IntN(100), 5+rng.IntN(60), 2+rng.IntN(6)
+		g := randomGraph(t, rng.Uint64(), n, m, 0.02+0.2*rng.Float64())
+		p := placement.New(k, n, m)
+		for u := range p.Data {
+			p.Data[u] = int32(u % k)
+		}
+		AssignParams(g, p, 1)
+		s := newKState(finest(g), k, p.Data, p.Param, nil, 0)
+		c, _ := placement.Evaluate(g, p, 0)
+		if got := s.traffic(); !slices.Equal(got, c.Traffic) {
+			t.Fatalf("trial %d: traffic %v, cost model %v", trial, got, c.Traffic)
+		}
+		hi := make([]int64, k)
+		for i := range hi {
+			hi[i] = int64((n+k-1)/k) + 1
+		}
+		floating := make([]int32, m)
+		for e := range floating {
+			floating[e] = -1
+		}
+		theta := c.MMax
+		fs := newKState(finest(g), k, p.Data, floating, hi, theta)
+		before := fs.volume()
+		gained := fs.fm(rng, 3)
+		if after := fs.volume(); after != before-gained || gained < 0 {
+			t.Fatalf("trial %d: volume %d → %d, reported gain %d", trial, before, after, gained)
+		}
+		for i := 0; i < k; i++ {
+			if fs.size[i] > hi[i] || fs.mem[i] > theta {
+				t.Fatalf("trial %d: block %d has %d samples (bound %d), memory %d (θ %d)", trial, i, fs.size[i], hi[i], fs.mem[i], theta)
+			}
+		}
+	}
+}
+
+// TestRefineNeverWorse refines random placements and Parsa's on random
+// graphs for every target and checks that the target never gets worse,
+// that the balance bound and θ hold, and that a seed gives one result.
+func TestRefineNeverWorse(t *testing.T) {
+	rng := placement.NewRand(11)
+	for trial := 0; trial < 16; trial++ {
+		n, m, k := 30+rng.IntN(300), 10+rng.IntN(150), 2+rng.IntN(7)
+		g := randomGraph(t, rng.Uint64(), n, m, 0.01+0.08*rng.Float64())
+		start, _ := Random(g, Options{K: k, Seed: uint64(trial), Balanced: true})
+		if trial%2 == 1 {
+			start, _ = Parsa(g, Options{K: k, Seed: uint64(trial)})
+		}
+		c0, _ := placement.Evaluate(g, start, 0)
+		for _, target := range RefineTargets {
+			opt := Options{K: k, Seed: 3, Refine: RefineOptions{Target: target, VCycles: 1 + trial%2}}
+			if trial%3 == 0 {
+				opt.Theta = c0.MMax
+			}
+			q, st, err := Refine(g, start, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := placement.Evaluate(g, q, opt.Theta)
+			if targetValue(target, c) > targetValue(target, c0) || st.After != targetValue(target, c) {
+				t.Fatalf("trial %d %s: %d → %d (stats %+v)", trial, target, targetValue(target, c0), targetValue(target, c), st)
+			}
+			bound := max(c0.MaxSamples, int64((float64(n)*(1+DefaultRefineEpsilon))/float64(k))+1)
+			if target == TargetObjective {
+				bound = c0.MaxSamples
+			}
+			if c.MaxSamples > bound || c.OverTheta > 0 {
+				t.Fatalf("trial %d %s: max|U_i| %d (bound %d), %d machines over θ", trial, target, c.MaxSamples, bound, c.OverTheta)
+			}
+			q2, _, _ := Refine(g, start, opt)
+			if !slices.Equal(q.Data, q2.Data) || !slices.Equal(q.Param, q2.Param) {
+				t.Fatalf("trial %d %s: two runs with one seed differ", trial, target)
+			}
+		}
+	}
+}
+
+// TestMBP checks MBP on random graphs, with both initial partitions: a
+// valid placement within the balance bound, determinism for a seed, and
+// (on a graph with planted clusters) a T_sum well below random's.
+func TestMBP(t *testing.T) {
+	rng := placement.NewRand(19)
+	for trial := 0; trial < 12; trial++ {
+		n, m, k := 20+rng.IntN(600), 10+rng.IntN(200), 2+rng.IntN(8)
+		g := randomGraph(t, rng.Uint64(), n, m, 0.01+0.05*rng.Float64())
+		for _, init := range []MBPInitial{InitialRandom, InitialGreedy} {
+			opt := Options{K: k, Seed: uint64(trial), MBP: MBPOptions{Initial: init}}
+			p, err := MBP(g, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Validate(g); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := placement.Evaluate(g, p, 0)
+			if bound := int64(float64(n)*(1+DefaultRefineEpsilon)/float64(k)) + 1; c.MaxSamples > bound {
+				t.Fatalf("%s: max|U_i| %d above %d", init, c.MaxSamples, bound)
+			}
+			q, _ := MBP(g, opt)
+			if !slices.Equal(p.Data, q.Data) || !slices.Equal(p.Param, q.Param) {
+				t.Fatalf("%s: two runs with one seed differ", init)
+			}
+		}
+	}
+	g := plantedGraph(t, 4, 800, 400)
+	base := placement.RandomBaseline(g, 4)
+	for _, tc := range []struct {
+		init  MBPInitial
+		ratio float64
+	}{{InitialRandom, 0.8}, {InitialGreedy, 0.5}} {
+		p, err := MBP(g, Options{K: 4, Seed: 1, MBP: MBPOptions{Initial: tc.init}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := placement.Evaluate(g, p, 0)
+		t.Logf("planted clusters, %s: T_sum %d, random %.0f", tc.init, c.TSum, base.TSum)
+		if float64(c.TSum) > tc.ratio*base.TSum {
+			t.Errorf("planted clusters, %s: T_sum %d above %.1f × random's %.0f", tc.init, c.TSum, tc.ratio, base.TSum)
+		}
+	}
+}
+
+// plantedGraph has k clusters of samples that mostly use their own
+// cluster's parameters.
+func plantedGraph(t *testing.T, k, n, m int) *graph.Graph {
+	t.Helper()
+	rng := placement.NewRand(3)
+	rows := make([][]uint32, n)
+	for u := range rows {
+		c := u % k
+		for len(rows[u]) < 6 {
+			v := uint32(c*m/k + rng.IntN(m/k))
+			if rng.IntN(10) == 0 {
+				v = uint32(rng.IntN(m))
+			}
+			if !slices.Contains(rows[u], v) {
+				rows[u] = append(rows[u], v)
+			}
+		}
+	}
+	g, err := graph.FromAdjacency(m, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestLookupRefine checks the registry: the new names, the +refine
+// suffix, and that refining never loses on T_max.
+func TestLookupRefine(t *testing.T) {
+	for _, name := range []string{"tsh", "tsh1", "tsh2", "mbp"} {
+		if !slices.Contains(Names(), name) {
+			t.Errorf("%s not registered", name)
+		}
+	}
+	if _, err := Lookup("parsa+refine+refine"); err == nil {
+		t.Error("parsa+refine+refine: no error")
+	}
+	g := plantedGraph(t, 4, 400, 200)
+	for _, name := range []string{"random", "parsa", "tsh2", "mbp"} {
+		f, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, err := Lookup(name + RefineSuffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt := Options{K: 4, Seed: 1, Balanced: true}
+		p, _ := f(g, opt)
+		q, err := fr(g, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, _ := placement.Evaluate(g, p, 0)
+		cq, _ := placement.Evaluate(g, q, 0)
+		if cq.TMax > cp.TMax {
+			t.Errorf("%s: T_max %d, refined %d", name, cp.TMax, cq.TMax)
+		}
+		opt.Refine.Enabled = true
+		r, _ := f(g, opt)
+		if _, err := Lookup(name); err != nil || r == nil {
+			t.Fatal(err)
+		}
+		fe, _ := Lookup(name)
+		r, _ = fe(g, opt)
+		if !slices.Equal(r.Data, q.Data) {
+			t.Errorf("%s: Refine.Enabled differs from the +refine suffix", name)
+		}
+	}
+}
+
+func TestRefineOptionsValidate(t *testing.T) {
+	for _, o := range []RefineOptions{{Target: "x"}, {Epsilon: -1}, {Passes: -1}} {
+		if o.Validate() == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+	for _, o := range []MBPOptions{{Initial: "x"}, {Passes: -1}, {Epsilon: -0.5}} {
+		if o.Validate() == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}
+
+// TestCluster checks the clusters of coarsening on random graphs: dense
+// ids, weight bound, one block per cluster when restricted, pairs only
+// when matching; and that contraction keeps the weights and drops nets of
+// one cluster.
+func TestCluster(t *testing.T) {
+	rng := placement.NewRand(23)
+	for trial := 0; trial < 40; trial++ {
+		n, m, k := 2+rng.IntN(200), 1+rng.IntN(80), 1+rng.IntN(5)
+		g := randomGraph(t, rng.Uint64(), n, m, 0.02+0.2*rng.Float64())
+		lv := finest(g)
+		part := make([]int32, n)
+		for u := range part {
+			part[u] = int32(rng.IntN(k))
+		}
+		matching := trial%2 == 0
+		maxW := int64(2 + rng.IntN(6))
+		cid, nc := cluster(lv, part, maxW, matching, true, rng)
+		w := make([]int64, nc)
+		blk := make([]int32, nc)
+		for c := range blk {
+			blk[c] = -1
+		}
+		for u, c := range cid {
+			if c < 0 || int(c) >= nc {
+				t.Fatalf("trial %d: cluster id %d of %d", trial, c, nc)
+			}
+			w[c]++
+			if blk[c] >= 0 && blk[c] != part[u] {
+				t.Fatalf("trial %d: cluster %d spans blocks", trial, c)
+			}
+			blk[c] = part[u]
+		}
+		for c, x := range w {
+			if x == 0 || (x > 1 && x > maxW) || (matching && x > 2) {
+				t.Fatalf("trial %d: cluster %d weighs %d (bound %d, matching %v)", trial, c, x, maxW, matching)
+			}
+		}
+		cl := contract(lv, cid, nc, nil, 0)
+		var total int64
+		for _, x := range cl.vw {
+			total += x
+		}
+		if total != int64(n) {
+			t.Fatalf("trial %d: coarse weight %d, want %d", trial, total, n)
+		}
+		for e := 0; e < cl.m; e++ {
+			if len(cl.pins(e)) < 2 {
+				t.Fatalf("trial %d: coarse net %d has %d pins", trial, e, len(cl.pins(e)))
+			}
+		}
+	}
+}
