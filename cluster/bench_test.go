@@ -2,10 +2,7 @@ package cluster
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -116,45 +113,8 @@ func BenchmarkPlainTCP(b *testing.B) {
 		{"dense-pull", hdr + 16, hdr + 4*d, d, true},
 	} {
 		b.Run(w.name, func(b *testing.B) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ln.Close()
-			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				defer c.Close()
-				in, out := make([]byte, w.req), make([]byte, w.resp)
-				binary.LittleEndian.PutUint32(out, uint32(w.resp-4))
-				for {
-					if _, err := io.ReadFull(c, in); err != nil {
-						return
-					}
-					if _, err := c.Write(out); err != nil {
-						return
-					}
-				}
-			}()
-			c, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			out, in := make([]byte, w.req), make([]byte, w.resp)
-			binary.LittleEndian.PutUint32(out, uint32(w.req-4))
 			b.SetBytes(int64(4 * w.keys))
-			for b.Loop() {
-				if _, err := c.Write(out); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(c, in); err != nil {
-					b.Fatal(err)
-				}
-			}
-			sec := b.Elapsed().Seconds() / float64(b.N)
+			sec := transporttest.PlainTCPRoundTrips(b, w.req, w.resp)
 			b.ReportMetric(float64(w.keys)/sec/1e6, "Mkeys/s")
 			if w.dense {
 				b.ReportMetric(float64(4*w.keys)/sec/1e9, "GB/s")

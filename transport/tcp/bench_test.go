@@ -1,9 +1,6 @@
 package tcp
 
 import (
-	"encoding/binary"
-	"io"
-	"net"
 	"testing"
 
 	"colo/kv"
@@ -36,47 +33,8 @@ func BenchmarkPlainTCP(b *testing.B) {
 		{"dense-pull", hdr + denseKeys, hdr + 4*transporttest.DenseVals, 4 * transporttest.DenseVals, 0, 4 * transporttest.DenseVals},
 	} {
 		b.Run(w.name, func(b *testing.B) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ln.Close()
-			go func() {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				defer c.Close()
-				in := make([]byte, w.req)
-				out := make([]byte, w.resp)
-				binary.LittleEndian.PutUint32(out, uint32(w.resp-4))
-				for {
-					if _, err := io.ReadFull(c, in); err != nil {
-						return
-					}
-					if _, err := c.Write(out); err != nil {
-						return
-					}
-				}
-			}()
-			c, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			out := make([]byte, w.req)
-			binary.LittleEndian.PutUint32(out, uint32(w.req-4))
-			in := make([]byte, w.resp)
 			b.SetBytes(int64(w.bytes))
-			for b.Loop() {
-				if _, err := c.Write(out); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(c, in); err != nil {
-					b.Fatal(err)
-				}
-			}
-			sec := b.Elapsed().Seconds() / float64(b.N)
+			sec := transporttest.PlainTCPRoundTrips(b, w.req, w.resp)
 			if w.keys > 0 {
 				b.ReportMetric(float64(w.keys)/sec/1e6, "Mkeys/s")
 			}
