@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -118,7 +119,13 @@ type Node struct {
 	ended    bool
 	err      error
 	seq      map[string]uint64
-	barriers map[barrierKey]chan struct{}
+	barriers map[barrierKey]*release
+}
+
+// release is the outcome of one barrier: closed ch, then the sum.
+type release struct {
+	ch   chan struct{}
+	vals []float64
 }
 
 type barrierKey struct {
@@ -258,7 +265,7 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 	n := &Node{
 		cfg: cfg, assign: a, table: table, ctx: ctx, cancel: cancel,
 		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}),
-		seq: make(map[string]uint64), barriers: make(map[barrierKey]chan struct{}),
+		seq: make(map[string]uint64), barriers: make(map[barrierKey]*release),
 	}
 	fail := func(err error) (*Node, error) {
 		n.Close()
@@ -287,7 +294,7 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 	if a.Worker != 0 {
 		_, rank := proto.Identify(a.Worker)
 		n.wrk, err = worker.New(worker.Config{Rank: rank, Table: table, Width: a.Job.Width, Clock: ck},
-			func(ctx context.Context) error { return n.Barrier(ctx, "workers") })
+			func(ctx context.Context, vals []float64) ([]float64, error) { return n.AllReduce(ctx, "workers", vals) })
 		if err != nil {
 			return fail(err)
 		}
@@ -375,11 +382,12 @@ func (n *Node) control(m *member, msg *transport.Message) {
 		var b proto.Barrier
 		if proto.Decode(msg, &b) == nil {
 			n.mu.Lock()
-			ch := n.barriers[barrierKey{b.Group, b.Seq}]
+			r := n.barriers[barrierKey{b.Group, b.Seq}]
 			delete(n.barriers, barrierKey{b.Group, b.Seq})
 			n.mu.Unlock()
-			if ch != nil {
-				close(ch)
+			if r != nil {
+				r.vals = b.Values(nil)
+				close(r.ch)
 			}
 		}
 	case proto.CmdShutdown:
@@ -487,6 +495,20 @@ func (n *Node) Finish(err error) {
 // Barrier waits until every member of group ("workers", "servers" or
 // "all") reached the same barrier.
 func (n *Node) Barrier(ctx context.Context, group string) error {
+	_, err := n.AllReduce(ctx, group, nil)
+	return err
+}
+
+// AllReduce is a barrier of group ("workers", "servers" or "all") that
+// also returns the element-wise sum of the vals of every member: every
+// member gets the same sum, added by the scheduler in ascending node id
+// order, so it is the same bit for bit on every run. Every member must
+// pass the same number of values, or the job fails naming the node that
+// differs. A machine is two members of group "all" but contributes vals
+// once (its other member adds −0, the identity of floating-point
+// addition). vals is not modified; the result is a new slice, nil for no
+// values.
+func (n *Node) AllReduce(ctx context.Context, group string, vals []float64) ([]float64, error) {
 	var ms []*member
 	for _, m := range n.members {
 		r, _ := proto.Identify(m.id)
@@ -495,27 +517,36 @@ func (n *Node) Barrier(ctx context.Context, group string) error {
 		}
 	}
 	if len(ms) == 0 {
-		return fmt.Errorf("node: not a member of barrier group %q", group)
+		return nil, fmt.Errorf("node: not a member of barrier group %q", group)
 	}
 	n.mu.Lock()
 	n.seq[group]++
 	key := barrierKey{group, n.seq[group]}
-	ch := make(chan struct{})
-	n.barriers[key] = ch
+	r := &release{ch: make(chan struct{})}
+	n.barriers[key] = r
 	n.mu.Unlock()
-	for _, m := range ms {
-		m.out.Post(proto.SchedulerID, proto.Control(proto.CmdBarrier, proto.Barrier{Group: group, Seq: key.seq}))
+	for i, m := range ms {
+		b := proto.Barrier{Group: group, Seq: key.seq}
+		if i == 0 {
+			b.SetValues(vals)
+		} else if len(vals) > 0 {
+			b.Bits = make([]uint64, len(vals))
+			for j := range b.Bits {
+				b.Bits[j] = math.Float64bits(math.Copysign(0, -1))
+			}
+		}
+		m.out.Post(proto.SchedulerID, proto.Control(proto.CmdBarrier, b))
 	}
 	select {
-	case <-ch:
-		return nil
+	case <-r.ch:
+		return r.vals, nil
 	case <-n.done:
 		if err := n.Wait(); err != nil {
-			return err
+			return nil, err
 		}
-		return proto.ErrShutdown
+		return nil, proto.ErrShutdown
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"colo/transport"
@@ -225,10 +226,34 @@ type Job struct {
 }
 
 // Barrier is a node's arrival at, or the scheduler's release of, barrier
-// number Seq of a group ("workers", "servers" or "all").
+// number Seq of a group ("workers", "servers" or "all"). A barrier is
+// also an all-reduce: each member's Bits are float64 values (their IEEE
+// 754 bits, so that NaN and infinities survive the JSON exactly), and the
+// release carries their element-wise sum over the group. A plain barrier
+// has no values.
 type Barrier struct {
 	Group string
 	Seq   uint64
+	Bits  []uint64 `json:",omitempty"`
+}
+
+// SetValues stores vals in b.Bits, reusing its array.
+func (b *Barrier) SetValues(vals []float64) {
+	b.Bits = b.Bits[:0]
+	for _, v := range vals {
+		b.Bits = append(b.Bits, math.Float64bits(v))
+	}
+	if len(b.Bits) == 0 {
+		b.Bits = nil
+	}
+}
+
+// Values appends the values of b.Bits to dst and returns it.
+func (b *Barrier) Values(dst []float64) []float64 {
+	for _, x := range b.Bits {
+		dst = append(dst, math.Float64frombits(x))
+	}
+	return dst
 }
 
 // Done is a worker's end of job; Err, when set, fails the job.

@@ -2,6 +2,7 @@ package proto
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -62,5 +63,32 @@ func TestMessages(t *testing.T) {
 	e := &NodeError{ID: ServerID(1), Addr: "h:1", Err: errors.New("gone")}
 	if !strings.HasPrefix(e.Error(), "server 1 (node 4 at h:1) failed: gone") {
 		t.Fatalf("%q", e.Error())
+	}
+}
+
+// TestBarrierValues sends values through a control message's JSON body:
+// NaN (with its payload), infinities and negative zero come back bit for
+// bit, and a plain barrier carries no Bits field.
+func TestBarrierValues(t *testing.T) {
+	vals := []float64{1.5, math.Inf(1), math.Inf(-1), math.Copysign(0, -1), math.Float64frombits(0x7ff8_0000_dead_beef), 1e-310}
+	var b Barrier
+	b.Group, b.Seq = "workers", 3
+	b.SetValues(vals)
+	var got Barrier
+	if err := Decode(Control(CmdBarrier, b), &got); err != nil {
+		t.Fatal(err)
+	}
+	out := got.Values(nil)
+	if len(out) != len(vals) || got.Seq != 3 || got.Group != "workers" {
+		t.Fatalf("decoded %+v", got)
+	}
+	for i := range vals {
+		if math.Float64bits(out[i]) != math.Float64bits(vals[i]) {
+			t.Errorf("value %d: %x, want %x", i, math.Float64bits(out[i]), math.Float64bits(vals[i]))
+		}
+	}
+	b.SetValues(nil)
+	if m := Control(CmdBarrier, b); strings.Contains(string(m.Body), "Bits") {
+		t.Errorf("plain barrier body %s", m.Body)
 	}
 }

@@ -23,7 +23,10 @@
 // *proto.NodeError. A worker's Done with an error aborts the job the same
 // way; when every worker is done, the scheduler sends Shutdown and ends
 // with nil. Barriers collect one Barrier message per member of a group
-// and release them all together.
+// and release them all together; each may carry float64 values, and the
+// release carries their element-wise sum over the group (an all-reduce),
+// added in ascending node id order so the result is the same bit for bit
+// whatever order the members arrive in.
 //
 // Core is the protocol as a pure state machine: messages, link failures
 // and ticks in, messages out. Time is counted in ticks of Heartbeat, so
@@ -34,6 +37,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -159,7 +163,7 @@ type Core struct {
 	members  map[transport.NodeID]*member
 	regs     map[transport.NodeID]registration
 	machines int
-	barriers map[string]map[transport.NodeID]uint64
+	barriers map[string]map[transport.NodeID]proto.Barrier
 	logs     []string
 	out      []Out
 }
@@ -185,7 +189,7 @@ func NewCore(cfg Config) (*Core, error) {
 		startBy:  cfg.Ticks(cfg.StartTimeout),
 		members:  make(map[transport.NodeID]*member),
 		regs:     make(map[transport.NodeID]registration),
-		barriers: make(map[string]map[transport.NodeID]uint64),
+		barriers: make(map[string]map[transport.NodeID]proto.Barrier),
 	}, nil
 }
 
@@ -398,7 +402,10 @@ func (c *Core) ready(from transport.NodeID, r proto.Ready) {
 	}
 }
 
-// barrier records an arrival and releases the group when complete.
+// barrier records an arrival and releases the group when complete, with
+// the element-wise sum of the members' values added in ascending node id
+// order, so the floating-point result does not depend on arrival order.
+// Members that sent different numbers of values fail the job.
 func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 	role, _ := proto.Identify(from)
 	var in bool
@@ -416,10 +423,10 @@ func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 	}
 	g := c.barriers[b.Group]
 	if g == nil {
-		g = make(map[transport.NodeID]uint64)
+		g = make(map[transport.NodeID]proto.Barrier)
 		c.barriers[b.Group] = g
 	}
-	g[from] = b.Seq
+	g[from] = b
 	var members []transport.NodeID
 	for id := range c.members {
 		r, _ := proto.Identify(id)
@@ -428,13 +435,29 @@ func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 		}
 	}
 	for _, id := range members {
-		if seq, ok := g[id]; !ok || seq != b.Seq {
+		if a, ok := g[id]; !ok || a.Seq != b.Seq {
 			return
 		}
 	}
 	delete(c.barriers, b.Group)
+	slices.Sort(members)
+	first := g[members[0]]
+	sum := first.Values(nil)
+	for _, id := range members[1:] {
+		a := g[id]
+		if len(a.Bits) != len(sum) {
+			c.abort(id, fmt.Errorf("all-reduce %d of group %q: %s sent %d values, %s sent %d",
+				b.Seq, b.Group, proto.Name(id), len(a.Bits), proto.Name(members[0]), len(sum)), true)
+			return
+		}
+		for i, x := range a.Bits {
+			sum[i] += math.Float64frombits(x)
+		}
+	}
+	rel := proto.Barrier{Group: b.Group, Seq: b.Seq}
+	rel.SetValues(sum)
 	for _, id := range members {
-		c.send(id, "", proto.CmdRelease, b)
+		c.send(id, "", proto.CmdRelease, rel)
 	}
 }
 
@@ -464,8 +487,14 @@ func (c *Core) done(from transport.NodeID, d proto.Done) {
 	}
 }
 
-// fail ends the job with the failure of node id.
-func (c *Core) fail(id transport.NodeID, cause error) {
+// fail ends the job with the failure of node id, telling every other
+// ready node.
+func (c *Core) fail(id transport.NodeID, cause error) { c.abort(id, cause, false) }
+
+// abort ends the job with the failure of node id and tells every other
+// ready node, and id too when tellFailed (a node that is alive but sent
+// something wrong).
+func (c *Core) abort(id transport.NodeID, cause error, tellFailed bool) {
 	if c.phase == ended {
 		return
 	}
@@ -477,7 +506,7 @@ func (c *Core) fail(id transport.NodeID, cause error) {
 	c.phase, c.err = ended, ne
 	c.logf("%v", ne)
 	for _, p := range c.Peers() {
-		if p.ID != id && c.members[p.ID].ready {
+		if (p.ID != id || tellFailed) && c.members[p.ID].ready {
 			c.send(p.ID, "", proto.CmdAbort, proto.Abort{Node: id, Addr: ne.Addr, Reason: cause.Error()})
 		}
 	}

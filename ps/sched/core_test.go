@@ -2,6 +2,7 @@ package sched
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +221,82 @@ func TestValidate(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v valid", c)
 		}
+	}
+}
+
+// barrierVals returns a Barrier message body carrying vals.
+func barrierVals(group string, seq uint64, vals ...float64) proto.Barrier {
+	b := proto.Barrier{Group: group, Seq: seq}
+	b.SetValues(vals)
+	return b
+}
+
+// TestAllReduce checks that the release carries the sum added in
+// ascending node id order whatever the arrival order: 1e16 + 1 − 1e16 is
+// 0 in that order and would be 1 in another. It also checks NaN and
+// infinities pass, and that every member gets the same sum.
+func TestAllReduce(t *testing.T) {
+	c := newCore(t, 1, 3)
+	join(t, c, 1, proto.RoleServer, -1)
+	for i := range 3 {
+		join(t, c, uint32(2+i), proto.RoleWorker, -1)
+	}
+	vals := map[transport.NodeID][]float64{
+		proto.WorkerID(0): {1e16, math.Inf(1), 1},
+		proto.WorkerID(1): {1, 2, math.NaN()},
+		proto.WorkerID(2): {-1e16, 3, 2},
+	}
+	for seq, order := range [][]int{{2, 0, 1}, {1, 2, 0}} {
+		var outs []Out
+		for _, w := range order {
+			id := proto.WorkerID(w)
+			outs = c.Handle(msg(id, proto.CmdBarrier, barrierVals("workers", uint64(seq+1), vals[id]...)))
+		}
+		rel := find(outs, proto.CmdRelease)
+		if len(rel) != 3 {
+			t.Fatalf("release: %+v", outs)
+		}
+		for _, o := range rel {
+			var b proto.Barrier
+			proto.Decode(o.M, &b)
+			got := b.Values(nil)
+			// ((1e16 + 1) + −1e16) = 0 in float64; +Inf; NaN.
+			if b.Seq != uint64(seq+1) || len(got) != 3 || got[0] != 0 || !math.IsInf(got[1], 1) || !math.IsNaN(got[2]) {
+				t.Fatalf("order %v: %s got %v", order, proto.Name(o.To), got)
+			}
+		}
+	}
+	// A plain barrier still releases with no values.
+	var outs []Out
+	for w := range 3 {
+		outs = c.Handle(msg(proto.WorkerID(w), proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 3}))
+	}
+	if rel := find(outs, proto.CmdRelease); len(rel) != 3 || strings.Contains(string(rel[0].M.Body), "Bits") {
+		t.Fatalf("plain release: %+v", outs)
+	}
+}
+
+// TestAllReduceLengthMismatch checks that members sending different
+// numbers of values end the job with an Abort to every node, the
+// offending one included, naming it and both lengths.
+func TestAllReduceLengthMismatch(t *testing.T) {
+	c := started(t)
+	c.Handle(msg(proto.WorkerID(1), proto.CmdBarrier, barrierVals("workers", 1, 1, 2, 3)))
+	outs := c.Handle(msg(proto.WorkerID(0), proto.CmdBarrier, barrierVals("workers", 1, 1, 2)))
+	if len(find(outs, proto.CmdRelease)) != 0 {
+		t.Fatalf("released: %+v", outs)
+	}
+	aborts := find(outs, proto.CmdAbort)
+	if len(aborts) != 3 {
+		t.Fatalf("aborts: %+v", outs)
+	}
+	var a proto.Abort
+	proto.Decode(aborts[0].M, &a)
+	want := `all-reduce 1 of group "workers": worker 1 sent 3 values, worker 0 sent 2`
+	if a.Node != proto.WorkerID(1) || a.Reason != want {
+		t.Fatalf("abort %+v, want node %d and %q", a, proto.WorkerID(1), want)
+	}
+	if ended, err := c.Ended(); !ended || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ended %v err %v", ended, err)
 	}
 }

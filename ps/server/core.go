@@ -6,17 +6,20 @@
 //
 // Core is the apply path as a pure, single-threaded state machine:
 // requests in, replies out, no goroutines, no clock but the consistency
-// clock's rounds. In BSP it sums a round's pushes from all workers in the
-// Store and applies the sum once the last worker's push arrives, then
-// acknowledges every push of the round; in bounded-delay and asynchronous
-// training it applies each push as it arrives and acknowledges it once
-// the clock allows (see package clock). Server is the thin driver that
-// feeds a Core the messages of one node and sends its replies.
+// clock's rounds. In BSP it holds a round's pushes from all workers until
+// the last one arrives, then sums them in the Store in worker rank order
+// (so the sum does not depend on the order they arrived in, see bsp.go),
+// applies the sum and acknowledges every push of the round; in
+// bounded-delay and asynchronous training it applies each push as it
+// arrives and acknowledges it once the clock allows (see package clock).
+// Server is the thin driver that feeds a Core the messages of one node
+// and sends its replies.
 //
 // A push of n keys costs O(n) (one slot lookup and one rule application
-// per key, a run of keys at once for ranges); a pull of n keys O(n) and a
-// range pull of a range the server owns nothing, as the reply is a view
-// of the store.
+// per key, a run of keys at once for ranges; in BSP also a copy of the
+// push until its round completes, in buffers reused from round to round);
+// a pull of n keys O(n) and a range pull of a range the server owns
+// nothing, as the reply is a view of the store.
 package server
 
 import (
@@ -108,8 +111,13 @@ type Core struct {
 	stats Stats
 	out   []Reply
 	// ids holds, per worker, the pushes not yet acknowledged in round
-	// order: their request ids, and whether they were answered already.
-	ids  [][]pending
+	// order: their request ids, whether they were answered already, and
+	// any error found when their round was summed.
+	ids [][]pending
+	// held holds, per worker, the valid pushes of rounds not yet
+	// complete (BSP), in round order; the elements beyond the length
+	// keep their buffers for reuse.
+	held [][]held
 	buf  kv.Batch  // pull replies
 	rbuf []float32 // range pull replies
 }
@@ -132,6 +140,7 @@ func New(cfg Config) (*Core, error) {
 		clock: ck,
 		sync:  cfg.Clock.Mode == clock.BSP,
 		ids:   make([][]pending, cfg.Workers),
+		held:  make([][]held, cfg.Workers),
 	}, nil
 }
 
@@ -139,6 +148,7 @@ func New(cfg Config) (*Core, error) {
 type pending struct {
 	id       uint64
 	answered bool
+	err      error // found when the round was summed (BSP)
 }
 
 // Store returns the store.
@@ -218,20 +228,19 @@ func (c *Core) Handle(r Request, acked bool) []Reply {
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: c.buf.Vals, Lens: c.buf.Lens})
 	}
 	c.stats.Pushes++
+	if c.sync {
+		return c.pushBSP(r, begin, end)
+	}
 	var err error
 	if r.Range {
 		if n := uint64(len(r.KV.Vals)); c.cfg.Width > 0 && n != (end-begin)*uint64(c.cfg.Width) {
 			return fail(fmt.Errorf("range [%d, %d) pushed with %d values of width %d", begin, end, n, c.cfg.Width))
 		}
 		c.stats.KeysPushed += end - begin
-		err = c.store.PushRange(begin, r.KV.Vals, c.sync)
+		err = c.store.PushRange(begin, r.KV.Vals, false)
 	} else {
 		c.stats.KeysPushed += uint64(len(r.KV.Keys))
-		if c.sync {
-			err = c.store.Accumulate(r.KV)
-		} else {
-			err = c.store.Push(r.KV)
-		}
+		err = c.store.Push(r.KV)
 	}
 	if err != nil {
 		// The clock still counts the round, so that others do not wait
@@ -239,7 +248,6 @@ func (c *Core) Handle(r Request, acked bool) []Reply {
 		c.out = append(c.out, Reply{Worker: r.Worker, ID: r.ID, Err: fmt.Errorf("server %d: %w", c.cfg.Rank, err)})
 		c.stats.Errors++
 	}
-	before := c.clock.Min()
 	acks, cerr := c.clock.Push(r.Worker, r.Round)
 	if cerr != nil {
 		if err != nil {
@@ -248,14 +256,25 @@ func (c *Core) Handle(r Request, acked bool) []Reply {
 		return fail(cerr)
 	}
 	c.ids[r.Worker] = append(c.ids[r.Worker], pending{id: r.ID, answered: err != nil || acked})
-	if c.sync && c.clock.Min() > before {
-		c.store.Flush()
-	}
+	return c.release(acks)
+}
+
+// release appends the replies of the acknowledged pushes to c.out: an
+// acknowledgement, or the error found when the push was summed.
+func (c *Core) release(acks []clock.Ack) []Reply {
 	for _, a := range acks {
 		q := c.ids[a.Worker]
 		p := q[0]
-		c.ids[a.Worker] = q[1:]
-		if !p.answered {
+		if len(q) == 1 {
+			c.ids[a.Worker] = q[:0] // keep the memory: no append reallocates
+		} else {
+			c.ids[a.Worker] = q[1:]
+		}
+		switch {
+		case p.err != nil:
+			c.out = append(c.out, Reply{Worker: a.Worker, ID: p.id, Err: fmt.Errorf("server %d: %w", c.cfg.Rank, p.err)})
+			c.stats.Errors++
+		case !p.answered:
 			c.out = append(c.out, Reply{Worker: a.Worker, ID: p.id})
 		}
 	}

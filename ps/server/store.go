@@ -20,7 +20,9 @@ import (
 // For synchronous training the Store also keeps the round's sum of
 // gradients in an array parallel to the values, with a bitmap of the
 // slots it touched, so Flush applies the rule once per key with the
-// aggregate. A Store is not safe for concurrent use.
+// aggregate. Float32 addition is not associative, so the sum depends on
+// the order of the Accumulate calls; under BSP the Core makes it worker
+// rank order. A Store is not safe for concurrent use.
 type Store struct {
 	width  int
 	rule   update.Rule
@@ -174,6 +176,44 @@ func (s *Store) shape(b kv.Batch) error {
 	return nil
 }
 
+// check reports whether Push would fail on b, without changing the
+// store: b's shape, and at width 0 the lengths of the keys that have one.
+func (s *Store) check(b kv.Batch) error {
+	if err := s.shape(b); err != nil {
+		return err
+	}
+	if s.width > 0 {
+		return nil
+	}
+	n := 0
+	if b.Lens == nil && len(b.Keys) > 0 {
+		n = len(b.Vals) / len(b.Keys)
+	}
+	for i, k := range b.Keys {
+		if b.Lens != nil {
+			n = int(b.Lens[i])
+		}
+		if j := s.slot(k, false); j >= 0 && s.off[j] >= 0 && int(s.ln[j]) != n {
+			return fmt.Errorf("key %d has %d values, pushed with %d", k, s.ln[j], n)
+		}
+	}
+	return nil
+}
+
+// checkRange reports whether PushRange would fail on begin and vals.
+func (s *Store) checkRange(begin uint64, vals []float32) error {
+	if s.width == 0 {
+		return fmt.Errorf("range push to a store without a uniform width")
+	}
+	if len(vals)%s.width != 0 {
+		return fmt.Errorf("%d values are not a multiple of width %d", len(vals), s.width)
+	}
+	if n := uint64(len(vals) / s.width); begin+n < begin {
+		return fmt.Errorf("range [%d, +%d) overflows", begin, n)
+	}
+	return nil
+}
+
 // Push applies a batch of gradients with the rule, now.
 func (s *Store) Push(b kv.Batch) error {
 	return s.push(b, false)
@@ -269,16 +309,10 @@ func (s *Store) rangeSlots(begin, end uint64) (int, bool) {
 // PushRange applies gradients to the keys [begin, begin+n) where n is
 // len(vals)/width; acc adds them to the round's sum instead.
 func (s *Store) PushRange(begin uint64, vals []float32, acc bool) error {
-	if s.width == 0 {
-		return fmt.Errorf("range push to a store without a uniform width")
-	}
-	if len(vals)%s.width != 0 {
-		return fmt.Errorf("%d values are not a multiple of width %d", len(vals), s.width)
+	if err := s.checkRange(begin, vals); err != nil {
+		return err
 	}
 	n := uint64(len(vals) / s.width)
-	if begin+n < begin {
-		return fmt.Errorf("range [%d, +%d) overflows", begin, n)
-	}
 	if j, ok := s.rangeSlots(begin, begin+n); ok {
 		o := j * s.width
 		if !acc {

@@ -154,7 +154,9 @@ func (r SGD) Update(w, g []float32, _ [][]float32) {
 }
 
 // AdaGrad scales each coordinate's step by the root of its summed squared
-// gradients.
+// gradients. The L2 term is part of the gradient it accumulates, g' = g +
+// λ₂w, so a step never exceeds LR in size even where the data gradients
+// are tiny (rare features), and the regularisation cannot diverge.
 type AdaGrad struct{ LR, Eps, L1, L2 float32 }
 
 // Name returns "adagrad".
@@ -167,9 +169,10 @@ func (AdaGrad) States() int { return 1 }
 func (r AdaGrad) Update(w, g []float32, st [][]float32) {
 	g, n := g[:len(w)], st[0][:len(w)]
 	for i := range w {
-		n[i] += g[i] * g[i]
+		gi := g[i] + r.L2*w[i]
+		n[i] += gi * gi
 		lr := r.LR / (float32(math.Sqrt(float64(n[i]))) + r.Eps)
-		v := w[i] - lr*(g[i]+r.L2*w[i])
+		v := w[i] - lr*gi
 		if r.L1 > 0 {
 			v = shrink(v, lr*r.L1)
 		}

@@ -31,7 +31,7 @@ type Worker struct {
 	core    *Core
 	ops     chan *Op
 	stopped chan struct{}
-	barrier func(context.Context) error
+	reduce  func(context.Context, []float64) ([]float64, error)
 
 	mu         sync.Mutex
 	err        error // why the worker stopped
@@ -40,14 +40,15 @@ type Worker struct {
 	round      int64
 }
 
-// New returns a worker; Run drives it. barrier, when not nil, implements
-// Barrier.
-func New(cfg Config, barrier func(context.Context) error) (*Worker, error) {
+// New returns a worker; Run drives it. allReduce, when not nil,
+// implements AllReduce (and Barrier, as an all-reduce of no values): it
+// returns the element-wise sum of vals over every worker.
+func New(cfg Config, allReduce func(ctx context.Context, vals []float64) ([]float64, error)) (*Worker, error) {
 	core, err := NewCore(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{core: core, ops: make(chan *Op, 64), stopped: make(chan struct{}), barrier: barrier}, nil
+	return &Worker{core: core, ops: make(chan *Op, 64), stopped: make(chan struct{}), reduce: allReduce}, nil
 }
 
 // Rank returns the worker's rank.
@@ -137,10 +138,22 @@ func (w *Worker) PullRange(begin, end uint64, dst []float32) *Future {
 
 // Barrier waits until every worker reached the same barrier.
 func (w *Worker) Barrier(ctx context.Context) error {
-	if w.barrier == nil {
-		return errors.New("worker: no barrier in this deployment")
+	_, err := w.AllReduce(ctx, nil)
+	return err
+}
+
+// AllReduce waits until every worker reached the same barrier and
+// returns the element-wise sum of every worker's vals: a global loss or
+// sample count, so that all workers agree on it (and stop at the same
+// round). The sum is added in ascending worker rank order, so it is the
+// same on every worker and every run, NaN and infinities included. Every
+// worker must pass the same number of values, or the job fails. vals is
+// not modified.
+func (w *Worker) AllReduce(ctx context.Context, vals []float64) ([]float64, error) {
+	if w.reduce == nil {
+		return nil, errors.New("worker: no barrier in this deployment")
 	}
-	return w.barrier(ctx)
+	return w.reduce(ctx, vals)
 }
 
 // Run drives the worker until ctx ends: it takes the application's calls

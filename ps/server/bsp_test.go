@@ -1,0 +1,371 @@
+package server
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"colo/kv"
+	"colo/ps/clock"
+	"colo/ps/route"
+	"colo/ps/update"
+)
+
+// orderSensitive are gradients whose float32 sums depend on the order of
+// addition: 1e8 + 1 − 1e8 is 0, 1e8 − 1e8 + 1 is 1.
+var orderSensitive = []float32{1e8, -1e8, 1, -1, 0.5, 3, 1e-3, 7e7, -3e7}
+
+// bspRound returns one push per worker of round: sparse pushes of half
+// to five sixths of the keys in [0, space), so that most keys get three
+// or four gradients (width values each, or 1 + key mod 3 at width 0),
+// or, for the workers in ranges, range pushes of [lo, lo+n) with lo and
+// n random within [0, space).
+func bspRound(rng *rand.Rand, round int64, workers int, space uint64, width int, ranges []bool) []Request {
+	out := make([]Request, workers)
+	for w := range out {
+		r := Request{Worker: w, ID: uint64(round)*100 + uint64(w), Round: round, Push: true}
+		var n int
+		if w < len(ranges) && ranges[w] {
+			lo := rng.Uint64N(space / 2)
+			hi := lo + 1 + rng.Uint64N(space-lo)
+			r.Range = true
+			r.KV.Keys = []uint64{lo, hi}
+			n = int(hi-lo) * width
+		} else {
+			r.KV = randomBatch(rng, int(space)/2+rng.IntN(int(space)/3), space, width)
+			n = len(r.KV.Vals)
+		}
+		r.KV.Vals = make([]float32, n)
+		for i := range r.KV.Vals {
+			r.KV.Vals[i] = orderSensitive[rng.IntN(len(orderSensitive))]
+		}
+		out[w] = r
+	}
+	return out
+}
+
+// clone copies r's arrays, as a transport decodes a request into its own
+// buffers.
+func clone(r Request) Request {
+	r.KV.Keys = slices.Clone(r.KV.Keys)
+	r.KV.Vals = slices.Clone(r.KV.Vals)
+	r.KV.Lens = slices.Clone(r.KV.Lens)
+	return r
+}
+
+// scribble overwrites r's arrays, as the driver's pool recycles them.
+func scribble(r Request) {
+	for i := range r.KV.Keys {
+		r.KV.Keys[i] = math.MaxUint64 - uint64(i)
+	}
+	for i := range r.KV.Vals {
+		r.KV.Vals[i] = float32(math.NaN())
+	}
+	for i := range r.KV.Lens {
+		r.KV.Lens[i] = -1
+	}
+}
+
+// runBSP feeds rounds to a new BSP core, the pushes of round i in the
+// order orders[i] (worker ranks), and returns the store's values of keys
+// [0, space). It checks every push is acknowledged without error once its
+// round completes and not before.
+func runBSP(t *testing.T, tb *route.Table, width int, rule update.Rule, rounds [][]Request, orders [][]int, space uint64) kv.Batch {
+	t.Helper()
+	c, err := New(Config{Rank: 0, Workers: len(rounds[0]), Table: tb, Width: width, Rule: rule, Clock: clock.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, reqs := range rounds {
+		for j, w := range orders[i] {
+			r := clone(reqs[w])
+			out := c.Handle(r, false)
+			scribble(r)
+			if j < len(reqs)-1 {
+				if len(out) != 0 {
+					t.Fatalf("round %d: push of worker %d answered before the round completed: %+v", i, w, out)
+				}
+				continue
+			}
+			if len(out) != len(reqs) {
+				t.Fatalf("round %d: %d replies at the round's end, want %d: %+v", i, len(out), len(reqs), out)
+			}
+			for k, a := range out {
+				if a.Err != nil || a.Worker != k || a.ID != reqs[k].ID {
+					t.Fatalf("round %d: reply %d is %+v, want the acknowledgement of worker %d", i, k, a, k)
+				}
+			}
+		}
+	}
+	keys := make([]uint64, space)
+	for k := range keys {
+		keys[k] = uint64(k)
+	}
+	got := c.Store().Pull(kv.Batch{}, keys)
+	got.Vals, got.Lens = slices.Clone(got.Vals), slices.Clone(got.Lens)
+	return got
+}
+
+// rankOrder returns the values of keys [0, space) after the rounds are
+// summed in rank order with Store.Accumulate and flushed, and for the
+// Sum rule checks them against sums formed explicitly in rank order.
+func rankOrder(t *testing.T, tb *route.Table, width int, rule update.Rule, rounds [][]Request, space uint64) kv.Batch {
+	t.Helper()
+	s := NewStore(tb.Index(0), width, rule)
+	ref := map[uint64][]float32{} // explicit sums, for the Sum rule
+	for _, reqs := range rounds {
+		sums := map[uint64][]float32{}
+		for _, r := range reqs {
+			if r.Range {
+				if err := s.PushRange(r.KV.Keys[0], r.KV.Vals, true); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := s.Accumulate(r.KV); err != nil {
+				t.Fatal(err)
+			}
+			forEachKey(r, width, func(k uint64, g []float32) {
+				if sums[k] == nil {
+					sums[k] = make([]float32, len(g))
+				}
+				for i, v := range g {
+					sums[k][i] += v
+				}
+			})
+		}
+		s.Flush()
+		for k, g := range sums {
+			if ref[k] == nil {
+				ref[k] = make([]float32, len(g))
+			}
+			for i, v := range g {
+				ref[k][i] += v
+			}
+		}
+	}
+	keys := make([]uint64, space)
+	for k := range keys {
+		keys[k] = uint64(k)
+	}
+	want := s.Pull(kv.Batch{}, keys)
+	if _, ok := rule.(update.Sum); ok {
+		v := 0
+		for i, k := range keys {
+			n := width
+			if width == 0 {
+				n = int(want.Lens[i])
+			}
+			for j := range n {
+				r := float32(0)
+				if ref[k] != nil {
+					r = ref[k][j]
+				}
+				if math.Float32bits(want.Vals[v+j]) != math.Float32bits(r) {
+					t.Fatalf("Store.Accumulate: key %d value %d = %v, rank-order sum %v", k, j, want.Vals[v+j], r)
+				}
+			}
+			v += n
+		}
+	}
+	return want
+}
+
+// forEachKey calls f with each key of r's push and its gradient.
+func forEachKey(r Request, width int, f func(k uint64, g []float32)) {
+	if r.Range {
+		for k := r.KV.Keys[0]; k < r.KV.Keys[1]; k++ {
+			i := int(k-r.KV.Keys[0]) * width
+			f(k, r.KV.Vals[i:i+width])
+		}
+		return
+	}
+	v := 0
+	for i, k := range r.KV.Keys {
+		n := width
+		if r.KV.Lens != nil {
+			n = int(r.KV.Lens[i])
+		}
+		f(k, r.KV.Vals[v:v+n])
+		v += n
+	}
+}
+
+// permutations returns every order of 0 … n−1.
+func permutations(n int) [][]int {
+	if n == 0 {
+		return [][]int{{}}
+	}
+	var out [][]int
+	for _, p := range permutations(n - 1) {
+		for i := range n {
+			q := slices.Insert(slices.Clone(p), i, n-1)
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func sameBits(a, b kv.Batch) bool {
+	if !slices.Equal(a.Lens, b.Lens) || len(a.Vals) != len(b.Vals) {
+		return false
+	}
+	for i := range a.Vals {
+		if math.Float32bits(a.Vals[i]) != math.Float32bits(b.Vals[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestBSPArrivalOrder feeds the same pushes of 4 workers in every arrival
+// order (the same order in every round, then random orders per round) and
+// checks the stored values are bitwise those of the rank-order sum, with
+// sparse pushes of every width, range pushes mixed in, and the Sum and
+// SGD rules. It also checks that arrival-order sums of the same gradients
+// differ, so the test can fail.
+func TestBSPArrivalOrder(t *testing.T) {
+	const workers, numRounds, space = 4, 3, 48
+	// Keys [32, 48) lie beyond the index: extra slots.
+	tb, _ := route.Uniform(1, 32)
+	perms := permutations(workers)
+	for _, tc := range []struct {
+		name   string
+		width  int
+		ranges []bool
+	}{
+		{"width 1", 1, nil},
+		{"width 3", 3, nil},
+		{"width 0", 0, nil},
+		{"ranges and sparse, width 2", 2, []bool{true, false, true, false}},
+		{"ranges, width 1", 1, []bool{true, true, true, true}},
+	} {
+		for _, rule := range []update.Rule{update.Sum{}, update.SGD{LR: 0.5, L1: 1e-3, L2: 1e-2}} {
+			name := tc.name + ", " + rule.Name()
+			rng := rand.New(rand.NewPCG(uint64(tc.width), 7))
+			rounds := make([][]Request, numRounds)
+			for i := range rounds {
+				rounds[i] = bspRound(rng, int64(i), workers, space, tc.width, tc.ranges)
+			}
+			want := rankOrder(t, tb, tc.width, rule, rounds, space)
+			var orders [][][]int
+			for _, p := range perms {
+				orders = append(orders, [][]int{p, p, p})
+			}
+			for range 20 {
+				var o [][]int
+				for range numRounds {
+					o = append(o, perms[rng.IntN(len(perms))])
+				}
+				orders = append(orders, o)
+			}
+			differs := false
+			for _, o := range orders {
+				if got := runBSP(t, tb, tc.width, rule, rounds, o, space); !sameBits(got, want) {
+					i := 0
+					for i < min(len(got.Vals), len(want.Vals)) && math.Float32bits(got.Vals[i]) == math.Float32bits(want.Vals[i]) {
+						i++
+					}
+					t.Fatalf("%s: arrival orders %v: value %d differs from the rank-order sum's (lengths %v, want %v)", name, o, i, got.Lens, want.Lens)
+				}
+				// The same rounds summed in arrival order.
+				arrived := make([][]Request, numRounds)
+				for i := range arrived {
+					for _, w := range o[i] {
+						arrived[i] = append(arrived[i], rounds[i][w])
+					}
+				}
+				if !sameBits(rankOrder(t, tb, tc.width, rule, arrived, space), want) {
+					differs = true
+				}
+			}
+			if !differs {
+				t.Fatalf("%s: every arrival order gives the same sum: the gradients do not test the order", name)
+			}
+		}
+	}
+}
+
+// TestBSPLengthConflict has two workers push a new key with different
+// lengths in the same round at width 0: the lower rank's length wins in
+// either arrival order, and the other worker's push is refused whole, its
+// acknowledgement replaced by the error. A length that contradicts a
+// stored key is refused at once.
+func TestBSPLengthConflict(t *testing.T) {
+	tb, _ := route.Uniform(1, 10)
+	pushes := []Request{
+		{Worker: 0, ID: 1, Push: true, KV: kv.Batch{Keys: []uint64{1}, Vals: []float32{1}, Lens: []int32{1}}},
+		{Worker: 1, ID: 2, Push: true, KV: kv.Batch{Keys: []uint64{2, 5}, Vals: []float32{1, 2, 3}, Lens: []int32{1, 2}}},
+		{Worker: 2, ID: 3, Push: true, KV: kv.Batch{Keys: []uint64{3, 5}, Vals: []float32{4, 5, 6, 7}, Lens: []int32{1, 3}}},
+	}
+	for _, order := range permutations(3) {
+		c, _ := New(Config{Rank: 0, Workers: 3, Table: tb, Width: 0, Clock: clock.DefaultConfig()})
+		var out []Reply
+		for _, w := range order {
+			out = c.Handle(clone(pushes[w]), false)
+		}
+		if len(out) != 3 || out[0].Err != nil || out[1].Err != nil || out[2].Err == nil || out[2].ID != 3 {
+			t.Fatalf("order %v: replies %+v", order, out)
+		}
+		got := c.Store().Pull(kv.Batch{}, []uint64{1, 2, 3, 5})
+		if !slices.Equal(got.Lens, []int32{1, 1, 0, 2}) || !slices.Equal(got.Vals, []float32{1, 1, 2, 3}) {
+			t.Fatalf("order %v: stored %v %v", order, got.Lens, got.Vals)
+		}
+		if st := c.Stats(); st.Errors != 1 {
+			t.Fatalf("order %v: %d errors counted", order, st.Errors)
+		}
+		// Round 1: key 5 with 3 values is refused before the round ends.
+		bad := Request{Worker: 1, ID: 4, Round: 1, Push: true, KV: kv.Batch{Keys: []uint64{5}, Vals: []float32{1, 1, 1}, Lens: []int32{3}}}
+		if out := c.Handle(bad, false); len(out) != 1 || out[0].Err == nil || out[0].ID != 4 {
+			t.Fatalf("order %v: conflicting length: %+v", order, out)
+		}
+	}
+}
+
+// TestBSPAheadPush has a worker push round 1 before round 0 completes
+// (which a worker never does): its push waits for round 1 and is not
+// summed into round 0.
+func TestBSPAheadPush(t *testing.T) {
+	c := newCore(t, 2, clock.DefaultConfig())
+	for _, r := range []Request{push(0, 1, 0, []uint64{3}, []float32{1}), push(0, 2, 1, []uint64{3}, []float32{10})} {
+		if out := handle(c, r); len(out) != 0 {
+			t.Fatalf("answered early: %+v", out)
+		}
+	}
+	out := handle(c, push(1, 3, 0, []uint64{3}, []float32{2}))
+	if len(out) != 2 || out[0].ID != 1 || out[1].ID != 3 {
+		t.Fatalf("round 0: %+v", out)
+	}
+	if got := c.Store().Pull(kv.Batch{}, []uint64{3}).Vals[0]; got != 3 {
+		t.Fatalf("after round 0: %v, want 3", got)
+	}
+	out = handle(c, push(1, 4, 1, []uint64{3}, []float32{20}))
+	if len(out) != 2 || out[0].ID != 2 || out[1].ID != 4 {
+		t.Fatalf("round 1: %+v", out)
+	}
+	if got := c.Store().Pull(kv.Batch{}, []uint64{3}).Vals[0]; got != 33 {
+		t.Fatalf("after round 1: %v, want 33", got)
+	}
+}
+
+// TestBSPNoAllocs checks that BSP rounds in the steady state, sparse and
+// range pushes, do not allocate.
+func TestBSPNoAllocs(t *testing.T) {
+	const workers = 4
+	tb, _ := route.Uniform(1, 64)
+	c, _ := New(Config{Rank: 0, Workers: workers, Table: tb, Width: 2, Rule: update.SGD{LR: 0.1}, Clock: clock.DefaultConfig()})
+	rng := rand.New(rand.NewPCG(1, 2))
+	reqs := bspRound(rng, 0, workers, 64, 2, []bool{false, true, false, true})
+	round := int64(0)
+	run := func() {
+		for _, w := range []int{3, 1, 0, 2} {
+			r := reqs[w]
+			r.Round = round
+			c.Handle(r, false)
+		}
+		round++
+	}
+	run()
+	if a := testing.AllocsPerRun(20, run); a != 0 {
+		t.Fatalf("%v allocations per round", a)
+	}
+}
