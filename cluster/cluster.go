@@ -5,6 +5,22 @@
 // transport; only the processes are shared. Tests, the demo and the
 // examples use it.
 //
+// # Emulated networks
+//
+// Config.LinkBandwidth and Config.Bandwidth shape the traffic between
+// machines. A host is machine i's server and worker (server i and worker
+// i); with separate servers and workers every node is its own host,
+// server rank r host r and worker rank r host S+r, S the number of
+// servers. On the in-memory network the endpoints are placed on those
+// hosts (mem.Network.SetHost): LinkBandwidth is each host's network
+// interface, shared by its endpoints, egress and ingress, and Bandwidth
+// the rate of each directed path between two hosts. The scheduler is on
+// no host and exempt, so heartbeats and barriers never wait behind data.
+// Over TCP the same rates limit each link between two nodes separately
+// (tcp.Config.Rate). Every send of a node is bounded by Timeout, so
+// Timeout must exceed the time of the largest message at the emulated
+// rates: a push that needs longer fails its send.
+//
 //	c, err := cluster.Start(ctx, cluster.DefaultConfig())
 //	defer c.Close()
 //	err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
@@ -54,6 +70,22 @@ type Config struct {
 	Rule update.Rule
 	// Heartbeat and Timeout drive failure detection.
 	Heartbeat, Timeout time.Duration
+	// LinkBandwidth is the rate in bytes per second of each machine's
+	// network interface, egress and ingress; 0 is unlimited. On the
+	// in-memory network it is one shared interface per machine. Over TCP
+	// it limits each outgoing link of a node to another machine
+	// separately: a shared per-machine interface would need a bucket
+	// shared by the links of several tcp endpoints, which package tcp
+	// does not offer, so a machine sending to k others at once may send k
+	// times this rate, and arrivals are not limited.
+	LinkBandwidth float64
+	// Bandwidth, when not nil, is the K×K matrix of the rates from
+	// machine to machine (the diagonal unused), K the number of machines
+	// (of nodes, with separate servers and workers: servers first). On
+	// the in-memory network each entry is a path shared by the two
+	// machines' endpoints; over TCP it limits each link between their
+	// nodes.
+	Bandwidth *transport.Bandwidth
 	// Logf, when not nil, receives the nodes' log lines.
 	Logf func(format string, args ...any)
 }
@@ -78,7 +110,138 @@ func (c Config) Validate() error {
 	if c.Transport != "mem" && c.Transport != "tcp" {
 		return fmt.Errorf("cluster: Transport %q is not mem or tcp", c.Transport)
 	}
+	if !(c.LinkBandwidth >= 0) || c.LinkBandwidth > maxRate {
+		return fmt.Errorf("cluster: LinkBandwidth %v out of range [0, %g]", c.LinkBandwidth, maxRate)
+	}
+	if b := c.Bandwidth; b != nil {
+		if k := c.hosts(); b.K != k {
+			return fmt.Errorf("cluster: Bandwidth is %d×%d, want K = %d, the number of machines", b.K, b.K, k)
+		}
+		if len(b.Rates) != b.K*b.K {
+			return fmt.Errorf("cluster: Bandwidth has %d rates, want K×K = %d", len(b.Rates), b.K*b.K)
+		}
+		for i, r := range b.Rates {
+			if !(r >= 0) || r > maxRate {
+				return fmt.Errorf("cluster: Bandwidth rate %d→%d = %v out of range [0, %g]", i/b.K, i%b.K, r, maxRate)
+			}
+		}
+	}
 	return nil
+}
+
+// maxRate bounds rates in bytes per second.
+const maxRate = 1e18
+
+// hosts returns the number of machines: hosts of the emulated network.
+func (c Config) hosts() int {
+	if c.Machines > 0 {
+		return c.Machines
+	}
+	return c.Servers + c.Workers
+}
+
+// hostOf returns the machine of a server or worker id: rank r for both
+// roles of a machine; with separate roles server r is machine r and
+// worker r machine Servers+r. The scheduler and provisional ids have
+// none.
+func (c Config) hostOf(id transport.NodeID) (int, bool) {
+	role, rank := proto.Identify(id)
+	switch {
+	case role == proto.RoleServer:
+		return rank, true
+	case role == proto.RoleWorker && c.Machines > 0:
+		return rank, true
+	case role == proto.RoleWorker:
+		return c.Servers + rank, true
+	}
+	return 0, false
+}
+
+// rate returns the emulated rate of the link from node id to peer, 0 for
+// unlimited: the smaller of LinkBandwidth and the matrix's entry between
+// their machines, for two nodes on distinct machines.
+func (c Config) rate(id, peer transport.NodeID) float64 {
+	a, okA := c.hostOf(id)
+	b, okB := c.hostOf(peer)
+	if !okA || !okB || a == b {
+		return 0
+	}
+	r := c.LinkBandwidth
+	if c.Bandwidth != nil {
+		r = minRate(r, c.Bandwidth.Rate(a, b))
+	}
+	return r
+}
+
+// minRate returns the smaller of two rates where 0 is unlimited.
+func minRate(a, b float64) float64 {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// shapeMem places the endpoints on hosts and sets the interfaces and the
+// paths between hosts.
+func (c Config) shapeMem(net *mem.Network) error {
+	ns, nw := c.sizes()
+	for r := range ns {
+		h, _ := c.hostOf(proto.ServerID(r))
+		if err := net.SetHost(proto.ServerID(r), h); err != nil {
+			return err
+		}
+	}
+	for r := range nw {
+		h, _ := c.hostOf(proto.WorkerID(r))
+		if err := net.SetHost(proto.WorkerID(r), h); err != nil {
+			return err
+		}
+	}
+	net.SetHostExempt(proto.SchedulerID, true)
+	k := c.hosts()
+	if c.LinkBandwidth > 0 {
+		for h := range k {
+			if err := net.SetNIC(h, c.LinkBandwidth, c.LinkBandwidth); err != nil {
+				return err
+			}
+		}
+	}
+	if b := c.Bandwidth; b != nil {
+		for i := range k {
+			for j := range k {
+				if r := b.Rate(i, j); i != j && r > 0 {
+					if err := net.SetHostLink(i, j, r); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// tuneTCP returns cfg.TCP with the emulated rates added to each
+// endpoint's.
+func (c Config) tuneTCP() func(*tcp.Config) {
+	if c.LinkBandwidth == 0 && c.Bandwidth == nil {
+		return c.TCP
+	}
+	return func(tc *tcp.Config) {
+		if c.TCP != nil {
+			c.TCP(tc)
+		}
+		self, prev := tc.ID, tc.Rate
+		tc.Rate = func(peer transport.NodeID) float64 {
+			r := c.rate(self, peer)
+			if prev != nil {
+				r = minRate(r, prev(peer))
+			}
+			return r
+		}
+	}
 }
 
 // sizes returns the number of servers and workers.
@@ -125,6 +288,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, err
 		}
 		network = node.Mem{Net: c.net}
+		if err := cfg.shapeMem(c.net); err != nil {
+			return nil, err
+		}
 		if sep, err = c.net.Attach(proto.SchedulerID); err != nil {
 			return nil, err
 		}
@@ -139,7 +305,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, err
 		}
 		sep, schedAddr = ep, ep.Addr().String()
-		network = node.TCP{Host: "127.0.0.1", Token: cfg.Token, Tune: cfg.TCP}
+		network = node.TCP{Host: "127.0.0.1", Token: cfg.Token, Tune: cfg.tuneTCP()}
 	}
 	s, err := sched.Start(sc, sep, cfg.Logf)
 	if err != nil {

@@ -36,6 +36,50 @@
 //	net.SetLink(1, 2, mem.Link{Bandwidth: 125e6, Latency: time.Millisecond})
 //	a.Send(ctx, 2, msg)
 //	got := <-b.Recv()
+//
+// # Hosts
+//
+// Links between endpoints model the path between two processes; hosts
+// model the machines they run on. SetHost places an endpoint on a host (a
+// machine: its server and its worker endpoints, say), and three kinds of
+// host-level token buckets then apply on top of the per-link model, as
+// for a full-duplex network interface per host on a non-blocking switch:
+//
+//   - SetNIC gives a host an egress and an ingress rate. Every message
+//     that leaves the host (to an endpoint on another host, or on none)
+//     takes its size from the host's egress bucket; every message that
+//     arrives from off the host takes it from the ingress bucket. All of
+//     the host's endpoints share them, so two endpoints of a 100 Mbit/s
+//     machine together send at 100 Mbit/s, not twice that.
+//   - SetHostLink gives the directed path between two hosts a rate,
+//     shared by all their endpoints: a heterogeneous network, as in a
+//     transport.Bandwidth matrix.
+//   - Traffic between two endpoints of one host takes nothing from
+//     host-level buckets (it does not leave the machine), and neither does
+//     traffic to or from an endpoint set apart with SetHostExempt (a
+//     management network, such as the scheduler's control traffic).
+//
+// Each bucket is a wire of its rate with no burst, which messages use in
+// turn. A message reserves its size at once on every bucket that applies
+// (its link's, the host pair's, the source's egress and the destination's
+// ingress). The sender waits until the buckets on its side (link, host
+// pair, egress) have carried it; the message arrives when the ingress has
+// carried it too, plus Latency, without holding the sender: a busy
+// receiver delays its own input, not the sender's traffic to others (the
+// switch buffers). Rates are exact: n bytes through a 1 MB/s NIC
+// take n microseconds, however many endpoints share it. A message holds
+// all its buckets from the same moment, not one after the other as hops
+// would, so a bucket that is not its bottleneck is busy a little earlier
+// than a real wire would be; the bytes through each bucket, and so every
+// rate, stay exact.
+//
+//	net.SetHost(2, 0) // server 0 and worker 0 on machine 0
+//	net.SetHost(3, 0)
+//	net.SetHost(4, 1) // server 1 and worker 1 on machine 1
+//	net.SetHost(5, 1)
+//	net.SetNIC(0, 12.5e6, 12.5e6) // 100 Mbit/s each way
+//	net.SetNIC(1, 12.5e6, 12.5e6)
+//	net.SetHostLink(0, 1, 1.25e6) // and a 10 Mbit/s path from 0 to 1
 package mem
 
 import (
@@ -126,7 +170,20 @@ type Network struct {
 	known  map[transport.NodeID]bool      // ever attached
 	links  map[pair]*link
 	models map[pair]Link
+
+	// Host-level shaping: a host of each placed endpoint, the NIC
+	// buckets of hosts, the buckets of host pairs, the exempt endpoints.
+	// shape makes a message's reservations on its buckets atomic.
+	hosts     map[transport.NodeID]int
+	nics      map[int]nic
+	hostLinks map[[2]int]*transport.TokenBucket
+	exempt    map[transport.NodeID]bool
+	shape     sync.Mutex
 }
+
+// nic is the network interface of a host: a bucket each way, nil when
+// unlimited.
+type nic struct{ egress, ingress *transport.TokenBucket }
 
 // New returns an empty network.
 func New(cfg Config) (*Network, error) {
@@ -144,7 +201,158 @@ func New(cfg Config) (*Network, error) {
 		known:  make(map[transport.NodeID]bool),
 		links:  make(map[pair]*link),
 		models: make(map[pair]Link),
+
+		hosts:     make(map[transport.NodeID]int),
+		nics:      make(map[int]nic),
+		hostLinks: make(map[[2]int]*transport.TokenBucket),
+		exempt:    make(map[transport.NodeID]bool),
 	}, nil
+}
+
+// validRate checks a host-level rate in bytes per second.
+func validRate(field string, r float64) error {
+	if !(r >= 0) || r > 1e18 {
+		return fmt.Errorf("%s %v out of range [0, 1e18]", field, r)
+	}
+	return nil
+}
+
+// bucket returns a burst-0 bucket of rate r, nil for unlimited.
+func bucket(r float64) *transport.TokenBucket {
+	if r == 0 {
+		return nil
+	}
+	return transport.NewTokenBucket(r, 0)
+}
+
+// SetHost places endpoint id, attached or not yet, on host (≥ 0). An
+// endpoint is on no host until placed; its place survives a re-attach.
+func (n *Network) SetHost(id transport.NodeID, host int) error {
+	if host < 0 {
+		return fmt.Errorf("mem: node %d: host %d is negative", id, host)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.hosts[id] = host
+	return nil
+}
+
+// Host returns the host of endpoint id, and false when it is on none.
+func (n *Network) Host(id transport.NodeID) (int, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	h, ok := n.hosts[id]
+	return h, ok
+}
+
+// SetNIC sets the rates of host's network interface in bytes per second,
+// 0 for unlimited: egress for every message leaving the host, ingress for
+// every message arriving from off the host. Setting it again starts new
+// buckets: messages already reserved keep their times.
+func (n *Network) SetNIC(host int, egress, ingress float64) error {
+	if host < 0 {
+		return fmt.Errorf("mem: NIC of host %d: host is negative", host)
+	}
+	if err := validRate("egress", egress); err != nil {
+		return fmt.Errorf("mem: NIC of host %d: %w", host, err)
+	}
+	if err := validRate("ingress", ingress); err != nil {
+		return fmt.Errorf("mem: NIC of host %d: %w", host, err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.nics[host] = nic{egress: bucket(egress), ingress: bucket(ingress)}
+	return nil
+}
+
+// SetHostLink sets the rate in bytes per second (0 for unlimited) of the
+// directed path from one host to another, shared by every message from
+// an endpoint of the first to an endpoint of the second.
+func (n *Network) SetHostLink(from, to int, rate float64) error {
+	if from < 0 || to < 0 || from == to {
+		return fmt.Errorf("mem: host link %d→%d: hosts must be distinct and not negative", from, to)
+	}
+	if err := validRate("rate", rate); err != nil {
+		return fmt.Errorf("mem: host link %d→%d: %w", from, to, err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if b := bucket(rate); b != nil {
+		n.hostLinks[[2]int{from, to}] = b
+	} else {
+		delete(n.hostLinks, [2]int{from, to})
+	}
+	return nil
+}
+
+// SetHostExempt sets apart endpoint id (attached or not yet): its traffic
+// takes nothing from host-level buckets, as if it went through a
+// separate management network. Its per-link models still apply.
+func (n *Network) SetHostExempt(id transport.NodeID, exempt bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if exempt {
+		n.exempt[id] = true
+	} else {
+		delete(n.exempt, id)
+	}
+}
+
+// hostBuckets appends to dst the host-level buckets of a message from
+// one endpoint to another.
+func (n *Network) hostBuckets(dst []*transport.TokenBucket, from, to transport.NodeID) []*transport.TokenBucket {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.exempt[from] || n.exempt[to] {
+		return dst
+	}
+	hf, okf := n.hosts[from]
+	ht, okt := n.hosts[to]
+	if okf && okt && hf == ht {
+		return dst
+	}
+	if okf {
+		if b := n.nics[hf].egress; b != nil {
+			dst = append(dst, b)
+		}
+	}
+	if okf && okt {
+		if b := n.hostLinks[[2]int{hf, ht}]; b != nil {
+			dst = append(dst, b)
+		}
+	}
+	return dst
+}
+
+// ingress returns the ingress bucket of the destination's host for a
+// message from one endpoint to another, nil when none applies.
+func (n *Network) ingress(from, to transport.NodeID) *transport.TokenBucket {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.exempt[from] || n.exempt[to] {
+		return nil
+	}
+	hf, okf := n.hosts[from]
+	ht, okt := n.hosts[to]
+	if !okt || (okf && hf == ht) {
+		return nil
+	}
+	return n.nics[ht].ingress
+}
+
+// reserve takes size bytes from every bucket at once and returns the
+// longest wait of the sender's buckets and of the destination's ingress.
+func (n *Network) reserve(buckets []*transport.TokenBucket, in *transport.TokenBucket, size int) (send, arrive time.Duration) {
+	n.shape.Lock()
+	defer n.shape.Unlock()
+	for _, b := range buckets {
+		send = max(send, b.Reserve(size))
+	}
+	arrive = send
+	if in != nil {
+		arrive = max(arrive, in.Reserve(size))
+	}
+	return send, arrive
 }
 
 // Attach returns a new endpoint with the given id. An id may be attached
@@ -450,15 +658,35 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 		return closedErr()
 	}
 	defer func() { <-l.sem }()
-	model, bucket := l.snapshot()
-	if bucket != nil {
-		// The wire is busy for size/bandwidth.
-		wctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(e.ctx, cancel)
-		err := bucket.Wait(wctx, size)
-		stop()
-		cancel()
-		if err != nil {
+	model, lb := l.snapshot()
+	var arr [4]*transport.TokenBucket
+	buckets := arr[:0]
+	if lb != nil {
+		buckets = append(buckets, lb)
+	}
+	buckets = e.net.hostBuckets(buckets, e.id, to)
+	in := e.net.ingress(e.id, to)
+	var arrive time.Duration
+	if len(buckets) > 0 || in != nil {
+		// The wire, the host pair's path and the NICs are busy for
+		// size/rate each; the sender waits until its own are done (the
+		// message has left), and the message arrives when the
+		// destination's ingress has carried it too.
+		var d time.Duration
+		d, arrive = e.net.reserve(buckets, in, size)
+		arrive -= d
+		if d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return closedErr()
+			case <-e.ctx.Done():
+				t.Stop()
+				return closedErr()
+			}
+		} else if ctx.Err() != nil || e.ctx.Err() != nil {
 			return closedErr()
 		}
 	}
@@ -470,7 +698,7 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 	c := l.dst.pool.Clone(m)
 	c.Sender, c.Receiver = e.id, to
 	select {
-	case l.queue <- item{m: c, size: size, due: time.Now().Add(model.Latency)}:
+	case l.queue <- item{m: c, size: size, due: time.Now().Add(arrive + model.Latency)}:
 		l.sent.Sent(size)
 		return nil
 	case <-ctx.Done():
