@@ -133,8 +133,9 @@ func isLibSVMLine(t []byte, complete bool) bool {
 
 // Load reads the dataset in the file at path: it decompresses it (see
 // internal/decompress), detects the format when opt.Format is FormatAuto (see
-// DetectFormat) and calls ReadLibSVM, ReadSNAP or ReadCriteo. Errors name
-// the file, and for malformed content the line and field (*ParseError).
+// DetectFormat) and calls ReadLibSVM, ReadSNAP, ReadCriteo or ReadRatings
+// (never detected). Errors name the file, and for malformed content the
+// line and field (*ParseError).
 func Load(path string, opt LoadOptions) (*Graph, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -188,6 +189,8 @@ func Read(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 		return ReadSNAP(dr, name, false, opt)
 	case FormatSNAPUndirected:
 		return ReadSNAP(dr, name, true, opt)
+	case FormatRatings:
+		return ReadRatings(dr, name)
 	default:
 		return ReadCriteo(dr, name, opt)
 	}

@@ -14,9 +14,9 @@
 // order of the input and parameters 0..m-1 in increasing order of their id
 // in the file; ParamID and SampleID map back.
 //
-// Loaders (Load, ReadLibSVM, ReadSNAP, ReadCriteo) detect gzip, xz, zstd
-// and bzip2 compression from the content and report every error with the
-// file, line and field. Generators (Sparse, PowerLaw) make synthetic graphs
+// Loaders (Load, ReadLibSVM, ReadSNAP, ReadCriteo, ReadRatings) detect
+// gzip, xz, zstd and bzip2 compression from the content and report every
+// error with the file, line and field. Generators (Sparse, PowerLaw) make synthetic graphs
 // from a seed.
 package graph
 

@@ -24,6 +24,11 @@ const (
 	// FormatCriteo is Criteo-style TSV: a 0/1 label, 13 integer and 26
 	// categorical columns, hashed into 2^HashBits parameters.
 	FormatCriteo Format = "criteo"
+	// FormatRatings is a list of matrix entries: `row col value` per line
+	// (MovieLens u.data: `user item rating timestamp`), '#' comments.
+	// Rows are samples, columns parameters, values the edge values. It is
+	// never detected: pass it explicitly.
+	FormatRatings Format = "ratings"
 )
 
 // DefaultHashBits is the default number of hash bits for Criteo features.
@@ -50,9 +55,9 @@ func DefaultLoadOptions() LoadOptions {
 // Validate checks the options and names the offending field.
 func (o LoadOptions) Validate() error {
 	switch o.Format {
-	case FormatAuto, FormatLibSVM, FormatSNAP, FormatSNAPUndirected, FormatCriteo:
+	case FormatAuto, FormatLibSVM, FormatSNAP, FormatSNAPUndirected, FormatCriteo, FormatRatings:
 	default:
-		return fmt.Errorf("unknown format %q: want libsvm, snap, snap-undirected or criteo", string(o.Format))
+		return fmt.Errorf("unknown format %q: want libsvm, snap, snap-undirected, criteo or ratings", string(o.Format))
 	}
 	if o.IndexBase < -1 || o.IndexBase > 1 {
 		return fmt.Errorf("index base %d: want 0, 1 or -1 (detect)", o.IndexBase)

@@ -86,7 +86,7 @@ type dataFlags struct {
 }
 
 func (d *dataFlags) register(f *cmdFlags) {
-	f.StringVar(&d.format, "format", "", "input format: libsvm, snap, snap-undirected or criteo (detected from the content when empty)")
+	f.StringVar(&d.format, "format", "", "input format: libsvm, snap, snap-undirected, criteo or ratings (detected from the content when empty; ratings never is)")
 	f.IntVar(&d.indexBase, "index-base", -1, "libsvm: 0 or 1 for 0- or 1-based feature indices (-1 detects)")
 	f.BoolVar(&d.noSelf, "drop-self-loops", false, "snap: drop edges from a node to itself")
 	f.IntVar(&d.hashBits, "hash-bits", graph.DefaultHashBits, "criteo: hash features into 2^b buckets")
