@@ -17,9 +17,8 @@
 // the rate of each directed path between two hosts. The scheduler is on
 // no host and exempt, so heartbeats and barriers never wait behind data.
 // Over TCP the same rates limit each link between two nodes separately
-// (tcp.Config.Rate). Every send of a node is bounded by Timeout, so
-// Timeout must exceed the time of the largest message at the emulated
-// rates: a push that needs longer fails its send.
+// (tcp.Config.Rate). Data messages take as long as the emulated link
+// needs; only control messages are bounded by Timeout.
 //
 //	c, err := cluster.Start(ctx, cluster.DefaultConfig())
 //	defer c.Close()

@@ -15,6 +15,18 @@
 // Abort, which fails every pending and later call with an error naming
 // the dead node.
 //
+// Data messages (requests and replies) have no per-message deadline: a
+// push on a slow, rate-limited link takes as long as its bytes need, and
+// only the end of the job cancels it, so the heartbeats alone decide that
+// a peer is dead. A data message that cannot be sent at all (the
+// transport gave up on the link, the frame is over the limit) would leave
+// a request unanswered for ever, so it ends the job: every pending and
+// later call on the node fails at once with a *proto.NodeError naming the
+// peer, and the node tells the scheduler, which aborts the job for
+// everyone (see Node.lost). A pull answer over the frame limit is the
+// exception: the server answers with an error instead, and only that
+// pull fails.
+//
 // In a machine the worker reaches its co-located server without the
 // network: requests go straight into the server's queue (the
 // application's arrays are not copied, as they are stable until the call
@@ -113,6 +125,7 @@ type Node struct {
 	wg      sync.WaitGroup
 	once    sync.Once
 	pool    transport.Pool // local replies
+	mute    atomic.Bool    // no more heartbeats: the node left the job
 
 	mu       sync.Mutex
 	book     map[transport.NodeID]proto.Peer
@@ -280,7 +293,7 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 			return fail(fmt.Errorf("node: %s: %w", proto.Name(id), err))
 		}
 		ep.SetPeer(proto.SchedulerID, cfg.Scheduler)
-		n.members = append(n.members, &member{n: n, id: id, ep: ep, out: mailbox.NewOutbox(ep, a.Job.Timeout), data: mailbox.New[*transport.Message]()})
+		n.members = append(n.members, &member{n: n, id: id, ep: ep, out: mailbox.NewOutboxContext(ep, ctx, a.Job.Timeout), data: mailbox.New[*transport.Message]()})
 	}
 	if a.Server != 0 {
 		_, rank := proto.Identify(a.Server)
@@ -350,13 +363,20 @@ func (m *member) loop() {
 			// end of the job is a peer leaving.
 			n.cfg.Logf("%s: link to %s: %v", proto.Name(m.id), proto.Name(pe.Peer), pe)
 		case e := <-m.out.Errors():
+			if e.Data {
+				n.lost(m, e.To, e.Err)
+				continue
+			}
+			// The scheduler's silence fails the node if this lasts.
 			n.cfg.Logf("%s: send to %s: %v", proto.Name(m.id), proto.Name(e.To), e.Err)
 		case <-tick.C:
 			silent++
 			if silent > limit {
 				n.end(&proto.NodeError{ID: proto.SchedulerID, Addr: n.cfg.Scheduler, Err: fmt.Errorf("no heartbeat for %v", time.Duration(silent)*hb)})
 			}
-			m.out.Post(proto.SchedulerID, proto.Control(proto.CmdHeartbeat, nil))
+			if !n.mute.Load() {
+				m.out.Post(proto.SchedulerID, proto.Control(proto.CmdHeartbeat, nil))
+			}
 		case <-n.closing:
 			return
 		}
@@ -438,6 +458,31 @@ func (n *Node) end(err error) {
 		n.cancel(proto.ErrShutdown)
 	}
 	close(n.done)
+}
+
+// lost ends the job after member m could not send a data message to
+// peer: a request or a reply is gone, and waiting for its answer would
+// hang. Every pending and later call on this node fails at once with a
+// *proto.NodeError naming peer, and the node stops its heartbeats, so the
+// scheduler declares it dead within the timeout unless the job ended
+// first, which it does at once when peer died: the scheduler sees the same
+// closed link. Unless peer closed its link, a node with a worker also
+// reports the failure in its Done, so the scheduler aborts the job for
+// everyone at once; a server cannot (Done is a worker's), and its silence
+// does. Failures after the end of the job are the end's.
+func (n *Node) lost(m *member, peer transport.NodeID, err error) {
+	if n.ctx.Err() != nil {
+		return
+	}
+	n.mu.Lock()
+	addr := n.book[peer].Addr
+	n.mu.Unlock()
+	ne := &proto.NodeError{ID: peer, Addr: addr, Err: fmt.Errorf("%s could not send to it: %w", proto.Name(m.id), err)}
+	n.mute.Store(true)
+	if w := n.member(n.assign.Worker); w != nil && !errors.Is(err, transport.ErrPeerClosed) {
+		w.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, proto.Done{Err: ne.Error()}))
+	}
+	n.end(ne)
 }
 
 // Worker returns the worker, nil for a server.
@@ -579,7 +624,11 @@ func localSize(m *transport.Message) int {
 type serverConn struct{ m *member }
 
 // Reply sends a reply to worker rank w, through memory to the co-located
-// worker.
+// worker. The send has no deadline (a reply on a slow link takes as long
+// as it needs) and ends with the job, ctx. A reply over the frame limit is
+// replaced by an error answer naming the server; any other failure ends
+// the job (Node.lost), so the worker never waits for an answer that was
+// lost.
 func (c serverConn) Reply(ctx context.Context, w int, msg *transport.Message) error {
 	n := c.m.n
 	select {
@@ -599,9 +648,18 @@ func (c serverConn) Reply(ctx context.Context, w int, msg *transport.Message) er
 		peer.data.Push(cp)
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.assign.Job.Timeout)
-	defer cancel()
-	return c.m.ep.Send(ctx, to, msg)
+	err := c.m.ep.Send(ctx, to, msg)
+	if err != nil && ctx.Err() == nil && errors.Is(err, transport.ErrFrameTooLarge) {
+		// The worker's request was well formed; the answer does not fit.
+		err = c.m.ep.Send(ctx, to, &transport.Message{
+			Header: transport.Header{Type: transport.TypeData, Flags: msg.Flags, Cmd: proto.DataError, ID: msg.ID},
+			Body:   []byte(fmt.Sprintf("answer not sent: %v", err)),
+		})
+	}
+	if err != nil && ctx.Err() == nil {
+		n.lost(c.m, to, err)
+	}
+	return err
 }
 
 // workerConn posts requests for a worker member.

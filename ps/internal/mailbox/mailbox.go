@@ -4,6 +4,15 @@
 // in order, one goroutine per peer, so that a slow or dead peer never
 // blocks a node's driver and no cycle of full queues can deadlock two
 // nodes.
+//
+// An Outbox bounds the send of a control message by a fixed timeout, but
+// not the send of a data message: a push on a slow link takes as long as
+// its bytes need, and only the end of the job (or Close) cancels it. A
+// dead peer is the failure detector's to declare (heartbeats), not a
+// per-message deadline's: a rate-limited link that still carries bytes is
+// not a dead peer. Every failed send is reported on Errors, data or
+// control, so that the node can end the job rather than wait for an
+// answer that will never come.
 package mailbox
 
 import (
@@ -122,19 +131,24 @@ func (b *Box[T]) run() {
 
 // SendError is a failed send of an Outbox.
 type SendError struct {
-	To  transport.NodeID
-	Err error
+	To transport.NodeID
+	// Data is set for a data message (transport.TypeData), clear for a
+	// control message.
+	Data bool
+	Err  error
 }
 
 // Outbox sends messages through an endpoint, in order per peer, without
 // blocking the caller.
 type Outbox struct {
-	ep      transport.Endpoint
-	timeout time.Duration
-	ctx     context.Context
-	stop    context.CancelFunc
-	errs    *Box[SendError]
-	wg      sync.WaitGroup
+	ep       transport.Endpoint
+	timeout  time.Duration
+	ctx      context.Context // control messages: ends with Close
+	stop     context.CancelFunc
+	data     context.Context // data messages: ends with the job or Close
+	stopData context.CancelFunc
+	errs     *Box[SendError]
+	wg       sync.WaitGroup
 
 	mu     sync.Mutex
 	peers  map[transport.NodeID]*Box[*transport.Message]
@@ -143,11 +157,26 @@ type Outbox struct {
 	closed bool
 }
 
-// NewOutbox returns an Outbox for ep; every send is bounded by timeout
-// (0 for none).
+// NewOutbox returns an Outbox for ep whose data messages are cancelled
+// only by Close; see NewOutboxContext.
 func NewOutbox(ep transport.Endpoint, timeout time.Duration) *Outbox {
+	return NewOutboxContext(ep, context.Background(), timeout)
+}
+
+// NewOutboxContext returns an Outbox for ep. The send of a control
+// message is bounded by timeout (0 for none). The send of a data message
+// has no deadline: it lasts as long as the link takes to carry the
+// message, however slow, and fails only when the transport gives up on
+// the link (the peer closed it, it broke, the frame is too large); it is
+// cancelled when job ends or the Outbox is closed. A cancelled send is
+// not an error.
+func NewOutboxContext(ep transport.Endpoint, job context.Context, timeout time.Duration) *Outbox {
 	ctx, stop := context.WithCancel(context.Background())
-	o := &Outbox{ep: ep, timeout: timeout, ctx: ctx, stop: stop, errs: New[SendError](), peers: make(map[transport.NodeID]*Box[*transport.Message])}
+	data, stopData := context.WithCancel(job)
+	o := &Outbox{
+		ep: ep, timeout: timeout, ctx: ctx, stop: stop, data: data, stopData: stopData,
+		errs: New[SendError](), peers: make(map[transport.NodeID]*Box[*transport.Message]),
+	}
 	o.idle = sync.NewCond(&o.mu)
 	return o
 }
@@ -178,14 +207,23 @@ func (o *Outbox) Post(to transport.NodeID, m *transport.Message) {
 func (o *Outbox) run(to transport.NodeID, b *Box[*transport.Message]) {
 	defer o.wg.Done()
 	for m := range b.C() {
-		ctx, cancel := o.ctx, context.CancelFunc(func() {})
-		if o.timeout > 0 {
-			ctx, cancel = context.WithTimeout(o.ctx, o.timeout)
-		}
-		err := o.ep.Send(ctx, to, m)
-		cancel()
-		if err != nil && o.ctx.Err() == nil {
-			o.errs.Push(SendError{To: to, Err: err})
+		data := m.Type == transport.TypeData
+		var err error
+		if data {
+			err = o.ep.Send(o.data, to, m)
+			if err != nil && o.data.Err() == nil {
+				o.errs.Push(SendError{To: to, Data: true, Err: err})
+			}
+		} else {
+			ctx, cancel := o.ctx, context.CancelFunc(func() {})
+			if o.timeout > 0 {
+				ctx, cancel = context.WithTimeout(o.ctx, o.timeout)
+			}
+			err = o.ep.Send(ctx, to, m)
+			cancel()
+			if err != nil && o.ctx.Err() == nil {
+				o.errs.Push(SendError{To: to, Err: err})
+			}
 		}
 		o.mu.Lock()
 		o.busy--
@@ -224,6 +262,7 @@ func (o *Outbox) Close() {
 	peers := o.peers
 	o.mu.Unlock()
 	o.stop()
+	o.stopData()
 	for _, b := range peers {
 		b.Close()
 	}

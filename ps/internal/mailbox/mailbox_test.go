@@ -1,6 +1,8 @@
 package mailbox
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -50,5 +52,71 @@ func TestOutboxOrderAndErrors(t *testing.T) {
 		}
 		o.Close()
 		net.Close()
+	})
+}
+
+// TestOutboxDataHasNoDeadline sends a data message that needs ten times
+// the timeout on a slow link: it arrives, while a control message on the
+// same slow link fails after the timeout. A data send in progress is
+// cancelled by the end of the job, silently.
+func TestOutboxDataHasNoDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net, _ := mem.New(mem.DefaultConfig())
+		defer net.Close()
+		a, _ := net.Attach(1)
+		b, _ := net.Attach(2)
+		const rate = 1e6 // bytes/s
+		net.SetLink(1, 2, mem.Link{Bandwidth: rate})
+		job, end := context.WithCancel(context.Background())
+		o := NewOutboxContext(a, job, time.Second)
+		defer o.Close()
+		data := &transport.Message{Header: transport.Header{Type: transport.TypeData, ID: 1}, Body: make([]byte, 10*rate)}
+		start := time.Now()
+		o.Post(2, data)
+		m := <-b.Recv()
+		if took := time.Since(start); m.ID != 1 || took < 10*time.Second {
+			t.Fatalf("message %d after %v", m.ID, took)
+		}
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeControl}, Body: make([]byte, 2*rate)})
+		e := <-o.Errors()
+		if e.To != 2 || e.Data || !errors.Is(e.Err, context.DeadlineExceeded) {
+			t.Fatalf("control message: %+v", e)
+		}
+		o.Post(2, data)
+		time.Sleep(time.Second)
+		end()
+		o.Flush(time.Minute)
+		select {
+		case e := <-o.Errors():
+			t.Fatalf("cancelled send reported: %+v", e)
+		default:
+		}
+	})
+}
+
+// TestOutboxDataErrors reports a data message that cannot be sent, over
+// the frame limit or to a closed peer, as data, naming the peer.
+func TestOutboxDataErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := mem.DefaultConfig()
+		cfg.Frame.MaxFrame = 1 << 20
+		net, _ := mem.New(cfg)
+		defer net.Close()
+		a, _ := net.Attach(1)
+		b, _ := net.Attach(2)
+		net.SetLink(1, 2, mem.Link{Bandwidth: 1e5})
+		o := NewOutboxContext(a, context.Background(), time.Second)
+		defer o.Close()
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeData}, Body: make([]byte, 2<<20)})
+		if e := <-o.Errors(); e.To != 2 || !e.Data || !errors.Is(e.Err, transport.ErrFrameTooLarge) {
+			t.Fatalf("oversized: %+v", e)
+		}
+		b.Close()
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeData}, Body: make([]byte, 1e5)})
+		e := <-o.Errors()
+		var pe *transport.PeerError
+		if e.To != 2 || !e.Data || !errors.As(e.Err, &pe) || pe.Peer != 2 {
+			t.Fatalf("closed peer: %+v", e)
+		}
 	})
 }

@@ -1,0 +1,103 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"colo/ps/proto"
+	"colo/ps/sched"
+	"colo/transport"
+	"colo/transport/mem"
+)
+
+// brokenNet attaches endpoints whose data messages to the worker never
+// leave: a link broken one way while both nodes still reach the
+// scheduler.
+type brokenNet struct{ Mem }
+
+var errBroken = errors.New("link broken")
+
+func (n brokenNet) Listen(id transport.NodeID) (Endpoint, error) {
+	ep, err := n.Mem.Listen(id)
+	return brokenEndpoint{ep}, err
+}
+
+type brokenEndpoint struct{ Endpoint }
+
+func (e brokenEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if m.Type == transport.TypeData && to == proto.WorkerID(0) {
+		return &transport.PeerError{Peer: to, Op: "send", Err: errBroken}
+	}
+	return e.Endpoint.Send(ctx, to, m)
+}
+
+// TestLostReplyOnFakeTime: a server alone cannot send its answer to a
+// worker that is alive and heard by the scheduler. The server ends with
+// an error naming the worker and falls silent, so the scheduler aborts
+// the job within the timeout and the worker's call fails naming the
+// server: nobody waits for the lost answer.
+func TestLostReplyOnFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net, _ := mem.New(mem.DefaultConfig())
+		defer net.Close()
+		sep, _ := net.Attach(proto.SchedulerID)
+		sc := sched.DefaultConfig()
+		sc.NumServers, sc.NumWorkers, sc.Token, sc.NumKeys = 1, 1, "t", 10
+		sc.Heartbeat, sc.Timeout = 100*time.Millisecond, time.Second
+		s, err := sched.Start(sc, sep, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		nodes := make([]*Node, 2)
+		var wg sync.WaitGroup
+		for i, role := range []proto.Role{proto.RoleServer, proto.RoleWorker} {
+			wg.Go(func() {
+				cfg := DefaultConfig()
+				cfg.Role, cfg.Token = role, "t"
+				cfg.Network = Mem{Net: net}
+				if role == proto.RoleServer {
+					cfg.Network = brokenNet{Mem{Net: net}}
+				}
+				var err error
+				if nodes[i], err = Start(context.Background(), cfg); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, n := range nodes {
+			if n != nil {
+				defer n.Close()
+			}
+		}
+		if t.Failed() {
+			return
+		}
+		f := nodes[1].Worker().Pull([]uint64{1}, make([]float32, 1))
+		sent := time.Now()
+		select {
+		case <-f.Done():
+		case <-time.After(time.Minute):
+			t.Fatal("pull not done after a minute")
+		}
+		if took := time.Since(sent); took > sc.Timeout+2*sc.Heartbeat {
+			t.Fatalf("pull failed after %v, timeout %v", took, sc.Timeout)
+		}
+		var ne *proto.NodeError
+		if err := f.Err(); !errors.As(err, &ne) || ne.ID != proto.ServerID(0) {
+			t.Fatalf("pull: %v, want an error naming server 0", err)
+		}
+		if err := nodes[0].Wait(); !errors.Is(err, errBroken) || !strings.Contains(err.Error(), "worker 0") {
+			t.Fatalf("server: %v, want an error naming worker 0", err)
+		}
+		if err := s.Wait(); err == nil || !strings.Contains(err.Error(), "server 0") {
+			t.Fatalf("scheduler: %v", err)
+		}
+	})
+}
