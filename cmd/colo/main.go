@@ -42,6 +42,7 @@ func commands() []command {
 		{"convert", "write a dataset as an hMETIS hypergraph or as libsvm", runConvert},
 		{"gen", "generate a synthetic sparse or power-law dataset in libsvm format", runGen},
 		{"shard", "split a labelled dense dataset among workers: stratified, distaware, submodular", runShard},
+		{"train", "train a model (lr, mf) on a parameter server with the data placed, or compare placements", runTrain},
 		{"node", "run a parameter-server node: scheduler, server, worker or machine", runNode},
 		{"launch", "start a parameter-server cluster of processes on loopback and run a smoke job", runLaunch},
 	}

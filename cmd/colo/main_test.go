@@ -179,13 +179,23 @@ func TestConvertAndGenRoundTrip(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	code, out, errOut := colo(t, "demo")
+	json := filepath.Join(t.TempDir(), "demo.json")
+	code, out, errOut := colo(t, "demo", "--passes", "2", "--link-bandwidth", "10gbit", "--json", json)
 	if code != 0 {
 		t.Fatalf("demo exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"11,269 samples, 53,975 parameters, 1,467,345 edges", "== random", "T_max", "machine"} {
+	for _, want := range []string{"11,269 samples, 53,975 parameters, 1,467,345 edges", "placement", "random", "parsa",
+		"T_max", "inter-machine MB", "test accuracy %", "speed-up"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	var runs []map[string]any
+	b, err := os.ReadFile(json)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jsonUnmarshal(b, &runs); err != nil || len(runs) != 2 {
+		t.Fatalf("demo JSON: %v, %d runs", err, len(runs))
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"colo/ps/proto"
 	"colo/ps/sched"
 	"colo/ps/update"
+	"colo/train"
 	"colo/transport"
 	"colo/transport/tcp"
 )
@@ -42,6 +43,11 @@ type nodeFlags struct {
 	seed                                  uint64
 	jsonOut                               bool
 	verbose                               bool
+	// The placement and the training job (trainproc.go).
+	place, data, result string
+	linkRate, matrix    string
+	train               trainFlags
+	df                  dataFlags
 }
 
 func (nf *nodeFlags) register(f *cmdFlags) {
@@ -53,8 +59,8 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.StringVar(&nf.host, "host", "127.0.0.1", "address this node listens on and advertises")
 	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
 	f.StringVar(&nf.metrics, "metrics", "", "serve Prometheus metrics on this address, such as :9100")
-	f.Uint64Var(&nf.keys, "keys", 1<<20, "scheduler: the key space [0, keys) split evenly among servers (0: all of uint64); worker: the smoke job's keys")
-	f.IntVar(&nf.width, "width", 1, "scheduler: values per key (0: per-key lengths)")
+	f.Uint64Var(&nf.keys, "keys", 1<<20, "scheduler: the key space [0, keys) split evenly among servers (0: all of uint64), unless --placement; worker: the smoke job's keys")
+	f.IntVar(&nf.width, "width", 1, "scheduler: values per key (0: per-key lengths); with --job train the application's width (lr: 1 or the number of classes, mf: --mf-rank)")
 	f.StringVar(&nf.consistency, "consistency", "bsp", "scheduler: bsp, async or bounded")
 	f.IntVar(&nf.tau, "tau", 0, "scheduler: the delay bound of --consistency bounded")
 	f.StringVar(&nf.updater, "updater", "sum", "server: update rule: sum, sgd, adagrad or ftrl")
@@ -65,16 +71,24 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.DurationVar(&nf.heartbeat, "heartbeat", 100*time.Millisecond, "scheduler: heartbeat period")
 	f.DurationVar(&nf.timeout, "timeout", 2*time.Second, "scheduler: a node silent this long is dead")
 	f.DurationVar(&nf.joinTimeout, "join-timeout", 60*time.Second, "how long to wait for the cluster to form")
-	f.StringVar(&nf.job, "job", "smoke", "worker: the job to run: smoke (pushes checked for exact sums) or none")
-	f.IntVar(&nf.batch, "batch", 10000, "worker: keys per push of the smoke job")
+	f.StringVar(&nf.job, "job", "smoke", "worker: the job to run: smoke (pushes checked for exact sums), train (machine: train a model on the placed data, see --data) or none")
+	f.IntVar(&nf.batch, "batch", 10000, "worker: keys per push of the smoke job; --job train: samples per round over all machines (default 0: full-batch rounds)")
 	f.IntVar(&nf.rounds, "rounds", 20, "worker: rounds of the smoke job")
-	f.Uint64Var(&nf.seed, "seed", 1, "worker: seed of the smoke job")
+	f.Uint64Var(&nf.seed, "seed", 1, "worker: seed of the smoke job, or of --job train's batches and initial values")
+	f.StringVar(&nf.place, "placement", "", "scheduler: route the keys by DIR/param.part (a directory written by colo partition) instead of splitting --keys; --job train: the machine's samples are those DIR/data.part puts on its --rank")
+	f.StringVar(&nf.data, "data", "", "scheduler with --placement, --job train: the training data file (colo train's DATA)")
+	f.StringVar(&nf.result, "result", "", "--job train: write the machine's result (its worker's passes and evaluation, its node's counters) as JSON to this file")
+	f.StringVar(&nf.linkRate, "link-bandwidth", "", "emulated rate of each TCP link to a node of another machine, such as 100mbit (empty: unlimited); over TCP it limits every peer link separately, not a NIC shared by them")
+	f.StringVar(&nf.matrix, "bandwidth-matrix", "", "file of K lines of K machine-to-machine rates, indexed by rank (server r and worker r are machine r); limits each TCP link like --link-bandwidth")
+	nf.train.registerNode(f)
+	nf.df.register(f)
 	f.BoolVar(&nf.jsonOut, "json", false, "print the node's summary as JSON")
 	f.BoolVar(&nf.verbose, "v", false, "log link events")
 }
 
 // envOverlay sets every flag not given on the command line from its
-// environment variable COLO_NAME, if set; the command line wins.
+// environment variable COLO_NAME, if set; the command line wins. Flags set
+// either way count as set (fs.Visit).
 func envOverlay(fs *flag.FlagSet, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -85,7 +99,7 @@ func envOverlay(fs *flag.FlagSet, getenv func(string) string) error {
 		}
 		name := "COLO_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v := getenv(name); v != "" {
-			if e := f.Value.Set(v); e != nil {
+			if e := fs.Set(f.Name, v); e != nil {
 				err = usageError("environment variable %s=%q: %v", name, v, e)
 			}
 		}
@@ -99,7 +113,12 @@ func runNode(e *env, args []string) error {
 			"worker, or a machine (a server and a worker in one process). Every node\n"+
 			"needs the scheduler's address and the cluster token; the scheduler also\n"+
 			"the number of servers and workers, the key space and the consistency\n"+
-			"model, which it hands to the others. Workers run the built-in smoke job.\n\n"+
+			"model, which it hands to the others. Workers run the built-in smoke job,\n"+
+			"or, on machines with --job train, the training of colo train on the\n"+
+			"samples a placement puts on their --rank (colo train --processes starts\n"+
+			"such a cluster); with --placement DIR --data FILE the scheduler routes\n"+
+			"the keys by DIR/param.part. With --job train, --updater, --lr and --batch\n"+
+			"default to colo train's (adagrad, the application's rate, full batches).\n\n"+
 			"Every flag can also be set by an environment variable: COLO_ROLE,\n"+
 			"COLO_SCHEDULER, COLO_NUM_SERVERS, COLO_NUM_WORKERS, COLO_TOKEN, COLO_HOST,\n"+
 			"COLO_RANK, COLO_METRICS, … (the flag's name in upper case, '-' as '_');\n"+
@@ -128,22 +147,37 @@ func runNode(e *env, args []string) error {
 	if role == proto.RoleScheduler {
 		return runScheduler(ctx, e, &nf)
 	}
-	rule, err := update.New(update.Config{Name: nf.updater, LR: nf.lr, L1: nf.l1, L2: nf.l2, Beta: nf.beta, Eps: 1e-8})
-	if err != nil {
+	if nf.job != "smoke" && nf.job != "none" && nf.job != "train" {
+		return usageError("--job %q: smoke, train or none", nf.job)
+	}
+	set := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	var tj *trainJob
+	var rule update.Rule
+	if nf.job == "train" {
+		if role != proto.RoleMachine {
+			return usageError("--job train runs on --role machine, not %s", role)
+		}
+		if tj, err = newTrainJob(e, &nf, set); err != nil {
+			return err
+		}
+		rule = tj.rule
+	} else if rule, err = update.New(update.Config{Name: nf.updater, LR: nf.lr, L1: nf.l1, L2: nf.l2, Beta: nf.beta, Eps: 1e-8}); err != nil {
 		return usageError("%v", err)
+	}
+	tune, err := nf.tuneLinks()
+	if err != nil {
+		return err
 	}
 	cfg := node.DefaultConfig()
 	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank
 	cfg.NumServers, cfg.NumWorkers, cfg.Host, cfg.Rule = nf.numServers, nf.numWorkers, nf.host, rule
 	cfg.JoinTimeout, cfg.Logf = nf.joinTimeout, logf
-	cfg.Network = node.TCP{Host: nf.host, Token: nf.token}
+	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: tune}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
 	smoke := cluster.Smoke{Keys: nf.keys, Batch: nf.batch, Rounds: nf.rounds, Seed: nf.seed}
-	if nf.job != "smoke" && nf.job != "none" {
-		return usageError("--job %q: smoke or none", nf.job)
-	}
 	if nf.job == "smoke" && role != proto.RoleServer {
 		if err := smoke.Validate(); err != nil {
 			return usageError("%v", err)
@@ -164,11 +198,15 @@ func runNode(e *env, args []string) error {
 		defer stopMetrics()
 	}
 	var res *cluster.SmokeResult
+	var report *trainReport
 	if w := n.Worker(); w != nil {
 		var jobErr error
-		if nf.job == "smoke" {
+		switch nf.job {
+		case "smoke":
 			r, err := smoke.Run(ctx, w, n.Assignment().NumWorkers)
 			res, jobErr = &r, err
+		case "train":
+			report, jobErr = tj.run(ctx, n)
 		}
 		n.Finish(jobErr)
 	}
@@ -182,6 +220,15 @@ func runNode(e *env, args []string) error {
 	sum := nodeSummary{
 		Role: role.String(), Machine: st.Machine, StartSeconds: startedAt.Sub(t0).Seconds(),
 		StartedUnixNano: startedAt.UnixNano(), Smoke: res, Stats: st,
+	}
+	if report != nil {
+		sum.Train = &report.Work
+		if jobErr == nil {
+			report.StartedUnixNano = sum.StartedUnixNano
+			if err := report.write(e, nf.result); err != nil {
+				return err
+			}
+		}
 	}
 	if srv, wrk := n.IDs(); srv != 0 {
 		sum.Nodes = append(sum.Nodes, proto.Name(srv))
@@ -213,12 +260,17 @@ type nodeSummary struct {
 	StartSeconds    float64              `json:"start_s"`
 	StartedUnixNano int64                `json:"started_unix_ns"`
 	Smoke           *cluster.SmokeResult `json:"smoke,omitempty"`
+	Train           *train.WorkerResult  `json:"train,omitempty"`
 	Error           string               `json:"error,omitempty"`
 	Stats           node.Stats           `json:"stats"`
 }
 
 func printNodeSummary(e *env, s nodeSummary) {
 	fmt.Fprintf(e.out, "%s (machine %d): joined in %.3f s\n", strings.Join(s.Nodes, " + "), s.Machine, s.StartSeconds)
+	if t := s.Train; t != nil && len(t.Passes) > 0 {
+		last := t.Passes[len(t.Passes)-1]
+		fmt.Fprintf(e.out, "  trained %d passes (%d rounds) in %.3f s, loss %.4f%s\n", last.Pass, last.Rounds, t.TrainSeconds, last.TrainLoss, evalWords(t.Eval))
+	}
 	if s.Smoke != nil {
 		fmt.Fprintf(e.out, "  pushed %d keys in %.3f s: %.2fM keys/s", s.Smoke.KeysPushed, s.Smoke.Seconds, s.Smoke.KeysPerSec/1e6)
 		if s.Smoke.Checked {
@@ -257,6 +309,11 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	cfg.NumServers, cfg.NumWorkers, cfg.Token = nf.numServers, nf.numWorkers, nf.token
 	cfg.NumKeys, cfg.Width, cfg.Clock = nf.keys, nf.width, clock.Config{Mode: mode, Tau: nf.tau}
 	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = nf.heartbeat, nf.timeout, nf.joinTimeout
+	if nf.place != "" {
+		if cfg.Table, cfg.NumKeys, err = nf.placedTable(); err != nil {
+			return err
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}

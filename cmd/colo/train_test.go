@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestTrainJSON trains two passes on the shipped sample and checks the
+// summary's fields.
+func TestTrainJSON(t *testing.T) {
+	data := news20(t)
+	out := filepath.Join(t.TempDir(), "run.json")
+	svg := filepath.Join(t.TempDir(), "loss.svg")
+	code, stdout, errOut := colo(t, "train", data, "--machines", "3", "--max-passes", "2", "--placement", "parsa",
+		"--link-bandwidth", "1gbit", "--json", out, "--svg", svg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(stdout, "parsa") || !strings.Contains(stdout, "1 Gbit/s links") {
+		t.Errorf("output:\n%s", stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"partition_seconds", "train_seconds", "total_seconds", "rounds", "bytes_inner", "bytes_inter",
+		"final_train_loss", "test_accuracy", "rounds_detail", "T_sum", "predicted_inter_values"} {
+		if _, ok := r[f]; !ok {
+			t.Errorf("JSON lacks %q", f)
+		}
+	}
+	if r["rounds"] != 2.0 || r["predicted_inter_values"] != r["inter_values"] {
+		t.Errorf("rounds %v, predicted %v, counted %v", r["rounds"], r["predicted_inter_values"], r["inter_values"])
+	}
+	if s, err := os.ReadFile(svg); err != nil || !strings.Contains(string(s), "<polyline") {
+		t.Errorf("SVG: %v", err)
+	}
+}
+
+// TestTrainPlacementDir trains on a placement written by colo partition.
+func TestTrainPlacementDir(t *testing.T) {
+	data := news20(t)
+	dir := filepath.Join(t.TempDir(), "place")
+	if code, _, errOut := colo(t, "partition", data, "-k", "2", "--algo", "random", "-o", dir); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, stdout, errOut := colo(t, "train", data, "--machines", "2", "--max-passes", "1", "--placement", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(stdout, "trained 1 passes") {
+		t.Errorf("output:\n%s", stdout)
+	}
+	if code, _, errOut := colo(t, "train", data, "--machines", "3", "--max-passes", "1", "--placement", dir); code == 0 || !strings.Contains(errOut, "2 machines") {
+		t.Errorf("a 2-machine placement on 3 machines: exit %d, %s", code, errOut)
+	}
+}
+
+func TestTrainBadFlags(t *testing.T) {
+	data := news20(t)
+	matrix := writeFile(t, "bw.txt", "0 1gbit\n1gbit 0\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--machines", "0"}, "--machines 0"},
+		{[]string{"--consistency", "sync"}, "consistency"},
+		{[]string{"--placement", "nosuch"}, "unknown algorithm"},
+		{[]string{"--link-bandwidth", "fast"}, "--link-bandwidth"},
+		{[]string{"--link-bandwidth", "1gbit", "--bandwidth-matrix", matrix}, "exclude"},
+		{[]string{"--machines", "3", "--bandwidth-matrix", matrix}, "for 2 machines"},
+		{[]string{"--app", "svm"}, "--app"},
+		{[]string{"--updater", "sum"}, "does not train"},
+		{[]string{"--max-passes", "0"}, "--max-passes"},
+		{[]string{"--batch", "-1"}, "--batch"},
+		{[]string{"--features", "tfidf"}, "features"},
+	} {
+		code, _, errOut := colo(t, append([]string{"train", data}, tc.args...)...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want an error with %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}

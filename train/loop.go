@@ -1,0 +1,150 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"colo/ps/worker"
+)
+
+// Part is one machine's share of an application: its samples cut into
+// the batches of a pass, and the computation of a batch. A part is used
+// by one goroutine.
+type Part interface {
+	// Batches returns the number of batches (rounds) per pass; it is the
+	// same on every machine.
+	Batches() int
+	// Keys returns the sorted keys batch b reads and writes.
+	Keys(b int) []uint64
+	// Step computes batch b at the pulled values vals of Keys(b): it
+	// returns the summed loss and the number of samples (and of those
+	// predicted right, when the application predicts classes), adds
+	// scale times the gradient of the summed loss to grad (laid out like
+	// vals) and may update state the part keeps locally.
+	Step(b int, vals, grad []float32, scale float32) (loss float64, samples, correct int)
+}
+
+// Schedule says how long to train.
+type Schedule struct {
+	// Epsilon stops training when the relative change of the training
+	// loss between two passes falls below it (0: never).
+	Epsilon float64
+	// MaxPasses bounds the number of passes over the data.
+	MaxPasses int
+	// Samples is the number of training samples on all machines, and
+	// Batches the number of batches of a pass: each gradient is scaled by
+	// Batches/Samples, so that the servers apply the gradient of the mean
+	// loss of a round's batch.
+	Samples, Batches int
+}
+
+// Validate checks s; errors name the field and the bound.
+func (s Schedule) Validate() error {
+	if !(s.Epsilon >= 0) {
+		return fmt.Errorf("train: epsilon %v, want ≥ 0", s.Epsilon)
+	}
+	if s.MaxPasses < 1 {
+		return fmt.Errorf("train: max passes %d, at least 1", s.MaxPasses)
+	}
+	if s.Samples < 1 || s.Batches < 1 {
+		return fmt.Errorf("train: %d samples in %d batches per pass, want at least 1 of each", s.Samples, s.Batches)
+	}
+	return nil
+}
+
+// Pass is what one pass over the data measured, summed over machines.
+type Pass struct {
+	Pass   int `json:"pass"`
+	Rounds int `json:"rounds"`
+	// Seconds is the time from the start of training to the end of the
+	// pass, on machine 0.
+	Seconds float64 `json:"seconds"`
+	// TrainLoss is the mean log loss (lr) or mean squared error (mf) of
+	// the samples during the pass, each at the model of its round.
+	TrainLoss float64 `json:"train_loss"`
+	// TrainAccuracy is the fraction of samples predicted right (lr).
+	TrainAccuracy float64 `json:"train_accuracy,omitempty"`
+}
+
+// Progress is called on machine 0 after every pass.
+type Progress func(p Pass)
+
+// Loop trains a part on a worker: pass after pass, each batch is one
+// round of pull, compute and push. After each pass the machines sum
+// their loss through w.AllReduce, so that all of them see the same loss
+// and stop at the same round. It returns the passes (identical on every
+// machine apart from the times).
+func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress Progress) ([]Pass, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if part.Batches() != s.Batches {
+		return nil, fmt.Errorf("train: machine %d has %d batches per pass, the schedule %d", w.Rank(), part.Batches(), s.Batches)
+	}
+	width := w.Width()
+	scale := float32(float64(s.Batches) / float64(s.Samples))
+	var vals, grad []float32
+	var passes []Pass
+	start := time.Now()
+	prev := math.NaN()
+	rounds := 0
+	for p := range s.MaxPasses {
+		var loss float64
+		var samples, correct int
+		for b := range s.Batches {
+			keys := part.Keys(b)
+			n := len(keys) * width
+			vals, grad = grow(vals, n), grow(grad, n)
+			if err := w.Pull(keys, vals).Wait(); err != nil {
+				return passes, fmt.Errorf("pass %d round %d: pull: %w", p, rounds, err)
+			}
+			clear(grad)
+			l, m, c := part.Step(b, vals, grad, scale)
+			loss, samples, correct = loss+l, samples+m, correct+c
+			if err := w.Push(keys, grad).Wait(); err != nil {
+				return passes, fmt.Errorf("pass %d round %d: push: %w", p, rounds, err)
+			}
+			rounds++
+		}
+		sum, err := w.AllReduce(ctx, []float64{loss, float64(samples), float64(correct)})
+		if err != nil {
+			return passes, fmt.Errorf("pass %d: summing the loss: %w", p, err)
+		}
+		pass := Pass{Pass: p + 1, Rounds: rounds, Seconds: time.Since(start).Seconds()}
+		if sum[1] > 0 {
+			pass.TrainLoss = sum[0] / sum[1]
+			pass.TrainAccuracy = sum[2] / sum[1]
+		}
+		passes = append(passes, pass)
+		if progress != nil && w.Rank() == 0 {
+			progress(pass)
+		}
+		if math.IsNaN(pass.TrainLoss) || math.IsInf(pass.TrainLoss, 0) {
+			return passes, fmt.Errorf("pass %d: the training loss is %v: lower the learning rate", p+1, pass.TrainLoss)
+		}
+		if Converged(prev, pass.TrainLoss, s.Epsilon) {
+			break
+		}
+		prev = pass.TrainLoss
+	}
+	return passes, nil
+}
+
+// Converged reports whether the loss changed by less than a fraction eps
+// of the previous loss prev (NaN before the first pass).
+func Converged(prev, loss, eps float64) bool {
+	if math.IsNaN(prev) || eps <= 0 {
+		return false
+	}
+	return math.Abs(prev-loss) < eps*math.Abs(prev)
+}
+
+// grow returns s resized to n, reallocated when too small.
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,88 @@
+package train
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strings"
+)
+
+// palette colours the runs in order.
+var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
+
+// PlotLoss draws the training loss against wall-clock time (partition
+// time included, so that a run's line starts when its training starts)
+// for each run, as an SVG document with a logarithmic loss axis.
+func PlotLoss(w io.Writer, runs []*Result) error {
+	const width, height, ml, mr, mt, mb = 640.0, 400.0, 70.0, 20.0, 30.0, 50.0
+	tMax, lMin, lMax := 0.0, math.Inf(1), math.Inf(-1)
+	for _, r := range runs {
+		for _, p := range r.RoundsDetail {
+			t := r.PartitionSeconds + r.StartSeconds + p.Seconds
+			tMax = max(tMax, t)
+			if p.TrainLoss > 0 && !math.IsInf(p.TrainLoss, 0) {
+				lMin, lMax = min(lMin, p.TrainLoss), max(lMax, p.TrainLoss)
+			}
+		}
+	}
+	if math.IsInf(lMin, 1) {
+		lMin, lMax = 0.1, 1
+	}
+	if tMax <= 0 {
+		tMax = 1
+	}
+	lo, hi := math.Floor(math.Log10(lMin)), math.Ceil(math.Log10(lMax))
+	if hi <= lo {
+		hi = lo + 1
+	}
+	pw, ph := width-ml-mr, height-mt-mb
+	x := func(t float64) float64 { return ml + pw*t/tMax }
+	y := func(l float64) float64 { return mt + ph*(hi-math.Log10(l))/(hi-lo) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", ml, mt, pw, ph)
+	for e := lo; e <= hi; e++ {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", ml, ml+pw, y(math.Pow(10, e)), y(math.Pow(10, e)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">1e%.0f</text>`+"\n", ml-6, y(math.Pow(10, e))+4, e)
+	}
+	step := niceStep(tMax / 6)
+	for t := 0.0; t <= tMax+1e-9; t += step {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", x(t), mt+ph+16, t)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">seconds (partition + training)</text>`+"\n", ml+pw/2, height-12)
+	fmt.Fprintf(&b, `<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">training loss</text>`+"\n", mt+ph/2, mt+ph/2)
+	for i, r := range runs {
+		c := palette[i%len(palette)]
+		var pts []string
+		for _, p := range r.RoundsDetail {
+			if p.TrainLoss > 0 && !math.IsInf(p.TrainLoss, 0) {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(r.PartitionSeconds+r.StartSeconds+p.Seconds), y(p.TrainLoss)))
+			}
+		}
+		if len(pts) > 0 {
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", c, strings.Join(pts, " "))
+		}
+		ly := mt + 14 + 16*float64(i)
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", ml+pw-170, ml+pw-150, ly-4, ly-4, c)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s (%.1f s)</text>`+"\n", ml+pw-145, ly, html.EscapeString(r.Placement), r.TotalSeconds)
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// niceStep rounds x up to 1, 2 or 5 times a power of ten.
+func niceStep(x float64) float64 {
+	if x <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= x {
+			return m * p
+		}
+	}
+	return 10 * p
+}

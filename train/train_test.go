@@ -1,0 +1,501 @@
+package train
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"colo/datasets"
+	"colo/graph"
+	"colo/partition"
+	"colo/placement"
+	"colo/ps/clock"
+	"colo/transport"
+)
+
+// news20 loads the shipped 20 Newsgroups train and test sets once.
+var news20 = sync.OnceValues(func() (*LRApp, error) {
+	g, err := graph.Read(datasets.OpenNews20Train(), datasets.News20Train, graph.DefaultLoadOptions())
+	if err != nil {
+		return nil, err
+	}
+	t, err := graph.Read(datasets.OpenNews20Test(), datasets.News20Test, graph.DefaultLoadOptions())
+	if err != nil {
+		return nil, err
+	}
+	return NewLRApp(g, t, FeaturesLog1pL2)
+})
+
+func loadNews20(t *testing.T) *LRApp {
+	t.Helper()
+	app, err := news20()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
+// randomProblem returns a random sparse classification problem of n
+// samples over m features with the given number of classes; each
+// feature leans to a class and a sample's label is that of its first
+// feature, so that a linear model can learn it.
+func randomProblem(t *testing.T, n, m, classes int, seed uint64) *graph.Graph {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	affinity := make([]int, m)
+	for i := range affinity {
+		affinity[i] = rng.IntN(classes)
+	}
+	b := graph.NewBuilder(graph.Meta{Format: "generated", Source: "random problem"})
+	b.SetHasLabels()
+	for range n {
+		deg := 2 + rng.IntN(6)
+		seen := map[uint64]bool{}
+		var ps []uint64
+		var vs []float32
+		for len(ps) < deg {
+			p := uint64(rng.IntN(m))
+			if !seen[p] {
+				seen[p] = true
+				ps = append(ps, p)
+				vs = append(vs, float32(0.5+rng.Float64()))
+			}
+		}
+		// The class of the first feature: learnable by a linear model.
+		label := float64(affinity[ps[0]])
+		if err := b.AddSample(label, ps, vs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestLRGradient compares LossGrad's gradient with central differences
+// of its loss, binary and multinomial.
+func TestLRGradient(t *testing.T) {
+	for _, classes := range []int{2, 3, 5} {
+		g := randomProblem(t, 40, 25, classes, uint64(classes))
+		app, err := NewLRApp(g, nil, FeaturesRaw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := make([]int32, g.NumSamples())
+		for i := range rows {
+			rows[i] = int32(i)
+		}
+		b := Batches(app.Train, rows, 1, 1, app.NumKeys())[0]
+		W := app.Width()
+		rng := rand.New(rand.NewPCG(3, 4))
+		w := make([]float32, len(b.Keys)*W)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64() * 0.5)
+		}
+		grad := make([]float32, len(w))
+		app.Model.LossGrad(b, w, grad, 1)
+		loss := func(w []float32) float64 {
+			l, _ := app.Model.LossGrad(b, w, make([]float32, len(w)), 1)
+			return l
+		}
+		const h = 1e-2
+		for i := range w {
+			orig := w[i]
+			w[i] = orig + h
+			up := loss(w)
+			w[i] = orig - h
+			down := loss(w)
+			w[i] = orig
+			num := (up - down) / (2 * h)
+			if d := math.Abs(num - float64(grad[i])); d > 2e-3*max(1, math.Abs(num)) {
+				t.Fatalf("%d classes: weight %d: gradient %v, central difference %v", classes, i, grad[i], num)
+			}
+		}
+	}
+}
+
+// TestAUC checks AUC against counting every positive–negative pair.
+func TestAUC(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 50 {
+		n := 2 + rng.IntN(30)
+		scores := make([]float64, n)
+		pos := make([]bool, n)
+		for i := range n {
+			scores[i] = float64(rng.IntN(5)) // ties
+			pos[i] = rng.IntN(2) == 0
+		}
+		pos[0], pos[1] = true, false
+		var num, den float64
+		for i := range n {
+			for j := range n {
+				if pos[i] && !pos[j] {
+					den++
+					switch {
+					case scores[i] > scores[j]:
+						num++
+					case scores[i] == scores[j]:
+						num += 0.5
+					}
+				}
+			}
+		}
+		if got, want := AUC(scores, pos), num/den; math.Abs(got-want) > 1e-12 {
+			t.Fatalf("trial %d: AUC %v, pair count %v", trial, got, want)
+		}
+	}
+	if !math.IsNaN(AUC([]float64{1, 2}, []bool{true, true})) {
+		t.Fatal("AUC without negatives is not NaN")
+	}
+}
+
+// TestBatches: every sample of a shard is in exactly one batch, each
+// batch's keys are its rows' keys, sorted, and positions point at them.
+func TestBatches(t *testing.T) {
+	g := randomProblem(t, 200, 60, 3, 9)
+	app, err := NewLRApp(g, nil, FeaturesL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []int32{}
+	for i := 0; i < 200; i += 3 {
+		rows = append(rows, int32(i))
+	}
+	for _, nb := range []int{1, 4, 7} {
+		seen := map[int32]int{}
+		for _, b := range Batches(app.Train, rows, nb, 5, app.NumKeys()) {
+			for i, u := range b.Rows {
+				seen[u]++
+				cols, vals := app.Train.Row(int(u))
+				lo := b.Off[i]
+				for j, c := range cols {
+					if b.Keys[b.Pos[lo+int64(j)]] != uint64(c) || b.Val[lo+int64(j)] != vals[j] {
+						t.Fatalf("%d batches: row %d entry %d maps to the wrong key", nb, u, j)
+					}
+				}
+			}
+			for i := 1; i < len(b.Keys); i++ {
+				if b.Keys[i] <= b.Keys[i-1] {
+					t.Fatalf("%d batches: keys not increasing", nb)
+				}
+			}
+		}
+		if len(seen) != len(rows) {
+			t.Fatalf("%d batches hold %d of %d rows", nb, len(seen), len(rows))
+		}
+		for u, c := range seen {
+			if c != 1 {
+				t.Fatalf("row %d in %d batches", u, c)
+			}
+		}
+	}
+}
+
+// TestTestRows: features unknown to the training set are dropped, known
+// ones take the training set's keys, unknown labels are an error.
+func TestTestRows(t *testing.T) {
+	build := func(rows [][]uint64, labels []float64) *graph.Graph {
+		b := graph.NewBuilder(graph.Meta{Source: "t"})
+		b.SetHasLabels()
+		for i, r := range rows {
+			if err := b.AddSample(labels[i], r, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	train := build([][]uint64{{10, 20}, {20, 30}}, []float64{-1, 1})
+	test := build([][]uint64{{5, 20, 30, 99}}, []float64{1})
+	labels, err := NewLabels(train, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := TestRows(test, train, labels, FeaturesRaw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, _ := r.Row(0)
+	if len(cols) != 2 || cols[0] != 1 || cols[1] != 2 || r.Class[0] != 1 {
+		t.Fatalf("test row %v class %d, want keys [1 2] class 1", cols, r.Class[0])
+	}
+	bad := build([][]uint64{{10}}, []float64{7})
+	if _, err := TestRows(bad, train, labels, FeaturesRaw); err == nil {
+		t.Fatal("a label the training set lacks was accepted")
+	}
+	if _, err := NewLabels(build([][]uint64{{1}}, []float64{3}), 10); err == nil {
+		t.Fatal("a single class was accepted")
+	}
+}
+
+func TestParseConsistency(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want clock.Config
+		ok   bool
+	}{
+		{"bsp", clock.Config{Mode: clock.BSP}, true},
+		{"async", clock.Config{Mode: clock.Async}, true},
+		{"ssp:3", clock.Config{Mode: clock.Bounded, Tau: 3}, true},
+		{"ssp:0", clock.Config{}, false},
+		{"ssp:", clock.Config{}, false},
+		{"ssp:2x", clock.Config{}, false},
+		{"sync", clock.Config{}, false},
+	} {
+		got, err := ParseConsistency(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("ParseConsistency(%q) = %+v, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestConverged(t *testing.T) {
+	for _, tc := range []struct {
+		prev, loss, eps float64
+		want            bool
+	}{
+		{math.NaN(), 1, 1e-4, false},
+		{1, 0.99999, 1e-4, true},
+		{1, 0.999, 1e-4, false},
+		{1, 1.00001, 1e-4, true},
+		{1, 1, 0, false},
+	} {
+		if got := Converged(tc.prev, tc.loss, tc.eps); got != tc.want {
+			t.Errorf("Converged(%v, %v, %v) = %v", tc.prev, tc.loss, tc.eps, got)
+		}
+	}
+}
+
+// testConfig is a short job on k machines.
+func testConfig(k, passes int) Config {
+	cfg := DefaultConfig()
+	cfg.Machines, cfg.MaxPasses, cfg.Epsilon = k, passes, 0
+	return cfg
+}
+
+// place runs a partitioner.
+func place(t *testing.T, g *graph.Graph, algo string, k int) (*placement.Placement, *placement.Cost) {
+	t.Helper()
+	run, err := partition.Lookup(algo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := run(g, partition.Options{K: k, Seed: 1, Balanced: algo == "random"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost, err := placement.Evaluate(g, p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, cost
+}
+
+// TestOneMachineMatchesLocal: a one-machine cluster runs the same
+// optimiser as Local, and reaches the same losses.
+func TestOneMachineMatchesLocal(t *testing.T) {
+	g := randomProblem(t, 600, 150, 4, 11)
+	app, err := NewLRApp(g, nil, FeaturesL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, batch := range []int{0, 100} {
+		cfg := testConfig(1, 6)
+		cfg.Batch = batch
+		want, model, err := Local(app, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, cost := place(t, g, "random", 1)
+		res, err := Run(context.Background(), app, p, "random", 0, cost, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.RoundsDetail) != len(want) {
+			t.Fatalf("batch %d: %d passes on the cluster, %d locally", batch, len(res.RoundsDetail), len(want))
+		}
+		for i, p := range res.RoundsDetail {
+			if d := math.Abs(p.TrainLoss - want[i].TrainLoss); d > 1e-9*want[i].TrainLoss {
+				t.Fatalf("batch %d pass %d: loss %v on the cluster, %v locally", batch, i+1, p.TrainLoss, want[i].TrainLoss)
+			}
+		}
+		m := app.Model.Evaluate(app.Train, model)
+		if math.Abs(*res.Accuracy-m.Accuracy) > 1e-12 || math.Abs(*res.LogLoss-m.LogLoss) > 1e-6 {
+			t.Fatalf("batch %d: cluster accuracy %v log loss %v, local %v %v", batch, *res.Accuracy, *res.LogLoss, m.Accuracy, m.LogLoss)
+		}
+		if want[0].TrainLoss <= want[len(want)-1].TrainLoss {
+			t.Fatalf("batch %d: the loss did not fall: %v", batch, want)
+		}
+	}
+}
+
+// TestPlacementsTrainAlike: on 20 Newsgroups with 4 machines, every
+// placement reaches the same model quality (the model differs only in
+// the order of float additions), Parsa moves far fewer bytes between
+// machines than random, and the inter-machine traffic is what the cost
+// model predicts: T_sum keys' values per full-batch round, plus keys and
+// message headers.
+func TestPlacementsTrainAlike(t *testing.T) {
+	app := loadNews20(t)
+	const k, passes = 4, 3
+	results := map[string]*Result{}
+	for _, algo := range []string{"random", "parsa", "lex"} {
+		p, cost := place(t, app.Graph, algo, k)
+		res, err := Run(context.Background(), app, p, algo, 0, cost, testConfig(k, passes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[algo] = res
+		values := cost.TSum * int64(app.Width()) * int64(res.Rounds)
+		if res.PredictedInterValues != values || res.InterValues != values {
+			t.Errorf("%s: %d values between machines counted from the batches, %d predicted by the cost model",
+				algo, res.InterValues, values)
+		}
+		lo := 4*values + res.MessagesInter*int64(transport.PrefixSize+transport.HeaderSize)
+		hi := lo + 8*cost.TSum*int64(res.Rounds) + 8*res.MessagesInter
+		if res.BytesInter < lo || res.BytesInter > hi {
+			t.Errorf("%s: %d bytes between machines, the cost model gives [%d, %d]", algo, res.BytesInter, lo, hi)
+		}
+	}
+	base := results["random"]
+	for algo, r := range results {
+		if d := math.Abs(*r.Accuracy - *base.Accuracy); d > 0.003 {
+			t.Errorf("%s: test accuracy %.4f, random %.4f", algo, *r.Accuracy, *base.Accuracy)
+		}
+		if d := math.Abs(r.FinalTrainLoss - base.FinalTrainLoss); d > 1e-4*base.FinalTrainLoss {
+			t.Errorf("%s: final loss %v, random %v", algo, r.FinalTrainLoss, base.FinalTrainLoss)
+		}
+	}
+	if r := float64(results["parsa"].BytesInter) / float64(base.BytesInter); r > 0.6 {
+		t.Errorf("parsa moves %.0f%% of random's bytes between machines", 100*r)
+	}
+}
+
+// TestDeterministicBSP: two BSP runs on three machines give the same
+// model to the bit.
+func TestDeterministicBSP(t *testing.T) {
+	g := randomProblem(t, 900, 200, 3, 5)
+	app, err := NewLRApp(g, nil, FeaturesL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cost := place(t, g, "random", 3)
+	cfg := testConfig(3, 4)
+	cfg.Batch = 200
+	var runs [2]*Result
+	for i := range runs {
+		if runs[i], err = Run(context.Background(), app, p, "random", 0, cost, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, a := range runs[0].RoundsDetail {
+		if b := runs[1].RoundsDetail[i]; a.TrainLoss != b.TrainLoss {
+			t.Fatalf("pass %d: losses %v and %v", i+1, a.TrainLoss, b.TrainLoss)
+		}
+	}
+	if *runs[0].LogLoss != *runs[1].LogLoss {
+		t.Fatalf("test log loss %v and %v", *runs[0].LogLoss, *runs[1].LogLoss)
+	}
+}
+
+// TestConsistencyModels: asynchronous and bounded-delay training learn
+// the problem as BSP does.
+func TestConsistencyModels(t *testing.T) {
+	g := randomProblem(t, 900, 120, 2, 8)
+	app, err := NewLRApp(g, nil, FeaturesL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cost := place(t, g, "parsa", 3)
+	var bsp float64
+	for _, mode := range []string{"bsp", "async", "ssp:2"} {
+		cfg := testConfig(3, 15)
+		cfg.Batch = 150
+		if cfg.Clock, err = ParseConsistency(mode); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(context.Background(), app, p, "parsa", 0, cost, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if mode == "bsp" {
+			bsp = *res.Accuracy
+		}
+		if *res.Accuracy < bsp-0.03 || *res.Accuracy < 0.7 {
+			t.Errorf("%s: training accuracy %.3f, bsp %.3f", mode, *res.Accuracy, bsp)
+		}
+		if res.Consistency != mode {
+			t.Errorf("consistency %q, want %q", res.Consistency, mode)
+		}
+	}
+}
+
+// TestStopsAtEpsilon: training stops when the loss settles, before the
+// pass limit.
+func TestStopsAtEpsilon(t *testing.T) {
+	g := randomProblem(t, 300, 50, 2, 2)
+	app, err := NewLRApp(g, nil, FeaturesL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(2, 500)
+	cfg.Epsilon = 1e-3
+	cfg.Rule.L2 = 1e-2
+	p, cost := place(t, g, "random", 2)
+	res, err := Run(context.Background(), app, p, "random", 0, cost, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(res.RoundsDetail)
+	if n >= 500 || n < 3 {
+		t.Fatalf("stopped after %d passes", n)
+	}
+	last, prev := res.RoundsDetail[n-1].TrainLoss, res.RoundsDetail[n-2].TrainLoss
+	if !Converged(prev, last, cfg.Epsilon) {
+		t.Fatalf("stopped at losses %v → %v, not converged", prev, last)
+	}
+}
+
+// TestRunErrors: mismatched placements and bad settings are refused with
+// clear errors.
+func TestRunErrors(t *testing.T) {
+	g := randomProblem(t, 50, 20, 2, 1)
+	app, err := NewLRApp(g, nil, FeaturesL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cost := place(t, g, "random", 2)
+	if _, err := Run(context.Background(), app, p, "x", 0, cost, testConfig(3, 1)); err == nil {
+		t.Error("a 2-machine placement ran on 3 machines")
+	}
+	cfg := testConfig(2, 0)
+	if _, err := Run(context.Background(), app, p, "x", 0, cost, cfg); err == nil {
+		t.Error("0 passes accepted")
+	}
+	_, err = Run(context.Background(), nanApp{app}, p, "x", 0, cost, testConfig(2, 3))
+	if err == nil || !strings.Contains(err.Error(), "training loss is NaN") {
+		t.Errorf("a diverging run: %v", err)
+	}
+}
+
+// nanApp is an application whose loss is NaN, as a diverging one's.
+type nanApp struct{ *LRApp }
+
+func (a nanApp) Part(rank int, rows []int32, batches int, seed uint64) Part {
+	return nanPart{a.LRApp.Part(rank, rows, batches, seed)}
+}
+
+type nanPart struct{ Part }
+
+func (p nanPart) Step(b int, vals, grad []float32, scale float32) (float64, int, int) {
+	_, n, c := p.Part.Step(b, vals, grad, scale)
+	return math.NaN(), n, c
+}
