@@ -387,6 +387,9 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 	// The buffers reference m's arrays: drop them once written, so that
 	// the link keeps no reference to m after Send.
 	defer clear(bufs)
+	// Counted before the write, so that a peer that has the message (and
+	// anything that follows from it) never sees a counter without it.
+	l.stats.Sent(size)
 	if written, err := e.write(ctx, l, bufs); err != nil {
 		c := l.c
 		if written == 0 && ctx.Err() != nil && !e.closing() && !c.dead.Load() {
@@ -406,7 +409,6 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 		}
 		return peerErr(to, c.addr, "send", err)
 	}
-	l.stats.Sent(size)
 	return nil
 }
 
