@@ -72,12 +72,12 @@ func (a *LRApp) Evaluate(ctx context.Context, w *worker.Worker, _ Part) (Eval, e
 	if err != nil {
 		return Eval{}, err
 	}
-	rows := a.Test
+	rows, on := a.Test, "test"
 	if rows == nil {
-		rows = a.Train
+		rows, on = a.Train, "train"
 	}
 	m := a.Model.Evaluate(rows, model)
-	return Eval{Samples: m.Samples, Accuracy: &m.Accuracy, LogLoss: &m.LogLoss, AUC: &m.AUC}, nil
+	return Eval{On: on, Samples: m.Samples, Accuracy: &m.Accuracy, LogLoss: &m.LogLoss, AUC: &m.AUC}, nil
 }
 
 // PullModel pulls the values of keys [0, numKeys) from the servers.

@@ -274,7 +274,7 @@ func (a *MFApp) Evaluate(ctx context.Context, w *worker.Worker, part Part) (Eval
 
 // rmseEval is the Eval of n entries with summed squared error sse.
 func rmseEval(sse, n float64) Eval {
-	e := Eval{Samples: int(n)}
+	e := Eval{On: "held-out", Samples: int(n)}
 	if n > 0 {
 		rmse := math.Sqrt(sse / n)
 		e.RMSE = &rmse

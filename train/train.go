@@ -50,6 +50,10 @@ type App interface {
 // Eval is the test-set measure of a trained model; fields that do not
 // apply are nil.
 type Eval struct {
+	// On names what was scored: "test" (a test file), "train" (the
+	// training set, when lr has no test file) or "held-out" (mf entries
+	// held out of training).
+	On       string   `json:"evaluated_on"`
 	Samples  int      `json:"test_samples"`
 	Accuracy *float64 `json:"test_accuracy,omitempty"`
 	LogLoss  *float64 `json:"test_log_loss,omitempty"`

@@ -300,9 +300,9 @@ func trainRunsOn(e *env, g *graph.Graph, app train.App, specs []string, cfg trai
 func evalWords(ev train.Eval) string {
 	switch {
 	case ev.Accuracy != nil:
-		return fmt.Sprintf(", test accuracy %.2f%%", 100**ev.Accuracy)
+		return fmt.Sprintf(", %s accuracy %.2f%%", ev.On, 100**ev.Accuracy)
 	case ev.RMSE != nil:
-		return fmt.Sprintf(", test RMSE %.4f", *ev.RMSE)
+		return fmt.Sprintf(", %s RMSE %.4f", ev.On, *ev.RMSE)
 	}
 	return ""
 }
@@ -329,11 +329,11 @@ func reportRuns(e *env, runs []*train.Result, jsonOut, svgOut string) error {
 	row("inner-machine MB", func(r *train.Result) string { return fmt.Sprintf("%.1f", float64(r.BytesInner)/1e6) })
 	row("final train loss", func(r *train.Result) string { return fmt.Sprintf("%.4f", r.FinalTrainLoss) })
 	if runs[0].Accuracy != nil {
-		row("test accuracy %", func(r *train.Result) string { return fmt.Sprintf("%.2f", 100**r.Accuracy) })
-		row("test AUC", func(r *train.Result) string { return fmt.Sprintf("%.4f", *r.AUC) })
+		row(runs[0].On+" accuracy %", func(r *train.Result) string { return fmt.Sprintf("%.2f", 100**r.Accuracy) })
+		row(runs[0].On+" AUC", func(r *train.Result) string { return fmt.Sprintf("%.4f", *r.AUC) })
 	}
 	if runs[0].RMSE != nil {
-		row("test RMSE", func(r *train.Result) string { return fmt.Sprintf("%.4f", *r.RMSE) })
+		row(runs[0].On+" RMSE", func(r *train.Result) string { return fmt.Sprintf("%.4f", *r.RMSE) })
 	}
 	if len(runs) > 1 {
 		base := runs[0]
