@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 
 	"colo/graph"
 )
@@ -68,6 +69,14 @@ type kstate struct {
 	mem   []int64
 	hi    []int64 // size bound of each block
 	theta int64   // memory bound (0: none)
+	// floating reports that every net floats (owner −1), as in FM on the
+	// samples alone.
+	floating bool
+
+	// freeTo and freeGain are the best target of the last bestMove and
+	// its gain with the bounds ignored.
+	freeTo   int
+	freeGain int64
 
 	// scratch for gain computations
 	bc, bo  []int64
@@ -80,6 +89,7 @@ func newKState(lv *level, k int, part, owner []int32, hi []int64, theta int64) *
 		cnt: make([]int32, lv.m*k), size: make([]int64, k), mem: make([]int64, k),
 		bc: make([]int64, k), bo: make([]int64, k), tmark: make([]bool, k)}
 	s.mask = make([]uint64, lv.m*s.w)
+	s.floating = !slices.ContainsFunc(owner, func(o int32) bool { return o >= 0 })
 	for u := 0; u < lv.n; u++ {
 		i := int(part[u])
 		s.size[i] += lv.vw[u]
@@ -157,7 +167,7 @@ func (s *kstate) volume() int64 {
 func (s *kstate) bestMove(u int) (int, int64) {
 	lv, k := s.lv, s.k
 	a := int(s.part[u])
-	var leave, small int64
+	var leave, small, all int64
 	touched := s.touched[:0]
 	wide := false
 	mark := func(b int) {
@@ -170,6 +180,7 @@ func (s *kstate) bestMove(u int) (int, int64) {
 		e := int(e)
 		w := lv.nw[e]
 		o := int(s.owner[e])
+		all += w
 		if s.cnt[e*k+a] == 1 && o != a {
 			leave += w
 		}
@@ -214,11 +225,20 @@ func (s *kstate) bestMove(u int) (int, int64) {
 		}
 	}
 	best, bg := -1, int64(0)
+	s.freeTo, s.freeGain = -1, 0
 	vw := lv.vw[u]
 	for _, b := range touched {
 		b := int(b)
-		if b != a && s.size[b]+vw <= s.hi[b] && (s.theta == 0 || s.mem[b]+s.absent(u, b) <= s.theta) {
-			g := leave - small + s.bc[b] + s.bo[b]
+		if b == a {
+			s.bc[b], s.bo[b] = 0, 0
+			s.tmark[b] = false
+			continue
+		}
+		g := leave - small + s.bc[b] + s.bo[b]
+		if s.freeTo < 0 || g > s.freeGain {
+			s.freeTo, s.freeGain = b, g
+		}
+		if s.size[b]+vw <= s.hi[b] && s.fits(u, b, all, leave-g) {
 			if best < 0 || g > bg || (g == bg && s.size[b] < s.size[best]) {
 				best, bg = b, g
 			}
@@ -245,6 +265,20 @@ func (s *kstate) leave(u int) int64 {
 		}
 	}
 	return x
+}
+
+// fits reports whether moving vertex u to block b keeps M_b within θ.
+// all is the weight of u's nets and lost the gain of the move subtracted
+// from what u leaves behind, which with floating nets is exactly what the
+// move adds to M_b; otherwise that is counted by absent.
+func (s *kstate) fits(u, b int, all, lost int64) bool {
+	if s.theta == 0 || s.mem[b]+all <= s.theta {
+		return true
+	}
+	if !s.floating {
+		lost = s.absent(u, b)
+	}
+	return s.mem[b]+lost <= s.theta
 }
 
 // absent returns the weight of u's nets with no pin in block b: what
@@ -319,31 +353,83 @@ func (h *fmHeap) Pop() any {
 	return x
 }
 
-// maxUpdateNet is the largest net whose pins FM re-rates after a move; the
+// maxUpdateNet is the largest net whose pins FM tracks after a move; the
 // gains of pins of larger nets are corrected when they are popped.
-const maxUpdateNet = 24
+const maxUpdateNet = 256
+
+// maxWake is the most vertices that room in a block puts back in the FM
+// queue, those of largest keys among the ones whose moves it blocked.
+const maxWake = 8
+
+// fmScratch is the per-vertex memory of FM passes, reused from pass to
+// pass: locked vertices, the dirty marks and raises of the current move,
+// and each vertex's key, an upper bound on its best gain (valid in the
+// queue when queued, else a bound on what it leaves behind).
+type fmScratch struct {
+	locked []bool
+	stamp  []bool
+	queued []bool
+	ver    []int32
+	key    []int64
+	raise  []int64
+	wait   []fmHeap // per block, the vertices whose best move it blocks
+}
+
+func newFMScratch(n, k int) *fmScratch {
+	return &fmScratch{locked: make([]bool, n), stamp: make([]bool, n), queued: make([]bool, n),
+		ver: make([]int32, n), key: make([]int64, n), raise: make([]int64, n), wait: make([]fmHeap, k)}
+}
 
 // fmPass runs one pass of k-way FM on the vertices: the move of largest
 // gain is made first, negative gains included, each vertex moves at most
 // once, and after the pass the moves past the best prefix are undone. A
 // pass stops early after a run of moves that do not reach the best
 // prefix. It returns the volume gained (≥ 0).
-func (s *kstate) fmPass(rng *rand.Rand, locked, stamp []bool, ver []int32) int64 {
-	lv := s.lv
+//
+// The queue holds upper bounds of the gains, corrected lazily: a move of
+// u from a to b can raise another vertex's gain only through a net of u
+// whose pins in a fell to one (that pin now leaves it behind) or in b
+// rose to one (every other pin may now join it in b), each by the net's
+// weight. Those raises are added to the keys of the pins, in O(1) per
+// pin; every other change lowers gains. A popped vertex is rated afresh
+// and pushed back when its gain is below its key, so the move made is
+// one of largest gain (exactly so for nets of at most maxUpdateNet pins).
+func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
+	lv, k := s.lv, s.k
+	locked, stamp, queued, ver, key, raise, wait := sc.locked, sc.stamp, sc.queued, sc.ver, sc.key, sc.raise, sc.wait
 	clear(locked)
+	clear(queued)
+	for i := range wait {
+		wait[i] = wait[i][:0]
+	}
 	h := fmHeap(make([]fmEntry, 0, lv.n/4+16))
-	order := rng.Perm(lv.n)
-	for _, u := range order {
-		// A move gains at most what u leaves behind: skip the vertices
-		// that leave nothing, whose moves cannot gain.
-		if s.leave(u) == 0 {
-			continue
+	// enqueue takes u's rating by bestMove (b, g and the free move): its
+	// key becomes the best gain with the bounds ignored, its best move
+	// within the bounds is queued and, when that gains less, u waits for
+	// room in the block of the free one.
+	enqueue := func(u, b int, g int64) {
+		ver[u]++
+		key[u], queued[u] = s.freeGain, b >= 0
+		if s.freeTo < 0 {
+			key[u] = 0
 		}
-		if b, g := s.bestMove(u); b >= 0 {
-			h = append(h, fmEntry{g, int32(u), ver[u]})
+		if b >= 0 {
+			heap.Push(&h, fmEntry{g, int32(u), ver[u]})
+		}
+		if s.freeTo >= 0 && (b < 0 || s.freeGain > g) {
+			heap.Push(&wait[s.freeTo], fmEntry{s.freeGain, int32(u), ver[u]})
 		}
 	}
-	heap.Init(&h)
+	for _, u := range rng.Perm(lv.n) {
+		// A move gains at most what u leaves behind: skip the vertices
+		// that leave nothing, whose moves cannot gain.
+		key[u] = s.leave(u)
+		if key[u] == 0 {
+			continue
+		}
+		b, g := s.bestMove(u)
+		enqueue(u, b, g)
+	}
 	type moved struct {
 		u    int32
 		from int32
@@ -354,14 +440,32 @@ func (s *kstate) fmPass(rng *rand.Rand, locked, stamp []bool, ver []int32) int64
 	stall := 0
 	maxStall := max(32, lv.n/400)
 	var dirty []int32
+	var mover, from, to int
+	bump := func(x int, w int64) {
+		if locked[x] || x == mover {
+			return
+		}
+		if !stamp[x] {
+			stamp[x] = true
+			raise[x] = 0
+			dirty = append(dirty, int32(x))
+		}
+		raise[x] += w
+	}
 	changed := func(e int) {
 		if lv.noff[e+1]-lv.noff[e] > maxUpdateNet {
 			return
 		}
+		w, o := lv.nw[e], int(s.owner[e])
+		inA := s.cnt[e*k+from] == 1 && o != from
+		inB := s.cnt[e*k+to] == 1 && o != to
 		for _, x := range lv.pins(e) {
-			if !locked[x] && !stamp[x] {
-				stamp[x] = true
-				dirty = append(dirty, int32(x))
+			x := int(x)
+			if inB {
+				bump(x, w) // may join it in b
+			}
+			if inA && s.part[x] == int32(from) {
+				bump(x, w) // now leaves it behind
 			}
 		}
 	}
@@ -372,16 +476,13 @@ func (s *kstate) fmPass(rng *rand.Rand, locked, stamp []bool, ver []int32) int64
 			continue
 		}
 		b, g := s.bestMove(u)
-		if b < 0 {
-			continue
-		}
-		if g < top.gain {
-			ver[u]++
-			heap.Push(&h, fmEntry{g, top.u, ver[u]})
+		if b < 0 || g < top.gain {
+			enqueue(u, b, g)
 			continue
 		}
 		log = append(log, moved{top.u, s.part[u]})
 		locked[u] = true
+		mover, from, to = u, int(s.part[u]), b
 		s.move(u, b, changed)
 		cur += g
 		if cur > best {
@@ -391,18 +492,28 @@ func (s *kstate) fmPass(rng *rand.Rand, locked, stamp []bool, ver []int32) int64
 		}
 		for _, x := range dirty {
 			stamp[x] = false
-			if locked[x] {
+			key[x] += raise[x]
+			if !queued[x] && key[x] <= 0 {
 				continue
 			}
 			ver[x]++
-			if s.leave(int(x)) == 0 {
-				continue
-			}
-			if bx, gx := s.bestMove(int(x)); bx >= 0 {
-				heap.Push(&h, fmEntry{gx, x, ver[x]})
-			}
+			queued[x] = true
+			heap.Push(&h, fmEntry{key[x], x, ver[x]})
 		}
 		dirty = dirty[:0]
+		// Room in from: the moves it blocked of largest keys are
+		// candidates again.
+		for woken := 0; woken < maxWake && wait[from].Len() > 0; {
+			w := heap.Pop(&wait[from]).(fmEntry)
+			x := w.u
+			if locked[x] || w.ver != ver[x] {
+				continue
+			}
+			ver[x]++
+			queued[x] = true
+			heap.Push(&h, fmEntry{key[x], x, ver[x]})
+			woken++
+		}
 	}
 	for x := len(log) - 1; x >= bestLen; x-- {
 		s.move(int(log[x].u), int(log[x].from), nil)
@@ -413,13 +524,11 @@ func (s *kstate) fmPass(rng *rand.Rand, locked, stamp []bool, ver []int32) int64
 // fm runs FM passes until one gains less than a fraction minGain of the
 // volume, or maxPasses; it returns the volume gained.
 func (s *kstate) fm(rng *rand.Rand, maxPasses int) int64 {
-	locked := make([]bool, s.lv.n)
-	stamp := make([]bool, s.lv.n)
-	ver := make([]int32, s.lv.n)
+	sc := newFMScratch(s.lv.n, s.k)
 	var total int64
 	vol := s.volume()
 	for p := 0; p < maxPasses; p++ {
-		g := s.fmPass(rng, locked, stamp, ver)
+		g := s.fmPass(rng, sc)
 		total += g
 		if g == 0 || float64(g) < 1e-3*float64(vol) {
 			break

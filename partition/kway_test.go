@@ -11,8 +11,9 @@ import (
 // TestKWayGains checks the incremental gains of the k-way engine against
 // a full recomputation of the volume after every move, on random graphs,
 // with floating and with served nets: gain(u, b) is the volume change of
-// the move, bestMove's gain is the best over every block with room, and
-// the counts, sizes and memories stay those of a fresh state.
+// the move, bestMove's gain is the best over every block with room (and
+// within θ, when set), and the counts, sizes and memories stay those of a
+// fresh state.
 func TestKWayGains(t *testing.T) {
 	rng := placement.NewRand(31)
 	for trial := 0; trial < 40; trial++ {
@@ -38,6 +39,9 @@ func TestKWayGains(t *testing.T) {
 			hi[i] = int64(n)
 		}
 		s := newKState(lv, k, part, owner, hi, 0)
+		if trial%4 >= 2 {
+			s.theta = slices.Min(s.mem) + (slices.Max(s.mem)-slices.Min(s.mem))/2
+		}
 		for step := 0; step < 60; step++ {
 			u := rng.IntN(n)
 			vol := s.volume()
@@ -53,17 +57,25 @@ func TestKWayGains(t *testing.T) {
 					t.Fatalf("trial %d: gain(%d→%d) = %d, recomputed %d", trial, u, b, g, got)
 				}
 				s.move(u, a, nil)
-				// bestMove looks at blocks the nets touch (and servers).
+				// bestMove looks at blocks the nets touch (and servers),
+				// at every block when a net is in more than half of them.
 				touches := false
 				for _, e := range lv.nets(u) {
-					touches = touches || s.has(int(e), b) || int(owner[e]) == b
+					touches = touches || s.has(int(e), b) || int(owner[e]) == b || 2*s.lambda(int(e)) > k
 				}
-				if touches {
+				if touches && (s.theta == 0 || s.mem[b]+s.absent(u, b) <= s.theta) {
 					bestG = max(bestG, g)
 				}
 			}
-			if b, g := s.bestMove(u); b >= 0 && g != bestG {
+			b, g := s.bestMove(u)
+			if b >= 0 && g != bestG {
 				t.Fatalf("trial %d: bestMove(%d) gains %d, best %d", trial, u, g, bestG)
+			}
+			if b >= 0 && s.theta > 0 && s.mem[b]+s.absent(u, b) > s.theta {
+				t.Fatalf("trial %d: bestMove(%d) takes block %d to memory %d, above θ %d", trial, u, b, s.mem[b]+s.absent(u, b), s.theta)
+			}
+			if b < 0 && bestG > -1<<62 {
+				t.Fatalf("trial %d: bestMove(%d) finds no block, block of gain %d fits", trial, u, bestG)
 			}
 			s.move(u, rng.IntN(k), nil)
 		}

@@ -20,6 +20,8 @@
 //	lex       samples sorted by their rarest parameters and cut into k
 //	          runs: a fast start for refinement on data with few, popular
 //	          parameters.
+//	best      Refine from Parsa's and from Lex's placement, keeping the
+//	          one of lower T_max (then T_sum).
 //
 // Any name followed by "+refine" (parsa+refine) runs Refine on the result:
 // k-way FM on the samples with multilevel V-cycles, then the parameters,
@@ -154,6 +156,7 @@ var algorithms = map[string]Func{
 	"tsh2":   withAlpha(2),
 	"mbp":    MBP,
 	"lex":    Lex,
+	"best":   Best,
 }
 
 // withAlpha is TSH with α fixed.

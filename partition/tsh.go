@@ -17,8 +17,11 @@ type TSHOptions struct {
 	Alpha int
 	// Beta is β, the weight of |D_i ∪ S| in the cost f(D_i ∪ S) −
 	// β·|D_i ∪ S| (Alg. 1, line 5): the larger, the more a pair is
-	// preferred to a single sample. 0 means n, the value of seed 000's
-	// worked example, with which a pair is taken whenever it fits.
+	// preferred to a single sample (n, the value of seed 000's worked
+	// example, takes a pair whenever it fits). 0 means adaptive: a pair
+	// is taken when it adds fewer parameters per sample than the cheapest
+	// single sample, f(D_i ∪ {a, b}) − f(D_i) < 2·(f(D_i ∪ {c}) − f(D_i)),
+	// the β of each iteration being the cost of that single sample.
 	Beta float64
 	// SampleRate is the probability with which each unassigned sample is
 	// a candidate in an iteration. 0 means the rate n_b/(k·|D′|) of seed
@@ -52,7 +55,7 @@ func (o TSHOptions) Validate() error {
 	case o.Alpha < 0 || o.Alpha > 2:
 		return fmt.Errorf("tsh alpha = %d: want 1 or 2 (0: 1)", o.Alpha)
 	case !(o.Beta >= 0) || math.IsInf(o.Beta, 0):
-		return fmt.Errorf("tsh beta = %g: want a finite β ≥ 0 (0: n)", o.Beta)
+		return fmt.Errorf("tsh beta = %g: want a finite β ≥ 0 (0: adaptive)", o.Beta)
 	case !(o.SampleRate >= 0 && o.SampleRate <= 1):
 		return fmt.Errorf("tsh sample rate = %g: want a probability in (0, 1] (0: n/(k|D′|))", o.SampleRate)
 	case o.PairCandidates < 0:
@@ -68,15 +71,18 @@ func (o TSHOptions) Validate() error {
 // TSHStats reports a run of TSH.
 type TSHStats struct {
 	Alpha      int     `json:"alpha"`
-	Beta       float64 `json:"beta"`
+	Beta       float64 `json:"beta"`        // 0: adaptive
 	SampleRate float64 `json:"sample_rate"` // 0: adaptive
 	Blocks     int     `json:"blocks"`
 	Threads    int     `json:"threads"`
 	// Pairs is the number of iterations that added two samples, Singles
 	// the number that added one.
-	Pairs   int64      `json:"pairs"`
-	Singles int64      `json:"singles"`
-	Params  ParamStats `json:"params"`
+	Pairs   int64 `json:"pairs"`
+	Singles int64 `json:"singles"`
+	// Fallback reports that α = 2 returned the placement of α = 1, whose
+	// T_max was lower.
+	Fallback bool       `json:"fallback,omitempty"`
+	Params   ParamStats `json:"params"`
 }
 
 // tshConfig is what the blocks of a TSH run share.
@@ -146,6 +152,11 @@ func TSH(g *graph.Graph, opt Options) (*placement.Placement, error) {
 }
 
 // RunTSH is TSH, returning its statistics too.
+//
+// With α = 2 it also runs α = 1 and returns that placement when it has the
+// lower T_max (TSHStats.Fallback): a pair escapes the local optima of
+// single samples, but on some graphs pairs taken early leave worse choices
+// later, and TSH-2 should never lose to TSH-1.
 func RunTSH(g *graph.Graph, opt Options) (*placement.Placement, *TSHStats, error) {
 	to := opt.TSH
 	if err := to.Validate(); err != nil {
@@ -154,10 +165,32 @@ func RunTSH(g *graph.Graph, opt Options) (*placement.Placement, *TSHStats, error
 	if err := opt.Validate(g.NumSamples()); err != nil {
 		return nil, nil, err
 	}
-	cfg := &tshConfig{alpha: max(1, to.Alpha), beta: to.Beta, rate: to.SampleRate, candidates: to.PairCandidates}
-	if cfg.beta == 0 {
-		cfg.beta = float64(g.NumSamples())
+	p, st, err := runTSHAlpha(g, opt, max(1, to.Alpha))
+	if err != nil {
+		return nil, nil, err
 	}
+	if st.Alpha == 2 {
+		opt1 := opt
+		opt1.Progress = nil
+		p1, st1, err := runTSHAlpha(g, opt1, 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		c2, c1 := evaluate(g, p, 0), evaluate(g, p1, 0)
+		if c1.TMax < c2.TMax || (c1.TMax == c2.TMax && c1.TSum < c2.TSum) {
+			p, st.Params, st.Fallback = p1, st1.Params, true
+		}
+	}
+	if opt.Report != nil {
+		opt.Report("tsh", st)
+	}
+	return p, st, nil
+}
+
+// runTSHAlpha runs Alg. 1 with α = alpha and places the parameters.
+func runTSHAlpha(g *graph.Graph, opt Options, alpha int) (*placement.Placement, *TSHStats, error) {
+	to := opt.TSH
+	cfg := &tshConfig{alpha: alpha, beta: to.Beta, rate: to.SampleRate, candidates: to.PairCandidates}
 	if cfg.candidates == 0 {
 		cfg.candidates = DefaultPairCandidates
 	}
@@ -180,9 +213,6 @@ func RunTSH(g *graph.Graph, opt Options) (*placement.Placement, *TSHStats, error
 	for c := range cfg.stats {
 		st.Pairs += c[0]
 		st.Singles += c[1]
-	}
-	if opt.Report != nil {
-		opt.Report("tsh", st)
 	}
 	return p, st, nil
 }
@@ -262,7 +292,7 @@ func (b *block) tshSelect(i int, pairOK bool, rate float64) (int32, int32) {
 	if s1 < 0 { // no sample drawn: the cheapest one
 		s1, c1 = first, b.nodes[base+int(first)].cost
 	}
-	if pa < 0 || float64(pc)-float64(c1) >= t.cfg.beta {
+	if pa < 0 || (t.cfg.beta == 0 && pc >= 2*int64(c1)) || (t.cfg.beta > 0 && float64(pc)-float64(c1) >= t.cfg.beta) {
 		return s1, -1
 	}
 	return pa, pbest

@@ -44,7 +44,7 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 
 	to := &opt.TSH
 	f.IntVar(&to.Alpha, "alpha", 1, "tsh: most samples added to a partition at a time, 1 (TSH-1) or 2 (TSH-2)")
-	f.Float64Var(&to.Beta, "beta", 0, "tsh: weight β of |D_i ∪ S| in Alg. 1 (0: n, a pair whenever it fits)")
+	f.Float64Var(&to.Beta, "beta", 0, "tsh: weight β of |D_i ∪ S| in Alg. 1 (0: adaptive, a pair only when it adds fewer parameters per sample than the cheapest single sample)")
 	f.Float64Var(&to.SampleRate, "sample-rate", 0, "tsh: probability that a sample is a candidate (0: n/(k|D′|) as in the paper, 1: all)")
 
 	mo := &opt.MBP

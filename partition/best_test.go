@@ -1,0 +1,59 @@
+package partition
+
+import (
+	"testing"
+
+	"colo/placement"
+)
+
+// TestBestPicksTheLowerTMax: Best returns a placement no worse in T_max
+// than each of its refined starts, and TSH-2 is never worse than TSH-1
+// (it keeps TSH-1's placement when its own is worse).
+func TestBestPicksTheLowerTMax(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		g := randomGraph(t, seed, 120, 60, 0.06)
+		opt := Options{K: 4, Seed: seed}
+		got, err := Best(g, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gc, err := placement.Evaluate(g, got, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, start := range []string{"parsa+refine", "lex+refine"} {
+			run, err := Lookup(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := run(g, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := placement.Evaluate(g, p, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gc.TMax > c.TMax {
+				t.Errorf("seed %d: best has T_max %d, %s %d", seed, gc.TMax, start, c.TMax)
+			}
+		}
+		var tmax [3]int64
+		for alpha := 1; alpha <= 2; alpha++ {
+			o := opt
+			o.TSH.Alpha = alpha
+			p, err := TSH(g, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := placement.Evaluate(g, p, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmax[alpha] = c.TMax
+		}
+		if tmax[2] > tmax[1] {
+			t.Errorf("seed %d: TSH-2 T_max %d above TSH-1's %d", seed, tmax[2], tmax[1])
+		}
+	}
+}
