@@ -31,7 +31,8 @@
 // bandwidth. Encoder returns a frame as a few buffers that reference the
 // message's arrays, for a vectored write without copying; Decoder reads
 // arrays straight into their final memory, taken from a Pool when the
-// receiver recycles messages with Message.Release.
+// receiver recycles messages with Message.Release, or, for the values of
+// an expected answer, the destination the receiver registered in Berths.
 //
 // Every frame is checked: the magic, version and reserved bytes, the key
 // encoding, and that the segment sizes add up to the length prefix.

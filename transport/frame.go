@@ -308,6 +308,9 @@ type Decoder struct {
 	r       io.Reader
 	max     int
 	pool    *Pool
+	berths  *Berths
+	from    NodeID // the only sender whose frames may use berths
+	abort   func()
 	hdr     [PrefixSize + HeaderSize]byte
 	scratch []byte
 }
@@ -325,8 +328,18 @@ func NewDecoder(r io.Reader, maxFrame int) *Decoder {
 // Message.Release recycles them. Without a pool they are allocated.
 func (d *Decoder) SetPool(p *Pool) { d.pool = p }
 
+// SetBerths makes the Decoder read the values of frames from sender from
+// into the destinations registered in b (see Berths). abort, when not nil,
+// interrupts a read in progress, for Berths.Cancel: it typically closes
+// the stream.
+func (d *Decoder) SetBerths(b *Berths, from NodeID, abort func()) {
+	d.berths, d.from, d.abort = b, from, abort
+}
+
 // Decode reads the next frame into m, reusing the capacity of m's arrays
-// (or taking them from the Decoder's pool), and returns the frame's size. A frame over the limit is rejected from
+// (or taking them from the Decoder's pool, and the values from a berth
+// when one was registered for the frame), and returns the frame's size.
+// A frame over the limit is rejected from
 // its length prefix, before anything is allocated for it, with an error
 // wrapping ErrFrameTooLarge; malformed frames wrap ErrBadFrame. It returns
 // io.EOF at a clean end of stream and io.ErrUnexpectedEOF inside a frame.
@@ -351,12 +364,27 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 		return 0, err
 	}
 	m.Header = p.Header
-	if d.pool != nil && m.pool == nil && m.Body == nil && m.KV.Keys == nil && m.KV.Vals == nil && m.KV.Lens == nil {
+	fresh := m.pool == nil && m.Body == nil && m.KV.Keys == nil && m.KV.Vals == nil && m.KV.Lens == nil
+	var landed []float32
+	if d.berths != nil && fresh && p.nvals > 0 && p.nlens == 0 && p.Sender == d.from {
+		if landed = d.berths.claim(p.Sender, p.ID, int(p.nvals), d.abort); landed != nil {
+			defer d.berths.release(p.Sender, p.ID)
+		}
+	}
+	if d.pool != nil && fresh {
 		m.pool = d.pool
 		m.Body = get[byte](&d.pool.bytes, int(p.body), 1)
 		m.KV.Keys = get[uint64](&d.pool.u64, int(p.nkeys), 8)
-		m.KV.Vals = get[float32](&d.pool.f32, int(p.nvals), 4)
+		if landed != nil {
+			m.KV.Vals, m.landed = landed, true
+		} else {
+			m.KV.Vals = get[float32](&d.pool.f32, int(p.nvals), 4)
+		}
 		m.KV.Lens = get[int32](&d.pool.i32, int(p.nlens), 4)
+	} else if landed != nil {
+		m.Body = grow(m.Body, int(p.body))
+		m.KV.Keys = grow(m.KV.Keys, int(p.nkeys))
+		m.KV.Vals, m.landed = landed, true
 	} else {
 		m.Body = grow(m.Body, int(p.body))
 		m.KV.Keys = grow(m.KV.Keys, int(p.nkeys))

@@ -71,6 +71,9 @@ type Message struct {
 	Body []byte
 	KV   kv.Batch
 	pool *Pool // where Release returns the arrays, if anywhere
+	// landed marks KV.Vals as a berth (see Berths): the receiver's own
+	// memory, never handed to a pool.
+	landed bool
 }
 
 // Clone returns a deep copy of m; nil segments stay nil. The copy owns

@@ -127,7 +127,9 @@ func (m *Message) Release() {
 	}
 	put(&p.bytes, m.Body, 1)
 	put(&p.u64, m.KV.Keys, 8)
-	put(&p.f32, m.KV.Vals, 4)
+	if !m.landed {
+		put(&p.f32, m.KV.Vals, 4)
+	}
 	put(&p.i32, m.KV.Lens, 4)
 	*m = Message{Header: m.Header}
 }

@@ -665,6 +665,41 @@ func (c serverConn) Reply(ctx context.Context, w int, msg *transport.Message) er
 // workerConn posts requests for a worker member.
 type workerConn struct{ m *member }
 
+// berths returns the endpoint's registry of destinations for answers,
+// nil when the transport has none.
+func (c workerConn) berths() *transport.Berths {
+	if b, ok := c.m.ep.(interface{ Berths() *transport.Berths }); ok {
+		return b.Berths()
+	}
+	return nil
+}
+
+// Land has the values of server s's answer to request id read straight
+// into dst, when the answer comes through a transport that can.
+func (c workerConn) Land(s int, id uint64, dst []float32) {
+	to := proto.ServerID(s)
+	if c.m.n.member(to) != nil {
+		return // answers from the co-located server come through memory
+	}
+	if b := c.berths(); b != nil {
+		b.Expect(to, id, dst)
+	}
+}
+
+// Unland withdraws the registration of server s's answer to id.
+func (c workerConn) Unland(s int, id uint64) {
+	if b := c.berths(); b != nil {
+		b.Cancel(proto.ServerID(s), id)
+	}
+}
+
+// UnlandAll withdraws every registration.
+func (c workerConn) UnlandAll() {
+	if b := c.berths(); b != nil {
+		b.CancelAll()
+	}
+}
+
 // Post sends a request to server rank s, through memory to the
 // co-located server.
 func (c workerConn) Post(s int, msg *transport.Message) {

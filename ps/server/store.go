@@ -128,9 +128,7 @@ func (s *Store) span(key uint64, j, n int) (int, error) {
 func (s *Store) apply(o int, g []float32) {
 	w := s.vals[o : o+len(g)]
 	if s.sum {
-		for i, v := range g {
-			w[i] += v
-		}
+		sumInto(w, g)
 		return
 	}
 	for i := range s.state {
@@ -289,10 +287,7 @@ func (s *Store) add(j, o int, g []float32) {
 	if j/64 >= len(s.mark) || o+len(g) > len(s.acc) {
 		s.ensureAcc()
 	}
-	a := s.acc[o : o+len(g)]
-	for i, v := range g {
-		a[i] += v
-	}
+	sumInto(s.acc[o:o+len(g)], g)
 	s.mark[j/64] |= 1 << (j % 64)
 	s.dirty = true
 }
@@ -320,10 +315,7 @@ func (s *Store) PushRange(begin uint64, vals []float32, acc bool) error {
 			return nil
 		}
 		s.ensureAcc()
-		a := s.acc[o : o+len(vals)]
-		for i, v := range vals {
-			a[i] += v
-		}
+		sumInto(s.acc[o:o+len(vals)], vals)
 		for q := j; q < j+int(n); q++ {
 			s.mark[q/64] |= 1 << (q % 64)
 		}

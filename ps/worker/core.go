@@ -9,7 +9,10 @@
 // splits each request by server through the routing table (seed 000 §3.2:
 // the assignment "is known to all machines"): a range-owned table costs S
 // binary searches and no copy, any other table one lookup per key. Pull
-// answers are merged back into dst in the order of the request's keys.
+// answers are merged back into dst in the order of the request's keys;
+// with a range-owned table each server's answer fills one part of dst,
+// and over TCP it is read from the socket straight into that part
+// (Out.Dst, Lander), with no copy at all.
 //
 // Every Push ends the worker's round (pull, compute, push). Under BSP and
 // bounded delay a push goes to every server, empty or not, so that each
@@ -127,6 +130,12 @@ type Op struct {
 type Out struct {
 	Server int
 	M      *transport.Message
+	// Dst, when not nil, is where the values of the answer to a pull go:
+	// a part of the caller's array, exactly as long as the answer. A
+	// driver whose transport can read the values straight there registers
+	// it (transport.Berths); Receive then finds them in place and copies
+	// nothing.
+	Dst []float32
 }
 
 // request is an operation in flight.
@@ -266,11 +275,15 @@ func (c *Core) start(op *Op) {
 		if cmd == proto.DataRange && b.Keys[0] == b.Keys[1] && !all {
 			return
 		}
-		c.out = append(c.out, Out{Server: s, M: &transport.Message{
+		o := Out{Server: s, M: &transport.Message{
 			Header: transport.Header{Type: transport.TypeData, Flags: flags, Cmd: cmd, ID: c.nextID},
 			Body:   meta,
 			KV:     b,
-		}})
+		}}
+		if r.offs != nil && r.want[s] > 0 {
+			o.Dst = op.dst[r.offs[s] : r.offs[s]+r.want[s] : r.offs[s]+r.want[s]]
+		}
+		c.out = append(c.out, o)
 		r.remaining++
 	}
 	switch op.kind {
@@ -460,7 +473,7 @@ func (c *Core) splitRange(r *request, op *Op, send func(int, uint16, kv.Batch)) 
 
 // Receive processes an answer from server rank s and returns the messages
 // it lets go (operations that waited for the round gate). The message is
-// released once its values are copied out.
+// released once its values are copied out (or found in place).
 func (c *Core) Receive(s int, m *transport.Message) []Out {
 	c.out = c.out[:0]
 	r := c.pending[m.ID]
@@ -504,8 +517,12 @@ func (c *Core) answer(r *request, s int, m *transport.Message) error {
 		defer m.Release()
 		o := r.offs[s]
 		dst := r.op.dst
-		if len(m.KV.Vals) != r.want[s] || o+len(m.KV.Vals) > len(dst) {
-			return fmt.Errorf("%d values answered for %d", len(m.KV.Vals), r.want[s])
+		n := len(m.KV.Vals)
+		if n != r.want[s] || o+n > len(dst) {
+			return fmt.Errorf("%d values answered for %d", n, r.want[s])
+		}
+		if n > 0 && &m.KV.Vals[0] == &dst[o] {
+			return nil // read in place (Out.Dst)
 		}
 		copy(dst[o:], m.KV.Vals)
 		return nil

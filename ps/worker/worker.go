@@ -20,6 +20,20 @@ type Conn interface {
 	Post(s int, m *transport.Message)
 }
 
+// Lander is implemented by a Conn whose transport can read the values of a
+// server's answer straight into the caller's array (Out.Dst), saving the
+// copy out of a receive buffer.
+type Lander interface {
+	// Land registers dst for the values of server s's answer to request
+	// id. dst is not touched once Unland or UnlandAll has returned.
+	Land(s int, id uint64, dst []float32)
+	// Unland withdraws the registration of (s, id), if it is still there.
+	Unland(s int, id uint64)
+	// UnlandAll withdraws every registration; it may break links whose
+	// answers are arriving.
+	UnlandAll()
+}
+
 // ErrStopped is returned by calls after the worker stopped without a
 // more specific cause.
 var ErrStopped = errors.New("worker stopped")
@@ -162,8 +176,12 @@ func (w *Worker) AllReduce(ctx context.Context, vals []float64) ([]float64, erro
 // flight and every later call fails with context.Cause(ctx). Run returns
 // that cause.
 func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Conn) error {
+	lander, _ := conn.(Lander)
 	post := func(outs []Out) {
 		for _, o := range outs {
+			if o.Dst != nil && lander != nil {
+				lander.Land(o.Server, o.M.ID, o.Dst)
+			}
 			conn.Post(o.Server, o.M)
 		}
 	}
@@ -181,6 +199,11 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 				m.Release()
 				continue
 			}
+			if lander != nil {
+				// The answer is here: an error answer left its
+				// registration unused.
+				lander.Unland(rank, m.ID)
+			}
 			post(w.core.Receive(rank, m))
 		case <-ctx.Done():
 			err := context.Cause(ctx)
@@ -191,6 +214,10 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 			w.err = err
 			w.mu.Unlock()
 			close(w.stopped)
+			if lander != nil {
+				// No answer may land in an array whose call failed.
+				lander.UnlandAll()
+			}
 			w.core.Fail(err)
 			// Fail what was sent; calls still between their check and
 			// their send finish soon, as stopped is closed.

@@ -29,8 +29,9 @@
 // straight into memory from the endpoint's transport.Pool (a receiver that
 // calls Message.Release makes steady traffic allocation-free), and
 // delivers them on Recv; a frame over the limit is refused from its length
-// prefix, before it is allocated. Sockets have TCP_NODELAY and
-// keep-alives.
+// prefix, before it is allocated. Values for which the receiver registered
+// a destination in Endpoint.Berths (a worker's pull answers) are read
+// straight into it instead. Sockets have TCP_NODELAY and keep-alives.
 //
 // # Failures
 //
@@ -164,17 +165,18 @@ func (c Config) Validate() error {
 
 // Endpoint is a TCP endpoint. It implements transport.Endpoint.
 type Endpoint struct {
-	cfg   Config
-	ln    net.Listener
-	inbox chan *transport.Message
-	down  *peers.DownQueue
-	stats peers.Table
-	pool  transport.Pool
-	ctx   context.Context // cancelled by Close
-	stop  context.CancelFunc
-	done  <-chan struct{} // ctx.Done()
-	wg    sync.WaitGroup  // goroutines and Sends in progress
-	once  sync.Once
+	cfg    Config
+	ln     net.Listener
+	inbox  chan *transport.Message
+	down   *peers.DownQueue
+	stats  peers.Table
+	pool   transport.Pool
+	berths transport.Berths
+	ctx    context.Context // cancelled by Close
+	stop   context.CancelFunc
+	done   <-chan struct{} // ctx.Done()
+	wg     sync.WaitGroup  // goroutines and Sends in progress
+	once   sync.Once
 
 	mu     sync.Mutex
 	closed bool
@@ -250,6 +252,12 @@ func (e *Endpoint) Down() <-chan *transport.PeerError { return e.down.C() }
 
 // Stats returns the per-link counters.
 func (e *Endpoint) Stats() transport.Stats { return e.stats.Snapshot() }
+
+// Berths returns the destinations registered for the values of expected
+// messages (see transport.Berths): the reader of a link reads such values
+// straight into them. Cancelling a berth whose values are being read
+// closes that link.
+func (e *Endpoint) Berths() *transport.Berths { return &e.berths }
 
 // SetPeer records the address of a peer. A changed address takes effect
 // at the next dial; an established link is kept.
@@ -709,6 +717,9 @@ func (e *Endpoint) read(c *conn) {
 	}
 	dec := transport.NewDecoder(bufio.NewReaderSize(r, 64<<10), e.maxFrame())
 	dec.SetPool(&e.pool)
+	dec.SetBerths(&e.berths, c.peer, func() {
+		e.fail(c, "recv", errors.New("read into a cancelled destination"), false)
+	})
 	st := e.stats.Get(c.peer)
 	for {
 		m := new(transport.Message)
