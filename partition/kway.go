@@ -78,6 +78,10 @@ type kstate struct {
 	freeTo   int
 	freeGain int64
 
+	// patience is the share of the vertices an FM pass may move past its
+	// best prefix before it stops (0: defaultPatience).
+	patience float64
+
 	// scratch for gain computations
 	bc, bo  []int64
 	touched []int32
@@ -353,6 +357,10 @@ func (h *fmHeap) Pop() any {
 	return x
 }
 
+// defaultPatience is the share of a level's vertices that an FM pass
+// moves past its best prefix before it stops: at least 32 moves.
+const defaultPatience = 1.0 / 400
+
 // maxUpdateNet is the largest net whose pins FM tracks after a move; the
 // gains of pins of larger nets are corrected when they are popped.
 const maxUpdateNet = 256
@@ -384,7 +392,8 @@ func newFMScratch(n, k int) *fmScratch {
 // gain is made first, negative gains included, each vertex moves at most
 // once, and after the pass the moves past the best prefix are undone. A
 // pass stops early after a run of moves that do not reach the best
-// prefix. It returns the volume gained (≥ 0).
+// prefix (s.patience of the vertices). It returns the volume gained
+// (≥ 0).
 //
 // The queue holds upper bounds of the gains, corrected lazily: a move of
 // u from a to b can raise another vertex's gain only through a net of u
@@ -439,6 +448,9 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 	bestLen := 0
 	stall := 0
 	maxStall := max(32, lv.n/400)
+	if p := s.patience; p != 0 && p != defaultPatience {
+		maxStall = max(32, int(p*float64(lv.n)))
+	}
 	var dirty []int32
 	var mover, from, to int
 	bump := func(x int, w int64) {

@@ -283,7 +283,7 @@ func TestLookupRefine(t *testing.T) {
 }
 
 func TestRefineOptionsValidate(t *testing.T) {
-	for _, o := range []RefineOptions{{Target: "x"}, {Epsilon: -1}, {Passes: -1}} {
+	for _, o := range []RefineOptions{{Target: "x"}, {Epsilon: -1}, {Passes: -1}, {Patience: -0.1}, {Patience: 2}} {
 		if o.Validate() == nil {
 			t.Errorf("%+v: no error", o)
 		}

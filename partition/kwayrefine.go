@@ -50,6 +50,14 @@ type RefineOptions struct {
 	VCycles int
 	// Passes bounds the FM passes per level; 0 means DefaultRefinePasses.
 	Passes int
+	// Patience is the share of a level's vertices that an FM pass moves
+	// past its best prefix (at least 32 moves) before it gives up: more
+	// climbs out of deeper local minima, at more cost. 0 means
+	// DefaultPatience; at most 1.
+	Patience float64
+	// Matching makes the V-cycles contract pairs of samples instead of
+	// clusters: more levels, each moving smaller groups, at more cost.
+	Matching bool
 }
 
 // Defaults of RefineOptions.
@@ -57,6 +65,7 @@ const (
 	DefaultRefineEpsilon = 0.03
 	DefaultVCycles       = 1
 	DefaultRefinePasses  = 4
+	DefaultPatience      = defaultPatience
 )
 
 // Validate checks the settings and names the field and its bound.
@@ -71,6 +80,8 @@ func (o RefineOptions) Validate() error {
 		return fmt.Errorf("refine epsilon = %g: want a finite ε ≥ 0 (0: %g)", o.Epsilon, DefaultRefineEpsilon)
 	case o.Passes < 0:
 		return fmt.Errorf("refine passes = %d: want a positive count (0: %d)", o.Passes, DefaultRefinePasses)
+	case !(o.Patience >= 0 && o.Patience <= 1):
+		return fmt.Errorf("refine patience = %g: want a share in [0, 1] (0: %g)", o.Patience, DefaultPatience)
 	}
 	return nil
 }
@@ -87,6 +98,9 @@ func (o RefineOptions) withDefaults() RefineOptions {
 	}
 	if o.Passes == 0 {
 		o.Passes = DefaultRefinePasses
+	}
+	if o.Patience == 0 {
+		o.Patience = DefaultPatience
 	}
 	return o
 }
@@ -197,10 +211,11 @@ func Refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Pla
 		fmTheta = c
 	}
 	s := newKState(lv, k, q.Data, floating, hi, fmTheta)
+	s.patience = ro.Patience
 	st.VolumeBefore = s.volume()
 	s.fm(rng, ro.Passes)
 	for c := 0; c < ro.VCycles; c++ {
-		st.Levels = vcycle(lv, k, q.Data, hi, fmTheta, ro.Passes, rng)
+		st.Levels = vcycle(lv, k, q.Data, hi, fmTheta, ro, rng)
 		st.VCycles++
 	}
 	s = newKState(lv, k, q.Data, floating, hi, theta)
@@ -252,8 +267,10 @@ const coarseVerticesPerBlock = 100
 // samples within one block are contracted level by level until about
 // coarseVerticesPerBlock·k vertices remain or a level shrinks by less
 // than 10%; then FM runs on every level from the coarsest to lv, the
-// partition projected down at each step. It returns the number of levels.
-func vcycle(lv *level, k int, part []int32, hi []int64, theta int64, passes int, rng *rand.Rand) int {
+// partition projected down at each step, with ro's passes and patience;
+// with ro.Matching the clusters are pairs. It returns the number of
+// levels.
+func vcycle(lv *level, k int, part []int32, hi []int64, theta int64, ro RefineOptions, rng *rand.Rand) int {
 	levels := []*level{lv}
 	parts := [][]int32{part}
 	limit := max(coarseVerticesPerBlock*k, 64)
@@ -267,7 +284,7 @@ func vcycle(lv *level, k int, part []int32, hi []int64, theta int64, passes int,
 			break
 		}
 		maxW := max(1, 3*total/int64(limit))
-		cid, nc := cluster(cur, parts[len(parts)-1], maxW, false, true, rng)
+		cid, nc := cluster(cur, parts[len(parts)-1], maxW, ro.Matching, true, rng)
 		if float64(nc) > 0.9*float64(cur.n) {
 			break
 		}
@@ -294,7 +311,9 @@ func vcycle(lv *level, k int, part []int32, hi []int64, theta int64, passes int,
 		if l == 0 {
 			th = theta
 		}
-		newKState(cur, k, parts[l], floating, hi, th).fm(rng, passes)
+		s := newKState(cur, k, parts[l], floating, hi, th)
+		s.patience = ro.Patience
+		s.fm(rng, ro.Passes)
 	}
 	return len(levels)
 }

@@ -20,8 +20,9 @@
 //	lex       samples sorted by their rarest parameters and cut into k
 //	          runs: a fast start for refinement on data with few, popular
 //	          parameters.
-//	best      Refine from Parsa's and from Lex's placement, keeping the
-//	          one of lower T_max (then T_sum).
+//	best      Refine from Parsa's and from Lex's placement, and a
+//	          thorough Refine from two more Parsa seeds, keeping the one
+//	          of lower T_max (then T_sum).
 //
 // Any name followed by "+refine" (parsa+refine) runs Refine on the result:
 // k-way FM on the samples with multilevel V-cycles, then the parameters,
