@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -17,8 +18,12 @@ import (
 // equalMessages compares messages by content, empty and nil alike.
 func equalMessages(a, b *Message) bool {
 	return a.Header == b.Header && bytes.Equal(a.Body, b.Body) && slices.Equal(a.KV.Keys, b.KV.Keys) &&
-		slices.Equal(a.KV.Vals, b.KV.Vals) && slices.Equal(a.KV.Lens, b.KV.Lens)
+		slices.EqualFunc(a.KV.Vals, b.KV.Vals, sameBits) && slices.Equal(a.KV.Lens, b.KV.Lens)
 }
+
+// sameBits compares floats bit for bit, so that NaN payloads compare
+// equal to themselves.
+func sameBits(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }
 
 // TestFrameGolden checks the bytes of a small frame worked out by hand
 // from the layout in frame.go.
