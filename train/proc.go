@@ -21,8 +21,8 @@ func NewResult(app App, name string, partitionSeconds float64, cost *placement.C
 
 // PartInterValues returns the share of machine rank in InterValues: the
 // values its part pushes to and pulls from other machines' servers in
-// the given number of passes. The shares of all machines sum to
-// InterValues.
+// the given number of passes: each key of a batch owned by another
+// machine costs 2·width values per pass.
 func PartInterValues(part Part, rank int, p *placement.Placement, width, passes int) int64 {
 	var n int64
 	for b := range part.Batches() {

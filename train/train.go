@@ -178,14 +178,7 @@ func Run(ctx context.Context, app App, p *placement.Placement, name string, part
 		parts[i] = app.Part(i, Shard(p, i), batches, cfg.Seed)
 	}
 
-	res := &Result{
-		App: app.Name(), Placement: name, Machines: k, Consistency: consistencyName(cfg.Clock),
-		Updater: cfg.Rule.Name, Batch: cfg.Batch, LinkBandwidth: cfg.LinkBandwidth,
-		PartitionSeconds: partitionSeconds,
-	}
-	if cost != nil {
-		res.TMax, res.TSum = cost.TMax, cost.TSum
-	}
+	res := NewResult(app, name, partitionSeconds, cost, cfg)
 
 	cc := cluster.DefaultConfig()
 	cc.Machines, cc.Transport = k, cfg.Transport
@@ -206,7 +199,11 @@ func Run(ctx context.Context, app App, p *placement.Placement, name string, part
 
 	outs := make([]WorkerResult, k)
 	var trained []node.Stats
-	counted := &afterTraining{App: app, hook: func() { trained = c.Stats() }}
+	counted := AfterTraining(app, func(rank int) {
+		if rank == 0 {
+			trained = c.Stats()
+		}
+	})
 	err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
 		var err error
 		outs[w.Rank()], err = Work(ctx, w, counted, parts[w.Rank()], sched, cfg.Progress)
@@ -332,35 +329,32 @@ func (r *Result) AddTraffic(stats []node.Stats) {
 }
 
 // InterValues returns the number of values the machines' parts push to
-// and pull from other machines' servers in the given number of passes:
-// each key of a batch owned by another machine costs 2·width values per
-// pass.
+// and pull from other machines' servers in the given number of passes
+// (parts[i] is machine i's): the sum of their PartInterValues.
 func InterValues(parts []Part, p *placement.Placement, width, passes int) int64 {
 	var n int64
 	for i, part := range parts {
-		for b := range part.Batches() {
-			for _, key := range part.Keys(b) {
-				if int(p.Param[key]) != i {
-					n += int64(2 * width * passes)
-				}
-			}
-		}
+		n += PartInterValues(part, i, p, width, passes)
 	}
 	return n
 }
 
-// afterTraining is an App whose evaluation first calls hook on worker 0,
-// while every worker waits at a barrier: the traffic counters then hold
-// the training rounds' exactly.
+// AfterTraining wraps app so that its evaluation first calls hook with
+// the worker's rank on every worker and then waits at a barrier: a hook
+// that reads the traffic counters sees the training rounds' traffic
+// exactly, none of the evaluation's.
+func AfterTraining(app App, hook func(rank int)) App {
+	return &afterTraining{App: app, hook: hook}
+}
+
+// afterTraining is the App AfterTraining returns.
 type afterTraining struct {
 	App
-	hook func()
+	hook func(rank int)
 }
 
 func (a *afterTraining) Evaluate(ctx context.Context, w *worker.Worker, part Part) (Eval, error) {
-	if w.Rank() == 0 {
-		a.hook()
-	}
+	a.hook(w.Rank())
 	if err := w.Barrier(ctx); err != nil {
 		return Eval{}, err
 	}

@@ -53,7 +53,11 @@ func runDemo(e *env, args []string) error {
 		describe(g), test.NumSamples(), time.Since(start).Seconds())
 	fmt.Fprintf(e.out, "softmax regression, AdaGrad, %d full-batch rounds, BSP, %d machines, %s\n\n",
 		*passes, *k, linkWords(cfg))
-	runs, err := trainRuns(e, g, app, splitList(*compare), cfg)
+	specs := splitList(*compare)
+	if len(specs) == 0 {
+		return usageError("--compare %q names no placement", *compare)
+	}
+	runs, err := trainRuns(e, g, app, specs, cfg, nil)
 	if err != nil {
 		return err
 	}

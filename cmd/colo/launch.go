@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,9 +123,7 @@ func launch(ctx context.Context, lf launchFlags) (*launchSummary, error) {
 	}
 	token := lf.token
 	if token == "" {
-		b := make([]byte, 12)
-		rand.Read(b)
-		token = hex.EncodeToString(b)
+		token = newToken()
 	}
 	ns, nw := lf.machines, lf.machines
 	if lf.servers > 0 {
@@ -152,20 +147,9 @@ func launch(ctx context.Context, lf launchFlags) (*launchSummary, error) {
 	sp, _ := start("scheduler", append([]string{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0",
 		"--consistency", lf.consistency, "--tau", strconv.Itoa(lf.tau),
 		"--heartbeat", lf.heartbeat.String(), "--timeout", lf.timeout.String()}, common...)...)
-	pipe, err := sp.cmd.StdoutPipe()
+	addr, rd, err := startSchedulerCmd(sp.cmd, &sp.errOut)
 	if err != nil {
 		return nil, err
-	}
-	if err := sp.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the scheduler: %w", err)
-	}
-	rd := bufio.NewReader(pipe)
-	line, err := rd.ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "scheduler listening on ")
-	if err != nil || !ok {
-		sp.cmd.Process.Kill()
-		sp.cmd.Wait()
-		return nil, fmt.Errorf("the scheduler did not start: %q %v: %s", line, err, strings.TrimSpace(sp.errOut.String()))
 	}
 	wg.Go(func() {
 		io.Copy(&sp.out, rd)

@@ -145,19 +145,9 @@ func startScheduler(t *testing.T, args ...string) (*child, string) {
 	t.Helper()
 	c := &child{cmd: exec.Command(coloBin, append([]string{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0"}, args...)...), done: make(chan struct{}), name: "scheduler"}
 	c.cmd.Stderr = &c.errOut
-	pipe, err := c.cmd.StdoutPipe()
+	addr, rd, err := startSchedulerCmd(c.cmd, &c.errOut)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	rd := bufio.NewReader(pipe)
-	line, err := rd.ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "scheduler listening on ")
-	if err != nil || !ok {
-		c.cmd.Process.Kill()
-		t.Fatalf("scheduler: %q %v", line, err)
 	}
 	go func() {
 		io.Copy(&c.out, rd)

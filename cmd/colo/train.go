@@ -237,9 +237,12 @@ func runTrain(e *env, args []string) error {
 	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describe(g), app.Name(), cfg.Machines, t.consistency, linkWords(cfg))
 	specs := []string{t.place}
 	if t.compare != "" {
-		specs = strings.Split(t.compare, ",")
+		specs = splitList(t.compare)
 	}
-	runs, err := trainRunsOn(e, g, app, specs, cfg, &dep)
+	if len(specs) == 0 {
+		return usageError("--compare %q names no placement", t.compare)
+	}
+	runs, err := trainRuns(e, g, app, specs, cfg, &dep)
 	if err != nil {
 		return err
 	}
@@ -257,14 +260,9 @@ func linkWords(cfg train.Config) string {
 	return "unlimited links"
 }
 
-// trainRuns trains app once per placement in this process.
-func trainRuns(e *env, g *graph.Graph, app train.App, specs []string, cfg train.Config) ([]*train.Result, error) {
-	return trainRunsOn(e, g, app, specs, cfg, nil)
-}
-
-// trainRunsOn trains app once per placement on the cluster dep says (nil:
+// trainRuns trains app once per placement on the cluster dep says (nil:
 // in this process).
-func trainRunsOn(e *env, g *graph.Graph, app train.App, specs []string, cfg train.Config, dep *deployment) ([]*train.Result, error) {
+func trainRuns(e *env, g *graph.Graph, app train.App, specs []string, cfg train.Config, dep *deployment) ([]*train.Result, error) {
 	var runs []*train.Result
 	for _, spec := range specs {
 		spec = strings.TrimSpace(spec)

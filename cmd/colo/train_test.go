@@ -83,6 +83,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{[]string{"--max-passes", "0"}, "--max-passes"},
 		{[]string{"--batch", "-1"}, "--batch"},
 		{[]string{"--features", "tfidf"}, "features"},
+		{[]string{"--compare", ","}, "names no placement"},
 	} {
 		code, _, errOut := colo(t, append([]string{"train", data}, tc.args...)...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {

@@ -8,11 +8,8 @@ package main
 // network namespaces.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,7 +31,6 @@ import (
 	"colo/ps/proto"
 	"colo/ps/route"
 	"colo/ps/update"
-	"colo/ps/worker"
 	"colo/train"
 	"colo/transport"
 	"colo/transport/tcp"
@@ -179,34 +175,19 @@ func (j *trainJob) run(ctx context.Context, n *node.Node) (*trainReport, error) 
 	case w.Width() != j.app.Width():
 		return nil, fmt.Errorf("train: the scheduler's width is %d, %s needs %d (its --width)", w.Width(), j.app.Name(), j.app.Width())
 	}
-	counted := &countedApp{App: j.app, n: n}
+	// The node's counters when training ends: the traffic of the training
+	// rounds alone, as train.Run reports, not the evaluation's.
+	var trained node.Stats
+	counted := train.AfterTraining(j.app, func(int) { trained = n.Stats() })
 	res, err := train.Work(ctx, w, counted, j.part, j.sched, nil)
 	if err != nil {
 		return nil, fmt.Errorf("train: machine %d: %w", j.rank, err)
 	}
-	r := &trainReport{Rank: j.rank, Work: res, Stats: counted.stats}
+	r := &trainReport{Rank: j.rank, Work: res, Stats: trained}
 	if k := len(res.Passes); k > 0 {
 		r.InterValues = train.PartInterValues(j.part, j.rank, j.p, j.app.Width(), res.Passes[k-1].Pass)
 	}
 	return r, nil
-}
-
-// countedApp takes the node's counters when training ends: its Evaluate
-// records them, then waits at a barrier until every machine has, so that
-// they hold the traffic of the training rounds alone, as train.Run
-// reports, and not the evaluation's.
-type countedApp struct {
-	train.App
-	n     *node.Node
-	stats node.Stats
-}
-
-func (a *countedApp) Evaluate(ctx context.Context, w *worker.Worker, part train.Part) (train.Eval, error) {
-	a.stats = a.n.Stats()
-	if err := w.Barrier(ctx); err != nil {
-		return train.Eval{}, err
-	}
-	return a.App.Evaluate(ctx, w, part)
 }
 
 // write writes r as JSON to path (atomically), if path is set.
@@ -381,8 +362,7 @@ type trainProc struct {
 
 // Heartbeat and timeout of a deployment's scheduler, as train.Run's: a
 // killed process is noticed at once (its sockets close); the timeout
-// bounds silent nodes and each send, so it must exceed the time of the
-// largest message at the emulated rates.
+// bounds silent nodes (data messages take as long as their link needs).
 const (
 	procHeartbeat = 200 * time.Millisecond
 	procTimeout   = 30 * time.Second
@@ -427,9 +407,7 @@ func (d *deployment) run(e *env, g *graph.Graph, app train.App, p *placement.Pla
 	if err := placement.WriteDir(pdir, g, p, map[string]any{"placement": name, "machines": k}); err != nil {
 		return nil, err
 	}
-	tok := make([]byte, 12)
-	rand.Read(tok)
-	token := hex.EncodeToString(tok)
+	token := newToken()
 
 	// Hosts: loopback, or namespace 0 for the scheduler and i+1 for
 	// machine i.
@@ -474,20 +452,12 @@ func (d *deployment) run(e *env, g *graph.Graph, app train.App, p *placement.Pla
 		"--placement", pdir, "--data", d.data, "--width", strconv.Itoa(app.Width()),
 		"--consistency", cfg.Clock.Mode.String(), "--tau", strconv.Itoa(cfg.Clock.Tau),
 		"--heartbeat", procHeartbeat.String(), "--timeout", procTimeout.String(), "--join-timeout", procJoin.String()}, data...)...)
-	pipe, err := sp.cmd.StdoutPipe()
+	addr, rd, err := startSchedulerCmd(sp.cmd, &sp.errOut)
 	if err != nil {
-		return nil, err
-	}
-	if err := sp.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the scheduler: %w", err)
-	}
-	rd := bufio.NewReader(pipe)
-	line, err := rd.ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "scheduler listening on ")
-	if err != nil || !ok {
-		sp.cmd.Process.Kill()
-		sp.cmd.Wait()
-		return nil, fmt.Errorf("train: the scheduler did not start: %s", firstOf(lastLines(sp.errOut.String(), 3), ctx.Err(), err))
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", err, ctx.Err())
+		}
+		return nil, fmt.Errorf("train: %w", err)
 	}
 	wg.Go(func() {
 		io.Copy(io.Discard, rd)

@@ -299,17 +299,19 @@ func (n *Network) SetHostExempt(id transport.NodeID, exempt bool) {
 }
 
 // hostBuckets appends to dst the host-level buckets of a message from
-// one endpoint to another.
-func (n *Network) hostBuckets(dst []*transport.TokenBucket, from, to transport.NodeID) []*transport.TokenBucket {
+// one endpoint to another on the sender's side (its host's egress and
+// the host pair's path) and returns the destination host's ingress
+// bucket, nil when none applies.
+func (n *Network) hostBuckets(dst []*transport.TokenBucket, from, to transport.NodeID) ([]*transport.TokenBucket, *transport.TokenBucket) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.exempt[from] || n.exempt[to] {
-		return dst
+		return dst, nil
 	}
 	hf, okf := n.hosts[from]
 	ht, okt := n.hosts[to]
 	if okf && okt && hf == ht {
-		return dst
+		return dst, nil
 	}
 	if okf {
 		if b := n.nics[hf].egress; b != nil {
@@ -321,23 +323,11 @@ func (n *Network) hostBuckets(dst []*transport.TokenBucket, from, to transport.N
 			dst = append(dst, b)
 		}
 	}
-	return dst
-}
-
-// ingress returns the ingress bucket of the destination's host for a
-// message from one endpoint to another, nil when none applies.
-func (n *Network) ingress(from, to transport.NodeID) *transport.TokenBucket {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.exempt[from] || n.exempt[to] {
-		return nil
+	var in *transport.TokenBucket
+	if okt {
+		in = n.nics[ht].ingress
 	}
-	hf, okf := n.hosts[from]
-	ht, okt := n.hosts[to]
-	if !okt || (okf && hf == ht) {
-		return nil
-	}
-	return n.nics[ht].ingress
+	return dst, in
 }
 
 // reserve takes size bytes from every bucket at once and returns the
@@ -664,8 +654,7 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 	if lb != nil {
 		buckets = append(buckets, lb)
 	}
-	buckets = e.net.hostBuckets(buckets, e.id, to)
-	in := e.net.ingress(e.id, to)
+	buckets, in := e.net.hostBuckets(buckets, e.id, to)
 	var arrive time.Duration
 	if len(buckets) > 0 || in != nil {
 		// The wire, the host pair's path and the NICs are busy for
