@@ -157,6 +157,7 @@ var algorithms = map[string]Func{
 	"tsh2":   withAlpha(2),
 	"mbp":    MBP,
 	"lex":    Lex,
+	"bisect": Bisect,
 	"best":   Best,
 }
 
