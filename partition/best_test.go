@@ -21,7 +21,7 @@ func TestBestPicksTheLowerTMax(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, start := range []string{"parsa+refine", "lex+refine"} {
+		for _, start := range []string{"parsa+refine", "bisect+refine"} {
 			run, err := Lookup(start)
 			if err != nil {
 				t.Fatal(err)

@@ -20,7 +20,11 @@
 //	lex       samples sorted by their rarest parameters and cut into k
 //	          runs: a fast start for refinement on data with few, popular
 //	          parameters.
-//	best      Refine from Parsa's and from Lex's placement, and a
+//	bisect    recursive bisection: each half-set of samples sorted in
+//	          rarity order ranked within it, cut where fewest parameters
+//	          cross, improved by moving whole groups and by two-way FM;
+//	          the best start on data with few, popular parameters.
+//	best      Refine from Parsa's and from Bisect's placement, and a
 //	          thorough Refine from two more Parsa seeds, keeping the one
 //	          of lower T_max (then T_sum).
 //
