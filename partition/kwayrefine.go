@@ -423,20 +423,21 @@ func maxPhase(lv *level, k int, q *placement.Placement, hi []int64, theta int64,
 				continue
 			}
 			bc, bt := -1, int64(0)
-			base := e * s.w
-			for x := 0; x < s.w; x++ {
-				for m := s.mask[base+x]; m != 0; m &= m - 1 {
-					c := x<<6 | bitsTrailing(m)
-					if c == b {
-						continue
-					}
-					nt := t[c] + w*(l-1) - w // c needs e
-					if nt < L && (bc < 0 || nt < bt) {
-						bc, bt = c, nt
-					}
+			for c := 0; c < k; c++ {
+				if c == b {
+					continue
+				}
+				// A machine that needs e serves the l − 1 others and
+				// stops pulling it; one that does not serves all l.
+				nt := t[c] + w*l
+				if s.has(e, c) {
+					nt = t[c] + w*(l-1) - w
+				}
+				if nt < L && (bc < 0 || nt < bt) {
+					bc, bt = c, nt
 				}
 			}
-			budget -= l
+			budget -= int64(k)
 			if bc < 0 {
 				continue
 			}
