@@ -14,7 +14,7 @@ import (
 // may move its cut away from the proportional position, looking for the
 // position where the fewest parameters are needed on both sides (the
 // capacity bound still applies).
-const bisectWindow = 0.05
+const bisectWindow = 0.02
 
 // The bounds of evictNets: the pins one eviction moves, the passes, and
 // the work of a pass (pins visited) as a multiple of the edges.
@@ -64,11 +64,19 @@ func Bisect(g *graph.Graph, opt Options) (*placement.Placement, error) {
 	for v := range b.local {
 		b.local[v] = -1
 	}
-	all := make([]int32, n)
-	for u := range all {
-		all[u] = int32(u)
+	// Samples without parameters cost nothing anywhere: they are left
+	// out of the bisections, which gives the others all the room of the
+	// size bound, and fill the machines with room at the end.
+	var real, empty []int32
+	for u := 0; u < n; u++ {
+		if g.SampleDegree(u) == 0 {
+			empty = append(empty, int32(u))
+		} else {
+			real = append(real, int32(u))
+		}
 	}
-	b.split(all, 0, k)
+	b.split(real, 0, k)
+	fill(p.Data, k, empty, capacity)
 	if _, err := AssignParamsWith(g, p, opt.ParamAlgo, opt.Seed); err != nil {
 		return nil, err
 	}
@@ -375,4 +383,26 @@ func growOrder(lv *level) []int32 {
 		}
 	}
 	return order
+}
+
+// fill places the samples of empty, which need no parameter, on the
+// machines with the most room below capacity, one at a time, so that the
+// sizes of data stay within it (the caller leaves room for them).
+func fill(data []int32, k int, empty []int32, capacity int64) {
+	size := make([]int64, k)
+	for _, i := range data {
+		if i >= 0 {
+			size[i]++
+		}
+	}
+	for _, u := range empty {
+		i := 0
+		for j := 1; j < k; j++ {
+			if size[j] < size[i] {
+				i = j
+			}
+		}
+		data[u] = int32(i)
+		size[i]++
+	}
 }

@@ -137,3 +137,38 @@ func volume2(lv *level, part []int32) int64 {
 	}
 	return v
 }
+
+// TestBisectEmptySamples: samples without parameters fill the machines
+// with room, within the size bound, and leave the others all of it.
+func TestBisectEmptySamples(t *testing.T) {
+	rng := placement.NewRand(9)
+	const n, m, k = 400, 40, 4
+	rows := make([][]uint32, n)
+	for u := range rows {
+		if u%5 < 2 {
+			continue // 40% of the samples need nothing
+		}
+		grp := u % 4
+		for len(rows[u]) < 3 {
+			v := uint32(grp*10 + rng.IntN(10))
+			if !slices.Contains(rows[u], v) {
+				rows[u] = append(rows[u], v)
+			}
+		}
+	}
+	g, err := graph.FromAdjacency(m, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Bisect(g, Options{K: k, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := placement.Evaluate(g, p, 0)
+	if bound := int64((1 + DefaultRefineEpsilon) * n / k); c.MaxSamples > bound {
+		t.Fatalf("max|U_i| %d above %d", c.MaxSamples, bound)
+	}
+	if c.TSum != 0 {
+		t.Errorf("T_sum %d, want 0: the groups share nothing", c.TSum)
+	}
+}
