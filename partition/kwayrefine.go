@@ -376,10 +376,12 @@ func (s *kstate) sampleDelta(u, c int, dt []int64, touched []int32) []int32 {
 // maxPhase lowers T_max of the placement q (samples and parameters) by
 // moves off the busiest machine b. Each round takes b with T_b = L, the
 // current T_max, and visits its parameters and then its samples in a
-// random order: a parameter moves to another machine that needs it, a
-// sample to a machine its parameters touch, when the move lowers T_b and
-// leaves every machine it touches below L (the cheapest such target in
-// total traffic). A round that lowers T_b below L lowers the number of
+// random order: a parameter moves to another machine (one that needs it
+// then serves the others and stops pulling it; one that does not serves
+// them all, which costs T_sum but uses a machine with little traffic),
+// a sample to a machine its parameters touch, when the move lowers T_b
+// and leaves every machine it touches below L (the cheapest such target
+// in total traffic). A round that lowers T_b below L lowers the number of
 // machines at L, or L itself, so T_max never rises; the phase stops at a
 // round that moves nothing, or after a budget of work of about 4·|E|.
 // It returns the number of moves.
