@@ -7,8 +7,8 @@ import (
 
 // bestStarts are the partitioners whose refined placements Best compares:
 // Parsa wins on text and graphs, Bisect on data with few popular
-// parameters (where it beats Lex: refined, w8a T_max 194 / 198 → 147 /
-// 158 at k = 8 / 16, a9a 95 / 104 → 89 / 95).
+// parameters (where it beats Lex: refined, w8a T_max 194 / 198 → 141 /
+// 155 at k = 8 / 16, a9a 95 / 104 → 89 / 95).
 var bestStarts = []Func{Parsa, Bisect}
 
 // bestExtraSeeds is the number of further Parsa placements, from seeds

@@ -27,19 +27,28 @@ const (
 // bisectPasses bounds the FM passes of each bisection.
 const bisectPasses = 8
 
-// Bisect places g on opt.K machines by recursive bisection. The samples of
-// a subset that is to fill machines [lo, hi) are sorted in rarity order
-// computed within the subset (each sample's parameters ranked by how few
-// samples of the subset use them, compared lexicographically, as Lex does
-// for the whole graph), cut where the fewest parameters are needed on both
-// sides within a window around the proportional position, and the cut is
-// improved on the subset (the connectivity of the induced subgraph) by
-// evictNets, which moves all of a parameter's samples on one side to the
-// other, and by two-way FM; each side then fills its half of the
-// machines. The halves
-// hold at most their machines times ⌊(1+ε)·n/k⌋ samples (ε is
+// Bisect places g on opt.K machines by recursive bisection. A subset of
+// samples that is to fill machines [lo, hi) is split in two, and each
+// side fills its half of the machines. Two bisections are made and the
+// one of lower connectivity (parameters needed on both sides) kept:
+//
+//   - flat: the samples in rarity order computed within the subset (each
+//     sample's parameters ranked by how few samples of the subset use
+//     them, compared lexicographically, as Lex does for the whole graph),
+//     cut where the fewest parameters are needed on both sides within
+//     bisectWindow of the proportional position;
+//   - multilevel: samples that share parameters clustered level by level
+//     down to about 200 vertices, the coarsest level cut the same way (in
+//     rarity order or breadth-first order, the better), then two-way FM
+//     on every level on the way back.
+//
+// Both are then improved by evictNets, which moves all of a parameter's
+// samples on one side to the other, and by two-way FM. The sides hold at
+// most their machines times ⌊(1+ε)·n/k⌋ samples (ε is
 // opt.Refine.Epsilon, default DefaultRefineEpsilon), so every machine
-// ends within the bound Refine keeps. Then the parameters, by
+// ends within the bound Refine keeps. Samples that need no parameter are
+// left out of the bisections, which gives the others all of that room,
+// and fill the machines with room at the end. Then the parameters, by
 // opt.ParamAlgo.
 //
 // On data whose parameters are few and each used by many samples (a9a,
@@ -111,14 +120,7 @@ func (b *bisector) split(set []int32, lo, hi int) {
 	bounds := []int64{int64(mid-lo) * b.capacity, int64(hi-mid) * b.capacity}
 	var part []int32
 	var best int64
-	for _, order := range [][]int32{rarityOrder(sub, nil), growOrder(sub)} {
-		left := b.cut(sub, order, mid-lo, hi-mid)
-		try := make([]int32, sub.n)
-		for x, u := range order {
-			if x >= left {
-				try[u] = 1
-			}
-		}
+	keep := func(try []int32) {
 		evictNets(sub, try, bounds)
 		s := newKState(sub, 2, try, floating, bounds, 0)
 		s.fm(b.rng, bisectPasses)
@@ -126,6 +128,8 @@ func (b *bisector) split(set []int32, lo, hi int) {
 			part, best = try, v
 		}
 	}
+	keep(b.initial(sub, rarityOrder(sub, nil), mid-lo, hi-mid))
+	keep(b.multilevel(sub, mid-lo, hi-mid, bounds))
 	for _, v := range params {
 		b.local[v] = -1
 	}
@@ -183,34 +187,39 @@ func (b *bisector) induce(set []int32) (*level, []uint32) {
 }
 
 // cut returns how many of the first samples of order go left, for l
-// machines left and r right: the position within bisectWindow of the
-// proportional one, and within the capacity of both sides, where the
-// fewest nets have pins on both sides (ties to the proportional one).
+// machines left and r right: the position whose weight is within
+// bisectWindow of the total around the proportional one, and within the
+// capacity of both sides, where the fewest nets have pins on both sides
+// (ties to the proportional weight).
 func (b *bisector) cut(sub *level, order []int32, l, r int) int {
 	n := len(order)
-	prop := int(int64(n) * int64(l) / int64(l+r))
-	w := int(bisectWindow * float64(n))
 	var total int64
 	for _, u := range order {
 		total += sub.vw[u]
 	}
-	// Positions are counted in samples; the capacity in weight, which is
-	// one per sample on the finest level.
-	lo := max(prop-w, int(total-int64(r)*b.capacity), 0)
-	hi := min(prop+w, int(int64(l)*b.capacity), n)
-	if lo > hi {
-		return prop
-	}
+	prop := total * int64(l) / int64(l+r)
+	w := int64(bisectWindow * float64(total))
+	lo := max(prop-w, total-int64(r)*b.capacity)
+	hi := min(prop+w, int64(l)*b.capacity)
 	left := make([]int32, sub.m)
-	shared, best, bestAt := 0, math.MaxInt, prop
-	for x := 0; x <= hi; x++ {
-		if x >= lo && (shared < best || shared == best && abs(x-prop) < abs(bestAt-prop)) {
-			best, bestAt = shared, x
+	shared, best, bestAt, bestOff := 0, math.MaxInt, -1, int64(0)
+	var wt int64
+	for x := 0; x <= n; x++ {
+		if wt >= lo && wt <= hi {
+			off := wt - prop
+			if off < 0 {
+				off = -off
+			}
+			if bestAt < 0 || shared < best || shared == best && off < bestOff {
+				best, bestAt, bestOff = shared, x, off
+			}
 		}
-		if x == n {
+		if x == n || wt > hi {
 			break
 		}
-		for _, e := range sub.nets(int(order[x])) {
+		u := order[x]
+		wt += sub.vw[u]
+		for _, e := range sub.nets(int(u)) {
 			left[e]++
 			size := int32(sub.noff[e+1] - sub.noff[e])
 			if left[e] == 1 && size > 1 {
@@ -219,6 +228,18 @@ func (b *bisector) cut(sub *level, order []int32, l, r int) int {
 			if left[e] == size && size > 1 {
 				shared--
 			}
+		}
+	}
+	if bestAt < 0 {
+		// No position fits (coarse weights can jump over the window):
+		// the last one within the left capacity.
+		wt, bestAt = 0, 0
+		for x, u := range order {
+			if wt+sub.vw[u] > int64(l)*b.capacity {
+				break
+			}
+			wt += sub.vw[u]
+			bestAt = x + 1
 		}
 	}
 	return bestAt
@@ -405,4 +426,68 @@ func fill(data []int32, k int, empty []int32, capacity int64) {
 		data[u] = int32(i)
 		size[i]++
 	}
+}
+
+// initial cuts order for l machines left and r right (see cut).
+func (b *bisector) initial(sub *level, order []int32, l, r int) []int32 {
+	left := b.cut(sub, order, l, r)
+	part := make([]int32, sub.n)
+	for x, u := range order {
+		if x >= left {
+			part[u] = 1
+		}
+	}
+	return part
+}
+
+// multilevel bisects sub by coarsening it, clustering samples that share
+// parameters, cutting the coarsest level and refining with FM on every
+// level on the way back.
+func (b *bisector) multilevel(sub *level, l, r int, bounds []int64) []int32 {
+	levels := []*level{sub}
+	var total int64
+	for _, w := range sub.vw {
+		total += w
+	}
+	const limit = 200
+	for {
+		cur := levels[len(levels)-1]
+		if cur.n <= limit {
+			break
+		}
+		cid, nc := cluster(cur, nil, max(1, 2*total/limit), false, true, b.rng)
+		if float64(nc) > 0.9*float64(cur.n) {
+			break
+		}
+		levels = append(levels, contract(cur, cid, nc, nil, 0))
+	}
+	top := levels[len(levels)-1]
+	var part []int32
+	var best int64
+	for _, order := range [][]int32{rarityOrder(top, nil), growOrder(top)} {
+		try := b.initial(top, order, l, r)
+		floating := make([]int32, top.m)
+		for e := range floating {
+			floating[e] = -1
+		}
+		s := newKState(top, 2, try, floating, bounds, 0)
+		s.fm(b.rng, bisectPasses)
+		if v := s.volume(); part == nil || v < best {
+			part, best = try, v
+		}
+	}
+	for x := len(levels) - 2; x >= 0; x-- {
+		cur := levels[x]
+		fine := make([]int32, cur.n)
+		for u, c := range cur.vmap {
+			fine[u] = part[c]
+		}
+		part = fine
+		floating := make([]int32, cur.m)
+		for e := range floating {
+			floating[e] = -1
+		}
+		newKState(cur, 2, part, floating, bounds, 0).fm(b.rng, bisectPasses)
+	}
+	return part
 }

@@ -20,10 +20,11 @@
 //	lex       samples sorted by their rarest parameters and cut into k
 //	          runs: a fast start for refinement on data with few, popular
 //	          parameters.
-//	bisect    recursive bisection: each half-set of samples sorted in
-//	          rarity order ranked within it, cut where fewest parameters
-//	          cross, improved by moving whole groups and by two-way FM;
-//	          the best start on data with few, popular parameters.
+//	bisect    recursive bisection: each subset of samples cut in rarity
+//	          order ranked within it, or multilevel, where the fewest
+//	          parameters cross, improved by moving whole groups and by
+//	          two-way FM; the best start on data with few, popular
+//	          parameters.
 //	best      Refine from Parsa's and from Bisect's placement, and a
 //	          thorough Refine from two more Parsa seeds, keeping the one
 //	          of lower T_max (then T_sum).
