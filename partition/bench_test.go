@@ -227,3 +227,37 @@ func BenchmarkSeed000Speed(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRefined runs the refined algorithms of the comparison with the
+// peers (docs/partitioners.md, "Against the peers") on one thread, for
+// profiles of the refinement:
+//
+//	go test ./partition -run '^$' -bench 'Refined/20news-train/k=16/best' -benchtime 1x -cpuprofile cpu.out
+func BenchmarkRefined(b *testing.B) {
+	for _, c := range []struct {
+		data dataset
+		k    int
+		algo string
+	}{
+		{slashdot, 8, "parsa+refine"}, {slashdot, 16, "parsa+refine"},
+		{news20, 8, "parsa+refine"}, {news20, 16, "parsa+refine"},
+		{news20, 8, "best"}, {news20, 16, "best"},
+		{w8a, 8, "lex+refine"}, {w8a, 16, "lex+refine"},
+		{facebook, 8, "parsa+refine"}, {facebook, 16, "parsa+refine"},
+	} {
+		b.Run(fmt.Sprintf("%s/k=%d/%s", c.data.name, c.k, c.algo), func(b *testing.B) {
+			g := c.data.load(b)
+			f, err := Lookup(c.algo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			reportCost(b, g, c.k, func() *placement.Placement {
+				p, err := f(g, Options{K: c.k, Seed: 1, Parsa: DefaultParsaOptions()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return p
+			})
+		})
+	}
+}

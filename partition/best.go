@@ -1,6 +1,9 @@
 package partition
 
 import (
+	"runtime"
+	"sync"
+
 	"colo/graph"
 	"colo/placement"
 )
@@ -28,38 +31,108 @@ var bestThorough = RefineOptions{VCycles: 3, Patience: 1.0 / 20, Matching: true}
 // opt.Seed+1, …) refined with bestThorough (its target and bounds taken
 // from opt.Refine). Each start costs one partitioner run and one Refine;
 // opt applies to all of them. It reports nothing of its own.
+//
+// The starts run concurrently on up to GOMAXPROCS goroutines, the thorough
+// ones first; each depends only on its own options, and they are compared
+// (and their reports passed on to opt.Report) in the order above, so the
+// result does not depend on the number of goroutines or their scheduling.
 func Best(g *graph.Graph, opt Options) (*placement.Placement, error) {
-	var best *placement.Placement
-	var bc *placement.Cost
-	try := func(f Func, o Options) error {
-		p, err := f(g, o)
-		if err != nil {
-			return err
-		}
-		if p, _, err = Refine(g, p, o); err != nil {
-			return err
-		}
-		c, err := placement.Evaluate(g, p, o.Theta)
-		if err != nil {
-			return err
-		}
-		if best == nil || c.TMax < bc.TMax || (c.TMax == bc.TMax && c.TSum < bc.TSum) {
-			best, bc = p, c
-		}
-		return nil
+	return best(g, opt, runtime.GOMAXPROCS(0))
+}
+
+// best is Best on the given number of goroutines.
+func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error) {
+	type start struct {
+		f       Func
+		o       Options
+		p       *placement.Placement
+		c       *placement.Cost
+		err     error
+		reports []report
 	}
+	var starts []*start
 	for _, f := range bestStarts {
-		if err := try(f, opt); err != nil {
-			return nil, err
-		}
+		starts = append(starts, &start{f: f, o: opt})
 	}
 	for x := uint64(1); x <= bestExtraSeeds; x++ {
 		o := opt
 		o.Seed += x
 		o.Refine.VCycles, o.Refine.Patience, o.Refine.Matching = bestThorough.VCycles, bestThorough.Patience, bestThorough.Matching
-		if err := try(Parsa, o); err != nil {
-			return nil, err
+		starts = append(starts, &start{f: Parsa, o: o})
+	}
+	// Progress: the sums over the starts that have reported.
+	var mu sync.Mutex
+	done, total := make([]int64, len(starts)), make([]int64, len(starts))
+	for i, s := range starts {
+		s.o.Report = nil
+		if opt.Report != nil {
+			s.o.Report = func(name string, value any) { s.reports = append(s.reports, report{name, value}) }
+		}
+		if opt.Progress != nil {
+			s.o.Progress = func(d, t int64) {
+				mu.Lock()
+				defer mu.Unlock()
+				done[i], total[i] = d, t
+				var sd, st int64
+				for j := range done {
+					sd, st = sd+done[j], st+total[j]
+				}
+				opt.Progress(sd, st)
+			}
 		}
 	}
-	return best, nil
+	run := func(s *start) {
+		p, err := s.f(g, s.o)
+		if err == nil {
+			p, _, err = Refine(g, p, s.o)
+		}
+		if err == nil {
+			s.c, err = placement.Evaluate(g, p, s.o.Theta)
+		}
+		s.p, s.err = p, err
+	}
+	// The thorough starts cost the most: they go first.
+	order := make([]*start, 0, len(starts))
+	order = append(order, starts[len(bestStarts):]...)
+	order = append(order, starts[:len(bestStarts)]...)
+	if workers <= 1 {
+		for _, s := range order {
+			run(s)
+		}
+	} else {
+		next := make(chan *start, len(order))
+		for _, s := range order {
+			next <- s
+		}
+		close(next)
+		var wg sync.WaitGroup
+		for range min(workers, len(order)) {
+			wg.Go(func() {
+				for s := range next {
+					run(s)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	var bp *placement.Placement
+	var bc *placement.Cost
+	for _, s := range starts {
+		if s.err != nil {
+			return nil, s.err
+		}
+		for _, r := range s.reports {
+			opt.Report(r.name, r.value)
+		}
+		if bp == nil || s.c.TMax < bc.TMax || (s.c.TMax == bc.TMax && s.c.TSum < bc.TSum) {
+			bp, bc = s.p, s.c
+		}
+	}
+	return bp, nil
+}
+
+// report is one call of Options.Report, kept to be passed on later.
+type report struct {
+	name  string
+	value any
 }

@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"colo/placement"
@@ -54,6 +56,36 @@ func TestBestPicksTheLowerTMax(t *testing.T) {
 		}
 		if tmax[2] > tmax[1] {
 			t.Errorf("seed %d: TSH-2 T_max %d above TSH-1's %d", seed, tmax[2], tmax[1])
+		}
+	}
+}
+
+// TestBestConcurrent: Best's result and reports do not depend on the
+// number of goroutines its starts run on, nor on their scheduling.
+func TestBestConcurrent(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		g := randomGraph(t, seed, 300, 150, 0.04)
+		var want *placement.Placement
+		var wantReports []string
+		for _, workers := range []int{1, 2, 4, 1, 3} {
+			var reports []string
+			opt := Options{K: 4, Seed: seed, Report: func(name string, v any) {
+				reports = append(reports, fmt.Sprintf("%s %+v", name, v))
+			}}
+			p, err := best(g, opt, workers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want == nil {
+				want, wantReports = p, reports
+				continue
+			}
+			if !slices.Equal(p.Data, want.Data) || !slices.Equal(p.Param, want.Param) {
+				t.Fatalf("seed %d: %d goroutines place otherwise than one", seed, workers)
+			}
+			if !slices.Equal(reports, wantReports) {
+				t.Fatalf("seed %d: %d goroutines report %q, one %q", seed, workers, reports, wantReports)
+			}
 		}
 	}
 }

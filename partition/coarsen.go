@@ -21,6 +21,12 @@ const maxRateNet = 100
 // then pair along rarityOrder. It returns the cluster of each vertex,
 // numbered 0..nc−1, and nc.
 func cluster(lv *level, part []int32, maxW int64, matching, byRarity bool, rng *rand.Rand) ([]int32, int) {
+	return clusterIn(lv, part, maxW, matching, byRarity, rng.Perm(lv.n))
+}
+
+// clusterIn is cluster visiting the vertices in the given order, a
+// permutation of 0..lv.n−1; it draws nothing at random.
+func clusterIn(lv *level, part []int32, maxW int64, matching, byRarity bool, order []int) ([]int32, int) {
 	n := lv.n
 	cid := make([]int32, n)
 	for u := range cid {
@@ -34,11 +40,15 @@ func cluster(lv *level, part []int32, maxW int64, matching, byRarity bool, rng *
 	}
 	rating := make([]float64, n)
 	var touched []int32
-	for _, u := range rng.Perm(n) {
+	for _, u := range order {
 		if !alone[u] { // u joined a cluster, or others joined it
 			continue
 		}
 		touched = touched[:0]
+		var pu int32
+		if part != nil {
+			pu = part[u]
+		}
 		for _, e := range lv.nets(u) {
 			ps := lv.pins(int(e))
 			if len(ps) < 2 || len(ps) > maxRateNet {
@@ -46,7 +56,11 @@ func cluster(lv *level, part []int32, maxW int64, matching, byRarity bool, rng *
 			}
 			r := float64(lv.nw[e]) / float64(len(ps)-1)
 			for _, x := range ps {
-				if int(x) == u {
+				// Skip the pins that could not be chosen below: those in
+				// another block and, when matching, those paired already
+				// (a vertex still alone is its own cluster). The others'
+				// ratings add up in the same order.
+				if int(x) == u || (matching && !alone[x]) || (part != nil && part[x] != pu) {
 					continue
 				}
 				c := cid[x]

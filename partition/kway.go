@@ -1,10 +1,12 @@
 package partition
 
 import (
-	"container/heap"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sort"
+	"sync"
 
 	"colo/graph"
 )
@@ -49,11 +51,12 @@ func (lv *level) nets(u int) []uint32 { return lv.vadj[lv.voff[u]:lv.voff[u+1]] 
 func (lv *level) pins(e int) []uint32 { return lv.nadj[lv.noff[e]:lv.noff[e+1]] }
 
 // kstate is a placement of a level with the counts that make gains
-// incremental: cnt[e*k+i] pins of net e in block i, the set of blocks
-// with a pin as a bit mask, and per block its sample weight and memory
-// M_i = Σ_e w_e [cnt > 0]. owner[e] is the block serving net e, or -1 for
-// a floating net, one that is assumed to sit on a block that needs it (as
-// every parameter assignment of this package does).
+// incremental: cnt[e*k+i] pins of net e in block i, the sets of blocks
+// with a pin and with exactly one pin as bit masks, and per block its
+// sample weight and memory M_i = Σ_e w_e [cnt > 0]. owner[e] is the block
+// serving net e, or -1 for a floating net, one that is assumed to sit on
+// a block that needs it (as every parameter assignment of this package
+// does).
 //
 // The volume is Σ_e w_e · |C_e \ {owner_e}| with C_e the blocks of net
 // e's pins: half of T_sum. For a floating net it is w_e · (λ_e − 1), the
@@ -64,7 +67,13 @@ type kstate struct {
 	part  []int32
 	owner []int32
 	cnt   []int32
-	mask  []uint64
+	// nd holds what a gain reads of each net in one record of sd words,
+	// so that rating a vertex touches one cache line per net: the mask of
+	// the blocks with a pin (w words), the mask of the blocks with exactly
+	// one pin (w words) and, unless every net weighs 1, the net's weight
+	// (sd = 2w or 2w+1).
+	nd    []uint64
+	sd    int
 	size  []int64
 	mem   []int64
 	hi    []int64 // size bound of each block
@@ -72,6 +81,8 @@ type kstate struct {
 	// floating reports that every net floats (owner −1), as in FM on the
 	// samples alone.
 	floating bool
+	// unit reports that every net weighs 1.
+	unit bool
 
 	// freeTo and freeGain are the best target of the last bestMove and
 	// its gain with the bounds ignored.
@@ -86,32 +97,102 @@ type kstate struct {
 	bc, bo  []int64
 	touched []int32
 	tmark   []bool
+	clearBC bool // bc holds values outside touched: choose clears it all
+	// gathered records of one vertex's nets (rate1)
+	gm, g1, gw []uint64
+	gown       []int32
 }
 
 func newKState(lv *level, k int, part, owner []int32, hi []int64, theta int64) *kstate {
 	s := &kstate{lv: lv, k: k, w: MaskWords(k), part: part, owner: owner, hi: hi, theta: theta,
 		cnt: make([]int32, lv.m*k), size: make([]int64, k), mem: make([]int64, k),
 		bc: make([]int64, k), bo: make([]int64, k), tmark: make([]bool, k)}
-	s.mask = make([]uint64, lv.m*s.w)
 	s.floating = !slices.ContainsFunc(owner, func(o int32) bool { return o >= 0 })
+	s.unit = !slices.ContainsFunc(lv.nw, func(w int64) bool { return w != 1 })
+	s.sd = 2 * s.w
+	if !s.unit {
+		s.sd++
+	}
+	s.nd = make([]uint64, lv.m*s.sd)
 	for u := 0; u < lv.n; u++ {
-		i := int(part[u])
-		s.size[i] += lv.vw[u]
-		for _, e := range lv.nets(u) {
-			s.add(int(e), i)
+		s.size[part[u]] += lv.vw[u]
+	}
+	// Net by net, each on its row of counts and its record: ranges of
+	// nets of about equal pins on up to GOMAXPROCS goroutines.
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(lv.nadj)/minCountPins))
+	if workers == 1 {
+		s.countNets(0, lv.m, s.mem)
+		return s
+	}
+	mems := make([][]int64, workers)
+	var wg sync.WaitGroup
+	lo := 0
+	for t := range workers {
+		hi := lo
+		if t == workers-1 {
+			hi = lv.m
+		} else {
+			target := int64(len(lv.nadj)) * int64(t+1) / int64(workers)
+			hi += sort.Search(lv.m-lo, func(x int) bool { return lv.noff[lo+x] >= target })
+		}
+		mems[t] = make([]int64, k)
+		from := lo
+		wg.Go(func() { s.countNets(from, hi, mems[t]) })
+		lo = hi
+	}
+	wg.Wait()
+	for _, m := range mems {
+		for i, x := range m {
+			s.mem[i] += x
 		}
 	}
 	return s
+}
+
+// minCountPins is the fewest pins per goroutine that newKState counts.
+const minCountPins = 1 << 16
+
+// countNets fills the counts and records of nets lo..hi−1 from their pins
+// and adds their memory to mem.
+func (s *kstate) countNets(lo, hi int, mem []int64) {
+	lv, k, sw, sd := s.lv, s.k, s.w, s.sd
+	for e := lo; e < hi; e++ {
+		row := s.cnt[e*k : e*k+k]
+		rec := s.nd[e*sd : e*sd+sd]
+		for _, x := range lv.pins(e) {
+			b := int(s.part[x])
+			row[b]++
+			rec[b>>6] |= 1 << (b & 63)
+		}
+		w := lv.nw[e]
+		if !s.unit {
+			rec[2*sw] = uint64(w)
+		}
+		for x := 0; x < sw; x++ {
+			for z := rec[x]; z != 0; z &= z - 1 {
+				b := x<<6 | bits.TrailingZeros64(z)
+				if row[b] == 1 {
+					rec[sw+x] |= 1 << (b & 63)
+				}
+				mem[b] += w
+			}
+		}
+	}
 }
 
 // add counts one more pin of net e in block i.
 func (s *kstate) add(e, i int) bool {
 	c := &s.cnt[e*s.k+i]
 	*c++
-	if *c == 1 {
-		s.mask[e*s.w+i>>6] |= 1 << (i & 63)
+	at, bit := e*s.sd+i>>6, uint64(1)<<(i&63)
+	switch *c {
+	case 1:
+		s.nd[at] |= bit
+		s.nd[at+s.w] |= bit
 		s.mem[i] += s.lv.nw[e]
 		return true
+	case 2:
+		s.nd[at+s.w] &^= bit
 	}
 	return false
 }
@@ -120,21 +201,32 @@ func (s *kstate) add(e, i int) bool {
 func (s *kstate) remove(e, i int) bool {
 	c := &s.cnt[e*s.k+i]
 	*c--
-	if *c == 0 {
-		s.mask[e*s.w+i>>6] &^= 1 << (i & 63)
+	at, bit := e*s.sd+i>>6, uint64(1)<<(i&63)
+	switch *c {
+	case 0:
+		s.nd[at] &^= bit
+		s.nd[at+s.w] &^= bit
 		s.mem[i] -= s.lv.nw[e]
 		return true
+	case 1:
+		s.nd[at+s.w] |= bit
 	}
 	return false
 }
 
 // has reports whether net e has a pin in block i.
-func (s *kstate) has(e, i int) bool { return s.cnt[e*s.k+i] > 0 }
+func (s *kstate) has(e, i int) bool { return s.nd[e*s.sd+i>>6]>>(i&63)&1 != 0 }
+
+// single reports whether net e has exactly one pin in block i.
+func (s *kstate) single(e, i int) bool { return s.nd[e*s.sd+s.w+i>>6]>>(i&63)&1 != 0 }
+
+// mask returns the mask of the blocks where net e has pins.
+func (s *kstate) mask(e int) []uint64 { return s.nd[e*s.sd : e*s.sd+s.w] }
 
 // lambda returns the number of blocks net e has pins in.
 func (s *kstate) lambda(e int) int {
 	n := 0
-	for _, x := range s.mask[e*s.w : e*s.w+s.w] {
+	for _, x := range s.mask(e) {
 		n += bits.OnesCount64(x)
 	}
 	return n
@@ -169,9 +261,25 @@ func (s *kstate) volume() int64 {
 // blocks adds its weight as a penalty to the blocks it is absent from. So
 // a gain costs O(Σ_e min(λ_e, k − λ_e) + k), not O(Σ_e λ_e).
 func (s *kstate) bestMove(u int) (int, int64) {
+	var leave, small, all int64
+	switch {
+	case s.w == 1 && s.unit && s.floating:
+		leave, small, all = s.rate1Unit(u)
+	case s.w == 1:
+		leave, small, all = s.rate1(u)
+	default:
+		leave, small, all = s.rate(u)
+	}
+	return s.choose(u, leave, small, all)
+}
+
+// rate adds the weight of u's nets to s.bc and s.bo for bestMove (the
+// blocks so marked listed in s.touched, in the order first marked) and
+// returns the weight of the nets u leaves behind, of those with λ ≤ k/2
+// and of all its nets.
+func (s *kstate) rate(u int) (leave, small, all int64) {
 	lv, k := s.lv, s.k
 	a := int(s.part[u])
-	var leave, small, all int64
 	touched := s.touched[:0]
 	wide := false
 	mark := func(b int) {
@@ -180,24 +288,35 @@ func (s *kstate) bestMove(u int) (int, int64) {
 			touched = append(touched, int32(b))
 		}
 	}
+	sw, sd := s.w, s.sd
+	aw, abit := a>>6, uint64(1)<<(a&63)
 	for _, e := range lv.nets(u) {
-		e := int(e)
-		w := lv.nw[e]
-		o := int(s.owner[e])
+		rec := s.nd[int(e)*sd : int(e)*sd+sd]
+		w := int64(1)
+		if !s.unit {
+			w = int64(rec[2*sw])
+		}
+		o := -1
+		if !s.floating {
+			o = int(s.owner[e])
+		}
 		all += w
-		if s.cnt[e*k+a] == 1 && o != a {
+		if rec[sw+aw]&abit != 0 && o != a {
 			leave += w
 		}
-		base := e * s.w
-		if 2*s.lambda(e) > k {
+		lambda := 0
+		for _, x := range rec[:sw] {
+			lambda += bits.OnesCount64(x)
+		}
+		if 2*lambda > k {
 			// Penalise the blocks it is absent from.
 			wide = true
-			for x := 0; x < s.w; x++ {
+			for x := 0; x < sw; x++ {
 				full := ^uint64(0)
-				if x == s.w-1 && k&63 != 0 {
+				if x == sw-1 && k&63 != 0 {
 					full = uint64(1)<<(k&63) - 1
 				}
-				for m := ^s.mask[base+x] & full; m != 0; m &= m - 1 {
+				for m := ^rec[x] & full; m != 0; m &= m - 1 {
 					b := x<<6 | bits.TrailingZeros64(m)
 					if b != o {
 						s.bc[b] -= w
@@ -207,18 +326,18 @@ func (s *kstate) bestMove(u int) (int, int64) {
 			continue
 		}
 		small += w
-		if s.w == 1 && s.mask[base] == 1<<a {
+		if sw == 1 && rec[0] == abit {
 			// Needed by a alone: absent from every target.
 		} else {
-			for x := 0; x < s.w; x++ {
-				for m := s.mask[base+x]; m != 0; m &= m - 1 {
+			for x := 0; x < sw; x++ {
+				for m := rec[x]; m != 0; m &= m - 1 {
 					b := x<<6 | bits.TrailingZeros64(m)
 					mark(b)
 					s.bc[b] += w
 				}
 			}
 		}
-		if o >= 0 && s.cnt[e*k+o] == 0 {
+		if o >= 0 && rec[o>>6]>>(o&63)&1 == 0 {
 			mark(o)
 			s.bo[o] += w
 		}
@@ -228,6 +347,181 @@ func (s *kstate) bestMove(u int) (int, int64) {
 			mark(b)
 		}
 	}
+	for _, b := range touched {
+		s.tmark[b] = false
+	}
+	s.touched, s.clearBC = touched, wide
+	return leave, small, all
+}
+
+// rate1 is rate for k ≤ 64, one mask word per net: the records of u's
+// nets are gathered first, in a loop whose loads overlap, and the blocks
+// marked are kept in a mask.
+func (s *kstate) rate1(u int) (leave, small, all int64) {
+	lv, k := s.lv, s.k
+	a := int(s.part[u])
+	abit := uint64(1) << a
+	nets := lv.nets(u)
+	d := len(nets)
+	if cap(s.gm) < d {
+		s.gm, s.g1, s.gw = make([]uint64, d), make([]uint64, d), make([]uint64, d)
+	}
+	gm, g1, gw := s.gm[:d], s.g1[:d], s.gw[:d]
+	nd := s.nd
+	if s.unit {
+		for x, e := range nets {
+			r := nd[int(e)*2 : int(e)*2+2 : int(e)*2+2]
+			gm[x], g1[x], gw[x] = r[0], r[1], 1
+		}
+	} else {
+		for x, e := range nets {
+			r := nd[int(e)*3 : int(e)*3+3 : int(e)*3+3]
+			gm[x], g1[x], gw[x] = r[0], r[1], r[2]
+		}
+	}
+	var owner []int32
+	if !s.floating {
+		if cap(s.gown) < d {
+			s.gown = make([]int32, d)
+		}
+		owner = s.gown[:d]
+		for x, e := range nets {
+			owner[x] = s.owner[e]
+		}
+	}
+	full := ^uint64(0)
+	if k < 64 {
+		full = uint64(1)<<k - 1
+	}
+	bc, bo := s.bc[:k:k], s.bo[:k:k]
+	touched := s.touched[:0]
+	var seen uint64
+	wide := false
+	for x, m := range gm {
+		w := int64(gw[x])
+		o := -1
+		if owner != nil {
+			o = int(owner[x])
+		}
+		all += w
+		if g1[x]&abit != 0 && o != a {
+			leave += w
+		}
+		if 2*bits.OnesCount64(m) > k {
+			// Penalise the blocks it is absent from.
+			wide = true
+			for z := ^m & full; z != 0; z &= z - 1 {
+				if b := bits.TrailingZeros64(z); b != o {
+					bc[b&63] -= w
+				}
+			}
+			continue
+		}
+		small += w
+		if m != abit {
+			for z := m &^ seen; z != 0; z &= z - 1 {
+				touched = append(touched, int32(bits.TrailingZeros64(z)))
+			}
+			seen |= m
+			for z := m; z != 0; z &= z - 1 {
+				bc[bits.TrailingZeros64(z)&63] += w
+			}
+		}
+		if o >= 0 && m>>o&1 == 0 {
+			if seen>>o&1 == 0 {
+				seen |= 1 << o
+				touched = append(touched, int32(o))
+			}
+			bo[o] += w
+		}
+	}
+	if wide { // every block is adjacent
+		for z := full &^ seen; z != 0; z &= z - 1 {
+			touched = append(touched, int32(bits.TrailingZeros64(z)))
+		}
+	}
+	s.touched, s.clearBC = touched, wide
+	return leave, small, all
+}
+
+// rate1Unit is rate1 for nets of weight 1 that float: the counts of the
+// blocks are added a mask at a time into byte-wide lanes, 8 blocks per
+// word, and flushed into s.bc every 255 nets, so that a net costs k/8
+// additions rather than one per block it adds to.
+func (s *kstate) rate1Unit(u int) (leave, small, all int64) {
+	k := s.k
+	a := int(s.part[u])
+	abit := uint64(1) << a
+	nets := s.lv.nets(u)
+	d := len(nets)
+	nd := s.nd
+	full := ^uint64(0)
+	if k < 64 {
+		full = uint64(1)<<k - 1
+	}
+	nb := (k + 7) / 8
+	bc := s.bc[:k:k]
+	touched := s.touched[:0]
+	var seen, wide uint64
+	// Per net, without branches on the data: all ones in wm when the net
+	// is wide, its blocks in zp when not, those it is absent from in zn
+	// when it is, and its blocks in zt when not wide and not needed by a
+	// alone (those bestMove marks).
+	for start := 0; start < d; start += 255 {
+		end := min(d, start+255)
+		var p0, p1, n0, n1 uint64
+		var pos, neg [8]uint64
+		for _, e := range nets[start:end] {
+			r := nd[int(e)*2 : int(e)*2+2 : int(e)*2+2]
+			m := r[0]
+			leave += int64(r[1] >> a & 1)
+			wm := uint64(int64(k-2*bits.OnesCount64(m)) >> 63)
+			wide |= wm
+			small += int64(wm + 1)
+			zp, zn := m&^wm, ^m&full&wm
+			ne := m ^ abit
+			zt := zp & -((ne | -ne) >> 63)
+			if z := zt &^ seen; z != 0 {
+				for ; z != 0; z &= z - 1 {
+					touched = append(touched, int32(bits.TrailingZeros64(z)))
+				}
+				seen |= zt
+			}
+			if nb <= 2 {
+				p0 += byteLanes[byte(zp)]
+				p1 += byteLanes[byte(zp>>8)]
+				n0 += byteLanes[byte(zn)]
+				n1 += byteLanes[byte(zn>>8)]
+				continue
+			}
+			for j := range nb {
+				pos[j&7] += byteLanes[byte(zp>>(8*j))]
+				neg[j&7] += byteLanes[byte(zn>>(8*j))]
+			}
+		}
+		if nb <= 2 {
+			pos[0], pos[1], neg[0], neg[1] = p0, p1, n0, n1
+		}
+		for b := range bc {
+			sh := 8 * (b & 7)
+			bc[b] += int64(pos[b>>3&7]>>sh&0xff) - int64(neg[b>>3&7]>>sh&0xff)
+		}
+	}
+	if wide != 0 { // every block is adjacent
+		for z := full &^ seen; z != 0; z &= z - 1 {
+			touched = append(touched, int32(bits.TrailingZeros64(z)))
+		}
+	}
+	// bc was written for every block, a and the untouched ones included.
+	s.touched, s.clearBC = touched, true
+	return leave, small, int64(d)
+}
+
+// choose returns bestMove's block and gain from the ratings of rate.
+func (s *kstate) choose(u int, leave, small, all int64) (int, int64) {
+	lv := s.lv
+	a := int(s.part[u])
+	touched := s.touched
 	best, bg := -1, int64(0)
 	s.freeTo, s.freeGain = -1, 0
 	vw := lv.vw[u]
@@ -235,7 +529,6 @@ func (s *kstate) bestMove(u int) (int, int64) {
 		b := int(b)
 		if b == a {
 			s.bc[b], s.bo[b] = 0, 0
-			s.tmark[b] = false
 			continue
 		}
 		g := leave - small + s.bc[b] + s.bo[b]
@@ -248,12 +541,10 @@ func (s *kstate) bestMove(u int) (int, int64) {
 			}
 		}
 		s.bc[b], s.bo[b] = 0, 0
-		s.tmark[b] = false
 	}
-	if wide {
+	if s.clearBC {
 		clear(s.bc) // blocks penalised but not visited above are all visited
 	}
-	s.touched = touched
 	return best, bg
 }
 
@@ -263,9 +554,15 @@ func (s *kstate) bestMove(u int) (int, int64) {
 func (s *kstate) leave(u int) int64 {
 	a := int(s.part[u])
 	var x int64
+	aw, abit := s.w+a>>6, uint64(1)<<(a&63)
 	for _, e := range s.lv.nets(u) {
-		if s.cnt[int(e)*s.k+a] == 1 && int(s.owner[e]) != a {
-			x += s.lv.nw[e]
+		rec := s.nd[int(e)*s.sd : int(e)*s.sd+s.sd]
+		if rec[aw]&abit != 0 && (s.floating || int(s.owner[e]) != a) {
+			if s.unit {
+				x++
+			} else {
+				x += int64(rec[2*s.w])
+			}
 		}
 	}
 	return x
@@ -290,7 +587,7 @@ func (s *kstate) fits(u, b int, all, lost int64) bool {
 func (s *kstate) absent(u, b int) int64 {
 	var x int64
 	for _, e := range s.lv.nets(u) {
-		if s.cnt[int(e)*s.k+b] == 0 {
+		if !s.has(int(e), b) {
 			x += s.lv.nw[e]
 		}
 	}
@@ -299,16 +596,16 @@ func (s *kstate) absent(u, b int) int64 {
 
 // gain returns the volume gained by moving vertex u to block b.
 func (s *kstate) gain(u, b int) int64 {
-	lv, k := s.lv, s.k
+	lv := s.lv
 	a := int(s.part[u])
 	var g int64
 	for _, e := range lv.nets(u) {
 		e := int(e)
 		o := int(s.owner[e])
-		if s.cnt[e*k+a] == 1 && o != a {
+		if s.single(e, a) && o != a {
 			g += lv.nw[e]
 		}
-		if s.cnt[e*k+b] == 0 && o != b {
+		if !s.has(e, b) && o != b {
 			g -= lv.nw[e]
 		}
 	}
@@ -343,17 +640,53 @@ type fmEntry struct {
 	ver  int32
 }
 
+// fmHeap is a binary max-heap of candidate moves by gain, ties to the
+// lower vertex. push and pop follow container/heap's algorithm without
+// its interface calls.
 type fmHeap []fmEntry
 
 func (h fmHeap) Len() int { return len(h) }
-func (h fmHeap) Less(a, b int) bool {
-	return h[a].gain > h[b].gain || (h[a].gain == h[b].gain && h[a].u < h[b].u)
+
+func (e fmEntry) before(f fmEntry) bool {
+	return e.gain > f.gain || (e.gain == f.gain && e.u < f.u)
 }
-func (h fmHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *fmHeap) Push(x any)   { *h = append(*h, x.(fmEntry)) }
-func (h *fmHeap) Pop() any {
-	x := (*h)[len(*h)-1]
-	*h = (*h)[:len(*h)-1]
+
+func (h *fmHeap) push(x fmEntry) {
+	*h = append(*h, x)
+	q := *h
+	j := len(q) - 1
+	for j > 0 {
+		i := (j - 1) / 2
+		if i == j || !q[j].before(q[i]) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+func (h *fmHeap) pop() fmEntry {
+	q := *h
+	n := len(q) - 1
+	q[0], q[n] = q[n], q[0]
+	i := 0
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 {
+			break
+		}
+		j := j1
+		if j2 := j1 + 1; j2 < n && q[j2].before(q[j1]) {
+			j = j2
+		}
+		if !q[j].before(q[i]) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	x := q[n]
+	*h = q[:n]
 	return x
 }
 
@@ -381,6 +714,9 @@ type fmScratch struct {
 	key    []int64
 	raise  []int64
 	wait   []fmHeap // per block, the vertices whose best move it blocks
+	// the ratings of rateAll
+	to, freeTo     []int32
+	gain, freeGain []int64
 }
 
 func newFMScratch(n, k int) *fmScratch {
@@ -423,21 +759,35 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 			key[u] = 0
 		}
 		if b >= 0 {
-			heap.Push(&h, fmEntry{g, int32(u), ver[u]})
+			h.push(fmEntry{g, int32(u), ver[u]})
 		}
 		if s.freeTo >= 0 && (b < 0 || s.freeGain > g) {
-			heap.Push(&wait[s.freeTo], fmEntry{s.freeGain, int32(u), ver[u]})
+			wait[s.freeTo].push(fmEntry{s.freeGain, int32(u), ver[u]})
 		}
 	}
-	for _, u := range rng.Perm(lv.n) {
-		// A move gains at most what u leaves behind: skip the vertices
-		// that leave nothing, whose moves cannot gain.
-		key[u] = s.leave(u)
-		if key[u] == 0 {
-			continue
+	// A move gains at most what u leaves behind: skip the vertices that
+	// leave nothing, whose moves cannot gain. The ratings depend on the
+	// state alone, so large levels rate on several goroutines and queue
+	// in the order of perm after.
+	perm := rng.Perm(lv.n)
+	if workers := min(runtime.GOMAXPROCS(0), len(lv.vadj)/minRatePins); workers > 1 {
+		s.rateAll(perm, workers, sc)
+		for _, u := range perm {
+			if key[u] == 0 {
+				continue
+			}
+			s.freeTo, s.freeGain = int(sc.freeTo[u]), sc.freeGain[u]
+			enqueue(u, int(sc.to[u]), sc.gain[u])
 		}
-		b, g := s.bestMove(u)
-		enqueue(u, b, g)
+	} else {
+		for _, u := range perm {
+			key[u] = s.leave(u)
+			if key[u] == 0 {
+				continue
+			}
+			b, g := s.bestMove(u)
+			enqueue(u, b, g)
+		}
 	}
 	type moved struct {
 		u    int32
@@ -482,7 +832,7 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 		}
 	}
 	for h.Len() > 0 && stall < maxStall {
-		top := heap.Pop(&h).(fmEntry)
+		top := h.pop()
 		u := int(top.u)
 		if locked[u] || top.ver != ver[u] {
 			continue
@@ -510,20 +860,20 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 			}
 			ver[x]++
 			queued[x] = true
-			heap.Push(&h, fmEntry{key[x], x, ver[x]})
+			h.push(fmEntry{key[x], x, ver[x]})
 		}
 		dirty = dirty[:0]
 		// Room in from: the moves it blocked of largest keys are
 		// candidates again.
 		for woken := 0; woken < maxWake && wait[from].Len() > 0; {
-			w := heap.Pop(&wait[from]).(fmEntry)
+			w := wait[from].pop()
 			x := w.u
 			if locked[x] || w.ver != ver[x] {
 				continue
 			}
 			ver[x]++
 			queued[x] = true
-			heap.Push(&h, fmEntry{key[x], x, ver[x]})
+			h.push(fmEntry{key[x], x, ver[x]})
 			woken++
 		}
 	}
@@ -531,6 +881,41 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 		s.move(int(log[x].u), int(log[x].from), nil)
 	}
 	return best
+}
+
+// minRatePins is the fewest pins per goroutine for which fmPass rates
+// the vertices at its start on several goroutines.
+const minRatePins = 1 << 15
+
+// rateAll sets sc.key of every vertex to what it leaves behind and, for
+// those that leave something, sc.to, sc.gain, sc.freeTo and sc.freeGain
+// to bestMove's result, on the given number of goroutines, each with its
+// own scratch; s is only read.
+func (s *kstate) rateAll(perm []int, workers int, sc *fmScratch) {
+	if len(sc.to) < s.lv.n {
+		n := s.lv.n
+		sc.to, sc.freeTo = make([]int32, n), make([]int32, n)
+		sc.gain, sc.freeGain = make([]int64, n), make([]int64, n)
+	}
+	var wg sync.WaitGroup
+	for t := range workers {
+		part := perm[len(perm)*t/workers : len(perm)*(t+1)/workers]
+		wg.Go(func() {
+			r := *s
+			r.bc, r.bo, r.tmark = make([]int64, s.k), make([]int64, s.k), make([]bool, s.k)
+			r.touched, r.gm, r.g1, r.gw, r.gown = nil, nil, nil, nil, nil
+			for _, u := range part {
+				sc.key[u] = r.leave(u)
+				if sc.key[u] == 0 {
+					continue
+				}
+				b, g := r.bestMove(u)
+				sc.to[u], sc.gain[u] = int32(b), g
+				sc.freeTo[u], sc.freeGain[u] = int32(r.freeTo), r.freeGain
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // fm runs FM passes until one gains less than a fraction minGain of the

@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -80,7 +82,7 @@ func TestKWayGains(t *testing.T) {
 			s.move(u, rng.IntN(k), nil)
 		}
 		fresh := newKState(lv, k, slices.Clone(part), owner, hi, 0)
-		if !slices.Equal(fresh.cnt, s.cnt) || !slices.Equal(fresh.mask, s.mask) || !slices.Equal(fresh.size, s.size) || !slices.Equal(fresh.mem, s.mem) {
+		if !slices.Equal(fresh.cnt, s.cnt) || !slices.Equal(fresh.nd, s.nd) || !slices.Equal(fresh.size, s.size) || !slices.Equal(fresh.mem, s.mem) {
 			t.Fatalf("trial %d: incremental counts differ from a fresh state", trial)
 		}
 	}
@@ -343,6 +345,98 @@ func TestCluster(t *testing.T) {
 		for e := 0; e < cl.m; e++ {
 			if len(cl.pins(e)) < 2 {
 				t.Fatalf("trial %d: coarse net %d has %d pins", trial, e, len(cl.pins(e)))
+			}
+		}
+	}
+}
+
+// TestKStateCounts: the counts, masks and memory newKState builds net by
+// net (on several goroutines for large levels) equal those of adding
+// every vertex's pins one by one, on the finest and a coarser level, for
+// one and two mask words.
+func TestKStateCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := 0; trial < 4; trial++ {
+		g := randomGraph(t, rng.Uint64(), 4000, 900, 0.05)
+		if g.NumEdges() < 2*minCountPins {
+			t.Fatalf("trial %d: %d edges, too few for two goroutines", trial, g.NumEdges())
+		}
+		k := []int{7, 16, 64, 100}[trial]
+		lv := finest(g)
+		part := make([]int32, lv.n)
+		for u := range part {
+			part[u] = int32(rng.IntN(k))
+		}
+		cid, nc := cluster(lv, part, 4, false, true, rng)
+		c := contract(lv, cid, nc, nil, 0)
+		pc := make([]int32, nc)
+		for u, x := range cid {
+			pc[x] = part[u]
+		}
+		for _, x := range []struct {
+			lv   *level
+			part []int32
+		}{{lv, part}, {c, pc}} {
+			owner := make([]int32, x.lv.m)
+			for e := range owner {
+				owner[e] = -1
+			}
+			s := newKState(x.lv, k, x.part, owner, nil, 0)
+			ref := &kstate{lv: x.lv, k: k, w: MaskWords(k), part: x.part, owner: owner,
+				cnt: make([]int32, x.lv.m*k), size: make([]int64, k), mem: make([]int64, k)}
+			ref.unit = !slices.ContainsFunc(x.lv.nw, func(w int64) bool { return w != 1 })
+			ref.sd = 2 * ref.w
+			if !ref.unit {
+				ref.sd++
+			}
+			ref.nd = make([]uint64, x.lv.m*ref.sd)
+			for e, w := range x.lv.nw {
+				if !ref.unit {
+					ref.nd[e*ref.sd+2*ref.w] = uint64(w)
+				}
+			}
+			for u := 0; u < x.lv.n; u++ {
+				ref.size[x.part[u]] += x.lv.vw[u]
+				for _, e := range x.lv.nets(u) {
+					ref.add(int(e), int(x.part[u]))
+				}
+			}
+			if !slices.Equal(s.cnt, ref.cnt) || !slices.Equal(s.nd, ref.nd) || !slices.Equal(s.size, ref.size) || !slices.Equal(s.mem, ref.mem) {
+				t.Fatalf("trial %d (k = %d, %d vertices): counts differ from adding the pins one by one", trial, k, x.lv.n)
+			}
+		}
+	}
+}
+
+// TestRefineThreads: Refine and MBP give the same placement on one
+// goroutine as on several, on graphs large enough for the concurrent
+// counting, rating and clustering.
+func TestRefineThreads(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for seed := uint64(1); seed <= 2; seed++ {
+		g := randomGraph(t, seed, 5000, 1200, 0.04)
+		start, err := Parsa(g, Options{K: 16, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want [2]*placement.Placement
+		for _, procs := range []int{1, 2, 4} {
+			runtime.GOMAXPROCS(procs)
+			opt := Options{K: 16, Seed: seed, Refine: RefineOptions{VCycles: 2, Matching: seed == 2}}
+			q, _, err := Refine(g, start, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := MBP(g, Options{K: 16, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for x, p := range []*placement.Placement{q, m} {
+				if want[x] == nil {
+					want[x] = p
+				} else if !slices.Equal(p.Data, want[x].Data) || !slices.Equal(p.Param, want[x].Param) {
+					t.Fatalf("seed %d: %s on %d goroutines differs from one", seed, []string{"Refine", "MBP"}[x], procs)
+				}
 			}
 		}
 	}

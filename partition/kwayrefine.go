@@ -325,10 +325,10 @@ func (s *kstate) traffic() []int64 {
 	t := make([]int64, s.k)
 	for e := 0; e < s.lv.m; e++ {
 		w, o := s.lv.nw[e], int(s.owner[e])
-		base := e * s.w
+		base := e * s.sd
 		l := 0
 		for x := 0; x < s.w; x++ {
-			for m := s.mask[base+x]; m != 0; m &= m - 1 {
+			for m := s.nd[base+x]; m != 0; m &= m - 1 {
 				i := x<<6 | bitsTrailing(m)
 				l++
 				if i != o {
@@ -349,7 +349,6 @@ func (s *kstate) traffic() []int64 {
 // sampleDelta adds to dt the change of every T_i if vertex u moved to
 // block c, recording the blocks touched.
 func (s *kstate) sampleDelta(u, c int, dt []int64, touched []int32) []int32 {
-	k := s.k
 	a := int(s.part[u])
 	bump := func(i int, d int64) {
 		if dt[i] == 0 && !s.tmark[i] {
@@ -361,11 +360,11 @@ func (s *kstate) sampleDelta(u, c int, dt []int64, touched []int32) []int32 {
 	for _, e := range s.lv.nets(u) {
 		e := int(e)
 		w, o := s.lv.nw[e], int(s.owner[e])
-		if s.cnt[e*k+a] == 1 && o != a {
+		if s.single(e, a) && o != a {
 			bump(a, -w)
 			bump(o, -w)
 		}
-		if s.cnt[e*k+c] == 0 && o != c {
+		if !s.has(e, c) && o != c {
 			bump(c, w)
 			bump(o, w)
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 
 	"colo/graph"
 	"colo/placement"
@@ -131,8 +132,15 @@ func RunMBP(g *graph.Graph, opt Options) (*placement.Placement, *MBPStats, error
 		if cur.n <= limit {
 			break
 		}
-		cid, nc := cluster(cur, nil, max(1, 3*total/int64(limit)), true, true, rng)
-		ncid, nnc := cluster(cur.transposed(), nil, math.MaxInt64, true, false, rng)
+		// The samples and the parameters are clustered independently:
+		// concurrently, each in an order drawn in turn from rng.
+		sorder, porder := rng.Perm(cur.n), rng.Perm(cur.m)
+		var cid, ncid []int32
+		var nc, nnc int
+		var wg sync.WaitGroup
+		wg.Go(func() { ncid, nnc = clusterIn(cur.transposed(), nil, math.MaxInt64, true, false, porder) })
+		cid, nc = clusterIn(cur, nil, max(1, 3*total/int64(limit)), true, true, sorder)
+		wg.Wait()
 		if float64(nc) > 0.9*float64(cur.n) {
 			break
 		}
@@ -249,9 +257,9 @@ func fixOwners(s *kstate, load []int64) int64 {
 			continue
 		}
 		best := -1
-		base := e * s.w
+		base := e * s.sd
 		for x := 0; x < s.w; x++ {
-			for m := s.mask[base+x]; m != 0; m &= m - 1 {
+			for m := s.nd[base+x]; m != 0; m &= m - 1 {
 				c := x<<6 | bitsTrailing(m)
 				if best < 0 || load[c] < load[best] {
 					best = c
