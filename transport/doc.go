@@ -33,9 +33,6 @@
 // arrays straight into their final memory, taken from a Pool when the
 // receiver recycles messages with Message.Release, or, for the values of
 // an expected answer, the destination the receiver registered in Berths.
-// A Decoder can also deliver chosen frames before their values are read
-// (Decoder.SetStreaming), for a receiver that folds the values into its
-// own memory chunk by chunk as they arrive (Message.Consume).
 //
 // Every frame is checked: the magic, version and reserved bytes, the key
 // encoding, and that the segment sizes add up to the length prefix.

@@ -313,12 +313,6 @@ type Decoder struct {
 	abort   func()
 	hdr     [PrefixSize + HeaderSize]byte
 	scratch []byte
-	// Streaming (see SetStreaming): which frames, when to give up, the
-	// stream of the message delivered last and the buffer of its chunks.
-	choose  func(h *Header, nvals int) bool
-	stop    <-chan struct{}
-	pending *stream
-	chunk   []float32
 }
 
 // NewDecoder returns a Decoder reading from r that accepts frames up to
@@ -349,15 +343,8 @@ func (d *Decoder) SetBerths(b *Berths, from NodeID, abort func()) {
 // its length prefix, before anything is allocated for it, with an error
 // wrapping ErrFrameTooLarge; malformed frames wrap ErrBadFrame. It returns
 // io.EOF at a clean end of stream and io.ErrUnexpectedEOF inside a frame.
-// After an error the stream position is undefined. With SetStreaming,
-// Decode first reads the values of the streamed message it delivered
-// last, and may deliver m with its values still to be read.
+// After an error the stream position is undefined.
 func (d *Decoder) Decode(m *Message) (int, error) {
-	if d.pending != nil {
-		if err := d.finish(); err != nil {
-			return 0, err
-		}
-	}
 	if _, err := io.ReadFull(d.r, d.hdr[:PrefixSize]); err != nil {
 		return 0, err
 	}
@@ -417,11 +404,6 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 		}
 	} else if err := readArray(d, m.KV.Keys); err != nil {
 		return 0, err
-	}
-	if landed == nil && p.nlens == 0 && p.nvals > 0 && d.choose != nil && d.choose(&m.Header, int(p.nvals)) {
-		d.pending = &stream{n: int(p.nvals), req: make(chan streamReq, 1), done: make(chan struct{})}
-		m.stream = d.pending
-		return int(size), nil
 	}
 	if err := readArray(d, m.KV.Vals); err != nil {
 		return 0, err

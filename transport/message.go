@@ -74,9 +74,6 @@ type Message struct {
 	// landed marks KV.Vals as a berth (see Berths): the receiver's own
 	// memory, never handed to a pool.
 	landed bool
-	// stream, when not nil, delivers the values still on the wire (see
-	// Message.Streaming).
-	stream *stream
 }
 
 // Clone returns a deep copy of m; nil segments stay nil. The copy owns

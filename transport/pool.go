@@ -119,10 +119,8 @@ func (p *Pool) Clone(m *Message) *Message {
 // it, for reuse by later messages. It is optional: a message that is
 // never released is garbage-collected as usual. After Release, m's
 // arrays belong to the pool and must not be used; m itself is left
-// empty. Release does nothing for messages not made by a pool, except
-// that the values of a streamed message are skipped on the wire.
+// empty. Release does nothing for messages not made by a pool.
 func (m *Message) Release() {
-	m.discard()
 	p := m.pool
 	if p == nil {
 		return

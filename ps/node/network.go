@@ -3,7 +3,6 @@ package node
 import (
 	"net"
 
-	"colo/ps/proto"
 	"colo/transport"
 	"colo/transport/mem"
 	"colo/transport/tcp"
@@ -35,8 +34,7 @@ type TCP struct {
 	Tune func(*tcp.Config)
 }
 
-// Listen opens a TCP endpoint for id. A server's endpoint streams the
-// values of large dense pushes (streamPush) into the server's store.
+// Listen opens a TCP endpoint for id.
 func (n TCP) Listen(id transport.NodeID) (Endpoint, error) {
 	cfg := tcp.DefaultConfig()
 	host := n.Host
@@ -44,9 +42,6 @@ func (n TCP) Listen(id transport.NodeID) (Endpoint, error) {
 		host = "127.0.0.1"
 	}
 	cfg.ID, cfg.Addr, cfg.Token = id, net.JoinHostPort(host, "0"), n.Token
-	if role, _ := proto.Identify(id); role == proto.RoleServer {
-		cfg.Stream = streamPush
-	}
 	if n.Tune != nil {
 		n.Tune(&cfg)
 	}
@@ -77,12 +72,3 @@ type memEndpoint struct{ *mem.Endpoint }
 
 func (memEndpoint) Addr() string                     { return "mem" }
 func (memEndpoint) SetPeer(transport.NodeID, string) {}
-
-// streamPush chooses the frames whose values a server's endpoint delivers
-// still on the wire: dense (range) pushes of at least one chunk, which the
-// server sums chunk by chunk as they arrive (server.Core.HandleStream).
-func streamPush(h *transport.Header, nvals int) bool {
-	return h.Type == transport.TypeData && h.Cmd == proto.DataRange &&
-		h.Flags&(transport.FlagRequest|transport.FlagPush) == transport.FlagRequest|transport.FlagPush &&
-		nvals >= transport.StreamChunk
-}

@@ -190,40 +190,6 @@ func (c *Core) Ack(r Request) (Reply, bool) {
 // pushes. The replies and their arrays are valid until the next call.
 // acked tells that Ack answered the request already.
 func (c *Core) Handle(r Request, acked bool) []Reply {
-	return c.handle(r, acked, false)
-}
-
-// HandleStream handles r as Handle does when r is a dense range push
-// that can be applied as its values arrive: not under BSP, with a
-// uniform width, on keys that are one run of the store's slots. It calls
-// consume once with a function that applies the push's values from index
-// off of r.KV.Vals, which consume calls for every value in any chunks
-// (the content of r.KV.Vals is not used), and returns the replies once
-// consume returns. ok is false, with nothing done, when r is not such a
-// push. When consume fails the values it applied stay applied and the
-// push is not counted: its link broke, and its worker gets no answer.
-func (c *Core) HandleStream(r Request, consume func(apply func(off int, vals []float32)) error) (replies []Reply, ok bool, err error) {
-	if !r.Push || !r.Range || c.sync || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers || len(r.KV.Keys) != 2 {
-		return nil, false, nil
-	}
-	begin, end := r.KV.Keys[0], r.KV.Keys[1]
-	if end < begin || uint64(len(r.KV.Vals)) != (end-begin)*uint64(c.cfg.Width) {
-		return nil, false, nil
-	}
-	j, in := c.store.rangeSlots(begin, end)
-	if !in {
-		return nil, false, nil
-	}
-	o := j * c.cfg.Width
-	if err := consume(func(off int, vals []float32) { c.store.apply(o+off, vals) }); err != nil {
-		return nil, true, fmt.Errorf("server %d: push %d of worker %d: %w", c.cfg.Rank, r.ID, r.Worker, err)
-	}
-	return c.handle(r, false, true), true, nil
-}
-
-// handle is Handle; applied tells that HandleStream applied the values of
-// the push already.
-func (c *Core) handle(r Request, acked, applied bool) []Reply {
 	c.out = c.out[:0]
 	if r.Worker < 0 || r.Worker >= c.cfg.Workers {
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: !r.Push, Err: fmt.Errorf("request from worker %d of %d", r.Worker, c.cfg.Workers)})
@@ -271,9 +237,7 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 			return fail(fmt.Errorf("range [%d, %d) pushed with %d values of width %d", begin, end, n, c.cfg.Width))
 		}
 		c.stats.KeysPushed += end - begin
-		if !applied {
-			err = c.store.PushRange(begin, r.KV.Vals, false)
-		}
+		err = c.store.PushRange(begin, r.KV.Vals, false)
 	} else {
 		c.stats.KeysPushed += uint64(len(r.KV.Keys))
 		err = c.store.Push(r.KV)

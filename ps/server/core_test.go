@@ -1,8 +1,6 @@
 package server
 
 import (
-	"io"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -250,83 +248,5 @@ func TestEarlyAck(t *testing.T) {
 	}
 	if _, ok := newCore(t, 1, clock.DefaultConfig()).Ack(r); ok {
 		t.Fatal("BSP push acknowledged early")
-	}
-}
-
-// TestHandleStream checks that a dense push applied chunk by chunk, in
-// chunks of every size including ones that do not divide the width or
-// the push, leaves the store and the replies bit for bit as Handle
-// applying it at once does, for every update rule; and that pushes the
-// streamed path cannot take are left alone.
-func TestHandleStream(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	const numKeys, width = 300, 3
-	rules := []update.Rule{update.Sum{}, update.SGD{LR: 0.1, L1: 0.01, L2: 0.01}, update.AdaGrad{LR: 0.1, Eps: 1e-6, L1: 0.01, L2: 0.01}, update.FTRL{Alpha: 0.1, Beta: 1, L1: 0.01, L2: 0.01}}
-	for _, rule := range rules {
-		tb, _ := route.Uniform(2, numKeys)
-		mk := func() *Core {
-			c, err := New(Config{Rank: 1, Workers: 2, Table: tb, Width: width, Rule: rule, Clock: clock.Config{Mode: clock.Async}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}
-		whole, streamed := mk(), mk()
-		for i := range 40 {
-			lo := uint64(150 + rng.IntN(100))
-			hi := lo + uint64(rng.IntN(int(numKeys-lo)+1))
-			vals := make([]float32, (hi-lo)*width)
-			for j := range vals {
-				vals[j] = float32(rng.NormFloat64())
-			}
-			r := Request{Worker: i % 2, ID: uint64(i), Round: int64(i / 2), Push: true, Range: true, KV: kv.Batch{Keys: []uint64{lo, hi}, Vals: vals}}
-			want := slices.Clone(whole.Handle(r, false))
-			chunk := 1 + rng.IntN(2*width+5)
-			got, ok, err := streamed.HandleStream(r, func(apply func(int, []float32)) error {
-				for off := 0; off < len(vals); off += chunk {
-					apply(off, vals[off:min(off+chunk, len(vals))])
-				}
-				return nil
-			})
-			if !ok || err != nil || !slices.EqualFunc(got, want, func(a, b Reply) bool { return a.ID == b.ID && a.Worker == b.Worker && a.Err == nil && b.Err == nil }) {
-				t.Fatalf("%s push %d: %+v %v %v, want %+v", rule.Name(), i, got, ok, err, want)
-			}
-		}
-		a, _, _ := whole.Store().PullRange(150, numKeys, nil)
-		b, _, _ := streamed.Store().PullRange(150, numKeys, nil)
-		for i := range a {
-			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-				t.Fatalf("%s: value %d is %v streamed, %v whole", rule.Name(), i, b[i], a[i])
-			}
-		}
-		if whole.Stats() != streamed.Stats() {
-			t.Fatalf("%s: stats %+v streamed, %+v whole", rule.Name(), streamed.Stats(), whole.Stats())
-		}
-	}
-	// Not streamed: BSP, sparse pushes, pulls, ranges outside the
-	// server's run of keys, wrong lengths.
-	tb, _ := route.Uniform(2, numKeys)
-	bsp, _ := New(Config{Rank: 0, Workers: 1, Table: tb, Width: 1, Clock: clock.DefaultConfig()})
-	async, _ := New(Config{Rank: 0, Workers: 1, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
-	rng4 := Request{Push: true, Range: true, KV: kv.Batch{Keys: []uint64{0, 4}, Vals: make([]float32, 4)}}
-	for _, k := range []struct {
-		c *Core
-		r Request
-	}{
-		{bsp, rng4},
-		{async, Request{Push: true, KV: kv.Batch{Keys: []uint64{0, 4}, Vals: make([]float32, 2)}}},
-		{async, Request{Range: true, KV: kv.Batch{Keys: []uint64{0, 4}}}},
-		{async, Request{Push: true, Range: true, KV: kv.Batch{Keys: []uint64{148, 152}, Vals: make([]float32, 4)}}},
-		{async, Request{Push: true, Range: true, KV: kv.Batch{Keys: []uint64{0, 4}, Vals: make([]float32, 3)}}},
-		{async, Request{Worker: 1, Push: true, Range: true, KV: kv.Batch{Keys: []uint64{0, 4}, Vals: make([]float32, 4)}}},
-	} {
-		called := false
-		if _, ok, _ := k.c.HandleStream(k.r, func(func(int, []float32)) error { called = true; return nil }); ok || called {
-			t.Fatalf("%+v streamed", k.r)
-		}
-	}
-	// A broken stream: no reply, the push not counted.
-	if out, ok, err := async.HandleStream(rng4, func(func(int, []float32)) error { return io.ErrUnexpectedEOF }); !ok || err == nil || out != nil || async.Stats().Pushes != 0 {
-		t.Fatalf("broken stream: %+v %v %v, stats %+v", out, ok, err, async.Stats())
 	}
 }

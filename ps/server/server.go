@@ -98,12 +98,7 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 	}
 }
 
-// handle serves one message. A dense push whose values are still on the
-// wire (transport.Message.Streaming) is summed chunk by chunk as it
-// arrives when the core can (Core.HandleStream): the server's goroutine
-// waits while the link's reader applies each chunk to the store, so the
-// store still has one user at a time. Any other streamed message has its
-// values read first.
+// handle serves one message.
 func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	req, err := Decode(m)
 	var replies []Reply
@@ -114,23 +109,6 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 			replies = nil
 		}
 	} else {
-		if m.Streaming() {
-			var ok bool
-			replies, ok, err = s.core.HandleStream(req, m.Consume)
-			if ok {
-				if err != nil {
-					// The link broke under the push; its worker's node
-					// sees the failure.
-					replies = nil
-				}
-				s.finish(ctx, m, conn, replies)
-				return
-			}
-			if err := m.Complete(); err != nil {
-				s.finish(ctx, m, conn, nil)
-				return
-			}
-		}
 		acked := false
 		if ack, ok := s.core.Ack(req); ok {
 			conn.Reply(ctx, ack.Worker, ack.Message())
@@ -138,11 +116,6 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 		}
 		replies = s.core.Handle(req, acked)
 	}
-	s.finish(ctx, m, conn, replies)
-}
-
-// finish sends the replies of m, releases it and updates the counters.
-func (s *Server) finish(ctx context.Context, m *transport.Message, conn Conn, replies []Reply) {
 	for _, r := range replies {
 		conn.Reply(ctx, r.Worker, r.Message())
 	}

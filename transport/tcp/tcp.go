@@ -31,10 +31,7 @@
 // delivers them on Recv; a frame over the limit is refused from its length
 // prefix, before it is allocated. Values for which the receiver registered
 // a destination in Endpoint.Berths (a worker's pull answers) are read
-// straight into it instead, and the values of frames that Config.Stream
-// chooses are read only once the receiver asks, chunk by chunk into its
-// function (a server's dense pushes, see transport.Message.Consume).
-// Sockets have TCP_NODELAY and keep-alives.
+// straight into it instead. Sockets have TCP_NODELAY and keep-alives.
 //
 // # Failures
 //
@@ -117,12 +114,6 @@ type Config struct {
 	// SocketBuffer, when positive, sets the kernel's send and receive
 	// buffers of every connection, in bytes.
 	SocketBuffer int
-	// Stream, when not nil, chooses the received frames that are
-	// delivered before their values are read (see
-	// transport.Decoder.SetStreaming): the receiver must Consume,
-	// Complete or Release each such message, as its link reads nothing
-	// more until then.
-	Stream func(h *transport.Header, nvals int) bool
 }
 
 // DefaultConfig returns a configuration listening on a free loopback port
@@ -726,9 +717,6 @@ func (e *Endpoint) read(c *conn) {
 	}
 	dec := transport.NewDecoder(bufio.NewReaderSize(r, 64<<10), e.maxFrame())
 	dec.SetPool(&e.pool)
-	if e.cfg.Stream != nil {
-		dec.SetStreaming(e.cfg.Stream, e.done)
-	}
 	dec.SetBerths(&e.berths, c.peer, func() {
 		e.fail(c, "recv", errors.New("read into a cancelled destination"), false)
 	})
