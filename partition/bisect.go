@@ -113,10 +113,7 @@ func (b *bisector) split(set []int32, lo, hi int) {
 	}
 	mid := lo + (hi-lo)/2
 	sub, params := b.induce(set)
-	floating := make([]int32, sub.m)
-	for e := range floating {
-		floating[e] = -1
-	}
+	floating := floatingNets(sub.m)
 	bounds := []int64{int64(mid-lo) * b.capacity, int64(hi-mid) * b.capacity}
 	var part []int32
 	var best int64
@@ -362,16 +359,7 @@ func growOrder(lv *level) []int32 {
 	order := make([]int32, 0, lv.n)
 	seen := make([]bool, lv.n)
 	done := make([]bool, lv.m)
-	nets := make([]int32, lv.m)
-	for e := range nets {
-		nets[e] = int32(e)
-	}
-	size := func(e int32) int64 { return lv.noff[e+1] - lv.noff[e] }
-	slices.SortStableFunc(nets, func(a, b int32) int { return cmp.Compare(size(a), size(b)) })
-	rank := make([]int32, lv.m)
-	for r, e := range nets {
-		rank[e] = int32(r)
-	}
+	nets, rank := netRanks(lv)
 	var row []uint32
 	visit := func(e int32) {
 		done[e] = true
@@ -466,10 +454,7 @@ func (b *bisector) multilevel(sub *level, l, r int, bounds []int64) []int32 {
 	var best int64
 	for _, order := range [][]int32{rarityOrder(top, nil), growOrder(top)} {
 		try := b.initial(top, order, l, r)
-		floating := make([]int32, top.m)
-		for e := range floating {
-			floating[e] = -1
-		}
+		floating := floatingNets(top.m)
 		s := newKState(top, 2, try, floating, bounds, 0)
 		s.fm(b.rng, bisectPasses)
 		if v := s.volume(); part == nil || v < best {
@@ -483,10 +468,7 @@ func (b *bisector) multilevel(sub *level, l, r int, bounds []int64) []int32 {
 			fine[u] = part[c]
 		}
 		part = fine
-		floating := make([]int32, cur.m)
-		for e := range floating {
-			floating[e] = -1
-		}
+		floating := floatingNets(cur.m)
 		newKState(cur, 2, part, floating, bounds, 0).fm(b.rng, bisectPasses)
 	}
 	return part

@@ -42,33 +42,57 @@ func TestBisect(t *testing.T) {
 	}
 }
 
-// TestBisectSeparable: samples in k groups that share no parameter across
-// groups, interleaved, are separated exactly: nothing crosses.
-func TestBisectSeparable(t *testing.T) {
-	for _, k := range []int{2, 4, 8} {
-		rng := placement.NewRand(uint64(k))
-		const per, params = 40, 30
-		rows := make([][]uint32, k*per)
-		for u := range rows {
-			grp := u % k
-			for len(rows[u]) < 4 {
-				v := uint32(grp*params + rng.IntN(params))
-				if !slices.Contains(rows[u], v) {
-					rows[u] = append(rows[u], v)
-				}
+// groupsGraph has n samples in k interleaved groups (sample u in group
+// u mod k) that share no parameter across groups: each sample uses deg of
+// its group's per parameters. Samples for which empty(u) holds use none.
+func groupsGraph(t *testing.T, seed uint64, n, k, per, deg int, empty func(u int) bool) *graph.Graph {
+	t.Helper()
+	rng := placement.NewRand(seed)
+	rows := make([][]uint32, n)
+	for u := range rows {
+		if empty != nil && empty(u) {
+			continue
+		}
+		for len(rows[u]) < deg {
+			v := uint32(u%k*per + rng.IntN(per))
+			if !slices.Contains(rows[u], v) {
+				rows[u] = append(rows[u], v)
 			}
 		}
-		g, err := graph.FromAdjacency(k*params, rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Bisect(g, Options{K: k, Seed: 1})
+	}
+	g, err := graph.FromAdjacency(k*per, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestBisectSeparable: samples in k groups that share no parameter across
+// groups, interleaved, are separated exactly: nothing crosses; also when
+// 40% of the samples need nothing, which then fill the machines with
+// room within the size bound and leave the others all of it (bisecting
+// them with the rest breaks the groups).
+func TestBisectSeparable(t *testing.T) {
+	for _, tc := range []struct {
+		k, n  int
+		empty func(u int) bool
+	}{
+		{2, 80, nil},
+		{4, 160, nil},
+		{8, 320, nil},
+		{4, 400, func(u int) bool { return u%5 < 2 }},
+	} {
+		g := groupsGraph(t, uint64(tc.k), tc.n, tc.k, 30, 4, tc.empty)
+		p, err := Bisect(g, Options{K: tc.k, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c, _ := placement.Evaluate(g, p, 0)
+		if bound := int64((1 + DefaultRefineEpsilon) * float64(tc.n) / float64(tc.k)); c.MaxSamples > bound {
+			t.Errorf("k = %d, n = %d: max|U_i| %d above %d", tc.k, tc.n, c.MaxSamples, bound)
+		}
 		if c.TSum != 0 {
-			t.Errorf("k = %d: T_sum %d, want 0 for separable groups", k, c.TSum)
+			t.Errorf("k = %d, n = %d: T_sum %d, want 0 for separable groups", tc.k, tc.n, c.TSum)
 		}
 	}
 }
@@ -136,39 +160,4 @@ func volume2(lv *level, part []int32) int64 {
 		}
 	}
 	return v
-}
-
-// TestBisectEmptySamples: samples without parameters fill the machines
-// with room, within the size bound, and leave the others all of it.
-func TestBisectEmptySamples(t *testing.T) {
-	rng := placement.NewRand(9)
-	const n, m, k = 400, 40, 4
-	rows := make([][]uint32, n)
-	for u := range rows {
-		if u%5 < 2 {
-			continue // 40% of the samples need nothing
-		}
-		grp := u % 4
-		for len(rows[u]) < 3 {
-			v := uint32(grp*10 + rng.IntN(10))
-			if !slices.Contains(rows[u], v) {
-				rows[u] = append(rows[u], v)
-			}
-		}
-	}
-	g, err := graph.FromAdjacency(m, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Bisect(g, Options{K: k, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := placement.Evaluate(g, p, 0)
-	if bound := int64((1 + DefaultRefineEpsilon) * n / k); c.MaxSamples > bound {
-		t.Fatalf("max|U_i| %d above %d", c.MaxSamples, bound)
-	}
-	if c.TSum != 0 {
-		t.Errorf("T_sum %d, want 0: the groups share nothing", c.TSum)
-	}
 }

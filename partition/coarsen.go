@@ -245,16 +245,7 @@ func (lv *level) transposed() *level {
 // (rarest) up and compared lexicographically: vertices that share their
 // rarest nets come out next to each other. Ties keep the vertex order.
 func rarityOrder(lv *level, subset []int32) []int32 {
-	rank := make([]int32, lv.m)
-	nets := make([]int32, lv.m)
-	for e := range nets {
-		nets[e] = int32(e)
-	}
-	size := func(e int32) int64 { return lv.noff[e+1] - lv.noff[e] }
-	slices.SortStableFunc(nets, func(a, b int32) int { return cmp.Compare(size(a), size(b)) })
-	for r, e := range nets {
-		rank[e] = int32(r)
-	}
+	_, rank := netRanks(lv)
 	order := subset
 	if order == nil {
 		order = make([]int32, lv.n)
@@ -274,4 +265,30 @@ func rarityOrder(lv *level, subset []int32) []int32 {
 		return slices.Compare(keys[lv.voff[a]:lv.voff[a+1]], keys[lv.voff[b]:lv.voff[b+1]])
 	})
 	return order
+}
+
+// netRanks returns the nets of lv from the smallest (rarest) up, ties in
+// net order, and the rank of each net in that order.
+func netRanks(lv *level) (nets, rank []int32) {
+	nets = make([]int32, lv.m)
+	for e := range nets {
+		nets[e] = int32(e)
+	}
+	size := func(e int32) int64 { return lv.noff[e+1] - lv.noff[e] }
+	slices.SortStableFunc(nets, func(a, b int32) int { return cmp.Compare(size(a), size(b)) })
+	rank = make([]int32, lv.m)
+	for r, e := range nets {
+		rank[e] = int32(r)
+	}
+	return nets, rank
+}
+
+// floatingNets returns owners for m nets that all float (−1): FM on the
+// samples alone, each parameter assumed on a machine that needs it.
+func floatingNets(m int) []int32 {
+	owner := make([]int32, m)
+	for e := range owner {
+		owner[e] = -1
+	}
+	return owner
 }

@@ -193,10 +193,7 @@ func Refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Pla
 	rng := placement.NewRand(opt.Seed ^ 0x726566696e65)
 	q := p.Clone()
 	lv := finest(g)
-	floating := make([]int32, lv.m)
-	for e := range floating {
-		floating[e] = -1
-	}
+	floating := floatingNets(lv.m)
 	theta := opt.Theta
 	if theta > 0 && before.OverTheta > 0 {
 		theta = 0 // the input breaks the bound already: do not enforce it
@@ -303,10 +300,7 @@ func vcycle(lv *level, k int, part []int32, hi []int64, theta int64, ro RefineOp
 				parts[l][u] = parts[l+1][x]
 			}
 		}
-		floating := make([]int32, cur.m)
-		for e := range floating {
-			floating[e] = -1
-		}
+		floating := floatingNets(cur.m)
 		th := int64(0)
 		if l == 0 {
 			th = theta
@@ -539,10 +533,7 @@ const maxSqueezes = 20
 // the number of rounds up to the best.
 func squeeze(g *graph.Graph, lv *level, k int, q *placement.Placement, hi []int64, theta int64, passes int, algo ParamAlgo, rng *rand.Rand) int {
 	kept := 0
-	floating := make([]int32, lv.m)
-	for e := range floating {
-		floating[e] = -1
-	}
+	floating := floatingNets(lv.m)
 	best := evaluate(g, q, 0).TMax
 	try := q.Clone()
 	h := append([]int64(nil), hi...)
