@@ -33,6 +33,10 @@
 // arrays straight into their final memory, taken from a Pool when the
 // receiver recycles messages with Message.Release, or, for the values of
 // an expected answer, the destination the receiver registered in Berths.
+// A Decoder can also deliver chosen frames before their values are read
+// (Decoder.SetEarly) and read the values into the message afterwards,
+// publishing their progress, so that the receiver works on the first
+// values while the rest arrive (Message.Await).
 //
 // Every frame is checked: the magic, version and reserved bytes, the key
 // encoding, and that the segment sizes add up to the length prefix.

@@ -313,6 +313,11 @@ type Decoder struct {
 	abort   func()
 	hdr     [PrefixSize + HeaderSize]byte
 	scratch []byte
+	// Early delivery (see SetEarly): which frames, and the progress and
+	// bytes of the values of the message delivered early last.
+	choose  func(h *Header, nvals int) bool
+	pending *arrival
+	early   []byte
 }
 
 // NewDecoder returns a Decoder reading from r that accepts frames up to
@@ -343,8 +348,13 @@ func (d *Decoder) SetBerths(b *Berths, from NodeID, abort func()) {
 // its length prefix, before anything is allocated for it, with an error
 // wrapping ErrFrameTooLarge; malformed frames wrap ErrBadFrame. It returns
 // io.EOF at a clean end of stream and io.ErrUnexpectedEOF inside a frame.
-// After an error the stream position is undefined.
+// After an error the stream position is undefined. With SetEarly, Decode
+// first reads the rest of the values of the message it delivered early
+// last (Finish), and may deliver m before its values are read.
 func (d *Decoder) Decode(m *Message) (int, error) {
+	if err := d.Finish(); err != nil {
+		return 0, err
+	}
 	if _, err := io.ReadFull(d.r, d.hdr[:PrefixSize]); err != nil {
 		return 0, err
 	}
@@ -404,6 +414,12 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 		}
 	} else if err := readArray(d, m.KV.Keys); err != nil {
 		return 0, err
+	}
+	if d.choose != nil && landed == nil && p.nlens == 0 && p.nvals > 0 && littleEndianHost() && d.choose(&m.Header, int(p.nvals)) {
+		d.pending = &arrival{n: int(p.nvals), kick: make(chan struct{}, 1)}
+		d.early = asBytes(m.KV.Vals)
+		m.arrival = d.pending
+		return int(size), nil
 	}
 	if err := readArray(d, m.KV.Vals); err != nil {
 		return 0, err

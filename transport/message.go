@@ -74,6 +74,9 @@ type Message struct {
 	// landed marks KV.Vals as a berth (see Berths): the receiver's own
 	// memory, never handed to a pool.
 	landed bool
+	// arrival, when not nil, tells how much of KV.Vals has been read (see
+	// Message.Early).
+	arrival *arrival
 }
 
 // Clone returns a deep copy of m; nil segments stay nil. The copy owns

@@ -119,7 +119,10 @@ func (p *Pool) Clone(m *Message) *Message {
 // it, for reuse by later messages. It is optional: a message that is
 // never released is garbage-collected as usual. After Release, m's
 // arrays belong to the pool and must not be used; m itself is left
-// empty. Release does nothing for messages not made by a pool.
+// empty. Release does nothing for messages not made by a pool. The values
+// of a message delivered early (see Message.Early) go back only once they
+// have all been read: a release before then leaves them to the Decoder
+// and then to the garbage collector.
 func (m *Message) Release() {
 	p := m.pool
 	if p == nil {
@@ -127,7 +130,7 @@ func (m *Message) Release() {
 	}
 	put(&p.bytes, m.Body, 1)
 	put(&p.u64, m.KV.Keys, 8)
-	if !m.landed {
+	if !m.landed && m.settled() {
 		put(&p.f32, m.KV.Vals, 4)
 	}
 	put(&p.i32, m.KV.Lens, 4)

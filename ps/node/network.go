@@ -3,6 +3,7 @@ package node
 import (
 	"net"
 
+	"colo/ps/proto"
 	"colo/transport"
 	"colo/transport/mem"
 	"colo/transport/tcp"
@@ -34,7 +35,9 @@ type TCP struct {
 	Tune func(*tcp.Config)
 }
 
-// Listen opens a TCP endpoint for id.
+// Listen opens a TCP endpoint for id. A server's endpoint delivers large
+// dense pushes before their values are read (earlyPush), which the server
+// applies as they arrive.
 func (n TCP) Listen(id transport.NodeID) (Endpoint, error) {
 	cfg := tcp.DefaultConfig()
 	host := n.Host
@@ -42,6 +45,9 @@ func (n TCP) Listen(id transport.NodeID) (Endpoint, error) {
 		host = "127.0.0.1"
 	}
 	cfg.ID, cfg.Addr, cfg.Token = id, net.JoinHostPort(host, "0"), n.Token
+	if role, _ := proto.Identify(id); role == proto.RoleServer {
+		cfg.Early = earlyPush
+	}
 	if n.Tune != nil {
 		n.Tune(&cfg)
 	}
@@ -72,3 +78,17 @@ type memEndpoint struct{ *mem.Endpoint }
 
 func (memEndpoint) Addr() string                     { return "mem" }
 func (memEndpoint) SetPeer(transport.NodeID, string) {}
+
+// EarlyPush is the fewest values of a dense push that a server's TCP
+// endpoint delivers before they are read: 256 KiB of float32.
+const EarlyPush = 64 << 10
+
+// earlyPush chooses the frames that a server's endpoint delivers before
+// their values are read: dense (range) pushes of at least EarlyPush
+// values, which the server applies as they arrive
+// (server.Core.HandleArriving).
+func earlyPush(h *transport.Header, nvals int) bool {
+	return h.Type == transport.TypeData && h.Cmd == proto.DataRange &&
+		h.Flags&(transport.FlagRequest|transport.FlagPush) == transport.FlagRequest|transport.FlagPush &&
+		nvals >= EarlyPush
+}

@@ -190,6 +190,74 @@ func (c *Core) Ack(r Request) (Reply, bool) {
 // pushes. The replies and their arrays are valid until the next call.
 // acked tells that Ack answered the request already.
 func (c *Core) Handle(r Request, acked bool) []Reply {
+	return c.handle(r, acked, false)
+}
+
+// Arriving is how HandleArriving follows the values of a push that are
+// still being read into the request's KV.Vals, first to last.
+type Arriving interface {
+	// Arrived returns how many values are there, without waiting.
+	Arrived() (int, error)
+	// Await waits until more than have values are there, or all of
+	// them, and returns how many are.
+	Await(have int) (int, error)
+}
+
+// ApplyStep is the most values HandleArriving applies between two looks
+// at the values' arrival: 64 KiB of float32.
+const ApplyStep = 16 << 10
+
+// HandleArriving handles r as Handle does when r is a dense range push
+// whose values are still arriving (see Arriving) and can be applied
+// as they come: not under BSP, with a uniform width, on keys that are one
+// run of the store's slots. It applies the values in order as they
+// arrive, so each part is applied while it is still in cache, calls ack
+// with the push's acknowledgement as soon as all the values are there
+// when Ack would have answered the push (before the last parts are
+// applied), and returns the replies once the push is applied. ok is
+// false, with nothing done, when r is not such a push: its values must
+// then all arrive before Handle. When the values stop arriving the ones
+// applied stay applied, the push is not counted and err tells why: its
+// link broke, and its worker gets no answer.
+func (c *Core) HandleArriving(r Request, vals Arriving, ack func(Reply)) (replies []Reply, ok bool, err error) {
+	if !r.Push || !r.Range || c.sync || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers || len(r.KV.Keys) != 2 {
+		return nil, false, nil
+	}
+	begin, end := r.KV.Keys[0], r.KV.Keys[1]
+	n := len(r.KV.Vals)
+	if end < begin || uint64(n) != (end-begin)*uint64(c.cfg.Width) {
+		return nil, false, nil
+	}
+	j, in := c.store.rangeSlots(begin, end)
+	if !in {
+		return nil, false, nil
+	}
+	a, early := c.Ack(r)
+	acked := false
+	o := j * c.cfg.Width
+	applied, got := 0, 0
+	for applied < n {
+		if applied == got {
+			if got, err = vals.Await(applied); err != nil {
+				return nil, true, fmt.Errorf("server %d: push %d of worker %d: %w", c.cfg.Rank, r.ID, r.Worker, err)
+			}
+		} else if got, err = vals.Arrived(); err != nil {
+			return nil, true, fmt.Errorf("server %d: push %d of worker %d: %w", c.cfg.Rank, r.ID, r.Worker, err)
+		}
+		if early && !acked && got == n {
+			ack(a)
+			acked = true
+		}
+		e := min(got, applied+ApplyStep)
+		c.store.apply(o+applied, r.KV.Vals[applied:e])
+		applied = e
+	}
+	return c.handle(r, acked, true), true, nil
+}
+
+// handle is Handle; applied tells that HandleArriving applied the values
+// of the push already.
+func (c *Core) handle(r Request, acked, applied bool) []Reply {
 	c.out = c.out[:0]
 	if r.Worker < 0 || r.Worker >= c.cfg.Workers {
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: !r.Push, Err: fmt.Errorf("request from worker %d of %d", r.Worker, c.cfg.Workers)})
@@ -237,7 +305,9 @@ func (c *Core) Handle(r Request, acked bool) []Reply {
 			return fail(fmt.Errorf("range [%d, %d) pushed with %d values of width %d", begin, end, n, c.cfg.Width))
 		}
 		c.stats.KeysPushed += end - begin
-		err = c.store.PushRange(begin, r.KV.Vals, false)
+		if !applied {
+			err = c.store.PushRange(begin, r.KV.Vals, false)
+		}
 	} else {
 		c.stats.KeysPushed += uint64(len(r.KV.Keys))
 		err = c.store.Push(r.KV)

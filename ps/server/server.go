@@ -98,7 +98,11 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 	}
 }
 
-// handle serves one message.
+// handle serves one message. A dense push whose values are still
+// arriving (transport.Message.Early) is applied part by part as they
+// arrive when the core can (Core.HandleArriving), on this goroutine,
+// while the link's reader reads the next parts; any other early message
+// waits for its values first.
 func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	req, err := Decode(m)
 	var replies []Reply
@@ -108,6 +112,8 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 		if rank < 0 {
 			replies = nil
 		}
+	} else if done, out := s.early(ctx, req, m, conn); done {
+		replies = out
 	} else {
 		acked := false
 		if ack, ok := s.core.Ack(req); ok {
@@ -125,3 +131,37 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	s.stats = st
 	s.mu.Unlock()
 }
+
+// early handles a request whose values may still be arriving: it applies
+// a dense push as its values arrive, or waits for them. done tells that
+// the request was handled, with the replies out: applied, or lost with
+// its link (no reply: the worker's node sees the failure).
+func (s *Server) early(ctx context.Context, req Request, m *transport.Message, conn Conn) (done bool, out []Reply) {
+	if !m.Early() {
+		return false, nil
+	}
+	out, ok, err := s.core.HandleArriving(req, arriving{ctx, m}, func(a Reply) { conn.Reply(ctx, a.Worker, a.Message()) })
+	if ok {
+		if err != nil {
+			return true, nil
+		}
+		return true, out
+	}
+	if err := m.Complete(ctx); err != nil {
+		return true, nil
+	}
+	return false, nil
+}
+
+// arriving follows the values of an early message for
+// Core.HandleArriving, until ctx ends.
+type arriving struct {
+	ctx context.Context
+	m   *transport.Message
+}
+
+// Arrived returns how many values are there.
+func (a arriving) Arrived() (int, error) { return a.m.Arrived() }
+
+// Await waits for more than have values.
+func (a arriving) Await(have int) (int, error) { return a.m.Await(a.ctx, have) }

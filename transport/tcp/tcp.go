@@ -31,7 +31,11 @@
 // delivers them on Recv; a frame over the limit is refused from its length
 // prefix, before it is allocated. Values for which the receiver registered
 // a destination in Endpoint.Berths (a worker's pull answers) are read
-// straight into it instead. Sockets have TCP_NODELAY and keep-alives.
+// straight into it instead. Frames that Config.Early chooses (a server's
+// dense pushes) are delivered as soon as their keys are read, and their
+// values are read into the message while the receiver works on the first
+// ones (see transport.Message.Await). Sockets have TCP_NODELAY and
+// keep-alives.
 //
 // # Failures
 //
@@ -114,6 +118,11 @@ type Config struct {
 	// SocketBuffer, when positive, sets the kernel's send and receive
 	// buffers of every connection, in bytes.
 	SocketBuffer int
+	// Early, when not nil, chooses the received frames that are delivered
+	// before their values are read (see transport.Decoder.SetEarly): the
+	// link's reader reads the values into the message while the receiver
+	// already works on the first ones (transport.Message.Await).
+	Early func(h *transport.Header, nvals int) bool
 }
 
 // DefaultConfig returns a configuration listening on a free loopback port
@@ -717,6 +726,10 @@ func (e *Endpoint) read(c *conn) {
 	}
 	dec := transport.NewDecoder(bufio.NewReaderSize(r, 64<<10), e.maxFrame())
 	dec.SetPool(&e.pool)
+	if e.cfg.Early != nil {
+		dec.SetEarly(e.cfg.Early)
+		defer dec.Stop()
+	}
 	dec.SetBerths(&e.berths, c.peer, func() {
 		e.fail(c, "recv", errors.New("read into a cancelled destination"), false)
 	})
