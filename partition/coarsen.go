@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"cmp"
 	"math/rand/v2"
 	"slices"
 )
@@ -39,31 +38,44 @@ func clusterIn(lv *level, part []int32, maxW int64, matching, byRarity bool, ord
 		alone[u] = true
 	}
 	rating := make([]float64, n)
+	// rate[e] is what net e adds to the rating of each of its pins, 0 for
+	// the nets not rated through.
+	rate := make([]float64, lv.m)
+	for e := range rate {
+		if d := lv.noff[e+1] - lv.noff[e]; d >= 2 && d <= maxRateNet {
+			rate[e] = float64(lv.nw[e]) / float64(d-1)
+		}
+	}
+	// tag[x] is the block of x (0 without part), or −1 when matching and
+	// x is paired already: the pins of another tag than u's are skipped.
+	tag := make([]int32, n)
+	if part != nil {
+		copy(tag, part)
+	}
 	var touched []int32
 	for _, u := range order {
 		if !alone[u] { // u joined a cluster, or others joined it
 			continue
 		}
 		touched = touched[:0]
-		var pu int32
-		if part != nil {
-			pu = part[u]
-		}
+		pu := tag[u]
 		for _, e := range lv.nets(u) {
-			ps := lv.pins(int(e))
-			if len(ps) < 2 || len(ps) > maxRateNet {
+			r := rate[e]
+			if r == 0 {
 				continue
 			}
-			r := float64(lv.nw[e]) / float64(len(ps)-1)
-			for _, x := range ps {
+			for _, x := range lv.pins(int(e)) {
 				// Skip the pins that could not be chosen below: those in
 				// another block and, when matching, those paired already
 				// (a vertex still alone is its own cluster). The others'
 				// ratings add up in the same order.
-				if int(x) == u || (matching && !alone[x]) || (part != nil && part[x] != pu) {
+				if int(x) == u || tag[x] != pu {
 					continue
 				}
-				c := cid[x]
+				c := int32(x)
+				if !matching {
+					c = cid[x]
+				}
 				if rating[c] == 0 {
 					touched = append(touched, c)
 				}
@@ -91,6 +103,9 @@ func clusterIn(lv *level, part []int32, maxW int64, matching, byRarity bool, ord
 		cw[best] += lv.vw[u]
 		alone[u] = false
 		alone[best] = false
+		if matching {
+			tag[u], tag[best] = -1, -1
+		}
 	}
 	// Vertices left alone, whose nets are all too large to rate through,
 	// pair with their successor in rarity order (see rarityOrder): the
@@ -186,7 +201,10 @@ func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
 		stamp[i] = -1
 	}
 	nmapG := make([]int32, nnc)
-	c.noff = []int64{0}
+	// At most as many pins and nets as lv's.
+	c.nadj = make([]uint32, 0, len(lv.nadj))
+	c.nw = make([]int64, 0, nnc)
+	c.noff = make([]int64, 1, nnc+1)
 	for g := 0; g < nnc; g++ {
 		start := len(c.nadj)
 		var w int64
@@ -270,12 +288,24 @@ func rarityOrder(lv *level, subset []int32) []int32 {
 // netRanks returns the nets of lv from the smallest (rarest) up, ties in
 // net order, and the rank of each net in that order.
 func netRanks(lv *level) (nets, rank []int32) {
-	nets = make([]int32, lv.m)
-	for e := range nets {
-		nets[e] = int32(e)
+	// A counting sort by size: stable, as the nets are taken in order.
+	var most int64
+	for e := 0; e < lv.m; e++ {
+		most = max(most, lv.noff[e+1]-lv.noff[e])
 	}
-	size := func(e int32) int64 { return lv.noff[e+1] - lv.noff[e] }
-	slices.SortStableFunc(nets, func(a, b int32) int { return cmp.Compare(size(a), size(b)) })
+	start := make([]int32, most+2)
+	for e := 0; e < lv.m; e++ {
+		start[lv.noff[e+1]-lv.noff[e]+1]++
+	}
+	for d := int64(1); d <= most+1; d++ {
+		start[d] += start[d-1]
+	}
+	nets = make([]int32, lv.m)
+	for e := 0; e < lv.m; e++ {
+		d := lv.noff[e+1] - lv.noff[e]
+		nets[start[d]] = int32(e)
+		start[d]++
+	}
 	rank = make([]int32, lv.m)
 	for r, e := range nets {
 		rank[e] = int32(r)

@@ -101,6 +101,11 @@ type kstate struct {
 	// gathered records of one vertex's nets (rate1)
 	gm, g1, gw []uint64
 	gown       []int32
+
+	// gc is the gain cache of the FM passes (nil: none), cacheMode
+	// whether fm keeps one.
+	gc        *gainCache
+	cacheMode cacheMode
 }
 
 func newKState(lv *level, k int, part, owner []int32, hi []int64, theta int64) *kstate {
@@ -261,6 +266,9 @@ func (s *kstate) volume() int64 {
 // blocks adds its weight as a penalty to the blocks it is absent from. So
 // a gain costs O(Σ_e min(λ_e, k − λ_e) + k), not O(Σ_e λ_e).
 func (s *kstate) bestMove(u int) (int, int64) {
+	if s.gc != nil {
+		return s.cachedMove(u)
+	}
 	var leave, small, all int64
 	switch {
 	case s.w == 1 && s.unit && s.floating:
@@ -552,6 +560,9 @@ func (s *kstate) choose(u int, leave, small, all int64) (int, int64) {
 // block and that the block does not serve: an upper bound on the gain of
 // any move of u.
 func (s *kstate) leave(u int) int64 {
+	if s.gc != nil {
+		return s.cachedLeave(u)
+	}
 	a := int(s.part[u])
 	var x int64
 	aw, abit := s.w+a>>6, uint64(1)<<(a&63)
@@ -617,10 +628,21 @@ func (s *kstate) gain(u, b int) int64 {
 func (s *kstate) move(u, b int, changed func(e int)) {
 	lv, k := s.lv, s.k
 	a := int(s.part[u])
+	gc := s.gc
+	if a == b {
+		gc = nil
+	}
+	var leave int64
 	for _, e := range lv.nets(u) {
 		e := int(e)
 		s.remove(e, a)
 		s.add(e, b)
+		if gc != nil {
+			s.updateCache(u, e, a, b)
+			if s.cnt[e*k+b] == 1 && (s.floating || int(s.owner[e]) != b) {
+				leave += lv.nw[e]
+			}
+		}
 		// Only two transitions raise other pins' gains: the last pin
 		// left in a may now leave it free, and b is now a free target
 		// for the rest. Lowered gains are found when popped.
@@ -628,12 +650,16 @@ func (s *kstate) move(u, b int, changed func(e int)) {
 			changed(e)
 		}
 	}
+	if gc != nil {
+		gc.rows[u*gc.stride+cacheLeave] = int32(leave)
+	}
 	s.part[u] = int32(b)
 	s.size[a] -= lv.vw[u]
 	s.size[b] += lv.vw[u]
 }
 
-// fmEntry is a candidate move in the FM priority queue.
+// fmEntry is a candidate move waiting on a block, with the version of
+// its vertex when queued.
 type fmEntry struct {
 	gain int64
 	u    int32
@@ -641,8 +667,8 @@ type fmEntry struct {
 }
 
 // fmHeap is a binary max-heap of candidate moves by gain, ties to the
-// lower vertex. push and pop follow container/heap's algorithm without
-// its interface calls.
+// lower vertex, for the vertices waiting on a block. push and pop follow
+// container/heap's algorithm without its interface calls.
 type fmHeap []fmEntry
 
 func (h fmHeap) Len() int { return len(h) }
@@ -690,6 +716,138 @@ func (h *fmHeap) pop() fmEntry {
 	return x
 }
 
+// fmQueue is the FM priority queue: a 4-ary max-heap of candidate
+// moves by gain, ties to the lower vertex, with at most one entry per
+// vertex, whose position it keeps so that the entry can be changed or
+// removed in place. A heap into which every change pushes a new entry,
+// the old ones skipped as stale when popped, makes the same moves: its
+// valid entries are these, and come out in the same order (gain, then
+// vertex, is a total order on them); this one stays as small as the
+// number of vertices queued.
+type fmQueue struct {
+	q   []fmSlot
+	pos []int32 // per vertex: index in q, or −1
+}
+
+// fmSlot is an entry of fmQueue.
+type fmSlot struct {
+	gain int64
+	u    int32
+}
+
+func (x fmSlot) before(y fmSlot) bool {
+	return x.gain > y.gain || (x.gain == y.gain && x.u < y.u)
+}
+
+func newFMQueue(n int) *fmQueue {
+	pos := make([]int32, n)
+	for i := range pos {
+		pos[i] = -1
+	}
+	return &fmQueue{pos: pos}
+}
+
+func (h *fmQueue) Len() int { return len(h.q) }
+
+// reset empties the queue.
+func (h *fmQueue) reset() {
+	for _, x := range h.q {
+		h.pos[x.u] = -1
+	}
+	h.q = h.q[:0]
+}
+
+// set queues vertex u with gain g, replacing its entry.
+func (h *fmQueue) set(u int32, g int64) {
+	x := fmSlot{g, u}
+	j := int(h.pos[u])
+	if j < 0 {
+		h.q = append(h.q, x)
+		h.up(len(h.q)-1, x)
+		return
+	}
+	if old := h.q[j]; x.before(old) {
+		h.up(j, x)
+	} else {
+		h.down(j, x)
+	}
+}
+
+// remove takes u's entry out of the queue, if any.
+func (h *fmQueue) remove(u int32) {
+	j := int(h.pos[u])
+	if j < 0 {
+		return
+	}
+	h.pos[u] = -1
+	n := len(h.q) - 1
+	last := h.q[n]
+	h.q = h.q[:n]
+	if j == n {
+		return
+	}
+	if last.before(h.q[j]) {
+		h.up(j, last)
+	} else {
+		h.down(j, last)
+	}
+}
+
+// pop removes and returns the entry of largest gain.
+func (h *fmQueue) pop() fmSlot {
+	top := h.q[0]
+	h.pos[top.u] = -1
+	n := len(h.q) - 1
+	last := h.q[n]
+	h.q = h.q[:n]
+	if n > 0 {
+		h.down(0, last)
+	}
+	return top
+}
+
+// up places x at index j or above.
+func (h *fmQueue) up(j int, x fmSlot) {
+	q, pos := h.q, h.pos
+	for j > 0 {
+		i := (j - 1) / 4
+		if !x.before(q[i]) {
+			break
+		}
+		q[j] = q[i]
+		pos[q[j].u] = int32(j)
+		j = i
+	}
+	q[j] = x
+	pos[x.u] = int32(j)
+}
+
+// down places x at index i or below.
+func (h *fmQueue) down(i int, x fmSlot) {
+	q, pos := h.q, h.pos
+	n := len(q)
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		j := c
+		for d := c + 1; d < min(c+4, n); d++ {
+			if q[d].before(q[j]) {
+				j = d
+			}
+		}
+		if !q[j].before(x) {
+			break
+		}
+		q[i] = q[j]
+		pos[q[i].u] = int32(i)
+		i = j
+	}
+	q[i] = x
+	pos[x.u] = int32(i)
+}
+
 // defaultPatience is the share of a level's vertices that an FM pass
 // moves past its best prefix before it stops: at least 32 moves.
 const defaultPatience = 1.0 / 400
@@ -714,6 +872,7 @@ type fmScratch struct {
 	key    []int64
 	raise  []int64
 	wait   []fmHeap // per block, the vertices whose best move it blocks
+	queue  *fmQueue // the candidate moves
 	// the ratings of rateAll
 	to, freeTo     []int32
 	gain, freeGain []int64
@@ -721,7 +880,8 @@ type fmScratch struct {
 
 func newFMScratch(n, k int) *fmScratch {
 	return &fmScratch{locked: make([]bool, n), stamp: make([]bool, n), queued: make([]bool, n),
-		ver: make([]int32, n), key: make([]int64, n), raise: make([]int64, n), wait: make([]fmHeap, k)}
+		ver: make([]int32, n), key: make([]int64, n), raise: make([]int64, n), wait: make([]fmHeap, k),
+		queue: newFMQueue(n)}
 }
 
 // fmPass runs one pass of k-way FM on the vertices: the move of largest
@@ -747,7 +907,8 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 	for i := range wait {
 		wait[i] = wait[i][:0]
 	}
-	h := fmHeap(make([]fmEntry, 0, lv.n/4+16))
+	h := sc.queue
+	defer h.reset()
 	// enqueue takes u's rating by bestMove (b, g and the free move): its
 	// key becomes the best gain with the bounds ignored, its best move
 	// within the bounds is queued and, when that gains less, u waits for
@@ -759,7 +920,9 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 			key[u] = 0
 		}
 		if b >= 0 {
-			h.push(fmEntry{g, int32(u), ver[u]})
+			h.set(int32(u), g)
+		} else {
+			h.remove(int32(u))
 		}
 		if s.freeTo >= 0 && (b < 0 || s.freeGain > g) {
 			wait[s.freeTo].push(fmEntry{s.freeGain, int32(u), ver[u]})
@@ -770,7 +933,7 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 	// state alone, so large levels rate on several goroutines and queue
 	// in the order of perm after.
 	perm := rng.Perm(lv.n)
-	if workers := min(runtime.GOMAXPROCS(0), len(lv.vadj)/minRatePins); workers > 1 {
+	if workers := min(runtime.GOMAXPROCS(0), len(lv.vadj)/minRatePins); workers > 1 && s.gc == nil {
 		s.rateAll(perm, workers, sc)
 		for _, u := range perm {
 			if key[u] == 0 {
@@ -834,7 +997,7 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 	for h.Len() > 0 && stall < maxStall {
 		top := h.pop()
 		u := int(top.u)
-		if locked[u] || top.ver != ver[u] {
+		if locked[u] {
 			continue
 		}
 		b, g := s.bestMove(u)
@@ -860,7 +1023,7 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 			}
 			ver[x]++
 			queued[x] = true
-			h.push(fmEntry{key[x], x, ver[x]})
+			h.set(x, key[x])
 		}
 		dirty = dirty[:0]
 		// Room in from: the moves it blocked of largest keys are
@@ -873,7 +1036,7 @@ func (s *kstate) fmPass(rng *rand.Rand, sc *fmScratch) int64 {
 			}
 			ver[x]++
 			queued[x] = true
-			h.push(fmEntry{key[x], x, ver[x]})
+			h.set(x, key[x])
 			woken++
 		}
 	}
@@ -922,6 +1085,10 @@ func (s *kstate) rateAll(perm []int, workers int, sc *fmScratch) {
 // volume, or maxPasses; it returns the volume gained.
 func (s *kstate) fm(rng *rand.Rand, maxPasses int) int64 {
 	sc := newFMScratch(s.lv.n, s.k)
+	if s.wantCache() {
+		s.buildCache()
+		defer func() { s.gc = nil }()
+	}
 	var total int64
 	vol := s.volume()
 	for p := 0; p < maxPasses; p++ {
