@@ -90,11 +90,3 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
-
-func TestNiceStep(t *testing.T) {
-	for _, tc := range []struct{ x, want float64 }{{0, 1}, {0.3, 0.5}, {7, 10}, {13, 20}, {40, 50}} {
-		if got := niceStep(tc.x); got != tc.want {
-			t.Errorf("niceStep(%g) = %g, want %g", tc.x, got, tc.want)
-		}
-	}
-}

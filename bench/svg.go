@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"colo/internal/plot"
 )
 
 // palette colours the algorithms, in the order they first appear.
@@ -35,8 +37,7 @@ func PlotSVG(w io.Writer, rs []Result) error {
 	width := float64(max(1, len(datasets))) * (pw + ml + mr)
 	height := ph + mt + mb + legendH + 10
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", width, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	plot.Open(&b, width, height, 11)
 	xOf := func(k int) float64 {
 		if len(ks) < 2 {
 			return pw / 2
@@ -53,7 +54,7 @@ func PlotSVG(w io.Writer, rs []Result) error {
 				ymin = min(ymin, *r.Improvement.TMax)
 			}
 		}
-		step := niceStep((ymax - ymin) / 5)
+		step := plot.NiceStep((ymax - ymin) / 5)
 		ymax = math.Ceil(ymax/step) * step
 		ymin = math.Floor(ymin/step) * step
 		if ymax == ymin {
@@ -104,18 +105,4 @@ func PlotSVG(w io.Writer, rs []Result) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// niceStep rounds a grid step up to 1, 2 or 5 times a power of ten.
-func niceStep(x float64) float64 {
-	if !(x > 0) {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(x)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= x {
-			return m * p
-		}
-	}
-	return 10 * p
 }

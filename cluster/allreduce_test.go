@@ -34,13 +34,7 @@ func TestAllReduce(t *testing.T) {
 				} else {
 					cfg.Machines, cfg.Servers, cfg.Workers = 0, 2, 4
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				c, err := Start(ctx, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
+				c, ctx := startTest(t, cfg, 30*time.Second)
 				nw := c.NumWorkers()
 				if topo == "machines" {
 					// Every node once: the sum is 1+2+3 although a
@@ -61,7 +55,7 @@ func TestAllReduce(t *testing.T) {
 						}
 					}
 				}
-				err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
+				err := c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
 					for p := range passes {
 						want := reduceVals(0, p)
 						for r := 1; r < nw; r++ {
@@ -103,18 +97,12 @@ func TestAllReduceSpecial(t *testing.T) {
 			t.Parallel()
 			cfg := DefaultConfig()
 			cfg.Transport = tr
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, err := Start(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c, ctx := startTest(t, cfg, 30*time.Second)
 			in := [][]float64{
 				{math.Inf(1), math.Inf(1), math.NaN(), math.Inf(-1), math.Copysign(0, -1)},
 				{1, math.Inf(-1), 2, -math.MaxFloat64, math.Copysign(0, -1)},
 			}
-			err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
+			err := c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
 				got, err := w.AllReduce(ctx, in[w.Rank()])
 				if err != nil {
 					return err
@@ -137,13 +125,7 @@ func TestAllReduceSpecial(t *testing.T) {
 func TestAllReduceMismatch(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Machines = 3
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, ctx := startTest(t, cfg, 30*time.Second)
 	errs := make(chan error, 3)
 	for r := range 3 {
 		go func() {

@@ -167,20 +167,9 @@ func (c Config) rate(id, peer transport.NodeID) float64 {
 	}
 	r := c.LinkBandwidth
 	if c.Bandwidth != nil {
-		r = minRate(r, c.Bandwidth.Rate(a, b))
+		r = transport.MinRate(r, c.Bandwidth.Rate(a, b))
 	}
 	return r
-}
-
-// minRate returns the smaller of two rates where 0 is unlimited.
-func minRate(a, b float64) float64 {
-	switch {
-	case a == 0:
-		return b
-	case b == 0:
-		return a
-	}
-	return min(a, b)
 }
 
 // shapeMem places the endpoints on hosts and sets the interfaces and the
@@ -236,7 +225,7 @@ func (c Config) tuneTCP() func(*tcp.Config) {
 		tc.Rate = func(peer transport.NodeID) float64 {
 			r := c.rate(self, peer)
 			if prev != nil {
-				r = minRate(r, prev(peer))
+				r = transport.MinRate(r, prev(peer))
 			}
 			return r
 		}

@@ -203,13 +203,7 @@ func TestNodeFailure(t *testing.T) {
 				cfg.Machines, cfg.Servers, cfg.Workers = 0, 2, 2
 				cfg.Transport, cfg.NumKeys = tr, numKeys
 				cfg.Heartbeat, cfg.Timeout = 20*time.Millisecond, 300*time.Millisecond
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				c, err := Start(ctx, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
+				c, _ := startTest(t, cfg, 20*time.Second)
 				dead := c.ServerNode(1)
 				name := "server 1"
 				if victim == "worker" {
@@ -249,7 +243,7 @@ func TestNodeFailure(t *testing.T) {
 						}
 					}()
 				}
-				err = c.Scheduler().Wait()
+				err := c.Scheduler().Wait()
 				took := time.Since(<-killedAt)
 				if err == nil || !strings.Contains(err.Error(), name) {
 					t.Fatalf("scheduler: %v, want an error naming %s", err, name)
@@ -302,14 +296,8 @@ func TestWrongToken(t *testing.T) {
 				logs = append(logs, fmt.Sprintf(f, a...))
 				mu.Unlock()
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			c, err := Start(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			err = joinWithToken(ctx, c, "not-the-token")
+			c, ctx := startTest(t, cfg, 10*time.Second)
+			err := joinWithToken(ctx, c, "not-the-token")
 			if err == nil || !strings.Contains(err.Error(), "wrong cluster token") {
 				t.Fatalf("intruder: %v", err)
 			}
@@ -351,4 +339,18 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.lines, "\n")
+}
+
+// startTest starts a cluster of cfg for t with a context that ends after
+// timeout; both end with the test.
+func startTest(t *testing.T, cfg Config, timeout time.Duration) (*Cluster, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	c, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, ctx
 }

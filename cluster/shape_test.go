@@ -163,13 +163,7 @@ func TestLinkBandwidthTCP(t *testing.T) {
 	cfg.Clock = clock.Config{Mode: clock.Async}
 	cfg.NumKeys = 2 * n
 	cfg.LinkBandwidth = rate
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := startTest(t, cfg, 30*time.Second)
 	start := time.Now()
 	if err := c.Worker(0).PushRange(n, make([]float32, n)).Wait(); err != nil {
 		t.Fatal(err)

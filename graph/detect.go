@@ -48,7 +48,7 @@ func DetectFormat(head []byte) (Format, error) {
 		}
 		line = bytes.TrimRight(line, "\r")
 		t := trimSpace(line)
-		if len(t) == 0 || t[0] == '#' || t[0] == '%' {
+		if skipLine(t) {
 			continue
 		}
 		switch {
@@ -263,6 +263,10 @@ func isSpace(c byte) bool {
 	const mask = 1<<' ' | 1<<'\t' | 1<<'\r' | 1<<'\v' | 1<<'\f'
 	return c <= ' ' && (uint64(1)<<c)&mask != 0
 }
+
+// skipLine reports whether a trimmed line of an edge or rating list
+// carries no record: blank, or a comment starting with '#' or '%'.
+func skipLine(t []byte) bool { return len(t) == 0 || t[0] == '#' || t[0] == '%' }
 
 // trimSpace returns b without leading and trailing separators.
 func trimSpace(b []byte) []byte {

@@ -47,7 +47,7 @@ func ReadRatings(r io.Reader, name string) (*Graph, error) {
 			return nil, err
 		}
 		t := trimSpace(line)
-		if len(t) == 0 || t[0] == '#' || t[0] == '%' {
+		if skipLine(t) {
 			continue
 		}
 		if lr.line > math.MaxUint32 {

@@ -64,7 +64,7 @@ func ReadSNAP(r io.Reader, name string, undirected bool, opt LoadOptions) (*Grap
 			return nil, err
 		}
 		t := trimSpace(line)
-		if len(t) == 0 || t[0] == '#' || t[0] == '%' {
+		if skipLine(t) {
 			continue
 		}
 		var tok [3][]byte

@@ -242,13 +242,6 @@ func (b *bisector) cut(sub *level, order []int32, l, r int) int {
 	return bestAt
 }
 
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // evictNets improves a two-way partition of lv by moving, for a net with
 // pins on both sides, all of its pins on one side to the other, when that
 // lowers the connectivity and fits the size bounds. Single-vertex moves

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"colo/internal/plot"
 )
 
 // palette colours the runs in order.
@@ -40,14 +42,13 @@ func PlotLoss(w io.Writer, runs []*Result) error {
 	x := func(t float64) float64 { return ml + pw*t/tMax }
 	y := func(l float64) float64 { return mt + ph*(hi-math.Log10(l))/(hi-lo) }
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", width, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	plot.Open(&b, width, height, 12)
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", ml, mt, pw, ph)
 	for e := lo; e <= hi; e++ {
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", ml, ml+pw, y(math.Pow(10, e)), y(math.Pow(10, e)))
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">1e%.0f</text>`+"\n", ml-6, y(math.Pow(10, e))+4, e)
 	}
-	step := niceStep(tMax / 6)
+	step := plot.NiceStep(tMax / 6)
 	for t := 0.0; t <= tMax+1e-9; t += step {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", x(t), mt+ph+16, t)
 	}
@@ -71,18 +72,4 @@ func PlotLoss(w io.Writer, runs []*Result) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// niceStep rounds x up to 1, 2 or 5 times a power of ten.
-func niceStep(x float64) float64 {
-	if x <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(x)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= x {
-			return m * p
-		}
-	}
-	return 10 * p
 }

@@ -60,6 +60,18 @@ func rateUnit(name string) (float64, bool) {
 	return 0, false
 }
 
+// MinRate returns the smaller of two rates in bytes per second, where 0
+// means unlimited.
+func MinRate(a, b float64) float64 {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
 // ParseRate parses a rate such as "100mbit", "1.5gbit", "800kbps" or "0"
 // (unlimited; also "inf", "-" and "unlimited") and returns bytes per
 // second. Units are those of tc(8), case-insensitive: bit kbit mbit gbit

@@ -101,3 +101,13 @@ func FuzzParseBandwidth(f *testing.F) {
 		}
 	})
 }
+
+func TestMinRate(t *testing.T) {
+	for _, c := range []struct{ a, b, want float64 }{
+		{0, 0, 0}, {0, 5, 5}, {5, 0, 5}, {3, 5, 3}, {5, 3, 3},
+	} {
+		if got := MinRate(c.a, c.b); got != c.want {
+			t.Errorf("MinRate(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -272,25 +272,14 @@ func (nf *nodeFlags) tuneLinks() (func(*tcp.Config), error) {
 			}
 			r := link
 			if b != nil && self < b.K && other < b.K && self != other {
-				r = minRate(r, b.Rate(self, other))
+				r = transport.MinRate(r, b.Rate(self, other))
 			}
 			if prev != nil {
-				r = minRate(r, prev(peer))
+				r = transport.MinRate(r, prev(peer))
 			}
 			return r
 		}
 	}, nil
-}
-
-// minRate returns the smaller of two rates where 0 is unlimited.
-func minRate(a, b float64) float64 {
-	switch {
-	case a == 0:
-		return b
-	case b == 0:
-		return a
-	}
-	return min(a, b)
 }
 
 // deployment says where colo train runs its cluster: in this process

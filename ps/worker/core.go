@@ -358,18 +358,6 @@ func (c *Core) check(op *Op) error {
 	return nil
 }
 
-// valOffsets returns the value offset of key i of op.
-func valOffset(op *Op, w, i int) int {
-	if op.lens == nil {
-		return i * w
-	}
-	o := 0
-	for _, l := range op.lens[:i] {
-		o += int(l)
-	}
-	return o
-}
-
 // splitSparse splits a sparse push or pull.
 func (c *Core) splitSparse(r *request, op *Op, send func(int, uint16, kv.Batch)) {
 	b := kv.Batch{Keys: op.keys, Vals: op.vals, Lens: op.lens}
