@@ -11,12 +11,27 @@ import (
 // bestStarts are the partitioners whose refined placements Best compares:
 // Parsa wins on text and graphs, Bisect on data with few popular
 // parameters (where it beats Lex: refined, w8a T_max 194 / 198 → 141 /
-// 155 at k = 8 / 16, a9a 95 / 104 → 89 / 95). A start runs only on graphs
-// whose parameters have at least minParamDegree samples on average.
+// 155 at k = 8 / 16, a9a 95 / 104 → 89 / 95), Community with annealing on
+// graphs made of communities (ego-Facebook, k = 8 / 16: 809 / 979 →
+// 741 / 959). A start runs only on graphs whose parameters have at least
+// minParamDegree samples on average and, when maxEdges is set, of at most
+// maxEdges edges; anneal sets its Refine.Anneal.
 var bestStarts = []struct {
 	f              Func
 	minParamDegree int64
-}{{Parsa, 0}, {Bisect, bisectMinParamDegree}}
+	maxEdges       int64
+	anneal         int
+}{{Parsa, 0, 0, 0}, {Bisect, bisectMinParamDegree, 0, 0}, {Community, 0, communityMaxEdges, communityAnneal}}
+
+// communityMaxEdges is the size up to which Best also refines
+// Community's placement with annealing, whose steps cost O(|N(u)|) each:
+// 0.1 s on ego-Facebook (176k edges), 3 s on 20 Newsgroups, where it
+// did not win (nor on a9a, w8a, soc-Slashdot0902 or email-Enron).
+const communityMaxEdges = 1 << 18
+
+// communityAnneal is the number of annealing steps per sample in Best's
+// Community start.
+const communityAnneal = 100
 
 // bisectMinParamDegree is the mean number of samples per parameter from
 // which Best also refines Bisect's placement. Where parameters are rarer
@@ -40,9 +55,11 @@ var bestThorough = RefineOptions{VCycles: 3, Patience: 1.0 / 20, Matching: true}
 // Best runs Refine from several starting placements and returns the one
 // of lowest T_max, ties to the lower T_sum: Parsa's and (on graphs whose
 // parameters are popular, see bisectMinParamDegree) Bisect's placements
-// with opt.Refine, then bestExtraSeeds more Parsa placements (seeds
-// opt.Seed+1, …) refined with bestThorough (its target and bounds taken
-// from opt.Refine). Each start costs one partitioner run and one Refine;
+// with opt.Refine, on graphs of at most communityMaxEdges edges
+// Community's with communityAnneal steps of annealing per sample, and on
+// larger graphs bestExtraSeeds more Parsa placements (seeds opt.Seed+1,
+// …) refined with bestThorough (its target and bounds taken from
+// opt.Refine). Each start costs one partitioner run and one Refine;
 // opt applies to all of them. It reports nothing of its own.
 //
 // The starts run concurrently on up to GOMAXPROCS goroutines, the thorough
@@ -66,13 +83,26 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 	var starts []*start
 	nstarts := 0
 	for _, b := range bestStarts {
-		if g.NumEdges() < b.minParamDegree*int64(g.NumParams()) {
+		if g.NumEdges() < b.minParamDegree*int64(g.NumParams()) || (b.maxEdges > 0 && g.NumEdges() > b.maxEdges) {
 			continue
 		}
-		starts = append(starts, &start{f: b.f, o: opt})
+		s := &start{f: b.f, o: opt}
+		if b.anneal > 0 {
+			s.o.Refine.Anneal = b.anneal
+		}
+		starts = append(starts, s)
 		nstarts++
 	}
-	for x := uint64(1); x <= bestExtraSeeds; x++ {
+	// Where the annealed Community start runs (small graphs) it took the
+	// place of the thorough starts, which won nowhere beside it
+	// (ego-Facebook, criteo_train_first1000, MovieLens 100k).
+	extra := uint64(bestExtraSeeds)
+	for _, s := range starts {
+		if s.o.Refine.Anneal > 0 {
+			extra = 0
+		}
+	}
+	for x := uint64(1); x <= extra; x++ {
 		o := opt
 		o.Seed += x
 		o.Refine.VCycles, o.Refine.Patience, o.Refine.Matching = bestThorough.VCycles, bestThorough.Patience, bestThorough.Matching
@@ -109,10 +139,19 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 		}
 		s.p, s.err = p, err
 	}
-	// The thorough starts cost the most: they go first.
+	// The annealing and thorough starts cost the most: they go first.
 	order := make([]*start, 0, len(starts))
+	for _, s := range starts[:nstarts] {
+		if s.o.Refine.Anneal > 0 {
+			order = append(order, s)
+		}
+	}
 	order = append(order, starts[nstarts:]...)
-	order = append(order, starts[:nstarts]...)
+	for _, s := range starts[:nstarts] {
+		if s.o.Refine.Anneal == 0 {
+			order = append(order, s)
+		}
+	}
 	if workers <= 1 {
 		for _, s := range order {
 			run(s)

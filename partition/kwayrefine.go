@@ -58,6 +58,10 @@ type RefineOptions struct {
 	// Matching makes the V-cycles contract pairs of samples instead of
 	// clusters: more levels, each moving smaller groups, at more cost.
 	Matching bool
+	// Anneal, for the targets T_max and objective, adds simulated
+	// annealing of the samples on the busiest machine's boundary after FM
+	// (see anneal.go): Anneal steps per sample. 0 means none.
+	Anneal int
 }
 
 // Defaults of RefineOptions.
@@ -82,6 +86,8 @@ func (o RefineOptions) Validate() error {
 		return fmt.Errorf("refine passes = %d: want a positive count (0: %d)", o.Passes, DefaultRefinePasses)
 	case !(o.Patience >= 0 && o.Patience <= 1):
 		return fmt.Errorf("refine patience = %g: want a share in [0, 1] (0: %g)", o.Patience, DefaultPatience)
+	case o.Anneal < 0:
+		return fmt.Errorf("refine anneal = %d: want steps per sample ≥ 0 (0: none)", o.Anneal)
 	}
 	return nil
 }
@@ -122,9 +128,13 @@ type KWayStats struct {
 	VolumeAfter  int64 `json:"volume_after"`
 	// MaxMoves counts the moves of the phase that lowers T_max, Squeezes
 	// the rounds of squeeze that did.
-	MaxMoves int64      `json:"max_moves"`
-	Squeezes int        `json:"squeezes"`
-	Params   ParamStats `json:"params"`
+	MaxMoves int64 `json:"max_moves"`
+	Squeezes int   `json:"squeezes"`
+	// AnnealBefore and AnnealAfter are the largest boundary max_i B_i
+	// before and after the annealing, when it ran.
+	AnnealBefore int64      `json:"anneal_before,omitempty"`
+	AnnealAfter  int64      `json:"anneal_after,omitempty"`
+	Params       ParamStats `json:"params"`
 }
 
 // targetValue returns the value of target in c.
@@ -214,6 +224,9 @@ func Refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Pla
 	for c := 0; c < ro.VCycles; c++ {
 		st.Levels = vcycle(lv, k, q.Data, hi, fmTheta, ro, rng)
 		st.VCycles++
+	}
+	if ro.Anneal > 0 && ro.Target != TargetTSum {
+		st.AnnealBefore, st.AnnealAfter = anneal(g, k, q.Data, hi, theta, ro.Anneal*n, rng)
 	}
 	s = newKState(lv, k, q.Data, floating, hi, theta)
 	st.VolumeAfter = s.volume()

@@ -25,14 +25,21 @@
 //	          parameters cross, improved by moving whole groups and by
 //	          two-way FM; the best start on data with few, popular
 //	          parameters.
-//	best      Refine from Parsa's and from Bisect's placement, and a
+//	community the Louvain method's communities of samples and
+//	          parameters packed onto the machines, largest first; with
+//	          Refine's annealing (RefineOptions.Anneal) the best start on
+//	          graphs made of communities.
+//	best      Refine from Parsa's and from Bisect's placement, and on
+//	          small graphs from Community's with annealing, or else a
 //	          thorough Refine from two more Parsa seeds, keeping the one
 //	          of lower T_max (then T_sum).
 //
 // Any name followed by "+refine" (parsa+refine) runs Refine on the result:
 // k-way FM on the samples with multilevel V-cycles, then the parameters,
 // then moves off the busiest machine, never worsening its target (T_max
-// by default). The parameters of every partitioner that places samples
+// by default); RefineOptions.Anneal adds simulated annealing of the
+// samples on the busiest machine's floor of traffic before the
+// parameters. The parameters of every partitioner that places samples
 // first are placed by Options.ParamAlgo: AssignParams (seed 001 Alg. 2
 // with sweeps, the default) or MinMaxParams (seed 000 Alg. 2).
 //
@@ -155,15 +162,16 @@ type Func func(g *graph.Graph, opt Options) (*placement.Placement, error)
 
 // algorithms lists the partitioners by name.
 var algorithms = map[string]Func{
-	"random": Random,
-	"parsa":  Parsa,
-	"tsh":    TSH,
-	"tsh1":   withAlpha(1),
-	"tsh2":   withAlpha(2),
-	"mbp":    MBP,
-	"lex":    Lex,
-	"bisect": Bisect,
-	"best":   Best,
+	"random":    Random,
+	"parsa":     Parsa,
+	"tsh":       TSH,
+	"tsh1":      withAlpha(1),
+	"tsh2":      withAlpha(2),
+	"mbp":       MBP,
+	"lex":       Lex,
+	"bisect":    Bisect,
+	"community": Community,
+	"best":      Best,
 }
 
 // withAlpha is TSH with α fixed.

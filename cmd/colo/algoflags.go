@@ -59,6 +59,7 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 	f.Float64Var(&ro.Epsilon, "refine-epsilon", 0, fmt.Sprintf("refine and mbp: sample imbalance ε, |U_i| ≤ ⌈(1+ε)n/k⌉ (0: %g)", partition.DefaultRefineEpsilon))
 	f.IntVar(&ro.VCycles, "refine-vcycles", 0, fmt.Sprintf("refine: multilevel V-cycles (0: %d, negative: none)", partition.DefaultVCycles))
 	f.IntVar(&ro.Passes, "refine-passes", 0, fmt.Sprintf("refine: FM passes per level (0: %d)", partition.DefaultRefinePasses))
+	f.IntVar(&ro.Anneal, "refine-anneal", 0, "refine: steps per sample of simulated annealing on the busiest machine's floor of traffic (0: none)")
 }
 
 // paramAlgoFlag registers --param-algo.
