@@ -223,21 +223,7 @@ func (lv *wgraph) localMoves(rng *rand.Rand) ([]int32, int, bool) {
 // numbered 0..nc−1): the weight between two communities is the sum of
 // the edges between their nodes, the edges inside one become its loop.
 func (lv *wgraph) aggregate(comm []int32, nc int) *wgraph {
-	N := len(lv.str)
-	// Members of each community, by counting sort.
-	start := make([]int32, nc+1)
-	for _, c := range comm {
-		start[c+1]++
-	}
-	for c := 0; c < nc; c++ {
-		start[c+1] += start[c]
-	}
-	members := make([]int32, N)
-	fill := slices.Clone(start[:nc])
-	for i, c := range comm {
-		members[fill[c]] = int32(i)
-		fill[c]++
-	}
+	start, members := groupMembers(comm, nc)
 	a := &wgraph{
 		off:     make([]int64, nc+1),
 		loop:    make([]float64, nc),
@@ -296,20 +282,7 @@ func packCommunities(g *graph.Graph, comm []int32, k int, limit int64, data []in
 		ids[c] = int32(c)
 	}
 	slices.SortStableFunc(ids, func(a, b int32) int { return cmp.Compare(size[b], size[a]) })
-	// Members of each community in sample order.
-	start := make([]int32, nc+1)
-	for _, c := range comm {
-		start[c+1]++
-	}
-	for c := int32(0); c < nc; c++ {
-		start[c+1] += start[c]
-	}
-	members := make([]int32, n)
-	fill := slices.Clone(start[:nc])
-	for u, c := range comm {
-		members[fill[c]] = int32(u)
-		fill[c]++
-	}
+	start, members := groupMembers(comm, int(nc))
 	load := make([]int64, k)
 	var bfs []int32
 	stamp := make([]int32, g.NumParams())
@@ -382,4 +355,23 @@ func bfsOrder(g *graph.Graph, comm []int32, c int32, mem []int32, stamp []int32,
 		}
 	}
 	return dst
+}
+
+// groupMembers sorts the indices of labels (each in 0..nl−1) by label:
+// members[start[l]:start[l+1]] are the indices labelled l, increasing.
+func groupMembers(labels []int32, nl int) (start, members []int32) {
+	start = make([]int32, nl+1)
+	for _, l := range labels {
+		start[l+1]++
+	}
+	for l := 0; l < nl; l++ {
+		start[l+1] += start[l]
+	}
+	members = make([]int32, len(labels))
+	fill := slices.Clone(start[:nl])
+	for i, l := range labels {
+		members[fill[l]] = int32(i)
+		fill[l]++
+	}
+	return start, members
 }
