@@ -3,6 +3,7 @@ package partition
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"colo/graph"
 )
@@ -93,15 +94,6 @@ func newAnnealer(g *graph.Graph, k int, data []int32, hi []int64, theta int64) *
 		}
 	}
 	return a
-}
-
-// cost is max_i B_i + annealSumWeight·Σ_i B_i.
-func (a *annealer) cost() float64 {
-	var hi int64
-	for _, b := range a.bnd {
-		hi = max(hi, b)
-	}
-	return float64(hi) + annealSumWeight*float64(a.sum)
 }
 
 // shared adds d to the boundary of every machine that needs v.
@@ -202,7 +194,8 @@ func (a *annealer) paramDelta(v int, src, dst int32, d []int64) int64 {
 	return sum
 }
 
-// costAfter is the cost if each B_i changed by d[i] and Σ_i B_i by dsum.
+// costAfter is the cost max_i B_i + annealSumWeight·Σ_i B_i if each B_i
+// changed by d[i] and Σ_i B_i by dsum.
 func (a *annealer) costAfter(d []int64, dsum int64) float64 {
 	var hi int64
 	for i, b := range a.bnd {
@@ -254,18 +247,11 @@ func (a *annealer) overMemory(i int32) bool { return a.theta > 0 && a.mem[i] > a
 // after.
 func anneal(g *graph.Graph, k int, data []int32, hi []int64, theta int64, steps int, rng *rand.Rand) (before, after int64) {
 	a := newAnnealer(g, k, data, hi, theta)
-	maxB := func() int64 {
-		var m int64
-		for _, b := range a.bnd {
-			m = max(m, b)
-		}
-		return m
-	}
-	before = maxB()
+	before = slices.Max(a.bnd)
 	n := g.NumSamples()
-	cur := a.cost()
-	best := cur
 	delta := make([]int64, k)
+	cur := a.costAfter(delta, 0)
+	best, after := cur, before
 	bestData := append([]int32(nil), data...)
 	dirty := make([]bool, n) // moved since bestData was brought up to date
 	var changed []int32
@@ -285,9 +271,6 @@ func anneal(g *graph.Graph, k int, data []int32, hi []int64, theta int64, steps 
 		y := int32(-1)
 		if swap {
 			y = a.member[dst][rng.IntN(len(a.member[dst]))]
-			if int64(len(a.member[src])) > a.hi[src] {
-				continue
-			}
 		}
 		dsum := a.moveDelta(u, dst, y, delta)
 		next := a.costAfter(delta, dsum)
@@ -316,7 +299,7 @@ func anneal(g *graph.Graph, k int, data []int32, hi []int64, theta int64, steps 
 		if cur < best {
 			// Bring the copy of the best state up to date with the
 			// samples moved since it was taken.
-			best = cur
+			best, after = cur, slices.Max(a.bnd)
 			for _, x := range changed {
 				bestData[x], dirty[x] = data[x], false
 			}
@@ -324,6 +307,5 @@ func anneal(g *graph.Graph, k int, data []int32, hi []int64, theta int64, steps 
 		}
 	}
 	copy(data, bestData)
-	a = newAnnealer(g, k, data, hi, theta)
-	return before, maxB()
+	return before, after
 }

@@ -14,13 +14,24 @@ import (
 // ⌈n/k⌉ when that is larger), that two runs agree and that the
 // placement is valid.
 func TestBisect(t *testing.T) {
-	rng := placement.NewRand(47)
+	checkRandomGraphs(t, Bisect, 47, 500, 0.01, func(n, k int) int64 {
+		return max(int64(math.Floor((1+DefaultRefineEpsilon)*float64(n)/float64(k))), int64((n+k-1)/k))
+	})
+}
+
+// checkRandomGraphs runs f on 30 random graphs (rng seeded by seed, up to
+// maxN samples and 150 parameters, edge density from lo to lo + 0.1) and
+// checks that each placement is valid, that no machine holds more than
+// bound(n, k) samples and that two runs with one seed agree.
+func checkRandomGraphs(t *testing.T, f Func, seed uint64, maxN int, lo float64, bound func(n, k int) int64) {
+	t.Helper()
+	rng := placement.NewRand(seed)
 	for trial := 0; trial < 30; trial++ {
-		n, m := 1+rng.IntN(500), 1+rng.IntN(150)
+		n, m := 1+rng.IntN(maxN), 1+rng.IntN(150)
 		k := 1 + rng.IntN(min(n, 13))
-		g := randomGraph(t, rng.Uint64(), n, m, 0.01+0.1*rng.Float64())
+		g := randomGraph(t, rng.Uint64(), n, m, lo+0.1*rng.Float64())
 		opt := Options{K: k, Seed: uint64(trial)}
-		p, err := Bisect(g, opt)
+		p, err := f(g, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,11 +42,10 @@ func TestBisect(t *testing.T) {
 		for _, i := range p.Data {
 			size[i]++
 		}
-		bound := max(int64(math.Floor((1+DefaultRefineEpsilon)*float64(n)/float64(k))), int64((n+k-1)/k))
-		if slices.Max(size) > bound {
-			t.Fatalf("trial %d (n %d, k %d): sizes %v above %d", trial, n, k, size, bound)
+		if b := bound(n, k); slices.Max(size) > b {
+			t.Fatalf("trial %d (n %d, k %d): sizes %v above %d", trial, n, k, size, b)
 		}
-		q, _ := Bisect(g, opt)
+		q, _ := f(g, opt)
 		if !slices.Equal(p.Data, q.Data) || !slices.Equal(p.Param, q.Param) {
 			t.Fatalf("trial %d: two runs with one seed differ", trial)
 		}

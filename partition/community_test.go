@@ -13,32 +13,9 @@ import (
 // machine within ⌈(1+ε)n/k⌉ (or ⌈n/k⌉), that the placement is valid, and
 // that two runs agree.
 func TestCommunity(t *testing.T) {
-	rng := placement.NewRand(31)
-	for trial := 0; trial < 30; trial++ {
-		n, m := 1+rng.IntN(400), 1+rng.IntN(150)
-		k := 1 + rng.IntN(min(n, 13))
-		g := randomGraph(t, rng.Uint64(), n, m, 0.005+0.1*rng.Float64())
-		opt := Options{K: k, Seed: uint64(trial)}
-		p, err := Community(g, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Validate(g); err != nil {
-			t.Fatalf("trial %d: %v", trial, err)
-		}
-		size := make([]int64, k)
-		for _, i := range p.Data {
-			size[i]++
-		}
-		bound := max(int64(math.Ceil((1+DefaultRefineEpsilon)*float64(n)/float64(k))), int64((n+k-1)/k))
-		if slices.Max(size) > bound {
-			t.Fatalf("trial %d (n %d, k %d): sizes %v above %d", trial, n, k, size, bound)
-		}
-		q, _ := Community(g, opt)
-		if !slices.Equal(p.Data, q.Data) || !slices.Equal(p.Param, q.Param) {
-			t.Fatalf("trial %d: two runs with one seed differ", trial)
-		}
-	}
+	checkRandomGraphs(t, Community, 31, 400, 0.005, func(n, k int) int64 {
+		return max(int64(math.Ceil((1+DefaultRefineEpsilon)*float64(n)/float64(k))), int64((n+k-1)/k))
+	})
 }
 
 // TestLouvainComponents: a community never spans two connected
