@@ -84,6 +84,10 @@ type Reply struct {
 	Vals   []float32
 	Lens   []int32
 	Err    error
+	// View marks Vals as the store's own memory, not a copy: they stay
+	// valid until the store next changes, that is until the next push is
+	// handled.
+	View bool
 }
 
 // Stats counts a server's work.
@@ -289,7 +293,7 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 			if !view {
 				c.rbuf = v
 			}
-			return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: v})
+			return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: v, View: view})
 		}
 		c.stats.KeysPulled += uint64(len(r.KV.Keys))
 		c.buf = c.store.Pull(c.buf, r.KV.Keys)

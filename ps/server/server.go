@@ -10,17 +10,22 @@ import (
 )
 
 // Conn is how a server's driver answers workers. The node runtime
-// provides it.
+// provides it. Reply may be called from several goroutines at once.
 type Conn interface {
 	// Reply sends m to the worker of rank w and returns once m's arrays
 	// may be reused: the store's memory goes on the wire without a copy.
 	Reply(ctx context.Context, w int, m *transport.Message) error
 }
 
-// Server drives a Core: it decodes requests, applies them and sends the
-// replies, one at a time.
+// Server drives a Core: it decodes requests and applies them one at a
+// time. Replies that are views of the store (dense range pulls) are sent
+// on their own goroutines, so that one server answers several workers at
+// once and handles the next pull meanwhile; a push waits until those
+// replies are written before it changes the store.
 type Server struct {
 	core *Core
+	// views counts replies in flight that alias the store.
+	views sync.WaitGroup
 
 	mu    sync.Mutex
 	stats Stats
@@ -82,9 +87,11 @@ func (r Reply) Message() *transport.Message {
 }
 
 // Run serves the requests of in until ctx ends or in is closed, and
-// returns ctx's cause (nil when in was closed). A reply that cannot be
-// sent is dropped: the node's failure detection ends the job.
+// returns ctx's cause (nil when in was closed) once every reply it started
+// has returned. A reply that cannot be sent is dropped: the node's failure
+// detection ends the job.
 func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Conn) error {
+	defer s.views.Wait()
 	for {
 		select {
 		case m, ok := <-in:
@@ -102,9 +109,14 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 // arriving (transport.Message.Early) is applied part by part as they
 // arrive when the core can (Core.HandleArriving), on this goroutine,
 // while the link's reader reads the next parts; any other early message
-// waits for its values first.
+// waits for its values first. Only pushes change the store, so only they
+// wait for the views in flight; pulls read the store or fill the core's
+// own buffers, which no view uses.
 func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	req, err := Decode(m)
+	if err == nil && req.Push {
+		s.views.Wait()
+	}
 	var replies []Reply
 	if err != nil {
 		_, rank := proto.Identify(m.Sender)
@@ -123,7 +135,11 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 		replies = s.core.Handle(req, acked)
 	}
 	for _, r := range replies {
-		conn.Reply(ctx, r.Worker, r.Message())
+		if r.View {
+			s.views.Go(func() { conn.Reply(ctx, r.Worker, r.Message()) })
+		} else {
+			conn.Reply(ctx, r.Worker, r.Message())
+		}
 	}
 	m.Release()
 	st := s.core.Stats()
