@@ -44,7 +44,7 @@ func runBenchKV(e *env, args []string) error {
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "mode\tservers×workers\top\tkeys/s\tMB/s\tp50 µs\tp99 µs\trequests\t\n")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%d×%d\t%s\t%.3gM\t%.0f\t%.0f\t%.0f\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%d×%d\t%s\t%.1fM\t%.0f\t%.0f\t%.0f\t%d\t\n",
 			r.Mode, r.Servers, r.Workers, r.Op, r.KeysPerS/1e6, r.MBPerS, r.P50us, r.P99us, r.Requests)
 	}
 	if err := tw.Flush(); err != nil {
