@@ -126,6 +126,9 @@ type Node struct {
 	once    sync.Once
 	pool    transport.Pool // local replies
 	mute    atomic.Bool    // no more heartbeats: the node left the job
+	// awaiting is set once a peer closed a link this node sent on: the
+	// node waits for the scheduler's abort (see lost).
+	awaiting atomic.Bool
 
 	mu       sync.Mutex
 	book     map[transport.NodeID]proto.Peer
@@ -462,14 +465,21 @@ func (n *Node) end(err error) {
 
 // lost ends the job after member m could not send a data message to
 // peer: a request or a reply is gone, and waiting for its answer would
-// hang. Every pending and later call on this node fails at once with a
+// hang. Every pending and later call on this node fails with a
 // *proto.NodeError naming peer, and the node stops its heartbeats, so the
 // scheduler declares it dead within the timeout unless the job ended
-// first, which it does at once when peer died: the scheduler sees the same
-// closed link. Unless peer closed its link, a node with a worker also
-// reports the failure in its Done, so the scheduler aborts the job for
-// everyone at once; a server cannot (Done is a worker's), and its silence
-// does. Failures after the end of the job are the end's.
+// first. Unless peer closed its link, a node with a worker also reports
+// the failure in its Done, so the scheduler aborts the job for everyone at
+// once; a server cannot (Done is a worker's), and its silence does.
+// Failures after the end of the job are the end's.
+//
+// When peer closed its link it has left (a killed process closes all its
+// links), and the scheduler sees its own link to peer close and aborts
+// the job naming it. The node then waits for that abort for up to the
+// timeout, heartbeats going on, and only then ends the job itself: leaving
+// at once would close its own links too, and a scheduler slow to read
+// could see this node's link close before the dead peer's and name the
+// wrong node.
 func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 	if n.ctx.Err() != nil {
 		return
@@ -478,11 +488,21 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 	addr := n.book[peer].Addr
 	n.mu.Unlock()
 	ne := &proto.NodeError{ID: peer, Addr: addr, Err: fmt.Errorf("%s could not send to it: %w", proto.Name(m.id), err)}
-	n.mute.Store(true)
-	if w := n.member(n.assign.Worker); w != nil && !errors.Is(err, transport.ErrPeerClosed) {
+	leave := func() {
+		n.mute.Store(true)
+		n.end(ne)
+	}
+	if errors.Is(err, transport.ErrPeerClosed) {
+		if n.awaiting.CompareAndSwap(false, true) {
+			t := time.AfterFunc(n.assign.Job.Timeout, leave)
+			context.AfterFunc(n.ctx, func() { t.Stop() })
+		}
+		return
+	}
+	if w := n.member(n.assign.Worker); w != nil {
 		w.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, proto.Done{Err: ne.Error()}))
 	}
-	n.end(ne)
+	leave()
 }
 
 // Worker returns the worker, nil for a server.
