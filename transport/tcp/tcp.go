@@ -74,6 +74,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"colo/transport"
@@ -422,6 +423,10 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 			err = fmt.Errorf("%w (link broken mid-frame)", ctx.Err())
 			e.fail(c, "send", err, false)
 		default:
+			if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+				// The peer's end is gone: what a reader sees as EOF.
+				err = fmt.Errorf("%w: %w", transport.ErrPeerClosed, err)
+			}
 			e.fail(c, "send", err, true)
 		}
 		return peerErr(to, c.addr, "send", err)
@@ -495,8 +500,12 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 	d := net.Dialer{KeepAliveConfig: e.keepAlive()}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		if e.closing() {
+		switch {
+		case e.closing():
 			err = transport.ErrClosed
+		case errors.Is(err, syscall.ECONNREFUSED):
+			// Nothing listens there: the peer closed its endpoint.
+			err = fmt.Errorf("%w: %w", transport.ErrPeerClosed, err)
 		}
 		return nil, peerErr(peer, addr, "dial", err)
 	}
@@ -747,6 +756,8 @@ func (e *Endpoint) read(c *conn) {
 				err = transport.ErrClosed
 			case errors.Is(err, io.EOF):
 				err = transport.ErrPeerClosed
+			case errors.Is(err, syscall.ECONNRESET):
+				err = fmt.Errorf("%w: %w", transport.ErrPeerClosed, err)
 			case errors.As(err, &ne) && ne.Timeout():
 				err = fmt.Errorf("nothing received for %v: %w", e.cfg.IdleTimeout, err)
 			}

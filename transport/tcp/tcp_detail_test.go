@@ -222,6 +222,34 @@ func TestRestartedPeer(t *testing.T) {
 	}
 }
 
+// TestClosedPeer: once a peer closed its endpoint, sends to it fail with
+// an error wrapping ErrPeerClosed, whether the write meets the closed
+// connection (a broken pipe or a reset) or the link is dialled afresh
+// and refused.
+func TestClosedPeer(t *testing.T) {
+	eps := newEndpoints(t, 2, nil)
+	m := &transport.Message{KV: kv.Batch{Vals: make([]float32, 256<<10)}}
+	if err := eps[0].Send(context.Background(), 1, m); err != nil {
+		t.Fatal(err)
+	}
+	eps[1].Close()
+	sends := 0
+	for ; sends < 100; sends++ {
+		err := eps[0].Send(context.Background(), 1, m)
+		if err == nil {
+			continue // into the socket's buffer before the peer's end was seen
+		}
+		if !errors.Is(err, transport.ErrPeerClosed) || !strings.Contains(err.Error(), "peer 1") {
+			t.Fatalf("send %d to a closed peer: %v, want an error wrapping ErrPeerClosed", sends, err)
+		}
+		if sends < 5 {
+			continue // both kinds: on the old connection, then dialled afresh
+		}
+		return
+	}
+	t.Fatalf("%d sends to a closed peer succeeded", sends)
+}
+
 func TestListener(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
