@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"colo/graph"
+	"colo/internal/parallel"
 	"colo/placement"
 )
 
@@ -152,26 +153,7 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 			order = append(order, s)
 		}
 	}
-	if workers <= 1 {
-		for _, s := range order {
-			run(s)
-		}
-	} else {
-		next := make(chan *start, len(order))
-		for _, s := range order {
-			next <- s
-		}
-		close(next)
-		var wg sync.WaitGroup
-		for range min(workers, len(order)) {
-			wg.Go(func() {
-				for s := range next {
-					run(s)
-				}
-			})
-		}
-		wg.Wait()
-	}
+	parallel.For(len(order), workers, func(i int) { run(order[i]) })
 	var bp *placement.Placement
 	var bc *placement.Cost
 	for _, s := range starts {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"colo/dense"
+	"colo/internal/parallel"
 )
 
 // Targets returns the real-valued targets of ratio-constrained sharding:
@@ -149,34 +150,24 @@ func Submodular(d *dense.Dataset, o Options, rng *rand.Rand) (*Result, error) {
 		mu    sync.Mutex
 		done  int
 		evals = make([]int64, len(jobs))
-		wg    sync.WaitGroup
-		next  = make(chan int, len(jobs))
 	)
-	for _, k := range order {
-		next <- k
-	}
-	close(next)
 	progress := serialProgress(o.Progress)
 	progress("submodular", 0, len(jobs))
 	outer := min(threads, len(jobs))
 	inner := max(1, threads/max(outer, 1)) // threads per similarity matrix
-	for range outer {
-		wg.Go(func() {
-			for k := range next {
-				jb := jobs[k]
-				block, st := runJob(d, jb, res.Sigma[jb.class], o, inner)
-				for v, i := range jb.members {
-					res.Assign[i] = block[v]
-				}
-				evals[k] = st.evaluations
-				mu.Lock()
-				done++
-				progress("submodular", done, len(jobs))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	parallel.For(len(order), outer, func(n int) {
+		k := order[n]
+		jb := jobs[k]
+		block, st := runJob(d, jb, res.Sigma[jb.class], o, inner)
+		for v, i := range jb.members {
+			res.Assign[i] = block[v]
+		}
+		evals[k] = st.evaluations
+		mu.Lock()
+		done++
+		progress("submodular", done, len(jobs))
+		mu.Unlock()
+	})
 	for _, e := range evals {
 		res.Evaluations += e
 	}

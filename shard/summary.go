@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
 
 	"colo/dense"
+	"colo/internal/parallel"
 )
 
 // DefaultCoverageSample is the default number of reference samples per
@@ -348,32 +348,21 @@ func coverage(d *dense.Dataset, byClass [][]int, assign []int, workers int, o Su
 	if threads == 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	next := make(chan int, len(byClass))
-	for l := range byClass {
-		next <- l
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(threads, len(byClass)) {
-		wg.Go(func() {
-			for l := range next {
-				members := byClass[l]
-				if len(members) == 0 {
-					continue
-				}
-				cs := &s.PerClass[l]
-				cov := classCoverage(d, members, refRows[l], assigns, workers, cs.Sigma)
-				cs.Coverage = cov[0]
-				cs.BaselineCoverage = make([]float64, workers)
-				for _, b := range cov[1:] {
-					for j, v := range b {
-						cs.BaselineCoverage[j] += v / float64(len(cov)-1)
-					}
-				}
+	parallel.For(len(byClass), threads, func(l int) {
+		members := byClass[l]
+		if len(members) == 0 {
+			return
+		}
+		cs := &s.PerClass[l]
+		cov := classCoverage(d, members, refRows[l], assigns, workers, cs.Sigma)
+		cs.Coverage = cov[0]
+		cs.BaselineCoverage = make([]float64, workers)
+		for _, b := range cov[1:] {
+			for j, v := range b {
+				cs.BaselineCoverage[j] += v / float64(len(cov)-1)
 			}
-		})
-	}
-	wg.Wait()
+		}
+	})
 	sum, base, cnt := 0.0, 0.0, 0
 	s.MinCoverageGain = math.Inf(1)
 	for _, cs := range s.PerClass {

@@ -5,7 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
+
+	"colo/internal/parallel"
 )
 
 // KMeansOptions configure KMeans.
@@ -167,41 +168,30 @@ func assignStep(x []float32, n, d int, centers []float64, k int, assign []int, d
 		changed int
 	}
 	parts := make([]partial, blocks)
-	var wg sync.WaitGroup
-	next := make(chan int, blocks)
-	for b := range blocks {
-		next <- b
-	}
-	close(next)
-	for range min(threads, blocks) {
-		wg.Go(func() {
-			for b := range next {
-				p := partial{sums: make([]float64, k*d), sizes: make([]int, k)}
-				for i := b * assignBlock; i < min(n, (b+1)*assignBlock); i++ {
-					row := x[i*d : (i+1)*d]
-					best, bestDist := 0, math.Inf(1)
-					for c := range k {
-						if dd := sqDist(row, centers[c*d:(c+1)*d], bestDist); dd < bestDist {
-							best, bestDist = c, dd
-						}
-					}
-					if assign[i] != best {
-						p.changed++
-						assign[i] = best
-					}
-					dist[i] = bestDist
-					p.obj += bestDist
-					p.sizes[best]++
-					s := p.sums[best*d : (best+1)*d]
-					for j, v := range row {
-						s[j] += float64(v)
-					}
+	parallel.For(blocks, threads, func(b int) {
+		p := partial{sums: make([]float64, k*d), sizes: make([]int, k)}
+		for i := b * assignBlock; i < min(n, (b+1)*assignBlock); i++ {
+			row := x[i*d : (i+1)*d]
+			best, bestDist := 0, math.Inf(1)
+			for c := range k {
+				if dd := sqDist(row, centers[c*d:(c+1)*d], bestDist); dd < bestDist {
+					best, bestDist = c, dd
 				}
-				parts[b] = p
 			}
-		})
-	}
-	wg.Wait()
+			if assign[i] != best {
+				p.changed++
+				assign[i] = best
+			}
+			dist[i] = bestDist
+			p.obj += bestDist
+			p.sizes[best]++
+			s := p.sums[best*d : (best+1)*d]
+			for j, v := range row {
+				s[j] += float64(v)
+			}
+		}
+		parts[b] = p
+	})
 	clear(sums)
 	clear(sizes)
 	obj, changed := 0.0, 0

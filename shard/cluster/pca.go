@@ -31,10 +31,10 @@ import (
 	"math"
 
 	"runtime"
-	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
+	"colo/internal/parallel"
 	"colo/shard/internal/vec"
 )
 
@@ -129,7 +129,7 @@ func FitPCA(x []float32, n, d int, o PCAOptions) (*PCA, error) {
 				tr[j*m+i] = v - mean32[j]
 			}
 		}
-		parallel(stripes, threads, func(s int) {
+		parallel.For(stripes, threads, func(s int) {
 			a0, a1 := s*stripe, min(d, (s+1)*stripe)
 			vec.Dots(tr[a0*m:a1*m], a1-a0, tr[a0*m:d*m], d-a0, m, part[a0*d+a0:], d)
 		})
@@ -239,22 +239,4 @@ func (p *PCA) Transform(x []float32, n int, dst []float32) []float32 {
 		vec.Dots(block[:m*d], m, w, k, d, dst[r0*k:(r0+m)*k], k)
 	}
 	return dst
-}
-
-// parallel runs f(0..n-1) on up to threads goroutines.
-func parallel(n, threads int, f func(i int)) {
-	next := make(chan int, n)
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range max(1, min(threads, n)) {
-		wg.Go(func() {
-			for i := range next {
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
 }
