@@ -5,26 +5,15 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"colo/kv"
-	"colo/ps/clock"
 	"colo/ps/worker"
-	"colo/transport"
-	"colo/transport/tcp"
 	"colo/transport/transporttest"
 )
 
-// benchCluster starts servers × workers separate nodes over TCP loopback
-// with a summing server, asynchronous (one request in flight per worker,
-// no round gate), keys [0, 2^24) split in ranges.
-func benchCluster(b *testing.B, servers, workers int, rawKeys bool) *Cluster {
-	cfg := DefaultConfig()
-	cfg.Machines, cfg.Servers, cfg.Workers = 0, servers, workers
-	cfg.Transport, cfg.NumKeys, cfg.Clock = "tcp", transporttest.SparseSpace, clock.Config{Mode: clock.Async}
-	cfg.Timeout = 10 * time.Second
-	cfg.TCP = func(c *tcp.Config) { c.Frame.RawKeys = rawKeys }
-	c, err := Start(context.Background(), cfg)
+// benchCluster starts the cluster of benchConfig.
+func benchCluster(b testing.TB, servers, workers int, numKeys uint64, rawKeys bool) *Cluster {
+	c, err := Start(context.Background(), benchConfig(servers, workers, numKeys, rawKeys))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,7 +48,11 @@ func BenchmarkKV(b *testing.B) {
 			{"dense-pull", true, func(w *worker.Worker, dst []float32) *worker.Future { return w.PullRange(0, uint64(len(vals)), dst) }, len(vals)},
 		} {
 			b.Run(fmt.Sprintf("%dx%d/%s", shape[0], shape[1], w.name), func(b *testing.B) {
-				c := benchCluster(b, shape[0], shape[1], w.raw)
+				space := uint64(transporttest.SparseSpace)
+				if w.name[:5] == "dense" {
+					space = transporttest.DenseVals
+				}
+				c := benchCluster(b, shape[0], shape[1], space, w.raw)
 				dsts := make([][]float32, c.NumWorkers())
 				for i := range dsts {
 					dsts[i] = make([]float32, len(vals))
@@ -94,32 +87,26 @@ func BenchmarkKV(b *testing.B) {
 	}
 }
 
-// BenchmarkPlainTCP is the baseline of BenchmarkKV's dense requests and
-// raw-key sparse requests: the same request and answer sizes as bare
-// length-prefixed messages over one loopback TCP connection, read into
-// reused buffers, with nothing decoded or applied.
+// BenchmarkPlainTCP is the baseline of BenchmarkKV, shape for shape: the
+// same request and answer sizes (per server) as bare length-prefixed
+// messages over loopback TCP connections from every worker to every
+// server, read into reused buffers, with nothing decoded or applied
+// (transporttest.Plain). BenchmarkKV's throughput divided by this one's
+// is the parameter server's efficiency on this machine.
 func BenchmarkPlainTCP(b *testing.B) {
-	const hdr = transport.PrefixSize + transport.HeaderSize + 8 // + the round
-	n, d := transporttest.SparseKeys, transporttest.DenseVals
-	for _, w := range []struct {
-		name      string
-		req, resp int
-		keys      int
-		dense     bool
-	}{
-		{"sparse-push", hdr + 12*n, hdr, n, false},
-		{"sparse-pull", hdr + 8*n, hdr + 4*n, n, false},
-		{"dense-push", hdr + 16 + 4*d, hdr, d, true},
-		{"dense-pull", hdr + 16, hdr + 4*d, d, true},
-	} {
-		b.Run(w.name, func(b *testing.B) {
-			b.SetBytes(int64(4 * w.keys))
-			sec := transporttest.PlainTCPRoundTrips(b, w.req, w.resp)
-			b.ReportMetric(float64(w.keys)/sec/1e6, "Mkeys/s")
-			if w.dense {
-				b.ReportMetric(float64(4*w.keys)/sec/1e9, "GB/s")
-			}
-		})
+	for _, shape := range [][2]int{{1, 1}, {2, 2}} {
+		for _, k := range kvKinds {
+			n := k.keys(transporttest.SparseKeys, transporttest.DenseVals)
+			b.Run(fmt.Sprintf("%dx%d/%s-%s", shape[0], shape[1], k.mode, k.op), func(b *testing.B) {
+				req, resp := plainSizes(k.mode, k.op, n, shape[0])
+				sec := transporttest.PlainTCPRoundTrips(b, shape[0], shape[1], req, resp)
+				total := float64(n) * float64(shape[1])
+				b.ReportMetric(total/sec/1e6, "Mkeys/s")
+				if k.mode == "dense" {
+					b.ReportMetric(4*total/sec/1e9, "GB/s")
+				}
+			})
+		}
 	}
 }
 

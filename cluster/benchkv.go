@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"colo/ps/clock"
+	"colo/ps/proto"
 	"colo/ps/worker"
+	"colo/transport"
 	"colo/transport/tcp"
 	"colo/transport/transporttest"
 )
@@ -34,6 +36,70 @@ type KVRecord struct {
 	P99us    float64 `json:"p99_us"`
 	Requests int     `json:"requests"`
 	Seconds  float64 `json:"seconds"`
+	// PlainMBPerS is MBPerS of the same traffic without colo, measured
+	// right after: requests and answers of the same sizes per server, as
+	// bare length-prefixed messages over loopback TCP connections of the
+	// same shape, one request in flight per worker, nothing decoded or
+	// applied (transporttest.Plain). It is what the machine's loopback
+	// gives at that moment, the reference for MBPerS.
+	PlainMBPerS float64 `json:"plain_mb_per_s"`
+}
+
+// kvKind is a request kind of the benchmark: mode "sparse" or "dense",
+// op "push" or "pull".
+type kvKind struct{ mode, op string }
+
+// kvKinds are the request kinds, in the order they are measured.
+var kvKinds = []kvKind{{"sparse", "push"}, {"sparse", "pull"}, {"dense", "push"}, {"dense", "pull"}}
+
+// keys returns the keys of one request of the kind.
+func (k kvKind) keys(sparseKeys, denseVals int) int {
+	if k.mode == "sparse" {
+		return sparseKeys
+	}
+	return denseVals
+}
+
+// space is the key space of the cluster that serves the kind: the sparse
+// keys' [0, 2^24), or the dense model's [0, denseVals).
+func (k kvKind) space(denseVals int) uint64 {
+	if k.mode == "sparse" {
+		return transporttest.SparseSpace
+	}
+	return uint64(denseVals)
+}
+
+// bytesPerKey is the payload of one key of the kind: 8 bytes of key and 4
+// of value when sparse, 4 of value when dense.
+func (k kvKind) bytesPerKey() float64 {
+	if k.mode == "sparse" {
+		return 12
+	}
+	return 4
+}
+
+// plainSizes returns the request and answer frames, in bytes, that one
+// server sees of a request of n keys of the kind mode/op split evenly over
+// servers, as colo frames them with raw keys. A request has the length
+// prefix, the header and the round, then 12 bytes per sparse key pushed
+// (key and value), 8 per sparse key pulled or 16 bytes of range per dense
+// request, and 4 per value pushed; an answer has the prefix and the header,
+// then 4 bytes per value pulled. TestPlainSizes checks them against the
+// traffic of a cluster.
+func plainSizes(mode, op string, n, servers int) (req, resp int) {
+	const hdr = transport.PrefixSize + transport.HeaderSize
+	const reqHdr = hdr + proto.MetaSize
+	part := (n + servers - 1) / servers
+	switch {
+	case mode == "sparse" && op == "push":
+		return reqHdr + 12*part, hdr
+	case mode == "sparse":
+		return reqHdr + 8*part, hdr + 4*part
+	case op == "push":
+		return reqHdr + 16 + 4*part, hdr
+	default:
+		return reqHdr + 16, hdr + 4*part
+	}
 }
 
 // KVBenchConfig configures BenchKV.
@@ -95,47 +161,73 @@ func BenchKV(ctx context.Context, cfg KVBenchConfig) ([]KVRecord, error) {
 		vals[i] = 1
 	}
 	dense := vals[:cfg.DenseVals]
-	kinds := []struct {
-		mode, op string
-		n        int
-		raw      bool
-		call     func(w *worker.Worker, dst []float32) *worker.Future
-	}{
-		{"sparse", "push", len(keys), true, func(w *worker.Worker, _ []float32) *worker.Future { return w.Push(keys, vals[:len(keys)]) }},
-		{"sparse", "pull", len(keys), true, func(w *worker.Worker, dst []float32) *worker.Future { return w.Pull(keys, dst[:len(keys)]) }},
-		{"dense", "push", len(dense), true, func(w *worker.Worker, _ []float32) *worker.Future { return w.PushRange(0, dense) }},
-		{"dense", "pull", len(dense), true, func(w *worker.Worker, dst []float32) *worker.Future {
+	calls := map[kvKind]func(w *worker.Worker, dst []float32) *worker.Future{
+		{"sparse", "push"}: func(w *worker.Worker, _ []float32) *worker.Future { return w.Push(keys, vals[:len(keys)]) },
+		{"sparse", "pull"}: func(w *worker.Worker, dst []float32) *worker.Future { return w.Pull(keys, dst[:len(keys)]) },
+		{"dense", "push"}:  func(w *worker.Worker, _ []float32) *worker.Future { return w.PushRange(0, dense) },
+		{"dense", "pull"}: func(w *worker.Worker, dst []float32) *worker.Future {
 			return w.PullRange(0, uint64(len(dense)), dst[:len(dense)])
-		}},
+		},
 	}
 	var out []KVRecord
 	for _, shape := range cfg.Shapes {
-		for _, kind := range kinds {
-			rec, err := benchOne(ctx, shape, cfg.Duration, kind.n, kind.raw, len(vals), kind.call)
+		for _, kind := range kvKinds {
+			n := kind.keys(len(keys), len(dense))
+			rec, err := benchOne(ctx, shape, kind.space(len(dense)), cfg.Duration, n, len(vals), calls[kind])
 			if err != nil {
 				return out, fmt.Errorf("%d × %d %s %s: %w", shape[0], shape[1], kind.mode, kind.op, err)
 			}
 			rec.Mode, rec.Op = kind.mode, kind.op
-			bytesPerKey := 4.0
-			if kind.mode == "sparse" {
-				bytesPerKey = 12
+			rec.MBPerS = rec.KeysPerS * kind.bytesPerKey() / 1e6
+			sec, err := benchPlain(ctx, shape, cfg.Duration, kind, n)
+			if err != nil {
+				return out, fmt.Errorf("%d × %d %s %s over plain TCP: %w", shape[0], shape[1], kind.mode, kind.op, err)
 			}
-			rec.MBPerS = rec.KeysPerS * bytesPerKey / 1e6
+			rec.PlainMBPerS = float64(n) * float64(shape[1]) / sec * kind.bytesPerKey() / 1e6
 			out = append(out, rec)
 		}
 	}
 	return out, nil
 }
 
-// benchOne runs one request kind on a fresh cluster of the given shape.
-func benchOne(ctx context.Context, shape [2]int, d time.Duration, n int, raw bool, dstLen int,
-	call func(*worker.Worker, []float32) *worker.Future) (KVRecord, error) {
+// benchPlain measures the traffic of one request kind over plain TCP
+// connections of the given shape for d and returns the seconds per round
+// of one worker.
+func benchPlain(ctx context.Context, shape [2]int, d time.Duration, kind kvKind, n int) (float64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	req, resp := plainSizes(kind.mode, kind.op, n, shape[0])
+	p, err := transporttest.StartPlain(shape[0], shape[1], req, resp)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	_, sec, err := p.Measure(d)
+	return sec, err
+}
+
+// benchConfig is the cluster of a benchmark: servers × workers separate
+// nodes over TCP loopback, summing servers, asynchronous (one request in
+// flight per worker, no round gate), keys [0, numKeys) split in even
+// ranges over the servers. Sparse requests use keys [0, 2^24); a dense
+// request covers the whole model, numKeys = its length, so that every
+// server holds and serves its share of it.
+func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) Config {
 	cfg := DefaultConfig()
-	cfg.Machines, cfg.Servers, cfg.Workers = 0, shape[0], shape[1]
-	cfg.Transport, cfg.NumKeys, cfg.Clock = "tcp", transporttest.SparseSpace, clock.Config{Mode: clock.Async}
+	cfg.Machines, cfg.Servers, cfg.Workers = 0, servers, workers
+	cfg.Transport, cfg.NumKeys, cfg.Clock = "tcp", numKeys, clock.Config{Mode: clock.Async}
 	cfg.Timeout = 10 * time.Second
-	cfg.TCP = func(c *tcp.Config) { c.Frame.RawKeys = raw }
-	c, err := Start(ctx, cfg)
+	cfg.TCP = func(c *tcp.Config) { c.Frame.RawKeys = rawKeys }
+	return cfg
+}
+
+// benchOne runs one request kind on a fresh cluster of the given shape
+// and key space, keys framed raw (8 bytes each, as plainSizes counts
+// them).
+func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration, n int, dstLen int,
+	call func(*worker.Worker, []float32) *worker.Future) (KVRecord, error) {
+	c, err := Start(ctx, benchConfig(shape[0], shape[1], numKeys, true))
 	if err != nil {
 		return KVRecord{}, err
 	}

@@ -34,7 +34,7 @@ func BenchmarkPlainTCP(b *testing.B) {
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			b.SetBytes(int64(w.bytes))
-			sec := transporttest.PlainTCPRoundTrips(b, w.req, w.resp)
+			sec := transporttest.PlainTCPRoundTrips(b, 1, 1, w.req, w.resp)
 			if w.keys > 0 {
 				b.ReportMetric(float64(w.keys)/sec/1e6, "Mkeys/s")
 			}
