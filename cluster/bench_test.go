@@ -34,25 +34,23 @@ func BenchmarkKV(b *testing.B) {
 		vals[i] = 1
 	}
 	for _, shape := range [][2]int{{1, 1}, {2, 2}} {
+		sparse, dense := kvKind{mode: "sparse"}, kvKind{mode: "dense"}
 		for _, w := range []struct {
 			name string
+			kind kvKind
 			raw  bool
 			op   func(w *worker.Worker, dst []float32) *worker.Future
 			keys int
 		}{
-			{"sparse-push", true, func(w *worker.Worker, _ []float32) *worker.Future { return w.Push(keys, vals[:len(keys)]) }, len(keys)},
-			{"sparse-pull", true, func(w *worker.Worker, dst []float32) *worker.Future { return w.Pull(keys, dst[:len(keys)]) }, len(keys)},
-			{"sparse-push-gapkeys", false, func(w *worker.Worker, _ []float32) *worker.Future { return w.Push(keys, vals[:len(keys)]) }, len(keys)},
-			{"sparse-pull-gapkeys", false, func(w *worker.Worker, dst []float32) *worker.Future { return w.Pull(keys, dst[:len(keys)]) }, len(keys)},
-			{"dense-push", true, func(w *worker.Worker, _ []float32) *worker.Future { return w.PushRange(0, vals) }, len(vals)},
-			{"dense-pull", true, func(w *worker.Worker, dst []float32) *worker.Future { return w.PullRange(0, uint64(len(vals)), dst) }, len(vals)},
+			{"sparse-push", sparse, true, func(w *worker.Worker, _ []float32) *worker.Future { return w.Push(keys, vals[:len(keys)]) }, len(keys)},
+			{"sparse-pull", sparse, true, func(w *worker.Worker, dst []float32) *worker.Future { return w.Pull(keys, dst[:len(keys)]) }, len(keys)},
+			{"sparse-push-gapkeys", sparse, false, func(w *worker.Worker, _ []float32) *worker.Future { return w.Push(keys, vals[:len(keys)]) }, len(keys)},
+			{"sparse-pull-gapkeys", sparse, false, func(w *worker.Worker, dst []float32) *worker.Future { return w.Pull(keys, dst[:len(keys)]) }, len(keys)},
+			{"dense-push", dense, true, func(w *worker.Worker, _ []float32) *worker.Future { return w.PushRange(0, vals) }, len(vals)},
+			{"dense-pull", dense, true, func(w *worker.Worker, dst []float32) *worker.Future { return w.PullRange(0, uint64(len(vals)), dst) }, len(vals)},
 		} {
 			b.Run(fmt.Sprintf("%dx%d/%s", shape[0], shape[1], w.name), func(b *testing.B) {
-				space := uint64(transporttest.SparseSpace)
-				if w.name[:5] == "dense" {
-					space = transporttest.DenseVals
-				}
-				c := benchCluster(b, shape[0], shape[1], space, w.raw)
+				c := benchCluster(b, shape[0], shape[1], w.kind.space(len(vals)), w.raw)
 				dsts := make([][]float32, c.NumWorkers())
 				for i := range dsts {
 					dsts[i] = make([]float32, len(vals))
@@ -79,7 +77,7 @@ func BenchmarkKV(b *testing.B) {
 				sec := b.Elapsed().Seconds()
 				total := float64(w.keys) * float64(b.N) * float64(c.NumWorkers())
 				b.ReportMetric(total/sec/1e6, "Mkeys/s")
-				if w.name[:5] == "dense" {
+				if w.kind == dense {
 					b.ReportMetric(4*total/sec/1e9, "GB/s")
 				}
 			})
@@ -98,7 +96,7 @@ func BenchmarkPlainTCP(b *testing.B) {
 		for _, k := range kvKinds {
 			n := k.keys(transporttest.SparseKeys, transporttest.DenseVals)
 			b.Run(fmt.Sprintf("%dx%d/%s-%s", shape[0], shape[1], k.mode, k.op), func(b *testing.B) {
-				req, resp := plainSizes(k.mode, k.op, n, shape[0])
+				req, resp := k.plainSizes(n, shape[0])
 				sec := transporttest.PlainTCPRoundTrips(b, shape[0], shape[1], req, resp)
 				total := float64(n) * float64(shape[1])
 				b.ReportMetric(total/sec/1e6, "Mkeys/s")

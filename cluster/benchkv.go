@@ -79,23 +79,23 @@ func (k kvKind) bytesPerKey() float64 {
 }
 
 // plainSizes returns the request and answer frames, in bytes, that one
-// server sees of a request of n keys of the kind mode/op split evenly over
+// server sees of a request of n keys of the kind split evenly over
 // servers, as colo frames them with raw keys. A request has the length
 // prefix, the header and the round, then 12 bytes per sparse key pushed
 // (key and value), 8 per sparse key pulled or 16 bytes of range per dense
 // request, and 4 per value pushed; an answer has the prefix and the header,
 // then 4 bytes per value pulled. TestPlainSizes checks them against the
 // traffic of a cluster.
-func plainSizes(mode, op string, n, servers int) (req, resp int) {
+func (k kvKind) plainSizes(n, servers int) (req, resp int) {
 	const hdr = transport.PrefixSize + transport.HeaderSize
 	const reqHdr = hdr + proto.MetaSize
 	part := (n + servers - 1) / servers
 	switch {
-	case mode == "sparse" && op == "push":
+	case k.mode == "sparse" && k.op == "push":
 		return reqHdr + 12*part, hdr
-	case mode == "sparse":
+	case k.mode == "sparse":
 		return reqHdr + 8*part, hdr + 4*part
-	case op == "push":
+	case k.op == "push":
 		return reqHdr + 16 + 4*part, hdr
 	default:
 		return reqHdr + 16, hdr + 4*part
@@ -197,7 +197,7 @@ func benchPlain(ctx context.Context, shape [2]int, d time.Duration, kind kvKind,
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	req, resp := plainSizes(kind.mode, kind.op, n, shape[0])
+	req, resp := kind.plainSizes(n, shape[0])
 	p, err := transporttest.StartPlain(shape[0], shape[1], req, resp)
 	if err != nil {
 		return 0, err

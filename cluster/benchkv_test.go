@@ -82,7 +82,7 @@ func TestPlainSizes(t *testing.T) {
 				t.Fatalf("%v: %v", k, err)
 			}
 			after := serverLinks(c.WorkerNode(0).Stats())
-			req, resp := plainSizes(k.mode, k.op, n, shape[0])
+			req, resp := k.plainSizes(n, shape[0])
 			if len(after) != shape[0] {
 				t.Fatalf("%d × %d %v: links to %d servers", shape[0], shape[1], k, len(after))
 			}

@@ -146,15 +146,14 @@ func (p *Plain) Round(w int) error {
 	pw := p.workers[w]
 	var err error
 	kicked := 0
+kick:
 	for _, k := range pw.kick {
 		select {
 		case k <- struct{}{}:
 			kicked++
 		case <-p.quit:
 			err = errPlainClosed
-		}
-		if err != nil {
-			break
+			break kick
 		}
 	}
 	if err == nil {
@@ -201,13 +200,12 @@ func (p *Plain) Measure(d time.Duration) (rounds int, sec float64, err error) {
 	counts := make([]int, len(p.workers))
 	errs := make([]error, len(p.workers))
 	var wg sync.WaitGroup
-	var begin time.Time
 	for i := range p.workers {
 		if err := p.Round(i); err != nil {
 			return 0, 0, err
 		}
 	}
-	begin = time.Now()
+	begin := time.Now()
 	for i := range p.workers {
 		wg.Go(func() {
 			for time.Since(begin) < d {
