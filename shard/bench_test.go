@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"colo/dense"
+	"colo/dataset"
 )
 
 // The benchmarks and tests on real data read Fashion-MNIST from the shared
@@ -15,11 +15,11 @@ import (
 // when it is absent.
 var fashion struct {
 	sync.Once
-	d   *dense.Dataset
+	d   *dataset.Dataset
 	err error
 }
 
-func fashionTrain(tb testing.TB) *dense.Dataset {
+func fashionTrain(tb testing.TB) *dataset.Dataset {
 	tb.Helper()
 	dir := filepath.Join("..", "..", "shared", "data", "fashion-mnist")
 	images := filepath.Join(dir, "train-images-idx3-ubyte.gz")
@@ -27,7 +27,7 @@ func fashionTrain(tb testing.TB) *dense.Dataset {
 		tb.Skipf("Fashion-MNIST is not at %s (%v): skipping the measurement on real data", dir, err)
 	}
 	fashion.Do(func() {
-		fashion.d, fashion.err = dense.Load(images, dense.LoadOptions{Labels: filepath.Join(dir, "train-labels-idx1-ubyte.gz")})
+		fashion.d, fashion.err = dataset.Load(images, dataset.LoadOptions{Labels: filepath.Join(dir, "train-labels-idx1-ubyte.gz")})
 	})
 	if fashion.err != nil {
 		tb.Fatal(fashion.err)

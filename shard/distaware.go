@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"colo/dense"
-	"colo/shard/cluster"
+	"colo/dataset"
+	"colo/shard/kmeans"
 )
 
 // DistAware is distribution-aware sharding (seed 004 §III-B, Fig. 6): the
@@ -15,7 +15,7 @@ import (
 // o.Clusters neighbourhoods (default twice the number of classes), and
 // each cluster is dealt round-robin to the workers; a cluster with fewer
 // samples than workers is broadcast to all of them.
-func DistAware(d *dense.Dataset, o Options, rng *rand.Rand) (*Result, error) {
+func DistAware(d *dataset.Dataset, o Options, rng *rand.Rand) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func DistAware(d *dense.Dataset, o Options, rng *rand.Rand) (*Result, error) {
 		res = &Result{Workers: o.Workers, Scheme: SchemeDistAware, PCADims: d.Dim, PCAExplained: 1}
 	)
 	if n >= 2 {
-		p, err := cluster.FitPCA(d.Features, n, d.Dim, cluster.PCAOptions{Dims: o.PCADims, Variance: o.PCAVariance, Threads: o.Threads})
+		p, err := kmeans.FitPCA(d.Features, n, d.Dim, kmeans.PCAOptions{Dims: o.PCADims, Variance: o.PCAVariance, Threads: o.Threads})
 		if err != nil {
 			return nil, err
 		}
@@ -43,7 +43,7 @@ func DistAware(d *dense.Dataset, o Options, rng *rand.Rand) (*Result, error) {
 		res.PCADims, res.PCAExplained = p.K, p.Explained()
 	}
 	progress("k-means", 1, 3)
-	km, err := cluster.KMeans(x, n, dim, cluster.KMeansOptions{
+	km, err := kmeans.KMeans(x, n, dim, kmeans.KMeansOptions{
 		K: k, MaxIter: o.KMeansIters, Tol: o.KMeansTol, Threads: o.Threads,
 	}, rng)
 	if err != nil {

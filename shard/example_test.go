@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"colo/dense"
+	"colo/dataset"
 	"colo/shard"
 )
 
@@ -13,7 +13,7 @@ import (
 func ExampleShard() {
 	features := []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
 	labels := []int{0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 2, 2}
-	d, err := dense.New(features, labels, 1, 3)
+	d, err := dataset.New(features, labels, 1, 3)
 	if err != nil {
 		panic(err)
 	}
@@ -47,7 +47,7 @@ func ExampleSubmodular() {
 		features = append(features, float32(rng.NormFloat64()), float32(rng.NormFloat64()))
 		labels = append(labels, i%2)
 	}
-	d, err := dense.New(features, labels, 2, 2)
+	d, err := dataset.New(features, labels, 2, 2)
 	if err != nil {
 		panic(err)
 	}

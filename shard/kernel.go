@@ -6,7 +6,7 @@ import (
 
 	"sync"
 
-	"colo/dense"
+	"colo/dataset"
 	"colo/shard/internal/vec"
 )
 
@@ -19,7 +19,7 @@ const sigmaSample = 256
 // taken at even strides so that no randomness is involved. When that
 // median is 0 (mostly duplicates) it falls back to the mean distance, and
 // to 1 when all samples coincide.
-func classSigma(d *dense.Dataset, members []int) float64 {
+func classSigma(d *dataset.Dataset, members []int) float64 {
 	m := min(len(members), sigmaSample)
 	if m < 2 {
 		return 1
@@ -57,7 +57,7 @@ func classSigma(d *dense.Dataset, members []int) float64 {
 
 // gather copies the given rows of d into a contiguous len(rows) × d.Dim
 // matrix.
-func gather(d *dense.Dataset, rows []int) []float32 {
+func gather(d *dataset.Dataset, rows []int) []float32 {
 	x := make([]float32, 0, len(rows)*d.Dim)
 	for _, i := range rows {
 		x = append(x, d.Row(i)...)

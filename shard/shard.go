@@ -61,7 +61,7 @@
 //
 // Example:
 //
-//	d, _ := dense.Load("train-images-idx3-ubyte.gz", dense.LoadOptions{Labels: "train-labels-idx1-ubyte.gz"})
+//	d, _ := dataset.Load("train-images-idx3-ubyte.gz", dataset.LoadOptions{Labels: "train-labels-idx1-ubyte.gz"})
 //	o := shard.DefaultOptions()
 //	o.Workers, o.Scheme = 4, shard.SchemeSubmodular
 //	o.Ratios = []float64{1, 2, 4, 8}
@@ -81,7 +81,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"colo/dense"
+	"colo/dataset"
 )
 
 // Broadcast marks a sample that every worker trains on.
@@ -348,7 +348,7 @@ type Result struct {
 }
 
 // Shard assigns the samples of d to o.Workers workers with o.Scheme.
-func Shard(d *dense.Dataset, o Options, rng *rand.Rand) (*Result, error) {
+func Shard(d *dataset.Dataset, o Options, rng *rand.Rand) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}

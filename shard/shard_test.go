@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"colo/dense"
+	"colo/dataset"
 )
 
 // blobs returns a dataset of the given class sizes: each class is a few
 // Gaussian blobs in dim dimensions.
-func blobs(t testing.TB, sizes []int, dim int, seed uint64) *dense.Dataset {
+func blobs(t testing.TB, sizes []int, dim int, seed uint64) *dataset.Dataset {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 77))
 	var x []float32
@@ -41,7 +41,7 @@ func blobs(t testing.TB, sizes []int, dim int, seed uint64) *dense.Dataset {
 		xs = append(xs, x[i*dim:(i+1)*dim]...)
 		ys[k] = y[i]
 	}
-	d, err := dense.New(xs, ys, dim, len(sizes))
+	d, err := dataset.New(xs, ys, dim, len(sizes))
 	if err != nil {
 		t.Fatal(err)
 	}

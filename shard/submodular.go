@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"colo/dense"
+	"colo/dataset"
 	"colo/internal/parallel"
 )
 
@@ -73,7 +73,7 @@ type job struct {
 // not yet full repeatedly takes the remaining sample of largest marginal
 // gain in f (o.Function, over the Gaussian kernel of width o.Sigma or the
 // class's median distance), found by o.Greedy.
-func Submodular(d *dense.Dataset, o Options, rng *rand.Rand) (*Result, error) {
+func Submodular(d *dataset.Dataset, o Options, rng *rand.Rand) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func Submodular(d *dense.Dataset, o Options, rng *rand.Rand) (*Result, error) {
 
 // runJob builds the similarity matrix of a job's samples and partitions
 // them.
-func runJob(d *dense.Dataset, jb job, sigma float64, o Options, threads int) ([]int, partitionStats) {
+func runJob(d *dataset.Dataset, jb job, sigma float64, o Options, threads int) ([]int, partitionStats) {
 	m := len(jb.members)
 	x := gather(d, jb.members)
 	s := similarity(x, m, d.Dim, sigma, threads)

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"slices"
 
-	"colo/dense"
+	"colo/dataset"
 	"colo/internal/parallel"
 )
 
@@ -155,7 +155,7 @@ type ClassSummary struct {
 
 // Summarize measures an assignment of d's samples. rng draws the random
 // baseline shards for coverage; it may be nil when coverage is skipped.
-func Summarize(d *dense.Dataset, res *Result, o SummaryOptions, rng *rand.Rand) (*Summary, error) {
+func Summarize(d *dataset.Dataset, res *Result, o SummaryOptions, rng *rand.Rand) (*Summary, error) {
 	workers := res.Workers
 	if err := o.Validate(workers); err != nil {
 		return nil, err
@@ -254,7 +254,7 @@ func Summarize(d *dense.Dataset, res *Result, o SummaryOptions, rng *rand.Rand) 
 
 // meanDistance returns the largest L2 distance between the means of the
 // class's samples in two shards (broadcast samples count in every shard).
-func meanDistance(d *dense.Dataset, members, assign []int, workers int) float64 {
+func meanDistance(d *dataset.Dataset, members, assign []int, workers int) float64 {
 	sums := make([][]float64, workers)
 	counts := make([]int, workers)
 	for j := range sums {
@@ -296,7 +296,7 @@ func meanDistance(d *dense.Dataset, members, assign []int, workers int) float64 
 // reference samples v of max_{a in the shard's samples of the class}
 // exp(-‖v-a‖²/(2σ²)), for the assignment and for a random split of each
 // class with the same counts.
-func coverage(d *dense.Dataset, byClass [][]int, assign []int, workers int, o SummaryOptions, s *Summary, rng *rand.Rand) {
+func coverage(d *dataset.Dataset, byClass [][]int, assign []int, workers int, o SummaryOptions, s *Summary, rng *rand.Rand) {
 	refs := o.CoverageSample
 	if refs == 0 {
 		refs = DefaultCoverageSample
@@ -391,7 +391,7 @@ func maxClass(byClass [][]int) int {
 
 // classCoverage returns the per-shard coverage of one class under each
 // assignment.
-func classCoverage(d *dense.Dataset, members, refRows []int, assigns [][]int, workers int, sigma float64) [][]float64 {
+func classCoverage(d *dataset.Dataset, members, refRows []int, assigns [][]int, workers int, sigma float64) [][]float64 {
 	r := len(refRows)
 	ref := gather(d, refRows)
 	refNorm := sqNorms(ref, r, d.Dim)

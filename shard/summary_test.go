@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"colo/dense"
+	"colo/dataset"
 )
 
 // TestSummaryExact checks the count figures on a case worked by hand:
 // samples x = 0 2 10 | 1 3 5 in classes 0 0 0 | 1 1 1, assigned
 // 0 1 * | 0 0 1 to two workers (sample 2 broadcast).
 func TestSummaryExact(t *testing.T) {
-	d, err := dense.New([]float32{0, 2, 10, 1, 3, 5}, []int{0, 0, 0, 1, 1, 1}, 1, 2)
+	d, err := dataset.New([]float32{0, 2, 10, 1, 3, 5}, []int{0, 0, 0, 1, 1, 1}, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"colo/dense"
+	"colo/dataset"
 	"colo/shard"
 )
 
@@ -108,7 +108,7 @@ func runShard(e *env, args []string) error {
 	}
 
 	start := time.Now()
-	d, err := dense.Load(pos[0], lopt)
+	d, err := dataset.Load(pos[0], lopt)
 	if err != nil {
 		return err
 	}
@@ -160,16 +160,16 @@ func runShard(e *env, args []string) error {
 }
 
 // shardLoadOptions turns the data flags into loader options.
-func shardLoadOptions(format, labels, labelCol, header, sep string) (dense.LoadOptions, error) {
-	lopt := dense.DefaultLoadOptions()
-	lopt.Format = dense.Format(format)
+func shardLoadOptions(format, labels, labelCol, header, sep string) (dataset.LoadOptions, error) {
+	lopt := dataset.DefaultLoadOptions()
+	lopt.Format = dataset.Format(format)
 	lopt.Labels = labels
 	if n, err := strconv.Atoi(labelCol); err == nil {
 		lopt.CSV.LabelCol = n
 	} else {
 		lopt.CSV.LabelName = labelCol
 	}
-	h, err := dense.ParseHeader(header)
+	h, err := dataset.ParseHeader(header)
 	if err != nil {
 		return lopt, usageError("--header: %v", err)
 	}

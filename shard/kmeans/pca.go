@@ -1,4 +1,4 @@
-// Package cluster holds the two unsupervised steps of distribution-aware
+// Package kmeans holds the two unsupervised steps of distribution-aware
 // sharding (seed 004 §III-B, Fig. 6, lines 7–8): principal component
 // analysis to summarise the data with little loss, and k-means with
 // k-means++ seeding to find its neighbourhoods.
@@ -17,14 +17,14 @@
 //
 // Example:
 //
-//	p, err := cluster.FitPCA(x, n, d, cluster.PCAOptions{Variance: 0.9})
+//	p, err := kmeans.FitPCA(x, n, d, kmeans.PCAOptions{Variance: 0.9})
 //	if err != nil {
 //		return err
 //	}
 //	y := p.Transform(x, n, nil) // n × p.K
-//	km, err := cluster.KMeans(y, n, p.K, cluster.KMeansOptions{K: 20}, rng)
+//	km, err := kmeans.KMeans(y, n, p.K, kmeans.KMeansOptions{K: 20}, rng)
 //	// km.Assign[i] is the neighbourhood of sample i.
-package cluster
+package kmeans
 
 import (
 	"fmt"

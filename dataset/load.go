@@ -1,4 +1,4 @@
-package dense
+package dataset
 
 import (
 	"colo/internal/textio"

@@ -1,4 +1,4 @@
-package dense
+package dataset
 
 import (
 	"encoding/binary"
@@ -90,7 +90,7 @@ func (t *IDX) At(i int) float64 {
 	case IDXFloat64:
 		return math.Float64frombits(binary.BigEndian.Uint64(t.Data[8*i:]))
 	}
-	panic("dense: unknown idx type")
+	panic("dataset: unknown idx type")
 }
 
 // parseIDXMagic checks the 4-byte magic number of an idx file and returns

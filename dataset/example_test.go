@@ -1,16 +1,16 @@
-package dense_test
+package dataset_test
 
 import (
 	"fmt"
 	"strings"
 
-	"colo/dense"
+	"colo/dataset"
 )
 
 // A CSV file with a header and class names in the last column.
 func ExampleReadCSV() {
 	in := "width,height,kind\n1.5,2,cat\n3,4,dog\n0.5,1,cat\n"
-	d, err := dense.ReadCSV(strings.NewReader(in), "pets.csv", dense.CSVOptions{LabelCol: -1})
+	d, err := dataset.ReadCSV(strings.NewReader(in), "pets.csv", dataset.CSVOptions{LabelCol: -1})
 	if err != nil {
 		panic(err)
 	}
@@ -23,7 +23,7 @@ func ExampleReadCSV() {
 
 // Errors name the file, the line and the field.
 func ExampleReadLibSVM() {
-	_, err := dense.ReadLibSVM(strings.NewReader("1 1:0.5 2:1\n-1 2:x\n"), "train.svm", dense.DefaultLibSVMOptions())
+	_, err := dataset.ReadLibSVM(strings.NewReader("1 1:0.5 2:1\n-1 2:x\n"), "train.svm", dataset.DefaultLibSVMOptions())
 	fmt.Println(err)
 	// Output:
 	// train.svm:2: field 2: "2:x": want idx:value with a finite number value

@@ -1,4 +1,4 @@
-// Package dense holds labelled dense datasets, the input of the sharders in
+// Package dataset holds labelled dense datasets, the input of the sharders in
 // package shard, and reads them from idx, libsvm and CSV files.
 //
 // A Dataset is an n × d matrix of float32 features in row-major order with
@@ -28,14 +28,14 @@
 //
 // Example:
 //
-//	d, err := dense.Load("train-images-idx3-ubyte.gz", dense.LoadOptions{
+//	d, err := dataset.Load("train-images-idx3-ubyte.gz", dataset.LoadOptions{
 //		Labels: "train-labels-idx1-ubyte.gz",
 //	})
 //	if err != nil {
 //		return err
 //	}
 //	fmt.Println(d.Len(), d.Dim, d.Classes) // 60000 784 10
-package dense
+package dataset
 
 import (
 	"fmt"
