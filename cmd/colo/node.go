@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"colo/cluster"
+	"colo/app/smoke"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -177,9 +177,9 @@ func runNode(e *env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	smoke := cluster.Smoke{Keys: nf.keys, Batch: nf.batch, Rounds: nf.rounds, Seed: nf.seed}
+	sj := smoke.Config{Keys: nf.keys, Batch: nf.batch, Rounds: nf.rounds, Seed: nf.seed}
 	if nf.job == "smoke" && role != proto.RoleServer {
-		if err := smoke.Validate(); err != nil {
+		if err := sj.Validate(); err != nil {
 			return usageError("%v", err)
 		}
 	}
@@ -197,13 +197,13 @@ func runNode(e *env, args []string) error {
 		}
 		defer stopMetrics()
 	}
-	var res *cluster.SmokeResult
+	var res *smoke.Result
 	var report *trainReport
 	if w := n.Worker(); w != nil {
 		var jobErr error
 		switch nf.job {
 		case "smoke":
-			r, err := smoke.Run(ctx, w, n.Assignment().NumWorkers)
+			r, err := sj.Run(ctx, w, n.Assignment().NumWorkers)
 			res, jobErr = &r, err
 		case "train":
 			report, jobErr = tj.run(ctx, n)
@@ -254,15 +254,15 @@ func runNode(e *env, args []string) error {
 
 // nodeSummary is the JSON summary of one node's job.
 type nodeSummary struct {
-	Role            string               `json:"role"`
-	Nodes           []string             `json:"nodes"`
-	Machine         int                  `json:"machine"`
-	StartSeconds    float64              `json:"start_s"`
-	StartedUnixNano int64                `json:"started_unix_ns"`
-	Smoke           *cluster.SmokeResult `json:"smoke,omitempty"`
-	Train           *train.WorkerResult  `json:"train,omitempty"`
-	Error           string               `json:"error,omitempty"`
-	Stats           node.Stats           `json:"stats"`
+	Role            string              `json:"role"`
+	Nodes           []string            `json:"nodes"`
+	Machine         int                 `json:"machine"`
+	StartSeconds    float64             `json:"start_s"`
+	StartedUnixNano int64               `json:"started_unix_ns"`
+	Smoke           *smoke.Result       `json:"smoke,omitempty"`
+	Train           *train.WorkerResult `json:"train,omitempty"`
+	Error           string              `json:"error,omitempty"`
+	Stats           node.Stats          `json:"stats"`
 }
 
 func printNodeSummary(e *env, s nodeSummary) {

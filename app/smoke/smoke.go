@@ -1,4 +1,10 @@
-package cluster
+// Package smoke is the parameter server's built-in smoke job: workers
+// push known increments to overlapping keys and worker 0 checks that every
+// value is the exact sum. colo launch runs it on a cluster of processes,
+// colo node --job smoke on one node.
+//
+//	res, err := smoke.DefaultConfig().Run(ctx, w, numWorkers)
+package smoke
 
 import (
 	"context"
@@ -10,13 +16,13 @@ import (
 	"colo/ps/worker"
 )
 
-// Smoke is the built-in smoke job: every worker pushes known integer
+// Config is the built-in smoke job: every worker pushes known integer
 // increments to random keys that overlap between workers, round after
 // round, and at the end worker 0 pulls every key and checks that each
 // value is the exact sum of all increments: nothing lost, nothing applied
 // twice. The increments depend only on the seed, the worker's rank and
 // the round, so any worker can recompute everyone's.
-type Smoke struct {
+type Config struct {
 	// Keys is the key space [0, Keys).
 	Keys uint64
 	// Batch is the number of keys each worker pushes per round.
@@ -27,11 +33,11 @@ type Smoke struct {
 	Seed uint64
 }
 
-// DefaultSmoke returns 20 rounds of 10k keys out of 100k.
-func DefaultSmoke() Smoke { return Smoke{Keys: 100_000, Batch: 10_000, Rounds: 20, Seed: 1} }
+// DefaultConfig returns 20 rounds of 10k keys out of 100k.
+func DefaultConfig() Config { return Config{Keys: 100_000, Batch: 10_000, Rounds: 20, Seed: 1} }
 
 // Validate checks s; errors name the field and the bound.
-func (s Smoke) Validate() error {
+func (s Config) Validate() error {
 	if s.Keys < 1 || s.Keys > 1<<26 {
 		return fmt.Errorf("smoke: Keys %d out of range [1, %d]", s.Keys, 1<<26)
 	}
@@ -45,7 +51,7 @@ func (s Smoke) Validate() error {
 }
 
 // increments returns worker w's keys and increments of round r.
-func (s Smoke) increments(w, r int) ([]uint64, []float32) {
+func (s Config) increments(w, r int) ([]uint64, []float32) {
 	rng := rand.New(rand.NewPCG(s.Seed, uint64(w)<<32|uint64(r)))
 	seen := make(map[uint64]bool, s.Batch)
 	keys := make([]uint64, 0, s.Batch)
@@ -64,8 +70,8 @@ func (s Smoke) increments(w, r int) ([]uint64, []float32) {
 	return keys, vals
 }
 
-// SmokeResult is what one worker did.
-type SmokeResult struct {
+// Result is what one worker did.
+type Result struct {
 	Rank       int     `json:"rank"`
 	KeysPushed uint64  `json:"keys_pushed"`
 	Seconds    float64 `json:"seconds"`
@@ -76,8 +82,8 @@ type SmokeResult struct {
 
 // Run runs the job on worker w of a cluster of workers workers. Every
 // worker must run it; they meet at a barrier before the check.
-func (s Smoke) Run(ctx context.Context, w *worker.Worker, workers int) (SmokeResult, error) {
-	res := SmokeResult{Rank: w.Rank()}
+func (s Config) Run(ctx context.Context, w *worker.Worker, workers int) (Result, error) {
+	res := Result{Rank: w.Rank()}
 	if err := s.Validate(); err != nil {
 		return res, err
 	}

@@ -1,24 +1,26 @@
-package cluster
+package smoke_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"colo/app/smoke"
+	"colo/cluster"
 	"colo/ps/clock"
 	"colo/ps/worker"
 )
 
 func TestSmokeInProcess(t *testing.T) {
 	for _, ck := range []clock.Config{{Mode: clock.BSP}, {Mode: clock.Async}} {
-		cfg := DefaultConfig()
+		cfg := cluster.DefaultConfig()
 		cfg.Transport, cfg.Clock, cfg.NumKeys = "tcp", ck, 5000
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		c, err := Start(ctx, cfg)
+		c, err := cluster.Start(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := Smoke{Keys: 5000, Batch: 500, Rounds: 10, Seed: 3}
+		s := smoke.Config{Keys: 5000, Batch: 500, Rounds: 10, Seed: 3}
 		checked := make(chan bool, 2)
 		err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
 			r, err := s.Run(ctx, w, c.NumWorkers())
