@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"colo/ps/node"
 	"context"
 	"fmt"
 	"sync"
@@ -112,7 +113,7 @@ func BenchmarkPlainTCP(b *testing.B) {
 // TCP loopback: scheduler, registration, endpoints, address book.
 func BenchmarkClusterStart(b *testing.B) {
 	cfg := DefaultConfig()
-	cfg.Transport = "tcp"
+	cfg.Network = node.TCP{}
 	for b.Loop() {
 		c, err := Start(context.Background(), cfg)
 		if err != nil {

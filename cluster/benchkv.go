@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"colo/ps/clock"
+	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/worker"
 	"colo/transport"
@@ -216,9 +217,9 @@ func benchPlain(ctx context.Context, shape [2]int, d time.Duration, kind kvKind,
 func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) Config {
 	cfg := DefaultConfig()
 	cfg.Machines, cfg.Servers, cfg.Workers = 0, servers, workers
-	cfg.Transport, cfg.NumKeys, cfg.Clock = "tcp", numKeys, clock.Config{Mode: clock.Async}
+	cfg.NumKeys, cfg.Clock = numKeys, clock.Config{Mode: clock.Async}
 	cfg.Timeout = 10 * time.Second
-	cfg.TCP = func(c *tcp.Config) { c.Frame.RawKeys = rawKeys }
+	cfg.Network = node.TCP{Tune: func(c *tcp.Config) { c.Frame.RawKeys = rawKeys }}
 	return cfg
 }
 

@@ -44,7 +44,6 @@ import (
 	"colo/ps/worker"
 	"colo/transport"
 	"colo/transport/mem"
-	"colo/transport/tcp"
 )
 
 // Config configures a cluster.
@@ -53,12 +52,16 @@ type Config struct {
 	// and a worker; otherwise Servers and Workers run separately.
 	Machines         int
 	Servers, Workers int
-	// Transport is "mem" (in-memory) or "tcp" (loopback).
-	Transport string
-	// Mem configures the in-memory network.
-	Mem mem.Config
-	// TCP, when not nil, adjusts each TCP endpoint.
-	TCP   func(*tcp.Config)
+	// Network is what the nodes talk over: nil for a new in-memory
+	// network (transport/mem) that the cluster shapes and closes;
+	// node.Mem{Net} for an in-memory network of the caller's (shaped, not
+	// closed), node.TCP{} for TCP on loopback (the cluster adds its token
+	// and the emulated rates to each endpoint's Tune). Any other
+	// node.Network is used as it is.
+	Network node.Network
+	// Mem configures the in-memory network Start makes when Network is
+	// nil.
+	Mem   mem.Config
 	Token string
 	// Table, NumKeys, Width and Clock are the job's (see sched.Config).
 	Table   *route.Table
@@ -93,7 +96,7 @@ type Config struct {
 // a 50 ms heartbeat and a 1 s timeout.
 func DefaultConfig() Config {
 	return Config{
-		Machines: 2, Transport: "mem", Mem: mem.DefaultConfig(), Token: "colo",
+		Machines: 2, Mem: mem.DefaultConfig(), Token: "colo",
 		Width: 1, Clock: clock.DefaultConfig(), Heartbeat: 50 * time.Millisecond, Timeout: time.Second,
 	}
 }
@@ -105,9 +108,6 @@ func (c Config) Validate() error {
 	}
 	if c.Machines == 0 && (c.Servers < 1 || c.Workers < 1) {
 		return fmt.Errorf("cluster: Servers %d and Workers %d must be at least 1 without Machines", c.Servers, c.Workers)
-	}
-	if c.Transport != "mem" && c.Transport != "tcp" {
-		return fmt.Errorf("cluster: Transport %q is not mem or tcp", c.Transport)
 	}
 	if !(c.LinkBandwidth >= 0) || c.LinkBandwidth > maxRate {
 		return fmt.Errorf("cluster: LinkBandwidth %v out of range [0, %g]", c.LinkBandwidth, maxRate)
@@ -156,20 +156,10 @@ func (c Config) hostOf(id transport.NodeID) (int, bool) {
 	return 0, false
 }
 
-// rate returns the emulated rate of the link from node id to peer, 0 for
-// unlimited: the smaller of LinkBandwidth and the matrix's entry between
-// their machines, for two nodes on distinct machines.
-func (c Config) rate(id, peer transport.NodeID) float64 {
-	a, okA := c.hostOf(id)
-	b, okB := c.hostOf(peer)
-	if !okA || !okB || a == b {
-		return 0
-	}
-	r := c.LinkBandwidth
-	if c.Bandwidth != nil {
-		r = transport.MinRate(r, c.Bandwidth.Rate(a, b))
-	}
-	return r
+// rates returns the emulated rate policy of TCP links: LinkBandwidth and
+// Bandwidth between the machines hostOf says.
+func (c Config) rates() node.Rates {
+	return node.Rates{Link: c.LinkBandwidth, Matrix: c.Bandwidth, Host: c.hostOf}
 }
 
 // shapeMem places the endpoints on hosts and sets the interfaces and the
@@ -211,27 +201,6 @@ func (c Config) shapeMem(net *mem.Network) error {
 	return nil
 }
 
-// tuneTCP returns cfg.TCP with the emulated rates added to each
-// endpoint's.
-func (c Config) tuneTCP() func(*tcp.Config) {
-	if c.LinkBandwidth == 0 && c.Bandwidth == nil {
-		return c.TCP
-	}
-	return func(tc *tcp.Config) {
-		if c.TCP != nil {
-			c.TCP(tc)
-		}
-		self, prev := tc.ID, tc.Rate
-		tc.Rate = func(peer transport.NodeID) float64 {
-			r := c.rate(self, peer)
-			if prev != nil {
-				r = transport.MinRate(r, prev(peer))
-			}
-			return r
-		}
-	}
-}
-
 // sizes returns the number of servers and workers.
 func (c Config) sizes() (int, int) {
 	if c.Machines > 0 {
@@ -248,6 +217,7 @@ type Cluster struct {
 	workers []*node.Node // by worker rank
 	nodes   []*node.Node // every node once
 	net     *mem.Network
+	ownNet  bool // net was made by Start and is closed by Close
 	// schedAddr is the scheduler's TCP address.
 	schedAddr string
 	once      sync.Once
@@ -267,37 +237,23 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{cfg: cfg}
-	var network node.Network
-	var sep transport.Endpoint
+	network, err := c.network()
+	if err != nil {
+		return nil, err
+	}
+	sep, err := network.Listen(proto.SchedulerID)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
 	schedAddr := ""
-	if cfg.Transport == "mem" {
-		var err error
-		if c.net, err = mem.New(cfg.Mem); err != nil {
-			return nil, err
-		}
-		network = node.Mem{Net: c.net}
-		if err := cfg.shapeMem(c.net); err != nil {
-			return nil, err
-		}
-		if sep, err = c.net.Attach(proto.SchedulerID); err != nil {
-			return nil, err
-		}
-	} else {
-		tc := tcp.DefaultConfig()
-		tc.ID, tc.Token = proto.SchedulerID, cfg.Token
-		if cfg.TCP != nil {
-			cfg.TCP(&tc)
-		}
-		ep, err := tcp.Listen(tc)
-		if err != nil {
-			return nil, err
-		}
-		sep, schedAddr = ep, ep.Addr().String()
-		network = node.TCP{Host: "127.0.0.1", Token: cfg.Token, Tune: cfg.tuneTCP()}
+	if _, ok := network.(node.Mem); !ok {
+		schedAddr = sep.Addr()
 	}
 	s, err := sched.Start(sc, sep, cfg.Logf)
 	if err != nil {
 		sep.Close()
+		c.Close()
 		return nil, err
 	}
 	c.sched, c.schedAddr = s, schedAddr
@@ -350,6 +306,38 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// network returns the nodes' network of c.cfg, shaped: a new in-memory
+// one (owned, closed by Close) when the configuration has none.
+func (c *Cluster) network() (node.Network, error) {
+	cfg := c.cfg
+	switch n := cfg.Network.(type) {
+	case nil:
+		net, err := mem.New(cfg.Mem)
+		if err != nil {
+			return nil, err
+		}
+		c.net, c.ownNet = net, true
+		if err := cfg.shapeMem(net); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return node.Mem{Net: net}, nil
+	case node.Mem:
+		c.net = n.Net
+		if err := cfg.shapeMem(n.Net); err != nil {
+			return nil, err
+		}
+		return n, nil
+	case node.TCP:
+		if n.Token == "" {
+			n.Token = cfg.Token
+		}
+		n.Tune = cfg.rates().Tune(n.Tune)
+		return n, nil
+	}
+	return cfg.Network, nil
 }
 
 // SchedulerAddr returns the scheduler's TCP address, "" in memory.
@@ -415,7 +403,7 @@ func (c *Cluster) Close() error {
 		if c.sched != nil {
 			c.sched.Close()
 		}
-		if c.net != nil {
+		if c.net != nil && c.ownNet {
 			c.net.Close()
 		}
 	})

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"colo/ps/node"
 	"context"
 	"errors"
 	"fmt"
@@ -175,7 +176,7 @@ func TestConformance(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%v/%s", tr, ck, topo), func(t *testing.T) {
 					t.Parallel()
 					cfg := DefaultConfig()
-					cfg.Transport, cfg.Clock, cfg.NumKeys = tr, ck, numKeys
+					cfg.Network, cfg.Clock, cfg.NumKeys = networkOf(tr), ck, numKeys
 					if topo == "machines" {
 						cfg.Machines = 3
 					} else {
@@ -201,7 +202,7 @@ func TestNodeFailure(t *testing.T) {
 				t.Parallel()
 				cfg := DefaultConfig()
 				cfg.Machines, cfg.Servers, cfg.Workers = 0, 2, 2
-				cfg.Transport, cfg.NumKeys = tr, numKeys
+				cfg.Network, cfg.NumKeys = networkOf(tr), numKeys
 				cfg.Heartbeat, cfg.Timeout = 20*time.Millisecond, 300*time.Millisecond
 				c, _ := startTest(t, cfg, 20*time.Second)
 				dead := c.ServerNode(1)
@@ -288,7 +289,7 @@ func TestWrongToken(t *testing.T) {
 	for _, tr := range []string{"mem", "tcp"} {
 		t.Run(tr, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Transport = tr
+			cfg.Network = networkOf(tr)
 			var mu sync.Mutex
 			var logs []string
 			cfg.Logf = func(f string, a ...any) {
@@ -353,4 +354,13 @@ func startTest(t *testing.T, cfg Config, timeout time.Duration) (*Cluster, conte
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, ctx
+}
+
+// networkOf returns the nodes' network a test names: "tcp" for TCP on
+// loopback, anything else for the cluster's own in-memory network.
+func networkOf(name string) node.Network {
+	if name == "tcp" {
+		return node.TCP{}
+	}
+	return nil
 }

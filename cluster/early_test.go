@@ -28,7 +28,7 @@ func TestDensePushSumsExactly(t *testing.T) {
 		t.Run(fmt.Sprint(ck.Mode), func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Machines, cfg.Servers, cfg.Workers = 0, 2, 2
-			cfg.Transport, cfg.NumKeys, cfg.Clock = "tcp", numKeys, ck
+			cfg.Network, cfg.NumKeys, cfg.Clock = node.TCP{}, numKeys, ck
 			cfg.Timeout = 20 * time.Second
 			c, err := Start(context.Background(), cfg)
 			if err != nil {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"colo/ps/node"
 	"context"
 	"strings"
 	"testing"
@@ -19,10 +20,10 @@ func TestPullLandsInPlace(t *testing.T) {
 	const n = 1 << 16 // keys per server
 	cfg := DefaultConfig()
 	cfg.Machines, cfg.Servers, cfg.Workers = 0, 2, 1
-	cfg.Transport, cfg.NumKeys, cfg.Clock = "tcp", 2*n, clock.Config{Mode: clock.Async}
+	cfg.Network, cfg.NumKeys, cfg.Clock = node.TCP{}, 2*n, clock.Config{Mode: clock.Async}
 	cfg.Timeout = 10 * time.Second
 	// Room for a pull of n/2 values, not for one of n.
-	cfg.TCP = func(c *tcp.Config) { c.Frame.MaxFrame = 3 * n }
+	cfg.Network = node.TCP{Tune: func(c *tcp.Config) { c.Frame.MaxFrame = 3 * n }}
 	c, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"colo/ps/node"
 	"context"
 	"math"
 	"strings"
@@ -144,7 +145,7 @@ func TestShapeValidate(t *testing.T) {
 		{proto.WorkerID(0), proto.SchedulerID, 0},    // control traffic
 		{proto.Provisional(9), proto.SchedulerID, 0}, // registration
 	} {
-		if got := cfg.rate(c.from, c.to); got != c.want {
+		if got := cfg.rates().Rate(c.from, c.to); got != c.want {
 			t.Errorf("%s → %s: %v, want %v", proto.Name(c.from), proto.Name(c.to), got, c.want)
 		}
 	}
@@ -159,7 +160,7 @@ func TestLinkBandwidthTCP(t *testing.T) {
 		rate = 10e6
 	)
 	cfg := DefaultConfig()
-	cfg.Transport = "tcp"
+	cfg.Network = node.TCP{}
 	cfg.Clock = clock.Config{Mode: clock.Async}
 	cfg.NumKeys = 2 * n
 	cfg.LinkBandwidth = rate

@@ -43,20 +43,24 @@ func Local(app App, cfg Config) ([]Pass, []float32, error) {
 		var samples, correct int
 		for b := range s.Batches {
 			keys := part.Keys(b)
-			vals, grad = grow(vals, len(keys)*W), grow(grad, len(keys)*W)
-			for i, k := range keys {
+			vals, grad = grow(vals, keys.Len()*W), grow(grad, keys.Len()*W)
+			i := 0
+			keys.Each(func(k uint64) {
 				copy(vals[i*W:(i+1)*W], model[int(k)*W:])
-			}
+				i++
+			})
 			clear(grad)
 			l, m, c := part.Step(b, vals, grad, scale)
 			loss, samples, correct = loss+l, samples+m, correct+c
-			for i, k := range keys {
+			i = 0
+			keys.Each(func(k uint64) {
 				o := int(k) * W
 				for j := range st {
 					st[j] = states[j][o : o+W]
 				}
 				rule.Update(model[o:o+W], grad[i*W:(i+1)*W], st)
-			}
+				i++
+			})
 			rounds++
 		}
 		pass := Pass{Pass: p + 1, Rounds: rounds}

@@ -16,14 +16,69 @@ type Part interface {
 	// Batches returns the number of batches (rounds) per pass; it is the
 	// same on every machine.
 	Batches() int
-	// Keys returns the sorted keys batch b reads and writes.
-	Keys(b int) []uint64
+	// Keys returns the keys batch b reads and writes: a sorted list for a
+	// sparse model, a range for a dense one.
+	Keys(b int) Keys
 	// Step computes batch b at the pulled values vals of Keys(b): it
 	// returns the summed loss and the number of samples (and of those
 	// predicted right, when the application predicts classes), adds
 	// scale times the gradient of the summed loss to grad (laid out like
 	// vals) and may update state the part keeps locally.
 	Step(b int, vals, grad []float32, scale float32) (loss float64, samples, correct int)
+}
+
+// Keys are the keys of a batch: the sorted list List (a sparse model's
+// batch reads the features its samples have) or, when List is nil, the
+// range [Begin, End) (a dense model reads a block of its parameters).
+// Loop pulls and pushes a list with Worker.Pull and Push, a range with
+// PullRange and PushRange; the values are laid out key after key, Width
+// values each, in both cases.
+type Keys struct {
+	List       []uint64
+	Begin, End uint64
+}
+
+// ListKeys returns the keys of a sorted list.
+func ListKeys(list []uint64) Keys { return Keys{List: list} }
+
+// RangeKeys returns the keys [begin, end).
+func RangeKeys(begin, end uint64) Keys { return Keys{Begin: begin, End: end} }
+
+// Len returns the number of keys.
+func (k Keys) Len() int {
+	if k.List != nil {
+		return len(k.List)
+	}
+	return int(k.End - k.Begin)
+}
+
+// Each calls f with every key in increasing order.
+func (k Keys) Each(f func(key uint64)) {
+	if k.List != nil {
+		for _, key := range k.List {
+			f(key)
+		}
+		return
+	}
+	for key := k.Begin; key < k.End; key++ {
+		f(key)
+	}
+}
+
+// pull pulls the values of k into vals on w.
+func (k Keys) pull(w *worker.Worker, vals []float32) error {
+	if k.List != nil {
+		return w.Pull(k.List, vals).Wait()
+	}
+	return w.PullRange(k.Begin, k.End, vals).Wait()
+}
+
+// push pushes grad, the values of k, on w.
+func (k Keys) push(w *worker.Worker, grad []float32) error {
+	if k.List != nil {
+		return w.Push(k.List, grad).Wait()
+	}
+	return w.PushRange(k.Begin, grad).Wait()
 }
 
 // Schedule says how long to train.
@@ -95,15 +150,15 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 		var samples, correct int
 		for b := range s.Batches {
 			keys := part.Keys(b)
-			n := len(keys) * width
+			n := keys.Len() * width
 			vals, grad = grow(vals, n), grow(grad, n)
-			if err := w.Pull(keys, vals).Wait(); err != nil {
+			if err := keys.pull(w, vals); err != nil {
 				return passes, fmt.Errorf("pass %d round %d: pull: %w", p, rounds, err)
 			}
 			clear(grad)
 			l, m, c := part.Step(b, vals, grad, scale)
 			loss, samples, correct = loss+l, samples+m, correct+c
-			if err := w.Push(keys, grad).Wait(); err != nil {
+			if err := keys.push(w, grad); err != nil {
 				return passes, fmt.Errorf("pass %d round %d: push: %w", p, rounds, err)
 			}
 			rounds++

@@ -1,28 +1,45 @@
-// Package train trains models on the parameter server with the data and
-// parameters where a placement put them: sparse logistic regression
-// (binary and multinomial) and matrix factorisation, the workloads of
-// seeds 000 and 001 (§6.3 and §5.5).
+// Package train is the training engine of the parameter server: a job
+// (Job: the application, its data, the placement, the consistency model,
+// the update rule and the links), the per-worker loop that every
+// deployment runs (Loop and Work), and Run, which trains a job on a
+// Deployer and assembles the Result. The applications themselves (sparse
+// logistic regression, matrix factorisation, the models of later seeds)
+// live in the packages under app/, behind the App interface; the
+// registry that finds one by name is package app.
 //
-// A sample's path: the loader reads it into a graph.Graph; TrainRows
-// turns it into a row of keys and values; the placement (partition)
-// puts it on machine Data[u], whose Part cuts its samples into batches;
-// each round the machine's worker pulls the batch's keys from the
-// servers that own them (Param[v], through route.FromPlacement), computes
-// the gradient and pushes it back. Run does all of it in one process on
-// a cluster.Cluster; Loop is the per-worker loop any deployment runs.
+// A sample's path: the application loads its file (app/lr reads a
+// graph.Graph); the placement (package partition) puts the sample on
+// machine Data[u] and each key on server Param[v]; App.Part cuts the
+// machine's samples into the batches of a pass; each round Loop pulls the
+// batch's keys (a sorted list for a sparse model, a range for a dense
+// one) from the servers that own them (ps/route.FromPlacement), Part.Step
+// computes the gradient, and Loop pushes it back.
+//
+// A Deployer runs the cluster: package cluster in this process (over the
+// in-memory network or TCP on loopback), package launch as processes on
+// loopback or in network namespaces. Every deployment runs the same Work
+// on every worker, so a BSP job gives the same passes and evaluation bit
+// for bit in each. RunMachine is what one machine of a cluster of
+// processes runs.
+//
+//	job := train.DefaultJob()
+//	job.App, job.Data.Train, job.Placement = "lr", "news20.svm", "parsa"
+//	a, _ := app.Open(job)                               // the registry
+//	res, err := train.Run(ctx, job, a, p, cluster.InProcess{})
+//	res.Placed(partitionSeconds, cost)                  // the caller labels
 package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
-	"colo/cluster"
 	"colo/placement"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
-	"colo/ps/route"
 	"colo/ps/update"
 	"colo/ps/worker"
 	"colo/transport"
@@ -31,11 +48,11 @@ import (
 // App is a model ready to train on a placement: it cuts each machine's
 // samples into parts and evaluates the trained model.
 type App interface {
-	// Name is "lr" or "mf".
+	// Name is the application's name in the registry: "lr", "mf".
 	Name() string
 	// Width is the number of values per key.
 	Width() int
-	// NumSamples and NumKeys are the sizes of the training graph: the
+	// NumSamples and NumKeys are the sizes of the training data: the
 	// samples the placement places and the keys of the servers.
 	NumSamples() int
 	NumKeys() int
@@ -61,43 +78,94 @@ type Eval struct {
 	RMSE     *float64 `json:"test_rmse,omitempty"`
 }
 
-// Config is a training job's settings, apart from the data and placement.
+// Config is a training job's settings, apart from the application, the
+// data and the placement.
 type Config struct {
 	// Machines is K, the number of machines (a server and a worker each).
-	Machines int
-	// Clock is the consistency model.
-	Clock clock.Config
-	// Rule is the servers' update rule.
-	Rule update.Config
+	Machines int `json:"machines"`
+	// Clock is the consistency model, written "bsp", "async" or "ssp:τ".
+	Clock clock.Config `json:"consistency"`
+	// Rule is the servers' update rule. The summing rule does not train.
+	Rule update.Config `json:"rule"`
 	// Batch is the number of samples per round over all machines; 0 is
 	// full-batch rounds.
-	Batch int
+	Batch int `json:"batch"`
 	// Epsilon and MaxPasses are the stopping criterion (see Schedule).
-	Epsilon   float64
-	MaxPasses int
+	Epsilon   float64 `json:"epsilon"`
+	MaxPasses int     `json:"max_passes"`
 	// Seed seeds the batches and the models' initial values.
-	Seed uint64
-	// Transport is "mem" (in-memory, the default) or "tcp" (loopback).
-	Transport string
+	Seed uint64 `json:"seed"`
 	// LinkBandwidth is each machine's network rate in bytes per second
-	// (0: unlimited), and Bandwidth a matrix of machine-to-machine rates.
-	LinkBandwidth float64
-	Bandwidth     *transport.Bandwidth
-	// Progress, when set, is called after every pass.
-	Progress Progress
+	// (0: unlimited), and Bandwidth a matrix of machine-to-machine rates;
+	// at most one of them is set. What they limit depends on the
+	// deployment (see package cluster and launch).
+	LinkBandwidth float64              `json:"link_bandwidth_bytes_per_s,omitempty"`
+	Bandwidth     *transport.Bandwidth `json:"bandwidth_matrix,omitempty"`
+	// Progress, when set, is called on machine 0 after every pass.
+	Progress Progress `json:"-"`
 	// Logf, when set, receives the cluster's log lines.
-	Logf func(format string, args ...any)
+	Logf func(format string, args ...any) `json:"-"`
 }
 
 // DefaultConfig returns 4 machines, BSP, AdaGrad with learning rate 0.5,
-// full-batch rounds, ε = 1e-4 (seed 000) and at most 200 passes.
+// full-batch rounds, ε = 1e-4 (seed 000) and at most 200 passes. An
+// application may change the rule's defaults (app.DefaultJob).
 func DefaultConfig() Config {
 	r := update.DefaultConfig()
 	r.Name, r.LR = "adagrad", 0.5
 	return Config{
 		Machines: 4, Clock: clock.DefaultConfig(), Rule: r,
-		Epsilon: 1e-4, MaxPasses: 200, Seed: 1, Transport: "mem",
+		Epsilon: 1e-4, MaxPasses: 200, Seed: 1,
 	}
+}
+
+// maxRate bounds rates in bytes per second.
+const maxRate = 1e18
+
+// Validate checks c; errors name the field (as a job file spells it) and
+// the bound.
+func (c Config) Validate() error {
+	if c.Machines < 1 {
+		return fmt.Errorf("machines %d: want at least 1", c.Machines)
+	}
+	if err := c.Clock.Validate(); err != nil {
+		return fmt.Errorf("consistency: %w", err)
+	}
+	if c.Rule.Name == "sum" {
+		return errors.New("rule.name sum does not train: want sgd, adagrad or ftrl")
+	}
+	if err := c.Rule.Validate(); err != nil {
+		return fmt.Errorf("rule: %w", err)
+	}
+	if c.Batch < 0 {
+		return fmt.Errorf("batch %d: want 0 (full batch) or a positive number of samples", c.Batch)
+	}
+	if !(c.Epsilon >= 0) || math.IsInf(c.Epsilon, 0) {
+		return fmt.Errorf("epsilon %v: want a finite value ≥ 0", c.Epsilon)
+	}
+	if c.MaxPasses < 1 {
+		return fmt.Errorf("max_passes %d: want at least 1", c.MaxPasses)
+	}
+	if !(c.LinkBandwidth >= 0) || c.LinkBandwidth > maxRate {
+		return fmt.Errorf("link_bandwidth_bytes_per_s %v: want [0, %g]", c.LinkBandwidth, maxRate)
+	}
+	if b := c.Bandwidth; b != nil {
+		if c.LinkBandwidth > 0 {
+			return errors.New("link_bandwidth_bytes_per_s and bandwidth_matrix exclude each other")
+		}
+		if b.K != c.Machines {
+			return fmt.Errorf("bandwidth_matrix is for %d machines, machines is %d", b.K, c.Machines)
+		}
+		if len(b.Rates) != b.K*b.K {
+			return fmt.Errorf("bandwidth_matrix has %d rates, want %d×%d", len(b.Rates), b.K, b.K)
+		}
+		for i, r := range b.Rates {
+			if !(r >= 0) || r > maxRate {
+				return fmt.Errorf("bandwidth_matrix rate %d→%d = %v: want [0, %g]", i/b.K, i%b.K, r, maxRate)
+			}
+		}
+	}
+	return nil
 }
 
 // Result is the outcome of one training job, as written to the JSON
@@ -146,110 +214,113 @@ type Result struct {
 	FinalTrainLoss float64 `json:"final_train_loss"`
 	Eval
 	RoundsDetail []Pass `json:"rounds_detail"`
+
+	// batches is the number of batches of a pass, width the values per
+	// key.
+	batches, width int
 }
 
-// Run trains app on an in-process cluster of cfg.Machines machines with
-// the data and parameters placed by p, whose partitioning took
-// partitionSeconds (reported, not measured here).
-func Run(ctx context.Context, app App, p *placement.Placement, name string, partitionSeconds float64, cost *placement.Cost, cfg Config) (*Result, error) {
-	k := cfg.Machines
-	if p.K != k {
-		return nil, fmt.Errorf("train: the placement %s is for %d machines, the job has %d", name, p.K, k)
+// Placed labels r with what the placement cost: the seconds partitioning
+// took (added to the total) and its cost-model evaluation (nil: none).
+func (r *Result) Placed(seconds float64, cost *placement.Cost) {
+	r.PartitionSeconds = seconds
+	r.TotalSeconds += seconds
+	if cost == nil {
+		return
 	}
-	if len(p.Data) != app.NumSamples() || len(p.Param) != app.NumKeys() {
-		return nil, fmt.Errorf("train: the placement %s places %d samples and %d parameters, the data has %d and %d",
-			name, len(p.Data), len(p.Param), app.NumSamples(), app.NumKeys())
+	r.TMax, r.TSum = cost.TMax, cost.TSum
+	if r.batches == 1 {
+		r.PredictedInterValues = cost.TSum * int64(r.width) * int64(r.Rounds)
 	}
-	sched := NewSchedule(app, cfg)
-	batches := sched.Batches
-	if err := sched.Validate(); err != nil {
+}
+
+// Deployer runs the cluster of a job: it starts a scheduler and
+// Config.Machines machines, runs Work on every worker with the parts and
+// schedule of the Deployment and reports what happened. Package cluster
+// deploys in this process, package launch as processes.
+type Deployer interface {
+	Deploy(ctx context.Context, d *Deployment) (*Outcome, error)
+}
+
+// Deployment is what a Deployer runs.
+type Deployment struct {
+	Job       Job
+	App       App
+	Placement *placement.Placement
+	// Schedule is the job's schedule for the application.
+	Schedule Schedule
+}
+
+// Part returns machine rank's part of the deployment.
+func (d *Deployment) Part(rank int) Part {
+	return d.App.Part(rank, Shard(d.Placement, rank), d.Schedule.Batches, d.Job.Config.Seed)
+}
+
+// Outcome is what a Deployer reports.
+type Outcome struct {
+	// Work is worker 0's result.
+	Work WorkerResult
+	// Stats are the counters of every node at the end of training, before
+	// the evaluation.
+	Stats []node.Stats
+	// InterValues is the sum of the machines' PartInterValues.
+	InterValues int64
+	// StartSeconds is the time until every node ran, Seconds the whole
+	// deployment's.
+	StartSeconds, Seconds float64
+}
+
+// Run trains the job's application app on the deployment d with the
+// data and parameters placed by p, and returns the result, labelled with
+// the job's placement name; the caller adds what the placement cost
+// (Result.Placed).
+func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deployer) (*Result, error) {
+	if err := job.Validate(); err != nil {
 		return nil, err
 	}
-	rule, err := update.New(cfg.Rule)
+	dep, err := NewDeployment(job, app, p)
 	if err != nil {
 		return nil, err
 	}
-	table, err := route.FromPlacement(p.Param, k)
+	out, err := d.Deploy(ctx, dep)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("train: %s on %s: %w", app.Name(), job.Placement, err)
 	}
-	parts := make([]Part, k)
-	for i := range k {
-		parts[i] = app.Part(i, Shard(p, i), batches, cfg.Seed)
+	cfg := job.Config
+	res := &Result{
+		App: app.Name(), Placement: job.Placement, Machines: cfg.Machines, Consistency: cfg.Clock.Name(),
+		Updater: cfg.Rule.Name, Batch: cfg.Batch, LinkBandwidth: cfg.LinkBandwidth,
+		StartSeconds: out.StartSeconds, TotalSeconds: out.Seconds, InterValues: out.InterValues,
+		batches: dep.Schedule.Batches, width: app.Width(),
 	}
-
-	res := NewResult(app, name, partitionSeconds, cost, cfg)
-
-	cc := cluster.DefaultConfig()
-	cc.Machines, cc.Transport = k, cfg.Transport
-	if cc.Transport == "" {
-		cc.Transport = "mem"
+	w := out.Work
+	res.TrainSeconds, res.EvalSeconds = w.TrainSeconds, w.EvalSeconds
+	res.RoundsDetail = w.Passes
+	if n := len(w.Passes); n > 0 {
+		last := w.Passes[n-1]
+		res.Rounds, res.Passes, res.FinalTrainLoss = last.Rounds, last.Pass, last.TrainLoss
 	}
-	cc.Table, cc.NumKeys, cc.Width, cc.Clock, cc.Rule = table, uint64(app.NumKeys()), app.Width(), cfg.Clock, rule
-	cc.LinkBandwidth, cc.Bandwidth = cfg.LinkBandwidth, cfg.Bandwidth
-	cc.Heartbeat, cc.Timeout = 200*time.Millisecond, 30*time.Second
-	cc.Logf = cfg.Logf
-	t0 := time.Now()
-	c, err := cluster.Start(ctx, cc)
-	if err != nil {
-		return nil, fmt.Errorf("train: starting the cluster: %w", err)
-	}
-	defer c.Close()
-	res.StartSeconds = time.Since(t0).Seconds()
-
-	outs := make([]WorkerResult, k)
-	var trained []node.Stats
-	counted := AfterTraining(app, func(rank int) {
-		if rank == 0 {
-			trained = c.Stats()
-		}
-	})
-	err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
-		var err error
-		outs[w.Rank()], err = Work(ctx, w, counted, parts[w.Rank()], sched, cfg.Progress)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("train: %s on %s: %w", app.Name(), name, err)
-	}
-	res.SetWork(outs[0])
-	res.TotalSeconds = res.PartitionSeconds + res.StartSeconds + res.TrainSeconds + res.EvalSeconds
-	res.AddTraffic(trained)
-	res.InterValues = InterValues(parts, p, app.Width(), res.Passes)
-	if cost != nil && batches == 1 {
-		res.PredictedInterValues = cost.TSum * int64(app.Width()) * int64(res.Rounds)
-	}
+	res.Eval = w.Eval
+	res.addTraffic(out.Stats)
 	return res, nil
 }
 
-// consistencyName names a clock configuration as the command line does.
-func consistencyName(c clock.Config) string {
-	switch c.Mode {
-	case clock.Bounded:
-		return fmt.Sprintf("ssp:%d", c.Tau)
-	case clock.Async:
-		return "async"
+// NewDeployment checks that p places app's samples and keys on the job's
+// machines and returns the deployment with the job's schedule.
+func NewDeployment(job Job, app App, p *placement.Placement) (*Deployment, error) {
+	k := job.Config.Machines
+	if p.K != k {
+		return nil, fmt.Errorf("train: the placement %s is for %d machines, the job has %d", job.Placement, p.K, k)
 	}
-	return "bsp"
-}
-
-// ParseConsistency reads bsp, async or ssp:τ.
-func ParseConsistency(s string) (clock.Config, error) {
-	switch s {
-	case "bsp":
-		return clock.Config{Mode: clock.BSP}, nil
-	case "async":
-		return clock.Config{Mode: clock.Async}, nil
+	if len(p.Data) != app.NumSamples() || len(p.Param) != app.NumKeys() {
+		return nil, fmt.Errorf("train: the placement %s places %d samples and %d parameters, the data has %d and %d",
+			job.Placement, len(p.Data), len(p.Param), app.NumSamples(), app.NumKeys())
 	}
-	var tau int
-	if _, err := fmt.Sscanf(s, "ssp:%d", &tau); err == nil && fmt.Sprintf("ssp:%d", tau) == s {
-		c := clock.Config{Mode: clock.Bounded, Tau: tau}
-		if err := c.Validate(); err != nil {
-			return c, err
-		}
-		return c, nil
+	s := NewSchedule(app, job.Config)
+	if err := s.Validate(); err != nil {
+		return nil, err
 	}
-	return clock.Config{}, fmt.Errorf("consistency %q: want bsp, async or ssp:τ with τ ≥ 1", s)
+	return &Deployment{Job: job, App: app, Placement: p, Schedule: s}, nil
 }
 
 // WorkerResult is what Work returns on one worker.
@@ -288,18 +359,6 @@ func Work(ctx context.Context, w *worker.Worker, app App, part Part, s Schedule,
 	return res, nil
 }
 
-// SetWork fills the fields of r that worker 0's result gives: times of
-// training and evaluation, passes, rounds, final loss and evaluation.
-func (r *Result) SetWork(w WorkerResult) {
-	r.TrainSeconds, r.EvalSeconds = w.TrainSeconds, w.EvalSeconds
-	r.RoundsDetail = w.Passes
-	if n := len(w.Passes); n > 0 {
-		last := w.Passes[n-1]
-		r.Rounds, r.Passes, r.FinalTrainLoss = last.Rounds, last.Pass, last.TrainLoss
-	}
-	r.Eval = w.Eval
-}
-
 // NewSchedule returns the schedule of cfg for app.
 func NewSchedule(app App, cfg Config) Schedule {
 	batches := 1
@@ -309,10 +368,10 @@ func NewSchedule(app App, cfg Config) Schedule {
 	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, Samples: app.NumSamples(), Batches: batches}
 }
 
-// AddTraffic adds the data bytes the nodes sent to r: between a machine's
+// addTraffic adds the data bytes the nodes sent to r: between a machine's
 // worker and its own server (inner) and between machines (inter), control
 // messages to and from the scheduler excluded.
-func (r *Result) AddTraffic(stats []node.Stats) {
+func (r *Result) addTraffic(stats []node.Stats) {
 	for _, st := range stats {
 		for _, l := range st.Links {
 			if l.From == proto.SchedulerID || l.To == proto.SchedulerID {
@@ -328,13 +387,17 @@ func (r *Result) AddTraffic(stats []node.Stats) {
 	}
 }
 
-// InterValues returns the number of values the machines' parts push to
-// and pull from other machines' servers in the given number of passes
-// (parts[i] is machine i's): the sum of their PartInterValues.
-func InterValues(parts []Part, p *placement.Placement, width, passes int) int64 {
+// PartInterValues returns the values machine rank's part pushes to and
+// pulls from other machines' servers in the given number of passes: each
+// key of a batch owned by another machine costs 2·width values per pass.
+func PartInterValues(part Part, rank int, p *placement.Placement, width, passes int) int64 {
 	var n int64
-	for i, part := range parts {
-		n += PartInterValues(part, i, p, width, passes)
+	for b := range part.Batches() {
+		part.Keys(b).Each(func(key uint64) {
+			if int(p.Param[key]) != rank {
+				n += int64(2 * width * passes)
+			}
+		})
 	}
 	return n
 }
@@ -359,4 +422,29 @@ func (a *afterTraining) Evaluate(ctx context.Context, w *worker.Worker, part Par
 		return Eval{}, err
 	}
 	return a.App.Evaluate(ctx, w, part)
+}
+
+// PullModel pulls the values of keys [0, numKeys) from the servers.
+func PullModel(w *worker.Worker, numKeys int) ([]float32, error) {
+	keys := make([]uint64, numKeys)
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	model := make([]float32, numKeys*w.Width())
+	if err := w.Pull(keys, model).Wait(); err != nil {
+		return nil, err
+	}
+	return model, nil
+}
+
+// Shard returns the samples that placement p puts on machine w, in
+// increasing order.
+func Shard(p *placement.Placement, w int) []int32 {
+	var s []int32
+	for u, m := range p.Data {
+		if int(m) == w {
+			s = append(s, int32(u))
+		}
+	}
+	return s
 }

@@ -14,8 +14,8 @@ import (
 // traffic sent by machine i, column j for traffic received by machine j; 0
 // means unlimited. It emulates heterogeneous networks with token buckets.
 type Bandwidth struct {
-	K     int
-	Rates []float64 // row-major, K×K
+	K     int       `json:"k"`
+	Rates []float64 `json:"rates"` // row-major, K×K
 }
 
 // Rate returns the rate from machine i to machine j in bytes per second,

@@ -8,13 +8,14 @@ import (
 	"colo/app/smoke"
 	"colo/cluster"
 	"colo/ps/clock"
+	"colo/ps/node"
 	"colo/ps/worker"
 )
 
 func TestSmokeInProcess(t *testing.T) {
 	for _, ck := range []clock.Config{{Mode: clock.BSP}, {Mode: clock.Async}} {
 		cfg := cluster.DefaultConfig()
-		cfg.Transport, cfg.Clock, cfg.NumKeys = "tcp", ck, 5000
+		cfg.Network, cfg.Clock, cfg.NumKeys = node.TCP{}, ck, 5000
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		c, err := cluster.Start(ctx, cfg)
 		if err != nil {

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"colo/app"
+	"colo/app/sparse"
+	"colo/cluster"
 	"colo/datasets"
 	"colo/graph"
 	"colo/train"
@@ -28,10 +31,11 @@ func runDemo(e *env, args []string) error {
 		return err
 	}
 	t := trainFlags{
-		app: "lr", machines: *k, consistency: "bsp", bandwidth: *link, updater: "adagrad",
-		epsilon: train.DefaultConfig().Epsilon, maxPasses: *passes, features: string(train.FeaturesLog1pL2), seed: *seed,
+		app: "lr", machines: *k, consistency: "bsp", bandwidth: *link, updater: "adagrad", l2: -1,
+		epsilon: train.DefaultConfig().Epsilon, maxPasses: *passes, features: string(sparse.FeaturesLog1pL2), seed: *seed,
+		place: "random",
 	}
-	cfg, err := t.config()
+	job, err := t.job(datasets.News20Train+" (embedded)", dataFlags{indexBase: -1, hashBits: graph.DefaultHashBits})
 	if err != nil {
 		return err
 	}
@@ -45,19 +49,24 @@ func runDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	app, err := t.prepare(e, g, test)
+	spec, err := app.Lookup(job.App)
+	if err != nil {
+		return err
+	}
+	data := &app.Data{Train: g, Test: test}
+	a, err := spec.Open(job, data)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.out, "20 Newsgroups: %s (test: %d documents); loaded in %.2f s\n",
 		describe(g), test.NumSamples(), time.Since(start).Seconds())
 	fmt.Fprintf(e.out, "softmax regression, AdaGrad, %d full-batch rounds, BSP, %d machines, %s\n\n",
-		*passes, *k, linkWords(cfg))
+		*passes, *k, linkWords(job.Config))
 	specs := splitList(*compare)
 	if len(specs) == 0 {
 		return usageError("--compare %q names no placement", *compare)
 	}
-	runs, err := trainRuns(e, g, app, specs, cfg, nil)
+	runs, err := trainRuns(e, job, &app.Opened{App: a, Data: data}, specs, cluster.InProcess{})
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -63,16 +65,16 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.IntVar(&nf.width, "width", 1, "scheduler: values per key (0: per-key lengths); with --job train the application's width (lr: 1 or the number of classes, mf: --mf-rank)")
 	f.StringVar(&nf.consistency, "consistency", "bsp", "scheduler: bsp, async or bounded")
 	f.IntVar(&nf.tau, "tau", 0, "scheduler: the delay bound of --consistency bounded")
-	f.StringVar(&nf.updater, "updater", "sum", "server: update rule: sum, sgd, adagrad or ftrl")
-	f.Float64Var(&nf.lr, "lr", 0.1, "server: learning rate (FTRL's alpha)")
+	f.StringVar(&nf.updater, "updater", "", "server: update rule: sum, sgd, adagrad or ftrl (empty: sum; with --job train the application's, adagrad)")
+	f.Float64Var(&nf.lr, "lr", 0, "server: learning rate, FTRL's alpha (0: 0.1; with --job train the application's)")
 	f.Float64Var(&nf.l1, "l1", 0, "server: L1 regularisation")
-	f.Float64Var(&nf.l2, "l2", 0, "server: L2 regularisation")
+	f.Float64Var(&nf.l2, "l2", -1, "server: L2 regularisation (-1: 0; with --job train the application's)")
 	f.Float64Var(&nf.beta, "beta", 1, "server: FTRL's beta")
 	f.DurationVar(&nf.heartbeat, "heartbeat", 100*time.Millisecond, "scheduler: heartbeat period")
 	f.DurationVar(&nf.timeout, "timeout", 2*time.Second, "scheduler: a node silent this long is dead")
 	f.DurationVar(&nf.joinTimeout, "join-timeout", 60*time.Second, "how long to wait for the cluster to form")
 	f.StringVar(&nf.job, "job", "smoke", "worker: the job to run: smoke (pushes checked for exact sums), train (machine: train a model on the placed data, see --data) or none")
-	f.IntVar(&nf.batch, "batch", 10000, "worker: keys per push of the smoke job; --job train: samples per round over all machines (default 0: full-batch rounds)")
+	f.IntVar(&nf.batch, "batch", 0, "worker: keys per push of the smoke job (0: 10000); --job train: samples per round over all machines (0: full-batch rounds)")
 	f.IntVar(&nf.rounds, "rounds", 20, "worker: rounds of the smoke job")
 	f.Uint64Var(&nf.seed, "seed", 1, "worker: seed of the smoke job, or of --job train's batches and initial values")
 	f.StringVar(&nf.place, "placement", "", "scheduler: route the keys by DIR/param.part (a directory written by colo partition) instead of splitting --keys; --job train: the machine's samples are those DIR/data.part puts on its --rank")
@@ -150,22 +152,27 @@ func runNode(e *env, args []string) error {
 	if nf.job != "smoke" && nf.job != "none" && nf.job != "train" {
 		return usageError("--job %q: smoke, train or none", nf.job)
 	}
-	set := map[string]bool{}
-	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	var tj *trainJob
+	var mj *machineJob
 	var rule update.Rule
+	var rates node.Rates
 	if nf.job == "train" {
 		if role != proto.RoleMachine {
 			return usageError("--job train runs on --role machine, not %s", role)
 		}
-		if tj, err = newTrainJob(e, &nf, set); err != nil {
+		if mj, err = newMachineJob(&nf); err != nil {
 			return err
 		}
-		rule = tj.rule
-	} else if rule, err = update.New(update.Config{Name: nf.updater, LR: nf.lr, L1: nf.l1, L2: nf.l2, Beta: nf.beta, Eps: 1e-8}); err != nil {
-		return usageError("%v", err)
+		if rule, err = update.New(mj.job.Config.Rule); err != nil {
+			return usageError("%v", err)
+		}
+		rates, err = nf.rates(&mj.job)
+	} else {
+		rc := update.Config{Name: cmp.Or(nf.updater, "sum"), LR: cmp.Or(nf.lr, 0.1), L1: nf.l1, L2: max(nf.l2, 0), Beta: nf.beta, Eps: 1e-8}
+		if rule, err = update.New(rc); err != nil {
+			return usageError("%v", err)
+		}
+		rates, err = nf.rates(nil)
 	}
-	tune, err := nf.tuneLinks()
 	if err != nil {
 		return err
 	}
@@ -173,11 +180,11 @@ func runNode(e *env, args []string) error {
 	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank
 	cfg.NumServers, cfg.NumWorkers, cfg.Host, cfg.Rule = nf.numServers, nf.numWorkers, nf.host, rule
 	cfg.JoinTimeout, cfg.Logf = nf.joinTimeout, logf
-	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: tune}
+	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: rates.Tune(nil)}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	sj := smoke.Config{Keys: nf.keys, Batch: nf.batch, Rounds: nf.rounds, Seed: nf.seed}
+	sj := smoke.Config{Keys: nf.keys, Batch: cmp.Or(nf.batch, 10000), Rounds: nf.rounds, Seed: nf.seed}
 	if nf.job == "smoke" && role != proto.RoleServer {
 		if err := sj.Validate(); err != nil {
 			return usageError("%v", err)
@@ -198,7 +205,7 @@ func runNode(e *env, args []string) error {
 		defer stopMetrics()
 	}
 	var res *smoke.Result
-	var report *trainReport
+	var report *train.MachineReport
 	if w := n.Worker(); w != nil {
 		var jobErr error
 		switch nf.job {
@@ -206,7 +213,7 @@ func runNode(e *env, args []string) error {
 			r, err := sj.Run(ctx, w, n.Assignment().NumWorkers)
 			res, jobErr = &r, err
 		case "train":
-			report, jobErr = tj.run(ctx, n)
+			report, jobErr = train.RunMachine(ctx, n, mj.job, mj.app, mj.p, mj.rank)
 		}
 		n.Finish(jobErr)
 	}
@@ -225,8 +232,11 @@ func runNode(e *env, args []string) error {
 		sum.Train = &report.Work
 		if jobErr == nil {
 			report.StartedUnixNano = sum.StartedUnixNano
-			if err := report.write(e, nf.result); err != nil {
-				return err
+			if nf.result != "" {
+				err := writeOutput(e, nf.result, func(w io.Writer) error { return json.NewEncoder(w).Encode(report) })
+				if err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -309,9 +319,15 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	cfg.NumServers, cfg.NumWorkers, cfg.Token = nf.numServers, nf.numWorkers, nf.token
 	cfg.NumKeys, cfg.Width, cfg.Clock = nf.keys, nf.width, clock.Config{Mode: mode, Tau: nf.tau}
 	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = nf.heartbeat, nf.timeout, nf.joinTimeout
-	if nf.place != "" {
-		if cfg.Table, cfg.NumKeys, err = nf.placedTable(); err != nil {
+	if nf.place != "" || nf.train.jobFile != "" {
+		table, keys, job, width, err := nf.placedTable()
+		if err != nil {
 			return err
+		}
+		cfg.Table, cfg.NumKeys = table, keys
+		if job != nil {
+			cfg.NumServers, cfg.NumWorkers = job.Config.Machines, job.Config.Machines
+			cfg.Width, cfg.Clock = width, job.Config.Clock
 		}
 	}
 	if err := cfg.Validate(); err != nil {

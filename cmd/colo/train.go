@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"colo/graph"
+	"colo/app"
+	"colo/app/mf"
+	"colo/app/sparse"
 	"colo/partition"
 	"colo/placement"
+	"colo/ps/clock"
 	"colo/train"
 	"colo/transport"
 )
@@ -37,7 +38,8 @@ type trainFlags struct {
 	seed        uint64
 	jsonOut     string
 	svgOut      string
-	mf          train.MFConfig
+	mf          mf.Config
+	jobFile     string
 }
 
 func (t *trainFlags) register(f *cmdFlags) {
@@ -57,128 +59,118 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.IntVar(&t.batch, "batch", 0, "samples per round over all machines (0: full-batch rounds)")
 	f.Float64Var(&t.epsilon, "epsilon", def.Epsilon, "stop when the training loss changes by less than this fraction between passes")
 	f.IntVar(&t.maxPasses, "max-passes", def.MaxPasses, "stop after this many passes over the data")
-	f.StringVar(&t.features, "features", string(train.FeaturesAuto), "lr: feature values: raw, l2 (unit-norm samples), log1p-l2, or auto (raw for binary data, log1p-l2 otherwise)")
+	f.StringVar(&t.features, "features", string(sparse.FeaturesAuto), "lr: feature values: raw, l2 (unit-norm samples), log1p-l2, or auto (raw for binary data, log1p-l2 otherwise)")
 	f.Uint64Var(&t.seed, "seed", 1, "random seed of placement, batches and initial values")
 	f.StringVar(&t.jsonOut, "json", "", "write the summary as JSON to this file (- for standard output)")
 	f.StringVar(&t.svgOut, "svg", "", "write a plot of the training loss against time to this SVG file")
-	t.mf = train.DefaultMFConfig()
+	t.mf = mf.DefaultConfig()
 	f.IntVar(&t.mf.Rank, "rank", t.mf.Rank, "mf: dimension of the factors")
 	f.Float64Var(&t.mf.HoldOut, "holdout", t.mf.HoldOut, "mf: fraction of the entries held out for the test RMSE when there is no --test")
 }
 
-// config turns the flags into a training configuration.
-func (t *trainFlags) config() (train.Config, error) {
-	cfg := train.DefaultConfig()
+// job turns the flags into a training job on the file data, loaded with
+// the options of df: the application's defaults (app.DefaultJob), then
+// the flags, where "0" or "-1" means the application's default.
+func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
+	job, err := app.DefaultJob(t.app)
+	if err != nil {
+		return job, usageError("--%v", err)
+	}
+	lopt, err := df.options()
+	if err != nil {
+		return job, err
+	}
+	job.Data = train.Data{Train: data, Test: t.test, Load: train.LoadOptionsOf(lopt)}
+	job.Placement = t.place
+	cfg := &job.Config
 	if t.machines < 1 {
-		return cfg, usageError("--machines %d: want at least 1", t.machines)
+		return job, usageError("--machines %d: want at least 1", t.machines)
 	}
 	cfg.Machines = t.machines
-	ck, err := train.ParseConsistency(t.consistency)
-	if err != nil {
-		return cfg, usageError("--%v", err)
+	if cfg.Clock, err = clock.Parse(t.consistency); err != nil {
+		return job, usageError("--%v", err)
 	}
-	cfg.Clock = ck
-	cfg.Rule.Name, cfg.Rule.L1, cfg.Rule.L2 = t.updater, t.l1, t.l2
-	if t.l2 < 0 {
-		cfg.Rule.L2 = 0
-		if t.app == "mf" {
-			cfg.Rule.L2 = 0.05
-		}
+	cfg.Rule.Name, cfg.Rule.L1 = t.updater, t.l1
+	if t.l2 >= 0 {
+		cfg.Rule.L2 = t.l2
 	}
-	switch {
-	case t.lr > 0:
+	if t.lr > 0 {
 		cfg.Rule.LR = t.lr
-	case t.app == "mf":
-		cfg.Rule.LR = 0.1
-	}
-	if t.updater == "sum" {
-		return cfg, usageError("--updater sum does not train: want sgd, adagrad or ftrl")
-	}
-	if err := cfg.Rule.Validate(); err != nil {
-		return cfg, usageError("%v", err)
 	}
 	if t.batch < 0 {
-		return cfg, usageError("--batch %d: want 0 (full batch) or a positive number of samples", t.batch)
+		return job, usageError("--batch %d: want 0 (full batch) or a positive number of samples", t.batch)
 	}
 	cfg.Batch, cfg.Epsilon, cfg.MaxPasses, cfg.Seed = t.batch, t.epsilon, t.maxPasses, t.seed
 	if cfg.MaxPasses < 1 {
-		return cfg, usageError("--max-passes %d: want at least 1", cfg.MaxPasses)
+		return job, usageError("--max-passes %d: want at least 1", cfg.MaxPasses)
 	}
 	if !(cfg.Epsilon >= 0) {
-		return cfg, usageError("--epsilon %v: want ≥ 0", cfg.Epsilon)
+		return job, usageError("--epsilon %v: want ≥ 0", cfg.Epsilon)
 	}
+	if err := t.links(cfg); err != nil {
+		return job, err
+	}
+	if err := appOptions(&job, map[string]any{"features": t.features, "rank": t.mf.Rank, "holdout": t.mf.HoldOut}); err != nil {
+		return job, err
+	}
+	if err := job.Validate(); err != nil {
+		return job, usageError("%v", err)
+	}
+	return job, nil
+}
+
+// links sets the emulated links of --link-bandwidth and
+// --bandwidth-matrix.
+func (t *trainFlags) links(cfg *train.Config) error {
 	if t.bandwidth != "" && t.matrix != "" {
-		return cfg, usageError("--link-bandwidth and --bandwidth-matrix exclude each other")
+		return usageError("--link-bandwidth and --bandwidth-matrix exclude each other")
 	}
 	if t.bandwidth != "" {
 		r, err := transport.ParseRate(t.bandwidth)
 		if err != nil {
-			return cfg, usageError("--link-bandwidth: %v", err)
+			return usageError("--link-bandwidth: %v", err)
 		}
 		cfg.LinkBandwidth = r
 	}
 	if t.matrix != "" {
-		fh, err := os.Open(t.matrix)
+		b, err := readBandwidth(t.matrix)
 		if err != nil {
-			return cfg, err
-		}
-		b, err := transport.ParseBandwidth(fh, t.matrix)
-		fh.Close()
-		if err != nil {
-			return cfg, err
+			return err
 		}
 		if b.K != t.machines {
-			return cfg, usageError("--bandwidth-matrix %s is for %d machines, --machines is %d", t.matrix, b.K, t.machines)
+			return usageError("--bandwidth-matrix %s is for %d machines, --machines is %d", t.matrix, b.K, t.machines)
 		}
 		cfg.Bandwidth = b
 	}
-	return cfg, nil
+	return nil
 }
 
-// prepare loads the data and builds the application.
-func (t *trainFlags) prepare(e *env, g, test *graph.Graph) (train.App, error) {
-	switch t.app {
-	case "lr":
-		return train.NewLRApp(g, test, train.Features(t.features))
-	case "mf":
-		mc := t.mf
-		mc.Seed = t.seed
-		return train.NewMFApp(g, test, mc)
+// readBandwidth reads a bandwidth matrix file.
+func readBandwidth(path string) (*transport.Bandwidth, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	return nil, usageError("--app %q: want lr or mf", t.app)
+	defer fh.Close()
+	return transport.ParseBandwidth(fh, path)
 }
 
-// place computes (or reads) the placement called spec and returns it
-// with the time partitioning took.
-func place(g *graph.Graph, spec string, k int, seed uint64) (*placement.Placement, float64, error) {
-	if st, err := os.Stat(spec); err == nil && st.IsDir() {
-		data, kd, err := placement.LoadDataPart(filepath.Join(spec, placement.DataPartFile), g.NumSamples(), 0)
-		if err != nil {
-			return nil, 0, err
+// appOptions sets in the job's options every value of flags whose name
+// the application's options have: the command line has one flag per
+// option of any application, and each application takes its own.
+func appOptions(job *train.Job, flags map[string]any) error {
+	opts := map[string]any{}
+	if len(job.Options) > 0 {
+		if err := json.Unmarshal(job.Options, &opts); err != nil {
+			return err
 		}
-		if kd != k {
-			return nil, 0, fmt.Errorf("%s places the samples on %d machines, --machines is %d", spec, kd, k)
+	}
+	for name, v := range flags {
+		if _, ok := opts[name]; ok {
+			opts[name] = v
 		}
-		p := &placement.Placement{K: k, Data: data}
-		if p.Param, err = placement.LoadParamPart(filepath.Join(spec, placement.ParamPartFile), g, k); err != nil {
-			return nil, 0, err
-		}
-		return p, 0, nil
 	}
-	run, err := partition.Lookup(spec)
-	if err != nil {
-		return nil, 0, usageError("--placement: %v (or a directory written by colo partition)", err)
-	}
-	opt := partition.Options{K: k, Seed: seed, Balanced: strings.HasPrefix(spec, "random")}
-	if err := opt.Validate(g.NumSamples()); err != nil {
-		return nil, 0, err
-	}
-	start := time.Now()
-	p, err := run(g, opt)
-	if err != nil {
-		return nil, 0, err
-	}
-	return p, time.Since(start).Seconds(), nil
+	return job.SetOptions(opts)
 }
 
 func runTrain(e *env, args []string) error {
@@ -208,45 +200,51 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := t.config()
+	job, err := t.job(pos[0], df)
 	if err != nil {
 		return err
 	}
-	dep.data, dep.t, dep.df = pos[0], &t, df
-	if err := dep.check(cfg); err != nil {
-		return err
-	}
-	lopt, err := df.options()
+	specs, err := t.placements()
 	if err != nil {
 		return err
 	}
-	g, _, err := loadGraph(pos[0], lopt)
+	if err := dep.check(job.Config); err != nil {
+		return err
+	}
+	opened, err := app.Open(job)
 	if err != nil {
 		return err
 	}
-	var test *graph.Graph
-	if t.test != "" {
-		if test, _, err = loadGraph(t.test, lopt); err != nil {
-			return err
-		}
-	}
-	app, err := t.prepare(e, g, test)
+	d := dep.deployer(opened.Data.Train)
+	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describe(opened.Data.Train), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
+	runs, err := trainRuns(e, job, opened, specs, d)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describe(g), app.Name(), cfg.Machines, t.consistency, linkWords(cfg))
+	return reportRuns(e, runs, t.jsonOut, t.svgOut)
+}
+
+// placements returns the placements to train on: --compare's, or
+// --placement; each a partitioner or a directory, checked before anything
+// is loaded.
+func (t *trainFlags) placements() ([]string, error) {
 	specs := []string{t.place}
 	if t.compare != "" {
 		specs = splitList(t.compare)
 	}
 	if len(specs) == 0 {
-		return usageError("--compare %q names no placement", t.compare)
+		return nil, usageError("--compare %q names no placement", t.compare)
 	}
-	runs, err := trainRuns(e, g, app, specs, cfg, &dep)
-	if err != nil {
-		return err
+	for i, spec := range specs {
+		specs[i] = strings.TrimSpace(spec)
+		if st, err := os.Stat(specs[i]); err == nil && st.IsDir() {
+			continue
+		}
+		if _, err := partition.Lookup(specs[i]); err != nil {
+			return nil, usageError("--placement: %v (or a directory written by colo partition)", err)
+		}
 	}
-	return reportRuns(e, runs, t.jsonOut, t.svgOut)
+	return specs, nil
 }
 
 // linkWords describes the emulated network.
@@ -260,13 +258,13 @@ func linkWords(cfg train.Config) string {
 	return "unlimited links"
 }
 
-// trainRuns trains app once per placement on the cluster dep says (nil:
-// in this process).
-func trainRuns(e *env, g *graph.Graph, app train.App, specs []string, cfg train.Config, dep *deployment) ([]*train.Result, error) {
+// trainRuns trains the opened job once per placement on d.
+func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer) ([]*train.Result, error) {
+	g := opened.Data.Train
 	var runs []*train.Result
 	for _, spec := range specs {
-		spec = strings.TrimSpace(spec)
-		p, secs, err := place(g, spec, cfg.Machines, cfg.Seed)
+		job.Placement = spec
+		p, secs, err := app.Place(job, g)
 		if err != nil {
 			return nil, err
 		}
@@ -275,18 +273,14 @@ func trainRuns(e *env, g *graph.Graph, app train.App, specs []string, cfg train.
 			return nil, err
 		}
 		bar := newProgressBar(e, "train "+spec)
-		c := cfg
-		c.Progress = func(p train.Pass) { bar.update(int64(p.Pass), int64(cfg.MaxPasses)) }
-		var res *train.Result
-		if dep.remote() {
-			res, err = dep.run(e, g, app, p, spec, secs, cost, c)
-		} else {
-			res, err = train.Run(context.Background(), app, p, spec, secs, cost, c)
-		}
+		j := job
+		j.Config.Progress = func(p train.Pass) { bar.update(int64(p.Pass), int64(job.Config.MaxPasses)) }
+		res, err := train.Run(context.Background(), j, opened.App, p, d)
 		bar.finish()
 		if err != nil {
 			return nil, err
 		}
+		res.Placed(secs, cost)
 		fmt.Fprintf(e.out, "%-14s partition %.2f s, trained %d passes in %.2f s, loss %.4f%s\n",
 			spec, res.PartitionSeconds, res.Passes, res.TrainSeconds, res.FinalTrainLoss, evalWords(res.Eval))
 		runs = append(runs, res)

@@ -16,10 +16,7 @@ import (
 
 	"colo/cluster/netns"
 	"colo/datasets"
-	"colo/ps/proto"
 	"colo/train"
-	"colo/transport"
-	"colo/transport/tcp"
 )
 
 // news20Test writes the embedded 20 Newsgroups test file to a temporary
@@ -271,43 +268,5 @@ func TestTrainJobFlags(t *testing.T) {
 	code, _, errOut := colo(t, "train", data, "--netns")
 	if code != 2 || !strings.Contains(errOut, "--link-bandwidth") {
 		t.Errorf("train --netns without a rate: exit %d: %s", code, errOut)
-	}
-}
-
-// TestTuneLinks checks the rates colo node gives its TCP links: every
-// link to another machine's node is limited, by the smaller of the link
-// rate and the matrix's entry between the two ranks; the scheduler's is
-// not.
-func TestTuneLinks(t *testing.T) {
-	matrix := writeFile(t, "bw", "0 1mbit\n8mbit 0\n")
-	nf := nodeFlags{linkRate: "4mbit", matrix: matrix, numServers: 2, numWorkers: 2}
-	tune, err := nf.tuneLinks()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rate := func(self, peer transport.NodeID) float64 {
-		tc := tcp.DefaultConfig()
-		tc.ID = self
-		tune(&tc)
-		return tc.Rate(peer)
-	}
-	for _, c := range []struct {
-		self, peer transport.NodeID
-		want       float64
-	}{
-		{proto.WorkerID(0), proto.ServerID(1), 1e6 / 8},
-		{proto.ServerID(1), proto.WorkerID(0), 4e6 / 8},
-		{proto.ServerID(0), proto.WorkerID(1), 1e6 / 8},
-		{proto.WorkerID(1), proto.ServerID(0), 4e6 / 8},
-		{proto.WorkerID(0), proto.SchedulerID, 0},
-		{proto.Provisional(7), proto.SchedulerID, 0},
-	} {
-		if got := rate(c.self, c.peer); got != c.want {
-			t.Errorf("%s → %s: %v bytes/s, want %v", proto.Name(c.self), proto.Name(c.peer), got, c.want)
-		}
-	}
-	nf = nodeFlags{}
-	if tune, err := nf.tuneLinks(); tune != nil || err != nil {
-		t.Errorf("no rates: %v %v", tune != nil, err)
 	}
 }

@@ -117,6 +117,52 @@ func (c Config) String() string {
 	return c.Mode.String()
 }
 
+// Name returns the model as the command line and a job file spell it:
+// "bsp", "async" or "ssp:τ" (bounded delay τ, stale synchronous parallel).
+func (c Config) Name() string {
+	if c.Mode == Bounded {
+		return fmt.Sprintf("ssp:%d", c.Tau)
+	}
+	return c.Mode.String()
+}
+
+// Parse reads a model as Name writes it: bsp, async or ssp:τ with τ ≥ 1.
+func Parse(s string) (Config, error) {
+	switch s {
+	case "bsp":
+		return Config{Mode: BSP}, nil
+	case "async":
+		return Config{Mode: Async}, nil
+	}
+	var tau int
+	if _, err := fmt.Sscanf(s, "ssp:%d", &tau); err == nil && fmt.Sprintf("ssp:%d", tau) == s {
+		c := Config{Mode: Bounded, Tau: tau}
+		if err := c.Validate(); err != nil {
+			return c, fmt.Errorf("consistency %q: %w", s, err)
+		}
+		return c, nil
+	}
+	return Config{}, fmt.Errorf("consistency %q: want bsp, async or ssp:τ with τ ≥ 1", s)
+}
+
+// MarshalText writes c as Name does, so that a job file holds "ssp:3".
+func (c Config) MarshalText() ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return []byte(c.Name()), nil
+}
+
+// UnmarshalText reads c as Parse does.
+func (c *Config) UnmarshalText(b []byte) error {
+	v, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*c = v
+	return nil
+}
+
 // Ack is a push that may be acknowledged: worker's push of round Round.
 type Ack struct {
 	Worker int

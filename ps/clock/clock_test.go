@@ -150,3 +150,43 @@ func slowest(p []int64) int64 {
 	}
 	return m
 }
+
+// TestParseName reads every model back from its name, in text form too,
+// and refuses what is not one.
+func TestParseName(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Config
+		ok   bool
+	}{
+		{"bsp", Config{Mode: BSP}, true},
+		{"async", Config{Mode: Async}, true},
+		{"ssp:3", Config{Mode: Bounded, Tau: 3}, true},
+		{"ssp:0", Config{}, false},
+		{"ssp:-1", Config{}, false},
+		{"ssp:03", Config{}, false},
+		{"ssp", Config{}, false},
+		{"bounded", Config{}, false},
+		{"", Config{}, false},
+	} {
+		got, err := Parse(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("Parse(%q) = %+v, %v", tc.in, got, err)
+			continue
+		}
+		if !tc.ok {
+			continue
+		}
+		if got.Name() != tc.in {
+			t.Errorf("Parse(%q).Name() = %q", tc.in, got.Name())
+		}
+		b, err := got.MarshalText()
+		var back Config
+		if err != nil || back.UnmarshalText(b) != nil || back != got {
+			t.Errorf("%q: text round trip gives %+v (%v)", tc.in, back, err)
+		}
+	}
+	if _, err := (Config{Mode: Bounded}).MarshalText(); err == nil {
+		t.Error("MarshalText of bounded with τ = 0 succeeded")
+	}
+}

@@ -44,15 +44,16 @@ type Rule interface {
 // Config chooses and parameterises a rule.
 type Config struct {
 	// Name is sum, sgd, adagrad or ftrl.
-	Name string
+	Name string `json:"name"`
 	// LR is the learning rate (FTRL's α).
-	LR float64
+	LR float64 `json:"lr"`
 	// L1 and L2 are the regularisation weights.
-	L1, L2 float64
+	L1 float64 `json:"l1"`
+	L2 float64 `json:"l2"`
 	// Beta is FTRL's β.
-	Beta float64
+	Beta float64 `json:"beta"`
 	// Eps is AdaGrad's ε.
-	Eps float64
+	Eps float64 `json:"eps"`
 }
 
 // DefaultConfig returns the summing rule, with defaults for the others'

@@ -1,10 +1,11 @@
-package train
+package lr
 
 import (
-	"context"
 	"testing"
 
+	"colo/app/sparse"
 	"colo/partition"
+	"colo/train"
 )
 
 // BenchmarkLossGrad measures one full-batch pass of softmax regression
@@ -18,7 +19,7 @@ func BenchmarkLossGrad(b *testing.B) {
 	for i := range rows {
 		rows[i] = int32(i)
 	}
-	bt := Batches(app.Train, rows, 1, 1, app.NumKeys())[0]
+	bt := sparse.Batches(app.Train, rows, 1, 1, app.NumKeys())[0]
 	w := make([]float32, len(bt.Keys)*app.Width())
 	for i := range w {
 		w[i] = float32(i%7) * 0.01
@@ -48,10 +49,10 @@ func BenchmarkRunNews20(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := DefaultConfig()
+	cfg := train.DefaultConfig()
 	cfg.Machines, cfg.MaxPasses, cfg.Epsilon = 8, 12, 0
 	for b.Loop() {
-		if _, err := Run(context.Background(), app, p, "parsa", 0, nil, cfg); err != nil {
+		if _, err := trainOn(app, p, "parsa", nil, cfg); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,11 @@
-package train
+// Package mf is matrix factorisation on the parameter server (seed 001
+// §5.5): rows are the samples, columns the keys, rating(u, i) ≈ μ + p_u·q_i
+// with the column factors q_i on the servers and the row factors p_u on
+// the worker that holds row u. App implements train.App; the registry
+// (package app) opens it as "mf" with Config as the job's options.
+//
+//	a, err := mf.New(ratings, nil, mf.DefaultConfig())
+package mf
 
 import (
 	"cmp"
@@ -8,39 +15,42 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"colo/app/sparse"
 	"colo/graph"
 	"colo/ps/worker"
+	"colo/train"
 )
 
-// MFConfig is the model of matrix factorisation.
-type MFConfig struct {
+// Config is the model of matrix factorisation.
+type Config struct {
 	// Rank is the length of the row and column factors, the width of a
 	// key.
-	Rank int
+	Rank int `json:"rank"`
 	// RowLR is the learning rate of the plain SGD steps that update the
 	// row factors on the workers.
-	RowLR float64
+	RowLR float64 `json:"row_lr"`
 	// L2 is the penalty on the row factors (the servers' update rule has
 	// its own for the column factors).
-	L2 float64
+	L2 float64 `json:"row_l2"`
 	// HoldOut is the fraction of the entries held out for evaluation
 	// when there is no test set, in [0, 1).
-	HoldOut float64
-	// Seed seeds the row factors and the choice of held-out entries.
-	Seed uint64
+	HoldOut float64 `json:"holdout"`
+	// Seed seeds the row factors and the choice of held-out entries; in a
+	// job it is the job's seed (Config.Seed), not an option.
+	Seed uint64 `json:"-"`
 }
 
-// DefaultMFConfig returns rank 16, a row learning rate of 0.02, L2 0.05
+// DefaultConfig returns rank 16, a row learning rate of 0.02, L2 0.05
 // and 10% of the entries held out.
-func DefaultMFConfig() MFConfig {
-	return MFConfig{Rank: 16, RowLR: 0.02, L2: 0.05, HoldOut: 0.1, Seed: 1}
+func DefaultConfig() Config {
+	return Config{Rank: 16, RowLR: 0.02, L2: 0.05, HoldOut: 0.1, Seed: 1}
 }
 
-// maxRank bounds MFConfig.Rank.
+// maxRank bounds Config.Rank.
 const maxRank = 1 << 16
 
 // Validate checks c; errors name the field and the bound.
-func (c MFConfig) Validate() error {
+func (c Config) Validate() error {
 	switch {
 	case c.Rank < 1 || c.Rank > maxRank:
 		return fmt.Errorf("mf: rank %d, want 1..%d", c.Rank, maxRank)
@@ -57,7 +67,7 @@ func (c MFConfig) Validate() error {
 // rowInitStd is the standard deviation of the initial row factors.
 const rowInitStd = 0.1
 
-// MFApp is matrix factorisation of a ratings graph (samples are rows,
+// App is matrix factorisation of a ratings graph (samples are rows,
 // parameters columns, edge values ratings; see graph.ReadRatings): a
 // rating is predicted as r̂(u, i) = μ + p_u·q_i, with μ the mean training
 // rating. The servers hold one key per column, its factor q_i (Width =
@@ -78,37 +88,37 @@ const rowInitStd = 0.1
 // test set's entries whose row and column the training set has.
 //
 // The column factors are regularised only by the servers' update rule,
-// and they need it: on MovieLens 100k (10% held out, the default MFConfig,
+// and they need it: on MovieLens 100k (10% held out, the default Config,
 // full-batch rounds) SGD with learning rate 2 and L2 0.02 reaches a
 // held-out RMSE of 0.93 against 1.11 for predicting μ, while AdaGrad
 // without L2 overfits (1.19). AdaGrad's L2 term is not normalised by the
 // small scaled gradients of rare columns and diverges.
-type MFApp struct {
+type App struct {
 	// Config is the model's configuration.
-	Config MFConfig
+	Config Config
 	// Graph is the training graph.
 	Graph *graph.Graph
 	// Mean is μ, the mean training rating.
 	Mean float64
 	// Train and Held are the training and held-out entries of each row
 	// of Graph, keyed by its dense parameter ids, the ratings as values.
-	Train, Held *Rows
+	Train, Held *sparse.Rows
 	// Skipped is the number of entries of the test set whose row or
 	// column the training set lacks.
 	Skipped int
 }
 
-// NewMFApp prepares matrix factorisation on train, evaluated on test, or
+// New prepares matrix factorisation on train, evaluated on test, or
 // on entries of train held out when test is nil. Graphs without values
 // rate every entry 1.
-func NewMFApp(train, test *graph.Graph, cfg MFConfig) (*MFApp, error) {
+func New(train, test *graph.Graph, cfg Config) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &MFApp{Config: cfg, Graph: train}
+	a := &App{Config: cfg, Graph: train}
 	n := train.NumSamples()
-	a.Train = &Rows{Off: make([]int64, 1, n+1), Class: make([]int32, n)}
-	a.Held = &Rows{Off: make([]int64, 1, n+1), Class: make([]int32, n)}
+	a.Train = &sparse.Rows{Off: make([]int64, 1, n+1), Class: make([]int32, n)}
+	a.Held = &sparse.Rows{Off: make([]int64, 1, n+1), Class: make([]int32, n)}
 	for u := range n {
 		vals := train.Values(u)
 		for j, v := range train.Params(u) {
@@ -142,7 +152,7 @@ func NewMFApp(train, test *graph.Graph, cfg MFConfig) (*MFApp, error) {
 
 // heldOut reports whether the entry (row, col) (ids as in the file) is
 // held out.
-func heldOut(cfg MFConfig, row, col uint64) bool {
+func heldOut(cfg Config, row, col uint64) bool {
 	if cfg.HoldOut <= 0 {
 		return false
 	}
@@ -162,7 +172,7 @@ func mix64(x uint64) uint64 {
 // testEntries returns the entries of test as rows of train (matched by
 // sample id) keyed by train's dense parameter ids (matched by parameter
 // id), and the number of entries without a row or column in train.
-func testEntries(test, train *graph.Graph) (*Rows, int) {
+func testEntries(test, train *graph.Graph) (*sparse.Rows, int) {
 	n := train.NumSamples()
 	rowOf := make(map[uint64]int32, n)
 	for u := range n {
@@ -197,7 +207,7 @@ func testEntries(test, train *graph.Graph) (*Rows, int) {
 			per[u] = append(per[u], entry{uint32(keyOf[v]), r})
 		}
 	}
-	held := &Rows{Off: make([]int64, 1, n+1), Class: make([]int32, n)}
+	held := &sparse.Rows{Off: make([]int64, 1, n+1), Class: make([]int32, n)}
 	for u := range n {
 		// Test rows with the same sample id (row-numbered formats) may
 		// repeat a column: both entries count.
@@ -212,20 +222,20 @@ func testEntries(test, train *graph.Graph) (*Rows, int) {
 }
 
 // Name returns "mf".
-func (a *MFApp) Name() string { return "mf" }
+func (a *App) Name() string { return "mf" }
 
 // Width returns the rank.
-func (a *MFApp) Width() int { return a.Config.Rank }
+func (a *App) Width() int { return a.Config.Rank }
 
 // NumSamples returns the number of rows of the training graph.
-func (a *MFApp) NumSamples() int { return a.Graph.NumSamples() }
+func (a *App) NumSamples() int { return a.Graph.NumSamples() }
 
 // NumKeys returns the number of columns of the training graph.
-func (a *MFApp) NumKeys() int { return a.Graph.NumParams() }
+func (a *App) NumKeys() int { return a.Graph.NumParams() }
 
 // Part cuts the rows of one machine into batches and initialises their
 // factors.
-func (a *MFApp) Part(rank int, rows []int32, batches int, seed uint64) Part {
+func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part {
 	rows = slices.Clone(rows)
 	slices.Sort(rows)
 	R := a.Config.Rank
@@ -233,8 +243,8 @@ func (a *MFApp) Part(rank int, rows []int32, batches int, seed uint64) Part {
 		rank: R, lr: float32(a.Config.RowLR), l2: float32(a.Config.L2), mean: a.Mean,
 		rows:    rows,
 		factors: make([]float32, len(rows)*R),
-		batches: Batches(a.Train, rows, batches, seed^uint64(rank+1)<<32, a.NumKeys()),
-		held:    Batches(a.Held, rows, 1, 0, a.NumKeys())[0],
+		batches: sparse.Batches(a.Train, rows, batches, seed^uint64(rank+1)<<32, a.NumKeys()),
+		held:    sparse.Batches(a.Held, rows, 1, 0, a.NumKeys())[0],
 	}
 	src := rand.NewPCG(0, 0)
 	rng := rand.New(src)
@@ -256,25 +266,25 @@ func (a *MFApp) Part(rank int, rows []int32, batches int, seed uint64) Part {
 // the column factors of its rows' held-out entries and scores them, and
 // the workers sum their squared errors (one AllReduce each). Every worker
 // returns the same Eval; its RMSE is nil when nothing is held out.
-func (a *MFApp) Evaluate(ctx context.Context, w *worker.Worker, part Part) (Eval, error) {
+func (a *App) Evaluate(ctx context.Context, w *worker.Worker, part train.Part) (train.Eval, error) {
 	p := part.(*mfPart)
 	vals := make([]float32, len(p.held.Keys)*p.rank)
 	if len(p.held.Keys) > 0 {
 		if err := w.Pull(p.held.Keys, vals).Wait(); err != nil {
-			return Eval{}, err
+			return train.Eval{}, err
 		}
 	}
 	sse, n := p.heldOutSSE(vals)
 	sum, err := w.AllReduce(ctx, []float64{sse, float64(n)})
 	if err != nil {
-		return Eval{}, fmt.Errorf("summing the squared errors: %w", err)
+		return train.Eval{}, fmt.Errorf("summing the squared errors: %w", err)
 	}
 	return rmseEval(sum[0], sum[1]), nil
 }
 
 // rmseEval is the Eval of n entries with summed squared error sse.
-func rmseEval(sse, n float64) Eval {
-	e := Eval{On: "held-out", Samples: int(n)}
+func rmseEval(sse, n float64) train.Eval {
+	e := train.Eval{On: "held-out", Samples: int(n)}
 	if n > 0 {
 		rmse := math.Sqrt(sse / n)
 		e.RMSE = &rmse
@@ -286,7 +296,7 @@ func rmseEval(sse, n float64) Eval {
 // a.Part) at the column factors model (key k's at k·Rank, as Local
 // returns them) and the number of entries (0, with RMSE 0, when none is
 // held out).
-func (a *MFApp) HeldOutRMSE(parts []Part, model []float32) (float64, int) {
+func (a *App) HeldOutRMSE(parts []train.Part, model []float32) (float64, int) {
 	var sse float64
 	var n int
 	var vals []float32
@@ -308,7 +318,7 @@ func (a *MFApp) HeldOutRMSE(parts []Part, model []float32) (float64, int) {
 
 // MeanRMSE returns the RMSE of predicting μ for every held-out entry, the
 // baseline a model must beat, and the number of entries.
-func (a *MFApp) MeanRMSE() (float64, int) {
+func (a *App) MeanRMSE() (float64, int) {
 	n := len(a.Held.Val)
 	if n == 0 {
 		return 0, 0
@@ -329,14 +339,14 @@ type mfPart struct {
 	mean      float64
 	rows      []int32   // the machine's rows (training sample ids), sorted
 	factors   []float32 // p of rows[i] at i·rank
-	batches   []*Batch
-	held      *Batch    // the held-out entries of all rows
-	local     [][]int32 // local[b][i]: index in rows of batches[b].Rows[i]
+	batches   []*sparse.Batch
+	held      *sparse.Batch // the held-out entries of all rows
+	local     [][]int32     // local[b][i]: index in rows of batches[b].Rows[i]
 	heldLocal []int32
 }
 
 // locals returns the indices in p.rows of the rows of b.
-func (p *mfPart) locals(b *Batch) []int32 {
+func (p *mfPart) locals(b *sparse.Batch) []int32 {
 	loc := make([]int32, len(b.Rows))
 	for i, u := range b.Rows {
 		j, _ := slices.BinarySearch(p.rows, u)
@@ -345,8 +355,8 @@ func (p *mfPart) locals(b *Batch) []int32 {
 	return loc
 }
 
-func (p *mfPart) Batches() int        { return len(p.batches) }
-func (p *mfPart) Keys(b int) []uint64 { return p.batches[b].Keys }
+func (p *mfPart) Batches() int          { return len(p.batches) }
+func (p *mfPart) Keys(b int) train.Keys { return train.ListKeys(p.batches[b].Keys) }
 
 // Step scores the ratings of batch b at the pulled column factors vals,
 // adds the scaled gradient of half the squared errors to grad and steps
@@ -392,4 +402,32 @@ func (p *mfPart) heldOutSSE(vals []float32) (float64, int) {
 		}
 	}
 	return sse, len(bt.Val)
+}
+
+// grow returns s resized to n, reallocated when too small.
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+// Defaults sets matrix factorisation's defaults in job: SGD-like rates
+// need a smaller step and the column factors an L2 penalty (learning
+// rate 0.1, L2 0.05 on the servers), and DefaultConfig as the options.
+func Defaults(job *train.Job) error {
+	job.Config.Rule.LR, job.Config.Rule.L2 = 0.1, 0.05
+	return job.SetOptions(DefaultConfig())
+}
+
+// Open builds matrix factorisation of job on the loaded training graph
+// g, evaluated on test (nil: held-out entries): the job's options over
+// DefaultConfig, its seed for the row factors and the held-out entries.
+func Open(job train.Job, g, test *graph.Graph) (*App, error) {
+	cfg := DefaultConfig()
+	if err := job.DecodeOptions(&cfg); err != nil {
+		return nil, err
+	}
+	cfg.Seed = job.Config.Seed
+	return New(g, test, cfg)
 }

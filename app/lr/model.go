@@ -1,23 +1,24 @@
-package train
+package lr
 
 import (
+	"colo/app/sparse"
 	"math"
 	"slices"
 )
 
-// LR is logistic regression on sparse features: binary (one weight per
+// Model is logistic regression on sparse features: binary (one weight per
 // feature, the sigmoid of the score is the probability of the larger
 // label) or multinomial (softmax; one key per feature holding one weight
 // per class). The loss is the log loss summed over the samples; L1 and L2
 // penalties belong to the servers' update rule.
-type LR struct {
+type Model struct {
 	// Classes is the number of classes, at least 2.
 	Classes int
 }
 
 // Width returns the number of values per key: 1 for two classes, one
 // per class otherwise.
-func (m LR) Width() int {
+func (m Model) Width() int {
 	if m.Classes == 2 {
 		return 1
 	}
@@ -32,7 +33,7 @@ const minProb = 1e-15
 // (w[p·W:(p+1)·W] are the weights of b.Keys[p]) and the number of rows
 // predicted right, and adds scale times the gradient of the summed loss
 // to grad (laid out like w).
-func (m LR) LossGrad(b *Batch, w, grad []float32, scale float32) (loss float64, correct int) {
+func (m Model) LossGrad(b *sparse.Batch, w, grad []float32, scale float32) (loss float64, correct int) {
 	W := m.Width()
 	if W == 1 {
 		for i := range b.Len() {
@@ -137,7 +138,7 @@ type Metrics struct {
 
 // Evaluate scores the rows r with the model w (w[k·W:(k+1)·W] are the
 // weights of key k).
-func (m LR) Evaluate(r *Rows, w []float32) Metrics {
+func (m Model) Evaluate(r *sparse.Rows, w []float32) Metrics {
 	W := m.Width()
 	n := r.Len()
 	res := Metrics{Samples: n}

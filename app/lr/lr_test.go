@@ -1,4 +1,4 @@
-package train
+package lr
 
 import (
 	"context"
@@ -8,16 +8,19 @@ import (
 	"sync"
 	"testing"
 
+	"colo/app/sparse"
+	"colo/cluster"
 	"colo/datasets"
 	"colo/graph"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
+	"colo/train"
 	"colo/transport"
 )
 
 // news20 loads the shipped 20 Newsgroups train and test sets once.
-var news20 = sync.OnceValues(func() (*LRApp, error) {
+var news20 = sync.OnceValues(func() (*App, error) {
 	g, err := graph.Read(datasets.OpenNews20Train(), datasets.News20Train, graph.DefaultLoadOptions())
 	if err != nil {
 		return nil, err
@@ -26,10 +29,10 @@ var news20 = sync.OnceValues(func() (*LRApp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewLRApp(g, t, FeaturesLog1pL2)
+	return New(g, t, sparse.FeaturesLog1pL2)
 })
 
-func loadNews20(t *testing.T) *LRApp {
+func loadNews20(t *testing.T) *App {
 	t.Helper()
 	app, err := news20()
 	if err != nil {
@@ -82,7 +85,7 @@ func randomProblem(t *testing.T, n, m, classes int, seed uint64) *graph.Graph {
 func TestLRGradient(t *testing.T) {
 	for _, classes := range []int{2, 3, 5} {
 		g := randomProblem(t, 40, 25, classes, uint64(classes))
-		app, err := NewLRApp(g, nil, FeaturesRaw)
+		app, err := New(g, nil, sparse.FeaturesRaw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +93,7 @@ func TestLRGradient(t *testing.T) {
 		for i := range rows {
 			rows[i] = int32(i)
 		}
-		b := Batches(app.Train, rows, 1, 1, app.NumKeys())[0]
+		b := sparse.Batches(app.Train, rows, 1, 1, app.NumKeys())[0]
 		W := app.Width()
 		rng := rand.New(rand.NewPCG(3, 4))
 		w := make([]float32, len(b.Keys)*W)
@@ -158,7 +161,7 @@ func TestAUC(t *testing.T) {
 // batch's keys are its rows' keys, sorted, and positions point at them.
 func TestBatches(t *testing.T) {
 	g := randomProblem(t, 200, 60, 3, 9)
-	app, err := NewLRApp(g, nil, FeaturesL2)
+	app, err := New(g, nil, sparse.FeaturesL2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +171,7 @@ func TestBatches(t *testing.T) {
 	}
 	for _, nb := range []int{1, 4, 7} {
 		seen := map[int32]int{}
-		for _, b := range Batches(app.Train, rows, nb, 5, app.NumKeys()) {
+		for _, b := range sparse.Batches(app.Train, rows, nb, 5, app.NumKeys()) {
 			for i, u := range b.Rows {
 				seen[u]++
 				cols, vals := app.Train.Row(int(u))
@@ -215,11 +218,11 @@ func TestTestRows(t *testing.T) {
 	}
 	train := build([][]uint64{{10, 20}, {20, 30}}, []float64{-1, 1})
 	test := build([][]uint64{{5, 20, 30, 99}}, []float64{1})
-	labels, err := NewLabels(train, 10)
+	labels, err := sparse.NewLabels(train, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := TestRows(test, train, labels, FeaturesRaw)
+	r, err := sparse.TestRows(test, train, labels, sparse.FeaturesRaw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,55 +231,17 @@ func TestTestRows(t *testing.T) {
 		t.Fatalf("test row %v class %d, want keys [1 2] class 1", cols, r.Class[0])
 	}
 	bad := build([][]uint64{{10}}, []float64{7})
-	if _, err := TestRows(bad, train, labels, FeaturesRaw); err == nil {
+	if _, err := sparse.TestRows(bad, train, labels, sparse.FeaturesRaw); err == nil {
 		t.Fatal("a label the training set lacks was accepted")
 	}
-	if _, err := NewLabels(build([][]uint64{{1}}, []float64{3}), 10); err == nil {
+	if _, err := sparse.NewLabels(build([][]uint64{{1}}, []float64{3}), 10); err == nil {
 		t.Fatal("a single class was accepted")
 	}
 }
 
-func TestParseConsistency(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want clock.Config
-		ok   bool
-	}{
-		{"bsp", clock.Config{Mode: clock.BSP}, true},
-		{"async", clock.Config{Mode: clock.Async}, true},
-		{"ssp:3", clock.Config{Mode: clock.Bounded, Tau: 3}, true},
-		{"ssp:0", clock.Config{}, false},
-		{"ssp:", clock.Config{}, false},
-		{"ssp:2x", clock.Config{}, false},
-		{"sync", clock.Config{}, false},
-	} {
-		got, err := ParseConsistency(tc.in)
-		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
-			t.Errorf("ParseConsistency(%q) = %+v, %v", tc.in, got, err)
-		}
-	}
-}
-
-func TestConverged(t *testing.T) {
-	for _, tc := range []struct {
-		prev, loss, eps float64
-		want            bool
-	}{
-		{math.NaN(), 1, 1e-4, false},
-		{1, 0.99999, 1e-4, true},
-		{1, 0.999, 1e-4, false},
-		{1, 1.00001, 1e-4, true},
-		{1, 1, 0, false},
-	} {
-		if got := Converged(tc.prev, tc.loss, tc.eps); got != tc.want {
-			t.Errorf("Converged(%v, %v, %v) = %v", tc.prev, tc.loss, tc.eps, got)
-		}
-	}
-}
-
 // testConfig is a short job on k machines.
-func testConfig(k, passes int) Config {
-	cfg := DefaultConfig()
+func testConfig(k, passes int) train.Config {
+	cfg := train.DefaultConfig()
 	cfg.Machines, cfg.MaxPasses, cfg.Epsilon = k, passes, 0
 	return cfg
 }
@@ -303,19 +268,19 @@ func place(t *testing.T, g *graph.Graph, algo string, k int) (*placement.Placeme
 // optimiser as Local, and reaches the same losses.
 func TestOneMachineMatchesLocal(t *testing.T) {
 	g := randomProblem(t, 600, 150, 4, 11)
-	app, err := NewLRApp(g, nil, FeaturesL2)
+	app, err := New(g, nil, sparse.FeaturesL2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, batch := range []int{0, 100} {
 		cfg := testConfig(1, 6)
 		cfg.Batch = batch
-		want, model, err := Local(app, cfg)
+		want, model, err := train.Local(app, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p, cost := place(t, g, "random", 1)
-		res, err := Run(context.Background(), app, p, "random", 0, cost, cfg)
+		res, err := trainOn(app, p, "random", cost, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,10 +311,10 @@ func TestOneMachineMatchesLocal(t *testing.T) {
 func TestPlacementsTrainAlike(t *testing.T) {
 	app := loadNews20(t)
 	const k, passes = 4, 3
-	results := map[string]*Result{}
+	results := map[string]*train.Result{}
 	for _, algo := range []string{"random", "parsa", "lex"} {
 		p, cost := place(t, app.Graph, algo, k)
-		res, err := Run(context.Background(), app, p, algo, 0, cost, testConfig(k, passes))
+		res, err := trainOn(app, p, algo, cost, testConfig(k, passes))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,16 +348,16 @@ func TestPlacementsTrainAlike(t *testing.T) {
 // model to the bit.
 func TestDeterministicBSP(t *testing.T) {
 	g := randomProblem(t, 900, 200, 3, 5)
-	app, err := NewLRApp(g, nil, FeaturesL2)
+	app, err := New(g, nil, sparse.FeaturesL2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, cost := place(t, g, "random", 3)
 	cfg := testConfig(3, 4)
 	cfg.Batch = 200
-	var runs [2]*Result
+	var runs [2]*train.Result
 	for i := range runs {
-		if runs[i], err = Run(context.Background(), app, p, "random", 0, cost, cfg); err != nil {
+		if runs[i], err = trainOn(app, p, "random", cost, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -410,7 +375,7 @@ func TestDeterministicBSP(t *testing.T) {
 // the problem as BSP does.
 func TestConsistencyModels(t *testing.T) {
 	g := randomProblem(t, 900, 120, 2, 8)
-	app, err := NewLRApp(g, nil, FeaturesL2)
+	app, err := New(g, nil, sparse.FeaturesL2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,10 +384,10 @@ func TestConsistencyModels(t *testing.T) {
 	for _, mode := range []string{"bsp", "async", "ssp:2"} {
 		cfg := testConfig(3, 15)
 		cfg.Batch = 150
-		if cfg.Clock, err = ParseConsistency(mode); err != nil {
+		if cfg.Clock, err = clock.Parse(mode); err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(context.Background(), app, p, "parsa", 0, cost, cfg)
+		res, err := trainOn(app, p, "parsa", cost, cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
@@ -442,7 +407,7 @@ func TestConsistencyModels(t *testing.T) {
 // pass limit.
 func TestStopsAtEpsilon(t *testing.T) {
 	g := randomProblem(t, 300, 50, 2, 2)
-	app, err := NewLRApp(g, nil, FeaturesL2)
+	app, err := New(g, nil, sparse.FeaturesL2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +415,7 @@ func TestStopsAtEpsilon(t *testing.T) {
 	cfg.Epsilon = 1e-3
 	cfg.Rule.L2 = 1e-2
 	p, cost := place(t, g, "random", 2)
-	res, err := Run(context.Background(), app, p, "random", 0, cost, cfg)
+	res, err := trainOn(app, p, "random", cost, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +424,7 @@ func TestStopsAtEpsilon(t *testing.T) {
 		t.Fatalf("stopped after %d passes", n)
 	}
 	last, prev := res.RoundsDetail[n-1].TrainLoss, res.RoundsDetail[n-2].TrainLoss
-	if !Converged(prev, last, cfg.Epsilon) {
+	if !train.Converged(prev, last, cfg.Epsilon) {
 		t.Fatalf("stopped at losses %v → %v, not converged", prev, last)
 	}
 }
@@ -468,34 +433,47 @@ func TestStopsAtEpsilon(t *testing.T) {
 // clear errors.
 func TestRunErrors(t *testing.T) {
 	g := randomProblem(t, 50, 20, 2, 1)
-	app, err := NewLRApp(g, nil, FeaturesL2)
+	app, err := New(g, nil, sparse.FeaturesL2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, cost := place(t, g, "random", 2)
-	if _, err := Run(context.Background(), app, p, "x", 0, cost, testConfig(3, 1)); err == nil {
+	if _, err := trainOn(app, p, "x", cost, testConfig(3, 1)); err == nil {
 		t.Error("a 2-machine placement ran on 3 machines")
 	}
 	cfg := testConfig(2, 0)
-	if _, err := Run(context.Background(), app, p, "x", 0, cost, cfg); err == nil {
+	if _, err := trainOn(app, p, "x", cost, cfg); err == nil {
 		t.Error("0 passes accepted")
 	}
-	_, err = Run(context.Background(), nanApp{app}, p, "x", 0, cost, testConfig(2, 3))
+	_, err = trainOn(nanApp{app}, p, "x", cost, testConfig(2, 3))
 	if err == nil || !strings.Contains(err.Error(), "training loss is NaN") {
 		t.Errorf("a diverging run: %v", err)
 	}
 }
 
 // nanApp is an application whose loss is NaN, as a diverging one's.
-type nanApp struct{ *LRApp }
+type nanApp struct{ *App }
 
-func (a nanApp) Part(rank int, rows []int32, batches int, seed uint64) Part {
-	return nanPart{a.LRApp.Part(rank, rows, batches, seed)}
+func (a nanApp) Part(rank int, rows []int32, batches int, seed uint64) train.Part {
+	return nanPart{a.App.Part(rank, rows, batches, seed)}
 }
 
-type nanPart struct{ Part }
+type nanPart struct{ train.Part }
 
 func (p nanPart) Step(b int, vals, grad []float32, scale float32) (float64, int, int) {
 	_, n, c := p.Part.Step(b, vals, grad, scale)
 	return math.NaN(), n, c
+}
+
+// trainOn trains app on an in-process cluster with the placement p called
+// name (cost: its evaluation) and configuration cfg.
+func trainOn(app train.App, p *placement.Placement, name string, cost *placement.Cost, cfg train.Config) (*train.Result, error) {
+	job := train.DefaultJob()
+	job.App, job.Data.Train, job.Placement, job.Config = app.Name(), "test", name, cfg
+	res, err := train.Run(context.Background(), job, app, p, cluster.InProcess{})
+	if err != nil {
+		return nil, err
+	}
+	res.Placed(0, cost)
+	return res, nil
 }

@@ -1,4 +1,4 @@
-package train
+package mf
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"colo/cluster"
 	"colo/graph"
 	"colo/placement"
 	"colo/ps/update"
+	"colo/train"
 )
 
 // lowRank returns a rows × cols ratings graph of which a fraction density
@@ -68,14 +70,14 @@ func allRows(n int) []int32 {
 // factors fixed (RowLR 0).
 func TestMFGradient(t *testing.T) {
 	g := lowRank(t, 7, 5, 2, 0.6, 0.5, 3)
-	cfg := DefaultMFConfig()
+	cfg := DefaultConfig()
 	cfg.Rank, cfg.RowLR, cfg.HoldOut = 3, 0, 0
-	a, err := NewMFApp(g, nil, cfg)
+	a, err := New(g, nil, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	part := a.Part(0, allRows(a.NumSamples()), 1, 1)
-	keys := part.Keys(0)
+	keys := part.Keys(0).List
 	R := cfg.Rank
 	rng := rand.New(rand.NewPCG(4, 5))
 	vals := make([]float32, len(keys)*R)
@@ -118,12 +120,12 @@ func TestMFGradient(t *testing.T) {
 // recordingApp is an App that keeps the parts it makes, so that a test
 // can score a model trained by Local with the parts' row factors.
 type recordingApp struct {
-	*MFApp
-	parts []Part
+	*App
+	parts []train.Part
 }
 
-func (r *recordingApp) Part(rank int, rows []int32, batches int, seed uint64) Part {
-	p := r.MFApp.Part(rank, rows, batches, seed)
+func (r *recordingApp) Part(rank int, rows []int32, batches int, seed uint64) train.Part {
+	p := r.App.Part(rank, rows, batches, seed)
 	r.parts = append(r.parts, p)
 	return p
 }
@@ -133,17 +135,17 @@ func (r *recordingApp) Part(rank int, rows []int32, batches int, seed uint64) Pa
 func TestMFLocalLowRank(t *testing.T) {
 	const sigma = 0.1
 	g := lowRank(t, 300, 200, 3, 0.2, sigma, 7)
-	cfg := DefaultMFConfig()
+	cfg := DefaultConfig()
 	cfg.Rank = 8
-	a, err := NewMFApp(g, nil, cfg)
+	a, err := New(g, nil, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recordingApp{MFApp: a}
-	tc := DefaultConfig()
+	rec := &recordingApp{App: a}
+	tc := train.DefaultConfig()
 	tc.Rule = update.Config{Name: "adagrad", LR: 0.3, L2: 0.01, Eps: 1e-8}
 	tc.Batch, tc.MaxPasses, tc.Epsilon = 30, 60, 0
-	passes, model, err := Local(rec, tc)
+	passes, model, err := train.Local(rec, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +170,9 @@ func TestMFLocalLowRank(t *testing.T) {
 // fraction is about HoldOut.
 func TestMFHoldOut(t *testing.T) {
 	g := lowRank(t, 100, 80, 2, 0.3, 0.1, 11)
-	cfg := DefaultMFConfig()
+	cfg := DefaultConfig()
 	cfg.HoldOut = 0.25
-	a, err := NewMFApp(g, nil, cfg)
+	a, err := New(g, nil, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func TestMFHoldOut(t *testing.T) {
 			}
 		}
 	}
-	if r, n := a.HeldOutRMSE([]Part{a.Part(0, odd, 1, 1), a.Part(1, even, 1, 1)}, make([]float32, a.NumKeys()*R)); n != held {
+	if r, n := a.HeldOutRMSE([]train.Part{a.Part(0, odd, 1, 1), a.Part(1, even, 1, 1)}, make([]float32, a.NumKeys()*R)); n != held {
 		t.Errorf("scored %d held-out entries (RMSE %v), want %d", n, r, held)
 	}
 }
@@ -219,9 +221,9 @@ func TestMFTestSet(t *testing.T) {
 		}
 		return g
 	}
-	train := read("10 1 4\n10 2 3\n20 2 5\n30 3 1\n")
+	trainSet := read("10 1 4\n10 2 3\n20 2 5\n30 3 1\n")
 	test := read("20 1 2\n20 9 5\n40 1 1\n30 3 2\n")
-	a, err := NewMFApp(train, test, DefaultMFConfig())
+	a, err := New(trainSet, test, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +244,7 @@ func TestMFTestSet(t *testing.T) {
 	}
 	// With q = 0 every prediction is μ.
 	base, n := a.MeanRMSE()
-	rmse, m := a.HeldOutRMSE([]Part{a.Part(0, allRows(3), 1, 1)}, make([]float32, a.NumKeys()*a.Width()))
+	rmse, m := a.HeldOutRMSE([]train.Part{a.Part(0, allRows(3), 1, 1)}, make([]float32, a.NumKeys()*a.Width()))
 	if n != 2 || m != 2 || math.Abs(rmse-base) > 1e-6 {
 		t.Errorf("RMSE %v over %d, predicting μ %v over %d", rmse, m, base, n)
 	}
@@ -251,30 +253,30 @@ func TestMFTestSet(t *testing.T) {
 func TestMFConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string
-		edit func(*MFConfig)
+		edit func(*Config)
 		want string
 	}{
-		{"rank 0", func(c *MFConfig) { c.Rank = 0 }, "mf: rank 0, want 1..65536"},
-		{"rank too large", func(c *MFConfig) { c.Rank = 1 << 17 }, "mf: rank 131072, want 1..65536"},
-		{"negative row rate", func(c *MFConfig) { c.RowLR = -1 }, "mf: row learning rate -1, want a finite value ≥ 0"},
-		{"NaN row rate", func(c *MFConfig) { c.RowLR = math.NaN() }, "mf: row learning rate NaN"},
-		{"infinite L2", func(c *MFConfig) { c.L2 = math.Inf(1) }, "mf: L2 +Inf, want a finite value ≥ 0"},
-		{"hold out all", func(c *MFConfig) { c.HoldOut = 1 }, "mf: hold-out fraction 1, want [0, 1)"},
-		{"negative hold out", func(c *MFConfig) { c.HoldOut = -0.1 }, "mf: hold-out fraction -0.1"},
+		{"rank 0", func(c *Config) { c.Rank = 0 }, "mf: rank 0, want 1..65536"},
+		{"rank too large", func(c *Config) { c.Rank = 1 << 17 }, "mf: rank 131072, want 1..65536"},
+		{"negative row rate", func(c *Config) { c.RowLR = -1 }, "mf: row learning rate -1, want a finite value ≥ 0"},
+		{"NaN row rate", func(c *Config) { c.RowLR = math.NaN() }, "mf: row learning rate NaN"},
+		{"infinite L2", func(c *Config) { c.L2 = math.Inf(1) }, "mf: L2 +Inf, want a finite value ≥ 0"},
+		{"hold out all", func(c *Config) { c.HoldOut = 1 }, "mf: hold-out fraction 1, want [0, 1)"},
+		{"negative hold out", func(c *Config) { c.HoldOut = -0.1 }, "mf: hold-out fraction -0.1"},
 	}
-	if err := DefaultMFConfig().Validate(); err != nil {
+	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("default: %v", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultMFConfig()
+			c := DefaultConfig()
 			tt.edit(&c)
 			err := c.Validate()
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
-			if _, err := NewMFApp(lowRank(t, 3, 3, 1, 1, 0, 1), nil, c); err == nil {
-				t.Error("NewMFApp accepted the config")
+			if _, err := New(lowRank(t, 3, 3, 1, 1, 0, 1), nil, c); err == nil {
+				t.Error("New accepted the config")
 			}
 		})
 	}
@@ -287,9 +289,9 @@ func TestMFConfigValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := DefaultMFConfig()
+	c := DefaultConfig()
 	c.HoldOut = 0.999999
-	if _, err := NewMFApp(one, nil, c); err == nil || !strings.Contains(err.Error(), "no training ratings") {
+	if _, err := New(one, nil, c); err == nil || !strings.Contains(err.Error(), "no training ratings") {
 		t.Errorf("err = %v, want no training ratings", err)
 	}
 }
@@ -300,23 +302,25 @@ func TestMFConfigValidate(t *testing.T) {
 // matches Local's up to the order of float additions.
 func TestMFRunMatchesLocal(t *testing.T) {
 	g := lowRank(t, 60, 40, 2, 0.3, 0.1, 13)
-	cfg := DefaultMFConfig()
+	cfg := DefaultConfig()
 	cfg.Rank = 4
-	a, err := NewMFApp(g, nil, cfg)
+	a, err := New(g, nil, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := DefaultConfig()
+	tc := train.DefaultConfig()
 	tc.Machines, tc.MaxPasses, tc.Epsilon = 2, 20, 0
 	tc.Rule = update.Config{Name: "sgd", LR: 2, L2: 0.01}
-	rec := &recordingApp{MFApp: a}
-	_, model, err := Local(rec, tc)
+	rec := &recordingApp{App: a}
+	_, model, err := train.Local(rec, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, n := a.HeldOutRMSE(rec.parts, model)
 	p := placement.Uniform(g, 2, placement.NewRand(3))
-	res, err := Run(context.Background(), a, p, "uniform", 0, nil, tc)
+	job := train.DefaultJob()
+	job.App, job.Data.Train, job.Placement, job.Config = "mf", "test", "uniform", tc
+	res, err := train.Run(context.Background(), job, a, p, cluster.InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +336,7 @@ func TestMFRunMatchesLocal(t *testing.T) {
 // out: the column factors need the servers' L2, which AdaGrad's
 // unnormalised penalty does not survive, hence SGD.
 func TestMFMovieLens(t *testing.T) {
-	const path = "../../shared/data/movielens-100k/u.data.xz"
+	const path = "../../../shared/data/movielens-100k/u.data.xz"
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("MovieLens 100k not found beside the repository: %v", err)
 	}
@@ -342,15 +346,15 @@ func TestMFMovieLens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewMFApp(g, nil, DefaultMFConfig())
+	a, err := New(g, nil, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := DefaultConfig()
+	tc := train.DefaultConfig()
 	tc.Rule = update.Config{Name: "sgd", LR: 2, L2: 0.02}
 	tc.MaxPasses = 100
-	rec := &recordingApp{MFApp: a}
-	passes, model, err := Local(rec, tc)
+	rec := &recordingApp{App: a}
+	passes, model, err := train.Local(rec, tc)
 	if err != nil {
 		t.Fatal(err)
 	}

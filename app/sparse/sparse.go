@@ -1,4 +1,13 @@
-package train
+// Package sparse holds what the sparse applications (app/lr, app/mf)
+// share: a training graph's samples as rows of keys (the parameters' dense
+// ids, the keys of the servers) and transformed values, their class
+// labels, and the batches a machine cuts its samples into, each with the
+// sorted keys it pulls and pushes.
+//
+//	labels, _ := sparse.NewLabels(g, 1000)
+//	rows, _ := sparse.TrainRows(g, labels, sparse.FeaturesLog1pL2)
+//	batches := sparse.Batches(rows, mine, 10, seed, g.NumParams())
+package sparse
 
 import (
 	"fmt"
@@ -209,18 +218,6 @@ type Batch struct {
 
 // Len returns the number of rows of b.
 func (b *Batch) Len() int { return len(b.Off) - 1 }
-
-// Shard returns the samples that placement p puts on machine w, in
-// increasing order.
-func Shard(p *placement.Placement, w int) []int32 {
-	var s []int32
-	for u, m := range p.Data {
-		if int(m) == w {
-			s = append(s, int32(u))
-		}
-	}
-	return s
-}
 
 // Batches splits rows (sample ids of r) into nb batches of nearly equal
 // size, in a random order drawn from seed, and indexes each. With nb = 1

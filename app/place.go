@@ -1,0 +1,51 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"colo/graph"
+	"colo/partition"
+	"colo/placement"
+	"colo/train"
+)
+
+// Place returns the placement of job on the training graph g: the part
+// files of a directory written by colo partition when job.Placement is
+// one, otherwise the placement the partitioner of that name computes on
+// the job's machines with its seed (the "random" partitioners balanced),
+// and the seconds partitioning took (0 for a directory).
+func Place(job train.Job, g *graph.Graph) (*placement.Placement, float64, error) {
+	spec, k := job.Placement, job.Config.Machines
+	if st, err := os.Stat(spec); err == nil && st.IsDir() {
+		data, kd, err := placement.LoadDataPart(filepath.Join(spec, placement.DataPartFile), g.NumSamples(), 0)
+		if err != nil {
+			return nil, 0, err
+		}
+		if kd != k {
+			return nil, 0, fmt.Errorf("%s places the samples on %d machines, the job has %d", spec, kd, k)
+		}
+		p := &placement.Placement{K: k, Data: data}
+		if p.Param, err = placement.LoadParamPart(filepath.Join(spec, placement.ParamPartFile), g, k); err != nil {
+			return nil, 0, err
+		}
+		return p, 0, nil
+	}
+	run, err := partition.Lookup(spec)
+	if err != nil {
+		return nil, 0, fmt.Errorf("placement: %w (or a directory written by colo partition)", err)
+	}
+	opt := partition.Options{K: k, Seed: job.Config.Seed, Balanced: strings.HasPrefix(spec, "random")}
+	if err := opt.Validate(g.NumSamples()); err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	p, err := run(g, opt)
+	if err != nil {
+		return nil, 0, err
+	}
+	return p, time.Since(start).Seconds(), nil
+}

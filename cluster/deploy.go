@@ -1,0 +1,89 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"colo/ps/node"
+	"colo/ps/route"
+	"colo/ps/update"
+	"colo/ps/worker"
+	"colo/train"
+)
+
+// InProcess deploys training jobs (train.Deployer) on a cluster in this
+// process: a scheduler and the job's machines, joined by Network, every
+// machine's worker running train.Work on its part. The links of the
+// job's Config shape the network as Config.LinkBandwidth and
+// Config.Bandwidth say.
+//
+//	res, err := train.Run(ctx, job, app, p, cluster.InProcess{})
+type InProcess struct {
+	// Network is the nodes' network, as Config.Network: nil for an
+	// in-memory network, node.TCP{} for TCP on loopback.
+	Network node.Network
+}
+
+// Heartbeat and timeout of a training cluster: a failed node is noticed
+// at once when its links close; the timeout bounds silent nodes (data
+// messages take as long as their emulated link needs).
+const (
+	TrainHeartbeat = 200 * time.Millisecond
+	TrainTimeout   = 30 * time.Second
+)
+
+// Deploy runs d on a new cluster and closes it.
+func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
+	job, app, p := d.Job.Config, d.App, d.Placement
+	k := job.Machines
+	rule, err := update.New(job.Rule)
+	if err != nil {
+		return nil, err
+	}
+	table, err := route.FromPlacement(p.Param, k)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]train.Part, k)
+	for i := range k {
+		parts[i] = d.Part(i)
+	}
+	cc := DefaultConfig()
+	cc.Machines, cc.Network = k, in.Network
+	cc.Table, cc.NumKeys, cc.Width, cc.Clock, cc.Rule = table, uint64(app.NumKeys()), app.Width(), job.Clock, rule
+	cc.LinkBandwidth, cc.Bandwidth = job.LinkBandwidth, job.Bandwidth
+	cc.Heartbeat, cc.Timeout = TrainHeartbeat, TrainTimeout
+	cc.Logf = job.Logf
+	t0 := time.Now()
+	c, err := Start(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("starting the cluster: %w", err)
+	}
+	defer c.Close()
+	out := &train.Outcome{StartSeconds: time.Since(t0).Seconds()}
+
+	works := make([]train.WorkerResult, k)
+	counted := train.AfterTraining(app, func(rank int) {
+		if rank == 0 {
+			out.Stats = c.Stats()
+		}
+	})
+	err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
+		var err error
+		works[w.Rank()], err = train.Work(ctx, w, counted, parts[w.Rank()], d.Schedule, job.Progress)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Work = works[0]
+	out.Seconds = out.StartSeconds + out.Work.TrainSeconds + out.Work.EvalSeconds
+	if n := len(out.Work.Passes); n > 0 {
+		passes := out.Work.Passes[n-1].Pass
+		for i, part := range parts {
+			out.InterValues += train.PartInterValues(part, i, p, app.Width(), passes)
+		}
+	}
+	return out, nil
+}
