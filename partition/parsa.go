@@ -3,13 +3,18 @@ package partition
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"colo/graph"
 	"colo/placement"
 )
+
+// Parsa's API: its options with DefaultParsaOptions and Validate, its
+// statistics, and the entry points Parsa and RunParsa with the driver
+// they share with TSH (runParsa). The pipeline of Alg. 4 that partitions
+// the blocks is in parsa_pipeline.go, the bounds a run ends within and the
+// moves that restore them in parsa_rebalance.go.
 
 // InitMode selects how Parsa initialises the neighbour sets (seed 001 §4.4).
 type InitMode string
@@ -124,11 +129,53 @@ const DefaultGlobalFraction = 0.1
 
 // DefaultParsaOptions returns the default settings: automatic blocks,
 // individual initialisation over all blocks, one thread, τ = Threads − 1,
-// samples balanced exactly.
+// samples balanced exactly (ε = 0.05 applies to GrowParams only), the
+// global initialisation over DefaultGlobalFraction of the samples, no
+// refinement, in-memory neighbour sets (NewSets nil).
+//
+// A run fills the zero fields of its options from these (see
+// ParsaOptions), so that ParsaOptions{} and DefaultParsaOptions() differ
+// only in Tau and Epsilon, whose zero is a value: τ = 0 is the sequential
+// algorithm, ε = 0 a strict bound.
 func DefaultParsaOptions() ParsaOptions {
 	return ParsaOptions{Init: DefaultInit, Threads: 1, Tau: TauAuto, GrowBy: GrowSamples, Epsilon: 0.05,
 		GlobalFraction: DefaultGlobalFraction}
 }
+
+// withDefaults returns o as a run uses it: its zero fields filled from
+// DefaultParsaOptions (Tau and Epsilon excepted, their zero being a
+// value), a nil NewSets by NewMemNeighborSets, and TauAuto resolved to
+// Threads − 1. Blocks and InitBlocks stay 0 when 0: their defaults depend
+// on the samples to place, and the run sets them (blockCount,
+// planJobs). o should be valid.
+func (o ParsaOptions) withDefaults() ParsaOptions {
+	d := DefaultParsaOptions()
+	orDefault(&o.Blocks, d.Blocks)
+	orDefault(&o.Init, d.Init)
+	orDefault(&o.InitBlocks, d.InitBlocks)
+	orDefault(&o.GlobalFraction, d.GlobalFraction)
+	orDefault(&o.Threads, d.Threads)
+	orDefault(&o.GrowBy, d.GrowBy)
+	orDefault(&o.Refine, d.Refine)
+	if o.NewSets == nil {
+		o.NewSets = newMemNeighborSets
+	}
+	if o.Tau == TauAuto {
+		o.Tau = o.Threads - 1
+	}
+	return o
+}
+
+// orDefault sets *x to d when *x is the zero value.
+func orDefault[T comparable](x *T, d T) {
+	var zero T
+	if *x == zero {
+		*x = d
+	}
+}
+
+// newMemNeighborSets is NewMemNeighborSets as ParsaOptions.NewSets.
+func newMemNeighborSets(m, k int) NeighborSets { return NewMemNeighborSets(m, k) }
 
 // Validate checks the settings and names the field and its bound.
 func (o ParsaOptions) Validate() error {
@@ -195,77 +242,58 @@ func Parsa(g *graph.Graph, opt Options) (*placement.Placement, error) {
 	return p, err
 }
 
-// job is one block to partition: an initialisation block, whose result
-// replaces the neighbour sets and is otherwise dropped, or a real one.
-type job struct {
-	samples []uint32
-	init    bool
-}
-
 // RunParsa is Parsa, returning its statistics too.
 func RunParsa(g *graph.Graph, opt Options) (*placement.Placement, *ParsaStats, error) {
-	return runParsa(g, opt, nil)
+	p, st, err := runParsa(g, opt, parsaGrowth())
+	if err != nil {
+		return nil, nil, err
+	}
+	if opt.Report != nil {
+		opt.Report("parsa", st)
+	}
+	return p, st, nil
 }
 
-// runParsa is RunParsa; with tsh set the blocks select samples by seed
-// 000 Alg. 1 instead of seed 001 Alg. 3 (see TSH).
-func runParsa(g *graph.Graph, opt Options, tsh *tshConfig) (*placement.Placement, *ParsaStats, error) {
+// runParsa is RunParsa without the report, its blocks assigning their
+// samples by gr: seed 001's Alg. 3 (parsaGrowth) or seed 000's Alg. 1
+// (TSH). The run:
+//
+//  1. keeps the samples of opt.Parsa.InitFrom, if set, and seeds the
+//     neighbour sets with them (keepPrevious);
+//  2. shuffles the samples to place and cuts them into b blocks
+//     (blockCount), each sorted into input order;
+//  3. plans the jobs: the initialisation's, then one per block (planJobs);
+//  4. sets the bounds lo_i ≤ |U_i| ≤ hi_i (sizeBounds, then gr.bound);
+//  5. partitions the jobs by the pipeline of Alg. 4 (runner.run), then
+//     restores the bounds that a stale view missed (runner.rebalance);
+//  6. refines the samples, if asked (Refine passes), and assigns the
+//     parameters.
+//
+// The seeded generator is drawn from in that order: the shuffle of the
+// samples, the global initialisation's sample, gr.bound, the parameter
+// assignment's seed.
+func runParsa(g *graph.Graph, opt Options, gr growth) (*placement.Placement, *ParsaStats, error) {
 	n, m, k := g.NumSamples(), g.NumParams(), opt.K
 	if err := opt.Validate(n); err != nil {
 		return nil, nil, err
 	}
-	po := opt.Parsa
-	if err := po.Validate(); err != nil {
+	if err := opt.Parsa.Validate(); err != nil {
 		return nil, nil, err
 	}
-	if po.Init == "" {
-		po.Init = DefaultInit
-	}
-	if po.GrowBy == "" {
-		po.GrowBy = GrowSamples
-	}
-	if po.Threads == 0 {
-		po.Threads = 1
-	}
-	if po.GlobalFraction == 0 {
-		po.GlobalFraction = DefaultGlobalFraction
-	}
-	switch po.Tau {
-	case TauAuto:
-		po.Tau = po.Threads - 1
-	}
+	po := opt.Parsa.withDefaults()
 	rng := placement.NewRand(opt.Seed)
 	p := placement.New(k, n, m)
-	var sets NeighborSets
-	if po.NewSets != nil {
-		sets = po.NewSets(m, k)
-	} else {
-		sets = NewMemNeighborSets(m, k)
-	}
+	sets := po.NewSets(m, k)
 	st := &ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy}
 	counts := make([]int64, k)
 
 	// Incremental: keep the samples placed before and seed S_i with them.
 	if po.InitFrom != nil {
-		prev, err := po.InitFrom(n, k)
+		kept, err := keepPrevious(g, po.InitFrom, p, counts, sets)
 		if err != nil {
-			return nil, nil, fmt.Errorf("parsa: previous placement: %w", err)
+			return nil, nil, err
 		}
-		if len(prev) > n {
-			return nil, nil, fmt.Errorf("parsa: previous placement has %d samples, more than the %d of the dataset", len(prev), n)
-		}
-		for u, i := range prev {
-			if i == placement.Unassigned {
-				continue
-			}
-			if i < 0 || int(i) >= k {
-				return nil, nil, fmt.Errorf("parsa: previous placement puts sample %d on machine %d: want 0..%d", u, i, k-1)
-			}
-			p.Data[u] = i
-			counts[i]++
-			st.Kept++
-		}
-		seedSets(g, p.Data, k, sets)
+		st.Kept = kept
 		st.Init = InitIncremental
 	}
 
@@ -278,15 +306,7 @@ func runParsa(g *graph.Graph, opt Options, tsh *tshConfig) (*placement.Placement
 	rng.Shuffle(len(todo), func(a, b int) { todo[a], todo[b] = todo[b], todo[a] })
 	st.Placed = len(todo)
 
-	b := po.Blocks
-	if b == 0 {
-		var e int64
-		for _, u := range todo {
-			e += int64(g.SampleDegree(int(u)))
-		}
-		b = max(MinBlocks, int((e+DefaultBlockEdges-1)/DefaultBlockEdges))
-	}
-	b = max(1, min(b, len(todo)))
+	b := blockCount(g, todo, po.Blocks)
 	blocks := make([][]uint32, b)
 	for j := range blocks {
 		blocks[j] = todo[j*len(todo)/b : (j+1)*len(todo)/b]
@@ -295,8 +315,96 @@ func runParsa(g *graph.Graph, opt Options, tsh *tshConfig) (*placement.Placement
 	}
 	st.Blocks = b
 
+	jobs, globalSample := planJobs(po, blocks, todo, rng, st)
+	total := int64(len(globalSample))
+	for _, j := range jobs {
+		total += int64(len(j.samples))
+	}
+	lo, hi := sizeBounds(counts, n, po)
+	gr.bound(lo, hi, n, rng)
+	r := &runner{g: g, p: p, k: k, sets: sets, counts: counts, po: po, total: total,
+		progress: opt.Progress, limit: slices.Min(hi), grow: gr.grow}
+	if globalSample != nil {
+		r.global(globalSample)
+	}
+	r.blocks = blocks
+	r.run(jobs)
+	st.Repaired = r.rebalance(lo, hi)
+	if po.Refine > 0 && len(todo) > 0 {
+		rf := newRefiner(g, p.Data, k, lo, hi)
+		st.Refine.Before = rf.sum
+		for st.Refine.Passes < po.Refine {
+			st.Refine.Passes++
+			mv := rf.pass(todo, &st.Refine)
+			st.Refine.Moves += mv
+			if mv == 0 {
+				break
+			}
+		}
+		st.Refine.After = rf.sum
+	}
+	var err error
+	if st.Params, err = assignParamsWith(g, p, opt.ParamAlgo, rng.Uint64(), po.Threads); err != nil {
+		return nil, nil, err
+	}
+	return p, st, nil
+}
+
+// keepPrevious places the samples that initFrom returns as already placed
+// on p, counts them per machine, seeds the sets with their neighbour sets
+// N(U_i), and returns how many it kept. It rejects a previous placement
+// longer than the dataset or naming a machine outside 0..k−1.
+func keepPrevious(g *graph.Graph, initFrom func(n, k int) ([]int32, error), p *placement.Placement, counts []int64, sets NeighborSets) (int, error) {
+	n, k := g.NumSamples(), len(counts)
+	prev, err := initFrom(n, k)
+	if err != nil {
+		return 0, fmt.Errorf("parsa: previous placement: %w", err)
+	}
+	if len(prev) > n {
+		return 0, fmt.Errorf("parsa: previous placement has %d samples, more than the %d of the dataset", len(prev), n)
+	}
+	kept := 0
+	for u, i := range prev {
+		if i == placement.Unassigned {
+			continue
+		}
+		if i < 0 || int(i) >= k {
+			return 0, fmt.Errorf("parsa: previous placement puts sample %d on machine %d: want 0..%d", u, i, k-1)
+		}
+		p.Data[u] = i
+		counts[i]++
+		kept++
+	}
+	seedSets(g, p.Data, k, sets)
+	return kept, nil
+}
+
+// blockCount returns the number of blocks b to cut the samples todo into:
+// want, or when want is 0 max(MinBlocks, ⌈|E(todo)| / DefaultBlockEdges⌉),
+// in either case within 1..len(todo) (1 when todo is empty).
+func blockCount(g *graph.Graph, todo []uint32, want int) int {
+	b := want
+	if b == 0 {
+		var e int64
+		for _, u := range todo {
+			e += int64(g.SampleDegree(int(u)))
+		}
+		b = max(MinBlocks, int((e+DefaultBlockEdges-1)/DefaultBlockEdges))
+	}
+	return max(1, min(b, len(todo)))
+}
+
+// planJobs returns the jobs of a run over the blocks, in order, and the
+// sample of the global initialisation (nil: none). With InitIndividual the
+// first a = po.InitBlocks (0: b) jobs are initialisation jobs over blocks
+// 0..a−1, cyclically; with InitGlobal a random ⌈GlobalFraction·|todo|⌉ of
+// todo, drawn from rng, is partitioned first, outside the jobs. Neither
+// runs when the run is incremental or has nothing to place. It records the
+// initialisation's size in st.
+func planJobs(po ParsaOptions, blocks [][]uint32, todo []uint32, rng *rand.Rand, st *ParsaStats) ([]job, []uint32) {
 	var jobs []job
 	var globalSample []uint32
+	b := len(blocks)
 	switch {
 	case po.InitFrom != nil || len(todo) == 0:
 	case po.Init == InitIndividual:
@@ -321,92 +429,7 @@ func runParsa(g *graph.Graph, opt Options, tsh *tshConfig) (*placement.Placement
 	for _, blk := range blocks {
 		jobs = append(jobs, job{samples: blk})
 	}
-
-	total := int64(len(globalSample))
-	for _, j := range jobs {
-		total += int64(len(j.samples))
-	}
-	lo, hi := sizeBounds(counts, n, po)
-	if tsh != nil {
-		// Alg. 1 bounds every partition by ⌈n/k⌉ only.
-		for i := range lo {
-			lo[i], hi[i] = 0, max(hi[i], int64((n+k-1)/k))
-		}
-		tsh.cap = slices.Min(hi)
-		tsh.seed = rng.Uint64()
-	}
-	r := &runner{g: g, p: p, k: k, sets: sets, counts: counts, po: po, total: total,
-		progress: opt.Progress, limit: slices.Min(hi), tsh: tsh}
-	if globalSample != nil {
-		r.global(globalSample)
-	}
-	r.blocks = blocks
-	r.run(jobs)
-	st.Repaired = r.rebalance(lo, hi)
-	if po.Refine > 0 && len(todo) > 0 {
-		rf := newRefiner(g, p.Data, k, lo, hi)
-		st.Refine.Before = rf.sum
-		for st.Refine.Passes < po.Refine {
-			st.Refine.Passes++
-			mv := rf.pass(todo, &st.Refine)
-			st.Refine.Moves += mv
-			if mv == 0 {
-				break
-			}
-		}
-		st.Refine.After = rf.sum
-	}
-	var err error
-	if st.Params, err = assignParamsWith(g, p, opt.ParamAlgo, rng.Uint64(), po.Threads); err != nil {
-		return nil, nil, err
-	}
-	if opt.Report != nil && tsh == nil {
-		opt.Report("parsa", st)
-	}
-	return p, st, nil
-}
-
-// sizeBounds returns the bounds lo_i ≤ |U_i| ≤ hi_i that a run must end
-// within, given the samples kept on each machine and n in all. Growing by
-// samples, they are water levels: the smallest partitions are filled
-// first, so that with nothing kept every |U_i| is ⌊n/k⌋ or ⌈n/k⌉. Growing
-// by parameters, only |U_i| ≤ ⌈(1+ε)n/k⌉ binds.
-func sizeBounds(kept []int64, n int, po ParsaOptions) (lo, hi []int64) {
-	k := len(kept)
-	lo, hi = make([]int64, k), make([]int64, k)
-	if po.GrowBy == GrowParams {
-		limit := max(int64(math.Ceil((1+po.Epsilon)*float64(n)/float64(k))), int64((n+k-1)/k))
-		for i, c := range kept {
-			hi[i] = max(limit, c)
-		}
-		return lo, hi
-	}
-	fill := func(level int64) int64 {
-		var s int64
-		for _, c := range kept {
-			s += max(c, level)
-		}
-		return s
-	}
-	// The highest level L with Σ max(kept_i, L) ≤ n.
-	a, b := int64(0), int64(n)
-	for a < b {
-		mid := (a + b + 1) / 2
-		if fill(mid) <= int64(n) {
-			a = mid
-		} else {
-			b = mid - 1
-		}
-	}
-	rest := int64(n) - fill(a)
-	for i, c := range kept {
-		lo[i] = max(c, a)
-		hi[i] = lo[i]
-		if c <= a && rest > 0 {
-			hi[i]++
-		}
-	}
-	return lo, hi
+	return jobs, globalSample
 }
 
 // seedSets adds to the sets the neighbour sets N(U_i) of the samples that
@@ -433,340 +456,4 @@ func seedSets(g *graph.Graph, data []int32, k int, sets NeighborSets) {
 		}
 	}
 	sets.Push(params, masks)
-}
-
-// runner carries a run of Parsa over its jobs.
-type runner struct {
-	g      *graph.Graph
-	p      *placement.Placement
-	k      int
-	sets   NeighborSets
-	counts []int64 // |U_i| after the applied jobs
-	po     ParsaOptions
-	limit  int64      // |U_i| bound of GrowParams
-	blocks [][]uint32 // the samples to place
-	tsh    *tshConfig // seed 000 Alg. 1 instead of seed 001 Alg. 3
-
-	total    int64
-	done     atomic.Int64
-	progMu   sync.Mutex
-	progress func(done, total int64)
-
-	// The pipeline of Alg. 4 with exact staleness, guarded by mu.
-	mu         sync.Mutex
-	cond       *sync.Cond
-	next       int       // next job to take
-	applied    int       // jobs whose results are in sets and counts
-	pulled     []bool    // job t has pulled
-	pulledUpTo int       // every job < pulledUpTo has pulled
-	results    []*result // finished, not yet applied
-}
-
-// result is what a finished job pushes.
-type result struct {
-	init   bool
-	params []uint32
-	own    []uint64
-	added  []int64
-}
-
-func (r *runner) tick(n int) {
-	if r.progress == nil || n == 0 {
-		return
-	}
-	r.done.Add(int64(n))
-	r.progMu.Lock()
-	r.progress(r.done.Load(), r.total)
-	r.progMu.Unlock()
-}
-
-// global runs the global initialisation: one block over the sample, from
-// empty sets, whose neighbour sets replace the shared ones.
-func (r *runner) global(sample []uint32) {
-	blk := newBlock(r.k, r.g.NumParams())
-	blk.tick = r.tick
-	blk.build(r.g, sample)
-	clear(blk.mask)
-	r.setView(blk, true, len(sample))
-	blk.prepare()
-	blk.run()
-	r.sets.Reset()
-	r.sets.Push(blk.params, blk.own)
-}
-
-// setView sets the block's view of |U_i|, |S_i| and its growth rule. An
-// initialisation block counts only its own samples.
-func (r *runner) setView(blk *block, init bool, nb int) {
-	blk.byParam = r.po.GrowBy == GrowParams
-	if init {
-		clear(blk.count)
-		blk.cap = int64(math.Ceil((1 + r.po.Epsilon) * float64(nb) / float64(r.k)))
-		if blk.cap*int64(r.k) < int64(nb) {
-			blk.cap = int64((nb + r.k - 1) / r.k)
-		}
-	} else {
-		copy(blk.count, r.counts)
-		blk.cap = r.limit
-		if blk.byParam {
-			// A stale view may not see every sample placed: never refuse
-			// all partitions; repair restores the bound afterwards.
-			need := int64(nb)
-			for i := range blk.count {
-				need -= max(0, blk.cap-blk.count[i])
-			}
-			if need > 0 {
-				blk.cap += (need + int64(r.k) - 1) / int64(r.k)
-			}
-		}
-	}
-	if blk.byParam {
-		r.sets.Sizes(blk.size)
-	}
-}
-
-// run partitions the jobs on po.Threads goroutines with staleness po.Tau.
-func (r *runner) run(jobs []job) {
-	if len(jobs) == 0 {
-		return
-	}
-	r.cond = sync.NewCond(&r.mu)
-	r.pulled = make([]bool, len(jobs))
-	r.results = make([]*result, len(jobs))
-	threads := min(r.po.Threads, len(jobs))
-	var wg sync.WaitGroup
-	for w := 0; w < threads; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.worker(jobs)
-		}()
-	}
-	wg.Wait()
-}
-
-func (r *runner) worker(jobs []job) {
-	blk := newBlock(r.k, r.g.NumParams())
-	blk.tick = r.tick
-	blk.tieByIndex = r.tsh != nil
-	tau := r.po.Tau
-	for {
-		r.mu.Lock()
-		t := r.next
-		r.next++
-		r.mu.Unlock()
-		if t >= len(jobs) {
-			return
-		}
-		j := jobs[t]
-		blk.build(r.g, j.samples)
-
-		r.mu.Lock()
-		for r.applied < seenBy(t, tau) {
-			r.cond.Wait()
-		}
-		// Applies wait for this pull (exact staleness), so the view below
-		// is that of jobs 0..seenBy(t)−1.
-		r.setView(blk, j.init, len(j.samples))
-		r.mu.Unlock()
-		blk.pull(r.sets)
-		r.mu.Lock()
-		r.pulled[t] = true
-		for r.pulledUpTo < len(jobs) && r.pulled[r.pulledUpTo] {
-			r.pulledUpTo++
-		}
-		r.apply(jobs)
-		r.mu.Unlock()
-
-		if r.tsh != nil {
-			blk.hubLimit = max(64, 2*len(j.samples)/r.k)
-		}
-		blk.prepare()
-		if r.tsh != nil {
-			blk.tsh = newTSHState(r.tsh, t, blk.nb, len(blk.params))
-		}
-		blk.run()
-		res := &result{init: j.init, params: slices.Clone(blk.params), own: slices.Clone(blk.own[:len(blk.params)*blk.w])}
-		if !j.init {
-			res.added = slices.Clone(blk.added)
-			for s, u := range blk.samples {
-				r.p.Data[u] = blk.out[s]
-			}
-		}
-		r.mu.Lock()
-		r.results[t] = res
-		r.apply(jobs)
-		r.mu.Unlock()
-	}
-}
-
-// seenBy returns the number of jobs whose results job t starts from:
-// those before t−τ, and always job 0, so that every chain of blocks
-// descends from the same first partition and the partitions of parallel
-// blocks keep the same labels. With TauInfinite it is the least number
-// job t waits for.
-func seenBy(t, tau int) int {
-	if t == 0 {
-		return 0
-	}
-	if tau < 0 {
-		return 1
-	}
-	return max(1, t-tau)
-}
-
-// apply applies finished results in job order while no job that should
-// not see them is still to pull. It holds r.mu.
-func (r *runner) apply(jobs []job) {
-	tau := r.po.Tau
-	progressed := false
-	for r.applied < len(jobs) && r.results[r.applied] != nil {
-		// The last job that must not see this result.
-		last := r.applied + tau
-		if r.applied == 0 {
-			last = 0
-		}
-		if tau >= 0 && r.pulledUpTo <= min(last, len(jobs)-1) {
-			break
-		}
-		res := r.results[r.applied]
-		r.results[r.applied] = nil
-		if res.init {
-			r.sets.Reset()
-		} else {
-			for i, a := range res.added {
-				r.counts[i] += a
-			}
-		}
-		r.sets.Push(res.params, res.own)
-		r.applied++
-		progressed = true
-	}
-	if progressed {
-		r.cond.Broadcast()
-	}
-}
-
-// rebalance moves samples until lo_i ≤ |U_i| ≤ hi_i for every i, which a
-// run with a stale view (τ > 0) may miss by a few samples. It first
-// empties partitions above hi into those below hi, then fills partitions
-// below lo from those above lo. Candidates are the latest placed samples
-// of each source partition, a few per sample to move; each move takes the
-// candidate that adds the fewest parameters to the neighbour set of a
-// partition that may receive, cheapest first. Kept samples never move. It
-// returns the number of samples moved.
-func (r *runner) rebalance(lo, hi []int64) int {
-	k, data := r.k, r.p.Data
-	count := make([]int64, k)
-	for _, i := range data {
-		count[i]++
-	}
-	ok := true
-	for i, c := range count {
-		ok = ok && lo[i] <= c && c <= hi[i]
-	}
-	if ok {
-		return 0
-	}
-	w, m := MaskWords(k), r.g.NumParams()
-	all := make([]uint32, m)
-	for v := range all {
-		all[v] = uint32(v)
-	}
-	masks := make([]uint64, m*w)
-	r.sets.Pull(all, masks)
-	moved := 0
-	// best returns the partition j with to(j) that u extends least, and
-	// the number of parameters it adds.
-	best := func(u int, to func(int) bool) (int, int) {
-		bj, bc := -1, 0
-		for j := 0; j < k; j++ {
-			if !to(j) {
-				continue
-			}
-			c := 0
-			for _, v := range r.g.Params(u) {
-				if masks[int(v)*w+j>>6]&(1<<(j&63)) == 0 {
-					c++
-				}
-			}
-			if bj < 0 || c < bc {
-				bj, bc = j, c
-			}
-		}
-		return bj, bc
-	}
-	type move struct{ u, to, cost int }
-	// phase moves samples out of partitions with excess(i) > 0 into those
-	// with to(j) until none has excess or none may receive.
-	phase := func(excess func(i int) int64, to func(j int) bool) {
-		for quota := int64(4); ; quota *= 4 {
-			done := true
-			want := make([]int64, k)
-			for i := range want {
-				if e := excess(i); e > 0 {
-					want[i] = quota*e + 16
-					done = false
-				}
-			}
-			receiver := false
-			for j := 0; j < k; j++ {
-				receiver = receiver || to(j)
-			}
-			if done || !receiver {
-				return
-			}
-			var moves []move
-			for b := len(r.blocks) - 1; b >= 0; b-- {
-				blk := r.blocks[b]
-				for x := len(blk) - 1; x >= 0; x-- {
-					u := int(blk[x])
-					if i := data[u]; want[i] > 0 {
-						want[i]--
-						if j, c := best(u, to); j >= 0 {
-							moves = append(moves, move{u, j, c})
-						}
-					}
-				}
-			}
-			for len(moves) > 0 {
-				slices.SortStableFunc(moves, func(a, b move) int { return a.cost - b.cost })
-				var retry []move
-				for _, mv := range moves {
-					src := int(data[mv.u])
-					if excess(src) <= 0 {
-						continue
-					}
-					if !to(mv.to) {
-						if j, c := best(mv.u, to); j >= 0 {
-							retry = append(retry, move{mv.u, j, c})
-						}
-						continue
-					}
-					data[mv.u] = int32(mv.to)
-					count[src]--
-					count[mv.to]++
-					for _, v := range r.g.Params(mv.u) {
-						masks[int(v)*w+mv.to>>6] |= 1 << (mv.to & 63)
-					}
-					moved++
-				}
-				moves = retry
-			}
-		}
-	}
-	phase(func(i int) int64 { return count[i] - hi[i] }, func(j int) bool { return count[j] < hi[j] })
-	deficit := func() int64 {
-		var d int64
-		for j := range count {
-			d += max(0, lo[j]-count[j])
-		}
-		return d
-	}
-	phase(func(i int) int64 {
-		if count[i] > lo[i] {
-			return deficit()
-		}
-		return 0
-	}, func(j int) bool { return count[j] < lo[j] })
-	return moved
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"colo/graph"
 	"colo/placement"
@@ -117,6 +118,35 @@ func newTSHState(cfg *tshConfig, job, nb, mb int) *tshState {
 		ov: make([]int32, nb), stamp: make([]int32, nb), pmark: make([]int32, mb)}
 }
 
+// growth returns the growth of a TSH run: Parsa's run (blocks, pipeline,
+// rebalancing, parameters) with its blocks assigning their samples by
+// Alg. 1 within Alg. 1's bounds.
+func (c *tshConfig) growth() growth { return growth{bound: c.bound, grow: c.grow} }
+
+// bound relaxes the run's bounds to those of Alg. 1, every |U_i| ≤ ⌈n/k⌉
+// and none below, sets c.cap to that bound, and draws the seed of the
+// blocks' samplers from rng.
+func (c *tshConfig) bound(lo, hi []int64, n int, rng *rand.Rand) {
+	k := len(lo)
+	for i := range lo {
+		lo[i], hi[i] = 0, max(hi[i], int64((n+k-1)/k))
+	}
+	c.cap = slices.Min(hi)
+	c.seed = rng.Uint64()
+}
+
+// grow assigns every sample of job t's block by Alg. 1: ties between the
+// smallest partitions go to the lowest index, a parameter used by more
+// than max(64, 2·n_b/k) samples of the block counts as in every S_i, and
+// the candidates are sampled by a generator seeded with c.seed and t.
+func (c *tshConfig) grow(blk *block, t int) {
+	blk.tieByIndex = true
+	blk.hubLimit = max(64, 2*blk.nb/blk.k)
+	blk.prepare()
+	blk.tsh = newTSHState(c, t, blk.nb, len(blk.params))
+	blk.run()
+}
+
 // TSH places g on opt.K machines with the two-step heuristic of seed 000
 // §4: the samples by Alg. 1, then the parameters by the assignment
 // opt.ParamAlgo (seed 000 Alg. 2 is ParamMinMax; the default is
@@ -203,8 +233,7 @@ func runTSHAlpha(g *graph.Graph, opt Options, alpha int) (*placement.Placement, 
 	po := ParsaOptions{Blocks: blocks, Init: InitNone, Threads: threads, Tau: threads - 1, GrowBy: GrowSamples}
 	popt := opt
 	popt.Parsa = po
-	popt.Report = nil
-	p, pst, err := runParsa(g, popt, cfg)
+	p, pst, err := runParsa(g, popt, cfg.growth())
 	if err != nil {
 		return nil, nil, err
 	}
