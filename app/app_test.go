@@ -1,0 +1,150 @@
+package app_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"colo/app"
+	"colo/app/lr"
+	"colo/app/mf"
+	"colo/placement"
+	"colo/train"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tiny is a libsvm file of six samples over five features, three
+// classes.
+const tiny = "0 1:1 2:1\n1 2:1 3:2\n2 4:1 5:1\n0 1:1 5:1\n1 3:1\n2 4:2 1:1\n"
+
+func TestRegistry(t *testing.T) {
+	if got := app.Names(); !slices.Equal(got, []string{"lr", "mf"}) {
+		t.Errorf("Names() = %v", got)
+	}
+	if _, err := app.Lookup("svm"); err == nil || !strings.Contains(err.Error(), "lr or mf") {
+		t.Errorf("Lookup(svm): %v", err)
+	}
+	if _, err := app.DefaultJob("svm"); err == nil {
+		t.Error("DefaultJob(svm) succeeded")
+	}
+}
+
+// TestDefaultJob: each application's defaults are in its job, and
+// nowhere else.
+func TestDefaultJob(t *testing.T) {
+	j, err := app.DefaultJob("mf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o mf.Config
+	if err := j.DecodeOptions(&o); err != nil {
+		t.Fatal(err)
+	}
+	want := mf.DefaultConfig()
+	want.Seed = 0
+	if j.Config.Rule.LR != 0.1 || j.Config.Rule.L2 != 0.05 || o != want {
+		t.Errorf("mf: rule %+v, options %+v", j.Config.Rule, o)
+	}
+	j, err = app.DefaultJob("lr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lo lr.Options
+	if err := j.DecodeOptions(&lo); err != nil {
+		t.Fatal(err)
+	}
+	if j.Config.Rule != train.DefaultConfig().Rule || lo != lr.DefaultOptions() {
+		t.Errorf("lr: rule %+v, options %+v", j.Config.Rule, lo)
+	}
+}
+
+// TestOpenAndPlace opens a job, then the same job written to a file and
+// read back (as a machine of a cluster of processes does): both give the
+// same application and, from a partitioner's name and from the directory
+// it was written to, the same placement.
+func TestOpenAndPlace(t *testing.T) {
+	job, err := app.DefaultJob("lr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "tiny.svm", tiny), "random", 2
+	a, err := app.Open(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.App.Name() != "lr" || a.App.NumSamples() != 6 || a.App.NumKeys() != 5 || a.App.Width() != 3 {
+		t.Fatalf("opened %s: %d samples, %d keys, width %d", a.App.Name(), a.App.NumSamples(), a.App.NumKeys(), a.App.Width())
+	}
+	p, _, err := app.Place(job, a.Data.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "place")
+	if err := placement.WriteDir(dir, a.Data.Train, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	job.Placement = dir
+	if err := train.WriteJob(&buf, job); err != nil {
+		t.Fatal(err)
+	}
+	back, err := train.ReadJob(&buf, "job.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := app.Open(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, secs, err := app.Place(back, b.Data.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secs != 0 || !reflect.DeepEqual(p, q) {
+		t.Errorf("placement read back %+v (%v s), want %+v", q, secs, p)
+	}
+	if b.App.NumKeys() != a.App.NumKeys() || b.App.Width() != a.App.Width() {
+		t.Error("the job read back opens another application")
+	}
+}
+
+// TestOpenErrors: a bad option, a missing file and a placement for other
+// machines are named.
+func TestOpenErrors(t *testing.T) {
+	job, _ := app.DefaultJob("lr")
+	job.Data.Train = writeFile(t, "tiny.svm", tiny)
+	job.Options = []byte(`{"features": "sqrt"}`)
+	if _, err := app.Open(job); err == nil || !strings.Contains(err.Error(), "sqrt") {
+		t.Errorf("features sqrt: %v", err)
+	}
+	job.Options = []byte(`{"rank": 3}`)
+	if _, err := app.Open(job); err == nil || !strings.Contains(err.Error(), `unknown field "rank"`) {
+		t.Errorf("an mf option for lr: %v", err)
+	}
+	job.Options = nil
+	job.Data.Test = "/nonexistent/test.svm"
+	if _, err := app.Open(job); err == nil || !strings.Contains(err.Error(), "/nonexistent/test.svm") {
+		t.Errorf("a missing test file: %v", err)
+	}
+	job.Data.Test = ""
+	a, err := app.Open(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Placement = "parsa-typo"
+	if _, _, err := app.Place(job, a.Data.Train); err == nil || !strings.Contains(err.Error(), "parsa-typo") {
+		t.Errorf("an unknown partitioner: %v", err)
+	}
+}
