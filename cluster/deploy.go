@@ -25,14 +25,6 @@ type InProcess struct {
 	Network node.Network
 }
 
-// Heartbeat and timeout of a training cluster: a failed node is noticed
-// at once when its links close; the timeout bounds silent nodes (data
-// messages take as long as their emulated link needs).
-const (
-	TrainHeartbeat = 200 * time.Millisecond
-	TrainTimeout   = 30 * time.Second
-)
-
 // Deploy runs d on a new cluster and closes it.
 func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
 	job, app, p := d.Job.Config, d.App, d.Placement
@@ -53,7 +45,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	cc.Machines, cc.Network = k, in.Network
 	cc.Table, cc.NumKeys, cc.Width, cc.Clock, cc.Rule = table, uint64(app.NumKeys()), app.Width(), job.Clock, rule
 	cc.LinkBandwidth, cc.Bandwidth = job.LinkBandwidth, job.Bandwidth
-	cc.Heartbeat, cc.Timeout = TrainHeartbeat, TrainTimeout
+	cc.Heartbeat, cc.Timeout = train.Heartbeat, train.Timeout
 	cc.Logf = job.Logf
 	t0 := time.Now()
 	c, err := Start(ctx, cc)

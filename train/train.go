@@ -234,6 +234,15 @@ func (r *Result) Placed(seconds float64, cost *placement.Cost) {
 	}
 }
 
+// Heartbeat and Timeout are the scheduler's of a training cluster, in
+// every deployment: a failed node is noticed at once when its links close;
+// the timeout bounds silent nodes (data messages take as long as their
+// emulated link needs, so only control messages are bounded).
+const (
+	Heartbeat = 200 * time.Millisecond
+	Timeout   = 30 * time.Second
+)
+
 // Deployer runs the cluster of a job: it starts a scheduler and
 // Config.Machines machines, runs Work on every worker with the parts and
 // schedule of the Deployment and reports what happened. Package cluster

@@ -361,7 +361,7 @@ func (pd *procDeployer) Deploy(ctx context.Context, d *train.Deployment) (*train
 	// The scheduler first: it prints the address it listens on.
 	sp := newProc(0, "scheduler", "node", "--role", "scheduler", "--scheduler", schedAddr,
 		"--token", token, "--num-servers", strconv.Itoa(k), "--num-workers", strconv.Itoa(k), "--job-file", jobFile,
-		"--heartbeat", cluster.TrainHeartbeat.String(), "--timeout", cluster.TrainTimeout.String(), "--join-timeout", procJoin.String())
+		"--heartbeat", train.Heartbeat.String(), "--timeout", train.Timeout.String(), "--join-timeout", procJoin.String())
 	addr, rd, err := startSchedulerCmd(sp.cmd, &sp.errOut)
 	if err != nil {
 		if ctx.Err() != nil {
