@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"colo/internal/workload"
 	"colo/kv"
 	"colo/ps/worker"
 	"colo/transport/transporttest"
@@ -28,8 +29,8 @@ func benchCluster(b testing.TB, servers, workers int, numKeys uint64, rawKeys bo
 // dense requests of 1M float32 in one range, for 1 server × 1 worker and
 // 2 × 2. Throughput counts every worker's keys; GB/s is of values.
 func BenchmarkKV(b *testing.B) {
-	keys := transporttest.SparseKeySet()
-	vals := make([]float32, transporttest.DenseVals)
+	keys := workload.SparseKeySet()
+	vals := make([]float32, workload.DenseVals)
 	for i := range vals {
 		vals[i] = 1
 	}
@@ -89,12 +90,12 @@ func BenchmarkKV(b *testing.B) {
 // same request and answer sizes (per server) as bare length-prefixed
 // messages over loopback TCP connections from every worker to every
 // server, read into reused buffers, with nothing decoded or applied
-// (transporttest.Plain). BenchmarkKV's throughput divided by this one's
+// (package transport/tcp/plain). BenchmarkKV's throughput divided by this one's
 // is the parameter server's efficiency on this machine.
 func BenchmarkPlainTCP(b *testing.B) {
 	for _, shape := range [][2]int{{1, 1}, {2, 2}} {
 		for _, k := range kvKinds {
-			n := k.keys(transporttest.SparseKeys, transporttest.DenseVals)
+			n := k.keys(workload.SparseKeys, workload.DenseVals)
 			b.Run(fmt.Sprintf("%dx%d/%s-%s", shape[0], shape[1], k.mode, k.op), func(b *testing.B) {
 				req, resp := k.plainSizes(n, shape[0])
 				sec := transporttest.PlainTCPRoundTrips(b, shape[0], shape[1], req, resp)

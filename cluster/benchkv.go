@@ -7,12 +7,13 @@ import (
 	"sync"
 	"time"
 
+	"colo/internal/workload"
 	"colo/ps/clock"
 	"colo/ps/proto"
 	"colo/ps/worker"
 	"colo/transport"
 	"colo/transport/tcp"
-	"colo/transport/transporttest"
+	"colo/transport/tcp/plain"
 )
 
 // KVRecord is the measurement of one request kind on one cluster shape, a
@@ -40,7 +41,7 @@ type KVRecord struct {
 	// right after: requests and answers of the same sizes per server, as
 	// bare length-prefixed messages over loopback TCP connections of the
 	// same shape, one request in flight per worker, nothing decoded or
-	// applied (transporttest.Plain). It is what the machine's loopback
+	// applied (package transport/tcp/plain). It is what the machine's loopback
 	// gives at that moment, the reference for MBPerS.
 	PlainMBPerS float64 `json:"plain_mb_per_s"`
 }
@@ -64,7 +65,7 @@ func (k kvKind) keys(sparseKeys, denseVals int) int {
 // keys' [0, 2^24), or the dense model's [0, denseVals).
 func (k kvKind) space(denseVals int) uint64 {
 	if k.mode == "sparse" {
-		return transporttest.SparseSpace
+		return workload.SparseSpace
 	}
 	return uint64(denseVals)
 }
@@ -120,8 +121,8 @@ func DefaultKVBenchConfig() KVBenchConfig {
 	return KVBenchConfig{
 		Shapes:     [][2]int{{1, 1}, {2, 2}},
 		Duration:   time.Second,
-		SparseKeys: transporttest.SparseKeys,
-		DenseVals:  transporttest.DenseVals,
+		SparseKeys: workload.SparseKeys,
+		DenseVals:  workload.DenseVals,
 	}
 }
 
@@ -138,8 +139,8 @@ func (c KVBenchConfig) Validate() error {
 	switch {
 	case c.Duration <= 0:
 		return fmt.Errorf("duration %v: want a positive time", c.Duration)
-	case c.SparseKeys < 1 || c.SparseKeys > transporttest.SparseSpace/2:
-		return fmt.Errorf("sparse keys %d: want 1..%d", c.SparseKeys, transporttest.SparseSpace/2)
+	case c.SparseKeys < 1 || c.SparseKeys > workload.SparseSpace/2:
+		return fmt.Errorf("sparse keys %d: want 1..%d", c.SparseKeys, workload.SparseSpace/2)
 	case c.DenseVals < 1:
 		return fmt.Errorf("dense values %d: want at least 1", c.DenseVals)
 	}
@@ -198,7 +199,7 @@ func benchPlain(ctx context.Context, shape [2]int, d time.Duration, kind kvKind,
 		return 0, err
 	}
 	req, resp := kind.plainSizes(n, shape[0])
-	p, err := transporttest.StartPlain(shape[0], shape[1], req, resp)
+	p, err := plain.Start(shape[0], shape[1], req, resp)
 	if err != nil {
 		return 0, err
 	}
@@ -285,12 +286,12 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 // sparseKeys returns n distinct sorted keys spread over [0, 2^24) by a
 // fixed odd multiplier, the same set on every run.
 func sparseKeys(n int) []uint64 {
-	if n == transporttest.SparseKeys {
-		return transporttest.SparseKeySet()
+	if n == workload.SparseKeys {
+		return workload.SparseKeySet()
 	}
 	keys := make([]uint64, n)
 	for i := range keys {
-		keys[i] = uint64(i) * 2654435761 % transporttest.SparseSpace
+		keys[i] = uint64(i) * 2654435761 % workload.SparseSpace
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)

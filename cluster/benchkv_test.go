@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/workload"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/worker"
 	"colo/transport"
-	"colo/transport/transporttest"
 )
 
 func TestBenchKV(t *testing.T) {
@@ -64,7 +64,7 @@ func TestPlainSizes(t *testing.T) {
 	const n = 1000
 	keys := make([]uint64, 0, n)
 	for i := range uint64(n / 2) {
-		keys = append(keys, 3*i, transporttest.SparseSpace/2+5*i)
+		keys = append(keys, 3*i, workload.SparseSpace/2+5*i)
 	}
 	slices.Sort(keys)
 	vals := make([]float32, n)
