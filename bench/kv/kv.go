@@ -1,4 +1,29 @@
-package cluster
+// Package kv is the parameter-server benchmark behind `colo bench kv`:
+// push and pull through the whole path (worker splitting, TCP loopback,
+// server decoding and summing into its store, the reply, the worker
+// merging), on real clusters of separate servers and workers started
+// with cluster.Start, each line followed by its plain-TCP reference
+// (package transport/tcp/plain) carrying the same bytes without colo.
+//
+// Four request kinds run on every cluster shape, in this order: sparse
+// push, sparse pull, dense push, dense pull. A sparse request carries
+// SparseKeys random keys of [0, 2^24) with one float32 each (keys framed
+// raw, 8 bytes); a dense request one range of DenseVals float32 that is
+// the whole model, so that every server holds and serves its share. Each
+// worker has one request in flight; the servers sum; the clock is
+// asynchronous. Run returns one Record per shape and kind:
+//
+//	cfg := kv.DefaultConfig() // 1 × 1 and 2 × 2, 100k keys, 1M values, 1 s each
+//	recs, err := kv.Run(ctx, cfg)
+//	for _, r := range recs {
+//		fmt.Println(r.Mode, r.Op, r.MBPerS, r.PlainMBPerS)
+//	}
+//
+// A run takes about 2 × Duration per shape and kind (the cluster, then
+// its plain reference), plus the start of a fresh cluster for each. The
+// Go benchmarks BenchmarkKV and BenchmarkPlainTCP of this package measure
+// the same paths under `go test -bench`.
+package kv
 
 import (
 	"context"
@@ -7,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"colo/cluster"
 	"colo/internal/workload"
 	"colo/ps/clock"
 	"colo/ps/proto"
@@ -16,9 +42,9 @@ import (
 	"colo/transport/tcp/plain"
 )
 
-// KVRecord is the measurement of one request kind on one cluster shape, a
+// Record is the measurement of one request kind on one cluster shape, a
 // line of `colo bench kv --json`.
-type KVRecord struct {
+type Record struct {
 	// Mode is "sparse" (random keys, one float32 each) or "dense" (one
 	// range of float32).
 	Mode    string `json:"mode"`
@@ -103,8 +129,8 @@ func (k kvKind) plainSizes(n, servers int) (req, resp int) {
 	}
 }
 
-// KVBenchConfig configures BenchKV.
-type KVBenchConfig struct {
+// Config configures Run.
+type Config struct {
 	// Shapes lists the clusters to measure as {servers, workers}.
 	Shapes [][2]int
 	// Duration is how long each request kind runs on each shape.
@@ -114,11 +140,11 @@ type KVBenchConfig struct {
 	SparseKeys, DenseVals int
 }
 
-// DefaultKVBenchConfig returns the configuration of the issue's targets:
+// DefaultConfig returns the configuration of the issue's targets:
 // 1 × 1 and 2 × 2 clusters, sparse requests of 100k keys and dense ones of
 // 1M float32, one second each.
-func DefaultKVBenchConfig() KVBenchConfig {
-	return KVBenchConfig{
+func DefaultConfig() Config {
+	return Config{
 		Shapes:     [][2]int{{1, 1}, {2, 2}},
 		Duration:   time.Second,
 		SparseKeys: workload.SparseKeys,
@@ -127,7 +153,7 @@ func DefaultKVBenchConfig() KVBenchConfig {
 }
 
 // Validate checks the configuration.
-func (c KVBenchConfig) Validate() error {
+func (c Config) Validate() error {
 	if len(c.Shapes) == 0 {
 		return fmt.Errorf("shapes: want at least one servers × workers shape")
 	}
@@ -147,12 +173,12 @@ func (c KVBenchConfig) Validate() error {
 	return nil
 }
 
-// BenchKV measures push and pull through the whole parameter-server path
+// Run measures push and pull through the whole parameter-server path
 // over TCP loopback: separate server and worker nodes, a summing server,
 // asynchronous consistency and one request in flight per worker. Each
 // shape gets a fresh cluster per request kind; the first request of every
 // worker warms the links and is not counted.
-func BenchKV(ctx context.Context, cfg KVBenchConfig) ([]KVRecord, error) {
+func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -170,7 +196,7 @@ func BenchKV(ctx context.Context, cfg KVBenchConfig) ([]KVRecord, error) {
 			return w.PullRange(0, uint64(len(dense)), dst[:len(dense)])
 		},
 	}
-	var out []KVRecord
+	var out []Record
 	for _, shape := range cfg.Shapes {
 		for _, kind := range kvKinds {
 			n := kind.keys(len(keys), len(dense))
@@ -214,8 +240,8 @@ func benchPlain(ctx context.Context, shape [2]int, d time.Duration, kind kvKind,
 // ranges over the servers. Sparse requests use keys [0, 2^24); a dense
 // request covers the whole model, numKeys = its length, so that every
 // server holds and serves its share of it.
-func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) Config {
-	cfg := DefaultConfig()
+func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) cluster.Config {
+	cfg := cluster.DefaultConfig()
 	cfg.Machines, cfg.Servers, cfg.Workers = 0, servers, workers
 	cfg.Transport, cfg.NumKeys, cfg.Clock = "tcp", numKeys, clock.Config{Mode: clock.Async}
 	cfg.Timeout = 10 * time.Second
@@ -227,10 +253,10 @@ func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) Config {
 // and key space, keys framed raw (8 bytes each, as plainSizes counts
 // them).
 func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration, n int, dstLen int,
-	call func(*worker.Worker, []float32) *worker.Future) (KVRecord, error) {
-	c, err := Start(ctx, benchConfig(shape[0], shape[1], numKeys, true))
+	call func(*worker.Worker, []float32) *worker.Future) (Record, error) {
+	c, err := cluster.Start(ctx, benchConfig(shape[0], shape[1], numKeys, true))
 	if err != nil {
-		return KVRecord{}, err
+		return Record{}, err
 	}
 	defer c.Close()
 	lat := make([][]time.Duration, c.NumWorkers())
@@ -255,12 +281,12 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 	var all []time.Duration
 	for i, e := range errs {
 		if e != nil {
-			return KVRecord{}, e
+			return Record{}, e
 		}
 		all = append(all, lat[i]...)
 	}
 	if len(all) == 0 {
-		return KVRecord{}, fmt.Errorf("no request completed in %v", d)
+		return Record{}, fmt.Errorf("no request completed in %v", d)
 	}
 	slices.Sort(all)
 	var busy time.Duration
@@ -270,7 +296,7 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 	// Throughput over the time the workers were busy with counted
 	// requests, averaged over workers, so warm-up does not count.
 	perWorker := busy.Seconds() / float64(c.NumWorkers())
-	return KVRecord{
+	return Record{
 		Servers:  shape[0],
 		Workers:  shape[1],
 		KeysPerS: float64(n) * float64(len(all)) / perWorker,
