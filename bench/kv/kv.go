@@ -140,9 +140,9 @@ type Config struct {
 	SparseKeys, DenseVals int
 }
 
-// DefaultConfig returns the configuration of the issue's targets:
-// 1 × 1 and 2 × 2 clusters, sparse requests of 100k keys and dense ones of
-// 1M float32, one second each.
+// DefaultConfig returns the configuration of `colo bench kv`: 1 × 1 and
+// 2 × 2 clusters, the requests of package internal/workload (sparse ones
+// of 100k keys, dense ones of 1M float32), one second each.
 func DefaultConfig() Config {
 	return Config{
 		Shapes:     [][2]int{{1, 1}, {2, 2}},
