@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"colo/cluster"
+	"colo/bench/kv"
 )
 
 func runBenchKV(e *env, args []string) error {
@@ -23,7 +23,7 @@ func runBenchKV(e *env, args []string) error {
 			"records {mode, servers, workers, op, keys_per_s, mb_per_s, p50_us,\n"+
 			"p99_us, requests, seconds, plain_mb_per_s}. MB/s counts 12 bytes per\n"+
 			"sparse key (key and value) and 4 per dense value.")
-	cfg := cluster.DefaultKVBenchConfig()
+	cfg := kv.DefaultConfig()
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each request kind runs on each shape")
 	f.IntVar(&cfg.SparseKeys, "sparse-keys", cfg.SparseKeys, "keys of a sparse request")
 	f.IntVar(&cfg.DenseVals, "dense-values", cfg.DenseVals, "float32 values of a dense request")
@@ -37,7 +37,7 @@ func runBenchKV(e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	recs, err := cluster.BenchKV(ctx, cfg)
+	recs, err := kv.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}

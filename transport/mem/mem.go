@@ -85,39 +85,12 @@ package mem
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"colo/transport"
 	"colo/transport/internal/peers"
 )
-
-// Link is the model of one direction of a link.
-type Link struct {
-	// Bandwidth in bytes per second; 0 is unlimited.
-	Bandwidth float64
-	// Latency is the one-way delay added to every message.
-	Latency time.Duration
-	// Drop is the probability that a message is lost, in [0, 1].
-	Drop float64
-	// Cut loses every message.
-	Cut bool
-}
-
-// Validate checks l; errors name the field and the bound.
-func (l Link) Validate() error {
-	if !(l.Bandwidth >= 0) || l.Bandwidth > 1e18 {
-		return fmt.Errorf("Bandwidth %v out of range [0, 1e18]", l.Bandwidth)
-	}
-	if l.Latency < 0 {
-		return fmt.Errorf("Latency %v is negative", l.Latency)
-	}
-	if !(l.Drop >= 0 && l.Drop <= 1) {
-		return fmt.Errorf("Drop %v out of range [0, 1]", l.Drop)
-	}
-	return nil
-}
 
 // Config configures a Network.
 type Config struct {
@@ -157,9 +130,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// pair is a directed link.
-type pair struct{ from, to transport.NodeID }
-
 // Network is an in-memory network. It is safe for concurrent use.
 type Network struct {
 	cfg Config
@@ -180,10 +150,6 @@ type Network struct {
 	exempt    map[transport.NodeID]bool
 	shape     sync.Mutex
 }
-
-// nic is the network interface of a host: a bucket each way, nil when
-// unlimited.
-type nic struct{ egress, ingress *transport.TokenBucket }
 
 // New returns an empty network.
 func New(cfg Config) (*Network, error) {
@@ -209,142 +175,6 @@ func New(cfg Config) (*Network, error) {
 	}, nil
 }
 
-// validRate checks a host-level rate in bytes per second.
-func validRate(field string, r float64) error {
-	if !(r >= 0) || r > 1e18 {
-		return fmt.Errorf("%s %v out of range [0, 1e18]", field, r)
-	}
-	return nil
-}
-
-// bucket returns a burst-0 bucket of rate r, nil for unlimited.
-func bucket(r float64) *transport.TokenBucket {
-	if r == 0 {
-		return nil
-	}
-	return transport.NewTokenBucket(r, 0)
-}
-
-// SetHost places endpoint id, attached or not yet, on host (≥ 0). An
-// endpoint is on no host until placed; its place survives a re-attach.
-func (n *Network) SetHost(id transport.NodeID, host int) error {
-	if host < 0 {
-		return fmt.Errorf("mem: node %d: host %d is negative", id, host)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.hosts[id] = host
-	return nil
-}
-
-// Host returns the host of endpoint id, and false when it is on none.
-func (n *Network) Host(id transport.NodeID) (int, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	h, ok := n.hosts[id]
-	return h, ok
-}
-
-// SetNIC sets the rates of host's network interface in bytes per second,
-// 0 for unlimited: egress for every message leaving the host, ingress for
-// every message arriving from off the host. Setting it again starts new
-// buckets: messages already reserved keep their times.
-func (n *Network) SetNIC(host int, egress, ingress float64) error {
-	if host < 0 {
-		return fmt.Errorf("mem: NIC of host %d: host is negative", host)
-	}
-	if err := validRate("egress", egress); err != nil {
-		return fmt.Errorf("mem: NIC of host %d: %w", host, err)
-	}
-	if err := validRate("ingress", ingress); err != nil {
-		return fmt.Errorf("mem: NIC of host %d: %w", host, err)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.nics[host] = nic{egress: bucket(egress), ingress: bucket(ingress)}
-	return nil
-}
-
-// SetHostLink sets the rate in bytes per second (0 for unlimited) of the
-// directed path from one host to another, shared by every message from
-// an endpoint of the first to an endpoint of the second.
-func (n *Network) SetHostLink(from, to int, rate float64) error {
-	if from < 0 || to < 0 || from == to {
-		return fmt.Errorf("mem: host link %d→%d: hosts must be distinct and not negative", from, to)
-	}
-	if err := validRate("rate", rate); err != nil {
-		return fmt.Errorf("mem: host link %d→%d: %w", from, to, err)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if b := bucket(rate); b != nil {
-		n.hostLinks[[2]int{from, to}] = b
-	} else {
-		delete(n.hostLinks, [2]int{from, to})
-	}
-	return nil
-}
-
-// SetHostExempt sets apart endpoint id (attached or not yet): its traffic
-// takes nothing from host-level buckets, as if it went through a
-// separate management network. Its per-link models still apply.
-func (n *Network) SetHostExempt(id transport.NodeID, exempt bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if exempt {
-		n.exempt[id] = true
-	} else {
-		delete(n.exempt, id)
-	}
-}
-
-// hostBuckets appends to dst the host-level buckets of a message from
-// one endpoint to another on the sender's side (its host's egress and
-// the host pair's path) and returns the destination host's ingress
-// bucket, nil when none applies.
-func (n *Network) hostBuckets(dst []*transport.TokenBucket, from, to transport.NodeID) ([]*transport.TokenBucket, *transport.TokenBucket) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.exempt[from] || n.exempt[to] {
-		return dst, nil
-	}
-	hf, okf := n.hosts[from]
-	ht, okt := n.hosts[to]
-	if okf && okt && hf == ht {
-		return dst, nil
-	}
-	if okf {
-		if b := n.nics[hf].egress; b != nil {
-			dst = append(dst, b)
-		}
-	}
-	if okf && okt {
-		if b := n.hostLinks[[2]int{hf, ht}]; b != nil {
-			dst = append(dst, b)
-		}
-	}
-	var in *transport.TokenBucket
-	if okt {
-		in = n.nics[ht].ingress
-	}
-	return dst, in
-}
-
-// reserve takes size bytes from every bucket at once and returns the
-// longest wait of the sender's buckets and of the destination's ingress.
-func (n *Network) reserve(buckets []*transport.TokenBucket, in *transport.TokenBucket, size int) (send, arrive time.Duration) {
-	n.shape.Lock()
-	defer n.shape.Unlock()
-	for _, b := range buckets {
-		send = max(send, b.Reserve(size))
-	}
-	arrive = send
-	if in != nil {
-		arrive = max(arrive, in.Reserve(size))
-	}
-	return send, arrive
-}
-
 // Attach returns a new endpoint with the given id. An id may be attached
 // again after its endpoint is closed (a restarted node).
 func (n *Network) Attach(id transport.NodeID) (*Endpoint, error) {
@@ -368,56 +198,6 @@ func (n *Network) Attach(id transport.NodeID) (*Endpoint, error) {
 	return e, nil
 }
 
-// SetLink sets the model of the link from one node to another, including
-// links not yet used and links of nodes not yet attached.
-func (n *Network) SetLink(from, to transport.NodeID, l Link) error {
-	if err := l.Validate(); err != nil {
-		return fmt.Errorf("mem: link %d→%d: %w", from, to, err)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.models[pair{from, to}] = l
-	if lk := n.links[pair{from, to}]; lk != nil {
-		lk.setModel(l)
-	}
-	return nil
-}
-
-// Link returns the model of the link from one node to another.
-func (n *Network) Link(from, to transport.NodeID) Link {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.model(pair{from, to})
-}
-
-// model returns a link's model; n.mu is held.
-func (n *Network) model(p pair) Link {
-	if l, ok := n.models[p]; ok {
-		return l
-	}
-	return n.cfg.Link
-}
-
-// Cut partitions a and b: messages between them are lost both ways.
-func (n *Network) Cut(a, b transport.NodeID) { n.setCut(a, b, true) }
-
-// Heal undoes Cut.
-func (n *Network) Heal(a, b transport.NodeID) { n.setCut(a, b, false) }
-
-// setCut sets Cut on both directions between a and b.
-func (n *Network) setCut(a, b transport.NodeID, cut bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, p := range []pair{{a, b}, {b, a}} {
-		l := n.model(p)
-		l.Cut = cut
-		n.models[p] = l
-		if lk := n.links[p]; lk != nil {
-			lk.setModel(l)
-		}
-	}
-}
-
 // Close closes every attached endpoint.
 func (n *Network) Close() error {
 	n.mu.Lock()
@@ -430,41 +210,6 @@ func (n *Network) Close() error {
 		e.Close()
 	}
 	return nil
-}
-
-// link returns the link from src to node to, creating it and starting its
-// delivery goroutine.
-func (n *Network) link(src *Endpoint, to transport.NodeID) (*link, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	dst := n.eps[to]
-	if dst == nil {
-		err := transport.ErrUnknownPeer
-		if n.known[to] {
-			err = transport.ErrPeerClosed
-		}
-		return nil, &transport.PeerError{Peer: to, Op: "send", Err: err}
-	}
-	p := pair{src.id, to}
-	l := n.links[p]
-	if l == nil || l.src != src || l.dst != dst {
-		l = &link{
-			src:   src,
-			dst:   dst,
-			sem:   make(chan struct{}, 1),
-			queue: make(chan item, n.cfg.QueueSize),
-			rng:   rand.New(rand.NewPCG(n.cfg.Seed, uint64(src.id)<<32|uint64(to))),
-			sent:  src.stats.Get(to),
-			recv:  dst.stats.Get(src.id),
-		}
-		l.setModel(n.model(p))
-		n.links[p] = l
-		src.up(to)
-		dst.up(src.id)
-		dst.inWG.Add(1)
-		go l.run()
-	}
-	return l, nil
 }
 
 // detach removes e from the network and returns its links and the peers
@@ -492,86 +237,6 @@ func (n *Network) detach(e *Endpoint) (out []*link, others []*Endpoint) {
 		}
 	}
 	return out, others
-}
-
-// item is a message in flight.
-type item struct {
-	m    *transport.Message
-	size int
-	due  time.Time
-}
-
-// link is one direction between two endpoints.
-type link struct {
-	src, dst *Endpoint
-	sem      chan struct{} // one slot: serialises senders, owns rng
-	queue    chan item     // closed when src closes
-	rng      *rand.Rand
-	sent     *peers.Counters
-	recv     *peers.Counters
-
-	mu     sync.Mutex
-	model  Link
-	bucket *transport.TokenBucket
-}
-
-// setModel changes the link's model.
-func (l *link) setModel(m Link) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if m.Bandwidth != l.model.Bandwidth || l.bucket == nil {
-		l.bucket = nil
-		if m.Bandwidth > 0 {
-			l.bucket = transport.NewTokenBucket(m.Bandwidth, 0)
-		}
-	}
-	l.model = m
-}
-
-// snapshot returns the model and bucket.
-func (l *link) snapshot() (Link, *transport.TokenBucket) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.model, l.bucket
-}
-
-// run delivers the link's messages in order until the queue is closed and
-// drained or the receiver closes.
-func (l *link) run() {
-	defer l.dst.inWG.Done()
-	done := l.dst.ctx.Done()
-	var timer *time.Timer
-	for {
-		var it item
-		var ok bool
-		select {
-		case it, ok = <-l.queue:
-			if !ok {
-				return
-			}
-		case <-done:
-			return
-		}
-		if d := time.Until(it.due); d > 0 {
-			if timer == nil {
-				timer = time.NewTimer(d)
-			} else {
-				timer.Reset(d)
-			}
-			select {
-			case <-timer.C:
-			case <-done:
-				return
-			}
-		}
-		// Counted on arrival, before the receiver takes it, as on TCP.
-		l.recv.Recv(it.size)
-		select {
-		case l.dst.inbox <- it.m:
-		case <-done:
-			return
-		}
-	}
 }
 
 // Endpoint is an endpoint of a Network. It implements

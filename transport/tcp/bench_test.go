@@ -3,6 +3,7 @@ package tcp
 import (
 	"testing"
 
+	"colo/internal/workload"
 	"colo/kv"
 	"colo/transport"
 	"colo/transport/transporttest"
@@ -14,9 +15,9 @@ import (
 // no framing, decoding or allocation. BenchmarkTCP's throughput divided by
 // this one's is the transport's efficiency.
 func BenchmarkPlainTCP(b *testing.B) {
-	keys := transporttest.SparseKeySet()
+	keys := workload.SparseKeySet()
 	deltaKeys, _ := kv.KeysSize(keys)
-	denseKeys, _ := kv.KeysSize([]uint64{0, transporttest.DenseVals})
+	denseKeys, _ := kv.KeysSize([]uint64{0, workload.DenseVals})
 	const hdr = transport.PrefixSize + transport.HeaderSize
 	for _, w := range []struct {
 		name      string
@@ -25,12 +26,12 @@ func BenchmarkPlainTCP(b *testing.B) {
 		keys      int
 		valsBytes int
 	}{
-		{"sparse-push", hdr + deltaKeys + 4*transporttest.SparseKeys, hdr, 12 * transporttest.SparseKeys, transporttest.SparseKeys, 0},
-		{"sparse-pull", hdr + deltaKeys, hdr + 4*transporttest.SparseKeys, 12 * transporttest.SparseKeys, transporttest.SparseKeys, 0},
-		{"sparse-push-rawkeys", hdr + 12*transporttest.SparseKeys, hdr, 12 * transporttest.SparseKeys, transporttest.SparseKeys, 0},
-		{"sparse-pull-rawkeys", hdr + 8*transporttest.SparseKeys, hdr + 4*transporttest.SparseKeys, 12 * transporttest.SparseKeys, transporttest.SparseKeys, 0},
-		{"dense-push", hdr + denseKeys + 4*transporttest.DenseVals, hdr, 4 * transporttest.DenseVals, 0, 4 * transporttest.DenseVals},
-		{"dense-pull", hdr + denseKeys, hdr + 4*transporttest.DenseVals, 4 * transporttest.DenseVals, 0, 4 * transporttest.DenseVals},
+		{"sparse-push", hdr + deltaKeys + 4*workload.SparseKeys, hdr, 12 * workload.SparseKeys, workload.SparseKeys, 0},
+		{"sparse-pull", hdr + deltaKeys, hdr + 4*workload.SparseKeys, 12 * workload.SparseKeys, workload.SparseKeys, 0},
+		{"sparse-push-rawkeys", hdr + 12*workload.SparseKeys, hdr, 12 * workload.SparseKeys, workload.SparseKeys, 0},
+		{"sparse-pull-rawkeys", hdr + 8*workload.SparseKeys, hdr + 4*workload.SparseKeys, 12 * workload.SparseKeys, workload.SparseKeys, 0},
+		{"dense-push", hdr + denseKeys + 4*workload.DenseVals, hdr, 4 * workload.DenseVals, 0, 4 * workload.DenseVals},
+		{"dense-pull", hdr + denseKeys, hdr + 4*workload.DenseVals, 4 * workload.DenseVals, 0, 4 * workload.DenseVals},
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			b.SetBytes(int64(w.bytes))

@@ -2,41 +2,14 @@ package transporttest
 
 import (
 	"context"
-	"math/rand/v2"
-	"slices"
+	"sync"
 	"testing"
 
+	"colo/internal/workload"
 	"colo/kv"
 	"colo/transport"
+	"colo/transport/tcp/plain"
 )
-
-// Workload sizes of the benchmarks: the push and pull requests of the
-// parameter-server benchmark (colo bench kv).
-const (
-	// SparseKeys is the number of keys of a sparse request, one float32
-	// each, drawn from a space of SparseSpace keys.
-	SparseKeys  = 100_000
-	SparseSpace = 1 << 24
-	// DenseVals is the number of float32 of a dense request (4 MB),
-	// addressed by a range [0, DenseVals).
-	DenseVals = 1 << 20
-)
-
-// SparseKeySet returns the keys of the sparse workload, sorted.
-func SparseKeySet() []uint64 {
-	r := rand.New(rand.NewPCG(7, 7))
-	seen := make(map[uint64]bool, SparseKeys)
-	keys := make([]uint64, 0, SparseKeys)
-	for len(keys) < SparseKeys {
-		k := r.Uint64N(SparseSpace)
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // Benchmark measures request–response round trips between two endpoints
 // of f with one request in flight, as a worker pushing to or pulling from
@@ -57,12 +30,12 @@ func SparseKeySet() []uint64 {
 // b.SetBytes (the values and keys carried per round trip) and as Mkeys/s
 // (sparse) or GB/s of values (dense).
 func Benchmark(b *testing.B, f Factory) {
-	keys := SparseKeySet()
-	vals := make([]float32, max(SparseKeys, DenseVals))
+	keys := workload.SparseKeySet()
+	vals := make([]float32, max(workload.SparseKeys, workload.DenseVals))
 	for i := range vals {
 		vals[i] = float32(i)
 	}
-	dense := []uint64{0, DenseVals}
+	dense := []uint64{0, workload.DenseVals}
 	rng := transport.Header{Flags: transport.FlagRequest, Cmd: cmdRange}
 	push := transport.Header{Flags: transport.FlagRequest | transport.FlagPush}
 	pull := transport.Header{Flags: transport.FlagRequest | transport.FlagPull}
@@ -75,12 +48,12 @@ func Benchmark(b *testing.B, f Factory) {
 		bytes     int // payload bytes per round trip
 		valsBytes int // value bytes per round trip, for GB/s
 	}{
-		{"sparse-push", false, &transport.Message{Header: push, KV: kv.Batch{Keys: keys, Vals: vals[:SparseKeys]}}, false, SparseKeys, 12 * SparseKeys, 0},
-		{"sparse-pull", false, &transport.Message{Header: pull, KV: kv.Batch{Keys: keys}}, true, SparseKeys, 12 * SparseKeys, 0},
-		{"sparse-push-rawkeys", true, &transport.Message{Header: push, KV: kv.Batch{Keys: keys, Vals: vals[:SparseKeys]}}, false, SparseKeys, 12 * SparseKeys, 0},
-		{"sparse-pull-rawkeys", true, &transport.Message{Header: pull, KV: kv.Batch{Keys: keys}}, true, SparseKeys, 12 * SparseKeys, 0},
-		{"dense-push", false, &transport.Message{Header: with(rng, transport.FlagPush), KV: kv.Batch{Keys: dense, Vals: vals[:DenseVals]}}, false, 0, 4 * DenseVals, 4 * DenseVals},
-		{"dense-pull", false, &transport.Message{Header: with(rng, transport.FlagPull), KV: kv.Batch{Keys: dense}}, true, 0, 4 * DenseVals, 4 * DenseVals},
+		{"sparse-push", false, &transport.Message{Header: push, KV: kv.Batch{Keys: keys, Vals: vals[:workload.SparseKeys]}}, false, workload.SparseKeys, 12 * workload.SparseKeys, 0},
+		{"sparse-pull", false, &transport.Message{Header: pull, KV: kv.Batch{Keys: keys}}, true, workload.SparseKeys, 12 * workload.SparseKeys, 0},
+		{"sparse-push-rawkeys", true, &transport.Message{Header: push, KV: kv.Batch{Keys: keys, Vals: vals[:workload.SparseKeys]}}, false, workload.SparseKeys, 12 * workload.SparseKeys, 0},
+		{"sparse-pull-rawkeys", true, &transport.Message{Header: pull, KV: kv.Batch{Keys: keys}}, true, workload.SparseKeys, 12 * workload.SparseKeys, 0},
+		{"dense-push", false, &transport.Message{Header: with(rng, transport.FlagPush), KV: kv.Batch{Keys: dense, Vals: vals[:workload.DenseVals]}}, false, 0, 4 * workload.DenseVals, 4 * workload.DenseVals},
+		{"dense-pull", false, &transport.Message{Header: with(rng, transport.FlagPull), KV: kv.Batch{Keys: dense}}, true, 0, 4 * workload.DenseVals, 4 * workload.DenseVals},
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			eps := f(b, 2, Options{Frame: transport.FrameOptions{RawKeys: w.raw}})
@@ -143,4 +116,38 @@ func serveEcho(ctx context.Context, ep transport.Endpoint, vals []float32) {
 		}
 		m.Release()
 	}
+}
+
+// PlainTCPRoundTrips runs b.N rounds on every worker of a servers ×
+// workers plain.Mesh at once and returns the seconds per round of one
+// worker; the caller reports its own metrics from it. With 1 × 1 it is
+// round trips of a req-byte request and a resp-byte answer over one
+// connection.
+func PlainTCPRoundTrips(b *testing.B, servers, workers, req, resp int) float64 {
+	b.Helper()
+	p, err := plain.Start(servers, workers, req, resp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	for i := range workers {
+		if err := p.Round(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			for range b.N {
+				if err := p.Round(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	return b.Elapsed().Seconds() / float64(b.N)
 }

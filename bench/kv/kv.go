@@ -1,4 +1,29 @@
-package cluster
+// Package kv is the parameter-server benchmark behind `colo bench kv`:
+// push and pull through the whole path (worker splitting, TCP loopback,
+// server decoding and summing into its store, the reply, the worker
+// merging), on real clusters of separate servers and workers started
+// with cluster.Start, each line followed by its plain-TCP reference
+// (package transport/tcp/plain) carrying the same bytes without colo.
+//
+// Four request kinds run on every cluster shape, in this order: sparse
+// push, sparse pull, dense push, dense pull. A sparse request carries
+// SparseKeys random keys of [0, 2^24) with one float32 each (keys framed
+// raw, 8 bytes); a dense request one range of DenseVals float32 that is
+// the whole model, so that every server holds and serves its share. Each
+// worker has one request in flight; the servers sum; the clock is
+// asynchronous. Run returns one Record per shape and kind:
+//
+//	cfg := kv.DefaultConfig() // 1 × 1 and 2 × 2, 100k keys, 1M values, 1 s each
+//	recs, err := kv.Run(ctx, cfg)
+//	for _, r := range recs {
+//		fmt.Println(r.Mode, r.Op, r.MBPerS, r.PlainMBPerS)
+//	}
+//
+// A run takes about 2 × Duration per shape and kind (the cluster, then
+// its plain reference), plus the start of a fresh cluster for each. The
+// Go benchmarks BenchmarkKV and BenchmarkPlainTCP of this package measure
+// the same paths under `go test -bench`.
+package kv
 
 import (
 	"context"
@@ -7,18 +32,20 @@ import (
 	"sync"
 	"time"
 
+	"colo/cluster"
+	"colo/internal/workload"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/worker"
 	"colo/transport"
 	"colo/transport/tcp"
-	"colo/transport/transporttest"
+	"colo/transport/tcp/plain"
 )
 
-// KVRecord is the measurement of one request kind on one cluster shape, a
+// Record is the measurement of one request kind on one cluster shape, a
 // line of `colo bench kv --json`.
-type KVRecord struct {
+type Record struct {
 	// Mode is "sparse" (random keys, one float32 each) or "dense" (one
 	// range of float32).
 	Mode    string `json:"mode"`
@@ -41,7 +68,7 @@ type KVRecord struct {
 	// right after: requests and answers of the same sizes per server, as
 	// bare length-prefixed messages over loopback TCP connections of the
 	// same shape, one request in flight per worker, nothing decoded or
-	// applied (transporttest.Plain). It is what the machine's loopback
+	// applied (package transport/tcp/plain). It is what the machine's loopback
 	// gives at that moment, the reference for MBPerS.
 	PlainMBPerS float64 `json:"plain_mb_per_s"`
 }
@@ -65,7 +92,7 @@ func (k kvKind) keys(sparseKeys, denseVals int) int {
 // keys' [0, 2^24), or the dense model's [0, denseVals).
 func (k kvKind) space(denseVals int) uint64 {
 	if k.mode == "sparse" {
-		return transporttest.SparseSpace
+		return workload.SparseSpace
 	}
 	return uint64(denseVals)
 }
@@ -103,8 +130,8 @@ func (k kvKind) plainSizes(n, servers int) (req, resp int) {
 	}
 }
 
-// KVBenchConfig configures BenchKV.
-type KVBenchConfig struct {
+// Config configures Run.
+type Config struct {
 	// Shapes lists the clusters to measure as {servers, workers}.
 	Shapes [][2]int
 	// Duration is how long each request kind runs on each shape.
@@ -114,20 +141,20 @@ type KVBenchConfig struct {
 	SparseKeys, DenseVals int
 }
 
-// DefaultKVBenchConfig returns the configuration of the issue's targets:
-// 1 × 1 and 2 × 2 clusters, sparse requests of 100k keys and dense ones of
-// 1M float32, one second each.
-func DefaultKVBenchConfig() KVBenchConfig {
-	return KVBenchConfig{
+// DefaultConfig returns the configuration of `colo bench kv`: 1 × 1 and
+// 2 × 2 clusters, the requests of package internal/workload (sparse ones
+// of 100k keys, dense ones of 1M float32), one second each.
+func DefaultConfig() Config {
+	return Config{
 		Shapes:     [][2]int{{1, 1}, {2, 2}},
 		Duration:   time.Second,
-		SparseKeys: transporttest.SparseKeys,
-		DenseVals:  transporttest.DenseVals,
+		SparseKeys: workload.SparseKeys,
+		DenseVals:  workload.DenseVals,
 	}
 }
 
 // Validate checks the configuration.
-func (c KVBenchConfig) Validate() error {
+func (c Config) Validate() error {
 	if len(c.Shapes) == 0 {
 		return fmt.Errorf("shapes: want at least one servers × workers shape")
 	}
@@ -139,20 +166,20 @@ func (c KVBenchConfig) Validate() error {
 	switch {
 	case c.Duration <= 0:
 		return fmt.Errorf("duration %v: want a positive time", c.Duration)
-	case c.SparseKeys < 1 || c.SparseKeys > transporttest.SparseSpace/2:
-		return fmt.Errorf("sparse keys %d: want 1..%d", c.SparseKeys, transporttest.SparseSpace/2)
+	case c.SparseKeys < 1 || c.SparseKeys > workload.SparseSpace/2:
+		return fmt.Errorf("sparse keys %d: want 1..%d", c.SparseKeys, workload.SparseSpace/2)
 	case c.DenseVals < 1:
 		return fmt.Errorf("dense values %d: want at least 1", c.DenseVals)
 	}
 	return nil
 }
 
-// BenchKV measures push and pull through the whole parameter-server path
+// Run measures push and pull through the whole parameter-server path
 // over TCP loopback: separate server and worker nodes, a summing server,
 // asynchronous consistency and one request in flight per worker. Each
 // shape gets a fresh cluster per request kind; the first request of every
 // worker warms the links and is not counted.
-func BenchKV(ctx context.Context, cfg KVBenchConfig) ([]KVRecord, error) {
+func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -170,7 +197,7 @@ func BenchKV(ctx context.Context, cfg KVBenchConfig) ([]KVRecord, error) {
 			return w.PullRange(0, uint64(len(dense)), dst[:len(dense)])
 		},
 	}
-	var out []KVRecord
+	var out []Record
 	for _, shape := range cfg.Shapes {
 		for _, kind := range kvKinds {
 			n := kind.keys(len(keys), len(dense))
@@ -199,7 +226,7 @@ func benchPlain(ctx context.Context, shape [2]int, d time.Duration, kind kvKind,
 		return 0, err
 	}
 	req, resp := kind.plainSizes(n, shape[0])
-	p, err := transporttest.StartPlain(shape[0], shape[1], req, resp)
+	p, err := plain.Start(shape[0], shape[1], req, resp)
 	if err != nil {
 		return 0, err
 	}
@@ -214,8 +241,8 @@ func benchPlain(ctx context.Context, shape [2]int, d time.Duration, kind kvKind,
 // ranges over the servers. Sparse requests use keys [0, 2^24); a dense
 // request covers the whole model, numKeys = its length, so that every
 // server holds and serves its share of it.
-func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) Config {
-	cfg := DefaultConfig()
+func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) cluster.Config {
+	cfg := cluster.DefaultConfig()
 	cfg.Machines, cfg.Servers, cfg.Workers = 0, servers, workers
 	cfg.NumKeys, cfg.Clock = numKeys, clock.Config{Mode: clock.Async}
 	cfg.Timeout = 10 * time.Second
@@ -227,10 +254,10 @@ func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) Config {
 // and key space, keys framed raw (8 bytes each, as plainSizes counts
 // them).
 func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration, n int, dstLen int,
-	call func(*worker.Worker, []float32) *worker.Future) (KVRecord, error) {
-	c, err := Start(ctx, benchConfig(shape[0], shape[1], numKeys, true))
+	call func(*worker.Worker, []float32) *worker.Future) (Record, error) {
+	c, err := cluster.Start(ctx, benchConfig(shape[0], shape[1], numKeys, true))
 	if err != nil {
-		return KVRecord{}, err
+		return Record{}, err
 	}
 	defer c.Close()
 	lat := make([][]time.Duration, c.NumWorkers())
@@ -255,12 +282,12 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 	var all []time.Duration
 	for i, e := range errs {
 		if e != nil {
-			return KVRecord{}, e
+			return Record{}, e
 		}
 		all = append(all, lat[i]...)
 	}
 	if len(all) == 0 {
-		return KVRecord{}, fmt.Errorf("no request completed in %v", d)
+		return Record{}, fmt.Errorf("no request completed in %v", d)
 	}
 	slices.Sort(all)
 	var busy time.Duration
@@ -270,7 +297,7 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 	// Throughput over the time the workers were busy with counted
 	// requests, averaged over workers, so warm-up does not count.
 	perWorker := busy.Seconds() / float64(c.NumWorkers())
-	return KVRecord{
+	return Record{
 		Servers:  shape[0],
 		Workers:  shape[1],
 		KeysPerS: float64(n) * float64(len(all)) / perWorker,
@@ -286,12 +313,12 @@ func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 // sparseKeys returns n distinct sorted keys spread over [0, 2^24) by a
 // fixed odd multiplier, the same set on every run.
 func sparseKeys(n int) []uint64 {
-	if n == transporttest.SparseKeys {
-		return transporttest.SparseKeySet()
+	if n == workload.SparseKeys {
+		return workload.SparseKeySet()
 	}
 	keys := make([]uint64, n)
 	for i := range keys {
-		keys[i] = uint64(i) * 2654435761 % transporttest.SparseSpace
+		keys[i] = uint64(i) * 2654435761 % workload.SparseSpace
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)

@@ -1,4 +1,27 @@
-package transporttest
+// Package plain is the plain-TCP reference that colo's transport and
+// parameter server are measured against: bare loopback TCP connections
+// carrying length-prefixed messages of fixed sizes, read into reused
+// buffers, with nothing framed, decoded or applied. What it moves is what
+// the machine's loopback gives at that moment; a colo figure divided by
+// the plain one of the same shape and sizes is colo's efficiency.
+//
+// A Mesh is servers and workers, every worker connected to every server
+// by its own connection. A round of a worker sends one request to every server at once
+// and waits for every answer, as a parameter-server worker with one
+// request in flight does:
+//
+//	m, err := plain.Start(2, 2, reqBytes, respBytes)
+//	if err != nil { ... }
+//	defer m.Close()
+//	rounds, sec, err := m.Measure(time.Second) // sec: seconds per round of one worker
+//
+// `colo bench kv` runs one after each of its lines (plain_mb_per_s), and
+// BenchmarkPlainTCP in transport/tcp and bench/kv runs one beside
+// BenchmarkTCP and BenchmarkKV. A Mesh runs a goroutine per listener and
+// per accepted connection on the servers' side, and one per connection
+// after the first on each worker's; a round of a worker moves
+// servers × (req + resp) bytes.
+package plain
 
 import (
 	"encoding/binary"
@@ -7,22 +30,18 @@ import (
 	"io"
 	"net"
 	"sync"
-	"testing"
 	"time"
 )
 
-// Plain is the baseline that colo's transport and parameter server are
-// compared with: bare loopback TCP connections between servers × workers
-// goroutines, every worker connected to every server, carrying
-// length-prefixed messages of fixed sizes read into reused buffers, with
-// nothing decoded or applied. A round of a worker sends one request to
-// every server at once and waits for every answer, as a parameter-server
-// worker with one request in flight does.
-type Plain struct {
+// Mesh is a running plain-TCP cluster: servers × workers loopback
+// connections, every worker connected to every server, carrying requests
+// of one size and answers of another. Start makes one; Round and Measure
+// drive it; Close releases it.
+type Mesh struct {
 	req, resp int
 	quit      chan struct{}
 	lns       []net.Listener
-	workers   []*plainWorker
+	workers   []*worker
 	// wg counts the servers' goroutines.
 	wg sync.WaitGroup
 
@@ -30,9 +49,9 @@ type Plain struct {
 	conns []net.Conn
 }
 
-// plainWorker is one worker's connections, one per server. The first is
+// worker is one worker's connections, one per server. The first is
 // driven by Round's caller, the others by helper goroutines.
-type plainWorker struct {
+type worker struct {
 	out   []byte
 	conns []net.Conn
 	in    [][]byte
@@ -41,17 +60,17 @@ type plainWorker struct {
 	wg    sync.WaitGroup
 }
 
-// StartPlain connects workers × servers loopback TCP connections whose
-// requests are req bytes and answers resp bytes (each at least the 4-byte
-// length prefix). Close releases them.
-func StartPlain(servers, workers, req, resp int) (*Plain, error) {
+// Start connects workers × servers loopback TCP connections whose
+// requests are req bytes and answers resp bytes, each counting its 4-byte
+// little-endian length prefix, so each at least 4. Close releases them.
+func Start(servers, workers, req, resp int) (*Mesh, error) {
 	if servers < 1 || workers < 1 {
 		return nil, fmt.Errorf("plain tcp: %d servers × %d workers: want at least one of each", servers, workers)
 	}
 	if req < 4 || resp < 4 {
 		return nil, fmt.Errorf("plain tcp: request of %d bytes, answer of %d: want at least the 4-byte prefix", req, resp)
 	}
-	p := &Plain{req: req, resp: resp, quit: make(chan struct{})}
+	p := &Mesh{req: req, resp: resp, quit: make(chan struct{})}
 	for range servers {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -64,7 +83,7 @@ func StartPlain(servers, workers, req, resp int) (*Plain, error) {
 	out := make([]byte, req)
 	binary.LittleEndian.PutUint32(out, uint32(req-4))
 	for range workers {
-		w := &plainWorker{out: out, done: make(chan error)}
+		w := &worker{out: out, done: make(chan error)}
 		p.workers = append(p.workers, w)
 		for s, ln := range p.lns {
 			c, err := net.Dial("tcp", ln.Addr().String())
@@ -95,7 +114,7 @@ func StartPlain(servers, workers, req, resp int) (*Plain, error) {
 }
 
 // serve accepts connections on ln and answers each request on them.
-func (p *Plain) serve(ln net.Listener) {
+func (p *Mesh) serve(ln net.Listener) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -118,14 +137,14 @@ func (p *Plain) serve(ln net.Listener) {
 }
 
 // track remembers c for Close.
-func (p *Plain) track(c net.Conn) {
+func (p *Mesh) track(c net.Conn) {
 	p.mu.Lock()
 	p.conns = append(p.conns, c)
 	p.mu.Unlock()
 }
 
 // exchange sends the request on connection s and reads its answer.
-func (w *plainWorker) exchange(s int) error {
+func (w *worker) exchange(s int) error {
 	if _, err := w.conns[s].Write(w.out); err != nil {
 		return fmt.Errorf("plain tcp: server %d: %w", s, err)
 	}
@@ -135,14 +154,14 @@ func (w *plainWorker) exchange(s int) error {
 	return nil
 }
 
-// errPlainClosed is the error of a round after Close.
-var errPlainClosed = errors.New("plain tcp: closed")
+// errClosed is the error of a round after Close.
+var errClosed = errors.New("plain tcp: closed")
 
 // Round makes one round of worker w: its request to every server at once
 // and every answer. Rounds of different workers may run concurrently; one
 // worker's may not. Rounds in flight when Close is called fail, and so do
 // later ones.
-func (p *Plain) Round(w int) error {
+func (p *Mesh) Round(w int) error {
 	pw := p.workers[w]
 	var err error
 	kicked := 0
@@ -152,14 +171,14 @@ kick:
 		case k <- struct{}{}:
 			kicked++
 		case <-p.quit:
-			err = errPlainClosed
+			err = errClosed
 			break kick
 		}
 	}
 	if err == nil {
 		select {
 		case <-p.quit:
-			err = errPlainClosed
+			err = errClosed
 		default:
 			err = pw.exchange(0)
 		}
@@ -172,7 +191,7 @@ kick:
 
 // Close closes every connection and listener and waits for the
 // goroutines. Rounds in flight fail.
-func (p *Plain) Close() {
+func (p *Mesh) Close() {
 	select {
 	case <-p.quit:
 		return
@@ -196,7 +215,7 @@ func (p *Plain) Close() {
 // Measure runs rounds on every worker at once for about d, after one
 // round each that warms the connections, and returns the rounds made and
 // the seconds per round of one worker.
-func (p *Plain) Measure(d time.Duration) (rounds int, sec float64, err error) {
+func (p *Mesh) Measure(d time.Duration) (rounds int, sec float64, err error) {
 	counts := make([]int, len(p.workers))
 	errs := make([]error, len(p.workers))
 	var wg sync.WaitGroup
@@ -228,38 +247,4 @@ func (p *Plain) Measure(d time.Duration) (rounds int, sec float64, err error) {
 		return 0, 0, fmt.Errorf("plain tcp: no round completed in %v", d)
 	}
 	return rounds, elapsed * float64(len(p.workers)) / float64(rounds), nil
-}
-
-// PlainTCPRoundTrips runs b.N rounds on every worker of a servers ×
-// workers Plain cluster at once and returns the seconds per round of one
-// worker; the caller reports its own metrics from it. With 1 × 1 it is
-// round trips of a req-byte request and a resp-byte answer over one
-// connection.
-func PlainTCPRoundTrips(b *testing.B, servers, workers, req, resp int) float64 {
-	b.Helper()
-	p, err := StartPlain(servers, workers, req, resp)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
-	for i := range workers {
-		if err := p.Round(i); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for i := range workers {
-		wg.Go(func() {
-			for range b.N {
-				if err := p.Round(i); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	return b.Elapsed().Seconds() / float64(b.N)
 }

@@ -1,4 +1,4 @@
-package transporttest
+package plain
 
 import (
 	"strings"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// TestPlain runs rounds on a 2 × 2 plain cluster, from every worker at
+// TestMesh runs rounds on a 2 × 2 plain cluster, from every worker at
 // once, and checks the refusals of shapes and sizes that cannot work.
-func TestPlain(t *testing.T) {
-	p, err := StartPlain(2, 2, 1000, 40)
+func TestMesh(t *testing.T) {
+	p, err := Start(2, 2, 1000, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,8 +30,8 @@ func TestPlain(t *testing.T) {
 		{1, 1, 3, 10, "request of 3 bytes"},
 		{1, 1, 10, 2, "answer of 2"},
 	} {
-		if _, err := StartPlain(tc.s, tc.w, tc.req, tc.resp); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("StartPlain(%d, %d, %d, %d) = %v, want %q", tc.s, tc.w, tc.req, tc.resp, err, tc.want)
+		if _, err := Start(tc.s, tc.w, tc.req, tc.resp); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start(%d, %d, %d, %d) = %v, want %q", tc.s, tc.w, tc.req, tc.resp, err, tc.want)
 		}
 	}
 }

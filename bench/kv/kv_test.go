@@ -1,4 +1,4 @@
-package cluster
+package kv
 
 import (
 	"context"
@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/workload"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/worker"
 	"colo/transport"
-	"colo/transport/transporttest"
 )
 
-func TestBenchKV(t *testing.T) {
-	cfg := KVBenchConfig{Shapes: [][2]int{{1, 1}, {2, 2}}, Duration: 30 * time.Millisecond, SparseKeys: 1000, DenseVals: 2000}
-	recs, err := BenchKV(context.Background(), cfg)
+func TestRun(t *testing.T) {
+	cfg := Config{Shapes: [][2]int{{1, 1}, {2, 2}}, Duration: 30 * time.Millisecond, SparseKeys: 1000, DenseVals: 2000}
+	recs, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,18 +36,18 @@ func TestBenchKV(t *testing.T) {
 	}
 }
 
-func TestBenchKVConfig(t *testing.T) {
+func TestConfig(t *testing.T) {
 	for _, tc := range []struct {
-		mut  func(*KVBenchConfig)
+		mut  func(*Config)
 		want string
 	}{
-		{func(c *KVBenchConfig) { c.Shapes = nil }, "shapes"},
-		{func(c *KVBenchConfig) { c.Shapes = [][2]int{{0, 1}} }, "shape 0 × 1"},
-		{func(c *KVBenchConfig) { c.Duration = 0 }, "duration"},
-		{func(c *KVBenchConfig) { c.SparseKeys = 0 }, "sparse keys 0"},
-		{func(c *KVBenchConfig) { c.DenseVals = -1 }, "dense values -1"},
+		{func(c *Config) { c.Shapes = nil }, "shapes"},
+		{func(c *Config) { c.Shapes = [][2]int{{0, 1}} }, "shape 0 × 1"},
+		{func(c *Config) { c.Duration = 0 }, "duration"},
+		{func(c *Config) { c.SparseKeys = 0 }, "sparse keys 0"},
+		{func(c *Config) { c.DenseVals = -1 }, "dense values -1"},
 	} {
-		c := DefaultKVBenchConfig()
+		c := DefaultConfig()
 		tc.mut(&c)
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("err = %v, want %q", err, tc.want)
@@ -57,14 +57,14 @@ func TestBenchKVConfig(t *testing.T) {
 
 // TestPlainSizes checks that the plain TCP baseline carries the frames
 // colo does: each request kind is made once on 1 × 1 and 2 × 2 clusters
-// set up as BenchKV sets them up, with sparse keys that split evenly over
+// set up as Run sets them up, with sparse keys that split evenly over
 // two servers, and every worker-to-server link's traffic is compared with
 // plainSizes. A dense request must reach every server.
 func TestPlainSizes(t *testing.T) {
 	const n = 1000
 	keys := make([]uint64, 0, n)
 	for i := range uint64(n / 2) {
-		keys = append(keys, 3*i, transporttest.SparseSpace/2+5*i)
+		keys = append(keys, 3*i, workload.SparseSpace/2+5*i)
 	}
 	slices.Sort(keys)
 	vals := make([]float32, n)
