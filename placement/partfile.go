@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"colo/graph"
+	"colo/internal/atomicfile"
 )
 
 // The files of a placement directory.
@@ -212,42 +213,9 @@ func WriteDir(dir string, g *graph.Graph, p *Placement, summary any) error {
 		{SummaryFile, func(w io.Writer) error { _, err := w.Write(append(js, '\n')); return err }},
 	}
 	for _, f := range files {
-		if err := writeAtomic(filepath.Join(dir, f.name), f.write); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), f.write); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// writeAtomic writes a file through a temporary file in the same directory
-// and renames it into place once fully written and synced.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := write(tmp); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	ok = true
 	return nil
 }
