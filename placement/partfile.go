@@ -219,3 +219,31 @@ func WriteDir(dir string, g *graph.Graph, p *Placement, summary any) error {
 	}
 	return nil
 }
+
+// ReadDir reads the placement of g's samples and parameters from dir: its
+// data.part and param.part, as WriteDir (colo partition) writes them or as
+// hMETIS, PaToH and Zoltan write a data part file. summary.json is not
+// read. k is the number of machines: every machine number in either file
+// must be in 0..k-1. With k = 0 the data part file decides: k is one more
+// than the largest machine number in it. Errors name the file, and the
+// line for malformed input.
+//
+// ReadDir(dir, g, p.K) after WriteDir(dir, g, p, s) returns p.
+func ReadDir(dir string, g *graph.Graph, k int) (*Placement, error) {
+	if k < 0 {
+		return nil, fmt.Errorf("placement: read %s: k = %d: want the number of machines, or 0 to take it from %s", dir, k, DataPartFile)
+	}
+	dataPath := filepath.Join(dir, DataPartFile)
+	data, k, err := LoadDataPart(dataPath, g.NumSamples(), k)
+	if err != nil {
+		return nil, err
+	}
+	if k == 0 {
+		return nil, fmt.Errorf("%s: no samples to take the number of machines from: want k > 0", dataPath)
+	}
+	param, err := LoadParamPart(filepath.Join(dir, ParamPartFile), g, k)
+	if err != nil {
+		return nil, err
+	}
+	return &Placement{K: k, Data: data, Param: param}, nil
+}
