@@ -36,11 +36,7 @@ func runConvert(e *env, args []string) error {
 	if *out == "" {
 		return usageError("-o OUT is required")
 	}
-	lopt, err := df.options()
-	if err != nil {
-		return err
-	}
-	g, _, err := loadGraph(pos[0], lopt)
+	g, _, err := df.load(pos[0])
 	if err != nil {
 		return err
 	}
