@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"colo/graph"
+	"colo/internal/atomicfile"
 )
 
 // The files of a placement directory.
@@ -212,42 +213,37 @@ func WriteDir(dir string, g *graph.Graph, p *Placement, summary any) error {
 		{SummaryFile, func(w io.Writer) error { _, err := w.Write(append(js, '\n')); return err }},
 	}
 	for _, f := range files {
-		if err := writeAtomic(filepath.Join(dir, f.name), f.write); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, f.name), f.write); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeAtomic writes a file through a temporary file in the same directory
-// and renames it into place once fully written and synced.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+// ReadDir reads the placement of g's samples and parameters from dir: its
+// data.part and param.part, as WriteDir (colo partition) writes them or as
+// hMETIS, PaToH and Zoltan write a data part file. summary.json is not
+// read. k is the number of machines: every machine number in either file
+// must be in 0..k-1. With k = 0 the data part file decides: k is one more
+// than the largest machine number in it. Errors name the file, and the
+// line for malformed input.
+//
+// ReadDir(dir, g, p.K) after WriteDir(dir, g, p, s) returns p.
+func ReadDir(dir string, g *graph.Graph, k int) (*Placement, error) {
+	if k < 0 {
+		return nil, fmt.Errorf("placement: read %s: k = %d: want the number of machines, or 0 to take it from %s", dir, k, DataPartFile)
+	}
+	dataPath := filepath.Join(dir, DataPartFile)
+	data, k, err := LoadDataPart(dataPath, g.NumSamples(), k)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := write(tmp); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if k == 0 {
+		return nil, fmt.Errorf("%s: no samples to take the number of machines from: want k > 0", dataPath)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	param, err := LoadParamPart(filepath.Join(dir, ParamPartFile), g, k)
+	if err != nil {
+		return nil, err
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+	return &Placement{K: k, Data: data, Param: param}, nil
 }

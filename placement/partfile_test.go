@@ -105,3 +105,61 @@ func TestWriteDirAtomic(t *testing.T) {
 		t.Fatal("summary written despite the error")
 	}
 }
+
+func TestReadDirRoundTrip(t *testing.T) {
+	g, err := graph.Sparse(graph.SparseConfig{Samples: 60, Params: 45, Gamma: 0.8, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{1, 3, 7} {
+		p := Uniform(g, k, NewRand(uint64(k)))
+		dir := filepath.Join(t.TempDir(), "p")
+		if err := WriteDir(dir, g, p, map[string]int{"k": k}); err != nil {
+			t.Fatal(err)
+		}
+		for _, arg := range []int{k, 0} {
+			q, err := ReadDir(dir, g, arg)
+			if err != nil {
+				t.Fatalf("k=%d, ReadDir k=%d: %v", k, arg, err)
+			}
+			if !reflect.DeepEqual(q, p) {
+				t.Fatalf("k=%d, ReadDir k=%d: placement changed in the round trip", k, arg)
+			}
+		}
+	}
+}
+
+func TestReadDirErrors(t *testing.T) {
+	g, _ := graph.FromAdjacency(3, [][]uint32{{0, 1}, {2}, {1}})
+	cases := []struct {
+		name        string
+		data, param string // file contents; "" for a missing file
+		k           int
+		want        string // with "DIR" for the directory
+	}{
+		{"no data.part", "", "0 0\n1 0\n2 1\n", 2, "DIR/data.part: no such file"},
+		{"no param.part", "0\n1\n0\n", "", 2, "DIR/param.part: no such file"},
+		{"data.part bad line", "0\nx\n1\n", "0 0\n1 0\n2 1\n", 0, `DIR/data.part:2: "x"`},
+		{"data.part machine beyond k", "0\n3\n1\n", "0 0\n1 0\n2 1\n", 2, `DIR/data.part:2: "3": want a machine number in 0..1`},
+		{"param.part beyond data's k", "0\n1\n0\n", "0 0\n1 2\n2 1\n", 0, `DIR/param.part:2: "2": want a machine number in 0..1`},
+		{"param.part missing a parameter", "0\n1\n0\n", "0 0\n2 1\n", 2, "DIR/param.part: 1 of 3 parameters have no machine, first 1"},
+		{"negative k", "0\n1\n0\n", "0 0\n1 0\n2 1\n", -1, "k = -1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, text := range map[string]string{DataPartFile: tc.data, ParamPartFile: tc.param} {
+				if text != "" {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			want := strings.ReplaceAll(tc.want, "DIR", dir)
+			p, err := ReadDir(dir, g, tc.k)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v, %v; want an error containing %q", p, err, want)
+			}
+		})
+	}
+}

@@ -46,6 +46,10 @@
 // next to that of random shards with the same counts, and the distance
 // between per-shard class means.
 //
+// WriteDir stores an assignment and its summary as a directory
+// (shards.txt, one worker or * per sample, then summary.json) and ReadDir
+// reads it back, so that a trainer can consume what colo shard wrote.
+//
 // Similarity matrices, covariances and coverage distances are formed from
 // float32 dot products by an AVX2 kernel on amd64 (shard/internal/vec).
 //

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"colo/bench"
-	"colo/graph"
 	"colo/partition"
 )
 
@@ -62,17 +61,14 @@ func runBench(e *env, args []string) error {
 	var data []bench.Dataset
 	for _, arg := range pos {
 		path, format, _ := strings.Cut(arg, "@")
-		lopt, err := df.options()
-		if err != nil {
-			return err
-		}
+		d := df
 		if format != "" {
-			lopt.Format = graph.Format(format)
-			if err := lopt.Validate(); err != nil {
+			d.format = format
+			if _, err := d.options(); err != nil {
 				return usageError("%s: %v", arg, err)
 			}
 		}
-		g, took, err := loadGraph(path, lopt)
+		g, took, err := d.load(path)
 		if err != nil {
 			return err
 		}

@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 
 	"colo/graph"
+	"colo/internal/atomicfile"
 )
 
 func runConvert(e *env, args []string) error {
@@ -36,11 +36,7 @@ func runConvert(e *env, args []string) error {
 	if *out == "" {
 		return usageError("-o OUT is required")
 	}
-	lopt, err := df.options()
-	if err != nil {
-		return err
-	}
-	g, _, err := loadGraph(pos[0], lopt)
+	g, _, err := df.load(pos[0])
 	if err != nil {
 		return err
 	}
@@ -53,8 +49,8 @@ func runConvert(e *env, args []string) error {
 	return nil
 }
 
-// writeOutput writes to a file through a temporary name that is renamed
-// when complete, or to standard output for "-".
+// writeOutput writes to path through atomicfile (a temporary file renamed
+// when complete), or to standard output for "-".
 func writeOutput(e *env, path string, write func(io.Writer) error) error {
 	if path == "-" {
 		bw := bufio.NewWriter(e.out)
@@ -63,22 +59,5 @@ func writeOutput(e *env, path string, write func(io.Writer) error) error {
 		}
 		return bw.Flush()
 	}
-	tmp := path + ".tmp"
-	fh, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(fh, 1<<16)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, write)
 }

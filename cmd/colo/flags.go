@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"colo/graph"
 )
@@ -92,6 +93,8 @@ func (d *dataFlags) register(f *cmdFlags) {
 	f.IntVar(&d.hashBits, "hash-bits", graph.DefaultHashBits, "criteo: hash features into 2^b buckets")
 }
 
+// options turns the flags into loader options; a bad combination is a
+// usage error.
 func (d *dataFlags) options() (graph.LoadOptions, error) {
 	opt := graph.LoadOptions{
 		Format:        graph.Format(d.format),
@@ -103,4 +106,15 @@ func (d *dataFlags) options() (graph.LoadOptions, error) {
 		return opt, usageError("%v", err)
 	}
 	return opt, nil
+}
+
+// load reads the dataset at path with the loader options of the flags and
+// returns it with the time the loading took (not the checking of the
+// flags). Bad flags are usage errors; a bad file names the file and line.
+func (d *dataFlags) load(path string) (*graph.Graph, time.Duration, error) {
+	opt, err := d.options()
+	if err != nil {
+		return nil, 0, err
+	}
+	return loadGraph(path, opt)
 }

@@ -52,11 +52,7 @@ func runPartition(e *env, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	lopt, err := df.options()
-	if err != nil {
-		return err
-	}
-	g, loadTime, err := loadGraph(pos[0], lopt)
+	g, loadTime, err := df.load(pos[0])
 	if err != nil {
 		return err
 	}
@@ -121,11 +117,7 @@ func runEval(e *env, args []string) error {
 	if *k < 0 {
 		return usageError("-k %d: want a positive number of machines", *k)
 	}
-	lopt, err := df.options()
-	if err != nil {
-		return err
-	}
-	g, _, err := loadGraph(pos[0], lopt)
+	g, _, err := df.load(pos[0])
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,14 +15,8 @@ import (
 	"colo/shard"
 )
 
-// Output files of colo shard.
-const (
-	shardsFile       = "shards.txt"
-	shardSummaryFile = "summary.json"
-)
-
-// shardReport is summary.json: the run's settings and timings with the
-// quality summary of the assignment.
+// shardReport is summary.json (shard.SummaryFile): the run's settings and
+// timings with the quality summary of the assignment.
 type shardReport struct {
 	Dataset        string  `json:"dataset"`
 	Labels         string  `json:"labels,omitempty"`
@@ -142,7 +132,7 @@ func runShard(e *env, args []string) error {
 	if o.Scheme == shard.SchemeSubmodular {
 		rep.Function, rep.Greedy, rep.Grow, rep.Sigma = string(o.Function), string(o.Greedy), string(o.Grow), o.Sigma
 	}
-	if err := writeShardDir(*out, res.Assign, rep); err != nil {
+	if err := shard.WriteDir(*out, res.Assign, rep); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -263,79 +253,4 @@ func printShardTable(w io.Writer, s *shard.Summary) error {
 			s.PCADims, 100*s.PCAExplained, s.KMeansIterations, len(s.Clusters), s.BroadcastClusters, s.BroadcastSamples)
 	}
 	return nil
-}
-
-// writeShardDir writes shards.txt and summary.json into dir. Both are
-// written to temporary files first and renamed once complete, the summary
-// last, so that a failed run leaves no summary.json beside a partial or
-// stale shards.txt.
-func writeShardDir(dir string, assign []int, rep *shardReport) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var temps []string
-	defer func() {
-		if err != nil {
-			for _, t := range temps {
-				os.Remove(t)
-			}
-		}
-	}()
-	write := func(name string, fill func(*bufio.Writer) error) (string, error) {
-		tmp, err := os.CreateTemp(dir, "."+name+".*")
-		if err != nil {
-			return "", err
-		}
-		temps = append(temps, tmp.Name())
-		bw := bufio.NewWriterSize(tmp, 1<<16)
-		err = tmp.Chmod(0o644)
-		if err == nil {
-			err = fill(bw)
-		}
-		if err == nil {
-			err = bw.Flush()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return "", fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-		}
-		return tmp.Name(), nil
-	}
-	shards, err := write(shardsFile, func(w *bufio.Writer) error {
-		var line []byte
-		for _, a := range assign {
-			line = line[:0]
-			if a == shard.Broadcast {
-				line = append(line, '*')
-			} else {
-				line = strconv.AppendInt(line, int64(a), 10)
-			}
-			line = append(line, '\n')
-			if _, err := w.Write(line); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	summary, err := write(shardSummaryFile, func(w *bufio.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	})
-	if err != nil {
-		return err
-	}
-	final := filepath.Join(dir, shardSummaryFile)
-	if err := os.Remove(final); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if err := os.Rename(shards, filepath.Join(dir, shardsFile)); err != nil {
-		return err
-	}
-	return os.Rename(summary, final)
 }

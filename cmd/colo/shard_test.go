@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"colo/shard"
 )
 
 // shardIDXFile writes an idx file of unsigned bytes.
@@ -26,7 +28,7 @@ func shardIDXFile(t *testing.T, name string, dims []int, data []byte) string {
 
 func readShardLines(t *testing.T, dir string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, shardsFile))
+	b, err := os.ReadFile(filepath.Join(dir, shard.ShardsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +60,7 @@ func TestShardIDXStratified(t *testing.T) {
 			ClassCounts []int `json:"class_counts"`
 		} `json:"shards"`
 	}
-	b, err := os.ReadFile(filepath.Join(dir, shardSummaryFile))
+	b, err := os.ReadFile(filepath.Join(dir, shard.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +132,14 @@ func TestShardDistAwareBroadcast(t *testing.T) {
 			t.Errorf("near sample broadcast: %v", lines)
 		}
 	}
+	// A trainer reads the directory back with shard.ReadDir.
+	assign, workers, err := shard.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if workers != 3 || len(assign) != 10 || assign[8] != shard.Broadcast || assign[9] != shard.Broadcast {
+		t.Errorf("shard.ReadDir: %v on %d workers, want 10 samples, the last two broadcast, on 3", assign, workers)
+	}
 }
 
 func TestShardBadInput(t *testing.T) {
@@ -166,7 +176,7 @@ func TestFailedShardLeavesNoSummary(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "bad.csv:2: field 2") {
 		t.Fatalf("exit %d, stderr %q; want 1 and the file, line and field", code, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(dir, shardSummaryFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, shard.SummaryFile)); err == nil {
 		t.Fatal("summary.json written for a failed run")
 	}
 }

@@ -19,11 +19,7 @@ func runStats(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opt, err := df.options()
-	if err != nil {
-		return err
-	}
-	g, took, err := loadGraph(pos[0], opt)
+	g, took, err := df.load(pos[0])
 	if err != nil {
 		return err
 	}
