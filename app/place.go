@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,16 +20,12 @@ import (
 func Place(job train.Job, g *graph.Graph) (*placement.Placement, float64, error) {
 	spec, k := job.Placement, job.Config.Machines
 	if st, err := os.Stat(spec); err == nil && st.IsDir() {
-		data, kd, err := placement.LoadDataPart(filepath.Join(spec, placement.DataPartFile), g.NumSamples(), 0)
+		p, err := placement.ReadDir(spec, g, 0)
 		if err != nil {
 			return nil, 0, err
 		}
-		if kd != k {
-			return nil, 0, fmt.Errorf("%s places the samples on %d machines, the job has %d", spec, kd, k)
-		}
-		p := &placement.Placement{K: k, Data: data}
-		if p.Param, err = placement.LoadParamPart(filepath.Join(spec, placement.ParamPartFile), g, k); err != nil {
-			return nil, 0, err
+		if p.K != k {
+			return nil, 0, fmt.Errorf("%s places the samples on %d machines, the job has %d", spec, p.K, k)
 		}
 		return p, 0, nil
 	}

@@ -4,12 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,13 +15,13 @@ import (
 	"time"
 
 	"colo/app/smoke"
+	"colo/metrics"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/sched"
 	"colo/ps/update"
 	"colo/train"
-	"colo/transport"
 	"colo/transport/tcp"
 )
 
@@ -198,7 +195,7 @@ func runNode(e *env, args []string) error {
 	defer n.Close()
 	startedAt := time.Now()
 	if nf.metrics != "" {
-		_, stopMetrics, err := serveMetrics(nf.metrics, func(w *strings.Builder) { writeNodeMetrics(w, n.Stats()) })
+		_, stopMetrics, err := metrics.Serve(nf.metrics, func(w io.Writer) error { return metrics.WriteNode(w, n.Stats()) })
 		if err != nil {
 			return err
 		}
@@ -357,7 +354,7 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 		f.Sync()
 	}
 	if nf.metrics != "" {
-		_, stopMetrics, err := serveMetrics(nf.metrics, func(w *strings.Builder) { writeLinkMetrics(w, "scheduler", ep.Stats()) })
+		_, stopMetrics, err := metrics.Serve(nf.metrics, func(w io.Writer) error { return metrics.WriteEndpoint(w, "scheduler", ep.Stats()) })
 		if err != nil {
 			return err
 		}
@@ -373,117 +370,4 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	}
 	fmt.Fprintf(e.out, "job finished: %d servers, %d workers\n", cfg.NumServers, cfg.NumWorkers)
 	return nil
-}
-
-// serveMetrics serves Prometheus text at /metrics on addr until the
-// returned stop, and returns the address it listens on.
-func serveMetrics(addr string, write func(*strings.Builder)) (string, func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("--metrics: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		var b strings.Builder
-		write(&b)
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		fmt.Fprint(w, b.String())
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	return ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			srv.Close()
-		}
-	}, nil
-}
-
-// writeNodeMetrics writes a node's counters in the Prometheus text
-// exposition format.
-func writeNodeMetrics(w *strings.Builder, st node.Stats) {
-	metric := func(name, typ, help string) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	metric("colo_link_messages_total", "counter", "Messages per link and direction; scope is inner (same machine, through memory) or inter (the network).")
-	for _, l := range st.Links {
-		lbl := linkLabels(l)
-		fmt.Fprintf(w, "colo_link_messages_total{%s,dir=\"sent\"} %d\n", lbl, l.MsgsSent)
-		fmt.Fprintf(w, "colo_link_messages_total{%s,dir=\"recv\"} %d\n", lbl, l.MsgsRecv)
-	}
-	metric("colo_link_bytes_total", "counter", "Frame bytes per link and direction.")
-	for _, l := range st.Links {
-		lbl := linkLabels(l)
-		fmt.Fprintf(w, "colo_link_bytes_total{%s,dir=\"sent\"} %d\n", lbl, l.BytesSent)
-		fmt.Fprintf(w, "colo_link_bytes_total{%s,dir=\"recv\"} %d\n", lbl, l.BytesRecv)
-	}
-	metric("colo_traffic_bytes_total", "counter", "Frame bytes summed by scope and direction.")
-	for _, s := range []struct {
-		scope string
-		ls    transport.LinkStats
-	}{{"inner", st.Inner}, {"inter", st.Inter}} {
-		fmt.Fprintf(w, "colo_traffic_bytes_total{scope=%q,dir=\"sent\"} %d\n", s.scope, s.ls.BytesSent)
-		fmt.Fprintf(w, "colo_traffic_bytes_total{scope=%q,dir=\"recv\"} %d\n", s.scope, s.ls.BytesRecv)
-	}
-	if s := st.Server; s != nil {
-		for _, m := range []struct {
-			name, typ, help string
-			v               int64
-		}{
-			{"colo_server_pushes_total", "counter", "Push requests applied.", int64(s.Pushes)},
-			{"colo_server_pulls_total", "counter", "Pull requests answered.", int64(s.Pulls)},
-			{"colo_server_keys_pushed_total", "counter", "Keys pushed.", int64(s.KeysPushed)},
-			{"colo_server_keys_pulled_total", "counter", "Keys pulled.", int64(s.KeysPulled)},
-			{"colo_server_errors_total", "counter", "Requests answered with an error.", int64(s.Errors)},
-			{"colo_server_rounds", "gauge", "Rounds every worker has pushed.", s.Rounds},
-			{"colo_server_max_lead_rounds", "gauge", "Largest lead of a worker over the slowest seen.", s.MaxLead},
-			{"colo_server_keys", "gauge", "Keys stored.", int64(s.Keys)},
-		} {
-			metric(m.name, m.typ, m.help)
-			fmt.Fprintf(w, "%s %d\n", m.name, m.v)
-		}
-	}
-	if s := st.Worker; s != nil {
-		for _, m := range []struct {
-			name, typ, help string
-			v               int64
-		}{
-			{"colo_worker_pushes_total", "counter", "Pushes started.", int64(s.Pushes)},
-			{"colo_worker_pulls_total", "counter", "Pulls started.", int64(s.Pulls)},
-			{"colo_worker_keys_pushed_total", "counter", "Keys pushed.", int64(s.KeysPushed)},
-			{"colo_worker_keys_pulled_total", "counter", "Keys pulled.", int64(s.KeysPulled)},
-			{"colo_worker_gated_total", "counter", "Calls that waited for the consistency gate.", int64(s.Gated)},
-			{"colo_worker_errors_total", "counter", "Failed calls.", int64(s.Errors)},
-			{"colo_worker_round", "gauge", "The worker's round.", s.Rounds},
-		} {
-			metric(m.name, m.typ, m.help)
-			fmt.Fprintf(w, "%s %d\n", m.name, m.v)
-		}
-	}
-}
-
-// linkLabels returns the labels of a link.
-func linkLabels(l node.LinkStats) string {
-	scope := "inter"
-	if l.Inner {
-		scope = "inner"
-	}
-	return fmt.Sprintf("from=%q,to=%q,scope=%q", proto.Name(l.From), proto.Name(l.To), scope)
-}
-
-// writeLinkMetrics writes an endpoint's per-peer counters.
-func writeLinkMetrics(w *strings.Builder, from string, st transport.Stats) {
-	fmt.Fprintf(w, "# HELP colo_link_bytes_total Frame bytes per link and direction.\n# TYPE colo_link_bytes_total counter\n")
-	for _, p := range st.Peers() {
-		l := st.Links[p]
-		fmt.Fprintf(w, "colo_link_bytes_total{from=%q,to=%q,scope=\"inter\",dir=\"sent\"} %d\n", from, proto.Name(p), l.BytesSent)
-		fmt.Fprintf(w, "colo_link_bytes_total{from=%q,to=%q,scope=\"inter\",dir=\"recv\"} %d\n", from, proto.Name(p), l.BytesRecv)
-	}
-	fmt.Fprintf(w, "# HELP colo_link_messages_total Messages per link and direction.\n# TYPE colo_link_messages_total counter\n")
-	for _, p := range st.Peers() {
-		l := st.Links[p]
-		fmt.Fprintf(w, "colo_link_messages_total{from=%q,to=%q,scope=\"inter\",dir=\"sent\"} %d\n", from, proto.Name(p), l.MsgsSent)
-		fmt.Fprintf(w, "colo_link_messages_total{from=%q,to=%q,scope=\"inter\",dir=\"recv\"} %d\n", from, proto.Name(p), l.MsgsRecv)
-	}
 }
