@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -43,4 +44,23 @@ func Place(job train.Job, g *graph.Graph) (*placement.Placement, float64, error)
 		return nil, 0, err
 	}
 	return p, time.Since(start).Seconds(), nil
+}
+
+// OpenPlaced opens job (Open) whose placement is a directory written by
+// colo partition, and reads it: what a machine or the scheduler of a
+// cluster of processes does with the job it is given.
+func OpenPlaced(job train.Job) (*Opened, *placement.Placement, error) {
+	if st, err := os.Stat(job.Placement); err != nil || !st.IsDir() {
+		return nil, nil, fmt.Errorf("placement %s: want a directory written by colo partition (%s)",
+			job.Placement, filepath.Join(job.Placement, placement.DataPartFile))
+	}
+	opened, err := Open(job)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, _, err := Place(job, opened.Data.Train)
+	if err != nil {
+		return nil, nil, err
+	}
+	return opened, p, nil
 }

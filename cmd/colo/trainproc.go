@@ -104,16 +104,9 @@ func newMachineJob(nf *nodeFlags) (*machineJob, error) {
 	if nf.numWorkers > 0 && nf.numWorkers != job.Config.Machines {
 		return nil, usageError("--num-workers %d: the job has %d machines", nf.numWorkers, job.Config.Machines)
 	}
-	opened, err := app.Open(job)
+	opened, p, err := app.OpenPlaced(job)
 	if err != nil {
 		return nil, err
-	}
-	if st, err := os.Stat(job.Placement); err != nil || !st.IsDir() {
-		return nil, usageError("--placement %s: want a directory written by colo partition (%s/%s)", job.Placement, job.Placement, placement.DataPartFile)
-	}
-	p, _, err := app.Place(job, opened.Data.Train)
-	if err != nil {
-		return nil, fmt.Errorf("--placement: %w", err)
 	}
 	if nf.rank >= p.K {
 		return nil, usageError("--rank %d: the placement %s has %d machines", nf.rank, job.Placement, p.K)
@@ -131,13 +124,9 @@ func (nf *nodeFlags) placedTable() (*route.Table, uint64, *train.Job, int, error
 		if err != nil {
 			return nil, 0, nil, 0, err
 		}
-		opened, err := app.Open(job)
+		opened, p, err := app.OpenPlaced(job)
 		if err != nil {
 			return nil, 0, nil, 0, err
-		}
-		p, _, err := app.Place(job, opened.Data.Train)
-		if err != nil {
-			return nil, 0, nil, 0, fmt.Errorf("placement: %w", err)
 		}
 		table, err := route.FromPlacement(p.Param, p.K)
 		if err != nil {
