@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"colo/cluster/netns"
+	"colo/launch/netns"
 )
 
 // TestNamespaces runs a scheduler and two machines as processes in three

@@ -24,8 +24,8 @@ import (
 	"syscall"
 	"time"
 
-	"colo/cluster/netns"
 	"colo/graph"
+	"colo/launch/netns"
 	"colo/placement"
 	"colo/ps/node"
 	"colo/ps/proto"

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"colo/cluster/netns"
 	"colo/datasets"
+	"colo/launch/netns"
 	"colo/ps/proto"
 	"colo/train"
 	"colo/transport"
