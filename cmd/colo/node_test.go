@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"colo/cluster"
+	"colo/launch"
 	"colo/ps/clock"
 )
 
@@ -45,29 +46,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func TestEnvOverlay(t *testing.T) {
-	var nf nodeFlags
-	f := newFlags(&env{out: io.Discard, errOut: io.Discard}, "node", "", "")
-	nf.register(f)
-	if _, err := f.parse([]string{"--role", "server", "--num-workers", "3"}, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	envs := map[string]string{"COLO_ROLE": "worker", "COLO_SCHEDULER": "10.0.0.1:7000", "COLO_NUM_SERVERS": "2", "COLO_TOKEN": "s3cret", "COLO_NUM_WORKERS": "9"}
-	if err := envOverlay(f.FlagSet, func(k string) string { return envs[k] }); err != nil {
-		t.Fatal(err)
-	}
-	if nf.role != "server" || nf.numWorkers != 3 {
-		t.Fatalf("the command line lost: role %q workers %d", nf.role, nf.numWorkers)
-	}
-	if nf.scheduler != "10.0.0.1:7000" || nf.numServers != 2 || nf.token != "s3cret" {
-		t.Fatalf("environment not read: %+v", nf)
-	}
-	envs["COLO_RANK"] = "two"
-	if err := envOverlay(f.FlagSet, func(k string) string { return envs[k] }); err == nil || !strings.Contains(err.Error(), "COLO_RANK") {
-		t.Fatalf("bad COLO_RANK: %v", err)
-	}
-}
-
 // TestLaunchProcesses runs colo launch: a scheduler and machines as
 // processes on loopback, the smoke job checked for exact sums.
 func TestLaunchProcesses(t *testing.T) {
@@ -79,7 +57,7 @@ func TestLaunchProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("launch %v: %v\n%s", args, err, out)
 		}
-		var s launchSummary
+		var s launch.SmokeSummary
 		if err := json.Unmarshal(out, &s); err != nil {
 			t.Fatalf("launch %v: %v: %s", args, err, out)
 		}
@@ -105,7 +83,7 @@ func TestManyLaunches(t *testing.T) {
 		if err != nil {
 			t.Fatalf("launch %d: %v\n%s", i, err, out)
 		}
-		var s launchSummary
+		var s launch.SmokeSummary
 		if err := json.Unmarshal(out, &s); err != nil || !s.Checked {
 			t.Fatalf("launch %d: %v %s", i, err, out)
 		}
@@ -145,9 +123,20 @@ func startScheduler(t *testing.T, args ...string) (*child, string) {
 	t.Helper()
 	c := &child{cmd: exec.Command(coloBin, append([]string{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0"}, args...)...), done: make(chan struct{}), name: "scheduler"}
 	c.cmd.Stderr = &c.errOut
-	addr, rd, err := startSchedulerCmd(c.cmd, &c.errOut)
+	pipe, err := c.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(pipe)
+	line, err := rd.ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "scheduler listening on ")
+	if err != nil || !ok {
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+		t.Fatalf("the scheduler printed %q: %v\nstderr: %s", line, err, c.errOut.String())
 	}
 	go func() {
 		io.Copy(&c.out, rd)
@@ -159,6 +148,12 @@ func startScheduler(t *testing.T, args ...string) (*child, string) {
 		<-c.done
 	})
 	return c, addr
+}
+
+// lastLine returns the last line of s.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 func wait(t *testing.T, c *child, d time.Duration) {
@@ -215,7 +210,7 @@ func TestKillProcessMidJob(t *testing.T) {
 			if took > timeout+time.Second {
 				t.Fatalf("the job ended %v after the kill, timeout %v", took, timeout)
 			}
-			t.Logf("ended %v after the kill: %s", took.Round(time.Millisecond), lastLines(sc.errOut.String(), 1))
+			t.Logf("ended %v after the kill: %s", took.Round(time.Millisecond), lastLine(sc.errOut.String()))
 		})
 	}
 }
