@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"colo/app/smoke"
+	"colo/launch"
 	"colo/metrics"
 	"colo/ps/clock"
 	"colo/ps/node"
@@ -85,27 +85,6 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.BoolVar(&nf.verbose, "v", false, "log link events")
 }
 
-// envOverlay sets every flag not given on the command line from its
-// environment variable COLO_NAME, if set; the command line wins. Flags set
-// either way count as set (fs.Visit).
-func envOverlay(fs *flag.FlagSet, getenv func(string) string) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || err != nil {
-			return
-		}
-		name := "COLO_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(name); v != "" {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = usageError("environment variable %s=%q: %v", name, v, e)
-			}
-		}
-	})
-	return err
-}
-
 func runNode(e *env, args []string) error {
 	f := newFlags(e, "node", "colo node --role ROLE --scheduler HOST:PORT [flags]",
 		"Runs one node of a parameter-server cluster: the scheduler, a server, a\n"+
@@ -127,8 +106,8 @@ func runNode(e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if err := envOverlay(f.FlagSet, os.Getenv); err != nil {
-		return err
+	if err := launch.FromEnv(f.FlagSet, os.Getenv); err != nil {
+		return usageError("%v", err)
 	}
 	role, err := proto.ParseRole(nf.role)
 	if err != nil {
@@ -221,12 +200,13 @@ func runNode(e *env, args []string) error {
 	}
 	jobErr := n.Wait()
 	st := n.Stats()
-	sum := nodeSummary{
+	sum := launch.NodeSummary{
 		Role: role.String(), Machine: st.Machine, StartSeconds: startedAt.Sub(t0).Seconds(),
 		StartedUnixNano: startedAt.UnixNano(), Smoke: res, Stats: st,
 	}
+	var trained *train.WorkerResult
 	if report != nil {
-		sum.Train = &report.Work
+		trained = &report.Work
 		if jobErr == nil {
 			report.StartedUnixNano = sum.StartedUnixNano
 			if nf.result != "" {
@@ -249,32 +229,26 @@ func runNode(e *env, args []string) error {
 		sum.Error = jobErr.Error()
 	}
 	if nf.jsonOut {
+		if trained != nil {
+			if sum.Train, err = json.Marshal(trained); err != nil {
+				return err
+			}
+		}
 		enc := json.NewEncoder(e.out)
 		if err := enc.Encode(sum); err != nil {
 			return err
 		}
 	} else {
-		printNodeSummary(e, sum)
+		printNodeSummary(e, sum, trained)
 	}
 	return jobErr
 }
 
-// nodeSummary is the JSON summary of one node's job.
-type nodeSummary struct {
-	Role            string              `json:"role"`
-	Nodes           []string            `json:"nodes"`
-	Machine         int                 `json:"machine"`
-	StartSeconds    float64             `json:"start_s"`
-	StartedUnixNano int64               `json:"started_unix_ns"`
-	Smoke           *smoke.Result       `json:"smoke,omitempty"`
-	Train           *train.WorkerResult `json:"train,omitempty"`
-	Error           string              `json:"error,omitempty"`
-	Stats           node.Stats          `json:"stats"`
-}
-
-func printNodeSummary(e *env, s nodeSummary) {
+// printNodeSummary prints the summary of colo node, with t, the
+// training job's result (nil for other jobs).
+func printNodeSummary(e *env, s launch.NodeSummary, t *train.WorkerResult) {
 	fmt.Fprintf(e.out, "%s (machine %d): joined in %.3f s\n", strings.Join(s.Nodes, " + "), s.Machine, s.StartSeconds)
-	if t := s.Train; t != nil && len(t.Passes) > 0 {
+	if t != nil && len(t.Passes) > 0 {
 		last := t.Passes[len(t.Passes)-1]
 		fmt.Fprintf(e.out, "  trained %d passes (%d rounds) in %.3f s, loss %.4f%s\n", last.Pass, last.Rounds, t.TrainSeconds, last.TrainLoss, evalWords(t.Eval))
 	}

@@ -8,13 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"colo/cluster/netns"
 	"colo/datasets"
 	"colo/train"
 )
@@ -132,117 +129,6 @@ func TestTrainProcesses(t *testing.T) {
 	}
 	t.Logf("processes: start %.2f s, train %.2f s, total %.2f s; in process: start %.3f s, train %.2f s, total %.2f s",
 		got.StartSeconds, got.TrainSeconds, got.TotalSeconds, want.StartSeconds, want.TrainSeconds, want.TotalSeconds)
-}
-
-// TestTrainNetns trains with each machine in its own network namespace,
-// its link shaped to 200 Mbit/s, and checks the training equals the
-// in-process run's. It needs root and iproute2.
-func TestTrainNetns(t *testing.T) {
-	if err := netns.Available(); err != nil {
-		t.Skipf("network namespaces unavailable: %v", err)
-	}
-	args := []string{news20(t), "--machines", "2", "--max-passes", "1", "--placement", "random"}
-	want := trainInProcess(t, args...)
-	got, _ := trainBinary(t, 60*time.Second, append(args, "--netns", "--link-bandwidth", "200mbit")...)
-	sameTraining(t, want, got)
-	if got.LinkBandwidth != 25e6 {
-		t.Errorf("link bandwidth %v bytes/s, want 25e6", got.LinkBandwidth)
-	}
-}
-
-// children returns the processes whose parent is pid, with their
-// command lines (arguments separated by spaces).
-func children(pid int) map[int]string {
-	out := map[int]string{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		c, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
-		i := bytes.LastIndexByte(stat, ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		out[c] = strings.ReplaceAll(string(cmdline), "\x00", " ")
-	}
-	return out
-}
-
-// TestTrainProcessesMachineKilled kills machine 1 in the middle of a long
-// job: colo train --processes ends within seconds, naming it.
-func TestTrainProcessesMachineKilled(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc to find the machine's process")
-	}
-	cmd := exec.Command(coloBin, "train", news20(t), "--machines", "2", "--max-passes", "100000", "--epsilon", "0",
-		"--placement", "random", "--processes")
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		kids := children(cmd.Process.Pid)
-		cmd.Process.Kill()
-		<-done
-		for pid := range kids {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	victim := 0
-	for deadline := time.Now().Add(10 * time.Second); victim == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no machine 1 process after 10 s: %s", errOut.String())
-		}
-		for pid, line := range children(cmd.Process.Pid) {
-			if strings.Contains(line, "--job train") && strings.Contains(line, "--rank 1 ") {
-				victim = pid
-			}
-		}
-	}
-	// Loading takes about half a second: the kill comes in mid-training.
-	time.Sleep(1500 * time.Millisecond)
-	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
-	select {
-	case <-done:
-		took := time.Since(killed)
-		if waitErr == nil {
-			t.Fatalf("colo train succeeded without machine 1: %s", errOut.String())
-		}
-		// Whichever process notices first, the error names the killed
-		// machine: as a process, or as the worker the scheduler lost.
-		if msg := errOut.String(); !strings.Contains(msg, "machine 1 failed") && !strings.Contains(msg, "worker 1 (node 5") {
-			t.Fatalf("the error does not name machine 1: %s", msg)
-		}
-		if took > 5*time.Second {
-			t.Errorf("ended %v after the kill", took)
-		}
-		t.Logf("ended %v after the kill: %s", took.Round(time.Millisecond), strings.TrimSpace(errOut.String()))
-	case <-time.After(15 * time.Second):
-		t.Fatalf("colo train still running 15 s after the kill: %s", errOut.String())
-	}
 }
 
 // TestTrainJobFlags checks the errors of colo node's training job and of

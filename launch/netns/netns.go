@@ -1,9 +1,10 @@
 // Package netns builds a small emulated network out of Linux network
-// namespaces, for tests that run the nodes of a cluster as processes on
-// separate "machines": one namespace per machine, each joined by a veth
-// pair to a bridge in a namespace of its own, with tc shaping the rate and
-// delay of every machine's link. It needs root and the ip and tc tools
-// (iproute2); Available says whether the host has them.
+// namespaces, for running the nodes of a cluster as processes on separate
+// "machines" of one host (launch.Netns starts processes in them): one
+// namespace per machine, each joined by a veth pair to a bridge in a
+// namespace of its own, with tc shaping the rate and delay of every
+// machine's link. It needs root and the ip and tc tools (iproute2);
+// Available says whether the host has them.
 //
 // Nothing is created in the host's own namespace: the bridge, the veth
 // pairs and the addresses (10.213.0.0/24 by default) all live inside the
@@ -179,6 +180,9 @@ func run(args ...string) error {
 
 // Addr returns the address of machine i.
 func (n *Net) Addr(i int) string { return fmt.Sprintf("%s.%d", n.cfg.Subnet, i+1) }
+
+// Machines returns the number of machine namespaces.
+func (n *Net) Machines() int { return len(n.machines) }
 
 // Namespace returns the name of machine i's namespace.
 func (n *Net) Namespace(i int) string { return n.machines[i] }

@@ -1,0 +1,180 @@
+package launch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"colo/graph"
+	"colo/placement"
+	"colo/train"
+)
+
+// Processes deploys training jobs (train.Deployer) as processes of the
+// colo binary: a scheduler and the job's machines, on loopback or each in
+// a network namespace of its own. It writes the placement (with the ids
+// of Graph, the training graph the machines load again) and the job to a
+// temporary directory, starts `colo node --role scheduler --job-file` and
+// K `colo node --role machine --job train --job-file --rank i --result`,
+// supervises them and assembles their reports (train.MachineReport). The
+// cluster token reaches the children in their environment, not on their
+// command lines.
+//
+//	res, err := train.Run(ctx, job, a, p, &launch.Processes{Graph: g})
+type Processes struct {
+	// Bin is the colo binary; "" is this executable.
+	Bin string
+	// Graph is the training graph whose ids the part files name.
+	Graph *graph.Graph
+	// Netns runs the scheduler and each machine in a network namespace of
+	// its own, joined by veth links that tc shapes at the job's
+	// LinkBandwidth (required; a bandwidth matrix is refused); it needs
+	// root and iproute2 (CheckNetns). Otherwise the processes run on
+	// loopback and the machines limit each TCP link to another machine
+	// to the job's rates themselves.
+	Netns bool
+	// Deadline stops the cluster after this long; 0 is no limit (failed
+	// or silent nodes end the job anyway).
+	Deadline time.Duration
+}
+
+// JoinTimeout is how long a training cluster of processes waits for its
+// nodes to register: they load the data first.
+const JoinTimeout = 60 * time.Second
+
+// Deploy runs d on a new cluster of processes and removes everything it
+// made. The first process to fail is named in the error (a *Failure),
+// with the last lines of its standard error; the others are killed after
+// the supervisor's grace period. SIGINT and SIGTERM stop the cluster.
+func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
+	cfg := d.Job.Config
+	k := cfg.Machines
+	if pd.Graph == nil {
+		return nil, fmt.Errorf("launch: Processes.Graph is nil: the placement is written with the training graph's ids")
+	}
+	if pd.Netns {
+		if cfg.Bandwidth != nil {
+			return nil, fmt.Errorf("launch: network namespaces shape every machine's link at one rate, not a bandwidth matrix")
+		}
+		if cfg.LinkBandwidth == 0 {
+			return nil, fmt.Errorf("launch: network namespaces need the job's link bandwidth, the rate tc gives each machine's link")
+		}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if pd.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pd.Deadline)
+		defer cancel()
+	}
+	dir, err := os.MkdirTemp("", "colo-train-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	pdir := filepath.Join(dir, "placement")
+	if err := placement.WriteDir(pdir, pd.Graph, d.Placement, map[string]any{"placement": d.Job.Placement, "machines": k}); err != nil {
+		return nil, err
+	}
+	job := d.Job
+	job.Placement = pdir
+	if pd.Netns {
+		// tc shapes the links: the machines limit nothing themselves.
+		job.Config.LinkBandwidth, job.Config.Bandwidth = 0, nil
+	}
+	jobFile := filepath.Join(dir, "job.json")
+	if err := writeJob(jobFile, job); err != nil {
+		return nil, err
+	}
+
+	var st Starter = Loopback{}
+	if pd.Netns {
+		ns, err := NewNetns(k+1, fmt.Sprintf("%.0fbit", 8*cfg.LinkBandwidth))
+		if err != nil {
+			return nil, err
+		}
+		st = ns
+	}
+	defer st.Close()
+	sup := NewSupervisor(pd.Bin, st)
+	env := []string{"COLO_TOKEN=" + NewToken()}
+	size := []string{"--num-servers", strconv.Itoa(k), "--num-workers", strconv.Itoa(k)}
+
+	t0 := time.Now()
+	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: append([]string{
+		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(), "--job-file", jobFile,
+		"--heartbeat", train.Heartbeat.String(), "--timeout", train.Timeout.String(),
+		"--join-timeout", JoinTimeout.String()}, size...)})
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
+		}
+		return nil, err
+	}
+	results := make([]string, k)
+	for i := range k {
+		results[i] = filepath.Join(dir, fmt.Sprintf("machine-%d.json", i))
+		sup.Start(ctx, Spec{Name: fmt.Sprintf("machine %d", i), Host: i + 1, Env: env, Args: append([]string{
+			"node", "--role", "machine", "--job", "train", "--scheduler", addr, "--rank", strconv.Itoa(i),
+			"--host", st.Addr(i + 1), "--json", "--job-file", jobFile, "--result", results[i]}, size...)})
+	}
+	if err := sup.Wait(ctx); err != nil {
+		return nil, err
+	}
+	out := &train.Outcome{Seconds: time.Since(t0).Seconds()}
+	var lastStart int64
+	for i, path := range results {
+		r, err := readReport(path)
+		if err != nil {
+			return nil, fmt.Errorf("machine %d: %w", i, err)
+		}
+		if i == 0 {
+			out.Work = r.Work
+		}
+		out.Stats = append(out.Stats, r.Stats)
+		out.InterValues += r.InterValues
+		lastStart = max(lastStart, r.StartedUnixNano)
+	}
+	if lastStart > 0 {
+		out.StartSeconds = float64(lastStart-t0.UnixNano()) / 1e9
+	}
+	return out, nil
+}
+
+// writeJob writes job to path, readable by its owner only.
+func writeJob(path string, job train.Job) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := train.WriteJob(f, job); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// maxReport bounds the size of a machine's report.
+const maxReport = 256 << 20
+
+// readReport reads a machine's report.
+func readReport(path string) (*train.MachineReport, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("no result: %w", err)
+	}
+	defer f.Close()
+	var r train.MachineReport
+	dec := json.NewDecoder(io.LimitReader(f, maxReport))
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("result %s: %w", path, err)
+	}
+	return &r, nil
+}

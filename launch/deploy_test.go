@@ -1,0 +1,313 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"colo/app"
+	"colo/cluster"
+	"colo/datasets"
+	"colo/train"
+)
+
+// news20Files writes the embedded 20 Newsgroups sample to temporary files
+// and returns the training and test paths.
+func news20Files(t *testing.T) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, r io.Reader) string {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	return write("train.libsvm.xz", datasets.OpenNews20Train()), write("test.libsvm.xz", datasets.OpenNews20Test())
+}
+
+// newsJob returns logistic regression on 20 Newsgroups, random
+// placement, on k machines for the given passes, opened and placed.
+func newsJob(t *testing.T, k, passes int, test bool) (train.Job, *app.Opened, func() *train.Deployment) {
+	t.Helper()
+	tr, te := news20Files(t)
+	job, err := app.DefaultJob("lr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Data.Train, job.Placement = tr, "random"
+	if test {
+		job.Data.Test = te
+	}
+	job.Config.Machines, job.Config.MaxPasses, job.Config.Epsilon = k, passes, 0
+	opened, err := app.Open(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job, opened, nil
+}
+
+// sameTraining fails unless two runs trained identically: the same
+// passes, losses, test measures and training traffic, bit for bit.
+func sameTraining(t *testing.T, want, got *train.Result) {
+	t.Helper()
+	if got.Passes != want.Passes || got.Rounds != want.Rounds || len(got.RoundsDetail) != len(want.RoundsDetail) {
+		t.Fatalf("%d passes, %d rounds; in process %d, %d", got.Passes, got.Rounds, want.Passes, want.Rounds)
+	}
+	for i, p := range want.RoundsDetail {
+		if q := got.RoundsDetail[i]; q.TrainLoss != p.TrainLoss || q.TrainAccuracy != p.TrainAccuracy {
+			t.Errorf("pass %d: loss %v accuracy %v, in process %v %v", p.Pass, q.TrainLoss, q.TrainAccuracy, p.TrainLoss, p.TrainAccuracy)
+		}
+	}
+	if got.Accuracy == nil || *got.Accuracy != *want.Accuracy || *got.LogLoss != *want.LogLoss || *got.AUC != *want.AUC {
+		t.Errorf("test measures %+v, in process %+v", got.Eval, want.Eval)
+	}
+	if got.BytesInter != want.BytesInter || got.BytesInner != want.BytesInner || got.InterValues != want.InterValues {
+		t.Errorf("traffic inter %d inner %d values %d, in process %d %d %d",
+			got.BytesInter, got.BytesInner, got.InterValues, want.BytesInter, want.BytesInner, want.InterValues)
+	}
+}
+
+// deploy trains the job on d.
+func deploy(t *testing.T, job train.Job, opened *app.Opened, d train.Deployer) (*train.Result, error) {
+	t.Helper()
+	p, _, err := app.Place(job, opened.Data.Train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return train.Run(context.Background(), job, opened.App, p, d)
+}
+
+// TestProcessesMatchInProcess trains 20 Newsgroups on a scheduler and two
+// machines as processes on loopback: BSP sums in rank order, so the
+// passes, the test measures and the traffic equal the in-process run's
+// exactly.
+func TestProcessesMatchInProcess(t *testing.T) {
+	needColo(t)
+	job, opened, _ := newsJob(t, 2, 2, true)
+	want, err := deploy(t, job, opened, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Train})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTraining(t, want, got)
+	if !(got.StartSeconds > 0 && got.TrainSeconds > 0 && got.TotalSeconds >= got.StartSeconds+got.TrainSeconds) {
+		t.Errorf("times: start %v train %v total %v", got.StartSeconds, got.TrainSeconds, got.TotalSeconds)
+	}
+}
+
+// TestProcessesNetns trains with each machine in its own network
+// namespace, its link shaped to 200 Mbit/s: the same training as in
+// process. It needs root and iproute2.
+func TestProcessesNetns(t *testing.T) {
+	needColo(t)
+	if err := CheckNetns(); err != nil {
+		t.Skipf("network namespaces unavailable: %v", err)
+	}
+	job, opened, _ := newsJob(t, 2, 1, true)
+	job.Config.LinkBandwidth = 25e6
+	want, err := deploy(t, job, opened, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Train, Netns: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTraining(t, want, got)
+}
+
+// TestProcessesRefuse: what the deployment cannot run is refused before
+// anything starts.
+func TestProcessesRefuse(t *testing.T) {
+	job, opened, _ := newsJob(t, 2, 1, false)
+	for _, c := range []struct {
+		d    *Processes
+		edit func(*train.Job)
+		want string
+	}{
+		{&Processes{Bin: "/nonexistent"}, nil, "Graph is nil"},
+		{&Processes{Bin: "/nonexistent", Graph: opened.Data.Train, Netns: true}, nil, "link bandwidth"},
+	} {
+		j := job
+		if c.edit != nil {
+			c.edit(&j)
+		}
+		if _, err := deploy(t, j, opened, c.d); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an error naming %q, got %v", c.want, err)
+		}
+	}
+}
+
+// children returns the processes whose parent is pid, with their command
+// lines.
+func children(pid int) map[int]string {
+	out := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out[c] = strings.ReplaceAll(string(cmdline), "\x00", " ")
+	}
+	return out
+}
+
+// TestProcessesMachineKilled kills machine 1 in the middle of a long job:
+// the deployment ends within seconds with a *launch.Failure naming it, and no
+// process of the cluster is left.
+func TestProcessesMachineKilled(t *testing.T) {
+	needColo(t)
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc to find the machine's process")
+	}
+	job, opened, _ := newsJob(t, 2, 100000, false)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Train})
+		errc <- err
+	}()
+	victim := 0
+	for deadline := time.Now().Add(15 * time.Second); victim == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no machine 1 process after 15 s")
+		}
+		for pid, line := range children(os.Getpid()) {
+			if strings.Contains(line, "--job train") && strings.Contains(line, "--rank 1 ") {
+				victim = pid
+			}
+		}
+	}
+	// Loading takes about half a second: the kill comes in mid-training.
+	time.Sleep(1500 * time.Millisecond)
+	all := children(os.Getpid())
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	select {
+	case err := <-errc:
+		took := time.Since(killed)
+		var f *Failure
+		if err == nil || !errors.As(err, &f) {
+			t.Fatalf("the job ended with %v, want a *launch.Failure", err)
+		}
+		// Whichever process notices first, the error names the killed
+		// machine: as a process, or as the worker the scheduler lost.
+		if msg := err.Error(); !strings.Contains(msg, "machine 1 failed") && !strings.Contains(msg, "worker 1 (node 5") {
+			t.Fatalf("the error does not name machine 1: %s", msg)
+		}
+		if took > 5*time.Second {
+			t.Errorf("ended %v after the kill", took)
+		}
+		for pid, line := range all {
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) && isColo(pid) {
+				t.Errorf("process %d (%s) still runs after the deployment ended", pid, line)
+			}
+		}
+		t.Logf("ended %v after the kill: %v", took.Round(time.Millisecond), err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the deployment still runs 20 s after the kill")
+	}
+}
+
+// isColo reports whether pid runs the colo binary (and is not a zombie
+// left to the init process).
+func isColo(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// TestKillProcessMidJob kills a worker process, then a server process, in
+// the middle of a long smoke job: the scheduler and every surviving node
+// end with an error naming it within the heartbeat timeout, and the
+// supervisor names the killed process first.
+func TestKillProcessMidJob(t *testing.T) {
+	needColo(t)
+	const timeout = time.Second
+	for _, victim := range []string{"worker", "server"} {
+		t.Run(victim, func(t *testing.T) {
+			sup := NewSupervisor(coloBin, Loopback{})
+			sup.Grace = timeout + 2*time.Second
+			env := []string{"COLO_TOKEN=t0k"}
+			common := []string{"--num-servers", "2", "--num-workers", "2", "--keys", "10000"}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Env: env, Args: append([]string{"node", "--role", "scheduler",
+				"--scheduler", "127.0.0.1:0", "--heartbeat", "50ms", "--timeout", timeout.String()}, common...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			procs := map[string]*Proc{}
+			for _, role := range []string{"server", "worker"} {
+				for r := range 2 {
+					name := fmt.Sprintf("%s %d", role, r)
+					procs[name] = sup.Start(ctx, Spec{Name: name, Host: r + 1, Env: env, Args: append([]string{"node", "--role", role,
+						"--rank", strconv.Itoa(r), "--scheduler", addr, "--rounds", "1000000", "--batch", "100"}, common...)})
+				}
+			}
+			// Let the job run, then kill the victim without warning.
+			time.Sleep(500 * time.Millisecond)
+			name := victim + " 1"
+			dead := procs[name]
+			select {
+			case <-dead.Done():
+				t.Fatalf("%s ended early: %v\n%s", name, dead.Err(), dead.Stderr())
+			default:
+			}
+			killed := time.Now()
+			syscall.Kill(dead.Pid(), syscall.SIGKILL)
+			err = sup.Wait(ctx)
+			took := time.Since(killed)
+			var f *Failure
+			if !errors.As(err, &f) || f.Procs[0] != dead {
+				t.Fatalf("Wait: %v, want a failure of %s first", err, name)
+			}
+			for _, p := range sup.Procs() {
+				if p == dead {
+					continue
+				}
+				if p.Err() == nil || p.Killed() || !strings.Contains(p.Stderr(), name) {
+					t.Errorf("%s: %v (killed %v), stderr does not name %s: %s", p.Name(), p.Err(), p.Killed(), name, p.Stderr())
+				}
+			}
+			if took > timeout+2*time.Second {
+				t.Errorf("the job ended %v after the kill, timeout %v", took, timeout)
+			}
+			t.Logf("ended %v after the kill", took.Round(time.Millisecond))
+		})
+	}
+}

@@ -1,0 +1,46 @@
+// Package launch runs a parameter-server cluster as processes of the colo
+// binary and supervises them: it starts the scheduler and reads the
+// address it listens on, starts the servers, workers or machines, waits
+// for all of them, and when one fails gives the others a grace period to
+// end on their own (the scheduler tells them) before killing them, then
+// names the process that failed first with the last lines of its standard
+// error.
+//
+// Where a process runs is the Starter's business: Loopback runs every
+// process on 127.0.0.1 of this host, Netns each host in a Linux network
+// namespace of its own, joined to the others by veth links that tc shapes
+// (package launch/netns). A Spec says what to run: a name used in every
+// error, the host (0 for the scheduler, i+1 for machine, server or worker
+// i), the arguments and extra environment.
+//
+//	sup := launch.NewSupervisor("", launch.Loopback{}) // "": this binary
+//	addr, err := sup.StartScheduler(ctx, launch.Spec{Name: "scheduler",
+//		Args: []string{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0", …}})
+//	if err != nil {
+//		return err // "scheduler did not start: …" with its last stderr lines
+//	}
+//	m0 := sup.Start(ctx, launch.Spec{Name: "machine 0", Host: 1, Stdout: true,
+//		Args: []string{"node", "--role", "machine", "--scheduler", addr, "--json", …}})
+//	if err := sup.Wait(ctx); err != nil {
+//		return err // a *Failure: "machine 0 failed: exit status 1: … (then scheduler killed)"
+//	}
+//	json.Unmarshal(m0.Stdout(), &summary)
+//
+// Smoke does all of this for colo launch: a scheduler and machines (or
+// separate servers and workers) running the built-in smoke job, whose
+// summaries it gathers into a SmokeSummary.
+//
+// No process outlives the supervisor. Wait returns only once every
+// process has been reaped; a context cancelled while waiting kills them
+// all. On Linux the starters also ask the kernel to kill each child when
+// the supervising process dies (SIGKILL through PR_SET_PDEATHSIG), so a
+// crashed or killed launcher leaves no cluster behind; see Supervisor.Start
+// for the thread that this ties the child to. What a child writes is kept
+// bounded: the last StdoutLimit bytes of its standard output (for the JSON
+// summary it prints at the end) and the last StderrLimit bytes of its
+// standard error.
+//
+// The processes inherit this process's environment without its COLO_*
+// variables, which colo node would read for every flag not on its command
+// line (FromEnv); Spec.Env adds to it.
+package launch

@@ -1,0 +1,501 @@
+package launch
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Supervisor starts the processes of one cluster and waits for them. Set
+// its fields before the first Start. Start the processes, then call Wait
+// once; a Supervisor is not reused.
+type Supervisor struct {
+	// Grace is how long the other processes have to end on their own
+	// after one failed (the scheduler tells them the job failed) before
+	// they are killed. NewSupervisor sets 2 s.
+	Grace time.Duration
+	// StdoutLimit and StderrLimit bound what is kept of each process's
+	// output: its last StdoutLimit bytes of standard output (when
+	// Spec.Stdout) and StderrLimit bytes of standard error. NewSupervisor
+	// sets 16 MiB and 64 KiB.
+	StdoutLimit, StderrLimit int
+	// Environ is the environment the processes inherit, without its COLO_*
+	// variables; NewSupervisor sets os.Environ().
+	Environ []string
+	// OnExit, when set, is called by Wait as each process ends, in the
+	// order Wait sees them end, before Wait acts on it.
+	OnExit func(*Proc)
+
+	bin    string
+	binErr error
+	st     Starter
+
+	mu      sync.Mutex
+	procs   []*Proc
+	waiting bool
+	result  error
+}
+
+// NewSupervisor returns a supervisor that runs bin through st; bin "" is
+// this binary (os.Executable).
+func NewSupervisor(bin string, st Starter) *Supervisor {
+	s := &Supervisor{
+		Grace: 2 * time.Second, StdoutLimit: 16 << 20, StderrLimit: 64 << 10,
+		Environ: os.Environ(), bin: bin, st: st,
+	}
+	if bin == "" {
+		s.bin, s.binErr = os.Executable()
+	}
+	return s
+}
+
+// Proc is a process of a Supervisor.
+type Proc struct {
+	spec   Spec
+	cmd    *exec.Cmd
+	stdout *tail
+	stderr *tail
+	done   chan struct{}
+	err    error // set before done is closed
+
+	mu     sync.Mutex
+	exited bool
+	killed bool
+}
+
+// Name returns the process's Spec.Name.
+func (p *Proc) Name() string { return p.spec.Name }
+
+// Pid returns the process id, 0 if the process did not start.
+func (p *Proc) Pid() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Stdout returns the last bytes of the process's standard output when
+// its Spec asked to keep it, nil otherwise. It is complete once the
+// process has ended (after Wait).
+func (p *Proc) Stdout() []byte { return p.stdout.Bytes() }
+
+// Stderr returns the last bytes of the process's standard error.
+func (p *Proc) Stderr() string { return string(p.stderr.Bytes()) }
+
+// Err returns why the process failed: it could not start, exited with a
+// non-zero status or was killed (Killed says whether by the
+// supervisor). It is nil while the process runs and after it succeeded.
+func (p *Proc) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// Done is closed when the process has ended and been reaped (or failed
+// to start).
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Killed reports whether the supervisor killed the process, because
+// another failed or the context of Wait was done.
+func (p *Proc) Killed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.killed
+}
+
+// kill kills the process if it still runs, and notes it was killed.
+func (p *Proc) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited && p.cmd != nil && p.cmd.Process != nil {
+		p.killed = true
+		p.cmd.Process.Kill()
+	}
+}
+
+// Start starts the process of spec. A failure to start is that process's
+// failure: Err and Wait report it. Start returns once the process runs.
+//
+// The process is forked, and later reaped, by one goroutine locked to its
+// OS thread for the process's whole life: on Linux the kernel kills a
+// child when the thread that forked it exits (PR_SET_PDEATHSIG, set by
+// Loopback and Netns), and a locked thread does not exit under its child.
+// Each running process thus holds an OS thread.
+func (s *Supervisor) Start(ctx context.Context, spec Spec) *Proc {
+	var out *tail
+	if spec.Stdout {
+		out = newTail(s.StdoutLimit)
+	}
+	return s.start(ctx, spec, out, nil)
+}
+
+// start starts the process of spec and adds it to s. Its standard output
+// is kept in stdout (nil: discarded), or written to w when w is set.
+func (s *Supervisor) start(ctx context.Context, spec Spec, stdout *tail, w io.Writer) *Proc {
+	p := &Proc{spec: spec, stdout: stdout, stderr: newTail(s.StderrLimit), done: make(chan struct{})}
+	s.mu.Lock()
+	if p.spec.Name == "" {
+		p.spec.Name = fmt.Sprintf("process %d", len(s.procs))
+	}
+	waiting := s.waiting
+	if !waiting {
+		s.procs = append(s.procs, p)
+	}
+	s.mu.Unlock()
+	fail := func(err error) *Proc {
+		p.mu.Lock()
+		p.exited, p.err = true, err
+		p.mu.Unlock()
+		close(p.done)
+		return p
+	}
+	switch {
+	case waiting:
+		return fail(errors.New("start: started after Wait"))
+	case s.binErr != nil:
+		return fail(fmt.Errorf("start: the colo binary: %w", s.binErr))
+	}
+	p.cmd = s.st.Command(ctx, s.bin, spec)
+	p.cmd.Env = childEnv(s.Environ, spec.Env)
+	p.cmd.Stderr = p.stderr
+	switch {
+	case w != nil:
+		p.cmd.Stdout = w
+	case stdout != nil:
+		p.cmd.Stdout = stdout
+	}
+	// A child that leaves a grandchild holding its pipes does not hold
+	// up Wait for more than this.
+	p.cmd.WaitDelay = time.Second
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := p.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		err := p.cmd.Wait()
+		p.mu.Lock()
+		p.exited, p.err = true, err
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		return fail(fmt.Errorf("start: %w", err))
+	}
+	return p
+}
+
+// Procs returns the processes started so far, in the order they were
+// started.
+func (s *Supervisor) Procs() []*Proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.procs)
+}
+
+// remove drops p from s.
+func (s *Supervisor) remove(p *Proc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.procs = slices.DeleteFunc(s.procs, func(q *Proc) bool { return q == p })
+}
+
+// schedulerPrefix starts the first line colo node --role scheduler prints.
+const schedulerPrefix = "scheduler listening on "
+
+// StartScheduler starts the scheduler of spec (colo node --role
+// scheduler) and returns the address it prints first ("scheduler
+// listening on ADDR"); the rest of its output is kept (Spec.Stdout) or
+// drained. If the scheduler exits, prints something else first, or ctx
+// is done before it prints, StartScheduler kills and reaps it and says
+// why, with the last lines of its standard error; Wait then does not see
+// it.
+func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string, err error) {
+	var out *tail
+	if spec.Stdout {
+		out = newTail(s.StdoutLimit)
+	}
+	fl := &firstLine{w: out, line: make(chan string, 1)}
+	p := s.start(ctx, spec, out, fl)
+	if p.Pid() == 0 {
+		s.remove(p)
+		return "", fmt.Errorf("%s did not start: %w", p.Name(), p.err)
+	}
+	// addrOf reads the address off the first line.
+	addrOf := func(line string) (string, error) {
+		if a, ok := strings.CutPrefix(strings.TrimSpace(line), schedulerPrefix); ok && a != "" {
+			return a, nil
+		}
+		return "", fmt.Errorf("it printed %q, not %q", line, schedulerPrefix+"ADDR")
+	}
+	var why error
+	select {
+	case line := <-fl.line:
+		if addr, why = addrOf(line); why == nil {
+			return addr, nil
+		}
+	case <-p.done:
+		// Its output was copied before it was reaped: a line it printed
+		// is in the channel.
+		select {
+		case line := <-fl.line:
+			if addr, why = addrOf(line); why == nil {
+				return addr, nil
+			}
+		default:
+			status := "exit status 0"
+			if p.err != nil {
+				status = p.err.Error()
+			}
+			why = fmt.Errorf("it ended (%s) before printing its address", status)
+			if len(fl.buf) > 0 {
+				why = fmt.Errorf("it ended (%s) after printing %q, not %q", status, fl.buf, schedulerPrefix+"ADDR")
+			}
+		}
+	case <-ctx.Done():
+		why = fmt.Errorf("it had not printed its address: %w", context.Cause(ctx))
+	}
+	p.kill()
+	<-p.done
+	s.remove(p)
+	msg := fmt.Sprintf("%s did not start: %%w", p.Name())
+	if t := lastLines(p.Stderr(), 3); t != "" {
+		msg += ": " + t
+	}
+	return "", fmt.Errorf(msg, why)
+}
+
+// firstLine passes what it is written on to w (if any) and sends the
+// first line, without its newline, on line; a first line longer than
+// 4 KiB is sent cut.
+type firstLine struct {
+	w    *tail
+	buf  []byte
+	line chan string
+	sent bool
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	if !f.sent {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			f.buf = append(f.buf, p...)
+		} else {
+			f.buf = append(f.buf, p[:i]...)
+		}
+		if i >= 0 || len(f.buf) > 4<<10 {
+			f.sent = true
+			f.line <- string(f.buf)
+		}
+	}
+	if f.w != nil {
+		return f.w.Write(p)
+	}
+	return len(p), nil
+}
+
+// Wait waits for every process started. When one fails, the others have
+// Grace to end on their own, then are killed. When ctx is done first, it
+// kills them all and returns an error that wraps context.Cause(ctx) and
+// says the cluster was stopped. Otherwise it returns nil if every process
+// succeeded, or a *Failure naming the first that failed. Every process
+// has been reaped when Wait returns. Later calls return the same.
+func (s *Supervisor) Wait(ctx context.Context) error {
+	s.mu.Lock()
+	if s.waiting {
+		s.mu.Unlock()
+		for _, p := range s.Procs() {
+			<-p.done
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.result
+	}
+	s.waiting = true
+	procs := slices.Clone(s.procs)
+	s.mu.Unlock()
+
+	exits := make(chan *Proc, len(procs))
+	for _, p := range procs {
+		go func() {
+			<-p.done
+			exits <- p
+		}()
+	}
+	killAll := func() {
+		for _, p := range procs {
+			p.kill()
+		}
+	}
+	var failed []*Proc
+	var grace <-chan time.Time
+	graced, stopped := false, false
+	done := ctx.Done()
+	for left := len(procs); left > 0; {
+		select {
+		case p := <-exits:
+			left--
+			if s.OnExit != nil {
+				s.OnExit(p)
+			}
+			if p.err != nil {
+				failed = append(failed, p)
+				if !graced {
+					graced = true
+					t := time.NewTimer(s.Grace)
+					defer t.Stop()
+					grace = t.C
+				}
+			}
+		case <-grace:
+			grace = nil
+			killAll()
+		case <-done:
+			done, stopped = nil, true
+			killAll()
+		}
+	}
+	var err error
+	switch {
+	case ctx.Err() != nil && (stopped || len(failed) > 0):
+		err = fmt.Errorf("%w: the cluster was stopped", context.Cause(ctx))
+	case len(failed) > 0:
+		err = &Failure{Procs: causeFirst(failed)}
+	}
+	s.mu.Lock()
+	s.result = err
+	s.mu.Unlock()
+	return err
+}
+
+// causeFirst orders failed processes, in the order they ended, so that
+// those that died of a signal the supervisor did not send come first: a
+// process killed from outside (by the OOM killer, an operator, a crash)
+// is the cause, and the others, which exit with an error naming it a few
+// milliseconds later, may be reaped before it.
+func causeFirst(failed []*Proc) []*Proc {
+	out := slices.Clone(failed)
+	slices.SortStableFunc(out, func(a, b *Proc) int {
+		return cmp.Compare(rank(a), rank(b))
+	})
+	return out
+}
+
+// rank is 0 for a process that died of a signal the supervisor did not
+// send, 1 otherwise.
+func rank(p *Proc) int {
+	var ee *exec.ExitError
+	if !p.Killed() && errors.As(p.Err(), &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 0
+		}
+	}
+	return 1
+}
+
+// Failure is the error of a cluster in which a process failed.
+type Failure struct {
+	// Procs are the processes that failed, in the order they ended,
+	// except that those killed by a signal the supervisor did not send
+	// come first: the first is the cause, the others failed after it
+	// (told by the scheduler that the job failed, or killed after the
+	// grace period).
+	Procs []*Proc
+}
+
+// Error names the first process that failed, why, and the last three
+// lines of its standard error, then the others: "machine 1 failed: exit
+// status 1: … (then machine 0: <its last line>; scheduler killed)".
+func (f *Failure) Error() string {
+	first := f.Procs[0]
+	msg := fmt.Sprintf("%s failed: %v", first.Name(), first.err)
+	if t := lastLines(first.Stderr(), 3); t != "" {
+		msg += ": " + t
+	}
+	var others []string
+	for _, p := range f.Procs[1:] {
+		if p.Killed() {
+			others = append(others, p.Name()+" killed")
+			continue
+		}
+		line := lastLines(p.Stderr(), 1)
+		if line == "" {
+			line = p.err.Error()
+		}
+		others = append(others, p.Name()+": "+line)
+	}
+	if len(others) > 0 {
+		msg += " (then " + strings.Join(others, "; ") + ")"
+	}
+	return msg
+}
+
+// Unwrap returns the first process's error.
+func (f *Failure) Unwrap() error { return f.Procs[0].err }
+
+// lastLines returns the last n lines of s, joined by " | ".
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// tail keeps the last max bytes written to it. A nil *tail keeps
+// nothing.
+type tail struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func newTail(max int) *tail { return &tail{max: max} }
+
+// Write keeps p's last bytes; the buffer grows to twice max before it
+// drops its head, so each byte is copied a bounded number of times.
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(p) > t.max {
+		p = p[len(p)-t.max:]
+	}
+	if len(t.b)+len(p) > 2*t.max {
+		keep := t.max - len(p)
+		t.b = append(t.b[:0], t.b[len(t.b)-keep:]...)
+	}
+	t.b = append(t.b, p...)
+	return n, nil
+}
+
+// Bytes returns a copy of the last max bytes written.
+func (t *tail) Bytes() []byte {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.b
+	if len(b) > t.max {
+		b = b[len(b)-t.max:]
+	}
+	return bytes.Clone(b)
+}

@@ -1,0 +1,395 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// coloBin is the colo binary TestMain builds for the tests that run a
+// real cluster; empty when go is not on PATH.
+var coloBin string
+
+// helperEnv makes the test binary the parent of TestOrphans instead of a
+// test run.
+const helperEnv = "LAUNCH_TEST_PARENT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		orphanParent()
+		return
+	}
+	dir, err := os.MkdirTemp("", "launch-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if _, err := exec.LookPath("go"); err == nil {
+		bin := filepath.Join(dir, "colo")
+		if out, err := exec.Command("go", "build", "-o", bin, "colo/cmd/colo").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build colo: %v\n%s", err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+		coloBin = bin
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needColo skips t without the colo binary.
+func needColo(t *testing.T) {
+	t.Helper()
+	if coloBin == "" {
+		t.Skip("go is not on PATH: cannot build the colo binary")
+	}
+}
+
+// shell returns a supervisor that runs /bin/sh on loopback, so that a
+// Spec's Args are {"-c", script}.
+func shell(t *testing.T) *Supervisor {
+	t.Helper()
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	return NewSupervisor("/bin/sh", Loopback{})
+}
+
+// sh is the Spec of a shell script.
+func sh(name, script string) Spec { return Spec{Name: name, Args: []string{"-c", script}} }
+
+// gone fails t unless every process of s has been reaped: kill(pid, 0)
+// finds no such process.
+func gone(t *testing.T, s *Supervisor) {
+	t.Helper()
+	for _, p := range s.Procs() {
+		if pid := p.Pid(); pid != 0 {
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("%s (pid %d) is still there after Wait: kill 0: %v", p.Name(), pid, err)
+			}
+		}
+	}
+}
+
+// failure returns err as a *Failure, or fails t.
+func failure(t *testing.T, err error) *Failure {
+	t.Helper()
+	var f *Failure
+	if !errors.As(err, &f) {
+		t.Fatalf("Wait: %v (%T), want a *Failure", err, err)
+	}
+	return f
+}
+
+// TestFailureKillsAfterGrace: a process exits non-zero; the one that
+// hangs is killed once the grace period is over. The error names the
+// first, with its last three stderr lines, then the killed one.
+func TestFailureKillsAfterGrace(t *testing.T) {
+	s := shell(t)
+	s.Grace = 200 * time.Millisecond
+	a := s.Start(context.Background(), sh("machine 0", "echo one >&2; echo two >&2; echo three >&2; echo boom >&2; exit 3"))
+	b := s.Start(context.Background(), sh("machine 1", "exec sleep 1000"))
+	t0 := time.Now()
+	err := s.Wait(context.Background())
+	took := time.Since(t0)
+	f := failure(t, err)
+	if want := "machine 0 failed: exit status 3: two | three | boom (then machine 1 killed)"; err.Error() != want {
+		t.Errorf("error %q\nwant  %q", err, want)
+	}
+	if f.Procs[0] != a || len(f.Procs) != 2 || f.Procs[1] != b {
+		t.Errorf("failed %v", f.Procs)
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Errorf("the failure does not unwrap to exit status 3: %v", err)
+	}
+	if a.Killed() || !b.Killed() {
+		t.Errorf("killed: machine 0 %v, machine 1 %v", a.Killed(), b.Killed())
+	}
+	if took < s.Grace {
+		t.Errorf("machine 1 killed %v after Wait began, before the grace period %v", took, s.Grace)
+	}
+	gone(t, s)
+}
+
+// TestOthersEndWithinGrace: processes that end on their own after the
+// first failure are named with their last line, not as killed, and Wait
+// does not wait for the grace period. OnExit releases them once Wait has
+// seen the first end, so the order is certain.
+func TestOthersEndWithinGrace(t *testing.T) {
+	s := shell(t)
+	s.Grace = time.Hour
+	flag := filepath.Join(t.TempDir(), "failed")
+	waitFlag := fmt.Sprintf("until [ -e %s ]; do sleep 0.01; done; ", flag)
+	s.OnExit = func(p *Proc) {
+		if p.Name() == "machine 1" {
+			os.WriteFile(flag, nil, 0o644)
+		}
+	}
+	s.Start(context.Background(), sh("scheduler", waitFlag+"echo 'job failed: machine 1 lost' >&2; exit 1"))
+	s.Start(context.Background(), sh("machine 0", waitFlag+"echo done"))
+	s.Start(context.Background(), sh("machine 1", "echo 'loading' >&2; echo 'panic: no data' >&2; exit 2"))
+	err := s.Wait(context.Background())
+	if want := "machine 1 failed: exit status 2: loading | panic: no data (then scheduler: job failed: machine 1 lost)"; err == nil || err.Error() != want {
+		t.Errorf("error %q\nwant  %q", err, want)
+	}
+	for _, p := range failure(t, err).Procs {
+		if p.Killed() {
+			t.Errorf("%s killed", p.Name())
+		}
+	}
+	gone(t, s)
+}
+
+// TestKilledMidJob: a process killed from outside is named as failed by
+// the signal, the one that noticed with its last line.
+func TestKilledMidJob(t *testing.T) {
+	s := shell(t)
+	s.Grace = time.Hour
+	flag := filepath.Join(t.TempDir(), "killed")
+	s.OnExit = func(*Proc) { os.WriteFile(flag, nil, 0o644) }
+	victim := s.Start(context.Background(), sh("worker 1", "exec sleep 1000"))
+	s.Start(context.Background(), sh("scheduler", fmt.Sprintf("until [ -e %s ]; do sleep 0.01; done; echo 'worker 1 lost' >&2; exit 1", flag)))
+	if err := syscall.Kill(victim.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Wait(context.Background())
+	if want := "worker 1 failed: signal: killed (then scheduler: worker 1 lost)"; err == nil || err.Error() != want {
+		t.Errorf("error %q\nwant  %q", err, want)
+	}
+	if victim.Killed() {
+		t.Error("the supervisor claims it killed worker 1")
+	}
+	gone(t, s)
+}
+
+// TestContextStops: a done context kills every process; the error wraps
+// the cause.
+func TestContextStops(t *testing.T) {
+	s := shell(t)
+	s.Grace = time.Hour
+	procs := []*Proc{
+		s.Start(context.Background(), sh("scheduler", "exec sleep 1000")),
+		s.Start(context.Background(), sh("machine 0", "exec sleep 1000")),
+	}
+	cause := errors.New("deadline of the test")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	err := s.Wait(ctx)
+	if !errors.Is(err, cause) || !strings.Contains(err.Error(), "the cluster was stopped") {
+		t.Errorf("Wait: %v", err)
+	}
+	for _, p := range procs {
+		if !p.Killed() || p.Err() == nil {
+			t.Errorf("%s: killed %v, err %v", p.Name(), p.Killed(), p.Err())
+		}
+	}
+	gone(t, s)
+	if again := s.Wait(context.Background()); again != err {
+		t.Errorf("second Wait: %v, first %v", again, err)
+	}
+}
+
+// failHost is a Starter that cannot start host bad.
+type failHost struct {
+	Loopback
+	bad int
+}
+
+func (f failHost) Command(ctx context.Context, bin string, s Spec) *exec.Cmd {
+	cmd := f.Loopback.Command(ctx, bin, s)
+	if s.Host == f.bad {
+		cmd.Err = fmt.Errorf("host %d is down", s.Host)
+	}
+	return cmd
+}
+
+// TestStartFailure: a process that cannot start is a failure Wait
+// reports, and the others are killed after the grace period.
+func TestStartFailure(t *testing.T) {
+	s := NewSupervisor("/bin/sh", failHost{bad: 2})
+	s.Grace = 0
+	ok := s.Start(context.Background(), Spec{Name: "machine 0", Host: 1, Args: []string{"-c", "exec sleep 1000"}})
+	bad := s.Start(context.Background(), Spec{Name: "machine 1", Host: 2, Args: []string{"-c", "exit 0"}})
+	if bad.Err() == nil || bad.Pid() != 0 {
+		t.Fatalf("machine 1 started: pid %d, err %v", bad.Pid(), bad.Err())
+	}
+	err := s.Wait(context.Background())
+	if want := "machine 1 failed: start: host 2 is down (then machine 0 killed)"; err == nil || err.Error() != want {
+		t.Errorf("error %q\nwant  %q", err, want)
+	}
+	if !ok.Killed() {
+		t.Error("machine 0 not killed")
+	}
+	gone(t, s)
+
+	s = NewSupervisor("/nonexistent/colo", Loopback{})
+	p := s.Start(context.Background(), Spec{Name: "scheduler"})
+	if err := s.Wait(context.Background()); err == nil || !strings.Contains(err.Error(), "scheduler failed: start: ") || !strings.Contains(err.Error(), "/nonexistent/colo") {
+		t.Errorf("missing binary: %v", err)
+	}
+	if p.Pid() != 0 {
+		t.Error("a pid without a process")
+	}
+}
+
+// TestSucceed: processes that exit 0 give no error; what they print is
+// kept when asked.
+func TestSucceed(t *testing.T) {
+	s := shell(t)
+	s.Environ = []string{"PATH=" + os.Getenv("PATH"), "COLO_ROLE=server", "COLOUR=blue"}
+	kept := s.Start(context.Background(), Spec{Name: "a", Stdout: true, Env: []string{"X=1"},
+		Args: []string{"-c", `echo "role=$COLO_ROLE colour=$COLOUR x=$X"; echo note >&2`}})
+	dropped := s.Start(context.Background(), sh("b", "echo lost"))
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(kept.Stdout()), "role= colour=blue x=1\n"; got != want {
+		t.Errorf("stdout %q, want %q (COLO_* removed, the rest and Spec.Env kept)", got, want)
+	}
+	if kept.Stderr() != "note\n" || kept.Err() != nil {
+		t.Errorf("stderr %q err %v", kept.Stderr(), kept.Err())
+	}
+	if dropped.Stdout() != nil {
+		t.Errorf("stdout kept without Spec.Stdout: %q", dropped.Stdout())
+	}
+	gone(t, s)
+}
+
+// TestBoundedOutput: a chatty process's output is kept to its last
+// bytes.
+func TestBoundedOutput(t *testing.T) {
+	s := shell(t)
+	s.StdoutLimit, s.StderrLimit = 1000, 500
+	p := s.Start(context.Background(), Spec{Name: "chatty", Stdout: true, Args: []string{"-c",
+		`i=0; while [ $i -lt 5000 ]; do echo "line $i"; echo "err $i" >&2; i=$((i+1)); done`}})
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.Stdout(); len(out) != 1000 || !bytes.HasSuffix(out, []byte("line 4998\nline 4999\n")) {
+		t.Errorf("stdout: %d bytes ending %q", len(out), out[max(0, len(out)-30):])
+	}
+	if e := p.Stderr(); len(e) != 500 || !strings.HasSuffix(e, "err 4999\n") {
+		t.Errorf("stderr: %d bytes ending %q", len(e), e[max(0, len(e)-30):])
+	}
+}
+
+// TestTail checks the bounded buffer against the whole output on random
+// writes, some longer than the bound.
+func TestTail(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, limit := range []int{1, 7, 64} {
+		tl := newTail(limit)
+		var all []byte
+		for i := range 500 {
+			p := make([]byte, rng.IntN(3*limit))
+			for j := range p {
+				p[j] = byte(rng.IntN(256))
+			}
+			if n, err := tl.Write(p); n != len(p) || err != nil {
+				t.Fatalf("Write: %d, %v", n, err)
+			}
+			all = append(all, p...)
+			want := all[max(0, len(all)-limit):]
+			if got := tl.Bytes(); !bytes.Equal(got, want) {
+				t.Fatalf("limit %d, write %d: %x, want %x", limit, i, got, want)
+			}
+			if cap(tl.b) > 4*limit+64 {
+				t.Fatalf("limit %d: buffer of %d bytes", limit, cap(tl.b))
+			}
+		}
+	}
+}
+
+// pidOf finds "pid N" in s.
+func pidOf(t *testing.T, s string) int {
+	t.Helper()
+	m := regexp.MustCompile(`pid (\d+)`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no pid in %q", s)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
+}
+
+// TestStartScheduler: the address comes from the first line; anything
+// else kills the scheduler and says what it printed, with its stderr.
+func TestStartScheduler(t *testing.T) {
+	s := shell(t)
+	addr, err := s.StartScheduler(context.Background(), Spec{Name: "scheduler", Stdout: true, Args: []string{"-c",
+		"echo 'scheduler listening on 127.0.0.1:41234'; echo 'job finished'"}})
+	if err != nil || addr != "127.0.0.1:41234" {
+		t.Fatalf("StartScheduler: %q, %v", addr, err)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out := string(s.Procs()[0].Stdout()); out != "scheduler listening on 127.0.0.1:41234\njob finished\n" {
+		t.Errorf("stdout %q", out)
+	}
+
+	expired, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	for _, c := range []struct {
+		name, script string
+		ctx          context.Context
+		want         []string
+	}{
+		{"garbage", `echo "pid $$" >&2; echo 'hello'; exec sleep 1000`, context.Background(),
+			[]string{`scheduler did not start: it printed "hello", not "scheduler listening on ADDR": pid `}},
+		{"exits", `echo "pid $$" >&2; echo 'bad flag' >&2; exit 2`, context.Background(),
+			[]string{"scheduler did not start: it ended (exit status 2) before printing its address: pid ", " | bad flag"}},
+		{"partial line", `echo "pid $$" >&2; printf 'sched'`, context.Background(),
+			[]string{`scheduler did not start: it ended (exit status 0) after printing "sched", not`}},
+		{"silent", `echo "pid $$" >&2; exec sleep 1000`, expired,
+			[]string{"scheduler did not start: it had not printed its address: context deadline exceeded: pid "}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := shell(t)
+			addr, err := s.StartScheduler(c.ctx, sh("scheduler", c.script))
+			if err == nil {
+				t.Fatalf("started at %q", addr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			pid := pidOf(t, err.Error())
+			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("the scheduler (pid %d) is still there: %v", pid, err)
+			}
+			if n := len(s.Procs()); n != 0 {
+				t.Errorf("the supervisor still has %d processes", n)
+			}
+		})
+	}
+}
+
+// orphanParent is the parent process of TestOrphans: it starts a child
+// that sleeps, prints the child's pid and waits until its standard input
+// closes.
+func orphanParent() {
+	s := NewSupervisor("/bin/sh", Loopback{})
+	p := s.Start(context.Background(), sh("child", "exec sleep 1000"))
+	if err := p.Err(); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println(p.Pid())
+	io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
