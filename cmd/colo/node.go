@@ -15,14 +15,12 @@ import (
 
 	"colo/app/smoke"
 	"colo/launch"
-	"colo/metrics"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/sched"
 	"colo/ps/update"
 	"colo/train"
-	"colo/transport/tcp"
 )
 
 // nodeFlags are the flags of colo node, each also read from COLO_NAME
@@ -160,86 +158,48 @@ func runNode(e *env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	sj := smoke.Config{Keys: nf.keys, Batch: cmp.Or(nf.batch, 10000), Rounds: nf.rounds, Seed: nf.seed}
-	if nf.job == "smoke" && role != proto.RoleServer {
-		if err := sj.Validate(); err != nil {
+	nd := launch.Node{Config: cfg, Metrics: nf.metrics}
+	var report *train.MachineReport
+	switch nf.job {
+	case "smoke":
+		sj := smoke.Config{Keys: nf.keys, Batch: cmp.Or(nf.batch, 10000), Rounds: nf.rounds, Seed: nf.seed}
+		if err := sj.Validate(); err != nil && role != proto.RoleServer {
 			return usageError("%v", err)
 		}
-	}
-	t0 := time.Now()
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer n.Close()
-	startedAt := time.Now()
-	if nf.metrics != "" {
-		_, stopMetrics, err := metrics.Serve(nf.metrics, func(w io.Writer) error { return metrics.WriteNode(w, n.Stats()) })
-		if err != nil {
+		nd.Job = launch.SmokeJob(sj)
+	case "train":
+		nd.Job = func(ctx context.Context, n *node.Node, _ *launch.NodeSummary) error {
+			var err error
+			report, err = train.RunMachine(ctx, n, mj.job, mj.app, mj.p, mj.rank)
 			return err
 		}
-		defer stopMetrics()
 	}
-	var res *smoke.Result
-	var report *train.MachineReport
-	if w := n.Worker(); w != nil {
-		var jobErr error
-		switch nf.job {
-		case "smoke":
-			r, err := sj.Run(ctx, w, n.Assignment().NumWorkers)
-			res, jobErr = &r, err
-		case "train":
-			report, jobErr = train.RunMachine(ctx, n, mj.job, mj.app, mj.p, mj.rank)
-		}
-		n.Finish(jobErr)
-	}
-	select {
-	case <-n.Done():
-	case <-ctx.Done():
-		return fmt.Errorf("interrupted")
-	}
-	jobErr := n.Wait()
-	st := n.Stats()
-	sum := launch.NodeSummary{
-		Role: role.String(), Machine: st.Machine, StartSeconds: startedAt.Sub(t0).Seconds(),
-		StartedUnixNano: startedAt.UnixNano(), Smoke: res, Stats: st,
+	sum, jobErr := launch.RunNode(ctx, nd)
+	if sum == nil {
+		return jobErr
 	}
 	var trained *train.WorkerResult
 	if report != nil {
 		trained = &report.Work
-		if jobErr == nil {
+		if jobErr == nil && nf.result != "" {
 			report.StartedUnixNano = sum.StartedUnixNano
-			if nf.result != "" {
-				err := writeOutput(e, nf.result, func(w io.Writer) error { return json.NewEncoder(w).Encode(report) })
-				if err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if srv, wrk := n.IDs(); srv != 0 {
-		sum.Nodes = append(sum.Nodes, proto.Name(srv))
-		if wrk != 0 {
-			sum.Nodes = append(sum.Nodes, proto.Name(wrk))
-		}
-	} else {
-		sum.Nodes = append(sum.Nodes, proto.Name(wrk))
-	}
-	if jobErr != nil {
-		sum.Error = jobErr.Error()
-	}
-	if nf.jsonOut {
-		if trained != nil {
-			if sum.Train, err = json.Marshal(trained); err != nil {
+			err := writeOutput(e, nf.result, func(w io.Writer) error { return json.NewEncoder(w).Encode(report) })
+			if err != nil {
 				return err
 			}
 		}
-		enc := json.NewEncoder(e.out)
-		if err := enc.Encode(sum); err != nil {
+	}
+	if !nf.jsonOut {
+		printNodeSummary(e, *sum, trained)
+		return jobErr
+	}
+	if trained != nil {
+		if sum.Train, err = json.Marshal(trained); err != nil {
 			return err
 		}
-	} else {
-		printNodeSummary(e, sum, trained)
+	}
+	if err := json.NewEncoder(e.out).Encode(sum); err != nil {
+		return err
 	}
 	return jobErr
 }
@@ -304,44 +264,12 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	tc := tcp.DefaultConfig()
-	tc.ID, tc.Addr, tc.Token = proto.SchedulerID, nf.scheduler, nf.token
-	ep, err := tcp.Listen(tc)
-	if err != nil {
-		return err
-	}
 	// Refusals and failures are always worth a line.
 	var mu sync.Mutex
-	slog := func(format string, args ...any) {
+	logf := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(e.errOut, format+"\n", args...)
 	}
-	s, err := sched.Start(cfg, ep, slog)
-	if err != nil {
-		ep.Close()
-		return err
-	}
-	defer s.Close()
-	fmt.Fprintf(e.out, "scheduler listening on %s\n", ep.Addr())
-	if f, ok := e.out.(interface{ Sync() error }); ok {
-		f.Sync()
-	}
-	if nf.metrics != "" {
-		_, stopMetrics, err := metrics.Serve(nf.metrics, func(w io.Writer) error { return metrics.WriteEndpoint(w, "scheduler", ep.Stats()) })
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
-	}
-	select {
-	case <-s.Done():
-	case <-ctx.Done():
-		return fmt.Errorf("interrupted")
-	}
-	if err := s.Wait(); err != nil {
-		return fmt.Errorf("job failed: %w", err)
-	}
-	fmt.Fprintf(e.out, "job finished: %d servers, %d workers\n", cfg.NumServers, cfg.NumWorkers)
-	return nil
+	return launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Metrics: nf.metrics, Out: e.out, Logf: logf})
 }
