@@ -22,10 +22,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"colo/graph"
+	"colo/internal/atomicfile"
 	"colo/partition"
 	"colo/placement"
 )
@@ -173,4 +177,33 @@ func WriteJSON(w io.Writer, rs []Result) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// Files are the files WriteDir writes.
+var Files = []string{"bench.csv", "bench.json", "improvement.svg"}
+
+// WriteDir writes the results to dir (made if missing): bench.csv
+// (WriteCSV), bench.json (WriteJSON) and improvement.svg (PlotSVG), each
+// atomically.
+func WriteDir(dir string, rs []Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, write := range []func(io.Writer, []Result) error{WriteCSV, WriteJSON, PlotSVG} {
+		err := atomicfile.Write(filepath.Join(dir, Files[i]), func(w io.Writer) error { return write(w, rs) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DatasetName is a short name for a dataset path: its base name without
+// compression and format extensions.
+func DatasetName(path string) string {
+	name := filepath.Base(path)
+	for _, ext := range []string{".xz", ".gz", ".zst", ".bz2", ".libsvm", ".txt"} {
+		name = strings.TrimSuffix(name, ext)
+	}
+	return name
 }

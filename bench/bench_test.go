@@ -5,6 +5,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -88,5 +90,22 @@ func TestConfigValidate(t *testing.T) {
 		if c.Validate() == nil {
 			t.Errorf("%+v: no error", c)
 		}
+	}
+}
+
+// TestWriteDir writes the three files and names them in Files.
+func TestWriteDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	rs := []Result{{Dataset: "d", K: 2, Algo: "random"}}
+	if err := WriteDir(dir, rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Files {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if got := DatasetName("/x/20news.train.libsvm.xz"); got != "20news.train" {
+		t.Errorf("DatasetName = %q", got)
 	}
 }

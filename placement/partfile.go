@@ -168,6 +168,29 @@ func eachLine(r io.Reader, fn func(int, []byte) error) error {
 	return sc.Err()
 }
 
+// LoadDataPartPrefix reads the data part file of the placement directory
+// dir for an incremental run over n samples on k machines: the file may
+// place fewer samples than n, the first ones in order (a dataset that
+// grew since), not more.
+func LoadDataPartPrefix(dir string, n, k int) ([]int32, error) {
+	path := filepath.Join(dir, DataPartFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := 0
+	err = eachLine(f, func(int, []byte) error { lines++; return nil })
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if lines > n {
+		return nil, fmt.Errorf("%s: %d samples, more than the %d of the dataset", path, lines, n)
+	}
+	data, _, err := LoadDataPart(path, lines, k)
+	return data, err
+}
+
 // LoadDataPart reads a data part file from disk; see ReadDataPart.
 func LoadDataPart(path string, n, k int) ([]int32, int, error) {
 	f, err := os.Open(path)

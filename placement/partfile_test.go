@@ -163,3 +163,22 @@ func TestReadDirErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadDataPartPrefix: a placement of the first samples of a dataset
+// that grew is read; one of more samples than the dataset is refused.
+func TestLoadDataPartPrefix(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, DataPartFile), []byte("0\n1\n\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := LoadDataPartPrefix(dir, 5, 2)
+	if err != nil || len(data) != 3 || data[0] != 0 || data[2] != 1 {
+		t.Fatalf("prefix of 5: %v %v", data, err)
+	}
+	if _, err := LoadDataPartPrefix(dir, 2, 2); err == nil || !strings.Contains(err.Error(), "3 samples, more than the 2") {
+		t.Errorf("3 samples for a dataset of 2: %v", err)
+	}
+	if _, err := LoadDataPartPrefix(dir, 5, 1); err == nil {
+		t.Error("machine 1 of 1 accepted")
+	}
+}

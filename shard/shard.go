@@ -83,6 +83,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"colo/dataset"
@@ -426,4 +427,22 @@ func dealRoundRobin(members, assign []int, start, workers int) int {
 		}
 	}
 	return w
+}
+
+// Describe names the scheme of o for people, with the settings that
+// shape a submodular partition: "submodular (facility, lazy greedy, grow
+// min-f, ratios 1:2)".
+func (o Options) Describe() string {
+	if o.Scheme != SchemeSubmodular {
+		return string(o.Scheme)
+	}
+	r := "equal ratios"
+	if o.Ratios != nil {
+		parts := make([]string, len(o.Ratios))
+		for i, v := range o.Ratios {
+			parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		r = "ratios " + strings.Join(parts, ":")
+	}
+	return fmt.Sprintf("submodular (%s, %s greedy, grow %s, %s)", o.Function, o.Greedy, o.Grow, r)
 }

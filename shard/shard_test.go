@@ -556,3 +556,15 @@ func TestRoundMatrixExact(t *testing.T) {
 		t.Errorf("apportion(15, 1:2:4:8) = %v", got)
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	o := DefaultOptions()
+	o.Scheme = SchemeStratified
+	if got := o.Describe(); got != "stratified" {
+		t.Errorf("stratified: %q", got)
+	}
+	o.Scheme, o.Ratios = SchemeSubmodular, []float64{1, 2.5}
+	if got := o.Describe(); !strings.Contains(got, "ratios 1:2.5") || !strings.HasPrefix(got, "submodular (") {
+		t.Errorf("submodular: %q", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -200,4 +201,14 @@ func (b *Bandwidth) Format(w io.Writer) error {
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()
+}
+
+// ReadBandwidthFile reads the bandwidth matrix of a file (ParseBandwidth).
+func ReadBandwidthFile(path string) (*Bandwidth, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseBandwidth(f, path)
 }

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -30,7 +26,7 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 		if dir == "" {
 			return fmt.Errorf("want a placement directory")
 		}
-		po.InitFrom = func(n, k int) ([]int32, error) { return loadPrevious(dir, n, k) }
+		po.InitFrom = func(n, k int) ([]int32, error) { return placement.LoadDataPartPrefix(dir, n, k) }
 		return nil
 	})
 	f.IntVar(&po.Threads, "threads", po.Threads, "parsa: goroutines partitioning blocks in parallel")
@@ -67,41 +63,6 @@ func paramAlgoFlag(f *cmdFlags, p *partition.ParamAlgo) {
 	*p = partition.ParamParsa
 	f.Var(&enumFlag[partition.ParamAlgo]{p: p, values: partition.ParamAlgos}, "param-algo",
 		"parameter assignment: parsa (seed 001 Alg. 2 with sweeps) or minmax (seed 000 Alg. 2)")
-}
-
-// loadPrevious reads the data part file of the placement directory dir for
-// an incremental run over n samples on k machines. The file may cover
-// fewer samples than n: the first ones, in order.
-func loadPrevious(dir string, n, k int) ([]int32, error) {
-	path := filepath.Join(dir, placement.DataPartFile)
-	lines, err := countLines(path)
-	if err != nil {
-		return nil, err
-	}
-	if lines > n {
-		return nil, fmt.Errorf("%s: %d samples, more than the %d of the dataset", path, lines, n)
-	}
-	data, _, err := placement.LoadDataPart(path, lines, k)
-	return data, err
-}
-
-// countLines counts the non-blank lines of a file, as ReadDataPart reads
-// them.
-func countLines(path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	n := 0
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) > 0 {
-			n++
-		}
-	}
-	return n, sc.Err()
 }
 
 // enumFlag is a flag that takes one of a list of string values.

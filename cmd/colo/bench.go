@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,32 +71,15 @@ func runBench(e *env, args []string) error {
 			return err
 		}
 		fmt.Fprintf(e.errOut, "%s: %s; loaded in %.2f s\n", path, describe(g), took.Seconds())
-		data = append(data, bench.Dataset{Name: datasetName(path), Graph: g})
+		data = append(data, bench.Dataset{Name: bench.DatasetName(path), Graph: g})
 	}
 	cfg.Progress = func(d, a string, k int) { fmt.Fprintf(e.errOut, "%s k=%d %s\n", d, k, a) }
 	rs, err := bench.Run(data, cfg)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err := bench.WriteDir(*out, rs); err != nil {
 		return err
-	}
-	for name, write := range map[string]func(*os.File) error{
-		"bench.csv":       func(w *os.File) error { return bench.WriteCSV(w, rs) },
-		"bench.json":      func(w *os.File) error { return bench.WriteJSON(w, rs) },
-		"improvement.svg": func(w *os.File) error { return bench.PlotSVG(w, rs) },
-	} {
-		file, err := os.Create(filepath.Join(*out, name))
-		if err != nil {
-			return err
-		}
-		err = write(file)
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
-		}
 	}
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "dataset\tk\talgorithm\tseconds\tM_max\tT_max\tT_sum\tmax|U_i|\tT_max impr.\t\n")
@@ -126,14 +107,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// datasetName is a short name for a dataset path: its base name without
-// compression and format extensions.
-func datasetName(path string) string {
-	name := filepath.Base(path)
-	for _, ext := range []string{".xz", ".gz", ".zst", ".bz2", ".libsvm", ".txt"} {
-		name = strings.TrimSuffix(name, ext)
-	}
-	return name
 }

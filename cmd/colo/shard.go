@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -145,7 +144,7 @@ func runShard(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.out, "%s: %d samples × %d features, %d classes; loaded in %.2f s\n", pos[0], d.Len(), d.Dim, d.Classes, loadTime.Seconds())
 	fmt.Fprintf(e.out, "%s on %d workers (seed %d) in %.2f s, summary in %.2f s, written to %s\n\n",
-		describeScheme(o), o.Workers, *seed, took.Seconds(), rep.SummarySeconds, *out)
+		o.Describe(), o.Workers, *seed, took.Seconds(), rep.SummarySeconds, *out)
 	return printShardTable(e.out, sum)
 }
 
@@ -190,24 +189,6 @@ func shardProgress(e *env) func(string, int, int) {
 		defer mu.Unlock()
 		fmt.Fprintf(e.errOut, "\r%-12s %d/%d %.1fs   ", stage, done, total, time.Since(start).Seconds())
 	}
-}
-
-func describeScheme(o shard.Options) string {
-	switch o.Scheme {
-	case shard.SchemeSubmodular:
-		r := "equal ratios"
-		if o.Ratios != nil {
-			parts := make([]string, len(o.Ratios))
-			for i, v := range o.Ratios {
-				parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
-			}
-			r = "ratios " + strings.Join(parts, ":")
-		}
-		return fmt.Sprintf("submodular (%s, %s greedy, grow %s, %s)", o.Function, o.Greedy, o.Grow, r)
-	case shard.SchemeDistAware:
-		return "distaware"
-	}
-	return string(o.Scheme)
 }
 
 // printShardTable prints the per-shard figures and the totals.

@@ -133,7 +133,7 @@ func (t *trainFlags) links(cfg *train.Config) error {
 		cfg.LinkBandwidth = r
 	}
 	if t.matrix != "" {
-		b, err := readBandwidth(t.matrix)
+		b, err := transport.ReadBandwidthFile(t.matrix)
 		if err != nil {
 			return err
 		}
@@ -143,16 +143,6 @@ func (t *trainFlags) links(cfg *train.Config) error {
 		cfg.Bandwidth = b
 	}
 	return nil
-}
-
-// readBandwidth reads a bandwidth matrix file.
-func readBandwidth(path string) (*transport.Bandwidth, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return transport.ParseBandwidth(fh, path)
 }
 
 // appOptions sets in the job's options every value of flags whose name

@@ -163,7 +163,7 @@ func (nf *nodeFlags) rates(job *train.Job) (node.Rates, error) {
 		r.Link = link
 	}
 	if nf.matrix != "" {
-		b, err := readBandwidth(nf.matrix)
+		b, err := transport.ReadBandwidthFile(nf.matrix)
 		if err != nil {
 			return r, err
 		}
