@@ -93,8 +93,10 @@ func runNode(e *env, args []string) error {
 			"or, on machines with --job train, the training of colo train on the\n"+
 			"samples a placement puts on their --rank (colo train --processes starts\n"+
 			"such a cluster); with --placement DIR --data FILE the scheduler routes\n"+
-			"the keys by DIR/param.part. With --job train, --updater, --lr and --batch\n"+
-			"default to colo train's (adagrad, the application's rate, full batches).\n\n"+
+			"the keys by DIR/param.part. A training job is read whole from --job-file\n"+
+			"(a train.Job as JSON, as colo train --processes writes it), or from the\n"+
+			"training flags, where --updater, --lr, --l2 and --batch default to colo\n"+
+			"train's (adagrad, the application's rate and L2, full batches).\n\n"+
 			"Every flag can also be set by an environment variable: COLO_ROLE,\n"+
 			"COLO_SCHEDULER, COLO_NUM_SERVERS, COLO_NUM_WORKERS, COLO_TOKEN, COLO_HOST,\n"+
 			"COLO_RANK, COLO_METRICS, … (the flag's name in upper case, '-' as '_');\n"+
