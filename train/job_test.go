@@ -13,7 +13,7 @@ import (
 )
 
 // fullJob is a job with every field set away from its default.
-func fullJob(t *testing.T) train.Job {
+func fullJob(t testing.TB) train.Job {
 	t.Helper()
 	job := train.DefaultJob()
 	job.App = "mf"
@@ -138,4 +138,38 @@ func TestDecodeOptions(t *testing.T) {
 	if err := job.DecodeOptions(&o); err == nil || !strings.Contains(err.Error(), "rnak") || !strings.Contains(err.Error(), "mf options") {
 		t.Fatalf("a misspelt option: %v", err)
 	}
+}
+
+// FuzzReadJob: ReadJob never panics, and a job it accepts is valid and
+// reads back the same after WriteJob.
+func FuzzReadJob(f *testing.F) {
+	var buf bytes.Buffer
+	train.WriteJob(&buf, fullJob(f))
+	f.Add(buf.String())
+	f.Add(`{"app": "lr", "data": {"train": "x"}}`)
+	f.Add(`{"app": "lr", "data": {"train": "x"}, "config": {"consistency": "ssp:3", "bandwidth_matrix": {"k": 1, "rates": [0]}}}`)
+	f.Add(`{"options": [1, 2]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		job, err := train.ReadJob(strings.NewReader(in), "fuzz.json")
+		if err != nil {
+			return
+		}
+		if err := job.Validate(); err != nil {
+			t.Fatalf("accepted an invalid job: %v", err)
+		}
+		var out bytes.Buffer
+		if err := train.WriteJob(&out, job); err != nil {
+			t.Fatalf("write an accepted job: %v", err)
+		}
+		back, err := train.ReadJob(&out, "back.json")
+		if err != nil {
+			t.Fatalf("read back: %v\n%s", err, out.String())
+		}
+		var a, b bytes.Buffer
+		train.WriteJob(&a, job)
+		train.WriteJob(&b, back)
+		if a.String() != b.String() {
+			t.Fatalf("read back differs:\n%s\n%s", a.String(), b.String())
+		}
+	})
 }
