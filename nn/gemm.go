@@ -1,0 +1,230 @@
+package nn
+
+// The matrix product behind every layer: C = α·op(A)·op(B) + β·C in
+// float32, row-major, in the style of BLIS (Van Zee and van de Geijn,
+// "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM
+// TOMS 2015). The K dimension is cut into blocks of kc, M into blocks of
+// mc and N into blocks of nc; each block of op(B) is copied into panels
+// nr columns wide and each block of op(A) into panels mr rows tall, laid
+// out in the order the micro-kernel reads them, so the kernel walks both
+// with unit stride whatever the transposes. The micro-kernel keeps an
+// mr×nr tile of C in registers: with AVX2 and FMA (gemm_amd64.s) a 6×16
+// tile in twelve YMM registers, else a portable Go kernel of the same
+// shape. Packing costs O(mk + kn) per call against the product's O(mnk).
+
+const (
+	mr = 6   // rows of a micro-tile
+	nr = 16  // columns of a micro-tile
+	kc = 256 // depth of a packed block
+	mc = 120 // rows of a packed block of A (a multiple of mr)
+	nc = 3072
+)
+
+// kernelFunc adds α·A·B to the mr×nr tile c (row stride ldc), A an mr×k
+// panel and B a k×nr panel as packed, k ≥ 1.
+type kernelFunc func(k int, a, b, c []float32, ldc int, alpha float32)
+
+// gemmBuf holds the packed panels of one goroutine's products and the
+// micro-kernel they use.
+type gemmBuf struct {
+	a, b []float32
+	tile [mr * nr]float32
+	kern kernelFunc
+}
+
+// newGemmBuf returns buffers that use the fastest kernel of this
+// processor.
+func newGemmBuf() *gemmBuf {
+	if simdKernel != nil {
+		return &gemmBuf{kern: simdKernel}
+	}
+	return &gemmBuf{kern: kernelGo}
+}
+
+func (g *gemmBuf) grow(m, n, k int) {
+	ka, kb := min(k, kc), min(k, kc)
+	if s := roundUp(min(m, mc), mr) * ka; len(g.a) < s {
+		g.a = make([]float32, s)
+	}
+	if s := roundUp(min(n, nc), nr) * kb; len(g.b) < s {
+		g.b = make([]float32, s)
+	}
+}
+
+func roundUp(x, q int) int { return (x + q - 1) / q * q }
+
+// gemm sets C = α·op(A)·op(B) + β·C, where C is m×n with row stride ldc,
+// op(A) is m×k (A itself k×m with row stride lda when transA), op(B) is
+// k×n (B n×k when transB). β is 0 (C is overwritten, its old values never
+// read), 1 or anything else.
+func gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, g *gemmBuf) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if beta != 1 {
+		for i := range m {
+			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+			} else {
+				for j := range row {
+					row[j] *= beta
+				}
+			}
+		}
+	}
+	if k == 0 || alpha == 0 {
+		return
+	}
+	g.grow(m, n, k)
+	for jc := 0; jc < n; jc += nc {
+		nb := min(nc, n-jc)
+		for pc := 0; pc < k; pc += kc {
+			kb := min(kc, k-pc)
+			packB(g.b, transB, b, ldb, pc, jc, kb, nb)
+			for ic := 0; ic < m; ic += mc {
+				mb := min(mc, m-ic)
+				packA(g.a, transA, a, lda, ic, pc, mb, kb)
+				macro(mb, nb, kb, alpha, g.a, g.b, c[ic*ldc+jc:], ldc, g)
+			}
+		}
+	}
+}
+
+// packA copies the mb×kb block of op(A) at (i0, p0) into panels of mr
+// rows: panel r holds, for each p, the mr values of column p, rows past
+// mb zero.
+func packA(dst []float32, trans bool, a []float32, lda, i0, p0, mb, kb int) {
+	for ip := 0; ip < mb; ip += mr {
+		rows := min(mr, mb-ip)
+		d := dst[ip*kb : ip*kb+mr*kb]
+		if !trans {
+			for r := range rows {
+				src := a[(i0+ip+r)*lda+p0:]
+				src = src[:kb]
+				for p, v := range src {
+					d[p*mr+r] = v
+				}
+			}
+		} else {
+			for p := range kb {
+				src := a[(p0+p)*lda+i0+ip:]
+				src = src[:rows]
+				copy(d[p*mr:p*mr+rows], src)
+			}
+		}
+		if rows < mr {
+			for p := range kb {
+				clear(d[p*mr+rows : p*mr+mr])
+			}
+		}
+	}
+}
+
+// packB copies the kb×nb block of op(B) at (p0, j0) into panels of nr
+// columns: panel c holds, for each p, the nr values of row p, columns
+// past nb zero.
+func packB(dst []float32, trans bool, b []float32, ldb, p0, j0, kb, nb int) {
+	for jp := 0; jp < nb; jp += nr {
+		cols := min(nr, nb-jp)
+		d := dst[jp*kb : jp*kb+nr*kb]
+		if !trans {
+			for p := range kb {
+				src := b[(p0+p)*ldb+j0+jp:]
+				copy(d[p*nr:p*nr+cols], src[:cols])
+			}
+		} else {
+			for j := range cols {
+				src := b[(j0+jp+j)*ldb+p0:]
+				src = src[:kb]
+				for p, v := range src {
+					d[p*nr+j] = v
+				}
+			}
+		}
+		if cols < nr {
+			for p := range kb {
+				clear(d[p*nr+cols : p*nr+nr])
+			}
+		}
+	}
+}
+
+// macro multiplies the packed mb×kb block of A by the packed kb×nb block
+// of B and adds α times the product to C.
+func macro(mb, nb, kb int, alpha float32, pa, pb, c []float32, ldc int, g *gemmBuf) {
+	for jr := 0; jr < nb; jr += nr {
+		cols := min(nr, nb-jr)
+		bp := pb[jr*kb : jr*kb+nr*kb]
+		for ir := 0; ir < mb; ir += mr {
+			rows := min(mr, mb-ir)
+			ap := pa[ir*kb : ir*kb+mr*kb]
+			if rows == mr && cols == nr {
+				g.kern(kb, ap, bp, c[ir*ldc+jr:], ldc, alpha)
+				continue
+			}
+			t := g.tile[:]
+			clear(t)
+			g.kern(kb, ap, bp, t, nr, 1)
+			for r := range rows {
+				dst := c[(ir+r)*ldc+jr:]
+				dst = dst[:cols]
+				src := t[r*nr : r*nr+cols]
+				for j, v := range src {
+					dst[j] += alpha * v
+				}
+			}
+		}
+	}
+}
+
+// kernelGo is the portable kernelFunc.
+func kernelGo(k int, a, b, c []float32, ldc int, alpha float32) {
+	a, b = a[:k*mr], b[:k*nr]
+	// Four columns at a time keep 24 accumulators, close to what the
+	// compiler can hold in registers.
+	for j0 := 0; j0 < nr; j0 += 4 {
+		var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23 float32
+		var c30, c31, c32, c33, c40, c41, c42, c43, c50, c51, c52, c53 float32
+		for p := range k {
+			bb := b[p*nr+j0 : p*nr+j0+4 : p*nr+j0+4]
+			aa := a[p*mr : p*mr+mr : p*mr+mr]
+			b0, b1, b2, b3 := bb[0], bb[1], bb[2], bb[3]
+			a0, a1, a2, a3, a4, a5 := aa[0], aa[1], aa[2], aa[3], aa[4], aa[5]
+			c00 += a0 * b0
+			c01 += a0 * b1
+			c02 += a0 * b2
+			c03 += a0 * b3
+			c10 += a1 * b0
+			c11 += a1 * b1
+			c12 += a1 * b2
+			c13 += a1 * b3
+			c20 += a2 * b0
+			c21 += a2 * b1
+			c22 += a2 * b2
+			c23 += a2 * b3
+			c30 += a3 * b0
+			c31 += a3 * b1
+			c32 += a3 * b2
+			c33 += a3 * b3
+			c40 += a4 * b0
+			c41 += a4 * b1
+			c42 += a4 * b2
+			c43 += a4 * b3
+			c50 += a5 * b0
+			c51 += a5 * b1
+			c52 += a5 * b2
+			c53 += a5 * b3
+		}
+		for r, v := range [mr][4]float32{
+			{c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23},
+			{c30, c31, c32, c33}, {c40, c41, c42, c43}, {c50, c51, c52, c53},
+		} {
+			row := c[r*ldc+j0 : r*ldc+j0+4 : r*ldc+j0+4]
+			row[0] += alpha * v[0]
+			row[1] += alpha * v[1]
+			row[2] += alpha * v[2]
+			row[3] += alpha * v[3]
+		}
+	}
+}
