@@ -1,0 +1,415 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// A layer is one step of a model's forward pass. Dense layers (and the
+// loss) hold a batch as n rows of features, [n, d]; convolution, pooling
+// and their ReLUs hold it as planes, [C, n, H, W], so a convolution over
+// the whole batch is one matrix product. toPlanes and flatten convert.
+type layer interface {
+	// outSize is the number of output values per sample.
+	outSize() int
+	// tensors returns the layer's parameter tensors with offsets from the
+	// layer's first parameter.
+	tensors() []Tensor
+	// inPlace reports whether the output overwrites the input.
+	inPlace() bool
+	// scratch returns the floats and int32s of scratch space the layer
+	// needs for a batch of n samples.
+	scratch(n int) (floats, ints int)
+	// init sets the layer's parameters p.
+	init(p []float32, rng *rand.Rand)
+	// forward computes y from x, given the layer's parameters p.
+	forward(p, x, y []float32, n int, s *scratch)
+	// backward adds scale times the gradient of the layer's parameters
+	// (given dy, the loss's gradient with respect to y) to g, and sets
+	// dx, unless nil, to the loss's gradient with respect to x. dy may be
+	// overwritten.
+	backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch)
+}
+
+// scratch is one layer's share of a Workspace.
+type scratch struct {
+	f    []float32
+	i    []int32
+	gemm *gemmBuf
+}
+
+// dense is a fully connected layer: y = x·Wᵀ + b with W of shape [out, in].
+type dense struct {
+	name    string
+	in, out int
+	relu    bool // followed by a ReLU: He initialisation, else Glorot
+}
+
+func (l *dense) outSize() int           { return l.out }
+func (l *dense) inPlace() bool          { return false }
+func (l *dense) scratch(int) (int, int) { return 0, 0 }
+func (l *dense) split(p []float32) (w, b []float32) {
+	return p[:l.out*l.in], p[l.out*l.in : l.out*l.in+l.out]
+}
+
+func (l *dense) tensors() []Tensor {
+	return []Tensor{
+		{Name: l.name + ".weight", Shape: []int{l.out, l.in}, Offset: 0},
+		{Name: l.name + ".bias", Shape: []int{l.out}, Offset: l.out * l.in},
+	}
+}
+
+func (l *dense) init(p []float32, rng *rand.Rand) {
+	w, b := l.split(p)
+	initWeights(w, l.in, l.out, l.relu, rng)
+	clear(b)
+}
+
+// initWeights draws w: He-normal, N(0, 2/fanIn), for a layer followed by
+// a ReLU, else Glorot-uniform, U(±√(6/(fanIn+fanOut))).
+func initWeights(w []float32, fanIn, fanOut int, relu bool, rng *rand.Rand) {
+	if relu {
+		std := math.Sqrt(2 / float64(fanIn))
+		for i := range w {
+			w[i] = float32(std * rng.NormFloat64())
+		}
+		return
+	}
+	lim := math.Sqrt(6 / float64(fanIn+fanOut))
+	for i := range w {
+		w[i] = float32(lim * (2*rng.Float64() - 1))
+	}
+}
+
+func (l *dense) forward(p, x, y []float32, n int, s *scratch) {
+	w, b := l.split(p)
+	for i := range n {
+		copy(y[i*l.out:(i+1)*l.out], b)
+	}
+	gemm(false, true, n, l.out, l.in, 1, x, l.in, w, l.in, 1, y, l.out, s.gemm)
+}
+
+func (l *dense) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
+	w, _ := l.split(p)
+	gw, gb := l.split(g)
+	gemm(true, false, l.out, l.in, n, scale, dy, l.out, x, l.in, 1, gw, l.in, s.gemm)
+	for i := range n {
+		row := dy[i*l.out : (i+1)*l.out]
+		for j, v := range row {
+			gb[j] += scale * v
+		}
+	}
+	if dx != nil {
+		gemm(false, false, n, l.in, l.out, 1, dy, l.out, w, l.in, 0, dx, l.in, s.gemm)
+	}
+}
+
+// relu is max(x, 0), in place, in any layout.
+type relu struct{ size int }
+
+func (l *relu) outSize() int               { return l.size }
+func (l *relu) inPlace() bool              { return true }
+func (l *relu) scratch(int) (int, int)     { return 0, 0 }
+func (l *relu) tensors() []Tensor          { return nil }
+func (l *relu) init([]float32, *rand.Rand) {}
+func (l *relu) forward(_, x, y []float32, n int, _ *scratch) {
+	x = x[:n*l.size]
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = max(v, 0)
+	}
+}
+
+func (l *relu) backward(_, _, y, dy, dx, _ []float32, _ float32, n int, _ *scratch) {
+	if dx == nil {
+		return
+	}
+	y = y[:n*l.size]
+	dy, dx = dy[:len(y)], dx[:len(y)]
+	for i, v := range y {
+		if v > 0 {
+			dx[i] = dy[i]
+		} else {
+			dx[i] = 0
+		}
+	}
+}
+
+// conv is a 2-D convolution with stride 1 on planes: input [C, n, H, W],
+// output [OC, n, OH, OW] with OH = H + 2·pad − k + 1 (OW likewise), zero
+// padding; W has shape [OC, C, k, k]. It runs as im2col and one matrix
+// product over the batch: y = W·col + b, col of shape [C·k·k, n·OH·OW].
+type conv struct {
+	name       string
+	c, h, w    int // input
+	oc, k, pad int
+	oh, ow     int // output
+	relu       bool
+}
+
+func newConv(name string, c, h, w, oc, k, pad int, relu bool) *conv {
+	return &conv{name: name, c: c, h: h, w: w, oc: oc, k: k, pad: pad,
+		oh: h + 2*pad - k + 1, ow: w + 2*pad - k + 1, relu: relu}
+}
+
+func (l *conv) outSize() int  { return l.oc * l.oh * l.ow }
+func (l *conv) inPlace() bool { return false }
+func (l *conv) ck() int       { return l.c * l.k * l.k }
+func (l *conv) scratch(n int) (int, int) {
+	return l.ck() * n * l.oh * l.ow, 0
+}
+func (l *conv) split(p []float32) (w, b []float32) {
+	nw := l.oc * l.ck()
+	return p[:nw], p[nw : nw+l.oc]
+}
+
+func (l *conv) tensors() []Tensor {
+	return []Tensor{
+		{Name: l.name + ".weight", Shape: []int{l.oc, l.c, l.k, l.k}, Offset: 0},
+		{Name: l.name + ".bias", Shape: []int{l.oc}, Offset: l.oc * l.ck()},
+	}
+}
+
+func (l *conv) init(p []float32, rng *rand.Rand) {
+	w, b := l.split(p)
+	initWeights(w, l.ck(), l.oc*l.k*l.k, l.relu, rng)
+	clear(b)
+}
+
+func (l *conv) forward(p, x, y []float32, n int, s *scratch) {
+	w, b := l.split(p)
+	np := n * l.oh * l.ow
+	col := s.f[:l.ck()*np]
+	l.im2col(x, col, n)
+	for o := range l.oc {
+		row := y[o*np : (o+1)*np]
+		for i := range row {
+			row[i] = b[o]
+		}
+	}
+	gemm(false, false, l.oc, np, l.ck(), 1, w, l.ck(), col, np, 1, y, np, s.gemm)
+}
+
+func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
+	w, _ := l.split(p)
+	gw, gb := l.split(g)
+	np := n * l.oh * l.ow
+	col := s.f[:l.ck()*np] // im2col of x, from forward
+	gemm(false, true, l.oc, l.ck(), np, scale, dy, np, col, np, 1, gw, l.ck(), s.gemm)
+	for o := range l.oc {
+		sum := float32(0)
+		for _, v := range dy[o*np : (o+1)*np] {
+			sum += v
+		}
+		gb[o] += scale * sum
+	}
+	if dx == nil {
+		return
+	}
+	gemm(true, false, l.ck(), np, l.oc, 1, w, l.ck(), dy, np, 0, col, np, s.gemm)
+	clear(dx[:n*l.c*l.h*l.w])
+	l.col2im(col, dx, n)
+}
+
+// span returns the output columns ox in [lo, hi) whose input column
+// ox + kj − pad lies inside the image.
+func (l *conv) span(kj int) (lo, hi int) {
+	lo = max(0, l.pad-kj)
+	hi = min(l.ow, l.w+l.pad-kj)
+	return lo, max(lo, hi)
+}
+
+// im2col writes col[(c·k+ki)·k+kj, s·OH·OW + oy·OW + ox] = x[c, s, oy+ki−pad,
+// ox+kj−pad], zero outside the image.
+func (l *conv) im2col(x, col []float32, n int) {
+	hw, p := l.h*l.w, l.oh*l.ow
+	np := n * p
+	for c := range l.c {
+		for ki := range l.k {
+			for kj := range l.k {
+				dst := col[((c*l.k+ki)*l.k+kj)*np:][:np]
+				lo, hi := l.span(kj)
+				for s := range n {
+					src := x[(c*n+s)*hw:][:hw]
+					for oy := range l.oh {
+						d := dst[s*p+oy*l.ow:][:l.ow]
+						iy := oy + ki - l.pad
+						if iy < 0 || iy >= l.h {
+							clear(d)
+							continue
+						}
+						clear(d[:lo])
+						copy(d[lo:hi], src[iy*l.w+lo+kj-l.pad:])
+						clear(d[hi:])
+					}
+				}
+			}
+		}
+	}
+}
+
+// col2im adds col back into dx, the transpose of im2col.
+func (l *conv) col2im(col, dx []float32, n int) {
+	hw, p := l.h*l.w, l.oh*l.ow
+	np := n * p
+	for c := range l.c {
+		for ki := range l.k {
+			for kj := range l.k {
+				src := col[((c*l.k+ki)*l.k+kj)*np:][:np]
+				lo, hi := l.span(kj)
+				for s := range n {
+					dst := dx[(c*n+s)*hw:][:hw]
+					for oy := range l.oh {
+						iy := oy + ki - l.pad
+						if iy < 0 || iy >= l.h {
+							continue
+						}
+						sr := src[s*p+oy*l.ow+lo : s*p+oy*l.ow+hi]
+						d := dst[iy*l.w+lo+kj-l.pad:][:len(sr)]
+						for i, v := range sr {
+							d[i] += v
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// maxPool takes the maximum of each size×size window, stride size, of
+// each plane [C, n, H, W] → [C, n, H/size, W/size] (rounded down, as
+// PyTorch does); the first maximum of a window wins.
+type maxPool struct {
+	c, h, w, size, oh, ow int
+}
+
+func newMaxPool(c, h, w, size int) *maxPool {
+	return &maxPool{c: c, h: h, w: w, size: size, oh: h / size, ow: w / size}
+}
+
+func (l *maxPool) outSize() int               { return l.c * l.oh * l.ow }
+func (l *maxPool) inPlace() bool              { return false }
+func (l *maxPool) tensors() []Tensor          { return nil }
+func (l *maxPool) init([]float32, *rand.Rand) {}
+func (l *maxPool) scratch(n int) (int, int)   { return 0, n * l.outSize() }
+
+func (l *maxPool) forward(_, x, y []float32, n int, s *scratch) {
+	hw, ohw := l.h*l.w, l.oh*l.ow
+	arg := s.i[:n*l.outSize()]
+	for pl := range l.c * n {
+		src := x[pl*hw:][:hw]
+		dst, at := y[pl*ohw:][:ohw], arg[pl*ohw:][:ohw]
+		for oy := range l.oh {
+			for ox := range l.ow {
+				base := oy*l.size*l.w + ox*l.size
+				best, bi := src[base], base
+				for dy := range l.size {
+					row := src[base+dy*l.w:][:l.size]
+					for dx, v := range row {
+						if v > best {
+							best, bi = v, base+dy*l.w+dx
+						}
+					}
+				}
+				dst[oy*l.ow+ox], at[oy*l.ow+ox] = best, int32(pl*hw+bi)
+			}
+		}
+	}
+}
+
+func (l *maxPool) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *scratch) {
+	if dx == nil {
+		return
+	}
+	clear(dx[:n*l.c*l.h*l.w])
+	arg := s.i[:n*l.outSize()]
+	for i, a := range arg {
+		dx[a] += dy[i]
+	}
+}
+
+// flatten turns planes [C, n, H·W] into rows [n, C·H·W], each sample's
+// values in (channel, row, column) order as PyTorch's Flatten.
+type flatten struct{ c, hw int }
+
+func (l *flatten) outSize() int               { return l.c * l.hw }
+func (l *flatten) inPlace() bool              { return false }
+func (l *flatten) tensors() []Tensor          { return nil }
+func (l *flatten) init([]float32, *rand.Rand) {}
+func (l *flatten) scratch(int) (int, int)     { return 0, 0 }
+
+func (l *flatten) forward(_, x, y []float32, n int, _ *scratch) {
+	for c := range l.c {
+		for s := range n {
+			copy(y[(s*l.c+c)*l.hw:][:l.hw], x[(c*n+s)*l.hw:][:l.hw])
+		}
+	}
+}
+
+func (l *flatten) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, _ *scratch) {
+	if dx == nil {
+		return
+	}
+	for c := range l.c {
+		for s := range n {
+			copy(dx[(c*n+s)*l.hw:][:l.hw], dy[(s*l.c+c)*l.hw:][:l.hw])
+		}
+	}
+}
+
+// toPlanes turns rows [n, C·H·W] into planes [C, n, H·W]: the inverse of
+// flatten.
+type toPlanes struct{ c, hw int }
+
+func (l *toPlanes) outSize() int               { return l.c * l.hw }
+func (l *toPlanes) inPlace() bool              { return false }
+func (l *toPlanes) tensors() []Tensor          { return nil }
+func (l *toPlanes) init([]float32, *rand.Rand) {}
+func (l *toPlanes) scratch(int) (int, int)     { return 0, 0 }
+
+func (l *toPlanes) forward(_, x, y []float32, n int, s *scratch) {
+	(*flatten)(l).backward(nil, nil, nil, x, y, nil, 0, n, s)
+}
+
+func (l *toPlanes) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *scratch) {
+	if dx != nil {
+		(*flatten)(l).forward(nil, dy, dx, n, s)
+	}
+}
+
+// softmaxCE returns the summed softmax cross-entropy of the logits z
+// ([n, k]) against labels and the number of samples whose largest logit
+// is their label, and sets dz, unless nil, to the gradient of the summed
+// loss: softmax(z) − onehot(label).
+func softmaxCE(z []float32, labels []int32, n, k int, dz []float32) (loss float64, correct int) {
+	for i := range n {
+		row := z[i*k : (i+1)*k]
+		y := int(labels[i])
+		if y < 0 || y >= k {
+			panic("nn: label out of range")
+		}
+		best, arg := row[0], 0
+		for j, v := range row {
+			if v > best {
+				best, arg = v, j
+			}
+		}
+		if arg == y {
+			correct++
+		}
+		sum := 0.0
+		for _, v := range row {
+			sum += math.Exp(float64(v - best))
+		}
+		loss += math.Log(sum) - float64(row[y]-best)
+		if dz != nil {
+			d := dz[i*k : (i+1)*k]
+			inv := 1 / sum
+			for j, v := range row {
+				d[j] = float32(math.Exp(float64(v-best)) * inv)
+			}
+			d[y]--
+		}
+	}
+	return loss, correct
+}
