@@ -21,22 +21,28 @@ const (
 )
 
 // kernelFunc adds α·A·B to the mr×nr tile c (row stride ldc), A an mr×k
-// panel and B a k×nr panel as packed, k ≥ 1.
-type kernelFunc func(k int, a, b, c []float32, ldc int, alpha float32)
+// panel as packed and B k rows of nr values, ldb apart, k ≥ 1.
+type kernelFunc func(k int, a, b []float32, ldb int, c []float32, ldc int, alpha float32)
+
+// dotFunc sets out[8(4i+j):][:8] to eight partial sums whose total is the
+// dot product of a[i] and b[j], all of length k, a positive multiple of 8.
+type dotFunc func(k int, a [3][]float32, b [4][]float32, out *[96]float32)
 
 // gemmBuf holds the packed panels of one goroutine's products and the
 // micro-kernel they use.
 type gemmBuf struct {
-	a, b []float32
-	tile [mr * nr]float32
-	kern kernelFunc
+	a, b   []float32
+	tile   [mr * nr]float32
+	dotOut [96]float32
+	kern   kernelFunc
+	dot    dotFunc // nil: products with Bᵀ are packed too
 }
 
 // newGemmBuf returns buffers that use the fastest kernel of this
 // processor.
 func newGemmBuf() *gemmBuf {
 	if simdKernel != nil {
-		return &gemmBuf{kern: simdKernel}
+		return &gemmBuf{kern: simdKernel, dot: simdDot}
 	}
 	return &gemmBuf{kern: kernelGo}
 }
@@ -57,6 +63,10 @@ func roundUp(x, q int) int { return (x + q - 1) / q * q }
 // op(A) is m×k (A itself k×m with row stride lda when transA), op(B) is
 // k×n (B n×k when transB). β is 0 (C is overwritten, its old values never
 // read), 1 or anything else.
+//
+// When B is not transposed the kernel reads its full panels where they
+// are, without packing; a product A·Bᵀ, both read along k, goes to the
+// dot-product kernel when there is one.
 func gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, g *gemmBuf) {
 	if m == 0 || n == 0 {
 		return
@@ -76,17 +86,77 @@ func gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 	if k == 0 || alpha == 0 {
 		return
 	}
+	if !transA && transB && g.dot != nil && k >= 8 {
+		gemmNT(m, n, k, alpha, a, lda, b, ldb, c, ldc, g)
+		return
+	}
 	g.grow(m, n, k)
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
-			packB(g.b, transB, b, ldb, pc, jc, kb, nb)
+			var direct []float32 // B's block at (pc, jc), read in place
+			if transB {
+				packB(g.b, true, b, ldb, pc, jc, kb, nb)
+			} else {
+				direct = b[pc*ldb+jc:]
+				if full := nb / nr * nr; full < nb { // pack only the partial panel
+					packB(g.b[full*kb:], false, b, ldb, pc, jc+full, kb, nb-full)
+				}
+			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
 				packA(g.a, transA, a, lda, ic, pc, mb, kb)
-				macro(mb, nb, kb, alpha, g.a, g.b, c[ic*ldc+jc:], ldc, g)
+				macro(mb, nb, kb, alpha, g.a, g.b, direct, ldb, c[ic*ldc+jc:], ldc, g)
 			}
+		}
+	}
+}
+
+// dotBlock is the depth of the blocks of gemmNT: a few rows of A and B
+// of this length stay in the cache while all their products are taken.
+const dotBlock = 512
+
+// gemmNT adds α·A·Bᵀ to C with g.dot, A m×k and B n×k both read along
+// rows, k ≥ 8: 3×4 dot products at a time, the rows past m or n clamped
+// to the last row and their results dropped.
+func gemmNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, g *gemmBuf) {
+	k8 := k &^ 7
+	var ra [3][]float32
+	var rb [4][]float32
+	for p0 := 0; p0 < k8; p0 += dotBlock {
+		kb := min(dotBlock, k8-p0)
+		for i0 := 0; i0 < m; i0 += 3 {
+			for r := range ra {
+				ra[r] = a[min(i0+r, m-1)*lda+p0:][:kb]
+			}
+			for j0 := 0; j0 < n; j0 += 4 {
+				for r := range rb {
+					rb[r] = b[min(j0+r, n-1)*ldb+p0:][:kb]
+				}
+				g.dot(kb, ra, rb, &g.dotOut)
+				for i := range min(3, m-i0) {
+					crow := c[(i0+i)*ldc+j0:]
+					for j := range min(4, n-j0) {
+						v := g.dotOut[(4*i+j)*8:][:8]
+						crow[j] += alpha * (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])))
+					}
+				}
+			}
+		}
+	}
+	if k8 == k {
+		return
+	}
+	for i := range m {
+		ar := a[i*lda+k8 : i*lda+k]
+		for j := range n {
+			br := b[j*ldb+k8:][:len(ar)]
+			s := float32(0)
+			for p, v := range ar {
+				s += v * br[p]
+			}
+			c[i*ldc+j] += alpha * s
 		}
 	}
 }
@@ -150,22 +220,26 @@ func packB(dst []float32, trans bool, b []float32, ldb, p0, j0, kb, nb int) {
 	}
 }
 
-// macro multiplies the packed mb×kb block of A by the packed kb×nb block
-// of B and adds α times the product to C.
-func macro(mb, nb, kb int, alpha float32, pa, pb, c []float32, ldc int, g *gemmBuf) {
+// macro multiplies the packed mb×kb block of A by the kb×nb block of B
+// and adds α times the product to C. B's full panels are read from direct
+// (row stride ldb) unless it is nil, the others from the packed pb.
+func macro(mb, nb, kb int, alpha float32, pa, pb, direct []float32, ldb int, c []float32, ldc int, g *gemmBuf) {
 	for jr := 0; jr < nb; jr += nr {
 		cols := min(nr, nb-jr)
-		bp := pb[jr*kb : jr*kb+nr*kb]
+		bp, bs := pb[jr*kb:jr*kb+nr*kb], nr
+		if direct != nil && cols == nr {
+			bp, bs = direct[jr:], ldb
+		}
 		for ir := 0; ir < mb; ir += mr {
 			rows := min(mr, mb-ir)
 			ap := pa[ir*kb : ir*kb+mr*kb]
 			if rows == mr && cols == nr {
-				g.kern(kb, ap, bp, c[ir*ldc+jr:], ldc, alpha)
+				g.kern(kb, ap, bp, bs, c[ir*ldc+jr:], ldc, alpha)
 				continue
 			}
 			t := g.tile[:]
 			clear(t)
-			g.kern(kb, ap, bp, t, nr, 1)
+			g.kern(kb, ap, bp, bs, t, nr, 1)
 			for r := range rows {
 				dst := c[(ir+r)*ldc+jr:]
 				dst = dst[:cols]
@@ -179,15 +253,15 @@ func macro(mb, nb, kb int, alpha float32, pa, pb, c []float32, ldc int, g *gemmB
 }
 
 // kernelGo is the portable kernelFunc.
-func kernelGo(k int, a, b, c []float32, ldc int, alpha float32) {
-	a, b = a[:k*mr], b[:k*nr]
+func kernelGo(k int, a, b []float32, ldb int, c []float32, ldc int, alpha float32) {
+	a, b = a[:k*mr], b[:(k-1)*ldb+nr]
 	// Four columns at a time keep 24 accumulators, close to what the
 	// compiler can hold in registers.
 	for j0 := 0; j0 < nr; j0 += 4 {
 		var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23 float32
 		var c30, c31, c32, c33, c40, c41, c42, c43, c50, c51, c52, c53 float32
 		for p := range k {
-			bb := b[p*nr+j0 : p*nr+j0+4 : p*nr+j0+4]
+			bb := b[p*ldb+j0 : p*ldb+j0+4 : p*ldb+j0+4]
 			aa := a[p*mr : p*mr+mr : p*mr+mr]
 			b0, b1, b2, b3 := bb[0], bb[1], bb[2], bb[3]
 			a0, a1, a2, a3, a4, a5 := aa[0], aa[1], aa[2], aa[3], aa[4], aa[5]

@@ -23,7 +23,12 @@ func xgetbv() (eax, edx uint32)
 // ldc, += α·A·B for k ≥ 1.
 //
 //go:noescape
-func kernelAVX2(k int, a, b, c *float32, ldc int, alpha float32)
+func kernelAVX2(k int, a, b, c *float32, ldb, ldc int, alpha float32)
+
+// dotAVX2 is a dotFunc with AVX2 and FMA.
+//
+//go:noescape
+func dotAVX2(k int, a0, a1, a2, b0, b1, b2, b3 *float32, out *[96]float32)
 
 // simdKernel is the AVX2 micro-kernel when the processor has it, else nil.
 var simdKernel = func() kernelFunc {
@@ -33,10 +38,28 @@ var simdKernel = func() kernelFunc {
 	return nil
 }()
 
+// simdDot is the AVX2 dot-product kernel when the processor has it, else
+// nil.
+var simdDot = func() dotFunc {
+	if hasAVX2FMA() {
+		return dotAVX2Checked
+	}
+	return nil
+}()
+
 // simdName names simdKernel.
 const simdName = "avx2"
 
-func kernelAVX2Checked(k int, a, b, c []float32, ldc int, alpha float32) {
-	_, _, _ = a[k*mr-1], b[k*nr-1], c[(mr-1)*ldc+nr-1]
-	kernelAVX2(k, &a[0], &b[0], &c[0], ldc, alpha)
+func kernelAVX2Checked(k int, a, b []float32, ldb int, c []float32, ldc int, alpha float32) {
+	_, _, _ = a[k*mr-1], b[(k-1)*ldb+nr-1], c[(mr-1)*ldc+nr-1]
+	kernelAVX2(k, &a[0], &b[0], &c[0], ldb, ldc, alpha)
+}
+
+func dotAVX2Checked(k int, a [3][]float32, b [4][]float32, out *[96]float32) {
+	if k <= 0 || k%8 != 0 {
+		panic("nn: dot kernel needs a positive multiple of 8")
+	}
+	_, _, _ = a[0][k-1], a[1][k-1], a[2][k-1]
+	_, _, _, _ = b[0][k-1], b[1][k-1], b[2][k-1], b[3][k-1]
+	dotAVX2(k, &a[0][0], &a[1][0], &a[2][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], out)
 }

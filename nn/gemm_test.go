@@ -42,11 +42,12 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 	return s
 }
 
-// kernels lists the micro-kernels of this build.
-func kernels() map[string]kernelFunc {
-	ks := map[string]kernelFunc{"go": kernelGo}
+// kernels lists the kernel combinations of this build.
+func kernels() map[string]*gemmBuf {
+	ks := map[string]*gemmBuf{"go": {kern: kernelGo}}
 	if simdKernel != nil {
-		ks[simdName] = simdKernel
+		ks[simdName] = &gemmBuf{kern: simdKernel}
+		ks[simdName+"+dot"] = &gemmBuf{kern: simdKernel, dot: simdDot}
 	}
 	return ks
 }
@@ -55,8 +56,8 @@ func kernels() map[string]kernelFunc {
 // than the packing blocks against the definition.
 func TestGemm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	shapes := [][3]int{{1, 1, 1}, {6, 16, 4}, {7, 17, 5}, {13, 33, 300}, {130, 20, 9}, {5, 3100, 3}, {64, 40, 520}}
-	for name, kern := range kernels() {
+	shapes := [][3]int{{1, 1, 1}, {6, 16, 4}, {7, 17, 5}, {13, 33, 300}, {130, 20, 9}, {5, 3100, 3}, {6, 25, 1030}, {4, 7, 16}, {64, 40, 520}}
+	for name, g := range kernels() {
 		for _, s := range shapes {
 			m, n, k := s[0], s[1], s[2]
 			for _, ta := range []bool{false, true} {
@@ -79,7 +80,6 @@ func TestGemm(t *testing.T) {
 						}
 						want := append([]float32(nil), c...)
 						naiveGemm(ta, tb, m, n, k, 0.75, a, lda, b, ldb, beta, want, ldc)
-						g := &gemmBuf{kern: kern}
 						gemm(ta, tb, m, n, k, 0.75, a, lda, b, ldb, beta, c, ldc, g)
 						for i := range m {
 							for j := range ldc {
@@ -131,9 +131,8 @@ func benchGemm(b *testing.B, f func(ta, tb bool, m, n, k int, a, bb, c []float32
 // BenchmarkGemm measures this package's product with each kernel, and
 // gonum's native Sgemm on the same shapes for comparison.
 func BenchmarkGemm(b *testing.B) {
-	for name, kern := range kernels() {
+	for name, g := range kernels() {
 		b.Run(name, func(b *testing.B) {
-			g := &gemmBuf{kern: kern}
 			benchGemm(b, func(ta, tb bool, m, n, k int, a, bb, c []float32) {
 				lda, ldb := k, n
 				if ta {

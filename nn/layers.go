@@ -278,13 +278,16 @@ func (l *conv) col2im(col, dx []float32, n int) {
 
 // maxPool takes the maximum of each size×size window, stride size, of
 // each plane [C, n, H, W] → [C, n, H/size, W/size] (rounded down, as
-// PyTorch does); the first maximum of a window wins.
+// PyTorch does); the first maximum of a window wins. With relu it then
+// takes max(·, 0), which is the same as pooling after a ReLU (both are
+// monotone) on a quarter of the values.
 type maxPool struct {
 	c, h, w, size, oh, ow int
+	relu                  bool
 }
 
-func newMaxPool(c, h, w, size int) *maxPool {
-	return &maxPool{c: c, h: h, w: w, size: size, oh: h / size, ow: w / size}
+func newMaxPool(c, h, w, size int, relu bool) *maxPool {
+	return &maxPool{c: c, h: h, w: w, size: size, oh: h / size, ow: w / size, relu: relu}
 }
 
 func (l *maxPool) outSize() int               { return l.c * l.oh * l.ow }
@@ -293,25 +296,56 @@ func (l *maxPool) tensors() []Tensor          { return nil }
 func (l *maxPool) init([]float32, *rand.Rand) {}
 func (l *maxPool) scratch(n int) (int, int)   { return 0, n * l.outSize() }
 
+// forward records in the scratch, for each output, the index of the
+// input it took, or −1 where the ReLU gave 0.
 func (l *maxPool) forward(_, x, y []float32, n int, s *scratch) {
 	hw, ohw := l.h*l.w, l.oh*l.ow
 	arg := s.i[:n*l.outSize()]
+	floor := float32(math.Inf(-1))
+	if l.relu {
+		floor = 0
+	}
 	for pl := range l.c * n {
 		src := x[pl*hw:][:hw]
 		dst, at := y[pl*ohw:][:ohw], arg[pl*ohw:][:ohw]
 		for oy := range l.oh {
-			for ox := range l.ow {
-				base := oy*l.size*l.w + ox*l.size
-				best, bi := src[base], base
+			d, a := dst[oy*l.ow:][:l.ow], at[oy*l.ow:][:l.ow]
+			base := oy * l.size * l.w
+			if l.size == 2 {
+				r0, r1 := src[base:][:2*l.ow], src[base+l.w:][:2*l.ow]
+				for ox := range d {
+					best, bi := r0[2*ox], base+2*ox
+					if v := r0[2*ox+1]; v > best {
+						best, bi = v, base+2*ox+1
+					}
+					if v := r1[2*ox]; v > best {
+						best, bi = v, base+l.w+2*ox
+					}
+					if v := r1[2*ox+1]; v > best {
+						best, bi = v, base+l.w+2*ox+1
+					}
+					if !(best > floor) {
+						best, bi = 0, -1-pl*hw
+					}
+					d[ox], a[ox] = best, int32(pl*hw+bi)
+				}
+				continue
+			}
+			for ox := range d {
+				b0 := base + ox*l.size
+				best, bi := src[b0], b0
 				for dy := range l.size {
-					row := src[base+dy*l.w:][:l.size]
+					row := src[b0+dy*l.w:][:l.size]
 					for dx, v := range row {
 						if v > best {
-							best, bi = v, base+dy*l.w+dx
+							best, bi = v, b0+dy*l.w+dx
 						}
 					}
 				}
-				dst[oy*l.ow+ox], at[oy*l.ow+ox] = best, int32(pl*hw+bi)
+				if !(best > floor) {
+					best, bi = 0, -1-pl*hw
+				}
+				d[ox], a[ox] = best, int32(pl*hw+bi)
 			}
 		}
 	}
@@ -324,7 +358,9 @@ func (l *maxPool) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *sc
 	clear(dx[:n*l.c*l.h*l.w])
 	arg := s.i[:n*l.outSize()]
 	for i, a := range arg {
-		dx[a] += dy[i]
+		if a >= 0 {
+			dx[a] += dy[i]
+		}
 	}
 }
 

@@ -144,8 +144,8 @@ func New(name string, cfg Config) (*Model, error) {
 				return nil, fmt.Errorf("nn: cnn: input %d×%d is too small for %d stages of kernel %d and pool %d (stage %d sees %d×%d)",
 					cfg.Height, cfg.Width, len(cfg.Conv), cfg.Kernel, cfg.Pool, i+1, h, w)
 			}
-			mp := newMaxPool(oc, cv.oh, cv.ow, cfg.Pool)
-			ls = append(ls, cv, &relu{size: cv.outSize()}, mp)
+			mp := newMaxPool(oc, cv.oh, cv.ow, cfg.Pool, true)
+			ls = append(ls, cv, mp)
 			c, h, w = oc, mp.oh, mp.ow
 			if c*h*w > maxSize || int64(oc)*int64(cv.ck()) > maxSize {
 				return nil, fmt.Errorf("nn: conv_channels[%d] %d: stage too large", i, oc)
@@ -238,6 +238,9 @@ func (m *Model) String() string {
 		case *relu:
 			b.WriteString(" relu")
 		case *maxPool:
+			if l.relu {
+				b.WriteString(" relu") // applied after pooling, the same function
+			}
 			fmt.Fprintf(&b, " maxpool%d", l.size)
 		case *flatten:
 			b.WriteString(" flatten")

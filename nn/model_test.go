@@ -65,6 +65,9 @@ func refLogits(m *Model, params, x []float64) []float64 {
 								best = math.Max(best, a[(c*l.h+oy*l.size+dy)*l.w+ox*l.size+dx])
 							}
 						}
+						if l.relu {
+							best = math.Max(best, 0)
+						}
 						out[(c*l.oh+oy)*l.ow+ox] = best
 					}
 				}
@@ -114,7 +117,9 @@ func testModels(t *testing.T) map[string]*Model {
 			&relu{size: 50}, newConv("conv2", 2, 5, 5, 3, 3, 2, false),
 			&flatten{c: 3, hw: 49}, &dense{name: "fc1", in: 147, out: 4}}, 36),
 		"maxpool": build([]layer{&toPlanes{c: 2, hw: 35}, newConv("conv1", 2, 5, 7, 2, 1, 0, false),
-			newMaxPool(2, 5, 7, 2), &flatten{c: 2, hw: 6}, &dense{name: "fc1", in: 12, out: 3}}, 70),
+			newMaxPool(2, 5, 7, 2, false), &flatten{c: 2, hw: 6}, &dense{name: "fc1", in: 12, out: 3}}, 70),
+		"maxpool3-relu": build([]layer{&toPlanes{c: 2, hw: 56}, newConv("conv1", 2, 7, 8, 2, 1, 0, false),
+			newMaxPool(2, 7, 8, 3, true), &flatten{c: 2, hw: 4}, &dense{name: "fc1", in: 8, out: 3}}, 112),
 	}
 	for name, m := range ms {
 		m.name = name
