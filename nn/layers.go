@@ -220,27 +220,39 @@ func (l *conv) span(kj int) (lo, hi int) {
 }
 
 // im2col writes col[(c·k+ki)·k+kj, s·OH·OW + oy·OW + ox] = x[c, s, oy+ki−pad,
-// ox+kj−pad], zero outside the image.
+// ox+kj−pad], zero outside the image. The rows are short (OW values), so
+// they are copied by loops rather than by copy's call.
 func (l *conv) im2col(x, col []float32, n int) {
 	hw, p := l.h*l.w, l.oh*l.ow
 	np := n * p
 	for c := range l.c {
 		for ki := range l.k {
 			for kj := range l.k {
-				dst := col[((c*l.k+ki)*l.k+kj)*np:][:np]
+				row := col[((c*l.k+ki)*l.k+kj)*np:][:np]
 				lo, hi := l.span(kj)
 				for s := range n {
 					src := x[(c*n+s)*hw:][:hw]
+					dst := row[s*p:][:p]
 					for oy := range l.oh {
-						d := dst[s*p+oy*l.ow:][:l.ow]
+						d := dst[oy*l.ow:][:l.ow]
 						iy := oy + ki - l.pad
 						if iy < 0 || iy >= l.h {
-							clear(d)
+							for i := range d {
+								d[i] = 0
+							}
 							continue
 						}
-						clear(d[:lo])
-						copy(d[lo:hi], src[iy*l.w+lo+kj-l.pad:])
-						clear(d[hi:])
+						for i := range d[:lo] {
+							d[i] = 0
+						}
+						sr := src[iy*l.w+lo+kj-l.pad:][:hi-lo]
+						dd := d[lo:][:len(sr)]
+						for i, v := range sr {
+							dd[i] = v
+						}
+						for i := hi; i < len(d); i++ {
+							d[i] = 0
+						}
 					}
 				}
 			}
@@ -253,18 +265,18 @@ func (l *conv) col2im(col, dx []float32, n int) {
 	hw, p := l.h*l.w, l.oh*l.ow
 	np := n * p
 	for c := range l.c {
-		for ki := range l.k {
-			for kj := range l.k {
-				src := col[((c*l.k+ki)*l.k+kj)*np:][:np]
-				lo, hi := l.span(kj)
-				for s := range n {
-					dst := dx[(c*n+s)*hw:][:hw]
+		for s := range n {
+			dst := dx[(c*n+s)*hw:][:hw]
+			for ki := range l.k {
+				for kj := range l.k {
+					src := col[((c*l.k+ki)*l.k+kj)*np+s*p:][:p]
+					lo, hi := l.span(kj)
 					for oy := range l.oh {
 						iy := oy + ki - l.pad
 						if iy < 0 || iy >= l.h {
 							continue
 						}
-						sr := src[s*p+oy*l.ow+lo : s*p+oy*l.ow+hi]
+						sr := src[oy*l.ow+lo : oy*l.ow+hi]
 						d := dst[iy*l.w+lo+kj-l.pad:][:len(sr)]
 						for i, v := range sr {
 							d[i] += v
@@ -309,25 +321,22 @@ func (l *maxPool) forward(_, x, y []float32, n int, s *scratch) {
 		src := x[pl*hw:][:hw]
 		dst, at := y[pl*ohw:][:ohw], arg[pl*ohw:][:ohw]
 		for oy := range l.oh {
-			d, a := dst[oy*l.ow:][:l.ow], at[oy*l.ow:][:l.ow]
+			d, at := dst[oy*l.ow:][:l.ow], at[oy*l.ow:][:l.ow]
 			base := oy * l.size * l.w
 			if l.size == 2 {
+				// Branch-free: on real data which value wins is unpredictable.
 				r0, r1 := src[base:][:2*l.ow], src[base+l.w:][:2*l.ow]
 				for ox := range d {
-					best, bi := r0[2*ox], base+2*ox
-					if v := r0[2*ox+1]; v > best {
-						best, bi = v, base+2*ox+1
+					a, b, c, e := r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]
+					top, bottom := max(a, b), max(c, e)
+					i := pl*hw + base + 2*ox
+					iTop, iBottom := i+b2i(b > a), i+l.w+b2i(e > c)
+					best, bi := top, iTop
+					if bottom > top {
+						bi = iBottom
 					}
-					if v := r1[2*ox]; v > best {
-						best, bi = v, base+l.w+2*ox
-					}
-					if v := r1[2*ox+1]; v > best {
-						best, bi = v, base+l.w+2*ox+1
-					}
-					if !(best > floor) {
-						best, bi = 0, -1-pl*hw
-					}
-					d[ox], a[ox] = best, int32(pl*hw+bi)
+					best = max(best, bottom)
+					d[ox], at[ox] = max(best, floor), int32(b2i(best > floor)*(bi+1)-1)
 				}
 				continue
 			}
@@ -343,12 +352,21 @@ func (l *maxPool) forward(_, x, y []float32, n int, s *scratch) {
 					}
 				}
 				if !(best > floor) {
-					best, bi = 0, -1-pl*hw
+					best, bi = max(best, floor), -1-pl*hw
 				}
-				d[ox], a[ox] = best, int32(pl*hw+bi)
+				d[ox], at[ox] = best, int32(pl*hw+bi)
 			}
 		}
 	}
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	i := 0
+	if b {
+		i = 1
+	}
+	return i
 }
 
 func (l *maxPool) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *scratch) {
