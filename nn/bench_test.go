@@ -3,13 +3,15 @@ package nn
 import (
 	"math/rand/v2"
 	"testing"
+
+	"colo/ps/update"
 )
 
 // benchModel measures training steps at batch 64 as PyTorch's peer
 // (/work/shared/peers/torch/bench_dense.py) does: forward, backward and
-// an SGD step with momentum 0.9, in one goroutine, walking the data one
-// contiguous batch after another. Inputs are Fashion-MNIST's test images
-// when present, else random.
+// an SGD step with momentum 0.9 (the servers' rule, ps/update.Momentum),
+// in one goroutine, walking the data one contiguous batch after another.
+// Inputs are Fashion-MNIST's test images when present, else random.
 func benchModel(b *testing.B, name string) {
 	const batch = 64
 	m, err := New(name, DefaultConfig())
@@ -32,7 +34,8 @@ func benchModel(b *testing.B, name string) {
 	params, grad, mom := make([]float32, m.NumParams()), make([]float32, m.NumParams()), make([]float32, m.NumParams())
 	m.Init(params, rng)
 	ws := m.NewWorkspace(batch)
-	const lr, beta = 0.05, 0.9
+	rule := update.Momentum{LR: 0.05, Mu: 0.9}
+	state := [][]float32{mom}
 	pos := 0
 	for b.Loop() {
 		if pos+batch > n {
@@ -40,10 +43,7 @@ func benchModel(b *testing.B, name string) {
 		}
 		clear(grad)
 		m.LossGrad(params, x[pos*d:], labels[pos:], batch, grad, 1.0/batch, ws)
-		for i, g := range grad {
-			mom[i] = beta*mom[i] + g
-			params[i] -= lr * mom[i]
-		}
+		rule.Update(params, grad, state)
 		pos += batch
 	}
 	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "samples/s")

@@ -24,16 +24,16 @@ const (
 // panel as packed and B k rows of nr values, ldb apart, k ≥ 1.
 type kernelFunc func(k int, a, b []float32, ldb int, c []float32, ldc int, alpha float32)
 
-// dotFunc sets out[8(4i+j):][:8] to eight partial sums whose total is the
-// dot product of a[i] and b[j], all of length k, a positive multiple of 8.
-type dotFunc func(k int, a [3][]float32, b [4][]float32, out *[96]float32)
+// dotFunc sets out[4i+j] to the dot product of a[i] and b[j], all of
+// length k, a positive multiple of 8.
+type dotFunc func(k int, a [3][]float32, b [4][]float32, out *[12]float32)
 
 // gemmBuf holds the packed panels of one goroutine's products and the
 // micro-kernel they use.
 type gemmBuf struct {
 	a, b   []float32
 	tile   [mr * nr]float32
-	dotOut [96]float32
+	dotOut [12]float32
 	kern   kernelFunc
 	dot    dotFunc // nil: products with Bᵀ are packed too
 }
@@ -138,8 +138,7 @@ func gemmNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb i
 				for i := range min(3, m-i0) {
 					crow := c[(i0+i)*ldc+j0:]
 					for j := range min(4, n-j0) {
-						v := g.dotOut[(4*i+j)*8:][:8]
-						crow[j] += alpha * (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])))
+						crow[j] += alpha * g.dotOut[4*i+j]
 					}
 				}
 			}

@@ -28,7 +28,7 @@ func kernelAVX2(k int, a, b, c *float32, ldb, ldc int, alpha float32)
 // dotAVX2 is a dotFunc with AVX2 and FMA.
 //
 //go:noescape
-func dotAVX2(k int, a0, a1, a2, b0, b1, b2, b3 *float32, out *[96]float32)
+func dotAVX2(k int, a0, a1, a2, b0, b1, b2, b3 *float32, out *[12]float32)
 
 // simdKernel is the AVX2 micro-kernel when the processor has it, else nil.
 var simdKernel = func() kernelFunc {
@@ -55,7 +55,7 @@ func kernelAVX2Checked(k int, a, b []float32, ldb int, c []float32, ldc int, alp
 	kernelAVX2(k, &a[0], &b[0], &c[0], ldb, ldc, alpha)
 }
 
-func dotAVX2Checked(k int, a [3][]float32, b [4][]float32, out *[96]float32) {
+func dotAVX2Checked(k int, a [3][]float32, b [4][]float32, out *[12]float32) {
 	if k <= 0 || k%8 != 0 {
 		panic("nn: dot kernel needs a positive multiple of 8")
 	}

@@ -208,10 +208,10 @@ done:
 	VZEROUPPER
 	RET
 
-// func dotAVX2(k int, a0, a1, a2, b0, b1, b2, b3 *float32, out *[96]float32)
+// func dotAVX2(k int, a0, a1, a2, b0, b1, b2, b3 *float32, out *[12]float32)
 // Accumulates the 3×4 dot products of rows a0..a2 with rows b0..b3 over
-// k values (a positive multiple of 8) in Y(4i+j), and stores the twelve
-// vectors to out, to be summed by the caller.
+// k values (a positive multiple of 8) in Y(4i+j), eight partial sums
+// each, and stores their totals to out[4i+j].
 TEXT ·dotAVX2(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	SHLQ $2, CX
@@ -259,17 +259,24 @@ dotloop:
 	CMPQ AX, CX
 	JL dotloop
 	MOVQ out+64(FP), DX
-	VMOVUPS Y0, 0(DX)
-	VMOVUPS Y1, 32(DX)
-	VMOVUPS Y2, 64(DX)
-	VMOVUPS Y3, 96(DX)
-	VMOVUPS Y4, 128(DX)
-	VMOVUPS Y5, 160(DX)
-	VMOVUPS Y6, 192(DX)
-	VMOVUPS Y7, 224(DX)
-	VMOVUPS Y8, 256(DX)
-	VMOVUPS Y9, 288(DX)
-	VMOVUPS Y10, 320(DX)
-	VMOVUPS Y11, 352(DX)
+	// Row i's four sums: two rounds of horizontal adds, then the halves.
+	VHADDPS Y1, Y0, Y12
+	VHADDPS Y3, Y2, Y13
+	VHADDPS Y13, Y12, Y12
+	VEXTRACTF128 $1, Y12, X13
+	VADDPS X13, X12, X12
+	VMOVUPS X12, 0(DX)
+	VHADDPS Y5, Y4, Y12
+	VHADDPS Y7, Y6, Y13
+	VHADDPS Y13, Y12, Y12
+	VEXTRACTF128 $1, Y12, X13
+	VADDPS X13, X12, X12
+	VMOVUPS X12, 16(DX)
+	VHADDPS Y9, Y8, Y12
+	VHADDPS Y11, Y10, Y13
+	VHADDPS Y13, Y12, Y12
+	VEXTRACTF128 $1, Y12, X13
+	VADDPS X13, X12, X12
+	VMOVUPS X12, 32(DX)
 	VZEROUPPER
 	RET

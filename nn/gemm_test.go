@@ -110,6 +110,8 @@ var gemmShapes = []struct {
 	m, n, k        int
 }{
 	{"fwd-64x256x784", false, true, 64, 256, 784},
+	{"convdW-6x25x50176", false, true, 6, 25, 50176},
+	{"conv2fwd-16x6400x150", false, false, 16, 6400, 150},
 	{"dW-256x784x64", true, false, 256, 784, 64},
 	{"dX-64x256x128", false, false, 64, 256, 128},
 	{"512^3", false, false, 512, 512, 512},
