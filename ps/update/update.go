@@ -197,6 +197,14 @@ func (Momentum) States() int { return 1 }
 // Update takes one step.
 func (r Momentum) Update(w, g []float32, st [][]float32) {
 	g, v := g[:len(w)], st[0][:len(w)]
+	if r.L1 == 0 && r.L2 == 0 { // the common case, in a tight loop
+		for i, gi := range g {
+			vi := r.Mu*v[i] + gi
+			v[i] = vi
+			w[i] -= r.LR * vi
+		}
+		return
+	}
 	for i := range w {
 		vi := r.Mu*v[i] + g[i] + r.L2*w[i]
 		v[i] = vi
