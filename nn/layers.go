@@ -137,15 +137,21 @@ func (l *relu) backward(_, _, y, dy, dx, _ []float32, _ float32, n int, _ *scrat
 
 // conv is a 2-D convolution with stride 1 on planes: input [C, n, H, W],
 // output [OC, n, OH, OW] with OH = H + 2·pad − k + 1 (OW likewise), zero
-// padding; W has shape [OC, C, k, k]. It runs as im2col and one matrix
-// product over the batch: y = W·col + b, col of shape [C·k·k, n·OH·OW].
+// padding; W has shape [OC, C, k, k]. It runs as im2col and a matrix
+// product, y = W·col + b, col of shape [C·k·k, m·OH·OW], over chunks of m
+// samples small enough that col stays in the cache while it is used. The
+// chunks' cols are kept for the backward pass.
 type conv struct {
 	name       string
 	c, h, w    int // input
 	oc, k, pad int
 	oh, ow     int // output
 	relu       bool
+	chunk      int // samples per chunk; 0: as many as fit colBytes
 }
+
+// colBytes bounds the im2col matrix of a chunk: about half an L2 cache.
+const colBytes = 256 << 10
 
 func newConv(name string, c, h, w, oc, k, pad int, relu bool) *conv {
 	return &conv{name: name, c: c, h: h, w: w, oc: oc, k: k, pad: pad,
@@ -155,9 +161,21 @@ func newConv(name string, c, h, w, oc, k, pad int, relu bool) *conv {
 func (l *conv) outSize() int  { return l.oc * l.oh * l.ow }
 func (l *conv) inPlace() bool { return false }
 func (l *conv) ck() int       { return l.c * l.k * l.k }
-func (l *conv) scratch(n int) (int, int) {
-	return l.ck() * n * l.oh * l.ow, 0
+
+// chunkOf returns the samples per chunk of a batch of n.
+func (l *conv) chunkOf(n int) int {
+	m := l.chunk
+	if m == 0 {
+		m = colBytes / (4 * l.ck() * l.oh * l.ow)
+	}
+	return max(1, min(m, n))
 }
+
+// scratch holds the cols of the batch and one chunk's col gradient.
+func (l *conv) scratch(n int) (int, int) {
+	return l.ck() * (n + l.chunkOf(n)) * l.oh * l.ow, 0
+}
+
 func (l *conv) split(p []float32) (w, b []float32) {
 	nw := l.oc * l.ck()
 	return p[:nw], p[nw : nw+l.oc]
@@ -178,24 +196,28 @@ func (l *conv) init(p []float32, rng *rand.Rand) {
 
 func (l *conv) forward(p, x, y []float32, n int, s *scratch) {
 	w, b := l.split(p)
-	np := n * l.oh * l.ow
-	col := s.f[:l.ck()*np]
-	l.im2col(x, col, n)
+	pp := l.oh * l.ow
+	np := n * pp
 	for o := range l.oc {
 		row := y[o*np : (o+1)*np]
 		for i := range row {
 			row[i] = b[o]
 		}
 	}
-	gemm(false, false, l.oc, np, l.ck(), 1, w, l.ck(), col, np, 1, y, np, s.gemm)
+	m := l.chunkOf(n)
+	for s0 := 0; s0 < n; s0 += m {
+		cm := min(m, n-s0)
+		col := s.f[l.ck()*s0*pp:][:l.ck()*cm*pp]
+		l.im2col(x, col, n, s0, cm)
+		gemm(false, false, l.oc, cm*pp, l.ck(), 1, w, l.ck(), col, cm*pp, 1, y[s0*pp:], np, s.gemm)
+	}
 }
 
 func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
 	w, _ := l.split(p)
 	gw, gb := l.split(g)
-	np := n * l.oh * l.ow
-	col := s.f[:l.ck()*np] // im2col of x, from forward
-	gemm(false, true, l.oc, l.ck(), np, scale, dy, np, col, np, 1, gw, l.ck(), s.gemm)
+	pp := l.oh * l.ow
+	np := n * pp
 	for o := range l.oc {
 		sum := float32(0)
 		for _, v := range dy[o*np : (o+1)*np] {
@@ -203,12 +225,20 @@ func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *s
 		}
 		gb[o] += scale * sum
 	}
-	if dx == nil {
-		return
+	if dx != nil {
+		clear(dx[:n*l.c*l.h*l.w])
 	}
-	gemm(true, false, l.ck(), np, l.oc, 1, w, l.ck(), dy, np, 0, col, np, s.gemm)
-	clear(dx[:n*l.c*l.h*l.w])
-	l.col2im(col, dx, n)
+	m := l.chunkOf(n)
+	for s0 := 0; s0 < n; s0 += m {
+		cm := min(m, n-s0)
+		col := s.f[l.ck()*s0*pp:][:l.ck()*cm*pp] // from forward
+		gemm(false, true, l.oc, l.ck(), cm*pp, scale, dy[s0*pp:], np, col, cm*pp, 1, gw, l.ck(), s.gemm)
+		if dx != nil {
+			dcol := s.f[l.ck()*n*pp:][:len(col)]
+			gemm(true, false, l.ck(), cm*pp, l.oc, 1, w, l.ck(), dy[s0*pp:], np, 0, dcol, cm*pp, s.gemm)
+			l.col2im(dcol, dx, n, s0, cm)
+		}
+	}
 }
 
 // span returns the output columns ox in [lo, hi) whose input column
@@ -219,19 +249,20 @@ func (l *conv) span(kj int) (lo, hi int) {
 	return lo, max(lo, hi)
 }
 
-// im2col writes col[(c·k+ki)·k+kj, s·OH·OW + oy·OW + ox] = x[c, s, oy+ki−pad,
-// ox+kj−pad], zero outside the image. The rows are short (OW values), so
-// they are copied by loops rather than by copy's call.
-func (l *conv) im2col(x, col []float32, n int) {
+// im2col writes col[(c·k+ki)·k+kj, s·OH·OW + oy·OW + ox] = x[c, s0+s,
+// oy+ki−pad, ox+kj−pad] for the m samples from s0 of a batch of n, zero
+// outside the image. The rows are short (OW values), so they are copied
+// by loops rather than by copy's call.
+func (l *conv) im2col(x, col []float32, n, s0, m int) {
 	hw, p := l.h*l.w, l.oh*l.ow
-	np := n * p
+	np := m * p
 	for c := range l.c {
 		for ki := range l.k {
 			for kj := range l.k {
 				row := col[((c*l.k+ki)*l.k+kj)*np:][:np]
 				lo, hi := l.span(kj)
-				for s := range n {
-					src := x[(c*n+s)*hw:][:hw]
+				for s := range m {
+					src := x[(c*n+s0+s)*hw:][:hw]
 					dst := row[s*p:][:p]
 					for oy := range l.oh {
 						d := dst[oy*l.ow:][:l.ow]
@@ -246,9 +277,13 @@ func (l *conv) im2col(x, col []float32, n int) {
 							d[i] = 0
 						}
 						sr := src[iy*l.w+lo+kj-l.pad:][:hi-lo]
-						dd := d[lo:][:len(sr)]
-						for i, v := range sr {
-							dd[i] = v
+						if len(sr) >= 16 {
+							copy(d[lo:], sr)
+						} else {
+							dd := d[lo:][:len(sr)]
+							for i, v := range sr {
+								dd[i] = v
+							}
 						}
 						for i := hi; i < len(d); i++ {
 							d[i] = 0
@@ -261,12 +296,12 @@ func (l *conv) im2col(x, col []float32, n int) {
 }
 
 // col2im adds col back into dx, the transpose of im2col.
-func (l *conv) col2im(col, dx []float32, n int) {
+func (l *conv) col2im(col, dx []float32, n, s0, m int) {
 	hw, p := l.h*l.w, l.oh*l.ow
-	np := n * p
+	np := m * p
 	for c := range l.c {
-		for s := range n {
-			dst := dx[(c*n+s)*hw:][:hw]
+		for s := range m {
+			dst := dx[(c*n+s0+s)*hw:][:hw]
 			for ki := range l.k {
 				for kj := range l.k {
 					src := col[((c*l.k+ki)*l.k+kj)*np+s*p:][:p]

@@ -116,6 +116,8 @@ func testModels(t *testing.T) map[string]*Model {
 		"conv-conv": build([]layer{&toPlanes{c: 1, hw: 36}, newConv("conv1", 1, 6, 6, 2, 2, 0, true),
 			&relu{size: 50}, newConv("conv2", 2, 5, 5, 3, 3, 2, false),
 			&flatten{c: 3, hw: 49}, &dense{name: "fc1", in: 147, out: 4}}, 36),
+		"conv-chunked": build([]layer{&toPlanes{c: 2, hw: 30}, &conv{name: "conv1", c: 2, h: 5, w: 6, oc: 3, k: 3, pad: 1, oh: 5, ow: 6, chunk: 2},
+			&flatten{c: 3, hw: 30}, &dense{name: "fc1", in: 90, out: 3}}, 60),
 		"maxpool": build([]layer{&toPlanes{c: 2, hw: 35}, newConv("conv1", 2, 5, 7, 2, 1, 0, false),
 			newMaxPool(2, 5, 7, 2, false), &flatten{c: 2, hw: 6}, &dense{name: "fc1", in: 12, out: 3}}, 70),
 		"maxpool3-relu": build([]layer{&toPlanes{c: 2, hw: 56}, newConv("conv1", 2, 7, 8, 2, 1, 0, false),
