@@ -251,53 +251,40 @@ func macro(mb, nb, kb int, alpha float32, pa, pb, direct []float32, ldb int, c [
 	}
 }
 
-// kernelGo is the portable kernelFunc.
+// kernelGo is the portable kernelFunc. A 2×4 block of the tile at a time
+// keeps its eight sums and the six values they need in registers.
 func kernelGo(k int, a, b []float32, ldb int, c []float32, ldc int, alpha float32) {
 	a, b = a[:k*mr], b[:(k-1)*ldb+nr]
-	// Four columns at a time keep 24 accumulators, close to what the
-	// compiler can hold in registers.
-	for j0 := 0; j0 < nr; j0 += 4 {
-		var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23 float32
-		var c30, c31, c32, c33, c40, c41, c42, c43, c50, c51, c52, c53 float32
-		for p := range k {
-			bb := b[p*ldb+j0 : p*ldb+j0+4 : p*ldb+j0+4]
-			aa := a[p*mr : p*mr+mr : p*mr+mr]
-			b0, b1, b2, b3 := bb[0], bb[1], bb[2], bb[3]
-			a0, a1, a2, a3, a4, a5 := aa[0], aa[1], aa[2], aa[3], aa[4], aa[5]
-			c00 += a0 * b0
-			c01 += a0 * b1
-			c02 += a0 * b2
-			c03 += a0 * b3
-			c10 += a1 * b0
-			c11 += a1 * b1
-			c12 += a1 * b2
-			c13 += a1 * b3
-			c20 += a2 * b0
-			c21 += a2 * b1
-			c22 += a2 * b2
-			c23 += a2 * b3
-			c30 += a3 * b0
-			c31 += a3 * b1
-			c32 += a3 * b2
-			c33 += a3 * b3
-			c40 += a4 * b0
-			c41 += a4 * b1
-			c42 += a4 * b2
-			c43 += a4 * b3
-			c50 += a5 * b0
-			c51 += a5 * b1
-			c52 += a5 * b2
-			c53 += a5 * b3
-		}
-		for r, v := range [mr][4]float32{
-			{c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23},
-			{c30, c31, c32, c33}, {c40, c41, c42, c43}, {c50, c51, c52, c53},
-		} {
-			row := c[r*ldc+j0 : r*ldc+j0+4 : r*ldc+j0+4]
-			row[0] += alpha * v[0]
-			row[1] += alpha * v[1]
-			row[2] += alpha * v[2]
-			row[3] += alpha * v[3]
+	for i0 := 0; i0 < mr; i0 += 2 {
+		for j0 := 0; j0 < nr; j0 += 4 {
+			var c00, c01, c02, c03, c10, c11, c12, c13 float32
+			pa, pb := i0, j0
+			for range k {
+				aa := a[pa : pa+2 : pa+2]
+				bb := b[pb : pb+4 : pb+4]
+				a0, a1 := aa[0], aa[1]
+				b0, b1, b2, b3 := bb[0], bb[1], bb[2], bb[3]
+				c00 += a0 * b0
+				c01 += a0 * b1
+				c02 += a0 * b2
+				c03 += a0 * b3
+				c10 += a1 * b0
+				c11 += a1 * b1
+				c12 += a1 * b2
+				c13 += a1 * b3
+				pa += mr
+				pb += ldb
+			}
+			r0 := c[i0*ldc+j0 : i0*ldc+j0+4 : i0*ldc+j0+4]
+			r1 := c[(i0+1)*ldc+j0 : (i0+1)*ldc+j0+4 : (i0+1)*ldc+j0+4]
+			r0[0] += alpha * c00
+			r0[1] += alpha * c01
+			r0[2] += alpha * c02
+			r0[3] += alpha * c03
+			r1[0] += alpha * c10
+			r1[1] += alpha * c11
+			r1[2] += alpha * c12
+			r1[3] += alpha * c13
 		}
 	}
 }
