@@ -219,11 +219,7 @@ func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *s
 	pp := l.oh * l.ow
 	np := n * pp
 	for o := range l.oc {
-		sum := float32(0)
-		for _, v := range dy[o*np : (o+1)*np] {
-			sum += v
-		}
-		gb[o] += scale * sum
+		gb[o] += scale * sum(dy[o*np:(o+1)*np])
 	}
 	if dx != nil {
 		clear(dx[:n*l.c*l.h*l.w])
@@ -264,6 +260,10 @@ func (l *conv) im2col(x, col []float32, n, s0, m int) {
 				for s := range m {
 					src := x[(c*n+s0+s)*hw:][:hw]
 					dst := row[s*p:][:p]
+					if l.oh == l.h && l.ow == l.w {
+						l.shifted(dst, src, ki, kj, lo, hi)
+						continue
+					}
 					for oy := range l.oh {
 						d := dst[oy*l.ow:][:l.ow]
 						iy := oy + ki - l.pad
@@ -292,6 +292,47 @@ func (l *conv) im2col(x, col []float32, n, s0, m int) {
 				}
 			}
 		}
+	}
+}
+
+// sum returns the sum of s, with four running sums so that the adds do
+// not wait on each other.
+func sum(s []float32) float32 {
+	var a, b, c, d float32
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		q := s[i : i+4 : i+4]
+		a += q[0]
+		b += q[1]
+		c += q[2]
+		d += q[3]
+	}
+	for _, v := range s[i:] {
+		a += v
+	}
+	return (a + b) + (c + d)
+}
+
+// shifted is im2col's (ki, kj) row of one sample when the output has the
+// input's size: dst[j] = src[j + (ki−pad)·W + kj−pad] for the valid
+// positions, one copy for all rows, after which the columns that wrapped
+// around an edge (ox outside [lo, hi)) are zeroed.
+func (l *conv) shifted(dst, src []float32, ki, kj, lo, hi int) {
+	w := l.w
+	shift := (ki-l.pad)*w + kj - l.pad
+	oyLo, oyHi := max(0, l.pad-ki), min(l.oh, l.h+l.pad-ki)
+	if oyHi <= oyLo {
+		clear(dst)
+		return
+	}
+	clear(dst[:oyLo*w])
+	clear(dst[oyHi*w:])
+	j0, j1 := max(oyLo*w, -shift), min(oyHi*w, len(src)-shift)
+	copy(dst[j0:j1], src[j0+shift:j1+shift])
+	for oy := oyLo; oy < oyHi; oy++ {
+		d := dst[oy*w:][:w]
+		clear(d[:lo])
+		clear(d[hi:])
 	}
 }
 
