@@ -4,20 +4,27 @@ package nn
 // float32, row-major, in the style of BLIS (Van Zee and van de Geijn,
 // "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM
 // TOMS 2015). The K dimension is cut into blocks of kc, M into blocks of
-// mc and N into blocks of nc; each block of op(B) is copied into panels
-// nr columns wide and each block of op(A) into panels mr rows tall, laid
-// out in the order the micro-kernel reads them, so the kernel walks both
-// with unit stride whatever the transposes. The micro-kernel keeps an
-// mr×nr tile of C in registers: with AVX2 and FMA (gemm_amd64.s) a 6×16
-// tile in twelve YMM registers, else a portable Go kernel of the same
-// shape. Packing costs O(mk + kn) per call against the product's O(mnk).
+// mc and N into blocks of nc; each block of op(A) is copied into panels
+// mr rows tall, laid out in the order the micro-kernel reads them. B is
+// read in place where it is not transposed (the kernel takes its row
+// stride), else copied into panels nr columns wide. The micro-kernel
+// keeps an mr×nr tile of C in registers: with AVX2 and FMA
+// (gemm_amd64.s) a 6×16 tile in twelve YMM registers, else a portable Go
+// kernel of the same shape. Packing costs O(mk + kn) per call against the
+// product's O(mnk).
+//
+// A·Bᵀ with both read along k (a weight gradient of a convolution, whose
+// k is the batch's pixels, and a dense layer's forward product) instead
+// goes to a dot-product kernel where there is one: 3×4 dot products at a
+// time in twelve YMM registers, over blocks of k that stay in the cache,
+// with no copies at all.
 
 const (
-	mr = 6   // rows of a micro-tile
-	nr = 16  // columns of a micro-tile
-	kc = 256 // depth of a packed block
-	mc = 120 // rows of a packed block of A (a multiple of mr)
-	nc = 3072
+	mr = 6    // rows of a micro-tile
+	nr = 16   // columns of a micro-tile
+	kc = 256  // depth of a packed block
+	mc = 120  // rows of a packed block of A (a multiple of mr)
+	nc = 3072 // columns of a block of B
 )
 
 // kernelFunc adds α·A·B to the mr×nr tile c (row stride ldc), A an mr×k

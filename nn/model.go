@@ -343,8 +343,10 @@ func (m *Model) checkBatch(params, x []float32, labels []int32, n int) {
 // by row) with the parameters params, adds scale times the gradient of
 // the summed softmax cross-entropy loss to grad (NumParams values) and
 // returns that loss and the number of samples whose most likely class
-// is their label. Labels are in [0, Classes()). It panics on wrong
-// lengths.
+// is their label. Labels must be in [0, Classes()): LossGrad panics on a
+// label out of range or slices of the wrong length, which are the
+// caller's errors (an application checks its data's labels once, at
+// load).
 func (m *Model) LossGrad(params, x []float32, labels []int32, n int, grad []float32, scale float32, ws *Workspace) (loss float64, correct int) {
 	m.checkBatch(params, x, labels, n)
 	m.check(grad, "grad")

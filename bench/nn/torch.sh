@@ -2,7 +2,9 @@
 # torch.sh measures colo's dense models (package nn: BenchmarkMLP and
 # BenchmarkCNN) beside PyTorch on CPU (the peer in ../shared/peers/torch),
 # both on one thread at batch 64, alternating rounds so that both see the
-# same machine, and writes the medians and their ratio as JSON.
+# same machine, and writes the medians and their ratio as JSON. A round
+# in which either side shared the machine with other work is left out of
+# the medians.
 #
 # Usage, from the repository root:
 #
@@ -87,18 +89,23 @@ for r in range(rounds):
           "; colo " + ", ".join(f"{m} {res.get(m, 0):.0f}" for m in ("mlp", "cnn")) +
           f" samples/s (others used {other:.2f} cores during colo's run)", file=sys.stderr)
 
+# The medians are over the rounds in which neither side was contended; when
+# every round was, over all of them, and the record says so.
 summary = []
 for m in ("mlp", "cnn"):
-    tv = [run[m]["samples_per_s"] for run in torch_runs]
-    gv = [run["samples_per_s"][m] for run in go_runs]
-    contended = any(run[m].get("contended") for run in torch_runs) or any(run["other_cores"] > max_other for run in go_runs)
+    quiet = [r for r in range(rounds)
+             if not torch_runs[r][m].get("contended") and go_runs[r]["other_cores"] <= max_other]
+    contended = not quiet
+    kept = quiet or list(range(rounds))
+    tv = [torch_runs[r][m]["samples_per_s"] for r in kept]
+    gv = [go_runs[r]["samples_per_s"][m] for r in kept]
     summary.append({"model": m, "batch": 64, "threads": 1, "colo_samples_per_s": statistics.median(gv),
                     "torch_samples_per_s": statistics.median(tv),
                     "ratio": statistics.median(gv) / statistics.median(tv),
-                    "colo_runs": gv, "torch_runs": tv, "contended": contended})
+                    "rounds_kept": [r + 1 for r in kept], "colo_runs": gv, "torch_runs": tv, "contended": contended})
     s = summary[-1]
     print(f"{m}: colo {s['colo_samples_per_s']:.0f}, torch {s['torch_samples_per_s']:.0f} samples/s, "
-          f"ratio {s['ratio']:.2f}{' (contended)' if contended else ''}")
+          f"ratio {s['ratio']:.2f} (medians of rounds {s['rounds_kept']}){' (contended)' if contended else ''}")
 cpu = ""
 with open("/proc/cpuinfo") as f:
     cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
