@@ -1,13 +1,15 @@
 // Package update holds the rules by which a server applies the gradients
-// that workers push: plain summation, SGD, AdaGrad and FTRL-proximal, the
-// last three with optional L1 and L2 regularisation. The application
-// chooses the rule; servers run it on every value they store.
+// that workers push: plain summation, SGD, SGD with momentum, AdaGrad,
+// Adam and FTRL-proximal, all but summation with optional L1 and L2
+// regularisation. The application chooses the rule; servers run it on
+// every value they store.
 //
 // A rule sees a block of weights w, the gradient g of the same length and
 // its own state arrays parallel to w (AdaGrad's sum of squared gradients,
-// FTRL's z and n), all zero at the start. It runs in O(len(w)) and does
-// not allocate. In synchronous training a server sums a round's pushes
-// from all workers and applies the rule once to the sum.
+// the momentum's velocity, Adam's moments and step count, FTRL's z and
+// n), all zero at the start. It runs in O(len(w)) and does not allocate.
+// In synchronous training a server sums a round's pushes from all workers
+// and applies the rule once to the sum.
 //
 //	rule, _ := update.New(update.Config{Name: "ftrl", LR: 0.1, Beta: 1, L1: 1})
 //	rule.Update(w, g, [][]float32{z, n})
@@ -16,12 +18,22 @@
 //
 //	sum      w += g
 //	sgd      w −= η (g + λ₂ w), then w ← sign(w) max(|w| − η λ₁, 0)
+//	momentum g' = g + λ₂ w; v ← μ v + g'; w −= η v, then the L1 step with η
 //	adagrad  n += g²; η' = η / (√n + ε); w −= η' (g + λ₂ w), then the L1 step with η'
+//	adam     g' = g + λ₂ w; t += 1; m ← β₁ m + (1−β₁) g'; v ← β₂ v + (1−β₂) g'²;
+//	         w −= η (m / (1−β₁ᵗ)) / (√(v / (1−β₂ᵗ)) + ε), then the L1 step with η
 //	ftrl     σ = (√(n+g²) − √n)/α; z += g − σ w; n += g²;
 //	         w = 0 if |z| ≤ λ₁, else −(z − sign(z) λ₁) / ((β + √n)/α + λ₂)
 //
-// FTRL-proximal is that of McMahan et al., "Ad click prediction: a view
-// from the trenches" (KDD 2013), Algorithm 1.
+// The momentum is the heavy ball of Polyak (1964) as PyTorch's SGD
+// writes it (the velocity sums gradients, the learning rate scales the
+// step), so η and μ mean what they mean there. Adam is that of Kingma and
+// Ba, "Adam: A Method for Stochastic Optimization" (ICLR 2015),
+// Algorithm 1, with PyTorch's placement of ε; t counts the updates of
+// each value, so a value that receives no gradient in a round (a sparse
+// key) keeps its own bias correction. FTRL-proximal is that of McMahan et
+// al., "Ad click prediction: a view from the trenches" (KDD 2013),
+// Algorithm 1.
 package update
 
 import (
@@ -52,18 +64,24 @@ type Config struct {
 	L2 float64 `json:"l2"`
 	// Beta is FTRL's β.
 	Beta float64 `json:"beta"`
-	// Eps is AdaGrad's ε.
+	// Eps is the ε of AdaGrad and Adam.
 	Eps float64 `json:"eps"`
+	// Momentum is the momentum rule's μ, in [0, 1).
+	Momentum float64 `json:"momentum"`
+	// Beta1 and Beta2 are Adam's decay rates of its moments, in [0, 1).
+	Beta1 float64 `json:"beta1"`
+	Beta2 float64 `json:"beta2"`
 }
 
 // DefaultConfig returns the summing rule, with defaults for the others'
-// parameters should the name be changed.
+// parameters should the name be changed: FTRL's β = 1, ε = 1e-8, momentum
+// μ = 0.9, Adam's β₁ = 0.9 and β₂ = 0.999.
 func DefaultConfig() Config {
-	return Config{Name: "sum", LR: 0.1, Beta: 1, Eps: 1e-8}
+	return Config{Name: "sum", LR: 0.1, Beta: 1, Eps: 1e-8, Momentum: 0.9, Beta1: 0.9, Beta2: 0.999}
 }
 
 // Names lists the rules.
-var names = []string{"sum", "sgd", "adagrad", "ftrl"}
+var names = []string{"sum", "sgd", "momentum", "adagrad", "adam", "ftrl"}
 
 // Validate checks c; errors name the field and the bound.
 func (c Config) Validate() error {
@@ -72,7 +90,7 @@ func (c Config) Validate() error {
 		ok = ok || n == c.Name
 	}
 	if !ok {
-		return fmt.Errorf("update: Name %q is not sum, sgd, adagrad or ftrl", c.Name)
+		return fmt.Errorf("update: Name %q is not sum, sgd, momentum, adagrad, adam or ftrl", c.Name)
 	}
 	for _, f := range []struct {
 		name string
@@ -80,6 +98,14 @@ func (c Config) Validate() error {
 	}{{"LR", c.LR}, {"L1", c.L1}, {"L2", c.L2}, {"Beta", c.Beta}, {"Eps", c.Eps}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("update: %s %v must be a finite number ≥ 0", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Momentum", c.Momentum}, {"Beta1", c.Beta1}, {"Beta2", c.Beta2}} {
+		if !(f.v >= 0 && f.v < 1) {
+			return fmt.Errorf("update: %s %v must be in [0, 1)", f.name, f.v)
 		}
 	}
 	if c.Name != "sum" && c.LR == 0 {
@@ -96,8 +122,12 @@ func New(c Config) (Rule, error) {
 	switch c.Name {
 	case "sgd":
 		return SGD{LR: float32(c.LR), L1: float32(c.L1), L2: float32(c.L2)}, nil
+	case "momentum":
+		return Momentum{LR: float32(c.LR), Mu: float32(c.Momentum), L1: float32(c.L1), L2: float32(c.L2)}, nil
 	case "adagrad":
 		return AdaGrad{LR: float32(c.LR), Eps: float32(c.Eps), L1: float32(c.L1), L2: float32(c.L2)}, nil
+	case "adam":
+		return Adam{LR: float32(c.LR), Beta1: c.Beta1, Beta2: c.Beta2, Eps: float32(c.Eps), L1: float32(c.L1), L2: float32(c.L2)}, nil
 	case "ftrl":
 		return FTRL{Alpha: c.LR, Beta: c.Beta, L1: c.L1, L2: c.L2}, nil
 	}
@@ -151,6 +181,82 @@ func (r SGD) Update(w, g []float32, _ [][]float32) {
 			v = shrink(v, r.LR*r.L1)
 		}
 		w[i] = v
+	}
+}
+
+// Momentum is SGD with heavy-ball momentum: the velocity v, its state,
+// decays by Mu and gathers the gradients; the weights move by LR·v.
+type Momentum struct{ LR, Mu, L1, L2 float32 }
+
+// Name returns "momentum".
+func (Momentum) Name() string { return "momentum" }
+
+// States returns 1: the velocity.
+func (Momentum) States() int { return 1 }
+
+// Update takes one step.
+func (r Momentum) Update(w, g []float32, st [][]float32) {
+	g, v := g[:len(w)], st[0][:len(w)]
+	if r.L1 == 0 && r.L2 == 0 { // the common case, in a tight loop
+		for i, gi := range g {
+			vi := r.Mu*v[i] + gi
+			v[i] = vi
+			w[i] -= r.LR * vi
+		}
+		return
+	}
+	for i := range w {
+		vi := r.Mu*v[i] + g[i] + r.L2*w[i]
+		v[i] = vi
+		wi := w[i] - r.LR*vi
+		if r.L1 > 0 {
+			wi = shrink(wi, r.LR*r.L1)
+		}
+		w[i] = wi
+	}
+}
+
+// Adam adapts each coordinate's step to running averages of its gradient
+// and squared gradient, corrected for their start at zero. Its states
+// are the two averages and the number of updates of each value (a
+// float32, exact up to 2²⁴ updates).
+type Adam struct {
+	LR           float32
+	Beta1, Beta2 float64
+	Eps, L1, L2  float32
+}
+
+// Name returns "adam".
+func (Adam) Name() string { return "adam" }
+
+// States returns 3: the first and second moments and the step count.
+func (Adam) States() int { return 3 }
+
+// Update takes one step.
+func (r Adam) Update(w, g []float32, st [][]float32) {
+	g, m, v, t := g[:len(w)], st[0][:len(w)], st[1][:len(w)], st[2][:len(w)]
+	b1, b2 := float32(r.Beta1), float32(r.Beta2)
+	// The bias corrections depend on the step count alone, which is
+	// mostly the same along a block: keep the last one's.
+	var last float32 = -1
+	var c1, c2 float32 // 1/(1−β₁ᵗ) and 1/√(1−β₂ᵗ)
+	for i := range w {
+		gi := g[i] + r.L2*w[i]
+		ti := t[i] + 1
+		t[i] = ti
+		if ti != last {
+			last = ti
+			c1 = float32(1 / (1 - math.Pow(r.Beta1, float64(ti))))
+			c2 = float32(1 / math.Sqrt(1-math.Pow(r.Beta2, float64(ti))))
+		}
+		mi := b1*m[i] + (1-b1)*gi
+		vi := b2*v[i] + (1-b2)*gi*gi
+		m[i], v[i] = mi, vi
+		wi := w[i] - r.LR*mi*c1/(float32(math.Sqrt(float64(vi)))*c2+r.Eps)
+		if r.L1 > 0 {
+			wi = shrink(wi, r.LR*r.L1)
+		}
+		w[i] = wi
 	}
 }
 

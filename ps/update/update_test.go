@@ -16,7 +16,11 @@ func TestValidate(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{Config{Name: "adam", LR: 1}, "Name"},
+		{Config{Name: "rmsprop", LR: 1}, "Name"},
+		{Config{Name: "momentum", LR: 1, Momentum: 1}, "Momentum 1"},
+		{Config{Name: "adam", LR: 1, Beta1: -0.1}, "Beta1 -0.1"},
+		{Config{Name: "adam", LR: 1, Beta2: math.NaN()}, "Beta2 NaN"},
+		{Config{Name: "adam"}, "LR 0"},
 		{Config{Name: "sgd"}, "LR 0"},
 		{Config{Name: "sgd", LR: 1, L1: -1}, "L1"},
 		{Config{Name: "ftrl", LR: math.NaN()}, "LR"},
@@ -98,5 +102,87 @@ func TestNew(t *testing.T) {
 		if err != nil || r.Name() != n {
 			t.Errorf("New(%s) = %v, %v", n, r, err)
 		}
+	}
+}
+
+// TestSequencesByHand checks the rules with state across steps: each
+// table row is one update of a single weight, from w = 1 and zero state,
+// with values worked out from the formulas in the package doc.
+func TestSequencesByHand(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rule  Rule
+		steps [][3]float64 // gradient, then the weight and the first state after the step
+	}{
+		// v = 0.9v + g; w −= 0.1v: v = 1, w = 0.9; v = 0.9 + 2 = 2.9, w = 0.9 − 0.29 =
+		// 0.61; v = 2.61 − 1 = 1.61, w = 0.61 − 0.161 = 0.449.
+		{"momentum", Momentum{LR: 0.1, Mu: 0.9}, [][3]float64{{1, 0.9, 1}, {2, 0.61, 2.9}, {-1, 0.449, 1.61}}},
+		// L2 0.5: g' = 1 + 0.5·1 = 1.5, v = 1.5, w = 0.85; g' = 0 + 0.425, v = 1.35 +
+		// 0.425 = 1.775, w = 0.85 − 0.1775 = 0.6725.
+		{"momentum L2", Momentum{LR: 0.1, Mu: 0.9, L2: 0.5}, [][3]float64{{1, 0.85, 1.5}, {0, 0.6725, 1.775}}},
+		// L1 2: w = 1 − 0.1·1 = 0.9, shrunk by 0.1·2 = 0.2 to 0.7.
+		{"momentum L1", Momentum{LR: 0.1, Mu: 0.9, L1: 2}, [][3]float64{{1, 0.7, 1}}},
+		// μ = 0 is SGD.
+		{"momentum 0", Momentum{LR: 0.5}, [][3]float64{{2, 0, 2}, {-2, 1, -2}}},
+		// η 0.1, β₁ 0.9, β₂ 0.999, ε 1e-8.
+		// t=1: m = 0.1, v = 0.001, m̂ = 1, v̂ = 1, w = 1 − 0.1/(1 + 1e-8) ≈ 0.9.
+		// t=2, g=2: m = 0.09 + 0.2 = 0.29, v = 0.000999 + 0.004 = 0.004999,
+		// m̂ = 0.29/0.19 = 1.5263158, v̂ = 0.004999/0.001999 = 2.5007504,
+		// w = 0.9 − 0.1·1.5263158/1.5813761 = 0.8034818.
+		// t=3, g=−1: m = 0.261 − 0.1 = 0.161, v = 0.004994001 + 0.001 = 0.005994001,
+		// m̂ = 0.161/0.271 = 0.5940959, v̂ = 0.005994001/0.002997001 = 2.0000,
+		// w = 0.8034818 − 0.1·0.5940959/1.4142136 = 0.7614729.
+		{"adam", Adam{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, [][3]float64{{1, 0.9, 0.1}, {2, 0.8034818, 0.29}, {-1, 0.7614729, 0.161}}},
+		// Bias correction makes the first step η·sign(g) whatever g's size.
+		{"adam first step", Adam{LR: 0.01, Beta1: 0.9, Beta2: 0.999}, [][3]float64{{-1e-3, 1.01, -1e-4}}},
+		// L2 1: g' = 0 + 1·1 = 1, the first step of the "adam" row.
+		{"adam L2", Adam{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, L2: 1}, [][3]float64{{0, 0.9, 0.1}}},
+	} {
+		w := float32(1)
+		st := make([]float32, tc.rule.States())
+		for i, s := range tc.steps {
+			w, st = step(tc.rule, w, float32(s[0]), st)
+			if !near(float64(w), s[1]) || !near(float64(st[0]), s[2]) {
+				t.Errorf("%s step %d: w %v state %v, want w %v state %v", tc.name, i+1, w, st[0], s[1], s[2])
+			}
+		}
+		if _, ok := tc.rule.(Adam); ok && st[2] != float32(len(tc.steps)) {
+			t.Errorf("%s: step count %v after %d steps", tc.name, st[2], len(tc.steps))
+		}
+	}
+}
+
+// TestAdamStepCountPerValue checks that each value keeps its own bias
+// correction: a value at its first step moves by η however often its
+// neighbour in the block has been updated.
+func TestAdamStepCountPerValue(t *testing.T) {
+	r := Adam{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+	w := []float32{1, 1, 1}
+	m, v, n := make([]float32, 3), make([]float32, 3), make([]float32, 3)
+	r.Update(w[:1], []float32{1}, [][]float32{m[:1], v[:1], n[:1]})
+	r.Update(w[:1], []float32{2}, [][]float32{m[:1], v[:1], n[:1]})
+	// Value 0 takes its third step, value 1 its first, value 2 none (g = 0
+	// still counts as a step, as in a dense push).
+	r.Update(w, []float32{-1, 5, 0}, [][]float32{m, v, n})
+	want := []float64{0.7614729, 0.9, 1}
+	for i := range w {
+		if !near(float64(w[i]), want[i]) {
+			t.Errorf("value %d: w %v, want %v", i, w[i], want[i])
+		}
+	}
+	if n[0] != 3 || n[1] != 1 || n[2] != 1 {
+		t.Errorf("step counts %v, want [3 1 1]", n)
+	}
+}
+
+// TestDefaultsUnchanged checks that the rules of before keep their
+// defaults.
+func TestDefaultsUnchanged(t *testing.T) {
+	c := DefaultConfig()
+	if c.Name != "sum" || c.LR != 0.1 || c.Beta != 1 || c.Eps != 1e-8 || c.L1 != 0 || c.L2 != 0 {
+		t.Errorf("DefaultConfig() = %+v", c)
+	}
+	if c.Momentum != 0.9 || c.Beta1 != 0.9 || c.Beta2 != 0.999 {
+		t.Errorf("DefaultConfig() = %+v: want momentum 0.9, beta1 0.9, beta2 0.999", c)
 	}
 }

@@ -1,0 +1,56 @@
+package nn
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"colo/ps/update"
+)
+
+// benchModel measures training steps at batch 64 as PyTorch's peer
+// (/work/shared/peers/torch/bench_dense.py) does: forward, backward and
+// an SGD step with momentum 0.9 (the servers' rule, ps/update.Momentum),
+// in one goroutine, walking the data one contiguous batch after another.
+// Inputs are Fashion-MNIST's test images when present, else random.
+func benchModel(b *testing.B, name string) {
+	const batch = 64
+	m, err := New(name, DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	var x []float32
+	var labels []int32
+	if _, err := statFashion(); err == nil {
+		x, labels = fashionTest(b)
+	} else {
+		x = randSlice(rng, 4096*784)
+		labels = make([]int32, 4096)
+		for i := range labels {
+			labels[i] = int32(rng.IntN(10))
+		}
+	}
+	n, d := len(labels), m.InputDim()
+	params, grad, mom := make([]float32, m.NumParams()), make([]float32, m.NumParams()), make([]float32, m.NumParams())
+	m.Init(params, rng)
+	ws := m.NewWorkspace(batch)
+	rule := update.Momentum{LR: 0.05, Mu: 0.9}
+	state := [][]float32{mom}
+	pos := 0
+	for b.Loop() {
+		if pos+batch > n {
+			pos = 0
+		}
+		clear(grad)
+		m.LossGrad(params, x[pos*d:], labels[pos:], batch, grad, 1.0/batch, ws)
+		rule.Update(params, grad, state)
+		pos += batch
+	}
+	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkMLP measures the default mlp (784-256-128-10).
+func BenchmarkMLP(b *testing.B) { benchModel(b, "mlp") }
+
+// BenchmarkCNN measures the default cnn (LeNet-5).
+func BenchmarkCNN(b *testing.B) { benchModel(b, "cnn") }

@@ -1,0 +1,65 @@
+//go:build !purego
+
+package nn
+
+// hasAVX2FMA reports whether the processor and the operating system
+// support AVX2 and FMA3 (the YMM state enabled in XCR0).
+func hasAVX2FMA() bool {
+	_, _, c, _ := cpuid(1, 0)
+	if c&(1<<12) == 0 || c&(1<<27) == 0 || c&(1<<28) == 0 { // FMA, OSXSAVE, AVX
+		return false
+	}
+	if xcr0, _ := xgetbv(); xcr0&6 != 6 { // XMM and YMM state
+		return false
+	}
+	_, b, _, _ := cpuid(7, 0)
+	return b&(1<<5) != 0 // AVX2
+}
+
+func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+func xgetbv() (eax, edx uint32)
+
+// kernelAVX2 is kernelGo with AVX2 and FMA: c, a 6×16 tile with row stride
+// ldc, += α·A·B for k ≥ 1.
+//
+//go:noescape
+func kernelAVX2(k int, a, b, c *float32, ldb, ldc int, alpha float32)
+
+// dotAVX2 is a dotFunc with AVX2 and FMA.
+//
+//go:noescape
+func dotAVX2(k int, a0, a1, a2, b0, b1, b2, b3 *float32, out *[12]float32)
+
+// simdKernel is the AVX2 micro-kernel when the processor has it, else nil.
+var simdKernel = func() kernelFunc {
+	if hasAVX2FMA() {
+		return kernelAVX2Checked
+	}
+	return nil
+}()
+
+// simdDot is the AVX2 dot-product kernel when the processor has it, else
+// nil.
+var simdDot = func() dotFunc {
+	if hasAVX2FMA() {
+		return dotAVX2Checked
+	}
+	return nil
+}()
+
+// simdName names simdKernel.
+const simdName = "avx2"
+
+func kernelAVX2Checked(k int, a, b []float32, ldb int, c []float32, ldc int, alpha float32) {
+	_, _, _ = a[k*mr-1], b[(k-1)*ldb+nr-1], c[(mr-1)*ldc+nr-1]
+	kernelAVX2(k, &a[0], &b[0], &c[0], ldb, ldc, alpha)
+}
+
+func dotAVX2Checked(k int, a [3][]float32, b [4][]float32, out *[12]float32) {
+	if k <= 0 || k%8 != 0 {
+		panic("nn: dot kernel needs a positive multiple of 8")
+	}
+	_, _, _ = a[0][k-1], a[1][k-1], a[2][k-1]
+	_, _, _, _ = b[0][k-1], b[1][k-1], b[2][k-1], b[3][k-1]
+	dotAVX2(k, &a[0][0], &a[1][0], &a[2][0], &b[0][0], &b[1][0], &b[2][0], &b[3][0], out)
+}

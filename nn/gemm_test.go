@@ -1,0 +1,164 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// naiveGemm is the definition of gemm, summed in float64.
+func naiveGemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := range m {
+		for j := range n {
+			s := 0.0
+			for p := range k {
+				av, bv := a[i*lda+p], b[p*ldb+j]
+				if transA {
+					av = a[p*lda+i]
+				}
+				if transB {
+					bv = b[j*ldb+p]
+				}
+				s += float64(av) * float64(bv)
+			}
+			old := 0.0
+			if beta != 0 {
+				old = float64(beta) * float64(c[i*ldc+j])
+			}
+			c[i*ldc+j] = float32(float64(alpha)*s + old)
+		}
+	}
+}
+
+func randSlice(rng *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(rng.NormFloat64())
+	}
+	return s
+}
+
+// kernels lists the kernel combinations of this build.
+func kernels() map[string]*gemmBuf {
+	ks := map[string]*gemmBuf{"go": {kern: kernelGo}}
+	if simdKernel != nil {
+		ks[simdName] = &gemmBuf{kern: simdKernel}
+		ks[simdName+"+dot"] = &gemmBuf{kern: simdKernel, dot: simdDot}
+	}
+	return ks
+}
+
+// TestGemm checks every transpose and β, edge tiles and blocks larger
+// than the packing blocks against the definition.
+func TestGemm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	shapes := [][3]int{{1, 1, 1}, {6, 16, 4}, {7, 17, 5}, {13, 33, 300}, {130, 20, 9}, {5, 3100, 3}, {6, 25, 1030}, {4, 7, 16}, {64, 40, 520}}
+	for name, g := range kernels() {
+		for _, s := range shapes {
+			m, n, k := s[0], s[1], s[2]
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					for _, beta := range []float32{0, 1, 0.5} {
+						lda, ldb, ldc := k+1, n+2, n+3
+						if ta {
+							lda = m + 1
+						}
+						if tb {
+							ldb = k + 2
+						}
+						a := randSlice(rng, max(m, k)*lda)
+						b := randSlice(rng, max(n, k)*ldb)
+						c := randSlice(rng, m*ldc)
+						if beta == 0 {
+							for i := range c {
+								c[i] = float32(math.NaN()) // must not be read
+							}
+						}
+						want := append([]float32(nil), c...)
+						naiveGemm(ta, tb, m, n, k, 0.75, a, lda, b, ldb, beta, want, ldc)
+						gemm(ta, tb, m, n, k, 0.75, a, lda, b, ldb, beta, c, ldc, g)
+						for i := range m {
+							for j := range ldc {
+								got, w := c[i*ldc+j], want[i*ldc+j]
+								if j >= n {
+									if !(got == w || math.IsNaN(float64(got)) && math.IsNaN(float64(w))) {
+										t.Fatalf("%s %v: wrote outside C at (%d,%d)", name, s, i, j)
+									}
+									continue
+								}
+								if math.Abs(float64(got-w)) > 1e-4*math.Sqrt(float64(k))*(1+math.Abs(float64(w))) {
+									t.Fatalf("%s m,n,k=%v transA %v transB %v beta %v: C[%d,%d] = %v, want %v", name, s, ta, tb, beta, i, j, got, w)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// gemmShapes are the products of the mlp at batch 64: forward,
+// weight gradient, input gradient.
+var gemmShapes = []struct {
+	name           string
+	transA, transB bool
+	m, n, k        int
+}{
+	{"fwd-64x256x784", false, true, 64, 256, 784},
+	{"convdW-6x25x50176", false, true, 6, 25, 50176},
+	{"conv2fwd-16x6400x150", false, false, 16, 6400, 150},
+	{"dW-256x784x64", true, false, 256, 784, 64},
+	{"dX-64x256x128", false, false, 64, 256, 128},
+	{"512^3", false, false, 512, 512, 512},
+}
+
+func benchGemm(b *testing.B, f func(ta, tb bool, m, n, k int, a, bb, c []float32)) {
+	for _, s := range gemmShapes {
+		b.Run(s.name, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			a, bb, c := randSlice(rng, s.m*s.k), randSlice(rng, s.k*s.n), make([]float32, s.m*s.n)
+			for b.Loop() {
+				f(s.transA, s.transB, s.m, s.n, s.k, a, bb, c)
+			}
+			b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkGemm measures this package's product with each kernel, and
+// gonum's native Sgemm on the same shapes for comparison.
+func BenchmarkGemm(b *testing.B) {
+	for name, g := range kernels() {
+		b.Run(name, func(b *testing.B) {
+			benchGemm(b, func(ta, tb bool, m, n, k int, a, bb, c []float32) {
+				lda, ldb := k, n
+				if ta {
+					lda = m
+				}
+				if tb {
+					ldb = k
+				}
+				gemm(ta, tb, m, n, k, 1, a, lda, bb, ldb, 0, c, n, g)
+			})
+		})
+	}
+	b.Run("gonum", func(b *testing.B) {
+		var impl gonum.Implementation
+		benchGemm(b, func(ta, tb bool, m, n, k int, a, bb, c []float32) {
+			tA, tB, lda, ldb := blas.NoTrans, blas.NoTrans, k, n
+			if ta {
+				tA, lda = blas.Trans, m
+			}
+			if tb {
+				tB, ldb = blas.Trans, k
+			}
+			impl.Sgemm(tA, tB, m, n, k, 1, a, lda, bb, ldb, 0, c, n)
+		})
+	})
+	_ = fmt.Sprint
+}

@@ -1,0 +1,545 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// A layer is one step of a model's forward pass. Dense layers (and the
+// loss) hold a batch as n rows of features, [n, d]; convolution, pooling
+// and their ReLUs hold it as planes, [C, n, H, W], so a convolution over
+// the whole batch is one matrix product. toPlanes and flatten convert.
+type layer interface {
+	// outSize is the number of output values per sample.
+	outSize() int
+	// tensors returns the layer's parameter tensors with offsets from the
+	// layer's first parameter.
+	tensors() []Tensor
+	// inPlace reports whether the output overwrites the input.
+	inPlace() bool
+	// scratch returns the floats and int32s of scratch space the layer
+	// needs for a batch of n samples.
+	scratch(n int) (floats, ints int)
+	// init sets the layer's parameters p.
+	init(p []float32, rng *rand.Rand)
+	// forward computes y from x, given the layer's parameters p.
+	forward(p, x, y []float32, n int, s *scratch)
+	// backward adds scale times the gradient of the layer's parameters
+	// (given dy, the loss's gradient with respect to y) to g, and sets
+	// dx, unless nil, to the loss's gradient with respect to x. dy may be
+	// overwritten.
+	backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch)
+}
+
+// scratch is one layer's share of a Workspace.
+type scratch struct {
+	f    []float32
+	i    []int32
+	gemm *gemmBuf
+}
+
+// dense is a fully connected layer: y = x·Wᵀ + b with W of shape [out, in].
+type dense struct {
+	name    string
+	in, out int
+	relu    bool // followed by a ReLU: He initialisation, else Glorot
+}
+
+func (l *dense) outSize() int           { return l.out }
+func (l *dense) inPlace() bool          { return false }
+func (l *dense) scratch(int) (int, int) { return 0, 0 }
+func (l *dense) split(p []float32) (w, b []float32) {
+	return p[:l.out*l.in], p[l.out*l.in : l.out*l.in+l.out]
+}
+
+func (l *dense) tensors() []Tensor {
+	return []Tensor{
+		{Name: l.name + ".weight", Shape: []int{l.out, l.in}, Offset: 0},
+		{Name: l.name + ".bias", Shape: []int{l.out}, Offset: l.out * l.in},
+	}
+}
+
+func (l *dense) init(p []float32, rng *rand.Rand) {
+	w, b := l.split(p)
+	initWeights(w, l.in, l.out, l.relu, rng)
+	clear(b)
+}
+
+// initWeights draws w: He-normal, N(0, 2/fanIn), for a layer followed by
+// a ReLU, else Glorot-uniform, U(±√(6/(fanIn+fanOut))).
+func initWeights(w []float32, fanIn, fanOut int, relu bool, rng *rand.Rand) {
+	if relu {
+		std := math.Sqrt(2 / float64(fanIn))
+		for i := range w {
+			w[i] = float32(std * rng.NormFloat64())
+		}
+		return
+	}
+	lim := math.Sqrt(6 / float64(fanIn+fanOut))
+	for i := range w {
+		w[i] = float32(lim * (2*rng.Float64() - 1))
+	}
+}
+
+func (l *dense) forward(p, x, y []float32, n int, s *scratch) {
+	w, b := l.split(p)
+	for i := range n {
+		copy(y[i*l.out:(i+1)*l.out], b)
+	}
+	gemm(false, true, n, l.out, l.in, 1, x, l.in, w, l.in, 1, y, l.out, s.gemm)
+}
+
+func (l *dense) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
+	w, _ := l.split(p)
+	gw, gb := l.split(g)
+	gemm(true, false, l.out, l.in, n, scale, dy, l.out, x, l.in, 1, gw, l.in, s.gemm)
+	for i := range n {
+		row := dy[i*l.out : (i+1)*l.out]
+		for j, v := range row {
+			gb[j] += scale * v
+		}
+	}
+	if dx != nil {
+		gemm(false, false, n, l.in, l.out, 1, dy, l.out, w, l.in, 0, dx, l.in, s.gemm)
+	}
+}
+
+// relu is max(x, 0), in place, in any layout.
+type relu struct{ size int }
+
+func (l *relu) outSize() int               { return l.size }
+func (l *relu) inPlace() bool              { return true }
+func (l *relu) scratch(int) (int, int)     { return 0, 0 }
+func (l *relu) tensors() []Tensor          { return nil }
+func (l *relu) init([]float32, *rand.Rand) {}
+func (l *relu) forward(_, x, y []float32, n int, _ *scratch) {
+	x = x[:n*l.size]
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = max(v, 0)
+	}
+}
+
+func (l *relu) backward(_, _, y, dy, dx, _ []float32, _ float32, n int, _ *scratch) {
+	if dx == nil {
+		return
+	}
+	y = y[:n*l.size]
+	dy, dx = dy[:len(y)], dx[:len(y)]
+	for i, v := range y {
+		if v > 0 {
+			dx[i] = dy[i]
+		} else {
+			dx[i] = 0
+		}
+	}
+}
+
+// conv is a 2-D convolution with stride 1 on planes: input [C, n, H, W],
+// output [OC, n, OH, OW] with OH = H + 2·pad − k + 1 (OW likewise), zero
+// padding; W has shape [OC, C, k, k]. It runs as im2col and a matrix
+// product, y = W·col + b, col of shape [C·k·k, m·OH·OW], over chunks of m
+// samples small enough that col stays in the cache while it is used. The
+// chunks' cols are kept for the backward pass.
+type conv struct {
+	name       string
+	c, h, w    int // input
+	oc, k, pad int
+	oh, ow     int // output
+	relu       bool
+	chunk      int // samples per chunk; 0: as many as fit colBytes
+}
+
+// colBytes bounds the im2col matrix of a chunk: about half an L2 cache.
+const colBytes = 256 << 10
+
+func newConv(name string, c, h, w, oc, k, pad int, relu bool) *conv {
+	return &conv{name: name, c: c, h: h, w: w, oc: oc, k: k, pad: pad,
+		oh: h + 2*pad - k + 1, ow: w + 2*pad - k + 1, relu: relu}
+}
+
+func (l *conv) outSize() int  { return l.oc * l.oh * l.ow }
+func (l *conv) inPlace() bool { return false }
+func (l *conv) ck() int       { return l.c * l.k * l.k }
+
+// chunkOf returns the samples per chunk of a batch of n.
+func (l *conv) chunkOf(n int) int {
+	m := l.chunk
+	if m == 0 {
+		m = colBytes / (4 * l.ck() * l.oh * l.ow)
+	}
+	return max(1, min(m, n))
+}
+
+// scratch holds the cols of the batch and one chunk's col gradient.
+func (l *conv) scratch(n int) (int, int) {
+	return l.ck() * (n + l.chunkOf(n)) * l.oh * l.ow, 0
+}
+
+func (l *conv) split(p []float32) (w, b []float32) {
+	nw := l.oc * l.ck()
+	return p[:nw], p[nw : nw+l.oc]
+}
+
+func (l *conv) tensors() []Tensor {
+	return []Tensor{
+		{Name: l.name + ".weight", Shape: []int{l.oc, l.c, l.k, l.k}, Offset: 0},
+		{Name: l.name + ".bias", Shape: []int{l.oc}, Offset: l.oc * l.ck()},
+	}
+}
+
+func (l *conv) init(p []float32, rng *rand.Rand) {
+	w, b := l.split(p)
+	initWeights(w, l.ck(), l.oc*l.k*l.k, l.relu, rng)
+	clear(b)
+}
+
+func (l *conv) forward(p, x, y []float32, n int, s *scratch) {
+	w, b := l.split(p)
+	pp := l.oh * l.ow
+	np := n * pp
+	for o := range l.oc {
+		row := y[o*np : (o+1)*np]
+		for i := range row {
+			row[i] = b[o]
+		}
+	}
+	m := l.chunkOf(n)
+	for s0 := 0; s0 < n; s0 += m {
+		cm := min(m, n-s0)
+		col := s.f[l.ck()*s0*pp:][:l.ck()*cm*pp]
+		l.im2col(x, col, n, s0, cm)
+		gemm(false, false, l.oc, cm*pp, l.ck(), 1, w, l.ck(), col, cm*pp, 1, y[s0*pp:], np, s.gemm)
+	}
+}
+
+func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
+	w, _ := l.split(p)
+	gw, gb := l.split(g)
+	pp := l.oh * l.ow
+	np := n * pp
+	for o := range l.oc {
+		gb[o] += scale * sum(dy[o*np:(o+1)*np])
+	}
+	if dx != nil {
+		clear(dx[:n*l.c*l.h*l.w])
+	}
+	m := l.chunkOf(n)
+	for s0 := 0; s0 < n; s0 += m {
+		cm := min(m, n-s0)
+		col := s.f[l.ck()*s0*pp:][:l.ck()*cm*pp] // from forward
+		gemm(false, true, l.oc, l.ck(), cm*pp, scale, dy[s0*pp:], np, col, cm*pp, 1, gw, l.ck(), s.gemm)
+		if dx != nil {
+			dcol := s.f[l.ck()*n*pp:][:len(col)]
+			gemm(true, false, l.ck(), cm*pp, l.oc, 1, w, l.ck(), dy[s0*pp:], np, 0, dcol, cm*pp, s.gemm)
+			l.col2im(dcol, dx, n, s0, cm)
+		}
+	}
+}
+
+// span returns the output columns ox in [lo, hi) whose input column
+// ox + kj − pad lies inside the image.
+func (l *conv) span(kj int) (lo, hi int) {
+	lo = max(0, l.pad-kj)
+	hi = min(l.ow, l.w+l.pad-kj)
+	return lo, max(lo, hi)
+}
+
+// im2col writes col[(c·k+ki)·k+kj, s·OH·OW + oy·OW + ox] = x[c, s0+s,
+// oy+ki−pad, ox+kj−pad] for the m samples from s0 of a batch of n, zero
+// outside the image. The rows are short (OW values), so they are copied
+// by loops rather than by copy's call.
+func (l *conv) im2col(x, col []float32, n, s0, m int) {
+	hw, p := l.h*l.w, l.oh*l.ow
+	np := m * p
+	for c := range l.c {
+		for ki := range l.k {
+			for kj := range l.k {
+				row := col[((c*l.k+ki)*l.k+kj)*np:][:np]
+				lo, hi := l.span(kj)
+				for s := range m {
+					src := x[(c*n+s0+s)*hw:][:hw]
+					dst := row[s*p:][:p]
+					if l.oh == l.h && l.ow == l.w {
+						l.shifted(dst, src, ki, kj, lo, hi)
+						continue
+					}
+					for oy := range l.oh {
+						d := dst[oy*l.ow:][:l.ow]
+						iy := oy + ki - l.pad
+						if iy < 0 || iy >= l.h {
+							for i := range d {
+								d[i] = 0
+							}
+							continue
+						}
+						for i := range d[:lo] {
+							d[i] = 0
+						}
+						sr := src[iy*l.w+lo+kj-l.pad:][:hi-lo]
+						if len(sr) >= 16 {
+							copy(d[lo:], sr)
+						} else {
+							dd := d[lo:][:len(sr)]
+							for i, v := range sr {
+								dd[i] = v
+							}
+						}
+						for i := hi; i < len(d); i++ {
+							d[i] = 0
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// sum returns the sum of s, with four running sums so that the adds do
+// not wait on each other.
+func sum(s []float32) float32 {
+	var a, b, c, d float32
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		q := s[i : i+4 : i+4]
+		a += q[0]
+		b += q[1]
+		c += q[2]
+		d += q[3]
+	}
+	for _, v := range s[i:] {
+		a += v
+	}
+	return (a + b) + (c + d)
+}
+
+// shifted is im2col's (ki, kj) row of one sample when the output has the
+// input's size: dst[j] = src[j + (ki−pad)·W + kj−pad] for the valid
+// positions, one copy for all rows, after which the columns that wrapped
+// around an edge (ox outside [lo, hi)) are zeroed.
+func (l *conv) shifted(dst, src []float32, ki, kj, lo, hi int) {
+	w := l.w
+	shift := (ki-l.pad)*w + kj - l.pad
+	oyLo, oyHi := max(0, l.pad-ki), min(l.oh, l.h+l.pad-ki)
+	if oyHi <= oyLo {
+		clear(dst)
+		return
+	}
+	clear(dst[:oyLo*w])
+	clear(dst[oyHi*w:])
+	j0, j1 := max(oyLo*w, -shift), min(oyHi*w, len(src)-shift)
+	copy(dst[j0:j1], src[j0+shift:j1+shift])
+	for oy := oyLo; oy < oyHi; oy++ {
+		d := dst[oy*w:][:w]
+		clear(d[:lo])
+		clear(d[hi:])
+	}
+}
+
+// col2im adds col back into dx, the transpose of im2col.
+func (l *conv) col2im(col, dx []float32, n, s0, m int) {
+	hw, p := l.h*l.w, l.oh*l.ow
+	np := m * p
+	for c := range l.c {
+		for s := range m {
+			dst := dx[(c*n+s0+s)*hw:][:hw]
+			for ki := range l.k {
+				for kj := range l.k {
+					src := col[((c*l.k+ki)*l.k+kj)*np+s*p:][:p]
+					lo, hi := l.span(kj)
+					for oy := range l.oh {
+						iy := oy + ki - l.pad
+						if iy < 0 || iy >= l.h {
+							continue
+						}
+						sr := src[oy*l.ow+lo : oy*l.ow+hi]
+						d := dst[iy*l.w+lo+kj-l.pad:][:len(sr)]
+						for i, v := range sr {
+							d[i] += v
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// maxPool takes the maximum of each size×size window, stride size, of
+// each plane [C, n, H, W] → [C, n, H/size, W/size] (rounded down, as
+// PyTorch does); the first maximum of a window wins. With relu it then
+// takes max(·, 0), which is the same as pooling after a ReLU (both are
+// monotone) on a quarter of the values.
+type maxPool struct {
+	c, h, w, size, oh, ow int
+	relu                  bool
+}
+
+func newMaxPool(c, h, w, size int, relu bool) *maxPool {
+	return &maxPool{c: c, h: h, w: w, size: size, oh: h / size, ow: w / size, relu: relu}
+}
+
+func (l *maxPool) outSize() int               { return l.c * l.oh * l.ow }
+func (l *maxPool) inPlace() bool              { return false }
+func (l *maxPool) tensors() []Tensor          { return nil }
+func (l *maxPool) init([]float32, *rand.Rand) {}
+func (l *maxPool) scratch(n int) (int, int)   { return 0, n * l.outSize() }
+
+// forward records in the scratch, for each output, the index of the
+// input it took, or −1 where the ReLU gave 0.
+func (l *maxPool) forward(_, x, y []float32, n int, s *scratch) {
+	hw, ohw := l.h*l.w, l.oh*l.ow
+	arg := s.i[:n*l.outSize()]
+	floor := float32(math.Inf(-1))
+	if l.relu {
+		floor = 0
+	}
+	for pl := range l.c * n {
+		src := x[pl*hw:][:hw]
+		dst, at := y[pl*ohw:][:ohw], arg[pl*ohw:][:ohw]
+		for oy := range l.oh {
+			d, at := dst[oy*l.ow:][:l.ow], at[oy*l.ow:][:l.ow]
+			base := oy * l.size * l.w
+			if l.size == 2 {
+				// Branch-free: on real data which value wins is unpredictable.
+				r0, r1 := src[base:][:2*l.ow], src[base+l.w:][:2*l.ow]
+				for ox := range d {
+					a, b, c, e := r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]
+					top, bottom := max(a, b), max(c, e)
+					i := pl*hw + base + 2*ox
+					iTop, iBottom := i+b2i(b > a), i+l.w+b2i(e > c)
+					best, bi := top, iTop
+					if bottom > top {
+						bi = iBottom
+					}
+					best = max(best, bottom)
+					d[ox], at[ox] = max(best, floor), int32(b2i(best > floor)*(bi+1)-1)
+				}
+				continue
+			}
+			for ox := range d {
+				b0 := base + ox*l.size
+				best, bi := src[b0], b0
+				for dy := range l.size {
+					row := src[b0+dy*l.w:][:l.size]
+					for dx, v := range row {
+						if v > best {
+							best, bi = v, b0+dy*l.w+dx
+						}
+					}
+				}
+				if !(best > floor) {
+					best, bi = max(best, floor), -1-pl*hw
+				}
+				d[ox], at[ox] = best, int32(pl*hw+bi)
+			}
+		}
+	}
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	i := 0
+	if b {
+		i = 1
+	}
+	return i
+}
+
+func (l *maxPool) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *scratch) {
+	if dx == nil {
+		return
+	}
+	clear(dx[:n*l.c*l.h*l.w])
+	arg := s.i[:n*l.outSize()]
+	for i, a := range arg {
+		if a >= 0 {
+			dx[a] += dy[i]
+		}
+	}
+}
+
+// flatten turns planes [C, n, H·W] into rows [n, C·H·W], each sample's
+// values in (channel, row, column) order as PyTorch's Flatten.
+type flatten struct{ c, hw int }
+
+func (l *flatten) outSize() int               { return l.c * l.hw }
+func (l *flatten) inPlace() bool              { return false }
+func (l *flatten) tensors() []Tensor          { return nil }
+func (l *flatten) init([]float32, *rand.Rand) {}
+func (l *flatten) scratch(int) (int, int)     { return 0, 0 }
+
+func (l *flatten) forward(_, x, y []float32, n int, _ *scratch) {
+	for c := range l.c {
+		for s := range n {
+			copy(y[(s*l.c+c)*l.hw:][:l.hw], x[(c*n+s)*l.hw:][:l.hw])
+		}
+	}
+}
+
+func (l *flatten) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, _ *scratch) {
+	if dx == nil {
+		return
+	}
+	for c := range l.c {
+		for s := range n {
+			copy(dx[(c*n+s)*l.hw:][:l.hw], dy[(s*l.c+c)*l.hw:][:l.hw])
+		}
+	}
+}
+
+// toPlanes turns rows [n, C·H·W] into planes [C, n, H·W]: the inverse of
+// flatten.
+type toPlanes struct{ c, hw int }
+
+func (l *toPlanes) outSize() int               { return l.c * l.hw }
+func (l *toPlanes) inPlace() bool              { return false }
+func (l *toPlanes) tensors() []Tensor          { return nil }
+func (l *toPlanes) init([]float32, *rand.Rand) {}
+func (l *toPlanes) scratch(int) (int, int)     { return 0, 0 }
+
+func (l *toPlanes) forward(_, x, y []float32, n int, s *scratch) {
+	(*flatten)(l).backward(nil, nil, nil, x, y, nil, 0, n, s)
+}
+
+func (l *toPlanes) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *scratch) {
+	if dx != nil {
+		(*flatten)(l).forward(nil, dy, dx, n, s)
+	}
+}
+
+// softmaxCE returns the summed softmax cross-entropy of the logits z
+// ([n, k]) against labels and the number of samples whose largest logit
+// is their label, and sets dz, unless nil, to the gradient of the summed
+// loss: softmax(z) − onehot(label).
+func softmaxCE(z []float32, labels []int32, n, k int, dz []float32) (loss float64, correct int) {
+	for i := range n {
+		row := z[i*k : (i+1)*k]
+		y := int(labels[i])
+		if y < 0 || y >= k {
+			panic("nn: label out of range")
+		}
+		best, arg := row[0], 0
+		for j, v := range row {
+			if v > best {
+				best, arg = v, j
+			}
+		}
+		if arg == y {
+			correct++
+		}
+		sum := 0.0
+		for _, v := range row {
+			sum += math.Exp(float64(v - best))
+		}
+		loss += math.Log(sum) - float64(row[y]-best)
+		if dz != nil {
+			d := dz[i*k : (i+1)*k]
+			inv := 1 / sum
+			for j, v := range row {
+				d[j] = float32(math.Exp(float64(v-best)) * inv)
+			}
+			d[y]--
+		}
+	}
+	return loss, correct
+}
