@@ -382,3 +382,19 @@ func TestA9A(t *testing.T) {
 		t.Errorf("got %d × %d classes %v; want 32561 × 123, [-1 +1]", d.Len(), d.Dim, d.ClassNames)
 	}
 }
+
+func TestSetCSV(t *testing.T) {
+	o := DefaultLoadOptions()
+	if err := o.SetCSV("-1", "yes", "tab"); err != nil || o.CSV.LabelCol != -1 || o.CSV.Comma != '\t' || o.CSV.LabelName != "" {
+		t.Fatalf("-1, yes, tab: %+v %v", o.CSV, err)
+	}
+	if err := o.SetCSV("label", "auto", ";"); err != nil || o.CSV.LabelName != "label" || o.CSV.Comma != ';' {
+		t.Fatalf("label, auto, ;: %+v %v", o.CSV, err)
+	}
+	if err := o.SetCSV("0", "maybe", ","); err == nil || !strings.Contains(err.Error(), "header") {
+		t.Errorf("header maybe: %v", err)
+	}
+	if err := o.SetCSV("0", "no", ",,"); err == nil || !strings.Contains(err.Error(), "sep") {
+		t.Errorf("sep ,,: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"colo/internal/textio"
+	"strconv"
 
 	"colo/internal/decompress"
 
@@ -38,6 +39,32 @@ type LoadOptions struct {
 	CSV CSVOptions
 	// LibSVM configures the libsvm reader.
 	LibSVM LibSVMOptions
+}
+
+// SetCSV sets the CSV reader's options as a command line or a job file
+// spells them: the label column, a number from 0 (negative counts from
+// the end) or a header name; the header, auto, yes or no; the separator,
+// one character or "\t" or "tab". Errors name the option.
+func (o *LoadOptions) SetCSV(labelCol, header, sep string) error {
+	if n, err := strconv.Atoi(labelCol); err == nil {
+		o.CSV.LabelCol, o.CSV.LabelName = n, ""
+	} else {
+		o.CSV.LabelName = labelCol
+	}
+	h, err := ParseHeader(header)
+	if err != nil {
+		return fmt.Errorf("header: %w", err)
+	}
+	o.CSV.Header = h
+	if sep == `\t` || sep == "tab" {
+		sep = "\t"
+	}
+	r := []rune(sep)
+	if len(r) != 1 {
+		return fmt.Errorf("sep %q: want one character", sep)
+	}
+	o.CSV.Comma = r[0]
+	return nil
 }
 
 // DefaultLoadOptions returns options that detect the format, read the CSV

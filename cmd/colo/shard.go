@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -151,26 +150,10 @@ func runShard(e *env, args []string) error {
 // shardLoadOptions turns the data flags into loader options.
 func shardLoadOptions(format, labels, labelCol, header, sep string) (dataset.LoadOptions, error) {
 	lopt := dataset.DefaultLoadOptions()
-	lopt.Format = dataset.Format(format)
-	lopt.Labels = labels
-	if n, err := strconv.Atoi(labelCol); err == nil {
-		lopt.CSV.LabelCol = n
-	} else {
-		lopt.CSV.LabelName = labelCol
+	lopt.Format, lopt.Labels = dataset.Format(format), labels
+	if err := lopt.SetCSV(labelCol, header, sep); err != nil {
+		return lopt, usageError("--%v", err)
 	}
-	h, err := dataset.ParseHeader(header)
-	if err != nil {
-		return lopt, usageError("--header: %v", err)
-	}
-	lopt.CSV.Header = h
-	if sep == `\t` || sep == "tab" {
-		sep = "\t"
-	}
-	r := []rune(sep)
-	if len(r) != 1 {
-		return lopt, usageError("--sep %q: want one character", sep)
-	}
-	lopt.CSV.Comma = r[0]
 	if err := lopt.Validate(); err != nil {
 		return lopt, usageError("%v", err)
 	}
