@@ -27,8 +27,8 @@ func (t Tensor) Len() int {
 	return n
 }
 
-// Config sets the sizes of a model. Zero-length Hidden and Conv mean the
-// architecture's defaults.
+// Config sets the sizes of a model. Zero-length Hidden and Conv, and zero
+// Kernel and Pool, mean the architecture's defaults.
 type Config struct {
 	// Channels, Height and Width are the shape of an input sample, whose
 	// Channels·Height·Width values come channel by channel, each row by
@@ -42,12 +42,13 @@ type Config struct {
 	// a ReLU: mlp's default is [256, 128], cnn's [120, 84].
 	Hidden []int `json:"hidden,omitempty"`
 	// Conv are cnn's output channels per convolution stage (default
-	// [6, 16]); each stage is a Kernel×Kernel convolution, a ReLU and
-	// Pool×Pool max pooling. The first convolution pads by (Kernel−1)/2
-	// so it keeps the image size, the others do not pad (LeNet-5).
+	// [6, 16]); each stage is a Kernel×Kernel convolution (default 5), a
+	// ReLU and Pool×Pool max pooling (default 2). The first convolution
+	// pads by (Kernel−1)/2 so it keeps the image size, the others do not
+	// pad (LeNet-5).
 	Conv   []int `json:"conv_channels,omitempty"`
-	Kernel int   `json:"kernel"`
-	Pool   int   `json:"pool"`
+	Kernel int   `json:"kernel,omitempty"`
+	Pool   int   `json:"pool,omitempty"`
 }
 
 // DefaultConfig returns Fashion-MNIST's input (1×28×28, 10 classes),
@@ -67,10 +68,16 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"input_channels", c.Channels}, {"input_height", c.Height}, {"input_width", c.Width}, {"kernel", c.Kernel}, {"pool", c.Pool}} {
+	}{{"input_channels", c.Channels}, {"input_height", c.Height}, {"input_width", c.Width}} {
 		if f.v < 1 || f.v > maxSize {
 			return fmt.Errorf("nn: %s %d: want 1..%d", f.name, f.v, maxSize)
 		}
+	}
+	if c.Kernel < 0 || c.Kernel > maxSize {
+		return fmt.Errorf("nn: kernel %d: want 0 (the default, 5) or 1..%d", c.Kernel, maxSize)
+	}
+	if c.Pool < 0 || c.Pool > maxSize {
+		return fmt.Errorf("nn: pool %d: want 0 (the default, 2) or 1..%d", c.Pool, maxSize)
 	}
 	if c.Classes < 2 || c.Classes > maxSize {
 		return fmt.Errorf("nn: classes %d: want 2..%d", c.Classes, maxSize)
@@ -132,6 +139,12 @@ func New(name string, cfg Config) (*Model, error) {
 		}
 		if len(cfg.Conv) == 0 {
 			cfg.Conv = []int{6, 16}
+		}
+		if cfg.Kernel == 0 {
+			cfg.Kernel = 5
+		}
+		if cfg.Pool == 0 {
+			cfg.Pool = 2
 		}
 		ls = append(ls, &toPlanes{c: c, hw: h * w})
 		for i, oc := range cfg.Conv {

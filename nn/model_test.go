@@ -131,7 +131,7 @@ func testModels(t *testing.T) map[string]*Model {
 		m.cfg.Classes = m.layers[len(m.layers)-1].outSize()
 	}
 	var err error
-	if ms["mlp"], err = New("mlp", Config{Channels: 1, Height: 4, Width: 3, Classes: 3, Hidden: []int{7, 5}, Kernel: 1, Pool: 1}); err != nil {
+	if ms["mlp"], err = New("mlp", Config{Channels: 1, Height: 4, Width: 3, Classes: 3, Hidden: []int{7, 5}}); err != nil {
 		t.Fatal(err)
 	}
 	if ms["cnn"], err = New("cnn", Config{Channels: 2, Height: 12, Width: 11, Classes: 4, Hidden: []int{6}, Conv: []int{3, 4}, Kernel: 3, Pool: 2}); err != nil {
@@ -305,6 +305,18 @@ func TestInitDeterministic(t *testing.T) {
 	}
 }
 
+// TestDefaults checks that zero sizes take each architecture's defaults.
+func TestDefaults(t *testing.T) {
+	m, err := New("cnn", Config{Channels: 1, Height: 28, Width: 28, Classes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config()
+	if c.Kernel != 5 || c.Pool != 2 || !slices.Equal(c.Conv, []int{6, 16}) || !slices.Equal(c.Hidden, []int{120, 84}) || m.NumParams() != 61706 {
+		t.Errorf("cnn defaults %+v, %d parameters", c, m.NumParams())
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -316,7 +328,8 @@ func TestNewErrors(t *testing.T) {
 		{"mlp", func(c *Config) { c.Height = 0 }, "input_height 0"},
 		{"mlp", func(c *Config) { c.Hidden = []int{3, -1} }, "hidden[1] -1"},
 		{"cnn", func(c *Config) { c.Conv = []int{0} }, "conv_channels[0] 0"},
-		{"cnn", func(c *Config) { c.Kernel = 0 }, "kernel 0"},
+		{"cnn", func(c *Config) { c.Kernel = -1 }, "kernel -1"},
+		{"cnn", func(c *Config) { c.Pool = -2 }, "pool -2"},
 		{"cnn", func(c *Config) { c.Height, c.Width = 8, 8 }, "too small"},
 	} {
 		c := DefaultConfig()
