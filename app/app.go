@@ -1,25 +1,32 @@
 // Package app is the registry of the training applications: it finds an
 // application by the name a job gives (Lookup, as partition.Lookup finds
-// a partitioner), sets its defaults in a job (DefaultJob) and opens a job
-// (Open): loads its data and builds the train.App that the engine
-// trains. The applications live in the packages below: app/lr (sparse
-// logistic regression), app/mf (matrix factorisation); app/smoke is the
-// parameter server's smoke job, not a training application.
+// a partitioner), sets its defaults in a job (DefaultJob), opens a job
+// (Open: loads its data and builds the train.App the engine trains) and
+// places it (Opened.Place). The applications live in the packages below:
+// app/lr (sparse logistic regression) and app/mf (matrix factorisation),
+// placed by the partitioners of package partition; app/dense (the mlp and
+// cnn of package nn), sharded by the schemes of package shard. app/smoke
+// is the parameter server's smoke job, not a training application.
 //
 //	job, _ := app.DefaultJob("lr")
 //	job.Data.Train, job.Placement = "news20.svm", "parsa"
 //	opened, err := app.Open(job)
+//	p, secs, err := opened.Place(job)
 //	res, err := train.Run(ctx, job, opened.App, p, cluster.InProcess{})
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	"colo/app/dense"
 	"colo/app/lr"
 	"colo/app/mf"
+	"colo/dataset"
 	"colo/graph"
+	"colo/placement"
 	"colo/train"
 )
 
@@ -28,36 +35,72 @@ type Spec struct {
 	// Name is the name jobs and the command line use; Summary says what
 	// it trains in a line.
 	Name, Summary string
-	// Defaults sets the application's defaults in a job: its options and
-	// the update rule's settings it needs.
+	// Defaults sets the application's defaults in a job: its options,
+	// its placement and the engine's settings it needs.
 	Defaults func(job *train.Job) error
+	// Load reads the job's data files.
+	Load func(job train.Job) (*Data, error)
 	// Open builds the application of job on its loaded data.
 	Open func(job train.Job, d *Data) (train.App, error)
+	// Place returns the placement job.Placement names for the opened
+	// application, and the seconds it took to compute (0 for one read).
+	Place func(job train.Job, a train.App, d *Data) (*placement.Placement, float64, error)
+	// CheckPlacement says whether job.Placement can name spec, before
+	// anything is loaded.
+	CheckPlacement func(spec string) error
 }
 
-// Data is what a job's files hold, loaded.
+// Data is what a job's files hold, loaded: a sample–parameter graph for
+// the sparse applications, labelled dense samples for the dense ones.
 type Data struct {
-	// Train is the training graph, which placements place; Test the test
-	// graph, nil without one.
-	Train, Test *graph.Graph
+	// Graph is the training graph, which partitioners place; TestGraph
+	// the test graph, nil without one.
+	Graph, TestGraph *graph.Graph
+	// Samples are the labelled training samples, which sharding schemes
+	// place; TestSamples the test samples, nil without.
+	Samples, TestSamples *dataset.Dataset
+}
+
+// sparse is the registry's part that sparse applications share: graphs
+// placed by partitioners.
+func sparse(name, summary string, defaults func(*train.Job) error, open func(train.Job, *graph.Graph, *graph.Graph) (train.App, error)) Spec {
+	return Spec{
+		Name: name, Summary: summary, Defaults: defaults, Load: LoadGraphs,
+		Open: func(job train.Job, d *Data) (train.App, error) { return open(job, d.Graph, d.TestGraph) },
+		Place: func(job train.Job, _ train.App, d *Data) (*placement.Placement, float64, error) {
+			return Place(job, d.Graph)
+		},
+		CheckPlacement: CheckPartitioner,
+	}
+}
+
+// denseSpec is the registry's entry of a dense architecture.
+func denseSpec(name, summary string) Spec {
+	return Spec{
+		Name: name, Summary: summary, Defaults: dense.Defaults,
+		Load: func(job train.Job) (*Data, error) {
+			tr, te, err := dense.Load(job)
+			if err != nil {
+				return nil, err
+			}
+			return &Data{Samples: tr, TestSamples: te}, nil
+		},
+		Open: func(job train.Job, d *Data) (train.App, error) { return dense.Open(job, d.Samples, d.TestSamples) },
+		Place: func(job train.Job, a train.App, _ *Data) (*placement.Placement, float64, error) {
+			return a.(*dense.App).Place(job)
+		},
+		CheckPlacement: dense.CheckPlacement,
+	}
 }
 
 // specs is the registry.
 var specs = []Spec{
-	{
-		Name: "lr", Summary: "logistic regression, binary or multinomial, on sparse features",
-		Defaults: lr.Defaults,
-		Open: func(job train.Job, d *Data) (train.App, error) {
-			return lr.Open(job, d.Train, d.Test)
-		},
-	},
-	{
-		Name: "mf", Summary: "matrix factorisation of a ratings graph",
-		Defaults: mf.Defaults,
-		Open: func(job train.Job, d *Data) (train.App, error) {
-			return mf.Open(job, d.Train, d.Test)
-		},
-	},
+	sparse("lr", "logistic regression, binary or multinomial, on sparse features", lr.Defaults,
+		func(job train.Job, g, test *graph.Graph) (train.App, error) { return lr.Open(job, g, test) }),
+	sparse("mf", "matrix factorisation of a ratings graph", mf.Defaults,
+		func(job train.Job, g, test *graph.Graph) (train.App, error) { return mf.Open(job, g, test) }),
+	denseSpec("mlp", "a multilayer perceptron on labelled dense data (784-256-128-10 by default)"),
+	denseSpec("cnn", "a LeNet-5 convolutional network on labelled images"),
 }
 
 // Names lists the applications in order.
@@ -77,7 +120,7 @@ func Lookup(name string) (Spec, error) {
 			return s, nil
 		}
 	}
-	return Spec{}, fmt.Errorf("app %q: want %s", name, strings.Join(Names(), " or "))
+	return Spec{}, fmt.Errorf("app %q: want one of %s", name, strings.Join(Names(), ", "))
 }
 
 // DefaultJob returns train.DefaultJob with application name's defaults.
@@ -98,6 +141,7 @@ func DefaultJob(name string) (train.Job, error) {
 type Opened struct {
 	App  train.App
 	Data *Data
+	spec Spec
 }
 
 // Open validates job, loads its data and builds its application; errors
@@ -110,7 +154,17 @@ func Open(job train.Job) (*Opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := Load(job.Data)
+	d, err := s.Load(job)
+	if err != nil {
+		return nil, err
+	}
+	return OpenData(job, d)
+}
+
+// OpenData builds job's application on data already loaded (the demo's
+// embedded dataset, say).
+func OpenData(job train.Job, d *Data) (*Opened, error) {
+	s, err := Lookup(job.App)
 	if err != nil {
 		return nil, err
 	}
@@ -118,21 +172,57 @@ func Open(job train.Job) (*Opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Opened{App: a, Data: d}, nil
+	return &Opened{App: a, Data: d, spec: s}, nil
 }
 
-// Load reads the training and test graphs of d.
-func Load(d train.Data) (*Data, error) {
-	opt := d.Load.Graph()
-	g, err := graph.Load(d.Train, opt)
+// Place returns the placement job.Placement names for the opened
+// application (job is the opened one, with its placement chosen) and the
+// seconds computing it took.
+func (o *Opened) Place(job train.Job) (*placement.Placement, float64, error) {
+	return o.spec.Place(job, o.App, o.Data)
+}
+
+// CheckPlacement says whether spec is a placement application name
+// takes, before anything is loaded.
+func CheckPlacement(name, spec string) error {
+	s, err := Lookup(name)
+	if err != nil {
+		return err
+	}
+	return s.CheckPlacement(spec)
+}
+
+// LoadGraphs reads the training and test graphs of a job.
+func LoadGraphs(job train.Job) (*Data, error) {
+	opt := job.Data.Load.Graph()
+	g, err := graph.Load(job.Data.Train, opt)
 	if err != nil {
 		return nil, err
 	}
-	out := &Data{Train: g}
-	if d.Test != "" {
-		if out.Test, err = graph.Load(d.Test, opt); err != nil {
+	out := &Data{Graph: g}
+	if job.Data.Test != "" {
+		if out.TestGraph, err = graph.Load(job.Data.Test, opt); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// SetOptions sets, in the job's options, every value of values whose name
+// the options of the job's application have (as its JSON spells it) and
+// leaves the others: a command line has one flag per option of any
+// application, and each application takes its own.
+func SetOptions(job *train.Job, values map[string]any) error {
+	opts := map[string]any{}
+	if len(job.Options) > 0 {
+		if err := json.Unmarshal(job.Options, &opts); err != nil {
+			return fmt.Errorf("%s options: %w", job.App, err)
+		}
+	}
+	for name, v := range values {
+		if _, ok := opts[name]; ok {
+			opts[name] = v
+		}
+	}
+	return job.SetOptions(opts)
 }

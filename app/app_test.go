@@ -30,10 +30,10 @@ func writeFile(t *testing.T, name, content string) string {
 const tiny = "0 1:1 2:1\n1 2:1 3:2\n2 4:1 5:1\n0 1:1 5:1\n1 3:1\n2 4:2 1:1\n"
 
 func TestRegistry(t *testing.T) {
-	if got := app.Names(); !slices.Equal(got, []string{"lr", "mf"}) {
+	if got := app.Names(); !slices.Equal(got, []string{"cnn", "lr", "mf", "mlp"}) {
 		t.Errorf("Names() = %v", got)
 	}
-	if _, err := app.Lookup("svm"); err == nil || !strings.Contains(err.Error(), "lr or mf") {
+	if _, err := app.Lookup("svm"); err == nil || !strings.Contains(err.Error(), "one of cnn, lr, mf, mlp") {
 		t.Errorf("Lookup(svm): %v", err)
 	}
 	if _, err := app.DefaultJob("svm"); err == nil {
@@ -87,12 +87,12 @@ func TestOpenAndPlace(t *testing.T) {
 	if a.App.Name() != "lr" || a.App.NumSamples() != 6 || a.App.NumKeys() != 5 || a.App.Width() != 3 {
 		t.Fatalf("opened %s: %d samples, %d keys, width %d", a.App.Name(), a.App.NumSamples(), a.App.NumKeys(), a.App.Width())
 	}
-	p, _, err := app.Place(job, a.Data.Train)
+	p, _, err := a.Place(job)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "place")
-	if err := placement.WriteDir(dir, a.Data.Train, p, nil); err != nil {
+	if err := placement.WriteDir(dir, a.Data.Graph, p, nil); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
@@ -108,7 +108,7 @@ func TestOpenAndPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, secs, err := app.Place(back, b.Data.Train)
+	q, secs, err := b.Place(back)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	job.Placement = "parsa-typo"
-	if _, _, err := app.Place(job, a.Data.Train); err == nil || !strings.Contains(err.Error(), "parsa-typo") {
+	if _, _, err := a.Place(job); err == nil || !strings.Contains(err.Error(), "parsa-typo") {
 		t.Errorf("an unknown partitioner: %v", err)
 	}
 }

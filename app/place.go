@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,19 +45,28 @@ func Place(job train.Job, g *graph.Graph) (*placement.Placement, float64, error)
 	return p, time.Since(start).Seconds(), nil
 }
 
-// OpenPlaced opens job (Open) whose placement is a directory written by
-// colo partition, and reads it: what a machine or the scheduler of a
-// cluster of processes does with the job it is given.
-func OpenPlaced(job train.Job) (*Opened, *placement.Placement, error) {
-	if st, err := os.Stat(job.Placement); err != nil || !st.IsDir() {
-		return nil, nil, fmt.Errorf("placement %s: want a directory written by colo partition (%s)",
-			job.Placement, filepath.Join(job.Placement, placement.DataPartFile))
+// CheckPartitioner says whether spec is a partitioner's name (optionally
+// with +refine) or a directory.
+func CheckPartitioner(spec string) error {
+	if st, err := os.Stat(spec); err == nil && st.IsDir() {
+		return nil
 	}
+	if _, err := partition.Lookup(spec); err != nil {
+		return fmt.Errorf("placement: %w (or a directory written by colo partition)", err)
+	}
+	return nil
+}
+
+// OpenPlaced opens job (Open) and places it (Opened.Place): what a
+// machine or the scheduler of a cluster of processes does with the job
+// it is given, whose placement is a directory or is computed the same way
+// in every process.
+func OpenPlaced(job train.Job) (*Opened, *placement.Placement, error) {
 	opened, err := Open(job)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, _, err := Place(job, opened.Data.Train)
+	p, _, err := opened.Place(job)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -20,8 +20,8 @@ import (
 // Processes deploys training jobs (train.Deployer) as processes of the
 // colo binary: a scheduler and the job's machines, on loopback or each in
 // a network namespace of its own. It writes the placement (with the ids
-// of Graph, the training graph the machines load again) and the job to a
-// temporary directory, starts `colo node --role scheduler --job-file` and
+// of Graph, the training graph the machines load again; without one each
+// process places the job itself) and the job to a temporary directory, starts `colo node --role scheduler --job-file` and
 // K `colo node --role machine --job train --job-file --rank i --result`,
 // supervises them and assembles their reports (train.MachineReport). The
 // cluster token reaches the children in their environment, not on their
@@ -31,7 +31,10 @@ import (
 type Processes struct {
 	// Bin is the colo binary; "" is this executable.
 	Bin string
-	// Graph is the training graph whose ids the part files name.
+	// Graph is the training graph of a sparse application, whose ids the
+	// part files name. Nil for an application placed without one (the
+	// dense models' sharding schemes): every process then computes the
+	// job's placement itself, the same for the same seed.
 	Graph *graph.Graph
 	// Netns runs the scheduler and each machine in a network namespace of
 	// its own, joined by veth links that tc shapes at the job's
@@ -56,9 +59,6 @@ const JoinTimeout = 60 * time.Second
 func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
 	cfg := d.Job.Config
 	k := cfg.Machines
-	if pd.Graph == nil {
-		return nil, fmt.Errorf("launch: Processes.Graph is nil: the placement is written with the training graph's ids")
-	}
 	if pd.Netns {
 		if cfg.Bandwidth != nil {
 			return nil, fmt.Errorf("launch: network namespaces shape every machine's link at one rate, not a bandwidth matrix")
@@ -79,12 +79,14 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	pdir := filepath.Join(dir, "placement")
-	if err := placement.WriteDir(pdir, pd.Graph, d.Placement, map[string]any{"placement": d.Job.Placement, "machines": k}); err != nil {
-		return nil, err
-	}
 	job := d.Job
-	job.Placement = pdir
+	if pd.Graph != nil {
+		pdir := filepath.Join(dir, "placement")
+		if err := placement.WriteDir(pdir, pd.Graph, d.Placement, map[string]any{"placement": d.Job.Placement, "machines": k}); err != nil {
+			return nil, err
+		}
+		job.Placement = pdir
+	}
 	if pd.Netns {
 		// tc shapes the links: the machines limit nothing themselves.
 		job.Config.LinkBandwidth, job.Config.Bandwidth = 0, nil

@@ -84,7 +84,7 @@ func sameTraining(t *testing.T, want, got *train.Result) {
 // deploy trains the job on d.
 func deploy(t *testing.T, job train.Job, opened *app.Opened, d train.Deployer) (*train.Result, error) {
 	t.Helper()
-	p, _, err := app.Place(job, opened.Data.Train)
+	p, _, err := opened.Place(job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestProcessesMatchInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Train})
+	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestProcessesNetns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Train, Netns: true})
+	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, Netns: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +142,7 @@ func TestProcessesRefuse(t *testing.T) {
 		edit func(*train.Job)
 		want string
 	}{
-		{&Processes{Bin: "/nonexistent"}, nil, "Graph is nil"},
-		{&Processes{Bin: "/nonexistent", Graph: opened.Data.Train, Netns: true}, nil, "link bandwidth"},
+		{&Processes{Bin: "/nonexistent", Graph: opened.Data.Graph, Netns: true}, nil, "link bandwidth"},
 	} {
 		j := job
 		if c.edit != nil {
@@ -192,7 +191,7 @@ func TestProcessesMachineKilled(t *testing.T) {
 	job, opened, _ := newsJob(t, 2, 100000, false)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Train})
+		_, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph})
 		errc <- err
 	}()
 	victim := 0
@@ -309,5 +308,51 @@ func TestKillProcessMidJob(t *testing.T) {
 			}
 			t.Logf("ended %v after the kill", took.Round(time.Millisecond))
 		})
+	}
+}
+
+// TestProcessesDense trains a dense model, placed by a sharding scheme
+// that every process computes itself, as processes on loopback: the same
+// training as in process, bit for bit (BSP).
+func TestProcessesDense(t *testing.T) {
+	needColo(t)
+	var csv strings.Builder
+	for i := range 300 {
+		c := i % 3
+		fmt.Fprintf(&csv, "%d", c)
+		for j := range 16 {
+			fmt.Fprintf(&csv, ",%.3f", float64((i*7+j*13)%10)/10+float64(c*(j%3)))
+		}
+		csv.WriteString("\n")
+	}
+	path := filepath.Join(t.TempDir(), "blobs.csv")
+	if err := os.WriteFile(path, []byte(csv.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job, err := app.DefaultJob("mlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Data.Train, job.Placement = path, "stratified"
+	job.Config.Machines, job.Config.MaxPasses, job.Config.Batch = 2, 2, 30
+	if err := app.SetOptions(&job, map[string]any{"hidden": []int{8}, "header": "no"}); err != nil {
+		t.Fatal(err)
+	}
+	opened, err := app.Open(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := deploy(t, job, opened, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := deploy(t, job, opened, &Processes{Bin: coloBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("processes: loss %v accuracy %v in %.2f s", got.FinalTrainLoss, *got.Accuracy, got.TotalSeconds)
+	if got.FinalTrainLoss != want.FinalTrainLoss || *got.Accuracy != *want.Accuracy || got.BytesInter != want.BytesInter {
+		t.Errorf("processes: loss %v accuracy %v bytes %d; in process %v %v %d",
+			got.FinalTrainLoss, *got.Accuracy, got.BytesInter, want.FinalTrainLoss, *want.Accuracy, want.BytesInter)
 	}
 }

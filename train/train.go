@@ -76,6 +76,9 @@ type Eval struct {
 	LogLoss  *float64 `json:"test_log_loss,omitempty"`
 	AUC      *float64 `json:"test_auc,omitempty"`
 	RMSE     *float64 `json:"test_rmse,omitempty"`
+	// ClassAccuracy is the accuracy of each class (classifiers of dense
+	// data).
+	ClassAccuracy []float64 `json:"test_class_accuracy,omitempty"`
 }
 
 // Config is a training job's settings, apart from the application, the
@@ -132,7 +135,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("consistency: %w", err)
 	}
 	if c.Rule.Name == "sum" {
-		return errors.New("rule.name sum does not train: want sgd, adagrad or ftrl")
+		return errors.New("rule.name sum does not train: want sgd, momentum, adagrad, adam or ftrl")
 	}
 	if err := c.Rule.Validate(); err != nil {
 		return fmt.Errorf("rule: %w", err)

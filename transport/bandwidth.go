@@ -212,3 +212,18 @@ func ReadBandwidthFile(path string) (*Bandwidth, error) {
 	defer f.Close()
 	return ParseBandwidth(f, path)
 }
+
+// RateWords writes a rate in bytes per second as bits per second for
+// people: "100 Mbit/s".
+func RateWords(bytesPerSec float64) string {
+	bits := 8 * bytesPerSec
+	for _, u := range []struct {
+		scale float64
+		name  string
+	}{{1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}} {
+		if bits >= u.scale {
+			return fmt.Sprintf("%.4g %s", bits/u.scale, u.name)
+		}
+	}
+	return fmt.Sprintf("%.4g bit/s", bits)
+}

@@ -49,12 +49,7 @@ func runDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	spec, err := app.Lookup(job.App)
-	if err != nil {
-		return err
-	}
-	data := &app.Data{Train: g, Test: test}
-	a, err := spec.Open(job, data)
+	opened, err := app.OpenData(job, &app.Data{Graph: g, TestGraph: test})
 	if err != nil {
 		return err
 	}
@@ -66,7 +61,7 @@ func runDemo(e *env, args []string) error {
 	if len(specs) == 0 {
 		return usageError("--compare %q names no placement", *compare)
 	}
-	runs, err := trainRuns(e, job, &app.Opened{App: a, Data: data}, specs, cluster.InProcess{})
+	runs, err := trainRuns(e, job, opened, specs, cluster.InProcess{})
 	if err != nil {
 		return err
 	}

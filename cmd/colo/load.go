@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"colo/app"
 	"colo/graph"
 )
 
@@ -21,6 +22,15 @@ func loadGraph(path string, opt graph.LoadOptions) (*graph.Graph, time.Duration,
 func describe(g *graph.Graph) string {
 	return fmt.Sprintf("%s samples, %s parameters, %s edges",
 		commas(int64(g.NumSamples())), commas(int64(g.NumParams())), commas(g.NumEdges()))
+}
+
+// describeData is a one-line description of a job's training data.
+func describeData(d *app.Data) string {
+	if d.Graph != nil {
+		return describe(d.Graph)
+	}
+	s := d.Samples
+	return fmt.Sprintf("%s samples × %d features, %d classes", commas(int64(s.Len())), s.Dim, s.Classes)
 }
 
 // commas formats n with thousands separators.

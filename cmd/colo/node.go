@@ -60,7 +60,7 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.IntVar(&nf.width, "width", 1, "scheduler: values per key (0: per-key lengths); with --job train the application's width (lr: 1 or the number of classes, mf: --mf-rank)")
 	f.StringVar(&nf.consistency, "consistency", "bsp", "scheduler: bsp, async or bounded")
 	f.IntVar(&nf.tau, "tau", 0, "scheduler: the delay bound of --consistency bounded")
-	f.StringVar(&nf.updater, "updater", "", "server: update rule: sum, sgd, adagrad or ftrl (empty: sum; with --job train the application's, adagrad)")
+	f.StringVar(&nf.updater, "updater", "", "server: update rule: sum, sgd, momentum, adagrad, adam or ftrl (empty: sum; with --job train the application's)")
 	f.Float64Var(&nf.lr, "lr", 0, "server: learning rate, FTRL's alpha (0: 0.1; with --job train the application's)")
 	f.Float64Var(&nf.l1, "l1", 0, "server: L1 regularisation")
 	f.Float64Var(&nf.l2, "l2", -1, "server: L2 regularisation (-1: 0; with --job train the application's)")
@@ -143,7 +143,8 @@ func runNode(e *env, args []string) error {
 		}
 		rates, err = nf.rates(&mj.job)
 	} else {
-		rc := update.Config{Name: cmp.Or(nf.updater, "sum"), LR: cmp.Or(nf.lr, 0.1), L1: nf.l1, L2: max(nf.l2, 0), Beta: nf.beta, Eps: 1e-8}
+		rc := update.DefaultConfig()
+		rc.Name, rc.LR, rc.L1, rc.L2, rc.Beta = cmp.Or(nf.updater, "sum"), cmp.Or(nf.lr, 0.1), nf.l1, max(nf.l2, 0), nf.beta
 		if rule, err = update.New(rc); err != nil {
 			return usageError("%v", err)
 		}

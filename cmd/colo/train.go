@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -40,25 +42,29 @@ type trainFlags struct {
 	svgOut      string
 	mf          mf.Config
 	jobFile     string
+	// The dense models' (mlp, cnn) data and sizes.
+	labels, testLabels, labelCol, header, sep string
+	hidden, conv, lrScaling                   string
 }
 
 func (t *trainFlags) register(f *cmdFlags) {
 	def := train.DefaultConfig()
-	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial) or mf (matrix factorisation)")
-	f.StringVar(&t.test, "test", "", "test file (lr: libsvm with the training set's feature ids; mf: ratings); without it lr scores the training set and mf holds out entries")
+	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial), mf (matrix factorisation), mlp or cnn (dense networks on labelled dense data)")
+	f.StringVar(&t.test, "test", "", "test file (lr: libsvm with the training set's feature ids; mf: ratings; mlp, cnn: as DATA); without it lr, mlp and cnn score the training set and mf holds out entries")
 	f.IntVar(&t.machines, "machines", def.Machines, "number of machines K, each a server and a worker")
-	f.StringVar(&t.place, "placement", "parsa", "placement: a partitioner ("+strings.Join(partition.Names(), ", ")+", optionally +refine) or a directory written by colo partition")
+	f.StringVar(&t.place, "placement", "", "placement: lr, mf: a partitioner ("+strings.Join(partition.Names(), ", ")+", optionally +refine) or a directory written by colo partition (default parsa); mlp, cnn: a sharding scheme (random, roundrobin, stratified, distaware, submodular) or a directory written by colo shard (default random)")
 	f.StringVar(&t.compare, "compare", "", "comma-separated placements to train one after another with the same settings, side by side (overrides --placement)")
 	f.StringVar(&t.consistency, "consistency", "bsp", "consistency model: bsp, async or ssp:τ (bounded delay τ ≥ 1)")
 	f.StringVar(&t.bandwidth, "link-bandwidth", "", "emulated rate of each machine's network link, such as 100mbit or 1gbit (empty: unlimited)")
 	f.StringVar(&t.matrix, "bandwidth-matrix", "", "file of K lines of K machine-to-machine rates (heterogeneous links)")
-	f.StringVar(&t.updater, "updater", def.Rule.Name, "servers' update rule: sgd, adagrad or ftrl")
-	f.Float64Var(&t.lr, "lr", 0, "learning rate (0: the application's default: lr 0.5, mf 0.1)")
+	f.StringVar(&t.updater, "updater", "", "servers' update rule: sgd, momentum, adagrad, adam or ftrl (empty: the application's: adagrad for lr and mf, momentum for mlp and cnn)")
+	f.Float64Var(&t.lr, "lr", 0, "learning rate, the single-machine value (0: the application's default: lr 0.5, mf 0.1, mlp and cnn 0.05)")
 	f.Float64Var(&t.l1, "l1", 0, "L1 regularisation weight (applied by the servers; use with ftrl)")
 	f.Float64Var(&t.l2, "l2", -1, "L2 regularisation weight, applied by the servers to the keys a round pushes (-1: the application's default: lr 0, mf 0.05)")
-	f.IntVar(&t.batch, "batch", 0, "samples per round over all machines (0: full-batch rounds)")
-	f.Float64Var(&t.epsilon, "epsilon", def.Epsilon, "stop when the training loss changes by less than this fraction between passes")
-	f.IntVar(&t.maxPasses, "max-passes", def.MaxPasses, "stop after this many passes over the data")
+	f.IntVar(&t.batch, "batch", -1, "samples per round over all machines; each worker takes its share (0: full-batch rounds; -1: the application's default, full batches for lr and mf, 64 for mlp and cnn)")
+	f.Float64Var(&t.epsilon, "epsilon", -1, "stop when the training loss changes by less than this fraction between passes (0: never; negative: the application's default, 1e-4 for lr and mf, 0 for mlp and cnn)")
+	f.IntVar(&t.maxPasses, "max-passes", -1, "stop after this many passes (epochs) over the data (-1: the application's default, 200 for lr and mf, 5 for mlp and cnn)")
+	f.IntVar(&t.maxPasses, "epochs", -1, "the same as --max-passes")
 	f.StringVar(&t.features, "features", string(sparse.FeaturesAuto), "lr: feature values: raw, l2 (unit-norm samples), log1p-l2, or auto (raw for binary data, log1p-l2 otherwise)")
 	f.Uint64Var(&t.seed, "seed", 1, "random seed of placement, batches and initial values")
 	f.StringVar(&t.jsonOut, "json", "", "write the summary as JSON to this file (- for standard output)")
@@ -66,6 +72,14 @@ func (t *trainFlags) register(f *cmdFlags) {
 	t.mf = mf.DefaultConfig()
 	f.IntVar(&t.mf.Rank, "rank", t.mf.Rank, "mf: dimension of the factors")
 	f.Float64Var(&t.mf.HoldOut, "holdout", t.mf.HoldOut, "mf: fraction of the entries held out for the test RMSE when there is no --test")
+	f.StringVar(&t.labels, "labels", "", "mlp, cnn: idx label file of idx DATA")
+	f.StringVar(&t.testLabels, "test-labels", "", "mlp, cnn: idx label file of an idx --test")
+	f.StringVar(&t.labelCol, "label-col", "0", "mlp, cnn: CSV label column, a number from 0 (negative counts from the end) or a header name")
+	f.StringVar(&t.header, "header", "auto", "mlp, cnn: whether a CSV's first record is a header: auto, yes or no")
+	f.StringVar(&t.sep, "sep", ",", "mlp, cnn: CSV field separator (one character; \\t for tab)")
+	f.StringVar(&t.hidden, "hidden", "", "mlp, cnn: widths of the hidden dense layers, such as 256,128 (empty: mlp 256,128, cnn 120,84)")
+	f.StringVar(&t.conv, "conv-channels", "", "cnn: output channels of the convolutions, such as 6,16 (empty: 6,16)")
+	f.StringVar(&t.lrScaling, "lr-scaling", "linear", "mlp, cnn: linear (each worker's push moves the model by lr/K, seed 004 Eq. 4) or none (by lr)")
 }
 
 // job turns the flags into a training job on the file data, loaded with
@@ -81,7 +95,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 		return job, err
 	}
 	job.Data = train.Data{Train: data, Test: t.test, Load: train.LoadOptionsOf(lopt)}
-	job.Placement = t.place
+	job.Placement = cmp.Or(t.place, job.Placement)
 	cfg := &job.Config
 	if t.machines < 1 {
 		return job, usageError("--machines %d: want at least 1", t.machines)
@@ -90,27 +104,43 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	if cfg.Clock, err = clock.Parse(t.consistency); err != nil {
 		return job, usageError("--%v", err)
 	}
-	cfg.Rule.Name, cfg.Rule.L1 = t.updater, t.l1
+	cfg.Rule.Name, cfg.Rule.L1 = cmp.Or(t.updater, cfg.Rule.Name), t.l1
 	if t.l2 >= 0 {
 		cfg.Rule.L2 = t.l2
 	}
 	if t.lr > 0 {
 		cfg.Rule.LR = t.lr
 	}
-	if t.batch < 0 {
-		return job, usageError("--batch %d: want 0 (full batch) or a positive number of samples", t.batch)
+	switch {
+	case t.batch < -1:
+		return job, usageError("--batch %d: want 0 (full batch), a positive number of samples, or -1", t.batch)
+	case t.batch >= 0:
+		cfg.Batch = t.batch
 	}
-	cfg.Batch, cfg.Epsilon, cfg.MaxPasses, cfg.Seed = t.batch, t.epsilon, t.maxPasses, t.seed
-	if cfg.MaxPasses < 1 {
-		return job, usageError("--max-passes %d: want at least 1", cfg.MaxPasses)
+	if t.maxPasses != -1 {
+		if cfg.MaxPasses = t.maxPasses; cfg.MaxPasses < 1 {
+			return job, usageError("--max-passes %d: want at least 1", cfg.MaxPasses)
+		}
 	}
-	if !(cfg.Epsilon >= 0) {
-		return job, usageError("--epsilon %v: want ≥ 0", cfg.Epsilon)
+	if t.epsilon >= 0 {
+		cfg.Epsilon = t.epsilon
+	} else if math.IsNaN(t.epsilon) {
+		return job, usageError("--epsilon %v: want ≥ 0", t.epsilon)
 	}
+	cfg.Seed = t.seed
 	if err := t.links(cfg); err != nil {
 		return job, err
 	}
-	if err := appOptions(&job, map[string]any{"features": t.features, "rank": t.mf.Rank, "holdout": t.mf.HoldOut}); err != nil {
+	opts := map[string]any{"features": t.features, "rank": t.mf.Rank, "holdout": t.mf.HoldOut,
+		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling}
+	for name, list := range map[string]string{"hidden": t.hidden, "conv_channels": t.conv} {
+		if list != "" {
+			if opts[name], err = parseInts(list); err != nil {
+				return job, usageError("--%s: %v", strings.ReplaceAll(name, "_", "-"), err)
+			}
+		}
+	}
+	if err := app.SetOptions(&job, opts); err != nil {
 		return job, err
 	}
 	if err := job.Validate(); err != nil {
@@ -145,22 +175,17 @@ func (t *trainFlags) links(cfg *train.Config) error {
 	return nil
 }
 
-// appOptions sets in the job's options every value of flags whose name
-// the application's options have: the command line has one flag per
-// option of any application, and each application takes its own.
-func appOptions(job *train.Job, flags map[string]any) error {
-	opts := map[string]any{}
-	if len(job.Options) > 0 {
-		if err := json.Unmarshal(job.Options, &opts); err != nil {
-			return err
+// parseInts reads comma-separated positive integers.
+func parseInts(list string) ([]int, error) {
+	var out []int
+	for _, s := range splitList(list) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want positive integers separated by commas", list)
 		}
+		out = append(out, n)
 	}
-	for name, v := range flags {
-		if _, ok := opts[name]; ok {
-			opts[name] = v
-		}
-	}
-	return job.SetOptions(opts)
+	return out, nil
 }
 
 func runTrain(e *env, args []string) error {
@@ -194,7 +219,7 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	specs, err := t.placements()
+	specs, err := t.placements(job)
 	if err != nil {
 		return err
 	}
@@ -205,8 +230,8 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d := dep.deployer(opened.Data.Train)
-	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describe(opened.Data.Train), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
+	d := dep.deployer(opened.Data.Graph)
+	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
 	runs, err := trainRuns(e, job, opened, specs, d)
 	if err != nil {
 		return err
@@ -217,8 +242,8 @@ func runTrain(e *env, args []string) error {
 // placements returns the placements to train on: --compare's, or
 // --placement; each a partitioner or a directory, checked before anything
 // is loaded.
-func (t *trainFlags) placements() ([]string, error) {
-	specs := []string{t.place}
+func (t *trainFlags) placements(job train.Job) ([]string, error) {
+	specs := []string{job.Placement}
 	if t.compare != "" {
 		specs = splitList(t.compare)
 	}
@@ -227,11 +252,8 @@ func (t *trainFlags) placements() ([]string, error) {
 	}
 	for i, spec := range specs {
 		specs[i] = strings.TrimSpace(spec)
-		if st, err := os.Stat(specs[i]); err == nil && st.IsDir() {
-			continue
-		}
-		if _, err := partition.Lookup(specs[i]); err != nil {
-			return nil, usageError("--placement: %v (or a directory written by colo partition)", err)
+		if err := app.CheckPlacement(t.app, specs[i]); err != nil {
+			return nil, usageError("--%v", err)
 		}
 	}
 	return specs, nil
@@ -243,24 +265,25 @@ func linkWords(cfg train.Config) string {
 	case cfg.Bandwidth != nil:
 		return "links from a bandwidth matrix"
 	case cfg.LinkBandwidth > 0:
-		return rateWords(cfg.LinkBandwidth) + " links"
+		return transport.RateWords(cfg.LinkBandwidth) + " links"
 	}
 	return "unlimited links"
 }
 
 // trainRuns trains the opened job once per placement on d.
 func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer) ([]*train.Result, error) {
-	g := opened.Data.Train
 	var runs []*train.Result
 	for _, spec := range specs {
 		job.Placement = spec
-		p, secs, err := app.Place(job, g)
+		p, secs, err := opened.Place(job)
 		if err != nil {
 			return nil, err
 		}
-		cost, err := placement.Evaluate(g, p, 0)
-		if err != nil {
-			return nil, err
+		var cost *placement.Cost
+		if g := opened.Data.Graph; g != nil {
+			if cost, err = placement.Evaluate(g, p, 0); err != nil {
+				return nil, err
+			}
 		}
 		bar := newProgressBar(e, "train "+spec)
 		j := job
@@ -301,8 +324,10 @@ func reportRuns(e *env, runs []*train.Result, jsonOut, svgOut string) error {
 		fmt.Fprintln(tw)
 	}
 	row("placement", func(r *train.Result) string { return r.Placement })
-	row("T_max (cost model)", func(r *train.Result) string { return commas(r.TMax) })
-	row("T_sum (cost model)", func(r *train.Result) string { return commas(r.TSum) })
+	if runs[0].TSum > 0 {
+		row("T_max (cost model)", func(r *train.Result) string { return commas(r.TMax) })
+		row("T_sum (cost model)", func(r *train.Result) string { return commas(r.TSum) })
+	}
 	row("partition s", func(r *train.Result) string { return fmt.Sprintf("%.2f", r.PartitionSeconds) })
 	row("train s", func(r *train.Result) string { return fmt.Sprintf("%.2f", r.TrainSeconds) })
 	row("total s", func(r *train.Result) string { return fmt.Sprintf("%.2f", r.TotalSeconds) })
@@ -312,6 +337,8 @@ func reportRuns(e *env, runs []*train.Result, jsonOut, svgOut string) error {
 	row("final train loss", func(r *train.Result) string { return fmt.Sprintf("%.4f", r.FinalTrainLoss) })
 	if runs[0].Accuracy != nil {
 		row(runs[0].On+" accuracy %", func(r *train.Result) string { return fmt.Sprintf("%.2f", 100**r.Accuracy) })
+	}
+	if runs[0].AUC != nil {
 		row(runs[0].On+" AUC", func(r *train.Result) string { return fmt.Sprintf("%.4f", *r.AUC) })
 	}
 	if runs[0].RMSE != nil {
@@ -347,19 +374,4 @@ func reportRuns(e *env, runs []*train.Result, jsonOut, svgOut string) error {
 		}
 	}
 	return nil
-}
-
-// rateWords writes a rate in bytes per second as bits per second for
-// people: "100 Mbit/s".
-func rateWords(bytesPerSec float64) string {
-	bits := 8 * bytesPerSec
-	for _, u := range []struct {
-		scale float64
-		name  string
-	}{{1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}} {
-		if bits >= u.scale {
-			return fmt.Sprintf("%.4g %s", bits/u.scale, u.name)
-		}
-	}
-	return fmt.Sprintf("%.4g bit/s", bits)
 }

@@ -81,7 +81,9 @@ func TestTrainBadFlags(t *testing.T) {
 		{[]string{"--app", "svm"}, "--app"},
 		{[]string{"--updater", "sum"}, "does not train"},
 		{[]string{"--max-passes", "0"}, "--max-passes"},
-		{[]string{"--batch", "-1"}, "--batch"},
+		{[]string{"--batch", "-2"}, "--batch"},
+		{[]string{"--app", "mlp", "--placement", "parsa"}, "sharding scheme"},
+		{[]string{"--hidden", "256,x"}, "--hidden"},
 		{[]string{"--features", "tfidf"}, "features"},
 		{[]string{"--compare", ","}, "names no placement"},
 	} {

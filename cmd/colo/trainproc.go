@@ -9,6 +9,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,7 +22,6 @@ import (
 	"colo/ps/node"
 	"colo/ps/route"
 	"colo/train"
-	"colo/transport"
 )
 
 // registerNode registers the flags of colo train that colo node's
@@ -57,6 +57,9 @@ func (nf *nodeFlags) trainJob() (train.Job, error) {
 		return train.Job{}, usageError("--job train runs on machines: --num-servers %d and --num-workers %d differ", nf.numServers, nf.numWorkers)
 	case nf.data == "" || nf.place == "":
 		return train.Job{}, usageError("--job train needs --data FILE and --placement DIR (or --job-file)")
+	}
+	if st, err := os.Stat(nf.place); err != nil || !st.IsDir() {
+		return train.Job{}, usageError("--placement %s: want a directory written by colo partition (%s)", nf.place, filepath.Join(nf.place, placement.DataPartFile))
 	}
 	t := nf.train
 	t.machines, t.place, t.consistency = nf.numWorkers, nf.place, "bsp"
@@ -154,23 +157,9 @@ func (nf *nodeFlags) rates(job *train.Job) (node.Rates, error) {
 	if job != nil {
 		return node.Rates{Link: job.Config.LinkBandwidth, Matrix: job.Config.Bandwidth}, nil
 	}
-	var r node.Rates
-	if nf.linkRate != "" {
-		link, err := transport.ParseRate(nf.linkRate)
-		if err != nil {
-			return r, usageError("--link-bandwidth: %v", err)
-		}
-		r.Link = link
-	}
-	if nf.matrix != "" {
-		b, err := transport.ReadBandwidthFile(nf.matrix)
-		if err != nil {
-			return r, err
-		}
-		if k := max(nf.numServers, nf.numWorkers); b.K < k {
-			return r, usageError("--bandwidth-matrix %s is for %d machines, the cluster has %d", nf.matrix, b.K, k)
-		}
-		r.Matrix = b
+	r, err := node.ParseRates(nf.linkRate, nf.matrix, max(nf.numServers, nf.numWorkers))
+	if err != nil {
+		return r, usageError("--link-bandwidth, --bandwidth-matrix: %v", err)
 	}
 	return r, nil
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"fmt"
+
 	"colo/ps/proto"
 	"colo/transport"
 	"colo/transport/tcp"
@@ -21,6 +23,31 @@ type Rates struct {
 	Link   float64
 	Matrix *transport.Bandwidth
 	Host   func(id transport.NodeID) (machine int, ok bool)
+}
+
+// ParseRates reads the rates a command line gives: link, a rate such as
+// "100mbit" (empty: unlimited), and the file of a bandwidth matrix (empty:
+// none) of at least machines rows. Errors name the rate or the file.
+func ParseRates(link, matrix string, machines int) (Rates, error) {
+	var r Rates
+	if link != "" {
+		rate, err := transport.ParseRate(link)
+		if err != nil {
+			return r, fmt.Errorf("link bandwidth: %w", err)
+		}
+		r.Link = rate
+	}
+	if matrix != "" {
+		b, err := transport.ReadBandwidthFile(matrix)
+		if err != nil {
+			return r, err
+		}
+		if b.K < machines {
+			return r, fmt.Errorf("bandwidth matrix %s is for %d machines, the cluster has %d", matrix, b.K, machines)
+		}
+		r.Matrix = b
+	}
+	return r, nil
 }
 
 // host returns the machine of a server or worker id.

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"colo/ps/proto"
@@ -67,5 +69,25 @@ func TestRates(t *testing.T) {
 	}
 	if (Rates{}).Tune(nil) != nil {
 		t.Error("no rates: a tuning")
+	}
+}
+
+func TestParseRates(t *testing.T) {
+	path := t.TempDir() + "/bw"
+	if err := os.WriteFile(path, []byte("0 1mbit\n8mbit 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ParseRates("4mbit", path, 2)
+	if err != nil || r.Link != 4e6/8 || r.Matrix == nil || r.Matrix.K != 2 {
+		t.Fatalf("4mbit and a 2×2 matrix: %+v %v", r, err)
+	}
+	if _, err := ParseRates("fast", "", 2); err == nil || !strings.Contains(err.Error(), "link bandwidth") {
+		t.Errorf("rate fast: %v", err)
+	}
+	if _, err := ParseRates("", path, 3); err == nil || !strings.Contains(err.Error(), "is for 2 machines, the cluster has 3") {
+		t.Errorf("a 2×2 matrix for 3 machines: %v", err)
+	}
+	if r, err := ParseRates("", "", 2); err != nil || !r.Zero() {
+		t.Errorf("nothing: %+v %v", r, err)
 	}
 }

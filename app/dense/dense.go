@@ -1,0 +1,388 @@
+// Package dense trains the dense neural networks of package nn (mlp,
+// cnn) on the parameter server, the workload of seed 004: labelled dense
+// data (idx, CSV, libsvm; package dataset) sharded among the workers by a
+// scheme of package shard, the model's flat parameter vector spread over
+// the servers in contiguous key ranges, and every round one mini-batch
+// per worker that pulls the whole model as one range and pushes its
+// gradient back (train.RangeKeys).
+//
+// Batch size and learning rate follow seed 004 §II-C. A job's batch B is
+// global: the engine cuts each epoch into ⌈N/B⌉ rounds and every worker's
+// shard into as many batches, WB ≈ B/n samples each (Eq. 3). The engine
+// scales each pushed gradient by 1/B, so a worker's push is its batch's
+// mean gradient divided by n: with the servers' learning rate α, each
+// asynchronous push moves the model by α/n times its mean gradient, the
+// α_w = α/n of Eq. 4 and the update of Eq. 5; under BSP the servers apply
+// the mean gradient of the global batch, as one machine would. Options
+// LRScaling "none" drops the 1/n: every push then moves by α.
+//
+// The servers start every key at zero and the update rules (SGD, momentum,
+// Adam) move a value by a function of its gradients alone, so the servers
+// hold each parameter's displacement from the seeded initial parameters
+// w₀ (nn.Model.Init), which every worker and the evaluation add back: the
+// same training as servers that started at w₀. L1 and L2 penalties would
+// pull towards w₀ instead of zero, so a dense job refuses them.
+//
+// Samples that a scheme broadcasts (distribution-aware sharding's small
+// neighbourhoods) are trained on by every worker.
+//
+//	job, _ := app.DefaultJob("cnn")
+//	job.Data.Train, job.Placement = "train-images-idx3-ubyte.gz", "stratified"
+//	job.SetOptions(dense.Options{Labels: "train-labels-idx1-ubyte.gz", ...})
+package dense
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"colo/dataset"
+	"colo/nn"
+	"colo/placement"
+	"colo/ps/update"
+	"colo/ps/worker"
+	"colo/shard"
+	"colo/train"
+)
+
+// Options are a dense model's settings in a job.
+type Options struct {
+	// Labels is the idx label file of idx training data, TestLabels the
+	// test data's.
+	Labels     string `json:"labels"`
+	TestLabels string `json:"test_labels"`
+	// LabelCol, Header and Sep read CSV data (dataset.LoadOptions.SetCSV):
+	// the label column ("0", "-1" for the last, or a header name), the
+	// header (auto, yes, no) and the separator.
+	LabelCol string `json:"label_col"`
+	Header   string `json:"header"`
+	Sep      string `json:"sep"`
+	// Hidden are the widths of the hidden dense layers and Conv the
+	// channels of cnn's convolutions; empty for the architecture's
+	// defaults (nn.Config).
+	Hidden []int `json:"hidden"`
+	Conv   []int `json:"conv_channels"`
+	// Channels, Height and Width are the shape of a sample; 0 infers one
+	// square channel from the data's dimension (28×28 for 784).
+	Channels int `json:"input_channels"`
+	Height   int `json:"input_height"`
+	Width    int `json:"input_width"`
+	// LRScaling is "linear" (each push moves by α/n, seed 004 Eq. 4) or
+	// "none" (by α).
+	LRScaling string `json:"lr_scaling"`
+}
+
+// DefaultOptions returns CSV data with its label in the first column and
+// a detected header, the architectures' default widths, linear scaling.
+func DefaultOptions() Options {
+	return Options{LabelCol: "0", Header: "auto", Sep: ",", LRScaling: "linear"}
+}
+
+// Defaults sets a dense model's defaults in job: random shards (seed 004's
+// baseline), global batches of 64, 5 epochs without the loss criterion,
+// momentum SGD with rate 0.05 and μ 0.9 (the PyTorch reference's), and
+// DefaultOptions.
+func Defaults(job *train.Job) error {
+	job.Placement = string(shard.SchemeRandom)
+	c := &job.Config
+	c.Batch, c.MaxPasses, c.Epsilon = 64, 5, 0
+	c.Rule = update.DefaultConfig()
+	c.Rule.Name, c.Rule.LR, c.Rule.Momentum = "momentum", 0.05, 0.9
+	return job.SetOptions(DefaultOptions())
+}
+
+// Schemes are the placements a dense job takes besides a directory
+// written by colo shard.
+var Schemes = []shard.Scheme{shard.SchemeRandom, shard.SchemeRoundRobin, shard.SchemeStratified, shard.SchemeDistAware, shard.SchemeSubmodular}
+
+// CheckPlacement checks that spec names a sharding scheme or a directory.
+func CheckPlacement(spec string) error {
+	if st, err := os.Stat(spec); err == nil && st.IsDir() {
+		return nil
+	}
+	for _, s := range Schemes {
+		if string(s) == spec {
+			return nil
+		}
+	}
+	names := make([]string, len(Schemes))
+	for i, s := range Schemes {
+		names[i] = string(s)
+	}
+	return fmt.Errorf("placement %q: want a sharding scheme (%s) or a directory written by colo shard", spec, strings.Join(names, ", "))
+}
+
+// Load reads the training and test data of job with its options.
+func Load(job train.Job) (train *dataset.Dataset, test *dataset.Dataset, err error) {
+	o, err := options(job)
+	if err != nil {
+		return nil, nil, err
+	}
+	read := func(path, labels string) (*dataset.Dataset, error) {
+		lo := dataset.DefaultLoadOptions()
+		lo.Labels = labels
+		if err := lo.SetCSV(o.LabelCol, o.Header, o.Sep); err != nil {
+			return nil, fmt.Errorf("%s options: %w", job.App, err)
+		}
+		d, err := dataset.Load(path, lo)
+		if err == nil && d.Len() == 0 {
+			err = fmt.Errorf("%s: no samples", path)
+		}
+		return d, err
+	}
+	if train, err = read(job.Data.Train, o.Labels); err != nil {
+		return nil, nil, err
+	}
+	if job.Data.Test != "" {
+		if test, err = read(job.Data.Test, o.TestLabels); err != nil {
+			return nil, nil, err
+		}
+		if test.Dim != train.Dim {
+			return nil, nil, fmt.Errorf("%s: %d features per sample, the training data %s has %d", job.Data.Test, test.Dim, job.Data.Train, train.Dim)
+		}
+		if test.Classes > train.Classes {
+			return nil, nil, fmt.Errorf("%s: %d classes, the training data %s has %d", job.Data.Test, test.Classes, job.Data.Train, train.Classes)
+		}
+	}
+	return train, test, nil
+}
+
+// options decodes the job's options over DefaultOptions.
+func options(job train.Job) (Options, error) {
+	o := DefaultOptions()
+	if err := job.DecodeOptions(&o); err != nil {
+		return o, err
+	}
+	if o.LRScaling != "linear" && o.LRScaling != "none" {
+		return o, fmt.Errorf("%s options: lr_scaling %q: want linear or none", job.App, o.LRScaling)
+	}
+	return o, nil
+}
+
+// App is a dense model on labelled data. It implements train.App.
+type App struct {
+	Model *nn.Model
+	Train *dataset.Dataset
+	// Test is the test set; nil evaluates on the training set.
+	Test *dataset.Dataset
+	// Seed seeds the initial parameters (every worker draws the same).
+	Seed uint64
+	// scale multiplies each push's gradient: 1, or the number of workers
+	// without linear scaling.
+	scale float32
+	// broadcast are the samples every worker trains on.
+	broadcast []int32
+	// w0 are the initial parameters, which the servers' values are
+	// relative to.
+	w0 []float32
+	// labels are Train's labels as the model takes them.
+	labels []int32
+}
+
+// Open builds the architecture job.App ("mlp" or "cnn") for the loaded
+// data.
+func Open(job train.Job, tr, test *dataset.Dataset) (*App, error) {
+	o, err := options(job)
+	if err != nil {
+		return nil, err
+	}
+	cfg := nn.DefaultConfig()
+	cfg.Classes = max(tr.Classes, 2)
+	if test != nil {
+		cfg.Classes = max(cfg.Classes, test.Classes)
+	}
+	cfg.Hidden, cfg.Conv = o.Hidden, o.Conv
+	cfg.Channels, cfg.Height, cfg.Width = o.Channels, o.Height, o.Width
+	if cfg.Channels == 0 && cfg.Height == 0 && cfg.Width == 0 {
+		side := int(math.Round(math.Sqrt(float64(tr.Dim))))
+		cfg.Channels, cfg.Height, cfg.Width = 1, side, side
+		if side*side != tr.Dim {
+			// Not a square image: one row of features (mlp only).
+			cfg.Height, cfg.Width = 1, tr.Dim
+		}
+	}
+	if cfg.Channels*cfg.Height*cfg.Width != tr.Dim {
+		return nil, fmt.Errorf("%s options: input %d×%d×%d = %d values, the data %s has %d features per sample",
+			job.App, cfg.Channels, cfg.Height, cfg.Width, cfg.Channels*cfg.Height*cfg.Width, tr.Source, tr.Dim)
+	}
+	m, err := nn.New(job.App, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if b, k := job.Config.Batch, job.Config.Machines; b > 0 && b < k {
+		return nil, fmt.Errorf("%s: batch %d is smaller than the %d machines: each worker's batch is batch/machines (seed 004 Eq. 3)", job.App, b, k)
+	}
+	if r := job.Config.Rule; r.L1 != 0 || r.L2 != 0 {
+		return nil, fmt.Errorf("%s: rule.l1 %v and rule.l2 %v: dense models take no L1 or L2 penalty (the servers hold displacements from the initial parameters)", job.App, r.L1, r.L2)
+	}
+	a := &App{Model: m, Train: tr, Test: test, Seed: job.Config.Seed, scale: 1, labels: labels32(tr)}
+	a.w0 = make([]float32, m.NumParams())
+	m.Init(a.w0, rand.New(rand.NewPCG(job.Config.Seed, 0x1417)))
+	if o.LRScaling == "none" {
+		a.scale = float32(job.Config.Machines)
+	}
+	return a, nil
+}
+
+func labels32(d *dataset.Dataset) []int32 {
+	out := make([]int32, d.Len())
+	for i, l := range d.Labels {
+		out[i] = int32(l)
+	}
+	return out
+}
+
+// Name returns the architecture's name.
+func (a *App) Name() string { return a.Model.Name() }
+
+// Width returns 1: key k is parameter k.
+func (a *App) Width() int { return 1 }
+
+// NumSamples returns the number of training samples.
+func (a *App) NumSamples() int { return a.Train.Len() }
+
+// NumKeys returns the number of parameters.
+func (a *App) NumKeys() int { return a.Model.NumParams() }
+
+// Place returns the placement of job: the samples sharded by the scheme
+// job.Placement names (seeded by the job's seed) or read from a colo
+// shard directory, each machine's server holding an equal contiguous
+// range of the parameters; and the seconds sharding took. Samples the
+// shards broadcast are placed on machine 0 and trained on by every
+// machine.
+func (a *App) Place(job train.Job) (*placement.Placement, float64, error) {
+	k := job.Config.Machines
+	var assign []int
+	var secs float64
+	if st, err := os.Stat(job.Placement); err == nil && st.IsDir() {
+		var workers int
+		if assign, workers, err = shard.ReadDir(job.Placement); err != nil {
+			return nil, 0, err
+		}
+		if workers != k {
+			return nil, 0, fmt.Errorf("%s shards the data among %d workers, the job has %d machines", job.Placement, workers, k)
+		}
+		if len(assign) != a.NumSamples() {
+			return nil, 0, fmt.Errorf("%s shards %d samples, %s has %d", job.Placement, len(assign), job.Data.Train, a.NumSamples())
+		}
+	} else {
+		if err := CheckPlacement(job.Placement); err != nil {
+			return nil, 0, err
+		}
+		o := shard.DefaultOptions()
+		o.Workers, o.Scheme = k, shard.Scheme(job.Placement)
+		start := time.Now()
+		res, err := shard.Shard(a.Train, o, rand.New(rand.NewPCG(job.Config.Seed, 0x5eed)))
+		if err != nil {
+			return nil, 0, err
+		}
+		assign, secs = res.Assign, time.Since(start).Seconds()
+	}
+	p := &placement.Placement{K: k, Data: make([]int32, len(assign)), Param: make([]int32, a.NumKeys())}
+	a.broadcast = a.broadcast[:0]
+	for u, w := range assign {
+		if w == shard.Broadcast {
+			a.broadcast = append(a.broadcast, int32(u))
+			w = 0
+		}
+		p.Data[u] = int32(w)
+	}
+	n := int64(a.NumKeys())
+	for v := range p.Param {
+		p.Param[v] = int32(int64(v) * int64(k) / n)
+	}
+	return p, secs, nil
+}
+
+// Part cuts machine rank's samples, and the broadcast ones, into batches
+// of a pass in an order drawn from seed.
+func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part {
+	mine := rows
+	if rank != 0 && len(a.broadcast) > 0 {
+		mine = append(append([]int32(nil), rows...), a.broadcast...)
+	}
+	order := append([]int32(nil), mine...)
+	if batches > 1 {
+		rng := rand.New(rand.NewPCG(seed, uint64(rank)+1))
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	p := &part{a: a, ws: a.Model.NewWorkspace(max(1, (len(order)+batches-1)/batches))}
+	for b := range batches {
+		p.batches = append(p.batches, order[b*len(order)/batches:(b+1)*len(order)/batches])
+	}
+	return p
+}
+
+// part is a machine's share of a dense model.
+type part struct {
+	a       *App
+	batches [][]int32
+	ws      *nn.Workspace
+	x       []float32
+	y       []int32
+}
+
+func (p *part) Batches() int { return len(p.batches) }
+
+func (p *part) Keys(int) train.Keys { return train.RangeKeys(0, uint64(p.a.NumKeys())) }
+
+// Step computes batch b at the pulled displacements vals from the
+// initial parameters.
+func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, int) {
+	for i, v := range p.a.w0 {
+		vals[i] += v
+	}
+	rows := p.batches[b]
+	d := p.a.Train
+	p.x, p.y = p.x[:0], p.y[:0]
+	for _, u := range rows {
+		p.x = append(p.x, d.Row(int(u))...)
+		p.y = append(p.y, p.a.labels[u])
+	}
+	loss, correct := p.a.Model.LossGrad(vals, p.x, p.y, len(rows), grad, scale*p.a.scale, p.ws)
+	return loss, len(rows), correct
+}
+
+// Evaluate pulls the model on worker 0 and scores the test set (the
+// training set without one); other workers return nothing.
+func (a *App) Evaluate(ctx context.Context, w *worker.Worker, _ train.Part) (train.Eval, error) {
+	if w.Rank() != 0 {
+		return train.Eval{}, nil
+	}
+	params := make([]float32, a.NumKeys())
+	if err := w.PullRange(0, uint64(len(params)), params).Wait(); err != nil {
+		return train.Eval{}, err
+	}
+	for i, v := range a.w0 {
+		params[i] += v
+	}
+	d, on := a.Test, "test"
+	if d == nil {
+		d, on = a.Train, "train"
+	}
+	return a.Score(params, d, on), nil
+}
+
+// Initial returns the initial parameters w₀.
+func (a *App) Initial() []float32 { return a.w0 }
+
+// Score evaluates the model at params on d: accuracy, mean log loss and
+// the accuracy of each class.
+func (a *App) Score(params []float32, d *dataset.Dataset, on string) train.Eval {
+	ws := a.Model.NewWorkspace(256)
+	ev := a.Model.Evaluate(params, d.Features, labels32(d), d.Len(), ws)
+	acc, loss := ev.Accuracy(), ev.MeanLoss()
+	out := train.Eval{On: on, Samples: ev.Samples, Accuracy: &acc, LogLoss: &loss}
+	for c, n := range ev.ClassSamples {
+		v := 0.0
+		if n > 0 {
+			v = float64(ev.ClassCorrect[c]) / float64(n)
+		}
+		out.ClassAccuracy = append(out.ClassAccuracy, v)
+	}
+	return out
+}

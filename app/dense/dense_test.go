@@ -1,0 +1,269 @@
+package dense
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"colo/cluster"
+	"colo/dataset"
+	"colo/ps/clock"
+	"colo/shard"
+	"colo/train"
+)
+
+// blobs is a labelled dataset of n samples in dim dimensions: class c's
+// samples lie around a centre of its own, so a small network separates
+// them.
+func blobs(t testing.TB, n, dim, classes int, seed uint64) *dataset.Dataset {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	centres := make([][]float32, classes)
+	for c := range centres {
+		centres[c] = make([]float32, dim)
+		for j := range centres[c] {
+			centres[c][j] = float32(rng.NormFloat64())
+		}
+	}
+	x := make([]float32, 0, n*dim)
+	y := make([]int, n)
+	for i := range n {
+		y[i] = i % classes
+		for j := range dim {
+			x = append(x, centres[y[i]][j]+float32(0.7*rng.NormFloat64()))
+		}
+	}
+	d, err := dataset.New(x, y, dim, classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// job returns an mlp job on k machines.
+func job(t testing.TB, k, epochs, batch int, hidden []int) train.Job {
+	t.Helper()
+	j := train.DefaultJob()
+	j.App, j.Data.Train = "mlp", "blobs"
+	if err := Defaults(&j); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.Hidden = hidden
+	if err := j.SetOptions(o); err != nil {
+		t.Fatal(err)
+	}
+	j.Config.Machines, j.Config.MaxPasses, j.Config.Batch = k, epochs, batch
+	return j
+}
+
+func open(t testing.TB, j train.Job, d *dataset.Dataset) *App {
+	t.Helper()
+	a, err := Open(j, d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestOneMachineMatchesLocal: one machine on the parameter server runs
+// the same steps as the single-process loop with the same seed (BSP,
+// momentum on the server), pass for pass; and the model learns.
+func TestOneMachineMatchesLocal(t *testing.T) {
+	d := blobs(t, 600, 36, 4, 1)
+	j := job(t, 1, 4, 50, []int{16})
+	a := open(t, j, d)
+	want, model, err := train.Local(a, j.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := a.Place(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RoundsDetail) != len(want) {
+		t.Fatalf("%d passes, Local %d", len(res.RoundsDetail), len(want))
+	}
+	for i, got := range res.RoundsDetail {
+		if d := math.Abs(got.TrainLoss - want[i].TrainLoss); d > 1e-6*want[i].TrainLoss || got.TrainAccuracy != want[i].TrainAccuracy {
+			t.Fatalf("pass %d: loss %v accuracy %v, Local %v %v", i+1, got.TrainLoss, got.TrainAccuracy, want[i].TrainLoss, want[i].TrainAccuracy)
+		}
+	}
+	for i, v := range a.Initial() {
+		model[i] += v
+	}
+	local := a.Score(model, d, "train")
+	if *res.Accuracy != *local.Accuracy || *res.Accuracy < 0.9 {
+		t.Errorf("accuracy %v on the cluster, %v locally; want above 0.9", *res.Accuracy, *local.Accuracy)
+	}
+	if len(res.ClassAccuracy) != 4 {
+		t.Errorf("per-class accuracy %v", res.ClassAccuracy)
+	}
+}
+
+// TestAsyncLearns: asynchronous training on four machines learns the
+// problem far above chance.
+func TestAsyncLearns(t *testing.T) {
+	d := blobs(t, 1200, 36, 4, 2)
+	j := job(t, 4, 4, 64, []int{16})
+	j.Config.Clock = clock.Config{Mode: clock.Async}
+	j.Placement = "stratified"
+	a := open(t, j, d)
+	p, _, err := a.Place(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *res.Accuracy < 0.9 {
+		t.Errorf("async: accuracy %.3f", *res.Accuracy)
+	}
+}
+
+// TestEverySampleOncePerEpoch: for every scheme, each sample is in
+// exactly one batch of one machine per pass; a broadcast sample in one
+// batch of every machine.
+func TestEverySampleOncePerEpoch(t *testing.T) {
+	d := blobs(t, 240, 8, 3, 4)
+	for _, scheme := range Schemes {
+		j := job(t, 4, 1, 20, nil)
+		j.Placement = string(scheme)
+		a := open(t, j, d)
+		p, _, err := a.Place(j)
+		if err != nil {
+			t.Fatalf("%s: %v", scheme, err)
+		}
+		batches := train.NewSchedule(a, j.Config).Batches
+		seen := make([]int, d.Len())
+		for rank := range 4 {
+			part := a.Part(rank, train.Shard(p, rank), batches, 7).(*part)
+			if part.Batches() != batches {
+				t.Fatalf("%s: machine %d has %d batches, want %d", scheme, rank, part.Batches(), batches)
+			}
+			for _, b := range part.batches {
+				for _, u := range b {
+					seen[u]++
+				}
+			}
+		}
+		want := make([]int, d.Len())
+		for u := range want {
+			want[u] = 1
+			if slices.Contains(a.broadcast, int32(u)) {
+				want[u] = 4
+			}
+		}
+		if !slices.Equal(seen, want) {
+			t.Errorf("%s: samples trained %v times per pass, want %v", scheme, seen, want)
+		}
+	}
+}
+
+// TestPlaceReadsShardDirectory: a colo shard directory is read back as
+// the placement; one for other workers or other data is refused.
+func TestPlaceReadsShardDirectory(t *testing.T) {
+	d := blobs(t, 90, 4, 3, 5)
+	dir := filepath.Join(t.TempDir(), "shards")
+	assign := make([]int, 90)
+	for i := range assign {
+		assign[i] = i % 3
+	}
+	assign[5] = shard.Broadcast
+	if err := shard.WriteDir(dir, assign, map[string]any{"workers": 3}); err != nil {
+		t.Fatal(err)
+	}
+	j := job(t, 3, 1, 30, nil)
+	j.Placement = dir
+	a := open(t, j, d)
+	p, secs, err := a.Place(j)
+	if err != nil || secs != 0 {
+		t.Fatal(err)
+	}
+	if p.Data[7] != 1 || p.Data[5] != 0 || !slices.Equal(a.broadcast, []int32{5}) {
+		t.Errorf("placement %v, broadcast %v", p.Data[:8], a.broadcast)
+	}
+	j.Config.Machines = 2
+	if _, _, err := open(t, j, d).Place(j); err == nil || !strings.Contains(err.Error(), "3 workers") {
+		t.Errorf("3 shards on 2 machines: %v", err)
+	}
+}
+
+// TestBadJobs: every bad setting is named.
+func TestBadJobs(t *testing.T) {
+	d := blobs(t, 40, 9, 2, 6)
+	for _, c := range []struct {
+		edit func(*train.Job)
+		want string
+	}{
+		{func(j *train.Job) { j.App = "resnet" }, "resnet"},
+		{func(j *train.Job) { j.Config.Batch, j.Config.Machines = 3, 4 }, "batch 3 is smaller than the 4 machines"},
+		{func(j *train.Job) { j.Config.Rule.L2 = 0.1 }, "rule.l2"},
+		{func(j *train.Job) { j.Options = []byte(`{"lr_scaling": "sqrt"}`) }, "lr_scaling"},
+		{func(j *train.Job) { j.Options = []byte(`{"input_channels": 2, "input_height": 2, "input_width": 2}`) }, "8 values"},
+		{func(j *train.Job) { j.Options = []byte(`{"layers": 3}`) }, `unknown field "layers"`},
+	} {
+		j := job(t, 2, 1, 10, nil)
+		c.edit(&j)
+		if _, err := Open(j, d, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an error naming %q, got %v", c.want, err)
+		}
+	}
+	j := job(t, 2, 1, 10, nil)
+	j.Placement = "parsa"
+	if _, _, err := open(t, j, d).Place(j); err == nil || !strings.Contains(err.Error(), "sharding scheme") {
+		t.Errorf("placement parsa: %v", err)
+	}
+}
+
+// TestFashionMNIST trains the mlp for one epoch on a tenth of
+// Fashion-MNIST on two asynchronous machines: far above chance.
+func TestFashionMNIST(t *testing.T) {
+	const dir = "../../../shared/data/fashion-mnist"
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("Fashion-MNIST not found beside the repository: %v", err)
+	}
+	j := job(t, 2, 1, 64, nil)
+	j.Data.Train, j.Data.Test = filepath.Join(dir, "train-images-idx3-ubyte.gz"), filepath.Join(dir, "t10k-images-idx3-ubyte.gz")
+	o := DefaultOptions()
+	o.Labels, o.TestLabels = filepath.Join(dir, "train-labels-idx1-ubyte.gz"), filepath.Join(dir, "t10k-labels-idx1-ubyte.gz")
+	if err := j.SetOptions(o); err != nil {
+		t.Fatal(err)
+	}
+	tr, te, err := Load(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]int, 6000)
+	for i := range rows {
+		rows[i] = i
+	}
+	tr = tr.Subset(rows)
+	j.Config.Clock = clock.Config{Mode: clock.Async}
+	a, err := Open(j, tr, te)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := a.Place(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("test accuracy %.3f after one epoch of 6,000 samples", *res.Accuracy)
+	if *res.Accuracy < 0.6 {
+		t.Errorf("test accuracy %.3f", *res.Accuracy)
+	}
+}
