@@ -81,6 +81,18 @@ type Eval struct {
 	ClassAccuracy []float64 `json:"test_class_accuracy,omitempty"`
 }
 
+// Words is the test measure for a line of output: ", test accuracy
+// 84.63%", ", held-out RMSE 0.9312", or nothing.
+func (ev Eval) Words() string {
+	switch {
+	case ev.Accuracy != nil:
+		return fmt.Sprintf(", %s accuracy %.2f%%", ev.On, 100**ev.Accuracy)
+	case ev.RMSE != nil:
+		return fmt.Sprintf(", %s RMSE %.4f", ev.On, *ev.RMSE)
+	}
+	return ""
+}
+
 // Config is a training job's settings, apart from the application, the
 // data and the placement.
 type Config struct {

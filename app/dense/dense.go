@@ -37,6 +37,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,12 +76,17 @@ type Options struct {
 	// LRScaling is "linear" (each push moves by α/n, seed 004 Eq. 4) or
 	// "none" (by α).
 	LRScaling string `json:"lr_scaling"`
+	// LRDecay is the schedule of the learning rate over the epochs:
+	// "none" (constant) or "cosine" (from α down to 0 by the last step,
+	// α·(1 + cos(π·t/T))/2 at step t of T). A worker scales its gradient,
+	// which for sgd and momentum is the same as scaling the rate.
+	LRDecay string `json:"lr_decay"`
 }
 
 // DefaultOptions returns CSV data with its label in the first column and
 // a detected header, the architectures' default widths, linear scaling.
 func DefaultOptions() Options {
-	return Options{LabelCol: "0", Header: "auto", Sep: ",", LRScaling: "linear"}
+	return Options{LabelCol: "0", Header: "auto", Sep: ",", LRScaling: "linear", LRDecay: "none"}
 }
 
 // Defaults sets a dense model's defaults in job: random shards (seed 004's
@@ -99,21 +106,39 @@ func Defaults(job *train.Job) error {
 // written by colo shard.
 var Schemes = []shard.Scheme{shard.SchemeRandom, shard.SchemeRoundRobin, shard.SchemeStratified, shard.SchemeDistAware, shard.SchemeSubmodular}
 
-// CheckPlacement checks that spec names a sharding scheme or a directory.
+// CheckPlacement checks that spec names a sharding scheme (distaware
+// optionally with its number of neighbourhoods, "distaware:40") or a
+// directory.
 func CheckPlacement(spec string) error {
 	if st, err := os.Stat(spec); err == nil && st.IsDir() {
 		return nil
 	}
-	for _, s := range Schemes {
-		if string(s) == spec {
-			return nil
+	_, err := ParseScheme(spec)
+	return err
+}
+
+// ParseScheme reads a sharding scheme as a job's placement names it:
+// random, roundrobin, stratified, submodular, or distaware[:clusters]
+// (k-means neighbourhoods; 0 or none: twice the number of classes).
+func ParseScheme(spec string) (shard.Options, error) {
+	o := shard.DefaultOptions()
+	name, clusters, hasClusters := strings.Cut(spec, ":")
+	o.Scheme = shard.Scheme(name)
+	if hasClusters {
+		n, err := strconv.Atoi(clusters)
+		if o.Scheme != shard.SchemeDistAware || err != nil || n < 1 {
+			return o, fmt.Errorf("placement %q: only distaware takes a number of neighbourhoods (distaware:40)", spec)
 		}
+		o.Clusters = n
+	}
+	if slices.Contains(Schemes, o.Scheme) {
+		return o, nil
 	}
 	names := make([]string, len(Schemes))
 	for i, s := range Schemes {
 		names[i] = string(s)
 	}
-	return fmt.Errorf("placement %q: want a sharding scheme (%s) or a directory written by colo shard", spec, strings.Join(names, ", "))
+	return o, fmt.Errorf("placement %q: want a sharding scheme (%s, distaware:clusters) or a directory written by colo shard", spec, strings.Join(names, ", "))
 }
 
 // Load reads the training and test data of job with its options.
@@ -160,6 +185,12 @@ func options(job train.Job) (Options, error) {
 	if o.LRScaling != "linear" && o.LRScaling != "none" {
 		return o, fmt.Errorf("%s options: lr_scaling %q: want linear or none", job.App, o.LRScaling)
 	}
+	switch {
+	case o.LRDecay != "none" && o.LRDecay != "cosine":
+		return o, fmt.Errorf("%s options: lr_decay %q: want none or cosine", job.App, o.LRDecay)
+	case o.LRDecay != "none" && job.Config.Rule.Name != "sgd" && job.Config.Rule.Name != "momentum":
+		return o, fmt.Errorf("%s options: lr_decay %s scales the gradients, which scales the rate of sgd and momentum only, not %s", job.App, o.LRDecay, job.Config.Rule.Name)
+	}
 	return o, nil
 }
 
@@ -174,6 +205,9 @@ type App struct {
 	// scale multiplies each push's gradient: 1, or the number of workers
 	// without linear scaling.
 	scale float32
+	// cosine decays the rate over epochs epochs (lr_decay cosine).
+	cosine bool
+	epochs int
 	// broadcast are the samples every worker trains on.
 	broadcast []int32
 	// w0 are the initial parameters, which the servers' values are
@@ -225,6 +259,7 @@ func Open(job train.Job, tr, test *dataset.Dataset) (*App, error) {
 	if o.LRScaling == "none" {
 		a.scale = float32(job.Config.Machines)
 	}
+	a.cosine, a.epochs = o.LRDecay == "cosine", job.Config.MaxPasses
 	return a, nil
 }
 
@@ -270,11 +305,11 @@ func (a *App) Place(job train.Job) (*placement.Placement, float64, error) {
 			return nil, 0, fmt.Errorf("%s shards %d samples, %s has %d", job.Placement, len(assign), job.Data.Train, a.NumSamples())
 		}
 	} else {
-		if err := CheckPlacement(job.Placement); err != nil {
+		o, err := ParseScheme(job.Placement)
+		if err != nil {
 			return nil, 0, err
 		}
-		o := shard.DefaultOptions()
-		o.Workers, o.Scheme = k, shard.Scheme(job.Placement)
+		o.Workers = k
 		start := time.Now()
 		res, err := shard.Shard(a.Train, o, rand.New(rand.NewPCG(job.Config.Seed, 0x5eed)))
 		if err != nil {
@@ -324,6 +359,8 @@ type part struct {
 	ws      *nn.Workspace
 	x       []float32
 	y       []int32
+	// steps counts the steps taken, for the decay.
+	steps int
 }
 
 func (p *part) Batches() int { return len(p.batches) }
@@ -343,7 +380,13 @@ func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, i
 		p.x = append(p.x, d.Row(int(u))...)
 		p.y = append(p.y, p.a.labels[u])
 	}
-	loss, correct := p.a.Model.LossGrad(vals, p.x, p.y, len(rows), grad, scale*p.a.scale, p.ws)
+	scale *= p.a.scale
+	if p.a.cosine {
+		total := float64(p.a.epochs * len(p.batches))
+		scale *= float32(0.5 * (1 + math.Cos(math.Pi*float64(p.steps)/total)))
+	}
+	p.steps++
+	loss, correct := p.a.Model.LossGrad(vals, p.x, p.y, len(rows), grad, scale, p.ws)
 	return loss, len(rows), correct
 }
 

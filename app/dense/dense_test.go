@@ -77,6 +77,11 @@ func open(t testing.TB, j train.Job, d *dataset.Dataset) *App {
 func TestOneMachineMatchesLocal(t *testing.T) {
 	d := blobs(t, 600, 36, 4, 1)
 	j := job(t, 1, 4, 50, []int{16})
+	o := DefaultOptions()
+	o.Hidden, o.LRDecay = []int{16}, "cosine"
+	if err := j.SetOptions(o); err != nil {
+		t.Fatal(err)
+	}
 	a := open(t, j, d)
 	want, model, err := train.Local(a, j.Config)
 	if err != nil {
@@ -212,6 +217,8 @@ func TestBadJobs(t *testing.T) {
 		{func(j *train.Job) { j.Options = []byte(`{"lr_scaling": "sqrt"}`) }, "lr_scaling"},
 		{func(j *train.Job) { j.Options = []byte(`{"input_channels": 2, "input_height": 2, "input_width": 2}`) }, "8 values"},
 		{func(j *train.Job) { j.Options = []byte(`{"layers": 3}`) }, `unknown field "layers"`},
+		{func(j *train.Job) { j.Options = []byte(`{"lr_decay": "step"}`) }, "lr_decay"},
+		{func(j *train.Job) { j.Options, j.Config.Rule.Name = []byte(`{"lr_decay": "cosine"}`), "adam" }, "not adam"},
 	} {
 		j := job(t, 2, 1, 10, nil)
 		c.edit(&j)
@@ -265,5 +272,26 @@ func TestFashionMNIST(t *testing.T) {
 	t.Logf("test accuracy %.3f after one epoch of 6,000 samples", *res.Accuracy)
 	if *res.Accuracy < 0.6 {
 		t.Errorf("test accuracy %.3f", *res.Accuracy)
+	}
+}
+
+func TestParseScheme(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		scheme   shard.Scheme
+		clusters int
+		ok       bool
+	}{
+		{"random", shard.SchemeRandom, 0, true},
+		{"distaware", shard.SchemeDistAware, 0, true},
+		{"distaware:40", shard.SchemeDistAware, 40, true},
+		{"distaware:0", "", 0, false},
+		{"stratified:3", "", 0, false},
+		{"parsa", "", 0, false},
+	} {
+		o, err := ParseScheme(c.in)
+		if (err == nil) != c.ok || (c.ok && (o.Scheme != c.scheme || o.Clusters != c.clusters)) {
+			t.Errorf("ParseScheme(%q) = %s:%d, %v", c.in, o.Scheme, o.Clusters, err)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -60,25 +59,8 @@ func runLaunch(e *env, args []string) error {
 				return err
 			}
 		} else {
-			printLaunchSummary(e, sum)
+			sum.WriteText(e.out)
 		}
 	}
 	return err
-}
-
-// printLaunchSummary prints the summary of colo launch.
-func printLaunchSummary(e *env, s *launch.SmokeSummary) {
-	shape := fmt.Sprintf("%d machines", s.Machines)
-	if s.Machines == 0 {
-		shape = fmt.Sprintf("%d servers, %d workers", s.Servers, s.Workers)
-	}
-	fmt.Fprintf(e.out, "cluster of %s (%s) on loopback: all nodes running %.3f s after launch\n", shape, s.Consistency, s.StartSeconds)
-	fmt.Fprintf(e.out, "smoke job: %d keys pushed in %.3f s: %.2fM keys/s", s.KeysPushed, s.Seconds, s.KeysPerSec/1e6)
-	if s.Checked {
-		fmt.Fprint(e.out, "; every value is the exact sum")
-	}
-	fmt.Fprintln(e.out)
-	fmt.Fprintf(e.out, "traffic: inner-machine %d messages, %s; inter-machine %d messages, %s (sent)\n",
-		s.Inner.MsgsSent, bytesText(s.Inner.BytesSent), s.Inter.MsgsSent, bytesText(s.Inter.BytesSent))
-	fmt.Fprintf(e.out, "total %.3f s\n", s.TotalSeconds)
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -193,7 +192,7 @@ func runNode(e *env, args []string) error {
 		}
 	}
 	if !nf.jsonOut {
-		printNodeSummary(e, *sum, trained)
+		sum.WriteText(e.out, trained)
 		return jobErr
 	}
 	if trained != nil {
@@ -205,42 +204,6 @@ func runNode(e *env, args []string) error {
 		return err
 	}
 	return jobErr
-}
-
-// printNodeSummary prints the summary of colo node, with t, the
-// training job's result (nil for other jobs).
-func printNodeSummary(e *env, s launch.NodeSummary, t *train.WorkerResult) {
-	fmt.Fprintf(e.out, "%s (machine %d): joined in %.3f s\n", strings.Join(s.Nodes, " + "), s.Machine, s.StartSeconds)
-	if t != nil && len(t.Passes) > 0 {
-		last := t.Passes[len(t.Passes)-1]
-		fmt.Fprintf(e.out, "  trained %d passes (%d rounds) in %.3f s, loss %.4f%s\n", last.Pass, last.Rounds, t.TrainSeconds, last.TrainLoss, evalWords(t.Eval))
-	}
-	if s.Smoke != nil {
-		fmt.Fprintf(e.out, "  pushed %d keys in %.3f s: %.2fM keys/s", s.Smoke.KeysPushed, s.Smoke.Seconds, s.Smoke.KeysPerSec/1e6)
-		if s.Smoke.Checked {
-			fmt.Fprint(e.out, "; every value is the exact sum")
-		}
-		fmt.Fprintln(e.out)
-	}
-	in, out := s.Stats.Inner, s.Stats.Inter
-	fmt.Fprintf(e.out, "  traffic inner-machine %d msgs %s sent, inter-machine %d msgs %s sent, %d msgs %s received\n",
-		in.MsgsSent, bytesText(in.BytesSent), out.MsgsSent, bytesText(out.BytesSent), out.MsgsRecv, bytesText(out.BytesRecv))
-	if s.Error != "" {
-		fmt.Fprintf(e.out, "  job failed: %s\n", s.Error)
-	}
-}
-
-// bytesText formats a byte count.
-func bytesText(b uint64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
 }
 
 // runScheduler runs the scheduler until the job ends.

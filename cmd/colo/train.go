@@ -44,7 +44,7 @@ type trainFlags struct {
 	jobFile     string
 	// The dense models' (mlp, cnn) data and sizes.
 	labels, testLabels, labelCol, header, sep string
-	hidden, conv, lrScaling                   string
+	hidden, conv, lrScaling, lrDecay          string
 }
 
 func (t *trainFlags) register(f *cmdFlags) {
@@ -80,6 +80,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.hidden, "hidden", "", "mlp, cnn: widths of the hidden dense layers, such as 256,128 (empty: mlp 256,128, cnn 120,84)")
 	f.StringVar(&t.conv, "conv-channels", "", "cnn: output channels of the convolutions, such as 6,16 (empty: 6,16)")
 	f.StringVar(&t.lrScaling, "lr-scaling", "linear", "mlp, cnn: linear (each worker's push moves the model by lr/K, seed 004 Eq. 4) or none (by lr)")
+	f.StringVar(&t.lrDecay, "lr-decay", "none", "mlp, cnn: learning-rate schedule over the epochs: none or cosine (to 0 by the last step; sgd and momentum)")
 }
 
 // job turns the flags into a training job on the file data, loaded with
@@ -132,7 +133,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 		return job, err
 	}
 	opts := map[string]any{"features": t.features, "rank": t.mf.Rank, "holdout": t.mf.HoldOut,
-		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling}
+		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay}
 	for name, list := range map[string]string{"hidden": t.hidden, "conv_channels": t.conv} {
 		if list != "" {
 			if opts[name], err = parseInts(list); err != nil {
@@ -295,21 +296,10 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 		}
 		res.Placed(secs, cost)
 		fmt.Fprintf(e.out, "%-14s partition %.2f s, trained %d passes in %.2f s, loss %.4f%s\n",
-			spec, res.PartitionSeconds, res.Passes, res.TrainSeconds, res.FinalTrainLoss, evalWords(res.Eval))
+			spec, res.PartitionSeconds, res.Passes, res.TrainSeconds, res.FinalTrainLoss, res.Eval.Words())
 		runs = append(runs, res)
 	}
 	return runs, nil
-}
-
-// evalWords is the test measure of a run for a line of output.
-func evalWords(ev train.Eval) string {
-	switch {
-	case ev.Accuracy != nil:
-		return fmt.Sprintf(", %s accuracy %.2f%%", ev.On, 100**ev.Accuracy)
-	case ev.RMSE != nil:
-		return fmt.Sprintf(", %s RMSE %.4f", ev.On, *ev.RMSE)
-	}
-	return ""
 }
 
 // reportRuns prints the side-by-side table and writes the JSON and SVG.

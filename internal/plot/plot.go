@@ -5,6 +5,7 @@ package plot
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -28,4 +29,10 @@ func NiceStep(x float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// Label writes a tick value for an axis: rounded to nine decimals, so a
+// step of 0.05 labels 0.15, not 0.15000000000000002.
+func Label(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1e9)/1e9, 'f', -1, 64)
 }

@@ -24,3 +24,14 @@ func TestOpen(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+func TestLabel(t *testing.T) {
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{{0.1 + 0.05, "0.15"}, {3 * 0.1, "0.3"}, {85, "85"}, {-2.5, "-2.5"}, {0, "0"}} {
+		if got := Label(c.v); got != c.want {
+			t.Errorf("Label(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}

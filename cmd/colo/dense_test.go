@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// blobsCSV writes a CSV of n labelled samples of three classes, the label
+// last, and returns its path.
+func blobsCSV(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("a,b,c,d,e,f,g,h,label\n")
+	for i := range n {
+		c := i % 3
+		for j := range 8 {
+			fmt.Fprintf(&b, "%.2f,", float64(c*(j%3))+float64((i*7+j*5)%10)/10)
+		}
+		fmt.Fprintf(&b, "%d\n", c)
+	}
+	return writeFile(t, "blobs.csv", b.String())
+}
+
+// TestTrainDense trains an mlp on a CSV whose label is the last column,
+// on three asynchronous machines with stratified shards.
+func TestTrainDense(t *testing.T) {
+	data := blobsCSV(t, 300)
+	out := filepath.Join(t.TempDir(), "run.json")
+	code, stdout, errOut := colo(t, "train", data, "--app", "mlp", "--label-col", "-1", "--hidden", "16", "--machines", "3",
+		"--epochs", "3", "--batch", "30", "--placement", "stratified", "--consistency", "async", "--json", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	r, fields := readResult(t, out)
+	if r.App != "mlp" || r.Passes != 3 || r.Accuracy == nil || *r.Accuracy < 0.8 || len(r.ClassAccuracy) != 3 {
+		t.Errorf("result %+v\n%s", r, stdout)
+	}
+	for _, f := range []string{"test_accuracy", "final_train_loss", "train_seconds", "total_seconds", "test_class_accuracy", "rounds_detail"} {
+		if _, ok := fields[f]; !ok {
+			t.Errorf("no %s in the summary", f)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--app", "resnet"}, "resnet"},
+		{[]string{"--app", "cnn", "--label-col", "-1"}, "too small"},
+		{[]string{"--app", "mlp", "--label-col", "-1", "--machines", "4", "--batch", "3"}, "batch 3 is smaller than the 4 machines"},
+		{[]string{"--app", "mlp", "--label-col", "-1", "--l2", "0.1"}, "l2"},
+		{[]string{"--app", "mlp", "--label-col", "-1", "--lr", "1e6", "--epochs", "2"}, "NaN"},
+	} {
+		code, _, errOut := colo(t, append([]string{"train", data}, c.args...)...)
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want an error with %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// TestBenchSharding runs a small study and checks its files.
+func TestBenchSharding(t *testing.T) {
+	data := blobsCSV(t, 240)
+	dir := filepath.Join(t.TempDir(), "study")
+	code, stdout, errOut := colo(t, "bench", "sharding", data, "--label-col", "-1", "--hidden", "8", "--machines", "3", "--epochs", "1",
+		"--batch", "30", "--runs", "2", "--schemes", "random,stratified", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(stdout, "stratified") || !strings.Contains(errOut, "random run 2/2") {
+		t.Errorf("stdout %q, stderr %q", stdout, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "sharding.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Machines    int
+		Consistency string
+		Runs        []json.RawMessage
+		Table       []json.RawMessage
+	}
+	if err := json.Unmarshal(b, &res); err != nil || res.Machines != 3 || res.Consistency != "async" || len(res.Runs) != 4 || len(res.Table) != 2 {
+		t.Errorf("sharding.json: %+v %v", res, err)
+	}
+	for _, f := range []string{"sharding.csv", "runs.csv", "validation_accuracy.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
