@@ -8,7 +8,7 @@ import (
 )
 
 // benchModel measures training steps at batch 64 as PyTorch's peer
-// (/work/shared/peers/torch/bench_dense.py) does: forward, backward and
+// (../shared/peers/torch/bench_dense.py) does: forward, backward and
 // an SGD step with momentum 0.9 (the servers' rule, ps/update.Momentum),
 // in one goroutine, walking the data one contiguous batch after another.
 // Inputs are Fashion-MNIST's test images when present, else random.

@@ -11,7 +11,7 @@
 // With the defaults on a 1×28×28 input the mlp is 784-256-128-10 (235,146
 // parameters) and the cnn LeNet-5 (conv5x5 1→6 pad 2, pool 2, conv5x5
 // 6→16, pool 2, fc 400→120→84→10; 61,706 parameters), the models of
-// PyTorch's peer in /work/shared/peers/torch, tensor for tensor.
+// PyTorch's peer in ../shared/peers/torch, tensor for tensor.
 //
 // # The flat layout
 //

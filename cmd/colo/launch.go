@@ -38,15 +38,8 @@ func runLaunch(e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	separate := cfg.Servers > 0 || cfg.Workers > 0
-	if separate && (cfg.Servers < 1 || cfg.Workers < 1) {
-		return usageError("--servers %d and --workers %d must both be at least 1", cfg.Servers, cfg.Workers)
-	}
-	if !separate && cfg.Machines < 1 {
-		return usageError("-n %d: at least 1 machine", cfg.Machines)
-	}
 	if err := cfg.Validate(); err != nil {
-		return usageError("%v", err)
+		return usageError("%v (-n, --servers, --workers, …)", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

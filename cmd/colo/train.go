@@ -53,6 +53,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.test, "test", "", "test file (lr: libsvm with the training set's feature ids; mf: ratings; mlp, cnn: as DATA); without it lr, mlp and cnn score the training set and mf holds out entries")
 	f.IntVar(&t.machines, "machines", def.Machines, "number of machines K, each a server and a worker")
 	f.StringVar(&t.place, "placement", "", "placement: lr, mf: a partitioner ("+strings.Join(partition.Names(), ", ")+", optionally +refine) or a directory written by colo partition (default parsa); mlp, cnn: a sharding scheme (random, roundrobin, stratified, distaware, submodular) or a directory written by colo shard (default random)")
+	f.StringVar(&t.place, "shard", "", "mlp, cnn: the same as --placement")
 	f.StringVar(&t.compare, "compare", "", "comma-separated placements to train one after another with the same settings, side by side (overrides --placement)")
 	f.StringVar(&t.consistency, "consistency", "bsp", "consistency model: bsp, async or ssp:τ (bounded delay τ ≥ 1)")
 	f.StringVar(&t.bandwidth, "link-bandwidth", "", "emulated rate of each machine's network link, such as 100mbit or 1gbit (empty: unlimited)")
