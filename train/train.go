@@ -40,6 +40,7 @@ import (
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
+	"colo/ps/server"
 	"colo/ps/update"
 	"colo/ps/worker"
 	"colo/transport"
@@ -229,10 +230,29 @@ type Result struct {
 	FinalTrainLoss float64 `json:"final_train_loss"`
 	Eval
 	RoundsDetail []Pass `json:"rounds_detail"`
+	// Staleness measures the pushes the servers applied during training,
+	// summed over the servers (each measures the pushes it applied; see
+	// server.Staleness): BSP gives 0, bounded delay τ at most τ.
+	Staleness *Staleness `json:"staleness,omitempty"`
 
 	// batches is the number of batches of a pass, width the values per
 	// key.
 	batches, width int
+}
+
+// Staleness is server.Staleness with its mean.
+type Staleness struct {
+	server.Staleness
+	Mean float64 `json:"mean"`
+}
+
+// String writes the mean and the largest staleness, "0.56/2"; "-" for
+// none measured.
+func (s *Staleness) String() string {
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f/%d", s.Mean, s.Max)
 }
 
 // Placed labels r with what the placement cost: the seconds partitioning
@@ -397,6 +417,13 @@ func NewSchedule(app App, cfg Config) Schedule {
 // messages to and from the scheduler excluded.
 func (r *Result) addTraffic(stats []node.Stats) {
 	for _, st := range stats {
+		if st.Server != nil && st.Server.Staleness.Pushes > 0 {
+			if r.Staleness == nil {
+				r.Staleness = &Staleness{}
+			}
+			r.Staleness.Add(st.Server.Staleness)
+			r.Staleness.Mean = r.Staleness.Staleness.Mean()
+		}
 		for _, l := range st.Links {
 			if l.From == proto.SchedulerID || l.To == proto.SchedulerID {
 				continue

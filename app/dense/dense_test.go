@@ -295,3 +295,35 @@ func TestParseScheme(t *testing.T) {
 		}
 	}
 }
+
+// TestStalenessBounded: under bounded delay τ no applied push was
+// computed on a model more than τ rounds old; under BSP none was stale;
+// asynchronous training is measured too.
+func TestStalenessBounded(t *testing.T) {
+	d := blobs(t, 600, 16, 3, 7)
+	for _, c := range []struct {
+		clock clock.Config
+		bound int64
+	}{{clock.Config{Mode: clock.BSP}, 0}, {clock.Config{Mode: clock.Bounded, Tau: 2}, 2}, {clock.Config{Mode: clock.Async}, -1}} {
+		j := job(t, 4, 2, 40, []int{8})
+		j.Config.Clock = c.clock
+		a := open(t, j, d)
+		p, _, err := a.Place(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := res.Staleness
+		// Every server measures every worker's push of every round.
+		if st == nil || st.Pushes != uint64(4*4*res.Rounds) {
+			t.Fatalf("%s: staleness %+v, want %d pushes", c.clock.Name(), st, 4*4*res.Rounds)
+		}
+		if c.bound >= 0 && st.Max > c.bound {
+			t.Errorf("%s: a push of staleness %d", c.clock.Name(), st.Max)
+		}
+		t.Logf("%s: staleness mean %.2f max %d", c.clock.Name(), st.Mean, st.Max)
+	}
+}

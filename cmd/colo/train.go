@@ -332,6 +332,9 @@ func reportRuns(e *env, runs []*train.Result, jsonOut, svgOut string) error {
 	if runs[0].AUC != nil {
 		row(runs[0].On+" AUC", func(r *train.Result) string { return fmt.Sprintf("%.4f", *r.AUC) })
 	}
+	if st := runs[0].Staleness; st != nil && st.Max > 0 {
+		row("staleness mean/max", func(r *train.Result) string { return r.Staleness.String() })
+	}
 	if runs[0].RMSE != nil {
 		row(runs[0].On+" RMSE", func(r *train.Result) string { return fmt.Sprintf("%.4f", *r.RMSE) })
 	}

@@ -104,6 +104,63 @@ type Stats struct {
 	Errors uint64
 	// Keys is the number of keys stored.
 	Keys int
+	// Staleness measures the pushes applied (see Staleness).
+	Staleness Staleness
+}
+
+// StalenessBuckets is the number of buckets of Staleness.Hist.
+const StalenessBuckets = 17
+
+// Staleness measures how old the model was that the pushes a server
+// applied were computed on. A push of round r from worker w follows w's
+// pull of round r; its staleness is r minus the number of rounds every
+// worker had pushed to this server when the server answered that pull:
+// how many rounds of some worker's updates the pulled values may lack.
+// BSP gives 0; bounded delay τ at most τ (the clock holds a worker back
+// until the slowest is within τ rounds); asynchronous training has no
+// bound. Pushes with no pull of their round (a sparse worker whose batch
+// reads none of this server's keys) are not counted.
+type Staleness struct {
+	// Pushes is the number of pushes measured, Sum their summed
+	// staleness and Max the largest.
+	Pushes uint64 `json:"pushes"`
+	Sum    uint64 `json:"sum"`
+	Max    int64  `json:"max"`
+	// Hist[s] counts the pushes of staleness s; the last bucket those of
+	// StalenessBuckets−1 or more.
+	Hist [StalenessBuckets]uint64 `json:"histogram"`
+}
+
+// Mean returns Sum/Pushes (0 without pushes).
+func (s Staleness) Mean() float64 {
+	if s.Pushes == 0 {
+		return 0
+	}
+	return float64(s.Sum) / float64(s.Pushes)
+}
+
+// Add adds the pushes of o to s.
+func (s *Staleness) Add(o Staleness) {
+	s.Pushes, s.Sum, s.Max = s.Pushes+o.Pushes, s.Sum+o.Sum, max(s.Max, o.Max)
+	for i, n := range o.Hist {
+		s.Hist[i] += n
+	}
+}
+
+// record counts a push of staleness d.
+func (s *Staleness) record(d int64) {
+	d = max(d, 0)
+	s.Pushes++
+	s.Sum += uint64(d)
+	s.Max = max(s.Max, d)
+	s.Hist[min(d, StalenessBuckets-1)]++
+}
+
+// pullMark is what a server noted of a worker's last pull: its round and
+// the rounds every worker had pushed when it was answered.
+type pullMark struct {
+	round, min int64
+	ok         bool
 }
 
 // Core is a server's state machine. It is not safe for concurrent use.
@@ -124,6 +181,8 @@ type Core struct {
 	held [][]held
 	buf  kv.Batch  // pull replies
 	rbuf []float32 // range pull replies
+	// pulls holds each worker's last pull, for the staleness of its push.
+	pulls []pullMark
 }
 
 // New returns a server core with an empty store.
@@ -145,6 +204,7 @@ func New(cfg Config) (*Core, error) {
 		sync:  cfg.Clock.Mode == clock.BSP,
 		ids:   make([][]pending, cfg.Workers),
 		held:  make([][]held, cfg.Workers),
+		pulls: make([]pullMark, cfg.Workers),
 	}, nil
 }
 
@@ -284,6 +344,7 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 	}
 	if !r.Push {
 		c.stats.Pulls++
+		c.pulls[r.Worker] = pullMark{round: r.Round, min: c.clock.Min(), ok: true}
 		if r.Range {
 			c.stats.KeysPulled += end - begin
 			v, view, err := c.store.PullRange(begin, end, c.rbuf)
@@ -300,6 +361,10 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: c.buf.Vals, Lens: c.buf.Lens})
 	}
 	c.stats.Pushes++
+	if m := c.pulls[r.Worker]; m.ok && m.round == r.Round {
+		c.stats.Staleness.record(r.Round - m.min)
+		c.pulls[r.Worker].ok = false
+	}
 	if c.sync {
 		return c.pushBSP(r, begin, end)
 	}

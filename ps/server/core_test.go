@@ -250,3 +250,67 @@ func TestEarlyAck(t *testing.T) {
 		t.Fatal("BSP push acknowledged early")
 	}
 }
+
+// pull is a pull request of keys.
+func pull(worker int, id uint64, round int64, keys []uint64) Request {
+	return Request{Worker: worker, ID: id, Round: round, KV: kv.Batch{Keys: keys}}
+}
+
+// TestStalenessByHand walks two asynchronous workers: worker 0 races
+// three rounds ahead while worker 1 has not pushed, so its pull of round 3
+// lacks three rounds of worker 1's updates; a push without a pull of its
+// round is not measured.
+func TestStalenessByHand(t *testing.T) {
+	c := newCore(t, 2, clock.Config{Mode: clock.Async})
+	keys, vals := []uint64{1, 2}, []float32{1, 1}
+	id := uint64(0)
+	step := func(w int, round int64, withPull bool) {
+		if withPull {
+			id++
+			c.Handle(pull(w, id, round, keys), false)
+		}
+		id++
+		c.Handle(push(w, id, round, keys, vals), false)
+	}
+	step(0, 0, true) // min 0 at the pull: staleness 0
+	step(0, 1, true) // min 0: 1
+	step(0, 2, true) // 2
+	step(0, 3, true) // 3
+	step(1, 0, true) // 0
+	step(1, 1, false)
+	step(0, 4, true) // both pushed rounds 0 and 1, min 2: 2
+	st := c.Stats().Staleness
+	want := [StalenessBuckets]uint64{2, 1, 2, 1}
+	if st.Pushes != 6 || st.Sum != 8 || st.Max != 3 || st.Hist != want {
+		t.Fatalf("staleness %+v, want 6 pushes summing 8, max 3, histogram %v", st, want)
+	}
+	if st.Mean() != 8.0/6 {
+		t.Errorf("mean %v", st.Mean())
+	}
+	var sum Staleness
+	sum.Add(st)
+	sum.Add(st)
+	if sum.Pushes != 12 || sum.Max != 3 || sum.Hist[2] != 4 {
+		t.Errorf("sum %+v", sum)
+	}
+}
+
+// TestStalenessBSP: synchronous rounds have staleness 0.
+func TestStalenessBSP(t *testing.T) {
+	c := newCore(t, 2, clock.Config{Mode: clock.BSP})
+	keys, vals := []uint64{3}, []float32{2}
+	id := uint64(0)
+	for round := range int64(4) {
+		for w := range 2 {
+			id++
+			c.Handle(pull(w, id, round, keys), false)
+		}
+		for w := range 2 {
+			id++
+			c.Handle(push(w, id, round, keys, vals), false)
+		}
+	}
+	if st := c.Stats().Staleness; st.Pushes != 8 || st.Max != 0 {
+		t.Fatalf("BSP staleness %+v", st)
+	}
+}
