@@ -68,6 +68,9 @@ func sparse(name, summary string, defaults func(*train.Job) error, open func(tra
 		Name: name, Summary: summary, Defaults: defaults, Load: LoadGraphs,
 		Open: func(job train.Job, d *Data) (train.App, error) { return open(job, d.Graph, d.TestGraph) },
 		Place: func(job train.Job, _ train.App, d *Data) (*placement.Placement, float64, error) {
+			if !job.Config.Colocated() {
+				return nil, 0, fmt.Errorf("%s places each sample and parameter on one of the same machines: servers apart from the workers (config.servers %d) are for the dense models", job.App, job.Config.Servers)
+			}
 			return Place(job, d.Graph)
 		},
 		CheckPlacement: CheckPartitioner,

@@ -148,3 +148,17 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("an unknown partitioner: %v", err)
 	}
 }
+
+// TestSparseServersApart: the sparse applications place samples and
+// parameters on the same machines and refuse servers apart.
+func TestSparseServersApart(t *testing.T) {
+	job, _ := app.DefaultJob("lr")
+	job.Data.Train, job.Config.Machines, job.Config.Servers = writeFile(t, "tiny.svm", tiny), 2, 1
+	a, err := app.Open(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Place(job); err == nil || !strings.Contains(err.Error(), "config.servers 1") {
+		t.Errorf("lr with a server apart: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"colo/graph"
 	"colo/partition"
 	"colo/placement"
+	"colo/ps/route"
 	"colo/train"
 )
 
@@ -71,4 +72,19 @@ func OpenPlaced(job train.Job) (*Opened, *placement.Placement, error) {
 		return nil, nil, err
 	}
 	return opened, p, nil
+}
+
+// Route returns what the scheduler of a cluster training job needs: the
+// routing table of the job's placement (each key to its server) and the
+// application's width.
+func Route(job train.Job) (*route.Table, int, error) {
+	opened, p, err := OpenPlaced(job)
+	if err != nil {
+		return nil, 0, err
+	}
+	table, err := route.FromPlacement(p.Param, job.Config.NumServers())
+	if err != nil {
+		return nil, 0, fmt.Errorf("placement %s: %w", job.Placement, err)
+	}
+	return table, opened.App.Width(), nil
 }

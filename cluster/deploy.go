@@ -33,7 +33,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	if err != nil {
 		return nil, err
 	}
-	table, err := route.FromPlacement(p.Param, k)
+	table, err := route.FromPlacement(p.Param, job.NumServers())
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +43,9 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	}
 	cc := DefaultConfig()
 	cc.Machines, cc.Network = k, in.Network
+	if !job.Colocated() {
+		cc.Machines, cc.Servers, cc.Workers = 0, job.Servers, k
+	}
 	cc.Table, cc.NumKeys, cc.Width, cc.Clock, cc.Rule = table, uint64(app.NumKeys()), app.Width(), job.Clock, rule
 	cc.LinkBandwidth, cc.Bandwidth = job.LinkBandwidth, job.Bandwidth
 	cc.Heartbeat, cc.Timeout = train.Heartbeat, train.Timeout
@@ -74,7 +77,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	if n := len(out.Work.Passes); n > 0 {
 		passes := out.Work.Passes[n-1].Pass
 		for i, part := range parts {
-			out.InterValues += train.PartInterValues(part, i, p, app.Width(), passes)
+			out.InterValues += train.PartInterValues(part, d.Local(i), p, app.Width(), passes)
 		}
 	}
 	return out, nil

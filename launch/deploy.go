@@ -22,8 +22,11 @@ import (
 // a network namespace of its own. It writes the placement (with the ids
 // of Graph, the training graph the machines load again; without one each
 // process places the job itself) and the job to a temporary directory, starts `colo node --role scheduler --job-file` and
-// K `colo node --role machine --job train --job-file --rank i --result`,
-// supervises them and assembles their reports (train.MachineReport). The
+// K `colo node --role machine --job train --job-file --rank i --result`
+// (with Config.Servers, K workers and the servers as `--role worker` and
+// `--role server`), supervises them and assembles their reports
+// (train.MachineReport). Servers apart report their counters at the end
+// of the job, the evaluation's pull included. The
 // cluster token reaches the children in their environment, not on their
 // command lines.
 //
@@ -96,9 +99,10 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		return nil, err
 	}
 
+	servers := cfg.Servers // separate server processes, hosts 1..servers
 	var st Starter = Loopback{}
 	if pd.Netns {
-		ns, err := NewNetns(k+1, fmt.Sprintf("%.0fbit", 8*cfg.LinkBandwidth))
+		ns, err := NewNetns(1+servers+k, fmt.Sprintf("%.0fbit", 8*cfg.LinkBandwidth))
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +111,7 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	defer st.Close()
 	sup := NewSupervisor(pd.Bin, st)
 	env := []string{"COLO_TOKEN=" + NewToken()}
-	size := []string{"--num-servers", strconv.Itoa(k), "--num-workers", strconv.Itoa(k)}
+	size := []string{"--num-servers", strconv.Itoa(cfg.NumServers()), "--num-workers", strconv.Itoa(k)}
 
 	t0 := time.Now()
 	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: append([]string{
@@ -120,12 +124,24 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		}
 		return nil, err
 	}
-	results := make([]string, k)
+	// Machines (or workers) first in the results, then the servers apart.
+	var results []string
+	start := func(role, name string, rank, host int) {
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d.json", role, rank))
+		results = append(results, path)
+		sup.Start(ctx, Spec{Name: name, Host: host, Env: env, Args: append([]string{
+			"node", "--role", role, "--job", "train", "--scheduler", addr, "--rank", strconv.Itoa(rank),
+			"--host", st.Addr(host), "--json", "--job-file", jobFile, "--result", path}, size...)})
+	}
 	for i := range k {
-		results[i] = filepath.Join(dir, fmt.Sprintf("machine-%d.json", i))
-		sup.Start(ctx, Spec{Name: fmt.Sprintf("machine %d", i), Host: i + 1, Env: env, Args: append([]string{
-			"node", "--role", "machine", "--job", "train", "--scheduler", addr, "--rank", strconv.Itoa(i),
-			"--host", st.Addr(i + 1), "--json", "--job-file", jobFile, "--result", results[i]}, size...)})
+		if servers == 0 {
+			start("machine", fmt.Sprintf("machine %d", i), i, i+1)
+		} else {
+			start("worker", fmt.Sprintf("worker %d", i), i, 1+servers+i)
+		}
+	}
+	for i := range servers {
+		start("server", fmt.Sprintf("server %d", i), i, 1+i)
 	}
 	if err := sup.Wait(ctx); err != nil {
 		return nil, err
@@ -135,7 +151,7 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	for i, path := range results {
 		r, err := readReport(path)
 		if err != nil {
-			return nil, fmt.Errorf("machine %d: %w", i, err)
+			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 		}
 		if i == 0 {
 			out.Work = r.Work

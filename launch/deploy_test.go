@@ -355,4 +355,16 @@ func TestProcessesDense(t *testing.T) {
 		t.Errorf("processes: loss %v accuracy %v bytes %d; in process %v %v %d",
 			got.FinalTrainLoss, *got.Accuracy, got.BytesInter, want.FinalTrainLoss, *want.Accuracy, want.BytesInter)
 	}
+	// Two servers apart from the two workers: the same training, and the
+	// servers' counters reach the result.
+	job.Config.Servers = 2
+	apart, err := deploy(t, job, opened, &Processes{Bin: coloBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if apart.FinalTrainLoss != want.FinalTrainLoss || *apart.Accuracy != *want.Accuracy || apart.Servers != 2 ||
+		apart.Staleness == nil || apart.Staleness.Pushes != uint64(2*2*apart.Rounds) {
+		t.Errorf("servers apart: loss %v accuracy %v servers %d staleness %+v; in process %v %v",
+			apart.FinalTrainLoss, *apart.Accuracy, apart.Servers, apart.Staleness, want.FinalTrainLoss, *want.Accuracy)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"colo/app/smoke"
@@ -99,9 +100,8 @@ type Scheduler struct {
 	Metrics string
 	// Out receives "scheduler listening on ADDR", the line
 	// Supervisor.StartScheduler reads, and "job finished" at the end;
-	// Logf every refusal and failure. Neither may be nil.
-	Out  io.Writer
-	Logf func(format string, args ...any)
+	// Log a line for every refusal and failure. Neither may be nil.
+	Out, Log io.Writer
 }
 
 // RunScheduler runs s until the job ends: nil when every node's job
@@ -116,7 +116,13 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	if err != nil {
 		return err
 	}
-	sc, err := sched.Start(s.Config, ep, s.Logf)
+	var mu sync.Mutex
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(s.Log, format+"\n", args...)
+	}
+	sc, err := sched.Start(s.Config, ep, logf)
 	if err != nil {
 		ep.Close()
 		return err

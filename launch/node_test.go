@@ -27,7 +27,7 @@ func TestRunNodeAndScheduler(t *testing.T) {
 	pr, pw := io.Pipe()
 	schedErr := make(chan error, 1)
 	go func() {
-		schedErr <- RunScheduler(ctx, Scheduler{Config: sc, Addr: "127.0.0.1:0", Token: "tok", Out: pw, Logf: t.Logf})
+		schedErr <- RunScheduler(ctx, Scheduler{Config: sc, Addr: "127.0.0.1:0", Token: "tok", Out: pw, Log: testWriter{t}})
 		pw.Close()
 	}()
 	rd := bufio.NewReader(pr)
@@ -82,7 +82,7 @@ func TestRunNodeRefused(t *testing.T) {
 	sc.NumServers, sc.NumWorkers, sc.Token, sc.StartTimeout = 1, 1, "right", 2*time.Second
 	pr, pw := io.Pipe()
 	go func() {
-		RunScheduler(ctx, Scheduler{Config: sc, Addr: "127.0.0.1:0", Token: "right", Out: pw, Logf: t.Logf})
+		RunScheduler(ctx, Scheduler{Config: sc, Addr: "127.0.0.1:0", Token: "right", Out: pw, Log: testWriter{t}})
 		pw.Close()
 	}()
 	line, _ := bufio.NewReader(pr).ReadString('\n')
@@ -93,4 +93,12 @@ func TestRunNodeRefused(t *testing.T) {
 	if _, err := RunNode(ctx, Node{Config: cfg}); err == nil {
 		t.Fatal("a node with the wrong token joined")
 	}
+}
+
+// testWriter writes to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

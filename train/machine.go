@@ -22,8 +22,8 @@ type MachineReport struct {
 }
 
 // RunMachine trains machine rank's share of job on the running node n, a
-// machine (server and worker) of a cluster whose scheduler routes the
-// keys by p's parameters: it checks that the cluster is the job's, runs
+// machine (server and worker) or a worker of a cluster whose scheduler
+// routes the keys by p's parameters: it checks that the cluster is the job's, runs
 // Work on the node's worker and reports. Every machine of the cluster
 // runs it with the same job; n.Finish is the caller's.
 func RunMachine(ctx context.Context, n *node.Node, job Job, app App, p *placement.Placement, rank int) (*MachineReport, error) {
@@ -35,9 +35,9 @@ func RunMachine(ctx context.Context, n *node.Node, job Job, app App, p *placemen
 	a := n.Assignment()
 	switch {
 	case w == nil:
-		return nil, fmt.Errorf("train: machine %d has no worker: a training job runs on machines", rank)
-	case a.NumWorkers != p.K || a.NumServers != p.K:
-		return nil, fmt.Errorf("train: the cluster has %d servers and %d workers, the placement %d machines", a.NumServers, a.NumWorkers, p.K)
+		return nil, fmt.Errorf("train: node %d has no worker: a training job runs on workers", rank)
+	case a.NumWorkers != p.K || a.NumServers != job.Config.NumServers():
+		return nil, fmt.Errorf("train: the cluster has %d servers and %d workers, the job %d and %d", a.NumServers, a.NumWorkers, job.Config.NumServers(), p.K)
 	case w.Rank() != rank:
 		return nil, fmt.Errorf("train: the scheduler assigned rank %d, the machine's rank is %d", w.Rank(), rank)
 	case w.Width() != app.Width():
@@ -54,7 +54,7 @@ func RunMachine(ctx context.Context, n *node.Node, job Job, app App, p *placemen
 	}
 	r := &MachineReport{Rank: rank, Work: res, Stats: trained}
 	if k := len(res.Passes); k > 0 {
-		r.InterValues = PartInterValues(part, rank, p, app.Width(), res.Passes[k-1].Pass)
+		r.InterValues = PartInterValues(part, d.Local(rank), p, app.Width(), res.Passes[k-1].Pass)
 	}
 	return r, nil
 }

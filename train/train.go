@@ -97,8 +97,13 @@ func (ev Eval) Words() string {
 // Config is a training job's settings, apart from the application, the
 // data and the placement.
 type Config struct {
-	// Machines is K, the number of machines (a server and a worker each).
+	// Machines is K, the number of machines: a worker each, and a server
+	// each unless Servers is set.
 	Machines int `json:"machines"`
+	// Servers, when positive, is the number of servers, each a machine of
+	// its own apart from the Machines workers (seed 004's 2 servers and 12
+	// workers); 0 puts a server beside every worker.
+	Servers int `json:"servers,omitempty"`
 	// Clock is the consistency model, written "bsp", "async" or "ssp:τ".
 	Clock clock.Config `json:"consistency"`
 	// Rule is the servers' update rule. The summing rule does not train.
@@ -135,6 +140,33 @@ func DefaultConfig() Config {
 	}
 }
 
+// NumServers returns the number of servers: Servers, or one per machine.
+func (c Config) NumServers() int {
+	if c.Servers > 0 {
+		return c.Servers
+	}
+	return c.Machines
+}
+
+// Hosts returns the number of machines of the cluster: Machines, plus
+// the servers when they run apart (numbered first, as in
+// cluster.Config).
+func (c Config) Hosts() int { return c.Machines + c.Servers }
+
+// Rates returns the emulated rate policy of the job's TCP links, for a
+// node of a cluster of processes (node.Rates): the machines of a
+// co-located cluster by rank, servers apart first.
+func (c Config) Rates() node.Rates {
+	r := node.Rates{Link: c.LinkBandwidth, Matrix: c.Bandwidth}
+	if c.Servers > 0 {
+		r.Host = node.Apart(c.Servers)
+	}
+	return r
+}
+
+// Colocated reports whether every worker has a server beside it.
+func (c Config) Colocated() bool { return c.Servers == 0 }
+
 // maxRate bounds rates in bytes per second.
 const maxRate = 1e18
 
@@ -143,6 +175,9 @@ const maxRate = 1e18
 func (c Config) Validate() error {
 	if c.Machines < 1 {
 		return fmt.Errorf("machines %d: want at least 1", c.Machines)
+	}
+	if c.Servers < 0 {
+		return fmt.Errorf("servers %d: want 0 (a server on every machine) or a number of servers", c.Servers)
 	}
 	if err := c.Clock.Validate(); err != nil {
 		return fmt.Errorf("consistency: %w", err)
@@ -169,8 +204,8 @@ func (c Config) Validate() error {
 		if c.LinkBandwidth > 0 {
 			return errors.New("link_bandwidth_bytes_per_s and bandwidth_matrix exclude each other")
 		}
-		if b.K != c.Machines {
-			return fmt.Errorf("bandwidth_matrix is for %d machines, machines is %d", b.K, c.Machines)
+		if b.K != c.Hosts() {
+			return fmt.Errorf("bandwidth_matrix is for %d machines, the job has %d", b.K, c.Hosts())
 		}
 		if len(b.Rates) != b.K*b.K {
 			return fmt.Errorf("bandwidth_matrix has %d rates, want %d×%d", len(b.Rates), b.K, b.K)
@@ -190,6 +225,7 @@ type Result struct {
 	App         string `json:"app"`
 	Placement   string `json:"placement"`
 	Machines    int    `json:"machines"`
+	Servers     int    `json:"servers,omitempty"`
 	Consistency string `json:"consistency"`
 	Updater     string `json:"updater"`
 	Batch       int    `json:"batch"`
@@ -295,6 +331,15 @@ type Deployment struct {
 	Schedule Schedule
 }
 
+// Local returns the rank of machine rank's own server for
+// PartInterValues: rank itself, or −1 when the servers run apart.
+func (d *Deployment) Local(rank int) int {
+	if d.Job.Config.Colocated() {
+		return rank
+	}
+	return -1
+}
+
 // Part returns machine rank's part of the deployment.
 func (d *Deployment) Part(rank int) Part {
 	return d.App.Part(rank, Shard(d.Placement, rank), d.Schedule.Batches, d.Job.Config.Seed)
@@ -332,7 +377,7 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 	}
 	cfg := job.Config
 	res := &Result{
-		App: app.Name(), Placement: job.Placement, Machines: cfg.Machines, Consistency: cfg.Clock.Name(),
+		App: app.Name(), Placement: job.Placement, Machines: cfg.Machines, Servers: cfg.Servers, Consistency: cfg.Clock.Name(),
 		Updater: cfg.Rule.Name, Batch: cfg.Batch, LinkBandwidth: cfg.LinkBandwidth,
 		StartSeconds: out.StartSeconds, TotalSeconds: out.Seconds, InterValues: out.InterValues,
 		batches: dep.Schedule.Batches, width: app.Width(),
@@ -441,6 +486,7 @@ func (r *Result) addTraffic(stats []node.Stats) {
 // PartInterValues returns the values machine rank's part pushes to and
 // pulls from other machines' servers in the given number of passes: each
 // key of a batch owned by another machine costs 2·width values per pass.
+// With servers apart from the workers pass rank −1: every key is remote.
 func PartInterValues(part Part, rank int, p *placement.Placement, width, passes int) int64 {
 	var n int64
 	for b := range part.Batches() {

@@ -285,8 +285,8 @@ func (a *App) NumKeys() int { return a.Model.NumParams() }
 
 // Place returns the placement of job: the samples sharded by the scheme
 // job.Placement names (seeded by the job's seed) or read from a colo
-// shard directory, each machine's server holding an equal contiguous
-// range of the parameters; and the seconds sharding took. Samples the
+// shard directory, each server (a machine's, or one of Servers apart)
+// holding an equal contiguous range of the parameters; and the seconds sharding took. Samples the
 // shards broadcast are placed on machine 0 and trained on by every
 // machine.
 func (a *App) Place(job train.Job) (*placement.Placement, float64, error) {
@@ -326,9 +326,9 @@ func (a *App) Place(job train.Job) (*placement.Placement, float64, error) {
 		}
 		p.Data[u] = int32(w)
 	}
-	n := int64(a.NumKeys())
+	n, servers := int64(a.NumKeys()), int64(job.Config.NumServers())
 	for v := range p.Param {
-		p.Param[v] = int32(int64(v) * int64(k) / n)
+		p.Param[v] = int32(int64(v) * servers / n)
 	}
 	return p, secs, nil
 }

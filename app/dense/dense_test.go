@@ -327,3 +327,33 @@ func TestStalenessBounded(t *testing.T) {
 		t.Logf("%s: staleness mean %.2f max %d", c.clock.Name(), st.Mean, st.Max)
 	}
 }
+
+// TestServersApart: two servers apart from three workers train exactly
+// as three machines do under BSP (every key is summed over the same
+// workers in the same order), and every value crosses the network.
+func TestServersApart(t *testing.T) {
+	d := blobs(t, 300, 16, 3, 8)
+	var runs [2]*train.Result
+	for i, servers := range []int{0, 2} {
+		j := job(t, 3, 2, 30, []int{8})
+		j.Config.Servers = servers
+		a := open(t, j, d)
+		p, _, err := a.Place(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs[i], err = train.Run(context.Background(), j, a, p, cluster.InProcess{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	co, apart := runs[0], runs[1]
+	for i, p := range co.RoundsDetail {
+		if q := apart.RoundsDetail[i]; q.TrainLoss != p.TrainLoss {
+			t.Fatalf("pass %d: loss %v with servers apart, %v on machines", i+1, q.TrainLoss, p.TrainLoss)
+		}
+	}
+	n := int64(open(t, job(t, 3, 2, 30, []int{8}), d).NumKeys())
+	if apart.Servers != 2 || apart.InterValues != 2*n*3*int64(apart.Rounds) || apart.BytesInner != 0 {
+		t.Errorf("servers %d, %d values between machines (want %d), %d bytes inside", apart.Servers, apart.InterValues, 2*n*3*int64(apart.Rounds), apart.BytesInner)
+	}
+}

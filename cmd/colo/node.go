@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -117,7 +116,7 @@ func runNode(e *env, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logf := func(format string, args ...any) {}
+	var logf func(format string, args ...any) // nil: quiet
 	if nf.verbose {
 		logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
 	}
@@ -131,16 +130,24 @@ func runNode(e *env, args []string) error {
 	var rule update.Rule
 	var rates node.Rates
 	if nf.job == "train" {
-		if role != proto.RoleMachine {
-			return usageError("--job train runs on --role machine, not %s", role)
-		}
-		if mj, err = newMachineJob(&nf); err != nil {
+		job, err := nf.trainJob()
+		switch {
+		case role != proto.RoleMachine && (err != nil || job.Config.Colocated()):
+			return usageError("--job train runs on --role machine, or on the servers and workers of a job with config.servers (--job-file), not %s", role)
+		case err != nil:
 			return err
+		case role == proto.RoleMachine && !job.Config.Colocated():
+			return usageError("--job train: the job runs %d servers apart from its workers: --role server or worker, not machine", job.Config.Servers)
 		}
-		if rule, err = update.New(mj.job.Config.Rule); err != nil {
+		if role != proto.RoleServer {
+			if mj, err = newMachineJob(&nf, job); err != nil {
+				return err
+			}
+		}
+		if rule, err = update.New(job.Config.Rule); err != nil {
 			return usageError("%v", err)
 		}
-		rates, err = nf.rates(&mj.job)
+		rates, err = nf.rates(&job)
 	} else {
 		rc := update.DefaultConfig()
 		rc.Name, rc.LR, rc.L1, rc.L2, rc.Beta = cmp.Or(nf.updater, "sum"), cmp.Or(nf.lr, 0.1), nf.l1, max(nf.l2, 0), nf.beta
@@ -179,6 +186,9 @@ func runNode(e *env, args []string) error {
 	sum, jobErr := launch.RunNode(ctx, nd)
 	if sum == nil {
 		return jobErr
+	}
+	if nf.job == "train" && role == proto.RoleServer { // its counters, for the traffic and the staleness
+		report = &train.MachineReport{Rank: nf.rank, Stats: sum.Stats}
 	}
 	var trained *train.WorkerResult
 	if report != nil {
@@ -223,19 +233,12 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 		}
 		cfg.Table, cfg.NumKeys = table, keys
 		if job != nil {
-			cfg.NumServers, cfg.NumWorkers = job.Config.Machines, job.Config.Machines
+			cfg.NumServers, cfg.NumWorkers = job.Config.NumServers(), job.Config.Machines
 			cfg.Width, cfg.Clock = width, job.Config.Clock
 		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	// Refusals and failures are always worth a line.
-	var mu sync.Mutex
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(e.errOut, format+"\n", args...)
-	}
-	return launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Metrics: nf.metrics, Out: e.out, Logf: logf})
+	return launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Metrics: nf.metrics, Out: e.out, Log: e.errOut})
 }

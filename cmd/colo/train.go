@@ -26,6 +26,7 @@ type trainFlags struct {
 	app         string
 	test        string
 	machines    int
+	servers     int
 	place       string
 	compare     string
 	consistency string
@@ -51,7 +52,9 @@ func (t *trainFlags) register(f *cmdFlags) {
 	def := train.DefaultConfig()
 	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial), mf (matrix factorisation), mlp or cnn (dense networks on labelled dense data)")
 	f.StringVar(&t.test, "test", "", "test file (lr: libsvm with the training set's feature ids; mf: ratings; mlp, cnn: as DATA); without it lr, mlp and cnn score the training set and mf holds out entries")
-	f.IntVar(&t.machines, "machines", def.Machines, "number of machines K, each a server and a worker")
+	f.IntVar(&t.machines, "machines", def.Machines, "number of machines K, each a worker, and a server unless --servers")
+	f.IntVar(&t.machines, "workers", def.Machines, "the same as --machines")
+	f.IntVar(&t.servers, "servers", 0, "mlp, cnn: run this many servers apart from the workers (seed 004: 2 servers, 12 workers; 0: a server on every machine)")
 	f.StringVar(&t.place, "placement", "", "placement: lr, mf: a partitioner ("+strings.Join(partition.Names(), ", ")+", optionally +refine) or a directory written by colo partition (default parsa); mlp, cnn: a sharding scheme (random, roundrobin, stratified, distaware, submodular) or a directory written by colo shard (default random)")
 	f.StringVar(&t.place, "shard", "", "mlp, cnn: the same as --placement")
 	f.StringVar(&t.compare, "compare", "", "comma-separated placements to train one after another with the same settings, side by side (overrides --placement)")
@@ -102,7 +105,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	if t.machines < 1 {
 		return job, usageError("--machines %d: want at least 1", t.machines)
 	}
-	cfg.Machines = t.machines
+	cfg.Machines, cfg.Servers = t.machines, t.servers
 	if cfg.Clock, err = clock.Parse(t.consistency); err != nil {
 		return job, usageError("--%v", err)
 	}

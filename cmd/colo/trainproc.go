@@ -85,13 +85,9 @@ type machineJob struct {
 }
 
 // newMachineJob reads the job and the placement of machine --rank.
-func newMachineJob(nf *nodeFlags) (*machineJob, error) {
+func newMachineJob(nf *nodeFlags, job train.Job) (*machineJob, error) {
 	if nf.rank < 0 {
 		return nil, usageError("--job train needs --rank: the machine's rank is its machine in the placement")
-	}
-	job, err := nf.trainJob()
-	if err != nil {
-		return nil, err
 	}
 	if nf.numWorkers > 0 && nf.numWorkers != job.Config.Machines {
 		return nil, usageError("--num-workers %d: the job has %d machines", nf.numWorkers, job.Config.Machines)
@@ -116,15 +112,11 @@ func (nf *nodeFlags) placedTable() (*route.Table, uint64, *train.Job, int, error
 		if err != nil {
 			return nil, 0, nil, 0, err
 		}
-		opened, p, err := app.OpenPlaced(job)
+		table, width, err := app.Route(job)
 		if err != nil {
 			return nil, 0, nil, 0, err
 		}
-		table, err := route.FromPlacement(p.Param, p.K)
-		if err != nil {
-			return nil, 0, nil, 0, fmt.Errorf("placement %s: %w", job.Placement, err)
-		}
-		return table, uint64(len(p.Param)), &job, opened.App.Width(), nil
+		return table, table.NumKeys(), &job, width, nil
 	}
 	if nf.data == "" {
 		return nil, 0, nil, 0, usageError("--placement needs --data, the training data whose parameter ids param.part names")
@@ -155,7 +147,7 @@ func (nf *nodeFlags) placedTable() (*route.Table, uint64, *train.Job, int, error
 // --bandwidth-matrix, or of the job's links.
 func (nf *nodeFlags) rates(job *train.Job) (node.Rates, error) {
 	if job != nil {
-		return node.Rates{Link: job.Config.LinkBandwidth, Matrix: job.Config.Bandwidth}, nil
+		return job.Config.Rates(), nil
 	}
 	r, err := node.ParseRates(nf.linkRate, nf.matrix, max(nf.numServers, nf.numWorkers))
 	if err != nil {

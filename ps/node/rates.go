@@ -25,6 +25,20 @@ type Rates struct {
 	Host   func(id transport.NodeID) (machine int, ok bool)
 }
 
+// Apart returns the Host of a cluster of servers apart from workers:
+// server r is machine r, worker r machine servers+r.
+func Apart(servers int) func(transport.NodeID) (int, bool) {
+	return func(id transport.NodeID) (int, bool) {
+		switch role, rank := proto.Identify(id); role {
+		case proto.RoleServer:
+			return rank, true
+		case proto.RoleWorker:
+			return servers + rank, true
+		}
+		return 0, false
+	}
+}
+
 // ParseRates reads the rates a command line gives: link, a rate such as
 // "100mbit" (empty: unlimited), and the file of a bandwidth matrix (empty:
 // none) of at least machines rows. Errors name the rate or the file.
