@@ -37,11 +37,12 @@ func BoxPlot(w io.Writer, res *Result) error {
 	if hi <= lo {
 		hi = lo + step
 	}
-	const bw, ph, ml, mr, mt, mb = 90.0, 300.0, 60.0, 20.0, 40.0, 50.0
+	const bw, ph, ml, mr, mt, mb = 90.0, 300.0, 60.0, 20.0, 55.0, 50.0
 	pw := bw * float64(max(1, len(schemes)))
 	var b strings.Builder
 	plot.Open(&b, pw+ml+mr, ph+mt+mb, 11)
-	fmt.Fprintf(&b, `<text x="%.0f" y="20" text-anchor="middle" font-size="13">final validation accuracy (%%), %d runs per scheme, %s on %d machines, %s</text>`+"\n",
+	fmt.Fprintf(&b, `<text x="%.0f" y="20" text-anchor="middle" font-size="13">final validation accuracy (%%)</text>`+"\n", (pw+ml+mr)/2)
+	fmt.Fprintf(&b, `<text x="%.0f" y="38" text-anchor="middle">%d runs per scheme, %s, %d workers, %s</text>`+"\n",
 		(pw+ml+mr)/2, len(res.Runs)/max(1, len(schemes)), html.EscapeString(res.App), res.Machines, html.EscapeString(res.Consistency))
 	y := func(v float64) float64 { return mt + ph - (v-lo)/(hi-lo)*ph }
 	for v := lo; v <= hi+step/2; v += step {
