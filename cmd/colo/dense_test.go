@@ -26,12 +26,12 @@ func blobsCSV(t *testing.T, n int) string {
 }
 
 // TestTrainDense trains an mlp on a CSV whose label is the last column,
-// on three asynchronous machines with stratified shards.
+// on three machines with stratified shards (BSP: deterministic).
 func TestTrainDense(t *testing.T) {
 	data := blobsCSV(t, 300)
 	out := filepath.Join(t.TempDir(), "run.json")
 	code, stdout, errOut := colo(t, "train", data, "--app", "mlp", "--label-col", "-1", "--hidden", "16", "--machines", "3",
-		"--epochs", "3", "--batch", "30", "--placement", "stratified", "--consistency", "async", "--json", out)
+		"--epochs", "3", "--batch", "30", "--placement", "stratified", "--json", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -130,6 +130,9 @@ func runNode(e *env, args []string) error {
 	var rule update.Rule
 	var rates node.Rates
 	if nf.job == "train" {
+		if nf.rank < 0 && role != proto.RoleServer {
+			return usageError("--job train needs --rank: the machine's rank is its machine in the placement")
+		}
 		job, err := nf.trainJob()
 		switch {
 		case role != proto.RoleMachine && (err != nil || job.Config.Colocated()):

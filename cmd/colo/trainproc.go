@@ -86,9 +86,6 @@ type machineJob struct {
 
 // newMachineJob reads the job and the placement of machine --rank.
 func newMachineJob(nf *nodeFlags, job train.Job) (*machineJob, error) {
-	if nf.rank < 0 {
-		return nil, usageError("--job train needs --rank: the machine's rank is its machine in the placement")
-	}
 	if nf.numWorkers > 0 && nf.numWorkers != job.Config.Machines {
 		return nil, usageError("--num-workers %d: the job has %d machines", nf.numWorkers, job.Config.Machines)
 	}
