@@ -13,7 +13,16 @@ import (
 // palette colours the runs in order.
 var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
-// PlotLoss draws the training loss against wall-clock time (partition
+// validationLoss returns the validation log loss of a pass, 0 without.
+func validationLoss(p Pass) float64 {
+	if p.Validation == nil || p.Validation.LogLoss == nil {
+		return 0
+	}
+	return *p.Validation.LogLoss
+}
+
+// PlotLoss draws the training loss (and, dashed, the validation loss of
+// the passes that have one) against wall-clock time (partition
 // time included, so that a run's line starts when its training starts)
 // for each run, as an SVG document with a logarithmic loss axis.
 func PlotLoss(w io.Writer, runs []*Result) error {
@@ -23,8 +32,10 @@ func PlotLoss(w io.Writer, runs []*Result) error {
 		for _, p := range r.RoundsDetail {
 			t := r.PartitionSeconds + r.StartSeconds + p.Seconds
 			tMax = max(tMax, t)
-			if p.TrainLoss > 0 && !math.IsInf(p.TrainLoss, 0) {
-				lMin, lMax = min(lMin, p.TrainLoss), max(lMax, p.TrainLoss)
+			for _, l := range []float64{p.TrainLoss, validationLoss(p)} {
+				if l > 0 && !math.IsInf(l, 0) {
+					lMin, lMax = min(lMin, l), max(lMax, l)
+				}
 			}
 		}
 	}
@@ -53,7 +64,7 @@ func PlotLoss(w io.Writer, runs []*Result) error {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", x(t), mt+ph+16, t)
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">seconds (partition + training)</text>`+"\n", ml+pw/2, height-12)
-	fmt.Fprintf(&b, `<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">training loss</text>`+"\n", mt+ph/2, mt+ph/2)
+	fmt.Fprintf(&b, `<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">training loss (validation dashed)</text>`+"\n", mt+ph/2, mt+ph/2)
 	for i, r := range runs {
 		c := palette[i%len(palette)]
 		var pts []string
@@ -64,6 +75,15 @@ func PlotLoss(w io.Writer, runs []*Result) error {
 		}
 		if len(pts) > 0 {
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", c, strings.Join(pts, " "))
+		}
+		var vpts []string
+		for _, p := range r.RoundsDetail {
+			if l := validationLoss(p); l > 0 && !math.IsInf(l, 0) {
+				vpts = append(vpts, fmt.Sprintf("%.1f,%.1f", x(r.PartitionSeconds+r.StartSeconds+p.Seconds), y(l)))
+			}
+		}
+		if len(vpts) > 0 {
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" stroke-dasharray="6 4" points="%s"/>`+"\n", c, strings.Join(vpts, " "))
 		}
 		ly := mt + 14 + 16*float64(i)
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>`+"\n", ml+pw-170, ml+pw-150, ly-4, ly-4, c)

@@ -116,6 +116,11 @@ type Config struct {
 	MaxPasses int     `json:"max_passes"`
 	// Seed seeds the batches and the models' initial values.
 	Seed uint64 `json:"seed"`
+	// EvalEvery, when positive, has worker 0 snapshot the model every this
+	// many passes and score it on the validation set beside the training
+	// (validation curves; applications that are Validators). The
+	// snapshots' pulls count in the training traffic.
+	EvalEvery int `json:"eval_every,omitempty"`
 	// LinkBandwidth is each machine's network rate in bytes per second
 	// (0: unlimited), and Bandwidth a matrix of machine-to-machine rates;
 	// at most one of them is set. What they limit depends on the
@@ -196,6 +201,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPasses < 1 {
 		return fmt.Errorf("max_passes %d: want at least 1", c.MaxPasses)
+	}
+	if c.EvalEvery < 0 {
+		return fmt.Errorf("eval_every %d: want 0 (none) or a number of passes", c.EvalEvery)
 	}
 	if !(c.LinkBandwidth >= 0) || c.LinkBandwidth > maxRate {
 		return fmt.Errorf("link_bandwidth_bytes_per_s %v: want [0, %g]", c.LinkBandwidth, maxRate)
@@ -429,7 +437,12 @@ func Work(ctx context.Context, w *worker.Worker, app App, part Part, s Schedule,
 	var res WorkerResult
 	start := time.Now()
 	var err error
-	res.Passes, err = Loop(ctx, w, part, s, progress)
+	inner := app
+	if a, ok := app.(*afterTraining); ok {
+		inner = a.App
+	}
+	v, _ := inner.(Validator)
+	res.Passes, err = loop(ctx, w, part, s, progress, v)
 	if err != nil {
 		return res, err
 	}
@@ -454,7 +467,7 @@ func NewSchedule(app App, cfg Config) Schedule {
 	if cfg.Batch > 0 {
 		batches = max(1, (app.NumSamples()+cfg.Batch-1)/cfg.Batch)
 	}
-	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, Samples: app.NumSamples(), Batches: batches}
+	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, Samples: app.NumSamples(), Batches: batches, EvalEvery: cfg.EvalEvery}
 }
 
 // addTraffic adds the data bytes the nodes sent to r: between a machine's

@@ -91,12 +91,13 @@ func DefaultOptions() Options {
 
 // Defaults sets a dense model's defaults in job: random shards (seed 004's
 // baseline), global batches of 64, 5 epochs without the loss criterion,
+// the validation set scored after every epoch,
 // momentum SGD with rate 0.05 and μ 0.9 (the PyTorch reference's), and
 // DefaultOptions.
 func Defaults(job *train.Job) error {
 	job.Placement = string(shard.SchemeRandom)
 	c := &job.Config
-	c.Batch, c.MaxPasses, c.Epsilon = 64, 5, 0
+	c.Batch, c.MaxPasses, c.Epsilon, c.EvalEvery = 64, 5, 0, 1
 	c.Rule = update.DefaultConfig()
 	c.Rule.Name, c.Rule.LR, c.Rule.Momentum = "momentum", 0.05, 0.9
 	return job.SetOptions(DefaultOptions())
@@ -408,6 +409,24 @@ func (a *App) Evaluate(ctx context.Context, w *worker.Worker, _ train.Part) (tra
 		d, on = a.Train, "train"
 	}
 	return a.Score(params, d, on), nil
+}
+
+// Snapshot pulls the model on worker w and returns the scoring of that
+// snapshot on the test set (the training set without one): a
+// train.Validator, for validation curves.
+func (a *App) Snapshot(w *worker.Worker) (func() train.Eval, error) {
+	params := make([]float32, a.NumKeys())
+	if err := w.PullRange(0, uint64(len(params)), params).Wait(); err != nil {
+		return nil, err
+	}
+	for i, v := range a.w0 {
+		params[i] += v
+	}
+	d, on := a.Test, "test"
+	if d == nil {
+		d, on = a.Train, "train"
+	}
+	return func() train.Eval { return a.Score(params, d, on) }, nil
 }
 
 // Initial returns the initial parameters w₀.

@@ -359,3 +359,43 @@ func TestServersApart(t *testing.T) {
 		t.Errorf("servers %d, %d values between machines (want %d), %d bytes inside", apart.Servers, apart.InterValues, 2*n*3*int64(apart.Rounds), apart.BytesInner)
 	}
 }
+
+// TestValidationCurve: with eval_every 1 every pass carries the score of
+// the model at its end; under BSP the last pass's is the final
+// evaluation's, exactly, and the curve rises.
+func TestValidationCurve(t *testing.T) {
+	d := blobs(t, 400, 16, 4, 9)
+	j := job(t, 2, 4, 40, []int{8})
+	j.Config.EvalEvery = 1
+	a := open(t, j, d)
+	p, _, err := a.Place(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pass := range res.RoundsDetail {
+		if pass.Validation == nil || pass.Validation.Accuracy == nil || len(pass.Validation.ClassAccuracy) != 4 {
+			t.Fatalf("pass %d: validation %+v", pass.Pass, pass.Validation)
+		}
+	}
+	first, last := res.RoundsDetail[0].Validation, res.RoundsDetail[len(res.RoundsDetail)-1].Validation
+	if *last.Accuracy != *res.Accuracy || *last.LogLoss != *res.LogLoss {
+		t.Errorf("last pass's validation %v %v, final evaluation %v %v", *last.Accuracy, *last.LogLoss, *res.Accuracy, *res.LogLoss)
+	}
+	if !(*last.LogLoss < *first.LogLoss) {
+		t.Errorf("validation loss from %v to %v", *first.LogLoss, *last.LogLoss)
+	}
+	j.Config.EvalEvery = 3
+	res, err = train.Run(context.Background(), j, a, p, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pass := range res.RoundsDetail {
+		if (pass.Validation != nil) != (pass.Pass == 3) {
+			t.Errorf("eval_every 3: pass %d validated %v", pass.Pass, pass.Validation != nil)
+		}
+	}
+}
