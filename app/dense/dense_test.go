@@ -71,6 +71,21 @@ func open(t testing.TB, j train.Job, d *dataset.Dataset) *App {
 	return a
 }
 
+// run opens j on d, places it and trains it in process.
+func run(t testing.TB, j train.Job, d *dataset.Dataset) *train.Result {
+	t.Helper()
+	a := open(t, j, d)
+	p, _, err := a.Place(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // TestOneMachineMatchesLocal: one machine on the parameter server runs
 // the same steps as the single-process loop with the same seed (BSP,
 // momentum on the server), pass for pass; and the model learns.
@@ -123,15 +138,7 @@ func TestAsyncLearns(t *testing.T) {
 	j := job(t, 4, 6, 64, []int{16})
 	j.Config.Clock = clock.Config{Mode: clock.Async}
 	j.Placement = "stratified"
-	a := open(t, j, d)
-	p, _, err := a.Place(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := run(t, j, d)
 	t.Logf("async: accuracy %.3f, staleness %s", *res.Accuracy, res.Staleness)
 	if *res.Accuracy < 0.7 {
 		t.Errorf("async: accuracy %.3f", *res.Accuracy)
@@ -309,15 +316,7 @@ func TestStalenessBounded(t *testing.T) {
 	}{{clock.Config{Mode: clock.BSP}, 0}, {clock.Config{Mode: clock.Bounded, Tau: 2}, 2}, {clock.Config{Mode: clock.Async}, -1}} {
 		j := job(t, 4, 2, 40, []int{8})
 		j.Config.Clock = c.clock
-		a := open(t, j, d)
-		p, _, err := a.Place(j)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := run(t, j, d)
 		st := res.Staleness
 		// Every server measures every worker's push of every round.
 		if st == nil || st.Pushes != uint64(4*4*res.Rounds) {
@@ -339,14 +338,7 @@ func TestServersApart(t *testing.T) {
 	for i, servers := range []int{0, 2} {
 		j := job(t, 3, 2, 30, []int{8})
 		j.Config.Servers = servers
-		a := open(t, j, d)
-		p, _, err := a.Place(j)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if runs[i], err = train.Run(context.Background(), j, a, p, cluster.InProcess{}); err != nil {
-			t.Fatal(err)
-		}
+		runs[i] = run(t, j, d)
 	}
 	co, apart := runs[0], runs[1]
 	for i, p := range co.RoundsDetail {
@@ -367,15 +359,7 @@ func TestValidationCurve(t *testing.T) {
 	d := blobs(t, 400, 16, 4, 9)
 	j := job(t, 2, 4, 40, []int{8})
 	j.Config.EvalEvery = 1
-	a := open(t, j, d)
-	p, _, err := a.Place(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := run(t, j, d)
 	for _, pass := range res.RoundsDetail {
 		if pass.Validation == nil || pass.Validation.Accuracy == nil || len(pass.Validation.ClassAccuracy) != 4 {
 			t.Fatalf("pass %d: validation %+v", pass.Pass, pass.Validation)
@@ -389,10 +373,7 @@ func TestValidationCurve(t *testing.T) {
 		t.Errorf("validation loss from %v to %v", *first.LogLoss, *last.LogLoss)
 	}
 	j.Config.EvalEvery = 3
-	res, err = train.Run(context.Background(), j, a, p, cluster.InProcess{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res = run(t, j, d)
 	for _, pass := range res.RoundsDetail {
 		if (pass.Validation != nil) != (pass.Pass == 3) {
 			t.Errorf("eval_every 3: pass %d validated %v", pass.Pass, pass.Validation != nil)
