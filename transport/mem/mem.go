@@ -351,9 +351,12 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 	}
 	c := l.dst.pool.Clone(m)
 	c.Sender, c.Receiver = e.id, to
+	// Counted before the message is queued, as package tcp counts before
+	// the write, so that a peer that has the message (and anything that
+	// follows from it) never sees a counter without it.
+	l.sent.Sent(size)
 	select {
 	case l.queue <- item{m: c, size: size, due: time.Now().Add(arrive + model.Latency)}:
-		l.sent.Sent(size)
 		return nil
 	case <-ctx.Done():
 	case <-e.ctx.Done():
