@@ -180,6 +180,12 @@ func FromIDX(images, labels *IDX) (*Dataset, error) {
 	}
 	dim := 1
 	for _, k := range images.Dims[1:] {
+		// A zero outer dimension lets the others be anything in the
+		// file: bound their product here.
+		if k > 0 && dim > maxIDXElements/k {
+			return nil, &ParseError{File: images.Source, Msg: fmt.Sprintf(
+				"dimensions %s give samples of more than 2^36 features", dimString(images.Dims))}
+		}
 		dim *= k
 	}
 	if dim == 0 {
