@@ -252,6 +252,9 @@ type Result struct {
 
 	Rounds int `json:"rounds"`
 	Passes int `json:"passes"`
+	// SamplesPerSecond is the samples trained (passes times the training
+	// samples) per second of training.
+	SamplesPerSecond float64 `json:"samples_per_s"`
 	// BytesInner and BytesInter are the data bytes sent during training
 	// (the evaluation's excluded) between a machine's worker and its own
 	// server (memory) and between machines (network), control messages to
@@ -398,6 +401,9 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 		res.Rounds, res.Passes, res.FinalTrainLoss = last.Rounds, last.Pass, last.TrainLoss
 	}
 	res.Eval = w.Eval
+	if res.TrainSeconds > 0 {
+		res.SamplesPerSecond = float64(res.Passes) * float64(app.NumSamples()) / res.TrainSeconds
+	}
 	res.addTraffic(out.Stats)
 	return res, nil
 }

@@ -39,7 +39,7 @@ func TestTrainDense(t *testing.T) {
 	if r.App != "mlp" || r.Passes != 3 || r.Accuracy == nil || *r.Accuracy < 0.8 || len(r.ClassAccuracy) != 3 {
 		t.Errorf("result %+v\n%s", r, stdout)
 	}
-	for _, f := range []string{"test_accuracy", "final_train_loss", "train_seconds", "total_seconds", "test_class_accuracy", "rounds_detail"} {
+	for _, f := range []string{"test_accuracy", "final_train_loss", "train_seconds", "total_seconds", "test_class_accuracy", "rounds_detail", "samples_per_s", "staleness"} {
 		if _, ok := fields[f]; !ok {
 			t.Errorf("no %s in the summary", f)
 		}
