@@ -36,7 +36,8 @@
 //     times differ by less than similarity_threshold. O(N) per move.
 //   - Model.Solve: the exact optimum of Eq. 10 with m_i ≥ 0 by water
 //     filling: all loaded servers finish at one time T, servers with
-//     M/S_i ≥ T get nothing. O(N log N). Never worse than Alg. 1.
+//     M/S_i ≥ T get nothing. O(N log N). Never worse than Alg. 1 when
+//     Alg. 1 returns shares ≥ 0.
 //   - Granularity and SliceCost: the slice granularity x = √(M·α/N)
 //     (Eq. 4) that minimises the synchronisation time of Eq. 1 (§3.1).
 //     O(1).
