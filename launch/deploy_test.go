@@ -355,6 +355,18 @@ func TestProcessesDense(t *testing.T) {
 		t.Errorf("processes: loss %v accuracy %v bytes %d; in process %v %v %d",
 			got.FinalTrainLoss, *got.Accuracy, got.BytesInter, want.FinalTrainLoss, *want.Accuracy, want.BytesInter)
 	}
+	// In network namespaces (root and iproute2 only), links shaped.
+	if CheckNetns() == nil {
+		job.Config.LinkBandwidth = 25e6
+		ns, err := deploy(t, job, opened, &Processes{Bin: coloBin, Netns: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ns.FinalTrainLoss != want.FinalTrainLoss || *ns.Accuracy != *want.Accuracy {
+			t.Errorf("namespaces: loss %v accuracy %v; in process %v %v", ns.FinalTrainLoss, *ns.Accuracy, want.FinalTrainLoss, *want.Accuracy)
+		}
+		job.Config.LinkBandwidth = 0
+	}
 	// Two servers apart from the two workers: the same training, and the
 	// servers' counters reach the result.
 	job.Config.Servers = 2
