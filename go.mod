@@ -7,3 +7,5 @@ require (
 	github.com/ulikunitz/xz v0.5.17
 	gonum.org/v1/gonum v0.17.0
 )
+
+require golang.org/x/sys v0.49.0

@@ -2,22 +2,11 @@
 
 package nn
 
-// hasAVX2FMA reports whether the processor and the operating system
-// support AVX2 and FMA3 (the YMM state enabled in XCR0).
-func hasAVX2FMA() bool {
-	_, _, c, _ := cpuid(1, 0)
-	if c&(1<<12) == 0 || c&(1<<27) == 0 || c&(1<<28) == 0 { // FMA, OSXSAVE, AVX
-		return false
-	}
-	if xcr0, _ := xgetbv(); xcr0&6 != 6 { // XMM and YMM state
-		return false
-	}
-	_, b, _, _ := cpuid(7, 0)
-	return b&(1<<5) != 0 // AVX2
-}
+import "golang.org/x/sys/cpu"
 
-func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-func xgetbv() (eax, edx uint32)
+// hasAVX2FMA reports whether the processor and the operating system
+// support AVX2 and FMA3 (golang.org/x/sys/cpu checks the YMM state too).
+func hasAVX2FMA() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
 
 // kernelAVX2 is kernelGo with AVX2 and FMA: c, a 6×16 tile with row stride
 // ldc, += α·A·B for k ≥ 1.
