@@ -74,7 +74,12 @@ func open(t testing.TB, j train.Job, d *dataset.Dataset) *App {
 // run opens j on d, places it and trains it in process.
 func run(t testing.TB, j train.Job, d *dataset.Dataset) *train.Result {
 	t.Helper()
-	a := open(t, j, d)
+	return runApp(t, j, open(t, j, d))
+}
+
+// runApp places the opened a and trains it in process.
+func runApp(t testing.TB, j train.Job, a *App) *train.Result {
+	t.Helper()
 	p, _, err := a.Place(j)
 	if err != nil {
 		t.Fatal(err)
@@ -102,14 +107,7 @@ func TestOneMachineMatchesLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := a.Place(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runApp(t, j, a)
 	if len(res.RoundsDetail) != len(want) {
 		t.Fatalf("%d passes, Local %d", len(res.RoundsDetail), len(want))
 	}
@@ -270,14 +268,7 @@ func TestFashionMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := a.Place(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runApp(t, j, a)
 	t.Logf("test accuracy %.3f after two epochs of 6,000 samples", *res.Accuracy)
 	if *res.Accuracy < 0.5 {
 		t.Errorf("test accuracy %.3f", *res.Accuracy)
