@@ -230,14 +230,8 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	cfg.NumKeys, cfg.Width, cfg.Clock = nf.keys, nf.width, clock.Config{Mode: mode, Tau: nf.tau}
 	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = nf.heartbeat, nf.timeout, nf.joinTimeout
 	if nf.place != "" || nf.train.jobFile != "" {
-		table, keys, job, width, err := nf.placedTable()
-		if err != nil {
+		if err := nf.placeScheduler(&cfg); err != nil {
 			return err
-		}
-		cfg.Table, cfg.NumKeys = table, keys
-		if job != nil {
-			cfg.NumServers, cfg.NumWorkers = job.Config.NumServers(), job.Config.Machines
-			cfg.Width, cfg.Clock = width, job.Config.Clock
 		}
 	}
 	if err := cfg.Validate(); err != nil {

@@ -21,6 +21,7 @@ import (
 	"colo/placement"
 	"colo/ps/node"
 	"colo/ps/route"
+	"colo/ps/sched"
 	"colo/train"
 )
 
@@ -99,45 +100,42 @@ func newMachineJob(nf *nodeFlags, job train.Job) (*machineJob, error) {
 	return &machineJob{rank: nf.rank, job: job, app: opened.App, p: p}, nil
 }
 
-// placedTable reads the scheduler's routing table from the job's
-// placement (--job-file) or --placement: the owner of each parameter of
-// the data in DIR/param.part. It also returns the number of keys and, for
-// a job file, the consistency model and the width of its application.
-func (nf *nodeFlags) placedTable() (*route.Table, uint64, *train.Job, int, error) {
+// placeScheduler sets the scheduler's routing: from the training job of
+// --job-file (its table, machines, width and consistency), or from
+// --placement DIR and --data FILE (the owner of each parameter of the data
+// in DIR/param.part).
+func (nf *nodeFlags) placeScheduler(cfg *sched.Config) error {
 	if nf.train.jobFile != "" {
 		job, err := nf.trainJob()
 		if err != nil {
-			return nil, 0, nil, 0, err
+			return err
 		}
-		table, width, err := app.Route(job)
-		if err != nil {
-			return nil, 0, nil, 0, err
+		if cfg.Table, cfg.Width, err = app.Route(job); err != nil {
+			return err
 		}
-		return table, table.NumKeys(), &job, width, nil
+		cfg.NumKeys, cfg.Clock = cfg.Table.NumKeys(), job.Config.Clock
+		cfg.NumServers, cfg.NumWorkers = job.Config.NumServers(), job.Config.Machines
+		return nil
 	}
 	if nf.data == "" {
-		return nil, 0, nil, 0, usageError("--placement needs --data, the training data whose parameter ids param.part names")
+		return usageError("--placement needs --data, the training data whose parameter ids param.part names")
 	}
 	if nf.numServers < 1 {
-		return nil, 0, nil, 0, usageError("--placement needs --num-servers, the number of machines of the placement")
+		return usageError("--placement needs --num-servers, the number of machines of the placement")
 	}
-	lopt, err := nf.df.options()
+	g, _, err := nf.df.load(nf.data)
 	if err != nil {
-		return nil, 0, nil, 0, err
-	}
-	g, err := graph.Load(nf.data, lopt)
-	if err != nil {
-		return nil, 0, nil, 0, err
+		return err
 	}
 	param, err := placement.LoadParamPart(filepath.Join(nf.place, placement.ParamPartFile), g, nf.numServers)
 	if err != nil {
-		return nil, 0, nil, 0, fmt.Errorf("--placement: %w", err)
+		return fmt.Errorf("--placement: %w", err)
 	}
-	table, err := route.FromPlacement(param, nf.numServers)
-	if err != nil {
-		return nil, 0, nil, 0, fmt.Errorf("--placement %s: %w", nf.place, err)
+	if cfg.Table, err = route.FromPlacement(param, nf.numServers); err != nil {
+		return fmt.Errorf("--placement %s: %w", nf.place, err)
 	}
-	return table, uint64(len(param)), nil, 0, nil
+	cfg.NumKeys = uint64(len(param))
+	return nil
 }
 
 // rates returns the emulated rates of --link-bandwidth and
