@@ -214,8 +214,9 @@ type App struct {
 	// w0 are the initial parameters, which the servers' values are
 	// relative to.
 	w0 []float32
-	// labels are Train's labels as the model takes them.
-	labels []int32
+	// labels and testLabels are Train's and Test's labels as the model
+	// takes them.
+	labels, testLabels []int32
 }
 
 // Open builds the architecture job.App ("mlp" or "cnn") for the loaded
@@ -255,6 +256,9 @@ func Open(job train.Job, tr, test *dataset.Dataset) (*App, error) {
 		return nil, fmt.Errorf("%s: rule.l1 %v and rule.l2 %v: dense models take no L1 or L2 penalty (the servers hold displacements from the initial parameters)", job.App, r.L1, r.L2)
 	}
 	a := &App{Model: m, Train: tr, Test: test, Seed: job.Config.Seed, scale: 1, labels: labels32(tr)}
+	if test != nil {
+		a.testLabels = labels32(test)
+	}
 	a.w0 = make([]float32, m.NumParams())
 	m.Init(a.w0, rand.New(rand.NewPCG(job.Config.Seed, 0x1417)))
 	if o.LRScaling == "none" {
@@ -436,7 +440,14 @@ func (a *App) Initial() []float32 { return a.w0 }
 // the accuracy of each class.
 func (a *App) Score(params []float32, d *dataset.Dataset, on string) train.Eval {
 	ws := a.Model.NewWorkspace(256)
-	ev := a.Model.Evaluate(params, d.Features, labels32(d), d.Len(), ws)
+	labels := a.labels
+	switch {
+	case d == a.Test:
+		labels = a.testLabels
+	case d != a.Train:
+		labels = labels32(d)
+	}
+	ev := a.Model.Evaluate(params, d.Features, labels, d.Len(), ws)
 	acc, loss := ev.Accuracy(), ev.MeanLoss()
 	out := train.Eval{On: on, Samples: ev.Samples, Accuracy: &acc, LogLoss: &loss}
 	for c, n := range ev.ClassSamples {
