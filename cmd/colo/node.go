@@ -150,17 +150,16 @@ func runNode(e *env, args []string) error {
 		if rule, err = update.New(job.Config.Rule); err != nil {
 			return usageError("%v", err)
 		}
-		rates, err = nf.rates(&job)
+		rates = job.Config.Rates()
 	} else {
 		rc := update.DefaultConfig()
 		rc.Name, rc.LR, rc.L1, rc.L2, rc.Beta = cmp.Or(nf.updater, "sum"), cmp.Or(nf.lr, 0.1), nf.l1, max(nf.l2, 0), nf.beta
 		if rule, err = update.New(rc); err != nil {
 			return usageError("%v", err)
 		}
-		rates, err = nf.rates(nil)
-	}
-	if err != nil {
-		return err
+		if rates, err = nf.rates(); err != nil {
+			return err
+		}
 	}
 	cfg := node.DefaultConfig()
 	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank

@@ -139,11 +139,8 @@ func (nf *nodeFlags) placeScheduler(cfg *sched.Config) error {
 }
 
 // rates returns the emulated rates of --link-bandwidth and
-// --bandwidth-matrix, or of the job's links.
-func (nf *nodeFlags) rates(job *train.Job) (node.Rates, error) {
-	if job != nil {
-		return job.Config.Rates(), nil
-	}
+// --bandwidth-matrix (a job's are its Config.Rates).
+func (nf *nodeFlags) rates() (node.Rates, error) {
 	r, err := node.ParseRates(nf.linkRate, nf.matrix, max(nf.numServers, nf.numWorkers))
 	if err != nil {
 		return r, usageError("--link-bandwidth, --bandwidth-matrix: %v", err)
