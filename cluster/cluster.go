@@ -52,6 +52,12 @@ type Config struct {
 	// and a worker; otherwise Servers and Workers run separately.
 	Machines         int
 	Servers, Workers int
+	// Evaluators is the number of evaluators (proto.RoleEvaluator):
+	// nodes that read the model while the workers train. They are on no
+	// emulated machine: their own links are not limited, but on the
+	// in-memory network what they pull leaves through the servers'
+	// interfaces.
+	Evaluators int
 	// Network is what the nodes talk over: nil for a new in-memory
 	// network (transport/mem) that the cluster shapes and closes;
 	// node.Mem{Net} for an in-memory network of the caller's (shaped, not
@@ -105,6 +111,9 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if c.Machines < 0 {
 		return fmt.Errorf("cluster: Machines %d is negative", c.Machines)
+	}
+	if c.Evaluators < 0 || c.Evaluators > proto.MaxEvaluators {
+		return fmt.Errorf("cluster: Evaluators %d out of range [0, %d]", c.Evaluators, proto.MaxEvaluators)
 	}
 	if c.Machines == 0 && (c.Servers < 1 || c.Workers < 1) {
 		return fmt.Errorf("cluster: Servers %d and Workers %d must be at least 1 without Machines", c.Servers, c.Workers)
@@ -215,6 +224,7 @@ type Cluster struct {
 	sched   *sched.Scheduler
 	servers []*node.Node // by server rank (a machine's node twice)
 	workers []*node.Node // by worker rank
+	evals   []*node.Node // by evaluator rank
 	nodes   []*node.Node // every node once
 	net     *mem.Network
 	ownNet  bool // net was made by Start and is closed by Close
@@ -230,7 +240,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	ns, nw := cfg.sizes()
 	sc := sched.DefaultConfig()
-	sc.NumServers, sc.NumWorkers, sc.Token = ns, nw, cfg.Token
+	sc.NumServers, sc.NumWorkers, sc.NumEvaluators, sc.Token = ns, nw, cfg.Evaluators, cfg.Token
 	sc.Table, sc.NumKeys, sc.Width, sc.Clock = cfg.Table, cfg.NumKeys, cfg.Width, cfg.Clock
 	sc.Heartbeat, sc.Timeout = cfg.Heartbeat, cfg.Timeout
 	if err := sc.Validate(); err != nil {
@@ -274,6 +284,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 			specs = append(specs, spec{proto.RoleWorker, i})
 		}
 	}
+	for i := range cfg.Evaluators {
+		specs = append(specs, spec{proto.RoleEvaluator, i})
+	}
 	nodes := make([]*node.Node, len(specs))
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
@@ -293,16 +306,18 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	c.servers, c.workers = make([]*node.Node, ns), make([]*node.Node, nw)
+	c.servers, c.workers, c.evals = make([]*node.Node, ns), make([]*node.Node, nw), make([]*node.Node, cfg.Evaluators)
 	for _, n := range nodes {
 		srv, wrk := n.IDs()
 		if srv != 0 {
 			_, r := proto.Identify(srv)
 			c.servers[r] = n
 		}
-		if wrk != 0 {
-			_, r := proto.Identify(wrk)
+		switch role, r := proto.Identify(wrk); role {
+		case proto.RoleWorker:
 			c.workers[r] = n
+		case proto.RoleEvaluator:
+			c.evals[r] = n
 		}
 	}
 	return c, nil
@@ -364,11 +379,15 @@ func (c *Cluster) Server(r int) *server.Server { return c.servers[r].Server() }
 // ServerNode returns the node of server rank r.
 func (c *Cluster) ServerNode(r int) *node.Node { return c.servers[r] }
 
+// Evaluator returns the node of evaluator rank r.
+func (c *Cluster) Evaluator(r int) *node.Node { return c.evals[r] }
+
 // NumWorkers returns the number of workers.
 func (c *Cluster) NumWorkers() int { return len(c.workers) }
 
 // Run runs fn on every worker concurrently, reports each worker's end to
-// the scheduler and returns the job's outcome: nil when every fn
+// the scheduler (the evaluators' is their drivers') and returns the
+// job's outcome: nil when every fn
 // returned nil, otherwise the error that ended the job (a failing fn's,
 // or a *proto.NodeError naming a failed node).
 func (c *Cluster) Run(ctx context.Context, fn func(ctx context.Context, w *worker.Worker) error) error {

@@ -14,7 +14,8 @@ import (
 
 // InProcess deploys training jobs (train.Deployer) on a cluster in this
 // process: a scheduler and the job's machines, joined by Network, every
-// machine's worker running train.Work on its part. The links of the
+// machine's worker running train.Work on its part, and the evaluator the
+// job asks for (train.Watch). The links of the
 // job's Config shape the network as Config.LinkBandwidth and
 // Config.Bandwidth say.
 //
@@ -50,6 +51,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	cc.LinkBandwidth, cc.Bandwidth = job.LinkBandwidth, job.Bandwidth
 	cc.Heartbeat, cc.Timeout = train.Heartbeat, train.Timeout
 	cc.Logf = job.Logf
+	cc.Evaluators = d.Evaluators()
 	t0 := time.Now()
 	c, err := Start(ctx, cc)
 	if err != nil {
@@ -58,6 +60,17 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	defer c.Close()
 	out := &train.Outcome{StartSeconds: time.Since(t0).Seconds()}
 
+	var watched chan error
+	if cc.Evaluators > 0 {
+		watched = make(chan error, 1)
+		go func() {
+			n := c.Evaluator(0)
+			rep, err := train.Watch(ctx, n, d.App.(train.Scorer), job.EvalEvery, d.StepsPerEpoch())
+			out.Evaluator = rep
+			n.Finish(err)
+			watched <- err
+		}()
+	}
 	works := make([]train.WorkerResult, k)
 	counted := train.AfterTraining(app, func(rank int) {
 		if rank == 0 {
@@ -69,6 +82,11 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 		works[w.Rank()], err = train.Work(ctx, w, counted, parts[w.Rank()], d.Schedule, job.Progress)
 		return err
 	})
+	if watched != nil {
+		if werr := <-watched; err == nil && werr != nil {
+			err = fmt.Errorf("evaluator: %w", werr)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

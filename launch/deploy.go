@@ -24,7 +24,8 @@ import (
 // process places the job itself) and the job to a temporary directory, starts `colo node --role scheduler --job-file` and
 // K `colo node --role machine --job train --job-file --rank i --result`
 // (with Config.Servers, K workers and the servers as `--role worker` and
-// `--role server`), supervises them and assembles their reports
+// `--role server`), and `--role evaluator` when the deployment has an
+// evaluator, supervises them and assembles their reports
 // (train.MachineReport). Servers apart report their counters at the end
 // of the job, the evaluation's pull included. The
 // cluster token reaches the children in their environment, not on their
@@ -36,8 +37,9 @@ type Processes struct {
 	Bin string
 	// Graph is the training graph of a sparse application, whose ids the
 	// part files name. Nil for an application placed without one (the
-	// dense models' sharding schemes): every process then computes the
-	// job's placement itself, the same for the same seed.
+	// dense models' sharding schemes): an application that is a
+	// train.PlacementWriter writes its placement for the processes, any
+	// other is placed again by every process, the same for the same seed.
 	Graph *graph.Graph
 	// Netns runs the scheduler and each machine in a network namespace of
 	// its own, joined by veth links that tc shapes at the job's
@@ -89,6 +91,12 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 			return nil, err
 		}
 		job.Placement = pdir
+	} else if w, ok := d.App.(train.PlacementWriter); ok {
+		pdir := filepath.Join(dir, "placement")
+		if err := w.WritePlacement(pdir, d.Job, d.Placement); err != nil {
+			return nil, err
+		}
+		job.Placement = pdir
 	}
 	if pd.Netns {
 		// tc shapes the links: the machines limit nothing themselves.
@@ -99,10 +107,11 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		return nil, err
 	}
 
-	servers := cfg.Servers // separate server processes, hosts 1..servers
+	servers := cfg.Servers  // separate server processes, hosts 1..servers
+	evals := d.Evaluators() // after the machines, on a host of its own
 	var st Starter = Loopback{}
 	if pd.Netns {
-		ns, err := NewNetns(1+servers+k, fmt.Sprintf("%.0fbit", 8*cfg.LinkBandwidth))
+		ns, err := NewNetns(1+servers+k+evals, fmt.Sprintf("%.0fbit", 8*cfg.LinkBandwidth))
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +126,7 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: append([]string{
 		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(), "--job-file", jobFile,
 		"--heartbeat", train.Heartbeat.String(), "--timeout", train.Timeout.String(),
-		"--join-timeout", JoinTimeout.String()}, size...)})
+		"--join-timeout", JoinTimeout.String(), "--num-evaluators", strconv.Itoa(evals)}, size...)})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
@@ -143,6 +152,9 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	for i := range servers {
 		start("server", fmt.Sprintf("server %d", i), i, 1+i)
 	}
+	if evals > 0 {
+		start("evaluator", "evaluator", 0, 1+servers+k)
+	}
 	if err := sup.Wait(ctx); err != nil {
 		return nil, err
 	}
@@ -155,6 +167,9 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		}
 		if i == 0 {
 			out.Work = r.Work
+		}
+		if r.Evaluator != nil {
+			out.Evaluator = r.Evaluator
 		}
 		out.Stats = append(out.Stats, r.Stats)
 		out.InterValues += r.InterValues

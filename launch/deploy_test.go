@@ -312,8 +312,9 @@ func TestKillProcessMidJob(t *testing.T) {
 }
 
 // TestProcessesDense trains a dense model, placed by a sharding scheme
-// that every process computes itself, as processes on loopback: the same
-// training as in process, bit for bit (BSP).
+// (written once for the processes), as processes on loopback with an
+// evaluator process: the same training as in process, bit for bit (BSP),
+// and the evaluator's last score is the final evaluation.
 func TestProcessesDense(t *testing.T) {
 	needColo(t)
 	var csv strings.Builder
@@ -351,6 +352,16 @@ func TestProcessesDense(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("processes: loss %v accuracy %v in %.2f s", got.FinalTrainLoss, *got.Accuracy, got.TotalSeconds)
+	for _, r := range []*train.Result{want, got} {
+		if r.Evaluator == nil || len(r.Evaluator.Checks) == 0 {
+			t.Fatalf("no evaluator: %+v", r.Evaluator)
+		}
+		last := r.Evaluator.Checks[len(r.Evaluator.Checks)-1]
+		if !last.Final || *last.Validation.Accuracy != *r.Accuracy || last.Step != int64(2*r.Rounds) {
+			t.Errorf("the evaluator's last score %+v (accuracy %v), the final evaluation's accuracy %v after %d rounds",
+				last, *last.Validation.Accuracy, *r.Accuracy, r.Rounds)
+		}
+	}
 	if got.FinalTrainLoss != want.FinalTrainLoss || *got.Accuracy != *want.Accuracy || got.BytesInter != want.BytesInter {
 		t.Errorf("processes: loss %v accuracy %v bytes %d; in process %v %v %d",
 			got.FinalTrainLoss, *got.Accuracy, got.BytesInter, want.FinalTrainLoss, *want.Accuracy, want.BytesInter)

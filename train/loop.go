@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"colo/ps/worker"
@@ -94,9 +93,6 @@ type Schedule struct {
 	// Batches/Samples, so that the servers apply the gradient of the mean
 	// loss of a round's batch.
 	Samples, Batches int
-	// EvalEvery, when positive, scores a snapshot of the model every this
-	// many passes, if the application is a Validator (Config.EvalEvery).
-	EvalEvery int
 }
 
 // Validate checks s; errors name the field and the bound.
@@ -125,17 +121,6 @@ type Pass struct {
 	TrainLoss float64 `json:"train_loss"`
 	// TrainAccuracy is the fraction of samples predicted right (lr).
 	TrainAccuracy float64 `json:"train_accuracy,omitempty"`
-	// Validation scores the model as it was at the end of the pass, when
-	// the schedule asks for it (Schedule.EvalEvery).
-	Validation *Eval `json:"validation,omitempty"`
-}
-
-// Validator is an App that scores snapshots of its model while it
-// trains, for validation curves: Snapshot pulls the model on worker w,
-// and the function it returns scores that snapshot away from the
-// training goroutine, while training goes on.
-type Validator interface {
-	Snapshot(w *worker.Worker) (score func() Eval, err error)
 }
 
 // Progress is called on machine 0 after every pass.
@@ -147,24 +132,6 @@ type Progress func(p Pass)
 // and stop at the same round. It returns the passes (identical on every
 // machine apart from the times).
 func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress Progress) ([]Pass, error) {
-	return loop(ctx, w, part, s, progress, nil)
-}
-
-// loop is Loop; on worker 0, v (when not nil) scores a snapshot of the
-// model every s.EvalEvery passes, on goroutines of its own, whose scores
-// the passes get before loop returns.
-func loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress Progress, v Validator) ([]Pass, error) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	scores := map[int]Eval{}
-	defer wg.Wait()
-	validated := func(passes []Pass) []Pass {
-		wg.Wait()
-		for i, ev := range scores {
-			passes[i].Validation = &ev
-		}
-		return passes
-	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -206,19 +173,6 @@ func loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 			pass.TrainAccuracy = sum[2] / sum[1]
 		}
 		passes = append(passes, pass)
-		if v != nil && w.Rank() == 0 && s.EvalEvery > 0 && pass.Pass%s.EvalEvery == 0 {
-			score, err := v.Snapshot(w)
-			if err != nil {
-				return passes, fmt.Errorf("pass %d: validation snapshot: %w", pass.Pass, err)
-			}
-			i := len(passes) - 1
-			wg.Go(func() {
-				ev := score()
-				mu.Lock()
-				scores[i] = ev
-				mu.Unlock()
-			})
-		}
 		if progress != nil && w.Rank() == 0 {
 			progress(pass)
 		}
@@ -230,7 +184,7 @@ func loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 		}
 		prev = pass.TrainLoss
 	}
-	return validated(passes), nil
+	return passes, nil
 }
 
 // Converged reports whether the loss changed by less than a fraction eps

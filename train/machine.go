@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"colo/placement"
@@ -19,6 +20,9 @@ type MachineReport struct {
 	// Stats are the node's counters at the end of training, before the
 	// evaluation.
 	Stats node.Stats `json:"stats"`
+	// Evaluator is an evaluator's report (RunEvaluator); Work is then
+	// empty.
+	Evaluator *EvaluatorReport `json:"evaluator,omitempty"`
 }
 
 // RunMachine trains machine rank's share of job on the running node n, a
@@ -57,4 +61,27 @@ func RunMachine(ctx context.Context, n *node.Node, job Job, app App, p *placemen
 		r.InterValues = PartInterValues(part, d.Local(rank), p, app.Width(), res.Passes[k-1].Pass)
 	}
 	return r, nil
+}
+
+// RunEvaluator is RunMachine for the evaluator of job on the running
+// node n (proto.RoleEvaluator): it scores the model while the workers
+// train, as Config.EvalEvery says, and the final model once they are
+// done (Watch). n.Finish is the caller's.
+func RunEvaluator(ctx context.Context, n *node.Node, job Job, app App, p *placement.Placement) (*MachineReport, error) {
+	d, err := NewDeployment(job, app, p)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := app.(Scorer)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("train: %s has no evaluator: it cannot score a model while it trains", app.Name())
+	case d.Evaluators() == 0:
+		return nil, errors.New("train: the job has no evaluator: config.eval_every is 0")
+	}
+	rep, err := Watch(ctx, n, s, job.Config.EvalEvery, d.StepsPerEpoch())
+	if err != nil {
+		return nil, fmt.Errorf("train: evaluator: %w", err)
+	}
+	return &MachineReport{Rank: -1, Stats: n.Stats(), Evaluator: rep}, nil
 }

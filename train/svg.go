@@ -13,16 +13,24 @@ import (
 // palette colours the runs in order.
 var palette = []string{"#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
-// validationLoss returns the validation log loss of a pass, 0 without.
-func validationLoss(p Pass) float64 {
-	if p.Validation == nil || p.Validation.LogLoss == nil {
+// validationLoss returns the validation log loss of a check, 0 without.
+func validationLoss(c Check) float64 {
+	if c.Validation.LogLoss == nil {
 		return 0
 	}
-	return *p.Validation.LogLoss
+	return *c.Validation.LogLoss
 }
 
-// PlotLoss draws the training loss (and, dashed, the validation loss of
-// the passes that have one) against wall-clock time (partition
+// checks returns the evaluator's scores of r, none without one.
+func checks(r *Result) []Check {
+	if r.Evaluator == nil {
+		return nil
+	}
+	return r.Evaluator.Checks
+}
+
+// PlotLoss draws the training loss (and, dashed, the validation loss the
+// evaluator measured) against wall-clock time (partition
 // time included, so that a run's line starts when its training starts)
 // for each run, as an SVG document with a logarithmic loss axis.
 func PlotLoss(w io.Writer, runs []*Result) error {
@@ -30,12 +38,15 @@ func PlotLoss(w io.Writer, runs []*Result) error {
 	tMax, lMin, lMax := 0.0, math.Inf(1), math.Inf(-1)
 	for _, r := range runs {
 		for _, p := range r.RoundsDetail {
-			t := r.PartitionSeconds + r.StartSeconds + p.Seconds
-			tMax = max(tMax, t)
-			for _, l := range []float64{p.TrainLoss, validationLoss(p)} {
-				if l > 0 && !math.IsInf(l, 0) {
-					lMin, lMax = min(lMin, l), max(lMax, l)
-				}
+			tMax = max(tMax, r.PartitionSeconds+r.StartSeconds+p.Seconds)
+			if l := p.TrainLoss; l > 0 && !math.IsInf(l, 0) {
+				lMin, lMax = min(lMin, l), max(lMax, l)
+			}
+		}
+		for _, c := range checks(r) {
+			tMax = max(tMax, r.PartitionSeconds+r.StartSeconds+c.Seconds)
+			if l := validationLoss(c); l > 0 && !math.IsInf(l, 0) {
+				lMin, lMax = min(lMin, l), max(lMax, l)
 			}
 		}
 	}
@@ -77,9 +88,9 @@ func PlotLoss(w io.Writer, runs []*Result) error {
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", c, strings.Join(pts, " "))
 		}
 		var vpts []string
-		for _, p := range r.RoundsDetail {
-			if l := validationLoss(p); l > 0 && !math.IsInf(l, 0) {
-				vpts = append(vpts, fmt.Sprintf("%.1f,%.1f", x(r.PartitionSeconds+r.StartSeconds+p.Seconds), y(l)))
+		for _, c := range checks(r) {
+			if l := validationLoss(c); l > 0 && !math.IsInf(l, 0) {
+				vpts = append(vpts, fmt.Sprintf("%.1f,%.1f", x(r.PartitionSeconds+r.StartSeconds+c.Seconds), y(l)))
 			}
 		}
 		if len(vpts) > 0 {

@@ -116,11 +116,13 @@ type Config struct {
 	MaxPasses int     `json:"max_passes"`
 	// Seed seeds the batches and the models' initial values.
 	Seed uint64 `json:"seed"`
-	// EvalEvery, when positive, has worker 0 snapshot the model every this
-	// many passes and score it on the validation set beside the training
-	// (validation curves; applications that are Validators). The
-	// snapshots' pulls count in the training traffic.
-	EvalEvery int `json:"eval_every,omitempty"`
+	// EvalEvery, when not zero, runs an evaluator beside the workers
+	// (applications that are Scorers): a node of its own that pulls the
+	// model this often, outside the consistency clock, and scores it on
+	// the validation set, and scores the final model (Result.Evaluator).
+	// The workers never wait for it, and its traffic is not in the
+	// training's.
+	EvalEvery Every `json:"eval_every,omitzero"`
 	// LinkBandwidth is each machine's network rate in bytes per second
 	// (0: unlimited), and Bandwidth a matrix of machine-to-machine rates;
 	// at most one of them is set. What they limit depends on the
@@ -202,8 +204,8 @@ func (c Config) Validate() error {
 	if c.MaxPasses < 1 {
 		return fmt.Errorf("max_passes %d: want at least 1", c.MaxPasses)
 	}
-	if c.EvalEvery < 0 {
-		return fmt.Errorf("eval_every %d: want 0 (none) or a number of passes", c.EvalEvery)
+	if c.EvalEvery.Epochs < 0 || c.EvalEvery.Steps < 0 || c.EvalEvery.Interval < 0 {
+		return fmt.Errorf("eval_every %v: want 0 (none), a number of epochs or steps, or a duration", c.EvalEvery)
 	}
 	if !(c.LinkBandwidth >= 0) || c.LinkBandwidth > maxRate {
 		return fmt.Errorf("link_bandwidth_bytes_per_s %v: want [0, %g]", c.LinkBandwidth, maxRate)
@@ -281,6 +283,9 @@ type Result struct {
 	// summed over the servers (each measures the pushes it applied; see
 	// server.Staleness): BSP gives 0, bounded delay τ at most τ.
 	Staleness *Staleness `json:"staleness,omitempty"`
+	// Evaluator is the evaluator's validation curve (Config.EvalEvery);
+	// its traffic is not in BytesInter.
+	Evaluator *EvaluatorReport `json:"evaluator,omitempty"`
 
 	// batches is the number of batches of a pass, width the values per
 	// key.
@@ -333,6 +338,14 @@ type Deployer interface {
 	Deploy(ctx context.Context, d *Deployment) (*Outcome, error)
 }
 
+// PlacementWriter is an App that can write a placement of its own to a
+// directory which, as a job's Placement, places the job the same way in
+// another process: a deployment of processes writes it once instead of
+// each process computing it (the dense models' sharding schemes).
+type PlacementWriter interface {
+	WritePlacement(dir string, job Job, p *placement.Placement) error
+}
+
 // Deployment is what a Deployer runs.
 type Deployment struct {
 	Job       Job
@@ -349,6 +362,22 @@ func (d *Deployment) Local(rank int) int {
 		return rank
 	}
 	return -1
+}
+
+// Evaluators returns the number of evaluators the deployment runs: one
+// when the job asks for validation curves (Config.EvalEvery) of an
+// application that is a Scorer, none otherwise.
+func (d *Deployment) Evaluators() int {
+	if _, ok := d.App.(Scorer); ok && !d.Job.Config.EvalEvery.IsZero() {
+		return 1
+	}
+	return 0
+}
+
+// StepsPerEpoch returns the steps of an epoch: every machine's batches of
+// a pass.
+func (d *Deployment) StepsPerEpoch() int64 {
+	return int64(d.Job.Config.Machines) * int64(d.Schedule.Batches)
 }
 
 // Part returns machine rank's part of the deployment.
@@ -368,6 +397,8 @@ type Outcome struct {
 	// StartSeconds is the time until every node ran, Seconds the whole
 	// deployment's.
 	StartSeconds, Seconds float64
+	// Evaluator is the evaluator's report, when the deployment ran one.
+	Evaluator *EvaluatorReport
 }
 
 // Run trains the job's application app on the deployment d with the
@@ -401,6 +432,7 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 		res.Rounds, res.Passes, res.FinalTrainLoss = last.Rounds, last.Pass, last.TrainLoss
 	}
 	res.Eval = w.Eval
+	res.Evaluator = out.Evaluator
 	if res.TrainSeconds > 0 {
 		res.SamplesPerSecond = float64(res.Passes) * float64(app.NumSamples()) / res.TrainSeconds
 	}
@@ -443,12 +475,7 @@ func Work(ctx context.Context, w *worker.Worker, app App, part Part, s Schedule,
 	var res WorkerResult
 	start := time.Now()
 	var err error
-	inner := app
-	if a, ok := app.(*afterTraining); ok {
-		inner = a.App
-	}
-	v, _ := inner.(Validator)
-	res.Passes, err = loop(ctx, w, part, s, progress, v)
+	res.Passes, err = Loop(ctx, w, part, s, progress)
 	if err != nil {
 		return res, err
 	}
@@ -473,12 +500,13 @@ func NewSchedule(app App, cfg Config) Schedule {
 	if cfg.Batch > 0 {
 		batches = max(1, (app.NumSamples()+cfg.Batch-1)/cfg.Batch)
 	}
-	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, Samples: app.NumSamples(), Batches: batches, EvalEvery: cfg.EvalEvery}
+	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, Samples: app.NumSamples(), Batches: batches}
 }
 
 // addTraffic adds the data bytes the nodes sent to r: between a machine's
 // worker and its own server (inner) and between machines (inter), control
-// messages to and from the scheduler excluded.
+// messages to and from the scheduler and the evaluators' traffic
+// excluded.
 func (r *Result) addTraffic(stats []node.Stats) {
 	for _, st := range stats {
 		if st.Server != nil && st.Server.Staleness.Pushes > 0 {
@@ -489,7 +517,9 @@ func (r *Result) addTraffic(stats []node.Stats) {
 			r.Staleness.Mean = r.Staleness.Staleness.Mean()
 		}
 		for _, l := range st.Links {
-			if l.From == proto.SchedulerID || l.To == proto.SchedulerID {
+			from, _ := proto.Identify(l.From)
+			to, _ := proto.Identify(l.To)
+			if l.From == proto.SchedulerID || l.To == proto.SchedulerID || from == proto.RoleEvaluator || to == proto.RoleEvaluator {
 				continue
 			}
 			if l.Inner {

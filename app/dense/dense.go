@@ -97,7 +97,7 @@ func DefaultOptions() Options {
 func Defaults(job *train.Job) error {
 	job.Placement = string(shard.SchemeRandom)
 	c := &job.Config
-	c.Batch, c.MaxPasses, c.Epsilon, c.EvalEvery = 64, 5, 0, 1
+	c.Batch, c.MaxPasses, c.Epsilon, c.EvalEvery = 64, 5, 0, train.Every{Epochs: 1}
 	c.Rule = update.DefaultConfig()
 	c.Rule.Name, c.Rule.LR, c.Rule.Momentum = "momentum", 0.05, 0.9
 	return job.SetOptions(DefaultOptions())
@@ -338,6 +338,24 @@ func (a *App) Place(job train.Job) (*placement.Placement, float64, error) {
 	return p, secs, nil
 }
 
+// WritePlacement writes p, a placement of Place with its broadcast
+// samples, as a colo shard directory dir, which places job the same way
+// as its Placement in another process (train.PlacementWriter): the
+// processes of a cluster read the shards instead of computing them again.
+func (a *App) WritePlacement(dir string, job train.Job, p *placement.Placement) error {
+	if len(p.Data) != a.NumSamples() {
+		return fmt.Errorf("dense: the placement has %d samples, the data %d", len(p.Data), a.NumSamples())
+	}
+	assign := make([]int, len(p.Data))
+	for u, m := range p.Data {
+		assign[u] = int(m)
+	}
+	for _, u := range a.broadcast {
+		assign[u] = shard.Broadcast
+	}
+	return shard.WriteDir(dir, assign, map[string]any{"workers": p.K, "samples": len(assign), "scheme": job.Placement})
+}
+
 // Part cuts machine rank's samples, and the broadcast ones, into batches
 // of a pass in an order drawn from seed.
 func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part {
@@ -415,22 +433,19 @@ func (a *App) Evaluate(ctx context.Context, w *worker.Worker, _ train.Part) (tra
 	return a.Score(params, d, on), nil
 }
 
-// Snapshot pulls the model on worker w and returns the scoring of that
-// snapshot on the test set (the training set without one): a
-// train.Validator, for validation curves.
-func (a *App) Snapshot(w *worker.Worker) (func() train.Eval, error) {
-	params := make([]float32, a.NumKeys())
-	if err := w.PullRange(0, uint64(len(params)), params).Wait(); err != nil {
-		return nil, err
-	}
+// ScoreModel scores the model whose displacement from w₀ the servers
+// hold, vals, on the test set (the training set without one): a
+// train.Scorer, for the evaluator's validation curves. It adds w₀ to vals
+// in place.
+func (a *App) ScoreModel(vals []float32) train.Eval {
 	for i, v := range a.w0 {
-		params[i] += v
+		vals[i] += v
 	}
 	d, on := a.Test, "test"
 	if d == nil {
 		d, on = a.Train, "train"
 	}
-	return func() train.Eval { return a.Score(params, d, on) }, nil
+	return a.Score(vals, d, on)
 }
 
 // Initial returns the initial parameters w₀.

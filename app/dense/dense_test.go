@@ -343,31 +343,74 @@ func TestServersApart(t *testing.T) {
 	}
 }
 
-// TestValidationCurve: with eval_every 1 every pass carries the score of
-// the model at its end; under BSP the last pass's is the final
-// evaluation's, exactly, and the curve rises.
-func TestValidationCurve(t *testing.T) {
+// TestEvaluator: the evaluator scores the model beside the training and
+// costs the training nothing: under BSP the passes, the final evaluation
+// and the training traffic are the same bit for bit with and without it.
+// Its scores are of whole rounds (steps in multiples of the machines),
+// in increasing order, epoch scores no earlier than their epoch, with an
+// accuracy per class; its last is the final model's, exactly the final
+// evaluation, under BSP and asynchronous training alike.
+func TestEvaluator(t *testing.T) {
 	d := blobs(t, 400, 16, 4, 9)
-	j := job(t, 2, 4, 40, []int{8})
-	j.Config.EvalEvery = 1
-	res := run(t, j, d)
-	for _, pass := range res.RoundsDetail {
-		if pass.Validation == nil || pass.Validation.Accuracy == nil || len(pass.Validation.ClassAccuracy) != 4 {
-			t.Fatalf("pass %d: validation %+v", pass.Pass, pass.Validation)
-		}
+	j := job(t, 2, 12, 40, []int{8})
+	j.Config.EvalEvery = train.Every{}
+	j.Config.LinkBandwidth = 1e6 // slow enough for a few scores
+	base := run(t, j, d)
+	if base.Evaluator != nil {
+		t.Fatalf("an evaluator without eval_every: %+v", base.Evaluator)
 	}
-	first, last := res.RoundsDetail[0].Validation, res.RoundsDetail[len(res.RoundsDetail)-1].Validation
-	if *last.Accuracy != *res.Accuracy || *last.LogLoss != *res.LogLoss {
-		t.Errorf("last pass's validation %v %v, final evaluation %v %v", *last.Accuracy, *last.LogLoss, *res.Accuracy, *res.LogLoss)
-	}
-	if !(*last.LogLoss < *first.LogLoss) {
-		t.Errorf("validation loss from %v to %v", *first.LogLoss, *last.LogLoss)
-	}
-	j.Config.EvalEvery = 3
-	res = run(t, j, d)
-	for _, pass := range res.RoundsDetail {
-		if (pass.Validation != nil) != (pass.Pass == 3) {
-			t.Errorf("eval_every 3: pass %d validated %v", pass.Pass, pass.Validation != nil)
+	perEpoch := int64(2 * 10) // 2 machines, 400 samples in batches of 40
+	for _, clk := range []string{"bsp", "async"} {
+		for _, every := range []string{"1", "3steps", "10ms"} {
+			j := j
+			var err error
+			if j.Config.EvalEvery, err = train.ParseEvery(every); err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Config.Clock.UnmarshalText([]byte(clk)); err != nil {
+				t.Fatal(err)
+			}
+			res := run(t, j, d)
+			if clk == "bsp" {
+				for i, p := range res.RoundsDetail {
+					if q := base.RoundsDetail[i]; p.TrainLoss != q.TrainLoss || p.TrainAccuracy != q.TrainAccuracy {
+						t.Fatalf("%s: pass %d: loss %v with the evaluator, %v without", every, i+1, p.TrainLoss, q.TrainLoss)
+					}
+				}
+				if *res.Accuracy != *base.Accuracy || res.BytesInter != base.BytesInter || res.MessagesInter != base.MessagesInter {
+					t.Errorf("%s: accuracy %v, %d bytes in %d messages between machines; without the evaluator %v, %d in %d",
+						every, *res.Accuracy, res.BytesInter, res.MessagesInter, *base.Accuracy, base.BytesInter, base.MessagesInter)
+				}
+			}
+			rep := res.Evaluator
+			if rep == nil || len(rep.Checks) == 0 || rep.Every != every {
+				t.Fatalf("%s %s: evaluator %+v", clk, every, rep)
+			}
+			for i, c := range rep.Checks {
+				if clk == "bsp" && c.Step%2 != 0 {
+					t.Errorf("%s: check %d at step %d, not a whole round of 2 machines", every, i, c.Step)
+				}
+				if i > 0 && c.Step <= rep.Checks[i-1].Step {
+					t.Errorf("%s %s: check %d at step %d after step %d", clk, every, i, c.Step, rep.Checks[i-1].Step)
+				}
+				if every == "1" && !c.Final && c.Step < int64(i+1)*perEpoch {
+					t.Errorf("%s: epoch check %d at step %d, before step %d", clk, i, c.Step, int64(i+1)*perEpoch)
+				}
+				if c.Validation.Accuracy == nil || len(c.Validation.ClassAccuracy) != 4 || c.Epoch != float64(c.Step)/float64(perEpoch) {
+					t.Errorf("%s %s: check %d: %+v", clk, every, i, c)
+				}
+			}
+			if len(rep.Checks) < 2 {
+				t.Errorf("%s %s: %d checks in %.2f s of training", clk, every, len(rep.Checks), res.TrainSeconds)
+			}
+			last := rep.Checks[len(rep.Checks)-1]
+			if !last.Final || last.Step != int64(2*res.Rounds) || *last.Validation.Accuracy != *res.Accuracy || *last.Validation.LogLoss != *res.LogLoss {
+				t.Errorf("%s %s: last check %+v at step %d (want final at %d): accuracy %v, log loss %v; final evaluation %v, %v",
+					clk, every, last, last.Step, 2*res.Rounds, *last.Validation.Accuracy, *last.Validation.LogLoss, *res.Accuracy, *res.LogLoss)
+			}
+			if rep.Pulls < len(rep.Checks) {
+				t.Errorf("%s %s: %d pulls for %d checks", clk, every, rep.Pulls, len(rep.Checks))
+			}
 		}
 	}
 }

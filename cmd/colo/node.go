@@ -24,20 +24,20 @@ import (
 // nodeFlags are the flags of colo node, each also read from COLO_NAME
 // (upper case, '-' as '_') when not on the command line.
 type nodeFlags struct {
-	role, scheduler, token, host, metrics string
-	numServers, numWorkers, rank          int
-	keys                                  uint64
-	width                                 int
-	consistency                           string
-	tau                                   int
-	updater                               string
-	lr, l1, l2, beta                      float64
-	heartbeat, timeout, joinTimeout       time.Duration
-	job                                   string
-	batch, rounds                         int
-	seed                                  uint64
-	jsonOut                               bool
-	verbose                               bool
+	role, scheduler, token, host, metrics  string
+	numServers, numWorkers, numEvals, rank int
+	keys                                   uint64
+	width                                  int
+	consistency                            string
+	tau                                    int
+	updater                                string
+	lr, l1, l2, beta                       float64
+	heartbeat, timeout, joinTimeout        time.Duration
+	job                                    string
+	batch, rounds                          int
+	seed                                   uint64
+	jsonOut                                bool
+	verbose                                bool
 	// The placement and the training job (trainproc.go).
 	place, data, result string
 	linkRate, matrix    string
@@ -46,10 +46,11 @@ type nodeFlags struct {
 }
 
 func (nf *nodeFlags) register(f *cmdFlags) {
-	f.StringVar(&nf.role, "role", "", "scheduler, server, worker or machine (a server and a worker)")
+	f.StringVar(&nf.role, "role", "", "scheduler, server, worker, machine (a server and a worker) or evaluator (scores the model of --job train while the workers train)")
 	f.StringVar(&nf.scheduler, "scheduler", "", "the scheduler's host:port; the scheduler listens there (port 0: any, printed)")
 	f.IntVar(&nf.numServers, "num-servers", 0, "number of servers (machines count as one)")
 	f.IntVar(&nf.numWorkers, "num-workers", 0, "number of workers (machines count as one)")
+	f.IntVar(&nf.numEvals, "num-evaluators", 0, "scheduler: number of evaluators")
 	f.StringVar(&nf.token, "token", "", "cluster token: nodes without it are refused")
 	f.StringVar(&nf.host, "host", "127.0.0.1", "address this node listens on and advertises")
 	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
@@ -130,12 +131,12 @@ func runNode(e *env, args []string) error {
 	var rule update.Rule
 	var rates node.Rates
 	if nf.job == "train" {
-		if nf.rank < 0 && role != proto.RoleServer {
+		if nf.rank < 0 && role != proto.RoleServer && role != proto.RoleEvaluator {
 			return usageError("--job train needs --rank: the machine's rank is its machine in the placement")
 		}
 		job, err := nf.trainJob()
 		switch {
-		case role != proto.RoleMachine && (err != nil || job.Config.Colocated()):
+		case role != proto.RoleMachine && role != proto.RoleEvaluator && (err != nil || job.Config.Colocated()):
 			return usageError("--job train runs on --role machine, or on the servers and workers of a job with config.servers (--job-file), not %s", role)
 		case err != nil:
 			return err
@@ -143,6 +144,9 @@ func runNode(e *env, args []string) error {
 			return usageError("--job train: the job runs %d servers apart from its workers: --role server or worker, not machine", job.Config.Servers)
 		}
 		if role != proto.RoleServer {
+			if role == proto.RoleEvaluator {
+				nf.rank = 0 // its placement is any machine's: it reads none
+			}
 			if mj, err = newMachineJob(&nf, job); err != nil {
 				return err
 			}
@@ -181,7 +185,11 @@ func runNode(e *env, args []string) error {
 	case "train":
 		nd.Job = func(ctx context.Context, n *node.Node, _ *launch.NodeSummary) error {
 			var err error
-			report, err = train.RunMachine(ctx, n, mj.job, mj.app, mj.p, mj.rank)
+			if role == proto.RoleEvaluator {
+				report, err = train.RunEvaluator(ctx, n, mj.job, mj.app, mj.p)
+			} else {
+				report, err = train.RunMachine(ctx, n, mj.job, mj.app, mj.p, mj.rank)
+			}
 			return err
 		}
 	}
@@ -225,7 +233,7 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 		return usageError("--consistency: %v", err)
 	}
 	cfg := sched.DefaultConfig()
-	cfg.NumServers, cfg.NumWorkers, cfg.Token = nf.numServers, nf.numWorkers, nf.token
+	cfg.NumServers, cfg.NumWorkers, cfg.NumEvaluators, cfg.Token = nf.numServers, nf.numWorkers, nf.numEvals, nf.token
 	cfg.NumKeys, cfg.Width, cfg.Clock = nf.keys, nf.width, clock.Config{Mode: mode, Tau: nf.tau}
 	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = nf.heartbeat, nf.timeout, nf.joinTimeout
 	if nf.place != "" || nf.train.jobFile != "" {

@@ -37,7 +37,7 @@ type trainFlags struct {
 	batch       int
 	epsilon     float64
 	maxPasses   int
-	evalEvery   int
+	evalEvery   string
 	features    string
 	seed        uint64
 	jsonOut     string
@@ -70,7 +70,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.Float64Var(&t.epsilon, "epsilon", -1, "stop when the training loss changes by less than this fraction between passes (0: never; negative: the application's default, 1e-4 for lr and mf, 0 for mlp and cnn)")
 	f.IntVar(&t.maxPasses, "max-passes", -1, "stop after this many passes (epochs) over the data (-1: the application's default, 200 for lr and mf, 5 for mlp and cnn)")
 	f.IntVar(&t.maxPasses, "epochs", -1, "the same as --max-passes")
-	f.IntVar(&t.evalEvery, "eval-every", -1, "mlp, cnn: score the test set every this many epochs, beside the training (0: at the end only; -1: the application's default, every epoch)")
+	f.StringVar(&t.evalEvery, "eval-every", "", "mlp, cnn: an evaluator node scores the test set this often while the workers train: N epochs (1), N steps (500steps) or a duration (30s); 0: at the end only (empty: every epoch)")
 	f.StringVar(&t.features, "features", string(sparse.FeaturesAuto), "lr: feature values: raw, l2 (unit-norm samples), log1p-l2, or auto (raw for binary data, log1p-l2 otherwise)")
 	f.Uint64Var(&t.seed, "seed", 1, "random seed of placement, batches and initial values")
 	f.StringVar(&t.jsonOut, "json", "", "write the summary as JSON to this file (- for standard output)")
@@ -134,8 +134,12 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	} else if math.IsNaN(t.epsilon) {
 		return job, usageError("--epsilon %v: want ≥ 0", t.epsilon)
 	}
-	if cfg.Seed = t.seed; t.evalEvery >= 0 {
-		cfg.EvalEvery = t.evalEvery
+	if cfg.Seed = t.seed; t.evalEvery != "" {
+		e, err := train.ParseEvery(t.evalEvery)
+		if err != nil {
+			return job, usageError("--eval-every: %v", err)
+		}
+		cfg.EvalEvery = e
 	}
 	if err := t.links(cfg); err != nil {
 		return job, err

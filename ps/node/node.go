@@ -90,9 +90,9 @@ func DefaultConfig() Config {
 // Validate checks c; errors name the field and the bound.
 func (c Config) Validate() error {
 	switch c.Role {
-	case proto.RoleServer, proto.RoleWorker, proto.RoleMachine:
+	case proto.RoleServer, proto.RoleWorker, proto.RoleMachine, proto.RoleEvaluator:
 	default:
-		return fmt.Errorf("node: Role %s is not server, worker or machine", c.Role)
+		return fmt.Errorf("node: Role %s is not server, worker, machine or evaluator", c.Role)
 	}
 	if c.Network == nil {
 		return errors.New("node: Network is nil")
@@ -122,10 +122,13 @@ type Node struct {
 	started chan struct{}
 	done    chan struct{}
 	closing chan struct{}
+	trained chan struct{} // closed by the scheduler's Trained
 	wg      sync.WaitGroup
-	once    sync.Once
-	pool    transport.Pool // local replies
-	mute    atomic.Bool    // no more heartbeats: the node left the job
+	// trainedOnce closes trained.
+	trainedOnce sync.Once
+	once        sync.Once
+	pool        transport.Pool // local replies
+	mute        atomic.Bool    // no more heartbeats: the node left the job
 	// awaiting is set once a peer closed a link this node sent on: the
 	// node waits for the scheduler's abort (see lost).
 	awaiting atomic.Bool
@@ -280,7 +283,7 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	n := &Node{
 		cfg: cfg, assign: a, table: table, ctx: ctx, cancel: cancel,
-		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}),
+		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}), trained: make(chan struct{}),
 		seq: make(map[string]uint64), barriers: make(map[barrierKey]*release),
 	}
 	fail := func(err error) (*Node, error) {
@@ -308,9 +311,12 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 		n.wg.Go(func() { n.srv.Run(ctx, m.data.C(), serverConn{m}) })
 	}
 	if a.Worker != 0 {
-		_, rank := proto.Identify(a.Worker)
-		n.wrk, err = worker.New(worker.Config{Rank: rank, Table: table, Width: a.Job.Width, Clock: ck},
-			func(ctx context.Context, vals []float64) ([]float64, error) { return n.AllReduce(ctx, "workers", vals) })
+		role, rank := proto.Identify(a.Worker)
+		reduce := func(ctx context.Context, vals []float64) ([]float64, error) { return n.AllReduce(ctx, "workers", vals) }
+		if role == proto.RoleEvaluator {
+			reduce = nil // an evaluator joins no barrier
+		}
+		n.wrk, err = worker.New(worker.Config{Rank: rank, Table: table, Width: a.Job.Width, Clock: ck}, reduce)
 		if err != nil {
 			return fail(err)
 		}
@@ -413,6 +419,8 @@ func (n *Node) control(m *member, msg *transport.Message) {
 				close(r.ch)
 			}
 		}
+	case proto.CmdTrained:
+		n.trainedOnce.Do(func() { close(n.trained) })
 	case proto.CmdShutdown:
 		n.end(nil)
 	case proto.CmdAbort:
@@ -505,7 +513,9 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 	leave()
 }
 
-// Worker returns the worker, nil for a server.
+// Worker returns the worker, nil for a server. An evaluator's worker
+// pulls (answered at once, outside the clock) and may not push; its Rank
+// is the evaluator's.
 func (n *Node) Worker() *worker.Worker { return n.wrk }
 
 // Server returns the server, nil for a worker.
@@ -530,6 +540,11 @@ func (n *Node) Peers() map[transport.NodeID]proto.Peer {
 	return maps.Clone(n.book)
 }
 
+// Trained returns a channel closed when the scheduler tells an evaluator
+// that every worker is done: the servers hold the final model, and the
+// job ends once the evaluators are done too (Finish).
+func (n *Node) Trained() <-chan struct{} { return n.trained }
+
 // Done returns a channel closed when the job ended.
 func (n *Node) Done() <-chan struct{} { return n.done }
 
@@ -542,9 +557,9 @@ func (n *Node) Wait() error {
 	return n.err
 }
 
-// Finish reports the worker's end to the scheduler: nil when its work is
-// done, an error to fail the job. The job ends when every worker
-// finished; Wait tells how.
+// Finish reports the worker's (or evaluator's) end to the scheduler: nil
+// when its work is done, an error to fail the job. The job ends when
+// every worker finished; Wait tells how.
 func (n *Node) Finish(err error) {
 	m := n.member(n.assign.Worker)
 	if m == nil {
@@ -643,20 +658,19 @@ func localSize(m *transport.Message) int {
 // serverConn answers workers for a server member.
 type serverConn struct{ m *member }
 
-// Reply sends a reply to worker rank w, through memory to the co-located
-// worker. The send has no deadline (a reply on a slow link takes as long
+// Reply sends a reply to node to (a worker or an evaluator), through
+// memory to the co-located worker. The send has no deadline (a reply on a slow link takes as long
 // as it needs) and ends with the job, ctx. A reply over the frame limit is
 // replaced by an error answer naming the server; any other failure ends
 // the job (Node.lost), so the worker never waits for an answer that was
 // lost.
-func (c serverConn) Reply(ctx context.Context, w int, msg *transport.Message) error {
+func (c serverConn) Reply(ctx context.Context, to transport.NodeID, msg *transport.Message) error {
 	n := c.m.n
 	select {
 	case <-n.started:
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	to := proto.WorkerID(w)
 	if peer := n.member(to); peer != nil {
 		cp := n.pool.Clone(msg)
 		cp.Sender, cp.Receiver = c.m.id, to

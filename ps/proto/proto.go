@@ -7,7 +7,10 @@
 //
 // The scheduler is node 1. Server rank r is node 2+2r and worker rank r
 // node 3+2r, so an id tells its role and rank without a lookup (ps-lite
-// uses the same trick with other constants). Ids from 2^31 on are
+// uses the same trick with other constants). Evaluator rank r is node
+// 2^30+r: an evaluator reads the model (seed 004's evaluator task) but
+// is no worker, so it joins no barrier and no consistency clock. Ids
+// from 2^31 on are
 // provisional: a node registers under a random provisional id, learns its
 // real id from the scheduler and only then opens the endpoint it trains
 // with.
@@ -45,12 +48,16 @@ type Role uint8
 
 // Roles. A machine is a server and a worker in one process, the
 // deployment of the papers colo follows: worker i and server i share
-// machine i.
+// machine i. An evaluator pulls the model while the workers train and
+// scores it (validation curves), outside the workers' clock: its pulls
+// are answered at once with the servers' current values, and it may not
+// push.
 const (
 	RoleScheduler Role = iota + 1
 	RoleServer
 	RoleWorker
 	RoleMachine
+	RoleEvaluator
 )
 
 // String returns the role's name as the CLI spells it.
@@ -64,18 +71,20 @@ func (r Role) String() string {
 		return "worker"
 	case RoleMachine:
 		return "machine"
+	case RoleEvaluator:
+		return "evaluator"
 	}
 	return fmt.Sprintf("role(%d)", uint8(r))
 }
 
 // ParseRole reads a role name.
 func ParseRole(s string) (Role, error) {
-	for _, r := range []Role{RoleScheduler, RoleServer, RoleWorker, RoleMachine} {
+	for _, r := range []Role{RoleScheduler, RoleServer, RoleWorker, RoleMachine, RoleEvaluator} {
 		if r.String() == s {
 			return r, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown role %q (scheduler, server, worker or machine)", s)
+	return 0, fmt.Errorf("unknown role %q (scheduler, server, worker, machine or evaluator)", s)
 }
 
 // MarshalText writes the role's name.
@@ -96,14 +105,24 @@ const SchedulerID transport.NodeID = 1
 // MaxRank bounds the number of servers and of workers.
 const MaxRank = 1 << 20
 
-// provisional is the first provisional id.
-const provisional = 1 << 31
+// MaxEvaluators bounds the number of evaluators.
+const MaxEvaluators = 64
+
+// provisional is the first provisional id, evaluators the first
+// evaluator's.
+const (
+	provisional = 1 << 31
+	evaluators  = 1 << 30
+)
 
 // ServerID returns the node id of server rank r.
 func ServerID(r int) transport.NodeID { return transport.NodeID(2 + 2*r) }
 
 // WorkerID returns the node id of worker rank r.
 func WorkerID(r int) transport.NodeID { return transport.NodeID(3 + 2*r) }
+
+// EvaluatorID returns the node id of evaluator rank r.
+func EvaluatorID(r int) transport.NodeID { return transport.NodeID(evaluators + r) }
 
 // IsProvisional reports whether id is a provisional registration id.
 func IsProvisional(id transport.NodeID) bool { return id >= provisional }
@@ -119,6 +138,11 @@ func Identify(id transport.NodeID) (Role, int) {
 		return RoleScheduler, 0
 	case id < 2 || IsProvisional(id):
 		return 0, -1
+	case id >= evaluators:
+		if id >= evaluators+MaxEvaluators {
+			return 0, -1
+		}
+		return RoleEvaluator, int(id - evaluators)
 	case id%2 == 0:
 		return RoleServer, int(id-2) / 2
 	default:
@@ -132,7 +156,7 @@ func Name(id transport.NodeID) string {
 	switch role {
 	case RoleScheduler:
 		return "scheduler"
-	case RoleServer, RoleWorker:
+	case RoleServer, RoleWorker, RoleEvaluator:
 		return fmt.Sprintf("%s %d", role, rank)
 	}
 	return fmt.Sprintf("node %d", id)
@@ -148,9 +172,10 @@ const (
 	CmdHeartbeat                   // both ways, empty
 	CmdBarrier                     // node → scheduler: Barrier
 	CmdRelease                     // scheduler → node: Barrier (released)
-	CmdDone                        // worker → scheduler: Done
+	CmdDone                        // worker or evaluator → scheduler: Done
 	CmdShutdown                    // scheduler → node: the job ended well
 	CmdAbort                       // scheduler → node: Abort, the job failed
+	CmdTrained                     // scheduler → evaluator: every worker is done
 )
 
 // Data commands (Header.Cmd of a TypeData message).
@@ -183,7 +208,8 @@ type Register struct {
 // Assign is the scheduler's answer to Register.
 type Assign struct {
 	// Server and Worker are the node ids to use; 0 when the role has
-	// none.
+	// none. An evaluator's id is in Worker: it reads the model through a
+	// worker's client.
 	Server, Worker transport.NodeID
 	// Machine is the machine index, for traffic accounting.
 	Machine                int
@@ -288,7 +314,10 @@ func Decode(m *transport.Message, v any) error {
 	return nil
 }
 
-// MetaSize is the size of a data message's body.
+// MetaSize is the size of a data message's body. The answer to an
+// evaluator's pull carries one too: the number of pushes the server's
+// clock has counted (the workers' steps so far, as that server sees
+// them).
 const MetaSize = 8
 
 // AppendMeta appends the body of a data message of the given round.
@@ -296,7 +325,8 @@ func AppendMeta(dst []byte, round int64) []byte {
 	return binary.LittleEndian.AppendUint64(dst, uint64(round))
 }
 
-// ParseMeta reads the round of a data message.
+// ParseMeta reads the round of a data message (the step count of the
+// answer to an evaluator's pull).
 func ParseMeta(m *transport.Message) (int64, error) {
 	if len(m.Body) != MetaSize {
 		return 0, fmt.Errorf("%s: data message with a %d-byte body, want %d", Name(m.Sender), len(m.Body), MetaSize)

@@ -20,9 +20,12 @@
 // A node silent for Timeout, or whose link fails (a killed process closes
 // its sockets and is noticed at once), is declared dead: the scheduler
 // sends Abort naming it to every other node and ends with a
-// *proto.NodeError. A worker's Done with an error aborts the job the same
-// way; when every worker is done, the scheduler sends Shutdown and ends
-// with nil. Barriers collect one Barrier message per member of a group
+// *proto.NodeError. An evaluator (proto.RoleEvaluator) reads the model
+// while the workers train; when every worker is done the scheduler sends
+// the evaluators Trained, and the job ends once they are done too. A
+// worker's or evaluator's Done with an error aborts the job the same
+// way; when every worker (and evaluator) is done, the scheduler sends
+// Shutdown and ends with nil. Barriers collect one Barrier message per member of a group
 // and release them all together; each may carry float64 values, and the
 // release carries their element-wise sum over the group (an all-reduce),
 // added in ascending node id order so the result is the same bit for bit
@@ -52,6 +55,12 @@ type Config struct {
 	// NumServers and NumWorkers are the size of the cluster. A machine
 	// counts as one of each.
 	NumServers, NumWorkers int
+	// NumEvaluators is the number of evaluators (0 to
+	// proto.MaxEvaluators): nodes that read the model while the workers
+	// train, in no barrier and no clock. The job starts when they are
+	// ready too, and ends when the workers are done, whatever the
+	// evaluators do.
+	NumEvaluators int
 	// Token is the cluster token nodes must present.
 	Token string
 	// Table is the routing table; nil splits [0, NumKeys) (or the whole
@@ -89,6 +98,9 @@ func (c Config) Validate() error {
 	}
 	if c.NumWorkers < 1 || c.NumWorkers > proto.MaxRank {
 		return fmt.Errorf("sched: NumWorkers %d out of range [1, %d]", c.NumWorkers, proto.MaxRank)
+	}
+	if c.NumEvaluators < 0 || c.NumEvaluators > proto.MaxEvaluators {
+		return fmt.Errorf("sched: NumEvaluators %d out of range [0, %d]", c.NumEvaluators, proto.MaxEvaluators)
 	}
 	if c.Table != nil && c.Table.Servers() != c.NumServers {
 		return fmt.Errorf("sched: Table has %d servers, NumServers is %d", c.Table.Servers(), c.NumServers)
@@ -160,6 +172,7 @@ type Core struct {
 	tick     int64
 	phase    phase
 	err      error
+	trained  bool // the evaluators were told the workers are done
 	members  map[transport.NodeID]*member
 	regs     map[transport.NodeID]registration
 	machines int
@@ -309,6 +322,24 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 	}
 	wantServer := r.Role == proto.RoleServer || r.Role == proto.RoleMachine
 	wantWorker := r.Role == proto.RoleWorker || r.Role == proto.RoleMachine
+	if r.Role == proto.RoleEvaluator {
+		e := -1
+		for i := range c.cfg.NumEvaluators {
+			if c.members[proto.EvaluatorID(i)] == nil && (r.Rank < 0 || r.Rank == i) {
+				e = i
+				break
+			}
+		}
+		if e < 0 {
+			refuse("no free evaluator rank (asked for %d of %d)", r.Rank, c.cfg.NumEvaluators)
+			return
+		}
+		a := proto.Assign{Worker: proto.EvaluatorID(e), Machine: -1, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job}
+		c.members[a.Worker] = &member{id: a.Worker, machine: -1, host: r.Host, lastSeen: c.tick}
+		c.regs[from] = registration{addr: r.Addr, assign: a}
+		c.send(from, r.Addr, proto.CmdAssign, a)
+		return
+	}
 	if !wantServer && !wantWorker {
 		refuse("role %s cannot register", r.Role)
 		return
@@ -387,7 +418,7 @@ func (c *Core) ready(from transport.NodeID, r proto.Ready) {
 		return
 	}
 	mb.ready, mb.addr = true, r.Addr
-	if c.phase != registering || len(c.members) < c.cfg.NumServers+c.cfg.NumWorkers {
+	if c.phase != registering || len(c.members) < c.cfg.NumServers+c.cfg.NumWorkers+c.cfg.NumEvaluators {
 		return
 	}
 	for _, m := range c.members {
@@ -461,10 +492,10 @@ func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 	}
 }
 
-// done records a worker's end.
+// done records a worker's or an evaluator's end.
 func (c *Core) done(from transport.NodeID, d proto.Done) {
 	mb := c.members[from]
-	if role, _ := proto.Identify(from); mb == nil || role != proto.RoleWorker {
+	if role, _ := proto.Identify(from); mb == nil || (role != proto.RoleWorker && role != proto.RoleEvaluator) {
 		c.logf("Done from %s, not a worker", proto.Name(from))
 		return
 	}
@@ -476,10 +507,27 @@ func (c *Core) done(from transport.NodeID, d proto.Done) {
 	if c.phase != running {
 		return
 	}
+	evaluating := false
 	for id, m := range c.members {
-		if r, _ := proto.Identify(id); r == proto.RoleWorker && !m.done {
+		switch r, _ := proto.Identify(id); {
+		case r == proto.RoleWorker && !m.done:
 			return
+		case r == proto.RoleEvaluator && !m.done:
+			evaluating = true
 		}
+	}
+	if evaluating {
+		// The workers are done: the evaluators score the final model,
+		// and the job ends when they are done too.
+		if !c.trained {
+			c.trained = true
+			for _, p := range c.Peers() {
+				if r, _ := proto.Identify(p.ID); r == proto.RoleEvaluator && !c.members[p.ID].done {
+					c.send(p.ID, "", proto.CmdTrained, nil)
+				}
+			}
+		}
+		return
 	}
 	c.phase = ended
 	for _, p := range c.Peers() {
@@ -553,7 +601,7 @@ func (c *Core) Tick() []Out {
 		return c.out
 	}
 	if c.phase == registering && c.tick > c.startBy {
-		need := c.cfg.NumServers + c.cfg.NumWorkers
+		need := c.cfg.NumServers + c.cfg.NumWorkers + c.cfg.NumEvaluators
 		ready := 0
 		for _, m := range c.members {
 			if m.ready {

@@ -300,3 +300,80 @@ func TestAllReduceLengthMismatch(t *testing.T) {
 		t.Fatalf("ended %v err %v", ended, err)
 	}
 }
+
+// TestEvaluator: an evaluator is part of the start (the job waits for
+// it) but of no barrier; when the workers are done it alone is told so,
+// and the job ends when it is done too.
+func TestEvaluator(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NumServers, cfg.NumWorkers, cfg.NumEvaluators, cfg.Token = 1, 2, 1, "tok"
+	c, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	join(t, c, 1, proto.RoleServer, -1)
+	join(t, c, 2, proto.RoleWorker, -1)
+	_, outs := join(t, c, 3, proto.RoleWorker, -1)
+	if len(find(outs, proto.CmdStart)) != 0 || c.Running() {
+		t.Fatal("the job started without its evaluator")
+	}
+	ev, outs := join(t, c, 4, proto.RoleEvaluator, -1)
+	if ev.Worker != proto.EvaluatorID(0) || ev.Server != 0 || len(find(outs, proto.CmdStart)) != 4 {
+		t.Fatalf("evaluator %+v, %d starts", ev, len(find(outs, proto.CmdStart)))
+	}
+	if role, rank := proto.Identify(ev.Worker); role != proto.RoleEvaluator || rank != 0 || proto.Name(ev.Worker) != "evaluator 0" {
+		t.Fatalf("evaluator id %d is %v %d", ev.Worker, role, rank)
+	}
+	// A second evaluator has no rank.
+	outs = c.Handle(msg(proto.Provisional(5), proto.CmdRegister, proto.Register{Role: proto.RoleEvaluator, Token: "tok", Addr: "e", Rank: -1}))
+	if len(find(outs, proto.CmdRefuse)) != 1 {
+		t.Fatalf("second evaluator: %+v", outs)
+	}
+	// The workers' barrier is theirs alone.
+	outs = c.Handle(msg(ev.Worker, proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 1}))
+	if len(outs) != 0 {
+		t.Fatalf("evaluator at a barrier: %+v", outs)
+	}
+	c.Handle(msg(proto.WorkerID(0), proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 1}))
+	if outs = c.Handle(msg(proto.WorkerID(1), proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 1})); len(find(outs, proto.CmdRelease)) != 2 {
+		t.Fatalf("workers' barrier: %+v", outs)
+	}
+	c.Handle(msg(proto.WorkerID(0), proto.CmdDone, proto.Done{}))
+	outs = c.Handle(msg(proto.WorkerID(1), proto.CmdDone, proto.Done{}))
+	tr := find(outs, proto.CmdTrained)
+	if len(tr) != 1 || tr[0].To != ev.Worker || len(find(outs, proto.CmdShutdown)) != 0 {
+		t.Fatalf("workers done: %+v", outs)
+	}
+	if ended, _ := c.Ended(); ended {
+		t.Fatal("the job ended before its evaluator")
+	}
+	outs = c.Handle(msg(ev.Worker, proto.CmdDone, proto.Done{}))
+	if len(find(outs, proto.CmdShutdown)) != 4 {
+		t.Fatalf("evaluator done: %+v", outs)
+	}
+	if ended, err := c.Ended(); !ended || err != nil {
+		t.Fatalf("ended %v, %v", ended, err)
+	}
+}
+
+// TestEvaluatorFails: an evaluator's Done with an error fails the job,
+// naming it.
+func TestEvaluatorFails(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NumServers, cfg.NumWorkers, cfg.NumEvaluators, cfg.Token = 1, 1, 1, "tok"
+	c, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	join(t, c, 1, proto.RoleMachine, -1)
+	ev, _ := join(t, c, 2, proto.RoleEvaluator, -1)
+	outs := c.Handle(msg(ev.Worker, proto.CmdDone, proto.Done{Err: "scoring: NaN"}))
+	if len(find(outs, proto.CmdAbort)) != 2 {
+		t.Fatalf("outs %+v", outs)
+	}
+	_, err = c.Ended()
+	var ne *proto.NodeError
+	if !errors.As(err, &ne) || ne.ID != ev.Worker || !strings.Contains(err.Error(), "evaluator 0") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -156,10 +156,10 @@ func TestHandleArriving(t *testing.T) {
 }
 
 // connFunc is a Conn that records replies.
-type connFunc func(w int, m *transport.Message)
+type connFunc func(to transport.NodeID, m *transport.Message)
 
-func (f connFunc) Reply(_ context.Context, w int, m *transport.Message) error {
-	f(w, m)
+func (f connFunc) Reply(_ context.Context, to transport.NodeID, m *transport.Message) error {
+	f(to, m)
 	return nil
 }
 
@@ -199,7 +199,7 @@ func TestServerEarlyPushCut(t *testing.T) {
 		var replies []*transport.Message
 		done := make(chan error, 1)
 		go func() {
-			done <- s.Run(context.Background(), in, connFunc(func(_ int, m *transport.Message) { replies = append(replies, m) }))
+			done <- s.Run(context.Background(), in, connFunc(func(_ transport.NodeID, m *transport.Message) { replies = append(replies, m) }))
 		}()
 		select {
 		case err := <-done:

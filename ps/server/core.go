@@ -66,10 +66,14 @@ func (c Config) Validate() error {
 
 // Request is a push or pull from a worker.
 type Request struct {
-	Worker int // worker rank
-	ID     uint64
-	Round  int64
-	Push   bool
+	Worker int // worker rank (the evaluator's, for an evaluator)
+	// Evaluator marks a request of evaluator rank Worker: a pull answered
+	// at once with the store's current values, outside the clock (no
+	// staleness, no round); a push is refused.
+	Evaluator bool
+	ID        uint64
+	Round     int64
+	Push      bool
 	// Range marks a range request: KV.Keys is {begin, end}.
 	Range bool
 	KV    kv.Batch
@@ -79,11 +83,16 @@ type Request struct {
 // of a pull, or an error.
 type Reply struct {
 	Worker int
-	ID     uint64
-	Pull   bool
-	Vals   []float32
-	Lens   []int32
-	Err    error
+	// Evaluator marks the answer to an evaluator's request; Steps is then
+	// the number of pushes whose values the store holds (see
+	// Core.Steps).
+	Evaluator bool
+	Steps     int64
+	ID        uint64
+	Pull      bool
+	Vals      []float32
+	Lens      []int32
+	Err       error
 	// View marks Vals as the store's own memory, not a copy: they stay
 	// valid until the store next changes, that is until the next push is
 	// handled.
@@ -102,6 +111,9 @@ type Stats struct {
 	MaxLead int64
 	// Errors counts requests answered with an error.
 	Errors uint64
+	// EvaluatorPulls and EvaluatorKeys count the evaluators' pulls and
+	// the keys they read; they are not in Pulls and KeysPulled.
+	EvaluatorPulls, EvaluatorKeys uint64
 	// Keys is the number of keys stored.
 	Keys int
 	// Staleness measures the pushes applied (see Staleness).
@@ -233,7 +245,7 @@ func (c *Core) Stats() Stats {
 // acknowledgement first lets the worker's next request travel while the
 // server applies this one. Handle must then be called with acked set.
 func (c *Core) Ack(r Request) (Reply, bool) {
-	if !r.Push || c.cfg.Clock.Mode != clock.Async || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers {
+	if !r.Push || r.Evaluator || c.cfg.Clock.Mode != clock.Async || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers {
 		return Reply{}, false
 	}
 	if r.Range {
@@ -284,7 +296,7 @@ const ApplyStep = 16 << 10
 // applied stay applied, the push is not counted and err tells why: its
 // link broke, and its worker gets no answer.
 func (c *Core) HandleArriving(r Request, vals Arriving, ack func(Reply)) (replies []Reply, ok bool, err error) {
-	if !r.Push || !r.Range || c.sync || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers || len(r.KV.Keys) != 2 {
+	if !r.Push || !r.Range || r.Evaluator || c.sync || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers || len(r.KV.Keys) != 2 {
 		return nil, false, nil
 	}
 	begin, end := r.KV.Keys[0], r.KV.Keys[1]
@@ -323,6 +335,9 @@ func (c *Core) HandleArriving(r Request, vals Arriving, ack func(Reply)) (replie
 // of the push already.
 func (c *Core) handle(r Request, acked, applied bool) []Reply {
 	c.out = c.out[:0]
+	if r.Evaluator {
+		return c.evaluate(r)
+	}
 	if r.Worker < 0 || r.Worker >= c.cfg.Workers {
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: !r.Push, Err: fmt.Errorf("request from worker %d of %d", r.Worker, c.cfg.Workers)})
 	}
@@ -396,6 +411,54 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 	}
 	c.ids[r.Worker] = append(c.ids[r.Worker], pending{id: r.ID, answered: err != nil || acked})
 	return c.release(acks)
+}
+
+// Steps returns the number of pushes whose values the store holds: every
+// push the clock counted, but under BSP only those of the rounds that
+// every worker completed (the others wait, unapplied, for their round).
+func (c *Core) Steps() int64 {
+	if c.sync {
+		return c.clock.Min() * int64(c.cfg.Workers)
+	}
+	return int64(c.stats.Pushes)
+}
+
+// evaluate answers an evaluator's request: a pull reads the store as it
+// is, with the step count (Steps) beside the values; a push is refused.
+func (c *Core) evaluate(r Request) []Reply {
+	reply := Reply{Worker: r.Worker, Evaluator: true, ID: r.ID, Pull: !r.Push, Steps: c.Steps()}
+	fail := func(err error) []Reply {
+		c.stats.Errors++
+		reply.Err = fmt.Errorf("server %d: %w", c.cfg.Rank, err)
+		return append(c.out, reply)
+	}
+	if r.Push {
+		return fail(fmt.Errorf("evaluator %d pushed: evaluators only read the model", r.Worker))
+	}
+	c.stats.EvaluatorPulls++
+	if r.Range {
+		if len(r.KV.Keys) != 2 || r.KV.Keys[1] < r.KV.Keys[0] {
+			return fail(fmt.Errorf("range request with keys %v", r.KV.Keys))
+		}
+		begin, end := r.KV.Keys[0], r.KV.Keys[1]
+		c.stats.EvaluatorKeys += end - begin
+		v, view, err := c.store.PullRange(begin, end, c.rbuf)
+		if err != nil {
+			return fail(err)
+		}
+		if !view {
+			c.rbuf = v
+		}
+		reply.Vals, reply.View = v, view
+		return append(c.out, reply)
+	}
+	if err := r.KV.Validate(); err != nil {
+		return fail(err)
+	}
+	c.stats.EvaluatorKeys += uint64(len(r.KV.Keys))
+	c.buf = c.store.Pull(c.buf, r.KV.Keys)
+	reply.Vals, reply.Lens = c.buf.Vals, c.buf.Lens
+	return append(c.out, reply)
 }
 
 // release appends the replies of the acknowledged pushes to c.out: an

@@ -7,6 +7,7 @@ import (
 
 	"colo/kv"
 	"colo/ps/clock"
+	"colo/ps/proto"
 	"colo/ps/route"
 	"colo/ps/update"
 )
@@ -312,5 +313,46 @@ func TestStalenessBSP(t *testing.T) {
 	}
 	if st := c.Stats().Staleness; st.Pushes != 8 || st.Max != 0 {
 		t.Fatalf("BSP staleness %+v", st)
+	}
+}
+
+// TestEvaluatorPulls: an evaluator reads the store as it is, outside the
+// clock: under BSP the values of the completed rounds with their step
+// count; its pulls change no staleness mark and count apart; its pushes
+// are refused; its replies go to its own id.
+func TestEvaluatorPulls(t *testing.T) {
+	for _, mode := range []clock.Mode{clock.BSP, clock.Async} {
+		c := newCore(t, 2, clock.Config{Mode: mode})
+		ev := Request{Worker: 0, Evaluator: true, ID: 1, KV: kv.Batch{Keys: []uint64{1}}}
+		out := handle(c, ev)
+		if len(out) != 1 || out[0].Err != nil || out[0].Vals[0] != 0 || out[0].Steps != 0 || out[0].To() != proto.EvaluatorID(0) {
+			t.Fatalf("%v: first evaluator pull %+v", mode, out)
+		}
+		handle(c, pull(0, 2, 0, []uint64{1}))
+		handle(c, push(0, 3, 0, []uint64{1}, []float32{2}))
+		// Worker 0 has pushed round 0, worker 1 not yet: BSP holds the
+		// push, asynchronous training applied it.
+		want, steps := float32(2), int64(1)
+		if mode == clock.BSP {
+			want, steps = 0, 0
+		}
+		if out = handle(c, ev); out[0].Vals[0] != want || out[0].Steps != steps {
+			t.Fatalf("%v: mid-round evaluator pull %v at step %d, want %v at %d", mode, out[0].Vals, out[0].Steps, want, steps)
+		}
+		handle(c, push(1, 4, 0, []uint64{1}, []float32{3}))
+		if out = handle(c, ev); out[0].Vals[0] != 5 || out[0].Steps != 2 {
+			t.Fatalf("%v: evaluator pull after the round: %v at step %d", mode, out[0].Vals, out[0].Steps)
+		}
+		m := out[0].Message()
+		if r, err := proto.ParseMeta(m); err != nil || r != 2 {
+			t.Fatalf("%v: the answer's step count %d, %v", mode, r, err)
+		}
+		if out = handle(c, Request{Worker: 0, Evaluator: true, ID: 5, Push: true, KV: kv.Batch{Keys: []uint64{1}, Vals: []float32{1}}}); len(out) != 1 || out[0].Err == nil {
+			t.Fatalf("%v: evaluator push accepted: %+v", mode, out)
+		}
+		st := c.Stats()
+		if st.EvaluatorPulls != 3 || st.EvaluatorKeys != 3 || st.Pulls != 1 || st.Staleness.Pushes != 1 {
+			t.Fatalf("%v: stats %+v", mode, st)
+		}
 	}
 }

@@ -12,9 +12,10 @@ import (
 // Conn is how a server's driver answers workers. The node runtime
 // provides it. Reply may be called from several goroutines at once.
 type Conn interface {
-	// Reply sends m to the worker of rank w and returns once m's arrays
-	// may be reused: the store's memory goes on the wire without a copy.
-	Reply(ctx context.Context, w int, m *transport.Message) error
+	// Reply sends m to node to (a worker, or an evaluator) and returns
+	// once m's arrays may be reused: the store's memory goes on the wire
+	// without a copy.
+	Reply(ctx context.Context, to transport.NodeID, m *transport.Message) error
 }
 
 // Server drives a Core: it decodes requests and applies them one at a
@@ -47,10 +48,11 @@ func (s *Server) Stats() Stats {
 	return s.stats
 }
 
-// Decode reads the request of a data message from a worker.
+// Decode reads the request of a data message from a worker or an
+// evaluator.
 func Decode(m *transport.Message) (Request, error) {
 	role, rank := proto.Identify(m.Sender)
-	if role != proto.RoleWorker {
+	if role != proto.RoleWorker && role != proto.RoleEvaluator {
 		return Request{}, fmt.Errorf("data message from %s, not a worker", proto.Name(m.Sender))
 	}
 	if m.Type != transport.TypeData || m.Flags&transport.FlagRequest == 0 {
@@ -67,7 +69,15 @@ func Decode(m *transport.Message) (Request, error) {
 	if m.Cmd != proto.DataSparse && m.Cmd != proto.DataRange {
 		return Request{}, fmt.Errorf("%s sent data command %d", proto.Name(m.Sender), m.Cmd)
 	}
-	return Request{Worker: rank, ID: m.ID, Round: round, Push: push, Range: m.Cmd == proto.DataRange, KV: m.KV}, nil
+	return Request{Worker: rank, Evaluator: role == proto.RoleEvaluator, ID: m.ID, Round: round, Push: push, Range: m.Cmd == proto.DataRange, KV: m.KV}, nil
+}
+
+// To returns the node the reply goes to.
+func (r Reply) To() transport.NodeID {
+	if r.Evaluator {
+		return proto.EvaluatorID(r.Worker)
+	}
+	return proto.WorkerID(r.Worker)
 }
 
 // Message returns the answer r as a message. Its arrays are the reply's.
@@ -80,6 +90,9 @@ func (r Reply) Message() *transport.Message {
 	case r.Pull:
 		m.Flags = transport.FlagPull
 		m.KV.Vals, m.KV.Lens = r.Vals, r.Lens
+		if r.Evaluator {
+			m.Body = proto.AppendMeta(nil, r.Steps)
+		}
 	default:
 		m.Flags = transport.FlagPush
 	}
@@ -119,8 +132,8 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	}
 	var replies []Reply
 	if err != nil {
-		_, rank := proto.Identify(m.Sender)
-		replies = []Reply{{Worker: rank, ID: m.ID, Err: err}}
+		role, rank := proto.Identify(m.Sender)
+		replies = []Reply{{Worker: rank, Evaluator: role == proto.RoleEvaluator, ID: m.ID, Err: err}}
 		if rank < 0 {
 			replies = nil
 		}
@@ -129,16 +142,16 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	} else {
 		acked := false
 		if ack, ok := s.core.Ack(req); ok {
-			conn.Reply(ctx, ack.Worker, ack.Message())
+			conn.Reply(ctx, ack.To(), ack.Message())
 			acked = true
 		}
 		replies = s.core.Handle(req, acked)
 	}
 	for _, r := range replies {
 		if r.View {
-			s.views.Go(func() { conn.Reply(ctx, r.Worker, r.Message()) })
+			s.views.Go(func() { conn.Reply(ctx, r.To(), r.Message()) })
 		} else {
-			conn.Reply(ctx, r.Worker, r.Message())
+			conn.Reply(ctx, r.To(), r.Message())
 		}
 	}
 	m.Release()
@@ -156,7 +169,7 @@ func (s *Server) early(ctx context.Context, req Request, m *transport.Message, c
 	if !m.Early() {
 		return false, nil
 	}
-	out, ok, err := s.core.HandleArriving(req, arriving{ctx, m}, func(a Reply) { conn.Reply(ctx, a.Worker, a.Message()) })
+	out, ok, err := s.core.HandleArriving(req, arriving{ctx, m}, func(a Reply) { conn.Reply(ctx, a.To(), a.Message()) })
 	if ok {
 		if err != nil {
 			return true, nil

@@ -26,7 +26,7 @@ type gatedConn struct {
 	sent    map[uint64][]float32 // and when it was let through
 }
 
-func (c *gatedConn) Reply(_ context.Context, w int, m *transport.Message) error {
+func (c *gatedConn) Reply(_ context.Context, _ transport.NodeID, m *transport.Message) error {
 	pull := m.Flags&transport.FlagPull != 0
 	c.mu.Lock()
 	kind := "ack"

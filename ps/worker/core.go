@@ -123,7 +123,10 @@ type Op struct {
 	begin, end uint64
 	dst        []float32
 	dstBatch   *kv.Batch // PullLens
-	fut        *Future
+	// steps, when not nil, receives the smallest step count of the
+	// servers' answers (an evaluator's pull; −1 without one).
+	steps *int64
+	fut   *Future
 }
 
 // Out is a message for the server of rank Server.
@@ -301,6 +304,9 @@ func (c *Core) start(op *Op) {
 		}
 	} else {
 		c.stats.Pulls++
+	}
+	if op.steps != nil {
+		*op.steps = -1
 	}
 	if r.remaining == 0 {
 		c.finish(r)
@@ -501,6 +507,16 @@ func (c *Core) Receive(s int, m *transport.Message) []Out {
 
 // answer takes a pull answer from server s.
 func (c *Core) answer(r *request, s int, m *transport.Message) error {
+	if p := r.op.steps; p != nil {
+		v, err := proto.ParseMeta(m)
+		if err != nil {
+			m.Release()
+			return fmt.Errorf("the step count of an evaluator's pull: %w", err)
+		}
+		if *p < 0 || v < *p {
+			*p = v
+		}
+	}
 	if r.offs != nil {
 		defer m.Release()
 		o := r.offs[s]

@@ -150,6 +150,15 @@ func (w *Worker) PullRange(begin, end uint64, dst []float32) *Future {
 	return w.submit(&Op{kind: opPullRange, begin: begin, end: end, dst: dst})
 }
 
+// PullRangeSteps is PullRange for an evaluator (proto.RoleEvaluator): the
+// servers answer at once, outside the clock, and *steps is set, by the
+// time the future completes, to the smallest of their step counts: the
+// pushes whose values each server's store held when it answered
+// (server.Core.Steps), −1 when no server answered.
+func (w *Worker) PullRangeSteps(begin, end uint64, dst []float32, steps *int64) *Future {
+	return w.submit(&Op{kind: opPullRange, begin: begin, end: end, dst: dst, steps: steps})
+}
+
 // Barrier waits until every worker reached the same barrier.
 func (w *Worker) Barrier(ctx context.Context) error {
 	_, err := w.AllReduce(ctx, nil)
