@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"colo/cluster"
@@ -234,5 +235,48 @@ func TestConverged(t *testing.T) {
 		if got := train.Converged(tc.prev, tc.loss, tc.eps); got != tc.want {
 			t.Errorf("Converged(%v, %v, %v) = %v", tc.prev, tc.loss, tc.eps, got)
 		}
+	}
+}
+
+// TestStepBudget: a step budget stops training after its rounds, in the
+// middle of a pass, on a cluster as in the single-process loop; the last
+// pass counts the samples it trained, and the budget is rounded up to
+// whole rounds of the machines.
+func TestStepBudget(t *testing.T) {
+	a := newLinear(240, 12, 7) // 4 batches of 60 a pass
+	for _, c := range []struct {
+		k           int
+		steps       int64
+		rounds      int
+		lastSamples int
+	}{
+		{1, 10, 10, 120},   // two passes and half of the third
+		{3, 10, 4, 240},    // 10 steps of 3 machines: 4 rounds, one whole pass
+		{3, 17, 6, 120},    // 6 rounds: a pass and two of four batches
+		{3, 1000, 20, 240}, // the passes end first
+	} {
+		job := linearJob(c.k, 5, 60)
+		job.Config.MaxSteps = c.steps
+		want, _, err := train.Local(a, job.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, c.k), cluster.InProcess{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := res.RoundsDetail[len(res.RoundsDetail)-1]
+		if res.Rounds != c.rounds || last.Samples != c.lastSamples || want[len(want)-1].Rounds != c.rounds {
+			t.Errorf("k %d, %d steps: %d rounds (Local %d), last pass %d samples; want %d rounds, %d samples",
+				c.k, c.steps, res.Rounds, want[len(want)-1].Rounds, last.Samples, c.rounds, c.lastSamples)
+		}
+		if c.k == 1 && last.TrainLoss != want[len(want)-1].TrainLoss {
+			t.Errorf("one machine: last pass's loss %v, Local %v", last.TrainLoss, want[len(want)-1].TrainLoss)
+		}
+	}
+	job := linearJob(1, 5, 60)
+	job.Config.MaxSteps = -1
+	if err := job.Validate(); err == nil || !strings.Contains(err.Error(), "max_steps -1") {
+		t.Errorf("max_steps -1: %v", err)
 	}
 }

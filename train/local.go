@@ -42,6 +42,9 @@ func Local(app App, cfg Config) ([]Pass, []float32, error) {
 		var loss float64
 		var samples, correct int
 		for b := range s.Batches {
+			if s.budgetSpent(rounds) {
+				break
+			}
 			keys := part.Keys(b)
 			vals, grad = grow(vals, keys.Len()*W), grow(grad, keys.Len()*W)
 			i := 0
@@ -63,13 +66,13 @@ func Local(app App, cfg Config) ([]Pass, []float32, error) {
 			})
 			rounds++
 		}
-		pass := Pass{Pass: p + 1, Rounds: rounds}
+		pass := Pass{Pass: p + 1, Rounds: rounds, Samples: samples}
 		if samples > 0 {
 			pass.TrainLoss = loss / float64(samples)
 			pass.TrainAccuracy = float64(correct) / float64(samples)
 		}
 		passes = append(passes, pass)
-		if Converged(prev, pass.TrainLoss, s.Epsilon) {
+		if Converged(prev, pass.TrainLoss, s.Epsilon) || s.budgetSpent(rounds) {
 			break
 		}
 		prev = pass.TrainLoss

@@ -88,6 +88,10 @@ type Schedule struct {
 	Epsilon float64
 	// MaxPasses bounds the number of passes over the data.
 	MaxPasses int
+	// MaxRounds, when positive, also bounds the rounds: training stops
+	// after this many, in the middle of a pass if need be (a step
+	// budget, Config.MaxSteps).
+	MaxRounds int
 	// Samples is the number of training samples on all machines, and
 	// Batches the number of batches of a pass: each gradient is scaled by
 	// Batches/Samples, so that the servers apply the gradient of the mean
@@ -103,6 +107,9 @@ func (s Schedule) Validate() error {
 	if s.MaxPasses < 1 {
 		return fmt.Errorf("train: max passes %d, at least 1", s.MaxPasses)
 	}
+	if s.MaxRounds < 0 {
+		return fmt.Errorf("train: max rounds %d, want 0 (none) or a number of rounds", s.MaxRounds)
+	}
 	if s.Samples < 1 || s.Batches < 1 {
 		return fmt.Errorf("train: %d samples in %d batches per pass, want at least 1 of each", s.Samples, s.Batches)
 	}
@@ -113,6 +120,9 @@ func (s Schedule) Validate() error {
 type Pass struct {
 	Pass   int `json:"pass"`
 	Rounds int `json:"rounds"`
+	// Samples is the number of samples trained in the pass, on every
+	// machine (fewer than the data's when a step budget ends it).
+	Samples int `json:"samples"`
 	// Seconds is the time from the start of training to the end of the
 	// pass, on machine 0.
 	Seconds float64 `json:"seconds"`
@@ -149,6 +159,9 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 		var loss float64
 		var samples, correct int
 		for b := range s.Batches {
+			if s.budgetSpent(rounds) {
+				break
+			}
 			keys := part.Keys(b)
 			n := keys.Len() * width
 			vals, grad = grow(vals, n), grow(grad, n)
@@ -167,7 +180,7 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 		if err != nil {
 			return passes, fmt.Errorf("pass %d: summing the loss: %w", p, err)
 		}
-		pass := Pass{Pass: p + 1, Rounds: rounds, Seconds: time.Since(start).Seconds()}
+		pass := Pass{Pass: p + 1, Rounds: rounds, Samples: int(sum[1]), Seconds: time.Since(start).Seconds()}
 		if sum[1] > 0 {
 			pass.TrainLoss = sum[0] / sum[1]
 			pass.TrainAccuracy = sum[2] / sum[1]
@@ -179,13 +192,16 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 		if math.IsNaN(pass.TrainLoss) || math.IsInf(pass.TrainLoss, 0) {
 			return passes, fmt.Errorf("pass %d: the training loss is %v: lower the learning rate", p+1, pass.TrainLoss)
 		}
-		if Converged(prev, pass.TrainLoss, s.Epsilon) {
+		if Converged(prev, pass.TrainLoss, s.Epsilon) || s.budgetSpent(rounds) {
 			break
 		}
 		prev = pass.TrainLoss
 	}
 	return passes, nil
 }
+
+// budgetSpent reports whether rounds reached the step budget.
+func (s Schedule) budgetSpent(rounds int) bool { return s.MaxRounds > 0 && rounds >= s.MaxRounds }
 
 // Converged reports whether the loss changed by less than a fraction eps
 // of the previous loss prev (NaN before the first pass).

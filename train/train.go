@@ -114,6 +114,11 @@ type Config struct {
 	// Epsilon and MaxPasses are the stopping criterion (see Schedule).
 	Epsilon   float64 `json:"epsilon"`
 	MaxPasses int     `json:"max_passes"`
+	// MaxSteps, when positive, is a step budget: training stops after
+	// this many steps (batches pushed, counted over every machine: a
+	// round of K machines is K steps), rounded up to whole rounds, in
+	// the middle of a pass if need be.
+	MaxSteps int64 `json:"max_steps,omitempty"`
 	// Seed seeds the batches and the models' initial values.
 	Seed uint64 `json:"seed"`
 	// EvalEvery, when not zero, runs an evaluator beside the workers
@@ -171,6 +176,14 @@ func (c Config) Rates() node.Rates {
 	return r
 }
 
+// MaxRounds returns the rounds of the step budget MaxSteps, 0 for none.
+func (c Config) MaxRounds() int {
+	if c.MaxSteps <= 0 || c.Machines < 1 {
+		return 0
+	}
+	return int((c.MaxSteps + int64(c.Machines) - 1) / int64(c.Machines))
+}
+
 // Colocated reports whether every worker has a server beside it.
 func (c Config) Colocated() bool { return c.Servers == 0 }
 
@@ -203,6 +216,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPasses < 1 {
 		return fmt.Errorf("max_passes %d: want at least 1", c.MaxPasses)
+	}
+	if c.MaxSteps < 0 || c.MaxSteps > 1<<40 {
+		return fmt.Errorf("max_steps %d: want 0 (no budget) or a number of steps up to 2^40", c.MaxSteps)
 	}
 	if c.EvalEvery.Epochs < 0 || c.EvalEvery.Steps < 0 || c.EvalEvery.Interval < 0 {
 		return fmt.Errorf("eval_every %v: want 0 (none), a number of epochs or steps, or a duration", c.EvalEvery)
@@ -254,8 +270,8 @@ type Result struct {
 
 	Rounds int `json:"rounds"`
 	Passes int `json:"passes"`
-	// SamplesPerSecond is the samples trained (passes times the training
-	// samples) per second of training.
+	// SamplesPerSecond is the samples trained (on every machine, every
+	// pass) per second of training.
 	SamplesPerSecond float64 `json:"samples_per_s"`
 	// BytesInner and BytesInter are the data bytes sent during training
 	// (the evaluation's excluded) between a machine's worker and its own
@@ -434,7 +450,11 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 	res.Eval = w.Eval
 	res.Evaluator = out.Evaluator
 	if res.TrainSeconds > 0 {
-		res.SamplesPerSecond = float64(res.Passes) * float64(app.NumSamples()) / res.TrainSeconds
+		n := 0
+		for _, p := range w.Passes {
+			n += p.Samples
+		}
+		res.SamplesPerSecond = float64(n) / res.TrainSeconds
 	}
 	res.addTraffic(out.Stats)
 	return res, nil
@@ -500,7 +520,7 @@ func NewSchedule(app App, cfg Config) Schedule {
 	if cfg.Batch > 0 {
 		batches = max(1, (app.NumSamples()+cfg.Batch-1)/cfg.Batch)
 	}
-	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, Samples: app.NumSamples(), Batches: batches}
+	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, MaxRounds: cfg.MaxRounds(), Samples: app.NumSamples(), Batches: batches}
 }
 
 // addTraffic adds the data bytes the nodes sent to r: between a machine's

@@ -206,9 +206,11 @@ type App struct {
 	// scale multiplies each push's gradient: 1, or the number of workers
 	// without linear scaling.
 	scale float32
-	// cosine decays the rate over epochs epochs (lr_decay cosine).
-	cosine bool
-	epochs int
+	// cosine decays the rate over epochs epochs, or over the rounds of
+	// the step budget when it ends training sooner (lr_decay cosine).
+	cosine    bool
+	epochs    int
+	maxRounds int
 	// broadcast are the samples every worker trains on.
 	broadcast []int32
 	// w0 are the initial parameters, which the servers' values are
@@ -264,7 +266,7 @@ func Open(job train.Job, tr, test *dataset.Dataset) (*App, error) {
 	if o.LRScaling == "none" {
 		a.scale = float32(job.Config.Machines)
 	}
-	a.cosine, a.epochs = o.LRDecay == "cosine", job.Config.MaxPasses
+	a.cosine, a.epochs, a.maxRounds = o.LRDecay == "cosine", job.Config.MaxPasses, job.Config.MaxRounds()
 	return a, nil
 }
 
@@ -406,6 +408,9 @@ func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, i
 	scale *= p.a.scale
 	if p.a.cosine {
 		total := float64(p.a.epochs * len(p.batches))
+		if p.a.maxRounds > 0 {
+			total = min(total, float64(p.a.maxRounds))
+		}
 		scale *= float32(0.5 * (1 + math.Cos(math.Pi*float64(p.steps)/total)))
 	}
 	p.steps++

@@ -161,8 +161,8 @@ func runNode(e *env, args []string) error {
 		if rule, err = update.New(rc); err != nil {
 			return usageError("%v", err)
 		}
-		if rates, err = nf.rates(); err != nil {
-			return err
+		if rates, err = node.ParseRates(nf.linkRate, nf.matrix, max(nf.numServers, nf.numWorkers)); err != nil {
+			return usageError("--link-bandwidth, --bandwidth-matrix: %v", err)
 		}
 	}
 	cfg := node.DefaultConfig()

@@ -37,6 +37,7 @@ type trainFlags struct {
 	batch       int
 	epsilon     float64
 	maxPasses   int
+	maxSteps    int64
 	evalEvery   string
 	features    string
 	seed        uint64
@@ -70,6 +71,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.Float64Var(&t.epsilon, "epsilon", -1, "stop when the training loss changes by less than this fraction between passes (0: never; negative: the application's default, 1e-4 for lr and mf, 0 for mlp and cnn)")
 	f.IntVar(&t.maxPasses, "max-passes", -1, "stop after this many passes (epochs) over the data (-1: the application's default, 200 for lr and mf, 5 for mlp and cnn)")
 	f.IntVar(&t.maxPasses, "epochs", -1, "the same as --max-passes")
+	f.Int64Var(&t.maxSteps, "max-steps", 0, "a step budget: stop after this many steps, batches pushed counted over every machine (0: none)")
 	f.StringVar(&t.evalEvery, "eval-every", "", "mlp, cnn: an evaluator node scores the test set this often while the workers train: N epochs (1), N steps (500steps) or a duration (30s); 0: at the end only (empty: every epoch)")
 	f.StringVar(&t.features, "features", string(sparse.FeaturesAuto), "lr: feature values: raw, l2 (unit-norm samples), log1p-l2, or auto (raw for binary data, log1p-l2 otherwise)")
 	f.Uint64Var(&t.seed, "seed", 1, "random seed of placement, batches and initial values")
@@ -134,7 +136,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	} else if math.IsNaN(t.epsilon) {
 		return job, usageError("--epsilon %v: want ≥ 0", t.epsilon)
 	}
-	if cfg.Seed = t.seed; t.evalEvery != "" {
+	if cfg.Seed, cfg.MaxSteps = t.seed, t.maxSteps; t.evalEvery != "" {
 		e, err := train.ParseEvery(t.evalEvery)
 		if err != nil {
 			return job, usageError("--eval-every: %v", err)

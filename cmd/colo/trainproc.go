@@ -19,7 +19,6 @@ import (
 	"colo/graph"
 	"colo/launch"
 	"colo/placement"
-	"colo/ps/node"
 	"colo/ps/route"
 	"colo/ps/sched"
 	"colo/train"
@@ -136,16 +135,6 @@ func (nf *nodeFlags) placeScheduler(cfg *sched.Config) error {
 	}
 	cfg.NumKeys = uint64(len(param))
 	return nil
-}
-
-// rates returns the emulated rates of --link-bandwidth and
-// --bandwidth-matrix (a job's are its Config.Rates).
-func (nf *nodeFlags) rates() (node.Rates, error) {
-	r, err := node.ParseRates(nf.linkRate, nf.matrix, max(nf.numServers, nf.numWorkers))
-	if err != nil {
-		return r, usageError("--link-bandwidth, --bandwidth-matrix: %v", err)
-	}
-	return r, nil
 }
 
 // deployment says where colo train runs its cluster: in this process
