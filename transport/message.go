@@ -36,6 +36,11 @@ const (
 	FlagPush
 	// FlagPull marks a pull (values travel back to the worker).
 	FlagPull
+	// FlagBorrowed marks a message that did not travel: its arrays are
+	// the sender's, valid only until the request is answered, so it must
+	// not be answered before its values are used (a worker's push to the
+	// server of its own machine).
+	FlagBorrowed
 )
 
 // Header is the fixed part of a message.

@@ -741,6 +741,7 @@ func (c workerConn) Post(s int, msg *transport.Message) {
 	to := proto.ServerID(s)
 	if peer := n.member(to); peer != nil {
 		msg.Sender, msg.Receiver = c.m.id, to
+		msg.Flags |= transport.FlagBorrowed // no early acknowledgement
 		size := uint64(localSize(msg))
 		c.m.local.msgsSent.Add(1)
 		c.m.local.bytesSent.Add(size)

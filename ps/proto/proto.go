@@ -187,6 +187,16 @@ const (
 	// DataError: the answer to a request that failed; Body is the
 	// reason.
 	DataError uint16 = 2
+	// DataTable (a push): KV.Keys is the version, the number of keys and
+	// the start of every server of a new Ranges routing table, which the
+	// server switches to (keys moving between servers, see package
+	// server). DataTake (a pull): KV.Keys is {begin, end}, keys the server
+	// owned before its last table, answered with their values and update
+	// rule states. DataPut (a push): KV.Keys is {begin, end}, keys the
+	// server gained, KV.Vals a Take's answer.
+	DataTable uint16 = 3
+	DataTake  uint16 = 4
+	DataPut   uint16 = 5
 )
 
 // Register is a node's request to join: sent from its provisional id.

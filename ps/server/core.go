@@ -27,6 +27,7 @@ import (
 
 	"colo/kv"
 	"colo/ps/clock"
+	"colo/ps/proto"
 	"colo/ps/route"
 	"colo/ps/update"
 )
@@ -72,8 +73,12 @@ type Request struct {
 	// staleness, no round); a push is refused.
 	Evaluator bool
 	ID        uint64
-	Round     int64
-	Push      bool
+	// Cmd is the data command: proto.DataSparse or DataRange (Range is
+	// set), or one of the commands that move keys between servers
+	// (proto.DataTable, DataTake, DataPut; see move.go).
+	Cmd   uint16
+	Round int64
+	Push  bool
 	// Range marks a range request: KV.Keys is {begin, end}.
 	Range bool
 	KV    kv.Batch
@@ -114,6 +119,10 @@ type Stats struct {
 	// EvaluatorPulls and EvaluatorKeys count the evaluators' pulls and
 	// the keys they read; they are not in Pulls and KeysPulled.
 	EvaluatorPulls, EvaluatorKeys uint64
+	// Moves counts the routing tables the server switched to while the
+	// job ran, KeysMoved the keys it handed to other servers.
+	Moves     int
+	KeysMoved uint64
 	// Keys is the number of keys stored.
 	Keys int
 	// Staleness measures the pushes applied (see Staleness).
@@ -195,6 +204,12 @@ type Core struct {
 	rbuf []float32 // range pull replies
 	// pulls holds each worker's last pull, for the staleness of its push.
 	pulls []pullMark
+	// table is the routing table since the last move, version its
+	// version (0: the job's first table), old the store of the table
+	// before it, whose keys moved away are taken from it.
+	table   *route.Table
+	version uint64
+	old     *Store
 }
 
 // New returns a server core with an empty store.
@@ -245,7 +260,7 @@ func (c *Core) Stats() Stats {
 // acknowledgement first lets the worker's next request travel while the
 // server applies this one. Handle must then be called with acked set.
 func (c *Core) Ack(r Request) (Reply, bool) {
-	if !r.Push || r.Evaluator || c.cfg.Clock.Mode != clock.Async || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers {
+	if !r.Push || r.Evaluator || r.Cmd > proto.DataRange || c.cfg.Clock.Mode != clock.Async || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers {
 		return Reply{}, false
 	}
 	if r.Range {
@@ -296,7 +311,7 @@ const ApplyStep = 16 << 10
 // applied stay applied, the push is not counted and err tells why: its
 // link broke, and its worker gets no answer.
 func (c *Core) HandleArriving(r Request, vals Arriving, ack func(Reply)) (replies []Reply, ok bool, err error) {
-	if !r.Push || !r.Range || r.Evaluator || c.sync || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers || len(r.KV.Keys) != 2 {
+	if !r.Push || !r.Range || r.Evaluator || r.Cmd > proto.DataRange || c.sync || c.cfg.Width == 0 || r.Worker < 0 || r.Worker >= c.cfg.Workers || len(r.KV.Keys) != 2 {
 		return nil, false, nil
 	}
 	begin, end := r.KV.Keys[0], r.KV.Keys[1]
@@ -338,6 +353,14 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 	if r.Evaluator {
 		return c.evaluate(r)
 	}
+	switch r.Cmd {
+	case proto.DataTable:
+		return c.retable(r)
+	case proto.DataTake:
+		return c.take(r)
+	case proto.DataPut:
+		return c.put(r)
+	}
 	if r.Worker < 0 || r.Worker >= c.cfg.Workers {
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: !r.Push, Err: fmt.Errorf("request from worker %d of %d", r.Worker, c.cfg.Workers)})
 	}
@@ -356,6 +379,15 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 		begin, end = r.KV.Keys[0], r.KV.Keys[1]
 	} else if err := r.KV.Validate(); err != nil {
 		return fail(err)
+	}
+	if c.version > 0 {
+		lo, hi := begin, end
+		if !r.Range && len(r.KV.Keys) > 0 {
+			lo, hi = r.KV.Keys[0], r.KV.Keys[len(r.KV.Keys)-1]+1
+		}
+		if err := c.misrouted(lo, hi); err != nil {
+			return fail(err)
+		}
 	}
 	if !r.Push {
 		c.stats.Pulls++

@@ -3,6 +3,7 @@ package server
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"colo/kv"
@@ -354,5 +355,83 @@ func TestEvaluatorPulls(t *testing.T) {
 		if st.EvaluatorPulls != 3 || st.EvaluatorKeys != 3 || st.Pulls != 1 || st.Staleness.Pushes != 1 {
 			t.Fatalf("%v: stats %+v", mode, st)
 		}
+	}
+}
+
+// TestRetable walks a server through a move: it keeps the values and
+// states of the keys it still owns, hands out those it lost (Take),
+// installs those it gained (Put), and refuses requests routed by the old
+// table, naming the new table's version.
+func TestRetable(t *testing.T) {
+	tb, _ := route.FromRanges([]uint64{0, 10}, 20) // server 0: [0, 10)
+	rule, _ := update.New(update.Config{Name: "momentum", LR: 1, Momentum: 0.5})
+	c, err := New(Config{Rank: 0, Workers: 1, Table: tb, Width: 1, Rule: rule, Clock: clock.Config{Mode: clock.Async}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grad := make([]float32, 10)
+	for i := range grad {
+		grad[i] = float32(i + 1)
+	}
+	push := Request{Worker: 0, ID: 1, Push: true, Range: true, Cmd: proto.DataRange, KV: kv.Batch{Keys: []uint64{0, 10}, Vals: grad}}
+	if out := handle(c, push); len(out) != 1 || out[0].Err != nil {
+		t.Fatalf("push: %+v", out)
+	}
+	before, _ := c.Store().Export(0, 10)
+	table := func(id, version uint64, starts ...uint64) Request {
+		return Request{Worker: 0, ID: id, Push: true, Cmd: proto.DataTable, KV: kv.Batch{Keys: append([]uint64{version, 20}, starts...)}}
+	}
+	// Server 0 keeps [0, 10) and gains [10, 15).
+	if out := handle(c, table(2, 1, 0)); len(out) != 1 || out[0].Err == nil || !strings.Contains(out[0].Err.Error(), "want the version, the number of keys and 2 starts") {
+		t.Fatalf("a table of one server: %+v", out)
+	}
+	if out := handle(c, table(3, 1, 0, 15)); len(out) != 1 || out[0].Err != nil {
+		t.Fatalf("retable: %+v", out)
+	}
+	if out := handle(c, table(4, 1, 0, 15)); out[0].Err == nil || !strings.Contains(out[0].Err.Error(), "version 1, the server has 1") {
+		t.Fatalf("the same version again: %+v", out)
+	}
+	kept, _ := c.Store().Export(0, 10)
+	if !slices.Equal(kept, before) {
+		t.Fatalf("kept keys: %v, before the move %v", kept, before)
+	}
+	gained := make([]float32, 2*5)
+	for i := range gained {
+		gained[i] = float32(100 + i)
+	}
+	put := Request{Worker: 0, ID: 5, Push: true, Cmd: proto.DataPut, KV: kv.Batch{Keys: []uint64{10, 15}, Vals: gained}}
+	if out := handle(c, put); out[0].Err != nil {
+		t.Fatalf("put: %+v", out)
+	}
+	if got, _ := c.Store().Export(10, 15); !slices.Equal(got, gained) {
+		t.Fatalf("put keys: %v, want %v", got, gained)
+	}
+	put.KV.Vals = gained[:7]
+	if out := handle(c, put); out[0].Err == nil || !strings.Contains(out[0].Err.Error(), "want 10 (values and 1 states") {
+		t.Fatalf("short put: %+v", out)
+	}
+	stale := Request{Worker: 0, ID: 6, Range: true, Cmd: proto.DataRange, KV: kv.Batch{Keys: []uint64{12, 18}}}
+	if out := handle(c, stale); out[0].Err == nil || !strings.Contains(out[0].Err.Error(), "server 0 does not own keys [12, 18) in routing table version 1 (server 0 owns key 12)") {
+		t.Fatalf("a pull beyond the new range: %+v", out)
+	}
+	// A second move: server 0 loses [6, 15); Take hands them out with
+	// their states from the store of the table before.
+	if out := handle(c, table(8, 2, 0, 6)); out[0].Err != nil {
+		t.Fatalf("second retable: %+v", out)
+	}
+	take := Request{Worker: 0, ID: 9, Cmd: proto.DataTake, KV: kv.Batch{Keys: []uint64{6, 15}}}
+	out := handle(c, take)
+	var want []float32
+	for _, part := range [][]float32{before[6:10], gained[0:5], before[16:20], gained[5:10]} {
+		want = append(want, part...)
+	}
+	if out[0].Err != nil || !slices.Equal(out[0].Vals, want) {
+		t.Fatalf("take: %+v, want %v", out, want)
+	}
+	if out := handle(c, Request{Worker: 0, ID: 10, Cmd: proto.DataTake, KV: kv.Batch{Keys: []uint64{14, 16}}}); out[0].Err == nil {
+		t.Fatalf("take of keys never held: %+v", out)
+	}
+	if st := c.Stats(); st.Moves != 2 || st.KeysMoved != 9 {
+		t.Fatalf("stats %+v", st)
 	}
 }

@@ -66,10 +66,16 @@ func Decode(m *transport.Message) (Request, error) {
 	if push == (m.Flags&transport.FlagPull != 0) {
 		return Request{}, fmt.Errorf("%s sent a request that is not one of push and pull", proto.Name(m.Sender))
 	}
-	if m.Cmd != proto.DataSparse && m.Cmd != proto.DataRange {
+	switch m.Cmd {
+	case proto.DataSparse, proto.DataRange:
+	case proto.DataTable, proto.DataPut, proto.DataTake:
+		if role != proto.RoleWorker || push == (m.Cmd == proto.DataTake) {
+			return Request{}, fmt.Errorf("%s sent data command %d as a %s", proto.Name(m.Sender), m.Cmd, map[bool]string{true: "push", false: "pull"}[push])
+		}
+	default:
 		return Request{}, fmt.Errorf("%s sent data command %d", proto.Name(m.Sender), m.Cmd)
 	}
-	return Request{Worker: rank, Evaluator: role == proto.RoleEvaluator, ID: m.ID, Round: round, Push: push, Range: m.Cmd == proto.DataRange, KV: m.KV}, nil
+	return Request{Worker: rank, Evaluator: role == proto.RoleEvaluator, ID: m.ID, Cmd: m.Cmd, Round: round, Push: push, Range: m.Cmd == proto.DataRange, KV: m.KV}, nil
 }
 
 // To returns the node the reply goes to.
@@ -141,7 +147,9 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 		replies = out
 	} else {
 		acked := false
-		if ack, ok := s.core.Ack(req); ok {
+		// A borrowed push's values are the worker's until it is answered:
+		// no acknowledgement before they are applied.
+		if ack, ok := s.core.Ack(req); ok && m.Flags&transport.FlagBorrowed == 0 {
 			conn.Reply(ctx, ack.To(), ack.Message())
 			acked = true
 		}

@@ -112,6 +112,12 @@ const (
 	opPull
 	opPushRange
 	opPullRange
+	// Moving keys between servers (see Worker.Retable): requests to one
+	// server, and the switch of the worker's own table.
+	opTable
+	opTake
+	opPut
+	opSetTable
 )
 
 // Op is one call of the application.
@@ -126,7 +132,13 @@ type Op struct {
 	// steps, when not nil, receives the smallest step count of the
 	// servers' answers (an evaluator's pull; −1 without one).
 	steps *int64
-	fut   *Future
+	// The moves' operations: the server asked, the new table and its
+	// version, and where a Take's answer goes.
+	server  int
+	table   *route.Table
+	version uint64
+	take    *[]float32
+	fut     *Future
 }
 
 // Out is a message for the server of rank Server.
@@ -263,6 +275,10 @@ func (c *Core) start(op *Op) {
 		op.fut.complete(err)
 		return
 	}
+	if op.kind >= opTable {
+		c.startMove(op)
+		return
+	}
 	c.nextID++
 	r := &request{op: op, round: c.round, push: op.kind == opPush || op.kind == opPushRange}
 	flags := transport.FlagRequest | transport.FlagPull
@@ -315,9 +331,51 @@ func (c *Core) start(op *Op) {
 	c.pending[c.nextID] = r
 }
 
+// startMove starts an operation of the moves: a request to one server,
+// or the switch to a new table.
+func (c *Core) startMove(op *Op) {
+	if op.kind == opSetTable {
+		c.cfg.Table = op.table
+		c.ranges = op.table.Kind() == route.Ranges
+		c.split = kv.NewSplitter(op.table.Servers(), op.table.Router())
+		op.fut.complete(nil)
+		return
+	}
+	c.nextID++
+	r := &request{op: op, round: c.round, push: op.kind != opTake, remaining: 1}
+	m := &transport.Message{Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagRequest | transport.FlagPush, ID: c.nextID},
+		Body: proto.AppendMeta(nil, c.round)}
+	switch op.kind {
+	case opTable:
+		m.Cmd = proto.DataTable
+		m.KV.Keys = append([]uint64{op.version, op.table.NumKeys()}, op.table.Starts()...)
+	case opTake:
+		m.Cmd, m.Flags = proto.DataTake, transport.FlagRequest|transport.FlagPull
+		m.KV.Keys = []uint64{op.begin, op.end}
+	case opPut:
+		m.Cmd = proto.DataPut
+		m.KV.Keys, m.KV.Vals = []uint64{op.begin, op.end}, op.vals
+	}
+	c.out = append(c.out, Out{Server: op.server, M: m})
+	c.pending[c.nextID] = r
+}
+
 // check validates an operation's arrays.
 func (c *Core) check(op *Op) error {
 	w := c.cfg.Width
+	if op.kind >= opTable {
+		switch {
+		case op.kind != opSetTable && (op.server < 0 || op.server >= c.servers):
+			return fmt.Errorf("worker %d: server %d of %d", c.cfg.Rank, op.server, c.servers)
+		case (op.kind == opTable || op.kind == opSetTable) && (op.table == nil || op.table.Servers() != c.servers || op.table.Kind() != route.Ranges):
+			return fmt.Errorf("worker %d: a new routing table must be a Ranges table of %d servers", c.cfg.Rank, c.servers)
+		case op.kind == opSetTable && len(c.pending) > 0:
+			return fmt.Errorf("worker %d: %d requests in flight: the routing table changes between rounds", c.cfg.Rank, len(c.pending))
+		case (op.kind == opTake || op.kind == opPut) && op.end < op.begin:
+			return fmt.Errorf("worker %d: range [%d, %d) is reversed", c.cfg.Rank, op.begin, op.end)
+		}
+		return nil
+	}
 	switch op.kind {
 	case opPush, opPull:
 		b := kv.Batch{Keys: op.keys, Vals: op.vals, Lens: op.lens}
@@ -507,6 +565,11 @@ func (c *Core) Receive(s int, m *transport.Message) []Out {
 
 // answer takes a pull answer from server s.
 func (c *Core) answer(r *request, s int, m *transport.Message) error {
+	if r.op.kind == opTake {
+		*r.op.take = append((*r.op.take)[:0], m.KV.Vals...)
+		m.Release()
+		return nil
+	}
 	if p := r.op.steps; p != nil {
 		v, err := proto.ParseMeta(m)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"colo/kv"
 	"colo/ps/proto"
+	"colo/ps/route"
 	"colo/transport"
 )
 
@@ -52,6 +53,7 @@ type Worker struct {
 	submitting int   // calls between their check of err and their send
 	stats      Stats
 	round      int64
+	table      *route.Table // the core's, as of the last operation
 }
 
 // New returns a worker; Run drives it. allReduce, when not nil,
@@ -62,7 +64,7 @@ func New(cfg Config, allReduce func(ctx context.Context, vals []float64) ([]floa
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{core: core, ops: make(chan *Op, 64), stopped: make(chan struct{}), reduce: allReduce}, nil
+	return &Worker{core: core, ops: make(chan *Op, 64), stopped: make(chan struct{}), reduce: allReduce, table: cfg.Table}, nil
 }
 
 // Rank returns the worker's rank.
@@ -256,5 +258,6 @@ func (w *Worker) update() {
 	w.mu.Lock()
 	w.stats = w.core.Stats()
 	w.round = w.core.Round()
+	w.table = w.core.cfg.Table
 	w.mu.Unlock()
 }
