@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -94,6 +95,15 @@ type Config struct {
 	// machines' endpoints; over TCP it limits each link between their
 	// nodes.
 	Bandwidth *transport.Bandwidth
+	// RandomBandwidth, when positive, gives every machine's network
+	// interface a rate of sending drawn from [max/10, max] (as tc shapes
+	// a host's egress; arrivals are not limited)
+	// (transport.RandomRates with Seed), on the in-memory network;
+	// BandwidthChange, when positive, draws them again every period
+	// while the cluster runs (seed 002's changing network).
+	RandomBandwidth float64
+	BandwidthChange time.Duration
+	Seed            uint64
 	// Logf, when not nil, receives the nodes' log lines.
 	Logf func(format string, args ...any)
 }
@@ -120,6 +130,20 @@ func (c Config) Validate() error {
 	}
 	if !(c.LinkBandwidth >= 0) || c.LinkBandwidth > maxRate {
 		return fmt.Errorf("cluster: LinkBandwidth %v out of range [0, %g]", c.LinkBandwidth, maxRate)
+	}
+	if c.RandomBandwidth != 0 || c.BandwidthChange != 0 {
+		switch {
+		case !(c.RandomBandwidth > 0) || c.RandomBandwidth > maxRate:
+			return fmt.Errorf("cluster: RandomBandwidth %v out of range (0, %g]", c.RandomBandwidth, maxRate)
+		case c.BandwidthChange < 0:
+			return fmt.Errorf("cluster: BandwidthChange %v is negative", c.BandwidthChange)
+		case c.LinkBandwidth > 0 || c.Bandwidth != nil:
+			return fmt.Errorf("cluster: RandomBandwidth excludes LinkBandwidth and Bandwidth")
+		case c.Network != nil:
+			if _, ok := c.Network.(node.Mem); !ok {
+				return fmt.Errorf("cluster: RandomBandwidth needs the in-memory network")
+			}
+		}
 	}
 	if b := c.Bandwidth; b != nil {
 		if k := c.hosts(); b.K != k {
@@ -196,6 +220,13 @@ func (c Config) shapeMem(net *mem.Network) error {
 			}
 		}
 	}
+	if c.RandomBandwidth > 0 {
+		for h, r := range transport.RandomRates(k, c.RandomBandwidth, c.Seed, 0) {
+			if err := net.SetNIC(h, r, 0); err != nil {
+				return err
+			}
+		}
+	}
 	if b := c.Bandwidth; b != nil {
 		for i := range k {
 			for j := range k {
@@ -231,6 +262,11 @@ type Cluster struct {
 	// schedAddr is the scheduler's TCP address.
 	schedAddr string
 	once      sync.Once
+	// epoch is the period of the changing network's rates; stop ends
+	// its changes.
+	mu    sync.Mutex
+	epoch int
+	stop  chan struct{}
 }
 
 // Start starts a scheduler and the nodes and returns once the job runs.
@@ -306,6 +342,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
+	if cfg.BandwidthChange > 0 && c.net != nil {
+		c.stop = make(chan struct{})
+		go c.change()
+	}
 	c.servers, c.workers, c.evals = make([]*node.Node, ns), make([]*node.Node, nw), make([]*node.Node, cfg.Evaluators)
 	for _, n := range nodes {
 		srv, wrk := n.IDs()
@@ -353,6 +393,69 @@ func (c *Cluster) network() (node.Network, error) {
 		return n, nil
 	}
 	return cfg.Network, nil
+}
+
+// change draws the interfaces' rates again every BandwidthChange until
+// Close.
+func (c *Cluster) change() {
+	t := time.NewTicker(c.cfg.BandwidthChange)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		c.epoch++
+		rates := transport.RandomRates(c.cfg.hosts(), c.cfg.RandomBandwidth, c.cfg.Seed, c.epoch)
+		c.mu.Unlock()
+		for h, r := range rates {
+			c.net.SetNIC(h, r, 0)
+		}
+	}
+}
+
+// Rates returns the rates in bytes per second of the emulated links
+// between machines now, Rates()[j][i] from machine j to machine i: the
+// bandwidth matrix's, or, with interfaces (LinkBandwidth,
+// RandomBandwidth), each machine's interface rate shared evenly by its
+// links to the others (what the links carry when every machine sends to
+// every other at once). 0 is unlimited; nil when nothing is emulated.
+func (c *Cluster) Rates() [][]float64 {
+	k := c.cfg.hosts()
+	var nic []float64
+	switch {
+	case c.cfg.Bandwidth != nil:
+		out := make([][]float64, k)
+		for j := range k {
+			out[j] = make([]float64, k)
+			for i := range k {
+				if i != j {
+					out[j][i] = c.cfg.Bandwidth.Rate(j, i)
+				}
+			}
+		}
+		return out
+	case c.cfg.RandomBandwidth > 0:
+		c.mu.Lock()
+		nic = transport.RandomRates(k, c.cfg.RandomBandwidth, c.cfg.Seed, c.epoch)
+		c.mu.Unlock()
+	case c.cfg.LinkBandwidth > 0:
+		nic = slices.Repeat([]float64{c.cfg.LinkBandwidth}, k)
+	default:
+		return nil
+	}
+	out := make([][]float64, k)
+	for j := range k {
+		out[j] = make([]float64, k)
+		for i := range k {
+			if i != j && k > 1 {
+				out[j][i] = nic[j] / float64(k-1)
+			}
+		}
+	}
+	return out
 }
 
 // SchedulerAddr returns the scheduler's TCP address, "" in memory.
@@ -414,6 +517,9 @@ func (c *Cluster) Wait() error {
 // Close stops every node and the scheduler and releases the network.
 func (c *Cluster) Close() error {
 	c.once.Do(func() {
+		if c.stop != nil {
+			close(c.stop)
+		}
 		for _, n := range c.nodes {
 			if n != nil {
 				n.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"colo/balance"
 	"colo/ps/node"
 	"colo/ps/route"
 	"colo/ps/update"
@@ -49,6 +50,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	}
 	cc.Table, cc.NumKeys, cc.Width, cc.Clock, cc.Rule = table, uint64(app.NumKeys()), app.Width(), job.Clock, rule
 	cc.LinkBandwidth, cc.Bandwidth = job.LinkBandwidth, job.Bandwidth
+	cc.RandomBandwidth, cc.BandwidthChange, cc.Seed = job.RandomBandwidth, job.BandwidthChange, job.Seed
 	cc.Heartbeat, cc.Timeout = train.Heartbeat, train.Timeout
 	cc.Logf = job.Logf
 	cc.Evaluators = d.Evaluators()
@@ -71,6 +73,20 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 			watched <- err
 		}()
 	}
+	if d.Truth == nil && c.Rates() != nil {
+		d.Truth = c.Rates
+	}
+	scheds := make([]train.Schedule, k)
+	var bal0 *balance.Balancer
+	for i := range k {
+		var b *balance.Balancer
+		if scheds[i], b, err = d.WorkerSchedule(i); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			bal0 = b
+		}
+	}
 	works := make([]train.WorkerResult, k)
 	counted := train.AfterTraining(app, func(rank int) {
 		if rank == 0 {
@@ -79,7 +95,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	})
 	err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
 		var err error
-		works[w.Rank()], err = train.Work(ctx, w, counted, parts[w.Rank()], d.Schedule, job.Progress)
+		works[w.Rank()], err = train.Work(ctx, w, counted, parts[w.Rank()], scheds[w.Rank()], job.Progress)
 		return err
 	})
 	if watched != nil {
@@ -91,6 +107,10 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 		return nil, err
 	}
 	out.Work = works[0]
+	if bal0 != nil {
+		rep := bal0.Report()
+		out.Balance = &rep
+	}
 	out.Seconds = out.StartSeconds + out.Work.TrainSeconds + out.Work.EvalSeconds
 	if n := len(out.Work.Passes); n > 0 {
 		passes := out.Work.Passes[n-1].Pass

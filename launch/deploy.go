@@ -64,6 +64,9 @@ const JoinTimeout = 60 * time.Second
 func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
 	cfg := d.Job.Config
 	k := cfg.Machines
+	if cfg.RandomBandwidth > 0 {
+		return nil, fmt.Errorf("launch: random and changing link rates are emulated in process (the in-memory network), not between processes")
+	}
 	if pd.Netns {
 		if cfg.Bandwidth != nil {
 			return nil, fmt.Errorf("launch: network namespaces shape every machine's link at one rate, not a bandwidth matrix")
@@ -170,6 +173,9 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		}
 		if r.Evaluator != nil {
 			out.Evaluator = r.Evaluator
+		}
+		if r.Balance != nil {
+			out.Balance = r.Balance
 		}
 		out.Stats = append(out.Stats, r.Stats)
 		out.InterValues += r.InterValues

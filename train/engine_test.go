@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
+	"colo/balance"
 	"colo/cluster"
 	"colo/placement"
 	"colo/ps/node"
@@ -278,5 +280,59 @@ func TestStepBudget(t *testing.T) {
 	job.Config.MaxSteps = -1
 	if err := job.Validate(); err == nil || !strings.Contains(err.Error(), "max_steps -1") {
 		t.Errorf("max_steps -1: %v", err)
+	}
+}
+
+// TestBalancingKeepsBSPTraining: every scheme of the load balancer moves
+// keys between the servers while a dense model trains (on a changing
+// emulated network), and under BSP the training is the same bit for bit
+// as without it; the report has a decision per round, and the schemes
+// that use the network move keys.
+func TestBalancingKeepsBSPTraining(t *testing.T) {
+	a := newLinear(240, 60, 7)
+	job := linearJob(4, 6, 40)
+	job.Config.RandomBandwidth = 20e6
+	want, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, 4), cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	even := &placement.Placement{K: 4, Data: spread(len(a.X), a.Dim, 4).Data, Param: make([]int32, a.Dim)}
+	for v := range even.Param {
+		even.Param[v] = int32(v * 4 / a.Dim)
+	}
+	for _, scheme := range balance.Schemes {
+		job := job
+		c := balance.DefaultConfig()
+		c.Scheme, c.Slice, c.Probe = scheme, 2, 1
+		job.Config.Balance = &c
+		job.Config.BandwidthChange = 20 * time.Millisecond
+		res, err := train.Run(context.Background(), job, a, even, cluster.InProcess{})
+		if err != nil {
+			t.Fatalf("%s: %v", scheme, err)
+		}
+		for i, pass := range res.RoundsDetail {
+			if pass.TrainLoss != want.RoundsDetail[i].TrainLoss {
+				t.Fatalf("%s: pass %d: loss %v, without balancing %v", scheme, i+1, pass.TrainLoss, want.RoundsDetail[i].TrainLoss)
+			}
+		}
+		if *res.RMSE != *want.RMSE {
+			t.Errorf("%s: RMSE %v, without balancing %v", scheme, *res.RMSE, *want.RMSE)
+		}
+		rep := res.Balance
+		if rep == nil || len(rep.Decisions) != res.Rounds {
+			t.Fatalf("%s: report %+v for %d rounds", scheme, rep, res.Rounds)
+		}
+		if (scheme == balance.Aware || scheme == balance.Oracle) && rep.KeysMoved == 0 {
+			t.Errorf("%s: no key moved on a heterogeneous network", scheme)
+		}
+		for _, d := range rep.Decisions {
+			var sum uint64
+			for _, k := range d.Keys {
+				sum += k
+			}
+			if sum != uint64(a.Dim) {
+				t.Fatalf("%s: round %d: keys %v", scheme, d.Round, d.Keys)
+			}
+		}
 	}
 }

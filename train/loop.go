@@ -92,6 +92,11 @@ type Schedule struct {
 	// after this many, in the middle of a pass if need be (a step
 	// budget, Config.MaxSteps).
 	MaxRounds int
+	// AfterRound, when not nil, is called on the worker after each round
+	// with the number of rounds so far, every worker at the same rounds:
+	// the load balancer's hook (package balance), which may move keys
+	// between servers there.
+	AfterRound func(ctx context.Context, w *worker.Worker, rounds int) error
 	// Samples is the number of training samples on all machines, and
 	// Batches the number of batches of a pass: each gradient is scaled by
 	// Batches/Samples, so that the servers apply the gradient of the mean
@@ -175,6 +180,11 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 				return passes, fmt.Errorf("pass %d round %d: push: %w", p, rounds, err)
 			}
 			rounds++
+			if s.AfterRound != nil {
+				if err := s.AfterRound(ctx, w, rounds); err != nil {
+					return passes, fmt.Errorf("pass %d round %d: %w", p, rounds, err)
+				}
+			}
 		}
 		sum, err := w.AllReduce(ctx, []float64{loss, float64(samples), float64(correct)})
 		if err != nil {

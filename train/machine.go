@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"colo/balance"
 	"colo/placement"
 	"colo/ps/node"
 )
@@ -23,6 +24,8 @@ type MachineReport struct {
 	// Evaluator is an evaluator's report (RunEvaluator); Work is then
 	// empty.
 	Evaluator *EvaluatorReport `json:"evaluator,omitempty"`
+	// Balance is machine 0's load balancer's report.
+	Balance *balance.Report `json:"balance,omitempty"`
 }
 
 // RunMachine trains machine rank's share of job on the running node n, a
@@ -52,11 +55,19 @@ func RunMachine(ctx context.Context, n *node.Node, job Job, app App, p *placemen
 	// rounds alone, not the evaluation's.
 	var trained node.Stats
 	counted := AfterTraining(app, func(int) { trained = n.Stats() })
-	res, err := Work(ctx, w, counted, part, d.Schedule, job.Config.Progress)
+	s, bal, err := d.WorkerSchedule(rank)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Work(ctx, w, counted, part, s, job.Config.Progress)
 	if err != nil {
 		return nil, fmt.Errorf("train: machine %d: %w", rank, err)
 	}
 	r := &MachineReport{Rank: rank, Work: res, Stats: trained}
+	if bal != nil && rank == 0 {
+		rep := bal.Report()
+		r.Balance = &rep
+	}
 	if k := len(res.Passes); k > 0 {
 		r.InterValues = PartInterValues(part, d.Local(rank), p, app.Width(), res.Passes[k-1].Pass)
 	}

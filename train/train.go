@@ -36,6 +36,7 @@ import (
 	"math"
 	"time"
 
+	"colo/balance"
 	"colo/placement"
 	"colo/ps/clock"
 	"colo/ps/node"
@@ -134,6 +135,15 @@ type Config struct {
 	// deployment (see package cluster and launch).
 	LinkBandwidth float64              `json:"link_bandwidth_bytes_per_s,omitempty"`
 	Bandwidth     *transport.Bandwidth `json:"bandwidth_matrix,omitempty"`
+	// RandomBandwidth, when positive, draws each machine's interface rate
+	// from [max/10, max] bytes per second (seeded by Seed), and
+	// BandwidthChange, when positive, draws again every period (in
+	// process, on the in-memory network): seed 002's changing network.
+	RandomBandwidth float64       `json:"random_bandwidth_bytes_per_s,omitempty"`
+	BandwidthChange time.Duration `json:"bandwidth_change,omitempty"`
+	// Balance, when set, re-decides which server holds which keys of a
+	// dense model while it trains (package balance; co-located machines).
+	Balance *balance.Config `json:"balance,omitempty"`
 	// Progress, when set, is called on machine 0 after every pass.
 	Progress Progress `json:"-"`
 	// Logf, when set, receives the cluster's log lines.
@@ -223,6 +233,24 @@ func (c Config) Validate() error {
 	if c.EvalEvery.Epochs < 0 || c.EvalEvery.Steps < 0 || c.EvalEvery.Interval < 0 {
 		return fmt.Errorf("eval_every %v: want 0 (none), a number of epochs or steps, or a duration", c.EvalEvery)
 	}
+	if c.Balance != nil {
+		if err := c.Balance.Validate(); err != nil {
+			return fmt.Errorf("balance: %w", err)
+		}
+		if !c.Colocated() {
+			return errors.New("balance: load balancing runs on co-located machines (servers 0)")
+		}
+	}
+	if c.RandomBandwidth != 0 || c.BandwidthChange != 0 {
+		switch {
+		case !(c.RandomBandwidth > 0) || c.RandomBandwidth > maxRate:
+			return fmt.Errorf("random_bandwidth_bytes_per_s %v: want (0, %g]", c.RandomBandwidth, maxRate)
+		case c.BandwidthChange < 0:
+			return fmt.Errorf("bandwidth_change %v: want a positive period, or 0 for rates that do not change", c.BandwidthChange)
+		case c.LinkBandwidth > 0 || c.Bandwidth != nil:
+			return errors.New("random_bandwidth_bytes_per_s excludes link_bandwidth_bytes_per_s and bandwidth_matrix")
+		}
+	}
 	if !(c.LinkBandwidth >= 0) || c.LinkBandwidth > maxRate {
 		return fmt.Errorf("link_bandwidth_bytes_per_s %v: want [0, %g]", c.LinkBandwidth, maxRate)
 	}
@@ -302,6 +330,8 @@ type Result struct {
 	// Evaluator is the evaluator's validation curve (Config.EvalEvery);
 	// its traffic is not in BytesInter.
 	Evaluator *EvaluatorReport `json:"evaluator,omitempty"`
+	// Balance is what the load balancer of worker 0 did (Config.Balance).
+	Balance *balance.Report `json:"balance,omitempty"`
 
 	// batches is the number of batches of a pass, width the values per
 	// key.
@@ -369,6 +399,33 @@ type Deployment struct {
 	Placement *placement.Placement
 	// Schedule is the job's schedule for the application.
 	Schedule Schedule
+	// Truth, when the deployer sets it, returns the true rates in bytes
+	// per second of the links between machines at the time of the call
+	// (Truth()[j][i] from machine j to i): balance.Oracle's input.
+	Truth func() [][]float64
+}
+
+// Balancer returns the load balancer of machine rank's worker, nil when
+// the job does not balance (Config.Balance).
+func (d *Deployment) Balancer(rank int) (*balance.Balancer, error) {
+	c := d.Job.Config.Balance
+	if c == nil {
+		return nil, nil
+	}
+	return balance.New(*c, d.Job.Config.Machines, uint64(d.App.NumKeys()), d.Truth)
+}
+
+// WorkerSchedule returns the schedule of machine rank's worker: the
+// job's, with the load balancer's hook when the job balances, and the
+// balancer.
+func (d *Deployment) WorkerSchedule(rank int) (Schedule, *balance.Balancer, error) {
+	s := d.Schedule
+	b, err := d.Balancer(rank)
+	if err != nil || b == nil {
+		return s, nil, err
+	}
+	s.AfterRound = b.AfterRound
+	return s, b, nil
 }
 
 // Local returns the rank of machine rank's own server for
@@ -415,6 +472,8 @@ type Outcome struct {
 	StartSeconds, Seconds float64
 	// Evaluator is the evaluator's report, when the deployment ran one.
 	Evaluator *EvaluatorReport
+	// Balance is worker 0's balancer's report, when the job balances.
+	Balance *balance.Report
 }
 
 // Run trains the job's application app on the deployment d with the
@@ -448,7 +507,7 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 		res.Rounds, res.Passes, res.FinalTrainLoss = last.Rounds, last.Pass, last.TrainLoss
 	}
 	res.Eval = w.Eval
-	res.Evaluator = out.Evaluator
+	res.Evaluator, res.Balance = out.Evaluator, out.Balance
 	if res.TrainSeconds > 0 {
 		n := 0
 		for _, p := range w.Passes {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -226,4 +227,19 @@ func RateWords(bytesPerSec float64) string {
 		}
 	}
 	return fmt.Sprintf("%.4g bit/s", bits)
+}
+
+// RandomRates returns the rates in bytes per second of k machines'
+// network interfaces in period epoch of a changing network: each drawn
+// uniformly from [max/10, max] by a generator seeded with seed and epoch,
+// so that every process of a cluster draws the same rates for the same
+// period. (Seed 002 draws each node's limit below 220 Mbit/s at random
+// and draws again every 300 s.)
+func RandomRates(k int, max float64, seed uint64, epoch int) []float64 {
+	rng := rand.New(rand.NewPCG(seed^0x62616e64, uint64(epoch)))
+	r := make([]float64, k)
+	for i := range r {
+		r[i] = max * (0.1 + 0.9*rng.Float64())
+	}
+	return r
 }

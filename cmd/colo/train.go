@@ -14,6 +14,7 @@ import (
 	"colo/app"
 	"colo/app/mf"
 	"colo/app/sparse"
+	"colo/balance"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
@@ -44,6 +45,7 @@ type trainFlags struct {
 	jsonOut     string
 	svgOut      string
 	mf          mf.Config
+	bal         balance.Flags
 	jobFile     string
 	// The dense models' (mlp, cnn) data and sizes.
 	labels, testLabels, labelCol, header, sep string
@@ -89,6 +91,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.conv, "conv-channels", "", "cnn: output channels of the convolutions, such as 6,16 (empty: 6,16)")
 	f.StringVar(&t.lrScaling, "lr-scaling", "linear", "mlp, cnn: linear (each worker's push moves the model by lr/K, seed 004 Eq. 4) or none (by lr)")
 	f.StringVar(&t.lrDecay, "lr-decay", "none", "mlp, cnn: learning-rate schedule over the epochs: none or cosine (to 0 by the last step; sgd and momentum)")
+	t.bal.Register(f.FlagSet)
 }
 
 // job turns the flags into a training job on the file data, loaded with
@@ -145,6 +148,12 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	}
 	if err := t.links(cfg); err != nil {
 		return job, err
+	}
+	if cfg.Balance, err = t.bal.Config(); err != nil {
+		return job, usageError("%v", err)
+	}
+	if cfg.RandomBandwidth, cfg.BandwidthChange, err = t.bal.Network(); err != nil {
+		return job, usageError("%v", err)
 	}
 	opts := map[string]any{"features": t.features, "rank": t.mf.Rank, "holdout": t.mf.HoldOut,
 		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay}

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"colo/kv"
 	"colo/ps/clock"
@@ -51,6 +52,9 @@ type Config struct {
 	Width int
 	// Clock is the consistency model.
 	Clock clock.Config
+	// Now, when not nil, is the clock of the pull timings (Stats.Links);
+	// time.Now otherwise.
+	Now func() time.Time
 }
 
 // Validate checks c; errors name the field and the bound.
@@ -168,6 +172,8 @@ type request struct {
 	parts []kv.Batch
 	msgs  []*transport.Message
 	keys  []uint64 // the keys asked, for Merge
+	// sent is when a range pull was sent, for Stats.Links.
+	sent time.Time
 }
 
 // Stats counts a worker's requests.
@@ -180,6 +186,17 @@ type Stats struct {
 	Gated uint64
 	// Errors counts failed requests.
 	Errors uint64
+	// Links has, per server, the bytes of the range pulls' answers and
+	// the nanoseconds from sending each pull to its answer: a measure of
+	// the throughput from the server to this worker, taken on ordinary
+	// data messages (seed 002 §3.2).
+	Links []LinkTiming
+}
+
+// LinkTiming is what a worker measured of the answers of one server.
+type LinkTiming struct {
+	Bytes uint64 `json:"bytes"`
+	Nanos int64  `json:"nanos"`
 }
 
 // Core is the worker's state machine. It is not safe for concurrent use.
@@ -197,6 +214,7 @@ type Core struct {
 	out     []Out
 	cut     []int
 	stats   Stats
+	links   []LinkTiming
 	failed  error
 }
 
@@ -212,7 +230,16 @@ func NewCore(cfg Config) (*Core, error) {
 		sync:    cfg.Clock.Mode != clock.Async,
 		split:   kv.NewSplitter(cfg.Table.Servers(), cfg.Table.Router()),
 		pending: make(map[uint64]*request),
+		links:   make([]LinkTiming, cfg.Table.Servers()),
 	}, nil
+}
+
+// now returns the time of the pull timings.
+func (c *Core) now() time.Time {
+	if c.cfg.Now != nil {
+		return c.cfg.Now()
+	}
+	return time.Now()
 }
 
 // Round returns the worker's current round: the number of pushes so far.
@@ -222,6 +249,7 @@ func (c *Core) Round() int64 { return c.round }
 func (c *Core) Stats() Stats {
 	s := c.stats
 	s.Rounds = c.round
+	s.Links = slices.Clone(c.links)
 	return s
 }
 
@@ -499,6 +527,7 @@ func (c *Core) splitRange(r *request, op *Op, send func(int, uint16, kv.Batch)) 
 	}
 	if !r.push {
 		r.offs, r.want = make([]int, c.servers), make([]int, c.servers)
+		r.sent = c.now()
 	}
 	for s := range c.servers {
 		lo, hi, _ := c.cfg.Table.Range(s)
@@ -587,6 +616,10 @@ func (c *Core) answer(r *request, s int, m *transport.Message) error {
 		n := len(m.KV.Vals)
 		if n != r.want[s] || o+n > len(dst) {
 			return fmt.Errorf("%d values answered for %d", n, r.want[s])
+		}
+		if !r.sent.IsZero() && n > 0 {
+			c.links[s].Bytes += 4 * uint64(n)
+			c.links[s].Nanos += int64(c.now().Sub(r.sent))
 		}
 		if n > 0 && &m.KV.Vals[0] == &dst[o] {
 			return nil // read in place (Out.Dst)

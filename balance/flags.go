@@ -1,0 +1,66 @@
+package balance
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"colo/transport"
+)
+
+// Flags are the command-line settings of load balancing and of a
+// changing emulated network (colo train --balance …): Register adds them
+// to a flag set, Config and Network read them.
+type Flags struct {
+	Scheme       string
+	Every        int
+	Slice, Probe uint64
+	Random       string
+	Change       time.Duration
+}
+
+// Register adds the flags to fs.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	d := DefaultConfig()
+	fs.StringVar(&f.Scheme, "balance", "", "mlp, cnn on co-located machines: re-decide which server holds which keys while training: average (even, never moves), elastic, aware (seed 002: measured links) or oracle (the true emulated rates); empty: no balancer")
+	fs.IntVar(&f.Every, "balance-every", d.Every, "--balance: rounds between two decisions")
+	fs.Uint64Var(&f.Slice, "slice", d.Slice, "--balance: slice granularity in keys; every server's share is whole slices")
+	fs.Uint64Var(&f.Probe, "probe", d.Probe, "--balance: keys every server keeps so that its links stay measured (probe slices)")
+	fs.StringVar(&f.Random, "bandwidth-random", "", "emulated network (in process): draw every machine's link rate from [MAX/10, MAX], such as 200mbit (seeded by --seed)")
+	fs.DurationVar(&f.Change, "bandwidth-change", 0, "with --bandwidth-random: draw the rates again every this period, such as 30s (0: never)")
+}
+
+// Config returns the balancing configuration of the flags, nil when no
+// scheme is given; errors name the flag.
+func (f *Flags) Config() (*Config, error) {
+	if f.Scheme == "" {
+		return nil, nil
+	}
+	c := DefaultConfig()
+	c.Scheme, c.Every, c.Slice, c.Probe = f.Scheme, f.Every, f.Slice, f.Probe
+	if err := CheckScheme(f.Scheme); err != nil {
+		return nil, fmt.Errorf("--balance: %v", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("--balance-every, --slice: %v", err)
+	}
+	return &c, nil
+}
+
+// Network returns the rate bound of --bandwidth-random in bytes per
+// second (0: none) and the period of --bandwidth-change.
+func (f *Flags) Network() (max float64, change time.Duration, err error) {
+	if f.Random == "" {
+		if f.Change != 0 {
+			return 0, 0, fmt.Errorf("--bandwidth-change needs --bandwidth-random")
+		}
+		return 0, 0, nil
+	}
+	if max, err = transport.ParseRate(f.Random); err != nil || max <= 0 {
+		return 0, 0, fmt.Errorf("--bandwidth-random %q: want a positive rate such as 200mbit", f.Random)
+	}
+	if f.Change < 0 {
+		return 0, 0, fmt.Errorf("--bandwidth-change %v: want a positive period", f.Change)
+	}
+	return max, f.Change, nil
+}

@@ -1,0 +1,285 @@
+package balance
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"colo/ps/route"
+	"colo/ps/worker"
+)
+
+// Config configures the load balancing of a running job of co-located
+// machines (package train runs it; see docs/balance.md).
+type Config struct {
+	// Scheme is Average, Elastic, Aware or Oracle.
+	Scheme string `json:"scheme"`
+	// Every is the number of rounds between two decisions (seed 002: 1).
+	Every int `json:"every"`
+	// Slice is the granularity x in keys: shares are whole slices.
+	Slice uint64 `json:"slice"`
+	// Probe is the least number of keys of every server, its probe slice
+	// (Alg. 2): an idle server still answers pulls, so its links stay
+	// measured.
+	Probe uint64 `json:"probe"`
+	// Smoothing is the weight of the last window in the moving averages
+	// of the link throughputs (1: the last window alone).
+	Smoothing float64 `json:"smoothing"`
+}
+
+// DefaultConfig returns Average, deciding every round, slices of 1,024
+// keys, probe slices of 1,024 keys and a smoothing of 0.5.
+func DefaultConfig() Config {
+	return Config{Scheme: Average, Every: 1, Slice: 1024, Probe: 1024, Smoothing: 0.5}
+}
+
+// Validate checks c; errors name the field.
+func (c Config) Validate() error {
+	if err := CheckScheme(c.Scheme); err != nil {
+		return err
+	}
+	switch {
+	case c.Every < 1:
+		return fmt.Errorf("balance every %d rounds: want at least 1", c.Every)
+	case c.Slice < 1:
+		return fmt.Errorf("slice of %d keys: want at least 1", c.Slice)
+	case !(c.Smoothing > 0 && c.Smoothing <= 1):
+		return fmt.Errorf("smoothing %v: want (0, 1]", c.Smoothing)
+	}
+	return nil
+}
+
+// Decision is what one decision of the balancer saw and did.
+type Decision struct {
+	Round int `json:"round"`
+	// Seconds is the mean time of the rounds since the previous decision
+	// (on this worker), SRIT in the seed's words.
+	Seconds float64 `json:"round_seconds"`
+	// Speeds are the nodes' aggregate speeds S_i in keys per second (Eq.
+	// 8) the decision used: measured (Aware), true (Oracle), none
+	// (Average, Elastic).
+	Speeds []float64 `json:"speeds,omitempty"`
+	// Keys are the keys of each server after the decision.
+	Keys []uint64 `json:"keys"`
+	// Moved is the number of keys that changed server.
+	Moved uint64 `json:"moved"`
+	// Stale counts the links without a measurement in the window, whose
+	// last estimate was used.
+	Stale int `json:"stale,omitempty"`
+}
+
+// Report is what the balancer of worker 0 did during a job.
+type Report struct {
+	Config    Config     `json:"config"`
+	Decisions []Decision `json:"decisions"`
+	// KeysMoved is the keys moved in all; ControlBytes the bytes of the
+	// measurements the workers exchanged (an all-reduce per decision).
+	KeysMoved    uint64 `json:"keys_moved"`
+	ControlBytes int64  `json:"control_bytes"`
+}
+
+// Balancer re-decides the load distribution of a job of N co-located
+// machines every Config.Every rounds and moves the keys
+// (worker.Worker.Retable). Every worker has one and calls AfterRound
+// after each round; the measurements are exchanged in an all-reduce, so
+// every balancer takes the same decision. A Balancer is used by one
+// goroutine.
+type Balancer struct {
+	cfg   Config
+	n     int
+	keys  uint64
+	truth func() [][]float64
+	// Estimates: the moving averages of s[j][i], the throughput from
+	// node j to node i in keys per second, -1 before the first
+	// measurement; the elastic history of (load, time) per server.
+	est     [][]float64
+	hist    [][2][]float64
+	prev    []worker.LinkTiming
+	version uint64
+	last    time.Time
+	lastRnd int
+	report  Report
+}
+
+// New returns the balancer of a worker of a job of n machines and a
+// model of keys keys. truth, for Oracle, returns the true link rates in
+// bytes per second (truth()[j][i] from node j to node i, the diagonal
+// ignored) at the time of the call.
+func New(cfg Config, n int, keys uint64, truth func() [][]float64) (*Balancer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Scheme == Oracle && truth == nil {
+		return nil, fmt.Errorf("balance scheme oracle: the deployment does not know the true link rates")
+	}
+	if uint64(n)*cfg.Probe > keys {
+		return nil, fmt.Errorf("balance: %d servers of %d probe keys need %d keys, the model has %d", n, cfg.Probe, uint64(n)*cfg.Probe, keys)
+	}
+	b := &Balancer{cfg: cfg, n: n, keys: keys, truth: truth, est: make([][]float64, n), hist: make([][2][]float64, n)}
+	for j := range b.est {
+		b.est[j] = slices.Repeat([]float64{-1}, n)
+	}
+	b.report.Config = cfg
+	return b, nil
+}
+
+// Report returns what the balancer did.
+func (b *Balancer) Report() Report { return b.report }
+
+// histLen is the number of windows the elastic fit looks back.
+const histLen = 8
+
+// AfterRound is called by the worker's training loop after round (the
+// count of rounds so far); every Config.Every rounds it exchanges the
+// workers' measurements, decides the shares and moves the keys.
+func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) error {
+	if b.last.IsZero() {
+		b.last, b.lastRnd = time.Now(), round-1
+	}
+	if round%b.cfg.Every != 0 {
+		return nil
+	}
+	n, me := b.n, w.Rank()
+	if k := w.Table().Kind(); k != route.Ranges {
+		return fmt.Errorf("balance: the servers own %s of keys; balancing moves ranges (a dense model's placement)", k)
+	}
+	if b.cfg.Scheme == Average { // the round times alone: no exchange, no move
+		d := Decision{Round: round, Seconds: time.Since(b.last).Seconds() / float64(max(1, round-b.lastRnd))}
+		t := w.Table()
+		for s := range n {
+			lo, hi, _ := t.Range(s)
+			d.Keys = append(d.Keys, min(hi, b.keys)-min(lo, b.keys))
+		}
+		b.report.Decisions = append(b.report.Decisions, d)
+		b.last, b.lastRnd = time.Now(), round
+		return nil
+	}
+	links := w.Stats().Links
+	if len(links) != n || w.Servers() != n {
+		return fmt.Errorf("balance: %d servers and %d workers: balancing runs on co-located machines", w.Servers(), n)
+	}
+	if b.prev == nil {
+		b.prev = make([]worker.LinkTiming, n)
+	}
+	// Row-major N×N bytes, then nanoseconds, of the pulls from server j
+	// to worker i in the window: this worker fills column me.
+	v := make([]float64, 2*n*n)
+	for j, l := range links {
+		v[j*n+me] = float64(l.Bytes - b.prev[j].Bytes)
+		v[n*n+j*n+me] = float64(l.Nanos - b.prev[j].Nanos)
+	}
+	copy(b.prev, links)
+	sum, err := w.AllReduce(ctx, v)
+	if err != nil {
+		return fmt.Errorf("balance: exchanging the measurements: %w", err)
+	}
+	now := time.Now()
+	d := Decision{Round: round, Seconds: now.Sub(b.last).Seconds() / float64(max(1, round-b.lastRnd))}
+	b.report.ControlBytes += int64(8 * len(v))
+	old := w.Table()
+	cur := make([]float64, n)
+	for s := range n {
+		lo, hi, _ := old.Range(s)
+		cur[s] = float64(min(hi, b.keys) - min(lo, b.keys))
+	}
+	var shares []float64
+	switch b.cfg.Scheme {
+	case Oracle:
+		rates := b.truth()
+		d.Speeds = make([]float64, n)
+		for j := range n {
+			for i := range n {
+				if i != j {
+					d.Speeds[j] += rates[j][i] / 4
+				}
+			}
+		}
+		shares, err = Model{M: float64(b.keys), S: d.Speeds}.Solve()
+	case Aware:
+		d.Stale = b.measure(sum)
+		d.Speeds = make([]float64, n)
+		for j := range n {
+			for i := range n {
+				if i != j && b.est[j][i] > 0 {
+					d.Speeds[j] += b.est[j][i]
+				}
+			}
+		}
+		shares, err = Model{M: float64(b.keys), S: d.Speeds}.Solve()
+	case Elastic:
+		lines := make([]Line, n)
+		for j := range n {
+			var t float64
+			for i := range n {
+				if i != j {
+					t += sum[n*n+j*n+i] / 1e9
+				}
+			}
+			t /= float64(max(1, (n-1)*(round-b.lastRnd)))
+			h := &b.hist[j]
+			h[0], h[1] = append(h[0], cur[j]), append(h[1], t)
+			if len(h[0]) > histLen {
+				h[0], h[1] = h[0][1:], h[1][1:]
+			}
+			lines[j] = Fit(h[0], h[1])
+		}
+		shares = Level(lines, float64(b.keys))
+	}
+	if err != nil {
+		return fmt.Errorf("balance: %s: %w", b.cfg.Scheme, err)
+	}
+	starts, err := Starts(shares, b.keys, b.cfg.Slice, b.cfg.Probe)
+	if err != nil {
+		return fmt.Errorf("balance: %w", err)
+	}
+	next, err := route.FromRanges(starts, b.keys)
+	if err != nil {
+		return fmt.Errorf("balance: %w", err)
+	}
+	if !slices.Equal(starts, old.Starts()) {
+		b.version++
+		if _, err := w.Retable(ctx, next, b.version); err != nil {
+			return fmt.Errorf("balance: %w", err)
+		}
+		moves, _ := worker.Moves(old, next)
+		for _, m := range moves {
+			d.Moved += m.End - m.Begin
+		}
+	}
+	for s := range n {
+		lo, hi, _ := next.Range(s)
+		d.Keys = append(d.Keys, min(hi, b.keys)-min(lo, b.keys))
+	}
+	b.report.KeysMoved += d.Moved
+	b.report.Decisions = append(b.report.Decisions, d)
+	b.last, b.lastRnd = time.Now(), round
+	return nil
+}
+
+// measure folds the window's measurements (sum: bytes then nanoseconds,
+// N×N, from server j to worker i) into the moving averages and returns
+// the number of links without one.
+func (b *Balancer) measure(sum []float64) (stale int) {
+	n := b.n
+	for j := range n {
+		for i := range n {
+			if i == j {
+				continue
+			}
+			bytes, nanos := sum[j*n+i], sum[n*n+j*n+i]
+			if bytes <= 0 || nanos <= 0 {
+				stale++
+				continue
+			}
+			s := bytes / 4 / (nanos / 1e9)
+			if e := b.est[j][i]; e < 0 || math.IsNaN(e) {
+				b.est[j][i] = s
+			} else {
+				b.est[j][i] = (1-b.cfg.Smoothing)*e + b.cfg.Smoothing*s
+			}
+		}
+	}
+	return stale
+}
