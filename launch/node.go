@@ -110,17 +110,18 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	if err := s.Config.Validate(); err != nil {
 		return err
 	}
-	tc := tcp.DefaultConfig()
-	tc.ID, tc.Addr, tc.Token = proto.SchedulerID, s.Addr, s.Token
-	ep, err := tcp.Listen(tc)
-	if err != nil {
-		return err
-	}
 	var mu sync.Mutex
 	logf := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(s.Log, format+"\n", args...)
+	}
+	tc := tcp.DefaultConfig()
+	tc.ID, tc.Addr, tc.Token = proto.SchedulerID, s.Addr, s.Token
+	tc.Refused = node.RefusedLogger(proto.SchedulerID, logf)
+	ep, err := tcp.Listen(tc)
+	if err != nil {
+		return err
 	}
 	sc, err := sched.Start(s.Config, ep, logf)
 	if err != nil {

@@ -165,7 +165,10 @@ func runNode(e *env, args []string) error {
 	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank
 	cfg.NumServers, cfg.NumWorkers, cfg.Host, cfg.Rule = nf.numServers, nf.numWorkers, nf.host, rule
 	cfg.JoinTimeout, cfg.Logf = nf.joinTimeout, logf
-	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: rates.Tune(nil)}
+	// Refused connections are logged whether or not -v: a stranger at
+	// the door is worth a line.
+	refused := func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
+	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: rates.Tune(nil), Logf: refused}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
