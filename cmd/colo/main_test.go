@@ -114,6 +114,7 @@ func TestBadInput(t *testing.T) {
 		{"eval without part", []string{"eval", good}, 2, "--data-part P is required"},
 		{"eval short part", []string{"eval", good, "--data-part", writeFile(t, "d.part", "0\n1\n")}, 1, "d.part: 2 lines for 3 samples"},
 		{"gen bad gamma", []string{"gen", "sparse", "--gamma", "1.5", "-o", "-"}, 2, "gamma = 1.5"},
+		{"scheduler without token", []string{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0", "--num-servers", "1", "--num-workers", "1"}, 2, "the scheduler has no cluster token, so any process that reaches its port could join the job or end it"},
 		{"convert bad target", []string{"convert", good, "--to", "dot", "-o", "-"}, 2, `--to "dot"`},
 	}
 	for _, tc := range cases {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +38,7 @@ type nodeFlags struct {
 	batch, rounds                         int
 	seed                                  uint64
 	jsonOut                               bool
+	insecure                              bool
 	verbose                               bool
 	// The placement and the training job (trainproc.go).
 	place, data, result string
@@ -50,7 +52,8 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.StringVar(&nf.scheduler, "scheduler", "", "the scheduler's host:port; the scheduler listens there (port 0: any, printed)")
 	f.IntVar(&nf.numServers, "num-servers", 0, "number of servers (machines count as one)")
 	f.IntVar(&nf.numWorkers, "num-workers", 0, "number of workers (machines count as one)")
-	f.StringVar(&nf.token, "token", "", "cluster token: nodes without it are refused")
+	f.StringVar(&nf.token, "token", "", "cluster token: nodes without it are refused (a scheduler without one refuses to start unless --insecure)")
+	f.BoolVar(&nf.insecure, "insecure", false, "scheduler: run without --token, an open cluster that any process reaching its port can join or end")
 	f.StringVar(&nf.host, "host", "127.0.0.1", "address this node listens on and advertises")
 	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
 	f.StringVar(&nf.metrics, "metrics", "", "serve Prometheus metrics on this address, such as :9100")
@@ -239,5 +242,9 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	return launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Metrics: nf.metrics, Out: e.out, Log: e.errOut})
+	err = launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Insecure: nf.insecure, Metrics: nf.metrics, Out: e.out, Log: e.errOut})
+	if errors.Is(err, launch.ErrNoToken) {
+		return usageError("%v", err)
+	}
+	return err
 }
