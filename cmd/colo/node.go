@@ -126,6 +126,9 @@ func runNode(e *env, args []string) error {
 	if role == proto.RoleScheduler {
 		return runScheduler(ctx, e, &nf)
 	}
+	if err := checkOutputs(output{"--result", nf.result, false}); err != nil {
+		return err
+	}
 	if nf.job != "smoke" && nf.job != "none" && nf.job != "train" {
 		return usageError("--job %q: smoke, train or none", nf.job)
 	}

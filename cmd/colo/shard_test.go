@@ -158,6 +158,7 @@ func TestShardBadInput(t *testing.T) {
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "submodular", "--ratios", "1,2,3", "-o", out}, 2, "ratios: 3 values for 2 workers"},
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "submodular", "--ratios", "1,x", "-o", out}, 2, "--ratios"},
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "random"}, 2, "-o DIR is required"},
+		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "random", "-o", images + "/out"}, 1, "-o: cannot write into " + images + "/out: " + images + " is not a directory"},
 		{[]string{images, "--workers", "2", "--scheme", "random", "-o", out}, 1, "needs a label file"},
 		{[]string{images, "--labels", three, "--workers", "2", "--scheme", "random", "-o", out}, 1, "has 2 samples (dimensions 2×1) but"},
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "random", "--header", "maybe", "-o", out}, 2, "--header"},
