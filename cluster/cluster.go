@@ -390,6 +390,9 @@ func (c *Cluster) network() (node.Network, error) {
 			n.Token = cfg.Token
 		}
 		n.Tune = cfg.rates().Tune(n.Tune)
+		if n.Logf == nil {
+			n.Logf = cfg.Logf
+		}
 		return n, nil
 	}
 	return cfg.Network, nil

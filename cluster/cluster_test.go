@@ -364,3 +364,31 @@ func networkOf(name string) node.Network {
 	}
 	return nil
 }
+
+// TestSchedulerLeaves closes the scheduler in the middle of a job: every
+// node notices its link close and ends within a few heartbeats, long
+// before the timeout, with an error naming the scheduler.
+func TestSchedulerLeaves(t *testing.T) {
+	for _, tr := range []string{"mem", "tcp"} {
+		t.Run(tr, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Network = networkOf(tr)
+			cfg.Heartbeat, cfg.Timeout = 20*time.Millisecond, 5*time.Second
+			c, _ := startTest(t, cfg, 20*time.Second)
+			closed := time.Now()
+			c.Scheduler().Close()
+			for _, n := range c.Nodes() {
+				select {
+				case <-n.Done():
+				case <-time.After(cfg.Timeout / 2):
+					t.Fatalf("a node still runs %v after the scheduler left (timeout %v)", time.Since(closed), cfg.Timeout)
+				}
+				var ne *proto.NodeError
+				if err := n.Wait(); !errors.As(err, &ne) || ne.ID != proto.SchedulerID || !strings.Contains(err.Error(), "scheduler") || !strings.Contains(err.Error(), "link lost: ") {
+					t.Fatalf("node ended with %v, want the scheduler's link lost", err)
+				}
+			}
+			t.Logf("every node ended %v after the scheduler left: %v", time.Since(closed).Round(time.Millisecond), c.Nodes()[0].Wait())
+		})
+	}
+}

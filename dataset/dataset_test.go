@@ -197,7 +197,7 @@ func TestReadLibSVM(t *testing.T) {
 		{"zero in one-based", "1 0:1\n", LibSVMOptions{IndexBase: 1}, 0, nil, nil, nil, "f:1: field 2: \"0:1\": index 0 but the index base is 1"},
 		{"beyond dim", "1 5:1\n", LibSVMOptions{IndexBase: 1, Dim: 4}, 0, nil, nil, nil, "f: index 5 beyond the 4 features"},
 		{"no features", "1\n2\n", DefaultLibSVMOptions(), 0, nil, nil, nil, "f: no features in 2 samples"},
-		{"too large", "1 1000:1\n1 1:1\n", LibSVMOptions{IndexBase: -1, MaxValues: 1000}, 0, nil, nil, nil, "2 samples × 1000 features = 2000 values"},
+		{"too large", "1 1000:1\n1 1:1\n", LibSVMOptions{IndexBase: -1, MaxValues: 1000}, 0, nil, nil, nil, "f:1: feature index 1000: 1 samples × 1001 features = 1001 dense values, more than the dense limit of 1000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -396,5 +396,36 @@ func TestSetCSV(t *testing.T) {
 	}
 	if err := o.SetCSV("0", "no", ",,"); err == nil || !strings.Contains(err.Error(), "sep") {
 		t.Errorf("sep ,,: %v", err)
+	}
+}
+
+// TestLibSVMDenseBound: a libsvm file whose largest index would need a
+// dense matrix out of proportion to it is refused on the line of that
+// index, before anything is sized by it; a width set in the options, or
+// a matrix within MinDense, is read.
+func TestLibSVMDenseBound(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		o    LibSVMOptions
+		want string
+	}{
+		{"1 1:1\n\n2 268435455:1\n1 2:1\n", DefaultLibSVMOptions(),
+			"t.svm:3: feature index 268435455: 2 samples × 268435456 features = 536870912 dense values for 2 index:value pairs, more than 16777216, the larger of 16777216 and 64× the pairs: is this sparse data?"},
+		{"1 1:1\n1 99999999999:1\n", DefaultLibSVMOptions(),
+			"t.svm:2: feature index 99999999999: more features than the dense limit of 536870912 values"},
+		{"1 1:1\n1 1000:1\n", LibSVMOptions{IndexBase: -1, MaxValues: 1500},
+			"t.svm:2: feature index 1000: 2 samples × 1001 features = 2002 dense values, more than the dense limit of 1500"},
+	} {
+		_, err := ReadLibSVM(strings.NewReader(c.text), "t.svm", c.o)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q: %v\nwant %s", c.text, err, c.want)
+		}
+	}
+	// Within MinDense, or with the width given, a sparse file is read.
+	if d, err := ReadLibSVM(strings.NewReader("1 1:1\n2 100000:1\n"), "t.svm", DefaultLibSVMOptions()); err != nil || d.Dim != 100000 {
+		t.Errorf("within MinDense: %v", err)
+	}
+	if d, err := ReadLibSVM(strings.NewReader("1 1:1\n2 20000000:1\n"), "t.svm", LibSVMOptions{IndexBase: 1, Dim: 20000000}); err != nil || d.Dim != 20000000 {
+		t.Errorf("with Dim: %v", err)
 	}
 }

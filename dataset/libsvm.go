@@ -11,6 +11,18 @@ import (
 // DefaultMaxValues bounds n·d for text input: 2^29 float32 values (2 GiB).
 const DefaultMaxValues = 1 << 29
 
+// The dense layout of libsvm text with a width taken from its largest
+// index is bounded relative to the file: n·d may be at most
+// max(MinDense, DenseFactor × the index:value pairs read), at every line.
+// A file of 28 bytes with the index 2^28−1 would need 1 GiB: it is
+// refused on that line. Data sparser than 1/DenseFactor belongs in
+// package graph; a width set in the options (LibSVMOptions.Dim) is
+// bounded by MaxValues only.
+const (
+	MinDense    = 1 << 24 // 64 MiB of float32
+	DenseFactor = 64
+)
+
 // LibSVMOptions control ReadLibSVM.
 type LibSVMOptions struct {
 	// IndexBase is 0 or 1 for 0- or 1-based feature indices, or -1 to
@@ -56,15 +68,33 @@ func ReadLibSVM(r io.Reader, name string, o LibSVMOptions) (*Dataset, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	lopt := graph.DefaultLoadOptions()
-	lopt.Format, lopt.IndexBase = graph.FormatLibSVM, o.IndexBase
-	g, err := graph.ReadLibSVM(r, name, lopt)
-	if err != nil {
-		return nil, err
-	}
 	maxValues := o.MaxValues
 	if maxValues == 0 {
 		maxValues = DefaultMaxValues
+	}
+	lopt := graph.DefaultLoadOptions()
+	lopt.Format, lopt.IndexBase = graph.FormatLibSVM, o.IndexBase
+	if o.Dim == 0 {
+		lopt.SampleCheck = func(samples int, values int64, maxIndex uint64) error {
+			// Whatever the index base, maxIndex+1 features at most.
+			if maxIndex > uint64(maxValues) {
+				return fmt.Errorf("feature index %d: more features than the dense limit of %d values", maxIndex, maxValues)
+			}
+			dense := int64(samples) * int64(maxIndex+1)
+			if dense > maxValues {
+				return fmt.Errorf("feature index %d: %d samples × %d features = %d dense values, more than the dense limit of %d",
+					maxIndex, samples, maxIndex+1, dense, maxValues)
+			}
+			if limit := max(MinDense, DenseFactor*values); dense > limit {
+				return fmt.Errorf("feature index %d: %d samples × %d features = %d dense values for %d index:value pairs, more than %d, the larger of %d and %d× the pairs: is this sparse data?",
+					maxIndex, samples, maxIndex+1, dense, values, limit, MinDense, DenseFactor)
+			}
+			return nil
+		}
+	}
+	g, err := graph.ReadLibSVM(r, name, lopt)
+	if err != nil {
+		return nil, err
 	}
 	n, base := g.NumSamples(), uint64(g.Meta().IndexBase)
 	if g.NumParams() == 0 {

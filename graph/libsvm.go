@@ -41,9 +41,11 @@ func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	b := NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})
 	b.SetHasLabels()
 	var (
-		ids     []uint64
-		vals    []float32
-		sawZero bool
+		ids      []uint64
+		vals     []float32
+		sawZero  bool
+		nvals    int64
+		maxIndex uint64
 	)
 	perr := func(field int, format string, args ...any) error {
 		return &ParseError{File: name, Line: lr.line, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -119,6 +121,15 @@ func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 				return nil, perr(duplicateField(t, dup.ID), "index %d occurs twice in the sample", dup.ID)
 			}
 			return nil, perr(0, "%v", err)
+		}
+		if opt.SampleCheck != nil {
+			nvals += int64(len(ids))
+			for _, id := range ids {
+				maxIndex = max(maxIndex, id)
+			}
+			if err := opt.SampleCheck(b.NumSamples(), nvals, maxIndex); err != nil {
+				return nil, perr(0, "%v", err)
+			}
 		}
 	}
 	if b.NumSamples() == 0 {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -440,5 +441,21 @@ func TestLoad20Newsgroups(t *testing.T) {
 	}
 	if err := g.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHugeIndexNotSized: the sparse readers size nothing by the largest
+// index: a file with the index 2^62 is read in a few megabytes at most (buffers), its ids
+// remapped through a map instead of a table.
+func TestHugeIndexNotSized(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	g, err := ReadLibSVM(strings.NewReader("1 4611686018427387904:1\n-1 268435455:1 3:2\n"), "huge.svm", DefaultLoadOptions())
+	runtime.ReadMemStats(&after)
+	if err != nil || g.NumParams() != 3 || g.ParamID(2) != 1<<62 {
+		t.Fatalf("%v, %v", g, err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
+		t.Fatalf("allocated %d bytes for 3 parameters", grew)
 	}
 }

@@ -45,6 +45,14 @@ type LoadOptions struct {
 	DropSelfLoops bool
 	// HashBits is the number of hash bits for Criteo features (1..32).
 	HashBits int
+	// SampleCheck, when not nil, is called by the libsvm reader after
+	// each sample line with the samples read so far (this one included),
+	// the index:value pairs read so far and the largest index so far; an
+	// error ends the read with a *ParseError naming that line. A caller
+	// that sizes memory by the largest index (package dataset's dense
+	// layout) refuses an index out of proportion to the file this way,
+	// before the rest is read and anything is sized by it.
+	SampleCheck func(samples int, values int64, maxIndex uint64) error
 }
 
 // DefaultLoadOptions returns options that detect everything.

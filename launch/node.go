@@ -95,14 +95,26 @@ type Scheduler struct {
 	// Addr is the host:port to listen at (port 0: any), Token the
 	// cluster's token.
 	Addr, Token string
+	// Insecure lets the scheduler run without a Token: an open cluster
+	// that any process reaching Addr may join, or disturb. Without it an
+	// empty Token is refused (ErrNoToken); with it the scheduler says on
+	// Log that the cluster is open.
+	Insecure bool
 	// Metrics, when not empty, is the address at which the scheduler
 	// serves its links' counters.
 	Metrics string
 	// Out receives "scheduler listening on ADDR", the line
-	// Supervisor.StartScheduler reads, and "job finished" at the end;
-	// Log a line for every refusal and failure. Neither may be nil.
+	// Supervisor.StartScheduler reads, then "job started: S servers, W
+	// workers" once every node is ready (before it, the supervisor ends
+	// the cluster at once when a process fails) and "job finished" at
+	// the end; Log a line for every refusal and failure. Neither may be
+	// nil.
 	Out, Log io.Writer
 }
+
+// ErrNoToken is RunScheduler's error for a scheduler without a cluster
+// token that was not declared insecure.
+var ErrNoToken = errors.New("launch: the scheduler has no cluster token, so any process that reaches its port could join the job or end it: set one (colo node --token or COLO_TOKEN; colo launch and colo train --processes make a random one), or run an open cluster with --insecure")
 
 // RunScheduler runs s until the job ends: nil when every node's job
 // succeeded, otherwise the error naming what failed.
@@ -110,11 +122,8 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	if err := s.Config.Validate(); err != nil {
 		return err
 	}
-	tc := tcp.DefaultConfig()
-	tc.ID, tc.Addr, tc.Token = proto.SchedulerID, s.Addr, s.Token
-	ep, err := tcp.Listen(tc)
-	if err != nil {
-		return err
+	if s.Token == "" && !s.Insecure {
+		return ErrNoToken
 	}
 	var mu sync.Mutex
 	logf := func(format string, args ...any) {
@@ -122,12 +131,22 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 		defer mu.Unlock()
 		fmt.Fprintf(s.Log, format+"\n", args...)
 	}
+	tc := tcp.DefaultConfig()
+	tc.ID, tc.Addr, tc.Token = proto.SchedulerID, s.Addr, s.Token
+	tc.Refused = node.RefusedLogger(proto.SchedulerID, logf)
+	ep, err := tcp.Listen(tc)
+	if err != nil {
+		return err
+	}
 	sc, err := sched.Start(s.Config, ep, logf)
 	if err != nil {
 		ep.Close()
 		return err
 	}
 	defer sc.Close()
+	if s.Token == "" {
+		logf("scheduler: WARNING: no cluster token (insecure): any process that reaches %s can join this job or end it", ep.Addr())
+	}
 	fmt.Fprintf(s.Out, "%s%s\n", schedulerPrefix, ep.Addr())
 	if f, ok := s.Out.(interface{ Sync() error }); ok {
 		f.Sync()
@@ -139,10 +158,18 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 		}
 		defer stop()
 	}
-	select {
-	case <-sc.Done():
-	case <-ctx.Done():
-		return errors.New("interrupted")
+	started := sc.Started()
+wait:
+	for {
+		select {
+		case <-started:
+			started = nil
+			fmt.Fprintf(s.Out, "%s%d servers, %d workers\n", jobStartedPrefix, s.Config.NumServers, s.Config.NumWorkers)
+		case <-sc.Done():
+			break wait
+		case <-ctx.Done():
+			return errors.New("interrupted")
+		}
 	}
 	if err := sc.Wait(); err != nil {
 		return fmt.Errorf("job failed: %w", err)

@@ -102,3 +102,31 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// TestSchedulerWithoutToken: a scheduler without a token refuses to
+// start, unless Insecure, and then says on its log that the cluster is
+// open.
+func TestSchedulerWithoutToken(t *testing.T) {
+	sc := sched.DefaultConfig()
+	err := RunScheduler(context.Background(), Scheduler{Config: sc, Addr: "127.0.0.1:0", Out: io.Discard, Log: io.Discard})
+	const want = "launch: the scheduler has no cluster token, so any process that reaches its port could join the job or end it: set one (colo node --token or COLO_TOKEN; colo launch and colo train --processes make a random one), or run an open cluster with --insecure"
+	if err == nil || err.Error() != want {
+		t.Fatalf("without a token: %v\nwant %s", err, want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var log strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		done <- RunScheduler(ctx, Scheduler{Config: sc, Addr: "127.0.0.1:0", Insecure: true, Out: pw, Log: &log})
+		pw.Close()
+	}()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	go io.Copy(io.Discard, pr)
+	cancel()
+	<-done
+	addr := strings.TrimPrefix(strings.TrimSpace(line), schedulerPrefix)
+	if w := "scheduler: WARNING: no cluster token (insecure): any process that reaches " + addr + " can join this job or end it\n"; log.String() != w {
+		t.Fatalf("insecure scheduler logged %q, want %q", log.String(), w)
+	}
+}

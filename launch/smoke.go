@@ -11,6 +11,7 @@ import (
 	"colo/app/smoke"
 	"colo/ps/clock"
 	"colo/ps/node"
+	"colo/ps/sched"
 	"colo/transport"
 )
 
@@ -77,8 +78,8 @@ func (c SmokeConfig) Validate() error {
 		return fmt.Errorf("launch: Machines %d, at least 1", c.Machines)
 	case c.Tau < 0:
 		return fmt.Errorf("launch: Tau %d is negative", c.Tau)
-	case c.Heartbeat <= 0:
-		return fmt.Errorf("launch: Heartbeat %v, must be positive", c.Heartbeat)
+	case c.Heartbeat < sched.MinHeartbeat:
+		return fmt.Errorf("launch: Heartbeat %v, at least %v", c.Heartbeat, sched.MinHeartbeat)
 	case c.Timeout < 2*c.Heartbeat:
 		return fmt.Errorf("launch: Timeout %v, must be at least 2 heartbeats (%v)", c.Timeout, 2*c.Heartbeat)
 	}

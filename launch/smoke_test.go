@@ -93,6 +93,7 @@ func TestSmokeConfigValidate(t *testing.T) {
 		{func(c *SmokeConfig) { c.Keys = 0 }, "Keys 0"},
 		{func(c *SmokeConfig) { c.Rounds = 0 }, "Rounds 0"},
 		{func(c *SmokeConfig) { c.Heartbeat = 0 }, "Heartbeat 0s"},
+		{func(c *SmokeConfig) { c.Heartbeat, c.Timeout = time.Nanosecond, 2*time.Nanosecond }, "launch: Heartbeat 1ns, at least 1ms"},
 		{func(c *SmokeConfig) { c.Timeout = c.Heartbeat }, "Timeout 100ms"},
 	} {
 		cfg := DefaultSmokeConfig()

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -40,6 +41,9 @@ type Supervisor struct {
 	bin    string
 	binErr error
 	st     Starter
+	// hasScheduler is set once StartScheduler started the scheduler,
+	// jobStarted once it printed that the job started.
+	hasScheduler, jobStarted atomic.Bool
 
 	mu      sync.Mutex
 	procs   []*Proc
@@ -220,6 +224,10 @@ func (s *Supervisor) remove(p *Proc) {
 // schedulerPrefix starts the first line colo node --role scheduler prints.
 const schedulerPrefix = "scheduler listening on "
 
+// jobStartedPrefix starts the line the scheduler prints once every node
+// is ready.
+const jobStartedPrefix = "job started: "
+
 // StartScheduler starts the scheduler of spec (colo node --role
 // scheduler) and returns the address it prints first ("scheduler
 // listening on ADDR"); the rest of its output is kept (Spec.Stdout) or
@@ -232,7 +240,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 	if spec.Stdout {
 		out = newTail(s.StdoutLimit)
 	}
-	fl := &firstLine{w: out, line: make(chan string, 1)}
+	fl := &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted}
 	p := s.start(ctx, spec, out, fl)
 	if p.Pid() == 0 {
 		s.remove(p)
@@ -249,6 +257,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 	select {
 	case line := <-fl.line:
 		if addr, why = addrOf(line); why == nil {
+			s.hasScheduler.Store(true)
 			return addr, nil
 		}
 	case <-p.done:
@@ -257,6 +266,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 		select {
 		case line := <-fl.line:
 			if addr, why = addrOf(line); why == nil {
+				s.hasScheduler.Store(true)
 				return addr, nil
 			}
 		default:
@@ -284,25 +294,48 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 
 // firstLine passes what it is written on to w (if any) and sends the
 // first line, without its newline, on line; a first line longer than
-// 4 KiB is sent cut.
+// 4 KiB is sent cut. It sets started when a later line starts with
+// jobStartedPrefix.
 type firstLine struct {
-	w    *tail
-	buf  []byte
-	line chan string
-	sent bool
+	w       *tail
+	buf     []byte
+	line    chan string
+	sent    bool
+	started *atomic.Bool
+	// next is the start of the current line after the first, up to
+	// len(jobStartedPrefix) bytes; more is set once it is longer.
+	next []byte
+	more bool
 }
 
 func (f *firstLine) Write(p []byte) (int, error) {
+	rest := p
 	if !f.sent {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			f.buf = append(f.buf, p...)
+			rest = nil
 		} else {
 			f.buf = append(f.buf, p[:i]...)
+			rest = p[i+1:]
 		}
 		if i >= 0 || len(f.buf) > 4<<10 {
 			f.sent = true
 			f.line <- string(f.buf)
+		}
+	}
+	for _, c := range rest {
+		switch {
+		case c == '\n':
+			f.next, f.more = f.next[:0], false
+		case f.more:
+		case len(f.next) < len(jobStartedPrefix):
+			f.next = append(f.next, c)
+			if string(f.next) == jobStartedPrefix {
+				f.started.Store(true)
+			}
+		default:
+			f.more = true
 		}
 	}
 	if f.w != nil {
@@ -312,7 +345,10 @@ func (f *firstLine) Write(p []byte) (int, error) {
 }
 
 // Wait waits for every process started. When one fails, the others have
-// Grace to end on their own, then are killed. When ctx is done first, it
+// Grace to end on their own, then are killed; but when it fails before
+// the scheduler of StartScheduler printed "job started: …" (before every
+// node was ready), the others are killed at once, as they could only wait
+// for the node that failed until their join timeout. When ctx is done first, it
 // kills them all and returns an error that wraps context.Cause(ctx) and
 // says the cluster was stopped. Otherwise it returns nil if every process
 // succeeded, or a *Failure naming the first that failed. Every process
@@ -357,6 +393,11 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 			}
 			if p.err != nil {
 				failed = append(failed, p)
+				if s.hasScheduler.Load() && !s.jobStarted.Load() {
+					// Before the job runs nobody can end on their own:
+					// they would wait for a node that will never come.
+					killAll()
+				}
 				if !graced {
 					graced = true
 					t := time.NewTimer(s.Grace)

@@ -393,3 +393,79 @@ func orphanParent() {
 	io.Copy(io.Discard, os.Stdin)
 	os.Exit(0)
 }
+
+// TestFailureBeforeJobStarted: a process that fails before the scheduler
+// says the job started ends the cluster at once, without the grace
+// period: the others could only wait for it until their join timeout.
+// After "job started: …", the others have the grace period again.
+func TestFailureBeforeJobStarted(t *testing.T) {
+	s := shell(t)
+	s.Grace = time.Hour
+	if _, err := s.StartScheduler(context.Background(), sh("scheduler", "echo 'scheduler listening on 127.0.0.1:1'; exec sleep 1000")); err != nil {
+		t.Fatal(err)
+	}
+	s.Start(context.Background(), sh("machine 0", "exec sleep 1000"))
+	s.Start(context.Background(), sh("machine 1", "echo 'no such file' >&2; exit 1"))
+	t0 := time.Now()
+	err := s.Wait(context.Background())
+	if took := time.Since(t0); took > 10*time.Second {
+		t.Errorf("Wait took %v", took)
+	}
+	f := failure(t, err)
+	if want := "machine 1 failed: exit status 1: no such file (then "; !strings.HasPrefix(err.Error(), want) || len(f.Procs) != 3 {
+		t.Fatalf("error %q, want it to start with %q and name 3 processes", err, want)
+	}
+	for _, p := range f.Procs[1:] {
+		if !p.Killed() {
+			t.Errorf("%s not killed", p.Name())
+		}
+	}
+	gone(t, s)
+
+	s = shell(t)
+	s.Grace = 200 * time.Millisecond
+	flag := filepath.Join(t.TempDir(), "started")
+	if _, err := s.StartScheduler(context.Background(), sh("scheduler", "echo 'scheduler listening on 127.0.0.1:1'; echo 'job started: 2 servers, 2 workers'; exec sleep 1000")); err != nil {
+		t.Fatal(err)
+	}
+	s.Start(context.Background(), sh("machine 1", fmt.Sprintf("until [ -e %s ]; do sleep 0.01; done; exit 1", flag)))
+	for !s.jobStarted.Load() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	os.WriteFile(flag, nil, 0o644)
+	t0 = time.Now()
+	err = s.Wait(context.Background())
+	if took := time.Since(t0); took < s.Grace {
+		t.Errorf("the scheduler was killed %v after the failure, within the grace period %v", took, s.Grace)
+	}
+	if want := "machine 1 failed: exit status 1 (then scheduler killed)"; err == nil || err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}
+
+// TestNodeFailsBeforeRegistering runs a real scheduler and two machines,
+// one of which exits at once on a bad flag: the cluster ends within
+// seconds naming it, not after the join timeout.
+func TestNodeFailsBeforeRegistering(t *testing.T) {
+	needColo(t)
+	s := NewSupervisor(coloBin, Loopback{})
+	s.Grace = time.Minute
+	common := []string{"--token", "t", "--num-servers", "2", "--num-workers", "2", "--join-timeout", "60s"}
+	addr, err := s.StartScheduler(context.Background(), Spec{Name: "scheduler", Args: append([]string{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0"}, common...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start(context.Background(), Spec{Name: "machine 0", Args: append([]string{"node", "--role", "machine", "--rank", "0", "--scheduler", addr}, common...)})
+	s.Start(context.Background(), Spec{Name: "machine 1", Args: append([]string{"node", "--role", "machine", "--rank", "1", "--scheduler", addr, "--no-such-flag"}, common...)})
+	t0 := time.Now()
+	err = s.Wait(context.Background())
+	took := time.Since(t0)
+	if want := "machine 1 failed: exit status 2: "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %v, want it to start with %q", err, want)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the cluster ended %v after machine 1 failed", took)
+	}
+	gone(t, s)
+	t.Logf("ended after %v: %v", took.Round(time.Millisecond), err)
+}

@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"colo/graph"
 	"colo/internal/atomicfile"
+	"colo/internal/textio"
 )
 
 // The files of a placement directory.
@@ -55,10 +58,25 @@ func WriteParamPart(w io.Writer, g *graph.Graph, p *Placement) error {
 }
 
 // ReadDataPart reads a data part file for n samples: one machine number per
-// line, in sample order. k is the number of machines, or 0 to take it as one
+// line, in sample order, in plain decimal digits (no sign, no leading
+// zero). k is the number of machines, or 0 to take it as one
 // more than the largest machine number in the file. It returns the
 // assignment and k.
+//
+// k is at most n, as a placement has no more machines than samples
+// (Validate), so every machine number is below n: a larger one is refused
+// on its line before anything is sized by it, and so is a k above n.
 func ReadDataPart(r io.Reader, name string, n, k int) ([]int32, int, error) {
+	return readDataPart(r, name, n, k, n)
+}
+
+// readDataPart is ReadDataPart with maxK, the bound of k and of machine
+// numbers: the number of samples of the dataset, which may be more than
+// the n lines of the file.
+func readDataPart(r io.Reader, name string, n, k, maxK int) ([]int32, int, error) {
+	if k > maxK {
+		return nil, 0, fmt.Errorf("%s: k = %d: more machines than the %d samples", name, k, maxK)
+	}
 	data := make([]int32, 0, n)
 	maxPart := -1
 	err := eachLine(r, func(line int, text []byte) error {
@@ -66,12 +84,14 @@ func ReadDataPart(r io.Reader, name string, n, k int) ([]int32, int, error) {
 		if len(f) != 1 {
 			return fmt.Errorf("%s:%d: %q: want one machine number per line", name, line, text)
 		}
-		i, err := strconv.Atoi(string(f[0]))
-		if err != nil || i < 0 || (k > 0 && i >= k) {
-			if k > 0 {
-				return fmt.Errorf("%s:%d: %q: want a machine number in 0..%d", name, line, f[0], k-1)
-			}
+		i, ok := textio.ParseIndex(f[0], math.MaxInt)
+		switch {
+		case k > 0 && (!ok || i >= k):
+			return fmt.Errorf("%s:%d: %q: want a machine number in 0..%d", name, line, f[0], k-1)
+		case !ok:
 			return fmt.Errorf("%s:%d: %q: want a non-negative machine number", name, line, f[0])
+		case i >= maxK:
+			return fmt.Errorf("%s:%d: machine %d: want a machine number below the %d samples (k, the number of machines, is at most the number of samples)", name, line, i, maxK)
 		}
 		if len(data) == n {
 			return fmt.Errorf("%s:%d: more lines than the %d samples of the dataset", name, line, n)
@@ -125,8 +145,8 @@ func ReadParamPart(r io.Reader, name string, g *graph.Graph, k int) ([]int32, er
 		} else if v >= m {
 			return fmt.Errorf("%s:%d: more lines than the %d parameters of the dataset", name, line, m)
 		}
-		i, err := strconv.Atoi(string(f[cols-1]))
-		if err != nil || i < 0 || i >= k {
+		i, ok := textio.ParseIndex(f[cols-1], k-1)
+		if !ok {
 			return fmt.Errorf("%s:%d: %q: want a machine number in 0..%d", name, line, f[cols-1], k-1)
 		}
 		if param[v] != Unassigned {
@@ -171,8 +191,14 @@ func eachLine(r io.Reader, fn func(int, []byte) error) error {
 // LoadDataPartPrefix reads the data part file of the placement directory
 // dir for an incremental run over n samples on k machines: the file may
 // place fewer samples than n, the first ones in order (a dataset that
-// grew since), not more.
+// grew since), not more. As for ReadDir, the directory must hold the
+// summary.json that WriteDir writes, with the same k, and the data part
+// file it vouches for.
 func LoadDataPartPrefix(dir string, n, k int) ([]int32, error) {
+	sum, sumPath, err := readDirSummary(dir, n, k)
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, DataPartFile)
 	f, err := os.Open(path)
 	if err != nil {
@@ -187,7 +213,11 @@ func LoadDataPartPrefix(dir string, n, k int) ([]int32, error) {
 	if lines > n {
 		return nil, fmt.Errorf("%s: %d samples, more than the %d of the dataset", path, lines, n)
 	}
-	data, _, err := LoadDataPart(path, lines, k)
+	var data []int32
+	err = readChecked(path, sum.PartFiles[DataPartFile], sumPath, func(r io.Reader) (err error) {
+		data, _, err = readDataPart(r, path, lines, k, n)
+		return err
+	})
 	return data, err
 }
 
@@ -215,58 +245,177 @@ func LoadParamPart(path string, g *graph.Graph, k int) ([]int32, error) {
 // it if needed. Each file is written under a temporary name and renamed
 // when complete, summary.json last, so that an interrupted write never
 // leaves a directory that looks complete.
+//
+// summary must encode to a JSON object (such as a Summary) or be nil;
+// WriteDir adds
+// "k", the number of machines, unless the object has it (it must then be
+// p.K), and "part_files", the line count and CRC-32C of data.part and
+// param.part, with which ReadDir checks that the part files are the ones
+// the summary vouches for.
 func WriteDir(dir string, g *graph.Graph, p *Placement, summary any) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(summary, "", "  ")
+	js, err := json.Marshal(summary)
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(js, &obj); err != nil {
+		return fmt.Errorf("placement.WriteDir %s: the summary is not a JSON object", dir)
+	}
+	if obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	if raw, ok := obj["k"]; ok {
+		var k int
+		if err := json.Unmarshal(raw, &k); err != nil || k != p.K {
+			return fmt.Errorf("placement.WriteDir %s: the summary has k = %s, the placement %d", dir, raw, p.K)
+		}
+	}
+	obj["k"], _ = json.Marshal(p.K)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	// A stale summary from an earlier run must not vouch for new part files.
 	if err := os.Remove(filepath.Join(dir, SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	files := []struct {
+	files := map[string]PartFileSum{}
+	for _, f := range []struct {
 		name  string
 		write func(io.Writer) error
 	}{
 		{DataPartFile, func(w io.Writer) error { return WriteDataPart(w, p) }},
 		{ParamPartFile, func(w io.Writer) error { return WriteParamPart(w, g, p) }},
-		{SummaryFile, func(w io.Writer) error { _, err := w.Write(append(js, '\n')); return err }},
-	}
-	for _, f := range files {
-		if err := atomicfile.Write(filepath.Join(dir, f.name), f.write); err != nil {
+	} {
+		err := atomicfile.Write(filepath.Join(dir, f.name), func(w io.Writer) error {
+			h := crc32.New(castagnoli)
+			if err := f.write(io.MultiWriter(w, h)); err != nil {
+				return err
+			}
+			files[f.name] = PartFileSum{CRC32C: fmt.Sprintf("%08x", h.Sum32())}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
-	return nil
+	d, q := files[DataPartFile], files[ParamPartFile]
+	d.Lines, q.Lines = len(p.Data), len(p.Param)
+	files[DataPartFile], files[ParamPartFile] = d, q
+	obj["part_files"], _ = json.Marshal(files)
+	out, err := json.MarshalIndent(obj, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode summary: %w", err)
+	}
+	return atomicfile.Write(filepath.Join(dir, SummaryFile), func(w io.Writer) error { _, err := w.Write(append(out, '\n')); return err })
 }
 
-// ReadDir reads the placement of g's samples and parameters from dir: its
-// data.part and param.part, as WriteDir (colo partition) writes them or as
-// hMETIS, PaToH and Zoltan write a data part file. summary.json is not
-// read. k is the number of machines: every machine number in either file
-// must be in 0..k-1. With k = 0 the data part file decides: k is one more
-// than the largest machine number in it. Errors name the file, and the
-// line for malformed input.
+// PartFileSum is what summary.json records of a part file.
+type PartFileSum struct {
+	Lines  int    `json:"lines"`
+	CRC32C string `json:"crc32c"`
+}
+
+// castagnoli is the CRC-32C table.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// dirSummary holds the fields of summary.json that ReadDir checks.
+type dirSummary struct {
+	K         *int                   `json:"k"`
+	PartFiles map[string]PartFileSum `json:"part_files"`
+}
+
+// ReadDir reads the placement of g's samples and parameters from dir, a
+// directory written by WriteDir (colo partition): its data.part and
+// param.part, and summary.json, which vouches for them. A directory
+// without summary.json is incomplete (the run that wrote it failed or has
+// not finished) and is refused; so is one whose summary has no "k" (the
+// number of machines, at least 1 and at most the samples of g), or whose
+// part files are not the ones the summary's "part_files" describes (a
+// mix of files from two runs, say k = 8 and k = 4). Every machine number
+// in either file must be below the summary's k. k, when positive, must
+// equal the summary's; 0 takes the summary's. Errors name the file, and
+// the line for malformed input. To evaluate part files written by
+// another partitioner (hMETIS, PaToH, Zoltan), read them with
+// LoadDataPart and LoadParamPart (colo eval --data-part --param-part).
 //
 // ReadDir(dir, g, p.K) after WriteDir(dir, g, p, s) returns p.
 func ReadDir(dir string, g *graph.Graph, k int) (*Placement, error) {
 	if k < 0 {
-		return nil, fmt.Errorf("placement: read %s: k = %d: want the number of machines, or 0 to take it from %s", dir, k, DataPartFile)
+		return nil, fmt.Errorf("placement: read %s: k = %d: want the number of machines, or 0 to take it from %s", dir, k, SummaryFile)
 	}
-	dataPath := filepath.Join(dir, DataPartFile)
-	data, k, err := LoadDataPart(dataPath, g.NumSamples(), k)
+	n := g.NumSamples()
+	sum, sumPath, err := readDirSummary(dir, n, k)
 	if err != nil {
 		return nil, err
 	}
-	if k == 0 {
-		return nil, fmt.Errorf("%s: no samples to take the number of machines from: want k > 0", dataPath)
+	k = *sum.K
+	dataPath, paramPath := filepath.Join(dir, DataPartFile), filepath.Join(dir, ParamPartFile)
+	var data, param []int32
+	err = readChecked(dataPath, sum.PartFiles[DataPartFile], sumPath, func(r io.Reader) (err error) {
+		data, _, err = ReadDataPart(r, dataPath, n, k)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	param, err := LoadParamPart(filepath.Join(dir, ParamPartFile), g, k)
+	err = readChecked(paramPath, sum.PartFiles[ParamPartFile], sumPath, func(r io.Reader) (err error) {
+		param, err = ReadParamPart(r, paramPath, g, k)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &Placement{K: k, Data: data, Param: param}, nil
+}
+
+// readDirSummary reads the summary.json of the placement directory dir
+// and checks its k: 1 ≤ k ≤ n, and equal to want when want > 0.
+func readDirSummary(dir string, n, want int) (dirSummary, string, error) {
+	var sum dirSummary
+	sumPath := filepath.Join(dir, SummaryFile)
+	b, err := os.ReadFile(sumPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return sum, sumPath, fmt.Errorf("%s: missing: %s is incomplete (the run that wrote it failed or has not finished)", sumPath, dir)
+	}
+	if err != nil {
+		return sum, sumPath, err
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		return sum, sumPath, fmt.Errorf("%s: %w: want a JSON object with \"k\", the number of machines", sumPath, err)
+	}
+	switch {
+	case sum.K == nil:
+		return sum, sumPath, fmt.Errorf("%s: no \"k\": want the number of machines", sumPath)
+	case *sum.K < 1 || *sum.K > n:
+		return sum, sumPath, fmt.Errorf("%s: k = %d: want 1..%d, at most the %d samples", sumPath, *sum.K, max(n, 1), n)
+	case want > 0 && want != *sum.K:
+		return sum, sumPath, fmt.Errorf("%s: k = %d, not the %d machines asked for", sumPath, *sum.K, want)
+	}
+	return sum, sumPath, nil
+}
+
+// readChecked opens path and has read parse it; when want records a
+// checksum (a summary written by WriteDir), the file's content must have
+// it.
+func readChecked(path string, want PartFileSum, sumPath string, read func(io.Reader) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	if err := read(io.TeeReader(f, h)); err != nil {
+		return err
+	}
+	if want.CRC32C == "" {
+		return nil
+	}
+	// The parser may stop before the end: hash the rest.
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if got := fmt.Sprintf("%08x", h.Sum32()); got != want.CRC32C {
+		return fmt.Errorf("%s: CRC-32C %s, but %s records %s for %d lines: the part files are not the ones the summary vouches for (a mix of two runs, or changed since)", path, got, sumPath, want.CRC32C, want.Lines)
+	}
+	return nil
 }

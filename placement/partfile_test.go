@@ -2,6 +2,7 @@ package placement
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -131,24 +132,32 @@ func TestReadDirRoundTrip(t *testing.T) {
 
 func TestReadDirErrors(t *testing.T) {
 	g, _ := graph.FromAdjacency(3, [][]uint32{{0, 1}, {2}, {1}})
+	const k2 = `{"algorithm": "x", "k": 2}`
 	cases := []struct {
-		name        string
-		data, param string // file contents; "" for a missing file
-		k           int
-		want        string // with "DIR" for the directory
+		name                 string
+		summary, data, param string // file contents; "" for a missing file
+		k                    int
+		want                 string // the whole error, with "DIR" for the directory
 	}{
-		{"no data.part", "", "0 0\n1 0\n2 1\n", 2, "DIR/data.part: no such file"},
-		{"no param.part", "0\n1\n0\n", "", 2, "DIR/param.part: no such file"},
-		{"data.part bad line", "0\nx\n1\n", "0 0\n1 0\n2 1\n", 0, `DIR/data.part:2: "x"`},
-		{"data.part machine beyond k", "0\n3\n1\n", "0 0\n1 0\n2 1\n", 2, `DIR/data.part:2: "3": want a machine number in 0..1`},
-		{"param.part beyond data's k", "0\n1\n0\n", "0 0\n1 2\n2 1\n", 0, `DIR/param.part:2: "2": want a machine number in 0..1`},
-		{"param.part missing a parameter", "0\n1\n0\n", "0 0\n2 1\n", 2, "DIR/param.part: 1 of 3 parameters have no machine, first 1"},
-		{"negative k", "0\n1\n0\n", "0 0\n1 0\n2 1\n", -1, "k = -1"},
+		{"no summary.json", "", "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, "DIR/summary.json: missing: DIR is incomplete (the run that wrote it failed or has not finished)"},
+		{"summary without k", `{"algorithm": "x"}`, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, `DIR/summary.json: no "k": want the number of machines`},
+		{"summary k above the samples", `{"k": 99999999999}`, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, "DIR/summary.json: k = 99999999999: want 1..3, at most the 3 samples"},
+		{"summary k zero", `{"k": 0}`, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, "DIR/summary.json: k = 0: want 1..3, at most the 3 samples"},
+		{"summary not an object", `[2]`, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, `DIR/summary.json: json: cannot unmarshal array into Go value of type placement.dirSummary: want a JSON object with "k", the number of machines`},
+		{"k asked differs", k2, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 3, "DIR/summary.json: k = 2, not the 3 machines asked for"},
+		{"no data.part", k2, "", "0 0\n1 0\n2 1\n", 2, "open DIR/data.part: no such file or directory"},
+		{"no param.part", k2, "0\n1\n0\n", "", 2, "open DIR/param.part: no such file or directory"},
+		{"data.part bad line", k2, "0\nx\n1\n", "0 0\n1 0\n2 1\n", 0, `DIR/data.part:2: "x": want a machine number in 0..1`},
+		{"data.part machine beyond k", k2, "0\n3\n1\n", "0 0\n1 0\n2 1\n", 2, `DIR/data.part:2: "3": want a machine number in 0..1`},
+		{"data.part huge machine", k2, "0\n99999999999\n1\n", "0 0\n1 0\n2 1\n", 0, `DIR/data.part:2: "99999999999": want a machine number in 0..1`},
+		{"param.part beyond k", k2, "0\n1\n0\n", "0 0\n1 2\n2 1\n", 0, `DIR/param.part:2: "2": want a machine number in 0..1`},
+		{"param.part missing a parameter", k2, "0\n1\n0\n", "0 0\n2 1\n", 2, "DIR/param.part: 1 of 3 parameters have no machine, first 1"},
+		{"negative k", k2, "0\n1\n0\n", "0 0\n1 0\n2 1\n", -1, "placement: read DIR: k = -1: want the number of machines, or 0 to take it from summary.json"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			for name, text := range map[string]string{DataPartFile: tc.data, ParamPartFile: tc.param} {
+			for name, text := range map[string]string{SummaryFile: tc.summary, DataPartFile: tc.data, ParamPartFile: tc.param} {
 				if text != "" {
 					if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 						t.Fatal(err)
@@ -157,10 +166,51 @@ func TestReadDirErrors(t *testing.T) {
 			}
 			want := strings.ReplaceAll(tc.want, "DIR", dir)
 			p, err := ReadDir(dir, g, tc.k)
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Fatalf("got %v, %v; want an error containing %q", p, err, want)
+			if err == nil || err.Error() != want {
+				t.Fatalf("got %v, %v\nwant %s", p, err, want)
 			}
 		})
+	}
+}
+
+// TestReadDirMixedRuns: part files of two runs in one directory, one on
+// k = 2 machines and one on k = 1, are refused, whichever part file was
+// replaced; so is a part file changed after the summary was written.
+func TestReadDirMixedRuns(t *testing.T) {
+	g, _ := graph.FromAdjacency(3, [][]uint32{{0, 1}, {2}, {1}})
+	p2 := &Placement{K: 2, Data: []int32{0, 1, 0}, Param: []int32{0, 1, 1}}
+	p1 := &Placement{K: 1, Data: []int32{0, 0, 0}, Param: []int32{0, 0, 0}}
+	for _, c := range []struct {
+		file  string
+		write func(io.Writer) error
+	}{
+		{DataPartFile, func(w io.Writer) error { return WriteDataPart(w, p1) }},
+		{ParamPartFile, func(w io.Writer) error { return WriteParamPart(w, g, p1) }},
+		{ParamPartFile, func(w io.Writer) error { _, err := io.WriteString(w, "0 1\n1 1\n2 1\n"); return err }},
+	} {
+		dir := t.TempDir()
+		if err := WriteDir(dir, g, p2, map[string]any{"algorithm": "test"}); err != nil {
+			t.Fatal(err)
+		}
+		if q, err := ReadDir(dir, g, 0); err != nil || !reflect.DeepEqual(q, p2) {
+			t.Fatalf("before the mix: %v, %v", q, err)
+		}
+		f, err := os.Create(filepath.Join(dir, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.write(f)
+		f.Close()
+		_, err = ReadDir(dir, g, 0)
+		path := filepath.Join(dir, c.file)
+		if err == nil || !strings.HasPrefix(err.Error(), path+": CRC-32C ") ||
+			!strings.HasSuffix(err.Error(), "for 3 lines: the part files are not the ones the summary vouches for (a mix of two runs, or changed since)") {
+			t.Fatalf("%s replaced: %v", c.file, err)
+		}
+	}
+	// A summary whose k is not the placement's is not written.
+	if err := WriteDir(t.TempDir(), g, p2, map[string]int{"k": 3}); err == nil || !strings.Contains(err.Error(), "the summary has k = 3, the placement 2") {
+		t.Fatalf("WriteDir with a wrong k: %v", err)
 	}
 }
 
@@ -168,8 +218,13 @@ func TestReadDirErrors(t *testing.T) {
 // that grew is read; one of more samples than the dataset is refused.
 func TestLoadDataPartPrefix(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, DataPartFile), []byte("0\n1\n\n1\n"), 0o644); err != nil {
-		t.Fatal(err)
+	if _, err := LoadDataPartPrefix(dir, 5, 2); err == nil || err.Error() != filepath.Join(dir, SummaryFile)+": missing: "+dir+" is incomplete (the run that wrote it failed or has not finished)" {
+		t.Errorf("without a summary: %v", err)
+	}
+	for name, text := range map[string]string{DataPartFile: "0\n1\n\n1\n", SummaryFile: `{"k": 2}`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	data, err := LoadDataPartPrefix(dir, 5, 2)
 	if err != nil || len(data) != 3 || data[0] != 0 || data[2] != 1 {
@@ -178,7 +233,63 @@ func TestLoadDataPartPrefix(t *testing.T) {
 	if _, err := LoadDataPartPrefix(dir, 2, 2); err == nil || !strings.Contains(err.Error(), "3 samples, more than the 2") {
 		t.Errorf("3 samples for a dataset of 2: %v", err)
 	}
-	if _, err := LoadDataPartPrefix(dir, 5, 1); err == nil {
-		t.Error("machine 1 of 1 accepted")
+	if _, err := LoadDataPartPrefix(dir, 5, 1); err == nil || err.Error() != filepath.Join(dir, SummaryFile)+": k = 2, not the 1 machines asked for" {
+		t.Errorf("a placement on 2 machines for 1: %v", err)
 	}
+}
+
+// TestReadDataPartBounds: without k, a machine number is bounded by the
+// number of samples (k is at most that), so a huge one is refused on its
+// line before anything is sized by it; so is a k above the samples.
+func TestReadDataPartBounds(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		k    int
+		want string
+	}{
+		{"0\n10000000\n1\n", 0, "d.part:2: machine 10000000: want a machine number below the 3 samples (k, the number of machines, is at most the number of samples)"},
+		{"0\n99999999999\n1\n", 0, "d.part:2: machine 99999999999: want a machine number below the 3 samples (k, the number of machines, is at most the number of samples)"},
+		{"0\n3\n1\n", 0, "d.part:2: machine 3: want a machine number below the 3 samples (k, the number of machines, is at most the number of samples)"},
+		{"0\n99999999999999999999\n1\n", 0, `d.part:2: "99999999999999999999": want a non-negative machine number`},
+		{"0\n1\n2\n", 10000000, "d.part: k = 10000000: more machines than the 3 samples"},
+	} {
+		if _, _, err := ReadDataPart(strings.NewReader(c.data), "d.part", 3, c.k); err == nil || err.Error() != c.want {
+			t.Errorf("%q with k = %d: %v\nwant %s", c.data, c.k, err, c.want)
+		}
+	}
+	if data, k, err := ReadDataPart(strings.NewReader("0\n2\n1\n"), "d.part", 3, 0); err != nil || k != 3 || !reflect.DeepEqual(data, []int32{0, 2, 1}) {
+		t.Errorf("k = n: %v %d %v", data, k, err)
+	}
+}
+
+// FuzzReadPartFiles: the part-file readers never panic, and what they
+// accept is a placement of the 3 samples and 3 parameters on k machines,
+// 1 ≤ k ≤ 3.
+func FuzzReadPartFiles(f *testing.F) {
+	g, _ := graph.FromAdjacency(3, [][]uint32{{0, 1}, {2}, {1}})
+	f.Add([]byte("0\n1\n0\n"), []byte("0 0\n1 1\n2 0\n"), uint8(0))
+	f.Add([]byte("0\n99999999999\n1\n"), []byte("1\n0\n1\n"), uint8(2))
+	f.Add([]byte(" 2 \n\n+1\n0\n"), []byte("2 1\n0 0\n1 -1\n"), uint8(3))
+	f.Fuzz(func(t *testing.T, data, param []byte, kk uint8) {
+		k := int(kk % 5)
+		d, kd, err := ReadDataPart(bytes.NewReader(data), "d", 3, k)
+		if err != nil {
+			return
+		}
+		if len(d) != 3 || kd < 1 || kd > 3 || (k > 0 && kd != k) {
+			t.Fatalf("%q, k = %d: %v on %d machines", data, k, d, kd)
+		}
+		for _, i := range d {
+			if i < 0 || int(i) >= kd {
+				t.Fatalf("%q: machine %d of %d", data, i, kd)
+			}
+		}
+		q, err := ReadParamPart(bytes.NewReader(param), "p", g, kd)
+		if err != nil {
+			return
+		}
+		if err := (&Placement{K: kd, Data: d, Param: q}).Validate(g); err != nil {
+			t.Fatalf("%q %q: accepted %v", data, param, err)
+		}
+	})
 }

@@ -48,8 +48,10 @@ func WriteShards(w io.Writer, assign []int) error {
 
 // ReadShards reads a file in the format of ShardsFile for workers
 // workers; name labels the errors. Every line holds one token, a worker
-// number in 0..workers-1 or *, with optional white space around it. An
-// error names the file, the line and what was expected.
+// number in 0..workers-1 written in plain decimal digits (no sign, no
+// leading zero: "+3" and "03" are refused) or *, with optional white
+// space around it. An error names the file, the line and what was
+// expected.
 func ReadShards(r io.Reader, name string, workers int) ([]int, error) {
 	if workers < 1 {
 		return nil, &textio.ParseError{File: name, Msg: fmt.Sprintf("%d workers: want at least 1", workers)}
@@ -62,8 +64,8 @@ func ReadShards(r io.Reader, name string, workers int) ([]int, error) {
 			assign = append(assign, Broadcast)
 			continue
 		}
-		a, err := strconv.Atoi(string(tok))
-		if err != nil || a < 0 || a >= workers {
+		a, ok := textio.ParseIndex(tok, workers-1)
+		if !ok {
 			return nil, &textio.ParseError{File: name, Line: line,
 				Msg: fmt.Sprintf("%q: want a worker number in 0..%d or * (every worker)", tok, workers-1)}
 		}

@@ -79,6 +79,8 @@ func TestReadDirErrors(t *testing.T) {
 		{"bad token", "0\nx\n2\n", sum3, `DIR/shards.txt:2: "x": want a worker number in 0..2 or * (every worker)`},
 		{"worker out of range", "0\n1\n3\n", sum3, `DIR/shards.txt:3: "3": want a worker number in 0..2`},
 		{"negative worker", "-1\n1\n2\n", sum3, `DIR/shards.txt:1: "-1": want a worker number in 0..2`},
+		{"plus sign", "0\n+1\n2\n", sum3, `DIR/shards.txt:2: "+1": want a worker number in 0..2 or * (every worker)`},
+		{"leading zero", "0\n1\n02\n", sum3, `DIR/shards.txt:3: "02": want a worker number in 0..2 or * (every worker)`},
 		{"two tokens", "0 1\n1\n2\n", sum3, `DIR/shards.txt:1: "0 1"`},
 		{"blank line", "0\n\n2\n", sum3, `DIR/shards.txt:2: "": want a worker number`},
 		{"two stars", "0\n**\n2\n", sum3, `DIR/shards.txt:2: "**"`},
@@ -158,7 +160,7 @@ func TestWriteDirRemovesStaleSummaryFirst(t *testing.T) {
 // FuzzReadShards checks that the shards.txt parser never panics, and that
 // whatever it accepts is written back as a file it reads the same.
 func FuzzReadShards(f *testing.F) {
-	for _, s := range []string{"0\n1\n*\n", "", "2\n", "*", " 1 \n*\r\n", "x\n", "0\n\n1\n", "99999999999999999999\n", "-1\n"} {
+	for _, s := range []string{"0\n1\n*\n", "", "2\n", "*", " 1 \n*\r\n", "x\n", "0\n\n1\n", "99999999999999999999\n", "-1\n", "+1\n", "01\n"} {
 		f.Add([]byte(s), 3)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, workers int) {
@@ -177,6 +179,11 @@ func FuzzReadShards(f *testing.F) {
 		var b bytes.Buffer
 		if err := WriteShards(&b, assign); err != nil {
 			t.Fatal(err)
+		}
+		// Each token accepted is written as it was: one spelling per
+		// worker number ("+3" and "03" are refused).
+		if tokens := strings.Fields(string(data)); len(assign) > 0 && strings.Join(tokens, "\n")+"\n" != b.String() {
+			t.Fatalf("accepted %q, which is written back as %q", data, b.String())
 		}
 		again, err := ReadShards(&b, "f", workers)
 		if err != nil || len(again) != len(assign) || (len(assign) > 0 && !reflect.DeepEqual(again, assign)) {

@@ -352,7 +352,8 @@ type Result struct {
 	Evaluations int64
 }
 
-// Shard assigns the samples of d to o.Workers workers with o.Scheme.
+// Shard assigns the samples of d to o.Workers workers with o.Scheme; there
+// are at most as many workers as samples.
 func Shard(d *dataset.Dataset, o Options, rng *rand.Rand) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -362,6 +363,9 @@ func Shard(d *dataset.Dataset, o Options, rng *rand.Rand) (*Result, error) {
 	}
 	if d.Len() == 0 {
 		return nil, fmt.Errorf("dataset has no samples")
+	}
+	if o.Workers > d.Len() {
+		return nil, fmt.Errorf("workers %d: more workers than the %d samples", o.Workers, d.Len())
 	}
 	res := &Result{Workers: o.Workers, Scheme: o.Scheme}
 	switch o.Scheme {

@@ -28,8 +28,12 @@ type Endpoint interface {
 	// closed by Close.
 	Recv() <-chan *Message
 	// Down returns the channel on which the endpoint reports peers whose
-	// link failed: a closed or reset connection, a refused handshake, a
-	// malformed or oversized frame, a read that timed out. A peer is
+	// link failed: a closed or reset connection, a malformed or oversized
+	// frame, a read that timed out. Only links whose peer proved it
+	// belongs to the cluster are reported: an incoming connection refused
+	// at the handshake (a wrong token, a wrong node id) names a node only
+	// by its own claim, so it is never reported here, and the node it
+	// claims to be is not blamed (see tcp.Config.Refused). A peer is
 	// reported once until its link is re-established; messages on the
 	// failed link may have been lost. Reports are queued, never dropped,
 	// and the channel is closed by Close.

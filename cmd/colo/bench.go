@@ -48,6 +48,9 @@ func runBench(e *env, args []string) error {
 	if *out == "" {
 		return usageError("-o DIR is required")
 	}
+	if err := checkOutputs(output{"-o", *out, true}); err != nil {
+		return err
+	}
 	cfg := bench.Config{Seed: opt.Seed, Options: opt, Algos: splitList(*algos)}
 	for _, s := range splitList(*ks) {
 		k, err := strconv.Atoi(s)

@@ -39,6 +39,9 @@ func runBenchSharding(e *env, args []string) error {
 	if *out == "" {
 		return usageError("-o DIR is required")
 	}
+	if err := checkOutputs(output{"-o", *out, true}); err != nil {
+		return err
+	}
 	job, err := t.job(pos[0], df)
 	if err != nil {
 		return err

@@ -49,6 +49,32 @@ func runConvert(e *env, args []string) error {
 	return nil
 }
 
+// checkOutputs fails at once, before any work, when one of the outputs
+// cannot be written: flag names each, "" or "-" (standard output) is
+// skipped. Directories (dir) are checked with atomicfile.CheckDir, files
+// with atomicfile.CheckFile.
+func checkOutputs(outs ...output) error {
+	for _, o := range outs {
+		if o.path == "" || (o.path == "-" && !o.dir) {
+			continue
+		}
+		check := atomicfile.CheckFile
+		if o.dir {
+			check = atomicfile.CheckDir
+		}
+		if err := check(o.path); err != nil {
+			return fmt.Errorf("%s: %w", o.flag, err)
+		}
+	}
+	return nil
+}
+
+// output is a path a command writes, and the flag that named it.
+type output struct {
+	flag, path string
+	dir        bool
+}
+
 // writeOutput writes to path through atomicfile (a temporary file renamed
 // when complete), or to standard output for "-".
 func writeOutput(e *env, path string, write func(io.Writer) error) error {

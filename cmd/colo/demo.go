@@ -30,6 +30,9 @@ func runDemo(e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
+	if err := checkOutputs(output{"--json", *jsonOut, false}, output{"--svg", *svgOut, false}); err != nil {
+		return err
+	}
 	t := trainFlags{
 		app: "lr", machines: *k, consistency: "bsp", bandwidth: *link, updater: "adagrad", l2: -1,
 		epsilon: train.DefaultConfig().Epsilon, maxPasses: *passes, features: string(sparse.FeaturesLog1pL2), seed: *seed,

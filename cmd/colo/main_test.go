@@ -93,6 +93,11 @@ func TestPartitionAndEvalAgree(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	good := writeFile(t, "good.svm", "1 1:1 2:1\n-1 2:1 3:0.5\n1 3:2\n")
 	bad := writeFile(t, "bad.svm", "1 1:1\n-1 2:x\n")
+	hugeID := writeFile(t, "huge.part", "0\n10000000\n1\n")
+	hugerID := writeFile(t, "huger.part", "0\n1\n99999999999\n")
+	okPart := writeFile(t, "ok.part", "0\n1\n0\n")
+	param3 := writeFile(t, "p3.part", "1 0\n2 3\n3 1\n")
+	notDir := good + "/out" // under a file
 	cases := []struct {
 		name string
 		args []string
@@ -112,8 +117,19 @@ func TestBadInput(t *testing.T) {
 		{"unknown format", []string{"stats", "--format", "csv", good}, 2, `unknown format "csv"`},
 		{"no output dir", []string{"partition", "-k", "2", good}, 2, "-o DIR is required"},
 		{"eval without part", []string{"eval", good}, 2, "--data-part P is required"},
+		{"eval huge machine id", []string{"eval", good, "--data-part", hugeID}, 1, hugeID + ":2: machine 10000000: want a machine number below the 3 samples (k, the number of machines, is at most the number of samples)"},
+		{"eval huger machine id", []string{"eval", good, "--data-part", hugerID}, 1, hugerID + ":3: machine 99999999999: want a machine number below the 3 samples"},
+		{"eval huge k", []string{"eval", good, "-k", "99999999999", "--data-part", okPart}, 1, okPart + ": k = 99999999999: more machines than the 3 samples"},
+		{"eval param part beyond the data's k", []string{"eval", good, "--data-part", okPart, "--param-part", param3}, 1, param3 + `:2: "3": want a machine number in 0..1`},
+		{"partition output under a file", []string{"partition", "-k", "2", good, "-o", notDir}, 1, "-o: cannot write into " + notDir + ": " + good + " is not a directory"},
+		{"train output in a missing directory", []string{"train", good, "--json", "/nonexistent/dir/r.json"}, 1, "--json: cannot write /nonexistent/dir/r.json: stat /nonexistent/dir: no such file or directory"},
+		{"train svg on a directory", []string{"train", good, "--svg", t.TempDir()}, 1, "is a directory"},
+		{"bench output under a file", []string{"bench", "partition", good, "-o", notDir}, 1, "-o: cannot write into " + notDir},
+		{"demo output in a missing directory", []string{"demo", "--json", "/nonexistent/d.json"}, 1, "--json: cannot write /nonexistent/d.json"},
+		{"node result in a missing directory", []string{"node", "--role", "machine", "--scheduler", "127.0.0.1:1", "--result", "/nonexistent/r.json"}, 1, "--result: cannot write /nonexistent/r.json"},
 		{"eval short part", []string{"eval", good, "--data-part", writeFile(t, "d.part", "0\n1\n")}, 1, "d.part: 2 lines for 3 samples"},
 		{"gen bad gamma", []string{"gen", "sparse", "--gamma", "1.5", "-o", "-"}, 2, "gamma = 1.5"},
+		{"scheduler without token", []string{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0", "--num-servers", "1", "--num-workers", "1"}, 2, "the scheduler has no cluster token, so any process that reaches its port could join the job or end it"},
 		{"convert bad target", []string{"convert", good, "--to", "dot", "-o", "-"}, 2, `--to "dot"`},
 	}
 	for _, tc := range cases {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +38,7 @@ type nodeFlags struct {
 	batch, rounds                          int
 	seed                                   uint64
 	jsonOut                                bool
+	insecure                               bool
 	verbose                                bool
 	// The placement and the training job (trainproc.go).
 	place, data, result string
@@ -51,7 +53,8 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.IntVar(&nf.numServers, "num-servers", 0, "number of servers (machines count as one)")
 	f.IntVar(&nf.numWorkers, "num-workers", 0, "number of workers (machines count as one)")
 	f.IntVar(&nf.numEvals, "num-evaluators", 0, "scheduler: number of evaluators")
-	f.StringVar(&nf.token, "token", "", "cluster token: nodes without it are refused")
+	f.StringVar(&nf.token, "token", "", "cluster token: nodes without it are refused (a scheduler without one refuses to start unless --insecure)")
+	f.BoolVar(&nf.insecure, "insecure", false, "scheduler: run without --token, an open cluster that any process reaching its port can join or end")
 	f.StringVar(&nf.host, "host", "127.0.0.1", "address this node listens on and advertises")
 	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
 	f.StringVar(&nf.metrics, "metrics", "", "serve Prometheus metrics on this address, such as :9100")
@@ -124,6 +127,9 @@ func runNode(e *env, args []string) error {
 	if role == proto.RoleScheduler {
 		return runScheduler(ctx, e, &nf)
 	}
+	if err := checkOutputs(output{"--result", nf.result, false}); err != nil {
+		return err
+	}
 	if nf.job != "smoke" && nf.job != "none" && nf.job != "train" {
 		return usageError("--job %q: smoke, train or none", nf.job)
 	}
@@ -169,7 +175,10 @@ func runNode(e *env, args []string) error {
 	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank
 	cfg.NumServers, cfg.NumWorkers, cfg.Host, cfg.Rule = nf.numServers, nf.numWorkers, nf.host, rule
 	cfg.JoinTimeout, cfg.Logf = nf.joinTimeout, logf
-	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: rates.Tune(nil)}
+	// Refused connections are logged whether or not -v: a stranger at
+	// the door is worth a line.
+	refused := func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
+	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: rates.Tune(nil), Logf: refused}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
@@ -244,5 +253,9 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	return launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Metrics: nf.metrics, Out: e.out, Log: e.errOut})
+	err = launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Insecure: nf.insecure, Metrics: nf.metrics, Out: e.out, Log: e.errOut})
+	if errors.Is(err, launch.ErrNoToken) {
+		return usageError("%v", err)
+	}
+	return err
 }

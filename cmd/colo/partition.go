@@ -52,6 +52,9 @@ func runPartition(e *env, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	if err := checkOutputs(output{"-o", *out, true}); err != nil {
+		return err
+	}
 	g, loadTime, err := df.load(pos[0])
 	if err != nil {
 		return err
@@ -101,7 +104,7 @@ func runEval(e *env, args []string) error {
 	df.register(f)
 	dataPart := f.String("data-part", "", "data part file: one machine per sample (required)")
 	paramPart := f.String("param-part", "", "parameter part file (optional)")
-	k := f.Int("k", 0, "number of machines (default: one more than the largest in the part files)")
+	k := f.Int("k", 0, "number of machines, at most the samples (default: one more than the largest machine in the data part file)")
 	theta := f.Int64("theta", 0, "memory bound θ on |N(U_i)| (0: none)")
 	seed := f.Uint64("seed", 1, "seed of the parameter assignment when there is no parameter part")
 	var paramAlgo partition.ParamAlgo
@@ -129,17 +132,10 @@ func runEval(e *env, args []string) error {
 	start := time.Now()
 	algo := "eval"
 	if *paramPart != "" {
-		bound := *k
-		if bound == 0 {
-			bound = 1 << 30
-		}
-		if p.Param, err = placement.LoadParamPart(*paramPart, g, bound); err != nil {
+		// Without -k, the data part decides k, as for a placement
+		// directory.
+		if p.Param, err = placement.LoadParamPart(*paramPart, g, kData); err != nil {
 			return err
-		}
-		if *k == 0 {
-			for _, i := range p.Param {
-				p.K = max(p.K, int(i)+1)
-			}
 		}
 	} else {
 		p.Param = make([]int32, g.NumParams())

@@ -77,6 +77,9 @@ func runShard(e *env, args []string) error {
 	if o.Workers < 1 {
 		return usageError("--workers %d: want the number of workers, at least 1", o.Workers)
 	}
+	if err := checkOutputs(output{"-o", *out, true}); err != nil {
+		return err
+	}
 	if *scheme == "" {
 		return usageError("--scheme is required: random, roundrobin, stratified, distaware or submodular")
 	}

@@ -147,6 +147,7 @@ func TestShardBadInput(t *testing.T) {
 	labels := shardIDXFile(t, "lab", []int{2}, []byte{0, 1})
 	three := shardIDXFile(t, "lab3", []int{3}, []byte{0, 1, 1})
 	out := filepath.Join(t.TempDir(), "out")
+	tiny := writeFile(t, "tiny.svm", "1 1:1\n2 268435455:1\n") // 20 bytes
 	for _, tt := range []struct {
 		args []string
 		code int
@@ -158,6 +159,9 @@ func TestShardBadInput(t *testing.T) {
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "submodular", "--ratios", "1,2,3", "-o", out}, 2, "ratios: 3 values for 2 workers"},
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "submodular", "--ratios", "1,x", "-o", out}, 2, "--ratios"},
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "random"}, 2, "-o DIR is required"},
+		{[]string{images, "--labels", labels, "--workers", "3", "--scheme", "random", "-o", out}, 1, images + ": workers 3: more workers than the 2 samples"},
+		{[]string{tiny, "--workers", "1", "--scheme", "random", "-o", out}, 1, tiny + ":2: feature index 268435455: 2 samples × 268435456 features = 536870912 dense values for 2 index:value pairs, more than 16777216, the larger of 16777216 and 64× the pairs: is this sparse data?"},
+		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "random", "-o", images + "/out"}, 1, "-o: cannot write into " + images + "/out: " + images + " is not a directory"},
 		{[]string{images, "--workers", "2", "--scheme", "random", "-o", out}, 1, "needs a label file"},
 		{[]string{images, "--labels", three, "--workers", "2", "--scheme", "random", "-o", out}, 1, "has 2 samples (dimensions 2×1) but"},
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "random", "--header", "maybe", "-o", out}, 2, "--header"},

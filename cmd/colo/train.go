@@ -239,6 +239,9 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutputs(output{"--json", t.jsonOut, false}, output{"--svg", t.svgOut, false}); err != nil {
+		return err
+	}
 	job, err := t.job(pos[0], df)
 	if err != nil {
 		return err

@@ -126,10 +126,11 @@ func (nf *nodeFlags) placeScheduler(cfg *sched.Config) error {
 	if err != nil {
 		return err
 	}
-	param, err := placement.LoadParamPart(filepath.Join(nf.place, placement.ParamPartFile), g, nf.numServers)
+	p, err := placement.ReadDir(nf.place, g, nf.numServers)
 	if err != nil {
 		return fmt.Errorf("--placement: %w", err)
 	}
+	param := p.Param
 	if cfg.Table, err = route.FromPlacement(param, nf.numServers); err != nil {
 		return fmt.Errorf("--placement %s: %w", nf.place, err)
 	}

@@ -144,7 +144,7 @@ func TestTrainJobFlags(t *testing.T) {
 		{[]string{"--role", "machine", "--job", "train", "--rank", "0", "--num-workers", "2", "--data", data}, "--placement"},
 		{[]string{"--role", "machine", "--job", "train", "--rank", "0", "--num-workers", "2", "--data", data, "--placement", "/nonexistent/p"}, "/nonexistent/p/data.part"},
 		{[]string{"--role", "scheduler", "--num-servers", "2", "--num-workers", "2", "--placement", "/nonexistent/p"}, "--data"},
-		{[]string{"--role", "scheduler", "--num-servers", "2", "--num-workers", "2", "--placement", "/nonexistent/p", "--data", data}, "/nonexistent/p/param.part"},
+		{[]string{"--role", "scheduler", "--num-servers", "2", "--num-workers", "2", "--placement", "/nonexistent/p", "--data", data}, "--placement: /nonexistent/p/summary.json: missing: /nonexistent/p is incomplete"},
 	} {
 		code, _, errOut := colo(t, append([]string{"node", "--scheduler", "127.0.0.1:0"}, c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

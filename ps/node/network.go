@@ -33,6 +33,11 @@ type TCP struct {
 	Token string
 	// Tune, when not nil, adjusts each endpoint's configuration.
 	Tune func(*tcp.Config)
+	// Logf, when not nil, receives a line for every incoming connection
+	// an endpoint refused at the handshake (a wrong token, a wrong node
+	// id, not a colo node). Such a connection never counts as a failure
+	// of the node it claimed to be (see tcp.Config.Refused).
+	Logf func(format string, args ...any)
 }
 
 // Listen opens a TCP endpoint for id. A server's endpoint delivers large
@@ -47,6 +52,9 @@ func (n TCP) Listen(id transport.NodeID) (Endpoint, error) {
 	cfg.ID, cfg.Addr, cfg.Token = id, net.JoinHostPort(host, "0"), n.Token
 	if role, _ := proto.Identify(id); role == proto.RoleServer {
 		cfg.Early = earlyPush
+	}
+	if n.Logf != nil {
+		cfg.Refused = RefusedLogger(id, n.Logf)
 	}
 	if n.Tune != nil {
 		n.Tune(&cfg)
@@ -91,4 +99,18 @@ func earlyPush(h *transport.Header, nvals int) bool {
 	return h.Type == transport.TypeData && h.Cmd == proto.DataRange &&
 		h.Flags&(transport.FlagRequest|transport.FlagPush) == transport.FlagRequest|transport.FlagPush &&
 		nvals >= EarlyPush
+}
+
+// RefusedLogger returns a tcp.Config.Refused that logs each refused
+// connection to the endpoint of node id through logf: "scheduler:
+// refused a connection from 10.0.0.9:41234 claiming to be worker 0:
+// refused: wrong cluster token".
+func RefusedLogger(id transport.NodeID, logf func(format string, args ...any)) func(string, transport.NodeID, error) {
+	return func(addr string, claimed transport.NodeID, err error) {
+		who := "no valid hello"
+		if claimed != 0 {
+			who = "claiming to be " + proto.Name(claimed)
+		}
+		logf("%s: refused a connection from %s (%s): %v", proto.Name(id), addr, who, err)
+	}
 }

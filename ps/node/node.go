@@ -10,7 +10,8 @@
 // endpoint has a thin loop that forwards data messages to its role's
 // driver (server.Server or worker.Worker), handles control messages,
 // sends heartbeats and watches the scheduler's: a scheduler silent for the
-// job's timeout fails the node. Failures of other nodes are the
+// job's timeout fails the node, and one whose link closed (it exited, or
+// was killed) within SchedulerGrace heartbeats. Failures of other nodes are the
 // scheduler's to declare: it sees every link and tells every node with
 // Abort, which fails every pending and later call with an error naming
 // the dead node.
@@ -260,6 +261,10 @@ func register(ctx context.Context, cfg Config) (proto.Assign, error) {
 			if errors.Is(pe.Err, transport.ErrRefused) {
 				return proto.Assign{}, fmt.Errorf("node: the scheduler at %s refused this node: %w", cfg.Scheduler, pe)
 			}
+			if pe.Peer == proto.SchedulerID && errors.Is(pe.Err, transport.ErrPeerClosed) {
+				// It had taken the registration: it will not answer.
+				return proto.Assign{}, fmt.Errorf("node: the scheduler at %s left before answering: %w", cfg.Scheduler, pe)
+			}
 		case <-ctx.Done():
 			return proto.Assign{}, fmt.Errorf("node: no answer from the scheduler at %s: %w", cfg.Scheduler, ctx.Err())
 		}
@@ -331,6 +336,12 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 	return n, nil
 }
 
+// SchedulerGrace is how many heartbeats a node waits for the scheduler
+// after the scheduler's link failed, before it ends the job naming the
+// scheduler: time for a Shutdown or an Abort sent just before the
+// scheduler left to arrive.
+const SchedulerGrace = 2
+
 // member returns the member of id, nil if none.
 func (n *Node) member(id transport.NodeID) *member {
 	for _, m := range n.members {
@@ -346,10 +357,14 @@ func (n *Node) member(id transport.NodeID) *member {
 func (m *member) loop() {
 	n := m.n
 	hb := n.assign.Job.Heartbeat
-	limit := int64((n.assign.Job.Timeout + hb - 1) / hb)
+	timeout := int64((n.assign.Job.Timeout + hb - 1) / hb)
+	limit := timeout
 	tick := time.NewTicker(hb)
 	defer tick.Stop()
 	silent := int64(0)
+	// schedLost is the failure of the scheduler's link, until the
+	// scheduler is heard again.
+	var schedLost *transport.PeerError
 	for {
 		select {
 		case msg, ok := <-m.ep.Recv():
@@ -357,7 +372,7 @@ func (m *member) loop() {
 				return
 			}
 			if msg.Sender == proto.SchedulerID {
-				silent = 0
+				silent, limit, schedLost = 0, timeout, nil
 			}
 			if msg.Type == transport.TypeData {
 				m.data.Push(msg)
@@ -371,6 +386,14 @@ func (m *member) loop() {
 			// The scheduler declares failures; a link that fails at the
 			// end of the job is a peer leaving.
 			n.cfg.Logf("%s: link to %s: %v", proto.Name(m.id), proto.Name(pe.Peer), pe)
+			if pe.Peer == proto.SchedulerID && schedLost == nil {
+				// The scheduler's link failed: a scheduler that exited
+				// closes it. Its last words (Shutdown or Abort) may
+				// still be in flight on its own link, so it has
+				// SchedulerGrace heartbeats to be heard before the node
+				// ends naming it, instead of the whole timeout.
+				schedLost, silent, limit = pe, 0, min(timeout, SchedulerGrace)
+			}
 		case e := <-m.out.Errors():
 			if e.Data {
 				n.lost(m, e.To, e.Err)
@@ -381,7 +404,11 @@ func (m *member) loop() {
 		case <-tick.C:
 			silent++
 			if silent > limit {
-				n.end(&proto.NodeError{ID: proto.SchedulerID, Addr: n.cfg.Scheduler, Err: fmt.Errorf("no heartbeat for %v", time.Duration(silent)*hb)})
+				err := fmt.Errorf("no heartbeat for %v", time.Duration(silent)*hb)
+				if schedLost != nil {
+					err = fmt.Errorf("link lost: %w", schedLost.Err)
+				}
+				n.end(&proto.NodeError{ID: proto.SchedulerID, Addr: n.cfg.Scheduler, Err: err})
 			}
 			if !n.mute.Load() {
 				m.out.Post(proto.SchedulerID, proto.Control(proto.CmdHeartbeat, nil))

@@ -91,6 +91,11 @@ func DefaultConfig() Config {
 	}
 }
 
+// MinHeartbeat is the shortest heartbeat: a scheduler that ticks faster
+// spends its time on ticks, and a timeout of a few of them is shorter
+// than a send takes.
+const MinHeartbeat = time.Millisecond
+
 // Validate checks c; errors name the field and the bound.
 func (c Config) Validate() error {
 	if c.NumServers < 1 || c.NumServers > route.MaxServers {
@@ -111,8 +116,8 @@ func (c Config) Validate() error {
 	if err := c.Clock.Validate(); err != nil {
 		return fmt.Errorf("sched: Clock: %w", err)
 	}
-	if c.Heartbeat <= 0 {
-		return fmt.Errorf("sched: Heartbeat %v must be positive", c.Heartbeat)
+	if c.Heartbeat < MinHeartbeat {
+		return fmt.Errorf("sched: Heartbeat %v, at least %v", c.Heartbeat, MinHeartbeat)
 	}
 	if c.Timeout < 2*c.Heartbeat {
 		return fmt.Errorf("sched: Timeout %v must be at least 2 heartbeats (%v)", c.Timeout, 2*c.Heartbeat)

@@ -377,3 +377,17 @@ func TestEvaluatorFails(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestValidateHeartbeat: a heartbeat below MinHeartbeat is refused with
+// the bound (1 ns used to make a scheduler that could send nothing).
+func TestValidateHeartbeat(t *testing.T) {
+	c := DefaultConfig()
+	c.Heartbeat, c.Timeout = time.Nanosecond, 2*time.Nanosecond
+	if err := c.Validate(); err == nil || err.Error() != "sched: Heartbeat 1ns, at least 1ms" {
+		t.Fatalf("Validate: %v", err)
+	}
+	c.Heartbeat, c.Timeout = MinHeartbeat, 2*MinHeartbeat
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

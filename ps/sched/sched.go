@@ -26,11 +26,15 @@ type Scheduler struct {
 	logf   func(format string, args ...any)
 	cancel context.CancelFunc
 	done   chan struct{}
+	// started is closed once the job runs (Running).
+	started chan struct{}
 
 	mu      sync.Mutex
 	err     error
 	running bool
-	peers   int
+	// startedSet records that started is closed.
+	startedSet bool
+	peers      int
 }
 
 // Start runs a scheduler on ep, whose id must be proto.SchedulerID, until
@@ -45,7 +49,7 @@ func Start(cfg Config, ep transport.Endpoint, logf func(format string, args ...a
 		logf = func(string, ...any) {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Scheduler{core: core, ep: ep, out: mailbox.NewOutbox(ep, cfg.Timeout), logf: logf, cancel: cancel, done: make(chan struct{})}
+	s := &Scheduler{core: core, ep: ep, out: mailbox.NewOutbox(ep, cfg.Timeout), logf: logf, cancel: cancel, done: make(chan struct{}), started: make(chan struct{})}
 	go s.run(ctx, cfg.Heartbeat)
 	return s, nil
 }
@@ -93,6 +97,10 @@ func (s *Scheduler) run(ctx context.Context, period time.Duration) {
 		}
 		s.mu.Lock()
 		s.running = s.core.Running()
+		if s.running && !s.startedSet {
+			s.startedSet = true
+			close(s.started)
+		}
 		s.mu.Unlock()
 		if ended, err := s.core.Ended(); ended {
 			// Deliver the last words (Shutdown or Abort) before leaving.
@@ -116,6 +124,10 @@ func (s *Scheduler) Running() bool {
 	defer s.mu.Unlock()
 	return s.running
 }
+
+// Started returns a channel closed once every node is ready and the job
+// runs; it stays open when the job ends before that.
+func (s *Scheduler) Started() <-chan struct{} { return s.started }
 
 // Done returns a channel closed when the job ended.
 func (s *Scheduler) Done() <-chan struct{} { return s.done }

@@ -11,11 +11,16 @@
 //
 // The dialer sends its node id, the id it expects to reach and the
 // cluster token; the acceptor answers with its id and accepts, or refuses
-// with a reason when the token or the id is wrong. Both sides report a
-// refusal as a *transport.PeerError wrapping transport.ErrRefused: the
-// dialer from Send, the acceptor on Down. The token keeps stray or
-// misconfigured processes out of a cluster; it is not encryption or
-// authentication against an attacker on the network.
+// with a reason when the token or the id is wrong. The dialer reports a
+// refusal from Send, as a *transport.PeerError wrapping
+// transport.ErrRefused. The acceptor does not report it on Down: until the
+// token is checked, the id in a hello is only a claim, and a stranger
+// that claims the id of a running node must not make that node look
+// failed. It passes the refusal, like a connection that is not a colo
+// node at all, to Config.Refused (a log line) and closes the connection;
+// the links of the cluster are untouched. The token keeps stray or
+// misconfigured processes out of a cluster; it is not encryption, and a
+// process that knows it is a member and may claim any id.
 //
 // # Writing and reading
 //
@@ -124,6 +129,14 @@ type Config struct {
 	// link's reader reads the values into the message while the receiver
 	// already works on the first ones (transport.Message.Await).
 	Early func(h *transport.Header, nvals int) bool
+	// Refused, when not nil, is told of every incoming connection that
+	// did not complete the handshake: refused for a wrong token or node
+	// id, not a colo node, or too slow to say who it is. addr is the
+	// remote address, claimed the node id the peer claimed (0 when it
+	// sent no valid hello). Such a connection is closed and never
+	// reported on Down. It is called from the connection's goroutine and
+	// must not block.
+	Refused func(addr string, claimed transport.NodeID, err error)
 }
 
 // DefaultConfig returns a configuration listening on a free loopback port
@@ -688,12 +701,10 @@ func (e *Endpoint) serve(c *conn) {
 	c.SetDeadline(time.Now().Add(e.cfg.HandshakeTimeout))
 	h, err := readHello(c)
 	if err != nil {
-		// Not a colo node, or one too slow to say who it is: there is
-		// no peer id to report.
-		e.fail(c, "handshake", err, false)
+		// Not a colo node, or one too slow to say who it is.
+		e.refuse(c, 0, err)
 		return
 	}
-	c.peer = h.from
 	var reason string
 	switch {
 	case subtle.ConstantTimeCompare([]byte(h.token), []byte(e.cfg.Token)) != 1:
@@ -703,16 +714,28 @@ func (e *Endpoint) serve(c *conn) {
 	}
 	_, err = c.Write(appendReply(nil, reply{accepted: reason == "", id: e.cfg.ID, reason: reason}))
 	if reason != "" {
-		e.fail(c, "handshake", fmt.Errorf("%w: %s", transport.ErrRefused, reason), true)
+		// h.from is only a claim: the node it names is not at fault.
+		e.refuse(c, h.from, fmt.Errorf("%w: %s", transport.ErrRefused, reason))
 		return
 	}
 	if err != nil {
-		e.fail(c, "handshake", err, true)
+		e.refuse(c, h.from, err)
 		return
 	}
+	c.peer = h.from
 	c.SetDeadline(time.Time{})
 	e.up(c.peer)
 	e.read(c)
+}
+
+// refuse ends an incoming connection that did not complete the
+// handshake, claiming to be node claimed, without reporting it on Down,
+// and tells Config.Refused.
+func (e *Endpoint) refuse(c *conn, claimed transport.NodeID, err error) {
+	e.fail(c, "handshake", err, false)
+	if e.cfg.Refused != nil && !e.closing() {
+		e.cfg.Refused(c.addr, claimed, err)
+	}
 }
 
 // idleReader sets a read deadline before every read.

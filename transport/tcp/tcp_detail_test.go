@@ -28,8 +28,38 @@ func waitDown(t *testing.T, ep *Endpoint) *transport.PeerError {
 	}
 }
 
+// refusal is one call of Config.Refused.
+type refusal struct {
+	addr    string
+	claimed transport.NodeID
+	err     error
+}
+
+// recordRefusals sets c.Refused to send each refusal on the returned
+// channel.
+func recordRefusals(c *Config) <-chan refusal {
+	ch := make(chan refusal, 64)
+	c.Refused = func(addr string, claimed transport.NodeID, err error) { ch <- refusal{addr, claimed, err} }
+	return ch
+}
+
+// noDown fails if ep reported a failure.
+func noDown(t *testing.T, ep *Endpoint) {
+	t.Helper()
+	select {
+	case pe := <-ep.Down():
+		t.Fatalf("node %d reported %v", ep.ID(), pe)
+	default:
+	}
+}
+
 func TestWrongTokenRefused(t *testing.T) {
-	eps := newEndpoints(t, 2, nil)
+	var refused <-chan refusal
+	eps := newEndpoints(t, 2, func(c *Config) {
+		if c.ID == 1 {
+			refused = recordRefusals(c)
+		}
+	})
 	bad := newEndpoints(t, 1, func(c *Config) { c.ID, c.Token = 7, "not the token" })[0]
 	bad.SetPeer(1, eps[1].Addr().String())
 	err := bad.Send(context.Background(), 1, &transport.Message{})
@@ -37,16 +67,77 @@ func TestWrongTokenRefused(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Peer != 1 || !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token") {
 		t.Fatalf("dialer: %v, want a refusal by peer 1 for the token", err)
 	}
-	// The acceptor says whom it refused and why.
-	pe = waitDown(t, eps[1])
-	if pe.Peer != 7 || pe.Op != "handshake" || !errors.Is(pe, transport.ErrRefused) || !strings.Contains(pe.Error(), "wrong cluster token") {
-		t.Fatalf("acceptor: %v", pe)
+	// The acceptor says whom it refused and why, as a log line, not as a
+	// failure of node 7.
+	r := <-refused
+	if r.claimed != 7 || !errors.Is(r.err, transport.ErrRefused) || r.err.Error() != "refused: wrong cluster token" || r.addr == "" {
+		t.Fatalf("acceptor: %+v", r)
 	}
-	t.Logf("dialer: %v\nacceptor: %v", err, pe)
+	t.Logf("dialer: %v\nacceptor: %s claiming node %d: %v", err, r.addr, r.claimed, r.err)
 	// The right token still gets in.
 	if err := eps[0].Send(context.Background(), 1, &transport.Message{}); err != nil {
 		t.Fatal(err)
 	}
+	<-eps[1].Recv()
+	noDown(t, eps[1])
+}
+
+// TestSpoofedHandshakes: strangers claim the id of a node whose link is
+// up, with a wrong token, an empty one and one of the right length, or
+// send garbage and an oversized hello. Each is refused and told to
+// Config.Refused; nothing is reported on Down, and the real node's link
+// keeps working.
+func TestSpoofedHandshakes(t *testing.T) {
+	var refused <-chan refusal
+	eps := newEndpoints(t, 2, func(c *Config) {
+		if c.ID == 1 {
+			refused = recordRefusals(c)
+		}
+	})
+	ctx := context.Background()
+	if err := eps[0].Send(ctx, 1, &transport.Message{}); err != nil {
+		t.Fatal(err)
+	}
+	<-eps[1].Recv()
+	sameLength := strings.Repeat("x", len(testToken))
+	oversized := appendHello(nil, hello{from: 0, to: 1})
+	binary.LittleEndian.PutUint16(oversized[12:], MaxTokenLen+1)
+	for _, c := range []struct {
+		name    string
+		hello   []byte
+		claimed transport.NodeID
+		want    string
+	}{
+		{"wrong token", appendHello(nil, hello{from: 0, to: 1, token: "wrong"}), 0, "refused: wrong cluster token"},
+		{"empty token", appendHello(nil, hello{from: 0, to: 1}), 0, "refused: wrong cluster token"},
+		{"token of the right length", appendHello(nil, hello{from: 0, to: 1, token: sameLength}), 0, "refused: wrong cluster token"},
+		{"the receiver's own id", appendHello(nil, hello{from: 1, to: 1, token: sameLength}), 1, "refused: wrong cluster token"},
+		{"garbage", []byte("\x00\x01garbage that is no hello"), 0, "not a colo node: magic 0x0, want 0xc6"},
+		{"oversized token", oversized, 0, "token of 1025 bytes, limit 1024"},
+	} {
+		nc, err := net.Dial("tcp", eps[1].Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Write(c.hello)
+		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		io.Copy(io.Discard, nc) // the acceptor closes the connection
+		nc.Close()
+		r := <-refused
+		if r.claimed != c.claimed || r.err.Error() != c.want {
+			t.Errorf("%s: refused as %d: %v; want claimed %d: %s", c.name, r.claimed, r.err, c.claimed, c.want)
+		}
+		noDown(t, eps[1])
+	}
+	// The real node 0 is still connected and heard.
+	if err := eps[0].Send(ctx, 1, &transport.Message{Header: transport.Header{ID: 42}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-eps[1].Recv(); m.Sender != 0 || m.ID != 42 {
+		t.Fatalf("after the strangers: %+v", m.Header)
+	}
+	noDown(t, eps[1])
+	noDown(t, eps[0])
 }
 
 func TestWrongNodeRefused(t *testing.T) {
