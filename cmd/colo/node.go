@@ -43,6 +43,7 @@ type nodeFlags struct {
 	linkRate, matrix    string
 	train               trainFlags
 	df                  dataFlags
+	cl                  launch.ClusterFlags // --interface, --port, --port-range
 }
 
 func (nf *nodeFlags) register(f *cmdFlags) {
@@ -51,7 +52,8 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.IntVar(&nf.numServers, "num-servers", 0, "number of servers (machines count as one)")
 	f.IntVar(&nf.numWorkers, "num-workers", 0, "number of workers (machines count as one)")
 	f.StringVar(&nf.token, "token", "", "cluster token: nodes without it are refused")
-	f.StringVar(&nf.host, "host", "127.0.0.1", "address this node listens on and advertises")
+	f.StringVar(&nf.host, "host", "", "address this node listens on and advertises (default: its address on the route to --scheduler)")
+	nf.cl.Register(f.FlagSet)
 	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
 	f.StringVar(&nf.metrics, "metrics", "", "serve Prometheus metrics on this address, such as :9100")
 	f.Uint64Var(&nf.keys, "keys", 1<<20, "scheduler: the key space [0, keys) split evenly among servers (0: all of uint64), unless --placement; worker: the smoke job's keys")
@@ -98,7 +100,9 @@ func runNode(e *env, args []string) error {
 			"Every flag can also be set by an environment variable: COLO_ROLE,\n"+
 			"COLO_SCHEDULER, COLO_NUM_SERVERS, COLO_NUM_WORKERS, COLO_TOKEN, COLO_HOST,\n"+
 			"COLO_RANK, COLO_METRICS, … (the flag's name in upper case, '-' as '_');\n"+
-			"a flag on the command line wins.")
+			"a flag on the command line wins. What is still unset comes from ps-lite's\n"+
+			"DMLC_* variables, or under mpirun or srun from the rank (0: the\n"+
+			"scheduler); see docs/deploy.md.")
 	var nf nodeFlags
 	nf.register(f)
 	if _, err := f.parse(args, 0, 0); err != nil {
@@ -107,12 +111,12 @@ func runNode(e *env, args []string) error {
 	if err := launch.FromEnv(f.FlagSet, os.Getenv); err != nil {
 		return usageError("%v", err)
 	}
+	if err := nf.cl.Resolve(f.FlagSet, os.Getenv); err != nil { // DMLC_*, mpirun, srun
+		return usageError("%v", err)
+	}
 	role, err := proto.ParseRole(nf.role)
 	if err != nil {
 		return usageError("--role: %v", err)
-	}
-	if nf.scheduler == "" {
-		return usageError("--scheduler (or COLO_SCHEDULER) is required")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -165,7 +169,12 @@ func runNode(e *env, args []string) error {
 	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank
 	cfg.NumServers, cfg.NumWorkers, cfg.Host, cfg.Rule = nf.numServers, nf.numWorkers, nf.host, rule
 	cfg.JoinTimeout, cfg.Logf = nf.joinTimeout, logf
-	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: rates.Tune(nil)}
+	ports, err := nf.cl.Listen(nf.host, role)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer ports.Close()
+	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: ports.Tune(rates.Tune(nil))}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
