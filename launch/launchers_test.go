@@ -5,11 +5,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // checkSummaries parses the JSON summaries among out's lines (other lines,
@@ -114,4 +122,115 @@ func TestMPIRun(t *testing.T) {
 		t.Errorf("the scheduler did not finish the job:\n%s", out)
 	}
 	checkSummaries(t, out, 2, 2)
+}
+
+// scrape fetches and parses a metrics endpoint; nil while it does not
+// answer.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("the text parser refuses %s: %v\n%s", url, err, body)
+	}
+	return mfs
+}
+
+// sample returns the value of the first sample of a counter or gauge
+// family, or -1.
+func sample(mfs map[string]*dto.MetricFamily, name string) float64 {
+	if mf := mfs[name]; mf != nil && len(mf.GetMetric()) > 0 {
+		m := mf.GetMetric()[0]
+		if m.Counter != nil {
+			return m.Counter.GetValue()
+		}
+		return m.Gauge.GetValue()
+	}
+	return -1
+}
+
+// TestNodeMetrics scrapes a worker's --metrics endpoint while its node
+// waits for the cluster to form, during the job (its link slowed to make
+// the job last), and after the job while it lingers; then reads the same
+// final values from its --metrics-file.
+func TestNodeMetrics(t *testing.T) {
+	needColo(t)
+	ports := freePorts(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := func(role string) []string {
+		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(ports),
+			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=2", "COLO_TOKEN=metrics-test", "COLO_ROUNDS=40", "COLO_KEYS=10000", "COLO_BATCH=1000"}
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(ports+1) + "/metrics"
+	file := filepath.Join(t.TempDir(), "worker.prom")
+	sup := NewSupervisor(coloBin, Loopback{})
+	if _, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}); err != nil {
+		t.Fatal(err)
+	}
+	sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server")})
+	sup.Start(ctx, Spec{Name: "worker 0", Host: 2, Env: env("worker"),
+		Args: []string{"node", "--metrics", "127.0.0.1:" + strconv.Itoa(ports+1), "--linger", "3s", "--metrics-file", file,
+			"--link-bandwidth", "2mbit"}}) // 40 pushes of 12 kB: about 2 s
+	runtime := func(mfs map[string]*dto.MetricFamily) bool {
+		return mfs["go_goroutines"] != nil && mfs["process_resident_memory_bytes"] != nil
+	}
+	families := []string{"colo_link_messages_total", "colo_link_bytes_total", "colo_traffic_bytes_total",
+		"colo_worker_pushes_total", "colo_worker_round", "go_goroutines", "process_resident_memory_bytes"}
+	has := func(mfs map[string]*dto.MetricFamily) bool {
+		for _, f := range families {
+			if mfs[f] == nil {
+				return false
+			}
+		}
+		return true
+	}
+	wait := func(what string, ok func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if mfs := scrape(t, url); mfs != nil && ok(mfs) {
+				return mfs
+			}
+		}
+		t.Fatalf("%s: %s never showed it", what, url)
+		return nil
+	}
+	// The cluster lacks a worker: the node waits to join, and serves the
+	// runtime's metrics, not yet its own.
+	mfs := wait("before the job", runtime)
+	if mfs["colo_worker_pushes_total"] != nil {
+		t.Errorf("worker counters before the node joined")
+	}
+	sup.Start(ctx, Spec{Name: "worker 1", Host: 3, Args: []string{"node"}, Env: env("worker")})
+	// During the job.
+	wait("during the job", func(m map[string]*dto.MetricFamily) bool {
+		r := sample(m, "colo_worker_round")
+		return has(m) && r > 0 && r < 40
+	})
+	// After the job, while it lingers: 40 rounds.
+	mfs = wait("after the job", func(m map[string]*dto.MetricFamily) bool { return has(m) && sample(m, "colo_worker_round") == 40 })
+	if sample(mfs, "colo_worker_pushes_total") < 40 {
+		t.Errorf("%v pushes after 40 rounds", sample(mfs, "colo_worker_pushes_total"))
+	}
+	if err := sup.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	final, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil || !has(final) || sample(final, "colo_worker_round") != 40 {
+		t.Errorf("--metrics-file: %v\n%s", err, text)
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"colo/app/smoke"
 	"colo/launch"
+	"colo/metrics"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -24,20 +25,21 @@ import (
 // nodeFlags are the flags of colo node, each also read from COLO_NAME
 // (upper case, '-' as '_') when not on the command line.
 type nodeFlags struct {
-	role, scheduler, token, host, metrics string
-	numServers, numWorkers, rank          int
-	keys                                  uint64
-	width                                 int
-	consistency                           string
-	tau                                   int
-	updater                               string
-	lr, l1, l2, beta                      float64
-	heartbeat, timeout, joinTimeout       time.Duration
-	job                                   string
-	batch, rounds                         int
-	seed                                  uint64
-	jsonOut                               bool
-	verbose                               bool
+	role, scheduler, token, host    string
+	metrics                         metrics.Flags
+	numServers, numWorkers, rank    int
+	keys                            uint64
+	width                           int
+	consistency                     string
+	tau                             int
+	updater                         string
+	lr, l1, l2, beta                float64
+	heartbeat, timeout, joinTimeout time.Duration
+	job                             string
+	batch, rounds                   int
+	seed                            uint64
+	jsonOut                         bool
+	verbose                         bool
 	// The placement and the training job (trainproc.go).
 	place, data, result string
 	linkRate, matrix    string
@@ -55,7 +57,7 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.StringVar(&nf.host, "host", "", "address this node listens on and advertises (default: its address on the route to --scheduler)")
 	nf.cl.Register(f.FlagSet)
 	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
-	f.StringVar(&nf.metrics, "metrics", "", "serve Prometheus metrics on this address, such as :9100")
+	nf.metrics.Register(f.FlagSet)
 	f.Uint64Var(&nf.keys, "keys", 1<<20, "scheduler: the key space [0, keys) split evenly among servers (0: all of uint64), unless --placement; worker: the smoke job's keys")
 	f.IntVar(&nf.width, "width", 1, "scheduler: values per key (0: per-key lengths); with --job train the application's width (lr: 1 or the number of classes, mf: --mf-rank)")
 	f.StringVar(&nf.consistency, "consistency", "bsp", "scheduler: bsp, async or bounded")
@@ -178,7 +180,10 @@ func runNode(e *env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	nd := launch.Node{Config: cfg, Metrics: nf.metrics}
+	nd := launch.Node{Config: cfg, Metrics: nf.metrics, Registry: metrics.NewRegistry(), Log: e.errOut}
+	if mj != nil {
+		mj.job.Config.Progress = metrics.NewTraining(nd.Registry).Pass
+	}
 	var report *train.MachineReport
 	switch nf.job {
 	case "smoke":
