@@ -106,7 +106,8 @@ type Balancer struct {
 // New returns the balancer of a worker of a job of n machines and a
 // model of keys keys. truth, for Oracle, returns the true link rates in
 // bytes per second (truth()[j][i] from node j to node i, the diagonal
-// ignored) at the time of the call.
+// ignored) at the time of the call; worker 0's are the ones every
+// balancer uses.
 func New(cfg Config, n int, keys uint64, truth func() [][]float64) (*Balancer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -164,11 +165,27 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 		b.prev = make([]worker.LinkTiming, n)
 	}
 	// Row-major N×N bytes, then nanoseconds, of the pulls from server j
-	// to worker i in the window: this worker fills column me.
-	v := make([]float64, 2*n*n)
+	// to worker i in the window: this worker fills column me. For
+	// Oracle, worker 0 adds the true rates of the moment, so that every
+	// worker decides on the same ones.
+	size := 2 * n * n
+	if b.cfg.Scheme == Oracle {
+		size += n * n
+	}
+	v := make([]float64, size)
 	for j, l := range links {
 		v[j*n+me] = float64(l.Bytes - b.prev[j].Bytes)
 		v[n*n+j*n+me] = float64(l.Nanos - b.prev[j].Nanos)
+	}
+	if b.cfg.Scheme == Oracle && me == 0 {
+		rates := b.truth()
+		for j := range n {
+			for i := range n {
+				if i != j && j < len(rates) && i < len(rates[j]) {
+					v[2*n*n+j*n+i] = rates[j][i]
+				}
+			}
+		}
 	}
 	copy(b.prev, links)
 	sum, err := w.AllReduce(ctx, v)
@@ -187,12 +204,11 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 	var shares []float64
 	switch b.cfg.Scheme {
 	case Oracle:
-		rates := b.truth()
 		d.Speeds = make([]float64, n)
 		for j := range n {
 			for i := range n {
 				if i != j {
-					d.Speeds[j] += rates[j][i] / 4
+					d.Speeds[j] += sum[2*n*n+j*n+i] / 4
 				}
 			}
 		}

@@ -25,6 +25,10 @@ type InProcess struct {
 	// Network is the nodes' network, as Config.Network: nil for an
 	// in-memory network, node.TCP{} for TCP on loopback.
 	Network node.Network
+	// Watch, when set, is called with Cluster.Stats once the cluster has
+	// started, and again before it closes with a function that returns
+	// the nodes' final counters (for metrics.Job.Watch).
+	Watch func(stats func() []node.Stats)
 }
 
 // Deploy runs d on a new cluster and closes it.
@@ -60,6 +64,13 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
 	defer c.Close()
+	if in.Watch != nil {
+		in.Watch(c.Stats)
+		defer func() {
+			final := c.Stats()
+			in.Watch(func() []node.Stats { return final })
+		}()
+	}
 	out := &train.Outcome{StartSeconds: time.Since(t0).Seconds()}
 
 	var watched chan error
@@ -67,7 +78,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 		watched = make(chan error, 1)
 		go func() {
 			n := c.Evaluator(0)
-			rep, err := train.Watch(ctx, n, d.App.(train.Scorer), job.EvalEvery, d.StepsPerEpoch())
+			rep, err := train.Watch(ctx, n, d.App.(train.Scorer), job.EvalEvery, d.StepsPerEpoch(), job.Checked)
 			out.Evaluator = rep
 			n.Finish(err)
 			watched <- err

@@ -41,6 +41,13 @@
 // standard error.
 //
 // The processes inherit this process's environment without its COLO_*
-// variables, which colo node would read for every flag not on its command
-// line (FromEnv); Spec.Env adds to it.
+// and DMLC_* variables, which colo node would read for every flag not on
+// its command line (FromEnv, ClusterFlags.Resolve); Spec.Env adds to it.
+//
+// On a real cluster another launcher starts the processes: ps-lite's
+// dmlc-submit and Kubernetes through DMLC_* variables, mpirun and srun
+// through their ranks. ClusterFlags turns what they give a process into
+// colo node's flags, finds the address a node advertises (--host,
+// --interface, or the route to the scheduler) and binds its data ports
+// (--port, --port-range); docs/deploy.md walks through each launcher.
 package launch

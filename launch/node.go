@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"colo/app/smoke"
 	"colo/metrics"
 	"colo/ps/node"
@@ -22,9 +24,18 @@ import (
 type Node struct {
 	// Config is the node's (node.Config): role, scheduler, network.
 	Config node.Config
-	// Metrics, when not empty, is the address at which the node serves
-	// its counters (metrics.WriteNode at /metrics) while it runs.
-	Metrics string
+	// Metrics says where the node serves its metrics while it runs
+	// (metrics.NodeCollector, the Go runtime's and the process's, and
+	// what else Registry holds), how long it keeps serving their final
+	// values after the job, and the file it writes them to.
+	Metrics metrics.Flags
+	// Registry is where the metrics are registered; nil for a new
+	// metrics.NewRegistry. Give one to add collectors, such as a
+	// metrics.Training fed by the job.
+	Registry *prometheus.Registry
+	// Log receives the line that says where the final metrics stay
+	// (--linger); nil discards it.
+	Log io.Writer
 	// Job runs on the node's worker, if it has one, and records what it
 	// did in sum; nil runs nothing (the worker only joins).
 	Job func(ctx context.Context, n *node.Node, sum *NodeSummary) error
@@ -37,18 +48,33 @@ type Node struct {
 // scheduler's verdict naming a failed node).
 func RunNode(ctx context.Context, nd Node) (*NodeSummary, error) {
 	t0 := time.Now()
+	// The metrics are served from the start: the runtime's while the node
+	// joins, the node's counters once it has.
+	endMetrics := func(context.Context) error { return nil }
+	var nc *metrics.NodeCollector
+	if nd.Metrics.Enabled() {
+		reg := nd.Registry
+		if reg == nil {
+			reg = metrics.NewRegistry()
+		}
+		nc = metrics.NewNodesCollector(nil)
+		reg.MustRegister(nc)
+		var err error
+		if endMetrics, err = nd.Metrics.Start(reg, nd.Log); err != nil {
+			return nil, err
+		}
+	}
 	n, err := node.Start(ctx, nd.Config)
 	if err != nil {
+		stopped, stop := context.WithCancel(ctx)
+		stop()
+		endMetrics(stopped) // no linger: there was no job
 		return nil, err
 	}
 	defer n.Close()
 	startedAt := time.Now()
-	if nd.Metrics != "" {
-		_, stop, err := metrics.Serve(nd.Metrics, func(w io.Writer) error { return metrics.WriteNode(w, n.Stats()) })
-		if err != nil {
-			return nil, fmt.Errorf("metrics: %w", err)
-		}
-		defer stop()
+	if nc != nil {
+		nc.Set(func() []node.Stats { return []node.Stats{n.Stats()} })
 	}
 	sum := &NodeSummary{Role: nd.Config.Role.String(), StartSeconds: startedAt.Sub(t0).Seconds(), StartedUnixNano: startedAt.UnixNano()}
 	if n.Worker() != nil {
@@ -61,10 +87,17 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, error) {
 	select {
 	case <-n.Done():
 	case <-ctx.Done():
+		endMetrics(ctx)
 		return sum, errors.New("interrupted")
 	}
 	jobErr := n.Wait()
 	sum.Stats = n.Stats()
+	if nc != nil {
+		nc.Set(func() []node.Stats { return []node.Stats{sum.Stats} })
+	}
+	if err := endMetrics(ctx); err != nil && jobErr == nil {
+		jobErr = err
+	}
 	sum.Machine = sum.Stats.Machine
 	srv, wrk := n.IDs()
 	for _, id := range []transport.NodeID{srv, wrk} {
@@ -100,9 +133,10 @@ type Scheduler struct {
 	// empty Token is refused (ErrNoToken); with it the scheduler says on
 	// Log that the cluster is open.
 	Insecure bool
-	// Metrics, when not empty, is the address at which the scheduler
-	// serves its links' counters.
-	Metrics string
+	// Metrics says where the scheduler serves its links' counters
+	// (metrics.EndpointCollector) and the runtime's, and how long after
+	// the job; see Node.Metrics.
+	Metrics metrics.Flags
 	// Out receives "scheduler listening on ADDR", the line
 	// Supervisor.StartScheduler reads, then "job started: S servers, W
 	// workers" once every node is ready (before it, the supervisor ends
@@ -151,12 +185,13 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	if f, ok := s.Out.(interface{ Sync() error }); ok {
 		f.Sync()
 	}
-	if s.Metrics != "" {
-		_, stop, err := metrics.Serve(s.Metrics, func(w io.Writer) error { return metrics.WriteEndpoint(w, "scheduler", ep.Stats()) })
-		if err != nil {
-			return fmt.Errorf("metrics: %w", err)
+	endMetrics := func(context.Context) error { return nil }
+	if s.Metrics.Enabled() {
+		reg := metrics.NewRegistry()
+		reg.MustRegister(metrics.NewEndpointCollector("scheduler", ep.Stats))
+		if endMetrics, err = s.Metrics.Start(reg, s.Log); err != nil {
+			return err
 		}
-		defer stop()
 	}
 	started := sc.Started()
 wait:
@@ -168,11 +203,16 @@ wait:
 		case <-sc.Done():
 			break wait
 		case <-ctx.Done():
+			endMetrics(ctx)
 			return errors.New("interrupted")
 		}
 	}
-	if err := sc.Wait(); err != nil {
-		return fmt.Errorf("job failed: %w", err)
+	jobErr := sc.Wait()
+	if err := endMetrics(ctx); err != nil && jobErr == nil {
+		return err
+	}
+	if jobErr != nil {
+		return fmt.Errorf("job failed: %w", jobErr)
 	}
 	fmt.Fprintf(s.Out, "job finished: %d servers, %d workers\n", s.Config.NumServers, s.Config.NumWorkers)
 	return nil

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"time"
 
 	"colo/app/smoke"
+	"colo/metrics"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/sched"
@@ -45,6 +48,13 @@ type SmokeConfig struct {
 	Bin string `json:"bin,omitempty"`
 	// Starter places the processes; nil for Loopback.
 	Starter Starter `json:"-"`
+	// Metrics serves the metrics of every process, each sample labelled
+	// process=scheduler, machine_0, …, at one address while the cluster
+	// runs, and their final values after it (see metrics.Flags); each
+	// process serves its own on a loopback port. Log receives the line
+	// that says where the final values stay; nil discards it.
+	Metrics metrics.Flags `json:"-"`
+	Log     io.Writer     `json:"-"`
 }
 
 // DefaultSmokeConfig returns colo launch's defaults: 2 machines, BSP, 20
@@ -157,13 +167,26 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 		"--token", token, "--num-servers", strconv.Itoa(ns), "--num-workers", strconv.Itoa(nw),
 		"--keys", strconv.FormatUint(cfg.Keys, 10),
 	}
+	var cm *clusterMetrics
+	endMetrics := func(context.Context) error { return nil }
+	if cfg.Metrics.Enabled() {
+		var err error
+		if cm, err = newClusterMetrics(); err != nil {
+			return nil, fmt.Errorf("launch: metrics: %w", err)
+		}
+		defer cm.close()
+		if endMetrics, err = cfg.Metrics.Start(cm, cfg.Log); err != nil {
+			return nil, err
+		}
+	}
 	sup := NewSupervisor(cfg.Bin, st)
 	t0 := time.Now()
-	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Args: append([]string{
+	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Args: append(append([]string{
 		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(),
 		"--consistency", cfg.Consistency, "--tau", strconv.Itoa(cfg.Tau),
-		"--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String()}, common...)})
+		"--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String()}, common...), cm.args("scheduler")...)})
 	if err != nil {
+		endMetrics(ctx)
 		return nil, fmt.Errorf("launch: %w", err)
 	}
 	var nodes []*Proc
@@ -172,7 +195,7 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 			Name: role + " " + strconv.Itoa(rank), Host: rank + 1, Stdout: true,
 			Args: append([]string{"node", "--role", role, "--scheduler", addr, "--rank", strconv.Itoa(rank),
 				"--host", st.Addr(rank + 1), "--json",
-				"--batch", strconv.Itoa(cfg.Batch), "--rounds", strconv.Itoa(cfg.Rounds)}, common...),
+				"--batch", strconv.Itoa(cfg.Batch), "--rounds", strconv.Itoa(cfg.Rounds)}, slices.Concat(common, cm.args(role+" "+strconv.Itoa(rank)))...),
 		}))
 	}
 	if cfg.separate() {
@@ -190,6 +213,9 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 	var errs []error
 	if err := sup.Wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("launch: %w", err))
+	}
+	if err := endMetrics(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	sum := &SmokeSummary{Servers: ns, Workers: nw, Consistency: cfg.Consistency, TotalSeconds: time.Since(t0).Seconds()}
 	if !cfg.separate() {

@@ -1,11 +1,17 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // TestSmoke runs colo launch's cluster on loopback, machines and separate
@@ -129,5 +135,53 @@ func TestNodeSummaryJSON(t *testing.T) {
 	}
 	if strings.Contains(string(out), `"train"`) || strings.Contains(string(out), `"smoke"`) {
 		t.Errorf("empty jobs marshalled: %s", out)
+	}
+}
+
+// TestSmokeMetrics runs colo launch's cluster with --metrics-file: the
+// final values of every process, each labelled with its process, parse
+// with the Prometheus text parser and add up to the job.
+func TestSmokeMetrics(t *testing.T) {
+	needColo(t)
+	cfg := DefaultSmokeConfig()
+	cfg.Keys, cfg.Batch, cfg.Rounds, cfg.Bin = 20000, 2000, 5, coloBin
+	cfg.Metrics.Addr = "127.0.0.1:0"
+	cfg.Metrics.File = filepath.Join(t.TempDir(), "launch.prom")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := Smoke(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(cfg.Metrics.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		t.Fatalf("the text parser refuses the file: %v\n%s", err, text)
+	}
+	procs := map[string]bool{}
+	for _, m := range mfs["go_goroutines"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "process" {
+				procs[l.GetValue()] = true
+			}
+		}
+	}
+	for _, p := range []string{"launch", "scheduler", "machine_0", "machine_1"} {
+		if !procs[p] {
+			t.Errorf("no go_goroutines of process %s (have %v)", p, procs)
+		}
+	}
+	var pushed float64
+	for _, m := range mfs["colo_worker_keys_pushed_total"].GetMetric() {
+		pushed += m.GetCounter().GetValue()
+	}
+	if want := float64(2 * cfg.Rounds * cfg.Batch); pushed != want {
+		t.Errorf("workers pushed %v keys, want %v", pushed, want)
+	}
+	if mfs["colo_link_bytes_total"] == nil || mfs["colo_server_pushes_total"] == nil {
+		t.Errorf("link or server families missing:\n%s", text)
 	}
 }

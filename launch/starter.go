@@ -22,7 +22,7 @@ type Spec struct {
 	// Args are the arguments to the binary.
 	Args []string
 	// Env holds extra KEY=VALUE pairs, added to the supervisor's
-	// environment, from which every COLO_* variable is removed.
+	// environment, from which every COLO_* and DMLC_* variable is removed.
 	Env []string
 	// Stdout keeps the process's standard output (its last
 	// Supervisor.StdoutLimit bytes) for Proc.Stdout; otherwise it is
@@ -144,11 +144,12 @@ func CheckNetns() error {
 	return netns.Available()
 }
 
-// childEnv returns env without its COLO_* variables, then extra.
+// childEnv returns env without its COLO_* and DMLC_* variables (which
+// colo node would read for what its flags leave unset), then extra.
 func childEnv(env, extra []string) []string {
 	out := make([]string, 0, len(env)+len(extra))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "COLO_") {
+		if !strings.HasPrefix(kv, "COLO_") && !strings.HasPrefix(kv, "DMLC_") {
 			out = append(out, kv)
 		}
 	}

@@ -1,127 +1,113 @@
-// Package metrics turns colo's counters into Prometheus metrics: it writes
-// the Stats structs of a node (ps/node.Stats) and of a transport endpoint
-// (transport.Stats) in the Prometheus text exposition format, version
-// 0.0.4, and serves them over HTTP at /metrics. The components only count
-// (in plain Stats structs, with no metrics dependency); this package, used
-// by cmd/colo, is the one place that names and describes the metrics.
+// Package metrics turns colo's counters into Prometheus metrics with the
+// Prometheus client library: collectors that read the Stats structs of
+// nodes (ps/node.Stats) and endpoints (transport.Stats) when scraped, a
+// training collector fed after every pass, the Go runtime and process
+// collectors, and an HTTP server that keeps the final values readable
+// after the job (Flags). The components only count, in plain Stats
+// structs with no metrics dependency; this package is the one place that
+// names and describes the metrics. Collecting costs nothing between
+// scrapes: a scrape reads the counters once, O(links).
 //
-// Every metric family is described once, in one table, and written with
-// one HELP and one TYPE line followed by its samples. The families:
+// The families (label values never hold spaces: nodes are named
+// scheduler, server_0, worker_1):
 //
-//	colo_link_messages_total{from,to,scope,dir}  counter  messages per link and direction
-//	colo_link_bytes_total{from,to,scope,dir}     counter  frame bytes per link and direction
-//	colo_traffic_bytes_total{scope,dir}          counter  frame bytes summed by scope (node only)
-//	colo_server_*                                         a server's Stats (node with a server)
-//	colo_worker_*                                         a worker's Stats (node with a worker)
+//	colo_link_messages_total{from,to,scope,dir}       counter    messages per link and direction
+//	colo_link_bytes_total{from,to,scope,dir}          counter    frame bytes per link and direction
+//	colo_traffic_bytes_total{machine,scope,dir}       counter    a machine's frame bytes by scope
+//	colo_server_pushes_total{server}                  counter    pushes applied
+//	colo_server_pulls_total{server}                   counter    pulls answered
+//	colo_server_keys_pushed_total{server}             counter    keys pushed (a range counts its length)
+//	colo_server_keys_pulled_total{server}             counter    keys pulled
+//	colo_server_errors_total{server}                  counter    requests answered with an error
+//	colo_server_rounds{server}                        gauge      rounds every worker has pushed
+//	colo_server_max_lead_rounds{server}               gauge      largest lead of a worker over the slowest
+//	colo_server_keys{server}                          gauge      keys stored
+//	colo_server_staleness_rounds{server}              histogram  staleness of the pushes applied (server.Staleness)
+//	colo_worker_pushes_total{worker}                  counter    pushes started
+//	colo_worker_pulls_total{worker}                   counter    pulls started
+//	colo_worker_keys_pushed_total{worker}             counter    keys pushed
+//	colo_worker_keys_pulled_total{worker}             counter    keys pulled
+//	colo_worker_gated_total{worker}                   counter    calls that waited for the consistency gate
+//	colo_worker_errors_total{worker}                  counter    failed calls
+//	colo_worker_round{worker}                         gauge      the worker's round
+//	colo_train_pass, colo_train_rounds                gauge      passes and rounds done (training)
+//	colo_train_loss, colo_train_accuracy              gauge      the last pass's training loss and accuracy
+//	colo_train_round_seconds                          gauge      mean time of a round in the last pass
+//	colo_train_seconds                                gauge      time from the start of training
+//	colo_validation_accuracy, colo_validation_log_loss gauge     the last validation, where the job validates
+//	go_*, process_*                                              the Go runtime and the process
 //
-// from and to are node names as ps/proto.Name gives them ("worker 0",
-// "server 1", "scheduler"); scope is inner (a peer on the same machine,
+// from and to are nodes; scope is inner (a peer on the same machine,
 // reached through memory) or inter (the network); dir is sent or recv.
-// Writing is O(links) and allocates little; it does no I/O besides w.
 //
-// Example, a node's counters on :9100:
+// Example, a node's metrics on :9100, still served for a minute after
+// the job:
 //
-//	addr, stop, err := metrics.Serve(":9100", func(w io.Writer) error {
-//		return metrics.WriteNode(w, n.Stats())
-//	})
+//	reg := metrics.NewRegistry()
+//	reg.MustRegister(metrics.NewNodeCollector(n.Stats))
+//	end, err := (&metrics.Flags{Addr: ":9100", Linger: time.Minute}).Start(reg, os.Stderr)
 //	if err != nil {
 //		return err
 //	}
-//	defer stop()
-//	// curl http://<addr>/metrics
+//	defer end(ctx)
+//	// curl http://host:9100/metrics
 package metrics
 
 import (
-	"fmt"
-	"io"
+	"math"
+	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"colo/ps/node"
 	"colo/ps/proto"
+	"colo/ps/server"
+	"colo/train"
 	"colo/transport"
 )
 
-// family describes one metric family.
-type family struct {
-	name, typ, help string
+// NewRegistry returns a registry with the Go runtime and process
+// collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
 
-// The metric families, each described once.
+// Label returns the label value of a node id: "scheduler", "server_0",
+// "worker_1".
+func Label(id transport.NodeID) string { return strings.ReplaceAll(proto.Name(id), " ", "_") }
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// The families, each described once.
 var (
-	linkMessages   = family{"colo_link_messages_total", "counter", "Messages per link and direction; scope is inner (same machine, through memory) or inter (the network)."}
-	linkBytes      = family{"colo_link_bytes_total", "counter", "Frame bytes per link and direction."}
-	trafficBytes   = family{"colo_traffic_bytes_total", "counter", "Frame bytes summed by scope and direction."}
-	serverPushes   = family{"colo_server_pushes_total", "counter", "Push requests applied."}
-	serverPulls    = family{"colo_server_pulls_total", "counter", "Pull requests answered."}
-	serverKeysPush = family{"colo_server_keys_pushed_total", "counter", "Keys pushed."}
-	serverKeysPull = family{"colo_server_keys_pulled_total", "counter", "Keys pulled."}
-	serverErrors   = family{"colo_server_errors_total", "counter", "Requests answered with an error."}
-	serverRounds   = family{"colo_server_rounds", "gauge", "Rounds every worker has pushed."}
-	serverMaxLead  = family{"colo_server_max_lead_rounds", "gauge", "Largest lead of a worker over the slowest seen."}
-	serverKeys     = family{"colo_server_keys", "gauge", "Keys stored."}
-	workerPushes   = family{"colo_worker_pushes_total", "counter", "Pushes started."}
-	workerPulls    = family{"colo_worker_pulls_total", "counter", "Pulls started."}
-	workerKeysPush = family{"colo_worker_keys_pushed_total", "counter", "Keys pushed."}
-	workerKeysPull = family{"colo_worker_keys_pulled_total", "counter", "Keys pulled."}
-	workerGated    = family{"colo_worker_gated_total", "counter", "Calls that waited for the consistency gate."}
-	workerErrors   = family{"colo_worker_errors_total", "counter", "Failed calls."}
-	workerRound    = family{"colo_worker_round", "gauge", "The worker's round."}
+	linkLabels     = []string{"from", "to", "scope", "dir"}
+	linkMessages   = desc("colo_link_messages_total", "Messages per link and direction; scope is inner (same machine, through memory) or inter (the network).", linkLabels...)
+	linkBytes      = desc("colo_link_bytes_total", "Frame bytes per link and direction.", linkLabels...)
+	trafficBytes   = desc("colo_traffic_bytes_total", "A machine's frame bytes summed by scope and direction.", "machine", "scope", "dir")
+	serverPushes   = desc("colo_server_pushes_total", "Push requests applied.", "server")
+	serverPulls    = desc("colo_server_pulls_total", "Pull requests answered.", "server")
+	serverKeysPush = desc("colo_server_keys_pushed_total", "Keys pushed (a range counts its length).", "server")
+	serverKeysPull = desc("colo_server_keys_pulled_total", "Keys pulled.", "server")
+	serverErrors   = desc("colo_server_errors_total", "Requests answered with an error.", "server")
+	serverRounds   = desc("colo_server_rounds", "Rounds every worker has pushed.", "server")
+	serverMaxLead  = desc("colo_server_max_lead_rounds", "Largest lead of a worker over the slowest seen.", "server")
+	serverKeys     = desc("colo_server_keys", "Keys stored.", "server")
+	serverStale    = desc("colo_server_staleness_rounds", "Staleness of the pushes applied: rounds of updates the model they were computed on may lack.", "server")
+	workerPushes   = desc("colo_worker_pushes_total", "Pushes started.", "worker")
+	workerPulls    = desc("colo_worker_pulls_total", "Pulls started.", "worker")
+	workerKeysPush = desc("colo_worker_keys_pushed_total", "Keys pushed.", "worker")
+	workerKeysPull = desc("colo_worker_keys_pulled_total", "Keys pulled.", "worker")
+	workerGated    = desc("colo_worker_gated_total", "Calls that waited for the consistency gate.", "worker")
+	workerErrors   = desc("colo_worker_errors_total", "Failed calls.", "worker")
+	workerRound    = desc("colo_worker_round", "The worker's round.", "worker")
 )
-
-// printer writes to w and keeps the first error.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) printf(format string, a ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, a...)
-	}
-}
-
-// header writes the HELP and TYPE lines of f.
-func (p *printer) header(f family) {
-	p.printf("# HELP %s %s\n# TYPE %s %s\n", f.name, f.help, f.name, f.typ)
-}
-
-// link is the labels and counters of one link.
-type link struct {
-	from, to, scope string
-	transport.LinkStats
-}
-
-// links writes the messages and bytes families over ls.
-func (p *printer) links(ls []link) {
-	p.header(linkMessages)
-	for _, l := range ls {
-		lbl := labels(l.from, l.to, l.scope)
-		p.printf("%s{%s,dir=\"sent\"} %d\n", linkMessages.name, lbl, l.MsgsSent)
-		p.printf("%s{%s,dir=\"recv\"} %d\n", linkMessages.name, lbl, l.MsgsRecv)
-	}
-	p.header(linkBytes)
-	for _, l := range ls {
-		lbl := labels(l.from, l.to, l.scope)
-		p.printf("%s{%s,dir=\"sent\"} %d\n", linkBytes.name, lbl, l.BytesSent)
-		p.printf("%s{%s,dir=\"recv\"} %d\n", linkBytes.name, lbl, l.BytesRecv)
-	}
-}
-
-// single writes a family of one unlabelled sample.
-func (p *printer) single(f family, v int64) {
-	p.header(f)
-	p.printf("%s %d\n", f.name, v)
-}
-
-// labels returns the from, to and scope labels of a link.
-func labels(from, to, scope string) string {
-	return `from="` + escape(from) + `",to="` + escape(to) + `",scope="` + escape(scope) + `"`
-}
-
-// escaper escapes a label value as the text format requires.
-var escaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func escape(s string) string { return escaper.Replace(s) }
 
 func scope(inner bool) string {
 	if inner {
@@ -130,57 +116,228 @@ func scope(inner bool) string {
 	return "inter"
 }
 
-// WriteNode writes a node's counters: its links (each endpoint to each
-// peer), the traffic summed by scope, and the counters of its server and
-// worker when it has them. It returns the first error of w.
-func WriteNode(w io.Writer, st node.Stats) error {
-	p := &printer{w: w}
-	ls := make([]link, len(st.Links))
-	for i, l := range st.Links {
-		ls[i] = link{proto.Name(l.From), proto.Name(l.To), scope(l.Inner), l.LinkStats}
+// emit sends the samples of one metric.
+func emit(ch chan<- prometheus.Metric, d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+}
+
+// link sends the message and byte counters of one link.
+func link(ch chan<- prometheus.Metric, from, to, sc string, l transport.LinkStats) {
+	c := prometheus.CounterValue
+	emit(ch, linkMessages, c, float64(l.MsgsSent), from, to, sc, "sent")
+	emit(ch, linkMessages, c, float64(l.MsgsRecv), from, to, sc, "recv")
+	emit(ch, linkBytes, c, float64(l.BytesSent), from, to, sc, "sent")
+	emit(ch, linkBytes, c, float64(l.BytesRecv), from, to, sc, "recv")
+}
+
+// NodeCollector collects the counters of nodes: their links, their
+// machines' traffic, and their servers' and workers' Stats, read from its
+// source at every scrape.
+type NodeCollector struct {
+	mu     sync.Mutex
+	source func() []node.Stats
+}
+
+// NewNodeCollector returns a collector of one node's counters, read from
+// stats (such as (*node.Node).Stats).
+func NewNodeCollector(stats func() node.Stats) *NodeCollector {
+	return NewNodesCollector(func() []node.Stats { return []node.Stats{stats()} })
+}
+
+// NewNodesCollector returns a collector of the counters of several nodes
+// (an in-process cluster's, cluster.Cluster.Stats). stats may be nil:
+// nothing is collected until Set.
+func NewNodesCollector(stats func() []node.Stats) *NodeCollector {
+	return &NodeCollector{source: stats}
+}
+
+// Set makes stats the source of later scrapes.
+func (c *NodeCollector) Set(stats func() []node.Stats) {
+	c.mu.Lock()
+	c.source = stats
+	c.mu.Unlock()
+}
+
+// Freeze reads the source once more and serves that snapshot from then
+// on: the final values, after the nodes have closed.
+func (c *NodeCollector) Freeze() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.source == nil {
+		return
 	}
-	p.links(ls)
-	p.header(trafficBytes)
+	final := c.source()
+	c.source = func() []node.Stats { return final }
+}
+
+// Describe sends nothing: the collector is unchecked, since which
+// families it has depends on the nodes' roles.
+func (c *NodeCollector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends the nodes' counters.
+func (c *NodeCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	src := c.source
+	c.mu.Unlock()
+	if src == nil {
+		return
+	}
+	for _, st := range src() {
+		collectNode(ch, st)
+	}
+}
+
+func collectNode(ch chan<- prometheus.Metric, st node.Stats) {
+	for _, l := range st.Links {
+		link(ch, Label(l.From), Label(l.To), scope(l.Inner), l.LinkStats)
+	}
+	m := strconv.Itoa(st.Machine)
+	cv, gv := prometheus.CounterValue, prometheus.GaugeValue
 	for _, s := range []struct {
 		scope string
 		ls    transport.LinkStats
 	}{{"inner", st.Inner}, {"inter", st.Inter}} {
-		p.printf("%s{scope=\"%s\",dir=\"sent\"} %d\n", trafficBytes.name, s.scope, s.ls.BytesSent)
-		p.printf("%s{scope=\"%s\",dir=\"recv\"} %d\n", trafficBytes.name, s.scope, s.ls.BytesRecv)
+		emit(ch, trafficBytes, cv, float64(s.ls.BytesSent), m, s.scope, "sent")
+		emit(ch, trafficBytes, cv, float64(s.ls.BytesRecv), m, s.scope, "recv")
 	}
-	if s := st.Server; s != nil {
-		p.single(serverPushes, int64(s.Pushes))
-		p.single(serverPulls, int64(s.Pulls))
-		p.single(serverKeysPush, int64(s.KeysPushed))
-		p.single(serverKeysPull, int64(s.KeysPulled))
-		p.single(serverErrors, int64(s.Errors))
-		p.single(serverRounds, s.Rounds)
-		p.single(serverMaxLead, s.MaxLead)
-		p.single(serverKeys, int64(s.Keys))
+	var srv, wrk string
+	for _, l := range st.Links {
+		switch role, _ := proto.Identify(l.From); role {
+		case proto.RoleServer:
+			srv = Label(l.From)
+		case proto.RoleWorker:
+			wrk = Label(l.From)
+		}
 	}
-	if s := st.Worker; s != nil {
-		p.single(workerPushes, int64(s.Pushes))
-		p.single(workerPulls, int64(s.Pulls))
-		p.single(workerKeysPush, int64(s.KeysPushed))
-		p.single(workerKeysPull, int64(s.KeysPulled))
-		p.single(workerGated, int64(s.Gated))
-		p.single(workerErrors, int64(s.Errors))
-		p.single(workerRound, s.Rounds)
+	// A server's and a worker's counters are labelled by their ids, which
+	// the links name: they appear with the first link (to the scheduler),
+	// before which they are all 0.
+	if s := st.Server; s != nil && srv != "" {
+		emit(ch, serverPushes, cv, float64(s.Pushes), srv)
+		emit(ch, serverPulls, cv, float64(s.Pulls), srv)
+		emit(ch, serverKeysPush, cv, float64(s.KeysPushed), srv)
+		emit(ch, serverKeysPull, cv, float64(s.KeysPulled), srv)
+		emit(ch, serverErrors, cv, float64(s.Errors), srv)
+		emit(ch, serverRounds, gv, float64(s.Rounds), srv)
+		emit(ch, serverMaxLead, gv, float64(s.MaxLead), srv)
+		emit(ch, serverKeys, gv, float64(s.Keys), srv)
+		ch <- staleness(s.Staleness, srv)
 	}
-	return p.err
+	if s := st.Worker; s != nil && wrk != "" {
+		emit(ch, workerPushes, cv, float64(s.Pushes), wrk)
+		emit(ch, workerPulls, cv, float64(s.Pulls), wrk)
+		emit(ch, workerKeysPush, cv, float64(s.KeysPushed), wrk)
+		emit(ch, workerKeysPull, cv, float64(s.KeysPulled), wrk)
+		emit(ch, workerGated, cv, float64(s.Gated), wrk)
+		emit(ch, workerErrors, cv, float64(s.Errors), wrk)
+		emit(ch, workerRound, gv, float64(s.Rounds), wrk)
+	}
 }
 
-// WriteEndpoint writes the per-peer counters of one endpoint named from
-// (such as "scheduler"), peers in increasing id order. Every link is
-// scope inter: an endpoint alone does not know which peers share its
-// machine. It returns the first error of w.
-func WriteEndpoint(w io.Writer, from string, st transport.Stats) error {
-	p := &printer{w: w}
-	peers := st.Peers()
-	ls := make([]link, len(peers))
-	for i, peer := range peers {
-		ls[i] = link{from, proto.Name(peer), "inter", st.Links[peer]}
+// staleness is a server's staleness histogram: bucket le=s counts the
+// pushes of staleness at most s; the last of server.Staleness's buckets
+// (that many rounds or more) is only in +Inf.
+func staleness(s server.Staleness, srv string) prometheus.Metric {
+	buckets := make(map[float64]uint64, server.StalenessBuckets-1)
+	var cum uint64
+	for i := range server.StalenessBuckets - 1 {
+		cum += s.Hist[i]
+		buckets[float64(i)] = cum
 	}
-	p.links(ls)
-	return p.err
+	return prometheus.MustNewConstHistogram(serverStale, s.Pushes, float64(s.Sum), buckets, srv)
+}
+
+// EndpointCollector collects the per-peer counters of one endpoint, such
+// as the scheduler's. Every link is scope inter: an endpoint alone does
+// not know which peers share its machine.
+type EndpointCollector struct {
+	from  string
+	stats func() transport.Stats
+}
+
+// NewEndpointCollector returns a collector of the links of the endpoint
+// named from ("scheduler"), read from stats at every scrape.
+func NewEndpointCollector(from string, stats func() transport.Stats) *EndpointCollector {
+	return &EndpointCollector{from: strings.ReplaceAll(from, " ", "_"), stats: stats}
+}
+
+// Describe sends the link families.
+func (c *EndpointCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- linkMessages
+	ch <- linkBytes
+}
+
+// Collect sends the links' counters, peers in increasing id order.
+func (c *EndpointCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	for _, peer := range st.Peers() {
+		link(ch, c.from, Label(peer), "inter", st.Links[peer])
+	}
+}
+
+// Training is what training has reached, pass after pass: gauges that
+// Pass updates (a train.Progress) and a scrape reads.
+type Training struct {
+	pass, rounds, loss, accuracy, round, seconds prometheus.Gauge
+	valAccuracy, valLogLoss                      prometheus.Gauge
+	reg                                          prometheus.Registerer
+	mu                                           sync.Mutex
+	last                                         train.Pass
+	validated                                    bool
+}
+
+// NewTraining registers the training gauges on reg. The validation
+// gauges appear with the first pass that has a validation.
+func NewTraining(reg prometheus.Registerer) *Training {
+	g := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	t := &Training{
+		pass:        g("colo_train_pass", "Passes over the data done."),
+		rounds:      g("colo_train_rounds", "Rounds (pull, compute, push) done."),
+		loss:        g("colo_train_loss", "Mean training loss of the last pass (log loss, or squared error for matrix factorisation)."),
+		accuracy:    g("colo_train_accuracy", "Fraction of the last pass's samples predicted right (classifiers)."),
+		round:       g("colo_train_round_seconds", "Mean time of a round in the last pass."),
+		seconds:     g("colo_train_seconds", "Time from the start of training to the end of the last pass."),
+		valAccuracy: g("colo_validation_accuracy", "Accuracy on the validation set of the evaluator's last score."),
+		valLogLoss:  g("colo_validation_log_loss", "Log loss on the validation set of the evaluator's last score."),
+		reg:         reg,
+	}
+	reg.MustRegister(t.pass, t.rounds, t.loss, t.accuracy, t.round, t.seconds)
+	return t
+}
+
+// Pass records a pass: machine 0's train.Progress.
+func (t *Training) Pass(p train.Pass) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pass.Set(float64(p.Pass))
+	t.rounds.Set(float64(p.Rounds))
+	t.loss.Set(p.TrainLoss)
+	t.accuracy.Set(p.TrainAccuracy)
+	t.seconds.Set(p.Seconds)
+	if dr := p.Rounds - t.last.Rounds; dr > 0 {
+		t.round.Set((p.Seconds - t.last.Seconds) / float64(dr))
+	}
+	t.last = p
+}
+
+// Check records a score of the evaluator: the validation gauges, which
+// appear with the first.
+func (t *Training) Check(c train.Check) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.validated {
+		t.validated = true
+		t.reg.MustRegister(t.valAccuracy, t.valLogLoss)
+	}
+	t.valAccuracy.Set(nanOr(c.Validation.Accuracy))
+	t.valLogLoss.Set(nanOr(c.Validation.LogLoss))
+}
+
+func nanOr(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }

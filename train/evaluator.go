@@ -139,7 +139,9 @@ const ProbeInterval = 20 * time.Millisecond
 // the consistency clock, so the workers never wait for it. The end of
 // the job before the final score (another node failed) ends it with the
 // job's error.
-func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch int64) (*EvaluatorReport, error) {
+//
+// checked, when not nil, is called after every score.
+func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch int64, checked func(Check)) (*EvaluatorReport, error) {
 	w := n.Worker()
 	if w == nil {
 		return nil, errors.New("train: the evaluator's node has no client")
@@ -147,7 +149,7 @@ func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch i
 	if stepsPerEpoch < 1 {
 		return nil, fmt.Errorf("train: %d steps per epoch", stepsPerEpoch)
 	}
-	ev := &evaluator{w: w, s: s, start: time.Now(), perEpoch: stepsPerEpoch,
+	ev := &evaluator{w: w, s: s, start: time.Now(), perEpoch: stepsPerEpoch, checked: checked,
 		rep:  &EvaluatorReport{Every: e.String()},
 		vals: make([]float32, s.NumKeys()*s.Width()), one: make([]float32, s.Width())}
 	period := e.Steps
@@ -210,6 +212,7 @@ type evaluator struct {
 	rep      *EvaluatorReport
 	vals     []float32
 	one      []float32 // a probe's value
+	checked  func(Check)
 }
 
 // ended returns the job's error when the job ended under a call that
@@ -250,7 +253,11 @@ func (ev *evaluator) score(final bool) error {
 	t := time.Now()
 	score := ev.s.ScoreModel(ev.vals)
 	ev.rep.ScoreSeconds += time.Since(t).Seconds()
-	ev.rep.Checks = append(ev.rep.Checks, Check{Step: steps, Epoch: float64(steps) / float64(ev.perEpoch),
-		Seconds: t.Sub(ev.start).Seconds(), Final: final, Validation: score})
+	c := Check{Step: steps, Epoch: float64(steps) / float64(ev.perEpoch),
+		Seconds: t.Sub(ev.start).Seconds(), Final: final, Validation: score}
+	ev.rep.Checks = append(ev.rep.Checks, c)
+	if ev.checked != nil {
+		ev.checked(c)
+	}
 	return nil
 }

@@ -90,7 +90,7 @@ func RunEvaluator(ctx context.Context, n *node.Node, job Job, app App, p *placem
 	case d.Evaluators() == 0:
 		return nil, errors.New("train: the job has no evaluator: config.eval_every is 0")
 	}
-	rep, err := Watch(ctx, n, s, job.Config.EvalEvery, d.StepsPerEpoch())
+	rep, err := Watch(ctx, n, s, job.Config.EvalEvery, d.StepsPerEpoch(), job.Config.Checked)
 	if err != nil {
 		return nil, fmt.Errorf("train: evaluator: %w", err)
 	}

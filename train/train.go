@@ -146,6 +146,8 @@ type Config struct {
 	Balance *balance.Config `json:"balance,omitempty"`
 	// Progress, when set, is called on machine 0 after every pass.
 	Progress Progress `json:"-"`
+	// Checked, when set, is called by the evaluator after every score.
+	Checked func(Check) `json:"-"`
 	// Logf, when set, receives the cluster's log lines.
 	Logf func(format string, args ...any) `json:"-"`
 }

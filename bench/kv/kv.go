@@ -139,6 +139,9 @@ type Config struct {
 	// SparseKeys is the number of random keys of a sparse request, drawn
 	// from [0, 2^24); DenseVals the number of values of a dense request.
 	SparseKeys, DenseVals int
+	// Watch, when set, is called with each cluster's Cluster.Stats once
+	// it has started (colo bench kv --metrics serves them).
+	Watch func(stats func() []node.Stats)
 }
 
 // DefaultConfig returns the configuration of `colo bench kv`: 1 × 1 and
@@ -201,7 +204,7 @@ func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	for _, shape := range cfg.Shapes {
 		for _, kind := range kvKinds {
 			n := kind.keys(len(keys), len(dense))
-			rec, err := benchOne(ctx, shape, kind.space(len(dense)), cfg.Duration, n, len(vals), calls[kind])
+			rec, err := benchOne(ctx, shape, kind.space(len(dense)), cfg.Duration, n, len(vals), calls[kind], cfg.Watch)
 			if err != nil {
 				return out, fmt.Errorf("%d × %d %s %s: %w", shape[0], shape[1], kind.mode, kind.op, err)
 			}
@@ -254,12 +257,15 @@ func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) cluster.Con
 // and key space, keys framed raw (8 bytes each, as plainSizes counts
 // them).
 func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration, n int, dstLen int,
-	call func(*worker.Worker, []float32) *worker.Future) (Record, error) {
+	call func(*worker.Worker, []float32) *worker.Future, watch func(func() []node.Stats)) (Record, error) {
 	c, err := cluster.Start(ctx, benchConfig(shape[0], shape[1], numKeys, true))
 	if err != nil {
 		return Record{}, err
 	}
 	defer c.Close()
+	if watch != nil {
+		watch(c.Stats)
+	}
 	lat := make([][]time.Duration, c.NumWorkers())
 	errs := make([]error, c.NumWorkers())
 	var wg sync.WaitGroup

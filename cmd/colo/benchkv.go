@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"colo/bench/kv"
+	"colo/metrics"
 )
 
 func runBenchKV(e *env, args []string) error {
@@ -28,9 +29,17 @@ func runBenchKV(e *env, args []string) error {
 	f.IntVar(&cfg.SparseKeys, "sparse-keys", cfg.SparseKeys, "keys of a sparse request")
 	f.IntVar(&cfg.DenseVals, "dense-values", cfg.DenseVals, "float32 values of a dense request")
 	asJSON := f.Bool("json", false, "print the records as JSON")
+	var mf metrics.Flags
+	mf.Register(f.FlagSet)
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
+	mon, err := metrics.StartJob(mf, e.errOut)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer mon.End(context.Background())
+	cfg.Watch = mon.Watch
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}

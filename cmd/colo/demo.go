@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"colo/cluster"
 	"colo/datasets"
 	"colo/graph"
+	"colo/metrics"
 	"colo/train"
 )
 
@@ -27,6 +30,8 @@ func runDemo(e *env, args []string) error {
 	compare := f.String("compare", "random,"+defaultAlgo(), "placements to compare")
 	jsonOut := f.String("json", "", "write the runs as JSON to this file")
 	svgOut := f.String("svg", "", "write the training loss against time to this SVG file")
+	var mf metrics.Flags
+	mf.Register(f.FlagSet)
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -64,8 +69,12 @@ func runDemo(e *env, args []string) error {
 	if len(specs) == 0 {
 		return usageError("--compare %q names no placement", *compare)
 	}
-	runs, err := trainRuns(e, job, opened, specs, cluster.InProcess{})
+	mon, err := metrics.StartJob(mf, e.errOut)
 	if err != nil {
+		return usageError("%v", err)
+	}
+	runs, err := trainRuns(e, job, opened, specs, cluster.InProcess{Watch: mon.Watch}, mon)
+	if err := errors.Join(err, mon.End(context.Background())); err != nil {
 		return err
 	}
 	return reportRuns(e, runs, *jsonOut, *svgOut)

@@ -35,6 +35,8 @@ func runLaunch(e *env, args []string) error {
 	f.DurationVar(&deadline, "deadline", 2*time.Minute, "kill the cluster after this long")
 	f.BoolVar(&jsonOut, "json", false, "print the summary as JSON")
 	f.StringVar(&cfg.Bin, "bin", "", "the colo binary to run (default: this one)")
+	cfg.Metrics.Register(f.FlagSet) // every process's, labelled process=NAME
+	cfg.Log = e.errOut
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}

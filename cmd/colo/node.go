@@ -14,6 +14,7 @@ import (
 
 	"colo/app/smoke"
 	"colo/launch"
+	"colo/metrics"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -25,7 +26,8 @@ import (
 // nodeFlags are the flags of colo node, each also read from COLO_NAME
 // (upper case, '-' as '_') when not on the command line.
 type nodeFlags struct {
-	role, scheduler, token, host, metrics  string
+	role, scheduler, token, host           string
+	metrics                                metrics.Flags
 	numServers, numWorkers, numEvals, rank int
 	keys                                   uint64
 	width                                  int
@@ -45,6 +47,7 @@ type nodeFlags struct {
 	linkRate, matrix    string
 	train               trainFlags
 	df                  dataFlags
+	cl                  launch.ClusterFlags // --interface, --port, --port-range
 }
 
 func (nf *nodeFlags) register(f *cmdFlags) {
@@ -55,9 +58,10 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.IntVar(&nf.numEvals, "num-evaluators", 0, "scheduler: number of evaluators")
 	f.StringVar(&nf.token, "token", "", "cluster token: nodes without it are refused (a scheduler without one refuses to start unless --insecure)")
 	f.BoolVar(&nf.insecure, "insecure", false, "scheduler: run without --token, an open cluster that any process reaching its port can join or end")
-	f.StringVar(&nf.host, "host", "127.0.0.1", "address this node listens on and advertises")
+	f.StringVar(&nf.host, "host", "", "address this node listens on and advertises (default: its address on the route to --scheduler)")
+	nf.cl.Register(f.FlagSet)
 	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
-	f.StringVar(&nf.metrics, "metrics", "", "serve Prometheus metrics on this address, such as :9100")
+	nf.metrics.Register(f.FlagSet)
 	f.Uint64Var(&nf.keys, "keys", 1<<20, "scheduler: the key space [0, keys) split evenly among servers (0: all of uint64), unless --placement; worker: the smoke job's keys")
 	f.IntVar(&nf.width, "width", 1, "scheduler: values per key (0: per-key lengths); with --job train the application's width (lr: 1 or the number of classes, mf: --mf-rank)")
 	f.StringVar(&nf.consistency, "consistency", "bsp", "scheduler: bsp, async or bounded")
@@ -102,7 +106,9 @@ func runNode(e *env, args []string) error {
 			"Every flag can also be set by an environment variable: COLO_ROLE,\n"+
 			"COLO_SCHEDULER, COLO_NUM_SERVERS, COLO_NUM_WORKERS, COLO_TOKEN, COLO_HOST,\n"+
 			"COLO_RANK, COLO_METRICS, … (the flag's name in upper case, '-' as '_');\n"+
-			"a flag on the command line wins.")
+			"a flag on the command line wins. What is still unset comes from ps-lite's\n"+
+			"DMLC_* variables, or under mpirun or srun from the rank (0: the\n"+
+			"scheduler); see docs/deploy.md.")
 	var nf nodeFlags
 	nf.register(f)
 	if _, err := f.parse(args, 0, 0); err != nil {
@@ -111,12 +117,12 @@ func runNode(e *env, args []string) error {
 	if err := launch.FromEnv(f.FlagSet, os.Getenv); err != nil {
 		return usageError("%v", err)
 	}
+	if err := nf.cl.Resolve(f.FlagSet, os.Getenv); err != nil { // DMLC_*, mpirun, srun
+		return usageError("%v", err)
+	}
 	role, err := proto.ParseRole(nf.role)
 	if err != nil {
 		return usageError("--role: %v", err)
-	}
-	if nf.scheduler == "" {
-		return usageError("--scheduler (or COLO_SCHEDULER) is required")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -178,11 +184,20 @@ func runNode(e *env, args []string) error {
 	// Refused connections are logged whether or not -v: a stranger at
 	// the door is worth a line.
 	refused := func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
-	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: rates.Tune(nil), Logf: refused}
+	ports, err := nf.cl.Listen(nf.host, role)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer ports.Close()
+	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: ports.Tune(rates.Tune(nil)), Logf: refused}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	nd := launch.Node{Config: cfg, Metrics: nf.metrics}
+	nd := launch.Node{Config: cfg, Metrics: nf.metrics, Registry: metrics.NewRegistry(), Log: e.errOut}
+	if mj != nil {
+		tr := metrics.NewTraining(nd.Registry)
+		mj.job.Config.Progress, mj.job.Config.Checked = tr.Pass, tr.Check
+	}
 	var report *train.MachineReport
 	switch nf.job {
 	case "smoke":

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"colo/app/mf"
 	"colo/app/sparse"
 	"colo/balance"
+	"colo/metrics"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
@@ -257,10 +259,14 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d := dep.deployer(opened.Data.Graph)
-	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
-	runs, err := trainRuns(e, job, opened, specs, d)
+	mon, err := metrics.StartJob(dep.metrics, e.errOut)
 	if err != nil {
+		return usageError("%v", err)
+	}
+	d := dep.deployer(opened.Data.Graph, mon)
+	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
+	runs, err := trainRuns(e, job, opened, specs, d, mon)
+	if err := errors.Join(err, mon.End(context.Background())); err != nil {
 		return err
 	}
 	return reportRuns(e, runs, t.jsonOut, t.svgOut)
@@ -298,7 +304,7 @@ func linkWords(cfg train.Config) string {
 }
 
 // trainRuns trains the opened job once per placement on d.
-func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer) ([]*train.Result, error) {
+func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer, mon *metrics.Job) ([]*train.Result, error) {
 	var runs []*train.Result
 	for _, spec := range specs {
 		job.Placement = spec
@@ -314,7 +320,8 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 		}
 		bar := newProgressBar(e, "train "+spec)
 		j := job
-		j.Config.Progress = func(p train.Pass) { bar.update(int64(p.Pass), int64(job.Config.MaxPasses)) }
+		j.Config.Progress = func(p train.Pass) { bar.update(int64(p.Pass), int64(job.Config.MaxPasses)); mon.Pass(p) }
+		j.Config.Checked = mon.Check
 		res, err := train.Run(context.Background(), j, opened.App, p, d)
 		bar.finish()
 		if err != nil {

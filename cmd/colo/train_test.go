@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -91,5 +94,41 @@ func TestTrainBadFlags(t *testing.T) {
 		if code == 0 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, %q; want an error with %q", tc.args, code, errOut, tc.want)
 		}
+	}
+}
+
+// TestTrainMetricsFile trains two passes with --metrics and
+// --metrics-file: the file holds the training gauges and every node's
+// counters, in the Prometheus text format.
+func TestTrainMetricsFile(t *testing.T) {
+	data := news20(t)
+	file := filepath.Join(t.TempDir(), "train.prom")
+	code, _, errOut := colo(t, "train", data, "--machines", "2", "--max-passes", "2", "--placement", "random",
+		"--metrics", "127.0.0.1:0", "--metrics-file", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatalf("the text parser refuses the file: %v", err)
+	}
+	if p := mfs["colo_train_pass"]; p == nil || p.GetMetric()[0].GetGauge().GetValue() != 2 {
+		t.Errorf("colo_train_pass: %v", p)
+	}
+	if l := mfs["colo_train_loss"]; l == nil || !(l.GetMetric()[0].GetGauge().GetValue() > 0) {
+		t.Errorf("colo_train_loss: %v", l)
+	}
+	for _, name := range []string{"colo_link_bytes_total", "colo_server_pulls_total", "colo_worker_round", "colo_train_round_seconds", "go_goroutines"} {
+		if mfs[name] == nil {
+			t.Errorf("no family %s", name)
+		}
+	}
+	if n := len(mfs["colo_worker_round"].GetMetric()); n != 2 {
+		t.Errorf("%d workers' rounds, want 2", n)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"colo/cluster"
 	"colo/graph"
 	"colo/launch"
+	"colo/metrics"
 	"colo/placement"
 	"colo/ps/route"
 	"colo/ps/sched"
@@ -143,12 +144,14 @@ func (nf *nodeFlags) placeScheduler(cfg *sched.Config) error {
 type deployment struct {
 	processes, netns bool
 	deadline         time.Duration
+	metrics          metrics.Flags
 }
 
 func (d *deployment) register(f *cmdFlags) {
 	f.BoolVar(&d.processes, "processes", false, "run the scheduler and the K machines as processes of this binary on loopback; --link-bandwidth and --bandwidth-matrix then limit each TCP link to another machine separately")
 	f.BoolVar(&d.netns, "netns", false, "run the scheduler and each machine as a process in its own network namespace, joined by veth links that tc shapes at --link-bandwidth (required); needs root and iproute2")
 	f.DurationVar(&d.deadline, "deadline", 0, "--processes, --netns: stop the cluster after this long (0: no limit; failed or silent nodes end the job anyway)")
+	d.metrics.Register(f.FlagSet)
 }
 
 // check validates the flags of d with the training configuration, before
@@ -170,9 +173,9 @@ func (d *deployment) check(cfg train.Config) error {
 }
 
 // deployer returns the deployer of d for jobs on the training graph g.
-func (d *deployment) deployer(g *graph.Graph) train.Deployer {
+func (d *deployment) deployer(g *graph.Graph, mon *metrics.Job) train.Deployer {
 	if !d.processes && !d.netns {
-		return cluster.InProcess{}
+		return cluster.InProcess{Watch: mon.Watch}
 	}
 	return &launch.Processes{Graph: g, Netns: d.netns, Deadline: d.deadline}
 }

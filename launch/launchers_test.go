@@ -1,0 +1,236 @@
+package launch
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// checkSummaries parses the JSON summaries among out's lines (other lines,
+// such as the scheduler's, are skipped) and checks that the job had
+// servers and workers and that a worker found every value to be the exact
+// sum of the pushes.
+func checkSummaries(t *testing.T, out []byte, servers, workers int) {
+	t.Helper()
+	var ns, nw int
+	checked := false
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if i := bytes.IndexByte(line, '{'); i >= 0 {
+			line = line[i:]
+		} else {
+			continue
+		}
+		var s NodeSummary
+		if err := json.Unmarshal(line, &s); err != nil {
+			t.Errorf("bad summary line %q: %v", line, err)
+			continue
+		}
+		switch s.Role {
+		case "server":
+			ns++
+		case "worker":
+			nw++
+			if s.Smoke == nil || s.Smoke.KeysPushed == 0 {
+				t.Errorf("worker %v pushed nothing: %+v", s.Nodes, s.Smoke)
+			}
+			checked = checked || s.Smoke != nil && s.Smoke.Checked
+		}
+		if s.Error != "" {
+			t.Errorf("%v: %s", s.Nodes, s.Error)
+		}
+	}
+	if ns != servers || nw != workers || !checked {
+		t.Errorf("%d server and %d worker summaries (want %d and %d), sums checked %v:\n%s", ns, nw, servers, workers, checked, out)
+	}
+}
+
+// TestDMLCEnvironment runs the default smoke job on a scheduler, a server
+// and a worker that are each a plain `colo node` with no flags: what
+// they are and where the scheduler is come only from ps-lite's DMLC_*
+// variables, the token from COLO_TOKEN.
+func TestDMLCEnvironment(t *testing.T) {
+	needColo(t)
+	port := freePorts(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := func(role string) []string {
+		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(port),
+			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=1", "COLO_TOKEN=dmlc-test", "COLO_JSON=true"}
+	}
+	sup := NewSupervisor(coloBin, Loopback{})
+	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "127.0.0.1:" + strconv.Itoa(port); addr != want {
+		t.Errorf("the scheduler listens on %s, want %s", addr, want)
+	}
+	server := sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server"), Stdout: true})
+	worker := sup.Start(ctx, Spec{Name: "worker", Host: 2, Args: []string{"node"}, Env: env("worker"), Stdout: true})
+	if err := sup.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkSummaries(t, append(server.Stdout(), worker.Stdout()...), 1, 1)
+}
+
+// TestMPIRun runs a scheduler, two servers and two workers under Open
+// MPI's mpirun on loopback: one command line for every rank, each rank's
+// role and rank from OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE, the
+// rest from COLO_* variables that mpirun passes on (-x).
+func TestMPIRun(t *testing.T) {
+	needColo(t)
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun is not on PATH: apt-get install openmpi-bin (.ci/run installs it) to run colo under Open MPI")
+	}
+	if out, err := exec.Command(mpirun, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "Open MPI") {
+		t.Skipf("mpirun is not Open MPI's (%v): %s", err, out)
+	}
+	port := freePorts(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "5",
+		"-x", "COLO_TOKEN=mpi-test", "-x", "COLO_SCHEDULER=127.0.0.1:"+strconv.Itoa(port),
+		"-x", "COLO_NUM_SERVERS=2", "-x", "COLO_NUM_WORKERS=2", "-x", "COLO_JSON=true",
+		"-x", "COLO_ROUNDS=5", "-x", "COLO_KEYS=20000", "-x", "COLO_BATCH=2000",
+		coloBin, "node")
+	cmd.Env = childEnv(cmd.Environ(), nil)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.Bytes())
+	}
+	if !bytes.Contains(out, []byte("job finished: 2 servers, 2 workers")) {
+		t.Errorf("the scheduler did not finish the job:\n%s", out)
+	}
+	checkSummaries(t, out, 2, 2)
+}
+
+// scrape fetches and parses a metrics endpoint; nil while it does not
+// answer.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("the text parser refuses %s: %v\n%s", url, err, body)
+	}
+	return mfs
+}
+
+// sample returns the value of the first sample of a counter or gauge
+// family, or -1.
+func sample(mfs map[string]*dto.MetricFamily, name string) float64 {
+	if mf := mfs[name]; mf != nil && len(mf.GetMetric()) > 0 {
+		m := mf.GetMetric()[0]
+		if m.Counter != nil {
+			return m.Counter.GetValue()
+		}
+		return m.Gauge.GetValue()
+	}
+	return -1
+}
+
+// TestNodeMetrics scrapes a worker's --metrics endpoint while its node
+// waits for the cluster to form, during the job (its link slowed to make
+// the job last), and after the job while it lingers; then reads the same
+// final values from its --metrics-file.
+func TestNodeMetrics(t *testing.T) {
+	needColo(t)
+	ports := freePorts(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := func(role string) []string {
+		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(ports),
+			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=2", "COLO_TOKEN=metrics-test", "COLO_ROUNDS=40", "COLO_KEYS=10000", "COLO_BATCH=1000"}
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(ports+1) + "/metrics"
+	file := filepath.Join(t.TempDir(), "worker.prom")
+	sup := NewSupervisor(coloBin, Loopback{})
+	if _, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}); err != nil {
+		t.Fatal(err)
+	}
+	sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server")})
+	sup.Start(ctx, Spec{Name: "worker 0", Host: 2, Env: env("worker"),
+		Args: []string{"node", "--metrics", "127.0.0.1:" + strconv.Itoa(ports+1), "--linger", "3s", "--metrics-file", file,
+			"--link-bandwidth", "2mbit"}}) // 40 pushes of 12 kB: about 2 s
+	runtime := func(mfs map[string]*dto.MetricFamily) bool {
+		return mfs["go_goroutines"] != nil && mfs["process_resident_memory_bytes"] != nil
+	}
+	families := []string{"colo_link_messages_total", "colo_link_bytes_total", "colo_traffic_bytes_total",
+		"colo_worker_pushes_total", "colo_worker_round", "go_goroutines", "process_resident_memory_bytes"}
+	has := func(mfs map[string]*dto.MetricFamily) bool {
+		for _, f := range families {
+			if mfs[f] == nil {
+				return false
+			}
+		}
+		return true
+	}
+	wait := func(what string, ok func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if mfs := scrape(t, url); mfs != nil && ok(mfs) {
+				return mfs
+			}
+		}
+		t.Fatalf("%s: %s never showed it", what, url)
+		return nil
+	}
+	// The cluster lacks a worker: the node waits to join, and serves the
+	// runtime's metrics, not yet its own.
+	mfs := wait("before the job", runtime)
+	if mfs["colo_worker_pushes_total"] != nil {
+		t.Errorf("worker counters before the node joined")
+	}
+	sup.Start(ctx, Spec{Name: "worker 1", Host: 3, Args: []string{"node"}, Env: env("worker")})
+	// During the job.
+	wait("during the job", func(m map[string]*dto.MetricFamily) bool {
+		r := sample(m, "colo_worker_round")
+		return has(m) && r > 0 && r < 40
+	})
+	// After the job, while it lingers: 40 rounds.
+	mfs = wait("after the job", func(m map[string]*dto.MetricFamily) bool { return has(m) && sample(m, "colo_worker_round") == 40 })
+	if sample(mfs, "colo_worker_pushes_total") < 40 {
+		t.Errorf("%v pushes after 40 rounds", sample(mfs, "colo_worker_pushes_total"))
+	}
+	if err := sup.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	final, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil || !has(final) || sample(final, "colo_worker_round") != 40 {
+		t.Errorf("--metrics-file: %v\n%s", err, text)
+	}
+}
