@@ -3,7 +3,10 @@
 // carry it: the load distribution and slice assignment of seed 002 (Cai,
 // Yang, Sun, Zhang, Yu, "Adaptive load balancing for parameter servers in
 // distributed machine learning over heterogeneous networks", §3.1 and
-// §3.3). It is pure: functions over in-memory numbers, no I/O, no clocks.
+// §3.3), and the balancer that applies them to a running job. The
+// algorithms are pure (functions over in-memory numbers, no I/O, no
+// clocks); Balancer is the thin driver that measures, exchanges and moves
+// keys through a worker.
 //
 // # The model (§3.3)
 //
@@ -51,8 +54,15 @@
 // and 13 gives S_max + S_min; Alg. 1 can produce negative shares; N = 1
 // and N = 2 make N−2 ≤ 0; Eq. 5 leaves w and n undefined.
 //
-// Measuring the links (§3.2), moving slices while training, the
-// scheduler's per-round strategy and the benchmark are not here.
+//   - Starts, Fit and Level: shares as ranges of whole slices with probe
+//     slices, and Elastic's linear fits equalised by water filling.
+//   - Balancer (live.go): every Config.Every rounds the workers exchange
+//     their measured pull timings (§3.2, on the data messages) in an
+//     all-reduce, every worker takes the same decision by the Config's
+//     scheme (Average, Elastic, Aware, Oracle) and the keys move with
+//     worker.Worker.Retable. Package train calls it after every round.
+//
+// The benchmark of §4–5 (colo bench balance) is not built yet.
 //
 // # Example
 //
