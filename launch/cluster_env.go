@@ -410,8 +410,8 @@ func FirstHost(list string) string {
 			if j := strings.IndexAny(first, ",-"); j >= 0 {
 				first = first[:j]
 			}
-			if first == "" {
-				return ""
+			if first == "" || strings.ContainsRune(first, '[') {
+				return "" // an empty or nested bracket: not a node list
 			}
 			b.WriteString(first)
 			i += end

@@ -202,7 +202,7 @@ func TestFirstHost(t *testing.T) {
 // FuzzFirstHost: any list gives a host without list syntax, and never
 // panics.
 func FuzzFirstHost(f *testing.F) {
-	for _, s := range []string{"node[07-09,12],gpu1", "a[1-2]b[3]", "x[", "]"} {
+	for _, s := range []string{"node[07-09,12],gpu1", "a[1-2]b[3]", "x[", "]", "[[]"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, list string) {
