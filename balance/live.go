@@ -27,12 +27,18 @@ type Config struct {
 	// Smoothing is the weight of the last window in the moving averages
 	// of the link throughputs (1: the last window alone).
 	Smoothing float64 `json:"smoothing"`
+	// MinGain is the least fraction of the round time a new distribution
+	// must save, by the scheme's own model, to be worth a move: below it
+	// the keys stay (the role of Alg. 1's similarity_threshold), so that
+	// noise in the measurements does not move keys back and forth.
+	MinGain float64 `json:"min_gain"`
 }
 
 // DefaultConfig returns Average, deciding every round, slices of 1,024
-// keys, probe slices of 1,024 keys and a smoothing of 0.5.
+// keys, probe slices of 1,024 keys, a smoothing of 0.5 and moves that
+// save at least 5%.
 func DefaultConfig() Config {
-	return Config{Scheme: Average, Every: 1, Slice: 1024, Probe: 1024, Smoothing: 0.5}
+	return Config{Scheme: Average, Every: 1, Slice: 1024, Probe: 1024, Smoothing: 0.5, MinGain: 0.05}
 }
 
 // Validate checks c; errors name the field.
@@ -47,6 +53,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("slice of %d keys: want at least 1", c.Slice)
 	case !(c.Smoothing > 0 && c.Smoothing <= 1):
 		return fmt.Errorf("smoothing %v: want (0, 1]", c.Smoothing)
+	case !(c.MinGain >= 0 && c.MinGain < 1):
+		return fmt.Errorf("min gain %v: want [0, 1)", c.MinGain)
 	}
 	return nil
 }
@@ -202,6 +210,8 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 		cur[s] = float64(min(hi, b.keys) - min(lo, b.keys))
 	}
 	var shares []float64
+	// predict returns the round time of shares by the scheme's model.
+	var predict func(m []float64) float64
 	switch b.cfg.Scheme {
 	case Oracle:
 		d.Speeds = make([]float64, n)
@@ -212,7 +222,9 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 				}
 			}
 		}
-		shares, err = Model{M: float64(b.keys), S: d.Speeds}.Solve()
+		model := Model{M: float64(b.keys), S: d.Speeds}
+		predict = model.RoundTime
+		shares, err = model.Solve()
 	case Aware:
 		d.Stale = b.measure(sum)
 		d.Speeds = make([]float64, n)
@@ -223,7 +235,9 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 				}
 			}
 		}
-		shares, err = Model{M: float64(b.keys), S: d.Speeds}.Solve()
+		model := Model{M: float64(b.keys), S: d.Speeds}
+		predict = model.RoundTime
+		shares, err = model.Solve()
 	case Elastic:
 		lines := make([]Line, n)
 		for j := range n {
@@ -242,6 +256,13 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 			lines[j] = Fit(h[0], h[1])
 		}
 		shares = Level(lines, float64(b.keys))
+		predict = func(m []float64) float64 {
+			t := 0.0
+			for j, l := range lines {
+				t = max(t, l.A+l.B*m[j])
+			}
+			return t
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("balance: %s: %w", b.cfg.Scheme, err)
@@ -254,7 +275,25 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 	if err != nil {
 		return fmt.Errorf("balance: %w", err)
 	}
-	if !slices.Equal(starts, old.Starts()) {
+	keysOf := func(st []uint64) []float64 {
+		m := make([]float64, n)
+		for s := range n {
+			end := b.keys
+			if s+1 < n {
+				end = st[s+1]
+			}
+			m[s] = float64(end - st[s])
+		}
+		return m
+	}
+	worth := true
+	if predict != nil {
+		before, after := predict(cur), predict(keysOf(starts))
+		worth = after < before*(1-b.cfg.MinGain) || math.IsInf(before, 1) || math.IsNaN(before)
+	}
+	after := old // the table after the decision
+	if worth && !slices.Equal(starts, old.Starts()) {
+		after = next
 		b.version++
 		if _, err := w.Retable(ctx, next, b.version); err != nil {
 			return fmt.Errorf("balance: %w", err)
@@ -265,7 +304,7 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 		}
 	}
 	for s := range n {
-		lo, hi, _ := next.Range(s)
+		lo, hi, _ := after.Range(s)
 		d.Keys = append(d.Keys, min(hi, b.keys)-min(lo, b.keys))
 	}
 	b.report.KeysMoved += d.Moved
