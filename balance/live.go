@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"colo/ps/route"
+	"colo/ps/server"
 	"colo/ps/worker"
 )
 
@@ -99,12 +100,14 @@ type Balancer struct {
 	n     int
 	keys  uint64
 	truth func() [][]float64
-	// Estimates: the moving averages of s[j][i], the throughput from
-	// node j to node i in keys per second, -1 before the first
-	// measurement; the elastic history of (load, time) per server.
-	est     [][]float64
+	// Estimates: the moving average of S_j, node j's speed of sending
+	// in keys per second, -1 before the first measurement; the elastic
+	// history of (load, time) per server.
+	est     []float64
 	hist    [][2][]float64
 	prev    []worker.LinkTiming
+	egress  func() server.Egress
+	prevOut server.Egress
 	version uint64
 	last    time.Time
 	lastRnd int
@@ -116,7 +119,13 @@ type Balancer struct {
 // bytes per second (truth()[j][i] from node j to node i, the diagonal
 // ignored) at the time of the call; worker 0's are the ones every
 // balancer uses.
-func New(cfg Config, n int, keys uint64, truth func() [][]float64) (*Balancer, error) {
+//
+// egress, when not nil, returns the counters of the server beside the
+// worker (server.Server.Stats().Egress): the time it spent sending its
+// answers, the best measure of a node's speed of sending. Without it the
+// speeds come from the workers' timings of their pulls, which also count
+// the time a request waits behind other traffic on its own machine.
+func New(cfg Config, n int, keys uint64, truth func() [][]float64, egress func() server.Egress) (*Balancer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -126,10 +135,7 @@ func New(cfg Config, n int, keys uint64, truth func() [][]float64) (*Balancer, e
 	if uint64(n)*cfg.Probe > keys {
 		return nil, fmt.Errorf("balance: %d servers of %d probe keys need %d keys, the model has %d", n, cfg.Probe, uint64(n)*cfg.Probe, keys)
 	}
-	b := &Balancer{cfg: cfg, n: n, keys: keys, truth: truth, est: make([][]float64, n), hist: make([][2][]float64, n)}
-	for j := range b.est {
-		b.est[j] = slices.Repeat([]float64{-1}, n)
-	}
+	b := &Balancer{cfg: cfg, n: n, keys: keys, truth: truth, egress: egress, est: slices.Repeat([]float64{-1}, n), hist: make([][2][]float64, n)}
 	b.report.Config = cfg
 	return b, nil
 }
@@ -173,10 +179,12 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 		b.prev = make([]worker.LinkTiming, n)
 	}
 	// Row-major N×N bytes, then nanoseconds, of the pulls from server j
-	// to worker i in the window: this worker fills column me. For
-	// Oracle, worker 0 adds the true rates of the moment, so that every
-	// worker decides on the same ones.
-	size := 2 * n * n
+	// to worker i in the window: this worker fills column me. Then the
+	// bytes and nanoseconds of each node's server's sending (egress),
+	// this worker filling its node's. For Oracle, worker 0 adds the true
+	// rates of the moment, so that every worker decides on the same
+	// ones.
+	size, eg, or := 2*n*n+2*n, 2*n*n, 2*n*n+2*n
 	if b.cfg.Scheme == Oracle {
 		size += n * n
 	}
@@ -185,12 +193,17 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 		v[j*n+me] = float64(l.Bytes - b.prev[j].Bytes)
 		v[n*n+j*n+me] = float64(l.Nanos - b.prev[j].Nanos)
 	}
+	if b.egress != nil {
+		e := b.egress()
+		v[eg+me], v[eg+n+me] = float64(e.Bytes-b.prevOut.Bytes), float64(e.Nanos-b.prevOut.Nanos)
+		b.prevOut = e
+	}
 	if b.cfg.Scheme == Oracle && me == 0 {
 		rates := b.truth()
 		for j := range n {
 			for i := range n {
 				if i != j && j < len(rates) && i < len(rates[j]) {
-					v[2*n*n+j*n+i] = rates[j][i]
+					v[or+j*n+i] = rates[j][i]
 				}
 			}
 		}
@@ -218,7 +231,7 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 		for j := range n {
 			for i := range n {
 				if i != j {
-					d.Speeds[j] += sum[2*n*n+j*n+i] / 4
+					d.Speeds[j] += sum[or+j*n+i] / 4
 				}
 			}
 		}
@@ -228,12 +241,8 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 	case Aware:
 		d.Stale = b.measure(sum)
 		d.Speeds = make([]float64, n)
-		for j := range n {
-			for i := range n {
-				if i != j && b.est[j][i] > 0 {
-					d.Speeds[j] += b.est[j][i]
-				}
-			}
+		for j, e := range b.est {
+			d.Speeds[j] = max(e, 0)
 		}
 		model := Model{M: float64(b.keys), S: d.Speeds}
 		predict = model.RoundTime
@@ -242,12 +251,16 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 		lines := make([]Line, n)
 		for j := range n {
 			var t float64
-			for i := range n {
-				if i != j {
-					t += sum[n*n+j*n+i] / 1e9
+			if out := sum[eg+n+j]; out > 0 {
+				t = out / 1e9 / float64(max(1, round-b.lastRnd)) // sending time per round
+			} else {
+				for i := range n {
+					if i != j {
+						t += sum[n*n+j*n+i] / 1e9
+					}
 				}
+				t /= float64(max(1, (n-1)*(round-b.lastRnd)))
 			}
-			t /= float64(max(1, (n-1)*(round-b.lastRnd)))
 			h := &b.hist[j]
 			h[0], h[1] = append(h[0], cur[j]), append(h[1], t)
 			if len(h[0]) > histLen {
@@ -313,27 +326,38 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 	return nil
 }
 
-// measure folds the window's measurements (sum: bytes then nanoseconds,
-// N×N, from server j to worker i) into the moving averages and returns
-// the number of links without one.
+// measure folds the window's measurements into the moving averages of
+// the nodes' speeds and returns the number of nodes without a
+// measurement, whose last estimate stays. Node j's speed in the window is
+// the bytes its server sent over the time it spent sending them (its
+// egress timing); without one, the bytes of its answers to the other
+// workers' pulls over the longest of them, as the workers timed them
+// (sum: bytes then nanoseconds, N×N, from server j to worker i). Either
+// is Eq. 8's sum of the links' throughputs, each timed as Eq. 6 times a
+// transfer, from its start to its end.
 func (b *Balancer) measure(sum []float64) (stale int) {
 	n := b.n
+	eg := 2 * n * n
 	for j := range n {
-		for i := range n {
-			if i == j {
-				continue
+		bytes, longest := sum[eg+j], sum[eg+n+j] // the server's own timing
+		if longest <= 0 {
+			bytes = 0
+			for i := range n {
+				if i != j {
+					bytes += sum[j*n+i]
+					longest = max(longest, sum[n*n+j*n+i])
+				}
 			}
-			bytes, nanos := sum[j*n+i], sum[n*n+j*n+i]
-			if bytes <= 0 || nanos <= 0 {
-				stale++
-				continue
-			}
-			s := bytes / 4 / (nanos / 1e9)
-			if e := b.est[j][i]; e < 0 || math.IsNaN(e) {
-				b.est[j][i] = s
-			} else {
-				b.est[j][i] = (1-b.cfg.Smoothing)*e + b.cfg.Smoothing*s
-			}
+		}
+		if bytes <= 0 || longest <= 0 {
+			stale++
+			continue
+		}
+		s := bytes / 4 / (longest / 1e9)
+		if e := b.est[j]; e < 0 {
+			b.est[j] = s
+		} else {
+			b.est[j] = (1-b.cfg.Smoothing)*e + b.cfg.Smoothing*s
 		}
 	}
 	return stale

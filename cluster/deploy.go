@@ -8,6 +8,7 @@ import (
 	"colo/balance"
 	"colo/ps/node"
 	"colo/ps/route"
+	"colo/ps/server"
 	"colo/ps/update"
 	"colo/ps/worker"
 	"colo/train"
@@ -91,7 +92,11 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	var bal0 *balance.Balancer
 	for i := range k {
 		var b *balance.Balancer
-		if scheds[i], b, err = d.WorkerSchedule(i); err != nil {
+		var srv *server.Server
+		if job.Colocated() {
+			srv = c.Server(i)
+		}
+		if scheds[i], b, err = d.WorkerSchedule(i, srv); err != nil {
 			return nil, err
 		}
 		if i == 0 {

@@ -55,7 +55,7 @@ func RunMachine(ctx context.Context, n *node.Node, job Job, app App, p *placemen
 	// rounds alone, not the evaluation's.
 	var trained node.Stats
 	counted := AfterTraining(app, func(int) { trained = n.Stats() })
-	s, bal, err := d.WorkerSchedule(rank)
+	s, bal, err := d.WorkerSchedule(rank, n.Server())
 	if err != nil {
 		return nil, err
 	}

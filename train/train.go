@@ -408,21 +408,26 @@ type Deployment struct {
 }
 
 // Balancer returns the load balancer of machine rank's worker, nil when
-// the job does not balance (Config.Balance).
-func (d *Deployment) Balancer(rank int) (*balance.Balancer, error) {
+// the job does not balance (Config.Balance); egress, when not nil, reads
+// the sending counters of the machine's server (balance.New).
+func (d *Deployment) Balancer(rank int, egress func() server.Egress) (*balance.Balancer, error) {
 	c := d.Job.Config.Balance
 	if c == nil {
 		return nil, nil
 	}
-	return balance.New(*c, d.Job.Config.Machines, uint64(d.App.NumKeys()), d.Truth)
+	return balance.New(*c, d.Job.Config.Machines, uint64(d.App.NumKeys()), d.Truth, egress)
 }
 
 // WorkerSchedule returns the schedule of machine rank's worker: the
 // job's, with the load balancer's hook when the job balances, and the
-// balancer.
-func (d *Deployment) WorkerSchedule(rank int) (Schedule, *balance.Balancer, error) {
+// balancer; srv is the machine's server (nil: none known).
+func (d *Deployment) WorkerSchedule(rank int, srv *server.Server) (Schedule, *balance.Balancer, error) {
 	s := d.Schedule
-	b, err := d.Balancer(rank)
+	var egress func() server.Egress
+	if srv != nil {
+		egress = func() server.Egress { return srv.Stats().Egress }
+	}
+	b, err := d.Balancer(rank, egress)
 	if err != nil || b == nil {
 		return s, nil, err
 	}

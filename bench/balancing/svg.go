@@ -54,8 +54,8 @@ func (f *frame) legend(names []string) {
 	for i, n := range names {
 		ly := f.mt + 14 + 16*float64(i)
 		c := palette[i%len(palette)]
-		fmt.Fprintf(&f.b, `<rect x="%.1f" y="%.1f" width="12" height="10" fill="%s"/>`+"\n", f.ml+f.pw()-110, ly-9, c)
-		fmt.Fprintf(&f.b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", f.ml+f.pw()-94, ly, html.EscapeString(n))
+		fmt.Fprintf(&f.b, `<rect x="%.1f" y="%.1f" width="12" height="10" fill="%s"/>`+"\n", f.ml+f.pw()+10, ly-9, c)
+		fmt.Fprintf(&f.b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", f.ml+f.pw()+26, ly, html.EscapeString(n))
 	}
 }
 
@@ -90,7 +90,7 @@ func contains(xs []string, s string) bool {
 // speedSVG draws Fig. 4: images per minute per scheme, grouped by size.
 func speedSVG(w io.Writer, res *Result) error {
 	sizes, schemes := schemesOf(res)
-	f := &frame{width: 640, height: 380, ml: 70, mr: 20, mt: 40, mb: 50, title: "training speed per scheme (Eq. 16)",
+	f := &frame{width: 640, height: 380, ml: 70, mr: 100, mt: 40, mb: 50, title: "training speed per scheme (Eq. 16)",
 		xlabel: "model (a hundredth of the seed's)", ylabel: "images per minute"}
 	for _, r := range res.Table {
 		if finite(r.ImagesPerMinute) {
@@ -134,7 +134,7 @@ func indexOf(xs []string, s string) int {
 // first run of every scheme on the last size.
 func sritSVG(w io.Writer, res *Result) error {
 	sizes, schemes := schemesOf(res)
-	f := &frame{width: 640, height: 380, ml: 70, mr: 20, mt: 40, mb: 50, title: "single-round iteration time (SRIT)",
+	f := &frame{width: 640, height: 380, ml: 70, mr: 100, mt: 40, mb: 50, title: "single-round iteration time (SRIT)",
 		xlabel: "round", ylabel: "seconds"}
 	var runs []RunResult
 	if len(sizes) > 0 {
@@ -159,10 +159,14 @@ func sritSVG(w io.Writer, res *Result) error {
 	}
 	f.xlo, f.xhi, f.yhi = 1, max(f.xhi, 2), max(f.yhi*1.1, 1e-3)
 	f.open()
+	step := plot.NiceStep((f.xhi - f.xlo) / 8)
+	for v := math.Ceil(f.xlo/step) * step; v <= f.xhi+1e-9; v += step {
+		fmt.Fprintf(&f.b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", f.x(v), f.mt+f.ph()+16, plot.Label(v))
+	}
 	for _, r := range runs {
 		var pts []string
 		for i, t := range r.SRIT {
-			if finite(t) {
+			if finite(t) && t > 0 { // the first round is not timed
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", f.x(float64(i+1)), f.y(t)))
 			}
 		}
@@ -176,7 +180,7 @@ func sritSVG(w io.Writer, res *Result) error {
 // granularitySVG draws Fig. 6: Aware's ASRIT against the slice
 // granularity on a log scale, with Eq. 4's value marked.
 func granularitySVG(w io.Writer, res *Result) error {
-	f := &frame{width: 640, height: 380, ml: 70, mr: 20, mt: 40, mb: 50, title: "aware: round time against slice granularity",
+	f := &frame{width: 640, height: 380, ml: 70, mr: 100, mt: 40, mb: 50, title: "aware: round time against slice granularity",
 		xlabel: "slice (keys, log scale)", ylabel: "ASRIT (s)", logX: true}
 	f.xlo, f.xhi = math.Inf(1), 0
 	for _, r := range res.Granularity {

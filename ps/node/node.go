@@ -723,6 +723,10 @@ func (c serverConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 	return err
 }
 
+// Local reports whether to is on this node's machine: its answers
+// travel through memory (server.Local).
+func (c serverConn) Local(to transport.NodeID) bool { return c.m.n.member(to) != nil }
+
 // workerConn posts requests for a worker member.
 type workerConn struct{ m *member }
 

@@ -123,6 +123,9 @@ type Stats struct {
 	// job ran, KeysMoved the keys it handed to other servers.
 	Moves     int
 	KeysMoved uint64
+	// Egress times the answers to range pulls that left the machine
+	// (the driver's, Server.Stats).
+	Egress Egress
 	// Keys is the number of keys stored.
 	Keys int
 	// Staleness measures the pushes applied (see Staleness).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"colo/ps/proto"
 	"colo/transport"
@@ -30,6 +31,55 @@ type Server struct {
 
 	mu    sync.Mutex
 	stats Stats
+	// The egress timing (Stats.Egress): replies being sent, and since
+	// when the server has been sending.
+	sending int
+	since   time.Time
+	egress  Egress
+}
+
+// Egress is what a server measured of its answers to range pulls that
+// went over the network: their bytes, and the time it spent sending at
+// least one of them (the union of the sends' intervals). Bytes over time
+// is the rate its link gives it: the speed of sending of seed 002 §3.2,
+// timed where the data leaves.
+type Egress struct {
+	Bytes uint64 `json:"bytes"`
+	Nanos int64  `json:"nanos"`
+}
+
+// Local is implemented by a Conn that knows which workers are on the
+// server's own machine: answers to them do not travel, and are not
+// timed.
+type Local interface {
+	Local(to transport.NodeID) bool
+}
+
+// send replies r on conn, timing it when it is a range pull's answer
+// that travels.
+func (s *Server) send(ctx context.Context, conn Conn, r Reply) {
+	timed := r.Pull && !r.Evaluator && r.Err == nil && len(r.Vals) > 0
+	if l, ok := conn.(Local); timed && ok && l.Local(r.To()) {
+		timed = false
+	}
+	if !timed {
+		conn.Reply(ctx, r.To(), r.Message())
+		return
+	}
+	s.mu.Lock()
+	if s.sending == 0 {
+		s.since = time.Now()
+	}
+	s.sending++
+	s.mu.Unlock()
+	conn.Reply(ctx, r.To(), r.Message())
+	s.mu.Lock()
+	s.sending--
+	s.egress.Bytes += 4 * uint64(len(r.Vals))
+	if s.sending == 0 {
+		s.egress.Nanos += int64(time.Since(s.since))
+	}
+	s.mu.Unlock()
 }
 
 // NewServer returns a server with an empty store; Run drives it.
@@ -45,7 +95,9 @@ func NewServer(cfg Config) (*Server, error) {
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	st.Egress = s.egress
+	return st
 }
 
 // Decode reads the request of a data message from a worker or an
@@ -157,9 +209,9 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	}
 	for _, r := range replies {
 		if r.View {
-			s.views.Go(func() { conn.Reply(ctx, r.To(), r.Message()) })
+			s.views.Go(func() { s.send(ctx, conn, r) })
 		} else {
-			conn.Reply(ctx, r.To(), r.Message())
+			s.send(ctx, conn, r)
 		}
 	}
 	m.Release()
