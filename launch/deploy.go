@@ -15,6 +15,7 @@ import (
 	"colo/graph"
 	"colo/placement"
 	"colo/train"
+	"colo/transport"
 )
 
 // Processes deploys training jobs (train.Deployer) as processes of the
@@ -64,14 +65,14 @@ const JoinTimeout = 60 * time.Second
 func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
 	cfg := d.Job.Config
 	k := cfg.Machines
-	if cfg.RandomBandwidth > 0 {
-		return nil, fmt.Errorf("launch: random and changing link rates are emulated in process (the in-memory network), not between processes")
+	if cfg.RandomBandwidth > 0 && !pd.Netns {
+		return nil, fmt.Errorf("launch: random and changing link rates between processes need network namespaces (--netns), where tc shapes each machine's link")
 	}
 	if pd.Netns {
 		if cfg.Bandwidth != nil {
 			return nil, fmt.Errorf("launch: network namespaces shape every machine's link at one rate, not a bandwidth matrix")
 		}
-		if cfg.LinkBandwidth == 0 {
+		if cfg.LinkBandwidth == 0 && cfg.RandomBandwidth == 0 {
 			return nil, fmt.Errorf("launch: network namespaces need the job's link bandwidth, the rate tc gives each machine's link")
 		}
 	}
@@ -104,6 +105,7 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	if pd.Netns {
 		// tc shapes the links: the machines limit nothing themselves.
 		job.Config.LinkBandwidth, job.Config.Bandwidth = 0, nil
+		job.Config.RandomBandwidth, job.Config.BandwidthChange = 0, 0
 	}
 	jobFile := filepath.Join(dir, "job.json")
 	if err := writeJob(jobFile, job); err != nil {
@@ -114,11 +116,23 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	evals := d.Evaluators() // after the machines, on a host of its own
 	var st Starter = Loopback{}
 	if pd.Netns {
-		ns, err := NewNetns(1+servers+k+evals, fmt.Sprintf("%.0fbit", 8*cfg.LinkBandwidth))
+		rate := cfg.LinkBandwidth
+		if cfg.RandomBandwidth > 0 {
+			rate = cfg.RandomBandwidth
+		}
+		ns, err := NewNetns(1+servers+k+evals, fmt.Sprintf("%.0fbit", 8*rate))
 		if err != nil {
 			return nil, err
 		}
 		st = ns
+		if cfg.RandomBandwidth > 0 {
+			stop, err := changeRates(ns, cfg, 1+servers+k)
+			if err != nil {
+				ns.Close()
+				return nil, err
+			}
+			defer stop()
+		}
 	}
 	defer st.Close()
 	sup := NewSupervisor(pd.Bin, st)
@@ -185,6 +199,43 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		out.StartSeconds = float64(lastStart-t0.UnixNano()) / 1e9
 	}
 	return out, nil
+}
+
+// changeRates gives the machines' links (hosts 1 to hosts−1; host 0 is
+// the scheduler's) the random rates of cfg (transport.RandomRates, the
+// in-memory network's draw for the same seed) and, with a
+// BandwidthChange, draws them again every period until stop.
+func changeRates(ns *Netns, cfg train.Config, hosts int) (stop func(), err error) {
+	set := func(epoch int) error {
+		for i, r := range transport.RandomRates(hosts-1, cfg.RandomBandwidth, cfg.Seed, epoch) {
+			if err := ns.SetRate(1+i, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := set(0); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		if cfg.BandwidthChange <= 0 {
+			return
+		}
+		t := time.NewTicker(cfg.BandwidthChange)
+		defer t.Stop()
+		for epoch := 1; ; epoch++ {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				set(epoch)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }, nil
 }
 
 // writeJob writes job to path, readable by its owner only.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"colo/app"
+	"colo/balance"
 	"colo/cluster"
 	"colo/datasets"
 	"colo/train"
@@ -376,6 +377,28 @@ func TestProcessesDense(t *testing.T) {
 		if ns.FinalTrainLoss != want.FinalTrainLoss || *ns.Accuracy != *want.Accuracy {
 			t.Errorf("namespaces: loss %v accuracy %v; in process %v %v", ns.FinalTrainLoss, *ns.Accuracy, want.FinalTrainLoss, *want.Accuracy)
 		}
+		// Random rates that tc changes while the job runs, and the
+		// balancer moving keys by its measurements: the same training.
+		// (Three machines: on two every split takes the same time.)
+		job3 := job
+		job3.Config.Machines, job3.Config.LinkBandwidth = 3, 0
+		want3, err := deploy(t, job3, opened, cluster.InProcess{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job3.Config.RandomBandwidth, job3.Config.BandwidthChange = 25e6, 100*time.Millisecond
+		bc := balance.DefaultConfig()
+		bc.Scheme, bc.Slice, bc.Probe, bc.MinGain = balance.Aware, 16, 16, 0
+		job3.Config.Balance = &bc
+		moving, err := deploy(t, job3, opened, &Processes{Bin: coloBin, Netns: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moving.FinalTrainLoss != want3.FinalTrainLoss || *moving.Accuracy != *want3.Accuracy || moving.Balance == nil || len(moving.Balance.Decisions) != moving.Rounds {
+			t.Errorf("namespaces, changing rates, aware: loss %v accuracy %v balance %+v; in process %v %v",
+				moving.FinalTrainLoss, *moving.Accuracy, moving.Balance, want3.FinalTrainLoss, *want3.Accuracy)
+		}
+		t.Logf("namespaces, changing rates, aware: %d keys moved", moving.Balance.KeysMoved)
 		job.Config.LinkBandwidth = 0
 	}
 	// Two servers apart from the two workers: the same training, and the

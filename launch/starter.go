@@ -96,6 +96,12 @@ func NewNetnsConfig(cfg netns.Config) (*Netns, error) {
 	return &Netns{net: n}, nil
 }
 
+// SetRate changes the rate of host i's link to bytesPerSec while the
+// cluster runs (netns.Net.SetRate).
+func (n *Netns) SetRate(i int, bytesPerSec float64) error {
+	return n.net.SetRate(i, fmt.Sprintf("%.0fbit", 8*bytesPerSec))
+}
+
 // Command returns `ip netns exec NS bin s.Args…` for the namespace of
 // s.Host; ip executes bin in place, so the command's process is bin's.
 func (n *Netns) Command(ctx context.Context, bin string, s Spec) *exec.Cmd {

@@ -163,8 +163,8 @@ func (d *deployment) check(cfg train.Config) error {
 	if cfg.Bandwidth != nil {
 		return usageError("--netns shapes every machine's link at one rate: use --link-bandwidth, not --bandwidth-matrix")
 	}
-	if cfg.LinkBandwidth == 0 {
-		return usageError("--netns needs --link-bandwidth, the rate tc gives each machine's link")
+	if cfg.LinkBandwidth == 0 && cfg.RandomBandwidth == 0 {
+		return usageError("--netns needs --link-bandwidth or --bandwidth-random, the rates tc gives the machines' links")
 	}
 	if err := launch.CheckNetns(); err != nil {
 		return fmt.Errorf("--netns: %w", err)

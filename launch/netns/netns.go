@@ -166,6 +166,28 @@ func (n *Net) shape(ns string) error {
 	return nil
 }
 
+// SetRate changes the rate of machine i's link to rate (tc's notation,
+// such as "80mbit") while processes run: the qdisc is replaced in place
+// (tc qdisc change), keeping the delay. The network must have been
+// shaped (Config.Rate set).
+func (n *Net) SetRate(i int, rate string) error {
+	if i < 0 || i >= len(n.machines) {
+		return fmt.Errorf("netns: machine %d out of range [0, %d)", i, len(n.machines))
+	}
+	if n.cfg.Rate == "" {
+		return errors.New("netns: the links are not shaped: set Config.Rate to change rates")
+	}
+	tc := []string{"ip", "netns", "exec", n.machines[i], "tc", "qdisc", "change", "dev", "eth0", "root"}
+	if strings.HasPrefix(n.shaping, "netem") {
+		args := append(tc, "netem")
+		if n.cfg.Delay > 0 {
+			args = append(args, "delay", fmt.Sprintf("%dus", n.cfg.Delay.Microseconds()))
+		}
+		return run(append(args, "rate", rate)...)
+	}
+	return run(append(tc, "tbf", "rate", rate, "burst", "64kb", "latency", "50ms")...)
+}
+
 // Shaping describes the qdisc on every machine's link.
 func (n *Net) Shaping() string { return n.shaping }
 
