@@ -1,0 +1,520 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"colo/kv"
+	"colo/ps/node"
+	"colo/transport"
+	"colo/transport/mem"
+)
+
+// Learner is the model the workers train: a flat parameter vector and a
+// gradient oracle per worker.
+type Learner interface {
+	// NumParams is the length of the parameter vector.
+	NumParams() int
+	// Oracle returns worker rank's gradient oracle, used by one goroutine.
+	Oracle(rank int) Oracle
+}
+
+// Oracle computes gradients on one worker.
+type Oracle interface {
+	// LossGrad sets grad to the mean gradient of the loss over the
+	// samples rows at params and returns the summed loss over them.
+	LossGrad(params []float32, rows []int32, grad []float32) float64
+}
+
+// WorkerID is the transport node id of worker rank.
+func WorkerID(rank int) transport.NodeID { return transport.NodeID(rank + 1) }
+
+// MemNetwork returns an in-memory network for n workers, each on a host
+// of its own whose network interface sends and receives at nic bytes per
+// second (0: unlimited), as colo train's in-process clusters emulate
+// --link-bandwidth: a worker's messages to all its neighbours share it.
+func MemNetwork(n int, nic float64, seed uint64) (*mem.Network, error) {
+	cfg := mem.DefaultConfig()
+	cfg.Seed = seed
+	net, err := mem.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i := range n {
+		if err := net.SetHost(WorkerID(i), i); err != nil {
+			return nil, err
+		}
+		if nic > 0 {
+			if err := net.SetNIC(i, nic, nic); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return net, nil
+}
+
+// Point is one point of a loss curve: the mean training loss of the
+// samples of the iterations since the previous point, over all workers,
+// at the moment the last worker finished them.
+type Point struct {
+	Epoch     float64 `json:"epoch"`
+	Seconds   float64 `json:"seconds"`
+	TrainLoss float64 `json:"train_loss"`
+}
+
+// WorkerStats is what one worker did.
+type WorkerStats struct {
+	Rank int `json:"rank"`
+	// Speed is r_i and Slowdown r_max/r_i.
+	Speed    float64 `json:"speed"`
+	Slowdown float64 `json:"slowdown"`
+	// Samples is the size of the worker's shard and Batch its mean batch.
+	Samples int     `json:"samples"`
+	Batch   float64 `json:"batch"`
+	// Processed is the number of samples it trained on over the run.
+	Processed int `json:"processed"`
+	// ComputeSeconds is the measured time of its gradient steps,
+	// SleepSeconds the emulated slowness added after them
+	// ((Slowdown−1)·ComputeSeconds, up to timer precision) and
+	// CommSeconds the time spent sending to and waiting for neighbours.
+	ComputeSeconds float64 `json:"compute_seconds"`
+	SleepSeconds   float64 `json:"sleep_seconds"`
+	CommSeconds    float64 `json:"comm_seconds"`
+	// BytesSent and MsgsSent count its frames (transport.Stats).
+	BytesSent uint64 `json:"bytes_sent"`
+	MsgsSent  uint64 `json:"messages_sent"`
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	Config Config `json:"config"`
+	// Algorithm is "d-psgd" or "matcha".
+	Algorithm string `json:"algorithm"`
+	// Matcha is MATCHA's plan, when used.
+	Matcha *Matcha `json:"matcha,omitempty"`
+	// IterationsPerEpoch is K = ⌈n/Batch⌉, Rounds the number of
+	// averagings.
+	IterationsPerEpoch int `json:"iterations_per_epoch"`
+	Rounds             int `json:"rounds"`
+	// Seconds is the wall-clock time of training, from the moment every
+	// endpoint was up to the last worker's last step.
+	Seconds float64 `json:"seconds"`
+	// Curve is the training loss against time and epochs.
+	Curve []Point `json:"curve"`
+	// Bytes and Messages count every frame the workers sent.
+	Bytes    uint64 `json:"bytes"`
+	Messages uint64 `json:"messages"`
+	// Emulation describes the speed emulation.
+	Emulation string        `json:"speed_emulation"`
+	Workers   []WorkerStats `json:"workers"`
+	// Model is the average of the workers' final models (Alg. 2's output).
+	Model []float32 `json:"-"`
+}
+
+// EmulationWords documents the speed emulation in results.
+const EmulationWords = "a worker of speed r sleeps (r_max/r − 1) × its measured compute time after each step, so each step takes r_max/r times its measured compute time"
+
+// SecondsToTarget returns the time of the first curve point whose loss is
+// at most target, and false if the loss never got there.
+func (r *Result) SecondsToTarget(target float64) (float64, bool) {
+	for _, p := range r.Curve {
+		if p.TrainLoss <= target {
+			return p.Seconds, true
+		}
+	}
+	return 0, false
+}
+
+// FinalLoss returns the training loss of the last curve point.
+func (r *Result) FinalLoss() float64 {
+	if len(r.Curve) == 0 {
+		return 0
+	}
+	return r.Curve[len(r.Curve)-1].TrainLoss
+}
+
+// Protocol constants of the model exchange.
+const (
+	appGossip uint32 = 0x60551
+	cmdModel  uint16 = 1
+)
+
+// plan gives the mixing matrix of each averaging round.
+type plan struct {
+	fixed  Weights
+	matcha *Matcha
+	seed   uint64
+	n      int
+}
+
+func (p *plan) weights(round int) Weights {
+	if p.matcha == nil {
+		return p.fixed
+	}
+	return p.matcha.Weights(p.n, p.matcha.Active(nil, p.seed, round))
+}
+
+// Run trains learner decentralised (Alg. 2): worker i starts from init,
+// trains on the samples shards[i] and, every cfg.LocalSteps iterations,
+// exchanges its model with its neighbours over endpoints opened on net
+// (node ids WorkerID(i)) and replaces it by the weighted average. Each
+// worker is a goroutine; a worker's arithmetic does not depend on timing,
+// so a run is deterministic for a fixed seed (the averages sum the models
+// in worker order) and only the times vary. The result's Model is the
+// average of the final models.
+func Run(ctx context.Context, cfg Config, learner Learner, shards [][]int32, init []float32, net node.Network) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := cfg.Workers
+	if len(shards) != n {
+		return nil, fmt.Errorf("gossip: %d shards for %d workers", len(shards), n)
+	}
+	if len(init) != learner.NumParams() {
+		return nil, fmt.Errorf("gossip: %d initial parameters, the model has %d", len(init), learner.NumParams())
+	}
+	total := 0
+	for _, s := range shards {
+		total += len(s)
+	}
+	if total == 0 {
+		return nil, errors.New("gossip: no samples to train on")
+	}
+	res := &Result{Config: cfg, Algorithm: "d-psgd", Emulation: EmulationWords}
+	pl := &plan{fixed: cfg.Weights, seed: cfg.Seed, n: n}
+	if cfg.Weights == nil {
+		t, _ := New(cfg.Topology, n) // checked by Validate
+		if cfg.Matcha {
+			m, err := NewMatcha(t, cfg.Budget)
+			if err != nil {
+				return nil, err
+			}
+			pl.matcha, res.Matcha, res.Algorithm = m, m, "matcha"
+		} else {
+			pl.fixed = MetropolisHastings(t)
+		}
+	}
+	K := (total + cfg.Batch - 1) / cfg.Batch
+	res.IterationsPerEpoch = K
+	iters := K * cfg.Epochs
+	res.Rounds = iters / cfg.LocalSteps
+	if n == 1 {
+		res.Rounds = 0
+	}
+
+	eps := make([]node.Endpoint, n)
+	defer func() {
+		for _, ep := range eps {
+			if ep != nil {
+				ep.Close()
+			}
+		}
+	}()
+	for i := range eps {
+		ep, err := net.Listen(WorkerID(i))
+		if err != nil {
+			return nil, fmt.Errorf("gossip: worker %d: %w", i, err)
+		}
+		eps[i] = ep
+	}
+	for i, a := range eps {
+		for j, b := range eps {
+			if i != j {
+				a.SetPeer(WorkerID(j), b.Addr())
+			}
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	slow := slowdown(cfg.Speeds, n)
+	ws := make([]*worker, n)
+	for i := range ws {
+		ws[i] = &worker{rank: i, cfg: &cfg, plan: pl, ep: eps[i], oracle: learner.Oracle(i), rows: shards[i],
+			slow: slow[i], k: K, x: append([]float32(nil), init...),
+			loss: make([]float64, iters), count: make([]int, iters), at: make([]time.Duration, iters),
+			held: map[uint64]map[int][]float32{}}
+	}
+	start := time.Now()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = w.run(ctx, start); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	res.Seconds = time.Since(start).Seconds()
+	for i, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("gossip: worker %d: %w", i, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The output model: the average of the workers' models.
+	acc := make([]float64, len(init))
+	for _, w := range ws {
+		for j, v := range w.x {
+			acc[j] += float64(v)
+		}
+	}
+	res.Model = make([]float32, len(init))
+	for j, v := range acc {
+		res.Model[j] = float32(v / float64(n))
+	}
+	// The curve: the iterations in groups of about K/PointsPerEpoch.
+	step := max(1, K/cfg.PointsPerEpoch)
+	for lo := 0; lo < iters; lo += step {
+		hi := min(iters, lo+step)
+		if hi%K != 0 && hi/K != lo/K { // do not straddle epochs
+			hi = (lo/K + 1) * K
+		}
+		var loss float64
+		var cnt int
+		var at time.Duration
+		for _, w := range ws {
+			for k := lo; k < hi; k++ {
+				loss += w.loss[k]
+				cnt += w.count[k]
+			}
+			at = max(at, w.at[hi-1])
+		}
+		if cnt > 0 {
+			res.Curve = append(res.Curve, Point{Epoch: float64(hi) / float64(K), Seconds: at.Seconds(), TrainLoss: loss / float64(cnt)})
+		}
+		lo = hi - step
+	}
+	for i, w := range ws {
+		st := eps[i].Stats().Total()
+		res.Bytes += st.BytesSent
+		res.Messages += st.MsgsSent
+		ws := WorkerStats{Rank: i, Speed: 1, Slowdown: slow[i], Samples: len(shards[i]),
+			Batch: float64(len(shards[i])) / float64(K), ComputeSeconds: w.compute.Seconds(),
+			SleepSeconds: w.slept.Seconds(), Processed: w.processed, CommSeconds: w.comm.Seconds(), BytesSent: st.BytesSent, MsgsSent: st.MsgsSent}
+		if cfg.Speeds != nil {
+			ws.Speed = cfg.Speeds[i]
+		}
+		res.Workers = append(res.Workers, ws)
+	}
+	return res, nil
+}
+
+// worker is one worker's state in Run.
+type worker struct {
+	rank   int
+	cfg    *Config
+	plan   *plan
+	ep     node.Endpoint
+	oracle Oracle
+	rows   []int32
+	slow   float64
+	k      int
+	x      []float32
+	// loss, count and at record each iteration: summed loss, samples and
+	// the time it ended.
+	loss  []float64
+	count []int
+	at    []time.Duration
+	// held are models received for rounds not yet reached, by round and
+	// sender.
+	held                  map[uint64]map[int][]float32
+	compute, slept, comm  time.Duration
+	debt                  time.Duration
+	sendBuf, mixBuf, grad []float32
+	processed             int
+}
+
+// epochOrder returns the worker's samples in the order of epoch e.
+func epochOrder(rows []int32, seed uint64, rank, epoch int) []int32 {
+	order := append([]int32(nil), rows...)
+	rng := rand.New(rand.NewPCG(seed, uint64(rank)<<32|uint64(epoch)))
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	return order
+}
+
+// Batches returns worker rank's batches of epoch e: its samples rows
+// shuffled by a stream of seed, rank and epoch and cut into k batches of
+// ⌊len/k⌋ or ⌈len/k⌉ samples. Every sample is in exactly one batch.
+func Batches(rows []int32, k int, seed uint64, rank, epoch int) [][]int32 {
+	order := epochOrder(rows, seed, rank, epoch)
+	out := make([][]int32, k)
+	for b := range k {
+		out[b] = order[b*len(order)/k : (b+1)*len(order)/k]
+	}
+	return out
+}
+
+func (w *worker) run(ctx context.Context, start time.Time) error {
+	cfg := w.cfg
+	w.grad = make([]float32, len(w.x))
+	lr := float32(cfg.LR)
+	it := 0
+	for e := range cfg.Epochs {
+		for _, rows := range Batches(w.rows, w.k, cfg.Seed, w.rank, e) {
+			clear(w.grad)
+			if len(rows) > 0 {
+				t0 := time.Now()
+				w.loss[it] = w.oracle.LossGrad(w.x, rows, w.grad)
+				c := time.Since(t0)
+				w.compute += c
+				if err := w.emulate(ctx, c); err != nil {
+					return err
+				}
+			}
+			w.count[it] = len(rows)
+			w.processed += len(rows)
+			mix := cfg.Workers > 1 && (it+1)%cfg.LocalSteps == 0
+			round := uint64((it + 1) / cfg.LocalSteps)
+			if cfg.Order == AdaptThenCombine {
+				axpy(w.x, -lr, w.grad)
+			}
+			if mix {
+				if err := w.average(ctx, round); err != nil {
+					return fmt.Errorf("round %d: %w", round, err)
+				}
+			}
+			if cfg.Order == CombineThenAdapt {
+				axpy(w.x, -lr, w.grad)
+			}
+			w.at[it] = time.Since(start)
+			it++
+		}
+		if w.rank == 0 && cfg.Progress != nil {
+			cfg.Progress(e + 1)
+		}
+	}
+	return nil
+}
+
+// emulate sleeps (slow−1)·c, carrying the timer's error over to the next
+// step so that the total slept stays (slow−1)·ΣC.
+func (w *worker) emulate(ctx context.Context, c time.Duration) error {
+	if w.slow <= 1 {
+		return nil
+	}
+	want := time.Duration(float64(c)*(w.slow-1)) + w.debt
+	if want <= 0 {
+		w.debt = want
+		return nil
+	}
+	t0 := time.Now()
+	t := time.NewTimer(want)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	case <-t.C:
+	}
+	got := time.Since(t0)
+	w.slept += got
+	w.debt = want - got
+	return nil
+}
+
+func axpy(x []float32, a float32, y []float32) {
+	for i, v := range y {
+		x[i] += a * v
+	}
+}
+
+// average sends the worker's model to the workers whose row of W has a
+// weight on it, waits for the models its own row weighs and replaces its
+// model by Σ_j W_ij x_j, summed in worker order.
+func (w *worker) average(ctx context.Context, round uint64) error {
+	t0 := time.Now()
+	defer func() { w.comm += time.Since(t0) }()
+	W := w.plan.weights(int(round))
+	i := w.rank
+	w.sendBuf = append(w.sendBuf[:0], w.x...)
+	msg := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: cmdModel, App: appGossip, ID: round},
+		KV: kv.Batch{Vals: w.sendBuf}}
+	for j := range W {
+		if j != i && W[j][i] != 0 {
+			if err := w.ep.Send(ctx, WorkerID(j), msg); err != nil {
+				return err
+			}
+		}
+	}
+	got := w.held[round]
+	if got == nil {
+		got = map[int][]float32{}
+	}
+	delete(w.held, round)
+	need := 0
+	for j, v := range W[i] {
+		if j != i && v != 0 {
+			need++
+		}
+	}
+	for countFrom(got, W[i], i) < need {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case pe, ok := <-w.ep.Down():
+			if ok {
+				return pe
+			}
+			return transport.ErrClosed
+		case m, ok := <-w.ep.Recv():
+			if !ok {
+				return transport.ErrClosed
+			}
+			if m.App != appGossip || m.Cmd != cmdModel {
+				continue
+			}
+			from := int(m.Sender) - 1
+			if len(m.KV.Vals) != len(w.x) || from < 0 || from >= len(W) {
+				return fmt.Errorf("worker %d sent %d values for round %d: want %d", from, len(m.KV.Vals), m.ID, len(w.x))
+			}
+			if m.ID == round {
+				got[from] = m.KV.Vals
+				continue
+			}
+			if m.ID < round {
+				return fmt.Errorf("worker %d sent round %d while this worker is at round %d", from, m.ID, round)
+			}
+			if w.held[m.ID] == nil {
+				w.held[m.ID] = map[int][]float32{}
+			}
+			w.held[m.ID][from] = m.KV.Vals
+		}
+	}
+	if cap(w.mixBuf) < len(w.x) {
+		w.mixBuf = make([]float32, len(w.x))
+	}
+	out := w.mixBuf[:len(w.x)]
+	clear(out)
+	for j, v := range W[i] {
+		if v == 0 {
+			continue
+		}
+		src := w.sendBuf
+		if j != i {
+			src = got[j]
+		}
+		axpy(out, float32(v), src)
+	}
+	w.x, w.mixBuf = out, w.x
+	return nil
+}
+
+// countFrom counts the models in got that row (worker i's weights) needs.
+func countFrom(got map[int][]float32, row []float64, i int) int {
+	c := 0
+	for j := range got {
+		if j != i && row[j] != 0 {
+			c++
+		}
+	}
+	return c
+}
