@@ -111,8 +111,10 @@ type Result struct {
 	// Emulation describes the speed emulation.
 	Emulation string        `json:"speed_emulation"`
 	Workers   []WorkerStats `json:"workers"`
-	// Model is the average of the workers' final models (Alg. 2's output).
-	Model []float32 `json:"-"`
+	// Model is the average of the workers' final models (Alg. 2's output)
+	// and Models the final model of each worker.
+	Model  []float32   `json:"-"`
+	Models [][]float32 `json:"-"`
 }
 
 // EmulationWords documents the speed emulation in results.
@@ -264,6 +266,7 @@ func Run(ctx context.Context, cfg Config, learner Learner, shards [][]int32, ini
 	// The output model: the average of the workers' models.
 	acc := make([]float64, len(init))
 	for _, w := range ws {
+		res.Models = append(res.Models, w.x)
 		for j, v := range w.x {
 			acc[j] += float64(v)
 		}
