@@ -176,15 +176,23 @@ type Report struct {
 	Eval train.Eval `json:"eval"`
 }
 
-// Train runs gossip.Run on the shards over the network of nt and scores
-// the average model.
+// Initial returns the initial parameters of seed, drawn as app/dense
+// draws a job's (the same values for the job's seed).
+func (d *Data) Initial(seed uint64) []float32 {
+	w := make([]float32, d.App.Model.NumParams())
+	d.App.Model.Init(w, rand.New(rand.NewPCG(seed, 0x1417)))
+	return w
+}
+
+// Train runs gossip.Run on the shards over the network of nt, every
+// worker starting from Initial(cfg.Seed), and scores the average model.
 func (d *Data) Train(ctx context.Context, cfg gossip.Config, shards [][]int32, nt Net) (*Report, error) {
 	net, done, err := nt.network(cfg.Workers, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	res, err := gossip.Run(ctx, cfg, d.Learner(), shards, d.App.Initial(), net)
+	res, err := gossip.Run(ctx, cfg, d.Learner(), shards, d.Initial(cfg.Seed), net)
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,22 @@ func TestTrainShards(t *testing.T) {
 			t.Errorf("TCP sent %d bytes, in memory %d", tcp.Bytes, mem.Bytes)
 		}
 	}
+	if w0 := d.Initial(d.App.Seed); !equal(w0, d.App.Initial()) {
+		t.Error("Initial of the job's seed differs from app/dense's initial parameters")
+	}
 	if got := (ShardSpec{Scheme: "submodular"}).Name(); got != "facility" {
 		t.Errorf("submodular's default name %q", got)
 	}
+}
+
+func equal(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
