@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -58,8 +59,8 @@ func MemNetwork(n int, nic float64, seed uint64) (*mem.Network, error) {
 }
 
 // Point is one point of a loss curve: the mean training loss of the
-// samples of the iterations since the previous point, over all workers,
-// at the moment the last worker finished them.
+// samples of the last epoch's worth of iterations (fewer in the first
+// epoch), over all workers, at the moment the last worker finished them.
 type Point struct {
 	Epoch     float64 `json:"epoch"`
 	Seconds   float64 `json:"seconds"`
@@ -275,28 +276,7 @@ func Run(ctx context.Context, cfg Config, learner Learner, shards [][]int32, ini
 	for j, v := range acc {
 		res.Model[j] = float32(v / float64(n))
 	}
-	// The curve: the iterations in groups of about K/PointsPerEpoch.
-	step := max(1, K/cfg.PointsPerEpoch)
-	for lo := 0; lo < iters; lo += step {
-		hi := min(iters, lo+step)
-		if hi%K != 0 && hi/K != lo/K { // do not straddle epochs
-			hi = (lo/K + 1) * K
-		}
-		var loss float64
-		var cnt int
-		var at time.Duration
-		for _, w := range ws {
-			for k := lo; k < hi; k++ {
-				loss += w.loss[k]
-				cnt += w.count[k]
-			}
-			at = max(at, w.at[hi-1])
-		}
-		if cnt > 0 {
-			res.Curve = append(res.Curve, Point{Epoch: float64(hi) / float64(K), Seconds: at.Seconds(), TrainLoss: loss / float64(cnt)})
-		}
-		lo = hi - step
-	}
+	res.Curve = curve(ws, K, iters, cfg.PointsPerEpoch)
 	for i, w := range ws {
 		st := eps[i].Stats().Total()
 		res.Bytes += st.BytesSent
@@ -310,6 +290,38 @@ func Run(ctx context.Context, cfg Config, learner Learner, shards [][]int32, ini
 		res.Workers = append(res.Workers, ws)
 	}
 	return res, nil
+}
+
+// curve returns PointsPerEpoch points per epoch, at the ends of equal
+// slices of its K iterations: each the mean training loss over the
+// samples of the last K iterations (one epoch's worth, fewer in the first
+// epoch) of all workers, at the time the slowest worker ended the
+// point's iteration. The trailing epoch smooths the noise of single
+// batches, as a per-epoch training loss does, without waiting for the
+// epoch's end.
+func curve(ws []*worker, K, iters, perEpoch int) []Point {
+	var out []Point
+	for p := 1; p*K <= iters*perEpoch; p++ {
+		hi := (p*K + perEpoch/2) / perEpoch // iteration count at the point, rounded
+		if hi < 1 || (len(out) > 0 && float64(hi)/float64(K) <= out[len(out)-1].Epoch) {
+			continue
+		}
+		lo := max(0, hi-K)
+		var loss float64
+		var cnt int
+		var at time.Duration
+		for _, w := range ws {
+			for k := lo; k < hi; k++ {
+				loss += w.loss[k]
+				cnt += w.count[k]
+			}
+			at = max(at, w.at[hi-1])
+		}
+		if cnt > 0 {
+			out = append(out, Point{Epoch: float64(hi) / float64(K), Seconds: at.Seconds(), TrainLoss: loss / float64(cnt)})
+		}
+	}
+	return out
 }
 
 // worker is one worker's state in Run.
@@ -369,6 +381,9 @@ func (w *worker) run(ctx context.Context, start time.Time) error {
 				t0 := time.Now()
 				w.loss[it] = w.oracle.LossGrad(w.x, rows, w.grad)
 				c := time.Since(t0)
+				if math.IsNaN(w.loss[it]) || math.IsInf(w.loss[it], 0) {
+					return fmt.Errorf("epoch %d, iteration %d: the training loss is %v: the model diverged; lower the learning rate (lr %v)", e+1, it+1, w.loss[it], cfg.LR)
+				}
 				w.compute += c
 				if err := w.emulate(ctx, c); err != nil {
 					return err

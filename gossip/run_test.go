@@ -99,7 +99,8 @@ func TestOneWorkerIsSGD(t *testing.T) {
 	w := slices.Clone(init)
 	g := make([]float32, len(w))
 	ws := l.Model.NewWorkspace(32)
-	var losses []float64
+	var losses []float64 // summed loss of each step
+	var counts []int
 	for e := range cfg.Epochs {
 		for _, rows := range Batches(shards[0], K, cfg.Seed, 0, e) {
 			var x []float32
@@ -110,7 +111,7 @@ func TestOneWorkerIsSGD(t *testing.T) {
 			}
 			clear(g)
 			loss, _ := l.Model.LossGrad(w, x, y, len(rows), g, 1/float32(len(rows)), ws)
-			losses = append(losses, loss/float64(len(rows)))
+			losses, counts = append(losses, loss), append(counts, len(rows))
 			for i := range w {
 				w[i] -= float32(cfg.LR) * g[i]
 			}
@@ -119,15 +120,21 @@ func TestOneWorkerIsSGD(t *testing.T) {
 	if len(res.Curve) != len(losses) {
 		t.Fatalf("%d curve points, want one per step: %d", len(res.Curve), len(losses))
 	}
+	// Point k is the mean loss of steps k−K+1..k: with K points per epoch
+	// the points determine every step's loss.
 	for k, p := range res.Curve {
-		if p.TrainLoss != losses[k] {
-			t.Fatalf("step %d: loss %v, plain SGD %v", k, p.TrainLoss, losses[k])
+		sum, n := 0.0, 0
+		for j := max(0, k+1-K); j <= k; j++ {
+			sum, n = sum+losses[j], n+counts[j]
+		}
+		if p.TrainLoss != sum/float64(n) || p.Epoch != float64(k+1)/float64(K) {
+			t.Fatalf("step %d: point %+v, plain SGD's mean loss over the last epoch %v", k, p, sum/float64(n))
 		}
 	}
 	if !slices.Equal(res.Model, w) {
 		t.Error("the final model differs from plain SGD's")
 	}
-	if losses[len(losses)-1] > 0.5*losses[0] {
+	if losses[len(losses)-1]/float64(counts[len(counts)-1]) > 0.5*losses[0]/float64(counts[0]) {
 		t.Errorf("SGD did not train: loss %v → %v", losses[0], losses[len(losses)-1])
 	}
 	if res.Bytes != 0 || res.Rounds != 0 {

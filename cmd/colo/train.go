@@ -198,6 +198,13 @@ func parseInts(list string) ([]int, error) {
 }
 
 func runTrain(e *env, args []string) error {
+	decentralised, args, err := trainMode(args)
+	if err != nil {
+		return err
+	}
+	if decentralised {
+		return runDecentral(e, args)
+	}
 	f := newFlags(e, "train", "colo train [flags] DATA",
 		"Trains a model on a parameter server of K machines with the samples and\n"+
 			"parameters placed by --placement: places the data (timed), starts the\n"+
