@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -85,7 +86,8 @@ type WorkerStats struct {
 	ComputeSeconds float64 `json:"compute_seconds"`
 	SleepSeconds   float64 `json:"sleep_seconds"`
 	CommSeconds    float64 `json:"comm_seconds"`
-	// BytesSent and MsgsSent count its frames (transport.Stats).
+	// BytesSent and MsgsSent count the frames it sent while training
+	// (transport.Stats).
 	BytesSent uint64 `json:"bytes_sent"`
 	MsgsSent  uint64 `json:"messages_sent"`
 }
@@ -161,6 +163,27 @@ func (p *plan) weights(round int) Weights {
 	return p.matcha.Weights(p.n, p.matcha.Active(nil, p.seed, round))
 }
 
+// newPlan returns the mixing plan of cfg (validated) and its algorithm's
+// name.
+func newPlan(cfg Config) (*plan, string, error) {
+	pl := &plan{fixed: cfg.Weights, seed: cfg.Seed, n: cfg.Workers}
+	if cfg.Weights != nil {
+		return pl, "d-psgd", nil
+	}
+	t, err := New(cfg.Topology, cfg.Workers)
+	if err != nil {
+		return nil, "", err
+	}
+	if !cfg.Matcha {
+		pl.fixed = MetropolisHastings(t)
+		return pl, "d-psgd", nil
+	}
+	if pl.matcha, err = NewMatcha(t, cfg.Budget); err != nil {
+		return nil, "", err
+	}
+	return pl, "matcha", nil
+}
+
 // Run trains learner decentralised (Alg. 2): worker i starts from init,
 // trains on the samples shards[i] and, every cfg.LocalSteps iterations,
 // exchanges its model with its neighbours over endpoints opened on net
@@ -184,31 +207,6 @@ func Run(ctx context.Context, cfg Config, learner Learner, shards [][]int32, ini
 	for _, s := range shards {
 		total += len(s)
 	}
-	if total == 0 {
-		return nil, errors.New("gossip: no samples to train on")
-	}
-	res := &Result{Config: cfg, Algorithm: "d-psgd", Emulation: EmulationWords}
-	pl := &plan{fixed: cfg.Weights, seed: cfg.Seed, n: n}
-	if cfg.Weights == nil {
-		t, _ := New(cfg.Topology, n) // checked by Validate
-		if cfg.Matcha {
-			m, err := NewMatcha(t, cfg.Budget)
-			if err != nil {
-				return nil, err
-			}
-			pl.matcha, res.Matcha, res.Algorithm = m, m, "matcha"
-		} else {
-			pl.fixed = MetropolisHastings(t)
-		}
-	}
-	K := (total + cfg.Batch - 1) / cfg.Batch
-	res.IterationsPerEpoch = K
-	iters := K * cfg.Epochs
-	res.Rounds = iters / cfg.LocalSteps
-	if n == 1 {
-		res.Rounds = 0
-	}
-
 	eps := make([]node.Endpoint, n)
 	defer func() {
 		for _, ep := range eps {
@@ -231,31 +229,23 @@ func Run(ctx context.Context, cfg Config, learner Learner, shards [][]int32, ini
 			}
 		}
 	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	slow := slowdown(cfg.Speeds, n)
-	ws := make([]*worker, n)
-	for i := range ws {
-		ws[i] = &worker{rank: i, cfg: &cfg, plan: pl, ep: eps[i], oracle: learner.Oracle(i), rows: shards[i],
-			slow: slow[i], k: K, x: append([]float32(nil), init...),
-			loss: make([]float64, iters), count: make([]int, iters), at: make([]time.Duration, iters),
-			held: map[uint64]map[int][]float32{}}
-	}
 	start := time.Now()
+	reps := make([]*WorkerReport, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i, w := range ws {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = w.run(ctx, start); errs[i] != nil {
+			if reps[i], errs[i] = RunWorker(ctx, cfg, i, learner.Oracle(i), shards[i], total, init, eps[i], start, nil); errs[i] != nil {
 				cancel()
 			}
 		}()
 	}
 	wg.Wait()
-	res.Seconds = time.Since(start).Seconds()
+	seconds := time.Since(start).Seconds()
 	for i, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("gossip: worker %d: %w", i, err)
@@ -264,30 +254,119 @@ func Run(ctx context.Context, cfg Config, learner Learner, shards [][]int32, ini
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	return Assemble(cfg, reps, seconds)
+}
+
+// WorkerReport is what one worker did: its final model, a record of each
+// iteration (summed loss, samples, and when it ended, from the shared
+// start) and its counters. A worker process sends it to the process that
+// assembles the result.
+type WorkerReport struct {
+	Rank  int             `json:"rank"`
+	Model []float32       `json:"model"`
+	Loss  []float64       `json:"loss"`
+	Count []int           `json:"count"`
+	At    []time.Duration `json:"at_ns"`
+	Stats WorkerStats     `json:"stats"`
+	// Other are the messages the worker received that were not models of
+	// the exchange, in order, for the caller's own protocol.
+	Other []*transport.Message `json:"-"`
+}
+
+// RunWorker runs worker rank of cfg alone: it trains on rows (of total
+// samples over all workers) from init, averaging over ep, whose peers
+// (WorkerID of every other rank) are reachable, and times its iterations
+// from start. early are messages of the exchange received before it
+// started. Run runs one per goroutine; a process per worker runs one.
+func RunWorker(ctx context.Context, cfg Config, rank int, oracle Oracle, rows []int32, total int, init []float32, ep transport.Endpoint, start time.Time, early []*transport.Message) (*WorkerReport, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if rank < 0 || rank >= cfg.Workers {
+		return nil, fmt.Errorf("gossip: rank %d of %d workers", rank, cfg.Workers)
+	}
+	if total < 1 {
+		return nil, errors.New("gossip: no samples to train on")
+	}
+	pl, _, err := newPlan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	K := (total + cfg.Batch - 1) / cfg.Batch
+	iters := K * cfg.Epochs
+	w := &worker{rank: rank, cfg: &cfg, plan: pl, ep: ep, oracle: oracle, rows: rows,
+		slow: slowdown(cfg.Speeds, cfg.Workers)[rank], k: K, x: append([]float32(nil), init...),
+		loss: make([]float64, iters), count: make([]int, iters), at: make([]time.Duration, iters),
+		held: map[uint64]map[int][]float32{}}
+	for _, m := range early {
+		if err := w.hold(m, 0); err != nil {
+			return nil, err
+		}
+	}
+	before := ep.Stats().Total()
+	if err := w.run(ctx, start); err != nil {
+		return nil, err
+	}
+	after := ep.Stats().Total()
+	st := transport.LinkStats{BytesSent: after.BytesSent - before.BytesSent, MsgsSent: after.MsgsSent - before.MsgsSent}
+	ws := WorkerStats{Rank: rank, Speed: 1, Slowdown: w.slow, Samples: len(rows),
+		Batch: float64(len(rows)) / float64(K), ComputeSeconds: w.compute.Seconds(),
+		SleepSeconds: w.slept.Seconds(), Processed: w.processed, CommSeconds: w.comm.Seconds(), BytesSent: st.BytesSent, MsgsSent: st.MsgsSent}
+	if cfg.Speeds != nil {
+		ws.Speed = cfg.Speeds[rank]
+	}
+	return &WorkerReport{Rank: rank, Model: w.x, Loss: w.loss, Count: w.count, At: w.at, Stats: ws, Other: w.other}, nil
+}
+
+// Assemble builds the result of a run from every worker's report:
+// the average model, the loss curve and the counters. seconds is the
+// run's wall-clock time.
+func Assemble(cfg Config, reps []*WorkerReport, seconds float64) (*Result, error) {
+	pl, alg, err := newPlan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.Workers
+	if len(reps) != n {
+		return nil, fmt.Errorf("gossip: %d worker reports for %d workers", len(reps), n)
+	}
+	total := 0
+	for i, r := range reps {
+		if r == nil || r.Rank != i || len(r.Model) != len(reps[0].Model) {
+			return nil, fmt.Errorf("gossip: the report of worker %d is missing or not worker %d's", i, i)
+		}
+		total += r.Stats.Samples
+	}
+	K := (total + cfg.Batch - 1) / cfg.Batch
+	iters := K * cfg.Epochs
+	for i, r := range reps {
+		if len(r.Loss) != iters || len(r.Count) != iters || len(r.At) != iters {
+			return nil, fmt.Errorf("gossip: worker %d recorded %d iterations, want %d", i, len(r.Loss), iters)
+		}
+	}
+	res := &Result{Config: cfg, Algorithm: alg, Matcha: pl.matcha, Emulation: EmulationWords,
+		IterationsPerEpoch: K, Seconds: seconds}
+	if n > 1 {
+		res.Rounds = iters / cfg.LocalSteps
+	}
 	// The output model: the average of the workers' models.
-	acc := make([]float64, len(init))
-	for _, w := range ws {
-		res.Models = append(res.Models, w.x)
-		for j, v := range w.x {
+	P := len(reps[0].Model)
+	acc := make([]float64, P)
+	for _, r := range reps {
+		res.Models = append(res.Models, r.Model)
+		for j, v := range r.Model {
 			acc[j] += float64(v)
 		}
 	}
-	res.Model = make([]float32, len(init))
+	res.Model = make([]float32, P)
 	for j, v := range acc {
 		res.Model[j] = float32(v / float64(n))
 	}
-	res.Curve = curve(ws, K, iters, cfg.PointsPerEpoch)
-	for i, w := range ws {
-		st := eps[i].Stats().Total()
-		res.Bytes += st.BytesSent
-		res.Messages += st.MsgsSent
-		ws := WorkerStats{Rank: i, Speed: 1, Slowdown: slow[i], Samples: len(shards[i]),
-			Batch: float64(len(shards[i])) / float64(K), ComputeSeconds: w.compute.Seconds(),
-			SleepSeconds: w.slept.Seconds(), Processed: w.processed, CommSeconds: w.comm.Seconds(), BytesSent: st.BytesSent, MsgsSent: st.MsgsSent}
-		if cfg.Speeds != nil {
-			ws.Speed = cfg.Speeds[i]
-		}
-		res.Workers = append(res.Workers, ws)
+	res.Curve = curve(reps, K, iters, cfg.PointsPerEpoch)
+	for _, r := range reps {
+		res.Bytes += r.Stats.BytesSent
+		res.Messages += r.Stats.MsgsSent
+		res.Workers = append(res.Workers, r.Stats)
 	}
 	return res, nil
 }
@@ -299,7 +378,7 @@ func Run(ctx context.Context, cfg Config, learner Learner, shards [][]int32, ini
 // point's iteration. The trailing epoch smooths the noise of single
 // batches, as a per-epoch training loss does, without waiting for the
 // epoch's end.
-func curve(ws []*worker, K, iters, perEpoch int) []Point {
+func curve(reps []*WorkerReport, K, iters, perEpoch int) []Point {
 	var out []Point
 	for p := 1; p*K <= iters*perEpoch; p++ {
 		hi := (p*K + perEpoch/2) / perEpoch // iteration count at the point, rounded
@@ -310,12 +389,12 @@ func curve(ws []*worker, K, iters, perEpoch int) []Point {
 		var loss float64
 		var cnt int
 		var at time.Duration
-		for _, w := range ws {
+		for _, r := range reps {
 			for k := lo; k < hi; k++ {
-				loss += w.loss[k]
-				cnt += w.count[k]
+				loss += r.Loss[k]
+				cnt += r.Count[k]
 			}
-			at = max(at, w.at[hi-1])
+			at = max(at, r.At[hi-1])
 		}
 		if cnt > 0 {
 			out = append(out, Point{Epoch: float64(hi) / float64(K), Seconds: at.Seconds(), TrainLoss: loss / float64(cnt)})
@@ -329,7 +408,7 @@ type worker struct {
 	rank   int
 	cfg    *Config
 	plan   *plan
-	ep     node.Endpoint
+	ep     transport.Endpoint
 	oracle Oracle
 	rows   []int32
 	slow   float64
@@ -347,6 +426,7 @@ type worker struct {
 	debt                  time.Duration
 	sendBuf, mixBuf, grad []float32
 	processed             int
+	other                 []*transport.Message
 }
 
 // epochOrder returns the worker's samples in the order of epoch e.
@@ -463,9 +543,9 @@ func (w *worker) average(ctx context.Context, round uint64) error {
 			}
 		}
 	}
-	got := w.held[round]
-	if got == nil {
-		got = map[int][]float32{}
+	held := w.held[round]
+	if held == nil {
+		held = map[int][]float32{}
 	}
 	delete(w.held, round)
 	need := 0
@@ -474,7 +554,7 @@ func (w *worker) average(ctx context.Context, round uint64) error {
 			need++
 		}
 	}
-	for countFrom(got, W[i], i) < need {
+	for countFrom(held, W[i], i) < need {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -487,24 +567,13 @@ func (w *worker) average(ctx context.Context, round uint64) error {
 			if !ok {
 				return transport.ErrClosed
 			}
-			if m.App != appGossip || m.Cmd != cmdModel {
-				continue
+			if err := w.hold(m, round); err != nil {
+				return err
 			}
-			from := int(m.Sender) - 1
-			if len(m.KV.Vals) != len(w.x) || from < 0 || from >= len(W) {
-				return fmt.Errorf("worker %d sent %d values for round %d: want %d", from, len(m.KV.Vals), m.ID, len(w.x))
+			if got := w.held[round]; got != nil {
+				maps.Copy(held, got)
+				delete(w.held, round)
 			}
-			if m.ID == round {
-				got[from] = m.KV.Vals
-				continue
-			}
-			if m.ID < round {
-				return fmt.Errorf("worker %d sent round %d while this worker is at round %d", from, m.ID, round)
-			}
-			if w.held[m.ID] == nil {
-				w.held[m.ID] = map[int][]float32{}
-			}
-			w.held[m.ID][from] = m.KV.Vals
 		}
 	}
 	if cap(w.mixBuf) < len(w.x) {
@@ -518,11 +587,32 @@ func (w *worker) average(ctx context.Context, round uint64) error {
 		}
 		src := w.sendBuf
 		if j != i {
-			src = got[j]
+			src = held[j]
 		}
 		axpy(out, float32(v), src)
 	}
 	w.x, w.mixBuf = out, w.x
+	return nil
+}
+
+// hold keeps the model of an exchange message for its round; now is the
+// round the worker is at. Other messages are kept in w.other.
+func (w *worker) hold(m *transport.Message, now uint64) error {
+	if m.App != appGossip || m.Cmd != cmdModel {
+		w.other = append(w.other, m)
+		return nil
+	}
+	from := int(m.Sender) - 1
+	if len(m.KV.Vals) != len(w.x) || from < 0 || from >= w.cfg.Workers {
+		return fmt.Errorf("node %d sent %d values for round %d: want a worker's %d", m.Sender, len(m.KV.Vals), m.ID, len(w.x))
+	}
+	if m.ID < now {
+		return fmt.Errorf("worker %d sent round %d while this worker is at round %d", from, m.ID, now)
+	}
+	if w.held[m.ID] == nil {
+		w.held[m.ID] = map[int][]float32{}
+	}
+	w.held[m.ID][from] = m.KV.Vals
 	return nil
 }
 

@@ -6,8 +6,10 @@
 // and F = 2 local steps between averagings (Alg. 2).
 //
 // Every variant trains Runs times (run r with seed Seed+r: initial
-// parameters, batch order, MATCHA's draws); the shards of a variant are
-// computed once with Seed and shared by its runs. For each variant Run
+// parameters, batch order, MATCHA's draws), run r of every variant before
+// run r+1 of any, so that a change in the machine's load falls on all
+// alike; the shards of a variant are computed once with Seed and shared
+// by its runs. For each variant Run
 // reports the wall-clock seconds until the training loss (the mean loss
 // of the samples of a tenth of an epoch over all workers) first reaches
 // Target (seed 003: log loss −1, loss e^−1), the test accuracy of the
@@ -209,24 +211,32 @@ func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
 	res := &Result{Config: cfg, Workers: g.Workers, Speeds: g.Speeds, Topology: g.Topology, Batch: g.Batch, Epochs: g.Epochs,
 		LR: g.LR, Budget: cfg.Budget, Target: cfg.Target, Link: cfg.Net.Link, Emulation: gossip.EmulationWords}
 	cache := map[string][][]int32{}
-	cacheSecs := map[string]float64{}
-	for _, v := range cfg.Variants {
+	rows := make([]Row, len(cfg.Variants))
+	shardsOf := make([][][]int32, len(cfg.Variants))
+	for i, v := range cfg.Variants {
 		name := v.Shard.Name()
 		shards, ok := cache[name]
 		if !ok {
+			var secs float64
 			var err error
-			if shards, cacheSecs[name], err = data.Shards(v.Shard, g, g.Seed); err != nil {
+			if shards, secs, err = data.Shards(v.Shard, g, g.Seed); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			cache[name] = shards
+			rows[i].ShardSeconds = secs
 		}
-		row := Row{Algorithm: v.Algorithm, Shard: name, LocalSteps: v.LocalSteps, Batches: "equal", ShardSeconds: cacheSecs[name]}
+		shardsOf[i] = shards
+		rows[i].Algorithm, rows[i].Shard, rows[i].LocalSteps, rows[i].Batches = v.Algorithm, name, v.LocalSteps, "equal"
 		if v.Shard.Scheme == string(shard.SchemeSubmodular) && g.Speeds != nil {
-			row.Batches = "proportional"
+			rows[i].Batches = "proportional"
 		}
-		for r := range cfg.Runs {
+	}
+	// Run r of every variant, then run r+1: a change of the machine's
+	// load during the comparison falls on every variant alike.
+	for r := range cfg.Runs {
+		for i, v := range cfg.Variants {
 			gc := cfg.variant(v, r)
-			rep, err := data.Train(ctx, gc, shards, cfg.Net)
+			rep, err := data.Train(ctx, gc, shardsOf[i], cfg.Net)
 			if err != nil {
 				return nil, fmt.Errorf("%s run %d: %w", v.Name(), r+1, err)
 			}
@@ -239,15 +249,17 @@ func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
 					break
 				}
 			}
-			row.Matcha = rep.Matcha
-			row.Runs = append(row.Runs, rr)
+			rows[i].Matcha = rep.Matcha
+			rows[i].Runs = append(rows[i].Runs, rr)
 			if cfg.Progress != nil {
 				cfg.Progress(v, r+1, rep)
 			}
 		}
-		summarise(&row)
-		res.Rows = append(res.Rows, row)
 	}
+	for i := range rows {
+		summarise(&rows[i])
+	}
+	res.Rows = rows
 	return res, nil
 }
 

@@ -19,9 +19,10 @@ import (
 )
 
 // trainMode reads --mode from colo train's arguments and returns the
-// arguments without it: ps (the parameter server, the default) or
-// decentralised (package gossip).
-func trainMode(args []string) (decentralised bool, rest []string, err error) {
+// arguments without it: ps (the parameter server, the default),
+// decentralised (package gossip) or gossip-worker (one worker process of
+// colo train --mode decentralised --processes).
+func trainMode(args []string) (mode string, rest []string, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -37,20 +38,40 @@ func trainMode(args []string) (decentralised bool, rest []string, err error) {
 		rest = append(slices.Clone(args[:i]), args[i+1:]...)
 		if !hasVal {
 			if i+1 >= len(args) {
-				return false, nil, usageError("--mode needs a value: ps or decentralised")
+				return "", nil, usageError("--mode needs a value: ps or decentralised")
 			}
 			val = args[i+1]
 			rest = append(slices.Clone(args[:i]), args[i+2:]...)
 		}
 		switch val {
-		case "ps":
-			return false, rest, nil
+		case "ps", "gossip-worker":
+			return val, rest, nil
 		case "decentralised", "decentralized":
-			return true, rest, nil
+			return "decentralised", rest, nil
 		}
-		return false, nil, usageError("--mode %q: want ps (parameter server) or decentralised", val)
+		return "", nil, usageError("--mode %q: want ps (parameter server) or decentralised", val)
 	}
-	return false, args, nil
+	return "ps", args, nil
+}
+
+// runGossipWorker is one worker process of colo train --mode
+// decentralised --processes (job.RunProcess).
+func runGossipWorker(e *env, args []string) error {
+	f := newFlags(e, "train --mode gossip-worker", "colo train --mode gossip-worker --spec FILE --rank I --out FILE [--rendezvous ADDR]",
+		"One worker of colo train --mode decentralised --processes, started by it.")
+	spec := f.String("spec", "", "the job, configuration and shards (JSON written by the parent)")
+	rank := f.Int("rank", -1, "this worker's rank")
+	rendezvous := f.String("rendezvous", "", "rank 0's address (every rank but 0)")
+	out := f.String("out", "", "file of this worker's report")
+	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if *spec == "" || *out == "" || *rank < 0 {
+		return usageError("--spec, --rank and --out are required")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return job.RunProcess(ctx, *spec, *rank, *rendezvous, *out, e.out)
 }
 
 // decentralFlags are the flags of decentralised training.
@@ -64,6 +85,7 @@ type decentralFlags struct {
 	order             string
 	transport         string
 	target            float64
+	processes         bool
 }
 
 func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
@@ -77,6 +99,7 @@ func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
 	f.StringVar(&d.function, "submodular", string(shard.FacilityLocation), "decentralised: the objective of --placement submodular: facility or graphcut")
 	f.StringVar(&d.order, "order", string(def.Order), "decentralised: atc (local step, then average) or cta (average, then the step of the gradient at the model before averaging: Alg. 2 as written)")
 	f.StringVar(&d.transport, "transport", "mem", "decentralised: mem (in-memory network, --link-bandwidth per worker's interface) or tcp (TCP on loopback in this process, --link-bandwidth per link)")
+	f.BoolVar(&d.processes, "processes", false, "decentralised: run each worker as a process of this binary on loopback, over TCP (--link-bandwidth per link)")
 	f.Float64Var(&d.target, "loss-target", math.Exp(-1), "decentralised: training loss whose first crossing is timed (seed 003: log loss −1)")
 }
 
@@ -130,6 +153,7 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 	}
 	switch d.transport {
 	case "mem":
+		nt.TCP = d.processes
 	case "tcp":
 		nt.TCP = true
 	default:
@@ -193,7 +217,13 @@ func runDecentral(e *env, args []string) error {
 	cfg.Progress = func(ep int) { bar.update(int64(ep), int64(cfg.Epochs)) }
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rep, err := data.Train(ctx, cfg, shards, nt)
+	var rep *job.Report
+	if d.processes {
+		fmt.Fprintf(e.errOut, "starting %d worker processes on loopback\n", cfg.Workers)
+		rep, err = data.TrainProcesses(ctx, j, cfg, shards, nt.Link, "")
+	} else {
+		rep, err = data.Train(ctx, cfg, shards, nt)
+	}
 	bar.finish()
 	if err != nil {
 		return err
@@ -270,8 +300,8 @@ func runBenchRCD(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if d.matcha || d.weights != "" {
-		return usageError("--matcha and --weights: the comparison runs both algorithms on --topology")
+	if d.matcha || d.weights != "" || d.processes {
+		return usageError("--matcha, --weights and --processes: the comparison runs both algorithms on --topology, in this process")
 	}
 	g, nt, err := d.config(&t, j)
 	if err != nil {

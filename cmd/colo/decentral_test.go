@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,27 +14,28 @@ import (
 func TestTrainMode(t *testing.T) {
 	for _, c := range []struct {
 		args []string
-		dec  bool
+		mode string
 		rest []string
 		err  string
 	}{
-		{[]string{"d.csv", "--lr", "1"}, false, []string{"d.csv", "--lr", "1"}, ""},
-		{[]string{"--mode", "decentralised", "d.csv"}, true, []string{"d.csv"}, ""},
-		{[]string{"d.csv", "-mode=decentralized"}, true, []string{"d.csv"}, ""},
-		{[]string{"--mode=ps", "d.csv"}, false, []string{"d.csv"}, ""},
-		{[]string{"--mode", "gossip", "d.csv"}, false, nil, "--mode \"gossip\""},
-		{[]string{"d.csv", "--mode"}, false, nil, "--mode needs a value"},
-		{[]string{"--", "--mode", "x"}, false, []string{"--", "--mode", "x"}, ""},
+		{[]string{"d.csv", "--lr", "1"}, "ps", []string{"d.csv", "--lr", "1"}, ""},
+		{[]string{"--mode", "decentralised", "d.csv"}, "decentralised", []string{"d.csv"}, ""},
+		{[]string{"d.csv", "-mode=decentralized"}, "decentralised", []string{"d.csv"}, ""},
+		{[]string{"--mode=ps", "d.csv"}, "ps", []string{"d.csv"}, ""},
+		{[]string{"--mode", "gossip-worker", "--rank", "1"}, "gossip-worker", []string{"--rank", "1"}, ""},
+		{[]string{"--mode", "gossip", "d.csv"}, "", nil, "--mode \"gossip\""},
+		{[]string{"d.csv", "--mode"}, "", nil, "--mode needs a value"},
+		{[]string{"--", "--mode", "x"}, "ps", []string{"--", "--mode", "x"}, ""},
 	} {
-		dec, rest, err := trainMode(c.args)
+		mode, rest, err := trainMode(c.args)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%v: %v, want %q", c.args, err, c.err)
 			}
 			continue
 		}
-		if err != nil || dec != c.dec || !slices.Equal(rest, c.rest) {
-			t.Errorf("%v: %v %v %v, want %v %v", c.args, dec, rest, err, c.dec, c.rest)
+		if err != nil || mode != c.mode || !slices.Equal(rest, c.rest) {
+			t.Errorf("%v: %v %v %v, want %v %v", c.args, mode, rest, err, c.mode, c.rest)
 		}
 	}
 }
@@ -145,6 +148,51 @@ func TestBenchRCD(t *testing.T) {
 	for _, f := range []string{"rcd.json", "loss_vs_time.svg", "loss_vs_epoch.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, "out", f)); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestTrainDecentralisedProcesses runs the workers as processes on
+// loopback: the same training as in one process over TCP, the losses and
+// the test accuracy bit for bit, the same bytes.
+func TestTrainDecentralisedProcesses(t *testing.T) {
+	data := blobsCSV(t, 300)
+	dir := t.TempDir()
+	args := []string{"train", "--mode", "decentralised", data, "--label-col", "-1", "--hidden", "16", "--workers", "3", "--epochs", "2",
+		"--batch", "30", "--worker-speeds", "1,2,2", "--placement", "submodular", "--matcha", "--topology", "complete"}
+	type summary struct {
+		Bytes uint64 `json:"bytes"`
+		Curve []struct {
+			TrainLoss float64 `json:"train_loss"`
+		} `json:"curve"`
+		Eval struct {
+			Accuracy float64 `json:"test_accuracy"`
+		} `json:"eval"`
+	}
+	var runs []summary
+	for i, extra := range [][]string{{"--transport", "tcp"}, {"--processes"}} {
+		out := filepath.Join(dir, fmt.Sprintf("run%d.json", i))
+		cmd := exec.Command(coloBin, append(append(slices.Clone(args), extra...), "--json", out)...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", extra, err, b)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, s)
+	}
+	a, b := runs[0], runs[1]
+	if a.Bytes != b.Bytes || a.Eval.Accuracy != b.Eval.Accuracy || len(a.Curve) != len(b.Curve) || len(a.Curve) == 0 {
+		t.Fatalf("in process %+v, processes %+v", a, b)
+	}
+	for i := range a.Curve {
+		if a.Curve[i] != b.Curve[i] {
+			t.Errorf("curve point %d: %v in process, %v as processes", i, a.Curve[i], b.Curve[i])
 		}
 	}
 }

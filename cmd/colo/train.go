@@ -198,12 +198,14 @@ func parseInts(list string) ([]int, error) {
 }
 
 func runTrain(e *env, args []string) error {
-	decentralised, args, err := trainMode(args)
-	if err != nil {
+	mode, args, err := trainMode(args)
+	switch {
+	case err != nil:
 		return err
-	}
-	if decentralised {
+	case mode == "decentralised":
 		return runDecentral(e, args)
+	case mode == "gossip-worker":
+		return runGossipWorker(e, args)
 	}
 	f := newFlags(e, "train", "colo train [flags] DATA",
 		"Trains a model on a parameter server of K machines with the samples and\n"+

@@ -196,6 +196,12 @@ func (d *Data) Train(ctx context.Context, cfg gossip.Config, shards [][]int32, n
 	if err != nil {
 		return nil, err
 	}
+	return d.score(res), nil
+}
+
+// score scores the average model of res on the test set (the training
+// set without one).
+func (d *Data) score(res *gossip.Result) *Report {
 	rep := &Report{Result: res}
 	test, on := d.Test, "test"
 	if test == nil {
@@ -203,5 +209,5 @@ func (d *Data) Train(ctx context.Context, cfg gossip.Config, shards [][]int32, n
 	}
 	rep.Eval = d.App.Score(res.Model, test, on)
 	rep.Eval.ClassAccuracy = nil
-	return rep, nil
+	return rep
 }
