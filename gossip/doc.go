@@ -89,6 +89,8 @@
 //	res, err := gossip.Run(ctx, cfg, &gossip.Dense{Model: m, X: x, Labels: y}, shards, init, node.Mem{Net: net})
 //	// res.Model is the average model, res.Curve the loss against time.
 //
-// Package gossip/job runs this on a dense job's data; bench/rcd is seed
-// 003's comparison.
+// RunWorker runs one worker alone and Assemble builds a Result from every
+// worker's WorkerReport, for a process per worker (gossip/job's
+// TrainProcesses). Package gossip/job runs all this on a dense job's
+// data; bench/rcd is seed 003's comparison.
 package gossip

@@ -178,7 +178,9 @@ type Row struct {
 	Bytes           float64  `json:"bytes"`
 	BytesPerEpoch   float64  `json:"bytes_per_epoch"`
 	FinalTrainLoss  float64  `json:"final_train_loss"`
-	ShardSeconds    float64  `json:"shard_seconds"`
+	// ShardSeconds is the time sharding took (once for the rows that
+	// share the shards).
+	ShardSeconds float64 `json:"shard_seconds"`
 	// Matcha is MATCHA's plan (probabilities, α) when used.
 	Matcha *gossip.Matcha `json:"matcha,omitempty"`
 	Runs   []RunResult    `json:"runs"`
@@ -211,6 +213,7 @@ func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
 	res := &Result{Config: cfg, Workers: g.Workers, Speeds: g.Speeds, Topology: g.Topology, Batch: g.Batch, Epochs: g.Epochs,
 		LR: g.LR, Budget: cfg.Budget, Target: cfg.Target, Link: cfg.Net.Link, Emulation: gossip.EmulationWords}
 	cache := map[string][][]int32{}
+	cacheSecs := map[string]float64{}
 	rows := make([]Row, len(cfg.Variants))
 	shardsOf := make([][][]int32, len(cfg.Variants))
 	for i, v := range cfg.Variants {
@@ -222,10 +225,9 @@ func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
 			if shards, secs, err = data.Shards(v.Shard, g, g.Seed); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			cache[name] = shards
-			rows[i].ShardSeconds = secs
+			cache[name], cacheSecs[name] = shards, secs
 		}
-		shardsOf[i] = shards
+		shardsOf[i], rows[i].ShardSeconds = shards, cacheSecs[name]
 		rows[i].Algorithm, rows[i].Shard, rows[i].LocalSteps, rows[i].Batches = v.Algorithm, name, v.LocalSteps, "equal"
 		if v.Shard.Scheme == string(shard.SchemeSubmodular) && g.Speeds != nil {
 			rows[i].Batches = "proportional"

@@ -3,7 +3,8 @@
 // train.Job as app/dense does, shards it among the workers (random equal
 // shards, or seed 003's ratio-constrained submodular shards with
 // facility location or graph cut, in proportion to the workers' speeds),
-// trains with gossip.Run over an emulated network and scores the average
+// trains with gossip.Run over an emulated network, or with a process per
+// worker on loopback (TrainProcesses, RunProcess), and scores the average
 // model on the test set.
 //
 //	job, _ := app.DefaultJob("mlp")
