@@ -90,6 +90,11 @@ type decentralFlags struct {
 
 func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
 	def := gossip.DefaultConfig()
+	// colo train's flags whose defaults differ without servers.
+	f.Lookup("app").Value.Set("mlp")
+	f.Lookup("app").DefValue = "mlp"
+	f.Lookup("batch").Usage = "samples of one iteration over all workers; each worker cuts its shard into n/batch batches (-1: 64 per worker)"
+	f.Lookup("lr").Usage = fmt.Sprintf("the workers' SGD learning rate γ (0: %g)", def.LR)
 	f.StringVar(&d.topology, "topology", def.Topology, "decentralised: communication graph: "+strings.Join(gossip.Topologies(), ", ")+" (Metropolis–Hastings weights)")
 	f.StringVar(&d.weights, "weights", "", "decentralised: file of the N×N doubly stochastic weight matrix W (one row per line; overrides --topology)")
 	f.IntVar(&d.localSteps, "local-steps", localSteps, "decentralised: F, the local SGD steps between averagings")
@@ -184,8 +189,6 @@ func runDecentral(e *env, args []string) error {
 	df.register(f)
 	var d decentralFlags
 	d.register(f, 1, "")
-	f.Lookup("app").Value.Set("mlp")
-	f.Lookup("app").DefValue = "mlp"
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -288,8 +291,6 @@ func runBenchRCD(e *env, args []string) error {
 	df.register(f)
 	var d decentralFlags
 	d.register(f, 2, "1,2,4,8")
-	f.Lookup("app").Value.Set("mlp")
-	f.Lookup("app").DefValue = "mlp"
 	runs := f.Int("runs", 5, "trainings per algorithm and sharding")
 	out := f.String("o", "", "output directory of rcd.json and the plots")
 	pos, err := f.parse(args, 1, 1)
