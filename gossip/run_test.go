@@ -427,3 +427,34 @@ func TestLocalStepsHalveTraffic(t *testing.T) {
 		t.Errorf("F=1 sent %d messages, want %d", one.Messages, 12*8)
 	}
 }
+
+// wide is a learner with P parameters and no gradient.
+type wide struct{ p int }
+
+func (w wide) NumParams() int                                       { return w.p }
+func (w wide) Oracle(int) Oracle                                    { return w }
+func (w wide) LossGrad(_ []float32, _ []int32, _ []float32) float64 { return 1 }
+
+// TestLinkRate: on MemNetwork's emulated interfaces an averaging cannot
+// be faster than the bytes a worker sends over its rate.
+func TestLinkRate(t *testing.T) {
+	const P, rate, rounds = 25_000, 2e6, 4 // 100 kB models, 2 MB/s
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.Topology, cfg.Batch, cfg.Epochs = 3, "complete", 3, 1
+	net, err := MemNetwork(3, rate, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	res, err := Run(context.Background(), cfg, wide{P}, equalShards(3*rounds, 3), make([]float32, P), node.Mem{Net: net})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perWorker := float64(res.Workers[0].BytesSent)
+	if want := float64(rounds * 2 * (4*P + 60)); perWorker < want {
+		t.Fatalf("worker 0 sent %v bytes, want at least %v", perWorker, want)
+	}
+	if min := perWorker / rate; res.Seconds < 0.95*min {
+		t.Errorf("%d rounds took %.3f s; sending %.0f bytes at %.0f B/s takes %.3f s", rounds, res.Seconds, perWorker, rate, min)
+	}
+}
