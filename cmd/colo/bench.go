@@ -20,12 +20,15 @@ func runBench(e *env, args []string) error {
 	if len(args) > 0 && args[0] == "balance" {
 		return runBenchBalance(e, args[1:])
 	}
+	if len(args) > 0 && args[0] == "rcd" {
+		return runBenchRCD(e, args[1:])
+	}
 	if len(args) == 0 || args[0] != "partition" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			fmt.Fprintln(e.out, "Usage: colo bench partition [flags] DATA... -o DIR\n       colo bench kv [flags]\n       colo bench sharding [flags] DATA -o DIR\n       colo bench balance [flags] DATA -o DIR\n\nRun 'colo bench NAME -h' for the flags.")
+			fmt.Fprintln(e.out, "Usage: colo bench partition [flags] DATA... -o DIR\n       colo bench kv [flags]\n       colo bench sharding [flags] DATA -o DIR\n       colo bench balance [flags] DATA -o DIR\n       colo bench rcd [flags] DATA [-o DIR]\n\nRun 'colo bench NAME -h' for the flags.")
 			return nil
 		}
-		return usageError("want 'colo bench partition DATA...', 'colo bench kv', 'colo bench sharding DATA' or 'colo bench balance DATA'")
+		return usageError("want 'colo bench partition DATA...', 'colo bench kv', 'colo bench sharding DATA', 'colo bench balance DATA' or 'colo bench rcd DATA'")
 	}
 	f := newFlags(e, "bench partition", "colo bench partition [flags] DATA[@FORMAT]... -o DIR",
 		"Runs every algorithm of --algos on every dataset for every k of --k and writes\n"+

@@ -38,11 +38,11 @@ func commands() []command {
 		{"stats", "print the size and degree distribution of a dataset", runStats},
 		{"partition", "place samples and parameters on k machines and write the part files", runPartition},
 		{"eval", "score a placement made by colo or another tool on colo's cost model", runEval},
-		{"bench", "benchmarks: partitioners over datasets and k (partition), parameter-server push/pull (kv), seed 004's sharding study (sharding)", runBench},
+		{"bench", "benchmarks: partitioners over datasets and k (partition), parameter-server push/pull (kv), seed 004's sharding study (sharding), seed 003's decentralised comparison (rcd)", runBench},
 		{"convert", "write a dataset as an hMETIS hypergraph or as libsvm", runConvert},
 		{"gen", "generate a synthetic sparse or power-law dataset in libsvm format", runGen},
 		{"shard", "split a labelled dense dataset among workers: stratified, distaware, submodular", runShard},
-		{"train", "train a model (lr, mf, mlp, cnn) on a parameter server with the data placed, or compare placements", runTrain},
+		{"train", "train a model (lr, mf, mlp, cnn) on a parameter server with the data placed, or compare placements; --mode decentralised: gossip without servers", runTrain},
 		{"node", "run a parameter-server node: scheduler, server, worker or machine", runNode},
 		{"launch", "start a parameter-server cluster of processes on loopback and run a smoke job", runLaunch},
 	}

@@ -215,6 +215,15 @@ func parseInts(list string) ([]int, error) {
 }
 
 func runTrain(e *env, args []string) error {
+	mode, args, err := trainMode(args)
+	switch {
+	case err != nil:
+		return err
+	case mode == "decentralised":
+		return runDecentral(e, args)
+	case mode == "gossip-worker":
+		return runGossipWorker(e, args)
+	}
 	f := newFlags(e, "train", "colo train [flags] DATA",
 		"Trains a model on a parameter server of K machines with the samples and\n"+
 			"parameters placed by --placement: places the data (timed), starts the\n"+

@@ -1,0 +1,379 @@
+// Package rcd is the comparison of seed 003 §3 (RCD-SGD): decentralised
+// training on workers of unequal speed, D-PSGD and MATCHA on random equal
+// shards with equal batches and F = 1, against RCD-SGD — the same
+// algorithms on ratio-constrained submodular shards (facility location
+// and graph cut, Alg. 1) with batches proportional to the workers' speeds
+// and F = 2 local steps between averagings (Alg. 2).
+//
+// Every variant trains Runs times (run r with seed Seed+r: initial
+// parameters, batch order, MATCHA's draws), run r of every variant before
+// run r+1 of any, so that a change in the machine's load falls on all
+// alike; the shards of a variant are computed once with Seed and shared
+// by its runs. For each variant Run
+// reports the wall-clock seconds until the training loss (the mean loss
+// of the samples of a tenth of an epoch over all workers) first reaches
+// Target (seed 003: log loss −1, loss e^−1), the test accuracy of the
+// average model after the last epoch, the bytes the workers sent in
+// total and per epoch, mean and standard deviation over the runs with
+// every run's values, and the mean loss curves against time and epochs.
+//
+// Worker speeds are emulated (gossip.EmulationWords): the measured
+// compute time of a step is stretched by r_max/r by sleeping. On equal
+// shards every worker's batch is Batch/N, so the slowest worker's steps
+// take r_max/r_min times longer than the fastest's and everyone waits for
+// it at each averaging; on ratio shards the batches follow the speeds and
+// every worker's step takes about the same emulated time.
+//
+//	cfg := rcd.DefaultConfig()
+//	cfg.Gossip.Speeds = []float64{1, 2, 4, 8}
+//	res, err := rcd.Run(ctx, cfg, data) // data: job.Load(j)
+//	rcd.WriteTable(os.Stdout, res)
+package rcd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"colo/gossip"
+	"colo/gossip/job"
+	"colo/shard"
+)
+
+// Variant is one algorithm on one sharding.
+type Variant struct {
+	// Algorithm is "d-psgd" or "matcha".
+	Algorithm string `json:"algorithm"`
+	// Shard is a job.ShardSpec's scheme ("random", or "submodular" with
+	// Function).
+	Shard job.ShardSpec `json:"-"`
+	// LocalSteps is F.
+	LocalSteps int `json:"local_steps"`
+}
+
+// Name returns "d-psgd/random F=1".
+func (v Variant) Name() string {
+	return fmt.Sprintf("%s/%s F=%d", v.Algorithm, v.Shard.Name(), v.LocalSteps)
+}
+
+// DefaultVariants returns seed 003's six: D-PSGD and MATCHA on random
+// shards with F = 1, and each on facility-location and graph-cut ratio
+// shards with F = localSteps (RCD-SGD).
+func DefaultVariants(localSteps int) []Variant {
+	var out []Variant
+	for _, alg := range []string{"d-psgd", "matcha"} {
+		out = append(out, Variant{Algorithm: alg, Shard: job.ShardSpec{Scheme: "random"}, LocalSteps: 1})
+		for _, f := range []shard.Function{shard.FacilityLocation, shard.GraphCut} {
+			out = append(out, Variant{Algorithm: alg, Shard: job.ShardSpec{Scheme: "submodular", Function: f}, LocalSteps: localSteps})
+		}
+	}
+	return out
+}
+
+// Config is the comparison's settings.
+type Config struct {
+	// Gossip is the base configuration: workers, topology, speeds, batch,
+	// epochs, learning rate, order, seed. Each variant sets LocalSteps
+	// and Matcha.
+	Gossip gossip.Config
+	// Budget is MATCHA's c_b.
+	Budget float64
+	// Variants are the rows, the first the baseline of the speed-ups.
+	Variants []Variant
+	// Runs is the number of trainings per variant.
+	Runs int
+	// Target is the training loss whose first crossing is timed.
+	Target float64
+	// Net is the emulated network.
+	Net job.Net
+	// Progress, when set, is called after each run.
+	Progress func(v Variant, run int, rep *job.Report)
+}
+
+// DefaultConfig returns 4 workers of speeds 1:2:4:8 on a ring, the
+// six default variants with F = 2 for RCD-SGD, c_b = 0.5, 5 runs, the
+// target e^−1 and 1 Gbit/s network interfaces.
+func DefaultConfig() Config {
+	g := gossip.DefaultConfig()
+	g.Speeds = []float64{1, 2, 4, 8}
+	return Config{Gossip: g, Budget: 0.5, Variants: DefaultVariants(2), Runs: 5, Target: math.Exp(-1), Net: job.Net{Link: 125e6}}
+}
+
+// Validate checks c; errors name the field.
+func (c Config) Validate() error {
+	switch {
+	case c.Runs < 1:
+		return fmt.Errorf("runs %d: want at least 1", c.Runs)
+	case !(c.Target > 0) || math.IsInf(c.Target, 0):
+		return fmt.Errorf("target %v: want a training loss > 0", c.Target)
+	case len(c.Variants) == 0:
+		return fmt.Errorf("variants: none")
+	}
+	for _, v := range c.Variants {
+		g := c.variant(v, 0)
+		if v.Algorithm != "d-psgd" && v.Algorithm != "matcha" {
+			return fmt.Errorf("variant %s: algorithm %q: want d-psgd or matcha", v.Name(), v.Algorithm)
+		}
+		if err := g.Validate(); err != nil {
+			return fmt.Errorf("variant %s: %w", v.Name(), err)
+		}
+	}
+	return nil
+}
+
+// variant returns the gossip configuration of run r of v.
+func (c Config) variant(v Variant, r int) gossip.Config {
+	g := c.Gossip
+	g.LocalSteps, g.Matcha, g.Seed = v.LocalSteps, v.Algorithm == "matcha", c.Gossip.Seed+uint64(r)
+	if g.Matcha {
+		g.Budget = c.Budget
+	}
+	return g
+}
+
+// RunResult is one training of a variant.
+type RunResult struct {
+	Seed uint64 `json:"seed"`
+	// SecondsToTarget is nil when the loss never reached the target.
+	SecondsToTarget *float64 `json:"seconds_to_target"`
+	EpochsToTarget  *float64 `json:"epochs_to_target"`
+	TestAccuracy    float64  `json:"test_accuracy"`
+	TestLoss        float64  `json:"test_log_loss"`
+	FinalTrainLoss  float64  `json:"final_train_loss"`
+	Seconds         float64  `json:"seconds"`
+	Bytes           uint64   `json:"bytes"`
+	BytesPerEpoch   float64  `json:"bytes_per_epoch"`
+	// Workers are the per-worker figures: speed, batch, compute, sleep
+	// and communication seconds.
+	Workers []gossip.WorkerStats `json:"workers"`
+	Curve   []gossip.Point       `json:"curve"`
+}
+
+// Stat is a mean and standard deviation over runs.
+type Stat struct {
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std"`
+}
+
+// Row is one variant's summary over its runs.
+type Row struct {
+	Algorithm  string `json:"algorithm"`
+	Shard      string `json:"shard"`
+	LocalSteps int    `json:"local_steps"`
+	// Batches is "equal" or "proportional" (to the speeds).
+	Batches string `json:"batches"`
+	// SecondsToTarget is the mean over the runs that reached the target
+	// (Reached of Runs), nil if none did.
+	SecondsToTarget *float64 `json:"seconds_to_target"`
+	SecondsStd      float64  `json:"seconds_to_target_std"`
+	Reached         int      `json:"reached"`
+	TestAccuracy    float64  `json:"test_accuracy"`
+	AccuracyStd     float64  `json:"test_accuracy_std"`
+	Bytes           float64  `json:"bytes"`
+	BytesPerEpoch   float64  `json:"bytes_per_epoch"`
+	FinalTrainLoss  float64  `json:"final_train_loss"`
+	// ShardSeconds is the time sharding took (once for the rows that
+	// share the shards).
+	ShardSeconds float64 `json:"shard_seconds"`
+	// Matcha is MATCHA's plan (probabilities, α) when used.
+	Matcha *gossip.Matcha `json:"matcha,omitempty"`
+	Runs   []RunResult    `json:"runs"`
+	// curve is the mean curve over the runs.
+	curve []gossip.Point
+}
+
+// Result is the whole comparison.
+type Result struct {
+	Config    Config    `json:"-"`
+	Workers   int       `json:"workers"`
+	Speeds    []float64 `json:"worker_speeds"`
+	Topology  string    `json:"topology"`
+	Batch     int       `json:"batch"`
+	Epochs    int       `json:"epochs"`
+	LR        float64   `json:"lr"`
+	Budget    float64   `json:"budget"`
+	Target    float64   `json:"target"`
+	Link      float64   `json:"link_bytes_per_s"`
+	Emulation string    `json:"speed_emulation"`
+	Rows      []Row     `json:"rows"`
+}
+
+// Run trains every variant Runs times on data.
+func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	g := cfg.Gossip
+	res := &Result{Config: cfg, Workers: g.Workers, Speeds: g.Speeds, Topology: g.Topology, Batch: g.Batch, Epochs: g.Epochs,
+		LR: g.LR, Budget: cfg.Budget, Target: cfg.Target, Link: cfg.Net.Link, Emulation: gossip.EmulationWords}
+	cache := map[string][][]int32{}
+	cacheSecs := map[string]float64{}
+	rows := make([]Row, len(cfg.Variants))
+	shardsOf := make([][][]int32, len(cfg.Variants))
+	for i, v := range cfg.Variants {
+		name := v.Shard.Name()
+		shards, ok := cache[name]
+		if !ok {
+			var secs float64
+			var err error
+			if shards, secs, err = data.Shards(v.Shard, g, g.Seed); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			cache[name], cacheSecs[name] = shards, secs
+		}
+		shardsOf[i], rows[i].ShardSeconds = shards, cacheSecs[name]
+		rows[i].Algorithm, rows[i].Shard, rows[i].LocalSteps, rows[i].Batches = v.Algorithm, name, v.LocalSteps, "equal"
+		if v.Shard.Scheme == string(shard.SchemeSubmodular) && g.Speeds != nil {
+			rows[i].Batches = "proportional"
+		}
+	}
+	// Run r of every variant, then run r+1: a change of the machine's
+	// load during the comparison falls on every variant alike.
+	for r := range cfg.Runs {
+		for i, v := range cfg.Variants {
+			gc := cfg.variant(v, r)
+			rep, err := data.Train(ctx, gc, shardsOf[i], cfg.Net)
+			if err != nil {
+				return nil, fmt.Errorf("%s run %d: %w", v.Name(), r+1, err)
+			}
+			rr := RunResult{Seed: gc.Seed, TestAccuracy: *rep.Eval.Accuracy, TestLoss: *rep.Eval.LogLoss, FinalTrainLoss: rep.FinalLoss(),
+				Seconds: rep.Seconds, Bytes: rep.Bytes, BytesPerEpoch: float64(rep.Bytes) / float64(gc.Epochs), Workers: rep.Workers, Curve: rep.Curve}
+			for _, p := range rep.Curve {
+				if p.TrainLoss <= cfg.Target {
+					s, e := p.Seconds, p.Epoch
+					rr.SecondsToTarget, rr.EpochsToTarget = &s, &e
+					break
+				}
+			}
+			rows[i].Matcha = rep.Matcha
+			rows[i].Runs = append(rows[i].Runs, rr)
+			if cfg.Progress != nil {
+				cfg.Progress(v, r+1, rep)
+			}
+		}
+	}
+	for i := range rows {
+		summarise(&rows[i])
+	}
+	res.Rows = rows
+	return res, nil
+}
+
+// summarise fills a row's means from its runs.
+func summarise(row *Row) {
+	var secs, acc, bytes, bpe, loss []float64
+	for _, r := range row.Runs {
+		if r.SecondsToTarget != nil {
+			secs = append(secs, *r.SecondsToTarget)
+		}
+		acc = append(acc, r.TestAccuracy)
+		bytes = append(bytes, float64(r.Bytes))
+		bpe = append(bpe, r.BytesPerEpoch)
+		loss = append(loss, r.FinalTrainLoss)
+	}
+	row.Reached = len(secs)
+	if len(secs) > 0 {
+		m, s := meanStd(secs)
+		row.SecondsToTarget, row.SecondsStd = &m, s
+	}
+	row.TestAccuracy, row.AccuracyStd = meanStd(acc)
+	row.Bytes, _ = meanStd(bytes)
+	row.BytesPerEpoch, _ = meanStd(bpe)
+	row.FinalTrainLoss, _ = meanStd(loss)
+	// The mean curve: the runs share their points' epochs.
+	n := len(row.Runs[0].Curve)
+	for _, r := range row.Runs {
+		n = min(n, len(r.Curve))
+	}
+	for k := range n {
+		var p gossip.Point
+		for _, r := range row.Runs {
+			p.Epoch = r.Curve[k].Epoch
+			p.Seconds += r.Curve[k].Seconds / float64(len(row.Runs))
+			p.TrainLoss += r.Curve[k].TrainLoss / float64(len(row.Runs))
+		}
+		row.curve = append(row.curve, p)
+	}
+}
+
+// meanStd returns the mean and the sample standard deviation.
+func meanStd(xs []float64) (float64, float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	m := 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	if len(xs) < 2 {
+		return m, 0
+	}
+	v := 0.0
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(v / float64(len(xs)-1))
+}
+
+// WriteTable prints one line per variant: seconds to the target (mean ±
+// std, runs that reached it), the speed-up over the first variant, test
+// accuracy, final training loss, and megabytes per epoch.
+func WriteTable(w io.Writer, res *Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "algorithm\tshard\tF\tbatches\ts to target\treached\tvs first\ttest acc %\tfinal loss\tMB/epoch")
+	base := res.Rows[0].SecondsToTarget
+	for _, r := range res.Rows {
+		secs, vs := "never", "-"
+		if r.SecondsToTarget != nil {
+			secs = fmt.Sprintf("%.2f ± %.2f", *r.SecondsToTarget, r.SecondsStd)
+			if base != nil {
+				vs = fmt.Sprintf("%+.0f%%", 100*(*r.SecondsToTarget / *base - 1))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d/%d\t%s\t%.2f ± %.2f\t%.4f\t%.1f\n", r.Algorithm, r.Shard, r.LocalSteps, r.Batches,
+			secs, r.Reached, len(r.Runs), vs, 100*r.TestAccuracy, 100*r.AccuracyStd, r.FinalTrainLoss, r.BytesPerEpoch/1e6)
+	}
+	return tw.Flush()
+}
+
+// Files are what WriteDir writes.
+var Files = []string{"rcd.json", "loss_vs_time.svg", "loss_vs_epoch.svg"}
+
+// WriteJSON writes the result as indented JSON.
+func WriteJSON(w io.Writer, res *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
+}
+
+// WriteDir writes rcd.json and the two loss plots into dir.
+func WriteDir(dir string, res *Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, f func(io.Writer) error) error {
+		var b strings.Builder
+		if err := f(&b); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644)
+	}
+	if err := write(Files[0], func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
+		return err
+	}
+	series := make([]Series, len(res.Rows))
+	for i, r := range res.Rows {
+		series[i] = Series{Name: fmt.Sprintf("%s/%s F=%d", r.Algorithm, r.Shard, r.LocalSteps), Curve: r.curve}
+	}
+	if err := write(Files[1], func(w io.Writer) error { return PlotCurves(w, series, false, res.Target) }); err != nil {
+		return err
+	}
+	return write(Files[2], func(w io.Writer) error { return PlotCurves(w, series, true, res.Target) })
+}

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"colo/bench/rcd"
+	"colo/gossip"
+	"colo/gossip/job"
+	"colo/shard"
+	"colo/train"
+)
+
+// trainMode reads --mode from colo train's arguments and returns the
+// arguments without it: ps (the parameter server, the default),
+// decentralised (package gossip) or gossip-worker (one worker process of
+// colo train --mode decentralised --processes).
+func trainMode(args []string) (mode string, rest []string, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name != "mode" {
+			continue
+		}
+		rest = append(slices.Clone(args[:i]), args[i+1:]...)
+		if !hasVal {
+			if i+1 >= len(args) {
+				return "", nil, usageError("--mode needs a value: ps or decentralised")
+			}
+			val = args[i+1]
+			rest = append(slices.Clone(args[:i]), args[i+2:]...)
+		}
+		switch val {
+		case "ps", "gossip-worker":
+			return val, rest, nil
+		case "decentralised", "decentralized":
+			return "decentralised", rest, nil
+		}
+		return "", nil, usageError("--mode %q: want ps (parameter server) or decentralised", val)
+	}
+	return "ps", args, nil
+}
+
+// runGossipWorker is one worker process of colo train --mode
+// decentralised --processes (job.RunProcess).
+func runGossipWorker(e *env, args []string) error {
+	f := newFlags(e, "train --mode gossip-worker", "colo train --mode gossip-worker --spec FILE --rank I --out FILE [--rendezvous ADDR]",
+		"One worker of colo train --mode decentralised --processes, started by it.")
+	spec := f.String("spec", "", "the job, configuration and shards (JSON written by the parent)")
+	rank := f.Int("rank", -1, "this worker's rank")
+	rendezvous := f.String("rendezvous", "", "rank 0's address (every rank but 0)")
+	out := f.String("out", "", "file of this worker's report")
+	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if *spec == "" || *out == "" || *rank < 0 {
+		return usageError("--spec, --rank and --out are required")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return job.RunProcess(ctx, *spec, *rank, *rendezvous, *out, e.out)
+}
+
+// decentralFlags are the flags of decentralised training.
+type decentralFlags struct {
+	topology, weights string
+	localSteps        int
+	matcha            bool
+	budget            float64
+	speeds            string
+	function          string
+	order             string
+	transport         string
+	target            float64
+	processes         bool
+}
+
+func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
+	def := gossip.DefaultConfig()
+	// colo train's flags whose defaults differ without servers.
+	f.Lookup("app").Value.Set("mlp")
+	f.Lookup("app").DefValue = "mlp"
+	f.Lookup("batch").Usage = "samples of one iteration over all workers; each worker cuts its shard into n/batch batches (-1: 64 per worker)"
+	f.Lookup("lr").Usage = fmt.Sprintf("the workers' SGD learning rate γ (0: %g)", def.LR)
+	f.StringVar(&d.topology, "topology", def.Topology, "decentralised: communication graph: "+strings.Join(gossip.Topologies(), ", ")+" (Metropolis–Hastings weights)")
+	f.StringVar(&d.weights, "weights", "", "decentralised: file of the N×N doubly stochastic weight matrix W (one row per line; overrides --topology)")
+	f.IntVar(&d.localSteps, "local-steps", localSteps, "decentralised: F, the local SGD steps between averagings")
+	f.BoolVar(&d.matcha, "matcha", false, "decentralised: MATCHA, the topology's matchings activated at random within --budget")
+	f.Float64Var(&d.budget, "budget", def.Budget, "decentralised: MATCHA's communication budget c_b in (0, 1]")
+	f.StringVar(&d.speeds, "worker-speeds", speeds, "decentralised: relative compute speeds of the workers, such as 1,2,4,8 (empty: equal); a worker of speed r takes r_max/r times its measured compute time per step; submodular shards follow them")
+	f.StringVar(&d.function, "submodular", string(shard.FacilityLocation), "decentralised: the objective of --placement submodular: facility or graphcut")
+	f.StringVar(&d.order, "order", string(def.Order), "decentralised: atc (local step, then average) or cta (average, then the step of the gradient at the model before averaging: Alg. 2 as written)")
+	f.StringVar(&d.transport, "transport", "mem", "decentralised: mem (in-memory network, --link-bandwidth per worker's interface) or tcp (TCP on loopback in this process, --link-bandwidth per link)")
+	f.BoolVar(&d.processes, "processes", false, "decentralised: run each worker as a process of this binary on loopback, over TCP (--link-bandwidth per link)")
+	f.Float64Var(&d.target, "loss-target", math.Exp(-1), "decentralised: training loss whose first crossing is timed (seed 003: log loss −1)")
+}
+
+// config fills a gossip configuration from the flags and the job.
+func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.Net, error) {
+	c := gossip.DefaultConfig()
+	var nt job.Net
+	if j.App != "mlp" && j.App != "cnn" {
+		return c, nt, usageError("--app %s: decentralised training takes a dense model: mlp or cnn", j.App)
+	}
+	switch {
+	case t.servers > 0:
+		return c, nt, usageError("--servers %d: decentralised training has no servers", t.servers)
+	case t.compare != "":
+		return c, nt, usageError("--compare: use colo bench rcd to compare decentralised runs")
+	case t.consistency != "bsp":
+		return c, nt, usageError("--consistency %s: decentralised workers average synchronously with their neighbours", t.consistency)
+	case t.updater != "" && t.updater != "sgd":
+		return c, nt, usageError("--updater %s: decentralised workers take plain SGD steps (Alg. 2)", t.updater)
+	case j.Config.Bandwidth != nil:
+		return c, nt, usageError("--bandwidth-matrix: decentralised training takes --link-bandwidth only")
+	}
+	c.Workers, c.Topology, c.LocalSteps, c.Matcha, c.Budget = j.Config.Machines, d.topology, d.localSteps, d.matcha, d.budget
+	c.Order, c.Seed, c.Epochs = gossip.Order(d.order), j.Config.Seed, j.Config.MaxPasses
+	c.Batch = 64 * c.Workers
+	if t.batch > 0 {
+		c.Batch = t.batch
+	}
+	if t.lr > 0 {
+		c.LR = t.lr
+	}
+	if d.speeds != "" {
+		s, err := gossip.ParseSpeeds(d.speeds)
+		if err != nil {
+			return c, nt, usageError("--%v", err)
+		}
+		c.Speeds = s
+	}
+	if d.weights != "" {
+		w, err := gossip.ReadWeightsFile(d.weights)
+		if err != nil {
+			return c, nt, usageError("--%v", err)
+		}
+		c.Weights, c.WeightsFile = w, d.weights
+	}
+	if err := c.Validate(); err != nil {
+		return c, nt, usageError("--%v", err)
+	}
+	if d.function != string(shard.FacilityLocation) && d.function != string(shard.GraphCut) {
+		return c, nt, usageError("--submodular %q: want facility or graphcut", d.function)
+	}
+	switch d.transport {
+	case "mem":
+		nt.TCP = d.processes
+	case "tcp":
+		nt.TCP = true
+	default:
+		return c, nt, usageError("--transport %q: want mem or tcp", d.transport)
+	}
+	if !(d.target > 0) {
+		return c, nt, usageError("--loss-target %v: want a training loss > 0", d.target)
+	}
+	nt.Link = j.Config.LinkBandwidth
+	return c, nt, nil
+}
+
+// runDecentral is colo train --mode decentralised.
+func runDecentral(e *env, args []string) error {
+	f := newFlags(e, "train --mode decentralised", "colo train --mode decentralised [flags] DATA --labels L [--test T --test-labels TL]",
+		"Trains a dense model (--app mlp or cnn) without servers (seed 003, Alg. 2):\n"+
+			"each of the N workers (--workers) holds the whole model, takes --local-steps\n"+
+			"F SGD steps on its shard, then averages with its neighbours over the\n"+
+			"in-memory network (or TCP on loopback) with the weights of --topology or\n"+
+			"--weights, or MATCHA's random matchings (--matcha --budget). The output\n"+
+			"model is the workers' average. --worker-speeds emulates unequal workers\n"+
+			"by stretching each step's measured compute time by r_max/r; with\n"+
+			"--placement submodular the shards (and so the batches) follow the speeds.\n\n"+
+			"Example: colo train --mode decentralised train-images-idx3-ubyte.gz --labels train-labels-idx1-ubyte.gz --app mlp --workers 4 --worker-speeds 1,2,4,8 --placement submodular --local-steps 2")
+	var t trainFlags
+	t.register(f)
+	var df dataFlags
+	df.register(f)
+	var d decentralFlags
+	d.register(f, 1, "")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	j, err := t.job(pos[0], df)
+	if err != nil {
+		return err
+	}
+	cfg, nt, err := d.config(&t, j)
+	if err != nil {
+		return err
+	}
+	spec := job.ShardSpec{Scheme: j.Placement, Function: shard.Function(d.function)}
+	data, err := job.Load(j)
+	if err != nil {
+		return err
+	}
+	shards, secs, err := data.Shards(spec, cfg, cfg.Seed)
+	if err != nil {
+		return err
+	}
+	alg := "d-psgd"
+	if cfg.Matcha {
+		alg = "matcha"
+	}
+	fmt.Fprintf(e.out, "%s: %d samples; %s, %s on %d workers (%s, F=%d), %s shards in %.2f s\n", pos[0], data.Samples.Len(),
+		j.App, alg, cfg.Workers, topologyWords(cfg), cfg.LocalSteps, spec.Name(), secs)
+	bar := newProgressBar(e, "train "+alg)
+	cfg.Progress = func(ep int) { bar.update(int64(ep), int64(cfg.Epochs)) }
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var rep *job.Report
+	if d.processes {
+		fmt.Fprintf(e.errOut, "starting %d worker processes on loopback\n", cfg.Workers)
+		rep, err = data.TrainProcesses(ctx, j, cfg, shards, nt.Link, "")
+	} else {
+		rep, err = data.Train(ctx, cfg, shards, nt)
+	}
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	rep.Shard, rep.ShardSeconds = spec.Name(), secs
+	fmt.Fprintf(e.out, "trained %d epochs in %.2f s, final training loss %.4f%s, %.1f MB sent\n", cfg.Epochs, rep.Seconds, rep.FinalLoss(), rep.Eval.Words(), float64(rep.Bytes)/1e6)
+	if s, ok := rep.SecondsToTarget(d.target); ok {
+		fmt.Fprintf(e.out, "training loss reached %.4f after %.2f s\n", d.target, s)
+	} else {
+		fmt.Fprintf(e.out, "training loss never reached %.4f\n", d.target)
+	}
+	for _, w := range rep.Workers {
+		fmt.Fprintf(e.out, "  worker %d: speed %g, %d samples, batch %.1f, compute %.2f s, emulated slowness %.2f s, communication %.2f s\n",
+			w.Rank, w.Speed, w.Samples, w.Batch, w.ComputeSeconds, w.SleepSeconds, w.CommSeconds)
+	}
+	if t.jsonOut != "" {
+		err := writeOutput(e, t.jsonOut, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if t.svgOut != "" {
+		s := []rcd.Series{{Name: alg + "/" + spec.Name(), Curve: rep.Curve}}
+		if err := writeOutput(e, t.svgOut, func(w io.Writer) error { return rcd.PlotCurves(w, s, false, d.target) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// topologyWords names the communication graph.
+func topologyWords(c gossip.Config) string {
+	if c.Weights != nil {
+		return "weights " + c.WeightsFile
+	}
+	if c.Matcha {
+		return fmt.Sprintf("%s matchings, budget %g", c.Topology, c.Budget)
+	}
+	return c.Topology
+}
+
+// runBenchRCD is colo bench rcd.
+func runBenchRCD(e *env, args []string) error {
+	f := newFlags(e, "bench rcd", "colo bench rcd [flags] DATA --labels L --test T --test-labels TL [-o DIR] [--json FILE]",
+		"Seed 003's comparison on workers of unequal speed (--worker-speeds): D-PSGD\n"+
+			"and MATCHA (--budget) on random equal shards with equal batches and F = 1,\n"+
+			"against RCD-SGD: the same on ratio-constrained submodular shards (facility\n"+
+			"location and graph cut) with batches proportional to the speeds and\n"+
+			"F = --local-steps. Each of the six trains --runs times (seeds --seed,\n"+
+			"--seed+1, …); prints the seconds until the training loss first reaches\n"+
+			"--loss-target, the test accuracy and the bytes per epoch, mean ± std;\n"+
+			"--json FILE writes the rows with every run, -o DIR also the loss against\n"+
+			"time and against epochs (SVG). Every flag of colo train --mode\n"+
+			"decentralised applies.")
+	var t trainFlags
+	t.register(f)
+	var df dataFlags
+	df.register(f)
+	var d decentralFlags
+	d.register(f, 2, "1,2,4,8")
+	runs := f.Int("runs", 5, "trainings per algorithm and sharding")
+	out := f.String("o", "", "output directory of rcd.json and the plots")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	j, err := t.job(pos[0], df)
+	if err != nil {
+		return err
+	}
+	if d.matcha || d.weights != "" || d.processes {
+		return usageError("--matcha, --weights and --processes: the comparison runs both algorithms on --topology, in this process")
+	}
+	g, nt, err := d.config(&t, j)
+	if err != nil {
+		return err
+	}
+	cfg := rcd.DefaultConfig()
+	cfg.Gossip, cfg.Budget, cfg.Runs, cfg.Target, cfg.Net = g, d.budget, *runs, d.target, nt
+	cfg.Variants = rcd.DefaultVariants(d.localSteps)
+	for i := range cfg.Variants {
+		if cfg.Variants[i].Shard.Function != "" {
+			continue
+		}
+		cfg.Variants[i].Shard.Scheme = j.Placement // the baseline's sharding (random by default)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError("%v", err)
+	}
+	data, err := job.Load(j)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.errOut, "%s: %d samples; %s on %d workers of speeds %s, %s, %d epochs, batch %d, lr %g, %d runs each\n", pos[0], data.Samples.Len(),
+		j.App, g.Workers, d.speeds, g.Topology, g.Epochs, g.Batch, g.LR, *runs)
+	cfg.Progress = func(v rcd.Variant, r int, rep *job.Report) {
+		reach := "never reached the target"
+		if s, ok := rep.SecondsToTarget(cfg.Target); ok {
+			reach = fmt.Sprintf("target after %.2f s", s)
+		}
+		fmt.Fprintf(e.errOut, "%s run %d/%d: %s, %.2f s, loss %.4f%s\n", v.Name(), r, *runs, reach, rep.Seconds, rep.FinalLoss(), rep.Eval.Words())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := rcd.Run(ctx, cfg, data)
+	if err != nil {
+		return err
+	}
+	if err := rcd.WriteTable(e.out, res); err != nil {
+		return err
+	}
+	if t.jsonOut != "" {
+		if err := writeOutput(e, t.jsonOut, func(w io.Writer) error { return rcd.WriteJSON(w, res) }); err != nil {
+			return err
+		}
+	}
+	if *out != "" {
+		if err := rcd.WriteDir(*out, res); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.out, "\nwritten to %s (%s)\n", *out, strings.Join(rcd.Files, ", "))
+	}
+	return nil
+}

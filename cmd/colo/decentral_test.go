@@ -1,0 +1,198 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTrainMode(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		mode string
+		rest []string
+		err  string
+	}{
+		{[]string{"d.csv", "--lr", "1"}, "ps", []string{"d.csv", "--lr", "1"}, ""},
+		{[]string{"--mode", "decentralised", "d.csv"}, "decentralised", []string{"d.csv"}, ""},
+		{[]string{"d.csv", "-mode=decentralized"}, "decentralised", []string{"d.csv"}, ""},
+		{[]string{"--mode=ps", "d.csv"}, "ps", []string{"d.csv"}, ""},
+		{[]string{"--mode", "gossip-worker", "--rank", "1"}, "gossip-worker", []string{"--rank", "1"}, ""},
+		{[]string{"--mode", "gossip", "d.csv"}, "", nil, "--mode \"gossip\""},
+		{[]string{"d.csv", "--mode"}, "", nil, "--mode needs a value"},
+		{[]string{"--", "--mode", "x"}, "ps", []string{"--", "--mode", "x"}, ""},
+	} {
+		mode, rest, err := trainMode(c.args)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil || mode != c.mode || !slices.Equal(rest, c.rest) {
+			t.Errorf("%v: %v %v %v, want %v %v", c.args, mode, rest, err, c.mode, c.rest)
+		}
+	}
+}
+
+// TestTrainDecentralised trains an mlp on 4 workers of unequal speed with
+// submodular ratio shards and F = 2, and checks the JSON summary and the
+// errors of bad input.
+func TestTrainDecentralised(t *testing.T) {
+	data := blobsCSV(t, 300)
+	dir := t.TempDir()
+	out, svg := filepath.Join(dir, "run.json"), filepath.Join(dir, "loss.svg")
+	base := []string{"train", "--mode", "decentralised", data, "--label-col", "-1", "--hidden", "16", "--workers", "4", "--epochs", "3", "--batch", "40"}
+	code, stdout, errOut := colo(t, append(base, "--placement", "submodular", "--submodular", "graphcut", "--worker-speeds", "1,2,4,8",
+		"--local-steps", "2", "--topology", "exponential", "--lr", "0.3", "--json", out, "--svg", svg)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Algorithm string `json:"algorithm"`
+		Shard     string `json:"shard"`
+		Emulation string `json:"speed_emulation"`
+		Eval      struct {
+			Accuracy float64 `json:"test_accuracy"`
+		} `json:"eval"`
+		Workers []struct {
+			Speed, Slowdown, Batch float64
+			Samples                int
+		} `json:"workers"`
+		Config struct {
+			LocalSteps int `json:"local_steps"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Algorithm != "d-psgd" || r.Shard != "graphcut" || r.Config.LocalSteps != 2 || !strings.Contains(r.Emulation, "r_max/r") || r.Eval.Accuracy < 0.8 {
+		t.Errorf("summary %+v\n%s", r, stdout)
+	}
+	if len(r.Workers) != 4 || r.Workers[0].Slowdown != 8 || r.Workers[3].Samples < 7*r.Workers[0].Samples {
+		t.Errorf("workers %+v", r.Workers)
+	}
+	if b, err := os.ReadFile(svg); err != nil || !strings.HasPrefix(string(b), "<svg") {
+		t.Errorf("svg: %v", err)
+	}
+	weights := writeFile(t, "w.txt", "0.5 0.5 0 0\n0.5 0.4 0.2 0\n0 0.1 0.5 0.4\n0 0 0.4 0.6\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--worker-speeds", "1,2,4"}, "worker-speeds: 3 speeds for 4 workers"},
+		{[]string{"--worker-speeds", "1,0,4,8"}, "worker-speeds: speed 2 \"0\""},
+		{[]string{"--worker-speeds", "1,-2,4,8"}, "worker-speeds: speed 2 \"-2\""},
+		{[]string{"--workers", "7", "--topology", "torus"}, "topology torus: 7 workers"},
+		{[]string{"--topology", "star"}, "topology \"star\""},
+		{[]string{"--weights", weights}, "w.txt:2: row 2 sums to 1.1: want 1 (doubly stochastic)"},
+		{[]string{"--matcha", "--budget", "0"}, "budget 0: want a communication budget c_b in (0, 1]"},
+		{[]string{"--matcha", "--budget", "1.5"}, "budget 1.5"},
+		{[]string{"--local-steps", "0"}, "local-steps 0"},
+		{[]string{"--submodular", "sum"}, "--submodular \"sum\""},
+		{[]string{"--servers", "2"}, "no servers"},
+		{[]string{"--app", "lr"}, "mlp or cnn"},
+		{[]string{"--lr", "1e30"}, "diverged"},
+	} {
+		code, _, errOut := colo(t, append(slices.Clone(base), c.args...)...)
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want an error with %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// TestBenchRCD runs the comparison once on small data and checks the
+// JSON rows and the plots.
+func TestBenchRCD(t *testing.T) {
+	data := blobsCSV(t, 300)
+	dir := t.TempDir()
+	js := filepath.Join(dir, "rcd.json")
+	code, stdout, errOut := colo(t, "bench", "rcd", data, "--label-col", "-1", "--hidden", "16", "--epochs", "2", "--batch", "40",
+		"--runs", "1", "--lr", "0.3", "--json", js, "-o", filepath.Join(dir, "out"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Rows []struct {
+			Algorithm, Shard string
+			Runs             []map[string]any
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range res.Rows {
+		names = append(names, r.Algorithm+"/"+r.Shard)
+		if len(r.Runs) != 1 {
+			t.Errorf("%s/%s: %d runs", r.Algorithm, r.Shard, len(r.Runs))
+		}
+	}
+	want := []string{"d-psgd/random", "d-psgd/facility", "d-psgd/graphcut", "matcha/random", "matcha/facility", "matcha/graphcut"}
+	if !slices.Equal(names, want) {
+		t.Errorf("rows %v, want %v\n%s", names, want, stdout)
+	}
+	for _, f := range []string{"rcd.json", "loss_vs_time.svg", "loss_vs_epoch.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, "out", f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestTrainDecentralisedProcesses runs the workers as processes on
+// loopback: the same training as in one process over TCP, the losses and
+// the test accuracy bit for bit, the same bytes.
+func TestTrainDecentralisedProcesses(t *testing.T) {
+	data := blobsCSV(t, 300)
+	dir := t.TempDir()
+	args := []string{"train", "--mode", "decentralised", data, "--label-col", "-1", "--hidden", "16", "--workers", "3", "--epochs", "2",
+		"--batch", "30", "--worker-speeds", "1,2,2", "--placement", "submodular", "--matcha", "--topology", "complete"}
+	type summary struct {
+		Bytes uint64 `json:"bytes"`
+		Curve []struct {
+			TrainLoss float64 `json:"train_loss"`
+		} `json:"curve"`
+		Eval struct {
+			Accuracy float64 `json:"test_accuracy"`
+		} `json:"eval"`
+	}
+	var runs []summary
+	for i, extra := range [][]string{{"--transport", "tcp"}, {"--processes"}} {
+		out := filepath.Join(dir, fmt.Sprintf("run%d.json", i))
+		cmd := exec.Command(coloBin, append(append(slices.Clone(args), extra...), "--json", out)...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", extra, err, b)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, s)
+	}
+	a, b := runs[0], runs[1]
+	if a.Bytes != b.Bytes || a.Eval.Accuracy != b.Eval.Accuracy || len(a.Curve) != len(b.Curve) || len(a.Curve) == 0 {
+		t.Fatalf("in process %+v, processes %+v", a, b)
+	}
+	for i := range a.Curve {
+		if a.Curve[i] != b.Curve[i] {
+			t.Errorf("curve point %d: %v in process, %v as processes", i, a.Curve[i], b.Curve[i])
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package gossip
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Order says where a worker's gradient is taken relative to the
+// averaging.
+type Order string
+
+// The orders.
+const (
+	// AdaptThenCombine takes the local step, then averages the stepped
+	// models: x_{k+1,i} = Σ_j W_ij (x_{k,j} − γ∇F_j(x_{k,j})). With F > 1
+	// it is local SGD with gossip averaging; on a complete graph with
+	// W = J and F = 1 it is synchronous data-parallel SGD step for step.
+	AdaptThenCombine Order = "atc"
+	// CombineThenAdapt is Alg. 2's line 5 and line 8 as written (and
+	// D-PSGD's update): x_{k+1,i} = Σ_j W_ij x_{k,j} − γ∇F_i(x_{k,i}), the
+	// gradient taken at the worker's model before averaging.
+	CombineThenAdapt Order = "cta"
+)
+
+// Config is a decentralised training run's settings. Start from
+// DefaultConfig; Validate names the field and the bound.
+type Config struct {
+	// Workers is N.
+	Workers int `json:"workers"`
+	// Topology names the base graph (ring, torus, exponential,
+	// complete); ignored when Weights is set.
+	Topology string `json:"topology"`
+	// Weights, when set, is the mixing matrix W (a weight file);
+	// otherwise W is Topology's Metropolis–Hastings weights.
+	Weights Weights `json:"weights,omitempty"`
+	// WeightsFile names where Weights came from, for reports.
+	WeightsFile string `json:"weights_file,omitempty"`
+	// LocalSteps is F: the workers average every F iterations (Alg. 2,
+	// line 4).
+	LocalSteps int `json:"local_steps"`
+	// Matcha replaces the fixed W by MATCHA's random matchings of the
+	// base topology with communication budget Budget in (0, 1].
+	Matcha bool    `json:"matcha"`
+	Budget float64 `json:"budget,omitempty"`
+	// LR is the learning rate γ of plain SGD.
+	LR float64 `json:"lr"`
+	// Batch is the number of samples of one iteration over all workers:
+	// an epoch is K = ⌈n/Batch⌉ iterations and each worker cuts its
+	// shard into K batches, so a worker's batch is proportional to its
+	// shard (B_{r_i} of Alg. 2 on ratio-constrained shards, Batch/N on
+	// equal ones) and every sample is used once per epoch.
+	Batch int `json:"batch"`
+	// Epochs is the number of passes over the data.
+	Epochs int `json:"epochs"`
+	// Speeds are the workers' relative compute speeds r_i (nil: equal). A
+	// worker of speed r sleeps (r_max/r − 1) times its measured compute
+	// time after every step, so that a step takes r_max/r times as long
+	// as it measured.
+	Speeds []float64 `json:"worker_speeds,omitempty"`
+	// Order is where the gradient is taken (AdaptThenCombine by default).
+	Order Order `json:"order"`
+	// Seed seeds the batches and MATCHA's draws.
+	Seed uint64 `json:"seed"`
+	// PointsPerEpoch is the number of points of the loss curve per epoch.
+	PointsPerEpoch int `json:"points_per_epoch"`
+	// Progress, when set, is called after each epoch of worker 0.
+	Progress func(epoch int) `json:"-"`
+}
+
+// DefaultConfig returns 4 workers on a ring, F = 1, SGD with γ = 0.1,
+// global batches of 256 (64 per worker on equal shards), 5 epochs,
+// adapt-then-combine, seed 1 and 10 curve points per epoch.
+func DefaultConfig() Config {
+	return Config{Workers: 4, Topology: "ring", LocalSteps: 1, Budget: 0.5, LR: 0.1, Batch: 256, Epochs: 5,
+		Order: AdaptThenCombine, Seed: 1, PointsPerEpoch: 10}
+}
+
+// Validate checks c; errors name the field (as the command line spells
+// it) and what was expected.
+func (c Config) Validate() error {
+	switch {
+	case c.Workers < 1:
+		return fmt.Errorf("workers %d: want at least 1", c.Workers)
+	case c.LocalSteps < 1:
+		return fmt.Errorf("local-steps %d: want F ≥ 1 iterations between averagings", c.LocalSteps)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("lr %v: want a finite learning rate > 0", c.LR)
+	case c.Batch < 1:
+		return fmt.Errorf("batch %d: want at least 1 sample per iteration over all workers", c.Batch)
+	case c.Epochs < 1:
+		return fmt.Errorf("epochs %d: want at least 1", c.Epochs)
+	case c.PointsPerEpoch < 1:
+		return fmt.Errorf("points per epoch %d: want at least 1", c.PointsPerEpoch)
+	case c.Order != AdaptThenCombine && c.Order != CombineThenAdapt:
+		return fmt.Errorf("order %q: want atc or cta", c.Order)
+	}
+	if c.Matcha && !(c.Budget > 0 && c.Budget <= 1) {
+		return fmt.Errorf("budget %v: want a communication budget c_b in (0, 1]", c.Budget)
+	}
+	if c.Matcha && c.Weights != nil {
+		return fmt.Errorf("matcha draws its own weights from the topology's matchings: want --weights or --matcha, not both")
+	}
+	if err := CheckSpeeds(c.Speeds, c.Workers); err != nil {
+		return err
+	}
+	if c.Weights != nil {
+		if len(c.Weights) != c.Workers {
+			return fmt.Errorf("weights %s: a %d×%d matrix for %d workers: want one row per worker", c.WeightsFile, len(c.Weights), len(c.Weights), c.Workers)
+		}
+		if err := c.Weights.Check(); err != nil {
+			return fmt.Errorf("weights %s: %w", c.WeightsFile, err)
+		}
+		return nil
+	}
+	t, err := New(c.Topology, c.Workers)
+	if err != nil {
+		return err
+	}
+	return t.Validate()
+}
+
+// CheckSpeeds checks a list of worker speeds for n workers (nil: equal).
+func CheckSpeeds(speeds []float64, n int) error {
+	if speeds == nil {
+		return nil
+	}
+	if len(speeds) != n {
+		return fmt.Errorf("worker-speeds: %d speeds for %d workers: want one per worker", len(speeds), n)
+	}
+	for i, r := range speeds {
+		if !(r > 0) || math.IsInf(r, 0) {
+			return fmt.Errorf("worker-speeds: speed %d is %v: want a finite number > 0", i+1, r)
+		}
+	}
+	return nil
+}
+
+// ParseSpeeds reads "r1,r2,…" (or "r1:r2:…"), each a finite number > 0.
+func ParseSpeeds(s string) ([]float64, error) {
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ':' })
+	if len(fields) == 0 {
+		return nil, fmt.Errorf("worker-speeds %q: want relative speeds such as 1,2,4,8", s)
+	}
+	out := make([]float64, len(fields))
+	for i, f := range fields {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("worker-speeds: speed %d %q: want a finite number > 0", i+1, f)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// slowdown returns r_max/r_i for every worker (1 without speeds).
+func slowdown(speeds []float64, n int) []float64 {
+	out := make([]float64, n)
+	rmax := 0.0
+	for _, r := range speeds {
+		rmax = max(rmax, r)
+	}
+	for i := range out {
+		out[i] = 1
+		if speeds != nil {
+			out[i] = rmax / speeds[i]
+		}
+	}
+	return out
+}
