@@ -144,6 +144,9 @@ type Config struct {
 	// Balance, when set, re-decides which server holds which keys of a
 	// dense model while it trains (package balance; co-located machines).
 	Balance *balance.Config `json:"balance,omitempty"`
+	// Checkpoint, when set, writes checkpoints every so many rounds, or
+	// resumes the job from one (see checkpoint.go).
+	Checkpoint Checkpoint `json:"checkpoint,omitzero"`
 	// Progress, when set, is called on machine 0 after every pass.
 	Progress Progress `json:"-"`
 	// Checked, when set, is called by the evaluator after every score.
@@ -242,6 +245,12 @@ func (c Config) Validate() error {
 		if !c.Colocated() {
 			return errors.New("balance: load balancing runs on co-located machines (servers 0)")
 		}
+	}
+	if err := c.Checkpoint.Validate(); err != nil {
+		return err
+	}
+	if c.Balance != nil && !c.Checkpoint.IsZero() {
+		return errors.New("checkpoint: a job that balances keys between servers (balance) is not checkpointed: its routing table is not saved")
 	}
 	if c.RandomBandwidth != 0 || c.BandwidthChange != 0 {
 		switch {
@@ -418,10 +427,14 @@ func (d *Deployment) Balancer(rank int) (*balance.Balancer, error) {
 }
 
 // WorkerSchedule returns the schedule of machine rank's worker: the
-// job's, with the load balancer's hook when the job balances, and the
+// job's, with the load balancer's hook when the job balances and the
+// checkpointer when it takes or resumes from checkpoints, and the
 // balancer.
 func (d *Deployment) WorkerSchedule(rank int) (Schedule, *balance.Balancer, error) {
 	s := d.Schedule
+	if c := d.Job.Config; !c.Checkpoint.IsZero() {
+		s.Checkpoint = &Checkpointer{Config: c.Checkpoint, Job: d.JobID(), Servers: c.NumServers(), Workers: c.Machines, Logf: c.Logf}
+	}
 	b, err := d.Balancer(rank)
 	if err != nil || b == nil {
 		return s, nil, err
