@@ -3,8 +3,10 @@ package train
 import (
 	"context"
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 
 	"colo/checkpoint"
 	"colo/ps/worker"
@@ -132,11 +134,19 @@ type Checkpointer struct {
 }
 
 // JobID identifies job d for its checkpoints: what must not change for
-// a checkpoint to resume it.
+// a checkpoint to resume it, the placement by a checksum of where it puts
+// every sample and key (a deployment of processes writes it to a
+// directory of its own each time).
 func (d *Deployment) JobID() string {
 	c := d.Job.Config
-	return fmt.Sprintf("%s width %d keys %d samples %d batches %d machines %d servers %d consistency %s rule %s seed %d",
-		d.App.Name(), d.App.Width(), d.App.NumKeys(), d.App.NumSamples(), d.Schedule.Batches, c.Machines, c.NumServers(), c.Clock.Name(), c.Rule.Name, c.Seed)
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	for _, a := range [][]int32{d.Placement.Data, d.Placement.Param} {
+		for _, x := range a {
+			h.Write(binary.LittleEndian.AppendUint32(nil, uint32(x)))
+		}
+	}
+	return fmt.Sprintf("%s placement %08x width %d keys %d samples %d batches %d machines %d servers %d consistency %s rule %s seed %d",
+		d.App.Name(), h.Sum32(), d.App.Width(), d.App.NumKeys(), d.App.NumSamples(), d.Schedule.Batches, c.Machines, c.NumServers(), c.Clock.Name(), c.Rule.Name, c.Seed)
 }
 
 // due reports whether a checkpoint is taken after rounds.
@@ -283,4 +293,24 @@ func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part)
 		return nil, err
 	}
 	return &st, nil
+}
+
+// CheckDirs checks, before a job starts, that c's directories can be
+// used: a job that does not resume writes to a directory without
+// checkpoints (pruning would otherwise remove the newer checkpoints of
+// an earlier run, or keep them in place of the new ones), and one that
+// resumes writes either to the directory it resumes from or to one
+// without checkpoints.
+func (c Checkpoint) CheckDirs() error {
+	if c.Dir == "" || c.Dir == c.Resume {
+		return nil
+	}
+	rounds, err := checkpoint.Rounds(c.Dir)
+	if err != nil {
+		return err
+	}
+	if len(rounds) > 0 {
+		return fmt.Errorf("checkpoint directory %s holds checkpoints of an earlier run (round %d): resume from it (--resume %s) or write to another directory", c.Dir, rounds[0], c.Dir)
+	}
+	return nil
 }
