@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"time"
 
 	"colo/checkpoint"
 	"colo/ps/worker"
@@ -131,6 +132,11 @@ type Checkpointer struct {
 	Servers, Workers int
 	// Logf, when set, receives the refusals of damaged checkpoints.
 	Logf func(format string, args ...any)
+	// Taken counts the checkpoints this worker took part in, Seconds the
+	// training time they cost it (from the barrier to the files written,
+	// and the manifest on worker 0).
+	Taken   int
+	Seconds float64
 }
 
 // JobID identifies job d for its checkpoints: what must not change for
@@ -158,6 +164,8 @@ func (c *Checkpointer) due(rounds int) bool {
 // same round).
 func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st WorkerState) error {
 	dir, round, rank := c.Config.Dir, st.Rounds, w.Rank()
+	t0 := time.Now()
+	defer func() { c.Taken, c.Seconds = c.Taken+1, c.Seconds+time.Since(t0).Seconds() }()
 	if err := w.Barrier(ctx); err != nil {
 		return err
 	}

@@ -343,6 +343,11 @@ type Result struct {
 	Evaluator *EvaluatorReport `json:"evaluator,omitempty"`
 	// Balance is what the load balancer of worker 0 did (Config.Balance).
 	Balance *balance.Report `json:"balance,omitempty"`
+	// Checkpoints is the number of checkpoints taken and
+	// CheckpointSeconds the training time they cost worker 0, included in
+	// TrainSeconds (Config.Checkpoint).
+	Checkpoints       int     `json:"checkpoints,omitempty"`
+	CheckpointSeconds float64 `json:"checkpoint_seconds,omitempty"`
 
 	// batches is the number of batches of a pass, width the values per
 	// key.
@@ -516,6 +521,7 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 	}
 	w := out.Work
 	res.TrainSeconds, res.EvalSeconds = w.TrainSeconds, w.EvalSeconds
+	res.Checkpoints, res.CheckpointSeconds = w.Checkpoints, w.CheckpointSeconds
 	res.RoundsDetail = w.Passes
 	if n := len(w.Passes); n > 0 {
 		last := w.Passes[n-1]
@@ -560,6 +566,10 @@ type WorkerResult struct {
 	// after it, EvalSeconds the evaluation up to the barrier after it.
 	TrainSeconds float64 `json:"train_seconds"`
 	EvalSeconds  float64 `json:"eval_seconds"`
+	// Checkpoints is the number of checkpoints taken, CheckpointSeconds
+	// the training time they cost this worker (Config.Checkpoint).
+	Checkpoints       int     `json:"checkpoints,omitempty"`
+	CheckpointSeconds float64 `json:"checkpoint_seconds,omitempty"`
 }
 
 // Work is the whole job of one worker in any deployment: the training
@@ -570,6 +580,9 @@ func Work(ctx context.Context, w *worker.Worker, app App, part Part, s Schedule,
 	start := time.Now()
 	var err error
 	res.Passes, err = Loop(ctx, w, part, s, progress)
+	if c := s.Checkpoint; c != nil {
+		res.Checkpoints, res.CheckpointSeconds = c.Taken, c.Seconds
+	}
 	if err != nil {
 		return res, err
 	}
