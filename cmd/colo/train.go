@@ -246,6 +246,7 @@ func runTrain(e *env, args []string) error {
 	df.register(f)
 	var dep deployment
 	dep.register(f)
+	dep.logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, "colo train: "+format+"\n", args...) }
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
