@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"colo/app"
@@ -148,13 +149,20 @@ func TestResumeBitForBit(t *testing.T) {
 			if err := os.WriteFile(snap, data[:len(data)-1], 0o644); err != nil {
 				t.Fatal(err)
 			}
+			var mu sync.Mutex
 			var logged []string
 			resumed.Config.Checkpoint = train.Checkpoint{Resume: dir}
-			resumed.Config.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+			resumed.Config.Logf = func(format string, args ...any) {
+				mu.Lock() // every node logs
+				defer mu.Unlock()
+				logged = append(logged, fmt.Sprintf(format, args...))
+			}
 			res, got = runResumable(t, resumed)
 			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(losses(res), losses(straight)) {
 				t.Fatalf("resumed from round 5 after round 10 was refused:\n%v\nwant %v", losses(res), losses(straight))
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			if !strings.Contains(strings.Join(logged, "\n"), snap) {
 				t.Fatalf("the refusal of the damaged checkpoint was not logged naming %s: %q", snap, logged)
 			}
