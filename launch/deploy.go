@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"colo/checkpoint"
 	"colo/graph"
 	"colo/placement"
 	"colo/train"
@@ -52,6 +53,30 @@ type Processes struct {
 	// Deadline stops the cluster after this long; 0 is no limit (failed
 	// or silent nodes end the job anyway).
 	Deadline time.Duration
+	// Restarts is how many times a job whose process failed is started
+	// again, whole, from its last complete checkpoint (the job's
+	// Config.Checkpoint.Dir, resumed as train.Checkpoint.Resume does; from
+	// the start when there is none yet). Every process of the failed run
+	// is stopped first: the whole job restarts, not the one node. Under
+	// BSP the recovered job ends with the same model as a run without
+	// failure. 0 ends the job at its first failure.
+	Restarts int
+	// Logf, when set, is told of each restart.
+	Logf func(format string, args ...any)
+	// Recovered is set by Deploy to the restarts it made and the time from
+	// each failure to the next run's start of training.
+	Recovered []Recovery
+}
+
+// Recovery is one whole-job restart of Processes.
+type Recovery struct {
+	// Failure is the error that ended the failed run, Round the round of
+	// the checkpoint the next run resumed from (−1: from the start).
+	Failure error
+	Round   int
+	// Seconds is the time from the failure to the restarted cluster
+	// running (every node registered and the data loaded).
+	Seconds float64
 }
 
 // JoinTimeout is how long a training cluster of processes waits for its
@@ -63,6 +88,44 @@ const JoinTimeout = 60 * time.Second
 // with the last lines of its standard error; the others are killed after
 // the supervisor's grace period. SIGINT and SIGTERM stop the cluster.
 func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if pd.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pd.Deadline)
+		defer cancel()
+	}
+	ck := d.Job.Config.Checkpoint
+	if pd.Restarts > 0 && ck.Dir == "" {
+		return nil, fmt.Errorf("launch: %d restarts need checkpoints to restart from (the job's checkpoint directory)", pd.Restarts)
+	}
+	pd.Recovered = nil
+	out, err := pd.deploy(ctx, d)
+	for r := 0; err != nil && r < pd.Restarts && ctx.Err() == nil; r++ {
+		failed := time.Now()
+		next := *d
+		next.Job.Config.Checkpoint.Resume = ""
+		round := -1
+		if m, _, lerr := checkpoint.Latest(ck.Dir); lerr == nil {
+			next.Job.Config.Checkpoint.Resume, round = ck.Dir, m.Round
+		}
+		if pd.Logf != nil {
+			pd.Logf("restart %d of %d after %v: from the checkpoint of round %d", r+1, pd.Restarts, err, round)
+		}
+		pd.Recovered = append(pd.Recovered, Recovery{Failure: err, Round: round})
+		out, err = pd.deploy(ctx, &next)
+		if out != nil {
+			pd.Recovered[r].Seconds = time.Since(failed).Seconds() - (out.Seconds - out.StartSeconds)
+			if pd.Logf != nil {
+				pd.Logf("restart %d: the cluster ran again %.2f s after the failure was noticed", r+1, pd.Recovered[r].Seconds)
+			}
+		}
+	}
+	return out, err
+}
+
+// deploy runs d once.
+func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
 	cfg := d.Job.Config
 	k := cfg.Machines
 	if cfg.RandomBandwidth > 0 && !pd.Netns {
@@ -75,13 +138,6 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		if cfg.LinkBandwidth == 0 && cfg.RandomBandwidth == 0 {
 			return nil, fmt.Errorf("launch: network namespaces need the job's link bandwidth, the rate tc gives each machine's link")
 		}
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if pd.Deadline > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, pd.Deadline)
-		defer cancel()
 	}
 	dir, err := os.MkdirTemp("", "colo-train-")
 	if err != nil {

@@ -97,6 +97,10 @@ type Schedule struct {
 	// the load balancer's hook (package balance), which may move keys
 	// between servers there.
 	AfterRound func(ctx context.Context, w *worker.Worker, rounds int) error
+	// Checkpoint, when not nil, takes the job's checkpoints after every
+	// Every rounds and, when it resumes, restores the newest before the
+	// first round (see checkpoint.go).
+	Checkpoint *Checkpointer
 	// Samples is the number of training samples on all machines, and
 	// Batches the number of batches of a pass: each gradient is scaled by
 	// Batches/Samples, so that the servers apply the gradient of the mean
@@ -159,11 +163,21 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 	var passes []Pass
 	start := time.Now()
 	prev := math.NaN()
-	rounds := 0
-	for p := range s.MaxPasses {
-		var loss float64
-		var samples, correct int
-		for b := range s.Batches {
+	rounds, p0, b0 := 0, 0, 0
+	var loss float64
+	var samples, correct int
+	if c := s.Checkpoint; c != nil && c.Config.Resume != "" {
+		st, err := c.restore(ctx, w, part)
+		if err != nil {
+			return nil, err
+		}
+		rounds, p0, b0, passes = st.Rounds, st.Pass, st.Batch, st.Passes
+		loss, samples, correct = math.Float64frombits(st.LossBits), st.Samples, st.Correct
+		prev = math.Float64frombits(st.PrevBits)
+		start = start.Add(-time.Duration(st.Seconds * float64(time.Second)))
+	}
+	for p := p0; p < s.MaxPasses; p++ {
+		for b := b0; b < s.Batches; b++ {
 			if s.budgetSpent(rounds) {
 				break
 			}
@@ -185,7 +199,15 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 					return passes, fmt.Errorf("pass %d round %d: %w", p, rounds, err)
 				}
 			}
+			if s.Checkpoint.due(rounds) {
+				st := WorkerState{Rounds: rounds, Pass: p, Batch: b + 1, LossBits: math.Float64bits(loss), Samples: samples, Correct: correct,
+					PrevBits: math.Float64bits(prev), Seconds: time.Since(start).Seconds(), Passes: passes}
+				if err := s.Checkpoint.save(ctx, w, part, st); err != nil {
+					return passes, fmt.Errorf("pass %d round %d: %w", p, rounds, err)
+				}
+			}
 		}
+		b0 = 0
 		sum, err := w.AllReduce(ctx, []float64{loss, float64(samples), float64(correct)})
 		if err != nil {
 			return passes, fmt.Errorf("pass %d: summing the loss: %w", p, err)
@@ -206,6 +228,7 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 			break
 		}
 		prev = pass.TrainLoss
+		loss, samples, correct = 0, 0, 0
 	}
 	return passes, nil
 }

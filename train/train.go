@@ -144,6 +144,9 @@ type Config struct {
 	// Balance, when set, re-decides which server holds which keys of a
 	// dense model while it trains (package balance; co-located machines).
 	Balance *balance.Config `json:"balance,omitempty"`
+	// Checkpoint, when set, writes checkpoints every so many rounds, or
+	// resumes the job from one (see checkpoint.go).
+	Checkpoint Checkpoint `json:"checkpoint,omitzero"`
 	// Progress, when set, is called on machine 0 after every pass.
 	Progress Progress `json:"-"`
 	// Checked, when set, is called by the evaluator after every score.
@@ -243,6 +246,12 @@ func (c Config) Validate() error {
 			return errors.New("balance: load balancing runs on co-located machines (servers 0)")
 		}
 	}
+	if err := c.Checkpoint.Validate(); err != nil {
+		return err
+	}
+	if c.Balance != nil && !c.Checkpoint.IsZero() {
+		return errors.New("checkpoint: a job that balances keys between servers (balance) is not checkpointed: its routing table is not saved")
+	}
 	if c.RandomBandwidth != 0 || c.BandwidthChange != 0 {
 		switch {
 		case !(c.RandomBandwidth > 0) || c.RandomBandwidth > maxRate:
@@ -334,6 +343,11 @@ type Result struct {
 	Evaluator *EvaluatorReport `json:"evaluator,omitempty"`
 	// Balance is what the load balancer of worker 0 did (Config.Balance).
 	Balance *balance.Report `json:"balance,omitempty"`
+	// Checkpoints is the number of checkpoints taken and
+	// CheckpointSeconds the training time they cost worker 0, included in
+	// TrainSeconds (Config.Checkpoint).
+	Checkpoints       int     `json:"checkpoints,omitempty"`
+	CheckpointSeconds float64 `json:"checkpoint_seconds,omitempty"`
 
 	// batches is the number of batches of a pass, width the values per
 	// key.
@@ -419,10 +433,14 @@ func (d *Deployment) Balancer(rank int, egress func() server.Egress) (*balance.B
 }
 
 // WorkerSchedule returns the schedule of machine rank's worker: the
-// job's, with the load balancer's hook when the job balances, and the
+// job's, with the load balancer's hook when the job balances and the
+// checkpointer when it takes or resumes from checkpoints, and the
 // balancer; srv is the machine's server (nil: none known).
 func (d *Deployment) WorkerSchedule(rank int, srv *server.Server) (Schedule, *balance.Balancer, error) {
 	s := d.Schedule
+	if c := d.Job.Config; !c.Checkpoint.IsZero() {
+		s.Checkpoint = &Checkpointer{Config: c.Checkpoint, Job: d.JobID(), Servers: c.NumServers(), Workers: c.Machines, Logf: c.Logf}
+	}
 	var egress func() server.Egress
 	if srv != nil {
 		egress = func() server.Egress { return srv.Stats().Egress }
@@ -508,6 +526,7 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 	}
 	w := out.Work
 	res.TrainSeconds, res.EvalSeconds = w.TrainSeconds, w.EvalSeconds
+	res.Checkpoints, res.CheckpointSeconds = w.Checkpoints, w.CheckpointSeconds
 	res.RoundsDetail = w.Passes
 	if n := len(w.Passes); n > 0 {
 		last := w.Passes[n-1]
@@ -552,6 +571,10 @@ type WorkerResult struct {
 	// after it, EvalSeconds the evaluation up to the barrier after it.
 	TrainSeconds float64 `json:"train_seconds"`
 	EvalSeconds  float64 `json:"eval_seconds"`
+	// Checkpoints is the number of checkpoints taken, CheckpointSeconds
+	// the training time they cost this worker (Config.Checkpoint).
+	Checkpoints       int     `json:"checkpoints,omitempty"`
+	CheckpointSeconds float64 `json:"checkpoint_seconds,omitempty"`
 }
 
 // Work is the whole job of one worker in any deployment: the training
@@ -562,6 +585,9 @@ func Work(ctx context.Context, w *worker.Worker, app App, part Part, s Schedule,
 	start := time.Now()
 	var err error
 	res.Passes, err = Loop(ctx, w, part, s, progress)
+	if c := s.Checkpoint; c != nil {
+		res.Checkpoints, res.CheckpointSeconds = c.Taken, c.Seconds
+	}
 	if err != nil {
 		return res, err
 	}

@@ -33,6 +33,7 @@ package dense
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -478,4 +479,19 @@ func (a *App) Score(params []float32, d *dataset.Dataset, on string) train.Eval 
 		out.ClassAccuracy = append(out.ClassAccuracy, v)
 	}
 	return out
+}
+
+// MarshalBinary returns the part's state for a checkpoint
+// (train.StatefulPart): the steps taken, which set the decay.
+func (p *part) MarshalBinary() ([]byte, error) {
+	return binary.LittleEndian.AppendUint64(nil, uint64(p.steps)), nil
+}
+
+// UnmarshalBinary restores the state MarshalBinary gave.
+func (p *part) UnmarshalBinary(b []byte) error {
+	if len(b) != 8 || binary.LittleEndian.Uint64(b) > math.MaxInt32 {
+		return fmt.Errorf("dense: a part's state is 8 bytes of step count, got %d bytes", len(b))
+	}
+	p.steps = int(binary.LittleEndian.Uint64(b))
+	return nil
 }

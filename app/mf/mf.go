@@ -10,6 +10,7 @@ package mf
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -430,4 +431,26 @@ func Open(job train.Job, g, test *graph.Graph) (*App, error) {
 	}
 	cfg.Seed = job.Config.Seed
 	return New(g, test, cfg)
+}
+
+// MarshalBinary returns the part's state for a checkpoint
+// (train.StatefulPart): its rows' factors, which Step changes.
+func (p *mfPart) MarshalBinary() ([]byte, error) {
+	out := make([]byte, 0, 4*len(p.factors))
+	for _, v := range p.factors {
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+	}
+	return out, nil
+}
+
+// UnmarshalBinary restores the factors MarshalBinary gave, on a part of
+// the same rows.
+func (p *mfPart) UnmarshalBinary(b []byte) error {
+	if len(b) != 4*len(p.factors) {
+		return fmt.Errorf("mf: a part's state of %d bytes, want %d (%d rows of rank %d)", len(b), 4*len(p.factors), len(p.rows), p.rank)
+	}
+	for i := range p.factors {
+		p.factors[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"colo/app/mf"
 	"colo/app/sparse"
 	"colo/balance"
+	"colo/checkpoint"
 	"colo/metrics"
 	"colo/partition"
 	"colo/placement"
@@ -49,6 +50,7 @@ type trainFlags struct {
 	mf          mf.Config
 	bal         balance.Flags
 	jobFile     string
+	ckpt        train.Checkpoint
 	// The dense models' (mlp, cnn) data and sizes.
 	labels, testLabels, labelCol, header, sep string
 	hidden, conv, lrScaling, lrDecay          string
@@ -93,6 +95,9 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.conv, "conv-channels", "", "cnn: output channels of the convolutions, such as 6,16 (empty: 6,16)")
 	f.StringVar(&t.lrScaling, "lr-scaling", "linear", "mlp, cnn: linear (each worker's push moves the model by lr/K, seed 004 Eq. 4) or none (by lr)")
 	f.StringVar(&t.lrDecay, "lr-decay", "none", "mlp, cnn: learning-rate schedule over the epochs: none or cosine (to 0 by the last step; sgd and momentum)")
+	f.StringVar(&t.ckpt.Dir, "checkpoint", "", "write a checkpoint of the servers' keys and the workers' progress to this directory every --checkpoint-every rounds (the newest 2 kept; one host or a shared file system)")
+	f.IntVar(&t.ckpt.Every, "checkpoint-every", 0, "rounds between two checkpoints (with --checkpoint)")
+	f.StringVar(&t.ckpt.Resume, "resume", "", "resume a stopped job from the newest complete checkpoint in this directory (the same job and flags; a damaged checkpoint is refused and the one before used); may be the --checkpoint directory")
 	t.bal.Register(f.FlagSet)
 }
 
@@ -156,6 +161,10 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	}
 	if cfg.RandomBandwidth, cfg.BandwidthChange, err = t.bal.Network(); err != nil {
 		return job, usageError("%v", err)
+	}
+	cfg.Checkpoint = t.ckpt
+	if !t.ckpt.IsZero() && t.compare != "" {
+		return job, usageError("--compare trains several jobs: --checkpoint and --resume take one")
 	}
 	opts := map[string]any{"features": t.features, "rank": t.mf.Rank, "holdout": t.mf.HoldOut,
 		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay}
@@ -246,6 +255,7 @@ func runTrain(e *env, args []string) error {
 	df.register(f)
 	var dep deployment
 	dep.register(f)
+	dep.logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, "colo train: "+format+"\n", args...) }
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -263,6 +273,19 @@ func runTrain(e *env, args []string) error {
 	}
 	if err := dep.check(job.Config); err != nil {
 		return err
+	}
+	if err := job.Config.Checkpoint.CheckDirs(); err != nil {
+		return usageError("--checkpoint: %v", err)
+	}
+	if dir := job.Config.Checkpoint.Resume; dir != "" {
+		m, refused, err := checkpoint.Latest(dir)
+		for _, r := range refused {
+			fmt.Fprintf(e.errOut, "colo train: --resume: refused %v\n", r)
+		}
+		if err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+		fmt.Fprintf(e.errOut, "colo train: resuming from %s (round %d)\n", m.Dir, m.Round)
 	}
 	opened, err := app.Open(job)
 	if err != nil {

@@ -144,19 +144,30 @@ func (nf *nodeFlags) placeScheduler(cfg *sched.Config) error {
 type deployment struct {
 	processes, netns bool
 	deadline         time.Duration
+	restarts         int
 	metrics          metrics.Flags
+	logf             func(format string, args ...any)
 }
 
 func (d *deployment) register(f *cmdFlags) {
 	f.BoolVar(&d.processes, "processes", false, "run the scheduler and the K machines as processes of this binary on loopback; --link-bandwidth and --bandwidth-matrix then limit each TCP link to another machine separately")
 	f.BoolVar(&d.netns, "netns", false, "run the scheduler and each machine as a process in its own network namespace, joined by veth links that tc shapes at --link-bandwidth (required); needs root and iproute2")
 	f.DurationVar(&d.deadline, "deadline", 0, "--processes, --netns: stop the cluster after this long (0: no limit; failed or silent nodes end the job anyway)")
+	f.IntVar(&d.restarts, "restarts", 0, "--processes, --netns: when a process dies, stop the others and restart the whole job from its last checkpoint (--checkpoint), up to this many times")
 	d.metrics.Register(f.FlagSet)
 }
 
 // check validates the flags of d with the training configuration, before
 // anything is loaded.
 func (d *deployment) check(cfg train.Config) error {
+	switch {
+	case d.restarts < 0:
+		return usageError("--restarts %d: want 0 or more", d.restarts)
+	case d.restarts > 0 && !d.processes && !d.netns:
+		return usageError("--restarts restarts processes: add --processes or --netns")
+	case d.restarts > 0 && cfg.Checkpoint.Dir == "":
+		return usageError("--restarts %d needs --checkpoint and --checkpoint-every to restart from", d.restarts)
+	}
 	if !d.netns {
 		return nil
 	}
@@ -177,5 +188,5 @@ func (d *deployment) deployer(g *graph.Graph, mon *metrics.Job) train.Deployer {
 	if !d.processes && !d.netns {
 		return cluster.InProcess{Watch: mon.Watch}
 	}
-	return &launch.Processes{Graph: g, Netns: d.netns, Deadline: d.deadline}
+	return &launch.Processes{Graph: g, Netns: d.netns, Deadline: d.deadline, Restarts: d.restarts, Logf: d.logf}
 }

@@ -197,6 +197,13 @@ const (
 	DataTable uint16 = 3
 	DataTake  uint16 = 4
 	DataPut   uint16 = 5
+	// DataSave (a pull): KV.Keys is {begin, end}, slots of the server's
+	// store, answered with their snapshot: keys, lengths (width 0), values
+	// and update rule states (see package server, snapshot.go). DataLoad
+	// (a push): KV is such a snapshot, which the server installs. They
+	// write and restore checkpoints.
+	DataSave uint16 = 6
+	DataLoad uint16 = 7
 )
 
 // Register is a node's request to join: sent from its provisional id.

@@ -512,3 +512,28 @@ func (t *Table) String() string {
 	}
 	return fmt.Sprintf("%d ranges of %d keys", t.servers, t.numKeys)
 }
+
+// AppendKeys appends the keys of slots 0 … Size()−1 to dst, in slot
+// (that is, increasing key) order, and returns it. It costs O(Size()),
+// or O(NumKeys) for a dense index.
+func (x *Index) AppendKeys(dst []uint64) []uint64 {
+	switch {
+	case x.dense != nil:
+		for k, j := range x.dense {
+			if j >= 0 {
+				dst = append(dst, uint64(k))
+			}
+		}
+	case x.starts != nil:
+		for i, st := range x.starts {
+			for k := st; k < x.ends[i]; k++ {
+				dst = append(dst, k)
+			}
+		}
+	default:
+		for k := x.lo; k < x.hi; k++ {
+			dst = append(dst, k)
+		}
+	}
+	return dst
+}

@@ -75,7 +75,8 @@ type Request struct {
 	ID        uint64
 	// Cmd is the data command: proto.DataSparse or DataRange (Range is
 	// set), or one of the commands that move keys between servers
-	// (proto.DataTable, DataTake, DataPut; see move.go).
+	// (proto.DataTable, DataTake, DataPut; see move.go), or of the
+	// snapshots of checkpoints (DataSave, DataLoad; see snapshot.go).
 	Cmd   uint16
 	Round int64
 	Push  bool
@@ -95,9 +96,12 @@ type Reply struct {
 	Steps     int64
 	ID        uint64
 	Pull      bool
-	Vals      []float32
-	Lens      []int32
-	Err       error
+	// Keys are the keys of a snapshot (DataSave); other answers have
+	// none.
+	Keys []uint64
+	Vals []float32
+	Lens []int32
+	Err  error
 	// View marks Vals as the store's own memory, not a copy: they stay
 	// valid until the store next changes, that is until the next push is
 	// handled.
@@ -363,6 +367,10 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 		return c.take(r)
 	case proto.DataPut:
 		return c.put(r)
+	case proto.DataSave:
+		return c.save(r)
+	case proto.DataLoad:
+		return c.load(r)
 	}
 	if r.Worker < 0 || r.Worker >= c.cfg.Workers {
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: !r.Push, Err: fmt.Errorf("request from worker %d of %d", r.Worker, c.cfg.Workers)})

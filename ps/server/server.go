@@ -120,8 +120,8 @@ func Decode(m *transport.Message) (Request, error) {
 	}
 	switch m.Cmd {
 	case proto.DataSparse, proto.DataRange:
-	case proto.DataTable, proto.DataPut, proto.DataTake:
-		if role != proto.RoleWorker || push == (m.Cmd == proto.DataTake) {
+	case proto.DataTable, proto.DataPut, proto.DataTake, proto.DataSave, proto.DataLoad:
+		if role != proto.RoleWorker || push == (m.Cmd == proto.DataTake || m.Cmd == proto.DataSave) {
 			return Request{}, fmt.Errorf("%s sent data command %d as a %s", proto.Name(m.Sender), m.Cmd, map[bool]string{true: "push", false: "pull"}[push])
 		}
 	default:
@@ -147,7 +147,7 @@ func (r Reply) Message() *transport.Message {
 		m.Body = []byte(r.Err.Error())
 	case r.Pull:
 		m.Flags = transport.FlagPull
-		m.KV.Vals, m.KV.Lens = r.Vals, r.Lens
+		m.KV.Keys, m.KV.Vals, m.KV.Lens = r.Keys, r.Vals, r.Lens
 		if r.Evaluator {
 			m.Body = proto.AppendMeta(nil, r.Steps)
 		}

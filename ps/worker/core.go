@@ -122,6 +122,10 @@ const (
 	opTake
 	opPut
 	opSetTable
+	// Checkpoints (see Worker.Save and Load): a snapshot of slots of one
+	// server's store, and the installation of one.
+	opSave
+	opLoad
 )
 
 // Op is one call of the application.
@@ -142,7 +146,9 @@ type Op struct {
 	table   *route.Table
 	version uint64
 	take    *[]float32
-	fut     *Future
+	// snap is where a Save's answer goes, and a Load's snapshot.
+	snap *kv.Batch
+	fut  *Future
 }
 
 // Out is a message for the server of rank Server.
@@ -370,7 +376,7 @@ func (c *Core) startMove(op *Op) {
 		return
 	}
 	c.nextID++
-	r := &request{op: op, round: c.round, push: op.kind != opTake, remaining: 1}
+	r := &request{op: op, round: c.round, push: op.kind != opTake && op.kind != opSave, remaining: 1}
 	m := &transport.Message{Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagRequest | transport.FlagPush, ID: c.nextID},
 		Body: proto.AppendMeta(nil, c.round)}
 	switch op.kind {
@@ -383,6 +389,12 @@ func (c *Core) startMove(op *Op) {
 	case opPut:
 		m.Cmd = proto.DataPut
 		m.KV.Keys, m.KV.Vals = []uint64{op.begin, op.end}, op.vals
+	case opSave:
+		m.Cmd, m.Flags = proto.DataSave, transport.FlagRequest|transport.FlagPull
+		m.KV.Keys = []uint64{op.begin, op.end}
+	case opLoad:
+		m.Cmd = proto.DataLoad
+		m.KV = *op.snap
 	}
 	c.out = append(c.out, Out{Server: op.server, M: m})
 	c.pending[c.nextID] = r
@@ -399,7 +411,7 @@ func (c *Core) check(op *Op) error {
 			return fmt.Errorf("worker %d: a new routing table must be a Ranges table of %d servers", c.cfg.Rank, c.servers)
 		case op.kind == opSetTable && len(c.pending) > 0:
 			return fmt.Errorf("worker %d: %d requests in flight: the routing table changes between rounds", c.cfg.Rank, len(c.pending))
-		case (op.kind == opTake || op.kind == opPut) && op.end < op.begin:
+		case (op.kind == opTake || op.kind == opPut || op.kind == opSave) && op.end < op.begin:
 			return fmt.Errorf("worker %d: range [%d, %d) is reversed", c.cfg.Rank, op.begin, op.end)
 		}
 		return nil
@@ -596,6 +608,11 @@ func (c *Core) Receive(s int, m *transport.Message) []Out {
 func (c *Core) answer(r *request, s int, m *transport.Message) error {
 	if r.op.kind == opTake {
 		*r.op.take = append((*r.op.take)[:0], m.KV.Vals...)
+		m.Release()
+		return nil
+	}
+	if r.op.kind == opSave {
+		*r.op.snap = kv.Batch{Keys: slices.Clone(m.KV.Keys), Vals: slices.Clone(m.KV.Vals), Lens: slices.Clone(m.KV.Lens)}
 		m.Release()
 		return nil
 	}

@@ -1,0 +1,365 @@
+// Package checkpoint stores the checkpoints of a training job: a
+// directory per checkpoint, named by the round it was taken after
+// (round-000000120), holding one file per node (each server's snapshot
+// of its store, each worker's progress) and a MANIFEST written last,
+// which names the round, the job the checkpoint is of, and the size and
+// CRC-32C (Castagnoli) of every file. A checkpoint is complete when its
+// MANIFEST is there and every file it lists has that size and checksum;
+// anything else (a missing MANIFEST, a file truncated at any byte, a
+// flipped bit, in a file or in the MANIFEST, which carries a checksum of
+// its own) is refused with an error naming the file, and Latest falls
+// back to the newest complete checkpoint before it.
+//
+// Every file is written atomically (internal/atomicfile: a temporary
+// file, fsync, rename), so a crash leaves either a whole file or none;
+// the MANIFEST vouches for the others and is written once they are all
+// on disk. Prune keeps the newest complete checkpoints and removes the
+// rest. The package knows nothing of what the files hold beyond the
+// server snapshot format (snapshot.go); the protocol that makes the
+// files of one round consistent across nodes is the training loop's
+// (package train, checkpoint.go).
+//
+// Writing or verifying a checkpoint of n bytes costs O(n); Latest reads
+// the checkpoints newest first until one verifies.
+//
+//	f, _ := checkpoint.WriteFile(dir, 120, "worker-000.json", data)
+//	_ = checkpoint.Commit(dir, checkpoint.Manifest{Round: 120, Job: id, Files: files})
+//	m, refused, err := checkpoint.Latest(dir) // the newest complete one
+//	data, err := m.Read("worker-000.json")    // checked against the manifest
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"colo/internal/atomicfile"
+)
+
+// ManifestName is the name of the file that completes a checkpoint.
+const ManifestName = "MANIFEST"
+
+// Format is the version of the layout this package writes and reads.
+const Format = 1
+
+// MaxManifest bounds the size of a MANIFEST, so that a stray large file
+// of that name is refused before it is read.
+const MaxManifest = 16 << 20
+
+// castagnoli is the CRC-32C table.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Checksum returns the CRC-32C of data.
+func Checksum(data []byte) uint32 { return crc32.Checksum(data, castagnoli) }
+
+// File is one file of a checkpoint, as its manifest lists it.
+type File struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+// Manifest describes a complete checkpoint.
+type Manifest struct {
+	Format int `json:"format"`
+	// Round is the number of rounds every node had finished when the
+	// checkpoint was taken.
+	Round int `json:"round"`
+	// Job identifies the job the checkpoint is of (its shape: the
+	// application, machines, servers, keys…), so that a job resumes only
+	// from its own checkpoints.
+	Job string `json:"job"`
+	// Files are the checkpoint's files, in name order.
+	Files []File `json:"files"`
+	// Dir is the checkpoint's directory (not written: set when read).
+	Dir string `json:"-"`
+}
+
+// RoundDir returns the directory of the checkpoint of round in dir.
+func RoundDir(dir string, round int) string {
+	return filepath.Join(dir, fmt.Sprintf("round-%09d", round))
+}
+
+// parseRoundDir returns the round of a checkpoint directory's name.
+func parseRoundDir(name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, "round-")
+	if !ok || len(s) < 9 {
+		return 0, false
+	}
+	r, err := strconv.Atoi(s)
+	return r, err == nil && r >= 0
+}
+
+// WriteFile writes data as file name of the checkpoint of round in dir,
+// atomically, creating the directories, and returns the file as the
+// manifest lists it.
+func WriteFile(dir string, round int, name string, data []byte) (File, error) {
+	if err := checkName(name); err != nil {
+		return File{}, err
+	}
+	d := RoundDir(dir, round)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return File{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	err := atomicfile.Write(filepath.Join(d, name), func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
+		return File{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	return File{Name: name, Size: int64(len(data)), CRC32C: Checksum(data)}, nil
+}
+
+// checkName refuses file names that are not plain names in the
+// checkpoint's directory.
+func checkName(name string) error {
+	if name == "" || name == ManifestName || name != filepath.Base(name) || name == "." || name == ".." || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("checkpoint: file name %q: want a plain name other than %s", name, ManifestName)
+	}
+	return nil
+}
+
+// Commit writes m's MANIFEST in its round's directory of dir, which
+// completes the checkpoint: every file it lists must be written (by
+// WriteFile) before.
+func Commit(dir string, m Manifest) error {
+	m.Format = Format
+	slices.SortFunc(m.Files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	for i, f := range m.Files {
+		if err := checkName(f.Name); err != nil {
+			return err
+		}
+		if i > 0 && f.Name == m.Files[i-1].Name {
+			return fmt.Errorf("checkpoint: file %s listed twice", f.Name)
+		}
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	d := RoundDir(dir, m.Round)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	err = atomicfile.Write(filepath.Join(d, ManifestName), func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%s\ncrc32c %08x\n", body, Checksum(body))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// ParseManifest reads the content of a MANIFEST: a line of JSON and a
+// line "crc32c" with the checksum of the JSON in hexadecimal. Errors say
+// what is wrong, not where: the caller names the file.
+func ParseManifest(data []byte) (Manifest, error) {
+	var m Manifest
+	body, rest, ok := bytes.Cut(data, []byte("\n"))
+	if !ok {
+		return m, errors.New("no end of line after the description: the file is truncated")
+	}
+	sum, ok := bytes.CutPrefix(rest, []byte("crc32c "))
+	if !ok || len(sum) != 9 || sum[8] != '\n' {
+		return m, errors.New(`no line "crc32c XXXXXXXX" after the description: the file is truncated or altered`)
+	}
+	want, err := strconv.ParseUint(string(sum[:8]), 16, 32)
+	if err != nil || strings.ToLower(string(sum[:8])) != string(sum[:8]) {
+		return m, fmt.Errorf("checksum %q is not lower-case hexadecimal", sum[:8])
+	}
+	if got := Checksum(body); uint32(want) != got {
+		return m, fmt.Errorf("checksum %08x of the description, the file says %08x: the file is altered", got, want)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, fmt.Errorf("description: %w", err)
+	}
+	switch {
+	case m.Format != Format:
+		return m, fmt.Errorf("format %d, this program reads format %d", m.Format, Format)
+	case m.Round < 0:
+		return m, fmt.Errorf("round %d is negative", m.Round)
+	}
+	for i, f := range m.Files {
+		if err := checkName(f.Name); err != nil {
+			return m, err
+		}
+		if f.Size < 0 {
+			return m, fmt.Errorf("file %s has size %d", f.Name, f.Size)
+		}
+		if i > 0 && f.Name <= m.Files[i-1].Name {
+			return m, fmt.Errorf("file %s is listed after %s: the names are not in order", f.Name, m.Files[i-1].Name)
+		}
+	}
+	return m, nil
+}
+
+// Open reads the MANIFEST of the checkpoint of round in dir, without
+// checking the files (Verify and Read do).
+func Open(dir string, round int) (*Manifest, error) {
+	d := RoundDir(dir, round)
+	path := filepath.Join(d, ManifestName)
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("checkpoint %s is incomplete: %s is missing", d, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if st.Size() > MaxManifest {
+		return nil, fmt.Errorf("checkpoint: %s has %d bytes, at most %d", path, st.Size(), MaxManifest)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	if m.Round != round {
+		return nil, fmt.Errorf("checkpoint: %s is of round %d, its directory of round %d", path, m.Round, round)
+	}
+	m.Dir = d
+	return &m, nil
+}
+
+// file returns the manifest's entry of name.
+func (m *Manifest) file(name string) (File, bool) {
+	i, ok := slices.BinarySearchFunc(m.Files, name, func(f File, n string) int { return strings.Compare(f.Name, n) })
+	if !ok {
+		return File{}, false
+	}
+	return m.Files[i], true
+}
+
+// Read returns the content of file name of the checkpoint, checked
+// against the manifest's size and checksum; errors name the file.
+func (m *Manifest) Read(name string) ([]byte, error) {
+	f, ok := m.file(name)
+	if !ok {
+		return nil, fmt.Errorf("checkpoint %s has no file %s", m.Dir, name)
+	}
+	path := filepath.Join(m.Dir, name)
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if st.Size() != f.Size {
+		return nil, fmt.Errorf("checkpoint: %s has %d bytes, the manifest says %d: the file is truncated or altered", path, st.Size(), f.Size)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if int64(len(data)) != f.Size {
+		return nil, fmt.Errorf("checkpoint: %s has %d bytes, the manifest says %d: the file is truncated or altered", path, len(data), f.Size)
+	}
+	if got := Checksum(data); got != f.CRC32C {
+		return nil, fmt.Errorf("checkpoint: %s has checksum %08x, the manifest says %08x: the file is altered", path, got, f.CRC32C)
+	}
+	return data, nil
+}
+
+// Verify reads every file of the checkpoint and checks it against the
+// manifest.
+func (m *Manifest) Verify() error {
+	for _, f := range m.Files {
+		if _, err := m.Read(f.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Rounds returns the rounds of the checkpoint directories in dir, newest
+// first, complete or not; none when dir does not exist.
+func Rounds(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var rounds []int
+	for _, e := range ents {
+		if r, ok := parseRoundDir(e.Name()); ok && e.IsDir() {
+			rounds = append(rounds, r)
+		}
+	}
+	slices.Sort(rounds)
+	slices.Reverse(rounds)
+	return rounds, nil
+}
+
+// Latest returns the newest complete checkpoint of dir (every file
+// verified), the errors that refused the newer ones (each naming the
+// file at fault), and an error when there is none.
+func Latest(dir string) (*Manifest, []error, error) {
+	rounds, err := Rounds(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var refused []error
+	for _, r := range rounds {
+		m, err := Open(dir, r)
+		if err == nil {
+			err = m.Verify()
+		}
+		if err == nil {
+			return m, refused, nil
+		}
+		refused = append(refused, err)
+	}
+	if len(refused) > 0 {
+		return nil, refused, fmt.Errorf("checkpoint: no complete checkpoint in %s: %w", dir, errors.Join(refused...))
+	}
+	return nil, nil, fmt.Errorf("checkpoint: no checkpoint in %s", dir)
+}
+
+// Prune removes the checkpoints of dir but the newest keep complete ones
+// (by their manifest; files are not read) and any newer than those:
+// older complete checkpoints and incomplete ones older than the newest
+// kept.
+func Prune(dir string, keep int) error {
+	rounds, err := Rounds(dir)
+	if err != nil {
+		return err
+	}
+	kept := 0
+	var errs []error
+	for _, r := range rounds {
+		if kept >= keep || (kept > 0 && !complete(dir, r)) {
+			if err := os.RemoveAll(RoundDir(dir, r)); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if complete(dir, r) {
+			kept++
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("checkpoint: pruning %s: %w", dir, err)
+	}
+	return nil
+}
+
+// complete reports whether round's checkpoint in dir has a valid
+// manifest.
+func complete(dir string, round int) bool {
+	_, err := Open(dir, round)
+	return err == nil
+}

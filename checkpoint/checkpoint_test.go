@@ -1,0 +1,196 @@
+package checkpoint
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"colo/kv"
+)
+
+// writeCheckpoint writes a complete checkpoint of round with a server
+// snapshot and a worker file, and returns the snapshot file's content.
+func writeCheckpoint(t *testing.T, dir string, round int) []byte {
+	t.Helper()
+	snap := EncodeSnapshot(Snapshot{Server: 0, Width: 2, Batch: kv.Batch{Keys: []uint64{3, 4}, Vals: []float32{1, 2, 3, float32(round), 5, 6, 7, 8}}})
+	var files []File
+	for name, data := range map[string][]byte{SnapshotName(0): snap, "worker-000.json": []byte(fmt.Sprintf(`{"round":%d}`, round))} {
+		f, err := WriteFile(dir, round, name, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if err := Commit(dir, Manifest{Round: round, Job: "test", Files: files}); err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// latestRound returns the round Latest picks and the refusals.
+func latestRound(t *testing.T, dir string) (int, []error) {
+	t.Helper()
+	m, refused, err := Latest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Round, refused
+}
+
+// TestLatestRefusesDamage damages the newest checkpoint's last file (the
+// server snapshot, "server-000.snap" sorts last) and its manifest in
+// every way a crash or a bad disk can: truncated at every byte, every
+// bit flipped, removed. Each time the newest is refused with an error
+// naming the damaged file, and the one before is used.
+func TestLatestRefusesDamage(t *testing.T) {
+	dir := t.TempDir()
+	writeCheckpoint(t, dir, 10)
+	snap := writeCheckpoint(t, dir, 20)
+	if r, refused := latestRound(t, dir); r != 20 || len(refused) > 0 {
+		t.Fatalf("latest %d, refused %v; want 20", r, refused)
+	}
+	files := map[string][]byte{SnapshotName(0): snap}
+	manifest, err := os.ReadFile(filepath.Join(RoundDir(dir, 20), ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files[ManifestName] = manifest
+	for name, good := range files {
+		path := filepath.Join(RoundDir(dir, 20), name)
+		check := func(how string) {
+			t.Helper()
+			r, refused := latestRound(t, dir)
+			if r != 10 || len(refused) != 1 || !strings.Contains(refused[0].Error(), path) {
+				t.Fatalf("%s %s: latest round %d, refused %v; want 10 and an error naming the file", how, name, r, refused)
+			}
+		}
+		for n := range len(good) {
+			if err := os.WriteFile(path, good[:n], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			check("truncated at byte " + strconv.Itoa(n) + " of")
+		}
+		for bit := range 8 * len(good) {
+			bad := bytes.Clone(good)
+			bad[bit/8] ^= 1 << (bit % 8)
+			if err := os.WriteFile(path, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			check("bit flipped in")
+		}
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		check("removed")
+		if err := os.WriteFile(path, good, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, _ := latestRound(t, dir); r != 20 {
+		t.Fatalf("repaired: latest %d, want 20", r)
+	}
+}
+
+// TestLatestNone checks the errors without any complete checkpoint.
+func TestLatestNone(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := Latest(dir); err == nil || !strings.Contains(err.Error(), "no checkpoint in "+dir) {
+		t.Fatalf("empty directory: %v", err)
+	}
+	writeCheckpoint(t, dir, 5)
+	os.Remove(filepath.Join(RoundDir(dir, 5), ManifestName))
+	_, refused, err := Latest(dir)
+	if err == nil || len(refused) != 1 || !strings.Contains(err.Error(), ManifestName+" is missing") {
+		t.Fatalf("no manifest: %v, %v", refused, err)
+	}
+}
+
+// TestPrune keeps the newest two complete checkpoints and removes the
+// older ones and an incomplete one between them.
+func TestPrune(t *testing.T) {
+	dir := t.TempDir()
+	for _, r := range []int{10, 20, 30, 40} {
+		writeCheckpoint(t, dir, r)
+	}
+	os.Remove(filepath.Join(RoundDir(dir, 30), ManifestName)) // incomplete
+	if err := Prune(dir, 2); err != nil {
+		t.Fatal(err)
+	}
+	rounds, err := Rounds(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{40, 20}; !reflect.DeepEqual(rounds, want) {
+		t.Fatalf("after pruning: %v, want %v", rounds, want)
+	}
+}
+
+// TestSnapshotFile round-trips snapshots of both layouts and refuses
+// inconsistent headers.
+func TestSnapshotFile(t *testing.T) {
+	for _, s := range []Snapshot{
+		{Server: 3, Width: 2, Batch: kv.Batch{Keys: []uint64{1, 9}, Vals: []float32{1, 2, 3, 4, 5, 6, 7, 8}}},
+		{Server: 0, Width: 0, Batch: kv.Batch{Keys: []uint64{1, 2, 7}, Lens: []int32{1, 0, 2}, Vals: []float32{1, 2, 3, 4, 5, 6}}},
+		{Server: 1, Width: 4, Batch: kv.Batch{Keys: []uint64{}, Vals: []float32{}}},
+	} {
+		got, err := DecodeSnapshot(EncodeSnapshot(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, s) {
+			t.Fatalf("round trip: got %+v, want %+v", got, s)
+		}
+	}
+	bad := EncodeSnapshot(Snapshot{Width: 0, Batch: kv.Batch{Keys: []uint64{1}, Lens: []int32{2}, Vals: []float32{1, 2, 3}}})
+	if _, err := DecodeSnapshot(bad); err == nil || !strings.Contains(err.Error(), "not whole arrays") {
+		t.Fatalf("3 values for a key of length 2: %v", err)
+	}
+}
+
+// FuzzDecodeSnapshot checks that any file decodes to a snapshot that
+// encodes back to it, or to an error, never a panic.
+func FuzzDecodeSnapshot(f *testing.F) {
+	f.Add(EncodeSnapshot(Snapshot{Server: 3, Width: 2, Batch: kv.Batch{Keys: []uint64{1, 9}, Vals: []float32{1, 2, 3, 4}}}))
+	f.Add(EncodeSnapshot(Snapshot{Width: 0, Batch: kv.Batch{Keys: []uint64{1, 2}, Lens: []int32{1, 0}, Vals: []float32{1, 2}}}))
+	f.Add([]byte(snapMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := DecodeSnapshot(data)
+		if err != nil {
+			return
+		}
+		if again := EncodeSnapshot(s); !bytes.Equal(again, data) {
+			t.Fatalf("decoded snapshot encodes to other bytes")
+		}
+	})
+}
+
+// FuzzParseManifest checks that any MANIFEST parses or is refused,
+// never a panic, and that what parses lists valid, ordered names.
+func FuzzParseManifest(f *testing.F) {
+	dir := f.TempDir()
+	if err := Commit(dir, Manifest{Round: 7, Job: "j", Files: []File{{Name: "a", Size: 3, CRC32C: 9}, {Name: "b"}}}); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(RoundDir(dir, 7), ManifestName))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte("{}\ncrc32c 00000000\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest(data)
+		if err != nil {
+			return
+		}
+		for i, file := range m.Files {
+			if checkName(file.Name) != nil || file.Size < 0 || i > 0 && file.Name <= m.Files[i-1].Name {
+				t.Fatalf("accepted file %+v", file)
+			}
+		}
+	})
+}

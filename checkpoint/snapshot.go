@@ -1,0 +1,130 @@
+package checkpoint
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"colo/kv"
+)
+
+// A server's file of a checkpoint holds its store's snapshot (package
+// server, snapshot.go) in little-endian binary:
+//
+//	"COLOSNAP" (8 bytes), format (uint32), server rank (uint32),
+//	width (uint32), keys n, lengths l and values v (uint64 each),
+//	then n keys (uint64), l lengths (int32) and v values (float32).
+//
+// l is 0 at a uniform width and n at width 0.
+
+// snapMagic opens a server snapshot file.
+const snapMagic = "COLOSNAP"
+
+// snapHeader is the size of a snapshot file's header.
+const snapHeader = 8 + 3*4 + 3*8
+
+// Snapshot is a server's file of a checkpoint.
+type Snapshot struct {
+	// Server is the server's rank, Width its store's values per key (0:
+	// per-key lengths).
+	Server, Width int
+	// Batch is the snapshot of the whole store (worker.Worker.Save).
+	Batch kv.Batch
+}
+
+// SnapshotName returns the file name of server rank s's snapshot.
+func SnapshotName(s int) string { return fmt.Sprintf("server-%03d.snap", s) }
+
+// EncodeSnapshot returns the file of s.
+func EncodeSnapshot(s Snapshot) []byte {
+	b := s.Batch
+	out := make([]byte, 0, snapHeader+8*len(b.Keys)+4*len(b.Lens)+4*len(b.Vals))
+	out = append(out, snapMagic...)
+	out = binary.LittleEndian.AppendUint32(out, Format)
+	out = binary.LittleEndian.AppendUint32(out, uint32(s.Server))
+	out = binary.LittleEndian.AppendUint32(out, uint32(s.Width))
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(b.Keys)))
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(b.Lens)))
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(b.Vals)))
+	for _, k := range b.Keys {
+		out = binary.LittleEndian.AppendUint64(out, k)
+	}
+	for _, l := range b.Lens {
+		out = binary.LittleEndian.AppendUint32(out, uint32(l))
+	}
+	for _, v := range b.Vals {
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+	}
+	return out
+}
+
+// DecodeSnapshot reads a server's file. It checks the header's counts
+// against the file's size before it allocates anything, and the
+// lengths against the values, so any input gives a snapshot or an
+// error; errors say what is wrong, the caller names the file.
+func DecodeSnapshot(data []byte) (Snapshot, error) {
+	var s Snapshot
+	if len(data) < snapHeader {
+		return s, fmt.Errorf("%d bytes, shorter than the %d-byte header: the file is truncated", len(data), snapHeader)
+	}
+	if string(data[:8]) != snapMagic {
+		return s, errors.New("not a server snapshot: it does not start with " + snapMagic)
+	}
+	le := binary.LittleEndian
+	if f := le.Uint32(data[8:]); f != Format {
+		return s, fmt.Errorf("format %d, this program reads format %d", f, Format)
+	}
+	server, width := le.Uint32(data[12:]), le.Uint32(data[16:])
+	n, l, v := le.Uint64(data[20:]), le.Uint64(data[28:]), le.Uint64(data[36:])
+	if server > math.MaxInt32 || width > math.MaxInt32 {
+		return s, fmt.Errorf("server %d of width %d: out of range", server, width)
+	}
+	rest := uint64(len(data) - snapHeader)
+	if n > rest/8 || l > rest/4 || v > rest/4 || 8*n+4*l+4*v != rest {
+		return s, fmt.Errorf("%d keys, %d lengths and %d values need %s bytes after the header, the file has %d: the file is truncated or altered", n, l, v, need(n, l, v), rest)
+	}
+	if width > 0 && l != 0 || width == 0 && l != n {
+		return s, fmt.Errorf("%d lengths for %d keys of width %d", l, n, width)
+	}
+	s.Server, s.Width = int(server), int(width)
+	b := kv.Batch{Keys: make([]uint64, n), Vals: make([]float32, v)}
+	o := snapHeader
+	for i := range b.Keys {
+		b.Keys[i] = le.Uint64(data[o:])
+		o += 8
+	}
+	per := n * uint64(width)
+	if width == 0 {
+		b.Lens = make([]int32, l)
+		per = 0
+		for i := range b.Lens {
+			x := int32(le.Uint32(data[o:]))
+			o += 4
+			if x < 0 {
+				return Snapshot{}, fmt.Errorf("key %d has length %d", b.Keys[i], x)
+			}
+			b.Lens[i] = x
+			per += uint64(x)
+		}
+	}
+	if per == 0 && v != 0 || per > 0 && v%per != 0 {
+		return Snapshot{}, fmt.Errorf("%d values are not whole arrays of %d values of the keys", v, per)
+	}
+	for i := range b.Vals {
+		b.Vals[i] = math.Float32frombits(le.Uint32(data[o:]))
+		o += 4
+	}
+	s.Batch = b
+	return s, nil
+}
+
+// need writes the bytes n keys, l lengths and v values take, without
+// overflow.
+func need(n, l, v uint64) string {
+	const max = math.MaxUint64 / 16
+	if n > max || l > max || v > max {
+		return "more than 2^60"
+	}
+	return fmt.Sprint(8*n + 4*l + 4*v)
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"colo/checkpoint"
+)
+
+// machinePID returns the pid of the child of parent that runs machine
+// rank's colo node, 0 when there is none (yet).
+func machinePID(parent, rank int) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state, ppid.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(parent) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(cmdline), "\x00")
+		if strings.Contains(strings.Join(args, " "), "--role machine") && strings.Contains(strings.Join(args, " "), "--rank "+strconv.Itoa(rank)+" ") {
+			return pid
+		}
+	}
+	return 0
+}
+
+// TestTrainRestartsAfterKill kills machine 1 of a BSP job of processes
+// with SIGKILL right after the checkpoint of a seeded random round:
+// colo train --restarts 1 stops the others, restarts the whole job from
+// the last complete checkpoint, and ends with the same passes and test
+// measures, bit for bit, as the run without failure.
+func TestTrainRestartsAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	args := []string{news20Test(t), "--machines", "2", "--batch", "1500", "--max-passes", "3", "--epsilon", "0", "--placement", "random", "--processes"}
+	want, _ := trainBinary(t, 60*time.Second, args...)
+	if want.Rounds < 12 {
+		t.Fatalf("%d rounds, want at least 12", want.Rounds)
+	}
+	rng := rand.New(rand.NewPCG(18, 3))
+	kill := 2 * (1 + rng.IntN(want.Rounds/2-2)) // a checkpoint round, not the last
+	dir := filepath.Join(t.TempDir(), "ck")
+	out := filepath.Join(t.TempDir(), "proc.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, coloBin, append(append([]string{"train"}, args...),
+		"--checkpoint", dir, "--checkpoint-every", "2", "--restarts", "1", "--link-bandwidth", "20mbit", "--json", out)...)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(checkpoint.RoundDir(dir, kill), checkpoint.ManifestName)
+	var killed time.Time
+	for killed.IsZero() && ctx.Err() == nil {
+		if _, err := os.Stat(manifest); err == nil {
+			if pid := machinePID(cmd.Process.Pid, 1); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed = time.Now()
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	err := cmd.Wait()
+	if err != nil || killed.IsZero() {
+		t.Fatalf("colo train after killing machine 1 at round %d: %v\n%s", kill, err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "restart 1 of 1") {
+		t.Fatalf("no restart reported:\n%s", errOut.String())
+	}
+	got, _ := readResult(t, out)
+	if got.Rounds != want.Rounds || len(got.RoundsDetail) != len(want.RoundsDetail) {
+		t.Fatalf("%d rounds, want %d", got.Rounds, want.Rounds)
+	}
+	for i, p := range want.RoundsDetail {
+		if q := got.RoundsDetail[i]; q.TrainLoss != p.TrainLoss || q.TrainAccuracy != p.TrainAccuracy {
+			t.Errorf("pass %d: loss %v accuracy %v, without failure %v %v", p.Pass, q.TrainLoss, q.TrainAccuracy, p.TrainLoss, p.TrainAccuracy)
+		}
+	}
+	if *got.Accuracy != *want.Accuracy || *got.LogLoss != *want.LogLoss || *got.AUC != *want.AUC {
+		t.Errorf("test measures %v, without failure %v", got.Eval, want.Eval)
+	}
+	t.Logf("killed machine 1 after the checkpoint of round %d; %v to the end; %s", kill, time.Since(killed).Round(time.Millisecond), strings.TrimSpace(fmt.Sprint(lineWith(errOut.String(), "ran again"))))
+}
+
+// lineWith returns the last line of s that contains word.
+func lineWith(s, word string) string {
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], word) {
+			return lines[i]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"fmt"
+	"slices"
+
+	"colo/kv"
+)
+
+// Snapshots: the whole state of a store, for checkpoints.
+//
+// A snapshot of slots [lo, hi) is a kv.Batch: Keys the key of each slot
+// in slot order; at width 0, Lens the number of values of each key (0
+// for a key never pushed, which has none); Vals the values of the slots
+// in order, followed by each update rule state's values for the same
+// slots, so (1 + rule.States()) × V values for V values of the keys. A
+// store restored from the snapshots of all its slots (Restore) holds the
+// same values and states, so that training goes on bit for bit as it
+// would have. A worker asks for a snapshot with proto.DataSave and
+// installs one with proto.DataLoad (worker.Worker.Save and Load); under
+// BSP a snapshot is refused while pushes of an incomplete round are
+// held, so it is always of whole rounds.
+
+// snapshotKeys returns the key of every slot, in slot order.
+func (s *Store) snapshotKeys() []uint64 {
+	keys := s.idx.AppendKeys(make([]uint64, 0, s.Keys()))
+	if len(s.extra) == 0 {
+		return keys
+	}
+	keys = keys[:s.Keys()]
+	for k, j := range s.extra {
+		keys[j] = k
+	}
+	return keys
+}
+
+// Snapshot returns the slots [lo, min(hi, Keys())) of the store as a
+// snapshot batch (see above), in new arrays.
+func (s *Store) Snapshot(lo, hi int) kv.Batch {
+	hi = min(hi, s.Keys())
+	if lo < 0 || lo >= hi {
+		return kv.Batch{Keys: []uint64{}, Vals: []float32{}}
+	}
+	keys := slices.Clone(s.snapshotKeys()[lo:hi])
+	arrays := append([][]float32{s.vals}, s.state...)
+	if s.width > 0 {
+		a, b := lo*s.width, hi*s.width
+		vals := make([]float32, 0, len(arrays)*(b-a))
+		for _, arr := range arrays {
+			vals = append(vals, arr[a:b]...)
+		}
+		return kv.Batch{Keys: keys, Vals: vals}
+	}
+	lens := make([]int32, hi-lo)
+	n := 0
+	for i := range lens {
+		if j := lo + i; s.off[j] >= 0 {
+			lens[i] = s.ln[j]
+			n += int(s.ln[j])
+		}
+	}
+	vals := make([]float32, 0, len(arrays)*n)
+	for _, arr := range arrays {
+		for i, l := range lens {
+			if l > 0 {
+				o := s.off[lo+i]
+				vals = append(vals, arr[o:o+int(l)]...)
+			}
+		}
+	}
+	return kv.Batch{Keys: keys, Lens: lens, Vals: vals}
+}
+
+// Restore sets the values and rule states of the keys of b, a snapshot
+// batch (see above) of a store with the same width and rule, giving keys
+// outside the index slots of their own. It checks the whole batch first
+// and changes nothing when the batch is malformed: lengths at width
+// other than 0, lengths that do not sum to the values, or a key whose
+// length differs from the one it has.
+func (s *Store) Restore(b kv.Batch) error {
+	arrays := 1 + len(s.state)
+	n := len(b.Keys) * s.width
+	if s.width > 0 {
+		if b.Lens != nil {
+			return fmt.Errorf("snapshot of %d keys has lengths, the store's width is %d", len(b.Keys), s.width)
+		}
+	} else {
+		if len(b.Lens) != len(b.Keys) {
+			return fmt.Errorf("snapshot of %d keys has %d lengths", len(b.Keys), len(b.Lens))
+		}
+		n = 0
+		for i, l := range b.Lens {
+			if l < 0 {
+				return fmt.Errorf("snapshot key %d has length %d", b.Keys[i], l)
+			}
+			if j := s.slot(b.Keys[i], false); l > 0 && j >= 0 && s.off[j] >= 0 && s.ln[j] != l {
+				return fmt.Errorf("snapshot key %d has %d values, the store %d", b.Keys[i], l, s.ln[j])
+			}
+			n += int(l)
+		}
+	}
+	if len(b.Vals) != arrays*n {
+		return fmt.Errorf("snapshot of %d keys with %d values: want %d (values and %d rule states)", len(b.Keys), len(b.Vals), arrays*n, len(s.state))
+	}
+	o := 0
+	for i, k := range b.Keys {
+		l := s.width
+		if s.width == 0 {
+			l = int(b.Lens[i])
+			if l == 0 {
+				continue
+			}
+		}
+		j := s.slot(k, true)
+		at, err := s.span(k, j, l)
+		if err != nil {
+			return err // checked above: cannot happen
+		}
+		copy(s.vals[at:at+l], b.Vals[o:o+l])
+		for a, st := range s.state {
+			copy(st[at:at+l], b.Vals[(1+a)*n+o:(1+a)*n+o+l])
+		}
+		o += l
+	}
+	return nil
+}
+
+// save answers a worker's DataSave of slots KV.Keys = {lo, hi}: their
+// snapshot. Under BSP it is refused while pushes of an incomplete round
+// are held.
+func (c *Core) save(r Request) []Reply {
+	reply := Reply{Worker: r.Worker, ID: r.ID, Pull: true}
+	fail := func(err error) []Reply {
+		c.stats.Errors++
+		reply.Err = fmt.Errorf("server %d: snapshot: %w", c.cfg.Rank, err)
+		return append(c.out, reply)
+	}
+	if len(r.KV.Keys) != 2 || r.KV.Keys[1] < r.KV.Keys[0] {
+		return fail(fmt.Errorf("slots %v, want {begin, end}", r.KV.Keys))
+	}
+	for w := range c.held {
+		if len(c.held[w]) > 0 {
+			return fail(fmt.Errorf("worker %d's pushes of an incomplete round are held: snapshots are taken between rounds", w))
+		}
+	}
+	lo, hi := min(r.KV.Keys[0], uint64(c.store.Keys())), min(r.KV.Keys[1], uint64(c.store.Keys()))
+	b := c.store.Snapshot(int(lo), int(hi))
+	reply.Keys, reply.Vals, reply.Lens = b.Keys, b.Vals, b.Lens
+	return append(c.out, reply)
+}
+
+// load installs a snapshot a worker sent with DataLoad (Store.Restore).
+func (c *Core) load(r Request) []Reply {
+	reply := Reply{Worker: r.Worker, ID: r.ID}
+	if err := c.store.Restore(r.KV); err != nil {
+		c.stats.Errors++
+		reply.Err = fmt.Errorf("server %d: loading a snapshot: %w", c.cfg.Rank, err)
+	}
+	return append(c.out, reply)
+}

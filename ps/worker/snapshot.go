@@ -1,0 +1,151 @@
+package worker
+
+import (
+	"fmt"
+
+	"colo/kv"
+)
+
+// SnapshotChunk bounds the keys of one DataSave or DataLoad message, so
+// that a snapshot of a large store travels in frames of a sensible size.
+const SnapshotChunk = 1 << 16
+
+// Save returns the snapshot of server rank server's whole store (see
+// package server, snapshot.go): every key it holds with its values and
+// update rule states, asked for in chunks of SnapshotChunk keys and
+// joined into one snapshot batch. It is for checkpoints: called between
+// rounds, once every worker's pushes are acknowledged (a barrier after
+// the round), the snapshot is of whole rounds; a server under BSP
+// refuses it otherwise.
+func (w *Worker) Save(server int) (kv.Batch, error) {
+	var parts []kv.Batch
+	for lo := uint64(0); ; lo += SnapshotChunk {
+		var b kv.Batch
+		if err := w.submit(&Op{kind: opSave, server: server, begin: lo, end: lo + SnapshotChunk, snap: &b}).Wait(); err != nil {
+			return kv.Batch{}, fmt.Errorf("worker %d: snapshot of server %d from slot %d: %w", w.Rank(), server, lo, err)
+		}
+		parts = append(parts, b)
+		if len(b.Keys) < SnapshotChunk {
+			break
+		}
+	}
+	out, err := JoinSnapshots(parts, w.Width())
+	if err != nil {
+		return kv.Batch{}, fmt.Errorf("worker %d: snapshot of server %d: %w", w.Rank(), server, err)
+	}
+	return out, nil
+}
+
+// Load installs snapshot b, as Save returned it, on server rank server,
+// in chunks of SnapshotChunk keys. It is for resuming from a checkpoint,
+// before any push.
+func (w *Worker) Load(server int, b kv.Batch) error {
+	parts, err := SplitSnapshot(b, w.Width(), SnapshotChunk)
+	if err != nil {
+		return fmt.Errorf("worker %d: snapshot for server %d: %w", w.Rank(), server, err)
+	}
+	for i := range parts {
+		if err := w.submit(&Op{kind: opLoad, server: server, snap: &parts[i]}).Wait(); err != nil {
+			return fmt.Errorf("worker %d: loading a snapshot on server %d: %w", w.Rank(), server, err)
+		}
+	}
+	return nil
+}
+
+// snapshotShape returns the values per array of snapshot b of a store of
+// the given width (the sum of the lengths at width 0) and the number of
+// arrays (values and rule states).
+func snapshotShape(b kv.Batch, width int) (per, arrays int, err error) {
+	per = len(b.Keys) * width
+	if width == 0 {
+		if len(b.Lens) != len(b.Keys) {
+			return 0, 0, fmt.Errorf("%d lengths for %d keys", len(b.Lens), len(b.Keys))
+		}
+		for _, l := range b.Lens {
+			if l < 0 {
+				return 0, 0, fmt.Errorf("negative length %d", l)
+			}
+			per += int(l)
+		}
+	} else if b.Lens != nil {
+		return 0, 0, fmt.Errorf("lengths in a snapshot of width %d", width)
+	}
+	if per == 0 {
+		if len(b.Vals) != 0 {
+			return 0, 0, fmt.Errorf("%d values for keys without values", len(b.Vals))
+		}
+		return 0, 0, nil
+	}
+	if len(b.Vals)%per != 0 || len(b.Vals) == 0 {
+		return 0, 0, fmt.Errorf("%d values are not whole arrays of %d", len(b.Vals), per)
+	}
+	return per, len(b.Vals) / per, nil
+}
+
+// JoinSnapshots joins snapshots of consecutive slots of one store of the
+// given width into one snapshot: keys and lengths one after another, and
+// each array (values, then each rule state) one after another.
+func JoinSnapshots(parts []kv.Batch, width int) (kv.Batch, error) {
+	arrays, total := 0, 0
+	for i, p := range parts {
+		per, a, err := snapshotShape(p, width)
+		if err != nil {
+			return kv.Batch{}, fmt.Errorf("part %d: %w", i, err)
+		}
+		if per > 0 {
+			if arrays > 0 && a != arrays {
+				return kv.Batch{}, fmt.Errorf("part %d has %d arrays, the earlier %d", i, a, arrays)
+			}
+			arrays = a
+		}
+		total += per
+	}
+	out := kv.Batch{Keys: []uint64{}, Vals: make([]float32, 0, arrays*total)}
+	if width == 0 {
+		out.Lens = []int32{}
+	}
+	for _, p := range parts {
+		out.Keys = append(out.Keys, p.Keys...)
+		out.Lens = append(out.Lens, p.Lens...)
+	}
+	for a := range arrays {
+		for _, p := range parts {
+			per := len(p.Vals) / arrays
+			out.Vals = append(out.Vals, p.Vals[a*per:(a+1)*per]...)
+		}
+	}
+	return out, nil
+}
+
+// SplitSnapshot cuts snapshot b of a store of the given width into
+// snapshots of at most chunk keys each (one, possibly empty, at least).
+func SplitSnapshot(b kv.Batch, width, chunk int) ([]kv.Batch, error) {
+	per, arrays, err := snapshotShape(b, width)
+	if err != nil {
+		return nil, err
+	}
+	if chunk < 1 {
+		return nil, fmt.Errorf("chunk %d, at least 1", chunk)
+	}
+	var out []kv.Batch
+	vo := 0 // values of the keys before the chunk, per array
+	for lo := 0; lo == 0 || lo < len(b.Keys); lo += chunk {
+		hi := min(lo+chunk, len(b.Keys))
+		p := kv.Batch{Keys: b.Keys[lo:hi]}
+		n := (hi - lo) * width
+		if width == 0 {
+			p.Lens = b.Lens[lo:hi]
+			n = 0
+			for _, l := range p.Lens {
+				n += int(l)
+			}
+		}
+		p.Vals = make([]float32, 0, arrays*n)
+		for a := range arrays {
+			p.Vals = append(p.Vals, b.Vals[a*per+vo:a*per+vo+n]...)
+		}
+		vo += n
+		out = append(out, p)
+	}
+	return out, nil
+}

@@ -1,0 +1,324 @@
+package train
+
+import (
+	"context"
+	"encoding"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"colo/checkpoint"
+	"colo/ps/worker"
+)
+
+// Checkpoints and resuming (package checkpoint stores the files).
+//
+// Every Checkpoint.Every rounds, at a round boundary, the workers take a
+// checkpoint of the whole job:
+//
+//  1. a barrier: every worker's pushes of the round are acknowledged, so
+//     every server has applied them (under BSP the round is summed; under
+//     bounded delay and async each push is applied before its
+//     acknowledgement) and nothing of the next round is in flight;
+//  2. worker rank s mod W asks server s for the snapshot of its store
+//     (worker.Worker.Save: the values and update rule states of every key
+//     it holds) and writes it, and every worker writes its progress
+//     (WorkerState: pass, batch, rounds, the pass's sums so far, the
+//     passes, and the state its part keeps, see StatefulPart), each file
+//     atomically;
+//  3. an all-reduce gathers every file's size and CRC-32C, and worker 0
+//     writes the MANIFEST naming the round and the job, which completes
+//     the checkpoint, then prunes all but the newest Keep.
+//
+// The files of one checkpoint are thus of the same round on every node.
+// Training stops for the barrier and the copies: a snapshot is a copy of
+// the store, written while the other servers' snapshots are taken.
+//
+// Resuming (Checkpoint.Resume), worker 0 picks the newest complete
+// checkpoint (a damaged one is refused, naming the file, and the one
+// before used), every worker learns its round through an all-reduce,
+// loads its progress and its part's state, worker s mod W loads server
+// s's snapshot (worker.Worker.Load), and after a barrier the loop goes on
+// from the round after the checkpoint. Under BSP the resumed job ends
+// with the same model, bit for bit, as a job never stopped: the servers
+// hold the same values and states, the workers compute the same batches
+// in the same order, and the servers sum each round in worker rank
+// order. Under bounded delay and async, the updates applied after the
+// checkpoint are lost and trained again, in an order that may differ.
+// The rounds the consistency clocks count (and the staleness and the
+// evaluator's steps measured from them) start again at 0.
+//
+// The directory must be shared by the workers (one host, or a shared
+// file system). Jobs whose keys move between servers (Config.Balance)
+// are not checkpointed: the routing table is not saved.
+
+// Keep is the number of complete checkpoints kept.
+const Keep = 2
+
+// Checkpoint configures a job's checkpoints.
+type Checkpoint struct {
+	// Dir is where checkpoints are written, Every the rounds between two;
+	// both or neither are set.
+	Dir   string `json:"dir,omitempty"`
+	Every int    `json:"every,omitempty"`
+	// Resume, when set, is a directory of checkpoints to resume from: the
+	// job starts from its newest complete checkpoint.
+	Resume string `json:"resume,omitempty"`
+}
+
+// IsZero reports whether c asks for nothing.
+func (c Checkpoint) IsZero() bool { return c == Checkpoint{} }
+
+// Validate checks c; errors name the field as a job file spells it.
+func (c Checkpoint) Validate() error {
+	switch {
+	case c.Every < 0:
+		return fmt.Errorf("checkpoint.every %d: want a positive number of rounds", c.Every)
+	case c.Every > 0 && c.Dir == "":
+		return fmt.Errorf("checkpoint.every %d without checkpoint.dir: want a directory to write to", c.Every)
+	case c.Dir != "" && c.Every == 0:
+		return fmt.Errorf("checkpoint.dir %s without checkpoint.every: want the rounds between two checkpoints", c.Dir)
+	}
+	return nil
+}
+
+// StatefulPart is a Part that keeps state of its own from round to
+// round (row factors, a step count): a checkpoint saves it with
+// MarshalBinary, and resuming restores it with UnmarshalBinary on a part
+// made as the saved one was.
+type StatefulPart interface {
+	Part
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+}
+
+// WorkerState is a worker's file of a checkpoint: where its loop was
+// after round Rounds. Floats are kept as their bits, so that they come
+// back exactly (NaN included).
+type WorkerState struct {
+	Rank int `json:"rank"`
+	// Rounds is the rounds trained; the next is batch Batch of pass Pass
+	// (Batch may be the number of batches: the pass's batches are done).
+	Rounds int `json:"rounds"`
+	Pass   int `json:"pass"`
+	Batch  int `json:"batch"`
+	// LossBits, Samples and Correct are this worker's sums of the pass so
+	// far; PrevBits the loss of the previous pass (NaN before the first).
+	LossBits uint64 `json:"loss_bits"`
+	Samples  int    `json:"samples"`
+	Correct  int    `json:"correct"`
+	PrevBits uint64 `json:"prev_bits"`
+	// Seconds is the training time so far.
+	Seconds float64 `json:"seconds"`
+	Passes  []Pass  `json:"passes"`
+	// Part is the part's state (StatefulPart), nil for parts without.
+	Part []byte `json:"part,omitempty"`
+}
+
+// WorkerFile returns the file name of worker rank r's state.
+func WorkerFile(r int) string { return fmt.Sprintf("worker-%03d.json", r) }
+
+// Checkpointer takes and restores a job's checkpoints on one worker (see
+// above); Deployment.WorkerSchedule gives each worker one when the job
+// asks for checkpoints.
+type Checkpointer struct {
+	Config Checkpoint
+	// Job identifies the job (JobID); a checkpoint of another job is
+	// refused.
+	Job string
+	// Servers and Workers are the cluster's.
+	Servers, Workers int
+	// Logf, when set, receives the refusals of damaged checkpoints.
+	Logf func(format string, args ...any)
+	// Taken counts the checkpoints this worker took part in, Seconds the
+	// training time they cost it (from the barrier to the files written,
+	// and the manifest on worker 0).
+	Taken   int
+	Seconds float64
+}
+
+// JobID identifies job d for its checkpoints: what must not change for
+// a checkpoint to resume it, the placement by a checksum of where it puts
+// every sample and key (a deployment of processes writes it to a
+// directory of its own each time).
+func (d *Deployment) JobID() string {
+	c := d.Job.Config
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	for _, a := range [][]int32{d.Placement.Data, d.Placement.Param} {
+		for _, x := range a {
+			h.Write(binary.LittleEndian.AppendUint32(nil, uint32(x)))
+		}
+	}
+	return fmt.Sprintf("%s placement %08x width %d keys %d samples %d batches %d machines %d servers %d consistency %s rule %s seed %d",
+		d.App.Name(), h.Sum32(), d.App.Width(), d.App.NumKeys(), d.App.NumSamples(), d.Schedule.Batches, c.Machines, c.NumServers(), c.Clock.Name(), c.Rule.Name, c.Seed)
+}
+
+// due reports whether a checkpoint is taken after rounds.
+func (c *Checkpointer) due(rounds int) bool {
+	return c != nil && c.Config.Every > 0 && rounds > 0 && rounds%c.Config.Every == 0
+}
+
+// save takes the checkpoint of state st on worker w (every worker at the
+// same round).
+func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st WorkerState) error {
+	dir, round, rank := c.Config.Dir, st.Rounds, w.Rank()
+	t0 := time.Now()
+	defer func() { c.Taken, c.Seconds = c.Taken+1, c.Seconds+time.Since(t0).Seconds() }()
+	if err := w.Barrier(ctx); err != nil {
+		return err
+	}
+	files := make([]float64, 2*(c.Servers+c.Workers))
+	record := func(i int, f checkpoint.File) { files[2*i], files[2*i+1] = float64(f.Size), float64(f.CRC32C) }
+	for s := rank; s < c.Servers; s += c.Workers {
+		snap, err := w.Save(s)
+		if err != nil {
+			return fmt.Errorf("checkpoint of round %d: %w", round, err)
+		}
+		f, err := checkpoint.WriteFile(dir, round, checkpoint.SnapshotName(s), checkpoint.EncodeSnapshot(checkpoint.Snapshot{Server: s, Width: w.Width(), Batch: snap}))
+		if err != nil {
+			return err
+		}
+		record(s, f)
+	}
+	if sp, ok := part.(StatefulPart); ok {
+		b, err := sp.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("checkpoint of round %d: the state of worker %d's part: %w", round, rank, err)
+		}
+		st.Part = b
+	}
+	st.Rank = rank
+	data, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("checkpoint of round %d: worker %d: %w", round, rank, err)
+	}
+	f, err := checkpoint.WriteFile(dir, round, WorkerFile(rank), data)
+	if err != nil {
+		return err
+	}
+	record(c.Servers+rank, f)
+	sum, err := w.AllReduce(ctx, files)
+	if err != nil {
+		return fmt.Errorf("checkpoint of round %d: gathering the checksums: %w", round, err)
+	}
+	if rank != 0 {
+		return nil
+	}
+	m := checkpoint.Manifest{Round: round, Job: c.Job}
+	for i := range c.Servers + c.Workers {
+		name := checkpoint.SnapshotName(i)
+		if i >= c.Servers {
+			name = WorkerFile(i - c.Servers)
+		}
+		m.Files = append(m.Files, checkpoint.File{Name: name, Size: int64(sum[2*i]), CRC32C: uint32(sum[2*i+1])})
+	}
+	if err := checkpoint.Commit(dir, m); err != nil {
+		return err
+	}
+	return checkpoint.Prune(dir, Keep)
+}
+
+// restore loads the newest complete checkpoint of Config.Resume on every
+// worker and returns this worker's state.
+func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part) (*WorkerState, error) {
+	dir, rank := c.Config.Resume, w.Rank()
+	pick := []float64{0}
+	var perr error
+	if rank == 0 {
+		m, refused, err := checkpoint.Latest(dir)
+		for _, r := range refused {
+			if c.Logf != nil && err == nil {
+				c.Logf("resume: refused %v", r)
+			}
+		}
+		if perr = err; err == nil {
+			pick[0] = float64(m.Round + 1)
+		} else {
+			pick[0] = -1
+		}
+	}
+	got, err := w.AllReduce(ctx, pick)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if perr != nil {
+		return nil, fmt.Errorf("resume: %w", perr)
+	}
+	if got[0] < 1 {
+		// Worker 0 found none: say why, as it does.
+		if _, _, err := checkpoint.Latest(dir); err != nil {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+		return nil, fmt.Errorf("resume: worker 0 found no complete checkpoint in %s", dir)
+	}
+	m, err := checkpoint.Open(dir, int(got[0])-1)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if m.Job != c.Job {
+		return nil, fmt.Errorf("resume: %s/%s is a checkpoint of another job: %q, this job is %q", m.Dir, checkpoint.ManifestName, m.Job, c.Job)
+	}
+	data, err := m.Read(WorkerFile(rank))
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	var st WorkerState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("resume: %s/%s: %w", m.Dir, WorkerFile(rank), err)
+	}
+	if st.Rank != rank || st.Rounds != m.Round || st.Pass < 0 || st.Batch < 0 || st.Batch > part.Batches() || st.Rounds < 0 {
+		return nil, fmt.Errorf("resume: %s/%s: worker %d at round %d (pass %d, batch %d), want worker %d at round %d with at most %d batches", m.Dir, WorkerFile(rank), st.Rank, st.Rounds, st.Pass, st.Batch, rank, m.Round, part.Batches())
+	}
+	sp, ok := part.(StatefulPart)
+	switch {
+	case ok:
+		if err := sp.UnmarshalBinary(st.Part); err != nil {
+			return nil, fmt.Errorf("resume: %s/%s: the part's state: %w", m.Dir, WorkerFile(rank), err)
+		}
+	case st.Part != nil:
+		return nil, fmt.Errorf("resume: %s/%s has a part state, the application's part keeps none", m.Dir, WorkerFile(rank))
+	}
+	for s := rank; s < c.Servers; s += c.Workers {
+		name := checkpoint.SnapshotName(s)
+		data, err := m.Read(name)
+		if err != nil {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+		snap, err := checkpoint.DecodeSnapshot(data)
+		if err == nil && (snap.Server != s || snap.Width != w.Width()) {
+			err = fmt.Errorf("server %d of width %d, want server %d of width %d", snap.Server, snap.Width, s, w.Width())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resume: %s/%s: %w", m.Dir, name, err)
+		}
+		if err := w.Load(s, snap.Batch); err != nil {
+			return nil, fmt.Errorf("resume: %s/%s: %w", m.Dir, name, err)
+		}
+	}
+	if err := w.Barrier(ctx); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// CheckDirs checks, before a job starts, that c's directories can be
+// used: a job that does not resume writes to a directory without
+// checkpoints (pruning would otherwise remove the newer checkpoints of
+// an earlier run, or keep them in place of the new ones), and one that
+// resumes writes either to the directory it resumes from or to one
+// without checkpoints.
+func (c Checkpoint) CheckDirs() error {
+	if c.Dir == "" || c.Dir == c.Resume {
+		return nil
+	}
+	rounds, err := checkpoint.Rounds(c.Dir)
+	if err != nil {
+		return err
+	}
+	if len(rounds) > 0 {
+		return fmt.Errorf("checkpoint directory %s holds checkpoints of an earlier run (round %d): resume from it (--resume %s) or write to another directory", c.Dir, rounds[0], c.Dir)
+	}
+	return nil
+}
