@@ -33,13 +33,19 @@ type Config struct {
 	// the keys stay (the role of Alg. 1's similarity_threshold), so that
 	// noise in the measurements does not move keys back and forth.
 	MinGain float64 `json:"min_gain"`
+	// Horizon, when positive, is the number of rounds over which a move
+	// must pay for itself: Aware and Oracle move only when the round time
+	// saved, times Horizon, exceeds the time the moving keys take to
+	// leave their servers at the speeds measured (MoveValues values a
+	// key). 0 leaves the cost of moving out.
+	Horizon int `json:"horizon"`
 }
 
 // DefaultConfig returns Average, deciding every round, slices of 1,024
 // keys, probe slices of 1,024 keys, a smoothing of 0.5 and moves that
-// save at least 5%.
+// save at least 5% and pay for themselves within 10 rounds.
 func DefaultConfig() Config {
-	return Config{Scheme: Average, Every: 1, Slice: 1024, Probe: 1024, Smoothing: 0.5, MinGain: 0.05}
+	return Config{Scheme: Average, Every: 1, Slice: 1024, Probe: 1024, Smoothing: 0.5, MinGain: 0.05, Horizon: 10}
 }
 
 // Validate checks c; errors name the field.
@@ -56,6 +62,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("smoothing %v: want (0, 1]", c.Smoothing)
 	case !(c.MinGain >= 0 && c.MinGain < 1):
 		return fmt.Errorf("min gain %v: want [0, 1)", c.MinGain)
+	case c.Horizon < 0:
+		return fmt.Errorf("horizon %d rounds: want 0 (moves are free) or more", c.Horizon)
 	}
 	return nil
 }
@@ -303,6 +311,9 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 	if predict != nil {
 		before, after := predict(cur), predict(keysOf(starts))
 		worth = after < before*(1-b.cfg.MinGain) || math.IsInf(before, 1) || math.IsNaN(before)
+		if worth && d.Speeds != nil && b.cfg.Horizon > 0 && !math.IsInf(before, 1) {
+			worth = (before-after)*float64(b.cfg.Horizon) > moveSeconds(old, next, d.Speeds)
+		}
 	}
 	after := old // the table after the decision
 	if worth && !slices.Equal(starts, old.Starts()) {
@@ -324,6 +335,38 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 	b.report.Decisions = append(b.report.Decisions, d)
 	b.last, b.lastRnd = time.Now(), round
 	return nil
+}
+
+// MoveValues is the number of values a moving key carries that
+// moveSeconds counts: its value and the two states of Adam, the most any
+// update rule keeps (SGD and momentum carry fewer).
+const MoveValues = 3
+
+// moveSeconds estimates how long moving the keys from table old to next
+// takes: each moving range leaves its server at that node's speed
+// (keys per second), the ranges of one server one after another, the
+// servers at once.
+func moveSeconds(old, next *route.Table, speeds []float64) float64 {
+	moves, err := worker.Moves(old, next)
+	if err != nil {
+		return math.Inf(1)
+	}
+	per := make([]float64, len(speeds))
+	for _, m := range moves {
+		if m.From < len(per) {
+			per[m.From] += float64(m.End-m.Begin) * MoveValues
+		}
+	}
+	var t float64
+	for j, keys := range per {
+		if keys > 0 {
+			if speeds[j] <= 0 {
+				return math.Inf(1)
+			}
+			t = max(t, keys/speeds[j])
+		}
+	}
+	return t
 }
 
 // measure folds the window's measurements into the moving averages of
