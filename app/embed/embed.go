@@ -418,10 +418,17 @@ func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale flo
 		eu, ev := vals[pu*d:(pu+1)*d], vals[pv*d:(pv+1)*d]
 		gu, gv := grad[pu*d:(pu+1)*d], grad[pv*d:(pv+1)*d]
 		s := dot(eu, ev)
-		loss += softplus(-s)
-		c := scale * float32(sigmoid(s)-1)
+		l, sg := logistic(s)
+		loss += l - s // softplus(−s) = softplus(s) − s
+		c := scale * float32(sg-1)
 		axpy(c, ev, gu)
 		axpy(c, eu, gv)
+		// The negatives' softplus terms max(x, 0) + log(1 + e^−|x|) are
+		// summed as Σ max(x, 0) + log Π(1 + e^−|x|): one logarithm per
+		// edge rather than one per score (each factor is at most 2, and
+		// the product is folded into the sum before it could overflow).
+		var lin, logs float64
+		prod := 1.0
 		for _, n := range neg {
 			pn := int(n)
 			if pn == pu || pn == pv {
@@ -429,14 +436,21 @@ func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale flo
 			}
 			en, gn := vals[pn*d:(pn+1)*d], grad[pn*d:(pn+1)*d]
 			s1, s2 := dot(eu, en), dot(en, ev)
-			loss += w * (softplus(s1) + softplus(s2))
-			c1, c2 := scale*float32(w*sigmoid(s1)), scale*float32(w*sigmoid(s2))
+			e1, e2 := math.Exp(-math.Abs(s1)), math.Exp(-math.Abs(s2))
+			lin += max(s1, 0) + max(s2, 0)
+			prod *= (1 + e1) * (1 + e2)
+			if prod > 1e250 {
+				logs += math.Log(prod)
+				prod = 1
+			}
+			c1, c2 := scale*float32(w*sigmoidOf(s1, e1)), scale*float32(w*sigmoidOf(s2, e2))
 			axpy(c1, en, gu)
 			axpy(c2, en, gv)
 			for j := range gn {
 				gn[j] += c1*eu[j] + c2*ev[j]
 			}
 		}
+		loss += w * (lin + logs + math.Log(prod))
 	}
 	return loss
 }
@@ -464,20 +478,21 @@ func axpy(c float32, x, y []float32) {
 	}
 }
 
-// softplus returns log(1 + eˣ) without overflow.
-func softplus(x float64) float64 {
-	if x > 0 {
-		return x + math.Log1p(math.Exp(-x))
+// logistic returns softplus(x) and σ(x) = 1/(1 + e⁻ˣ), the loss and the
+// derivative of a score, from one exponential.
+func logistic(x float64) (float64, float64) {
+	e := math.Exp(-math.Abs(x))
+	if x >= 0 {
+		return x + math.Log1p(e), 1 / (1 + e)
 	}
-	return math.Log1p(math.Exp(x))
+	return math.Log1p(e), e / (1 + e)
 }
 
-// sigmoid returns 1/(1 + e⁻ˣ).
-func sigmoid(x float64) float64 {
+// sigmoidOf returns σ(x) given e = e^−|x|.
+func sigmoidOf(x, e float64) float64 {
 	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
+		return 1 / (1 + e)
 	}
-	e := math.Exp(x)
 	return e / (1 + e)
 }
 
