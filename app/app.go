@@ -3,7 +3,8 @@
 // a partitioner), sets its defaults in a job (DefaultJob), opens a job
 // (Open: loads its data and builds the train.App the engine trains) and
 // places it (Opened.Place). The applications live in the packages below:
-// app/lr (sparse logistic regression) and app/mf (matrix factorisation),
+// app/lr (sparse logistic regression), app/mf (matrix factorisation) and
+// app/embed (node embeddings of a graph, whose samples are its edges),
 // placed by the partitioners of package partition; app/dense (the mlp and
 // cnn of package nn), sharded by the schemes of package shard. app/smoke
 // is the parameter server's smoke job, not a training application.
@@ -22,6 +23,7 @@ import (
 	"strings"
 
 	"colo/app/dense"
+	"colo/app/embed"
 	"colo/app/lr"
 	"colo/app/mf"
 	"colo/dataset"
@@ -66,15 +68,18 @@ type Data struct {
 func sparse(name, summary string, defaults func(*train.Job) error, open func(train.Job, *graph.Graph, *graph.Graph) (train.App, error)) Spec {
 	return Spec{
 		Name: name, Summary: summary, Defaults: defaults, Load: LoadGraphs,
-		Open: func(job train.Job, d *Data) (train.App, error) { return open(job, d.Graph, d.TestGraph) },
-		Place: func(job train.Job, _ train.App, d *Data) (*placement.Placement, float64, error) {
-			if !job.Config.Colocated() {
-				return nil, 0, fmt.Errorf("%s places each sample and parameter on one of the same machines: servers apart from the workers (config.servers %d) are for the dense models", job.App, job.Config.Servers)
-			}
-			return Place(job, d.Graph)
-		},
+		Open:           func(job train.Job, d *Data) (train.App, error) { return open(job, d.Graph, d.TestGraph) },
+		Place:          placeGraph,
 		CheckPlacement: CheckPartitioner,
 	}
+}
+
+// placeGraph places the training graph of a sparse application.
+func placeGraph(job train.Job, _ train.App, d *Data) (*placement.Placement, float64, error) {
+	if !job.Config.Colocated() {
+		return nil, 0, fmt.Errorf("%s places each sample and parameter on one of the same machines: servers apart from the workers (config.servers %d) are for the dense models", job.App, job.Config.Servers)
+	}
+	return Place(job, d.Graph)
 }
 
 // denseSpec is the registry's entry of a dense architecture.
@@ -102,6 +107,18 @@ var specs = []Spec{
 		func(job train.Job, g, test *graph.Graph) (train.App, error) { return lr.Open(job, g, test) }),
 	sparse("mf", "matrix factorisation of a ratings graph", mf.Defaults,
 		func(job train.Job, g, test *graph.Graph) (train.App, error) { return mf.Open(job, g, test) }),
+	{
+		Name: "embed", Summary: "node embeddings of a graph for link prediction (SNAP edge lists)", Defaults: embed.Defaults,
+		Load: func(job train.Job) (*Data, error) {
+			g, test, err := embed.Load(job)
+			if err != nil {
+				return nil, err
+			}
+			return &Data{Graph: g, TestGraph: test}, nil
+		},
+		Open:  func(job train.Job, d *Data) (train.App, error) { return embed.Open(job, d.Graph, d.TestGraph) },
+		Place: placeGraph, CheckPlacement: CheckPartitioner,
+	},
 	denseSpec("mlp", "a multilayer perceptron on labelled dense data (784-256-128-10 by default)"),
 	denseSpec("cnn", "a LeNet-5 convolutional network on labelled images"),
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -30,14 +31,59 @@ func writeFile(t *testing.T, name, content string) string {
 const tiny = "0 1:1 2:1\n1 2:1 3:2\n2 4:1 5:1\n0 1:1 5:1\n1 3:1\n2 4:2 1:1\n"
 
 func TestRegistry(t *testing.T) {
-	if got := app.Names(); !slices.Equal(got, []string{"cnn", "lr", "mf", "mlp"}) {
+	if got := app.Names(); !slices.Equal(got, []string{"cnn", "embed", "lr", "mf", "mlp"}) {
 		t.Errorf("Names() = %v", got)
 	}
-	if _, err := app.Lookup("svm"); err == nil || !strings.Contains(err.Error(), "one of cnn, lr, mf, mlp") {
+	if _, err := app.Lookup("svm"); err == nil || !strings.Contains(err.Error(), "one of cnn, embed, lr, mf, mlp") {
 		t.Errorf("Lookup(svm): %v", err)
 	}
 	if _, err := app.DefaultJob("svm"); err == nil {
 		t.Error("DefaultJob(svm) succeeded")
+	}
+}
+
+// TestEmbedPlaces opens a graph embedding job on an edge list and
+// places it as --compare does: the partitioners place the edges (the
+// samples) and the nodes (the keys), and parsa moves fewer vectors than
+// random on two cliques joined by one edge.
+func TestEmbedPlaces(t *testing.T) {
+	var b strings.Builder
+	for c := range 2 {
+		for u := range 8 {
+			for v := u + 1; v < 8; v++ {
+				fmt.Fprintf(&b, "%d %d\n", 8*c+u, 8*c+v)
+			}
+		}
+	}
+	b.WriteString("0 8\n")
+	job, err := app.DefaultJob("embed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Data.Train, job.Config.Machines = writeFile(t, "cliques.txt", b.String()), 2
+	opened, err := app.Open(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := opened.Data.Graph
+	if g.NumSamples()+opened.Data.TestGraph.NumSamples() != 57 || g.NumParams() != 16 {
+		t.Fatalf("%d training edges + %d held out over %d nodes, want 57 over 16", g.NumSamples(), opened.Data.TestGraph.NumSamples(), g.NumParams())
+	}
+	tmax := map[string]int64{}
+	for _, spec := range []string{"random", "parsa"} {
+		job.Placement = spec
+		p, _, err := opened.Place(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := placement.Evaluate(g, p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmax[spec] = c.TMax
+	}
+	if !(tmax["parsa"] < tmax["random"]) {
+		t.Errorf("T_max parsa %d, random %d: want parsa's lower", tmax["parsa"], tmax["random"])
 	}
 }
 

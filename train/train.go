@@ -78,19 +78,25 @@ type Eval struct {
 	LogLoss  *float64 `json:"test_log_loss,omitempty"`
 	AUC      *float64 `json:"test_auc,omitempty"`
 	RMSE     *float64 `json:"test_rmse,omitempty"`
+	// MRR is the mean reciprocal rank of held-out links among sampled
+	// negatives (link prediction).
+	MRR *float64 `json:"test_mrr,omitempty"`
 	// ClassAccuracy is the accuracy of each class (classifiers of dense
 	// data).
 	ClassAccuracy []float64 `json:"test_class_accuracy,omitempty"`
 }
 
 // Words is the test measure for a line of output: ", test accuracy
-// 84.63%", ", held-out RMSE 0.9312", or nothing.
+// 84.63%", ", held-out RMSE 0.9312", ", held-out MRR 0.4120, AUC
+// 0.9310", or nothing.
 func (ev Eval) Words() string {
 	switch {
 	case ev.Accuracy != nil:
 		return fmt.Sprintf(", %s accuracy %.2f%%", ev.On, 100**ev.Accuracy)
 	case ev.RMSE != nil:
 		return fmt.Sprintf(", %s RMSE %.4f", ev.On, *ev.RMSE)
+	case ev.MRR != nil && ev.AUC != nil:
+		return fmt.Sprintf(", %s MRR %.4f, AUC %.4f", ev.On, *ev.MRR, *ev.AUC)
 	}
 	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"colo/app"
+	"colo/app/embed"
 	"colo/app/mf"
 	"colo/app/sparse"
 	"colo/balance"
@@ -48,6 +49,8 @@ type trainFlags struct {
 	jsonOut     string
 	svgOut      string
 	mf          mf.Config
+	holdout     float64
+	embed       embed.Config
 	bal         balance.Flags
 	jobFile     string
 	ckpt        train.Checkpoint
@@ -58,7 +61,7 @@ type trainFlags struct {
 
 func (t *trainFlags) register(f *cmdFlags) {
 	def := train.DefaultConfig()
-	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial), mf (matrix factorisation), mlp or cnn (dense networks on labelled dense data)")
+	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial), mf (matrix factorisation), embed (node embeddings of a SNAP graph for link prediction), mlp or cnn (dense networks on labelled dense data)")
 	f.StringVar(&t.test, "test", "", "test file (lr: libsvm with the training set's feature ids; mf: ratings; mlp, cnn: as DATA); without it lr, mlp and cnn score the training set and mf holds out entries")
 	f.IntVar(&t.machines, "machines", def.Machines, "number of machines K, each a worker, and a server unless --servers")
 	f.IntVar(&t.machines, "workers", def.Machines, "the same as --machines")
@@ -85,7 +88,11 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.svgOut, "svg", "", "write a plot of the training loss against time to this SVG file")
 	t.mf = mf.DefaultConfig()
 	f.IntVar(&t.mf.Rank, "rank", t.mf.Rank, "mf: dimension of the factors")
-	f.Float64Var(&t.mf.HoldOut, "holdout", t.mf.HoldOut, "mf: fraction of the entries held out for the test RMSE when there is no --test")
+	f.Float64Var(&t.holdout, "holdout", -1, "mf, embed: fraction of the entries (mf) or edges (embed) held out for evaluation when there is no --test (-1: the application's default, mf 0.1, embed 0.05)")
+	t.embed = embed.DefaultConfig()
+	f.IntVar(&t.embed.Dim, "dim", t.embed.Dim, "embed: values per node vector")
+	f.IntVar(&t.embed.Negatives, "negatives", t.embed.Negatives, "embed: negative nodes per batch, drawn among the batch's own nodes")
+	f.IntVar(&t.embed.EvalNegatives, "eval-negatives", t.embed.EvalNegatives, "embed: uniform negatives each held-out edge is ranked against (MRR, AUC)")
 	f.StringVar(&t.labels, "labels", "", "mlp, cnn: idx label file of idx DATA")
 	f.StringVar(&t.testLabels, "test-labels", "", "mlp, cnn: idx label file of an idx --test")
 	f.StringVar(&t.labelCol, "label-col", "0", "mlp, cnn: CSV label column, a number from 0 (negative counts from the end) or a header name")
@@ -166,8 +173,12 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	if !t.ckpt.IsZero() && t.compare != "" {
 		return job, usageError("--compare trains several jobs: --checkpoint and --resume take one")
 	}
-	opts := map[string]any{"features": t.features, "rank": t.mf.Rank, "holdout": t.mf.HoldOut,
+	opts := map[string]any{"features": t.features, "rank": t.mf.Rank,
+		"dim": t.embed.Dim, "negatives": t.embed.Negatives, "eval_negatives": t.embed.EvalNegatives,
 		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay}
+	if t.holdout >= 0 || math.IsNaN(t.holdout) {
+		opts["holdout"] = t.holdout
+	}
 	for name, list := range map[string]string{"hidden": t.hidden, "conv_channels": t.conv} {
 		if list != "" {
 			if opts[name], err = parseInts(list); err != nil {
@@ -398,6 +409,9 @@ func reportRuns(e *env, runs []*train.Result, jsonOut, svgOut string) error {
 	}
 	if st := runs[0].Staleness; st != nil && st.Max > 0 {
 		row("staleness mean/max", func(r *train.Result) string { return r.Staleness.String() })
+	}
+	if runs[0].MRR != nil {
+		row(runs[0].On+" MRR", func(r *train.Result) string { return fmt.Sprintf("%.4f", *r.MRR) })
 	}
 	if runs[0].RMSE != nil {
 		row(runs[0].On+" RMSE", func(r *train.Result) string { return fmt.Sprintf("%.4f", *r.RMSE) })

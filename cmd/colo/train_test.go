@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,53 @@ func TestTrainMetricsFile(t *testing.T) {
 	}
 	if n := len(mfs["colo_worker_round"].GetMetric()); n != 2 {
 		t.Errorf("%d workers' rounds, want 2", n)
+	}
+}
+
+// TestTrainEmbedCompare trains node embeddings of two cliques joined by
+// an edge under two placements side by side: the table has the held-out
+// MRR and AUC, the JSON test_mrr and test_auc, and --dim 0 is refused
+// naming the flag.
+func TestTrainEmbedCompare(t *testing.T) {
+	var b strings.Builder
+	for c := range 2 {
+		for u := range 10 {
+			for v := u + 1; v < 10; v++ {
+				fmt.Fprintf(&b, "%d %d\n", 10*c+u, 10*c+v)
+			}
+		}
+	}
+	b.WriteString("0 10\n")
+	data := writeFile(t, "cliques.txt", b.String())
+	out := filepath.Join(t.TempDir(), "runs.json")
+	code, stdout, errOut := colo(t, "train", data, "--app", "embed", "--machines", "2", "--batch", "0", "--max-passes", "3",
+		"--dim", "4", "--holdout", "0.2", "--compare", "random,parsa", "--json", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(stdout, "held-out MRR") || !strings.Contains(stdout, "held-out AUC") {
+		t.Errorf("output lacks the held-out MRR and AUC:\n%s", stdout)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []map[string]any
+	if err := json.Unmarshal(raw, &runs); err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 {
+		t.Fatalf("%d runs in the JSON, want 2", len(runs))
+	}
+	for _, r := range runs {
+		mrr, ok1 := r["test_mrr"].(float64)
+		auc, ok2 := r["test_auc"].(float64)
+		if !ok1 || !ok2 || mrr <= 0 || mrr > 1 || auc < 0 || auc > 1 || r["app"] != "embed" {
+			t.Errorf("%v: app %v, test_mrr %v, test_auc %v", r["placement"], r["app"], r["test_mrr"], r["test_auc"])
+		}
+	}
+	code, _, errOut = colo(t, "train", data, "--app", "embed", "--dim", "0")
+	if code == 0 || !strings.Contains(errOut, "--dim") {
+		t.Errorf("--dim 0: exit %d, %s", code, errOut)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"colo/app"
+	"colo/app/embed"
 	"colo/cluster"
 	"colo/graph"
 	"colo/launch"
@@ -37,7 +38,8 @@ func (t *trainFlags) registerNode(f *cmdFlags) {
 	f.Float64Var(&t.epsilon, "epsilon", def.Epsilon, "--job train: stop when the training loss changes by less than this fraction between passes")
 	f.IntVar(&t.maxPasses, "max-passes", def.MaxPasses, "--job train: stop after this many passes over the data")
 	f.IntVar(&t.mf.Rank, "mf-rank", 16, "--job train, mf: dimension of the factors (colo train --rank)")
-	f.Float64Var(&t.mf.HoldOut, "holdout", 0.1, "--job train, mf: fraction of the entries held out when there is no --test")
+	f.Float64Var(&t.holdout, "holdout", -1, "--job train, mf, embed: fraction of the entries or edges held out when there is no --test (-1: the application's default)")
+	t.embed = embed.DefaultConfig()
 	f.StringVar(&t.jobFile, "job-file", "", "--job train and the scheduler: read the training job from this JSON file (as colo train --processes writes it) instead of the training flags")
 }
 

@@ -1,0 +1,608 @@
+// Package embed trains node embeddings of a graph for link prediction on
+// the parameter server, as PyTorch-BigGraph does (Lerer et al., "PyTorch-
+// BigGraph: A Large-scale Graph Embedding System", SysML 2019): one vector
+// of Dim values per node, the servers' keys, trained so that the dot
+// product of two nodes' vectors scores high for an edge and low for a
+// pair drawn at random. The registry (package app) opens it as "embed"
+// with Config as the job's options.
+//
+// The placement problem is the one of the other sparse applications. A
+// sample is an edge {u, v} of the graph; its keys are u and v. The
+// sample–parameter graph handed to the partitioners (App.Graph) has one
+// sample per edge joined to its two nodes, so a placement puts each edge
+// on a machine and each node's vector on a server, and Parsa's T_max and
+// T_sum count the vectors a round moves between machines. On graphs with
+// communities that is where placement pays most: ego-Facebook at k = 8
+// has T_max 5,861 under random placement and 743 under Parsa.
+//
+// The model. With e_x the vector of node x, an edge (u, v) of a batch and
+// the batch's K negative nodes n_1 … n_K, the loss of the edge is
+//
+//	ℓ(u, v) = softplus(−e_u·e_v) + 1/(2K) Σ_k [softplus(e_u·e_{n_k}) + softplus(e_{n_k}·e_v)]
+//
+// with softplus(x) = log(1 + eˣ): the logistic loss of the positive pair
+// and of the pairs that replace either end by a negative (a negative that
+// is u or v itself is skipped). The engine scales the gradient by
+// Batches/Samples, so that the servers' rule (AdaGrad by default) applies
+// the gradient of the mean loss of the round's edges.
+//
+// Negatives. PyTorch-BigGraph draws negatives inside the partition it
+// trains, so that negative sampling does not need vectors from anywhere
+// else. Here each batch draws its K negatives uniformly (with
+// replacement, from a stream seeded by the job's seed and the machine)
+// among the distinct nodes of the batch's own edges, and every edge of
+// the batch shares them. The negatives therefore add no key to a round:
+// a batch pulls and pushes exactly the nodes of its edges, the keys the
+// cost model counts, and a good placement keeps its saving. With
+// full-batch rounds the candidates are all the nodes the machine's edges
+// touch; with mini-batches, those of the batch (PyTorch-BigGraph's batch
+// negatives). A negative drawn this way is biased towards the nodes near
+// the machine's edges, harder than a uniform one; the evaluation uses
+// uniform negatives, so that placements are compared on the same test.
+//
+// Initial values. The servers start every key at zero and hold each
+// vector's displacement from its seeded initial value e⁰_x (normal, mean
+// 0, standard deviation 1/√Dim, drawn from (Seed, node id) so that it is
+// the same whichever machine needs it), which every worker and the
+// evaluation add back. L1 and L2 penalties of the servers would pull
+// towards e⁰ rather than zero, so a job refuses them.
+//
+// Data. The training file is a SNAP edge list (`u v` per line, '#'
+// comments, compressed or not). Edges are undirected: (u, v) and (v, u)
+// are the same edge, kept once, and self-loops are dropped. Without a
+// test file a fraction HoldOut of the edges is held out, each decided by
+// a hash of (Seed, u, v); a held-out edge with a node that no training
+// edge has is trained on instead, so that every node has a learnt vector.
+// A test file is an edge list whose nodes must all be nodes of the
+// training graph.
+//
+// Evaluation is link ranking. For every held-out edge (u, v), worker 0
+// draws EvalNegatives nodes uniformly from all nodes (seeded by the
+// edge, not by the placement) and ranks the edge's score among e_u·e_n
+// and, separately, among e_n·e_v (negatives equal to u or v skipped). The
+// Eval has the mean reciprocal rank (test_mrr; ties count half) and the
+// AUC, the fraction of negatives that score below the edge (test_auc),
+// both averaged over the edges and the two sides.
+//
+// Cost. A round of B edges computes (1 + 2K)·B dot products of Dim
+// values and as many gradient updates: O(B·K·Dim) time. The evaluation
+// is O(H·EvalNegatives·Dim) for H held-out edges.
+//
+//	job, _ := app.DefaultJob("embed")
+//	job.Data.Train = "soc-Slashdot0902.txt.gz"
+//	opened, _ := app.Open(job) // embed.Load and embed.Open
+package embed
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"colo/app/sparse"
+	"colo/graph"
+	"colo/ps/worker"
+	"colo/train"
+)
+
+// Config is the model of node embeddings.
+type Config struct {
+	// Dim is the length of a node's vector, the width of a key.
+	Dim int `json:"dim"`
+	// Negatives is K, the negative nodes each batch draws.
+	Negatives int `json:"negatives"`
+	// HoldOut is the fraction of the edges held out for evaluation when
+	// there is no test file, in [0, 1).
+	HoldOut float64 `json:"holdout"`
+	// EvalNegatives is the number of uniform negatives each held-out edge
+	// is ranked against.
+	EvalNegatives int `json:"eval_negatives"`
+	// Seed seeds the initial vectors, the held-out edges and the
+	// negatives; in a job it is the job's seed (Config.Seed), not an
+	// option.
+	Seed uint64 `json:"-"`
+}
+
+// DefaultConfig returns vectors of 32 values, 10 negatives per batch, 5%
+// of the edges held out and ranked against 100 negatives each.
+func DefaultConfig() Config {
+	return Config{Dim: 32, Negatives: 10, HoldOut: 0.05, EvalNegatives: 100, Seed: 1}
+}
+
+// Bounds of Config's fields.
+const (
+	maxDim       = 1 << 12
+	maxNegatives = 1 << 16
+)
+
+// Validate checks c; errors name the option (and the flag) and the bound.
+func (c Config) Validate() error {
+	switch {
+	case c.Dim < 1 || c.Dim > maxDim:
+		return fmt.Errorf("embed: dim %d (--dim): want 1..%d values per node", c.Dim, maxDim)
+	case c.Negatives < 1 || c.Negatives > maxNegatives:
+		return fmt.Errorf("embed: negatives %d (--negatives): want 1..%d per batch", c.Negatives, maxNegatives)
+	case !(c.HoldOut >= 0 && c.HoldOut < 1):
+		return fmt.Errorf("embed: holdout %v (--holdout): want a fraction of the edges in [0, 1)", c.HoldOut)
+	case c.EvalNegatives < 1 || c.EvalNegatives > maxNegatives:
+		return fmt.Errorf("embed: eval_negatives %d: want 1..%d per held-out edge", c.EvalNegatives, maxNegatives)
+	}
+	return nil
+}
+
+// Pair is an undirected edge between node ids (as in the file), U < V.
+type Pair struct{ U, V uint64 }
+
+// Pairs returns the undirected edges of a graph read from a SNAP edge
+// list (sample u's parameters are the targets of node SampleID(u)):
+// sorted, each once, without self-loops, and the number of self-loops
+// dropped.
+func Pairs(g *graph.Graph) ([]Pair, int) {
+	pairs := make([]Pair, 0, g.NumEdges())
+	loops := 0
+	for u := range g.NumSamples() {
+		a := g.SampleID(u)
+		for _, v := range g.Params(u) {
+			b := g.ParamID(int(v))
+			switch {
+			case a == b:
+				loops++
+			case a < b:
+				pairs = append(pairs, Pair{a, b})
+			default:
+				pairs = append(pairs, Pair{b, a})
+			}
+		}
+	}
+	slices.SortFunc(pairs, func(x, y Pair) int { return cmp.Or(cmp.Compare(x.U, y.U), cmp.Compare(x.V, y.V)) })
+	return slices.Compact(pairs), loops
+}
+
+// EdgeGraph returns the sample–parameter graph of pairs: sample i is
+// pairs[i], joined to its two nodes, whose parameter ids are the node
+// ids. source names the file in the graph's Meta.
+func EdgeGraph(pairs []Pair, source string) (*graph.Graph, error) {
+	b := graph.NewBuilder(graph.Meta{Format: "edges", Source: source})
+	ids := make([]uint64, 2)
+	for _, p := range pairs {
+		if p.U == p.V {
+			return nil, fmt.Errorf("embed: %s: self-loop %d–%d is not an edge to train on", source, p.U, p.V)
+		}
+		ids[0], ids[1] = p.U, p.V
+		if err := b.AddSample(0, ids, nil); err != nil {
+			return nil, fmt.Errorf("embed: %s: edge %d–%d: %w", source, p.U, p.V, err)
+		}
+	}
+	return b.Build()
+}
+
+// Split returns the edges of pairs to train on and those held out: each
+// held out with probability holdOut, decided by a hash of (seed, U, V),
+// except that an edge with a node no training edge has is trained on.
+func Split(pairs []Pair, holdOut float64, seed uint64) (trainPairs, held []Pair) {
+	if holdOut <= 0 {
+		return slices.Clone(pairs), nil
+	}
+	seen := map[uint64]bool{}
+	var maybe []Pair
+	for _, p := range pairs {
+		if heldOut(p, holdOut, seed) {
+			maybe = append(maybe, p)
+			continue
+		}
+		trainPairs = append(trainPairs, p)
+		seen[p.U], seen[p.V] = true, true
+	}
+	moved := false
+	for _, p := range maybe {
+		if seen[p.U] && seen[p.V] {
+			held = append(held, p)
+			continue
+		}
+		trainPairs = append(trainPairs, p)
+		seen[p.U], seen[p.V] = true, true
+		moved = true
+	}
+	if moved {
+		slices.SortFunc(trainPairs, func(x, y Pair) int { return cmp.Or(cmp.Compare(x.U, y.U), cmp.Compare(x.V, y.V)) })
+	}
+	return trainPairs, held
+}
+
+// heldOut reports whether edge p is held out.
+func heldOut(p Pair, holdOut float64, seed uint64) bool {
+	h := mix64(mix64(mix64(seed^0x6a09e667f3bcc909)^p.U) ^ p.V)
+	return float64(h>>11)/(1<<53) < holdOut
+}
+
+// mix64 is the finaliser of SplitMix64: a bijection of 64-bit words
+// whose every output bit depends on every input bit.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// Load reads the edge list of job's training file (and of its test file,
+// when it names one) and returns the sample–parameter graphs of the
+// edges to train on and of those to evaluate on: the test file's, or the
+// held-out ones (Split with the job's holdout and seed). The format is
+// SNAP (data.load.format empty, snap or snap-undirected, which mean the
+// same here). A file without an edge (self-loops aside) is an error
+// naming it.
+func Load(job train.Job) (trainG, testG *graph.Graph, err error) {
+	cfg, err := config(job)
+	if err != nil {
+		return nil, nil, err
+	}
+	opt := job.Data.Load.Graph()
+	switch opt.Format {
+	case graph.FormatAuto:
+		opt.Format = graph.FormatSNAP
+	case graph.FormatSNAP, graph.FormatSNAPUndirected:
+	default:
+		return nil, nil, fmt.Errorf("embed: data.load.format %q (--format): want snap, an edge list \"u v\" per line", opt.Format)
+	}
+	read := func(path string) ([]Pair, error) {
+		g, err := graph.Load(path, opt)
+		if err != nil {
+			return nil, err
+		}
+		pairs, _ := Pairs(g)
+		if len(pairs) == 0 {
+			return nil, fmt.Errorf("embed: %s has no edges between two different nodes: nothing to embed", path)
+		}
+		return pairs, nil
+	}
+	pairs, err := read(job.Data.Train)
+	if err != nil {
+		return nil, nil, err
+	}
+	var held []Pair
+	if job.Data.Test != "" {
+		if held, err = read(job.Data.Test); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		pairs, held = Split(pairs, cfg.HoldOut, cfg.Seed)
+	}
+	if trainG, err = EdgeGraph(pairs, job.Data.Train); err != nil {
+		return nil, nil, err
+	}
+	testName := job.Data.Test
+	if testName == "" {
+		testName = job.Data.Train + " (held out)"
+	}
+	if testG, err = EdgeGraph(held, testName); err != nil {
+		return nil, nil, err
+	}
+	return trainG, testG, nil
+}
+
+// App is node embeddings of the graph whose edges are the samples of
+// Graph (EdgeGraph: sample i joined to its two nodes, the parameters,
+// whose ids are the node ids). It implements train.App and train.Scorer.
+type App struct {
+	// Config is the model's configuration.
+	Config Config
+	// Graph is the training edges' sample–parameter graph, the one the
+	// partitioners place.
+	Graph *graph.Graph
+	// Edges are the training edges as rows of two keys.
+	Edges *sparse.Rows
+	// Held are the edges evaluated on, as pairs of keys (U < V by node
+	// id).
+	Held [][2]uint32
+	// Init are the initial vectors e⁰, key k's at k·Dim.
+	Init []float32
+}
+
+// New prepares node embeddings trained on the edges of trainG (made by
+// EdgeGraph) and evaluated on those of test (nil: none). A node of test
+// that trainG lacks is an error naming both graphs' sources.
+func New(trainG, test *graph.Graph, cfg Config) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := trainG.NumSamples()
+	if n == 0 {
+		return nil, fmt.Errorf("embed: %s has no edges to train on", trainG.Meta().Source)
+	}
+	for u := range n {
+		if trainG.SampleDegree(u) != 2 {
+			return nil, fmt.Errorf("embed: %s: sample %d has %d nodes, want an edge between two different nodes", trainG.Meta().Source, u, trainG.SampleDegree(u))
+		}
+	}
+	a := &App{Config: cfg, Graph: trainG}
+	a.Edges = &sparse.Rows{Off: trainG.SampleOffsets(), Col: trainG.SampleAdjacency(), Val: make([]float32, trainG.NumEdges()), Class: make([]int32, n)}
+	if test != nil {
+		for t := range test.NumSamples() {
+			var e [2]uint32
+			params := test.Params(t)
+			if len(params) != 2 {
+				return nil, fmt.Errorf("embed: %s: sample %d has %d nodes, want an edge between two different nodes", test.Meta().Source, t, len(params))
+			}
+			for i, v := range params {
+				id := test.ParamID(int(v))
+				k, ok := trainG.ParamIndex(id)
+				if !ok {
+					return nil, fmt.Errorf("embed: %s: edge %d–%d: node %d is not a node of the training graph %s (%d nodes)",
+						test.Meta().Source, test.ParamID(int(params[0])), test.ParamID(int(params[1])), id, trainG.Meta().Source, trainG.NumParams())
+				}
+				e[i] = uint32(k)
+			}
+			a.Held = append(a.Held, e)
+		}
+	}
+	d := cfg.Dim
+	a.Init = make([]float32, trainG.NumParams()*d)
+	src := rand.NewPCG(0, 0)
+	rng := rand.New(src)
+	std := 1 / math.Sqrt(float64(d))
+	for k := range trainG.NumParams() {
+		src.Seed(cfg.Seed^0x5be0cd19137e2179, trainG.ParamID(k))
+		for j := range d {
+			a.Init[k*d+j] = float32(std * rng.NormFloat64())
+		}
+	}
+	return a, nil
+}
+
+// Name returns "embed".
+func (a *App) Name() string { return "embed" }
+
+// Width returns Dim.
+func (a *App) Width() int { return a.Config.Dim }
+
+// NumSamples returns the number of training edges.
+func (a *App) NumSamples() int { return a.Graph.NumSamples() }
+
+// NumKeys returns the number of nodes of the training graph.
+func (a *App) NumKeys() int { return a.Graph.NumParams() }
+
+// Part cuts the edges of one machine into batches; the negatives it
+// draws come from a stream seeded by (seed, rank).
+func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part {
+	return &part{
+		a:       a,
+		batches: sparse.Batches(a.Edges, rows, batches, seed^uint64(rank+1)<<32, a.NumKeys()),
+		rng:     rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, uint64(rank))),
+		neg:     make([]int32, a.Config.Negatives),
+	}
+}
+
+// part is a machine's share of node embeddings.
+type part struct {
+	a       *App
+	batches []*sparse.Batch
+	rng     *rand.Rand
+	neg     []int32 // the current batch's negatives, positions in its keys
+}
+
+func (p *part) Batches() int          { return len(p.batches) }
+func (p *part) Keys(b int) train.Keys { return train.ListKeys(p.batches[b].Keys) }
+
+// Step adds the initial vectors to the pulled displacements vals, draws
+// the batch's negatives among its keys and adds the scaled gradient of
+// its edges' summed loss to grad. It returns the summed loss and the
+// number of edges.
+func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, int) {
+	bt, d := p.batches[b], p.a.Config.Dim
+	for i, k := range bt.Keys {
+		v, w0 := vals[i*d:(i+1)*d], p.a.Init[int(k)*d:int(k+1)*d]
+		for j := range v {
+			v[j] += w0[j]
+		}
+	}
+	if len(bt.Keys) == 0 {
+		return 0, 0, 0
+	}
+	for i := range p.neg {
+		p.neg[i] = int32(p.rng.IntN(len(bt.Keys)))
+	}
+	return LossGrad(vals, d, bt.Pos, p.neg, grad, scale), bt.Len(), 0
+}
+
+// LossGrad returns the summed loss of the edges pos (pairs of positions
+// in vals, whose vectors are d values each) against the negatives neg
+// (positions too), and adds scale times its gradient to grad, laid out
+// like vals.
+func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale float32) float64 {
+	var loss float64
+	w := 1 / float64(2*len(neg))
+	for i := 0; i+1 < len(pos); i += 2 {
+		pu, pv := int(pos[i]), int(pos[i+1])
+		eu, ev := vals[pu*d:(pu+1)*d], vals[pv*d:(pv+1)*d]
+		gu, gv := grad[pu*d:(pu+1)*d], grad[pv*d:(pv+1)*d]
+		s := dot(eu, ev)
+		l, sg := logistic(s)
+		loss += l - s // softplus(−s) = softplus(s) − s
+		c := scale * float32(sg-1)
+		axpy(c, ev, gu)
+		axpy(c, eu, gv)
+		// The negatives' softplus terms max(x, 0) + log(1 + e^−|x|) are
+		// summed as Σ max(x, 0) + log Π(1 + e^−|x|): one logarithm per
+		// edge rather than one per score (each factor is at most 2, and
+		// the product is folded into the sum before it could overflow).
+		var lin, logs float64
+		prod := 1.0
+		for _, n := range neg {
+			pn := int(n)
+			if pn == pu || pn == pv {
+				continue
+			}
+			en, gn := vals[pn*d:(pn+1)*d], grad[pn*d:(pn+1)*d]
+			s1, s2 := dot(eu, en), dot(en, ev)
+			e1, e2 := math.Exp(-math.Abs(s1)), math.Exp(-math.Abs(s2))
+			lin += max(s1, 0) + max(s2, 0)
+			prod *= (1 + e1) * (1 + e2)
+			if prod > 1e250 {
+				logs += math.Log(prod)
+				prod = 1
+			}
+			c1, c2 := scale*float32(w*sigmoidOf(s1, e1)), scale*float32(w*sigmoidOf(s2, e2))
+			axpy(c1, en, gu)
+			axpy(c2, en, gv)
+			for j := range gn {
+				gn[j] += c1*eu[j] + c2*ev[j]
+			}
+		}
+		loss += w * (lin + logs + math.Log(prod))
+	}
+	return loss
+}
+
+// dot returns x·y summed in float32, as the vectors are stored.
+func dot(x, y []float32) float64 {
+	y = y[:len(x)]
+	var s0, s1 float32
+	j := 0
+	for ; j+1 < len(x); j += 2 {
+		s0 += x[j] * y[j]
+		s1 += x[j+1] * y[j+1]
+	}
+	if j < len(x) {
+		s0 += x[j] * y[j]
+	}
+	return float64(s0 + s1)
+}
+
+// axpy adds c·x to y.
+func axpy(c float32, x, y []float32) {
+	y = y[:len(x)]
+	for j, v := range x {
+		y[j] += c * v
+	}
+}
+
+// logistic returns softplus(x) and σ(x) = 1/(1 + e⁻ˣ), the loss and the
+// derivative of a score, from one exponential.
+func logistic(x float64) (float64, float64) {
+	e := math.Exp(-math.Abs(x))
+	if x >= 0 {
+		return x + math.Log1p(e), 1 / (1 + e)
+	}
+	return math.Log1p(e), e / (1 + e)
+}
+
+// sigmoidOf returns σ(x) given e = e^−|x|.
+func sigmoidOf(x, e float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + e)
+	}
+	return e / (1 + e)
+}
+
+// Evaluate pulls every node's vector on worker 0 and ranks the held-out
+// edges (Score); other workers return nothing.
+func (a *App) Evaluate(ctx context.Context, w *worker.Worker, _ train.Part) (train.Eval, error) {
+	if w.Rank() != 0 {
+		return train.Eval{}, nil
+	}
+	model, err := train.PullModel(w, a.NumKeys())
+	if err != nil {
+		return train.Eval{}, err
+	}
+	return a.ScoreModel(model), nil
+}
+
+// ScoreModel ranks the held-out edges at the displacements model (key
+// k's at k·Dim, as the servers hold them), to which it adds the initial
+// vectors in place.
+func (a *App) ScoreModel(model []float32) train.Eval {
+	for i, v := range a.Init {
+		model[i] += v
+	}
+	return a.Score(model)
+}
+
+// Score ranks every held-out edge (u, v) at the vectors emb (key k's at
+// k·Dim) against EvalNegatives uniform nodes, on both sides: its mean
+// reciprocal rank and AUC. Without held-out edges both are nil.
+func (a *App) Score(emb []float32) train.Eval {
+	ev := train.Eval{On: "held-out", Samples: len(a.Held)}
+	if len(a.Held) == 0 {
+		return ev
+	}
+	d, m := a.Config.Dim, a.NumKeys()
+	src := rand.NewPCG(0, 0)
+	rng := rand.New(src)
+	var rr, auc float64
+	var sides int
+	for i, e := range a.Held {
+		src.Seed(a.Config.Seed^0x510e527fade682d1, uint64(i))
+		eu, ev := emb[int(e[0])*d:int(e[0]+1)*d], emb[int(e[1])*d:int(e[1]+1)*d]
+		s := dot(eu, ev)
+		var above, ties, below [2]int
+		for range a.Config.EvalNegatives {
+			n := uint32(rng.IntN(m))
+			if n == e[0] || n == e[1] {
+				continue
+			}
+			en := emb[int(n)*d : int(n+1)*d]
+			for side, sn := range [2]float64{dot(eu, en), dot(en, ev)} {
+				switch {
+				case sn > s:
+					above[side]++
+				case sn == s:
+					ties[side]++
+				default:
+					below[side]++
+				}
+			}
+		}
+		for side := range 2 {
+			total := above[side] + ties[side] + below[side]
+			if total == 0 {
+				continue
+			}
+			rr += 1 / (1 + float64(above[side]) + 0.5*float64(ties[side]))
+			auc += (float64(below[side]) + 0.5*float64(ties[side])) / float64(total)
+			sides++
+		}
+	}
+	if sides > 0 {
+		mrr, area := rr/float64(sides), auc/float64(sides)
+		ev.MRR, ev.AUC = &mrr, &area
+	}
+	return ev
+}
+
+// Defaults sets the embeddings' defaults in job: AdaGrad with learning
+// rate 0.1 and no penalty, mini-batches of 10,000 edges per round over
+// all machines, at most 20 passes and no stopping on the loss (ε = 0),
+// and DefaultConfig as the options.
+func Defaults(job *train.Job) error {
+	job.Config.Rule.Name, job.Config.Rule.LR, job.Config.Rule.L1, job.Config.Rule.L2 = "adagrad", 0.1, 0, 0
+	job.Config.Batch, job.Config.MaxPasses, job.Config.Epsilon = 10000, 20, 0
+	return job.SetOptions(DefaultConfig())
+}
+
+// config returns the job's options over DefaultConfig with the job's
+// seed, validated.
+func config(job train.Job) (Config, error) {
+	cfg := DefaultConfig()
+	if err := job.DecodeOptions(&cfg); err != nil {
+		return cfg, err
+	}
+	cfg.Seed = job.Config.Seed
+	return cfg, cfg.Validate()
+}
+
+// Open builds node embeddings of job on the training edges g, evaluated
+// on test (both from Load), with the job's options over DefaultConfig and
+// its seed. The servers' L1 and L2 penalties are refused: they would pull
+// towards the initial vectors.
+func Open(job train.Job, g, test *graph.Graph) (*App, error) {
+	cfg, err := config(job)
+	if err != nil {
+		return nil, err
+	}
+	if r := job.Config.Rule; r.L1 != 0 || r.L2 != 0 {
+		return nil, fmt.Errorf("embed: rule.l1 %v and rule.l2 %v (--l1, --l2): want 0, the servers hold displacements from the initial vectors", r.L1, r.L2)
+	}
+	return New(g, test, cfg)
+}

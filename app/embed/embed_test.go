@@ -1,0 +1,446 @@
+package embed
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"colo/cluster"
+	"colo/graph"
+	"colo/placement"
+	"colo/train"
+)
+
+// communities returns the edges of a planted-partition graph: groups of
+// size nodes, an edge inside a group with probability pin, between
+// groups with pout, drawn from seed.
+func communities(groups, size int, pin, pout float64, seed uint64) []Pair {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	n := groups * size
+	var pairs []Pair
+	for u := range n {
+		for v := u + 1; v < n; v++ {
+			p := pout
+			if u/size == v/size {
+				p = pin
+			}
+			if rng.Float64() < p {
+				pairs = append(pairs, Pair{uint64(u), uint64(v)})
+			}
+		}
+	}
+	return pairs
+}
+
+// newApp builds an App on pairs with a fraction holdOut held out.
+func newApp(t testing.TB, pairs []Pair, cfg Config) *App {
+	t.Helper()
+	tr, held := Split(pairs, cfg.HoldOut, cfg.Seed)
+	g, err := EdgeGraph(tr, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := EdgeGraph(held, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(g, test, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestLossGradCentralDifferences checks LossGrad's gradient against
+// central differences of its loss, on edges that share nodes and with a
+// negative that is an end of an edge (skipped for that edge).
+func TestLossGradCentralDifferences(t *testing.T) {
+	const d, keys = 5, 6
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := make([]float32, keys*d)
+	for i := range vals {
+		vals[i] = float32(rng.NormFloat64())
+	}
+	pos := []int32{0, 1, 1, 2, 3, 4}
+	neg := []int32{5, 2, 5, 0}
+	const scale = 0.7
+	grad := make([]float32, len(vals))
+	loss := LossGrad(vals, d, pos, neg, grad, scale)
+	if !(loss > 0) {
+		t.Fatalf("loss %v, want positive", loss)
+	}
+	lossAt := func(v []float32) float64 {
+		return LossGrad(v, d, pos, neg, make([]float32, len(v)), scale)
+	}
+	const h = 1e-2
+	for i := range vals {
+		up, down := slices.Clone(vals), slices.Clone(vals)
+		up[i] += h
+		down[i] -= h
+		want := scale * (lossAt(up) - lossAt(down)) / (2 * h)
+		if math.Abs(float64(grad[i])-want) > 2e-3*(1+math.Abs(want)) {
+			t.Errorf("gradient of value %d (key %d): %v, central differences %v", i, i/d, grad[i], want)
+		}
+	}
+	// The negatives of an edge that are its own ends are skipped: with
+	// only such negatives, the loss is the positive pair's alone.
+	g2 := make([]float32, len(vals))
+	got := LossGrad(vals, d, []int32{0, 1}, []int32{0, 1}, g2, 1)
+	if want := math.Log1p(math.Exp(-dot(vals[0:d], vals[d:2*d]))); math.Abs(got-want) > 1e-9 {
+		t.Errorf("loss with negatives equal to the ends: %v, want the positive pair's %v", got, want)
+	}
+}
+
+// TestLossByHand checks LossGrad on vectors small enough to do by hand:
+// e_0 = (1, 0), e_1 = (1, 0), e_2 = (0, 1); edge 0–1, negative 2: scores
+// 1 for the edge and 0 on both sides.
+func TestLossByHand(t *testing.T) {
+	vals := []float32{1, 0, 1, 0, 0, 1}
+	grad := make([]float32, 6)
+	loss := LossGrad(vals, 2, []int32{0, 1}, []int32{2}, grad, 1)
+	want := math.Log1p(math.Exp(-1)) + 0.5*(2*math.Log(2))
+	if math.Abs(loss-want) > 1e-9 {
+		t.Errorf("loss %v, want %v", loss, want)
+	}
+	// ∂/∂e_0 = (σ(1)−1)·e_1 + ½σ(0)·e_2 = (σ(1)−1, ¼), the same for e_1
+	// by symmetry, and ∂/∂e_2 = ½σ(0)·e_0 + ½σ(0)·e_1 = (½, 0).
+	s1 := 1 / (1 + math.Exp(-1))
+	wantGrad := []float64{s1 - 1, 0.25, s1 - 1, 0.25, 0.5, 0}
+	for i, g := range grad {
+		if math.Abs(float64(g)-wantGrad[i]) > 1e-6 {
+			t.Errorf("grad[%d] = %v, want %v", i, g, wantGrad[i])
+		}
+	}
+}
+
+// TestScoreByHand ranks held-out edges at embeddings whose scores are
+// known: equal vectors tie with every negative (MRR 1/(1 + M/2), AUC ½);
+// orthogonal groups put every true link first (MRR 1, AUC 1) against
+// negatives from the other group.
+func TestScoreByHand(t *testing.T) {
+	a := &App{Config: DefaultConfig(), Held: [][2]uint32{{0, 1}, {2, 3}}}
+	a.Config.Dim, a.Config.EvalNegatives = 2, 50
+	a.Graph, _ = EdgeGraph([]Pair{{0, 1}, {2, 3}, {4, 5}}, "hand")
+	same := []float32{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	ev := a.Score(same)
+	if ev.MRR == nil || ev.AUC == nil || ev.Samples != 2 {
+		t.Fatalf("eval %+v: want MRR and AUC of 2 edges", ev)
+	}
+	if *ev.AUC != 0.5 {
+		t.Errorf("AUC %v with every score tied, want 0.5", *ev.AUC)
+	}
+	// Every side ties with all its negatives but those equal to u or v;
+	// the rank is 1 + (negatives kept)/2.
+	if !(*ev.MRR > 1/(1+25.0) && *ev.MRR < 1/(1+10.0)) {
+		t.Errorf("MRR %v with every score tied, want about 1/26", *ev.MRR)
+	}
+	// Nodes 0–3 along x, 4–5 along y: each held-out edge scores 1,
+	// every negative outside 0–3 scores 0, those inside score 1 (ties).
+	a.Held = [][2]uint32{{0, 1}}
+	orth := []float32{1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1}
+	ev = a.Score(orth)
+	if *ev.AUC != 1 || *ev.MRR != 1 {
+		t.Errorf("MRR %v, AUC %v for separated groups, want 1 and 1", *ev.MRR, *ev.AUC)
+	}
+	a.Held = nil
+	if ev := a.Score(orth); ev.MRR != nil || ev.AUC != nil {
+		t.Errorf("eval without held-out edges %+v, want no measure", ev)
+	}
+}
+
+// TestPairsAndSplit reads an edge list with a reciprocal edge, a
+// repeated one and a self-loop, and splits a larger graph: every edge in
+// exactly one of the two sets, every held-out node trained on, the split
+// the same for the same seed.
+func TestPairsAndSplit(t *testing.T) {
+	g, err := graph.Read(strings.NewReader("# c\n1 2\n2 1\n3 3\n7 3\n1 2\n"), "small", graph.LoadOptions{Format: graph.FormatSNAP, IndexBase: -1, HashBits: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs, loops := Pairs(g)
+	if want := []Pair{{1, 2}, {3, 7}}; !slices.Equal(pairs, want) || loops != 1 {
+		t.Errorf("pairs %v, %d self-loops; want %v, 1", pairs, loops, want)
+	}
+	all := communities(4, 20, 0.4, 0.02, 5)
+	tr, held := Split(all, 0.2, 9)
+	tr2, held2 := Split(all, 0.2, 9)
+	if !slices.Equal(tr, tr2) || !slices.Equal(held, held2) {
+		t.Error("two splits with the same seed differ")
+	}
+	if len(tr)+len(held) != len(all) {
+		t.Fatalf("%d + %d edges after the split, want %d", len(tr), len(held), len(all))
+	}
+	if f := float64(len(held)) / float64(len(all)); f < 0.12 || f > 0.28 {
+		t.Errorf("held out %.3f of the edges, want about 0.2", f)
+	}
+	in := map[Pair]int{}
+	nodes := map[uint64]bool{}
+	for _, p := range tr {
+		in[p]++
+		nodes[p.U], nodes[p.V] = true, true
+	}
+	for _, p := range held {
+		in[p]++
+		if !nodes[p.U] || !nodes[p.V] {
+			t.Errorf("held-out edge %v has a node without a training edge", p)
+		}
+	}
+	for _, p := range all {
+		if in[p] != 1 {
+			t.Errorf("edge %v is in %d of the sets, want 1", p, in[p])
+		}
+	}
+	if tr3, held3 := Split(all, 0, 9); len(held3) != 0 || len(tr3) != len(all) {
+		t.Errorf("holdout 0: %d held out, want none", len(held3))
+	}
+}
+
+// TestEveryEdgeOncePerPass cuts the edges of three machines into batches
+// and checks that a pass trains every edge exactly once, that a batch's
+// keys are exactly the nodes of its edges (the negatives add none), and
+// that Step draws its negatives among those keys.
+func TestEveryEdgeOncePerPass(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dim = 3
+	a := newApp(t, communities(3, 15, 0.5, 0.05, 2), cfg)
+	p := placement.Uniform(a.Graph, 3, placement.NewRand(4))
+	seen := make([]int, a.NumSamples())
+	for rank := range 3 {
+		pt := a.Part(rank, train.Shard(p, rank), 4, 1).(*part)
+		if pt.Batches() != 4 {
+			t.Fatalf("machine %d: %d batches, want 4", rank, pt.Batches())
+		}
+		for b, bt := range pt.batches {
+			var nodes []uint64
+			for _, u := range bt.Rows {
+				seen[u]++
+				if p.Data[u] != int32(rank) {
+					t.Errorf("edge %d on machine %d, placed on %d", u, rank, p.Data[u])
+				}
+				for _, v := range a.Graph.Params(int(u)) {
+					nodes = append(nodes, uint64(v))
+				}
+			}
+			slices.Sort(nodes)
+			if keys := pt.Keys(b).List; !slices.Equal(slices.Compact(nodes), keys) {
+				t.Errorf("machine %d batch %d: keys %v, the nodes of its edges %v", rank, b, keys, nodes)
+			}
+			n := pt.Keys(b).Len() * cfg.Dim
+			pt.Step(b, make([]float32, n), make([]float32, n), 1)
+			for _, x := range pt.neg {
+				if x < 0 || int(x) >= pt.Keys(b).Len() {
+					t.Errorf("machine %d batch %d: negative at position %d of %d keys", rank, b, x, pt.Keys(b).Len())
+				}
+			}
+		}
+	}
+	for u, n := range seen {
+		if n != 1 {
+			t.Errorf("edge %d trained %d times in a pass, want once", u, n)
+		}
+	}
+}
+
+// TestOneMachineMatchesLocal trains on a one-machine cluster and with
+// train.Local: the same part, negatives and updates in the same order,
+// so the losses of every pass and the held-out ranking are equal bit for
+// bit.
+func TestOneMachineMatchesLocal(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dim, cfg.Negatives, cfg.HoldOut, cfg.EvalNegatives = 8, 4, 0.1, 20
+	a := newApp(t, communities(4, 12, 0.5, 0.03, 11), cfg)
+	job := train.DefaultJob()
+	if err := Defaults(&job); err != nil {
+		t.Fatal(err)
+	}
+	tc := job.Config
+	tc.Machines, tc.Batch, tc.MaxPasses = 1, 40, 4
+	passes, model, err := train.Local(a, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := a.ScoreModel(model)
+	p := placement.Uniform(a.Graph, 1, placement.NewRand(1))
+	job.App, job.Data.Train, job.Placement, job.Config = "embed", "communities", "uniform", tc
+	res, err := train.Run(context.Background(), job, a, p, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RoundsDetail) != len(passes) {
+		t.Fatalf("cluster: %d passes, Local %d", len(res.RoundsDetail), len(passes))
+	}
+	for i, q := range passes {
+		got := res.RoundsDetail[i]
+		if got.TrainLoss != q.TrainLoss || got.Rounds != q.Rounds || got.Samples != q.Samples {
+			t.Errorf("pass %d: cluster loss %v after %d rounds of %d edges, Local %v after %d of %d",
+				i+1, got.TrainLoss, got.Rounds, got.Samples, q.TrainLoss, q.Rounds, q.Samples)
+		}
+	}
+	if passes[len(passes)-1].TrainLoss >= passes[0].TrainLoss {
+		t.Errorf("the training loss did not fall: %v", passes)
+	}
+	if res.MRR == nil || *res.MRR != *want.MRR || *res.AUC != *want.AUC || res.Samples != want.Samples {
+		t.Errorf("cluster eval %v/%v on %d edges, Local %v/%v on %d", res.MRR, res.AUC, res.Samples, *want.MRR, *want.AUC, want.Samples)
+	}
+}
+
+// TestLearnsCommunities trains on a planted-partition graph (4 groups of
+// 25 nodes, links inside a group with probability 0.4, between groups
+// 0.01) and checks that held-out links rank far above chance (AUC ½,
+// MRR about 0.05 against 100 negatives). A quarter of the uniform
+// negatives share the held-out edge's group and are as likely a link, so
+// the best achievable AUC is about 7/8 and MRR about 1/13.
+func TestLearnsCommunities(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dim, cfg.HoldOut = 8, 0.1
+	a := newApp(t, communities(4, 25, 0.4, 0.01, 21), cfg)
+	job := train.DefaultJob()
+	if err := Defaults(&job); err != nil {
+		t.Fatal(err)
+	}
+	tc := job.Config
+	tc.Batch, tc.MaxPasses = 100, 10
+	_, model, err := train.Local(a, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := a.ScoreModel(model)
+	t.Logf("%d held-out edges: MRR %.3f, AUC %.3f", ev.Samples, *ev.MRR, *ev.AUC)
+	if *ev.AUC < 0.75 || *ev.MRR < 0.1 {
+		t.Errorf("held-out MRR %.3f, AUC %.3f: want above 0.1 and 0.75", *ev.MRR, *ev.AUC)
+	}
+}
+
+// writeFile writes content to a file of dir and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestBadInput checks that bad options and files are errors that name
+// the option or the file (and line), never a panic.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.txt", "0 1\n1 2\n2 0\n2 3\n")
+	job := func(trainFile, testFile string, mod func(*Config)) train.Job {
+		j := defaultJob(t)
+		j.Data.Train, j.Data.Test = trainFile, testFile
+		c := DefaultConfig()
+		if mod != nil {
+			mod(&c)
+		}
+		if err := j.SetOptions(c); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	for _, tc := range []struct {
+		name string
+		job  train.Job
+		want string
+	}{
+		{"dimension 0", job(good, "", func(c *Config) { c.Dim = 0 }), "dim 0 (--dim)"},
+		{"no negatives", job(good, "", func(c *Config) { c.Negatives = 0 }), "negatives 0"},
+		{"holdout 1", job(good, "", func(c *Config) { c.HoldOut = 1 }), "holdout 1 (--holdout)"},
+		{"self-loops only", job(writeFile(t, dir, "loops.txt", "# loops\n4 4\n5 5\n"), "", nil), "loops.txt has no edges"},
+		{"empty", job(writeFile(t, dir, "empty.txt", "# nothing\n"), "", nil), "empty.txt"},
+		{"negative id", job(writeFile(t, dir, "neg.txt", "0 1\n-3 4\n"), "", nil), "neg.txt:2"},
+		{"id past 64 bits", job(writeFile(t, dir, "big.txt", "0 1\n1 99999999999999999999\n"), "", nil), "big.txt:2"},
+		{"three fields", job(writeFile(t, dir, "three.txt", "0 1 2\n"), "", nil), "three.txt:1"},
+		{"test node out of range", job(good, writeFile(t, dir, "test.txt", "0 1\n1 9\n"), nil), "node 9 is not a node of the training graph"},
+		{"missing file", job(filepath.Join(dir, "none.txt"), "", nil), "none.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, test, err := Load(tc.job)
+			if err == nil {
+				_, err = Open(tc.job, g, test)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one that says %q", err, tc.want)
+			}
+		})
+	}
+	j := job(good, "", nil)
+	j.Data.Load.Format = "libsvm"
+	if _, _, err := Load(j); err == nil || !strings.Contains(err.Error(), "want snap") {
+		t.Errorf("libsvm format: err = %v, want one that asks for snap", err)
+	}
+	j = job(good, "", nil)
+	j.Config.Rule.L2 = 0.1
+	g, test, err := Load(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(j, g, test); err == nil || !strings.Contains(err.Error(), "rule.l2") {
+		t.Errorf("L2 penalty: err = %v, want one naming rule.l2", err)
+	}
+	if _, err := New(g, nil, Config{Dim: 0, Negatives: 1, EvalNegatives: 1}); err == nil {
+		t.Error("New with dim 0: no error")
+	}
+	noEdges, err := EdgeGraph(nil, "nothing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(noEdges, nil, DefaultConfig()); err == nil || !strings.Contains(err.Error(), "nothing has no edges") {
+		t.Errorf("graph without edges: err = %v", err)
+	}
+}
+
+// defaultJob returns the engine's default job with the
+// application's defaults.
+func defaultJob(t *testing.T) train.Job {
+	t.Helper()
+	j := train.DefaultJob()
+	j.App = "embed"
+	if err := Defaults(&j); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestEgoFacebook trains ego-Facebook in one process for a few passes
+// and checks that held-out links rank far above chance.
+func TestEgoFacebook(t *testing.T) {
+	const path = "../../../shared/data/ego-Facebook/facebook_combined.txt.gz"
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("ego-Facebook not found beside the repository: %v", err)
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	j := defaultJob(t)
+	j.Data.Train = path
+	g, test, err := Load(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Open(j, g, test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.NumKeys() != 4039 || a.NumSamples()+len(a.Held) != 88234 {
+		t.Fatalf("%d nodes and %d+%d edges, want 4,039 and 88,234", a.NumKeys(), a.NumSamples(), len(a.Held))
+	}
+	tc := j.Config
+	tc.MaxPasses = 3
+	passes, model, err := train.Local(a, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := a.ScoreModel(model)
+	t.Logf("%s: loss %.4f → %.4f, held-out MRR %.3f AUC %.3f on %d edges", fmt.Sprint(len(passes), " passes"),
+		passes[0].TrainLoss, passes[len(passes)-1].TrainLoss, *ev.MRR, *ev.AUC, ev.Samples)
+	if *ev.AUC < 0.9 || *ev.MRR < 0.2 {
+		t.Errorf("held-out MRR %.3f, AUC %.3f: want above 0.2 and 0.9", *ev.MRR, *ev.AUC)
+	}
+}
