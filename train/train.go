@@ -44,6 +44,7 @@ import (
 	"colo/ps/server"
 	"colo/ps/update"
 	"colo/ps/worker"
+	"colo/timeline"
 	"colo/transport"
 )
 
@@ -150,6 +151,9 @@ type Config struct {
 	Checked func(Check) `json:"-"`
 	// Logf, when set, receives the cluster's log lines.
 	Logf func(format string, args ...any) `json:"-"`
+	// Trace, when set, gives worker rank a track for its spans
+	// (timeline.Recorder.Workers); in this process's deployments only.
+	Trace func(rank int) *timeline.Track `json:"-"`
 }
 
 // DefaultConfig returns 4 machines, BSP, AdaGrad with learning rate 0.5,
@@ -418,10 +422,13 @@ func (d *Deployment) Balancer(rank int) (*balance.Balancer, error) {
 }
 
 // WorkerSchedule returns the schedule of machine rank's worker: the
-// job's, with the load balancer's hook when the job balances, and the
-// balancer.
+// job's, with its track when the job is traced (Config.Trace) and the
+// load balancer's hook when the job balances, and the balancer.
 func (d *Deployment) WorkerSchedule(rank int) (Schedule, *balance.Balancer, error) {
 	s := d.Schedule
+	if d.Job.Config.Trace != nil {
+		s.Track = d.Job.Config.Trace(rank)
+	}
 	b, err := d.Balancer(rank)
 	if err != nil || b == nil {
 		return s, nil, err
