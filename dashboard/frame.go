@@ -210,6 +210,9 @@ func arrange(stats []node.Stats) traffic {
 	var tr traffic
 	for _, st := range stats {
 		for _, l := range st.Links {
+			if proto.IsProvisional(l.From) || proto.IsProvisional(l.To) {
+				continue // a node before it registered: a few bytes, under an id it no longer has
+			}
 			add(l.From, l.To, l.BytesSent)
 			if !own[l.To] {
 				add(l.To, l.From, l.BytesRecv)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -32,10 +30,15 @@ func runDemo(e *env, args []string) error {
 	svgOut := f.String("svg", "", "write the training loss against time to this SVG file")
 	var mf metrics.Flags
 	mf.Register(f.FlagSet)
+	var wf watchFlags
+	wf.register(f.FlagSet)
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
 	if err := checkOutputs(output{"--json", *jsonOut, false}, output{"--svg", *svgOut, false}); err != nil {
+		return err
+	}
+	if err := wf.check(true); err != nil {
 		return err
 	}
 	t := trainFlags{
@@ -69,12 +72,12 @@ func runDemo(e *env, args []string) error {
 	if len(specs) == 0 {
 		return usageError("--compare %q names no placement", *compare)
 	}
-	mon, err := metrics.StartJob(mf, e.errOut)
+	w, err := startWatchers(e, mf, wf)
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
-	runs, err := trainRuns(e, job, opened, specs, cluster.InProcess{Watch: mon.Watch}, mon)
-	if err := errors.Join(err, mon.End(context.Background())); err != nil {
+	runs, err := trainRuns(e, job, opened, specs, cluster.InProcess{Watch: w.watch}, w)
+	if err := w.end(err); err != nil {
 		return err
 	}
 	return reportRuns(e, runs, *jsonOut, *svgOut)

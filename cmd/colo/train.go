@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,7 +15,6 @@ import (
 	"colo/app/mf"
 	"colo/app/sparse"
 	"colo/balance"
-	"colo/metrics"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
@@ -237,11 +235,16 @@ func runTrain(e *env, args []string) error {
 	df.register(f)
 	var dep deployment
 	dep.register(f)
+	var wf watchFlags
+	wf.register(f.FlagSet)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
 	if err := checkOutputs(output{"--json", t.jsonOut, false}, output{"--svg", t.svgOut, false}); err != nil {
+		return err
+	}
+	if err := wf.check(!dep.processes && !dep.netns); err != nil {
 		return err
 	}
 	job, err := t.job(pos[0], df)
@@ -259,14 +262,14 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	mon, err := metrics.StartJob(dep.metrics, e.errOut)
+	w, err := startWatchers(e, dep.metrics, wf)
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
-	d := dep.deployer(opened.Data.Graph, mon)
+	d := dep.deployer(opened.Data.Graph, w.watch)
 	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
-	runs, err := trainRuns(e, job, opened, specs, d, mon)
-	if err := errors.Join(err, mon.End(context.Background())); err != nil {
+	runs, err := trainRuns(e, job, opened, specs, d, w)
+	if err := w.end(err); err != nil {
 		return err
 	}
 	return reportRuns(e, runs, t.jsonOut, t.svgOut)
@@ -304,7 +307,7 @@ func linkWords(cfg train.Config) string {
 }
 
 // trainRuns trains the opened job once per placement on d.
-func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer, mon *metrics.Job) ([]*train.Result, error) {
+func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer, w *watchers) ([]*train.Result, error) {
 	var runs []*train.Result
 	for _, spec := range specs {
 		job.Placement = spec
@@ -320,8 +323,7 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 		}
 		bar := newProgressBar(e, "train "+spec)
 		j := job
-		j.Config.Progress = func(p train.Pass) { bar.update(int64(p.Pass), int64(job.Config.MaxPasses)); mon.Pass(p) }
-		j.Config.Checked = mon.Check
+		w.run(&j.Config, spec, opened.App.Width(), cost, func(p train.Pass) { bar.update(int64(p.Pass), int64(job.Config.MaxPasses)) })
 		res, err := train.Run(context.Background(), j, opened.App, p, d)
 		bar.finish()
 		if err != nil {

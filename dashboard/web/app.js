@@ -4,7 +4,8 @@
 "use strict";
 
 // What the page has drawn, for tests and for a curious reader's console.
-window.coloDashboard = { frames: 0, training: 0, lossPoints: 0, last: null };
+// lossUpdates counts the frames that added points to the loss chart.
+window.coloDashboard = { frames: 0, lossPoints: 0, lossUpdates: 0, last: null };
 
 const palette = ["#2f6fdf", "#e0592a", "#2a9d5b", "#8e44ad", "#c49a00", "#d6336c", "#0f8b8d", "#6c757d"];
 
@@ -19,7 +20,7 @@ function fmt(v, unit) {
   const a = Math.abs(v);
   const steps = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
   for (const [d, p] of steps) {
-    if (a >= d) return (v / d).toPrecision(3).replace(/\.?0+$/, "") + " " + p + unit;
+    if (a >= d) return Number((v / d).toPrecision(3)).toString() + " " + p + unit;
   }
   if (a === 0) return "0" + (unit ? " " + unit : "");
   if (a < 1e-3) return v.toExponential(1) + (unit ? " " + unit : "");
@@ -43,7 +44,7 @@ function empty(text) { return '<div class="empty">' + esc(text) + "</div>"; }
 
 // lineChart draws series [{name, color, dash, pts: [[x, y]]}].
 function lineChart(series, opt) {
-  const W = 440, H = 200, L = 52, R = 10, T = 10, B = 34;
+  const W = 440, H = 210, L = 52, R = 10, T = 22, B = 34;
   const pts = series.flatMap(s => s.pts).filter(p => isFinite(p[0]) && isFinite(p[1]));
   if (pts.length === 0) return empty(opt.empty || "no data yet");
   let x0 = Math.min(...pts.map(p => p[0])), x1 = Math.max(...pts.map(p => p[0]));
@@ -77,8 +78,8 @@ function lineChart(series, opt) {
     if (p.length < 40) {
       for (const q of p) s += '<circle cx="' + X(q[0]).toFixed(1) + '" cy="' + Y(q[1]).toFixed(1) + '" r="2" fill="' + se.color + '"><title>' + esc(se.name + ": " + fmt(q[1], opt.unit)) + "</title></circle>";
     }
-    s += '<rect x="' + lx + '" y="' + (T + 2) + '" width="10" height="3" fill="' + se.color + '"/>';
-    s += '<text x="' + (lx + 13) + '" y="' + (T + 7) + '">' + esc(se.name) + "</text>";
+    s += '<rect x="' + lx + '" y="6" width="10" height="3" fill="' + se.color + '"/>';
+    s += '<text x="' + (lx + 13) + '" y="11">' + esc(se.name) + "</text>";
     lx += 22 + 6.5 * se.name.length;
   });
   return s + "</svg>";
@@ -87,7 +88,7 @@ function lineChart(series, opt) {
 // barChart draws rows [{label, value, text, color}] as horizontal bars.
 function barChart(rows, opt) {
   if (rows.length === 0) return empty(opt.empty || "no data yet");
-  const W = 440, rowH = 18, L = opt.labelWidth || 130, R = 70;
+  const W = 440, rowH = 18, L = opt.labelWidth || 130, R = 150;
   const H = rows.length * rowH + 4;
   const max = Math.max(...rows.map(r => r.value), 1e-300);
   let s = '<svg viewBox="0 0 ' + W + " " + H + '" role="img">';
@@ -144,13 +145,13 @@ function heatmap(f) {
 function costTable(f) {
   const runs = f.runs || [];
   if (runs.length === 0) return empty("no run yet");
-  let s = "<table><tr><th>placement</th><th>T_max</th><th>T_sum</th><th>predicted values</th><th>inter-machine</th><th>inner-machine</th></tr>";
+  let s = "<table><tr><th>placement</th><th>T_max</th><th>T_sum</th><th>predicted</th><th>inter</th><th>inner</th></tr>";
   for (const r of runs) {
     const c = r.cost, m = r.measured || {};
     s += "<tr><td>" + esc(r.name) + "</td><td>" + (c ? esc(fmt(c.T_max)) : "–") + "</td><td>" + (c ? esc(fmt(c.T_sum)) : "–") + "</td><td>" +
       (m.predicted_values ? esc(fmt(m.predicted_values)) : "–") + "</td><td>" + esc(fmt(m.inter_bytes || 0, "B")) + "</td><td>" + esc(fmt(m.inner_bytes || 0, "B")) + "</td></tr>";
   }
-  s += '</table><p class="muted">T_max, T_sum: values per round the cost model predicts cross machines (the busiest machine, all); predicted values: T_sum · width · rounds so far; measured: frame bytes between the workers and servers.</p>';
+  s += '</table><p class="muted">T_max, T_sum: the values per round that the cost model predicts cross machines (at the busiest machine; in all). Predicted: T_sum · width · rounds so far, in values. Inter, inner: the bytes measured between the workers and servers of different machines, and of the same machine.</p>';
   return s;
 }
 
@@ -166,22 +167,21 @@ function costBars(f) {
   const sm = model.reduce((a, b) => a + b, 0), sb = meas.reduce((a, b) => a + b, 0);
   const rows = [];
   for (let i = 0; i < k; i++) {
-    if (model.length) rows.push({ label: "machine " + i + " model", value: sm ? (model[i] || 0) / sm : 0, text: (sm ? (100 * (model[i] || 0) / sm).toFixed(1) : "0") + "% (T_" + i + " " + fmt(model[i] || 0) + ")", color: palette[1] });
+    if (model.length) rows.push({ label: "machine " + i + " T_" + i, value: sm ? (model[i] || 0) / sm : 0, text: (sm ? (100 * (model[i] || 0) / sm).toFixed(1) : "0") + "% (" + fmt(model[i] || 0) + " values)", color: palette[1] });
     rows.push({ label: "machine " + i + " measured", value: sb ? (meas[i] || 0) / sb : 0, text: (sb ? (100 * (meas[i] || 0) / sb).toFixed(1) : "0") + "% (" + fmt(meas[i] || 0, "B") + ")", color: palette[0] });
   }
-  return barChart(rows, { labelWidth: 150 });
+  return '<p class="muted">Each machine\'s share of the traffic between machines: the cost model\'s T_i, and the bytes measured.</p>' + barChart(rows, { labelWidth: 150 });
 }
 
 function render(f) {
   const d = window.coloDashboard;
   d.frames++;
   d.last = f;
-  if (/^training/.test(f.status)) d.training++;
   document.getElementById("status").textContent = f.status;
   document.getElementById("clock").textContent = f.seconds.toFixed(1) + " s, frame " + f.seq;
   document.getElementById("heatmap").innerHTML = heatmap(f);
 
-  const links = (f.links || []).slice(0, 12).map(l => ({ label: l.from + " → " + l.to, value: l.rate, text: fmt(l.rate, "B/s") }));
+  const links = (f.links || []).slice(0, 12).map(l => ({ label: l.from + " → " + l.to, value: l.rate, text: fmt(l.rate, "B/s") + " (" + fmt(l.bytes, "B") + ")" }));
   document.getElementById("links").innerHTML = barChart(links, { labelWidth: 170, empty: "no link yet" });
 
   const runs = f.runs || [];
@@ -196,12 +196,15 @@ function render(f) {
 
   const servers = (f.servers || []).flatMap(s => [
     { label: s.name + " pushed", value: s.keys_pushed, text: fmt(s.keys_pushed) + " keys, " + fmt(s.pushes) + " pushes", color: palette[0] },
-    { label: s.name + " pulled", value: s.keys_pulled, text: fmt(s.keys_pulled) + " keys, " + fmt(s.pulls) + " pulls (" + fmt(s.keys) + " stored)", color: palette[2] },
+    { label: s.name + " pulled", value: s.keys_pulled, text: fmt(s.keys_pulled) + " keys, " + fmt(s.pulls) + " pulls", color: palette[2] },
+    { label: s.name + " stores", value: s.keys, text: fmt(s.keys) + " keys", color: "#9aa4b2" },
   ]);
   document.getElementById("servers").innerHTML = barChart(servers, { labelWidth: 130, empty: "no server seen (the scheduler sees only its own links)" });
 
   const loss = runs.map((r, i) => ({ name: r.name, color: palette[i % palette.length], pts: (r.passes || []).map(p => [p.seconds, p.train_loss]) }));
-  d.lossPoints = loss.reduce((a, s) => a + s.pts.filter(p => p[1] !== null).length, 0);
+  const points = loss.reduce((a, s) => a + s.pts.filter(p => p[1] !== null).length, 0);
+  if (points > d.lossPoints) d.lossUpdates++;
+  d.lossPoints = points;
   document.getElementById("loss").innerHTML = lineChart(loss, { x: "seconds of training", empty: "no pass yet" });
 
   const acc = [];
