@@ -44,6 +44,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -155,7 +156,7 @@ func (b *Board) Close() {
 		<-b.stopped
 		b.mu.Lock()
 		b.ended = true
-		if b.status == "" || b.status == "starting" || len(b.status) > 8 && b.status[:8] == "training" {
+		if b.status == "starting" || strings.HasPrefix(b.status, "training") {
 			b.status = "finished"
 		}
 		b.mu.Unlock()
@@ -208,16 +209,28 @@ func (b *Board) Status(s string) {
 }
 
 // Run starts a training run: the passes, scores and traffic that follow
-// are its own, and the status says "training NAME".
+// are its own, and the status says "training NAME". It forgets the
+// source of counters, the previous run's cluster, until Watch gives the
+// new one.
 func (b *Board) Run(info RunInfo) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
+	src := b.source
+	b.mu.Unlock()
+	var final traffic
+	if src != nil {
+		final = arrange(src()) // the previous run's last counters
+	}
+	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.runs) > 0 && src != nil {
+		b.measure(b.runs[len(b.runs)-1], final)
+	}
 	b.runs = append(b.runs, &Run{RunInfo: info, Started: time.Since(b.start).Seconds()})
 	b.status = "training " + info.Name
-	b.prev = traffic{}
+	b.source, b.prev = nil, traffic{}
 }
 
 // current returns the current run, adding an unnamed one if there is
@@ -339,13 +352,7 @@ func (b *Board) build(tr traffic, now time.Duration) *Frame {
 	})
 	if len(tr.nodes) > 0 {
 		r := b.current()
-		r.Measured = tr.measure()
-		if n := len(r.Passes); n > 0 {
-			r.Measured.Rounds = r.Passes[n-1].Rounds
-		}
-		if r.Cost != nil {
-			r.Measured.PredictedValues = r.Cost.TSum * int64(r.Width) * int64(r.Measured.Rounds)
-		}
+		b.measure(r, tr)
 		if tr.same(b.prev) && dt > 0 {
 			r.Traffic = thin(append(r.Traffic, Rate{Seconds: now.Seconds() - r.Started, Inter: inter, Inner: inner}), b.cfg.History)
 		}
@@ -353,6 +360,18 @@ func (b *Board) build(tr traffic, now time.Duration) *Frame {
 	b.prev, b.prevAt = tr, now
 	f.Runs = b.runs
 	return f
+}
+
+// measure sets r's measured traffic from tr and its passes; b.mu is
+// held.
+func (b *Board) measure(r *Run, tr traffic) {
+	r.Measured = tr.measure()
+	if n := len(r.Passes); n > 0 {
+		r.Measured.Rounds = r.Passes[n-1].Rounds
+	}
+	if r.Cost != nil {
+		r.Measured.PredictedValues = r.Cost.TSum * int64(r.Width) * int64(r.Measured.Rounds)
+	}
 }
 
 // Frame returns the last frame's JSON.

@@ -238,3 +238,63 @@ func TestNilBoard(t *testing.T) {
 		t.Error("a nil board has a URL")
 	}
 }
+
+// machines returns the counters of a co-located cluster of k machines
+// in which every worker talks to every server.
+func machines(k int) []node.Stats {
+	stats := make([]node.Stats, k)
+	for m := range k {
+		st := node.Stats{Machine: m, Server: &server.Stats{Pushes: 10, Keys: 100}, Worker: &worker.Stats{Rounds: 10}}
+		for s := range k {
+			st.Links = append(st.Links, link(proto.WorkerID(m), proto.ServerID(s), s == m, 1000, 1000))
+			st.Links = append(st.Links, link(proto.ServerID(m), proto.WorkerID(s), s == m, 1000, 1000))
+		}
+		st.Links = append(st.Links, link(proto.WorkerID(m), proto.SchedulerID, false, 10, 10))
+		stats[m] = st
+	}
+	return stats
+}
+
+// BenchmarkSample measures a board's work per frame, what it costs the
+// job at every interval: arranging the counters of 16 machines (512
+// links), building the frame of a run of 200 passes and encoding it.
+func BenchmarkSample(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Interval = time.Hour
+	board, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer board.Close()
+	stats := machines(16)
+	board.Watch(func() []node.Stats { return stats })
+	board.Run(RunInfo{Name: "parsa", Machines: 16, Width: 20, Cost: &placement.Cost{TSum: 1, Traffic: make([]int64, 16)}})
+	for p := range 200 {
+		board.Pass(train.Pass{Pass: p + 1, Rounds: p + 1, Seconds: float64(p), TrainLoss: 1 / float64(p+1)})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		board.sample()
+	}
+	b.ReportMetric(float64(len(board.Frame())), "frame-bytes")
+}
+
+// TestRunKeepsPreviousMeasure checks that a new run first measures the
+// previous one at its cluster's last counters.
+func TestRunKeepsPreviousMeasure(t *testing.T) {
+	b := newIdle(t)
+	b.Run(RunInfo{Name: "random"})
+	stats := twoMachines(1)
+	b.Watch(func() []node.Stats { return stats })
+	b.sample()
+	stats = twoMachines(3) // the run went on after the last sample
+	b.Run(RunInfo{Name: "parsa"})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if m := b.runs[0].Measured; m.InterBytes != 3*450 {
+		t.Errorf("the first run's inter-machine bytes %d, want its last counters' %d", m.InterBytes, 3*450)
+	}
+	if b.source != nil {
+		t.Error("the new run kept the previous cluster's counters")
+	}
+}
