@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -258,13 +259,13 @@ func runTrain(e *env, args []string) error {
 	if err := dep.check(job.Config); err != nil {
 		return err
 	}
-	opened, err := app.Open(job)
+	w, err := startWatchers(e, dep.metrics, wf) // a taken address fails before the data loads
 	if err != nil {
 		return err
 	}
-	w, err := startWatchers(e, dep.metrics, wf)
+	opened, err := app.Open(job)
 	if err != nil {
-		return err
+		return errors.Join(err, w.end(nil))
 	}
 	d := dep.deployer(opened.Data.Graph, w.watch)
 	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))

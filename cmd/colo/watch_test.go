@@ -75,6 +75,7 @@ func TestDashboardAddressInUse(t *testing.T) {
 	data := news20(t)
 	for _, args := range [][]string{
 		{"train", data, "--machines", "2", "--max-passes", "1", "--dashboard", addr},
+		{"demo", "--dashboard", addr},
 		{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0", "--insecure", "--num-servers", "1", "--num-workers", "1", "--dashboard", addr},
 	} {
 		code, _, errOut := colo(t, args...)
