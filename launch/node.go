@@ -137,6 +137,10 @@ type Scheduler struct {
 	// (metrics.EndpointCollector) and the runtime's, and how long after
 	// the job; see Node.Metrics.
 	Metrics metrics.Flags
+	// Watch, when set, is called with the counters of the scheduler's
+	// links once it listens, and again with their final values before it
+	// returns (for dashboard.Board.WatchEndpoint).
+	Watch func(stats func() transport.Stats)
 	// Out receives "scheduler listening on ADDR", the line
 	// Supervisor.StartScheduler reads, then "job started: S servers, W
 	// workers" once every node is ready (before it, the supervisor ends
@@ -180,6 +184,13 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	defer sc.Close()
 	if s.Token == "" {
 		logf("scheduler: WARNING: no cluster token (insecure): any process that reaches %s can join this job or end it", ep.Addr())
+	}
+	if s.Watch != nil {
+		s.Watch(ep.Stats)
+		defer func() {
+			final := ep.Stats()
+			s.Watch(func() transport.Stats { return final })
+		}()
 	}
 	fmt.Fprintf(s.Out, "%s%s\n", schedulerPrefix, ep.Addr())
 	if f, ok := s.Out.(interface{ Sync() error }); ok {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"colo/ps/worker"
+	"colo/timeline"
 )
 
 // Part is one machine's share of an application: its samples cut into
@@ -106,6 +107,10 @@ type Schedule struct {
 	// Batches/Samples, so that the servers apply the gradient of the mean
 	// loss of a round's batch.
 	Samples, Batches int
+	// Track, when not nil, records the worker's pull, compute and push
+	// spans of every round and the barrier after every pass
+	// (Config.Trace); nil records nothing, at the cost of a nil check.
+	Track *timeline.Track
 }
 
 // Validate checks s; errors name the field and the bound.
@@ -184,15 +189,19 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 			keys := part.Keys(b)
 			n := keys.Len() * width
 			vals, grad = grow(vals, n), grow(grad, n)
+			t := s.Track.Start()
 			if err := keys.pull(w, vals); err != nil {
 				return passes, fmt.Errorf("pass %d round %d: pull: %w", p, rounds, err)
 			}
+			t = s.Track.Span(timeline.Pull, rounds, t)
 			clear(grad)
 			l, m, c := part.Step(b, vals, grad, scale)
 			loss, samples, correct = loss+l, samples+m, correct+c
+			t = s.Track.Span(timeline.Compute, rounds, t)
 			if err := keys.push(w, grad); err != nil {
 				return passes, fmt.Errorf("pass %d round %d: push: %w", p, rounds, err)
 			}
+			s.Track.Span(timeline.Push, rounds, t)
 			rounds++
 			if s.AfterRound != nil {
 				if err := s.AfterRound(ctx, w, rounds); err != nil {
@@ -208,10 +217,12 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 			}
 		}
 		b0 = 0
+		t := s.Track.Start()
 		sum, err := w.AllReduce(ctx, []float64{loss, float64(samples), float64(correct)})
 		if err != nil {
 			return passes, fmt.Errorf("pass %d: summing the loss: %w", p, err)
 		}
+		s.Track.Span(timeline.Barrier, p+1, t)
 		pass := Pass{Pass: p + 1, Rounds: rounds, Samples: int(sum[1]), Seconds: time.Since(start).Seconds()}
 		if sum[1] > 0 {
 			pass.TrainLoss = sum[0] / sum[1]

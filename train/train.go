@@ -44,6 +44,7 @@ import (
 	"colo/ps/server"
 	"colo/ps/update"
 	"colo/ps/worker"
+	"colo/timeline"
 	"colo/transport"
 )
 
@@ -159,6 +160,9 @@ type Config struct {
 	Checked func(Check) `json:"-"`
 	// Logf, when set, receives the cluster's log lines.
 	Logf func(format string, args ...any) `json:"-"`
+	// Trace, when set, gives worker rank a track for its spans
+	// (timeline.Recorder.Workers); in this process's deployments only.
+	Trace func(rank int) *timeline.Track `json:"-"`
 }
 
 // DefaultConfig returns 4 machines, BSP, AdaGrad with learning rate 0.5,
@@ -439,11 +443,15 @@ func (d *Deployment) Balancer(rank int, egress func() server.Egress) (*balance.B
 }
 
 // WorkerSchedule returns the schedule of machine rank's worker: the
-// job's, with the load balancer's hook when the job balances and the
-// checkpointer when it takes or resumes from checkpoints, and the
-// balancer; srv is the machine's server (nil: none known).
+// job's, with its track when the job is traced (Config.Trace), the load
+// balancer's hook when the job balances and the checkpointer when it
+// takes or resumes from checkpoints, and the balancer; srv is the
+// machine's server (nil: none known).
 func (d *Deployment) WorkerSchedule(rank int, srv *server.Server) (Schedule, *balance.Balancer, error) {
 	s := d.Schedule
+	if d.Job.Config.Trace != nil {
+		s.Track = d.Job.Config.Trace(rank)
+	}
 	if c := d.Job.Config; !c.Checkpoint.IsZero() {
 		s.Checkpoint = &Checkpointer{Config: c.Checkpoint, Job: d.JobID(), Servers: c.NumServers(), Workers: c.Machines, Logf: c.Logf}
 	}

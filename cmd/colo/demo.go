@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -32,10 +30,15 @@ func runDemo(e *env, args []string) error {
 	svgOut := f.String("svg", "", "write the training loss against time to this SVG file")
 	var mf metrics.Flags
 	mf.Register(f.FlagSet)
+	var wf watchFlags
+	wf.register(f.FlagSet)
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
 	if err := checkOutputs(output{"--json", *jsonOut, false}, output{"--svg", *svgOut, false}); err != nil {
+		return err
+	}
+	if err := wf.check(true); err != nil {
 		return err
 	}
 	t := trainFlags{
@@ -47,35 +50,41 @@ func runDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	opt := graph.DefaultLoadOptions()
-	g, err := graph.Read(datasets.OpenNews20Train(), datasets.News20Train, opt)
-	if err != nil {
-		return err
-	}
-	test, err := graph.Read(datasets.OpenNews20Test(), datasets.News20Test, opt)
-	if err != nil {
-		return err
-	}
-	opened, err := app.OpenData(job, &app.Data{Graph: g, TestGraph: test})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.out, "20 Newsgroups: %s (test: %d documents); loaded in %.2f s\n",
-		describe(g), test.NumSamples(), time.Since(start).Seconds())
-	fmt.Fprintf(e.out, "softmax regression, AdaGrad, %d full-batch rounds, BSP, %d machines, %s\n\n",
-		*passes, *k, linkWords(job.Config))
 	specs := splitList(*compare)
 	if len(specs) == 0 {
 		return usageError("--compare %q names no placement", *compare)
 	}
-	mon, err := metrics.StartJob(mf, e.errOut)
+	w, err := startWatchers(e, mf, wf) // a taken address fails before the data loads
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
-	runs, err := trainRuns(e, job, opened, specs, cluster.InProcess{Watch: mon.Watch}, mon)
-	if err := errors.Join(err, mon.End(context.Background())); err != nil {
+	runs, err := demoRuns(e, job, specs, *passes, *k, w)
+	if err := w.end(err); err != nil {
 		return err
 	}
 	return reportRuns(e, runs, *jsonOut, *svgOut)
+}
+
+// demoRuns loads the embedded sample and trains it once per placement
+// of specs.
+func demoRuns(e *env, job train.Job, specs []string, passes, k int, w *watchers) ([]*train.Result, error) {
+	start := time.Now()
+	opt := graph.DefaultLoadOptions()
+	g, err := graph.Read(datasets.OpenNews20Train(), datasets.News20Train, opt)
+	if err != nil {
+		return nil, err
+	}
+	test, err := graph.Read(datasets.OpenNews20Test(), datasets.News20Test, opt)
+	if err != nil {
+		return nil, err
+	}
+	opened, err := app.OpenData(job, &app.Data{Graph: g, TestGraph: test})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.out, "20 Newsgroups: %s (test: %d documents); loaded in %.2f s\n",
+		describe(g), test.NumSamples(), time.Since(start).Seconds())
+	fmt.Fprintf(e.out, "softmax regression, AdaGrad, %d full-batch rounds, BSP, %d machines, %s\n\n",
+		passes, k, linkWords(job.Config))
+	return trainRuns(e, job, opened, specs, cluster.InProcess{Watch: w.watch}, w)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"colo/app/smoke"
+	"colo/dashboard"
 	"colo/launch"
 	"colo/metrics"
 	"colo/ps/clock"
@@ -21,6 +22,7 @@ import (
 	"colo/ps/sched"
 	"colo/ps/update"
 	"colo/train"
+	"colo/transport"
 )
 
 // nodeFlags are the flags of colo node, each also read from COLO_NAME
@@ -28,6 +30,7 @@ import (
 type nodeFlags struct {
 	role, scheduler, token, host           string
 	metrics                                metrics.Flags
+	dashboard                              string
 	numServers, numWorkers, numEvals, rank int
 	keys                                   uint64
 	width                                  int
@@ -62,6 +65,7 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	nf.cl.Register(f.FlagSet)
 	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
 	nf.metrics.Register(f.FlagSet)
+	f.StringVar(&nf.dashboard, "dashboard", "", "scheduler: serve a live dashboard at http://ADDR/, such as :8080, of what the scheduler sees: its traffic with every node")
 	f.Uint64Var(&nf.keys, "keys", 1<<20, "scheduler: the key space [0, keys) split evenly among servers (0: all of uint64), unless --placement; worker: the smoke job's keys")
 	f.IntVar(&nf.width, "width", 1, "scheduler: values per key (0: per-key lengths); with --job train the application's width (lr: 1 or the number of classes, mf: --mf-rank)")
 	f.StringVar(&nf.consistency, "consistency", "bsp", "scheduler: bsp, async or bounded")
@@ -268,7 +272,19 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	err = launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Insecure: nf.insecure, Metrics: nf.metrics, Out: e.out, Log: e.errOut})
+	dash, err := dashboard.Start(nf.dashboard, dashboard.DefaultConfig(), e.errOut)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	dash.Status(fmt.Sprintf("scheduling %d servers and %d workers", cfg.NumServers, cfg.NumWorkers))
+	watch := func(stats func() transport.Stats) { dash.WatchEndpoint(proto.SchedulerID, stats) }
+	err = launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Insecure: nf.insecure, Metrics: nf.metrics, Watch: watch, Out: e.out, Log: e.errOut})
+	if err != nil {
+		dash.Status("failed: " + err.Error())
+	} else {
+		dash.Status("finished")
+	}
+	dash.Close()
 	if errors.Is(err, launch.ErrNoToken) {
 		return usageError("%v", err)
 	}

@@ -18,7 +18,6 @@ import (
 	"colo/app/sparse"
 	"colo/balance"
 	"colo/checkpoint"
-	"colo/metrics"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
@@ -267,11 +266,16 @@ func runTrain(e *env, args []string) error {
 	var dep deployment
 	dep.register(f)
 	dep.logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, "colo train: "+format+"\n", args...) }
+	var wf watchFlags
+	wf.register(f.FlagSet)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
 	if err := checkOutputs(output{"--json", t.jsonOut, false}, output{"--svg", t.svgOut, false}); err != nil {
+		return err
+	}
+	if err := wf.check(!dep.processes && !dep.netns); err != nil {
 		return err
 	}
 	job, err := t.job(pos[0], df)
@@ -298,18 +302,18 @@ func runTrain(e *env, args []string) error {
 		}
 		fmt.Fprintf(e.errOut, "colo train: resuming from %s (round %d)\n", m.Dir, m.Round)
 	}
-	opened, err := app.Open(job)
+	w, err := startWatchers(e, dep.metrics, wf) // a taken address fails before the data loads
 	if err != nil {
 		return err
 	}
-	mon, err := metrics.StartJob(dep.metrics, e.errOut)
+	opened, err := app.Open(job)
 	if err != nil {
-		return usageError("%v", err)
+		return errors.Join(err, w.end(nil))
 	}
-	d := dep.deployer(opened.Data.Graph, mon)
+	d := dep.deployer(opened.Data.Graph, w.watch)
 	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
-	runs, err := trainRuns(e, job, opened, specs, d, mon)
-	if err := errors.Join(err, mon.End(context.Background())); err != nil {
+	runs, err := trainRuns(e, job, opened, specs, d, w)
+	if err := w.end(err); err != nil {
 		return err
 	}
 	return reportRuns(e, runs, t.jsonOut, t.svgOut)
@@ -347,7 +351,7 @@ func linkWords(cfg train.Config) string {
 }
 
 // trainRuns trains the opened job once per placement on d.
-func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer, mon *metrics.Job) ([]*train.Result, error) {
+func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer, w *watchers) ([]*train.Result, error) {
 	var runs []*train.Result
 	for _, spec := range specs {
 		job.Placement = spec
@@ -363,8 +367,7 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 		}
 		bar := newProgressBar(e, "train "+spec)
 		j := job
-		j.Config.Progress = func(p train.Pass) { bar.update(int64(p.Pass), int64(job.Config.MaxPasses)); mon.Pass(p) }
-		j.Config.Checked = mon.Check
+		w.run(&j.Config, spec, opened.App.Width(), cost, func(p train.Pass) { bar.update(int64(p.Pass), int64(job.Config.MaxPasses)) })
 		res, err := train.Run(context.Background(), j, opened.App, p, d)
 		bar.finish()
 		if err != nil {

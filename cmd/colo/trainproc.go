@@ -21,6 +21,7 @@ import (
 	"colo/launch"
 	"colo/metrics"
 	"colo/placement"
+	"colo/ps/node"
 	"colo/ps/route"
 	"colo/ps/sched"
 	"colo/train"
@@ -186,9 +187,9 @@ func (d *deployment) check(cfg train.Config) error {
 }
 
 // deployer returns the deployer of d for jobs on the training graph g.
-func (d *deployment) deployer(g *graph.Graph, mon *metrics.Job) train.Deployer {
+func (d *deployment) deployer(g *graph.Graph, watch func(stats func() []node.Stats)) train.Deployer {
 	if !d.processes && !d.netns {
-		return cluster.InProcess{Watch: mon.Watch}
+		return cluster.InProcess{Watch: watch}
 	}
 	return &launch.Processes{Graph: g, Netns: d.netns, Deadline: d.deadline, Restarts: d.restarts, Logf: d.logf}
 }
