@@ -119,6 +119,7 @@ type Balancer struct {
 	version uint64
 	last    time.Time
 	lastRnd int
+	untimed bool // the window since last starts with the untimed round
 	report  Report
 }
 
@@ -151,6 +152,18 @@ func New(cfg Config, n int, keys uint64, truth func() [][]float64, egress func()
 // Report returns what the balancer did.
 func (b *Balancer) Report() Report { return b.report }
 
+// roundSeconds returns the mean time of the rounds since the last
+// decision, 0 for the first window when it is the first round alone.
+func (b *Balancer) roundSeconds(now time.Time, round int) float64 {
+	if b.untimed {
+		b.untimed = false
+		if round-b.lastRnd <= 1 {
+			return 0
+		}
+	}
+	return now.Sub(b.last).Seconds() / float64(max(1, round-b.lastRnd))
+}
+
 // histLen is the number of windows the elastic fit looks back.
 const histLen = 8
 
@@ -159,7 +172,8 @@ const histLen = 8
 // workers' measurements, decides the shares and moves the keys.
 func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) error {
 	if b.last.IsZero() {
-		b.last, b.lastRnd = time.Now(), round-1
+		// The first round is not timed: its start is not seen here.
+		b.last, b.lastRnd, b.untimed = time.Now(), round-1, true
 	}
 	if round%b.cfg.Every != 0 {
 		return nil
@@ -169,7 +183,7 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 		return fmt.Errorf("balance: the servers own %s of keys; balancing moves ranges (a dense model's placement)", k)
 	}
 	if b.cfg.Scheme == Average { // the round times alone: no exchange, no move
-		d := Decision{Round: round, Seconds: time.Since(b.last).Seconds() / float64(max(1, round-b.lastRnd))}
+		d := Decision{Round: round, Seconds: b.roundSeconds(time.Now(), round)}
 		t := w.Table()
 		for s := range n {
 			lo, hi, _ := t.Range(s)
@@ -222,7 +236,7 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 		return fmt.Errorf("balance: exchanging the measurements: %w", err)
 	}
 	now := time.Now()
-	d := Decision{Round: round, Seconds: now.Sub(b.last).Seconds() / float64(max(1, round-b.lastRnd))}
+	d := Decision{Round: round, Seconds: b.roundSeconds(now, round)}
 	b.report.ControlBytes += int64(8 * len(v))
 	old := w.Table()
 	cur := make([]float64, n)
