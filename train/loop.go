@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"colo/ps/clock"
 	"colo/ps/worker"
 	"colo/timeline"
 )
@@ -66,20 +67,29 @@ func (k Keys) Each(f func(key uint64)) {
 	}
 }
 
-// pull pulls the values of k into vals on w.
-func (k Keys) pull(w *worker.Worker, vals []float32) error {
+// pull starts the pull of the values of k into vals on w.
+func (k Keys) pull(w *worker.Worker, vals []float32) *worker.Future {
 	if k.List != nil {
-		return w.Pull(k.List, vals).Wait()
+		return w.Pull(k.List, vals)
 	}
-	return w.PullRange(k.Begin, k.End, vals).Wait()
+	return w.PullRange(k.Begin, k.End, vals)
 }
 
-// push pushes grad, the values of k, on w.
-func (k Keys) push(w *worker.Worker, grad []float32) error {
+// pullAhead starts the pull of the next round's values of k into vals
+// on w, before the current round's push (asynchronous training).
+func (k Keys) pullAhead(w *worker.Worker, vals []float32) *worker.Future {
 	if k.List != nil {
-		return w.Push(k.List, grad).Wait()
+		return w.PullAhead(k.List, vals)
 	}
-	return w.PushRange(k.Begin, grad).Wait()
+	return w.PullRangeAhead(k.Begin, k.End, vals)
+}
+
+// push starts the push of grad, the values of k, on w.
+func (k Keys) push(w *worker.Worker, grad []float32) *worker.Future {
+	if k.List != nil {
+		return w.Push(k.List, grad)
+	}
+	return w.PushRange(k.Begin, grad)
 }
 
 // Schedule says how long to train.
@@ -110,7 +120,15 @@ type Schedule struct {
 	// Track, when not nil, records the worker's pull, compute and push
 	// spans of every round and the barrier after every pass
 	// (Config.Trace); nil records nothing, at the cost of a nil check.
+	// The spans are what the loop waits for, one after another; with
+	// Overlap a push span ends when the loop has its acknowledgement in
+	// hand and the pull span after it is the rest of the wait for the
+	// next round's values.
 	Track *timeline.Track
+	// Overlap lets the phases of consecutive rounds overlap (see Loop);
+	// false runs pull, compute and push one after another, each waited
+	// for (Config.Sequential).
+	Overlap bool
 }
 
 // Validate checks s; errors name the field and the bound.
@@ -145,6 +163,35 @@ type Pass struct {
 	TrainLoss float64 `json:"train_loss"`
 	// TrainAccuracy is the fraction of samples predicted right (lr).
 	TrainAccuracy float64 `json:"train_accuracy,omitempty"`
+	// Phases is where the pass's time went on this machine (machine 0's
+	// in a Result).
+	Phases Phases `json:"phases"`
+}
+
+// Phases is where a worker's training time went: the seconds its loop
+// spent in the application's Step (Compute), waiting for the values of a
+// pull (Pull, including the wait for the round gate of BSP and bounded
+// delay when the pull was sent before its push was acknowledged),
+// waiting for the acknowledgement of a push (Push: under BSP the time
+// until every worker pushed the round and the server applied it) and at
+// the all-reduce after a pass (Barrier). What is left of a pass's time
+// is the loop's own work and its hooks (load balancing, checkpoints).
+type Phases struct {
+	Compute float64 `json:"compute_s"`
+	Pull    float64 `json:"pull_wait_s"`
+	Push    float64 `json:"push_wait_s"`
+	Barrier float64 `json:"barrier_s"`
+}
+
+// Add returns the phase-wise sum of p and q.
+func (p Phases) Add(q Phases) Phases {
+	return Phases{Compute: p.Compute + q.Compute, Pull: p.Pull + q.Pull, Push: p.Push + q.Push, Barrier: p.Barrier + q.Barrier}
+}
+
+// String writes the phases on one line, such as "compute 1.20 s, pull
+// wait 3.10 s, push wait 0.80 s, barrier 0.05 s".
+func (p Phases) String() string {
+	return fmt.Sprintf("compute %.2f s, pull wait %.2f s, push wait %.2f s, barrier %.2f s", p.Compute, p.Pull, p.Push, p.Barrier)
 }
 
 // Progress is called on machine 0 after every pass.
@@ -155,6 +202,29 @@ type Progress func(p Pass)
 // their loss through w.AllReduce, so that all of them see the same loss
 // and stop at the same round. It returns the passes (identical on every
 // machine apart from the times).
+//
+// With s.Overlap the loop does not wait for what it need not:
+//
+//   - the push of a round is not waited for before the next round's
+//     pull is sent: under BSP and bounded delay the pull of the next
+//     batch is handed to the worker right after the push, and the
+//     worker's round gate sends it the moment every server acknowledged
+//     the push, so that it leaves without a trip through the loop;
+//   - the all-reduce after a pass runs while the pass's last push (and
+//     the next pull, when it was sent) are in flight;
+//   - under async training, where no round waits for another, the pull
+//     of the next batch is sent before the current batch is computed,
+//     so that its values travel during the computation (they then lack
+//     this worker's push of the current round, as any other worker's).
+//
+// The computation of a round never starts before its values are in, so
+// under BSP the overlapped loop trains the same model, bit for bit, as
+// the sequential one. A pull is sent ahead only for a round that is
+// certain to run: never past a step budget or the last pass, nor past
+// the end of a pass when ε may stop training there (the loss is known
+// only after the all-reduce), so that the traffic is exactly the
+// rounds'. Rounds after which a hook runs (AfterRound, a checkpoint)
+// are drained first: the hooks run with nothing in flight.
 func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress Progress) ([]Pass, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -162,17 +232,120 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 	if part.Batches() != s.Batches {
 		return nil, fmt.Errorf("train: machine %d has %d batches per pass, the schedule %d", w.Rank(), part.Batches(), s.Batches)
 	}
-	width := w.Width()
+	l := &loop{w: w, part: part, s: s, width: w.Width(), async: w.Clock().Mode == clock.Async}
+	return l.run(ctx, progress)
+}
+
+// slot holds the arrays of a round and its requests in flight; the loop
+// alternates between two, so that a round's pull or push may still be
+// travelling while the next round uses the other.
+type slot struct {
+	keys       Keys
+	vals, grad []float32
+	// pull is the pull of batch b of pass p into vals, push the push of
+	// round pushed from grad; nil once waited for.
+	pull      *worker.Future
+	p, b      int
+	push      *worker.Future
+	pushRound int
+	pushPass  int
+}
+
+// loop is the state of one worker's Loop.
+type loop struct {
+	w      *worker.Worker
+	part   Part
+	s      Schedule
+	width  int
+	async  bool
+	slots  [2]slot
+	phases Phases // of the current pass
+}
+
+// startPull sends the pull of batch b of pass p into sl; ahead marks
+// it as the next round's, sent before the current round's push.
+func (l *loop) startPull(sl *slot, p, b int, ahead bool) {
+	sl.keys = l.part.Keys(b)
+	n := sl.keys.Len() * l.width
+	sl.vals, sl.grad = grow(sl.vals, n), grow(sl.grad, n)
+	sl.p, sl.b = p, b
+	if ahead {
+		sl.pull = sl.keys.pullAhead(l.w, sl.vals)
+		return
+	}
+	sl.pull = sl.keys.pull(l.w, sl.vals)
+}
+
+// waitPush waits for sl's push, if one is in flight.
+func (l *loop) waitPush(sl *slot) error {
+	if sl.push == nil {
+		return nil
+	}
+	t0 := time.Now()
+	t := l.s.Track.Start()
+	err := sl.push.Wait()
+	sl.push = nil
+	l.s.Track.Span(timeline.Push, sl.pushRound, t)
+	l.phases.Push += time.Since(t0).Seconds()
+	if err != nil {
+		return fmt.Errorf("pass %d round %d: push: %w", sl.pushPass, sl.pushRound, err)
+	}
+	return nil
+}
+
+// drain waits for every request in flight and returns the first error.
+func (l *loop) drain() error {
+	var first error
+	for i := range l.slots {
+		sl := &l.slots[i]
+		if err := l.waitPush(sl); err != nil && first == nil {
+			first = err
+		}
+		if sl.pull != nil {
+			if err := sl.pull.Wait(); err != nil && first == nil {
+				first = fmt.Errorf("pass %d: pull: %w", sl.p, err)
+			}
+			sl.pull = nil
+		}
+	}
+	return first
+}
+
+// hookAfter reports whether a hook runs after the given number of
+// rounds.
+func (l *loop) hookAfter(rounds int) bool {
+	return l.s.AfterRound != nil || l.s.Checkpoint.due(rounds)
+}
+
+// runs reports whether the round after the given number of rounds, batch
+// b of pass p, certainly runs: whether a pull may be sent for it ahead.
+func (l *loop) runs(rounds, p, b int) bool {
+	if !l.s.Overlap || l.s.budgetSpent(rounds) || l.hookAfter(rounds) || p >= l.s.MaxPasses {
+		return false
+	}
+	// Past a pass's end, ε may stop training (the loss is summed after
+	// the pass).
+	return b > 0 || l.s.Epsilon == 0
+}
+
+// next returns the pass and batch of the round after batch b of pass p.
+func (l *loop) next(p, b int) (int, int) {
+	if b+1 < l.s.Batches {
+		return p, b + 1
+	}
+	return p + 1, 0
+}
+
+func (l *loop) run(ctx context.Context, progress Progress) (passes []Pass, err error) {
+	s, w := l.s, l.w
 	scale := float32(float64(s.Batches) / float64(s.Samples))
-	var vals, grad []float32
-	var passes []Pass
 	start := time.Now()
 	prev := math.NaN()
 	rounds, p0, b0 := 0, 0, 0
 	var loss float64
 	var samples, correct int
 	if c := s.Checkpoint; c != nil && c.Config.Resume != "" {
-		st, err := c.restore(ctx, w, part)
+		st, err := c.restore(ctx, w, l.part)
 		if err != nil {
 			return nil, err
 		}
@@ -181,28 +354,62 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 		prev = math.Float64frombits(st.PrevBits)
 		start = start.Add(-time.Duration(st.Seconds * float64(time.Second)))
 	}
+	defer func() {
+		// Nothing is left in flight, whatever ended the loop.
+		if derr := l.drain(); err == nil && derr != nil {
+			err = derr
+		}
+	}()
 	for p := p0; p < s.MaxPasses; p++ {
 		for b := b0; b < s.Batches; b++ {
 			if s.budgetSpent(rounds) {
 				break
 			}
-			keys := part.Keys(b)
-			n := keys.Len() * width
-			vals, grad = grow(vals, n), grow(grad, n)
+			cur, other := &l.slots[rounds%2], &l.slots[(rounds+1)%2]
+			if cur.pull == nil {
+				l.startPull(cur, p, b, false)
+			} else if cur.p != p || cur.b != b {
+				return passes, fmt.Errorf("pass %d round %d: the pull sent ahead was of pass %d batch %d", p, rounds, cur.p, cur.b)
+			}
+			// The previous round's push, then the one that last used
+			// cur.grad (async keeps up to two in flight).
+			if !l.async {
+				if err := l.waitPush(other); err != nil {
+					return passes, err
+				}
+			}
+			if err := l.waitPush(cur); err != nil {
+				return passes, err
+			}
+			t0 := time.Now()
 			t := s.Track.Start()
-			if err := keys.pull(w, vals); err != nil {
+			err := cur.pull.Wait()
+			cur.pull = nil
+			t = s.Track.Span(timeline.Pull, rounds, t)
+			t1 := time.Now()
+			l.phases.Pull += t1.Sub(t0).Seconds()
+			if err != nil {
 				return passes, fmt.Errorf("pass %d round %d: pull: %w", p, rounds, err)
 			}
-			t = s.Track.Span(timeline.Pull, rounds, t)
-			clear(grad)
-			l, m, c := part.Step(b, vals, grad, scale)
-			loss, samples, correct = loss+l, samples+m, correct+c
-			t = s.Track.Span(timeline.Compute, rounds, t)
-			if err := keys.push(w, grad); err != nil {
-				return passes, fmt.Errorf("pass %d round %d: push: %w", p, rounds, err)
+			np, nb := l.next(p, b)
+			if l.async && l.runs(rounds+1, np, nb) {
+				l.startPull(other, np, nb, true)
 			}
-			s.Track.Span(timeline.Push, rounds, t)
+			clear(cur.grad)
+			lo, m, c := l.part.Step(b, cur.vals, cur.grad, scale)
+			loss, samples, correct = loss+lo, samples+m, correct+c
+			t = s.Track.Span(timeline.Compute, rounds, t)
+			l.phases.Compute += time.Since(t1).Seconds()
+			cur.push, cur.pushRound, cur.pushPass = cur.keys.push(w, cur.grad), rounds, p
 			rounds++
+			switch {
+			case !s.Overlap || l.hookAfter(rounds):
+				if err := l.drain(); err != nil {
+					return passes, err
+				}
+			case !l.async && l.runs(rounds, np, nb):
+				l.startPull(other, np, nb, false)
+			}
 			if s.AfterRound != nil {
 				if err := s.AfterRound(ctx, w, rounds); err != nil {
 					return passes, fmt.Errorf("pass %d round %d: %w", p, rounds, err)
@@ -211,23 +418,34 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 			if s.Checkpoint.due(rounds) {
 				st := WorkerState{Rounds: rounds, Pass: p, Batch: b + 1, LossBits: math.Float64bits(loss), Samples: samples, Correct: correct,
 					PrevBits: math.Float64bits(prev), Seconds: time.Since(start).Seconds(), Passes: passes}
-				if err := s.Checkpoint.save(ctx, w, part, st); err != nil {
+				if err := s.Checkpoint.save(ctx, w, l.part, st); err != nil {
 					return passes, fmt.Errorf("pass %d round %d: %w", p, rounds, err)
 				}
 			}
 		}
 		b0 = 0
+		t0 := time.Now()
 		t := s.Track.Start()
 		sum, err := w.AllReduce(ctx, []float64{loss, float64(samples), float64(correct)})
 		if err != nil {
 			return passes, fmt.Errorf("pass %d: summing the loss: %w", p, err)
 		}
 		s.Track.Span(timeline.Barrier, p+1, t)
-		pass := Pass{Pass: p + 1, Rounds: rounds, Samples: int(sum[1]), Seconds: time.Since(start).Seconds()}
+		l.phases.Barrier += time.Since(t0).Seconds()
+		pass := Pass{Pass: p + 1, Rounds: rounds, Samples: int(sum[1])}
 		if sum[1] > 0 {
 			pass.TrainLoss = sum[0] / sum[1]
 			pass.TrainAccuracy = sum[2] / sum[1]
 		}
+		stop := Converged(prev, pass.TrainLoss, s.Epsilon) || s.budgetSpent(rounds) || p+1 >= s.MaxPasses
+		if stop {
+			// The pass's last push is part of the pass.
+			if err := l.drain(); err != nil {
+				return passes, err
+			}
+		}
+		pass.Seconds, pass.Phases = time.Since(start).Seconds(), l.phases
+		l.phases = Phases{}
 		passes = append(passes, pass)
 		if progress != nil && w.Rank() == 0 {
 			progress(pass)
@@ -235,7 +453,7 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 		if math.IsNaN(pass.TrainLoss) || math.IsInf(pass.TrainLoss, 0) {
 			return passes, fmt.Errorf("pass %d: the training loss is %v: lower the learning rate", p+1, pass.TrainLoss)
 		}
-		if Converged(prev, pass.TrainLoss, s.Epsilon) || s.budgetSpent(rounds) {
+		if stop {
 			break
 		}
 		prev = pass.TrainLoss

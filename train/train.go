@@ -154,6 +154,11 @@ type Config struct {
 	// Checkpoint, when set, writes checkpoints every so many rounds, or
 	// resumes the job from one (see checkpoint.go).
 	Checkpoint Checkpoint `json:"checkpoint,omitzero"`
+	// Sequential turns off the overlap of consecutive rounds
+	// (Schedule.Overlap): each round's pull, computation and push then
+	// run one after another, each waited for. Under BSP both train the
+	// same model; the overlap only hides waiting.
+	Sequential bool `json:"sequential,omitempty"`
 	// Progress, when set, is called on machine 0 after every pass.
 	Progress Progress `json:"-"`
 	// Checked, when set, is called by the evaluator after every score.
@@ -319,6 +324,11 @@ type Result struct {
 
 	Rounds int `json:"rounds"`
 	Passes int `json:"passes"`
+	// Overlap reports whether consecutive rounds overlapped
+	// (Schedule.Overlap), Phases where worker 0's training time went,
+	// summed over the passes (RoundsDetail has each pass's).
+	Overlap bool   `json:"overlap"`
+	Phases  Phases `json:"phases"`
 	// SamplesPerSecond is the samples trained (on every machine, every
 	// pass) per second of training.
 	SamplesPerSecond float64 `json:"samples_per_s"`
@@ -535,13 +545,16 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 	res := &Result{
 		App: app.Name(), Placement: job.Placement, Machines: cfg.Machines, Servers: cfg.Servers, Consistency: cfg.Clock.Name(),
 		Updater: cfg.Rule.Name, Batch: cfg.Batch, LinkBandwidth: cfg.LinkBandwidth,
-		StartSeconds: out.StartSeconds, TotalSeconds: out.Seconds, InterValues: out.InterValues,
+		StartSeconds: out.StartSeconds, TotalSeconds: out.Seconds, InterValues: out.InterValues, Overlap: dep.Schedule.Overlap,
 		batches: dep.Schedule.Batches, width: app.Width(),
 	}
 	w := out.Work
 	res.TrainSeconds, res.EvalSeconds = w.TrainSeconds, w.EvalSeconds
 	res.Checkpoints, res.CheckpointSeconds = w.Checkpoints, w.CheckpointSeconds
 	res.RoundsDetail = w.Passes
+	for _, p := range w.Passes {
+		res.Phases = res.Phases.Add(p.Phases)
+	}
 	if n := len(w.Passes); n > 0 {
 		last := w.Passes[n-1]
 		res.Rounds, res.Passes, res.FinalTrainLoss = last.Rounds, last.Pass, last.TrainLoss
@@ -626,7 +639,8 @@ func NewSchedule(app App, cfg Config) Schedule {
 	if cfg.Batch > 0 {
 		batches = max(1, (app.NumSamples()+cfg.Batch-1)/cfg.Batch)
 	}
-	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, MaxRounds: cfg.MaxRounds(), Samples: app.NumSamples(), Batches: batches}
+	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, MaxRounds: cfg.MaxRounds(), Samples: app.NumSamples(), Batches: batches,
+		Overlap: !cfg.Sequential}
 }
 
 // addTraffic adds the data bytes the nodes sent to r: between a machine's

@@ -53,6 +53,7 @@ type trainFlags struct {
 	bal         balance.Flags
 	jobFile     string
 	ckpt        train.Checkpoint
+	overlap     bool
 	// The dense models' (mlp, cnn) data and sizes.
 	labels, testLabels, labelCol, header, sep string
 	hidden, conv, lrScaling, lrDecay          string
@@ -104,6 +105,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.ckpt.Dir, "checkpoint", "", "write a checkpoint of the servers' keys and the workers' progress to this directory every --checkpoint-every rounds (the newest 2 kept; one host or a shared file system)")
 	f.IntVar(&t.ckpt.Every, "checkpoint-every", 0, "rounds between two checkpoints (with --checkpoint)")
 	f.StringVar(&t.ckpt.Resume, "resume", "", "resume a stopped job from the newest complete checkpoint in this directory (the same job and flags; a damaged checkpoint is refused and the one before used); may be the --checkpoint directory")
+	f.BoolVar(&t.overlap, "overlap", true, "overlap consecutive rounds: the next pull leaves as soon as the consistency model allows (--overlap=false: pull, compute and push one after another)")
 	t.bal.Register(f.FlagSet)
 }
 
@@ -168,7 +170,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	if cfg.RandomBandwidth, cfg.BandwidthChange, err = t.bal.Network(); err != nil {
 		return job, usageError("%v", err)
 	}
-	cfg.Checkpoint = t.ckpt
+	cfg.Checkpoint, cfg.Sequential = t.ckpt, !t.overlap
 	if !t.ckpt.IsZero() && t.compare != "" {
 		return job, usageError("--compare trains several jobs: --checkpoint and --resume take one")
 	}
@@ -374,8 +376,8 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 			return nil, err
 		}
 		res.Placed(secs, cost)
-		fmt.Fprintf(e.out, "%-14s partition %.2f s, trained %d passes in %.2f s, loss %.4f%s\n",
-			spec, res.PartitionSeconds, res.Passes, res.TrainSeconds, res.FinalTrainLoss, res.Eval.Words())
+		fmt.Fprintf(e.out, "%-14s partition %.2f s, trained %d passes in %.2f s, loss %.4f%s\n%-14s worker 0: %v\n",
+			spec, res.PartitionSeconds, res.Passes, res.TrainSeconds, res.FinalTrainLoss, res.Eval.Words(), "", res.Phases)
 		runs = append(runs, res)
 	}
 	return runs, nil

@@ -209,8 +209,11 @@ type Core struct {
 	held [][]held
 	buf  kv.Batch  // pull replies
 	rbuf []float32 // range pull replies
-	// pulls holds each worker's last pull, for the staleness of its push.
-	pulls []pullMark
+	// pulls holds each worker's last two pulls, newest first, for the
+	// staleness of its pushes (a worker that pulls its next round before
+	// it pushes the current one, worker.Worker.PullAhead, has two rounds'
+	// pulls outstanding).
+	pulls [][2]pullMark
 	// table is the routing table since the last move, version its
 	// version (0: the job's first table), old the store of the table
 	// before it, whose keys moved away are taken from it.
@@ -238,7 +241,7 @@ func New(cfg Config) (*Core, error) {
 		sync:  cfg.Clock.Mode == clock.BSP,
 		ids:   make([][]pending, cfg.Workers),
 		held:  make([][]held, cfg.Workers),
-		pulls: make([]pullMark, cfg.Workers),
+		pulls: make([][2]pullMark, cfg.Workers),
 	}, nil
 }
 
@@ -402,7 +405,8 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 	}
 	if !r.Push {
 		c.stats.Pulls++
-		c.pulls[r.Worker] = pullMark{round: r.Round, min: c.clock.Min(), ok: true}
+		m := &c.pulls[r.Worker]
+		m[1], m[0] = m[0], pullMark{round: r.Round, min: c.clock.Min(), ok: true}
 		if r.Range {
 			c.stats.KeysPulled += end - begin
 			v, view, err := c.store.PullRange(begin, end, c.rbuf)
@@ -419,9 +423,12 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: c.buf.Vals, Lens: c.buf.Lens})
 	}
 	c.stats.Pushes++
-	if m := c.pulls[r.Worker]; m.ok && m.round == r.Round {
-		c.stats.Staleness.record(r.Round - m.min)
-		c.pulls[r.Worker].ok = false
+	for i := range c.pulls[r.Worker] {
+		if m := &c.pulls[r.Worker][i]; m.ok && m.round == r.Round {
+			c.stats.Staleness.record(r.Round - m.min)
+			m.ok = false
+			break
+		}
 	}
 	if c.sync {
 		return c.pushBSP(r, begin, end)

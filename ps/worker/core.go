@@ -140,6 +140,9 @@ type Op struct {
 	// steps, when not nil, receives the smallest step count of the
 	// servers' answers (an evaluator's pull; −1 without one).
 	steps *int64
+	// ahead marks a pull for the round after the current one, sent
+	// before the current round's push (asynchronous training only).
+	ahead bool
 	// The moves' operations: the server asked, the new table and its
 	// version, and where a Take's answer goes.
 	server  int
@@ -319,7 +322,11 @@ func (c *Core) start(op *Op) {
 	if r.push {
 		flags = transport.FlagRequest | transport.FlagPush
 	}
-	meta := proto.AppendMeta(nil, c.round)
+	round := c.round
+	if op.ahead {
+		round++
+	}
+	meta := proto.AppendMeta(nil, round)
 	all := r.push && c.sync // every server hears of the round
 	send := func(s int, cmd uint16, b kv.Batch) {
 		if len(b.Keys) == 0 && !all {
@@ -415,6 +422,9 @@ func (c *Core) check(op *Op) error {
 			return fmt.Errorf("worker %d: range [%d, %d) is reversed", c.cfg.Rank, op.begin, op.end)
 		}
 		return nil
+	}
+	if op.ahead && c.sync {
+		return fmt.Errorf("worker %d: a pull ahead of its round needs asynchronous training, not %s", c.cfg.Rank, c.cfg.Clock.Name())
 	}
 	switch op.kind {
 	case opPush, opPull:

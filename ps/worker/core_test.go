@@ -262,3 +262,34 @@ func mustPlacement(p []int32, s int) *route.Table {
 	}
 	return t
 }
+
+// TestPullAhead: a pull ahead carries the next round in its metadata
+// under async and is refused under BSP and bounded delay.
+func TestPullAhead(t *testing.T) {
+	tb, err := route.Uniform(2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ck := range []clock.Config{{Mode: clock.Async}, {Mode: clock.BSP}, {Mode: clock.Bounded, Tau: 2}} {
+		c, err := NewCore(Config{Rank: 0, Table: tb, Width: 1, Clock: ck})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := &Op{kind: opPull, keys: []uint64{1, 6}, dst: make([]float32, 2), ahead: true, fut: newFuture()}
+		outs := c.Submit(op)
+		if ck.Mode != clock.Async {
+			if err := op.fut.Err(); err == nil || len(outs) != 0 {
+				t.Errorf("%s: a pull ahead sent %d messages, error %v", ck.Name(), len(outs), err)
+			}
+			continue
+		}
+		if len(outs) != 2 {
+			t.Fatalf("async: %d messages, want 2", len(outs))
+		}
+		for _, o := range outs {
+			if r, err := proto.ParseMeta(o.M); err != nil || r != 1 {
+				t.Errorf("async: round %d (%v), want 1", r, err)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"colo/kv"
+	"colo/ps/clock"
 	"colo/ps/proto"
 	"colo/ps/route"
 	"colo/transport"
@@ -76,6 +77,9 @@ func (w *Worker) Servers() int { return w.core.servers }
 // Width returns the number of values per key (0: per-key lengths).
 func (w *Worker) Width() int { return w.core.cfg.Width }
 
+// Clock returns the consistency model the worker was configured with.
+func (w *Worker) Clock() clock.Config { return w.core.cfg.Clock }
+
 // Round returns the number of rounds the worker has started pushing.
 func (w *Worker) Round() int64 {
 	w.mu.Lock()
@@ -129,6 +133,21 @@ func (w *Worker) PushLens(keys []uint64, vals []float32, lens []int32) *Future {
 // Pull fills dst with the Width values of each of the sorted keys.
 func (w *Worker) Pull(keys []uint64, dst []float32) *Future {
 	return w.submit(&Op{kind: opPull, keys: keys, dst: dst})
+}
+
+// PullAhead is Pull for the next round: under asynchronous training an
+// application may pull the values of its next round before it pushes
+// the current one, and the servers then count the pull as the next
+// round's (server.Staleness measures the push that follows it). Under
+// BSP and bounded delay it fails: the next round's values must wait for
+// the current round's push.
+func (w *Worker) PullAhead(keys []uint64, dst []float32) *Future {
+	return w.submit(&Op{kind: opPull, keys: keys, dst: dst, ahead: true})
+}
+
+// PullRangeAhead is PullRange for the next round, as PullAhead.
+func (w *Worker) PullRangeAhead(begin, end uint64, dst []float32) *Future {
+	return w.submit(&Op{kind: opPullRange, begin: begin, end: end, dst: dst, ahead: true})
 }
 
 // PullLens sets dst to the keys with their values and lengths, reusing
