@@ -29,6 +29,11 @@ func runBench(e *env, args []string) error {
 			fmt.Fprintln(e.out, "Usage: colo bench partition [flags] DATA... -o DIR\n       colo bench kv [flags]\n       colo bench sharding [flags] DATA -o DIR\n       colo bench balance [flags] DATA -o DIR\n       colo bench rcd [flags] DATA [-o DIR]\n\nRun 'colo bench NAME -h' for the flags.")
 			return nil
 		}
+		if len(args) > 0 {
+			if s := suggest(args[0], []string{"partition", "kv", "sharding", "balance", "rcd"}); s != "" {
+				return usageError("unknown benchmark %q: did you mean %s?", args[0], s)
+			}
+		}
 		return usageError("want 'colo bench partition DATA...', 'colo bench kv', 'colo bench sharding DATA', 'colo bench balance DATA' or 'colo bench rcd DATA'")
 	}
 	f := newFlags(e, "bench partition", "colo bench partition [flags] DATA[@FORMAT]... -o DIR",
@@ -101,7 +106,7 @@ func runBench(e *env, args []string) error {
 		return err
 	}
 	if j.path != "" {
-		if err := writeJSON(e, j.path, rs); err != nil || j.path == "-" {
+		if err := writeJSON(e, j.path, rs); err != nil {
 			return err
 		}
 	}

@@ -88,7 +88,7 @@ func runBenchBalance(e *env, args []string) error {
 		return err
 	}
 	if p := t.json.path; p != "" {
-		if err := writeJSON(e, p, res); err != nil || p == "-" {
+		if err := writeJSON(e, p, res); err != nil {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ func runBenchKV(e *env, args []string) error {
 		return err
 	}
 	if j.path != "" {
-		if err := writeJSON(e, j.path, recs); err != nil || j.path == "-" {
+		if err := writeJSON(e, j.path, recs); err != nil {
 			return err
 		}
 	}

@@ -73,7 +73,7 @@ func runBenchSharding(e *env, args []string) error {
 		return err
 	}
 	if p := t.json.path; p != "" {
-		if err := writeJSON(e, p, res); err != nil || p == "-" {
+		if err := writeJSON(e, p, res); err != nil {
 			return err
 		}
 	}

@@ -54,9 +54,7 @@ func runLaunch(e *env, args []string) error {
 				return err
 			}
 		}
-		if j.path != "-" {
-			sum.WriteText(e.out)
-		}
+		sum.WriteText(e.out) // standard error when the JSON is on standard output
 	}
 	return err
 }

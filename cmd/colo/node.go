@@ -240,9 +240,7 @@ func runNode(e *env, args []string) error {
 			}
 		}
 	}
-	if nf.json.path != "-" {
-		sum.WriteText(e.out, trained)
-	}
+	sum.WriteText(e.out, trained) // standard error when the JSON is on standard output
 	if nf.json.path == "" {
 		return jobErr
 	}

@@ -89,7 +89,7 @@ func runPartition(e *env, args []string) error {
 		return err
 	}
 	if j.path != "" {
-		if err := writeJSON(e, j.path, s); err != nil || j.path == "-" {
+		if err := writeJSON(e, j.path, s); err != nil {
 			return err
 		}
 	}
@@ -162,7 +162,7 @@ func runEval(e *env, args []string) error {
 	s.Algorithm, s.Seed, s.Seconds, s.Dataset = algo, *seed, time.Since(start).Seconds(), pos[0]
 	s.Details = map[string]any{"data_part": *dataPart, "param_part": *paramPart}
 	if j.path != "" {
-		if err := writeJSON(e, j.path, s); err != nil || j.path == "-" {
+		if err := writeJSON(e, j.path, s); err != nil {
 			return err
 		}
 	}

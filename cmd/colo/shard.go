@@ -143,7 +143,7 @@ func runShard(e *env, args []string) error {
 		return err
 	}
 	if j.path != "" {
-		if err := writeJSON(e, j.path, rep); err != nil || j.path == "-" {
+		if err := writeJSON(e, j.path, rep); err != nil {
 			return err
 		}
 	}

@@ -30,7 +30,7 @@ func runStats(e *env, args []string) error {
 			Format      string  `json:"format"`
 			LoadSeconds float64 `json:"load_seconds"`
 		}{st, pos[0], g.Meta().Format, took.Seconds()}
-		if err := writeJSON(e, j.path, out); err != nil || j.path == "-" {
+		if err := writeJSON(e, j.path, out); err != nil {
 			return err
 		}
 	}
