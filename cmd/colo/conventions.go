@@ -155,6 +155,24 @@ func writeJSON(e *env, path string, v any) error {
 	})
 }
 
+// writeJSONLine is writeJSON on one line, for outputs read as JSON Lines
+// (the nodes of one mpirun share its standard output).
+func writeJSONLine(e *env, path string, v any) error {
+	b, err := e.stamp(v)
+	if err != nil {
+		return err
+	}
+	var line bytes.Buffer
+	if err := json.Compact(&line, b); err != nil {
+		return err
+	}
+	line.WriteByte('\n')
+	return writeOutput(e, path, func(w io.Writer) error {
+		_, err := w.Write(line.Bytes())
+		return err
+	})
+}
+
 // stamp is stamp with the record of the command's parsed flags.
 func (e *env) stamp(v any) ([]byte, error) {
 	var rec runRecord
@@ -222,6 +240,14 @@ func (f *cmdFlags) routeJSON() {
 	e := f.e
 	if f.json != nil && f.json.path == "-" && e.json == nil {
 		e.json, e.out = e.out, e.errOut
+	}
+}
+
+// unrouteJSON undoes routeJSON, for a command that writes no JSON after
+// all.
+func (f *cmdFlags) unrouteJSON() {
+	if e := f.e; e.json != nil {
+		e.out, e.json = e.json, nil
 	}
 }
 

@@ -136,6 +136,9 @@ func runNode(e *env, args []string) error {
 		logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
 	}
 	if role == proto.RoleScheduler {
+		// The scheduler writes no JSON: under mpirun or srun every rank
+		// gets --json, and its address and end stay on standard output.
+		f.unrouteJSON()
 		return runScheduler(ctx, e, &nf)
 	}
 	if err := checkOutputs(output{"--result", nf.result, false}); err != nil {
@@ -249,7 +252,7 @@ func runNode(e *env, args []string) error {
 			return err
 		}
 	}
-	if err := writeJSON(e, nf.json.path, sum); err != nil {
+	if err := writeJSONLine(e, nf.json.path, sum); err != nil {
 		return err
 	}
 	return jobErr
