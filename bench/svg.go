@@ -66,7 +66,7 @@ func PlotSVG(w io.Writer, rs []Result) error {
 		for v := ymin; v <= ymax+step/2; v += step {
 			y := yOf(v)
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, y, x0+pw, y)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%g%%</text>`+"\n", x0-4, y+4, v)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s%%</text>`+"\n", x0-4, y+4, plot.Label(v))
 		}
 		for _, k := range ks {
 			x := x0 + xOf(k)

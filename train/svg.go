@@ -33,8 +33,34 @@ func checks(r *Result) []Check {
 // evaluator measured) against wall-clock time (partition
 // time included, so that a run's line starts when its training starts)
 // for each run, as an SVG document with a logarithmic loss axis.
+// Its title names the settings of the first run; PlotLossTitled takes
+// one that also names the dataset.
 func PlotLoss(w io.Writer, runs []*Result) error {
-	const width, height, ml, mr, mt, mb = 640.0, 400.0, 70.0, 20.0, 30.0, 50.0
+	return PlotLossTitled(w, Settings(runs), runs)
+}
+
+// Settings describes the training settings of the first of runs for a
+// plot's title: the application, the machines, the consistency model, the
+// update rule, the batch and the links.
+func Settings(runs []*Result) string {
+	if len(runs) == 0 {
+		return "training loss"
+	}
+	r := runs[0]
+	batch := "full batches"
+	if r.Batch > 0 {
+		batch = fmt.Sprintf("batch %d", r.Batch)
+	}
+	link := "unlimited links"
+	if r.LinkBandwidth > 0 {
+		link = plot.Label(r.LinkBandwidth*8/1e6) + " Mbit/s links"
+	}
+	return fmt.Sprintf("%s on %d machines, %s, %s, %s, %s", r.App, r.Machines, r.Consistency, r.Updater, batch, link)
+}
+
+// PlotLossTitled is PlotLoss with the given title above the plot.
+func PlotLossTitled(w io.Writer, title string, runs []*Result) error {
+	const width, height, ml, mr, mt, mb = 640.0, 400.0, 70.0, 20.0, 40.0, 50.0
 	tMax, lMin, lMax := 0.0, math.Inf(1), math.Inf(-1)
 	for _, r := range runs {
 		for _, p := range r.RoundsDetail {
@@ -65,6 +91,7 @@ func PlotLoss(w io.Writer, runs []*Result) error {
 	y := func(l float64) float64 { return mt + ph*(hi-math.Log10(l))/(hi-lo) }
 	var b strings.Builder
 	plot.Open(&b, width, height, 12)
+	fmt.Fprintf(&b, `<text x="%.1f" y="20" text-anchor="middle" font-size="13">%s</text>`+"\n", width/2, html.EscapeString(title))
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444"/>`+"\n", ml, mt, pw, ph)
 	for e := lo; e <= hi; e++ {
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", ml, ml+pw, y(math.Pow(10, e)), y(math.Pow(10, e)))
@@ -72,7 +99,7 @@ func PlotLoss(w io.Writer, runs []*Result) error {
 	}
 	step := plot.NiceStep(tMax / 6)
 	for t := 0.0; t <= tMax+1e-9; t += step {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%g</text>`+"\n", x(t), mt+ph+16, t)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(t), mt+ph+16, plot.Label(t))
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">seconds (partition + training)</text>`+"\n", ml+pw/2, height-12)
 	fmt.Fprintf(&b, `<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">training loss (validation dashed)</text>`+"\n", mt+ph/2, mt+ph/2)

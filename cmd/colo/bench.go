@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -28,10 +29,16 @@ func runBench(e *env, args []string) error {
 			fmt.Fprintln(e.out, "Usage: colo bench partition [flags] DATA... -o DIR\n       colo bench kv [flags]\n       colo bench sharding [flags] DATA -o DIR\n       colo bench balance [flags] DATA -o DIR\n       colo bench rcd [flags] DATA [-o DIR]\n\nRun 'colo bench NAME -h' for the flags.")
 			return nil
 		}
+		if len(args) > 0 {
+			if s := suggest(args[0], []string{"partition", "kv", "sharding", "balance", "rcd"}); s != "" {
+				return usageError("unknown benchmark %q: did you mean %s?", args[0], s)
+			}
+		}
 		return usageError("want 'colo bench partition DATA...', 'colo bench kv', 'colo bench sharding DATA', 'colo bench balance DATA' or 'colo bench rcd DATA'")
 	}
 	f := newFlags(e, "bench partition", "colo bench partition [flags] DATA[@FORMAT]... -o DIR",
-		"Runs every algorithm of --algos on every dataset for every k of --k and writes\n"+
+		"Runs every algorithm of --algos on every dataset for every K of --machines and\n"+
+			"writes "+
 			"DIR/bench.csv and DIR/bench.json (time, M_max, T_max, T_sum, max|U_i|, the\n"+
 			"objective, the random baseline and the improvements over it) and\n"+
 			"DIR/improvement.svg (T_max improvement over random against k). A dataset's\n"+
@@ -40,13 +47,15 @@ func runBench(e *env, args []string) error {
 			"optionally followed by +refine.")
 	var df dataFlags
 	df.register(f)
-	ks := f.String("k", "2,4,8,16,32,64", "comma-separated numbers of machines")
+	ks := f.String("machines", "2,4,8,16,32,64", "comma-separated numbers of machines K")
+	f.alias("k", "machines")
 	algos := f.String("algos", "random,parsa,tsh1,tsh2,mbp,parsa+refine", "comma-separated algorithms")
 	out := f.String("o", "", "output directory (required)")
 	var opt partition.Options
 	f.Uint64Var(&opt.Seed, "seed", 1, "random seed")
 	f.Int64Var(&opt.Theta, "theta", 0, "memory bound θ on |N(U_i)| (0: none)")
 	algoFlags(f, &opt)
+	j := f.jsonOption("the results")
 	pos, err := f.parse(args[1:], 1, -1)
 	if err != nil {
 		return err
@@ -54,14 +63,14 @@ func runBench(e *env, args []string) error {
 	if *out == "" {
 		return usageError("-o DIR is required")
 	}
-	if err := checkOutputs(output{"-o", *out, true}); err != nil {
+	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
 		return err
 	}
 	cfg := bench.Config{Seed: opt.Seed, Options: opt, Algos: splitList(*algos)}
 	for _, s := range splitList(*ks) {
 		k, err := strconv.Atoi(s)
 		if err != nil || k < 1 {
-			return usageError("--k %q: want positive numbers separated by commas", *ks)
+			return usageError("--machines %q: want positive numbers of machines separated by commas", *ks)
 		}
 		cfg.Ks = append(cfg.Ks, k)
 	}
@@ -92,6 +101,14 @@ func runBench(e *env, args []string) error {
 	}
 	if err := bench.WriteDir(*out, rs); err != nil {
 		return err
+	}
+	if err := stampFile(e, filepath.Join(*out, bench.Files[1])); err != nil {
+		return err
+	}
+	if j.path != "" {
+		if err := writeJSON(e, j.path, rs); err != nil {
+			return err
+		}
 	}
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "dataset\tk\talgorithm\tseconds\tM_max\tT_max\tT_sum\tmax|U_i|\tT_max impr.\t\n")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -43,7 +44,7 @@ func runBenchBalance(e *env, args []string) error {
 	if *out == "" {
 		return usageError("-o DIR is required")
 	}
-	if err := checkOutputs(output{"-o", *out, true}); err != nil {
+	if err := checkOutputs(output{"-o", *out, true}, output{"--json", t.json.path, false}); err != nil {
 		return err
 	}
 	job, err := t.job(pos[0], df)
@@ -82,6 +83,14 @@ func runBenchBalance(e *env, args []string) error {
 	}
 	if err := balancing.WriteDir(*out, res); err != nil {
 		return err
+	}
+	if err := stampFile(e, filepath.Join(*out, "balance.json")); err != nil {
+		return err
+	}
+	if p := t.json.path; p != "" {
+		if err := writeJSON(e, p, res); err != nil {
+			return err
+		}
 	}
 	if err := balancing.WriteTable(e.out, res.Table); err != nil {
 		return err

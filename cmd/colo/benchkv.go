@@ -20,15 +20,15 @@ func runBenchKV(e *env, args []string) error {
 			"each; dense requests one range of float32 that the servers share. After\n"+
 			"each line the same traffic runs without colo, as bare length-prefixed\n"+
 			"messages over TCP connections of the same shape (plain MB/s): what the\n"+
-			"machine gives at that moment. Prints a table, or with --json a list of\n"+
-			"records {mode, servers, workers, op, keys_per_s, mb_per_s, p50_us,\n"+
+			"machine gives at that moment. Prints a table, or with --json the records\n"+
+			"under \"results\", each {mode, servers, workers, op, keys_per_s, mb_per_s, p50_us,\n"+
 			"p99_us, requests, seconds, plain_mb_per_s}. MB/s counts 12 bytes per\n"+
 			"sparse key (key and value) and 4 per dense value.")
 	cfg := kv.DefaultConfig()
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each request kind runs on each shape")
 	f.IntVar(&cfg.SparseKeys, "sparse-keys", cfg.SparseKeys, "keys of a sparse request")
 	f.IntVar(&cfg.DenseVals, "dense-values", cfg.DenseVals, "float32 values of a dense request")
-	asJSON := f.Bool("json", false, "print the records as JSON")
+	j := f.jsonOption("the records")
 	var mf metrics.Flags
 	mf.Register(f.FlagSet)
 	if _, err := f.parse(args, 0, 0); err != nil {
@@ -50,8 +50,10 @@ func runBenchKV(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return printJSON(e.out, recs)
+	if j.path != "" {
+		if err := writeJSON(e, j.path, recs); err != nil {
+			return err
+		}
 	}
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "mode\tservers×workers\top\tkeys/s\tMB/s\tp50 µs\tp99 µs\trequests\tplain MB/s\tof plain\t\n")

@@ -15,10 +15,11 @@ func TestBenchKVJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var recs []map[string]any
-	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+	var doc struct{ Results []map[string]any }
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	recs := doc.Results
 	if len(recs) != 8 {
 		t.Fatalf("%d records, want 8", len(recs))
 	}

@@ -79,7 +79,7 @@ type output struct {
 // when complete), or to standard output for "-".
 func writeOutput(e *env, path string, write func(io.Writer) error) error {
 	if path == "-" {
-		bw := bufio.NewWriter(e.out)
+		bw := bufio.NewWriter(e.stdout())
 		if err := write(bw); err != nil {
 			return err
 		}

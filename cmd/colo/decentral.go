@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -175,14 +175,14 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 func runDecentral(e *env, args []string) error {
 	f := newFlags(e, "train --mode decentralised", "colo train --mode decentralised [flags] DATA --labels L [--test T --test-labels TL]",
 		"Trains a dense model (--app mlp or cnn) without servers (seed 003, Alg. 2):\n"+
-			"each of the N workers (--workers) holds the whole model, takes --local-steps\n"+
+			"each of the N workers (--machines) holds the whole model, takes --local-steps\n"+
 			"F SGD steps on its shard, then averages with its neighbours over the\n"+
 			"in-memory network (or TCP on loopback) with the weights of --topology or\n"+
 			"--weights, or MATCHA's random matchings (--matcha --budget). The output\n"+
 			"model is the workers' average. --worker-speeds emulates unequal workers\n"+
 			"by stretching each step's measured compute time by r_max/r; with\n"+
 			"--placement submodular the shards (and so the batches) follow the speeds.\n\n"+
-			"Example: colo train --mode decentralised train-images-idx3-ubyte.gz --labels train-labels-idx1-ubyte.gz --app mlp --workers 4 --worker-speeds 1,2,4,8 --placement submodular --local-steps 2")
+			"Example: colo train --mode decentralised train-images-idx3-ubyte.gz --labels train-labels-idx1-ubyte.gz --app mlp --machines 4 --worker-speeds 1,2,4,8 --placement submodular --local-steps 2")
 	var t trainFlags
 	t.register(f)
 	var df dataFlags
@@ -242,13 +242,8 @@ func runDecentral(e *env, args []string) error {
 		fmt.Fprintf(e.out, "  worker %d: speed %g, %d samples, batch %.1f, compute %.2f s, emulated slowness %.2f s, communication %.2f s\n",
 			w.Rank, w.Speed, w.Samples, w.Batch, w.ComputeSeconds, w.SleepSeconds, w.CommSeconds)
 	}
-	if t.jsonOut != "" {
-		err := writeOutput(e, t.jsonOut, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
-		})
-		if err != nil {
+	if t.json.path != "" {
+		if err := writeJSON(e, t.json.path, rep); err != nil {
 			return err
 		}
 	}
@@ -342,13 +337,16 @@ func runBenchRCD(e *env, args []string) error {
 	if err := rcd.WriteTable(e.out, res); err != nil {
 		return err
 	}
-	if t.jsonOut != "" {
-		if err := writeOutput(e, t.jsonOut, func(w io.Writer) error { return rcd.WriteJSON(w, res) }); err != nil {
+	if t.json.path != "" {
+		if err := writeJSON(e, t.json.path, res); err != nil {
 			return err
 		}
 	}
 	if *out != "" {
 		if err := rcd.WriteDir(*out, res); err != nil {
+			return err
+		}
+		if err := stampFile(e, filepath.Join(*out, rcd.Files[0])); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.out, "\nwritten to %s (%s)\n", *out, strings.Join(rcd.Files, ", "))

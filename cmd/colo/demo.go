@@ -21,12 +21,13 @@ func runDemo(e *env, args []string) error {
 			"100 Mbit/s links, once with the data and parameters placed at random and\n"+
 			"once placed by Parsa, and prints time, traffic and test accuracy side by\n"+
 			"side. 'colo train' runs the same on any dataset.")
-	k := f.Int("k", 4, "number of machines")
+	k := f.Int("machines", 4, "number of machines K")
+	f.alias("k", "machines")
 	seed := f.Uint64("seed", 1, "random seed")
 	passes := f.Int("passes", 20, "passes over the data (full-batch rounds)")
 	link := f.String("link-bandwidth", "100mbit", "emulated rate of each machine's link")
 	compare := f.String("compare", "random,"+defaultAlgo(), "placements to compare")
-	jsonOut := f.String("json", "", "write the runs as JSON to this file")
+	j := f.jsonOption("the runs (under \"results\")")
 	svgOut := f.String("svg", "", "write the training loss against time to this SVG file")
 	var mf metrics.Flags
 	mf.Register(f.FlagSet)
@@ -35,7 +36,7 @@ func runDemo(e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"--json", *jsonOut, false}, output{"--svg", *svgOut, false}); err != nil {
+	if err := checkOutputs(output{"--json", j.path, false}, output{"--svg", *svgOut, false}); err != nil {
 		return err
 	}
 	if err := wf.check(true); err != nil {
@@ -54,6 +55,11 @@ func runDemo(e *env, args []string) error {
 	if len(specs) == 0 {
 		return usageError("--compare %q names no placement", *compare)
 	}
+	for _, s := range specs {
+		if err := app.CheckPlacement("lr", s); err != nil {
+			return usageError("--compare: %v", err)
+		}
+	}
 	w, err := startWatchers(e, mf, wf) // a taken address fails before the data loads
 	if err != nil {
 		return err
@@ -62,7 +68,7 @@ func runDemo(e *env, args []string) error {
 	if err := w.end(err); err != nil {
 		return err
 	}
-	return reportRuns(e, runs, *jsonOut, *svgOut)
+	return reportRuns(e, runs, "20 Newsgroups", j.path, *svgOut)
 }
 
 // demoRuns loads the embedded sample and trains it once per placement

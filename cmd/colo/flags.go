@@ -17,6 +17,12 @@ type cmdFlags struct {
 	e     *env
 	usage string // "colo partition [flags] FILE -o DIR"
 	about string // a paragraph on what the command does
+	// json is --json when the command has it (jsonOption).
+	json *jsonFlag
+	// aliases maps other spellings of a flag to the flag (alias).
+	aliases map[string]string
+	// pos are the positional arguments parse found.
+	pos []string
 }
 
 func newFlags(e *env, name, usage, about string) *cmdFlags {
@@ -28,7 +34,12 @@ func newFlags(e *env, name, usage, about string) *cmdFlags {
 // parse parses flags and positional arguments in any order (flags may
 // follow the file names) and checks the number of positional arguments.
 // With -h it prints the usage to standard output and returns flag.ErrHelp.
+//
+// After a successful parse the command's JSON output is headed by these
+// flags (writeJSON), and with --json on standard output the human output
+// goes to standard error.
 func (f *cmdFlags) parse(args []string, minPos, maxPos int) ([]string, error) {
+	args = f.joinJSON(args)
 	var pos []string
 	for {
 		if err := f.Parse(args); err != nil {
@@ -36,7 +47,7 @@ func (f *cmdFlags) parse(args []string, minPos, maxPos int) ([]string, error) {
 				f.printUsage(f.e.out)
 				return nil, err
 			}
-			return nil, usageError("%v", err)
+			return nil, usageError("%v", f.didYouMean(err))
 		}
 		if f.NArg() == 0 {
 			break
@@ -55,7 +66,36 @@ func (f *cmdFlags) parse(args []string, minPos, maxPos int) ([]string, error) {
 	if maxPos >= 0 && len(pos) > maxPos {
 		return nil, usageError("expected %s, got %d: %s", argWord(minPos, maxPos), len(pos), strings.Join(pos, " "))
 	}
+	f.pos = pos
+	f.e.flags = f
+	f.routeJSON()
 	return pos, nil
+}
+
+// joinJSON turns "--json FILE" into "--json=FILE" when FILE is - or ends
+// in .json, the forms a file-valued --json took before it could stand
+// alone.
+func (f *cmdFlags) joinJSON(args []string) []string {
+	if f.json == nil {
+		return args
+	}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if (a == "--json" || a == "-json") && i+1 < len(args) {
+			next := args[i+1]
+			if next == "-" || (strings.HasSuffix(strings.ToLower(next), ".json") && !strings.HasPrefix(next, "-")) {
+				out = append(out, a+"="+next)
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func argWord(lo, hi int) string {
@@ -73,9 +113,7 @@ func argWord(lo, hi int) string {
 
 func (f *cmdFlags) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", f.usage, f.about)
-	f.SetOutput(w)
-	f.PrintDefaults()
-	f.SetOutput(io.Discard)
+	f.printFlags(w)
 }
 
 // dataFlags are the flags of every command that reads a dataset.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,7 +11,7 @@ import (
 )
 
 func runLaunch(e *env, args []string) error {
-	f := newFlags(e, "launch", "colo launch -n K [flags]",
+	f := newFlags(e, "launch", "colo launch --machines K [flags]",
 		"Starts a parameter-server cluster of processes on loopback (a scheduler\n"+
 			"and K machines, or --servers and --workers separately), runs the built-in\n"+
 			"smoke job (every worker pushes known increments to random overlapping\n"+
@@ -20,8 +19,9 @@ func runLaunch(e *env, args []string) error {
 			"start time, the throughput and the traffic, inner- and inter-machine.")
 	cfg := launch.DefaultSmokeConfig()
 	var deadline time.Duration
-	var jsonOut bool
-	f.IntVar(&cfg.Machines, "n", cfg.Machines, "number of machines (a server and a worker each)")
+	f.IntVar(&cfg.Machines, "machines", cfg.Machines, "number of machines K (a server and a worker each)")
+	f.alias("k", "machines")
+	f.alias("n", "machines")
 	f.IntVar(&cfg.Servers, "servers", 0, "run this many separate servers instead of machines")
 	f.IntVar(&cfg.Workers, "workers", 0, "run this many separate workers instead of machines")
 	f.StringVar(&cfg.Consistency, "consistency", cfg.Consistency, "bsp, async or bounded")
@@ -33,7 +33,7 @@ func runLaunch(e *env, args []string) error {
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat period")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "a node silent this long is dead")
 	f.DurationVar(&deadline, "deadline", 2*time.Minute, "kill the cluster after this long")
-	f.BoolVar(&jsonOut, "json", false, "print the summary as JSON")
+	j := f.jsonOption("the summary")
 	f.StringVar(&cfg.Bin, "bin", "", "the colo binary to run (default: this one)")
 	cfg.Metrics.Register(f.FlagSet) // every process's, labelled process=NAME
 	cfg.Log = e.errOut
@@ -41,7 +41,7 @@ func runLaunch(e *env, args []string) error {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError("%v (-n, --servers, --workers, …)", err)
+		return usageError("%v (--machines, --servers, --workers, …)", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -49,13 +49,12 @@ func runLaunch(e *env, args []string) error {
 	defer cancel()
 	sum, err := launch.Smoke(ctx, cfg)
 	if sum != nil {
-		if jsonOut {
-			if err := json.NewEncoder(e.out).Encode(sum); err != nil {
+		if j.path != "" {
+			if err := writeJSON(e, j.path, sum); err != nil {
 				return err
 			}
-		} else {
-			sum.WriteText(e.out)
 		}
+		sum.WriteText(e.out) // standard error when the JSON is on standard output
 	}
 	return err
 }

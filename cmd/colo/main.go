@@ -29,6 +29,20 @@ type env struct {
 	errOut io.Writer
 	// isTerminal reports whether errOut is a terminal (progress bars).
 	isTerminal bool
+	// json is standard output when --json sends the JSON there and out
+	// has been turned to errOut; nil otherwise.
+	json io.Writer
+	// flags are the command's parsed flags, recorded in its JSON.
+	flags *cmdFlags
+}
+
+// stdout is where "-" writes: standard output, even when the human
+// output has been turned to standard error.
+func (e *env) stdout() io.Writer {
+	if e.json != nil {
+		return e.json
+	}
+	return e.out
 }
 
 // commands lists every subcommand in the order help shows them.
@@ -45,6 +59,7 @@ func commands() []command {
 		{"train", "train a model (lr, mf, mlp, cnn) on a parameter server with the data placed, or compare placements; --mode decentralised: gossip without servers", runTrain},
 		{"node", "run a parameter-server node: scheduler, server, worker or machine", runNode},
 		{"launch", "start a parameter-server cluster of processes on loopback and run a smoke job", runLaunch},
+		{"version", "print the version, VCS revision and Go release of this build", runVersion},
 	}
 }
 
@@ -76,8 +91,8 @@ func run(e *env, args []string) int {
 		}
 		printHelp(e.out)
 		return 0
-	case "version", "--version":
-		fmt.Fprintln(e.out, "colo", version)
+	case "--version":
+		fmt.Fprintln(e.out, readBuild())
 		return 0
 	}
 	for _, c := range commands() {
@@ -99,13 +114,38 @@ func run(e *env, args []string) int {
 			return 1
 		}
 	}
+	names := []string{"help", "version"}
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	if s := suggest(name, names); s != "" {
+		fmt.Fprintf(e.errOut, "colo: unknown command %q: did you mean %s?\n", name, s)
+		fmt.Fprintf(e.errOut, "run 'colo help' for the list of commands\n")
+		return 2
+	}
 	fmt.Fprintf(e.errOut, "colo: unknown command %q\n", name)
 	printHelp(e.errOut)
 	return 2
 }
 
-// version is the release of this build.
-const version = "0.1.0-dev"
+// runVersion prints the build: module version, VCS revision and whether
+// the tree was modified, from the binary's build information.
+func runVersion(e *env, args []string) error {
+	f := newFlags(e, "version", "colo version [--json]",
+		"Prints colo's module version, the version-control revision it was built\n"+
+			"from (and whether the tree had changes), the commit time and the Go\n"+
+			"release, from the build information the Go toolchain stores in the\n"+
+			"binary. A binary built by go run or go test has version (devel).")
+	j := f.jsonOption("the build")
+	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	if j.path != "" {
+		return writeJSON(e, j.path, struct{}{})
+	}
+	fmt.Fprintln(e.out, readBuild())
+	return nil
+}
 
 func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "colo places training samples on workers and model parameters on servers")
@@ -118,7 +158,16 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "  help       show this help, or 'colo help COMMAND' for one command")
-	fmt.Fprintln(w, "  version    print the version")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Conventions of every command:")
+	fmt.Fprintln(w, "  --json[=FILE]  the result as one JSON document on standard output (alone or -)")
+	fmt.Fprintln(w, "                 or in FILE; with it on standard output, nothing else is: tables")
+	fmt.Fprintln(w, "                 and messages go to standard error. Every JSON document starts")
+	fmt.Fprintln(w, "                 with the version and the final value of every flag (\"options\").")
+	fmt.Fprintln(w, "  -o -           standard output, wherever -o names one file")
+	fmt.Fprintln(w, "  --machines K   the number of machines (-k for short; --workers, -n and --k,")
+	fmt.Fprintln(w, "                 the older spellings, still work)")
+	fmt.Fprintln(w, "  Lists (a,b,c) are checked before any work; flags may follow the files.")
 }
 
 func isTerminal(f *os.File) bool {

@@ -51,8 +51,13 @@ func TestStatsJSONOnNews20(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.HasPrefix(out, `{"samples":11269,"parameters":53975,"edges":1467345,`) {
-		t.Fatalf("stats --json = %.200s", out)
+	var st struct {
+		Samples    int   `json:"samples"`
+		Parameters int   `json:"parameters"`
+		Edges      int64 `json:"edges"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Samples != 11269 || st.Parameters != 53975 || st.Edges != 1467345 {
+		t.Fatalf("stats --json = %.200s: %+v, %v", out, st, err)
 	}
 }
 
@@ -110,8 +115,8 @@ func TestBadInput(t *testing.T) {
 		{"missing file arg", []string{"stats"}, 2, "expected one file argument"},
 		{"missing file", []string{"stats", "/nonexistent/x.svm"}, 1, "/nonexistent/x.svm"},
 		{"malformed file", []string{"stats", bad}, 1, "bad.svm:2"},
-		{"k missing", []string{"partition", good, "-o", t.TempDir()}, 2, "-k 0: want the number of machines, at least 1"},
-		{"k negative", []string{"partition", "-k", "-2", good, "-o", t.TempDir()}, 2, "-k -2: want the number of machines"},
+		{"k missing", []string{"partition", good, "-o", t.TempDir()}, 2, "--machines 0: want the number of machines, at least 1"},
+		{"k negative", []string{"partition", "-k", "-2", good, "-o", t.TempDir()}, 2, "--machines -2: want the number of machines"},
 		{"k too large", []string{"partition", "-k", "4", good, "-o", t.TempDir()}, 1, "k = 4: more machines than the 3 samples"},
 		{"unknown algo", []string{"partition", "--algo", "magic", "-k", "2", good, "-o", t.TempDir()}, 2, `unknown algorithm "magic"`},
 		{"unknown format", []string{"stats", "--format", "csv", good}, 2, `unknown format "csv"`},
@@ -211,7 +216,9 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := jsonUnmarshal(b, &runs); err != nil || len(runs) != 2 {
+	var doc struct{ Results []map[string]any }
+	err = jsonUnmarshal(b, &doc)
+	if runs = doc.Results; err != nil || len(runs) != 2 {
 		t.Fatalf("demo JSON: %v, %d runs", err, len(runs))
 	}
 }

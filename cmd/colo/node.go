@@ -42,8 +42,8 @@ type nodeFlags struct {
 	job                                    string
 	batch, rounds                          int
 	seed                                   uint64
-	jsonOut                                bool
 	insecure                               bool
+	json                                   *jsonFlag
 	verbose                                bool
 	// The placement and the training job (trainproc.go).
 	place, data, result string
@@ -89,7 +89,7 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.StringVar(&nf.matrix, "bandwidth-matrix", "", "file of K lines of K machine-to-machine rates, indexed by rank (server r and worker r are machine r); limits each TCP link like --link-bandwidth")
 	nf.train.registerNode(f)
 	nf.df.register(f)
-	f.BoolVar(&nf.jsonOut, "json", false, "print the node's summary as JSON")
+	nf.json = f.jsonOption("the node's summary")
 	f.BoolVar(&nf.verbose, "v", false, "log link events")
 }
 
@@ -124,6 +124,7 @@ func runNode(e *env, args []string) error {
 	if err := nf.cl.Resolve(f.FlagSet, os.Getenv); err != nil { // DMLC_*, mpirun, srun
 		return usageError("%v", err)
 	}
+	f.routeJSON() // COLO_JSON may have asked for it
 	role, err := proto.ParseRole(nf.role)
 	if err != nil {
 		return usageError("--role: %v", err)
@@ -135,6 +136,9 @@ func runNode(e *env, args []string) error {
 		logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
 	}
 	if role == proto.RoleScheduler {
+		// The scheduler writes no JSON: under mpirun or srun every rank
+		// gets --json, and its address and end stay on standard output.
+		f.unrouteJSON()
 		return runScheduler(ctx, e, &nf)
 	}
 	if err := checkOutputs(output{"--result", nf.result, false}); err != nil {
@@ -239,8 +243,8 @@ func runNode(e *env, args []string) error {
 			}
 		}
 	}
-	if !nf.jsonOut {
-		sum.WriteText(e.out, trained)
+	sum.WriteText(e.out, trained) // standard error when the JSON is on standard output
+	if nf.json.path == "" {
 		return jobErr
 	}
 	if trained != nil {
@@ -248,7 +252,7 @@ func runNode(e *env, args []string) error {
 			return err
 		}
 	}
-	if err := json.NewEncoder(e.out).Encode(sum); err != nil {
+	if err := writeJSONLine(e, nf.json.path, sum); err != nil {
 		return err
 	}
 	return jobErr

@@ -21,7 +21,7 @@ func defaultAlgo() string {
 }
 
 func runPartition(e *env, args []string) error {
-	f := newFlags(e, "partition", "colo partition [flags] -k K FILE -o DIR",
+	f := newFlags(e, "partition", "colo partition [flags] --machines K FILE -o DIR",
 		"Places the samples of FILE on K workers and its parameters on K servers\n"+
 			"(worker i and server i share machine i) and writes DIR/data.part (one line\n"+
 			"per sample, in file order: its machine), DIR/param.part (one line per\n"+
@@ -32,11 +32,12 @@ func runPartition(e *env, args []string) error {
 	df.register(f)
 	var opt partition.Options
 	algo := f.String("algo", defaultAlgo(), "partitioning algorithm")
-	f.IntVar(&opt.K, "k", 0, "number of machines (required)")
+	f.IntVar(&opt.K, "machines", 0, "number of machines K (required)")
+	f.alias("k", "machines")
 	f.Uint64Var(&opt.Seed, "seed", 1, "random seed")
 	f.Int64Var(&opt.Theta, "theta", 0, "memory bound θ on the parameters a worker holds, |N(U_i)| (0: none)")
 	out := f.String("o", "", "output directory (required)")
-	asJSON := f.Bool("json", false, "print the summary as JSON instead of a table")
+	j := f.jsonOption("the summary")
 	algoFlags(f, &opt)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
@@ -46,13 +47,13 @@ func runPartition(e *env, args []string) error {
 		return usageError("-o DIR is required")
 	}
 	if opt.K <= 0 {
-		return usageError("-k %d: want the number of machines, at least 1", opt.K)
+		return usageError("--machines %d: want the number of machines, at least 1", opt.K)
 	}
 	run, err := partition.Lookup(*algo)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if err := checkOutputs(output{"-o", *out, true}); err != nil {
+	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
 		return err
 	}
 	g, loadTime, err := df.load(pos[0])
@@ -80,11 +81,17 @@ func runPartition(e *env, args []string) error {
 	s.Algorithm, s.Seed, s.Seconds = *algo, opt.Seed, took.Seconds()
 	s.Dataset = pos[0]
 	s.Details = details
-	if err := placement.WriteDir(*out, g, p, s); err != nil {
+	stamped, err := e.stamp(s)
+	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return printJSON(e.out, s)
+	if err := placement.WriteDir(*out, g, p, json.RawMessage(stamped)); err != nil {
+		return err
+	}
+	if j.path != "" {
+		if err := writeJSON(e, j.path, s); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(e.out, "%s: %s; loaded in %.2f s\n", pos[0], describe(g), loadTime.Seconds())
 	fmt.Fprintf(e.out, "%s on %d machines (seed %d) in %.3f s, written to %s\n\n", *algo, opt.K, opt.Seed, took.Seconds(), *out)
@@ -104,12 +111,13 @@ func runEval(e *env, args []string) error {
 	df.register(f)
 	dataPart := f.String("data-part", "", "data part file: one machine per sample (required)")
 	paramPart := f.String("param-part", "", "parameter part file (optional)")
-	k := f.Int("k", 0, "number of machines, at most the samples (default: one more than the largest machine in the data part file)")
+	k := f.Int("machines", 0, "number of machines K, at most the samples (default: one more than the largest machine in the data part file)")
+	f.alias("k", "machines")
 	theta := f.Int64("theta", 0, "memory bound θ on |N(U_i)| (0: none)")
 	seed := f.Uint64("seed", 1, "seed of the parameter assignment when there is no parameter part")
 	var paramAlgo partition.ParamAlgo
 	paramAlgoFlag(f, &paramAlgo)
-	asJSON := f.Bool("json", false, "print the summary as JSON instead of a table")
+	j := f.jsonOption("the summary")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -118,7 +126,7 @@ func runEval(e *env, args []string) error {
 		return usageError("--data-part P is required")
 	}
 	if *k < 0 {
-		return usageError("-k %d: want a positive number of machines", *k)
+		return usageError("--machines %d: want a positive number of machines", *k)
 	}
 	g, _, err := df.load(pos[0])
 	if err != nil {
@@ -153,21 +161,14 @@ func runEval(e *env, args []string) error {
 	}
 	s.Algorithm, s.Seed, s.Seconds, s.Dataset = algo, *seed, time.Since(start).Seconds(), pos[0]
 	s.Details = map[string]any{"data_part": *dataPart, "param_part": *paramPart}
-	if *asJSON {
-		return printJSON(e.out, s)
+	if j.path != "" {
+		if err := writeJSON(e, j.path, s); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(e.out, "%s: %s\n", pos[0], describe(g))
 	fmt.Fprintf(e.out, "placement %s on %d machines\n\n", *dataPart, p.K)
 	return printCostTable(e.out, s)
-}
-
-func printJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
 }
 
 // printCostTable prints the per-machine costs and the totals of a summary

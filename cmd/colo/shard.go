@@ -30,7 +30,7 @@ type shardReport struct {
 }
 
 func runShard(e *env, args []string) error {
-	f := newFlags(e, "shard", "colo shard [flags] DATA [--labels LABELS] --workers N --scheme S -o DIR",
+	f := newFlags(e, "shard", "colo shard [flags] DATA [--labels LABELS] --machines N --scheme S -o DIR",
 		"Splits the labelled dense dataset DATA among N workers and writes DIR/shards.txt\n"+
 			"(one line per sample, in file order: its worker 0..N-1, or * for a sample every\n"+
 			"worker gets) and DIR/summary.json (shard sizes against their targets, per-shard\n"+
@@ -49,7 +49,9 @@ func runShard(e *env, args []string) error {
 	labelCol := f.String("label-col", "0", "csv: label column, a number from 0 (negative counts from the end) or a header name")
 	header := f.String("header", "auto", "csv: whether the first record is a header: auto, yes or no")
 	sep := f.String("sep", ",", "csv: field separator (one character; \\t for tab)")
-	f.IntVar(&o.Workers, "workers", 0, "number of workers N (required)")
+	f.IntVar(&o.Workers, "machines", 0, "number of machines N, one worker each (required)")
+	f.alias("k", "machines")
+	f.alias("workers", "machines")
 	scheme := f.String("scheme", "", "sharding scheme: random, roundrobin, stratified, distaware or submodular (required)")
 	seed := f.Uint64("seed", 1, "random seed")
 	out := f.String("o", "", "output directory (required)")
@@ -66,7 +68,7 @@ func runShard(e *env, args []string) error {
 	f.IntVar(&o.MaxBlock, "max-block", o.MaxBlock, "submodular: largest set partitioned at once; larger classes are split at random\n(the similarity matrix takes 4·max-block² bytes per thread)")
 	f.IntVar(&o.Threads, "threads", 0, "goroutines (0: all cores); the result does not depend on it")
 	coverage := f.Int("coverage-sample", shard.DefaultCoverageSample, "summary: reference samples per class for coverage (negative: skip coverage)")
-	asJSON := f.Bool("json", false, "print the summary as JSON instead of a table")
+	j := f.jsonOption("the summary")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -75,9 +77,9 @@ func runShard(e *env, args []string) error {
 		return usageError("-o DIR is required")
 	}
 	if o.Workers < 1 {
-		return usageError("--workers %d: want the number of workers, at least 1", o.Workers)
+		return usageError("--machines %d: want the number of machines, at least 1", o.Workers)
 	}
-	if err := checkOutputs(output{"-o", *out, true}); err != nil {
+	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
 		return err
 	}
 	if *scheme == "" {
@@ -133,16 +135,17 @@ func runShard(e *env, args []string) error {
 	if o.Scheme == shard.SchemeSubmodular {
 		rep.Function, rep.Greedy, rep.Grow, rep.Sigma = string(o.Function), string(o.Greedy), string(o.Grow), o.Sigma
 	}
-	if err := shard.WriteDir(*out, res.Assign, rep); err != nil {
+	stamped, err := e.stamp(rep)
+	if err != nil {
 		return err
 	}
-	if *asJSON {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
+	if err := shard.WriteDir(*out, res.Assign, json.RawMessage(stamped)); err != nil {
+		return err
+	}
+	if j.path != "" {
+		if err := writeJSON(e, j.path, rep); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(e.out, "%s\n", b)
-		return err
 	}
 	fmt.Fprintf(e.out, "%s: %d samples × %d features, %d classes; loaded in %.2f s\n", pos[0], d.Len(), d.Dim, d.Classes, loadTime.Seconds())
 	fmt.Fprintf(e.out, "%s on %d workers (seed %d) in %.2f s, summary in %.2f s, written to %s\n\n",

@@ -153,7 +153,7 @@ func TestShardBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{images, "--labels", labels, "--scheme", "random", "-o", out}, 2, "--workers 0"},
+		{[]string{images, "--labels", labels, "--scheme", "random", "-o", out}, 2, "--machines 0"},
 		{[]string{images, "--labels", labels, "--workers", "2", "-o", out}, 2, "--scheme is required"},
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "hash", "-o", out}, 2, `scheme "hash"`},
 		{[]string{images, "--labels", labels, "--workers", "2", "--scheme", "submodular", "--ratios", "1,2,3", "-o", out}, 2, "ratios: 3 values for 2 workers"},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
@@ -14,7 +13,7 @@ func runStats(e *env, args []string) error {
 			"degree distribution of both sides and the time it took to load.")
 	var df dataFlags
 	df.register(f)
-	asJSON := f.Bool("json", false, "print one JSON object instead of a table")
+	j := f.jsonOption("the statistics")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -24,19 +23,16 @@ func runStats(e *env, args []string) error {
 		return err
 	}
 	st := graph.ComputeStats(g)
-	if *asJSON {
+	if j.path != "" {
 		out := struct {
 			graph.Stats
 			File        string  `json:"file"`
 			Format      string  `json:"format"`
 			LoadSeconds float64 `json:"load_seconds"`
 		}{st, pos[0], g.Meta().Format, took.Seconds()}
-		b, err := json.Marshal(out)
-		if err != nil {
+		if err := writeJSON(e, j.path, out); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(e.out, "%s\n", b)
-		return err
 	}
 	w := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(e.out, "%s (%s): %s\n", pos[0], g.Meta().Format, describe(g))

@@ -3,11 +3,11 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -45,7 +45,7 @@ type trainFlags struct {
 	evalEvery   string
 	features    string
 	seed        uint64
-	jsonOut     string
+	json        *jsonFlag
 	svgOut      string
 	mf          mf.Config
 	holdout     float64
@@ -64,7 +64,8 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial), mf (matrix factorisation), embed (node embeddings of a SNAP graph for link prediction), mlp or cnn (dense networks on labelled dense data)")
 	f.StringVar(&t.test, "test", "", "test file (lr: libsvm with the training set's feature ids; mf: ratings; mlp, cnn: as DATA); without it lr, mlp and cnn score the training set and mf holds out entries")
 	f.IntVar(&t.machines, "machines", def.Machines, "number of machines K, each a worker, and a server unless --servers")
-	f.IntVar(&t.machines, "workers", def.Machines, "the same as --machines")
+	f.alias("k", "machines")
+	f.alias("workers", "machines")
 	f.IntVar(&t.servers, "servers", 0, "mlp, cnn: run this many servers apart from the workers (seed 004: 2 servers, 12 workers; 0: a server on every machine)")
 	f.StringVar(&t.place, "placement", "", "placement: lr, mf: a partitioner ("+strings.Join(partition.Names(), ", ")+", optionally +refine) or a directory written by colo partition (default parsa); mlp, cnn: a sharding scheme (random, roundrobin, stratified, distaware, submodular) or a directory written by colo shard (default random)")
 	f.StringVar(&t.place, "shard", "", "mlp, cnn: the same as --placement")
@@ -84,7 +85,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.evalEvery, "eval-every", "", "mlp, cnn: an evaluator node scores the test set this often while the workers train: N epochs (1), N steps (500steps) or a duration (30s); 0: at the end only (empty: every epoch)")
 	f.StringVar(&t.features, "features", string(sparse.FeaturesAuto), "lr: feature values: raw, l2 (unit-norm samples), log1p-l2, or auto (raw for binary data, log1p-l2 otherwise)")
 	f.Uint64Var(&t.seed, "seed", 1, "random seed of placement, batches and initial values")
-	f.StringVar(&t.jsonOut, "json", "", "write the summary as JSON to this file (- for standard output)")
+	t.json = f.jsonOption("the summary (with --compare, the runs under \"results\")")
 	f.StringVar(&t.svgOut, "svg", "", "write a plot of the training loss against time to this SVG file")
 	t.mf = mf.DefaultConfig()
 	f.IntVar(&t.mf.Rank, "rank", t.mf.Rank, "mf: dimension of the factors")
@@ -274,7 +275,7 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"--json", t.jsonOut, false}, output{"--svg", t.svgOut, false}); err != nil {
+	if err := checkOutputs(output{"--json", t.json.path, false}, output{"--svg", t.svgOut, false}); err != nil {
 		return err
 	}
 	if err := wf.check(!dep.processes && !dep.netns); err != nil {
@@ -318,7 +319,7 @@ func runTrain(e *env, args []string) error {
 	if err := w.end(err); err != nil {
 		return err
 	}
-	return reportRuns(e, runs, t.jsonOut, t.svgOut)
+	return reportRuns(e, runs, filepath.Base(pos[0]), t.json.path, t.svgOut)
 }
 
 // placements returns the placements to train on: --compare's, or
@@ -383,8 +384,9 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 	return runs, nil
 }
 
-// reportRuns prints the side-by-side table and writes the JSON and SVG.
-func reportRuns(e *env, runs []*train.Result, jsonOut, svgOut string) error {
+// reportRuns prints the side-by-side table and writes the JSON and SVG,
+// whose title names the dataset.
+func reportRuns(e *env, runs []*train.Result, dataset, jsonOut, svgOut string) error {
 	fmt.Fprintln(e.out)
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(name string, f func(r *train.Result) string) {
@@ -436,17 +438,12 @@ func reportRuns(e *env, runs []*train.Result, jsonOut, svgOut string) error {
 		if len(runs) == 1 {
 			v = runs[0]
 		}
-		err := writeOutput(e, jsonOut, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(v)
-		})
-		if err != nil {
+		if err := writeJSON(e, jsonOut, v); err != nil {
 			return err
 		}
 	}
 	if svgOut != "" {
-		if err := writeOutput(e, svgOut, func(w io.Writer) error { return train.PlotLoss(w, runs) }); err != nil {
+		if err := writeOutput(e, svgOut, func(w io.Writer) error { return train.PlotLossTitled(w, dataset+": "+train.Settings(runs), runs) }); err != nil {
 			return err
 		}
 	}

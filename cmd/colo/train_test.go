@@ -162,10 +162,11 @@ func TestTrainEmbedCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var runs []map[string]any
-	if err := json.Unmarshal(raw, &runs); err != nil {
+	var doc struct{ Results []map[string]any }
+	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
+	runs := doc.Results
 	if len(runs) != 2 {
 		t.Fatalf("%d runs in the JSON, want 2", len(runs))
 	}
