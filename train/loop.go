@@ -129,6 +129,9 @@ type Schedule struct {
 	// false runs pull, compute and push one after another, each waited
 	// for (Config.Sequential).
 	Overlap bool
+	// PullAhead, with Overlap under async training, sends a round's pull
+	// before the previous round's push (Config.PullAhead).
+	PullAhead bool
 }
 
 // Validate checks s; errors name the field and the bound.
@@ -212,7 +215,7 @@ type Progress func(p Pass)
 //     the push, so that it leaves without a trip through the loop;
 //   - the all-reduce after a pass runs while the pass's last push (and
 //     the next pull, when it was sent) are in flight;
-//   - under async training, where no round waits for another, the pull
+//   - under async training with s.PullAhead, the pull
 //     of the next batch is sent before the current batch is computed,
 //     so that its values travel during the computation (they then lack
 //     this worker's push of the current round, as any other worker's).
@@ -392,7 +395,7 @@ func (l *loop) run(ctx context.Context, progress Progress) (passes []Pass, err e
 				return passes, fmt.Errorf("pass %d round %d: pull: %w", p, rounds, err)
 			}
 			np, nb := l.next(p, b)
-			if l.async && l.runs(rounds+1, np, nb) {
+			if l.async && l.s.PullAhead && l.runs(rounds+1, np, nb) {
 				l.startPull(other, np, nb, true)
 			}
 			clear(cur.grad)
@@ -407,7 +410,7 @@ func (l *loop) run(ctx context.Context, progress Progress) (passes []Pass, err e
 				if err := l.drain(); err != nil {
 					return passes, err
 				}
-			case !l.async && l.runs(rounds, np, nb):
+			case !(l.async && l.s.PullAhead) && l.runs(rounds, np, nb):
 				l.startPull(other, np, nb, false)
 			}
 			if s.AfterRound != nil {

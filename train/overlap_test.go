@@ -116,12 +116,18 @@ func TestOverlapPhases(t *testing.T) {
 }
 
 // TestOverlapAsyncTrains: asynchronous training with the next pull sent
-// before each batch is computed still fits the model.
+// before each batch is computed (Config.PullAhead), or right after its
+// push, still fits the model.
 func TestOverlapAsyncTrains(t *testing.T) {
 	a := newLinear(240, 12, 7)
-	for _, k := range []int{1, 3} {
+	for _, c := range []struct {
+		k     int
+		ahead bool
+	}{{1, false}, {3, false}, {1, true}, {3, true}} {
+		k := c.k
 		job := linearJob(k, 30, 60)
 		job.Config.Clock = clock.Config{Mode: clock.Async}
+		job.Config.PullAhead = c.ahead
 		job.Config.Rule.LR = 0.1
 		res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, k), cluster.InProcess{})
 		if err != nil {

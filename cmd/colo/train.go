@@ -54,6 +54,7 @@ type trainFlags struct {
 	jobFile     string
 	ckpt        train.Checkpoint
 	overlap     bool
+	pullAhead   bool
 	// The dense models' (mlp, cnn) data and sizes.
 	labels, testLabels, labelCol, header, sep string
 	hidden, conv, lrScaling, lrDecay          string
@@ -107,6 +108,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.IntVar(&t.ckpt.Every, "checkpoint-every", 0, "rounds between two checkpoints (with --checkpoint)")
 	f.StringVar(&t.ckpt.Resume, "resume", "", "resume a stopped job from the newest complete checkpoint in this directory (the same job and flags; a damaged checkpoint is refused and the one before used); may be the --checkpoint directory")
 	f.BoolVar(&t.overlap, "overlap", true, "overlap consecutive rounds: the next pull leaves as soon as the consistency model allows (--overlap=false: pull, compute and push one after another)")
+	f.BoolVar(&t.pullAhead, "pull-ahead", false, "async: send each round's pull before the previous round's push (values travel during the computation, but lack the worker's own last update)")
 	t.bal.Register(f.FlagSet)
 }
 
@@ -171,7 +173,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	if cfg.RandomBandwidth, cfg.BandwidthChange, err = t.bal.Network(); err != nil {
 		return job, usageError("%v", err)
 	}
-	cfg.Checkpoint, cfg.Sequential = t.ckpt, !t.overlap
+	cfg.Checkpoint, cfg.Sequential, cfg.PullAhead = t.ckpt, !t.overlap, t.pullAhead
 	if !t.ckpt.IsZero() && t.compare != "" {
 		return job, usageError("--compare trains several jobs: --checkpoint and --resume take one")
 	}
