@@ -94,7 +94,11 @@ type killRun struct {
 	killed  time.Time
 	resumed time.Time // when the restarted run's training began
 	from    int       // the checkpoint round it resumed from (−1: the start)
-	stderr  string
+	// checkpointed is when the newest complete checkpoint at the kill,
+	// of round last, was written.
+	checkpointed time.Time
+	last         int
+	stderr       string
 }
 
 // resumedRE matches the restart's report of colo train.
@@ -127,6 +131,7 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 				time.Sleep(k.delay)
 				if pid := nodePID(cmd.Process.Pid, k.role, k.rank); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
 					r.killed = time.Now()
+					r.last, r.checkpointed = newestManifest(dir)
 				}
 			}
 			time.Sleep(time.Millisecond)
@@ -168,6 +173,22 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		r.snaps = append(r.snaps, b)
 	}
 	return r
+}
+
+// newestManifest returns the round and time of the newest checkpoint
+// manifest in dir.
+func newestManifest(dir string) (int, time.Time) {
+	ms, _ := filepath.Glob(filepath.Join(dir, "round-*", checkpoint.ManifestName))
+	if len(ms) == 0 {
+		return -1, time.Time{}
+	}
+	slices.Sort(ms)
+	fi, err := os.Stat(ms[len(ms)-1])
+	if err != nil {
+		return -1, time.Time{}
+	}
+	round, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(filepath.Dir(ms[len(ms)-1])), "round-"))
+	return round, fi.ModTime()
 }
 
 // TestKillTrials kills a server, a machine or a worker with SIGKILL in
@@ -252,4 +273,41 @@ func sameMeasure(a, b *float64) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// TestKillAsync kills a machine of the co-located job run under async
+// consistency in 3 seeded trials: every job completes its rounds after
+// the whole-job restart, resumed from a checkpoint at or after the one
+// before the kill. What is lost is every update applied after that
+// checkpoint, trained again after the restart (in an order that may
+// differ, so the model need not equal the unfailed run's): the test logs
+// the training time lost (from the checkpoint's manifest to the kill),
+// the rounds it amounts to at the unfailed run's rate, and the final
+// losses.
+func TestKillAsync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	job := killTrialJobs(t)[0]
+	args := append(slices.Clip(job.args), "--consistency", "async")
+	want := runKilled(t, args, job.every, killTrial{})
+	checkpoints := want.res.Rounds / job.every
+	rate := float64(want.res.Rounds) / want.res.TrainSeconds
+	rng := rand.New(rand.NewPCG(18, 21))
+	for i := range 3 {
+		k := killTrial{role: "machine", rank: rng.IntN(job.ranks), after: job.every * (1 + rng.IntN(checkpoints-3)),
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+		got := runKilled(t, args, job.every, k)
+		name := fmt.Sprintf("async trial %d (%v)", i+1, k)
+		if got.res.Rounds != want.res.Rounds || got.res.Passes != want.res.Passes {
+			t.Errorf("%s: %d rounds, %d passes; without failure %d, %d", name, got.res.Rounds, got.res.Passes, want.res.Rounds, want.res.Passes)
+		}
+		if got.from < k.after || got.from != got.last {
+			t.Errorf("%s: resumed from the checkpoint of round %d, not the newest at the kill, of round %d", name, got.from, got.last)
+			continue
+		}
+		lost := got.killed.Sub(got.checkpointed).Seconds()
+		t.Logf("%s: resumed from round %d; %.3f s of training lost, about %.1f rounds redone at %.0f rounds/s (at most %d); final loss %.6f, without failure %.6f",
+			name, got.from, lost, min(lost*rate, float64(job.every)), rate, job.every, got.res.FinalTrainLoss, want.res.FinalTrainLoss)
+	}
 }
