@@ -77,6 +77,11 @@ type Recovery struct {
 	// Seconds is the time from the failure to the restarted cluster
 	// running (every node registered and the data loaded).
 	Seconds float64
+	// Noticed is when the failed run ended (its first failure noticed and
+	// the other processes stopped), Resumed when the restarted run's last
+	// worker started training. Resumed minus the time of a kill is the
+	// whole time to recover, the failure's detection included.
+	Noticed, Resumed time.Time
 }
 
 // JoinTimeout is how long a training cluster of processes waits for its
@@ -112,12 +117,15 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		if pd.Logf != nil {
 			pd.Logf("restart %d of %d after %v: from the checkpoint of round %d", r+1, pd.Restarts, err, round)
 		}
-		pd.Recovered = append(pd.Recovered, Recovery{Failure: err, Round: round})
+		pd.Recovered = append(pd.Recovered, Recovery{Failure: err, Round: round, Noticed: failed})
 		out, err = pd.deploy(ctx, &next)
 		if out != nil {
-			pd.Recovered[r].Seconds = time.Since(failed).Seconds() - (out.Seconds - out.StartSeconds)
+			rec := &pd.Recovered[r]
+			rec.Seconds = time.Since(failed).Seconds() - (out.Seconds - out.StartSeconds)
+			rec.Resumed = failed.Add(time.Duration(rec.Seconds * float64(time.Second)))
 			if pd.Logf != nil {
-				pd.Logf("restart %d: the cluster ran again %.2f s after the failure was noticed", r+1, pd.Recovered[r].Seconds)
+				pd.Logf("restart %d: the cluster ran again %.2f s after the failure was noticed (noticed at unix %d ns, training resumed at unix %d ns)",
+					r+1, rec.Seconds, rec.Noticed.UnixNano(), rec.Resumed.UnixNano())
 			}
 		}
 	}

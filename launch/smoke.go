@@ -55,6 +55,13 @@ type SmokeConfig struct {
 	// that says where the final values stay; nil discards it.
 	Metrics metrics.Flags `json:"-"`
 	Log     io.Writer     `json:"-"`
+	// Restarts is how many times the cluster is started again, whole and
+	// from the start of the smoke job, when one of its processes fails
+	// (is killed, exits or falls silent): the smoke job keeps no
+	// checkpoint, its check being that every value is the exact sum of
+	// every push since the start. 0 ends at the first failure. Sums that
+	// are wrong are never retried.
+	Restarts int `json:"restarts,omitempty"`
 }
 
 // DefaultSmokeConfig returns colo launch's defaults: 2 machines, BSP, 20
@@ -88,6 +95,8 @@ func (c SmokeConfig) Validate() error {
 		return fmt.Errorf("launch: Machines %d, at least 1", c.Machines)
 	case c.Tau < 0:
 		return fmt.Errorf("launch: Tau %d is negative", c.Tau)
+	case c.Restarts < 0:
+		return fmt.Errorf("launch: Restarts %d is negative", c.Restarts)
 	case c.Heartbeat < sched.MinHeartbeat:
 		return fmt.Errorf("launch: Heartbeat %v, at least %v", c.Heartbeat, sched.MinHeartbeat)
 	case c.Timeout < 2*c.Heartbeat:
@@ -143,6 +152,22 @@ type SmokeSummary struct {
 	TotalSeconds float64             `json:"total_s"`
 	Nodes        []NodeSummary       `json:"nodes"`
 	Error        string              `json:"error,omitempty"`
+	// Restarts lists the failed runs before this one (SmokeConfig.Restarts).
+	Restarts []SmokeRestart `json:"restarts,omitempty"`
+	// failed is set when a process failed (what a restart retries).
+	failed bool
+}
+
+// SmokeRestart is one failed run of the smoke cluster that was started
+// again.
+type SmokeRestart struct {
+	// Error is the failure that ended the run; Seconds the time from the
+	// launch of the failed run to the failure noticed (its processes
+	// stopped); RestartSeconds the time from then to the new cluster's
+	// last node running.
+	Error          string  `json:"error"`
+	Seconds        float64 `json:"seconds"`
+	RestartSeconds float64 `json:"restart_s"`
 }
 
 // Smoke runs the cluster of cfg and gathers the nodes' summaries. It
@@ -179,6 +204,35 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 			return nil, err
 		}
 	}
+	var restarts []SmokeRestart
+	for {
+		t0 := time.Now()
+		sum, err := smokeOnce(ctx, cfg, st, common, cm)
+		if sum != nil {
+			sum.Restarts = restarts
+			if n := len(restarts); n > 0 {
+				restarts[n-1].RestartSeconds = sum.StartSeconds
+			}
+		}
+		if err == nil || sum == nil || !sum.failed || len(restarts) >= cfg.Restarts || ctx.Err() != nil {
+			if merr := endMetrics(ctx); merr != nil {
+				err = errors.Join(err, merr)
+				if sum != nil {
+					sum.Error = err.Error()
+				}
+			}
+			return sum, err
+		}
+		restarts = append(restarts, SmokeRestart{Error: err.Error(), Seconds: time.Since(t0).Seconds()})
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "launch: restart %d of %d after %v: the smoke job from its start\n", len(restarts), cfg.Restarts, err)
+		}
+	}
+}
+
+// smokeOnce runs the cluster of cfg once, on st.
+func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, common []string, cm *clusterMetrics) (*SmokeSummary, error) {
+	ns, nw := cfg.shape()
 	sup := NewSupervisor(cfg.Bin, st)
 	t0 := time.Now()
 	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Args: append(append([]string{
@@ -186,7 +240,6 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 		"--consistency", cfg.Consistency, "--tau", strconv.Itoa(cfg.Tau),
 		"--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String()}, common...), cm.args("scheduler")...)})
 	if err != nil {
-		endMetrics(ctx)
 		return nil, fmt.Errorf("launch: %w", err)
 	}
 	var nodes []*Proc
@@ -211,13 +264,11 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 		}
 	}
 	var errs []error
-	if err := sup.Wait(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("launch: %w", err))
+	werr := sup.Wait(ctx)
+	if werr != nil {
+		errs = append(errs, fmt.Errorf("launch: %w", werr))
 	}
-	if err := endMetrics(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	sum := &SmokeSummary{Servers: ns, Workers: nw, Consistency: cfg.Consistency, TotalSeconds: time.Since(t0).Seconds()}
+	sum := &SmokeSummary{Servers: ns, Workers: nw, Consistency: cfg.Consistency, TotalSeconds: time.Since(t0).Seconds(), failed: werr != nil}
 	if !cfg.separate() {
 		sum.Machines = cfg.Machines
 	}

@@ -95,6 +95,7 @@ func TestSmokeConfigValidate(t *testing.T) {
 		{func(c *SmokeConfig) { c.Servers = 2 }, "Workers 0"},
 		{func(c *SmokeConfig) { c.Consistency = "eventual" }, "Consistency"},
 		{func(c *SmokeConfig) { c.Tau = -1 }, "Tau -1"},
+		{func(c *SmokeConfig) { c.Restarts = -1 }, "launch: Restarts -1 is negative"},
 		{func(c *SmokeConfig) { c.Batch = 0 }, "Batch 0"},
 		{func(c *SmokeConfig) { c.Keys = 0 }, "Keys 0"},
 		{func(c *SmokeConfig) { c.Rounds = 0 }, "Rounds 0"},

@@ -49,6 +49,9 @@ func (s *SmokeSummary) WriteText(w io.Writer) error {
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "traffic: inner-machine %d messages, %s; inter-machine %d messages, %s (sent)\n",
 		s.Inner.MsgsSent, bytesText(s.Inner.BytesSent), s.Inter.MsgsSent, bytesText(s.Inter.BytesSent))
+	for i, r := range s.Restarts {
+		fmt.Fprintf(&b, "restart %d: after %s (%.3f s into that run); the new cluster running %.3f s later\n", i+1, r.Error, r.Seconds, r.RestartSeconds)
+	}
 	fmt.Fprintf(&b, "total %.3f s\n", s.TotalSeconds)
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -35,10 +35,14 @@ func runLaunch(e *env, args []string) error {
 	f.DurationVar(&deadline, "deadline", 2*time.Minute, "kill the cluster after this long")
 	j := f.jsonOption("the summary")
 	f.StringVar(&cfg.Bin, "bin", "", "the colo binary to run (default: this one)")
+	f.IntVar(&cfg.Restarts, "restarts", 0, "when a process dies, stop the others and run the whole cluster and smoke job again from the start, up to this many times")
 	cfg.Metrics.Register(f.FlagSet) // every process's, labelled process=NAME
 	cfg.Log = e.errOut
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
+	}
+	if cfg.Restarts < 0 {
+		return usageError("--restarts %d: want 0 or more", cfg.Restarts)
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v (--machines, --servers, --workers, …)", err)

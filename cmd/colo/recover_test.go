@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"colo/checkpoint"
+	"colo/launch"
 )
 
 // machinePID returns the pid of the child of parent that runs machine
@@ -112,4 +114,54 @@ func lineWith(s, word string) string {
 		}
 	}
 	return ""
+}
+
+// TestLaunchRestartsAfterKill kills machine 1 of colo launch's smoke
+// cluster with SIGKILL a seeded 0–99 ms after it started: with
+// --restarts 1 the cluster runs again from the start and the smoke job's
+// exact sums are checked; with --restarts 0 the launch fails naming the
+// killed machine.
+func TestLaunchRestartsAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	rng := rand.New(rand.NewPCG(18, 4))
+	for _, restarts := range []string{"1", "0"} {
+		delay := time.Duration(rng.IntN(100)) * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, coloBin, "launch", "--json", "-n", "2", "--rounds", "1000", "--batch", "5000", "--keys", "100000", "--restarts", restarts)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		for pid == 0 && ctx.Err() == nil {
+			pid = nodePID(cmd.Process.Pid, "machine", 1)
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(delay)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill machine 1: %v", err)
+		}
+		err := cmd.Wait()
+		cancel()
+		var s launch.SmokeSummary
+		if jerr := json.Unmarshal(out.Bytes(), &s); jerr != nil {
+			t.Fatalf("--restarts %s: %v: %s\n%s", restarts, jerr, out.String(), errOut.String())
+		}
+		if restarts == "0" {
+			if err == nil || len(s.Restarts) != 0 || !strings.Contains(s.Error, "machine 1") {
+				t.Errorf("--restarts 0, machine 1 killed: exit %v, %d restarts, error %q", err, len(s.Restarts), s.Error)
+			}
+			continue
+		}
+		if err != nil || !s.Checked || len(s.Restarts) != 1 || !strings.Contains(s.Restarts[0].Error, "machine 1") {
+			t.Fatalf("--restarts 1, machine 1 killed after %v: exit %v, checked %v, restarts %+v\n%s", delay, err, s.Checked, s.Restarts, errOut.String())
+		}
+		if !strings.Contains(errOut.String(), "restart 1 of 1 after") {
+			t.Errorf("no restart logged:\n%s", errOut.String())
+		}
+		t.Logf("machine 1 killed %v after its start: failure noticed %.3f s after the launch, the new cluster running %.3f s later", delay, s.Restarts[0].Seconds, s.Restarts[0].RestartSeconds)
+	}
 }

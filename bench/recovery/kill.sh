@@ -1,0 +1,151 @@
+#!/bin/sh
+# kill.sh kills one process of a colo train --processes --restarts 1 job
+# with SIGKILL in each of TRIALS seeded trials and measures the recovery:
+# the time from the kill to the failure being noticed (the failed run
+# stopped), and to training resuming in the restarted job (its last
+# worker training again, the data loaded again by every process). Each
+# trial kills a seeded role and rank (a machine, or with SERVERS a server
+# or a worker) DELAY_MS (seeded, 0 to 49 ms) after the manifest of a
+# seeded checkpoint round appears, so that it dies in one of the rounds
+# that follow.
+#
+# Under bsp every trial must end as the unfailed run: the same final
+# training loss and test measures and the final checkpoint's server
+# snapshots equal byte for byte (so the rounds must be a multiple of
+# EVERY); a trial that does not is reported as FAILED and the script
+# exits 1. Under async (CONSISTENCY=async) the updates applied after the
+# checkpoint resumed from are lost and trained again: each trial reports
+# the checkpoint round resumed from, the training time lost (from that
+# checkpoint's manifest to the kill) and the rounds redone it amounts to
+# at the unfailed run's rate (lost time × rounds per second; at most
+# EVERY rounds of each worker), and the final loss beside the unfailed
+# run's.
+#
+# Usage, from the repository root:
+#
+#	bench/recovery/kill.sh [OUT.tsv]       # default recovery-kill.tsv
+#
+# Environment: TRIALS (10), SEED (1), MACHINES (4), SERVERS (0: servers
+# co-located; mlp and cnn only), EVERY (3, rounds between checkpoints),
+# CONSISTENCY (bsp), DATA and TEST (20 Newsgroups from datasets/20news),
+# ARGS (more colo train flags; default --max-passes 30 --epsilon 0).
+set -eu
+out=${1:-recovery-kill.tsv}
+trials=${TRIALS:-10}
+seed=${SEED:-1}
+machines=${MACHINES:-4}
+servers=${SERVERS:-0}
+every=${EVERY:-3}
+consistency=${CONSISTENCY:-bsp}
+data=${DATA:-datasets/20news/20news-bydate.train.libsvm.xz}
+test=${TEST:-datasets/20news/20news-bydate.test.libsvm.xz}
+args=${ARGS:---max-passes 30 --epsilon 0}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/colo-recovery-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/colo" ./cmd/colo
+
+# field FILE NAME prints the number NAME of a colo train JSON summary.
+field() { sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1; }
+now() { date +%s%N; }
+
+# run DIR JSON [ROLE RANK AFTER DELAY_MS] runs the job with checkpoints
+# in DIR, killing ROLE RANK when given; its standard error goes to
+# DIR.err and the kill's time (ns) to DIR.killed.
+run() {
+	dir=$1 json=$2
+	ext=
+	[ "$servers" -gt 0 ] && ext="--servers $servers"
+	# shellcheck disable=SC2086
+	"$work/colo" train "$data" --test "$test" --machines "$machines" $ext --consistency "$consistency" $args \
+		--processes --checkpoint "$dir" --checkpoint-every "$every" --restarts 1 --json "$json" >"$dir.out" 2>"$dir.err" &
+	pid=$!
+	if [ $# -gt 2 ]; then
+		manifest=$(printf '%s/round-%09d/MANIFEST' "$dir" "$5")
+		while [ ! -e "$manifest" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.002; done
+		sleep "$(awk "BEGIN{print $6/1000}")"
+		victim=$(ps -o pid=,args= --ppid "$pid" | awk -v r="--role $3 " -v k="--rank $4 " 'index($0" ", r) && index($0" ", k) {print $1; exit}')
+		if [ -n "$victim" ]; then
+			kill -9 "$victim" && now >"$dir.killed"
+			# The newest complete checkpoint then: its round and time (ns).
+			last=$(ls -d "$dir"/round-*/MANIFEST 2>/dev/null | tail -1)
+			[ -z "$last" ] || echo "$(basename "$(dirname "$last")" | sed 's/round-0*//') $(stat -c '%.9Y' "$last" | tr -d .)" >"$dir.ck"
+		fi
+	fi
+	wait "$pid"
+}
+
+# The unfailed run.
+run "$work/base" "$work/base.json"
+rounds=$(field rounds "$work/base.json")
+train_s=$(field train_seconds "$work/base.json")
+base_loss=$(field final_train_loss "$work/base.json")
+start_s=$(field start_seconds "$work/base.json")
+if [ "$consistency" = bsp ] && [ $((rounds % every)) -ne 0 ]; then
+	echo "kill.sh: $rounds rounds, not a multiple of EVERY=$every: the final model is in no checkpoint" >&2
+	exit 2
+fi
+checkpoints=$((rounds / every))
+if [ "$checkpoints" -lt 4 ]; then
+	echo "kill.sh: $rounds rounds make $checkpoints checkpoints of EVERY=$every, want at least 4" >&2
+	exit 2
+fi
+echo "unfailed: $rounds rounds, training $train_s s, start $start_s s, loss $base_loss" >&2
+
+roles=machine
+[ "$servers" -gt 0 ] && roles="server worker"
+printf 'trial\tkilled\tafter_round\tdelay_ms\tresumed_from\tnoticed_s\trecovered_s\tlost_s\tredone_rounds\tfinal_loss\tunfailed_loss\tverdict\n' >"$out"
+failed=0
+i=1
+while [ "$i" -le "$trials" ]; do
+	# A seeded draw: role, rank, checkpoint (not one of the last 2), delay.
+	set -- $(awk -v s="$seed" -v i="$i" -v roles="$roles" -v ranks="$machines" -v servers="$servers" -v c="$checkpoints" -v e="$every" 'BEGIN{
+		srand(s * 1000 + i); n = split(roles, r, " "); role = r[1 + int(rand() * n)]
+		k = (role == "server") ? servers : ranks
+		print role, int(rand() * k), e * (1 + int(rand() * (c - 2))), int(rand() * 50)}')
+	role=$1 rank=$2 after=$3 delay=$4
+	d="$work/t$i"
+	verdict=ok
+	if ! run "$d" "$d.json" "$role" "$rank" "$after" "$delay" || [ ! -e "$d.killed" ]; then
+		verdict=FAILED
+	fi
+	killed=$(cat "$d.killed" 2>/dev/null || echo 0)
+	noticed=$(sed -n 's/.*noticed at unix \([0-9]*\) ns.*/\1/p' "$d.err" | head -1)
+	resumed=$(sed -n 's/.*training resumed at unix \([0-9]*\) ns.*/\1/p' "$d.err" | head -1)
+	from=$(sed -n 's/.*restart 1 of 1 after .*: from the checkpoint of round \(-*[0-9]*\).*/\1/p' "$d.err" | head -1)
+	loss=$(field final_train_loss "$d.json" 2>/dev/null || true)
+	lost=- redone=-
+	if [ -n "$from" ] && [ -s "$d.ck" ] && [ "$killed" != 0 ]; then
+		read -r ckround ck <"$d.ck"
+		if [ "${ckround:-0}" = "$from" ]; then
+			lost=$(awk "BEGIN{printf \"%.3f\", ($killed - $ck) / 1e9}")
+			redone=$(awk "BEGIN{r = $lost * $rounds / $train_s; if (r > $every) r = $every; printf \"%.1f\", r}")
+		fi
+	fi
+	if [ -z "$noticed" ] || [ -z "$resumed" ]; then
+		verdict=FAILED
+	fi
+	if [ "$verdict" = ok ] && [ "$consistency" = bsp ]; then
+		if [ "$loss" != "$base_loss" ] || [ "$(field test_auc "$d.json")" != "$(field test_auc "$work/base.json")" ] ||
+			[ "$(field test_accuracy "$d.json")" != "$(field test_accuracy "$work/base.json")" ]; then
+			verdict=FAILED
+		fi
+		final=$(printf 'round-%09d' "$rounds")
+		for s in "$work/base/$final"/server-*.snap; do
+			cmp -s "$s" "$d/$final/$(basename "$s")" || verdict=FAILED
+		done
+	fi
+	[ "$verdict" = ok ] || failed=$((failed + 1))
+	printf '%d\t%s %d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$role" "$rank" "$after" "$delay" "${from:--}" \
+		"$(awk "BEGIN{printf \"%.3f\", (${noticed:-0} - $killed) / 1e9}")" \
+		"$(awk "BEGIN{printf \"%.3f\", (${resumed:-0} - $killed) / 1e9}")" \
+		"$lost" "$redone" "${loss:--}" "$base_loss" "$verdict" >>"$out"
+	[ "$verdict" = ok ] || { echo "trial $i failed:" >&2; tail -5 "$d.err" >&2; }
+	rm -rf "$d" "$d.json" "$d.out" "$d.err" "$d.killed" "$d.ck"
+	i=$((i + 1))
+done
+cat "$out"
+awk -F'\t' 'NR > 1 && $12 == "ok" {print $7}' "$out" | sort -n | awk -v n="$trials" -v f="$failed" '
+	{v[NR] = $1} END {if (NR) printf "%d of %d trials recovered; time from the kill to training resuming: median %.3f s, max %.3f s\n", n - f, n, v[int((NR + 1) / 2)], v[NR]
+	else printf "0 of %d trials recovered\n", n}'
+[ "$failed" -eq 0 ]

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"colo/checkpoint"
+	"colo/train"
+)
+
+// killJob is a small BSP job of processes that the kill trials fail.
+type killJob struct {
+	name  string
+	args  []string // colo train's data and flags, without checkpoints
+	every int      // rounds between two checkpoints; divides the rounds
+	roles []string // the roles whose processes a trial kills
+	ranks int      // of each role
+}
+
+// killTrialJobs returns the jobs of the kill trials: lr on 2 co-located
+// machines (a server and a worker in each process), and an mlp whose 2
+// servers run apart from its 2 workers.
+func killTrialJobs(t *testing.T) []killJob {
+	dir := t.TempDir()
+	lr := filepath.Join(dir, "powerlaw.libsvm")
+	if out, err := exec.Command(coloBin, "gen", "powerlaw", "-n", "3000", "--seed", "7", "-o", lr).CombinedOutput(); err != nil {
+		t.Fatalf("colo gen: %v\n%s", err, out)
+	}
+	return []killJob{
+		{name: "co-located", args: []string{lr, "--machines", "2", "--batch", "100", "--max-passes", "3", "--epsilon", "0",
+			"--link-bandwidth", "4mbit"}, every: 3, roles: []string{"machine"}, ranks: 2},
+		{name: "servers apart", args: []string{blobsCSV(t, 600), "--app", "mlp", "--label-col", "-1", "--hidden", "16",
+			"--machines", "2", "--servers", "2", "--epochs", "6", "--batch", "30"}, every: 4, roles: []string{"server", "worker"}, ranks: 2},
+	}
+}
+
+// nodePID returns the pid of the child of parent that runs the colo
+// node of role and rank, 0 when there is none (yet).
+func nodePID(parent int, role string, rank int) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state, ppid.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(parent) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Join(strings.Split(string(cmdline), "\x00"), " ")
+		if strings.Contains(args, "--role "+role+" ") && strings.Contains(args, "--rank "+strconv.Itoa(rank)+" ") {
+			return pid
+		}
+	}
+	return 0
+}
+
+// killTrial is one seeded failure: the process of role and rank is
+// killed with SIGKILL delay after the manifest of checkpoint round after
+// appears, so that it dies in one of the rounds that follow.
+type killTrial struct {
+	role  string
+	rank  int
+	after int
+	delay time.Duration
+}
+
+func (k killTrial) String() string {
+	return fmt.Sprintf("%s %d killed %v after the checkpoint of round %d", k.role, k.rank, k.delay, k.after)
+}
+
+// killRun is what a run with a kill measured.
+type killRun struct {
+	res     *train.Result
+	snaps   [][]byte // the final checkpoint's server snapshots
+	killed  time.Time
+	resumed time.Time // when the restarted run's training began
+	from    int       // the checkpoint round it resumed from (−1: the start)
+	// checkpointed is when the newest complete checkpoint at the kill,
+	// of round last, was written.
+	checkpointed time.Time
+	last         int
+	stderr       string
+}
+
+// resumedRE matches the restart's report of colo train.
+var (
+	resumedRE = regexp.MustCompile(`training resumed at unix (\d+) ns`)
+	fromRE    = regexp.MustCompile(`restart 1 of 1 after .*: from the checkpoint of round (-?\d+)`)
+)
+
+// runKilled runs colo train args with checkpoints every every rounds in
+// dir and one restart, kills the process of k (none when k.role is ""),
+// and returns what it measured.
+func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ck")
+	out := filepath.Join(t.TempDir(), "run.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, coloBin, append(append([]string{"train"}, args...), "--processes",
+		"--checkpoint", dir, "--checkpoint-every", strconv.Itoa(every), "--restarts", "1", "--json", out)...)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &killRun{from: -1}
+	if k.role != "" {
+		manifest := filepath.Join(checkpoint.RoundDir(dir, k.after), checkpoint.ManifestName)
+		for r.killed.IsZero() && ctx.Err() == nil {
+			if _, err := os.Stat(manifest); err == nil {
+				time.Sleep(k.delay)
+				if pid := nodePID(cmd.Process.Pid, k.role, k.rank); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+					r.killed = time.Now()
+					r.last, r.checkpointed = newestManifest(dir)
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	err := cmd.Wait()
+	r.stderr = errOut.String()
+	if err != nil || (k.role != "" && r.killed.IsZero()) {
+		t.Fatalf("colo train, %v: %v\n%s", k, err, r.stderr)
+	}
+	r.res, _ = readResult(t, out)
+	if k.role != "" {
+		m := fromRE.FindStringSubmatch(r.stderr)
+		n := resumedRE.FindStringSubmatch(r.stderr)
+		if m == nil || n == nil {
+			t.Fatalf("%v: no restart reported:\n%s", k, r.stderr)
+		}
+		if !strings.Contains(m[0], fmt.Sprintf("after %s %d failed", k.role, k.rank)) {
+			t.Errorf("%v: the restart blames another process: %s", k, m[0])
+		}
+		r.from, _ = strconv.Atoi(m[1])
+		ns, _ := strconv.ParseInt(n[1], 10, 64)
+		r.resumed = time.Unix(0, ns)
+	}
+	if r.res.Rounds%every != 0 {
+		t.Fatalf("%d rounds, not a multiple of the %d between checkpoints: the final model is not in a checkpoint", r.res.Rounds, every)
+	}
+	final := checkpoint.RoundDir(dir, r.res.Rounds)
+	snaps, _ := filepath.Glob(filepath.Join(final, "server-*.snap"))
+	if len(snaps) == 0 {
+		t.Fatalf("%v: no server snapshots in the final checkpoint %s", k, final)
+	}
+	slices.Sort(snaps)
+	for _, s := range snaps {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.snaps = append(r.snaps, b)
+	}
+	return r
+}
+
+// newestManifest returns the round and time of the newest checkpoint
+// manifest in dir.
+func newestManifest(dir string) (int, time.Time) {
+	ms, _ := filepath.Glob(filepath.Join(dir, "round-*", checkpoint.ManifestName))
+	if len(ms) == 0 {
+		return -1, time.Time{}
+	}
+	slices.Sort(ms)
+	fi, err := os.Stat(ms[len(ms)-1])
+	if err != nil {
+		return -1, time.Time{}
+	}
+	round, _ := strconv.Atoi(strings.TrimPrefix(filepath.Base(filepath.Dir(ms[len(ms)-1])), "round-"))
+	return round, fi.ModTime()
+}
+
+// TestKillTrials kills a server, a machine or a worker with SIGKILL in
+// 20 seeded trials, each at a seeded round of a small BSP job of
+// processes run with --restarts 1: a co-located job (machines) and one
+// with servers apart (servers or workers). Every job completes after
+// the whole-job restart and ends as the unfailed run: the same passes,
+// losses and test measures, and the final checkpoint's server snapshots
+// (every key's values and update-rule state) equal byte for byte. It
+// logs the time from each kill to training resuming.
+func TestKillTrials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	jobs := killTrialJobs(t)
+	rng := rand.New(rand.NewPCG(18, 20))
+	const trials = 20
+	var recovery []time.Duration
+	for _, job := range jobs {
+		want := runKilled(t, job.args, job.every, killTrial{})
+		checkpoints := want.res.Rounds / job.every
+		if checkpoints < 6 {
+			t.Fatalf("%s: %d rounds, want at least %d", job.name, want.res.Rounds, 6*job.every)
+		}
+		for i := range trials / len(jobs) {
+			k := killTrial{role: job.roles[rng.IntN(len(job.roles))], rank: rng.IntN(job.ranks),
+				// Not in the last 3 checkpoints' rounds: the kill lands
+				// while the job trains.
+				after: job.every * (1 + rng.IntN(checkpoints-3)),
+				delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+			got := runKilled(t, job.args, job.every, k)
+			name := fmt.Sprintf("%s trial %d (%v)", job.name, i+1, k)
+			if got.from < k.after || got.from >= want.res.Rounds {
+				t.Errorf("%s: resumed from the checkpoint of round %d, want one from round %d on", name, got.from, k.after)
+			}
+			if !sameKilled(t, name, want.res, got.res) {
+				continue
+			}
+			for s := range want.snaps {
+				if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
+					t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
+				}
+			}
+			d := got.resumed.Sub(got.killed)
+			recovery = append(recovery, d)
+			t.Logf("%s: resumed from round %d, training again %v after the kill", name, got.from, d.Round(time.Millisecond))
+		}
+	}
+	slices.Sort(recovery)
+	if len(recovery) > 0 {
+		t.Logf("time from the kill to training resuming, %d trials: median %v, max %v", len(recovery),
+			recovery[len(recovery)/2].Round(time.Millisecond), recovery[len(recovery)-1].Round(time.Millisecond))
+	}
+}
+
+// sameKilled reports whether a run with a failure trained as the run
+// without: the same passes, losses and test measures, bit for bit.
+func sameKilled(t *testing.T, name string, want, got *train.Result) bool {
+	t.Helper()
+	if got.Passes != want.Passes || got.Rounds != want.Rounds || len(got.RoundsDetail) != len(want.RoundsDetail) {
+		t.Errorf("%s: %d passes, %d rounds; without failure %d, %d", name, got.Passes, got.Rounds, want.Passes, want.Rounds)
+		return false
+	}
+	same := true
+	for i, p := range want.RoundsDetail {
+		if q := got.RoundsDetail[i]; q.TrainLoss != p.TrainLoss || q.TrainAccuracy != p.TrainAccuracy {
+			t.Errorf("%s: pass %d: loss %v accuracy %v, without failure %v %v", name, p.Pass, q.TrainLoss, q.TrainAccuracy, p.TrainLoss, p.TrainAccuracy)
+			same = false
+		}
+	}
+	if !sameMeasure(want.Accuracy, got.Accuracy) || !sameMeasure(want.LogLoss, got.LogLoss) || !sameMeasure(want.AUC, got.AUC) {
+		t.Errorf("%s: test measures %v, without failure %v", name, got.Eval, want.Eval)
+		same = false
+	}
+	return same
+}
+
+// sameMeasure reports whether two optional measures are equal, bit for
+// bit (both absent counts as equal).
+func sameMeasure(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// TestKillAsync kills a machine of the co-located job run under async
+// consistency in 3 seeded trials: every job completes its rounds after
+// the whole-job restart, resumed from a checkpoint at or after the one
+// before the kill. What is lost is every update applied after that
+// checkpoint, trained again after the restart (in an order that may
+// differ, so the model need not equal the unfailed run's): the test logs
+// the training time lost (from the checkpoint's manifest to the kill),
+// the rounds it amounts to at the unfailed run's rate, and the final
+// losses.
+func TestKillAsync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	job := killTrialJobs(t)[0]
+	args := append(slices.Clip(job.args), "--consistency", "async")
+	want := runKilled(t, args, job.every, killTrial{})
+	checkpoints := want.res.Rounds / job.every
+	rate := float64(want.res.Rounds) / want.res.TrainSeconds
+	rng := rand.New(rand.NewPCG(18, 21))
+	for i := range 3 {
+		k := killTrial{role: "machine", rank: rng.IntN(job.ranks), after: job.every * (1 + rng.IntN(checkpoints-3)),
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+		got := runKilled(t, args, job.every, k)
+		name := fmt.Sprintf("async trial %d (%v)", i+1, k)
+		if got.res.Rounds != want.res.Rounds || got.res.Passes != want.res.Passes {
+			t.Errorf("%s: %d rounds, %d passes; without failure %d, %d", name, got.res.Rounds, got.res.Passes, want.res.Rounds, want.res.Passes)
+		}
+		if got.from < k.after || got.from != got.last {
+			t.Errorf("%s: resumed from the checkpoint of round %d, not the newest at the kill, of round %d", name, got.from, got.last)
+			continue
+		}
+		lost := got.killed.Sub(got.checkpointed).Seconds()
+		t.Logf("%s: resumed from round %d; %.3f s of training lost, about %.1f rounds redone at %.0f rounds/s (at most %d); final loss %.6f, without failure %.6f",
+			name, got.from, lost, min(lost*rate, float64(job.every)), rate, job.every, got.res.FinalTrainLoss, want.res.FinalTrainLoss)
+	}
+}
