@@ -294,8 +294,14 @@ func Table(runs []RunResult, sizes []Size, schemes []string) []Row {
 func WriteTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\tscheme\truns\timages/min\tspeed-up\tASRIT s\tover oracle\tmeasurement bytes\t")
+	ratio := func(x float64, unit string) string {
+		if x == 0 {
+			return "-" // no baseline among the schemes
+		}
+		return fmt.Sprintf("%.2f%s", x, unit)
+	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f×\t%.3f\t%.2f\t%.2f%%\t\n", r.Size, r.Scheme, r.Runs, r.ImagesPerMinute, r.Speedup, r.ASRIT, r.VsOracle, 100*r.ControlShare)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%.3f\t%s\t%.2f%%\t\n", r.Size, r.Scheme, r.Runs, r.ImagesPerMinute, ratio(r.Speedup, "×"), r.ASRIT, ratio(r.VsOracle, ""), 100*r.ControlShare)
 	}
 	return tw.Flush()
 }

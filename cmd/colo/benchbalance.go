@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/signal"
-	"path/filepath"
+	"io"
 	"strings"
-	"syscall"
 
 	"colo/app"
 	"colo/balance"
@@ -23,31 +21,14 @@ func runBenchBalance(e *env, args []string) error {
 			"(SRIT) and, with --slices, Aware's round time against the granularity:\n"+
 			"DIR/balance.json, balance.csv, speed.svg, srit.svg, granularity.svg.\n"+
 			"Every training flag of colo train applies.")
-	var t trainFlags
-	t.register(f)
-	var df dataFlags
-	df.register(f)
-	for name, v := range map[string]string{"app": "mlp", "machines": "12", "batch": "384", "bandwidth-random": "200mbit", "updater": "adam", "lr": "0.001"} {
-		f.Lookup(name).Value.Set(v) // the experiment's defaults (seed 002 Table 1: Adam 0.001, 32 a worker), shown by -h
-		f.Lookup(name).DefValue = v
-	}
+	st := newStudy(f, map[string]string{"app": "mlp", "machines": "12", "batch": "384", "bandwidth-random": "200mbit", "updater": "adam", "lr": "0.001"}) // seed 002's Table 1: Adam 0.001, 32 samples a worker
+	t := &st.t
 	schemes := f.String("schemes", strings.Join(balance.Schemes, ","), "comma-separated schemes: average, elastic, aware, oracle")
 	sizes := f.Int("sizes", 3, "how many of the three model sizes, smallest first")
 	runs := f.Int("runs", 3, "trainings per size and scheme, interleaved; medians are reported")
 	rounds := f.Int("rounds", 40, "rounds of each training")
 	slices := f.String("slices", "", "granularities (keys) of Aware's sweep on the smallest model, such as 256,1024,4096,16384")
-	out := f.String("o", "", "output directory (required)")
-	pos, err := f.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	if *out == "" {
-		return usageError("-o DIR is required")
-	}
-	if err := checkOutputs(output{"-o", *out, true}, output{"--json", t.json.path, false}); err != nil {
-		return err
-	}
-	job, err := t.job(pos[0], df)
+	data, job, err := st.job(f, args)
 	if err != nil {
 		return err
 	}
@@ -69,32 +50,12 @@ func runBenchBalance(e *env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	opened, err := app.Open(job)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.errOut, "%s: %s; %d machines, links from %s, %d rounds, %d runs of %s\n", pos[0], describeData(opened.Data),
-		job.Config.Machines, t.bal.Random, *rounds, *runs, strings.Join(cfg.Schemes, ", "))
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	res, err := balancing.Run(ctx, cfg, opened.Data)
-	if err != nil {
-		return err
-	}
-	if err := balancing.WriteDir(*out, res); err != nil {
-		return err
-	}
-	if err := stampFile(e, filepath.Join(*out, "balance.json")); err != nil {
-		return err
-	}
-	if p := t.json.path; p != "" {
-		if err := writeJSON(e, p, res); err != nil {
-			return err
-		}
-	}
-	if err := balancing.WriteTable(e.out, res.Table); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.out, "\nwritten to %s (%s)\n", *out, strings.Join(balancing.Files, ", "))
-	return nil
+	var res *balancing.Result
+	return st.run(e, data, job, fmt.Sprintf("%d machines, links from %s, %d rounds, %d runs of %s", job.Config.Machines, t.bal.Random, *rounds, *runs, strings.Join(cfg.Schemes, ", ")),
+		func(ctx context.Context, d *app.Data) (any, error) {
+			res, err = balancing.Run(ctx, cfg, d)
+			return res, err
+		},
+		func(dir string) error { return balancing.WriteDir(dir, res) }, "balance.json",
+		func(w io.Writer) error { return balancing.WriteTable(w, res.Table) }, balancing.Files)
 }

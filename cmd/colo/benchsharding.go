@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/signal"
-	"path/filepath"
+	"io"
 	"strings"
-	"syscall"
 
 	"colo/app"
 	"colo/bench/sharding"
@@ -22,28 +20,10 @@ func runBenchSharding(e *env, args []string) error {
 			"per-class validation accuracy, and box plots of the validation accuracy:\n"+
 			"DIR/sharding.json, sharding.csv, runs.csv and validation_accuracy.svg.\n"+
 			"Every training flag of colo train applies.")
-	var t trainFlags
-	t.register(f)
-	var df dataFlags
-	df.register(f)
-	for name, v := range map[string]string{"app": "mlp", "machines": "12", "consistency": "async"} {
-		f.Lookup(name).Value.Set(v) // the study's defaults, shown by -h
-		f.Lookup(name).DefValue = v
-	}
+	st := newStudy(f, map[string]string{"app": "mlp", "machines": "12", "consistency": "async"})
 	schemes := f.String("schemes", "random,stratified,distaware", "comma-separated sharding schemes (distaware:K for K neighbourhoods); the first is the baseline")
 	runs := f.Int("runs", 5, "trainings per scheme")
-	out := f.String("o", "", "output directory (required)")
-	pos, err := f.parse(args, 1, 1)
-	if err != nil {
-		return err
-	}
-	if *out == "" {
-		return usageError("-o DIR is required")
-	}
-	if err := checkOutputs(output{"-o", *out, true}, output{"--json", t.json.path, false}); err != nil {
-		return err
-	}
-	job, err := t.job(pos[0], df)
+	data, job, err := st.job(f, args)
 	if err != nil {
 		return err
 	}
@@ -54,32 +34,13 @@ func runBenchSharding(e *env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	opened, err := app.Open(job)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.errOut, "%s: %s; %s on %d machines, %s, %d epochs, %d runs of %s\n", pos[0], describeData(opened.Data),
-		job.App, job.Config.Machines, job.Config.Clock.Name(), job.Config.MaxPasses, *runs, strings.Join(cfg.Schemes, ", "))
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	res, err := sharding.Run(ctx, cfg, opened.Data)
-	if err != nil {
-		return err
-	}
-	if err := sharding.WriteDir(*out, res); err != nil {
-		return err
-	}
-	if err := stampFile(e, filepath.Join(*out, "sharding.json")); err != nil {
-		return err
-	}
-	if p := t.json.path; p != "" {
-		if err := writeJSON(e, p, res); err != nil {
-			return err
-		}
-	}
-	if err := sharding.WriteTable(e.out, res.Table); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.out, "\nwritten to %s (%s)\n", *out, strings.Join(sharding.Files, ", "))
-	return nil
+	var res *sharding.Result
+	return st.run(e, data, job, fmt.Sprintf("%s on %d machines, %s, %d epochs, %d runs of %s",
+		job.App, job.Config.Machines, job.Config.Clock.Name(), job.Config.MaxPasses, *runs, strings.Join(cfg.Schemes, ", ")),
+		func(ctx context.Context, d *app.Data) (any, error) {
+			res, err = sharding.Run(ctx, cfg, d)
+			return res, err
+		},
+		func(dir string) error { return sharding.WriteDir(dir, res) }, "sharding.json",
+		func(w io.Writer) error { return sharding.WriteTable(w, res.Table) }, sharding.Files)
 }
