@@ -266,7 +266,10 @@ func TestNodeFailure(t *testing.T) {
 						t.Fatalf("surviving node: %v, want an error naming %s", err, name)
 					}
 				}
-				if took > cfg.Timeout+5*cfg.Heartbeat {
+				// On the real clock of a loaded machine (the suite runs
+				// packages in parallel) timers fire late; the exact bound is
+				// TestSilentFailureOnFakeTime's, on fake time.
+				if took > cfg.Timeout+time.Second {
 					t.Fatalf("failure noticed after %v, timeout %v", took, cfg.Timeout)
 				}
 				// The surviving worker's pending call fails naming it.
