@@ -1,8 +1,8 @@
 package partition
 
 import (
+	"fmt"
 	"runtime"
-	"sync"
 
 	"colo/graph"
 	"colo/internal/parallel"
@@ -18,11 +18,12 @@ import (
 // minParamDegree samples on average and, when maxEdges is set, of at most
 // maxEdges edges; anneal sets its Refine.Anneal.
 var bestStarts = []struct {
+	name           string
 	f              Func
 	minParamDegree int64
 	maxEdges       int64
 	anneal         int
-}{{Parsa, 0, 0, 0}, {Bisect, bisectMinParamDegree, 0, 0}, {Community, 0, communityMaxEdges, communityAnneal}}
+}{{"parsa", Parsa, 0, 0, 0}, {"bisect", Bisect, bisectMinParamDegree, 0, 0}, {"community, annealed", Community, 0, communityMaxEdges, communityAnneal}}
 
 // communityMaxEdges is the size up to which Best also refines
 // Community's placement with annealing, whose steps cost O(|N(u)|) each:
@@ -74,6 +75,7 @@ func Best(g *graph.Graph, opt Options) (*placement.Placement, error) {
 // best is Best on the given number of goroutines.
 func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error) {
 	type start struct {
+		name    string
 		f       Func
 		o       Options
 		p       *placement.Placement
@@ -87,7 +89,7 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 		if g.NumEdges() < b.minParamDegree*int64(g.NumParams()) || (b.maxEdges > 0 && g.NumEdges() > b.maxEdges) {
 			continue
 		}
-		s := &start{f: b.f, o: opt}
+		s := &start{f: b.f, o: opt, name: b.name}
 		if b.anneal > 0 {
 			s.o.Refine.Anneal = b.anneal
 		}
@@ -107,28 +109,21 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 		o := opt
 		o.Seed += x
 		o.Refine.VCycles, o.Refine.Patience, o.Refine.Matching = bestThorough.VCycles, bestThorough.Patience, bestThorough.Matching
-		starts = append(starts, &start{f: Parsa, o: o})
+		starts = append(starts, &start{f: Parsa, o: o, name: fmt.Sprintf("parsa seed %d, thorough", o.Seed)})
 	}
-	// Progress: the sums over the starts that have reported.
-	var mu sync.Mutex
-	done, total := make([]int64, len(starts)), make([]int64, len(starts))
+	// Progress: each start has an equal share of one total, known from
+	// the first report (see shares).
+	sh := newShares(len(starts), opt.Progress, opt.Phase)
 	for i, s := range starts {
 		s.o.Report = nil
 		if opt.Report != nil {
 			s.o.Report = func(name string, value any) { s.reports = append(s.reports, report{name, value}) }
 		}
-		if opt.Progress != nil {
-			s.o.Progress = func(d, t int64) {
-				mu.Lock()
-				defer mu.Unlock()
-				done[i], total[i] = d, t
-				var sd, st int64
-				for j := range done {
-					sd, st = sd+done[j], st+total[j]
-				}
-				opt.Progress(sd, st)
-			}
-		}
+		s.o.Progress, s.o.Phase = sh.part(i), nil
+	}
+	index := make(map[*start]int, len(starts))
+	for i, s := range starts {
+		index[s] = i
 	}
 	run := func(s *start) {
 		p, err := s.f(g, s.o)
@@ -139,6 +134,7 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 			s.c, err = placement.Evaluate(g, p, s.o.Theta)
 		}
 		s.p, s.err = p, err
+		sh.end(index[s], s.name)
 	}
 	// The annealing and thorough starts cost the most: they go first.
 	order := make([]*start, 0, len(starts))

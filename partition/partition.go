@@ -129,6 +129,10 @@ type Options struct {
 	// Progress, when set, is called now and then with the work done and
 	// the total, in an algorithm-defined unit.
 	Progress func(done, total int64)
+	// Phase, when set, is called when a named part of a run made of parts
+	// ends (a start of best, the partitioner and then the refinement of
+	// name+refine), with the number of parts ended and their total.
+	Phase func(name string, done, total int)
 	// Report, when set, receives what a partitioner reports of its run
 	// under a name, for placement.Summary.Details.
 	Report func(name string, value any)
@@ -196,12 +200,30 @@ func Lookup(name string) (Func, error) {
 		return nil, fmt.Errorf("unknown algorithm %q: want one of %s, optionally followed by %s", name, strings.Join(Names(), ", "), RefineSuffix)
 	}
 	return func(g *graph.Graph, opt Options) (*placement.Placement, error) {
-		p, err := f(g, opt)
-		if err != nil || !(refine || opt.Refine.Enabled) {
-			return p, err
+		if !(refine || opt.Refine.Enabled) {
+			return f(g, opt)
+		}
+		// One total for both parts: the partitioner's progress fills
+		// the first half, the end of the refinement the rest.
+		sh := newShares(1, opt.Progress, nil)
+		o := opt
+		o.Progress, o.Phase = sh.part(0), nil
+		p, err := f(g, o)
+		if err != nil {
+			return nil, err
+		}
+		if opt.Phase != nil {
+			opt.Phase(base, 1, 2)
 		}
 		q, _, err := Refine(g, p, opt)
-		return q, err
+		if err != nil {
+			return nil, err
+		}
+		sh.end(0, "refine")
+		if opt.Phase != nil {
+			opt.Phase("refine", 2, 2)
+		}
+		return q, nil
 	}, nil
 }
 

@@ -216,8 +216,8 @@ func runDecentral(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.out, "%s: %d samples; %s, %s on %d workers (%s, F=%d), %s shards in %.2f s\n", pos[0], data.Samples.Len(),
 		j.App, alg, cfg.Workers, topologyWords(cfg), cfg.LocalSteps, spec.Name(), secs)
-	bar := newProgressBar(e, "train "+alg)
-	cfg.Progress = func(ep int) { bar.update(int64(ep), int64(cfg.Epochs)) }
+	ph := startPhase(e, "train "+alg, int64(cfg.Epochs))
+	cfg.Progress = func(ep int) { ph.step("epoch", int64(ep), int64(cfg.Epochs), "") }
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	var rep *job.Report
@@ -227,10 +227,11 @@ func runDecentral(e *env, args []string) error {
 	} else {
 		rep, err = data.Train(ctx, cfg, shards, nt)
 	}
-	bar.finish()
 	if err != nil {
+		ph.abort()
 		return err
 	}
+	ph.finish(fmt.Sprintf("loss %.4f", rep.FinalLoss()))
 	rep.Shard, rep.ShardSeconds = spec.Name(), secs
 	fmt.Fprintf(e.out, "trained %d epochs in %.2f s, final training loss %.4f%s, %.1f MB sent\n", cfg.Epochs, rep.Seconds, rep.FinalLoss(), rep.Eval.Words(), float64(rep.Bytes)/1e6)
 	if s, ok := rep.SecondsToTarget(d.target); ok {

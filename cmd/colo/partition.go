@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,28 +57,42 @@ func runPartition(e *env, args []string) error {
 	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
 		return err
 	}
+	load := startPhase(e, "load "+pos[0], 1)
 	g, loadTime, err := df.load(pos[0])
 	if err != nil {
+		load.abort()
 		return err
 	}
+	load.finish(describe(g))
 	if err := opt.Validate(g.NumSamples()); err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
-	bar := newProgressBar(e, *algo)
-	opt.Progress = bar.update
+	ph := startPhase(e, "partition "+*algo, 0)
+	opt.Progress = ph.set
+	opt.Phase = func(name string, done, total int) {
+		if *algo == "best" || strings.HasPrefix(*algo, "best+") {
+			ph.event("start %d/%d (%s) done", done, total, name)
+		} else {
+			ph.event("%s done (%d/%d)", name, done, total)
+		}
+	}
 	details := map[string]any{"load_seconds": loadTime.Seconds()}
 	opt.Report = func(name string, v any) { details[name] = v }
 	start := time.Now()
 	p, err := run(g, opt)
-	bar.finish()
 	if err != nil {
+		ph.abort()
 		return err
 	}
+	ph.finish("")
 	took := time.Since(start)
+	eval := startPhase(e, "evaluate", 1)
 	s, err := placement.NewSummary(g, p, opt.Theta)
 	if err != nil {
+		eval.abort()
 		return err
 	}
+	eval.finish("")
 	s.Algorithm, s.Seed, s.Seconds = *algo, opt.Seed, took.Seconds()
 	s.Dataset = pos[0]
 	s.Details = details

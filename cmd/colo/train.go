@@ -311,10 +311,13 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	load := startPhase(e, "load "+pos[0], 1)
 	opened, err := app.Open(job)
 	if err != nil {
+		load.abort()
 		return errors.Join(err, w.end(nil))
 	}
+	load.finish(describeData(opened.Data))
 	d := dep.deployer(opened.Data.Graph, w.watch)
 	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
 	runs, err := trainRuns(e, job, opened, specs, d, w)
@@ -360,21 +363,24 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 	var runs []*train.Result
 	for _, spec := range specs {
 		job.Placement = spec
+		place := startPhase(e, "place "+spec, 1)
 		p, secs, err := opened.Place(job)
 		if err != nil {
+			place.abort()
 			return nil, err
 		}
+		place.finish("")
 		var cost *placement.Cost
 		if g := opened.Data.Graph; g != nil {
 			if cost, err = placement.Evaluate(g, p, 0); err != nil {
 				return nil, err
 			}
 		}
-		bar := newProgressBar(e, "train "+spec)
 		j := job
-		w.run(&j.Config, spec, opened.App.Width(), cost, func(p train.Pass) { bar.update(int64(p.Pass), int64(job.Config.MaxPasses)) })
+		pp := newPasses(e, spec, j.Config)
+		w.run(&j.Config, spec, opened.App.Width(), cost, pp.pass)
 		res, err := train.Run(context.Background(), j, opened.App, p, d)
-		bar.finish()
+		pp.end(err)
 		if err != nil {
 			return nil, err
 		}
