@@ -62,7 +62,8 @@ var bestThorough = RefineOptions{VCycles: 3, Patience: 1.0 / 20, Matching: true}
 // larger graphs bestExtraSeeds more Parsa placements (seeds opt.Seed+1,
 // …) refined with bestThorough (its target and bounds taken from
 // opt.Refine). Each start costs one partitioner run and one Refine;
-// opt applies to all of them. It reports nothing of its own.
+// opt applies to all of them. Its progress (opt.Progress) is every
+// start's on one fixed total, and opt.Phase names each start as it ends.
 //
 // The starts run concurrently on up to GOMAXPROCS goroutines, the thorough
 // ones first; each depends only on its own options, and they are compared
