@@ -168,10 +168,13 @@ type Out struct {
 
 // request is an operation in flight.
 type request struct {
-	op        *Op
-	round     int64
-	push      bool
-	gate      bool // its completion opens the round gate
+	op    *Op
+	round int64
+	push  bool
+	gate  bool // its completion opens the round gate
+	// acked marks, for a gate push, the servers that answered it: a pull
+	// waiting behind the gate may go to them (Core.held).
+	acked     []bool
 	remaining int
 	err       error
 	// Pull answers: the offset in dst of each server's values (range
@@ -225,6 +228,12 @@ type Core struct {
 	stats   Stats
 	links   []LinkTiming
 	failed  error
+	// gateReq is the push holding the round gate; held the messages of a
+	// pull started behind it, per server, sent as each server answers
+	// the push (a server that answered has applied the round, so its
+	// values are the ones the pull would get after the gate).
+	gateReq *request
+	held    [][]Out
 }
 
 // NewCore returns a worker core.
@@ -277,11 +286,34 @@ func (c *Core) Submit(op *Op) []Out {
 	}
 	if c.gated {
 		c.stats.Gated++
+		if len(c.queue) == 0 && c.gateReq != nil && (op.kind == opPull || op.kind == opPullRange) && op.steps == nil {
+			c.startBehindGate(op)
+			return c.out
+		}
 		c.queue = append(c.queue, op)
 		return c.out
 	}
 	c.start(op)
 	return c.out
+}
+
+// startBehindGate starts a pull while the round gate is closed: its
+// messages to the servers that answered the gate push go now, the others
+// as those servers answer (Receive).
+func (c *Core) startBehindGate(op *Op) {
+	c.start(op)
+	if c.held == nil {
+		c.held = make([][]Out, c.servers)
+	}
+	keep := c.out[:0]
+	for _, o := range c.out {
+		if c.gateReq.acked[o.Server] {
+			keep = append(keep, o)
+		} else {
+			c.held[o.Server] = append(c.held[o.Server], o)
+		}
+	}
+	c.out = keep
 }
 
 // Fail ends every operation in flight or waiting with err, and every later
@@ -303,6 +335,7 @@ func (c *Core) Fail(err error) {
 		op.fut.complete(err)
 	}
 	c.queue = nil
+	c.gateReq, c.held = nil, nil // their requests failed above
 }
 
 // start splits op by server and appends its messages to c.out.
@@ -358,6 +391,8 @@ func (c *Core) start(op *Op) {
 		if c.sync {
 			r.gate = true
 			c.gated = true
+			r.acked = make([]bool, c.servers)
+			c.gateReq = r
 		}
 	} else {
 		c.stats.Pulls++
@@ -597,6 +632,14 @@ func (c *Core) Receive(s int, m *transport.Message) []Out {
 	} else {
 		m.Release()
 	}
+	if r.acked != nil && !r.acked[s] {
+		r.acked[s] = true
+		if c.held != nil {
+			c.out = append(c.out, c.held[s]...)
+			clear(c.held[s])
+			c.held[s] = c.held[s][:0]
+		}
+	}
 	r.remaining--
 	if r.remaining > 0 {
 		return c.out
@@ -696,6 +739,14 @@ func (c *Core) finish(r *request) {
 	r.op.fut.complete(r.err)
 	if !r.gate {
 		return
+	}
+	if c.gateReq == r {
+		c.gateReq = nil
+		for sv := range c.held { // servers that never answered: the push failed
+			c.out = append(c.out, c.held[sv]...)
+			clear(c.held[sv])
+			c.held[sv] = c.held[sv][:0]
+		}
 	}
 	c.gated = false
 	for len(c.queue) > 0 && !c.gated {

@@ -293,3 +293,77 @@ func TestPullAhead(t *testing.T) {
 		}
 	}
 }
+
+// TestPullBehindGate: under BSP a pull submitted while the round's push
+// is unanswered goes to each server as soon as that server answered the
+// push (it has applied the round), not when all of them have; the pull's
+// values are then the round's, as after the gate.
+func TestPullBehindGate(t *testing.T) {
+	tb := mustUniform(3, 9) // servers own [0,3), [3,6), [6,9)
+	c, err := NewCore(Config{Rank: 0, Table: tb, Width: 1, Clock: clock.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := &Op{kind: opPushRange, begin: 0, end: 9, vals: make([]float32, 9), fut: newFuture()}
+	pushes := slices.Clone(c.Submit(push))
+	if len(pushes) != 3 {
+		t.Fatalf("push: %d messages", len(pushes))
+	}
+	dst := make([]float32, 9)
+	pull := &Op{kind: opPullRange, begin: 0, end: 9, dst: dst, fut: newFuture()}
+	if outs := c.Submit(pull); len(outs) != 0 {
+		t.Fatalf("a pull behind the gate sent %d messages before any server answered", len(outs))
+	}
+	ack := func(s int, m *transport.Message) []Out {
+		return c.Receive(s, &transport.Message{Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagPush, ID: m.ID}})
+	}
+	// Server 1 answers first: the pull's part for server 1 leaves.
+	outs := ack(1, pushes[1].M)
+	if len(outs) != 1 || outs[0].Server != 1 || outs[0].M.Flags&transport.FlagPull == 0 {
+		t.Fatalf("after server 1's answer: %+v", outs)
+	}
+	if r, err := proto.ParseMeta(outs[0].M); err != nil || r != 1 {
+		t.Errorf("the pull's round %d (%v), want 1", r, err)
+	}
+	pullID := outs[0].M.ID
+	if outs := ack(0, pushes[0].M); len(outs) != 1 || outs[0].Server != 0 || outs[0].M.ID != pullID {
+		t.Fatalf("after server 0's answer: %+v", outs)
+	}
+	if push.fut.Err() != nil || isDone(push.fut) {
+		t.Fatal("the push completed before every server answered")
+	}
+	if outs := ack(2, pushes[2].M); len(outs) != 1 || outs[0].Server != 2 {
+		t.Fatalf("after server 2's answer: %+v", outs)
+	}
+	if !isDone(push.fut) || push.fut.Err() != nil {
+		t.Fatal("the push did not complete")
+	}
+	// The answers fill the pull.
+	for s := range 3 {
+		vals := []float32{float32(10 * s), float32(10*s + 1), float32(10*s + 2)}
+		c.Receive(s, &transport.Message{Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagPull, ID: pullID}, KV: kv.Batch{Vals: vals}})
+	}
+	if !isDone(pull.fut) || pull.fut.Err() != nil || dst[4] != 11 || dst[8] != 22 {
+		t.Fatalf("pull: done %v, %v, values %v", isDone(pull.fut), pull.fut.Err(), dst)
+	}
+	// A push behind the gate still waits for the whole gate.
+	push2 := &Op{kind: opPushRange, begin: 0, end: 9, vals: make([]float32, 9), fut: newFuture()}
+	pushes = slices.Clone(c.Submit(push2))
+	push3 := &Op{kind: opPushRange, begin: 0, end: 9, vals: make([]float32, 9), fut: newFuture()}
+	if outs := c.Submit(push3); len(outs) != 0 {
+		t.Fatalf("a push behind the gate sent %d messages", len(outs))
+	}
+	if outs := ack(0, pushes[0].M); len(outs) != 0 {
+		t.Fatalf("a push left after one server's answer: %+v", outs)
+	}
+}
+
+// isDone reports whether f completed.
+func isDone(f *Future) bool {
+	select {
+	case <-f.Done():
+		return true
+	default:
+		return false
+	}
+}
