@@ -152,6 +152,17 @@ func New(cfg Config, n int, keys uint64, truth func() [][]float64, egress func()
 // Report returns what the balancer did.
 func (b *Balancer) Report() Report { return b.report }
 
+// keysOf returns the number of keys of the model each server holds in
+// the Ranges table t.
+func (b *Balancer) keysOf(t *route.Table) []uint64 {
+	keys := make([]uint64, b.n)
+	for s := range keys {
+		lo, hi, _ := t.Range(s)
+		keys[s] = min(hi, b.keys) - min(lo, b.keys)
+	}
+	return keys
+}
+
 // roundSeconds returns the mean time of the rounds since the last
 // decision, 0 for the first window when it is the first round alone.
 func (b *Balancer) roundSeconds(now time.Time, round int) float64 {
@@ -184,11 +195,7 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 	}
 	if b.cfg.Scheme == Average { // the round times alone: no exchange, no move
 		d := Decision{Round: round, Seconds: b.roundSeconds(time.Now(), round)}
-		t := w.Table()
-		for s := range n {
-			lo, hi, _ := t.Range(s)
-			d.Keys = append(d.Keys, min(hi, b.keys)-min(lo, b.keys))
-		}
+		d.Keys = b.keysOf(w.Table())
 		b.report.Decisions = append(b.report.Decisions, d)
 		b.last, b.lastRnd = time.Now(), round
 		return nil
@@ -240,9 +247,8 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 	b.report.ControlBytes += int64(8 * len(v))
 	old := w.Table()
 	cur := make([]float64, n)
-	for s := range n {
-		lo, hi, _ := old.Range(s)
-		cur[s] = float64(min(hi, b.keys) - min(lo, b.keys))
+	for s, k := range b.keysOf(old) {
+		cur[s] = float64(k)
 	}
 	var shares []float64
 	// predict returns the round time of shares by the scheme's model.
@@ -341,10 +347,7 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 			d.Moved += m.End - m.Begin
 		}
 	}
-	for s := range n {
-		lo, hi, _ := after.Range(s)
-		d.Keys = append(d.Keys, min(hi, b.keys)-min(lo, b.keys))
-	}
+	d.Keys = b.keysOf(after)
 	b.report.KeysMoved += d.Moved
 	b.report.Decisions = append(b.report.Decisions, d)
 	b.last, b.lastRnd = time.Now(), round

@@ -448,10 +448,10 @@ type Deployment struct {
 	Truth func() [][]float64
 }
 
-// Balancer returns the load balancer of machine rank's worker, nil when
-// the job does not balance (Config.Balance); egress, when not nil, reads
-// the sending counters of the machine's server (balance.New).
-func (d *Deployment) Balancer(rank int, egress func() server.Egress) (*balance.Balancer, error) {
+// Balancer returns a worker's load balancer, nil when the job does not
+// balance (Config.Balance); egress, when not nil, reads the sending
+// counters of the server on the worker's machine (balance.New).
+func (d *Deployment) Balancer(egress func() server.Egress) (*balance.Balancer, error) {
 	c := d.Job.Config.Balance
 	if c == nil {
 		return nil, nil
@@ -476,7 +476,7 @@ func (d *Deployment) WorkerSchedule(rank int, srv *server.Server) (Schedule, *ba
 	if srv != nil {
 		egress = func() server.Egress { return srv.Stats().Egress }
 	}
-	b, err := d.Balancer(rank, egress)
+	b, err := d.Balancer(egress)
 	if err != nil || b == nil {
 		return s, nil, err
 	}
