@@ -1,0 +1,178 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"colo/graph"
+	"colo/placement"
+)
+
+// The pieces of a Parsa run that a distributed run (package
+// partition/distparsa, Alg. 4 of seed 001 on the parameter server) drives
+// itself: the plan that every process draws alike from the seed
+// (PlanParsa), Alg. 3 on one block against any NeighborSets
+// (BlockPartitioner), and the end of the run once every sample is placed
+// (ParsaPlan.Finish). Partitioning the plan's blocks in order, each
+// against the sets and counts left by all the blocks before it, and then
+// calling Finish gives exactly what RunParsa gives with τ = 0.
+
+// ParsaPlan is what every process of a distributed Parsa run computes
+// alike from the graph, the options and the seed: the blocks, the sample
+// of the global initialisation, the bounds the run ends within and the
+// parameter assignment's seed, drawn from the seeded generator in the
+// order runParsa draws them.
+type ParsaPlan struct {
+	// Options are the Parsa options in force (defaults filled in).
+	Options ParsaOptions
+	// Blocks are the b blocks, each sorted into input order; every sample
+	// is in exactly one.
+	Blocks [][]uint32
+	// Global is the sample of the global initialisation, nil without one.
+	Global []uint32
+	// Lo and Hi bound |U_i| at the end of the run.
+	Lo, Hi []int64
+	// ParamSeed seeds the parameter assignment.
+	ParamSeed uint64
+	// Stats are the run's statistics so far (blocks, initialisation).
+	Stats ParsaStats
+
+	g    *graph.Graph
+	opt  Options
+	todo []uint32 // the samples in block order, for refinement
+}
+
+// PlanParsa plans a Parsa run of g with opt as RunParsa would. A
+// distributed run initialises its neighbour sets globally or not at all
+// (seed 001 §4.4: global initialisation is the one for parallel
+// partitioning), so individual initialisation and incremental runs
+// (InitFrom) are refused.
+func PlanParsa(g *graph.Graph, opt Options) (*ParsaPlan, error) {
+	n, k := g.NumSamples(), opt.K
+	if err := opt.Validate(n); err != nil {
+		return nil, err
+	}
+	if err := opt.Parsa.Validate(); err != nil {
+		return nil, err
+	}
+	po := opt.Parsa.withDefaults()
+	switch {
+	case po.InitFrom != nil:
+		return nil, errors.New("parsa: a distributed run cannot start from a previous placement")
+	case po.Init == InitIndividual:
+		return nil, fmt.Errorf("parsa init = %q: a distributed run initialises globally or not at all (global or none)", string(po.Init))
+	}
+	rng := placement.NewRand(opt.Seed)
+	st := ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy}
+	todo := make([]uint32, n)
+	for u := range todo {
+		todo[u] = uint32(u)
+	}
+	rng.Shuffle(len(todo), func(a, b int) { todo[a], todo[b] = todo[b], todo[a] })
+	st.Placed = n
+	b := blockCount(g, todo, po.Blocks)
+	blocks := make([][]uint32, b)
+	for j := range blocks {
+		blocks[j] = todo[j*len(todo)/b : (j+1)*len(todo)/b]
+		slices.Sort(blocks[j])
+	}
+	st.Blocks = b
+	_, global := planJobs(po, blocks, todo, rng, &st)
+	lo, hi := sizeBounds(make([]int64, k), n, po)
+	parsaGrowth().bound(lo, hi, n, rng)
+	return &ParsaPlan{Options: po, Blocks: blocks, Global: global, Lo: lo, Hi: hi,
+		ParamSeed: rng.Uint64(), Stats: st, g: g, opt: opt, todo: todo}, nil
+}
+
+// BlockPartitioner runs Alg. 3 of seed 001 on one block at a time against
+// a NeighborSets, reusing its memory from block to block. It is not safe
+// for concurrent use.
+type BlockPartitioner struct {
+	r   *runner
+	blk *block
+}
+
+// NewBlockPartitioner returns a partitioner of the plan's blocks.
+func (pl *ParsaPlan) NewBlockPartitioner() *BlockPartitioner {
+	k := pl.opt.K
+	r := &runner{g: pl.g, k: k, counts: make([]int64, k), po: pl.Options,
+		limit: slices.Min(pl.Hi), grow: growParsa}
+	blk := newBlock(k, pl.g.NumParams())
+	return &BlockPartitioner{r: r, blk: blk}
+}
+
+// Global runs the global initialisation (seed 001 §4.4): the plan's
+// global sample partitioned as one block from empty sets, whose neighbour
+// sets N(U_i) replace those of sets (Reset, then Push). It does nothing
+// when the plan has no global sample.
+func (bp *BlockPartitioner) Global(pl *ParsaPlan, sets NeighborSets) {
+	if pl.Global == nil {
+		return
+	}
+	bp.r.sets = sets
+	bp.r.global(pl.Global)
+}
+
+// Partition assigns every sample of one block by Alg. 3: it pulls the
+// block's neighbour sets from sets, then calls counts to learn |U_i| as
+// of that view, grows the partitions, pushes the block's neighbour sets
+// N(U_{i,block}) to sets and writes each sample's partition to data,
+// indexed by sample. It returns the samples it gave each partition, valid
+// until the next call.
+func (bp *BlockPartitioner) Partition(samples []uint32, sets NeighborSets, counts func(dst []int64), data []int32) []int64 {
+	r, blk := bp.r, bp.blk
+	r.sets = sets
+	blk.build(r.g, samples)
+	blk.pull(sets)
+	counts(r.counts)
+	r.setView(blk, false, len(samples))
+	r.grow(blk, 0)
+	sets.Push(blk.params, blk.own[:len(blk.params)*blk.w])
+	for s, u := range blk.samples {
+		data[u] = blk.out[s]
+	}
+	return blk.added
+}
+
+// Finish ends a run whose samples p.Data places, every one of them: it
+// moves the few samples needed to restore the bounds Lo ≤ |U_i| ≤ Hi
+// that stale views missed (against the neighbour sets of p.Data), refines
+// if the options ask, and assigns the parameters, overwriting p.Param. It
+// returns the run's statistics.
+func (pl *ParsaPlan) Finish(p *placement.Placement) (*ParsaStats, error) {
+	g, k := pl.g, pl.opt.K
+	if p.K != k || len(p.Data) != g.NumSamples() || len(p.Param) != g.NumParams() {
+		return nil, fmt.Errorf("parsa: finish: placement of %d samples and %d parameters on %d machines, want %d, %d and %d",
+			len(p.Data), len(p.Param), p.K, g.NumSamples(), g.NumParams(), k)
+	}
+	for u, i := range p.Data {
+		if i < 0 || int(i) >= k {
+			return nil, fmt.Errorf("parsa: finish: sample %d is on machine %d: want 0..%d", u, i, k-1)
+		}
+	}
+	st := pl.Stats
+	sets := NewMemNeighborSets(g.NumParams(), k)
+	seedSets(g, p.Data, k, sets)
+	r := &runner{g: g, p: p, k: k, sets: sets, po: pl.Options, blocks: pl.Blocks}
+	st.Repaired = r.rebalance(pl.Lo, pl.Hi)
+	po := pl.Options
+	if po.Refine > 0 && len(pl.todo) > 0 {
+		rf := newRefiner(g, p.Data, k, pl.Lo, pl.Hi)
+		st.Refine.Before = rf.sum
+		for st.Refine.Passes < po.Refine {
+			st.Refine.Passes++
+			mv := rf.pass(pl.todo, &st.Refine)
+			st.Refine.Moves += mv
+			if mv == 0 {
+				break
+			}
+		}
+		st.Refine.After = rf.sum
+	}
+	var err error
+	if st.Params, err = assignParamsWith(g, p, pl.opt.ParamAlgo, pl.ParamSeed, po.Threads); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
