@@ -114,21 +114,32 @@ func (bp *BlockPartitioner) Global(pl *ParsaPlan, sets NeighborSets) {
 	bp.r.global(pl.Global)
 }
 
+// SharedSets are neighbour sets that also hold the sample counts |U_i|
+// of the blocks pushed to them: what the processes of a distributed run
+// share (seed 001 Alg. 4, "Server").
+type SharedSets interface {
+	NeighborSets
+	// Counts writes |U_i| as of the last Pull into dst (len k).
+	Counts(dst []int64)
+	// PushBlock is Push that also adds added[i] to |U_i|, in one step.
+	PushBlock(params []uint32, masks []uint64, added []int64)
+}
+
 // Partition assigns every sample of one block by Alg. 3: it pulls the
-// block's neighbour sets from sets, then calls counts to learn |U_i| as
-// of that view, grows the partitions, pushes the block's neighbour sets
-// N(U_{i,block}) to sets and writes each sample's partition to data,
-// indexed by sample. It returns the samples it gave each partition, valid
-// until the next call.
-func (bp *BlockPartitioner) Partition(samples []uint32, sets NeighborSets, counts func(dst []int64), data []int32) []int64 {
+// block's neighbour sets and the counts |U_i| from sets, grows the
+// partitions, pushes the block's neighbour sets N(U_{i,block}) and the
+// samples it gave each partition to sets (PushBlock) and writes each
+// sample's partition to data, indexed by sample. It returns the samples
+// it gave each partition, valid until the next call.
+func (bp *BlockPartitioner) Partition(samples []uint32, sets SharedSets, data []int32) []int64 {
 	r, blk := bp.r, bp.blk
 	r.sets = sets
 	blk.build(r.g, samples)
 	blk.pull(sets)
-	counts(r.counts)
+	sets.Counts(r.counts)
 	r.setView(blk, false, len(samples))
 	r.grow(blk, 0)
-	sets.Push(blk.params, blk.own[:len(blk.params)*blk.w])
+	sets.PushBlock(blk.params, blk.own[:len(blk.params)*blk.w], blk.added)
 	for s, u := range blk.samples {
 		data[u] = blk.out[s]
 	}

@@ -31,16 +31,12 @@ func TestPlanParsaSequential(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sets := NewMemNeighborSets(g.NumParams(), k)
+			sets := &countedSets{MemNeighborSets: NewMemNeighborSets(g.NumParams(), k), counts: make([]int64, k)}
 			bp := pl.NewBlockPartitioner()
 			bp.Global(pl, sets)
-			counts := make([]int64, k)
 			got := placement.New(k, g.NumSamples(), g.NumParams())
 			for _, blk := range pl.Blocks {
-				added := bp.Partition(blk, sets, func(dst []int64) { copy(dst, counts) }, got.Data)
-				for i, a := range added {
-					counts[i] += a
-				}
+				bp.Partition(blk, sets, got.Data)
 			}
 			if _, err := pl.Finish(got); err != nil {
 				t.Fatal(err)
@@ -63,5 +59,20 @@ func TestPlanParsaRefuses(t *testing.T) {
 		if _, err := PlanParsa(g, Options{K: 2, Parsa: po}); err == nil {
 			t.Errorf("%v: no error", po)
 		}
+	}
+}
+
+// countedSets are in-memory SharedSets.
+type countedSets struct {
+	*MemNeighborSets
+	counts []int64
+}
+
+func (s *countedSets) Counts(dst []int64) { copy(dst, s.counts) }
+
+func (s *countedSets) PushBlock(params []uint32, masks []uint64, added []int64) {
+	s.Push(params, masks)
+	for i, a := range added {
+		s.counts[i] += a
 	}
 }
