@@ -1,0 +1,203 @@
+package distparsa
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"colo/cluster"
+	"colo/graph"
+	"colo/partition"
+	"colo/placement"
+	"colo/ps/proto"
+	"colo/ps/worker"
+)
+
+func testGraph(t *testing.T, seed uint64, n, m int) *graph.Graph {
+	t.Helper()
+	g, err := graph.Sparse(graph.SparseConfig{Samples: n, Params: m, Gamma: 0.8, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestSetsAgainstMemory pushes random blocks of masks through the sets on
+// the parameter server and into partition.MemNeighborSets and checks that
+// every pull, |S_i| and |U_i| agree.
+func TestSetsAgainstMemory(t *testing.T) {
+	for _, k := range []int{3, 64, 70} {
+		const m, n = 200, 50
+		l := Layout{Params: m, Samples: n, K: k, Workers: 1}
+		cc := cluster.DefaultConfig()
+		cc.Machines, cc.NumKeys, cc.Width = 1, l.NumKeys(), l.Width()
+		ctx := context.Background()
+		c, err := cluster.Start(ctx, cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mw := partition.MaskWords(k)
+		err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
+			s, err := NewSets(w, l)
+			if err != nil {
+				return err
+			}
+			ref := partition.NewMemNeighborSets(m, k)
+			counts := make([]int64, k)
+			rng := placement.NewRand(uint64(k))
+			for round := range 20 {
+				params := make([]uint32, 0, 40)
+				for _, v := range rng.Perm(m)[:1+rng.IntN(40)] {
+					params = append(params, uint32(v))
+				}
+				got, want := make([]uint64, len(params)*mw), make([]uint64, len(params)*mw)
+				s.Pull(params, got)
+				ref.Pull(params, want)
+				if !slices.Equal(got, want) {
+					t.Errorf("k=%d round %d: pulled %x, want %x", k, round, got, want)
+				}
+				gs, ws := make([]int64, k), make([]int64, k)
+				s.Sizes(gs)
+				ref.Sizes(ws)
+				gc := make([]int64, k)
+				s.Counts(gc)
+				if !slices.Equal(gs, ws) || !slices.Equal(gc, counts) {
+					t.Errorf("k=%d round %d: sizes %v counts %v, want %v and %v", k, round, gs, gc, ws, counts)
+				}
+				masks := slices.Clone(got)
+				added := make([]int64, k)
+				for j := range params {
+					for range 2 {
+						i := rng.IntN(k)
+						masks[j*mw+i/64] |= 1 << (i % 64)
+						added[i]++
+					}
+				}
+				s.PushBlock(params, masks, added)
+				ref.Push(params, masks)
+				for i, a := range added {
+					counts[i] += a
+				}
+			}
+			return s.Err()
+		})
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOneWorkerIsSequential checks that one worker under BSP (τ = 0)
+// gives RunParsa's placement with τ = 0, element by element.
+func TestOneWorkerIsSequential(t *testing.T) {
+	g := testGraph(t, 3, 1500, 600)
+	for _, po := range []partition.ParsaOptions{
+		{Init: partition.InitGlobal, Blocks: 6},
+		{Init: partition.InitNone, Blocks: 4},
+		{Init: partition.InitGlobal, Blocks: 5, GrowBy: partition.GrowParams, Epsilon: 0.05},
+		{Init: partition.InitGlobal, Blocks: 3, Refine: 2},
+	} {
+		opt := partition.Options{K: 7, Seed: 9, Parsa: po}
+		want, _, err := partition.RunParsa(g, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, rep, err := InProcess(context.Background(), g, opt, Config{Workers: 1}, nil)
+		if err != nil {
+			t.Fatalf("%+v: %v", po, err)
+		}
+		if !slices.Equal(got.Data, want.Data) || !slices.Equal(got.Param, want.Param) {
+			t.Errorf("%+v: one worker differs from the sequential run", po)
+		}
+		if rep.PerWorker[0].Blocks != rep.Parsa.Blocks {
+			t.Errorf("%+v: the worker partitioned %d blocks of %d", po, rep.PerWorker[0].Blocks, rep.Parsa.Blocks)
+		}
+	}
+}
+
+// TestWorkersPlaceEverySampleOnce runs 2 to 4 workers under BSP, bounded
+// delay and eventual consistency and checks that every sample is placed
+// once, by the worker whose block holds it, within the balance bound; BSP
+// runs are checked to be reproducible.
+func TestWorkersPlaceEverySampleOnce(t *testing.T) {
+	g := testGraph(t, 5, 2000, 800)
+	n, k := g.NumSamples(), 6
+	for _, w := range []int{2, 3, 4} {
+		for _, tau := range []int{0, 1, partition.TauInfinite} {
+			opt := partition.Options{K: k, Seed: 2, Parsa: partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 9}}
+			p, rep, err := InProcess(context.Background(), g, opt, Config{Workers: w, Tau: tau}, nil)
+			if err != nil {
+				t.Fatalf("W=%d τ=%d: %v", w, tau, err)
+			}
+			if err := p.Validate(g); err != nil {
+				t.Fatalf("W=%d τ=%d: %v", w, tau, err)
+			}
+			size := make([]int, k)
+			for _, i := range p.Data {
+				size[i]++
+			}
+			if slices.Min(size) < n/k || slices.Max(size) > (n+k-1)/k {
+				t.Errorf("W=%d τ=%d: sizes %v, want %d..%d", w, tau, size, n/k, (n+k-1)/k)
+			}
+			placed := 0
+			for r, res := range rep.PerWorker {
+				if want := len(Blocks(9, w, r)); res.Blocks != want {
+					t.Errorf("W=%d τ=%d: worker %d partitioned %d blocks, want %d", w, tau, r, res.Blocks, want)
+				}
+				placed += res.Samples
+			}
+			if placed != n {
+				t.Errorf("W=%d τ=%d: the workers partitioned %d samples, want %d", w, tau, placed, n)
+			}
+			if tau == 0 {
+				again, _, err := InProcess(context.Background(), g, opt, Config{Workers: w}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(again.Data, p.Data) || !slices.Equal(again.Param, p.Param) {
+					t.Errorf("W=%d: two BSP runs differ", w)
+				}
+			}
+		}
+	}
+}
+
+// TestDeadWorker stops worker 1's node after its first block: the run
+// fails naming it and returns no placement.
+func TestDeadWorker(t *testing.T) {
+	g := testGraph(t, 7, 1000, 400)
+	opt := partition.Options{K: 4, Seed: 1, Parsa: partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 8}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, _, err := inProcess(ctx, g, opt, Config{Workers: 3}, nil, func(c *cluster.Cluster) func(rank, block int) {
+		return func(rank, block int) {
+			if rank == 1 {
+				c.WorkerNode(1).Close()
+			}
+		}
+	})
+	if err == nil || p != nil {
+		t.Fatalf("placement %v, error %v: want a failure", p != nil, err)
+	}
+	var ne *proto.NodeError
+	if !errors.As(err, &ne) || !(strings.Contains(err.Error(), "worker 1") || strings.Contains(err.Error(), "server 1")) {
+		t.Errorf("error %q does not name machine 1 (its worker or its server)", err)
+	}
+	t.Log(err)
+}
+
+// TestConfigValidate checks the bounds of Config.
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{{Workers: 0}, {Workers: 2, Tau: -1}, {Workers: 2, Tau: 1 << 30}} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,303 @@
+package distparsa
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"sync"
+
+	"colo/partition"
+	"colo/ps/worker"
+)
+
+// Layout is the key space of a distributed run on the parameter server,
+// every key Width() = k float32 values wide:
+//
+//	key v, v < m            count of pushes that put parameter v in S_i, i = 0..k−1
+//	key m + 4w + 0, + 1     worker w's share of |S_i|: low 20 bits, high bits
+//	key m + 4w + 2, + 3     worker w's share of |U_i|: low 20 bits, high bits
+//	key m + 4W + u/k        sample u's partition + 1 in value u mod k (the result)
+//
+// The servers add what workers push (update rule "sum"). A union of
+// sets is not among the parameter server's update rules, so a set
+// membership is a count: a worker pushes 1 for each (v, i) that its block
+// added and its view did not have, and v ∈ S_i ⇔ count > 0. Two workers
+// adding the same pair in the same round raise the count to 2 and the
+// union is still right; bit masks packed into floats would carry into
+// the next bit instead. Counts stay below the number of blocks, far from
+// float32's 2^24 exact integers. A worker's share of |S_i| and |U_i| is
+// exact in its own memory and pushed as the change of its low 20 bits
+// and of the rest, so that every value on the servers is a small exact
+// integer however large the graph.
+type Layout struct {
+	// Params m, Samples n, K partitions, Workers W.
+	Params, Samples, K, Workers int
+}
+
+// NumKeys returns the size of the key space.
+func (l Layout) NumKeys() uint64 { return uint64(l.data()) + uint64((l.Samples+l.K-1)/l.K) }
+
+// Width returns the values per key: k.
+func (l Layout) Width() int { return l.K }
+
+func (l Layout) slot(w, x int) uint64 { return uint64(l.Params + 4*w + x) }
+func (l Layout) data() int            { return l.Params + 4*l.Workers }
+
+// lowBits is the split of a worker's exact counts into two float32s.
+const lowBits = 20
+
+// Sets are the neighbour sets S_1..S_k and the counts |U_i| held by the
+// servers of a parameter server, as one worker sees them
+// (partition.SharedSets). Pull is one pull of the block's parameters and
+// of every worker's counts; Push and PushBlock are one push, which ends
+// the worker's round, of the pairs (v, i) the block added to its view and
+// of the changes to this worker's counts. Sizes and Counts are those of
+// the last Pull. Push waits for nothing: the next Pull or Push, or Err,
+// waits for it.
+//
+// The interface has no errors: the first failure of the parameter server
+// is kept and returned by Err, and the calls after it do nothing (Pull
+// returns empty sets). Reset empties nothing on the servers, whose sets
+// start empty: it fails once this worker pushed.
+type Sets struct {
+	w   *worker.Worker
+	l   Layout
+	mu  sync.Mutex
+	err error
+
+	pending *worker.Future // the last push
+	pushed  bool
+
+	// The last pull: the parameters (their array, to recognise a Push of
+	// the same block), the masks returned, the sums of the workers' counts.
+	viewOf []uint32
+	view   []uint64
+	sizes  []int64
+	counts []int64
+	// This worker's exact shares of |S_i| and |U_i|.
+	mySizes, myCounts []int64
+
+	// Scratch reused from block to block.
+	order []int32
+	keys  []uint64
+	vals  []float32
+}
+
+// NewSets returns the sets of layout l as worker w sees them. w's width
+// must be l.Width().
+func NewSets(w *worker.Worker, l Layout) (*Sets, error) {
+	if w.Width() != l.Width() {
+		return nil, fmt.Errorf("distparsa: the cluster's width is %d, the layout's %d (k)", w.Width(), l.Width())
+	}
+	k := l.K
+	return &Sets{w: w, l: l, sizes: make([]int64, k), counts: make([]int64, k),
+		mySizes: make([]int64, k), myCounts: make([]int64, k)}, nil
+}
+
+// Err returns the first failure, after waiting for the last push.
+func (s *Sets) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settle()
+	return s.err
+}
+
+// settle waits for the last push and keeps its failure. It holds mu.
+func (s *Sets) settle() {
+	if s.pending == nil {
+		return
+	}
+	if err := s.pending.Wait(); err != nil && s.err == nil {
+		s.err = fmt.Errorf("distparsa: worker %d: push: %w", s.w.Rank(), err)
+	}
+	s.pending = nil
+}
+
+// fail keeps err if it is the first failure. It holds mu.
+func (s *Sets) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// Pull implements partition.NeighborSets: one pull of params' keys and of
+// every worker's count keys.
+func (s *Sets) Pull(params []uint32, dst []uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pull(params, dst)
+	s.viewOf = params
+	s.view = append(s.view[:0], dst[:len(params)*partition.MaskWords(s.l.K)]...)
+}
+
+// pull fills dst with the masks of params and sets sizes and counts. It
+// holds mu.
+func (s *Sets) pull(params []uint32, dst []uint64) {
+	k, mw := s.l.K, partition.MaskWords(s.l.K)
+	clear(dst[:len(params)*mw])
+	s.settle()
+	if s.err != nil {
+		return
+	}
+	s.sortParams(params)
+	np := len(s.keys)
+	for wr := range s.l.Workers {
+		for x := range 4 {
+			s.keys = append(s.keys, s.l.slot(wr, x))
+		}
+	}
+	s.vals = slices.Grow(s.vals[:0], len(s.keys)*k)[:len(s.keys)*k]
+	if err := s.w.Pull(s.keys, s.vals).Wait(); err != nil {
+		s.fail(fmt.Errorf("distparsa: worker %d: pull of %d neighbour sets: %w", s.w.Rank(), np, err))
+		return
+	}
+	for j, idx := range s.order {
+		row := s.vals[j*k : (j+1)*k]
+		m := dst[int(idx)*mw : (int(idx)+1)*mw]
+		for i, c := range row {
+			if c > 0 {
+				m[i>>6] |= 1 << (i & 63)
+			}
+		}
+	}
+	clear(s.sizes)
+	clear(s.counts)
+	for wr := range s.l.Workers {
+		base := (np + 4*wr) * k
+		for i := range k {
+			s.sizes[i] += int64(s.vals[base+i]) + int64(s.vals[base+k+i])<<lowBits
+			s.counts[i] += int64(s.vals[base+2*k+i]) + int64(s.vals[base+3*k+i])<<lowBits
+		}
+	}
+}
+
+// sortParams sets s.keys to params sorted and s.order to their indices in
+// params.
+func (s *Sets) sortParams(params []uint32) {
+	s.order = slices.Grow(s.order[:0], len(params))[:len(params)]
+	for j := range s.order {
+		s.order[j] = int32(j)
+	}
+	slices.SortFunc(s.order, func(a, b int32) int { return int(params[a]) - int(params[b]) })
+	s.keys = slices.Grow(s.keys[:0], len(params))[:len(params)]
+	for j, idx := range s.order {
+		s.keys[j] = uint64(params[idx])
+	}
+}
+
+// Push implements partition.NeighborSets.
+func (s *Sets) Push(params []uint32, masks []uint64) { s.PushBlock(params, masks, nil) }
+
+// PushBlock implements partition.SharedSets: one push of the pairs (v, i)
+// of masks that the last Pull of the same params did not return (without
+// one, the sets are pulled first) and of the changes to this worker's
+// shares of |S_i| and |U_i| (added).
+func (s *Sets) PushBlock(params []uint32, masks []uint64, added []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, mw := s.l.K, partition.MaskWords(s.l.K)
+	view := s.view
+	if len(params) == 0 || len(s.viewOf) != len(params) || &s.viewOf[0] != &params[0] {
+		view = make([]uint64, len(params)*mw)
+		if len(params) > 0 {
+			s.pull(params, view)
+		}
+	}
+	s.viewOf, s.view = nil, s.view[:0]
+	s.settle()
+	if s.err != nil {
+		return
+	}
+	s.sortParams(params)
+	keys := s.keys[:0]
+	vals := s.vals[:0]
+	oldS, oldU := slices.Clone(s.mySizes), slices.Clone(s.myCounts)
+	for _, idx := range s.order {
+		var news bool
+		for x := range mw {
+			news = news || masks[int(idx)*mw+x]&^view[int(idx)*mw+x] != 0
+		}
+		if !news {
+			continue
+		}
+		keys = append(keys, uint64(params[idx]))
+		start := len(vals)
+		vals = append(vals, make([]float32, k)...)
+		for x := range mw {
+			add := masks[int(idx)*mw+x] &^ view[int(idx)*mw+x]
+			for add != 0 {
+				i := x*64 + bits.TrailingZeros64(add)
+				vals[start+i] = 1
+				s.mySizes[i]++
+				add &= add - 1
+			}
+		}
+	}
+	for i, a := range added {
+		s.myCounts[i] += a
+	}
+	rank := s.w.Rank()
+	for x, pair := range [][2][]int64{{oldS, s.mySizes}, {oldU, s.myCounts}} {
+		lo := make([]float32, k)
+		hi := make([]float32, k)
+		changed := false
+		for i := range k {
+			o, n := pair[0][i], pair[1][i]
+			lo[i] = float32(n&(1<<lowBits-1) - o&(1<<lowBits-1))
+			hi[i] = float32(n>>lowBits - o>>lowBits)
+			changed = changed || o != n
+		}
+		if changed {
+			keys = append(keys, s.l.slot(rank, 2*x), s.l.slot(rank, 2*x+1))
+			vals = append(vals, lo...)
+			vals = append(vals, hi...)
+		}
+	}
+	s.keys, s.vals = keys, vals
+	// The arrays stay untouched until the push is done: the next call
+	// waits for it before reusing them.
+	s.pending = s.w.Push(keys, vals)
+	s.pushed = true
+}
+
+// Reset implements partition.NeighborSets. The servers' sets start empty
+// and a union cannot be undone by adding, so Reset does nothing before
+// this worker's first push and fails after it.
+func (s *Sets) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pushed {
+		s.fail(errors.New("distparsa: the neighbour sets on the parameter server cannot be reset once pushed"))
+	}
+}
+
+// Sizes implements partition.NeighborSets: |S_i| as of the last Pull,
+// the sum of every worker's share. Each share counts the pairs its worker
+// added to its view, so a pair two workers add between their pulls is
+// counted twice: exact when each block sees all the blocks before it.
+func (s *Sets) Sizes(dst []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	copy(dst, s.sizes)
+}
+
+// Counts implements partition.SharedSets: |U_i| as of the last Pull.
+func (s *Sets) Counts(dst []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	copy(dst, s.counts)
+}
+
+// PushEmpty ends the worker's round with a push of nothing: a worker
+// without a block in a round.
+func (s *Sets) PushEmpty() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settle()
+	if s.err != nil {
+		return
+	}
+	s.keys, s.vals = s.keys[:0], s.vals[:0]
+	s.pending = s.w.Push(s.keys, s.vals)
+}

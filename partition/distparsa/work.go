@@ -1,0 +1,232 @@
+package distparsa
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"colo/graph"
+	"colo/partition"
+	"colo/placement"
+	"colo/ps/clock"
+	"colo/ps/worker"
+)
+
+// Config is what a distributed run adds to partition.Options.
+type Config struct {
+	// Workers is W, the number of workers, each beside a server.
+	Workers int `json:"workers"`
+	// Tau is the delay bound τ in blocks (rounds of the parameter
+	// server): 0 is BSP, where the blocks of a round see every block of
+	// the rounds before and nothing else, so the result does not depend on
+	// timing; τ ≥ 1 is bounded delay, where a worker runs at most τ
+	// rounds ahead of the slowest; partition.TauInfinite is asynchronous,
+	// eventual consistency.
+	Tau int `json:"tau"`
+}
+
+// DefaultConfig returns two workers under BSP.
+func DefaultConfig() Config { return Config{Workers: 2} }
+
+// Validate checks c; errors name the field and the bound.
+func (c Config) Validate() error {
+	switch {
+	case c.Workers < 1:
+		return fmt.Errorf("distparsa: Workers %d: want at least 1", c.Workers)
+	case c.Tau < 0 && c.Tau != partition.TauInfinite:
+		return fmt.Errorf("distparsa: Tau %d: want τ ≥ 0 or TauInfinite (%d)", c.Tau, partition.TauInfinite)
+	case c.Tau > clock.MaxTau:
+		return fmt.Errorf("distparsa: Tau %d: want at most %d", c.Tau, clock.MaxTau)
+	}
+	return nil
+}
+
+// Clock returns the parameter server's consistency model for c.Tau.
+func (c Config) Clock() clock.Config {
+	switch {
+	case c.Tau == 0:
+		return clock.Config{Mode: clock.BSP}
+	case c.Tau < 0:
+		return clock.Config{Mode: clock.Async}
+	}
+	return clock.Config{Mode: clock.Bounded, Tau: c.Tau}
+}
+
+// Layout returns the key space of a run of c over g with k partitions.
+func (c Config) Layout(g *graph.Graph, k int) Layout {
+	return Layout{Params: g.NumParams(), Samples: g.NumSamples(), K: k, Workers: c.Workers}
+}
+
+// Blocks returns the blocks of worker rank among W: rank, rank+W, … of
+// the plan's b blocks.
+func Blocks(b, workers, rank int) []int {
+	var out []int
+	for j := rank; j < b; j += workers {
+		out = append(out, j)
+	}
+	return out
+}
+
+// Result is what a worker reports of a run.
+type Result struct {
+	Rank int `json:"rank"`
+	// Blocks and Samples are those the worker partitioned.
+	Blocks  int `json:"blocks"`
+	Samples int `json:"samples"`
+	// Seconds is the worker's time from its first pull to the end.
+	Seconds float64 `json:"seconds"`
+	// Placement and Stats are rank 0's: the whole placement and the run's
+	// statistics.
+	Placement *placement.Placement  `json:"-"`
+	Stats     *partition.ParsaStats `json:"-"`
+}
+
+// Work runs worker w's share of the plan pl of g (seed 001 Alg. 4,
+// "Worker"), on a cluster whose key space and width are cfg.Layout's and
+// whose consistency model is cfg.Clock(). In rounds of the parameter
+// server:
+//
+//   - round 0: worker 0 runs the global initialisation and pushes its
+//     neighbour sets; the others push nothing. Every worker waits for
+//     every push of round 0 (a barrier) before it goes on.
+//   - rounds 1..⌈b/W⌉: worker w partitions blocks w, w+W, …: one pull of
+//     the block's sets and the counts |U_i|, Alg. 3, one push of what the
+//     block added (a worker out of blocks pushes nothing).
+//   - last round: every worker pushes the partition of its samples, then
+//     a barrier; worker 0 pulls the whole data placement, checks that every
+//     sample is placed once, restores the balance bounds, refines if asked
+//     and assigns the parameters by Alg. 2 (partition.ParsaPlan.Finish).
+//
+// Result.Placement is set on worker 0 only.
+func Work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.ParsaPlan, cfg Config) (*Result, error) {
+	return work(ctx, w, g, pl, cfg, nil)
+}
+
+// work is Work with a hook called after each block (tests).
+func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.ParsaPlan, cfg Config, afterBlock func(rank, block int)) (*Result, error) {
+	rank, k := w.Rank(), len(pl.Lo)
+	l := cfg.Layout(g, k)
+	if rank >= cfg.Workers {
+		return nil, fmt.Errorf("distparsa: worker rank %d of a run of %d workers", rank, cfg.Workers)
+	}
+	if got, want := w.Clock(), cfg.Clock(); got != want {
+		return nil, fmt.Errorf("distparsa: the cluster's consistency is %v τ=%d, the run's %v τ=%d", got.Mode, got.Tau, want.Mode, want.Tau)
+	}
+	sets, err := NewSets(w, l)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res := &Result{Rank: rank}
+	bp := pl.NewBlockPartitioner()
+	if rank == 0 && pl.Global != nil {
+		bp.Global(pl, sets)
+	} else {
+		sets.PushEmpty()
+	}
+	if err := sets.Err(); err != nil {
+		return nil, err
+	}
+	if err := w.Barrier(ctx); err != nil {
+		return nil, fmt.Errorf("distparsa: worker %d: barrier after the initialisation: %w", rank, err)
+	}
+
+	data := make([]int32, g.NumSamples())
+	var mine []uint32
+	b := len(pl.Blocks)
+	rounds := (b + cfg.Workers - 1) / cfg.Workers
+	for r := range rounds {
+		j := r*cfg.Workers + rank
+		if j >= b {
+			sets.PushEmpty()
+		} else {
+			blk := pl.Blocks[j]
+			bp.Partition(blk, sets, data)
+			mine = append(mine, blk...)
+			res.Blocks++
+			res.Samples += len(blk)
+		}
+		if err := sets.Err(); err != nil {
+			return nil, err
+		}
+		if afterBlock != nil {
+			afterBlock(rank, j)
+		}
+	}
+
+	if err := pushData(w, l, mine, data); err != nil {
+		return nil, err
+	}
+	if err := w.Barrier(ctx); err != nil {
+		return nil, fmt.Errorf("distparsa: worker %d: barrier after the data placement: %w", rank, err)
+	}
+	if rank == 0 {
+		p, err := collect(w, l, sets)
+		if err != nil {
+			return nil, err
+		}
+		st, err := pl.Finish(p)
+		if err != nil {
+			return nil, err
+		}
+		st.Threads, st.Tau = cfg.Workers, cfg.Tau
+		res.Placement, res.Stats = p, st
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// pushData pushes the partition of the samples mine (data[u] for u in
+// mine) to the result keys, and waits for the push.
+func pushData(w *worker.Worker, l Layout, mine []uint32, data []int32) error {
+	slices.Sort(mine)
+	k := l.K
+	var keys []uint64
+	var vals []float32
+	for _, u := range mine {
+		key := uint64(l.data() + int(u)/k)
+		if len(keys) == 0 || keys[len(keys)-1] != key {
+			keys = append(keys, key)
+			vals = append(vals, make([]float32, k)...)
+		}
+		vals[len(vals)-k+int(u)%k] = float32(data[u] + 1)
+	}
+	if err := w.Push(keys, vals).Wait(); err != nil {
+		return fmt.Errorf("distparsa: worker %d: push of the partition of its %d samples: %w", w.Rank(), len(mine), err)
+	}
+	return nil
+}
+
+// collect pulls the whole data placement and the counts |U_i| and checks
+// that they agree: every sample placed exactly once.
+func collect(w *worker.Worker, l Layout, sets *Sets) (*placement.Placement, error) {
+	n, k := l.Samples, l.K
+	rows := (n + k - 1) / k
+	vals := make([]float32, rows*k)
+	begin := uint64(l.data())
+	if err := w.PullRange(begin, begin+uint64(rows), vals).Wait(); err != nil {
+		return nil, fmt.Errorf("distparsa: worker %d: pull of the data placement: %w", w.Rank(), err)
+	}
+	sets.Pull(nil, nil)
+	if err := sets.Err(); err != nil {
+		return nil, err
+	}
+	counts := make([]int64, k)
+	sets.Counts(counts)
+	p := placement.New(k, n, l.Params)
+	got := make([]int64, k)
+	for u := range n {
+		v := vals[u]
+		if v != float32(math.Trunc(float64(v))) || v < 1 || v > float32(k) {
+			return nil, fmt.Errorf("distparsa: sample %d: the servers hold %g for its partition + 1: placed by no worker, or by more than one", u, v)
+		}
+		p.Data[u] = int32(v) - 1
+		got[p.Data[u]]++
+	}
+	if !slices.Equal(got, counts) {
+		return nil, fmt.Errorf("distparsa: the workers counted %v samples per partition, the data placement has %v", counts, got)
+	}
+	return p, nil
+}
