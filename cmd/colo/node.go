@@ -78,7 +78,7 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.DurationVar(&nf.heartbeat, "heartbeat", 100*time.Millisecond, "scheduler: heartbeat period")
 	f.DurationVar(&nf.timeout, "timeout", 2*time.Second, "scheduler: a node silent this long is dead")
 	f.DurationVar(&nf.joinTimeout, "join-timeout", 60*time.Second, "how long to wait for the cluster to form")
-	f.StringVar(&nf.job, "job", "smoke", "worker: the job to run: smoke (pushes checked for exact sums), train (machine: train a model on the placed data, see --data) or none")
+	f.StringVar(&nf.job, "job", "smoke", "worker: the job to run: smoke (pushes checked for exact sums), train (machine: train a model on the placed data, see --data), parsa (machine: partition the data file of --job-file with Parsa on the parameter server, as colo partition --processes does) or none")
 	f.IntVar(&nf.batch, "batch", 0, "worker: keys per push of the smoke job (0: 10000); --job train: samples per round over all machines (0: full-batch rounds)")
 	f.IntVar(&nf.rounds, "rounds", 20, "worker: rounds of the smoke job")
 	f.Uint64Var(&nf.seed, "seed", 1, "worker: seed of the smoke job, or of --job train's batches and initial values")
@@ -144,8 +144,8 @@ func runNode(e *env, args []string) error {
 	if err := checkOutputs(output{"--result", nf.result, false}); err != nil {
 		return err
 	}
-	if nf.job != "smoke" && nf.job != "none" && nf.job != "train" {
-		return usageError("--job %q: smoke, train or none", nf.job)
+	if nf.job != "smoke" && nf.job != "none" && nf.job != "train" && nf.job != "parsa" {
+		return usageError("--job %q: smoke, train, parsa or none", nf.job)
 	}
 	var mj *machineJob
 	var rule update.Rule
@@ -207,6 +207,7 @@ func runNode(e *env, args []string) error {
 		mj.job.Config.Progress, mj.job.Config.Checked = tr.Pass, tr.Check
 	}
 	var report *train.MachineReport
+	var parsaResult func() error // writes --result of --job parsa
 	switch nf.job {
 	case "smoke":
 		sj := smoke.Config{Keys: nf.keys, Batch: cmp.Or(nf.batch, 10000), Rounds: nf.rounds, Seed: nf.seed}
@@ -214,6 +215,10 @@ func runNode(e *env, args []string) error {
 			return usageError("%v", err)
 		}
 		nd.Job = launch.SmokeJob(sj)
+	case "parsa":
+		if nd.Job, parsaResult, err = parsaNodeJob(e, &nf, role); err != nil {
+			return err
+		}
 	case "train":
 		nd.Job = func(ctx context.Context, n *node.Node, _ *launch.NodeSummary) error {
 			var err error
@@ -228,6 +233,11 @@ func runNode(e *env, args []string) error {
 	sum, jobErr := launch.RunNode(ctx, nd)
 	if sum == nil {
 		return jobErr
+	}
+	if parsaResult != nil && jobErr == nil {
+		if err := parsaResult(); err != nil {
+			return err
+		}
 	}
 	if nf.job == "train" && role == proto.RoleServer { // its counters, for the traffic and the staleness
 		report = &train.MachineReport{Rank: nf.rank, Stats: sum.Stats}

@@ -40,6 +40,8 @@ func runPartition(e *env, args []string) error {
 	out := f.String("o", "", "output directory (required)")
 	j := f.jsonOption("the summary")
 	algoFlags(f, &opt)
+	var ps psFlags
+	ps.register(f)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -53,6 +55,9 @@ func runPartition(e *env, args []string) error {
 	run, err := partition.Lookup(*algo)
 	if err != nil {
 		return usageError("%v", err)
+	}
+	if err := ps.check(*algo); err != nil {
+		return err
 	}
 	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
 		return err
@@ -79,7 +84,12 @@ func runPartition(e *env, args []string) error {
 	details := map[string]any{"load_seconds": loadTime.Seconds()}
 	opt.Report = func(name string, v any) { details[name] = v }
 	start := time.Now()
-	p, err := run(g, opt)
+	var p *placement.Placement
+	if ps.on() {
+		p, err = ps.run(f, pos[0], g, opt, &df, details)
+	} else {
+		p, err = run(g, opt)
+	}
 	if err != nil {
 		ph.abort()
 		return err

@@ -1,0 +1,150 @@
+package distparsa
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"colo/graph"
+	"colo/partition"
+	"colo/placement"
+	"colo/ps/node"
+)
+
+// Job is a distributed partition job as the nodes of a cluster of
+// processes read it (colo node --job parsa --job-file FILE): the data
+// file that every worker reads itself, the Parsa settings, the run's
+// Config and where worker 0 writes the placement.
+type Job struct {
+	// Data is the data file; Format, IndexBase, DropSelfLoops and
+	// HashBits are its loader options (graph.LoadOptions).
+	Data          string `json:"data"`
+	Format        string `json:"format,omitempty"`
+	IndexBase     int    `json:"index_base"`
+	DropSelfLoops bool   `json:"drop_self_loops,omitempty"`
+	HashBits      int    `json:"hash_bits"`
+	// K is the number of partitions, Seed the run's seed.
+	K    int    `json:"k"`
+	Seed uint64 `json:"seed"`
+	// ParamAlgo is the parameter assignment ("" for Parsa's Alg. 2).
+	ParamAlgo partition.ParamAlgo `json:"param_algo,omitempty"`
+	// Parsa's settings: blocks b (0: automatic), initialisation (global
+	// or none), the global sample's fraction, the growth rule, ε and the
+	// refinement passes (partition.ParsaOptions).
+	Blocks         int     `json:"blocks"`
+	Init           string  `json:"init"`
+	GlobalFraction float64 `json:"global_fraction"`
+	GrowBy         string  `json:"grow_by,omitempty"`
+	Epsilon        float64 `json:"epsilon"`
+	Refine         int     `json:"refine,omitempty"`
+	// Config is the run's.
+	Config Config `json:"config"`
+	// Out is the directory worker 0 writes the placement to, as colo
+	// partition -o does (data.part, param.part, summary.json last).
+	Out string `json:"out"`
+}
+
+// LoadOptions returns the job's loader options.
+func (j Job) LoadOptions() graph.LoadOptions {
+	return graph.LoadOptions{Format: graph.Format(j.Format), IndexBase: j.IndexBase, DropSelfLoops: j.DropSelfLoops, HashBits: j.HashBits}
+}
+
+// Options returns the job's partition options.
+func (j Job) Options() partition.Options {
+	return partition.Options{K: j.K, Seed: j.Seed, ParamAlgo: j.ParamAlgo, Parsa: partition.ParsaOptions{
+		Blocks: j.Blocks, Init: partition.InitMode(j.Init), GlobalFraction: j.GlobalFraction,
+		GrowBy: partition.GrowBy(j.GrowBy), Epsilon: j.Epsilon, Refine: j.Refine}}
+}
+
+// Validate checks the job; errors name the field.
+func (j Job) Validate() error {
+	switch {
+	case j.Data == "":
+		return fmt.Errorf("distparsa: job: no data file")
+	case j.Out == "":
+		return fmt.Errorf("distparsa: job: no output directory")
+	case j.K < 1:
+		return fmt.Errorf("distparsa: job: k = %d: want at least 1", j.K)
+	}
+	if err := j.LoadOptions().Validate(); err != nil {
+		return fmt.Errorf("distparsa: job: %w", err)
+	}
+	if err := j.Options().Parsa.Validate(); err != nil {
+		return fmt.Errorf("distparsa: job: %w", err)
+	}
+	return j.Config.Validate()
+}
+
+// ReadJob reads a job written by WriteJob.
+func ReadJob(path string) (Job, error) {
+	var j Job
+	f, err := os.Open(path)
+	if err != nil {
+		return j, fmt.Errorf("distparsa: job: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(io.LimitReader(f, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return j, fmt.Errorf("distparsa: job %s: %w", path, err)
+	}
+	return j, j.Validate()
+}
+
+// WriteJob writes j to path, readable by its owner only.
+func WriteJob(path string, j Job) error {
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+// RunNode runs the job on the running node n, a machine (a server and a
+// worker) of a cluster whose scheduler set the key space and width of
+// the job's Layout and its consistency model: the node reads the data
+// file itself, plans the run and runs Work. Worker 0 writes the
+// placement to job.Out, summary.json last (placement.WriteDir), with
+// summary as the summary's extra fields (nil: the Parsa statistics and
+// the report). n.Finish is the caller's.
+func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
+	w := n.Worker()
+	if w == nil {
+		return nil, fmt.Errorf("distparsa: the node has no worker: a partition job runs on machines")
+	}
+	a := n.Assignment()
+	if a.NumWorkers != job.Config.Workers {
+		return nil, fmt.Errorf("distparsa: the cluster has %d workers, the job %d", a.NumWorkers, job.Config.Workers)
+	}
+	g, err := graph.Load(job.Data, job.LoadOptions())
+	if err != nil {
+		return nil, fmt.Errorf("distparsa: worker %d: %w", w.Rank(), err)
+	}
+	opt := job.Options()
+	pl, err := partition.PlanParsa(g, opt)
+	if err != nil {
+		return nil, fmt.Errorf("distparsa: worker %d: %w", w.Rank(), err)
+	}
+	l := job.Config.Layout(g, opt.K)
+	if w.Width() != l.Width() {
+		return nil, fmt.Errorf("distparsa: the cluster's width is %d, the job needs k = %d", w.Width(), l.Width())
+	}
+	res, err := Work(ctx, w, g, pl, job.Config)
+	if err != nil {
+		return nil, err
+	}
+	if res.Placement != nil {
+		s, err := placement.NewSummary(g, res.Placement, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.Algorithm, s.Seed, s.Seconds, s.Dataset = "parsa-ps", job.Seed, res.Seconds, job.Data
+		s.Details = map[string]any{"parsa": res.Stats, "distributed": job.Config}
+		if err := placement.WriteDir(job.Out, g, res.Placement, s); err != nil {
+			return nil, fmt.Errorf("distparsa: worker 0: writing the placement: %w", err)
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,113 @@
+package distparsa
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"colo/launch"
+)
+
+// Processes runs partition jobs as processes of the colo binary on
+// loopback: a scheduler (colo node --role scheduler) whose key space,
+// width and consistency model are the job's Layout and Config.Clock, and
+// W machines (colo node --role machine --job parsa --job-file FILE), each
+// a server and a worker that reads the data file itself. The supervisor
+// of package launch watches them: the first process to fail is named in
+// the error, and the others are stopped. The cluster token reaches the
+// children in their environment.
+type Processes struct {
+	// Bin is the colo binary; "" is this executable.
+	Bin string
+	// Deadline stops the cluster after this long; 0 is no limit (a failed
+	// or silent node ends the job anyway).
+	Deadline time.Duration
+	// Heartbeat and Timeout are the scheduler's failure detection; 0 for
+	// 100 ms and 5 s.
+	Heartbeat, Timeout time.Duration
+}
+
+// Run runs job, whose worker 0 writes the placement to job.Out. keys is
+// the size of the key space, Layout.NumKeys of the job's graph, which the
+// caller knows from the graph or its header. It returns each worker's
+// result.
+func (pd Processes) Run(ctx context.Context, job Job, keys uint64) (*Report, error) {
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	if pd.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pd.Deadline)
+		defer cancel()
+	}
+	dir, err := os.MkdirTemp("", "colo-partition-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	jobFile := filepath.Join(dir, "job.json")
+	if err := WriteJob(jobFile, job); err != nil {
+		return nil, err
+	}
+	hb, to := pd.Heartbeat, pd.Timeout
+	if hb == 0 {
+		hb = 100 * time.Millisecond
+	}
+	if to == 0 {
+		to = 5 * time.Second
+	}
+	cl := job.Config.Clock()
+	W := job.Config.Workers
+	st := launch.Loopback{}
+	sup := launch.NewSupervisor(pd.Bin, st)
+	env := []string{"COLO_TOKEN=" + launch.NewToken()}
+	size := []string{"--num-servers", strconv.Itoa(W), "--num-workers", strconv.Itoa(W)}
+	t0 := time.Now()
+	addr, err := sup.StartScheduler(ctx, launch.Spec{Name: "scheduler", Host: 0, Env: env, Args: append([]string{
+		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(),
+		"--keys", strconv.FormatUint(keys, 10), "--width", strconv.Itoa(job.K),
+		"--consistency", cl.Mode.String(), "--tau", strconv.Itoa(cl.Tau),
+		"--heartbeat", hb.String(), "--timeout", to.String(),
+		"--join-timeout", launch.JoinTimeout.String()}, size...)})
+	if err != nil {
+		return nil, fmt.Errorf("distparsa: %w", err)
+	}
+	results := make([]string, W)
+	for r := range W {
+		results[r] = filepath.Join(dir, fmt.Sprintf("machine-%d.json", r))
+		sup.Start(ctx, launch.Spec{Name: fmt.Sprintf("machine %d", r), Host: r + 1, Env: env, Args: append([]string{
+			"node", "--role", "machine", "--job", "parsa", "--scheduler", addr, "--rank", strconv.Itoa(r),
+			"--host", st.Addr(r + 1), "--job-file", jobFile, "--result", results[r]}, size...)})
+	}
+	if err := sup.Wait(ctx); err != nil {
+		return nil, fmt.Errorf("distparsa: %w", err)
+	}
+	rep := &Report{Workers: W, Tau: job.Config.Tau, Consistency: cl.Mode.String(), Seconds: time.Since(t0).Seconds()}
+	for r, path := range results {
+		res, err := readResult(path)
+		if err != nil {
+			return nil, fmt.Errorf("distparsa: machine %d: %w", r, err)
+		}
+		rep.PerWorker = append(rep.PerWorker, *res)
+	}
+	return rep, nil
+}
+
+// readResult reads a machine's result.
+func readResult(path string) (*Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("no result: %w", err)
+	}
+	defer f.Close()
+	var r Result
+	if err := json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&r); err != nil {
+		return nil, fmt.Errorf("result %s: %w", path, err)
+	}
+	return &r, nil
+}
