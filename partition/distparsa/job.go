@@ -122,7 +122,7 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("distparsa: worker %d: %w", w.Rank(), err)
 	}
-	opt := job.Options()
+	opt := job.Config.PlanOptions(g, job.Options())
 	pl, err := partition.PlanParsa(g, opt)
 	if err != nil {
 		return nil, fmt.Errorf("distparsa: worker %d: %w", w.Rank(), err)

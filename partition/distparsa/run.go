@@ -43,6 +43,7 @@ func inProcess(ctx context.Context, g *graph.Graph, opt partition.Options, cfg C
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
+	opt = cfg.PlanOptions(g, opt)
 	pl, err := partition.PlanParsa(g, opt)
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"time"
 
 	"colo/partition"
 	"colo/ps/worker"
@@ -68,6 +69,7 @@ type Sets struct {
 
 	pending *worker.Future // the last push
 	pushed  bool
+	stats   SetStats
 
 	// The last pull: the parameters (their array, to recognise a Push of
 	// the same block), the masks returned, the sums of the workers' counts.
@@ -108,7 +110,10 @@ func (s *Sets) settle() {
 	if s.pending == nil {
 		return
 	}
-	if err := s.pending.Wait(); err != nil && s.err == nil {
+	t0 := time.Now()
+	err := s.pending.Wait()
+	s.stats.PushWaitSeconds += time.Since(t0).Seconds()
+	if err != nil && s.err == nil {
 		s.err = fmt.Errorf("distparsa: worker %d: push: %w", s.w.Rank(), err)
 	}
 	s.pending = nil
@@ -148,7 +153,12 @@ func (s *Sets) pull(params []uint32, dst []uint64) {
 		}
 	}
 	s.vals = slices.Grow(s.vals[:0], len(s.keys)*k)[:len(s.keys)*k]
-	if err := s.w.Pull(s.keys, s.vals).Wait(); err != nil {
+	t0 := time.Now()
+	err := s.w.Pull(s.keys, s.vals).Wait()
+	s.stats.PullSeconds += time.Since(t0).Seconds()
+	s.stats.Pulls++
+	s.stats.PulledKeys += int64(len(s.keys))
+	if err != nil {
 		s.fail(fmt.Errorf("distparsa: worker %d: pull of %d neighbour sets: %w", s.w.Rank(), np, err))
 		return
 	}
@@ -200,16 +210,14 @@ func (s *Sets) PushBlock(params []uint32, masks []uint64, added []int64) {
 	view := s.view
 	if len(params) == 0 || len(s.viewOf) != len(params) || &s.viewOf[0] != &params[0] {
 		view = make([]uint64, len(params)*mw)
-		if len(params) > 0 {
-			s.pull(params, view)
-		}
+		s.pull(params, view)
 	}
-	s.viewOf, s.view = nil, s.view[:0]
+	s.viewOf = nil
 	s.settle()
 	if s.err != nil {
 		return
 	}
-	s.sortParams(params)
+	// The last pull was of params, so s.order sorts them.
 	keys := s.keys[:0]
 	vals := s.vals[:0]
 	oldS, oldU := slices.Clone(s.mySizes), slices.Clone(s.myCounts)
@@ -223,7 +231,8 @@ func (s *Sets) PushBlock(params []uint32, masks []uint64, added []int64) {
 		}
 		keys = append(keys, uint64(params[idx]))
 		start := len(vals)
-		vals = append(vals, make([]float32, k)...)
+		vals = slices.Grow(vals, k)[:start+k]
+		clear(vals[start:])
 		for x := range mw {
 			add := masks[int(idx)*mw+x] &^ view[int(idx)*mw+x]
 			for add != 0 {
@@ -259,6 +268,29 @@ func (s *Sets) PushBlock(params []uint32, masks []uint64, added []int64) {
 	// waits for it before reusing them.
 	s.pending = s.w.Push(keys, vals)
 	s.pushed = true
+	s.stats.Pushes++
+	s.stats.PushedKeys += int64(len(keys))
+}
+
+// SetStats counts a worker's traffic with the servers and the time it
+// waited for it.
+type SetStats struct {
+	Pulls      int   `json:"pulls"`
+	PulledKeys int64 `json:"pulled_keys"`
+	Pushes     int   `json:"pushes"`
+	PushedKeys int64 `json:"pushed_keys"`
+	// PullSeconds is the time spent waiting for pulls, PushWaitSeconds
+	// for the acknowledgement of pushes (under BSP: for the slowest
+	// worker of the round).
+	PullSeconds     float64 `json:"pull_seconds"`
+	PushWaitSeconds float64 `json:"push_wait_seconds"`
+}
+
+// Stats returns the counters.
+func (s *Sets) Stats() SetStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
 }
 
 // Reset implements partition.NeighborSets. The servers' sets start empty
@@ -282,8 +314,37 @@ func (s *Sets) Sizes(dst []int64) {
 	copy(dst, s.sizes)
 }
 
-// Counts implements partition.SharedSets: |U_i| as of the last Pull.
+// Counts implements partition.SharedSets: |U_i| as of the last Pull, as
+// a block should see them when the W workers' blocks of a round share
+// that view. A block fills the partitions with the fewest samples first;
+// if each of W blocks filled the whole deficit of a partition that all of
+// them see, the partition would end W times over, and the next round
+// would see the opposite deficit. So each block sees each partition's
+// distance from the mean divided by W: the W blocks fill the deficit
+// together. With one worker the counts are exact.
 func (s *Sets) Counts(dst []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	copy(dst, s.counts)
+	W := int64(s.l.Workers)
+	if W == 1 || len(dst) == 0 {
+		return
+	}
+	var sum int64
+	for _, c := range dst {
+		sum += c
+	}
+	k := int64(len(dst))
+	for i, c := range dst {
+		// mean + (c − mean)/W with mean = sum/k, in integers:
+		// (sum·(W−1) + c·k) / (k·W), rounded down.
+		dst[i] = (sum*(W-1) + c*k) / (k * W)
+	}
+}
+
+// Totals writes the exact |U_i| as of the last Pull into dst: the sum of
+// every worker's count.
+func (s *Sets) Totals(dst []int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	copy(dst, s.counts)

@@ -59,6 +59,18 @@ func (c Config) Layout(g *graph.Graph, k int) Layout {
 	return Layout{Params: g.NumParams(), Samples: g.NumSamples(), K: k, Workers: c.Workers}
 }
 
+// PlanOptions returns opt as a run of c plans it: automatic blocks
+// (opt.Parsa.Blocks 0) are at least partition.MinBlocks per worker, so
+// that each worker partitions several blocks and the blocks of a round,
+// which see the same sets, are a small part of the whole.
+func (c Config) PlanOptions(g *graph.Graph, opt partition.Options) partition.Options {
+	if opt.Parsa.Blocks == 0 && c.Workers > 1 {
+		e := (g.NumEdges() + partition.DefaultBlockEdges - 1) / partition.DefaultBlockEdges
+		opt.Parsa.Blocks = int(max(int64(partition.MinBlocks*c.Workers), e))
+	}
+	return opt
+}
+
 // Blocks returns the blocks of worker rank among W: rank, rank+W, … of
 // the plan's b blocks.
 func Blocks(b, workers, rank int) []int {
@@ -75,8 +87,15 @@ type Result struct {
 	// Blocks and Samples are those the worker partitioned.
 	Blocks  int `json:"blocks"`
 	Samples int `json:"samples"`
-	// Seconds is the worker's time from its first pull to the end.
-	Seconds float64 `json:"seconds"`
+	// Seconds is the worker's time from its first pull to the end; of it,
+	// BlockSeconds in its blocks (Alg. 3 with the waits for pulls and
+	// pushes that Sets counts), BarrierSeconds in the two barriers and
+	// FinishSeconds, on worker 0, gathering the placement and Finish.
+	Seconds        float64  `json:"seconds"`
+	BlockSeconds   float64  `json:"block_seconds"`
+	BarrierSeconds float64  `json:"barrier_seconds"`
+	FinishSeconds  float64  `json:"finish_seconds,omitempty"`
+	Sets           SetStats `json:"sets"`
 	// Placement and Stats are rank 0's: the whole placement and the run's
 	// statistics.
 	Placement *placement.Placement  `json:"-"`
@@ -129,9 +148,11 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 	if err := sets.Err(); err != nil {
 		return nil, err
 	}
+	tb := time.Now()
 	if err := w.Barrier(ctx); err != nil {
 		return nil, fmt.Errorf("distparsa: worker %d: barrier after the initialisation: %w", rank, err)
 	}
+	res.BarrierSeconds += time.Since(tb).Seconds()
 
 	data := make([]int32, g.NumSamples())
 	var mine []uint32
@@ -139,6 +160,7 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 	rounds := (b + cfg.Workers - 1) / cfg.Workers
 	for r := range rounds {
 		j := r*cfg.Workers + rank
+		tb := time.Now()
 		if j >= b {
 			sets.PushEmpty()
 		} else {
@@ -151,6 +173,7 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 		if err := sets.Err(); err != nil {
 			return nil, err
 		}
+		res.BlockSeconds += time.Since(tb).Seconds()
 		if afterBlock != nil {
 			afterBlock(rank, j)
 		}
@@ -159,10 +182,13 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 	if err := pushData(w, l, mine, data); err != nil {
 		return nil, err
 	}
+	tb = time.Now()
 	if err := w.Barrier(ctx); err != nil {
 		return nil, fmt.Errorf("distparsa: worker %d: barrier after the data placement: %w", rank, err)
 	}
+	res.BarrierSeconds += time.Since(tb).Seconds()
 	if rank == 0 {
+		tf := time.Now()
 		p, err := collect(w, l, sets)
 		if err != nil {
 			return nil, err
@@ -173,7 +199,9 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 		}
 		st.Threads, st.Tau = cfg.Workers, cfg.Tau
 		res.Placement, res.Stats = p, st
+		res.FinishSeconds = time.Since(tf).Seconds()
 	}
+	res.Sets = sets.Stats()
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
@@ -214,7 +242,7 @@ func collect(w *worker.Worker, l Layout, sets *Sets) (*placement.Placement, erro
 		return nil, err
 	}
 	counts := make([]int64, k)
-	sets.Counts(counts)
+	sets.Totals(counts)
 	p := placement.New(k, n, l.Params)
 	got := make([]int64, k)
 	for u := range n {
