@@ -42,7 +42,7 @@
 // price of a union that additions can express).
 //
 // InProcess runs a job on a cluster in this process (tests, and colo
-// partition --distributed W); Processes runs it as colo node processes on
+// partition --ps-workers W); Processes runs it as colo node processes on
 // loopback (colo partition --processes W), and RunNode is what each of
 // them, or a node on a real machine, runs.
 //

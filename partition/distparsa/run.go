@@ -85,6 +85,9 @@ func inProcess(ctx context.Context, g *graph.Graph, opt partition.Options, cfg C
 	if err := c.Scheduler().Wait(); err != nil {
 		return nil, nil, fmt.Errorf("distparsa: %w", err)
 	}
+	if p == nil {
+		return nil, nil, fmt.Errorf("distparsa: worker 0 ended without the placement")
+	}
 	rep.Seconds = time.Since(t0).Seconds()
 	return p, rep, nil
 }
