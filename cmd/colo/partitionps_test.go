@@ -104,3 +104,22 @@ func TestPartitionProcessesDeadWorker(t *testing.T) {
 	}
 	t.Log(lastLine(errOut.String()))
 }
+
+// TestPartitionProcessesUsage checks the refusals of the distributed
+// partition job's flags.
+func TestPartitionProcessesUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"node", "--role", "worker", "--job", "parsa", "--scheduler", "127.0.0.1:1"}, "--job parsa runs on --role machine"},
+		{[]string{"node", "--role", "machine", "--job", "parsa", "--scheduler", "127.0.0.1:1"}, "--job parsa needs --job-file"},
+		{[]string{"partition", "-k", "2", "--processes", "2", "--algo", "random", "x.svm", "-o", t.TempDir()}, "run parsa, not random"},
+		{[]string{"partition", "-k", "2", "--processes", "2", "--ps-workers", "2", "x.svm", "-o", t.TempDir()}, "one or the other"},
+	} {
+		out, err := exec.Command(coloBin, c.args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: %v, %s: want an error saying %q", c.args, err, out, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package distparsa
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -199,5 +200,58 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestCountsShareTheDeficit checks the counts a block sees with W
+// workers: each partition's distance from the mean divided by W, the
+// exact counts in Totals.
+func TestCountsShareTheDeficit(t *testing.T) {
+	s := &Sets{l: Layout{K: 4, Workers: 3}, counts: []int64{90, 120, 120, 150}}
+	got, exact := make([]int64, 4), make([]int64, 4)
+	s.Counts(got)
+	s.Totals(exact)
+	// mean 120: 120 − 30/3, 120, 120, 120 + 30/3.
+	if want := []int64{110, 120, 120, 130}; !slices.Equal(got, want) {
+		t.Errorf("Counts %v, want %v", got, want)
+	}
+	if !slices.Equal(exact, s.counts) {
+		t.Errorf("Totals %v, want %v", exact, s.counts)
+	}
+	s.l.Workers = 1
+	s.Counts(got)
+	if !slices.Equal(got, s.counts) {
+		t.Errorf("one worker: Counts %v, want the exact %v", got, s.counts)
+	}
+}
+
+// TestJobRoundTrip writes a job and reads it back, and checks that a job
+// missing its data, output or k is refused.
+func TestJobRoundTrip(t *testing.T) {
+	j := Job{Data: "g.svm", IndexBase: -1, HashBits: 20, K: 8, Seed: 3, Blocks: 12, Init: "global",
+		GlobalFraction: 0.05, Epsilon: 0.05, Config: Config{Workers: 3, Tau: partition.TauInfinite}, Out: "out"}
+	path := filepath.Join(t.TempDir(), "job.json")
+	if err := WriteJob(path, j); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadJob(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != j {
+		t.Errorf("read %+v, wrote %+v", got, j)
+	}
+	for _, bad := range []func(*Job){
+		func(j *Job) { j.Data = "" },
+		func(j *Job) { j.Out = "" },
+		func(j *Job) { j.K = 0 },
+		func(j *Job) { j.Init = "sometimes" },
+		func(j *Job) { j.Config.Workers = 0 },
+	} {
+		b := j
+		bad(&b)
+		if err := b.Validate(); err == nil {
+			t.Errorf("%+v: no error", b)
+		}
 	}
 }
