@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -92,5 +93,15 @@ func (p *psFlags) run(f *cmdFlags, path string, g *graph.Graph, opt partition.Op
 		return nil, fmt.Errorf("the placement of machine 0: %w", err)
 	}
 	details["distributed"] = rep
+	// Machine 0's statistics of the run, as a run in this process reports
+	// them.
+	var sum struct {
+		Details struct {
+			Parsa json.RawMessage `json:"parsa"`
+		} `json:"details"`
+	}
+	if b, err := os.ReadFile(filepath.Join(job.Out, placement.SummaryFile)); err == nil && json.Unmarshal(b, &sum) == nil && sum.Details.Parsa != nil {
+		details["parsa"] = sum.Details.Parsa
+	}
 	return pl, nil
 }
