@@ -255,3 +255,21 @@ func TestJobRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleWorkers runs more workers than blocks: the workers without a
+// block push nothing in every round and the run still places every
+// sample.
+func TestIdleWorkers(t *testing.T) {
+	g := testGraph(t, 9, 300, 100)
+	opt := partition.Options{K: 3, Seed: 4, Parsa: partition.ParsaOptions{Init: partition.InitNone, Blocks: 2}}
+	p, rep, err := InProcess(context.Background(), g, opt, Config{Workers: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Validate(g); err != nil {
+		t.Fatal(err)
+	}
+	if rep.PerWorker[2].Blocks != 0 || rep.PerWorker[3].Blocks != 0 || rep.PerWorker[0].Samples+rep.PerWorker[1].Samples != g.NumSamples() {
+		t.Errorf("per worker %+v", rep.PerWorker)
+	}
+}
