@@ -278,7 +278,11 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	cfg.NumServers, cfg.NumWorkers, cfg.NumEvaluators, cfg.Token = nf.numServers, nf.numWorkers, nf.numEvals, nf.token
 	cfg.NumKeys, cfg.Width, cfg.Clock = nf.keys, nf.width, clock.Config{Mode: mode, Tau: nf.tau}
 	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = nf.heartbeat, nf.timeout, nf.joinTimeout
-	if nf.place != "" || nf.train.jobFile != "" {
+	if nf.job == "parsa" {
+		if err := parsaScheduler(nf, &cfg); err != nil {
+			return err
+		}
+	} else if nf.place != "" || nf.train.jobFile != "" {
 		if err := nf.placeScheduler(&cfg); err != nil {
 			return err
 		}

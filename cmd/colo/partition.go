@@ -72,6 +72,9 @@ func runPartition(e *env, args []string) error {
 	if err := opt.Validate(g.NumSamples()); err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
+	if ps.write != "" {
+		return ps.writeJob(e, f, pos[0], g, opt, &df, *out)
+	}
 	ph := startPhase(e, "partition "+*algo, 0)
 	opt.Progress = ph.set
 	opt.Phase = func(name string, done, total int) {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,6 +123,83 @@ func TestPartitionProcessesUsage(t *testing.T) {
 		out, err := exec.Command(coloBin, c.args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.want) {
 			t.Errorf("%v: %v, %s: want an error saying %q", c.args, err, out, c.want)
+		}
+	}
+}
+
+// TestPartitionJobByHand writes the job with --write-job and runs it as
+// on real machines, a scheduler and two colo node --job parsa machines
+// started by hand: machine 0 writes the placement that --processes 2
+// writes.
+func TestPartitionJobByHand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "g.svm")
+	if out, err := exec.Command(coloBin, "gen", "powerlaw", "-n", "3000", "--seed", "2", "-o", data).CombinedOutput(); err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	job := filepath.Join(dir, "job.json")
+	byHand := filepath.Join(dir, "hand")
+	common := []string{"partition", "-k", "4", "--seed", "7", "--processes", "2", data}
+	if out, err := exec.Command(coloBin, append(common, "--write-job", job, "-o", byHand)...).CombinedOutput(); err != nil {
+		t.Fatalf("--write-job: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(byHand, placement.SummaryFile)); err == nil {
+		t.Fatal("--write-job ran the job")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	env := append(os.Environ(), "COLO_TOKEN=by-hand")
+	sched := exec.CommandContext(ctx, coloBin, "node", "--role", "scheduler", "--scheduler", "127.0.0.1:0", "--job", "parsa", "--job-file", job)
+	sched.Env = env
+	stdout, err := sched.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sched.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "scheduler listening on ")
+	if err != nil || !ok {
+		t.Fatalf("scheduler printed %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, stdout)
+	var machines []*exec.Cmd
+	for r := range 2 {
+		m := exec.CommandContext(ctx, coloBin, "node", "--role", "machine", "--scheduler", addr, "--host", "127.0.0.1",
+			"--job", "parsa", "--job-file", job, "--rank", strconv.Itoa(r))
+		m.Env = env
+		if err := m.Start(); err != nil {
+			t.Fatal(err)
+		}
+		machines = append(machines, m)
+	}
+	for r, m := range machines {
+		if err := m.Wait(); err != nil {
+			t.Fatalf("machine %d: %v", r, err)
+		}
+	}
+	if err := sched.Wait(); err != nil {
+		t.Fatalf("scheduler: %v", err)
+	}
+	viaProcesses := filepath.Join(dir, "processes")
+	if out, err := exec.Command(coloBin, append(common, "-o", viaProcesses)...).CombinedOutput(); err != nil {
+		t.Fatalf("--processes 2: %v\n%s", err, out)
+	}
+	for _, f := range []string{placement.DataPartFile, placement.ParamPartFile} {
+		a, err := os.ReadFile(filepath.Join(byHand, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(viaProcesses, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s by hand differs from --processes 2", f)
 		}
 	}
 }

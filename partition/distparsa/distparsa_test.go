@@ -229,7 +229,7 @@ func TestCountsShareTheDeficit(t *testing.T) {
 // missing its data, output or k is refused.
 func TestJobRoundTrip(t *testing.T) {
 	j := Job{Data: "g.svm", IndexBase: -1, HashBits: 20, K: 8, Seed: 3, Blocks: 12, Init: "global",
-		GlobalFraction: 0.05, Epsilon: 0.05, Config: Config{Workers: 3, Tau: partition.TauInfinite}, Out: "out"}
+		GlobalFraction: 0.05, Epsilon: 0.05, Config: Config{Workers: 3, Tau: partition.TauInfinite}, Out: "out", Keys: 1000}
 	path := filepath.Join(t.TempDir(), "job.json")
 	if err := WriteJob(path, j); err != nil {
 		t.Fatal(err)
@@ -247,6 +247,7 @@ func TestJobRoundTrip(t *testing.T) {
 		func(j *Job) { j.K = 0 },
 		func(j *Job) { j.Init = "sometimes" },
 		func(j *Job) { j.Config.Workers = 0 },
+		func(j *Job) { j.Keys = 0 },
 	} {
 		b := j
 		bad(&b)

@@ -44,6 +44,10 @@ type Job struct {
 	// Out is the directory worker 0 writes the placement to, as colo
 	// partition -o does (data.part, param.part, summary.json last).
 	Out string `json:"out"`
+	// Keys is the size of the key space, Layout.NumKeys of the graph: the
+	// scheduler's (colo node --role scheduler --job parsa reads it here),
+	// checked by every machine against the graph it loads.
+	Keys uint64 `json:"keys"`
 }
 
 // LoadOptions returns the job's loader options.
@@ -67,6 +71,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("distparsa: job: no output directory")
 	case j.K < 1:
 		return fmt.Errorf("distparsa: job: k = %d: want at least 1", j.K)
+	case j.Keys < 1:
+		return fmt.Errorf("distparsa: job: keys = 0: want the key space of the graph (Layout.NumKeys)")
 	}
 	if err := j.LoadOptions().Validate(); err != nil {
 		return fmt.Errorf("distparsa: job: %w", err)
@@ -128,6 +134,9 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 		return nil, fmt.Errorf("distparsa: worker %d: %w", w.Rank(), err)
 	}
 	l := job.Config.Layout(g, opt.K)
+	if l.NumKeys() != job.Keys {
+		return nil, fmt.Errorf("distparsa: worker %d: %s needs %d keys, the job has %d: a job for another file", w.Rank(), job.Data, l.NumKeys(), job.Keys)
+	}
 	if w.Width() != l.Width() {
 		return nil, fmt.Errorf("distparsa: the cluster's width is %d, the job needs k = %d", w.Width(), l.Width())
 	}

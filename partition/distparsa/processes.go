@@ -32,11 +32,9 @@ type Processes struct {
 	Heartbeat, Timeout time.Duration
 }
 
-// Run runs job, whose worker 0 writes the placement to job.Out. keys is
-// the size of the key space, Layout.NumKeys of the job's graph, which the
-// caller knows from the graph or its header. It returns each worker's
-// result.
-func (pd Processes) Run(ctx context.Context, job Job, keys uint64) (*Report, error) {
+// Run runs job, whose worker 0 writes the placement to job.Out, and
+// returns each worker's result.
+func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
@@ -70,8 +68,7 @@ func (pd Processes) Run(ctx context.Context, job Job, keys uint64) (*Report, err
 	t0 := time.Now()
 	addr, err := sup.StartScheduler(ctx, launch.Spec{Name: "scheduler", Host: 0, Env: env, Args: append([]string{
 		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(),
-		"--keys", strconv.FormatUint(keys, 10), "--width", strconv.Itoa(job.K),
-		"--consistency", cl.Mode.String(), "--tau", strconv.Itoa(cl.Tau),
+		"--job", "parsa", "--job-file", jobFile,
 		"--heartbeat", hb.String(), "--timeout", to.String(),
 		"--join-timeout", launch.JoinTimeout.String()}, size...)})
 	if err != nil {
