@@ -41,7 +41,7 @@ func (t *trainFlags) registerNode(f *cmdFlags) {
 	f.IntVar(&t.mf.Rank, "mf-rank", 16, "--job train, mf: dimension of the factors (colo train --rank)")
 	f.Float64Var(&t.holdout, "holdout", -1, "--job train, mf, embed: fraction of the entries or edges held out when there is no --test (-1: the application's default)")
 	t.embed = embed.DefaultConfig()
-	f.StringVar(&t.jobFile, "job-file", "", "--job train and the scheduler: read the training job from this JSON file (as colo train --processes writes it) instead of the training flags")
+	f.StringVar(&t.jobFile, "job-file", "", "--job train and the scheduler: read the training job from this JSON file (as colo train --processes writes it) instead of the training flags; --job parsa: the partition job (as colo partition --write-job writes it)")
 }
 
 // trainJob returns the training job of colo node: --job-file's, or the
