@@ -126,6 +126,9 @@ type RunResult struct {
 	ControlBytes int64   `json:"control_bytes"`
 	TrainBytes   int64   `json:"train_bytes"`
 	Seconds      float64 `json:"train_seconds"`
+	// Calibration is what a run with the slice measured (Slice: auto)
+	// found: α and the slice it chose, which is Slice.
+	Calibration *balance.Calibration `json:"calibration,omitempty"`
 }
 
 // Row is the median of a size and scheme's runs.
@@ -151,10 +154,14 @@ type Result struct {
 	BandwidthChange string      `json:"bandwidth_change"`
 	Runs            []RunResult `json:"runs"`
 	Table           []Row       `json:"table"`
-	// Granularity is Fig. 6: Aware's ASRIT per slice on the first size;
-	// Eq4 the slice of Eq. 4, √(M·α/N) with the seed's α, in keys.
+	// Granularity is Fig. 6: Aware's ASRIT per slice on the first size,
+	// the last run with the slice measured (Config.Auto); Eq4 the slice
+	// of Eq. 4, √(M·α/N), with the α that run measured, and PaperEq4
+	// with the seed's α, in keys.
 	Granularity []RunResult `json:"granularity,omitempty"`
 	Eq4         float64     `json:"eq4_slice_keys,omitempty"`
+	Alpha       float64     `json:"alpha_keys,omitempty"`
+	PaperEq4    float64     `json:"eq4_paper_alpha_slice_keys,omitempty"`
 }
 
 // Run runs the experiment on data, loaded once (app.Open's).
@@ -177,16 +184,20 @@ func Run(ctx context.Context, cfg Config, data *app.Data) (*Result, error) {
 	}
 	res.Table = Table(res.Runs, cfg.Sizes, cfg.Schemes)
 	if len(cfg.Slices) > 0 {
-		for _, x := range cfg.Slices {
+		for _, x := range append(slices.Clone(cfg.Slices), 0) { // 0: measured
 			rr, err := train1(ctx, cfg, data, cfg.Sizes[0], balance.Aware, x, 0)
 			if err != nil {
 				return nil, err
 			}
 			res.Granularity = append(res.Granularity, rr)
 		}
-		if n := len(res.Granularity); n > 0 {
-			x, err := balance.Granularity(float64(res.Granularity[0].Keys), balance.PaperAlpha, jc.Machines)
-			if err == nil {
+		keys := float64(res.Granularity[0].Keys)
+		if x, err := balance.Granularity(keys, balance.PaperAlpha, jc.Machines); err == nil {
+			res.PaperEq4 = x
+		}
+		if c := res.Granularity[len(res.Granularity)-1].Calibration; c != nil && c.Alpha > 0 {
+			res.Alpha = c.Alpha
+			if x, err := balance.Granularity(keys, c.Alpha, jc.Machines); err == nil {
 				res.Eq4 = x
 			}
 		}
@@ -194,14 +205,17 @@ func Run(ctx context.Context, cfg Config, data *app.Data) (*Result, error) {
 	return res, nil
 }
 
-// train1 trains one run.
+// train1 trains one run; slice 0 measures it (Config.Auto).
 func train1(ctx context.Context, cfg Config, data *app.Data, size Size, scheme string, slice uint64, run int) (RunResult, error) {
 	job := cfg.Job
 	if err := app.SetOptions(&job, map[string]any{"hidden": size.Hidden}); err != nil {
 		return RunResult{}, err
 	}
 	b := cfg.Balance
-	b.Scheme, b.Slice = scheme, slice
+	b.Scheme, b.Slice, b.Auto = scheme, slice, slice == 0
+	if b.Auto {
+		b.Slice = balance.DefaultConfig().Slice
+	}
 	job.Config.Balance = &b
 	job.Config.MaxSteps = int64(cfg.Rounds * job.Config.Machines)
 	job.Config.MaxPasses = max(job.Config.MaxPasses, 1000)
@@ -225,6 +239,9 @@ func train1(ctx context.Context, cfg Config, data *app.Data, size Size, scheme s
 	}
 	if rep := tr.Balance; rep != nil {
 		rr.KeysMoved, rr.ControlBytes = rep.KeysMoved, rep.ControlBytes*int64(job.Config.Machines)
+		if c := rep.Calibration; c != nil {
+			rr.Calibration, rr.Slice = c, c.Slice
+		}
 		for _, d := range rep.Decisions {
 			rr.SRIT = append(rr.SRIT, d.Seconds)
 		}

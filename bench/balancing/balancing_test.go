@@ -53,8 +53,12 @@ func TestRunWritesEveryFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Runs) != 4 || len(res.Table) != 4 || len(res.Granularity) != 2 || res.Eq4 <= 0 {
-		t.Fatalf("%d runs, %d rows, %d granularity points, Eq. 4 %v", len(res.Runs), len(res.Table), len(res.Granularity), res.Eq4)
+	if len(res.Runs) != 4 || len(res.Table) != 4 || len(res.Granularity) != 3 || res.Eq4 <= 0 || res.Alpha <= 0 || res.PaperEq4 <= 0 {
+		t.Fatalf("%d runs, %d rows, %d granularity points, Eq. 4 %v (α %v), with the seed's α %v", len(res.Runs), len(res.Table), len(res.Granularity), res.Eq4, res.Alpha, res.PaperEq4)
+	}
+	// The last point of the sweep measured α; its slice is Eq. 4's.
+	if last := res.Granularity[2]; last.Calibration == nil || last.Slice != last.Calibration.Slice || last.Calibration.Alpha != res.Alpha {
+		t.Errorf("the measured point %+v, α %v", last, res.Alpha)
 	}
 	for _, r := range res.Runs {
 		if r.Rounds != 4 || r.ImagesPerMinute <= 0 || r.ASRIT <= 0 || len(r.SRIT) != 4 || r.TrainBytes <= 0 {

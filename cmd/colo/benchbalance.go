@@ -27,7 +27,7 @@ func runBenchBalance(e *env, args []string) error {
 	sizes := f.Int("sizes", 3, "how many of the three model sizes, smallest first")
 	runs := f.Int("runs", 3, "trainings per size and scheme, interleaved; medians are reported")
 	rounds := f.Int("rounds", 40, "rounds of each training")
-	slices := f.String("slices", "", "granularities (keys) of Aware's sweep on the smallest model, such as 256,1024,4096,16384")
+	slices := f.String("slices", "", "granularities (keys) of Aware's sweep on the smallest model, such as 256,1024,4096,16384; the sweep adds a run of --slice auto, whose measured α marks Eq. 4")
 	data, job, err := st.job(f, args)
 	if err != nil {
 		return err
@@ -36,7 +36,10 @@ func runBenchBalance(e *env, args []string) error {
 		Balance: balance.DefaultConfig(), Progress: func(r balancing.RunResult) {
 			fmt.Fprintf(e.errOut, "%s %s run %d: %.0f images/min, round %.3f s, %d keys moved\n", r.Size, r.Scheme, r.Run, r.ImagesPerMinute, r.ASRIT, r.KeysMoved)
 		}}
-	cfg.Balance.Every, cfg.Balance.Slice, cfg.Balance.Probe = t.bal.Every, t.bal.Slice, t.bal.Probe
+	cfg.Balance.Every, cfg.Balance.Probe = t.bal.Every, t.bal.Probe
+	if cfg.Balance.Slice, cfg.Balance.Auto, err = t.bal.SliceSetting(); err != nil {
+		return usageError("%v", err)
+	}
 	if *slices != "" {
 		xs, err := parseInts(*slices)
 		if err != nil {
