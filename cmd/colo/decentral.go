@@ -63,6 +63,7 @@ func runGossipWorker(e *env, args []string) error {
 	rank := f.Int("rank", -1, "this worker's rank")
 	rendezvous := f.String("rendezvous", "", "rank 0's address (every rank but 0)")
 	out := f.String("out", "", "file of this worker's report")
+	host := f.String("host", "127.0.0.1", "the address this worker listens on")
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func runGossipWorker(e *env, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return job.RunProcess(ctx, *spec, *rank, *rendezvous, *out, e.out)
+	return job.RunProcess(ctx, *spec, *rank, *host, *rendezvous, *out, e.out)
 }
 
 // decentralFlags are the flags of decentralised training.
@@ -85,7 +86,8 @@ type decentralFlags struct {
 	order             string
 	transport         string
 	target            float64
-	processes         bool
+	processes, netns  bool
+	batchWeighted     bool
 }
 
 func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
@@ -104,7 +106,9 @@ func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
 	f.StringVar(&d.function, "submodular", string(shard.FacilityLocation), "decentralised: the objective of --placement submodular: facility or graphcut")
 	f.StringVar(&d.order, "order", string(def.Order), "decentralised: atc (local step, then average) or cta (average, then the step of the gradient at the model before averaging: Alg. 2 as written)")
 	f.StringVar(&d.transport, "transport", "mem", "decentralised: mem (in-memory network, --link-bandwidth per worker's interface) or tcp (TCP on loopback in this process, --link-bandwidth per link)")
+	f.BoolVar(&d.netns, "netns", false, "decentralised: run each worker as a process in a network namespace of its own, its link shaped by tc at --link-bandwidth (needs root and iproute2)")
 	f.BoolVar(&d.processes, "processes", false, "decentralised: run each worker as a process of this binary on loopback, over TCP (--link-bandwidth per link)")
+	f.BoolVar(&d.batchWeighted, "batch-weighted", false, "decentralised: scale each worker's step by its batch over the mean batch (γ·N·B_i/batch), so the average weighs every sample equally (with proportional batches; Alg. 2 takes one γ)")
 	f.Float64Var(&d.target, "loss-target", math.Exp(-1), "decentralised: training loss whose first crossing is timed (seed 003: log loss −1)")
 }
 
@@ -128,7 +132,7 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 		return c, nt, usageError("--bandwidth-matrix: decentralised training takes --link-bandwidth only")
 	}
 	c.Workers, c.Topology, c.LocalSteps, c.Matcha, c.Budget = j.Config.Machines, d.topology, d.localSteps, d.matcha, d.budget
-	c.Order, c.Seed, c.Epochs = gossip.Order(d.order), j.Config.Seed, j.Config.MaxPasses
+	c.Order, c.Seed, c.Epochs, c.BatchWeighted = gossip.Order(d.order), j.Config.Seed, j.Config.MaxPasses, d.batchWeighted
 	c.Batch = 64 * c.Workers
 	if t.batch > 0 {
 		c.Batch = t.batch
@@ -158,7 +162,7 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 	}
 	switch d.transport {
 	case "mem":
-		nt.TCP = d.processes
+		nt.TCP = d.processes || d.netns
 	case "tcp":
 		nt.TCP = true
 	default:
@@ -221,9 +225,13 @@ func runDecentral(e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	var rep *job.Report
-	if d.processes {
-		fmt.Fprintf(e.errOut, "starting %d worker processes on loopback\n", cfg.Workers)
-		rep, err = data.TrainProcesses(ctx, j, cfg, shards, nt.Link, "")
+	if d.processes || d.netns {
+		where := "on loopback"
+		if d.netns {
+			where = "in network namespaces"
+		}
+		fmt.Fprintf(e.errOut, "starting %d worker processes %s\n", cfg.Workers, where)
+		rep, err = data.TrainProcesses(ctx, j, cfg, shards, job.Procs{Link: nt.Link, Netns: d.netns})
 	} else {
 		rep, err = data.Train(ctx, cfg, shards, nt)
 	}
@@ -297,8 +305,8 @@ func runBenchRCD(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if d.matcha || d.weights != "" || d.processes {
-		return usageError("--matcha, --weights and --processes: the comparison runs both algorithms on --topology, in this process")
+	if d.matcha || d.weights != "" || d.processes || d.netns {
+		return usageError("--matcha, --weights, --processes and --netns: the comparison runs both algorithms on --topology, in this process")
 	}
 	g, nt, err := d.config(&t, j)
 	if err != nil {
