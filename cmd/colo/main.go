@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 )
 
@@ -74,7 +75,35 @@ func usageError(format string, args ...any) error {
 
 func main() {
 	e := &env{out: os.Stdout, errOut: os.Stderr, isTerminal: isTerminal(os.Stderr)}
-	os.Exit(run(e, os.Args[1:]))
+	stop, err := profile(os.Getenv("COLO_CPUPROFILE"))
+	if err != nil {
+		fmt.Fprintf(e.errOut, "colo: COLO_CPUPROFILE: %v\n", err)
+		os.Exit(2)
+	}
+	code := run(e, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// profile starts a CPU profile of the whole command into path (nothing
+// when path is empty) and returns the function that writes it out: go
+// tool pprof reads it.
+func profile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // run executes one command line and returns the exit status.
