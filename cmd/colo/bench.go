@@ -11,6 +11,9 @@ import (
 	"colo/partition"
 )
 
+// benchNames are the benchmarks of colo bench.
+var benchNames = []string{"partition", "kv", "sharding", "balance", "rcd"}
+
 func runBench(e *env, args []string) error {
 	if len(args) > 0 && args[0] == "kv" {
 		return runBenchKV(e, args[1:])
@@ -30,7 +33,7 @@ func runBench(e *env, args []string) error {
 			return nil
 		}
 		if len(args) > 0 {
-			if s := suggest(args[0], []string{"partition", "kv", "sharding", "balance", "rcd"}); s != "" {
+			if s := suggest(args[0], benchNames); s != "" {
 				return usageError("unknown benchmark %q: did you mean %s?", args[0], s)
 			}
 		}

@@ -35,6 +35,9 @@ type env struct {
 	json io.Writer
 	// flags are the command's parsed flags, recorded in its JSON.
 	flags *cmdFlags
+	// complete, when set, asks commands to list their flags instead of
+	// running (colo __complete).
+	complete *completing
 }
 
 // stdout is where "-" writes: standard output, even when the human
@@ -61,6 +64,7 @@ func commands() []command {
 		{"node", "run a parameter-server node: scheduler, server, worker or machine", runNode},
 		{"launch", "start a parameter-server cluster of processes on loopback and run a smoke job", runLaunch},
 		{"version", "print the version, VCS revision and Go release of this build", runVersion},
+		{"completion", "print the script that completes colo's commands and flags in bash, zsh or fish", runCompletion},
 	}
 }
 
@@ -123,6 +127,8 @@ func run(e *env, args []string) int {
 	case "--version":
 		fmt.Fprintln(e.out, readBuild())
 		return 0
+	case "__complete":
+		return runComplete(e, args[1:])
 	}
 	for _, c := range commands() {
 		if c.name != name {
