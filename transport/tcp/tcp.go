@@ -648,6 +648,9 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 		return fail(fmt.Errorf("%w: %w", ctx.Err(), err))
 	}
 	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			err = fmt.Errorf("%w (closed by the peer during the handshake: one of the two uses TLS and the other not?)", err)
+		}
 		return fail(err)
 	}
 	c.sock.SetDeadline(time.Time{})

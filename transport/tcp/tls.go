@@ -106,6 +106,14 @@ func tlsConfigs(base *tls.Config) (server, client *tls.Config) {
 	client = base.Clone()
 	client.MinVersion = tls.VersionTLS13
 	client.DynamicRecordSizingDisabled = true
+	if client.GetClientCertificate == nil && len(client.Certificates) > 0 {
+		// Present the certificate even when the server names other CAs,
+		// which Go's client would answer with none: the server then says
+		// what is wrong with it (signed by an unknown authority), not
+		// that it is missing.
+		cert := &client.Certificates[0]
+		client.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	}
 	if client.ServerName == "" {
 		roots := client.RootCAs
 		// The standard verification needs a host name; the chain is
