@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
@@ -79,7 +80,18 @@ const (
 	reasonBadChallenge = "wrong cluster token: the acceptor's proof did not match"
 	reasonDialerNone   = "wrong cluster token: the dialer has none and this node has one"
 	reasonAcceptorNone = "wrong cluster token: this node has none (an insecure cluster) and the dialer has one"
+	reasonNeedTLS      = "this node runs TLS and the dialer does not (--tls-cert, --tls-key, --tls-ca)"
 )
+
+// errTLSClient is readPreamble's error for the start of a TLS handshake
+// (a record of type handshake, version 3.x): a node with TLS dialled one
+// without. The acceptor answers it with tlsAlertHandshakeFailure.
+var errTLSClient = errors.New("not a colo node: a TLS client (this node runs without TLS)")
+
+// tlsAlertHandshakeFailure is a plaintext TLS record holding a fatal
+// handshake_failure alert, which a TLS client reports as "remote error:
+// tls: handshake failure".
+var tlsAlertHandshakeFailure = []byte{21, 3, 1, 0, 2, 2, 40}
 
 // hello is the dialer's first message.
 type hello struct {
@@ -185,6 +197,9 @@ func readPreamble(r io.Reader, kinds ...byte) (kind, flags byte, err error) {
 	var b [4]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return 0, 0, err
+	}
+	if b[0] == 22 && b[1] == 3 {
+		return 0, 0, errTLSClient
 	}
 	if b[0] != transport.Magic {
 		return 0, 0, fmt.Errorf("not a colo node: magic %#x, want %#x", b[0], transport.Magic)

@@ -297,6 +297,11 @@ func (c *conn) startTLS(ctx context.Context, cfg *tls.Config, client bool) error
 		c.tls = tls.Server(c.sock, cfg)
 	}
 	if err := c.tls.HandshakeContext(ctx); err != nil {
+		var op *net.OpError
+		if client && errors.As(err, &op) && op.Op == "remote error" && op.Err.Error() == "tls: handshake failure" {
+			// What an endpoint without TLS answers (tlsAlertHandshakeFailure).
+			return fmt.Errorf("TLS handshake: %w (the peer runs without TLS?)", err)
+		}
 		return fmt.Errorf("TLS handshake: %w", err)
 	}
 	c.rw = c.tls
@@ -648,7 +653,12 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 		return fail(fmt.Errorf("%w: %w", ctx.Err(), err))
 	}
 	if err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		switch {
+		case e.clientTLS != nil && tlsRefused(err):
+			// The peer's certificate, or this one, is not the cluster's,
+			// or the peer does not run TLS: trying again will not help.
+			err = fmt.Errorf("%w: %w", transport.ErrRefused, err)
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
 			err = fmt.Errorf("%w (closed by the peer during the handshake: one of the two uses TLS and the other not?)", err)
 		}
 		return fail(err)
@@ -801,11 +811,21 @@ func (e *Endpoint) serve(c *conn) {
 	if e.serverTLS != nil {
 		if err := c.startTLS(e.ctx, e.serverTLS, false); err != nil {
 			// No certificate of the cluster's CA, or not TLS at all.
+			var rh tls.RecordHeaderError
+			if errors.As(err, &rh) && rh.Conn != nil && rh.RecordHeader[0] == transport.Magic {
+				// A colo node without TLS: tell it in its own terms.
+				rh.Conn.Write(appendReply(nil, reply{id: e.cfg.ID, reason: reasonNeedTLS}))
+				err = fmt.Errorf("%w (a colo node without TLS)", err)
+			}
 			e.refuse(c, 0, err)
 			return
 		}
 	}
 	from, err := accept(c.rw, e.cfg.ID, e.cfg.Token)
+	if errors.Is(err, errTLSClient) {
+		// A node with TLS: a TLS alert is all it understands.
+		c.sock.Write(tlsAlertHandshakeFailure)
+	}
 	if err != nil {
 		// Until the dialer proved the token, from is only a claim: the
 		// node it names is not at fault.

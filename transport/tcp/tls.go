@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 )
@@ -86,6 +87,17 @@ func parseCerts(data []byte) ([]*x509.Certificate, error) {
 	return out, nil
 }
 
+// tlsRefused reports whether err, from the dialer's side of a TLS link's
+// set-up, says that the two ends cannot agree: the peer refused this
+// node's certificate or TLS itself (a TLS alert), this node refused the
+// peer's certificate, or the peer does not speak TLS.
+func tlsRefused(err error) bool {
+	var op *net.OpError
+	var verr *tls.CertificateVerificationError
+	var rh tls.RecordHeaderError
+	return errors.As(err, &op) && op.Op == "remote error" || errors.As(err, &verr) || errors.As(err, &rh)
+}
+
 // tlsConfigs returns the TLS configurations of the two ends of a link
 // from base: TLS 1.3 only, a certificate required from the client and
 // verified against the CA, no session tickets (every link is dialled
@@ -128,7 +140,7 @@ func tlsConfigs(base *tls.Config) (server, client *tls.Config) {
 				opts.Intermediates.AddCert(c)
 			}
 			if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
-				return fmt.Errorf("tls: the peer's certificate: %w", err)
+				return &tls.CertificateVerificationError{UnverifiedCertificates: cs.PeerCertificates, Err: err}
 			}
 			return nil
 		}

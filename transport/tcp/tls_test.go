@@ -194,9 +194,9 @@ func TestTLSStrangers(t *testing.T) {
 		dialer   string // in the dialer's error
 		acceptor string // in the acceptor's refusal
 	}{
-		{"another CA", func(c *Config) { c.TLS = foreign }, "remote error: tls: unknown certificate authority", "TLS handshake: tls: failed to verify certificate: x509: certificate signed by unknown authority"},
-		{"distrusts the CA", func(c *Config) { c.TLS = distrust }, "certificate signed by unknown authority", "TLS handshake: "},
-		{"no TLS", func(c *Config) {}, "one of the two uses TLS and the other not?", "TLS handshake: tls: first record does not look like a TLS handshake"},
+		{"another CA", func(c *Config) { c.TLS = foreign }, "refused: remote error: tls: unknown certificate authority", "TLS handshake: tls: failed to verify certificate: x509: certificate signed by unknown authority"},
+		{"distrusts the CA", func(c *Config) { c.TLS = distrust }, "refused: TLS handshake: tls: failed to verify certificate: x509: certificate signed by unknown authority", "TLS handshake: remote error: tls: bad certificate"},
+		{"no TLS", func(c *Config) {}, "refused: this node runs TLS and the dialer does not (--tls-cert, --tls-key, --tls-ca)", "TLS handshake: tls: first record does not look like a TLS handshake (a colo node without TLS)"},
 		{"wrong token", func(c *Config) { c.TLS, c.Token = tlsConfig(t, ca, "member"), "wrong" }, "wrong cluster token", "refused by the dialer: wrong cluster token"},
 	} {
 		st := newEndpoints(t, 1, func(cfg *Config) {
@@ -206,7 +206,7 @@ func TestTLSStrangers(t *testing.T) {
 		st.SetPeer(1, eps[1].Addr().String())
 		err := st.Send(ctx, 1, &transport.Message{})
 		var pe *transport.PeerError
-		if !errors.As(err, &pe) || pe.Peer != 1 || !strings.Contains(err.Error(), c.dialer) {
+		if !errors.As(err, &pe) || pe.Peer != 1 || !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), c.dialer) {
 			t.Errorf("%s: dialer: %v, want an error naming peer 1: %s", c.name, err, c.dialer)
 		}
 		r := <-refused
@@ -220,13 +220,18 @@ func TestTLSStrangers(t *testing.T) {
 		noDown(t, eps[1])
 		noDown(t, st)
 	}
-	// A TLS node that dials a plain one is refused too.
-	plain := newEndpoints(t, 1, func(c *Config) { c.ID = 5 })[0]
+	// A TLS node that dials a plain one is refused too, and the plain
+	// one says why.
+	var plainRefused <-chan refusal
+	plain := newEndpoints(t, 1, func(c *Config) { c.ID, plainRefused = 5, recordRefusals(c) })[0]
 	eps[0].SetPeer(5, plain.Addr().String())
-	if err := eps[0].Send(ctx, 5, &transport.Message{}); err == nil || !strings.Contains(err.Error(), "peer 5") || !strings.Contains(err.Error(), "one of the two uses TLS") {
+	if err := eps[0].Send(ctx, 5, &transport.Message{}); !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "peer 5") || !strings.Contains(err.Error(), "remote error: tls: handshake failure (the peer runs without TLS?)") {
 		t.Errorf("TLS to plain: %v", err)
 	} else {
 		t.Logf("TLS to plain: %v", err)
+	}
+	if r := <-plainRefused; r.claimed != 0 || r.err.Error() != "not a colo node: a TLS client (this node runs without TLS)" {
+		t.Errorf("plain acceptor: %+v", r)
 	}
 	// The real node 0 is still connected and heard.
 	if err := eps[0].Send(ctx, 1, &transport.Message{Header: transport.Header{ID: 42}}); err != nil {
