@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"net"
 
 	"colo/ps/proto"
@@ -31,6 +32,8 @@ type TCP struct {
 	Host string
 	// Token is the cluster token.
 	Token string
+	// TLS, when not nil, runs every link over mutual TLS (tcp.Config.TLS).
+	TLS *tls.Config
 	// Tune, when not nil, adjusts each endpoint's configuration.
 	Tune func(*tcp.Config)
 	// Logf, when not nil, receives a line for every incoming connection
@@ -49,7 +52,7 @@ func (n TCP) Listen(id transport.NodeID) (Endpoint, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	cfg.ID, cfg.Addr, cfg.Token = id, net.JoinHostPort(host, "0"), n.Token
+	cfg.ID, cfg.Addr, cfg.Token, cfg.TLS = id, net.JoinHostPort(host, "0"), n.Token, n.TLS
 	if role, _ := proto.Identify(id); role == proto.RoleServer {
 		cfg.Early = earlyPush
 	}
