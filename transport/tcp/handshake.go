@@ -305,7 +305,20 @@ func readReplyBody(r io.Reader, kind byte) (reply, error) {
 	if _, err := io.ReadFull(r, reason); err != nil {
 		return reply{}, err
 	}
-	return reply{accepted: kind == kindAccept, id: transport.NodeID(binary.LittleEndian.Uint32(b[:])), reason: string(reason)}, nil
+	return reply{accepted: kind == kindAccept, id: transport.NodeID(binary.LittleEndian.Uint32(b[:])), reason: printable(reason)}, nil
+}
+
+// printable returns b with every byte that is not printable ASCII
+// replaced by '?': a reason is the peer's text and goes into log lines,
+// where a stranger's line breaks or escape sequences must not forge
+// others.
+func printable(b []byte) string {
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }
 
 // Handshake runs the dialer's half of the handshake on rw, a fresh

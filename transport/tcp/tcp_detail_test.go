@@ -220,6 +220,9 @@ func TestSpoofedHandshakes(t *testing.T) {
 		{"version 1 with the token", v1, nil, 0, "handshake version 1, want 2"},
 		{"garbage", []byte("\x00\x01garbage that is no hello"), nil, 0, "not a colo node: magic 0x0, want 0xc6"},
 		{"oversized refusal", appendHello(nil, withToken(0)), func(challenge) []byte { return oversized }, 0, "reason of 1025 bytes, limit 1024"},
+		{"refusal forging a log line", appendHello(nil, withToken(0)), func(challenge) []byte {
+			return appendReply(nil, reply{reason: "no\nscheduler: worker 0 failed\x1b[2K"})
+		}, 0, "refused by the dialer: no?scheduler: worker 0 failed?[2K"},
 		{"silent after the challenge", appendHello(nil, withToken(0)), func(challenge) []byte { return nil }, 0, "i/o timeout"},
 		{"silent after part of a hello", appendHello(nil, withToken(0))[:10], nil, 0, "i/o timeout"},
 	} {
@@ -544,7 +547,7 @@ func FuzzHandshake(f *testing.F) {
 			if ok {
 				enc = appendChallenge(nil, c)
 			}
-			if !bytes.HasPrefix(data, enc) {
+			if !reencodes(data, enc) {
 				t.Fatalf("challenge %+v / %+v re-encodes to %x, input %x", c, r, enc, data)
 			}
 		}
@@ -553,13 +556,18 @@ func FuzzHandshake(f *testing.F) {
 			if ok {
 				enc = appendProof(nil, m)
 			}
-			if !bytes.HasPrefix(data, enc) {
+			if !reencodes(data, enc) {
 				t.Fatalf("proof %x / %+v re-encodes to %x, input %x", m, r, enc, data)
 			}
 		}
 		if r, err := readReply(bytes.NewReader(data)); err == nil {
-			if enc := appendReply(nil, r); !bytes.HasPrefix(data, enc) {
+			if enc := appendReply(nil, r); !reencodes(data, enc) {
 				t.Fatalf("reply %+v re-encodes to %x, input %x", r, enc, data)
+			}
+			for _, c := range []byte(r.reason) {
+				if c < 0x20 || c > 0x7e {
+					t.Fatalf("reason %q not printable", r.reason)
+				}
 			}
 		}
 		rw := struct {
@@ -574,6 +582,20 @@ func FuzzHandshake(f *testing.F) {
 			t.Fatalf("the dialer accepted %x", data)
 		}
 	})
+}
+
+// reencodes reports whether enc, a decoded message encoded again, is the
+// start of data, but for the reason of a reply, whose bytes that are not
+// printable ASCII decode as '?'.
+func reencodes(data, enc []byte) bool {
+	if len(enc) > len(data) {
+		return false
+	}
+	want := bytes.Clone(data[:len(enc)])
+	if len(want) >= 10 && (want[2] == kindRefuse || want[2] == kindAccept) {
+		printable(want[10:])
+	}
+	return bytes.Equal(want, enc)
 }
 
 // countingProxy forwards one connection to target, counts the bytes it
