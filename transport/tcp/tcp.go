@@ -268,11 +268,13 @@ type conn struct {
 	// rw is what the handshake and the frames use: sock, or TLS over it.
 	rw  io.ReadWriter
 	tls *tls.Conn
-	// bw gathers the pieces of a frame into TLS records; nil without TLS.
-	bw   *bufio.Writer
-	peer transport.NodeID
-	addr string
-	dead atomic.Bool
+	// under is the socket as TLS sees it, bw gathers the pieces of a frame
+	// into TLS records; both nil without TLS.
+	under *tlsSocket
+	bw    *bufio.Writer
+	peer  transport.NodeID
+	addr  string
+	dead  atomic.Bool
 	// broken: a write on TLS failed, which leaves the stream unusable
 	// even when no byte of it went out. Owned by the link's holder.
 	broken bool
@@ -291,10 +293,11 @@ func (c *conn) Close() error { return c.sock.Close() }
 // startTLS runs the TLS handshake on c, as the client or the server, and
 // makes c carry everything after it inside TLS.
 func (c *conn) startTLS(ctx context.Context, cfg *tls.Config, client bool) error {
+	c.under = &tlsSocket{TCPConn: c.sock, r: bufio.NewReaderSize(c.sock, 256<<10)}
 	if client {
-		c.tls = tls.Client(c.sock, cfg)
+		c.tls = tls.Client(c.under, cfg)
 	} else {
-		c.tls = tls.Server(c.sock, cfg)
+		c.tls = tls.Server(c.under, cfg)
 	}
 	if err := c.tls.HandshakeContext(ctx); err != nil {
 		var op *net.OpError
@@ -328,7 +331,60 @@ func (c *conn) writeBuffers(bufs net.Buffers) (int64, error) {
 		c.broken = true
 		return n - int64(c.bw.Buffered()), err
 	}
+	if err := c.under.flush(); err != nil {
+		c.broken = true
+		return 0, err
+	}
 	return n, nil
+}
+
+// tlsSocket is the socket under a TLS connection. It reads through a
+// buffer, and once gather is set (on an outgoing link after its
+// handshake) it keeps what TLS writes until flush, so that the records of
+// a frame, 16 KiB each, leave in a few large writes instead of one
+// system call each.
+type tlsSocket struct {
+	*net.TCPConn
+	r *bufio.Reader
+
+	mu     sync.Mutex // TLS may write an alert from its reader
+	gather bool
+	out    []byte
+}
+
+// Read reads from the socket through the buffer.
+func (s *tlsSocket) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+// Write writes p, or keeps it for flush.
+func (s *tlsSocket) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.gather {
+		return s.TCPConn.Write(p)
+	}
+	s.out = append(s.out, p...)
+	if len(s.out) >= 1<<20 {
+		if err := s.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// flush writes what Write kept.
+func (s *tlsSocket) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushLocked()
+}
+
+func (s *tlsSocket) flushLocked() error {
+	if len(s.out) == 0 {
+		return nil
+	}
+	_, err := s.TCPConn.Write(s.out)
+	s.out = s.out[:0]
+	return err
 }
 
 // Listen starts an endpoint: it listens on cfg.Addr (or takes
@@ -664,6 +720,11 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 		return fail(err)
 	}
 	c.sock.SetDeadline(time.Time{})
+	if c.under != nil {
+		c.under.mu.Lock()
+		c.under.gather = true // only Send writes from now on
+		c.under.mu.Unlock()
+	}
 	e.up(peer)
 	e.wg.Add(1)
 	go e.watch(c)
