@@ -12,17 +12,28 @@
 // The two ends of a new connection prove to each other that they know the
 // cluster token, without sending it: a challenge–response with
 // HMAC-SHA256 keyed by the token over both node ids and a fresh random
-// nonce from each side (the messages and the MACs are in handshake.go).
-// The dialer sends its id, the id it expects to reach and its nonce; the
-// acceptor answers with its id, its nonce and its proof; the dialer checks
-// it (so a stranger at a peer's address cannot pose as the peer) and
-// sends its own proof, which the acceptor checks before the dialer's id
-// means anything; then the acceptor accepts. Either side refuses with a
-// reason: a wrong token ("wrong cluster token: the dialer's proof did not
-// match", or that one side has a token and the other none), a wrong node
-// id. A recorded handshake replayed to a node fails on its fresh nonce.
-// An empty token on both sides is an open cluster: the same exchange,
-// with a key anyone knows.
+// nonce from each side (handshake.go). The dialer sends its id, the id it
+// expects to reach and its nonce; the acceptor answers with its id, its
+// nonce and its proof; the dialer checks it (so a stranger at a peer's
+// address cannot pose as the peer) and sends its own proof, which the
+// acceptor checks before the dialer's id means anything; then the
+// acceptor accepts. The messages, little-endian, with flags bit 0 set when
+// the sender has a token:
+//
+//	hello     (dialer)    0xC6 2 'H' flags  from u32, to u32, nonce_d [32]
+//	challenge (acceptor)  0xC6 2 'C' flags  id u32, nonce_a [32], mac_a [32]
+//	proof     (dialer)    0xC6 2 'P' 0      mac_d [32]
+//	accept    (acceptor)  0xC6 2 'A' 0      id u32, 0 u16
+//	refusal   (either)    0xC6 2 'R' 0      id u32, reason length u16, reason
+//
+//	mac_a = HMAC-SHA256(token, "colo acceptor\x00" ‖ 2 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
+//	mac_d = HMAC-SHA256(token, "colo dialer\x00"   ‖ 2 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
+//
+// Either side refuses with a reason: a wrong token ("wrong cluster token:
+// the dialer's proof did not match", or that one side has a token and the
+// other none), a wrong node id. A recorded handshake replayed to a node
+// fails on its fresh nonce. An empty token on both sides is an open
+// cluster: the same exchange, with a key anyone knows.
 //
 // The dialer reports a refusal from Send, as a *transport.PeerError
 // wrapping transport.ErrRefused. The acceptor does not report it on Down:
@@ -38,9 +49,19 @@
 // processes out, and it is all a node proves. A process that knows it may
 // claim any id, and after the handshake the frames of a plain connection
 // are neither encrypted nor authenticated (a man in the middle could
-// alter them). Config.TLS adds both: every link runs over TLS 1.3 with a
-// certificate on each side, verified against the cluster's CA, and the
-// same handshake inside it.
+// alter them). Config.TLS adds both.
+//
+// # TLS
+//
+// With Config.TLS every link runs over TLS 1.3 with a certificate on each
+// side, verified against the cluster's CA (LoadTLS reads them from PEM
+// files), and the same handshake inside it. A peer without such a
+// certificate is refused, and told to Config.Refused, before its hello is
+// read. A node with TLS and one without refuse each other with a reason
+// that says so. Frames go through a buffer into TLS records and the
+// records of a frame leave in a few large writes; rate limits, timeouts
+// and the rest work as on plain TCP. Connections are closed without
+// close_notify, so that closing never waits on a peer that does not read.
 //
 // # Writing and reading
 //
