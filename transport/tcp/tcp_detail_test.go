@@ -710,3 +710,39 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatalf("reported %v", pe)
 	}
 }
+
+// TestOpenCluster: endpoints without a token talk to each other (an
+// insecure cluster), and one with a token is refused by them, and refuses
+// them, with the reason.
+func TestOpenCluster(t *testing.T) {
+	var refused <-chan refusal
+	eps := newEndpoints(t, 2, func(c *Config) {
+		c.Token = ""
+		if c.ID == 1 {
+			refused = recordRefusals(c)
+		}
+	})
+	ctx := context.Background()
+	if err := eps[0].Send(ctx, 1, &transport.Message{Header: transport.Header{ID: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-eps[1].Recv(); m.Sender != 0 || m.ID != 3 {
+		t.Fatalf("got %+v", m.Header)
+	}
+	secure := newEndpoints(t, 1, func(c *Config) { c.ID = 7 })[0]
+	secure.SetPeer(1, eps[1].Addr().String())
+	err := secure.Send(ctx, 1, &transport.Message{})
+	if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token: this node has none (an insecure cluster) and the dialer has one") {
+		t.Fatalf("a dialer with a token: %v", err)
+	}
+	if r := <-refused; r.claimed != 7 || !strings.Contains(r.err.Error(), "this node has none") {
+		t.Fatalf("acceptor: %+v", r)
+	}
+	eps[0].SetPeer(7, secure.Addr().String())
+	err = eps[0].Send(ctx, 7, &transport.Message{})
+	if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token: the dialer has none and this node has one") {
+		t.Fatalf("a dialer without a token: %v", err)
+	}
+	noDown(t, eps[1])
+	noDown(t, secure)
+}
