@@ -44,6 +44,19 @@ func recordRefusals(c *Config) <-chan refusal {
 	return ch
 }
 
+// nextRefusal returns the next refusal on ch, failing after 5 s without
+// one.
+func nextRefusal(t *testing.T, ch <-chan refusal) refusal {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("no refusal")
+		return refusal{}
+	}
+}
+
 // noDown fails if ep reported a failure.
 func noDown(t *testing.T, ep *Endpoint) {
 	t.Helper()
@@ -81,7 +94,7 @@ func TestWrongTokenRefused(t *testing.T) {
 			}
 			// The acceptor says whom it refused and why, as a log line, not
 			// as a failure of node 7.
-			r := <-refused
+			r := nextRefusal(t, refused)
 			if r.claimed != 7 || !errors.Is(r.err, transport.ErrRefused) || r.err.Error() != "refused by the dialer: wrong cluster token: the acceptor's proof did not match" || r.addr == "" {
 				t.Fatalf("acceptor: %+v", r)
 			}
@@ -166,6 +179,7 @@ func stranger(t *testing.T, ep *Endpoint, hello []byte, prove func(c challenge) 
 
 // TestSpoofedHandshakes: strangers claim the id of a node whose link is
 // up, with no token, proofs made with a wrong token or of random bytes,
+// the acceptor's own proof sent back,
 // the handshake of the previous version that sent the token, a recorded
 // handshake replayed, or send garbage, an oversized refusal or fall
 // silent. Each is refused and told to Config.Refused; nothing is
@@ -214,6 +228,7 @@ func TestSpoofedHandshakes(t *testing.T) {
 		{"wrong token", appendHello(nil, h0), proofWith(h0, "wrong"), 0, "refused: wrong cluster token: the dialer's proof did not match"},
 		{"token of the right length", appendHello(nil, h2), proofWith(h2, sameLength), 0, "refused: wrong cluster token: the dialer's proof did not match"},
 		{"random proof", appendHello(nil, withToken(0)), random, 0, "refused: wrong cluster token: the dialer's proof did not match"},
+		{"the acceptor's proof reflected", appendHello(nil, withToken(0)), func(c challenge) []byte { return appendProof(nil, c.mac) }, 0, "refused: wrong cluster token: the dialer's proof did not match"},
 		{"the receiver's own id", appendHello(nil, h1), proofWith(h1, "wrong"), 1, "refused: wrong cluster token: the dialer's proof did not match"},
 		{"empty token", appendHello(nil, hello{from: 0, to: 1}), nil, 0, "refused: wrong cluster token: the dialer has none and this node has one"},
 		{"replayed handshake", recorded[:helloLen+proofLen], nil, 0, "refused: wrong cluster token: the dialer's proof did not match"},
@@ -227,7 +242,7 @@ func TestSpoofedHandshakes(t *testing.T) {
 		{"silent after part of a hello", appendHello(nil, withToken(0))[:10], nil, 0, "i/o timeout"},
 	} {
 		stranger(t, eps[1], c.hello, c.prove)
-		r := <-refused
+		r := nextRefusal(t, refused)
 		if r.claimed != c.claimed || !strings.Contains(r.err.Error(), c.want) {
 			t.Errorf("%s: refused as %d: %v; want claimed %d: %s", c.name, r.claimed, r.err, c.claimed, c.want)
 		}
@@ -735,7 +750,7 @@ func TestOpenCluster(t *testing.T) {
 	if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token: this node has none (an insecure cluster) and the dialer has one") {
 		t.Fatalf("a dialer with a token: %v", err)
 	}
-	if r := <-refused; r.claimed != 7 || !strings.Contains(r.err.Error(), "this node has none") {
+	if r := nextRefusal(t, refused); r.claimed != 7 || !strings.Contains(r.err.Error(), "this node has none") {
 		t.Fatalf("acceptor: %+v", r)
 	}
 	eps[0].SetPeer(7, secure.Addr().String())

@@ -209,7 +209,7 @@ func TestTLSStrangers(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Peer != 1 || !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), c.dialer) {
 			t.Errorf("%s: dialer: %v, want an error naming peer 1: %s", c.name, err, c.dialer)
 		}
-		r := <-refused
+		r := nextRefusal(t, refused)
 		if !strings.Contains(r.err.Error(), c.acceptor) {
 			t.Errorf("%s: acceptor: refused %v, want %s", c.name, r.err, c.acceptor)
 		}
@@ -230,7 +230,7 @@ func TestTLSStrangers(t *testing.T) {
 	} else {
 		t.Logf("TLS to plain: %v", err)
 	}
-	if r := <-plainRefused; r.claimed != 0 || r.err.Error() != "not a colo node: a TLS client (this node runs without TLS)" {
+	if r := nextRefusal(t, plainRefused); r.claimed != 0 || r.err.Error() != "not a colo node: a TLS client (this node runs without TLS)" {
 		t.Errorf("plain acceptor: %+v", r)
 	}
 	// The real node 0 is still connected and heard.
