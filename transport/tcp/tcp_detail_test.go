@@ -179,9 +179,9 @@ func stranger(t *testing.T, ep *Endpoint, hello []byte, prove func(c challenge) 
 
 // TestSpoofedHandshakes: strangers claim the id of a node whose link is
 // up, with no token, proofs made with a wrong token or of random bytes,
-// the acceptor's own proof sent back,
-// the handshake of the previous version that sent the token, a recorded
-// handshake replayed, or send garbage, an oversized refusal or fall
+// the acceptor's own proof sent back, the handshake of the previous
+// version that sent the token, a recorded handshake replayed, or send
+// garbage, an oversized refusal, a refusal forging a log line or fall
 // silent. Each is refused and told to Config.Refused; nothing is
 // reported on Down, and the real node's link keeps working.
 func TestSpoofedHandshakes(t *testing.T) {
