@@ -314,7 +314,7 @@ func (c *conn) Close() error { return c.sock.Close() }
 // startTLS runs the TLS handshake on c, as the client or the server, and
 // makes c carry everything after it inside TLS.
 func (c *conn) startTLS(ctx context.Context, cfg *tls.Config, client bool) error {
-	c.under = &tlsSocket{TCPConn: c.sock, r: bufio.NewReaderSize(c.sock, 256<<10)}
+	c.under = &tlsSocket{TCPConn: c.sock, r: bufio.NewReaderSize(c.sock, tlsReadBuffer)}
 	if client {
 		c.tls = tls.Client(c.under, cfg)
 	} else {
@@ -359,6 +359,14 @@ func (c *conn) writeBuffers(bufs net.Buffers) (int64, error) {
 	return n, nil
 }
 
+// Buffers of a TLS connection's socket: what one read takes, and how much
+// gathered output one write sends. Each is held per connection, for as
+// long as the link lives.
+const (
+	tlsReadBuffer = 128 << 10
+	tlsGather     = 256 << 10
+)
+
 // tlsSocket is the socket under a TLS connection. It reads through a
 // buffer, and once gather is set (on an outgoing link after its
 // handshake) it keeps what TLS writes until flush, so that the records of
@@ -384,7 +392,7 @@ func (s *tlsSocket) Write(p []byte) (int, error) {
 		return s.TCPConn.Write(p)
 	}
 	s.out = append(s.out, p...)
-	if len(s.out) >= 1<<20 {
+	if len(s.out) >= tlsGather {
 		if err := s.flushLocked(); err != nil {
 			return 0, err
 		}
