@@ -88,6 +88,10 @@ const (
 // without. The acceptor answers it with tlsAlertHandshakeFailure.
 var errTLSClient = errors.New("not a colo node: a TLS client (this node runs without TLS)")
 
+// errVersion is wrapped by readPreamble's error for another version of
+// the handshake; the acceptor tells such a dialer in a refusal.
+var errVersion = errors.New("handshake version")
+
 // tlsAlertHandshakeFailure is a plaintext TLS record holding a fatal
 // handshake_failure alert, which a TLS client reports as "remote error:
 // tls: handshake failure".
@@ -205,7 +209,7 @@ func readPreamble(r io.Reader, kinds ...byte) (kind, flags byte, err error) {
 		return 0, 0, fmt.Errorf("not a colo node: magic %#x, want %#x", b[0], transport.Magic)
 	}
 	if b[1] != handshakeVersion {
-		return 0, 0, fmt.Errorf("handshake version %d, want %d", b[1], handshakeVersion)
+		return 0, 0, fmt.Errorf("%w %d, want %d", errVersion, b[1], handshakeVersion)
 	}
 	for _, k := range kinds {
 		if b[2] != k {
@@ -381,6 +385,10 @@ func Handshake(rw io.ReadWriter, from, to transport.NodeID, token string) error 
 // this side decided was sent to the dialer with its reason.
 func accept(rw io.ReadWriter, self transport.NodeID, token string) (transport.NodeID, error) {
 	h, err := readHello(rw)
+	if errors.Is(err, errVersion) {
+		// A colo node of another version: it can read this much.
+		rw.Write(appendReply(nil, reply{id: self, reason: err.Error() + " (nodes of different versions of colo)"}))
+	}
 	if err != nil {
 		return 0, err
 	}

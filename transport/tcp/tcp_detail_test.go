@@ -761,3 +761,21 @@ func TestOpenCluster(t *testing.T) {
 	noDown(t, eps[1])
 	noDown(t, secure)
 }
+
+// TestOtherVersionTold: a dialer of the previous handshake version is
+// refused with a reply that says why.
+func TestOtherVersionTold(t *testing.T) {
+	ep := newEndpoints(t, 1, nil)[0]
+	nc, err := net.Dial("tcp", ep.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	v1 := append([]byte{transport.Magic, 1, 'H', 0, 9, 0, 0, 0, 0, 0, 0, 0, byte(len(testToken)), 0}, testToken...)
+	nc.Write(v1)
+	r, err := readReply(nc)
+	if err != nil || r.accepted || r.reason != "handshake version 1, want 2 (nodes of different versions of colo)" {
+		t.Fatalf("answer %+v, %v", r, err)
+	}
+}
