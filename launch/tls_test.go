@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -142,5 +143,48 @@ func TestProcessesTLS(t *testing.T) {
 	// Files that do not go together are refused before anything starts.
 	if _, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, TLS: TLSFlags{Cert: f.Cert}}); err == nil || !strings.Contains(err.Error(), "--tls-key is missing") {
 		t.Fatalf("half the TLS files: %v", err)
+	}
+}
+
+// TestDMLCEnvironmentTLS is TestDMLCEnvironment with every link over
+// mutual TLS, the files, like the rest, from the environment alone.
+func TestDMLCEnvironmentTLS(t *testing.T) {
+	needColo(t)
+	ca, err := tcptest.NewCA("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ca.WriteNode(t.TempDir(), "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePorts(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := func(role string) []string {
+		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(port),
+			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=1", "COLO_TOKEN=dmlc-test", "COLO_JSON=true",
+			"COLO_TLS_CERT=" + f.Cert, "COLO_TLS_KEY=" + f.Key, "COLO_TLS_CA=" + f.CA}
+	}
+	sup := NewSupervisor(coloBin, Loopback{})
+	if _, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}); err != nil {
+		t.Fatal(err)
+	}
+	server := sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server"), Stdout: true})
+	worker := sup.Start(ctx, Spec{Name: "worker", Host: 2, Args: []string{"node"}, Env: env("worker"), Stdout: true})
+	if err := sup.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkSummaries(t, append(server.Stdout(), worker.Stdout()...), 1, 1)
+	// The files did take effect: a worker without them is refused.
+	port = freePorts(t, 1)
+	sup = NewSupervisor(coloBin, Loopback{})
+	if _, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}); err != nil {
+		t.Fatal(err)
+	}
+	sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server")})
+	sup.Start(ctx, Spec{Name: "worker", Host: 2, Args: []string{"node"}, Env: env("worker")[:7]})
+	if err := sup.Wait(ctx); err == nil || !strings.Contains(err.Error(), "this node runs TLS and the dialer does not") {
+		t.Fatalf("a worker without TLS: %v", err)
 	}
 }
