@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"colo/internal/plot"
+	"colo/internal/plot/plottest"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -45,8 +49,34 @@ func TestTrainJSON(t *testing.T) {
 	if r["rounds"] != 2.0 || r["predicted_inter_values"] != r["inter_values"] {
 		t.Errorf("rounds %v, predicted %v, counted %v", r["rounds"], r["predicted_inter_values"], r["inter_values"])
 	}
-	if s, err := os.ReadFile(svg); err != nil || !strings.Contains(string(s), "<polyline") {
-		t.Errorf("SVG: %v", err)
+	checkFigure(t, svg, filepath.Base(data)+": ")
+}
+
+// checkFigure checks a figure written with writeFigure: the SVG at path
+// parses and holds the texts of want, and the PNG beside it decodes.
+func checkFigure(t *testing.T, path string, want ...string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := plottest.Texts(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	all := strings.Join(texts, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("%s: no text %q in %q", path, w, texts)
+		}
+	}
+	f, err := os.Open(plot.PNGPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("%s: %v", plot.PNGPath(path), err)
 	}
 }
 
