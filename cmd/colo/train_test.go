@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,13 +155,30 @@ func TestTrainMetricsFile(t *testing.T) {
 	if l := mfs["colo_train_loss"]; l == nil || !(l.GetMetric()[0].GetGauge().GetValue() > 0) {
 		t.Errorf("colo_train_loss: %v", l)
 	}
-	for _, name := range []string{"colo_link_bytes_total", "colo_server_pulls_total", "colo_worker_round", "colo_train_round_seconds", "go_goroutines"} {
+	for _, name := range []string{"colo_link_bytes_total", "colo_server_pulls_total", "colo_worker_round", "colo_train_round_seconds", "go_goroutines",
+		"colo_server_key_share", "colo_worker_request_duration_seconds"} {
 		if mfs[name] == nil {
 			t.Errorf("no family %s", name)
 		}
 	}
 	if n := len(mfs["colo_worker_round"].GetMetric()); n != 2 {
 		t.Errorf("%d workers' rounds, want 2", n)
+	}
+	share := 0.0
+	for _, m := range mfs["colo_server_key_share"].GetMetric() {
+		share += m.GetGauge().GetValue()
+	}
+	if math.Abs(share-1) > 1e-9 {
+		t.Errorf("the servers' key shares sum to %v, want 1", share)
+	}
+	// Every worker pulled from and pushed to every server, each round.
+	if n := len(mfs["colo_worker_request_duration_seconds"].GetMetric()); n != 2*2*2 {
+		t.Errorf("%d round-trip histograms, want 8 (2 workers, 2 servers, push and pull)", n)
+	}
+	for _, m := range mfs["colo_worker_request_duration_seconds"].GetMetric() {
+		if h := m.GetHistogram(); h.GetSampleCount() == 0 || !(h.GetSampleSum() > 0) {
+			t.Errorf("an empty round-trip histogram: %v", m)
+		}
 	}
 }
 
