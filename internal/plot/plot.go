@@ -114,14 +114,14 @@ type Rule struct {
 	Label    string
 }
 
-// Palette are the colours of Series.Color and Bars.Color, in order.
+// palette are the colours of Series.Color and Bars.Color, in order.
 var palette = []color.RGBA{
 	{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x94, 0x67, 0xbd, 0xff},
 	{0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x17, 0xbe, 0xcf, 0xff}, {0x7f, 0x7f, 0x7f, 0xff}, {0xbc, 0xbd, 0x22, 0xff},
 }
 
-// Color returns colour i of the palette (cycling).
-func Color(i int) color.RGBA { return palette[((i%len(palette))+len(palette))%len(palette)] }
+// colour returns colour i of the palette (cycling).
+func colour(i int) color.RGBA { return palette[((i%len(palette))+len(palette))%len(palette)] }
 
 // dpi is the resolution of the PNG: a pixel is a CSS pixel.
 const dpi = 96
@@ -301,7 +301,7 @@ func (p *Panel) build(legend *gplot.Legend, named map[string]bool) (*gplot.Plot,
 		if len(xys) == 0 {
 			continue
 		}
-		c := Color(s.Color)
+		c := colour(s.Color)
 		var thumbs []gplot.Thumbnailer
 		if !s.NoLine {
 			l, err := plotter.NewLine(xys)
@@ -351,7 +351,7 @@ func (p *Panel) build(legend *gplot.Legend, named map[string]bool) (*gplot.Plot,
 			if err != nil {
 				return nil, err
 			}
-			sc.Color, sc.Shape, sc.Radius = Color(1), draw.CircleGlyph{}, vg.Points(2)
+			sc.Color, sc.Shape, sc.Radius = colour(1), draw.CircleGlyph{}, vg.Points(2)
 			g.Add(sc)
 		}
 	}
@@ -384,7 +384,7 @@ func (b *bars) Plot(c draw.Canvas, p *gplot.Plot) {
 		}
 		lo, hi := b.span(i)
 		pts := c.ClipPolygonXY([]vg.Point{{X: trX(lo), Y: trY(0)}, {X: trX(hi), Y: trY(0)}, {X: trX(hi), Y: trY(v)}, {X: trX(lo), Y: trY(v)}})
-		c.FillPolygon(Color(b.b.Color), pts)
+		c.FillPolygon(colour(b.b.Color), pts)
 	}
 }
 
@@ -399,7 +399,7 @@ func (b *bars) DataRange() (xmin, xmax, ymin, ymax float64) {
 }
 
 func (b *bars) Thumbnail(c *draw.Canvas) {
-	c.FillPolygon(Color(b.b.Color), []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
+	c.FillPolygon(colour(b.b.Color), []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}})
 }
 
 // rule draws a Rule.
