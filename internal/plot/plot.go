@@ -189,26 +189,23 @@ func logTicks(unit string) gplot.Ticker {
 		if len(ts) < 2 {
 			return linearTicks(unit).Ticks(min, max) // a range within one step
 		}
-		var labelled []string
 		for _, set := range []string{"1", "125", "12357", "123456789"} {
-			labelled = labelled[:0]
+			n := 0
 			for _, t := range ts {
 				if strings.Contains(set, t.Label) {
-					labelled = append(labelled, t.Label)
+					n++
 				}
 			}
-			if len(labelled) >= 3 {
-				for i, t := range ts {
-					ts[i].Label = ""
-					if strings.Contains(set, t.Label) {
-						ts[i].Label = Label(t.Value) + unit
-					}
-				}
-				return ts
+			if n < 3 && len(set) < 9 {
+				continue
 			}
-		}
-		for i, t := range ts {
-			ts[i].Label = Label(t.Value) + unit
+			for i, t := range ts {
+				ts[i].Label = ""
+				if strings.Contains(set, t.Label) {
+					ts[i].Label = Label(t.Value) + unit
+				}
+			}
+			break
 		}
 		return ts
 	})
@@ -245,9 +242,9 @@ func axis(ga *gplot.Axis, a Axis) {
 	}
 	if math.IsInf(ga.Min, 0) || math.IsInf(ga.Max, 0) || math.IsNaN(ga.Min) || math.IsNaN(ga.Max) {
 		ga.Min, ga.Max = 0, 1
-		if a.Log {
-			ga.Min = 0.1
-		}
+	}
+	if a.Log && !(ga.Min > 0) { // nothing positive to show, or a rule at 0
+		ga.Min, ga.Max = max(ga.Max, 1)/10, max(ga.Max, 1)
 	}
 	if n := len(a.Categories); n > 0 {
 		ga.Min, ga.Max = -0.5, float64(n)-0.5
@@ -378,12 +375,13 @@ func (b *bars) span(i int) (lo, hi float64) {
 
 func (b *bars) Plot(c draw.Canvas, p *gplot.Plot) {
 	trX, trY := p.Transforms(&c)
+	base := max(p.Y.Min, 0) // the axis's bottom on a log scale
 	for i, v := range b.b.Values {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < p.Y.Min {
 			continue
 		}
 		lo, hi := b.span(i)
-		pts := c.ClipPolygonXY([]vg.Point{{X: trX(lo), Y: trY(0)}, {X: trX(hi), Y: trY(0)}, {X: trX(hi), Y: trY(v)}, {X: trX(lo), Y: trY(v)}})
+		pts := c.ClipPolygonXY([]vg.Point{{X: trX(lo), Y: trY(base)}, {X: trX(hi), Y: trY(base)}, {X: trX(hi), Y: trY(v)}, {X: trX(lo), Y: trY(v)}})
 		c.FillPolygon(colour(b.b.Color), pts)
 	}
 }
@@ -406,6 +404,13 @@ func (b *bars) Thumbnail(c *draw.Canvas) {
 type rule struct{ r Rule }
 
 func (r *rule) Plot(c draw.Canvas, p *gplot.Plot) {
+	ax := &p.Y
+	if r.r.Vertical {
+		ax = &p.X
+	}
+	if r.r.At < ax.Min || r.r.At > ax.Max { // off the axis (0 on a log scale)
+		return
+	}
 	trX, trY := p.Transforms(&c)
 	sty := draw.LineStyle{Color: color.Gray{0x44}, Width: vg.Points(1), Dashes: dash}
 	ts := gplot.New().X.Tick.Label // the tick labels' style

@@ -2,6 +2,7 @@ package plot_test
 
 import (
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,17 @@ func (r *recorder) Helper()                   {}
 func (r *recorder) Errorf(string, ...any)     { r.errors++ }
 func (r *recorder) Fatalf(f string, a ...any) { panic("fatal") }
 func (r *recorder) Fatal(a ...any)            { panic("fatal") }
+
+// TestNothingToDraw: a figure whose series have no point to draw, with a
+// rule or a bar at 0 on a logarithmic axis, is still drawn.
+func TestNothingToDraw(t *testing.T) {
+	plottest.Check(t, &plot.Figure{Title: "empty", Panels: []plot.Panel{
+		{Y: plot.Axis{Log: true}, Series: []plot.Series{{Name: "none", X: []float64{1}, Y: []float64{math.NaN()}}}},
+		{X: plot.Axis{Log: true}, Y: plot.Axis{Log: true}, Rules: []plot.Rule{{At: 0, Label: "zero"}, {Vertical: true, At: -1}}},
+		{X: plot.Axis{Categories: []string{"a"}}, Bars: []plot.Bars{{Name: "inf", Values: []float64{math.Inf(1)}}}},
+		{X: plot.Axis{Categories: []string{"a", "b"}}, Y: plot.Axis{Log: true}, Bars: []plot.Bars{{Name: "log", Values: []float64{0, 5}}}},
+	}})
+}
 
 func TestSave(t *testing.T) {
 	dir := t.TempDir()
