@@ -415,11 +415,15 @@ func (r *rule) Plot(c draw.Canvas, p *gplot.Plot) {
 	sty := draw.LineStyle{Color: color.Gray{0x44}, Width: vg.Points(1), Dashes: dash}
 	ts := gplot.New().X.Tick.Label // the tick labels' style
 	sans(&ts)
-	ts.Color = color.Gray{0x44}
+	ts.Color, ts.XAlign, ts.YAlign = color.Gray{0x44}, draw.XLeft, draw.YBottom
 	if r.r.Vertical {
 		x := trX(r.r.At)
 		c.StrokeLine2(sty, x, c.Min.Y, x, c.Max.Y)
-		c.FillText(ts, vg.Point{X: x + vg.Points(3), Y: c.Max.Y - vg.Points(12)}, r.r.Label)
+		dx := vg.Points(3)
+		if x > (c.Min.X+c.Max.X)/2 { // the label on the side with room
+			ts.XAlign, dx = draw.XRight, -dx
+		}
+		c.FillText(ts, vg.Point{X: x + dx, Y: c.Max.Y - vg.Points(12)}, r.r.Label)
 		return
 	}
 	y := trY(r.r.At)
