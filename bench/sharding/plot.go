@@ -22,6 +22,7 @@ func BoxFigure(res *Result) *plot.Figure {
 	for i, s := range schemes {
 		p.Boxes = append(p.Boxes, plot.Box{At: float64(i), Q: quartiles(byScheme[s]), Points: byScheme[s]})
 	}
-	title := fmt.Sprintf("%s: %s on %d workers, %s, %d runs per scheme", res.Dataset, res.App, res.Machines, res.Consistency, len(res.Runs)/max(1, len(schemes)))
+	title := fmt.Sprintf("%s: %s on %d workers, %s, %d epochs, batch %d, %d runs per scheme", res.Dataset, res.App, res.Machines, res.Consistency,
+		res.Epochs, res.Batch, len(res.Runs)/max(1, len(schemes)))
 	return &plot.Figure{Title: title, Panels: []plot.Panel{p}, Width: max(360, 110*len(schemes)+120)}
 }

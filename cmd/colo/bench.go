@@ -99,7 +99,11 @@ func runBench(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteDir(*out, rs, fmt.Sprintf("seed %d", opt.Seed)); err != nil {
+	settings := fmt.Sprintf("seed %d", opt.Seed)
+	if opt.Theta > 0 {
+		settings += fmt.Sprintf(", θ %d", opt.Theta)
+	}
+	if err := bench.WriteDir(*out, rs, settings); err != nil {
 		return err
 	}
 	if err := stampFile(e, filepath.Join(*out, bench.Files[1])); err != nil {
