@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,6 +39,7 @@ import (
 	"colo/balance"
 	"colo/cluster"
 	"colo/internal/atomicfile"
+	"colo/internal/plot"
 	"colo/train"
 )
 
@@ -148,6 +148,8 @@ type Row struct {
 
 // Result is a whole experiment.
 type Result struct {
+	// Dataset names the data (the caller's).
+	Dataset         string      `json:"dataset,omitempty"`
 	Machines        int         `json:"machines"`
 	Batch           int         `json:"batch"`
 	RandomBandwidth float64     `json:"random_bandwidth_bytes_per_s"`
@@ -324,12 +326,12 @@ func WriteTable(w io.Writer, rows []Row) error {
 }
 
 // Files are what WriteDir writes.
-var Files = []string{"balance.json", "balance.csv", "speed.svg", "srit.svg", "granularity.svg"}
+var Files = []string{"balance.json", "balance.csv", "speed.svg", "srit.svg", "granularity.svg", "speed.png", "srit.png", "granularity.png"}
 
 // WriteDir writes the result as JSON, the table as CSV, and the figures
 // (speed per scheme and size, SRIT per decision of the first run of each
-// scheme on the last size, ASRIT against the granularity) as SVG into
-// dir, each file replaced atomically.
+// scheme on the last size, ASRIT against the granularity) as SVG and PNG
+// into dir, each file replaced atomically.
 func WriteDir(dir string, res *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -356,14 +358,10 @@ func WriteDir(dir string, res *Result) error {
 	}); err != nil {
 		return err
 	}
-	if err := write("speed.svg", func(w io.Writer) error { return speedSVG(w, res) }); err != nil {
-		return err
+	for i, f := range []func(*Result) *plot.Figure{speedFigure, sritFigure, granularityFigure} {
+		if err := f(res).Save(filepath.Join(dir, Files[2+i])); err != nil {
+			return err
+		}
 	}
-	if err := write("srit.svg", func(w io.Writer) error { return sritSVG(w, res) }); err != nil {
-		return err
-	}
-	return write("granularity.svg", func(w io.Writer) error { return granularitySVG(w, res) })
+	return nil
 }
-
-// finite reports whether x is a number to plot.
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -1,9 +1,11 @@
 package balancing
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
+	"fmt"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"colo/app"
 	"colo/balance"
+	"colo/internal/plot/plottest"
 )
 
 // TestRunWritesEveryFile runs a small experiment on synthetic data and
@@ -78,11 +81,20 @@ func TestRunWritesEveryFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.HasSuffix(name, ".svg") {
-			if err := xml.Unmarshal(b, new(struct{})); err != nil {
+			if _, err := plottest.Texts(b); err != nil {
 				t.Errorf("%s is not XML: %v", name, err)
 			}
 		}
+		if strings.HasSuffix(name, ".png") {
+			if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
 	}
+	res.Dataset = "blobs"
+	plottest.Check(t, speedFigure(res), "blobs: ", "images per minute", balance.Average, balance.Oracle, res.Table[0].Size)
+	plottest.Check(t, sritFigure(res), "single-round iteration time (SRIT)", balance.Average, balance.Oracle)
+	plottest.Check(t, granularityFigure(res), fmt.Sprintf("Eq. 4, measured α: %.0f", res.Eq4), fmt.Sprintf("Eq. 4, seed's α: %.0f", res.PaperEq4), "ASRIT (s)")
 	var back map[string]any
 	b2, _ := os.ReadFile(filepath.Join(dir, "balance.json"))
 	if err := json.Unmarshal(b2, &back); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +22,8 @@ func runBenchBalance(e *env, args []string) error {
 			"rounds per scheme of --schemes, --runs times interleaved, and writes the\n"+
 			"images per minute, the mean round time against Oracle's, the round times\n"+
 			"(SRIT) and, with --slices, Aware's round time against the granularity:\n"+
-			"DIR/balance.json, balance.csv, speed.svg, srit.svg, granularity.svg.\n"+
+			"DIR/balance.json, balance.csv, speed.svg, srit.svg, granularity.svg, and\n"+
+			"each figure as PNG too.\n"+
 			"Every training flag of colo train applies.")
 	st := newStudy(f, map[string]string{"app": "mlp", "machines": "12", "batch": "384", "bandwidth-random": "200mbit", "updater": "adam", "lr": "0.001"}) // seed 002's Table 1: Adam 0.001, 32 samples a worker
 	t := &st.t
@@ -63,6 +65,9 @@ func runBenchBalance(e *env, args []string) error {
 	return st.run(e, data, job, fmt.Sprintf("%d machines, links from %s, %d rounds, %d runs of %s", job.Config.Machines, t.bal.Random, *rounds, *runs, strings.Join(cfg.Schemes, ", ")),
 		func(ctx context.Context, d *app.Data) (any, error) {
 			res, err = balancing.Run(ctx, cfg, d)
+			if res != nil {
+				res.Dataset = filepath.Base(data)
+			}
 			return res, err
 		},
 		func(dir string) error { return balancing.WriteDir(dir, res) }, "balance.json",

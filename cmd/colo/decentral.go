@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"os/signal"
 	"path/filepath"
@@ -258,7 +257,8 @@ func runDecentral(e *env, args []string) error {
 	}
 	if t.svgOut != "" {
 		s := []rcd.Series{{Name: alg + "/" + spec.Name(), Curve: rep.Curve}}
-		if err := writeOutput(e, t.svgOut, func(w io.Writer) error { return rcd.PlotCurves(w, s, false, d.target) }); err != nil {
+		title := fmt.Sprintf("%s: %s, %s on %d workers (%s, F=%d), %s shards", filepath.Base(pos[0]), j.App, alg, cfg.Workers, topologyWords(cfg), cfg.LocalSteps, spec.Name())
+		if err := writeFigure(e, t.svgOut, rcd.Figure(title, s, false, d.target)); err != nil {
 			return err
 		}
 	}
@@ -287,7 +287,7 @@ func runBenchRCD(e *env, args []string) error {
 			"--seed+1, …); prints the seconds until the training loss first reaches\n"+
 			"--loss-target, the test accuracy and the bytes per epoch, mean ± std;\n"+
 			"--json FILE writes the rows with every run, -o DIR also the loss against\n"+
-			"time and against epochs (SVG). Every flag of colo train --mode\n"+
+			"time and against epochs (SVG and PNG). Every flag of colo train --mode\n"+
 			"decentralised applies.")
 	var t trainFlags
 	t.register(f)
@@ -343,6 +343,7 @@ func runBenchRCD(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	res.Dataset = filepath.Base(pos[0])
 	if err := rcd.WriteTable(e.out, res); err != nil {
 		return err
 	}

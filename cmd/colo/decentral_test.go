@@ -82,9 +82,7 @@ func TestTrainDecentralised(t *testing.T) {
 	if len(r.Workers) != 4 || r.Workers[0].Slowdown != 8 || r.Workers[3].Samples < 7*r.Workers[0].Samples {
 		t.Errorf("workers %+v", r.Workers)
 	}
-	if b, err := os.ReadFile(svg); err != nil || !strings.HasPrefix(string(b), "<svg") {
-		t.Errorf("svg: %v", err)
-	}
+	checkFigure(t, svg, filepath.Base(data)+": mlp, d-psgd on 4 workers (exponential, F=2)", "target ")
 	weights := writeFile(t, "w.txt", "0.5 0.5 0 0\n0.5 0.4 0.2 0\n0 0.1 0.5 0.4\n0 0 0.4 0.6\n")
 	for _, c := range []struct {
 		args []string
