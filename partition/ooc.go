@@ -8,9 +8,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"colo/graph"
@@ -71,8 +73,11 @@ type OutOfCoreStats struct {
 	Params  int    `json:"params"`
 	Edges   int64  `json:"edges"`
 	Blocks  int    `json:"blocks"`
-	// MemoryCap is the cap (0: none), Needed the run's estimate of its
-	// peak, NeededParts what makes it up.
+	// MemoryCap is the cap (0: none), Needed the run's estimate of the
+	// process's peak resident memory, NeededParts what makes it up:
+	// the process before the run, the id index and the arrays of each
+	// phase (of which the largest counts), besides buffers and the
+	// garbage collector's slack.
 	MemoryCap   int64            `json:"memory_cap"`
 	Needed      int64            `json:"memory_needed"`
 	NeededParts map[string]int64 `json:"memory_needed_parts"`
@@ -140,8 +145,13 @@ func ParsaFile(path string, opt Options, oc OutOfCore) (res *FileResult, err err
 	}
 	r := &oocRun{path: path, opt: opt, po: po, oc: oc, tmp: tmp, k: opt.K, w: MaskWords(opt.K),
 		st: &OutOfCoreStats{MemoryCap: oc.Memory, Seconds: map[string]float64{}}}
+	// What the process holds outside the Go runtime's memory (the
+	// program's code, mostly) counts against the cap but not against the
+	// runtime's limit.
+	r.baseRSS = rssField("VmRSS")
 	if oc.Memory > 0 {
-		old := debug.SetMemoryLimit(oc.Memory)
+		outside := max(0, r.baseRSS-goMapped())
+		old := debug.SetMemoryLimit(max(1<<20, oc.Memory-outside-oocMargin))
 		defer debug.SetMemoryLimit(old)
 	}
 	defer func() {
@@ -172,15 +182,15 @@ type oocRun struct {
 	st   *OutOfCoreStats
 	res  *FileResult
 
-	format   graph.Format
-	params   *idIndex
-	nodes    *idIndex // SNAP: the samples
-	n, m     int
-	e        int64 // edges read (SNAP: before removing repeats)
-	maxDeg   int
-	rows     string // spill of rows in sample order
-	phase    time.Time
-	phaseErr error
+	format  graph.Format
+	params  *idIndex
+	nodes   *idIndex // SNAP: the samples
+	n, m    int
+	e       int64 // edges read (SNAP: before removing repeats)
+	maxDeg  int
+	rows    string // spill of rows in sample order
+	phase   time.Time
+	baseRSS int64 // resident memory when the run started
 }
 
 // spillBuf is the buffer of a spill read or written in sequence; blockBuf
@@ -236,7 +246,7 @@ func (r *oocRun) run() error {
 	pst.Params = ps
 	cost := costFromMasks(used, res.param, counts, r.k, r.opt.Theta)
 	r.done("params")
-	base, err := r.baseline(used)
+	base, err := r.baseline(used, need)
 	if err != nil {
 		return err
 	}
@@ -288,6 +298,7 @@ func (r *oocRun) read() error {
 		return err
 	}
 	r.st.Format = string(r.format)
+	defer func() { r.st.Samples, r.st.Params = r.n, r.m }()
 	if err := raw.close(); err != nil {
 		return err
 	}
@@ -461,7 +472,7 @@ func (r *oocRun) snapRows() error {
 
 // binaryUvarintOrEOF reads a number, or io.EOF at a clean end.
 func binaryUvarintOrEOF(s *spillReader) (uint64, error) {
-	if _, err := s.r.Peek(1); err == io.EOF {
+	if s.atEnd() {
 		return 0, io.EOF
 	}
 	return s.uvarint()
@@ -788,31 +799,61 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 
 // baseline is placement.RandomBaseline from the rows: per seed, the same
 // draws (a machine per sample in order, then per parameter) and the cost
-// from the masks, computed in the array of masks, which it overwrites.
-func (r *oocRun) baseline(masks []uint64) (placement.Baseline, error) {
-	var b placement.Baseline
+// from the masks. The seeds run on up to GOMAXPROCS goroutines, as many as
+// fit in the memory the partition phase used, each with its own masks; the
+// first reuses (and overwrites) masks.
+func (r *oocRun) baseline(masks []uint64, need memNeed) (placement.Baseline, error) {
 	k, w := r.k, r.w
-	param := make([]int32, r.m)
-	samples := make([]int64, k)
-	for s := 1; s <= placement.BaselineSeeds; s++ {
-		rng := placement.NewRand(uint64(s))
-		clear(masks)
-		clear(samples)
-		err := r.eachRow(func(_ int, row []uint32) {
-			i := rng.IntN(k)
-			samples[i]++
-			x, bit := i>>6, uint64(1)<<(i&63)
-			for _, v := range row {
-				masks[int(v)*w+x] |= bit
+	perSeed := 8*int64(w)*int64(r.m) + 4*int64(r.m) + 1
+	workers := int(max(1, (need.parts["partition"]-4*int64(r.m))/perSeed))
+	workers = min(workers, runtime.GOMAXPROCS(0), placement.BaselineSeeds)
+	costs := make([]*placement.Cost, placement.BaselineSeeds+1)
+	errs := make([]error, workers)
+	seeds := make(chan int)
+	var wg sync.WaitGroup
+	for t := 0; t < workers; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := masks
+			if t > 0 {
+				mine = make([]uint64, len(masks))
 			}
-		})
-		if err != nil {
-			return b, err
-		}
-		for v := range param {
-			param[v] = int32(rng.IntN(k))
-		}
-		c := costFromMasks(masks, param, samples, k, 0)
+			param := make([]int32, r.m)
+			samples := make([]int64, k)
+			for s := range seeds {
+				if errs[t] != nil {
+					continue
+				}
+				rng := placement.NewRand(uint64(s))
+				clear(mine)
+				clear(samples)
+				errs[t] = r.eachRow(func(_ int, row []uint32) {
+					i := rng.IntN(k)
+					samples[i]++
+					x, bit := i>>6, uint64(1)<<(i&63)
+					for _, v := range row {
+						mine[int(v)*w+x] |= bit
+					}
+				})
+				for v := range param {
+					param[v] = int32(rng.IntN(k))
+				}
+				costs[s] = costFromMasks(mine, param, samples, k, 0)
+			}
+		}()
+	}
+	for s := 1; s <= placement.BaselineSeeds; s++ {
+		seeds <- s
+	}
+	close(seeds)
+	wg.Wait()
+	var b placement.Baseline
+	if err := errors.Join(errs...); err != nil {
+		return b, err
+	}
+	// Summed in seed order, as RandomBaseline does, for the same bits.
+	for _, c := range costs[1:] {
 		b.MMax += float64(c.MMax)
 		b.TMax += float64(c.TMax)
 		b.TSum += float64(c.TSum)

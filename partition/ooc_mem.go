@@ -14,10 +14,18 @@ import (
 // The memory of an out-of-core run: what it needs (plan), the error when
 // a cap is below that, and what it used (peakRSS, heapBytes).
 
-// oocOverhead is what a run needs besides its arrays: the Go runtime, the
-// read buffers (a decompressor's window among them) and the garbage
-// collector's slack under a memory limit.
-const oocOverhead = 16 << 20
+// oocBuffers is what a run needs for its read and write buffers besides
+// the block files' (a decompressor's window is counted apart: see
+// docs/parsa.md) and for code first run during the run. oocSlack is the garbage collector's room above the live
+// arrays, as a fraction of them, under the run's memory limit.
+const (
+	oocBuffers = 8 << 20
+	oocSlack   = 0.25
+)
+
+// oocMargin is the room the run leaves, below its cap, to memory that the
+// Go runtime's limit does not see: code first run during the run.
+const oocMargin = 4 << 20
 
 // memNeed is the memory a run needs by part. Phases run one after the
 // other: the total is the index and the overhead plus the largest phase.
@@ -33,7 +41,8 @@ func (n memNeed) total() int64 {
 	for _, p := range oocPhases {
 		top = max(top, n.parts[p])
 	}
-	return n.parts["index"] + n.parts["overhead"] + top
+	arrays := n.parts["index"] + top
+	return n.parts["process"] + oocBuffers + arrays + int64(oocSlack*float64(arrays))
 }
 
 // blockBytes bounds the memory of Alg. 3 on a block of nb samples and e
@@ -71,7 +80,7 @@ func (r *oocRun) need(b int) memNeed {
 	block := blockBytes(nb, eb, min(eb, m), r.k, r.w, r.maxDeg)
 	return memNeed{parts: map[string]int64{
 		"index":     idx,
-		"overhead":  oocOverhead,
+		"process":   r.baseRSS,
 		"shuffle":   shuffle,
 		"sets":      16*w*m + 4*m,
 		"block":     block,
@@ -113,12 +122,13 @@ type MemoryError struct {
 
 func (e *MemoryError) Error() string {
 	var parts []string
-	for _, p := range []string{"sets", "block", "shuffle", "params", "index", "overhead"} {
+	for _, p := range []string{"sets", "block", "shuffle", "params", "index", "process"} {
 		parts = append(parts, fmt.Sprintf("%s %s", p, FormatBytes(e.Parts[p])))
 	}
 	return fmt.Sprintf("memory cap %s is below the %s this run needs (%d samples, %d parameters, %d edges; "+
-		"neighbour sets and machine masks, a block, the shuffle, the parameter step, the id index and the runtime: %s)",
-		FormatBytes(e.Cap), FormatBytes(e.Need), e.Samples, e.Params, e.Edges, strings.Join(parts, ", "))
+		"neighbour sets and machine masks, a block, the shuffle, the parameter step, the id index, the process before the run, "+
+		"plus %s of buffers and %.0f%% of the arrays for the garbage collector: %s)",
+		FormatBytes(e.Cap), FormatBytes(e.Need), e.Samples, e.Params, e.Edges, FormatBytes(oocBuffers), 100*oocSlack, strings.Join(parts, ", "))
 }
 
 // ParseBytes parses a memory size: a number with an optional unit, B, K,
@@ -165,9 +175,8 @@ func FormatBytes(b int64) string {
 	return fmt.Sprintf("%.1f %s", x, units[u])
 }
 
-// peakRSS returns the peak resident memory of the process (VmHWM of
-// /proc/self/status), or 0 where there is none.
-func peakRSS() int64 {
+// rssField returns a field of /proc/self/status in bytes, or 0.
+func rssField(name string) int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0
@@ -175,7 +184,7 @@ func peakRSS() int64 {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte("VmHWM:")); ok {
+		if v, ok := bytes.CutPrefix(sc.Bytes(), []byte(name+":")); ok {
 			fields := strings.Fields(string(v))
 			if len(fields) >= 1 {
 				kb, _ := strconv.ParseInt(fields[0], 10, 64)
@@ -185,6 +194,21 @@ func peakRSS() int64 {
 	}
 	return 0
 }
+
+// goMapped returns the memory the Go runtime has mapped and not released
+// to the system: what its memory limit counts.
+func goMapped() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64()) - int64(s[1].Value.Uint64())
+}
+
+// peakRSS returns the peak resident memory of the process (VmHWM of
+// /proc/self/status), or 0 where there is none.
+func peakRSS() int64 { return rssField("VmHWM") }
 
 // heapBytes returns the heap memory the Go runtime holds for objects.
 func heapBytes() int64 {

@@ -36,6 +36,11 @@ func createSpill(path string, size int) (*spillWriter, error) {
 
 // uvarint appends x.
 func (s *spillWriter) uvarint(x uint64) {
+	if x < 0x80 && s.w.Available() > 0 {
+		s.w.WriteByte(byte(x))
+		s.bytes++
+		return
+	}
 	if s.err != nil {
 		return
 	}
@@ -82,11 +87,16 @@ func (s *spillWriter) close() error {
 	return nil
 }
 
-// spillReader reads a spill file, or a section of one.
+// spillReader reads a spill file, or a section of one, decoding the
+// numbers from its own buffer.
 type spillReader struct {
-	path string
-	f    *os.File
-	r    *bufio.Reader
+	path     string
+	f        *os.File
+	src      io.Reader
+	buf      []byte
+	pos, end int
+	eof      bool
+	err      error
 }
 
 // openSpill opens the section [off, off+n) of a spill file (n < 0: to the
@@ -103,21 +113,63 @@ func openSpill(path string, off, n int64, size int) (*spillReader, error) {
 		}
 		r = io.NewSectionReader(f, off, n)
 	}
-	return &spillReader{path: path, f: f, r: bufio.NewReaderSize(r, size)}, nil
+	return &spillReader{path: path, f: f, src: r, buf: make([]byte, max(size, 2*binary.MaxVarintLen64))}, nil
 }
 
 // errSpillEnd is the error of a read past the end of a spill file.
 var errSpillEnd = errors.New("unexpected end")
 
+// fill moves the unread bytes to the front and reads more, until the
+// buffer holds a whole number or the file ends.
+func (s *spillReader) fill() {
+	if s.eof || s.err != nil {
+		return
+	}
+	s.end = copy(s.buf, s.buf[s.pos:s.end])
+	s.pos = 0
+	for s.end < binary.MaxVarintLen64 && !s.eof {
+		n, err := s.src.Read(s.buf[s.end:])
+		s.end += n
+		if err == io.EOF {
+			s.eof = true
+		} else if err != nil {
+			s.err = err
+			return
+		}
+	}
+}
+
+// atEnd reports whether every byte has been read.
+func (s *spillReader) atEnd() bool {
+	if s.pos == s.end {
+		s.fill()
+	}
+	return s.pos == s.end && s.err == nil
+}
+
 // uvarint reads the next number.
 func (s *spillReader) uvarint() (uint64, error) {
-	x, err := binary.ReadUvarint(s.r)
-	if err == io.EOF {
-		err = errSpillEnd
+	if s.end-s.pos < binary.MaxVarintLen64 {
+		s.fill()
 	}
-	if err != nil {
+	// The common case: one byte.
+	if s.pos < s.end && s.buf[s.pos] < 0x80 {
+		x := uint64(s.buf[s.pos])
+		s.pos++
+		return x, nil
+	}
+	x, n := binary.Uvarint(s.buf[s.pos:s.end])
+	if n <= 0 {
+		err := s.err
+		if err == nil {
+			err = errSpillEnd
+			if n < 0 {
+				err = errors.New("malformed number")
+			}
+		}
 		return 0, fmt.Errorf("out-of-core spill %s: %w", s.path, err)
 	}
+	s.pos += n
 	return x, nil
 }
 
@@ -128,13 +180,28 @@ func (s *spillReader) row(dst []uint32) ([]uint32, error) {
 		return dst, err
 	}
 	prev := uint64(0)
-	for ; n > 0; n-- {
+	for n > 0 {
+		// Runs of one-byte gaps straight from the buffer.
+		if s.end-s.pos >= binary.MaxVarintLen64 {
+			buf := s.buf[s.pos : s.end-binary.MaxVarintLen64+1]
+			i := 0
+			for ; n > 0 && i < len(buf) && buf[i] < 0x80; i++ {
+				prev += uint64(buf[i])
+				dst = append(dst, uint32(prev))
+				n--
+			}
+			s.pos += i
+			if n == 0 {
+				break
+			}
+		}
 		d, err := s.uvarint()
 		if err != nil {
 			return dst, err
 		}
 		prev += d
 		dst = append(dst, uint32(prev))
+		n--
 	}
 	return dst, nil
 }
