@@ -390,6 +390,22 @@ func (r *oocRun) snapRows() error {
 		rangeOf[bkt] = int32(len(first) - 1)
 	}
 	first = append(first, uint32(r.n))
+	// A range is sorted in memory: a hub whose edges alone exceed the
+	// cap cannot be.
+	var widest int64
+	for i := 0; i+1 < len(first); i++ {
+		var e int64
+		for bkt := 0; bkt < nb; bkt++ {
+			if rangeOf[bkt] == int32(i) {
+				e += hist[bkt]
+			}
+		}
+		widest = max(widest, e)
+	}
+	if need := r.baseRSS + r.params.bytes() + r.nodes.bytes() + oocBuffers + int64((1+oocSlack)*float64(8*widest)); r.oc.Memory > 0 && need > r.oc.Memory {
+		return &MemoryError{Cap: r.oc.Memory, Need: need, Samples: r.n, Params: r.m, Edges: r.e,
+			Parts: map[string]int64{"rows": 8 * widest, "index": r.params.bytes() + r.nodes.bytes(), "process": r.baseRSS}}
+	}
 	files := make([]*spillWriter, len(first)-1)
 	defer func() {
 		for _, f := range files {
@@ -728,7 +744,7 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 	counts := make([]int64, k)
 	lo, hi := sizeBounds(counts, n, po)
 	sets := po.NewSets(r.m, k)
-	used := NewMemNeighborSets(r.m, k)
+	used := make([]uint64, r.m*r.w) // the masks C_v
 	run := &runner{k: k, sets: sets, counts: counts, po: po, total: total, progress: r.opt.Progress, limit: slices.Min(hi)}
 	blk := newBlock(k, r.m)
 	blk.tick = run.tick
@@ -771,7 +787,11 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 			counts[i] += a
 		}
 		sets.Push(blk.params, own)
-		used.Push(blk.params, own)
+		for l, v := range blk.params {
+			for x := 0; x < r.w; x++ {
+				used[int(v)*r.w+x] |= own[l*r.w+x]
+			}
+		}
 		res.resStart[nreal] = out.bytes
 		for s := range lb.samples {
 			out.uvarint(uint64(blk.out[s]))
@@ -794,7 +814,7 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 	if global != nil {
 		os.Remove(global.path)
 	}
-	return counts, used.masks, st, nil
+	return counts, used, st, nil
 }
 
 // baseline is placement.RandomBaseline from the rows: per seed, the same

@@ -24,8 +24,9 @@ const (
 )
 
 // oocMargin is the room the run leaves, below its cap, to memory that the
-// Go runtime's limit does not see: code first run during the run.
-const oocMargin = 4 << 20
+// Go runtime's limit does not see (code first run during the run) and to
+// the runtime's overshoot of its soft limit.
+const oocMargin = 8 << 20
 
 // memNeed is the memory a run needs by part. Phases run one after the
 // other: the total is the index and the overhead plus the largest phase.
@@ -82,9 +83,9 @@ func (r *oocRun) need(b int) memNeed {
 		"index":     idx,
 		"process":   r.baseRSS,
 		"shuffle":   shuffle,
-		"sets":      16*w*m + 4*m,
+		"sets":      16*w*m + 12*m,
 		"block":     block,
-		"partition": 16*w*m + 4*m + block,
+		"partition": 16*w*m + 12*m + block,
 		"params":    8*w*m + 16*m,
 	}}
 }
@@ -122,12 +123,14 @@ type MemoryError struct {
 
 func (e *MemoryError) Error() string {
 	var parts []string
-	for _, p := range []string{"sets", "block", "shuffle", "params", "index", "process"} {
-		parts = append(parts, fmt.Sprintf("%s %s", p, FormatBytes(e.Parts[p])))
+	for _, p := range []string{"rows", "sets", "block", "shuffle", "params", "index", "process"} {
+		if b, ok := e.Parts[p]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s", p, FormatBytes(b)))
+		}
 	}
 	return fmt.Sprintf("memory cap %s is below the %s this run needs (%d samples, %d parameters, %d edges; "+
-		"neighbour sets and machine masks, a block, the shuffle, the parameter step, the id index, the process before the run, "+
-		"plus %s of buffers and %.0f%% of the arrays for the garbage collector: %s)",
+		"the edges of a range of SNAP sources sorted at once, or the neighbour sets and machine masks, a block, the shuffle, the parameter step; "+
+		"the id index and the process before the run, plus %s of buffers and %.0f%% of the arrays for the garbage collector: %s)",
 		FormatBytes(e.Cap), FormatBytes(e.Need), e.Samples, e.Params, e.Edges, FormatBytes(oocBuffers), 100*oocSlack, strings.Join(parts, ", "))
 }
 

@@ -303,3 +303,52 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParsaFile compares Parsa out of core with loading the file and
+// running Parsa in memory, whole runs with the cost and the random
+// baseline, on a generated power-law graph (k = 16):
+//
+//	go test ./partition -run '^$' -bench ParsaFile -benchtime 3x
+func BenchmarkParsaFile(b *testing.B) {
+	g, err := graph.PowerLaw(graph.DefaultPowerLaw(200000, 7))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := graph.WriteLibSVM(&buf, g); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "powerlaw.libsvm")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	edges := float64(g.NumEdges())
+	opt := Options{K: 16, Seed: 1, Parsa: DefaultParsaOptions()}
+	load := graph.DefaultLoadOptions()
+	b.Run("in-memory", func(b *testing.B) {
+		for b.Loop() {
+			g, err := graph.Load(path, load)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := Parsa(g, opt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := placement.NewSummary(g, p, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(edges*float64(b.N)/b.Elapsed().Seconds(), "edges/s")
+	})
+	b.Run("out-of-core", func(b *testing.B) {
+		for b.Loop() {
+			res, err := ParsaFile(path, opt, OutOfCore{TempDir: b.TempDir(), Load: load})
+			if err != nil {
+				b.Fatal(err)
+			}
+			res.Close()
+		}
+		b.ReportMetric(edges*float64(b.N)/b.Elapsed().Seconds(), "edges/s")
+	})
+}
