@@ -122,16 +122,18 @@ type MemoryError struct {
 }
 
 func (e *MemoryError) Error() string {
-	var parts []string
-	for _, p := range []string{"rows", "sets", "block", "shuffle", "params", "index", "process"} {
-		if b, ok := e.Parts[p]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s", p, FormatBytes(b)))
-		}
+	f := FormatBytes
+	var largest string
+	if rows, ok := e.Parts["rows"]; ok {
+		largest = "sorting the edges of a range of SNAP sources " + f(rows)
+	} else {
+		largest = fmt.Sprintf("the largest of: neighbour sets and machine masks %s plus a block %s, the shuffle %s, the parameter step %s",
+			f(e.Parts["sets"]), f(e.Parts["block"]), f(e.Parts["shuffle"]), f(e.Parts["params"]))
 	}
-	return fmt.Sprintf("memory cap %s is below the %s this run needs (%d samples, %d parameters, %d edges; "+
-		"the edges of a range of SNAP sources sorted at once, or the neighbour sets and machine masks, a block, the shuffle, the parameter step; "+
-		"the id index and the process before the run, plus %s of buffers and %.0f%% of the arrays for the garbage collector: %s)",
-		FormatBytes(e.Cap), FormatBytes(e.Need), e.Samples, e.Params, e.Edges, FormatBytes(oocBuffers), 100*oocSlack, strings.Join(parts, ", "))
+	return fmt.Sprintf("memory cap %s is below the %s this run needs (%d samples, %d parameters, %d edges): "+
+		"the process before the run %s, the id index %s, %s; plus %s of buffers and %.0f%% of the arrays for the garbage collector",
+		f(e.Cap), f(e.Need), e.Samples, e.Params, e.Edges, f(e.Parts["process"]), f(e.Parts["index"]), largest,
+		f(oocBuffers), 100*oocSlack)
 }
 
 // ParseBytes parses a memory size: a number with an optional unit, B, K,

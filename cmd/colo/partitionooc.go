@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -132,6 +133,10 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	res, err := partition.ParsaFile(path, opt, partition.OutOfCore{Memory: memCap, TempDir: mf.spill, Load: load})
 	if err != nil {
 		ph.abort()
+		var me *partition.MemoryError
+		if errors.As(err, &me) {
+			return fmt.Errorf("--memory %s: %s: %w", mf.memory, path, err)
+		}
 		return err
 	}
 	defer res.Close()
