@@ -117,9 +117,9 @@ type FileResult struct {
 // it: see the comment at the top of ooc.go for the passes. opt is as for
 // Parsa, with one thread; incremental runs (InitFrom), Parsa's refinement
 // and the minmax parameter assignment need the graph and are refused.
-// Progress is reported in samples partitioned, as Parsa does, and the
-// ParsaStats and OutOfCoreStats under "parsa" and "out_of_core" to
-// opt.Report.
+// Progress is reported in samples partitioned, as Parsa does, the end of
+// each pass to opt.Phase, and the ParsaStats and OutOfCoreStats under
+// "parsa" and "out_of_core" to opt.Report.
 func ParsaFile(path string, opt Options, oc OutOfCore) (res *FileResult, err error) {
 	if err := opt.Parsa.Validate(); err != nil {
 		return nil, err
@@ -203,12 +203,19 @@ const (
 // file returns the path of a spill file.
 func (r *oocRun) file(name string) string { return filepath.Join(r.tmp, name) }
 
+// oocPhaseNames are the phases of a run, reported to Options.Phase as
+// they end.
+var oocPhaseNames = []string{"read", "rows", "blocks", "parsa", "params", "baseline"}
+
 // done ends a phase: its time and the heap sampled at its end.
 func (r *oocRun) done(name string) {
 	now := time.Now()
 	r.st.Seconds[name] = now.Sub(r.phase).Seconds()
 	r.phase = now
 	r.st.PeakHeap = max(r.st.PeakHeap, heapBytes())
+	if r.opt.Phase != nil {
+		r.opt.Phase(name, slices.Index(oocPhaseNames, name)+1, len(oocPhaseNames))
+	}
 }
 
 func (r *oocRun) run() error {

@@ -127,6 +127,7 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	}
 	ph := startPhase(e, "partition "+algo+" out of core within "+partition.FormatBytes(memCap), 0)
 	opt.Progress = ph.set
+	opt.Phase = func(name string, done, total int) { ph.event("%s done (%d/%d)", name, done, total) }
 	details := map[string]any{}
 	opt.Report = func(name string, v any) { details[name] = v }
 	start := time.Now()
