@@ -135,7 +135,11 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	if err != nil {
 		ph.abort()
 		var me *partition.MemoryError
-		if errors.As(err, &me) {
+		switch {
+		case strings.EqualFold(mf.memory, "auto"):
+			// Say why the run is out of core at all.
+			return fmt.Errorf("--memory auto (%s would not fit in memory: out of core within %s): %w", path, partition.FormatBytes(memCap), err)
+		case errors.As(err, &me):
 			return fmt.Errorf("--memory %s: %s: %w", mf.memory, path, err)
 		}
 		return err
