@@ -17,12 +17,13 @@ import (
 // spillWriter writes one spill file. Errors are sticky and returned by
 // close.
 type spillWriter struct {
-	path  string
-	f     *os.File
-	w     *bufio.Writer
-	buf   [binary.MaxVarintLen64]byte
-	bytes int64
-	err   error
+	path    string
+	f       *os.File
+	w       *bufio.Writer
+	buf     [binary.MaxVarintLen64]byte
+	scratch []byte // a row being encoded
+	bytes   int64
+	err     error
 }
 
 // createSpill creates a spill file with a write buffer of size bytes.
@@ -49,24 +50,40 @@ func (s *spillWriter) uvarint(x uint64) {
 	s.bytes += int64(n)
 }
 
-// row appends a row of increasing ids.
+// row appends a row of increasing ids, encoded whole and written at once.
 func (s *spillWriter) row(ids []uint32) {
-	s.uvarint(uint64(len(ids)))
+	b := binary.AppendUvarint(s.scratch[:0], uint64(len(ids)))
 	prev := uint32(0)
 	for _, v := range ids {
-		s.uvarint(uint64(v - prev))
+		if d := v - prev; d < 0x80 {
+			b = append(b, byte(d))
+		} else {
+			b = binary.AppendUvarint(b, uint64(d))
+		}
 		prev = v
 	}
+	s.write(b)
 }
 
 // rawRow appends a row of increasing 64-bit ids.
 func (s *spillWriter) rawRow(ids []uint64) {
-	s.uvarint(uint64(len(ids)))
+	b := binary.AppendUvarint(s.scratch[:0], uint64(len(ids)))
 	prev := uint64(0)
 	for _, v := range ids {
-		s.uvarint(v - prev)
+		b = binary.AppendUvarint(b, v-prev)
 		prev = v
 	}
+	s.write(b)
+}
+
+// write appends encoded bytes, keeping them as the next scratch buffer.
+func (s *spillWriter) write(b []byte) {
+	s.scratch = b
+	if s.err != nil {
+		return
+	}
+	_, s.err = s.w.Write(b)
+	s.bytes += int64(len(b))
 }
 
 // close flushes and closes the file and returns the first error.
