@@ -191,6 +191,9 @@ type oocRun struct {
 	rows    string // spill of rows in sample order
 	phase   time.Time
 	baseRSS int64 // resident memory when the run started
+	// rowsBytes is the memory of the rows pass: a SNAP range sorted at
+	// once.
+	rowsBytes int64
 }
 
 // spillBuf is the buffer of a spill read or written in sequence; blockBuf
@@ -445,7 +448,8 @@ func (r *oocRun) snapRows() error {
 		return err
 	}
 	defer out.close()
-	var keys []uint64
+	r.rowsBytes = 8 * widest
+	keys := make([]uint64, 0, widest)
 	var row []uint32
 	var edges int64
 	for i := range files {

@@ -35,7 +35,7 @@ type memNeed struct {
 }
 
 // The phases whose arrays are not alive together.
-var oocPhases = []string{"shuffle", "partition", "params"}
+var oocPhases = []string{"rows", "shuffle", "partition", "params"}
 
 func (n memNeed) total() int64 {
 	var top int64
@@ -82,6 +82,7 @@ func (r *oocRun) need(b int) memNeed {
 	return memNeed{parts: map[string]int64{
 		"index":     idx,
 		"process":   r.baseRSS,
+		"rows":      r.rowsBytes,
 		"shuffle":   shuffle,
 		"sets":      16*w*m + 12*m,
 		"block":     block,
@@ -124,11 +125,14 @@ type MemoryError struct {
 func (e *MemoryError) Error() string {
 	f := FormatBytes
 	var largest string
-	if rows, ok := e.Parts["rows"]; ok {
-		largest = "sorting the edges of a range of SNAP sources " + f(rows)
+	if _, ok := e.Parts["sets"]; !ok {
+		largest = "sorting the edges of a range of SNAP sources " + f(e.Parts["rows"])
 	} else {
 		largest = fmt.Sprintf("the largest of: neighbour sets and machine masks %s plus a block %s, the shuffle %s, the parameter step %s",
 			f(e.Parts["sets"]), f(e.Parts["block"]), f(e.Parts["shuffle"]), f(e.Parts["params"]))
+		if rows := e.Parts["rows"]; rows > 0 {
+			largest += ", sorting a range of SNAP sources " + f(rows)
+		}
 	}
 	return fmt.Sprintf("memory cap %s is below the %s this run needs (%d samples, %d parameters, %d edges): "+
 		"the process before the run %s, the id index %s, %s; plus %s of buffers and %.0f%% of the arrays for the garbage collector",
