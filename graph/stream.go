@@ -34,7 +34,8 @@ type Visitor struct {
 // lines in file order, SNAP samples the distinct node ids (of either end of
 // an edge, or of a dropped self-loop) in increasing order; parameters are
 // the distinct parameter ids (SNAP: edge targets) in increasing order; a
-// repeated SNAP edge counts once.
+// repeated SNAP edge counts once. An error of vis ends the read and is
+// returned as it is.
 func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -53,6 +54,7 @@ func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
 		}
 		n := 0
 		var sorted []uint64
+		var visitErr error
 		_, err := scanLibSVM(r, path, opt, func() int { return n }, func(_ float64, ids []uint64, _ []float32) error {
 			sorted = append(sorted[:0], ids...)
 			slices.Sort(sorted)
@@ -65,8 +67,14 @@ func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
 			if vis.Sample == nil {
 				return nil
 			}
-			return vis.Sample(sorted)
+			// The visitor's error ends the read as it is, not as a
+			// malformed line.
+			visitErr = vis.Sample(sorted)
+			return visitErr
 		})
+		if visitErr != nil {
+			return format, visitErr
+		}
 		if err != nil {
 			return format, err
 		}

@@ -277,6 +277,21 @@ func (r *oocRun) read() error {
 		return err
 	}
 	defer raw.close()
+	// The id index is the only thing that grows while the file is read:
+	// check it against the cap now and then.
+	var sinceCheck int
+	check := func(added int) error {
+		if sinceCheck += added; r.oc.Memory <= 0 || sinceCheck < 1<<16 {
+			return raw.err
+		}
+		sinceCheck = 0
+		idx := r.params.heldBytes() + r.nodes.heldBytes()
+		if need := r.baseRSS + oocBuffers + int64((1+oocSlack)*float64(idx)); need > r.oc.Memory {
+			return &MemoryError{Cap: r.oc.Memory, Need: need, Samples: r.n, Params: r.params.len(), Edges: r.e,
+				Parts: map[string]int64{"index": idx, "process": r.baseRSS}}
+		}
+		return raw.err
+	}
 	vis := graph.Visitor{
 		Sample: func(ids []uint64) error {
 			raw.rawRow(ids)
@@ -286,7 +301,7 @@ func (r *oocRun) read() error {
 			r.n++
 			r.e += int64(len(ids))
 			r.maxDeg = max(r.maxDeg, len(ids))
-			return raw.err
+			return check(len(ids) + 1)
 		},
 		Edge: func(u, v uint64) error {
 			raw.uvarint(u)
@@ -295,7 +310,7 @@ func (r *oocRun) read() error {
 			r.nodes.add(v)
 			r.params.add(v)
 			r.e++
-			return raw.err
+			return check(1)
 		},
 		Node: func(u uint64) error {
 			r.nodes.add(u)

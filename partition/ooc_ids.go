@@ -137,3 +137,8 @@ func (x *idIndex) bytes() int64 {
 	}
 	return 12 * int64(len(x.bitmap))
 }
+
+// heldBytes returns the memory the index holds while ids are added.
+func (x *idIndex) heldBytes() int64 {
+	return 8 * int64(cap(x.bitmap)+cap(x.sorted)+cap(x.buf))
+}

@@ -124,15 +124,26 @@ type MemoryError struct {
 
 func (e *MemoryError) Error() string {
 	f := FormatBytes
-	var largest string
-	if _, ok := e.Parts["sets"]; !ok {
-		largest = "sorting the edges of a range of SNAP sources " + f(e.Parts["rows"])
-	} else {
-		largest = fmt.Sprintf("the largest of: neighbour sets and machine masks %s plus a block %s, the shuffle %s, the parameter step %s",
-			f(e.Parts["sets"]), f(e.Parts["block"]), f(e.Parts["shuffle"]), f(e.Parts["params"]))
-		if rows := e.Parts["rows"]; rows > 0 {
-			largest += ", sorting a range of SNAP sources " + f(rows)
-		}
+	_, planned := e.Parts["sets"]
+	rows, sorting := e.Parts["rows"]
+	switch {
+	case !planned && sorting:
+		return fmt.Sprintf("memory cap %s is below the %s this run needs (%d samples, %d parameters, %d edges): "+
+			"the process before the run %s, the id index %s, sorting the edges of a range of SNAP sources %s; "+
+			"plus %s of buffers and %.0f%% of the arrays for the garbage collector",
+			f(e.Cap), f(e.Need), e.Samples, e.Params, e.Edges, f(e.Parts["process"]), f(e.Parts["index"]), f(rows),
+			f(oocBuffers), 100*oocSlack)
+	case !planned:
+		return fmt.Sprintf("memory cap %s is below the %s this run needs already while reading (%d samples, "+
+			"%d parameters, %d edges so far): the process before the run %s, the ids read so far %s, "+
+			"plus %s of buffers and %.0f%% of the ids for the garbage collector",
+			f(e.Cap), f(e.Need), e.Samples, e.Params, e.Edges, f(e.Parts["process"]), f(e.Parts["index"]),
+			f(oocBuffers), 100*oocSlack)
+	}
+	largest := fmt.Sprintf("the largest of: neighbour sets and machine masks %s plus a block %s, the shuffle %s, the parameter step %s",
+		f(e.Parts["sets"]), f(e.Parts["block"]), f(e.Parts["shuffle"]), f(e.Parts["params"]))
+	if rows > 0 {
+		largest += ", sorting a range of SNAP sources " + f(rows)
 	}
 	return fmt.Sprintf("memory cap %s is below the %s this run needs (%d samples, %d parameters, %d edges): "+
 		"the process before the run %s, the id index %s, %s; plus %s of buffers and %.0f%% of the arrays for the garbage collector",

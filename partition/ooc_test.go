@@ -352,3 +352,26 @@ func BenchmarkParsaFile(b *testing.B) {
 		b.ReportMetric(edges*float64(b.N)/b.Elapsed().Seconds(), "edges/s")
 	})
 }
+
+// TestParsaFileHostileIDs: ids spread over 64 bits grow the id index as a
+// sorted list; a cap it outgrows stops the read with a MemoryError
+// instead of running out of memory.
+func TestParsaFileHostileIDs(t *testing.T) {
+	rng := placement.NewRand(8)
+	var b strings.Builder
+	for i := 0; i < 6000; i++ {
+		b.WriteString("1")
+		for j := 0; j < 100; j++ {
+			fmt.Fprintf(&b, " %d:1", rng.Uint64()>>1)
+		}
+		b.WriteString("\n")
+	}
+	path := writeFile(t, "hostile.libsvm", []byte(b.String()), false)
+	opt := Options{K: 4, Seed: 1, Parsa: DefaultParsaOptions()}
+	memCap := rssField("VmRSS") + oocBuffers + 2<<20
+	_, err := ParsaFile(path, opt, OutOfCore{Memory: memCap, TempDir: t.TempDir(), Load: graph.DefaultLoadOptions()})
+	var me *MemoryError
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), "already while reading") {
+		t.Fatalf("got %v, want a MemoryError while reading", err)
+	}
+}
