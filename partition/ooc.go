@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -256,7 +257,8 @@ func (r *oocRun) run() error {
 	pst.Params = ps
 	cost := costFromMasks(used, res.param, counts, r.k, r.opt.Theta)
 	r.done("params")
-	base, err := r.baseline(used, need)
+	used = nil // the baseline takes its memory
+	base, err := r.baseline(need, len(res.param))
 	if err != nil {
 		return err
 	}
@@ -845,54 +847,94 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 
 // baseline is placement.RandomBaseline from the rows: per seed, the same
 // draws (a machine per sample in order, then per parameter) and the cost
-// from the masks. The seeds run on up to GOMAXPROCS goroutines, as many as
-// fit in the memory the partition phase used, each with its own masks; the
-// first reuses (and overwrites) masks.
-func (r *oocRun) baseline(masks []uint64, need memNeed) (placement.Baseline, error) {
-	k, w := r.k, r.w
-	perSeed := 8*int64(w)*int64(r.m) + 4*int64(r.m) + 1
-	workers := int(max(1, (need.parts["partition"]-4*int64(r.m))/perSeed))
-	workers = min(workers, runtime.GOMAXPROCS(0), placement.BaselineSeeds)
-	costs := make([]*placement.Cost, placement.BaselineSeeds+1)
+// from the masks. A pass over the rows serves several seeds at once, their
+// masks of a parameter side by side (one cache line for all of them when
+// k ≤ 64), as many as fit in the memory the cap leaves (without a cap, in
+// that of the partition phase), on up to GOMAXPROCS goroutines.
+func (r *oocRun) baseline(need memNeed, keep int) (placement.Baseline, error) {
+	k, w, m := r.k, r.w, r.m
+	seeds := placement.BaselineSeeds
+	perSeed := 8 * int64(w) * int64(m)
+	budget := need.parts["partition"]
+	if r.oc.Memory > 0 {
+		free := int64(float64(r.oc.Memory-r.baseRSS-oocBuffers)/(1+oocSlack)) - need.parts["index"] - 4*int64(keep)
+		budget = max(budget, free)
+	}
+	// The fewest rounds of passes, then the fewest goroutines.
+	workers, fused, rounds := 1, 1, seeds+1
+	for g := 1; g <= min(runtime.GOMAXPROCS(0), seeds); g++ {
+		arrays := int(min(int64(seeds), max(0, (budget-4*int64(m)*int64(g))/max(1, perSeed))))
+		f := arrays / g
+		if f == 0 {
+			break
+		}
+		groups := (seeds + f - 1) / f
+		if rd := (groups + g - 1) / g; rd < rounds {
+			workers, fused, rounds = g, f, rd
+		}
+	}
+	var groups [][]int
+	for s := 1; s <= seeds; s += fused {
+		var g []int
+		for x := s; x < s+fused && x <= seeds; x++ {
+			g = append(g, x)
+		}
+		groups = append(groups, g)
+	}
+	costs := make([]*placement.Cost, seeds+1)
 	errs := make([]error, workers)
-	seeds := make(chan int)
+	jobs := make(chan []int)
 	var wg sync.WaitGroup
 	for t := 0; t < workers; t++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mine := masks
-			if t > 0 {
-				mine = make([]uint64, len(masks))
+			masks := make([]uint64, fused*w*m)
+			param := make([]int32, m)
+			samples := make([][]int64, fused)
+			for i := range samples {
+				samples[i] = make([]int64, k)
 			}
-			param := make([]int32, r.m)
-			samples := make([]int64, k)
-			for s := range seeds {
+			for g := range jobs {
 				if errs[t] != nil {
 					continue
 				}
-				rng := placement.NewRand(uint64(s))
-				clear(mine)
-				clear(samples)
+				f := len(g)
+				stride := f * w
+				rngs := make([]*rand.Rand, f)
+				for i, s := range g {
+					rngs[i] = placement.NewRand(uint64(s))
+					clear(samples[i])
+				}
+				clear(masks[:stride*m])
+				at := make([]int, f)
+				bit := make([]uint64, f)
 				errs[t] = r.eachRow(func(_ int, row []uint32) {
-					i := rng.IntN(k)
-					samples[i]++
-					x, bit := i>>6, uint64(1)<<(i&63)
+					for i, rng := range rngs {
+						c := rng.IntN(k)
+						samples[i][c]++
+						at[i], bit[i] = i*w+c>>6, uint64(1)<<(c&63)
+					}
 					for _, v := range row {
-						mine[int(v)*w+x] |= bit
+						base := int(v) * stride
+						for i := range at {
+							masks[base+at[i]] |= bit[i]
+						}
 					}
 				})
-				for v := range param {
-					param[v] = int32(rng.IntN(k))
+				for i, rng := range rngs {
+					for v := range param {
+						param[v] = int32(rng.IntN(k))
+					}
+					costs[g[i]] = costFromStrided(masks[:stride*m], stride, i*w, param, samples[i], k, 0)
 				}
-				costs[s] = costFromMasks(mine, param, samples, k, 0)
 			}
 		}()
 	}
-	for s := 1; s <= placement.BaselineSeeds; s++ {
-		seeds <- s
+	for _, g := range groups {
+		jobs <- g
 	}
-	close(seeds)
+	close(jobs)
 	wg.Wait()
 	var b placement.Baseline
 	if err := errors.Join(errs...); err != nil {
@@ -906,7 +948,7 @@ func (r *oocRun) baseline(masks []uint64, need memNeed) (placement.Baseline, err
 		b.MaxSamples += float64(c.MaxSamples)
 		b.Objective += float64(c.Objective)
 	}
-	d := float64(placement.BaselineSeeds)
+	d := float64(seeds)
 	b.MMax /= d
 	b.TMax /= d
 	b.TSum /= d

@@ -125,13 +125,20 @@ func assignParamsMasks(masks []uint64, m, k int, seed uint64) ([]int32, ParamSta
 // costFromMasks is placement.Evaluate from the masks C_v, the parameters'
 // machines and the sample counts |U_i|.
 func costFromMasks(masks []uint64, param []int32, samples []int64, k int, theta int64) *placement.Cost {
+	return costFromStrided(masks, MaskWords(k), 0, param, samples, k, theta)
+}
+
+// costFromStrided is costFromMasks with the mask of v at
+// masks[v·stride+offset:][:MaskWords(k)], several placements' masks
+// side by side.
+func costFromStrided(masks []uint64, stride, offset int, param []int32, samples []int64, k int, theta int64) *placement.Cost {
 	w := MaskWords(k)
 	c := &placement.Cost{K: k, Samples: slices.Clone(samples), Params: make([]int64, k),
 		Memory: make([]int64, k), Worker: make([]int64, k), Server: make([]int64, k),
 		Traffic: make([]int64, k), Theta: theta}
 	for v, owner := range param {
 		c.Params[owner]++
-		for x, word := range masks[v*w : v*w+w] {
+		for x, word := range masks[v*stride+offset : v*stride+offset+w] {
 			for word != 0 {
 				j := int32(x*64 + bits.TrailingZeros64(word))
 				word &= word - 1
