@@ -22,9 +22,10 @@ import (
 
 // Out-of-core Parsa: ParsaFile partitions a libsvm or SNAP file that is
 // not loaded, holding in memory the neighbour sets, the machine masks of
-// the parameters and one block at a time (seed 001 §4.2: "only one block
-// is needed in memory"). The samples travel through spill files in a
-// temporary directory:
+// the parameters and one block at a time (seed 001 §4.2: the current
+// subgraph is all Parsa must keep, and the blocks remove the graph size
+// constraint). The samples travel through spill files in a temporary
+// directory:
 //
 //  1. read: the file is parsed once (graph.Stream, compressed or not);
 //     its samples go to a spill file with their raw ids, its distinct
@@ -42,8 +43,8 @@ import (
 //     sets and push; a real block appends its samples' machines to a
 //     result file and ORs its machine masks into C_v;
 //  5. Alg. 2 on the masks C_v (assignParamsMasks), the cost model on the
-//     masks, and the random baseline by BaselineSeeds passes over the
-//     rows with one mask array;
+//     masks, and the random baseline by passes over the rows, each for as
+//     many of its seeds as the memory allows (baseline);
 //  6. FileResult.WriteDir streams data.part from the result file, in
 //     file order, then param.part, then summary.json last.
 //
