@@ -368,7 +368,7 @@ func TestParsaFileHostileIDs(t *testing.T) {
 	}
 	path := writeFile(t, "hostile.libsvm", []byte(b.String()), false)
 	opt := Options{K: 4, Seed: 1, Parsa: DefaultParsaOptions()}
-	memCap := rssField("VmRSS") + oocBuffers + 2<<20
+	memCap := rssField("VmRSS") + oocBuffers + 1<<20
 	_, err := ParsaFile(path, opt, OutOfCore{Memory: memCap, TempDir: t.TempDir(), Load: graph.DefaultLoadOptions()})
 	var me *MemoryError
 	if !errors.As(err, &me) || !strings.Contains(err.Error(), "already while reading") {
