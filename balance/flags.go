@@ -3,6 +3,7 @@ package balance
 import (
 	"flag"
 	"fmt"
+	"strconv"
 	"time"
 
 	"colo/transport"
@@ -12,11 +13,12 @@ import (
 // changing emulated network (colo train --balance …): Register adds them
 // to a flag set, Config and Network read them.
 type Flags struct {
-	Scheme       string
-	Every        int
-	Slice, Probe uint64
-	Random       string
-	Change       time.Duration
+	Scheme string
+	Every  int
+	Slice  string
+	Probe  uint64
+	Random string
+	Change time.Duration
 }
 
 // Register adds the flags to fs.
@@ -24,7 +26,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	d := DefaultConfig()
 	fs.StringVar(&f.Scheme, "balance", "", "mlp, cnn on co-located machines: re-decide which server holds which keys while training: average (even, never moves), elastic, aware (seed 002: measured links) or oracle (the true emulated rates); empty: no balancer")
 	fs.IntVar(&f.Every, "balance-every", d.Every, "--balance: rounds between two decisions")
-	fs.Uint64Var(&f.Slice, "slice", d.Slice, "--balance: slice granularity in keys; every server's share is whole slices")
+	fs.StringVar(&f.Slice, "slice", strconv.FormatUint(d.Slice, 10), "--balance: slice granularity in keys, every server's share whole slices; auto: Eq. 4, √(M·α/N), with α measured on the links before the first decision")
 	fs.Uint64Var(&f.Probe, "probe", d.Probe, "--balance: keys every server keeps so that its links stay measured (probe slices)")
 	fs.StringVar(&f.Random, "bandwidth-random", "", "emulated network (in process): draw every machine's link rate from [MAX/10, MAX], such as 200mbit (seeded by --seed)")
 	fs.DurationVar(&f.Change, "bandwidth-change", 0, "with --bandwidth-random: draw the rates again every this period, such as 30s (0: never)")
@@ -37,7 +39,11 @@ func (f *Flags) Config() (*Config, error) {
 		return nil, nil
 	}
 	c := DefaultConfig()
-	c.Scheme, c.Every, c.Slice, c.Probe = f.Scheme, f.Every, f.Slice, f.Probe
+	c.Scheme, c.Every, c.Probe = f.Scheme, f.Every, f.Probe
+	var err error
+	if c.Slice, c.Auto, err = f.SliceSetting(); err != nil {
+		return nil, err
+	}
 	if err := CheckScheme(f.Scheme); err != nil {
 		return nil, fmt.Errorf("--balance: %v", err)
 	}
@@ -45,6 +51,19 @@ func (f *Flags) Config() (*Config, error) {
 		return nil, fmt.Errorf("--balance-every, --slice: %v", err)
 	}
 	return &c, nil
+}
+
+// SliceSetting returns the granularity of --slice, or auto (then slice
+// is the default, used if α cannot be measured).
+func (f *Flags) SliceSetting() (slice uint64, auto bool, err error) {
+	if f.Slice == "auto" {
+		return DefaultConfig().Slice, true, nil
+	}
+	x, err := strconv.ParseUint(f.Slice, 10, 64)
+	if err != nil || x == 0 {
+		return 0, false, fmt.Errorf("--slice %q: want a positive number of keys, or auto", f.Slice)
+	}
+	return x, false, nil
 }
 
 // Network returns the rate bound of --bandwidth-random in bytes per

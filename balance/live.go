@@ -21,6 +21,10 @@ type Config struct {
 	Every int `json:"every"`
 	// Slice is the granularity x in keys: shares are whole slices.
 	Slice uint64 `json:"slice"`
+	// Auto, when set, measures α on the running system before the first
+	// decision and uses Eq. 4's slice from then on (Report.Calibration);
+	// Slice is used only if α cannot be measured.
+	Auto bool `json:"slice_auto,omitempty"`
 	// Probe is the least number of keys of every server, its probe slice
 	// (Alg. 2): an idle server still answers pulls, so its links stay
 	// measured.
@@ -95,6 +99,8 @@ type Report struct {
 	// measurements the workers exchanged (an all-reduce per decision).
 	KeysMoved    uint64 `json:"keys_moved"`
 	ControlBytes int64  `json:"control_bytes"`
+	// Calibration is what Config.Auto measured, nil without it.
+	Calibration *Calibration `json:"calibration,omitempty"`
 }
 
 // Balancer re-decides the load distribution of a job of N co-located
@@ -140,6 +146,9 @@ func New(cfg Config, n int, keys uint64, truth func() [][]float64, egress func()
 	}
 	if cfg.Scheme == Oracle && truth == nil {
 		return nil, fmt.Errorf("balance scheme oracle: the deployment does not know the true link rates")
+	}
+	if cfg.Slice > keys {
+		return nil, fmt.Errorf("balance: slice of %d keys: the model has %d", cfg.Slice, keys)
 	}
 	if uint64(n)*cfg.Probe > keys {
 		return nil, fmt.Errorf("balance: %d servers of %d probe keys need %d keys, the model has %d", n, cfg.Probe, uint64(n)*cfg.Probe, keys)
@@ -206,6 +215,33 @@ func (b *Balancer) AfterRound(ctx context.Context, w *worker.Worker, round int) 
 	}
 	if b.prev == nil {
 		b.prev = make([]worker.LinkTiming, n)
+	}
+	if b.cfg.Auto && b.report.Calibration == nil {
+		// The calibration's pulls and time are kept out of the window's
+		// measurements and round time.
+		var out server.Egress
+		if b.egress != nil {
+			out = b.egress()
+		}
+		before := w.Stats().Links
+		t0 := time.Now()
+		c, err := b.calibrate(ctx, w)
+		if err != nil {
+			return fmt.Errorf("balance: %w", err)
+		}
+		b.last = b.last.Add(time.Since(t0))
+		b.report.Calibration = &c
+		b.cfg.Slice = c.Slice
+		links = w.Stats().Links
+		for j := range links {
+			b.prev[j].Bytes += links[j].Bytes - before[j].Bytes
+			b.prev[j].Nanos += links[j].Nanos - before[j].Nanos
+		}
+		if b.egress != nil {
+			e := b.egress()
+			b.prevOut.Bytes += e.Bytes - out.Bytes
+			b.prevOut.Nanos += e.Nanos - out.Nanos
+		}
 	}
 	// Row-major N×N bytes, then nanoseconds, of the pulls from server j
 	// to worker i in the window: this worker fills column me. Then the

@@ -5,10 +5,10 @@
 //
 // Run is pure apart from the clock it reads to time each partitioner: it
 // takes graphs already loaded and returns results; WriteCSV, WriteJSON and
-// PlotSVG turn results into files (the command `colo bench partition`
-// writes them). The SVG plot is drawn by hand with the standard library:
-// one panel per dataset, the improvement over random placement in T_max
-// against k on a log₂ axis, one line per algorithm.
+// Figure turn results into files (the command `colo bench partition`
+// writes them). The figure has one panel per dataset, the improvement over
+// random placement in T_max against k on a log₂ axis, one line per
+// algorithm.
 //
 // Example:
 //
@@ -180,22 +180,22 @@ func WriteJSON(w io.Writer, rs []Result) error {
 }
 
 // Files are the files WriteDir writes.
-var Files = []string{"bench.csv", "bench.json", "improvement.svg"}
+var Files = []string{"bench.csv", "bench.json", "improvement.svg", "improvement.png"}
 
 // WriteDir writes the results to dir (made if missing): bench.csv
-// (WriteCSV), bench.json (WriteJSON) and improvement.svg (PlotSVG), each
-// atomically.
-func WriteDir(dir string, rs []Result) error {
+// (WriteCSV), bench.json (WriteJSON), and improvement.svg and .png
+// (Figure, whose title names the settings), each atomically.
+func WriteDir(dir string, rs []Result, settings string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for i, write := range []func(io.Writer, []Result) error{WriteCSV, WriteJSON, PlotSVG} {
+	for i, write := range []func(io.Writer, []Result) error{WriteCSV, WriteJSON} {
 		err := atomicfile.Write(filepath.Join(dir, Files[i]), func(w io.Writer) error { return write(w, rs) })
 		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return Figure(rs, settings).Save(filepath.Join(dir, Files[2]))
 }
 
 // DatasetName is a short name for a dataset path: its base name without

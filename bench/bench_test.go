@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"encoding/xml"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"colo/graph"
+	"colo/internal/plot/plottest"
 )
 
 func smallGraph(t *testing.T) *graph.Graph {
@@ -24,7 +23,7 @@ func smallGraph(t *testing.T) *graph.Graph {
 
 // TestRun runs a small experiment and checks the results and the three
 // output formats: one row per dataset, k and algorithm, k above n skipped,
-// CSV and JSON round trips, and an SVG that parses as XML with one line
+// CSV and JSON round trips, and a figure with one line
 // per algorithm.
 func TestRun(t *testing.T) {
 	g := smallGraph(t)
@@ -61,28 +60,19 @@ func TestRun(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil || len(back) != len(rs) || back[3].TMax != rs[3].TMax {
 		t.Fatalf("json round trip: %v", err)
 	}
-	b.Reset()
-	if err := PlotSVG(&b, rs); err != nil {
-		t.Fatal(err)
-	}
-	svg := b.String()
-	d := xml.NewDecoder(strings.NewReader(svg))
-	for {
-		if _, err := d.Token(); err != nil {
-			if err.Error() != "EOF" {
-				t.Fatalf("svg does not parse: %v", err)
+	f := Figure(rs, "seed 1")
+	lines := 0
+	for _, p := range f.Panels {
+		for _, l := range p.Series {
+			if len(l.X) == 2 {
+				lines++
 			}
-			break
 		}
 	}
-	if n := strings.Count(svg, "<polyline"); n != len(algos) {
-		t.Errorf("svg: %d lines, want %d (one per algorithm with two k)", n, len(algos))
+	if want := len(algos) * (len(f.Panels) - 1); lines < want {
+		t.Errorf("%d lines of two k, want at least %d (one per algorithm on each dataset but tiny)", lines, want)
 	}
-	for _, a := range algos {
-		if !strings.Contains(svg, ">"+a+"<") {
-			t.Errorf("svg legend lacks %s", a)
-		}
-	}
+	plottest.Check(t, f, append([]string{"k (machines)", "seed 1"}, algos...)...)
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -97,7 +87,7 @@ func TestConfigValidate(t *testing.T) {
 func TestWriteDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	rs := []Result{{Dataset: "d", K: 2, Algo: "random"}}
-	if err := WriteDir(dir, rs); err != nil {
+	if err := WriteDir(dir, rs, "seed 1"); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range Files {

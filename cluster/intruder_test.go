@@ -3,7 +3,9 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"colo/ps/proto"
 	"colo/ps/worker"
 	"colo/transport"
+	"colo/transport/tcp"
 )
 
 // joinWithToken tries to join c's scheduler as a worker with a token.
@@ -33,19 +36,28 @@ func joinWithToken(ctx context.Context, c *Cluster, token string) error {
 	return err
 }
 
-// hello encodes a dialer's handshake as package tcp documents it: magic,
-// version, 'H', 0, from u32, to u32, token length u16, token.
-func hello(from, to transport.NodeID, token string) []byte {
-	b := []byte{transport.Magic, transport.Version, 'H', 0}
+// hello encodes a dialer's first handshake message as package tcp
+// documents it: magic, version 2, 'H', flags (1: has a token), from u32,
+// to u32, a 32-byte nonce.
+func hello(from, to transport.NodeID, hasToken bool) []byte {
+	flags := byte(0)
+	if hasToken {
+		flags = 1
+	}
+	b := []byte{transport.Magic, 2, 'H', flags}
 	b = binary.LittleEndian.AppendUint32(b, uint32(from))
 	b = binary.LittleEndian.AppendUint32(b, uint32(to))
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(token)))
-	return append(b, token...)
+	nonce := make([]byte, 32)
+	rand.Read(nonce)
+	return append(b, nonce...)
 }
 
-// knock connects to addr, writes each of msgs and reads until the other
-// side closes the connection. It returns the first bytes it read.
-func knock(t *testing.T, addr string, msgs ...[]byte) []byte {
+// knock connects to addr and writes first. When answer is not nil, it
+// reads the node's answer (a challenge: 72 bytes; a refusal: at least 10)
+// and writes what answer returns for it. It then reads until the node
+// closes the connection, and returns the kind of the node's first answer
+// ('C', 'R', 'A'), or 0.
+func knock(t *testing.T, addr string, first []byte, answer func(kind byte) []byte) byte {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -53,30 +65,59 @@ func knock(t *testing.T, addr string, msgs ...[]byte) []byte {
 	}
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	var got []byte
-	for _, m := range msgs {
-		nc.Write(m)
-		if len(got) == 0 {
-			// The answer to a hello: preamble, id, reason.
-			buf := make([]byte, 10)
-			if n, _ := io.ReadFull(nc, buf); n == 10 {
-				got = buf
-			}
+	nc.Write(first)
+	var kind byte
+	if answer != nil {
+		buf := make([]byte, 10)
+		if n, _ := io.ReadFull(nc, buf); n == 10 {
+			kind = buf[2]
 		}
+		if kind == 'C' {
+			io.ReadFull(nc, make([]byte, 72-10))
+		}
+		nc.Write(answer(kind))
 	}
-	if _, err := io.Copy(io.Discard, nc); err != nil {
+	// The node closes the connection; a reset (what was sent not read to
+	// its end) closes it too.
+	var ne net.Error
+	if _, err := io.Copy(io.Discard, nc); errors.As(err, &ne) && ne.Timeout() {
 		t.Fatalf("%s did not close the connection: %v", addr, err)
 	}
-	return got
+	return kind
+}
+
+// member connects to addr and completes the handshake as node from with
+// the token, then writes frame; it reads until the node closes the
+// connection.
+func member(t *testing.T, addr string, from, to transport.NodeID, token string, frame []byte) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := tcp.Handshake(nc, from, to, token); err != nil {
+		t.Fatalf("%s: the handshake with the token: %v", proto.Name(to), err)
+	}
+	nc.Write(frame)
+	// The node closes the connection; a reset (the frame not read to its
+	// end) closes it too.
+	var ne net.Error
+	if _, err := io.Copy(io.Discard, nc); errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("%s did not close the connection: %v", addr, err)
+	}
 }
 
 // TestStrangersCannotDisturb knocks at the scheduler's and every node's
 // port of a running TCP cluster: handshakes that claim every node's id
-// with a wrong token, an empty one and one of the token's length;
-// garbage and an oversized hello before the handshake; and, from a peer
-// that has the token but claims an id that is no member's, a malformed
-// frame and an oversized one after it. Every stranger is refused and
-// logged, the job then runs to its end, and no node is blamed.
+// with a wrong token, an empty one and one of the token's length, and
+// with a proof of random bytes; garbage, the previous version's hello
+// (which carried the token) and an oversized refusal during the
+// handshake; and, from a peer that has the token but claims an id that
+// is no member's, a malformed frame and an oversized one after it. Every
+// stranger is refused and logged, the job then runs to its end, and no
+// node is blamed.
 func TestStrangersCannotDisturb(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Network = node.TCP{}
@@ -90,32 +131,53 @@ func TestStrangersCannotDisturb(t *testing.T) {
 	if len(targets) != 5 {
 		t.Fatalf("targets %v, want the scheduler and 2 servers and 2 workers", targets)
 	}
-	oversizedHello := hello(9, 1, "")
-	binary.LittleEndian.PutUint16(oversizedHello[12:], 0xffff)
+	forged := func(kind byte) []byte {
+		mac := make([]byte, 32)
+		rand.Read(mac)
+		return append([]byte{transport.Magic, 2, 'P', 0}, mac...)
+	}
+	oversized := func(kind byte) []byte {
+		return []byte{transport.Magic, 2, 'R', 0, 0, 0, 0, 0, 0xff, 0xff}
+	}
+	v1 := append([]byte{transport.Magic, 1, 'H', 0, 9, 0, 0, 0, 1, 0, 0, 0, byte(len(cfg.Token)), 0}, cfg.Token...)
 	refusals := 0
 	for to, addr := range targets {
 		for claimed := range targets {
-			for _, token := range []string{"wrong", "", strings.Repeat("x", len(cfg.Token))} {
-				r := knock(t, addr, hello(claimed, to, token))
-				if len(r) < 3 || r[2] != 'R' {
-					t.Fatalf("%s claiming %s with token %q: answer %q, want a refusal", proto.Name(to), proto.Name(claimed), token, r)
-				}
-				refusals++
+			// No token: refused at once.
+			if k := knock(t, addr, hello(claimed, to, false), func(byte) []byte { return nil }); k != 'R' {
+				t.Fatalf("%s claiming %s without a token: answer %q, want a refusal", proto.Name(to), proto.Name(claimed), k)
 			}
+			// A wrong token: the node's proof does not match it, and the
+			// stranger learns nothing it could use.
+			for _, token := range []string{"wrong", strings.Repeat("x", len(cfg.Token))} {
+				nc, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				nc.SetDeadline(time.Now().Add(10 * time.Second))
+				err = tcp.Handshake(nc, claimed, to, token)
+				nc.Close()
+				if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token") {
+					t.Fatalf("%s claiming %s with token %q: %v, want a refusal", proto.Name(to), proto.Name(claimed), token, err)
+				}
+			}
+			// A proof of random bytes.
+			if k := knock(t, addr, hello(claimed, to, true), forged); k != 'C' {
+				t.Fatalf("%s claiming %s: answer %q, want a challenge", proto.Name(to), proto.Name(claimed), k)
+			}
+			refusals += 4
 		}
-		knock(t, addr, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-		knock(t, addr, oversizedHello)
-		refusals += 2
+		knock(t, addr, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
+		knock(t, addr, v1, nil)
+		knock(t, addr, hello(9, to, true), oversized)
+		refusals += 3
 	}
 	// A peer with the token, under ids no member has: what it sends after
 	// the handshake ends its own link only.
 	badFrame := append(binary.LittleEndian.AppendUint32(nil, 16), bytes.Repeat([]byte{0xee}, 16)...)
 	for i, frame := range [][]byte{badFrame, binary.LittleEndian.AppendUint32(nil, 1<<30)} {
 		for to, addr := range targets {
-			from := transport.NodeID(90 + i)
-			if r := knock(t, addr, hello(from, to, cfg.Token), frame); len(r) < 3 || r[2] != 'A' {
-				t.Fatalf("%s: answer %q to a hello with the token, want an acceptance", proto.Name(to), r)
-			}
+			member(t, addr, transport.NodeID(90+i), to, cfg.Token, frame)
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)

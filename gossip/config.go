@@ -46,6 +46,13 @@ type Config struct {
 	Budget float64 `json:"budget,omitempty"`
 	// LR is the learning rate γ of plain SGD.
 	LR float64 `json:"lr"`
+	// BatchWeighted scales each worker's step by its batch over the
+	// mean batch, γ_i = γ·N·B_i/Batch, so that the mixing weights, equal
+	// per worker, weigh every sample equally: on a complete graph with
+	// F = 1 the average step is one SGD step on the union of the
+	// workers' batches, whatever their sizes. Alg. 2 as written takes one
+	// γ for all (false); with equal batches the two are the same.
+	BatchWeighted bool `json:"batch_weighted,omitempty"`
 	// Batch is the number of samples of one iteration over all workers:
 	// an epoch is K = ⌈n/Batch⌉ iterations and each worker cuts its
 	// shard into K batches, so a worker's batch is proportional to its

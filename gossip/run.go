@@ -473,8 +473,12 @@ func (w *worker) run(ctx context.Context, start time.Time) error {
 			w.processed += len(rows)
 			mix := cfg.Workers > 1 && (it+1)%cfg.LocalSteps == 0
 			round := uint64((it + 1) / cfg.LocalSteps)
+			step := lr
+			if cfg.BatchWeighted {
+				step = float32(cfg.LR * float64(cfg.Workers*len(rows)) / float64(cfg.Batch))
+			}
 			if cfg.Order == AdaptThenCombine {
-				axpy(w.x, -lr, w.grad)
+				axpy(w.x, -step, w.grad)
 			}
 			if mix {
 				if err := w.average(ctx, round); err != nil {
@@ -482,7 +486,7 @@ func (w *worker) run(ctx context.Context, start time.Time) error {
 				}
 			}
 			if cfg.Order == CombineThenAdapt {
-				axpy(w.x, -lr, w.grad)
+				axpy(w.x, -step, w.grad)
 			}
 			w.at[it] = time.Since(start)
 			it++

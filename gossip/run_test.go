@@ -458,3 +458,67 @@ func TestLinkRate(t *testing.T) {
 		t.Errorf("%d rounds took %.3f s; sending %.0f bytes at %.0f B/s takes %.3f s", rounds, res.Seconds, perWorker, rate, min)
 	}
 }
+
+// TestBatchWeightedIsSGDOnTheUnion: on shards of unequal sizes (and so
+// batches of 4, 8, 12 and 16 samples), D-PSGD with batch-weighted steps
+// on the complete graph with F = 1 takes, iteration by iteration, one SGD
+// step on the union of the workers' batches; with one γ for all (Alg. 2
+// as written) it does not.
+func TestBatchWeightedIsSGDOnTheUnion(t *testing.T) {
+	const n, N = 240, 4
+	d := blobs(n, 6, 3, 5)
+	l, init := denseLearner(t, d)
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.Topology, cfg.Batch, cfg.Epochs, cfg.LR, cfg.BatchWeighted = N, "complete", 40, 2, 0.3, true
+	shards := make([][]int32, N)
+	for i, next := 0, 0; i < N; i++ { // 24, 48, 72 and 96 samples
+		for range 24 * (i + 1) {
+			shards[i] = append(shards[i], int32(next))
+			next++
+		}
+	}
+	res := run(t, cfg, l, shards, init)
+
+	K := n / cfg.Batch
+	w := slices.Clone(init)
+	g := make([]float32, len(w))
+	ws := l.Model.NewWorkspace(64)
+	for e := range cfg.Epochs {
+		batches := make([][][]int32, N)
+		for i := range N {
+			batches[i] = Batches(shards[i], K, cfg.Seed, i, e)
+		}
+		for b := range K {
+			var x []float32
+			var y []int32
+			for i := range N {
+				for _, u := range batches[i][b] {
+					x = append(x, d.Row(int(u))...)
+					y = append(y, l.Labels[u])
+				}
+			}
+			if len(y) != cfg.Batch {
+				t.Fatalf("iteration %d: a union of %d samples", b, len(y))
+			}
+			clear(g)
+			l.Model.LossGrad(w, x, y, len(y), g, 1/float32(len(y)), ws)
+			for j := range w {
+				w[j] -= float32(cfg.LR) * g[j]
+			}
+		}
+	}
+	dist := func(m []float32) float64 {
+		worst := 0.0
+		for j := range w {
+			worst = max(worst, math.Abs(float64(w[j]-m[j])))
+		}
+		return worst
+	}
+	if worst := dist(res.Model); worst > 1e-5 {
+		t.Errorf("batch-weighted D-PSGD on the complete graph differs from SGD on the union of the batches by up to %g", worst)
+	}
+	cfg.BatchWeighted = false
+	if worst := dist(run(t, cfg, l, shards, init).Model); worst < 1e-3 {
+		t.Errorf("one γ for all workers is within %g of SGD on the union: the test cannot tell the two apart", worst)
+	}
+}

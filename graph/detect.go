@@ -148,16 +148,45 @@ func Load(path string, opt LoadOptions) (*Graph, error) {
 // Read is Load for a stream; name is the file name used in errors and in
 // the graph's Meta.Source.
 func Read(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
+	dr, format, closeFn, err := decode(r, name, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	switch format {
+	case FormatLibSVM:
+		return ReadLibSVM(dr, name, opt)
+	case FormatSNAP:
+		return ReadSNAP(dr, name, false, opt)
+	case FormatSNAPUndirected:
+		return ReadSNAP(dr, name, true, opt)
+	case FormatRatings:
+		return ReadRatings(dr, name)
+	default:
+		return ReadCriteo(dr, name, opt)
+	}
+}
+
+// decode returns the decompressed content of r and its format: opt.Format,
+// or the detected one when that is FormatAuto (see DetectFormat). The
+// caller calls closeFn when done with the content.
+func decode(r io.Reader, name string, opt LoadOptions) (_ io.Reader, _ Format, _ func(), err error) {
 	if err := opt.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, "", nil, fmt.Errorf("%s: %w", name, err)
 	}
 	dr, err := decompress.NewReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, "", nil, fmt.Errorf("%s: %w", name, err)
 	}
+	closeFn := func() {}
 	if c, ok := dr.(io.Closer); ok {
-		defer c.Close()
+		closeFn = func() { c.Close() }
 	}
+	defer func() {
+		if err != nil {
+			closeFn()
+		}
+	}()
 	format := opt.Format
 	if format == FormatAuto {
 		br := bufio.NewReaderSize(dr, bufSize)
@@ -173,27 +202,16 @@ func Read(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 		format, err = DetectFormat(head)
 		switch {
 		case err != nil && readErr != nil && readErr != io.EOF:
-			return nil, fmt.Errorf("%s:%d: read: %w", name, bytes.Count(head, []byte{'\n'})+1, readErr)
+			return nil, "", nil, fmt.Errorf("%s:%d: read: %w", name, bytes.Count(head, []byte{'\n'})+1, readErr)
 		case err == errNoData && complete:
-			return nil, emptyError(name)
+			return nil, "", nil, emptyError(name)
 		case err == errNoData:
-			return nil, fmt.Errorf("cannot detect the format of %s: no data line in the first %d KB; pass --format", name, headSize>>10)
+			return nil, "", nil, fmt.Errorf("cannot detect the format of %s: no data line in the first %d KB; pass --format", name, headSize>>10)
 		case err != nil:
-			return nil, fmt.Errorf("cannot detect the format of %s: %w", name, err)
+			return nil, "", nil, fmt.Errorf("cannot detect the format of %s: %w", name, err)
 		}
 	}
-	switch format {
-	case FormatLibSVM:
-		return ReadLibSVM(dr, name, opt)
-	case FormatSNAP:
-		return ReadSNAP(dr, name, false, opt)
-	case FormatSNAPUndirected:
-		return ReadSNAP(dr, name, true, opt)
-	case FormatRatings:
-		return ReadRatings(dr, name)
-	default:
-		return ReadCriteo(dr, name, opt)
-	}
+	return dr, format, closeFn, nil
 }
 
 // errReader is a reader that fails with err.

@@ -37,13 +37,43 @@ func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	if opt.IndexBase < -1 || opt.IndexBase > 1 {
 		return nil, fmt.Errorf("%s: index base %d: want 0, 1 or -1 (detect)", name, opt.IndexBase)
 	}
-	lr := newLineReader(r, name)
 	b := NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})
 	b.SetHasLabels()
+	sawZero, err := scanLibSVM(r, name, opt, b.NumSamples, b.AddSample)
+	if err != nil {
+		return nil, err
+	}
+	if b.NumSamples() == 0 {
+		return nil, emptyError(name)
+	}
+	g, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	switch {
+	case opt.IndexBase >= 0:
+		g.meta.IndexBase = opt.IndexBase
+	case sawZero:
+		g.meta.IndexBase = 0
+	default:
+		g.meta.IndexBase = 1
+	}
+	return g, nil
+}
+
+// scanLibSVM reads the sample lines of libsvm text from r and calls add for
+// each, in file order, with its label, indices and values (valid until the
+// next call); samples returns the number of samples added so far (for
+// opt.SampleCheck). An add error that is a *DuplicateError, or any other,
+// becomes a *ParseError naming the line (and the field of the repeated
+// index). It reports whether an index 0 occurred. ReadLibSVM documents the
+// format; the out-of-core partitioner reads the file through it too.
+func scanLibSVM(r io.Reader, name string, opt LoadOptions, samples func() int,
+	add func(label float64, ids []uint64, vals []float32) error) (sawZero bool, err error) {
+	lr := newLineReader(r, name)
 	var (
 		ids      []uint64
 		vals     []float32
-		sawZero  bool
 		nvals    int64
 		maxIndex uint64
 	)
@@ -56,7 +86,7 @@ func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if i := bytes.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
@@ -68,7 +98,7 @@ func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 		label, i, ok := scanFloat(t)
 		if !ok {
 			tok, _ := nextToken(t)
-			return nil, perr(1, "%s: want a finite number label", quote(tok))
+			return false, perr(1, "%s: want a finite number label", quote(tok))
 		}
 		ids, vals = ids[:0], vals[:0]
 		for field := 2; i < len(t); field++ {
@@ -103,51 +133,36 @@ func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 					continue
 				}
 				if msg != "" {
-					return nil, perr(field, "%s: %s", quote(tok), msg)
+					return false, perr(field, "%s: %s", quote(tok), msg)
 				}
 			}
 			if id == 0 {
 				if opt.IndexBase == 1 {
-					return nil, perr(field, "%s: index 0 but the index base is 1", quote(t[start:i]))
+					return false, perr(field, "%s: index 0 but the index base is 1", quote(t[start:i]))
 				}
 				sawZero = true
 			}
 			ids = append(ids, id)
 			vals = append(vals, v)
 		}
-		if err := b.AddSample(label, ids, vals); err != nil {
+		if err := add(label, ids, vals); err != nil {
 			var dup *DuplicateError
 			if errors.As(err, &dup) {
-				return nil, perr(duplicateField(t, dup.ID), "index %d occurs twice in the sample", dup.ID)
+				return false, perr(duplicateField(t, dup.ID), "index %d occurs twice in the sample", dup.ID)
 			}
-			return nil, perr(0, "%v", err)
+			return false, perr(0, "%v", err)
 		}
 		if opt.SampleCheck != nil {
 			nvals += int64(len(ids))
 			for _, id := range ids {
 				maxIndex = max(maxIndex, id)
 			}
-			if err := opt.SampleCheck(b.NumSamples(), nvals, maxIndex); err != nil {
-				return nil, perr(0, "%v", err)
+			if err := opt.SampleCheck(samples(), nvals, maxIndex); err != nil {
+				return false, perr(0, "%v", err)
 			}
 		}
 	}
-	if b.NumSamples() == 0 {
-		return nil, emptyError(name)
-	}
-	g, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	switch {
-	case opt.IndexBase >= 0:
-		g.meta.IndexBase = opt.IndexBase
-	case sawZero:
-		g.meta.IndexBase = 0
-	default:
-		g.meta.IndexBase = 1
-	}
-	return g, nil
+	return sawZero, nil
 }
 
 // duplicateField returns the field of the second occurrence of index id in

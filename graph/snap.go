@@ -55,42 +55,8 @@ func ReadSNAP(r io.Reader, name string, undirected bool, opt LoadOptions) (*Grap
 			keys = append(keys, u<<32|v)
 		}
 	}
-	for {
-		line, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		t := trimSpace(line)
-		if skipLine(t) {
-			continue
-		}
-		var tok [3][]byte
-		if n := splitSpace(t, tok[:]); n != 2 {
-			return nil, &ParseError{File: name, Line: lr.line, Msg: fmt.Sprintf(
-				"%s: want two node ids \"u v\", got %d fields", quote(t), n)}
-		}
-		var id [2]uint64
-		for f := range id {
-			x, ok := parseUint(tok[f])
-			if !ok {
-				return nil, &ParseError{File: name, Line: lr.line, Field: f + 1, Msg: fmt.Sprintf(
-					"%s: want a non-negative integer node id", quote(tok[f]))}
-			}
-			id[f] = x
-		}
-		u, v := id[0], id[1]
-		switch {
-		case u == v && opt.DropSelfLoops:
-			lone = append(lone, u)
-		case u == v || !undirected:
-			add(u, v)
-		default:
-			add(u, v)
-			add(v, u)
-		}
+	if err := scanSNAP(lr, name, undirected, opt, add, func(u uint64) { lone = append(lone, u) }); err != nil {
+		return nil, err
 	}
 	for _, u := range lone {
 		maxID = max(maxID, u)
@@ -136,6 +102,51 @@ func ReadSNAP(r io.Reader, name string, undirected bool, opt LoadOptions) (*Grap
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return g, nil
+}
+
+// scanSNAP reads the data lines of a SNAP edge list from lr and calls add
+// for each edge to keep, in file order ((v, u) too when undirected), and
+// lone for the node of a self-loop dropped by opt.DropSelfLoops. A
+// malformed line is a *ParseError. ReadSNAP documents the format; the
+// out-of-core partitioner reads the file through it too.
+func scanSNAP(lr *lineReader, name string, undirected bool, opt LoadOptions, add func(u, v uint64), lone func(u uint64)) error {
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t := trimSpace(line)
+		if skipLine(t) {
+			continue
+		}
+		var tok [3][]byte
+		if n := splitSpace(t, tok[:]); n != 2 {
+			return &ParseError{File: name, Line: lr.line, Msg: fmt.Sprintf(
+				"%s: want two node ids \"u v\", got %d fields", quote(t), n)}
+		}
+		var id [2]uint64
+		for f := range id {
+			x, ok := parseUint(tok[f])
+			if !ok {
+				return &ParseError{File: name, Line: lr.line, Field: f + 1, Msg: fmt.Sprintf(
+					"%s: want a non-negative integer node id", quote(tok[f]))}
+			}
+			id[f] = x
+		}
+		u, v := id[0], id[1]
+		switch {
+		case u == v && opt.DropSelfLoops:
+			lone(u)
+		case u == v || !undirected:
+			add(u, v)
+		default:
+			add(u, v)
+			add(v, u)
+		}
+	}
 }
 
 // edge is a directed edge of an edge list.

@@ -50,6 +50,9 @@ type Processes struct {
 	// loopback and the machines limit each TCP link to another machine
 	// to the job's rates themselves.
 	Netns bool
+	// TLS, when set, runs every link of the cluster over mutual TLS with
+	// these files, which every process uses (see TLSFlags).
+	TLS TLSFlags
 	// Deadline stops the cluster after this long; 0 is no limit (failed
 	// or silent nodes end the job anyway).
 	Deadline time.Duration
@@ -147,6 +150,13 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 			return nil, fmt.Errorf("launch: network namespaces need the job's link bandwidth, the rate tc gives each machine's link")
 		}
 	}
+	if _, err := pd.TLS.Load(); err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	tlsEnv, err := pd.TLS.Env()
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
 	dir, err := os.MkdirTemp("", "colo-train-")
 	if err != nil {
 		return nil, err
@@ -200,7 +210,7 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	}
 	defer st.Close()
 	sup := NewSupervisor(pd.Bin, st)
-	env := []string{"COLO_TOKEN=" + NewToken()}
+	env := append([]string{"COLO_TOKEN=" + NewToken()}, tlsEnv...)
 	size := []string{"--num-servers", strconv.Itoa(cfg.NumServers()), "--num-workers", strconv.Itoa(k)}
 
 	t0 := time.Now()

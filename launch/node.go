@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -128,6 +129,9 @@ type Scheduler struct {
 	// Addr is the host:port to listen at (port 0: any), Token the
 	// cluster's token.
 	Addr, Token string
+	// TLS, when not nil, runs the scheduler's links over mutual TLS
+	// (tcp.Config.TLS, TLSFlags.Load).
+	TLS *tls.Config
 	// Insecure lets the scheduler run without a Token: an open cluster
 	// that any process reaching Addr may join, or disturb. Without it an
 	// empty Token is refused (ErrNoToken); with it the scheduler says on
@@ -170,7 +174,7 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 		fmt.Fprintf(s.Log, format+"\n", args...)
 	}
 	tc := tcp.DefaultConfig()
-	tc.ID, tc.Addr, tc.Token = proto.SchedulerID, s.Addr, s.Token
+	tc.ID, tc.Addr, tc.Token, tc.TLS = proto.SchedulerID, s.Addr, s.Token, s.TLS
 	tc.Refused = node.RefusedLogger(proto.SchedulerID, logf)
 	ep, err := tcp.Listen(tc)
 	if err != nil {

@@ -38,8 +38,13 @@ type SmokeConfig struct {
 	Keys   uint64 `json:"keys"`
 	Batch  int    `json:"batch"`
 	Rounds int    `json:"rounds"`
-	// Token is the cluster token; empty for a random one (NewToken).
+	// Token is the cluster token; empty for a random one (NewToken). The
+	// processes get it in their environment (COLO_TOKEN), never on their
+	// command lines, where any user of the host could read it.
 	Token string `json:"token,omitempty"`
+	// TLS, when set, runs every link of the cluster over mutual TLS with
+	// these files, which every process uses (see TLSFlags).
+	TLS TLSFlags `json:"-"`
 	// Heartbeat is the scheduler's heartbeat period; a node silent for
 	// Timeout is dead.
 	Heartbeat time.Duration `json:"heartbeat"`
@@ -183,13 +188,21 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 	if st == nil {
 		st = Loopback{}
 	}
+	if _, err := cfg.TLS.Load(); err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
 	token := cfg.Token
 	if token == "" {
 		token = NewToken()
 	}
+	env, err := cfg.TLS.Env()
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	env = append(env, EnvName("token")+"="+token)
 	ns, nw := cfg.shape()
 	common := []string{
-		"--token", token, "--num-servers", strconv.Itoa(ns), "--num-workers", strconv.Itoa(nw),
+		"--num-servers", strconv.Itoa(ns), "--num-workers", strconv.Itoa(nw),
 		"--keys", strconv.FormatUint(cfg.Keys, 10),
 	}
 	var cm *clusterMetrics
@@ -207,7 +220,7 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 	var restarts []SmokeRestart
 	for {
 		t0 := time.Now()
-		sum, err := smokeOnce(ctx, cfg, st, common, cm)
+		sum, err := smokeOnce(ctx, cfg, st, common, env, cm)
 		if sum != nil {
 			sum.Restarts = restarts
 			if n := len(restarts); n > 0 {
@@ -231,11 +244,11 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 }
 
 // smokeOnce runs the cluster of cfg once, on st.
-func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, common []string, cm *clusterMetrics) (*SmokeSummary, error) {
+func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, common, env []string, cm *clusterMetrics) (*SmokeSummary, error) {
 	ns, nw := cfg.shape()
 	sup := NewSupervisor(cfg.Bin, st)
 	t0 := time.Now()
-	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Args: append(append([]string{
+	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: append(append([]string{
 		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(),
 		"--consistency", cfg.Consistency, "--tau", strconv.Itoa(cfg.Tau),
 		"--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String()}, common...), cm.args("scheduler")...)})
@@ -245,7 +258,7 @@ func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, common []string
 	var nodes []*Proc
 	start := func(role string, rank int) {
 		nodes = append(nodes, sup.Start(ctx, Spec{
-			Name: role + " " + strconv.Itoa(rank), Host: rank + 1, Stdout: true,
+			Name: role + " " + strconv.Itoa(rank), Host: rank + 1, Stdout: true, Env: env,
 			Args: append([]string{"node", "--role", role, "--scheduler", addr, "--rank", strconv.Itoa(rank),
 				"--host", st.Addr(rank + 1), "--json",
 				"--batch", strconv.Itoa(cfg.Batch), "--rounds", strconv.Itoa(cfg.Rounds)}, slices.Concat(common, cm.args(role+" "+strconv.Itoa(rank)))...),

@@ -22,6 +22,7 @@
 //	colo_server_rounds{server}                        gauge      rounds every worker has pushed
 //	colo_server_max_lead_rounds{server}               gauge      largest lead of a worker over the slowest
 //	colo_server_keys{server}                          gauge      keys stored
+//	colo_server_key_share{server}                     gauge      fraction of the placed keys the routing table gives it
 //	colo_server_staleness_rounds{server}              histogram  staleness of the pushes applied (server.Staleness)
 //	colo_worker_pushes_total{worker}                  counter    pushes started
 //	colo_worker_pulls_total{worker}                   counter    pulls started
@@ -30,6 +31,7 @@
 //	colo_worker_gated_total{worker}                   counter    calls that waited for the consistency gate
 //	colo_worker_errors_total{worker}                  counter    failed calls
 //	colo_worker_round{worker}                         gauge      the worker's round
+//	colo_worker_request_duration_seconds{worker,server,op} histogram round trip of a push or pull, per server
 //	colo_train_pass, colo_train_rounds                gauge      passes and rounds done (training)
 //	colo_train_loss, colo_train_accuracy              gauge      the last pass's training loss and accuracy
 //	colo_train_round_seconds                          gauge      mean time of a round in the last pass
@@ -38,7 +40,9 @@
 //	go_*, process_*                                              the Go runtime and the process
 //
 // from and to are nodes; scope is inner (a peer on the same machine,
-// reached through memory) or inter (the network); dir is sent or recv.
+// reached through memory) or inter (the network); dir is sent or recv;
+// op is push or pull. A request's round trip runs from the call to the
+// server's answer (worker.Latency), in buckets of 10 µs · 2^i up to 5.24 s.
 //
 // Example, a node's metrics on :9100, still served for a minute after
 // the job:
@@ -65,6 +69,7 @@ import (
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/server"
+	"colo/ps/worker"
 	"colo/train"
 	"colo/transport"
 )
@@ -99,6 +104,7 @@ var (
 	serverRounds   = desc("colo_server_rounds", "Rounds every worker has pushed.", "server")
 	serverMaxLead  = desc("colo_server_max_lead_rounds", "Largest lead of a worker over the slowest seen.", "server")
 	serverKeys     = desc("colo_server_keys", "Keys stored.", "server")
+	serverShare    = desc("colo_server_key_share", "Fraction of the placed keys that the routing table gives the server: its share of the model's load; it changes when keys move.", "server")
 	serverStale    = desc("colo_server_staleness_rounds", "Staleness of the pushes applied: rounds of updates the model they were computed on may lack.", "server")
 	workerPushes   = desc("colo_worker_pushes_total", "Pushes started.", "worker")
 	workerPulls    = desc("colo_worker_pulls_total", "Pulls started.", "worker")
@@ -107,7 +113,18 @@ var (
 	workerGated    = desc("colo_worker_gated_total", "Calls that waited for the consistency gate.", "worker")
 	workerErrors   = desc("colo_worker_errors_total", "Failed calls.", "worker")
 	workerRound    = desc("colo_worker_round", "The worker's round.", "worker")
+	workerLatency  = desc("colo_worker_request_duration_seconds", "Round trip of the worker's pushes and pulls to each server, from the call to the server's answer (a push under BSP or bounded delay waits for the slower workers there).", "worker", "server", "op")
 )
+
+// latencyBounds are the upper bounds of the round-trip buckets, in
+// seconds.
+var latencyBounds = func() []float64 {
+	b := make([]float64, worker.LatencyBuckets)
+	for i := range b {
+		b[i] = float64(worker.LatencyBound(i)) / 1e9 // 1.31072, not 1.3107199999999999
+	}
+	return b
+}()
 
 func scope(inner bool) string {
 	if inner {
@@ -221,6 +238,7 @@ func collectNode(ch chan<- prometheus.Metric, st node.Stats) {
 		emit(ch, serverRounds, gv, float64(s.Rounds), srv)
 		emit(ch, serverMaxLead, gv, float64(s.MaxLead), srv)
 		emit(ch, serverKeys, gv, float64(s.Keys), srv)
+		emit(ch, serverShare, gv, s.KeyShare, srv)
 		ch <- staleness(s.Staleness, srv)
 	}
 	if s := st.Worker; s != nil && wrk != "" {
@@ -231,7 +249,31 @@ func collectNode(ch chan<- prometheus.Metric, st node.Stats) {
 		emit(ch, workerGated, cv, float64(s.Gated), wrk)
 		emit(ch, workerErrors, cv, float64(s.Errors), wrk)
 		emit(ch, workerRound, gv, float64(s.Rounds), wrk)
+		for sv, l := range s.Latency {
+			to := Label(proto.ServerID(sv))
+			for _, op := range []struct {
+				name string
+				l    worker.Latency
+			}{{"push", l.Push}, {"pull", l.Pull}} {
+				if op.l.Count > 0 { // a server the worker never asked has none
+					ch <- latency(op.l, wrk, to, op.name)
+				}
+			}
+		}
 	}
+}
+
+// latency is a worker's histogram of the round trips to one server; the
+// last of worker.Latency's buckets (beyond the last bound) is only in
+// +Inf.
+func latency(l worker.Latency, wrk, srv, op string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(latencyBounds))
+	var cum uint64
+	for i, b := range latencyBounds {
+		cum += l.Hist[i]
+		buckets[b] = cum
+	}
+	return prometheus.MustNewConstHistogram(workerLatency, l.Count, float64(l.Nanos)/1e9, buckets, wrk, srv, op)
 }
 
 // staleness is a server's staleness histogram: bucket le=s counts the

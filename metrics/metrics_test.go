@@ -44,9 +44,14 @@ func nodeStats() node.Stats {
 		},
 		Inner: inner,
 		Inter: inter.Add(sched),
-		Server: &server.Stats{Pushes: 5, Pulls: 4, KeysPushed: 50, KeysPulled: 40, Rounds: 2, MaxLead: 1, Keys: 100,
+		Server: &server.Stats{Pushes: 5, Pulls: 4, KeysPushed: 50, KeysPulled: 40, Rounds: 2, MaxLead: 1, Keys: 100, KeyShare: 0.5,
 			Staleness: server.Staleness{Pushes: 4, Sum: 3, Max: 2, Hist: [server.StalenessBuckets]uint64{2, 1, 1}}},
-		Worker: &worker.Stats{Pushes: 5, Pulls: 5, KeysPushed: 50, KeysPulled: 50, Rounds: 3, Gated: 1},
+		Worker: &worker.Stats{Pushes: 5, Pulls: 5, KeysPushed: 50, KeysPulled: 50, Rounds: 3, Gated: 1, Latency: []worker.ServerLatency{
+			// Server 0 (through memory): 5 pushes, 3 of at most 10 µs and 2 of 20 µs to 40 µs.
+			{Push: worker.Latency{Count: 5, Nanos: 90_000, Hist: [worker.LatencyBuckets + 1]uint64{3, 0, 2}}},
+			// Server 1: 5 pulls, one beyond the last bound.
+			{Pull: worker.Latency{Count: 5, Nanos: 6_000_000_000 + 4_000_000, Hist: [worker.LatencyBuckets + 1]uint64{7: 4, worker.LatencyBuckets: 1}}},
+		}},
 	}
 }
 
@@ -157,6 +162,9 @@ func TestNodeCollectorGolden(t *testing.T) {
 		{"colo_server_staleness_rounds", []string{"server", "server_0"}, 4},
 		{"colo_worker_keys_pulled_total", []string{"worker", "worker_0"}, 50},
 		{"colo_worker_round", []string{"worker", "worker_0"}, 3},
+		{"colo_server_key_share", []string{"server", "server_0"}, 0.5},
+		{"colo_worker_request_duration_seconds", []string{"worker", "worker_0", "server", "server_0", "op", "push"}, 5},
+		{"colo_worker_request_duration_seconds", []string{"worker", "worker_0", "server", "server_1", "op", "pull"}, 5},
 	} {
 		if got := value(mfs, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
@@ -166,6 +174,32 @@ func TestNodeCollectorGolden(t *testing.T) {
 	if b := h.GetBucket(); len(b) < server.StalenessBuckets-1 || b[0].GetCumulativeCount() != 2 || b[1].GetCumulativeCount() != 3 ||
 		b[2].GetCumulativeCount() != 4 || h.GetSampleSum() != 3 {
 		t.Errorf("staleness histogram %v", h)
+	}
+	// The round trips: cumulative buckets at 10 µs · 2^i, seconds summed;
+	// none for a server the worker never asked.
+	if got := value(mfs, "colo_worker_request_duration_seconds", "server", "server_1", "op", "push"); !math.IsNaN(got) {
+		t.Errorf("a histogram of no push to server 1: %v", got)
+	}
+	for _, m := range mfs["colo_worker_request_duration_seconds"].GetMetric() {
+		h := m.GetHistogram()
+		b := h.GetBucket()
+		if len(b) != worker.LatencyBuckets+1 || b[0].GetUpperBound() != 1e-5 || b[17].GetUpperBound() != 1.31072 || b[19].GetUpperBound() != 5.24288 || !math.IsInf(b[20].GetUpperBound(), 1) {
+			t.Fatalf("round-trip buckets %v, want 20 from 10 µs to 5.24288 s and +Inf", b)
+		}
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		switch labels["server"] + "/" + labels["op"] {
+		case "server_0/push":
+			if b[0].GetCumulativeCount() != 3 || b[1].GetCumulativeCount() != 3 || b[2].GetCumulativeCount() != 5 || math.Abs(h.GetSampleSum()-9e-5) > 1e-12 {
+				t.Errorf("server 0's pushes: %v", h)
+			}
+		case "server_1/pull":
+			if b[6].GetCumulativeCount() != 0 || b[7].GetCumulativeCount() != 4 || b[19].GetCumulativeCount() != 4 || h.GetSampleCount() != 5 || math.Abs(h.GetSampleSum()-6.004) > 1e-9 {
+				t.Errorf("server 1's pulls: %v", h)
+			}
+		}
 	}
 }
 

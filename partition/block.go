@@ -88,15 +88,28 @@ func newBlock(k, m int) *block {
 // build loads the subgraph of g induced by the given samples: local ids,
 // adjacency both ways. It does not touch the neighbour sets.
 func (b *block) build(g *graph.Graph, samples []uint32) {
+	b.buildRows(samples, g.SampleOffsets(), g.SampleAdjacency(), false)
+}
+
+// buildRows is build from rows in CSR form (off, adj): the rows of the
+// samples by their ids, or with local the rows 0..len(samples)−1 in order
+// (a block read from disk).
+func (b *block) buildRows(samples []uint32, off []int64, adj []uint32, local bool) {
 	b.samples = samples
 	nb := len(samples)
 	b.nb = nb
 	b.params = b.params[:0]
 	b.soff = grow(b.soff, nb+1)
 	b.sadj = b.sadj[:0]
-	off, adj := g.SampleOffsets(), g.SampleAdjacency()
+	row := func(s int) uint32 {
+		if local {
+			return uint32(s)
+		}
+		return samples[s]
+	}
 	var e int64
-	for _, u := range samples {
+	for s := range samples {
+		u := row(s)
 		e += off[u+1] - off[u]
 	}
 	if int64(cap(b.sadj)) < e {
@@ -104,7 +117,8 @@ func (b *block) build(g *graph.Graph, samples []uint32) {
 	}
 	loc := b.loc
 	b.soff[0] = 0
-	for s, u := range samples {
+	for s := range samples {
+		u := row(s)
 		for _, v := range adj[off[u]:off[u+1]] {
 			l := loc[v]
 			if l < 0 {

@@ -253,6 +253,23 @@ func LoadParamPart(path string, g *graph.Graph, k int) ([]int32, error) {
 // param.part, with which ReadDir checks that the part files are the ones
 // the summary vouches for.
 func WriteDir(dir string, g *graph.Graph, p *Placement, summary any) error {
+	return WriteDirFrom(dir, p.K,
+		PartSource{Lines: len(p.Data), Write: func(w io.Writer) error { return WriteDataPart(w, p) }},
+		PartSource{Lines: len(p.Param), Write: func(w io.Writer) error { return WriteParamPart(w, g, p) }},
+		summary)
+}
+
+// PartSource is a part file to write: its number of lines and a function
+// that writes them.
+type PartSource struct {
+	Lines int
+	Write func(io.Writer) error
+}
+
+// WriteDirFrom is WriteDir for a placement over k machines whose part
+// files are written by functions (a placement kept on disk): data.part
+// and param.part, then summary.json, each atomically.
+func WriteDirFrom(dir string, k int, data, param PartSource, summary any) error {
 	js, err := json.Marshal(summary)
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
@@ -265,12 +282,12 @@ func WriteDir(dir string, g *graph.Graph, p *Placement, summary any) error {
 		obj = map[string]json.RawMessage{}
 	}
 	if raw, ok := obj["k"]; ok {
-		var k int
-		if err := json.Unmarshal(raw, &k); err != nil || k != p.K {
-			return fmt.Errorf("placement.WriteDir %s: the summary has k = %s, the placement %d", dir, raw, p.K)
+		var sk int
+		if err := json.Unmarshal(raw, &sk); err != nil || sk != k {
+			return fmt.Errorf("placement.WriteDir %s: the summary has k = %s, the placement %d", dir, raw, k)
 		}
 	}
-	obj["k"], _ = json.Marshal(p.K)
+	obj["k"], _ = json.Marshal(k)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -280,27 +297,21 @@ func WriteDir(dir string, g *graph.Graph, p *Placement, summary any) error {
 	}
 	files := map[string]PartFileSum{}
 	for _, f := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{
-		{DataPartFile, func(w io.Writer) error { return WriteDataPart(w, p) }},
-		{ParamPartFile, func(w io.Writer) error { return WriteParamPart(w, g, p) }},
-	} {
+		name string
+		src  PartSource
+	}{{DataPartFile, data}, {ParamPartFile, param}} {
 		err := atomicfile.Write(filepath.Join(dir, f.name), func(w io.Writer) error {
 			h := crc32.New(castagnoli)
-			if err := f.write(io.MultiWriter(w, h)); err != nil {
+			if err := f.src.Write(io.MultiWriter(w, h)); err != nil {
 				return err
 			}
-			files[f.name] = PartFileSum{CRC32C: fmt.Sprintf("%08x", h.Sum32())}
+			files[f.name] = PartFileSum{Lines: f.src.Lines, CRC32C: fmt.Sprintf("%08x", h.Sum32())}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 	}
-	d, q := files[DataPartFile], files[ParamPartFile]
-	d.Lines, q.Lines = len(p.Data), len(p.Param)
-	files[DataPartFile], files[ParamPartFile] = d, q
 	obj["part_files"], _ = json.Marshal(files)
 	out, err := json.MarshalIndent(obj, "", "  ")
 	if err != nil {

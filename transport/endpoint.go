@@ -31,7 +31,8 @@ type Endpoint interface {
 	// link failed: a closed or reset connection, a malformed or oversized
 	// frame, a read that timed out. Only links whose peer proved it
 	// belongs to the cluster are reported: an incoming connection refused
-	// at the handshake (a wrong token, a wrong node id) names a node only
+	// at the handshake (a wrong token, a wrong node id, no certificate of
+	// the cluster's CA) names a node only
 	// by its own claim, so it is never reported here, and the node it
 	// claims to be is not blamed (see tcp.Config.Refused). A peer is
 	// reported once until its link is re-established; messages on the
@@ -60,7 +61,8 @@ var ErrUnknownPeer = errors.New("unknown peer")
 var ErrPeerClosed = errors.New("peer closed the link")
 
 // ErrRefused is wrapped by the errors for a connection refused at the
-// handshake: a wrong cluster token, a wrong node id or a version mismatch.
+// handshake, by either side: a wrong cluster token, a wrong node id, a
+// certificate the other side does not accept, TLS on one side only.
 var ErrRefused = errors.New("refused")
 
 // PeerError is an error on the link to one peer. Its message starts with

@@ -413,6 +413,7 @@ func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, i
 func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale float32) float64 {
 	var loss float64
 	w := 1 / float64(2*len(neg))
+	dot2, update3 := kernelsFor(d)
 	for i := 0; i+1 < len(pos); i += 2 {
 		pu, pv := int(pos[i]), int(pos[i+1])
 		eu, ev := vals[pu*d:(pu+1)*d], vals[pv*d:(pv+1)*d]
@@ -435,7 +436,8 @@ func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale flo
 				continue
 			}
 			en, gn := vals[pn*d:(pn+1)*d], grad[pn*d:(pn+1)*d]
-			s1, s2 := dot(eu, en), dot(en, ev)
+			f1, f2 := dot2(eu, ev, en)
+			s1, s2 := float64(f1), float64(f2)
 			e1, e2 := math.Exp(-math.Abs(s1)), math.Exp(-math.Abs(s2))
 			lin += max(s1, 0) + max(s2, 0)
 			prod *= (1 + e1) * (1 + e2)
@@ -444,11 +446,7 @@ func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale flo
 				prod = 1
 			}
 			c1, c2 := scale*float32(w*sigmoidOf(s1, e1)), scale*float32(w*sigmoidOf(s2, e2))
-			axpy(c1, en, gu)
-			axpy(c2, en, gv)
-			for j := range gn {
-				gn[j] += c1*eu[j] + c2*ev[j]
-			}
+			update3(c1, c2, eu, ev, en, gu, gv, gn)
 		}
 		loss += w * (lin + logs + math.Log(prod))
 	}

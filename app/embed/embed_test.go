@@ -61,7 +61,13 @@ func newApp(t testing.TB, pairs []Pair, cfg Config) *App {
 // central differences of its loss, on edges that share nodes and with a
 // negative that is an end of an edge (skipped for that edge).
 func TestLossGradCentralDifferences(t *testing.T) {
-	const d, keys = 5, 6
+	for _, d := range []int{5, 16} { // 16: the vector kernels, where the processor has them
+		lossGradCentralDifferences(t, d)
+	}
+}
+
+func lossGradCentralDifferences(t *testing.T, d int) {
+	const keys = 6
 	rng := rand.New(rand.NewPCG(3, 4))
 	vals := make([]float32, keys*d)
 	for i := range vals {

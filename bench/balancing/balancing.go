@@ -29,7 +29,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,6 +39,7 @@ import (
 	"colo/balance"
 	"colo/cluster"
 	"colo/internal/atomicfile"
+	"colo/internal/plot"
 	"colo/train"
 )
 
@@ -126,6 +126,9 @@ type RunResult struct {
 	ControlBytes int64   `json:"control_bytes"`
 	TrainBytes   int64   `json:"train_bytes"`
 	Seconds      float64 `json:"train_seconds"`
+	// Calibration is what a run with the slice measured (Slice: auto)
+	// found: α and the slice it chose, which is Slice.
+	Calibration *balance.Calibration `json:"calibration,omitempty"`
 }
 
 // Row is the median of a size and scheme's runs.
@@ -145,16 +148,22 @@ type Row struct {
 
 // Result is a whole experiment.
 type Result struct {
+	// Dataset names the data (the caller's).
+	Dataset         string      `json:"dataset,omitempty"`
 	Machines        int         `json:"machines"`
 	Batch           int         `json:"batch"`
 	RandomBandwidth float64     `json:"random_bandwidth_bytes_per_s"`
 	BandwidthChange string      `json:"bandwidth_change"`
 	Runs            []RunResult `json:"runs"`
 	Table           []Row       `json:"table"`
-	// Granularity is Fig. 6: Aware's ASRIT per slice on the first size;
-	// Eq4 the slice of Eq. 4, √(M·α/N) with the seed's α, in keys.
+	// Granularity is Fig. 6: Aware's ASRIT per slice on the first size,
+	// the last run with the slice measured (Config.Auto); Eq4 the slice
+	// of Eq. 4, √(M·α/N), with the α that run measured, and PaperEq4
+	// with the seed's α, in keys.
 	Granularity []RunResult `json:"granularity,omitempty"`
 	Eq4         float64     `json:"eq4_slice_keys,omitempty"`
+	Alpha       float64     `json:"alpha_keys,omitempty"`
+	PaperEq4    float64     `json:"eq4_paper_alpha_slice_keys,omitempty"`
 }
 
 // Run runs the experiment on data, loaded once (app.Open's).
@@ -177,16 +186,20 @@ func Run(ctx context.Context, cfg Config, data *app.Data) (*Result, error) {
 	}
 	res.Table = Table(res.Runs, cfg.Sizes, cfg.Schemes)
 	if len(cfg.Slices) > 0 {
-		for _, x := range cfg.Slices {
+		for _, x := range append(slices.Clone(cfg.Slices), 0) { // 0: measured
 			rr, err := train1(ctx, cfg, data, cfg.Sizes[0], balance.Aware, x, 0)
 			if err != nil {
 				return nil, err
 			}
 			res.Granularity = append(res.Granularity, rr)
 		}
-		if n := len(res.Granularity); n > 0 {
-			x, err := balance.Granularity(float64(res.Granularity[0].Keys), balance.PaperAlpha, jc.Machines)
-			if err == nil {
+		keys := float64(res.Granularity[0].Keys)
+		if x, err := balance.Granularity(keys, balance.PaperAlpha, jc.Machines); err == nil {
+			res.PaperEq4 = x
+		}
+		if c := res.Granularity[len(res.Granularity)-1].Calibration; c != nil && c.Alpha > 0 {
+			res.Alpha = c.Alpha
+			if x, err := balance.Granularity(keys, c.Alpha, jc.Machines); err == nil {
 				res.Eq4 = x
 			}
 		}
@@ -194,14 +207,17 @@ func Run(ctx context.Context, cfg Config, data *app.Data) (*Result, error) {
 	return res, nil
 }
 
-// train1 trains one run.
+// train1 trains one run; slice 0 measures it (Config.Auto).
 func train1(ctx context.Context, cfg Config, data *app.Data, size Size, scheme string, slice uint64, run int) (RunResult, error) {
 	job := cfg.Job
 	if err := app.SetOptions(&job, map[string]any{"hidden": size.Hidden}); err != nil {
 		return RunResult{}, err
 	}
 	b := cfg.Balance
-	b.Scheme, b.Slice = scheme, slice
+	b.Scheme, b.Slice, b.Auto = scheme, slice, slice == 0
+	if b.Auto {
+		b.Slice = balance.DefaultConfig().Slice
+	}
 	job.Config.Balance = &b
 	job.Config.MaxSteps = int64(cfg.Rounds * job.Config.Machines)
 	job.Config.MaxPasses = max(job.Config.MaxPasses, 1000)
@@ -225,6 +241,9 @@ func train1(ctx context.Context, cfg Config, data *app.Data, size Size, scheme s
 	}
 	if rep := tr.Balance; rep != nil {
 		rr.KeysMoved, rr.ControlBytes = rep.KeysMoved, rep.ControlBytes*int64(job.Config.Machines)
+		if c := rep.Calibration; c != nil {
+			rr.Calibration, rr.Slice = c, c.Slice
+		}
 		for _, d := range rep.Decisions {
 			rr.SRIT = append(rr.SRIT, d.Seconds)
 		}
@@ -307,12 +326,12 @@ func WriteTable(w io.Writer, rows []Row) error {
 }
 
 // Files are what WriteDir writes.
-var Files = []string{"balance.json", "balance.csv", "speed.svg", "srit.svg", "granularity.svg"}
+var Files = []string{"balance.json", "balance.csv", "speed.svg", "srit.svg", "granularity.svg", "speed.png", "srit.png", "granularity.png"}
 
 // WriteDir writes the result as JSON, the table as CSV, and the figures
 // (speed per scheme and size, SRIT per decision of the first run of each
-// scheme on the last size, ASRIT against the granularity) as SVG into
-// dir, each file replaced atomically.
+// scheme on the last size, ASRIT against the granularity) as SVG and PNG
+// into dir, each file replaced atomically.
 func WriteDir(dir string, res *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -339,14 +358,10 @@ func WriteDir(dir string, res *Result) error {
 	}); err != nil {
 		return err
 	}
-	if err := write("speed.svg", func(w io.Writer) error { return speedSVG(w, res) }); err != nil {
-		return err
+	for i, f := range []func(*Result) *plot.Figure{speedFigure, sritFigure, granularityFigure} {
+		if err := f(res).Save(filepath.Join(dir, Files[2+i])); err != nil {
+			return err
+		}
 	}
-	if err := write("srit.svg", func(w io.Writer) error { return sritSVG(w, res) }); err != nil {
-		return err
-	}
-	return write("granularity.svg", func(w io.Writer) error { return granularitySVG(w, res) })
+	return nil
 }
-
-// finite reports whether x is a number to plot.
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -1,9 +1,11 @@
 package balancing
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
+	"fmt"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"colo/app"
 	"colo/balance"
+	"colo/internal/plot/plottest"
 )
 
 // TestRunWritesEveryFile runs a small experiment on synthetic data and
@@ -53,8 +56,12 @@ func TestRunWritesEveryFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Runs) != 4 || len(res.Table) != 4 || len(res.Granularity) != 2 || res.Eq4 <= 0 {
-		t.Fatalf("%d runs, %d rows, %d granularity points, Eq. 4 %v", len(res.Runs), len(res.Table), len(res.Granularity), res.Eq4)
+	if len(res.Runs) != 4 || len(res.Table) != 4 || len(res.Granularity) != 3 || res.Eq4 <= 0 || res.Alpha <= 0 || res.PaperEq4 <= 0 {
+		t.Fatalf("%d runs, %d rows, %d granularity points, Eq. 4 %v (α %v), with the seed's α %v", len(res.Runs), len(res.Table), len(res.Granularity), res.Eq4, res.Alpha, res.PaperEq4)
+	}
+	// The last point of the sweep measured α; its slice is Eq. 4's.
+	if last := res.Granularity[2]; last.Calibration == nil || last.Slice != last.Calibration.Slice || last.Calibration.Alpha != res.Alpha {
+		t.Errorf("the measured point %+v, α %v", last, res.Alpha)
 	}
 	for _, r := range res.Runs {
 		if r.Rounds != 4 || r.ImagesPerMinute <= 0 || r.ASRIT <= 0 || len(r.SRIT) != 4 || r.TrainBytes <= 0 {
@@ -74,11 +81,20 @@ func TestRunWritesEveryFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.HasSuffix(name, ".svg") {
-			if err := xml.Unmarshal(b, new(struct{})); err != nil {
+			if _, err := plottest.Texts(b); err != nil {
 				t.Errorf("%s is not XML: %v", name, err)
 			}
 		}
+		if strings.HasSuffix(name, ".png") {
+			if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
 	}
+	res.Dataset = "blobs"
+	plottest.Check(t, speedFigure(res), "blobs: ", "images per minute", balance.Average, balance.Oracle, res.Table[0].Size)
+	plottest.Check(t, sritFigure(res), "single-round iteration time (SRIT)", balance.Average, balance.Oracle)
+	plottest.Check(t, granularityFigure(res), fmt.Sprintf("Eq. 4, measured α: %.0f", res.Eq4), fmt.Sprintf("Eq. 4, seed's α: %.0f", res.PaperEq4), "ASRIT (s)")
 	var back map[string]any
 	b2, _ := os.ReadFile(filepath.Join(dir, "balance.json"))
 	if err := json.Unmarshal(b2, &back); err != nil {

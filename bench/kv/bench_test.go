@@ -14,7 +14,7 @@ import (
 
 // benchCluster starts the cluster of benchConfig.
 func benchCluster(b testing.TB, servers, workers int, numKeys uint64, rawKeys bool) *cluster.Cluster {
-	c, err := cluster.Start(context.Background(), benchConfig(servers, workers, numKeys, rawKeys))
+	c, err := cluster.Start(context.Background(), benchConfig(servers, workers, numKeys, rawKeys, nil))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -27,6 +27,7 @@ package kv
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"sync"
@@ -48,9 +49,11 @@ import (
 type Record struct {
 	// Mode is "sparse" (random keys, one float32 each) or "dense" (one
 	// range of float32).
-	Mode    string `json:"mode"`
-	Servers int    `json:"servers"`
-	Workers int    `json:"workers"`
+	Mode string `json:"mode"`
+	// TLS: the links ran over mutual TLS (Config.TLS).
+	TLS     bool `json:"tls,omitempty"`
+	Servers int  `json:"servers"`
+	Workers int  `json:"workers"`
 	// Op is "push" or "pull".
 	Op string `json:"op"`
 	// KeysPerS counts the keys of every worker's requests per second.
@@ -142,6 +145,9 @@ type Config struct {
 	// Watch, when set, is called with each cluster's Cluster.Stats once
 	// it has started (colo bench kv --metrics serves them).
 	Watch func(stats func() []node.Stats)
+	// TLS, when not nil, runs every link of the clusters over mutual TLS
+	// with it (tcp.Config.TLS); the plain-TCP reference stays plain.
+	TLS *tls.Config
 }
 
 // DefaultConfig returns the configuration of `colo bench kv`: 1 × 1 and
@@ -204,11 +210,11 @@ func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	for _, shape := range cfg.Shapes {
 		for _, kind := range kvKinds {
 			n := kind.keys(len(keys), len(dense))
-			rec, err := benchOne(ctx, shape, kind.space(len(dense)), cfg.Duration, n, len(vals), calls[kind], cfg.Watch)
+			rec, err := benchOne(ctx, shape, kind.space(len(dense)), cfg.Duration, n, len(vals), calls[kind], cfg.Watch, cfg.TLS)
 			if err != nil {
 				return out, fmt.Errorf("%d × %d %s %s: %w", shape[0], shape[1], kind.mode, kind.op, err)
 			}
-			rec.Mode, rec.Op = kind.mode, kind.op
+			rec.Mode, rec.Op, rec.TLS = kind.mode, kind.op, cfg.TLS != nil
 			rec.MBPerS = rec.KeysPerS * kind.bytesPerKey() / 1e6
 			sec, err := benchPlain(ctx, shape, cfg.Duration, kind, n)
 			if err != nil {
@@ -243,13 +249,14 @@ func benchPlain(ctx context.Context, shape [2]int, d time.Duration, kind kvKind,
 // flight per worker, no round gate), keys [0, numKeys) split in even
 // ranges over the servers. Sparse requests use keys [0, 2^24); a dense
 // request covers the whole model, numKeys = its length, so that every
-// server holds and serves its share of it.
-func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) cluster.Config {
+// server holds and serves its share of it. tlsConfig, when not nil, puts
+// every link on mutual TLS.
+func benchConfig(servers, workers int, numKeys uint64, rawKeys bool, tlsConfig *tls.Config) cluster.Config {
 	cfg := cluster.DefaultConfig()
 	cfg.Machines, cfg.Servers, cfg.Workers = 0, servers, workers
 	cfg.NumKeys, cfg.Clock = numKeys, clock.Config{Mode: clock.Async}
 	cfg.Timeout = 10 * time.Second
-	cfg.Network = node.TCP{Tune: func(c *tcp.Config) { c.Frame.RawKeys = rawKeys }}
+	cfg.Network = node.TCP{TLS: tlsConfig, Tune: func(c *tcp.Config) { c.Frame.RawKeys = rawKeys }}
 	return cfg
 }
 
@@ -257,8 +264,8 @@ func benchConfig(servers, workers int, numKeys uint64, rawKeys bool) cluster.Con
 // and key space, keys framed raw (8 bytes each, as plainSizes counts
 // them).
 func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration, n int, dstLen int,
-	call func(*worker.Worker, []float32) *worker.Future, watch func(func() []node.Stats)) (Record, error) {
-	c, err := cluster.Start(ctx, benchConfig(shape[0], shape[1], numKeys, true))
+	call func(*worker.Worker, []float32) *worker.Future, watch func(func() []node.Stats), tlsConfig *tls.Config) (Record, error) {
+	c, err := cluster.Start(ctx, benchConfig(shape[0], shape[1], numKeys, true, tlsConfig))
 	if err != nil {
 		return Record{}, err
 	}

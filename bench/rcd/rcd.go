@@ -38,11 +38,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 
 	"colo/gossip"
 	"colo/gossip/job"
+	"colo/internal/atomicfile"
 	"colo/shard"
 )
 
@@ -190,7 +190,9 @@ type Row struct {
 
 // Result is the whole comparison.
 type Result struct {
-	Config    Config    `json:"-"`
+	Config Config `json:"-"`
+	// Dataset names the data (the caller's).
+	Dataset   string    `json:"dataset,omitempty"`
 	Workers   int       `json:"workers"`
 	Speeds    []float64 `json:"worker_speeds"`
 	Topology  string    `json:"topology"`
@@ -344,7 +346,7 @@ func WriteTable(w io.Writer, res *Result) error {
 }
 
 // Files are what WriteDir writes.
-var Files = []string{"rcd.json", "loss_vs_time.svg", "loss_vs_epoch.svg"}
+var Files = []string{"rcd.json", "loss_vs_time.svg", "loss_vs_epoch.svg", "loss_vs_time.png", "loss_vs_epoch.png"}
 
 // WriteJSON writes the result as indented JSON.
 func WriteJSON(w io.Writer, res *Result) error {
@@ -353,27 +355,21 @@ func WriteJSON(w io.Writer, res *Result) error {
 	return enc.Encode(res)
 }
 
-// WriteDir writes rcd.json and the two loss plots into dir.
+// WriteDir writes rcd.json and the two loss plots into dir, each plot as
+// SVG and PNG.
 func WriteDir(dir string, res *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	write := func(name string, f func(io.Writer) error) error {
-		var b strings.Builder
-		if err := f(&b); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644)
-	}
-	if err := write(Files[0], func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, Files[0]), func(w io.Writer) error { return WriteJSON(w, res) }); err != nil {
 		return err
 	}
 	series := make([]Series, len(res.Rows))
 	for i, r := range res.Rows {
 		series[i] = Series{Name: fmt.Sprintf("%s/%s F=%d", r.Algorithm, r.Shard, r.LocalSteps), Curve: r.curve}
 	}
-	if err := write(Files[1], func(w io.Writer) error { return PlotCurves(w, series, false, res.Target) }); err != nil {
+	if err := Figure(res.Title(), series, false, res.Target).Save(filepath.Join(dir, Files[1])); err != nil {
 		return err
 	}
-	return write(Files[2], func(w io.Writer) error { return PlotCurves(w, series, true, res.Target) })
+	return Figure(res.Title(), series, true, res.Target).Save(filepath.Join(dir, Files[2]))
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"image/png"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"colo/app/dense"
 	"colo/dataset"
 	"colo/gossip/job"
+	"colo/internal/plot"
+	"colo/internal/plot/plottest"
 	"colo/train"
 )
 
@@ -128,11 +132,36 @@ func TestRunSynthetic(t *testing.T) {
 			t.Errorf("rcd.json rows lack %q", key)
 		}
 	}
-	for _, f := range Files[1:] {
+	res.Dataset = "blobs"
+	for _, f := range Files[1:3] {
 		svg, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil || !bytes.HasPrefix(svg, []byte("<svg")) || bytes.Count(svg, []byte("<polyline")) != 6 {
-			t.Errorf("%s: %v, %d curves", f, err, bytes.Count(svg, []byte("<polyline")))
+		if err != nil {
+			t.Fatal(err)
 		}
+		texts, err := plottest.Texts(svg)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		all := strings.Join(texts, "\n")
+		for _, r := range res.Rows {
+			if name := fmt.Sprintf("%s/%s F=%d", r.Algorithm, r.Shard, r.LocalSteps); !strings.Contains(all, name) {
+				t.Errorf("%s: no series %q in %q", f, name, texts)
+			}
+		}
+		p, err := os.Open(plot.PNGPath(filepath.Join(dir, f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = png.Decode(p)
+		p.Close()
+		if err != nil {
+			t.Errorf("%s: %v", plot.PNGPath(f), err)
+		}
+	}
+	plottest.Check(t, Figure(res.Title(), []Series{{Name: "d-psgd/random F=1", Curve: res.Rows[0].curve}}, true, res.Target),
+		"d-psgd/random F=1", "epochs", "training loss", fmt.Sprintf("target %.3f", res.Target))
+	if want := "blobs: 4 workers of speeds "; !strings.HasPrefix(res.Title(), want) {
+		t.Errorf("title %q, want it to start with %q", res.Title(), want)
 	}
 	cfg.Runs = 0
 	if _, err := Run(context.Background(), cfg, d); err == nil || !strings.Contains(err.Error(), "runs 0") {

@@ -109,6 +109,8 @@ type Row struct {
 
 // Result is a whole study.
 type Result struct {
+	// Dataset names the data (the caller's).
+	Dataset     string      `json:"dataset,omitempty"`
 	App         string      `json:"app"`
 	Machines    int         `json:"machines"`
 	Consistency string      `json:"consistency"`
@@ -251,11 +253,11 @@ func classSpread(runs []*RunResult) (mean, largest float64) {
 }
 
 // Files are the files WriteDir writes.
-var Files = []string{"sharding.json", "sharding.csv", "runs.csv", "validation_accuracy.svg"}
+var Files = []string{"sharding.json", "sharding.csv", "runs.csv", "validation_accuracy.svg", "validation_accuracy.png"}
 
 // WriteDir writes the study to dir (made if missing): sharding.json (the
 // whole Result), sharding.csv (Table II), runs.csv (every run) and
-// validation_accuracy.svg (box plots), each atomically.
+// validation_accuracy.svg and .png (box plots), each atomically.
 func WriteDir(dir string, res *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -268,14 +270,13 @@ func WriteDir(dir string, res *Result) error {
 		},
 		func(w io.Writer) error { return WriteTableCSV(w, res.Table) },
 		func(w io.Writer) error { return writeRunsCSV(w, res.Runs) },
-		func(w io.Writer) error { return BoxPlot(w, res) },
 	}
 	for i, write := range writers {
 		if err := atomicfile.Write(filepath.Join(dir, Files[i]), write); err != nil {
 			return err
 		}
 	}
-	return nil
+	return BoxFigure(res).Save(filepath.Join(dir, Files[3]))
 }
 
 // WriteTable writes Table II for people, one scheme a line.

@@ -5,16 +5,18 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"encoding/xml"
+	"image/png"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"colo/app"
 	"colo/dataset"
+	"colo/internal/plot/plottest"
 	"colo/ps/clock"
 )
 
@@ -120,9 +122,29 @@ func TestRunWritesEveryFile(t *testing.T) {
 		}
 	}
 	svg, _ := os.ReadFile(filepath.Join(dir, "validation_accuracy.svg"))
-	if err := xml.Unmarshal(svg, new(struct{})); err != nil || strings.Count(string(svg), "<circle") != 4 {
-		t.Errorf("box plot: %v, %d dots", err, strings.Count(string(svg), "<circle"))
+	if _, err := plottest.Texts(svg); err != nil {
+		t.Errorf("validation_accuracy.svg: %v", err)
 	}
+	if f, err := os.Open(filepath.Join(dir, "validation_accuracy.png")); err != nil {
+		t.Error(err)
+	} else {
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("validation_accuracy.png: %v", err)
+		}
+		f.Close()
+	}
+	res.Dataset = "blobs"
+	fig := BoxFigure(res)
+	boxes := fig.Panels[0].Boxes
+	if len(boxes) != 2 || len(boxes[0].Points)+len(boxes[1].Points) != 4 {
+		t.Errorf("box plot: %+v, want 2 boxes of 2 runs", boxes)
+	}
+	for _, b := range boxes {
+		if !(b.Q[0] <= b.Q[1] && b.Q[1] <= b.Q[2] && b.Q[2] <= b.Q[3] && b.Q[3] <= b.Q[4]) || slices.Min(b.Points) != b.Q[0] || slices.Max(b.Points) != b.Q[4] {
+			t.Errorf("box %+v: quartiles out of order or whiskers not at the extremes", b)
+		}
+	}
+	plottest.Check(t, fig, res.Runs[0].Scheme, "final validation accuracy (%)", "blobs: ")
 }
 
 // TestValidate: a study without schemes, with one run, or with a

@@ -78,6 +78,15 @@ func (e *enumFlag[T]) String() string {
 	return string(*e.p)
 }
 
+// Values lists the flag's values, for completion.
+func (e *enumFlag[T]) Values() []string {
+	names := make([]string, len(e.values))
+	for i, v := range e.values {
+		names[i] = string(v)
+	}
+	return names
+}
+
 func (e *enumFlag[T]) Set(s string) error {
 	for _, v := range e.values {
 		if string(v) == s {

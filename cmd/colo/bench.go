@@ -11,6 +11,9 @@ import (
 	"colo/partition"
 )
 
+// benchNames are the benchmarks of colo bench.
+var benchNames = []string{"partition", "kv", "sharding", "balance", "rcd"}
+
 func runBench(e *env, args []string) error {
 	if len(args) > 0 && args[0] == "kv" {
 		return runBenchKV(e, args[1:])
@@ -30,7 +33,7 @@ func runBench(e *env, args []string) error {
 			return nil
 		}
 		if len(args) > 0 {
-			if s := suggest(args[0], []string{"partition", "kv", "sharding", "balance", "rcd"}); s != "" {
+			if s := suggest(args[0], benchNames); s != "" {
 				return usageError("unknown benchmark %q: did you mean %s?", args[0], s)
 			}
 		}
@@ -41,7 +44,7 @@ func runBench(e *env, args []string) error {
 			"writes "+
 			"DIR/bench.csv and DIR/bench.json (time, M_max, T_max, T_sum, max|U_i|, the\n"+
 			"objective, the random baseline and the improvements over it) and\n"+
-			"DIR/improvement.svg (T_max improvement over random against k). A dataset's\n"+
+			"DIR/improvement.svg and .png (T_max improvement over random against k). A dataset's\n"+
 			"format may follow its path after @ (e.g. facebook_combined.txt.gz@snap-undirected);\n"+
 			"otherwise --format or detection applies. Algorithms: "+fmt.Sprint(partition.Names())+", each\n"+
 			"optionally followed by +refine.")
@@ -99,7 +102,11 @@ func runBench(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteDir(*out, rs); err != nil {
+	settings := fmt.Sprintf("seed %d", opt.Seed)
+	if opt.Theta > 0 {
+		settings += fmt.Sprintf(", θ %d", opt.Theta)
+	}
+	if err := bench.WriteDir(*out, rs, settings); err != nil {
 		return err
 	}
 	if err := stampFile(e, filepath.Join(*out, bench.Files[1])); err != nil {
@@ -123,7 +130,7 @@ func runBench(e *env, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.out, "\nwritten to %s (bench.csv, bench.json, improvement.svg)\n", *out)
+	fmt.Fprintf(e.out, "\nwritten to %s (%s)\n", *out, strings.Join(bench.Files, ", "))
 	return nil
 }
 

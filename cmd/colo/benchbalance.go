@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"colo/app"
@@ -19,24 +22,32 @@ func runBenchBalance(e *env, args []string) error {
 			"rounds per scheme of --schemes, --runs times interleaved, and writes the\n"+
 			"images per minute, the mean round time against Oracle's, the round times\n"+
 			"(SRIT) and, with --slices, Aware's round time against the granularity:\n"+
-			"DIR/balance.json, balance.csv, speed.svg, srit.svg, granularity.svg.\n"+
+			"DIR/balance.json, balance.csv, speed.svg, srit.svg, granularity.svg, and\n"+
+			"each figure as PNG too.\n"+
 			"Every training flag of colo train applies.")
 	st := newStudy(f, map[string]string{"app": "mlp", "machines": "12", "batch": "384", "bandwidth-random": "200mbit", "updater": "adam", "lr": "0.001"}) // seed 002's Table 1: Adam 0.001, 32 samples a worker
 	t := &st.t
 	schemes := f.String("schemes", strings.Join(balance.Schemes, ","), "comma-separated schemes: average, elastic, aware, oracle")
-	sizes := f.Int("sizes", 3, "how many of the three model sizes, smallest first")
+	sizes := f.String("sizes", "3", "how many of the three model sizes, smallest first, or a list of their names (mobilenet/100, resnet50/100, alexnet/100)")
 	runs := f.Int("runs", 3, "trainings per size and scheme, interleaved; medians are reported")
 	rounds := f.Int("rounds", 40, "rounds of each training")
-	slices := f.String("slices", "", "granularities (keys) of Aware's sweep on the smallest model, such as 256,1024,4096,16384")
+	slices := f.String("slices", "", "granularities (keys) of Aware's sweep on the smallest model, such as 256,1024,4096,16384; the sweep adds a run of --slice auto, whose measured α marks Eq. 4")
 	data, job, err := st.job(f, args)
 	if err != nil {
 		return err
 	}
-	cfg := balancing.Config{Job: job, Schemes: splitList(*schemes), Sizes: balancing.Sizes[:min(max(*sizes, 1), 3)], Runs: *runs, Rounds: *rounds,
+	chosen, err := pickSizes(*sizes)
+	if err != nil {
+		return err
+	}
+	cfg := balancing.Config{Job: job, Schemes: splitList(*schemes), Sizes: chosen, Runs: *runs, Rounds: *rounds,
 		Balance: balance.DefaultConfig(), Progress: func(r balancing.RunResult) {
 			fmt.Fprintf(e.errOut, "%s %s run %d: %.0f images/min, round %.3f s, %d keys moved\n", r.Size, r.Scheme, r.Run, r.ImagesPerMinute, r.ASRIT, r.KeysMoved)
 		}}
-	cfg.Balance.Every, cfg.Balance.Slice, cfg.Balance.Probe = t.bal.Every, t.bal.Slice, t.bal.Probe
+	cfg.Balance.Every, cfg.Balance.Probe = t.bal.Every, t.bal.Probe
+	if cfg.Balance.Slice, cfg.Balance.Auto, err = t.bal.SliceSetting(); err != nil {
+		return usageError("%v", err)
+	}
 	if *slices != "" {
 		xs, err := parseInts(*slices)
 		if err != nil {
@@ -54,8 +65,35 @@ func runBenchBalance(e *env, args []string) error {
 	return st.run(e, data, job, fmt.Sprintf("%d machines, links from %s, %d rounds, %d runs of %s", job.Config.Machines, t.bal.Random, *rounds, *runs, strings.Join(cfg.Schemes, ", ")),
 		func(ctx context.Context, d *app.Data) (any, error) {
 			res, err = balancing.Run(ctx, cfg, d)
+			if res != nil {
+				res.Dataset = filepath.Base(data)
+			}
 			return res, err
 		},
 		func(dir string) error { return balancing.WriteDir(dir, res) }, "balance.json",
 		func(w io.Writer) error { return balancing.WriteTable(w, res.Table) }, balancing.Files)
+}
+
+// pickSizes reads --sizes: a count of the sizes, smallest first, or a
+// list of their names.
+func pickSizes(v string) ([]balancing.Size, error) {
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 1 || n > len(balancing.Sizes) {
+			return nil, usageError("--sizes %d: want 1 to %d", n, len(balancing.Sizes))
+		}
+		return balancing.Sizes[:n], nil
+	}
+	var out []balancing.Size
+	var names []string
+	for _, s := range balancing.Sizes {
+		names = append(names, s.Name)
+	}
+	for _, name := range splitList(v) {
+		i := slices.IndexFunc(balancing.Sizes, func(s balancing.Size) bool { return s.Name == name })
+		if i < 0 {
+			return nil, usageError("--sizes: no size %q: want a count or names among %s", name, strings.Join(names, ", "))
+		}
+		out = append(out, balancing.Sizes[i])
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"colo/app"
@@ -18,7 +19,7 @@ func runBenchSharding(e *env, args []string) error {
 			"the final training and validation loss and accuracy per scheme), the\n"+
 			"variance of each figure against the first scheme's, the spread of the\n"+
 			"per-class validation accuracy, and box plots of the validation accuracy:\n"+
-			"DIR/sharding.json, sharding.csv, runs.csv and validation_accuracy.svg.\n"+
+			"DIR/sharding.json, sharding.csv, runs.csv and validation_accuracy.svg and .png.\n"+
 			"Every training flag of colo train applies.")
 	st := newStudy(f, map[string]string{"app": "mlp", "machines": "12", "consistency": "async"})
 	schemes := f.String("schemes", "random,stratified,distaware", "comma-separated sharding schemes (distaware:K for K neighbourhoods); the first is the baseline")
@@ -39,6 +40,9 @@ func runBenchSharding(e *env, args []string) error {
 		job.App, job.Config.Machines, job.Config.Clock.Name(), job.Config.MaxPasses, *runs, strings.Join(cfg.Schemes, ", ")),
 		func(ctx context.Context, d *app.Data) (any, error) {
 			res, err = sharding.Run(ctx, cfg, d)
+			if res != nil {
+				res.Dataset = filepath.Base(data)
+			}
 			return res, err
 		},
 		func(dir string) error { return sharding.WriteDir(dir, res) }, "sharding.json",

@@ -7,6 +7,7 @@ import (
 
 	"colo/graph"
 	"colo/internal/atomicfile"
+	"colo/internal/plot"
 )
 
 func runConvert(e *env, args []string) error {
@@ -86,4 +87,13 @@ func writeOutput(e *env, path string, write func(io.Writer) error) error {
 		return bw.Flush()
 	}
 	return atomicfile.Write(path, write)
+}
+
+// writeFigure writes f as SVG to path and as PNG beside it (the same name
+// ending in .png), or only the SVG to standard output for "-".
+func writeFigure(e *env, path string, f *plot.Figure) error {
+	if path == "-" {
+		return writeOutput(e, path, f.SVG)
+	}
+	return f.Save(path)
 }

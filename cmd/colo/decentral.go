@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"os/signal"
 	"path/filepath"
@@ -63,6 +62,7 @@ func runGossipWorker(e *env, args []string) error {
 	rank := f.Int("rank", -1, "this worker's rank")
 	rendezvous := f.String("rendezvous", "", "rank 0's address (every rank but 0)")
 	out := f.String("out", "", "file of this worker's report")
+	host := f.String("host", "127.0.0.1", "the address this worker listens on")
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func runGossipWorker(e *env, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	return job.RunProcess(ctx, *spec, *rank, *rendezvous, *out, e.out)
+	return job.RunProcess(ctx, *spec, *rank, *host, *rendezvous, *out, e.out)
 }
 
 // decentralFlags are the flags of decentralised training.
@@ -85,7 +85,8 @@ type decentralFlags struct {
 	order             string
 	transport         string
 	target            float64
-	processes         bool
+	processes, netns  bool
+	batchWeighted     bool
 }
 
 func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
@@ -104,7 +105,9 @@ func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
 	f.StringVar(&d.function, "submodular", string(shard.FacilityLocation), "decentralised: the objective of --placement submodular: facility or graphcut")
 	f.StringVar(&d.order, "order", string(def.Order), "decentralised: atc (local step, then average) or cta (average, then the step of the gradient at the model before averaging: Alg. 2 as written)")
 	f.StringVar(&d.transport, "transport", "mem", "decentralised: mem (in-memory network, --link-bandwidth per worker's interface) or tcp (TCP on loopback in this process, --link-bandwidth per link)")
+	f.BoolVar(&d.netns, "netns", false, "decentralised: run each worker as a process in a network namespace of its own, its link shaped by tc at --link-bandwidth (needs root and iproute2)")
 	f.BoolVar(&d.processes, "processes", false, "decentralised: run each worker as a process of this binary on loopback, over TCP (--link-bandwidth per link)")
+	f.BoolVar(&d.batchWeighted, "batch-weighted", false, "decentralised: scale each worker's step by its batch over the mean batch (γ·N·B_i/batch), so the average weighs every sample equally (with proportional batches; Alg. 2 takes one γ)")
 	f.Float64Var(&d.target, "loss-target", math.Exp(-1), "decentralised: training loss whose first crossing is timed (seed 003: log loss −1)")
 }
 
@@ -128,7 +131,7 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 		return c, nt, usageError("--bandwidth-matrix: decentralised training takes --link-bandwidth only")
 	}
 	c.Workers, c.Topology, c.LocalSteps, c.Matcha, c.Budget = j.Config.Machines, d.topology, d.localSteps, d.matcha, d.budget
-	c.Order, c.Seed, c.Epochs = gossip.Order(d.order), j.Config.Seed, j.Config.MaxPasses
+	c.Order, c.Seed, c.Epochs, c.BatchWeighted = gossip.Order(d.order), j.Config.Seed, j.Config.MaxPasses, d.batchWeighted
 	c.Batch = 64 * c.Workers
 	if t.batch > 0 {
 		c.Batch = t.batch
@@ -158,7 +161,7 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 	}
 	switch d.transport {
 	case "mem":
-		nt.TCP = d.processes
+		nt.TCP = d.processes || d.netns
 	case "tcp":
 		nt.TCP = true
 	default:
@@ -221,9 +224,13 @@ func runDecentral(e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	var rep *job.Report
-	if d.processes {
-		fmt.Fprintf(e.errOut, "starting %d worker processes on loopback\n", cfg.Workers)
-		rep, err = data.TrainProcesses(ctx, j, cfg, shards, nt.Link, "")
+	if d.processes || d.netns {
+		where := "on loopback"
+		if d.netns {
+			where = "in network namespaces"
+		}
+		fmt.Fprintf(e.errOut, "starting %d worker processes %s\n", cfg.Workers, where)
+		rep, err = data.TrainProcesses(ctx, j, cfg, shards, job.Procs{Link: nt.Link, Netns: d.netns})
 	} else {
 		rep, err = data.Train(ctx, cfg, shards, nt)
 	}
@@ -250,7 +257,8 @@ func runDecentral(e *env, args []string) error {
 	}
 	if t.svgOut != "" {
 		s := []rcd.Series{{Name: alg + "/" + spec.Name(), Curve: rep.Curve}}
-		if err := writeOutput(e, t.svgOut, func(w io.Writer) error { return rcd.PlotCurves(w, s, false, d.target) }); err != nil {
+		title := fmt.Sprintf("%s: %s, %s on %d workers (%s, F=%d), %s shards", filepath.Base(pos[0]), j.App, alg, cfg.Workers, topologyWords(cfg), cfg.LocalSteps, spec.Name())
+		if err := writeFigure(e, t.svgOut, rcd.Figure(title, s, false, d.target)); err != nil {
 			return err
 		}
 	}
@@ -279,7 +287,7 @@ func runBenchRCD(e *env, args []string) error {
 			"--seed+1, …); prints the seconds until the training loss first reaches\n"+
 			"--loss-target, the test accuracy and the bytes per epoch, mean ± std;\n"+
 			"--json FILE writes the rows with every run, -o DIR also the loss against\n"+
-			"time and against epochs (SVG). Every flag of colo train --mode\n"+
+			"time and against epochs (SVG and PNG). Every flag of colo train --mode\n"+
 			"decentralised applies.")
 	var t trainFlags
 	t.register(f)
@@ -297,8 +305,8 @@ func runBenchRCD(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if d.matcha || d.weights != "" || d.processes {
-		return usageError("--matcha, --weights and --processes: the comparison runs both algorithms on --topology, in this process")
+	if d.matcha || d.weights != "" || d.processes || d.netns {
+		return usageError("--matcha, --weights, --processes and --netns: the comparison runs both algorithms on --topology, in this process")
 	}
 	g, nt, err := d.config(&t, j)
 	if err != nil {
@@ -335,6 +343,7 @@ func runBenchRCD(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	res.Dataset = filepath.Base(pos[0])
 	if err := rcd.WriteTable(e.out, res); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"colo/launch"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -81,9 +82,7 @@ func TestTrainDecentralised(t *testing.T) {
 	if len(r.Workers) != 4 || r.Workers[0].Slowdown != 8 || r.Workers[3].Samples < 7*r.Workers[0].Samples {
 		t.Errorf("workers %+v", r.Workers)
 	}
-	if b, err := os.ReadFile(svg); err != nil || !strings.HasPrefix(string(b), "<svg") {
-		t.Errorf("svg: %v", err)
-	}
+	checkFigure(t, svg, filepath.Base(data)+": mlp, d-psgd on 4 workers (exponential, F=2)", "target ")
 	weights := writeFile(t, "w.txt", "0.5 0.5 0 0\n0.5 0.4 0.2 0\n0 0.1 0.5 0.4\n0 0 0.4 0.6\n")
 	for _, c := range []struct {
 		args []string
@@ -153,8 +152,9 @@ func TestBenchRCD(t *testing.T) {
 }
 
 // TestTrainDecentralisedProcesses runs the workers as processes on
-// loopback: the same training as in one process over TCP, the losses and
-// the test accuracy bit for bit, the same bytes.
+// loopback, and in network namespaces where the host allows: the same
+// training as in one process over TCP, the losses and the test accuracy
+// bit for bit, the same bytes.
 func TestTrainDecentralisedProcesses(t *testing.T) {
 	data := blobsCSV(t, 300)
 	dir := t.TempDir()
@@ -170,7 +170,13 @@ func TestTrainDecentralisedProcesses(t *testing.T) {
 		} `json:"eval"`
 	}
 	var runs []summary
-	for i, extra := range [][]string{{"--transport", "tcp"}, {"--processes"}} {
+	modes := [][]string{{"--transport", "tcp"}, {"--processes"}}
+	if err := launch.CheckNetns(); err == nil {
+		modes = append(modes, []string{"--netns", "--link-bandwidth", "1gbit"})
+	} else {
+		t.Logf("not in network namespaces: %v", err)
+	}
+	for i, extra := range modes {
 		out := filepath.Join(dir, fmt.Sprintf("run%d.json", i))
 		cmd := exec.Command(coloBin, append(append(slices.Clone(args), extra...), "--json", out)...)
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -186,13 +192,15 @@ func TestTrainDecentralisedProcesses(t *testing.T) {
 		}
 		runs = append(runs, s)
 	}
-	a, b := runs[0], runs[1]
-	if a.Bytes != b.Bytes || a.Eval.Accuracy != b.Eval.Accuracy || len(a.Curve) != len(b.Curve) || len(a.Curve) == 0 {
-		t.Fatalf("in process %+v, processes %+v", a, b)
-	}
-	for i := range a.Curve {
-		if a.Curve[i] != b.Curve[i] {
-			t.Errorf("curve point %d: %v in process, %v as processes", i, a.Curve[i], b.Curve[i])
+	a := runs[0]
+	for m, b := range runs[1:] {
+		if a.Bytes != b.Bytes || a.Eval.Accuracy != b.Eval.Accuracy || len(a.Curve) != len(b.Curve) || len(a.Curve) == 0 {
+			t.Fatalf("in process %+v, %v %+v", a, modes[m+1], b)
+		}
+		for i := range a.Curve {
+			if a.Curve[i] != b.Curve[i] {
+				t.Errorf("curve point %d: %v in process, %v with %v", i, a.Curve[i], b.Curve[i], modes[m+1])
+			}
 		}
 	}
 }

@@ -28,7 +28,7 @@ func runDemo(e *env, args []string) error {
 	link := f.String("link-bandwidth", "100mbit", "emulated rate of each machine's link")
 	compare := f.String("compare", "random,"+defaultAlgo(), "placements to compare")
 	j := f.jsonOption("the runs (under \"results\")")
-	svgOut := f.String("svg", "", "write the training loss against time to this SVG file")
+	svgOut := f.String("svg", "", "write the training loss against time to this SVG file, and a PNG beside it")
 	var mf metrics.Flags
 	mf.Register(f.FlagSet)
 	var wf watchFlags

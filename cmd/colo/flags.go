@@ -39,6 +39,10 @@ func newFlags(e *env, name, usage, about string) *cmdFlags {
 // flags (writeJSON), and with --json on standard output the human output
 // goes to standard error.
 func (f *cmdFlags) parse(args []string, minPos, maxPos int) ([]string, error) {
+	if c := f.e.complete; c != nil {
+		f.completeFlags(f.e.out, c)
+		return nil, errCompleted
+	}
 	args = f.joinJSON(args)
 	var pos []string
 	for {

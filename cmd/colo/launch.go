@@ -37,6 +37,7 @@ func runLaunch(e *env, args []string) error {
 	f.StringVar(&cfg.Bin, "bin", "", "the colo binary to run (default: this one)")
 	f.IntVar(&cfg.Restarts, "restarts", 0, "when a process dies, stop the others and run the whole cluster and smoke job again from the start, up to this many times")
 	cfg.Metrics.Register(f.FlagSet) // every process's, labelled process=NAME
+	cfg.TLS.Register(f.FlagSet)     // every process's links
 	cfg.Log = e.errOut
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
@@ -46,6 +47,9 @@ func runLaunch(e *env, args []string) error {
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v (--machines, --servers, --workers, …)", err)
+	}
+	if _, err := cfg.TLS.Load(); err != nil {
+		return usageError("%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

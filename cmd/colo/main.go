@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 )
 
@@ -34,6 +35,9 @@ type env struct {
 	json io.Writer
 	// flags are the command's parsed flags, recorded in its JSON.
 	flags *cmdFlags
+	// complete, when set, asks commands to list their flags instead of
+	// running (colo __complete).
+	complete *completing
 }
 
 // stdout is where "-" writes: standard output, even when the human
@@ -60,6 +64,7 @@ func commands() []command {
 		{"node", "run a parameter-server node: scheduler, server, worker or machine", runNode},
 		{"launch", "start a parameter-server cluster of processes on loopback and run a smoke job", runLaunch},
 		{"version", "print the version, VCS revision and Go release of this build", runVersion},
+		{"completion", "print the script that completes colo's commands and flags in bash, zsh or fish", runCompletion},
 	}
 }
 
@@ -74,7 +79,35 @@ func usageError(format string, args ...any) error {
 
 func main() {
 	e := &env{out: os.Stdout, errOut: os.Stderr, isTerminal: isTerminal(os.Stderr)}
-	os.Exit(run(e, os.Args[1:]))
+	stop, err := profile(os.Getenv("COLO_CPUPROFILE"))
+	if err != nil {
+		fmt.Fprintf(e.errOut, "colo: COLO_CPUPROFILE: %v\n", err)
+		os.Exit(2)
+	}
+	code := run(e, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// profile starts a CPU profile of the whole command into path (nothing
+// when path is empty) and returns the function that writes it out: go
+// tool pprof reads it.
+func profile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // run executes one command line and returns the exit status.
@@ -94,6 +127,8 @@ func run(e *env, args []string) int {
 	case "--version":
 		fmt.Fprintln(e.out, readBuild())
 		return 0
+	case "__complete":
+		return runComplete(e, args[1:])
 	}
 	for _, c := range commands() {
 		if c.name != name {

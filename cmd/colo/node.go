@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,7 @@ type nodeFlags struct {
 	train               trainFlags
 	df                  dataFlags
 	cl                  launch.ClusterFlags // --interface, --port, --port-range
+	tls                 launch.TLSFlags     // --tls-cert, --tls-key, --tls-ca
 }
 
 func (nf *nodeFlags) register(f *cmdFlags) {
@@ -63,6 +65,7 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.BoolVar(&nf.insecure, "insecure", false, "scheduler: run without --token, an open cluster that any process reaching its port can join or end")
 	f.StringVar(&nf.host, "host", "", "address this node listens on and advertises (default: its address on the route to --scheduler)")
 	nf.cl.Register(f.FlagSet)
+	nf.tls.Register(f.FlagSet)
 	f.IntVar(&nf.rank, "rank", -1, "ask for this server/worker rank (-1: any)")
 	nf.metrics.Register(f.FlagSet)
 	f.StringVar(&nf.dashboard, "dashboard", "", "scheduler: serve a live dashboard at http://ADDR/, such as :8080, of what the scheduler sees: its traffic with every node")
@@ -107,6 +110,9 @@ func runNode(e *env, args []string) error {
 			"(a train.Job as JSON, as colo train --processes writes it), or from the\n"+
 			"training flags, where --updater, --lr, --l2 and --batch default to colo\n"+
 			"train's (adagrad, the application's rate and L2, full batches).\n\n"+
+			"Nodes prove the token to each other without sending it. With --tls-cert,\n"+
+			"--tls-key and --tls-ca every link is mutual TLS 1.3: a peer without a\n"+
+			"certificate of that CA is refused (see docs/deploy.md).\n\n"+
 			"Every flag can also be set by an environment variable: COLO_ROLE,\n"+
 			"COLO_SCHEDULER, COLO_NUM_SERVERS, COLO_NUM_WORKERS, COLO_TOKEN, COLO_HOST,\n"+
 			"COLO_RANK, COLO_METRICS, … (the flag's name in upper case, '-' as '_');\n"+
@@ -129,6 +135,10 @@ func runNode(e *env, args []string) error {
 	if err != nil {
 		return usageError("--role: %v", err)
 	}
+	tlsConfig, err := nf.tls.Load()
+	if err != nil {
+		return usageError("%v", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var logf func(format string, args ...any) // nil: quiet
@@ -139,7 +149,7 @@ func runNode(e *env, args []string) error {
 		// The scheduler writes no JSON: under mpirun or srun every rank
 		// gets --json, and its address and end stay on standard output.
 		f.unrouteJSON()
-		return runScheduler(ctx, e, &nf)
+		return runScheduler(ctx, e, &nf, tlsConfig)
 	}
 	if err := checkOutputs(output{"--result", nf.result, false}); err != nil {
 		return err
@@ -197,7 +207,7 @@ func runNode(e *env, args []string) error {
 		return usageError("%v", err)
 	}
 	defer ports.Close()
-	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, Tune: ports.Tune(rates.Tune(nil)), Logf: refused}
+	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, TLS: tlsConfig, Tune: ports.Tune(rates.Tune(nil)), Logf: refused}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
@@ -269,7 +279,7 @@ func runNode(e *env, args []string) error {
 }
 
 // runScheduler runs the scheduler until the job ends.
-func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
+func runScheduler(ctx context.Context, e *env, nf *nodeFlags, tlsConfig *tls.Config) error {
 	mode, err := clock.ParseMode(nf.consistency)
 	if err != nil {
 		return usageError("--consistency: %v", err)
@@ -296,7 +306,7 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags) error {
 	}
 	dash.Status(fmt.Sprintf("scheduling %d servers and %d workers", cfg.NumServers, cfg.NumWorkers))
 	watch := func(stats func() transport.Stats) { dash.WatchEndpoint(proto.SchedulerID, stats) }
-	err = launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, Insecure: nf.insecure, Metrics: nf.metrics, Watch: watch, Out: e.out, Log: e.errOut})
+	err = launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, TLS: tlsConfig, Insecure: nf.insecure, Metrics: nf.metrics, Watch: watch, Out: e.out, Log: e.errOut})
 	if err != nil {
 		dash.Status("failed: " + err.Error())
 	} else {

@@ -40,6 +40,8 @@ func runPartition(e *env, args []string) error {
 	out := f.String("o", "", "output directory (required)")
 	j := f.jsonOption("the summary")
 	algoFlags(f, &opt)
+	var mf memoryFlags
+	mf.register(f)
 	var ps psFlags
 	ps.register(f)
 	pos, err := f.parse(args, 1, 1)
@@ -61,6 +63,13 @@ func runPartition(e *env, args []string) error {
 	}
 	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
 		return err
+	}
+	if memCap, ok, err := mf.cap(pos[0], *algo); err != nil {
+		return err
+	} else if ok && ps.on() {
+		return usageError("--processes, --ps-workers: every process loads FILE whole, not out of core (--memory %s; off loads it)", mf.memory)
+	} else if ok {
+		return runPartitionFile(e, pos[0], *out, *algo, opt, &df, &mf, memCap, j)
 	}
 	load := startPhase(e, "load "+pos[0], 1)
 	g, loadTime, err := df.load(pos[0])

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -87,7 +86,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.features, "features", string(sparse.FeaturesAuto), "lr: feature values: raw, l2 (unit-norm samples), log1p-l2, or auto (raw for binary data, log1p-l2 otherwise)")
 	f.Uint64Var(&t.seed, "seed", 1, "random seed of placement, batches and initial values")
 	t.json = f.jsonOption("the summary (with --compare, the runs under \"results\")")
-	f.StringVar(&t.svgOut, "svg", "", "write a plot of the training loss against time to this SVG file")
+	f.StringVar(&t.svgOut, "svg", "", "write a plot of the training loss against time to this SVG file, and a PNG beside it")
 	t.mf = mf.DefaultConfig()
 	f.IntVar(&t.mf.Rank, "rank", t.mf.Rank, "mf: dimension of the factors")
 	f.Float64Var(&t.holdout, "holdout", -1, "mf, embed: fraction of the entries (mf) or edges (embed) held out for evaluation when there is no --test (-1: the application's default, mf 0.1, embed 0.05)")
@@ -392,8 +391,8 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 	return runs, nil
 }
 
-// reportRuns prints the side-by-side table and writes the JSON and SVG,
-// whose title names the dataset.
+// reportRuns prints the side-by-side table and writes the JSON and the
+// plot (SVG and PNG), whose title names the dataset.
 func reportRuns(e *env, runs []*train.Result, dataset, jsonOut, svgOut string) error {
 	fmt.Fprintln(e.out)
 	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -451,7 +450,7 @@ func reportRuns(e *env, runs []*train.Result, dataset, jsonOut, svgOut string) e
 		}
 	}
 	if svgOut != "" {
-		if err := writeOutput(e, svgOut, func(w io.Writer) error { return train.PlotLossTitled(w, dataset+": "+train.Settings(runs), runs) }); err != nil {
+		if err := writeFigure(e, svgOut, train.LossFigure(dataset+": "+train.Settings(runs), runs)); err != nil {
 			return err
 		}
 	}

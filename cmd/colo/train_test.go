@@ -3,10 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"colo/internal/plot"
+	"colo/internal/plot/plottest"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -45,8 +50,34 @@ func TestTrainJSON(t *testing.T) {
 	if r["rounds"] != 2.0 || r["predicted_inter_values"] != r["inter_values"] {
 		t.Errorf("rounds %v, predicted %v, counted %v", r["rounds"], r["predicted_inter_values"], r["inter_values"])
 	}
-	if s, err := os.ReadFile(svg); err != nil || !strings.Contains(string(s), "<polyline") {
-		t.Errorf("SVG: %v", err)
+	checkFigure(t, svg, filepath.Base(data)+": ")
+}
+
+// checkFigure checks a figure written with writeFigure: the SVG at path
+// parses and holds the texts of want, and the PNG beside it decodes.
+func checkFigure(t *testing.T, path string, want ...string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := plottest.Texts(b)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	all := strings.Join(texts, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("%s: no text %q in %q", path, w, texts)
+		}
+	}
+	f, err := os.Open(plot.PNGPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("%s: %v", plot.PNGPath(path), err)
 	}
 }
 
@@ -124,13 +155,30 @@ func TestTrainMetricsFile(t *testing.T) {
 	if l := mfs["colo_train_loss"]; l == nil || !(l.GetMetric()[0].GetGauge().GetValue() > 0) {
 		t.Errorf("colo_train_loss: %v", l)
 	}
-	for _, name := range []string{"colo_link_bytes_total", "colo_server_pulls_total", "colo_worker_round", "colo_train_round_seconds", "go_goroutines"} {
+	for _, name := range []string{"colo_link_bytes_total", "colo_server_pulls_total", "colo_worker_round", "colo_train_round_seconds", "go_goroutines",
+		"colo_server_key_share", "colo_worker_request_duration_seconds"} {
 		if mfs[name] == nil {
 			t.Errorf("no family %s", name)
 		}
 	}
 	if n := len(mfs["colo_worker_round"].GetMetric()); n != 2 {
 		t.Errorf("%d workers' rounds, want 2", n)
+	}
+	share := 0.0
+	for _, m := range mfs["colo_server_key_share"].GetMetric() {
+		share += m.GetGauge().GetValue()
+	}
+	if math.Abs(share-1) > 1e-9 {
+		t.Errorf("the servers' key shares sum to %v, want 1", share)
+	}
+	// Every worker pulled from and pushed to every server, each round.
+	if n := len(mfs["colo_worker_request_duration_seconds"].GetMetric()); n != 2*2*2 {
+		t.Errorf("%d round-trip histograms, want 8 (2 workers, 2 servers, push and pull)", n)
+	}
+	for _, m := range mfs["colo_worker_request_duration_seconds"].GetMetric() {
+		if h := m.GetHistogram(); h.GetSampleCount() == 0 || !(h.GetSampleSum() > 0) {
+			t.Errorf("an empty round-trip histogram: %v", m)
+		}
 	}
 }
 

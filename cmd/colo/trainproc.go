@@ -149,6 +149,7 @@ type deployment struct {
 	deadline         time.Duration
 	restarts         int
 	metrics          metrics.Flags
+	tls              launch.TLSFlags
 	logf             func(format string, args ...any)
 }
 
@@ -158,6 +159,7 @@ func (d *deployment) register(f *cmdFlags) {
 	f.DurationVar(&d.deadline, "deadline", 0, "--processes, --netns: stop the cluster after this long (0: no limit; failed or silent nodes end the job anyway)")
 	f.IntVar(&d.restarts, "restarts", 0, "--processes, --netns: when a process dies, stop the others and restart the whole job from its last checkpoint (--checkpoint), up to this many times")
 	d.metrics.Register(f.FlagSet)
+	d.tls.Register(f.FlagSet)
 }
 
 // check validates the flags of d with the training configuration, before
@@ -170,6 +172,11 @@ func (d *deployment) check(cfg train.Config) error {
 		return usageError("--restarts restarts processes: add --processes or --netns")
 	case d.restarts > 0 && cfg.Checkpoint.Dir == "":
 		return usageError("--restarts %d needs --checkpoint and --checkpoint-every to restart from", d.restarts)
+	case d.tls.Enabled() && !d.processes && !d.netns:
+		return usageError("--tls-cert, --tls-key and --tls-ca secure the links between processes: add --processes or --netns")
+	}
+	if _, err := d.tls.Load(); err != nil {
+		return usageError("%v", err)
 	}
 	if !d.netns {
 		return nil
@@ -191,5 +198,5 @@ func (d *deployment) deployer(g *graph.Graph, watch func(stats func() []node.Sta
 	if !d.processes && !d.netns {
 		return cluster.InProcess{Watch: watch}
 	}
-	return &launch.Processes{Graph: g, Netns: d.netns, Deadline: d.deadline, Restarts: d.restarts, Logf: d.logf}
+	return &launch.Processes{Graph: g, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Logf: d.logf}
 }

@@ -58,15 +58,45 @@ type book struct {
 	Start int64    `json:"start_unix_ns"`
 }
 
-// TrainProcesses trains as Train does, but with every
-// worker a process of bin ("" for this binary) on loopback, talking TCP
-// (colo train --mode gossip-worker): it writes the ProcSpec to a
-// temporary directory, starts rank 0 and then the others, waits for all,
-// reads their reports and assembles the result. Link limits each TCP
-// link.
-func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Config, shards [][]int32, link float64, bin string) (*Report, error) {
+// Procs says how TrainProcesses runs its workers.
+type Procs struct {
+	// Bin is the binary of the processes ("" for this one).
+	Bin string
+	// Link is the rate of each worker's link in bytes per second (0:
+	// unlimited).
+	Link float64
+	// Netns runs each worker in a Linux network namespace of its own
+	// (launch.Netns: root and iproute2), its link shaped by tc at Link;
+	// otherwise every worker runs on loopback and each TCP link is
+	// limited to Link.
+	Netns bool
+}
+
+// TrainProcesses trains as Train does, but with every worker a process
+// (colo train --mode gossip-worker) talking TCP, on loopback or in
+// network namespaces (p): it writes the ProcSpec to a temporary
+// directory, starts rank 0 and then the others, waits for all, reads
+// their reports and assembles the result.
+func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Config, shards [][]int32, p Procs) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	var starter launch.Starter = launch.Loopback{}
+	link := p.Link
+	if p.Netns {
+		if err := launch.CheckNetns(); err != nil {
+			return nil, err
+		}
+		rate := ""
+		if p.Link > 0 {
+			rate = fmt.Sprintf("%.0fbit", 8*p.Link)
+		}
+		ns, err := launch.NewNetns(cfg.Workers+1, rate) // host 0 is left idle; worker i is host i+1
+		if err != nil {
+			return nil, err
+		}
+		defer ns.Close()
+		starter, link = ns, 0 // tc shapes the links
 	}
 	dir, err := os.MkdirTemp("", "colo-gossip-")
 	if err != nil {
@@ -83,10 +113,10 @@ func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Confi
 	if err := os.WriteFile(specPath, b, 0o600); err != nil {
 		return nil, err
 	}
-	sup := launch.NewSupervisor(bin, launch.Loopback{})
+	sup := launch.NewSupervisor(p.Bin, starter)
 	args := func(rank int, rendezvous string) []string {
 		a := []string{"train", "--mode", "gossip-worker", "--spec", specPath, "--rank", strconv.Itoa(rank),
-			"--out", filepath.Join(dir, fmt.Sprintf("worker%d.json", rank))}
+			"--out", filepath.Join(dir, fmt.Sprintf("worker%d.json", rank)), "--host", starter.Addr(rank + 1)}
 		if rendezvous != "" {
 			a = append(a, "--rendezvous", rendezvous)
 		}
@@ -124,11 +154,11 @@ func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Confi
 }
 
 // RunProcess is what one worker process runs: it reads the ProcSpec at
-// specPath, loads the job's data, opens a TCP endpoint on loopback, meets
+// specPath, loads the job's data, opens a TCP endpoint on addr, meets
 // the others (rank 0 prints its address to stdout; the others are given
 // it as rendezvous), trains its shard and writes its gossip.WorkerReport
 // as JSON to out.
-func RunProcess(ctx context.Context, specPath string, rank int, rendezvous, out string, stdout io.Writer) error {
+func RunProcess(ctx context.Context, specPath string, rank int, addr, rendezvous, out string, stdout io.Writer) error {
 	b, err := os.ReadFile(specPath)
 	if err != nil {
 		return err
@@ -152,7 +182,7 @@ func RunProcess(ctx context.Context, specPath string, rank int, rendezvous, out 
 		return err
 	}
 	rates := node.Rates{Link: spec.Link, Host: func(id transport.NodeID) (int, bool) { return int(id) - 1, true }}
-	ep, err := node.TCP{Host: "127.0.0.1", Token: spec.Token, Tune: rates.Tune(nil)}.Listen(gossip.WorkerID(rank))
+	ep, err := node.TCP{Host: addr, Token: spec.Token, Tune: rates.Tune(nil)}.Listen(gossip.WorkerID(rank))
 	if err != nil {
 		return err
 	}

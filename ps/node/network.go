@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"net"
 
 	"colo/ps/proto"
@@ -29,8 +30,11 @@ type TCP struct {
 	// Host is the address to listen on and to advertise, such as
 	// "127.0.0.1" or "10.0.0.2".
 	Host string
-	// Token is the cluster token.
+	// Token is the cluster token, which the endpoints prove to each other
+	// without sending it.
 	Token string
+	// TLS, when not nil, runs every link over mutual TLS (tcp.Config.TLS).
+	TLS *tls.Config
 	// Tune, when not nil, adjusts each endpoint's configuration.
 	Tune func(*tcp.Config)
 	// Logf, when not nil, receives a line for every incoming connection
@@ -49,7 +53,7 @@ func (n TCP) Listen(id transport.NodeID) (Endpoint, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	cfg.ID, cfg.Addr, cfg.Token = id, net.JoinHostPort(host, "0"), n.Token
+	cfg.ID, cfg.Addr, cfg.Token, cfg.TLS = id, net.JoinHostPort(host, "0"), n.Token, n.TLS
 	if role, _ := proto.Identify(id); role == proto.RoleServer {
 		cfg.Early = earlyPush
 	}
@@ -103,8 +107,8 @@ func earlyPush(h *transport.Header, nvals int) bool {
 
 // RefusedLogger returns a tcp.Config.Refused that logs each refused
 // connection to the endpoint of node id through logf: "scheduler:
-// refused a connection from 10.0.0.9:41234 claiming to be worker 0:
-// refused: wrong cluster token".
+// refused a connection from 10.0.0.9:41234 (claiming to be worker 0):
+// refused: wrong cluster token: the dialer's proof did not match".
 func RefusedLogger(id transport.NodeID, logf func(format string, args ...any)) func(string, transport.NodeID, error) {
 	return func(addr string, claimed transport.NodeID, err error) {
 		who := "no valid hello"

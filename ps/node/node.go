@@ -216,7 +216,7 @@ func register(ctx context.Context, cfg Config) (proto.Assign, error) {
 	defer ep.Close()
 	ep.SetPeer(proto.SchedulerID, cfg.Scheduler)
 	reg := proto.Control(proto.CmdRegister, proto.Register{
-		Role: cfg.Role, Token: cfg.Token, Addr: ep.Addr(), Rank: cfg.Rank,
+		Role: cfg.Role, Token: proto.TokenDigest(cfg.Token), Addr: ep.Addr(), Rank: cfg.Rank,
 		NumServers: cfg.NumServers, NumWorkers: cfg.NumWorkers, Host: cfg.Host,
 	})
 	backoff := 10 * time.Millisecond

@@ -33,7 +33,9 @@
 package proto
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,7 +210,11 @@ const (
 
 // Register is a node's request to join: sent from its provisional id.
 type Register struct {
-	Role  Role
+	Role Role
+	// Token is TokenDigest of the node's cluster token, never the token:
+	// over TCP the handshake has already proved the token, and this check
+	// refuses, on transports without a handshake, a node configured for
+	// another cluster.
 	Token string
 	// Addr is where the scheduler reaches the provisional endpoint.
 	Addr string
@@ -220,6 +226,17 @@ type Register struct {
 	NumServers, NumWorkers int
 	// Host names the machine, for the address book and logs.
 	Host string
+}
+
+// TokenDigest returns what Register carries for a cluster token: the
+// hex SHA-256 of a label and the token, "" for no token. It is no
+// secret to whoever passed the handshake, which needs the token itself.
+func TokenDigest(token string) string {
+	if token == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("colo register token\x00" + token))
+	return hex.EncodeToString(sum[:])
 }
 
 // Assign is the scheduler's answer to Register.

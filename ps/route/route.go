@@ -339,6 +339,45 @@ func (t *Table) Index(s int) *Index {
 	return x
 }
 
+// Share returns the fraction of the placed keys [0, NumKeys) that server
+// s owns, or of the whole uint64 space for an unbounded table: its share
+// of the model, a measure of its load. It costs O(1) for Ranges, O(runs)
+// for Runs and O(NumKeys) for Dense.
+func (t *Table) Share(s int) float64 {
+	var owned uint64
+	switch t.kind {
+	case Ranges:
+		lo, hi, _ := t.Range(s)
+		if t.numKeys == 0 {
+			switch {
+			case s == t.servers-1 && lo == 0:
+				return 1
+			case s == t.servers-1:
+				return float64(-lo) / (1 << 64) // 2^64 − lo
+			}
+			return float64(hi-lo) / (1 << 64)
+		}
+		owned = min(hi, t.numKeys) - min(lo, t.numKeys)
+	case Runs:
+		for i, st := range t.starts {
+			if int(t.owners[i]) == s {
+				end := t.numKeys
+				if i+1 < len(t.starts) {
+					end = t.starts[i+1]
+				}
+				owned += end - st
+			}
+		}
+	case Dense:
+		for _, o := range t.owners {
+			if int(o) == s {
+				owned++
+			}
+		}
+	}
+	return float64(owned) / float64(t.numKeys)
+}
+
 // Encoding: 'R', version 1, kind, then uvarints: servers, numKeys; then
 // Ranges: S start gaps; Runs: count, then per run the gap from the
 // previous start and the owner; Dense: owners as bytes (S ≤ 256) or

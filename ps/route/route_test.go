@@ -16,6 +16,16 @@ func check(t *testing.T, tb *Table, param []int32, servers int) {
 			t.Fatalf("%v: key %d owned by %d, placement says %d", tb, v, got, s)
 		}
 	}
+	// Share against a count of the placement.
+	counts := make([]int, servers)
+	for _, s := range param {
+		counts[s]++
+	}
+	for s, n := range counts {
+		if got, want := tb.Share(s), float64(n)/float64(len(param)); got != want {
+			t.Fatalf("%v: server %d's share %v, the placement gives it %d of %d keys", tb, s, got, n, len(param))
+		}
+	}
 	b, err := tb.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +132,17 @@ func TestUniform(t *testing.T) {
 	}
 	if full.Index(0).Size() != 0 {
 		t.Error("unbounded table has an index")
+	}
+	one, _ := Uniform(1, 0)
+	half, _ := FromRanges([]uint64{0, 1 << 63}, 0)
+	for _, c := range []struct {
+		tb   *Table
+		s    int
+		want float64
+	}{{full, 0, 0.25}, {full, 3, 0.25}, {one, 0, 1}, {half, 0, 0.5}, {half, 1, 0.5}} {
+		if got := c.tb.Share(c.s); got != c.want {
+			t.Errorf("%v: server %d's share %v, want %v", c.tb, c.s, got, c.want)
+		}
 	}
 	if _, err := Uniform(0, 10); err == nil {
 		t.Error("Uniform with 0 servers")

@@ -38,6 +38,7 @@ package sched
 
 import (
 	"cmp"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"math"
@@ -61,7 +62,8 @@ type Config struct {
 	// ready too, and ends when the workers are done, whatever the
 	// evaluators do.
 	NumEvaluators int
-	// Token is the cluster token nodes must present.
+	// Token is the cluster token: a Register must carry its
+	// proto.TokenDigest.
 	Token string
 	// Table is the routing table; nil splits [0, NumKeys) (or the whole
 	// key space when NumKeys is 0) evenly among the servers.
@@ -313,7 +315,7 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 		}
 		return
 	}
-	if r.Token != c.cfg.Token {
+	if subtle.ConstantTimeCompare([]byte(r.Token), []byte(proto.TokenDigest(c.cfg.Token))) != 1 {
 		refuse("wrong cluster token")
 		return
 	}

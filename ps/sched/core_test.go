@@ -43,7 +43,7 @@ func newCore(t *testing.T, s, w int) *Core {
 // ids and the outs of its Ready.
 func join(t *testing.T, c *Core, prov uint32, role proto.Role, rank int) (proto.Assign, []Out) {
 	t.Helper()
-	outs := c.Handle(msg(proto.Provisional(prov), proto.CmdRegister, proto.Register{Role: role, Token: "tok", Addr: "a", Rank: rank}))
+	outs := c.Handle(msg(proto.Provisional(prov), proto.CmdRegister, proto.Register{Role: role, Token: proto.TokenDigest("tok"), Addr: "a", Rank: rank}))
 	as := find(outs, proto.CmdAssign)
 	if len(as) != 1 || as[0].Addr != "a" || as[0].To != proto.Provisional(prov) {
 		t.Fatalf("register: %+v", outs)
@@ -77,7 +77,7 @@ func TestRegistration(t *testing.T) {
 		t.Fatalf("logs %q", logs)
 	}
 	// Asking for a taken rank is refused.
-	outs = c.Handle(msg(proto.Provisional(3), proto.CmdRegister, proto.Register{Role: proto.RoleServer, Token: "tok", Addr: "c", Rank: 0}))
+	outs = c.Handle(msg(proto.Provisional(3), proto.CmdRegister, proto.Register{Role: proto.RoleServer, Token: proto.TokenDigest("tok"), Addr: "c", Rank: 0}))
 	if len(find(outs, proto.CmdRefuse)) != 1 {
 		t.Fatalf("taken rank: %+v", outs)
 	}
@@ -95,12 +95,12 @@ func TestRegistration(t *testing.T) {
 		t.Fatalf("address book %+v", st.Peers)
 	}
 	// Too late to join.
-	outs = c.Handle(msg(proto.Provisional(5), proto.CmdRegister, proto.Register{Role: proto.RoleWorker, Token: "tok", Addr: "d", Rank: -1}))
+	outs = c.Handle(msg(proto.Provisional(5), proto.CmdRegister, proto.Register{Role: proto.RoleWorker, Token: proto.TokenDigest("tok"), Addr: "d", Rank: -1}))
 	if len(find(outs, proto.CmdRefuse)) != 1 {
 		t.Fatalf("late registration: %+v", outs)
 	}
 	// A retried registration gets the same answer.
-	outs = c.Handle(msg(proto.Provisional(1), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: "tok", Addr: "a", Rank: -1}))
+	outs = c.Handle(msg(proto.Provisional(1), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: proto.TokenDigest("tok"), Addr: "a", Rank: -1}))
 	if len(find(outs, proto.CmdAssign)) != 1 {
 		t.Fatalf("retry: %+v", outs)
 	}
@@ -325,7 +325,7 @@ func TestEvaluator(t *testing.T) {
 		t.Fatalf("evaluator id %d is %v %d", ev.Worker, role, rank)
 	}
 	// A second evaluator has no rank.
-	outs = c.Handle(msg(proto.Provisional(5), proto.CmdRegister, proto.Register{Role: proto.RoleEvaluator, Token: "tok", Addr: "e", Rank: -1}))
+	outs = c.Handle(msg(proto.Provisional(5), proto.CmdRegister, proto.Register{Role: proto.RoleEvaluator, Token: proto.TokenDigest("tok"), Addr: "e", Rank: -1}))
 	if len(find(outs, proto.CmdRefuse)) != 1 {
 		t.Fatalf("second evaluator: %+v", outs)
 	}

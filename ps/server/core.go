@@ -132,6 +132,10 @@ type Stats struct {
 	Egress Egress
 	// Keys is the number of keys stored.
 	Keys int
+	// KeyShare is the fraction of the placed keys that the routing table
+	// gives the server (route.Table.Share): its share of the model's
+	// load, which changes when keys move (Retable).
+	KeyShare float64
 	// Staleness measures the pushes applied (see Staleness).
 	Staleness Staleness
 }
@@ -242,6 +246,7 @@ func New(cfg Config) (*Core, error) {
 		ids:   make([][]pending, cfg.Workers),
 		held:  make([][]held, cfg.Workers),
 		pulls: make([][2]pullMark, cfg.Workers),
+		stats: Stats{KeyShare: cfg.Table.Share(cfg.Rank)},
 	}, nil
 }
 

@@ -378,6 +378,9 @@ func TestRetable(t *testing.T) {
 		t.Fatalf("push: %+v", out)
 	}
 	before, _ := c.Store().Export(0, 10)
+	if got := c.Stats().KeyShare; got != 0.5 {
+		t.Errorf("key share %v before the move, want 0.5 (10 of 20 keys)", got)
+	}
 	table := func(id, version uint64, starts ...uint64) Request {
 		return Request{Worker: 0, ID: id, Push: true, Cmd: proto.DataTable, KV: kv.Batch{Keys: append([]uint64{version, 20}, starts...)}}
 	}
@@ -390,6 +393,9 @@ func TestRetable(t *testing.T) {
 	}
 	if out := handle(c, table(4, 1, 0, 15)); out[0].Err == nil || !strings.Contains(out[0].Err.Error(), "version 1, the server has 1") {
 		t.Fatalf("the same version again: %+v", out)
+	}
+	if got := c.Stats().KeyShare; got != 0.75 {
+		t.Errorf("key share %v after the move, want 0.75 (15 of 20 keys)", got)
 	}
 	kept, _ := c.Store().Export(0, 10)
 	if !slices.Equal(kept, before) {
@@ -418,6 +424,9 @@ func TestRetable(t *testing.T) {
 	// their states from the store of the table before.
 	if out := handle(c, table(8, 2, 0, 6)); out[0].Err != nil {
 		t.Fatalf("second retable: %+v", out)
+	}
+	if got := c.Stats().KeyShare; got != 0.3 {
+		t.Errorf("key share %v after the second move, want 0.3 (6 of 20 keys)", got)
 	}
 	take := Request{Worker: 0, ID: 9, Cmd: proto.DataTake, KV: kv.Batch{Keys: []uint64{6, 15}}}
 	out := handle(c, take)

@@ -125,6 +125,7 @@ func (c *Core) retable(r Request) []Reply {
 	store.carry(c.store)
 	c.old, c.store, c.table, c.version = c.store, store, t, version
 	c.stats.Moves++
+	c.stats.KeyShare = t.Share(c.cfg.Rank)
 	return append(c.out, reply)
 }
 

@@ -186,6 +186,8 @@ type request struct {
 	keys  []uint64 // the keys asked, for Merge
 	// sent is when a range pull was sent, for Stats.Links.
 	sent time.Time
+	// start is when a push or pull started, for Stats.Latency.
+	start time.Time
 }
 
 // Stats counts a worker's requests.
@@ -203,6 +205,10 @@ type Stats struct {
 	// the throughput from the server to this worker, taken on ordinary
 	// data messages (seed 002 §3.2).
 	Links []LinkTiming
+	// Latency has, per server, the round trips of the pushes and the
+	// pulls (Worker.Stats; Core.Stats leaves it out, Core.Latency has
+	// it).
+	Latency []ServerLatency
 }
 
 // LinkTiming is what a worker measured of the answers of one server.
@@ -227,6 +233,7 @@ type Core struct {
 	cut     []int
 	stats   Stats
 	links   []LinkTiming
+	lat     latencies
 	failed  error
 	// gateReq is the push holding the round gate; held the messages of a
 	// pull started behind it, per server, sent as each server answers
@@ -249,6 +256,7 @@ func NewCore(cfg Config) (*Core, error) {
 		split:   kv.NewSplitter(cfg.Table.Servers(), cfg.Table.Router()),
 		pending: make(map[uint64]*request),
 		links:   make([]LinkTiming, cfg.Table.Servers()),
+		lat:     make(latencies, cfg.Table.Servers()),
 	}, nil
 }
 
@@ -270,6 +278,11 @@ func (c *Core) Stats() Stats {
 	s.Links = slices.Clone(c.links)
 	return s
 }
+
+// Latency returns the round trips of the pushes and pulls per server. It
+// is safe to call from any goroutine, concurrently with the other
+// methods.
+func (c *Core) Latency() []ServerLatency { return c.lat.load() }
 
 // InFlight returns the number of requests awaiting answers and of
 // operations waiting for the gate.
@@ -350,7 +363,7 @@ func (c *Core) start(op *Op) {
 		return
 	}
 	c.nextID++
-	r := &request{op: op, round: c.round, push: op.kind == opPush || op.kind == opPushRange}
+	r := &request{op: op, round: c.round, push: op.kind == opPush || op.kind == opPushRange, start: c.now()}
 	flags := transport.FlagRequest | transport.FlagPull
 	if r.push {
 		flags = transport.FlagRequest | transport.FlagPush
@@ -584,7 +597,7 @@ func (c *Core) splitRange(r *request, op *Op, send func(int, uint16, kv.Batch)) 
 	}
 	if !r.push {
 		r.offs, r.want = make([]int, c.servers), make([]int, c.servers)
-		r.sent = c.now()
+		r.sent = r.start
 	}
 	for s := range c.servers {
 		lo, hi, _ := c.cfg.Table.Range(s)
@@ -631,6 +644,13 @@ func (c *Core) Receive(s int, m *transport.Message) []Out {
 		}
 	} else {
 		m.Release()
+	}
+	if !r.start.IsZero() {
+		l := &c.lat[s].pull
+		if r.push {
+			l = &c.lat[s].push
+		}
+		l.observe(c.now().Sub(r.start))
 	}
 	if r.acked != nil && !r.acked[s] {
 		r.acked[s] = true

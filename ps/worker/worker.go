@@ -87,11 +87,13 @@ func (w *Worker) Round() int64 {
 	return w.round
 }
 
-// Stats returns the worker's counters.
+// Stats returns the worker's counters, with the round trips per server.
 func (w *Worker) Stats() Stats {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.stats
+	st := w.stats
+	w.mu.Unlock()
+	st.Latency = w.core.Latency()
+	return st
 }
 
 // submit hands op to the driver.

@@ -9,18 +9,59 @@
 //
 // # Handshake
 //
-// The dialer sends its node id, the id it expects to reach and the
-// cluster token; the acceptor answers with its id and accepts, or refuses
-// with a reason when the token or the id is wrong. The dialer reports a
-// refusal from Send, as a *transport.PeerError wrapping
-// transport.ErrRefused. The acceptor does not report it on Down: until the
-// token is checked, the id in a hello is only a claim, and a stranger
-// that claims the id of a running node must not make that node look
-// failed. It passes the refusal, like a connection that is not a colo
-// node at all, to Config.Refused (a log line) and closes the connection;
-// the links of the cluster are untouched. The token keeps stray or
-// misconfigured processes out of a cluster; it is not encryption, and a
-// process that knows it is a member and may claim any id.
+// The two ends of a new connection prove to each other that they know the
+// cluster token, without sending it: a challenge–response with
+// HMAC-SHA256 keyed by the token over both node ids and a fresh random
+// nonce from each side (handshake.go). The dialer sends its id, the id it
+// expects to reach and its nonce; the acceptor answers with its id, its
+// nonce and its proof; the dialer checks it (so a stranger at a peer's
+// address cannot pose as the peer) and sends its own proof, which the
+// acceptor checks before the dialer's id means anything; then the
+// acceptor accepts. The messages, little-endian, with flags bit 0 set when
+// the sender has a token:
+//
+//	hello     (dialer)    0xC6 2 'H' flags  from u32, to u32, nonce_d [32]
+//	challenge (acceptor)  0xC6 2 'C' flags  id u32, nonce_a [32], mac_a [32]
+//	proof     (dialer)    0xC6 2 'P' 0      mac_d [32]
+//	accept    (acceptor)  0xC6 2 'A' 0      id u32, 0 u16
+//	refusal   (either)    0xC6 2 'R' 0      id u32, reason length u16, reason
+//
+//	mac_a = HMAC-SHA256(token, "colo acceptor\x00" ‖ 2 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
+//	mac_d = HMAC-SHA256(token, "colo dialer\x00"   ‖ 2 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
+//
+// Either side refuses with a reason: a wrong token ("wrong cluster token:
+// the dialer's proof did not match", or that one side has a token and the
+// other none), a wrong node id. A recorded handshake replayed to a node
+// fails on its fresh nonce. An empty token on both sides is an open
+// cluster: the same exchange, with a key anyone knows.
+//
+// The dialer reports a refusal from Send, as a *transport.PeerError
+// wrapping transport.ErrRefused. The acceptor does not report it on Down:
+// until the proof is checked, the id in a hello is only a claim, and a
+// stranger that claims the id of a running node must not make that node
+// look failed. It passes the refusal, like a connection that is not a
+// colo node at all, to Config.Refused (a log line) and closes the
+// connection; the links of the cluster are untouched. Every read of the
+// handshake is bounded (fixed sizes, a reason of at most 1 KiB) and one
+// deadline, Config.HandshakeTimeout, bounds all its steps on each side.
+//
+// The token proves membership: it keeps stray, misconfigured or hostile
+// processes out, and it is all a node proves. A process that knows it may
+// claim any id, and after the handshake the frames of a plain connection
+// are neither encrypted nor authenticated (a man in the middle could
+// alter them). Config.TLS adds both.
+//
+// # TLS
+//
+// With Config.TLS every link runs over TLS 1.3 with a certificate on each
+// side, verified against the cluster's CA (LoadTLS reads them from PEM
+// files), and the same handshake inside it. A peer without such a
+// certificate is refused, and told to Config.Refused, before its hello is
+// read. A node with TLS and one without refuse each other with a reason
+// that says so. Frames go through a buffer into TLS records and the
+// records of a frame leave in a few large writes; rate limits, timeouts
+// and the rest work as on plain TCP. Connections are closed without
+// close_notify, so that closing never waits on a peer that does not read.
 //
 // # Writing and reading
 //
@@ -72,7 +113,7 @@ package tcp
 import (
 	"bufio"
 	"context"
-	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -96,8 +137,18 @@ type Config struct {
 	// Listener, when not nil, is used instead of listening on Addr; the
 	// endpoint closes it.
 	Listener net.Listener
-	// Token is the cluster token that peers must present.
+	// Token is the cluster token. Both ends of a link prove that they
+	// know it without sending it (see the package doc); empty runs an
+	// open cluster, whose peers must have no token either.
 	Token string
+	// TLS, when not nil, runs every link over TLS 1.3 with a certificate
+	// on both sides, verified against the cluster's CA, and the handshake
+	// inside it. It needs Certificates (this node's) and RootCAs (the CA
+	// that signs every node's certificate; ClientCAs, when nil, is
+	// RootCAs). Certificates are checked against the CA, not against host
+	// names, unless ServerName is set: then every node's certificate must
+	// carry that name. LoadTLS makes one from PEM files.
+	TLS *tls.Config
 	// Frame sets the frame limit and key encoding.
 	Frame transport.FrameOptions
 	// Rate, when not nil, gives the rate of the link to each peer in
@@ -160,6 +211,14 @@ func (c Config) Validate() error {
 	if len(c.Token) > MaxTokenLen {
 		return fmt.Errorf("tcp: Token of %d bytes, at most %d", len(c.Token), MaxTokenLen)
 	}
+	if c.TLS != nil {
+		if len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil {
+			return errors.New("tcp: TLS has no Certificates: this node's certificate and key")
+		}
+		if c.TLS.RootCAs == nil {
+			return errors.New("tcp: TLS.RootCAs is nil: the CA that signs the cluster's certificates")
+		}
+	}
 	if err := c.Frame.Validate(); err != nil {
 		return fmt.Errorf("tcp: Frame.%w", err)
 	}
@@ -200,6 +259,9 @@ type Endpoint struct {
 	done   <-chan struct{} // ctx.Done()
 	wg     sync.WaitGroup  // goroutines and Sends in progress
 	once   sync.Once
+	// serverTLS and clientTLS are cfg.TLS for each end of a link; nil
+	// without TLS.
+	serverTLS, clientTLS *tls.Config
 
 	mu     sync.Mutex
 	closed bool
@@ -223,10 +285,135 @@ type link struct {
 
 // conn is one TCP connection, in either direction.
 type conn struct {
+	sock *net.TCPConn
+	// rw is what the handshake and the frames use: sock, or TLS over it.
+	rw  io.ReadWriter
+	tls *tls.Conn
+	// under is the socket as TLS sees it, bw gathers the pieces of a frame
+	// into TLS records; both nil without TLS.
+	under *tlsSocket
+	bw    *bufio.Writer
+	peer  transport.NodeID
+	addr  string
+	dead  atomic.Bool
+	// broken: a write on TLS failed, which leaves the stream unusable
+	// even when no byte of it went out. Owned by the link's holder.
+	broken bool
+}
+
+// newConn wraps an established socket.
+func newConn(sock *net.TCPConn, peer transport.NodeID, addr string) *conn {
+	return &conn{sock: sock, rw: sock, peer: peer, addr: addr}
+}
+
+// Close closes the socket. On TLS no close_notify is sent: it could block
+// on a peer that does not read, and a peer reads the end of the socket at
+// a record boundary as the end of the stream anyway.
+func (c *conn) Close() error { return c.sock.Close() }
+
+// startTLS runs the TLS handshake on c, as the client or the server, and
+// makes c carry everything after it inside TLS.
+func (c *conn) startTLS(ctx context.Context, cfg *tls.Config, client bool) error {
+	c.under = &tlsSocket{TCPConn: c.sock, r: bufio.NewReaderSize(c.sock, tlsReadBuffer)}
+	if client {
+		c.tls = tls.Client(c.under, cfg)
+	} else {
+		c.tls = tls.Server(c.under, cfg)
+	}
+	if err := c.tls.HandshakeContext(ctx); err != nil {
+		var op *net.OpError
+		if client && errors.As(err, &op) && op.Op == "remote error" && op.Err.Error() == "tls: handshake failure" {
+			// What an endpoint without TLS answers (tlsAlertHandshakeFailure).
+			return fmt.Errorf("TLS handshake: %w (the peer runs without TLS?)", err)
+		}
+		return fmt.Errorf("TLS handshake: %w", err)
+	}
+	c.rw = c.tls
+	c.bw = bufio.NewWriterSize(c.tls, 64<<10)
+	return nil
+}
+
+// writeBuffers writes bufs: with one vectored write on a plain socket,
+// through bw on TLS.
+func (c *conn) writeBuffers(bufs net.Buffers) (int64, error) {
+	if c.bw == nil {
+		return bufs.WriteTo(c.sock)
+	}
+	var n int64
+	for _, b := range bufs {
+		w, err := c.bw.Write(b)
+		n += int64(w)
+		if err != nil {
+			c.broken = true
+			return n, err
+		}
+	}
+	if err := c.bw.Flush(); err != nil {
+		c.broken = true
+		return n - int64(c.bw.Buffered()), err
+	}
+	if err := c.under.flush(); err != nil {
+		c.broken = true
+		return 0, err
+	}
+	return n, nil
+}
+
+// Buffers of a TLS connection's socket: what one read takes, and how much
+// gathered output one write sends. Each is held per connection, for as
+// long as the link lives.
+const (
+	tlsReadBuffer = 128 << 10
+	tlsGather     = 256 << 10
+)
+
+// tlsSocket is the socket under a TLS connection. It reads through a
+// buffer, and once gather is set (on an outgoing link after its
+// handshake) it keeps what TLS writes until flush, so that the records of
+// a frame, 16 KiB each, leave in a few large writes instead of one
+// system call each.
+type tlsSocket struct {
 	*net.TCPConn
-	peer transport.NodeID
-	addr string
-	dead atomic.Bool
+	r *bufio.Reader
+
+	mu     sync.Mutex // TLS may write an alert from its reader
+	gather bool
+	out    []byte
+}
+
+// Read reads from the socket through the buffer.
+func (s *tlsSocket) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+// Write writes p, or keeps it for flush.
+func (s *tlsSocket) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.gather {
+		return s.TCPConn.Write(p)
+	}
+	s.out = append(s.out, p...)
+	if len(s.out) >= tlsGather {
+		if err := s.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// flush writes what Write kept.
+func (s *tlsSocket) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushLocked()
+}
+
+func (s *tlsSocket) flushLocked() error {
+	if len(s.out) == 0 {
+		return nil
+	}
+	_, err := s.TCPConn.Write(s.out)
+	s.out = s.out[:0]
+	return err
 }
 
 // Listen starts an endpoint: it listens on cfg.Addr (or takes
@@ -255,6 +442,9 @@ func Listen(cfg Config) (*Endpoint, error) {
 		links:  make(map[transport.NodeID]*link),
 		conns:  make(map[*conn]struct{}),
 		isDown: make(map[transport.NodeID]bool),
+	}
+	if cfg.TLS != nil {
+		e.serverTLS, e.clientTLS = tlsConfigs(cfg.TLS)
 	}
 	e.wg.Add(1)
 	go e.accept()
@@ -423,7 +613,7 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 	l.stats.Sent(size)
 	if written, err := e.write(ctx, l, bufs); err != nil {
 		c := l.c
-		if written == 0 && ctx.Err() != nil && !e.closing() && !c.dead.Load() {
+		if written == 0 && ctx.Err() != nil && !e.closing() && !c.dead.Load() && !c.broken {
 			// Cancelled before the first byte: the link is intact.
 			return peerErr(to, c.addr, "send", ctx.Err())
 		}
@@ -522,7 +712,7 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 		}
 		return nil, peerErr(peer, addr, "dial", err)
 	}
-	c := &conn{TCPConn: nc.(*net.TCPConn), peer: peer, addr: addr}
+	c := newConn(nc.(*net.TCPConn), peer, addr)
 	if !e.track(c) {
 		nc.Close()
 		return nil, peerErr(peer, addr, "dial", transport.ErrClosed)
@@ -535,27 +725,35 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 		}
 		return nil, peerErr(peer, addr, "handshake", err)
 	}
-	deadline := time.Now().Add(e.cfg.HandshakeTimeout)
-	c.SetDeadline(deadline)
-	hs := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-	_, err = c.Write(appendHello(nil, hello{from: e.cfg.ID, to: peer, token: e.cfg.Token}))
-	var r reply
+	// One deadline bounds every step of the handshake, TLS's included.
+	c.sock.SetDeadline(time.Now().Add(e.cfg.HandshakeTimeout))
+	hs := context.AfterFunc(ctx, func() { c.sock.SetDeadline(time.Unix(1, 0)) })
+	if e.clientTLS != nil {
+		err = c.startTLS(ctx, e.clientTLS, true)
+	}
 	if err == nil {
-		r, err = readReply(c)
+		err = Handshake(c.rw, e.cfg.ID, peer, e.cfg.Token)
 	}
 	if !hs() {
 		return fail(fmt.Errorf("%w: %w", ctx.Err(), err))
 	}
 	if err != nil {
+		switch {
+		case e.clientTLS != nil && tlsRefused(err):
+			// The peer's certificate, or this one, is not the cluster's,
+			// or the peer does not run TLS: trying again will not help.
+			err = fmt.Errorf("%w: %w", transport.ErrRefused, err)
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
+			err = fmt.Errorf("%w (closed by the peer during the handshake: one of the two uses TLS and the other not?)", err)
+		}
 		return fail(err)
 	}
-	if !r.accepted {
-		return fail(fmt.Errorf("%w: %s", transport.ErrRefused, r.reason))
+	c.sock.SetDeadline(time.Time{})
+	if c.under != nil {
+		c.under.mu.Lock()
+		c.under.gather = true // only Send writes from now on
+		c.under.mu.Unlock()
 	}
-	if r.id != peer {
-		return fail(fmt.Errorf("%w: reached node %d at %s", transport.ErrRefused, r.id, addr))
-	}
-	c.SetDeadline(time.Time{})
 	e.up(peer)
 	e.wg.Add(1)
 	go e.watch(c)
@@ -572,10 +770,10 @@ func (e *Endpoint) keepAlive() net.KeepAliveConfig {
 
 // tune sets the socket options of c.
 func (e *Endpoint) tune(c *conn) {
-	c.SetNoDelay(true)
+	c.sock.SetNoDelay(true)
 	if e.cfg.SocketBuffer > 0 {
-		c.SetReadBuffer(e.cfg.SocketBuffer)
-		c.SetWriteBuffer(e.cfg.SocketBuffer)
+		c.sock.SetReadBuffer(e.cfg.SocketBuffer)
+		c.sock.SetWriteBuffer(e.cfg.SocketBuffer)
 	}
 }
 
@@ -584,7 +782,7 @@ func (e *Endpoint) tune(c *conn) {
 func (e *Endpoint) watch(c *conn) {
 	defer e.wg.Done()
 	var b [1]byte
-	_, err := c.Read(b[:])
+	_, err := c.rw.Read(b[:])
 	switch {
 	case err == nil:
 		err = fmt.Errorf("%w: data on a send-only connection", transport.ErrBadFrame)
@@ -600,7 +798,7 @@ func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64,
 	c := l.c
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		c.SetWriteDeadline(time.Unix(1, 0))
+		c.sock.SetWriteDeadline(time.Unix(1, 0))
 		close(fired)
 	})
 	defer func() {
@@ -608,14 +806,14 @@ func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64,
 			// ctx ended: if the frame got out anyway, the link is fine
 			// and must not keep the expired deadline.
 			<-fired
-			c.SetWriteDeadline(time.Time{})
+			c.sock.SetWriteDeadline(time.Time{})
 		}
 	}()
 	if l.bucket == nil {
 		if e.cfg.WriteTimeout > 0 {
-			c.SetWriteDeadline(time.Now().Add(e.cfg.WriteTimeout))
+			c.sock.SetWriteDeadline(time.Now().Add(e.cfg.WriteTimeout))
 		}
-		return bufs.WriteTo(c)
+		return c.writeBuffers(bufs)
 	}
 	// Rate-limited: chunks of at most Burst bytes, each paid for first;
 	// Close interrupts the wait.
@@ -643,9 +841,9 @@ func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64,
 			return written, err
 		}
 		if e.cfg.WriteTimeout > 0 {
-			c.SetWriteDeadline(time.Now().Add(e.cfg.WriteTimeout))
+			c.sock.SetWriteDeadline(time.Now().Add(e.cfg.WriteTimeout))
 		}
-		w, err := chunk.WriteTo(c)
+		w, err := c.writeBuffers(chunk)
 		written += w
 		if err != nil {
 			return written, err
@@ -680,7 +878,7 @@ func (e *Endpoint) accept() {
 			nc.Close()
 			continue
 		}
-		c := &conn{TCPConn: tc, addr: nc.RemoteAddr().String()}
+		c := newConn(tc, 0, nc.RemoteAddr().String())
 		if !e.track(c) {
 			nc.Close()
 			return
@@ -696,34 +894,36 @@ func (e *Endpoint) serve(c *conn) {
 	defer e.wg.Done()
 	e.tune(c)
 	if e.cfg.KeepAlive >= 0 {
-		c.SetKeepAliveConfig(e.keepAlive())
+		c.sock.SetKeepAliveConfig(e.keepAlive())
 	}
-	c.SetDeadline(time.Now().Add(e.cfg.HandshakeTimeout))
-	h, err := readHello(c)
+	// One deadline bounds every step of the handshake, TLS's included.
+	c.sock.SetDeadline(time.Now().Add(e.cfg.HandshakeTimeout))
+	if e.serverTLS != nil {
+		if err := c.startTLS(e.ctx, e.serverTLS, false); err != nil {
+			// No certificate of the cluster's CA, or not TLS at all.
+			var rh tls.RecordHeaderError
+			if errors.As(err, &rh) && rh.Conn != nil && rh.RecordHeader[0] == transport.Magic {
+				// A colo node without TLS: tell it in its own terms.
+				rh.Conn.Write(appendReply(nil, reply{id: e.cfg.ID, reason: reasonNeedTLS}))
+				err = fmt.Errorf("%w (a colo node without TLS)", err)
+			}
+			e.refuse(c, 0, err)
+			return
+		}
+	}
+	from, err := accept(c.rw, e.cfg.ID, e.cfg.Token)
+	if errors.Is(err, errTLSClient) {
+		// A node with TLS: a TLS alert is all it understands.
+		c.sock.Write(tlsAlertHandshakeFailure)
+	}
 	if err != nil {
-		// Not a colo node, or one too slow to say who it is.
-		e.refuse(c, 0, err)
+		// Until the dialer proved the token, from is only a claim: the
+		// node it names is not at fault.
+		e.refuse(c, from, err)
 		return
 	}
-	var reason string
-	switch {
-	case subtle.ConstantTimeCompare([]byte(h.token), []byte(e.cfg.Token)) != 1:
-		reason = "wrong cluster token"
-	case h.to != e.cfg.ID:
-		reason = fmt.Sprintf("this is node %d, not node %d", e.cfg.ID, h.to)
-	}
-	_, err = c.Write(appendReply(nil, reply{accepted: reason == "", id: e.cfg.ID, reason: reason}))
-	if reason != "" {
-		// h.from is only a claim: the node it names is not at fault.
-		e.refuse(c, h.from, fmt.Errorf("%w: %s", transport.ErrRefused, reason))
-		return
-	}
-	if err != nil {
-		e.refuse(c, h.from, err)
-		return
-	}
-	c.peer = h.from
-	c.SetDeadline(time.Time{})
+	c.peer = from
+	c.sock.SetDeadline(time.Time{})
 	e.up(c.peer)
 	e.read(c)
 }
@@ -746,13 +946,13 @@ type idleReader struct {
 
 // Read reads from the connection with a fresh deadline.
 func (r idleReader) Read(p []byte) (int, error) {
-	r.c.SetReadDeadline(time.Now().Add(r.idle))
-	return r.c.Read(p)
+	r.c.sock.SetReadDeadline(time.Now().Add(r.idle))
+	return r.c.rw.Read(p)
 }
 
 // read decodes frames from an accepted connection until it fails.
 func (e *Endpoint) read(c *conn) {
-	var r io.Reader = c.TCPConn
+	r := io.Reader(c.rw)
 	if e.cfg.IdleTimeout > 0 {
 		r = idleReader{c: c, idle: e.cfg.IdleTimeout}
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,19 @@ func recordRefusals(c *Config) <-chan refusal {
 	return ch
 }
 
+// nextRefusal returns the next refusal on ch, failing after 5 s without
+// one.
+func nextRefusal(t *testing.T, ch <-chan refusal) refusal {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("no refusal")
+		return refusal{}
+	}
+}
+
 // noDown fails if ep reported a failure.
 func noDown(t *testing.T, ep *Endpoint) {
 	t.Helper()
@@ -54,77 +68,182 @@ func noDown(t *testing.T, ep *Endpoint) {
 }
 
 func TestWrongTokenRefused(t *testing.T) {
-	var refused <-chan refusal
-	eps := newEndpoints(t, 2, func(c *Config) {
-		if c.ID == 1 {
-			refused = recordRefusals(c)
+	// A dialer with the wrong token, then an acceptor with the wrong
+	// token: either way, both sides refuse.
+	for _, c := range []struct {
+		name             string
+		dialer, acceptor string
+	}{
+		{"dialer wrong", "not the token", testToken},
+		{"acceptor wrong", testToken, "not the token"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var refused <-chan refusal
+			eps := newEndpoints(t, 2, func(cfg *Config) {
+				if cfg.ID == 1 {
+					cfg.Token = c.acceptor
+					refused = recordRefusals(cfg)
+				}
+			})
+			other := newEndpoints(t, 1, func(cfg *Config) { cfg.ID, cfg.Token = 7, c.dialer })[0]
+			other.SetPeer(1, eps[1].Addr().String())
+			err := other.Send(context.Background(), 1, &transport.Message{})
+			var pe *transport.PeerError
+			if !errors.As(err, &pe) || pe.Peer != 1 || !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token: the acceptor's proof did not match") {
+				t.Fatalf("dialer: %v, want a refusal of peer 1 for the token", err)
+			}
+			// The acceptor says whom it refused and why, as a log line, not
+			// as a failure of node 7.
+			r := nextRefusal(t, refused)
+			if r.claimed != 7 || !errors.Is(r.err, transport.ErrRefused) || r.err.Error() != "refused by the dialer: wrong cluster token: the acceptor's proof did not match" || r.addr == "" {
+				t.Fatalf("acceptor: %+v", r)
+			}
+			t.Logf("dialer: %v\nacceptor: %s claiming node %d: %v", err, r.addr, r.claimed, r.err)
+			noDown(t, eps[1])
+			noDown(t, other)
+		})
+	}
+}
+
+// TestHandshakeTokens runs both halves of the handshake over a pipe for
+// every pair of tokens: equal ones (empty included: an open cluster)
+// are accepted, different ones refused on both sides with the reason.
+func TestHandshakeTokens(t *testing.T) {
+	for _, c := range []struct {
+		dialer, acceptor string
+		want             string // "" to accept; else in both sides' errors
+	}{
+		{"tok", "tok", ""},
+		{"", "", ""},
+		{"tok", "other", "wrong cluster token: the acceptor's proof did not match"},
+		{"other", "tok", "wrong cluster token: the acceptor's proof did not match"},
+		{"tok", "tok2", "wrong cluster token: the acceptor's proof did not match"},
+		{"", "tok", "wrong cluster token: the dialer has none and this node has one"},
+		{"tok", "", "wrong cluster token: this node has none (an insecure cluster) and the dialer has one"},
+	} {
+		a, b := net.Pipe()
+		a.SetDeadline(time.Now().Add(5 * time.Second))
+		b.SetDeadline(time.Now().Add(5 * time.Second))
+		type result struct {
+			from transport.NodeID
+			err  error
 		}
-	})
-	bad := newEndpoints(t, 1, func(c *Config) { c.ID, c.Token = 7, "not the token" })[0]
-	bad.SetPeer(1, eps[1].Addr().String())
-	err := bad.Send(context.Background(), 1, &transport.Message{})
-	var pe *transport.PeerError
-	if !errors.As(err, &pe) || pe.Peer != 1 || !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token") {
-		t.Fatalf("dialer: %v, want a refusal by peer 1 for the token", err)
+		done := make(chan result, 1)
+		go func() {
+			from, err := accept(b, 2, c.acceptor)
+			b.Close()
+			done <- result{from, err}
+		}()
+		derr := Handshake(a, 5, 2, c.dialer)
+		a.Close()
+		r := <-done
+		if r.from != 5 {
+			t.Errorf("%q to %q: acceptor saw node %d, want 5", c.dialer, c.acceptor, r.from)
+		}
+		if c.want == "" {
+			if derr != nil || r.err != nil {
+				t.Errorf("%q to %q: dialer %v, acceptor %v; want both accepted", c.dialer, c.acceptor, derr, r.err)
+			}
+			continue
+		}
+		for side, err := range map[string]error{"dialer": derr, "acceptor": r.err} {
+			if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%q to %q: %s: %v, want a refusal: %s", c.dialer, c.acceptor, side, err, c.want)
+			}
+		}
 	}
-	// The acceptor says whom it refused and why, as a log line, not as a
-	// failure of node 7.
-	r := <-refused
-	if r.claimed != 7 || !errors.Is(r.err, transport.ErrRefused) || r.err.Error() != "refused: wrong cluster token" || r.addr == "" {
-		t.Fatalf("acceptor: %+v", r)
-	}
-	t.Logf("dialer: %v\nacceptor: %s claiming node %d: %v", err, r.addr, r.claimed, r.err)
-	// The right token still gets in.
-	if err := eps[0].Send(context.Background(), 1, &transport.Message{}); err != nil {
+}
+
+// stranger dials ep and plays the dialer's side by hand: it sends hello,
+// and, when the node answers with a challenge, the proof that prove
+// returns for it (nil: none, the stranger falls silent). It reads until
+// the node closes the connection.
+func stranger(t *testing.T, ep *Endpoint, hello []byte, prove func(c challenge) []byte) {
+	t.Helper()
+	nc, err := net.Dial("tcp", ep.Addr().String())
+	if err != nil {
 		t.Fatal(err)
 	}
-	<-eps[1].Recv()
-	noDown(t, eps[1])
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	nc.Write(hello)
+	if prove != nil {
+		if c, _, ok, err := readChallenge(nc); err == nil && ok {
+			if p := prove(c); p != nil {
+				nc.Write(p)
+			}
+		}
+	}
+	io.Copy(io.Discard, nc) // the acceptor closes the connection
 }
 
 // TestSpoofedHandshakes: strangers claim the id of a node whose link is
-// up, with a wrong token, an empty one and one of the right length, or
-// send garbage and an oversized hello. Each is refused and told to
-// Config.Refused; nothing is reported on Down, and the real node's link
-// keeps working.
+// up, with no token, proofs made with a wrong token or of random bytes,
+// the acceptor's own proof sent back, the handshake of the previous
+// version that sent the token, a recorded handshake replayed, or send
+// garbage, an oversized refusal, a refusal forging a log line or fall
+// silent. Each is refused and told to Config.Refused; nothing is
+// reported on Down, and the real node's link keeps working.
 func TestSpoofedHandshakes(t *testing.T) {
 	var refused <-chan refusal
 	eps := newEndpoints(t, 2, func(c *Config) {
 		if c.ID == 1 {
 			refused = recordRefusals(c)
+			c.HandshakeTimeout = 300 * time.Millisecond
 		}
 	})
 	ctx := context.Background()
+	// The real node 0's link, recorded on its way.
+	proxy := newCountingProxy(t, eps[1].Addr().String())
+	eps[0].SetPeer(1, proxy.ln.Addr().String())
 	if err := eps[0].Send(ctx, 1, &transport.Message{}); err != nil {
 		t.Fatal(err)
 	}
 	<-eps[1].Recv()
+	recorded := proxy.sent()
+	if len(recorded) < helloLen+proofLen {
+		t.Fatalf("recorded %d bytes", len(recorded))
+	}
 	sameLength := strings.Repeat("x", len(testToken))
-	oversized := appendHello(nil, hello{from: 0, to: 1})
-	binary.LittleEndian.PutUint16(oversized[12:], MaxTokenLen+1)
+	withToken := func(from transport.NodeID) hello { return hello{from: from, to: 1, token: true, nonce: newNonce()} }
+	proofWith := func(h hello, token string) func(c challenge) []byte {
+		return func(c challenge) []byte {
+			return appendProof(nil, mac(token, labelDialer, h.from, h.to, &h.nonce, &c.nonce))
+		}
+	}
+	random := func(challenge) []byte { n := newNonce(); return appendProof(nil, n) }
+	// The hello of version 1: the token itself.
+	v1 := []byte{transport.Magic, 1, 'H', 0, 0, 0, 0, 0, 1, 0, 0, 0, byte(len(testToken)), 0}
+	v1 = append(v1, testToken...)
+	oversized := appendReply(nil, reply{id: 0})
+	binary.LittleEndian.PutUint16(oversized[8:], maxReasonLen+1)
+	h0, h1, h2 := withToken(0), withToken(1), withToken(0)
 	for _, c := range []struct {
 		name    string
 		hello   []byte
+		prove   func(challenge) []byte
 		claimed transport.NodeID
 		want    string
 	}{
-		{"wrong token", appendHello(nil, hello{from: 0, to: 1, token: "wrong"}), 0, "refused: wrong cluster token"},
-		{"empty token", appendHello(nil, hello{from: 0, to: 1}), 0, "refused: wrong cluster token"},
-		{"token of the right length", appendHello(nil, hello{from: 0, to: 1, token: sameLength}), 0, "refused: wrong cluster token"},
-		{"the receiver's own id", appendHello(nil, hello{from: 1, to: 1, token: sameLength}), 1, "refused: wrong cluster token"},
-		{"garbage", []byte("\x00\x01garbage that is no hello"), 0, "not a colo node: magic 0x0, want 0xc6"},
-		{"oversized token", oversized, 0, "token of 1025 bytes, limit 1024"},
+		{"wrong token", appendHello(nil, h0), proofWith(h0, "wrong"), 0, "refused: wrong cluster token: the dialer's proof did not match"},
+		{"token of the right length", appendHello(nil, h2), proofWith(h2, sameLength), 0, "refused: wrong cluster token: the dialer's proof did not match"},
+		{"random proof", appendHello(nil, withToken(0)), random, 0, "refused: wrong cluster token: the dialer's proof did not match"},
+		{"the acceptor's proof reflected", appendHello(nil, withToken(0)), func(c challenge) []byte { return appendProof(nil, c.mac) }, 0, "refused: wrong cluster token: the dialer's proof did not match"},
+		{"the receiver's own id", appendHello(nil, h1), proofWith(h1, "wrong"), 1, "refused: wrong cluster token: the dialer's proof did not match"},
+		{"empty token", appendHello(nil, hello{from: 0, to: 1}), nil, 0, "refused: wrong cluster token: the dialer has none and this node has one"},
+		{"replayed handshake", recorded[:helloLen+proofLen], nil, 0, "refused: wrong cluster token: the dialer's proof did not match"},
+		{"version 1 with the token", v1, nil, 0, "handshake version 1, want 2"},
+		{"garbage", []byte("\x00\x01garbage that is no hello"), nil, 0, "not a colo node: magic 0x0, want 0xc6"},
+		{"oversized refusal", appendHello(nil, withToken(0)), func(challenge) []byte { return oversized }, 0, "reason of 1025 bytes, limit 1024"},
+		{"refusal forging a log line", appendHello(nil, withToken(0)), func(challenge) []byte {
+			return appendReply(nil, reply{reason: "no\nscheduler: worker 0 failed\x1b[2K"})
+		}, 0, "refused by the dialer: no?scheduler: worker 0 failed?[2K"},
+		{"silent after the challenge", appendHello(nil, withToken(0)), func(challenge) []byte { return nil }, 0, "i/o timeout"},
+		{"silent after part of a hello", appendHello(nil, withToken(0))[:10], nil, 0, "i/o timeout"},
 	} {
-		nc, err := net.Dial("tcp", eps[1].Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc.Write(c.hello)
-		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-		io.Copy(io.Discard, nc) // the acceptor closes the connection
-		nc.Close()
-		r := <-refused
-		if r.claimed != c.claimed || r.err.Error() != c.want {
+		stranger(t, eps[1], c.hello, c.prove)
+		r := nextRefusal(t, refused)
+		if r.claimed != c.claimed || !strings.Contains(r.err.Error(), c.want) {
 			t.Errorf("%s: refused as %d: %v; want claimed %d: %s", c.name, r.claimed, r.err, c.claimed, c.want)
 		}
 		noDown(t, eps[1])
@@ -138,6 +257,36 @@ func TestSpoofedHandshakes(t *testing.T) {
 	}
 	noDown(t, eps[1])
 	noDown(t, eps[0])
+}
+
+// TestTokenNotOnTheWire records both directions of a link's handshake
+// and its first frames: the token is in neither, nor is any 8-byte piece
+// of it.
+func TestTokenNotOnTheWire(t *testing.T) {
+	const token = "a-token-that-must-never-be-seen-on-the-wire"
+	eps := newEndpoints(t, 2, func(c *Config) { c.Token = token })
+	proxy := newCountingProxy(t, eps[1].Addr().String())
+	eps[0].SetPeer(1, proxy.ln.Addr().String())
+	for i := range 3 {
+		if err := eps[0].Send(context.Background(), 1, &transport.Message{Header: transport.Header{ID: uint64(i)}, Body: []byte("payload")}); err != nil {
+			t.Fatal(err)
+		}
+		<-eps[1].Recv()
+	}
+	sent, answered := proxy.sent(), proxy.answered()
+	if len(sent) < helloLen+proofLen || len(answered) < challengeLen+10 {
+		t.Fatalf("recorded %d bytes sent and %d answered", len(sent), len(answered))
+	}
+	for i := 0; i+8 <= len(token); i++ {
+		for dir, b := range map[string][]byte{"dialer": sent, "acceptor": answered} {
+			if bytes.Contains(b, []byte(token[i:i+8])) {
+				t.Fatalf("the %s wrote %q, a piece of the token: %q", dir, token[i:i+8], b)
+			}
+		}
+	}
+	if !bytes.Contains(sent, []byte("payload")) {
+		t.Fatal("the recording misses the frames")
+	}
 }
 
 func TestWrongNodeRefused(t *testing.T) {
@@ -157,13 +306,11 @@ func rawPeer(t *testing.T, ep *Endpoint, from transport.NodeID) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if _, err := c.Write(appendHello(nil, hello{from: from, to: ep.ID(), token: testToken})); err != nil {
-		t.Fatal(err)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := Handshake(c, from, ep.ID(), testToken); err != nil {
+		t.Fatalf("handshake: %v", err)
 	}
-	r, err := readReply(c)
-	if err != nil || !r.accepted {
-		t.Fatalf("handshake: %+v, %v", r, err)
-	}
+	c.SetDeadline(time.Time{})
 	return c
 }
 
@@ -388,10 +535,21 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// FuzzHandshake feeds arbitrary bytes to every decoder of the handshake
+// (what decodes re-encodes to the input's prefix) and to both halves of
+// it, which must never accept them: without the token nothing can answer
+// a fresh nonce.
 func FuzzHandshake(f *testing.F) {
-	f.Add(appendHello(nil, hello{from: 1, to: 2, token: "secret"}))
+	h := hello{from: 1, to: 2, token: true, nonce: newNonce()}
+	c := challenge{id: 2, token: true, nonce: newNonce()}
+	c.mac = mac("secret", labelAcceptor, 1, 2, &h.nonce, &c.nonce)
+	f.Add(appendHello(nil, h))
+	f.Add(appendChallenge(nil, c))
+	f.Add(appendProof(nil, mac("secret", labelDialer, 1, 2, &h.nonce, &c.nonce)))
+	f.Add(append(appendHello(nil, h), appendProof(nil, c.mac)...))
 	f.Add(appendReply(nil, reply{accepted: true, id: 3}))
 	f.Add(appendReply(nil, reply{id: 3, reason: "wrong cluster token"}))
+	f.Add(append(appendChallenge(nil, c), appendReply(nil, reply{accepted: true, id: 2})...))
 	f.Add([]byte("GET / HTTP/1.1\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if h, err := readHello(bytes.NewReader(data)); err == nil {
@@ -399,19 +557,85 @@ func FuzzHandshake(f *testing.F) {
 				t.Fatalf("hello %+v re-encodes to %x, input %x", h, enc, data)
 			}
 		}
+		if c, r, ok, err := readChallenge(bytes.NewReader(data)); err == nil {
+			enc := appendReply(nil, r)
+			if ok {
+				enc = appendChallenge(nil, c)
+			}
+			if !reencodes(data, enc) {
+				t.Fatalf("challenge %+v / %+v re-encodes to %x, input %x", c, r, enc, data)
+			}
+		}
+		if m, r, ok, err := readProof(bytes.NewReader(data)); err == nil {
+			enc := appendReply(nil, r)
+			if ok {
+				enc = appendProof(nil, m)
+			}
+			if !reencodes(data, enc) {
+				t.Fatalf("proof %x / %+v re-encodes to %x, input %x", m, r, enc, data)
+			}
+		}
 		if r, err := readReply(bytes.NewReader(data)); err == nil {
-			if enc := appendReply(nil, r); !bytes.HasPrefix(data, enc) {
+			if enc := appendReply(nil, r); !reencodes(data, enc) {
 				t.Fatalf("reply %+v re-encodes to %x, input %x", r, enc, data)
 			}
+			for _, c := range []byte(r.reason) {
+				if c < 0x20 || c > 0x7e {
+					t.Fatalf("reason %q not printable", r.reason)
+				}
+			}
+		}
+		rw := struct {
+			io.Reader
+			io.Writer
+		}{bytes.NewReader(data), io.Discard}
+		if _, err := accept(rw, 2, "secret"); err == nil {
+			t.Fatalf("the acceptor accepted %x", data)
+		}
+		rw.Reader = bytes.NewReader(data)
+		if err := Handshake(rw, 1, 2, "secret"); err == nil {
+			t.Fatalf("the dialer accepted %x", data)
 		}
 	})
 }
 
-// countingProxy forwards one connection to target and counts the bytes
-// it carried towards target.
+// reencodes reports whether enc, a decoded message encoded again, is the
+// start of data, but for the reason of a reply, whose bytes that are not
+// printable ASCII decode as '?'.
+func reencodes(data, enc []byte) bool {
+	if len(enc) > len(data) {
+		return false
+	}
+	want := bytes.Clone(data[:len(enc)])
+	if len(want) >= 10 && (want[2] == kindRefuse || want[2] == kindAccept) {
+		printable(want[10:])
+	}
+	return bytes.Equal(want, enc)
+}
+
+// countingProxy forwards one connection to target, counts the bytes it
+// carried towards target and records the first 64 KiB of each direction.
 type countingProxy struct {
 	ln    net.Listener
 	bytes chan int64
+
+	mu             sync.Mutex
+	toward, answer []byte
+}
+
+// recorder appends what is written to it to *dst, up to 64 KiB.
+type recorder struct {
+	mu  *sync.Mutex
+	dst *[]byte
+}
+
+func (r recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if room := 64<<10 - len(*r.dst); room > 0 {
+		*r.dst = append(*r.dst, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
 }
 
 func newCountingProxy(t *testing.T, target string) *countingProxy {
@@ -430,13 +654,27 @@ func newCountingProxy(t *testing.T, target string) *countingProxy {
 			in.Close()
 			return
 		}
-		go io.Copy(in, out)
-		n, _ := io.Copy(out, in)
+		go io.Copy(io.MultiWriter(recorder{&p.mu, &p.answer}, in), out)
+		n, _ := io.Copy(io.MultiWriter(recorder{&p.mu, &p.toward}, out), in)
 		out.Close()
 		p.bytes <- n
 	}()
 	t.Cleanup(func() { ln.Close() })
 	return p
+}
+
+// sent returns what the proxy carried towards target so far.
+func (p *countingProxy) sent() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return bytes.Clone(p.toward)
+}
+
+// answered returns what the proxy carried back from target so far.
+func (p *countingProxy) answered() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return bytes.Clone(p.answer)
 }
 
 // TestStatsMatchWire checks the counters against the bytes that crossed
@@ -458,7 +696,7 @@ func TestStatsMatchWire(t *testing.T) {
 	}
 	eps[0].Close()
 	wire := <-proxy.bytes
-	hello := int64(len(appendHello(nil, hello{from: 0, to: 1, token: testToken})))
+	hello := int64(helloLen + proofLen) // the dialer's part of the handshake
 	sent, recv := eps[0].Stats().Links[1], eps[1].Stats().Links[0]
 	if int64(sent.BytesSent) != wire-hello || recv.BytesRecv != sent.BytesSent || sent.MsgsSent != 20 || recv.MsgsRecv != 20 {
 		t.Fatalf("wire carried %d bytes after a %d-byte hello; sender counted %+v, receiver %+v", wire, hello, sent, recv)
@@ -485,5 +723,59 @@ func TestWriteTimeout(t *testing.T) {
 	}
 	if pe := waitDown(t, eps[0]); pe.Peer != 1 {
 		t.Fatalf("reported %v", pe)
+	}
+}
+
+// TestOpenCluster: endpoints without a token talk to each other (an
+// insecure cluster), and one with a token is refused by them, and refuses
+// them, with the reason.
+func TestOpenCluster(t *testing.T) {
+	var refused <-chan refusal
+	eps := newEndpoints(t, 2, func(c *Config) {
+		c.Token = ""
+		if c.ID == 1 {
+			refused = recordRefusals(c)
+		}
+	})
+	ctx := context.Background()
+	if err := eps[0].Send(ctx, 1, &transport.Message{Header: transport.Header{ID: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-eps[1].Recv(); m.Sender != 0 || m.ID != 3 {
+		t.Fatalf("got %+v", m.Header)
+	}
+	secure := newEndpoints(t, 1, func(c *Config) { c.ID = 7 })[0]
+	secure.SetPeer(1, eps[1].Addr().String())
+	err := secure.Send(ctx, 1, &transport.Message{})
+	if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token: this node has none (an insecure cluster) and the dialer has one") {
+		t.Fatalf("a dialer with a token: %v", err)
+	}
+	if r := nextRefusal(t, refused); r.claimed != 7 || !strings.Contains(r.err.Error(), "this node has none") {
+		t.Fatalf("acceptor: %+v", r)
+	}
+	eps[0].SetPeer(7, secure.Addr().String())
+	err = eps[0].Send(ctx, 7, &transport.Message{})
+	if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token: the dialer has none and this node has one") {
+		t.Fatalf("a dialer without a token: %v", err)
+	}
+	noDown(t, eps[1])
+	noDown(t, secure)
+}
+
+// TestOtherVersionTold: a dialer of the previous handshake version is
+// refused with a reply that says why.
+func TestOtherVersionTold(t *testing.T) {
+	ep := newEndpoints(t, 1, nil)[0]
+	nc, err := net.Dial("tcp", ep.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	v1 := append([]byte{transport.Magic, 1, 'H', 0, 9, 0, 0, 0, 0, 0, 0, 0, byte(len(testToken)), 0}, testToken...)
+	nc.Write(v1)
+	r, err := readReply(nc)
+	if err != nil || r.accepted || r.reason != "handshake version 1, want 2 (nodes of different versions of colo)" {
+		t.Fatalf("answer %+v, %v", r, err)
 	}
 }

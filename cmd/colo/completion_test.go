@@ -1,0 +1,115 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestCompleteCandidates: command names, each command's own flags (its
+// --json where it has one, never the hidden older spellings), the
+// benchmarks, the values of a flag with a fixed set, and nothing where a
+// file is expected.
+func TestCompleteCandidates(t *testing.T) {
+	for _, c := range []struct {
+		words []string
+		want  []string // exactly these lines
+		has   []string // at least these lines
+		not   []string // none of these lines
+	}{
+		{words: []string{"tr"}, want: []string{"train"}},
+		{words: []string{"c"}, want: []string{"completion", "convert"}},
+		{words: []string{"help", "par"}, want: []string{"partition"}},
+		{words: []string{"train", "--ap"}, want: []string{"--app"}},
+		{words: []string{"train", "--mode", "decentralised", "--top"}, want: []string{"--topology"}},
+		{words: []string{"partition", "--param-algo", ""}, want: []string{"minmax", "parsa"}},
+		{words: []string{"partition", "--init", "g"}, want: []string{"global"}},
+		{words: []string{"partition", "-o", ""}, want: nil},       // a directory: the shell's file names
+		{words: []string{"partition", "data.svm", ""}, want: nil}, // a file
+		{words: []string{"partition", "--machines", "4", "--"}, has: []string{"--machines", "--json", "--algo"}, not: []string{"--k", "-k", "--workers"}},
+		{words: []string{"bench", ""}, want: []string{"balance", "kv", "partition", "rcd", "sharding"}},
+		{words: []string{"bench", "kv", "--d"}, want: []string{"--dense-values", "--duration"}},
+		{words: []string{"completion", ""}, want: []string{"bash", "fish", "zsh"}},
+	} {
+		code, out, errOut := colo(t, append([]string{"__complete"}, c.words...)...)
+		if code != 0 || errOut != "" {
+			t.Errorf("%q: exit %d, %s", c.words, code, errOut)
+		}
+		lines := strings.Fields(out)
+		if c.has == nil && c.not == nil && !slices.Equal(lines, c.want) {
+			t.Errorf("%q: %q, want %q", c.words, lines, c.want)
+		}
+		for _, h := range c.has {
+			if !slices.Contains(lines, h) {
+				t.Errorf("%q: %q lacks %s", c.words, lines, h)
+			}
+		}
+		for _, n := range c.not {
+			if slices.Contains(lines, n) {
+				t.Errorf("%q: %q offers the hidden %s", c.words, lines, n)
+			}
+		}
+	}
+	// Every command lists its flags, without running (completion has
+	// none).
+	for _, cmd := range commands() {
+		if cmd.name == "completion" {
+			continue
+		}
+		words := []string{cmd.name, "--"}
+		if cmd.name == "bench" {
+			words = []string{"bench", "partition", "--"}
+		}
+		code, out, _ := colo(t, append([]string{"__complete"}, words...)...)
+		if code != 0 || !strings.HasPrefix(out, "--") {
+			t.Errorf("colo __complete %s: exit %d, %q", strings.Join(words, " "), code, out)
+		}
+	}
+}
+
+// TestBashCompletion sources the bash script and completes as bash would,
+// with the test binary's colo on the PATH.
+func TestBashCompletion(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	code, script, _ := colo(t, "completion", "bash")
+	if code != 0 {
+		t.Fatal("colo completion bash failed")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "colo.bash")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data.svm"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		line string // COMP_WORDS, the last being completed
+		want string
+	}{
+		{"colo part", "partition"},
+		{"colo train --max-p", "--max-passes"},
+		{"colo partition da", "data.svm"},
+		{"colo bench k", "kv"},
+	} {
+		words := strings.Fields(c.line)
+		sh := "source " + path + "; cd " + dir + "; COMP_WORDS=(" + strings.Join(words, " ") + "); COMP_CWORD=" +
+			strconv.Itoa(len(words)-1) + "; _colo; echo \"${COMPREPLY[@]}\""
+		cmd := exec.Command(bash, "-c", sh)
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(coloBin)+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.line, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != c.want {
+			t.Errorf("%s: completes %q, want %q", c.line, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package graph
+
+import (
+	"fmt"
+	"os"
+	"slices"
+)
+
+// Visitor receives the records of a dataset that Stream reads, in file
+// order, without a Graph being built. Slices passed to it are valid until
+// the next call.
+type Visitor struct {
+	// Sample is called for each sample of libsvm input with its
+	// parameter ids (indices as in the file) sorted and distinct.
+	Sample func(ids []uint64) error
+	// Edge is called for each edge (u, v) of a SNAP edge list that
+	// ReadSNAP would keep, (v, u) too when the list is read undirected;
+	// an edge listed twice is passed twice.
+	Edge func(u, v uint64) error
+	// Node is called for the node of a self-loop that
+	// LoadOptions.DropSelfLoops drops: a sample without that edge.
+	Node func(u uint64) error
+}
+
+// Stream reads the dataset in the file at path as Load does (compressed or
+// not, the format detected when opt.Format is FormatAuto) and passes its
+// records to vis instead of building a graph, holding only a line at a
+// time. It reads libsvm and SNAP input; other formats are an error. A
+// malformed line is the *ParseError that Load returns for it, and so is
+// input without samples. It returns the format read.
+//
+// The graph Load would build from the file numbers samples and parameters
+// as follows, which a caller of Stream reproduces: libsvm samples are the
+// lines in file order, SNAP samples the distinct node ids (of either end of
+// an edge, or of a dropped self-loop) in increasing order; parameters are
+// the distinct parameter ids (SNAP: edge targets) in increasing order; a
+// repeated SNAP edge counts once. An error of vis ends the read and is
+// returned as it is.
+func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("load: %w", err)
+	}
+	defer f.Close()
+	r, format, closeFn, err := decode(f, path, opt)
+	if err != nil {
+		return "", err
+	}
+	defer closeFn()
+	switch format {
+	case FormatLibSVM:
+		if opt.IndexBase < -1 || opt.IndexBase > 1 {
+			return "", fmt.Errorf("%s: index base %d: want 0, 1 or -1 (detect)", path, opt.IndexBase)
+		}
+		n := 0
+		var sorted []uint64
+		var visitErr error
+		_, err := scanLibSVM(r, path, opt, func() int { return n }, func(_ float64, ids []uint64, _ []float32) error {
+			sorted = append(sorted[:0], ids...)
+			slices.Sort(sorted)
+			for i := 1; i < len(sorted); i++ {
+				if sorted[i] == sorted[i-1] {
+					return &DuplicateError{ID: sorted[i]}
+				}
+			}
+			n++
+			if vis.Sample == nil {
+				return nil
+			}
+			// The visitor's error ends the read as it is, not as a
+			// malformed line.
+			visitErr = vis.Sample(sorted)
+			return visitErr
+		})
+		if visitErr != nil {
+			return format, visitErr
+		}
+		if err != nil {
+			return format, err
+		}
+		if n == 0 {
+			return format, emptyError(path)
+		}
+		return format, nil
+	case FormatSNAP, FormatSNAPUndirected:
+		var visitErr error
+		nodes := 0
+		add := func(u, v uint64) {
+			nodes++
+			if visitErr == nil && vis.Edge != nil {
+				visitErr = vis.Edge(u, v)
+			}
+		}
+		lone := func(u uint64) {
+			nodes++
+			if visitErr == nil && vis.Node != nil {
+				visitErr = vis.Node(u)
+			}
+		}
+		err := scanSNAP(newLineReader(r, path), path, format == FormatSNAPUndirected, opt, add, lone)
+		switch {
+		case err != nil:
+			return format, err
+		case visitErr != nil:
+			return format, visitErr
+		case nodes == 0:
+			return format, emptyError(path)
+		}
+		return format, nil
+	}
+	return format, fmt.Errorf("%s: %s input cannot be streamed: only libsvm and SNAP edge lists can (load it whole instead)", path, format)
+}

@@ -1,0 +1,190 @@
+package launch
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"colo/cluster"
+	"colo/transport/tcp/tcptest"
+)
+
+// TestTLSFlagsLoad: all three flags or none; the missing one and a file
+// that cannot be read are named.
+func TestTLSFlagsLoad(t *testing.T) {
+	ca, err := tcptest.NewCA("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f, err := ca.WriteNode(dir, "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := (TLSFlags{}).Load(); cfg != nil || err != nil {
+		t.Fatalf("no flags: %v, %v", cfg, err)
+	}
+	if cfg, err := (TLSFlags{f.Cert, f.Key, f.CA}).Load(); cfg == nil || err != nil {
+		t.Fatalf("all three: %v", err)
+	}
+	missing := filepath.Join(dir, "nope.pem")
+	for _, c := range []struct {
+		flags TLSFlags
+		want  string
+	}{
+		{TLSFlags{Cert: f.Cert}, "--tls-key is missing"},
+		{TLSFlags{Cert: f.Cert, Key: f.Key}, "--tls-ca is missing"},
+		{TLSFlags{Key: f.Key, CA: f.CA}, "--tls-cert is missing"},
+		{TLSFlags{f.Cert, f.Key, missing}, "open " + missing},
+		{TLSFlags{f.Cert, f.CA, f.CA}, "tls key " + f.CA},
+	} {
+		if _, err := c.flags.Load(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %s", c.flags, err, c.want)
+		}
+	}
+	env, err := (TLSFlags{"a.crt", "a.key", "/ca.crt"}).Env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := filepath.Abs(".")
+	want := []string{"COLO_TLS_CERT=" + filepath.Join(wd, "a.crt"), "COLO_TLS_KEY=" + filepath.Join(wd, "a.key"), "COLO_TLS_CA=/ca.crt"}
+	if !slices.Equal(env, want) {
+		t.Fatalf("Env: %q, want %q", env, want)
+	}
+}
+
+// recorder is a Loopback starter that records the specs it starts.
+type recorder struct {
+	Loopback
+	mu    sync.Mutex
+	specs []Spec
+}
+
+func (r *recorder) Command(ctx context.Context, bin string, s Spec) *exec.Cmd {
+	r.mu.Lock()
+	r.specs = append(r.specs, s)
+	r.mu.Unlock()
+	return r.Loopback.Command(ctx, bin, s)
+}
+
+// TestSmokeTLS runs colo launch's cluster with every link over mutual TLS:
+// the sums are exact, every process gets the certificate files and the
+// token in its environment, and no command line holds the token.
+func TestSmokeTLS(t *testing.T) {
+	needColo(t)
+	ca, err := tcptest.NewCA("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ca.WriteNode(t.TempDir(), "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	cfg := DefaultSmokeConfig()
+	cfg.Keys, cfg.Batch, cfg.Rounds, cfg.Bin = 20000, 2000, 5, coloBin
+	cfg.Token, cfg.TLS, cfg.Starter = "a-token-for-the-environment-only", TLSFlags{f.Cert, f.Key, f.CA}, rec
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Smoke(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(cfg.Machines * cfg.Rounds * cfg.Batch); !s.Checked || s.KeysPushed != want {
+		t.Fatalf("checked %v, %d keys pushed, want %d", s.Checked, s.KeysPushed, want)
+	}
+	if len(rec.specs) != 1+cfg.Machines {
+		t.Fatalf("%d processes started", len(rec.specs))
+	}
+	for _, sp := range rec.specs {
+		for _, a := range sp.Args {
+			if strings.Contains(a, cfg.Token) {
+				t.Fatalf("%s: the token on the command line: %q", sp.Name, sp.Args)
+			}
+		}
+		for _, want := range []string{"COLO_TOKEN=" + cfg.Token, "COLO_TLS_CERT=" + f.Cert, "COLO_TLS_KEY=" + f.Key, "COLO_TLS_CA=" + f.CA} {
+			if !slices.Contains(sp.Env, want) {
+				t.Fatalf("%s: environment %q lacks %s", sp.Name, sp.Env, want)
+			}
+		}
+	}
+	t.Logf("start %.3f s, %.2fM keys/s", s.StartSeconds, s.KeysPerSec/1e6)
+}
+
+// TestProcessesTLS trains 20 Newsgroups on a scheduler and two machines
+// as processes whose links are all mutual TLS: the same training, bit for
+// bit, as in process.
+func TestProcessesTLS(t *testing.T) {
+	needColo(t)
+	ca, err := tcptest.NewCA("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ca.WriteNode(t.TempDir(), "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, opened, _ := newsJob(t, 2, 2, true)
+	want, err := deploy(t, job, opened, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, TLS: TLSFlags{f.Cert, f.Key, f.CA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTraining(t, want, got)
+	// Files that do not go together are refused before anything starts.
+	if _, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, TLS: TLSFlags{Cert: f.Cert}}); err == nil || !strings.Contains(err.Error(), "--tls-key is missing") {
+		t.Fatalf("half the TLS files: %v", err)
+	}
+}
+
+// TestDMLCEnvironmentTLS is TestDMLCEnvironment with every link over
+// mutual TLS, the files, like the rest, from the environment alone.
+func TestDMLCEnvironmentTLS(t *testing.T) {
+	needColo(t)
+	ca, err := tcptest.NewCA("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ca.WriteNode(t.TempDir(), "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePorts(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := func(role string) []string {
+		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(port),
+			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=1", "COLO_TOKEN=dmlc-test", "COLO_JSON=true",
+			"COLO_TLS_CERT=" + f.Cert, "COLO_TLS_KEY=" + f.Key, "COLO_TLS_CA=" + f.CA}
+	}
+	sup := NewSupervisor(coloBin, Loopback{})
+	if _, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}); err != nil {
+		t.Fatal(err)
+	}
+	server := sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server"), Stdout: true})
+	worker := sup.Start(ctx, Spec{Name: "worker", Host: 2, Args: []string{"node"}, Env: env("worker"), Stdout: true})
+	if err := sup.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkSummaries(t, append(server.Stdout(), worker.Stdout()...), 1, 1)
+	// The files did take effect: a worker without them is refused.
+	port = freePorts(t, 1)
+	sup = NewSupervisor(coloBin, Loopback{})
+	if _, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}); err != nil {
+		t.Fatal(err)
+	}
+	sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server")})
+	sup.Start(ctx, Spec{Name: "worker", Host: 2, Args: []string{"node"}, Env: env("worker")[:7]})
+	if err := sup.Wait(ctx); err == nil || !strings.Contains(err.Error(), "this node runs TLS and the dialer does not") {
+		t.Fatalf("a worker without TLS: %v", err)
+	}
+}

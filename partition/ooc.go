@@ -1,0 +1,1039 @@
+package partition
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"colo/graph"
+	"colo/placement"
+)
+
+// Out-of-core Parsa: ParsaFile partitions a libsvm or SNAP file that is
+// not loaded, holding in memory the neighbour sets, the machine masks of
+// the parameters and one block at a time (seed 001 §4.2: the current
+// subgraph is all Parsa must keep, and the blocks remove the graph size
+// constraint). The samples travel through spill files in a temporary
+// directory:
+//
+//  1. read: the file is parsed once (graph.Stream, compressed or not);
+//     its samples go to a spill file with their raw ids, its distinct
+//     parameter (and SNAP node) ids to an index (idIndex);
+//  2. rows: the spill is rewritten as rows of dense ids in sample order,
+//     the numbering of graph.Load (SNAP edges are first cut into ranges of
+//     source nodes, each sorted and deduplicated in memory);
+//  3. blocks: the samples are shuffled by the seeded generator exactly as
+//     Parsa in memory shuffles them (4 bytes per sample, for this phase
+//     only) and cut into the same b blocks; one pass writes each block's
+//     rows to its own file (and the global initialisation's sample to
+//     another);
+//  4. Alg. 3: the jobs of the run (the initialisation's, then one per
+//     block) read their block file, partition it against the neighbour
+//     sets and push; a real block appends its samples' machines to a
+//     result file and ORs its machine masks into C_v;
+//  5. Alg. 2 on the masks C_v (assignParamsMasks), the cost model on the
+//     masks, and the random baseline by passes over the rows, each for as
+//     many of its seeds as the memory allows (baseline);
+//  6. FileResult.WriteDir streams data.part from the result file, in
+//     file order, then param.part, then summary.json last.
+//
+// One thread, τ = 0: the result is exactly Parsa's in memory with the same
+// options (the equality test of ooc_test.go), at the price of parsing the
+// file once and reading the binary spills a few times.
+
+// OutOfCore are the settings of ParsaFile.
+type OutOfCore struct {
+	// Memory caps the memory of the run in bytes (0: no cap). The run
+	// estimates what it needs from the counts of the first pass; a cap
+	// below that is an error that says how much is needed. With
+	// ParsaOptions.Blocks 0 the blocks are made smaller than Parsa's
+	// default when that fits a cap the default does not. The cap is also
+	// the Go runtime's soft memory limit during the run.
+	Memory int64
+	// TempDir holds the spill files, in a directory of its own that the
+	// run removes; "" means os.TempDir().
+	TempDir string
+	// Load says how to read the file.
+	Load graph.LoadOptions
+}
+
+// OutOfCoreStats reports a run of ParsaFile.
+type OutOfCoreStats struct {
+	Format  string `json:"format"`
+	Samples int    `json:"samples"`
+	Params  int    `json:"params"`
+	Edges   int64  `json:"edges"`
+	Blocks  int    `json:"blocks"`
+	// MemoryCap is the cap (0: none), Needed the run's estimate of the
+	// process's peak resident memory, NeededParts what makes it up:
+	// the process before the run, the id index and the arrays of each
+	// phase (of which the largest counts), besides buffers and the
+	// garbage collector's slack.
+	MemoryCap   int64            `json:"memory_cap"`
+	Needed      int64            `json:"memory_needed"`
+	NeededParts map[string]int64 `json:"memory_needed_parts"`
+	// PeakRSS is the peak resident memory of the process (VmHWM, 0 where
+	// the system does not tell), PeakHeap the most heap memory the Go
+	// runtime held for objects when sampled at the end of each phase.
+	PeakRSS  int64 `json:"peak_rss"`
+	PeakHeap int64 `json:"peak_heap"`
+	// SpillBytes is the size of the spill files written.
+	SpillBytes int64 `json:"spill_bytes"`
+	// Seconds is the time of each phase: read, rows, blocks, parsa,
+	// params, baseline.
+	Seconds map[string]float64 `json:"phase_seconds"`
+}
+
+// FileResult is a placement made by ParsaFile and kept on disk until
+// WriteDir writes it; Close removes the spill files.
+type FileResult struct {
+	// Summary is the cost of the placement against the random baseline,
+	// as placement.NewSummary reports it; the caller fills in the
+	// algorithm, seed, time and details.
+	Summary *placement.Summary
+	Parsa   *ParsaStats
+	Stats   *OutOfCoreStats
+
+	k        int
+	n        int
+	tmp      string
+	blockOf  string  // spill: each sample's block, in sample order
+	results  string  // spill: each real block's machines, block by block
+	resStart []int64 // offset of block j's machines in results
+	params   *idIndex
+	param    []int32
+}
+
+// ParsaFile runs Parsa on the dataset in the file at path without loading
+// it: see the comment at the top of ooc.go for the passes. opt is as for
+// Parsa, with one thread; incremental runs (InitFrom), Parsa's refinement
+// and the minmax parameter assignment need the graph and are refused.
+// Progress is reported in samples partitioned, as Parsa does, the end of
+// each pass to opt.Phase, and the ParsaStats and OutOfCoreStats under
+// "parsa" and "out_of_core" to opt.Report.
+func ParsaFile(path string, opt Options, oc OutOfCore) (res *FileResult, err error) {
+	if err := opt.Parsa.Validate(); err != nil {
+		return nil, err
+	}
+	po := opt.Parsa.withDefaults()
+	switch {
+	case opt.K < 1:
+		return nil, fmt.Errorf("machines = %d: want at least 1", opt.K)
+	case po.InitFrom != nil:
+		return nil, errors.New("out-of-core parsa: an incremental run (init-from) needs the graph in memory")
+	case po.Refine > 0:
+		return nil, errors.New("out-of-core parsa: parsa refinement needs the graph in memory")
+	case po.Threads > 1 || po.Tau != 0:
+		return nil, fmt.Errorf("out-of-core parsa: threads = %d, tau = %d: want one thread, τ = 0", po.Threads, po.Tau)
+	case opt.ParamAlgo != "" && opt.ParamAlgo != ParamParsa:
+		return nil, fmt.Errorf("out-of-core parsa: parameter assignment %q needs the graph in memory: want %s", opt.ParamAlgo, ParamParsa)
+	case oc.Memory < 0:
+		return nil, fmt.Errorf("memory cap = %d: want 0 (none) or a number of bytes", oc.Memory)
+	}
+	tmp, err := os.MkdirTemp(oc.TempDir, "colo-ooc-")
+	if err != nil {
+		return nil, fmt.Errorf("out-of-core parsa: %w", err)
+	}
+	r := &oocRun{path: path, opt: opt, po: po, oc: oc, tmp: tmp, k: opt.K, w: MaskWords(opt.K),
+		st: &OutOfCoreStats{MemoryCap: oc.Memory, Seconds: map[string]float64{}}}
+	// What the process holds outside the Go runtime's memory (the
+	// program's code, mostly) counts against the cap but not against the
+	// runtime's limit.
+	r.baseRSS = rssField("VmRSS")
+	if oc.Memory > 0 {
+		outside := max(0, r.baseRSS-goMapped())
+		old := debug.SetMemoryLimit(max(1<<20, oc.Memory-outside-oocMargin))
+		defer debug.SetMemoryLimit(old)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := r.run(); err != nil {
+		return nil, err
+	}
+	res = r.res
+	res.tmp = tmp
+	if opt.Report != nil {
+		opt.Report("parsa", res.Parsa)
+		opt.Report("out_of_core", res.Stats)
+	}
+	return res, nil
+}
+
+// oocRun is the state of one ParsaFile run.
+type oocRun struct {
+	path string
+	opt  Options
+	po   ParsaOptions
+	oc   OutOfCore
+	tmp  string
+	k, w int
+	st   *OutOfCoreStats
+	res  *FileResult
+
+	format  graph.Format
+	params  *idIndex
+	nodes   *idIndex // SNAP: the samples
+	n, m    int
+	e       int64 // edges read (SNAP: before removing repeats)
+	maxDeg  int
+	rows    string // spill of rows in sample order
+	phase   time.Time
+	baseRSS int64 // resident memory when the run started
+	// rowsBytes is the memory of the rows pass: a SNAP range sorted at
+	// once.
+	rowsBytes int64
+}
+
+// spillBuf is the buffer of a spill read or written in sequence; blockBuf
+// that of each of the many block files written at once.
+const (
+	spillBuf = 1 << 16
+	blockBuf = 1 << 13
+)
+
+// file returns the path of a spill file.
+func (r *oocRun) file(name string) string { return filepath.Join(r.tmp, name) }
+
+// oocPhaseNames are the phases of a run, reported to Options.Phase as
+// they end.
+var oocPhaseNames = []string{"read", "rows", "blocks", "parsa", "params", "baseline"}
+
+// done ends a phase: its time and the heap sampled at its end.
+func (r *oocRun) done(name string) {
+	now := time.Now()
+	r.st.Seconds[name] = now.Sub(r.phase).Seconds()
+	r.phase = now
+	r.st.PeakHeap = max(r.st.PeakHeap, heapBytes())
+	if r.opt.Phase != nil {
+		r.opt.Phase(name, slices.Index(oocPhaseNames, name)+1, len(oocPhaseNames))
+	}
+}
+
+func (r *oocRun) run() error {
+	r.phase = time.Now()
+	if err := r.read(); err != nil {
+		return err
+	}
+	r.done("read")
+	if err := r.canonical(); err != nil {
+		return err
+	}
+	r.done("rows")
+	if err := r.opt.Validate(r.n); err != nil {
+		return fmt.Errorf("%s: %w", r.path, err)
+	}
+	b, need := r.plan()
+	r.st.Blocks, r.st.Needed, r.st.NeededParts = b, need.total(), need.parts
+	if r.oc.Memory > 0 && need.total() > r.oc.Memory {
+		return &MemoryError{Cap: r.oc.Memory, Need: need.total(), Parts: need.parts, Samples: r.n, Params: r.m, Edges: r.st.Edges}
+	}
+	rng := placement.NewRand(r.opt.Seed)
+	blocks, global, err := r.scatter(b, rng)
+	if err != nil {
+		return err
+	}
+	r.done("blocks")
+	res := &FileResult{k: r.k, n: r.n, blockOf: r.file("blockof"), results: r.file("results"), params: r.params}
+	counts, used, pst, err := r.partition(blocks, global, res)
+	if err != nil {
+		return err
+	}
+	r.done("parsa")
+	var ps ParamStats
+	res.param, ps = assignParamsMasks(used, r.m, r.k, rng.Uint64())
+	pst.Params = ps
+	cost := costFromMasks(used, res.param, counts, r.k, r.opt.Theta)
+	r.done("params")
+	used = nil // the baseline takes its memory
+	base, err := r.baseline(need, len(res.param))
+	if err != nil {
+		return err
+	}
+	r.done("baseline")
+	r.st.PeakRSS = peakRSS()
+	res.Summary = &placement.Summary{Dataset: r.path, NumSamp: r.n, NumParams: r.m, NumEdges: r.st.Edges,
+		Cost: cost, Random: base, Improvement: placement.ImprovementOver(base, cost)}
+	res.Parsa, res.Stats = pst, r.st
+	r.res = res
+	return nil
+}
+
+// read is pass 1: the file to the raw spill and the id indexes.
+func (r *oocRun) read() error {
+	r.params = &idIndex{}
+	raw, err := createSpill(r.file("raw"), spillBuf)
+	if err != nil {
+		return err
+	}
+	defer raw.close()
+	// The id index is the only thing that grows while the file is read:
+	// check it against the cap now and then.
+	var sinceCheck int
+	check := func(added int) error {
+		if sinceCheck += added; r.oc.Memory <= 0 || sinceCheck < 1<<16 {
+			return raw.err
+		}
+		sinceCheck = 0
+		idx := r.params.heldBytes() + r.nodes.heldBytes()
+		if need := r.baseRSS + oocBuffers + int64((1+oocSlack)*float64(idx)); need > r.oc.Memory {
+			return &MemoryError{Cap: r.oc.Memory, Need: need, Samples: r.n, Params: r.params.len(), Edges: r.e,
+				Parts: map[string]int64{"index": idx, "process": r.baseRSS}}
+		}
+		return raw.err
+	}
+	vis := graph.Visitor{
+		Sample: func(ids []uint64) error {
+			raw.rawRow(ids)
+			for _, id := range ids {
+				r.params.add(id)
+			}
+			r.n++
+			r.e += int64(len(ids))
+			r.maxDeg = max(r.maxDeg, len(ids))
+			return check(len(ids) + 1)
+		},
+		Edge: func(u, v uint64) error {
+			raw.uvarint(u)
+			raw.uvarint(v)
+			r.nodes.add(u)
+			r.nodes.add(v)
+			r.params.add(v)
+			r.e++
+			return check(1)
+		},
+		Node: func(u uint64) error {
+			r.nodes.add(u)
+			return nil
+		},
+	}
+	r.nodes = &idIndex{}
+	r.format, err = graph.Stream(r.path, r.oc.Load, vis)
+	if err != nil {
+		return err
+	}
+	r.st.Format = string(r.format)
+	defer func() { r.st.Samples, r.st.Params = r.n, r.m }()
+	if err := raw.close(); err != nil {
+		return err
+	}
+	r.st.SpillBytes += raw.bytes
+	r.params.finish()
+	r.m = r.params.len()
+	if r.format == graph.FormatLibSVM {
+		r.nodes = nil
+	} else {
+		r.nodes.finish()
+		r.n = r.nodes.len()
+	}
+	if r.n > math.MaxInt32 || r.m > math.MaxInt32 {
+		return fmt.Errorf("%s: %d samples and %d parameters: out of core handles at most %d of each", r.path, r.n, r.m, math.MaxInt32)
+	}
+	return nil
+}
+
+// canonical is pass 2: the raw spill to rows of dense ids in sample order.
+func (r *oocRun) canonical() error {
+	r.rows = r.file("rows")
+	defer os.Remove(r.file("raw"))
+	if r.format == graph.FormatLibSVM {
+		return r.libsvmRows()
+	}
+	return r.snapRows()
+}
+
+func (r *oocRun) libsvmRows() error {
+	in, err := openSpill(r.file("raw"), 0, -1, spillBuf)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	out, err := createSpill(r.rows, spillBuf)
+	if err != nil {
+		return err
+	}
+	defer out.close()
+	var raw []uint64
+	var row []uint32
+	for u := 0; u < r.n; u++ {
+		if raw, err = in.rawRow(raw[:0]); err != nil {
+			return err
+		}
+		row = row[:0]
+		for _, id := range raw {
+			row = append(row, r.params.dense(id))
+		}
+		out.row(row)
+	}
+	r.st.Edges = r.e
+	if err := out.close(); err != nil {
+		return err
+	}
+	r.st.SpillBytes += out.bytes
+	return nil
+}
+
+// snapRows sorts the edges by source in ranges of source nodes small
+// enough to sort in memory, dropping repeated edges, and writes a row per
+// node, edgeless ones included.
+func (r *oocRun) snapRows() error {
+	// Ranges of about rangeEdges edges, from a histogram of the sources.
+	const buckets = 1 << 16
+	rangeEdges := int64(DefaultBlockEdges) * 4
+	if r.oc.Memory > 0 {
+		rangeEdges = max(1<<16, min(rangeEdges, r.oc.Memory/64))
+	}
+	nb := min(buckets, r.n)
+	bucketOf := func(u uint32) int { return int(int64(u) * int64(nb) / int64(r.n)) }
+	hist := make([]int64, nb)
+	err := r.eachRawEdge(func(u, _ uint32) error { hist[bucketOf(u)]++; return nil })
+	if err != nil {
+		return err
+	}
+	// rangeOf[bucket] and the first node of each range.
+	rangeOf := make([]int32, nb)
+	var first []uint32
+	var acc int64
+	for bkt := 0; bkt < nb; bkt++ {
+		if bkt == 0 || (acc > 0 && acc+hist[bkt] > rangeEdges) {
+			// Node lo of bucket bkt: the least u with bucketOf(u) = bkt.
+			lo := uint32((int64(bkt)*int64(r.n) + int64(nb) - 1) / int64(nb))
+			first = append(first, lo)
+			acc = 0
+		}
+		acc += hist[bkt]
+		rangeOf[bkt] = int32(len(first) - 1)
+	}
+	first = append(first, uint32(r.n))
+	// A range is sorted in memory: a hub whose edges alone exceed the
+	// cap cannot be.
+	var widest int64
+	for i := 0; i+1 < len(first); i++ {
+		var e int64
+		for bkt := 0; bkt < nb; bkt++ {
+			if rangeOf[bkt] == int32(i) {
+				e += hist[bkt]
+			}
+		}
+		widest = max(widest, e)
+	}
+	if need := r.baseRSS + r.params.bytes() + r.nodes.bytes() + oocBuffers + int64((1+oocSlack)*float64(8*widest)); r.oc.Memory > 0 && need > r.oc.Memory {
+		return &MemoryError{Cap: r.oc.Memory, Need: need, Samples: r.n, Params: r.m, Edges: r.e,
+			Parts: map[string]int64{"rows": 8 * widest, "index": r.params.bytes() + r.nodes.bytes(), "process": r.baseRSS}}
+	}
+	files := make([]*spillWriter, len(first)-1)
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				f.close()
+			}
+		}
+	}()
+	for i := range files {
+		if files[i], err = createSpill(r.file("range"+strconv.Itoa(i)), blockBuf); err != nil {
+			return err
+		}
+	}
+	err = r.eachRawEdge(func(u, v uint32) error {
+		f := files[rangeOf[bucketOf(u)]]
+		f.uvarint(uint64(u - first[rangeOf[bucketOf(u)]]))
+		f.uvarint(uint64(v))
+		return f.err
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := f.close(); err != nil {
+			return err
+		}
+	}
+	out, err := createSpill(r.rows, spillBuf)
+	if err != nil {
+		return err
+	}
+	defer out.close()
+	r.rowsBytes = 8 * widest
+	keys := make([]uint64, 0, widest)
+	var row []uint32
+	var edges int64
+	for i := range files {
+		in, err := openSpill(files[i].path, 0, -1, spillBuf)
+		if err != nil {
+			return err
+		}
+		keys = keys[:0]
+		for {
+			du, err := binaryUvarintOrEOF(in)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				in.close()
+				return err
+			}
+			v, err := in.uvarint()
+			if err != nil {
+				in.close()
+				return err
+			}
+			keys = append(keys, du<<32|v)
+		}
+		in.close()
+		os.Remove(files[i].path)
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		j := 0
+		for u := first[i]; u < first[i+1]; u++ {
+			row = row[:0]
+			for ; j < len(keys) && uint32(keys[j]>>32) == u-first[i]; j++ {
+				row = append(row, uint32(keys[j]))
+			}
+			r.maxDeg = max(r.maxDeg, len(row))
+			edges += int64(len(row))
+			out.row(row)
+		}
+	}
+	r.st.Edges = edges
+	if err := out.close(); err != nil {
+		return err
+	}
+	r.st.SpillBytes += out.bytes
+	return nil
+}
+
+// binaryUvarintOrEOF reads a number, or io.EOF at a clean end.
+func binaryUvarintOrEOF(s *spillReader) (uint64, error) {
+	if s.atEnd() {
+		return 0, io.EOF
+	}
+	return s.uvarint()
+}
+
+// eachRawEdge calls f with each SNAP edge of the raw spill in dense ids.
+func (r *oocRun) eachRawEdge(f func(u, v uint32) error) error {
+	in, err := openSpill(r.file("raw"), 0, -1, spillBuf)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	for i := int64(0); i < r.e; i++ {
+		u, err := in.uvarint()
+		if err != nil {
+			return err
+		}
+		v, err := in.uvarint()
+		if err != nil {
+			return err
+		}
+		if err := f(r.nodes.dense(u), r.params.dense(v)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachRow calls f with each sample's row, in sample order.
+func (r *oocRun) eachRow(f func(u int, row []uint32)) error {
+	in, err := openSpill(r.rows, 0, -1, spillBuf)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	var row []uint32
+	for u := 0; u < r.n; u++ {
+		if row, err = in.row(row[:0]); err != nil {
+			return err
+		}
+		f(u, row)
+	}
+	return nil
+}
+
+// oocBlock is a block written to its file by scatter.
+type oocBlock struct {
+	path     string
+	samples  int
+	edges    int64
+	start    int64 // offset in the file
+	size     int64
+	writer   *spillWriter
+	lastUsed uint32
+}
+
+// scatter is pass 3: it shuffles the samples as runParsa does (drawing
+// from rng in the same order), cuts them into b blocks and writes each
+// block's rows to a file, the global initialisation's sample to another,
+// and each sample's block, in sample order, to the blockOf spill.
+func (r *oocRun) scatter(b int, rng interface {
+	Shuffle(int, func(int, int))
+}) (blocks []*oocBlock, global *oocBlock, err error) {
+	n := r.n
+	// pos[u]: u's position in the shuffled order; the in-place inverse
+	// of the shuffled permutation, marking visited entries by the top bit.
+	pos := make([]uint32, n)
+	for i := range pos {
+		pos[i] = uint32(i)
+	}
+	rng.Shuffle(n, func(a, b int) { pos[a], pos[b] = pos[b], pos[a] })
+	const mark = 1 << 31
+	for i := range pos {
+		if pos[i]&mark != 0 {
+			continue
+		}
+		prev, cur := uint32(i), pos[i]
+		for {
+			next := pos[cur] &^ mark
+			pos[cur] = prev | mark
+			if cur == uint32(i) {
+				break
+			}
+			prev, cur = cur, next
+		}
+	}
+	for i := range pos {
+		pos[i] &^= mark
+	}
+	// The global sample: positions σ(0..size−1) of the second shuffle of
+	// the shuffled order with each block sorted (planJobs), marked in a
+	// bitmap over positions.
+	var inGlobal []uint64
+	if r.po.Init == InitGlobal && n > 0 {
+		size := max(1, int(math.Ceil(r.po.GlobalFraction*float64(n))))
+		sigma := make([]uint32, n)
+		for i := range sigma {
+			sigma[i] = uint32(i)
+		}
+		rng.Shuffle(n, func(a, b int) { sigma[a], sigma[b] = sigma[b], sigma[a] })
+		inGlobal = make([]uint64, (n+63)/64)
+		for _, p := range sigma[:size] {
+			inGlobal[p/64] |= 1 << (p % 64)
+		}
+		sigma = nil
+		global = &oocBlock{path: r.file("global")}
+		if global.writer, err = createSpill(global.path, spillBuf); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Block j holds positions [j·n/b, (j+1)·n/b).
+	blockAt := func(p uint32) int {
+		j := int(int64(p) * int64(b) / int64(n))
+		for j+1 < b && int64(j+1)*int64(n)/int64(b) <= int64(p) {
+			j++
+		}
+		for j > 0 && int64(j)*int64(n)/int64(b) > int64(p) {
+			j--
+		}
+		return j
+	}
+	blocks = make([]*oocBlock, b)
+	for j := range blocks {
+		blocks[j] = &oocBlock{path: r.file("block" + strconv.Itoa(j))}
+	}
+	defer func() {
+		for _, blk := range append(blocks, global) {
+			if blk != nil && blk.writer != nil {
+				blk.writer.close()
+			}
+		}
+	}()
+	for _, blk := range blocks {
+		if blk.writer, err = createSpill(blk.path, blockBuf); err != nil {
+			return nil, nil, err
+		}
+	}
+	bo, err := createSpill(r.file("blockof"), spillBuf)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer bo.close()
+	put := func(blk *oocBlock, u int, row []uint32) {
+		blk.writer.uvarint(uint64(uint32(u) - blk.lastUsed))
+		blk.lastUsed = uint32(u)
+		blk.writer.row(row)
+		blk.samples++
+		blk.edges += int64(len(row))
+	}
+	err = r.eachRow(func(u int, row []uint32) {
+		j := blockAt(pos[u])
+		bo.uvarint(uint64(j))
+		// runParsa sorts each block's part of the shuffled order in
+		// place before planJobs clones it for the global sample: u sits
+		// at the block's start plus its rank in the block.
+		p := uint32(int64(j)*int64(n)/int64(b)) + uint32(blocks[j].samples)
+		if inGlobal != nil && inGlobal[p/64]&(1<<(p%64)) != 0 {
+			put(global, u, row)
+		}
+		put(blocks[j], u, row)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, blk := range append(blocks, global) {
+		if blk == nil {
+			continue
+		}
+		if err := blk.writer.close(); err != nil {
+			return nil, nil, err
+		}
+		r.st.SpillBytes += blk.writer.bytes
+		blk.size = blk.writer.bytes
+		blk.writer = nil
+	}
+	if err := bo.close(); err != nil {
+		return nil, nil, err
+	}
+	r.st.SpillBytes += bo.bytes
+	return blocks, global, nil
+}
+
+// loadedBlock is a block file read back: its samples and their rows in
+// CSR form, reused from block to block.
+type loadedBlock struct {
+	samples []uint32
+	off     []int64
+	adj     []uint32
+}
+
+// load reads a block file.
+func (lb *loadedBlock) load(blk *oocBlock) error {
+	in, err := openSpill(blk.path, 0, -1, spillBuf)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	lb.samples = lb.samples[:0]
+	lb.off = append(lb.off[:0], 0)
+	lb.adj = lb.adj[:0]
+	u := uint64(0)
+	for s := 0; s < blk.samples; s++ {
+		d, err := in.uvarint()
+		if err != nil {
+			return err
+		}
+		u += d
+		lb.samples = append(lb.samples, uint32(u))
+		if lb.adj, err = in.row(lb.adj); err != nil {
+			return err
+		}
+		lb.off = append(lb.off, int64(len(lb.adj)))
+	}
+	return nil
+}
+
+// partition is pass 4: the jobs of the run in sequence, as runner.run
+// with one thread and τ = 0. It returns |U_i|, the masks C_v and the
+// statistics.
+func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult) ([]int64, []uint64, *ParsaStats, error) {
+	n, k := r.n, r.k
+	po := r.po
+	st := &ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy, Placed: n, Blocks: len(blocks)}
+	jobBlocks := make([]*oocBlock, 0, 2*len(blocks))
+	jobs := make([]job, 0, 2*len(blocks))
+	if n > 0 {
+		switch po.Init {
+		case InitIndividual:
+			a := po.InitBlocks
+			if a == 0 {
+				a = len(blocks)
+			}
+			st.InitBlocks = a
+			for j := 0; j < a; j++ {
+				jobBlocks = append(jobBlocks, blocks[j%len(blocks)])
+				jobs = append(jobs, job{init: true})
+			}
+		case InitGlobal:
+			st.InitSample = global.samples
+		}
+	}
+	for _, blk := range blocks {
+		jobBlocks = append(jobBlocks, blk)
+		jobs = append(jobs, job{})
+	}
+	total := int64(0)
+	if global != nil {
+		total += int64(global.samples)
+	}
+	for _, blk := range jobBlocks {
+		total += int64(blk.samples)
+	}
+	counts := make([]int64, k)
+	lo, hi := sizeBounds(counts, n, po)
+	sets := po.NewSets(r.m, k)
+	used := make([]uint64, r.m*r.w) // the masks C_v
+	run := &runner{k: k, sets: sets, counts: counts, po: po, total: total, progress: r.opt.Progress, limit: slices.Min(hi)}
+	blk := newBlock(k, r.m)
+	blk.tick = run.tick
+	var lb loadedBlock
+
+	if global != nil {
+		if err := lb.load(global); err != nil {
+			return nil, nil, nil, err
+		}
+		blk.buildRows(lb.samples, lb.off, lb.adj, true)
+		clear(blk.mask)
+		run.setView(blk, true, len(lb.samples))
+		blk.prepare()
+		blk.run()
+		sets.Reset()
+		sets.Push(blk.params, blk.own)
+	}
+	out, err := createSpill(res.results, spillBuf)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer out.close()
+	res.resStart = make([]int64, len(blocks)+1)
+	nreal := 0
+	for t, j := range jobs {
+		if err := lb.load(jobBlocks[t]); err != nil {
+			return nil, nil, nil, err
+		}
+		blk.buildRows(lb.samples, lb.off, lb.adj, true)
+		run.setView(blk, j.init, len(lb.samples))
+		blk.pull(sets)
+		growParsa(blk, t)
+		own := blk.own[:len(blk.params)*blk.w]
+		if j.init {
+			sets.Reset()
+			sets.Push(blk.params, own)
+			continue
+		}
+		for i, a := range blk.added {
+			counts[i] += a
+		}
+		sets.Push(blk.params, own)
+		for l, v := range blk.params {
+			for x := 0; x < r.w; x++ {
+				used[int(v)*r.w+x] |= own[l*r.w+x]
+			}
+		}
+		res.resStart[nreal] = out.bytes
+		for s := range lb.samples {
+			out.uvarint(uint64(blk.out[s]))
+		}
+		nreal++
+	}
+	res.resStart[nreal] = out.bytes
+	if err := out.close(); err != nil {
+		return nil, nil, nil, err
+	}
+	r.st.SpillBytes += out.bytes
+	for i := range counts {
+		if counts[i] < lo[i] || counts[i] > hi[i] {
+			return nil, nil, nil, fmt.Errorf("out-of-core parsa: machine %d has %d samples, outside [%d, %d]", i, counts[i], lo[i], hi[i])
+		}
+	}
+	for _, b := range blocks {
+		os.Remove(b.path)
+	}
+	if global != nil {
+		os.Remove(global.path)
+	}
+	return counts, used, st, nil
+}
+
+// baseline is placement.RandomBaseline from the rows: per seed, the same
+// draws (a machine per sample in order, then per parameter) and the cost
+// from the masks. A pass over the rows serves several seeds at once, their
+// masks of a parameter side by side (one cache line for all of them when
+// k ≤ 64), as many as fit in the memory the cap leaves (without a cap, in
+// that of the partition phase), on up to GOMAXPROCS goroutines.
+func (r *oocRun) baseline(need memNeed, keep int) (placement.Baseline, error) {
+	k, w, m := r.k, r.w, r.m
+	seeds := placement.BaselineSeeds
+	perSeed := 8 * int64(w) * int64(m)
+	budget := need.parts["partition"]
+	if r.oc.Memory > 0 {
+		free := int64(float64(r.oc.Memory-r.baseRSS-oocBuffers)/(1+oocSlack)) - need.parts["index"] - 4*int64(keep)
+		budget = max(budget, free)
+	}
+	// The fewest rounds of passes, then the fewest goroutines.
+	workers, fused, rounds := 1, 1, seeds+1
+	for g := 1; g <= min(runtime.GOMAXPROCS(0), seeds); g++ {
+		arrays := int(min(int64(seeds), max(0, (budget-4*int64(m)*int64(g))/max(1, perSeed))))
+		f := arrays / g
+		if f == 0 {
+			break
+		}
+		groups := (seeds + f - 1) / f
+		if rd := (groups + g - 1) / g; rd < rounds {
+			workers, fused, rounds = g, f, rd
+		}
+	}
+	var groups [][]int
+	for s := 1; s <= seeds; s += fused {
+		var g []int
+		for x := s; x < s+fused && x <= seeds; x++ {
+			g = append(g, x)
+		}
+		groups = append(groups, g)
+	}
+	costs := make([]*placement.Cost, seeds+1)
+	errs := make([]error, workers)
+	jobs := make(chan []int)
+	var wg sync.WaitGroup
+	for t := 0; t < workers; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			masks := make([]uint64, fused*w*m)
+			param := make([]int32, m)
+			samples := make([][]int64, fused)
+			for i := range samples {
+				samples[i] = make([]int64, k)
+			}
+			for g := range jobs {
+				if errs[t] != nil {
+					continue
+				}
+				f := len(g)
+				stride := f * w
+				rngs := make([]*rand.Rand, f)
+				for i, s := range g {
+					rngs[i] = placement.NewRand(uint64(s))
+					clear(samples[i])
+				}
+				clear(masks[:stride*m])
+				at := make([]int, f)
+				bit := make([]uint64, f)
+				errs[t] = r.eachRow(func(_ int, row []uint32) {
+					for i, rng := range rngs {
+						c := rng.IntN(k)
+						samples[i][c]++
+						at[i], bit[i] = i*w+c>>6, uint64(1)<<(c&63)
+					}
+					for _, v := range row {
+						base := int(v) * stride
+						for i := range at {
+							masks[base+at[i]] |= bit[i]
+						}
+					}
+				})
+				for i, rng := range rngs {
+					for v := range param {
+						param[v] = int32(rng.IntN(k))
+					}
+					costs[g[i]] = costFromStrided(masks[:stride*m], stride, i*w, param, samples[i], k, 0)
+				}
+			}
+		}()
+	}
+	for _, g := range groups {
+		jobs <- g
+	}
+	close(jobs)
+	wg.Wait()
+	var b placement.Baseline
+	if err := errors.Join(errs...); err != nil {
+		return b, err
+	}
+	// Summed in seed order, as RandomBaseline does, for the same bits.
+	for _, c := range costs[1:] {
+		b.MMax += float64(c.MMax)
+		b.TMax += float64(c.TMax)
+		b.TSum += float64(c.TSum)
+		b.MaxSamples += float64(c.MaxSamples)
+		b.Objective += float64(c.Objective)
+	}
+	d := float64(seeds)
+	b.MMax /= d
+	b.TMax /= d
+	b.TSum /= d
+	b.MaxSamples /= d
+	b.Objective /= d
+	return b, nil
+}
+
+// WriteDir writes the placement to dir as placement.WriteDir does:
+// data.part (streamed from the spill files, in sample order), param.part
+// and summary.json last, each atomically.
+func (res *FileResult) WriteDir(dir string, summary any) error {
+	data := func(w io.Writer) error {
+		bo, err := openSpill(res.blockOf, 0, -1, spillBuf)
+		if err != nil {
+			return err
+		}
+		defer bo.close()
+		readers := make([]*spillReader, len(res.resStart)-1)
+		defer func() {
+			for _, rd := range readers {
+				if rd != nil {
+					rd.close()
+				}
+			}
+		}()
+		bw := bufio.NewWriterSize(w, 1<<16)
+		var buf []byte
+		for u := 0; u < res.n; u++ {
+			j, err := bo.uvarint()
+			if err != nil {
+				return err
+			}
+			if j >= uint64(len(readers)) {
+				return fmt.Errorf("out-of-core spill %s: block %d of %d", res.blockOf, j, len(readers))
+			}
+			if readers[j] == nil {
+				if readers[j], err = openSpill(res.results, res.resStart[j], res.resStart[j+1]-res.resStart[j], 4096); err != nil {
+					return err
+				}
+			}
+			i, err := readers[j].uvarint()
+			if err != nil {
+				return err
+			}
+			buf = strconv.AppendUint(buf[:0], i, 10)
+			buf = append(buf, '\n')
+			if _, err := bw.Write(buf); err != nil {
+				return err
+			}
+		}
+		return bw.Flush()
+	}
+	param := func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<16)
+		var buf []byte
+		v := 0
+		var err error
+		res.params.each(func(id uint64) {
+			buf = strconv.AppendUint(buf[:0], id, 10)
+			buf = append(buf, ' ')
+			buf = strconv.AppendInt(buf, int64(res.param[v]), 10)
+			buf = append(buf, '\n')
+			v++
+			if err == nil {
+				_, err = bw.Write(buf)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	return placement.WriteDirFrom(dir, res.k,
+		placement.PartSource{Lines: res.n, Write: data},
+		placement.PartSource{Lines: len(res.param), Write: param}, summary)
+}
+
+// Close removes the spill files.
+func (res *FileResult) Close() error {
+	if res == nil || res.tmp == "" {
+		return nil
+	}
+	err := os.RemoveAll(res.tmp)
+	res.tmp = ""
+	return err
+}

@@ -1,0 +1,165 @@
+package partition
+
+import (
+	"math/bits"
+	"slices"
+
+	"colo/placement"
+)
+
+// The parameter step and the cost model of the out-of-core run, from the
+// machine masks C_v = {i : some sample of U_i uses v} (MaskWords(k) words
+// per parameter) instead of the graph: O(m·k/64) words, whatever |E|.
+
+// assignParamsMasks is AssignParams given the masks C_v of m parameters
+// over k machines: the same order (decreasing c_v, ties in the order drawn
+// from seed), the same greedy pass and sweeps, the same ties (the lower
+// machine), so the same assignment. It returns the machine of each
+// parameter and the statistics.
+func assignParamsMasks(masks []uint64, m, k int, seed uint64) ([]int32, ParamStats) {
+	w := MaskWords(k)
+	csize := func(v uint32) int {
+		c := 0
+		for _, x := range masks[int(v)*w : int(v)*w+w] {
+			c += bits.OnesCount64(x)
+		}
+		return c
+	}
+	cost := make([]int64, k)
+	maxC := 0
+	for v := 0; v < m; v++ {
+		row := masks[v*w : v*w+w]
+		c := 0
+		for x, word := range row {
+			c += bits.OnesCount64(word)
+			for word != 0 {
+				cost[x*64+bits.TrailingZeros64(word)]++
+				word &= word - 1
+			}
+		}
+		maxC = max(maxC, c)
+	}
+
+	rng := placement.NewRand(seed)
+	order := make([]uint32, m)
+	for v := range order {
+		order[v] = uint32(v)
+	}
+	rng.Shuffle(m, func(a, b int) { order[a], order[b] = order[b], order[a] })
+	start := make([]int, maxC+2)
+	for v := 0; v < m; v++ {
+		start[maxC-csize(uint32(v))+1]++
+	}
+	for c := 1; c < len(start); c++ {
+		start[c] += start[c-1]
+	}
+	param := make([]int32, m) // scratch for the counting sort first
+	for _, v := range order {
+		c := maxC - csize(v)
+		param[start[c]] = int32(v)
+		start[c]++
+	}
+	for i, v := range param {
+		order[i] = uint32(v)
+	}
+
+	// cheapest returns the machine of v's mask other than skip with the
+	// least cost, the lower on ties, or -1.
+	cheapest := func(v uint32, skip int32) int32 {
+		best := int32(-1)
+		for x, word := range masks[int(v)*w : int(v)*w+w] {
+			for word != 0 {
+				j := int32(x*64 + bits.TrailingZeros64(word))
+				word &= word - 1
+				if j != skip && (best < 0 || cost[j] < cost[best]) {
+					best = j
+				}
+			}
+		}
+		return best
+	}
+	var rr int32
+	for _, v := range order {
+		c := csize(v)
+		if c == 0 {
+			param[v] = rr
+			rr = (rr + 1) % int32(k)
+			continue
+		}
+		best := cheapest(v, -1)
+		param[v] = best
+		cost[best] += int64(c) - 2
+	}
+	st := ParamStats{GreedyTMax: slices.Max(cost)}
+
+	movable := order[:0]
+	for _, v := range order {
+		if csize(v) >= 3 {
+			movable = append(movable, v)
+		}
+	}
+	for st.Sweeps < MaxParamSweeps {
+		st.Sweeps++
+		moved := int64(0)
+		for _, v := range movable {
+			o := param[v]
+			size := int64(csize(v)) - 2
+			best := cheapest(v, o)
+			if cost[best]+size < cost[o] {
+				cost[o] -= size
+				cost[best] += size
+				param[v] = best
+				moved++
+			}
+		}
+		st.Moves += moved
+		if moved == 0 {
+			st.Converged = true
+			break
+		}
+	}
+	st.TMax = slices.Max(cost)
+	return param, st
+}
+
+// costFromMasks is placement.Evaluate from the masks C_v, the parameters'
+// machines and the sample counts |U_i|.
+func costFromMasks(masks []uint64, param []int32, samples []int64, k int, theta int64) *placement.Cost {
+	return costFromStrided(masks, MaskWords(k), 0, param, samples, k, theta)
+}
+
+// costFromStrided is costFromMasks with the mask of v at
+// masks[v·stride+offset:][:MaskWords(k)], several placements' masks
+// side by side.
+func costFromStrided(masks []uint64, stride, offset int, param []int32, samples []int64, k int, theta int64) *placement.Cost {
+	w := MaskWords(k)
+	c := &placement.Cost{K: k, Samples: slices.Clone(samples), Params: make([]int64, k),
+		Memory: make([]int64, k), Worker: make([]int64, k), Server: make([]int64, k),
+		Traffic: make([]int64, k), Theta: theta}
+	for v, owner := range param {
+		c.Params[owner]++
+		for x, word := range masks[v*stride+offset : v*stride+offset+w] {
+			for word != 0 {
+				j := int32(x*64 + bits.TrailingZeros64(word))
+				word &= word - 1
+				c.Memory[j]++
+				if j != owner {
+					c.Worker[j]++
+					c.Server[owner]++
+				}
+			}
+		}
+	}
+	for i := 0; i < k; i++ {
+		c.Traffic[i] = c.Worker[i] + c.Server[i]
+		c.TSum += c.Traffic[i]
+		if theta > 0 && c.Memory[i] > theta {
+			c.OverTheta++
+		}
+	}
+	c.MMax = slices.Max(c.Memory)
+	c.TMax = slices.Max(c.Traffic)
+	c.MaxSamples = slices.Max(c.Samples)
+	c.Objective = c.MaxSamples * c.TMax
+	return c
+}
