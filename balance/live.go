@@ -32,6 +32,11 @@ type Config struct {
 	// Smoothing is the weight of the last window in the moving averages
 	// of the link throughputs (1: the last window alone).
 	Smoothing float64 `json:"smoothing"`
+	// Jump, when above 1, is the factor by which a window's speed must
+	// differ from the moving average for the average to restart from it:
+	// a link whose rate changed is followed at once rather than over
+	// several windows (0: always average).
+	Jump float64 `json:"jump,omitempty"`
 	// MinGain is the least fraction of the round time a new distribution
 	// must save, by the scheme's own model, to be worth a move: below it
 	// the keys stay (the role of Alg. 1's similarity_threshold), so that
@@ -46,10 +51,11 @@ type Config struct {
 }
 
 // DefaultConfig returns Average, deciding every round, slices of 1,024
-// keys, probe slices of 1,024 keys, a smoothing of 0.5 and moves that
+// keys, probe slices of 1,024 keys, a smoothing of 0.5 that restarts on a
+// jump of 1.5 times, and moves that
 // save at least 5% and pay for themselves within 10 rounds.
 func DefaultConfig() Config {
-	return Config{Scheme: Average, Every: 1, Slice: 1024, Probe: 1024, Smoothing: 0.5, MinGain: 0.05, Horizon: 10}
+	return Config{Scheme: Average, Every: 1, Slice: 1024, Probe: 1024, Smoothing: 0.5, Jump: 1.5, MinGain: 0.05, Horizon: 10}
 }
 
 // Validate checks c; errors name the field.
@@ -64,6 +70,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("slice of %d keys: want at least 1", c.Slice)
 	case !(c.Smoothing > 0 && c.Smoothing <= 1):
 		return fmt.Errorf("smoothing %v: want (0, 1]", c.Smoothing)
+	case c.Jump != 0 && !(c.Jump > 1) || math.IsInf(c.Jump, 1):
+		return fmt.Errorf("jump %v: want 0 (always average) or a finite factor > 1", c.Jump)
 	case !(c.MinGain >= 0 && c.MinGain < 1):
 		return fmt.Errorf("min gain %v: want [0, 1)", c.MinGain)
 	case c.Horizon < 0:
@@ -450,7 +458,7 @@ func (b *Balancer) measure(sum []float64) (stale int) {
 			continue
 		}
 		s := bytes / 4 / (longest / 1e9)
-		if e := b.est[j]; e < 0 {
+		if e := b.est[j]; e < 0 || b.cfg.Jump > 1 && (s > e*b.cfg.Jump || s*b.cfg.Jump < e) {
 			b.est[j] = s
 		} else {
 			b.est[j] = (1-b.cfg.Smoothing)*e + b.cfg.Smoothing*s
