@@ -207,8 +207,11 @@ type Stats struct {
 	Links []LinkTiming
 	// Latency has, per server, the round trips of the pushes and the
 	// pulls (Worker.Stats; Core.Stats leaves it out, Core.Latency has
-	// it).
-	Latency []ServerLatency
+	// it). It stays out of JSON: a summary line of colo node grows with
+	// it by a histogram per server, past what a pipe (and mpirun's
+	// merged output) writes in one piece; the metrics carry it
+	// (colo_worker_request_duration_seconds).
+	Latency []ServerLatency `json:"-"`
 }
 
 // LinkTiming is what a worker measured of the answers of one server.
