@@ -126,6 +126,9 @@ const (
 	// server's store, and the installation of one.
 	opSave
 	opLoad
+	// Recovery (see Worker.Pause and Resume).
+	opPause
+	opResume
 )
 
 // Op is one call of the application.
@@ -151,7 +154,10 @@ type Op struct {
 	take    *[]float32
 	// snap is where a Save's answer goes, and a Load's snapshot.
 	snap *kv.Batch
-	fut  *Future
+	// epoch and cause are a Pause's.
+	epoch uint64
+	cause error
+	fut   *Future
 }
 
 // Out is a message for the server of rank Server.
@@ -234,6 +240,11 @@ type Core struct {
 	// values are the ones the pull would get after the gate).
 	gateReq *request
 	held    [][]Out
+	// epoch is the membership epoch of the requests (proto.Pause);
+	// paused, while set, fails every operation (between Pause and
+	// Resume).
+	epoch  uint64
+	paused error
 }
 
 // NewCore returns a worker core.
@@ -282,6 +293,19 @@ func (c *Core) Submit(op *Op) []Out {
 	c.out = c.out[:0]
 	if c.failed != nil {
 		op.fut.complete(c.failed)
+		return c.out
+	}
+	switch {
+	case op.kind == opPause:
+		c.pause(op.epoch, op.cause)
+		op.fut.complete(nil)
+		return c.out
+	case op.kind == opResume:
+		c.paused = nil
+		op.fut.complete(nil)
+		return c.out
+	case c.paused != nil:
+		op.fut.complete(c.paused)
 		return c.out
 	}
 	if c.gated {
@@ -338,6 +362,31 @@ func (c *Core) Fail(err error) {
 	c.gateReq, c.held = nil, nil // their requests failed above
 }
 
+// pause fails every operation in flight or waiting with cause, and
+// every later one until Resume, and starts epoch: rounds count from 0
+// again, and requests carry the new epoch, so that the servers tell
+// them from the ones sent before (server.Server). Answers to the failed
+// requests are dropped when they come (Receive); request ids go on
+// increasing, so that none is taken for a later request's.
+func (c *Core) pause(epoch uint64, cause error) {
+	for id, r := range c.pending {
+		delete(c.pending, id)
+		for _, m := range r.msgs {
+			if m != nil {
+				m.Release()
+			}
+		}
+		c.stats.Errors++
+		r.op.fut.complete(cause)
+	}
+	for _, op := range c.queue {
+		op.fut.complete(cause)
+	}
+	c.queue = nil
+	c.gateReq, c.held, c.gated = nil, nil, false
+	c.round, c.epoch, c.paused = 0, epoch, cause
+}
+
 // start splits op by server and appends its messages to c.out.
 func (c *Core) start(op *Op) {
 	if err := c.check(op); err != nil {
@@ -359,7 +408,7 @@ func (c *Core) start(op *Op) {
 	if op.ahead {
 		round++
 	}
-	meta := proto.AppendMeta(nil, round)
+	meta := proto.AppendMetaEpoch(nil, round, c.epoch)
 	all := r.push && c.sync // every server hears of the round
 	send := func(s int, cmd uint16, b kv.Batch) {
 		if len(b.Keys) == 0 && !all {
@@ -420,7 +469,7 @@ func (c *Core) startMove(op *Op) {
 	c.nextID++
 	r := &request{op: op, round: c.round, push: op.kind != opTake && op.kind != opSave, remaining: 1}
 	m := &transport.Message{Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagRequest | transport.FlagPush, ID: c.nextID},
-		Body: proto.AppendMeta(nil, c.round)}
+		Body: proto.AppendMetaEpoch(nil, c.round, c.epoch)}
 	switch op.kind {
 	case opTable:
 		m.Cmd = proto.DataTable
