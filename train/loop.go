@@ -2,11 +2,13 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"colo/ps/clock"
+	"colo/ps/proto"
 	"colo/ps/worker"
 	"colo/timeline"
 )
@@ -339,7 +341,55 @@ func (l *loop) next(p, b int) (int, int) {
 	return p + 1, 0
 }
 
-func (l *loop) run(ctx context.Context, progress Progress) (passes []Pass, err error) {
+// run trains from the checkpoint to resume from, if any, and, when the
+// job is paused to replace a failed node (a call fails with
+// proto.ErrPaused), rolls back to the job's last checkpoint once it
+// resumes and trains again from there (see rollback).
+func (l *loop) run(ctx context.Context, progress Progress) ([]Pass, error) {
+	var st *WorkerState
+	c := l.s.Checkpoint
+	if c != nil && c.Config.Resume != "" {
+		var err error
+		if st, err = c.restore(ctx, l.w, l.part, c.Config.Resume); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		passes, err := l.train(ctx, progress, st)
+		if err == nil || !errors.Is(err, proto.ErrPaused) || c == nil || c.Config.Dir == "" {
+			return passes, err
+		}
+		if st, err = l.rollback(ctx, err); err != nil {
+			return passes, err
+		}
+	}
+}
+
+// rollback waits, after a call failed with the pause of the job (cause),
+// for the failed node's replacement, then rolls this worker back to the
+// newest complete checkpoint of the job's directory: every worker does,
+// and loads its servers' snapshots (Checkpointer.restore, as a resumed
+// job does, the replacement included), so that every server and worker
+// is at that checkpoint's round and the job goes on from there.
+func (l *loop) rollback(ctx context.Context, cause error) (*WorkerState, error) {
+	l.drain() // every call failed with the pause
+	l.phases = Phases{}
+	if _, err := l.w.Rejoin(ctx); err != nil {
+		return nil, fmt.Errorf("%w (the job was paused after: %v)", err, cause)
+	}
+	if err := l.w.Resume(); err != nil {
+		return nil, err
+	}
+	c := l.s.Checkpoint
+	st, err := c.restore(ctx, l.w, l.part, c.Config.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("rolling back after %v: %w", cause, err)
+	}
+	return st, nil
+}
+
+// train runs the loop from st (nil: from the start).
+func (l *loop) train(ctx context.Context, progress Progress, st *WorkerState) (passes []Pass, err error) {
 	s, w := l.s, l.w
 	scale := float32(float64(s.Batches) / float64(s.Samples))
 	start := time.Now()
@@ -347,11 +397,7 @@ func (l *loop) run(ctx context.Context, progress Progress) (passes []Pass, err e
 	rounds, p0, b0 := 0, 0, 0
 	var loss float64
 	var samples, correct int
-	if c := s.Checkpoint; c != nil && c.Config.Resume != "" {
-		st, err := c.restore(ctx, w, l.part)
-		if err != nil {
-			return nil, err
-		}
+	if st != nil {
 		rounds, p0, b0, passes = st.Rounds, st.Pass, st.Batch, st.Passes
 		loss, samples, correct = math.Float64frombits(st.LossBits), st.Samples, st.Correct
 		prev = math.Float64frombits(st.PrevBits)

@@ -609,6 +609,10 @@ type WorkerResult struct {
 	// the training time they cost this worker (Config.Checkpoint).
 	Checkpoints       int     `json:"checkpoints,omitempty"`
 	CheckpointSeconds float64 `json:"checkpoint_seconds,omitempty"`
+	// Restores lists the checkpoints the worker restored: when it
+	// resumed the job, and each time it rolled back after a failed node
+	// was replaced.
+	Restores []Restore `json:"restores,omitempty"`
 }
 
 // Work is the whole job of one worker in any deployment: the training
@@ -620,7 +624,7 @@ func Work(ctx context.Context, w *worker.Worker, app App, part Part, s Schedule,
 	var err error
 	res.Passes, err = Loop(ctx, w, part, s, progress)
 	if c := s.Checkpoint; c != nil {
-		res.Checkpoints, res.CheckpointSeconds = c.Taken, c.Seconds
+		res.Checkpoints, res.CheckpointSeconds, res.Restores = c.Taken, c.Seconds, c.Restored
 	}
 	if err != nil {
 		return res, err

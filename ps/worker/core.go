@@ -55,6 +55,9 @@ type Config struct {
 	// Now, when not nil, is the clock of the pull timings (Stats.Links);
 	// time.Now otherwise.
 	Now func() time.Time
+	// Epoch is the membership epoch the worker starts in (proto.Assign):
+	// a node that replaces a failed one joins a job paused since.
+	Epoch uint64
 }
 
 // Validate checks c; errors name the field and the bound.
@@ -260,6 +263,7 @@ func NewCore(cfg Config) (*Core, error) {
 		split:   kv.NewSplitter(cfg.Table.Servers(), cfg.Table.Router()),
 		pending: make(map[uint64]*request),
 		links:   make([]LinkTiming, cfg.Table.Servers()),
+		epoch:   cfg.Epoch,
 	}, nil
 }
 
