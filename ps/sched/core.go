@@ -557,6 +557,13 @@ func (c *Core) done(from transport.NodeID, d proto.Done) {
 		return
 	}
 	if d.Err != "" {
+		if c.phase == paused {
+			// A worker that cannot wait for the replacement (its
+			// application does not roll back): the pause's failure
+			// ends the job.
+			c.abort(c.cause.ID, fmt.Errorf("%w; %s could not wait for a replacement: %s", c.cause.Err, proto.Name(from), d.Err), false)
+			return
+		}
 		// The node is alive and reports an error: nothing to replace.
 		c.abort(from, errors.New(d.Err), false)
 		return

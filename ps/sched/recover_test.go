@@ -185,6 +185,15 @@ func TestRecoverSecondFailure(t *testing.T) {
 		t.Fatalf("failure after a worker finished: ended %v, %v", ended, err)
 	}
 
+	// A worker that reports an error while paused (its application
+	// does not roll back) ends the job with the pause's failure.
+	c = recovering(t)
+	c.Down(&transport.PeerError{Peer: proto.ServerID(1), Err: transport.ErrPeerClosed})
+	c.Handle(msg(proto.WorkerID(0), proto.CmdDone, proto.Done{Err: "smoke: push: job paused"}))
+	if ended, err := c.Ended(); !ended || err == nil || !strings.HasPrefix(err.Error(), "server 1 (node 4 at real) failed: link lost: peer closed the link; worker 0 could not wait for a replacement: smoke") {
+		t.Fatalf("error while paused: ended %v, %v", ended, err)
+	}
+
 	c = recovering(t)
 	outs := c.Handle(msg(proto.Provisional(9), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: "tok", Addr: "new", Rank: 1, Recover: true}))
 	if len(decoded[proto.Pause](t, outs, proto.CmdPause)) != 2 || len(decoded[proto.Assign](t, outs, proto.CmdAssign)) != 1 {
