@@ -48,7 +48,8 @@ func killTrialJobs(t *testing.T) []killJob {
 }
 
 // nodePID returns the pid of the child of parent that runs the colo
-// node of role and rank, 0 when there is none (yet).
+// node of role and rank (any rank when rank is −1: the scheduler), 0
+// when there is none (yet).
 func nodePID(parent int, role string, rank int) int {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -67,7 +68,7 @@ func nodePID(parent int, role string, rank int) int {
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		args := strings.Join(strings.Split(string(cmdline), "\x00"), " ")
-		if strings.Contains(args, "--role "+role+" ") && strings.Contains(args, "--rank "+strconv.Itoa(rank)+" ") {
+		if strings.Contains(args, "--role "+role+" ") && (rank < 0 || strings.Contains(args, "--rank "+strconv.Itoa(rank)+" ")) {
 			return pid
 		}
 	}
@@ -89,11 +90,23 @@ type killTrial struct {
 
 func (k killTrial) String() string {
 	how := "replaced"
-	if k.whole {
+	if k.restarted() {
 		how = "whole job restarted"
 	}
-	return fmt.Sprintf("%s %d killed %v after the checkpoint of round %d, %s", k.role, k.rank, k.delay, k.after, how)
+	return fmt.Sprintf("%s killed %v after the checkpoint of round %d, %s", k.name(), k.delay, k.after, how)
 }
+
+// name is the killed process's name in colo train's reports.
+func (k killTrial) name() string {
+	if k.rank < 0 {
+		return k.role
+	}
+	return fmt.Sprintf("%s %d", k.role, k.rank)
+}
+
+// restarted reports whether the trial's recovery is a whole-job restart:
+// asked for, or the fallback after the scheduler's death.
+func (k killTrial) restarted() bool { return k.whole || k.role == "scheduler" }
 
 // killRun is what a run with a kill measured.
 type killRun struct {
@@ -159,27 +172,27 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		t.Fatalf("colo train, %v: %v\n%s", k, err, r.stderr)
 	}
 	r.res, _ = readResult(t, out)
-	if k.role != "" && k.whole {
+	if k.role != "" && k.restarted() {
 		m := fromRE.FindStringSubmatch(r.stderr)
 		n := resumedRE.FindStringSubmatch(r.stderr)
 		if m == nil || n == nil {
 			t.Fatalf("%v: no restart reported:\n%s", k, r.stderr)
 		}
-		if !strings.Contains(m[0], fmt.Sprintf("after %s %d failed", k.role, k.rank)) {
+		if !strings.Contains(m[0], fmt.Sprintf("after %s failed", k.name())) {
 			t.Errorf("%v: the restart blames another process: %s", k, m[0])
 		}
 		r.from, _ = strconv.Atoi(m[1])
 		ns, _ := strconv.ParseInt(n[1], 10, 64)
 		r.resumed = time.Unix(0, ns)
 	}
-	if k.role != "" && !k.whole {
+	if k.role != "" && !k.restarted() {
 		// Only the killed process was started again: no whole-job
 		// restart, and every worker rolled back.
 		a, b, n := replacedRE.FindStringSubmatch(r.stderr), rolledRE.FindStringSubmatch(r.stderr), resumedRE.FindStringSubmatch(r.stderr)
 		if a == nil || b == nil || n == nil || strings.Contains(r.stderr, "restart 1 of 1") {
 			t.Fatalf("%v: no replacement reported, or the whole job restarted:\n%s", k, r.stderr)
 		}
-		if name := fmt.Sprintf("%s %d", k.role, k.rank); a[1] != name || b[1] != name {
+		if name := k.name(); a[1] != name || b[1] != name {
 			t.Errorf("%v: the replacement was of another process: %s; %s", k, a[0], b[0])
 		}
 		r.from, _ = strconv.Atoi(b[2])
@@ -278,6 +291,38 @@ func TestKillTrials(t *testing.T) {
 			t.Logf("time from the kill to training resuming, %d trials (%s): median %v, max %v", len(r),
 				map[bool]string{false: "replaced", true: "whole job restarted"}[whole], r[len(r)/2].Round(time.Millisecond), r[len(r)-1].Round(time.Millisecond))
 		}
+	}
+}
+
+// TestKillSchedulerFallsBack kills the scheduler of the co-located job
+// run to replace failed processes (--recovery replace) in 2 seeded
+// trials: a scheduler is not replaced, so the whole job restarts from
+// its last checkpoint, and ends as the unfailed run bit for bit.
+func TestKillSchedulerFallsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	job := killTrialJobs(t)[0]
+	want := runKilled(t, job.args, job.every, killTrial{})
+	checkpoints := want.res.Rounds / job.every
+	rng := rand.New(rand.NewPCG(18, 22))
+	for i := range 2 {
+		k := killTrial{role: "scheduler", rank: -1, after: job.every * (1 + rng.IntN(checkpoints-3)),
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+		got := runKilled(t, job.args, job.every, k)
+		name := fmt.Sprintf("trial %d (%v)", i+1, k)
+		if got.from < k.after {
+			t.Errorf("%s: resumed from the checkpoint of round %d, want one from round %d on", name, got.from, k.after)
+		}
+		if !sameKilled(t, name, want.res, got.res) {
+			continue
+		}
+		for s := range want.snaps {
+			if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
+				t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
+			}
+		}
+		t.Logf("%s: resumed from round %d, training again %v after the kill", name, got.from, got.resumed.Sub(got.killed).Round(time.Millisecond))
 	}
 }
 
