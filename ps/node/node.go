@@ -28,6 +28,15 @@
 // exception: the server answers with an error instead, and only that
 // pull fails.
 //
+// When the scheduler replaces failed nodes (sched.Config.RecoverWait),
+// its Pause makes the node fail every barrier and every call of its
+// worker with an error wrapping proto.ErrPaused until the worker's
+// caller rejoins (worker.Worker.Rejoin, then Resume) after the
+// scheduler's Resume, whose address book has the replacement's address;
+// requests carry the membership epoch, and a server drops those of
+// earlier epochs. A node started with Config.Recover is such a
+// replacement.
+//
 // In a machine the worker reaches its co-located server without the
 // network: requests go straight into the server's queue (the
 // application's arrays are not copied, as they are stable until the call

@@ -31,6 +31,21 @@
 // added in ascending node id order so the result is the same bit for bit
 // whatever order the members arrive in.
 //
+// # Recovery
+//
+// With Config.RecoverWait, the failure of a server, worker or machine
+// while the job runs pauses the job instead of ending it: the failed
+// process's ids (a machine's server and worker) leave the membership,
+// the membership epoch advances, pending barriers are dropped and every
+// other node gets Pause (proto.Pause). A node that registers with
+// proto.Register.Recover takes the failed ids and machine index; once
+// every failed id is replaced and ready, everyone gets Resume, the
+// address book of the new epoch. Barrier arrivals of earlier epochs are
+// ignored. No replacement ready within RecoverWait, a second failure
+// while paused, a worker that had finished or that reports an error
+// while paused end the job with an error naming the failed node. What
+// the nodes roll back is theirs (package node, train.Loop).
+//
 // Core is the protocol as a pure state machine: messages, link failures
 // and ticks in, messages out. Time is counted in ticks of Heartbeat, so
 // the tests need no sleeps. Scheduler is its driver.
