@@ -230,7 +230,19 @@ type Progress func(p Pass)
 // only after the all-reduce), so that the traffic is exactly the
 // rounds'. Rounds after which a hook runs (AfterRound, a checkpoint)
 // are drained first: the hooks run with nothing in flight.
+//
+// When a call fails because the job was paused to replace a failed node
+// (proto.ErrPaused) and the job takes checkpoints, the loop waits for the
+// job to resume and rolls back to the newest complete checkpoint with
+// every other worker (see run).
 func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress Progress) ([]Pass, error) {
+	return loopAfter(ctx, w, part, s, progress, nil)
+}
+
+// loopAfter is Loop; paused, when not nil, is a pause that failed a call
+// after an earlier Loop ended (Work's evaluation): the loop rolls back
+// first.
+func loopAfter(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress Progress, paused error) ([]Pass, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -238,7 +250,13 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 		return nil, fmt.Errorf("train: machine %d has %d batches per pass, the schedule %d", w.Rank(), part.Batches(), s.Batches)
 	}
 	l := &loop{w: w, part: part, s: s, width: w.Width(), async: w.Clock().Mode == clock.Async}
-	return l.run(ctx, progress)
+	return l.run(ctx, progress, paused)
+}
+
+// rollsBack reports whether err is a pause that s's loop recovers from
+// by rolling back to a checkpoint.
+func (s Schedule) rollsBack(err error) bool {
+	return err != nil && errors.Is(err, proto.ErrPaused) && s.Checkpoint != nil && s.Checkpoint.Config.Dir != ""
 }
 
 // slot holds the arrays of a round and its requests in flight; the loop
@@ -345,22 +363,23 @@ func (l *loop) next(p, b int) (int, int) {
 // job is paused to replace a failed node (a call fails with
 // proto.ErrPaused), rolls back to the job's last checkpoint once it
 // resumes and trains again from there (see rollback).
-func (l *loop) run(ctx context.Context, progress Progress) ([]Pass, error) {
+func (l *loop) run(ctx context.Context, progress Progress, paused error) ([]Pass, error) {
 	var st *WorkerState
-	c := l.s.Checkpoint
-	if c != nil && c.Config.Resume != "" {
-		var err error
-		if st, err = c.restore(ctx, l.w, l.part, c.Config.Resume); err != nil {
-			return nil, err
-		}
+	var passes []Pass
+	err := paused
+	if c := l.s.Checkpoint; err == nil && c != nil && c.Config.Resume != "" {
+		st, err = c.restore(ctx, l.w, l.part, c.Config.Resume)
 	}
 	for {
-		passes, err := l.train(ctx, progress, st)
-		if err == nil || !errors.Is(err, proto.ErrPaused) || c == nil || c.Config.Dir == "" {
-			return passes, err
+		// A pause, perhaps again while rolling back.
+		for err != nil {
+			if !l.s.rollsBack(err) {
+				return passes, err
+			}
+			st, err = l.rollback(ctx, err)
 		}
-		if st, err = l.rollback(ctx, err); err != nil {
-			return passes, err
+		if passes, err = l.train(ctx, progress, st); err == nil {
+			return passes, nil
 		}
 	}
 }
@@ -382,10 +401,10 @@ func (l *loop) rollback(ctx context.Context, cause error) (*WorkerState, error) 
 	}
 	c := l.s.Checkpoint
 	st, err := c.restore(ctx, l.w, l.part, c.Config.Dir)
-	if err != nil {
+	if err != nil && !errors.Is(err, proto.ErrPaused) {
 		return nil, fmt.Errorf("rolling back after %v: %w", cause, err)
 	}
-	return st, nil
+	return st, err
 }
 
 // train runs the loop from st (nil: from the start).
