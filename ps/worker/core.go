@@ -264,6 +264,7 @@ func NewCore(cfg Config) (*Core, error) {
 		pending: make(map[uint64]*request),
 		links:   make([]LinkTiming, cfg.Table.Servers()),
 		epoch:   cfg.Epoch,
+		nextID:  firstID(cfg.Epoch),
 	}, nil
 }
 
@@ -371,7 +372,8 @@ func (c *Core) Fail(err error) {
 // again, and requests carry the new epoch, so that the servers tell
 // them from the ones sent before (server.Server). Answers to the failed
 // requests are dropped when they come (Receive); request ids go on
-// increasing, so that none is taken for a later request's.
+// increasing, from the epoch's first id on (firstID), so that none is
+// taken for a later request's.
 func (c *Core) pause(epoch uint64, cause error) {
 	for id, r := range c.pending {
 		delete(c.pending, id)
@@ -389,7 +391,14 @@ func (c *Core) pause(epoch uint64, cause error) {
 	c.queue = nil
 	c.gateReq, c.held, c.gated = nil, nil, false
 	c.round, c.epoch, c.paused = 0, epoch, cause
+	c.nextID = max(c.nextID, firstID(epoch))
 }
+
+// firstID returns the request id before the first of membership epoch e:
+// each epoch numbers its requests from e·2^40 on, so that a late answer
+// to a request of an earlier epoch (sent to the node this one replaced)
+// is never taken for a request of a replacement.
+func firstID(e uint64) uint64 { return e << 40 }
 
 // start splits op by server and appends its messages to c.out.
 func (c *Core) start(op *Op) {

@@ -50,7 +50,7 @@ func TestPause(t *testing.T) {
 	}
 	for _, o := range outs {
 		round, epoch, err := proto.ParseMetaEpoch(o.M)
-		if err != nil || round != 0 || epoch != 3 || o.M.ID <= 2 {
+		if err != nil || round != 0 || epoch != 3 || o.M.ID != 3<<40+1 {
 			t.Fatalf("push after the resume: round %d epoch %d id %d (%v), want round 0 of epoch 3 with a new id", round, epoch, o.M.ID, err)
 		}
 	}
