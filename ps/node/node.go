@@ -673,6 +673,9 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		// replies lost are of the epoch before the pause.
 		return
 	}
+	if pe := (*transport.PeerError)(nil); n.assign.Job.Recover && errors.As(err, &pe) && pe.Addr != "" && addr != "" && pe.Addr != addr {
+		return // a send to the node a replacement took the place of
+	}
 	ne := &proto.NodeError{ID: peer, Addr: addr, Err: fmt.Errorf("%s could not send to it: %w", proto.Name(m.id), err)}
 	leave := func() {
 		n.mute.Store(true)
