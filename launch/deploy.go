@@ -55,13 +55,14 @@ type Processes struct {
 	// Deadline stops the cluster after this long; 0 is no limit (failed
 	// or silent nodes end the job anyway).
 	Deadline time.Duration
-	// Restarts is how many times a job whose process failed is started
-	// again, whole, from its last complete checkpoint (the job's
-	// Config.Checkpoint.Dir, resumed as train.Checkpoint.Resume does; from
-	// the start when there is none yet). Every process of the failed run
-	// is stopped first: the whole job restarts, not the one node. Under
-	// BSP the recovered job ends with the same model as a run without
-	// failure. 0 ends the job at its first failure.
+	// Restarts is how many times the job recovers from a failed process
+	// (see Replace); without Replace, or when a replacement cannot work,
+	// the job is started again, whole, from its last complete checkpoint
+	// (the job's Config.Checkpoint.Dir, resumed as
+	// train.Checkpoint.Resume does; from the start when there is none
+	// yet), every process of the failed run stopped first. Under BSP the
+	// recovered job ends with the same model as a run without failure. 0
+	// ends the job at its first failure.
 	Restarts int
 	// Replace makes the restarts replace only the failed process while
 	// the others keep running: a server, worker or machine process that
@@ -69,9 +70,9 @@ type Processes struct {
 	// --recover, takes its rank in the paused job, and every worker rolls
 	// back to the last complete checkpoint (see docs/ps.md). A failure it
 	// cannot handle so (the scheduler's, a second one during a pause, one
-	// before the job started or after training) ends the run, and the
-	// restarts left restart the whole job. Each replacement counts as a
-	// restart.
+	// before the job started or before its first complete checkpoint)
+	// ends the run, and the restarts left restart the whole job. Each
+	// replacement counts as a restart.
 	Replace bool
 	// Logf, when set, is told of each restart.
 	Logf func(format string, args ...any)
@@ -231,6 +232,11 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		schedArgs = append(schedArgs, "--recover-wait", RecoverWait.String())
 		sup.Replace = func(p *Proc) (Spec, bool) {
 			if len(pd.Recovered) >= pd.Restarts || p.Name() == "scheduler" || p.Name() == "evaluator" {
+				return Spec{}, false
+			}
+			if _, _, err := checkpoint.Latest(cfg.Checkpoint.Dir); err != nil {
+				// Nothing to roll back to yet: the whole job restarts,
+				// from the start.
 				return Spec{}, false
 			}
 			failure := fmt.Errorf("%s failed: %v", p.Name(), p.Err())
