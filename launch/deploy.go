@@ -228,7 +228,7 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		"--heartbeat", train.Heartbeat.String(), "--timeout", train.Timeout.String(),
 		"--join-timeout", JoinTimeout.String(), "--num-evaluators", strconv.Itoa(evals)}, size...)
 	first := len(pd.Recovered) // the replacements of this run are after it
-	if pd.Replace && pd.Restarts > len(pd.Recovered) && evals == 0 {
+	if pd.Replace && pd.Restarts > len(pd.Recovered) {
 		schedArgs = append(schedArgs, "--recover-wait", RecoverWait.String())
 		sup.Replace = func(p *Proc) (Spec, bool) {
 			if len(pd.Recovered) >= pd.Restarts || p.Name() == "scheduler" || p.Name() == "evaluator" {

@@ -31,8 +31,8 @@ type killJob struct {
 
 // killTrialJobs returns the jobs of the kill trials: lr on 2 co-located
 // machines (a server and a worker in each process), and an mlp whose 2
-// servers run apart from its 2 workers, scored at the end only (a job
-// with an evaluator is restarted whole).
+// servers run apart from its 2 workers and whose evaluator scores the
+// model every epoch.
 func killTrialJobs(t *testing.T) []killJob {
 	dir := t.TempDir()
 	lr := filepath.Join(dir, "powerlaw.libsvm")
@@ -43,7 +43,7 @@ func killTrialJobs(t *testing.T) []killJob {
 		{name: "co-located", args: []string{lr, "--machines", "2", "--batch", "100", "--max-passes", "3", "--epsilon", "0",
 			"--link-bandwidth", "4mbit"}, every: 3, roles: []string{"machine"}, ranks: 2},
 		{name: "servers apart", args: []string{blobsCSV(t, 600), "--app", "mlp", "--label-col", "-1", "--hidden", "16",
-			"--machines", "2", "--servers", "2", "--epochs", "6", "--batch", "30", "--eval-every", "0"}, every: 4, roles: []string{"server", "worker"}, ranks: 2},
+			"--machines", "2", "--servers", "2", "--epochs", "6", "--batch", "30"}, every: 4, roles: []string{"server", "worker"}, ranks: 2},
 	}
 }
 

@@ -354,7 +354,7 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 		if err != nil {
 			return fail(err)
 		}
-		if a.Job.Recover && role == proto.RoleWorker {
+		if a.Job.Recover {
 			n.wrk.SetRejoin(n.rejoin)
 		}
 		m := n.member(a.Worker)

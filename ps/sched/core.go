@@ -101,7 +101,7 @@ type Config struct {
 	// scheduler pauses the job and waits this long for a node that
 	// registers with proto.Register.Recover for the failed rank (see
 	// Recovery in the package documentation). 0 ends the job at the
-	// first failure. Jobs with evaluators always end.
+	// first failure. An evaluator that fails ends the job.
 	RecoverWait time.Duration
 }
 
@@ -239,7 +239,7 @@ func NewCore(cfg Config) (*Core, error) {
 	return &Core{
 		cfg: cfg,
 		job: proto.Job{Table: table, Width: cfg.Width, Mode: cfg.Clock.Mode.String(), Tau: cfg.Clock.Tau,
-			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0 && cfg.NumEvaluators == 0},
+			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0},
 		timeout:  cfg.Ticks(cfg.Timeout),
 		startBy:  cfg.Ticks(cfg.StartTimeout),
 		members:  make(map[transport.NodeID]*member),
