@@ -69,8 +69,9 @@ type Processes struct {
 	// dies of a signal while the job trains is started again at once with
 	// --recover, takes its rank in the paused job, and every worker rolls
 	// back to the last complete checkpoint (see docs/ps.md). A failure it
-	// cannot handle so (the scheduler's, a second one during a pause, one
-	// before the job started or before its first complete checkpoint)
+	// cannot handle so (the scheduler's or the evaluator's, a second one
+	// during a pause, one before the job started or before its first
+	// complete checkpoint)
 	// ends the run, and the restarts left restart the whole job. Each
 	// replacement counts as a restart.
 	Replace bool
