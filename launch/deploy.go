@@ -106,8 +106,9 @@ type Recovery struct {
 const JoinTimeout = 60 * time.Second
 
 // RecoverWait is how long the scheduler of Processes.Replace waits for a
-// failed process's replacement, which loads its data first.
-const RecoverWait = 30 * time.Second
+// failed process's replacement, which loads its data first, as the
+// nodes of the job's start do within JoinTimeout.
+const RecoverWait = JoinTimeout
 
 // Deploy runs d on a new cluster of processes and removes everything it
 // made. The first process to fail is named in the error (a *Failure),
