@@ -833,11 +833,18 @@ func (c *Core) Down(pe *transport.PeerError) []Out {
 	return c.out
 }
 
-// SendFailed processes a failed send to a peer, like a link failure.
+// SendFailed processes a failed send to a peer, like a link failure. A
+// send to another address than the member's was to the node a
+// replacement took the place of (its failure may be reported after the
+// replacement joined), and is ignored.
 func (c *Core) SendFailed(to transport.NodeID, err error) []Out {
 	pe, ok := err.(*transport.PeerError)
 	if !ok {
 		pe = &transport.PeerError{Peer: to, Op: "send", Err: err}
+	}
+	if mb := c.members[to]; mb != nil && c.job.Recover && pe.Addr != "" && mb.addr != "" && pe.Addr != mb.addr {
+		c.out = c.out[:0]
+		return c.out
 	}
 	return c.Down(pe)
 }

@@ -115,6 +115,14 @@ func TestRecoverMachine(t *testing.T) {
 	if p, _ := c.Paused(); p || !c.Running() || c.Replaced() != 2 {
 		t.Fatalf("paused %v, running %v, replaced %d after the resume", p, c.Running(), c.Replaced())
 	}
+	// A send to the failed node that fails only now is not the
+	// replacement's failure; one to the replacement's address is.
+	if outs := c.SendFailed(proto.ServerID(1), &transport.PeerError{Peer: proto.ServerID(1), Addr: "real", Op: "send", Err: transport.ErrPeerClosed}); len(outs) != 0 {
+		t.Fatalf("late failure of a send to the failed node: %+v", outs)
+	}
+	if p, _ := c.Paused(); p {
+		t.Fatal("a late failure of a send to the failed node paused the job")
+	}
 	// Barriers: epoch 0 ignored, epoch 1 released with the epoch.
 	if outs := c.Handle(msg(proto.WorkerID(0), proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 1})); len(outs) != 0 {
 		t.Fatalf("stale barrier: %+v", outs)
@@ -130,6 +138,20 @@ func TestRecoverMachine(t *testing.T) {
 	c.Handle(msg(proto.WorkerID(1), proto.CmdDone, proto.Done{}))
 	if ended, err := c.Ended(); !ended || err != nil {
 		t.Fatalf("ended %v, %v", ended, err)
+	}
+}
+
+// TestRecoverSendToReplacementFails: a failed send to the replacement's
+// own address pauses the job again, in epoch 2.
+func TestRecoverSendToReplacementFails(t *testing.T) {
+	c := recovering(t)
+	c.Down(&transport.PeerError{Peer: proto.ServerID(1), Err: transport.ErrPeerClosed})
+	c.Handle(msg(proto.Provisional(9), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: "tok", Addr: "new", Rank: 1, Recover: true}))
+	c.Handle(msg(proto.ServerID(1), proto.CmdReady, proto.Ready{Addr: "new1"}))
+	c.Handle(msg(proto.WorkerID(1), proto.CmdReady, proto.Ready{Addr: "new1"}))
+	c.SendFailed(proto.WorkerID(1), &transport.PeerError{Peer: proto.WorkerID(1), Addr: "new1", Op: "send", Err: transport.ErrPeerClosed})
+	if p, id := c.Paused(); !p || id != proto.WorkerID(1) || c.Epoch() != 2 {
+		t.Fatalf("paused %v for %v in epoch %d, want worker 1 in epoch 2", p, id, c.Epoch())
 	}
 }
 
