@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -56,14 +58,26 @@ type Processes struct {
 	// Deadline stops the cluster after this long; 0 is no limit (failed
 	// or silent nodes end the job anyway).
 	Deadline time.Duration
-	// Restarts is how many times a job whose process failed is started
-	// again, whole, from its last complete checkpoint (the job's
-	// Config.Checkpoint.Dir, resumed as train.Checkpoint.Resume does; from
-	// the start when there is none yet). Every process of the failed run
-	// is stopped first: the whole job restarts, not the one node. Under
-	// BSP the recovered job ends with the same model as a run without
-	// failure. 0 ends the job at its first failure.
+	// Restarts is how many times the job recovers from a failed process
+	// (see Replace); without Replace, or when a replacement cannot work,
+	// the job is started again, whole, from its last complete checkpoint
+	// (the job's Config.Checkpoint.Dir, resumed as
+	// train.Checkpoint.Resume does; from the start when there is none
+	// yet), every process of the failed run stopped first. Under BSP the
+	// recovered job ends with the same model as a run without failure. 0
+	// ends the job at its first failure.
 	Restarts int
+	// Replace makes the restarts replace only the failed process while
+	// the others keep running: a server, worker or machine process that
+	// dies of a signal while the job trains is started again at once with
+	// --recover, takes its rank in the paused job, and every worker rolls
+	// back to the last complete checkpoint (see docs/ps.md). A failure it
+	// cannot handle so (the scheduler's or the evaluator's, a second one
+	// during a pause, one before the job started or before its first
+	// complete checkpoint)
+	// ends the run, and the restarts left restart the whole job. Each
+	// replacement counts as a restart.
+	Replace bool
 	// Logf, when set, is told of each restart.
 	Logf func(format string, args ...any)
 	// Recovered is set by Deploy to the restarts it made and the time from
@@ -77,6 +91,9 @@ type Recovery struct {
 	// the checkpoint the next run resumed from (−1: from the start).
 	Failure error
 	Round   int
+	// Replaced names the process replaced (Processes.Replace), "" for a
+	// whole-job restart.
+	Replaced string
 	// Seconds is the time from the failure to the restarted cluster
 	// running (every node registered and the data loaded).
 	Seconds float64
@@ -90,6 +107,11 @@ type Recovery struct {
 // JoinTimeout is how long a training cluster of processes waits for its
 // nodes to register: they load the data first.
 const JoinTimeout = 60 * time.Second
+
+// RecoverWait is how long the scheduler of Processes.Replace waits for a
+// failed process's replacement, which loads its data first, as the
+// nodes of the job's start do within JoinTimeout.
+const RecoverWait = JoinTimeout
 
 // Deploy runs d on a new cluster of processes and removes everything it
 // made. The first process to fail is named in the error (a *Failure),
@@ -109,7 +131,7 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	}
 	pd.Recovered = nil
 	out, err := pd.deploy(ctx, d)
-	for r := 0; err != nil && r < pd.Restarts && ctx.Err() == nil; r++ {
+	for r := len(pd.Recovered); err != nil && r < pd.Restarts && ctx.Err() == nil; r++ {
 		failed := time.Now()
 		next := *d
 		next.Job.Config.Checkpoint.Resume = ""
@@ -121,9 +143,10 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 			pd.Logf("restart %d of %d after %v: from the checkpoint of round %d", r+1, pd.Restarts, err, round)
 		}
 		pd.Recovered = append(pd.Recovered, Recovery{Failure: err, Round: round, Noticed: failed})
+		k := len(pd.Recovered) - 1
 		out, err = pd.deploy(ctx, &next)
 		if out != nil {
-			rec := &pd.Recovered[r]
+			rec := &pd.Recovered[k]
 			rec.Seconds = time.Since(failed).Seconds() - (out.Seconds - out.StartSeconds)
 			rec.Resumed = failed.Add(time.Duration(rec.Seconds * float64(time.Second)))
 			if pd.Logf != nil {
@@ -212,12 +235,35 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	sup := NewSupervisor(pd.Bin, st)
 	env := append([]string{"COLO_TOKEN=" + NewToken()}, tlsEnv...)
 	size := []string{"--num-servers", strconv.Itoa(cfg.NumServers()), "--num-workers", strconv.Itoa(k)}
-
-	t0 := time.Now()
-	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: append([]string{
+	schedArgs := append([]string{
 		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(), "--job-file", jobFile,
 		"--heartbeat", train.Heartbeat.String(), "--timeout", train.Timeout.String(),
-		"--join-timeout", JoinTimeout.String(), "--num-evaluators", strconv.Itoa(evals)}, size...)})
+		"--join-timeout", JoinTimeout.String(), "--num-evaluators", strconv.Itoa(evals)}, size...)
+	first := len(pd.Recovered) // the replacements of this run are after it
+	if pd.Replace && pd.Restarts > len(pd.Recovered) {
+		schedArgs = append(schedArgs, "--recover-wait", RecoverWait.String())
+		sup.Replace = func(p *Proc) (Spec, bool) {
+			if len(pd.Recovered) >= pd.Restarts || p.Name() == "scheduler" || p.Name() == "evaluator" {
+				return Spec{}, false
+			}
+			if _, _, err := checkpoint.Latest(cfg.Checkpoint.Dir); err != nil {
+				// Nothing to roll back to yet: the whole job restarts,
+				// from the start.
+				return Spec{}, false
+			}
+			failure := fmt.Errorf("%s failed: %v", p.Name(), p.Err())
+			pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: p.Name(), Noticed: time.Now()})
+			if pd.Logf != nil {
+				pd.Logf("replacement %d of %d after %v: %s started again with --recover", len(pd.Recovered), pd.Restarts, failure, p.Name())
+			}
+			spec := p.spec
+			spec.Args = append(slices.Clip(spec.Args), "--recover")
+			return spec, true
+		}
+	}
+
+	t0 := time.Now()
+	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: schedArgs})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
@@ -251,11 +297,13 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	}
 	out := &train.Outcome{Seconds: time.Since(t0).Seconds()}
 	var lastStart int64
+	var reports []*train.MachineReport
 	for i, path := range results {
 		r, err := readReport(path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 		}
+		reports = append(reports, r)
 		if i == 0 {
 			out.Work = r.Work
 		}
@@ -267,12 +315,48 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		}
 		out.Stats = append(out.Stats, r.Stats)
 		out.InterValues += r.InterValues
-		lastStart = max(lastStart, r.StartedUnixNano)
+		if first == len(pd.Recovered) || r.StartedUnixNano < pd.Recovered[first].Noticed.UnixNano() {
+			lastStart = max(lastStart, r.StartedUnixNano) // a replacement's is not the run's start
+		}
 	}
 	if lastStart > 0 {
 		out.StartSeconds = float64(lastStart-t0.UnixNano()) / 1e9
 	}
+	pd.resumed(first, reports)
 	return out, nil
+}
+
+// resumed completes the replacements from Recovered[first:] with the
+// round each rolled back to and when training resumed: when the last
+// worker restored the checkpoint, after the failure was noticed.
+func (pd *Processes) resumed(first int, reports []*train.MachineReport) {
+	for i := first; i < len(pd.Recovered); i++ {
+		rec := &pd.Recovered[i]
+		var until int64 = math.MaxInt64 // the next failure's
+		if i+1 < len(pd.Recovered) {
+			until = pd.Recovered[i+1].Noticed.UnixNano()
+		}
+		var last int64
+		for _, r := range reports {
+			for _, x := range r.Work.Restores {
+				if x.UnixNano > rec.Noticed.UnixNano() && x.UnixNano < until {
+					if x.UnixNano > last {
+						last, rec.Round = x.UnixNano, x.Round
+					}
+					break
+				}
+			}
+		}
+		if last == 0 {
+			continue
+		}
+		rec.Resumed = time.Unix(0, last)
+		rec.Seconds = rec.Resumed.Sub(rec.Noticed).Seconds()
+		if pd.Logf != nil {
+			pd.Logf("replacement %d: %s rolled back with the others to the checkpoint of round %d; training resumed %.2f s after the failure was noticed (noticed at unix %d ns, training resumed at unix %d ns)",
+				i+1, rec.Replaced, rec.Round, rec.Seconds, rec.Noticed.UnixNano(), last)
+		}
+	}
 }
 
 // changeRates gives the machines' links (hosts 1 to hosts−1; host 0 is

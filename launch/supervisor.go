@@ -37,6 +37,14 @@ type Supervisor struct {
 	// OnExit, when set, is called by Wait as each process ends, in the
 	// order Wait sees them end, before Wait acts on it.
 	OnExit func(*Proc)
+	// Replace, when set, is asked by Wait for the Spec of a process that
+	// replaces p, a process that died of a signal the supervisor did not
+	// send (kill -9, the OOM killer, a crash) after the scheduler of
+	// StartScheduler printed that the job started, while no other
+	// process had failed: with ok, Wait starts it in p's place instead of
+	// failing the cluster, and the scheduler keeps the job waiting for it
+	// (sched.Config.RecoverWait). It is called from Wait's goroutine.
+	Replace func(p *Proc) (spec Spec, ok bool)
 
 	bin    string
 	binErr error
@@ -150,12 +158,18 @@ func (s *Supervisor) Start(ctx context.Context, spec Spec) *Proc {
 // start starts the process of spec and adds it to s. Its standard output
 // is kept in stdout (nil: discarded), or written to w when w is set.
 func (s *Supervisor) start(ctx context.Context, spec Spec, stdout *tail, w io.Writer) *Proc {
+	return s.startProc(ctx, spec, stdout, w, false)
+}
+
+// startProc is start; replacing starts a process while Wait runs (a
+// replacement, see Replace).
+func (s *Supervisor) startProc(ctx context.Context, spec Spec, stdout *tail, w io.Writer, replacing bool) *Proc {
 	p := &Proc{spec: spec, stdout: stdout, stderr: newTail(s.StderrLimit), done: make(chan struct{})}
 	s.mu.Lock()
 	if p.spec.Name == "" {
 		p.spec.Name = fmt.Sprintf("process %d", len(s.procs))
 	}
-	waiting := s.waiting
+	waiting := s.waiting && !replacing
 	if !waiting {
 		s.procs = append(s.procs, p)
 	}
@@ -369,13 +383,19 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 	s.mu.Unlock()
 
 	exits := make(chan *Proc, len(procs))
-	for _, p := range procs {
+	watch := func(p *Proc) {
 		go func() {
 			<-p.done
 			exits <- p
 		}()
 	}
+	for _, p := range procs {
+		watch(p)
+	}
+	var live sync.Mutex // procs grows with replacements
 	killAll := func() {
+		live.Lock()
+		defer live.Unlock()
 		for _, p := range procs {
 			p.kill()
 		}
@@ -390,6 +410,21 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 			left--
 			if s.OnExit != nil {
 				s.OnExit(p)
+			}
+			if p.err != nil && s.Replace != nil && !graced && !stopped && s.jobStarted.Load() && rank(p) == 0 {
+				if spec, ok := s.Replace(p); ok {
+					var out *tail
+					if spec.Stdout {
+						out = newTail(s.StdoutLimit)
+					}
+					np := s.startProc(ctx, spec, out, nil, true)
+					live.Lock()
+					procs = append(procs, np)
+					live.Unlock()
+					watch(np)
+					left++
+					continue
+				}
 			}
 			if p.err != nil {
 				failed = append(failed, p)

@@ -469,3 +469,60 @@ func TestNodeFailsBeforeRegistering(t *testing.T) {
 	gone(t, s)
 	t.Logf("ended after %v: %v", took.Round(time.Millisecond), err)
 }
+
+// TestReplace: once the job started, a process killed by a signal the
+// supervisor did not send is replaced by the Spec Replace returns, and
+// the cluster succeeds when the replacement and the others do; a
+// process that exits with an error is not replaced and fails the
+// cluster, nor is one killed when Replace declines.
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	done := filepath.Join(dir, "replaced")
+	s := shell(t)
+	s.Grace = 200 * time.Millisecond
+	var asked []string
+	s.Replace = func(p *Proc) (Spec, bool) {
+		asked = append(asked, p.Name())
+		return sh(p.Name()+" again", fmt.Sprintf("touch %s", done)), true
+	}
+	if _, err := s.StartScheduler(context.Background(), sh("scheduler", fmt.Sprintf("echo 'scheduler listening on 127.0.0.1:1'; echo 'job started: 2 machines'; until [ -e %s ]; do sleep 0.01; done", done))); err != nil {
+		t.Fatal(err)
+	}
+	s.Start(context.Background(), sh("machine 0", fmt.Sprintf("until [ -e %s ]; do sleep 0.01; done", done)))
+	s.Start(context.Background(), sh("machine 1", "sleep 0.1; kill -9 $$"))
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if len(asked) != 1 || asked[0] != "machine 1" {
+		t.Fatalf("Replace asked for %q, want machine 1 once", asked)
+	}
+	if ps := s.Procs(); len(ps) != 4 || ps[3].Name() != "machine 1 again" || ps[3].Err() != nil {
+		t.Fatalf("processes %v, want the replacement last, succeeded", ps)
+	}
+	gone(t, s)
+
+	for _, c := range []struct{ script, want string }{
+		{"exit 1", "machine 1 failed: exit status 1 (then "},
+		{"kill -9 $$", "machine 1 failed: signal: killed (then "},
+	} {
+		s = shell(t)
+		s.Grace = 100 * time.Millisecond
+		asked = nil
+		s.Replace = func(p *Proc) (Spec, bool) {
+			asked = append(asked, p.Name())
+			return Spec{}, false
+		}
+		if _, err := s.StartScheduler(context.Background(), sh("scheduler", "echo 'scheduler listening on 127.0.0.1:1'; echo 'job started: 2 machines'; exec sleep 1000")); err != nil {
+			t.Fatal(err)
+		}
+		s.Start(context.Background(), sh("machine 1", "sleep 0.1; "+c.script))
+		err := s.Wait(context.Background())
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.script, err, c.want)
+		}
+		if c.script == "exit 1" && len(asked) != 0 {
+			t.Errorf("a process that exited 1 was offered for replacement")
+		}
+		gone(t, s)
+	}
+}

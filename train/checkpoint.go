@@ -137,6 +137,8 @@ type Checkpointer struct {
 	// and the manifest on worker 0).
 	Taken   int
 	Seconds float64
+	// Restored lists the checkpoints this worker restored.
+	Restored []Restore
 }
 
 // JobID identifies job d for its checkpoints: what must not change for
@@ -222,8 +224,8 @@ func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st
 
 // restore loads the newest complete checkpoint of Config.Resume on every
 // worker and returns this worker's state.
-func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part) (*WorkerState, error) {
-	dir, rank := c.Config.Resume, w.Rank()
+func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part, dir string) (*WorkerState, error) {
+	rank := w.Rank()
 	pick := []float64{0}
 	var perr error
 	if rank == 0 {
@@ -300,7 +302,17 @@ func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part)
 	if err := w.Barrier(ctx); err != nil {
 		return nil, err
 	}
+	c.Restored = append(c.Restored, Restore{Round: m.Round, UnixNano: time.Now().UnixNano()})
 	return &st, nil
+}
+
+// Restore is one restoration of a checkpoint on a worker: at the start
+// of a resumed job, or in a rollback after a failed node was replaced.
+type Restore struct {
+	// Round is the checkpoint's round; UnixNano when the worker left the
+	// barrier after every server's snapshot was loaded, and trained again.
+	Round    int   `json:"round"`
+	UnixNano int64 `json:"unix_ns"`
 }
 
 // CheckDirs checks, before a job starts, that c's directories can be

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"colo/ps/node"
+	"colo/ps/proto"
 	"colo/ps/worker"
 )
 
@@ -180,7 +181,11 @@ func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch i
 		case <-tick.C:
 		}
 		if e.Interval > 0 {
-			if err := ev.score(false); err != nil {
+			err := ev.score(false)
+			if errors.Is(err, proto.ErrPaused) {
+				err = ev.rejoin(ctx)
+			}
+			if err != nil {
 				return ev.rep, ev.ended(n, err)
 			}
 			continue
@@ -189,14 +194,24 @@ func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch i
 			continue
 		}
 		steps, err := ev.probe()
+		if err == nil && steps >= next {
+			err = ev.score(false)
+		}
+		if errors.Is(err, proto.ErrPaused) {
+			// A node failed and is being replaced: wait for the job to
+			// resume. The workers roll back to a checkpoint and the
+			// servers count steps from 0 again, as after a resume.
+			if err = ev.rejoin(ctx); err != nil {
+				return ev.rep, ev.ended(n, err)
+			}
+			next = period
+			continue
+		}
 		if err != nil {
 			return ev.rep, ev.ended(n, err)
 		}
 		if steps < next {
 			continue
-		}
-		if err := ev.score(false); err != nil {
-			return ev.rep, ev.ended(n, err)
 		}
 		last := ev.rep.Checks[len(ev.rep.Checks)-1].Step
 		next = (last/period + 1) * period
@@ -226,6 +241,15 @@ func (ev *evaluator) ended(n *node.Node, err error) error {
 	default:
 	}
 	return err
+}
+
+// rejoin waits for a paused job to resume and lets the evaluator's
+// calls through again.
+func (ev *evaluator) rejoin(ctx context.Context) error {
+	if _, err := ev.w.Rejoin(ctx); err != nil {
+		return err
+	}
+	return ev.w.Resume()
 }
 
 // probe returns the servers' step count, pulling one value.

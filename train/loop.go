@@ -2,11 +2,13 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"colo/ps/clock"
+	"colo/ps/proto"
 	"colo/ps/worker"
 	"colo/timeline"
 )
@@ -228,7 +230,19 @@ type Progress func(p Pass)
 // only after the all-reduce), so that the traffic is exactly the
 // rounds'. Rounds after which a hook runs (AfterRound, a checkpoint)
 // are drained first: the hooks run with nothing in flight.
+//
+// When a call fails because the job was paused to replace a failed node
+// (proto.ErrPaused) and the job takes checkpoints, the loop waits for the
+// job to resume and rolls back to the newest complete checkpoint with
+// every other worker (see run).
 func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress Progress) ([]Pass, error) {
+	return loopAfter(ctx, w, part, s, progress, nil)
+}
+
+// loopAfter is Loop; paused, when not nil, is a pause that failed a call
+// after an earlier Loop ended (Work's evaluation): the loop rolls back
+// first.
+func loopAfter(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress Progress, paused error) ([]Pass, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -236,7 +250,13 @@ func Loop(ctx context.Context, w *worker.Worker, part Part, s Schedule, progress
 		return nil, fmt.Errorf("train: machine %d has %d batches per pass, the schedule %d", w.Rank(), part.Batches(), s.Batches)
 	}
 	l := &loop{w: w, part: part, s: s, width: w.Width(), async: w.Clock().Mode == clock.Async}
-	return l.run(ctx, progress)
+	return l.run(ctx, progress, paused)
+}
+
+// rollsBack reports whether err is a pause that s's loop recovers from
+// by rolling back to a checkpoint.
+func (s Schedule) rollsBack(err error) bool {
+	return err != nil && errors.Is(err, proto.ErrPaused) && s.Checkpoint != nil && s.Checkpoint.Config.Dir != ""
 }
 
 // slot holds the arrays of a round and its requests in flight; the loop
@@ -339,7 +359,56 @@ func (l *loop) next(p, b int) (int, int) {
 	return p + 1, 0
 }
 
-func (l *loop) run(ctx context.Context, progress Progress) (passes []Pass, err error) {
+// run trains from the checkpoint to resume from, if any, and, when the
+// job is paused to replace a failed node (a call fails with
+// proto.ErrPaused), rolls back to the job's last checkpoint once it
+// resumes and trains again from there (see rollback).
+func (l *loop) run(ctx context.Context, progress Progress, paused error) ([]Pass, error) {
+	var st *WorkerState
+	var passes []Pass
+	err := paused
+	if c := l.s.Checkpoint; err == nil && c != nil && c.Config.Resume != "" {
+		st, err = c.restore(ctx, l.w, l.part, c.Config.Resume)
+	}
+	for {
+		// A pause, perhaps again while rolling back.
+		for err != nil {
+			if !l.s.rollsBack(err) {
+				return passes, err
+			}
+			st, err = l.rollback(ctx, err)
+		}
+		if passes, err = l.train(ctx, progress, st); err == nil {
+			return passes, nil
+		}
+	}
+}
+
+// rollback waits, after a call failed with the pause of the job (cause),
+// for the failed node's replacement, then rolls this worker back to the
+// newest complete checkpoint of the job's directory: every worker does,
+// and loads its servers' snapshots (Checkpointer.restore, as a resumed
+// job does, the replacement included), so that every server and worker
+// is at that checkpoint's round and the job goes on from there.
+func (l *loop) rollback(ctx context.Context, cause error) (*WorkerState, error) {
+	l.drain() // every call failed with the pause
+	l.phases = Phases{}
+	if _, err := l.w.Rejoin(ctx); err != nil {
+		return nil, fmt.Errorf("%w (the job was paused after: %v)", err, cause)
+	}
+	if err := l.w.Resume(); err != nil {
+		return nil, err
+	}
+	c := l.s.Checkpoint
+	st, err := c.restore(ctx, l.w, l.part, c.Config.Dir)
+	if err != nil && !errors.Is(err, proto.ErrPaused) {
+		return nil, fmt.Errorf("rolling back after %v: %w", cause, err)
+	}
+	return st, err
+}
+
+// train runs the loop from st (nil: from the start).
+func (l *loop) train(ctx context.Context, progress Progress, st *WorkerState) (passes []Pass, err error) {
 	s, w := l.s, l.w
 	scale := float32(float64(s.Batches) / float64(s.Samples))
 	start := time.Now()
@@ -347,11 +416,7 @@ func (l *loop) run(ctx context.Context, progress Progress) (passes []Pass, err e
 	rounds, p0, b0 := 0, 0, 0
 	var loss float64
 	var samples, correct int
-	if c := s.Checkpoint; c != nil && c.Config.Resume != "" {
-		st, err := c.restore(ctx, w, l.part)
-		if err != nil {
-			return nil, err
-		}
+	if st != nil {
 		rounds, p0, b0, passes = st.Rounds, st.Pass, st.Batch, st.Passes
 		loss, samples, correct = math.Float64frombits(st.LossBits), st.Samples, st.Correct
 		prev = math.Float64frombits(st.PrevBits)

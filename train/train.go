@@ -609,6 +609,10 @@ type WorkerResult struct {
 	// the training time they cost this worker (Config.Checkpoint).
 	Checkpoints       int     `json:"checkpoints,omitempty"`
 	CheckpointSeconds float64 `json:"checkpoint_seconds,omitempty"`
+	// Restores lists the checkpoints the worker restored: when it
+	// resumed the job, and each time it rolled back after a failed node
+	// was replaced.
+	Restores []Restore `json:"restores,omitempty"`
 }
 
 // Work is the whole job of one worker in any deployment: the training
@@ -617,27 +621,36 @@ type WorkerResult struct {
 func Work(ctx context.Context, w *worker.Worker, app App, part Part, s Schedule, progress Progress) (WorkerResult, error) {
 	var res WorkerResult
 	start := time.Now()
-	var err error
-	res.Passes, err = Loop(ctx, w, part, s, progress)
-	if c := s.Checkpoint; c != nil {
-		res.Checkpoints, res.CheckpointSeconds = c.Taken, c.Seconds
-	}
-	if err != nil {
+	var paused error
+	for {
+		var err error
+		res.Passes, err = loopAfter(ctx, w, part, s, progress, paused)
+		if c := s.Checkpoint; c != nil {
+			res.Checkpoints, res.CheckpointSeconds, res.Restores = c.Taken, c.Seconds, c.Restored
+		}
+		if err != nil {
+			return res, err
+		}
+		err = w.Barrier(ctx)
+		res.TrainSeconds = time.Since(start).Seconds()
+		t0 := time.Now()
+		if err == nil {
+			if res.Eval, err = app.Evaluate(ctx, w, part); err != nil {
+				err = fmt.Errorf("evaluation: %w", err)
+			}
+		}
+		if err == nil {
+			err = w.Barrier(ctx)
+		}
+		if s.rollsBack(err) {
+			// A node failed after training: roll back and train to the
+			// end again with the replacement, then evaluate.
+			paused = err
+			continue
+		}
+		res.EvalSeconds = time.Since(t0).Seconds()
 		return res, err
 	}
-	if err := w.Barrier(ctx); err != nil {
-		return res, err
-	}
-	res.TrainSeconds = time.Since(start).Seconds()
-	start = time.Now()
-	if res.Eval, err = app.Evaluate(ctx, w, part); err != nil {
-		return res, fmt.Errorf("evaluation: %w", err)
-	}
-	if err := w.Barrier(ctx); err != nil {
-		return res, err
-	}
-	res.EvalSeconds = time.Since(start).Seconds()
-	return res, nil
 }
 
 // NewSchedule returns the schedule of cfg for app.

@@ -1,9 +1,13 @@
 #!/bin/sh
 # kill.sh kills one process of a colo train --processes --restarts 1 job
 # with SIGKILL in each of TRIALS seeded trials and measures the recovery:
-# the time from the kill to the failure being noticed (the failed run
-# stopped), and to training resuming in the restarted job (its last
-# worker training again, the data loaded again by every process). Each
+# the time from the kill to the failure being noticed (the process's exit
+# seen by colo train; for a whole-job restart, the failed run stopped),
+# and to training resuming (RECOVERY=replace, the default: the last
+# worker rolled back to the checkpoint, after the killed process was
+# started again alone and loaded its data; RECOVERY=restart: the
+# restarted job's last worker training again, the data loaded again by
+# every process). Each
 # trial kills a seeded role and rank (a machine, or with SERVERS a server
 # or a worker) DELAY_MS (seeded, 0 to 49 ms) after the manifest of a
 # seeded checkpoint round appears, so that it dies in one of the rounds
@@ -25,7 +29,8 @@
 #
 #	bench/recovery/kill.sh [OUT.tsv]       # default recovery-kill.tsv
 #
-# Environment: TRIALS (10), SEED (1), MACHINES (4), SERVERS (0: servers
+# Environment: RECOVERY (replace or restart, colo train --recovery),
+# TRIALS (10), SEED (1), MACHINES (4), SERVERS (0: servers
 # co-located; mlp and cnn only), EVERY (3, rounds between checkpoints),
 # CONSISTENCY (bsp), DATA and TEST (20 Newsgroups from datasets/20news),
 # ARGS (more colo train flags; default --max-passes 30 --epsilon 0).
@@ -40,6 +45,7 @@ consistency=${CONSISTENCY:-bsp}
 data=${DATA:-datasets/20news/20news-bydate.train.libsvm.xz}
 test=${TEST:-datasets/20news/20news-bydate.test.libsvm.xz}
 args=${ARGS:---max-passes 30 --epsilon 0}
+recovery=${RECOVERY:-replace}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/colo-recovery-XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -58,7 +64,7 @@ run() {
 	[ "$servers" -gt 0 ] && ext="--servers $servers"
 	# shellcheck disable=SC2086
 	"$work/colo" train "$data" --test "$test" --machines "$machines" $ext --consistency "$consistency" $args \
-		--processes --checkpoint "$dir" --checkpoint-every "$every" --restarts 1 --json "$json" >"$dir.out" 2>"$dir.err" &
+		--processes --checkpoint "$dir" --checkpoint-every "$every" --restarts 1 --recovery "$recovery" --json "$json" >"$dir.out" 2>"$dir.err" &
 	pid=$!
 	if [ $# -gt 2 ]; then
 		manifest=$(printf '%s/round-%09d/MANIFEST' "$dir" "$5")
@@ -112,7 +118,8 @@ while [ "$i" -le "$trials" ]; do
 	killed=$(cat "$d.killed" 2>/dev/null || echo 0)
 	noticed=$(sed -n 's/.*noticed at unix \([0-9]*\) ns.*/\1/p' "$d.err" | head -1)
 	resumed=$(sed -n 's/.*training resumed at unix \([0-9]*\) ns.*/\1/p' "$d.err" | head -1)
-	from=$(sed -n 's/.*restart 1 of 1 after .*: from the checkpoint of round \(-*[0-9]*\).*/\1/p' "$d.err" | head -1)
+	from=$(sed -n -e 's/.*restart 1 of 1 after .*: from the checkpoint of round \(-*[0-9]*\).*/\1/p' \
+		-e 's/.*replacement 1: .* rolled back with the others to the checkpoint of round \([0-9]*\).*/\1/p' "$d.err" | head -1)
 	loss=$(field final_train_loss "$d.json" 2>/dev/null || true)
 	lost=- redone=-
 	if [ -n "$from" ] && [ -s "$d.ck" ] && [ "$killed" != 0 ]; then

@@ -31,7 +31,8 @@ type killJob struct {
 
 // killTrialJobs returns the jobs of the kill trials: lr on 2 co-located
 // machines (a server and a worker in each process), and an mlp whose 2
-// servers run apart from its 2 workers.
+// servers run apart from its 2 workers and whose evaluator scores the
+// model every epoch.
 func killTrialJobs(t *testing.T) []killJob {
 	dir := t.TempDir()
 	lr := filepath.Join(dir, "powerlaw.libsvm")
@@ -47,7 +48,8 @@ func killTrialJobs(t *testing.T) []killJob {
 }
 
 // nodePID returns the pid of the child of parent that runs the colo
-// node of role and rank, 0 when there is none (yet).
+// node of role and rank (any rank when rank is −1: the scheduler), 0
+// when there is none (yet).
 func nodePID(parent int, role string, rank int) int {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -66,7 +68,7 @@ func nodePID(parent int, role string, rank int) int {
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		args := strings.Join(strings.Split(string(cmdline), "\x00"), " ")
-		if strings.Contains(args, "--role "+role+" ") && strings.Contains(args, "--rank "+strconv.Itoa(rank)+" ") {
+		if strings.Contains(args, "--role "+role+" ") && (rank < 0 || strings.Contains(args, "--rank "+strconv.Itoa(rank)+" ")) {
 			return pid
 		}
 	}
@@ -81,11 +83,30 @@ type killTrial struct {
 	rank  int
 	after int
 	delay time.Duration
+	// whole restarts the whole job (--recovery restart) instead of
+	// replacing the killed process.
+	whole bool
 }
 
 func (k killTrial) String() string {
-	return fmt.Sprintf("%s %d killed %v after the checkpoint of round %d", k.role, k.rank, k.delay, k.after)
+	how := "replaced"
+	if k.restarted() {
+		how = "whole job restarted"
+	}
+	return fmt.Sprintf("%s killed %v after the checkpoint of round %d, %s", k.name(), k.delay, k.after, how)
 }
+
+// name is the killed process's name in colo train's reports.
+func (k killTrial) name() string {
+	if k.rank < 0 {
+		return k.role
+	}
+	return fmt.Sprintf("%s %d", k.role, k.rank)
+}
+
+// restarted reports whether the trial's recovery is a whole-job restart:
+// asked for, or the fallback after the scheduler's death.
+func (k killTrial) restarted() bool { return k.whole || k.role == "scheduler" }
 
 // killRun is what a run with a kill measured.
 type killRun struct {
@@ -101,10 +122,14 @@ type killRun struct {
 	stderr       string
 }
 
-// resumedRE matches the restart's report of colo train.
+// resumedRE matches the report of colo train of a recovery: when
+// training resumed, and what it resumed from after which failure, for a
+// whole-job restart (fromRE) and a replacement (replacedRE, rolledRE).
 var (
-	resumedRE = regexp.MustCompile(`training resumed at unix (\d+) ns`)
-	fromRE    = regexp.MustCompile(`restart 1 of 1 after .*: from the checkpoint of round (-?\d+)`)
+	resumedRE  = regexp.MustCompile(`training resumed at unix (\d+) ns`)
+	fromRE     = regexp.MustCompile(`restart 1 of 1 after .*: from the checkpoint of round (-?\d+)`)
+	replacedRE = regexp.MustCompile(`replacement 1 of 1 after (.*) failed: .* started again with --recover`)
+	rolledRE   = regexp.MustCompile(`replacement 1: (.*) rolled back with the others to the checkpoint of round (\d+)`)
 )
 
 // runKilled runs colo train args with checkpoints every every rounds in
@@ -116,8 +141,12 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 	out := filepath.Join(t.TempDir(), "run.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	recovery := "replace"
+	if k.whole {
+		recovery = "restart"
+	}
 	cmd := exec.CommandContext(ctx, coloBin, append(append([]string{"train"}, args...), "--processes",
-		"--checkpoint", dir, "--checkpoint-every", strconv.Itoa(every), "--restarts", "1", "--json", out)...)
+		"--checkpoint", dir, "--checkpoint-every", strconv.Itoa(every), "--restarts", "1", "--recovery", recovery, "--json", out)...)
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
 	if err := cmd.Start(); err != nil {
@@ -143,16 +172,30 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		t.Fatalf("colo train, %v: %v\n%s", k, err, r.stderr)
 	}
 	r.res, _ = readResult(t, out)
-	if k.role != "" {
+	if k.role != "" && k.restarted() {
 		m := fromRE.FindStringSubmatch(r.stderr)
 		n := resumedRE.FindStringSubmatch(r.stderr)
 		if m == nil || n == nil {
 			t.Fatalf("%v: no restart reported:\n%s", k, r.stderr)
 		}
-		if !strings.Contains(m[0], fmt.Sprintf("after %s %d failed", k.role, k.rank)) {
+		if !strings.Contains(m[0], fmt.Sprintf("after %s failed", k.name())) {
 			t.Errorf("%v: the restart blames another process: %s", k, m[0])
 		}
 		r.from, _ = strconv.Atoi(m[1])
+		ns, _ := strconv.ParseInt(n[1], 10, 64)
+		r.resumed = time.Unix(0, ns)
+	}
+	if k.role != "" && !k.restarted() {
+		// Only the killed process was started again: no whole-job
+		// restart, and every worker rolled back.
+		a, b, n := replacedRE.FindStringSubmatch(r.stderr), rolledRE.FindStringSubmatch(r.stderr), resumedRE.FindStringSubmatch(r.stderr)
+		if a == nil || b == nil || n == nil || strings.Contains(r.stderr, "restart 1 of 1") {
+			t.Fatalf("%v: no replacement reported, or the whole job restarted:\n%s", k, r.stderr)
+		}
+		if name := k.name(); a[1] != name || b[1] != name {
+			t.Errorf("%v: the replacement was of another process: %s; %s", k, a[0], b[0])
+		}
+		r.from, _ = strconv.Atoi(b[2])
 		ns, _ := strconv.ParseInt(n[1], 10, 64)
 		r.resumed = time.Unix(0, ns)
 	}
@@ -194,11 +237,14 @@ func newestManifest(dir string) (int, time.Time) {
 // TestKillTrials kills a server, a machine or a worker with SIGKILL in
 // 20 seeded trials, each at a seeded round of a small BSP job of
 // processes run with --restarts 1: a co-located job (machines) and one
-// with servers apart (servers or workers). Every job completes after
-// the whole-job restart and ends as the unfailed run: the same passes,
-// losses and test measures, and the final checkpoint's server snapshots
-// (every key's values and update-rule state) equal byte for byte. It
-// logs the time from each kill to training resuming.
+// with servers apart (servers or workers). In 16 trials only the killed
+// process is started again, in its rank, and the others roll back to the
+// last checkpoint (--recovery replace); in 4 the whole job restarts
+// (--recovery restart). Every job completes and ends as the unfailed
+// run: the same passes, losses and test measures, and the final
+// checkpoint's server snapshots (every key's values and update-rule
+// state) equal byte for byte. It logs the time from each kill to
+// training resuming.
 func TestKillTrials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs processes")
@@ -206,7 +252,7 @@ func TestKillTrials(t *testing.T) {
 	jobs := killTrialJobs(t)
 	rng := rand.New(rand.NewPCG(18, 20))
 	const trials = 20
-	var recovery []time.Duration
+	recovery := map[bool][]time.Duration{}
 	for _, job := range jobs {
 		want := runKilled(t, job.args, job.every, killTrial{})
 		checkpoints := want.res.Rounds / job.every
@@ -218,7 +264,8 @@ func TestKillTrials(t *testing.T) {
 				// Not in the last 3 checkpoints' rounds: the kill lands
 				// while the job trains.
 				after: job.every * (1 + rng.IntN(checkpoints-3)),
-				delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+				delay: time.Duration(rng.IntN(10)) * time.Millisecond,
+				whole: i%5 == 4}
 			got := runKilled(t, job.args, job.every, k)
 			name := fmt.Sprintf("%s trial %d (%v)", job.name, i+1, k)
 			if got.from < k.after || got.from >= want.res.Rounds {
@@ -233,14 +280,49 @@ func TestKillTrials(t *testing.T) {
 				}
 			}
 			d := got.resumed.Sub(got.killed)
-			recovery = append(recovery, d)
+			recovery[k.whole] = append(recovery[k.whole], d)
 			t.Logf("%s: resumed from round %d, training again %v after the kill", name, got.from, d.Round(time.Millisecond))
 		}
 	}
-	slices.Sort(recovery)
-	if len(recovery) > 0 {
-		t.Logf("time from the kill to training resuming, %d trials: median %v, max %v", len(recovery),
-			recovery[len(recovery)/2].Round(time.Millisecond), recovery[len(recovery)-1].Round(time.Millisecond))
+	for _, whole := range []bool{false, true} {
+		r := recovery[whole]
+		slices.Sort(r)
+		if len(r) > 0 {
+			t.Logf("time from the kill to training resuming, %d trials (%s): median %v, max %v", len(r),
+				map[bool]string{false: "replaced", true: "whole job restarted"}[whole], r[len(r)/2].Round(time.Millisecond), r[len(r)-1].Round(time.Millisecond))
+		}
+	}
+}
+
+// TestKillSchedulerFallsBack kills the scheduler of the co-located job
+// run to replace failed processes (--recovery replace) in 2 seeded
+// trials: a scheduler is not replaced, so the whole job restarts from
+// its last checkpoint, and ends as the unfailed run bit for bit.
+func TestKillSchedulerFallsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	job := killTrialJobs(t)[0]
+	want := runKilled(t, job.args, job.every, killTrial{})
+	checkpoints := want.res.Rounds / job.every
+	rng := rand.New(rand.NewPCG(18, 22))
+	for i := range 2 {
+		k := killTrial{role: "scheduler", rank: -1, after: job.every * (1 + rng.IntN(checkpoints-3)),
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+		got := runKilled(t, job.args, job.every, k)
+		name := fmt.Sprintf("trial %d (%v)", i+1, k)
+		if got.from < k.after {
+			t.Errorf("%s: resumed from the checkpoint of round %d, want one from round %d on", name, got.from, k.after)
+		}
+		if !sameKilled(t, name, want.res, got.res) {
+			continue
+		}
+		for s := range want.snaps {
+			if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
+				t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
+			}
+		}
+		t.Logf("%s: resumed from round %d, training again %v after the kill", name, got.from, got.resumed.Sub(got.killed).Round(time.Millisecond))
 	}
 }
 
@@ -277,8 +359,9 @@ func sameMeasure(a, b *float64) bool {
 
 // TestKillAsync kills a machine of the co-located job run under async
 // consistency in 3 seeded trials: every job completes its rounds after
-// the whole-job restart, resumed from a checkpoint at or after the one
-// before the kill. What is lost is every update applied after that
+// the machine's replacement, rolled back to the newest checkpoint at the
+// kill (or to the next, when the kill came after its files were all
+// written and worker 0 completed it with the manifest). What is lost is every update applied after that
 // checkpoint, trained again after the restart (in an order that may
 // differ, so the model need not equal the unfailed run's): the test logs
 // the training time lost (from the checkpoint's manifest to the kill),
@@ -302,11 +385,17 @@ func TestKillAsync(t *testing.T) {
 		if got.res.Rounds != want.res.Rounds || got.res.Passes != want.res.Passes {
 			t.Errorf("%s: %d rounds, %d passes; without failure %d, %d", name, got.res.Rounds, got.res.Passes, want.res.Rounds, want.res.Passes)
 		}
-		if got.from < k.after || got.from != got.last {
-			t.Errorf("%s: resumed from the checkpoint of round %d, not the newest at the kill, of round %d", name, got.from, got.last)
+		// A checkpoint whose files were all written when the process
+		// died is completed by worker 0's manifest after the kill: the
+		// job resumes from it, and loses nothing.
+		if got.from < k.after || got.from < got.last || got.from > got.last+job.every {
+			t.Errorf("%s: resumed from the checkpoint of round %d, not the newest at the kill, of round %d (or the one it was completing)", name, got.from, got.last)
 			continue
 		}
 		lost := got.killed.Sub(got.checkpointed).Seconds()
+		if got.from > got.last {
+			lost = 0
+		}
 		t.Logf("%s: resumed from round %d; %.3f s of training lost, about %.1f rounds redone at %.0f rounds/s (at most %d); final loss %.6f, without failure %.6f",
 			name, got.from, lost, min(lost*rate, float64(job.every)), rate, job.every, got.res.FinalTrainLoss, want.res.FinalTrainLoss)
 	}

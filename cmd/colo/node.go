@@ -44,6 +44,8 @@ type nodeFlags struct {
 	batch, rounds                          int
 	seed                                   uint64
 	insecure                               bool
+	recover                                bool
+	recoverWait                            time.Duration
 	json                                   *jsonFlag
 	verbose                                bool
 	// The placement and the training job (trainproc.go).
@@ -81,6 +83,8 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.DurationVar(&nf.heartbeat, "heartbeat", 100*time.Millisecond, "scheduler: heartbeat period")
 	f.DurationVar(&nf.timeout, "timeout", 2*time.Second, "scheduler: a node silent this long is dead")
 	f.DurationVar(&nf.joinTimeout, "join-timeout", 60*time.Second, "how long to wait for the cluster to form")
+	f.BoolVar(&nf.recover, "recover", false, "server, worker, machine: replace a failed node of a running job, taking its --rank (-1: any failed one); the scheduler must wait for it (--recover-wait); --job train resumes from the job's checkpoint directory with the others")
+	f.DurationVar(&nf.recoverWait, "recover-wait", 0, "scheduler: when a server, worker or machine fails, pause the job and wait this long for a replacement (colo node --recover) instead of ending the job (0: end it)")
 	f.StringVar(&nf.job, "job", "smoke", "worker: the job to run: smoke (pushes checked for exact sums), train (machine: train a model on the placed data, see --data), parsa (machine: partition the data file of --job-file with Parsa on the parameter server, as colo partition --processes does) or none")
 	f.IntVar(&nf.batch, "batch", 0, "worker: keys per push of the smoke job (0: 10000); --job train: samples per round over all machines (0: full-batch rounds)")
 	f.IntVar(&nf.rounds, "rounds", 20, "worker: rounds of the smoke job")
@@ -185,6 +189,13 @@ func runNode(e *env, args []string) error {
 			return usageError("%v", err)
 		}
 		rates = job.Config.Rates()
+		if nf.recover && mj != nil {
+			ck := &mj.job.Config.Checkpoint
+			if ck.Dir == "" {
+				return usageError("--recover --job train needs a job that writes checkpoints (config.checkpoint.dir): the replacement resumes from its last one")
+			}
+			ck.Resume = ck.Dir
+		}
 	} else {
 		rc := update.DefaultConfig()
 		rc.Name, rc.LR, rc.L1, rc.L2, rc.Beta = cmp.Or(nf.updater, "sum"), cmp.Or(nf.lr, 0.1), nf.l1, max(nf.l2, 0), nf.beta
@@ -198,7 +209,7 @@ func runNode(e *env, args []string) error {
 	cfg := node.DefaultConfig()
 	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank
 	cfg.NumServers, cfg.NumWorkers, cfg.Host, cfg.Rule = nf.numServers, nf.numWorkers, nf.host, rule
-	cfg.JoinTimeout, cfg.Logf = nf.joinTimeout, logf
+	cfg.JoinTimeout, cfg.Logf, cfg.Recover = nf.joinTimeout, logf, nf.recover
 	// Refused connections are logged whether or not -v: a stranger at
 	// the door is worth a line.
 	refused := func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
@@ -287,7 +298,7 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags, tlsConfig *tls.Con
 	cfg := sched.DefaultConfig()
 	cfg.NumServers, cfg.NumWorkers, cfg.NumEvaluators, cfg.Token = nf.numServers, nf.numWorkers, nf.numEvals, nf.token
 	cfg.NumKeys, cfg.Width, cfg.Clock = nf.keys, nf.width, clock.Config{Mode: mode, Tau: nf.tau}
-	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = nf.heartbeat, nf.timeout, nf.joinTimeout
+	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout, cfg.RecoverWait = nf.heartbeat, nf.timeout, nf.joinTimeout, nf.recoverWait
 	if nf.job == "parsa" {
 		if err := parsaScheduler(nf, &cfg); err != nil {
 			return err

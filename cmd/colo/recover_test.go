@@ -48,7 +48,7 @@ func machinePID(parent, rank int) int {
 
 // TestTrainRestartsAfterKill kills machine 1 of a BSP job of processes
 // with SIGKILL right after the checkpoint of a seeded random round:
-// colo train --restarts 1 stops the others, restarts the whole job from
+// colo train --restarts 1 --recovery restart stops the others, restarts the whole job from
 // the last complete checkpoint, and ends with the same passes and test
 // measures, bit for bit, as the run without failure.
 func TestTrainRestartsAfterKill(t *testing.T) {
@@ -67,7 +67,7 @@ func TestTrainRestartsAfterKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, coloBin, append(append([]string{"train"}, args...),
-		"--checkpoint", dir, "--checkpoint-every", "2", "--restarts", "1", "--link-bandwidth", "20mbit", "--json", out)...)
+		"--checkpoint", dir, "--checkpoint-every", "2", "--restarts", "1", "--recovery", "restart", "--link-bandwidth", "20mbit", "--json", out)...)
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
 	if err := cmd.Start(); err != nil {

@@ -148,6 +148,7 @@ type deployment struct {
 	processes, netns bool
 	deadline         time.Duration
 	restarts         int
+	recovery         string
 	metrics          metrics.Flags
 	tls              launch.TLSFlags
 	logf             func(format string, args ...any)
@@ -157,7 +158,8 @@ func (d *deployment) register(f *cmdFlags) {
 	f.BoolVar(&d.processes, "processes", false, "run the scheduler and the K machines as processes of this binary on loopback; --link-bandwidth and --bandwidth-matrix then limit each TCP link to another machine separately")
 	f.BoolVar(&d.netns, "netns", false, "run the scheduler and each machine as a process in its own network namespace, joined by veth links that tc shapes at --link-bandwidth (required); needs root and iproute2")
 	f.DurationVar(&d.deadline, "deadline", 0, "--processes, --netns: stop the cluster after this long (0: no limit; failed or silent nodes end the job anyway)")
-	f.IntVar(&d.restarts, "restarts", 0, "--processes, --netns: when a process dies, stop the others and restart the whole job from its last checkpoint (--checkpoint), up to this many times")
+	f.IntVar(&d.restarts, "restarts", 0, "--processes, --netns: recover from a process that dies, up to this many times, from the job's last checkpoint (--checkpoint), as --recovery says")
+	f.StringVar(&d.recovery, "recovery", "replace", "--restarts: replace (start only the dead process again, in its rank; the others stay up and roll back to the checkpoint; the whole job restarts when that cannot work) or restart (stop the others and restart the whole job)")
 	d.metrics.Register(f.FlagSet)
 	d.tls.Register(f.FlagSet)
 }
@@ -174,6 +176,8 @@ func (d *deployment) check(cfg train.Config) error {
 		return usageError("--restarts %d needs --checkpoint and --checkpoint-every to restart from", d.restarts)
 	case d.tls.Enabled() && !d.processes && !d.netns:
 		return usageError("--tls-cert, --tls-key and --tls-ca secure the links between processes: add --processes or --netns")
+	case d.recovery != "replace" && d.recovery != "restart":
+		return usageError("--recovery %q: replace or restart", d.recovery)
 	}
 	if _, err := d.tls.Load(); err != nil {
 		return usageError("%v", err)
@@ -198,5 +202,5 @@ func (d *deployment) deployer(g *graph.Graph, watch func(stats func() []node.Sta
 	if !d.processes && !d.netns {
 		return cluster.InProcess{Watch: watch}
 	}
-	return &launch.Processes{Graph: g, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Logf: d.logf}
+	return &launch.Processes{Graph: g, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Replace: d.recovery == "replace", Logf: d.logf}
 }

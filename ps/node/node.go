@@ -28,6 +28,15 @@
 // exception: the server answers with an error instead, and only that
 // pull fails.
 //
+// When the scheduler replaces failed nodes (sched.Config.RecoverWait),
+// its Pause makes the node fail every barrier and every call of its
+// worker with an error wrapping proto.ErrPaused until the worker's
+// caller rejoins (worker.Worker.Rejoin, then Resume) after the
+// scheduler's Resume, whose address book has the replacement's address;
+// requests carry the membership epoch, and a server drops those of
+// earlier epochs. A node started with Config.Recover is such a
+// replacement.
+//
 // In a machine the worker reaches its co-located server without the
 // network: requests go straight into the server's queue (the
 // application's arrays are not copied, as they are stable until the call
@@ -79,6 +88,10 @@ type Config struct {
 	// JoinTimeout bounds reaching the scheduler (retried while it is not
 	// up yet) and waiting for the job to start.
 	JoinTimeout time.Duration
+	// Recover joins a running job in the place of a failed node of the
+	// role and Rank (any failed one for −1), which the scheduler must
+	// be waiting for (sched.Config.RecoverWait).
+	Recover bool
 	// Logf, when not nil, receives the node's log lines.
 	Logf func(format string, args ...any)
 }
@@ -106,6 +119,9 @@ func (c Config) Validate() error {
 	}
 	if c.JoinTimeout <= 0 {
 		return fmt.Errorf("node: JoinTimeout %v must be positive", c.JoinTimeout)
+	}
+	if c.Recover && c.Role == proto.RoleEvaluator {
+		return errors.New("node: Recover: an evaluator replaces no failed node")
 	}
 	return nil
 }
@@ -140,12 +156,23 @@ type Node struct {
 	err      error
 	seq      map[string]uint64
 	barriers map[barrierKey]*release
+	// Recovery (proto.Pause): epoch is the membership epoch, paused set
+	// between a Pause and its Resume, resumed closed when not paused;
+	// loopEpoch is the epoch the worker's caller rejoined in (Rejoin),
+	// barriers refused until it is epoch; leave is the timer of lost.
+	epoch     uint64
+	paused    bool
+	resumed   chan struct{}
+	loopEpoch uint64
+	leave     *time.Timer
 }
 
-// release is the outcome of one barrier: closed ch, then the sum.
+// release is the outcome of one barrier: closed ch, then the sum, or
+// err when a pause failed it.
 type release struct {
 	ch   chan struct{}
 	vals []float64
+	err  error
 }
 
 type barrierKey struct {
@@ -217,7 +244,7 @@ func register(ctx context.Context, cfg Config) (proto.Assign, error) {
 	ep.SetPeer(proto.SchedulerID, cfg.Scheduler)
 	reg := proto.Control(proto.CmdRegister, proto.Register{
 		Role: cfg.Role, Token: proto.TokenDigest(cfg.Token), Addr: ep.Addr(), Rank: cfg.Rank,
-		NumServers: cfg.NumServers, NumWorkers: cfg.NumWorkers, Host: cfg.Host,
+		NumServers: cfg.NumServers, NumWorkers: cfg.NumWorkers, Host: cfg.Host, Recover: cfg.Recover,
 	})
 	backoff := 10 * time.Millisecond
 	for {
@@ -290,7 +317,9 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 		cfg: cfg, assign: a, table: table, ctx: ctx, cancel: cancel,
 		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}), trained: make(chan struct{}),
 		seq: make(map[string]uint64), barriers: make(map[barrierKey]*release),
+		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}),
 	}
+	close(n.resumed)
 	fail := func(err error) (*Node, error) {
 		n.Close()
 		return nil, err
@@ -321,9 +350,12 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 		if role == proto.RoleEvaluator {
 			reduce = nil // an evaluator joins no barrier
 		}
-		n.wrk, err = worker.New(worker.Config{Rank: rank, Table: table, Width: a.Job.Width, Clock: ck}, reduce)
+		n.wrk, err = worker.New(worker.Config{Rank: rank, Table: table, Width: a.Job.Width, Clock: ck, Epoch: a.Epoch}, reduce)
 		if err != nil {
 			return fail(err)
+		}
+		if a.Job.Recover {
+			n.wrk.SetRejoin(n.rejoin)
 		}
 		m := n.member(a.Worker)
 		n.wg.Go(func() { n.wrk.Run(ctx, m.data.C(), workerConn{m}) })
@@ -434,12 +466,29 @@ func (n *Node) control(m *member, msg *transport.Message) {
 			return
 		}
 		n.start(st)
+	case proto.CmdPause:
+		var p proto.Pause
+		if err := proto.Decode(msg, &p); err != nil {
+			n.end(err)
+			return
+		}
+		n.pause(p)
+	case proto.CmdResume:
+		var r proto.Resume
+		if err := proto.Decode(msg, &r); err != nil {
+			n.end(err)
+			return
+		}
+		n.resume(r)
 	case proto.CmdRelease:
 		var b proto.Barrier
 		if proto.Decode(msg, &b) == nil {
 			n.mu.Lock()
-			r := n.barriers[barrierKey{b.Group, b.Seq}]
-			delete(n.barriers, barrierKey{b.Group, b.Seq})
+			var r *release
+			if b.Epoch == n.epoch {
+				r = n.barriers[barrierKey{b.Group, b.Seq}]
+				delete(n.barriers, barrierKey{b.Group, b.Seq})
+			}
 			n.mu.Unlock()
 			if r != nil {
 				r.vals = b.Values(nil)
@@ -470,6 +519,7 @@ func (n *Node) start(st proto.Start) {
 	if n.book != nil {
 		return
 	}
+	n.epoch, n.loopEpoch = st.Epoch, st.Epoch
 	n.book = make(map[transport.NodeID]proto.Peer, len(st.Peers))
 	for _, p := range st.Peers {
 		n.book[p.ID] = p
@@ -478,6 +528,102 @@ func (n *Node) start(st proto.Start) {
 		}
 	}
 	close(n.started)
+}
+
+// pause handles the scheduler's Pause: a node failed and the job waits
+// for its replacement. The node enters the pause's epoch; every barrier
+// waiting fails, and every call of its worker in flight and later until
+// the caller rejoins (Rejoin, then worker.Worker.Resume), with an error
+// that wraps proto.ErrPaused and names the failed node; a failed send
+// no longer ends the node (see lost). The server has nothing to do: the
+// first request of the new epoch rewinds it.
+func (n *Node) pause(p proto.Pause) {
+	cause := fmt.Errorf("%w: %w", proto.ErrPaused, &proto.NodeError{ID: p.Node, Addr: p.Addr, Err: errors.New(p.Reason)})
+	n.mu.Lock()
+	if n.ended || p.Epoch <= n.epoch {
+		n.mu.Unlock()
+		return // the other member of a machine had it
+	}
+	n.epoch, n.paused = p.Epoch, true
+	n.resumed = make(chan struct{})
+	for k, r := range n.barriers {
+		r.err = cause
+		close(r.ch)
+		delete(n.barriers, k)
+	}
+	if n.leave != nil {
+		n.leave.Stop()
+		n.leave = nil
+	}
+	n.awaiting.Store(false)
+	n.mu.Unlock()
+	n.cfg.Logf("node: %v (epoch %d)", cause, p.Epoch)
+	if n.wrk != nil {
+		n.wrk.Pause(p.Epoch, cause)
+	}
+}
+
+// resume handles the scheduler's Resume: the address book of the new
+// epoch, with the replacements' addresses, which the endpoints dial from
+// now on. A replacement gets it as its Start.
+func (n *Node) resume(r proto.Resume) {
+	n.mu.Lock()
+	if n.book == nil {
+		n.mu.Unlock()
+		n.start(proto.Start{Peers: r.Peers, Epoch: r.Epoch})
+		return
+	}
+	defer n.mu.Unlock()
+	if !n.paused || r.Epoch != n.epoch {
+		return
+	}
+	n.paused = false
+	for _, p := range r.Peers {
+		n.book[p.ID] = p
+		for _, m := range n.members {
+			m.ep.SetPeer(p.ID, p.Addr)
+		}
+	}
+	close(n.resumed)
+	n.cfg.Logf("node: job resumed (epoch %d)", r.Epoch)
+}
+
+// rejoin waits until the job resumes after a pause (worker.Rejoin) and
+// lets the worker's caller into the barriers of the new epoch, whose
+// sequence numbers start again at 1 on every node.
+func (n *Node) rejoin(ctx context.Context) (uint64, error) {
+	for {
+		n.mu.Lock()
+		ch := n.resumed
+		n.mu.Unlock()
+		select {
+		case <-ch:
+		case <-n.done:
+			if err := n.Wait(); err != nil {
+				return 0, err
+			}
+			return 0, proto.ErrShutdown
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		n.mu.Lock()
+		if !n.paused {
+			n.loopEpoch = n.epoch
+			clear(n.seq)
+			e := n.epoch
+			n.mu.Unlock()
+			return e, nil
+		}
+		n.mu.Unlock() // paused again meanwhile
+	}
+}
+
+// Epoch returns the membership epoch: the number of replacements of
+// failed nodes so far.
+func (n *Node) Epoch() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.epoch
 }
 
 // end ends the job: nil after a Shutdown, the failure otherwise.
@@ -520,8 +666,16 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		return
 	}
 	n.mu.Lock()
-	addr := n.book[peer].Addr
+	addr, paused := n.book[peer].Addr, n.paused
 	n.mu.Unlock()
+	if paused {
+		// The failed node, or a link the pause broke: the requests and
+		// replies lost are of the epoch before the pause.
+		return
+	}
+	if pe := (*transport.PeerError)(nil); n.assign.Job.Recover && errors.As(err, &pe) && pe.Addr != "" && addr != "" && pe.Addr != addr {
+		return // a send to the node a replacement took the place of
+	}
 	ne := &proto.NodeError{ID: peer, Addr: addr, Err: fmt.Errorf("%s could not send to it: %w", proto.Name(m.id), err)}
 	leave := func() {
 		n.mute.Store(true)
@@ -531,6 +685,9 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		if n.awaiting.CompareAndSwap(false, true) {
 			t := time.AfterFunc(n.assign.Job.Timeout, leave)
 			context.AfterFunc(n.ctx, func() { t.Stop() })
+			n.mu.Lock()
+			n.leave = t // a pause stops it
+			n.mu.Unlock()
 		}
 		return
 	}
@@ -627,13 +784,19 @@ func (n *Node) AllReduce(ctx context.Context, group string, vals []float64) ([]f
 		return nil, fmt.Errorf("node: not a member of barrier group %q", group)
 	}
 	n.mu.Lock()
+	if n.paused || n.loopEpoch != n.epoch {
+		err := fmt.Errorf("%w (epoch %d): rejoin before the barrier", proto.ErrPaused, n.epoch)
+		n.mu.Unlock()
+		return nil, err
+	}
 	n.seq[group]++
 	key := barrierKey{group, n.seq[group]}
 	r := &release{ch: make(chan struct{})}
 	n.barriers[key] = r
+	epoch := n.epoch
 	n.mu.Unlock()
 	for i, m := range ms {
-		b := proto.Barrier{Group: group, Seq: key.seq}
+		b := proto.Barrier{Group: group, Seq: key.seq, Epoch: epoch}
 		if i == 0 {
 			b.SetValues(vals)
 		} else if len(vals) > 0 {
@@ -646,6 +809,9 @@ func (n *Node) AllReduce(ctx context.Context, group string, vals []float64) ([]f
 	}
 	select {
 	case <-r.ch:
+		if r.err != nil {
+			return nil, r.err
+		}
 		return r.vals, nil
 	case <-n.done:
 		if err := n.Wait(); err != nil {

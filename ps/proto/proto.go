@@ -178,6 +178,8 @@ const (
 	CmdShutdown                    // scheduler → node: the job ended well
 	CmdAbort                       // scheduler → node: Abort, the job failed
 	CmdTrained                     // scheduler → evaluator: every worker is done
+	CmdPause                       // scheduler → node: Pause, a node failed and is being replaced
+	CmdResume                      // scheduler → node: Resume, the replacement is ready
 )
 
 // Data commands (Header.Cmd of a TypeData message).
@@ -226,6 +228,9 @@ type Register struct {
 	NumServers, NumWorkers int
 	// Host names the machine, for the address book and logs.
 	Host string
+	// Recover asks for the rank of a failed node of a running job: the
+	// node replaces it (the scheduler's Config.RecoverWait).
+	Recover bool `json:",omitempty"`
 }
 
 // TokenDigest returns what Register carries for a cluster token: the
@@ -250,6 +255,9 @@ type Assign struct {
 	NumServers, NumWorkers int
 	// Job is what the node needs to start its handlers.
 	Job Job
+	// Epoch is the job's membership epoch: how many times a failed node
+	// was replaced (see Pause).
+	Epoch uint64 `json:",omitempty"`
 }
 
 // Refuse is the scheduler's refusal of a registration.
@@ -269,6 +277,29 @@ type Peer struct {
 // Start is the address book, sent to every node once all are ready.
 type Start struct {
 	Peers []Peer
+	// Epoch is the membership epoch (a replacement starts in the epoch
+	// of the pause it ends).
+	Epoch uint64 `json:",omitempty"`
+}
+
+// Pause tells the nodes that Node failed and that the job waits for a
+// replacement, in membership epoch Epoch: every call in flight fails
+// with ErrPaused, and data messages of earlier epochs are ignored from
+// then on. Peers are the nodes that failed with it (a machine's server
+// and worker).
+type Pause struct {
+	Node   transport.NodeID
+	Addr   string
+	Reason string
+	Epoch  uint64
+	Peers  []transport.NodeID `json:",omitempty"`
+}
+
+// Resume tells the nodes that every failed node of a Pause was replaced:
+// the address book of epoch Epoch, with the replacements' addresses.
+type Resume struct {
+	Epoch uint64
+	Peers []Peer
 }
 
 // Job is what servers and workers must agree on, set at the scheduler.
@@ -283,6 +314,9 @@ type Job struct {
 	Tau  int
 	// Heartbeat and Timeout are the failure detector's settings.
 	Heartbeat, Timeout time.Duration
+	// Recover is set when the scheduler replaces failed nodes (Pause)
+	// instead of ending the job.
+	Recover bool `json:",omitempty"`
 }
 
 // Barrier is a node's arrival at, or the scheduler's release of, barrier
@@ -295,6 +329,10 @@ type Barrier struct {
 	Group string
 	Seq   uint64
 	Bits  []uint64 `json:",omitempty"`
+	// Epoch is the membership epoch of the arrival: the scheduler ignores
+	// arrivals of an earlier epoch, and sequence numbers start again at 1
+	// in each epoch.
+	Epoch uint64 `json:",omitempty"`
 }
 
 // SetValues stores vals in b.Bits, reusing its array.
@@ -354,22 +392,46 @@ func Decode(m *transport.Message, v any) error {
 // them).
 const MetaSize = 8
 
-// AppendMeta appends the body of a data message of the given round.
+// The body is one little-endian uint64: the round in its low RoundBits
+// bits, the membership epoch of the request (see Pause) in the bits
+// above, the sign bit clear.
+const (
+	RoundBits = 48
+	MaxRound  = 1<<RoundBits - 1
+	MaxEpoch  = 1<<(63-RoundBits) - 1
+)
+
+// AppendMeta appends the body of a data message of the given round, in
+// epoch 0.
 func AppendMeta(dst []byte, round int64) []byte {
-	return binary.LittleEndian.AppendUint64(dst, uint64(round))
+	return AppendMetaEpoch(dst, round, 0)
+}
+
+// AppendMetaEpoch appends the body of a data message of the given round
+// and membership epoch; the epoch must be at most MaxEpoch and the
+// round in [0, MaxRound].
+func AppendMetaEpoch(dst []byte, round int64, epoch uint64) []byte {
+	return binary.LittleEndian.AppendUint64(dst, epoch<<RoundBits|uint64(round)&MaxRound)
 }
 
 // ParseMeta reads the round of a data message (the step count of the
 // answer to an evaluator's pull).
 func ParseMeta(m *transport.Message) (int64, error) {
+	r, _, err := ParseMetaEpoch(m)
+	return r, err
+}
+
+// ParseMetaEpoch reads the round and the membership epoch of a data
+// message.
+func ParseMetaEpoch(m *transport.Message) (round int64, epoch uint64, err error) {
 	if len(m.Body) != MetaSize {
-		return 0, fmt.Errorf("%s: data message with a %d-byte body, want %d", Name(m.Sender), len(m.Body), MetaSize)
+		return 0, 0, fmt.Errorf("%s: data message with a %d-byte body, want %d", Name(m.Sender), len(m.Body), MetaSize)
 	}
-	r := int64(binary.LittleEndian.Uint64(m.Body))
-	if r < 0 {
-		return 0, fmt.Errorf("%s: negative round %d", Name(m.Sender), r)
+	x := binary.LittleEndian.Uint64(m.Body)
+	if int64(x) < 0 {
+		return 0, 0, fmt.Errorf("%s: negative round %d", Name(m.Sender), int64(x))
 	}
-	return r, nil
+	return int64(x & MaxRound), x >> RoundBits, nil
 }
 
 // NodeError is the failure of one node, as every other node reports it.
@@ -393,6 +455,11 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 // ErrAborted is wrapped by the error of a job that the scheduler aborted.
 var ErrAborted = errors.New("job aborted")
+
+// ErrPaused is wrapped by the error of calls that a pause failed: a
+// node failed and the scheduler waits for its replacement, after which
+// the job goes on from its last checkpoint (see Pause).
+var ErrPaused = errors.New("job paused")
 
 // ErrShutdown is returned by operations after the job ended normally.
 var ErrShutdown = errors.New("job finished")

@@ -31,6 +31,21 @@
 // added in ascending node id order so the result is the same bit for bit
 // whatever order the members arrive in.
 //
+// # Recovery
+//
+// With Config.RecoverWait, the failure of a server, worker or machine
+// while the job runs pauses the job instead of ending it: the failed
+// process's ids (a machine's server and worker) leave the membership,
+// the membership epoch advances, pending barriers are dropped and every
+// other node gets Pause (proto.Pause). A node that registers with
+// proto.Register.Recover takes the failed ids and machine index; once
+// every failed id is replaced and ready, everyone gets Resume, the
+// address book of the new epoch. Barrier arrivals of earlier epochs are
+// ignored. No replacement ready within RecoverWait, a second failure
+// while paused, a worker that had finished or that reports an error
+// while paused end the job with an error naming the failed node. What
+// the nodes roll back is theirs (package node, train.Loop).
+//
 // Core is the protocol as a pure state machine: messages, link failures
 // and ticks in, messages out. Time is counted in ticks of Heartbeat, so
 // the tests need no sleeps. Scheduler is its driver.
@@ -41,8 +56,10 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"colo/ps/clock"
@@ -81,6 +98,13 @@ type Config struct {
 	// StartTimeout bounds the time for every node to register and be
 	// ready.
 	StartTimeout time.Duration
+	// RecoverWait, when positive, replaces a server, worker or machine
+	// that fails while the job runs instead of ending the job: the
+	// scheduler pauses the job and waits this long for a node that
+	// registers with proto.Register.Recover for the failed rank (see
+	// Recovery in the package documentation). 0 ends the job at the
+	// first failure. An evaluator that fails ends the job.
+	RecoverWait time.Duration
 }
 
 // DefaultConfig returns a scheduler for one server and one worker with
@@ -127,6 +151,9 @@ func (c Config) Validate() error {
 	if c.StartTimeout < c.Heartbeat {
 		return fmt.Errorf("sched: StartTimeout %v must be at least one heartbeat (%v)", c.StartTimeout, c.Heartbeat)
 	}
+	if c.RecoverWait < 0 || (c.RecoverWait > 0 && c.RecoverWait < c.Heartbeat) {
+		return fmt.Errorf("sched: RecoverWait %v must be 0 (no recovery) or at least one heartbeat (%v)", c.RecoverWait, c.Heartbeat)
+	}
 	return nil
 }
 
@@ -160,6 +187,7 @@ type phase uint8
 const (
 	registering phase = iota
 	running
+	paused // a node failed; waiting for its replacement
 	ended
 )
 
@@ -186,6 +214,15 @@ type Core struct {
 	barriers map[string]map[transport.NodeID]proto.Barrier
 	logs     []string
 	out      []Out
+	// epoch counts the pauses; while paused, lost holds the failed
+	// nodes' machine index by id, cause the failure and resumeBy the
+	// tick by which the replacements must be ready.
+	epoch    uint64
+	lost     map[transport.NodeID]int
+	cause    *proto.NodeError
+	resumeBy int64
+	// replaced counts the nodes replaced.
+	replaced int
 }
 
 // NewCore returns a scheduler core waiting for registrations.
@@ -204,7 +241,7 @@ func NewCore(cfg Config) (*Core, error) {
 	return &Core{
 		cfg: cfg,
 		job: proto.Job{Table: table, Width: cfg.Width, Mode: cfg.Clock.Mode.String(), Tau: cfg.Clock.Tau,
-			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout},
+			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0},
 		timeout:  cfg.Ticks(cfg.Timeout),
 		startBy:  cfg.Ticks(cfg.StartTimeout),
 		members:  make(map[transport.NodeID]*member),
@@ -217,8 +254,24 @@ func NewCore(cfg Config) (*Core, error) {
 // finished, the failure otherwise.
 func (c *Core) Ended() (bool, error) { return c.phase == ended, c.err }
 
-// Running reports whether every node is ready and the job started.
-func (c *Core) Running() bool { return c.phase == running }
+// Running reports whether every node is ready and the job started (it
+// may be paused since).
+func (c *Core) Running() bool { return c.phase == running || c.phase == paused }
+
+// Paused reports whether the job waits for the replacement of a failed
+// node, and which: its id (the server's for a machine).
+func (c *Core) Paused() (bool, transport.NodeID) {
+	if c.phase != paused || c.cause == nil {
+		return false, 0
+	}
+	return true, c.cause.ID
+}
+
+// Epoch returns the membership epoch: the number of pauses so far.
+func (c *Core) Epoch() uint64 { return c.epoch }
+
+// Replaced returns the number of failed nodes replaced so far.
+func (c *Core) Replaced() int { return c.replaced }
 
 // Logs returns and clears the core's log lines: refusals and failures.
 func (c *Core) Logs() []string {
@@ -317,6 +370,10 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 	}
 	if subtle.ConstantTimeCompare([]byte(r.Token), []byte(proto.TokenDigest(c.cfg.Token))) != 1 {
 		refuse("wrong cluster token")
+		return
+	}
+	if r.Recover {
+		c.replace(from, r, refuse)
 		return
 	}
 	if c.phase != registering {
@@ -425,13 +482,17 @@ func (c *Core) ready(from transport.NodeID, r proto.Ready) {
 		return
 	}
 	mb.ready, mb.addr = true, r.Addr
-	if c.phase != registering || len(c.members) < c.cfg.NumServers+c.cfg.NumWorkers+c.cfg.NumEvaluators {
+	if (c.phase != registering && c.phase != paused) || len(c.members) < c.cfg.NumServers+c.cfg.NumWorkers+c.cfg.NumEvaluators {
 		return
 	}
 	for _, m := range c.members {
 		if !m.ready {
 			return
 		}
+	}
+	if c.phase == paused {
+		c.resume()
+		return
 	}
 	c.phase = running
 	start := proto.Start{Peers: c.Peers()}
@@ -457,6 +518,12 @@ func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 	}
 	if !in || c.members[from] == nil {
 		c.logf("%s cannot join barrier group %q", proto.Name(from), b.Group)
+		return
+	}
+	if b.Epoch != c.epoch || c.phase == paused {
+		// An arrival from before a pause: its caller failed with
+		// proto.ErrPaused, and the group starts again after the
+		// resume.
 		return
 	}
 	g := c.barriers[b.Group]
@@ -492,7 +559,7 @@ func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 			sum[i] += math.Float64frombits(x)
 		}
 	}
-	rel := proto.Barrier{Group: b.Group, Seq: b.Seq}
+	rel := proto.Barrier{Group: b.Group, Seq: b.Seq, Epoch: c.epoch}
 	rel.SetValues(sum)
 	for _, id := range members {
 		c.send(id, "", proto.CmdRelease, rel)
@@ -507,10 +574,22 @@ func (c *Core) done(from transport.NodeID, d proto.Done) {
 		return
 	}
 	if d.Err != "" {
-		c.fail(from, errors.New(d.Err))
+		if c.phase == paused {
+			// A worker that cannot wait for the replacement (its
+			// application does not roll back): the pause's failure
+			// ends the job.
+			c.abort(c.cause.ID, fmt.Errorf("%w; %s could not wait for a replacement: %s", c.cause.Err, proto.Name(from), d.Err), false)
+			return
+		}
+		// The node is alive and reports an error: nothing to replace.
+		c.abort(from, errors.New(d.Err), false)
 		return
 	}
 	mb.done = true
+	if c.phase == paused {
+		c.abort(c.cause.ID, fmt.Errorf("%w; %s finished meanwhile, and its work cannot be rolled back to the checkpoint the others resume from", c.cause.Err, proto.Name(from)), false)
+		return
+	}
 	if c.phase != running {
 		return
 	}
@@ -543,8 +622,172 @@ func (c *Core) done(from transport.NodeID, d proto.Done) {
 }
 
 // fail ends the job with the failure of node id, telling every other
-// ready node.
-func (c *Core) fail(id transport.NodeID, cause error) { c.abort(id, cause, false) }
+// ready node; or, when the job recovers, pauses it to wait for a
+// replacement (pause).
+func (c *Core) fail(id transport.NodeID, cause error) {
+	if role, _ := proto.Identify(id); c.job.Recover && (c.phase == running || c.phase == paused) && (role == proto.RoleServer || role == proto.RoleWorker) {
+		c.pause(id, cause)
+		return
+	}
+	c.abort(id, cause, false)
+}
+
+// pause records the failure of node id and pauses the job: the nodes of
+// id's process (a machine's server and worker) leave the membership,
+// the epoch advances, pending barriers are dropped and every other
+// ready node is told with Pause. A second failure while paused, or a
+// failure after a worker finished, ends the job.
+func (c *Core) pause(id transport.NodeID, cause error) {
+	mb := c.members[id]
+	if mb == nil {
+		return
+	}
+	if c.phase == paused {
+		c.abort(id, fmt.Errorf("%w, while the job waited for the replacement of %s", cause, proto.Name(c.cause.ID)), false)
+		return
+	}
+	for wid, m := range c.members {
+		if r, _ := proto.Identify(wid); r == proto.RoleWorker && m.done {
+			c.abort(id, fmt.Errorf("%w, after %s finished: its work cannot be rolled back", cause, proto.Name(wid)), false)
+			return
+		}
+	}
+	if c.epoch >= proto.MaxEpoch {
+		c.abort(id, fmt.Errorf("%w, after %d replacements, the most a job makes", cause, c.epoch), false)
+		return
+	}
+	c.phase, c.epoch = paused, c.epoch+1
+	c.cause = &proto.NodeError{ID: id, Addr: mb.addr, Err: cause}
+	c.resumeBy = c.tick + c.cfg.Ticks(c.cfg.RecoverWait)
+	c.lost = make(map[transport.NodeID]int)
+	var gone []transport.NodeID
+	for mid, m := range c.members {
+		if m.machine == mb.machine {
+			gone = append(gone, mid)
+		}
+	}
+	slices.Sort(gone)
+	for _, g := range gone {
+		c.lost[g] = c.members[g].machine
+		delete(c.members, g)
+	}
+	clear(c.barriers)
+	c.logf("%v: job paused (epoch %d), waiting up to %v for the replacement of %s", c.cause, c.epoch, c.cfg.RecoverWait, names(gone))
+	p := proto.Pause{Node: id, Addr: mb.addr, Reason: cause.Error(), Epoch: c.epoch, Peers: gone}
+	for _, q := range c.Peers() {
+		if c.members[q.ID].ready {
+			c.send(q.ID, "", proto.CmdPause, p)
+		}
+	}
+}
+
+// names joins the names of ids with "and".
+func names(ids []transport.NodeID) string {
+	var s []string
+	for _, id := range ids {
+		s = append(s, proto.Name(id))
+	}
+	return strings.Join(s, " and ")
+}
+
+// replace answers the registration of a node that asks to replace a
+// failed one (proto.Register.Recover): it takes the failed node's ids
+// and machine. A replacement for a rank whose node the scheduler still
+// counts as alive declares that node failed first (whoever restarts a
+// node knows its old process is gone before the scheduler may).
+func (c *Core) replace(from transport.NodeID, r proto.Register, refuse func(format string, args ...any)) {
+	switch {
+	case !c.job.Recover:
+		refuse("this job replaces no failed node (the scheduler has no recovery wait)")
+		return
+	case c.phase == registering:
+		refuse("nothing to replace: the job has not started")
+		return
+	case c.phase == ended:
+		refuse("the job has ended")
+		return
+	}
+	var ids []transport.NodeID
+	rank := r.Rank
+	switch r.Role {
+	case proto.RoleServer, proto.RoleWorker, proto.RoleMachine:
+	default:
+		refuse("role %s cannot replace a failed node", r.Role)
+		return
+	}
+	if rank < 0 {
+		// The lowest failed rank of the role.
+		for _, id := range slices.Sorted(maps.Keys(c.lost)) {
+			role, k := proto.Identify(id)
+			if role == proto.RoleServer && r.Role != proto.RoleWorker || role == proto.RoleWorker && r.Role == proto.RoleWorker {
+				rank = k
+				break
+			}
+		}
+		if rank < 0 {
+			refuse("no failed %s to replace", r.Role)
+			return
+		}
+	}
+	if (r.Role != proto.RoleWorker && rank >= c.cfg.NumServers) || (r.Role != proto.RoleServer && rank >= c.cfg.NumWorkers) {
+		refuse("no %s rank %d to replace (%d servers, %d workers)", r.Role, rank, c.cfg.NumServers, c.cfg.NumWorkers)
+		return
+	}
+	if r.Role != proto.RoleWorker {
+		ids = append(ids, proto.ServerID(rank))
+	}
+	if r.Role != proto.RoleServer {
+		ids = append(ids, proto.WorkerID(rank))
+	}
+	if c.phase == running {
+		if c.members[ids[0]] == nil {
+			refuse("%s is not a member of the job", proto.Name(ids[0]))
+			return
+		}
+		c.pause(ids[0], fmt.Errorf("replaced by a new node at %s", r.Addr))
+		if c.phase != paused {
+			return
+		}
+	}
+	machine := -1
+	for _, id := range ids {
+		m, ok := c.lost[id]
+		if !ok {
+			refuse("%s has not failed: the job waits for the replacement of %s", proto.Name(id), names(slices.Sorted(maps.Keys(c.lost))))
+			return
+		}
+		if machine >= 0 && m != machine {
+			refuse("%s and %s ran in different processes: replace them one by one", proto.Name(ids[0]), proto.Name(id))
+			return
+		}
+		machine = m
+	}
+	a := proto.Assign{Machine: machine, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job, Epoch: c.epoch}
+	for _, id := range ids {
+		if role, _ := proto.Identify(id); role == proto.RoleServer {
+			a.Server = id
+		} else {
+			a.Worker = id
+		}
+		delete(c.lost, id)
+		c.members[id] = &member{id: id, machine: machine, host: r.Host, lastSeen: c.tick}
+		c.replaced++
+	}
+	c.logf("%s at %s replaces %s (epoch %d)", r.Role, r.Addr, names(ids), c.epoch)
+	c.regs[from] = registration{addr: r.Addr, assign: a}
+	c.send(from, r.Addr, proto.CmdAssign, a)
+}
+
+// resume ends a pause once every failed node was replaced and is ready:
+// every node gets the address book of the new epoch.
+func (c *Core) resume() {
+	c.phase, c.lost, c.cause = running, nil, nil
+	res := proto.Resume{Epoch: c.epoch, Peers: c.Peers()}
+	c.logf("job resumed (epoch %d)", c.epoch)
+	for _, p := range res.Peers {
+		c.send(p.ID, p.Addr, proto.CmdResume, res)
+	}
+}
 
 // abort ends the job with the failure of node id and tells every other
 // ready node, and id too when tellFailed (a node that is alive but sent
@@ -557,6 +800,8 @@ func (c *Core) abort(id transport.NodeID, cause error, tellFailed bool) {
 	ne := &proto.NodeError{ID: id, Err: cause}
 	if mb != nil {
 		ne.Addr = mb.addr
+	} else if c.cause != nil && c.cause.ID == id {
+		ne.Addr = c.cause.Addr
 	}
 	c.phase, c.err = ended, ne
 	c.logf("%v", ne)
@@ -590,11 +835,18 @@ func (c *Core) Down(pe *transport.PeerError) []Out {
 	return c.out
 }
 
-// SendFailed processes a failed send to a peer, like a link failure.
+// SendFailed processes a failed send to a peer, like a link failure. A
+// send to another address than the member's was to the node a
+// replacement took the place of (its failure may be reported after the
+// replacement joined), and is ignored.
 func (c *Core) SendFailed(to transport.NodeID, err error) []Out {
 	pe, ok := err.(*transport.PeerError)
 	if !ok {
 		pe = &transport.PeerError{Peer: to, Op: "send", Err: err}
+	}
+	if mb := c.members[to]; mb != nil && c.job.Recover && pe.Addr != "" && mb.addr != "" && pe.Addr != mb.addr {
+		c.out = c.out[:0]
+		return c.out
 	}
 	return c.Down(pe)
 }
@@ -624,6 +876,15 @@ func (c *Core) Tick() []Out {
 				c.send(p.ID, "", proto.CmdAbort, proto.Abort{Reason: c.err.Error()})
 			}
 		}
+		return c.out
+	}
+	if c.phase == paused && c.tick > c.resumeBy {
+		var waiting []transport.NodeID
+		for id := range c.lost {
+			waiting = append(waiting, id)
+		}
+		slices.Sort(waiting)
+		c.abort(c.cause.ID, fmt.Errorf("no replacement for %s ready within %v (after %v)", names(waiting), c.cfg.RecoverWait, c.cause.Err), false)
 		return c.out
 	}
 	var dead []transport.NodeID

@@ -250,6 +250,24 @@ func New(cfg Config) (*Core, error) {
 	}, nil
 }
 
+// Rewind returns the core to the state of a new one: an empty store, a
+// clock at round 0, no held pushes or pending acknowledgements, no
+// pulls noted. The counters are kept. A job rolled back to a checkpoint
+// rewinds every server and loads the checkpoint's snapshots into it.
+func (c *Core) Rewind() {
+	ck, err := clock.New(c.cfg.Workers, c.cfg.Clock)
+	if err != nil {
+		panic(fmt.Sprintf("server: the clock of a validated config: %v", err)) // checked by New
+	}
+	c.store = NewStore(c.cfg.Table.Index(c.cfg.Rank), c.cfg.Width, c.cfg.Rule)
+	c.clock, c.table, c.version, c.old = ck, nil, 0, nil
+	for w := range c.cfg.Workers {
+		c.ids[w] = c.ids[w][:0]
+		c.held[w] = c.held[w][:0]
+		c.pulls[w] = [2]pullMark{}
+	}
+}
+
 // pending is a push awaiting its acknowledgement.
 type pending struct {
 	id       uint64

@@ -28,6 +28,9 @@ type Server struct {
 	core *Core
 	// views counts replies in flight that alias the store.
 	views sync.WaitGroup
+	// epoch is the membership epoch of the requests served (see
+	// handle).
+	epoch uint64
 
 	mu    sync.Mutex
 	stats Stats
@@ -183,7 +186,26 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 // waits for its values first. Only pushes change the store, so only they
 // wait for the views in flight; pulls read the store or fill the core's
 // own buffers, which no view uses.
+//
+// Requests carry the membership epoch of their worker (proto.Pause): a
+// request of an earlier epoch than the server's was sent before the
+// job was paused and rolled back, and is dropped unanswered (its worker
+// failed the call already); the first request of a later epoch rewinds
+// the core (Core.Rewind) before it is served, so that the job goes on
+// from the checkpoint the workers load, as on a new server.
 func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
+	if _, epoch, err := proto.ParseMetaEpoch(m); err == nil && epoch != s.epoch {
+		if epoch < s.epoch {
+			if m.Early() {
+				m.Complete(ctx)
+			}
+			m.Release()
+			return
+		}
+		s.views.Wait()
+		s.core.Rewind()
+		s.epoch = epoch
+	}
 	req, err := Decode(m)
 	if err == nil && req.Push {
 		s.views.Wait()

@@ -55,6 +55,9 @@ type Config struct {
 	// Now, when not nil, is the clock of the pull timings (Stats.Links);
 	// time.Now otherwise.
 	Now func() time.Time
+	// Epoch is the membership epoch the worker starts in (proto.Assign):
+	// a node that replaces a failed one joins a job paused since.
+	Epoch uint64
 }
 
 // Validate checks c; errors name the field and the bound.
@@ -126,6 +129,9 @@ const (
 	// server's store, and the installation of one.
 	opSave
 	opLoad
+	// Recovery (see Worker.Pause and Resume).
+	opPause
+	opResume
 )
 
 // Op is one call of the application.
@@ -151,7 +157,10 @@ type Op struct {
 	take    *[]float32
 	// snap is where a Save's answer goes, and a Load's snapshot.
 	snap *kv.Batch
-	fut  *Future
+	// epoch and cause are a Pause's.
+	epoch uint64
+	cause error
+	fut   *Future
 }
 
 // Out is a message for the server of rank Server.
@@ -244,6 +253,11 @@ type Core struct {
 	// values are the ones the pull would get after the gate).
 	gateReq *request
 	held    [][]Out
+	// epoch is the membership epoch of the requests (proto.Pause);
+	// paused, while set, fails every operation (between Pause and
+	// Resume).
+	epoch  uint64
+	paused error
 }
 
 // NewCore returns a worker core.
@@ -260,6 +274,8 @@ func NewCore(cfg Config) (*Core, error) {
 		pending: make(map[uint64]*request),
 		links:   make([]LinkTiming, cfg.Table.Servers()),
 		lat:     make(latencies, cfg.Table.Servers()),
+		epoch:   cfg.Epoch,
+		nextID:  firstID(cfg.Epoch),
 	}, nil
 }
 
@@ -298,6 +314,19 @@ func (c *Core) Submit(op *Op) []Out {
 	c.out = c.out[:0]
 	if c.failed != nil {
 		op.fut.complete(c.failed)
+		return c.out
+	}
+	switch {
+	case op.kind == opPause:
+		c.pause(op.epoch, op.cause)
+		op.fut.complete(nil)
+		return c.out
+	case op.kind == opResume:
+		c.paused = nil
+		op.fut.complete(nil)
+		return c.out
+	case c.paused != nil:
+		op.fut.complete(c.paused)
 		return c.out
 	}
 	if c.gated {
@@ -354,6 +383,39 @@ func (c *Core) Fail(err error) {
 	c.gateReq, c.held = nil, nil // their requests failed above
 }
 
+// pause fails every operation in flight or waiting with cause, and
+// every later one until Resume, and starts epoch: rounds count from 0
+// again, and requests carry the new epoch, so that the servers tell
+// them from the ones sent before (server.Server). Answers to the failed
+// requests are dropped when they come (Receive); request ids go on
+// increasing, from the epoch's first id on (firstID), so that none is
+// taken for a later request's.
+func (c *Core) pause(epoch uint64, cause error) {
+	for id, r := range c.pending {
+		delete(c.pending, id)
+		for _, m := range r.msgs {
+			if m != nil {
+				m.Release()
+			}
+		}
+		c.stats.Errors++
+		r.op.fut.complete(cause)
+	}
+	for _, op := range c.queue {
+		op.fut.complete(cause)
+	}
+	c.queue = nil
+	c.gateReq, c.held, c.gated = nil, nil, false
+	c.round, c.epoch, c.paused = 0, epoch, cause
+	c.nextID = max(c.nextID, firstID(epoch))
+}
+
+// firstID returns the request id before the first of membership epoch e:
+// each epoch numbers its requests from e·2^40 on, so that a late answer
+// to a request of an earlier epoch (sent to the node this one replaced)
+// is never taken for a request of a replacement.
+func firstID(e uint64) uint64 { return e << 40 }
+
 // start splits op by server and appends its messages to c.out.
 func (c *Core) start(op *Op) {
 	if err := c.check(op); err != nil {
@@ -375,7 +437,7 @@ func (c *Core) start(op *Op) {
 	if op.ahead {
 		round++
 	}
-	meta := proto.AppendMeta(nil, round)
+	meta := proto.AppendMetaEpoch(nil, round, c.epoch)
 	all := r.push && c.sync // every server hears of the round
 	send := func(s int, cmd uint16, b kv.Batch) {
 		if len(b.Keys) == 0 && !all {
@@ -436,7 +498,7 @@ func (c *Core) startMove(op *Op) {
 	c.nextID++
 	r := &request{op: op, round: c.round, push: op.kind != opTake && op.kind != opSave, remaining: 1}
 	m := &transport.Message{Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagRequest | transport.FlagPush, ID: c.nextID},
-		Body: proto.AppendMeta(nil, c.round)}
+		Body: proto.AppendMetaEpoch(nil, c.round, c.epoch)}
 	switch op.kind {
 	case opTable:
 		m.Cmd = proto.DataTable

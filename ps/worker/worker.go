@@ -48,6 +48,7 @@ type Worker struct {
 	ops     chan *Op
 	stopped chan struct{}
 	reduce  func(context.Context, []float64) ([]float64, error)
+	rejoin  func(context.Context) (uint64, error)
 
 	mu         sync.Mutex
 	err        error // why the worker stopped
@@ -202,6 +203,36 @@ func (w *Worker) AllReduce(ctx context.Context, vals []float64) ([]float64, erro
 	return w.reduce(ctx, vals)
 }
 
+// Pause fails every call in flight, and every later call until Resume,
+// with cause (which wraps proto.ErrPaused): the job was paused to
+// replace a failed node (proto.Pause). The worker's rounds count from 0
+// again, and its requests carry the membership epoch from now on, so
+// that the servers drop the ones sent before. No answer to a failed
+// call lands in its array. It returns once the worker has paused.
+func (w *Worker) Pause(epoch uint64, cause error) error {
+	return w.submit(&Op{kind: opPause, epoch: epoch, cause: cause}).Wait()
+}
+
+// Resume lets calls through again after Pause: the caller has rolled its
+// application back to the checkpoint the job resumes from.
+func (w *Worker) Resume() error { return w.submit(&Op{kind: opResume}).Wait() }
+
+// SetRejoin sets the function Rejoin calls; the node runtime sets it
+// before the worker runs.
+func (w *Worker) SetRejoin(f func(ctx context.Context) (uint64, error)) { w.rejoin = f }
+
+// Rejoin waits, after a call failed with proto.ErrPaused, until the
+// failed node was replaced and the job resumes, and returns the
+// membership epoch it resumes in; then the caller rolls back to the
+// job's last checkpoint and calls Resume. It fails when the deployment
+// replaces no node, or the job ended instead (no replacement came).
+func (w *Worker) Rejoin(ctx context.Context) (uint64, error) {
+	if w.rejoin == nil {
+		return 0, errors.New("worker: this deployment replaces no failed node")
+	}
+	return w.rejoin(ctx)
+}
+
 // Run drives the worker until ctx ends: it takes the application's calls
 // and the servers' answers from in (data messages whose Sender is a
 // server) and posts requests on conn. When ctx ends, every operation in
@@ -220,6 +251,10 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 	for {
 		select {
 		case op := <-w.ops:
+			if op.kind == opPause && lander != nil {
+				// No answer may land in an array whose call failed.
+				lander.UnlandAll()
+			}
 			post(w.core.Submit(op))
 		case m, ok := <-in:
 			if !ok {

@@ -1,0 +1,185 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"colo/ps/proto"
+	"colo/ps/sched"
+	"colo/ps/worker"
+	"colo/transport/tcp"
+)
+
+// recoverCluster starts over TCP on loopback a scheduler that waits
+// wait for replacements and two machines, closed with the test.
+func recoverCluster(t *testing.T, wait time.Duration) (*sched.Scheduler, []*Node) {
+	t.Helper()
+	cfg := tcp.DefaultConfig()
+	cfg.ID, cfg.Token = proto.SchedulerID, "t"
+	sep, err := tcp.Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := sched.DefaultConfig()
+	sc.NumServers, sc.NumWorkers, sc.Token, sc.NumKeys = 2, 2, "t", 10
+	sc.Heartbeat, sc.Timeout, sc.RecoverWait = 20*time.Millisecond, time.Second, wait
+	s, err := sched.Start(sc, sep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	nodes := make([]*Node, 2)
+	errs := make(chan error, 2)
+	for i := range nodes {
+		go func() {
+			var err error
+			nodes[i], err = startMachine(sep.Addr().String(), i, false)
+			errs <- err
+		}()
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		t.Cleanup(func() { n.Close() })
+	}
+	return s, nodes
+}
+
+// startMachine starts machine rank of the cluster of the scheduler at
+// addr, as a replacement when recover is set.
+func startMachine(addr string, rank int, recover bool) (*Node, error) {
+	cfg := DefaultConfig()
+	cfg.Token, cfg.Scheduler, cfg.Rank, cfg.Recover = "t", addr, rank, recover
+	cfg.Network, cfg.JoinTimeout = TCP{Host: "127.0.0.1", Token: "t"}, 10*time.Second
+	return Start(context.Background(), cfg)
+}
+
+// pushBoth has both workers push one round of vals to keys 1 (server 0)
+// and 7 (server 1) and waits for the acknowledgements.
+func pushBoth(t *testing.T, ns []*Node, vals ...float32) {
+	t.Helper()
+	var errs []error
+	var fs []*worker.Future
+	for i, n := range ns {
+		fs = append(fs, n.Worker().Push([]uint64{1, 7}, []float32{vals[2*i], vals[2*i+1]}))
+	}
+	for _, f := range fs {
+		errs = append(errs, f.Wait())
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReplaceMachine kills (closes) machine 1 of a running BSP job: the
+// job pauses instead of ending, machine 0's calls fail with
+// proto.ErrPaused and its barriers too; a new machine that recovers
+// rank 1 resumes the job in epoch 1, machine 0 rejoins, the servers
+// start afresh at round 0 with the first request of the new epoch, and
+// barriers and the end of the job work again.
+func TestReplaceMachine(t *testing.T) {
+	s, ns := recoverCluster(t, 10*time.Second)
+	pushBoth(t, ns, 1, 2, 10, 20)
+	machine := ns[1].Machine()
+	ns[1].Close()
+	// A pull of machine 0 fails with the pause, which names machine 1's
+	// server or worker.
+	deadline := time.Now().Add(5 * time.Second)
+	for ns[0].Epoch() != 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ns[0].Epoch() != 1 {
+		t.Fatal("machine 0 not paused 5 s after machine 1 left")
+	}
+	err := ns[0].Worker().Pull([]uint64{1, 7}, make([]float32, 2)).Wait()
+	if !errors.Is(err, proto.ErrPaused) || !strings.Contains(err.Error(), " 1 (node ") {
+		t.Fatalf("pull while paused: %v", err)
+	}
+	if _, err := ns[0].AllReduce(context.Background(), "workers", []float64{1}); !errors.Is(err, proto.ErrPaused) {
+		t.Fatalf("all-reduce while paused: %v", err)
+	}
+	// The replacement.
+	n1, err := startMachine(ns[0].cfg.Scheduler, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n1.Close()
+	if a := n1.Assignment(); a.Server != proto.ServerID(1) || a.Worker != proto.WorkerID(1) || a.Machine != machine || a.Epoch != 1 {
+		t.Fatalf("replacement assigned %+v", a)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if e, err := ns[0].Worker().Rejoin(ctx); err != nil || e != 1 {
+		t.Fatalf("rejoin: epoch %d, %v", e, err)
+	}
+	if err := ns[0].Worker().Resume(); err != nil {
+		t.Fatal(err)
+	}
+	ns = []*Node{ns[0], n1}
+	// Round 0 again: the servers forgot the epoch before.
+	pushBoth(t, ns, 3, 4, 30, 40)
+	got := make([]float32, 2)
+	if err := ns[0].Worker().Pull([]uint64{1, 7}, got).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 33 || got[1] != 44 {
+		t.Fatalf("pulled %v after the replacement, want [33 44]: the pushes of the new epoch alone", got)
+	}
+	sums := make([][]float64, 2)
+	errs := make(chan error, 2)
+	for i, n := range ns {
+		go func() {
+			var err error
+			sums[i], err = n.AllReduce(ctx, "workers", []float64{float64(i + 1)})
+			errs <- err
+		}()
+	}
+	for range ns {
+		if err := <-errs; err != nil {
+			t.Fatalf("all-reduce after the replacement: %v", err)
+		}
+	}
+	if sums[0][0] != 3 || sums[1][0] != 3 {
+		t.Fatalf("all-reduce sums %v, want 3", sums)
+	}
+	for _, n := range ns {
+		n.Finish(nil)
+	}
+	for _, n := range ns {
+		if err := n.Wait(); err != nil {
+			t.Fatalf("end of job: %v", err)
+		}
+	}
+	if err := s.Wait(); err != nil {
+		t.Fatalf("scheduler: %v", err)
+	}
+}
+
+// TestNoReplacement: when no replacement comes within the scheduler's
+// wait, the job ends for every survivor with an error that names the
+// failed ranks and the cause.
+func TestNoReplacement(t *testing.T) {
+	s, ns := recoverCluster(t, 200*time.Millisecond)
+	pushBoth(t, ns, 1, 2, 10, 20)
+	left := time.Now()
+	ns[1].Close()
+	err := ns[0].Wait()
+	took := time.Since(left)
+	const want = "failed: no replacement for server 1 and worker 1 ready within 200ms (after link lost: "
+	var ne *proto.NodeError
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &ne) || (ne.ID != proto.ServerID(1) && ne.ID != proto.WorkerID(1)) {
+		t.Fatalf("survivor ended with %v, want a *proto.NodeError naming machine 1 with %q", err, want)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("the job ended %v after machine 1 left, with a wait of 200ms", took)
+	}
+	if err := s.Wait(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("scheduler: %v", err)
+	}
+}

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"colo/kv"
+	"colo/ps/clock"
+	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/transport"
+)
+
+// recordConn records the replies of a server.
+type recordConn struct {
+	mu      sync.Mutex
+	replies []*transport.Message
+}
+
+func (c *recordConn) Reply(_ context.Context, to transport.NodeID, m *transport.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cp := *m
+	cp.Receiver = to
+	cp.KV.Vals = append([]float32(nil), m.KV.Vals...)
+	c.replies = append(c.replies, &cp)
+	return nil
+}
+
+// epochRequest returns worker w's sparse request of keys {1, 2} in the
+// given round and epoch: a push of vals, or a pull.
+func epochRequest(w int, id uint64, round int64, epoch uint64, vals []float32) *transport.Message {
+	flags := transport.FlagRequest | transport.FlagPull
+	if vals != nil {
+		flags = transport.FlagRequest | transport.FlagPush
+	}
+	return &transport.Message{
+		Header: transport.Header{Type: transport.TypeData, Flags: flags, Cmd: proto.DataSparse, ID: id,
+			Sender: proto.WorkerID(w), Receiver: proto.ServerID(0)},
+		Body: proto.AppendMetaEpoch(nil, round, epoch),
+		KV:   kv.Batch{Keys: []uint64{1, 2}, Vals: vals},
+	}
+}
+
+// TestServerEpochs: under BSP with two workers, a request of a later
+// membership epoch rewinds the server (the store empty, the clock at
+// round 0, worker 0's held push of the old epoch dropped), and requests
+// of earlier epochs are dropped unanswered.
+func TestServerEpochs(t *testing.T) {
+	tb, _ := route.Uniform(1, 8)
+	s, err := NewServer(Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.BSP}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := &recordConn{}
+	in := make(chan *transport.Message, 16)
+	for _, m := range []*transport.Message{
+		// Epoch 0: round 0 summed, worker 0's push of round 1 held.
+		epochRequest(0, 1, 0, 0, []float32{1, 2}),
+		epochRequest(1, 1, 0, 0, []float32{10, 20}),
+		epochRequest(0, 2, 1, 0, []float32{100, 200}),
+		// Epoch 1: worker 1 pushes round 0 again; worker 0's push of
+		// epoch 0 arrives late and is dropped.
+		epochRequest(1, 2, 0, 1, []float32{3, 4}),
+		epochRequest(0, 3, 1, 0, []float32{1000, 2000}),
+		epochRequest(0, 4, 0, 1, []float32{5, 6}),
+		epochRequest(0, 5, 1, 1, nil),
+		epochRequest(1, 3, 1, 0, nil),
+	} {
+		in <- m
+	}
+	close(in)
+	if err := s.Run(context.Background(), in, conn); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	var pulled []float32
+	for _, r := range conn.replies {
+		if r.Cmd == proto.DataError {
+			t.Fatalf("error reply: %s", r.Body)
+		}
+		ids = append(ids, uint64(r.Receiver)<<8|r.ID)
+		if r.Flags&transport.FlagPull != 0 {
+			pulled = r.KV.Vals
+		}
+	}
+	// Acks in worker order: round 0 of epoch 0, round 0 of epoch 1,
+	// then worker 0's pull of epoch 1.
+	w0, w1 := uint64(proto.WorkerID(0))<<8, uint64(proto.WorkerID(1))<<8
+	want := []uint64{w0 | 1, w1 | 1, w0 | 4, w1 | 2, w0 | 5}
+	if len(ids) != len(want) {
+		t.Fatalf("replies to %x, want %x", ids, want)
+	}
+	for i := range want {
+		if ids[i] != want[i] {
+			t.Fatalf("replies to %x, want %x", ids, want)
+		}
+	}
+	// The sum of epoch 1's round 0 alone: 3+5 and 4+6, nothing of epoch
+	// 0.
+	if len(pulled) != 2 || pulled[0] != 8 || pulled[1] != 10 {
+		t.Fatalf("pulled %v after the rewind, want [8 10]", pulled)
+	}
+}

@@ -1,0 +1,173 @@
+package train_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"colo/ps/node"
+	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/ps/sched"
+	"colo/ps/update"
+	"colo/ps/worker"
+	"colo/train"
+	"colo/transport/tcp"
+)
+
+// dies is the linear application whose evaluation on its machine first
+// closes the machine's node: a machine that dies after training.
+type dies struct {
+	*linear
+	n *node.Node
+}
+
+func (a dies) Evaluate(ctx context.Context, w *worker.Worker, part train.Part) (train.Eval, error) {
+	a.n.Close()
+	return train.Eval{}, errors.New("machine closed")
+}
+
+// rollbackCluster runs job on two machines over TCP whose scheduler
+// replaces failed nodes; kill, when set, closes machine 1 when its
+// evaluation starts, and a replacement resumes from the job's
+// checkpoints. It returns machine 0's result and the final model.
+func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.WorkerResult, []float32) {
+	t.Helper()
+	p := spread(len(a.X), a.Dim, 2)
+	d, err := train.NewDeployment(job, a, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := route.FromPlacement(p.Param, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tcp.DefaultConfig()
+	cfg.ID, cfg.Token = proto.SchedulerID, "t"
+	sep, err := tcp.Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := sched.DefaultConfig()
+	sc.NumServers, sc.NumWorkers, sc.Token, sc.Table, sc.NumKeys, sc.Width = 2, 2, "t", table, uint64(a.Dim), 1
+	sc.Heartbeat, sc.Timeout, sc.RecoverWait = 20*time.Millisecond, 2*time.Second, 10*time.Second
+	s, err := sched.Start(sc, sep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rule, err := update.New(job.Config.Rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(rank int, recover bool) *node.Node {
+		c := node.DefaultConfig()
+		c.Token, c.Scheduler, c.Rank, c.Recover, c.Rule = "t", sep.Addr().String(), rank, recover, rule
+		c.Network, c.JoinTimeout = node.TCP{Host: "127.0.0.1", Token: "t"}, 10*time.Second
+		n, err := node.Start(context.Background(), c)
+		if err != nil {
+			t.Error(err)
+		}
+		return n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	work := func(n *node.Node, rank int, app train.App, resume bool) (train.WorkerResult, error) {
+		sch, _, err := d.WorkerSchedule(rank, n.Server())
+		if err != nil {
+			return train.WorkerResult{}, err
+		}
+		if resume {
+			sch.Checkpoint.Config.Resume = sch.Checkpoint.Config.Dir
+		}
+		return train.Work(ctx, n.Worker(), app, d.Part(rank), sch, nil)
+	}
+	ns := make([]*node.Node, 2)
+	ready := make(chan int, 2)
+	for i := range ns {
+		go func() { ns[i] = start(i, false); ready <- i }()
+	}
+	<-ready
+	<-ready
+	if t.Failed() {
+		t.FailNow()
+	}
+	defer func() {
+		for _, n := range ns {
+			n.Close()
+		}
+	}()
+	type result struct {
+		res train.WorkerResult
+		err error
+	}
+	out := make([]chan result, 2)
+	for i := range ns {
+		out[i] = make(chan result, 1)
+		var app train.App = a
+		if kill && i == 1 {
+			app = dies{a, ns[1]}
+		}
+		go func() { r, err := work(ns[i], i, app, false); out[i] <- result{r, err} }()
+	}
+	if kill {
+		if r := <-out[1]; r.err == nil {
+			t.Fatal("machine 1 survived its evaluation")
+		}
+		ns[1] = start(1, true)
+		if t.Failed() {
+			t.FailNow()
+		}
+		go func() { r, err := work(ns[1], 1, a, true); out[1] <- result{r, err} }()
+	}
+	r0, r1 := <-out[0], <-out[1]
+	if r0.err != nil || r1.err != nil {
+		t.Fatalf("machine 0: %v; machine 1: %v", r0.err, r1.err)
+	}
+	model := make([]float32, a.Dim)
+	if err := ns[0].Worker().PullRange(0, uint64(a.Dim), model).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		n.Finish(nil)
+	}
+	if err := s.Wait(); err != nil {
+		t.Fatalf("scheduler: %v", err)
+	}
+	return r0.res, model
+}
+
+// TestRollbackAfterTraining: machine 1 dies in the evaluation after
+// training (its node closes). Machine 0's evaluation fails with the
+// pause; it rolls back to the last checkpoint (round 10 of 12) with the
+// replacement, trains the last rounds again and evaluates, and the job
+// ends with the same passes and final model, bit for bit, as without the
+// failure.
+func TestRollbackAfterTraining(t *testing.T) {
+	a := newLinear(40, 6, 3)
+	job := linearJob(2, 3, 10) // 4 rounds a pass, 12 in all
+	job.Config.Checkpoint = train.Checkpoint{Dir: filepath.Join(t.TempDir(), "ck"), Every: 5}
+	want, wantModel := rollbackCluster(t, job, a, false)
+	job.Config.Checkpoint.Dir = filepath.Join(t.TempDir(), "ck")
+	got, gotModel := rollbackCluster(t, job, a, true)
+	if !slices.Equal(gotModel, wantModel) {
+		t.Errorf("final model %v, without failure %v", gotModel, wantModel)
+	}
+	if len(got.Passes) != len(want.Passes) {
+		t.Fatalf("%d passes, without failure %d", len(got.Passes), len(want.Passes))
+	}
+	for i, p := range want.Passes {
+		if q := got.Passes[i]; q.TrainLoss != p.TrainLoss || q.Rounds != p.Rounds {
+			t.Errorf("pass %d: loss %v after %d rounds, without failure %v after %d", i+1, q.TrainLoss, q.Rounds, p.TrainLoss, p.Rounds)
+		}
+	}
+	if len(got.Restores) != 1 || got.Restores[0].Round != 10 {
+		t.Errorf("machine 0 restored %+v, want the checkpoint of round 10 once", got.Restores)
+	}
+	if got.Eval.RMSE == nil || want.Eval.RMSE == nil || *got.Eval.RMSE != *want.Eval.RMSE {
+		t.Errorf("evaluation %+v, without failure %+v", got.Eval, want.Eval)
+	}
+}
