@@ -16,6 +16,10 @@ import (
 	"colo/transport/mem"
 )
 
+// ErrDiverged is wrapped by the error of a run whose training loss became
+// NaN or infinite.
+var ErrDiverged = errors.New("the model diverged")
+
 // Learner is the model the workers train: a flat parameter vector and a
 // gradient oracle per worker.
 type Learner interface {
@@ -462,7 +466,7 @@ func (w *worker) run(ctx context.Context, start time.Time) error {
 				w.loss[it] = w.oracle.LossGrad(w.x, rows, w.grad)
 				c := time.Since(t0)
 				if math.IsNaN(w.loss[it]) || math.IsInf(w.loss[it], 0) {
-					return fmt.Errorf("epoch %d, iteration %d: the training loss is %v: the model diverged; lower the learning rate (lr %v)", e+1, it+1, w.loss[it], cfg.LR)
+					return fmt.Errorf("epoch %d, iteration %d: the training loss is %v: %w; lower the learning rate (lr %v)", e+1, it+1, w.loss[it], ErrDiverged, cfg.LR)
 				}
 				w.compute += c
 				if err := w.emulate(ctx, c); err != nil {

@@ -33,6 +33,7 @@ package rcd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -92,8 +93,10 @@ type Config struct {
 	Target float64
 	// Net is the emulated network.
 	Net job.Net
-	// Progress, when set, is called after each run.
+	// Progress, when set, is called after each run; Diverged after each
+	// run that diverged (it is recorded, and the comparison goes on).
 	Progress func(v Variant, run int, rep *job.Report)
+	Diverged func(v Variant, run int, err error)
 }
 
 // DefaultConfig returns 4 workers of speeds 1:2:4:8 on a ring, the
@@ -140,6 +143,10 @@ func (c Config) variant(v Variant, r int) gossip.Config {
 // RunResult is one training of a variant.
 type RunResult struct {
 	Seed uint64 `json:"seed"`
+	// Diverged is set when the training loss became NaN or infinite
+	// (gossip.ErrDiverged); the run then has no other figures and the
+	// row's means leave it out.
+	Diverged bool `json:"diverged,omitempty"`
 	// SecondsToTarget is nil when the loss never reached the target.
 	SecondsToTarget *float64 `json:"seconds_to_target"`
 	EpochsToTarget  *float64 `json:"epochs_to_target"`
@@ -173,11 +180,14 @@ type Row struct {
 	SecondsToTarget *float64 `json:"seconds_to_target"`
 	SecondsStd      float64  `json:"seconds_to_target_std"`
 	Reached         int      `json:"reached"`
-	TestAccuracy    float64  `json:"test_accuracy"`
-	AccuracyStd     float64  `json:"test_accuracy_std"`
-	Bytes           float64  `json:"bytes"`
-	BytesPerEpoch   float64  `json:"bytes_per_epoch"`
-	FinalTrainLoss  float64  `json:"final_train_loss"`
+	// Diverged counts the runs whose loss became NaN or infinite; the
+	// means are over the others.
+	Diverged       int     `json:"diverged"`
+	TestAccuracy   float64 `json:"test_accuracy"`
+	AccuracyStd    float64 `json:"test_accuracy_std"`
+	Bytes          float64 `json:"bytes"`
+	BytesPerEpoch  float64 `json:"bytes_per_epoch"`
+	FinalTrainLoss float64 `json:"final_train_loss"`
 	// ShardSeconds is the time sharding took (once for the rows that
 	// share the shards).
 	ShardSeconds float64 `json:"shard_seconds"`
@@ -241,6 +251,13 @@ func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
 		for i, v := range cfg.Variants {
 			gc := cfg.variant(v, r)
 			rep, err := data.Train(ctx, gc, shardsOf[i], cfg.Net)
+			if errors.Is(err, gossip.ErrDiverged) && ctx.Err() == nil {
+				rows[i].Runs = append(rows[i].Runs, RunResult{Seed: gc.Seed, Diverged: true})
+				if cfg.Diverged != nil {
+					cfg.Diverged(v, r+1, err)
+				}
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s run %d: %w", v.Name(), r+1, err)
 			}
@@ -270,7 +287,13 @@ func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
 // summarise fills a row's means from its runs.
 func summarise(row *Row) {
 	var secs, acc, bytes, bpe, loss []float64
+	var runs []RunResult // those that did not diverge
 	for _, r := range row.Runs {
+		if r.Diverged {
+			row.Diverged++
+			continue
+		}
+		runs = append(runs, r)
 		if r.SecondsToTarget != nil {
 			secs = append(secs, *r.SecondsToTarget)
 		}
@@ -289,16 +312,19 @@ func summarise(row *Row) {
 	row.BytesPerEpoch, _ = meanStd(bpe)
 	row.FinalTrainLoss, _ = meanStd(loss)
 	// The mean curve: the runs share their points' epochs.
-	n := len(row.Runs[0].Curve)
-	for _, r := range row.Runs {
+	if len(runs) == 0 {
+		return
+	}
+	n := len(runs[0].Curve)
+	for _, r := range runs {
 		n = min(n, len(r.Curve))
 	}
 	for k := range n {
 		var p gossip.Point
-		for _, r := range row.Runs {
+		for _, r := range runs {
 			p.Epoch = r.Curve[k].Epoch
-			p.Seconds += r.Curve[k].Seconds / float64(len(row.Runs))
-			p.TrainLoss += r.Curve[k].TrainLoss / float64(len(row.Runs))
+			p.Seconds += r.Curve[k].Seconds / float64(len(runs))
+			p.TrainLoss += r.Curve[k].TrainLoss / float64(len(runs))
 		}
 		row.curve = append(row.curve, p)
 	}
@@ -339,8 +365,12 @@ func WriteTable(w io.Writer, res *Result) error {
 				vs = fmt.Sprintf("%+.0f%%", 100*(*r.SecondsToTarget / *base - 1))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d/%d\t%s\t%.2f ± %.2f\t%.4f\t%.1f\n", r.Algorithm, r.Shard, r.LocalSteps, r.Batches,
-			secs, r.Reached, len(r.Runs), vs, 100*r.TestAccuracy, 100*r.AccuracyStd, r.FinalTrainLoss, r.BytesPerEpoch/1e6)
+		reached := fmt.Sprintf("%d/%d", r.Reached, len(r.Runs))
+		if r.Diverged > 0 {
+			reached += fmt.Sprintf(" (%d diverged)", r.Diverged)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.2f ± %.2f\t%.4f\t%.1f\n", r.Algorithm, r.Shard, r.LocalSteps, r.Batches,
+			secs, reached, vs, 100*r.TestAccuracy, 100*r.AccuracyStd, r.FinalTrainLoss, r.BytesPerEpoch/1e6)
 	}
 	return tw.Flush()
 }

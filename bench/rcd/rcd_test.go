@@ -205,3 +205,38 @@ func TestFashionMNIST(t *testing.T) {
 		}
 	}
 }
+
+// TestDivergedRunsAreRecorded: runs whose loss becomes infinite are
+// recorded as diverged, the comparison goes on, and the table says so.
+func TestDivergedRunsAreRecorded(t *testing.T) {
+	all := blobs(200, 8, 4, 2)
+	d, err := job.Open(mlpJob(t, "blobs", "", []int{8}), all, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Runs, cfg.Gossip.Batch, cfg.Gossip.Epochs, cfg.Gossip.LR = 1, 40, 2, 1e30
+	cfg.Net.Link = 0
+	cfg.Variants = cfg.Variants[:2]
+	var told int
+	cfg.Diverged = func(Variant, int, error) { told++ }
+	res, err := Run(context.Background(), cfg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Rows {
+		if r.Diverged != 1 || len(r.Runs) != 1 || !r.Runs[0].Diverged || r.SecondsToTarget != nil || len(r.curve) != 0 {
+			t.Errorf("%s/%s: %d diverged of %d runs, curve of %d", r.Algorithm, r.Shard, r.Diverged, len(r.Runs), len(r.curve))
+		}
+	}
+	if told != 2 {
+		t.Errorf("told of %d divergences, want 2", told)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, res); err != nil || !strings.Contains(b.String(), "0/1 (1 diverged)") {
+		t.Errorf("table (%v):\n%s", err, b.String())
+	}
+	if err := WriteDir(t.TempDir(), res); err != nil {
+		t.Errorf("writing a result whose runs all diverged: %v", err)
+	}
+}

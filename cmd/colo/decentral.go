@@ -337,6 +337,9 @@ func runBenchRCD(e *env, args []string) error {
 		}
 		fmt.Fprintf(e.errOut, "%s run %d/%d: %s, %.2f s, loss %.4f%s\n", v.Name(), r, *runs, reach, rep.Seconds, rep.FinalLoss(), rep.Eval.Words())
 	}
+	cfg.Diverged = func(v rcd.Variant, r int, err error) {
+		fmt.Fprintf(e.errOut, "%s run %d/%d: %v (recorded; the comparison goes on)\n", v.Name(), r, *runs, err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	res, err := rcd.Run(ctx, cfg, data)
