@@ -1,7 +1,6 @@
 package balance_test
 
 import (
-	"context"
 	"flag"
 	"strings"
 	"testing"
@@ -10,8 +9,6 @@ import (
 
 	"colo/balance"
 	"colo/cluster"
-	"colo/ps/server"
-	"colo/ps/worker"
 )
 
 func TestAlphaOf(t *testing.T) {
@@ -102,41 +99,11 @@ func TestSliceFlag(t *testing.T) {
 func TestCalibration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const machines, keys, rounds, rate = 4, 1 << 16, 4, 8e6
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
 		cfg := cluster.DefaultConfig()
 		cfg.Machines, cfg.NumKeys, cfg.LinkBandwidth = machines, keys, rate
-		c, err := cluster.Start(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
 		bc := balance.DefaultConfig()
 		bc.Scheme, bc.Auto, bc.MinGain = balance.Aware, true, 0.99 // measure, never move
-		reps := make([]balance.Report, machines)
-		err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
-			b, err := balance.New(bc, machines, keys, nil, func() server.Egress { return c.Server(w.Rank()).Stats().Egress })
-			if err != nil {
-				return err
-			}
-			vals := make([]float32, keys)
-			for r := range rounds {
-				if err := w.PullRange(0, keys, vals).Wait(); err != nil {
-					return err
-				}
-				if err := w.PushRange(0, vals).Wait(); err != nil {
-					return err
-				}
-				if err := b.AfterRound(ctx, w, r+1); err != nil {
-					return err
-				}
-			}
-			reps[w.Rank()] = b.Report()
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		reps := measureRounds(t, cfg, bc, rounds)
 		c0 := reps[0].Calibration
 		if c0 == nil {
 			t.Fatal("no calibration")

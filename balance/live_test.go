@@ -26,20 +26,39 @@ func TestAwareMeasuresTheLinks(t *testing.T) {
 
 func awareMeasures(t *testing.T) {
 	const machines, keys, rounds, rate = 4, 1 << 17, 8, 8e6
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	cfg := cluster.DefaultConfig()
 	cfg.Machines, cfg.NumKeys, cfg.RandomBandwidth, cfg.Seed = machines, keys, rate, 3
+	bc := balance.DefaultConfig()
+	bc.Scheme, bc.MinGain = balance.Aware, 0.99 // measure, never move
+	rep := measureRounds(t, cfg, bc, rounds)[0]
+	truth := transport.RandomRates(machines, rate, 3, 0)
+	got := rep.Decisions[len(rep.Decisions)-1].Speeds
+	for j, r := range truth {
+		want := r / 4 // keys per second
+		if e := math.Abs(got[j]-want) / want; e > 0.02 {
+			t.Errorf("node %d: measured %.0f keys/s, true %.0f (%.0f%% off)", j, got[j], want, 100*e)
+		}
+	}
+	t.Logf("measured %v keys/s, true rates %v bytes/s", got, truth)
+}
+
+// measureRounds starts a cluster of cfg and runs rounds rounds of a
+// dense model's pull and push of every key on every machine, each
+// followed by the worker's balancer of bc; it returns every worker's
+// report, by rank.
+func measureRounds(t *testing.T, cfg cluster.Config, bc balance.Config, rounds int) []balance.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	bc := balance.DefaultConfig()
-	bc.Scheme, bc.MinGain = balance.Aware, 0.99 // measure, never move
-	var rep balance.Report
+	keys := cfg.NumKeys
+	reps := make([]balance.Report, cfg.Machines)
 	err = c.Run(ctx, func(ctx context.Context, w *worker.Worker) error {
-		b, err := balance.New(bc, machines, keys, nil, func() server.Egress { return c.Server(w.Rank()).Stats().Egress })
+		b, err := balance.New(bc, cfg.Machines, keys, nil, func() server.Egress { return c.Server(w.Rank()).Stats().Egress })
 		if err != nil {
 			return err
 		}
@@ -55,21 +74,11 @@ func awareMeasures(t *testing.T) {
 				return err
 			}
 		}
-		if w.Rank() == 0 {
-			rep = b.Report()
-		}
+		reps[w.Rank()] = b.Report()
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	truth := transport.RandomRates(machines, rate, 3, 0)
-	got := rep.Decisions[len(rep.Decisions)-1].Speeds
-	for j, r := range truth {
-		want := r / 4 // keys per second
-		if e := math.Abs(got[j]-want) / want; e > 0.02 {
-			t.Errorf("node %d: measured %.0f keys/s, true %.0f (%.0f%% off)", j, got[j], want, 100*e)
-		}
-	}
-	t.Logf("measured %v keys/s, true rates %v bytes/s", got, truth)
+	return reps
 }
