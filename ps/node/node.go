@@ -16,6 +16,12 @@
 // Abort, which fails every pending and later call with an error naming
 // the dead node.
 //
+// The job ends cleanly with the scheduler's Shutdown. A machine starts
+// on the first Start that either member gets, but ends only once each
+// member has had its Shutdown (or the scheduler left after one of them):
+// until then its endpoints stay open for what the scheduler still sends
+// to the other member.
+//
 // Data messages (requests and replies) have no per-message deadline: a
 // push on a slow, rate-limited link takes as long as its bytes need, and
 // only the end of the job cancels it, so the heartbeats alone decide that
@@ -188,6 +194,8 @@ type member struct {
 	out   *mailbox.Outbox
 	data  *mailbox.Box[*transport.Message]
 	local localCounters // traffic with the co-located peer
+	// shut: the scheduler's Shutdown reached this member (under n.mu).
+	shut bool
 }
 
 // localCounters count the messages a member exchanged with its
@@ -418,6 +426,12 @@ func (m *member) loop() {
 			// The scheduler declares failures; a link that fails at the
 			// end of the job is a peer leaving.
 			n.cfg.Logf("%s: link to %s: %v", proto.Name(m.id), proto.Name(pe.Peer), pe)
+			if pe.Peer == proto.SchedulerID && n.shuttingDown() {
+				// The scheduler left after the Shutdown of another
+				// member: nothing more will come.
+				n.end(nil)
+				continue
+			}
 			if pe.Peer == proto.SchedulerID && schedLost == nil {
 				// The scheduler's link failed: a scheduler that exited
 				// closes it. Its last words (Shutdown or Abort) may
@@ -435,7 +449,9 @@ func (m *member) loop() {
 			n.cfg.Logf("%s: send to %s: %v", proto.Name(m.id), proto.Name(e.To), e.Err)
 		case <-tick.C:
 			silent++
-			if silent > limit {
+			if silent > limit && n.shuttingDown() {
+				n.end(nil)
+			} else if silent > limit {
 				err := fmt.Errorf("no heartbeat for %v", time.Duration(silent)*hb)
 				if schedLost != nil {
 					err = fmt.Errorf("link lost: %w", schedLost.Err)
@@ -498,7 +514,7 @@ func (n *Node) control(m *member, msg *transport.Message) {
 	case proto.CmdTrained:
 		n.trainedOnce.Do(func() { close(n.trained) })
 	case proto.CmdShutdown:
-		n.end(nil)
+		n.shutdown(m)
 	case proto.CmdAbort:
 		var a proto.Abort
 		proto.Decode(msg, &a)
@@ -624,6 +640,42 @@ func (n *Node) Epoch() uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.epoch
+}
+
+// shutdown handles the scheduler's Shutdown on member m. The job ends
+// once every member has had its own. The scheduler sends one to each
+// member, after everything else it sends to that member, and a machine
+// gets the first on either: ending there would close the other member's
+// endpoint while the scheduler's messages to it are still on their way
+// (a Start still in the handshake of its link, when the job was short),
+// and the scheduler's sends to it would fail, so that its counters would
+// show nothing sent to that member. A member that does not get its own
+// Shutdown ends the job when the scheduler's link fails or falls silent
+// (see shuttingDown).
+func (n *Node) shutdown(m *member) {
+	n.mu.Lock()
+	m.shut = true
+	all := true
+	for _, o := range n.members {
+		all = all && o.shut
+	}
+	n.mu.Unlock()
+	if all {
+		n.end(nil)
+	}
+}
+
+// shuttingDown reports whether a member had the scheduler's Shutdown:
+// the job is over, and the others only wait for theirs.
+func (n *Node) shuttingDown() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, m := range n.members {
+		if m.shut {
+			return true
+		}
+	}
+	return false
 }
 
 // end ends the job: nil after a Shutdown, the failure otherwise.
