@@ -369,8 +369,12 @@ func WriteTable(w io.Writer, res *Result) error {
 		if r.Diverged > 0 {
 			reached += fmt.Sprintf(" (%d diverged)", r.Diverged)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.2f ± %.2f\t%.4f\t%.1f\n", r.Algorithm, r.Shard, r.LocalSteps, r.Batches,
-			secs, reached, vs, 100*r.TestAccuracy, 100*r.AccuracyStd, r.FinalTrainLoss, r.BytesPerEpoch/1e6)
+		acc, loss, mb := fmt.Sprintf("%.2f ± %.2f", 100*r.TestAccuracy, 100*r.AccuracyStd), fmt.Sprintf("%.4f", r.FinalTrainLoss), fmt.Sprintf("%.1f", r.BytesPerEpoch/1e6)
+		if r.Diverged == len(r.Runs) {
+			acc, loss, mb = "-", "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Algorithm, r.Shard, r.LocalSteps, r.Batches,
+			secs, reached, vs, acc, loss, mb)
 	}
 	return tw.Flush()
 }

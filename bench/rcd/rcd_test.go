@@ -233,7 +233,7 @@ func TestDivergedRunsAreRecorded(t *testing.T) {
 		t.Errorf("told of %d divergences, want 2", told)
 	}
 	var b bytes.Buffer
-	if err := WriteTable(&b, res); err != nil || !strings.Contains(b.String(), "0/1 (1 diverged)") {
+	if err := WriteTable(&b, res); err != nil || !strings.Contains(b.String(), "0/1 (1 diverged)") || strings.Contains(b.String(), "0.00 ± 0.00") {
 		t.Errorf("table (%v):\n%s", err, b.String())
 	}
 	if err := WriteDir(t.TempDir(), res); err != nil {
