@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,15 +24,6 @@ func (m *memoryFlags) register(f *cmdFlags) {
 	f.StringVar(&m.spill, "spill-dir", "", "out of core: `DIR` for the temporary spill files (default: the system's temporary directory)")
 }
 
-// outOfCoreExpansion is how many bytes of memory a loaded graph and the
-// loading take per byte of its text: 8 bytes per edge both ways, twice
-// while building, against about 9 bytes of libsvm text per edge; a
-// compressed file counts 10 bytes of text per byte.
-const (
-	outOfCoreExpansion  = 3
-	compressedExpansion = 10
-)
-
 // cap decides whether to partition out of core and within what: a size,
 // or with auto half the available memory when the file's estimated
 // in-memory size exceeds the available memory. ok is false for an
@@ -49,22 +36,8 @@ func (m *memoryFlags) cap(path, algo string) (cap int64, ok bool, err error) {
 		if algo != "parsa" {
 			return 0, false, nil
 		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			return 0, false, nil // the loader reports it
-		}
-		avail := availableMemory()
-		if avail <= 0 {
-			return 0, false, nil
-		}
-		est := fi.Size() * outOfCoreExpansion
-		if compressed(path) {
-			est *= compressedExpansion
-		}
-		if est <= avail {
-			return 0, false, nil
-		}
-		return avail / 2, true, nil
+		cap, ok = partition.AutoMemory(path)
+		return cap, ok, nil
 	}
 	c, err := partition.ParseBytes(m.memory)
 	if err != nil {
@@ -77,45 +50,6 @@ func (m *memoryFlags) cap(path, algo string) (cap int64, ok bool, err error) {
 		return 0, false, usageError("--memory %s: only --algo parsa runs out of core, not %s", m.memory, algo)
 	}
 	return c, true, nil
-}
-
-// compressed reports whether the file starts with the magic bytes of gzip,
-// xz, zstd or bzip2.
-func compressed(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	head := make([]byte, 6)
-	n, _ := f.Read(head)
-	head = head[:n]
-	for _, magic := range [][]byte{{0x1f, 0x8b}, {0xfd, '7', 'z', 'X', 'Z', 0}, {0x28, 0xb5, 0x2f, 0xfd}, {'B', 'Z', 'h'}} {
-		if bytes.HasPrefix(head, magic) {
-			return true
-		}
-	}
-	return false
-}
-
-// availableMemory returns MemAvailable of /proc/meminfo in bytes, or 0.
-func availableMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			fields := strings.Fields(rest)
-			if len(fields) > 0 {
-				kb, _ := strconv.ParseInt(fields[0], 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }
 
 // runPartitionFile is runPartition out of core: partition.ParsaFile, then
