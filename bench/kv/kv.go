@@ -272,6 +272,13 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 	defer c.Close()
 	if watch != nil {
 		watch(c.Stats)
+		// Once the cluster ends, the watcher keeps its final counters,
+		// not the cluster: holding a finished cluster's stores alive would
+		// slow the collections of the clusters after it.
+		defer func() {
+			final := c.Stats()
+			watch(func() []node.Stats { return final })
+		}()
 	}
 	lat := make([][]time.Duration, c.NumWorkers())
 	errs := make([]error, c.NumWorkers())
