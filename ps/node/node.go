@@ -58,6 +58,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -733,7 +734,10 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		n.mute.Store(true)
 		n.end(ne)
 	}
-	if errors.Is(err, transport.ErrPeerClosed) {
+	// A peer that closed its link, or a write that found the link closed
+	// under it by the reader that saw the peer go: the scheduler decides
+	// (a pause, or the end), and this node waits for it.
+	if errors.Is(err, transport.ErrPeerClosed) || errors.Is(err, net.ErrClosed) {
 		if n.awaiting.CompareAndSwap(false, true) {
 			t := time.AfterFunc(n.assign.Job.Timeout, leave)
 			context.AfterFunc(n.ctx, func() { t.Stop() })
