@@ -937,25 +937,11 @@ func (r *oocRun) baseline(need memNeed, keep int) (placement.Baseline, error) {
 	}
 	close(jobs)
 	wg.Wait()
-	var b placement.Baseline
 	if err := errors.Join(errs...); err != nil {
-		return b, err
+		return placement.Baseline{}, err
 	}
 	// Summed in seed order, as RandomBaseline does, for the same bits.
-	for _, c := range costs[1:] {
-		b.MMax += float64(c.MMax)
-		b.TMax += float64(c.TMax)
-		b.TSum += float64(c.TSum)
-		b.MaxSamples += float64(c.MaxSamples)
-		b.Objective += float64(c.Objective)
-	}
-	d := float64(seeds)
-	b.MMax /= d
-	b.TMax /= d
-	b.TSum /= d
-	b.MaxSamples /= d
-	b.Objective /= d
-	return b, nil
+	return placement.MeanOf(costs[1:]), nil
 }
 
 // WriteDir writes the placement to dir as placement.WriteDir does:

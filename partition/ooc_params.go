@@ -150,16 +150,6 @@ func costFromStrided(masks []uint64, stride, offset int, param []int32, samples 
 			}
 		}
 	}
-	for i := 0; i < k; i++ {
-		c.Traffic[i] = c.Worker[i] + c.Server[i]
-		c.TSum += c.Traffic[i]
-		if theta > 0 && c.Memory[i] > theta {
-			c.OverTheta++
-		}
-	}
-	c.MMax = slices.Max(c.Memory)
-	c.TMax = slices.Max(c.Traffic)
-	c.MaxSamples = slices.Max(c.Samples)
-	c.Objective = c.MaxSamples * c.TMax
+	c.Totals()
 	return c
 }

@@ -94,10 +94,20 @@ func evaluateSplit(g *graph.Graph, p *Placement, theta int64, workers int) *Cost
 			c.Server[i] += part.server[i]
 		}
 	}
-	for i := 0; i < k; i++ {
+	c.Totals()
+	return c
+}
+
+// Totals fills the figures that follow from the per-machine counts
+// (Samples, Memory, Worker, Server) and Theta: Traffic, TSum, OverTheta,
+// MMax, TMax, MaxSamples and Objective. Evaluate calls it; so does any
+// other way of counting a placement (out of core, from masks).
+func (c *Cost) Totals() {
+	c.TSum, c.OverTheta = 0, 0
+	for i := range c.Traffic {
 		c.Traffic[i] = c.Worker[i] + c.Server[i]
 		c.TSum += c.Traffic[i]
-		if theta > 0 && c.Memory[i] > theta {
+		if c.Theta > 0 && c.Memory[i] > c.Theta {
 			c.OverTheta++
 		}
 	}
@@ -105,7 +115,6 @@ func evaluateSplit(g *graph.Graph, p *Placement, theta int64, workers int) *Cost
 	c.TMax = slices.Max(c.Traffic)
 	c.MaxSamples = slices.Max(c.Samples)
 	c.Objective = c.MaxSamples * c.TMax
-	return c
 }
 
 // countRange counts memory, worker and server traffic for parameters
@@ -171,16 +180,25 @@ type Baseline struct {
 // RandomBaseline evaluates BaselineSeeds uniformly random placements of g
 // on k machines and returns their mean cost.
 func RandomBaseline(g *graph.Graph, k int) Baseline {
+	costs := make([]*Cost, BaselineSeeds)
+	for s := range costs {
+		costs[s] = evaluate(g, Uniform(g, k, NewRand(uint64(s+1))), 0, runtime.GOMAXPROCS(0))
+	}
+	return MeanOf(costs)
+}
+
+// MeanOf returns the mean of the costs' figures, summed in their order
+// (so that equal costs in equal order give equal bits).
+func MeanOf(costs []*Cost) Baseline {
 	var b Baseline
-	for s := 1; s <= BaselineSeeds; s++ {
-		c := evaluate(g, Uniform(g, k, NewRand(uint64(s))), 0, runtime.GOMAXPROCS(0))
+	for _, c := range costs {
 		b.MMax += float64(c.MMax)
 		b.TMax += float64(c.TMax)
 		b.TSum += float64(c.TSum)
 		b.MaxSamples += float64(c.MaxSamples)
 		b.Objective += float64(c.Objective)
 	}
-	n := float64(BaselineSeeds)
+	n := float64(len(costs))
 	b.MMax /= n
 	b.TMax /= n
 	b.TSum /= n
