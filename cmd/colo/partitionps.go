@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -120,33 +119,17 @@ func (p *psFlags) run(f *cmdFlags, path string, g *graph.Graph, opt partition.Op
 		details["parsa"], details["distributed"] = rep.Parsa, rep
 		return pl, nil
 	}
-	tmp, err := os.MkdirTemp("", "colo-parsa-ps-")
+	job, err := p.job(f, path, g, opt, df, "")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	job, err := p.job(f, path, g, opt, df, filepath.Join(tmp, "placement"))
+	pl, rep, parsa, err := distparsa.Processes{}.Partition(ctx, job, g)
 	if err != nil {
 		return nil, err
-	}
-	rep, err := distparsa.Processes{}.Run(ctx, job)
-	if err != nil {
-		return nil, err
-	}
-	pl, err := placement.ReadDir(job.Out, g, opt.K)
-	if err != nil {
-		return nil, fmt.Errorf("the placement of machine 0: %w", err)
 	}
 	details["distributed"] = rep
-	// Machine 0's statistics of the run, as a run in this process reports
-	// them.
-	var sum struct {
-		Details struct {
-			Parsa json.RawMessage `json:"parsa"`
-		} `json:"details"`
-	}
-	if b, err := os.ReadFile(filepath.Join(job.Out, placement.SummaryFile)); err == nil && json.Unmarshal(b, &sum) == nil && sum.Details.Parsa != nil {
-		details["parsa"] = sum.Details.Parsa
+	if parsa != nil { // machine 0's statistics, as a run in this process reports them
+		details["parsa"] = parsa
 	}
 	return pl, nil
 }

@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"colo/graph"
 	"colo/launch"
+	"colo/placement"
 )
 
 // Processes runs partition jobs as processes of the colo binary on
@@ -107,4 +109,34 @@ func readResult(path string) (*Result, error) {
 		return nil, fmt.Errorf("result %s: %w", path, err)
 	}
 	return &r, nil
+}
+
+// Partition runs job as Run does, with job.Out a temporary directory that
+// it removes, and returns the placement of g that worker 0 wrote, the
+// run's report, and worker 0's Parsa statistics as its summary records
+// them (details.parsa; nil when it has none).
+func (pd Processes) Partition(ctx context.Context, job Job, g *graph.Graph) (*placement.Placement, *Report, json.RawMessage, error) {
+	tmp, err := os.MkdirTemp("", "colo-parsa-ps-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	job.Out = filepath.Join(tmp, "placement")
+	rep, err := pd.Run(ctx, job)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pl, err := placement.ReadDir(job.Out, g, job.K)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("the placement of machine 0: %w", err)
+	}
+	var sum struct {
+		Details struct {
+			Parsa json.RawMessage `json:"parsa"`
+		} `json:"details"`
+	}
+	if b, err := os.ReadFile(filepath.Join(job.Out, placement.SummaryFile)); err == nil && json.Unmarshal(b, &sum) == nil {
+		return pl, rep, sum.Details.Parsa, nil
+	}
+	return pl, rep, nil, nil
 }
