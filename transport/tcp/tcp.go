@@ -706,8 +706,9 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 		switch {
 		case e.closing():
 			err = transport.ErrClosed
-		case errors.Is(err, syscall.ECONNREFUSED):
-			// Nothing listens there: the peer closed its endpoint.
+		case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET):
+			// Nothing listens there, or the peer went as it accepted: the
+			// peer closed its endpoint.
 			err = fmt.Errorf("%w: %w", transport.ErrPeerClosed, err)
 		}
 		return nil, peerErr(peer, addr, "dial", err)
@@ -744,7 +745,10 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 			// or the peer does not run TLS: trying again will not help.
 			err = fmt.Errorf("%w: %w", transport.ErrRefused, err)
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
-			err = fmt.Errorf("%w (closed by the peer during the handshake: one of the two uses TLS and the other not?)", err)
+			// Most often the peer left (was killed) while the link was
+			// opened: a peer that closed its link, whose failure its
+			// scheduler sees too. Less often the two disagree on TLS.
+			err = fmt.Errorf("%w: %w (closed by the peer during the handshake: it left, or one of the two uses TLS and the other not)", transport.ErrPeerClosed, err)
 		}
 		return fail(err)
 	}

@@ -488,6 +488,36 @@ func TestClosedPeer(t *testing.T) {
 	t.Fatalf("%d sends to a closed peer succeeded", sends)
 }
 
+// TestPeerGoneInHandshake: a peer that closes the connection while the
+// link is being opened (a process killed then) is a peer that closed its
+// link, so that its failure is left to the scheduler, which sees it too,
+// and not blamed on the sender.
+func TestPeerGoneInHandshake(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if reset {
+				c.(*net.TCPConn).SetLinger(0) // an RST, as from a killed process
+			}
+			c.Close()
+		}()
+		eps := newEndpoints(t, 1, nil)
+		eps[0].SetPeer(1, ln.Addr().String())
+		err = eps[0].Send(context.Background(), 1, &transport.Message{})
+		ln.Close()
+		if !errors.Is(err, transport.ErrPeerClosed) || !strings.Contains(err.Error(), "peer 1") {
+			t.Fatalf("reset %v: send to a peer gone in the handshake: %v, want an error wrapping ErrPeerClosed", reset, err)
+		}
+	}
+}
+
 func TestListener(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
