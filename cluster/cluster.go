@@ -44,6 +44,7 @@ import (
 	"colo/ps/update"
 	"colo/ps/worker"
 	"colo/transport"
+	"colo/transport/tcp"
 	"colo/transport/mem"
 )
 
@@ -287,7 +288,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	sep, err := network.Listen(proto.SchedulerID)
+	sep, err := network.Listen(proto.SchedulerID, tcp.NewIdentity())
 	if err != nil {
 		c.Close()
 		return nil, err

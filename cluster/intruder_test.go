@@ -37,14 +37,14 @@ func joinWithToken(ctx context.Context, c *Cluster, token string) error {
 }
 
 // hello encodes a dialer's first handshake message as package tcp
-// documents it: magic, version 2, 'H', flags (1: has a token), from u32,
+// documents it: magic, version 3, 'H', flags (1: has a token), from u32,
 // to u32, a 32-byte nonce.
 func hello(from, to transport.NodeID, hasToken bool) []byte {
 	flags := byte(0)
 	if hasToken {
 		flags = 1
 	}
-	b := []byte{transport.Magic, 2, 'H', flags}
+	b := []byte{transport.Magic, 3, 'H', flags}
 	b = binary.LittleEndian.AppendUint32(b, uint32(from))
 	b = binary.LittleEndian.AppendUint32(b, uint32(to))
 	nonce := make([]byte, 32)
@@ -111,13 +111,14 @@ func member(t *testing.T, addr string, from, to transport.NodeID, token string, 
 
 // TestStrangersCannotDisturb knocks at the scheduler's and every node's
 // port of a running TCP cluster: handshakes that claim every node's id
-// with a wrong token, an empty one and one of the token's length, and
-// with a proof of random bytes; garbage, the previous version's hello
-// (which carried the token) and an oversized refusal during the
-// handshake; and, from a peer that has the token but claims an id that
-// is no member's, a malformed frame and an oversized one after it. Every
-// stranger is refused and logged, the job then runs to its end, and no
-// node is blamed.
+// with a wrong token, an empty one and one of the token's length, with
+// the token itself but no link key (what a member of the cluster could
+// try, posing as another), and without a key but with a proof of random
+// bytes; garbage, the previous version's hello (which carried the token)
+// and an oversized refusal during the handshake; and, from a peer that
+// has the token and registers under a provisional id, a malformed frame
+// and an oversized one after the handshake. Every stranger is refused
+// and logged, the job then runs to its end, and no node is blamed.
 func TestStrangersCannotDisturb(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Network = node.TCP{}
@@ -134,10 +135,10 @@ func TestStrangersCannotDisturb(t *testing.T) {
 	forged := func(kind byte) []byte {
 		mac := make([]byte, 32)
 		rand.Read(mac)
-		return append([]byte{transport.Magic, 2, 'P', 0}, mac...)
+		return append([]byte{transport.Magic, 3, 'P', 0}, mac...)
 	}
 	oversized := func(kind byte) []byte {
-		return []byte{transport.Magic, 2, 'R', 0, 0, 0, 0, 0, 0xff, 0xff}
+		return []byte{transport.Magic, 3, 'R', 0, 0, 0, 0, 0, 0xff, 0xff}
 	}
 	v1 := append([]byte{transport.Magic, 1, 'H', 0, 9, 0, 0, 0, 1, 0, 0, 0, byte(len(cfg.Token)), 0}, cfg.Token...)
 	refusals := 0
@@ -157,27 +158,44 @@ func TestStrangersCannotDisturb(t *testing.T) {
 				nc.SetDeadline(time.Now().Add(10 * time.Second))
 				err = tcp.Handshake(nc, claimed, to, token)
 				nc.Close()
-				if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token") {
+				if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token") && !strings.Contains(err.Error(), "link key") {
 					t.Fatalf("%s claiming %s with token %q: %v, want a refusal", proto.Name(to), proto.Name(claimed), token, err)
 				}
 			}
-			// A proof of random bytes.
-			if k := knock(t, addr, hello(claimed, to, true), forged); k != 'C' {
-				t.Fatalf("%s claiming %s: answer %q, want a challenge", proto.Name(to), proto.Name(claimed), k)
+			// A member's id needs its link key: a hello without one is
+			// refused before any proof.
+			if k := knock(t, addr, hello(claimed, to, true), forged); k != 'R' {
+				t.Fatalf("%s claiming %s: answer %q, want a refusal", proto.Name(to), proto.Name(claimed), k)
 			}
-			refusals += 4
+			// So is a peer that has the token, a member of the cluster
+			// itself, claiming another member's id.
+			nc, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc.SetDeadline(time.Now().Add(10 * time.Second))
+			err = tcp.Handshake(nc, claimed, to, cfg.Token)
+			nc.Close()
+			if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "has to prove the link key") {
+				t.Fatalf("%s claiming %s with the token: %v, want a refusal", proto.Name(to), proto.Name(claimed), err)
+			}
+			refusals += 5
 		}
 		knock(t, addr, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), nil)
 		knock(t, addr, v1, nil)
-		knock(t, addr, hello(9, to, true), oversized)
-		refusals += 3
+		knock(t, addr, hello(proto.Provisional(9), to, true), oversized)
+		// A provisional id proves the token: a proof of random bytes.
+		if k := knock(t, addr, hello(proto.Provisional(8), to, true), forged); k != 'C' {
+			t.Fatalf("%s: answer %q to a provisional id, want a challenge", proto.Name(to), k)
+		}
+		refusals += 4
 	}
-	// A peer with the token, under ids no member has: what it sends after
-	// the handshake ends its own link only.
+	// A peer with the token, under provisional ids (which need no link
+	// key): what it sends after the handshake ends its own link only.
 	badFrame := append(binary.LittleEndian.AppendUint32(nil, 16), bytes.Repeat([]byte{0xee}, 16)...)
 	for i, frame := range [][]byte{badFrame, binary.LittleEndian.AppendUint32(nil, 1<<30)} {
 		for to, addr := range targets {
-			member(t, addr, transport.NodeID(90+i), to, cfg.Token, frame)
+			member(t, addr, proto.Provisional(uint32(90+i)), to, cfg.Token, frame)
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -220,7 +220,7 @@ func Run(ctx context.Context, cfg Config, learner Learner, shards [][]int32, ini
 		}
 	}()
 	for i := range eps {
-		ep, err := net.Listen(WorkerID(i))
+		ep, err := net.Listen(WorkerID(i), nil)
 		if err != nil {
 			return nil, fmt.Errorf("gossip: worker %d: %w", i, err)
 		}

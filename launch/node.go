@@ -175,6 +175,10 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	}
 	tc := tcp.DefaultConfig()
 	tc.ID, tc.Addr, tc.Token, tc.TLS = proto.SchedulerID, s.Addr, s.Token, s.TLS
+	// Members prove the link keys of the keys they register with; a
+	// registration's provisional id proves the token.
+	tc.Identity = tcp.NewIdentity()
+	tc.Keyed = func(peer transport.NodeID) bool { return !proto.IsProvisional(peer) }
 	tc.Refused = node.RefusedLogger(proto.SchedulerID, logf)
 	ep, err := tcp.Listen(tc)
 	if err != nil {

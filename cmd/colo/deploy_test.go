@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,7 +63,8 @@ type podTemplate struct {
 				} `yaml:"valueFrom"`
 			} `yaml:"env"`
 			VolumeMounts []struct {
-				Name string `yaml:"name"`
+				Name      string `yaml:"name"`
+				MountPath string `yaml:"mountPath"`
 			} `yaml:"volumeMounts"`
 		} `yaml:"containers"`
 		Volumes []struct {
@@ -68,6 +72,9 @@ type podTemplate struct {
 			PersistentVolumeClaim *struct {
 				ClaimName string `yaml:"claimName"`
 			} `yaml:"persistentVolumeClaim"`
+			Secret *struct {
+				SecretName string `yaml:"secretName"`
+			} `yaml:"secret"`
 		} `yaml:"volumes"`
 	} `yaml:"spec"`
 }
@@ -151,6 +158,27 @@ func TestKubernetesManifests(t *testing.T) {
 				t.Errorf("job %s mounts volume %s, which it does not have", job.Metadata.Name, m.Name)
 			}
 		}
+		// Files from Secrets: the path of each key of each mounted one.
+		secretFiles := map[string]bool{}
+		for _, m := range c.VolumeMounts {
+			for _, v := range tpl.Spec.Volumes {
+				if v.Name != m.Name || v.Secret == nil {
+					continue
+				}
+				sec, ok := byKind["Secret"][v.Secret.SecretName]
+				if !ok {
+					t.Errorf("job %s: volume %s is secret %s, which no manifest defines", job.Metadata.Name, v.Name, v.Secret.SecretName)
+				}
+				for k := range sec.StringData {
+					secretFiles[path.Join(m.MountPath, k)] = true
+				}
+			}
+		}
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, "COLO_TLS_") && !secretFiles[e.Value] {
+				t.Errorf("job %s: %s=%s is no key of a Secret the pod mounts (%v)", job.Metadata.Name, e.Name, e.Value, slices.Sorted(maps.Keys(secretFiles)))
+			}
+		}
 		copies := max(job.Spec.Completions, 1)
 		for index := range copies {
 			p := pod{job: job.Metadata.Name, env: map[string]string{}, args: c.Args}
@@ -217,6 +245,9 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 		if nf.token == "" || nf.numServers < 1 || nf.numWorkers < 1 {
 			t.Errorf("job %s: token %q, %d servers, %d workers", p.job, nf.token, nf.numServers, nf.numWorkers)
+		}
+		if nf.tls.Cert == "" || nf.tls.Key == "" || nf.tls.CA == "" {
+			t.Errorf("job %s: TLS cert %q, key %q, CA %q: the pods run mutual TLS", p.job, nf.tls.Cert, nf.tls.Key, nf.tls.CA)
 		}
 		roles[nf.role]++
 		svc, ok := byKind["Service"][p.env["DMLC_PS_ROOT_URI"]]

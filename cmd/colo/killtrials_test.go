@@ -51,6 +51,24 @@ func killTrialJobs(t *testing.T) []killJob {
 // node of role and rank (any rank when rank is −1: the scheduler), 0
 // when there is none (yet).
 func nodePID(parent int, role string, rank int) int {
+	for _, c := range children(parent) {
+		if strings.Contains(c.args, "--role "+role+" ") && (rank < 0 || strings.Contains(c.args, "--rank "+strconv.Itoa(rank)+" ")) {
+			return c.pid
+		}
+	}
+	return 0
+}
+
+// proc is a child process: its pid and command line, the arguments
+// joined by spaces.
+type proc struct {
+	pid  int
+	args string
+}
+
+// children returns the child processes of parent.
+func children(parent int) []proc {
+	var out []proc
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -67,12 +85,9 @@ func nodePID(parent int, role string, rank int) int {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		args := strings.Join(strings.Split(string(cmdline), "\x00"), " ")
-		if strings.Contains(args, "--role "+role+" ") && (rank < 0 || strings.Contains(args, "--rank "+strconv.Itoa(rank)+" ")) {
-			return pid
-		}
+		out = append(out, proc{pid, strings.Join(strings.Split(string(cmdline), "\x00"), " ")})
 	}
-	return 0
+	return out
 }
 
 // killTrial is one seeded failure: the process of role and rank is
@@ -149,6 +164,15 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		"--checkpoint", dir, "--checkpoint-every", strconv.Itoa(every), "--restarts", "1", "--recovery", recovery, "--json", out)...)
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
+	// A job that hangs: every node dumps its goroutines (relayed by colo
+	// train) before colo train is killed.
+	cmd.Cancel = func() error {
+		for _, c := range children(cmd.Process.Pid) {
+			syscall.Kill(c.pid, syscall.SIGQUIT)
+		}
+		time.Sleep(2 * time.Second)
+		return cmd.Process.Kill()
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,33 +17,6 @@ import (
 	"colo/checkpoint"
 	"colo/launch"
 )
-
-// machinePID returns the pid of the child of parent that runs machine
-// rank's colo node, 0 when there is none (yet).
-func machinePID(parent, rank int) int {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The fields after the command's closing parenthesis: state, ppid.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(parent) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		args := strings.Split(string(cmdline), "\x00")
-		if strings.Contains(strings.Join(args, " "), "--role machine") && strings.Contains(strings.Join(args, " "), "--rank "+strconv.Itoa(rank)+" ") {
-			return pid
-		}
-	}
-	return 0
-}
 
 // TestTrainRestartsAfterKill kills machine 1 of a BSP job of processes
 // with SIGKILL right after the checkpoint of a seeded random round:
@@ -77,7 +49,7 @@ func TestTrainRestartsAfterKill(t *testing.T) {
 	var killed time.Time
 	for killed.IsZero() && ctx.Err() == nil {
 		if _, err := os.Stat(manifest); err == nil {
-			if pid := machinePID(cmd.Process.Pid, 1); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			if pid := nodePID(cmd.Process.Pid, "machine", 1); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
 				killed = time.Now()
 			}
 		}

@@ -182,7 +182,7 @@ func RunProcess(ctx context.Context, specPath string, rank int, addr, rendezvous
 		return err
 	}
 	rates := node.Rates{Link: spec.Link, Host: func(id transport.NodeID) (int, bool) { return int(id) - 1, true }}
-	ep, err := node.TCP{Host: addr, Token: spec.Token, Tune: rates.Tune(nil)}.Listen(gossip.WorkerID(rank))
+	ep, err := node.TCP{Host: addr, Token: spec.Token, Tune: rates.Tune(nil)}.Listen(gossip.WorkerID(rank), nil)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/ecdh"
 	"errors"
 	"strings"
 	"sync"
@@ -25,8 +26,8 @@ type brokenNet struct {
 
 var errBroken = errors.New("link broken")
 
-func (n brokenNet) Listen(id transport.NodeID) (Endpoint, error) {
-	ep, err := n.Mem.Listen(id)
+func (n brokenNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := n.Mem.Listen(id, identity)
 	return brokenEndpoint{ep, n.err}, err
 }
 

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/ecdh"
 	"crypto/tls"
 	"net"
 
@@ -12,8 +13,12 @@ import (
 
 // Network opens the endpoints of a node: one per node id.
 type Network interface {
-	// Listen opens an endpoint for node id.
-	Listen(id transport.NodeID) (Endpoint, error)
+	// Listen opens an endpoint for node id. identity, when not nil, is
+	// the node's key: the endpoint's links with members prove link keys
+	// derived from it and the members' published keys (SetPeerKey), so
+	// that no other process can claim the node's ids; a transport without
+	// a handshake ignores it.
+	Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error)
 }
 
 // Endpoint is a transport endpoint with an address book.
@@ -23,6 +28,9 @@ type Endpoint interface {
 	Addr() string
 	// SetPeer records the address of a peer.
 	SetPeer(id transport.NodeID, addr string)
+	// SetPeerKey records the public key published for a peer (see
+	// Network.Listen); it does nothing on an endpoint without identity.
+	SetPeerKey(id transport.NodeID, pub []byte) error
 }
 
 // TCP opens TCP endpoints on Host, on ports the kernel picks.
@@ -47,7 +55,7 @@ type TCP struct {
 // Listen opens a TCP endpoint for id. A server's endpoint delivers large
 // dense pushes before their values are read (earlyPush), which the server
 // applies as they arrive.
-func (n TCP) Listen(id transport.NodeID) (Endpoint, error) {
+func (n TCP) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
 	cfg := tcp.DefaultConfig()
 	host := n.Host
 	if host == "" {
@@ -56,6 +64,12 @@ func (n TCP) Listen(id transport.NodeID) (Endpoint, error) {
 	cfg.ID, cfg.Addr, cfg.Token, cfg.TLS = id, net.JoinHostPort(host, "0"), n.Token, n.TLS
 	if role, _ := proto.Identify(id); role == proto.RoleServer {
 		cfg.Early = earlyPush
+	}
+	if identity != nil {
+		// Every peer but a registration's provisional id proves the link
+		// key the scheduler published for it.
+		cfg.Identity = identity
+		cfg.Keyed = func(peer transport.NodeID) bool { return !proto.IsProvisional(peer) }
 	}
 	if n.Logf != nil {
 		cfg.Refused = RefusedLogger(id, n.Logf)
@@ -77,8 +91,9 @@ func (e tcpEndpoint) Addr() string { return e.Endpoint.Addr().String() }
 // Mem attaches endpoints to an in-memory network.
 type Mem struct{ Net *mem.Network }
 
-// Listen attaches an endpoint for id.
-func (n Mem) Listen(id transport.NodeID) (Endpoint, error) {
+// Listen attaches an endpoint for id; an in-memory network has no
+// strangers, and ignores identity.
+func (n Mem) Listen(id transport.NodeID, _ *ecdh.PrivateKey) (Endpoint, error) {
 	ep, err := n.Net.Attach(id)
 	if err != nil {
 		return nil, err
@@ -88,8 +103,9 @@ func (n Mem) Listen(id transport.NodeID) (Endpoint, error) {
 
 type memEndpoint struct{ *mem.Endpoint }
 
-func (memEndpoint) Addr() string                     { return "mem" }
-func (memEndpoint) SetPeer(transport.NodeID, string) {}
+func (memEndpoint) Addr() string                              { return "mem" }
+func (memEndpoint) SetPeer(transport.NodeID, string)          {}
+func (memEndpoint) SetPeerKey(transport.NodeID, []byte) error { return nil }
 
 // EarlyPush is the fewest values of a dense push that a server's TCP
 // endpoint delivers before they are read: 256 KiB of float32.

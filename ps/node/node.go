@@ -53,6 +53,7 @@ package node
 
 import (
 	"context"
+	"crypto/ecdh"
 	"errors"
 	"fmt"
 	"maps"
@@ -71,6 +72,7 @@ import (
 	"colo/ps/update"
 	"colo/ps/worker"
 	"colo/transport"
+	"colo/transport/tcp"
 )
 
 // Config configures a node.
@@ -216,11 +218,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	ctx, cancelJoin := context.WithTimeout(ctx, cfg.JoinTimeout)
 	defer cancelJoin()
-	a, err := register(ctx, cfg)
+	identity := tcp.NewIdentity()
+	a, err := register(ctx, cfg, identity.PublicKey().Bytes())
 	if err != nil {
 		return nil, err
 	}
-	n, err := newNode(cfg, a)
+	if len(a.SchedulerKey) == 0 {
+		identity = nil // a scheduler that publishes no keys
+	}
+	n, err := newNode(cfg, a, identity)
 	if err != nil {
 		return nil, err
 	}
@@ -238,11 +244,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 // register obtains the node's ids from the scheduler through a
 // provisional endpoint, retrying while the scheduler is not reachable.
-func register(ctx context.Context, cfg Config) (proto.Assign, error) {
+func register(ctx context.Context, cfg Config, key []byte) (proto.Assign, error) {
 	var ep Endpoint
 	var err error
 	for range 16 {
-		if ep, err = cfg.Network.Listen(proto.Provisional(rand.Uint32())); err == nil {
+		if ep, err = cfg.Network.Listen(proto.Provisional(rand.Uint32()), nil); err == nil {
 			break
 		}
 	}
@@ -253,7 +259,7 @@ func register(ctx context.Context, cfg Config) (proto.Assign, error) {
 	ep.SetPeer(proto.SchedulerID, cfg.Scheduler)
 	reg := proto.Control(proto.CmdRegister, proto.Register{
 		Role: cfg.Role, Token: proto.TokenDigest(cfg.Token), Addr: ep.Addr(), Rank: cfg.Rank,
-		NumServers: cfg.NumServers, NumWorkers: cfg.NumWorkers, Host: cfg.Host, Recover: cfg.Recover,
+		NumServers: cfg.NumServers, NumWorkers: cfg.NumWorkers, Host: cfg.Host, Recover: cfg.Recover, Key: key,
 	})
 	backoff := 10 * time.Millisecond
 	for {
@@ -308,7 +314,7 @@ func register(ctx context.Context, cfg Config) (proto.Assign, error) {
 }
 
 // newNode opens the node's endpoints, starts its roles and reports ready.
-func newNode(cfg Config, a proto.Assign) (*Node, error) {
+func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, error) {
 	table, err := route.Unmarshal(a.Job.Table)
 	if err != nil {
 		return nil, fmt.Errorf("node: routing table from the scheduler: %w", err)
@@ -337,11 +343,17 @@ func newNode(cfg Config, a proto.Assign) (*Node, error) {
 		if id == 0 {
 			continue
 		}
-		ep, err := cfg.Network.Listen(id)
+		ep, err := cfg.Network.Listen(id, identity)
 		if err != nil {
 			return fail(fmt.Errorf("node: %s: %w", proto.Name(id), err))
 		}
 		ep.SetPeer(proto.SchedulerID, cfg.Scheduler)
+		if identity != nil {
+			if err := ep.SetPeerKey(proto.SchedulerID, a.SchedulerKey); err != nil {
+				ep.Close()
+				return fail(fmt.Errorf("node: the scheduler's key: %w", err))
+			}
+		}
 		n.members = append(n.members, &member{n: n, id: id, ep: ep, out: mailbox.NewOutboxContext(ep, ctx, a.Job.Timeout), data: mailbox.New[*transport.Message]()})
 	}
 	if a.Server != 0 {
@@ -540,11 +552,23 @@ func (n *Node) start(st proto.Start) {
 	n.book = make(map[transport.NodeID]proto.Peer, len(st.Peers))
 	for _, p := range st.Peers {
 		n.book[p.ID] = p
-		for _, m := range n.members {
-			m.ep.SetPeer(p.ID, p.Addr)
-		}
+		n.setPeer(p)
 	}
 	close(n.started)
+}
+
+// setPeer gives every endpoint of the node the address and the key of
+// peer p. A key that is not one (the scheduler checked its length) is
+// logged: the links with p will be refused, naming it.
+func (n *Node) setPeer(p proto.Peer) {
+	for _, m := range n.members {
+		m.ep.SetPeer(p.ID, p.Addr)
+		if len(p.Key) > 0 {
+			if err := m.ep.SetPeerKey(p.ID, p.Key); err != nil {
+				n.cfg.Logf("node: %v", err)
+			}
+		}
+	}
 }
 
 // pause handles the scheduler's Pause: a node failed and the job waits
@@ -597,9 +621,7 @@ func (n *Node) resume(r proto.Resume) {
 	n.paused = false
 	for _, p := range r.Peers {
 		n.book[p.ID] = p
-		for _, m := range n.members {
-			m.ep.SetPeer(p.ID, p.Addr)
-		}
+		n.setPeer(p)
 	}
 	close(n.resumed)
 	n.cfg.Logf("node: job resumed (epoch %d)", r.Epoch)

@@ -231,6 +231,12 @@ type Register struct {
 	// Recover asks for the rank of a failed node of a running job: the
 	// node replaces it (the scheduler's Config.RecoverWait).
 	Recover bool `json:",omitempty"`
+	// Key is the node's public key (X25519, 32 bytes) on transports that
+	// authenticate members with link keys (tcp.Config.Identity): the
+	// scheduler publishes it under the ids it assigns, so that only this
+	// node can prove them. Required by a scheduler whose own endpoint has
+	// an identity.
+	Key []byte `json:",omitempty"`
 }
 
 // TokenDigest returns what Register carries for a cluster token: the
@@ -258,6 +264,10 @@ type Assign struct {
 	// Epoch is the job's membership epoch: how many times a failed node
 	// was replaced (see Pause).
 	Epoch uint64 `json:",omitempty"`
+	// SchedulerKey is the scheduler's public key when its endpoint has
+	// an identity: the node's endpoints then prove link keys to the
+	// scheduler and to every member (Peer.Key).
+	SchedulerKey []byte `json:",omitempty"`
 }
 
 // Refuse is the scheduler's refusal of a registration.
@@ -272,6 +282,8 @@ type Peer struct {
 	Addr    string
 	Machine int
 	Host    string `json:",omitempty"`
+	// Key is the public key the node registered with (Register.Key).
+	Key []byte `json:",omitempty"`
 }
 
 // Start is the address book, sent to every node once all are ready.

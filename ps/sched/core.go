@@ -52,6 +52,7 @@
 package sched
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/subtle"
 	"errors"
@@ -179,6 +180,7 @@ type member struct {
 	ready    bool
 	done     bool
 	lastSeen int64
+	key      []byte // Register.Key
 }
 
 // phase of the job.
@@ -223,6 +225,11 @@ type Core struct {
 	resumeBy int64
 	// replaced counts the nodes replaced.
 	replaced int
+	// key is the scheduler's public key, nil when its endpoint has no
+	// identity (SetKey); keys are the members' keys learnt since the last
+	// Keys.
+	key  []byte
+	keys map[transport.NodeID][]byte
 }
 
 // NewCore returns a scheduler core waiting for registrations.
@@ -280,11 +287,37 @@ func (c *Core) Logs() []string {
 	return l
 }
 
+// SetKey gives the scheduler's public key, when its endpoint
+// authenticates members with link keys (tcp.Config.Identity): every
+// registration must then carry the node's key (proto.Register.Key), which
+// the address book publishes, and every Assign carries the scheduler's.
+func (c *Core) SetKey(pub []byte) { c.key = bytes.Clone(pub) }
+
+// Keys returns the public keys of members learnt since the last call, by
+// node id: the driver gives them to its endpoint (tcp.Endpoint.SetPeerKey)
+// before it sends what the same input produced.
+func (c *Core) Keys() map[transport.NodeID][]byte {
+	k := c.keys
+	c.keys = nil
+	return k
+}
+
+// learnKey records the key of member id.
+func (c *Core) learnKey(id transport.NodeID, key []byte) {
+	if len(key) == 0 {
+		return
+	}
+	if c.keys == nil {
+		c.keys = map[transport.NodeID][]byte{}
+	}
+	c.keys[id] = key
+}
+
 // Peers returns the address book: every registered node by id.
 func (c *Core) Peers() []proto.Peer {
 	var ps []proto.Peer
 	for _, m := range c.members {
-		ps = append(ps, proto.Peer{ID: m.id, Addr: m.addr, Machine: m.machine, Host: m.host})
+		ps = append(ps, proto.Peer{ID: m.id, Addr: m.addr, Machine: m.machine, Host: m.host, Key: m.key})
 	}
 	slices.SortFunc(ps, func(a, b proto.Peer) int { return cmp.Compare(a.ID, b.ID) })
 	return ps
@@ -372,6 +405,14 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 		refuse("wrong cluster token")
 		return
 	}
+	switch {
+	case c.key != nil && len(r.Key) == 0:
+		refuse("no public key: this scheduler authenticates members with link keys (a colo node of another version?)")
+		return
+	case len(r.Key) != 0 && len(r.Key) != 32:
+		refuse("public key of %d bytes, want 32 (X25519)", len(r.Key))
+		return
+	}
 	if r.Recover {
 		c.replace(from, r, refuse)
 		return
@@ -398,8 +439,9 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 			refuse("no free evaluator rank (asked for %d of %d)", r.Rank, c.cfg.NumEvaluators)
 			return
 		}
-		a := proto.Assign{Worker: proto.EvaluatorID(e), Machine: -1, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job}
-		c.members[a.Worker] = &member{id: a.Worker, machine: -1, host: r.Host, lastSeen: c.tick}
+		a := proto.Assign{Worker: proto.EvaluatorID(e), Machine: -1, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job, SchedulerKey: c.key}
+		c.members[a.Worker] = &member{id: a.Worker, machine: -1, host: r.Host, lastSeen: c.tick, key: r.Key}
+		c.learnKey(a.Worker, r.Key)
 		c.regs[from] = registration{addr: r.Addr, assign: a}
 		c.send(from, r.Addr, proto.CmdAssign, a)
 		return
@@ -422,7 +464,7 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 		}
 		return -1
 	}
-	a := proto.Assign{Machine: c.machines, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job}
+	a := proto.Assign{Machine: c.machines, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job, SchedulerKey: c.key}
 	if r.Role == proto.RoleMachine && r.Rank < 0 {
 		// The lowest rank free on both sides, so that server i and
 		// worker i share machine i.
@@ -456,7 +498,8 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 	c.machines++
 	for _, id := range []transport.NodeID{a.Server, a.Worker} {
 		if id != 0 {
-			c.members[id] = &member{id: id, machine: a.Machine, host: r.Host, lastSeen: c.tick}
+			c.members[id] = &member{id: id, machine: a.Machine, host: r.Host, lastSeen: c.tick, key: r.Key}
+			c.learnKey(id, r.Key)
 		}
 	}
 	c.regs[from] = registration{addr: r.Addr, assign: a}
@@ -762,7 +805,7 @@ func (c *Core) replace(from transport.NodeID, r proto.Register, refuse func(form
 		}
 		machine = m
 	}
-	a := proto.Assign{Machine: machine, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job, Epoch: c.epoch}
+	a := proto.Assign{Machine: machine, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job, Epoch: c.epoch, SchedulerKey: c.key}
 	for _, id := range ids {
 		if role, _ := proto.Identify(id); role == proto.RoleServer {
 			a.Server = id
@@ -770,7 +813,8 @@ func (c *Core) replace(from transport.NodeID, r proto.Register, refuse func(form
 			a.Worker = id
 		}
 		delete(c.lost, id)
-		c.members[id] = &member{id: id, machine: machine, host: r.Host, lastSeen: c.tick}
+		c.members[id] = &member{id: id, machine: machine, host: r.Host, lastSeen: c.tick, key: r.Key}
+		c.learnKey(id, r.Key)
 		c.replaced++
 	}
 	c.logf("%s at %s replaces %s (epoch %d)", r.Role, r.Addr, names(ids), c.epoch)

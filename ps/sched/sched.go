@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"colo/ps/internal/mailbox"
+	"colo/ps/proto"
 	"colo/transport"
 )
 
@@ -14,6 +15,13 @@ import (
 // (tcp.Endpoint).
 type peerSetter interface {
 	SetPeer(id transport.NodeID, addr string)
+}
+
+// keyed is implemented by endpoints that authenticate members with link
+// keys (tcp.Endpoint; PublicKey is nil without an identity).
+type keyed interface {
+	PublicKey() []byte
+	SetPeerKey(id transport.NodeID, pub []byte) error
 }
 
 // Scheduler drives a Core over an endpoint: one goroutine reads the
@@ -48,6 +56,9 @@ func Start(cfg Config, ep transport.Endpoint, logf func(format string, args ...a
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	if k, ok := ep.(keyed); ok && k.PublicKey() != nil {
+		core.SetKey(k.PublicKey())
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{core: core, ep: ep, out: mailbox.NewOutbox(ep, cfg.Timeout), logf: logf, cancel: cancel, done: make(chan struct{}), started: make(chan struct{})}
 	go s.run(ctx, cfg.Heartbeat)
@@ -62,6 +73,7 @@ func (s *Scheduler) run(ctx context.Context, period time.Duration) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	ps, _ := s.ep.(peerSetter)
+	ks, _ := s.ep.(keyed)
 	var outs []Out
 	for {
 		select {
@@ -85,6 +97,14 @@ func (s *Scheduler) run(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			s.finish(ErrClosed)
 			return
+		}
+		for id, key := range s.core.Keys() {
+			if ks == nil {
+				continue
+			}
+			if err := ks.SetPeerKey(id, key); err != nil {
+				s.logf("scheduler: %s: %v", proto.Name(id), err)
+			}
 		}
 		for _, o := range outs {
 			if o.Addr != "" && ps != nil {

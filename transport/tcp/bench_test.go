@@ -48,17 +48,24 @@ func BenchmarkPlainTCP(b *testing.B) {
 }
 
 // BenchmarkHandshake measures the set-up of one link on loopback: the
-// TCP connection and the token's challenge–response, plain and inside
-// TLS 1.3 with certificates on both sides (ECDSA P-256). A link is set
-// up once and kept, so this is paid once per pair of nodes.
+// TCP connection and the challenge–response, plain over the token, plain
+// over the link key (derived once per peer by SetPeerKey, see
+// BenchmarkSetPeerKey), and over the token inside TLS 1.3 with
+// certificates on both sides (ECDSA P-256). A link is set up once and
+// kept, so this is paid once per pair of nodes.
 func BenchmarkHandshake(b *testing.B) {
 	ca := newCA(b, "cluster")
 	for _, mode := range []struct {
-		name string
-		tune func(*Config)
-	}{{"plain", nil}, {"tls", overTLS(b, ca)}} {
+		name  string
+		tune  func(*Config)
+		keyed bool
+	}{{"plain", nil, false}, {"keyed", nil, true}, {"tls", overTLS(b, ca), false}} {
 		b.Run(mode.name, func(b *testing.B) {
-			eps := newEndpoints(b, 2, mode.tune)
+			open := newEndpoints
+			if mode.keyed {
+				open = newKeyedEndpoints
+			}
+			eps := open(b, 2, mode.tune)
 			addr := eps[1].Addr().String()
 			ctx := context.Background()
 			for b.Loop() {
@@ -69,6 +76,19 @@ func BenchmarkHandshake(b *testing.B) {
 				eps[0].fail(c, "send", transport.ErrClosed, false)
 			}
 		})
+	}
+}
+
+// BenchmarkSetPeerKey measures what a node pays per peer to derive the
+// link key from the peer's published key (an X25519 agreement and an
+// HMAC).
+func BenchmarkSetPeerKey(b *testing.B) {
+	ep := newKeyedEndpoints(b, 1, nil)[0]
+	pub := NewIdentity().PublicKey().Bytes()
+	for b.Loop() {
+		if err := ep.SetPeerKey(7, pub); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

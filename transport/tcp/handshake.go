@@ -12,29 +12,42 @@ import (
 	"colo/transport"
 )
 
-// The handshake is a mutual challenge–response over the cluster token:
-// each side proves that it knows the token with an HMAC-SHA256 keyed by
-// it, over both node ids and a fresh random nonce from each side, so the
-// token never crosses the wire and a recorded handshake cannot be
-// replayed. Its messages, little-endian, each starting with a 4-byte
-// preamble (magic 0xC6, handshakeVersion, kind, flags):
+// The handshake is a mutual challenge–response over a shared key: each
+// side proves that it knows the key with an HMAC-SHA256 keyed by it, over
+// both node ids and a fresh random nonce from each side, so the key never
+// crosses the wire and a recorded handshake cannot be replayed. The key
+// is the cluster token, or, between endpoints with an identity
+// (Config.Identity), the link key of the pair: an X25519 agreement of
+// the two nodes' keys, bound to the token and both ids (linkKey), which
+// only the two nodes can compute. Its messages, little-endian, each
+// starting with a 4-byte preamble (magic 0xC6, handshakeVersion, kind,
+// flags):
 //
-//	hello     dialer → acceptor  0xC6 2 'H' flags  from u32, to u32, nonce_d [32]
-//	challenge acceptor → dialer  0xC6 2 'C' flags  id u32, nonce_a [32], mac_a [32]
-//	proof     dialer → acceptor  0xC6 2 'P' 0      mac_d [32]
-//	accept    acceptor → dialer  0xC6 2 'A' 0      id u32, 0 u16
-//	refusal   either way         0xC6 2 'R' 0      id u32, reason length u16, reason
+//	hello     dialer → acceptor  0xC6 3 'H' flags  from u32, to u32, nonce_d [32], [pub_d [32]]
+//	challenge acceptor → dialer  0xC6 3 'C' flags  id u32, nonce_a [32], mac_a [32], [pub_a [32]]
+//	proof     dialer → acceptor  0xC6 3 'P' 0      mac_d [32]
+//	accept    acceptor → dialer  0xC6 3 'A' 0      id u32, 0 u16
+//	refusal   either way         0xC6 3 'R' 0      id u32, reason length u16, reason
 //
 // flags bit 0 says that the sender has a non-empty token (so that a
-// node with a token and one without are told why they differ); other
-// bits are zero. The MACs are
+// node with a token and one without are told why they differ); bit 1
+// (flagKey) that the MACs are keyed by the link key, and that the
+// sender's public key follows (pub_d, pub_a); other bits are zero. The
+// MACs are
 //
-//	mac_a = HMAC-SHA256(token, "colo acceptor\x00" ‖ 2 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
-//	mac_d = HMAC-SHA256(token, "colo dialer\x00"   ‖ 2 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
+//	mac_a = HMAC-SHA256(key, "colo acceptor\x00" ‖ 3 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
+//	mac_d = HMAC-SHA256(key, "colo dialer\x00"   ‖ 3 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
 //
 // with from and to as u32. The labels keep one side's MAC from serving as
 // the other's. The acceptor answers a hello with a challenge, or with a
-// refusal when it is not node to or the token flags differ; the dialer
+// refusal when it is not node to, the token flags differ, or the key
+// does not fit: a hello without a key from a peer whose id needs one
+// (Config.Keyed), or with a public key other than the one published for
+// node from (Endpoint.SetPeerKey; the acceptor waits for it within the
+// handshake's deadline, since the dialer may have learnt it first, and
+// so does the dialer for pub_a: a node replaced by a new process has a
+// new key, which the other may learn a moment after the first message
+// of the new one). The dialer
 // checks mac_a (the acceptor proves the token first: a stranger listening
 // at a peer's address learns nothing and cannot pose as the peer) and
 // sends its proof, or a refusal when mac_a is wrong; the acceptor checks
@@ -42,8 +55,8 @@ import (
 // refusal's reason, at most maxReasonLen bytes.
 const (
 	// handshakeVersion is the version byte of the handshake messages
-	// (1 sent the token itself in the hello).
-	handshakeVersion = 2
+	// (1 sent the token itself in the hello, 2 had no link keys).
+	handshakeVersion = 3
 
 	kindHello     = 'H'
 	kindChallenge = 'C'
@@ -53,9 +66,14 @@ const (
 
 	// flagToken: the sender has a non-empty cluster token.
 	flagToken = 1
+	// flagKey: the MACs are keyed by the link key; a hello carries the
+	// dialer's public key.
+	flagKey = 2
 
 	nonceLen = 32
 	macLen   = sha256.Size
+	// pubLen is the length of an X25519 public key.
+	pubLen = 32
 
 	helloLen     = 4 + 8 + nonceLen
 	challengeLen = 4 + 4 + nonceLen + macLen
@@ -81,6 +99,9 @@ const (
 	reasonDialerNone   = "wrong cluster token: the dialer has none and this node has one"
 	reasonAcceptorNone = "wrong cluster token: this node has none (an insecure cluster) and the dialer has one"
 	reasonNeedTLS      = "this node runs TLS and the dialer does not (--tls-cert, --tls-key, --tls-ca)"
+	reasonBadKey       = "wrong link key: the acceptor's proof did not match (it is not the node the scheduler published, or the tokens differ)"
+	reasonBadKeyProof  = "wrong link key: the dialer's proof did not match (it does not hold the key the scheduler published for it, or the tokens differ)"
+	reasonNoKeys       = "this node has no link keys (it is not a member of a job that gives them): prove the cluster token instead"
 )
 
 // errTLSClient is readPreamble's error for the start of a TLS handshake
@@ -102,6 +123,9 @@ type hello struct {
 	from, to transport.NodeID
 	token    bool // the dialer has a token
 	nonce    [nonceLen]byte
+	// pub is the dialer's public key when it proves a link key, nil when
+	// it proves the token.
+	pub []byte
 }
 
 // challenge is the acceptor's answer to a hello.
@@ -110,6 +134,9 @@ type challenge struct {
 	token bool // the acceptor has a token
 	nonce [nonceLen]byte
 	mac   [macLen]byte
+	// pub is the acceptor's public key when the MACs are keyed by the
+	// link key, nil when by the token.
+	pub []byte
 }
 
 // reply is an acceptance or a refusal, from either side (a dialer's
@@ -125,27 +152,34 @@ func preamble(dst []byte, kind, flags byte) []byte {
 	return append(dst, transport.Magic, handshakeVersion, kind, flags)
 }
 
-func tokenFlag(has bool) byte {
-	if has {
-		return flagToken
+// flagsOf returns the flags of a hello or challenge.
+func flagsOf(token, key bool) byte {
+	var f byte
+	if token {
+		f |= flagToken
 	}
-	return 0
+	if key {
+		f |= flagKey
+	}
+	return f
 }
 
 // appendHello encodes h.
 func appendHello(dst []byte, h hello) []byte {
-	dst = preamble(dst, kindHello, tokenFlag(h.token))
+	dst = preamble(dst, kindHello, flagsOf(h.token, h.pub != nil))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.from))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.to))
-	return append(dst, h.nonce[:]...)
+	dst = append(dst, h.nonce[:]...)
+	return append(dst, h.pub...)
 }
 
 // appendChallenge encodes c.
 func appendChallenge(dst []byte, c challenge) []byte {
-	dst = preamble(dst, kindChallenge, tokenFlag(c.token))
+	dst = preamble(dst, kindChallenge, flagsOf(c.token, c.pub != nil))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(c.id))
 	dst = append(dst, c.nonce[:]...)
-	return append(dst, c.mac[:]...)
+	dst = append(dst, c.mac[:]...)
+	return append(dst, c.pub...)
 }
 
 // appendProof encodes a dialer's proof.
@@ -171,8 +205,8 @@ func appendReply(dst []byte, r reply) []byte {
 
 // mac returns the MAC of one side of the handshake between from and to
 // with the nonces nd (the dialer's) and na (the acceptor's).
-func mac(token, label string, from, to transport.NodeID, nd, na *[nonceLen]byte) [macLen]byte {
-	h := hmac.New(sha256.New, []byte(token))
+func mac(key []byte, label string, from, to transport.NodeID, nd, na *[nonceLen]byte) [macLen]byte {
+	h := hmac.New(sha256.New, key)
 	var b [len(labelAcceptor) + 1 + 8]byte
 	n := copy(b[:], label)
 	b[n] = handshakeVersion
@@ -195,8 +229,8 @@ func newNonce() [nonceLen]byte {
 
 // readPreamble reads the 4-byte preamble, checks magic and version and
 // that the kind is one of kinds, and returns the kind and the flags.
-// Flags other than flagToken, or any on a kind that has none, are an
-// error.
+// Flags other than flagToken and flagKey, or any on a kind that has none,
+// are an error.
 func readPreamble(r io.Reader, kinds ...byte) (kind, flags byte, err error) {
 	var b [4]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
@@ -217,7 +251,7 @@ func readPreamble(r io.Reader, kinds ...byte) (kind, flags byte, err error) {
 		}
 		allowed := byte(0)
 		if k == kindHello || k == kindChallenge {
-			allowed = flagToken
+			allowed = flagToken | flagKey
 		}
 		if b[3]&^allowed != 0 {
 			return 0, 0, fmt.Errorf("handshake message %q with flags %#x", b[2], b[3])
@@ -243,6 +277,12 @@ func readHello(r io.Reader) (hello, error) {
 		token: flags&flagToken != 0,
 	}
 	copy(h.nonce[:], b[8:])
+	if flags&flagKey != 0 {
+		h.pub = make([]byte, pubLen)
+		if _, err := io.ReadFull(r, h.pub); err != nil {
+			return hello{}, err
+		}
+	}
 	return h, nil
 }
 
@@ -265,6 +305,12 @@ func readChallenge(r io.Reader) (c challenge, refusal reply, ok bool, err error)
 	c.token = flags&flagToken != 0
 	copy(c.nonce[:], b[4:])
 	copy(c.mac[:], b[4+nonceLen:])
+	if flags&flagKey != 0 {
+		c.pub = make([]byte, pubLen)
+		if _, err := io.ReadFull(r, c.pub); err != nil {
+			return c, refusal, false, err
+		}
+	}
 	return c, refusal, true, nil
 }
 
@@ -331,9 +377,18 @@ func printable(b []byte) string {
 // and is node to. Deadlines are the caller's. An error wraps
 // transport.ErrRefused when either side refused the other (a wrong token
 // or node id). The endpoints run it themselves; it is exported for tools
-// and tests that speak to a node without an endpoint.
+// and tests that speak to a node without an endpoint. A node whose
+// endpoint has an identity refuses it from a peer whose id needs a link
+// key (Config.Keyed).
 func Handshake(rw io.ReadWriter, from, to transport.NodeID, token string) error {
-	h := hello{from: from, to: to, token: token != "", nonce: newNonce()}
+	return handshake(rw, from, to, token, nil, nil)
+}
+
+// handshake is Handshake, offering the public key pub when it is not nil
+// and proving the link key that keyFor returns for the acceptor's public
+// key, or the reason to refuse it.
+func handshake(rw io.ReadWriter, from, to transport.NodeID, token string, pub []byte, keyFor func(pubA []byte) ([]byte, error)) error {
+	h := hello{from: from, to: to, token: token != "", nonce: newNonce(), pub: pub}
 	if _, err := rw.Write(appendHello(nil, h)); err != nil {
 		return err
 	}
@@ -350,19 +405,35 @@ func Handshake(rw io.ReadWriter, from, to transport.NodeID, token string) error 
 		rw.Write(appendReply(nil, reply{id: from, reason: fmt.Sprintf("this is node %d, which reached node %d", from, c.id)}))
 		return fmt.Errorf("%w: reached node %d", transport.ErrRefused, c.id)
 	}
-	want := mac(token, labelAcceptor, from, to, &h.nonce, &c.nonce)
-	if !hmac.Equal(c.mac[:], want[:]) {
+	secret, what := []byte(token), "the cluster token"
+	if pub != nil {
+		what = "its link key"
+		if c.pub == nil {
+			rw.Write(appendReply(nil, reply{id: from, reason: "no link key in the challenge"}))
+			return fmt.Errorf("%w: node %d proves the cluster token, not a link key (it has no identity)", transport.ErrRefused, to)
+		}
+		key, err := keyFor(c.pub)
+		if err != nil {
+			rw.Write(appendReply(nil, reply{id: from, reason: err.Error()}))
+			return fmt.Errorf("%w: %w", transport.ErrRefused, err)
+		}
+		secret = key
+	}
+	want := mac(secret, labelAcceptor, from, to, &h.nonce, &c.nonce)
+	if (c.pub != nil) != (pub != nil) || !hmac.Equal(c.mac[:], want[:]) {
 		reason := reasonBadChallenge
 		switch {
 		case h.token && !c.token:
 			reason = "wrong cluster token: the acceptor has none and this node has one"
 		case !h.token && c.token:
 			reason = "wrong cluster token: this node has none and the acceptor has one"
+		case pub != nil:
+			reason = reasonBadKey
 		}
 		rw.Write(appendReply(nil, reply{id: from, reason: reason}))
-		return fmt.Errorf("%w: %s (node %d did not prove the cluster token: the tokens differ, or it is not a node of this cluster)", transport.ErrRefused, reason, to)
+		return fmt.Errorf("%w: %s (node %d did not prove %s: the tokens differ, or it is not that node of this cluster)", transport.ErrRefused, reason, to, what)
 	}
-	proof := mac(token, labelDialer, from, to, &h.nonce, &c.nonce)
+	proof := mac(secret, labelDialer, from, to, &h.nonce, &c.nonce)
 	if _, err := rw.Write(appendProof(nil, proof)); err != nil {
 		return err
 	}
@@ -379,11 +450,14 @@ func Handshake(rw io.ReadWriter, from, to transport.NodeID, token string) error 
 }
 
 // accept runs the acceptor's half of the handshake on rw as node self
-// with token. It returns the dialer's id once the dialer proved the
-// token, and otherwise the id the dialer claimed (0 when it sent no
-// valid hello), which is only a claim, and the error. A refusal that
-// this side decided was sent to the dialer with its reason.
-func accept(rw io.ReadWriter, self transport.NodeID, token string) (transport.NodeID, error) {
+// with token. It returns the dialer's id once the dialer proved the key,
+// and otherwise the id the dialer claimed (0 when it sent no valid
+// hello), which is only a claim, and the error. keyFor, when not nil,
+// chooses the key for the hello's dialer and public key (nil: the
+// token), or refuses it with a reason; pub is this side's public key,
+// sent with a challenge keyed by a link key. A refusal that this side
+// decided was sent to the dialer with its reason.
+func accept(rw io.ReadWriter, self transport.NodeID, token string, pub []byte, keyFor func(from transport.NodeID, pub []byte) ([]byte, error)) (transport.NodeID, error) {
 	h, err := readHello(rw)
 	if errors.Is(err, errVersion) {
 		// A colo node of another version: it can read this much.
@@ -405,8 +479,24 @@ func accept(rw io.ReadWriter, self transport.NodeID, token string) (transport.No
 	case !has && h.token:
 		return refuse(reasonAcceptorNone)
 	}
+	secret := []byte(token)
+	switch {
+	case keyFor != nil:
+		k, err := keyFor(h.from, h.pub)
+		if err != nil {
+			return refuse(err.Error())
+		}
+		if k != nil {
+			secret = k
+		}
+	case h.pub != nil:
+		return refuse(reasonNoKeys)
+	}
 	c := challenge{id: self, token: has, nonce: newNonce()}
-	c.mac = mac(token, labelAcceptor, h.from, h.to, &h.nonce, &c.nonce)
+	if h.pub != nil {
+		c.pub = pub
+	}
+	c.mac = mac(secret, labelAcceptor, h.from, h.to, &h.nonce, &c.nonce)
 	if _, err := rw.Write(appendChallenge(nil, c)); err != nil {
 		return h.from, err
 	}
@@ -417,8 +507,11 @@ func accept(rw io.ReadWriter, self transport.NodeID, token string) (transport.No
 	if !ok {
 		return h.from, fmt.Errorf("%w by the dialer: %s", transport.ErrRefused, refusal.reason)
 	}
-	want := mac(token, labelDialer, h.from, h.to, &h.nonce, &c.nonce)
+	want := mac(secret, labelDialer, h.from, h.to, &h.nonce, &c.nonce)
 	if !hmac.Equal(proof[:], want[:]) {
+		if h.pub != nil {
+			return refuse(reasonBadKeyProof)
+		}
 		return refuse(reasonBadProof)
 	}
 	if _, err := rw.Write(appendReply(nil, reply{accepted: true, id: self})); err != nil {

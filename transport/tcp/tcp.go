@@ -18,16 +18,19 @@
 // address cannot pose as the peer) and sends its own proof, which the
 // acceptor checks before the dialer's id means anything; then the
 // acceptor accepts. The messages, little-endian, with flags bit 0 set when
-// the sender has a token:
+// the sender has a token and bit 1 when it proves a link key (below) and
+// its public key follows:
 //
-//	hello     (dialer)    0xC6 2 'H' flags  from u32, to u32, nonce_d [32]
-//	challenge (acceptor)  0xC6 2 'C' flags  id u32, nonce_a [32], mac_a [32]
-//	proof     (dialer)    0xC6 2 'P' 0      mac_d [32]
-//	accept    (acceptor)  0xC6 2 'A' 0      id u32, 0 u16
-//	refusal   (either)    0xC6 2 'R' 0      id u32, reason length u16, reason
+//	hello     (dialer)    0xC6 3 'H' flags  from u32, to u32, nonce_d [32], [pub_d [32]]
+//	challenge (acceptor)  0xC6 3 'C' flags  id u32, nonce_a [32], mac_a [32], [pub_a [32]]
+//	proof     (dialer)    0xC6 3 'P' 0      mac_d [32]
+//	accept    (acceptor)  0xC6 3 'A' 0      id u32, 0 u16
+//	refusal   (either)    0xC6 3 'R' 0      id u32, reason length u16, reason
 //
-//	mac_a = HMAC-SHA256(token, "colo acceptor\x00" ‖ 2 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
-//	mac_d = HMAC-SHA256(token, "colo dialer\x00"   ‖ 2 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
+//	mac_a = HMAC-SHA256(key, "colo acceptor\x00" ‖ 3 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
+//	mac_d = HMAC-SHA256(key, "colo dialer\x00"   ‖ 3 ‖ from ‖ to ‖ nonce_d ‖ nonce_a)
+//
+// where key is the token, or the link key.
 //
 // Either side refuses with a reason: a wrong token ("wrong cluster token:
 // the dialer's proof did not match", or that one side has a token and the
@@ -45,11 +48,27 @@
 // handshake is bounded (fixed sizes, a reason of at most 1 KiB) and one
 // deadline, Config.HandshakeTimeout, bounds all its steps on each side.
 //
+// # Link keys
+//
 // The token proves membership: it keeps stray, misconfigured or hostile
-// processes out, and it is all a node proves. A process that knows it may
-// claim any id, and after the handshake the frames of a plain connection
-// are neither encrypted nor authenticated (a man in the middle could
-// alter them). Config.TLS adds both.
+// processes out. On its own it does not prove an id: every member knows
+// it. An endpoint with an identity (Config.Identity, an X25519 key)
+// proves its id too: each node's public key is published by whoever
+// vouches for the cluster's members (colo's scheduler, which learns it at
+// registration over a link that proved the token, and lists it in the
+// address book), and the links between two such nodes prove the link key
+// of the pair, HMAC-SHA256 keyed by the X25519 agreement of the two keys
+// over both ids and the token, which only the two can compute. A peer
+// claiming a member's id (Config.Keyed) with the token alone, or with a
+// key other than the one published, is refused before its claim means
+// anything. A node replaced by a new process has a new key; either side
+// of a handshake waits for the other's published key within
+// HandshakeTimeout, since the scheduler's news of it and the new
+// process's first message race.
+//
+// After the handshake the frames of a plain connection are neither
+// encrypted nor authenticated (a man in the middle could alter them).
+// Config.TLS adds both.
 //
 // # TLS
 //
@@ -113,6 +132,7 @@ package tcp
 import (
 	"bufio"
 	"context"
+	"crypto/ecdh"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -141,6 +161,18 @@ type Config struct {
 	// know it without sending it (see the package doc); empty runs an
 	// open cluster, whose peers must have no token either.
 	Token string
+	// Identity, when not nil, is this node's X25519 key (NewIdentity).
+	// Links with the peers that Keyed chooses then prove the link key of
+	// the pair, derived from both nodes' keys and the token, instead of
+	// the token: a peer that knows the token cannot claim another
+	// member's id. The peers' public keys come from SetPeerKey, and a
+	// handshake with a peer whose key is not known yet waits for it
+	// within HandshakeTimeout.
+	Identity *ecdh.PrivateKey
+	// Keyed, with Identity, chooses the peers that must prove a link key;
+	// nil chooses every peer. The others prove the token (colo's
+	// provisional registration ids, whose keys nobody has published).
+	Keyed func(peer transport.NodeID) bool
 	// TLS, when not nil, runs every link over TLS 1.3 with a certificate
 	// on both sides, verified against the cluster's CA, and the handshake
 	// inside it. It needs Certificates (this node's) and RootCAs (the CA
@@ -262,6 +294,8 @@ type Endpoint struct {
 	// serverTLS and clientTLS are cfg.TLS for each end of a link; nil
 	// without TLS.
 	serverTLS, clientTLS *tls.Config
+	// keys holds the peers' public and link keys (Config.Identity).
+	keys keyRing
 
 	mu     sync.Mutex
 	closed bool
@@ -733,7 +767,16 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 		err = c.startTLS(ctx, e.clientTLS, true)
 	}
 	if err == nil {
-		err = Handshake(c.rw, e.cfg.ID, peer, e.cfg.Token)
+		if e.keyed(peer) {
+			// A wait for the peer's key leaves a quarter of the time to
+			// tell it why none came.
+			keyDeadline := time.Now().Add(e.cfg.HandshakeTimeout * 3 / 4)
+			err = handshake(c.rw, e.cfg.ID, peer, e.cfg.Token, e.PublicKey(), func(pubA []byte) ([]byte, error) {
+				return e.keys.wait(peer, pubA, keyDeadline, e.done)
+			})
+		} else {
+			err = Handshake(c.rw, e.cfg.ID, peer, e.cfg.Token)
+		}
 	}
 	if !hs() {
 		return fail(fmt.Errorf("%w: %w", ctx.Err(), err))
@@ -901,7 +944,8 @@ func (e *Endpoint) serve(c *conn) {
 		c.sock.SetKeepAliveConfig(e.keepAlive())
 	}
 	// One deadline bounds every step of the handshake, TLS's included.
-	c.sock.SetDeadline(time.Now().Add(e.cfg.HandshakeTimeout))
+	deadline := time.Now().Add(e.cfg.HandshakeTimeout)
+	c.sock.SetDeadline(deadline)
 	if e.serverTLS != nil {
 		if err := c.startTLS(e.ctx, e.serverTLS, false); err != nil {
 			// No certificate of the cluster's CA, or not TLS at all.
@@ -915,7 +959,12 @@ func (e *Endpoint) serve(c *conn) {
 			return
 		}
 	}
-	from, err := accept(c.rw, e.cfg.ID, e.cfg.Token)
+	// A wait for a peer's key leaves a quarter of the time to tell the
+	// dialer why none came.
+	keyDeadline := deadline.Add(-e.cfg.HandshakeTimeout / 4)
+	from, err := accept(c.rw, e.cfg.ID, e.cfg.Token, e.PublicKey(), func(peer transport.NodeID, pub []byte) ([]byte, error) {
+		return e.keyFor(peer, pub, keyDeadline)
+	})
 	if errors.Is(err, errTLSClient) {
 		// A node with TLS: a TLS alert is all it understands.
 		c.sock.Write(tlsAlertHandshakeFailure)

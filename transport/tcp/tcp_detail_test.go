@@ -130,7 +130,7 @@ func TestHandshakeTokens(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			from, err := accept(b, 2, c.acceptor)
+			from, err := accept(b, 2, c.acceptor, nil, nil)
 			b.Close()
 			done <- result{from, err}
 		}()
@@ -208,7 +208,7 @@ func TestSpoofedHandshakes(t *testing.T) {
 	withToken := func(from transport.NodeID) hello { return hello{from: from, to: 1, token: true, nonce: newNonce()} }
 	proofWith := func(h hello, token string) func(c challenge) []byte {
 		return func(c challenge) []byte {
-			return appendProof(nil, mac(token, labelDialer, h.from, h.to, &h.nonce, &c.nonce))
+			return appendProof(nil, mac([]byte(token), labelDialer, h.from, h.to, &h.nonce, &c.nonce))
 		}
 	}
 	random := func(challenge) []byte { n := newNonce(); return appendProof(nil, n) }
@@ -232,7 +232,7 @@ func TestSpoofedHandshakes(t *testing.T) {
 		{"the receiver's own id", appendHello(nil, h1), proofWith(h1, "wrong"), 1, "refused: wrong cluster token: the dialer's proof did not match"},
 		{"empty token", appendHello(nil, hello{from: 0, to: 1}), nil, 0, "refused: wrong cluster token: the dialer has none and this node has one"},
 		{"replayed handshake", recorded[:helloLen+proofLen], nil, 0, "refused: wrong cluster token: the dialer's proof did not match"},
-		{"version 1 with the token", v1, nil, 0, "handshake version 1, want 2"},
+		{"version 1 with the token", v1, nil, 0, "handshake version 1, want 3"},
 		{"garbage", []byte("\x00\x01garbage that is no hello"), nil, 0, "not a colo node: magic 0x0, want 0xc6"},
 		{"oversized refusal", appendHello(nil, withToken(0)), func(challenge) []byte { return oversized }, 0, "reason of 1025 bytes, limit 1024"},
 		{"refusal forging a log line", appendHello(nil, withToken(0)), func(challenge) []byte {
@@ -572,15 +572,21 @@ func TestConfigValidate(t *testing.T) {
 func FuzzHandshake(f *testing.F) {
 	h := hello{from: 1, to: 2, token: true, nonce: newNonce()}
 	c := challenge{id: 2, token: true, nonce: newNonce()}
-	c.mac = mac("secret", labelAcceptor, 1, 2, &h.nonce, &c.nonce)
+	c.mac = mac([]byte("secret"), labelAcceptor, 1, 2, &h.nonce, &c.nonce)
 	f.Add(appendHello(nil, h))
 	f.Add(appendChallenge(nil, c))
-	f.Add(appendProof(nil, mac("secret", labelDialer, 1, 2, &h.nonce, &c.nonce)))
+	f.Add(appendProof(nil, mac([]byte("secret"), labelDialer, 1, 2, &h.nonce, &c.nonce)))
 	f.Add(append(appendHello(nil, h), appendProof(nil, c.mac)...))
 	f.Add(appendReply(nil, reply{accepted: true, id: 3}))
 	f.Add(appendReply(nil, reply{id: 3, reason: "wrong cluster token"}))
 	f.Add(append(appendChallenge(nil, c), appendReply(nil, reply{accepted: true, id: 2})...))
 	f.Add([]byte("GET / HTTP/1.1\r\n"))
+	// With link keys: the public keys follow the hello and the challenge.
+	id := NewIdentity()
+	hk, ck := h, c
+	hk.pub, ck.pub = id.PublicKey().Bytes(), id.PublicKey().Bytes()
+	f.Add(appendHello(nil, hk))
+	f.Add(appendChallenge(nil, ck))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if h, err := readHello(bytes.NewReader(data)); err == nil {
 			if enc := appendHello(nil, h); !bytes.HasPrefix(data, enc) {
@@ -619,12 +625,21 @@ func FuzzHandshake(f *testing.F) {
 			io.Reader
 			io.Writer
 		}{bytes.NewReader(data), io.Discard}
-		if _, err := accept(rw, 2, "secret"); err == nil {
+		if _, err := accept(rw, 2, "secret", nil, nil); err == nil {
 			t.Fatalf("the acceptor accepted %x", data)
+		}
+		rw.Reader = bytes.NewReader(data)
+		keyFor := func(transport.NodeID, []byte) ([]byte, error) { return []byte("link key"), nil }
+		if _, err := accept(rw, 2, "secret", id.PublicKey().Bytes(), keyFor); err == nil {
+			t.Fatalf("the acceptor with link keys accepted %x", data)
 		}
 		rw.Reader = bytes.NewReader(data)
 		if err := Handshake(rw, 1, 2, "secret"); err == nil {
 			t.Fatalf("the dialer accepted %x", data)
+		}
+		rw.Reader = bytes.NewReader(data)
+		if err := handshake(rw, 1, 2, "secret", id.PublicKey().Bytes(), func([]byte) ([]byte, error) { return []byte("link key"), nil }); err == nil {
+			t.Fatalf("the dialer with link keys accepted %x", data)
 		}
 	})
 }
@@ -805,7 +820,7 @@ func TestOtherVersionTold(t *testing.T) {
 	v1 := append([]byte{transport.Magic, 1, 'H', 0, 9, 0, 0, 0, 0, 0, 0, 0, byte(len(testToken)), 0}, testToken...)
 	nc.Write(v1)
 	r, err := readReply(nc)
-	if err != nil || r.accepted || r.reason != "handshake version 1, want 2 (nodes of different versions of colo)" {
+	if err != nil || r.accepted || r.reason != "handshake version 1, want 3 (nodes of different versions of colo)" {
 		t.Fatalf("answer %+v, %v", r, err)
 	}
 }
