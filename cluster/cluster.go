@@ -44,8 +44,8 @@ import (
 	"colo/ps/update"
 	"colo/ps/worker"
 	"colo/transport"
-	"colo/transport/tcp"
 	"colo/transport/mem"
+	"colo/transport/tcp"
 )
 
 // Config configures a cluster.
