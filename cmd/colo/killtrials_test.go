@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -178,9 +179,11 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 	}
 	r := &killRun{from: -1}
 	if k.role != "" {
-		manifest := filepath.Join(checkpoint.RoundDir(dir, k.after), checkpoint.ManifestName)
 		for r.killed.IsZero() && ctx.Err() == nil {
-			if _, err := os.Stat(manifest); err == nil {
+			// The checkpoint of round k.after, or a later one when this
+			// loop, slowed by a loaded machine, missed it before it was
+			// pruned.
+			if last, _ := newestManifest(dir); last >= k.after {
 				time.Sleep(k.delay)
 				if pid := nodePID(cmd.Process.Pid, k.role, k.rank); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
 					r.killed = time.Now()
@@ -192,7 +195,10 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 	}
 	err := cmd.Wait()
 	r.stderr = errOut.String()
-	if err != nil || (k.role != "" && r.killed.IsZero()) {
+	if err == nil && k.role != "" && r.killed.IsZero() {
+		err = errors.New("no process killed: the job ended first, or no checkpoint appeared")
+	}
+	if err != nil {
 		t.Fatalf("colo train, %v: %v\n%s", k, err, r.stderr)
 	}
 	r.res, _ = readResult(t, out)
