@@ -274,3 +274,46 @@ func TestIdleWorkers(t *testing.T) {
 		t.Errorf("per worker %+v", rep.PerWorker)
 	}
 }
+
+// TestParamsAreSequential checks the distributed Alg. 2: for W workers,
+// under each consistency model, the parameters are those that
+// partition.AssignParams gives for the run's data placement and the plan's
+// seed, exactly, with the same statistics; and every parameter is
+// assigned once (Validate). k = 1 and k > 64 (two mask words) included.
+func TestParamsAreSequential(t *testing.T) {
+	g := testGraph(t, 12, 1200, 500)
+	repaired := 0
+	for _, tc := range []struct{ w, tau, k int }{
+		{2, 0, 5}, {3, 0, 8}, {4, 1, 6}, {3, partition.TauInfinite, 4}, {2, 0, 70}, {2, 0, 1},
+	} {
+		opt := partition.Options{K: tc.k, Seed: 6, Parsa: partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 10}}
+		cfg := Config{Workers: tc.w, Tau: tc.tau}
+		p, rep, err := InProcess(context.Background(), g, opt, cfg, nil)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if err := p.Validate(g); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		pl, err := partition.PlanParsa(g, cfg.PlanOptions(g, opt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := placement.New(tc.k, g.NumSamples(), g.NumParams())
+		copy(want.Data, p.Data)
+		st := partition.AssignParams(g, want, pl.ParamSeed)
+		if !slices.Equal(p.Param, want.Param) {
+			t.Errorf("%+v: the distributed assignment differs from AssignParams", tc)
+		}
+		repaired += rep.Parsa.Repaired
+		if rep.Parsa.Params != st {
+			t.Errorf("%+v: statistics %+v, want %+v", tc, rep.Parsa.Params, st)
+		}
+	}
+	// The runs with stale views moved samples after the blocks: the
+	// workers assigned the parameters from the repaired placement.
+	if repaired == 0 {
+		t.Errorf("no run repaired its balance: the moves to the owners are not exercised")
+	}
+	t.Logf("%d samples moved by the repairs", repaired)
+}
