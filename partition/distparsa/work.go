@@ -59,6 +59,15 @@ func (c Config) Layout(g *graph.Graph, k int) Layout {
 	return Layout{Params: g.NumParams(), Samples: g.NumSamples(), K: k, Workers: c.Workers}
 }
 
+// minBlocks is the least number of automatic blocks of a run of c:
+// partition.MinBlocks per worker (PlanOptions).
+func (c Config) minBlocks() int {
+	if c.Workers > 1 {
+		return partition.MinBlocks * c.Workers
+	}
+	return partition.MinBlocks
+}
+
 // PlanOptions returns opt as a run of c plans it: automatic blocks
 // (opt.Parsa.Blocks 0) are at least partition.MinBlocks per worker, so
 // that each worker partitions several blocks and the blocks of a round,
@@ -66,7 +75,7 @@ func (c Config) Layout(g *graph.Graph, k int) Layout {
 func (c Config) PlanOptions(g *graph.Graph, opt partition.Options) partition.Options {
 	if opt.Parsa.Blocks == 0 && c.Workers > 1 {
 		e := (g.NumEdges() + partition.DefaultBlockEdges - 1) / partition.DefaultBlockEdges
-		opt.Parsa.Blocks = int(max(int64(partition.MinBlocks*c.Workers), e))
+		opt.Parsa.Blocks = int(max(int64(c.minBlocks()), e))
 	}
 	return opt
 }
@@ -99,6 +108,12 @@ type Result struct {
 	RepairSeconds  float64  `json:"repair_seconds"`
 	ParamSeconds   float64  `json:"param_seconds"`
 	Sets           SetStats `json:"sets"`
+	// File is what the worker's reading of the data file cost (a run of
+	// RunNode): the passes' seconds, the spill bytes, the counts; PeakRSS
+	// is the process's peak resident memory at the end of the run (0
+	// where the system does not tell).
+	File    *partition.OutOfCoreStats `json:"file,omitempty"`
+	PeakRSS int64                     `json:"peak_rss,omitempty"`
 	// Placement and Stats are rank 0's: the whole placement and the run's
 	// statistics.
 	Placement *placement.Placement  `json:"-"`
