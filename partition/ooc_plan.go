@@ -148,6 +148,44 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 	return &FilePlan{ParsaPlan: pl, r: r, blocks: blocks, global: global, whole: fo.Whole}, nil
 }
 
+// CountFile returns the numbers of samples and parameters of the graph
+// that graph.Load would build from the file at path (with load), by one
+// pass of graph.Stream that holds only the id index, as ParsaFile's first
+// pass does, and writes nothing: what the key space of a distributed run
+// needs before a machine has read the file.
+func CountFile(path string, load graph.LoadOptions) (samples, params int, err error) {
+	pi, ni := &idIndex{}, &idIndex{}
+	n := 0
+	format, err := graph.Stream(path, load, graph.Visitor{
+		Sample: func(ids []uint64) error {
+			n++
+			for _, id := range ids {
+				pi.add(id)
+			}
+			return nil
+		},
+		Edge: func(u, v uint64) error {
+			ni.add(u)
+			ni.add(v)
+			pi.add(v)
+			return nil
+		},
+		Node: func(u uint64) error {
+			ni.add(u)
+			return nil
+		},
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	pi.finish()
+	if format != graph.FormatLibSVM {
+		ni.finish()
+		n = ni.len()
+	}
+	return n, pi.len(), nil
+}
+
 // Edges returns the number of edges |E| of the file's graph.
 func (fp *FilePlan) Edges() int64 { return fp.r.st.Edges }
 

@@ -64,6 +64,9 @@ func TestPlanParsaFileIsPlanParsa(t *testing.T) {
 			if fp.Samples() != g.NumSamples() || fp.Params() != g.NumParams() || fp.Edges() != g.NumEdges() {
 				t.Fatalf("counts %d/%d/%d, want %d/%d/%d", fp.Samples(), fp.Params(), fp.Edges(), g.NumSamples(), g.NumParams(), g.NumEdges())
 			}
+			if n, m, err := CountFile(c.path, c.load); err != nil || n != g.NumSamples() || m != g.NumParams() {
+				t.Fatalf("CountFile: %d samples, %d parameters, %v; want %d and %d", n, m, err, g.NumSamples(), g.NumParams())
+			}
 			if len(fp.Blocks) != len(want.Blocks) || !slices.Equal(fp.Lo, want.Lo) || !slices.Equal(fp.Hi, want.Hi) ||
 				fp.ParamSeed != want.ParamSeed || fp.Stats != want.Stats {
 				t.Fatalf("plan %d blocks %v %v %d %+v, want %d blocks %v %v %d %+v", len(fp.Blocks), fp.Lo, fp.Hi, fp.ParamSeed, fp.Stats,

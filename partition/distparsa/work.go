@@ -56,7 +56,13 @@ func (c Config) Clock() clock.Config {
 
 // Layout returns the key space of a run of c over g with k partitions.
 func (c Config) Layout(g *graph.Graph, k int) Layout {
-	return Layout{Params: g.NumParams(), Samples: g.NumSamples(), K: k, Workers: c.Workers}
+	return c.LayoutOf(g.NumSamples(), g.NumParams(), k)
+}
+
+// LayoutOf is Layout for a graph of n samples and m parameters
+// (partition.CountFile counts them in a file).
+func (c Config) LayoutOf(n, m, k int) Layout {
+	return Layout{Params: m, Samples: n, K: k, Workers: c.Workers}
 }
 
 // minBlocks is the least number of automatic blocks of a run of c:
