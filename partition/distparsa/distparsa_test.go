@@ -3,6 +3,7 @@ package distparsa
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -283,19 +284,30 @@ func TestIdleWorkers(t *testing.T) {
 // seed, exactly, with the same statistics; and every parameter is
 // assigned once (Validate). k = 1 and k > 64 (two mask words) included.
 func TestParamsAreSequential(t *testing.T) {
-	g := testGraph(t, 12, 1200, 500)
+	small := testGraph(t, 12, 1200, 500)
+	// More parameters than one push of masks carries (maskChunk).
+	wide := testGraph(t, 13, 1500, maskChunk+5000)
+	if wide.NumParams() <= maskChunk {
+		t.Fatalf("%d parameters: want more than %d", wide.NumParams(), maskChunk)
+	}
 	repaired := 0
-	for _, tc := range []struct{ w, tau, k int }{
-		{2, 0, 5}, {3, 0, 8}, {4, 1, 6}, {3, partition.TauInfinite, 4}, {2, 0, 70}, {2, 0, 1},
+	for _, tc := range []struct {
+		w, tau, k int
+		g         *graph.Graph
+	}{
+		{2, 0, 5, small}, {3, 0, 8, small}, {4, 1, 6, small}, {3, partition.TauInfinite, 4, small},
+		{2, 0, 70, small}, {2, 0, 1, small}, {3, 0, 4, wide},
 	} {
+		g := tc.g
+		name := fmt.Sprintf("W=%d τ=%d k=%d m=%d", tc.w, tc.tau, tc.k, g.NumParams())
 		opt := partition.Options{K: tc.k, Seed: 6, Parsa: partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 10}}
 		cfg := Config{Workers: tc.w, Tau: tc.tau}
 		p, rep, err := InProcess(context.Background(), g, opt, cfg, nil)
 		if err != nil {
-			t.Fatalf("%+v: %v", tc, err)
+			t.Fatalf("%s: %v", name, err)
 		}
 		if err := p.Validate(g); err != nil {
-			t.Fatalf("%+v: %v", tc, err)
+			t.Fatalf("%s: %v", name, err)
 		}
 		pl, err := partition.PlanParsa(g, cfg.PlanOptions(g, opt))
 		if err != nil {
@@ -305,11 +317,11 @@ func TestParamsAreSequential(t *testing.T) {
 		copy(want.Data, p.Data)
 		st := partition.AssignParams(g, want, pl.ParamSeed)
 		if !slices.Equal(p.Param, want.Param) {
-			t.Errorf("%+v: the distributed assignment differs from AssignParams", tc)
+			t.Errorf("%s: the distributed assignment differs from AssignParams", name)
 		}
 		repaired += rep.Parsa.Repaired
 		if rep.Parsa.Params != st {
-			t.Errorf("%+v: statistics %+v, want %+v", tc, rep.Parsa.Params, st)
+			t.Errorf("%s: statistics %+v, want %+v", name, rep.Parsa.Params, st)
 		}
 	}
 	// The runs with stale views moved samples after the blocks: the

@@ -18,9 +18,9 @@ import (
 // comes; the loads are k numbers. So:
 //
 //  1. masks: each worker ORs, over its own samples, the machine of each
-//     sample into the mask of each of its parameters and pushes the masks
-//     (a count per pair (v, i) on the servers, as the neighbour sets are:
-//     v ∈ C_i ⇔ count > 0);
+//     sample into the mask of each of its parameters and pushes the masks,
+//     in chunks of maskChunk parameters (a count per pair (v, i) on the
+//     servers, as the neighbour sets are: i ∈ C_v ⇔ count > 0);
 //  2. sizes: worker w pulls the masks of the parameters m·w/W..m·(w+1)/W,
 //     pushes their sizes c_v, and all-reduces its share of the initial
 //     loads T_i = |N(U_i)| = Σ_v [i ∈ C_v];
@@ -129,24 +129,34 @@ func (pr *paramRun) pushMasks(own []ownBlock, rows func(j int) (partition.BlockR
 			}
 		}
 	}
+	// One push per chunk of maskChunk parameters, the same number on
+	// every worker (the rounds of BSP), so that a push's values stay
+	// small whatever m.
 	var keys []uint64
 	var vals []float32
 	base := uint64(pr.l.used())
-	for v := range m {
-		row := local[v*mw : (v+1)*mw]
-		if !slices.ContainsFunc(row, func(x uint64) bool { return x != 0 }) {
-			continue
+	for lo := 0; lo < m || lo == 0; lo += maskChunk {
+		keys, vals = keys[:0], vals[:0]
+		for v := lo; v < min(m, lo+maskChunk); v++ {
+			row := local[v*mw : (v+1)*mw]
+			if !slices.ContainsFunc(row, func(x uint64) bool { return x != 0 }) {
+				continue
+			}
+			keys = append(keys, base+uint64(v))
+			at := len(vals)
+			vals = append(vals, make([]float32, k)...)
+			eachBit(row, func(i int) { vals[at+i] = 1 })
 		}
-		keys = append(keys, base+uint64(v))
-		at := len(vals)
-		vals = append(vals, make([]float32, k)...)
-		eachBit(row, func(i int) { vals[at+i] = 1 })
-	}
-	if err := pr.w.Push(keys, vals).Wait(); err != nil {
-		return pr.errorf("push of the machine masks of %d parameters: %w", len(keys), err)
+		if err := pr.w.Push(keys, vals).Wait(); err != nil {
+			return pr.errorf("push of the machine masks of %d parameters: %w", len(keys), err)
+		}
 	}
 	return pr.barrier("the machine masks")
 }
+
+// maskChunk is the number of parameters whose masks one push carries at
+// most.
+const maskChunk = 1 << 16
 
 // vrange returns worker rank's share of 0..x−1.
 func (pr *paramRun) vrange(x int) (int, int) {
