@@ -183,6 +183,14 @@ func (bp *BlockPartitioner) PartitionRows(rows BlockRows, sets SharedSets) []int
 // until the next call.
 func (bp *BlockPartitioner) Added() []int64 { return bp.blk.added }
 
+// Own returns the neighbour sets N(U_{i,block}) of the last block: its
+// parameters and, MaskWords(k) words each, the partitions whose samples
+// of the block use them. They are valid until the next call.
+func (bp *BlockPartitioner) Own() (params []uint32, masks []uint64) {
+	blk := bp.blk
+	return blk.params, blk.own[:len(blk.params)*blk.w]
+}
+
 // GlobalRows is Global given the rows of the plan's global sample.
 func (bp *BlockPartitioner) GlobalRows(rows BlockRows, sets NeighborSets) {
 	r := bp.r

@@ -76,11 +76,14 @@ type paramRun struct {
 }
 
 // assignParams runs the distributed Alg. 2 with the given seed over the
-// data placement of the workers' own blocks (rows returns the rows of
-// one of them); it returns the statistics, the same on every worker.
-func assignParams(ctx context.Context, w *worker.Worker, l Layout, own []ownBlock, rows func(j int) (partition.BlockRows, error), seed uint64) (partition.ParamStats, error) {
+// data placement of the workers' own blocks. local holds the masks C_v of
+// this worker's samples (MaskWords(k) words per parameter), gathered from
+// its blocks; when it is nil (samples of this worker moved since), they
+// are computed again from the blocks' rows. It returns the statistics,
+// the same on every worker.
+func assignParams(ctx context.Context, w *worker.Worker, l Layout, own []ownBlock, local []uint64, rows func(j int) (partition.BlockRows, error), seed uint64) (partition.ParamStats, error) {
 	pr := &paramRun{w: w, l: l, ctx: ctx, rank: w.Rank()}
-	if err := pr.pushMasks(own, rows); err != nil {
+	if err := pr.pushMasks(own, local, rows); err != nil {
 		return pr.st, err
 	}
 	if err := pr.pushSizes(); err != nil {
@@ -114,18 +117,20 @@ func (pr *paramRun) barrier(what string) error {
 }
 
 // pushMasks is step 1.
-func (pr *paramRun) pushMasks(own []ownBlock, rows func(j int) (partition.BlockRows, error)) error {
+func (pr *paramRun) pushMasks(own []ownBlock, local []uint64, rows func(j int) (partition.BlockRows, error)) error {
 	m, k := pr.l.Params, pr.l.K
 	mw := partition.MaskWords(k)
-	local := make([]uint64, m*mw)
-	for _, ob := range own {
-		br, err := rows(ob.j)
-		if err != nil {
-			return pr.errorf("block %d: %w", ob.j, err)
-		}
-		for s, i := range ob.part {
-			for _, v := range br.Row(s) {
-				local[int(v)*mw+int(i)>>6] |= 1 << (i & 63)
+	if local == nil {
+		local = make([]uint64, m*mw)
+		for _, ob := range own {
+			br, err := rows(ob.j)
+			if err != nil {
+				return pr.errorf("block %d: %w", ob.j, err)
+			}
+			for s, i := range ob.part {
+				for _, v := range br.Row(s) {
+					local[int(v)*mw+int(i)>>6] |= 1 << (i & 63)
+				}
 			}
 		}
 	}

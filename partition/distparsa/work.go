@@ -226,6 +226,10 @@ func work(ctx context.Context, w *worker.Worker, src source, pl *partition.Parsa
 	res.BarrierSeconds += time.Since(tb).Seconds()
 
 	var own []ownBlock
+	// The masks C_v of this worker's samples, for Alg. 2: the union of
+	// its blocks' neighbour sets N(U_{i,block}).
+	mw := partition.MaskWords(k)
+	local := make([]uint64, l.Params*mw)
 	b := len(pl.Blocks)
 	rounds := (b + cfg.Workers - 1) / cfg.Workers
 	for r := range rounds {
@@ -240,6 +244,12 @@ func work(ctx context.Context, w *worker.Worker, src source, pl *partition.Parsa
 			}
 			part := bp.PartitionRows(rows, sets)
 			own = append(own, ownBlock{j: j, samples: slices.Clone(rows.Samples), part: slices.Clone(part)})
+			params, masks := bp.Own()
+			for x, v := range params {
+				for y := range mw {
+					local[int(v)*mw+y] |= masks[x*mw+y]
+				}
+			}
 			res.Blocks++
 			res.Samples += len(rows.Samples)
 		}
@@ -280,14 +290,16 @@ func work(ctx context.Context, w *worker.Worker, src source, pl *partition.Parsa
 			}
 		}
 	}
-	if err := movePlaced(ctx, w, l, own, moved, before, p); err != nil {
+	if mine, err := movePlaced(ctx, w, l, own, moved, before, p); err != nil {
 		return nil, err
+	} else if mine {
+		local = nil // a sample of this worker moved: its masks are recomputed
 	}
 	res.RepairSeconds = time.Since(tf).Seconds()
 
 	tp := time.Now()
 	if algo := pl.ParamAlgo(); algo == "" || algo == partition.ParamParsa {
-		ps, err := assignParams(ctx, w, l, own, src.rows, pl.ParamSeed)
+		ps, err := assignParams(ctx, w, l, own, local, src.rows, pl.ParamSeed)
 		if err != nil {
 			return nil, err
 		}
@@ -347,15 +359,16 @@ func pushData(w *worker.Worker, l Layout, own []ownBlock) error {
 // before[u] to p.Data[u]) known to the workers that own them: worker 0
 // pushes the changes to the result keys, the others an empty push, and
 // each worker pulls the keys of its samples again. Nothing happens when
-// nothing moved (the workers agree on that by an all-reduce).
-func movePlaced(ctx context.Context, w *worker.Worker, l Layout, own []ownBlock, moved []uint32, before []int32, p *placement.Placement) error {
+// nothing moved (the workers agree on that by an all-reduce). It reports
+// whether a sample of this worker moved.
+func movePlaced(ctx context.Context, w *worker.Worker, l Layout, own []ownBlock, moved []uint32, before []int32, p *placement.Placement) (bool, error) {
 	rank, k := w.Rank(), l.K
 	n, err := w.AllReduce(ctx, []float64{float64(len(moved))})
 	if err != nil {
-		return fmt.Errorf("distparsa: worker %d: all-reduce of the samples moved: %w", rank, err)
+		return false, fmt.Errorf("distparsa: worker %d: all-reduce of the samples moved: %w", rank, err)
 	}
 	if n[0] == 0 {
-		return nil
+		return false, nil
 	}
 	var keys []uint64
 	var vals []float32
@@ -368,10 +381,10 @@ func movePlaced(ctx context.Context, w *worker.Worker, l Layout, own []ownBlock,
 		vals[len(vals)-k+int(u)%k] = float32(p.Data[u] - before[u])
 	}
 	if err := w.Push(keys, vals).Wait(); err != nil {
-		return fmt.Errorf("distparsa: worker %d: push of the %d samples moved: %w", rank, len(moved), err)
+		return false, fmt.Errorf("distparsa: worker %d: push of the %d samples moved: %w", rank, len(moved), err)
 	}
 	if err := w.Barrier(ctx); err != nil {
-		return fmt.Errorf("distparsa: worker %d: barrier after the samples moved: %w", rank, err)
+		return false, fmt.Errorf("distparsa: worker %d: barrier after the samples moved: %w", rank, err)
 	}
 	keys = keys[:0]
 	for _, ob := range own {
@@ -383,20 +396,22 @@ func movePlaced(ctx context.Context, w *worker.Worker, l Layout, own []ownBlock,
 	keys = slices.Compact(keys)
 	vals = make([]float32, len(keys)*k)
 	if err := w.Pull(keys, vals).Wait(); err != nil {
-		return fmt.Errorf("distparsa: worker %d: pull of the partition of its samples: %w", rank, err)
+		return false, fmt.Errorf("distparsa: worker %d: pull of the partition of its samples: %w", rank, err)
 	}
+	mine := false
 	for _, ob := range own {
 		for s, u := range ob.samples {
 			key := uint64(l.data() + int(u)/k)
 			at, _ := slices.BinarySearch(keys, key)
 			x := vals[at*k+int(u)%k]
 			if x != float32(math.Trunc(float64(x))) || x < 1 || x > float32(k) {
-				return fmt.Errorf("distparsa: worker %d: sample %d: the servers hold %g for its partition + 1 after the repair", rank, u, x)
+				return false, fmt.Errorf("distparsa: worker %d: sample %d: the servers hold %g for its partition + 1 after the repair", rank, u, x)
 			}
+			mine = mine || ob.part[s] != int32(x)-1
 			ob.part[s] = int32(x) - 1
 		}
 	}
-	return nil
+	return mine, nil
 }
 
 // collect pulls the whole data placement and the counts |U_i| and checks
