@@ -97,6 +97,9 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	if m := strings.ToLower(mf.memory); m != "" && m != "auto" && m != "off" {
 		return usageError("--processes, --memory %s: each machine reads its own blocks of FILE from spills, without a cap (--spill-dir)", mf.memory)
 	}
+	if opt.Parsa.Refine > 0 || (opt.ParamAlgo != "" && opt.ParamAlgo != partition.ParamParsa) {
+		return usageError("--processes: --parsa-refine and --param-algo %s need the graph in memory, which no machine loads (--ps-workers W loads it)", opt.ParamAlgo)
+	}
 	lo, err := df.options()
 	if err != nil {
 		return err
