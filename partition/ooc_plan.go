@@ -246,10 +246,11 @@ func (fp *FilePlan) masks(data []int32) ([]uint64, error) {
 }
 
 // Repair is ParsaPlan.Repair from the spills: when p.Data misses the
-// bounds, it reads each sample's block and the neighbour sets of p.Data
-// (a pass over the rows), and moves samples as the in-memory repair does,
-// reading the rows of the candidates only (a pass per round of
-// candidates); the result is the same. It needs the whole plan.
+// bounds, it reads each sample's block and, in one pass over the rows,
+// the neighbour sets of p.Data and the rows of the latest samples, and
+// moves samples as the in-memory repair does (a further pass over the
+// rows when a round of candidates reaches beyond the rows read); the
+// result is the same. It needs the whole plan.
 func (fp *FilePlan) Repair(p *placement.Placement) (*ParsaStats, error) {
 	if err := fp.checkWhole(p, "repair"); err != nil {
 		return nil, err
@@ -263,15 +264,43 @@ func (fp *FilePlan) Repair(p *placement.Placement) (*ParsaStats, error) {
 	if balanced(p.Data, fp.Lo, fp.Hi) {
 		return &st, nil
 	}
-	masks, err := fp.masks(p.Data)
-	if err != nil {
-		return nil, err
-	}
 	blocks, err := fp.blockLists()
 	if err != nil {
 		return nil, err
 	}
+	// The candidates come from the latest blocks, a few per sample to
+	// move: the pass that reads the masks keeps the rows of the latest
+	// samples, 16 per sample off the bounds and per machine, so that a
+	// further pass is seldom needed.
+	counts := make([]int64, fp.opt.K)
+	for _, i := range p.Data {
+		counts[i]++
+	}
+	var off int64
+	for i, c := range counts {
+		off += max(0, c-fp.Hi[i]) + max(0, fp.Lo[i]-c)
+	}
+	early := make(map[int]bool)
+	for b := len(blocks) - 1; b >= 0 && int64(len(early)) < 16*(off+int64(fp.opt.K)); b-- {
+		for _, u := range blocks[b] {
+			early[int(u)] = true
+		}
+	}
 	rows := map[int][]uint32{}
+	w := fp.r.w
+	masks := make([]uint64, fp.m*w)
+	err = fp.r.eachRow(func(u int, row []uint32) {
+		i := p.Data[u]
+		for _, v := range row {
+			masks[int(v)*w+int(i)>>6] |= 1 << (i & 63)
+		}
+		if early[u] {
+			rows[u] = slices.Clone(row)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
 	prefetch := func(us []int) error {
 		want := map[int]bool{}
 		for _, u := range us {

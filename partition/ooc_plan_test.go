@@ -144,8 +144,16 @@ func TestFilePlanFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, po := range []ParsaOptions{{Init: InitGlobal, Blocks: 6}, {Init: InitNone, Blocks: 5, GrowBy: GrowParams, Epsilon: 0.02}} {
-		k := 6
+	for _, c := range []struct {
+		po  ParsaOptions
+		k   int
+		far bool
+	}{
+		{ParsaOptions{Init: InitGlobal, Blocks: 6}, 6, true},
+		{ParsaOptions{Init: InitNone, Blocks: 5, GrowBy: GrowParams, Epsilon: 0.02}, 6, true},
+		{ParsaOptions{Init: InitGlobal, Blocks: 8}, 12, false},
+	} {
+		po, k := c.po, c.k
 		opt := Options{K: k, Seed: 4, Parsa: po}
 		pl, err := PlanParsa(lg, opt)
 		if err != nil {
@@ -156,14 +164,30 @@ func TestFilePlanFinish(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer fp.Close()
-		// A placement far off the bounds: machine u mod 3 for the first
-		// half of each block, round-robin for the rest.
 		want := placement.New(k, lg.NumSamples(), lg.NumParams())
-		for _, blk := range pl.Blocks {
-			for x, u := range blk {
-				want.Data[u] = int32(u % 3)
-				if x >= len(blk)/2 {
-					want.Data[u] = int32(x % k)
+		if c.far {
+			// A placement far off the bounds: machine u mod 3 for the
+			// first half of each block, round-robin for the rest.
+			for _, blk := range pl.Blocks {
+				for x, u := range blk {
+					want.Data[u] = int32(u % 3)
+					if x >= len(blk)/2 {
+						want.Data[u] = int32(x % k)
+					}
+				}
+			}
+		} else {
+			// Near the bounds: the first block's samples of machines
+			// 1..3 on machine 0, so that the candidates reach beyond
+			// the latest samples the first pass keeps.
+			seq, _, err := RunParsa(lg, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(want.Data, seq.Data)
+			for _, u := range pl.Blocks[0][:40] {
+				if want.Data[u] <= 3 {
+					want.Data[u] = 0
 				}
 			}
 		}
