@@ -286,7 +286,7 @@ func TestIdleWorkers(t *testing.T) {
 func TestParamsAreSequential(t *testing.T) {
 	small := testGraph(t, 12, 1200, 500)
 	// More parameters than one push of masks carries (maskChunk).
-	wide := testGraph(t, 13, 1500, maskChunk+5000)
+	wide := testGraph(t, 13, 600, maskChunk+2000)
 	if wide.NumParams() <= maskChunk {
 		t.Fatalf("%d parameters: want more than %d", wide.NumParams(), maskChunk)
 	}
@@ -296,7 +296,7 @@ func TestParamsAreSequential(t *testing.T) {
 		g         *graph.Graph
 	}{
 		{2, 0, 5, small}, {3, 0, 8, small}, {4, 1, 6, small}, {3, partition.TauInfinite, 4, small},
-		{2, 0, 70, small}, {2, 0, 1, small}, {3, 0, 4, wide},
+		{2, 0, 70, small}, {2, 0, 1, small}, {2, 0, 3, wide},
 	} {
 		g := tc.g
 		name := fmt.Sprintf("W=%d τ=%d k=%d m=%d", tc.w, tc.tau, tc.k, g.NumParams())
