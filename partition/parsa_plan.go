@@ -12,11 +12,13 @@ import (
 // The pieces of a Parsa run that a distributed run (package
 // partition/distparsa, Alg. 4 of seed 001 on the parameter server) drives
 // itself: the plan that every process draws alike from the seed
-// (PlanParsa), Alg. 3 on one block against any NeighborSets
-// (BlockPartitioner), and the end of the run once every sample is placed
-// (ParsaPlan.Finish). Partitioning the plan's blocks in order, each
-// against the sets and counts left by all the blocks before it, and then
-// calling Finish gives exactly what RunParsa gives with τ = 0.
+// (PlanParsa from a graph, PlanParsaFile from a file: ooc_plan.go), Alg. 3
+// on one block against any NeighborSets (BlockPartitioner), and the end
+// of the run once every sample is placed (ParsaPlan.Finish, or Repair and
+// then the parameter assignment, which a distributed run does itself
+// with ParamOrder). Partitioning the plan's blocks in order, each against
+// the sets and counts left by all the blocks before it, and then calling
+// Finish gives exactly what RunParsa gives with τ = 0.
 
 // ParsaPlan is what every process of a distributed Parsa run computes
 // alike from the graph, the options and the seed: the blocks, the sample
@@ -27,9 +29,12 @@ type ParsaPlan struct {
 	// Options are the Parsa options in force (defaults filled in).
 	Options ParsaOptions
 	// Blocks are the b blocks, each sorted into input order; every sample
-	// is in exactly one.
+	// is in exactly one. In a plan of a file they are nil: the blocks a
+	// process keeps are in files (FilePlan.Rows).
 	Blocks [][]uint32
-	// Global is the sample of the global initialisation, nil without one.
+	// Global is the sample of the global initialisation, nil without one
+	// (and in a plan of a file: FilePlan.GlobalRows); Stats.InitSample is
+	// its size.
 	Global []uint32
 	// Lo and Hi bound |U_i| at the end of the run.
 	Lo, Hi []int64
