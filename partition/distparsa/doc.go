@@ -20,9 +20,9 @@
 //     SNAP nodes), one block at a time (its subgraph and bucket queues),
 //     4 bytes per sample while it cuts the blocks, 8 bytes per sample of
 //     its own blocks (the sample and its machine), 4 bytes per parameter
-//     for a block's local ids and, during Alg. 2, 8·⌈k/64⌉ bytes per
-//     parameter for the masks of its samples' parameters and 12 for the
-//     order. Worker 0 also keeps the rows spill and each sample's block
+//     for a block's local ids, 8·⌈k/64⌉ bytes per parameter for the
+//     masks of its samples' parameters (from its first block on) and,
+//     during Alg. 2, 12 per parameter for the order. Worker 0 also keeps the rows spill and each sample's block
 //     on disk, and 4 bytes per sample and per parameter for the whole
 //     placement: it repairs the balance, evaluates the placement and
 //     writes it from them.
@@ -62,9 +62,12 @@
 // O(k·(n_b + e_b)), and one pull and one push of at most m_b·k float32s
 // (4k bytes per parameter, against k/8 for an in-memory bit mask: the
 // price of a union that additions can express). Alg. 2 costs each worker
-// O(e_w) over its own e_w edges for the masks, one push and two pulls of
-// at most m·k float32s, O(m) for the order, and W all-reduces of k + 1
-// numbers per pass over the order (the greedy pass and each sweep); the
+// O(m_b·⌈k/64⌉) per block for the masks of its samples' parameters (the
+// union of its blocks' neighbour sets, gathered as it partitions them; a
+// worker one of whose samples the repair moved reads its blocks' rows
+// again, O(e_w) over its e_w edges), pushes and pulls of at most m·k
+// float32s, O(m) for the order, and W all-reduces of k + 1 numbers per
+// pass over the order (the greedy pass and each sweep); the
 // passes over the slices run one worker at a time, as the order requires.
 //
 // InProcess runs a job on a cluster in this process over a graph in
