@@ -36,7 +36,8 @@ type Processes struct {
 }
 
 // Run runs job, whose worker 0 writes the placement to job.Out, and
-// returns each worker's result.
+// returns each worker's result. The machines' spill files go to a
+// directory of their own in job.SpillDir, removed at the end.
 func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
@@ -51,6 +52,15 @@ func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	// The machines' spills go to a directory of the job's, which this
+	// process removes however the machines end (a machine killed while
+	// it reads the file cannot remove its own).
+	spill, err := os.MkdirTemp(job.SpillDir, "colo-parsa-spill-")
+	if err != nil {
+		return nil, fmt.Errorf("distparsa: spill directory: %w", err)
+	}
+	defer os.RemoveAll(spill)
+	job.SpillDir = spill
 	jobFile := filepath.Join(dir, "job.json")
 	if err := WriteJob(jobFile, job); err != nil {
 		return nil, err
