@@ -196,6 +196,11 @@ type oocRun struct {
 	// rowsBytes is the memory of the rows pass: a SNAP range sorted at
 	// once.
 	rowsBytes int64
+	// keep, when set, says which blocks scatter writes to files (the
+	// others are only counted), and skipGlobal skips the global sample's
+	// file: a distributed worker's share (PlanParsaFile).
+	keep       func(j int) bool
+	skipGlobal bool
 }
 
 // spillBuf is the buffer of a spill read or written in sequence; blockBuf
@@ -624,8 +629,10 @@ func (r *oocRun) scatter(b int, rng interface {
 		}
 		sigma = nil
 		global = &oocBlock{path: r.file("global")}
-		if global.writer, err = createSpill(global.path, spillBuf); err != nil {
-			return nil, nil, err
+		if !r.skipGlobal {
+			if global.writer, err = createSpill(global.path, spillBuf); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	// Block j holds positions [j·n/b, (j+1)·n/b).
@@ -650,7 +657,10 @@ func (r *oocRun) scatter(b int, rng interface {
 			}
 		}
 	}()
-	for _, blk := range blocks {
+	for j, blk := range blocks {
+		if r.keep != nil && !r.keep(j) {
+			continue
+		}
 		if blk.writer, err = createSpill(blk.path, blockBuf); err != nil {
 			return nil, nil, err
 		}
@@ -661,9 +671,11 @@ func (r *oocRun) scatter(b int, rng interface {
 	}
 	defer bo.close()
 	put := func(blk *oocBlock, u int, row []uint32) {
-		blk.writer.uvarint(uint64(uint32(u) - blk.lastUsed))
-		blk.lastUsed = uint32(u)
-		blk.writer.row(row)
+		if blk.writer != nil {
+			blk.writer.uvarint(uint64(uint32(u) - blk.lastUsed))
+			blk.lastUsed = uint32(u)
+			blk.writer.row(row)
+		}
 		blk.samples++
 		blk.edges += int64(len(row))
 	}
@@ -683,7 +695,7 @@ func (r *oocRun) scatter(b int, rng interface {
 		return nil, nil, err
 	}
 	for _, blk := range append(blocks, global) {
-		if blk == nil {
+		if blk == nil || blk.writer == nil {
 			continue
 		}
 		if err := blk.writer.close(); err != nil {

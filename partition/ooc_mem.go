@@ -239,3 +239,7 @@ func heapBytes() int64 {
 	}
 	return int64(s[0].Value.Uint64())
 }
+
+// PeakRSS returns the peak resident memory of this process (VmHWM), 0
+// where the system does not tell.
+func PeakRSS() int64 { return peakRSS() }

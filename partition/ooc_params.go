@@ -7,6 +7,37 @@ import (
 	"colo/placement"
 )
 
+// ParamOrder returns the order in which Alg. 2 visits m parameters
+// (AssignParams): decreasing c_v = size(v), ties in the order of a shuffle
+// of 0..m−1 drawn from seed. A distributed assignment computes it alike on
+// every worker from the sizes alone.
+func ParamOrder(m int, size func(v int) int, seed uint64) []uint32 {
+	maxC := 0
+	for v := 0; v < m; v++ {
+		maxC = max(maxC, size(v))
+	}
+	rng := placement.NewRand(seed)
+	perm := make([]uint32, m)
+	for v := range perm {
+		perm[v] = uint32(v)
+	}
+	rng.Shuffle(m, func(a, b int) { perm[a], perm[b] = perm[b], perm[a] })
+	start := make([]int, maxC+2)
+	for v := 0; v < m; v++ {
+		start[maxC-size(v)+1]++
+	}
+	for c := 1; c < len(start); c++ {
+		start[c] += start[c-1]
+	}
+	order := make([]uint32, m)
+	for _, v := range perm {
+		c := maxC - size(int(v))
+		order[start[c]] = v
+		start[c]++
+	}
+	return order
+}
+
 // The parameter step and the cost model of the out-of-core run, from the
 // machine masks C_v = {i : some sample of U_i uses v} (MaskWords(k) words
 // per parameter) instead of the graph: O(m·k/64) words, whatever |E|.
@@ -26,42 +57,17 @@ func assignParamsMasks(masks []uint64, m, k int, seed uint64) ([]int32, ParamSta
 		return c
 	}
 	cost := make([]int64, k)
-	maxC := 0
 	for v := 0; v < m; v++ {
-		row := masks[v*w : v*w+w]
-		c := 0
-		for x, word := range row {
-			c += bits.OnesCount64(word)
+		for x, word := range masks[v*w : v*w+w] {
 			for word != 0 {
 				cost[x*64+bits.TrailingZeros64(word)]++
 				word &= word - 1
 			}
 		}
-		maxC = max(maxC, c)
 	}
 
-	rng := placement.NewRand(seed)
-	order := make([]uint32, m)
-	for v := range order {
-		order[v] = uint32(v)
-	}
-	rng.Shuffle(m, func(a, b int) { order[a], order[b] = order[b], order[a] })
-	start := make([]int, maxC+2)
-	for v := 0; v < m; v++ {
-		start[maxC-csize(uint32(v))+1]++
-	}
-	for c := 1; c < len(start); c++ {
-		start[c] += start[c-1]
-	}
-	param := make([]int32, m) // scratch for the counting sort first
-	for _, v := range order {
-		c := maxC - csize(v)
-		param[start[c]] = int32(v)
-		start[c]++
-	}
-	for i, v := range param {
-		order[i] = uint32(v)
-	}
+	order := ParamOrder(m, func(v int) int { return csize(uint32(v)) }, seed)
+	param := make([]int32, m)
 
 	// cheapest returns the machine of v's mask other than skip with the
 	// least cost, the lower on ties, or -1.

@@ -58,6 +58,7 @@ func growParsa(blk *block, _ int) {
 // the fields under mu are shared between them.
 type runner struct {
 	g      *graph.Graph
+	m      int // parameters, for blocks built without the graph (BlockPartitioner)
 	p      *placement.Placement
 	k      int
 	sets   NeighborSets

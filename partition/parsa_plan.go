@@ -12,11 +12,13 @@ import (
 // The pieces of a Parsa run that a distributed run (package
 // partition/distparsa, Alg. 4 of seed 001 on the parameter server) drives
 // itself: the plan that every process draws alike from the seed
-// (PlanParsa), Alg. 3 on one block against any NeighborSets
-// (BlockPartitioner), and the end of the run once every sample is placed
-// (ParsaPlan.Finish). Partitioning the plan's blocks in order, each
-// against the sets and counts left by all the blocks before it, and then
-// calling Finish gives exactly what RunParsa gives with τ = 0.
+// (PlanParsa from a graph, PlanParsaFile from a file: ooc_plan.go), Alg. 3
+// on one block against any NeighborSets (BlockPartitioner), and the end
+// of the run once every sample is placed (ParsaPlan.Finish, or Repair and
+// then the parameter assignment, which a distributed run does itself
+// with ParamOrder). Partitioning the plan's blocks in order, each against
+// the sets and counts left by all the blocks before it, and then calling
+// Finish gives exactly what RunParsa gives with τ = 0.
 
 // ParsaPlan is what every process of a distributed Parsa run computes
 // alike from the graph, the options and the seed: the blocks, the sample
@@ -27,9 +29,12 @@ type ParsaPlan struct {
 	// Options are the Parsa options in force (defaults filled in).
 	Options ParsaOptions
 	// Blocks are the b blocks, each sorted into input order; every sample
-	// is in exactly one.
+	// is in exactly one. In a plan of a file they are nil: the blocks a
+	// process keeps are in files (FilePlan.Rows).
 	Blocks [][]uint32
-	// Global is the sample of the global initialisation, nil without one.
+	// Global is the sample of the global initialisation, nil without one
+	// (and in a plan of a file: FilePlan.GlobalRows); Stats.InitSample is
+	// its size.
 	Global []uint32
 	// Lo and Hi bound |U_i| at the end of the run.
 	Lo, Hi []int64
@@ -38,7 +43,8 @@ type ParsaPlan struct {
 	// Stats are the run's statistics so far (blocks, initialisation).
 	Stats ParsaStats
 
-	g    *graph.Graph
+	g    *graph.Graph // nil for a plan of a file (PlanParsaFile)
+	n, m int          // samples and parameters
 	opt  Options
 	todo []uint32 // the samples in block order, for refinement
 }
@@ -82,7 +88,7 @@ func PlanParsa(g *graph.Graph, opt Options) (*ParsaPlan, error) {
 	lo, hi := sizeBounds(make([]int64, k), n, po)
 	parsaGrowth().bound(lo, hi, n, rng)
 	return &ParsaPlan{Options: po, Blocks: blocks, Global: global, Lo: lo, Hi: hi,
-		ParamSeed: rng.Uint64(), Stats: st, g: g, opt: opt, todo: todo}, nil
+		ParamSeed: rng.Uint64(), Stats: st, g: g, n: n, m: g.NumParams(), opt: opt, todo: todo}, nil
 }
 
 // BlockPartitioner runs Alg. 3 of seed 001 on one block at a time against
@@ -96,9 +102,9 @@ type BlockPartitioner struct {
 // NewBlockPartitioner returns a partitioner of the plan's blocks.
 func (pl *ParsaPlan) NewBlockPartitioner() *BlockPartitioner {
 	k := pl.opt.K
-	r := &runner{g: pl.g, k: k, counts: make([]int64, k), po: pl.Options,
+	r := &runner{g: pl.g, m: pl.m, k: k, counts: make([]int64, k), po: pl.Options,
 		limit: slices.Min(pl.Hi), grow: growParsa}
-	blk := newBlock(k, pl.g.NumParams())
+	blk := newBlock(k, pl.m)
 	return &BlockPartitioner{r: r, blk: blk}
 }
 
@@ -110,8 +116,7 @@ func (bp *BlockPartitioner) Global(pl *ParsaPlan, sets NeighborSets) {
 	if pl.Global == nil {
 		return
 	}
-	bp.r.sets = sets
-	bp.r.global(pl.Global)
+	bp.GlobalRows(GraphRows(pl.g, pl.Global), sets)
 }
 
 // SharedSets are neighbour sets that also hold the sample counts |U_i|
@@ -125,6 +130,31 @@ type SharedSets interface {
 	PushBlock(params []uint32, masks []uint64, added []int64)
 }
 
+// BlockRows are the rows of one block's samples, sorted by sample, in CSR
+// form: with Local, sample Samples[s]'s parameters are Adj[Off[s]:Off[s+1]]
+// (a block read from a file); without, Off and Adj are the whole graph's
+// (graph.SampleOffsets, SampleAdjacency) and indexed by sample.
+type BlockRows struct {
+	Samples []uint32
+	Off     []int64
+	Adj     []uint32
+	Local   bool
+}
+
+// GraphRows returns the rows of the samples of g, read in place.
+func GraphRows(g *graph.Graph, samples []uint32) BlockRows {
+	return BlockRows{Samples: samples, Off: g.SampleOffsets(), Adj: g.SampleAdjacency()}
+}
+
+// Row returns the parameters of local sample s.
+func (b BlockRows) Row(s int) []uint32 {
+	u := s
+	if !b.Local {
+		u = int(b.Samples[s])
+	}
+	return b.Adj[b.Off[u]:b.Off[u+1]]
+}
+
 // Partition assigns every sample of one block by Alg. 3: it pulls the
 // block's neighbour sets and the counts |U_i| from sets, grows the
 // partitions, pushes the block's neighbour sets N(U_{i,block}) and the
@@ -132,18 +162,52 @@ type SharedSets interface {
 // sample's partition to data, indexed by sample. It returns the samples
 // it gave each partition, valid until the next call.
 func (bp *BlockPartitioner) Partition(samples []uint32, sets SharedSets, data []int32) []int64 {
+	out := bp.PartitionRows(GraphRows(bp.r.g, samples), sets)
+	for s, u := range samples {
+		data[u] = out[s]
+	}
+	return bp.blk.added
+}
+
+// PartitionRows is Partition on a block given by its rows. It returns the
+// partition of each of rows.Samples, in their order, valid until the next
+// call; the samples given each partition are in Added.
+func (bp *BlockPartitioner) PartitionRows(rows BlockRows, sets SharedSets) []int32 {
 	r, blk := bp.r, bp.blk
 	r.sets = sets
-	blk.build(r.g, samples)
+	blk.buildRows(rows.Samples, rows.Off, rows.Adj, rows.Local)
 	blk.pull(sets)
 	sets.Counts(r.counts)
-	r.setView(blk, false, len(samples))
+	r.setView(blk, false, len(rows.Samples))
 	r.grow(blk, 0)
 	sets.PushBlock(blk.params, blk.own[:len(blk.params)*blk.w], blk.added)
-	for s, u := range blk.samples {
-		data[u] = blk.out[s]
-	}
-	return blk.added
+	return blk.out[:len(rows.Samples)]
+}
+
+// Added returns the samples the last block gave each partition, valid
+// until the next call.
+func (bp *BlockPartitioner) Added() []int64 { return bp.blk.added }
+
+// Own returns the neighbour sets N(U_{i,block}) of the last block: its
+// parameters and, MaskWords(k) words each, the partitions whose samples
+// of the block use them. They are valid until the next call.
+func (bp *BlockPartitioner) Own() (params []uint32, masks []uint64) {
+	blk := bp.blk
+	return blk.params, blk.own[:len(blk.params)*blk.w]
+}
+
+// GlobalRows is Global given the rows of the plan's global sample.
+func (bp *BlockPartitioner) GlobalRows(rows BlockRows, sets NeighborSets) {
+	r := bp.r
+	r.sets = sets
+	blk := newBlock(r.k, r.m)
+	blk.buildRows(rows.Samples, rows.Off, rows.Adj, rows.Local)
+	clear(blk.mask)
+	r.setView(blk, true, len(rows.Samples))
+	blk.prepare()
+	blk.run()
+	sets.Reset()
+	sets.Push(blk.params, blk.own)
 }
 
 // Finish ends a run whose samples p.Data places, every one of them: it
@@ -152,7 +216,35 @@ func (bp *BlockPartitioner) Partition(samples []uint32, sets SharedSets, data []
 // if the options ask, and assigns the parameters, overwriting p.Param. It
 // returns the run's statistics.
 func (pl *ParsaPlan) Finish(p *placement.Placement) (*ParsaStats, error) {
+	st, err := pl.Repair(p)
+	if err != nil {
+		return nil, err
+	}
+	if st.Params, err = assignParamsWith(pl.g, p, pl.opt.ParamAlgo, pl.ParamSeed, pl.Options.Threads); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Samples and Params return the numbers of samples and parameters.
+func (pl *ParsaPlan) Samples() int { return pl.n }
+func (pl *ParsaPlan) Params() int  { return pl.m }
+
+// K returns the number of partitions.
+func (pl *ParsaPlan) K() int { return pl.opt.K }
+
+// ParamAlgo returns the parameter assignment the options ask for.
+func (pl *ParsaPlan) ParamAlgo() ParamAlgo { return pl.opt.ParamAlgo }
+
+// Repair is Finish without the parameter assignment: it restores the
+// bounds and refines if the options ask, and leaves p.Param alone. A
+// distributed run assigns the parameters itself after it. It needs the
+// graph: a plan of a file (PlanParsaFile) repairs with FilePlan.Repair.
+func (pl *ParsaPlan) Repair(p *placement.Placement) (*ParsaStats, error) {
 	g, k := pl.g, pl.opt.K
+	if g == nil {
+		return nil, errors.New("parsa: repair: the plan of a file has no graph (FilePlan.Repair)")
+	}
 	if p.K != k || len(p.Data) != g.NumSamples() || len(p.Param) != g.NumParams() {
 		return nil, fmt.Errorf("parsa: finish: placement of %d samples and %d parameters on %d machines, want %d, %d and %d",
 			len(p.Data), len(p.Param), p.K, g.NumSamples(), g.NumParams(), k)
@@ -180,10 +272,6 @@ func (pl *ParsaPlan) Finish(p *placement.Placement) (*ParsaStats, error) {
 			}
 		}
 		st.Refine.After = rf.sum
-	}
-	var err error
-	if st.Params, err = assignParamsWith(g, p, pl.opt.ParamAlgo, pl.ParamSeed, po.Threads); err != nil {
-		return nil, err
 	}
 	return &st, nil
 }

@@ -62,26 +62,47 @@ func sizeBounds(kept []int64, n int, po ParsaOptions) (lo, hi []int64) {
 // partition that may receive, cheapest first. Kept samples never move. It
 // returns the number of samples moved.
 func (r *runner) rebalance(lo, hi []int64) int {
-	k, data := r.k, r.p.Data
-	count := make([]int64, k)
-	for _, i := range data {
-		count[i]++
-	}
-	ok := true
-	for i, c := range count {
-		ok = ok && lo[i] <= c && c <= hi[i]
-	}
-	if ok {
+	if balanced(r.p.Data, lo, hi) {
 		return 0
 	}
-	w, m := MaskWords(k), r.g.NumParams()
+	w, m := MaskWords(r.k), r.g.NumParams()
 	all := make([]uint32, m)
 	for v := range all {
 		all[v] = uint32(v)
 	}
 	masks := make([]uint64, m*w)
 	r.sets.Pull(all, masks)
+	moved, _ := rebalanceWith(r.p.Data, r.k, lo, hi, masks, r.blocks, func(u int) []uint32 { return r.g.Params(u) }, nil)
+	return moved
+}
+
+// balanced reports whether lo_i ≤ |U_i| ≤ hi_i for the placement data.
+func balanced(data []int32, lo, hi []int64) bool {
+	count := make([]int64, len(lo))
+	for _, i := range data {
+		count[i]++
+	}
+	for i, c := range count {
+		if c < lo[i] || c > hi[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// rebalanceWith is rebalance given the neighbour sets N(U_i) of data as
+// masks (MaskWords(k) words per parameter, updated as samples move), the
+// blocks in the order they were placed and each sample's parameters.
+// prefetch, when set, is called with the samples whose parameters the
+// next moves will ask for (the candidates), before they are asked.
+func rebalanceWith(data []int32, k int, lo, hi []int64, masks []uint64, blocks [][]uint32, params func(u int) []uint32, prefetch func(us []int) error) (int, error) {
+	count := make([]int64, k)
+	for _, i := range data {
+		count[i]++
+	}
+	w := MaskWords(k)
 	moved := 0
+	var fail error
 	// best returns the partition j with to(j) that u extends least, and
 	// the number of parameters it adds.
 	best := func(u int, to func(int) bool) (int, int) {
@@ -91,7 +112,7 @@ func (r *runner) rebalance(lo, hi []int64) int {
 				continue
 			}
 			c := 0
-			for _, v := range r.g.Params(u) {
+			for _, v := range params(u) {
 				if masks[int(v)*w+j>>6]&(1<<(j&63)) == 0 {
 					c++
 				}
@@ -122,17 +143,27 @@ func (r *runner) rebalance(lo, hi []int64) int {
 			if done || !receiver {
 				return
 			}
-			var moves []move
-			for b := len(r.blocks) - 1; b >= 0; b-- {
-				blk := r.blocks[b]
+			var cands []int
+			for b := len(blocks) - 1; b >= 0; b-- {
+				blk := blocks[b]
 				for x := len(blk) - 1; x >= 0; x-- {
 					u := int(blk[x])
 					if i := data[u]; want[i] > 0 {
 						want[i]--
-						if j, c := best(u, to); j >= 0 {
-							moves = append(moves, move{u, j, c})
-						}
+						cands = append(cands, u)
 					}
+				}
+			}
+			if prefetch != nil {
+				if err := prefetch(cands); err != nil {
+					fail = err
+					return
+				}
+			}
+			var moves []move
+			for _, u := range cands {
+				if j, c := best(u, to); j >= 0 {
+					moves = append(moves, move{u, j, c})
 				}
 			}
 			for len(moves) > 0 {
@@ -152,7 +183,7 @@ func (r *runner) rebalance(lo, hi []int64) int {
 					data[mv.u] = int32(mv.to)
 					count[src]--
 					count[mv.to]++
-					for _, v := range r.g.Params(mv.u) {
+					for _, v := range params(mv.u) {
 						masks[int(v)*w+mv.to>>6] |= 1 << (mv.to & 63)
 					}
 					moved++
@@ -162,6 +193,9 @@ func (r *runner) rebalance(lo, hi []int64) int {
 		}
 	}
 	phase(func(i int) int64 { return count[i] - hi[i] }, func(j int) bool { return count[j] < hi[j] })
+	if fail != nil {
+		return moved, fail
+	}
 	deficit := func() int64 {
 		var d int64
 		for j := range count {
@@ -175,5 +209,5 @@ func (r *runner) rebalance(lo, hi []int64) int {
 		}
 		return 0
 	}, func(j int) bool { return count[j] < lo[j] })
-	return moved
+	return moved, fail
 }

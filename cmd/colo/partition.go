@@ -64,10 +64,13 @@ func runPartition(e *env, args []string) error {
 	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
 		return err
 	}
+	if ps.processes > 0 {
+		return ps.runProcesses(e, f, pos[0], *out, *algo, opt, &df, &mf, j)
+	}
 	if memCap, ok, err := mf.cap(pos[0], *algo); err != nil {
 		return err
 	} else if ok && ps.on() {
-		return usageError("--processes, --ps-workers: every process loads FILE whole, not out of core (--memory %s; off loads it)", mf.memory)
+		return usageError("--ps-workers: the workers share this process's graph, loaded whole, not out of core (--memory %s; off loads it)", mf.memory)
 	} else if ok {
 		return runPartitionFile(e, pos[0], *out, *algo, opt, &df, &mf, memCap, j)
 	}
@@ -80,9 +83,6 @@ func runPartition(e *env, args []string) error {
 	load.finish(describe(g))
 	if err := opt.Validate(g.NumSamples()); err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
-	}
-	if ps.write != "" {
-		return ps.writeJob(e, f, pos[0], g, opt, &df, *out)
 	}
 	ph := startPhase(e, "partition "+*algo, 0)
 	opt.Progress = ph.set
@@ -98,7 +98,7 @@ func runPartition(e *env, args []string) error {
 	start := time.Now()
 	var p *placement.Placement
 	if ps.on() {
-		p, err = ps.run(f, pos[0], g, opt, &df, details)
+		p, err = ps.run(f, g, opt, details)
 	} else {
 		p, err = run(g, opt)
 	}

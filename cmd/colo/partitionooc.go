@@ -21,7 +21,7 @@ type memoryFlags struct {
 func (m *memoryFlags) register(f *cmdFlags) {
 	f.StringVar(&m.memory, "memory", "auto", "parsa: partition out of core within `SIZE` (64MiB, 2GB, ...), streaming the blocks\n"+
 		"from disk; auto: out of core only when the file would not fit in the available memory;\noff: always in memory")
-	f.StringVar(&m.spill, "spill-dir", "", "out of core: `DIR` for the temporary spill files (default: the system's temporary directory)")
+	f.StringVar(&m.spill, "spill-dir", "", "out of core and --processes: `DIR` for the temporary spill files (default: the system's temporary directory)")
 }
 
 // cap decides whether to partition out of core and within what: a size,

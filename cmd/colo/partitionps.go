@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"colo/graph"
 	"colo/partition"
@@ -23,7 +26,7 @@ type psFlags struct {
 }
 
 func (p *psFlags) register(f *cmdFlags) {
-	f.IntVar(&p.processes, "processes", 0, "parsa: partition on a parameter server of W colo node processes on loopback, each a server and a worker\nthat reads FILE itself (seed 001 Alg. 4); --tau is its delay in blocks (0 or auto: BSP, inf: asynchronous)")
+	f.IntVar(&p.processes, "processes", 0, "parsa: partition on a parameter server of W colo node processes on loopback, each a server and a worker\nthat reads its own blocks of FILE (seed 001 Alg. 4; no process loads FILE whole, each parses it once into\n--spill-dir); --tau is its delay in blocks (0 or auto: BSP, inf: asynchronous)")
 	f.IntVar(&p.inProcess, "ps-workers", 0, "parsa: as --processes, on a parameter server of W machines in this process")
 	f.StringVar(&p.write, "write-job", "", "parsa: with --processes W, write the job to FILE for colo node --job parsa on W machines\n(machine 0 writes the placement to -o DIR) and exit")
 }
@@ -61,9 +64,9 @@ func (p *psFlags) setup(f *cmdFlags, opt partition.Options) (partition.Options, 
 	return opt, cfg
 }
 
-// job returns the job that machines run for g, read from path, writing
-// the placement to out.
-func (p *psFlags) job(f *cmdFlags, path string, g *graph.Graph, opt partition.Options, df *dataFlags, out string) (distparsa.Job, error) {
+// job returns the job that machines run for the file at path, of n
+// samples and m parameters, writing the placement to out.
+func (p *psFlags) job(f *cmdFlags, path string, n, m int, opt partition.Options, df *dataFlags, mf *memoryFlags, out string) (distparsa.Job, error) {
 	opt, cfg := p.setup(f, opt)
 	lo, err := df.options()
 	if err != nil {
@@ -73,26 +76,93 @@ func (p *psFlags) job(f *cmdFlags, path string, g *graph.Graph, opt partition.Op
 	if err != nil {
 		return distparsa.Job{}, err
 	}
-	if out, err = filepath.Abs(out); err != nil {
-		return distparsa.Job{}, err
+	if out != "" {
+		if out, err = filepath.Abs(out); err != nil {
+			return distparsa.Job{}, err
+		}
 	}
 	po := opt.Parsa
 	return distparsa.Job{Data: abs, Format: string(lo.Format), IndexBase: lo.IndexBase, DropSelfLoops: lo.DropSelfLoops,
 		HashBits: lo.HashBits, K: opt.K, Seed: opt.Seed, ParamAlgo: opt.ParamAlgo, Blocks: po.Blocks, Init: string(po.Init),
 		GlobalFraction: po.GlobalFraction, GrowBy: string(po.GrowBy), Epsilon: po.Epsilon, Refine: po.Refine,
-		Config: cfg, Out: out, Keys: cfg.Layout(g, opt.K).NumKeys()}, nil
+		Config: cfg, Out: out, SpillDir: mf.spill, Keys: cfg.LayoutOf(n, m, opt.K).NumKeys()}, nil
+}
+
+// runProcesses is colo partition --processes W: the file's samples and
+// parameters counted (partition.CountFile: one parse, no spill), then
+// the job run by W colo node processes that each read their own blocks
+// of the file (distparsa.Processes), or with --write-job written for
+// machines started by hand. This process never loads the graph.
+func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt partition.Options, df *dataFlags, mf *memoryFlags, j *jsonFlag) error {
+	if m := strings.ToLower(mf.memory); m != "" && m != "auto" && m != "off" {
+		return usageError("--processes, --memory %s: each machine reads its own blocks of FILE from spills, without a cap (--spill-dir)", mf.memory)
+	}
+	if opt.Parsa.Refine > 0 || (opt.ParamAlgo != "" && opt.ParamAlgo != partition.ParamParsa) {
+		return usageError("--processes: --parsa-refine and --param-algo %s need the graph in memory, which no machine loads (--ps-workers W loads it)", opt.ParamAlgo)
+	}
+	lo, err := df.options()
+	if err != nil {
+		return err
+	}
+	count := startPhase(e, "count "+path, 1)
+	t0 := time.Now()
+	n, m, err := partition.CountFile(path, lo)
+	if err != nil {
+		count.abort()
+		return err
+	}
+	countTime := time.Since(t0)
+	count.finish(fmt.Sprintf("%s samples, %s parameters", commas(int64(n)), commas(int64(m))))
+	if err := opt.Validate(n); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	job, err := p.job(f, path, n, m, opt, df, mf, out)
+	if err != nil {
+		return err
+	}
+	if p.write != "" {
+		return p.writeJob(e, job)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ph := startPhase(e, fmt.Sprintf("partition %s on %d processes", algo, p.processes), 0)
+	start := time.Now()
+	var sum *placement.Summary
+	s, rep, err := distparsa.Processes{}.WriteDir(ctx, job, out, func(s *placement.Summary, rep *distparsa.Report) (any, error) {
+		s.Algorithm, s.Seed, s.Seconds, s.Dataset = algo, opt.Seed, time.Since(start).Seconds(), path
+		s.Details = map[string]any{"count_seconds": countTime.Seconds(), "parsa": rep.Parsa, "distributed": rep}
+		sum = s
+		stamped, err := e.stamp(s)
+		return json.RawMessage(stamped), err
+	})
+	if err != nil {
+		ph.abort()
+		return err
+	}
+	ph.finish("")
+	if j.path != "" {
+		if err := writeJSON(e, j.path, sum); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(e.out, "%s: %s samples, %s parameters, %s edges; counted in %.2f s, each machine read its own blocks\n", path,
+		commas(int64(s.NumSamp)), commas(int64(s.NumParams)), commas(s.NumEdges), countTime.Seconds())
+	fmt.Fprintf(e.out, "%s on %d machines (seed %d) by %d processes in %.3f s, written to %s\n", algo, opt.K, opt.Seed,
+		rep.Workers, s.Seconds, out)
+	for _, r := range rep.PerWorker {
+		if r.File != nil {
+			fmt.Fprintf(e.out, "  machine %d: %d blocks, %s samples; read %.2f s, spilled %s, peak resident %s\n", r.Rank, r.Blocks,
+				commas(int64(r.Samples)), r.File.Seconds["read"]+r.File.Seconds["rows"]+r.File.Seconds["blocks"],
+				partition.FormatBytes(r.File.SpillBytes), partition.FormatBytes(r.PeakRSS))
+		}
+	}
+	fmt.Fprintln(e.out)
+	return printCostTable(e.out, s)
 }
 
 // writeJob writes the job of --processes W to --write-job FILE, for
 // colo node --job parsa on W machines, and says how to run it.
-func (p *psFlags) writeJob(e *env, f *cmdFlags, path string, g *graph.Graph, opt partition.Options, df *dataFlags, out string) error {
-	if p.processes == 0 {
-		return usageError("--write-job needs --processes W: the number of machines that run the job")
-	}
-	job, err := p.job(f, path, g, opt, df, out)
-	if err != nil {
-		return err
-	}
+func (p *psFlags) writeJob(e *env, job distparsa.Job) error {
 	if err := job.Validate(); err != nil {
 		return err
 	}
@@ -105,31 +175,16 @@ func (p *psFlags) writeJob(e *env, f *cmdFlags, path string, g *graph.Graph, opt
 	return nil
 }
 
-// run partitions g, read from path, with Parsa on the parameter server and
-// records the run's report in details.
-func (p *psFlags) run(f *cmdFlags, path string, g *graph.Graph, opt partition.Options, df *dataFlags, details map[string]any) (*placement.Placement, error) {
+// run partitions g with Parsa on a parameter server in this process
+// (--ps-workers W) and records the run's report in details.
+func (p *psFlags) run(f *cmdFlags, g *graph.Graph, opt partition.Options, details map[string]any) (*placement.Placement, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if p.inProcess > 0 {
-		opt, cfg := p.setup(f, opt)
-		pl, rep, err := distparsa.InProcess(ctx, g, opt, cfg, nil)
-		if err != nil {
-			return nil, err
-		}
-		details["parsa"], details["distributed"] = rep.Parsa, rep
-		return pl, nil
-	}
-	job, err := p.job(f, path, g, opt, df, "")
+	opt, cfg := p.setup(f, opt)
+	pl, rep, err := distparsa.InProcess(ctx, g, opt, cfg, nil)
 	if err != nil {
 		return nil, err
 	}
-	pl, rep, parsa, err := distparsa.Processes{}.Partition(ctx, job, g)
-	if err != nil {
-		return nil, err
-	}
-	details["distributed"] = rep
-	if parsa != nil { // machine 0's statistics, as a run in this process reports them
-		details["parsa"] = parsa
-	}
+	details["parsa"], details["distributed"] = rep.Parsa, rep
 	return pl, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -59,8 +60,35 @@ func TestPartitionProcesses(t *testing.T) {
 	}
 	same("seq", "p1")
 	same("p2", "i2")
-	if _, err := os.Stat(filepath.Join(dir, "p2", placement.SummaryFile)); err != nil {
-		t.Error(err)
+	// The summary is the command's, with machine 0's statistics and the
+	// report of every machine's reading of the file.
+	b, err := os.ReadFile(filepath.Join(dir, "p2", placement.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Algorithm string `json:"algorithm"`
+		Details   struct {
+			Parsa struct {
+				Blocks int `json:"blocks"`
+			} `json:"parsa"`
+			Distributed struct {
+				PerWorker []struct {
+					Blocks int `json:"blocks"`
+					File   *struct {
+						Samples int `json:"samples"`
+					} `json:"file"`
+				} `json:"per_worker"`
+			} `json:"distributed"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	pw := sum.Details.Distributed.PerWorker
+	if sum.Algorithm != "parsa" || sum.Details.Parsa.Blocks != 6 || len(pw) != 2 || pw[0].Blocks+pw[1].Blocks != 6 ||
+		pw[1].File == nil || pw[1].File.Samples != 4000 {
+		t.Errorf("summary of --processes 2: %s", b)
 	}
 }
 
@@ -119,6 +147,9 @@ func TestPartitionProcessesUsage(t *testing.T) {
 		{[]string{"node", "--role", "machine", "--job", "parsa", "--scheduler", "127.0.0.1:1"}, "--job parsa needs --job-file"},
 		{[]string{"partition", "-k", "2", "--processes", "2", "--algo", "random", "x.svm", "-o", t.TempDir()}, "run parsa, not random"},
 		{[]string{"partition", "-k", "2", "--processes", "2", "--ps-workers", "2", "x.svm", "-o", t.TempDir()}, "one or the other"},
+		{[]string{"partition", "-k", "2", "--processes", "2", "--memory", "1GB", "x.svm", "-o", t.TempDir()}, "without a cap"},
+		{[]string{"partition", "-k", "2", "--processes", "2", "--parsa-refine", "1", "x.svm", "-o", t.TempDir()}, "need the graph in memory"},
+		{[]string{"partition", "-k", "2", "--processes", "2", "--param-algo", "minmax", "x.svm", "-o", t.TempDir()}, "need the graph in memory"},
 	} {
 		out, err := exec.Command(coloBin, c.args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.want) {

@@ -3,9 +3,12 @@ package distparsa
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,5 +275,172 @@ func TestIdleWorkers(t *testing.T) {
 	}
 	if rep.PerWorker[2].Blocks != 0 || rep.PerWorker[3].Blocks != 0 || rep.PerWorker[0].Samples+rep.PerWorker[1].Samples != g.NumSamples() {
 		t.Errorf("per worker %+v", rep.PerWorker)
+	}
+}
+
+// TestParamsAreSequential checks the distributed Alg. 2: for W workers,
+// under each consistency model, the parameters are those that
+// partition.AssignParams gives for the run's data placement and the plan's
+// seed, exactly, with the same statistics; and every parameter is
+// assigned once (Validate). k = 1 and k > 64 (two mask words) included.
+func TestParamsAreSequential(t *testing.T) {
+	small := testGraph(t, 12, 1200, 500)
+	// More parameters than one push of masks carries (maskChunk).
+	wide := testGraph(t, 13, 600, maskChunk+2000)
+	if wide.NumParams() <= maskChunk {
+		t.Fatalf("%d parameters: want more than %d", wide.NumParams(), maskChunk)
+	}
+	repaired := 0
+	for _, tc := range []struct {
+		w, tau, k int
+		g         *graph.Graph
+	}{
+		{2, 0, 5, small}, {3, 0, 8, small}, {4, 1, 6, small}, {3, partition.TauInfinite, 4, small},
+		{2, 0, 70, small}, {2, 0, 1, small}, {2, 0, 3, wide},
+	} {
+		g := tc.g
+		name := fmt.Sprintf("W=%d τ=%d k=%d m=%d", tc.w, tc.tau, tc.k, g.NumParams())
+		opt := partition.Options{K: tc.k, Seed: 6, Parsa: partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 10}}
+		cfg := Config{Workers: tc.w, Tau: tc.tau}
+		p, rep, err := InProcess(context.Background(), g, opt, cfg, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := p.Validate(g); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		pl, err := partition.PlanParsa(g, cfg.PlanOptions(g, opt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := placement.New(tc.k, g.NumSamples(), g.NumParams())
+		copy(want.Data, p.Data)
+		st := partition.AssignParams(g, want, pl.ParamSeed)
+		if !slices.Equal(p.Param, want.Param) {
+			t.Errorf("%s: the distributed assignment differs from AssignParams", name)
+		}
+		repaired += rep.Parsa.Repaired
+		if rep.Parsa.Params != st {
+			t.Errorf("%s: statistics %+v, want %+v", name, rep.Parsa.Params, st)
+		}
+	}
+	// The runs with stale views moved samples after the blocks: the
+	// workers assigned the parameters from the repaired placement.
+	if repaired == 0 {
+		t.Errorf("no run repaired its balance: the moves to the owners are not exercised")
+	}
+	t.Logf("%d samples moved by the repairs", repaired)
+}
+
+// TestRunNodeReadsTheFile runs the job of a data file on W machines of a
+// cluster in this process, each reading its own blocks of the file
+// (RunNode): the placement machine 0 writes is the one the same run on
+// the loaded graph gives, and with one machine the sequential Parsa's
+// (τ = 0); every machine partitioned its blocks and no other.
+func TestRunNodeReadsTheFile(t *testing.T) {
+	g0 := testGraph(t, 21, 1800, 700)
+	data := filepath.Join(t.TempDir(), "g.svm")
+	f, err := os.Create(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.WriteLibSVM(f, g0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	g, err := graph.Load(data, graph.DefaultLoadOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		w   int
+		tau int
+		po  partition.ParsaOptions
+	}{
+		{1, 0, partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 7}},
+		{1, 0, partition.ParsaOptions{Init: partition.InitNone, GrowBy: partition.GrowParams, Epsilon: 0.05}},
+		{2, 0, partition.ParsaOptions{Init: partition.InitGlobal}},
+		{3, 0, partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 10}},
+		{3, 1, partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 10}},
+	} {
+		lo := graph.DefaultLoadOptions()
+		cfg := Config{Workers: tc.w, Tau: tc.tau}
+		job := Job{Data: data, Format: string(lo.Format), IndexBase: lo.IndexBase, HashBits: lo.HashBits, K: 5, Seed: 8,
+			Blocks: tc.po.Blocks, Init: string(tc.po.Init), GrowBy: string(tc.po.GrowBy), Epsilon: tc.po.Epsilon,
+			Config: cfg, Out: filepath.Join(t.TempDir(), "out"), SpillDir: t.TempDir(), Keys: cfg.Layout(g, 5).NumKeys()}
+		if err := job.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		cc := cluster.DefaultConfig()
+		cc.Machines, cc.NumKeys, cc.Width, cc.Clock = tc.w, job.Keys, 5, cfg.Clock()
+		ctx := context.Background()
+		c, err := cluster.Start(ctx, cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := make([]*Result, tc.w)
+		var wg sync.WaitGroup
+		for r := range tc.w {
+			wg.Go(func() {
+				n := c.WorkerNode(r)
+				res, err := RunNode(ctx, n, job)
+				results[r] = res
+				n.Finish(err)
+			})
+		}
+		wg.Wait()
+		err = c.Scheduler().Wait()
+		c.Close()
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		got, err := placement.ReadDir(job.Out, g, 5)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if err := got.Validate(g); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if tc.po.GrowBy != partition.GrowParams {
+			size := make([]int, 5)
+			for _, i := range got.Data {
+				size[i]++
+			}
+			if n := g.NumSamples(); slices.Min(size) < n/5 || slices.Max(size) > (n+4)/5 {
+				t.Errorf("%+v: sizes %v", tc, size)
+			}
+		}
+		// Under BSP the placement does not depend on timing.
+		want, _, err := InProcess(ctx, g, job.Options(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.tau == 0 && (!slices.Equal(got.Data, want.Data) || !slices.Equal(got.Param, want.Param)) {
+			t.Errorf("%+v: the run from the file differs from the run on the loaded graph", tc)
+		}
+		if tc.w == 1 {
+			seq, _, err := partition.RunParsa(g, job.Options())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Data, seq.Data) || !slices.Equal(got.Param, seq.Param) {
+				t.Errorf("%+v: one machine differs from the sequential run", tc)
+			}
+		}
+		t.Logf("W=%d τ=%d: %d blocks, %d samples moved by the repair", tc.w, tc.tau, results[0].Stats.Blocks, results[0].Stats.Repaired)
+		placed := 0
+		for r, res := range results {
+			b := results[0].Stats.Blocks
+			if want := len(Blocks(b, tc.w, r)); res.Blocks != want {
+				t.Errorf("%+v: machine %d partitioned %d blocks, want %d", tc, r, res.Blocks, want)
+			}
+			if res.File == nil || res.File.Samples != g.NumSamples() {
+				t.Errorf("%+v: machine %d: no statistics of its reading of the file", tc, r)
+			}
+			placed += res.Samples
+		}
+		if placed != g.NumSamples() {
+			t.Errorf("%+v: the machines partitioned %d samples, want %d", tc, placed, g.NumSamples())
+		}
 	}
 }

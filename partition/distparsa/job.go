@@ -15,8 +15,9 @@ import (
 
 // Job is a distributed partition job as the nodes of a cluster of
 // processes read it (colo node --job parsa --job-file FILE): the data
-// file that every worker reads itself, the Parsa settings, the run's
-// Config and where worker 0 writes the placement.
+// file that every worker reads itself (its own blocks: RunNode), the
+// Parsa settings, the run's Config and where worker 0 writes the
+// placement.
 type Job struct {
 	// Data is the data file; Format, IndexBase, DropSelfLoops and
 	// HashBits are its loader options (graph.LoadOptions).
@@ -44,6 +45,10 @@ type Job struct {
 	// Out is the directory worker 0 writes the placement to, as colo
 	// partition -o does (data.part, param.part, summary.json last).
 	Out string `json:"out"`
+	// SpillDir holds each machine's spill files of the data file, in a
+	// directory of its own that it removes ("" is the system's
+	// temporary directory).
+	SpillDir string `json:"spill_dir,omitempty"`
 	// Keys is the size of the key space, Layout.NumKeys of the graph: the
 	// scheduler's (colo node --role scheduler --job parsa reads it here),
 	// checked by every machine against the graph it loads.
@@ -110,11 +115,16 @@ func WriteJob(path string, j Job) error {
 
 // RunNode runs the job on the running node n, a machine (a server and a
 // worker) of a cluster whose scheduler set the key space and width of
-// the job's Layout and its consistency model: the node reads the data
-// file itself, plans the run and runs Work. Worker 0 writes the
-// placement to job.Out, summary.json last (placement.WriteDir), with
-// summary as the summary's extra fields (nil: the Parsa statistics and
-// the report). n.Finish is the caller's.
+// the job's Layout and its consistency model. The node reads the data
+// file itself (partition.PlanParsaFile): it parses the file once into a
+// binary spill in a temporary directory (job.SpillDir), draws the plan
+// from the seed as every other machine does, and keeps the rows of its
+// own blocks only; machine 0 also keeps the global sample, the rows of
+// every sample and their blocks, from which it repairs the balance,
+// evaluates the placement and writes it. Then it runs the worker's share
+// (work). Worker 0 writes the placement to job.Out, summary.json last,
+// with the Parsa statistics and the job's Config in the summary's
+// details. n.Finish is the caller's.
 func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 	w := n.Worker()
 	if w == nil {
@@ -124,36 +134,53 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 	if a.NumWorkers != job.Config.Workers {
 		return nil, fmt.Errorf("distparsa: the cluster has %d workers, the job %d", a.NumWorkers, job.Config.Workers)
 	}
-	g, err := graph.Load(job.Data, job.LoadOptions())
+	rank, W := w.Rank(), job.Config.Workers
+	opt := job.Options()
+	fp, err := partition.PlanParsaFile(job.Data, opt, partition.FilePlanOptions{
+		Load: job.LoadOptions(), TempDir: job.SpillDir, MinBlocks: job.Config.minBlocks(),
+		Keep:   func(j, _ int) bool { return j%W == rank },
+		Global: rank == 0, Whole: rank == 0})
 	if err != nil {
-		return nil, fmt.Errorf("distparsa: worker %d: %w", w.Rank(), err)
+		return nil, fmt.Errorf("distparsa: worker %d: %w", rank, err)
 	}
-	opt := job.Config.PlanOptions(g, job.Options())
-	pl, err := partition.PlanParsa(g, opt)
-	if err != nil {
-		return nil, fmt.Errorf("distparsa: worker %d: %w", w.Rank(), err)
-	}
-	l := job.Config.Layout(g, opt.K)
+	defer fp.Close()
+	l := Layout{Params: fp.Params(), Samples: fp.Samples(), K: opt.K, Workers: W}
 	if l.NumKeys() != job.Keys {
-		return nil, fmt.Errorf("distparsa: worker %d: %s needs %d keys, the job has %d: a job for another file", w.Rank(), job.Data, l.NumKeys(), job.Keys)
+		return nil, fmt.Errorf("distparsa: worker %d: %s needs %d keys, the job has %d: a job for another file", rank, job.Data, l.NumKeys(), job.Keys)
 	}
 	if w.Width() != l.Width() {
 		return nil, fmt.Errorf("distparsa: the cluster's width is %d, the job needs k = %d", w.Width(), l.Width())
 	}
-	res, err := Work(ctx, w, g, pl, job.Config)
+	res, err := work(ctx, w, fileSource{fp}, fp.ParsaPlan, job.Config, nil)
 	if err != nil {
 		return nil, err
 	}
+	res.File = fp.FileStats()
 	if res.Placement != nil {
-		s, err := placement.NewSummary(g, res.Placement, 0)
+		s, err := fp.Summary(res.Placement, 0)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("distparsa: worker 0: the cost of the placement: %w", err)
 		}
 		s.Algorithm, s.Seed, s.Seconds, s.Dataset = "parsa-ps", job.Seed, res.Seconds, job.Data
 		s.Details = map[string]any{"parsa": res.Stats, "distributed": job.Config}
-		if err := placement.WriteDir(job.Out, g, res.Placement, s); err != nil {
+		if err := fp.WriteDir(job.Out, res.Placement, s); err != nil {
 			return nil, fmt.Errorf("distparsa: worker 0: writing the placement: %w", err)
 		}
 	}
+	res.PeakRSS = partition.PeakRSS()
 	return res, nil
+}
+
+// fileSource reads a worker's blocks of a file.
+type fileSource struct{ fp *partition.FilePlan }
+
+func (s fileSource) rows(j int) (partition.BlockRows, error) { return s.fp.Rows(j) }
+func (s fileSource) global() (partition.BlockRows, error)    { return s.fp.GlobalRows() }
+
+func (s fileSource) repair(p *placement.Placement) (*partition.ParsaStats, error) {
+	return s.fp.Repair(p)
+}
+
+func (s fileSource) assign(*placement.Placement) (partition.ParamStats, error) {
+	return partition.ParamStats{}, fmt.Errorf("distparsa: parameter assignment %q needs the graph in memory", s.fp.ParamAlgo())
 }

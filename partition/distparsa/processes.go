@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"colo/graph"
 	"colo/launch"
+	"colo/partition"
 	"colo/placement"
 )
 
@@ -19,7 +19,8 @@ import (
 // loopback: a scheduler (colo node --role scheduler) whose key space,
 // width and consistency model are the job's Layout and Config.Clock, and
 // W machines (colo node --role machine --job parsa --job-file FILE), each
-// a server and a worker that reads the data file itself. The supervisor
+// a server and a worker that reads its own blocks of the data file
+// (RunNode). The supervisor
 // of package launch watches them: the first process to fail is named in
 // the error, and the others are stopped. The cluster token reaches the
 // children in their environment.
@@ -35,7 +36,8 @@ type Processes struct {
 }
 
 // Run runs job, whose worker 0 writes the placement to job.Out, and
-// returns each worker's result.
+// returns each worker's result. The machines' spill files go to a
+// directory of their own in job.SpillDir, removed at the end.
 func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
@@ -50,6 +52,15 @@ func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	// The machines' spills go to a directory of the job's, which this
+	// process removes however the machines end (a machine killed while
+	// it reads the file cannot remove its own).
+	spill, err := os.MkdirTemp(job.SpillDir, "colo-parsa-spill-")
+	if err != nil {
+		return nil, fmt.Errorf("distparsa: spill directory: %w", err)
+	}
+	defer os.RemoveAll(spill)
+	job.SpillDir = spill
 	jobFile := filepath.Join(dir, "job.json")
 	if err := WriteJob(jobFile, job); err != nil {
 		return nil, err
@@ -111,32 +122,62 @@ func readResult(path string) (*Result, error) {
 	return &r, nil
 }
 
-// Partition runs job as Run does, with job.Out a temporary directory that
-// it removes, and returns the placement of g that worker 0 wrote, the
-// run's report, and worker 0's Parsa statistics as its summary records
-// them (details.parsa; nil when it has none).
-func (pd Processes) Partition(ctx context.Context, job Job, g *graph.Graph) (*placement.Placement, *Report, json.RawMessage, error) {
+// WriteDir runs job as Run does, with job.Out a temporary directory that
+// it removes, and then writes the placement that worker 0 wrote there to
+// dir as placement.WriteDir does: data.part and param.part copied, and
+// summary.json last, which is what finish returns given worker 0's
+// summary and the run's report (finish nil: the summary as worker 0
+// wrote it). No process loads the graph. A failed run writes nothing to
+// dir. It returns worker 0's summary and the report, whose Parsa is
+// worker 0's statistics.
+func (pd Processes) WriteDir(ctx context.Context, job Job, dir string, finish func(*placement.Summary, *Report) (any, error)) (*placement.Summary, *Report, error) {
 	tmp, err := os.MkdirTemp("", "colo-parsa-ps-")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(tmp)
 	job.Out = filepath.Join(tmp, "placement")
 	rep, err := pd.Run(ctx, job)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	pl, err := placement.ReadDir(job.Out, g, job.K)
+	b, err := os.ReadFile(filepath.Join(job.Out, placement.SummaryFile))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("the placement of machine 0: %w", err)
+		return nil, nil, fmt.Errorf("distparsa: the placement of machine 0: %w", err)
 	}
-	var sum struct {
+	var s placement.Summary
+	var stats struct {
 		Details struct {
-			Parsa json.RawMessage `json:"parsa"`
+			Parsa *partition.ParsaStats `json:"parsa"`
 		} `json:"details"`
 	}
-	if b, err := os.ReadFile(filepath.Join(job.Out, placement.SummaryFile)); err == nil && json.Unmarshal(b, &sum) == nil {
-		return pl, rep, sum.Details.Parsa, nil
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, nil, fmt.Errorf("distparsa: the summary of machine 0: %w", err)
 	}
-	return pl, rep, nil, nil
+	if err := json.Unmarshal(b, &stats); err != nil {
+		return nil, nil, fmt.Errorf("distparsa: the summary of machine 0: %w", err)
+	}
+	rep.Parsa = stats.Details.Parsa
+	var out any = &s
+	if finish != nil {
+		if out, err = finish(&s, rep); err != nil {
+			return nil, nil, err
+		}
+	}
+	copyOf := func(name string, lines int) placement.PartSource {
+		return placement.PartSource{Lines: lines, Write: func(w io.Writer) error {
+			f, err := os.Open(filepath.Join(job.Out, name))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(w, f)
+			return err
+		}}
+	}
+	if err := placement.WriteDirFrom(dir, job.K, copyOf(placement.DataPartFile, s.NumSamp),
+		copyOf(placement.ParamPartFile, s.NumParams), out); err != nil {
+		return nil, nil, err
+	}
+	return &s, rep, nil
 }

@@ -69,7 +69,7 @@ func inProcess(ctx context.Context, g *graph.Graph, opt partition.Options, cfg C
 	for r := range cfg.Workers {
 		wg.Go(func() {
 			n := c.WorkerNode(r)
-			res, err := work(ctx, n.Worker(), g, pl, cfg, after)
+			res, err := work(ctx, n.Worker(), graphSource{g, pl}, pl, cfg, after)
 			if err == nil {
 				rep.PerWorker[r] = *res
 				if res.Placement != nil {

@@ -19,6 +19,10 @@ import (
 //	key m + 4w + 0, + 1     worker w's share of |S_i|: low 20 bits, high bits
 //	key m + 4w + 2, + 3     worker w's share of |U_i|: low 20 bits, high bits
 //	key m + 4W + u/k        sample u's partition + 1 in value u mod k (the result)
+//	key C + v, C = m + 4W + ⌈n/k⌉
+//	                        count of workers whose samples on machine i use v (C_v, Alg. 2)
+//	key C + m + v/k         c_v = |C_v| in value v mod k
+//	key C + m + ⌈m/k⌉ + v/k parameter v's machine + 1 in value v mod k (the result)
 //
 // The servers add what workers push (update rule "sum"). A union of
 // sets is not among the parameter server's update rules, so a set
@@ -37,13 +41,22 @@ type Layout struct {
 }
 
 // NumKeys returns the size of the key space.
-func (l Layout) NumKeys() uint64 { return uint64(l.data()) + uint64((l.Samples+l.K-1)/l.K) }
+func (l Layout) NumKeys() uint64 { return uint64(l.params()) + uint64(l.packed(l.Params)) }
 
 // Width returns the values per key: k.
 func (l Layout) Width() int { return l.K }
 
 func (l Layout) slot(w, x int) uint64 { return uint64(l.Params + 4*w + x) }
 func (l Layout) data() int            { return l.Params + 4*l.Workers }
+
+// packed returns the keys of x values packed k to a key.
+func (l Layout) packed(x int) int { return (x + l.K - 1) / l.K }
+
+// used, sizes and params are the first keys of the masks C_v, of the
+// sizes c_v and of the parameters' machines.
+func (l Layout) used() int   { return l.data() + l.packed(l.Samples) }
+func (l Layout) sizes() int  { return l.used() + l.Params }
+func (l Layout) params() int { return l.sizes() + l.packed(l.Params) }
 
 // lowBits is the split of a worker's exact counts into two float32s.
 const lowBits = 20

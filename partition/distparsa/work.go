@@ -56,7 +56,22 @@ func (c Config) Clock() clock.Config {
 
 // Layout returns the key space of a run of c over g with k partitions.
 func (c Config) Layout(g *graph.Graph, k int) Layout {
-	return Layout{Params: g.NumParams(), Samples: g.NumSamples(), K: k, Workers: c.Workers}
+	return c.LayoutOf(g.NumSamples(), g.NumParams(), k)
+}
+
+// LayoutOf is Layout for a graph of n samples and m parameters
+// (partition.CountFile counts them in a file).
+func (c Config) LayoutOf(n, m, k int) Layout {
+	return Layout{Params: m, Samples: n, K: k, Workers: c.Workers}
+}
+
+// minBlocks is the least number of automatic blocks of a run of c:
+// partition.MinBlocks per worker (PlanOptions).
+func (c Config) minBlocks() int {
+	if c.Workers > 1 {
+		return partition.MinBlocks * c.Workers
+	}
+	return partition.MinBlocks
 }
 
 // PlanOptions returns opt as a run of c plans it: automatic blocks
@@ -66,7 +81,7 @@ func (c Config) Layout(g *graph.Graph, k int) Layout {
 func (c Config) PlanOptions(g *graph.Graph, opt partition.Options) partition.Options {
 	if opt.Parsa.Blocks == 0 && c.Workers > 1 {
 		e := (g.NumEdges() + partition.DefaultBlockEdges - 1) / partition.DefaultBlockEdges
-		opt.Parsa.Blocks = int(max(int64(partition.MinBlocks*c.Workers), e))
+		opt.Parsa.Blocks = int(max(int64(c.minBlocks()), e))
 	}
 	return opt
 }
@@ -89,13 +104,22 @@ type Result struct {
 	Samples int `json:"samples"`
 	// Seconds is the worker's time from its first pull to the end; of it,
 	// BlockSeconds in its blocks (Alg. 3 with the waits for pulls and
-	// pushes that Sets counts), BarrierSeconds in the two barriers and
-	// FinishSeconds, on worker 0, gathering the placement and Finish.
+	// pushes that Sets counts), BarrierSeconds in the two barriers around
+	// them, RepairSeconds in gathering the placement and repairing it
+	// (worker 0; the others wait) and ParamSeconds in the parameter
+	// assignment.
 	Seconds        float64  `json:"seconds"`
 	BlockSeconds   float64  `json:"block_seconds"`
 	BarrierSeconds float64  `json:"barrier_seconds"`
-	FinishSeconds  float64  `json:"finish_seconds,omitempty"`
+	RepairSeconds  float64  `json:"repair_seconds"`
+	ParamSeconds   float64  `json:"param_seconds"`
 	Sets           SetStats `json:"sets"`
+	// File is what the worker's reading of the data file cost (a run of
+	// RunNode): the passes' seconds, the spill bytes, the counts; PeakRSS
+	// is the process's peak resident memory at the end of the run (0
+	// where the system does not tell).
+	File    *partition.OutOfCoreStats `json:"file,omitempty"`
+	PeakRSS int64                     `json:"peak_rss,omitempty"`
 	// Placement and Stats are rank 0's: the whole placement and the run's
 	// statistics.
 	Placement *placement.Placement  `json:"-"`
@@ -113,20 +137,63 @@ type Result struct {
 //   - rounds 1..⌈b/W⌉: worker w partitions blocks w, w+W, …: one pull of
 //     the block's sets and the counts |U_i|, Alg. 3, one push of what the
 //     block added (a worker out of blocks pushes nothing).
-//   - last round: every worker pushes the partition of its samples, then
-//     a barrier; worker 0 pulls the whole data placement, checks that every
-//     sample is placed once, restores the balance bounds, refines if asked
-//     and assigns the parameters by Alg. 2 (partition.ParsaPlan.Finish).
+//   - every worker pushes the partition of its samples, then a barrier;
+//     worker 0 pulls the whole data placement, checks that every sample
+//     is placed once, restores the balance bounds and refines if asked
+//     (partition.ParsaPlan.Repair) and pushes the samples it moved, which
+//     the workers that own them pull;
+//   - the workers assign the parameters by Alg. 2 together (params.go),
+//     and worker 0 pulls the result. A parameter assignment other than
+//     Alg. 2 (minmax) runs on worker 0 alone.
 //
 // Result.Placement is set on worker 0 only.
 func Work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.ParsaPlan, cfg Config) (*Result, error) {
-	return work(ctx, w, g, pl, cfg, nil)
+	return work(ctx, w, graphSource{g, pl}, pl, cfg, nil)
+}
+
+// source is what a worker reads of the dataset: the rows of its own
+// blocks and of the global initialisation's sample, and, on worker 0,
+// what the end of the run needs.
+type source interface {
+	// rows returns the rows of block j of the plan, one of the worker's;
+	// they stay valid until the next call.
+	rows(j int) (partition.BlockRows, error)
+	// global returns the rows of the plan's global sample (worker 0).
+	global() (partition.BlockRows, error)
+	// repair restores the balance bounds of the data placement p.Data and
+	// refines if asked (worker 0).
+	repair(p *placement.Placement) (*partition.ParsaStats, error)
+	// assign assigns the parameters by an algorithm other than Alg. 2
+	// (worker 0).
+	assign(p *placement.Placement) (partition.ParamStats, error)
+}
+
+// graphSource reads the graph in memory.
+type graphSource struct {
+	g  *graph.Graph
+	pl *partition.ParsaPlan
+}
+
+func (s graphSource) rows(j int) (partition.BlockRows, error) {
+	return partition.GraphRows(s.g, s.pl.Blocks[j]), nil
+}
+
+func (s graphSource) global() (partition.BlockRows, error) {
+	return partition.GraphRows(s.g, s.pl.Global), nil
+}
+
+func (s graphSource) repair(p *placement.Placement) (*partition.ParsaStats, error) {
+	return s.pl.Repair(p)
+}
+
+func (s graphSource) assign(p *placement.Placement) (partition.ParamStats, error) {
+	return partition.AssignParamsWith(s.g, p, s.pl.ParamAlgo(), s.pl.ParamSeed)
 }
 
 // work is Work with a hook called after each block (tests).
-func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.ParsaPlan, cfg Config, afterBlock func(rank, block int)) (*Result, error) {
-	rank, k := w.Rank(), len(pl.Lo)
-	l := cfg.Layout(g, k)
+func work(ctx context.Context, w *worker.Worker, src source, pl *partition.ParsaPlan, cfg Config, afterBlock func(rank, block int)) (*Result, error) {
+	rank, k := w.Rank(), pl.K()
+	l := Layout{Params: pl.Params(), Samples: pl.Samples(), K: k, Workers: cfg.Workers}
 	if rank >= cfg.Workers {
 		return nil, fmt.Errorf("distparsa: worker rank %d of a run of %d workers", rank, cfg.Workers)
 	}
@@ -140,8 +207,12 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 	start := time.Now()
 	res := &Result{Rank: rank}
 	bp := pl.NewBlockPartitioner()
-	if rank == 0 && pl.Global != nil {
-		bp.Global(pl, sets)
+	if rank == 0 && pl.Stats.InitSample > 0 {
+		rows, err := src.global()
+		if err != nil {
+			return nil, fmt.Errorf("distparsa: worker 0: the global initialisation's sample: %w", err)
+		}
+		bp.GlobalRows(rows, sets)
 	} else {
 		sets.PushEmpty()
 	}
@@ -154,8 +225,11 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 	}
 	res.BarrierSeconds += time.Since(tb).Seconds()
 
-	data := make([]int32, g.NumSamples())
-	var mine []uint32
+	var own []ownBlock
+	// The masks C_v of this worker's samples, for Alg. 2: the union of
+	// its blocks' neighbour sets N(U_{i,block}).
+	mw := partition.MaskWords(k)
+	local := make([]uint64, l.Params*mw)
 	b := len(pl.Blocks)
 	rounds := (b + cfg.Workers - 1) / cfg.Workers
 	for r := range rounds {
@@ -164,11 +238,20 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 		if j >= b {
 			sets.PushEmpty()
 		} else {
-			blk := pl.Blocks[j]
-			bp.Partition(blk, sets, data)
-			mine = append(mine, blk...)
+			rows, err := src.rows(j)
+			if err != nil {
+				return nil, fmt.Errorf("distparsa: worker %d: block %d: %w", rank, j, err)
+			}
+			part := bp.PartitionRows(rows, sets)
+			own = append(own, ownBlock{j: j, samples: slices.Clone(rows.Samples), part: slices.Clone(part)})
+			params, masks := bp.Own()
+			for x, v := range params {
+				for y := range mw {
+					local[int(v)*mw+y] |= masks[x*mw+y]
+				}
+			}
 			res.Blocks++
-			res.Samples += len(blk)
+			res.Samples += len(rows.Samples)
 		}
 		if err := sets.Err(); err != nil {
 			return nil, err
@@ -179,7 +262,7 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 		}
 	}
 
-	if err := pushData(w, l, mine, data); err != nil {
+	if err := pushData(w, l, own); err != nil {
 		return nil, err
 	}
 	tb = time.Now()
@@ -187,44 +270,148 @@ func work(ctx context.Context, w *worker.Worker, g *graph.Graph, pl *partition.P
 		return nil, fmt.Errorf("distparsa: worker %d: barrier after the data placement: %w", rank, err)
 	}
 	res.BarrierSeconds += time.Since(tb).Seconds()
+
+	tf := time.Now()
+	var p *placement.Placement
+	var st *partition.ParsaStats
+	var moved []uint32 // worker 0: the samples repair moved
+	var before []int32
 	if rank == 0 {
-		tf := time.Now()
-		p, err := collect(w, l, sets)
+		if p, err = collect(w, l, sets); err != nil {
+			return nil, err
+		}
+		before = slices.Clone(p.Data)
+		if st, err = src.repair(p); err != nil {
+			return nil, fmt.Errorf("distparsa: worker 0: %w", err)
+		}
+		for u, i := range p.Data {
+			if i != before[u] {
+				moved = append(moved, uint32(u))
+			}
+		}
+	}
+	if mine, err := movePlaced(ctx, w, l, own, moved, before, p); err != nil {
+		return nil, err
+	} else if mine {
+		local = nil // a sample of this worker moved: its masks are recomputed
+	}
+	res.RepairSeconds = time.Since(tf).Seconds()
+
+	tp := time.Now()
+	if algo := pl.ParamAlgo(); algo == "" || algo == partition.ParamParsa {
+		ps, err := assignParams(ctx, w, l, own, local, src.rows, pl.ParamSeed)
 		if err != nil {
 			return nil, err
 		}
-		st, err := pl.Finish(p)
-		if err != nil {
-			return nil, err
+		if rank == 0 {
+			st.Params = ps
+			if err := pullParams(w, l, p.Param); err != nil {
+				return nil, err
+			}
 		}
+	} else if rank == 0 {
+		if st.Params, err = src.assign(p); err != nil {
+			return nil, fmt.Errorf("distparsa: worker 0: %w", err)
+		}
+	}
+	res.ParamSeconds = time.Since(tp).Seconds()
+	if rank == 0 {
 		st.Threads, st.Tau = cfg.Workers, cfg.Tau
 		res.Placement, res.Stats = p, st
-		res.FinishSeconds = time.Since(tf).Seconds()
 	}
 	res.Sets = sets.Stats()
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
 
-// pushData pushes the partition of the samples mine (data[u] for u in
-// mine) to the result keys, and waits for the push.
-func pushData(w *worker.Worker, l Layout, mine []uint32, data []int32) error {
-	slices.Sort(mine)
+// pushData pushes the partition of the samples of the worker's blocks to
+// the result keys, and waits for the push.
+func pushData(w *worker.Worker, l Layout, own []ownBlock) error {
+	type placed struct {
+		u uint32
+		i int32
+	}
+	var all []placed
+	for _, ob := range own {
+		for s, u := range ob.samples {
+			all = append(all, placed{u, ob.part[s]})
+		}
+	}
+	slices.SortFunc(all, func(a, b placed) int { return int(a.u) - int(b.u) })
 	k := l.K
 	var keys []uint64
 	var vals []float32
-	for _, u := range mine {
+	for _, x := range all {
+		key := uint64(l.data() + int(x.u)/k)
+		if len(keys) == 0 || keys[len(keys)-1] != key {
+			keys = append(keys, key)
+			vals = append(vals, make([]float32, k)...)
+		}
+		vals[len(vals)-k+int(x.u)%k] = float32(x.i + 1)
+	}
+	if err := w.Push(keys, vals).Wait(); err != nil {
+		return fmt.Errorf("distparsa: worker %d: push of the partition of its %d samples: %w", w.Rank(), len(all), err)
+	}
+	return nil
+}
+
+// movePlaced makes the samples that worker 0's repair moved (moved, from
+// before[u] to p.Data[u]) known to the workers that own them: worker 0
+// pushes the changes to the result keys, the others an empty push, and
+// each worker pulls the keys of its samples again. Nothing happens when
+// nothing moved (the workers agree on that by an all-reduce). It reports
+// whether a sample of this worker moved.
+func movePlaced(ctx context.Context, w *worker.Worker, l Layout, own []ownBlock, moved []uint32, before []int32, p *placement.Placement) (bool, error) {
+	rank, k := w.Rank(), l.K
+	n, err := w.AllReduce(ctx, []float64{float64(len(moved))})
+	if err != nil {
+		return false, fmt.Errorf("distparsa: worker %d: all-reduce of the samples moved: %w", rank, err)
+	}
+	if n[0] == 0 {
+		return false, nil
+	}
+	var keys []uint64
+	var vals []float32
+	for _, u := range moved {
 		key := uint64(l.data() + int(u)/k)
 		if len(keys) == 0 || keys[len(keys)-1] != key {
 			keys = append(keys, key)
 			vals = append(vals, make([]float32, k)...)
 		}
-		vals[len(vals)-k+int(u)%k] = float32(data[u] + 1)
+		vals[len(vals)-k+int(u)%k] = float32(p.Data[u] - before[u])
 	}
 	if err := w.Push(keys, vals).Wait(); err != nil {
-		return fmt.Errorf("distparsa: worker %d: push of the partition of its %d samples: %w", w.Rank(), len(mine), err)
+		return false, fmt.Errorf("distparsa: worker %d: push of the %d samples moved: %w", rank, len(moved), err)
 	}
-	return nil
+	if err := w.Barrier(ctx); err != nil {
+		return false, fmt.Errorf("distparsa: worker %d: barrier after the samples moved: %w", rank, err)
+	}
+	keys = keys[:0]
+	for _, ob := range own {
+		for _, u := range ob.samples {
+			keys = append(keys, uint64(l.data()+int(u)/k))
+		}
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	vals = make([]float32, len(keys)*k)
+	if err := w.Pull(keys, vals).Wait(); err != nil {
+		return false, fmt.Errorf("distparsa: worker %d: pull of the partition of its samples: %w", rank, err)
+	}
+	mine := false
+	for _, ob := range own {
+		for s, u := range ob.samples {
+			key := uint64(l.data() + int(u)/k)
+			at, _ := slices.BinarySearch(keys, key)
+			x := vals[at*k+int(u)%k]
+			if x != float32(math.Trunc(float64(x))) || x < 1 || x > float32(k) {
+				return false, fmt.Errorf("distparsa: worker %d: sample %d: the servers hold %g for its partition + 1 after the repair", rank, u, x)
+			}
+			mine = mine || ob.part[s] != int32(x)-1
+			ob.part[s] = int32(x) - 1
+		}
+	}
+	return mine, nil
 }
 
 // collect pulls the whole data placement and the counts |U_i| and checks

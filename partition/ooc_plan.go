@@ -1,0 +1,418 @@
+package partition
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"colo/graph"
+	"colo/placement"
+)
+
+// The plan of a distributed Parsa run over a file that no process loads
+// (package partition/distparsa): each worker runs the first three passes
+// of ParsaFile (read, rows, blocks; see ooc.go) on its own copy of the
+// file, which gives it the counts, the numbering of graph.Load and the
+// blocks that PlanParsa draws from the seed, and writes to block files
+// only the blocks it partitions (and, on the worker that initialises, the
+// global sample). What a worker then holds in memory is the id index
+// (as ParsaFile), one block at a time and, during the blocks pass only,
+// 4 bytes per sample (the shuffle). Worker 0 also keeps the rows spill
+// and each sample's block, from which it repairs the balance (Repair),
+// computes the cost and the random baseline (Summary) and writes the
+// placement with the file's ids (WriteDir).
+
+// FilePlanOptions say which part of a file's plan a process keeps.
+type FilePlanOptions struct {
+	// Load says how to read the file; TempDir holds the spill files, in a
+	// directory of their own that Close removes ("" is os.TempDir()).
+	Load    graph.LoadOptions
+	TempDir string
+	// MinBlocks is the least number of automatic blocks (Options.Parsa
+	// .Blocks 0): b = max(MinBlocks, ⌈|E| / DefaultBlockEdges⌉) within
+	// 1..n; 0 is the package's MinBlocks, as PlanParsa has it.
+	MinBlocks int
+	// Keep reports whether the process partitions block j of b: only
+	// those blocks are written to files. nil keeps every block.
+	Keep func(j, b int) bool
+	// Global keeps the global initialisation's sample.
+	Global bool
+	// Whole keeps the rows of every sample and each sample's block, for
+	// Repair, Summary and WriteDir.
+	Whole bool
+}
+
+// FilePlan is a ParsaPlan drawn from a file without loading it: its
+// Blocks are nil (the kept blocks' samples are in their files: Rows) and
+// so is Global (GlobalRows); the bounds, the parameters' seed and the
+// statistics are PlanParsa's for the graph graph.Load would build from
+// the file with the same options. Close removes its files.
+type FilePlan struct {
+	*ParsaPlan
+	r      *oocRun
+	blocks []*oocBlock
+	global *oocBlock
+	whole  bool
+	lb     loadedBlock
+}
+
+// PlanParsaFile plans a distributed Parsa run of the file at path with
+// opt, as PlanParsa does from the loaded graph, and keeps the parts of it
+// that fo asks for. It parses the whole file once and writes it to a
+// binary spill once (ParsaFile's first two passes), then writes the kept
+// blocks' rows in a third pass. opt is as for PlanParsa, with the limits
+// of ParsaFile besides: refinement and the minmax parameter assignment
+// need the graph and are refused.
+func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, err error) {
+	if err := opt.Parsa.Validate(); err != nil {
+		return nil, err
+	}
+	po := opt.Parsa.withDefaults()
+	switch {
+	case opt.K < 1:
+		return nil, fmt.Errorf("machines = %d: want at least 1", opt.K)
+	case po.InitFrom != nil:
+		return nil, errors.New("parsa: a distributed run cannot start from a previous placement")
+	case po.Init == InitIndividual:
+		return nil, fmt.Errorf("parsa init = %q: a distributed run initialises globally or not at all (global or none)", string(po.Init))
+	case po.Refine > 0:
+		return nil, errors.New("parsa of a file: refinement needs the graph in memory")
+	case opt.ParamAlgo != "" && opt.ParamAlgo != ParamParsa:
+		return nil, fmt.Errorf("parsa of a file: parameter assignment %q needs the graph in memory: want %s", opt.ParamAlgo, ParamParsa)
+	case fo.MinBlocks < 0:
+		return nil, fmt.Errorf("min blocks = %d: want 0 (MinBlocks) or a positive count", fo.MinBlocks)
+	}
+	tmp, err := os.MkdirTemp(fo.TempDir, "colo-plan-")
+	if err != nil {
+		return nil, fmt.Errorf("parsa of a file: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	r := &oocRun{path: path, opt: opt, po: po, oc: OutOfCore{TempDir: fo.TempDir, Load: fo.Load}, tmp: tmp,
+		k: opt.K, w: MaskWords(opt.K), st: &OutOfCoreStats{Seconds: map[string]float64{}}}
+	r.baseRSS = rssField("VmRSS")
+	r.phase = time.Now()
+	if err := r.read(); err != nil {
+		return nil, err
+	}
+	r.done("read")
+	if err := r.canonical(); err != nil {
+		return nil, err
+	}
+	r.done("rows")
+	n := r.n
+	if err := opt.Validate(n); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	b := po.Blocks
+	if b == 0 {
+		minb := fo.MinBlocks
+		if minb == 0 {
+			minb = MinBlocks
+		}
+		b = max(minb, int((r.st.Edges+DefaultBlockEdges-1)/DefaultBlockEdges))
+	}
+	b = max(1, min(b, n))
+	r.st.Blocks = b
+	if fo.Keep != nil {
+		r.keep = func(j int) bool { return fo.Keep(j, b) }
+	}
+	r.skipGlobal = !fo.Global
+	rng := placement.NewRand(opt.Seed)
+	blocks, global, err := r.scatter(b, rng)
+	if err != nil {
+		return nil, err
+	}
+	r.done("blocks")
+	if !fo.Whole {
+		os.Remove(r.rows)
+		os.Remove(r.file("blockof"))
+	}
+	st := ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy, Placed: n, Blocks: b}
+	if global != nil {
+		st.InitSample = global.samples
+	}
+	lo, hi := sizeBounds(make([]int64, opt.K), n, po)
+	parsaGrowth().bound(lo, hi, n, rng)
+	pl := &ParsaPlan{Options: po, Blocks: make([][]uint32, b), Lo: lo, Hi: hi, ParamSeed: rng.Uint64(),
+		Stats: st, n: n, m: r.m, opt: opt}
+	r.st.PeakRSS = peakRSS()
+	return &FilePlan{ParsaPlan: pl, r: r, blocks: blocks, global: global, whole: fo.Whole}, nil
+}
+
+// CountFile returns the numbers of samples and parameters of the graph
+// that graph.Load would build from the file at path (with load), by one
+// pass of graph.Stream that holds only the id index, as ParsaFile's first
+// pass does, and writes nothing: what the key space of a distributed run
+// needs before a machine has read the file.
+func CountFile(path string, load graph.LoadOptions) (samples, params int, err error) {
+	pi, ni := &idIndex{}, &idIndex{}
+	n := 0
+	format, err := graph.Stream(path, load, graph.Visitor{
+		Sample: func(ids []uint64) error {
+			n++
+			for _, id := range ids {
+				pi.add(id)
+			}
+			return nil
+		},
+		Edge: func(u, v uint64) error {
+			ni.add(u)
+			ni.add(v)
+			pi.add(v)
+			return nil
+		},
+		Node: func(u uint64) error {
+			ni.add(u)
+			return nil
+		},
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	pi.finish()
+	if format != graph.FormatLibSVM {
+		ni.finish()
+		n = ni.len()
+	}
+	return n, pi.len(), nil
+}
+
+// Edges returns the number of edges |E| of the file's graph.
+func (fp *FilePlan) Edges() int64 { return fp.r.st.Edges }
+
+// FileStats returns what the passes cost: the format, the counts, the
+// spill bytes, each pass's seconds and the peak resident memory at the
+// end of the plan.
+func (fp *FilePlan) FileStats() *OutOfCoreStats { return fp.r.st }
+
+// Rows returns the rows of block j, one of the kept blocks, read from its
+// file; they are valid until the next call of Rows or GlobalRows.
+func (fp *FilePlan) Rows(j int) (BlockRows, error) {
+	if j < 0 || j >= len(fp.blocks) || (fp.r.keep != nil && !fp.r.keep(j)) {
+		return BlockRows{}, fmt.Errorf("parsa of a file: block %d of %d is not kept by this process", j, len(fp.blocks))
+	}
+	return fp.load(fp.blocks[j])
+}
+
+// GlobalRows returns the rows of the global initialisation's sample.
+func (fp *FilePlan) GlobalRows() (BlockRows, error) {
+	if fp.global == nil || fp.r.skipGlobal {
+		return BlockRows{}, errors.New("parsa of a file: the global sample is not kept by this process")
+	}
+	return fp.load(fp.global)
+}
+
+func (fp *FilePlan) load(blk *oocBlock) (BlockRows, error) {
+	if err := fp.lb.load(blk); err != nil {
+		return BlockRows{}, err
+	}
+	return BlockRows{Samples: fp.lb.samples, Off: fp.lb.off, Adj: fp.lb.adj, Local: true}, nil
+}
+
+// checkWhole checks the placement's sizes and that the whole file was
+// kept.
+func (fp *FilePlan) checkWhole(p *placement.Placement, what string) error {
+	if !fp.whole {
+		return fmt.Errorf("parsa of a file: %s needs the plan of the whole file (FilePlanOptions.Whole)", what)
+	}
+	if p.K != fp.opt.K || len(p.Data) != fp.n || len(p.Param) != fp.m {
+		return fmt.Errorf("parsa of a file: %s: placement of %d samples and %d parameters on %d machines, want %d, %d and %d",
+			what, len(p.Data), len(p.Param), p.K, fp.n, fp.m, fp.opt.K)
+	}
+	return nil
+}
+
+// masks returns the neighbour sets N(U_i) of data as masks, by a pass over
+// the rows.
+func (fp *FilePlan) masks(data []int32) ([]uint64, error) {
+	w := fp.r.w
+	masks := make([]uint64, fp.m*w)
+	err := fp.r.eachRow(func(u int, row []uint32) {
+		i := data[u]
+		for _, v := range row {
+			masks[int(v)*w+int(i)>>6] |= 1 << (i & 63)
+		}
+	})
+	return masks, err
+}
+
+// Repair is ParsaPlan.Repair from the spills: when p.Data misses the
+// bounds, it reads each sample's block and, in one pass over the rows,
+// the neighbour sets of p.Data and the rows of the latest samples, and
+// moves samples as the in-memory repair does (a further pass over the
+// rows when a round of candidates reaches beyond the rows read); the
+// result is the same. It needs the whole plan.
+func (fp *FilePlan) Repair(p *placement.Placement) (*ParsaStats, error) {
+	if err := fp.checkWhole(p, "repair"); err != nil {
+		return nil, err
+	}
+	st := fp.Stats
+	for u, i := range p.Data {
+		if i < 0 || int(i) >= fp.opt.K {
+			return nil, fmt.Errorf("parsa: repair: sample %d is on machine %d: want 0..%d", u, i, fp.opt.K-1)
+		}
+	}
+	if balanced(p.Data, fp.Lo, fp.Hi) {
+		return &st, nil
+	}
+	blocks, err := fp.blockLists()
+	if err != nil {
+		return nil, err
+	}
+	// The candidates come from the latest blocks, a few per sample to
+	// move: the pass that reads the masks keeps the rows of the latest
+	// samples, 16 per sample off the bounds and per machine, so that a
+	// further pass is seldom needed.
+	counts := make([]int64, fp.opt.K)
+	for _, i := range p.Data {
+		counts[i]++
+	}
+	var off int64
+	for i, c := range counts {
+		off += max(0, c-fp.Hi[i]) + max(0, fp.Lo[i]-c)
+	}
+	early := make(map[int]bool)
+	for b := len(blocks) - 1; b >= 0 && int64(len(early)) < 16*(off+int64(fp.opt.K)); b-- {
+		for _, u := range blocks[b] {
+			early[int(u)] = true
+		}
+	}
+	rows := map[int][]uint32{}
+	w := fp.r.w
+	masks := make([]uint64, fp.m*w)
+	err = fp.r.eachRow(func(u int, row []uint32) {
+		i := p.Data[u]
+		for _, v := range row {
+			masks[int(v)*w+int(i)>>6] |= 1 << (i & 63)
+		}
+		if early[u] {
+			rows[u] = slices.Clone(row)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	prefetch := func(us []int) error {
+		want := map[int]bool{}
+		for _, u := range us {
+			if _, ok := rows[u]; !ok {
+				want[u] = true
+			}
+		}
+		if len(want) == 0 {
+			return nil
+		}
+		return fp.r.eachRow(func(u int, row []uint32) {
+			if want[u] {
+				rows[u] = slices.Clone(row)
+			}
+		})
+	}
+	st.Repaired, err = rebalanceWith(p.Data, fp.opt.K, fp.Lo, fp.Hi, masks, blocks, func(u int) []uint32 { return rows[u] }, prefetch)
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// blockLists reads each block's samples, in sample order, from the spill
+// of each sample's block.
+func (fp *FilePlan) blockLists() ([][]uint32, error) {
+	in, err := openSpill(fp.r.file("blockof"), 0, -1, spillBuf)
+	if err != nil {
+		return nil, err
+	}
+	defer in.close()
+	blocks := make([][]uint32, len(fp.blocks))
+	for j, blk := range fp.blocks {
+		blocks[j] = make([]uint32, 0, blk.samples)
+	}
+	for u := range fp.n {
+		j, err := in.uvarint()
+		if err != nil {
+			return nil, err
+		}
+		if j >= uint64(len(blocks)) {
+			return nil, fmt.Errorf("out-of-core spill %s: block %d of %d", in.path, j, len(blocks))
+		}
+		blocks[j] = append(blocks[j], uint32(u))
+	}
+	return blocks, nil
+}
+
+// Summary returns the cost of p against the random baseline, as
+// placement.NewSummary does for the loaded graph: the cost from the
+// masks C_v (a pass over the rows), the baseline by passes over the rows
+// (as ParsaFile computes it). The caller fills in the algorithm, seed,
+// time and details. It needs the whole plan.
+func (fp *FilePlan) Summary(p *placement.Placement, theta int64) (*placement.Summary, error) {
+	if err := fp.checkWhole(p, "summary"); err != nil {
+		return nil, err
+	}
+	masks, err := fp.masks(p.Data)
+	if err != nil {
+		return nil, err
+	}
+	counts := make([]int64, fp.opt.K)
+	for _, i := range p.Data {
+		counts[i]++
+	}
+	cost := costFromMasks(masks, p.Param, counts, fp.opt.K, theta)
+	masks = nil
+	base, err := fp.r.baseline(fp.r.need(len(fp.blocks)), fp.m)
+	if err != nil {
+		return nil, err
+	}
+	return &placement.Summary{Dataset: fp.r.path, NumSamp: fp.n, NumParams: fp.m, NumEdges: fp.r.st.Edges,
+		Cost: cost, Random: base, Improvement: placement.ImprovementOver(base, cost)}, nil
+}
+
+// WriteDir writes p to dir as placement.WriteDir does for the loaded
+// graph: data.part, param.part with the file's parameter ids, and
+// summary.json last, each atomically.
+func (fp *FilePlan) WriteDir(dir string, p *placement.Placement, summary any) error {
+	if err := fp.checkWhole(p, "write"); err != nil {
+		return err
+	}
+	lines := func(n int, line func(buf []byte, x int) []byte) func(io.Writer) error {
+		return func(w io.Writer) error {
+			bw := bufio.NewWriterSize(w, 1<<16)
+			var buf []byte
+			for x := range n {
+				buf = append(line(buf[:0], x), '\n')
+				if _, err := bw.Write(buf); err != nil {
+					return err
+				}
+			}
+			return bw.Flush()
+		}
+	}
+	ids := make([]uint64, 0, fp.m)
+	fp.r.params.each(func(id uint64) { ids = append(ids, id) })
+	data := lines(fp.n, func(buf []byte, u int) []byte { return strconv.AppendInt(buf, int64(p.Data[u]), 10) })
+	param := lines(fp.m, func(buf []byte, v int) []byte {
+		buf = strconv.AppendUint(buf, ids[v], 10)
+		return strconv.AppendInt(append(buf, ' '), int64(p.Param[v]), 10)
+	})
+	return placement.WriteDirFrom(dir, fp.opt.K, placement.PartSource{Lines: fp.n, Write: data},
+		placement.PartSource{Lines: fp.m, Write: param}, summary)
+}
+
+// Close removes the plan's files.
+func (fp *FilePlan) Close() error {
+	if fp == nil || fp.r.tmp == "" {
+		return nil
+	}
+	err := os.RemoveAll(fp.r.tmp)
+	fp.r.tmp = ""
+	return err
+}
