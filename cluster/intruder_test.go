@@ -52,6 +52,19 @@ func hello(from, to transport.NodeID, hasToken bool) []byte {
 	return append(b, nonce...)
 }
 
+// handshakeAs connects to addr and runs the dialer's half of the
+// handshake as node claimed to node to with token, and returns its error.
+func handshakeAs(t *testing.T, addr string, claimed, to transport.NodeID, token string) error {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return tcp.Handshake(nc, claimed, to, token)
+}
+
 // knock connects to addr and writes first. When answer is not nil, it
 // reads the node's answer (a challenge: 72 bytes; a refusal: at least 10)
 // and writes what answer returns for it. It then reads until the node
@@ -151,13 +164,7 @@ func TestStrangersCannotDisturb(t *testing.T) {
 			// A wrong token: the node's proof does not match it, and the
 			// stranger learns nothing it could use.
 			for _, token := range []string{"wrong", strings.Repeat("x", len(cfg.Token))} {
-				nc, err := net.Dial("tcp", addr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				nc.SetDeadline(time.Now().Add(10 * time.Second))
-				err = tcp.Handshake(nc, claimed, to, token)
-				nc.Close()
+				err := handshakeAs(t, addr, claimed, to, token)
 				if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "wrong cluster token") && !strings.Contains(err.Error(), "link key") {
 					t.Fatalf("%s claiming %s with token %q: %v, want a refusal", proto.Name(to), proto.Name(claimed), token, err)
 				}
@@ -169,13 +176,7 @@ func TestStrangersCannotDisturb(t *testing.T) {
 			}
 			// So is a peer that has the token, a member of the cluster
 			// itself, claiming another member's id.
-			nc, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			nc.SetDeadline(time.Now().Add(10 * time.Second))
-			err = tcp.Handshake(nc, claimed, to, cfg.Token)
-			nc.Close()
+			err := handshakeAs(t, addr, claimed, to, cfg.Token)
 			if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "has to prove the link key") {
 				t.Fatalf("%s claiming %s with the token: %v, want a refusal", proto.Name(to), proto.Name(claimed), err)
 			}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -105,14 +104,7 @@ func TestTLSStrangersCannotDisturb(t *testing.T) {
 				t.Fatalf("%s claiming %s with another CA's certificate: %v", proto.Name(to), proto.Name(claimed), err)
 			}
 			// The token over plain TCP.
-			nc, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			nc.SetDeadline(time.Now().Add(10 * time.Second))
-			err = tcp.Handshake(nc, claimed, to, cfg.Token)
-			nc.Close()
-			if err == nil {
+			if err := handshakeAs(t, addr, claimed, to, cfg.Token); err == nil {
 				t.Fatalf("%s claiming %s over plain TCP: accepted", proto.Name(to), proto.Name(claimed))
 			}
 			refusals += 2

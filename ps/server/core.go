@@ -190,6 +190,13 @@ func (s *Staleness) record(d int64) {
 
 // pullMark is what a server noted of a worker's last pull: its round and
 // the rounds every worker had pushed when it was answered.
+//
+// A server keeps the marks of a worker's last pullMarks pulls: under
+// asynchronous training a worker sends the next round's pull ahead of
+// its push (train.Schedule.PullAhead), and on a loaded machine the pull
+// of the round after can reach a server before that push too.
+const pullMarks = 4
+
 type pullMark struct {
 	round, min int64
 	ok         bool
@@ -213,11 +220,11 @@ type Core struct {
 	held [][]held
 	buf  kv.Batch  // pull replies
 	rbuf []float32 // range pull replies
-	// pulls holds each worker's last two pulls, newest first, for the
-	// staleness of its pushes (a worker that pulls its next round before
-	// it pushes the current one, worker.Worker.PullAhead, has two rounds'
-	// pulls outstanding).
-	pulls [][2]pullMark
+	// pulls holds each worker's last pullMarks pulls, newest first, for
+	// the staleness of its pushes (a worker that pulls its next round
+	// before it pushes the current one, worker.Worker.PullAhead, has two
+	// rounds' pulls outstanding, or more as its messages arrive).
+	pulls [][pullMarks]pullMark
 	// table is the routing table since the last move, version its
 	// version (0: the job's first table), old the store of the table
 	// before it, whose keys moved away are taken from it.
@@ -245,7 +252,7 @@ func New(cfg Config) (*Core, error) {
 		sync:  cfg.Clock.Mode == clock.BSP,
 		ids:   make([][]pending, cfg.Workers),
 		held:  make([][]held, cfg.Workers),
-		pulls: make([][2]pullMark, cfg.Workers),
+		pulls: make([][pullMarks]pullMark, cfg.Workers),
 		stats: Stats{KeyShare: cfg.Table.Share(cfg.Rank)},
 	}, nil
 }
@@ -264,7 +271,7 @@ func (c *Core) Rewind() {
 	for w := range c.cfg.Workers {
 		c.ids[w] = c.ids[w][:0]
 		c.held[w] = c.held[w][:0]
-		c.pulls[w] = [2]pullMark{}
+		c.pulls[w] = [pullMarks]pullMark{}
 	}
 }
 
@@ -429,7 +436,8 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 	if !r.Push {
 		c.stats.Pulls++
 		m := &c.pulls[r.Worker]
-		m[1], m[0] = m[0], pullMark{round: r.Round, min: c.clock.Min(), ok: true}
+		copy(m[1:], m[:len(m)-1])
+		m[0] = pullMark{round: r.Round, min: c.clock.Min(), ok: true}
 		if r.Range {
 			c.stats.KeysPulled += end - begin
 			v, view, err := c.store.PullRange(begin, end, c.rbuf)

@@ -95,19 +95,5 @@ func BenchmarkSetPeerKey(b *testing.B) {
 // BenchmarkTLS is BenchmarkTCP with every link over mutual TLS 1.3.
 func BenchmarkTLS(b *testing.B) {
 	ca := newCA(b, "cluster")
-	transporttest.Benchmark(b, func(tb testing.TB, n int, opts transporttest.Options) []transport.Endpoint {
-		eps := newEndpoints(tb, n, func(c *Config) {
-			overTLS(tb, ca)(c)
-			c.Frame = opts.Frame
-			if opts.Buffer > 0 {
-				c.InboxSize = opts.Buffer
-				c.SocketBuffer = 64 << 10
-			}
-		})
-		out := make([]transport.Endpoint, n)
-		for i, e := range eps {
-			out[i] = e
-		}
-		return out
-	})
+	transporttest.Benchmark(b, conformance(newEndpoints, func(tb testing.TB) func(*Config) { return overTLS(tb, ca) }))
 }

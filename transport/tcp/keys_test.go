@@ -36,20 +36,7 @@ func newKeyedEndpoints(tb testing.TB, n int, tune func(*Config)) []*Endpoint {
 // TestConformanceKeyed runs the conformance suite on links that prove
 // link keys.
 func TestConformanceKeyed(t *testing.T) {
-	transporttest.Run(t, func(tb testing.TB, n int, opts transporttest.Options) []transport.Endpoint {
-		eps := newKeyedEndpoints(tb, n, func(c *Config) {
-			c.Frame = opts.Frame
-			if opts.Buffer > 0 {
-				c.InboxSize = opts.Buffer
-				c.SocketBuffer = 64 << 10
-			}
-		})
-		out := make([]transport.Endpoint, n)
-		for i, ep := range eps {
-			out[i] = ep
-		}
-		return out
-	})
+	transporttest.Run(t, conformance(newKeyedEndpoints, nil))
 }
 
 // dialAs runs the dialer's half of the handshake to ep as node from,

@@ -38,18 +38,30 @@ func newEndpoints(tb testing.TB, n int, tune func(*Config)) []*Endpoint {
 
 // factory is newEndpoints for the conformance suite.
 func factory(tb testing.TB, n int, opts transporttest.Options) []transport.Endpoint {
-	eps := newEndpoints(tb, n, func(c *Config) {
-		c.Frame = opts.Frame
-		if opts.Buffer > 0 {
-			c.InboxSize = opts.Buffer
-			c.SocketBuffer = 64 << 10
+	return conformance(newEndpoints, nil)(tb, n, opts)
+}
+
+// conformance returns a factory for the conformance suite that opens
+// endpoints with open, tuned by tune (nil for none) and by the suite's
+// options.
+func conformance(open func(testing.TB, int, func(*Config)) []*Endpoint, tune func(testing.TB) func(*Config)) func(testing.TB, int, transporttest.Options) []transport.Endpoint {
+	return func(tb testing.TB, n int, opts transporttest.Options) []transport.Endpoint {
+		eps := open(tb, n, func(c *Config) {
+			if tune != nil {
+				tune(tb)(c)
+			}
+			c.Frame = opts.Frame
+			if opts.Buffer > 0 {
+				c.InboxSize = opts.Buffer
+				c.SocketBuffer = 64 << 10
+			}
+		})
+		out := make([]transport.Endpoint, n)
+		for i, e := range eps {
+			out[i] = e
 		}
-	})
-	out := make([]transport.Endpoint, n)
-	for i, e := range eps {
-		out[i] = e
+		return out
 	}
-	return out
 }
 
 func TestConformance(t *testing.T) { transporttest.Run(t, factory) }

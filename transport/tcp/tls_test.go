@@ -50,21 +50,7 @@ func overTLS(t testing.TB, ca *tcptest.CA) func(*Config) {
 // TestConformanceTLS runs the transport's conformance suite over TLS.
 func TestConformanceTLS(t *testing.T) {
 	ca := newCA(t, "cluster")
-	transporttest.Run(t, func(tb testing.TB, n int, opts transporttest.Options) []transport.Endpoint {
-		eps := newEndpoints(tb, n, func(c *Config) {
-			overTLS(tb, ca)(c)
-			c.Frame = opts.Frame
-			if opts.Buffer > 0 {
-				c.InboxSize = opts.Buffer
-				c.SocketBuffer = 64 << 10
-			}
-		})
-		out := make([]transport.Endpoint, n)
-		for i, e := range eps {
-			out[i] = e
-		}
-		return out
-	})
+	transporttest.Run(t, conformance(newEndpoints, func(tb testing.TB) func(*Config) { return overTLS(tb, ca) }))
 }
 
 // TestTLSLinks sends messages both ways between two endpoints over TLS,
