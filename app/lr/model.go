@@ -245,10 +245,33 @@ func AUC(scores []float64, pos []bool) float64 {
 }
 
 // scores sets z[c] = Σ_j val[j]·w[pos[j]·W + c] for the W = len(z)
-// classes. Classes go four at a time, so that their sums stay in
-// registers while the sample's entries stream by (its rows of w stay in
-// the cache between the blocks).
+// classes: with the AVX kernels where the processor has them (eight and
+// four classes a pass), else scoresGo. Both add the products of each
+// class in the order of the entries, with a separate multiply and add, so
+// the results are the same bit for bit.
 func scores(z, w []float32, pos []int32, val []float32) {
+	if !simd || len(pos) == 0 || len(z) < 4 {
+		scoresGo(z, w, pos, val)
+		return
+	}
+	scoresSIMD(z, w, pos, val)
+}
+
+// scatter adds val[j]·d[c] to grad[pos[j]·W + c] for the W = len(d)
+// classes, with the kernels as scores does, else scatterGo, with the same
+// results bit for bit.
+func scatter(grad, d []float32, pos []int32, val []float32) {
+	if !simd || len(pos) == 0 || len(d) < 4 {
+		scatterGo(grad, d, pos, val)
+		return
+	}
+	scatterSIMD(grad, d, pos, val)
+}
+
+// scoresGo is scores in Go. Classes go four at a time, so that their
+// sums stay in registers while the sample's entries stream by (its rows
+// of w stay in the cache between the blocks).
+func scoresGo(z, w []float32, pos []int32, val []float32) {
 	W := len(z)
 	c := 0
 	for ; c+4 <= W; c += 4 {
@@ -263,6 +286,12 @@ func scores(z, w []float32, pos []int32, val []float32) {
 		}
 		z[c], z[c+1], z[c+2], z[c+3] = z0, z1, z2, z3
 	}
+	scoresTail(z, w, pos, val, c)
+}
+
+// scoresTail computes the classes from c on one at a time.
+func scoresTail(z, w []float32, pos []int32, val []float32, c int) {
+	W := len(z)
 	for ; c < W; c++ {
 		var zc float32
 		for j, p := range pos {
@@ -272,9 +301,8 @@ func scores(z, w []float32, pos []int32, val []float32) {
 	}
 }
 
-// scatter adds val[j]·d[c] to grad[pos[j]·W + c] for the W = len(d)
-// classes, four classes at a time as scores does.
-func scatter(grad, d []float32, pos []int32, val []float32) {
+// scatterGo is scatter in Go, four classes at a time as scoresGo.
+func scatterGo(grad, d []float32, pos []int32, val []float32) {
 	W := len(d)
 	c := 0
 	for ; c+4 <= W; c += 4 {
@@ -288,6 +316,12 @@ func scatter(grad, d []float32, pos []int32, val []float32) {
 			r[3] += d3 * x
 		}
 	}
+	scatterTail(grad, d, pos, val, c)
+}
+
+// scatterTail adds the classes from c on one at a time.
+func scatterTail(grad, d []float32, pos []int32, val []float32, c int) {
+	W := len(d)
 	for ; c < W; c++ {
 		dc := d[c]
 		for j, p := range pos {
