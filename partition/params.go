@@ -64,32 +64,8 @@ func assignParams(g *graph.Graph, p *placement.Placement, seed uint64, workers i
 	k := p.K
 	m := g.NumParams()
 	coff, cand, cost := candidates(g, p.Data, k, workers)
-	maxC := 0
-	for v := 0; v < m; v++ {
-		maxC = max(maxC, int(coff[v+1]-coff[v]))
-	}
-
 	// Order: decreasing c_v, ties in a seeded random order.
-	rng := placement.NewRand(seed)
-	perm := make([]uint32, m)
-	for v := range perm {
-		perm[v] = uint32(v)
-	}
-	rng.Shuffle(m, func(a, b int) { perm[a], perm[b] = perm[b], perm[a] })
-	start := make([]int, maxC+2)
-	for v := 0; v < m; v++ {
-		start[maxC-int(coff[v+1]-coff[v])+1]++
-	}
-	for c := 1; c < len(start); c++ {
-		start[c] += start[c-1]
-	}
-	order := make([]uint32, m)
-	for _, v := range perm {
-		c := int(coff[v+1] - coff[v])
-		order[start[maxC-c]] = v
-		start[maxC-c]++
-	}
-	perm = nil
+	order := ParamOrder(m, func(v int) int { return int(coff[v+1] - coff[v]) }, seed)
 
 	var rr int32
 	param := p.Param
