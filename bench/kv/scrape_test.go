@@ -17,22 +17,27 @@ import (
 	"colo/ps/worker"
 )
 
-// TestScrapeWindows measures what scraping --metrics costs colo bench
-// kv's 2 × 2 lines, where side-by-side runs of the command cannot resolve
-// a few percent on a shared machine: one cluster per request kind runs
-// for COLO_SCRAPE_WINDOWS (such as 30s) under the collector of colo bench
-// kv --metrics, in windows of 250 ms that alternate between no scrape and
-// a scrape every 10 ms (about 70 a second, gzip as Prometheus asks for
-// it); load that comes and goes on the machine falls on both kinds of
-// window alike. It logs the requests of the scraped windows over those of
-// the unscraped ones (all windows summed, and the median pair), and the
-// scrapes per second, from which the cost of one scrape a second follows.
+// BenchmarkScrapeWindows measures what scraping --metrics costs colo
+// bench kv's 2 × 2 lines, where side-by-side runs of the command cannot
+// resolve a few percent on a shared machine: one cluster per request kind
+// runs for COLO_SCRAPE_WINDOWS (10s when unset) under the collector of
+// colo bench kv --metrics, in windows of 250 ms that alternate between no
+// scrape and a scrape every 10 ms (about 70 a second, gzip as Prometheus
+// asks for it); load that comes and goes on the machine falls on both
+// kinds of window alike. It reports the requests of the scraped windows
+// over those of the unscraped ones in percent (all windows summed;
+// the median pair is logged), and the scrapes per second, from which the
+// cost of one scrape a second follows.
 //
-//	COLO_SCRAPE_WINDOWS=30s go test ./bench/kv -run ScrapeWindows -v
-func TestScrapeWindows(t *testing.T) {
-	total, err := time.ParseDuration(os.Getenv("COLO_SCRAPE_WINDOWS"))
-	if err != nil {
-		t.Skip("set COLO_SCRAPE_WINDOWS to a duration to run")
+//	COLO_SCRAPE_WINDOWS=30s go test ./bench/kv -run '^$' -bench ScrapeWindows -benchtime 1x
+func BenchmarkScrapeWindows(b *testing.B) {
+	total := 10 * time.Second
+	if v := os.Getenv("COLO_SCRAPE_WINDOWS"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("COLO_SCRAPE_WINDOWS=%q: want a positive duration such as 30s", v)
+		}
+		total = d
 	}
 	const window, every = 250 * time.Millisecond, 10 * time.Millisecond
 	keys := workload.SparseKeySet()
@@ -47,19 +52,19 @@ func TestScrapeWindows(t *testing.T) {
 		{"dense", "pull"}:  func(w *worker.Worker, dst []float32) *worker.Future { return w.PullRange(0, uint64(len(vals)), dst) },
 	}
 	for _, kind := range kvKinds {
-		t.Run(kind.mode+"-"+kind.op, func(t *testing.T) {
+		b.Run(kind.mode+"-"+kind.op, func(b *testing.B) {
 			reg := metrics.NewRegistry()
 			nodes := metrics.NewNodesCollector(nil)
 			reg.MustRegister(nodes)
 			metrics.NewTraining(reg)
 			addr, stop, err := metrics.Serve("127.0.0.1:0", reg)
 			if err != nil {
-				t.Fatal(err)
+				b.Fatal(err)
 			}
 			defer stop()
 			c, err := cluster.Start(context.Background(), benchConfig(2, 2, kind.space(len(vals)), true, nil))
 			if err != nil {
-				t.Fatal(err)
+				b.Fatal(err)
 			}
 			defer c.Close()
 			nodes.Set(c.Stats)
@@ -73,7 +78,7 @@ func TestScrapeWindows(t *testing.T) {
 					dst := make([]float32, len(vals))
 					for !end.Load() {
 						if err := calls[kind](c.Worker(i), dst).Wait(); err != nil {
-							t.Error(err)
+							b.Error(err)
 							return
 						}
 						done.Add(1)
@@ -83,7 +88,7 @@ func TestScrapeWindows(t *testing.T) {
 			scrape := func() {
 				r, err := http.Get("http://" + addr + "/metrics")
 				if err != nil {
-					t.Error(err)
+					b.Error(err)
 					return
 				}
 				io.Copy(io.Discard, r.Body)
@@ -117,9 +122,11 @@ func TestScrapeWindows(t *testing.T) {
 				ratios = append(ratios, on/max(off, 1e-9))
 			}
 			slices.Sort(ratios)
-			t.Logf("2×2 %s %s: %d pairs of %v windows, %.0f scrapes/s when on: requests scraped/unscraped %.1f%% (median pair %.1f%%)",
-				kind.mode, kind.op, len(ratios), window, float64(scrapes)/(float64(len(ratios))*window.Seconds()),
-				100*sumOn/sumOff, 100*ratios[len(ratios)/2])
+			perSecond := float64(scrapes) / (float64(len(ratios)) * window.Seconds())
+			b.Logf("2×2 %s %s: %d pairs of %v windows, %.0f scrapes/s when on: requests scraped/unscraped %.1f%% (median pair %.1f%%)",
+				kind.mode, kind.op, len(ratios), window, perSecond, 100*sumOn/sumOff, 100*ratios[len(ratios)/2])
+			b.ReportMetric(100*sumOn/sumOff, "%scraped/unscraped")
+			b.ReportMetric(perSecond, "scrapes/s")
 		})
 	}
 }
