@@ -292,10 +292,18 @@ func (c *Core) Round() int64 { return c.round }
 
 // Stats returns the counters.
 func (c *Core) Stats() Stats {
-	s := c.stats
-	s.Rounds = c.round
-	s.Links = slices.Clone(c.links)
+	var s Stats
+	c.statsTo(&s)
 	return s
+}
+
+// statsTo sets *s to the counters, reusing the memory of s.Links: the
+// driver publishes them after every turn of its loop.
+func (c *Core) statsTo(s *Stats) {
+	links := s.Links[:0]
+	*s = c.stats
+	s.Rounds = c.round
+	s.Links = append(links, c.links...)
 }
 
 // Latency returns the round trips of the pushes and pulls per server. It

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 
 	"colo/kv"
@@ -92,6 +93,7 @@ func (w *Worker) Round() int64 {
 func (w *Worker) Stats() Stats {
 	w.mu.Lock()
 	st := w.stats
+	st.Links = slices.Clone(st.Links) // update reuses w.stats.Links
 	w.mu.Unlock()
 	st.Latency = w.core.Latency()
 	return st
@@ -312,7 +314,7 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 // update publishes the core's counters.
 func (w *Worker) update() {
 	w.mu.Lock()
-	w.stats = w.core.Stats()
+	w.core.statsTo(&w.stats)
 	w.round = w.core.Round()
 	w.table = w.core.cfg.Table
 	w.mu.Unlock()
