@@ -301,7 +301,7 @@ func RunWorker(ctx context.Context, cfg Config, rank int, oracle Oracle, rows []
 	w := &worker{rank: rank, cfg: &cfg, plan: pl, ep: ep, oracle: oracle, rows: rows,
 		slow: slowdown(cfg.Speeds, cfg.Workers)[rank], k: K, x: append([]float32(nil), init...),
 		loss: make([]float64, iters), count: make([]int, iters), at: make([]time.Duration, iters),
-		held: map[uint64]map[int][]float32{}}
+		held: map[uint64]map[int]*transport.Message{}}
 	for _, m := range early {
 		if err := w.hold(m, 0); err != nil {
 			return nil, err
@@ -425,7 +425,7 @@ type worker struct {
 	at    []time.Duration
 	// held are models received for rounds not yet reached, by round and
 	// sender.
-	held                  map[uint64]map[int][]float32
+	held                  map[uint64]map[int]*transport.Message
 	compute, slept, comm  time.Duration
 	debt                  time.Duration
 	sendBuf, mixBuf, grad []float32
@@ -553,7 +553,7 @@ func (w *worker) average(ctx context.Context, round uint64) error {
 	}
 	held := w.held[round]
 	if held == nil {
-		held = map[int][]float32{}
+		held = map[int]*transport.Message{}
 	}
 	delete(w.held, round)
 	need := 0
@@ -595,11 +595,16 @@ func (w *worker) average(ctx context.Context, round uint64) error {
 		}
 		src := w.sendBuf
 		if j != i {
-			src = held[j]
+			src = held[j].KV.Vals
 		}
 		axpy(out, float32(v), src)
 	}
 	w.x, w.mixBuf = out, w.x
+	// The neighbours' models go back to the transport's pool: a model a
+	// round per neighbour would otherwise be garbage.
+	for _, m := range held {
+		m.Release()
+	}
 	return nil
 }
 
@@ -618,14 +623,14 @@ func (w *worker) hold(m *transport.Message, now uint64) error {
 		return fmt.Errorf("worker %d sent round %d while this worker is at round %d", from, m.ID, now)
 	}
 	if w.held[m.ID] == nil {
-		w.held[m.ID] = map[int][]float32{}
+		w.held[m.ID] = map[int]*transport.Message{}
 	}
-	w.held[m.ID][from] = m.KV.Vals
+	w.held[m.ID][from] = m
 	return nil
 }
 
 // countFrom counts the models in got that row (worker i's weights) needs.
-func countFrom(got map[int][]float32, row []float64, i int) int {
+func countFrom(got map[int]*transport.Message, row []float64, i int) int {
 	c := 0
 	for j := range got {
 		if j != i && row[j] != 0 {
