@@ -114,9 +114,11 @@ func runNode(e *env, args []string) error {
 			"(a train.Job as JSON, as colo train --processes writes it), or from the\n"+
 			"training flags, where --updater, --lr, --l2 and --batch default to colo\n"+
 			"train's (adagrad, the application's rate and L2, full batches).\n\n"+
-			"Nodes prove the token to each other without sending it. With --tls-cert,\n"+
-			"--tls-key and --tls-ca every link is mutual TLS 1.3: a peer without a\n"+
-			"certificate of that CA is refused (see docs/deploy.md).\n\n"+
+			"Nodes prove the token to each other without sending it, and their ids\n"+
+			"with a key pair of their own whose public half the scheduler publishes,\n"+
+			"so no process can claim another member's id. With --tls-cert, --tls-key and\n"+
+			"--tls-ca every link is mutual TLS 1.3: a peer without a certificate of\n"+
+			"that CA is refused (see docs/deploy.md and docs/ps.md, Security).\n\n"+
 			"Every flag can also be set by an environment variable: COLO_ROLE,\n"+
 			"COLO_SCHEDULER, COLO_NUM_SERVERS, COLO_NUM_WORKERS, COLO_TOKEN, COLO_HOST,\n"+
 			"COLO_RANK, COLO_METRICS, … (the flag's name in upper case, '-' as '_');\n"+
