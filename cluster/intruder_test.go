@@ -52,16 +52,23 @@ func hello(from, to transport.NodeID, hasToken bool) []byte {
 	return append(b, nonce...)
 }
 
-// handshakeAs connects to addr and runs the dialer's half of the
-// handshake as node claimed to node to with token, and returns its error.
-func handshakeAs(t *testing.T, addr string, claimed, to transport.NodeID, token string) error {
+// dial connects to addr, with 10 s for everything that follows.
+func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return nc
+}
+
+// handshakeAs connects to addr and runs the dialer's half of the
+// handshake as node claimed to node to with token, and returns its error.
+func handshakeAs(t *testing.T, addr string, claimed, to transport.NodeID, token string) error {
+	t.Helper()
+	nc := dial(t, addr)
+	defer nc.Close()
 	return tcp.Handshake(nc, claimed, to, token)
 }
 
@@ -72,12 +79,8 @@ func handshakeAs(t *testing.T, addr string, claimed, to transport.NodeID, token 
 // ('C', 'R', 'A'), or 0.
 func knock(t *testing.T, addr string, first []byte, answer func(kind byte) []byte) byte {
 	t.Helper()
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := dial(t, addr)
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	nc.Write(first)
 	var kind byte
 	if answer != nil {
@@ -104,12 +107,8 @@ func knock(t *testing.T, addr string, first []byte, answer func(kind byte) []byt
 // connection.
 func member(t *testing.T, addr string, from, to transport.NodeID, token string, frame []byte) {
 	t.Helper()
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := dial(t, addr)
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	if err := tcp.Handshake(nc, from, to, token); err != nil {
 		t.Fatalf("%s: the handshake with the token: %v", proto.Name(to), err)
 	}
