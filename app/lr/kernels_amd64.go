@@ -52,38 +52,37 @@ func checkRows(pos []int32, rows int) {
 	}
 }
 
-func scoresSIMD(z, w []float32, pos []int32, val []float32) {
-	W, n := len(z), len(pos)
+// kernel is the signature of the assembly kernels: n entries, rows of
+// stride bytes in mat, and the row of class values of the sample.
+type kernel func(n, stride int, mat *float32, pos *int32, val *float32, row *float32)
+
+// byBlocks runs k16, k8 and k4 over the classes of row that fill blocks
+// of 16, then 8, then 4, and returns the first class left for the Go
+// loop.
+func byBlocks(k16, k8, k4 kernel, row, mat []float32, pos []int32, val []float32) int {
+	W, n := len(row), len(pos)
 	_ = val[n-1]
-	checkRows(pos, len(w)/W)
+	checkRows(pos, len(mat)/W)
 	c := 0
 	for ; c+16 <= W; c += 16 {
-		scores16AVX(n, 4*W, &w[c], &pos[0], &val[0], &z[c])
+		k16(n, 4*W, &mat[c], &pos[0], &val[0], &row[c])
 	}
 	for ; c+8 <= W; c += 8 {
-		scores8AVX(n, 4*W, &w[c], &pos[0], &val[0], &z[c])
+		k8(n, 4*W, &mat[c], &pos[0], &val[0], &row[c])
 	}
 	if c+4 <= W {
-		scores4AVX(n, 4*W, &w[c], &pos[0], &val[0], &z[c])
+		k4(n, 4*W, &mat[c], &pos[0], &val[0], &row[c])
 		c += 4
 	}
+	return c
+}
+
+func scoresSIMD(z, w []float32, pos []int32, val []float32) {
+	c := byBlocks(scores16AVX, scores8AVX, scores4AVX, z, w, pos, val)
 	scoresTail(z, w, pos, val, c)
 }
 
 func scatterSIMD(grad, d []float32, pos []int32, val []float32) {
-	W, n := len(d), len(pos)
-	_ = val[n-1]
-	checkRows(pos, len(grad)/W)
-	c := 0
-	for ; c+16 <= W; c += 16 {
-		scatter16AVX(n, 4*W, &grad[c], &pos[0], &val[0], &d[c])
-	}
-	for ; c+8 <= W; c += 8 {
-		scatter8AVX(n, 4*W, &grad[c], &pos[0], &val[0], &d[c])
-	}
-	if c+4 <= W {
-		scatter4AVX(n, 4*W, &grad[c], &pos[0], &val[0], &d[c])
-		c += 4
-	}
+	c := byBlocks(scatter16AVX, scatter8AVX, scatter4AVX, d, grad, pos, val)
 	scatterTail(grad, d, pos, val, c)
 }
