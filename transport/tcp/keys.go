@@ -63,16 +63,15 @@ func (r *keyRing) set(peer transport.NodeID, pub, key []byte) {
 	}
 }
 
-// wait returns the link key of peer once a public key is published for
-// it, and equal to pub when pub is not nil, waiting until deadline or
-// done.
+// wait returns the link key of peer once the public key published for it
+// is pub, waiting until deadline or done.
 func (r *keyRing) wait(peer transport.NodeID, pub []byte, deadline time.Time, done <-chan struct{}) ([]byte, error) {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	for {
 		r.mu.Lock()
 		have, ok := r.pubs[peer]
-		if ok && (pub == nil || bytes.Equal(have, pub)) {
+		if ok && bytes.Equal(have, pub) {
 			k := r.keys[peer]
 			r.mu.Unlock()
 			return k, nil
