@@ -46,6 +46,11 @@ type Config struct {
 	Budget float64 `json:"budget,omitempty"`
 	// LR is the learning rate γ of plain SGD.
 	LR float64 `json:"lr"`
+	// LRDecay is the schedule of γ over the run (see Rate): "" or
+	// "none" (constant), "cosine" (from γ down to 0 by the last
+	// iteration) or "step:E1,E2,…" (divided by 10 after epochs E1, E2, …;
+	// seed 003 trains CIFAR-10 with "step:100,150").
+	LRDecay string `json:"lr_decay,omitempty"`
 	// BatchWeighted scales each worker's step by its batch over the
 	// mean batch, γ_i = γ·N·B_i/Batch, so that the mixing weights, equal
 	// per worker, weigh every sample equally: on a complete graph with
@@ -102,6 +107,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("points per epoch %d: want at least 1", c.PointsPerEpoch)
 	case c.Order != AdaptThenCombine && c.Order != CombineThenAdapt:
 		return fmt.Errorf("order %q: want atc or cta", c.Order)
+	}
+	if _, err := parseDecay(c.LRDecay); err != nil {
+		return err
 	}
 	if c.Matcha && !(c.Budget > 0 && c.Budget <= 1) {
 		return fmt.Errorf("budget %v: want a communication budget c_b in (0, 1]", c.Budget)
@@ -175,4 +183,62 @@ func slowdown(speeds []float64, n int) []float64 {
 		}
 	}
 	return out
+}
+
+// decay is a parsed learning-rate schedule.
+type decay struct {
+	cosine bool
+	steps  []int // epochs after which γ is divided by 10, increasing
+}
+
+// parseDecay parses Config.LRDecay.
+func parseDecay(s string) (decay, error) {
+	switch s {
+	case "", "none":
+		return decay{}, nil
+	case "cosine":
+		return decay{cosine: true}, nil
+	}
+	list, ok := strings.CutPrefix(s, "step:")
+	if !ok || list == "" {
+		return decay{}, fmt.Errorf("lr-decay %q: want none, cosine or step:E1,E2,… (γ divided by 10 after each listed epoch)", s)
+	}
+	var d decay
+	for _, f := range strings.Split(list, ",") {
+		e, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || e < 1 {
+			return decay{}, fmt.Errorf("lr-decay %q: epoch %q: want a whole number of epochs ≥ 1", s, f)
+		}
+		if len(d.steps) > 0 && e <= d.steps[len(d.steps)-1] {
+			return decay{}, fmt.Errorf("lr-decay %q: epochs %d then %d: want them increasing", s, d.steps[len(d.steps)-1], e)
+		}
+		d.steps = append(d.steps, e)
+	}
+	return d, nil
+}
+
+// Rate returns the learning rate of iteration it (from 0) of epoch
+// epoch (from 0), of total iterations in the whole run: γ for no decay;
+// γ·(1 + cos(π·it/total))/2 for cosine; γ/10^m for step, where m is the
+// number of listed epochs E ≤ epoch (the rate drops after epoch E, so
+// epoch E+1, counted from 1, is the first at the lower rate). LRDecay
+// must be valid.
+func (c Config) Rate(epoch, it, total int) float64 {
+	d, err := parseDecay(c.LRDecay)
+	if err != nil {
+		panic(err) // Validate refuses it first
+	}
+	switch {
+	case d.cosine:
+		return c.LR * (1 + math.Cos(math.Pi*float64(it)/float64(total))) / 2
+	case d.steps != nil:
+		r := c.LR
+		for _, e := range d.steps {
+			if epoch >= e {
+				r /= 10
+			}
+		}
+		return r
+	}
+	return c.LR
 }

@@ -456,10 +456,10 @@ func Batches(rows []int32, k int, seed uint64, rank, epoch int) [][]int32 {
 func (w *worker) run(ctx context.Context, start time.Time) error {
 	cfg := w.cfg
 	w.grad = make([]float32, len(w.x))
-	lr := float32(cfg.LR)
 	it := 0
 	for e := range cfg.Epochs {
 		for _, rows := range Batches(w.rows, w.k, cfg.Seed, w.rank, e) {
+			rate := cfg.Rate(e, it, cfg.Epochs*w.k)
 			clear(w.grad)
 			if len(rows) > 0 {
 				t0 := time.Now()
@@ -477,9 +477,9 @@ func (w *worker) run(ctx context.Context, start time.Time) error {
 			w.processed += len(rows)
 			mix := cfg.Workers > 1 && (it+1)%cfg.LocalSteps == 0
 			round := uint64((it + 1) / cfg.LocalSteps)
-			step := lr
+			step := float32(rate)
 			if cfg.BatchWeighted {
-				step = float32(cfg.LR * float64(cfg.Workers*len(rows)) / float64(cfg.Batch))
+				step = float32(rate * float64(cfg.Workers*len(rows)) / float64(cfg.Batch))
 			}
 			if cfg.Order == AdaptThenCombine {
 				axpy(w.x, -step, w.grad)

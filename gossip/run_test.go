@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,10 +88,18 @@ func run(t *testing.T, cfg Config, l Learner, shards [][]int32, init []float32) 
 // steps on the same batches, step for step (the per-step losses and the
 // final parameters agree bit for bit).
 func TestOneWorkerIsSGD(t *testing.T) {
+	for _, decay := range []string{"none", "cosine", "step:1,2"} {
+		t.Run(decay, func(t *testing.T) { oneWorkerIsSGD(t, decay) })
+	}
+}
+
+// oneWorkerIsSGD is TestOneWorkerIsSGD with a schedule of the rate: the
+// plain loop takes Config.Rate's rate at every step.
+func oneWorkerIsSGD(t *testing.T, decay string) {
 	d := blobs(200, 6, 3, 1)
 	l, init := denseLearner(t, d)
 	cfg := DefaultConfig()
-	cfg.Workers, cfg.Batch, cfg.Epochs, cfg.LR, cfg.LocalSteps = 1, 32, 3, 0.2, 2
+	cfg.Workers, cfg.Batch, cfg.Epochs, cfg.LR, cfg.LocalSteps, cfg.LRDecay = 1, 32, 3, 0.2, 2, decay
 	K := (200 + 31) / 32
 	cfg.PointsPerEpoch = K // one curve point per step
 	shards := equalShards(200, 1)
@@ -111,9 +120,10 @@ func TestOneWorkerIsSGD(t *testing.T) {
 			}
 			clear(g)
 			loss, _ := l.Model.LossGrad(w, x, y, len(rows), g, 1/float32(len(rows)), ws)
+			rate := float32(cfg.Rate(e, len(losses), cfg.Epochs*K))
 			losses, counts = append(losses, loss), append(counts, len(rows))
 			for i := range w {
-				w[i] -= float32(cfg.LR) * g[i]
+				w[i] -= rate * g[i]
 			}
 		}
 	}
@@ -520,5 +530,40 @@ func TestBatchWeightedIsSGDOnTheUnion(t *testing.T) {
 	cfg.BatchWeighted = false
 	if worst := dist(run(t, cfg, l, shards, init).Model); worst < 1e-3 {
 		t.Errorf("one γ for all workers is within %g of SGD on the union: the test cannot tell the two apart", worst)
+	}
+}
+
+// TestRate: the schedules' rates at chosen iterations, and the refusals
+// of schedules that mean nothing.
+func TestRate(t *testing.T) {
+	c := DefaultConfig()
+	c.LR = 0.8
+	for _, tc := range []struct {
+		decay           string
+		epoch, it, want float64
+	}{
+		{"none", 5, 50, 0.8},
+		{"", 5, 50, 0.8},
+		{"cosine", 0, 0, 0.8},
+		{"cosine", 5, 50, 0.4}, // half way: (1 + cos π/2)/2
+		{"cosine", 9, 100, 0},
+		{"step:100,150", 99, 0, 0.8},
+		{"step:100,150", 100, 0, 0.08},
+		{"step:100,150", 149, 0, 0.08},
+		{"step:100,150", 150, 0, 0.008},
+	} {
+		c.LRDecay = tc.decay
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%q: %v", tc.decay, err)
+		}
+		if got := c.Rate(int(tc.epoch), int(tc.it), 100); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%q at epoch %v, iteration %v of 100: rate %v, want %v", tc.decay, tc.epoch, tc.it, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"linear", "step:", "step:0", "step:5,5", "step:9,3", "step:x"} {
+		c.LRDecay = bad
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "lr-decay") {
+			t.Errorf("%q: error %v, want one naming lr-decay", bad, err)
+		}
 	}
 }

@@ -67,14 +67,30 @@ func (v Variant) Name() string {
 // shards with F = 1, and each on facility-location and graph-cut ratio
 // shards with F = localSteps (RCD-SGD).
 func DefaultVariants(localSteps int) []Variant {
+	out, _ := Variants([]string{"d-psgd", "matcha"}, localSteps)
+	return out
+}
+
+// Variants returns the three rows of each named algorithm ("d-psgd",
+// "matcha"), in the order given: on random shards with F = 1, and on
+// facility-location and graph-cut ratio shards with F = localSteps.
+func Variants(algorithms []string, localSteps int) ([]Variant, error) {
 	var out []Variant
-	for _, alg := range []string{"d-psgd", "matcha"} {
+	seen := map[string]bool{}
+	for _, alg := range algorithms {
+		if alg != "d-psgd" && alg != "matcha" {
+			return nil, fmt.Errorf("algorithm %q: want d-psgd or matcha", alg)
+		}
+		if seen[alg] {
+			return nil, fmt.Errorf("algorithm %s named twice", alg)
+		}
+		seen[alg] = true
 		out = append(out, Variant{Algorithm: alg, Shard: job.ShardSpec{Scheme: "random"}, LocalSteps: 1})
 		for _, f := range []shard.Function{shard.FacilityLocation, shard.GraphCut} {
 			out = append(out, Variant{Algorithm: alg, Shard: job.ShardSpec{Scheme: "submodular", Function: f}, LocalSteps: localSteps})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Config is the comparison's settings.

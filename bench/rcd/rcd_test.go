@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -238,5 +239,31 @@ func TestDivergedRunsAreRecorded(t *testing.T) {
 	}
 	if err := WriteDir(t.TempDir(), res); err != nil {
 		t.Errorf("writing a result whose runs all diverged: %v", err)
+	}
+}
+
+// TestVariants: each named algorithm gives its three rows in the order
+// named, RCD-SGD's with the F given; unknown and repeated names are
+// refused.
+func TestVariants(t *testing.T) {
+	vs, err := Variants([]string{"matcha"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range vs {
+		names = append(names, v.Name())
+	}
+	want := []string{"matcha/random F=1", "matcha/facility F=3", "matcha/graphcut F=3"}
+	if !slices.Equal(names, want) {
+		t.Errorf("variants %q, want %q", names, want)
+	}
+	if all := DefaultVariants(2); len(all) != 6 || all[0].Algorithm != "d-psgd" || all[3].Algorithm != "matcha" {
+		t.Errorf("default variants %+v: want d-psgd's three, then matcha's", all)
+	}
+	for _, bad := range [][]string{{"dpsgd"}, {"d-psgd", "d-psgd"}, {""}} {
+		if _, err := Variants(bad, 2); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 }

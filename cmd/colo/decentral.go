@@ -87,6 +87,15 @@ type decentralFlags struct {
 	target            float64
 	processes, netns  bool
 	batchWeighted     bool
+	lrDecay           string // --lr-decay, taken from the model's options by takeSchedule
+}
+
+// takeSchedule moves --lr-decay from the dense model's options, where
+// colo train --mode ps applies it, to the decentralised workers, which
+// apply it themselves (gossip.Config.LRDecay, which also knows step
+// decay). Call it before trainFlags.job.
+func (d *decentralFlags) takeSchedule(t *trainFlags) {
+	d.lrDecay, t.lrDecay = t.lrDecay, "none"
 }
 
 func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
@@ -132,6 +141,7 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 	}
 	c.Workers, c.Topology, c.LocalSteps, c.Matcha, c.Budget = j.Config.Machines, d.topology, d.localSteps, d.matcha, d.budget
 	c.Order, c.Seed, c.Epochs, c.BatchWeighted = gossip.Order(d.order), j.Config.Seed, j.Config.MaxPasses, d.batchWeighted
+	c.LRDecay = d.lrDecay
 	c.Batch = 64 * c.Workers
 	if t.batch > 0 {
 		c.Batch = t.batch
@@ -196,6 +206,7 @@ func runDecentral(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	d.takeSchedule(&t)
 	j, err := t.job(pos[0], df)
 	if err != nil {
 		return err
@@ -283,9 +294,10 @@ func runBenchRCD(e *env, args []string) error {
 			"and MATCHA (--budget) on random equal shards with equal batches and F = 1,\n"+
 			"against RCD-SGD: the same on ratio-constrained submodular shards (facility\n"+
 			"location and graph cut) with batches proportional to the speeds and\n"+
-			"F = --local-steps. Each of the six trains --runs times (seeds --seed,\n"+
-			"--seed+1, …); prints the seconds until the training loss first reaches\n"+
-			"--loss-target, the test accuracy and the bytes per epoch, mean ± std;\n"+
+			"F = --local-steps (--algorithms picks either or both). Each row trains\n"+
+			"--runs times (seeds --seed, --seed+1, …); prints the seconds until the\n"+
+			"training loss first reaches --loss-target, the test accuracy and the\n"+
+			"bytes per epoch, mean ± std;\n"+
 			"--json FILE writes the rows with every run, -o DIR also the loss against\n"+
 			"time and against epochs (SVG and PNG). Every flag of colo train --mode\n"+
 			"decentralised applies.")
@@ -296,11 +308,13 @@ func runBenchRCD(e *env, args []string) error {
 	var d decentralFlags
 	d.register(f, 2, "1,2,4,8")
 	runs := f.Int("runs", 5, "trainings per algorithm and sharding")
+	algorithms := f.String("algorithms", "d-psgd,matcha", "the algorithms to compare, each on random shards and on RCD-SGD's two: d-psgd, matcha or both")
 	out := f.String("o", "", "output directory of rcd.json and the plots")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
+	d.takeSchedule(&t)
 	j, err := t.job(pos[0], df)
 	if err != nil {
 		return err
@@ -314,7 +328,9 @@ func runBenchRCD(e *env, args []string) error {
 	}
 	cfg := rcd.DefaultConfig()
 	cfg.Gossip, cfg.Budget, cfg.Runs, cfg.Target, cfg.Net = g, d.budget, *runs, d.target, nt
-	cfg.Variants = rcd.DefaultVariants(d.localSteps)
+	if cfg.Variants, err = rcd.Variants(strings.Split(*algorithms, ","), d.localSteps); err != nil {
+		return usageError("--algorithms: %v", err)
+	}
 	for i := range cfg.Variants {
 		if cfg.Variants[i].Shard.Function != "" {
 			continue

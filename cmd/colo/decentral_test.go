@@ -101,6 +101,8 @@ func TestTrainDecentralised(t *testing.T) {
 		{[]string{"--servers", "2"}, "no servers"},
 		{[]string{"--app", "lr"}, "mlp or cnn"},
 		{[]string{"--lr", "1e30"}, "diverged"},
+		{[]string{"--lr-decay", "step:3,2"}, "--lr-decay \"step:3,2\": epochs 3 then 2: want them increasing"},
+		{[]string{"--lr-decay", "linear"}, "want none, cosine or step:E1,E2"},
 	} {
 		code, _, errOut := colo(t, append(slices.Clone(base), c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {
@@ -148,6 +150,22 @@ func TestBenchRCD(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "out", f)); err != nil {
 			t.Error(err)
 		}
+	}
+
+	// One algorithm's rows, with a schedule of the rate.
+	code, stdout, errOut = colo(t, "bench", "rcd", data, "--label-col", "-1", "--hidden", "16", "--epochs", "2", "--batch", "40",
+		"--runs", "1", "--lr", "0.3", "--algorithms", "matcha", "--lr-decay", "step:1")
+	if code != 0 {
+		t.Fatalf("--algorithms matcha: exit %d: %s", code, errOut)
+	}
+	var rows []string
+	for _, line := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && (f[0] == "matcha" || f[0] == "d-psgd") {
+			rows = append(rows, f[0]+"/"+f[1])
+		}
+	}
+	if want := []string{"matcha/random", "matcha/facility", "matcha/graphcut"}; !slices.Equal(rows, want) {
+		t.Errorf("--algorithms matcha: rows %v, want %v\n%s", rows, want, stdout)
 	}
 }
 

@@ -102,7 +102,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.hidden, "hidden", "", "mlp, cnn: widths of the hidden dense layers, such as 256,128 (empty: mlp 256,128, cnn 120,84)")
 	f.StringVar(&t.conv, "conv-channels", "", "cnn: output channels of the convolutions, such as 6,16 (empty: 6,16)")
 	f.StringVar(&t.lrScaling, "lr-scaling", "linear", "mlp, cnn: linear (each worker's push moves the model by lr/K, seed 004 Eq. 4) or none (by lr)")
-	f.StringVar(&t.lrDecay, "lr-decay", "none", "mlp, cnn: learning-rate schedule over the epochs: none or cosine (to 0 by the last step; sgd and momentum)")
+	f.StringVar(&t.lrDecay, "lr-decay", "none", "mlp, cnn: learning-rate schedule over the epochs: none or cosine (to 0 by the last step; sgd and momentum); with --mode decentralised also step:E1,E2,… (divided by 10 after each listed epoch)")
 	f.StringVar(&t.ckpt.Dir, "checkpoint", "", "write a checkpoint of the servers' keys and the workers' progress to this directory every --checkpoint-every rounds (the newest 2 kept; one host or a shared file system)")
 	f.IntVar(&t.ckpt.Every, "checkpoint-every", 0, "rounds between two checkpoints (with --checkpoint)")
 	f.StringVar(&t.ckpt.Resume, "resume", "", "resume a stopped job from the newest complete checkpoint in this directory (the same job and flags; a damaged checkpoint is refused and the one before used); may be the --checkpoint directory")
