@@ -16,9 +16,10 @@
 // has T_max 5,861 under random placement and 743 under Parsa.
 //
 // The model. With e_x the vector of node x, an edge (u, v) of a batch and
-// the batch's K negative nodes n_1 … n_K, the loss of the edge is
+// the batch's negative nodes n_1 … n_M (its K batch negatives and U
+// uniform ones, M = K + U), the loss of the edge is
 //
-//	ℓ(u, v) = softplus(−e_u·e_v) + 1/(2K) Σ_k [softplus(e_u·e_{n_k}) + softplus(e_{n_k}·e_v)]
+//	ℓ(u, v) = softplus(−e_u·e_v) + 1/(2M) Σ_m [softplus(e_u·e_{n_m}) + softplus(e_{n_m}·e_v)]
 //
 // with softplus(x) = log(1 + eˣ): the logistic loss of the positive pair
 // and of the pairs that replace either end by a negative (a negative that
@@ -28,16 +29,19 @@
 //
 // Negatives. PyTorch-BigGraph draws negatives inside the partition it
 // trains, so that negative sampling does not need vectors from anywhere
-// else. Here each batch draws its K negatives uniformly (with
-// replacement, from a stream seeded by the job's seed and the machine)
-// among the distinct nodes of the batch's own edges, and every edge of
-// the batch shares them. The negatives therefore add no key to a round:
-// a batch pulls and pushes exactly the nodes of its edges, the keys the
-// cost model counts, and a good placement keeps its saving. With
-// full-batch rounds the candidates are all the nodes the machine's edges
-// touch; with mini-batches, those of the batch (PyTorch-BigGraph's batch
-// negatives). A negative drawn this way is biased towards the nodes near
-// the machine's edges, harder than a uniform one; the evaluation uses
+// else, and mixes in negatives drawn uniformly from the partition's nodes.
+// Here each batch draws K batch negatives uniformly (with replacement)
+// among the distinct nodes of the batch's own edges, which add no key to
+// a round: with full-batch rounds the candidates are all the nodes the
+// machine's edges touch; with mini-batches, those of the batch. A
+// negative drawn this way is biased towards the nodes near the machine's
+// edges: the better a placement gathers a community on a machine, the
+// more its negatives come from that community. Each batch also draws U
+// uniform negatives (with replacement) from all nodes, which the round
+// pulls and pushes with its keys, once for all its edges: U keys at most,
+// remote ones whatever the placement, against the bias. Every edge of the
+// batch shares the K + U negatives. Both draws come from streams seeded
+// by the job's seed, the machine and the round. The evaluation uses
 // uniform negatives, so that placements are compared on the same test.
 //
 // Initial values. The servers start every key at zero and hold each
@@ -64,8 +68,8 @@
 // AUC, the fraction of negatives that score below the edge (test_auc),
 // both averaged over the edges and the two sides.
 //
-// Cost. A round of B edges computes (1 + 2K)·B dot products of Dim
-// values and as many gradient updates: O(B·K·Dim) time. The evaluation
+// Cost. A round of B edges computes (1 + 2M)·B dot products of Dim
+// values and as many gradient updates: O(B·M·Dim) time. The evaluation
 // is O(H·EvalNegatives·Dim) for H held-out edges.
 //
 //	job, _ := app.DefaultJob("embed")
@@ -76,6 +80,7 @@ package embed
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -91,8 +96,12 @@ import (
 type Config struct {
 	// Dim is the length of a node's vector, the width of a key.
 	Dim int `json:"dim"`
-	// Negatives is K, the negative nodes each batch draws.
+	// Negatives is K, the negative nodes each batch draws among the
+	// nodes of its own edges.
 	Negatives int `json:"negatives"`
+	// UniformNegatives is U, the negative nodes each batch draws
+	// uniformly from all nodes and pulls with its keys, besides the K.
+	UniformNegatives int `json:"uniform_negatives"`
 	// HoldOut is the fraction of the edges held out for evaluation when
 	// there is no test file, in [0, 1).
 	HoldOut float64 `json:"holdout"`
@@ -124,6 +133,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("embed: dim %d (--dim): want 1..%d values per node", c.Dim, maxDim)
 	case c.Negatives < 1 || c.Negatives > maxNegatives:
 		return fmt.Errorf("embed: negatives %d (--negatives): want 1..%d per batch", c.Negatives, maxNegatives)
+	case c.UniformNegatives < 0 || c.UniformNegatives > maxNegatives:
+		return fmt.Errorf("embed: uniform_negatives %d (--uniform-negatives): want 0..%d per batch", c.UniformNegatives, maxNegatives)
 	case !(c.HoldOut >= 0 && c.HoldOut < 1):
 		return fmt.Errorf("embed: holdout %v (--holdout): want a fraction of the edges in [0, 1)", c.HoldOut)
 	case c.EvalNegatives < 1 || c.EvalNegatives > maxNegatives:
@@ -364,46 +375,170 @@ func (a *App) NumSamples() int { return a.Graph.NumSamples() }
 func (a *App) NumKeys() int { return a.Graph.NumParams() }
 
 // Part cuts the edges of one machine into batches; the negatives it
-// draws come from a stream seeded by (seed, rank).
+// draws come from streams seeded by (seed, rank, round).
 func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part {
 	return &part{
 		a:       a,
+		rank:    uint64(rank),
+		seed:    seed,
 		batches: sparse.Batches(a.Edges, rows, batches, seed^uint64(rank+1)<<32, a.NumKeys()),
-		rng:     rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, uint64(rank))),
-		neg:     make([]int32, a.Config.Negatives),
+		neg:     make([]int32, 0, a.Config.Negatives+a.Config.UniformNegatives),
 	}
 }
 
 // part is a machine's share of node embeddings.
+//
+// A round's draws are functions of (seed, rank, round): the uniform
+// negatives, which Keys adds to the batch's keys, and the batch
+// negatives, which Step draws. The part counts the rounds as the engine
+// asks for them: Keys is called once per round and Step once per round,
+// each in the order of the rounds (Loop may ask for the keys of the next
+// round before the current round's Step), so the n-th call of either is
+// round n. A checkpoint saves the count (MarshalBinary), so that a
+// resumed job draws what it would have drawn.
 type part struct {
 	a       *App
+	rank    uint64
+	seed    uint64
 	batches []*sparse.Batch
-	rng     *rand.Rand
-	neg     []int32 // the current batch's negatives, positions in its keys
+	keyed   int // rounds whose keys were asked for
+	stepped int // rounds stepped
+	// recent are the last two rounds' keys, by round mod 2: Loop has at
+	// most two rounds in flight.
+	recent [2]*round
+	neg    []int32 // the current round's negatives, positions in its keys
 }
 
-func (p *part) Batches() int          { return len(p.batches) }
-func (p *part) Keys(b int) train.Keys { return train.ListKeys(p.batches[b].Keys) }
+// round is what a round of batch b pulls: the batch's keys and its U
+// uniform negatives, merged and sorted, with the batch's edges and the
+// uniform negatives as positions in them.
+type round struct {
+	r, b int
+	keys []uint64
+	pos  []int32 // the edges' ends, pairs of positions in keys
+	at   []int32 // position in keys of the batch's i-th key; nil: i itself
+	uni  []int32 // the uniform negatives' positions, one per draw
+}
+
+func (p *part) Batches() int { return len(p.batches) }
+
+// Keys returns the keys of the next round, batch b: the nodes of the
+// batch's edges and the round's uniform negatives.
+func (p *part) Keys(b int) train.Keys {
+	r := p.keyed
+	p.keyed++
+	rd := p.round(r, b)
+	p.recent[r%2] = rd
+	return train.ListKeys(rd.keys)
+}
+
+// round returns the keys of round r, batch b: with uniform negatives,
+// the batch's keys merged with U nodes drawn uniformly (with
+// replacement) from all nodes by the stream of (seed, rank, r).
+func (p *part) round(r, b int) *round {
+	if rd := p.recent[r%2]; rd != nil && rd.r == r && rd.b == b {
+		return rd
+	}
+	bt := p.batches[b]
+	u := p.a.Config.UniformNegatives
+	if u == 0 || bt.Len() == 0 {
+		return &round{r: r, b: b, keys: bt.Keys, pos: bt.Pos}
+	}
+	rng := rand.New(rand.NewPCG(p.seed^0x9b05688c2b3e6c1f, p.rank<<40|uint64(r)))
+	draws := make([]uint64, u)
+	for i := range draws {
+		draws[i] = uint64(rng.IntN(p.a.NumKeys()))
+	}
+	extra := slices.Compact(slices.Sorted(slices.Values(draws)))
+	rd := &round{r: r, b: b, keys: make([]uint64, 0, len(bt.Keys)+len(extra)), at: make([]int32, len(bt.Keys))}
+	i, j := 0, 0
+	for i < len(bt.Keys) || j < len(extra) {
+		switch {
+		case j == len(extra) || i < len(bt.Keys) && bt.Keys[i] < extra[j]:
+			rd.at[i] = int32(len(rd.keys))
+			rd.keys = append(rd.keys, bt.Keys[i])
+			i++
+		case i == len(bt.Keys) || extra[j] < bt.Keys[i]:
+			rd.keys = append(rd.keys, extra[j])
+			j++
+		default: // a uniform negative that is a node of the batch
+			rd.at[i] = int32(len(rd.keys))
+			rd.keys = append(rd.keys, bt.Keys[i])
+			i, j = i+1, j+1
+		}
+	}
+	rd.pos = make([]int32, len(bt.Pos))
+	for k, x := range bt.Pos {
+		rd.pos[k] = rd.at[x]
+	}
+	rd.uni = make([]int32, u)
+	for k, x := range draws {
+		at, _ := slices.BinarySearch(rd.keys, x)
+		rd.uni[k] = int32(at)
+	}
+	return rd
+}
 
 // Step adds the initial vectors to the pulled displacements vals, draws
 // the batch's negatives among its keys and adds the scaled gradient of
 // its edges' summed loss to grad. It returns the summed loss and the
 // number of edges.
 func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, int) {
-	bt, d := p.batches[b], p.a.Config.Dim
-	for i, k := range bt.Keys {
+	r := p.stepped
+	p.stepped++
+	rd, d := p.round(r, b), p.a.Config.Dim
+	if len(vals) != len(rd.keys)*d {
+		panic(fmt.Sprintf("embed: round %d batch %d: %d values pulled, want %d keys of %d", r, b, len(vals), len(rd.keys), d))
+	}
+	for i, k := range rd.keys {
 		v, w0 := vals[i*d:(i+1)*d], p.a.Init[int(k)*d:int(k+1)*d]
 		for j := range v {
 			v[j] += w0[j]
 		}
 	}
-	if len(bt.Keys) == 0 {
-		return 0, 0, 0
+	return p.lossGrad(rd, vals, grad, scale), p.batches[b].Len(), 0
+}
+
+// lossGrad draws the batch negatives of round rd (the stream of (seed,
+// rank, round)) and returns LossGrad of its edges against them and its
+// uniform negatives, at the vectors vals.
+func (p *part) lossGrad(rd *round, vals, grad []float32, scale float32) float64 {
+	n := len(p.batches[rd.b].Keys)
+	if n == 0 {
+		return 0
 	}
-	for i := range p.neg {
-		p.neg[i] = int32(p.rng.IntN(len(bt.Keys)))
+	rng := rand.New(rand.NewPCG(p.seed^0x3c6ef372fe94f82b, p.rank<<40|uint64(rd.r)))
+	p.neg = p.neg[:0]
+	for range p.a.Config.Negatives {
+		x := int32(rng.IntN(n))
+		if rd.at != nil {
+			x = rd.at[x]
+		}
+		p.neg = append(p.neg, x)
 	}
-	return LossGrad(vals, d, bt.Pos, p.neg, grad, scale), bt.Len(), 0
+	p.neg = append(p.neg, rd.uni...)
+	return LossGrad(vals, p.a.Config.Dim, rd.pos, p.neg, grad, scale)
+}
+
+// MarshalBinary returns the part's state for a checkpoint
+// (train.StatefulPart): the rounds it has stepped, which seed the next
+// round's draws. At a checkpoint no round's keys are asked for ahead.
+func (p *part) MarshalBinary() ([]byte, error) {
+	return binary.LittleEndian.AppendUint64(nil, uint64(p.stepped)), nil
+}
+
+// UnmarshalBinary restores the rounds MarshalBinary gave: the next
+// round's keys and step are those of the round after the checkpoint.
+func (p *part) UnmarshalBinary(b []byte) error {
+	if len(b) != 8 {
+		return fmt.Errorf("embed: a part's state of %d bytes, want 8 (the rounds stepped)", len(b))
+	}
+	r := binary.LittleEndian.Uint64(b)
+	if r >= 1<<40 {
+		return fmt.Errorf("embed: a part's state of %d rounds stepped: want fewer than 2^40", r)
+	}
+	p.keyed, p.stepped, p.recent = int(r), int(r), [2]*round{}
+	return nil
 }
 
 // LossGrad returns the summed loss of the edges pos (pairs of positions
