@@ -97,7 +97,7 @@ type Config struct {
 	// Dim is the length of a node's vector, the width of a key.
 	Dim int `json:"dim"`
 	// Negatives is K, the negative nodes each batch draws among the
-	// nodes of its own edges.
+	// nodes of its own edges. K + U is at least 1.
 	Negatives int `json:"negatives"`
 	// UniformNegatives is U, the negative nodes each batch draws
 	// uniformly from all nodes and pulls with its keys, besides the K.
@@ -131,10 +131,12 @@ func (c Config) Validate() error {
 	switch {
 	case c.Dim < 1 || c.Dim > maxDim:
 		return fmt.Errorf("embed: dim %d (--dim): want 1..%d values per node", c.Dim, maxDim)
-	case c.Negatives < 1 || c.Negatives > maxNegatives:
-		return fmt.Errorf("embed: negatives %d (--negatives): want 1..%d per batch", c.Negatives, maxNegatives)
+	case c.Negatives < 0 || c.Negatives > maxNegatives:
+		return fmt.Errorf("embed: negatives %d (--negatives): want 0..%d per batch", c.Negatives, maxNegatives)
 	case c.UniformNegatives < 0 || c.UniformNegatives > maxNegatives:
 		return fmt.Errorf("embed: uniform_negatives %d (--uniform-negatives): want 0..%d per batch", c.UniformNegatives, maxNegatives)
+	case c.Negatives+c.UniformNegatives == 0:
+		return fmt.Errorf("embed: negatives 0 and uniform_negatives 0 (--negatives, --uniform-negatives): want at least one negative per batch")
 	case !(c.HoldOut >= 0 && c.HoldOut < 1):
 		return fmt.Errorf("embed: holdout %v (--holdout): want a fraction of the edges in [0, 1)", c.HoldOut)
 	case c.EvalNegatives < 1 || c.EvalNegatives > maxNegatives:
@@ -546,8 +548,10 @@ func (p *part) UnmarshalBinary(b []byte) error {
 // (positions too), and adds scale times its gradient to grad, laid out
 // like vals.
 func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale float32) float64 {
-	var loss float64
-	w := 1 / float64(2*len(neg))
+	var loss, w float64
+	if len(neg) > 0 {
+		w = 1 / float64(2*len(neg))
+	}
 	dot2, update3 := kernelsFor(d)
 	for i := 0; i+1 < len(pos); i += 2 {
 		pu, pv := int(pos[i]), int(pos[i+1])

@@ -213,14 +213,14 @@ func TestPairsAndSplit(t *testing.T) {
 // at most U other nodes, and that Step draws its batch negatives among
 // the batch's nodes and its uniform ones among the round's keys.
 func TestEveryEdgeOncePerPass(t *testing.T) {
-	for _, u := range []int{0, 6} {
-		t.Run(fmt.Sprint("uniform ", u), func(t *testing.T) { everyEdgeOncePerPass(t, u) })
+	for _, c := range [][2]int{{10, 0}, {10, 6}, {0, 6}} {
+		t.Run(fmt.Sprintf("%d batch and %d uniform negatives", c[0], c[1]), func(t *testing.T) { everyEdgeOncePerPass(t, c[0], c[1]) })
 	}
 }
 
-func everyEdgeOncePerPass(t *testing.T, u int) {
+func everyEdgeOncePerPass(t *testing.T, k, u int) {
 	cfg := DefaultConfig()
-	cfg.Dim, cfg.UniformNegatives = 3, u
+	cfg.Dim, cfg.Negatives, cfg.UniformNegatives = 3, k, u
 	a := newApp(t, communities(3, 15, 0.5, 0.05, 2), cfg)
 	p := placement.Uniform(a.Graph, 3, placement.NewRand(4))
 	seen := make([]int, a.NumSamples())
@@ -554,7 +554,8 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{"dimension 0", job(good, "", func(c *Config) { c.Dim = 0 }), "dim 0 (--dim)"},
-		{"no negatives", job(good, "", func(c *Config) { c.Negatives = 0 }), "negatives 0"},
+		{"no negatives", job(good, "", func(c *Config) { c.Negatives, c.UniformNegatives = 0, 0 }), "negatives 0 and uniform_negatives 0"},
+		{"negatives below 0", job(good, "", func(c *Config) { c.Negatives = -2 }), "negatives -2 (--negatives): want 0..65536"},
 		{"uniform negatives below 0", job(good, "", func(c *Config) { c.UniformNegatives = -1 }), "uniform_negatives -1 (--uniform-negatives): want 0..65536"},
 		{"too many uniform negatives", job(good, "", func(c *Config) { c.UniformNegatives = 1 << 17 }), "uniform_negatives 131072"},
 		{"holdout 1", job(good, "", func(c *Config) { c.HoldOut = 1 }), "holdout 1 (--holdout)"},

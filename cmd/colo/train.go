@@ -92,7 +92,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.Float64Var(&t.holdout, "holdout", -1, "mf, embed: fraction of the entries (mf) or edges (embed) held out for evaluation when there is no --test (-1: the application's default, mf 0.1, embed 0.05)")
 	t.embed = embed.DefaultConfig()
 	f.IntVar(&t.embed.Dim, "dim", t.embed.Dim, "embed: values per node vector")
-	f.IntVar(&t.embed.Negatives, "negatives", t.embed.Negatives, "embed: negative nodes per batch, drawn among the batch's own nodes")
+	f.IntVar(&t.embed.Negatives, "negatives", t.embed.Negatives, "embed: negative nodes per batch, drawn among the nodes of the batch's own edges (0: only --uniform-negatives)")
 	f.IntVar(&t.embed.UniformNegatives, "uniform-negatives", t.embed.UniformNegatives, "embed: negative nodes per batch drawn uniformly from all nodes, pulled with the batch's keys and shared by its edges besides --negatives (0: none)")
 	f.IntVar(&t.embed.EvalNegatives, "eval-negatives", t.embed.EvalNegatives, "embed: uniform negatives each held-out edge is ranked against (MRR, AUC)")
 	f.StringVar(&t.labels, "labels", "", "mlp, cnn: idx label file of idx DATA")
