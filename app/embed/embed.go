@@ -577,7 +577,7 @@ func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale flo
 			en, gn := vals[pn*d:(pn+1)*d], grad[pn*d:(pn+1)*d]
 			f1, f2 := dot2(eu, ev, en)
 			s1, s2 := float64(f1), float64(f2)
-			e1, e2 := math.Exp(-math.Abs(s1)), math.Exp(-math.Abs(s2))
+			e1, e2 := expNeg(math.Abs(s1)), expNeg(math.Abs(s2))
 			lin += max(s1, 0) + max(s2, 0)
 			prod *= (1 + e1) * (1 + e2)
 			if prod > 1e250 {
@@ -624,6 +624,33 @@ func logistic(x float64) (float64, float64) {
 	}
 	return math.Log1p(e), e / (1 + e)
 }
+
+// expNeg returns e^−a for a ≥ 0 (NaN for NaN), with a relative error
+// below 3e-10 (TestExpNeg measures it against math.Exp), and 0 for a >
+// 104, where e^−a is below float32's smallest value and 1 + e^−a is 1.
+// It is math.Exp's argument reduction a = n·ln 2 + r, |r| ≤ ln 2/2,
+// with a Taylor polynomial of degree 8 for e^−r, inlined and without
+// math.Exp's handling of the whole range: about a fifth of its time.
+func expNeg(a float64) float64 {
+	if !(a <= expNegMax) {
+		if a != a {
+			return a
+		}
+		return 0
+	}
+	const (
+		log2e = 1.44269504088896338700e+00
+		ln2Hi = 6.93147180369123816490e-01 // ln 2 = ln2Hi + ln2Lo, ln2Hi·n exact
+		ln2Lo = 1.90821492927058770002e-10
+	)
+	n := int(a*log2e + 0.5)
+	x := float64(n)*ln2Hi - a + float64(n)*ln2Lo // −r
+	p := 1 + x*(1+x*(1.0/2+x*(1.0/6+x*(1.0/24+x*(1.0/120+x*(1.0/720+x*(1.0/5040+x*(1.0/40320))))))))
+	return p * math.Float64frombits(uint64(1023-n)<<52)
+}
+
+// expNegMax is the largest argument for which expNeg is not 0.
+const expNegMax = 104
 
 // sigmoidOf returns σ(x) given e = e^−|x|.
 func sigmoidOf(x, e float64) float64 {

@@ -51,3 +51,31 @@ func TestKernelsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestExpNeg measures expNeg's largest relative error against math.Exp
+// on a fine grid of [0, 104] and at random points, and checks its ends:
+// 0 past 104 and at +Inf, NaN for NaN, 1 at 0.
+func TestExpNeg(t *testing.T) {
+	worst, at := 0.0, 0.0
+	check := func(a float64) {
+		want := math.Exp(-a)
+		if r := math.Abs(expNeg(a)-want) / want; r > worst {
+			worst, at = r, a
+		}
+	}
+	for i := 0; i <= 10_400_000; i++ {
+		check(min(float64(i)*1e-5, expNegMax))
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 1_000_000 {
+		check(rng.Float64() * expNegMax)
+	}
+	t.Logf("largest relative error %.3g at %v", worst, at)
+	if worst > 3e-10 {
+		t.Errorf("relative error %.3g at %v, want below 3e-10", worst, at)
+	}
+	if expNeg(0) != 1 || expNeg(104.001) != 0 || expNeg(math.Inf(1)) != 0 || !math.IsNaN(expNeg(math.NaN())) {
+		t.Errorf("expNeg(0) = %v, expNeg(104.001) = %v, expNeg(+Inf) = %v, expNeg(NaN) = %v; want 1, 0, 0, NaN",
+			expNeg(0), expNeg(104.001), expNeg(math.Inf(1)), expNeg(math.NaN()))
+	}
+}
