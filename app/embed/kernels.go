@@ -1,39 +1,49 @@
 package embed
 
-// The inner loops of LossGrad, on whole vectors: each negative of an edge
-// needs two dot products with one shared vector and three updates that
-// read it, done in one pass each. On amd64 with AVX2 and FMA, vectors of
-// a multiple of 8 values take the assembly kernels; otherwise these loops
+// The inner loops of LossGrad, one edge (u, v) against all its negatives
+// at once: the scores of the negatives' vectors with u and v, then the
+// updates that read them. On amd64 with AVX2 and FMA, vectors of a
+// multiple of 8 values take the assembly kernels; otherwise these loops
 // in Go. The two may differ in the last bits (the kernels fuse multiply
 // and add and sum in 8 lanes), so a run is reproducible on one machine,
-// not bit for bit across processors.
+// not bit for bit across processors. The caller checks that every row
+// idx[k] of vals and grad has d values.
 
-// dot2Go returns u·e and e·v, summed in float32.
-func dot2Go(u, v, e []float32) (float32, float32) {
-	u, v = u[:len(e)], v[:len(e)]
-	var s1, s2 float32
-	for j, x := range e {
-		s1 += u[j] * x
-		s2 += x * v[j]
-	}
-	return s1, s2
-}
-
-// update3Go adds c1·e to gu, c2·e to gv and c1·u + c2·v to ge.
-func update3Go(c1, c2 float32, u, v, e, gu, gv, ge []float32) {
-	n := len(e)
-	u, v, gu, gv, ge = u[:n], v[:n], gu[:n], gv[:n], ge[:n]
-	for j, x := range e {
-		gu[j] += c1 * x
-		gv[j] += c2 * x
-		ge[j] += c1*u[j] + c2*v[j]
+// scoresGo sets s[2k] = u·e and s[2k+1] = e·v, summed in float32, for
+// the row e of vals (d values each) at idx[k].
+func scoresGo(vals []float32, d int, idx []int32, u, v, s []float32) {
+	u, v = u[:d], v[:d]
+	for k, i := range idx {
+		e := vals[int(i)*d : int(i+1)*d]
+		var s1, s2 float32
+		for j, x := range e {
+			s1 += u[j] * x
+			s2 += x * v[j]
+		}
+		s[2*k], s[2*k+1] = s1, s2
 	}
 }
 
-// dot2 and update3 are the kernels LossGrad uses for vectors of d values.
-func kernelsFor(d int) (dot2 func(u, v, e []float32) (float32, float32), update3 func(c1, c2 float32, u, v, e, gu, gv, ge []float32)) {
+// updatesGo adds, for the row e of vals and ge of grad at idx[k] in
+// order, c1·e to gu, c2·e to gv and c1·u + c2·v to ge, with c1 = c[2k]
+// and c2 = c[2k+1].
+func updatesGo(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []float32) {
+	u, v, gu, gv = u[:d], v[:d], gu[:d], gv[:d]
+	for k, i := range idx {
+		e, ge := vals[int(i)*d:int(i+1)*d], grad[int(i)*d:int(i+1)*d]
+		c1, c2 := c[2*k], c[2*k+1]
+		for j, x := range e {
+			gu[j] += c1 * x
+			gv[j] += c2 * x
+			ge[j] += c1*u[j] + c2*v[j]
+		}
+	}
+}
+
+// kernelsFor returns the kernels LossGrad uses for vectors of d values.
+func kernelsFor(d int) (scores func(vals []float32, d int, idx []int32, u, v, s []float32), updates func(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []float32)) {
 	if simd && d > 0 && d%8 == 0 {
-		return dot2SIMD, update3SIMD
+		return scoresSIMD, updatesSIMD
 	}
-	return dot2Go, update3Go
+	return scoresGo, updatesGo
 }

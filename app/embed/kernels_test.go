@@ -8,9 +8,9 @@ import (
 )
 
 // TestKernelsAgree: the kernels LossGrad uses agree with the loops in Go
-// for every length that takes them, to the rounding of float32 sums; the
-// updates add exactly what the loops add when gu and gv are one vector
-// (an edge from a node to itself).
+// for every length that takes them, to the rounding of float32 sums,
+// over rows of vals picked in any order and more than once (the updates
+// of a row picked twice both land).
 func TestKernelsAgree(t *testing.T) {
 	if !simd {
 		t.Skip("no vector kernels on this processor")
@@ -24,29 +24,41 @@ func TestKernelsAgree(t *testing.T) {
 		return v
 	}
 	for _, n := range []int{8, 16, 32, 64, 200} {
-		u, v, e := vec(n), vec(n), vec(n)
-		a1, a2 := dot2SIMD(u, v, e)
-		b1, b2 := dot2Go(u, v, e)
-		if math.Abs(float64(a1-b1)) > 1e-4*float64(n) || math.Abs(float64(a2-b2)) > 1e-4*float64(n) {
-			t.Errorf("n = %d: dot2 %v, %v; in Go %v, %v", n, a1, a2, b1, b2)
-		}
-		gu, gv, ge := vec(n), vec(n), vec(n)
-		hu, hv, he := slices.Clone(gu), slices.Clone(gv), slices.Clone(ge)
-		update3SIMD(0.3, -0.7, u, v, e, gu, gv, ge)
-		update3Go(0.3, -0.7, u, v, e, hu, hv, he)
-		for j := range n {
-			if d := max(math.Abs(float64(gu[j]-hu[j])), math.Abs(float64(gv[j]-hv[j])), math.Abs(float64(ge[j]-he[j]))); d > 1e-5 {
-				t.Fatalf("n = %d, value %d: update3 differs from the loop by %g", n, j, d)
+		const rows = 7
+		vals, grad := vec(rows*n), vec(rows*n)
+		u, v := vec(n), vec(n)
+		idx := []int32{3, 0, 6, 3, 1}
+		s1, s2 := make([]float32, 2*len(idx)), make([]float32, 2*len(idx))
+		scoresSIMD(vals, n, idx, u, v, s1)
+		scoresGo(vals, n, idx, u, v, s2)
+		for k := range s1 {
+			if math.Abs(float64(s1[k]-s2[k])) > 1e-4*float64(n) {
+				t.Errorf("n = %d: score %d is %v, in Go %v", n, k, s1[k], s2[k])
 			}
 		}
-		// gu and gv the same vector: both additions land.
-		g := vec(n)
-		h := slices.Clone(g)
-		update3SIMD(0.25, 0.5, u, v, e, g, g, ge)
+		c := vec(2 * len(idx))
+		gu, gv := vec(n), vec(n)
+		g1, gu1, gv1 := slices.Clone(grad), slices.Clone(gu), slices.Clone(gv)
+		updatesSIMD(vals, g1, n, idx, c, u, v, gu1, gv1)
+		updatesGo(vals, grad, n, idx, c, u, v, gu, gv)
+		for j := range grad {
+			if d := math.Abs(float64(g1[j] - grad[j])); d > 1e-5 {
+				t.Fatalf("n = %d, value %d: updates differ from the loop by %g", n, j, d)
+			}
+		}
+		for j := range gu {
+			if d := max(math.Abs(float64(gu1[j]-gu[j])), math.Abs(float64(gv1[j]-gv[j]))); d > 1e-5 {
+				t.Fatalf("n = %d, value %d: updates of u and v differ from the loop by %g", n, j, d)
+			}
+		}
+		// Row 3, picked twice, has both updates: row 2, never picked, none.
+		h := vec(rows * n)
+		h0 := slices.Clone(h)
+		updatesSIMD(vals, h, n, idx, c, u, v, vec(n), vec(n))
 		for j := range n {
-			want := h[j] + 0.25*e[j] + 0.5*e[j]
-			if math.Abs(float64(g[j]-want)) > 1e-5 {
-				t.Fatalf("n = %d, value %d: %v with gu = gv, want %v", n, j, g[j], want)
+			want := h0[3*n+j] + (c[0]+c[6])*u[j] + (c[1]+c[7])*v[j]
+			if math.Abs(float64(h[3*n+j]-want)) > 1e-4 || h[2*n+j] != h0[2*n+j] {
+				t.Fatalf("n = %d, value %d: row 3 %v (want %v), row 2 %v (want %v unchanged)", n, j, h[3*n+j], want, h[2*n+j], h0[2*n+j])
 			}
 		}
 	}
