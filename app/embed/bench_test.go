@@ -6,8 +6,9 @@ import (
 )
 
 // BenchmarkLossGrad: a batch of 1,250 edges over 2,000 nodes of 32 values
-// against 20 negatives, the shape of an 8-machine ego-Facebook round with
-// the default batches.
+// against 20 negatives each, the shape of an 8-machine ego-Facebook round
+// with the default batches: the same 20 for every edge (shared) or 20
+// drawn for each edge (per-edge).
 func BenchmarkLossGrad(b *testing.B) {
 	const d, nodes, edges, negs = 32, 2000, 1250, 20
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -19,14 +20,24 @@ func BenchmarkLossGrad(b *testing.B) {
 	for i := range pos {
 		pos[i] = int32(rng.IntN(nodes))
 	}
-	neg := make([]int32, negs)
-	for i := range neg {
-		neg[i] = int32(rng.IntN(nodes))
+	shared, perEdge := make([]int32, edges*negs), make([]int32, edges*negs)
+	for i := range perEdge {
+		perEdge[i] = int32(rng.IntN(nodes))
+	}
+	for i := range shared {
+		shared[i] = perEdge[i%negs]
 	}
 	grad := make([]float32, len(vals))
-	b.SetBytes(int64(edges * (1 + negs) * 2 * d * 4))
-	for b.Loop() {
-		LossGrad(vals, d, pos, neg, grad, 1e-3)
+	for _, c := range []struct {
+		name string
+		neg  []int32
+	}{{"shared", shared}, {"per-edge", perEdge}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(edges * (1 + negs) * 2 * d * 4))
+			for b.Loop() {
+				LossGrad(vals, d, pos, c.neg, negs, grad, 1e-3)
+			}
+		})
 	}
 }
 

@@ -15,9 +15,8 @@
 // communities that is where placement pays most: ego-Facebook at k = 8
 // has T_max 5,861 under random placement and 743 under Parsa.
 //
-// The model. With e_x the vector of node x, an edge (u, v) of a batch and
-// the batch's negative nodes n_1 … n_M (its K batch negatives and U
-// uniform ones, M = K + U), the loss of the edge is
+// The model. With e_x the vector of node x and an edge (u, v) of a batch
+// with its M = K + U negative nodes n_1 … n_M, the loss of the edge is
 //
 //	ℓ(u, v) = softplus(−e_u·e_v) + 1/(2M) Σ_m [softplus(e_u·e_{n_m}) + softplus(e_{n_m}·e_v)]
 //
@@ -29,20 +28,21 @@
 //
 // Negatives. PyTorch-BigGraph draws negatives inside the partition it
 // trains, so that negative sampling does not need vectors from anywhere
-// else, and mixes in negatives drawn uniformly from the partition's nodes.
-// Here each batch draws K batch negatives uniformly (with replacement)
-// among the distinct nodes of the batch's own edges, which add no key to
-// a round: with full-batch rounds the candidates are all the nodes the
-// machine's edges touch; with mini-batches, those of the batch. A
-// negative drawn this way is biased towards the nodes near the machine's
-// edges: the better a placement gathers a community on a machine, the
-// more its negatives come from that community. Each batch also draws U
-// uniform negatives (with replacement) from all nodes, which the round
-// pulls and pushes with its keys, once for all its edges: U keys at most,
-// remote ones whatever the placement, against the bias. Every edge of the
-// batch shares the K + U negatives. Both draws come from streams seeded
-// by the job's seed, the machine and the round. The evaluation uses
-// uniform negatives, so that placements are compared on the same test.
+// else, and mixes batch negatives with uniform ones. Here every edge
+// draws its own negatives (with replacement): K among the distinct nodes
+// of its batch's edges, which add no key to a round (with full-batch
+// rounds, all the nodes the machine's edges touch), and U from the
+// round's uniform pool, P nodes that each machine draws uniformly from
+// all nodes once per round and pulls and pushes with the batch's keys:
+// at most P keys more, remote ones whatever the placement. The batch
+// negatives follow the placement: the better it gathers a community on a
+// machine, the more they come from that community. The pool's do not,
+// and drawing each edge's own from a pool of P, rather than sharing a
+// batch's among its edges, lets a node whose edges are all on one machine
+// meet as many different negatives as one whose edges are spread over
+// all of them. The draws come from streams seeded by the job's seed, the
+// machine and the round. The evaluation uses uniform negatives, so that
+// placements are compared on the same test.
 //
 // Initial values. The servers start every key at zero and hold each
 // vector's displacement from its seeded initial value e⁰_x (normal, mean
@@ -69,7 +69,7 @@
 // both averaged over the edges and the two sides.
 //
 // Cost. A round of B edges computes (1 + 2M)·B dot products of Dim
-// values and as many gradient updates: O(B·M·Dim) time. The evaluation
+// values and as many gradient updates: O(B·M·Dim) time, whatever P. The evaluation
 // is O(H·EvalNegatives·Dim) for H held-out edges.
 //
 //	job, _ := app.DefaultJob("embed")
@@ -96,12 +96,15 @@ import (
 type Config struct {
 	// Dim is the length of a node's vector, the width of a key.
 	Dim int `json:"dim"`
-	// Negatives is K, the negative nodes each batch draws among the
-	// nodes of its own edges. K + U is at least 1.
+	// Negatives is K, the negatives each edge draws among the nodes of
+	// its batch's edges. K + U is at least 1.
 	Negatives int `json:"negatives"`
-	// UniformNegatives is U, the negative nodes each batch draws
-	// uniformly from all nodes and pulls with its keys, besides the K.
+	// UniformNegatives is U, the negatives each edge draws from its
+	// round's uniform pool, besides the K.
 	UniformNegatives int `json:"uniform_negatives"`
+	// UniformPool is P, the nodes each round draws uniformly from all
+	// nodes and pulls with its keys, the pool of the uniform negatives.
+	UniformPool int `json:"uniform_pool"`
 	// HoldOut is the fraction of the edges held out for evaluation when
 	// there is no test file, in [0, 1).
 	HoldOut float64 `json:"holdout"`
@@ -124,6 +127,7 @@ func DefaultConfig() Config {
 const (
 	maxDim       = 1 << 12
 	maxNegatives = 1 << 16
+	maxPool      = 1 << 24
 )
 
 // Validate checks c; errors name the option (and the flag) and the bound.
@@ -132,11 +136,17 @@ func (c Config) Validate() error {
 	case c.Dim < 1 || c.Dim > maxDim:
 		return fmt.Errorf("embed: dim %d (--dim): want 1..%d values per node", c.Dim, maxDim)
 	case c.Negatives < 0 || c.Negatives > maxNegatives:
-		return fmt.Errorf("embed: negatives %d (--negatives): want 0..%d per batch", c.Negatives, maxNegatives)
+		return fmt.Errorf("embed: negatives %d (--negatives): want 0..%d per edge", c.Negatives, maxNegatives)
 	case c.UniformNegatives < 0 || c.UniformNegatives > maxNegatives:
-		return fmt.Errorf("embed: uniform_negatives %d (--uniform-negatives): want 0..%d per batch", c.UniformNegatives, maxNegatives)
+		return fmt.Errorf("embed: uniform_negatives %d (--uniform-negatives): want 0..%d per edge", c.UniformNegatives, maxNegatives)
 	case c.Negatives+c.UniformNegatives == 0:
-		return fmt.Errorf("embed: negatives 0 and uniform_negatives 0 (--negatives, --uniform-negatives): want at least one negative per batch")
+		return fmt.Errorf("embed: negatives 0 and uniform_negatives 0 (--negatives, --uniform-negatives): want at least one negative per edge")
+	case c.UniformPool < 0 || c.UniformPool > maxPool:
+		return fmt.Errorf("embed: uniform_pool %d (--uniform-pool): want 0..%d nodes per round", c.UniformPool, maxPool)
+	case c.UniformNegatives > 0 && c.UniformPool == 0:
+		return fmt.Errorf("embed: uniform_negatives %d with uniform_pool 0 (--uniform-negatives, --uniform-pool): the uniform negatives need a pool of at least one node per round", c.UniformNegatives)
+	case c.UniformNegatives == 0 && c.UniformPool > 0:
+		return fmt.Errorf("embed: uniform_pool %d with uniform_negatives 0 (--uniform-pool, --uniform-negatives): a pool no edge draws from would only add keys", c.UniformPool)
 	case !(c.HoldOut >= 0 && c.HoldOut < 1):
 		return fmt.Errorf("embed: holdout %v (--holdout): want a fraction of the edges in [0, 1)", c.HoldOut)
 	case c.EvalNegatives < 1 || c.EvalNegatives > maxNegatives:
@@ -384,15 +394,14 @@ func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part 
 		rank:    uint64(rank),
 		seed:    seed,
 		batches: sparse.Batches(a.Edges, rows, batches, seed^uint64(rank+1)<<32, a.NumKeys()),
-		neg:     make([]int32, 0, a.Config.Negatives+a.Config.UniformNegatives),
 	}
 }
 
 // part is a machine's share of node embeddings.
 //
 // A round's draws are functions of (seed, rank, round): the uniform
-// negatives, which Keys adds to the batch's keys, and the batch
-// negatives, which Step draws. The part counts the rounds as the engine
+// pool, which Keys adds to the batch's keys, and every edge's negatives,
+// which Step draws. The part counts the rounds as the engine
 // asks for them: Keys is called once per round and Step once per round,
 // each in the order of the rounds (Loop may ask for the keys of the next
 // round before the current round's Step), so the n-th call of either is
@@ -408,24 +417,24 @@ type part struct {
 	// recent are the last two rounds' keys, by round mod 2: Loop has at
 	// most two rounds in flight.
 	recent [2]*round
-	neg    []int32 // the current round's negatives, positions in its keys
+	neg    []int32 // the current round's negatives, positions in its keys, K + U per edge
 }
 
-// round is what a round of batch b pulls: the batch's keys and its U
-// uniform negatives, merged and sorted, with the batch's edges and the
-// uniform negatives as positions in them.
+// round is what a round of batch b pulls: the batch's keys and its
+// uniform pool, merged and sorted, with the batch's edges and the pool
+// as positions in them.
 type round struct {
 	r, b int
 	keys []uint64
 	pos  []int32 // the edges' ends, pairs of positions in keys
 	at   []int32 // position in keys of the batch's i-th key; nil: i itself
-	uni  []int32 // the uniform negatives' positions, one per draw
+	pool []int32 // the uniform pool's positions, one per draw
 }
 
 func (p *part) Batches() int { return len(p.batches) }
 
 // Keys returns the keys of the next round, batch b: the nodes of the
-// batch's edges and the round's uniform negatives.
+// batch's edges and the round's uniform pool.
 func (p *part) Keys(b int) train.Keys {
 	r := p.keyed
 	p.keyed++
@@ -435,15 +444,15 @@ func (p *part) Keys(b int) train.Keys {
 }
 
 // round returns the keys of round r, batch b: with uniform negatives,
-// the batch's keys merged with U nodes drawn uniformly (with
+// the batch's keys merged with the pool, P nodes drawn uniformly (with
 // replacement) from all nodes by the stream of (seed, rank, r).
 func (p *part) round(r, b int) *round {
 	if rd := p.recent[r%2]; rd != nil && rd.r == r && rd.b == b {
 		return rd
 	}
 	bt := p.batches[b]
-	u := p.a.Config.UniformNegatives
-	if u == 0 || bt.Len() == 0 {
+	u := p.a.Config.UniformPool
+	if p.a.Config.UniformNegatives == 0 || bt.Len() == 0 {
 		return &round{r: r, b: b, keys: bt.Keys, pos: bt.Pos}
 	}
 	rng := rand.New(rand.NewPCG(p.seed^0x9b05688c2b3e6c1f, p.rank<<40|uint64(r)))
@@ -463,7 +472,7 @@ func (p *part) round(r, b int) *round {
 		case i == len(bt.Keys) || extra[j] < bt.Keys[i]:
 			rd.keys = append(rd.keys, extra[j])
 			j++
-		default: // a uniform negative that is a node of the batch
+		default: // a pool node that is a node of the batch
 			rd.at[i] = int32(len(rd.keys))
 			rd.keys = append(rd.keys, bt.Keys[i])
 			i, j = i+1, j+1
@@ -473,17 +482,17 @@ func (p *part) round(r, b int) *round {
 	for k, x := range bt.Pos {
 		rd.pos[k] = rd.at[x]
 	}
-	rd.uni = make([]int32, u)
+	rd.pool = make([]int32, u)
 	for k, x := range draws {
 		at, _ := slices.BinarySearch(rd.keys, x)
-		rd.uni[k] = int32(at)
+		rd.pool[k] = int32(at)
 	}
 	return rd
 }
 
 // Step adds the initial vectors to the pulled displacements vals, draws
-// the batch's negatives among its keys and adds the scaled gradient of
-// its edges' summed loss to grad. It returns the summed loss and the
+// every edge's negatives and adds the scaled gradient of its edges'
+// summed loss to grad. It returns the summed loss and the
 // number of edges.
 func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, int) {
 	r := p.stepped
@@ -501,25 +510,43 @@ func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, i
 	return p.lossGrad(rd, vals, grad, scale), p.batches[b].Len(), 0
 }
 
-// lossGrad draws the batch negatives of round rd (the stream of (seed,
-// rank, round)) and returns LossGrad of its edges against them and its
-// uniform negatives, at the vectors vals.
+// lossGrad draws the negatives of every edge of round rd, K among the
+// batch's nodes and U from the round's pool, from the stream of (seed,
+// rank, round), and returns LossGrad of the edges against them at the
+// vectors vals.
 func (p *part) lossGrad(rd *round, vals, grad []float32, scale float32) float64 {
-	n := len(p.batches[rd.b].Keys)
+	bt := p.batches[rd.b]
+	n, edges := len(bt.Keys), bt.Len()
 	if n == 0 {
 		return 0
 	}
-	rng := rand.New(rand.NewPCG(p.seed^0x3c6ef372fe94f82b, p.rank<<40|uint64(rd.r)))
-	p.neg = p.neg[:0]
-	for range p.a.Config.Negatives {
-		x := int32(rng.IntN(n))
-		if rd.at != nil {
-			x = rd.at[x]
-		}
-		p.neg = append(p.neg, x)
+	k, u := p.a.Config.Negatives, p.a.Config.UniformNegatives
+	m := k + u
+	if cap(p.neg) < edges*m {
+		p.neg = make([]int32, edges*m)
 	}
-	p.neg = append(p.neg, rd.uni...)
-	return LossGrad(vals, p.a.Config.Dim, rd.pos, p.neg, grad, scale)
+	p.neg = p.neg[:edges*m]
+	src := rand.NewPCG(p.seed^0x3c6ef372fe94f82b, p.rank<<40|uint64(rd.r))
+	for e := range edges {
+		neg := p.neg[e*m : (e+1)*m]
+		for i := range k {
+			x := int32(below(src.Uint64(), n))
+			if rd.at != nil {
+				x = rd.at[x]
+			}
+			neg[i] = x
+		}
+		for i := k; i < m; i++ {
+			neg[i] = rd.pool[below(src.Uint64(), len(rd.pool))]
+		}
+	}
+	return LossGrad(vals, p.a.Config.Dim, rd.pos, p.neg, m, grad, scale)
+}
+
+// below returns a number in [0, n) from the random word x, n < 2^32:
+// (x mod 2^32)·n / 2^32, uniform to within n/2^32.
+func below(x uint64, n int) int {
+	return int((x & 0xffffffff) * uint64(n) >> 32)
 }
 
 // MarshalBinary returns the part's state for a checkpoint
@@ -544,13 +571,14 @@ func (p *part) UnmarshalBinary(b []byte) error {
 }
 
 // LossGrad returns the summed loss of the edges pos (pairs of positions
-// in vals, whose vectors are d values each) against the negatives neg
-// (positions too), and adds scale times its gradient to grad, laid out
-// like vals. A position outside vals panics.
-func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale float32) float64 {
+// in vals, whose vectors are d values each) against their negatives neg
+// (positions too, m per edge: edge i's are neg[i·m:(i+1)·m]), and adds
+// scale times its gradient to grad, laid out like vals. A position
+// outside vals, or a neg of another length than m per edge, panics.
+func LossGrad(vals []float32, d int, pos, neg []int32, m int, grad []float32, scale float32) float64 {
 	rows := int32(len(vals) / d)
-	if len(grad) < len(vals) {
-		panic(fmt.Sprintf("embed: LossGrad: %d gradient values for %d values", len(grad), len(vals)))
+	if len(grad) < len(vals) || m < 0 || len(neg) != len(pos)/2*m {
+		panic(fmt.Sprintf("embed: LossGrad: %d values and %d gradient values, %d negatives for %d edges with %d each", len(vals), len(grad), len(neg), len(pos)/2, m))
 	}
 	for _, x := range [][]int32{pos, neg} {
 		for _, i := range x {
@@ -560,12 +588,12 @@ func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale flo
 		}
 	}
 	var loss, w float64
-	if len(neg) > 0 {
-		w = 1 / float64(2*len(neg))
+	if m > 0 {
+		w = 1 / float64(2*m)
 	}
 	scores, updates := kernelsFor(d)
-	idx := make([]int32, 0, len(neg))
-	sc, co := make([]float32, 2*len(neg)), make([]float32, 2*len(neg))
+	idx := make([]int32, 0, m)
+	sc, co := make([]float32, 2*m), make([]float32, 2*m)
 	for i := 0; i+1 < len(pos); i += 2 {
 		pu, pv := pos[i], pos[i+1]
 		eu, ev := vals[int(pu)*d:int(pu+1)*d], vals[int(pv)*d:int(pv+1)*d]
@@ -577,7 +605,7 @@ func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale flo
 		axpy(c, ev, gu)
 		axpy(c, eu, gv)
 		idx = idx[:0]
-		for _, n := range neg {
+		for _, n := range neg[i/2*m : (i/2+1)*m] {
 			if n != pu && n != pv {
 				idx = append(idx, n)
 			}

@@ -58,8 +58,9 @@ func newApp(t testing.TB, pairs []Pair, cfg Config) *App {
 }
 
 // TestLossGradCentralDifferences checks LossGrad's gradient against
-// central differences of its loss, on edges that share nodes and with a
-// negative that is an end of an edge (skipped for that edge).
+// central differences of its loss, on edges that share nodes, each with
+// negatives of its own, one of them an end of the edge (skipped for that
+// edge) and one drawn twice.
 func TestLossGradCentralDifferences(t *testing.T) {
 	for _, d := range []int{5, 16} { // 16: the vector kernels, where the processor has them
 		lossGradCentralDifferences(t, d)
@@ -74,15 +75,15 @@ func lossGradCentralDifferences(t *testing.T, d int) {
 		vals[i] = float32(rng.NormFloat64())
 	}
 	pos := []int32{0, 1, 1, 2, 3, 4}
-	neg := []int32{5, 2, 5, 0}
-	const scale = 0.7
+	neg := []int32{5, 2, 5, 0, 3, 2, 0, 4, 5, 1, 1, 2}
+	const m, scale = 4, 0.7
 	grad := make([]float32, len(vals))
-	loss := LossGrad(vals, d, pos, neg, grad, scale)
+	loss := LossGrad(vals, d, pos, neg, m, grad, scale)
 	if !(loss > 0) {
 		t.Fatalf("loss %v, want positive", loss)
 	}
 	lossAt := func(v []float32) float64 {
-		return LossGrad(v, d, pos, neg, make([]float32, len(v)), scale)
+		return LossGrad(v, d, pos, neg, m, make([]float32, len(v)), scale)
 	}
 	const h = 1e-2
 	for i := range vals {
@@ -97,7 +98,7 @@ func lossGradCentralDifferences(t *testing.T, d int) {
 	// The negatives of an edge that are its own ends are skipped: with
 	// only such negatives, the loss is the positive pair's alone.
 	g2 := make([]float32, len(vals))
-	got := LossGrad(vals, d, []int32{0, 1}, []int32{0, 1}, g2, 1)
+	got := LossGrad(vals, d, []int32{0, 1}, []int32{0, 1}, 2, g2, 1)
 	if want := math.Log1p(math.Exp(-dot(vals[0:d], vals[d:2*d]))); math.Abs(got-want) > 1e-9 {
 		t.Errorf("loss with negatives equal to the ends: %v, want the positive pair's %v", got, want)
 	}
@@ -109,7 +110,7 @@ func lossGradCentralDifferences(t *testing.T, d int) {
 func TestLossByHand(t *testing.T) {
 	vals := []float32{1, 0, 1, 0, 0, 1}
 	grad := make([]float32, 6)
-	loss := LossGrad(vals, 2, []int32{0, 1}, []int32{2}, grad, 1)
+	loss := LossGrad(vals, 2, []int32{0, 1}, []int32{2}, 1, grad, 1)
 	want := math.Log1p(math.Exp(-1)) + 0.5*(2*math.Log(2))
 	if math.Abs(loss-want) > 1e-9 {
 		t.Errorf("loss %v, want %v", loss, want)
@@ -220,7 +221,7 @@ func TestEveryEdgeOncePerPass(t *testing.T) {
 
 func everyEdgeOncePerPass(t *testing.T, k, u int) {
 	cfg := DefaultConfig()
-	cfg.Dim, cfg.Negatives, cfg.UniformNegatives = 3, k, u
+	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool = 3, k, u, 2*u
 	a := newApp(t, communities(3, 15, 0.5, 0.05, 2), cfg)
 	p := placement.Uniform(a.Graph, 3, placement.NewRand(4))
 	seen := make([]int, a.NumSamples())
@@ -253,24 +254,31 @@ func everyEdgeOncePerPass(t *testing.T, k, u int) {
 					extra = append(extra, k)
 				}
 			}
-			if len(keys)-len(extra) != len(nodes) || len(extra) > u {
-				t.Errorf("machine %d batch %d: keys %v; want the nodes of its edges %v and at most %d others", rank, b, keys, nodes, u)
+			if len(keys)-len(extra) != len(nodes) || len(extra) > cfg.UniformPool {
+				t.Errorf("machine %d batch %d: keys %v; want the nodes of its edges %v and at most %d others", rank, b, keys, nodes, cfg.UniformPool)
 			}
 			extras += len(extra)
 			n := len(keys) * cfg.Dim
 			pt.Step(b, make([]float32, n), make([]float32, n), 1)
-			if len(pt.neg) != cfg.Negatives+u {
-				t.Fatalf("machine %d batch %d: %d negatives, want %d + %d", rank, b, len(pt.neg), cfg.Negatives, u)
+			m := k + u
+			if len(pt.neg) != bt.Len()*m {
+				t.Fatalf("machine %d batch %d: %d negatives, want %d edges × (%d + %d)", rank, b, len(pt.neg), bt.Len(), k, u)
 			}
+			rd := pt.round(pt.stepped-1, b)
 			for i, x := range pt.neg {
 				if x < 0 || int(x) >= len(keys) {
 					t.Fatalf("machine %d batch %d: negative at position %d of %d keys", rank, b, x, len(keys))
 				}
-				if _, ok := slices.BinarySearch(nodes, keys[x]); i < cfg.Negatives && !ok {
+				if _, ok := slices.BinarySearch(nodes, keys[x]); i%m < k && !ok {
 					t.Errorf("machine %d batch %d: batch negative %d is not a node of the batch", rank, b, keys[x])
 				}
+				if i%m >= k && !slices.Contains(rd.pool, x) {
+					t.Errorf("machine %d batch %d: uniform negative %d is not in the round's pool", rank, b, keys[x])
+				}
 			}
-			rd := pt.round(pt.stepped-1, b)
+			if m > 1 && bt.Len() > 1 && slices.Equal(pt.neg[:m], pt.neg[m:2*m]) {
+				t.Errorf("machine %d batch %d: the first two edges have the same negatives %v", rank, b, pt.neg[:m])
+			}
 			for i := range bt.Pos {
 				if keys[rd.pos[i]] != bt.Keys[bt.Pos[i]] {
 					t.Fatalf("machine %d batch %d: end %d of the edges is key %d in the batch, not in the round", rank, b, i, bt.Keys[bt.Pos[i]])
@@ -294,7 +302,7 @@ func everyEdgeOncePerPass(t *testing.T, k, u int) {
 func TestRoundCentralDifferences(t *testing.T) {
 	for _, d := range []int{5, 16} {
 		cfg := DefaultConfig()
-		cfg.Dim, cfg.Negatives, cfg.UniformNegatives = d, 3, 4
+		cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool = d, 3, 4, 6
 		a := newApp(t, communities(3, 10, 0.4, 0.05, 8), cfg)
 		p := placement.Uniform(a.Graph, 1, placement.NewRand(1))
 		pt := a.Part(0, train.Shard(p, 0), a.NumSamples()/3, 5).(*part)
@@ -343,7 +351,7 @@ func TestRoundCentralDifferences(t *testing.T) {
 // checkpoint state goes on as the other does.
 func TestRoundsDeterministic(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Dim, cfg.Negatives, cfg.UniformNegatives = 4, 3, 5
+	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool = 4, 3, 5, 7
 	a := newApp(t, communities(3, 12, 0.4, 0.05, 3), cfg)
 	p := placement.Uniform(a.Graph, 2, placement.NewRand(2))
 	rows := train.Shard(p, 1)
@@ -420,7 +428,7 @@ func TestOneMachineMatchesLocal(t *testing.T) {
 
 func oneMachineMatchesLocal(t *testing.T, u int) {
 	cfg := DefaultConfig()
-	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.HoldOut, cfg.EvalNegatives = 8, 4, u, 0.1, 20
+	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool, cfg.HoldOut, cfg.EvalNegatives = 8, 4, u, 2*u, 0.1, 20
 	a := newApp(t, communities(4, 12, 0.5, 0.03, 11), cfg)
 	job := train.DefaultJob()
 	if err := Defaults(&job); err != nil {
@@ -462,7 +470,7 @@ func oneMachineMatchesLocal(t *testing.T, u int) {
 // for bit, and differ from a run with another seed.
 func TestClusterDeterministic(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.HoldOut, cfg.EvalNegatives = 8, 4, 6, 0.1, 20
+	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool, cfg.HoldOut, cfg.EvalNegatives = 8, 4, 6, 9, 0.1, 20
 	a := newApp(t, communities(4, 12, 0.5, 0.03, 11), cfg)
 	p := placement.Uniform(a.Graph, 3, placement.NewRand(1))
 	run := func(seed uint64) *train.Result {
@@ -558,6 +566,9 @@ func TestBadInput(t *testing.T) {
 		{"negatives below 0", job(good, "", func(c *Config) { c.Negatives = -2 }), "negatives -2 (--negatives): want 0..65536"},
 		{"uniform negatives below 0", job(good, "", func(c *Config) { c.UniformNegatives = -1 }), "uniform_negatives -1 (--uniform-negatives): want 0..65536"},
 		{"too many uniform negatives", job(good, "", func(c *Config) { c.UniformNegatives = 1 << 17 }), "uniform_negatives 131072"},
+		{"pool below 0", job(good, "", func(c *Config) { c.UniformPool = -1 }), "uniform_pool -1 (--uniform-pool): want 0..16777216"},
+		{"uniform negatives without a pool", job(good, "", func(c *Config) { c.UniformNegatives, c.UniformPool = 3, 0 }), "uniform_negatives 3 with uniform_pool 0"},
+		{"a pool without uniform negatives", job(good, "", func(c *Config) { c.UniformNegatives, c.UniformPool = 0, 5 }), "uniform_pool 5 with uniform_negatives 0"},
 		{"holdout 1", job(good, "", func(c *Config) { c.HoldOut = 1 }), "holdout 1 (--holdout)"},
 		{"self-loops only", job(writeFile(t, dir, "loops.txt", "# loops\n4 4\n5 5\n"), "", nil), "loops.txt has no edges"},
 		{"empty", job(writeFile(t, dir, "empty.txt", "# nothing\n"), "", nil), "empty.txt"},
