@@ -592,8 +592,11 @@ func LossGrad(vals []float32, d int, pos, neg []int32, m int, grad []float32, sc
 		w = 1 / float64(2*m)
 	}
 	scores, updates := kernelsFor(d)
+	logistics := logisticsFor()
+	k := scale * float32(w)
 	idx := make([]int32, 0, m)
-	sc, co := make([]float32, 2*m), make([]float32, 2*m)
+	n8 := (2*m + 7) &^ 7
+	sc, co := make([]float32, n8), make([]float32, n8)
 	for i := 0; i+1 < len(pos); i += 2 {
 		pu, pv := pos[i], pos[i+1]
 		eu, ev := vals[int(pu)*d:int(pu+1)*d], vals[int(pv)*d:int(pv+1)*d]
@@ -610,26 +613,18 @@ func LossGrad(vals []float32, d int, pos, neg []int32, m int, grad []float32, sc
 				idx = append(idx, n)
 			}
 		}
+		ns := 2 * len(idx)
 		scores(vals, d, idx, eu, ev, sc)
-		// The negatives' softplus terms max(x, 0) + log(1 + e^−|x|) are
-		// summed as Σ max(x, 0) + log Π(1 + e^−|x|): one logarithm per
-		// edge rather than one per score (each factor is at most 2, and
-		// the product is folded into the sum before it could overflow).
-		var lin, logs float64
-		prod := 1.0
-		for k := range 2 * len(idx) {
-			x := float64(sc[k])
-			e := expNeg(math.Abs(x))
-			lin += max(x, 0)
-			prod *= 1 + e
-			if prod > 1e250 {
-				logs += math.Log(prod)
-				prod = 1
-			}
-			co[k] = scale * float32(w*sigmoidOf(x, e))
+		// The negatives' softplus terms max(x, 0) + log(1 + e^−|x|) and
+		// coefficients k·σ(x), in lanes of 8 scores (the last padded with
+		// scores whose terms and coefficients are 0).
+		ns8 := (ns + 7) &^ 7
+		for j := ns; j < ns8; j++ {
+			sc[j] = padScore
 		}
+		lin, logp := logistics(sc[:ns8], co, k)
 		updates(vals, grad, d, idx, co, eu, ev, gu, gv)
-		loss += w * (lin + logs + math.Log(prod))
+		loss += w * (lin + logp)
 	}
 	return loss
 }

@@ -1,5 +1,7 @@
 package embed
 
+import "math"
+
 // The inner loops of LossGrad, one edge (u, v) against all its negatives
 // at once: the scores of the negatives' vectors with u and v, then the
 // updates that read them. On amd64 with AVX2 and FMA, vectors of a
@@ -40,6 +42,28 @@ func updatesGo(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []float
 	}
 }
 
+// logisticsGo sets c[i] = k·σ(s[i]) for the scores s and returns Σ
+// max(s[i], 0) and Σ log(1 + e^−|s[i]|), so that the softplus terms of
+// the scores sum to lin + logp. The logarithm is taken of the product of
+// the factors, once unless it grows past 1e250 (each factor is at most
+// 2).
+func logisticsGo(s, c []float32, k float32) (lin, logp float64) {
+	c = c[:len(s)]
+	prod := 1.0
+	for i, f := range s {
+		x := float64(f)
+		e := expNeg(math.Abs(x))
+		lin += max(x, 0)
+		prod *= 1 + e
+		if prod > 1e250 {
+			logp += math.Log(prod)
+			prod = 1
+		}
+		c[i] = k * float32(sigmoidOf(x, e))
+	}
+	return lin, logp + math.Log(prod)
+}
+
 // kernelsFor returns the kernels LossGrad uses for vectors of d values.
 func kernelsFor(d int) (scores func(vals []float32, d int, idx []int32, u, v, s []float32), updates func(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []float32)) {
 	if simd && d > 0 && d%8 == 0 {
@@ -47,3 +71,17 @@ func kernelsFor(d int) (scores func(vals []float32, d int, idx []int32, u, v, s 
 	}
 	return scoresGo, updatesGo
 }
+
+// logisticsFor returns the kernel LossGrad uses for the scores'
+// coefficients and loss terms, given scores padded to a multiple of 8
+// with padScore.
+func logisticsFor() func(s, c []float32, k float32) (lin, logp float64) {
+	if simd {
+		return logisticsSIMD
+	}
+	return logisticsGo
+}
+
+// padScore fills the scores past an edge's own to a multiple of 8: its
+// terms are 0 and its coefficient 0 in both kernels.
+const padScore = -1e30

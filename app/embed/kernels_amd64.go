@@ -2,7 +2,11 @@
 
 package embed
 
-import "golang.org/x/sys/cpu"
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
 
 // simd reports whether the processor and the operating system support
 // AVX2 and FMA3, which the kernels use.
@@ -34,4 +38,24 @@ func updatesSIMD(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []flo
 	}
 	_, _, _, _, _ = c[2*len(idx)-1], u[d-1], v[d-1], gu[d-1], gv[d-1]
 	updatesAVX2(d, &vals[0], &grad[0], &idx[0], len(idx), &c[0], &u[0], &v[0], &gu[0], &gv[0])
+}
+
+// logisticAVX2 computes n scores' coefficients and terms (see
+// logisticsSIMD), n a positive multiple of 8 and at most 512, so that
+// prod stays below 2^512.
+//
+//go:noescape
+func logisticAVX2(s, c *float32, n int, k float32) (lin, prod float64)
+
+// logisticsSIMD is logisticsGo in 8 lanes of float32 (Cephes' expf for
+// e^−|x|; see TestLogisticsAccuracy), len(s) a multiple of 8.
+func logisticsSIMD(s, c []float32, k float32) (lin, logp float64) {
+	c = c[:len(s)]
+	for len(s) > 0 {
+		n := min(len(s), 512)
+		l, p := logisticAVX2(&s[0], &c[0], n, k)
+		lin, logp = lin+l, logp+math.Log(p)
+		s, c = s[n:], c[n:]
+	}
+	return lin, logp
 }

@@ -12,3 +12,5 @@ func scoresSIMD(vals []float32, d int, idx []int32, u, v, s []float32) {
 func updatesSIMD(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []float32) {
 	updatesGo(vals, grad, d, idx, c, u, v, gu, gv)
 }
+
+func logisticsSIMD(s, c []float32, k float32) (lin, logp float64) { return logisticsGo(s, c, k) }

@@ -91,3 +91,60 @@ func TestExpNeg(t *testing.T) {
 			expNeg(0), expNeg(104.001), expNeg(math.Inf(1)), expNeg(math.NaN()))
 	}
 }
+
+// TestLogisticsAccuracy measures both logistics kernels against σ and
+// softplus in float64, on scores from −100 to 100 (steps of 1/1024) and
+// the pads: the coefficients' largest error relative to k·σ (float32
+// results, Cephes' expf in the vector kernel), or to 1e-30 where k·σ is
+// smaller (|x| > 68; the vector kernel's e^−|x| is 0 past 87), and the
+// error of a run of 512 scores' summed terms relative to the sum, or to
+// 1 where it is smaller.
+func TestLogisticsAccuracy(t *testing.T) {
+	var scores []float32
+	for i := -102400; i <= 102400; i++ {
+		scores = append(scores, float32(i)/1024)
+	}
+	for len(scores)%8 != 0 {
+		scores = append(scores, padScore)
+	}
+	for _, k := range []struct {
+		name string
+		f    func(s, c []float32, k float32) (float64, float64)
+	}{{"go", logisticsGo}, {"simd", logisticsSIMD}} {
+		worstC, worstT, at := 0.0, 0.0, float32(0)
+		for lo := 0; lo < len(scores); lo += 512 {
+			s := scores[lo:min(lo+512, len(scores))]
+			c := make([]float32, len(s))
+			lin, logp := k.f(s, c, 0.5)
+			var want float64
+			for i, f := range s {
+				x := float64(f)
+				sig := 1 / (1 + math.Exp(-x))
+				if f == padScore {
+					sig = 0
+				} else {
+					want += max(x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
+				}
+				if r := math.Abs(float64(c[i])-0.5*sig) / max(0.5*sig, 1e-30); sig > 0 && r > worstC {
+					worstC, at = r, f
+				} else if sig == 0 && c[i] != 0 {
+					t.Errorf("%s: coefficient %v for a pad, want 0", k.name, c[i])
+				}
+			}
+			if r := math.Abs(lin+logp-want) / max(want, 1); r > worstT {
+				worstT = r
+			}
+		}
+		t.Logf("%s: coefficients' largest relative error %.3g (at %v), terms' %.3g", k.name, worstC, at, worstT)
+		if worstC > 4e-7 || worstT > 1e-7 {
+			t.Errorf("%s: relative errors %.3g (coefficients) and %.3g (terms), want below 4e-7 and 1e-7", k.name, worstC, worstT)
+		}
+	}
+	// A NaN score makes the terms NaN in both.
+	for _, f := range []func(s, c []float32, k float32) (float64, float64){logisticsGo, logisticsSIMD} {
+		s := []float32{1, 2, float32(math.NaN()), 0, 0, 0, 0, 0}
+		if lin, logp := f(s, make([]float32, 8), 1); !math.IsNaN(lin + logp) {
+			t.Errorf("terms %v + %v with a NaN score, want NaN", lin, logp)
+		}
+	}
+}
