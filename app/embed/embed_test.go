@@ -568,7 +568,7 @@ func TestBadInput(t *testing.T) {
 		{"too many uniform negatives", job(good, "", func(c *Config) { c.UniformNegatives = 1 << 17 }), "uniform_negatives 131072"},
 		{"pool below 0", job(good, "", func(c *Config) { c.UniformPool = -1 }), "uniform_pool -1 (--uniform-pool): want 0..16777216"},
 		{"uniform negatives without a pool", job(good, "", func(c *Config) { c.UniformNegatives, c.UniformPool = 3, 0 }), "uniform_negatives 3 with uniform_pool 0"},
-		{"a pool without uniform negatives", job(good, "", func(c *Config) { c.UniformNegatives, c.UniformPool = 0, 5 }), "uniform_pool 5 with uniform_negatives 0"},
+		{"a pool without uniform negatives", job(good, "", func(c *Config) { c.Negatives, c.UniformNegatives, c.UniformPool = 1, 0, 5 }), "uniform_pool 5 with uniform_negatives 0"},
 		{"holdout 1", job(good, "", func(c *Config) { c.HoldOut = 1 }), "holdout 1 (--holdout)"},
 		{"self-loops only", job(writeFile(t, dir, "loops.txt", "# loops\n4 4\n5 5\n"), "", nil), "loops.txt has no edges"},
 		{"empty", job(writeFile(t, dir, "empty.txt", "# nothing\n"), "", nil), "empty.txt"},
