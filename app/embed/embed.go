@@ -591,7 +591,7 @@ func LossGrad(vals []float32, d int, pos, neg []int32, m int, grad []float32, sc
 			}
 		}
 	}
-	var loss, w float64
+	var w float64
 	if m > 0 {
 		w = 1 / float64(2*m)
 	}
@@ -601,14 +601,21 @@ func LossGrad(vals []float32, d int, pos, neg []int32, m int, grad []float32, sc
 	idx := make([]int32, 0, m)
 	n8 := (2*m + 7) &^ 7
 	sc, co := make([]float32, n8), make([]float32, n8)
+	// The softplus terms max(x, 0) + log(1 + e^−|x|) of the positive
+	// pairs (x = −score) and of the negatives (x = score, weighted by w)
+	// are summed as Σ max(x, 0) + log Π (1 + e^−|x|): the products are
+	// folded into a sum of logarithms once past 2^500, which a factor
+	// of at most 2^512 (a run of 512 scores) cannot take past float64's
+	// range.
+	pos0, neg0 := terms{prod: 1}, terms{prod: 1}
 	for i := 0; i+1 < len(pos); i += 2 {
 		pu, pv := pos[i], pos[i+1]
 		eu, ev := vals[int(pu)*d:int(pu+1)*d], vals[int(pv)*d:int(pv+1)*d]
 		gu, gv := grad[int(pu)*d:int(pu+1)*d], grad[int(pv)*d:int(pv+1)*d]
 		s := dot(eu, ev)
-		l, sg := logistic(s)
-		loss += l - s // softplus(−s) = softplus(s) − s
-		c := scale * float32(sg-1)
+		e := expNeg(math.Abs(s))
+		pos0.add(max(-s, 0), 1+e)
+		c := scale * float32(sigmoidOf(s, e)-1)
 		axpy(c, ev, gu)
 		axpy(c, eu, gv)
 		idx = idx[:0]
@@ -619,19 +626,36 @@ func LossGrad(vals []float32, d int, pos, neg []int32, m int, grad []float32, sc
 		}
 		ns := 2 * len(idx)
 		scores(vals, d, idx, eu, ev, sc)
-		// The negatives' softplus terms max(x, 0) + log(1 + e^−|x|) and
-		// coefficients k·σ(x), in lanes of 8 scores (the last padded with
-		// scores whose terms and coefficients are 0).
+		// The coefficients k·σ(x) and terms in lanes of 8 scores, the
+		// last padded with scores whose terms and coefficients are 0.
 		ns8 := (ns + 7) &^ 7
 		for j := ns; j < ns8; j++ {
 			sc[j] = padScore
 		}
-		lin, logp := logistics(sc[:ns8], co, k)
+		for j := 0; j < ns8; j += 512 {
+			neg0.add(logistics(sc[j:min(j+512, ns8)], co[j:], k))
+		}
 		updates(vals, grad, d, idx, co, eu, ev, gu, gv)
-		loss += w * (lin + logp)
 	}
-	return loss
+	return pos0.sum() + w*neg0.sum()
 }
+
+// terms sums softplus terms as lin + logs + log(prod), folding prod
+// into logs before it leaves float64's range; prod starts at 1.
+type terms struct{ lin, logs, prod float64 }
+
+// add adds lin and the factor f (at most 2^512) of the product.
+func (t *terms) add(lin, f float64) {
+	t.lin += lin
+	t.prod *= f
+	if t.prod > 0x1p500 {
+		t.logs += math.Log(t.prod)
+		t.prod = 1
+	}
+}
+
+// sum returns the sum of the terms added.
+func (t *terms) sum() float64 { return t.lin + t.logs + math.Log(t.prod) }
 
 // dot returns x·y summed in float32, as the vectors are stored.
 func dot(x, y []float32) float64 {
@@ -654,16 +678,6 @@ func axpy(c float32, x, y []float32) {
 	for j, v := range x {
 		y[j] += c * v
 	}
-}
-
-// logistic returns softplus(x) and σ(x) = 1/(1 + e⁻ˣ), the loss and the
-// derivative of a score, from one exponential.
-func logistic(x float64) (float64, float64) {
-	e := math.Exp(-math.Abs(x))
-	if x >= 0 {
-		return x + math.Log1p(e), 1 / (1 + e)
-	}
-	return math.Log1p(e), e / (1 + e)
 }
 
 // expNeg returns e^−a for a ≥ 0 (NaN for NaN), with a relative error

@@ -42,26 +42,21 @@ func updatesGo(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []float
 	}
 }
 
-// logisticsGo sets c[i] = k·σ(s[i]) for the scores s and returns Σ
-// max(s[i], 0) and Σ log(1 + e^−|s[i]|), so that the softplus terms of
-// the scores sum to lin + logp. The logarithm is taken of the product of
-// the factors, once unless it grows past 1e250 (each factor is at most
-// 2).
-func logisticsGo(s, c []float32, k float32) (lin, logp float64) {
+// logisticsGo sets c[i] = k·σ(s[i]) for at most 512 scores s and
+// returns Σ max(s[i], 0) and Π (1 + e^−|s[i]|), so that the softplus
+// terms of the scores sum to lin + log(prod); each factor is at most 2,
+// so prod is at most 2^512.
+func logisticsGo(s, c []float32, k float32) (lin, prod float64) {
 	c = c[:len(s)]
-	prod := 1.0
+	prod = 1
 	for i, f := range s {
 		x := float64(f)
 		e := expNeg(math.Abs(x))
 		lin += max(x, 0)
 		prod *= 1 + e
-		if prod > 1e250 {
-			logp += math.Log(prod)
-			prod = 1
-		}
 		c[i] = k * float32(sigmoidOf(x, e))
 	}
-	return lin, logp + math.Log(prod)
+	return lin, prod
 }
 
 // kernelsFor returns the kernels LossGrad uses for vectors of d values.
@@ -73,9 +68,9 @@ func kernelsFor(d int) (scores func(vals []float32, d int, idx []int32, u, v, s 
 }
 
 // logisticsFor returns the kernel LossGrad uses for the scores'
-// coefficients and loss terms, given scores padded to a multiple of 8
-// with padScore.
-func logisticsFor() func(s, c []float32, k float32) (lin, logp float64) {
+// coefficients and loss terms, given at most 512 scores padded to a
+// multiple of 8 with padScore.
+func logisticsFor() func(s, c []float32, k float32) (lin, prod float64) {
 	if simd {
 		return logisticsSIMD
 	}

@@ -2,11 +2,7 @@
 
 package embed
 
-import (
-	"math"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // simd reports whether the processor and the operating system support
 // AVX2 and FMA3, which the kernels use.
@@ -48,14 +44,12 @@ func updatesSIMD(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []flo
 func logisticAVX2(s, c *float32, n int, k float32) (lin, prod float64)
 
 // logisticsSIMD is logisticsGo in 8 lanes of float32 (Cephes' expf for
-// e^−|x|; see TestLogisticsAccuracy), len(s) a multiple of 8.
-func logisticsSIMD(s, c []float32, k float32) (lin, logp float64) {
-	c = c[:len(s)]
-	for len(s) > 0 {
-		n := min(len(s), 512)
-		l, p := logisticAVX2(&s[0], &c[0], n, k)
-		lin, logp = lin+l, logp+math.Log(p)
-		s, c = s[n:], c[n:]
+// e^−|x|; see TestLogisticsAccuracy), len(s) a multiple of 8 and at most
+// 512.
+func logisticsSIMD(s, c []float32, k float32) (lin, prod float64) {
+	if len(s) == 0 {
+		return 0, 1
 	}
-	return lin, logp
+	_ = c[len(s)-1]
+	return logisticAVX2(&s[0], &c[0], len(s), k)
 }

@@ -13,4 +13,4 @@ func updatesSIMD(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []flo
 	updatesGo(vals, grad, d, idx, c, u, v, gu, gv)
 }
 
-func logisticsSIMD(s, c []float32, k float32) (lin, logp float64) { return logisticsGo(s, c, k) }
+func logisticsSIMD(s, c []float32, k float32) (lin, prod float64) { return logisticsGo(s, c, k) }
