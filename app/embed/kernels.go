@@ -3,13 +3,15 @@ package embed
 import "math"
 
 // The inner loops of LossGrad, one edge (u, v) against all its negatives
-// at once: the scores of the negatives' vectors with u and v, then the
-// updates that read them. On amd64 with AVX2 and FMA, vectors of a
-// multiple of 8 values take the assembly kernels; otherwise these loops
-// in Go. The two may differ in the last bits (the kernels fuse multiply
-// and add and sum in 8 lanes), so a run is reproducible on one machine,
-// not bit for bit across processors. The caller checks that every row
-// idx[k] of vals and grad has d values.
+// at once: the scores of the negatives' vectors with u and v, their
+// coefficients and loss terms, then the updates that read them. On amd64
+// with AVX2 and FMA, the coefficients and terms take the assembly kernel
+// for any length of vector, the scores and updates for vectors of a
+// multiple of 8 values; otherwise these loops in Go. The two may differ
+// in the last bits (the kernels fuse multiply and add, sum in 8 lanes and
+// take e^−|x| in float32), so a run is reproducible on one machine, not
+// bit for bit across processors. The caller checks that every row idx[k]
+// of vals and grad has d values.
 
 // scoresGo sets s[2k] = u·e and s[2k+1] = e·v, summed in float32, for
 // the row e of vals (d values each) at idx[k].
