@@ -37,12 +37,23 @@ func (c *captured) Evaluate(ctx context.Context, w *worker.Worker, part train.Pa
 	return c.App.Evaluate(ctx, w, part)
 }
 
-// resumeData writes a seeded sparse classification file (lr) or ratings
-// file (mf).
+// resumeData writes a seeded sparse classification file (lr), ratings
+// file (mf) or edge list (embed).
 func resumeData(t *testing.T, name string) string {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(18, 1))
 	var b strings.Builder
+	if name == "embed" {
+		seen := map[[2]int]bool{}
+		for len(seen) < 95 {
+			u, v := rng.IntN(30), rng.IntN(30)
+			if u < v && !seen[[2]int{u, v}] {
+				seen[[2]int{u, v}] = true
+				fmt.Fprintf(&b, "%d %d\n", u, v)
+			}
+		}
+		return writeFile(t, name+".txt", b.String())
+	}
 	for u := range 90 {
 		if name == "mf" {
 			for _, i := range rng.Perm(25)[:4] {
@@ -91,8 +102,9 @@ func losses(res *train.Result) []string {
 }
 
 // TestResumeBitForBit trains logistic regression (servers with rule
-// state, keys placed by a partitioner) and matrix factorisation (workers
-// with state of their own: the row factors) under BSP on 3 machines, 4
+// state, keys placed by a partitioner), matrix factorisation (workers
+// with state of their own: the row factors) and node embeddings (parts
+// whose negatives are drawn from the round's number) under BSP on 3 machines, 4
 // rounds a pass, 3 passes, in four ways: straight; straight with a
 // checkpoint every 5 rounds; stopped after 7 rounds (its checkpoint of
 // round 5) then resumed; and resumed again after the newest checkpoint
@@ -100,7 +112,7 @@ func losses(res *train.Result) []string {
 // the one of round 5 is used. Every run ends with the same model and
 // the same passes, bit for bit.
 func TestResumeBitForBit(t *testing.T) {
-	for _, name := range []string{"lr", "mf"} {
+	for _, name := range []string{"lr", "mf", "embed"} {
 		t.Run(name, func(t *testing.T) {
 			job, err := app.DefaultJob(name)
 			if err != nil {

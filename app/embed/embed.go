@@ -15,10 +15,10 @@
 // communities that is where placement pays most: ego-Facebook at k = 8
 // has T_max 5,861 under random placement and 743 under Parsa.
 //
-// The model. With e_x the vector of node x, an edge (u, v) of a batch and
-// the batch's K negative nodes n_1 … n_K, the loss of the edge is
+// The model. With e_x the vector of node x and an edge (u, v) of a batch
+// with its M = K + U negative nodes n_1 … n_M, the loss of the edge is
 //
-//	ℓ(u, v) = softplus(−e_u·e_v) + 1/(2K) Σ_k [softplus(e_u·e_{n_k}) + softplus(e_{n_k}·e_v)]
+//	ℓ(u, v) = softplus(−e_u·e_v) + 1/(2M) Σ_m [softplus(e_u·e_{n_m}) + softplus(e_{n_m}·e_v)]
 //
 // with softplus(x) = log(1 + eˣ): the logistic loss of the positive pair
 // and of the pairs that replace either end by a negative (a negative that
@@ -28,17 +28,21 @@
 //
 // Negatives. PyTorch-BigGraph draws negatives inside the partition it
 // trains, so that negative sampling does not need vectors from anywhere
-// else. Here each batch draws its K negatives uniformly (with
-// replacement, from a stream seeded by the job's seed and the machine)
-// among the distinct nodes of the batch's own edges, and every edge of
-// the batch shares them. The negatives therefore add no key to a round:
-// a batch pulls and pushes exactly the nodes of its edges, the keys the
-// cost model counts, and a good placement keeps its saving. With
-// full-batch rounds the candidates are all the nodes the machine's edges
-// touch; with mini-batches, those of the batch (PyTorch-BigGraph's batch
-// negatives). A negative drawn this way is biased towards the nodes near
-// the machine's edges, harder than a uniform one; the evaluation uses
-// uniform negatives, so that placements are compared on the same test.
+// else, and mixes batch negatives with uniform ones. Here every edge
+// draws its own negatives (with replacement): K among the distinct nodes
+// of its batch's edges, which add no key to a round (with full-batch
+// rounds, all the nodes the machine's edges touch), and U from the
+// round's uniform pool, P nodes that each machine draws uniformly from
+// all nodes once per round and pulls and pushes with the batch's keys:
+// at most P keys more, remote ones whatever the placement. The batch
+// negatives follow the placement: the better it gathers a community on a
+// machine, the more they come from that community. The pool's do not,
+// and drawing each edge's own from a pool of P, rather than sharing a
+// batch's among its edges, lets a node whose edges are all on one machine
+// meet as many different negatives as one whose edges are spread over
+// all of them. The draws come from streams seeded by the job's seed, the
+// machine and the round. The evaluation uses uniform negatives, so that
+// placements are compared on the same test.
 //
 // Initial values. The servers start every key at zero and hold each
 // vector's displacement from its seeded initial value e⁰_x (normal, mean
@@ -64,8 +68,8 @@
 // AUC, the fraction of negatives that score below the edge (test_auc),
 // both averaged over the edges and the two sides.
 //
-// Cost. A round of B edges computes (1 + 2K)·B dot products of Dim
-// values and as many gradient updates: O(B·K·Dim) time. The evaluation
+// Cost. A round of B edges computes (1 + 2M)·B dot products of Dim
+// values and as many gradient updates: O(B·M·Dim) time, whatever P. The evaluation
 // is O(H·EvalNegatives·Dim) for H held-out edges.
 //
 //	job, _ := app.DefaultJob("embed")
@@ -76,6 +80,7 @@ package embed
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -91,8 +96,15 @@ import (
 type Config struct {
 	// Dim is the length of a node's vector, the width of a key.
 	Dim int `json:"dim"`
-	// Negatives is K, the negative nodes each batch draws.
+	// Negatives is K, the negatives each edge draws among the nodes of
+	// its batch's edges. K + U is at least 1.
 	Negatives int `json:"negatives"`
+	// UniformNegatives is U, the negatives each edge draws from its
+	// round's uniform pool, besides the K.
+	UniformNegatives int `json:"uniform_negatives"`
+	// UniformPool is P, the nodes each round draws uniformly from all
+	// nodes and pulls with its keys, the pool of the uniform negatives.
+	UniformPool int `json:"uniform_pool"`
 	// HoldOut is the fraction of the edges held out for evaluation when
 	// there is no test file, in [0, 1).
 	HoldOut float64 `json:"holdout"`
@@ -105,16 +117,21 @@ type Config struct {
 	Seed uint64 `json:"-"`
 }
 
-// DefaultConfig returns vectors of 32 values, 10 negatives per batch, 5%
-// of the edges held out and ranked against 100 negatives each.
+// DefaultConfig returns vectors of 32 values, 10 uniform negatives per
+// edge from a pool of 1,000 nodes per machine and round and no batch
+// negatives, 5% of the edges held out and ranked against 100 negatives
+// each. Batch negatives (K > 0), or a smaller pool, make a placement that
+// gathers communities score lower on held-out edges than random
+// placement (docs/embed.md has the measurements).
 func DefaultConfig() Config {
-	return Config{Dim: 32, Negatives: 10, HoldOut: 0.05, EvalNegatives: 100, Seed: 1}
+	return Config{Dim: 32, Negatives: 0, UniformNegatives: 10, UniformPool: 1000, HoldOut: 0.05, EvalNegatives: 100, Seed: 1}
 }
 
 // Bounds of Config's fields.
 const (
 	maxDim       = 1 << 12
 	maxNegatives = 1 << 16
+	maxPool      = 1 << 24
 )
 
 // Validate checks c; errors name the option (and the flag) and the bound.
@@ -122,8 +139,18 @@ func (c Config) Validate() error {
 	switch {
 	case c.Dim < 1 || c.Dim > maxDim:
 		return fmt.Errorf("embed: dim %d (--dim): want 1..%d values per node", c.Dim, maxDim)
-	case c.Negatives < 1 || c.Negatives > maxNegatives:
-		return fmt.Errorf("embed: negatives %d (--negatives): want 1..%d per batch", c.Negatives, maxNegatives)
+	case c.Negatives < 0 || c.Negatives > maxNegatives:
+		return fmt.Errorf("embed: negatives %d (--negatives): want 0..%d per edge", c.Negatives, maxNegatives)
+	case c.UniformNegatives < 0 || c.UniformNegatives > maxNegatives:
+		return fmt.Errorf("embed: uniform_negatives %d (--uniform-negatives): want 0..%d per edge", c.UniformNegatives, maxNegatives)
+	case c.Negatives+c.UniformNegatives == 0:
+		return fmt.Errorf("embed: negatives 0 and uniform_negatives 0 (--negatives, --uniform-negatives): want at least one negative per edge")
+	case c.UniformPool < 0 || c.UniformPool > maxPool:
+		return fmt.Errorf("embed: uniform_pool %d (--uniform-pool): want 0..%d nodes per round", c.UniformPool, maxPool)
+	case c.UniformNegatives > 0 && c.UniformPool == 0:
+		return fmt.Errorf("embed: uniform_negatives %d with uniform_pool 0 (--uniform-negatives, --uniform-pool): the uniform negatives need a pool of at least one node per round", c.UniformNegatives)
+	case c.UniformNegatives == 0 && c.UniformPool > 0:
+		return fmt.Errorf("embed: uniform_pool %d with uniform_negatives 0 (--uniform-pool, --uniform-negatives): a pool no edge draws from would only add keys", c.UniformPool)
 	case !(c.HoldOut >= 0 && c.HoldOut < 1):
 		return fmt.Errorf("embed: holdout %v (--holdout): want a fraction of the edges in [0, 1)", c.HoldOut)
 	case c.EvalNegatives < 1 || c.EvalNegatives > maxNegatives:
@@ -364,94 +391,271 @@ func (a *App) NumSamples() int { return a.Graph.NumSamples() }
 func (a *App) NumKeys() int { return a.Graph.NumParams() }
 
 // Part cuts the edges of one machine into batches; the negatives it
-// draws come from a stream seeded by (seed, rank).
+// draws come from streams seeded by (seed, rank, round).
 func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part {
 	return &part{
 		a:       a,
+		rank:    uint64(rank),
+		seed:    seed,
 		batches: sparse.Batches(a.Edges, rows, batches, seed^uint64(rank+1)<<32, a.NumKeys()),
-		rng:     rand.New(rand.NewPCG(seed^0x3c6ef372fe94f82b, uint64(rank))),
-		neg:     make([]int32, a.Config.Negatives),
 	}
 }
 
 // part is a machine's share of node embeddings.
+//
+// A round's draws are functions of (seed, rank, round): the uniform
+// pool, which Keys adds to the batch's keys, and every edge's negatives,
+// which Step draws. The part counts the rounds as the engine
+// asks for them: Keys is called once per round and Step once per round,
+// each in the order of the rounds (Loop may ask for the keys of the next
+// round before the current round's Step), so the n-th call of either is
+// round n. A checkpoint saves the count (MarshalBinary), so that a
+// resumed job draws what it would have drawn.
 type part struct {
 	a       *App
+	rank    uint64
+	seed    uint64
 	batches []*sparse.Batch
-	rng     *rand.Rand
-	neg     []int32 // the current batch's negatives, positions in its keys
+	keyed   int // rounds whose keys were asked for
+	stepped int // rounds stepped
+	// recent are the last two rounds' keys, by round mod 2: Loop has at
+	// most two rounds in flight.
+	recent [2]*round
+	neg    []int32 // the current round's negatives, positions in its keys, K + U per edge
 }
 
-func (p *part) Batches() int          { return len(p.batches) }
-func (p *part) Keys(b int) train.Keys { return train.ListKeys(p.batches[b].Keys) }
+// round is what a round of batch b pulls: the batch's keys and its
+// uniform pool, merged and sorted, with the batch's edges and the pool
+// as positions in them.
+type round struct {
+	r, b int
+	keys []uint64
+	pos  []int32 // the edges' ends, pairs of positions in keys
+	at   []int32 // position in keys of the batch's i-th key; nil: i itself
+	pool []int32 // the uniform pool's positions, one per draw
+}
+
+func (p *part) Batches() int { return len(p.batches) }
+
+// Keys returns the keys of the next round, batch b: the nodes of the
+// batch's edges and the round's uniform pool.
+func (p *part) Keys(b int) train.Keys {
+	r := p.keyed
+	p.keyed++
+	rd := p.round(r, b)
+	p.recent[r%2] = rd
+	return train.ListKeys(rd.keys)
+}
+
+// round returns the keys of round r, batch b: with uniform negatives,
+// the batch's keys merged with the pool, P nodes drawn uniformly (with
+// replacement) from all nodes by the stream of (seed, rank, r).
+func (p *part) round(r, b int) *round {
+	if rd := p.recent[r%2]; rd != nil && rd.r == r && rd.b == b {
+		return rd
+	}
+	bt := p.batches[b]
+	u := p.a.Config.UniformPool
+	if p.a.Config.UniformNegatives == 0 || bt.Len() == 0 {
+		return &round{r: r, b: b, keys: bt.Keys, pos: bt.Pos}
+	}
+	rng := rand.New(rand.NewPCG(p.seed^0x9b05688c2b3e6c1f, p.rank<<40|uint64(r)))
+	draws := make([]uint64, u)
+	for i := range draws {
+		draws[i] = uint64(rng.IntN(p.a.NumKeys()))
+	}
+	extra := slices.Compact(slices.Sorted(slices.Values(draws)))
+	rd := &round{r: r, b: b, keys: make([]uint64, 0, len(bt.Keys)+len(extra)), at: make([]int32, len(bt.Keys))}
+	i, j := 0, 0
+	for i < len(bt.Keys) || j < len(extra) {
+		switch {
+		case j == len(extra) || i < len(bt.Keys) && bt.Keys[i] < extra[j]:
+			rd.at[i] = int32(len(rd.keys))
+			rd.keys = append(rd.keys, bt.Keys[i])
+			i++
+		case i == len(bt.Keys) || extra[j] < bt.Keys[i]:
+			rd.keys = append(rd.keys, extra[j])
+			j++
+		default: // a pool node that is a node of the batch
+			rd.at[i] = int32(len(rd.keys))
+			rd.keys = append(rd.keys, bt.Keys[i])
+			i, j = i+1, j+1
+		}
+	}
+	rd.pos = make([]int32, len(bt.Pos))
+	for k, x := range bt.Pos {
+		rd.pos[k] = rd.at[x]
+	}
+	rd.pool = make([]int32, u)
+	for k, x := range draws {
+		at, _ := slices.BinarySearch(rd.keys, x)
+		rd.pool[k] = int32(at)
+	}
+	return rd
+}
 
 // Step adds the initial vectors to the pulled displacements vals, draws
-// the batch's negatives among its keys and adds the scaled gradient of
-// its edges' summed loss to grad. It returns the summed loss and the
+// every edge's negatives and adds the scaled gradient of its edges'
+// summed loss to grad. It returns the summed loss and the
 // number of edges.
 func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, int) {
-	bt, d := p.batches[b], p.a.Config.Dim
-	for i, k := range bt.Keys {
+	r := p.stepped
+	p.stepped++
+	rd, d := p.round(r, b), p.a.Config.Dim
+	if len(vals) != len(rd.keys)*d {
+		panic(fmt.Sprintf("embed: round %d batch %d: %d values pulled, want %d keys of %d", r, b, len(vals), len(rd.keys), d))
+	}
+	for i, k := range rd.keys {
 		v, w0 := vals[i*d:(i+1)*d], p.a.Init[int(k)*d:int(k+1)*d]
 		for j := range v {
 			v[j] += w0[j]
 		}
 	}
-	if len(bt.Keys) == 0 {
-		return 0, 0, 0
+	return p.lossGrad(rd, vals, grad, scale), p.batches[b].Len(), 0
+}
+
+// lossGrad draws the negatives of every edge of round rd, K among the
+// batch's nodes and U from the round's pool, from the stream of (seed,
+// rank, round), and returns LossGrad of the edges against them at the
+// vectors vals.
+func (p *part) lossGrad(rd *round, vals, grad []float32, scale float32) float64 {
+	bt := p.batches[rd.b]
+	n, edges := len(bt.Keys), bt.Len()
+	if n == 0 {
+		return 0
 	}
-	for i := range p.neg {
-		p.neg[i] = int32(p.rng.IntN(len(bt.Keys)))
+	k, u := p.a.Config.Negatives, p.a.Config.UniformNegatives
+	m := k + u
+	if cap(p.neg) < edges*m {
+		p.neg = make([]int32, edges*m)
 	}
-	return LossGrad(vals, d, bt.Pos, p.neg, grad, scale), bt.Len(), 0
+	p.neg = p.neg[:edges*m]
+	src := rand.NewPCG(p.seed^0x3c6ef372fe94f82b, p.rank<<40|uint64(rd.r))
+	for e := range edges {
+		neg := p.neg[e*m : (e+1)*m]
+		for i := range k {
+			x := int32(below(src.Uint64(), n))
+			if rd.at != nil {
+				x = rd.at[x]
+			}
+			neg[i] = x
+		}
+		for i := k; i < m; i++ {
+			neg[i] = rd.pool[below(src.Uint64(), len(rd.pool))]
+		}
+	}
+	return LossGrad(vals, p.a.Config.Dim, rd.pos, p.neg, m, grad, scale)
+}
+
+// below returns a number in [0, n) from the random word x, n < 2^32:
+// (x mod 2^32)·n / 2^32, uniform to within n/2^32.
+func below(x uint64, n int) int {
+	return int((x & 0xffffffff) * uint64(n) >> 32)
+}
+
+// MarshalBinary returns the part's state for a checkpoint
+// (train.StatefulPart): the rounds it has stepped, which seed the next
+// round's draws. At a checkpoint no round's keys are asked for ahead.
+func (p *part) MarshalBinary() ([]byte, error) {
+	return binary.LittleEndian.AppendUint64(nil, uint64(p.stepped)), nil
+}
+
+// UnmarshalBinary restores the rounds MarshalBinary gave: the next
+// round's keys and step are those of the round after the checkpoint.
+func (p *part) UnmarshalBinary(b []byte) error {
+	if len(b) != 8 {
+		return fmt.Errorf("embed: a part's state of %d bytes, want 8 (the rounds stepped)", len(b))
+	}
+	r := binary.LittleEndian.Uint64(b)
+	if r >= 1<<40 {
+		return fmt.Errorf("embed: a part's state of %d rounds stepped: want fewer than 2^40", r)
+	}
+	p.keyed, p.stepped, p.recent = int(r), int(r), [2]*round{}
+	return nil
 }
 
 // LossGrad returns the summed loss of the edges pos (pairs of positions
-// in vals, whose vectors are d values each) against the negatives neg
-// (positions too), and adds scale times its gradient to grad, laid out
-// like vals.
-func LossGrad(vals []float32, d int, pos, neg []int32, grad []float32, scale float32) float64 {
-	var loss float64
-	w := 1 / float64(2*len(neg))
-	dot2, update3 := kernelsFor(d)
+// in vals, whose vectors are d values each) against their negatives neg
+// (positions too, m per edge: edge i's are neg[i·m:(i+1)·m]), and adds
+// scale times its gradient to grad, laid out like vals. A position
+// outside vals, or a neg of another length than m per edge, panics.
+func LossGrad(vals []float32, d int, pos, neg []int32, m int, grad []float32, scale float32) float64 {
+	rows := int32(len(vals) / d)
+	if len(grad) < len(vals) || m < 0 || len(neg) != len(pos)/2*m {
+		panic(fmt.Sprintf("embed: LossGrad: %d values and %d gradient values, %d negatives for %d edges with %d each", len(vals), len(grad), len(neg), len(pos)/2, m))
+	}
+	for _, x := range [][]int32{pos, neg} {
+		for _, i := range x {
+			if i < 0 || i >= rows {
+				panic(fmt.Sprintf("embed: LossGrad: position %d outside the %d vectors", i, rows))
+			}
+		}
+	}
+	var w float64
+	if m > 0 {
+		w = 1 / float64(2*m)
+	}
+	scores, updates := kernelsFor(d)
+	logistics := logisticsFor()
+	k := scale * float32(w)
+	idx := make([]int32, 0, m)
+	n8 := (2*m + 7) &^ 7
+	sc, co := make([]float32, n8), make([]float32, n8)
+	// The softplus terms max(x, 0) + log(1 + e^−|x|) of the positive
+	// pairs (x = −score) and of the negatives (x = score, weighted by w)
+	// are summed as Σ max(x, 0) + log Π (1 + e^−|x|): the products are
+	// folded into a sum of logarithms once past 2^500, which a factor
+	// of at most 2^512 (a run of 512 scores) cannot take past float64's
+	// range.
+	pos0, neg0 := terms{prod: 1}, terms{prod: 1}
 	for i := 0; i+1 < len(pos); i += 2 {
-		pu, pv := int(pos[i]), int(pos[i+1])
-		eu, ev := vals[pu*d:(pu+1)*d], vals[pv*d:(pv+1)*d]
-		gu, gv := grad[pu*d:(pu+1)*d], grad[pv*d:(pv+1)*d]
+		pu, pv := pos[i], pos[i+1]
+		eu, ev := vals[int(pu)*d:int(pu+1)*d], vals[int(pv)*d:int(pv+1)*d]
+		gu, gv := grad[int(pu)*d:int(pu+1)*d], grad[int(pv)*d:int(pv+1)*d]
 		s := dot(eu, ev)
-		l, sg := logistic(s)
-		loss += l - s // softplus(−s) = softplus(s) − s
-		c := scale * float32(sg-1)
+		e := expNeg(math.Abs(s))
+		pos0.add(max(-s, 0), 1+e)
+		c := scale * float32(sigmoidOf(s, e)-1)
 		axpy(c, ev, gu)
 		axpy(c, eu, gv)
-		// The negatives' softplus terms max(x, 0) + log(1 + e^−|x|) are
-		// summed as Σ max(x, 0) + log Π(1 + e^−|x|): one logarithm per
-		// edge rather than one per score (each factor is at most 2, and
-		// the product is folded into the sum before it could overflow).
-		var lin, logs float64
-		prod := 1.0
-		for _, n := range neg {
-			pn := int(n)
-			if pn == pu || pn == pv {
-				continue
+		idx = idx[:0]
+		for _, n := range neg[i/2*m : (i/2+1)*m] {
+			if n != pu && n != pv {
+				idx = append(idx, n)
 			}
-			en, gn := vals[pn*d:(pn+1)*d], grad[pn*d:(pn+1)*d]
-			f1, f2 := dot2(eu, ev, en)
-			s1, s2 := float64(f1), float64(f2)
-			e1, e2 := math.Exp(-math.Abs(s1)), math.Exp(-math.Abs(s2))
-			lin += max(s1, 0) + max(s2, 0)
-			prod *= (1 + e1) * (1 + e2)
-			if prod > 1e250 {
-				logs += math.Log(prod)
-				prod = 1
-			}
-			c1, c2 := scale*float32(w*sigmoidOf(s1, e1)), scale*float32(w*sigmoidOf(s2, e2))
-			update3(c1, c2, eu, ev, en, gu, gv, gn)
 		}
-		loss += w * (lin + logs + math.Log(prod))
+		ns := 2 * len(idx)
+		scores(vals, d, idx, eu, ev, sc)
+		// The coefficients k·σ(x) and terms in lanes of 8 scores, the
+		// last padded with scores whose terms and coefficients are 0.
+		ns8 := (ns + 7) &^ 7
+		for j := ns; j < ns8; j++ {
+			sc[j] = padScore
+		}
+		for j := 0; j < ns8; j += 512 {
+			neg0.add(logistics(sc[j:min(j+512, ns8)], co[j:], k))
+		}
+		updates(vals, grad, d, idx, co, eu, ev, gu, gv)
 	}
-	return loss
+	return pos0.sum() + w*neg0.sum()
 }
+
+// terms sums softplus terms as lin + logs + log(prod), folding prod
+// into logs before it leaves float64's range; prod starts at 1.
+type terms struct{ lin, logs, prod float64 }
+
+// add adds lin and the factor f (at most 2^512) of the product.
+func (t *terms) add(lin, f float64) {
+	t.lin += lin
+	t.prod *= f
+	if t.prod > 0x1p500 {
+		t.logs += math.Log(t.prod)
+		t.prod = 1
+	}
+}
+
+// sum returns the sum of the terms added.
+func (t *terms) sum() float64 { return t.lin + t.logs + math.Log(t.prod) }
 
 // dot returns x·y summed in float32, as the vectors are stored.
 func dot(x, y []float32) float64 {
@@ -476,15 +680,32 @@ func axpy(c float32, x, y []float32) {
 	}
 }
 
-// logistic returns softplus(x) and σ(x) = 1/(1 + e⁻ˣ), the loss and the
-// derivative of a score, from one exponential.
-func logistic(x float64) (float64, float64) {
-	e := math.Exp(-math.Abs(x))
-	if x >= 0 {
-		return x + math.Log1p(e), 1 / (1 + e)
+// expNeg returns e^−a for a ≥ 0 (NaN for NaN), with a relative error
+// below 3e-10 (TestExpNeg measures it against math.Exp), and 0 for a >
+// 104, where e^−a is below float32's smallest value and 1 + e^−a is 1.
+// It is math.Exp's argument reduction a = n·ln 2 + r, |r| ≤ ln 2/2,
+// with a Taylor polynomial of degree 8 for e^−r, without math.Exp's
+// handling of the whole range.
+func expNeg(a float64) float64 {
+	if !(a <= expNegMax) {
+		if a != a {
+			return a
+		}
+		return 0
 	}
-	return math.Log1p(e), e / (1 + e)
+	const (
+		log2e = 1.44269504088896338700e+00
+		ln2Hi = 6.93147180369123816490e-01 // ln 2 = ln2Hi + ln2Lo, ln2Hi·n exact
+		ln2Lo = 1.90821492927058770002e-10
+	)
+	n := int(a*log2e + 0.5)
+	x := float64(n)*ln2Hi - a + float64(n)*ln2Lo // −r
+	p := 1 + x*(1+x*(1.0/2+x*(1.0/6+x*(1.0/24+x*(1.0/120+x*(1.0/720+x*(1.0/5040+x*(1.0/40320))))))))
+	return p * math.Float64frombits(uint64(1023-n)<<52)
 }
+
+// expNegMax is the largest argument for which expNeg is not 0.
+const expNegMax = 104
 
 // sigmoidOf returns σ(x) given e = e^−|x|.
 func sigmoidOf(x, e float64) float64 {

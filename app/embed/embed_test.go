@@ -58,8 +58,9 @@ func newApp(t testing.TB, pairs []Pair, cfg Config) *App {
 }
 
 // TestLossGradCentralDifferences checks LossGrad's gradient against
-// central differences of its loss, on edges that share nodes and with a
-// negative that is an end of an edge (skipped for that edge).
+// central differences of its loss, on edges that share nodes, each with
+// negatives of its own, one of them an end of the edge (skipped for that
+// edge) and one drawn twice.
 func TestLossGradCentralDifferences(t *testing.T) {
 	for _, d := range []int{5, 16} { // 16: the vector kernels, where the processor has them
 		lossGradCentralDifferences(t, d)
@@ -74,15 +75,15 @@ func lossGradCentralDifferences(t *testing.T, d int) {
 		vals[i] = float32(rng.NormFloat64())
 	}
 	pos := []int32{0, 1, 1, 2, 3, 4}
-	neg := []int32{5, 2, 5, 0}
-	const scale = 0.7
+	neg := []int32{5, 2, 5, 0, 3, 2, 0, 4, 5, 1, 1, 2}
+	const m, scale = 4, 0.7
 	grad := make([]float32, len(vals))
-	loss := LossGrad(vals, d, pos, neg, grad, scale)
+	loss := LossGrad(vals, d, pos, neg, m, grad, scale)
 	if !(loss > 0) {
 		t.Fatalf("loss %v, want positive", loss)
 	}
 	lossAt := func(v []float32) float64 {
-		return LossGrad(v, d, pos, neg, make([]float32, len(v)), scale)
+		return LossGrad(v, d, pos, neg, m, make([]float32, len(v)), scale)
 	}
 	const h = 1e-2
 	for i := range vals {
@@ -97,7 +98,7 @@ func lossGradCentralDifferences(t *testing.T, d int) {
 	// The negatives of an edge that are its own ends are skipped: with
 	// only such negatives, the loss is the positive pair's alone.
 	g2 := make([]float32, len(vals))
-	got := LossGrad(vals, d, []int32{0, 1}, []int32{0, 1}, g2, 1)
+	got := LossGrad(vals, d, []int32{0, 1}, []int32{0, 1}, 2, g2, 1)
 	if want := math.Log1p(math.Exp(-dot(vals[0:d], vals[d:2*d]))); math.Abs(got-want) > 1e-9 {
 		t.Errorf("loss with negatives equal to the ends: %v, want the positive pair's %v", got, want)
 	}
@@ -109,7 +110,7 @@ func lossGradCentralDifferences(t *testing.T, d int) {
 func TestLossByHand(t *testing.T) {
 	vals := []float32{1, 0, 1, 0, 0, 1}
 	grad := make([]float32, 6)
-	loss := LossGrad(vals, 2, []int32{0, 1}, []int32{2}, grad, 1)
+	loss := LossGrad(vals, 2, []int32{0, 1}, []int32{2}, 1, grad, 1)
 	want := math.Log1p(math.Exp(-1)) + 0.5*(2*math.Log(2))
 	if math.Abs(loss-want) > 1e-9 {
 		t.Errorf("loss %v, want %v", loss, want)
@@ -208,15 +209,23 @@ func TestPairsAndSplit(t *testing.T) {
 }
 
 // TestEveryEdgeOncePerPass cuts the edges of three machines into batches
-// and checks that a pass trains every edge exactly once, that a batch's
-// keys are exactly the nodes of its edges (the negatives add none), and
-// that Step draws its negatives among those keys.
+// and checks that a pass trains every edge exactly once, that a round's
+// keys are the nodes of its batch's edges and, with uniform negatives,
+// at most U other nodes, and that Step draws its batch negatives among
+// the batch's nodes and its uniform ones among the round's keys.
 func TestEveryEdgeOncePerPass(t *testing.T) {
+	for _, c := range [][2]int{{10, 0}, {10, 6}, {0, 6}} {
+		t.Run(fmt.Sprintf("%d batch and %d uniform negatives", c[0], c[1]), func(t *testing.T) { everyEdgeOncePerPass(t, c[0], c[1]) })
+	}
+}
+
+func everyEdgeOncePerPass(t *testing.T, k, u int) {
 	cfg := DefaultConfig()
-	cfg.Dim = 3
+	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool = 3, k, u, 2*u
 	a := newApp(t, communities(3, 15, 0.5, 0.05, 2), cfg)
 	p := placement.Uniform(a.Graph, 3, placement.NewRand(4))
 	seen := make([]int, a.NumSamples())
+	extras := 0
 	for rank := range 3 {
 		pt := a.Part(rank, train.Shard(p, rank), 4, 1).(*part)
 		if pt.Batches() != 4 {
@@ -224,42 +233,202 @@ func TestEveryEdgeOncePerPass(t *testing.T) {
 		}
 		for b, bt := range pt.batches {
 			var nodes []uint64
-			for _, u := range bt.Rows {
-				seen[u]++
-				if p.Data[u] != int32(rank) {
-					t.Errorf("edge %d on machine %d, placed on %d", u, rank, p.Data[u])
+			for _, e := range bt.Rows {
+				seen[e]++
+				if p.Data[e] != int32(rank) {
+					t.Errorf("edge %d on machine %d, placed on %d", e, rank, p.Data[e])
 				}
-				for _, v := range a.Graph.Params(int(u)) {
+				for _, v := range a.Graph.Params(int(e)) {
 					nodes = append(nodes, uint64(v))
 				}
 			}
 			slices.Sort(nodes)
-			if keys := pt.Keys(b).List; !slices.Equal(slices.Compact(nodes), keys) {
-				t.Errorf("machine %d batch %d: keys %v, the nodes of its edges %v", rank, b, keys, nodes)
+			nodes = slices.Compact(nodes)
+			keys := pt.Keys(b).List
+			if !slices.IsSorted(keys) || len(slices.Compact(slices.Clone(keys))) != len(keys) {
+				t.Fatalf("machine %d batch %d: keys %v, want a sorted list without repeats", rank, b, keys)
 			}
-			n := pt.Keys(b).Len() * cfg.Dim
+			var extra []uint64
+			for _, k := range keys {
+				if _, ok := slices.BinarySearch(nodes, k); !ok {
+					extra = append(extra, k)
+				}
+			}
+			if len(keys)-len(extra) != len(nodes) || len(extra) > cfg.UniformPool {
+				t.Errorf("machine %d batch %d: keys %v; want the nodes of its edges %v and at most %d others", rank, b, keys, nodes, cfg.UniformPool)
+			}
+			extras += len(extra)
+			n := len(keys) * cfg.Dim
 			pt.Step(b, make([]float32, n), make([]float32, n), 1)
-			for _, x := range pt.neg {
-				if x < 0 || int(x) >= pt.Keys(b).Len() {
-					t.Errorf("machine %d batch %d: negative at position %d of %d keys", rank, b, x, pt.Keys(b).Len())
+			m := k + u
+			if len(pt.neg) != bt.Len()*m {
+				t.Fatalf("machine %d batch %d: %d negatives, want %d edges × (%d + %d)", rank, b, len(pt.neg), bt.Len(), k, u)
+			}
+			rd := pt.round(pt.stepped-1, b)
+			for i, x := range pt.neg {
+				if x < 0 || int(x) >= len(keys) {
+					t.Fatalf("machine %d batch %d: negative at position %d of %d keys", rank, b, x, len(keys))
+				}
+				if _, ok := slices.BinarySearch(nodes, keys[x]); i%m < k && !ok {
+					t.Errorf("machine %d batch %d: batch negative %d is not a node of the batch", rank, b, keys[x])
+				}
+				if i%m >= k && !slices.Contains(rd.pool, x) {
+					t.Errorf("machine %d batch %d: uniform negative %d is not in the round's pool", rank, b, keys[x])
+				}
+			}
+			if m > 1 && bt.Len() > 1 && slices.Equal(pt.neg[:m], pt.neg[m:2*m]) {
+				t.Errorf("machine %d batch %d: the first two edges have the same negatives %v", rank, b, pt.neg[:m])
+			}
+			for i := range bt.Pos {
+				if keys[rd.pos[i]] != bt.Keys[bt.Pos[i]] {
+					t.Fatalf("machine %d batch %d: end %d of the edges is key %d in the batch, not in the round", rank, b, i, bt.Keys[bt.Pos[i]])
 				}
 			}
 		}
 	}
-	for u, n := range seen {
+	for e, n := range seen {
 		if n != 1 {
-			t.Errorf("edge %d trained %d times in a pass, want once", u, n)
+			t.Errorf("edge %d trained %d times in a pass, want once", e, n)
+		}
+	}
+	if u > 0 && extras == 0 {
+		t.Error("no round pulled a node outside its batch: the uniform negatives are not uniform")
+	}
+}
+
+// TestRoundCentralDifferences checks the gradient of a round with batch
+// and uniform negatives, uniform ones outside the batch among them,
+// against central differences of its loss, on both kernel paths.
+func TestRoundCentralDifferences(t *testing.T) {
+	for _, d := range []int{5, 16} {
+		cfg := DefaultConfig()
+		cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool = d, 3, 4, 6
+		a := newApp(t, communities(3, 10, 0.4, 0.05, 8), cfg)
+		p := placement.Uniform(a.Graph, 1, placement.NewRand(1))
+		pt := a.Part(0, train.Shard(p, 0), a.NumSamples()/3, 5).(*part)
+		// A round whose uniform negatives fall outside the batch.
+		var rd *round
+		for r := range 50 {
+			if rd = pt.round(r, r%pt.Batches()); len(rd.keys) > len(pt.batches[rd.b].Keys) {
+				break
+			}
+		}
+		if len(rd.keys) == len(pt.batches[rd.b].Keys) {
+			t.Fatal("no round in 50 with a uniform negative outside its batch")
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		vals := make([]float32, len(rd.keys)*d)
+		for i := range vals {
+			vals[i] = float32(rng.NormFloat64() * 0.5)
+		}
+		const scale = 0.7
+		grad := make([]float32, len(vals))
+		pt.lossGrad(rd, vals, grad, scale)
+		lossAt := func(v []float32) float64 { return pt.lossGrad(rd, v, make([]float32, len(v)), scale) }
+		const h = 1e-2
+		outside := 0.0
+		for i := range vals {
+			up, down := slices.Clone(vals), slices.Clone(vals)
+			up[i] += h
+			down[i] -= h
+			want := scale * (lossAt(up) - lossAt(down)) / (2 * h)
+			if math.Abs(float64(grad[i])-want) > 2e-3*(1+math.Abs(want)) {
+				t.Errorf("d = %d: gradient of value %d (key %d): %v, central differences %v", d, i, i/d, grad[i], want)
+			}
+			if _, in := slices.BinarySearch(pt.batches[rd.b].Keys, rd.keys[i/d]); !in {
+				outside += math.Abs(float64(grad[i]))
+			}
+		}
+		if outside == 0 {
+			t.Errorf("d = %d: the uniform negatives outside the batch have no gradient", d)
 		}
 	}
 }
 
-// TestOneMachineMatchesLocal trains on a one-machine cluster and with
-// train.Local: the same part, negatives and updates in the same order,
-// so the losses of every pass and the held-out ranking are equal bit for
-// bit.
-func TestOneMachineMatchesLocal(t *testing.T) {
+// TestRoundsDeterministic: a round's keys, negatives and gradient are
+// the same whether the next round's keys were asked for before its step
+// (Loop's pull ahead) or after, and a part restored from another's
+// checkpoint state goes on as the other does.
+func TestRoundsDeterministic(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Dim, cfg.Negatives, cfg.HoldOut, cfg.EvalNegatives = 8, 4, 0.1, 20
+	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool = 4, 3, 5, 7
+	a := newApp(t, communities(3, 12, 0.4, 0.05, 3), cfg)
+	p := placement.Uniform(a.Graph, 2, placement.NewRand(2))
+	rows := train.Shard(p, 1)
+	type out struct {
+		keys []uint64
+		grad []float32
+		loss float64
+	}
+	step := func(pt *part, b int, keys []uint64) out {
+		vals := make([]float32, len(keys)*cfg.Dim)
+		for i := range vals {
+			vals[i] = float32(i%7) * 0.1
+		}
+		grad := make([]float32, len(vals))
+		l, _, _ := pt.Step(b, vals, grad, 1)
+		return out{keys, grad, l}
+	}
+	const rounds = 9
+	var seq, ahead []out
+	s1 := a.Part(1, rows, 3, 7).(*part)
+	for r := range rounds {
+		b := r % 3
+		seq = append(seq, step(s1, b, s1.Keys(b).List))
+	}
+	s2 := a.Part(1, rows, 3, 7).(*part)
+	next := s2.Keys(0).List
+	for r := range rounds {
+		cur := next
+		if r+1 < rounds {
+			next = s2.Keys((r + 1) % 3).List
+		}
+		ahead = append(ahead, step(s2, r%3, cur))
+	}
+	for r := range rounds {
+		if !slices.Equal(seq[r].keys, ahead[r].keys) || !slices.Equal(seq[r].grad, ahead[r].grad) || seq[r].loss != ahead[r].loss {
+			t.Fatalf("round %d: keys, gradient or loss differ with the keys asked for ahead", r)
+		}
+	}
+	if slices.Equal(seq[0].keys, seq[3].keys) {
+		t.Errorf("batch 0 pulls the same keys in passes 1 and 2 (%v): the uniform negatives are not drawn anew", seq[0].keys)
+	}
+	// A part restored at round 4 goes on as s1 did from round 4.
+	s3 := a.Part(1, rows, 3, 7).(*part)
+	s3.stepped = 4
+	state, err := s3.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s4 := a.Part(1, rows, 3, 7).(*part)
+	s4.Keys(0)
+	if err := s4.UnmarshalBinary(state); err != nil {
+		t.Fatal(err)
+	}
+	for r := 4; r < rounds; r++ {
+		got := step(s4, r%3, s4.Keys(r%3).List)
+		if !slices.Equal(got.keys, seq[r].keys) || !slices.Equal(got.grad, seq[r].grad) || got.loss != seq[r].loss {
+			t.Fatalf("restored at round 4: round %d differs from the uninterrupted part's", r)
+		}
+	}
+	if err := s4.UnmarshalBinary([]byte{1, 2, 3}); err == nil || !strings.Contains(err.Error(), "3 bytes") {
+		t.Errorf("a state of 3 bytes: err = %v", err)
+	}
+}
+
+// TestOneMachineMatchesLocal trains on a one-machine cluster and with
+// train.Local, without and with uniform negatives: the same part,
+// negatives and updates in the same order, so the losses of every pass
+// and the held-out ranking are equal bit for bit.
+func TestOneMachineMatchesLocal(t *testing.T) {
+	for _, u := range []int{0, 5} {
+		t.Run(fmt.Sprint("uniform ", u), func(t *testing.T) { oneMachineMatchesLocal(t, u) })
+	}
+}
+
+func oneMachineMatchesLocal(t *testing.T, u int) {
+	cfg := DefaultConfig()
+	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool, cfg.HoldOut, cfg.EvalNegatives = 8, 4, u, 2*u, 0.1, 20
 	a := newApp(t, communities(4, 12, 0.5, 0.03, 11), cfg)
 	job := train.DefaultJob()
 	if err := Defaults(&job); err != nil {
@@ -293,6 +462,43 @@ func TestOneMachineMatchesLocal(t *testing.T) {
 	}
 	if res.MRR == nil || *res.MRR != *want.MRR || *res.AUC != *want.AUC || res.Samples != want.Samples {
 		t.Errorf("cluster eval %v/%v on %d edges, Local %v/%v on %d", res.MRR, res.AUC, res.Samples, *want.MRR, *want.AUC, want.Samples)
+	}
+}
+
+// TestClusterDeterministic trains three machines under BSP twice with
+// uniform negatives: the runs' losses and held-out figures are equal bit
+// for bit, and differ from a run with another seed.
+func TestClusterDeterministic(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Dim, cfg.Negatives, cfg.UniformNegatives, cfg.UniformPool, cfg.HoldOut, cfg.EvalNegatives = 8, 4, 6, 9, 0.1, 20
+	a := newApp(t, communities(4, 12, 0.5, 0.03, 11), cfg)
+	p := placement.Uniform(a.Graph, 3, placement.NewRand(1))
+	run := func(seed uint64) *train.Result {
+		job := train.DefaultJob()
+		if err := Defaults(&job); err != nil {
+			t.Fatal(err)
+		}
+		job.App, job.Data.Train, job.Placement = "embed", "communities", "uniform"
+		job.Config.Machines, job.Config.Batch, job.Config.MaxPasses, job.Config.Seed = 3, 60, 3, seed
+		res, err := train.Run(context.Background(), job, a, p, cluster.InProcess{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	r1, r2, r3 := run(1), run(1), run(2)
+	losses := func(r *train.Result) []float64 {
+		var l []float64
+		for _, q := range r.RoundsDetail {
+			l = append(l, q.TrainLoss)
+		}
+		return l
+	}
+	if !slices.Equal(losses(r1), losses(r2)) || *r1.MRR != *r2.MRR || *r1.AUC != *r2.AUC {
+		t.Errorf("two runs with seed 1: losses %v and %v, MRR %v and %v", losses(r1), losses(r2), *r1.MRR, *r2.MRR)
+	}
+	if slices.Equal(losses(r1), losses(r3)) {
+		t.Errorf("seeds 1 and 2 give the same losses %v", losses(r1))
 	}
 }
 
@@ -356,7 +562,13 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{"dimension 0", job(good, "", func(c *Config) { c.Dim = 0 }), "dim 0 (--dim)"},
-		{"no negatives", job(good, "", func(c *Config) { c.Negatives = 0 }), "negatives 0"},
+		{"no negatives", job(good, "", func(c *Config) { c.Negatives, c.UniformNegatives = 0, 0 }), "negatives 0 and uniform_negatives 0"},
+		{"negatives below 0", job(good, "", func(c *Config) { c.Negatives = -2 }), "negatives -2 (--negatives): want 0..65536"},
+		{"uniform negatives below 0", job(good, "", func(c *Config) { c.UniformNegatives = -1 }), "uniform_negatives -1 (--uniform-negatives): want 0..65536"},
+		{"too many uniform negatives", job(good, "", func(c *Config) { c.UniformNegatives = 1 << 17 }), "uniform_negatives 131072"},
+		{"pool below 0", job(good, "", func(c *Config) { c.UniformPool = -1 }), "uniform_pool -1 (--uniform-pool): want 0..16777216"},
+		{"uniform negatives without a pool", job(good, "", func(c *Config) { c.UniformNegatives, c.UniformPool = 3, 0 }), "uniform_negatives 3 with uniform_pool 0"},
+		{"a pool without uniform negatives", job(good, "", func(c *Config) { c.Negatives, c.UniformNegatives, c.UniformPool = 1, 0, 5 }), "uniform_pool 5 with uniform_negatives 0"},
 		{"holdout 1", job(good, "", func(c *Config) { c.HoldOut = 1 }), "holdout 1 (--holdout)"},
 		{"self-loops only", job(writeFile(t, dir, "loops.txt", "# loops\n4 4\n5 5\n"), "", nil), "loops.txt has no edges"},
 		{"empty", job(writeFile(t, dir, "empty.txt", "# nothing\n"), "", nil), "empty.txt"},

@@ -8,27 +8,48 @@ import "golang.org/x/sys/cpu"
 // AVX2 and FMA3, which the kernels use.
 var simd = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// dot2AVX2 sets *s1 = u·e and *s2 = e·v over n values, n a positive
+// scoresAVX2 is scoresGo over m > 0 rows of d values, d a positive
 // multiple of 8.
 //
 //go:noescape
-func dot2AVX2(n int, u, v, e *float32, s *[2]float32)
+func scoresAVX2(d int, vals *float32, idx *int32, m int, u, v, s *float32)
 
-// update3AVX2 is update3Go over n values, n a positive multiple of 8.
+// updatesAVX2 is updatesGo over m > 0 rows of d values, d a positive
+// multiple of 8.
 //
 //go:noescape
-func update3AVX2(n int, c1, c2 float32, u, v, e, gu, gv, ge *float32)
+func updatesAVX2(d int, vals, grad *float32, idx *int32, m int, c, u, v, gu, gv *float32)
 
-func dot2SIMD(u, v, e []float32) (float32, float32) {
-	n := len(e)
-	_, _ = u[n-1], v[n-1]
-	var s [2]float32
-	dot2AVX2(n, &u[0], &v[0], &e[0], &s)
-	return s[0], s[1]
+func scoresSIMD(vals []float32, d int, idx []int32, u, v, s []float32) {
+	if len(idx) == 0 {
+		return
+	}
+	_, _, _ = u[d-1], v[d-1], s[2*len(idx)-1]
+	scoresAVX2(d, &vals[0], &idx[0], len(idx), &u[0], &v[0], &s[0])
 }
 
-func update3SIMD(c1, c2 float32, u, v, e, gu, gv, ge []float32) {
-	n := len(e)
-	_, _, _, _, _ = u[n-1], v[n-1], gu[n-1], gv[n-1], ge[n-1]
-	update3AVX2(n, c1, c2, &u[0], &v[0], &e[0], &gu[0], &gv[0], &ge[0])
+func updatesSIMD(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []float32) {
+	if len(idx) == 0 {
+		return
+	}
+	_, _, _, _, _ = c[2*len(idx)-1], u[d-1], v[d-1], gu[d-1], gv[d-1]
+	updatesAVX2(d, &vals[0], &grad[0], &idx[0], len(idx), &c[0], &u[0], &v[0], &gu[0], &gv[0])
+}
+
+// logisticAVX2 computes n scores' coefficients and terms (see
+// logisticsSIMD), n a positive multiple of 8 and at most 512, so that
+// prod stays below 2^512.
+//
+//go:noescape
+func logisticAVX2(s, c *float32, n int, k float32) (lin, prod float64)
+
+// logisticsSIMD is logisticsGo in 8 lanes of float32 (Cephes' expf for
+// e^−|x|; see TestLogisticsAccuracy), len(s) a multiple of 8 and at most
+// 512.
+func logisticsSIMD(s, c []float32, k float32) (lin, prod float64) {
+	if len(s) == 0 {
+		return 0, 1
+	}
+	_ = c[len(s)-1]
+	return logisticAVX2(&s[0], &c[0], len(s), k)
 }

@@ -5,8 +5,12 @@ package embed
 // simd is false: no assembly kernels on this platform.
 const simd = false
 
-func dot2SIMD(u, v, e []float32) (float32, float32) { return dot2Go(u, v, e) }
-
-func update3SIMD(c1, c2 float32, u, v, e, gu, gv, ge []float32) {
-	update3Go(c1, c2, u, v, e, gu, gv, ge)
+func scoresSIMD(vals []float32, d int, idx []int32, u, v, s []float32) {
+	scoresGo(vals, d, idx, u, v, s)
 }
+
+func updatesSIMD(vals, grad []float32, d int, idx []int32, c, u, v, gu, gv []float32) {
+	updatesGo(vals, grad, d, idx, c, u, v, gu, gv)
+}
+
+func logisticsSIMD(s, c []float32, k float32) (lin, prod float64) { return logisticsGo(s, c, k) }

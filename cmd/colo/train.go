@@ -92,7 +92,9 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.Float64Var(&t.holdout, "holdout", -1, "mf, embed: fraction of the entries (mf) or edges (embed) held out for evaluation when there is no --test (-1: the application's default, mf 0.1, embed 0.05)")
 	t.embed = embed.DefaultConfig()
 	f.IntVar(&t.embed.Dim, "dim", t.embed.Dim, "embed: values per node vector")
-	f.IntVar(&t.embed.Negatives, "negatives", t.embed.Negatives, "embed: negative nodes per batch, drawn among the batch's own nodes")
+	f.IntVar(&t.embed.Negatives, "negatives", t.embed.Negatives, "embed: negatives per edge, drawn among the nodes of its batch's edges (0: only --uniform-negatives)")
+	f.IntVar(&t.embed.UniformNegatives, "uniform-negatives", t.embed.UniformNegatives, "embed: negatives per edge drawn from its round's uniform pool, besides --negatives (0: none)")
+	f.IntVar(&t.embed.UniformPool, "uniform-pool", t.embed.UniformPool, "embed: nodes each machine draws uniformly from all nodes per round and pulls with the batch's keys, the pool of --uniform-negatives")
 	f.IntVar(&t.embed.EvalNegatives, "eval-negatives", t.embed.EvalNegatives, "embed: uniform negatives each held-out edge is ranked against (MRR, AUC)")
 	f.StringVar(&t.labels, "labels", "", "mlp, cnn: idx label file of idx DATA")
 	f.StringVar(&t.testLabels, "test-labels", "", "mlp, cnn: idx label file of an idx --test")
@@ -177,7 +179,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 		return job, usageError("--compare trains several jobs: --checkpoint and --resume take one")
 	}
 	opts := map[string]any{"features": t.features, "rank": t.mf.Rank,
-		"dim": t.embed.Dim, "negatives": t.embed.Negatives, "eval_negatives": t.embed.EvalNegatives,
+		"dim": t.embed.Dim, "negatives": t.embed.Negatives, "uniform_negatives": t.embed.UniformNegatives, "uniform_pool": t.embed.UniformPool, "eval_negatives": t.embed.EvalNegatives,
 		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay}
 	if t.holdout >= 0 || math.IsNaN(t.holdout) {
 		opts["holdout"] = t.holdout

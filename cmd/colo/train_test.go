@@ -121,6 +121,8 @@ func TestTrainBadFlags(t *testing.T) {
 		{[]string{"--hidden", "256,x"}, "--hidden"},
 		{[]string{"--features", "tfidf"}, "features"},
 		{[]string{"--compare", ","}, "names no placement"},
+		{[]string{"--app", "embed", "--uniform-pool", "-1"}, "--uniform-pool"},
+		{[]string{"--app", "embed", "--negatives", "0", "--uniform-negatives", "0"}, "want at least one negative per edge"},
 	} {
 		code, _, errOut := colo(t, append([]string{"train", data}, tc.args...)...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {
