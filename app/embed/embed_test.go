@@ -85,12 +85,8 @@ func lossGradCentralDifferences(t *testing.T, d int) {
 	lossAt := func(v []float32) float64 {
 		return LossGrad(v, d, pos, neg, m, make([]float32, len(v)), scale)
 	}
-	const h = 1e-2
 	for i := range vals {
-		up, down := slices.Clone(vals), slices.Clone(vals)
-		up[i] += h
-		down[i] -= h
-		want := scale * (lossAt(up) - lossAt(down)) / (2 * h)
+		want := scale * central(lossAt, vals, i)
 		if math.Abs(float64(grad[i])-want) > 2e-3*(1+math.Abs(want)) {
 			t.Errorf("gradient of value %d (key %d): %v, central differences %v", i, i/d, grad[i], want)
 		}
@@ -325,13 +321,9 @@ func TestRoundCentralDifferences(t *testing.T) {
 		grad := make([]float32, len(vals))
 		pt.lossGrad(rd, vals, grad, scale)
 		lossAt := func(v []float32) float64 { return pt.lossGrad(rd, v, make([]float32, len(v)), scale) }
-		const h = 1e-2
 		outside := 0.0
 		for i := range vals {
-			up, down := slices.Clone(vals), slices.Clone(vals)
-			up[i] += h
-			down[i] -= h
-			want := scale * (lossAt(up) - lossAt(down)) / (2 * h)
+			want := scale * central(lossAt, vals, i)
 			if math.Abs(float64(grad[i])-want) > 2e-3*(1+math.Abs(want)) {
 				t.Errorf("d = %d: gradient of value %d (key %d): %v, central differences %v", d, i, i/d, grad[i], want)
 			}
@@ -661,4 +653,14 @@ func TestEgoFacebook(t *testing.T) {
 	if *ev.AUC < 0.9 || *ev.MRR < 0.2 {
 		t.Errorf("held-out MRR %.3f, AUC %.3f: want above 0.2 and 0.9", *ev.MRR, *ev.AUC)
 	}
+}
+
+// central returns the derivative of loss in vals[i] by central
+// differences with a step of 0.01.
+func central(loss func([]float32) float64, vals []float32, i int) float64 {
+	const h = 1e-2
+	up, down := slices.Clone(vals), slices.Clone(vals)
+	up[i] += h
+	down[i] -= h
+	return (loss(up) - loss(down)) / (2 * h)
 }
