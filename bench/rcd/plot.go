@@ -46,5 +46,12 @@ func (res *Result) Title() string {
 	for i, s := range res.Speeds {
 		speeds[i] = plot.Label(s)
 	}
-	return fmt.Sprintf("%s: %d workers of speeds %s, %s, %d epochs, batch %d, lr %g", res.Dataset, res.Workers, strings.Join(speeds, ":"), res.Topology, res.Epochs, res.Batch, res.LR)
+	lr := fmt.Sprintf("lr %g", res.LR)
+	if res.LRDecay != "" && res.LRDecay != "none" {
+		lr += " " + res.LRDecay
+	}
+	if res.BatchWeighted {
+		lr += ", batch-weighted"
+	}
+	return fmt.Sprintf("%s: %d workers of speeds %s, %s, %d epochs, batch %d, %s", res.Dataset, res.Workers, strings.Join(speeds, ":"), res.Topology, res.Epochs, res.Batch, lr)
 }

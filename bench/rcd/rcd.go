@@ -218,18 +218,21 @@ type Row struct {
 type Result struct {
 	Config Config `json:"-"`
 	// Dataset names the data (the caller's).
-	Dataset   string    `json:"dataset,omitempty"`
-	Workers   int       `json:"workers"`
-	Speeds    []float64 `json:"worker_speeds"`
-	Topology  string    `json:"topology"`
-	Batch     int       `json:"batch"`
-	Epochs    int       `json:"epochs"`
-	LR        float64   `json:"lr"`
-	Budget    float64   `json:"budget"`
-	Target    float64   `json:"target"`
-	Link      float64   `json:"link_bytes_per_s"`
-	Emulation string    `json:"speed_emulation"`
-	Rows      []Row     `json:"rows"`
+	Dataset  string    `json:"dataset,omitempty"`
+	Workers  int       `json:"workers"`
+	Speeds   []float64 `json:"worker_speeds"`
+	Topology string    `json:"topology"`
+	Batch    int       `json:"batch"`
+	Epochs   int       `json:"epochs"`
+	LR       float64   `json:"lr"`
+	// LRDecay and BatchWeighted are gossip.Config's.
+	LRDecay       string  `json:"lr_decay,omitempty"`
+	BatchWeighted bool    `json:"batch_weighted,omitempty"`
+	Budget        float64 `json:"budget"`
+	Target        float64 `json:"target"`
+	Link          float64 `json:"link_bytes_per_s"`
+	Emulation     string  `json:"speed_emulation"`
+	Rows          []Row   `json:"rows"`
 }
 
 // Run trains every variant Runs times on data.
@@ -239,7 +242,7 @@ func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
 	}
 	g := cfg.Gossip
 	res := &Result{Config: cfg, Workers: g.Workers, Speeds: g.Speeds, Topology: g.Topology, Batch: g.Batch, Epochs: g.Epochs,
-		LR: g.LR, Budget: cfg.Budget, Target: cfg.Target, Link: cfg.Net.Link, Emulation: gossip.EmulationWords}
+		LR: g.LR, LRDecay: g.LRDecay, BatchWeighted: g.BatchWeighted, Budget: cfg.Budget, Target: cfg.Target, Link: cfg.Net.Link, Emulation: gossip.EmulationWords}
 	cache := map[string][][]int32{}
 	cacheSecs := map[string]float64{}
 	rows := make([]Row, len(cfg.Variants))

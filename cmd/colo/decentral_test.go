@@ -154,9 +154,18 @@ func TestBenchRCD(t *testing.T) {
 
 	// One algorithm's rows, with a schedule of the rate.
 	code, stdout, errOut = colo(t, "bench", "rcd", data, "--label-col", "-1", "--hidden", "16", "--epochs", "2", "--batch", "40",
-		"--runs", "1", "--lr", "0.3", "--algorithms", "matcha", "--lr-decay", "step:1")
+		"--runs", "1", "--lr", "0.3", "--algorithms", "matcha", "--lr-decay", "step:1", "--batch-weighted", "--json", js)
 	if code != 0 {
 		t.Fatalf("--algorithms matcha: exit %d: %s", code, errOut)
+	}
+	var settings struct {
+		LRDecay       string `json:"lr_decay"`
+		BatchWeighted bool   `json:"batch_weighted"`
+	}
+	if b, err := os.ReadFile(js); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &settings); err != nil || settings.LRDecay != "step:1" || !settings.BatchWeighted {
+		t.Errorf("the JSON's settings %+v (%v): want lr_decay step:1 and batch_weighted", settings, err)
 	}
 	var rows []string
 	for _, line := range strings.Split(stdout, "\n") {
