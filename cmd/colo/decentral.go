@@ -95,7 +95,7 @@ type decentralFlags struct {
 // apply it themselves (gossip.Config.LRDecay, which also knows step
 // decay). Call it before trainFlags.job.
 func (d *decentralFlags) takeSchedule(t *trainFlags) {
-	d.lrDecay, t.lrDecay = t.lrDecay, "none"
+	d.lrDecay, t.workersDecay = t.lrDecay, true
 }
 
 func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {

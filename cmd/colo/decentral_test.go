@@ -159,13 +159,14 @@ func TestBenchRCD(t *testing.T) {
 		t.Fatalf("--algorithms matcha: exit %d: %s", code, errOut)
 	}
 	var settings struct {
-		LRDecay       string `json:"lr_decay"`
-		BatchWeighted bool   `json:"batch_weighted"`
+		LRDecay       string            `json:"lr_decay"`
+		BatchWeighted bool              `json:"batch_weighted"`
+		Options       map[string]string `json:"options"`
 	}
 	if b, err := os.ReadFile(js); err != nil {
 		t.Fatal(err)
-	} else if err := json.Unmarshal(b, &settings); err != nil || settings.LRDecay != "step:1" || !settings.BatchWeighted {
-		t.Errorf("the JSON's settings %+v (%v): want lr_decay step:1 and batch_weighted", settings, err)
+	} else if err := json.Unmarshal(b, &settings); err != nil || settings.LRDecay != "step:1" || !settings.BatchWeighted || settings.Options["lr-decay"] != "step:1" {
+		t.Errorf("the JSON's settings %+v (%v): want lr_decay step:1 and batch_weighted, and the flags as given", settings, err)
 	}
 	var rows []string
 	for _, line := range strings.Split(stdout, "\n") {

@@ -57,6 +57,7 @@ type trainFlags struct {
 	// The dense models' (mlp, cnn) data and sizes.
 	labels, testLabels, labelCol, header, sep string
 	hidden, conv, lrScaling, lrDecay          string
+	workersDecay                              bool // --lr-decay is the decentralised workers', not the model's
 }
 
 func (t *trainFlags) register(f *cmdFlags) {
@@ -181,6 +182,9 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	opts := map[string]any{"features": t.features, "rank": t.mf.Rank,
 		"dim": t.embed.Dim, "negatives": t.embed.Negatives, "uniform_negatives": t.embed.UniformNegatives, "uniform_pool": t.embed.UniformPool, "eval_negatives": t.embed.EvalNegatives,
 		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay}
+	if t.workersDecay {
+		opts["lr_decay"] = "none"
+	}
 	if t.holdout >= 0 || math.IsNaN(t.holdout) {
 		opts["holdout"] = t.holdout
 	}
