@@ -88,6 +88,14 @@ type OutOfCoreStats struct {
 	// runtime held for objects when sampled at the end of each phase.
 	PeakRSS  int64 `json:"peak_rss"`
 	PeakHeap int64 `json:"peak_heap"`
+	// Read is how the file was read: "whole" (parsed whole by this
+	// process) or "range" (only the range of lines Range, in bytes
+	// [Range[0], Range[1]), the rest of the rows written by the other
+	// processes of a distributed run: FileRanges). Compressed is set when
+	// the file is compressed, which a run by ranges then reads whole.
+	Read       string  `json:"read"`
+	Range      []int64 `json:"range,omitempty"`
+	Compressed bool    `json:"compressed,omitempty"`
 	// SpillBytes is the size of the spill files written.
 	SpillBytes int64 `json:"spill_bytes"`
 	// Seconds is the time of each phase: read, rows, blocks, parsa,
@@ -184,13 +192,17 @@ type oocRun struct {
 	st   *OutOfCoreStats
 	res  *FileResult
 
-	format  graph.Format
-	params  *idIndex
-	nodes   *idIndex // SNAP: the samples
-	n, m    int
-	e       int64 // edges read (SNAP: before removing repeats)
-	maxDeg  int
-	rows    string // spill of rows in sample order
+	format graph.Format
+	params *idIndex
+	nodes  *idIndex // SNAP: the samples
+	n, m   int
+	e      int64 // edges read (SNAP: before removing repeats)
+	maxDeg int
+	rows   []string // spills of rows in sample order, read one after the other
+	// edges, when set, are the spills of a SNAP file's edges in dense
+	// ids that the read by ranges wrote (ooc_ranges.go), which
+	// eachRawEdge reads instead of the raw spill.
+	edges   []string
 	phase   time.Time
 	baseRSS int64 // resident memory when the run started
 	// rowsBytes is the memory of the rows pass: a SNAP range sorted at
@@ -201,6 +213,9 @@ type oocRun struct {
 	// file: a distributed worker's share (PlanParsaFile).
 	keep       func(j int) bool
 	skipGlobal bool
+	// local is what a read by ranges read of its own range, until the
+	// range's rows are written (ooc_ranges.go).
+	local *rangeIDs
 }
 
 // spillBuf is the buffer of a spill read or written in sequence; blockBuf
@@ -230,6 +245,7 @@ func (r *oocRun) done(name string) {
 
 func (r *oocRun) run() error {
 	r.phase = time.Now()
+	r.st.Read = "whole"
 	if err := r.read(); err != nil {
 		return err
 	}
@@ -279,6 +295,12 @@ func (r *oocRun) run() error {
 
 // read is pass 1: the file to the raw spill and the id indexes.
 func (r *oocRun) read() error {
+	return r.readWith(func(vis graph.Visitor) (graph.Format, error) { return graph.Stream(r.path, r.oc.Load, vis) })
+}
+
+// readWith is read with the records that stream passes to its visitor:
+// the whole file's (read) or a range's (readRange).
+func (r *oocRun) readWith(stream func(graph.Visitor) (graph.Format, error)) error {
 	r.params = &idIndex{}
 	raw, err := createSpill(r.file("raw"), spillBuf)
 	if err != nil {
@@ -326,7 +348,7 @@ func (r *oocRun) read() error {
 		},
 	}
 	r.nodes = &idIndex{}
-	r.format, err = graph.Stream(r.path, r.oc.Load, vis)
+	r.format, err = stream(vis)
 	if err != nil {
 		return err
 	}
@@ -352,7 +374,7 @@ func (r *oocRun) read() error {
 
 // canonical is pass 2: the raw spill to rows of dense ids in sample order.
 func (r *oocRun) canonical() error {
-	r.rows = r.file("rows")
+	r.rows = []string{r.file("rows")}
 	defer os.Remove(r.file("raw"))
 	if r.format == graph.FormatLibSVM {
 		return r.libsvmRows()
@@ -366,7 +388,7 @@ func (r *oocRun) libsvmRows() error {
 		return err
 	}
 	defer in.close()
-	out, err := createSpill(r.rows, spillBuf)
+	out, err := createSpill(r.rows[0], spillBuf)
 	if err != nil {
 		return err
 	}
@@ -466,7 +488,7 @@ func (r *oocRun) snapRows() error {
 			return err
 		}
 	}
-	out, err := createSpill(r.rows, spillBuf)
+	out, err := createSpill(r.rows[0], spillBuf)
 	if err != nil {
 		return err
 	}
@@ -528,8 +550,40 @@ func binaryUvarintOrEOF(s *spillReader) (uint64, error) {
 	return s.uvarint()
 }
 
-// eachRawEdge calls f with each SNAP edge of the raw spill in dense ids.
+// eachRawEdge calls f with each SNAP edge of the raw spill in dense ids
+// (or of the dense spills of a read by ranges: edges).
 func (r *oocRun) eachRawEdge(f func(u, v uint32) error) error {
+	if r.edges != nil {
+		var seen int64
+		for _, path := range r.edges {
+			in, err := openSpill(path, 0, -1, spillBuf)
+			if err != nil {
+				return err
+			}
+			for !in.atEnd() {
+				u, err := in.uvarint()
+				if err != nil {
+					in.close()
+					return err
+				}
+				v, err := in.uvarint()
+				if err != nil {
+					in.close()
+					return err
+				}
+				if err := f(uint32(u), uint32(v)); err != nil {
+					in.close()
+					return err
+				}
+				seen++
+			}
+			in.close()
+		}
+		if seen != r.e {
+			return fmt.Errorf("out-of-core spills %v: %d edges, want %d", r.edges, seen, r.e)
+		}
+		return nil
+	}
 	in, err := openSpill(r.file("raw"), 0, -1, spillBuf)
 	if err != nil {
 		return err
@@ -551,19 +605,28 @@ func (r *oocRun) eachRawEdge(f func(u, v uint32) error) error {
 	return nil
 }
 
-// eachRow calls f with each sample's row, in sample order.
+// eachRow calls f with each sample's row, in sample order: the rows of
+// each spill of r.rows in turn.
 func (r *oocRun) eachRow(f func(u int, row []uint32)) error {
-	in, err := openSpill(r.rows, 0, -1, spillBuf)
-	if err != nil {
-		return err
-	}
-	defer in.close()
 	var row []uint32
-	for u := 0; u < r.n; u++ {
-		if row, err = in.row(row[:0]); err != nil {
+	u := 0
+	for x, path := range r.rows {
+		in, err := openSpill(path, 0, -1, spillBuf)
+		if err != nil {
 			return err
 		}
-		f(u, row)
+		for u < r.n && (x == len(r.rows)-1 || !in.atEnd()) {
+			if row, err = in.row(row[:0]); err != nil {
+				in.close()
+				return err
+			}
+			f(u, row)
+			u++
+		}
+		in.close()
+	}
+	if u != r.n {
+		return fmt.Errorf("out-of-core spills %v: %d rows, want %d", r.rows, u, r.n)
 	}
 	return nil
 }

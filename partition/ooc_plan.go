@@ -45,6 +45,12 @@ type FilePlanOptions struct {
 	// Whole keeps the rows of every sample and each sample's block, for
 	// Repair, Summary and WriteDir.
 	Whole bool
+	// Ranges, when set, reads the file by ranges of lines: this process
+	// parses only its own range and gets the rest from the other
+	// processes of the run (FileRanges, ooc_ranges.go). A compressed
+	// file, whose byte offsets are not its lines', is read whole all the
+	// same (OutOfCoreStats.Read and Compressed say how it was read).
+	Ranges *FileRanges
 }
 
 // FilePlan is a ParsaPlan drawn from a file without loading it: its
@@ -65,7 +71,9 @@ type FilePlan struct {
 // opt, as PlanParsa does from the loaded graph, and keeps the parts of it
 // that fo asks for. It parses the whole file once and writes it to a
 // binary spill once (ParsaFile's first two passes), then writes the kept
-// blocks' rows in a third pass. opt is as for PlanParsa, with the limits
+// blocks' rows in a third pass; with fo.Ranges it parses only its range
+// of the file's lines and gets the numbering and the other rows from the
+// run's other processes (ooc_ranges.go), for the same plan. opt is as for PlanParsa, with the limits
 // of ParsaFile besides: refinement and the minmax parameter assignment
 // need the graph and are refused.
 func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, err error) {
@@ -100,12 +108,22 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 		k: opt.K, w: MaskWords(opt.K), st: &OutOfCoreStats{Seconds: map[string]float64{}}}
 	r.baseRSS = rssField("VmRSS")
 	r.phase = time.Now()
-	if err := r.read(); err != nil {
-		return nil, err
+	ranged := false
+	if fo.Ranges != nil {
+		if ranged, err = r.readRange(fo.Ranges); err != nil {
+			return nil, err
+		}
+		r.st.Compressed = !ranged
 	}
-	r.done("read")
-	if err := r.canonical(); err != nil {
-		return nil, err
+	if !ranged {
+		r.st.Read = "whole"
+		if err := r.read(); err != nil {
+			return nil, err
+		}
+		r.done("read")
+		if err := r.canonical(); err != nil {
+			return nil, err
+		}
 	}
 	r.done("rows")
 	n := r.n
@@ -133,7 +151,11 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 	}
 	r.done("blocks")
 	if !fo.Whole {
-		os.Remove(r.rows)
+		for _, path := range r.rows {
+			if !r.shared(path) {
+				os.Remove(path)
+			}
+		}
 		os.Remove(r.file("blockof"))
 	}
 	st := ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy, Placed: n, Blocks: b}
@@ -411,6 +433,15 @@ func (fp *FilePlan) WriteDir(dir string, p *placement.Placement, summary any) er
 func (fp *FilePlan) Close() error {
 	if fp == nil || fp.r.tmp == "" {
 		return nil
+	}
+	if fp.whole {
+		// The process of the whole plan is the last to read the ranges'
+		// rows of a read by ranges.
+		for _, path := range append(slices.Clone(fp.r.rows), fp.r.edges...) {
+			if fp.r.shared(path) {
+				os.Remove(path)
+			}
+		}
 	}
 	err := os.RemoveAll(fp.r.tmp)
 	fp.r.tmp = ""
