@@ -608,6 +608,14 @@ func (r *oocRun) eachRawEdge(f func(u, v uint32) error) error {
 // eachRow calls f with each sample's row, in sample order: the rows of
 // each spill of r.rows in turn.
 func (r *oocRun) eachRow(f func(u int, row []uint32)) error {
+	return r.eachRowOrLen(nil, func(u int, row []uint32, _ int) { f(u, row) })
+}
+
+// eachRowOrLen is eachRow that reads only the length of the rows that
+// skip (when not nil) reports it does not need: f gets a nil row and the
+// length then, and the row and its length otherwise. skip(u) is called
+// just before f(u).
+func (r *oocRun) eachRowOrLen(skip func(u int) bool, f func(u int, row []uint32, length int)) error {
 	var row []uint32
 	u := 0
 	for x, path := range r.rows {
@@ -616,11 +624,20 @@ func (r *oocRun) eachRow(f func(u int, row []uint32)) error {
 			return err
 		}
 		for u < r.n && (x == len(r.rows)-1 || !in.atEnd()) {
-			if row, err = in.row(row[:0]); err != nil {
-				in.close()
-				return err
+			if skip != nil && skip(u) {
+				n, err := in.skipRow()
+				if err != nil {
+					in.close()
+					return err
+				}
+				f(u, nil, n)
+			} else {
+				if row, err = in.row(row[:0]); err != nil {
+					in.close()
+					return err
+				}
+				f(u, row, len(row))
 			}
-			f(u, row)
 			u++
 		}
 		in.close()
@@ -733,26 +750,35 @@ func (r *oocRun) scatter(b int, rng interface {
 		return nil, nil, err
 	}
 	defer bo.close()
-	put := func(blk *oocBlock, u int, row []uint32) {
+	put := func(blk *oocBlock, u int, row []uint32, length int) {
 		if blk.writer != nil {
 			blk.writer.uvarint(uint64(uint32(u) - blk.lastUsed))
 			blk.lastUsed = uint32(u)
 			blk.writer.row(row)
 		}
 		blk.samples++
-		blk.edges += int64(len(row))
+		blk.edges += int64(length)
 	}
-	err = r.eachRow(func(u int, row []uint32) {
-		j := blockAt(pos[u])
-		bo.uvarint(uint64(j))
+	// Sample u's block j and whether it is in the global sample, found
+	// before its row is read so that the rows no file takes are only
+	// measured.
+	var j int
+	var inG bool
+	skip := func(u int) bool {
+		j = blockAt(pos[u])
 		// runParsa sorts each block's part of the shuffled order in
 		// place before planJobs clones it for the global sample: u sits
 		// at the block's start plus its rank in the block.
 		p := uint32(int64(j)*int64(n)/int64(b)) + uint32(blocks[j].samples)
-		if inGlobal != nil && inGlobal[p/64]&(1<<(p%64)) != 0 {
-			put(global, u, row)
+		inG = inGlobal != nil && inGlobal[p/64]&(1<<(p%64)) != 0
+		return blocks[j].writer == nil && (!inG || global.writer == nil)
+	}
+	err = r.eachRowOrLen(skip, func(u int, row []uint32, length int) {
+		bo.uvarint(uint64(j))
+		if inG {
+			put(global, u, row, length)
 		}
-		put(blocks[j], u, row)
+		put(blocks[j], u, row, length)
 	})
 	if err != nil {
 		return nil, nil, err
