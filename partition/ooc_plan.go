@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"colo/graph"
@@ -174,34 +176,94 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 // that graph.Load would build from the file at path (with load), by one
 // pass of graph.Stream that holds only the id index, as ParsaFile's first
 // pass does, and writes nothing: what the key space of a distributed run
-// needs before a machine has read the file.
+// needs before a machine has read the file. An uncompressed file is read
+// by ranges of lines (graph.SplitLines), one per thread, in parallel, and
+// their id sets merged.
 func CountFile(path string, load graph.LoadOptions) (samples, params int, err error) {
-	pi, ni := &idIndex{}, &idIndex{}
-	n := 0
-	format, err := graph.Stream(path, load, graph.Visitor{
-		Sample: func(ids []uint64) error {
-			n++
-			for _, id := range ids {
-				pi.add(id)
+	threads := runtime.GOMAXPROCS(0)
+	if info, err := os.Stat(path); err == nil {
+		threads = max(1, min(threads, int(info.Size()>>22)))
+	}
+	return countFile(path, load, threads)
+}
+
+// countFile is CountFile on threads ranges of the file (one for a
+// compressed file).
+func countFile(path string, load graph.LoadOptions, threads int) (samples, params int, err error) {
+	if threads > 1 {
+		if _, err := graph.SplitLines(path, 0, threads); errors.Is(err, graph.ErrCompressed) {
+			threads = 1
+		}
+	}
+	type count struct {
+		pi, ni  *idIndex
+		n       int
+		records int
+		format  graph.Format
+		err     error
+	}
+	counts := make([]count, threads)
+	var wg sync.WaitGroup
+	for t := range threads {
+		wg.Go(func() {
+			c := &counts[t]
+			c.pi, c.ni = &idIndex{}, &idIndex{}
+			vis := graph.Visitor{
+				Sample: func(ids []uint64) error {
+					c.n++
+					for _, id := range ids {
+						c.pi.add(id)
+					}
+					return nil
+				},
+				Edge: func(u, v uint64) error {
+					c.ni.add(u)
+					c.ni.add(v)
+					c.pi.add(v)
+					return nil
+				},
+				Node: func(u uint64) error {
+					c.ni.add(u)
+					return nil
+				},
 			}
-			return nil
-		},
-		Edge: func(u, v uint64) error {
-			ni.add(u)
-			ni.add(v)
-			pi.add(v)
-			return nil
-		},
-		Node: func(u uint64) error {
-			ni.add(u)
-			return nil
-		},
-	})
-	if err != nil {
-		return 0, 0, err
+			if threads == 1 {
+				c.format, c.err = graph.Stream(path, load, vis)
+				c.records = 1 // Stream reports input without records
+				return
+			}
+			lr, err := graph.SplitLines(path, t, threads)
+			if err != nil {
+				c.err = err
+				return
+			}
+			c.format, c.records, c.err = graph.StreamRange(path, load, lr, vis)
+		})
+	}
+	wg.Wait()
+	pi, ni := &idIndex{}, &idIndex{}
+	n, records := 0, 0
+	for _, c := range counts {
+		// The first range's error is the first in the file.
+		if c.err != nil {
+			return 0, 0, c.err
+		}
+		n += c.n
+		records += c.records
+		if threads == 1 {
+			pi, ni = c.pi, c.ni
+			break
+		}
+		c.pi.finish()
+		c.pi.each(pi.add)
+		c.ni.finish()
+		c.ni.each(ni.add)
+	}
+	if records == 0 {
+		return 0, 0, graph.EmptyError(path)
 	}
 	pi.finish()
-	if format != graph.FormatLibSVM {
+	if counts[0].format != graph.FormatLibSVM {
 		ni.finish()
 		n = ni.len()
 	}

@@ -357,3 +357,46 @@ func TestPlanByRangesErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCountFileByRanges checks that counting a file on several threads,
+// each a range of its lines, gives the counts and the errors of one pass
+// over the whole file.
+func TestCountFileByRanges(t *testing.T) {
+	pg, err := graph.PowerLaw(graph.DefaultPowerLaw(800, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svm bytes.Buffer
+	if err := graph.WriteLibSVM(&svm, pg); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(svm.String(), "\n1 ", "\n\n# c\n1 ")
+	var snap strings.Builder
+	rng := placement.NewRand(4)
+	for range 900 {
+		fmt.Fprintf(&snap, "%d %d\n", rng.IntN(300)*7, rng.IntN(300)*7)
+	}
+	snapLoad := graph.LoadOptions{Format: graph.FormatSNAP, IndexBase: -1, HashBits: 20}
+	for _, c := range []struct {
+		path string
+		load graph.LoadOptions
+	}{
+		{writeFile(t, "a.svm", []byte(text), false), graph.DefaultLoadOptions()},
+		{writeFile(t, "a.svm", []byte(text), true), graph.DefaultLoadOptions()},
+		{writeFile(t, "two.svm", []byte("1 3:1\n-1 2:1 3:1 7:1"), false), graph.DefaultLoadOptions()},
+		{writeFile(t, "e.txt", []byte(snap.String()), false), snapLoad},
+		{writeFile(t, "e.txt", []byte(snap.String()+"1 2 3\n5 6\n"), false), snapLoad},
+		{writeFile(t, "empty.svm", []byte("# no samples\n\n"), false), graph.DefaultLoadOptions()},
+	} {
+		n0, m0, err0 := countFile(c.path, c.load, 1)
+		if g, err := graph.Load(c.path, c.load); err == nil && (err0 != nil || n0 != g.NumSamples() || m0 != g.NumParams()) {
+			t.Fatalf("%s: %d samples, %d parameters, %v; want %d, %d", c.path, n0, m0, err0, g.NumSamples(), g.NumParams())
+		}
+		for threads := 2; threads <= 5; threads++ {
+			n, m, err := countFile(c.path, c.load, threads)
+			if n != n0 || m != m0 || fmt.Sprint(err) != fmt.Sprint(err0) {
+				t.Errorf("%s on %d threads: %d, %d, %v; want %d, %d, %v", c.path, threads, n, m, err, n0, m0, err0)
+			}
+		}
+	}
+}
