@@ -213,9 +213,9 @@ type oocRun struct {
 	// file: a distributed worker's share (PlanParsaFile).
 	keep       func(j int) bool
 	skipGlobal bool
-	// local is what a read by ranges read of its own range, until the
-	// range's rows are written (ooc_ranges.go).
-	local *rangeIDs
+	// local counts what a read by ranges read of its own range, until
+	// the range's rows are written (ooc_ranges.go).
+	local *rangeCounts
 }
 
 // spillBuf is the buffer of a spill read or written in sequence; blockBuf

@@ -75,9 +75,9 @@ type FilePlan struct {
 // binary spill once (ParsaFile's first two passes), then writes the kept
 // blocks' rows in a third pass; with fo.Ranges it parses only its range
 // of the file's lines and gets the numbering and the other rows from the
-// run's other processes (ooc_ranges.go), for the same plan. opt is as for PlanParsa, with the limits
-// of ParsaFile besides: refinement and the minmax parameter assignment
-// need the graph and are refused.
+// run's other processes (ooc_ranges.go), for the same plan. opt is as for
+// PlanParsa, with the limits of ParsaFile besides: refinement and the
+// minmax parameter assignment need the graph and are refused.
 func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, err error) {
 	if err := opt.Parsa.Validate(); err != nil {
 		return nil, err

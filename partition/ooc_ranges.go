@@ -112,14 +112,14 @@ func (r *oocRun) exchange(fr *FileRanges) error {
 	if len(head) != fields*W {
 		return fmt.Errorf("%s: the sum of the ranges' counts has %d values, want %d", r.path, len(head), fields*W)
 	}
-	var n, first, total int
+	var n, total int
 	var e int64
 	maxDeg := 0
 	off := 0 // of this process's id sets in the sums
 	for q := range W {
 		h := head[fields*q : fields*(q+1)]
 		if q == me {
-			first, off = n, total
+			off = total
 		}
 		n += int(h[0])
 		e += int64(h[1])
@@ -164,7 +164,7 @@ func (r *oocRun) exchange(fr *FileRanges) error {
 		return fmt.Errorf("%s: %d values left over after the ranges' id sets", r.path, len(rest))
 	}
 	params.finish()
-	r.local = &rangeIDs{params: r.params, nodes: r.nodes, first: first, samples: r.n, edges: r.e}
+	r.local = &rangeCounts{samples: r.n, edges: r.e}
 	r.params, r.m, r.e, r.maxDeg = params, params.len(), e, maxDeg
 	if snap {
 		nodes.finish()
@@ -182,12 +182,11 @@ func (r *oocRun) exchange(fr *FileRanges) error {
 	return nil
 }
 
-// rangeIDs is what a process read of its own range.
-type rangeIDs struct {
-	params, nodes *idIndex
-	first         int // libsvm: the number of the range's first sample
-	samples       int // libsvm: the range's samples
-	edges         int64
+// rangeCounts is what a process read of its own range: libsvm samples
+// and edges (SNAP: those in its raw spill).
+type rangeCounts struct {
+	samples int
+	edges   int64
 }
 
 // gather writes this range's rows (libsvm) or edges (SNAP) in the whole
