@@ -213,6 +213,8 @@ type oocRun struct {
 	// file: a distributed worker's share (PlanParsaFile).
 	keep       func(j int) bool
 	skipGlobal bool
+	// ranges is the read by ranges, when the plan reads one.
+	ranges *rangeRead
 	// local counts what a read by ranges read of its own range, until
 	// the range's rows are written (ooc_ranges.go).
 	local *rangeCounts
@@ -657,74 +659,32 @@ type oocBlock struct {
 	size     int64
 	writer   *spillWriter
 	lastUsed uint32
+	// pieces, when set, hold the block instead of path: the parts of it
+	// that each range of a read by ranges wrote, in sample order, each
+	// encoded on its own (scatterRanges).
+	pieces []blockPiece
+}
+
+// blockPiece is the part of a block that one range wrote.
+type blockPiece struct {
+	path    string
+	samples int
 }
 
 // scatter is pass 3: it shuffles the samples as runParsa does (drawing
 // from rng in the same order), cuts them into b blocks and writes each
 // block's rows to a file, the global initialisation's sample to another,
 // and each sample's block, in sample order, to the blockOf spill.
-func (r *oocRun) scatter(b int, rng interface {
-	Shuffle(int, func(int, int))
-}) (blocks []*oocBlock, global *oocBlock, err error) {
+func (r *oocRun) scatter(b int, rng shuffler) (blocks []*oocBlock, global *oocBlock, err error) {
 	n := r.n
-	// pos[u]: u's position in the shuffled order; the in-place inverse
-	// of the shuffled permutation, marking visited entries by the top bit.
-	pos := make([]uint32, n)
-	for i := range pos {
-		pos[i] = uint32(i)
-	}
-	rng.Shuffle(n, func(a, b int) { pos[a], pos[b] = pos[b], pos[a] })
-	const mark = 1 << 31
-	for i := range pos {
-		if pos[i]&mark != 0 {
-			continue
-		}
-		prev, cur := uint32(i), pos[i]
-		for {
-			next := pos[cur] &^ mark
-			pos[cur] = prev | mark
-			if cur == uint32(i) {
-				break
-			}
-			prev, cur = cur, next
-		}
-	}
-	for i := range pos {
-		pos[i] &^= mark
-	}
-	// The global sample: positions σ(0..size−1) of the second shuffle of
-	// the shuffled order with each block sorted (planJobs), marked in a
-	// bitmap over positions.
-	var inGlobal []uint64
-	if r.po.Init == InitGlobal && n > 0 {
-		size := max(1, int(math.Ceil(r.po.GlobalFraction*float64(n))))
-		sigma := make([]uint32, n)
-		for i := range sigma {
-			sigma[i] = uint32(i)
-		}
-		rng.Shuffle(n, func(a, b int) { sigma[a], sigma[b] = sigma[b], sigma[a] })
-		inGlobal = make([]uint64, (n+63)/64)
-		for _, p := range sigma[:size] {
-			inGlobal[p/64] |= 1 << (p % 64)
-		}
-		sigma = nil
+	pos, inGlobal, blockAt := r.order(b, rng)
+	if inGlobal != nil {
 		global = &oocBlock{path: r.file("global")}
 		if !r.skipGlobal {
 			if global.writer, err = createSpill(global.path, spillBuf); err != nil {
 				return nil, nil, err
 			}
 		}
-	}
-	// Block j holds positions [j·n/b, (j+1)·n/b).
-	blockAt := func(p uint32) int {
-		j := int(int64(p) * int64(b) / int64(n))
-		for j+1 < b && int64(j+1)*int64(n)/int64(b) <= int64(p) {
-			j++
-		}
-		for j > 0 && int64(j)*int64(n)/int64(b) > int64(p) {
-			j--
-		}
-		return j
 	}
 	blocks = make([]*oocBlock, b)
 	for j := range blocks {
@@ -801,6 +761,71 @@ func (r *oocRun) scatter(b int, rng interface {
 	return blocks, global, nil
 }
 
+// shuffler draws the random permutations of a plan.
+type shuffler interface {
+	Shuffle(int, func(int, int))
+}
+
+// order draws the shuffled order as runParsa does (drawing from rng in
+// the same order) for b blocks: pos[u] is sample u's position in it,
+// inGlobal marks the positions of the global initialisation's sample (nil
+// without one), and blockAt gives a position's block.
+func (r *oocRun) order(b int, rng shuffler) (pos []uint32, inGlobal []uint64, blockAt func(p uint32) int) {
+	n := r.n
+	// pos[u]: u's position in the shuffled order; the in-place inverse
+	// of the shuffled permutation, marking visited entries by the top bit.
+	pos = make([]uint32, n)
+	for i := range pos {
+		pos[i] = uint32(i)
+	}
+	rng.Shuffle(n, func(a, b int) { pos[a], pos[b] = pos[b], pos[a] })
+	const mark = 1 << 31
+	for i := range pos {
+		if pos[i]&mark != 0 {
+			continue
+		}
+		prev, cur := uint32(i), pos[i]
+		for {
+			next := pos[cur] &^ mark
+			pos[cur] = prev | mark
+			if cur == uint32(i) {
+				break
+			}
+			prev, cur = cur, next
+		}
+	}
+	for i := range pos {
+		pos[i] &^= mark
+	}
+	// The global sample: positions σ(0..size−1) of the second shuffle of
+	// the shuffled order with each block sorted (planJobs), marked in a
+	// bitmap over positions.
+	if r.po.Init == InitGlobal && n > 0 {
+		size := max(1, int(math.Ceil(r.po.GlobalFraction*float64(n))))
+		sigma := make([]uint32, n)
+		for i := range sigma {
+			sigma[i] = uint32(i)
+		}
+		rng.Shuffle(n, func(a, b int) { sigma[a], sigma[b] = sigma[b], sigma[a] })
+		inGlobal = make([]uint64, (n+63)/64)
+		for _, p := range sigma[:size] {
+			inGlobal[p/64] |= 1 << (p % 64)
+		}
+	}
+	// Block j holds positions [j·n/b, (j+1)·n/b).
+	blockAt = func(p uint32) int {
+		j := int(int64(p) * int64(b) / int64(n))
+		for j+1 < b && int64(j+1)*int64(n)/int64(b) <= int64(p) {
+			j++
+		}
+		for j > 0 && int64(j)*int64(n)/int64(b) > int64(p) {
+			j--
+		}
+		return j
+	}
+	return pos, inGlobal, blockAt
+}
+
 // loadedBlock is a block file read back: its samples and their rows in
 // CSR form, reused from block to block.
 type loadedBlock struct {
@@ -811,16 +836,32 @@ type loadedBlock struct {
 
 // load reads a block file.
 func (lb *loadedBlock) load(blk *oocBlock) error {
-	in, err := openSpill(blk.path, 0, -1, spillBuf)
+	lb.samples = lb.samples[:0]
+	lb.off = append(lb.off[:0], 0)
+	lb.adj = lb.adj[:0]
+	if blk.pieces == nil {
+		return lb.read(blk.path, blk.samples)
+	}
+	for _, pc := range blk.pieces {
+		if err := lb.read(pc.path, pc.samples); err != nil {
+			return err
+		}
+	}
+	if len(lb.samples) != blk.samples {
+		return fmt.Errorf("out-of-core block of %d samples read as %d", blk.samples, len(lb.samples))
+	}
+	return nil
+}
+
+// read appends the samples of a block file and their rows.
+func (lb *loadedBlock) read(path string, samples int) error {
+	in, err := openSpill(path, 0, -1, spillBuf)
 	if err != nil {
 		return err
 	}
 	defer in.close()
-	lb.samples = lb.samples[:0]
-	lb.off = append(lb.off[:0], 0)
-	lb.adj = lb.adj[:0]
 	u := uint64(0)
-	for s := 0; s < blk.samples; s++ {
+	for s := 0; s < samples; s++ {
 		d, err := in.uvarint()
 		if err != nil {
 			return err

@@ -147,7 +147,13 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 	}
 	r.skipGlobal = !fo.Global
 	rng := placement.NewRand(opt.Seed)
-	blocks, global, err := r.scatter(b, rng)
+	var blocks []*oocBlock
+	var global *oocBlock
+	if ranged && r.format == graph.FormatLibSVM {
+		blocks, global, err = r.scatterRanges(b, rng)
+	} else {
+		blocks, global, err = r.scatter(b, rng)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -502,6 +508,14 @@ func (fp *FilePlan) Close() error {
 		for _, path := range append(slices.Clone(fp.r.rows), fp.r.edges...) {
 			if fp.r.shared(path) {
 				os.Remove(path)
+			}
+		}
+	}
+	// The pieces of the blocks this process kept, which no other reads.
+	for _, blk := range append(slices.Clone(fp.blocks), fp.global) {
+		if blk != nil {
+			for _, pc := range blk.pieces {
+				os.Remove(pc.path)
 			}
 		}
 	}

@@ -112,14 +112,14 @@ func (r *oocRun) exchange(fr *FileRanges) error {
 	if len(head) != fields*W {
 		return fmt.Errorf("%s: the sum of the ranges' counts has %d values, want %d", r.path, len(head), fields*W)
 	}
-	var n, total int
+	var n, first, total int
 	var e int64
 	maxDeg := 0
 	off := 0 // of this process's id sets in the sums
 	for q := range W {
 		h := head[fields*q : fields*(q+1)]
 		if q == me {
-			off = total
+			first, off = n, total
 		}
 		n += int(h[0])
 		e += int64(h[1])
@@ -165,6 +165,7 @@ func (r *oocRun) exchange(fr *FileRanges) error {
 	}
 	params.finish()
 	r.local = &rangeCounts{samples: r.n, edges: r.e}
+	r.ranges = &rangeRead{FileRanges: fr, first: first, samples: r.n}
 	r.params, r.m, r.e, r.maxDeg = params, params.len(), e, maxDeg
 	if snap {
 		nodes.finish()
@@ -180,6 +181,13 @@ func (r *oocRun) exchange(fr *FileRanges) error {
 		return fmt.Errorf("%s: %d samples and %d parameters: out of core handles at most %d of each", r.path, r.n, r.m, math.MaxInt32)
 	}
 	return nil
+}
+
+// rangeRead is a plan's read by ranges: this process's range, and for
+// libsvm the number of its first sample and its samples.
+type rangeRead struct {
+	*FileRanges
+	first, samples int
 }
 
 // rangeCounts is what a process read of its own range: libsvm samples
@@ -342,4 +350,136 @@ func decodeIDs(src []float64, x *idIndex) ([]float64, error) {
 		return nil, fmt.Errorf("an id set of kind %g: want 0 (bitmap) or 1 (sorted ids)", kind)
 	}
 	return src[2+2*c:], nil
+}
+
+// scatterRanges is pass 3 (scatter) for a libsvm file read by ranges,
+// with the work over the rows divided among the processes: each draws
+// the same shuffled order, cuts its own range's rows into pieces of the
+// blocks (and of the global sample) in the shared directory, and reads
+// back, for each block it keeps, the pieces of every range in range order,
+// which are the block's samples in sample order: the blocks scatter
+// writes. The sample's place in its block, which decides the global
+// sample, counts the samples of the block in the ranges before, from the
+// order alone. A sum of every range's pieces' sizes is the barrier after
+// which the pieces are read, and tells their sizes.
+func (r *oocRun) scatterRanges(b int, rng shuffler) (blocks []*oocBlock, global *oocBlock, err error) {
+	fr := r.ranges
+	n, W := r.n, fr.Count
+	pos, inGlobal, blockAt := r.order(b, rng)
+	piece := func(q, j int) string {
+		if j == b {
+			return filepath.Join(fr.Dir, "range-"+strconv.Itoa(q)+"-global")
+		}
+		return filepath.Join(fr.Dir, "range-"+strconv.Itoa(q)+"-block-"+strconv.Itoa(j))
+	}
+	// The samples of each block before this range's first.
+	seen := make([]int, b)
+	for u := range fr.first {
+		seen[blockAt(pos[u])]++
+	}
+	// This range's pieces: b blocks and the global sample, made when
+	// their first sample comes.
+	writers := make([]*spillWriter, b+1)
+	last := make([]uint32, b+1)
+	written := make([]float64, (b+1)*W)
+	mine := written[(b+1)*fr.Rank : (b+1)*(fr.Rank+1)]
+	defer func() {
+		for _, w := range writers {
+			if w != nil {
+				w.close()
+			}
+		}
+	}()
+	put := func(x, u int, row []uint32) error {
+		if writers[x] == nil {
+			if writers[x], err = createSpill(piece(fr.Rank, x), blockBuf); err != nil {
+				return err
+			}
+		}
+		writers[x].uvarint(uint64(uint32(u) - last[x]))
+		last[x] = uint32(u)
+		writers[x].row(row)
+		mine[x]++
+		return writers[x].err
+	}
+	in, err := openSpill(r.rows[fr.Rank], 0, -1, spillBuf)
+	if err != nil {
+		return nil, nil, err
+	}
+	var row []uint32
+	for u := fr.first; u < fr.first+fr.samples; u++ {
+		if row, err = in.row(row[:0]); err != nil {
+			break
+		}
+		j := blockAt(pos[u])
+		// runParsa sorts each block's part of the shuffled order in
+		// place before planJobs clones it for the global sample: u sits
+		// at the block's start plus its rank in the block.
+		p := uint32(int64(j)*int64(n)/int64(b)) + uint32(seen[j])
+		seen[j]++
+		if inGlobal != nil && inGlobal[p/64]&(1<<(p%64)) != 0 {
+			if err = put(b, u, row); err != nil {
+				break
+			}
+		}
+		if err = put(j, u, row); err != nil {
+			break
+		}
+	}
+	in.close()
+	if err != nil {
+		return nil, nil, err
+	}
+	for x, w := range writers {
+		if w == nil {
+			continue
+		}
+		if err := w.close(); err != nil {
+			return nil, nil, err
+		}
+		r.st.SpillBytes += w.bytes
+		writers[x] = nil
+	}
+	// Each sample's block, in sample order, from the order alone.
+	bo, err := createSpill(r.file("blockof"), spillBuf)
+	if err != nil {
+		return nil, nil, err
+	}
+	for u := range n {
+		bo.uvarint(uint64(blockAt(pos[u])))
+	}
+	if err := bo.close(); err != nil {
+		return nil, nil, err
+	}
+	r.st.SpillBytes += bo.bytes
+	pos = nil
+	sizes, err := fr.Sum(written)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: the sum of the ranges' pieces of the blocks: %w", r.path, err)
+	}
+	if len(sizes) != len(written) {
+		return nil, nil, fmt.Errorf("%s: the sum of the ranges' pieces has %d values, want %d", r.path, len(sizes), len(written))
+	}
+	gather := func(blk *oocBlock, x int, keep bool) {
+		for q := range W {
+			c := int(sizes[(b+1)*q+x])
+			blk.samples += c
+			if keep && c > 0 {
+				blk.pieces = append(blk.pieces, blockPiece{path: piece(q, x), samples: c})
+			}
+		}
+	}
+	blocks = make([]*oocBlock, b)
+	for j := range blocks {
+		blocks[j] = &oocBlock{}
+		gather(blocks[j], j, r.keep == nil || r.keep(j))
+		if want := int(int64(j+1)*int64(n)/int64(b) - int64(j)*int64(n)/int64(b)); blocks[j].samples != want {
+			return nil, nil, fmt.Errorf("%s: the ranges wrote %d samples of block %d, want %d", r.path, blocks[j].samples, j, want)
+		}
+	}
+	if inGlobal != nil {
+		global = &oocBlock{}
+		gather(global, b, !r.skipGlobal)
+	}
+	return blocks, global, nil
 }
