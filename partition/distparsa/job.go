@@ -56,7 +56,7 @@ type Job struct {
 	// from their files in SpillDir (partition.FileRanges), which must be
 	// the job's own directory. Without it, or for a compressed data file,
 	// which cannot be split by byte offsets, every machine parses the
-	// whole file.
+	// whole file, and so does the one machine of a job of one.
 	SharedSpill bool `json:"shared_spill,omitempty"`
 	// Keys is the size of the key space, Layout.NumKeys of the graph: the
 	// scheduler's (colo node --role scheduler --job parsa reads it here),
@@ -151,7 +151,7 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 		Load: job.LoadOptions(), TempDir: job.SpillDir, MinBlocks: job.Config.minBlocks(),
 		Keep:   func(j, _ int) bool { return j%W == rank },
 		Global: rank == 0, Whole: rank == 0}
-	if job.SharedSpill {
+	if job.SharedSpill && W > 1 {
 		dir := job.SpillDir
 		if dir == "" {
 			dir = os.TempDir()
