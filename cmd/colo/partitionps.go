@@ -139,15 +139,18 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 		ph.abort()
 		return err
 	}
-	ph.finish("")
+	read := "each machine parsed its own range of the file's lines"
+	if len(rep.PerWorker) > 0 && rep.PerWorker[0].File != nil && rep.PerWorker[0].File.Read != "range" {
+		read = "each machine parsed the whole file"
+		if rep.PerWorker[0].File.Compressed {
+			read += " (compressed: no ranges by byte offsets)"
+		}
+	}
+	ph.finish(read)
 	if j.path != "" {
 		if err := writeJSON(e, j.path, sum); err != nil {
 			return err
 		}
-	}
-	read := "each machine parsed its own range of the file's lines"
-	if len(rep.PerWorker) > 0 && rep.PerWorker[0].File != nil && rep.PerWorker[0].File.Read != "range" {
-		read = "each machine parsed the whole file (compressed: no ranges by byte offsets)"
 	}
 	fmt.Fprintf(e.out, "%s: %s samples, %s parameters, %s edges; counted in %.2f s, %s\n", path,
 		commas(int64(s.NumSamp)), commas(int64(s.NumParams)), commas(s.NumEdges), countTime.Seconds(), read)
