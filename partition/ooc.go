@@ -419,18 +419,40 @@ func (r *oocRun) libsvmRows() error {
 // enough to sort in memory, dropping repeated edges, and writes a row per
 // node, edgeless ones included.
 func (r *oocRun) snapRows() error {
+	edges, err := r.snapRowsOf(0, uint32(r.n), r.rows[0])
+	r.st.Edges = edges
+	return err
+}
+
+// snapRowsOf is snapRows for the source nodes lo..hi−1: it writes their
+// rows to the spill at path and returns their edges.
+func (r *oocRun) snapRowsOf(lo, hi uint32, path string) (int64, error) {
 	// Ranges of about rangeEdges edges, from a histogram of the sources.
 	const buckets = 1 << 16
 	rangeEdges := int64(DefaultBlockEdges) * 4
 	if r.oc.Memory > 0 {
 		rangeEdges = max(1<<16, min(rangeEdges, r.oc.Memory/64))
 	}
-	nb := min(buckets, r.n)
-	bucketOf := func(u uint32) int { return int(int64(u) * int64(nb) / int64(r.n)) }
+	count := int64(hi - lo)
+	if count == 0 {
+		out, err := createSpill(path, spillBuf)
+		if err != nil {
+			return 0, err
+		}
+		return 0, out.close()
+	}
+	nb := int(min(buckets, count))
+	bucketOf := func(u uint32) int { return int(int64(u-lo) * int64(nb) / count) }
+	mine := func(u uint32) bool { return u >= lo && u < hi }
 	hist := make([]int64, nb)
-	err := r.eachRawEdge(func(u, _ uint32) error { hist[bucketOf(u)]++; return nil })
+	err := r.eachRawEdge(func(u, _ uint32) error {
+		if mine(u) {
+			hist[bucketOf(u)]++
+		}
+		return nil
+	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// rangeOf[bucket] and the first node of each range.
 	rangeOf := make([]int32, nb)
@@ -438,15 +460,15 @@ func (r *oocRun) snapRows() error {
 	var acc int64
 	for bkt := 0; bkt < nb; bkt++ {
 		if bkt == 0 || (acc > 0 && acc+hist[bkt] > rangeEdges) {
-			// Node lo of bucket bkt: the least u with bucketOf(u) = bkt.
-			lo := uint32((int64(bkt)*int64(r.n) + int64(nb) - 1) / int64(nb))
-			first = append(first, lo)
+			// The first node of bucket bkt: the least u with
+			// bucketOf(u) = bkt.
+			first = append(first, lo+uint32((int64(bkt)*count+int64(nb)-1)/int64(nb)))
 			acc = 0
 		}
 		acc += hist[bkt]
 		rangeOf[bkt] = int32(len(first) - 1)
 	}
-	first = append(first, uint32(r.n))
+	first = append(first, hi)
 	// A range is sorted in memory: a hub whose edges alone exceed the
 	// cap cannot be.
 	var widest int64
@@ -460,7 +482,7 @@ func (r *oocRun) snapRows() error {
 		widest = max(widest, e)
 	}
 	if need := r.baseRSS + r.params.bytes() + r.nodes.bytes() + oocBuffers + int64((1+oocSlack)*float64(8*widest)); r.oc.Memory > 0 && need > r.oc.Memory {
-		return &MemoryError{Cap: r.oc.Memory, Need: need, Samples: r.n, Params: r.m, Edges: r.e,
+		return 0, &MemoryError{Cap: r.oc.Memory, Need: need, Samples: r.n, Params: r.m, Edges: r.e,
 			Parts: map[string]int64{"rows": 8 * widest, "index": r.params.bytes() + r.nodes.bytes(), "process": r.baseRSS}}
 	}
 	files := make([]*spillWriter, len(first)-1)
@@ -473,26 +495,29 @@ func (r *oocRun) snapRows() error {
 	}()
 	for i := range files {
 		if files[i], err = createSpill(r.file("range"+strconv.Itoa(i)), blockBuf); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	err = r.eachRawEdge(func(u, v uint32) error {
+		if !mine(u) {
+			return nil
+		}
 		f := files[rangeOf[bucketOf(u)]]
 		f.uvarint(uint64(u - first[rangeOf[bucketOf(u)]]))
 		f.uvarint(uint64(v))
 		return f.err
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, f := range files {
 		if err := f.close(); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	out, err := createSpill(r.rows[0], spillBuf)
+	out, err := createSpill(path, spillBuf)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer out.close()
 	r.rowsBytes = 8 * widest
@@ -502,7 +527,7 @@ func (r *oocRun) snapRows() error {
 	for i := range files {
 		in, err := openSpill(files[i].path, 0, -1, spillBuf)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		keys = keys[:0]
 		for {
@@ -512,12 +537,12 @@ func (r *oocRun) snapRows() error {
 			}
 			if err != nil {
 				in.close()
-				return err
+				return 0, err
 			}
 			v, err := in.uvarint()
 			if err != nil {
 				in.close()
-				return err
+				return 0, err
 			}
 			keys = append(keys, du<<32|v)
 		}
@@ -536,12 +561,11 @@ func (r *oocRun) snapRows() error {
 			out.row(row)
 		}
 	}
-	r.st.Edges = edges
 	if err := out.close(); err != nil {
-		return err
+		return 0, err
 	}
 	r.st.SpillBytes += out.bytes
-	return nil
+	return edges, nil
 }
 
 // binaryUvarintOrEOF reads a number, or io.EOF at a clean end.

@@ -149,7 +149,7 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 	rng := placement.NewRand(opt.Seed)
 	var blocks []*oocBlock
 	var global *oocBlock
-	if ranged && r.format == graph.FormatLibSVM {
+	if ranged {
 		blocks, global, err = r.scatterRanges(b, rng)
 	} else {
 		blocks, global, err = r.scatter(b, rng)

@@ -31,12 +31,16 @@ import (
 //     numbering (the ids in increasing order) is graph.Load's;
 //  4. each writes its range's rows (libsvm) or edges (SNAP) in dense ids
 //     to a file of the shared directory, and a sum of the counts written
-//     is the barrier after which every process reads them all: the rows
-//     of the ranges in order are the rows of the whole file in sample
-//     order, and SNAP edges are sorted into rows as pass 2 does.
+//     is the barrier after which the others read them: the rows of the
+//     ranges in order are the rows of the whole file in sample order. A
+//     SNAP process q reads every range's edges and sorts those of nodes
+//     q·n/W..(q+1)·n/W−1 into their rows as pass 2 does, the rows of its
+//     range from then on, and a sum gives the whole file's edges;
+//  5. each draws the shuffled order of all samples and cuts its range's
+//     rows into pieces of the blocks, and reads the pieces of the blocks
+//     it keeps (scatterRanges).
 //
-// The plan then goes on as for the whole file, so that it is the same
-// plan, byte for byte.
+// The plan is the same as for the whole file, byte for byte.
 
 // FileRanges says how the processes of a distributed run read a file by
 // ranges of lines.
@@ -183,8 +187,9 @@ func (r *oocRun) exchange(fr *FileRanges) error {
 	return nil
 }
 
-// rangeRead is a plan's read by ranges: this process's range, and for
-// libsvm the number of its first sample and its samples.
+// rangeRead is a plan's read by ranges: this process's range, and the
+// number of its range's first sample and its samples (SNAP: of its range
+// of nodes).
 type rangeRead struct {
 	*FileRanges
 	first, samples int
@@ -198,9 +203,9 @@ type rangeCounts struct {
 }
 
 // gather writes this range's rows (libsvm) or edges (SNAP) in the whole
-// file's dense ids to the shared directory, waits for every process's
-// (a sum of the counts written) and makes the rows of the whole file
-// from them.
+// file's dense ids to the shared directory and waits for every process's
+// (a sum of the counts written); for SNAP it then sorts the edges of its
+// range of nodes into their rows.
 func (r *oocRun) gather(fr *FileRanges) error {
 	name := func(q int) string {
 		if r.format == graph.FormatLibSVM {
@@ -274,12 +279,36 @@ func (r *oocRun) gather(fr *FileRanges) error {
 	if len(got) != 1 || int64(got[0]) != r.e {
 		return fmt.Errorf("%s: the ranges wrote %v edges, want %d", r.path, got, r.e)
 	}
+	// The rows of nodes q·n/W..(q+1)·n/W−1 are range q's, made from the
+	// edges of every range, and numbered as libsvm ranges are.
 	r.edges = make([]string, fr.Count)
+	r.rows = make([]string, fr.Count)
 	for q := range fr.Count {
 		r.edges[q] = name(q)
+		r.rows[q] = filepath.Join(fr.Dir, "range-"+strconv.Itoa(q)+"-rows")
 	}
-	r.rows = []string{r.file("rows")}
-	return r.snapRows()
+	lo := uint32(int64(fr.Rank) * int64(r.n) / int64(fr.Count))
+	hi := uint32(int64(fr.Rank+1) * int64(r.n) / int64(fr.Count))
+	edges, err := r.snapRowsOf(lo, hi, r.rows[fr.Rank])
+	if err != nil {
+		return err
+	}
+	r.ranges.first, r.ranges.samples = int(lo), int(hi-lo)
+	// The whole file's edges (repeats counted once) and longest row.
+	vals := make([]float64, 2*fr.Count)
+	vals[2*fr.Rank], vals[2*fr.Rank+1] = float64(edges), float64(r.maxDeg)
+	if vals, err = fr.Sum(vals); err != nil {
+		return fmt.Errorf("%s: the sum of the ranges' rows: %w", r.path, err)
+	}
+	if len(vals) != 2*fr.Count {
+		return fmt.Errorf("%s: the sum of the ranges' rows has %d values, want %d", r.path, len(vals), 2*fr.Count)
+	}
+	r.st.Edges = 0
+	for q := range fr.Count {
+		r.st.Edges += int64(vals[2*q])
+		r.maxDeg = max(r.maxDeg, int(vals[2*q+1]))
+	}
+	return nil
 }
 
 // shared reports whether a spill is another process's too (a range's
@@ -352,7 +381,7 @@ func decodeIDs(src []float64, x *idIndex) ([]float64, error) {
 	return src[2+2*c:], nil
 }
 
-// scatterRanges is pass 3 (scatter) for a libsvm file read by ranges,
+// scatterRanges is pass 3 (scatter) for a file read by ranges,
 // with the work over the rows divided among the processes: each draws
 // the same shuffled order, cuts its own range's rows into pieces of the
 // blocks (and of the global sample) in the shared directory, and reads
