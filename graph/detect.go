@@ -233,6 +233,10 @@ type lineReader struct {
 	line int    // number of the line last returned, from 1
 	long []byte // assembles lines longer than the buffer
 	eof  bool
+	// before, when set, returns the number of lines of the file before
+	// the first line read (a range of the file: StreamRange), for the
+	// line numbers of read errors.
+	before func() int
 }
 
 // newLineReader returns a lineReader of r, reusing r when it is a large
@@ -264,7 +268,11 @@ func (lr *lineReader) next() ([]byte, error) {
 			return nil, io.EOF
 		}
 	case err != nil:
-		return nil, fmt.Errorf("%s:%d: read: %w", lr.name, lr.line+1, err)
+		line := lr.line + 1
+		if lr.before != nil {
+			line += lr.before()
+		}
+		return nil, fmt.Errorf("%s:%d: read: %w", lr.name, line, err)
 	}
 	lr.line++
 	if n := len(line); n > 0 && line[n-1] == '\n' {

@@ -70,7 +70,12 @@ func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 // format; the out-of-core partitioner reads the file through it too.
 func scanLibSVM(r io.Reader, name string, opt LoadOptions, samples func() int,
 	add func(label float64, ids []uint64, vals []float32) error) (sawZero bool, err error) {
-	lr := newLineReader(r, name)
+	return scanLibSVMLines(newLineReader(r, name), name, opt, samples, add)
+}
+
+// scanLibSVMLines is scanLibSVM over the lines of lr.
+func scanLibSVMLines(lr *lineReader, name string, opt LoadOptions, samples func() int,
+	add func(label float64, ids []uint64, vals []float32) error) (sawZero bool, err error) {
 	var (
 		ids      []uint64
 		vals     []float32

@@ -47,15 +47,27 @@ func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
 		return "", err
 	}
 	defer closeFn()
+	records, err := streamLines(newLineReader(r, path), path, format, opt, vis)
+	if err == nil && records == 0 {
+		err = emptyError(path)
+	}
+	return format, err
+}
+
+// streamLines passes the records of the lines of lr, in format, to vis as
+// Stream does, and returns how many records it read: libsvm samples, SNAP
+// edges and dropped self-loops. Input without records is not an error
+// here.
+func streamLines(lr *lineReader, path string, format Format, opt LoadOptions, vis Visitor) (int, error) {
 	switch format {
 	case FormatLibSVM:
 		if opt.IndexBase < -1 || opt.IndexBase > 1 {
-			return "", fmt.Errorf("%s: index base %d: want 0, 1 or -1 (detect)", path, opt.IndexBase)
+			return 0, fmt.Errorf("%s: index base %d: want 0, 1 or -1 (detect)", path, opt.IndexBase)
 		}
 		n := 0
 		var sorted []uint64
 		var visitErr error
-		_, err := scanLibSVM(r, path, opt, func() int { return n }, func(_ float64, ids []uint64, _ []float32) error {
+		_, err := scanLibSVMLines(lr, path, opt, func() int { return n }, func(_ float64, ids []uint64, _ []float32) error {
 			sorted = append(sorted[:0], ids...)
 			slices.Sort(sorted)
 			for i := 1; i < len(sorted); i++ {
@@ -73,15 +85,9 @@ func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
 			return visitErr
 		})
 		if visitErr != nil {
-			return format, visitErr
+			return n, visitErr
 		}
-		if err != nil {
-			return format, err
-		}
-		if n == 0 {
-			return format, emptyError(path)
-		}
-		return format, nil
+		return n, err
 	case FormatSNAP, FormatSNAPUndirected:
 		var visitErr error
 		nodes := 0
@@ -97,16 +103,11 @@ func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
 				visitErr = vis.Node(u)
 			}
 		}
-		err := scanSNAP(newLineReader(r, path), path, format == FormatSNAPUndirected, opt, add, lone)
-		switch {
-		case err != nil:
-			return format, err
-		case visitErr != nil:
-			return format, visitErr
-		case nodes == 0:
-			return format, emptyError(path)
+		err := scanSNAP(lr, path, format == FormatSNAPUndirected, opt, add, lone)
+		if err == nil {
+			err = visitErr
 		}
-		return format, nil
+		return nodes, err
 	}
-	return format, fmt.Errorf("%s: %s input cannot be streamed: only libsvm and SNAP edge lists can (load it whole instead)", path, format)
+	return 0, fmt.Errorf("%s: %s input cannot be streamed: only libsvm and SNAP edge lists can (load it whole instead)", path, format)
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,4 +99,102 @@ func TestStreamErrors(t *testing.T) {
 	if _, err := Stream(path, opt, Visitor{}); err == nil || !strings.Contains(err.Error(), "cannot be streamed") {
 		t.Fatalf("ratings: %v, want an error", err)
 	}
+}
+
+// TestSplitLines checks where the ranges of lines start: after the first
+// newline at or after each share's offset, every line in one range, a
+// range empty when a line covers its share, and compressed input refused.
+func TestSplitLines(t *testing.T) {
+	path := writeTemp(t, "lines.txt", []byte("ab\ncd\nef"))
+	for _, c := range []struct {
+		count int
+		want  []LineRange
+	}{
+		{1, []LineRange{{0, 8}}},
+		{2, []LineRange{{0, 6}, {6, 8}}},
+		{3, []LineRange{{0, 3}, {3, 6}, {6, 8}}},
+		{8, []LineRange{{0, 3}, {3, 3}, {3, 6}, {6, 6}, {6, 6}, {6, 8}, {8, 8}, {8, 8}}},
+	} {
+		for r, want := range c.want {
+			got, err := SplitLines(path, r, c.count)
+			if err != nil || got != want {
+				t.Errorf("range %d of %d: %v, %v; want %v", r, c.count, got, err, want)
+			}
+		}
+	}
+	gz := writeTemp(t, "lines.txt.gz", gzipBytes(t, []byte("1 2\n3 4\n")))
+	if _, err := SplitLines(gz, 0, 2); !errors.Is(err, ErrCompressed) {
+		t.Errorf("a compressed file: %v, want ErrCompressed", err)
+	}
+	if _, _, err := StreamRange(gz, DefaultLoadOptions(), LineRange{0, 4}, Visitor{}); !errors.Is(err, ErrCompressed) {
+		t.Errorf("a compressed file streamed by range: %v, want ErrCompressed", err)
+	}
+}
+
+// TestStreamRangeIsStream checks that the records of the ranges, one
+// after the other, are Stream's, and that a malformed line in a range is
+// reported with its line number in the file.
+func TestStreamRangeIsStream(t *testing.T) {
+	data := "# head\n1 1:1 3:1\n\n-1 2:1\n1 7:1 2:1 # c\n1 4:1\n1 5:1"
+	path := writeTemp(t, "s.svm", []byte(data))
+	var want [][]uint64
+	if _, err := Stream(path, DefaultLoadOptions(), Visitor{Sample: func(ids []uint64) error {
+		want = append(want, slices.Clone(ids))
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for count := 1; count <= 6; count++ {
+		var got [][]uint64
+		records := 0
+		for r := range count {
+			lr, err := SplitLines(path, r, count)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, n, err := StreamRange(path, DefaultLoadOptions(), lr, Visitor{Sample: func(ids []uint64) error {
+				got = append(got, slices.Clone(ids))
+				return nil
+			}})
+			if err != nil || f != FormatLibSVM {
+				t.Fatalf("%d ranges: range %d: %v, %v", count, r, f, err)
+			}
+			records += n
+		}
+		if !slices.EqualFunc(got, want, slices.Equal) || records != len(want) {
+			t.Errorf("%d ranges: %v (%d records), want %v", count, got, records, want)
+		}
+	}
+	bad := writeTemp(t, "bad.svm", []byte("1 1:1\n1 2:1\n\n1 3:1\n1 x:1\n1 4:1\n"))
+	for count := 1; count <= 4; count++ {
+		found := false
+		for r := range count {
+			lr, _ := SplitLines(bad, r, count)
+			_, _, err := StreamRange(bad, DefaultLoadOptions(), lr, Visitor{})
+			if pe, ok := errors.AsType[*ParseError](err); ok {
+				found = true
+				if pe.Line != 5 || pe.File != bad {
+					t.Errorf("%d ranges: %v, want line 5 of %s", count, err, bad)
+				}
+			} else if err != nil {
+				t.Errorf("%d ranges: %v", count, err)
+			}
+		}
+		if !found {
+			t.Errorf("%d ranges: the malformed line was not reported", count)
+		}
+	}
+}
+
+func gzipBytes(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -88,6 +88,14 @@ type OutOfCoreStats struct {
 	// runtime held for objects when sampled at the end of each phase.
 	PeakRSS  int64 `json:"peak_rss"`
 	PeakHeap int64 `json:"peak_heap"`
+	// Read is how the file was read: "whole" (parsed whole by this
+	// process) or "range" (only the range of lines Range, in bytes
+	// [Range[0], Range[1]), the rest of the rows written by the other
+	// processes of a distributed run: FileRanges). Compressed is set when
+	// the file is compressed, which a run by ranges then reads whole.
+	Read       string  `json:"read"`
+	Range      []int64 `json:"range,omitempty"`
+	Compressed bool    `json:"compressed,omitempty"`
 	// SpillBytes is the size of the spill files written.
 	SpillBytes int64 `json:"spill_bytes"`
 	// Seconds is the time of each phase: read, rows, blocks, parsa,
@@ -184,13 +192,17 @@ type oocRun struct {
 	st   *OutOfCoreStats
 	res  *FileResult
 
-	format  graph.Format
-	params  *idIndex
-	nodes   *idIndex // SNAP: the samples
-	n, m    int
-	e       int64 // edges read (SNAP: before removing repeats)
-	maxDeg  int
-	rows    string // spill of rows in sample order
+	format graph.Format
+	params *idIndex
+	nodes  *idIndex // SNAP: the samples
+	n, m   int
+	e      int64 // edges read (SNAP: before removing repeats)
+	maxDeg int
+	rows   []string // spills of rows in sample order, read one after the other
+	// edges, when set, are the spills of a SNAP file's edges in dense
+	// ids that the read by ranges wrote (ooc_ranges.go), which
+	// eachRawEdge reads instead of the raw spill.
+	edges   []string
 	phase   time.Time
 	baseRSS int64 // resident memory when the run started
 	// rowsBytes is the memory of the rows pass: a SNAP range sorted at
@@ -201,6 +213,11 @@ type oocRun struct {
 	// file: a distributed worker's share (PlanParsaFile).
 	keep       func(j int) bool
 	skipGlobal bool
+	// ranges is the read by ranges, when the plan reads one.
+	ranges *rangeRead
+	// local counts what a read by ranges read of its own range, until
+	// the range's rows are written (ooc_ranges.go).
+	local *rangeCounts
 }
 
 // spillBuf is the buffer of a spill read or written in sequence; blockBuf
@@ -230,6 +247,7 @@ func (r *oocRun) done(name string) {
 
 func (r *oocRun) run() error {
 	r.phase = time.Now()
+	r.st.Read = "whole"
 	if err := r.read(); err != nil {
 		return err
 	}
@@ -279,6 +297,12 @@ func (r *oocRun) run() error {
 
 // read is pass 1: the file to the raw spill and the id indexes.
 func (r *oocRun) read() error {
+	return r.readWith(func(vis graph.Visitor) (graph.Format, error) { return graph.Stream(r.path, r.oc.Load, vis) })
+}
+
+// readWith is read with the records that stream passes to its visitor:
+// the whole file's (read) or a range's (readRange).
+func (r *oocRun) readWith(stream func(graph.Visitor) (graph.Format, error)) error {
 	r.params = &idIndex{}
 	raw, err := createSpill(r.file("raw"), spillBuf)
 	if err != nil {
@@ -326,7 +350,7 @@ func (r *oocRun) read() error {
 		},
 	}
 	r.nodes = &idIndex{}
-	r.format, err = graph.Stream(r.path, r.oc.Load, vis)
+	r.format, err = stream(vis)
 	if err != nil {
 		return err
 	}
@@ -352,7 +376,7 @@ func (r *oocRun) read() error {
 
 // canonical is pass 2: the raw spill to rows of dense ids in sample order.
 func (r *oocRun) canonical() error {
-	r.rows = r.file("rows")
+	r.rows = []string{r.file("rows")}
 	defer os.Remove(r.file("raw"))
 	if r.format == graph.FormatLibSVM {
 		return r.libsvmRows()
@@ -366,7 +390,7 @@ func (r *oocRun) libsvmRows() error {
 		return err
 	}
 	defer in.close()
-	out, err := createSpill(r.rows, spillBuf)
+	out, err := createSpill(r.rows[0], spillBuf)
 	if err != nil {
 		return err
 	}
@@ -395,18 +419,40 @@ func (r *oocRun) libsvmRows() error {
 // enough to sort in memory, dropping repeated edges, and writes a row per
 // node, edgeless ones included.
 func (r *oocRun) snapRows() error {
+	edges, err := r.snapRowsOf(0, uint32(r.n), r.rows[0])
+	r.st.Edges = edges
+	return err
+}
+
+// snapRowsOf is snapRows for the source nodes lo..hi−1: it writes their
+// rows to the spill at path and returns their edges.
+func (r *oocRun) snapRowsOf(lo, hi uint32, path string) (int64, error) {
 	// Ranges of about rangeEdges edges, from a histogram of the sources.
 	const buckets = 1 << 16
 	rangeEdges := int64(DefaultBlockEdges) * 4
 	if r.oc.Memory > 0 {
 		rangeEdges = max(1<<16, min(rangeEdges, r.oc.Memory/64))
 	}
-	nb := min(buckets, r.n)
-	bucketOf := func(u uint32) int { return int(int64(u) * int64(nb) / int64(r.n)) }
+	count := int64(hi - lo)
+	if count == 0 {
+		out, err := createSpill(path, spillBuf)
+		if err != nil {
+			return 0, err
+		}
+		return 0, out.close()
+	}
+	nb := int(min(buckets, count))
+	bucketOf := func(u uint32) int { return int(int64(u-lo) * int64(nb) / count) }
+	mine := func(u uint32) bool { return u >= lo && u < hi }
 	hist := make([]int64, nb)
-	err := r.eachRawEdge(func(u, _ uint32) error { hist[bucketOf(u)]++; return nil })
+	err := r.eachRawEdge(func(u, _ uint32) error {
+		if mine(u) {
+			hist[bucketOf(u)]++
+		}
+		return nil
+	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// rangeOf[bucket] and the first node of each range.
 	rangeOf := make([]int32, nb)
@@ -414,15 +460,15 @@ func (r *oocRun) snapRows() error {
 	var acc int64
 	for bkt := 0; bkt < nb; bkt++ {
 		if bkt == 0 || (acc > 0 && acc+hist[bkt] > rangeEdges) {
-			// Node lo of bucket bkt: the least u with bucketOf(u) = bkt.
-			lo := uint32((int64(bkt)*int64(r.n) + int64(nb) - 1) / int64(nb))
-			first = append(first, lo)
+			// The first node of bucket bkt: the least u with
+			// bucketOf(u) = bkt.
+			first = append(first, lo+uint32((int64(bkt)*count+int64(nb)-1)/int64(nb)))
 			acc = 0
 		}
 		acc += hist[bkt]
 		rangeOf[bkt] = int32(len(first) - 1)
 	}
-	first = append(first, uint32(r.n))
+	first = append(first, hi)
 	// A range is sorted in memory: a hub whose edges alone exceed the
 	// cap cannot be.
 	var widest int64
@@ -436,7 +482,7 @@ func (r *oocRun) snapRows() error {
 		widest = max(widest, e)
 	}
 	if need := r.baseRSS + r.params.bytes() + r.nodes.bytes() + oocBuffers + int64((1+oocSlack)*float64(8*widest)); r.oc.Memory > 0 && need > r.oc.Memory {
-		return &MemoryError{Cap: r.oc.Memory, Need: need, Samples: r.n, Params: r.m, Edges: r.e,
+		return 0, &MemoryError{Cap: r.oc.Memory, Need: need, Samples: r.n, Params: r.m, Edges: r.e,
 			Parts: map[string]int64{"rows": 8 * widest, "index": r.params.bytes() + r.nodes.bytes(), "process": r.baseRSS}}
 	}
 	files := make([]*spillWriter, len(first)-1)
@@ -449,26 +495,29 @@ func (r *oocRun) snapRows() error {
 	}()
 	for i := range files {
 		if files[i], err = createSpill(r.file("range"+strconv.Itoa(i)), blockBuf); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	err = r.eachRawEdge(func(u, v uint32) error {
+		if !mine(u) {
+			return nil
+		}
 		f := files[rangeOf[bucketOf(u)]]
 		f.uvarint(uint64(u - first[rangeOf[bucketOf(u)]]))
 		f.uvarint(uint64(v))
 		return f.err
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, f := range files {
 		if err := f.close(); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	out, err := createSpill(r.rows, spillBuf)
+	out, err := createSpill(path, spillBuf)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer out.close()
 	r.rowsBytes = 8 * widest
@@ -478,7 +527,7 @@ func (r *oocRun) snapRows() error {
 	for i := range files {
 		in, err := openSpill(files[i].path, 0, -1, spillBuf)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		keys = keys[:0]
 		for {
@@ -488,12 +537,12 @@ func (r *oocRun) snapRows() error {
 			}
 			if err != nil {
 				in.close()
-				return err
+				return 0, err
 			}
 			v, err := in.uvarint()
 			if err != nil {
 				in.close()
-				return err
+				return 0, err
 			}
 			keys = append(keys, du<<32|v)
 		}
@@ -512,12 +561,11 @@ func (r *oocRun) snapRows() error {
 			out.row(row)
 		}
 	}
-	r.st.Edges = edges
 	if err := out.close(); err != nil {
-		return err
+		return 0, err
 	}
 	r.st.SpillBytes += out.bytes
-	return nil
+	return edges, nil
 }
 
 // binaryUvarintOrEOF reads a number, or io.EOF at a clean end.
@@ -528,8 +576,40 @@ func binaryUvarintOrEOF(s *spillReader) (uint64, error) {
 	return s.uvarint()
 }
 
-// eachRawEdge calls f with each SNAP edge of the raw spill in dense ids.
+// eachRawEdge calls f with each SNAP edge of the raw spill in dense ids
+// (or of the dense spills of a read by ranges: edges).
 func (r *oocRun) eachRawEdge(f func(u, v uint32) error) error {
+	if r.edges != nil {
+		var seen int64
+		for _, path := range r.edges {
+			in, err := openSpill(path, 0, -1, spillBuf)
+			if err != nil {
+				return err
+			}
+			for !in.atEnd() {
+				u, err := in.uvarint()
+				if err != nil {
+					in.close()
+					return err
+				}
+				v, err := in.uvarint()
+				if err != nil {
+					in.close()
+					return err
+				}
+				if err := f(uint32(u), uint32(v)); err != nil {
+					in.close()
+					return err
+				}
+				seen++
+			}
+			in.close()
+		}
+		if seen != r.e {
+			return fmt.Errorf("out-of-core spills %v: %d edges, want %d", r.edges, seen, r.e)
+		}
+		return nil
+	}
 	in, err := openSpill(r.file("raw"), 0, -1, spillBuf)
 	if err != nil {
 		return err
@@ -551,19 +631,45 @@ func (r *oocRun) eachRawEdge(f func(u, v uint32) error) error {
 	return nil
 }
 
-// eachRow calls f with each sample's row, in sample order.
+// eachRow calls f with each sample's row, in sample order: the rows of
+// each spill of r.rows in turn.
 func (r *oocRun) eachRow(f func(u int, row []uint32)) error {
-	in, err := openSpill(r.rows, 0, -1, spillBuf)
-	if err != nil {
-		return err
-	}
-	defer in.close()
+	return r.eachRowOrLen(nil, func(u int, row []uint32, _ int) { f(u, row) })
+}
+
+// eachRowOrLen is eachRow that reads only the length of the rows that
+// skip (when not nil) reports it does not need: f gets a nil row and the
+// length then, and the row and its length otherwise. skip(u) is called
+// just before f(u).
+func (r *oocRun) eachRowOrLen(skip func(u int) bool, f func(u int, row []uint32, length int)) error {
 	var row []uint32
-	for u := 0; u < r.n; u++ {
-		if row, err = in.row(row[:0]); err != nil {
+	u := 0
+	for x, path := range r.rows {
+		in, err := openSpill(path, 0, -1, spillBuf)
+		if err != nil {
 			return err
 		}
-		f(u, row)
+		for u < r.n && (x == len(r.rows)-1 || !in.atEnd()) {
+			if skip != nil && skip(u) {
+				n, err := in.skipRow()
+				if err != nil {
+					in.close()
+					return err
+				}
+				f(u, nil, n)
+			} else {
+				if row, err = in.row(row[:0]); err != nil {
+					in.close()
+					return err
+				}
+				f(u, row, len(row))
+			}
+			u++
+		}
+		in.close()
+	}
+	if u != r.n {
+		return fmt.Errorf("out-of-core spills %v: %d rows, want %d", r.rows, u, r.n)
 	}
 	return nil
 }
@@ -577,74 +683,32 @@ type oocBlock struct {
 	size     int64
 	writer   *spillWriter
 	lastUsed uint32
+	// pieces, when set, hold the block instead of path: the parts of it
+	// that each range of a read by ranges wrote, in sample order, each
+	// encoded on its own (scatterRanges).
+	pieces []blockPiece
+}
+
+// blockPiece is the part of a block that one range wrote.
+type blockPiece struct {
+	path    string
+	samples int
 }
 
 // scatter is pass 3: it shuffles the samples as runParsa does (drawing
 // from rng in the same order), cuts them into b blocks and writes each
 // block's rows to a file, the global initialisation's sample to another,
 // and each sample's block, in sample order, to the blockOf spill.
-func (r *oocRun) scatter(b int, rng interface {
-	Shuffle(int, func(int, int))
-}) (blocks []*oocBlock, global *oocBlock, err error) {
+func (r *oocRun) scatter(b int, rng shuffler) (blocks []*oocBlock, global *oocBlock, err error) {
 	n := r.n
-	// pos[u]: u's position in the shuffled order; the in-place inverse
-	// of the shuffled permutation, marking visited entries by the top bit.
-	pos := make([]uint32, n)
-	for i := range pos {
-		pos[i] = uint32(i)
-	}
-	rng.Shuffle(n, func(a, b int) { pos[a], pos[b] = pos[b], pos[a] })
-	const mark = 1 << 31
-	for i := range pos {
-		if pos[i]&mark != 0 {
-			continue
-		}
-		prev, cur := uint32(i), pos[i]
-		for {
-			next := pos[cur] &^ mark
-			pos[cur] = prev | mark
-			if cur == uint32(i) {
-				break
-			}
-			prev, cur = cur, next
-		}
-	}
-	for i := range pos {
-		pos[i] &^= mark
-	}
-	// The global sample: positions σ(0..size−1) of the second shuffle of
-	// the shuffled order with each block sorted (planJobs), marked in a
-	// bitmap over positions.
-	var inGlobal []uint64
-	if r.po.Init == InitGlobal && n > 0 {
-		size := max(1, int(math.Ceil(r.po.GlobalFraction*float64(n))))
-		sigma := make([]uint32, n)
-		for i := range sigma {
-			sigma[i] = uint32(i)
-		}
-		rng.Shuffle(n, func(a, b int) { sigma[a], sigma[b] = sigma[b], sigma[a] })
-		inGlobal = make([]uint64, (n+63)/64)
-		for _, p := range sigma[:size] {
-			inGlobal[p/64] |= 1 << (p % 64)
-		}
-		sigma = nil
+	pos, inGlobal, blockAt := r.order(b, rng)
+	if inGlobal != nil {
 		global = &oocBlock{path: r.file("global")}
 		if !r.skipGlobal {
 			if global.writer, err = createSpill(global.path, spillBuf); err != nil {
 				return nil, nil, err
 			}
 		}
-	}
-	// Block j holds positions [j·n/b, (j+1)·n/b).
-	blockAt := func(p uint32) int {
-		j := int(int64(p) * int64(b) / int64(n))
-		for j+1 < b && int64(j+1)*int64(n)/int64(b) <= int64(p) {
-			j++
-		}
-		for j > 0 && int64(j)*int64(n)/int64(b) > int64(p) {
-			j--
-		}
-		return j
 	}
 	blocks = make([]*oocBlock, b)
 	for j := range blocks {
@@ -670,26 +734,35 @@ func (r *oocRun) scatter(b int, rng interface {
 		return nil, nil, err
 	}
 	defer bo.close()
-	put := func(blk *oocBlock, u int, row []uint32) {
+	put := func(blk *oocBlock, u int, row []uint32, length int) {
 		if blk.writer != nil {
 			blk.writer.uvarint(uint64(uint32(u) - blk.lastUsed))
 			blk.lastUsed = uint32(u)
 			blk.writer.row(row)
 		}
 		blk.samples++
-		blk.edges += int64(len(row))
+		blk.edges += int64(length)
 	}
-	err = r.eachRow(func(u int, row []uint32) {
-		j := blockAt(pos[u])
-		bo.uvarint(uint64(j))
+	// Sample u's block j and whether it is in the global sample, found
+	// before its row is read so that the rows no file takes are only
+	// measured.
+	var j int
+	var inG bool
+	skip := func(u int) bool {
+		j = blockAt(pos[u])
 		// runParsa sorts each block's part of the shuffled order in
 		// place before planJobs clones it for the global sample: u sits
 		// at the block's start plus its rank in the block.
 		p := uint32(int64(j)*int64(n)/int64(b)) + uint32(blocks[j].samples)
-		if inGlobal != nil && inGlobal[p/64]&(1<<(p%64)) != 0 {
-			put(global, u, row)
+		inG = inGlobal != nil && inGlobal[p/64]&(1<<(p%64)) != 0
+		return blocks[j].writer == nil && (!inG || global.writer == nil)
+	}
+	err = r.eachRowOrLen(skip, func(u int, row []uint32, length int) {
+		bo.uvarint(uint64(j))
+		if inG {
+			put(global, u, row, length)
 		}
-		put(blocks[j], u, row)
+		put(blocks[j], u, row, length)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -712,6 +785,71 @@ func (r *oocRun) scatter(b int, rng interface {
 	return blocks, global, nil
 }
 
+// shuffler draws the random permutations of a plan.
+type shuffler interface {
+	Shuffle(int, func(int, int))
+}
+
+// order draws the shuffled order as runParsa does (drawing from rng in
+// the same order) for b blocks: pos[u] is sample u's position in it,
+// inGlobal marks the positions of the global initialisation's sample (nil
+// without one), and blockAt gives a position's block.
+func (r *oocRun) order(b int, rng shuffler) (pos []uint32, inGlobal []uint64, blockAt func(p uint32) int) {
+	n := r.n
+	// pos[u]: u's position in the shuffled order; the in-place inverse
+	// of the shuffled permutation, marking visited entries by the top bit.
+	pos = make([]uint32, n)
+	for i := range pos {
+		pos[i] = uint32(i)
+	}
+	rng.Shuffle(n, func(a, b int) { pos[a], pos[b] = pos[b], pos[a] })
+	const mark = 1 << 31
+	for i := range pos {
+		if pos[i]&mark != 0 {
+			continue
+		}
+		prev, cur := uint32(i), pos[i]
+		for {
+			next := pos[cur] &^ mark
+			pos[cur] = prev | mark
+			if cur == uint32(i) {
+				break
+			}
+			prev, cur = cur, next
+		}
+	}
+	for i := range pos {
+		pos[i] &^= mark
+	}
+	// The global sample: positions σ(0..size−1) of the second shuffle of
+	// the shuffled order with each block sorted (planJobs), marked in a
+	// bitmap over positions.
+	if r.po.Init == InitGlobal && n > 0 {
+		size := max(1, int(math.Ceil(r.po.GlobalFraction*float64(n))))
+		sigma := make([]uint32, n)
+		for i := range sigma {
+			sigma[i] = uint32(i)
+		}
+		rng.Shuffle(n, func(a, b int) { sigma[a], sigma[b] = sigma[b], sigma[a] })
+		inGlobal = make([]uint64, (n+63)/64)
+		for _, p := range sigma[:size] {
+			inGlobal[p/64] |= 1 << (p % 64)
+		}
+	}
+	// Block j holds positions [j·n/b, (j+1)·n/b).
+	blockAt = func(p uint32) int {
+		j := int(int64(p) * int64(b) / int64(n))
+		for j+1 < b && int64(j+1)*int64(n)/int64(b) <= int64(p) {
+			j++
+		}
+		for j > 0 && int64(j)*int64(n)/int64(b) > int64(p) {
+			j--
+		}
+		return j
+	}
+	return pos, inGlobal, blockAt
+}
+
 // loadedBlock is a block file read back: its samples and their rows in
 // CSR form, reused from block to block.
 type loadedBlock struct {
@@ -722,16 +860,32 @@ type loadedBlock struct {
 
 // load reads a block file.
 func (lb *loadedBlock) load(blk *oocBlock) error {
-	in, err := openSpill(blk.path, 0, -1, spillBuf)
+	lb.samples = lb.samples[:0]
+	lb.off = append(lb.off[:0], 0)
+	lb.adj = lb.adj[:0]
+	if blk.pieces == nil {
+		return lb.read(blk.path, blk.samples)
+	}
+	for _, pc := range blk.pieces {
+		if err := lb.read(pc.path, pc.samples); err != nil {
+			return err
+		}
+	}
+	if len(lb.samples) != blk.samples {
+		return fmt.Errorf("out-of-core block of %d samples read as %d", blk.samples, len(lb.samples))
+	}
+	return nil
+}
+
+// read appends the samples of a block file and their rows.
+func (lb *loadedBlock) read(path string, samples int) error {
+	in, err := openSpill(path, 0, -1, spillBuf)
 	if err != nil {
 		return err
 	}
 	defer in.close()
-	lb.samples = lb.samples[:0]
-	lb.off = append(lb.off[:0], 0)
-	lb.adj = lb.adj[:0]
 	u := uint64(0)
-	for s := 0; s < blk.samples; s++ {
+	for s := 0; s < samples; s++ {
 		d, err := in.uvarint()
 		if err != nil {
 			return err

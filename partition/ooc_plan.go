@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"colo/graph"
@@ -45,6 +47,12 @@ type FilePlanOptions struct {
 	// Whole keeps the rows of every sample and each sample's block, for
 	// Repair, Summary and WriteDir.
 	Whole bool
+	// Ranges, when set, reads the file by ranges of lines: this process
+	// parses only its own range and gets the rest from the other
+	// processes of the run (FileRanges, ooc_ranges.go). A compressed
+	// file, whose byte offsets are not its lines', is read whole all the
+	// same (OutOfCoreStats.Read and Compressed say how it was read).
+	Ranges *FileRanges
 }
 
 // FilePlan is a ParsaPlan drawn from a file without loading it: its
@@ -65,9 +73,11 @@ type FilePlan struct {
 // opt, as PlanParsa does from the loaded graph, and keeps the parts of it
 // that fo asks for. It parses the whole file once and writes it to a
 // binary spill once (ParsaFile's first two passes), then writes the kept
-// blocks' rows in a third pass. opt is as for PlanParsa, with the limits
-// of ParsaFile besides: refinement and the minmax parameter assignment
-// need the graph and are refused.
+// blocks' rows in a third pass; with fo.Ranges it parses only its range
+// of the file's lines and gets the numbering and the other rows from the
+// run's other processes (ooc_ranges.go), for the same plan. opt is as for
+// PlanParsa, with the limits of ParsaFile besides: refinement and the
+// minmax parameter assignment need the graph and are refused.
 func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, err error) {
 	if err := opt.Parsa.Validate(); err != nil {
 		return nil, err
@@ -100,12 +110,22 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 		k: opt.K, w: MaskWords(opt.K), st: &OutOfCoreStats{Seconds: map[string]float64{}}}
 	r.baseRSS = rssField("VmRSS")
 	r.phase = time.Now()
-	if err := r.read(); err != nil {
-		return nil, err
+	ranged := false
+	if fo.Ranges != nil {
+		if ranged, err = r.readRange(fo.Ranges); err != nil {
+			return nil, err
+		}
+		r.st.Compressed = !ranged
 	}
-	r.done("read")
-	if err := r.canonical(); err != nil {
-		return nil, err
+	if !ranged {
+		r.st.Read = "whole"
+		if err := r.read(); err != nil {
+			return nil, err
+		}
+		r.done("read")
+		if err := r.canonical(); err != nil {
+			return nil, err
+		}
 	}
 	r.done("rows")
 	n := r.n
@@ -127,13 +147,23 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 	}
 	r.skipGlobal = !fo.Global
 	rng := placement.NewRand(opt.Seed)
-	blocks, global, err := r.scatter(b, rng)
+	var blocks []*oocBlock
+	var global *oocBlock
+	if ranged {
+		blocks, global, err = r.scatterRanges(b, rng)
+	} else {
+		blocks, global, err = r.scatter(b, rng)
+	}
 	if err != nil {
 		return nil, err
 	}
 	r.done("blocks")
 	if !fo.Whole {
-		os.Remove(r.rows)
+		for _, path := range r.rows {
+			if !r.shared(path) {
+				os.Remove(path)
+			}
+		}
 		os.Remove(r.file("blockof"))
 	}
 	st := ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy, Placed: n, Blocks: b}
@@ -152,34 +182,94 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 // that graph.Load would build from the file at path (with load), by one
 // pass of graph.Stream that holds only the id index, as ParsaFile's first
 // pass does, and writes nothing: what the key space of a distributed run
-// needs before a machine has read the file.
+// needs before a machine has read the file. An uncompressed file is read
+// by ranges of lines (graph.SplitLines), one per thread, in parallel, and
+// their id sets merged.
 func CountFile(path string, load graph.LoadOptions) (samples, params int, err error) {
-	pi, ni := &idIndex{}, &idIndex{}
-	n := 0
-	format, err := graph.Stream(path, load, graph.Visitor{
-		Sample: func(ids []uint64) error {
-			n++
-			for _, id := range ids {
-				pi.add(id)
+	threads := runtime.GOMAXPROCS(0)
+	if info, err := os.Stat(path); err == nil {
+		threads = max(1, min(threads, int(info.Size()>>22)))
+	}
+	return countFile(path, load, threads)
+}
+
+// countFile is CountFile on threads ranges of the file (one for a
+// compressed file).
+func countFile(path string, load graph.LoadOptions, threads int) (samples, params int, err error) {
+	if threads > 1 {
+		if _, err := graph.SplitLines(path, 0, threads); errors.Is(err, graph.ErrCompressed) {
+			threads = 1
+		}
+	}
+	type count struct {
+		pi, ni  *idIndex
+		n       int
+		records int
+		format  graph.Format
+		err     error
+	}
+	counts := make([]count, threads)
+	var wg sync.WaitGroup
+	for t := range threads {
+		wg.Go(func() {
+			c := &counts[t]
+			c.pi, c.ni = &idIndex{}, &idIndex{}
+			vis := graph.Visitor{
+				Sample: func(ids []uint64) error {
+					c.n++
+					for _, id := range ids {
+						c.pi.add(id)
+					}
+					return nil
+				},
+				Edge: func(u, v uint64) error {
+					c.ni.add(u)
+					c.ni.add(v)
+					c.pi.add(v)
+					return nil
+				},
+				Node: func(u uint64) error {
+					c.ni.add(u)
+					return nil
+				},
 			}
-			return nil
-		},
-		Edge: func(u, v uint64) error {
-			ni.add(u)
-			ni.add(v)
-			pi.add(v)
-			return nil
-		},
-		Node: func(u uint64) error {
-			ni.add(u)
-			return nil
-		},
-	})
-	if err != nil {
-		return 0, 0, err
+			if threads == 1 {
+				c.format, c.err = graph.Stream(path, load, vis)
+				c.records = 1 // Stream reports input without records
+				return
+			}
+			lr, err := graph.SplitLines(path, t, threads)
+			if err != nil {
+				c.err = err
+				return
+			}
+			c.format, c.records, c.err = graph.StreamRange(path, load, lr, vis)
+		})
+	}
+	wg.Wait()
+	pi, ni := &idIndex{}, &idIndex{}
+	n, records := 0, 0
+	for _, c := range counts {
+		// The first range's error is the first in the file.
+		if c.err != nil {
+			return 0, 0, c.err
+		}
+		n += c.n
+		records += c.records
+		if threads == 1 {
+			pi, ni = c.pi, c.ni
+			break
+		}
+		c.pi.finish()
+		c.pi.each(pi.add)
+		c.ni.finish()
+		c.ni.each(ni.add)
+	}
+	if records == 0 {
+		return 0, 0, graph.EmptyError(path)
 	}
 	pi.finish()
-	if format != graph.FormatLibSVM {
+	if counts[0].format != graph.FormatLibSVM {
 		ni.finish()
 		n = ni.len()
 	}
@@ -411,6 +501,23 @@ func (fp *FilePlan) WriteDir(dir string, p *placement.Placement, summary any) er
 func (fp *FilePlan) Close() error {
 	if fp == nil || fp.r.tmp == "" {
 		return nil
+	}
+	if fp.whole {
+		// The process of the whole plan is the last to read the ranges'
+		// rows of a read by ranges.
+		for _, path := range append(slices.Clone(fp.r.rows), fp.r.edges...) {
+			if fp.r.shared(path) {
+				os.Remove(path)
+			}
+		}
+	}
+	// The pieces of the blocks this process kept, which no other reads.
+	for _, blk := range append(slices.Clone(fp.blocks), fp.global) {
+		if blk != nil {
+			for _, pc := range blk.pieces {
+				os.Remove(pc.path)
+			}
+		}
 	}
 	err := os.RemoveAll(fp.r.tmp)
 	fp.r.tmp = ""

@@ -223,6 +223,36 @@ func (s *spillReader) row(dst []uint32) ([]uint32, error) {
 	return dst, nil
 }
 
+// skipRow reads past a row written by spillWriter.row and returns its
+// length, without decoding its ids: each ends at a byte below 0x80.
+func (s *spillReader) skipRow() (int, error) {
+	n, err := s.uvarint()
+	if err != nil {
+		return 0, err
+	}
+	for left := n; left > 0; {
+		if s.pos == s.end {
+			s.fill()
+			if s.pos == s.end {
+				err := s.err
+				if err == nil {
+					err = errSpillEnd
+				}
+				return 0, fmt.Errorf("out-of-core spill %s: %w", s.path, err)
+			}
+		}
+		buf := s.buf[s.pos:s.end]
+		i := 0
+		for ; i < len(buf) && left > 0; i++ {
+			if buf[i] < 0x80 {
+				left--
+			}
+		}
+		s.pos += i
+	}
+	return int(n), nil
+}
+
 // rawRow reads a row written by spillWriter.rawRow, appending it to dst.
 func (s *spillReader) rawRow(dst []uint64) ([]uint64, error) {
 	n, err := s.uvarint()

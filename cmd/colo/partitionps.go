@@ -26,7 +26,7 @@ type psFlags struct {
 }
 
 func (p *psFlags) register(f *cmdFlags) {
-	f.IntVar(&p.processes, "processes", 0, "parsa: partition on a parameter server of W colo node processes on loopback, each a server and a worker\nthat reads its own blocks of FILE (seed 001 Alg. 4; no process loads FILE whole, each parses it once into\n--spill-dir); --tau is its delay in blocks (0 or auto: BSP, inf: asynchronous)")
+	f.IntVar(&p.processes, "processes", 0, "parsa: partition on a parameter server of W colo node processes on loopback, each a server and a worker\nthat reads its own blocks of FILE (seed 001 Alg. 4; no process loads FILE whole: each parses its own range\nof FILE's lines into --spill-dir, or all of a compressed FILE); --tau is its delay in blocks (0 or auto: BSP, inf: asynchronous)")
 	f.IntVar(&p.inProcess, "ps-workers", 0, "parsa: as --processes, on a parameter server of W machines in this process")
 	f.StringVar(&p.write, "write-job", "", "parsa: with --processes W, write the job to FILE for colo node --job parsa on W machines\n(machine 0 writes the placement to -o DIR) and exit")
 }
@@ -139,20 +139,31 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 		ph.abort()
 		return err
 	}
-	ph.finish("")
+	read := "each machine parsed its own range of the file's lines"
+	if len(rep.PerWorker) > 0 && rep.PerWorker[0].File != nil && rep.PerWorker[0].File.Read != "range" {
+		read = "each machine parsed the whole file"
+		if rep.PerWorker[0].File.Compressed {
+			read += " (compressed: no ranges by byte offsets)"
+		}
+	}
+	ph.finish(read)
 	if j.path != "" {
 		if err := writeJSON(e, j.path, sum); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(e.out, "%s: %s samples, %s parameters, %s edges; counted in %.2f s, each machine read its own blocks\n", path,
-		commas(int64(s.NumSamp)), commas(int64(s.NumParams)), commas(s.NumEdges), countTime.Seconds())
+	fmt.Fprintf(e.out, "%s: %s samples, %s parameters, %s edges; counted in %.2f s, %s\n", path,
+		commas(int64(s.NumSamp)), commas(int64(s.NumParams)), commas(s.NumEdges), countTime.Seconds(), read)
 	fmt.Fprintf(e.out, "%s on %d machines (seed %d) by %d processes in %.3f s, written to %s\n", algo, opt.K, opt.Seed,
 		rep.Workers, s.Seconds, out)
 	for _, r := range rep.PerWorker {
 		if r.File != nil {
-			fmt.Fprintf(e.out, "  machine %d: %d blocks, %s samples; read %.2f s, spilled %s, peak resident %s\n", r.Rank, r.Blocks,
-				commas(int64(r.Samples)), r.File.Seconds["read"]+r.File.Seconds["rows"]+r.File.Seconds["blocks"],
+			what := "the whole file"
+			if len(r.File.Range) == 2 {
+				what = fmt.Sprintf("bytes %s..%s", commas(r.File.Range[0]), commas(r.File.Range[1]))
+			}
+			fmt.Fprintf(e.out, "  machine %d: %d blocks, %s samples; parsed %s, read %.2f s, spilled %s, peak resident %s\n", r.Rank, r.Blocks,
+				commas(int64(r.Samples)), what, r.File.Seconds["read"]+r.File.Seconds["exchange"]+r.File.Seconds["rows"]+r.File.Seconds["blocks"],
 				partition.FormatBytes(r.File.SpillBytes), partition.FormatBytes(r.PeakRSS))
 		}
 	}

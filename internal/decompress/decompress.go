@@ -32,6 +32,15 @@ const (
 	magicBzip2 = "BZh"
 )
 
+// Compressed reports whether head, the leading bytes of a file (at least
+// the first six when the file has them), is the start of content that
+// NewReader decompresses: gzip, xz, zstd or bzip2.
+func Compressed(head []byte) bool {
+	h := string(head)
+	return strings.HasPrefix(h, magicGzip) || strings.HasPrefix(h, magicXz) || strings.HasPrefix(h, magicZstd) ||
+		(strings.HasPrefix(h, magicBzip2) && len(h) > 3 && h[3] >= '1' && h[3] <= '9')
+}
+
 // NewReader returns a reader of the decompressed content of r. It detects
 // gzip (1f 8b), xz (fd '7zXZ' 00), zstd (28 b5 2f fd) and bzip2 ("BZh"
 // followed by a block-size digit) from the leading bytes; any other content

@@ -12,11 +12,17 @@
 //     loader hands out data: worker w partitions blocks w, w+W, w+2W, …
 //     of the plan's b.
 //   - Reading a file (RunNode, colo node --job parsa), a worker parses
-//     the whole file once, as the out-of-core partitioner's first passes
-//     do (graph.Stream into a binary spill, the ids numbered as
-//     graph.Load numbers them), and keeps only the rows of its own
-//     blocks, each in a file that it reads back when the block's turn
-//     comes. It holds in memory the id index of the parameters (and of
+//     the file once, as the out-of-core partitioner's first passes do
+//     (graph.Stream into a binary spill, the ids numbered as graph.Load
+//     numbers them), and keeps only the rows of its own blocks, each in a
+//     file that it reads back when the block's turn comes. When the
+//     machines share the spill directory (Job.SharedSpill: Processes on
+//     loopback) a worker parses only its own range of the file's lines
+//     (graph.SplitLines): the workers all-reduce their ranges' counts and
+//     id sets, so that each numbers the ids as the whole file does, and
+//     each writes its range's rows in those ids to the shared directory,
+//     where the others read them (partition.FileRanges); a compressed
+//     file, which byte offsets cannot split, is parsed whole by each. It holds in memory the id index of the parameters (and of
 //     SNAP nodes), one block at a time (its subgraph and bucket queues),
 //     4 bytes per sample while it cuts the blocks, 8 bytes per sample of
 //     its own blocks (the sample and its machine), 4 bytes per parameter

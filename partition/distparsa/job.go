@@ -49,6 +49,15 @@ type Job struct {
 	// directory of its own that it removes ("" is the system's
 	// temporary directory).
 	SpillDir string `json:"spill_dir,omitempty"`
+	// SharedSpill says that the machines share SpillDir, one file system
+	// (Processes on loopback sets it): each machine then parses only its
+	// own range of the data file's lines and gets the file's numbering
+	// from the others' summaries (all-reduces) and the other ranges' rows
+	// from their files in SpillDir (partition.FileRanges), which must be
+	// the job's own directory. Without it, or for a compressed data file,
+	// which cannot be split by byte offsets, every machine parses the
+	// whole file, and so does the one machine of a job of one.
+	SharedSpill bool `json:"shared_spill,omitempty"`
 	// Keys is the size of the key space, Layout.NumKeys of the graph: the
 	// scheduler's (colo node --role scheduler --job parsa reads it here),
 	// checked by every machine against the graph it loads.
@@ -117,7 +126,9 @@ func WriteJob(path string, j Job) error {
 // worker) of a cluster whose scheduler set the key space and width of
 // the job's Layout and its consistency model. The node reads the data
 // file itself (partition.PlanParsaFile): it parses the file once into a
-// binary spill in a temporary directory (job.SpillDir), draws the plan
+// binary spill in a temporary directory (job.SpillDir) — with
+// job.SharedSpill only its own range of the file's lines, the rest
+// coming from the other machines (partition.FileRanges) — draws the plan
 // from the seed as every other machine does, and keeps the rows of its
 // own blocks only; machine 0 also keeps the global sample, the rows of
 // every sample and their blocks, from which it repairs the balance,
@@ -136,10 +147,19 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 	}
 	rank, W := w.Rank(), job.Config.Workers
 	opt := job.Options()
-	fp, err := partition.PlanParsaFile(job.Data, opt, partition.FilePlanOptions{
+	fo := partition.FilePlanOptions{
 		Load: job.LoadOptions(), TempDir: job.SpillDir, MinBlocks: job.Config.minBlocks(),
 		Keep:   func(j, _ int) bool { return j%W == rank },
-		Global: rank == 0, Whole: rank == 0})
+		Global: rank == 0, Whole: rank == 0}
+	if job.SharedSpill && W > 1 {
+		dir := job.SpillDir
+		if dir == "" {
+			dir = os.TempDir()
+		}
+		fo.Ranges = &partition.FileRanges{Rank: rank, Count: W, Dir: dir,
+			Sum: func(vals []float64) ([]float64, error) { return w.AllReduce(ctx, vals) }}
+	}
+	fp, err := partition.PlanParsaFile(job.Data, opt, fo)
 	if err != nil {
 		return nil, fmt.Errorf("distparsa: worker %d: %w", rank, err)
 	}

@@ -61,6 +61,9 @@ func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 	}
 	defer os.RemoveAll(spill)
 	job.SpillDir = spill
+	// The machines share the spill directory: each parses its own range
+	// of the file.
+	job.SharedSpill = true
 	jobFile := filepath.Join(dir, "job.json")
 	if err := WriteJob(jobFile, job); err != nil {
 		return nil, err
