@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -368,32 +367,7 @@ func TestRunNodeReadsTheFile(t *testing.T) {
 		job := Job{Data: data, Format: string(lo.Format), IndexBase: lo.IndexBase, HashBits: lo.HashBits, K: 5, Seed: 8,
 			Blocks: tc.po.Blocks, Init: string(tc.po.Init), GrowBy: string(tc.po.GrowBy), Epsilon: tc.po.Epsilon,
 			Config: cfg, Out: filepath.Join(t.TempDir(), "out"), SpillDir: t.TempDir(), Keys: cfg.Layout(g, 5).NumKeys()}
-		if err := job.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		cc := cluster.DefaultConfig()
-		cc.Machines, cc.NumKeys, cc.Width, cc.Clock = tc.w, job.Keys, 5, cfg.Clock()
-		ctx := context.Background()
-		c, err := cluster.Start(ctx, cc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		results := make([]*Result, tc.w)
-		var wg sync.WaitGroup
-		for r := range tc.w {
-			wg.Go(func() {
-				n := c.WorkerNode(r)
-				res, err := RunNode(ctx, n, job)
-				results[r] = res
-				n.Finish(err)
-			})
-		}
-		wg.Wait()
-		err = c.Scheduler().Wait()
-		c.Close()
-		if err != nil {
-			t.Fatalf("%+v: %v", tc, err)
-		}
+		results := runNodes(t, job)
 		got, err := placement.ReadDir(job.Out, g, 5)
 		if err != nil {
 			t.Fatalf("%+v: %v", tc, err)
@@ -411,7 +385,7 @@ func TestRunNodeReadsTheFile(t *testing.T) {
 			}
 		}
 		// Under BSP the placement does not depend on timing.
-		want, _, err := InProcess(ctx, g, job.Options(), cfg, nil)
+		want, _, err := InProcess(context.Background(), g, job.Options(), cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

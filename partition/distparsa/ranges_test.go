@@ -43,7 +43,7 @@ func runNodes(t *testing.T, job Job) []*Result {
 	}
 	wg.Wait()
 	if err := c.Scheduler().Wait(); err != nil {
-		t.Fatalf("W=%d shared=%v: %v", W, job.SharedSpill, err)
+		t.Fatalf("W=%d τ=%v shared=%v: %v", W, job.Config.Tau, job.SharedSpill, err)
 	}
 	return results
 }
