@@ -15,6 +15,9 @@ import (
 // bytes [Begin, End).
 type LineRange struct {
 	Begin, End int64
+	// Size is the file's size when the range was cut: ranges cut by
+	// different processes fit together only if they saw the same size.
+	Size int64
 }
 
 // ErrCompressed is the error of SplitLines and StreamRange for compressed
@@ -61,7 +64,7 @@ func SplitLines(path string, r, count int) (LineRange, error) {
 		}
 		return lineStartAfter(f, path, int64(q)*size/int64(count), size)
 	}
-	var lr LineRange
+	lr := LineRange{Size: size}
 	if lr.Begin, err = start(r); err != nil {
 		return LineRange{}, err
 	}
@@ -124,22 +127,38 @@ func StreamRange(path string, opt LoadOptions, lr LineRange, vis Visitor) (Forma
 	}
 	closeFn()
 	before := -1
+	var beforeErr error
 	countBefore := func() int {
-		if before < 0 {
-			n, err := countLines(f, lr.Begin)
-			if err != nil {
-				return 0
-			}
-			before = n
+		if before < 0 && beforeErr == nil {
+			before, beforeErr = countLines(f, lr.Begin)
 		}
-		return before
+		return max(before, 0)
 	}
-	r := &lineReader{br: bufio.NewReaderSize(io.NewSectionReader(f, lr.Begin, lr.End-lr.Begin), bufSize), name: path, before: countBefore}
+	sec := &countingReader{r: io.NewSectionReader(f, lr.Begin, lr.End-lr.Begin)}
+	r := &lineReader{br: bufio.NewReaderSize(sec, bufSize), name: path, before: countBefore}
 	records, err := streamLines(r, path, format, opt, vis)
 	if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
 		pe.Line += countBefore()
+		if beforeErr != nil {
+			return format, records, fmt.Errorf("%w (the line's number counts from byte %d: counting the lines before it: %v)", err, lr.Begin, beforeErr)
+		}
+	}
+	if err == nil && sec.n != lr.End-lr.Begin {
+		return format, records, fmt.Errorf("%s: read %d bytes of the range [%d, %d): the file changed while it was read", path, sec.n, lr.Begin, lr.End)
 	}
 	return format, records, err
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // countLines returns the number of newlines in the first n bytes of f.

@@ -110,10 +110,10 @@ func TestSplitLines(t *testing.T) {
 		count int
 		want  []LineRange
 	}{
-		{1, []LineRange{{0, 8}}},
-		{2, []LineRange{{0, 6}, {6, 8}}},
-		{3, []LineRange{{0, 3}, {3, 6}, {6, 8}}},
-		{8, []LineRange{{0, 3}, {3, 3}, {3, 6}, {6, 6}, {6, 6}, {6, 8}, {8, 8}, {8, 8}}},
+		{1, []LineRange{{0, 8, 8}}},
+		{2, []LineRange{{0, 6, 8}, {6, 8, 8}}},
+		{3, []LineRange{{0, 3, 8}, {3, 6, 8}, {6, 8, 8}}},
+		{8, []LineRange{{0, 3, 8}, {3, 3, 8}, {3, 6, 8}, {6, 6, 8}, {6, 6, 8}, {6, 8, 8}, {8, 8, 8}, {8, 8, 8}}},
 	} {
 		for r, want := range c.want {
 			got, err := SplitLines(path, r, c.count)
@@ -126,7 +126,7 @@ func TestSplitLines(t *testing.T) {
 	if _, err := SplitLines(gz, 0, 2); !errors.Is(err, ErrCompressed) {
 		t.Errorf("a compressed file: %v, want ErrCompressed", err)
 	}
-	if _, _, err := StreamRange(gz, DefaultLoadOptions(), LineRange{0, 4}, Visitor{}); !errors.Is(err, ErrCompressed) {
+	if _, _, err := StreamRange(gz, DefaultLoadOptions(), LineRange{Begin: 0, End: 4}, Visitor{}); !errors.Is(err, ErrCompressed) {
 		t.Errorf("a compressed file streamed by range: %v, want ErrCompressed", err)
 	}
 }
@@ -197,4 +197,23 @@ func gzipBytes(t *testing.T, data []byte) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// TestStreamRangeTruncated: a file cut shorter after its ranges were cut
+// is an error naming the file, not a range read short in silence.
+func TestStreamRangeTruncated(t *testing.T) {
+	path := writeTemp(t, "edges.txt", []byte("1 2\n3 4\n5 6\n7 8\n"))
+	lr, err := SplitLines(path, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 8); err != nil {
+		t.Fatal(err)
+	}
+	opt := DefaultLoadOptions()
+	opt.Format = FormatSNAP
+	_, _, err = StreamRange(path, opt, lr, Visitor{})
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "changed") {
+		t.Errorf("error %v, want one naming %s and saying it changed", err, path)
+	}
 }

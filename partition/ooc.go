@@ -202,7 +202,9 @@ type oocRun struct {
 	// edges, when set, are the spills of a SNAP file's edges in dense
 	// ids that the read by ranges wrote (ooc_ranges.go), which
 	// eachRawEdge reads instead of the raw spill.
-	edges   []string
+	edges []string
+	// lines is this process's range of the file when it reads by ranges.
+	lines   graph.LineRange
 	phase   time.Time
 	baseRSS int64 // resident memory when the run started
 	// rowsBytes is the memory of the rows pass: a SNAP range sorted at

@@ -75,6 +75,7 @@ func (r *oocRun) readRange(fr *FileRanges) (bool, error) {
 		return false, err
 	}
 	r.st.Read, r.st.Range = "range", []int64{lr.Begin, lr.End}
+	r.lines = lr
 	err = r.readWith(func(vis graph.Visitor) (graph.Format, error) {
 		format, _, err := graph.StreamRange(r.path, r.oc.Load, lr, vis)
 		return format, err
@@ -95,7 +96,7 @@ func (r *oocRun) readRange(fr *FileRanges) (bool, error) {
 // exchange replaces the counts and id indexes of this process's range by
 // the whole file's, from the sums of every range's.
 func (r *oocRun) exchange(fr *FileRanges) error {
-	const fields = 5
+	const fields = 8
 	W, me := fr.Count, fr.Rank
 	snap := r.format != graph.FormatLibSVM
 	var pe, ne []float64
@@ -108,13 +109,25 @@ func (r *oocRun) exchange(fr *FileRanges) error {
 	if snap {
 		samples = 0
 	}
-	copy(head[fields*me:], []float64{float64(samples), float64(r.e), float64(r.maxDeg), float64(len(pe)), float64(len(ne))})
+	copy(head[fields*me:], []float64{float64(samples), float64(r.e), float64(r.maxDeg), float64(len(pe)), float64(len(ne)),
+		float64(r.lines.Begin), float64(r.lines.End), float64(r.lines.Size)})
 	head, err := fr.Sum(head)
 	if err != nil {
 		return fmt.Errorf("%s: the sum of the ranges' counts: %w", r.path, err)
 	}
 	if len(head) != fields*W {
 		return fmt.Errorf("%s: the sum of the ranges' counts has %d values, want %d", r.path, len(head), fields*W)
+	}
+	// The ranges, each cut by its own process, must tile one file.
+	for q := range W {
+		h := head[fields*q : fields*(q+1)]
+		begin, end, size := int64(h[5]), int64(h[6]), int64(h[7])
+		switch {
+		case size != r.lines.Size:
+			return fmt.Errorf("%s: range %d was cut from a file of %d bytes, range %d from one of %d: the file changed while the processes read it", r.path, q, size, me, r.lines.Size)
+		case q == 0 && begin != 0, q > 0 && begin != int64(head[fields*(q-1)+6]), q == W-1 && end != size:
+			return fmt.Errorf("%s: range %d is bytes [%d, %d) of %d: the ranges do not tile the file", r.path, q, begin, end, size)
+		}
 	}
 	var n, first, total int
 	var e int64

@@ -400,3 +400,52 @@ func TestCountFileByRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanByRangesFileChanged: when the file grows between the moments
+// two processes cut their ranges, the ranges do not tile one file, and
+// both processes refuse to plan, naming the file, instead of planning a
+// file with lines missing.
+func TestPlanByRangesFileChanged(t *testing.T) {
+	var b strings.Builder
+	for i := range 16 {
+		fmt.Fprintf(&b, "%d %d\n", i, (i*7+3)%16)
+	}
+	path := filepath.Join(t.TempDir(), "edges.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	load := graph.LoadOptions{Format: graph.FormatSNAP, IndexBase: -1, HashBits: 20}
+	sums, _, _ := memSums(t, 2)
+	first := make(chan struct{})
+	var once sync.Once
+	sum0 := func(vals []float64) ([]float64, error) {
+		once.Do(func() { close(first) }) // process 0 has cut and read its range
+		return sums[0](vals)
+	}
+	sumOf := []func([]float64) ([]float64, error){sum0, sums[1]}
+	dir, tmp := t.TempDir(), t.TempDir()
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	plan := func(r int) {
+		_, errs[r] = PlanParsaFile(path, Options{K: 2, Seed: 1, Parsa: ParsaOptions{Init: InitGlobal}}, FilePlanOptions{Load: load, TempDir: tmp,
+			Keep: func(j, _ int) bool { return j%2 == r }, Global: r == 0, Whole: r == 0,
+			Ranges: &FileRanges{Rank: r, Count: 2, Dir: dir, Sum: sumOf[r]}})
+	}
+	wg.Go(func() { plan(0) })
+	<-first
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		fmt.Fprintf(f, "%d %d\n", 16+i, i)
+	}
+	f.Close()
+	wg.Go(func() { plan(1) })
+	wg.Wait()
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "changed") {
+			t.Errorf("process %d: error %v, want one naming %s and saying it changed", r, err, path)
+		}
+	}
+}

@@ -250,6 +250,7 @@ func TestJobRoundTrip(t *testing.T) {
 		func(j *Job) { j.Init = "sometimes" },
 		func(j *Job) { j.Config.Workers = 0 },
 		func(j *Job) { j.Keys = 0 },
+		func(j *Job) { j.SharedSpill, j.SpillDir = true, "" },
 	} {
 		b := j
 		bad(&b)

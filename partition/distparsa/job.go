@@ -54,7 +54,7 @@ type Job struct {
 	// own range of the data file's lines and gets the file's numbering
 	// from the others' summaries (all-reduces) and the other ranges' rows
 	// from their files in SpillDir (partition.FileRanges), which must be
-	// the job's own directory. Without it, or for a compressed data file,
+	// set, and the job's own directory. Without it, or for a compressed data file,
 	// which cannot be split by byte offsets, every machine parses the
 	// whole file, and so does the one machine of a job of one.
 	SharedSpill bool `json:"shared_spill,omitempty"`
@@ -87,6 +87,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("distparsa: job: k = %d: want at least 1", j.K)
 	case j.Keys < 1:
 		return fmt.Errorf("distparsa: job: keys = 0: want the key space of the graph (Layout.NumKeys)")
+	case j.SharedSpill && j.SpillDir == "":
+		return fmt.Errorf("distparsa: job: shared_spill without a spill_dir: want the directory, of this job alone, that every machine mounts")
 	}
 	if err := j.LoadOptions().Validate(); err != nil {
 		return fmt.Errorf("distparsa: job: %w", err)
@@ -152,11 +154,7 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 		Keep:   func(j, _ int) bool { return j%W == rank },
 		Global: rank == 0, Whole: rank == 0}
 	if job.SharedSpill && W > 1 {
-		dir := job.SpillDir
-		if dir == "" {
-			dir = os.TempDir()
-		}
-		fo.Ranges = &partition.FileRanges{Rank: rank, Count: W, Dir: dir,
+		fo.Ranges = &partition.FileRanges{Rank: rank, Count: W, Dir: job.SpillDir,
 			Sum: func(vals []float64) ([]float64, error) { return w.AllReduce(ctx, vals) }}
 	}
 	fp, err := partition.PlanParsaFile(job.Data, opt, fo)
