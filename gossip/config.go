@@ -228,17 +228,20 @@ func (c Config) Rate(epoch, it, total int) float64 {
 	if err != nil {
 		panic(err) // Validate refuses it first
 	}
+	return d.rate(c.LR, epoch, it, total)
+}
+
+// rate is Config.Rate with the schedule parsed.
+func (d decay) rate(lr float64, epoch, it, total int) float64 {
 	switch {
 	case d.cosine:
-		return c.LR * (1 + math.Cos(math.Pi*float64(it)/float64(total))) / 2
+		return lr * (1 + math.Cos(math.Pi*float64(it)/float64(total))) / 2
 	case d.steps != nil:
-		r := c.LR
 		for _, e := range d.steps {
 			if epoch >= e {
-				r /= 10
+				lr /= 10
 			}
 		}
-		return r
 	}
-	return c.LR
+	return lr
 }

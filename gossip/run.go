@@ -456,10 +456,14 @@ func Batches(rows []int32, k int, seed uint64, rank, epoch int) [][]int32 {
 func (w *worker) run(ctx context.Context, start time.Time) error {
 	cfg := w.cfg
 	w.grad = make([]float32, len(w.x))
+	sched, err := parseDecay(cfg.LRDecay)
+	if err != nil {
+		return err
+	}
 	it := 0
 	for e := range cfg.Epochs {
 		for _, rows := range Batches(w.rows, w.k, cfg.Seed, w.rank, e) {
-			rate := cfg.Rate(e, it, cfg.Epochs*w.k)
+			rate := sched.rate(cfg.LR, e, it, cfg.Epochs*w.k)
 			clear(w.grad)
 			if len(rows) > 0 {
 				t0 := time.Now()

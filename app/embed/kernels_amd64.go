@@ -2,7 +2,11 @@
 
 package embed
 
-import "golang.org/x/sys/cpu"
+import (
+	"fmt"
+
+	"golang.org/x/sys/cpu"
+)
 
 // simd reports whether the processor and the operating system support
 // AVX2 and FMA3, which the kernels use.
@@ -50,6 +54,8 @@ func logisticsSIMD(s, c []float32, k float32) (lin, prod float64) {
 	if len(s) == 0 {
 		return 0, 1
 	}
-	_ = c[len(s)-1]
+	if len(s)%8 != 0 || len(s) > 512 || len(c) < len(s) {
+		panic(fmt.Sprintf("embed: logisticsSIMD of %d scores into %d coefficients: want a multiple of 8, at most 512", len(s), len(c)))
+	}
 	return logisticAVX2(&s[0], &c[0], len(s), k)
 }

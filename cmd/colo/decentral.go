@@ -328,7 +328,7 @@ func runBenchRCD(e *env, args []string) error {
 	}
 	cfg := rcd.DefaultConfig()
 	cfg.Gossip, cfg.Budget, cfg.Runs, cfg.Target, cfg.Net = g, d.budget, *runs, d.target, nt
-	if cfg.Variants, err = rcd.Variants(strings.Split(*algorithms, ","), d.localSteps); err != nil {
+	if cfg.Variants, err = rcd.Variants(splitList(*algorithms), d.localSteps); err != nil {
 		return usageError("--algorithms: %v", err)
 	}
 	for i := range cfg.Variants {
