@@ -297,10 +297,9 @@ func runBenchRCD(e *env, args []string) error {
 			"F = --local-steps (--algorithms picks either or both). Each row trains\n"+
 			"--runs times (seeds --seed, --seed+1, …); prints the seconds until the\n"+
 			"training loss first reaches --loss-target, the test accuracy and the\n"+
-			"bytes per epoch, mean ± std;\n"+
-			"--json FILE writes the rows with every run, -o DIR also the loss against\n"+
-			"time and against epochs (SVG and PNG). Every flag of colo train --mode\n"+
-			"decentralised applies.")
+			"bytes per epoch, mean ± std; --json FILE writes the rows with every run,\n"+
+			"-o DIR also the loss against time and against epochs (SVG and PNG).\n"+
+			"Every flag of colo train --mode decentralised applies.")
 	var t trainFlags
 	t.register(f)
 	var df dataFlags
