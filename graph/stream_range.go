@@ -134,7 +134,7 @@ func StreamRange(path string, opt LoadOptions, lr LineRange, vis Visitor) (Forma
 		}
 		return max(before, 0)
 	}
-	sec := &countingReader{r: io.NewSectionReader(f, lr.Begin, lr.End-lr.Begin)}
+	sec := io.NewSectionReader(f, lr.Begin, lr.End-lr.Begin)
 	r := &lineReader{br: bufio.NewReaderSize(sec, bufSize), name: path, before: countBefore}
 	records, err := streamLines(r, path, format, opt, vis)
 	if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
@@ -143,22 +143,10 @@ func StreamRange(path string, opt LoadOptions, lr LineRange, vis Visitor) (Forma
 			return format, records, fmt.Errorf("%w (the line's number counts from byte %d: counting the lines before it: %v)", err, lr.Begin, beforeErr)
 		}
 	}
-	if err == nil && sec.n != lr.End-lr.Begin {
-		return format, records, fmt.Errorf("%s: read %d bytes of the range [%d, %d): the file changed while it was read", path, sec.n, lr.Begin, lr.End)
+	if n, _ := sec.Seek(0, io.SeekCurrent); err == nil && n != lr.End-lr.Begin {
+		return format, records, fmt.Errorf("%s: read %d bytes of the range [%d, %d): the file changed while it was read", path, n, lr.Begin, lr.End)
 	}
 	return format, records, err
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // countLines returns the number of newlines in the first n bytes of f.

@@ -123,6 +123,29 @@ type FileResult struct {
 	param    []int32
 }
 
+// fileParsaOptions checks opt for a Parsa run that reads its file
+// rather than a loaded graph (ParsaFile, PlanParsaFile), the errors
+// starting with who, and returns its Parsa options with the defaults:
+// an incremental run, Parsa's refinement and a parameter assignment other
+// than Parsa's need the graph in memory.
+func fileParsaOptions(opt Options, who string) (ParsaOptions, error) {
+	if err := opt.Parsa.Validate(); err != nil {
+		return ParsaOptions{}, err
+	}
+	po := opt.Parsa.withDefaults()
+	switch {
+	case opt.K < 1:
+		return po, fmt.Errorf("machines = %d: want at least 1", opt.K)
+	case po.InitFrom != nil:
+		return po, fmt.Errorf("%s: an incremental run (init-from) needs the graph in memory", who)
+	case po.Refine > 0:
+		return po, fmt.Errorf("%s: parsa refinement needs the graph in memory", who)
+	case opt.ParamAlgo != "" && opt.ParamAlgo != ParamParsa:
+		return po, fmt.Errorf("%s: parameter assignment %q needs the graph in memory: want %s", who, opt.ParamAlgo, ParamParsa)
+	}
+	return po, nil
+}
+
 // ParsaFile runs Parsa on the dataset in the file at path without loading
 // it: see the comment at the top of ooc.go for the passes. opt is as for
 // Parsa, with one thread; incremental runs (InitFrom), Parsa's refinement
@@ -131,21 +154,13 @@ type FileResult struct {
 // each pass to opt.Phase, and the ParsaStats and OutOfCoreStats under
 // "parsa" and "out_of_core" to opt.Report.
 func ParsaFile(path string, opt Options, oc OutOfCore) (res *FileResult, err error) {
-	if err := opt.Parsa.Validate(); err != nil {
+	po, err := fileParsaOptions(opt, "out-of-core parsa")
+	if err != nil {
 		return nil, err
 	}
-	po := opt.Parsa.withDefaults()
 	switch {
-	case opt.K < 1:
-		return nil, fmt.Errorf("machines = %d: want at least 1", opt.K)
-	case po.InitFrom != nil:
-		return nil, errors.New("out-of-core parsa: an incremental run (init-from) needs the graph in memory")
-	case po.Refine > 0:
-		return nil, errors.New("out-of-core parsa: parsa refinement needs the graph in memory")
 	case po.Threads > 1 || po.Tau != 0:
 		return nil, fmt.Errorf("out-of-core parsa: threads = %d, tau = %d: want one thread, τ = 0", po.Threads, po.Tau)
-	case opt.ParamAlgo != "" && opt.ParamAlgo != ParamParsa:
-		return nil, fmt.Errorf("out-of-core parsa: parameter assignment %q needs the graph in memory: want %s", opt.ParamAlgo, ParamParsa)
 	case oc.Memory < 0:
 		return nil, fmt.Errorf("memory cap = %d: want 0 (none) or a number of bytes", oc.Memory)
 	}

@@ -79,21 +79,13 @@ type FilePlan struct {
 // PlanParsa, with the limits of ParsaFile besides: refinement and the
 // minmax parameter assignment need the graph and are refused.
 func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, err error) {
-	if err := opt.Parsa.Validate(); err != nil {
+	po, err := fileParsaOptions(opt, "parsa of a file")
+	if err != nil {
 		return nil, err
 	}
-	po := opt.Parsa.withDefaults()
 	switch {
-	case opt.K < 1:
-		return nil, fmt.Errorf("machines = %d: want at least 1", opt.K)
-	case po.InitFrom != nil:
-		return nil, errors.New("parsa: a distributed run cannot start from a previous placement")
 	case po.Init == InitIndividual:
 		return nil, fmt.Errorf("parsa init = %q: a distributed run initialises globally or not at all (global or none)", string(po.Init))
-	case po.Refine > 0:
-		return nil, errors.New("parsa of a file: refinement needs the graph in memory")
-	case opt.ParamAlgo != "" && opt.ParamAlgo != ParamParsa:
-		return nil, fmt.Errorf("parsa of a file: parameter assignment %q needs the graph in memory: want %s", opt.ParamAlgo, ParamParsa)
 	case fo.MinBlocks < 0:
 		return nil, fmt.Errorf("min blocks = %d: want 0 (MinBlocks) or a positive count", fo.MinBlocks)
 	}
