@@ -59,8 +59,9 @@ type FileRanges struct {
 	Sum func(vals []float64) ([]float64, error)
 }
 
-// sumChunk is the most values a sum of id sets carries at once.
-const sumChunk = 1 << 20
+// sumChunk is the most values a sum of id sets carries at once (a
+// variable for tests).
+var sumChunk = 1 << 20
 
 // readRange is passes 1 and 2 for the range of the file fr gives this
 // process: it reads the range (graph.StreamRange), exchanges the
@@ -147,38 +148,22 @@ func (r *oocRun) exchange(fr *FileRanges) error {
 		return fmt.Errorf("%s: the sums hold id sets of %d and %d values for range %d, which has %d and %d: the processes do not sum alike",
 			r.path, int(head[fields*me+3]), int(head[fields*me+4]), me, len(pe), len(ne))
 	}
-	all := make([]float64, total)
-	mine := append(pe, ne...)
-	for c := 0; c < total; c += sumChunk {
-		part := make([]float64, min(sumChunk, total-c))
-		// This process's values that fall in [c, c+len(part)).
-		lo, hi := max(c, off), min(c+len(part), off+len(mine))
-		if lo < hi {
-			copy(part[lo-c:], mine[lo-off:hi-off])
-		}
-		got, err := fr.Sum(part)
-		if err != nil {
-			return fmt.Errorf("%s: the sum of the ranges' id sets: %w", r.path, err)
-		}
-		if len(got) != len(part) {
-			return fmt.Errorf("%s: the sum of the ranges' id sets has %d values, want %d", r.path, len(got), len(part))
-		}
-		copy(all[c:], got)
-	}
+	// The id sets arrive a chunk at a time and are merged as they come,
+	// so that no process holds every range's sets at once.
+	in := &sumStream{fr: fr, mine: append(pe, ne...), off: off, total: total}
 	params, nodes := &idIndex{}, &idIndex{}
-	rest := all
 	for q := range W {
-		if rest, err = decodeIDs(rest, params); err != nil {
+		if err = decodeIDs(in, params); err != nil {
 			return fmt.Errorf("%s: the parameter ids of range %d: %w", r.path, q, err)
 		}
 		if snap {
-			if rest, err = decodeIDs(rest, nodes); err != nil {
+			if err = decodeIDs(in, nodes); err != nil {
 				return fmt.Errorf("%s: the node ids of range %d: %w", r.path, q, err)
 			}
 		}
 	}
-	if len(rest) != 0 {
-		return fmt.Errorf("%s: %d values left over after the ranges' id sets", r.path, len(rest))
+	if left := in.left(); left != 0 {
+		return fmt.Errorf("%s: %d values left over after the ranges' id sets", r.path, left)
 	}
 	params.finish()
 	r.local = &rangeCounts{samples: r.n, edges: r.e}
@@ -351,47 +336,103 @@ func (x *idIndex) encode(dst []float64) []float64 {
 	return dst
 }
 
-// decodeIDs adds the ids that encode wrote at the start of src to x and
-// returns the rest of src.
-func decodeIDs(src []float64, x *idIndex) ([]float64, error) {
-	if len(src) < 2 {
-		return nil, fmt.Errorf("an id set of %d values: want at least 2", len(src))
+// sumStream is the sum of every range's id sets (FileRanges.Sum), read
+// in order a chunk of sumChunk values at a time: each process puts its
+// own values (mine, at off of total) in its part of each chunk and zeros
+// elsewhere, and every process sums the same chunks in the same order.
+// The chunk's sums are read before the next chunk is summed.
+type sumStream struct {
+	fr         *FileRanges
+	mine       []float64
+	off, total int
+	next       int       // the first value of the chunk after buf
+	buf, part  []float64 // the current chunk's sums; the part sent
+	at         int       // the next value of buf
+}
+
+// take returns the next value.
+func (s *sumStream) take() (float64, error) {
+	if s.at == len(s.buf) {
+		if err := s.fill(); err != nil {
+			return 0, err
+		}
 	}
-	kind, count := src[0], src[1]
-	if count < 0 || count != math.Trunc(count) || 2*count > float64(len(src)-2) {
-		return nil, fmt.Errorf("an id set of %g entries in %d values", count, len(src)-2)
+	v := s.buf[s.at]
+	s.at++
+	return v, nil
+}
+
+// left returns the number of values not taken yet.
+func (s *sumStream) left() int { return s.total - s.next + len(s.buf) - s.at }
+
+// fill sums the next chunk.
+func (s *sumStream) fill() error {
+	if s.next >= s.total {
+		return fmt.Errorf("the sum of the ranges' id sets ends after %d values", s.total)
 	}
-	c := int(count)
-	at := func(i int) (uint64, error) {
-		lo, hi := src[2+2*i], src[3+2*i]
+	c, n := s.next, min(sumChunk, s.total-s.next)
+	if cap(s.part) < n {
+		s.part = make([]float64, n)
+	}
+	part := s.part[:n]
+	clear(part)
+	// This process's values that fall in [c, c+n).
+	if lo, hi := max(c, s.off), min(c+n, s.off+len(s.mine)); lo < hi {
+		copy(part[lo-c:], s.mine[lo-s.off:hi-s.off])
+	}
+	got, err := s.fr.Sum(part)
+	if err != nil {
+		return fmt.Errorf("the sum of the ranges' id sets: %w", err)
+	}
+	if len(got) != n {
+		return fmt.Errorf("the sum of the ranges' id sets has %d values, want %d", len(got), n)
+	}
+	s.next += n
+	s.buf, s.at = got, 0
+	return nil
+}
+
+// decodeIDs adds the ids of the next set that encode wrote in src to x.
+func decodeIDs(src *sumStream, x *idIndex) error {
+	if src.left() < 2 {
+		return fmt.Errorf("an id set of %d values: want at least 2", src.left())
+	}
+	kind, err := src.take()
+	if err != nil {
+		return err
+	}
+	count, err := src.take()
+	if err != nil {
+		return err
+	}
+	if count < 0 || count != math.Trunc(count) || 2*count > float64(src.left()) {
+		return fmt.Errorf("an id set of %g entries in %d values", count, src.left())
+	}
+	if kind != 0 && kind != 1 {
+		return fmt.Errorf("an id set of kind %g: want 0 (bitmap) or 1 (sorted ids)", kind)
+	}
+	for i := range int(count) {
+		lo, err := src.take()
+		if err != nil {
+			return err
+		}
+		hi, err := src.take()
+		if err != nil {
+			return err
+		}
 		if lo < 0 || hi < 0 || lo > math.MaxUint32 || hi > math.MaxUint32 || lo != math.Trunc(lo) || hi != math.Trunc(hi) {
-			return 0, fmt.Errorf("entry %d: halves %g and %g are not 32-bit numbers", i, lo, hi)
+			return fmt.Errorf("entry %d: halves %g and %g are not 32-bit numbers", i, lo, hi)
 		}
-		return uint64(hi)<<32 | uint64(lo), nil
+		v := uint64(hi)<<32 | uint64(lo)
+		if kind == 1 {
+			x.add(v)
+			continue
+		}
+		for w := v; w != 0; w &= w - 1 {
+			x.add(uint64(i)*64 + uint64(bits.TrailingZeros64(w)))
+		}
 	}
-	switch kind {
-	case 0:
-		for i := range c {
-			w, err := at(i)
-			if err != nil {
-				return nil, err
-			}
-			for ; w != 0; w &= w - 1 {
-				x.add(uint64(i)*64 + uint64(bits.TrailingZeros64(w)))
-			}
-		}
-	case 1:
-		for i := range c {
-			id, err := at(i)
-			if err != nil {
-				return nil, err
-			}
-			x.add(id)
-		}
-	default:
-		return nil, fmt.Errorf("an id set of kind %g: want 0 (bitmap) or 1 (sorted ids)", kind)
-	}
-	return src[2+2*c:], nil
+	return nil
 }
 
 // scatterRanges is pass 3 (scatter) for a file read by ranges,

@@ -114,8 +114,9 @@ func planByRanges(t *testing.T, path string, opt Options, load graph.LoadOptions
 // as a process that parses the whole file, and process 0 the same
 // Repair, Summary and WriteDir output, byte for byte; over libsvm with
 // blank and comment lines and a last line without a newline, SNAP, a file
-// of fewer lines than processes, for W = 1..4, and that a compressed file
-// is read whole.
+// of fewer lines than processes, for W = 1..4 (and W = 3 with the id
+// sets summed in chunks of 5 values), and that a compressed file is read
+// whole.
 func TestPlanByRangesIsPlanOfTheWholeFile(t *testing.T) {
 	pg, err := graph.PowerLaw(graph.DefaultPowerLaw(1500, 4))
 	if err != nil {
@@ -200,7 +201,14 @@ func TestPlanByRangesIsPlanOfTheWholeFile(t *testing.T) {
 			if err := whole.WriteDir(wantDir, p, wantSum); err != nil {
 				t.Fatal(err)
 			}
-			for W := 1; W <= 4; W++ {
+			// The last run sums the id sets in chunks of 5 values, which
+			// cut the sets and their entries anywhere.
+			for _, run := range []struct{ W, chunk int }{{1, 0}, {2, 0}, {3, 0}, {4, 0}, {3, 5}} {
+				W := run.W
+				if run.chunk > 0 {
+					defer func(c int) { sumChunk = c }(sumChunk)
+					sumChunk = run.chunk
+				}
 				plans, calls := planByRanges(t, c.path, opt, c.load, W)
 				for _, fp := range plans {
 					defer fp.Close()
