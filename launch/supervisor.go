@@ -498,12 +498,23 @@ type Failure struct {
 
 // Error names the first process that failed, why, and the last three
 // lines of its standard error, then the others: "machine 1 failed: exit
-// status 1: … (then machine 0: <its last line>; scheduler killed)".
+// status 1: … (then machine 0: <its last line>; scheduler killed)". A
+// line that only repeats an error already told (a node passing on the
+// failure of another, whose message ends its own) is left out, and a
+// later process that failed with it is said to have failed "the same".
 func (f *Failure) Error() string {
 	first := f.Procs[0]
 	msg := fmt.Sprintf("%s failed: %v", first.Name(), first.err)
-	if t := lastLines(first.Stderr(), 3); t != "" {
-		msg += ": " + t
+	var kept []string
+	told := msg
+	for _, l := range tailLines(first.Stderr(), 3) {
+		if !repeats(told, l) {
+			kept = append(kept, l)
+			told += " " + l
+		}
+	}
+	if len(kept) > 0 {
+		msg += ": " + strings.Join(kept, " | ")
 	}
 	var others []string
 	for _, p := range f.Procs[1:] {
@@ -512,8 +523,11 @@ func (f *Failure) Error() string {
 			continue
 		}
 		line := lastLines(p.Stderr(), 1)
-		if line == "" {
+		switch {
+		case line == "":
 			line = p.err.Error()
+		case repeats(msg, line):
+			line = "the same"
 		}
 		others = append(others, p.Name()+": "+line)
 	}
@@ -523,17 +537,34 @@ func (f *Failure) Error() string {
 	return msg
 }
 
+// repeatTail is how much of a line's end must already have been told for
+// the line to repeat it.
+const repeatTail = 60
+
+// repeats reports whether line ends with an error already in told: its
+// last repeatTail bytes are there.
+func repeats(told, line string) bool {
+	return len(line) > repeatTail && strings.Contains(told, line[len(line)-repeatTail:])
+}
+
+// tailLines returns the last n lines of s.
+func tailLines(s string, n int) []string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
 // Unwrap returns the first process's error.
 func (f *Failure) Unwrap() error { return f.Procs[0].err }
 
 // lastLines returns the last n lines of s, joined by " | ".
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
-}
+func lastLines(s string, n int) string { return strings.Join(tailLines(s, n), " | ") }
 
 // tail keeps the last max bytes written to it. A nil *tail keeps
 // nothing.

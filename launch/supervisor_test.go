@@ -526,3 +526,29 @@ func TestReplace(t *testing.T) {
 		gone(t, s)
 	}
 }
+
+// TestFailureLeavesOutRepeats: a node that passes on another's failure
+// ends its line with that failure's message; the error tells it once.
+func TestFailureLeavesOutRepeats(t *testing.T) {
+	cause := "distparsa: worker 0: memory cap 40.0 MiB is below the 59.8 MiB a machine of this run needs"
+	proc := func(name, stderr string, err error) *Proc {
+		p := &Proc{spec: Spec{Name: name}, stderr: newTail(1 << 10), err: err}
+		p.stderr.Write([]byte(stderr))
+		return p
+	}
+	f := &Failure{Procs: []*Proc{
+		proc("scheduler", "starting\nscheduler: worker 0 failed: "+cause+"\ncolo node: job failed: worker 0 failed: "+cause+"\n", errors.New("exit status 1")),
+		proc("machine 0", "colo node: worker 0 failed: "+cause+"\n", errors.New("exit status 1")),
+		proc("machine 1", "colo node: lost the scheduler\n", errors.New("exit status 1")),
+	}}
+	want := "scheduler failed: exit status 1: starting | scheduler: worker 0 failed: " + cause +
+		" (then machine 0: the same; machine 1: colo node: lost the scheduler)"
+	if got := f.Error(); got != want {
+		t.Errorf("error %q\nwant  %q", got, want)
+	}
+	// Short lines are never taken for repeats.
+	f = &Failure{Procs: []*Proc{proc("machine 0", "boom\nboom\n", errors.New("exit status 2")), proc("machine 1", "boom\n", errors.New("exit status 2"))}}
+	if got, want := f.Error(), "machine 0 failed: exit status 2: boom | boom (then machine 1: boom)"; got != want {
+		t.Errorf("error %q\nwant  %q", got, want)
+	}
+}
