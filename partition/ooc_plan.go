@@ -53,6 +53,9 @@ type FilePlanOptions struct {
 	// file, whose byte offsets are not its lines', is read whole all the
 	// same (OutOfCoreStats.Read and Compressed say how it was read).
 	Ranges *FileRanges
+	// Machine, when set, is the machine this process is: the plan keeps
+	// to its memory cap (see Machine).
+	Machine *Machine
 }
 
 // FilePlan is a ParsaPlan drawn from a file without loading it: its
@@ -89,6 +92,11 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 	case fo.MinBlocks < 0:
 		return nil, fmt.Errorf("min blocks = %d: want 0 (MinBlocks) or a positive count", fo.MinBlocks)
 	}
+	if fo.Machine != nil {
+		if err := validMachine(fo.Machine); err != nil {
+			return nil, err
+		}
+	}
 	tmp, err := os.MkdirTemp(fo.TempDir, "colo-plan-")
 	if err != nil {
 		return nil, fmt.Errorf("parsa of a file: %w", err)
@@ -101,6 +109,10 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 	r := &oocRun{path: path, opt: opt, po: po, oc: OutOfCore{TempDir: fo.TempDir, Load: fo.Load}, tmp: tmp,
 		k: opt.K, w: MaskWords(opt.K), st: &OutOfCoreStats{Seconds: map[string]float64{}}}
 	r.baseRSS = rssField("VmRSS")
+	if fo.Machine != nil {
+		r.oc.Memory = fo.Machine.Memory
+		r.st.MemoryCap = fo.Machine.Memory
+	}
 	r.phase = time.Now()
 	ranged := false
 	if fo.Ranges != nil {
@@ -133,6 +145,16 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 		b = max(minb, int((r.st.Edges+DefaultBlockEdges-1)/DefaultBlockEdges))
 	}
 	b = max(1, min(b, n))
+	if mc := fo.Machine; mc != nil {
+		var need memNeed
+		if b, need, err = r.machinePlan(b, po.Blocks, mc); err != nil {
+			return nil, err
+		}
+		r.st.Needed, r.st.NeededParts = machineTotal(need), need.parts
+		if mc.Memory > 0 && r.st.Needed > mc.Memory {
+			return nil, r.machineError(mc.Memory, need, b)
+		}
+	}
 	r.st.Blocks = b
 	if fo.Keep != nil {
 		r.keep = func(j int) bool { return fo.Keep(j, b) }

@@ -20,7 +20,7 @@ type memoryFlags struct {
 
 func (m *memoryFlags) register(f *cmdFlags) {
 	f.StringVar(&m.memory, "memory", "auto", "parsa: partition out of core within `SIZE` (64MiB, 2GB, ...), streaming the blocks\n"+
-		"from disk; auto: out of core only when the file would not fit in the available memory;\noff: always in memory")
+		"from disk; auto: out of core only when the file would not fit in the available memory;\noff: always in memory. With --processes: the cap of each machine (auto, off: none)")
 	f.StringVar(&m.spill, "spill-dir", "", "out of core and --processes: `DIR` for the temporary spill files (default: the system's temporary directory)")
 }
 
@@ -50,6 +50,23 @@ func (m *memoryFlags) cap(path, algo string) (cap int64, ok bool, err error) {
 		return 0, false, usageError("--memory %s: only --algo parsa runs out of core, not %s", m.memory, algo)
 	}
 	return c, true, nil
+}
+
+// machineCap returns the cap of each machine of colo partition
+// --processes: 0 (none) for auto and off.
+func (m *memoryFlags) machineCap() (int64, error) {
+	switch strings.ToLower(m.memory) {
+	case "", "auto", "off":
+		return 0, nil
+	}
+	c, err := partition.ParseBytes(m.memory)
+	if err != nil {
+		return 0, usageError("--memory: %v", err)
+	}
+	if c <= 0 {
+		return 0, usageError("--memory %s: want the cap of each machine, a positive size (512MiB, 2GB), auto or off (no cap)", m.memory)
+	}
+	return c, nil
 }
 
 // runPartitionFile is runPartition out of core: partition.ParsaFile, then

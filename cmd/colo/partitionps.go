@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -82,7 +81,11 @@ func (p *psFlags) job(f *cmdFlags, path string, n, m int, opt partition.Options,
 		}
 	}
 	po := opt.Parsa
-	return distparsa.Job{Data: abs, Format: string(lo.Format), IndexBase: lo.IndexBase, DropSelfLoops: lo.DropSelfLoops,
+	capBytes, err := mf.machineCap()
+	if err != nil {
+		return distparsa.Job{}, err
+	}
+	return distparsa.Job{Memory: capBytes, Data: abs, Format: string(lo.Format), IndexBase: lo.IndexBase, DropSelfLoops: lo.DropSelfLoops,
 		HashBits: lo.HashBits, K: opt.K, Seed: opt.Seed, ParamAlgo: opt.ParamAlgo, Blocks: po.Blocks, Init: string(po.Init),
 		GlobalFraction: po.GlobalFraction, GrowBy: string(po.GrowBy), Epsilon: po.Epsilon, Refine: po.Refine,
 		Config: cfg, Out: out, SpillDir: mf.spill, Keys: cfg.LayoutOf(n, m, opt.K).NumKeys()}, nil
@@ -94,11 +97,11 @@ func (p *psFlags) job(f *cmdFlags, path string, n, m int, opt partition.Options,
 // of the file (distparsa.Processes), or with --write-job written for
 // machines started by hand. This process never loads the graph.
 func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt partition.Options, df *dataFlags, mf *memoryFlags, j *jsonFlag) error {
-	if m := strings.ToLower(mf.memory); m != "" && m != "auto" && m != "off" {
-		return usageError("--processes, --memory %s: each machine reads its own blocks of FILE from spills, without a cap (--spill-dir)", mf.memory)
-	}
 	if opt.Parsa.Refine > 0 || (opt.ParamAlgo != "" && opt.ParamAlgo != partition.ParamParsa) {
 		return usageError("--processes: --parsa-refine and --param-algo %s need the graph in memory, which no machine loads (--ps-workers W loads it)", opt.ParamAlgo)
+	}
+	if _, err := mf.machineCap(); err != nil {
+		return err
 	}
 	lo, err := df.options()
 	if err != nil {

@@ -42,6 +42,7 @@ func TestPartitionProcesses(t *testing.T) {
 	run("p1", "--processes", "1")
 	run("p2", "--processes", "2")
 	run("i2", "--ps-workers", "2")
+	run("m2", "--processes", "2", "--memory", "4GiB")
 	same := func(a, b string) {
 		t.Helper()
 		for _, f := range []string{placement.DataPartFile, placement.ParamPartFile} {
@@ -60,6 +61,17 @@ func TestPartitionProcesses(t *testing.T) {
 	}
 	same("seq", "p1")
 	same("p2", "i2")
+	same("p2", "m2")
+	// A cap below what a machine needs: every machine says so, and the
+	// error says it once.
+	args := []string{"partition", "-k", "5", "--processes", "2", "--memory", "2MiB", data, "-o", filepath.Join(dir, "small")}
+	out, err := exec.Command(coloBin, args...).CombinedOutput()
+	if err == nil || strings.Count(string(out), "a machine of this run needs") != 1 || !strings.Contains(string(out), "memory cap 2.0 MiB is below the") {
+		t.Errorf("%v: %v: want one error saying what a machine needs:\n%s", args, err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "small")); err == nil {
+		t.Errorf("a failed job wrote its output directory")
+	}
 	// The summary is the command's, with machine 0's statistics and the
 	// report of every machine's reading of the file.
 	b, err := os.ReadFile(filepath.Join(dir, "p2", placement.SummaryFile))
@@ -147,7 +159,7 @@ func TestPartitionProcessesUsage(t *testing.T) {
 		{[]string{"node", "--role", "machine", "--job", "parsa", "--scheduler", "127.0.0.1:1"}, "--job parsa needs --job-file"},
 		{[]string{"partition", "-k", "2", "--processes", "2", "--algo", "random", "x.svm", "-o", t.TempDir()}, "run parsa, not random"},
 		{[]string{"partition", "-k", "2", "--processes", "2", "--ps-workers", "2", "x.svm", "-o", t.TempDir()}, "one or the other"},
-		{[]string{"partition", "-k", "2", "--processes", "2", "--memory", "1GB", "x.svm", "-o", t.TempDir()}, "without a cap"},
+		{[]string{"partition", "-k", "2", "--processes", "2", "--memory", "lots", "x.svm", "-o", t.TempDir()}, `--memory: size "lots"`},
 		{[]string{"partition", "-k", "2", "--processes", "2", "--parsa-refine", "1", "x.svm", "-o", t.TempDir()}, "need the graph in memory"},
 		{[]string{"partition", "-k", "2", "--processes", "2", "--param-algo", "minmax", "x.svm", "-o", t.TempDir()}, "need the graph in memory"},
 	} {

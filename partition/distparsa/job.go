@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"colo/graph"
 	"colo/partition"
@@ -58,6 +59,11 @@ type Job struct {
 	// which cannot be split by byte offsets, every machine parses the
 	// whole file, and so does the one machine of a job of one.
 	SharedSpill bool `json:"shared_spill,omitempty"`
+	// Memory caps each machine's process in bytes (0: no cap): the
+	// machines plan the blocks to keep under it, keep the Go runtime
+	// under it, and fail, saying how much they need, when it is too
+	// small (partition.Machine).
+	Memory int64 `json:"memory,omitempty"`
 	// Keys is the size of the key space, Layout.NumKeys of the graph: the
 	// scheduler's (colo node --role scheduler --job parsa reads it here),
 	// checked by every machine against the graph it loads.
@@ -87,6 +93,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("distparsa: job: k = %d: want at least 1", j.K)
 	case j.Keys < 1:
 		return fmt.Errorf("distparsa: job: keys = 0: want the key space of the graph (Layout.NumKeys)")
+	case j.Memory < 0:
+		return fmt.Errorf("distparsa: job: memory = %d: want 0 (no cap) or a number of bytes", j.Memory)
 	case j.SharedSpill && j.SpillDir == "":
 		return fmt.Errorf("distparsa: job: shared_spill without a spill_dir: want the directory, of this job alone, that every machine mounts")
 	}
@@ -149,10 +157,16 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 	}
 	rank, W := w.Rank(), job.Config.Workers
 	opt := job.Options()
+	defer partition.LimitMemory(job.Memory)()
 	fo := partition.FilePlanOptions{
 		Load: job.LoadOptions(), TempDir: job.SpillDir, MinBlocks: job.Config.minBlocks(),
 		Keep:   func(j, _ int) bool { return j%W == rank },
-		Global: rank == 0, Whole: rank == 0}
+		Global: rank == 0, Whole: rank == 0,
+		Machine: &partition.Machine{Memory: job.Memory, Workers: W, Rank: rank,
+			Sum: func(vals []float64) ([]float64, error) { return w.AllReduce(ctx, vals) },
+			Server: func(n, m int) (int64, int64) {
+				return job.Config.LayoutOf(n, m, opt.K).ServerBytes()
+			}}}
 	if job.SharedSpill && W > 1 {
 		fo.Ranges = &partition.FileRanges{Rank: rank, Count: W, Dir: job.SpillDir,
 			Sum: func(vals []float64) ([]float64, error) { return w.AllReduce(ctx, vals) }}
@@ -175,6 +189,8 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 	}
 	res.File = fp.FileStats()
 	if res.Placement != nil {
+		t0 := time.Now()
+		defer func() { res.WriteSeconds = time.Since(t0).Seconds() }()
 		s, err := fp.Summary(res.Placement, 0)
 		if err != nil {
 			return nil, fmt.Errorf("distparsa: worker 0: the cost of the placement: %w", err)

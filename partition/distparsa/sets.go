@@ -43,6 +43,17 @@ type Layout struct {
 // NumKeys returns the size of the key space.
 func (l Layout) NumKeys() uint64 { return uint64(l.params()) + uint64(l.packed(l.Params)) }
 
+// ServerBytes returns what one of the W servers holds of the key space,
+// its share of the keys' values and, under BSP, of the round's sums:
+// sets of the keys used from the start (the neighbour sets, the counts,
+// the data placement), params of the keys the parameter assignment adds
+// (the masks C_v, the sizes c_v and the parameters' machines).
+func (l Layout) ServerBytes() (sets, params int64) {
+	per := 2 * 4 * int64(l.Width()) / int64(max(1, l.Workers))
+	used := int64(l.used())
+	return per * used, per * (int64(l.NumKeys()) - used)
+}
+
 // Width returns the values per key: k.
 func (l Layout) Width() int { return l.K }
 

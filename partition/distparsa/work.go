@@ -108,12 +108,15 @@ type Result struct {
 	// them, RepairSeconds in gathering the placement and repairing it
 	// (worker 0; the others wait) and ParamSeconds in the parameter
 	// assignment.
-	Seconds        float64  `json:"seconds"`
-	BlockSeconds   float64  `json:"block_seconds"`
-	BarrierSeconds float64  `json:"barrier_seconds"`
-	RepairSeconds  float64  `json:"repair_seconds"`
-	ParamSeconds   float64  `json:"param_seconds"`
-	Sets           SetStats `json:"sets"`
+	Seconds        float64 `json:"seconds"`
+	BlockSeconds   float64 `json:"block_seconds"`
+	BarrierSeconds float64 `json:"barrier_seconds"`
+	RepairSeconds  float64 `json:"repair_seconds"`
+	ParamSeconds   float64 `json:"param_seconds"`
+	// WriteSeconds is worker 0's evaluation and writing of the
+	// placement after its work, when it read a file (RunNode).
+	WriteSeconds float64  `json:"write_seconds,omitempty"`
+	Sets         SetStats `json:"sets"`
 	// File is what the worker's reading of the data file cost (a run of
 	// RunNode): the passes' seconds, the spill bytes, the counts; PeakRSS
 	// is the process's peak resident memory at the end of the run (0
