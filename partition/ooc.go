@@ -235,6 +235,9 @@ type oocRun struct {
 	// local counts what a read by ranges read of its own range, until
 	// the range's rows are written (ooc_ranges.go).
 	local *rangeCounts
+	// evalBudget, when set, is the bytes of arrays that evaluating a
+	// placement and the random baseline may take (a machine's plan).
+	evalBudget int64
 }
 
 // spillBuf is the buffer of a spill read or written in sequence; blockBuf
@@ -1031,34 +1034,50 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 
 // baseline is placement.RandomBaseline from the rows: per seed, the same
 // draws (a machine per sample in order, then per parameter) and the cost
-// from the masks. A pass over the rows serves several seeds at once, their
-// masks of a parameter side by side (one cache line for all of them when
-// k ≤ 64), as many as fit in the memory the cap leaves (without a cap, in
-// that of the partition phase), on up to GOMAXPROCS goroutines.
+// from the masks, in as many bytes of arrays as the cap leaves (without
+// a cap, those of the partition phase); see evaluate.
 func (r *oocRun) baseline(need memNeed, keep int) (placement.Baseline, error) {
-	k, w, m := r.k, r.w, r.m
-	seeds := placement.BaselineSeeds
-	perSeed := 8 * int64(w) * int64(m)
 	budget := need.parts["partition"]
 	if r.oc.Memory > 0 {
 		free := int64(float64(r.oc.Memory-r.baseRSS-oocBuffers)/(1+oocSlack)) - need.parts["index"] - 4*int64(keep)
 		budget = max(budget, free)
 	}
-	// The fewest rounds of passes, then the fewest goroutines.
-	workers, fused, rounds := 1, 1, seeds+1
-	for g := 1; g <= min(runtime.GOMAXPROCS(0), seeds); g++ {
-		arrays := int(min(int64(seeds), max(0, (budget-4*int64(m)*int64(g))/max(1, perSeed))))
-		f := arrays / g
+	base, _, err := r.evaluate(budget, nil, 0)
+	return base, err
+}
+
+// evaluate scores placements from the rows: the random baseline
+// (placement.RandomBaseline's, per seed the same draws: a machine per
+// sample in order, then per parameter) and, when p is set, p with the
+// memory bound theta, as placement.Evaluate does. A pass over the rows
+// serves several placements at once, their masks of a parameter side by
+// side (one cache line for all of them when k ≤ 64), as many as fit in
+// budget bytes of arrays, on up to GOMAXPROCS goroutines: the fewest
+// passes, then the most goroutines.
+func (r *oocRun) evaluate(budget int64, p *placement.Placement, theta int64) (placement.Baseline, *placement.Cost, error) {
+	k, w, m := r.k, r.w, r.m
+	seeds := placement.BaselineSeeds
+	// Job 0 is p, jobs 1..seeds the seeds.
+	first := 1
+	if p != nil {
+		first = 0
+	}
+	jobs := seeds + 1 - first
+	perJob := 8 * int64(w) * int64(m)
+	workers, fused, rounds := 1, 1, jobs+1
+	for g := 1; g <= min(runtime.GOMAXPROCS(0), jobs); g++ {
+		arrays := int(min(int64(jobs), max(0, (budget-4*int64(m)*int64(g))/max(1, perJob))))
+		f := min(arrays/g, (jobs+g-1)/g)
 		if f == 0 {
 			break
 		}
-		groups := (seeds + f - 1) / f
-		if rd := (groups + g - 1) / g; rd < rounds {
+		groups := (jobs + f - 1) / f
+		if rd := (groups + g - 1) / g; rd <= rounds {
 			workers, fused, rounds = g, f, rd
 		}
 	}
 	var groups [][]int
-	for s := 1; s <= seeds; s += fused {
+	for s := first; s <= seeds; s += fused {
 		var g []int
 		for x := s; x < s+fused && x <= seeds; x++ {
 			g = append(g, x)
@@ -1067,7 +1086,7 @@ func (r *oocRun) baseline(need memNeed, keep int) (placement.Baseline, error) {
 	}
 	costs := make([]*placement.Cost, seeds+1)
 	errs := make([]error, workers)
-	jobs := make(chan []int)
+	work := make(chan []int)
 	var wg sync.WaitGroup
 	for t := 0; t < workers; t++ {
 		wg.Add(1)
@@ -1079,7 +1098,7 @@ func (r *oocRun) baseline(need memNeed, keep int) (placement.Baseline, error) {
 			for i := range samples {
 				samples[i] = make([]int64, k)
 			}
-			for g := range jobs {
+			for g := range work {
 				if errs[t] != nil {
 					continue
 				}
@@ -1087,15 +1106,22 @@ func (r *oocRun) baseline(need memNeed, keep int) (placement.Baseline, error) {
 				stride := f * w
 				rngs := make([]*rand.Rand, f)
 				for i, s := range g {
-					rngs[i] = placement.NewRand(uint64(s))
+					if s > 0 {
+						rngs[i] = placement.NewRand(uint64(s))
+					}
 					clear(samples[i])
 				}
 				clear(masks[:stride*m])
 				at := make([]int, f)
 				bit := make([]uint64, f)
-				errs[t] = r.eachRow(func(_ int, row []uint32) {
+				errs[t] = r.eachRow(func(u int, row []uint32) {
 					for i, rng := range rngs {
-						c := rng.IntN(k)
+						var c int
+						if rng == nil {
+							c = int(p.Data[u])
+						} else {
+							c = rng.IntN(k)
+						}
 						samples[i][c]++
 						at[i], bit[i] = i*w+c>>6, uint64(1)<<(c&63)
 					}
@@ -1107,6 +1133,10 @@ func (r *oocRun) baseline(need memNeed, keep int) (placement.Baseline, error) {
 					}
 				})
 				for i, rng := range rngs {
+					if rng == nil {
+						costs[0] = costFromStrided(masks[:stride*m], stride, i*w, p.Param, samples[i], k, theta)
+						continue
+					}
 					for v := range param {
 						param[v] = int32(rng.IntN(k))
 					}
@@ -1116,15 +1146,15 @@ func (r *oocRun) baseline(need memNeed, keep int) (placement.Baseline, error) {
 		}()
 	}
 	for _, g := range groups {
-		jobs <- g
+		work <- g
 	}
-	close(jobs)
+	close(work)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return placement.Baseline{}, err
+		return placement.Baseline{}, nil, err
 	}
 	// Summed in seed order, as RandomBaseline does, for the same bits.
-	return placement.MeanOf(costs[1:]), nil
+	return placement.MeanOf(costs[1:]), costs[0], nil
 }
 
 // WriteDir writes the placement to dir as placement.WriteDir does:

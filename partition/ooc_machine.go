@@ -5,6 +5,8 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
+
+	"colo/placement"
 )
 
 // The memory of a machine of a distributed run (FilePlanOptions.Machine):
@@ -95,6 +97,9 @@ func (r *oocRun) machineNeed(b int, mc *Machine, process int64) memNeed {
 		mg := distinct(eg)
 		global = blockBytes(ng, eg, mg, r.k, r.w, r.maxDeg) + msg(mg) + 12*ng + 4*eg
 	}
+	// Evaluating the placement with the random baseline's: the masks of
+	// each, in one pass over the rows, on two goroutines.
+	eval := int64(1+placement.BaselineSeeds)*8*w*m + 2*4*m
 	return memNeed{parts: map[string]int64{
 		"process": process,
 		"index":   idx,
@@ -104,10 +109,11 @@ func (r *oocRun) machineNeed(b int, mc *Machine, process int64) memNeed {
 		"block":   block,
 		"global":  global,
 		// Machine 0's end: the gathered partitions, the placement and
-		// its copy before the repair, the repair's and the random
-		// baseline's masks and counts; the summary and the placement
-		// are written after Alg. 2, whose keys the server still holds.
-		"end": serverParams + 16*n + (16*w+16)*m,
+		// its copy before the repair, then its evaluation with the
+		// random baseline's (evaluate), after Alg. 2, whose keys the
+		// server still holds.
+		"end":      serverParams + 16*n + 4*m + eval,
+		"evaluate": eval,
 		// Alg. 2: the server's keys of the masks C_v, every c_v, the
 		// order, the masks of a slice, a chunk of masks pushed.
 		"params": serverParams + 16*m + 16*w*m/W + msg(min(1<<16, m)),

@@ -151,6 +151,7 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 			return nil, err
 		}
 		r.st.Needed, r.st.NeededParts = machineTotal(need), need.parts
+		r.evalBudget = need.parts["evaluate"]
 		if mc.Memory > 0 && r.st.Needed > mc.Memory {
 			return nil, r.machineError(mc.Memory, need, b)
 		}
@@ -335,20 +336,6 @@ func (fp *FilePlan) checkWhole(p *placement.Placement, what string) error {
 	return nil
 }
 
-// masks returns the neighbour sets N(U_i) of data as masks, by a pass over
-// the rows.
-func (fp *FilePlan) masks(data []int32) ([]uint64, error) {
-	w := fp.r.w
-	masks := make([]uint64, fp.m*w)
-	err := fp.r.eachRow(func(u int, row []uint32) {
-		i := data[u]
-		for _, v := range row {
-			masks[int(v)*w+int(i)>>6] |= 1 << (i & 63)
-		}
-	})
-	return masks, err
-}
-
 // Repair is ParsaPlan.Repair from the spills: when p.Data misses the
 // bounds, it reads each sample's block and, in one pass over the rows,
 // the neighbour sets of p.Data and the rows of the latest samples, and
@@ -462,17 +449,22 @@ func (fp *FilePlan) Summary(p *placement.Placement, theta int64) (*placement.Sum
 	if err := fp.checkWhole(p, "summary"); err != nil {
 		return nil, err
 	}
-	masks, err := fp.masks(p.Data)
-	if err != nil {
-		return nil, err
+	for what, part := range map[string][]int32{"sample": p.Data, "parameter": p.Param} {
+		for x, i := range part {
+			if i < 0 || int(i) >= fp.opt.K {
+				return nil, fmt.Errorf("parsa of a file: summary: %s %d is on machine %d: want 0..%d", what, x, i, fp.opt.K-1)
+			}
+		}
 	}
-	counts := make([]int64, fp.opt.K)
-	for _, i := range p.Data {
-		counts[i]++
+	// The placement's cost and the random baseline from the same passes
+	// over the rows: within what a machine planned for its end, or
+	// otherwise as the out-of-core run does.
+	budget := fp.r.evalBudget
+	if budget == 0 {
+		need := fp.r.need(len(fp.blocks))
+		budget = need.parts["partition"]
 	}
-	cost := costFromMasks(masks, p.Param, counts, fp.opt.K, theta)
-	masks = nil
-	base, err := fp.r.baseline(fp.r.need(len(fp.blocks)), fp.m)
+	base, cost, err := fp.r.evaluate(budget, p, theta)
 	if err != nil {
 		return nil, err
 	}
