@@ -845,7 +845,7 @@ func (r *oocRun) order(b int, rng shuffler) (pos []uint32, inGlobal []uint64, bl
 	// the shuffled order with each block sorted (planJobs), marked in a
 	// bitmap over positions.
 	if r.po.Init == InitGlobal && n > 0 {
-		size := max(1, int(math.Ceil(r.po.GlobalFraction*float64(n))))
+		size := globalSize(r.po, n, r.st.Edges)
 		sigma := make([]uint32, n)
 		for i := range sigma {
 			sigma[i] = uint32(i)

@@ -91,9 +91,8 @@ func (r *oocRun) machineNeed(b int, mc *Machine, process int64) memNeed {
 	block := blockBytes(nb, eb, mb, r.k, r.w, r.maxDeg) + msg(mb) + 12*nb + 4*eb
 	var global int64
 	if r.po.Init == InitGlobal {
-		f := r.po.GlobalFraction
-		ng := min(n, int64(math.Ceil(f*float64(n)))+1)
-		eg := min(e, int64(math.Ceil(1.1*f*float64(e)))+int64(r.maxDeg))
+		ng := min(n, int64(globalSize(r.po, r.n, e))+1)
+		eg := min(e, int64(math.Ceil(1.1*float64(ng)/float64(max(1, n))*float64(e)))+int64(r.maxDeg))
 		mg := distinct(eg)
 		global = blockBytes(ng, eg, mg, r.k, r.w, r.maxDeg) + msg(mg) + 12*ng + 4*eg
 	}

@@ -73,9 +73,9 @@ func (r *oocRun) need(b int) memNeed {
 	eb := int64(math.Ceil(1.1*float64(e)/float64(b))) + int64(r.maxDeg)
 	if r.po.Init == InitGlobal {
 		shuffle += 4*n + n/8
-		f := r.po.GlobalFraction
-		nb = max(nb, int64(math.Ceil(f*float64(n)))+1)
-		eb = max(eb, int64(math.Ceil(1.1*f*float64(e)))+int64(r.maxDeg))
+		ng := int64(globalSize(r.po, r.n, e))
+		nb = max(nb, ng+1)
+		eb = max(eb, int64(math.Ceil(1.1*float64(ng)/float64(max(1, n))*float64(e)))+int64(r.maxDeg))
 	}
 	nb, eb = min(nb, n), min(eb, e)
 	block := blockBytes(nb, eb, min(eb, m), r.k, r.w, r.maxDeg)

@@ -76,7 +76,9 @@ type ParsaOptions struct {
 	// InitIndividual; 0 means b.
 	InitBlocks int
 	// GlobalFraction is the fraction of the samples that InitGlobal
-	// partitions first, in (0, 1]; 0 means DefaultGlobalFraction.
+	// partitions first, in (0, 1]; 0 means DefaultGlobalFraction, but no
+	// more samples than hold about DefaultBlockEdges edges, a block's
+	// worth (on graphs of more than 10M edges, less than 10%).
 	GlobalFraction float64
 	// Threads is the number of goroutines that partition blocks (seed 001
 	// §4.3); 0 means 1.
@@ -124,22 +126,23 @@ const (
 // DefaultInit is the initialisation used when ParsaOptions.Init is empty.
 const DefaultInit = InitIndividual
 
-// DefaultGlobalFraction is the sample fraction InitGlobal uses by default.
+// DefaultGlobalFraction is the sample fraction InitGlobal uses by
+// default, on graphs of at most 10·DefaultBlockEdges edges.
 const DefaultGlobalFraction = 0.1
 
 // DefaultParsaOptions returns the default settings: automatic blocks,
 // individual initialisation over all blocks, one thread, τ = Threads − 1,
 // samples balanced exactly (ε = 0.05 applies to GrowParams only), the
-// global initialisation over DefaultGlobalFraction of the samples, no
-// refinement, in-memory neighbour sets (NewSets nil).
+// global initialisation over DefaultGlobalFraction of the samples (at
+// most a block's worth: see GlobalFraction), no refinement, in-memory
+// neighbour sets (NewSets nil).
 //
 // A run fills the zero fields of its options from these (see
 // ParsaOptions), so that ParsaOptions{} and DefaultParsaOptions() differ
 // only in Tau and Epsilon, whose zero is a value: τ = 0 is the sequential
 // algorithm, ε = 0 a strict bound.
 func DefaultParsaOptions() ParsaOptions {
-	return ParsaOptions{Init: DefaultInit, Threads: 1, Tau: TauAuto, GrowBy: GrowSamples, Epsilon: 0.05,
-		GlobalFraction: DefaultGlobalFraction}
+	return ParsaOptions{Init: DefaultInit, Threads: 1, Tau: TauAuto, GrowBy: GrowSamples, Epsilon: 0.05}
 }
 
 // withDefaults returns o as a run uses it: its zero fields filled from
@@ -153,7 +156,6 @@ func (o ParsaOptions) withDefaults() ParsaOptions {
 	orDefault(&o.Blocks, d.Blocks)
 	orDefault(&o.Init, d.Init)
 	orDefault(&o.InitBlocks, d.InitBlocks)
-	orDefault(&o.GlobalFraction, d.GlobalFraction)
 	orDefault(&o.Threads, d.Threads)
 	orDefault(&o.GrowBy, d.GrowBy)
 	orDefault(&o.Refine, d.Refine)
@@ -306,7 +308,8 @@ func runParsa(g *graph.Graph, opt Options, gr growth) (*placement.Placement, *Pa
 	rng.Shuffle(len(todo), func(a, b int) { todo[a], todo[b] = todo[b], todo[a] })
 	st.Placed = len(todo)
 
-	b := blockCount(g, todo, po.Blocks)
+	e := todoEdges(g, todo)
+	b := blockCount(e, len(todo), po.Blocks)
 	blocks := make([][]uint32, b)
 	for j := range blocks {
 		blocks[j] = todo[j*len(todo)/b : (j+1)*len(todo)/b]
@@ -315,7 +318,7 @@ func runParsa(g *graph.Graph, opt Options, gr growth) (*placement.Placement, *Pa
 	}
 	st.Blocks = b
 
-	jobs, globalSample := planJobs(po, blocks, todo, rng, st)
+	jobs, globalSample := planJobs(po, blocks, todo, e, rng, st)
 	total := int64(len(globalSample))
 	for _, j := range jobs {
 		total += int64(len(j.samples))
@@ -382,26 +385,48 @@ func keepPrevious(g *graph.Graph, initFrom func(n, k int) ([]int32, error), p *p
 // blockCount returns the number of blocks b to cut the samples todo into:
 // want, or when want is 0 max(MinBlocks, ⌈|E(todo)| / DefaultBlockEdges⌉),
 // in either case within 1..len(todo) (1 when todo is empty).
-func blockCount(g *graph.Graph, todo []uint32, want int) int {
+func blockCount(edges int64, n, want int) int {
 	b := want
 	if b == 0 {
-		var e int64
-		for _, u := range todo {
-			e += int64(g.SampleDegree(int(u)))
-		}
-		b = max(MinBlocks, int((e+DefaultBlockEdges-1)/DefaultBlockEdges))
+		b = max(MinBlocks, int((edges+DefaultBlockEdges-1)/DefaultBlockEdges))
 	}
-	return max(1, min(b, len(todo)))
+	return max(1, min(b, n))
+}
+
+// todoEdges returns the edges of the samples todo.
+func todoEdges(g *graph.Graph, todo []uint32) int64 {
+	var e int64
+	for _, u := range todo {
+		e += int64(g.SampleDegree(int(u)))
+	}
+	return e
+}
+
+// globalSize returns the number of samples that InitGlobal partitions
+// first, of n to place over edges edges: ⌈GlobalFraction·n⌉, and by
+// default (0) DefaultGlobalFraction of them but no more than a block's
+// worth of edges (DefaultBlockEdges): seed 001's "small part" of the
+// graph (§4.4), which one worker partitions while the others wait.
+func globalSize(po ParsaOptions, n int, edges int64) int {
+	f := po.GlobalFraction
+	if f == 0 {
+		f = DefaultGlobalFraction
+		if edges > 0 {
+			f = min(f, float64(DefaultBlockEdges)/float64(edges))
+		}
+	}
+	return max(1, int(math.Ceil(f*float64(n))))
 }
 
 // planJobs returns the jobs of a run over the blocks, in order, and the
 // sample of the global initialisation (nil: none). With InitIndividual the
 // first a = po.InitBlocks (0: b) jobs are initialisation jobs over blocks
-// 0..a−1, cyclically; with InitGlobal a random ⌈GlobalFraction·|todo|⌉ of
-// todo, drawn from rng, is partitioned first, outside the jobs. Neither
+// 0..a−1, cyclically; with InitGlobal a random globalSize of todo (whose
+// samples have edges edges), drawn from rng, is partitioned first,
+// outside the jobs. Neither
 // runs when the run is incremental or has nothing to place. It records the
 // initialisation's size in st.
-func planJobs(po ParsaOptions, blocks [][]uint32, todo []uint32, rng *rand.Rand, st *ParsaStats) ([]job, []uint32) {
+func planJobs(po ParsaOptions, blocks [][]uint32, todo []uint32, edges int64, rng *rand.Rand, st *ParsaStats) ([]job, []uint32) {
 	var jobs []job
 	var globalSample []uint32
 	b := len(blocks)
@@ -417,7 +442,7 @@ func planJobs(po ParsaOptions, blocks [][]uint32, todo []uint32, rng *rand.Rand,
 			jobs = append(jobs, job{samples: blocks[j%b], init: true})
 		}
 	case po.Init == InitGlobal:
-		size := max(1, int(math.Ceil(po.GlobalFraction*float64(len(todo)))))
+		size := globalSize(po, len(todo), edges)
 		globalSample = slices.Clone(todo)
 		rng.Shuffle(len(globalSample), func(a, b int) {
 			globalSample[a], globalSample[b] = globalSample[b], globalSample[a]

@@ -77,14 +77,15 @@ func PlanParsa(g *graph.Graph, opt Options) (*ParsaPlan, error) {
 	}
 	rng.Shuffle(len(todo), func(a, b int) { todo[a], todo[b] = todo[b], todo[a] })
 	st.Placed = n
-	b := blockCount(g, todo, po.Blocks)
+	e := todoEdges(g, todo)
+	b := blockCount(e, n, po.Blocks)
 	blocks := make([][]uint32, b)
 	for j := range blocks {
 		blocks[j] = todo[j*len(todo)/b : (j+1)*len(todo)/b]
 		slices.Sort(blocks[j])
 	}
 	st.Blocks = b
-	_, global := planJobs(po, blocks, todo, rng, &st)
+	_, global := planJobs(po, blocks, todo, e, rng, &st)
 	lo, hi := sizeBounds(make([]int64, k), n, po)
 	parsaGrowth().bound(lo, hi, n, rng)
 	return &ParsaPlan{Options: po, Blocks: blocks, Global: global, Lo: lo, Hi: hi,

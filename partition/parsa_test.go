@@ -293,3 +293,27 @@ func TestParsaRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGlobalSize checks the size of the global initialisation's sample:
+// the fraction asked for, and by default 10% of the samples but no more
+// than hold about a block's edges.
+func TestGlobalSize(t *testing.T) {
+	for _, c := range []struct {
+		f     float64
+		n     int
+		edges int64
+		want  int
+	}{
+		{0, 1000, 5_000_000, 100}, // 10% hold 500k edges: under a block
+		{0, 1000, 10 * DefaultBlockEdges, 100},
+		{0, 1000, 50_000_000, 21}, // ⌈1000·2^20/5·10^7⌉
+		{0, 1000, 0, 100},
+		{0, 3, 1 << 40, 1},           // at least one sample
+		{0.3, 1000, 50_000_000, 300}, // asked for: kept
+		{1, 7, 50_000_000, 7},
+	} {
+		if got := globalSize(ParsaOptions{GlobalFraction: c.f}, c.n, c.edges); got != c.want {
+			t.Errorf("fraction %g of %d samples over %d edges: %d, want %d", c.f, c.n, c.edges, got, c.want)
+		}
+	}
+}

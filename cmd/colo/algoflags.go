@@ -21,7 +21,8 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 	f.Var(&enumFlag[partition.InitMode]{p: &po.Init, values: []partition.InitMode{partition.InitNone, partition.InitIndividual, partition.InitGlobal}},
 		"init", "parsa: initialisation of the neighbour sets: none, individual (partition the first a blocks and keep only their\nneighbour sets) or global (partition a sample first)")
 	f.IntVar(&po.InitBlocks, "init-blocks", po.InitBlocks, "parsa: blocks a partitioned by --init individual (0: all b)")
-	f.Float64Var(&po.GlobalFraction, "init-fraction", po.GlobalFraction, "parsa: fraction of the samples partitioned by --init global")
+	f.Float64Var(&po.GlobalFraction, "init-fraction", po.GlobalFraction, fmt.Sprintf("parsa: fraction of the samples partitioned by --init global (0: %g%%, but no more than about %dM edges' worth, a block's)",
+		100*partition.DefaultGlobalFraction, partition.DefaultBlockEdges>>20))
 	f.Func("init-from", "parsa: incremental: keep the placement in `DIR` (a colo partition output for the first samples of FILE)\nand place only the samples after them, starting from its neighbour sets", func(dir string) error {
 		if dir == "" {
 			return fmt.Errorf("want a placement directory")
