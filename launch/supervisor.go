@@ -537,6 +537,9 @@ func (f *Failure) Error() string {
 	return msg
 }
 
+// Unwrap returns the first process's error.
+func (f *Failure) Unwrap() error { return f.Procs[0].err }
+
 // repeatTail is how much of a line's end must already have been told for
 // the line to repeat it.
 const repeatTail = 60
@@ -559,9 +562,6 @@ func tailLines(s string, n int) []string {
 	}
 	return lines
 }
-
-// Unwrap returns the first process's error.
-func (f *Failure) Unwrap() error { return f.Procs[0].err }
 
 // lastLines returns the last n lines of s, joined by " | ".
 func lastLines(s string, n int) string { return strings.Join(tailLines(s, n), " | ") }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -170,14 +169,9 @@ func ParsaFile(path string, opt Options, oc OutOfCore) (res *FileResult, err err
 	}
 	r := &oocRun{path: path, opt: opt, po: po, oc: oc, tmp: tmp, k: opt.K, w: MaskWords(opt.K),
 		st: &OutOfCoreStats{MemoryCap: oc.Memory, Seconds: map[string]float64{}}}
-	// What the process holds outside the Go runtime's memory (the
-	// program's code, mostly) counts against the cap but not against the
-	// runtime's limit.
 	r.baseRSS = rssField("VmRSS")
 	if oc.Memory > 0 {
-		outside := max(0, r.baseRSS-goMapped())
-		old := debug.SetMemoryLimit(max(1<<20, oc.Memory-outside-oocMargin))
-		defer debug.SetMemoryLimit(old)
+		defer limitMemory(oc.Memory, oocMargin)()
 	}
 	defer func() {
 		if err != nil {

@@ -46,8 +46,9 @@ type Machine struct {
 // array, reused from the pull to the push; the frames and the servers'
 // copies of a push that they hold until the round completes are each a
 // share of it, for a short time. Measured: machine 0 of a W = 2 run of
-// 100M edges needed about 1.1 of them, with the global block's.
-const msgCopies = 1.25
+// 100M edges needed about 1.1 of them, with the global block's, and of
+// a W = 4 run more (it went 2% over a cap with 1.25).
+const msgCopies = 1.5
 
 // machineNeed returns what a machine of a distributed run over b blocks
 // needs. Every machine plans for machine 0, which needs the most (the
@@ -96,9 +97,6 @@ func (r *oocRun) machineNeed(b int, mc *Machine, process int64) memNeed {
 		mg := distinct(eg)
 		global = blockBytes(ng, eg, mg, r.k, r.w, r.maxDeg) + msg(mg) + 12*ng + 4*eg
 	}
-	// Evaluating the placement with the random baseline's: the masks of
-	// each, in one pass over the rows, on two goroutines.
-	eval := int64(1+placement.BaselineSeeds)*8*w*m + 2*4*m
 	return memNeed{parts: map[string]int64{
 		"process": process,
 		"index":   idx,
@@ -107,12 +105,16 @@ func (r *oocRun) machineNeed(b int, mc *Machine, process int64) memNeed {
 		"own":     int64(math.Ceil(1.1 * 8 * float64(n) / float64(W))),
 		"block":   block,
 		"global":  global,
-		// Machine 0's end: the gathered partitions, the placement and
-		// its copy before the repair, then its evaluation with the
-		// random baseline's (evaluate), after Alg. 2, whose keys the
-		// server still holds.
-		"end":      serverParams + 16*n + 4*m + eval,
-		"evaluate": eval,
+		// Machine 0's end of the blocks: the gathered partitions, the
+		// placement and its copy before the repair, the repair's masks.
+		"end": 16*n + 4*m + 8*w*m,
+		// Machine 0's evaluation of the placement with the random
+		// baseline's, after Alg. 2, whose keys the server still holds,
+		// and after the masks and the samples' partitions are dropped:
+		// the placement and at least one mask and one goroutine's
+		// parameters, a pass each (more when the cap leaves room:
+		// machineEvalBudget).
+		"evaluate": serverParams + 4*n + 4*m + leastEval(m, w),
 		// Alg. 2: the server's keys of the masks C_v, every c_v, the
 		// order, the masks of a slice, a chunk of masks pushed.
 		"params": serverParams + 16*m + 16*w*m/W + msg(min(1<<16, m)),
@@ -130,16 +132,43 @@ func machineTotal(n memNeed) int64 {
 // machineBase is machineTotal without the room for the limit.
 func machineBase(n memNeed) int64 {
 	p := n.parts
-	top := max(p["block"], p["global"], p["end"], p["params"])
+	top := max(p["block"], p["global"], p["end"], p["params"], p["evaluate"]-p["masks"]-p["own"])
 	arrays := p["index"] + p["server"] + p["masks"] + p["own"] + top
 	return p["process"] + oocBuffers + arrays + int64(oocSlack*float64(arrays))
+}
+
+// leastEval is the least that evaluating a placement with the random
+// baseline's takes (oocRun.evaluate): one mask and one goroutine's
+// parameters, a pass over the rows per placement.
+func leastEval(m, w int64) int64 { return 8*w*m + 4*m }
+
+// machineEvalBudget returns the bytes of arrays that machine 0's
+// evaluation of the placement and the random baseline may take
+// (oocRun.evaluate): with a cap, what the cap leaves beside the rest of
+// the evaluation phase (at least leastEval), and at most the masks of
+// all the placements and two goroutines' parameters, one pass on two
+// cores.
+func (r *oocRun) machineEvalBudget(n memNeed, capBytes int64) int64 {
+	m, w := int64(r.m), int64(r.w)
+	least := leastEval(m, w)
+	most := int64(1+placement.BaselineSeeds)*8*w*m + 2*4*m
+	if capBytes <= 0 {
+		return most
+	}
+	// What the evaluation holds besides its arrays, as machineBase
+	// counts it, and the room the plan leaves for the limit.
+	p := n.parts
+	arrays := p["index"] + p["server"] + p["evaluate"] - least
+	held := p["process"] + oocBuffers + arrays + int64(oocSlack*float64(arrays)) + limitMargin(machineBase(n))
+	room := max(0, capBytes-held)
+	return min(most, max(least, int64(float64(room)/(1+oocSlack))))
 }
 
 // limitMargin is the room that LimitMemory leaves below a cap: the
 // runtime's limit is soft, and overshoots by a few percent when the live
 // arrays come close to it, and code and threads first used during the
 // run are outside it.
-func limitMargin(cap int64) int64 { return max(oocMargin, cap/16) }
+func limitMargin(cap int64) int64 { return max(oocMargin, cap/12) }
 
 // machinePlan returns the number of blocks of a distributed run under
 // mc's cap, starting from b: b doubled (smaller blocks) while the need is
@@ -190,8 +219,16 @@ func LimitMemory(cap int64) (restore func()) {
 	if cap <= 0 {
 		return func() {}
 	}
+	return limitMemory(cap, limitMargin(cap))
+}
+
+// limitMemory sets the Go runtime's memory limit to cap less margin and
+// less what the process holds outside the runtime (the program's code,
+// mostly, which counts against the cap but not against the limit), and
+// returns the function that restores the limit before.
+func limitMemory(cap, margin int64) (restore func()) {
 	outside := max(0, rssField("VmRSS")-goMapped())
-	old := debug.SetMemoryLimit(max(1<<20, cap-outside-limitMargin(cap)))
+	old := debug.SetMemoryLimit(max(1<<20, cap-outside-margin))
 	return func() { debug.SetMemoryLimit(old) }
 }
 

@@ -131,10 +131,11 @@ func (e *MemoryError) Error() string {
 		return fmt.Sprintf("memory cap %s is below the %s a machine of this run needs with %d blocks (%d samples, %d parameters, %d edges): "+
 			"the process before the run %s, the id index %s, its server's share of the keys %s, the masks of its samples' parameters %s, "+
 			"its samples' partitions %s, and the largest of: a block %s (more blocks make it smaller), the global initialisation's block %s "+
-			"(a smaller --init-fraction makes it smaller), machine 0's gathering and writing of the placement %s, the parameter assignment %s; "+
+			"(a smaller --init-fraction makes it smaller), machine 0's gathering of the placement %s, the parameter assignment %s, "+
+			"machine 0's evaluation of the placement %s (without the masks and the partitions); "+
 			"plus %s of buffers, %.0f%% of the arrays for the garbage collector and %s of room below the cap for the runtime's soft limit",
 			f(e.Cap), f(e.Need), e.Blocks, e.Samples, e.Params, e.Edges, f(e.Parts["process"]), f(e.Parts["index"]), f(e.Parts["server"]),
-			f(e.Parts["masks"]), f(e.Parts["own"]), f(e.Parts["block"]), f(e.Parts["global"]), f(e.Parts["end"]), f(e.Parts["params"]),
+			f(e.Parts["masks"]), f(e.Parts["own"]), f(e.Parts["block"]), f(e.Parts["global"]), f(e.Parts["end"]), f(e.Parts["params"]), f(e.Parts["evaluate"]),
 			f(oocBuffers), 100*oocSlack, f(e.Parts["margin"]))
 	}
 	_, planned := e.Parts["sets"]

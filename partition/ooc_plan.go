@@ -151,7 +151,7 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 			return nil, err
 		}
 		r.st.Needed, r.st.NeededParts = machineTotal(need), need.parts
-		r.evalBudget = need.parts["evaluate"]
+		r.evalBudget = r.machineEvalBudget(need, mc.Memory)
 		if mc.Memory > 0 && r.st.Needed > mc.Memory {
 			return nil, r.machineError(mc.Memory, need, b)
 		}

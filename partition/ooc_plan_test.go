@@ -131,8 +131,9 @@ func TestPlanParsaFileIsPlanParsa(t *testing.T) {
 // TestFilePlanFinish checks what worker 0 does with the whole plan of a
 // file against the same in memory: Repair moves the same samples as
 // ParsaPlan.Repair from an unbalanced placement, Summary reports
-// placement.NewSummary's cost and baseline, and WriteDir writes the files
-// of placement.WriteDir byte for byte.
+// placement.NewSummary's cost and baseline (with or without a memory
+// bound θ, whatever memory its passes over the rows may take), and
+// WriteDir writes the files of placement.WriteDir byte for byte.
 func TestFilePlanFinish(t *testing.T) {
 	g, err := graph.PowerLaw(graph.DefaultPowerLaw(1500, 9))
 	if err != nil {
@@ -215,6 +216,23 @@ func TestFilePlanFinish(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameCost(t, ws, gs)
+		// Evaluated a placement a pass, or all at once on two
+		// goroutines, and with a memory bound: the same summary.
+		for _, budget := range []int64{leastEval(int64(fp.m), int64(MaskWords(k))), 1 << 30} {
+			fp.r.evalBudget = budget
+			for _, theta := range []int64{0, 40} {
+				ws, err := placement.NewSummary(lg, want, theta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gs, err := fp.Summary(got, theta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameCost(t, ws, gs)
+			}
+		}
+		fp.r.evalBudget = 0
 		mem, file := filepath.Join(t.TempDir(), "mem"), filepath.Join(t.TempDir(), "file")
 		if err := placement.WriteDir(mem, lg, want, ws); err != nil {
 			t.Fatal(err)
