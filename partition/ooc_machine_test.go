@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"sync"
@@ -23,11 +22,7 @@ func TestMachinePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var svm bytes.Buffer
-	if err := graph.WriteLibSVM(&svm, pg); err != nil {
-		t.Fatal(err)
-	}
-	path := writeFile(t, "pl.svm", svm.Bytes(), false)
+	path := writeLibSVMFile(t, pg, false)
 	opt := Options{K: 8, Seed: 3, Parsa: ParsaOptions{Init: InitGlobal, GlobalFraction: 0.02}}
 	server := func(n, m int) (int64, int64) { return int64(64 * (m + n/8)), int64(64 * m) }
 	const W = 3

@@ -350,8 +350,16 @@ type sumStream struct {
 	at         int       // the next value of buf
 }
 
-// take returns the next value.
-func (s *sumStream) take() (float64, error) {
+// take returns the next two values.
+func (s *sumStream) take() (a, b float64, err error) {
+	if a, err = s.one(); err == nil {
+		b, err = s.one()
+	}
+	return a, b, err
+}
+
+// one returns the next value.
+func (s *sumStream) one() (float64, error) {
 	if s.at == len(s.buf) {
 		if err := s.fill(); err != nil {
 			return 0, err
@@ -397,11 +405,7 @@ func decodeIDs(src *sumStream, x *idIndex) error {
 	if src.left() < 2 {
 		return fmt.Errorf("an id set of %d values: want at least 2", src.left())
 	}
-	kind, err := src.take()
-	if err != nil {
-		return err
-	}
-	count, err := src.take()
+	kind, count, err := src.take()
 	if err != nil {
 		return err
 	}
@@ -412,11 +416,7 @@ func decodeIDs(src *sumStream, x *idIndex) error {
 		return fmt.Errorf("an id set of kind %g: want 0 (bitmap) or 1 (sorted ids)", kind)
 	}
 	for i := range int(count) {
-		lo, err := src.take()
-		if err != nil {
-			return err
-		}
-		hi, err := src.take()
+		lo, hi, err := src.take()
 		if err != nil {
 			return err
 		}
