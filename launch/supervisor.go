@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -499,19 +500,18 @@ type Failure struct {
 // Error names the first process that failed, why, and the last three
 // lines of its standard error, then the others: "machine 1 failed: exit
 // status 1: … (then machine 0: <its last line>; scheduler killed)". A
-// line that only repeats an error already told (a node passing on the
-// failure of another, whose message ends its own) is left out, and a
-// later process that failed with it is said to have failed "the same".
+// line that ends by repeating an error already told (a node passing on
+// another's failure) keeps what comes before it and says "the same" for
+// the rest.
 func (f *Failure) Error() string {
 	first := f.Procs[0]
 	msg := fmt.Sprintf("%s failed: %v", first.Name(), first.err)
 	var kept []string
 	told := msg
 	for _, l := range tailLines(first.Stderr(), 3) {
-		if !repeats(told, l) {
-			kept = append(kept, l)
-			told += " " + l
-		}
+		l = sameAs(told, l)
+		kept = append(kept, l)
+		told += " " + l
 	}
 	if len(kept) > 0 {
 		msg += ": " + strings.Join(kept, " | ")
@@ -522,12 +522,9 @@ func (f *Failure) Error() string {
 			others = append(others, p.Name()+" killed")
 			continue
 		}
-		line := lastLines(p.Stderr(), 1)
-		switch {
-		case line == "":
+		line := sameAs(msg, lastLines(p.Stderr(), 1))
+		if line == "" {
 			line = p.err.Error()
-		case repeats(msg, line):
-			line = "the same"
 		}
 		others = append(others, p.Name()+": "+line)
 	}
@@ -544,10 +541,21 @@ func (f *Failure) Unwrap() error { return f.Procs[0].err }
 // the line to repeat it.
 const repeatTail = 60
 
-// repeats reports whether line ends with an error already in told: its
-// last repeatTail bytes are there.
-func repeats(told, line string) bool {
-	return len(line) > repeatTail && strings.Contains(told, line[len(line)-repeatTail:])
+// sameAs returns line with its longest end that told already holds, if
+// that is repeatTail bytes or more, replaced by "the same": cut after the
+// first ": " in it, so that what the line adds (who passed the error on,
+// and about whom) stays.
+func sameAs(told, line string) string {
+	if len(line) < repeatTail || !strings.Contains(told, line[len(line)-repeatTail:]) {
+		return line
+	}
+	// The ends of line that told holds are those from some i on: find
+	// the smallest.
+	i := sort.Search(len(line)-repeatTail, func(i int) bool { return strings.Contains(told, line[i:]) })
+	if j := strings.Index(line[i:], ": "); j >= 0 && len(line)-(i+j+2) >= repeatTail {
+		i += j + 2
+	}
+	return line[:i] + "the same"
 }
 
 // tailLines returns the last n lines of s.

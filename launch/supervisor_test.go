@@ -527,10 +527,11 @@ func TestReplace(t *testing.T) {
 	}
 }
 
-// TestFailureLeavesOutRepeats: a node that passes on another's failure
-// ends its line with that failure's message; the error tells it once.
-func TestFailureLeavesOutRepeats(t *testing.T) {
-	cause := "distparsa: worker 0: memory cap 40.0 MiB is below the 59.8 MiB a machine of this run needs"
+// TestFailureSaysRepeatsOnce: a node that passes on another's failure
+// ends its line with that failure's message; the error tells the message
+// once, and keeps who passed it on and about whom.
+func TestFailureSaysRepeatsOnce(t *testing.T) {
+	cause := "distparsa: memory cap 40.0 MiB is below the 59.8 MiB a machine of this run needs"
 	proc := func(name, stderr string, err error) *Proc {
 		p := &Proc{spec: Spec{Name: name}, stderr: newTail(1 << 10), err: err}
 		p.stderr.Write([]byte(stderr))
@@ -539,10 +540,12 @@ func TestFailureLeavesOutRepeats(t *testing.T) {
 	f := &Failure{Procs: []*Proc{
 		proc("scheduler", "starting\nscheduler: worker 0 failed: "+cause+"\ncolo node: job failed: worker 0 failed: "+cause+"\n", errors.New("exit status 1")),
 		proc("machine 0", "colo node: worker 0 failed: "+cause+"\n", errors.New("exit status 1")),
+		proc("machine 2", "colo node: worker 2 failed: "+cause+"\n", errors.New("exit status 1")),
 		proc("machine 1", "colo node: lost the scheduler\n", errors.New("exit status 1")),
 	}}
 	want := "scheduler failed: exit status 1: starting | scheduler: worker 0 failed: " + cause +
-		" (then machine 0: the same; machine 1: colo node: lost the scheduler)"
+		" | colo node: job failed: the same (then machine 0: colo node: the same; " +
+		"machine 2: colo node: worker 2 failed: the same; machine 1: colo node: lost the scheduler)"
 	if got := f.Error(); got != want {
 		t.Errorf("error %q\nwant  %q", got, want)
 	}

@@ -144,24 +144,26 @@ func leastEval(m, w int64) int64 { return 8*w*m + 4*m }
 
 // machineEvalBudget returns the bytes of arrays that machine 0's
 // evaluation of the placement and the random baseline may take
-// (oocRun.evaluate): with a cap, what the cap leaves beside the rest of
-// the evaluation phase (at least leastEval), and at most the masks of
-// all the placements and two goroutines' parameters, one pass on two
-// cores.
+// (oocRun.evaluate), at least leastEval and at most the masks of all the
+// placements and two goroutines' parameters (one pass on two cores):
+// what the plan's largest phase leaves it, and with a cap what the cap
+// leaves besides, without one up to a quarter of the memory available.
 func (r *oocRun) machineEvalBudget(n memNeed, capBytes int64) int64 {
 	m, w := int64(r.m), int64(r.w)
 	least := leastEval(m, w)
 	most := int64(1+placement.BaselineSeeds)*8*w*m + 2*4*m
-	if capBytes <= 0 {
-		return most
-	}
-	// What the evaluation holds besides its arrays, as machineBase
-	// counts it, and the room the plan leaves for the limit.
+	// The evaluation holds, beside its arrays, evaluate − least; it
+	// drops the masks and the partitions, and the plan counts the
+	// largest phase on top of them.
 	p := n.parts
-	arrays := p["index"] + p["server"] + p["evaluate"] - least
-	held := p["process"] + oocBuffers + arrays + int64(oocSlack*float64(arrays)) + limitMargin(machineBase(n))
-	room := max(0, capBytes-held)
-	return min(most, max(least, int64(float64(room)/(1+oocSlack))))
+	top := max(p["block"], p["global"], p["end"], p["params"], p["evaluate"]-p["masks"]-p["own"])
+	avail := top + p["masks"] + p["own"] - (p["evaluate"] - least)
+	if capBytes > 0 {
+		avail += int64(float64(max(0, capBytes-machineTotal(n))) / (1 + oocSlack))
+	} else {
+		avail = max(avail, availableMemory()/4)
+	}
+	return min(most, max(least, avail))
 }
 
 // limitMargin is the room that LimitMemory leaves below a cap: the
@@ -208,13 +210,15 @@ func (r *oocRun) machinePlan(b, blocks int, mc *Machine) (int, memNeed, error) {
 
 // machineError is the error of a machine whose cap is below its need.
 func (r *oocRun) machineError(cap int64, need memNeed, b int) error {
-	return &MemoryError{Cap: cap, Need: machineTotal(need), Parts: need.parts, Samples: r.n, Params: r.m, Edges: r.st.Edges, Blocks: b}
+	return &MemoryError{Cap: cap, Need: machineTotal(need), Parts: need.parts, Samples: r.n, Params: r.m, Edges: r.st.Edges,
+		Blocks: b, FixedBlocks: r.po.Blocks > 0}
 }
 
 // LimitMemory makes the Go runtime keep this process under cap bytes
 // (0: no limit), leaving room for what the process holds outside the
-// runtime (its code) and for the runtime's overshoot, as an out-of-core
-// run does, and returns the function that restores the limit before.
+// runtime (its code) and limitMargin for the runtime's overshoot, and
+// returns the function that restores the limit before. The limit is the
+// process's: one machine to a process.
 func LimitMemory(cap int64) (restore func()) {
 	if cap <= 0 {
 		return func() {}

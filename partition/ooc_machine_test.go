@@ -86,8 +86,20 @@ func TestMachinePlan(t *testing.T) {
 	for r, err := range errs {
 		var me *MemoryError
 		if !errors.As(err, &me) || me.Cap != 1<<20 || me.Need <= me.Cap || me.Blocks < b0 ||
-			!strings.Contains(err.Error(), "a machine of this run needs") || !strings.Contains(err.Error(), "server's share of the keys") {
+			!strings.Contains(err.Error(), "a machine of this run needs") || !strings.Contains(err.Error(), "server's share of the keys") ||
+			!strings.Contains(err.Error(), "more blocks make it smaller") || !strings.Contains(err.Error(), "--init-fraction") {
 			t.Fatalf("cap 1 MiB: machine %d: %v; want a *MemoryError saying what a machine needs", r, err)
+		}
+	}
+
+	// With the blocks given and no global initialisation, the error
+	// does not suggest either.
+	opt.Parsa = ParsaOptions{Init: InitNone, Blocks: 4}
+	_, errs = plan(1 << 20)
+	for r, err := range errs {
+		var me *MemoryError
+		if !errors.As(err, &me) || me.Blocks != 4 || strings.Contains(err.Error(), "more blocks") || strings.Contains(err.Error(), "--init-fraction") {
+			t.Fatalf("cap 1 MiB, 4 blocks given, no global initialisation: machine %d: %v", r, err)
 		}
 	}
 }

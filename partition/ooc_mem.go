@@ -121,23 +121,35 @@ type MemoryError struct {
 	Samples, Params int
 	Edges           int64
 	// Blocks is the number of blocks planned, for a machine of a
-	// distributed run (Machine); 0 otherwise.
-	Blocks int
+	// distributed run (Machine); 0 otherwise. FixedBlocks says the
+	// number was the caller's (Options.Parsa.Blocks), not the plan's.
+	Blocks      int
+	FixedBlocks bool
 }
 
 func (e *MemoryError) Error() string {
 	f := FormatBytes
 	if _, machine := e.Parts["server"]; machine {
+		block := fmt.Sprintf("a block %s", f(e.Parts["block"]))
+		if !e.FixedBlocks {
+			block += " (more blocks make it smaller)"
+		}
+		phases := []string{block}
+		if g := e.Parts["global"]; g > 0 {
+			phases = append(phases, fmt.Sprintf("the global initialisation's block %s (a smaller --init-fraction makes it smaller)", f(g)))
+		}
+		phases = append(phases, fmt.Sprintf("machine 0's gathering of the placement %s", f(e.Parts["end"])),
+			fmt.Sprintf("the parameter assignment %s", f(e.Parts["params"])),
+			fmt.Sprintf("machine 0's evaluation of the placement %s (without the masks and the partitions)", f(e.Parts["evaluate"])))
 		return fmt.Sprintf("memory cap %s is below the %s a machine of this run needs with %d blocks (%d samples, %d parameters, %d edges): "+
 			"the process before the run %s, the id index %s, its server's share of the keys %s, the masks of its samples' parameters %s, "+
-			"its samples' partitions %s, and the largest of: a block %s (more blocks make it smaller), the global initialisation's block %s "+
-			"(a smaller --init-fraction makes it smaller), machine 0's gathering of the placement %s, the parameter assignment %s, "+
-			"machine 0's evaluation of the placement %s (without the masks and the partitions); "+
+			"its samples' partitions %s, and the largest of: %s; "+
 			"plus %s of buffers, %.0f%% of the arrays for the garbage collector and %s of room below the cap for the runtime's soft limit",
 			f(e.Cap), f(e.Need), e.Blocks, e.Samples, e.Params, e.Edges, f(e.Parts["process"]), f(e.Parts["index"]), f(e.Parts["server"]),
-			f(e.Parts["masks"]), f(e.Parts["own"]), f(e.Parts["block"]), f(e.Parts["global"]), f(e.Parts["end"]), f(e.Parts["params"]), f(e.Parts["evaluate"]),
+			f(e.Parts["masks"]), f(e.Parts["own"]), strings.Join(phases, ", "),
 			f(oocBuffers), 100*oocSlack, f(e.Parts["margin"]))
 	}
+
 	_, planned := e.Parts["sets"]
 	rows, sorting := e.Parts["rows"]
 	switch {

@@ -441,10 +441,10 @@ func (fp *FilePlan) blockLists() ([][]uint32, error) {
 }
 
 // Summary returns the cost of p against the random baseline, as
-// placement.NewSummary does for the loaded graph: the cost from the
-// masks C_v (a pass over the rows), the baseline by passes over the rows
-// (as ParsaFile computes it). The caller fills in the algorithm, seed,
-// time and details. It needs the whole plan.
+// placement.NewSummary does for the loaded graph: both from the masks
+// C_v of p and of the baseline's placements, built in the same passes
+// over the rows (oocRun.evaluate). The caller fills in the algorithm,
+// seed, time and details. It needs the whole plan.
 func (fp *FilePlan) Summary(p *placement.Placement, theta int64) (*placement.Summary, error) {
 	if err := fp.checkWhole(p, "summary"); err != nil {
 		return nil, err

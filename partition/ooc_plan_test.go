@@ -3,6 +3,7 @@ package partition
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -216,9 +217,12 @@ func TestFilePlanFinish(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameCost(t, ws, gs)
-		// Evaluated a placement a pass, or all at once on two
-		// goroutines, and with a memory bound: the same summary.
-		for _, budget := range []int64{leastEval(int64(fp.m), int64(MaskWords(k))), 1 << 30} {
+		// Evaluated a placement a pass, three at once on one goroutine,
+		// or all at once on two, and with a memory bound: the same
+		// summary.
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+		least := leastEval(int64(fp.m), int64(MaskWords(k)))
+		for _, budget := range []int64{least, least + 2*8*int64(MaskWords(k)*fp.m), 1 << 30} {
 			fp.r.evalBudget = budget
 			for _, theta := range []int64{0, 40} {
 				ws, err := placement.NewSummary(lg, want, theta)

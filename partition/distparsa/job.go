@@ -165,7 +165,7 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 		Machine: &partition.Machine{Memory: job.Memory, Workers: W, Rank: rank,
 			Sum: func(vals []float64) ([]float64, error) { return w.AllReduce(ctx, vals) },
 			Server: func(n, m int) (int64, int64) {
-				return job.Config.LayoutOf(n, m, opt.K).ServerBytes()
+				return job.Config.LayoutOf(n, m, opt.K).ServerBytes(job.Config.Tau == 0)
 			}}}
 	if job.SharedSpill && W > 1 {
 		fo.Ranges = &partition.FileRanges{Rank: rank, Count: W, Dir: job.SpillDir,

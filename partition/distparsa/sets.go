@@ -43,15 +43,21 @@ type Layout struct {
 // NumKeys returns the size of the key space.
 func (l Layout) NumKeys() uint64 { return uint64(l.params()) + uint64(l.packed(l.Params)) }
 
-// ServerBytes returns what one of the W servers holds of the key space,
-// its share of the keys' values and, under BSP, of the round's sums:
-// sets of the keys used from the start (the neighbour sets, the counts,
-// the data placement), params of the keys the parameter assignment adds
-// (the masks C_v, the sizes c_v and the parameters' machines).
-func (l Layout) ServerBytes() (sets, params int64) {
-	per := 2 * 4 * int64(l.Width()) / int64(max(1, l.Workers))
+// ServerBytes returns what one of the W servers holds of the key space:
+// its share of the keys' values and, under BSP (bsp), of the round's
+// sums, as many again; sets of the keys used from the start (the
+// neighbour sets, the counts, the data placement), params of the keys
+// the parameter assignment adds (the masks C_v, the sizes c_v and the
+// parameters' machines).
+func (l Layout) ServerBytes(bsp bool) (sets, params int64) {
+	per := 4 * int64(l.Width())
+	if bsp {
+		per *= 2
+	}
+	W := int64(max(1, l.Workers))
+	share := func(keys int64) int64 { return (per*keys + W - 1) / W }
 	used := int64(l.used())
-	return per * used, per * (int64(l.NumKeys()) - used)
+	return share(used), share(int64(l.NumKeys()) - used)
 }
 
 // Width returns the values per key: k.
