@@ -165,9 +165,13 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 			if len(r.File.Range) == 2 {
 				what = fmt.Sprintf("bytes %s..%s", commas(r.File.Range[0]), commas(r.File.Range[1]))
 			}
+			peak := partition.FormatBytes(r.PeakRSS)
+			if r.File.MemoryCap > 0 {
+				peak += fmt.Sprintf(" of a %s cap (estimated need %s)", partition.FormatBytes(r.File.MemoryCap), partition.FormatBytes(r.File.Needed))
+			}
 			fmt.Fprintf(e.out, "  machine %d: %d blocks, %s samples; parsed %s, read %.2f s, spilled %s, peak resident %s\n", r.Rank, r.Blocks,
 				commas(int64(r.Samples)), what, r.File.Seconds["read"]+r.File.Seconds["exchange"]+r.File.Seconds["rows"]+r.File.Seconds["blocks"],
-				partition.FormatBytes(r.File.SpillBytes), partition.FormatBytes(r.PeakRSS))
+				partition.FormatBytes(r.File.SpillBytes), peak)
 		}
 	}
 	fmt.Fprintln(e.out)

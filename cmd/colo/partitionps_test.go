@@ -42,7 +42,10 @@ func TestPartitionProcesses(t *testing.T) {
 	run("p1", "--processes", "1")
 	run("p2", "--processes", "2")
 	run("i2", "--ps-workers", "2")
-	run("m2", "--processes", "2", "--memory", "4GiB")
+	if out, err := exec.Command(coloBin, "partition", "-k", "5", "--seed", "3", "--init", "global", "--blocks", "6", data,
+		"-o", filepath.Join(dir, "m2"), "--processes", "2", "--memory", "4GiB").CombinedOutput(); err != nil || !strings.Contains(string(out), "of a 4.0 GiB cap (estimated need") {
+		t.Fatalf("--processes 2 --memory 4GiB: %v, want each machine's peak against its cap:\n%s", err, out)
+	}
 	same := func(a, b string) {
 		t.Helper()
 		for _, f := range []string{placement.DataPartFile, placement.ParamPartFile} {
