@@ -173,10 +173,10 @@ func TestPartitionProcessesUsage(t *testing.T) {
 	}
 }
 
-// TestPartitionJobByHand writes the job with --write-job and runs it as
-// on real machines, a scheduler and two colo node --job parsa machines
-// started by hand: machine 0 writes the placement that --processes 2
-// writes.
+// TestPartitionJobByHand writes the job with --write-job (with a memory
+// cap) and runs it as on real machines, a scheduler and two colo node
+// --job parsa machines started by hand: machine 0 writes the placement
+// that --processes 2 writes.
 func TestPartitionJobByHand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs processes")
@@ -189,8 +189,12 @@ func TestPartitionJobByHand(t *testing.T) {
 	job := filepath.Join(dir, "job.json")
 	byHand := filepath.Join(dir, "hand")
 	common := []string{"partition", "-k", "4", "--seed", "7", "--processes", "2", data}
-	if out, err := exec.Command(coloBin, append(common, "--write-job", job, "-o", byHand)...).CombinedOutput(); err != nil {
+	// The machines run under a cap that fits: the same placement.
+	if out, err := exec.Command(coloBin, append(common, "--memory", "2GiB", "--write-job", job, "-o", byHand)...).CombinedOutput(); err != nil {
 		t.Fatalf("--write-job: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(job); err != nil || !strings.Contains(string(b), `"memory": 2147483648`) {
+		t.Fatalf("the job file has no cap of 2 GiB (%v):\n%s", err, b)
 	}
 	if _, err := os.Stat(filepath.Join(byHand, placement.SummaryFile)); err == nil {
 		t.Fatal("--write-job ran the job")
