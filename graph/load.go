@@ -53,6 +53,18 @@ type LoadOptions struct {
 	// layout) refuses an index out of proportion to the file this way,
 	// before the rest is read and anything is sized by it.
 	SampleCheck func(samples int, values int64, maxIndex uint64) error
+	// Name, when set, is what errors call the file instead of its path:
+	// the name of the file that the one read stands in for (a copy of
+	// its content, decompressed), whose line numbers it has.
+	Name string
+}
+
+// nameOf returns what errors call the file at path.
+func (o LoadOptions) nameOf(path string) string {
+	if o.Name != "" {
+		return o.Name
+	}
+	return path
 }
 
 // DefaultLoadOptions returns options that detect everything.

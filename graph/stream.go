@@ -42,14 +42,15 @@ func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
 		return "", fmt.Errorf("load: %w", err)
 	}
 	defer f.Close()
-	r, format, closeFn, err := decode(f, path, opt)
+	name := opt.nameOf(path)
+	r, format, closeFn, err := decode(f, name, opt)
 	if err != nil {
 		return "", err
 	}
 	defer closeFn()
-	records, err := streamLines(newLineReader(r, path), path, format, opt, vis)
+	records, err := streamLines(newLineReader(r, name), name, format, opt, vis)
 	if err == nil && records == 0 {
-		err = emptyError(path)
+		err = emptyError(name)
 	}
 	return format, err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"colo/internal/decompress"
 )
@@ -111,17 +112,18 @@ func StreamRange(path string, opt LoadOptions, lr LineRange, vis Visitor) (Forma
 		return "", 0, fmt.Errorf("load: %w", err)
 	}
 	defer f.Close()
+	name := opt.nameOf(path)
 	head := make([]byte, headSize)
 	nh, err := io.ReadFull(f, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return "", 0, fmt.Errorf("%s: read: %w", path, err)
+		return "", 0, fmt.Errorf("%s: read: %w", name, err)
 	}
 	head = head[:nh]
 	if decompress.Compressed(head) {
-		return "", 0, fmt.Errorf("%s: %w", path, ErrCompressed)
+		return "", 0, fmt.Errorf("%s: %w", name, ErrCompressed)
 	}
 	// The format of the whole file, as Stream decides it.
-	_, format, closeFn, err := decode(bytes.NewReader(head), path, opt)
+	_, format, closeFn, err := decode(bytes.NewReader(head), name, opt)
 	if err != nil {
 		return "", 0, err
 	}
@@ -135,8 +137,8 @@ func StreamRange(path string, opt LoadOptions, lr LineRange, vis Visitor) (Forma
 		return max(before, 0)
 	}
 	sec := io.NewSectionReader(f, lr.Begin, lr.End-lr.Begin)
-	r := &lineReader{br: bufio.NewReaderSize(sec, bufSize), name: path, before: countBefore}
-	records, err := streamLines(r, path, format, opt, vis)
+	r := &lineReader{br: bufio.NewReaderSize(sec, bufSize), name: name, before: countBefore}
+	records, err := streamLines(r, name, format, opt, vis)
 	if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
 		pe.Line += countBefore()
 		if beforeErr != nil {
@@ -144,7 +146,7 @@ func StreamRange(path string, opt LoadOptions, lr LineRange, vis Visitor) (Forma
 		}
 	}
 	if n, _ := sec.Seek(0, io.SeekCurrent); err == nil && n != lr.End-lr.Begin {
-		return format, records, fmt.Errorf("%s: read %d bytes of the range [%d, %d): the file changed while it was read", path, n, lr.Begin, lr.End)
+		return format, records, fmt.Errorf("%s: read %d bytes of the range [%d, %d): the file changed while it was read", name, n, lr.Begin, lr.End)
 	}
 	return format, records, err
 }
@@ -167,3 +169,64 @@ func countLines(f *os.File, n int64) (int, error) {
 // EmptyError is the error of Stream for input without samples, for a
 // reader of ranges (StreamRange) that finds none in any range.
 func EmptyError(path string) error { return emptyError(path) }
+
+// Compressed reports whether the file at path is compressed (gzip, xz,
+// zstd or bzip2): content that Stream reads whole and SplitLines refuses.
+func Compressed(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("load: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 8)
+	nh, err := io.ReadFull(f, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return false, fmt.Errorf("%s: read: %w", path, err)
+	}
+	return decompress.Compressed(head[:nh]), nil
+}
+
+// Decompressed writes the content of the compressed file at path to a
+// new file in dir and returns that file's path, so that processes can
+// read it by ranges (SplitLines, StreamRange) with LoadOptions.Name set
+// to path: its lines are path's, with their numbers. A file that is not
+// compressed gives "" and nothing is written. A damaged or truncated
+// stream is an error, and the partial copy is removed.
+func Decompressed(path, dir string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("load: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 8)
+	nh, err := io.ReadFull(f, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return "", fmt.Errorf("%s: read: %w", path, err)
+	}
+	if !decompress.Compressed(head[:nh]) {
+		return "", nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	dr, err := decompress.NewReader(f)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if c, ok := dr.(io.Closer); ok {
+		defer c.Close()
+	}
+	out, err := os.CreateTemp(dir, filepath.Base(path)+"-*.plain")
+	if err != nil {
+		return "", fmt.Errorf("%s: decompress: %w", path, err)
+	}
+	_, err = io.Copy(out, dr)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return "", fmt.Errorf("%s: decompress to %s: %w", path, dir, err)
+	}
+	return out.Name(), nil
+}

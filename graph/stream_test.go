@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,5 +216,57 @@ func TestStreamRangeTruncated(t *testing.T) {
 	_, _, err = StreamRange(path, opt, lr, Visitor{})
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "changed") {
 		t.Errorf("error %v, want one naming %s and saying it changed", err, path)
+	}
+}
+
+// TestDecompressed checks the copy of a compressed file that processes
+// read by ranges: its content is the file's, a plain file gives none, a
+// truncated stream is an error that leaves no copy behind, and errors
+// read from the copy name the compressed file (LoadOptions.Name) with
+// the line numbers of both.
+func TestDecompressed(t *testing.T) {
+	text := "1 3:1 5:1\n-1 2:1 4:1\n1 1:1 9:x\n"
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte(text))
+	zw.Close()
+	gz := writeTemp(t, "d.svm.gz", z.Bytes())
+	dir := t.TempDir()
+	for path, want := range map[string]bool{gz: true, writeTemp(t, "d.svm", []byte(text)): false} {
+		if c, err := Compressed(path); err != nil || c != want {
+			t.Errorf("Compressed(%s) = %v, %v; want %v", path, c, err, want)
+		}
+	}
+	plain, err := Decompressed(gz, dir)
+	if err != nil || plain == "" || filepath.Dir(plain) != dir {
+		t.Fatalf("Decompressed = %q, %v", plain, err)
+	}
+	if got, err := os.ReadFile(plain); err != nil || string(got) != text {
+		t.Fatalf("the copy holds %q (%v), want %q", got, err, text)
+	}
+	if p, err := Decompressed(writeTemp(t, "p.svm", []byte(text)), dir); p != "" || err != nil {
+		t.Errorf("a plain file: %q, %v; want nothing", p, err)
+	}
+	cut := writeTemp(t, "cut.svm.gz", z.Bytes()[:z.Len()-6])
+	empty := t.TempDir()
+	if _, err := Decompressed(cut, empty); err == nil {
+		t.Error("a truncated gzip decompressed without an error")
+	}
+	if left, _ := os.ReadDir(empty); len(left) != 0 {
+		t.Errorf("a failed copy left %d files", len(left))
+	}
+	opt := DefaultLoadOptions()
+	opt.Name = gz
+	_, err = Stream(plain, opt, Visitor{Sample: func([]uint64) error { return nil }})
+	if pe, ok := errors.AsType[*ParseError](err); !ok || pe.Line != 3 || !strings.HasPrefix(err.Error(), gz+":3:") {
+		t.Errorf("Stream of the copy: %v; want an error at %s:3", err, gz)
+	}
+	lr, err := SplitLines(plain, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = StreamRange(plain, opt, lr, Visitor{Sample: func([]uint64) error { return nil }})
+	if !strings.HasPrefix(fmt.Sprint(err), gz+":3:") {
+		t.Errorf("StreamRange of the copy: %v; want an error at %s:3", err, gz)
 	}
 }

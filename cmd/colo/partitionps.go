@@ -25,7 +25,7 @@ type psFlags struct {
 }
 
 func (p *psFlags) register(f *cmdFlags) {
-	f.IntVar(&p.processes, "processes", 0, "parsa: partition on a parameter server of W colo node processes on loopback, each a server and a worker\nthat reads its own blocks of FILE (seed 001 Alg. 4; no process loads FILE whole: each parses its own range\nof FILE's lines into --spill-dir, or all of a compressed FILE); --tau is its delay in blocks (0 or auto: BSP, inf: asynchronous)")
+	f.IntVar(&p.processes, "processes", 0, "parsa: partition on a parameter server of W colo node processes on loopback, each a server and a worker\nthat reads its own blocks of FILE (seed 001 Alg. 4; no process loads FILE whole: each parses its own range\nof FILE's lines into --spill-dir, a compressed FILE decompressed there first); --tau is its delay in blocks (0 or auto: BSP, inf: asynchronous)")
 	f.IntVar(&p.inProcess, "ps-workers", 0, "parsa: as --processes, on a parameter server of W machines in this process")
 	f.StringVar(&p.write, "write-job", "", "parsa: with --processes W, write the job to FILE for colo node --job parsa on W machines\n(machine 0 writes the placement to -o DIR) and exit")
 }
@@ -107,9 +107,26 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	if err != nil {
 		return err
 	}
+	// The processes share this machine's disk: a compressed file is
+	// decompressed once, into a copy that they read by ranges, instead
+	// of by each of them whole.
+	countPath := path
+	if p.write == "" {
+		plain, err := decompressed(e, path, mf.spill)
+		if err != nil {
+			return err
+		}
+		if plain != "" {
+			defer os.RemoveAll(filepath.Dir(plain))
+			if lo.Name, err = filepath.Abs(path); err != nil {
+				return err
+			}
+			countPath = plain
+		}
+	}
 	count := startPhase(e, "count "+path, 1)
 	t0 := time.Now()
-	n, m, err := partition.CountFile(path, lo)
+	n, m, err := partition.CountFile(countPath, lo)
 	if err != nil {
 		count.abort()
 		return err
@@ -119,10 +136,11 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	if err := opt.Validate(n); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	job, err := p.job(f, path, n, m, opt, df, mf, out)
+	job, err := p.job(f, countPath, n, m, opt, df, mf, out)
 	if err != nil {
 		return err
 	}
+	job.DataName = lo.Name
 	if p.write != "" {
 		return p.writeJob(e, job)
 	}
@@ -176,6 +194,28 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	}
 	fmt.Fprintln(e.out)
 	return printCostTable(e.out, s)
+}
+
+// decompressed writes a compressed file's content to a directory of its
+// own in spill ("" for the system's temporary directory) and returns the
+// copy's path; "" for a file that is not compressed.
+func decompressed(e *env, path, spill string) (string, error) {
+	if c, err := graph.Compressed(path); err != nil || !c {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(spill, "colo-plain-")
+	if err != nil {
+		return "", err
+	}
+	ph := startPhase(e, "decompress "+path, 1)
+	plain, err := graph.Decompressed(path, dir)
+	if err != nil {
+		ph.abort()
+		os.RemoveAll(dir)
+		return "", err
+	}
+	ph.finish("a copy to read by ranges")
+	return plain, nil
 }
 
 // writeJob writes the job of --processes W to --write-job FILE, for

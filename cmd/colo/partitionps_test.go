@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -251,5 +252,73 @@ func TestPartitionJobByHand(t *testing.T) {
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s by hand differs from --processes 2", f)
 		}
+	}
+}
+
+// TestPartitionProcessesCompressed: a compressed file is decompressed
+// once, into a copy the machines read by ranges; the placement is the
+// one of the file uncompressed, the summary names the compressed file,
+// and so does the error of a malformed line, with its line number.
+func TestPartitionProcessesCompressed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "g.svm")
+	if out, err := exec.Command(coloBin, "gen", "powerlaw", "-n", "3000", "--seed", "4", "-o", data).CombinedOutput(); err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	plain, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := func(name string, b []byte) string {
+		var z bytes.Buffer
+		w := gzip.NewWriter(&z)
+		w.Write(b)
+		w.Close()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, z.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	zipped := gz("g.svm.gz", plain)
+	spill := t.TempDir()
+	run := func(file, out string) string {
+		t.Helper()
+		b, err := exec.Command(coloBin, "partition", "-k", "4", "--seed", "2", "--processes", "2", "--spill-dir", spill,
+			file, "-o", filepath.Join(dir, out)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", file, err, b)
+		}
+		return string(b)
+	}
+	run(data, "plain")
+	if out := run(zipped, "zipped"); !strings.Contains(out, "each machine parsed its own range") {
+		t.Errorf("the compressed file was not read by ranges:\n%s", out)
+	}
+	for _, f := range []string{placement.DataPartFile, placement.ParamPartFile} {
+		a, errA := os.ReadFile(filepath.Join(dir, "plain", f))
+		b, errB := os.ReadFile(filepath.Join(dir, "zipped", f))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between the file and its gzip (%v, %v)", f, errA, errB)
+		}
+	}
+	var sum struct {
+		Dataset string `json:"dataset"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "zipped", placement.SummaryFile)); err != nil || json.Unmarshal(b, &sum) != nil || sum.Dataset != zipped {
+		t.Errorf("summary names %q, want %s (%v)", sum.Dataset, zipped, err)
+	}
+	if left, _ := os.ReadDir(spill); len(left) != 0 {
+		t.Errorf("the spill directory keeps %d entries after the job", len(left))
+	}
+	lines := strings.Split(string(plain), "\n")
+	lines[1700] = "1 3:1 7:x"
+	bad := gz("bad.svm.gz", []byte(strings.Join(lines, "\n")))
+	b, err := exec.Command(coloBin, "partition", "-k", "4", "--processes", "2", bad, "-o", filepath.Join(dir, "bad")).CombinedOutput()
+	if err == nil || !strings.Contains(string(b), bad+":1701:") {
+		t.Errorf("a malformed line of a compressed file: %v, want its name and line 1701:\n%s", err, b)
 	}
 }

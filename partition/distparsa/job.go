@@ -27,6 +27,9 @@ type Job struct {
 	IndexBase     int    `json:"index_base"`
 	DropSelfLoops bool   `json:"drop_self_loops,omitempty"`
 	HashBits      int    `json:"hash_bits"`
+	// DataName, when set, is the file Data stands in for (Data is its
+	// content decompressed), which errors name with their lines.
+	DataName string `json:"data_name,omitempty"`
 	// K is the number of partitions, Seed the run's seed.
 	K    int    `json:"k"`
 	Seed uint64 `json:"seed"`
@@ -72,7 +75,8 @@ type Job struct {
 
 // LoadOptions returns the job's loader options.
 func (j Job) LoadOptions() graph.LoadOptions {
-	return graph.LoadOptions{Format: graph.Format(j.Format), IndexBase: j.IndexBase, DropSelfLoops: j.DropSelfLoops, HashBits: j.HashBits}
+	return graph.LoadOptions{Format: graph.Format(j.Format), IndexBase: j.IndexBase, DropSelfLoops: j.DropSelfLoops, HashBits: j.HashBits,
+		Name: j.DataName}
 }
 
 // Options returns the job's partition options.
