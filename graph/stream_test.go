@@ -25,11 +25,7 @@ func writeTemp(t *testing.T, name string, data []byte) string {
 // order with the ids Load keeps, sorted.
 func TestStreamLibSVM(t *testing.T) {
 	text := "1 5:1 2:0.5 9:1\n# comment\n-1 qid:3 2:1\n\n1\n0 7:2 1:1\n"
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write([]byte(text))
-	zw.Close()
-	for name, data := range map[string][]byte{"plain": []byte(text), "gzip": z.Bytes()} {
+	for name, data := range map[string][]byte{"plain": []byte(text), "gzip": gzipBytes(t, []byte(text))} {
 		t.Run(name, func(t *testing.T) {
 			path := writeTemp(t, "d.libsvm", data)
 			g, err := Load(path, DefaultLoadOptions())
@@ -226,11 +222,8 @@ func TestStreamRangeTruncated(t *testing.T) {
 // the line numbers of both.
 func TestDecompressed(t *testing.T) {
 	text := "1 3:1 5:1\n-1 2:1 4:1\n1 1:1 9:x\n"
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write([]byte(text))
-	zw.Close()
-	gz := writeTemp(t, "d.svm.gz", z.Bytes())
+	z := gzipBytes(t, []byte(text))
+	gz := writeTemp(t, "d.svm.gz", z)
 	dir := t.TempDir()
 	for path, want := range map[string]bool{gz: true, writeTemp(t, "d.svm", []byte(text)): false} {
 		if c, err := Compressed(path); err != nil || c != want {
@@ -247,7 +240,7 @@ func TestDecompressed(t *testing.T) {
 	if p, err := Decompressed(writeTemp(t, "p.svm", []byte(text)), dir); p != "" || err != nil {
 		t.Errorf("a plain file: %q, %v; want nothing", p, err)
 	}
-	cut := writeTemp(t, "cut.svm.gz", z.Bytes()[:z.Len()-6])
+	cut := writeTemp(t, "cut.svm.gz", z[:len(z)-6])
 	empty := t.TempDir()
 	if _, err := Decompressed(cut, empty); err == nil {
 		t.Error("a truncated gzip decompressed without an error")

@@ -28,10 +28,7 @@ func TestPartitionProcesses(t *testing.T) {
 		t.Skip("runs processes")
 	}
 	dir := t.TempDir()
-	data := filepath.Join(dir, "g.svm")
-	if out, err := exec.Command(coloBin, "gen", "powerlaw", "-n", "4000", "--seed", "5", "-o", data).CombinedOutput(); err != nil {
-		t.Fatalf("gen: %v\n%s", err, out)
-	}
+	data := genPowerLaw(t, dir, 4000, 5)
 	run := func(out string, extra ...string) {
 		t.Helper()
 		args := append([]string{"partition", "-k", "5", "--seed", "3", "--init", "global", "--blocks", "6", data, "-o", filepath.Join(dir, out)}, extra...)
@@ -115,10 +112,7 @@ func TestPartitionProcessesDeadWorker(t *testing.T) {
 		t.Skip("runs processes")
 	}
 	dir := t.TempDir()
-	data := filepath.Join(dir, "g.svm")
-	if out, err := exec.Command(coloBin, "gen", "powerlaw", "-n", "100000", "--seed", "5", "-o", data).CombinedOutput(); err != nil {
-		t.Fatalf("gen: %v\n%s", err, out)
-	}
+	data := genPowerLaw(t, dir, 100000, 5)
 	out := filepath.Join(dir, "out")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -183,10 +177,7 @@ func TestPartitionJobByHand(t *testing.T) {
 		t.Skip("runs processes")
 	}
 	dir := t.TempDir()
-	data := filepath.Join(dir, "g.svm")
-	if out, err := exec.Command(coloBin, "gen", "powerlaw", "-n", "3000", "--seed", "2", "-o", data).CombinedOutput(); err != nil {
-		t.Fatalf("gen: %v\n%s", err, out)
-	}
+	data := genPowerLaw(t, dir, 3000, 2)
 	job := filepath.Join(dir, "job.json")
 	byHand := filepath.Join(dir, "hand")
 	common := []string{"partition", "-k", "4", "--seed", "7", "--processes", "2", data}
@@ -264,10 +255,7 @@ func TestPartitionProcessesCompressed(t *testing.T) {
 		t.Skip("runs processes")
 	}
 	dir := t.TempDir()
-	data := filepath.Join(dir, "g.svm")
-	if out, err := exec.Command(coloBin, "gen", "powerlaw", "-n", "3000", "--seed", "4", "-o", data).CombinedOutput(); err != nil {
-		t.Fatalf("gen: %v\n%s", err, out)
-	}
+	data := genPowerLaw(t, dir, 3000, 4)
 	plain, err := os.ReadFile(data)
 	if err != nil {
 		t.Fatal(err)
@@ -321,4 +309,15 @@ func TestPartitionProcessesCompressed(t *testing.T) {
 	if err == nil || !strings.Contains(string(b), bad+":1701:") {
 		t.Errorf("a malformed line of a compressed file: %v, want its name and line 1701:\n%s", err, b)
 	}
+}
+
+// genPowerLaw writes colo gen powerlaw's graph of n samples for seed to
+// DIR/g.svm and returns its path.
+func genPowerLaw(t *testing.T, dir string, n, seed int) string {
+	t.Helper()
+	data := filepath.Join(dir, "g.svm")
+	if out, err := exec.Command(coloBin, "gen", "powerlaw", "-n", strconv.Itoa(n), "--seed", strconv.Itoa(seed), "-o", data).CombinedOutput(); err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	return data
 }
