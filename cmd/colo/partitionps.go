@@ -205,7 +205,7 @@ func decompressed(e *env, path, spill string) (string, error) {
 	}
 	dir, err := os.MkdirTemp(spill, "colo-plain-")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s is compressed: a copy to read by ranges needs a directory (--spill-dir): %w", path, err)
 	}
 	ph := startPhase(e, "decompress "+path, 1)
 	plain, err := graph.Decompressed(path, dir)
