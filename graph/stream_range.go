@@ -48,12 +48,9 @@ func SplitLines(path string, r, count int) (LineRange, error) {
 		return LineRange{}, fmt.Errorf("load: %w", err)
 	}
 	size := st.Size()
-	head := make([]byte, 8)
-	nh, err := io.ReadFull(f, head)
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return LineRange{}, fmt.Errorf("%s: read: %w", path, err)
-	}
-	if decompress.Compressed(head[:nh]) {
+	if c, err := compressedAt(f, path); err != nil {
+		return LineRange{}, err
+	} else if c {
 		return LineRange{}, fmt.Errorf("%s: %w", path, ErrCompressed)
 	}
 	start := func(q int) (int64, error) {
@@ -178,6 +175,12 @@ func Compressed(path string) (bool, error) {
 		return false, fmt.Errorf("load: %w", err)
 	}
 	defer f.Close()
+	return compressedAt(f, path)
+}
+
+// compressedAt reports whether f, the file at path, starts with a
+// compressed stream; it reads f's first bytes.
+func compressedAt(f *os.File, path string) (bool, error) {
 	head := make([]byte, 8)
 	nh, err := io.ReadFull(f, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
@@ -198,13 +201,8 @@ func Decompressed(path, dir string) (string, error) {
 		return "", fmt.Errorf("load: %w", err)
 	}
 	defer f.Close()
-	head := make([]byte, 8)
-	nh, err := io.ReadFull(f, head)
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return "", fmt.Errorf("%s: read: %w", path, err)
-	}
-	if !decompress.Compressed(head[:nh]) {
-		return "", nil
+	if c, err := compressedAt(f, path); err != nil || !c {
+		return "", err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)

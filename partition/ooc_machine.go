@@ -132,9 +132,15 @@ func machineTotal(n memNeed) int64 {
 // machineBase is machineTotal without the room for the limit.
 func machineBase(n memNeed) int64 {
 	p := n.parts
-	top := max(p["block"], p["global"], p["end"], p["params"], p["evaluate"]-p["masks"]-p["own"])
-	arrays := p["index"] + p["server"] + p["masks"] + p["own"] + top
+	arrays := p["index"] + p["server"] + p["masks"] + p["own"] + machineTop(n)
 	return p["process"] + oocBuffers + arrays + int64(oocSlack*float64(arrays))
+}
+
+// machineTop is the largest phase of n on top of what lives throughout:
+// the evaluation drops the masks and the samples' partitions.
+func machineTop(n memNeed) int64 {
+	p := n.parts
+	return max(p["block"], p["global"], p["end"], p["params"], p["evaluate"]-p["masks"]-p["own"])
 }
 
 // leastEval is the least that evaluating a placement with the random
@@ -156,8 +162,7 @@ func (r *oocRun) machineEvalBudget(n memNeed, capBytes int64) int64 {
 	// drops the masks and the partitions, and the plan counts the
 	// largest phase on top of them.
 	p := n.parts
-	top := max(p["block"], p["global"], p["end"], p["params"], p["evaluate"]-p["masks"]-p["own"])
-	avail := top + p["masks"] + p["own"] - (p["evaluate"] - least)
+	avail := machineTop(n) + p["masks"] + p["own"] - (p["evaluate"] - least)
 	if capBytes > 0 {
 		avail += int64(float64(max(0, capBytes-machineTotal(n))) / (1 + oocSlack))
 	} else {

@@ -112,12 +112,12 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	// of by each of them whole.
 	countPath := path
 	if p.write == "" {
-		plain, err := decompressed(e, path, mf.spill)
+		plain, remove, err := decompressed(e, path, mf.spill)
 		if err != nil {
 			return err
 		}
+		defer remove()
 		if plain != "" {
-			defer os.RemoveAll(filepath.Dir(plain))
 			if lo.Name, err = filepath.Abs(path); err != nil {
 				return err
 			}
@@ -196,26 +196,19 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	return printCostTable(e.out, s)
 }
 
-// decompressed writes a compressed file's content to a directory of its
-// own in spill ("" for the system's temporary directory) and returns the
-// copy's path; "" for a file that is not compressed.
-func decompressed(e *env, path, spill string) (string, error) {
+// decompressed is distparsa.PlainCopy behind a progress phase.
+func decompressed(e *env, path, spill string) (string, func(), error) {
 	if c, err := graph.Compressed(path); err != nil || !c {
-		return "", err
-	}
-	dir, err := os.MkdirTemp(spill, "colo-plain-")
-	if err != nil {
-		return "", fmt.Errorf("%s is compressed: a copy to read by ranges needs a directory (--spill-dir): %w", path, err)
+		return "", func() {}, err
 	}
 	ph := startPhase(e, "decompress "+path, 1)
-	plain, err := graph.Decompressed(path, dir)
+	plain, remove, err := distparsa.PlainCopy(path, spill)
 	if err != nil {
 		ph.abort()
-		os.RemoveAll(dir)
-		return "", err
+		return "", remove, err
 	}
 	ph.finish("a copy to read by ranges")
-	return plain, nil
+	return plain, remove, nil
 }
 
 // writeJob writes the job of --processes W to --write-job FILE, for

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"colo/graph"
 	"colo/launch"
 	"colo/partition"
 	"colo/placement"
@@ -109,6 +110,28 @@ func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 		rep.PerWorker = append(rep.PerWorker, *res)
 	}
 	return rep, nil
+}
+
+// PlainCopy returns, for a compressed data file at path, a copy of its
+// content in a directory of its own in spill ("" for the system's
+// temporary directory), which processes on this machine read by ranges
+// (set Job.DataName to path so that errors name it), and the function
+// that removes the copy; for a file that is not compressed, "" and a
+// function that does nothing.
+func PlainCopy(path, spill string) (copyPath string, remove func(), err error) {
+	remove = func() {}
+	if c, err := graph.Compressed(path); err != nil || !c {
+		return "", remove, err
+	}
+	dir, err := os.MkdirTemp(spill, "colo-plain-")
+	if err != nil {
+		return "", remove, fmt.Errorf("%s is compressed: a copy to read by ranges needs a directory (--spill-dir): %w", path, err)
+	}
+	if copyPath, err = graph.Decompressed(path, dir); err != nil {
+		os.RemoveAll(dir)
+		return "", remove, err
+	}
+	return copyPath, func() { os.RemoveAll(dir) }, nil
 }
 
 // readResult reads a machine's result.

@@ -2,6 +2,7 @@ package distparsa
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -138,4 +139,35 @@ func withoutTimes(b []byte) []byte {
 		}
 	}
 	return []byte(strings.Join(out, "\n"))
+}
+
+// TestPlainCopy: a compressed file gets a copy of its content in a
+// directory of its own in the spill directory, which remove deletes; a
+// plain file gets none.
+func TestPlainCopy(t *testing.T) {
+	text := []byte("1 3:1 5:1\n-1 2:1 4:1\n")
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(text)
+	zw.Close()
+	dir, spill := t.TempDir(), t.TempDir()
+	gz, plain := filepath.Join(dir, "d.svm.gz"), filepath.Join(dir, "d.svm")
+	os.WriteFile(gz, z.Bytes(), 0o644)
+	os.WriteFile(plain, text, 0o644)
+	if c, remove, err := PlainCopy(plain, spill); c != "" || err != nil {
+		t.Fatalf("a plain file: %q, %v; want no copy", c, err)
+	} else {
+		remove()
+	}
+	c, remove, err := PlainCopy(gz, spill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(c); err != nil || !bytes.Equal(got, text) || filepath.Dir(filepath.Dir(c)) != spill {
+		t.Fatalf("copy %s holds %q (%v)", c, got, err)
+	}
+	remove()
+	if left, _ := os.ReadDir(spill); len(left) != 0 {
+		t.Errorf("remove left %d entries in the spill directory", len(left))
+	}
 }
