@@ -20,10 +20,14 @@ const (
 	DupKeep
 )
 
-// chunkLen is the number of edges per storage chunk of a Builder. Chunks
-// avoid the copy-on-grow of one large slice, which would double the peak
-// memory of loading.
-const chunkLen = 1 << 20
+// chunkLen is the most edges per storage chunk of a Builder. Chunks avoid
+// the copy-on-grow of one large slice, which would double the peak memory
+// of loading: the first chunk holds firstChunkLen edges, each next one
+// twice its predecessor up to chunkLen, and a full chunk is never grown.
+const (
+	chunkLen      = 1 << 20
+	firstChunkLen = 1 << 10
+)
 
 // Builder accumulates samples row by row and builds a Graph. The zero value
 // is not usable; call NewBuilder.
@@ -31,7 +35,7 @@ type Builder struct {
 	meta      Meta
 	dup       DupPolicy
 	off       []int64
-	ids       [][]uint64  // raw parameter ids, in chunks of chunkLen
+	ids       [][]uint64  // raw parameter ids, in chunks of at most chunkLen
 	vals      [][]float32 // per chunk; a nil chunk means all ones
 	n         int64       // edges so far
 	labels    []float64
@@ -108,12 +112,12 @@ func (b *Builder) add(label float64, params []uint64, vals []float32) error {
 	}
 	for i, id := range params {
 		c := len(b.ids) - 1
-		if c < 0 || len(b.ids[c]) == chunkLen {
-			// A new chunk starts small, so that small inputs stay small,
-			// and grows by append up to chunkLen.
-			size := chunkLen
-			if c < 0 {
-				size = 1024
+		if c < 0 || len(b.ids[c]) == cap(b.ids[c]) {
+			// Chunks start small, so that small inputs stay small, and
+			// double up to chunkLen.
+			size := firstChunkLen
+			if c >= 0 {
+				size = min(2*cap(b.ids[c]), chunkLen)
 			}
 			b.ids = append(b.ids, make([]uint64, 0, size))
 			b.vals = append(b.vals, nil)
@@ -217,9 +221,9 @@ func (b *Builder) Build() (*Graph, error) {
 	if hasVals {
 		values = make([]float32, b.n)
 	}
+	var lo int64
 	for c := range b.ids {
-		lo := int64(c) * chunkLen
-		hi := min(lo+chunkLen, b.n)
+		hi := lo + int64(len(b.ids[c]))
 		dst := adj[lo:hi]
 		for j := range dst {
 			dst[j] = remap(b.ids[c][j])
@@ -234,6 +238,7 @@ func (b *Builder) Build() (*Graph, error) {
 			}
 		}
 		b.ids[c], b.vals[c] = nil, nil
+		lo = hi
 	}
 
 	poff, padj := transpose(b.off, adj, m)

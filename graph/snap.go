@@ -33,8 +33,8 @@ import (
 func ReadSNAP(r io.Reader, name string, undirected bool, opt LoadOptions) (*Graph, error) {
 	lr := newLineReader(r, name)
 	var (
-		keys  []uint64 // u<<32 | v while every id fits in 32 bits
-		pairs []edge   // every edge once some id does not
+		read  chunked[uint64] // u<<32 | v while every id fits in 32 bits
+		wider chunked[edge]   // every edge once some id does not
 		wide  bool
 		maxID uint64
 		lone  []uint64 // nodes of dropped self-loops
@@ -43,21 +43,19 @@ func ReadSNAP(r io.Reader, name string, undirected bool, opt LoadOptions) (*Grap
 		maxID = max(maxID, u, v)
 		if !wide && maxID > 1<<32-1 {
 			wide = true
-			pairs = make([]edge, len(keys), 2*len(keys)+1)
-			for i, k := range keys {
-				pairs[i] = edge{k >> 32, k & (1<<32 - 1)}
-			}
-			keys = nil
+			read.each(func(k uint64) { wider.add(edge{k >> 32, k & (1<<32 - 1)}) })
+			read = chunked[uint64]{}
 		}
 		if wide {
-			pairs = append(pairs, edge{u, v})
+			wider.add(edge{u, v})
 		} else {
-			keys = append(keys, u<<32|v)
+			read.add(u<<32 | v)
 		}
 	}
 	if err := scanSNAP(lr, name, undirected, opt, add, func(u uint64) { lone = append(lone, u) }); err != nil {
 		return nil, err
 	}
+	keys, pairs := read.flat(), wider.flat()
 	for _, u := range lone {
 		maxID = max(maxID, u)
 	}

@@ -265,3 +265,43 @@ func TestLoadFacebookUndirected(t *testing.T) {
 		t.Error("undirected graph is not symmetric")
 	}
 }
+
+// TestReadSNAPWideAfterChunks switches to 64-bit edges after more edges
+// than several storage chunks hold: every edge read before the switch is
+// kept, in order.
+func TestReadSNAPWideAfterChunks(t *testing.T) {
+	var in strings.Builder
+	const n = 3*minChunk + 7
+	for i := range n {
+		fmt.Fprintf(&in, "%d %d\n", i%97, i)
+	}
+	in.WriteString("4294967296 5\n")
+	g, err := ReadSNAP(strings.NewReader(in.String()), "g.txt", false, DefaultLoadOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.NumEdges() != n+1 {
+		t.Fatalf("%d edges, want %d", g.NumEdges(), n+1)
+	}
+	view := snapViewOf(g)
+	for s, node := range view.nodes {
+		if node >= 97 && node != 1<<32 {
+			if len(view.rows[s]) != 0 {
+				t.Fatalf("node %d has out-edges %v", node, view.rows[s])
+			}
+			continue
+		}
+		var want []uint64
+		switch node {
+		case 1 << 32:
+			want = []uint64{5}
+		default:
+			for v := node; v < n; v += 97 {
+				want = append(want, v)
+			}
+		}
+		if fmt.Sprint(view.rows[s]) != fmt.Sprint(want) {
+			t.Fatalf("node %d: out-edges %v, want %v", node, view.rows[s], want)
+		}
+	}
+}
