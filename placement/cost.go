@@ -260,7 +260,37 @@ func NewSummary(g *graph.Graph, p *Placement, theta int64) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := RandomBaseline(g, p.K)
+	return summaryOf(g, c, RandomBaseline(g, p.K)), nil
+}
+
+// NewSummaryAgainst is NewSummary with the random baseline b already
+// evaluated, for instance by StartBaseline while the placement was made.
+func NewSummaryAgainst(g *graph.Graph, p *Placement, theta int64, b Baseline) (*Summary, error) {
+	c, err := Evaluate(g, p, theta)
+	if err != nil {
+		return nil, err
+	}
+	return summaryOf(g, c, b), nil
+}
+
+// StartBaseline evaluates RandomBaseline(g, k) on a goroutine of its own and
+// returns the function that waits for it. A command that partitions on one
+// core lets the baseline use another meanwhile.
+func StartBaseline(g *graph.Graph, k int) (wait func() Baseline) {
+	done := make(chan Baseline, 1)
+	go func() { done <- RandomBaseline(g, k) }()
+	var b Baseline
+	var got bool
+	return func() Baseline {
+		if !got {
+			b, got = <-done, true
+		}
+		return b
+	}
+}
+
+// summaryOf is the summary of cost c against baseline b.
+func summaryOf(g *graph.Graph, c *Cost, b Baseline) *Summary {
 	return &Summary{
 		Dataset:     g.Meta().Source,
 		NumSamp:     g.NumSamples(),
@@ -269,5 +299,5 @@ func NewSummary(g *graph.Graph, p *Placement, theta int64) (*Summary, error) {
 		Cost:        c,
 		Random:      b,
 		Improvement: ImprovementOver(b, c),
-	}, nil
+	}
 }

@@ -177,3 +177,27 @@ func TestRandomBaselineDeterministic(t *testing.T) {
 		t.Fatalf("implausible baseline %+v", a)
 	}
 }
+
+// TestSummaryAgainstStartedBaseline: a baseline evaluated on its own
+// goroutine while something else runs gives the summary NewSummary gives,
+// and waiting twice returns it again.
+func TestSummaryAgainstStartedBaseline(t *testing.T) {
+	g, _ := graph.Sparse(graph.SparseConfig{Samples: 500, Params: 300, Gamma: 0.95, Seed: 2})
+	p := Uniform(g, 6, NewRand(9))
+	wait := StartBaseline(g, p.K)
+	want, err := NewSummary(g, p, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewSummaryAgainst(g, p, 40, wait())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) || wait() != want.Random {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	bad := &Placement{K: p.K, Data: p.Data[:1], Param: p.Param}
+	if _, err := NewSummaryAgainst(g, bad, 0, wait()); err == nil {
+		t.Fatal("a placement of the wrong size was scored")
+	}
+}

@@ -95,6 +95,7 @@ func runPartition(e *env, args []string) error {
 	}
 	details := map[string]any{"load_seconds": loadTime.Seconds()}
 	opt.Report = func(name string, v any) { details[name] = v }
+	baseline := placement.StartBaseline(g, opt.K)
 	start := time.Now()
 	var p *placement.Placement
 	if ps.on() {
@@ -109,7 +110,7 @@ func runPartition(e *env, args []string) error {
 	ph.finish("")
 	took := time.Since(start)
 	eval := startPhase(e, "evaluate", 1)
-	s, err := placement.NewSummary(g, p, opt.Theta)
+	s, err := placement.NewSummaryAgainst(g, p, opt.Theta, baseline())
 	if err != nil {
 		eval.abort()
 		return err
