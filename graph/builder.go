@@ -4,7 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // DupPolicy says what a Builder does with a parameter that occurs twice in
@@ -221,25 +225,40 @@ func (b *Builder) Build() (*Graph, error) {
 	if hasVals {
 		values = make([]float32, b.n)
 	}
-	var lo int64
+	// Chunks are independent: up to GOMAXPROCS goroutines take them in
+	// turn (remap only reads).
+	starts := make([]int64, len(b.ids)+1)
 	for c := range b.ids {
-		hi := lo + int64(len(b.ids[c]))
-		dst := adj[lo:hi]
-		for j := range dst {
-			dst[j] = remap(b.ids[c][j])
-		}
-		if hasVals {
-			if b.vals[c] != nil {
-				copy(values[lo:hi], b.vals[c])
-			} else {
-				for j := lo; j < hi; j++ {
-					values[j] = 1
-				}
-			}
-		}
-		b.ids[c], b.vals[c] = nil, nil
-		lo = hi
+		starts[c+1] = starts[c] + int64(len(b.ids[c]))
 	}
+	var (
+		wg   sync.WaitGroup
+		turn atomic.Int64
+	)
+	for range max(1, min(runtime.GOMAXPROCS(0), int(b.n/minTransposeEdges))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := int(turn.Add(1) - 1); c < len(b.ids); c = int(turn.Add(1) - 1) {
+				lo, hi := starts[c], starts[c+1]
+				dst := adj[lo:hi]
+				for j, id := range b.ids[c] {
+					dst[j] = remap(id)
+				}
+				if hasVals {
+					if b.vals[c] != nil {
+						copy(values[lo:hi], b.vals[c])
+					} else {
+						for j := lo; j < hi; j++ {
+							values[j] = 1
+						}
+					}
+				}
+				b.ids[c], b.vals[c] = nil, nil
+			}
+		}()
+	}
+	wg.Wait()
 
 	poff, padj := transpose(b.off, adj, m)
 	g := &Graph{
@@ -310,22 +329,96 @@ func (b *Builder) paramIndex() ([]uint64, func(uint64) uint32) {
 // transpose builds the column-wise CSR of a row-wise CSR with m columns.
 // Columns list rows in increasing order.
 func transpose(off []int64, adj []uint32, m int) ([]int64, []uint32) {
+	return transposeOn(off, adj, m, transposeWorkers(len(off)-1, len(adj), m))
+}
+
+// minTransposeEdges is the least number of edges per goroutine of a
+// transpose.
+const minTransposeEdges = 1 << 20
+
+// transposeWorkers returns how many goroutines transpose n samples with
+// e edges over m parameters: one per 1M edges, up to GOMAXPROCS, and one
+// when the per-goroutine counts (4 bytes per parameter each) would be
+// large next to the edges.
+func transposeWorkers(n, e, m int) int {
+	w := min(runtime.GOMAXPROCS(0), e/minTransposeEdges, n)
+	if w < 2 || m > e/4 {
+		return 1
+	}
+	return w
+}
+
+// transposeOn is transpose on workers goroutines, each taking a range of
+// the samples with about equal edges: each counts its range's edges per
+// parameter, and then writes them at the offsets that the ranges before
+// it leave, so the lists are in sample order as on one goroutine.
+func transposeOn(off []int64, adj []uint32, m, workers int) ([]int64, []uint32) {
+	n := len(off) - 1
 	coff := make([]int64, m+1)
-	for _, v := range adj {
-		coff[v+1]++
-	}
-	for v := 0; v < m; v++ {
-		coff[v+1] += coff[v]
-	}
 	cadj := make([]uint32, len(adj))
-	next := make([]int64, m)
-	copy(next, coff[:m])
-	for u := 0; u+1 < len(off); u++ {
-		for _, v := range adj[off[u]:off[u+1]] {
-			cadj[next[v]] = uint32(u)
-			next[v]++
+	if workers <= 1 || n < 2 {
+		for _, v := range adj {
+			coff[v+1]++
+		}
+		for v := 0; v < m; v++ {
+			coff[v+1] += coff[v]
+		}
+		next := make([]int64, m)
+		copy(next, coff[:m])
+		for u := 0; u < n; u++ {
+			for _, v := range adj[off[u]:off[u+1]] {
+				cadj[next[v]] = uint32(u)
+				next[v]++
+			}
+		}
+		return coff, cadj
+	}
+	// Sample ranges [cut[w], cut[w+1]) of about equal edges.
+	cut := make([]int, workers+1)
+	cut[workers] = n
+	for w := 1; w < workers; w++ {
+		target := int64(w) * int64(len(adj)) / int64(workers)
+		cut[w] = max(cut[w-1], sort.Search(n, func(u int) bool { return off[u] >= target }))
+	}
+	// Edge positions fit 32 bits: Build refuses more edges.
+	next := make([][]uint32, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := make([]uint32, m)
+			for _, v := range adj[off[cut[w]]:off[cut[w+1]]] {
+				c[v]++
+			}
+			next[w] = c
+		}()
+	}
+	wg.Wait()
+	var pos int64
+	for v := 0; v < m; v++ {
+		coff[v] = pos
+		for w := range workers {
+			c := int64(next[w][v])
+			next[w][v] = uint32(pos)
+			pos += c
 		}
 	}
+	coff[m] = pos
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nx := next[w]
+			for u := cut[w]; u < cut[w+1]; u++ {
+				for _, v := range adj[off[u]:off[u+1]] {
+					cadj[nx[v]] = uint32(u)
+					nx[v]++
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	return coff, cadj
 }
 

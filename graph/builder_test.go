@@ -150,3 +150,37 @@ func TestFromAdjacency(t *testing.T) {
 		t.Fatal("duplicate parameter accepted")
 	}
 }
+
+// TestTransposeOnWorkers: the transpose on any number of goroutines is the
+// one on a single goroutine, lists in sample order, with empty samples,
+// unused parameters and more goroutines than samples.
+func TestTransposeOnWorkers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 3))
+	for trial := range 40 {
+		n, m := 1+rng.IntN(60), 1+rng.IntN(40)
+		off := []int64{0}
+		var adj []uint32
+		for range n {
+			if rng.IntN(4) > 0 {
+				for v := range m {
+					if rng.IntN(3) == 0 {
+						adj = append(adj, uint32(v))
+					}
+				}
+			}
+			off = append(off, int64(len(adj)))
+		}
+		wantOff, wantAdj := transposeOn(off, adj, m, 1)
+		for v := range m {
+			if !slices.IsSorted(wantAdj[wantOff[v]:wantOff[v+1]]) {
+				t.Fatalf("trial %d: parameter %d's list is not in sample order", trial, v)
+			}
+		}
+		for _, w := range []int{2, 3, 7, 100} {
+			gotOff, gotAdj := transposeOn(off, adj, m, w)
+			if !slices.Equal(gotOff, wantOff) || !slices.Equal(gotAdj, wantAdj) {
+				t.Fatalf("trial %d, %d goroutines: the transpose differs", trial, w)
+			}
+		}
+	}
+}

@@ -50,6 +50,13 @@ func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	setIndexBase(g, opt, sawZero)
+	return g, nil
+}
+
+// setIndexBase records the index base of a libsvm graph: opt's, or when
+// it detects, 0 if an index 0 occurred and 1 otherwise.
+func setIndexBase(g *Graph, opt LoadOptions, sawZero bool) {
 	switch {
 	case opt.IndexBase >= 0:
 		g.meta.IndexBase = opt.IndexBase
@@ -58,7 +65,6 @@ func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	default:
 		g.meta.IndexBase = 1
 	}
-	return g, nil
 }
 
 // scanLibSVM reads the sample lines of libsvm text from r and calls add for
