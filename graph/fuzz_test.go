@@ -3,6 +3,9 @@ package graph
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -217,6 +220,44 @@ func FuzzDetectFormat(f *testing.F) {
 			if err != nil || again != format {
 				t.Fatalf("with a newline: %q, %v; before %q", again, err, format)
 			}
+		}
+	})
+}
+
+// FuzzLoadRanges: a file read by ranges of lines gives what the stream
+// reader gives, graph or error, for any content and any number of ranges.
+func FuzzLoadRanges(f *testing.F) {
+	for _, s := range []string{
+		"1 1:1 3:0.5\n-1 2:1\n1 4:2\n0 5:1\n",
+		"# c\n+1 qid:3 0:1e-3 7:-2 # x\n\n0\n1 2:1\n",
+		"1 3:1\n1 3:1 3:2\n1 5:1\n",
+		"1 9:1 2:1\r\n2.5e3 18446744073709551615:1\n1 1:1\n",
+		"1 1:1\n1 4:x\n1 2:2\n",
+	} {
+		f.Add([]byte(s), uint8(3), int8(-1))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, workers uint8, base int8) {
+		opt := libsvmOptions(int((int(base)%3+3)%3) - 1)
+		path := filepath.Join(dir, "f.svm")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fh, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		want, wantErr := Read(fh, path, opt)
+		got, ok, gotErr := loadRanges(fh, path, opt, 2+int(workers%8), 1)
+		if !ok {
+			return
+		}
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("errors differ:\nstream %v\nranges %v", wantErr, gotErr)
+		}
+		if wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatal("the graphs differ")
 		}
 	})
 }
