@@ -4,6 +4,7 @@ import (
 	"colo/internal/decompress"
 
 	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -156,35 +157,29 @@ func BenchmarkLoadLibSVMPeakHeap(b *testing.B) {
 	b.ReportMetric(allocRatio, "alloc/graph")
 }
 
-// BenchmarkLoadLibSVMFile loads 64 MB of generated libsvm text from a file:
-// as a stream on one goroutine (Read) and by ranges of lines on GOMAXPROCS
-// (Load); the MB/s column is the throughput.
+// BenchmarkLoadLibSVMFile reads 64 MB of generated libsvm text from a file
+// on one goroutine and on GOMAXPROCS (the default of Load); the MB/s
+// column is the throughput.
 func BenchmarkLoadLibSVMFile(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.svm")
 	data := genLibSVM(2, 64<<20)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("stream", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			f, err := os.Open(path)
-			if err != nil {
-				b.Fatal(err)
+	for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("goroutines=%d", workers), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, err = readLibSVM(f, path, DefaultLoadOptions(), workers, chunkBytes)
+				f.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
 			}
-			_, err = Read(f, path, DefaultLoadOptions())
-			f.Close()
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("ranges", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		for b.Loop() {
-			if _, err := Load(path, DefaultLoadOptions()); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }

@@ -135,18 +135,13 @@ func isLibSVMLine(t []byte, complete bool) bool {
 // internal/decompress), detects the format when opt.Format is FormatAuto (see
 // DetectFormat) and calls ReadLibSVM, ReadSNAP, ReadCriteo or ReadRatings
 // (never detected). Errors name the file, and for malformed content the
-// line and field (*ParseError). An uncompressed libsvm file of 16 MB or
-// more is parsed on up to GOMAXPROCS goroutines, a range of its lines
-// each, into the same graph and the same errors.
+// line and field (*ParseError).
 func Load(path string, opt LoadOptions) (*Graph, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
 	defer f.Close()
-	if g, ok, err := loadParallel(f, path, opt); ok {
-		return g, err
-	}
 	return Read(f, path, opt)
 }
 

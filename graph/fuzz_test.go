@@ -3,8 +3,6 @@ package graph
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -224,9 +222,10 @@ func FuzzDetectFormat(f *testing.F) {
 	})
 }
 
-// FuzzLoadRanges: a file read by ranges of lines gives what the stream
-// reader gives, graph or error, for any content and any number of ranges.
-func FuzzLoadRanges(f *testing.F) {
+// FuzzReadLibSVMChunks: libsvm text read in chunks on several goroutines
+// gives what one goroutine gives, graph or error, for any content, chunk
+// size and number of goroutines.
+func FuzzReadLibSVMChunks(f *testing.F) {
 	for _, s := range []string{
 		"1 1:1 3:0.5\n-1 2:1\n1 4:2\n0 5:1\n",
 		"# c\n+1 qid:3 0:1e-3 7:-2 # x\n\n0\n1 2:1\n",
@@ -234,29 +233,16 @@ func FuzzLoadRanges(f *testing.F) {
 		"1 9:1 2:1\r\n2.5e3 18446744073709551615:1\n1 1:1\n",
 		"1 1:1\n1 4:x\n1 2:2\n",
 	} {
-		f.Add([]byte(s), uint8(3), int8(-1))
+		f.Add([]byte(s), uint8(3), uint8(5), int8(-1))
 	}
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte, workers uint8, base int8) {
+	f.Fuzz(func(t *testing.T, data []byte, workers, chunk uint8, base int8) {
 		opt := libsvmOptions(int((int(base)%3+3)%3) - 1)
-		path := filepath.Join(dir, "f.svm")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
+		_, seqErr, par, parErr := readBoth(t, string(data), opt, 2+int(workers%8), 1+int(chunk))
+		seq, _, _, _ := readBoth(t, string(data), opt, 1, 1)
+		if fmt.Sprint(parErr) != fmt.Sprint(seqErr) {
+			t.Fatalf("errors differ:\nstream %v\nchunks %v", seqErr, parErr)
 		}
-		fh, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fh.Close()
-		want, wantErr := Read(fh, path, opt)
-		got, ok, gotErr := loadRanges(fh, path, opt, 2+int(workers%8), 1)
-		if !ok {
-			return
-		}
-		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-			t.Fatalf("errors differ:\nstream %v\nranges %v", wantErr, gotErr)
-		}
-		if wantErr == nil && !reflect.DeepEqual(got, want) {
+		if seqErr == nil && !reflect.DeepEqual(seq, par) {
 			t.Fatal("the graphs differ")
 		}
 	})

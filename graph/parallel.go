@@ -2,129 +2,200 @@ package graph
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
 	"sync"
-
-	"colo/internal/decompress"
 )
 
-// minParallelBytes is the least file size Load parses on more than one
-// goroutine, and each goroutine's least share of it: below this the
-// goroutines cost more than they save.
-const minParallelBytes = 8 << 20
+// chunkBytes is how much text the libsvm reader hands a goroutine at a
+// time (cut after the last whole line).
+const chunkBytes = 4 << 20
 
-// loadParallel is Load for a large uncompressed libsvm file on several
-// cores: it cuts the file into ranges of whole lines (as SplitLines), parses
-// each into a Builder of its own on a goroutine and joins the builders in
-// file order, so the graph is the one ReadLibSVM builds, bit for bit. An
-// error is the one ReadLibSVM would return: that of the first range, in
-// file order, that has one, its line counted from the start of the file.
+// scanLibSVMParallel reads libsvm text from r as ReadLibSVM does and
+// returns the Builder of its samples, in order, and whether an index 0
+// occurred. One goroutine reads r, a decompressor included, and cuts what
+// it reads into chunks of whole lines of up to about chunk bytes,
+// counting their lines; workers goroutines parse the chunks
+// into Builders of their own, which are joined in file order. So the text
+// is parsed on several cores while it is read, and the result is the one
+// of the stream reader, bit for bit, errors included: the first error in
+// file order, with its line counted from the start of the input.
 //
-// ok is false, and f untouched past its start, when the file is not such a
-// file (compressed, another format, small, opt.SampleCheck set: its counts
-// run across the file) or only one core is available; Load then reads it
-// as a stream.
-func loadParallel(f *os.File, path string, opt LoadOptions) (g *Graph, ok bool, err error) {
-	return loadRanges(f, path, opt, runtime.GOMAXPROCS(0), minParallelBytes)
-}
+// With workers < 2, opt.SampleCheck set (its counts run across the file)
+// or input that fits one chunk, it parses on the calling goroutine.
+func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chunk int) (*Builder, bool, error) {
+	newBuilder := func() *Builder {
+		b := NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})
+		b.SetHasLabels()
+		return b
+	}
+	if workers < 2 || opt.SampleCheck != nil {
+		b := newBuilder()
+		sawZero, err := scanLibSVM(r, name, opt, b.NumSamples, b.AddSample)
+		return b, sawZero, err
+	}
+	// The first chunk tells whether the input is worth the goroutines.
+	cut := &lineCutter{r: r, size: chunk}
+	first, lines, readErr := cut.next(nil)
+	if readErr == io.EOF {
+		b := newBuilder()
+		sawZero, err := scanLibSVM(bytes.NewReader(first), name, opt, b.NumSamples, b.AddSample)
+		return b, sawZero, err
+	}
 
-// loadRanges is loadParallel on at most workers goroutines, each with at
-// least share bytes of the file.
-func loadRanges(f *os.File, path string, opt LoadOptions, workers int, share int64) (g *Graph, ok bool, err error) {
-	if workers < 2 || opt.SampleCheck != nil || opt.Validate() != nil {
-		return nil, false, nil
+	type part struct {
+		b       *Builder
+		sawZero bool
+		err     error
 	}
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() < 2*share {
-		return nil, false, nil
+	type job struct {
+		data   []byte
+		before int // lines before data
+		res    chan part
 	}
-	size := st.Size()
-	name := path // as Read names it
-	head := make([]byte, headSize)
-	nh, err := f.ReadAt(head, 0)
-	if err != nil && err != io.EOF {
-		return nil, false, nil
-	}
-	head = head[:nh]
-	if decompress.Compressed(head) {
-		return nil, false, nil
-	}
-	format := opt.Format
-	if format == FormatAuto {
-		if format, err = DetectFormat(head); err != nil {
-			return nil, false, nil
-		}
-	}
-	if format != FormatLibSVM {
-		return nil, false, nil
-	}
-	if opt.IndexBase < -1 || opt.IndexBase > 1 {
-		return nil, true, fmt.Errorf("%s: index base %d: want 0, 1 or -1 (detect)", name, opt.IndexBase)
-	}
-	workers = int(min(int64(workers), size/share))
-
-	bounds := make([]int64, workers+1)
-	bounds[workers] = size
-	for q := 1; q < workers; q++ {
-		if bounds[q], err = lineStartAfter(f, name, int64(q)*size/int64(workers), size); err != nil {
-			return nil, true, err
-		}
-		bounds[q] = max(bounds[q], bounds[q-1])
-	}
-	parts := make([]*Builder, workers)
-	zero := make([]bool, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for q := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			b := NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})
-			sec := io.NewSectionReader(f, bounds[q], bounds[q+1]-bounds[q])
-			lr := &lineReader{br: bufio.NewReaderSize(sec, bufSize), name: name}
-			zero[q], errs[q] = scanLibSVMLines(lr, name, opt, b.NumSamples, b.AddSample)
-			if errs[q] == nil {
-				if n, _ := sec.Seek(0, io.SeekCurrent); n != bounds[q+1]-bounds[q] {
-					errs[q] = fmt.Errorf("%s: read %d bytes of [%d, %d): the file changed while it was read", name, n, bounds[q], bounds[q+1])
+	var (
+		jobs  = make(chan job, workers)
+		order = make(chan chan part, 2*workers)
+		free  = make(chan []byte, 3*workers+2)
+		done  = make(chan struct{})
+		wg    sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			br := bufio.NewReaderSize(nil, bufSize)
+			for j := range jobs {
+				select {
+				case <-done:
+					j.res <- part{}
+					continue
+				default:
 				}
+				b := newBuilder()
+				br.Reset(bytes.NewReader(j.data))
+				lr := &lineReader{br: br, name: name}
+				sawZero, err := scanLibSVMLines(lr, name, opt, b.NumSamples, b.AddSample)
+				if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
+					pe.Line += j.before
+				}
+				select {
+				case free <- j.data[:0]:
+				default:
+				}
+				j.res <- part{b, sawZero, err}
 			}
-			parts[q] = b
-		}()
+		})
 	}
-	wg.Wait()
-	for q, err := range errs {
-		if err == nil {
+	wg.Go(func() {
+		defer close(order)
+		defer close(jobs)
+		data, before := first, 0
+		for {
+			res := make(chan part, 1)
+			select {
+			case order <- res:
+			case <-done:
+				return
+			}
+			if readErr != nil && readErr != io.EOF && len(data) == 0 {
+				// What the stream reader says at the line it was reading.
+				res <- part{err: fmt.Errorf("%s:%d: read: %w", name, before+lines+1, readErr)}
+				return
+			}
+			jobs <- job{data: data, before: before, res: res}
+			if readErr == io.EOF {
+				return
+			}
+			if readErr != nil {
+				before += lines
+				data, lines = nil, 0
+				continue // the error, in order, after the lines read
+			}
+			before += lines
+			var buf []byte
+			select {
+			case buf = <-free:
+			default:
+			}
+			data, lines, readErr = cut.next(buf)
+		}
+	})
+	var (
+		b       *Builder
+		sawZero bool
+		err     error
+	)
+	for res := range order {
+		p := <-res
+		if err != nil {
 			continue
 		}
-		if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 && q > 0 {
-			before, cerr := countLines(f, bounds[q])
-			if cerr != nil {
-				return nil, true, fmt.Errorf("%w (the line's number counts from byte %d: counting the lines before it: %v)", err, bounds[q], cerr)
-			}
-			pe.Line += before
+		if p.err != nil {
+			err = p.err
+			close(done)
+			continue
 		}
-		return nil, true, err
+		if b == nil {
+			b = p.b
+		} else {
+			b.join(p.b)
+		}
+		sawZero = sawZero || p.sawZero
 	}
-	b := parts[0]
-	sawZero := zero[0]
-	for q := 1; q < workers; q++ {
-		b.join(parts[q])
-		parts[q] = nil
-		sawZero = sawZero || zero[q]
+	wg.Wait()
+	if err != nil {
+		return nil, false, err
 	}
-	b.SetHasLabels()
-	if b.NumSamples() == 0 {
-		return nil, true, emptyError(name)
+	return b, sawZero, nil
+}
+
+// lineCutter reads chunks of whole lines from r.
+type lineCutter struct {
+	r     io.Reader
+	size  int
+	carry []byte // the start of a line read with the previous chunk
+	err   error  // the read error to return once carry is used
+}
+
+// next returns the next chunk, in buf's storage when it is large enough:
+// the whole lines among the next size bytes (more when one line is
+// longer), ending with a newline, or the input's last bytes; and the
+// number of newlines in it. At the end
+// of the input the error is io.EOF, with the last chunk (which may be
+// empty). A read error is returned with the whole lines read before it,
+// the part of a line after them dropped, as a line reader would not
+// return it.
+func (c *lineCutter) next(buf []byte) ([]byte, int, error) {
+	if c.err != nil {
+		return nil, 0, c.err
 	}
-	if g, err = b.Build(); err != nil {
-		return nil, true, fmt.Errorf("%s: %w", name, err)
+	if cap(buf) < c.size+len(c.carry) {
+		buf = make([]byte, 0, c.size+len(c.carry))
 	}
-	setIndexBase(g, opt, sawZero)
-	return g, true, nil
+	buf = append(buf[:0], c.carry...)
+	c.carry = c.carry[:0]
+	for {
+		for len(buf) < cap(buf) {
+			n, err := c.r.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
+			if err == io.EOF {
+				return buf, bytes.Count(buf, []byte{'\n'}), io.EOF
+			}
+			if err != nil {
+				i := bytes.LastIndexByte(buf, '\n') + 1
+				c.err = err
+				return buf[:i], bytes.Count(buf[:i], []byte{'\n'}), err
+			}
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			c.carry = append(c.carry, buf[i+1:]...)
+			buf = buf[:i+1]
+			return buf, bytes.Count(buf, []byte{'\n'}), nil
+		}
+		// A line longer than the chunk: read on.
+		buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
+	}
 }
 
 // join appends the samples of o, a Builder of the same kind, after b's,

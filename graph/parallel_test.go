@@ -1,12 +1,14 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // libsvmText returns n random libsvm lines with labels, values (some 1),
@@ -48,39 +50,38 @@ func libsvmText(seed uint64, n int) string {
 	return sb.String()
 }
 
-// loadBoth reads path as a stream and by ranges on workers goroutines of at
-// least share bytes each; ok reports whether the ranges were used.
-func loadBoth(t *testing.T, path string, opt LoadOptions, workers int, share int64) (seq *Graph, seqErr error, par *Graph, parErr error, ok bool) {
+// readBoth reads text as one goroutine does and in chunks of about chunk
+// bytes on workers goroutines.
+func readBoth(t *testing.T, text string, opt LoadOptions, workers, chunk int) (seq *Graph, seqErr error, par *Graph, parErr error) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	read := func(workers int, r io.Reader) (*Graph, error) {
+		return readLibSVM(r, "f.svm", opt, workers, chunk)
 	}
-	defer f.Close()
-	seq, seqErr = Read(f, path, opt)
-	par, ok, parErr = loadRanges(f, path, opt, workers, share)
+	seq, seqErr = read(1, strings.NewReader(text))
+	par, parErr = read(workers, strings.NewReader(text))
 	return
 }
 
-func TestLoadRangesEqualsStream(t *testing.T) {
+func TestReadLibSVMChunksEqualsStream(t *testing.T) {
 	text := libsvmText(3, 3000)
-	path := writeTemp(t, "a.svm", []byte(text))
-	for _, workers := range []int{2, 3, 7, 64} {
-		for _, base := range []int{-1, 0} {
-			opt := DefaultLoadOptions()
-			opt.IndexBase = base
-			seq, seqErr, par, parErr, ok := loadBoth(t, path, opt, workers, 256)
-			if !ok || seqErr != nil || parErr != nil {
-				t.Fatalf("%d workers: ranges used %v, errors %v / %v", workers, ok, seqErr, parErr)
-			}
-			if !reflect.DeepEqual(seq, par) {
-				t.Fatalf("%d workers, base %d: the graphs differ", workers, base)
+	for _, workers := range []int{2, 3, 7} {
+		for _, chunk := range []int{1, 100, 4096, len(text) / 3, 2 * len(text)} {
+			for _, base := range []int{-1, 0} {
+				opt := DefaultLoadOptions()
+				opt.IndexBase = base
+				seq, seqErr, par, parErr := readBoth(t, text, opt, workers, chunk)
+				if seqErr != nil || parErr != nil {
+					t.Fatalf("%d workers, chunks of %d: errors %v / %v", workers, chunk, seqErr, parErr)
+				}
+				if !reflect.DeepEqual(seq, par) {
+					t.Fatalf("%d workers, chunks of %d, base %d: the graphs differ", workers, chunk, base)
+				}
 			}
 		}
 	}
 }
 
-func TestLoadRangesErrorsAsStream(t *testing.T) {
+func TestReadLibSVMChunksErrorsAsStream(t *testing.T) {
 	lines := strings.SplitAfter(libsvmText(4, 2000), "\n")
 	late := len(lines) * 9 / 10
 	with := func(edits map[int]string) string {
@@ -105,20 +106,11 @@ func TestLoadRangesErrorsAsStream(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			text := tc.text
-			path := writeTemp(t, "b.svm", []byte(text))
 			opt := DefaultLoadOptions()
 			opt.IndexBase = tc.base
-			seq, seqErr, par, parErr, ok := loadBoth(t, path, opt, 5, 128)
-			// A file whose head is no libsvm is read as a stream, and
-			// fails there.
-			if headBad := tc.name == "bad token first line" || tc.name == "only comments"; ok == headBad {
-				t.Fatalf("ranges used: %v", ok)
-			} else if headBad {
-				par, parErr = seq, seqErr
-			}
+			seq, seqErr, par, parErr := readBoth(t, tc.text, opt, 5, 512)
 			if fmt.Sprint(seqErr) != fmt.Sprint(parErr) {
-				t.Fatalf("errors differ:\nstream %v\nranges %v", seqErr, parErr)
+				t.Fatalf("errors differ:\nstream %v\nchunks %v", seqErr, parErr)
 			}
 			if seqErr == nil && !reflect.DeepEqual(seq, par) {
 				t.Fatal("the graphs differ")
@@ -133,35 +125,59 @@ func TestLoadRangesErrorsAsStream(t *testing.T) {
 	}
 }
 
-func TestLoadRangesDeclines(t *testing.T) {
-	text := libsvmText(5, 500)
-	svm := writeTemp(t, "c.svm", []byte(text))
-	gz := writeTemp(t, "c.svm.gz", gzipBytes(t, []byte(text)))
-	snap := writeTemp(t, "c.txt", []byte(strings.Repeat("1 2\n2 3\n", 5000)))
-	checked := DefaultLoadOptions()
-	checked.SampleCheck = func(int, int64, uint64) error { return nil }
-	cases := []struct {
-		name    string
-		path    string
-		opt     LoadOptions
-		workers int
-		share   int64
-	}{
-		{"one core", svm, DefaultLoadOptions(), 1, 64},
-		{"small", svm, DefaultLoadOptions(), 4, int64(len(text))},
-		{"compressed", gz, DefaultLoadOptions(), 4, 64},
-		{"snap", snap, DefaultLoadOptions(), 4, 64},
-		{"sample check", svm, checked, 4, 64},
-	}
-	for _, tc := range cases {
-		f, err := os.Open(tc.path)
-		if err != nil {
-			t.Fatal(err)
+// TestReadLibSVMChunksReadError: a stream that fails after some lines
+// fails as it does on one goroutine, at the line being read, after the
+// parse errors of the lines before it.
+func TestReadLibSVMChunksReadError(t *testing.T) {
+	text := libsvmText(6, 1500)
+	broken := errors.New("disk on fire")
+	for _, at := range []int{10, len(text) / 2, len(text) - 3} {
+		for _, bad := range []bool{false, true} {
+			prefix := text[:at]
+			if bad {
+				prefix = "1 1:q\n" + prefix
+			}
+			opt := DefaultLoadOptions()
+			read := func(workers int) error {
+				r := io.MultiReader(strings.NewReader(prefix), iotest.ErrReader(broken))
+				_, _, err := scanLibSVMParallel(r, "f.svm", opt, workers, 700)
+				return err
+			}
+			seqErr, parErr := read(1), read(4)
+			if seqErr == nil || fmt.Sprint(seqErr) != fmt.Sprint(parErr) {
+				t.Fatalf("cut at %d: errors differ:\nstream %v\nchunks %v", at, seqErr, parErr)
+			}
+			if !bad && !errors.Is(parErr, broken) {
+				t.Fatalf("cut at %d: %v does not wrap the read error", at, parErr)
+			}
 		}
-		_, ok, err := loadRanges(f, tc.path, tc.opt, tc.workers, tc.share)
-		f.Close()
-		if ok || err != nil {
-			t.Errorf("%s: ranges used %v, error %v", tc.name, ok, err)
+	}
+}
+
+// TestLineCutter: chunks are whole lines but for the last, lines longer
+// than a chunk included, and their newlines are counted.
+func TestLineCutter(t *testing.T) {
+	text := "a\nbb\n" + strings.Repeat("x", 50) + "\nccc\nd"
+	for _, size := range []int{1, 3, 8, 1000} {
+		c := &lineCutter{r: iotest.OneByteReader(strings.NewReader(text)), size: size}
+		var got strings.Builder
+		lines := 0
+		for {
+			chunk, n, err := c.next(nil)
+			got.Write(chunk)
+			lines += n
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(chunk) == 0 || chunk[len(chunk)-1] != '\n' || n != strings.Count(string(chunk), "\n") {
+				t.Fatalf("size %d: chunk %q", size, chunk)
+			}
+		}
+		if got.String() != text || lines != 4 {
+			t.Fatalf("size %d: %q, %d lines", size, got.String(), lines)
 		}
 	}
 }
