@@ -50,3 +50,10 @@ func (c *chunked[T]) flat() []T {
 	*c = chunked[T]{}
 	return out
 }
+
+// join appends the elements of o, which must not be used after.
+func (c *chunked[T]) join(o *chunked[T]) {
+	c.chunks = append(c.chunks, o.chunks...)
+	c.n += o.n
+	*o = chunked[T]{}
+}

@@ -247,3 +247,28 @@ func FuzzReadLibSVMChunks(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadSNAPChunks: an edge list read in chunks on several goroutines
+// gives what one goroutine gives, graph or error.
+func FuzzReadSNAPChunks(f *testing.F) {
+	for _, s := range []string{
+		"# c\n1 2\n2 3\n3 3\n",
+		"4294967296 1\n1 18446744073709551615\n3 2\n",
+		"1 2\n1 x\n3 4\n",
+		"5 3\r\n\r\n  1   5  \r\n5 1\r\n% comment\n",
+	} {
+		f.Add([]byte(s), uint8(2), uint8(4), false, false)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, workers, chunk uint8, undirected, drop bool) {
+		opt := DefaultLoadOptions()
+		opt.DropSelfLoops = drop
+		want, wantErr := readSNAP(bytes.NewReader(data), "g.txt", undirected, opt, 1, chunkBytes)
+		got, gotErr := readSNAP(bytes.NewReader(data), "g.txt", undirected, opt, 2+int(workers%6), 1+int(chunk))
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("errors differ:\nstream %v\nchunks %v", wantErr, gotErr)
+		}
+		if wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatal("the graphs differ")
+		}
+	})
+}

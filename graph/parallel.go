@@ -13,51 +13,87 @@ import (
 // time (cut after the last whole line).
 const chunkBytes = 4 << 20
 
-// scanLibSVMParallel reads libsvm text from r as ReadLibSVM does and
+// scanLibSVMParallel reads libsvm text from r as ReadLibSVM does, on
+// workers goroutines with chunks of about chunk bytes (parseChunks), and
 // returns the Builder of its samples, in order, and whether an index 0
-// occurred. One goroutine reads r, a decompressor included, and cuts what
-// it reads into chunks of whole lines of up to about chunk bytes,
-// counting their lines; workers goroutines parse the chunks
-// into Builders of their own, which are joined in file order. So the text
-// is parsed on several cores while it is read, and the result is the one
-// of the stream reader, bit for bit, errors included: the first error in
-// file order, with its line counted from the start of the input.
-//
-// With workers < 2, opt.SampleCheck set (its counts run across the file)
-// or input that fits one chunk, it parses on the calling goroutine.
+// occurred. opt.SampleCheck, whose counts run across the file, keeps it on
+// one goroutine.
 func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chunk int) (*Builder, bool, error) {
-	newBuilder := func() *Builder {
-		b := NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})
-		b.SetHasLabels()
-		return b
+	type part struct {
+		b       *Builder
+		sawZero bool
 	}
-	if workers < 2 || opt.SampleCheck != nil {
-		b := newBuilder()
-		sawZero, err := scanLibSVM(r, name, opt, b.NumSamples, b.AddSample)
-		return b, sawZero, err
+	if opt.SampleCheck != nil {
+		workers = 1
+	}
+	var (
+		b       *Builder
+		sawZero bool
+	)
+	err := parseChunks(r, name, workers, chunk, func(lr *lineReader) (part, error) {
+		p := part{b: NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})}
+		p.b.SetHasLabels()
+		var err error
+		p.sawZero, err = scanLibSVMLines(lr, name, opt, p.b.NumSamples, p.b.AddSample)
+		return p, err
+	}, func(p part) {
+		if b == nil {
+			b = p.b
+		} else {
+			b.join(p.b)
+		}
+		sawZero = sawZero || p.sawZero
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return b, sawZero, nil
+}
+
+// parseChunks reads the lines of r with parse and hands join the results
+// in input order. One goroutine reads r, a decompressor included, and cuts
+// what it reads into chunks of whole lines of up to about chunk bytes,
+// counting their lines (lineCutter); workers goroutines parse the chunks,
+// each through a lineReader of its own. So text is parsed on several cores
+// while it is read, and the results are those of parse over the whole
+// input at once, provided parse's results join into its result on the
+// whole: errors included, for parseChunks returns the first error in input
+// order, a *ParseError's line counted from the start of the input, and a
+// read error as a lineReader returns it, at the line it was reading.
+//
+// With workers < 2 or input that fits one chunk, parse runs once, on the
+// calling goroutine.
+func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func(*lineReader) (T, error), join func(T)) error {
+	if workers < 2 {
+		p, err := parse(newLineReader(r, name))
+		if err == nil {
+			join(p)
+		}
+		return err
 	}
 	// The first chunk tells whether the input is worth the goroutines.
 	cut := &lineCutter{r: r, size: chunk}
 	first, lines, readErr := cut.next(nil)
 	if readErr == io.EOF {
-		b := newBuilder()
-		sawZero, err := scanLibSVM(bytes.NewReader(first), name, opt, b.NumSamples, b.AddSample)
-		return b, sawZero, err
+		p, err := parse(newLineReader(bytes.NewReader(first), name))
+		if err == nil {
+			join(p)
+		}
+		return err
 	}
 
-	type part struct {
-		b       *Builder
-		sawZero bool
-		err     error
+	type result struct {
+		p   T
+		err error
 	}
 	type job struct {
 		data   []byte
 		before int // lines before data
-		res    chan part
+		res    chan result
 	}
 	var (
 		jobs  = make(chan job, workers)
-		order = make(chan chan part, 2*workers)
+		order = make(chan chan result, 2*workers)
 		free  = make(chan []byte, 3*workers+2)
 		done  = make(chan struct{})
 		wg    sync.WaitGroup
@@ -68,14 +104,12 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 			for j := range jobs {
 				select {
 				case <-done:
-					j.res <- part{}
+					j.res <- result{}
 					continue
 				default:
 				}
-				b := newBuilder()
 				br.Reset(bytes.NewReader(j.data))
-				lr := &lineReader{br: br, name: name}
-				sawZero, err := scanLibSVMLines(lr, name, opt, b.NumSamples, b.AddSample)
+				p, err := parse(&lineReader{br: br, name: name})
 				if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
 					pe.Line += j.before
 				}
@@ -83,7 +117,7 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 				case free <- j.data[:0]:
 				default:
 				}
-				j.res <- part{b, sawZero, err}
+				j.res <- result{p, err}
 			}
 		})
 	}
@@ -92,62 +126,48 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 		defer close(jobs)
 		data, before := first, 0
 		for {
-			res := make(chan part, 1)
+			res := make(chan result, 1)
 			select {
 			case order <- res:
 			case <-done:
 				return
 			}
 			if readErr != nil && readErr != io.EOF && len(data) == 0 {
-				// What the stream reader says at the line it was reading.
-				res <- part{err: fmt.Errorf("%s:%d: read: %w", name, before+lines+1, readErr)}
+				// What a lineReader says at the line it was reading.
+				res <- result{err: fmt.Errorf("%s:%d: read: %w", name, before+lines+1, readErr)}
 				return
 			}
 			jobs <- job{data: data, before: before, res: res}
-			if readErr == io.EOF {
-				return
-			}
-			if readErr != nil {
-				before += lines
-				data, lines = nil, 0
-				continue // the error, in order, after the lines read
-			}
 			before += lines
-			var buf []byte
-			select {
-			case buf = <-free:
+			switch {
+			case readErr == io.EOF:
+				return
+			case readErr != nil:
+				data, lines = nil, 0 // the error, in order, after the lines read
 			default:
+				var buf []byte
+				select {
+				case buf = <-free:
+				default:
+				}
+				data, lines, readErr = cut.next(buf)
 			}
-			data, lines, readErr = cut.next(buf)
 		}
 	})
-	var (
-		b       *Builder
-		sawZero bool
-		err     error
-	)
+	var err error
 	for res := range order {
-		p := <-res
-		if err != nil {
-			continue
-		}
-		if p.err != nil {
-			err = p.err
+		r := <-res
+		switch {
+		case err != nil:
+		case r.err != nil:
+			err = r.err
 			close(done)
-			continue
+		default:
+			join(r.p)
 		}
-		if b == nil {
-			b = p.b
-		} else {
-			b.join(p.b)
-		}
-		sawZero = sawZero || p.sawZero
 	}
 	wg.Wait()
-	if err != nil {
-		return nil, false, err
-	}
-	return b, sawZero, nil
+	return err
 }
 
 // lineCutter reads chunks of whole lines from r.

@@ -181,3 +181,70 @@ func TestLineCutter(t *testing.T) {
 		}
 	}
 }
+
+// snapText returns n random edge lines with comments, blank lines, CRLF
+// endings and self-loops, one edge beyond 32 bits at line wideAt (none when
+// negative).
+func snapText(seed uint64, n, wideAt int) string {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var sb strings.Builder
+	sb.WriteString("# Directed graph\n# FromNodeId\tToNodeId\n")
+	for i := range n {
+		if i%53 == 3 {
+			sb.WriteString("% comment\n\n")
+		}
+		u, v := uint64(rng.IntN(400)), uint64(rng.IntN(400))
+		if i%41 == 0 {
+			v = u
+		}
+		if i == wideAt {
+			u = 1<<40 + u
+		}
+		fmt.Fprintf(&sb, "%d\t%d", u, v)
+		if i%7 == 0 {
+			sb.WriteString("\r")
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+func TestReadSNAPChunksEqualsStream(t *testing.T) {
+	for _, wideAt := range []int{-1, 10, 2500} {
+		text := snapText(7, 3000, wideAt)
+		for _, undirected := range []bool{false, true} {
+			for _, drop := range []bool{false, true} {
+				opt := DefaultLoadOptions()
+				opt.DropSelfLoops = drop
+				want, err := readSNAP(strings.NewReader(text), "g.txt", undirected, opt, 1, chunkBytes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, workers := range []int{2, 5} {
+					for _, chunk := range []int{1, 300, 5000} {
+						got, err := readSNAP(strings.NewReader(text), "g.txt", undirected, opt, workers, chunk)
+						if err != nil || !reflect.DeepEqual(got, want) {
+							t.Fatalf("wide at %d, undirected %v, drop %v, %d workers, chunks of %d: the graphs differ (%v)",
+								wideAt, undirected, drop, workers, chunk, err)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestReadSNAPChunksErrorsAsStream(t *testing.T) {
+	lines := strings.SplitAfter(snapText(8, 2000, -1), "\n")
+	late := len(lines) * 9 / 10
+	for _, bad := range []string{"1 2 3\n", "1 x\n", "-1 2\n"} {
+		c := append([]string(nil), lines...)
+		c[late] = bad
+		text := strings.Join(c, "")
+		_, want := readSNAP(strings.NewReader(text), "g.txt", false, DefaultLoadOptions(), 1, chunkBytes)
+		_, got := readSNAP(strings.NewReader(text), "g.txt", false, DefaultLoadOptions(), 3, 400)
+		if want == nil || fmt.Sprint(got) != fmt.Sprint(want) || !strings.Contains(want.Error(), fmt.Sprintf(":%d:", late+1)) {
+			t.Fatalf("%q: errors differ or miss line %d:\nstream %v\nchunks %v", bad, late+1, want, got)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"runtime"
 	"slices"
 )
 
@@ -31,31 +32,72 @@ import (
 // radix sort when all ids fit in 32 bits: O(|E|) time and 16 bytes per edge
 // besides the graph.
 func ReadSNAP(r io.Reader, name string, undirected bool, opt LoadOptions) (*Graph, error) {
-	lr := newLineReader(r, name)
-	var (
-		read  chunked[uint64] // u<<32 | v while every id fits in 32 bits
-		wider chunked[edge]   // every edge once some id does not
-		wide  bool
-		maxID uint64
-		lone  []uint64 // nodes of dropped self-loops
-	)
-	add := func(u, v uint64) {
-		maxID = max(maxID, u, v)
-		if !wide && maxID > 1<<32-1 {
-			wide = true
-			read.each(func(k uint64) { wider.add(edge{k >> 32, k & (1<<32 - 1)}) })
-			read = chunked[uint64]{}
-		}
-		if wide {
-			wider.add(edge{u, v})
-		} else {
-			read.add(u<<32 | v)
-		}
+	return readSNAP(r, name, undirected, opt, runtime.GOMAXPROCS(0), chunkBytes)
+}
+
+// snapEdges are the edges of an edge list as read, in any order.
+type snapEdges struct {
+	keys  chunked[uint64] // u<<32 | v while every id fits in 32 bits
+	pairs chunked[edge]   // every edge once some id does not
+	wide  bool
+	maxID uint64
+	lone  []uint64 // nodes of dropped self-loops
+}
+
+// add adds edge (u, v).
+func (s *snapEdges) add(u, v uint64) {
+	s.maxID = max(s.maxID, u, v)
+	if !s.wide && s.maxID > 1<<32-1 {
+		s.widen()
 	}
-	if err := scanSNAP(lr, name, undirected, opt, add, func(u uint64) { lone = append(lone, u) }); err != nil {
+	if s.wide {
+		s.pairs.add(edge{u, v})
+	} else {
+		s.keys.add(u<<32 | v)
+	}
+}
+
+// widen moves the packed edges to pairs.
+func (s *snapEdges) widen() {
+	s.wide = true
+	s.keys.each(func(k uint64) { s.pairs.add(edge{k >> 32, k & (1<<32 - 1)}) })
+	s.keys = chunked[uint64]{}
+}
+
+// join adds the edges of o, which must not be used after.
+func (s *snapEdges) join(o *snapEdges) {
+	if o.wide && !s.wide {
+		s.widen()
+	}
+	if s.wide && !o.wide {
+		o.widen()
+	}
+	s.keys.join(&o.keys)
+	s.pairs.join(&o.pairs)
+	s.maxID = max(s.maxID, o.maxID)
+	s.lone = append(s.lone, o.lone...)
+}
+
+// readSNAP is ReadSNAP parsing on workers goroutines, with chunks of about
+// chunk bytes (parseChunks).
+func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, workers, chunk int) (*Graph, error) {
+	var all *snapEdges
+	err := parseChunks(r, name, workers, chunk, func(lr *lineReader) (*snapEdges, error) {
+		e := &snapEdges{}
+		err := scanSNAP(lr, name, undirected, opt, e.add, func(u uint64) { e.lone = append(e.lone, u) })
+		return e, err
+	}, func(e *snapEdges) {
+		if all == nil {
+			all = e
+		} else {
+			all.join(e)
+		}
+	})
+	if err != nil {
 		return nil, err
 	}
-	keys, pairs := read.flat(), wider.flat()
+	wide, maxID, lone := all.wide, all.maxID, all.lone
+	keys, pairs := all.keys.flat(), all.pairs.flat()
 	for _, u := range lone {
 		maxID = max(maxID, u)
 	}
@@ -66,7 +108,6 @@ func ReadSNAP(r io.Reader, name string, undirected bool, opt LoadOptions) (*Grap
 	}
 	b := NewBuilder(meta)
 	b.SetDupPolicy(DupKeep)
-	var err error
 	if wide {
 		slices.SortFunc(pairs, func(a, b edge) int {
 			return cmp.Or(cmp.Compare(a.u, b.u), cmp.Compare(a.v, b.v))
