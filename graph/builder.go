@@ -339,11 +339,11 @@ const minTransposeEdges = 1 << 20
 // transposeWorkers returns how many goroutines transpose n samples with
 // e edges over m parameters: one per 1M edges, up to GOMAXPROCS, and one
 // when the per-goroutine counts (4 bytes per parameter each) would be
-// large next to the edges.
+// large next to the edges or the edges more than 32-bit positions reach.
 func transposeWorkers(n, e, m int) int {
 	w := min(runtime.GOMAXPROCS(0), e/minTransposeEdges, n)
-	if w < 2 || m > e/4 {
-		return 1
+	if w < 2 || m > e/4 || int64(e) > math.MaxUint32 {
+		return 1 // the goroutines' positions are 32-bit
 	}
 	return w
 }
@@ -356,7 +356,7 @@ func transposeOn(off []int64, adj []uint32, m, workers int) ([]int64, []uint32) 
 	n := len(off) - 1
 	coff := make([]int64, m+1)
 	cadj := make([]uint32, len(adj))
-	if workers <= 1 || n < 2 {
+	if workers <= 1 || n < 2 || int64(len(adj)) > math.MaxUint32 {
 		for _, v := range adj {
 			coff[v+1]++
 		}
@@ -380,7 +380,8 @@ func transposeOn(off []int64, adj []uint32, m, workers int) ([]int64, []uint32) 
 		target := int64(w) * int64(len(adj)) / int64(workers)
 		cut[w] = max(cut[w-1], sort.Search(n, func(u int) bool { return off[u] >= target }))
 	}
-	// Edge positions fit 32 bits: Build refuses more edges.
+	// Edge positions fit 32 bits: transposeWorkers keeps larger graphs
+	// on one goroutine.
 	next := make([][]uint32, workers)
 	var wg sync.WaitGroup
 	for w := range workers {

@@ -57,3 +57,13 @@ func (c *chunked[T]) join(o *chunked[T]) {
 	c.n += o.n
 	*o = chunked[T]{}
 }
+
+// trim copies the last chunk to a slice of its length when it is mostly
+// empty, so that many sequences joined hold little more than their
+// elements.
+func (c *chunked[T]) trim() {
+	last := len(c.chunks) - 1
+	if last >= 0 && cap(c.chunks[last])-len(c.chunks[last]) > len(c.chunks[last])/8 {
+		c.chunks[last] = append([]T(nil), c.chunks[last]...)
+	}
+}

@@ -9,9 +9,14 @@ import (
 	"sync"
 )
 
-// chunkBytes is how much text the libsvm reader hands a goroutine at a
-// time (cut after the last whole line).
+// chunkBytes is how much text the libsvm and SNAP readers hand a
+// goroutine at a time (cut after the last whole line).
 const chunkBytes = 4 << 20
+
+// maxChunkWorkers caps the goroutines of parseChunks: one goroutine reads
+// and cuts the input, so more parsers than this gain little, and each
+// holds chunks in flight.
+const maxChunkWorkers = 8
 
 // scanLibSVMParallel reads libsvm text from r as ReadLibSVM does, on
 // workers goroutines with chunks of about chunk bytes (parseChunks), and
@@ -35,6 +40,7 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 		p.b.SetHasLabels()
 		var err error
 		p.sawZero, err = scanLibSVMLines(lr, name, opt, p.b.NumSamples, p.b.AddSample)
+		p.b.trim()
 		return p, err
 	}, func(p part) {
 		if b == nil {
@@ -64,6 +70,7 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 // With workers < 2 or input that fits one chunk, parse runs once, on the
 // calling goroutine.
 func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func(*lineReader) (T, error), join func(T)) error {
+	workers = min(workers, maxChunkWorkers)
 	if workers < 2 {
 		p, err := parse(newLineReader(r, name))
 		if err == nil {
@@ -145,6 +152,11 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 			case readErr != nil:
 				data, lines = nil, 0 // the error, in order, after the lines read
 			default:
+				select {
+				case <-done: // an error: read no further
+					return
+				default:
+				}
 				var buf []byte
 				select {
 				case buf = <-free:
@@ -195,10 +207,17 @@ func (c *lineCutter) next(buf []byte) ([]byte, int, error) {
 	}
 	buf = append(buf[:0], c.carry...)
 	c.carry = c.carry[:0]
+	empty := 0
 	for {
 		for len(buf) < cap(buf) {
 			n, err := c.r.Read(buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
+			if n == 0 && err == nil {
+				// As bufio does: a reader that makes no progress fails.
+				if empty++; empty >= 100 {
+					err = io.ErrNoProgress
+				}
+			}
 			if err == io.EOF {
 				return buf, bytes.Count(buf, []byte{'\n'}), io.EOF
 			}
@@ -215,6 +234,21 @@ func (c *lineCutter) next(buf []byte) ([]byte, int, error) {
 		}
 		// A line longer than the chunk: read on.
 		buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
+	}
+}
+
+// trim copies the last storage chunk to a slice of its length when it is
+// mostly empty, as the last of a Builder's doubling chunks often is: the
+// Builders of many chunks of text, joined, would otherwise hold up to
+// twice their edges.
+func (b *Builder) trim() {
+	c := len(b.ids) - 1
+	if c < 0 || cap(b.ids[c])-len(b.ids[c]) <= len(b.ids[c])/8 {
+		return
+	}
+	b.ids[c] = append([]uint64(nil), b.ids[c]...)
+	if b.vals[c] != nil {
+		b.vals[c] = append([]float32(nil), b.vals[c]...)
 	}
 }
 

@@ -248,3 +248,49 @@ func TestReadSNAPChunksErrorsAsStream(t *testing.T) {
 		}
 	}
 }
+
+// stallReader returns its text, then no data and no error for ever.
+type stallReader struct{ r io.Reader }
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF {
+		return 0, nil
+	}
+	return n, err
+}
+
+// TestReadLibSVMChunksNoProgress: a reader that stops making progress
+// fails as on one goroutine (bufio's io.ErrNoProgress) instead of hanging.
+func TestReadLibSVMChunksNoProgress(t *testing.T) {
+	text := libsvmText(9, 400)
+	read := func(workers int) error {
+		_, _, err := scanLibSVMParallel(&stallReader{strings.NewReader(text)}, "f.svm", DefaultLoadOptions(), workers, 300)
+		return err
+	}
+	seq, par := read(1), read(3)
+	if !errors.Is(par, io.ErrNoProgress) || fmt.Sprint(seq) != fmt.Sprint(par) {
+		t.Fatalf("errors:\nstream %v\nchunks %v", seq, par)
+	}
+}
+
+// TestReadLibSVMChunksStorage: the Builders of many chunks, joined, hold
+// little more storage than their edges (each part's last, doubling chunk
+// trimmed).
+func TestReadLibSVMChunksStorage(t *testing.T) {
+	text := libsvmText(10, 4000)
+	b, _, err := scanLibSVMParallel(strings.NewReader(text), "f.svm", DefaultLoadOptions(), 3, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held, vals int
+	for c := range b.ids {
+		held += cap(b.ids[c])
+		if b.vals[c] != nil {
+			vals += cap(b.vals[c])
+		}
+	}
+	if limit := int(b.n + b.n/8); held > limit || vals > limit {
+		t.Fatalf("%d edges held in %d ids and %d values, want at most %d", b.n, held, vals, limit)
+	}
+}

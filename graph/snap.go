@@ -85,6 +85,8 @@ func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, worker
 	err := parseChunks(r, name, workers, chunk, func(lr *lineReader) (*snapEdges, error) {
 		e := &snapEdges{}
 		err := scanSNAP(lr, name, undirected, opt, e.add, func(u uint64) { e.lone = append(e.lone, u) })
+		e.keys.trim()
+		e.pairs.trim()
 		return e, err
 	}, func(e *snapEdges) {
 		if all == nil {

@@ -180,9 +180,15 @@ type Baseline struct {
 // RandomBaseline evaluates BaselineSeeds uniformly random placements of g
 // on k machines and returns their mean cost.
 func RandomBaseline(g *graph.Graph, k int) Baseline {
+	return randomBaseline(g, k, runtime.GOMAXPROCS(0))
+}
+
+// randomBaseline is RandomBaseline with each evaluation on up to workers
+// goroutines (the result does not depend on their number).
+func randomBaseline(g *graph.Graph, k, workers int) Baseline {
 	costs := make([]*Cost, BaselineSeeds)
 	for s := range costs {
-		costs[s] = evaluate(g, Uniform(g, k, NewRand(uint64(s+1))), 0, runtime.GOMAXPROCS(0))
+		costs[s] = evaluate(g, Uniform(g, k, NewRand(uint64(s+1))), 0, workers)
 	}
 	return MeanOf(costs)
 }
@@ -273,20 +279,15 @@ func NewSummaryAgainst(g *graph.Graph, p *Placement, theta int64, b Baseline) (*
 	return summaryOf(g, c, b), nil
 }
 
-// StartBaseline evaluates RandomBaseline(g, k) on a goroutine of its own and
-// returns the function that waits for it. A command that partitions on one
-// core lets the baseline use another meanwhile.
+// StartBaseline evaluates RandomBaseline(g, k) on one goroutine of its own
+// and returns the function that waits for it (safe to call from any
+// goroutine, any number of times). A command that partitions on one core
+// leaves the baseline another meanwhile; beside a partitioner on several,
+// the two share the cores.
 func StartBaseline(g *graph.Graph, k int) (wait func() Baseline) {
 	done := make(chan Baseline, 1)
-	go func() { done <- RandomBaseline(g, k) }()
-	var b Baseline
-	var got bool
-	return func() Baseline {
-		if !got {
-			b, got = <-done, true
-		}
-		return b
-	}
+	go func() { done <- randomBaseline(g, k, 1) }()
+	return sync.OnceValue(func() Baseline { return <-done })
 }
 
 // summaryOf is the summary of cost c against baseline b.

@@ -14,7 +14,8 @@
  * -np 1, or more processes: rank 0 reads the file and hands the vertices
  * out in contiguous ranges, each rank's pins of its own vertices).
  *
- * Errors name the file and line and exit with status 1.
+ * Errors name the file and line and exit with status 1. Pin offsets are
+ * ints: up to 2^31 - 1 pins.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -75,6 +76,7 @@ static void read_hmetis(const char *path, hg *all) {
 			nstart[0] = 0;
 			continue;
 		}
+		if (net >= nnets && strspn(line, " \t\r\n") == strlen(line)) continue; /* trailing blank lines */
 		if (net >= nnets) {
 			snprintf(msg, sizeof msg, "%s:%ld: more nets than the %d the header gives", path, lineno, nnets);
 			die(msg);
@@ -182,7 +184,6 @@ static void scatter(hg *all, hg *mine, int rank, int size) {
 		return;
 	}
 	mine->start = xmalloc(sizeof(int) * ((size_t)mine->nvtx + 1));
-	int npins = 0;
 	if (rank == 0) {
 		for (int r = 1; r < size; r++) {
 			int f = (int)((long)n * r / size), l = (int)((long)n * (r + 1) / size);
@@ -191,14 +192,13 @@ static void scatter(hg *all, hg *mine, int rank, int size) {
 			MPI_Send(&all->nets[all->start[f]], cnt, MPI_UNSIGNED, r, 1, MPI_COMM_WORLD);
 		}
 		memcpy(mine->start, all->start, sizeof(int) * ((size_t)mine->nvtx + 1));
-		npins = mine->start[mine->nvtx];
 		mine->nets = all->nets;
 		return;
 	}
 	MPI_Recv(mine->start, mine->nvtx + 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	int base = mine->start[0];
 	for (int i = 0; i <= mine->nvtx; i++) mine->start[i] -= base;
-	npins = mine->start[mine->nvtx];
+	int npins = mine->start[mine->nvtx];
 	mine->nets = xmalloc(sizeof(ZOLTAN_ID_TYPE) * (size_t)(npins ? npins : 1));
 	MPI_Recv(mine->nets, npins, MPI_UNSIGNED, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
@@ -278,7 +278,10 @@ int main(int argc, char **argv) {
 
 	/* With RETURN_LISTS=PARTS the export list holds every local vertex. */
 	int *part = xmalloc(sizeof(int) * (size_t)(mine.nvtx ? mine.nvtx : 1));
+	for (int i = 0; i < mine.nvtx; i++) part[i] = -1;
 	for (int i = 0; i < nexp; i++) part[elid[i]] = epart[i];
+	for (int i = 0; i < mine.nvtx; i++)
+		if (part[i] < 0 || part[i] >= k) die("Zoltan returned no part, or one out of range, for a vertex");
 	int *allpart = NULL, *counts = NULL, *displs = NULL;
 	if (rank == 0) {
 		allpart = xmalloc(sizeof(int) * (size_t)mine.nvtx_global);
