@@ -47,6 +47,7 @@ type Builder struct {
 	sampleIDs []uint64
 	withIDs   bool
 	scratch   []int
+	first     int // edges of the first storage chunk (0: firstChunkLen)
 }
 
 // NewBuilder returns an empty Builder for a graph described by meta that
@@ -122,6 +123,8 @@ func (b *Builder) add(label float64, params []uint64, vals []float32) error {
 			size := firstChunkLen
 			if c >= 0 {
 				size = min(2*cap(b.ids[c]), chunkLen)
+			} else if b.first > 0 {
+				size = b.first
 			}
 			b.ids = append(b.ids, make([]uint64, 0, size))
 			b.vals = append(b.vals, nil)

@@ -35,9 +35,13 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 		b       *Builder
 		sawZero bool
 	)
-	err := parseChunks(r, name, workers, chunk, func(lr *lineReader) (part, error) {
+	err := parseChunks(r, name, workers, chunk, func(lr *lineReader, text []byte) (part, error) {
 		p := part{b: NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})}
 		p.b.SetHasLabels()
+		if text != nil {
+			// Every edge has a colon: storage for them all at once.
+			p.b.first = min(max(bytes.Count(text, []byte{':'}), firstChunkLen), chunkLen)
+		}
 		var err error
 		p.sawZero, err = scanLibSVMLines(lr, name, opt, p.b.NumSamples, p.b.AddSample)
 		p.b.trim()
@@ -60,7 +64,8 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 // in input order. One goroutine reads r, a decompressor included, and cuts
 // what it reads into chunks of whole lines of up to about chunk bytes,
 // counting their lines (lineCutter); workers goroutines parse the chunks,
-// each through a lineReader of its own. So text is parsed on several cores
+// each through a lineReader of its own (parse also gets the chunk's text,
+// to size its storage; nil when it reads the stream itself). So text is parsed on several cores
 // while it is read, and the results are those of parse over the whole
 // input at once, provided parse's results join into its result on the
 // whole: errors included, for parseChunks returns the first error in input
@@ -69,10 +74,10 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 //
 // With workers < 2 or input that fits one chunk, parse runs once, on the
 // calling goroutine.
-func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func(*lineReader) (T, error), join func(T)) error {
+func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func(lr *lineReader, text []byte) (T, error), join func(T)) error {
 	workers = min(workers, maxChunkWorkers)
 	if workers < 2 {
-		p, err := parse(newLineReader(r, name))
+		p, err := parse(newLineReader(r, name), nil)
 		if err == nil {
 			join(p)
 		}
@@ -82,7 +87,7 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 	cut := &lineCutter{r: r, size: chunk}
 	first, lines, readErr := cut.next(nil)
 	if readErr == io.EOF {
-		p, err := parse(newLineReader(bytes.NewReader(first), name))
+		p, err := parse(newLineReader(bytes.NewReader(first), name), first)
 		if err == nil {
 			join(p)
 		}
@@ -116,7 +121,7 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 				default:
 				}
 				br.Reset(bytes.NewReader(j.data))
-				p, err := parse(&lineReader{br: br, name: name})
+				p, err := parse(&lineReader{br: br, name: name}, j.data)
 				if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
 					pe.Line += j.before
 				}
@@ -237,13 +242,13 @@ func (c *lineCutter) next(buf []byte) ([]byte, int, error) {
 	}
 }
 
-// trim copies the last storage chunk to a slice of its length when it is
-// mostly empty, as the last of a Builder's doubling chunks often is: the
-// Builders of many chunks of text, joined, would otherwise hold up to
-// twice their edges.
+// trim copies the last storage chunk to a slice of its length when a
+// quarter of it or more is empty, as the last of a Builder's doubling
+// chunks often is: the Builders of many chunks of text, joined, would
+// otherwise hold up to twice their edges.
 func (b *Builder) trim() {
 	c := len(b.ids) - 1
-	if c < 0 || cap(b.ids[c])-len(b.ids[c]) <= len(b.ids[c])/8 {
+	if c < 0 || cap(b.ids[c])-len(b.ids[c]) < len(b.ids[c])/3 {
 		return
 	}
 	b.ids[c] = append([]uint64(nil), b.ids[c]...)

@@ -82,7 +82,7 @@ func (s *snapEdges) join(o *snapEdges) {
 // chunk bytes (parseChunks).
 func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, workers, chunk int) (*Graph, error) {
 	var all *snapEdges
-	err := parseChunks(r, name, workers, chunk, func(lr *lineReader) (*snapEdges, error) {
+	err := parseChunks(r, name, workers, chunk, func(lr *lineReader, _ []byte) (*snapEdges, error) {
 		e := &snapEdges{}
 		err := scanSNAP(lr, name, undirected, opt, e.add, func(u uint64) { e.lone = append(e.lone, u) })
 		e.keys.trim()
