@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 )
@@ -43,11 +44,47 @@ func ReadCriteo(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	if opt.HashBits < 1 || opt.HashBits > 32 {
 		return nil, fmt.Errorf("%s: hash bits %d: want 1..32", name, opt.HashBits)
 	}
+	return readCriteo(r, name, opt, runtime.GOMAXPROCS(0), chunkBytes)
+}
+
+// readCriteo is ReadCriteo parsing on workers goroutines, with chunks of
+// about chunk bytes (parseChunks).
+func readCriteo(r io.Reader, name string, opt LoadOptions, workers, chunk int) (*Graph, error) {
+	var b *Builder
+	err := parseChunks(r, name, workers, chunk, func(lr *lineReader, text []byte) (*Builder, error) {
+		p := NewBuilder(Meta{Format: string(FormatCriteo), Source: name})
+		p.SetHasLabels()
+		p.SetDupPolicy(DupSum)
+		if text != nil {
+			// At most 39 features a line.
+			p.first = min(max(criteoFields*bytes.Count(text, []byte{'\n'}), firstChunkLen), chunkLen)
+		}
+		err := scanCriteoLines(lr, name, opt, p)
+		p.trim()
+		return p, err
+	}, func(p *Builder) {
+		if b == nil {
+			b = p
+		} else {
+			b.join(p)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if b.NumSamples() == 0 {
+		return nil, emptyError(name)
+	}
+	g, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return g, nil
+}
+
+// scanCriteoLines adds the samples of the lines of lr to b.
+func scanCriteoLines(lr *lineReader, name string, opt LoadOptions, b *Builder) error {
 	mask := uint64(1)<<opt.HashBits - 1
-	lr := newLineReader(r, name)
-	b := NewBuilder(Meta{Format: string(FormatCriteo), Source: name})
-	b.SetHasLabels()
-	b.SetDupPolicy(DupSum)
 	var (
 		ids  = make([]uint64, 0, criteoFields)
 		vals = make([]float32, 0, criteoFields)
@@ -59,21 +96,21 @@ func ReadCriteo(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	for {
 		line, err := lr.next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(trimSpace(line)) == 0 {
 			continue
 		}
 		if n := bytes.Count(line, []byte{'\t'}) + 1; n > criteoFields {
-			return nil, perr(criteoFields+1, "%d fields: want at most %d (label, %d integer and %d categorical features)",
+			return perr(criteoFields+1, "%d fields: want at most %d (label, %d integer and %d categorical features)",
 				n, criteoFields, criteoInts, criteoFields-1-criteoInts)
 		}
 		f, rest, more := bytes.Cut(line, []byte{'\t'})
 		if len(f) != 1 || (f[0] != '0' && f[0] != '1') {
-			return nil, perr(1, "%s: want label 0 or 1", quote(f))
+			return perr(1, "%s: want label 0 or 1", quote(f))
 		}
 		label := float64(f[0] - '0')
 		ids = ids[:0]
@@ -86,7 +123,7 @@ func ReadCriteo(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 			if col <= criteoInts {
 				v, ok := parseInt(f)
 				if !ok {
-					return nil, perr(col+1, "%s: want an integer (feature I%d)", quote(f), col)
+					return perr(col+1, "%s: want an integer (feature I%d)", quote(f), col)
 				}
 				tok = appendBucket(tok, v)
 			} else {
@@ -97,17 +134,9 @@ func ReadCriteo(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 		var v []float32
 		ids, v = countDuplicates(ids, vals[:0])
 		if err := b.AddSample(label, ids, v); err != nil {
-			return nil, perr(0, "%v", err)
+			return perr(0, "%v", err)
 		}
 	}
-	if b.NumSamples() == 0 {
-		return nil, emptyError(name)
-	}
-	g, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return g, nil
 }
 
 // countDuplicates sorts ids and merges repeated ids into one whose value is

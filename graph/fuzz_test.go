@@ -237,8 +237,7 @@ func FuzzReadLibSVMChunks(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, workers, chunk uint8, base int8) {
 		opt := libsvmOptions(int((int(base)%3+3)%3) - 1)
-		_, seqErr, par, parErr := readBoth(t, string(data), opt, 2+int(workers%8), 1+int(chunk))
-		seq, _, _, _ := readBoth(t, string(data), opt, 1, 1)
+		seq, seqErr, par, parErr := readBoth(t, string(data), opt, 2+int(workers%8), 1+int(chunk))
 		if fmt.Sprint(parErr) != fmt.Sprint(seqErr) {
 			t.Fatalf("errors differ:\nstream %v\nchunks %v", seqErr, parErr)
 		}

@@ -294,3 +294,47 @@ func TestReadLibSVMChunksStorage(t *testing.T) {
 		t.Fatalf("%d edges held in %d ids and %d values, want at most %d", b.n, held, vals, limit)
 	}
 }
+
+// criteoText returns n random Criteo lines, with empty fields, negative
+// and large integers, and a bad integer at line bad (none when negative).
+func criteoText(seed uint64, n, bad int) string {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, "%d", rng.IntN(2))
+		for col := 1; col < criteoFields; col++ {
+			sb.WriteByte('\t')
+			switch {
+			case rng.IntN(6) == 0:
+			case i == bad && col == 5:
+				sb.WriteString("x1")
+			case col <= criteoInts:
+				fmt.Fprintf(&sb, "%d", rng.IntN(2000)-3)
+			default:
+				fmt.Fprintf(&sb, "%08x", rng.IntN(300))
+			}
+		}
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+func TestReadCriteoChunksEqualsStream(t *testing.T) {
+	for _, bad := range []int{-1, 1700} {
+		text := criteoText(11, 2000, bad)
+		for _, bits := range []int{4, 20} {
+			opt := DefaultLoadOptions()
+			opt.HashBits = bits
+			want, wantErr := readCriteo(strings.NewReader(text), "c.tsv", opt, 1, chunkBytes)
+			for _, workers := range []int{2, 5} {
+				got, gotErr := readCriteo(strings.NewReader(text), "c.tsv", opt, workers, 3000)
+				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+					t.Fatalf("bad line %d, %d bits, %d workers: differ:\nstream %v\nchunks %v", bad, bits, workers, wantErr, gotErr)
+				}
+			}
+			if (bad >= 0) != (wantErr != nil) || (bad >= 0 && !strings.Contains(wantErr.Error(), fmt.Sprintf(":%d:", bad+1))) {
+				t.Fatalf("bad line %d: error %v", bad, wantErr)
+			}
+		}
+	}
+}
