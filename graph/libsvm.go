@@ -33,8 +33,8 @@ import (
 // 1; the label is field 1). Input without samples is an error too.
 //
 // The reader does not allocate per line or token: it parses integers and
-// short decimals by hand, and it parses chunks of lines on up to
-// GOMAXPROCS goroutines while it reads r (decompressing, for Read and
+// short decimals by hand, and it parses chunks of lines on GOMAXPROCS
+// goroutines (at most 8) while one reads r (decompressing, for Read and
 // Load), with the same result as on one.
 func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	return readLibSVM(r, name, opt, runtime.GOMAXPROCS(0), chunkBytes)
