@@ -63,14 +63,16 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 // parseChunks reads the lines of r with parse and hands join the results
 // in input order. One goroutine reads r, a decompressor included, and cuts
 // what it reads into chunks of whole lines of up to about chunk bytes,
-// counting their lines (lineCutter); workers goroutines parse the chunks,
-// each through a lineReader of its own (parse also gets the chunk's text,
-// to size its storage; nil when it reads the stream itself). So text is parsed on several cores
-// while it is read, and the results are those of parse over the whole
-// input at once, provided parse's results join into its result on the
-// whole: errors included, for parseChunks returns the first error in input
-// order, a *ParseError's line counted from the start of the input, and a
-// read error as a lineReader returns it, at the line it was reading.
+// counting their lines (lineCutter); workers goroutines (at most
+// maxChunkWorkers) parse the chunks, each through a lineReader of its own;
+// parse also gets the chunk's text to size its storage (nil when it reads
+// the stream itself). So text is parsed on several cores while it is read,
+// and the results are those of parse over the whole input at once,
+// provided parse's results join into its result on the whole. Errors too:
+// parseChunks returns the first error in input order, a *ParseError's line
+// counted from the start of the input, and a read error as a lineReader
+// returns it, at the line it was reading. At most about 3·workers chunks
+// are in memory at once.
 //
 // With workers < 2 or input that fits one chunk, parse runs once, on the
 // calling goroutine.
