@@ -10,12 +10,20 @@ import (
 	"colo/ps/proto"
 	"colo/ps/sched"
 	"colo/ps/worker"
+	"colo/transport"
 	"colo/transport/tcp"
 )
 
 // recoverCluster starts over TCP on loopback a scheduler that waits
 // wait for replacements and two machines, closed with the test.
 func recoverCluster(t *testing.T, wait time.Duration) (*sched.Scheduler, []*Node) {
+	t.Helper()
+	return recoverClusterOn(t, wait, func(ep *tcp.Endpoint) transport.Endpoint { return ep })
+}
+
+// recoverClusterOn is recoverCluster with the scheduler on wrap of its
+// TCP endpoint.
+func recoverClusterOn(t *testing.T, wait time.Duration, wrap func(*tcp.Endpoint) transport.Endpoint) (*sched.Scheduler, []*Node) {
 	t.Helper()
 	cfg := tcp.DefaultConfig()
 	cfg.ID, cfg.Token = proto.SchedulerID, "t"
@@ -26,7 +34,7 @@ func recoverCluster(t *testing.T, wait time.Duration) (*sched.Scheduler, []*Node
 	sc := sched.DefaultConfig()
 	sc.NumServers, sc.NumWorkers, sc.Token, sc.NumKeys = 2, 2, "t", 10
 	sc.Heartbeat, sc.Timeout, sc.RecoverWait = 20*time.Millisecond, time.Second, wait
-	s, err := sched.Start(sc, sep, nil)
+	s, err := sched.Start(sc, wrap(sep), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +167,147 @@ func TestReplaceMachine(t *testing.T) {
 	if err := s.Wait(); err != nil {
 		t.Fatalf("scheduler: %v", err)
 	}
+}
+
+// lateDown is a scheduler's TCP endpoint whose link failures reach the
+// scheduler late: held back until release is closed, then delivered in
+// order (delivered is closed once they are), and the later ones as they
+// come.
+type lateDown struct {
+	*tcp.Endpoint
+	down      chan *transport.PeerError
+	held      chan transport.NodeID // the peer of each failure held back
+	release   chan struct{}
+	delivered chan struct{}
+	stop      chan struct{}
+}
+
+func holdDown(ep *tcp.Endpoint) *lateDown {
+	l := &lateDown{Endpoint: ep, down: make(chan *transport.PeerError), held: make(chan transport.NodeID, 64),
+		release: make(chan struct{}), delivered: make(chan struct{}), stop: make(chan struct{})}
+	go func() {
+		defer close(l.down)
+		var held []*transport.PeerError
+		in := ep.Down()
+	hold:
+		for {
+			select {
+			case pe, ok := <-in:
+				if !ok {
+					return
+				}
+				held = append(held, pe)
+				l.held <- pe.Peer
+			case <-l.release:
+				break hold
+			}
+		}
+		for _, pe := range held {
+			select {
+			case l.down <- pe:
+			case <-l.stop:
+				return
+			}
+		}
+		close(l.delivered)
+		for pe := range in {
+			select {
+			case l.down <- pe:
+			case <-l.stop:
+				return
+			}
+		}
+	}()
+	return l
+}
+
+func (l *lateDown) Down() <-chan *transport.PeerError { return l.down }
+
+// TestLateLinkFailureOfReplacedMachine: the scheduler learns that the
+// links of machine 1, closed, failed only after a replacement took its
+// place and the job resumed (on a loaded machine, the transport's
+// goroutines that notice the closed links can run that late). Those
+// failures name machine 1's addresses, not the replacement's: the job
+// neither pauses again nor drops the replacement, which gets its
+// heartbeats and ends the job with machine 0. The replacement's own
+// failure still pauses the job.
+func TestLateLinkFailureOfReplacedMachine(t *testing.T) {
+	var late *lateDown
+	s, ns := recoverClusterOn(t, 10*time.Second, func(ep *tcp.Endpoint) transport.Endpoint {
+		late = holdDown(ep)
+		return late
+	})
+	t.Cleanup(func() { close(late.stop) })
+	pushBoth(t, ns, 1, 2, 10, 20)
+	ns[1].Close()
+	seen := map[transport.NodeID]bool{}
+	timeout := time.After(5 * time.Second)
+	for !seen[proto.ServerID(1)] || !seen[proto.WorkerID(1)] {
+		select {
+		case id := <-late.held:
+			seen[id] = true
+		case <-timeout:
+			t.Fatalf("failures of machine 1's links held back: %v, want server 1 and worker 1", seen)
+		}
+	}
+	n1, err := startMachine(ns[0].cfg.Scheduler, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n1.Close()
+	close(late.release)
+	<-late.delivered
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Machine 0 has the pause before the resume, on the same link.
+	for ns[0].Epoch() < 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("machine 0 not paused after its peer was replaced")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if e, err := ns[0].Worker().Rejoin(ctx); err != nil || e != 1 {
+		t.Fatalf("rejoin: epoch %d, %v", e, err)
+	}
+	if err := ns[0].Worker().Resume(); err != nil {
+		t.Fatal(err)
+	}
+	ns = []*Node{ns[0], n1}
+	pushBoth(t, ns, 3, 4, 30, 40)
+	sums := make([][]float64, 2)
+	errs := make(chan error, 2)
+	for i, n := range ns {
+		go func() {
+			var err error
+			sums[i], err = n.AllReduce(ctx, "workers", []float64{float64(i + 1)})
+			errs <- err
+		}()
+	}
+	for range ns {
+		if err := <-errs; err != nil {
+			t.Fatalf("all-reduce after the late failures: %v", err)
+		}
+	}
+	if sums[0][0] != 3 || sums[1][0] != 3 {
+		t.Fatalf("all-reduce sums %v, want 3", sums)
+	}
+	if e0, e1 := ns[0].Epoch(), n1.Epoch(); e0 != 1 || e1 != 1 {
+		t.Fatalf("epochs %d and %d after the late failures, want 1", e0, e1)
+	}
+	// The replacement's own links name its address.
+	n1.Close()
+	for ns[0].Epoch() != 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("machine 0 not paused again after the replacement left")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := ns[0].Worker().Pull([]uint64{1}, make([]float32, 1)).Wait(); !errors.Is(err, proto.ErrPaused) || !strings.Contains(err.Error(), "link lost") {
+		t.Fatalf("pull after the replacement left: %v, want a pause for its lost link", err)
+	}
+	s.Close()
 }
 
 // TestNoReplacement: when no replacement comes within the scheduler's

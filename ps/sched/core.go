@@ -181,6 +181,9 @@ type member struct {
 	done     bool
 	lastSeen int64
 	key      []byte // Register.Key
+	// replacement: the member took the place of a failed node
+	// (replace), whose links may fail only now (see Down).
+	replacement bool
 }
 
 // phase of the job.
@@ -813,7 +816,7 @@ func (c *Core) replace(from transport.NodeID, r proto.Register, refuse func(form
 			a.Worker = id
 		}
 		delete(c.lost, id)
-		c.members[id] = &member{id: id, machine: machine, host: r.Host, lastSeen: c.tick, key: r.Key}
+		c.members[id] = &member{id: id, machine: machine, host: r.Host, lastSeen: c.tick, key: r.Key, replacement: true}
 		c.learnKey(id, r.Key)
 		c.replaced++
 	}
@@ -857,6 +860,21 @@ func (c *Core) abort(id transport.NodeID, cause error, tellFailed bool) {
 }
 
 // Down processes the failure of the link to a peer.
+//
+// A replacement has its predecessor's node ids, and the predecessor's
+// links may be reported failed only after the replacement is ready: the
+// transport notices each closed link in its own goroutine and reports
+// it once per peer until a new link with that id comes up, and the
+// driver reads Down and Recv in no set order. Counted against the
+// replacement, such a failure paused the job again and dropped the
+// replacement, which got no more heartbeats and gave up, while the
+// others waited for a replacement that never came. So for a replacement
+// a failure that names another address than the one it listens on is
+// ignored: the scheduler's link to the predecessor names the
+// predecessor's address, and a link the node dialed names its port,
+// which cannot tell the two apart. The replacement's own failure still
+// counts: the scheduler's link to it, and the heartbeat sends over it
+// (SendFailed), name its address; or it falls silent for Timeout.
 func (c *Core) Down(pe *transport.PeerError) []Out {
 	c.out = c.out[:0]
 	if proto.IsProvisional(pe.Peer) {
@@ -873,6 +891,9 @@ func (c *Core) Down(pe *transport.PeerError) []Out {
 		return c.out
 	}
 	if c.phase == ended || !mb.ready {
+		return c.out
+	}
+	if mb.replacement && pe.Addr != "" && pe.Addr != mb.addr {
 		return c.out
 	}
 	c.fail(pe.Peer, fmt.Errorf("link lost: %w", pe.Err))

@@ -155,6 +155,51 @@ func TestRecoverSendToReplacementFails(t *testing.T) {
 	}
 }
 
+// TestRecoverLateLinkFailure: the links of the node a replacement took
+// the place of may be reported failed only after the replacement is
+// ready, here as on TCP: the scheduler's link to the old node's address
+// and the old node's link to the scheduler, which names its port. They
+// neither end the job while the replacement gets ready nor pause it
+// again after the resume; a failure of the link to the replacement's
+// address does.
+func TestRecoverLateLinkFailure(t *testing.T) {
+	c := recovering(t)
+	// The replacement registers before the scheduler noticed machine 1
+	// go: it declares the old node failed.
+	c.Handle(msg(proto.Provisional(9), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: proto.TokenDigest("tok"), Addr: "new", Rank: 1, Recover: true}))
+	c.Handle(msg(proto.ServerID(1), proto.CmdReady, proto.Ready{Addr: "new1"}))
+	late := []*transport.PeerError{
+		{Peer: proto.ServerID(1), Addr: "real", Op: "send", Err: transport.ErrPeerClosed},
+		{Peer: proto.WorkerID(1), Addr: "real", Op: "send", Err: transport.ErrPeerClosed},
+		{Peer: proto.ServerID(1), Addr: "port1", Op: "recv", Err: transport.ErrPeerClosed},
+		{Peer: proto.WorkerID(1), Addr: "port2", Op: "recv", Err: transport.ErrPeerClosed},
+	}
+	for _, pe := range late {
+		if outs := c.Down(pe); len(outs) != 0 {
+			t.Fatalf("late failure %v while the replacement gets ready: %+v", pe, outs)
+		}
+	}
+	if ended, err := c.Ended(); ended {
+		t.Fatalf("a late failure of the old node ended the job: %v", err)
+	}
+	if res := decoded[proto.Resume](t, c.Handle(msg(proto.WorkerID(1), proto.CmdReady, proto.Ready{Addr: "new1"})), proto.CmdResume); len(res) != 4 {
+		t.Fatalf("resume sent to %d nodes", len(res))
+	}
+	for _, pe := range late {
+		if outs := c.Down(pe); len(outs) != 0 {
+			t.Fatalf("late failure %v after the resume: %+v", pe, outs)
+		}
+	}
+	if p, _ := c.Paused(); p || c.Epoch() != 1 {
+		t.Fatalf("paused %v in epoch %d after late failures of the old node", p, c.Epoch())
+	}
+	// The replacement's own link.
+	c.Down(&transport.PeerError{Peer: proto.WorkerID(1), Addr: "new1", Op: "send", Err: transport.ErrPeerClosed})
+	if p, id := c.Paused(); !p || id != proto.WorkerID(1) || c.Epoch() != 2 {
+		t.Fatalf("paused %v for %v in epoch %d, want worker 1 in epoch 2", p, id, c.Epoch())
+	}
+}
+
 // TestRecoverGivesUp: a pause that no replacement ends within the
 // recovery wait ends the job with an error naming the failed ranks and
 // the cause, sent to every survivor.

@@ -507,7 +507,10 @@ func (e *Endpoint) Stats() transport.Stats { return e.stats.Snapshot() }
 func (e *Endpoint) Berths() *transport.Berths { return &e.berths }
 
 // SetPeer records the address of a peer. A changed address takes effect
-// at the next dial; an established link is kept.
+// at the next Send, which closes a link established to the old address
+// (without a report on Down: it goes to whoever had that address, such
+// as the process of a failed node that a replacement took the place of)
+// and dials the new one.
 func (e *Endpoint) SetPeer(id transport.NodeID, addr string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -630,6 +633,14 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 	bufs, size, err := l.enc.Encode(m, e.cfg.ID, to)
 	if err != nil {
 		return peerErr(to, addr, "send", err)
+	}
+	if l.c != nil && l.c.addr != addr {
+		// The peer moved (SetPeer). The link goes to the old address,
+		// often a process that left without this endpoint having
+		// noticed yet, and a socket whose far end closed still takes
+		// a write: the frame would be lost without an error.
+		e.fail(l.c, "send", fmt.Errorf("peer %d moved to %s", to, addr), false)
+		l.c = nil
 	}
 	if l.c == nil || l.c.dead.Load() {
 		l.c = nil

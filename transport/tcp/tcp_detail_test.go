@@ -460,6 +460,45 @@ func TestRestartedPeer(t *testing.T) {
 	}
 }
 
+// TestMovedPeer: a peer given a new address (SetPeer), as a node's
+// replacement is, gets the next Send at that address, even while the
+// link to the old one is still up (its process gone but not noticed
+// yet, where a frame would be lost); the old link's end is no failure
+// of the peer.
+func TestMovedPeer(t *testing.T) {
+	eps := newEndpoints(t, 2, nil)
+	if err := eps[0].Send(context.Background(), 1, &transport.Message{}); err != nil {
+		t.Fatal(err)
+	}
+	<-eps[1].Recv()
+	cfg := DefaultConfig()
+	cfg.ID, cfg.Token = 1, testToken
+	moved, err := Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer moved.Close()
+	eps[0].SetPeer(1, moved.Addr().String())
+	if err := eps[0].Send(context.Background(), 1, &transport.Message{Header: transport.Header{ID: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-moved.Recv():
+		if m.ID != 7 {
+			t.Fatalf("got %v at the new address", m)
+		}
+	case m := <-eps[1].Recv():
+		t.Fatalf("%v went to the old address", m)
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing arrived")
+	}
+	select {
+	case pe := <-eps[0].Down():
+		t.Fatalf("the end of the link to the old address reported: %v", pe)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
 // TestClosedPeer: once a peer closed its endpoint, sends to it fail with
 // an error wrapping ErrPeerClosed, whether the write meets the closed
 // connection (a broken pipe or a reset) or the link is dialled afresh
