@@ -97,7 +97,9 @@ func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.W
 	}
 	defer func() {
 		for _, n := range ns {
-			n.Close()
+			if n != nil { // a replacement that failed to start
+				n.Close()
+			}
 		}
 	}()
 	type result struct {
