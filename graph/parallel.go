@@ -108,7 +108,7 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 	var (
 		jobs  = make(chan job, workers)
 		order = make(chan chan result, 2*workers)
-		free  = make(chan []byte, 3*workers+2)
+		free  = make(chan []byte, workers+1)
 		done  = make(chan struct{})
 		wg    sync.WaitGroup
 	)
