@@ -50,8 +50,7 @@ func ReadCriteo(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 // readCriteo is ReadCriteo parsing on workers goroutines, with chunks of
 // about chunk bytes (parseChunks).
 func readCriteo(r io.Reader, name string, opt LoadOptions, workers, chunk int) (*Graph, error) {
-	var b *Builder
-	err := parseChunks(r, name, workers, chunk, func(lr *lineReader, text []byte) (*Builder, error) {
+	b, err := parseChunks(r, name, workers, chunk, func(lr *lineReader, text []byte) (*Builder, error) {
 		p := NewBuilder(Meta{Format: string(FormatCriteo), Source: name})
 		p.SetHasLabels()
 		p.SetDupPolicy(DupSum)
@@ -62,24 +61,11 @@ func readCriteo(r io.Reader, name string, opt LoadOptions, workers, chunk int) (
 		err := scanCriteoLines(lr, name, opt, p)
 		p.trim()
 		return p, err
-	}, func(p *Builder) {
-		if b == nil {
-			b = p
-		} else {
-			b.join(p)
-		}
-	})
+	}, (*Builder).join)
 	if err != nil {
 		return nil, err
 	}
-	if b.NumSamples() == 0 {
-		return nil, emptyError(name)
-	}
-	g, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return g, nil
+	return buildSamples(b, name)
 }
 
 // scanCriteoLines adds the samples of the lines of lr to b.

@@ -50,6 +50,17 @@ func readLibSVM(r io.Reader, name string, opt LoadOptions, workers, chunk int) (
 	if err != nil {
 		return nil, err
 	}
+	g, err := buildSamples(b, name)
+	if err != nil {
+		return nil, err
+	}
+	setIndexBase(g, opt, sawZero)
+	return g, nil
+}
+
+// buildSamples builds the graph of b, the samples read from the input
+// called name: an error when there are none.
+func buildSamples(b *Builder, name string) (*Graph, error) {
 	if b.NumSamples() == 0 {
 		return nil, emptyError(name)
 	}
@@ -57,7 +68,6 @@ func readLibSVM(r io.Reader, name string, opt LoadOptions, workers, chunk int) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	setIndexBase(g, opt, sawZero)
 	return g, nil
 }
 

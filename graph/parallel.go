@@ -31,12 +31,8 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 	if opt.SampleCheck != nil {
 		workers = 1
 	}
-	var (
-		b       *Builder
-		sawZero bool
-	)
-	err := parseChunks(r, name, workers, chunk, func(lr *lineReader, text []byte) (part, error) {
-		p := part{b: NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})}
+	all, err := parseChunks(r, name, workers, chunk, func(lr *lineReader, text []byte) (*part, error) {
+		p := &part{b: NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})}
 		p.b.SetHasLabels()
 		if text != nil {
 			// Every edge has a colon: storage for them all at once.
@@ -46,22 +42,19 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 		p.sawZero, err = scanLibSVMLines(lr, name, opt, p.b.NumSamples, p.b.AddSample)
 		p.b.trim()
 		return p, err
-	}, func(p part) {
-		if b == nil {
-			b = p.b
-		} else {
-			b.join(p.b)
-		}
-		sawZero = sawZero || p.sawZero
+	}, func(all, p *part) {
+		all.b.join(p.b)
+		all.sawZero = all.sawZero || p.sawZero
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	return b, sawZero, nil
+	return all.b, all.sawZero, nil
 }
 
-// parseChunks reads the lines of r with parse and hands join the results
-// in input order. One goroutine reads r, a decompressor included, and cuts
+// parseChunks reads the lines of r with parse and returns the result of
+// the first chunk with the results of the others joined into it, in input
+// order (join(into, next)). One goroutine reads r, a decompressor included, and cuts
 // what it reads into chunks of whole lines of up to about chunk bytes,
 // counting their lines (lineCutter); workers goroutines (at most
 // maxChunkWorkers) parse the chunks, each through a lineReader of its own;
@@ -76,24 +69,16 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 //
 // With workers < 2 or input that fits one chunk, parse runs once, on the
 // calling goroutine.
-func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func(lr *lineReader, text []byte) (T, error), join func(T)) error {
+func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func(lr *lineReader, text []byte) (T, error), join func(into, next T)) (T, error) {
 	workers = min(workers, maxChunkWorkers)
 	if workers < 2 {
-		p, err := parse(newLineReader(r, name), nil)
-		if err == nil {
-			join(p)
-		}
-		return err
+		return parse(newLineReader(r, name), nil)
 	}
 	// The first chunk tells whether the input is worth the goroutines.
 	cut := &lineCutter{r: r, size: chunk}
 	first, lines, readErr := cut.next(nil)
 	if readErr == io.EOF {
-		p, err := parse(newLineReader(bytes.NewReader(first), name), first)
-		if err == nil {
-			join(p)
-		}
-		return err
+		return parse(newLineReader(bytes.NewReader(first), name), first)
 	}
 
 	type result struct {
@@ -173,7 +158,11 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 			}
 		}
 	})
-	var err error
+	var (
+		all  T
+		have bool
+		err  error
+	)
 	for res := range order {
 		r := <-res
 		switch {
@@ -181,12 +170,18 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 		case r.err != nil:
 			err = r.err
 			close(done)
+		case !have:
+			all, have = r.p, true
 		default:
-			join(r.p)
+			join(all, r.p)
 		}
 	}
 	wg.Wait()
-	return err
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return all, nil
 }
 
 // lineCutter reads chunks of whole lines from r.

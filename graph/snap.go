@@ -81,20 +81,13 @@ func (s *snapEdges) join(o *snapEdges) {
 // readSNAP is ReadSNAP parsing on workers goroutines, with chunks of about
 // chunk bytes (parseChunks).
 func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, workers, chunk int) (*Graph, error) {
-	var all *snapEdges
-	err := parseChunks(r, name, workers, chunk, func(lr *lineReader, _ []byte) (*snapEdges, error) {
+	all, err := parseChunks(r, name, workers, chunk, func(lr *lineReader, _ []byte) (*snapEdges, error) {
 		e := &snapEdges{}
 		err := scanSNAP(lr, name, undirected, opt, e.add, func(u uint64) { e.lone = append(e.lone, u) })
 		e.keys.trim()
 		e.pairs.trim()
 		return e, err
-	}, func(e *snapEdges) {
-		if all == nil {
-			all = e
-		} else {
-			all.join(e)
-		}
-	})
+	}, (*snapEdges).join)
 	if err != nil {
 		return nil, err
 	}
@@ -135,14 +128,7 @@ func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, worker
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if b.NumSamples() == 0 {
-		return nil, emptyError(name)
-	}
-	g, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return g, nil
+	return buildSamples(b, name)
 }
 
 // scanSNAP reads the data lines of a SNAP edge list from lr and calls add
