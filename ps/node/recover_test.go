@@ -139,23 +139,7 @@ func TestReplaceMachine(t *testing.T) {
 	if got[0] != 33 || got[1] != 44 {
 		t.Fatalf("pulled %v after the replacement, want [33 44]: the pushes of the new epoch alone", got)
 	}
-	sums := make([][]float64, 2)
-	errs := make(chan error, 2)
-	for i, n := range ns {
-		go func() {
-			var err error
-			sums[i], err = n.AllReduce(ctx, "workers", []float64{float64(i + 1)})
-			errs <- err
-		}()
-	}
-	for range ns {
-		if err := <-errs; err != nil {
-			t.Fatalf("all-reduce after the replacement: %v", err)
-		}
-	}
-	if sums[0][0] != 3 || sums[1][0] != 3 {
-		t.Fatalf("all-reduce sums %v, want 3", sums)
-	}
+	allReduceBoth(ctx, t, ns, "after the replacement")
 	for _, n := range ns {
 		n.Finish(nil)
 	}
@@ -275,23 +259,7 @@ func TestLateLinkFailureOfReplacedMachine(t *testing.T) {
 	}
 	ns = []*Node{ns[0], n1}
 	pushBoth(t, ns, 3, 4, 30, 40)
-	sums := make([][]float64, 2)
-	errs := make(chan error, 2)
-	for i, n := range ns {
-		go func() {
-			var err error
-			sums[i], err = n.AllReduce(ctx, "workers", []float64{float64(i + 1)})
-			errs <- err
-		}()
-	}
-	for range ns {
-		if err := <-errs; err != nil {
-			t.Fatalf("all-reduce after the late failures: %v", err)
-		}
-	}
-	if sums[0][0] != 3 || sums[1][0] != 3 {
-		t.Fatalf("all-reduce sums %v, want 3", sums)
-	}
+	allReduceBoth(ctx, t, ns, "after the late failures")
 	if e0, e1 := ns[0].Epoch(), n1.Epoch(); e0 != 1 || e1 != 1 {
 		t.Fatalf("epochs %d and %d after the late failures, want 1", e0, e1)
 	}
@@ -330,5 +298,28 @@ func TestNoReplacement(t *testing.T) {
 	}
 	if err := s.Wait(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("scheduler: %v", err)
+	}
+}
+
+// allReduceBoth sums 1 and 2 over the two machines' workers (an
+// all-reduce after a recovery, when) and checks that both get 3.
+func allReduceBoth(ctx context.Context, t *testing.T, ns []*Node, when string) {
+	t.Helper()
+	sums := make([][]float64, 2)
+	errs := make(chan error, 2)
+	for i, n := range ns {
+		go func() {
+			var err error
+			sums[i], err = n.AllReduce(ctx, "workers", []float64{float64(i + 1)})
+			errs <- err
+		}()
+	}
+	for range ns {
+		if err := <-errs; err != nil {
+			t.Fatalf("all-reduce %s: %v", when, err)
+		}
+	}
+	if sums[0][0] != 3 || sums[1][0] != 3 {
+		t.Fatalf("all-reduce sums %v %s, want 3", sums, when)
 	}
 }
