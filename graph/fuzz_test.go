@@ -247,8 +247,9 @@ func FuzzReadLibSVMChunks(f *testing.F) {
 	})
 }
 
-// FuzzReadSNAPChunks: an edge list read in chunks on several goroutines
-// gives what one goroutine gives, graph or error.
+// FuzzReadSNAPChunks: an edge list read in chunks on several goroutines,
+// its edges grouped by counting, gives what one goroutine sorting them
+// gives, graph or error.
 func FuzzReadSNAPChunks(f *testing.F) {
 	for _, s := range []string{
 		"# c\n1 2\n2 3\n3 3\n",
@@ -261,8 +262,10 @@ func FuzzReadSNAPChunks(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, workers, chunk uint8, undirected, drop bool) {
 		opt := DefaultLoadOptions()
 		opt.DropSelfLoops = drop
-		want, wantErr := readSNAP(bytes.NewReader(data), "g.txt", undirected, opt, 1, chunkBytes)
-		got, gotErr := readSNAP(bytes.NewReader(data), "g.txt", undirected, opt, 2+int(workers%6), 1+int(chunk))
+		// One goroutine, the edges sorted; against chunks, grouped by
+		// counting where the ids are dense.
+		want, wantErr := readSNAP(bytes.NewReader(data), "g.txt", undirected, opt, 1, chunkBytes, true)
+		got, gotErr := readSNAP(bytes.NewReader(data), "g.txt", undirected, opt, 2+int(workers%6), 1+int(chunk), false)
 		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 			t.Fatalf("errors differ:\nstream %v\nchunks %v", wantErr, gotErr)
 		}

@@ -209,6 +209,8 @@ func snapText(seed uint64, n, wideAt int) string {
 	return sb.String()
 }
 
+// TestReadSNAPChunksEqualsStream: chunks on several goroutines, the edges
+// grouped by counting, give the graph of one goroutine sorting them.
 func TestReadSNAPChunksEqualsStream(t *testing.T) {
 	for _, wideAt := range []int{-1, 10, 2500} {
 		text := snapText(7, 3000, wideAt)
@@ -216,13 +218,13 @@ func TestReadSNAPChunksEqualsStream(t *testing.T) {
 			for _, drop := range []bool{false, true} {
 				opt := DefaultLoadOptions()
 				opt.DropSelfLoops = drop
-				want, err := readSNAP(strings.NewReader(text), "g.txt", undirected, opt, 1, chunkBytes)
+				want, err := readSNAP(strings.NewReader(text), "g.txt", undirected, opt, 1, chunkBytes, true)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, workers := range []int{2, 5} {
 					for _, chunk := range []int{1, 300, 5000} {
-						got, err := readSNAP(strings.NewReader(text), "g.txt", undirected, opt, workers, chunk)
+						got, err := readSNAP(strings.NewReader(text), "g.txt", undirected, opt, workers, chunk, false)
 						if err != nil || !reflect.DeepEqual(got, want) {
 							t.Fatalf("wide at %d, undirected %v, drop %v, %d workers, chunks of %d: the graphs differ (%v)",
 								wideAt, undirected, drop, workers, chunk, err)
@@ -241,8 +243,8 @@ func TestReadSNAPChunksErrorsAsStream(t *testing.T) {
 		c := append([]string(nil), lines...)
 		c[late] = bad
 		text := strings.Join(c, "")
-		_, want := readSNAP(strings.NewReader(text), "g.txt", false, DefaultLoadOptions(), 1, chunkBytes)
-		_, got := readSNAP(strings.NewReader(text), "g.txt", false, DefaultLoadOptions(), 3, 400)
+		_, want := readSNAP(strings.NewReader(text), "g.txt", false, DefaultLoadOptions(), 1, chunkBytes, false)
+		_, got := readSNAP(strings.NewReader(text), "g.txt", false, DefaultLoadOptions(), 3, 400, false)
 		if want == nil || fmt.Sprint(got) != fmt.Sprint(want) || !strings.Contains(want.Error(), fmt.Sprintf(":%d:", late+1)) {
 			t.Fatalf("%q: errors differ or miss line %d:\nstream %v\nchunks %v", bad, late+1, want, got)
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -32,7 +33,7 @@ import (
 // radix sort when all ids fit in 32 bits: O(|E|) time and 16 bytes per edge
 // besides the graph.
 func ReadSNAP(r io.Reader, name string, undirected bool, opt LoadOptions) (*Graph, error) {
-	return readSNAP(r, name, undirected, opt, runtime.GOMAXPROCS(0), chunkBytes)
+	return readSNAP(r, name, undirected, opt, runtime.GOMAXPROCS(0), chunkBytes, false)
 }
 
 // snapEdges are the edges of an edge list as read, in any order.
@@ -79,8 +80,9 @@ func (s *snapEdges) join(o *snapEdges) {
 }
 
 // readSNAP is ReadSNAP parsing on workers goroutines, with chunks of about
-// chunk bytes (parseChunks).
-func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, workers, chunk int) (*Graph, error) {
+// chunk bytes (parseChunks); sorted makes it sort the edges even when
+// their ids are dense enough to be grouped by counting.
+func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, workers, chunk int, sorted bool) (*Graph, error) {
 	all, err := parseChunks(r, name, workers, chunk, func(lr *lineReader, _ []byte) (*snapEdges, error) {
 		e := &snapEdges{}
 		err := scanSNAP(lr, name, undirected, opt, e.add, func(u uint64) { e.lone = append(e.lone, u) })
@@ -92,7 +94,6 @@ func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, worker
 		return nil, err
 	}
 	wide, maxID, lone := all.wide, all.maxID, all.lone
-	keys, pairs := all.keys.flat(), all.pairs.flat()
 	for _, u := range lone {
 		maxID = max(maxID, u)
 	}
@@ -103,6 +104,13 @@ func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, worker
 	}
 	b := NewBuilder(meta)
 	b.SetDupPolicy(DupKeep)
+	if !wide && !sorted && denseIDs(maxID, all.keys.n) {
+		if err := feedByCounts(b, &all.keys, lone, maxID); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return buildSamples(b, name)
+	}
+	keys, pairs := all.keys.flat(), all.pairs.flat()
 	if wide {
 		slices.SortFunc(pairs, func(a, b edge) int {
 			return cmp.Or(cmp.Compare(a.u, b.u), cmp.Compare(a.v, b.v))
@@ -202,6 +210,69 @@ func feedEdges(b *Builder, n int, at func(int) edge, nodes []uint64) error {
 	}
 	if i != n {
 		return fmt.Errorf("edge source %d is not a node", at(i).u)
+	}
+	return nil
+}
+
+// denseIDs reports whether edges whose ids are at most maxID are grouped
+// by counting (feedByCounts): when a count per id, 4 bytes, takes no more
+// than the edges' own 8 bytes each, give or take 4 MB, and the edges fit
+// 32-bit offsets.
+func denseIDs(maxID uint64, edges int) bool {
+	return maxID < 2*uint64(edges)+1<<20 && uint64(edges) <= math.MaxUint32
+}
+
+// feedByCounts adds to b one sample per node, in id order, as feedEdges
+// does, for edges u<<32 | v whose ids are all at most maxID, plus the
+// nodes lone: it counts the edges of each source, places the targets of
+// each in one array of 32-bit ids (a counting sort, no sort of the
+// edges), sorts each node's targets and drops repeats. It uses 4 bytes
+// per id up to maxID and 4 per edge, where sorting the edges takes 16 per
+// edge.
+func feedByCounts(b *Builder, keys *chunked[uint64], lone []uint64, maxID uint64) error {
+	off := make([]uint32, maxID+2)
+	seen := make([]uint64, maxID/64+1)
+	keys.each(func(k uint64) {
+		u, v := k>>32, k&(1<<32-1)
+		off[u+1]++
+		seen[u/64] |= 1 << (u % 64)
+		seen[v/64] |= 1 << (v % 64)
+	})
+	for _, u := range lone {
+		seen[u/64] |= 1 << (u % 64)
+	}
+	for u := 1; u < len(off); u++ {
+		off[u] += off[u-1]
+	}
+	adj := make([]uint32, keys.n)
+	keys.each(func(k uint64) {
+		u := k >> 32
+		adj[off[u]] = uint32(k)
+		off[u]++
+	})
+	*keys = chunked[uint64]{}
+	// off[u] is now where u's targets end, and u+1's start.
+	var row []uint64
+	for i, w := range seen {
+		for w != 0 {
+			u := uint64(i)*64 + uint64(bits.TrailingZeros64(w))
+			w &= w - 1
+			lo := uint32(0)
+			if u > 0 {
+				lo = off[u-1]
+			}
+			targets := adj[lo:off[u]]
+			slices.Sort(targets)
+			row = row[:0]
+			for j, v := range targets {
+				if j == 0 || targets[j-1] != v {
+					row = append(row, uint64(v))
+				}
+			}
+			if err := b.AddSampleWithID(u, 0, row, nil); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
