@@ -97,6 +97,12 @@ func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, worker
 	for _, u := range lone {
 		maxID = max(maxID, u)
 	}
+	if maxID > 1<<32-1 && !wide {
+		// A dropped self-loop's node beyond 32 bits: the edges' packed
+		// ids would not leave room for it.
+		all.widen()
+		wide = true
+	}
 
 	meta := Meta{Format: string(FormatSNAP), Source: name}
 	if undirected {
@@ -216,10 +222,10 @@ func feedEdges(b *Builder, n int, at func(int) edge, nodes []uint64) error {
 
 // denseIDs reports whether edges whose ids are at most maxID are grouped
 // by counting (feedByCounts): when a count per id, 4 bytes, takes no more
-// than the edges' own 8 bytes each, give or take 4 MB, and the edges fit
-// 32-bit offsets.
+// than 4 bytes per edge, give or take 4 MB (so that the counting needs no
+// more memory than sorting), and the edges fit 32-bit offsets.
 func denseIDs(maxID uint64, edges int) bool {
-	return maxID < 2*uint64(edges)+1<<20 && uint64(edges) <= math.MaxUint32
+	return maxID < uint64(edges)+1<<20 && uint64(edges) <= math.MaxUint32
 }
 
 // feedByCounts adds to b one sample per node, in id order, as feedEdges

@@ -77,6 +77,12 @@ func TestReadSNAP(t *testing.T) {
 			want: snapView{nodes: []uint64{0, 1, 7}, rows: [][]uint64{{1}, {}, {}}},
 		},
 		{
+			name: "a dropped self-loop's node beyond 32 bits",
+			in:   "4294967296 4294967296\n2147483648 1\n",
+			drop: true,
+			want: snapView{nodes: []uint64{1, 1 << 31, 1 << 32}, rows: [][]uint64{{}, {1}, {}}},
+		},
+		{
 			name: "ids beyond 32 bits",
 			in:   "4294967296 1\n1 18446744073709551615\n3 2\n",
 			want: snapView{

@@ -630,6 +630,13 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 		return peerErr(to, addr, "send", transport.ErrClosed)
 	}
 	defer func() { <-l.sem }()
+	// The address now, not when the send began to wait: a Send that
+	// read it before SetPeer must not take the link back to the old one.
+	e.mu.Lock()
+	if a, ok := e.addrs[to]; ok {
+		addr = a
+	}
+	e.mu.Unlock()
 	bufs, size, err := l.enc.Encode(m, e.cfg.ID, to)
 	if err != nil {
 		return peerErr(to, addr, "send", err)
