@@ -303,6 +303,8 @@ type Endpoint struct {
 	links  map[transport.NodeID]*link
 	conns  map[*conn]struct{}
 	isDown map[transport.NodeID]bool
+	// gen counts the links to each peer that came up (conn.gen).
+	gen map[transport.NodeID]uint64
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
@@ -329,7 +331,13 @@ type conn struct {
 	bw    *bufio.Writer
 	peer  transport.NodeID
 	addr  string
-	dead  atomic.Bool
+	// gen numbers the links to peer in the order their handshakes
+	// completed (up); 0 before.
+	gen  uint64
+	dead atomic.Bool
+	// cause is why fail ended the link (a failCause), for a Send whose
+	// write met the socket fail closed.
+	cause atomic.Value
 	// broken: a write on TLS failed, which leaves the stream unusable
 	// even when no byte of it went out. Owned by the link's holder.
 	broken bool
@@ -476,6 +484,7 @@ func Listen(cfg Config) (*Endpoint, error) {
 		links:  make(map[transport.NodeID]*link),
 		conns:  make(map[*conn]struct{}),
 		isDown: make(map[transport.NodeID]bool),
+		gen:    make(map[transport.NodeID]uint64),
 	}
 	if cfg.TLS != nil {
 		e.serverTLS, e.clientTLS = tlsConfigs(cfg.TLS)
@@ -573,35 +582,51 @@ func (e *Endpoint) fail(c *conn, op string, err error, report bool) {
 	if !c.dead.CompareAndSwap(false, true) {
 		return
 	}
+	if err != nil {
+		c.cause.Store(failCause{err})
+	}
 	c.Close()
 	e.mu.Lock()
 	delete(e.conns, c)
 	e.mu.Unlock()
 	if report {
-		e.report(&transport.PeerError{Peer: c.peer, Addr: c.addr, Op: op, Err: err})
+		e.report(c, &transport.PeerError{Peer: c.peer, Addr: c.addr, Op: op, Err: err})
 	}
 }
 
-// report queues a failure on Down, deduplicated per peer.
-func (e *Endpoint) report(pe *transport.PeerError) {
+// report queues the failure of link c on Down, deduplicated per peer: one
+// report until a link to the peer comes up again. The end of a stale link,
+// one that a newer link to the same peer (a process that took its place)
+// came up after, is reported too, but leaves the peer's next failure
+// reported as well: else the late end of a replaced process's link would
+// silence its replacement's.
+func (e *Endpoint) report(c *conn, pe *transport.PeerError) {
 	if e.closing() {
 		return
 	}
 	e.mu.Lock()
+	stale := c.gen != 0 && c.gen < e.gen[c.peer]
 	seen := e.isDown[pe.Peer]
-	e.isDown[pe.Peer] = true
+	if !stale {
+		e.isDown[pe.Peer] = true
+	}
 	e.mu.Unlock()
-	if !seen {
+	if !seen || stale {
 		e.down.Push(pe)
 	}
 }
 
-// up records a successful handshake with peer.
-func (e *Endpoint) up(peer transport.NodeID) {
+// up records a successful handshake on link c.
+func (e *Endpoint) up(c *conn) {
 	e.mu.Lock()
-	delete(e.isDown, peer)
+	e.gen[c.peer]++
+	c.gen = e.gen[c.peer]
+	delete(e.isDown, c.peer)
 	e.mu.Unlock()
 }
+
+// failCause holds the error fail ended a link with (conn.cause).
+type failCause struct{ err error }
 
 // peerErr wraps err for a Send to peer.
 func peerErr(peer transport.NodeID, addr, op string, err error) error {
@@ -678,6 +703,11 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 			err = fmt.Errorf("%w (link broken mid-frame)", ctx.Err())
 			e.fail(c, "send", err, false)
 		default:
+			if f, ok := c.cause.Load().(failCause); ok && errors.Is(err, net.ErrClosed) {
+				// The link's watcher ended it while this write was on
+				// its way (it saw the peer's end): say why.
+				err = f.err
+			}
 			if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
 				// The peer's end is gone: what a reader sees as EOF.
 				err = fmt.Errorf("%w: %w", transport.ErrPeerClosed, err)
@@ -819,7 +849,7 @@ func (e *Endpoint) dial(ctx context.Context, peer transport.NodeID, addr string)
 		c.under.gather = true // only Send writes from now on
 		c.under.mu.Unlock()
 	}
-	e.up(peer)
+	e.up(c)
 	e.wg.Add(1)
 	go e.watch(c)
 	return c, nil
@@ -995,7 +1025,7 @@ func (e *Endpoint) serve(c *conn) {
 	}
 	c.peer = from
 	c.sock.SetDeadline(time.Time{})
-	e.up(c.peer)
+	e.up(c)
 	e.read(c)
 }
 

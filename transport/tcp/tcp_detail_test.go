@@ -863,3 +863,50 @@ func TestOtherVersionTold(t *testing.T) {
 		t.Fatalf("answer %+v, %v", r, err)
 	}
 }
+
+// TestStaleLinkFailureLeavesReportsOn: a peer's old process closes its
+// link only after the peer's new process has linked up (a replacement
+// with the same id). The old link's end is reported, and so is the new
+// link's end later: the late report of a stale link does not silence
+// the peer's next failure.
+func TestStaleLinkFailureLeavesReportsOn(t *testing.T) {
+	eps := newEndpoints(t, 2, nil)
+	// The old process (eps[1]) links to eps[0].
+	if err := eps[1].Send(context.Background(), 0, &transport.Message{}); err != nil {
+		t.Fatal(err)
+	}
+	<-eps[0].Recv()
+	cfg := DefaultConfig()
+	cfg.ID, cfg.Token = 1, testToken
+	moved, err := Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer moved.Close()
+	moved.SetPeer(0, eps[0].Addr().String())
+	// The new process links up.
+	if err := moved.Send(context.Background(), 0, &transport.Message{}); err != nil {
+		t.Fatal(err)
+	}
+	<-eps[0].Recv()
+	// Then the old process ends.
+	eps[1].Close()
+	select {
+	case pe := <-eps[0].Down():
+		if pe.Peer != 1 {
+			t.Fatalf("reported %v", pe)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the old link's end was not reported")
+	}
+	// And later the new one.
+	moved.Close()
+	select {
+	case pe := <-eps[0].Down():
+		if pe.Peer != 1 {
+			t.Fatalf("reported %v", pe)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the new link's end was not reported after the stale one")
+	}
+}
