@@ -123,13 +123,7 @@ func TestReplaceMachine(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if e, err := ns[0].Worker().Rejoin(ctx); err != nil || e != 1 {
-		t.Fatalf("rejoin: epoch %d, %v", e, err)
-	}
-	if err := ns[0].Worker().Resume(); err != nil {
-		t.Fatal(err)
-	}
-	ns = []*Node{ns[0], n1}
+	ns = rejoinWith(ctx, t, ns[0], n1)
 	// Round 0 again: the servers forgot the epoch before.
 	pushBoth(t, ns, 3, 4, 30, 40)
 	got := make([]float32, 2)
@@ -251,13 +245,7 @@ func TestLateLinkFailureOfReplacedMachine(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if e, err := ns[0].Worker().Rejoin(ctx); err != nil || e != 1 {
-		t.Fatalf("rejoin: epoch %d, %v", e, err)
-	}
-	if err := ns[0].Worker().Resume(); err != nil {
-		t.Fatal(err)
-	}
-	ns = []*Node{ns[0], n1}
+	ns = rejoinWith(ctx, t, ns[0], n1)
 	pushBoth(t, ns, 3, 4, 30, 40)
 	allReduceBoth(ctx, t, ns, "after the late failures")
 	if e0, e1 := ns[0].Epoch(), n1.Epoch(); e0 != 1 || e1 != 1 {
@@ -322,4 +310,17 @@ func allReduceBoth(ctx context.Context, t *testing.T, ns []*Node, when string) {
 	if sums[0][0] != 3 || sums[1][0] != 3 {
 		t.Fatalf("all-reduce sums %v %s, want 3", sums, when)
 	}
+}
+
+// rejoinWith has survivor's worker rejoin the job in epoch 1 and resume,
+// and returns the machines: survivor and the replacement.
+func rejoinWith(ctx context.Context, t *testing.T, survivor, replacement *Node) []*Node {
+	t.Helper()
+	if e, err := survivor.Worker().Rejoin(ctx); err != nil || e != 1 {
+		t.Fatalf("rejoin: epoch %d, %v", e, err)
+	}
+	if err := survivor.Worker().Resume(); err != nil {
+		t.Fatal(err)
+	}
+	return []*Node{survivor, replacement}
 }

@@ -29,6 +29,20 @@ func waitDown(t *testing.T, ep *Endpoint) *transport.PeerError {
 	}
 }
 
+// listenAs starts an endpoint with node id, another process of a node
+// (a replacement), closed when the test ends.
+func listenAs(t *testing.T, id transport.NodeID) *Endpoint {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.ID, cfg.Token = id, testToken
+	ep, err := Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	return ep
+}
+
 // refusal is one call of Config.Refused.
 type refusal struct {
 	addr    string
@@ -440,13 +454,7 @@ func TestRestartedPeer(t *testing.T) {
 	<-eps[1].Recv()
 	eps[1].Close()
 	waitDown(t, eps[0])
-	cfg := DefaultConfig()
-	cfg.ID, cfg.Token = 1, testToken
-	again, err := Listen(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Close()
+	again := listenAs(t, 1)
 	eps[0].SetPeer(1, again.Addr().String())
 	// The first Send may still fail on the old connection; then the link
 	// is dialled afresh.
@@ -471,13 +479,7 @@ func TestMovedPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-eps[1].Recv()
-	cfg := DefaultConfig()
-	cfg.ID, cfg.Token = 1, testToken
-	moved, err := Listen(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer moved.Close()
+	moved := listenAs(t, 1)
 	eps[0].SetPeer(1, moved.Addr().String())
 	if err := eps[0].Send(context.Background(), 1, &transport.Message{Header: transport.Header{ID: 7}}); err != nil {
 		t.Fatal(err)
@@ -876,37 +878,20 @@ func TestStaleLinkFailureLeavesReportsOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-eps[0].Recv()
-	cfg := DefaultConfig()
-	cfg.ID, cfg.Token = 1, testToken
-	moved, err := Listen(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer moved.Close()
+	moved := listenAs(t, 1)
 	moved.SetPeer(0, eps[0].Addr().String())
 	// The new process links up.
 	if err := moved.Send(context.Background(), 0, &transport.Message{}); err != nil {
 		t.Fatal(err)
 	}
 	<-eps[0].Recv()
-	// Then the old process ends.
+	// Then the old process ends, and later the new one.
 	eps[1].Close()
-	select {
-	case pe := <-eps[0].Down():
-		if pe.Peer != 1 {
-			t.Fatalf("reported %v", pe)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the old link's end was not reported")
+	if pe := waitDown(t, eps[0]); pe.Peer != 1 {
+		t.Fatalf("the old link's end reported as %v", pe)
 	}
-	// And later the new one.
 	moved.Close()
-	select {
-	case pe := <-eps[0].Down():
-		if pe.Peer != 1 {
-			t.Fatalf("reported %v", pe)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the new link's end was not reported after the stale one")
+	if pe := waitDown(t, eps[0]); pe.Peer != 1 {
+		t.Fatalf("the new link's end reported as %v", pe)
 	}
 }
