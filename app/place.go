@@ -9,6 +9,7 @@ import (
 	"colo/graph"
 	"colo/partition"
 	"colo/placement"
+	"colo/ps/clock"
 	"colo/ps/route"
 	"colo/train"
 )
@@ -16,8 +17,10 @@ import (
 // Place returns the placement of job on the training graph g: the part
 // files of a directory written by colo partition when job.Placement is
 // one, otherwise the placement the partitioner of that name computes on
-// the job's machines with its seed (the "random" partitioners balanced),
-// and the seconds partitioning took (0 for a directory).
+// the job's machines with its seed (the "random" partitioners balanced,
+// the others balanced by direction under BSP when job.Config.Directions
+// is set: partition.Options.Directions), and the seconds partitioning
+// took (0 for a directory).
 func Place(job train.Job, g *graph.Graph) (*placement.Placement, float64, error) {
 	spec, k := job.Placement, job.Config.Machines
 	if st, err := os.Stat(spec); err == nil && st.IsDir() {
@@ -34,7 +37,10 @@ func Place(job train.Job, g *graph.Graph) (*placement.Placement, float64, error)
 	if err != nil {
 		return nil, 0, fmt.Errorf("placement: %w (or a directory written by colo partition)", err)
 	}
-	opt := partition.Options{K: k, Seed: job.Config.Seed, Balanced: strings.HasPrefix(spec, "random")}
+	cfg := job.Config
+	random := strings.HasPrefix(spec, "random")
+	opt := partition.Options{K: k, Seed: cfg.Seed, Balanced: random,
+		Directions: cfg.Directions && !random && cfg.Clock.Mode == clock.BSP && cfg.Colocated()}
 	if err := opt.Validate(g.NumSamples()); err != nil {
 		return nil, 0, err
 	}

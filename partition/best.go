@@ -55,7 +55,8 @@ const bestExtraSeeds = 2
 var bestThorough = RefineOptions{VCycles: 3, Patience: 1.0 / 20, Matching: true}
 
 // Best runs Refine from several starting placements and returns the one
-// of lowest T_max, ties to the lower T_sum: Parsa's and (on graphs whose
+// of lowest T_max (R_max after BalanceDirections with
+// Options.Directions), ties to the lower T_sum: Parsa's and (on graphs whose
 // parameters are popular, see bisectMinParamDegree) Bisect's placements
 // with opt.Refine, on graphs of at most communityMaxEdges edges
 // Community's with communityAnneal steps of annealing per sample, and on
@@ -160,11 +161,26 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 		for _, r := range s.reports {
 			opt.Report(r.name, r.value)
 		}
-		if bp == nil || s.c.TMax < bc.TMax || (s.c.TMax == bc.TMax && s.c.TSum < bc.TSum) {
+		if opt.Directions {
+			// For synchronous training: each start as Lookup will
+			// leave it, compared on R_max.
+			balanceDirections(g, s.p, opt.Seed, workers)
+			s.c = evaluate(g, s.p, s.o.Theta)
+		}
+		if bp == nil || busiest(s.c, opt.Directions) < busiest(bc, opt.Directions) || (busiest(s.c, opt.Directions) == busiest(bc, opt.Directions) && s.c.TSum < bc.TSum) {
 			bp, bc = s.p, s.c
 		}
 	}
 	return bp, nil
+}
+
+// busiest is the cost Best keeps the lowest of: R_max when the placement
+// is for synchronous training (Options.Directions), T_max otherwise.
+func busiest(c *placement.Cost, directions bool) int64 {
+	if directions {
+		return c.RMax
+	}
+	return c.TMax
 }
 
 // report is one call of Options.Report, kept to be passed on later.

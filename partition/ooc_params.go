@@ -104,26 +104,18 @@ func assignParamsMasks(masks []uint64, m, k int, seed uint64) ([]int32, ParamSta
 			movable = append(movable, v)
 		}
 	}
-	for st.Sweeps < MaxParamSweeps {
-		st.Sweeps++
-		moved := int64(0)
-		for _, v := range movable {
-			o := param[v]
-			size := int64(csize(v)) - 2
-			best := cheapest(v, o)
-			if cost[best]+size < cost[o] {
-				cost[o] -= size
-				cost[best] += size
-				param[v] = best
-				moved++
-			}
+	st.Sweeps, st.Moves, st.Converged = sweep(movable, func(v uint32) bool {
+		o := param[v]
+		size := int64(csize(v)) - 2
+		best := cheapest(v, o)
+		if cost[best]+size >= cost[o] {
+			return false
 		}
-		st.Moves += moved
-		if moved == 0 {
-			st.Converged = true
-			break
-		}
-	}
+		cost[o] -= size
+		cost[best] += size
+		param[v] = best
+		return true
+	})
 	st.TMax = slices.Max(cost)
 	return param, st
 }

@@ -94,34 +94,46 @@ func assignParams(g *graph.Graph, p *placement.Placement, seed uint64, workers i
 			movable = append(movable, v)
 		}
 	}
-	for st.Sweeps < MaxParamSweeps {
-		st.Sweeps++
+	st.Sweeps, st.Moves, st.Converged = sweep(movable, func(v uint32) bool {
+		cs := cand[coff[v]:coff[v+1]]
+		o := param[v]
+		size := int64(len(cs)) - 2
+		best := int32(-1)
+		for _, j := range cs {
+			if j != o && (best < 0 || cost[j] < cost[best] || (cost[j] == cost[best] && j < best)) {
+				best = j
+			}
+		}
+		if cost[best]+size >= cost[o] {
+			return false
+		}
+		cost[o] -= size
+		cost[best] += size
+		param[v] = best
+		return true
+	})
+	st.TMax = slices.Max(cost)
+	return st
+}
+
+// sweep visits the parameters of movable in order, calling move on each,
+// until a sweep moves none (converged) or after MaxParamSweeps sweeps; move
+// reports whether it moved v. It returns the sweeps run and the moves made.
+func sweep(movable []uint32, move func(v uint32) bool) (sweeps int, moves int64, converged bool) {
+	for sweeps < MaxParamSweeps {
+		sweeps++
 		moved := int64(0)
 		for _, v := range movable {
-			cs := cand[coff[v]:coff[v+1]]
-			o := param[v]
-			size := int64(len(cs)) - 2
-			best := int32(-1)
-			for _, j := range cs {
-				if j != o && (best < 0 || cost[j] < cost[best] || (cost[j] == cost[best] && j < best)) {
-					best = j
-				}
-			}
-			if cost[best]+size < cost[o] {
-				cost[o] -= size
-				cost[best] += size
-				param[v] = best
+			if move(v) {
 				moved++
 			}
 		}
-		st.Moves += moved
+		moves += moved
 		if moved == 0 {
-			st.Converged = true
-			break
+			return sweeps, moves, true
 		}
 	}
-	st.TMax = slices.Max(cost)
-	return st
+	return sweeps, moves, false
 }
 
 // candidates returns, in CSR form, the machines C_v whose workers need each

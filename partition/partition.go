@@ -41,7 +41,11 @@
 // samples on the busiest machine's floor of traffic before the
 // parameters. The parameters of every partitioner that places samples
 // first are placed by Options.ParamAlgo: AssignParams (seed 001 Alg. 2
-// with sweeps, the default) or MinMaxParams (seed 000 Alg. 2).
+// with sweeps, the default) or MinMaxParams (seed 000 Alg. 2). For
+// synchronous training, Options.Directions then moves parameters so that
+// no machine pulls much more than it serves (BalanceDirections): the
+// round bound R_max of placement.Cost, not T_max, is what a BSP round
+// takes.
 //
 // # Parsa
 //
@@ -148,6 +152,12 @@ type Options struct {
 	// Refine holds the settings of the k-way refinement that the name
 	// suffix "+refine" (or Refine.Enabled) adds to any partitioner.
 	Refine RefineOptions
+	// Directions, for synchronous training, balances what each machine's
+	// server answers against what its worker pulls once the partitioner
+	// (and any refinement) is done: BalanceDirections, which lowers R_max
+	// at the cost of a higher T_max. Partitioners found by Lookup apply
+	// it, and Best then keeps the start of lowest R_max.
+	Directions bool
 }
 
 // Validate checks the options against a graph of n samples.
@@ -192,13 +202,31 @@ const RefineSuffix = "+refine"
 
 // Lookup returns the partitioner called name: one of Names, optionally
 // followed by RefineSuffix. The partitioner it returns also refines when
-// Options.Refine.Enabled is set.
+// Options.Refine.Enabled is set, and ends with BalanceDirections when
+// Options.Directions is.
 func Lookup(name string) (Func, error) {
 	base, refine := strings.CutSuffix(name, RefineSuffix)
 	f, ok := algorithms[base]
 	if !ok {
 		return nil, fmt.Errorf("unknown algorithm %q: want one of %s, optionally followed by %s", name, strings.Join(Names(), ", "), RefineSuffix)
 	}
+	run := refined(f, base, refine)
+	return func(g *graph.Graph, opt Options) (*placement.Placement, error) {
+		p, err := run(g, opt)
+		if err != nil || !opt.Directions {
+			return p, err
+		}
+		st := BalanceDirections(g, p, opt.Seed)
+		if opt.Report != nil {
+			opt.Report("directions", st)
+		}
+		return p, nil
+	}, nil
+}
+
+// refined returns f, followed by Refine when refine or
+// Options.Refine.Enabled is set.
+func refined(f Func, base string, refine bool) Func {
 	return func(g *graph.Graph, opt Options) (*placement.Placement, error) {
 		if !(refine || opt.Refine.Enabled) {
 			return f(g, opt)
@@ -224,7 +252,7 @@ func Lookup(name string) (Func, error) {
 			opt.Phase("refine", 2, 2)
 		}
 		return q, nil
-	}, nil
+	}
 }
 
 // Names returns the names of the partitioners in alphabetical order.

@@ -13,9 +13,11 @@ import (
 type Cost struct {
 	K int `json:"k"`
 	// Totals.
-	MMax       int64 `json:"M_max"`
-	TMax       int64 `json:"T_max"`
-	TSum       int64 `json:"T_sum"`
+	MMax int64 `json:"M_max"`
+	TMax int64 `json:"T_max"`
+	TSum int64 `json:"T_sum"`
+	// RMax is the largest round bound R_i (Round).
+	RMax       int64 `json:"R_max"`
 	MaxSamples int64 `json:"max_samples"`
 	// Objective is the seed-000 objective max|U_i| · T_max.
 	Objective int64 `json:"objective"`
@@ -30,6 +32,10 @@ type Cost struct {
 	Worker  []int64 `json:"worker"`  // |N(U_i) \ V_i|
 	Server  []int64 `json:"server"`  // Σ_{j≠i} |V_i ∩ N(U_j)|
 	Traffic []int64 `json:"traffic"` // T_i = worker + server
+	// Round is R_i = max(T_i, 2·Worker_i), the parameters machine i's
+	// link carries one after another in a round of synchronous training
+	// (see Totals).
+	Round []int64 `json:"round"`
 }
 
 // Evaluate scores placement p of graph g, with memory bound theta (0 for
@@ -79,6 +85,7 @@ func evaluateSplit(g *graph.Graph, p *Placement, theta int64, workers int) *Cost
 		Worker:  make([]int64, k),
 		Server:  make([]int64, k),
 		Traffic: make([]int64, k),
+		Round:   make([]int64, k),
 		Theta:   theta,
 	}
 	for _, i := range p.Data {
@@ -99,13 +106,30 @@ func evaluateSplit(g *graph.Graph, p *Placement, theta int64, workers int) *Cost
 }
 
 // Totals fills the figures that follow from the per-machine counts
-// (Samples, Memory, Worker, Server) and Theta: Traffic, TSum, OverTheta,
-// MMax, TMax, MaxSamples and Objective. Evaluate calls it; so does any
-// other way of counting a placement (out of core, from masks).
+// (Samples, Memory, Worker, Server) and Theta: Traffic, Round, TSum,
+// OverTheta, MMax, TMax, RMax, MaxSamples and Objective. Evaluate calls
+// it; so does any other way of counting a placement (out of core, from
+// masks).
+//
+// T_i counts what machine i's link carries each way per round: out, its
+// server's answers (Server_i) and its worker's pushes (Worker_i); in, the
+// reverse. It is the round's time when the two directions are busy all
+// round, as in asynchronous training. Under BSP they cannot be: a
+// worker's pulled values (Worker_i, in) must all be there before its
+// gradient (Worker_i, out) is computed, and its next pull is answered
+// only after every push of the round. So a round keeps the link busy at
+// least R_i = max(T_i, 2·Worker_i): a machine that pulls more than it
+// serves waits for its pulls and then for its pushes, one after the
+// other. R_max over T_max is what synchronous training loses to that;
+// it is 1 when every machine serves at least what it pulls.
 func (c *Cost) Totals() {
 	c.TSum, c.OverTheta = 0, 0
+	if len(c.Round) != len(c.Traffic) {
+		c.Round = make([]int64, len(c.Traffic))
+	}
 	for i := range c.Traffic {
 		c.Traffic[i] = c.Worker[i] + c.Server[i]
+		c.Round[i] = max(c.Traffic[i], 2*c.Worker[i])
 		c.TSum += c.Traffic[i]
 		if c.Theta > 0 && c.Memory[i] > c.Theta {
 			c.OverTheta++
@@ -113,6 +137,7 @@ func (c *Cost) Totals() {
 	}
 	c.MMax = slices.Max(c.Memory)
 	c.TMax = slices.Max(c.Traffic)
+	c.RMax = slices.Max(c.Round)
 	c.MaxSamples = slices.Max(c.Samples)
 	c.Objective = c.MaxSamples * c.TMax
 }
@@ -173,6 +198,7 @@ type Baseline struct {
 	MMax       float64 `json:"M_max"`
 	TMax       float64 `json:"T_max"`
 	TSum       float64 `json:"T_sum"`
+	RMax       float64 `json:"R_max"`
 	MaxSamples float64 `json:"max_samples"`
 	Objective  float64 `json:"objective"`
 }
@@ -201,6 +227,7 @@ func MeanOf(costs []*Cost) Baseline {
 		b.MMax += float64(c.MMax)
 		b.TMax += float64(c.TMax)
 		b.TSum += float64(c.TSum)
+		b.RMax += float64(c.RMax)
 		b.MaxSamples += float64(c.MaxSamples)
 		b.Objective += float64(c.Objective)
 	}
@@ -208,6 +235,7 @@ func MeanOf(costs []*Cost) Baseline {
 	b.MMax /= n
 	b.TMax /= n
 	b.TSum /= n
+	b.RMax /= n
 	b.MaxSamples /= n
 	b.Objective /= n
 	return b
@@ -220,6 +248,7 @@ type Improvement struct {
 	MMax      *float64 `json:"M_max"`
 	TMax      *float64 `json:"T_max"`
 	TSum      *float64 `json:"T_sum"`
+	RMax      *float64 `json:"R_max"`
 	Objective *float64 `json:"objective"`
 }
 
@@ -229,6 +258,7 @@ func ImprovementOver(b Baseline, c *Cost) Improvement {
 		MMax:      improvement(b.MMax, c.MMax),
 		TMax:      improvement(b.TMax, c.TMax),
 		TSum:      improvement(b.TSum, c.TSum),
+		RMax:      improvement(b.RMax, c.RMax),
 		Objective: improvement(b.Objective, c.Objective),
 	}
 }

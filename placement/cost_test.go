@@ -19,7 +19,7 @@ func referenceCost(g *graph.Graph, p *Placement, theta int64) *Cost {
 		need[i], own[i] = map[int]bool{}, map[int]bool{}
 	}
 	c := &Cost{K: k, Theta: theta}
-	for _, s := range []*[]int64{&c.Samples, &c.Params, &c.Memory, &c.Worker, &c.Server, &c.Traffic} {
+	for _, s := range []*[]int64{&c.Samples, &c.Params, &c.Memory, &c.Worker, &c.Server, &c.Traffic, &c.Round} {
 		*s = make([]int64, k)
 	}
 	for u := 0; u < g.NumSamples(); u++ {
@@ -50,9 +50,13 @@ func referenceCost(g *graph.Graph, p *Placement, theta int64) *Cost {
 			}
 		}
 		c.Traffic[i] = c.Worker[i] + c.Server[i]
+		// A BSP round: the pulls in, then the pushes out, of the worker;
+		// and T_i each way.
+		c.Round[i] = max(c.Traffic[i], c.Worker[i]+c.Worker[i])
 		c.TSum += c.Traffic[i]
 		c.MMax = max(c.MMax, c.Memory[i])
 		c.TMax = max(c.TMax, c.Traffic[i])
+		c.RMax = max(c.RMax, c.Round[i])
 		c.MaxSamples = max(c.MaxSamples, c.Samples[i])
 		if theta > 0 && c.Memory[i] > theta {
 			c.OverTheta++
@@ -93,9 +97,9 @@ func TestEvaluateHandExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Cost{
-		K: 2, MMax: 3, TMax: 2, TSum: 4, MaxSamples: 2, Objective: 4, Theta: 2, OverTheta: 1,
+		K: 2, MMax: 3, TMax: 2, TSum: 4, RMax: 2, MaxSamples: 2, Objective: 4, Theta: 2, OverTheta: 1,
 		Samples: []int64{2, 1}, Params: []int64{2, 2}, Memory: []int64{3, 2},
-		Worker: []int64{1, 1}, Server: []int64{1, 1}, Traffic: []int64{2, 2},
+		Worker: []int64{1, 1}, Server: []int64{1, 1}, Traffic: []int64{2, 2}, Round: []int64{2, 2},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v\nwant %+v", c, want)

@@ -119,6 +119,13 @@ type Config struct {
 	// Batch is the number of samples per round over all machines; 0 is
 	// full-batch rounds.
 	Batch int `json:"batch"`
+	// Directions, under BSP with a server beside every worker, has a
+	// partitioner's placement end with partition.BalanceDirections: the
+	// parameters move between servers so that no machine pulls much more
+	// than it serves, which lowers the round bound R_max
+	// (placement.Cost) at a higher T_max. It applies to partitioners
+	// other than random, not to a placement read from a directory.
+	Directions bool `json:"directions"`
 	// Epsilon and MaxPasses are the stopping criterion (see Schedule).
 	Epsilon   float64 `json:"epsilon"`
 	MaxPasses int     `json:"max_passes"`
@@ -185,7 +192,7 @@ func DefaultConfig() Config {
 	r.Name, r.LR = "adagrad", 0.5
 	return Config{
 		Machines: 4, Clock: clock.DefaultConfig(), Rule: r,
-		Epsilon: 1e-4, MaxPasses: 200, Seed: 1,
+		Epsilon: 1e-4, MaxPasses: 200, Seed: 1, Directions: true,
 	}
 }
 
@@ -353,7 +360,18 @@ type Result struct {
 	// width, times the rounds.
 	TMax                 int64 `json:"T_max"`
 	TSum                 int64 `json:"T_sum"`
+	RMax                 int64 `json:"R_max"`
 	PredictedInterValues int64 `json:"predicted_inter_values,omitempty"`
+	// BoundRoundSeconds is the cost model's lower bound on the time of a
+	// full-batch round over links of LinkBandwidth: the parameters the
+	// busiest machine's link carries one after another, R_max under BSP
+	// and T_max otherwise (placement.Cost.Totals), of Width values of 4
+	// bytes each. It is 0 where it does not apply: unlimited links,
+	// mini-batches, servers apart from the workers, or keys of varying
+	// width. RoundSeconds is the measured time of a round, TrainSeconds
+	// over Rounds.
+	BoundRoundSeconds float64 `json:"bound_round_s,omitempty"`
+	RoundSeconds      float64 `json:"round_s,omitempty"`
 	// InterValues is the number of values the workers pushed to or
 	// pulled from another machine's server during training.
 	InterValues int64 `json:"inter_values"`
@@ -404,9 +422,16 @@ func (r *Result) Placed(seconds float64, cost *placement.Cost) {
 	if cost == nil {
 		return
 	}
-	r.TMax, r.TSum = cost.TMax, cost.TSum
+	r.TMax, r.TSum, r.RMax = cost.TMax, cost.TSum, cost.RMax
 	if r.batches == 1 {
 		r.PredictedInterValues = cost.TSum * int64(r.width) * int64(r.Rounds)
+		if r.LinkBandwidth > 0 && r.Servers == 0 && r.width > 0 {
+			busiest := cost.TMax
+			if r.Consistency == "bsp" {
+				busiest = cost.RMax
+			}
+			r.BoundRoundSeconds = float64(busiest) * float64(r.width) * 4 / r.LinkBandwidth
+		}
 	}
 }
 
@@ -565,6 +590,9 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 	if n := len(w.Passes); n > 0 {
 		last := w.Passes[n-1]
 		res.Rounds, res.Passes, res.FinalTrainLoss = last.Rounds, last.Pass, last.TrainLoss
+		if last.Rounds > 0 {
+			res.RoundSeconds = res.TrainSeconds / float64(last.Rounds)
+		}
 	}
 	res.Eval = w.Eval
 	res.Evaluator, res.Balance = out.Evaluator, out.Balance

@@ -37,6 +37,7 @@ func runPartition(e *env, args []string) error {
 	f.alias("k", "machines")
 	f.Uint64Var(&opt.Seed, "seed", 1, "random seed")
 	f.Int64Var(&opt.Theta, "theta", 0, "memory bound θ on the parameters a worker holds, |N(U_i)| (0: none)")
+	f.BoolVar(&opt.Directions, "directions", false, "for synchronous (bsp) training: then move parameters between servers so that no\nmachine pulls much more than it serves, lowering R_max = max_i max(T_i, 2·worker_i), a BSP round's bound, at a higher T_max")
 	out := f.String("o", "", "output directory (required)")
 	j := f.jsonOption("the summary")
 	algoFlags(f, &opt)
@@ -214,10 +215,10 @@ func runEval(e *env, args []string) error {
 func printCostTable(w io.Writer, s *placement.Summary) error {
 	c := s.Cost
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "machine\tsamples\tparams\tmemory\tworker\tserver\ttraffic\t\n")
+	fmt.Fprintf(tw, "machine\tsamples\tparams\tmemory\tworker\tserver\ttraffic\tBSP round\t\n")
 	for i := 0; i < c.K; i++ {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", i, commas(c.Samples[i]), commas(c.Params[i]),
-			commas(c.Memory[i]), commas(c.Worker[i]), commas(c.Server[i]), commas(c.Traffic[i]))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", i, commas(c.Samples[i]), commas(c.Params[i]),
+			commas(c.Memory[i]), commas(c.Worker[i]), commas(c.Server[i]), commas(c.Traffic[i]), commas(c.Round[i]))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -232,6 +233,7 @@ func printCostTable(w io.Writer, s *placement.Summary) error {
 	row("M_max", c.MMax, s.Random.MMax, s.Improvement.MMax)
 	row("T_max", c.TMax, s.Random.TMax, s.Improvement.TMax)
 	row("T_sum", c.TSum, s.Random.TSum, s.Improvement.TSum)
+	row("R_max (BSP)", c.RMax, s.Random.RMax, s.Improvement.RMax)
 	row("max|U_i|", c.MaxSamples, s.Random.MaxSamples, nil)
 	row("objective", c.Objective, s.Random.Objective, s.Improvement.Objective)
 	if err := tw.Flush(); err != nil {
@@ -240,6 +242,6 @@ func printCostTable(w io.Writer, s *placement.Summary) error {
 	if c.Theta > 0 {
 		fmt.Fprintf(w, "\n%d of %d machines over the memory bound θ = %s\n", c.OverTheta, c.K, commas(c.Theta))
 	}
-	fmt.Fprintf(w, "\ntraffic in parameters per round; improvement = (random - x) / x, random = mean of %d uniform placements\n", placement.BaselineSeeds)
+	fmt.Fprintf(w, "\ntraffic in parameters per round; BSP round R_i = max(T_i, 2·worker_i), what a round of\nsynchronous training keeps the link busy; improvement = (random - x) / x, random = mean of %d uniform placements\n", placement.BaselineSeeds)
 	return nil
 }

@@ -54,6 +54,7 @@ type trainFlags struct {
 	ckpt        train.Checkpoint
 	overlap     bool
 	pullAhead   bool
+	directions  bool
 	// The dense models' (mlp, cnn) data and sizes.
 	labels, testLabels, labelCol, header, sep string
 	hidden, conv, lrScaling, lrDecay          string
@@ -70,6 +71,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.IntVar(&t.servers, "servers", 0, "mlp, cnn: run this many servers apart from the workers (seed 004: 2 servers, 12 workers; 0: a server on every machine)")
 	f.StringVar(&t.place, "placement", "", "placement: lr, mf: a partitioner ("+strings.Join(partition.Names(), ", ")+", optionally +refine) or a directory written by colo partition (default parsa); mlp, cnn: a sharding scheme (random, roundrobin, stratified, distaware, submodular) or a directory written by colo shard (default random)")
 	f.StringVar(&t.place, "shard", "", "mlp, cnn: the same as --placement")
+	f.BoolVar(&t.directions, "directions", def.Directions, "lr, mf under bsp: end a partitioner's placement (not random's, nor a directory's) by moving parameters between\nservers so that no machine pulls much more than it serves, lowering the bound of a synchronous round R_max at a higher T_max\n(colo partition --directions); --directions=false keeps the partitioner's parameters")
 	f.StringVar(&t.compare, "compare", "", "comma-separated placements to train one after another with the same settings, side by side (overrides --placement)")
 	f.StringVar(&t.consistency, "consistency", "bsp", "consistency model: bsp, async or ssp:τ (bounded delay τ ≥ 1)")
 	f.StringVar(&t.bandwidth, "link-bandwidth", "", "emulated rate of each machine's network link, such as 100mbit or 1gbit (empty: unlimited)")
@@ -159,6 +161,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	} else if math.IsNaN(t.epsilon) {
 		return job, usageError("--epsilon %v: want ≥ 0", t.epsilon)
 	}
+	cfg.Directions = t.directions
 	if cfg.Seed, cfg.MaxSteps = t.seed, t.maxSteps; t.evalEvery != "" {
 		e, err := train.ParseEvery(t.evalEvery)
 		if err != nil {
@@ -413,11 +416,18 @@ func reportRuns(e *env, runs []*train.Result, dataset, jsonOut, svgOut string) e
 	if runs[0].TSum > 0 {
 		row("T_max (cost model)", func(r *train.Result) string { return commas(r.TMax) })
 		row("T_sum (cost model)", func(r *train.Result) string { return commas(r.TSum) })
+		if runs[0].Consistency == "bsp" {
+			row("R_max (BSP round)", func(r *train.Result) string { return commas(r.RMax) })
+		}
 	}
 	row("partition s", func(r *train.Result) string { return fmt.Sprintf("%.2f", r.PartitionSeconds) })
 	row("train s", func(r *train.Result) string { return fmt.Sprintf("%.2f", r.TrainSeconds) })
 	row("total s", func(r *train.Result) string { return fmt.Sprintf("%.2f", r.TotalSeconds) })
 	row("passes", func(r *train.Result) string { return fmt.Sprint(r.Passes) })
+	if runs[0].BoundRoundSeconds > 0 {
+		row("round ms", func(r *train.Result) string { return fmt.Sprintf("%.1f", 1000*r.RoundSeconds) })
+		row("round ms, bound", func(r *train.Result) string { return fmt.Sprintf("%.1f", 1000*r.BoundRoundSeconds) })
+	}
 	row("inter-machine MB", func(r *train.Result) string { return fmt.Sprintf("%.1f", float64(r.BytesInter)/1e6) })
 	row("inner-machine MB", func(r *train.Result) string { return fmt.Sprintf("%.1f", float64(r.BytesInner)/1e6) })
 	row("final train loss", func(r *train.Result) string { return fmt.Sprintf("%.4f", r.FinalTrainLoss) })
