@@ -54,17 +54,24 @@ type pageState struct {
 	Status      string `json:"status"`
 	Conn        string `json:"conn"`
 	Cells       int    `json:"cells"`
+	// CostHead and Cost are the cost table's header and its first run's
+	// row, cell by cell.
+	CostHead []string `json:"costHead"`
+	Cost     []string `json:"cost"`
 }
 
 const readState = `({frames: coloDashboard.frames, lossUpdates: coloDashboard.lossUpdates, lossPoints: coloDashboard.lossPoints,
 	status: document.getElementById("status").textContent, conn: document.getElementById("conn").textContent,
-	cells: document.querySelectorAll("#heatmap rect[width]").length})`
+	cells: document.querySelectorAll("#heatmap rect[width]").length,
+	costHead: Array.from(document.querySelectorAll("#cost th")).map(th => th.textContent),
+	cost: Array.from(document.querySelectorAll("#cost tr:nth-child(2) td")).map(td => td.textContent)})`
 
 // TestBrowser loads the dashboard in headless Chromium, trains a short
 // logistic regression on 4 in-process machines while the page watches,
 // and checks that the page logged no error, that its charts received at
 // least two updates during the training, with every pass on the loss
-// chart and the 4 machines and the scheduler in the heat map;
+// chart, the 4 machines and the scheduler in the heat map and the
+// placement's R_max in the cost table;
 // it writes a screenshot (artifact dashboard.png).
 func TestBrowser(t *testing.T) {
 	bin := chromium()
@@ -173,6 +180,11 @@ func TestBrowser(t *testing.T) {
 	}
 	if st.Cells < 5*5 {
 		t.Errorf("the heat map has %d cells, want the 4 machines and the scheduler, 25", st.Cells)
+	}
+	// placement, T_max, R_max, T_sum, …: the cost model's figures as
+	// the page formats them.
+	if len(st.Cost) < 4 || len(st.CostHead) < 4 || st.CostHead[2] != "R_max" || st.Cost[0] != "random" || st.Cost[2] == "–" {
+		t.Errorf("the cost table is %q, %q; want random's T_max, R_max (%d) and T_sum", st.CostHead, st.Cost, cost.RMax)
 	}
 	board.Close()
 	wait("the end of the job", func(s pageState) bool { return s.Conn == "the job has ended" && s.Status == "finished" })

@@ -145,13 +145,13 @@ function heatmap(f) {
 function costTable(f) {
   const runs = f.runs || [];
   if (runs.length === 0) return empty("no run yet");
-  let s = "<table><tr><th>placement</th><th>T_max</th><th>T_sum</th><th>predicted</th><th>inter</th><th>inner</th></tr>";
+  let s = "<table><tr><th>placement</th><th>T_max</th><th>R_max</th><th>T_sum</th><th>predicted</th><th>inter</th><th>inner</th></tr>";
   for (const r of runs) {
     const c = r.cost, m = r.measured || {};
-    s += "<tr><td>" + esc(r.name) + "</td><td>" + (c ? esc(fmt(c.T_max)) : "–") + "</td><td>" + (c ? esc(fmt(c.T_sum)) : "–") + "</td><td>" +
+    s += "<tr><td>" + esc(r.name) + "</td><td>" + (c ? esc(fmt(c.T_max)) : "–") + "</td><td>" + (c && c.R_max !== undefined ? esc(fmt(c.R_max)) : "–") + "</td><td>" + (c ? esc(fmt(c.T_sum)) : "–") + "</td><td>" +
       (m.predicted_values ? esc(fmt(m.predicted_values)) : "–") + "</td><td>" + esc(fmt(m.inter_bytes || 0, "B")) + "</td><td>" + esc(fmt(m.inner_bytes || 0, "B")) + "</td></tr>";
   }
-  s += '</table><p class="muted">T_max, T_sum: the values per round that the cost model predicts cross machines (at the busiest machine; in all). Predicted: T_sum · width · rounds so far, in values. Inter, inner: the bytes measured between the workers and servers of different machines, and of the same machine.</p>';
+  s += '</table><p class="muted">T_max, T_sum: the values per round that the cost model predicts cross machines (at the busiest machine; in all). R_max: the busiest machine\'s link under BSP, where a worker\'s pulls must be in before its pushes leave, max(T_i, 2 · its pulls). Predicted: T_sum · width · rounds so far, in values. Inter, inner: the bytes measured between the workers and servers of different machines, and of the same machine.</p>';
   return s;
 }
 
