@@ -477,3 +477,44 @@ func trainOn(app train.App, p *placement.Placement, name string, cost *placement
 	res.Placed(0, cost)
 	return res, nil
 }
+
+// TestRoundBound: over emulated links, a full-batch run reports the cost
+// model's bound on a round (R_max under BSP, T_max asynchronously, of
+// width·4 bytes per parameter over the link rate), and the emulated
+// network, whose rates are exact, never beats it: a round takes at least
+// its bound (less half a round over the run: the first round has no
+// push). With mini-batches there is no bound.
+func TestRoundBound(t *testing.T) {
+	g := randomProblem(t, 600, 400, 3, 9)
+	app, err := New(g, nil, sparse.FeaturesL2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, cost := place(t, g, "parsa", 3)
+	for _, tc := range []struct {
+		mode  string
+		batch int
+		want  int64
+	}{{"bsp", 0, cost.RMax}, {"async", 0, cost.TMax}, {"bsp", 100, 0}} {
+		cfg := testConfig(3, 12)
+		cfg.Batch = tc.batch
+		cfg.LinkBandwidth = 8e6 / 8 // 8 Mbit/s
+		if cfg.Clock, err = clock.Parse(tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		res, err := trainOn(app, p, "parsa", cost, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound := float64(tc.want) * float64(app.Width()) * 4 / cfg.LinkBandwidth
+		if res.RMax != cost.RMax || math.Abs(res.BoundRoundSeconds-bound) > 1e-12 {
+			t.Fatalf("%s, batch %d: R_max %d, bound %v s; want %d, %v s", tc.mode, tc.batch, res.RMax, res.BoundRoundSeconds, cost.RMax, bound)
+		}
+		if res.RoundSeconds != res.TrainSeconds/float64(res.Rounds) {
+			t.Fatalf("%s: round %v s, %v s over %d rounds", tc.mode, res.RoundSeconds, res.TrainSeconds, res.Rounds)
+		}
+		if tc.mode == "bsp" && bound > 0 && res.TrainSeconds < bound*(float64(res.Rounds)-0.5) {
+			t.Fatalf("%d rounds in %v s, under their bound of %v s each", res.Rounds, res.TrainSeconds, bound)
+		}
+	}
+}
