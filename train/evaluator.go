@@ -166,8 +166,17 @@ func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch i
 	for {
 		select {
 		case <-n.Trained():
-			if err := ev.score(true); err != nil {
-				return ev.rep, err
+			err := ev.score(true)
+			if errors.Is(err, proto.ErrPaused) {
+				// A pause that came and went since the last probe (a
+				// node replaced while the workers finished the job):
+				// the evaluator's calls fail with it until it rejoins.
+				if err = ev.rejoin(ctx); err == nil {
+					err = ev.score(true)
+				}
+			}
+			if err != nil {
+				return ev.rep, ev.ended(n, err)
 			}
 			ev.rep.BytesIn = int64(n.Stats().Inter.BytesRecv)
 			return ev.rep, nil

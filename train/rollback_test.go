@@ -3,6 +3,7 @@ package train_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -36,6 +37,29 @@ func (a dies) Evaluate(ctx context.Context, w *worker.Worker, part train.Part) (
 // checkpoints. It returns machine 0's result and the final model.
 func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.WorkerResult, []float32) {
 	t.Helper()
+	res, model, _ := rollbackClusterWatched(t, job, a, kill, false)
+	return res, model
+}
+
+// scoredLinear is the linear application as an evaluator scores it: the
+// RMSE of a model over every sample.
+type scoredLinear struct{ *linear }
+
+func (a scoredLinear) ScoreModel(model []float32) train.Eval {
+	var sse float64
+	for i, x := range a.X {
+		e := dot(model, x) - float64(a.Y[i])
+		sse += e * e
+	}
+	rmse := math.Sqrt(sse / float64(len(a.X)))
+	return train.Eval{On: "train", Samples: len(a.X), RMSE: &rmse}
+}
+
+// rollbackClusterWatched is rollbackCluster with, when watched is set,
+// an evaluator beside the machines that scores only the final model
+// (train.Watch every hour), whose report it returns.
+func rollbackClusterWatched(t *testing.T, job train.Job, a *linear, kill, watched bool) (train.WorkerResult, []float32, *train.EvaluatorReport) {
+	t.Helper()
 	p := spread(len(a.X), a.Dim, 2)
 	d, err := train.NewDeployment(job, a, p)
 	if err != nil {
@@ -53,6 +77,9 @@ func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.W
 	}
 	sc := sched.DefaultConfig()
 	sc.NumServers, sc.NumWorkers, sc.Token, sc.Table, sc.NumKeys, sc.Width = 2, 2, "t", table, uint64(a.Dim), 1
+	if watched {
+		sc.NumEvaluators = 1
+	}
 	sc.Heartbeat, sc.Timeout, sc.RecoverWait = 20*time.Millisecond, 2*time.Second, 10*time.Second
 	s, err := sched.Start(sc, sep, nil)
 	if err != nil {
@@ -63,9 +90,9 @@ func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.W
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(rank int, recover bool) *node.Node {
+	startAs := func(role proto.Role, rank int, recover bool) *node.Node {
 		c := node.DefaultConfig()
-		c.Token, c.Scheduler, c.Rank, c.Recover, c.Rule = "t", sep.Addr().String(), rank, recover, rule
+		c.Role, c.Token, c.Scheduler, c.Rank, c.Recover, c.Rule = role, "t", sep.Addr().String(), rank, recover, rule
 		c.Network, c.JoinTimeout = node.TCP{Host: "127.0.0.1", Token: "t"}, 10*time.Second
 		n, err := node.Start(context.Background(), c)
 		if err != nil {
@@ -73,6 +100,7 @@ func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.W
 		}
 		return n
 	}
+	start := func(rank int, recover bool) *node.Node { return startAs(proto.RoleMachine, rank, recover) }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	work := func(n *node.Node, rank int, app train.App, resume bool) (train.WorkerResult, error) {
@@ -86,9 +114,14 @@ func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.W
 		return train.Work(ctx, n.Worker(), app, d.Part(rank), sch, nil)
 	}
 	ns := make([]*node.Node, 2)
-	ready := make(chan int, 2)
+	ready := make(chan int, 3)
 	for i := range ns {
 		go func() { ns[i] = start(i, false); ready <- i }()
+	}
+	var ev *node.Node
+	if watched {
+		go func() { ev = startAs(proto.RoleEvaluator, 0, false); ready <- -1 }()
+		<-ready
 	}
 	<-ready
 	<-ready
@@ -96,12 +129,24 @@ func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.W
 		t.FailNow()
 	}
 	defer func() {
-		for _, n := range ns {
+		for _, n := range append(ns, ev) {
 			if n != nil { // a replacement that failed to start
 				n.Close()
 			}
 		}
 	}()
+	type report struct {
+		rep *train.EvaluatorReport
+		err error
+	}
+	watch := make(chan report, 1)
+	if watched {
+		go func() {
+			rep, err := train.Watch(ctx, ev, scoredLinear{a}, train.Every{Interval: time.Hour}, int64(len(a.X)), nil)
+			ev.Finish(err)
+			watch <- report{rep, err}
+		}()
+	}
 	type result struct {
 		res train.WorkerResult
 		err error
@@ -136,10 +181,18 @@ func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.W
 	for _, n := range ns {
 		n.Finish(nil)
 	}
+	var rep *train.EvaluatorReport
+	if watched {
+		w := <-watch
+		if w.err != nil {
+			t.Fatalf("evaluator: %v", w.err)
+		}
+		rep = w.rep
+	}
 	if err := s.Wait(); err != nil {
 		t.Fatalf("scheduler: %v", err)
 	}
-	return r0.res, model
+	return r0.res, model, rep
 }
 
 // TestRollbackAfterTraining: machine 1 dies in the evaluation after
@@ -171,5 +224,32 @@ func TestRollbackAfterTraining(t *testing.T) {
 	}
 	if got.Eval.RMSE == nil || want.Eval.RMSE == nil || *got.Eval.RMSE != *want.Eval.RMSE {
 		t.Errorf("evaluation %+v, without failure %+v", got.Eval, want.Eval)
+	}
+}
+
+// TestEvaluatorAfterRollback: machine 1 dies after training and is
+// replaced while an evaluator that scores only the final model (every
+// hour) never calls during the pause; its calls fail with the pause
+// until it rejoins, which it must do at the final score. Its final
+// score is that of the final model, the same as without the failure.
+func TestEvaluatorAfterRollback(t *testing.T) {
+	a := newLinear(40, 6, 3)
+	job := linearJob(2, 3, 10)
+	job.Config.Checkpoint = train.Checkpoint{Dir: filepath.Join(t.TempDir(), "ck"), Every: 5}
+	_, wantModel, want := rollbackClusterWatched(t, job, a, false, true)
+	job.Config.Checkpoint.Dir = filepath.Join(t.TempDir(), "ck")
+	_, gotModel, got := rollbackClusterWatched(t, job, a, true, true)
+	if !slices.Equal(gotModel, wantModel) {
+		t.Fatalf("final model %v, without failure %v", gotModel, wantModel)
+	}
+	last := func(r *train.EvaluatorReport) train.Check {
+		if r == nil || len(r.Checks) == 0 {
+			t.Fatalf("no score in %+v", r)
+		}
+		return r.Checks[len(r.Checks)-1]
+	}
+	g, w := last(got), last(want)
+	if !g.Final || g.Validation.RMSE == nil || *g.Validation.RMSE != *w.Validation.RMSE || g.Step != w.Step {
+		t.Fatalf("final score %+v (RMSE %v), without failure %+v (RMSE %v)", g, g.Validation.RMSE, w, w.Validation.RMSE)
 	}
 }

@@ -291,12 +291,10 @@ func TestKillTrials(t *testing.T) {
 		}
 		for i := range trials / len(jobs) {
 			k := killTrial{role: job.roles[rng.IntN(len(job.roles))], rank: rng.IntN(job.ranks),
-				// In the first two thirds of the checkpoints: the kill
-				// lands while the job trains. (The last few checkpoints'
-				// rounds take milliseconds, and a kill there could land
-				// after the workers finished, while the evaluator
-				// scores the final model.)
-				after: job.every * (1 + rng.IntN(checkpoints*2/3)),
+				// Not in the last 3 checkpoints' rounds: the kill lands
+				// while the job trains (and the job may end soon after
+				// the replacement).
+				after: job.every * (1 + rng.IntN(checkpoints-3)),
 				delay: time.Duration(rng.IntN(10)) * time.Millisecond,
 				whole: i%5 == 4}
 			got := runKilled(t, job.args, job.every, k)
