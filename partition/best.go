@@ -84,6 +84,7 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 		c       *placement.Cost
 		err     error
 		reports []report
+		dir     DuplexStats // the balance by direction (Options.Directions)
 	}
 	var starts []*start
 	nstarts := 0
@@ -132,6 +133,11 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 		if err == nil {
 			p, _, err = Refine(g, p, s.o)
 		}
+		if err == nil && opt.Directions {
+			// For synchronous training: each start balanced by
+			// direction, compared on R_max.
+			s.dir = balanceDirections(g, p, opt.Seed, 1)
+		}
 		if err == nil {
 			s.c, err = placement.Evaluate(g, p, s.o.Theta)
 		}
@@ -154,6 +160,7 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 	parallel.For(len(order), workers, func(i int) { run(order[i]) })
 	var bp *placement.Placement
 	var bc *placement.Cost
+	var bd DuplexStats
 	for _, s := range starts {
 		if s.err != nil {
 			return nil, s.err
@@ -161,15 +168,12 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 		for _, r := range s.reports {
 			opt.Report(r.name, r.value)
 		}
-		if opt.Directions {
-			// For synchronous training: each start as Lookup will
-			// leave it, compared on R_max.
-			balanceDirections(g, s.p, opt.Seed, workers)
-			s.c = evaluate(g, s.p, s.o.Theta)
-		}
 		if bp == nil || busiest(s.c, opt.Directions) < busiest(bc, opt.Directions) || (busiest(s.c, opt.Directions) == busiest(bc, opt.Directions) && s.c.TSum < bc.TSum) {
-			bp, bc = s.p, s.c
+			bp, bc, bd = s.p, s.c, s.dir
 		}
+	}
+	if opt.Directions && opt.Report != nil {
+		opt.Report("directions", bd)
 	}
 	return bp, nil
 }

@@ -169,6 +169,12 @@ func TestBestDirections(t *testing.T) {
 	}
 	BalanceDirections(g, plain, opt.Seed)
 	opt.Directions = true
+	var reported any
+	opt.Report = func(name string, v any) {
+		if name == "directions" {
+			reported = v
+		}
+	}
 	dir, err := Best(g, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +183,9 @@ func TestBestDirections(t *testing.T) {
 	c1, _ := placement.Evaluate(g, dir, 0)
 	if c1.RMax > c0.RMax {
 		t.Fatalf("R_max %d with Directions, %d for the choice without, balanced", c1.RMax, c0.RMax)
+	}
+	if st, ok := reported.(DuplexStats); !ok || st.After != c1.RMax || st.Before < st.After {
+		t.Fatalf("Best reported %#v for its choice of R_max %d", reported, c1.RMax)
 	}
 	if st := BalanceDirections(g, dir, opt.Seed); st.Moves != 0 {
 		t.Fatalf("Best's placement was not balanced: %d more moves", st.Moves)

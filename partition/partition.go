@@ -213,7 +213,8 @@ func Lookup(name string) (Func, error) {
 	run := refined(f, base, refine)
 	return func(g *graph.Graph, opt Options) (*placement.Placement, error) {
 		p, err := run(g, opt)
-		if err != nil || !opt.Directions {
+		if err != nil || !opt.Directions || (base == "best" && !(refine || opt.Refine.Enabled)) {
+			// Best balanced its starts itself.
 			return p, err
 		}
 		st := BalanceDirections(g, p, opt.Seed)

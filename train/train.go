@@ -367,8 +367,8 @@ type Result struct {
 	// busiest machine's link carries one after another, R_max under BSP
 	// and T_max otherwise (placement.Cost.Totals), of Width values of 4
 	// bytes each. It is 0 where it does not apply: unlimited links,
-	// mini-batches, servers apart from the workers, or keys of varying
-	// width. RoundSeconds is the measured time of a round, TrainSeconds
+	// mini-batches, servers apart from the workers, keys of varying
+	// width, or keys that the load balancer moves while the job runs. RoundSeconds is the measured time of a round, TrainSeconds
 	// over Rounds.
 	BoundRoundSeconds float64 `json:"bound_round_s,omitempty"`
 	RoundSeconds      float64 `json:"round_s,omitempty"`
@@ -425,7 +425,7 @@ func (r *Result) Placed(seconds float64, cost *placement.Cost) {
 	r.TMax, r.TSum, r.RMax = cost.TMax, cost.TSum, cost.RMax
 	if r.batches == 1 {
 		r.PredictedInterValues = cost.TSum * int64(r.width) * int64(r.Rounds)
-		if r.LinkBandwidth > 0 && r.Servers == 0 && r.width > 0 {
+		if r.LinkBandwidth > 0 && r.Servers == 0 && r.width > 0 && r.Balance == nil {
 			busiest := cost.TMax
 			if r.Consistency == "bsp" {
 				busiest = cost.RMax

@@ -45,7 +45,7 @@ func runDemo(e *env, args []string) error {
 	t := trainFlags{
 		app: "lr", machines: *k, consistency: "bsp", bandwidth: *link, updater: "adagrad", l2: -1,
 		epsilon: train.DefaultConfig().Epsilon, maxPasses: *passes, features: string(sparse.FeaturesLog1pL2), seed: *seed,
-		place: "random",
+		place: "random", directions: train.DefaultConfig().Directions,
 	}
 	job, err := t.job(datasets.News20Train+" (embedded)", dataFlags{indexBase: -1, hashBits: graph.DefaultHashBits})
 	if err != nil {

@@ -66,10 +66,15 @@ func runPartition(e *env, args []string) error {
 		return err
 	}
 	if ps.processes > 0 {
+		if opt.Directions {
+			return usageError("--directions with --processes: the machines write the placement; balance it with colo partition --directions on one machine, or in colo train")
+		}
 		return ps.runProcesses(e, f, pos[0], *out, *algo, opt, &df, &mf, j)
 	}
 	if memCap, ok, err := mf.cap(pos[0], *algo); err != nil {
 		return err
+	} else if ok && opt.Directions {
+		return usageError("--directions: out of core (--memory %s) the parameters are placed from the neighbour sets alone; --memory off loads the graph", mf.memory)
 	} else if ok && ps.on() {
 		return usageError("--ps-workers: the workers share this process's graph, loaded whole, not out of core (--memory %s; off loads it)", mf.memory)
 	} else if ok {
@@ -100,7 +105,9 @@ func runPartition(e *env, args []string) error {
 	start := time.Now()
 	var p *placement.Placement
 	if ps.on() {
-		p, err = ps.run(f, g, opt, details)
+		if p, err = ps.run(f, g, opt, details); err == nil && opt.Directions {
+			details["directions"] = partition.BalanceDirections(g, p, opt.Seed)
+		}
 	} else {
 		p, err = run(g, opt)
 	}

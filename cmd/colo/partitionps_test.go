@@ -160,6 +160,8 @@ func TestPartitionProcessesUsage(t *testing.T) {
 		{[]string{"partition", "-k", "2", "--processes", "2", "--memory", "lots", "x.svm", "-o", t.TempDir()}, `--memory: size "lots"`},
 		{[]string{"partition", "-k", "2", "--processes", "2", "--parsa-refine", "1", "x.svm", "-o", t.TempDir()}, "need the graph in memory"},
 		{[]string{"partition", "-k", "2", "--processes", "2", "--param-algo", "minmax", "x.svm", "-o", t.TempDir()}, "need the graph in memory"},
+		{[]string{"partition", "-k", "2", "--processes", "2", "--directions", "x.svm", "-o", t.TempDir()}, "--directions with --processes"},
+		{[]string{"partition", "-k", "2", "--memory", "64MiB", "--directions", "x.svm", "-o", t.TempDir()}, "--directions: out of core"},
 	} {
 		out, err := exec.Command(coloBin, c.args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.want) {
