@@ -144,6 +144,26 @@ func BenchmarkAssignParams(b *testing.B) {
 	})
 }
 
+// BenchmarkBalanceDirections times BalanceDirections on 20 Newsgroups at
+// k = 8, from Parsa's placement (each iteration from a copy of it), and
+// reports R_max before and after.
+//
+//	go test ./partition -run '^$' -bench BalanceDirections
+func BenchmarkBalanceDirections(b *testing.B) {
+	g := news20.load(b)
+	p, err := Parsa(g, Options{K: 8, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st DuplexStats
+	for b.Loop() {
+		q := p.Clone()
+		st = BalanceDirections(g, q, 1)
+	}
+	b.ReportMetric(float64(st.Before), "R_max_before")
+	b.ReportMetric(float64(st.After), "R_max_after")
+}
+
 // BenchmarkParsaSeeds runs the defaults with seeds 1–10 on every line of
 // the reference table and reports the worst T_max and M_max (the time is
 // that of all ten runs).

@@ -107,14 +107,7 @@ func assignParamsMasks(masks []uint64, m, k int, seed uint64) ([]int32, ParamSta
 	st.Sweeps, st.Moves, st.Converged = sweep(movable, func(v uint32) bool {
 		o := param[v]
 		size := int64(csize(v)) - 2
-		best := cheapest(v, o)
-		if cost[best]+size >= cost[o] {
-			return false
-		}
-		cost[o] -= size
-		cost[best] += size
-		param[v] = best
-		return true
+		return moveIfLower(cost, param, v, o, cheapest(v, o), size)
 	})
 	st.TMax = slices.Max(cost)
 	return param, st

@@ -104,16 +104,24 @@ func assignParams(g *graph.Graph, p *placement.Placement, seed uint64, workers i
 				best = j
 			}
 		}
-		if cost[best]+size >= cost[o] {
-			return false
-		}
-		cost[o] -= size
-		cost[best] += size
-		param[v] = best
-		return true
+		return moveIfLower(cost, param, v, o, best, size)
 	})
 	st.TMax = slices.Max(cost)
 	return st
+}
+
+// moveIfLower moves parameter v of size size (its c_v − 2) from machine o
+// to machine to when that lowers the larger of the two costs, cost[to] +
+// size < cost[o], and reports whether it did: a move of the sweeps of
+// Alg. 2.
+func moveIfLower(cost []int64, param []int32, v uint32, o, to int32, size int64) bool {
+	if cost[to]+size >= cost[o] {
+		return false
+	}
+	cost[o] -= size
+	cost[to] += size
+	param[v] = to
+	return true
 }
 
 // sweep visits the parameters of movable in order, calling move on each,

@@ -70,13 +70,18 @@ func (a *linear) Evaluate(ctx context.Context, w *worker.Worker, _ train.Part) (
 	if err := w.PullRange(0, uint64(a.Dim), model).Wait(); err != nil {
 		return train.Eval{}, err
 	}
+	return a.eval(model), nil
+}
+
+// eval is the RMSE over every sample of model.
+func (a *linear) eval(model []float32) train.Eval {
 	var sse float64
 	for i, x := range a.X {
 		e := dot(model, x) - float64(a.Y[i])
 		sse += e * e
 	}
 	rmse := math.Sqrt(sse / float64(len(a.X)))
-	return train.Eval{On: "train", Samples: len(a.X), RMSE: &rmse}, nil
+	return train.Eval{On: "train", Samples: len(a.X), RMSE: &rmse}
 }
 
 func dot(w, x []float32) float64 {

@@ -3,7 +3,6 @@ package train_test
 import (
 	"context"
 	"errors"
-	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -45,15 +44,7 @@ func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.W
 // RMSE of a model over every sample.
 type scoredLinear struct{ *linear }
 
-func (a scoredLinear) ScoreModel(model []float32) train.Eval {
-	var sse float64
-	for i, x := range a.X {
-		e := dot(model, x) - float64(a.Y[i])
-		sse += e * e
-	}
-	rmse := math.Sqrt(sse / float64(len(a.X)))
-	return train.Eval{On: "train", Samples: len(a.X), RMSE: &rmse}
-}
+func (a scoredLinear) ScoreModel(model []float32) train.Eval { return a.eval(model) }
 
 // rollbackClusterWatched is rollbackCluster with, when watched is set,
 // an evaluator beside the machines that scores only the final model
