@@ -26,6 +26,18 @@
 //	}
 //	json.Unmarshal(m0.Stdout(), &summary)
 //
+// A distributed workload is a Kind: a value, passed in by the caller,
+// that configures the scheduler from a job and opens what a node of a
+// role and rank runs. Its job travels in an Envelope ({"kind": …, "job":
+// …}) that every process reads (colo node --job-file), and every member
+// writes one Report. Cluster runs a job of any kind on processes: it
+// writes the envelope to a temporary directory, starts the scheduler and
+// the members through a Supervisor and a Starter, replaces failed
+// members when asked, and reads their reports; it is the only code that
+// spells colo node's command line. A worker may also be another program
+// (Cluster.Worker), which joins through the COLO_* environment of
+// WorkerEnv.
+//
 // Smoke does all of this for colo launch: a scheduler and machines (or
 // separate servers and workers) running the built-in smoke job, whose
 // summaries it gathers into a SmokeSummary.

@@ -19,7 +19,10 @@ type Spec struct {
 	// machine, server or worker i. The Starter maps it (Loopback ignores
 	// it).
 	Host int
-	// Args are the arguments to the binary.
+	// Bin is the program to run; "" for the Supervisor's (the colo
+	// binary).
+	Bin string
+	// Args are the arguments to the program.
 	Args []string
 	// Env holds extra KEY=VALUE pairs, added to the supervisor's
 	// environment, from which every COLO_* and DMLC_* variable is removed.

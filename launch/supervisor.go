@@ -185,10 +185,10 @@ func (s *Supervisor) startProc(ctx context.Context, spec Spec, stdout *tail, w i
 	switch {
 	case waiting:
 		return fail(errors.New("start: started after Wait"))
-	case s.binErr != nil:
+	case spec.Bin == "" && s.binErr != nil:
 		return fail(fmt.Errorf("start: the colo binary: %w", s.binErr))
 	}
-	p.cmd = s.st.Command(ctx, s.bin, spec)
+	p.cmd = s.st.Command(ctx, cmp.Or(spec.Bin, s.bin), spec)
 	p.cmd.Env = childEnv(s.Environ, spec.Env)
 	p.cmd.Stderr = p.stderr
 	switch {

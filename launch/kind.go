@@ -1,0 +1,193 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"colo/ps/node"
+	"colo/ps/proto"
+	"colo/ps/sched"
+	"colo/ps/update"
+)
+
+// A Kind is one distributed workload that a cluster of processes runs:
+// training, distributed Parsa, decentralised training, the smoke job. Its
+// job travels in an Envelope; every process of the cluster, whoever
+// started it (Cluster, mpirun, srun, dmlc-submit, Kubernetes), reads the
+// same envelope (colo node --job-file) and asks the kind named in it what
+// to do: the scheduler how to configure itself, every other node what to
+// open and run. Kinds are values the caller passes in (Kinds); there is
+// no registry.
+type Kind interface {
+	// Name is the kind's name in the envelope: "train", "parsa", ….
+	Name() string
+	// Scheduler configures the scheduler of job: its numbers of servers,
+	// workers and evaluators, its key space, width, routing table and
+	// consistency model. cfg holds the defaults and the command line's
+	// timing (heartbeat, timeouts); a kind leaves what it does not set.
+	Scheduler(job json.RawMessage, cfg *sched.Config) error
+	// Open opens the member at of job before it joins: it reads what the
+	// member needs (its data, its placement) and returns what runs on its
+	// node. Errors name the field or file at fault.
+	Open(ctx context.Context, job json.RawMessage, at Position) (*Member, error)
+}
+
+// Position is where a member sits in its cluster: its role, its rank (-1
+// for any) and whether it replaces a failed member of a running job
+// (colo node --recover).
+type Position struct {
+	Role    proto.Role
+	Rank    int
+	Recover bool
+}
+
+// Member is what a Kind opens for one node of its cluster.
+type Member struct {
+	// Rule is the update rule of the node's server (nil: sum).
+	Rule update.Rule
+	// Rates are the emulated rates of the node's links (zero: unlimited).
+	Rates node.Rates
+	// Run runs the job on the node once it has joined and returns the
+	// member's report (JSON-encoded into the Report envelope; nil for
+	// none). Nil runs nothing: the node serves and waits for the end.
+	Run func(ctx context.Context, n *node.Node) (report any, err error)
+	// After, when set, is called once the cluster has ended without
+	// error, before the report is written (the placement of distributed
+	// Parsa's worker 0 goes out then).
+	After func() error
+}
+
+// Kinds are the kinds a process knows, looked up by name.
+type Kinds []Kind
+
+// Lookup returns the kind named name, or an error listing the known ones.
+func (ks Kinds) Lookup(name string) (Kind, error) {
+	var names []string
+	for _, k := range ks {
+		if k.Name() == name {
+			return k, nil
+		}
+		names = append(names, k.Name())
+	}
+	return nil, fmt.Errorf("kind %q: want %s", name, strings.Join(names, ", "))
+}
+
+// Envelope is a job as every process of a cluster reads it:
+// {"kind": "train", "job": {…}}. The job is the kind's own value.
+type Envelope struct {
+	Kind string          `json:"kind"`
+	Job  json.RawMessage `json:"job"`
+}
+
+// NewEnvelope wraps job, marshalled, in an envelope of kind.
+func NewEnvelope(kind string, job any) (Envelope, error) {
+	b, err := json.Marshal(job)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("job of kind %s: %w", kind, err)
+	}
+	return Envelope{Kind: kind, Job: b}, nil
+}
+
+// maxEnvelope bounds the size of a job file.
+const maxEnvelope = 1 << 30
+
+// ReadEnvelope reads the envelope in r; name names it in errors. An
+// unknown field, a missing kind or job, or trailing data is refused.
+func ReadEnvelope(r io.Reader, name string) (Envelope, error) {
+	var e Envelope
+	dec := json.NewDecoder(io.LimitReader(r, maxEnvelope))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return e, fmt.Errorf("%s: %w", name, err)
+	}
+	if dec.More() {
+		return e, fmt.Errorf("%s: data after the job's envelope", name)
+	}
+	switch {
+	case e.Kind == "":
+		return e, fmt.Errorf(`%s: no "kind": want {"kind": KIND, "job": {…}}`, name)
+	case len(e.Job) == 0 || bytes.Equal(e.Job, []byte("null")):
+		return e, fmt.Errorf(`%s: no "job": want {"kind": %q, "job": {…}}`, name, e.Kind)
+	}
+	return e, nil
+}
+
+// ReadEnvelopeFile reads the envelope in the file at path.
+func ReadEnvelopeFile(path string) (Envelope, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Envelope{}, err
+	}
+	defer f.Close()
+	return ReadEnvelope(f, path)
+}
+
+// WriteFile writes e to path, readable by its owner only (the job may
+// name private files); an existing file is replaced.
+func (e Envelope) WriteFile(path string) error {
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+// DecodeJob decodes the job of an envelope into v, refusing unknown
+// fields and trailing data; errors name the kind and the field.
+func DecodeJob(kind string, job json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(job))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("job of kind %s: %w", kind, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("job of kind %s: data after the job", kind)
+	}
+	return nil
+}
+
+// Report is what a member of a cluster writes when its job ends (colo node
+// --result), the one report of every kind: the node's summary and the
+// kind's own report.
+type Report struct {
+	Kind string `json:"kind"`
+	// Rank is the member's rank (its Position's; -1 when it took any).
+	Rank int `json:"rank"`
+	// Node is the node's summary: role, ids, start, counters.
+	Node NodeSummary `json:"node"`
+	// Report is the kind's report of the member (Member.Run's), absent
+	// when it has none.
+	Report json.RawMessage `json:"report,omitempty"`
+}
+
+// reportLimit bounds the size of a member's report.
+const reportLimit = 256 << 20
+
+// ReadReportFile reads the report at path.
+func ReadReportFile(path string) (*Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("no report: %w", err)
+	}
+	defer f.Close()
+	var r Report
+	if err := json.NewDecoder(io.LimitReader(f, reportLimit)).Decode(&r); err != nil {
+		return nil, fmt.Errorf("report %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Decode decodes the kind's report into v; a member without one is an
+// error.
+func (r *Report) Decode(v any) error {
+	if len(r.Report) == 0 {
+		return errors.New("the member wrote no report")
+	}
+	return json.Unmarshal(r.Report, v)
+}

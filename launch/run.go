@@ -1,0 +1,317 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"colo/ps/proto"
+)
+
+// Cluster is one job of a Kind on a cluster of processes, started by
+// this process: a scheduler, then the job's machines (a server and a
+// worker each), or its servers and workers apart, and its evaluators.
+// Run writes the job's Envelope to a temporary directory, starts every
+// process through a Supervisor (colo node --job-file, the cluster token
+// in their environment, never on their command lines), replaces a failed
+// member when Replace says so, waits for them all and reads every
+// member's Report. It is the one place that spells colo node's command
+// line: every other launcher (mpirun, srun, dmlc-submit, Kubernetes)
+// starts the same `colo node --job-file F` with the environment
+// docs/deploy.md gives.
+//
+//	env, _ := launch.NewEnvelope("smoke", job)
+//	out, err := (&launch.Cluster{Envelope: env, Machines: 2}).Run(ctx)
+//	for _, m := range out.Members { … m.Report.Decode(&r) … }
+//
+// A worker may be another program than colo (Worker): it is started with
+// the environment of WorkerEnv and joins through the same scheduler.
+type Cluster struct {
+	// Envelope is the job every process reads (colo node --job-file).
+	Envelope Envelope
+	// Machines is the number of machines, when Servers and Workers are 0;
+	// otherwise Servers servers run apart from Workers workers.
+	Machines, Servers, Workers int
+	// Evaluators is the number of evaluator nodes (0 or 1).
+	Evaluators int
+	// Heartbeat, Timeout, JoinTimeout and RecoverWait are the scheduler's
+	// (colo node --heartbeat, --timeout, --join-timeout, --recover-wait);
+	// 0 leaves colo node's default.
+	Heartbeat, Timeout, JoinTimeout, RecoverWait time.Duration
+	// Bin is the colo binary; "" is this executable.
+	Bin string
+	// Starter places the processes on hosts (Hosts gives how many); nil
+	// for Loopback.
+	Starter Starter
+	// Token is the cluster token; "" for a random one (NewToken).
+	Token string
+	// Env holds extra KEY=VALUE pairs of every process (TLSFlags.Env).
+	Env []string
+	// Flags, when set, returns extra flags of the colo process named name
+	// ("scheduler", "machine 0", …), such as where it serves its metrics.
+	Flags func(name string) []string
+	// Worker, when set, runs every worker (every machine's, or the
+	// workers apart) as this program instead of colo node.
+	Worker *Command
+	// Grace is the Supervisor's grace period; 0 keeps its default.
+	Grace time.Duration
+	// Replace, when set, is asked whether a member that died of a signal
+	// while the job ran should be started again in its rank (colo node
+	// --recover; COLO_RECOVER=1 for a Worker program) instead of failing
+	// the job; the scheduler must wait for it (RecoverWait). It is never
+	// asked for the scheduler or an evaluator.
+	Replace func(name string, err error) bool
+	// OnStart, when set, is called with the scheduler's address once it
+	// listens, before the members start.
+	OnStart func(addr string)
+}
+
+// Command is a program that a Cluster runs as a worker.
+type Command struct {
+	// Path is the program; Args its arguments; Env extra KEY=VALUE pairs,
+	// after WorkerEnv's.
+	Path string
+	Args []string
+	Env  []string
+}
+
+// MemberOutcome is how one member of a Cluster ended.
+type MemberOutcome struct {
+	// Name names the member in errors: "machine 0", "server 1", ….
+	Name string
+	Role proto.Role
+	Rank int
+	// Pid is the process id of its last process (a replacement's when it
+	// was replaced).
+	Pid int
+	// Report is what it wrote when its job ended; nil, with ReportErr,
+	// when it wrote none or an unreadable one.
+	Report    *Report
+	ReportErr error
+}
+
+// Outcome is what a Cluster's Run returns.
+type Outcome struct {
+	// Started is when the scheduler was started.
+	Started time.Time
+	// Members are the machines (or the workers apart), then the servers
+	// apart, then the evaluators, in rank order.
+	Members []MemberOutcome
+}
+
+// shape returns the numbers of servers and workers.
+func (c *Cluster) shape() (servers, workers int) {
+	if c.Servers > 0 || c.Workers > 0 {
+		return c.Servers, c.Workers
+	}
+	return c.Machines, c.Machines
+}
+
+// apart reports whether the servers run apart from the workers.
+func (c *Cluster) apart() bool { return c.Servers > 0 || c.Workers > 0 }
+
+// Hosts returns the number of hosts the cluster uses: host 0 for the
+// scheduler, then machine (or server) i on host 1+i, worker i apart on
+// host 1+Servers+i, and the evaluators after them.
+func (c *Cluster) Hosts() int {
+	s, w := c.shape()
+	if !c.apart() {
+		return 1 + s + c.Evaluators
+	}
+	return 1 + s + w + c.Evaluators
+}
+
+// Validate checks the shape of c; errors name the field and the bound.
+func (c *Cluster) Validate() error {
+	switch {
+	case c.Envelope.Kind == "" || len(c.Envelope.Job) == 0:
+		return errors.New("launch: Cluster.Envelope has no kind or no job")
+	case c.apart() && (c.Servers < 1 || c.Workers < 1):
+		return fmt.Errorf("launch: Servers %d and Workers %d must both be at least 1", c.Servers, c.Workers)
+	case !c.apart() && c.Machines < 1:
+		return fmt.Errorf("launch: Machines %d, at least 1", c.Machines)
+	case c.Evaluators < 0:
+		return fmt.Errorf("launch: Evaluators %d is negative", c.Evaluators)
+	case c.Worker != nil && c.Worker.Path == "":
+		return errors.New("launch: Worker has no Path")
+	}
+	return nil
+}
+
+// seat is one member to start.
+type seat struct {
+	name string
+	role proto.Role
+	rank int
+	host int
+}
+
+// seats returns the members of c in the order of Outcome.Members.
+func (c *Cluster) seats() []seat {
+	s, w := c.shape()
+	var out []seat
+	if !c.apart() {
+		for i := range s {
+			out = append(out, seat{fmt.Sprintf("machine %d", i), proto.RoleMachine, i, 1 + i})
+		}
+	} else {
+		for i := range w {
+			out = append(out, seat{fmt.Sprintf("worker %d", i), proto.RoleWorker, i, 1 + s + i})
+		}
+		for i := range s {
+			out = append(out, seat{fmt.Sprintf("server %d", i), proto.RoleServer, i, 1 + i})
+		}
+	}
+	next := out[len(out)-1].host + 1
+	if c.apart() {
+		next = 1 + s + w
+	}
+	for i := range c.Evaluators {
+		name := "evaluator"
+		if c.Evaluators > 1 {
+			name = fmt.Sprintf("evaluator %d", i)
+		}
+		out = append(out, seat{name, proto.RoleEvaluator, i, next + i})
+	}
+	return out
+}
+
+// WorkerEnv returns the environment of a Worker program of rank rank:
+// the COLO_* variables colo node would read for the same flags (role,
+// rank, scheduler, host, numbers of servers and workers, job file and
+// where to write its report). The cluster token comes with it as
+// COLO_TOKEN.
+func WorkerEnv(rank int, scheduler, host, jobFile, result string, servers, workers int) []string {
+	return []string{
+		EnvName("role") + "=worker", EnvName("rank") + "=" + strconv.Itoa(rank),
+		EnvName("scheduler") + "=" + scheduler, EnvName("host") + "=" + host,
+		EnvName("num-servers") + "=" + strconv.Itoa(servers), EnvName("num-workers") + "=" + strconv.Itoa(workers),
+		EnvName("job-file") + "=" + jobFile, EnvName("result") + "=" + result,
+	}
+}
+
+// Run runs the cluster until its job ends and removes every file it made.
+// It returns the outcome whenever the scheduler started, with the error of
+// the first member to fail (a *Failure naming it, with the last lines of
+// its standard error) when one did; the other processes are killed after
+// the grace period, and none outlives Run. ctx done stops the cluster.
+func (c *Cluster) Run(ctx context.Context) (*Outcome, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	st := c.Starter
+	if st == nil {
+		st = Loopback{}
+	}
+	dir, err := os.MkdirTemp("", "colo-job-")
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	jobFile := filepath.Join(dir, "job.json")
+	if err := c.Envelope.WriteFile(jobFile); err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	token := c.Token
+	if token == "" {
+		token = NewToken()
+	}
+	env := append([]string{EnvName("token") + "=" + token}, c.Env...)
+	flags := func(name string) []string {
+		if c.Flags == nil {
+			return nil
+		}
+		return c.Flags(name)
+	}
+	ns, nw := c.shape()
+	sup := NewSupervisor(c.Bin, st)
+	if c.Grace > 0 {
+		sup.Grace = c.Grace
+	}
+	size := []string{"--num-servers", strconv.Itoa(ns), "--num-workers", strconv.Itoa(nw)}
+	sargs := append([]string{"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(), "--job-file", jobFile}, size...)
+	if c.Evaluators > 0 {
+		sargs = append(sargs, "--num-evaluators", strconv.Itoa(c.Evaluators))
+	}
+	for _, d := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--heartbeat", c.Heartbeat}, {"--timeout", c.Timeout}, {"--join-timeout", c.JoinTimeout}, {"--recover-wait", c.RecoverWait}} {
+		if d.d > 0 {
+			sargs = append(sargs, d.flag, d.d.String())
+		}
+	}
+	out := &Outcome{Started: time.Now()}
+	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: append(sargs, flags("scheduler")...)})
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
+		}
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	if c.OnStart != nil {
+		c.OnStart(addr)
+	}
+	seats := c.seats()
+	results := make([]string, len(seats))
+	byName := make(map[string]int, len(seats))
+	procs := make([]*Proc, len(seats))
+	specOf := func(i int, recover bool) Spec {
+		s := seats[i]
+		results[i] = filepath.Join(dir, fmt.Sprintf("%s-%d.json", s.role, s.rank))
+		spec := Spec{Name: s.name, Host: s.host, Env: env}
+		if c.Worker != nil && (s.role == proto.RoleWorker || s.role == proto.RoleMachine) {
+			w := *c.Worker
+			spec.Bin, spec.Args = w.Path, slices.Clone(w.Args)
+			spec.Env = slices.Concat(env, WorkerEnv(s.rank, addr, st.Addr(s.host), jobFile, results[i], ns, nw), w.Env)
+			if s.role == proto.RoleMachine {
+				spec.Env = append(spec.Env, EnvName("role")+"=machine")
+			}
+			if recover {
+				spec.Env = append(spec.Env, EnvName("recover")+"=1")
+			}
+			return spec
+		}
+		spec.Args = append([]string{"node", "--role", s.role.String(), "--scheduler", addr, "--rank", strconv.Itoa(s.rank),
+			"--host", st.Addr(s.host), "--job-file", jobFile, "--result", results[i]}, size...)
+		spec.Args = append(spec.Args, flags(s.name)...)
+		if recover {
+			spec.Args = append(spec.Args, "--recover")
+		}
+		return spec
+	}
+	if c.Replace != nil {
+		sup.Replace = func(p *Proc) (Spec, bool) {
+			i, ok := byName[p.Name()]
+			if !ok || seats[i].role == proto.RoleEvaluator || !c.Replace(p.Name(), p.Err()) {
+				return Spec{}, false
+			}
+			return specOf(i, true), true
+		}
+	}
+	for i := range seats {
+		byName[seats[i].name] = i
+		procs[i] = sup.Start(ctx, specOf(i, false))
+	}
+	werr := sup.Wait(ctx)
+	// The last process of each name: a replacement's, when there was one.
+	for _, p := range sup.Procs() {
+		if i, ok := byName[p.Name()]; ok {
+			procs[i] = p
+		}
+	}
+	for i, s := range seats {
+		m := MemberOutcome{Name: s.name, Role: s.role, Rank: s.rank, Pid: procs[i].Pid()}
+		m.Report, m.ReportErr = ReadReportFile(results[i])
+		out.Members = append(out.Members, m)
+	}
+	if werr != nil {
+		return out, fmt.Errorf("launch: %w", werr)
+	}
+	return out, nil
+}
