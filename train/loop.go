@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -134,6 +135,10 @@ type Schedule struct {
 	// PullAhead, with Overlap under async training, sends a round's pull
 	// before the previous round's push (Config.PullAhead).
 	PullAhead bool
+	// Advice is what the error of a non-finite training loss tells the
+	// user to change; empty says to lower the learning rate (an
+	// Advisor's advice, NewSchedule).
+	Advice string
 }
 
 // Validate checks s; errors name the field and the bound.
@@ -519,7 +524,7 @@ func (l *loop) train(ctx context.Context, progress Progress, st *WorkerState) (p
 			progress(pass)
 		}
 		if math.IsNaN(pass.TrainLoss) || math.IsInf(pass.TrainLoss, 0) {
-			return passes, fmt.Errorf("pass %d: the training loss is %v: lower the learning rate", p+1, pass.TrainLoss)
+			return passes, fmt.Errorf("pass %d: the training loss is %v: %s", p+1, pass.TrainLoss, cmp.Or(s.Advice, "lower the learning rate"))
 		}
 		if stop {
 			break

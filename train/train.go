@@ -687,8 +687,23 @@ func NewSchedule(app App, cfg Config) Schedule {
 	if cfg.Batch > 0 {
 		batches = max(1, (app.NumSamples()+cfg.Batch-1)/cfg.Batch)
 	}
-	return Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, MaxRounds: cfg.MaxRounds(), Samples: app.NumSamples(), Batches: batches,
+	s := Schedule{Epsilon: cfg.Epsilon, MaxPasses: cfg.MaxPasses, MaxRounds: cfg.MaxRounds(), Samples: app.NumSamples(), Batches: batches,
 		Overlap: !cfg.Sequential, PullAhead: cfg.PullAhead}
+	if a, ok := app.(Advisor); ok {
+		s.Advice = a.NonFiniteAdvice()
+	}
+	return s
+}
+
+// Advisor is an App that knows when its data, rather than the learning
+// rate, is the likely cause of a non-finite training loss: features of a
+// large scale that its features transform leaves as they are.
+type Advisor interface {
+	App
+	// NonFiniteAdvice returns what to change, in words for the error of
+	// a non-finite loss, or "" when the learning rate is the likely
+	// cause.
+	NonFiniteAdvice() string
 }
 
 // addTraffic adds the data bytes the nodes sent to r: between a machine's

@@ -9,6 +9,7 @@ package lr
 
 import (
 	"context"
+	"fmt"
 
 	"colo/app/sparse"
 	"colo/graph"
@@ -28,6 +29,9 @@ type App struct {
 	Train  *sparse.Rows
 	// Test is the test set; nil evaluates on the training set.
 	Test *sparse.Rows
+	// Features is the transform of the feature values, resolved on the
+	// training graph (never FeaturesAuto).
+	Features sparse.Features
 }
 
 // New prepares logistic regression on train (and test, when not
@@ -42,7 +46,7 @@ func New(train, test *graph.Graph, f sparse.Features) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Model: Model{Classes: labels.Classes()}, Labels: labels, Graph: train}
+	a := &App{Model: Model{Classes: labels.Classes()}, Labels: labels, Graph: train, Features: f}
 	if a.Train, err = sparse.TrainRows(train, labels, f); err != nil {
 		return nil, err
 	}
@@ -87,6 +91,20 @@ func (a *App) Evaluate(ctx context.Context, w *worker.Worker, _ train.Part) (tra
 	}
 	m := a.Model.Evaluate(rows, model)
 	return train.Eval{On: on, Samples: m.Samples, Accuracy: &m.Accuracy, LogLoss: &m.LogLoss, AUC: &m.AUC}, nil
+}
+
+// NonFiniteAdvice names the features transform when it left the
+// training values at a scale that can overflow the model's logits (raw
+// values beyond ±1): a train.Advisor.
+func (a *App) NonFiniteAdvice() string {
+	var top float32
+	for _, x := range a.Train.Val {
+		top = max(top, x, -x)
+	}
+	if top <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("the features, transformed by %s, reach %g: scale them (--features l2 or log1p-l2), or lower the learning rate", a.Features, top)
 }
 
 // lrPart is a machine's share of logistic regression.

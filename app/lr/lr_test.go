@@ -518,3 +518,81 @@ func TestRoundBound(t *testing.T) {
 		}
 	}
 }
+
+// TestDenormalFeatures: a sample whose only value is a float32 denormal
+// comes out of the l2 transforms as a unit value (its inverse norm
+// overflowed float32 and made the row infinite), and the default features
+// train to a finite loss.
+func TestDenormalFeatures(t *testing.T) {
+	tiny := float32(math.SmallestNonzeroFloat32)
+	b := graph.NewBuilder(graph.Meta{Format: "generated", Source: "denormal"})
+	b.SetHasLabels()
+	for i, s := range []struct {
+		label float64
+		keys  []uint64
+		vals  []float32
+	}{{1, []uint64{1}, []float32{tiny}}, {0, []uint64{2}, []float32{3}}, {1, []uint64{1, 3}, []float32{2, 1}},
+		{0, []uint64{2, 3}, []float32{1, 4}}, {1, []uint64{1}, []float32{-tiny}}, {0, []uint64{3}, []float32{2}}} {
+		if err := b.AddSample(s.label, s.keys, s.vals); err != nil {
+			t.Fatalf("sample %d: %v", i, err)
+		}
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []sparse.Features{sparse.FeaturesL2, sparse.FeaturesLog1pL2, sparse.FeaturesAuto} {
+		app, err := New(g, nil, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u, want := range map[int]float32{0: 1, 4: -1} {
+			if _, vals := app.Train.Row(u); len(vals) != 1 || vals[0] != want {
+				t.Fatalf("%s: sample %d of value ±%g became %v, want %v", f, u, tiny, vals, want)
+			}
+		}
+		p, cost := place(t, g, "random", 2)
+		res, err := trainOn(app, p, "random", cost, testConfig(2, 20))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if l := res.FinalTrainLoss; math.IsNaN(l) || l >= math.Ln2 {
+			t.Fatalf("%s: final loss %v, want a finite loss below ln 2", f, l)
+		}
+	}
+}
+
+// TestNonFiniteAdvice: a non-finite loss on features whose transform
+// leaves them large names the transform; on unit-scale features it says
+// to lower the learning rate.
+func TestNonFiniteAdvice(t *testing.T) {
+	b := graph.NewBuilder(graph.Meta{Format: "generated", Source: "large"})
+	b.SetHasLabels()
+	for u := range 20 {
+		if err := b.AddSample(float64(u%2), []uint64{uint64(u % 3), 3}, []float32{float32(u+1) * 1e30, 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		f    sparse.Features
+		want string
+	}{
+		{sparse.FeaturesRaw, "the features, transformed by raw, reach 2e+31: scale them (--features l2 or log1p-l2), or lower the learning rate"},
+		{sparse.FeaturesL2, "lower the learning rate"},
+		{sparse.FeaturesAuto, "lower the learning rate"},
+	} {
+		app, err := New(g, nil, tc.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, cost := place(t, g, "random", 2)
+		_, err = trainOn(nanApp{app}, p, "random", cost, testConfig(2, 3))
+		if err == nil || !strings.HasSuffix(err.Error(), "the training loss is NaN: "+tc.want) {
+			t.Errorf("%s: %v, want the advice %q", tc.f, err, tc.want)
+		}
+	}
+}

@@ -194,8 +194,18 @@ func transform(vals []float32, f Features) {
 		for _, x := range vals {
 			s += float64(x) * float64(x)
 		}
-		if s > 0 {
-			inv := float32(1 / math.Sqrt(s))
+		switch inv := 1 / math.Sqrt(s); {
+		case s == 0:
+		case inv > math.MaxFloat32:
+			// A sample of tiny (denormal) values: its inverse norm
+			// overflows float32 (1e-45 gives 7e44), which made the row,
+			// and the loss, infinite. Divide in float64.
+			norm := math.Sqrt(s)
+			for i, x := range vals {
+				vals[i] = float32(float64(x) / norm)
+			}
+		default:
+			inv := float32(inv)
 			for i := range vals {
 				vals[i] *= inv
 			}
