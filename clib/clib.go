@@ -1,0 +1,462 @@
+// Package clib is colo's worker client for programs that are not written
+// in Go: a session that joins a running cluster as a worker (or starts a
+// one-machine cluster in process), named tables of rows laid out on the
+// servers' key space, and pulls and pushes of rows by index into the
+// caller's float32 arrays. cmd/libcolo exports it as a C library, and the
+// Python package python/colo drives that library.
+//
+// # The servers' side
+//
+// A Python worker is an ordinary colo worker (package ps/node): routing by
+// the scheduler's table (a placement's, or a uniform split), link keys and
+// TLS, the consistency model (BSP, bounded delay, asynchronous) and the
+// servers' update rule (package ps/update) are those of the cluster it
+// joins. The job must have per-key lengths (scheduler width 0), so that
+// tables of different widths share the servers. The servers run one rule
+// for every key; a table that asks for a rule checks it against the
+// cluster's, when the session knows it (Config.Rule, COLO_RULE).
+//
+// # Tables and keys
+//
+// A table is rows × dim float32 values; a dense table is one vector of
+// Size values, cut into chunks of at most DenseChunk values (its rows).
+// Workers declare the same tables in the same order (Declare checks it
+// with an all-reduce): table t is the t-th. Row r of a table of R rows has
+// key lo + r·stride + t, with stride = ⌊(2^64 − lo)/R⌋ rounded down to a
+// multiple of 256: the rows of every table spread evenly over the key
+// space, so a uniform split of the key space gives each server a
+// contiguous block of each table's rows, keys stay sorted when rows are,
+// and no two tables share a key (key − lo ≡ t mod 256). lo is the routing
+// table's NumKeys: keys below it are the placement's parameters, and a
+// table declared Placed uses them directly (key = row), so that its rows
+// live where colo's partitioner put them, beside the samples that touch
+// them.
+//
+// # Values and initial values
+//
+// The servers start every key at zero and hold each row's displacement
+// from its initial value, as app/embed does: a sparse table's rows start
+// at a seeded function of (seed, table, row, column) that the client adds
+// to what it pulls (Init), a dense table's at values the caller keeps.
+// The update rules without weight decay (sum, SGD, momentum, AdaGrad,
+// Adam) move a displacement exactly as they move a weight, so no initial
+// value ever travels.
+//
+// # Cost
+//
+// A pull or push of n rows costs O(n) on the caller's thread (checking
+// the rows, computing their keys) and the worker's own path (one message
+// per server). Pulled values are merged into the caller's array; missing
+// rows (never pushed) are zero-filled in place, and a sparse table's
+// initial values are added once the pull is waited for.
+package clib
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"colo/ps/clock"
+	"colo/ps/node"
+	"colo/ps/proto"
+	"colo/ps/sched"
+	"colo/ps/update"
+	"colo/ps/worker"
+	"colo/transport/mem"
+	"colo/transport/tcp"
+)
+
+// DenseChunk is the number of values per key of a dense table.
+const DenseChunk = 16384
+
+// MaxTables bounds the tables of a session (the low byte of a key).
+const MaxTables = 256
+
+// Config says how a session joins its cluster.
+type Config struct {
+	// Scheduler is the scheduler's host:port.
+	Scheduler string `json:"scheduler,omitempty"`
+	// Token is the cluster token.
+	Token string `json:"token,omitempty"`
+	// Rank asks for a worker rank; −1 for any.
+	Rank int `json:"rank"`
+	// NumServers and NumWorkers, when positive, are checked against the
+	// scheduler's.
+	NumServers int `json:"num_servers,omitempty"`
+	NumWorkers int `json:"num_workers,omitempty"`
+	// Host is the address the worker binds and advertises; empty for
+	// 127.0.0.1.
+	Host string `json:"host,omitempty"`
+	// TLSCert, TLSKey and TLSCA run every link over mutual TLS (all three
+	// or none), as colo node's --tls-cert, --tls-key and --tls-ca.
+	TLSCert string `json:"tls_cert,omitempty"`
+	TLSKey  string `json:"tls_key,omitempty"`
+	TLSCA   string `json:"tls_ca,omitempty"`
+	// Timeout bounds joining the cluster, in seconds.
+	Timeout float64 `json:"timeout"`
+	// Rule is the servers' update rule when the caller knows it (colo
+	// run sets COLO_RULE); Declare checks tables' rules against it.
+	Rule *update.Config `json:"rule,omitempty"`
+	// Local, when not nil, starts a cluster in this process: a scheduler
+	// and one machine (a server and this worker) on an in-memory network.
+	Local *Local `json:"local,omitempty"`
+}
+
+// Local is a one-machine cluster in process.
+type Local struct {
+	// Consistency is bsp, async or bounded; Tau bounded's delay.
+	Consistency string `json:"consistency"`
+	Tau         int    `json:"tau"`
+	// Rule is the server's update rule.
+	Rule update.Config `json:"rule"`
+}
+
+// DefaultConfig returns a session that joins any rank of the cluster and
+// waits up to 60 s for it.
+func DefaultConfig() Config { return Config{Rank: -1, Timeout: 60} }
+
+// Validate checks c; errors name the field and the bound.
+func (c Config) Validate() error {
+	if c.Local == nil && c.Scheduler == "" {
+		return errors.New("no scheduler: COLO_SCHEDULER (or DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT) is not set; start the program with colo run, pass the scheduler's address, or start a local cluster")
+	}
+	if c.Rank < -1 || c.Rank >= proto.MaxRank {
+		return fmt.Errorf("rank %d out of range [-1, %d)", c.Rank, proto.MaxRank)
+	}
+	if !(c.Timeout > 0) || math.IsInf(c.Timeout, 0) {
+		return fmt.Errorf("timeout %v s must be a positive number of seconds", c.Timeout)
+	}
+	tlsSet := 0
+	for _, v := range []string{c.TLSCert, c.TLSKey, c.TLSCA} {
+		if v != "" {
+			tlsSet++
+		}
+	}
+	if tlsSet != 0 && tlsSet != 3 {
+		return errors.New("tls_cert, tls_key and tls_ca (COLO_TLS_CERT, COLO_TLS_KEY, COLO_TLS_CA) go together: all three or none")
+	}
+	if c.Rule != nil {
+		if err := c.Rule.Validate(); err != nil {
+			return fmt.Errorf("rule: %w", err)
+		}
+	}
+	if c.Local != nil {
+		if _, err := clock.ParseMode(c.Local.Consistency); err != nil {
+			return fmt.Errorf("local.consistency: %w", err)
+		}
+		if err := c.Local.Rule.Validate(); err != nil {
+			return fmt.Errorf("local.rule: %w", err)
+		}
+	}
+	return nil
+}
+
+// FromEnv fills the fields of c that are unset from the environment:
+// COLO_SCHEDULER, COLO_TOKEN, COLO_RANK, COLO_NUM_SERVERS,
+// COLO_NUM_WORKERS, COLO_HOST, COLO_TLS_CERT, COLO_TLS_KEY, COLO_TLS_CA,
+// COLO_JOIN_TIMEOUT (a Go duration) and COLO_RULE (update.Config as
+// JSON), or ps-lite's DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT,
+// DMLC_NUM_SERVER, DMLC_NUM_WORKER and DMLC_TASK_ID (the rank) when no
+// COLO_SCHEDULER is set. An error names the variable and what it wanted.
+func (c *Config) FromEnv(getenv func(string) string) error {
+	str := func(dst *string, names ...string) {
+		for _, n := range names {
+			if *dst == "" && getenv(n) != "" {
+				*dst = getenv(n)
+			}
+		}
+	}
+	num := func(dst *int, unset int, names ...string) error {
+		for _, n := range names {
+			v := getenv(n)
+			if *dst != unset || v == "" {
+				continue
+			}
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				return fmt.Errorf("environment variable %s=%q: want a number ≥ 0", n, v)
+			}
+			*dst = i
+		}
+		return nil
+	}
+	str(&c.Scheduler, "COLO_SCHEDULER")
+	if c.Scheduler == "" && getenv("DMLC_PS_ROOT_URI") != "" {
+		p := getenv("DMLC_PS_ROOT_PORT")
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("environment variable DMLC_PS_ROOT_PORT=%q: want a port in [1, 65535]", p)
+		}
+		c.Scheduler = getenv("DMLC_PS_ROOT_URI") + ":" + p
+	}
+	if r := getenv("DMLC_ROLE"); r != "" && r != "worker" {
+		return fmt.Errorf("environment variable DMLC_ROLE=%q: a Python program joins as a worker; start servers and the scheduler with colo node", r)
+	}
+	str(&c.Token, "COLO_TOKEN")
+	str(&c.Host, "COLO_HOST", "DMLC_NODE_HOST")
+	str(&c.TLSCert, "COLO_TLS_CERT")
+	str(&c.TLSKey, "COLO_TLS_KEY")
+	str(&c.TLSCA, "COLO_TLS_CA")
+	if err := num(&c.Rank, -1, "COLO_RANK", "DMLC_TASK_ID"); err != nil {
+		return err
+	}
+	if err := num(&c.NumServers, 0, "COLO_NUM_SERVERS", "DMLC_NUM_SERVER"); err != nil {
+		return err
+	}
+	if err := num(&c.NumWorkers, 0, "COLO_NUM_WORKERS", "DMLC_NUM_WORKER"); err != nil {
+		return err
+	}
+	if v := getenv("COLO_JOIN_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("environment variable COLO_JOIN_TIMEOUT=%q: want a positive duration such as 30s", v)
+		}
+		c.Timeout = d.Seconds()
+	}
+	if v := getenv("COLO_RULE"); v != "" && c.Rule == nil {
+		r, err := ParseRule(v)
+		if err != nil {
+			return fmt.Errorf("environment variable COLO_RULE: %w", err)
+		}
+		c.Rule = &r
+	}
+	return nil
+}
+
+// Session is one worker's membership of a cluster. Its methods are safe
+// for concurrent use.
+type Session struct {
+	n     *node.Node
+	w     *worker.Worker
+	rule  *update.Config
+	local *sched.Scheduler
+	net   *mem.Network
+	lo    uint64 // keys below are the placement's
+
+	mu     sync.Mutex
+	tables []*Table
+	byName map[string]*Table
+	closed bool
+}
+
+// Open joins the cluster cfg describes, or starts the local one, and
+// returns once the job runs.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Session{byName: map[string]*Table{}, rule: cfg.Rule}
+	nc := node.DefaultConfig()
+	nc.Role, nc.Rank, nc.Token = proto.RoleWorker, cfg.Rank, cfg.Token
+	nc.NumServers, nc.NumWorkers, nc.Host = cfg.NumServers, cfg.NumWorkers, cfg.Host
+	nc.JoinTimeout = time.Duration(cfg.Timeout * float64(time.Second))
+	if cfg.Local != nil {
+		if err := s.startLocal(cfg, &nc); err != nil {
+			return nil, err
+		}
+	} else {
+		var tc *tls.Config
+		if cfg.TLSCert != "" {
+			var err error
+			if tc, err = tcp.LoadTLS(cfg.TLSCert, cfg.TLSKey, cfg.TLSCA); err != nil {
+				return nil, err
+			}
+		}
+		nc.Scheduler = cfg.Scheduler
+		nc.Network = node.TCP{Host: cfg.Host, Token: cfg.Token, TLS: tc}
+	}
+	n, err := node.Start(ctx, nc)
+	if err != nil {
+		s.closeLocal()
+		return nil, err
+	}
+	s.n, s.w = n, n.Worker()
+	if wd := n.Assignment().Job.Width; wd != 0 {
+		s.Close()
+		return nil, fmt.Errorf("the job at %s has width %d: tables of a Python worker need per-key lengths (start the scheduler with --width 0, as colo run does)", cfg.Scheduler, wd)
+	}
+	s.lo = n.Table().NumKeys()
+	return s, nil
+}
+
+// startLocal starts the scheduler and the server of a local cluster; nc
+// becomes the configuration of the machine that holds the worker.
+func (s *Session) startLocal(cfg Config, nc *node.Config) error {
+	mode, _ := clock.ParseMode(cfg.Local.Consistency)
+	rule, err := update.New(cfg.Local.Rule)
+	if err != nil {
+		return err
+	}
+	r := cfg.Local.Rule
+	s.rule = &r
+	net, err := mem.New(mem.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	sc := sched.DefaultConfig()
+	sc.Width, sc.Clock = 0, clock.Config{Mode: mode, Tau: cfg.Local.Tau}
+	if err := sc.Validate(); err != nil {
+		net.Close()
+		return err
+	}
+	ep, err := node.Mem{Net: net}.Listen(proto.SchedulerID, nil)
+	if err != nil {
+		net.Close()
+		return err
+	}
+	sch, err := sched.Start(sc, ep, nil)
+	if err != nil {
+		ep.Close()
+		net.Close()
+		return err
+	}
+	s.local, s.net = sch, net
+	nc.Role, nc.Rank, nc.Network, nc.Rule = proto.RoleMachine, 0, node.Mem{Net: net}, rule
+	return nil
+}
+
+func (s *Session) closeLocal() {
+	if s.local != nil {
+		s.local.Close()
+		s.local = nil
+	}
+	if s.net != nil {
+		s.net.Close()
+		s.net = nil
+	}
+}
+
+// Rank returns the worker's rank.
+func (s *Session) Rank() int { return s.w.Rank() }
+
+// Size returns the number of workers.
+func (s *Session) Size() int { return s.n.Assignment().NumWorkers }
+
+// Servers returns the number of servers.
+func (s *Session) Servers() int { return s.w.Servers() }
+
+// Consistency returns the job's consistency model: bsp, async or
+// bounded:τ.
+func (s *Session) Consistency() string { return s.w.Clock().Name() }
+
+// Rule returns the servers' update rule when the session knows it.
+func (s *Session) Rule() *update.Config { return s.rule }
+
+// Barrier waits until every worker reached it.
+func (s *Session) Barrier(ctx context.Context) error { return s.w.Barrier(ctx) }
+
+// AllReduce replaces vals by their element-wise sum over the workers,
+// added in rank order (the same bits on every worker).
+func (s *Session) AllReduce(ctx context.Context, vals []float64) error {
+	sum, err := s.w.AllReduce(ctx, vals)
+	if err != nil {
+		return err
+	}
+	if len(sum) != len(vals) {
+		return fmt.Errorf("all-reduce of %d values answered %d", len(vals), len(sum))
+	}
+	copy(vals, sum)
+	return nil
+}
+
+// Close reports the worker done and waits, up to timeout, for the job's
+// end (every worker done); then it leaves. It returns the job's outcome.
+func (s *Session) Close() error { return s.CloseWait(0) }
+
+// CloseWait is Close with a bound on the wait for the other workers; 0
+// waits as long as they train.
+func (s *Session) CloseWait(timeout time.Duration) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	defer s.closeLocal()
+	if s.n == nil {
+		return nil
+	}
+	s.n.Finish(nil)
+	var after <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		after = t.C
+	}
+	var err error
+	select {
+	case <-s.n.Done():
+		err = s.n.Wait()
+	case <-after:
+		err = fmt.Errorf("the job did not end within %v of this worker's close: other workers still train", timeout)
+	}
+	s.n.Close()
+	return err
+}
+
+// ParseRule reads an update.Config from JSON, with update.DefaultConfig
+// for the fields it omits.
+func ParseRule(text string) (update.Config, error) {
+	r := update.DefaultConfig()
+	if err := decodeStrict([]byte(text), &r); err != nil {
+		return r, fmt.Errorf("rule %s: %w", text, err)
+	}
+	return r, r.Validate()
+}
+
+// sameRule reports whether a and b update alike.
+func sameRule(a, b update.Config) bool {
+	if a.Name != b.Name {
+		return false
+	}
+	f := func(x, y float64) bool { return float32(x) == float32(y) }
+	switch a.Name {
+	case "sum":
+		return true
+	case "sgd":
+		return f(a.LR, b.LR) && f(a.L1, b.L1) && f(a.L2, b.L2)
+	case "momentum":
+		return f(a.LR, b.LR) && f(a.Momentum, b.Momentum) && f(a.L1, b.L1) && f(a.L2, b.L2)
+	case "adagrad":
+		return f(a.LR, b.LR) && f(a.Eps, b.Eps) && f(a.L1, b.L1) && f(a.L2, b.L2)
+	case "adam":
+		return f(a.LR, b.LR) && f(a.Eps, b.Eps) && a.Beta1 == b.Beta1 && a.Beta2 == b.Beta2 && f(a.L1, b.L1) && f(a.L2, b.L2)
+	}
+	return a == b
+}
+
+// ruleString names a rule for errors.
+func ruleString(r update.Config) string {
+	switch r.Name {
+	case "sum":
+		return "sum"
+	case "adagrad":
+		return fmt.Sprintf("adagrad(lr=%g, eps=%g)", r.LR, r.Eps)
+	case "adam":
+		return fmt.Sprintf("adam(lr=%g, betas=(%g, %g), eps=%g)", r.LR, r.Beta1, r.Beta2, r.Eps)
+	case "momentum":
+		return fmt.Sprintf("momentum(lr=%g, momentum=%g)", r.LR, r.Momentum)
+	}
+	return fmt.Sprintf("%s(lr=%g)", r.Name, r.LR)
+}
+
+// fingerprint returns a number that differs, most likely, between
+// different specs: the all-reduce of Declare compares them.
+func fingerprint(spec TableSpec) float64 {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\x00%v\x00%v", spec.Name, spec.Rows, spec.Dim, spec.Size, spec.Dense, spec.Placed)
+	return float64(h.Sum32() >> 4) // small enough for exact sums of many workers
+}
+
+// Getenv is os.Getenv, for FromEnv.
+func Getenv(k string) string { return os.Getenv(k) }
+
+// ErrClosed is returned by calls on a closed session.
+var ErrClosed = errors.New("the session is closed (colo.shutdown was called)")

@@ -1,0 +1,338 @@
+package clib
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"colo/ps/clock"
+	"colo/ps/node"
+	"colo/ps/proto"
+	"colo/ps/sched"
+	"colo/ps/update"
+	"colo/transport/tcp"
+)
+
+// startServers starts a scheduler and servers over TCP on loopback for
+// workers that join later; it returns the scheduler's address.
+func startServers(t *testing.T, servers, workers, width int, rule update.Config, mode clock.Mode) string {
+	t.Helper()
+	const token = "clib-test"
+	sc := sched.DefaultConfig()
+	sc.NumServers, sc.NumWorkers, sc.Width, sc.Token = servers, workers, width, token
+	sc.Clock = clock.Config{Mode: mode}
+	if mode == clock.Bounded {
+		sc.Clock.Tau = 1
+	}
+	sc.StartTimeout = 30 * time.Second
+	net := node.TCP{Token: token}
+	ep, err := net.Listen(proto.SchedulerID, tcp.NewIdentity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sched.Start(sc, ep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	r, err := update.New(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range servers {
+		go func() {
+			nc := node.DefaultConfig()
+			nc.Role, nc.Rank, nc.Scheduler, nc.Token, nc.Network, nc.Rule = proto.RoleServer, i, ep.Addr(), token, net, r
+			nc.JoinTimeout = 30 * time.Second
+			n, err := node.Start(context.Background(), nc)
+			if err != nil {
+				return // the test's workers report the failure
+			}
+			t.Cleanup(func() { n.Close() })
+		}()
+	}
+	return ep.Addr()
+}
+
+func join(addr string, rank int) (*Session, error) {
+	cfg := DefaultConfig()
+	cfg.Scheduler, cfg.Token, cfg.Rank, cfg.Timeout = addr, "clib-test", rank, 30
+	return Open(context.Background(), cfg)
+}
+
+func local(t *testing.T, rule update.Config) *Session {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Local = &Local{Consistency: "bsp", Rule: rule}
+	s, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.CloseWait(10 * time.Second) })
+	return s
+}
+
+func sgd(lr float64) update.Config {
+	c := update.DefaultConfig()
+	c.Name, c.LR = "sgd", lr
+	return c
+}
+
+func wait(t *testing.T, k *Ticket, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLocalPushPull checks a one-machine session against the rule by
+// hand: rows never pushed read as their initial values, pushed ones move
+// by −lr·g, and a dense table of several chunks (the last one short)
+// round-trips.
+func TestLocalPushPull(t *testing.T) {
+	s := local(t, sgd(0.5))
+	ctx := context.Background()
+	tb, err := s.Declare(ctx, TableSpec{Name: "emb", Rows: 100, Dim: 3, Init: Init{Name: "normal", Std: 1, Seed: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []int64{2, 50, 99}
+	init := make([]float32, 9)
+	if err := tb.InitRows(rows, init); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 9)
+	k, err := tb.Pull(rows, got)
+	wait(t, k, err)
+	if !slices.Equal(got, init) {
+		t.Fatalf("pull before any push = %v, want the initial values %v", got, init)
+	}
+	k, err = tb.Push([]int64{50}, []float32{1, 2, 4})
+	wait(t, k, err)
+	k, err = tb.Pull(rows, got)
+	wait(t, k, err)
+	want := slices.Clone(init)
+	for j, g := range []float32{1, 2, 4} {
+		want[3+j] = init[3+j] + (0 - 0.5*g)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pull after a push = %v, want %v", got, want)
+	}
+	n := int64(2*DenseChunk + 5)
+	d, err := s.Declare(ctx, TableSpec{Name: "w", Dense: true, Size: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := make([]float32, n)
+	for i := range g {
+		g[i] = float32(i % 7)
+	}
+	k, err = d.PushAll(g)
+	wait(t, k, err)
+	out := make([]float32, n)
+	k, err = d.PullAll(out)
+	wait(t, k, err)
+	for i := range out {
+		if out[i] != -0.5*g[i] {
+			t.Fatalf("dense value %d = %v, want %v", i, out[i], -0.5*g[i])
+		}
+	}
+}
+
+// TestBadInput checks that each bad call is an error naming the table and
+// what was expected, and changes nothing.
+func TestBadInput(t *testing.T) {
+	s := local(t, sgd(0.1))
+	ctx := context.Background()
+	tb, err := s.Declare(ctx, TableSpec{Name: "emb", Rows: 10, Dim: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]float32, 4)
+	for name, c := range map[string]struct {
+		rows []int64
+		dst  []float32
+		want string
+	}{
+		"out of range": {[]int64{3, 10}, dst, "row 10 (index 1 of 2) out of range [0, 10)"},
+		"negative":     {[]int64{-1, 3}, dst, "row -1"},
+		"unsorted":     {[]int64{5, 3}, dst, "ascend without repeats"},
+		"repeated":     {[]int64{3, 3}, dst, "ascend without repeats"},
+		"short dst":    {[]int64{3, 4}, dst[:3], "into 3 values, want 4"},
+	} {
+		_, err := tb.Pull(c.rows, c.dst)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), `"emb"`) {
+			t.Errorf("%s: %v, want an error with %q naming the table", name, err, c.want)
+		}
+	}
+	var ie *IndexError
+	if _, err := tb.Push([]int64{11}, []float32{1, 1}); !errors.As(err, &ie) {
+		t.Errorf("push out of range: %v, want an *IndexError", err)
+	}
+	if _, err := s.Declare(ctx, TableSpec{Name: "emb", Rows: 10, Dim: 3}); err == nil || !strings.Contains(err.Error(), "declared again as 10 rows × 3, was 10 rows × 2") {
+		t.Errorf("second declaration with another shape: %v", err)
+	}
+	if again, err := s.Declare(ctx, TableSpec{Name: "emb", Rows: 10, Dim: 2}); err != nil || again != tb {
+		t.Errorf("second declaration with the same shape: %v, %v", again, err)
+	}
+	ad := update.DefaultConfig()
+	ad.Name, ad.LR = "adagrad", 0.1
+	if _, err := s.Declare(ctx, TableSpec{Name: "other", Rows: 10, Dim: 2, Rule: &ad}); err == nil || !strings.Contains(err.Error(), "but the servers run sgd(lr=0.1)") {
+		t.Errorf("a table that expects another rule: %v", err)
+	}
+	l2 := sgd(0.1)
+	l2.L2 = 0.01
+	if _, err := s.Declare(ctx, TableSpec{Name: "other", Rows: 10, Dim: 2, Rule: &l2}); err == nil || !strings.Contains(err.Error(), "weight decay") {
+		t.Errorf("a rule with weight decay: %v", err)
+	}
+}
+
+// TestKeysApart checks the key layout: every table's keys ascend with
+// its rows and no two tables share a key, over and above a placement's.
+func TestKeysApart(t *testing.T) {
+	for _, lo := range []uint64{0, 1000} {
+		s := &Session{lo: lo, byName: map[string]*Table{}}
+		seen := map[uint64]string{}
+		for id, rows := range []int64{1, 7, 1000, 1 << 30, 1 << 48} {
+			tb := &Table{id: id, rows: rows}
+			tb.base = s.lo + uint64(id)
+			tb.stride = ((math.MaxUint64 - s.lo) / uint64(rows)) &^ 255
+			prev := uint64(0)
+			for _, r := range []int64{0, 1, rows / 2, rows - 1} {
+				k := tb.key(r)
+				if k < lo {
+					t.Fatalf("lo %d: table %d row %d key %d below the placement's keys", lo, id, r, k)
+				}
+				if r > 0 && k <= prev {
+					t.Fatalf("lo %d: table %d row %d key %d not above %d", lo, id, r, k, prev)
+				}
+				prev = k
+				if o, ok := seen[k]; ok && o != tb.spec.Name+string(rune(id)) {
+					t.Fatalf("lo %d: key %d of table %d row %d also %s", lo, k, id, r, o)
+				}
+				seen[k] = tb.spec.Name + string(rune(id))
+			}
+		}
+	}
+}
+
+// TestWorkersBSP runs two sessions against two servers over TCP: under
+// BSP a pull after the round's pushes sees both workers' gradients
+// summed, and workers that declare different tables are told so.
+func TestWorkersBSP(t *testing.T) {
+	addr := startServers(t, 2, 2, 0, sgd(1), clock.BSP)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	got := make([][]float32, 2)
+	for r := range 2 {
+		wg.Go(func() {
+			s, err := join(addr, r)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer s.CloseWait(20 * time.Second)
+			ctx := context.Background()
+			tb, err := s.Declare(ctx, TableSpec{Name: "emb", Rows: 1 << 20, Dim: 2})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			rows := []int64{0, 1 << 19, 1<<20 - 1} // on both servers
+			vals := []float32{1, 2, 3, 4, 5, 6}
+			for i := range vals {
+				vals[i] *= float32(r + 1)
+			}
+			k, err := tb.Push(rows, vals)
+			if err == nil {
+				err = k.Wait()
+			}
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			got[r] = make([]float32, 6)
+			if k, err = tb.Pull(rows, got[r]); err == nil {
+				err = k.Wait()
+			}
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			_, errs[r] = s.Declare(ctx, TableSpec{Name: "x" + string(rune('a'+r)), Rows: 5, Dim: 1})
+		})
+	}
+	wg.Wait()
+	want := []float32{-3, -6, -9, -12, -15, -18}
+	for r := range 2 {
+		if !slices.Equal(got[r], want) {
+			t.Errorf("worker %d pulled %v, want %v", r, got[r], want)
+		}
+		if errs[r] == nil || !strings.Contains(errs[r].Error(), "the workers declared different tables") {
+			t.Errorf("worker %d: declaring different tables: %v", r, errs[r])
+		}
+	}
+}
+
+// TestWidthRefused checks that a job with a uniform width is refused,
+// naming the scheduler's setting.
+func TestWidthRefused(t *testing.T) {
+	addr := startServers(t, 1, 1, 4, sgd(1), clock.BSP)
+	cfg := DefaultConfig()
+	cfg.Scheduler, cfg.Token, cfg.Timeout = addr, "clib-test", 30
+	s, err := Open(context.Background(), cfg)
+	if err == nil {
+		s.Close()
+		t.Fatal("a job of width 4 was joined")
+	}
+	if !strings.Contains(err.Error(), "width 4") {
+		t.Fatalf("error %v does not name the width", err)
+	}
+}
+
+// TestNoScheduler checks that a scheduler that is not there fails the
+// open within its timeout.
+func TestNoScheduler(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Scheduler, cfg.Timeout = "127.0.0.1:1", 0.5
+	t0 := time.Now()
+	if _, err := Open(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("open without a scheduler: %v", err)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Fatalf("open without a scheduler took %v", d)
+	}
+	if err := (Config{Rank: -1, Timeout: 1}).Validate(); err == nil || !strings.Contains(err.Error(), "COLO_SCHEDULER") {
+		t.Fatalf("no scheduler at all: %v", err)
+	}
+}
+
+// TestFromEnv reads the COLO and DMLC variables.
+func TestFromEnv(t *testing.T) {
+	env := map[string]string{"DMLC_PS_ROOT_URI": "10.0.0.1", "DMLC_PS_ROOT_PORT": "9000", "DMLC_TASK_ID": "3", "DMLC_NUM_WORKER": "4",
+		"COLO_RULE": `{"name":"adagrad","lr":0.05}`, "COLO_TOKEN": "tok"}
+	c := DefaultConfig()
+	if err := c.FromEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if c.Scheduler != "10.0.0.1:9000" || c.Rank != 3 || c.NumWorkers != 4 || c.Token != "tok" || c.Rule == nil || c.Rule.Name != "adagrad" || c.Rule.Eps != 1e-8 {
+		t.Fatalf("config from the environment: %+v (rule %+v)", c, c.Rule)
+	}
+	env["DMLC_PS_ROOT_PORT"] = "x"
+	c = DefaultConfig()
+	if err := c.FromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "DMLC_PS_ROOT_PORT") {
+		t.Fatalf("bad port: %v", err)
+	}
+	c = DefaultConfig()
+	if err := c.FromEnv(func(k string) string { return map[string]string{"DMLC_ROLE": "server"}[k] }); err == nil || !strings.Contains(err.Error(), "DMLC_ROLE") {
+		t.Fatalf("a server role: %v", err)
+	}
+}
