@@ -382,12 +382,25 @@ func TestFlagsErrors(t *testing.T) {
 			t.Errorf("%+v: %v, want an error naming %s", c.f, err, c.want)
 		}
 	}
-	end, err := (&Flags{File: filepath.Join(t.TempDir(), "no", "such", "dir.prom")}).Start(reg, nil)
+	// A file that cannot be written fails at Start, before the job.
+	missing := filepath.Join(t.TempDir(), "no", "such", "dir.prom")
+	if _, err := (&Flags{File: missing}).Start(reg, nil); err == nil || !strings.Contains(err.Error(), "--metrics-file: cannot write "+missing) {
+		t.Errorf("a file in a missing directory: %v, want it refused at Start", err)
+	}
+	// One whose directory goes away during the job fails at its end.
+	dir := filepath.Join(t.TempDir(), "gone")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	end, err := (&Flags{File: filepath.Join(dir, "m.prom")}).Start(reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
 	if err := end(context.Background()); err == nil || !strings.Contains(err.Error(), "--metrics-file") {
-		t.Errorf("a file in a missing directory: %v", err)
+		t.Errorf("a file in a directory removed during the job: %v", err)
 	}
 }
 

@@ -9,10 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"colo/internal/atomicfile"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -67,27 +67,16 @@ func Write(w io.Writer, g prometheus.Gatherer) error {
 }
 
 // WriteFile writes what g gathers to path in the text exposition format
-// (what node_exporter's textfile collector reads): to a temporary file
-// beside it, renamed over path, so a reader never sees half a file.
+// (what node_exporter's textfile collector reads) through atomicfile: a
+// regular file is replaced whole, so a reader never sees half a file; a
+// device or a FIFO is written through.
 func WriteFile(path string, g prometheus.Gatherer) error {
 	var b bytes.Buffer
 	if err := Write(&b, g); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".metrics-*")
-	if err != nil {
-		return fmt.Errorf("metrics: --metrics-file %s: %w", path, err)
-	}
-	_, err = f.Write(b.Bytes())
-	if e := f.Close(); err == nil {
-		err = e
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("metrics: --metrics-file %s: %w", path, err)
+	if err := atomicfile.Write(path, func(w io.Writer) error { _, err := w.Write(b.Bytes()); return err }); err != nil {
+		return fmt.Errorf("metrics: --metrics-file: %w", err)
 	}
 	return nil
 }
@@ -126,6 +115,12 @@ func (f *Flags) Start(g prometheus.Gatherer, log io.Writer) (end func(ctx contex
 	}
 	if f.Linger < 0 {
 		return nil, fmt.Errorf("--linger %v is negative", f.Linger)
+	}
+	if f.File != "" {
+		// A file that cannot be written fails now, not after the job.
+		if err := atomicfile.CheckFile(f.File); err != nil {
+			return nil, fmt.Errorf("--metrics-file: %w", err)
+		}
 	}
 	stop := func() {}
 	bound := ""

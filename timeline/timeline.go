@@ -37,10 +37,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	"colo/internal/atomicfile"
 )
 
 // Kind is what a span is.
@@ -262,18 +263,11 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// WriteFile writes the trace to path (--trace), replacing it.
+// WriteFile writes the trace to path (--trace) through atomicfile: a
+// regular file is replaced whole, a device or a FIFO written through.
 func (r *Recorder) WriteFile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error { _, err := r.WriteTo(w); return err }); err != nil {
 		return fmt.Errorf("--trace: %w", err)
-	}
-	_, err = r.WriteTo(f)
-	if e := f.Close(); err == nil {
-		err = e
-	}
-	if err != nil {
-		return fmt.Errorf("--trace %s: %w", path, err)
 	}
 	return nil
 }

@@ -238,7 +238,7 @@ func (f *cmdFlags) alias(name, primary string) {
 // to standard output.
 func (f *cmdFlags) routeJSON() {
 	e := f.e
-	if f.json != nil && f.json.path == "-" && e.json == nil {
+	if f.json != nil && isStdout(f.json.path) && e.json == nil {
 		e.json, e.out = e.out, e.errOut
 	}
 }

@@ -53,7 +53,7 @@ func runConvert(e *env, args []string) error {
 // checkOutputs fails at once, before any work, when one of the outputs
 // cannot be written: flag names each, "" or "-" (standard output) is
 // skipped. Directories (dir) are checked with atomicfile.CheckDir, files
-// with atomicfile.CheckFile.
+// with atomicfile.CheckFile; --svg's PNG beside it (writeFigure) too.
 func checkOutputs(outs ...output) error {
 	for _, o := range outs {
 		if o.path == "" || (o.path == "-" && !o.dir) {
@@ -66,6 +66,11 @@ func checkOutputs(outs ...output) error {
 		if err := check(o.path); err != nil {
 			return fmt.Errorf("%s: %w", o.flag, err)
 		}
+		if o.flag == "--svg" && atomicfile.Replaces(o.path) {
+			if err := check(plot.PNGPath(o.path)); err != nil {
+				return fmt.Errorf("%s: %w", o.flag, err)
+			}
+		}
 	}
 	return nil
 }
@@ -76,10 +81,18 @@ type output struct {
 	dir        bool
 }
 
-// writeOutput writes to path through atomicfile (a temporary file renamed
-// when complete), or to standard output for "-".
+// isStdout reports whether path names standard output: "-", or a path
+// that leads to descriptor 1 (/dev/stdout, /dev/fd/1).
+func isStdout(path string) bool {
+	fd, ok := atomicfile.Descriptor(path)
+	return path == "-" || (ok && fd == 1)
+}
+
+// writeOutput writes to path through atomicfile (a regular file replaced
+// whole when complete, a device or FIFO written through), or to standard
+// output for "-" and the paths that name it.
 func writeOutput(e *env, path string, write func(io.Writer) error) error {
-	if path == "-" {
+	if isStdout(path) {
 		bw := bufio.NewWriter(e.stdout())
 		if err := write(bw); err != nil {
 			return err

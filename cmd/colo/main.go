@@ -14,6 +14,8 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+
+	"colo/internal/atomicfile"
 )
 
 // command is one subcommand of colo.
@@ -96,17 +98,19 @@ func profile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(path)
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		f.Abort()
 		return nil, err
 	}
 	return func() {
 		pprof.StopCPUProfile()
-		f.Close()
+		if err := f.Commit(); err != nil {
+			fmt.Fprintf(os.Stderr, "colo: COLO_CPUPROFILE: %v\n", err)
+		}
 	}, nil
 }
 

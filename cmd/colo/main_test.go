@@ -127,7 +127,7 @@ func TestBadInput(t *testing.T) {
 		{"eval huge k", []string{"eval", good, "-k", "99999999999", "--data-part", okPart}, 1, okPart + ": k = 99999999999: more machines than the 3 samples"},
 		{"eval param part beyond the data's k", []string{"eval", good, "--data-part", okPart, "--param-part", param3}, 1, param3 + `:2: "3": want a machine number in 0..1`},
 		{"partition output under a file", []string{"partition", "-k", "2", good, "-o", notDir}, 1, "-o: cannot write into " + notDir + ": " + good + " is not a directory"},
-		{"train output in a missing directory", []string{"train", good, "--json", "/nonexistent/dir/r.json"}, 1, "--json: cannot write /nonexistent/dir/r.json: stat /nonexistent/dir: no such file or directory"},
+		{"train output in a missing directory", []string{"train", good, "--json", "/nonexistent/dir/r.json"}, 1, "--json: cannot write /nonexistent/dir/r.json: directory /nonexistent/dir does not exist"},
 		{"train svg on a directory", []string{"train", good, "--svg", t.TempDir()}, 1, "is a directory"},
 		{"bench output under a file", []string{"bench", "partition", good, "-o", notDir}, 1, "-o: cannot write into " + notDir},
 		{"demo output in a missing directory", []string{"demo", "--json", "/nonexistent/d.json"}, 1, "--json: cannot write /nonexistent/d.json"},

@@ -285,7 +285,8 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"--json", t.json.path, false}, output{"--svg", t.svgOut, false}); err != nil {
+	if err := checkOutputs(output{"--json", t.json.path, false}, output{"--svg", t.svgOut, false},
+		output{"--checkpoint", t.ckpt.Dir, true}, output{"--metrics-file", dep.metrics.File, false}); err != nil {
 		return err
 	}
 	if err := wf.check(!dep.processes && !dep.netns); err != nil {

@@ -1,7 +1,6 @@
 package job
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"colo/gossip"
+	"colo/internal/atomicfile"
 	"colo/launch"
 	"colo/ps/node"
 	"colo/train"
@@ -216,20 +216,7 @@ func RunProcess(ctx context.Context, specPath string, rank int, addr, rendezvous
 	if err := finish(ctx, ep, rank, cfg.Workers, rep.Other); err != nil {
 		return fmt.Errorf("after training: %w", err)
 	}
-	f, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	if err := json.NewEncoder(w).Encode(rep); err != nil {
-		f.Close()
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.Write(out, func(w io.Writer) error { return json.NewEncoder(w).Encode(rep) })
 }
 
 // loadTime bounds the time a worker process takes to load its data and

@@ -3,30 +3,58 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 )
 
-// CheckFile reports whether Write(path, …) could create or replace the
-// file at path, without writing it: path must not be a directory, its
-// directory must exist, and a temporary file must be creatable there
-// (one is created and removed). A command calls it before a long
-// computation whose result goes to path, so that a path it cannot write
-// fails at once instead of after the work. The error names path.
+// CheckFile reports whether Write(path, …) could write path, without
+// writing it, by path's kind as Write sees it: a regular file must be
+// writable by the process and a temporary file creatable beside it (one
+// is created and removed); a new file needs its directory to exist and
+// to take a temporary file; a character device, FIFO or socket must be
+// writable (it is not opened: opening a FIFO waits for its reader); a
+// descriptor of the process must be open. A directory or a block device
+// is refused. A command calls it before a long computation whose result
+// goes to path, so that a path it cannot write fails at once instead of
+// after the work. The error names path.
 func CheckFile(path string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("cannot write %s: it is a directory", path)
-	}
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil {
+	fail := func(err error) error {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
-	if !st.IsDir() {
-		return fmt.Errorf("cannot write %s: %s is not a directory", path, dir)
+	t, err := resolve(path)
+	if err != nil {
+		return fail(err)
 	}
-	return probe(dir, path)
+	if t.path != filepath.Clean(path) {
+		fail = func(err error) error {
+			return fmt.Errorf("cannot write %s (a link to %s): %w", path, t.path, err)
+		}
+	}
+	dir := filepath.Dir(t.path)
+	switch {
+	case t.fd >= 0:
+		err = fdOpen(t.fd)
+	case t.info == nil:
+		if err = isDir(dir); err == nil {
+			err = probe(dir)
+		}
+	case t.info.Mode().IsRegular():
+		var f *os.File
+		if f, err = os.OpenFile(t.path, os.O_WRONLY, 0); err == nil {
+			f.Close()
+			err = probe(dir)
+		}
+	case t.info.Mode()&(fs.ModeNamedPipe|fs.ModeCharDevice|fs.ModeSocket) != 0:
+		err = writable(t.path)
+	default:
+		err = refuse(t.info)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 // CheckDir reports whether a directory of files could be written at dir
@@ -39,7 +67,10 @@ func CheckDir(dir string) error {
 		st, err := os.Stat(at)
 		switch {
 		case err == nil && st.IsDir():
-			return probe(at, dir)
+			if err := probe(at); err != nil {
+				return fmt.Errorf("cannot write into %s: %w", dir, err)
+			}
+			return nil
 		case err == nil:
 			return fmt.Errorf("cannot write into %s: %s is not a directory", dir, at)
 		case !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
@@ -53,12 +84,11 @@ func CheckDir(dir string) error {
 	}
 }
 
-// probe creates and removes a temporary file in dir; target is what the
-// error names.
-func probe(dir, target string) error {
+// probe creates and removes a temporary file in dir.
+func probe(dir string) error {
 	f, err := os.CreateTemp(dir, ".colo-probe-*")
 	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", target, err)
+		return err
 	}
 	name := f.Name()
 	f.Close()

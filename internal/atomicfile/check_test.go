@@ -36,7 +36,7 @@ func TestCheck(t *testing.T) {
 		err  error
 		want string
 	}{
-		{CheckFile(filepath.Join(root, "missing", "x.json")), "cannot write " + root + "/missing/x.json: stat " + root + "/missing: no such file or directory"},
+		{CheckFile(filepath.Join(root, "missing", "x.json")), "cannot write " + root + "/missing/x.json: directory " + root + "/missing does not exist"},
 		{CheckFile(root), "cannot write " + root + ": it is a directory"},
 		{CheckFile(filepath.Join(file, "x.json")), "cannot write " + file + "/x.json: " + file + " is not a directory"},
 		{CheckDir(filepath.Join(file, "out")), "cannot write into " + file + "/out: " + file + " is not a directory"},
@@ -46,7 +46,7 @@ func TestCheck(t *testing.T) {
 		}
 	}
 	if os.Geteuid() != 0 { // root writes anywhere
-		want := "cannot write " + ro + "/out: open " + ro + "/.colo-probe-"
+		want := "cannot write into " + ro + "/out: open " + ro + "/.colo-probe-"
 		if err := CheckDir(filepath.Join(ro, "out")); err == nil || len(err.Error()) < len(want) || err.Error()[:len(want)] != want {
 			t.Errorf("read-only: %v, want %s…", err, want)
 		}

@@ -538,8 +538,10 @@ func PNGPath(svg string) string {
 }
 
 // Save writes the figure as SVG to path and as PNG beside it
-// (PNGPath), each file replaced atomically. Nothing is written when
-// the figure cannot be drawn.
+// (PNGPath), each file replaced atomically. When path is a device, a FIFO
+// or a descriptor (/dev/stdout) only the SVG is written, through it (see
+// atomicfile.Replaces). Nothing is written when the figure cannot be
+// drawn.
 func (f *Figure) Save(path string) error {
 	var svg, png bytes.Buffer
 	if err := f.SVG(&svg); err != nil {
@@ -548,10 +550,15 @@ func (f *Figure) Save(path string) error {
 	if err := f.PNG(&png); err != nil {
 		return err
 	}
-	for _, o := range []struct {
+	type out struct {
 		path string
 		b    []byte
-	}{{path, svg.Bytes()}, {PNGPath(path), png.Bytes()}} {
+	}
+	outs := []out{{path, svg.Bytes()}}
+	if atomicfile.Replaces(path) {
+		outs = append(outs, out{PNGPath(path), png.Bytes()})
+	}
+	for _, o := range outs {
 		if err := atomicfile.Write(o.path, func(w io.Writer) error { _, err := w.Write(o.b); return err }); err != nil {
 			return err
 		}
