@@ -161,7 +161,7 @@ func (s *Session) Declare(ctx context.Context, spec TableSpec) (*Table, error) {
 	}
 	q := fmt.Sprintf("table %q", spec.Name)
 	if spec.Rule != nil && s.rule != nil && !sameRule(*spec.Rule, *s.rule) {
-		return nil, fmt.Errorf("%s: optimizer %s, but the servers run %s (one rule serves every key: colo run --rule)", q, ruleString(*spec.Rule), ruleString(*s.rule))
+		return nil, &SpecError{fmt.Sprintf("%s: optimizer %s, but the servers run %s (one rule serves every key: colo run --rule)", q, ruleString(*spec.Rule), ruleString(*s.rule))}
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -172,10 +172,10 @@ func (s *Session) Declare(ctx context.Context, spec TableSpec) (*Table, error) {
 		s.mu.Unlock()
 		o := old.spec
 		if o.Rows != spec.Rows || o.Dim != spec.Dim || o.Dense != spec.Dense || o.Size != spec.Size || o.Placed != spec.Placed {
-			return nil, fmt.Errorf("%s declared again as %s, was %s", q, shapeString(spec), shapeString(o))
+			return nil, &SpecError{fmt.Sprintf("%s declared again as %s, was %s", q, shapeString(spec), shapeString(o))}
 		}
 		if o.Init != spec.Init {
-			return nil, fmt.Errorf("%s declared again with init %+v, was %+v", q, spec.Init, o.Init)
+			return nil, &SpecError{fmt.Sprintf("%s declared again with init %+v, was %+v", q, spec.Init, o.Init)}
 		}
 		return old, nil
 	}
@@ -219,7 +219,7 @@ func (s *Session) Declare(ctx context.Context, spec TableSpec) (*Table, error) {
 		return nil, fmt.Errorf("%s: declaring it with the other workers: %w", q, err)
 	}
 	if vals[0] != fp*vals[1] {
-		return nil, fmt.Errorf("%s (table %d of this worker): the workers declared different tables in this place; every worker declares the same tables, with the same shapes, in the same order", q, t.id)
+		return nil, &SpecError{fmt.Sprintf("%s (table %d of this worker): the workers declared different tables in this place; every worker declares the same tables, with the same shapes, in the same order", q, t.id)}
 	}
 	return t, nil
 }
@@ -262,6 +262,12 @@ func (t *Table) keys(rows []int64) (*[]uint64, error) {
 	*kp = ks
 	return kp, nil
 }
+
+// SpecError is the error of a declaration that contradicts an earlier
+// one, the servers' rule or the other workers' declarations.
+type SpecError struct{ Msg string }
+
+func (e *SpecError) Error() string { return e.Msg }
 
 // IndexError is the error of a row out of a table's range.
 type IndexError struct{ Msg string }

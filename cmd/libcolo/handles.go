@@ -180,7 +180,8 @@ func (r *registry) table(h int64, text string) int64 {
 	}
 	t, err := s.Declare(context.Background(), spec)
 	if err != nil {
-		if strings.Contains(err.Error(), "declared again") {
+		var se *clib.SpecError
+		if errors.As(err, &se) {
 			err = argError{err.Error()}
 		}
 		return r.fail(err)

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"colo/ps/clock"
+	"colo/ps/node"
+	"colo/ps/proto"
+	"colo/ps/sched"
+	"colo/ps/update"
+	"colo/transport/tcp"
+)
+
+// python returns Debian's python3 with torch and numpy, or skips.
+func python(t *testing.T) string {
+	t.Helper()
+	py := "/usr/bin/python3"
+	if p := os.Getenv("COLO_TEST_PYTHON"); p != "" {
+		py = p
+	}
+	if out, err := exec.Command(py, "-c", "import torch, numpy").CombinedOutput(); err != nil {
+		t.Skipf("%s cannot import torch and numpy (apt-get install python3-torch python3-numpy): %v: %s", py, err, bytes.TrimSpace(out))
+	}
+	return py
+}
+
+// buildLibrary builds the c-shared library into a temporary directory.
+func buildLibrary(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libcolo.so")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(gobin, "build", "-buildmode=c-shared", "-o", lib, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildmode=c-shared: %v\n%s", err, out)
+	}
+	return lib
+}
+
+// pyEnv is the environment of a Python test process: this one's without
+// COLO_* and DMLC_* variables, plus extra.
+func pyEnv(lib string, extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "COLO_") && !strings.HasPrefix(kv, "DMLC_") && !strings.HasPrefix(kv, "PYTHONPATH=") {
+			env = append(env, kv)
+		}
+	}
+	root, _ := filepath.Abs("../../python")
+	return append(env, append([]string{"COLO_LIBRARY=" + lib, "PYTHONPATH=" + root, "PYTHONDONTWRITEBYTECODE=1"}, extra...)...)
+}
+
+// TestPython runs the Python client's unit tests (python/tests) against
+// the library built from this package: the layers against torch's own
+// on a one-machine cluster, bad input, the fork guard. Then it runs the
+// multi-worker scenarios of python/tests/cluster_worker.py against a
+// scheduler and servers over TCP in this process.
+func TestPython(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the C library and runs Python: not in -short")
+	}
+	py := python(t)
+	lib := buildLibrary(t)
+	t.Run("unit", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, py, "-m", "unittest", "-v", "tests/test_local.py")
+		cmd.Dir = "../../python"
+		cmd.Env = pyEnv(lib)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("python unit tests: %v\n%s", err, out)
+		}
+		t.Logf("%s", lastLines(out, 3))
+	})
+	for _, c := range []struct {
+		name    string
+		workers int
+		servers int
+		rule    update.Config
+		mode    clock.Mode
+	}{
+		{"bsp", 3, 2, update.Config{Name: "sgd", LR: 0.5}, clock.BSP},
+		{"async", 3, 2, update.Config{Name: "sum"}, clock.Async},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			addr, token := startServers(t, c.servers, c.workers, c.rule, c.mode)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			rule := fmt.Sprintf(`{"name":%q,"lr":%v}`, c.rule.Name, c.rule.LR)
+			var wg sync.WaitGroup
+			outs := make([][]byte, c.workers)
+			errs := make([]error, c.workers)
+			for r := range c.workers {
+				wg.Go(func() {
+					cmd := exec.CommandContext(ctx, py, "tests/cluster_worker.py")
+					cmd.Dir = "../../python"
+					cmd.Env = pyEnv(lib, "COLO_SCHEDULER="+addr, "COLO_TOKEN="+token, fmt.Sprintf("COLO_RANK=%d", r),
+						"COLO_RULE="+rule, "COLO_TEST_SCENARIO="+c.name)
+					outs[r], errs[r] = cmd.CombinedOutput()
+				})
+			}
+			wg.Wait()
+			for r := range c.workers {
+				if errs[r] != nil {
+					t.Errorf("worker %d: %v\n%s", r, errs[r], outs[r])
+				}
+			}
+		})
+	}
+}
+
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// startServers starts a scheduler (width 0) and servers over TCP on
+// loopback, for workers that join later.
+func startServers(t *testing.T, servers, workers int, rc update.Config, mode clock.Mode) (addr, token string) {
+	t.Helper()
+	token = "python-test"
+	sc := sched.DefaultConfig()
+	sc.NumServers, sc.NumWorkers, sc.Width, sc.Token = servers, workers, 0, token
+	sc.Clock = clock.Config{Mode: mode}
+	sc.StartTimeout, sc.Timeout = 2*time.Minute, 20*time.Second
+	net := node.TCP{Token: token}
+	ep, err := net.Listen(proto.SchedulerID, tcp.NewIdentity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sched.Start(sc, ep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	full := update.DefaultConfig()
+	full.Name, full.LR = rc.Name, rc.LR
+	rule, err := update.New(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var nodes []*node.Node
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, n := range nodes {
+			n.Close()
+		}
+	})
+	for i := range servers {
+		go func() {
+			nc := node.DefaultConfig()
+			nc.Role, nc.Rank, nc.Scheduler, nc.Token, nc.Network, nc.Rule = proto.RoleServer, i, ep.Addr(), token, net, rule
+			nc.JoinTimeout = 2 * time.Minute
+			if n, err := node.Start(context.Background(), nc); err == nil {
+				mu.Lock()
+				nodes = append(nodes, n)
+				mu.Unlock()
+			}
+		}()
+	}
+	return ep.Addr(), token
+}

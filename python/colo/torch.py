@@ -1,0 +1,329 @@
+"""PyTorch layers and an optimizer whose parameters live on colo's servers.
+
+* ``EmbeddingBag(num_embeddings, embedding_dim, mode="sum"|"mean", optimizer=…)``
+  and ``Embedding(num_embeddings, embedding_dim, optimizer=…)`` are drop-in
+  for torch.nn's in ``forward``: the forward pulls the rows the batch
+  touches (its unique indices), the backward pushes their gradients, and
+  the servers apply the optimizer. There is no local weight and nothing to
+  give a local optimizer.
+* ``DistributedOptimizer(optimizer, named_parameters=…)`` keeps dense
+  parameters on the servers: at construction every worker takes rank 0's
+  initial values; in backward each gradient is pushed as soon as it is
+  ready (a hook per parameter); ``step()`` waits for the pushes and pulls
+  the new values into the parameters. The torch optimizer only names the
+  rule (SGD, SGD with momentum, Adagrad, Adam): the servers run it.
+* ``PlacedSampler(dataset_size, placement=DIR)`` yields the indices of the
+  samples colo's partitioner placed on this worker (DIR/data.part).
+
+Gradients are averaged over the workers (multiplied by 1/size() before
+they are pushed, as DistributedDataParallel averages them), so that under
+BSP K workers with batches of b samples train the model one process
+trains on their union (K·b samples, mean loss). Pass ``average=False`` to
+push sums.
+
+Every push ends the worker's round (see colo.kv); every worker must run
+the same model, so that the pushes of a step come in the same order.
+"""
+
+import os
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import colo
+from . import kv as _kv
+from . import optim as _optim
+from ._lib import ColoValueError
+
+__all__ = ["EmbeddingBag", "Embedding", "DistributedOptimizer", "PlacedSampler", "synchronize"]
+
+_pending = []  # tickets of pushes made in backward, with their tensors
+
+
+def synchronize():
+    """Wait for every push made by the layers' backward passes."""
+    global _pending
+    ps, _pending = _pending, []
+    for t in ps:
+        t.wait()
+
+
+def _indices(x, name):
+    if not isinstance(x, torch.Tensor):
+        raise ColoValueError("%s: %s, want a tensor of int64 indices" % (name, type(x).__name__))
+    if x.dtype not in (torch.int64, torch.int32):
+        raise ColoValueError("%s: a tensor of %s, want int64 (or int32) indices" % (name, x.dtype))
+    if x.device.type != "cpu":
+        raise ColoValueError("%s: a tensor on %s, want one on the CPU" % (name, x.device))
+    return x
+
+
+class _PullRows(torch.autograd.Function):
+    """Rows of a table as a tensor whose gradient is pushed to them."""
+
+    @staticmethod
+    def forward(ctx, anchor, table, rows, scale):
+        out = torch.empty((rows.numel(), table.dim), dtype=torch.float32)
+        table.pull(rows, out)
+        ctx.table, ctx.rows, ctx.scale = table, rows, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad
+        if ctx.scale != 1.0:
+            g = g * ctx.scale
+        g = g.to(torch.float32).contiguous()
+        _pending.append(ctx.table.push(ctx.rows, g))
+        return None, None, None, None
+
+
+class _Rows(torch.nn.Module):
+    def __init__(self, num_embeddings, embedding_dim, optimizer, name, init, placed, average):
+        super().__init__()
+        if int(num_embeddings) < 1 or int(embedding_dim) < 1:
+            raise ColoValueError("%s: num_embeddings %r and embedding_dim %r must be positive" % (type(self).__name__, num_embeddings, embedding_dim))
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        if name is None:
+            name = "%s.%d" % (type(self).__name__, _Rows._count)
+            _Rows._count += 1
+        if init is None:
+            init = _kv.normal(0.0, 1.0, seed=0)  # torch.nn.Embedding's N(0, 1)
+        self.table = _kv.table(name, self.num_embeddings, self.embedding_dim, init=init, optimizer=optimizer, placed=placed)
+        self.average = average
+        # A leaf that requires grad, so that autograd calls _PullRows.backward.
+        self._anchor = torch.empty(0, requires_grad=True)
+
+    _count = 0
+
+    def _scale(self):
+        return 1.0 / colo.size() if self.average else 1.0
+
+    def _rows(self, input):
+        synchronize()
+        flat = input.reshape(-1)
+        if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= self.num_embeddings):
+            bad = flat[(flat < 0) | (flat >= self.num_embeddings)][0]
+            raise colo.ColoIndexError("%s %r: index %d out of range [0, %d)" % (type(self).__name__, self.table.name, int(bad), self.num_embeddings))
+        uniq, inv = torch.unique(flat, sorted=True, return_inverse=True)
+        if uniq.dtype != torch.int64:
+            uniq = uniq.to(torch.int64)
+        w = _PullRows.apply(self._anchor, self.table, uniq, self._scale())
+        return w, inv.reshape(input.shape)
+
+    def weight_of(self, rows):
+        """Return the current values of ``rows`` (a tensor of indices) as a
+        (len(rows), dim) tensor, without gradient."""
+        rows = _indices(rows, "rows").to(torch.int64).reshape(-1)
+        uniq, inv = torch.unique(rows, sorted=True, return_inverse=True)
+        out = torch.empty((uniq.numel(), self.embedding_dim), dtype=torch.float32)
+        self.table.pull(uniq, out)
+        return out[inv]
+
+    def initial_weight(self):
+        """Return the table's initial values, all rows (for tests and
+        checks; it is the whole table)."""
+        rows = torch.arange(self.num_embeddings, dtype=torch.int64)
+        return torch.from_numpy(self.table.initial(rows.numpy()))
+
+    def extra_repr(self):
+        return "%d, %d, table=%r" % (self.num_embeddings, self.embedding_dim, self.table.name)
+
+
+class EmbeddingBag(_Rows):
+    """torch.nn.EmbeddingBag whose weight lives on colo's servers.
+
+    ``EmbeddingBag(num_embeddings, embedding_dim, mode="sum", optimizer=None,
+    name=None, init=None, placed=False, average=True)``. ``forward(input,
+    offsets=None, per_sample_weights=None)`` takes what torch's does: a 2-D
+    (bags × length) tensor of indices, or a 1-D one with ``offsets``.
+    ``optimizer`` is the rule the servers run (a colo.optim rule or a torch
+    optimizer); ``init`` the rows' initial values (default normal(0, 1),
+    torch's; colo.kv.zeros() for a linear model); ``name`` the table's name
+    (workers must agree); ``placed=True`` keys row r as the placement's
+    parameter r (colo run --placement).
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, mode="mean", optimizer=None, name=None, init=None, placed=False, average=True):
+        if mode not in ("sum", "mean", "max"):
+            raise ColoValueError("EmbeddingBag: mode %r: sum, mean or max" % (mode,))
+        self.mode = mode
+        super().__init__(num_embeddings, embedding_dim, optimizer, name, init, placed, average)
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        _indices(input, "EmbeddingBag %r: input" % self.table.name)
+        if offsets is not None:
+            _indices(offsets, "EmbeddingBag %r: offsets" % self.table.name)
+        if input.dim() == 2 and offsets is not None:
+            raise ColoValueError("EmbeddingBag %r: offsets with a 2-D input; torch wants offsets None then" % self.table.name)
+        if input.dim() == 1 and offsets is None:
+            raise ColoValueError("EmbeddingBag %r: a 1-D input needs offsets" % self.table.name)
+        w, inv = self._rows(input)
+        return F.embedding_bag(inv, w, offsets, mode=self.mode, per_sample_weights=per_sample_weights)
+
+
+class Embedding(_Rows):
+    """torch.nn.Embedding whose weight lives on colo's servers.
+
+    ``Embedding(num_embeddings, embedding_dim, optimizer=None, name=None,
+    init=None, placed=False, average=True)``; ``forward(input)`` takes a
+    tensor of indices of any shape and returns input.shape + (dim,).
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, optimizer=None, name=None, init=None, placed=False, average=True):
+        super().__init__(num_embeddings, embedding_dim, optimizer, name, init, placed, average)
+
+    def forward(self, input):
+        _indices(input, "Embedding %r: input" % self.table.name)
+        w, inv = self._rows(input)
+        return F.embedding(inv, w)
+
+
+class DistributedOptimizer:
+    """Dense parameters on colo's servers, under the rule of a torch optimizer.
+
+    ``DistributedOptimizer(optimizer, named_parameters=None, average=True,
+    prefix="")``: ``optimizer`` is a torch.optim SGD (with momentum or
+    not), Adagrad or Adam; its hyperparameters become the servers' rule
+    (which must be the cluster's). ``named_parameters`` (default: the
+    optimizer's parameters, named by position) decide the tables' names,
+    which every worker must share. At construction every parameter takes
+    rank 0's values. In backward each parameter's gradient is pushed as
+    soon as autograd produces it; ``step()`` waits for the pushes and
+    pulls every parameter's new value. ``zero_grad()`` is the optimizer's.
+    """
+
+    def __init__(self, optimizer, named_parameters=None, average=True, prefix=""):
+        self.optimizer = optimizer
+        self.rule = _optim.from_torch(optimizer)
+        if named_parameters is None:
+            params = [p for g in optimizer.param_groups for p in g["params"]]
+            named = [("param.%d" % i, p) for i, p in enumerate(params)]
+        else:
+            named = list(named_parameters)
+            mine = {id(p) for g in optimizer.param_groups for p in g["params"]}
+            named = [(n, p) for n, p in named if id(p) in mine]
+        self._params = []
+        self.average = average
+        for name, p in named:
+            if not p.requires_grad:
+                continue
+            if p.dtype != torch.float32 or p.device.type != "cpu":
+                raise ColoValueError("DistributedOptimizer: parameter %r is %s on %s, want float32 on the CPU" % (name, p.dtype, p.device))
+            t = _kv.dense(prefix + name, p.numel(), optimizer=self.rule)
+            init = self._broadcast(p.detach().reshape(-1))
+            with torch.no_grad():
+                p.copy_(init.reshape(p.shape))
+            disp = torch.zeros(p.numel(), dtype=torch.float32)
+            self._params.append((name, p, t, init, disp))
+        self._tickets = []
+        self._hooks = [p.register_hook(self._hook(p, t)) for _, p, t, _, _ in self._params]
+
+    @staticmethod
+    def _broadcast(x):
+        """Return rank 0's values of x on every worker."""
+        if colo.size() == 1:
+            return x.clone().contiguous()
+        a = x.to(torch.float64).numpy().copy() if colo.rank() == 0 else np.zeros(x.numel())
+        out = np.empty(x.numel(), dtype=np.float32)
+        step = 1 << 16
+        for i in range(0, x.numel(), step):
+            out[i:i + step] = colo.allreduce(a[i:i + step])
+        return torch.from_numpy(out)
+
+    def _hook(self, p, table):
+        def hook(grad):
+            if self.average and colo.size() > 1:
+                g = grad.detach() / colo.size()
+            else:
+                # A copy: autograd may keep grad as the parameter's .grad,
+                # which zero_grad clears in place.
+                g = grad.detach().clone()
+            g = g.to(torch.float32).contiguous()
+            self._tickets.append(table.push(g.reshape(-1)))
+            return grad
+        return hook
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    def zero_grad(self, set_to_none=False):
+        """The torch optimizer's zero_grad."""
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def synchronize(self):
+        """Wait for the gradients pushed since the last step."""
+        ts, self._tickets = self._tickets, []
+        for t in ts:
+            t.wait()
+        synchronize()
+
+    def step(self, closure=None):
+        """Wait for the pushes, then pull every parameter: its initial
+        value plus the servers' displacement."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        self.synchronize()
+        pulls = [t.pull(disp, wait=False) for _, _, t, _, disp in self._params]
+        for k in pulls:
+            k.wait()
+        with torch.no_grad():
+            for _, p, _, init, disp in self._params:
+                torch.add(init, disp, out=p.view(-1))
+        return loss
+
+    def state_dict(self):
+        return self.optimizer.state_dict()
+
+
+class PlacedSampler(torch.utils.data.Sampler):
+    """The indices of the samples colo's partitioner placed on this worker.
+
+    ``PlacedSampler(dataset_size, placement=DIR, rank=None, shuffle=True,
+    seed=0)`` reads DIR/data.part (one machine number per sample, as
+    ``colo partition`` writes it) and yields the samples of machine
+    ``rank`` (default colo.rank()), shuffled each epoch when ``shuffle``
+    (set_epoch(e) as DistributedSampler). A file whose line count differs
+    from dataset_size, or a line that is not a machine number, raises
+    ColoValueError naming the file and line.
+    """
+
+    def __init__(self, dataset_size, placement, rank=None, shuffle=True, seed=0):
+        path = os.path.join(placement, "data.part")
+        try:
+            with open(path) as f:
+                lines = f.read().split("\n")
+        except OSError as e:
+            raise ColoValueError("PlacedSampler: placement %s: %s" % (placement, e))
+        if lines and lines[-1] == "":
+            lines.pop()
+        if len(lines) != int(dataset_size):
+            raise ColoValueError("PlacedSampler: %s has %d lines for %d samples" % (path, len(lines), dataset_size))
+        parts = np.empty(len(lines), dtype=np.int64)
+        for i, s in enumerate(lines):
+            if not s.isdigit():
+                raise ColoValueError("PlacedSampler: %s:%d: %r: want a machine number" % (path, i + 1, s))
+            parts[i] = int(s)
+        self.rank = colo.rank() if rank is None else int(rank)
+        self.machines = int(parts.max()) + 1 if len(parts) else 0
+        if colo.is_initialized() and self.machines > colo.size():
+            raise ColoValueError("PlacedSampler: %s places samples on %d machines, the job has %d workers" % (path, self.machines, colo.size()))
+        self.indices = np.nonzero(parts == self.rank)[0]
+        self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        idx = self.indices
+        if self.shuffle:
+            g = np.random.default_rng((self.seed, self.epoch))
+            idx = idx[g.permutation(len(idx))]
+        return iter(idx.tolist())
+
+    def __len__(self):
+        return len(self.indices)

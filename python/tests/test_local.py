@@ -1,0 +1,251 @@
+"""Tests of colo's Python client on a one-machine cluster inside the
+process (colo.init(local=True)): the layers against torch's own, step for
+step, and the refusals of bad input."""
+
+import os
+import signal
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import colo
+import colo.kv
+import colo.torch
+
+torch.set_num_threads(1)
+
+
+def batches(num, bags, length, classes, steps, seed):
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        x = torch.randint(0, num, (bags, length), generator=g)
+        y = torch.randint(0, classes, (bags,), generator=g)
+        yield x, y
+
+
+class Local(unittest.TestCase):
+    def tearDown(self):
+        colo.shutdown()
+
+    def check_embedding_bag(self, rule, make_ref_opt, mode, init=None):
+        colo.init(local=True, optimizer=rule)
+        num, dim = 50, 6
+        emb = colo.torch.EmbeddingBag(num, dim, mode=mode, optimizer=rule, init=init)
+        ref = torch.nn.EmbeddingBag(num, dim, mode=mode)
+        with torch.no_grad():
+            ref.weight.copy_(emb.initial_weight())
+        opt = make_ref_opt(ref.parameters())
+        for x, y in batches(num, 8, 5, dim, 6, seed=1):
+            loss = F.cross_entropy(emb(x), y)
+            loss.backward()
+            opt.zero_grad()
+            F.cross_entropy(ref(x), y).backward()
+            opt.step()
+            colo.torch.synchronize()
+            got = emb.weight_of(torch.arange(num))
+            np.testing.assert_allclose(got.numpy(), ref.weight.detach().numpy(), rtol=2e-5, atol=2e-6)
+
+    def test_embedding_bag_sgd_sum(self):
+        self.check_embedding_bag(colo.optim.SGD(0.5), lambda p: torch.optim.SGD(p, lr=0.5), "sum")
+
+    def test_embedding_bag_sgd_mean(self):
+        self.check_embedding_bag(colo.optim.SGD(0.5), lambda p: torch.optim.SGD(p, lr=0.5), "mean", init=colo.kv.uniform(-0.1, 0.1, seed=4))
+
+    def test_embedding_bag_adagrad(self):
+        self.check_embedding_bag(colo.optim.Adagrad(0.3), lambda p: torch.optim.Adagrad(p, lr=0.3), "sum")
+
+    def test_embedding_offsets(self):
+        colo.init(local=True, optimizer=colo.optim.SGD(0.1))
+        emb = colo.torch.EmbeddingBag(20, 3, mode="sum")
+        ref = torch.nn.EmbeddingBag(20, 3, mode="sum")
+        with torch.no_grad():
+            ref.weight.copy_(emb.initial_weight())
+        x = torch.tensor([1, 5, 5, 7, 19, 0], dtype=torch.int64)
+        off = torch.tensor([0, 2, 5], dtype=torch.int64)
+        w = torch.rand(6)
+        np.testing.assert_allclose(emb(x, off, per_sample_weights=w).detach().numpy(), ref(x, off, per_sample_weights=w).detach().numpy(), rtol=1e-6)
+
+    def test_embedding_sgd(self):
+        colo.init(local=True, optimizer=colo.optim.SGD(0.2))
+        emb = colo.torch.Embedding(30, 4, optimizer=colo.optim.SGD(0.2))
+        ref = torch.nn.Embedding(30, 4)
+        with torch.no_grad():
+            ref.weight.copy_(emb.initial_weight())
+        opt = torch.optim.SGD(ref.parameters(), lr=0.2)
+        g = torch.Generator().manual_seed(3)
+        for _ in range(5):
+            a = torch.randint(0, 30, (16, 2), generator=g)
+            loss = (emb(a[:, 0]) * emb(a[:, 1])).sum(1).sigmoid().log().mean()
+            loss.backward()
+            opt.zero_grad()
+            ((ref(a[:, 0]) * ref(a[:, 1])).sum(1).sigmoid().log().mean()).backward()
+            opt.step()
+            colo.torch.synchronize()
+            np.testing.assert_allclose(emb.weight_of(torch.arange(30)).numpy(), ref.weight.detach().numpy(), rtol=2e-5, atol=2e-6)
+
+    def check_optimizer(self, make_opt):
+        torch.manual_seed(5)
+        mlp = torch.nn.Sequential(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+        ref = torch.nn.Sequential(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+        ref.load_state_dict(mlp.state_dict())
+        opt = make_opt(mlp.parameters())
+        colo.init(local=True, optimizer=opt)
+        dopt = colo.torch.DistributedOptimizer(opt, named_parameters=mlp.named_parameters())
+        ropt = make_opt(ref.parameters())
+        g = torch.Generator().manual_seed(6)
+        for _ in range(8):
+            x, y = torch.randn(12, 10, generator=g), torch.randint(0, 3, (12,), generator=g)
+            dopt.zero_grad()
+            F.cross_entropy(mlp(x), y).backward()
+            dopt.step()
+            ropt.zero_grad()
+            F.cross_entropy(ref(x), y).backward()
+            ropt.step()
+        for (n, a), (_, b) in zip(mlp.named_parameters(), ref.named_parameters()):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg=n)
+
+    def test_distributed_optimizer_sgd(self):
+        self.check_optimizer(lambda p: torch.optim.SGD(p, lr=0.1))
+
+    def test_distributed_optimizer_momentum(self):
+        self.check_optimizer(lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9))
+
+    def test_distributed_optimizer_adam(self):
+        self.check_optimizer(lambda p: torch.optim.Adam(p, lr=0.01))
+
+    def test_kv_async_tickets(self):
+        colo.init(local=True, optimizer=colo.optim.Sum(), consistency="async")
+        t = colo.kv.table("acc", 100, 2)
+        rows = np.arange(0, 100, 3, dtype=np.int64)
+        ones = np.ones((len(rows), 2), np.float32)
+        ts = [t.push(rows, ones) for _ in range(20)]
+        for k in ts:
+            k.wait()
+        k = t.pull(rows, wait=False)
+        got = k.wait()
+        np.testing.assert_array_equal(got, 20 * ones)
+        self.assertTrue(k.poll())
+        tv = torch.zeros(len(rows), 2)
+        t.pull(torch.from_numpy(rows), tv)
+        np.testing.assert_array_equal(tv.numpy(), 20 * ones)
+
+
+class BadInput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        colo.init(local=True, optimizer=colo.optim.SGD(0.1))
+        cls.t = colo.kv.table("bad", 10, 4)
+
+    @classmethod
+    def tearDownClass(cls):
+        colo.shutdown()
+
+    def test_non_contiguous(self):
+        v = torch.zeros(4, 2)
+        with self.assertRaisesRegex(colo.ColoValueError, r"table 'bad': values: a non-contiguous tensor"):
+            self.t.push(torch.tensor([1, 2]), torch.zeros(4, 2).t())
+        with self.assertRaisesRegex(colo.ColoValueError, r"non-contiguous array"):
+            self.t.push(np.array([1, 2]), np.zeros((4, 4), np.float32)[:, ::2])
+        del v
+
+    def test_dtype(self):
+        with self.assertRaisesRegex(colo.ColoValueError, r"table 'bad': values: a tensor of torch.float64, want torch.float32"):
+            self.t.push(torch.tensor([1, 2]), torch.zeros(2, 4, dtype=torch.float64))
+        with self.assertRaisesRegex(colo.ColoValueError, r"rows: an array of int32, want int64"):
+            self.t.pull(np.array([1, 2], dtype=np.int32))
+        with self.assertRaisesRegex(colo.ColoValueError, r"want 8"):
+            self.t.push(np.array([1, 2]), np.zeros(7, np.float32))
+
+    def test_index_out_of_range(self):
+        with self.assertRaisesRegex(IndexError, r'table "bad": row 10 \(index 1 of 2\) out of range \[0, 10\)'):
+            self.t.pull(np.array([3, 10]))
+        emb = colo.torch.EmbeddingBag(5, 2, name="bag")
+        with self.assertRaisesRegex(IndexError, r"EmbeddingBag 'bag': index 7 out of range \[0, 5\)"):
+            emb(torch.tensor([[1, 7]]))
+
+    def test_unsorted(self):
+        with self.assertRaisesRegex(colo.ColoValueError, r"ascend without repeats: row 1 at index 1 follows 3"):
+            self.t.pull(np.array([3, 1]))
+
+    def test_declared_twice(self):
+        with self.assertRaisesRegex(colo.ColoValueError, r'table "bad" declared again as 10 rows × 5, was 10 rows × 4'):
+            colo.kv.table("bad", 10, 5)
+        self.assertIs(colo.kv.table("bad", 10, 4), self.t)
+
+    def test_rule_mismatch(self):
+        with self.assertRaisesRegex(colo.ColoValueError, r"optimizer adagrad\(lr=0.1, eps=1e-10\), but the servers run sgd\(lr=0.1\)"):
+            colo.kv.table("other", 10, 4, optimizer=colo.optim.Adagrad(0.1))
+        with self.assertRaisesRegex(ValueError, r"weight_decay"):
+            colo.optim.from_torch(torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1, weight_decay=0.1))
+
+    def test_init_twice(self):
+        with self.assertRaisesRegex(colo.ColoError, r"colo.init\(\) was already called"):
+            colo.init(local=True)
+
+    def test_fork_guard(self):
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                colo.rank()
+            except colo.ForkError as e:
+                code = 0 if 'multiprocessing_context="spawn"' in str(e) else 4
+            except BaseException:
+                code = 5
+            os._exit(code)
+        deadline = time.monotonic() + 30
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                self.fail("the forked child hung calling colo instead of raising ForkError")
+            time.sleep(0.01)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, "child did not raise ForkError naming the spawn context")
+
+    def test_placed_sampler(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "data.part"), "w") as f:
+                f.write("0\n0\n0\n0\n0\n")
+            s = colo.torch.PlacedSampler(5, placement=d, shuffle=False)
+            self.assertEqual(list(s), [0, 1, 2, 3, 4])
+            with self.assertRaisesRegex(colo.ColoValueError, r"data.part has 5 lines for 6 samples"):
+                colo.torch.PlacedSampler(6, placement=d)
+            with open(os.path.join(d, "data.part"), "w") as f:
+                f.write("0\nx\n")
+            with self.assertRaisesRegex(colo.ColoValueError, r"data.part:2: 'x': want a machine number"):
+                colo.torch.PlacedSampler(2, placement=d)
+
+
+class NoCluster(unittest.TestCase):
+    def test_scheduler_absent(self):
+        t0 = time.monotonic()
+        with self.assertRaisesRegex(colo.ColoError, r"127.0.0.1:1"):
+            colo.init(scheduler="127.0.0.1:1", timeout=1)
+        self.assertLess(time.monotonic() - t0, 15)
+        self.assertFalse(colo.is_initialized())
+
+    def test_no_environment(self):
+        env = {k: v for k, v in os.environ.items() if k.startswith(("COLO_SCHEDULER", "DMLC_"))}
+        for k in env:
+            del os.environ[k]
+        try:
+            with self.assertRaisesRegex(colo.ColoValueError, r"COLO_SCHEDULER .* is not set"):
+                colo.init()
+        finally:
+            os.environ.update(env)
+
+    def test_not_initialized(self):
+        with self.assertRaisesRegex(colo.ColoError, r"call colo.init\(\) first"):
+            colo.rank()
+
+
+if __name__ == "__main__":
+    unittest.main()
