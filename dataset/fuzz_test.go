@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"colo/internal/decompress"
+	"colo/internal/memcap"
 )
 
 // checkDataset fails when a reader returned an inconsistent dataset.
@@ -21,6 +24,14 @@ func checkDataset(t *testing.T, d *Dataset) {
 	}
 }
 
+// The memory of the fuzz targets: the readers' budget, and the cap of the
+// address space beyond what the process maps at the start, which a reader
+// that kept to its budget never reaches.
+const (
+	fuzzBudget = 64 << 20
+	fuzzCap    = 1 << 30
+)
+
 func FuzzReadIDX(f *testing.F) {
 	f.Add(idxBytes(IDXUint8, []int{3}, []byte{0, 1, 2}))
 	f.Add(idxBytes(IDXUint8, []int{2, 2, 2}, []byte{0, 255, 0, 255, 1, 2, 3, 4}))
@@ -29,12 +40,20 @@ func FuzzReadIDX(f *testing.F) {
 	f.Add(gzipBytes(f, idxBytes(IDXUint8, []int{2, 1}, []byte{9, 8})))
 	f.Add([]byte{0, 0, 8, 2, 0, 0, 0, 9})
 	f.Add([]byte{0xff, 0, 8, 1})
+	f.Add([]byte{0, 0, 8, 3, 0, 4, 0, 0, 0, 0, 2, 0, 0, 0, 2, 0}) // 64 GiB declared
+	// A worker that allocated what a header claims beyond the budget
+	// would die of "out of memory" under the cap: a failing input.
+	memcap.Cap(f, fuzzCap)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r, err := openDecompressed(bytes.NewReader(in))
 		if err != nil {
 			return
 		}
-		x, err := ReadIDX(r, "fuzz")
+		size := int64(-1)
+		if !decompress.Compressed(in) {
+			size = int64(len(in))
+		}
+		x, err := ReadIDXBounded(r, "fuzz", fuzzBudget, size)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz") {
 				t.Fatalf("error does not name the file: %v", err)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"colo/internal/membudget"
 )
 
 // The idx element types, from the third byte of the magic number.
@@ -108,8 +110,22 @@ func parseIDXMagic(head []byte) (typ byte, ndim int, err error) {
 
 // ReadIDX reads one (decompressed) idx file. name is used in errors. It
 // rejects a bad magic number, a header that ends early, data shorter than
-// the dimensions declare and bytes after the declared data.
+// the dimensions declare and bytes after the declared data. It is
+// ReadIDXBounded with the machine's memory budget and an input of unknown
+// size.
 func ReadIDX(r io.Reader, name string) (*IDX, error) {
+	return ReadIDXBounded(r, name, membudget.Auto, -1)
+}
+
+// ReadIDXBounded is ReadIDX within the memory budget memory (see package
+// colo/internal/membudget: 0 for the machine's default, negative for
+// none) for an input that holds size bytes (negative when unknown, as for
+// a compressed stream). Before it reads the data it refuses a header whose
+// dimensions declare more bytes than size, or more memory than the budget
+// for the data and its float32 features (what FromIDX makes of them:
+// Len()·(ElemSize+4) bytes). The data's buffer then grows as the data
+// arrives, so a stream that ends early costs what it held.
+func ReadIDXBounded(r io.Reader, name string, memory, size int64) (*IDX, error) {
 	fail := func(format string, args ...any) error {
 		return &ParseError{File: name, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -138,10 +154,25 @@ func ReadIDX(r io.Reader, name string) (*IDX, error) {
 		}
 		elems *= int64(t.Dims[i])
 	}
-	size := int64(ElemSize(typ))
-	want := elems * size
-	t.Data, err = readUpTo(r, want)
-	if err != nil {
+	esize := int64(ElemSize(typ))
+	want := elems * esize
+	if data := size - int64(4+len(dimBytes)); size >= 0 && want > data {
+		return nil, fail("truncated: dimensions %s of %s declare %d bytes of data, the file has %d",
+			dimString(t.Dims), typeName(typ), want, max(data, 0))
+	}
+	if err := membudget.Check(memory, name, 0, fmt.Sprintf("dimensions %s of %s (%d bytes) and their float32 features", dimString(t.Dims), typeName(typ), want),
+		elems*(esize+4)); err != nil {
+		return nil, err
+	}
+	if size >= 0 {
+		// The file holds the data: one buffer of its size.
+		t.Data = make([]byte, want)
+		k, err := io.ReadFull(r, t.Data)
+		t.Data = t.Data[:k]
+		if err != nil && !isEOF(err) {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	} else if t.Data, err = readUpTo(r, want); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if int64(len(t.Data)) < want {
@@ -244,12 +275,13 @@ func numberInts(raw []int) (labels []int, classes int, names []string) {
 }
 
 // readUpTo reads up to want bytes, growing its buffer as data arrives so
-// that a header declaring a huge size does not allocate it up front.
+// that a header declaring a huge size does not allocate it up front. The
+// buffer doubles, so what it holds is at least half of what it takes.
 func readUpTo(r io.Reader, want int64) ([]byte, error) {
 	buf := make([]byte, 0, min(want, 1<<20))
 	for int64(len(buf)) < want {
 		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(want, 4*int64(cap(buf))))
+			grown := make([]byte, len(buf), min(want, 2*int64(cap(buf))))
 			copy(grown, buf)
 			buf = grown
 		}

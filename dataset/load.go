@@ -39,6 +39,12 @@ type LoadOptions struct {
 	CSV CSVOptions
 	// LibSVM configures the libsvm reader.
 	LibSVM LibSVMOptions
+	// Memory is the memory budget of the loading in bytes (package
+	// colo/internal/membudget): 0 (membudget.Auto) for the machine's
+	// default, negative (membudget.Off) for none. What a file declares
+	// or holds beyond it is refused before it is allocated, naming the
+	// file, the line and the figures.
+	Memory int64
 }
 
 // SetCSV sets the CSV reader's options as a command line or a job file
@@ -106,7 +112,7 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r, err := openDecompressed(f)
+	r, size, err := openSized(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -124,11 +130,11 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 		if o.Labels == "" {
 			return nil, fmt.Errorf("%s: idx data needs a label file", path)
 		}
-		images, err := ReadIDX(r, path)
+		images, err := ReadIDXBounded(r, path, o.Memory, size)
 		if err != nil {
 			return nil, err
 		}
-		labels, err := LoadIDX(o.Labels)
+		labels, err := LoadIDX(o.Labels, o.Memory)
 		if err != nil {
 			return nil, err
 		}
@@ -147,18 +153,39 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 	return d, nil
 }
 
-// LoadIDX reads one idx file, undoing compression.
-func LoadIDX(path string) (*IDX, error) {
+// LoadIDX reads one idx file, undoing compression, within the memory
+// budget memory (ReadIDXBounded; 0 for the machine's default).
+func LoadIDX(path string, memory int64) (*IDX, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	r, err := openDecompressed(f)
+	r, size, err := openSized(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return ReadIDX(r, path)
+	return ReadIDXBounded(r, path, memory, size)
+}
+
+// openSized returns a buffered reader over the decompressed content of f
+// and the size of that content when f is not compressed (-1 when it is,
+// or when f's size is unknown).
+func openSized(f *os.File) (*bufio.Reader, int64, error) {
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+		head := make([]byte, 6)
+		n, _ := f.ReadAt(head, 0)
+		if decompress.Compressed(head[:n]) {
+			size = -1
+		}
+	}
+	r, err := openDecompressed(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	return r, size, nil
 }
 
 // DetectFormat guesses the format from the first bytes of the decompressed
