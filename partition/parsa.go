@@ -145,13 +145,13 @@ func DefaultParsaOptions() ParsaOptions {
 	return ParsaOptions{Init: DefaultInit, Threads: 1, Tau: TauAuto, GrowBy: GrowSamples, Epsilon: 0.05}
 }
 
-// withDefaults returns o as a run uses it: its zero fields filled from
+// WithDefaults returns o as a run uses it: its zero fields filled from
 // DefaultParsaOptions (Tau and Epsilon excepted, their zero being a
 // value), a nil NewSets by NewMemNeighborSets, and TauAuto resolved to
 // Threads − 1. Blocks and InitBlocks stay 0 when 0: their defaults depend
 // on the samples to place, and the run sets them (blockCount,
 // planJobs). o should be valid.
-func (o ParsaOptions) withDefaults() ParsaOptions {
+func (o ParsaOptions) WithDefaults() ParsaOptions {
 	d := DefaultParsaOptions()
 	orDefault(&o.Blocks, d.Blocks)
 	orDefault(&o.Init, d.Init)
@@ -282,7 +282,7 @@ func runParsa(g *graph.Graph, opt Options, gr growth) (*placement.Placement, *Pa
 	if err := opt.Parsa.Validate(); err != nil {
 		return nil, nil, err
 	}
-	po := opt.Parsa.withDefaults()
+	po := opt.Parsa.WithDefaults()
 	rng := placement.NewRand(opt.Seed)
 	p := placement.New(k, n, m)
 	sets := po.NewSets(m, k)
@@ -402,12 +402,12 @@ func todoEdges(g *graph.Graph, todo []uint32) int64 {
 	return e
 }
 
-// globalSize returns the number of samples that InitGlobal partitions
+// GlobalSize returns the number of samples that InitGlobal partitions
 // first, of n to place over edges edges: ⌈GlobalFraction·n⌉, and by
 // default (0) DefaultGlobalFraction of them but no more than a block's
 // worth of edges (DefaultBlockEdges): seed 001's "small part" of the
 // graph (§4.4), which one worker partitions while the others wait.
-func globalSize(po ParsaOptions, n int, edges int64) int {
+func GlobalSize(po ParsaOptions, n int, edges int64) int {
 	f := po.GlobalFraction
 	if f == 0 {
 		f = DefaultGlobalFraction
@@ -421,7 +421,7 @@ func globalSize(po ParsaOptions, n int, edges int64) int {
 // planJobs returns the jobs of a run over the blocks, in order, and the
 // sample of the global initialisation (nil: none). With InitIndividual the
 // first a = po.InitBlocks (0: b) jobs are initialisation jobs over blocks
-// 0..a−1, cyclically; with InitGlobal a random globalSize of todo (whose
+// 0..a−1, cyclically; with InitGlobal a random GlobalSize of todo (whose
 // samples have edges edges), drawn from rng, is partitioned first,
 // outside the jobs. Neither
 // runs when the run is incremental or has nothing to place. It records the
@@ -442,7 +442,7 @@ func planJobs(po ParsaOptions, blocks [][]uint32, todo []uint32, edges int64, rn
 			jobs = append(jobs, job{samples: blocks[j%b], init: true})
 		}
 	case po.Init == InitGlobal:
-		size := globalSize(po, len(todo), edges)
+		size := GlobalSize(po, len(todo), edges)
 		globalSample = slices.Clone(todo)
 		rng.Shuffle(len(globalSample), func(a, b int) {
 			globalSample[a], globalSample[b] = globalSample[b], globalSample[a]

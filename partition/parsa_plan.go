@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"colo/graph"
@@ -12,8 +13,9 @@ import (
 // The pieces of a Parsa run that a distributed run (package
 // partition/distparsa, Alg. 4 of seed 001 on the parameter server) drives
 // itself: the plan that every process draws alike from the seed
-// (PlanParsa from a graph, PlanParsaFile from a file: ooc_plan.go), Alg. 3
-// on one block against any NeighborSets (BlockPartitioner), and the end
+// (PlanParsa from a graph, PlanParsaCounts for a file, which package
+// partition/ooc's PlanParsaFile reads), Alg. 3 on one block against any
+// NeighborSets (BlockPartitioner), and the end
 // of the run once every sample is placed (ParsaPlan.Finish, or Repair and
 // then the parameter assignment, which a distributed run does itself
 // with ParamOrder). Partitioning the plan's blocks in order, each against
@@ -30,10 +32,10 @@ type ParsaPlan struct {
 	Options ParsaOptions
 	// Blocks are the b blocks, each sorted into input order; every sample
 	// is in exactly one. In a plan of a file they are nil: the blocks a
-	// process keeps are in files (FilePlan.Rows).
+	// process keeps are in files (ooc.FilePlan.Rows).
 	Blocks [][]uint32
 	// Global is the sample of the global initialisation, nil without one
-	// (and in a plan of a file: FilePlan.GlobalRows); Stats.InitSample is
+	// (and in a plan of a file: ooc.FilePlan.GlobalRows); Stats.InitSample is
 	// its size.
 	Global []uint32
 	// Lo and Hi bound |U_i| at the end of the run.
@@ -43,7 +45,7 @@ type ParsaPlan struct {
 	// Stats are the run's statistics so far (blocks, initialisation).
 	Stats ParsaStats
 
-	g    *graph.Graph // nil for a plan of a file (PlanParsaFile)
+	g    *graph.Graph // nil for a plan of a file (PlanParsaCounts)
 	n, m int          // samples and parameters
 	opt  Options
 	todo []uint32 // the samples in block order, for refinement
@@ -62,7 +64,7 @@ func PlanParsa(g *graph.Graph, opt Options) (*ParsaPlan, error) {
 	if err := opt.Parsa.Validate(); err != nil {
 		return nil, err
 	}
-	po := opt.Parsa.withDefaults()
+	po := opt.Parsa.WithDefaults()
 	switch {
 	case po.InitFrom != nil:
 		return nil, errors.New("parsa: a distributed run cannot start from a previous placement")
@@ -90,6 +92,24 @@ func PlanParsa(g *graph.Graph, opt Options) (*ParsaPlan, error) {
 	parsaGrowth().bound(lo, hi, n, rng)
 	return &ParsaPlan{Options: po, Blocks: blocks, Global: global, Lo: lo, Hi: hi,
 		ParamSeed: rng.Uint64(), Stats: st, g: g, n: n, m: g.NumParams(), opt: opt, todo: todo}, nil
+}
+
+// PlanParsaCounts is PlanParsa for a graph that is not loaded, a plan of
+// a file (package partition/ooc): given the numbers of samples n and
+// parameters m, the number of blocks b the caller cut the samples into
+// and the size of the global initialisation's sample (0: none), it
+// returns the plan with nil blocks and global sample, and draws its
+// bounds and the parameters' seed from rng, which must have drawn the
+// blocks and the global sample as PlanParsa draws them. opt should be
+// valid for n samples.
+func PlanParsaCounts(opt Options, n, m, b, initSample int, rng *rand.Rand) *ParsaPlan {
+	po := opt.Parsa.WithDefaults()
+	st := ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy, Placed: n, Blocks: b,
+		InitSample: initSample}
+	lo, hi := sizeBounds(make([]int64, opt.K), n, po)
+	parsaGrowth().bound(lo, hi, n, rng)
+	return &ParsaPlan{Options: po, Blocks: make([][]uint32, b), Lo: lo, Hi: hi, ParamSeed: rng.Uint64(),
+		Stats: st, n: n, m: m, opt: opt}
 }
 
 // BlockPartitioner runs Alg. 3 of seed 001 on one block at a time against
@@ -240,11 +260,12 @@ func (pl *ParsaPlan) ParamAlgo() ParamAlgo { return pl.opt.ParamAlgo }
 // Repair is Finish without the parameter assignment: it restores the
 // bounds and refines if the options ask, and leaves p.Param alone. A
 // distributed run assigns the parameters itself after it. It needs the
-// graph: a plan of a file (PlanParsaFile) repairs with FilePlan.Repair.
+// graph: a plan of a file (PlanParsaCounts) repairs with
+// ooc.FilePlan.Repair.
 func (pl *ParsaPlan) Repair(p *placement.Placement) (*ParsaStats, error) {
 	g, k := pl.g, pl.opt.K
 	if g == nil {
-		return nil, errors.New("parsa: repair: the plan of a file has no graph (FilePlan.Repair)")
+		return nil, errors.New("parsa: repair: the plan of a file has no graph (ooc.FilePlan.Repair)")
 	}
 	if p.K != k || len(p.Data) != g.NumSamples() || len(p.Param) != g.NumParams() {
 		return nil, fmt.Errorf("parsa: finish: placement of %d samples and %d parameters on %d machines, want %d, %d and %d",

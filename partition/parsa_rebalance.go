@@ -62,7 +62,7 @@ func sizeBounds(kept []int64, n int, po ParsaOptions) (lo, hi []int64) {
 // partition that may receive, cheapest first. Kept samples never move. It
 // returns the number of samples moved.
 func (r *runner) rebalance(lo, hi []int64) int {
-	if balanced(r.p.Data, lo, hi) {
+	if Balanced(r.p.Data, lo, hi) {
 		return 0
 	}
 	w, m := MaskWords(r.k), r.g.NumParams()
@@ -72,12 +72,12 @@ func (r *runner) rebalance(lo, hi []int64) int {
 	}
 	masks := make([]uint64, m*w)
 	r.sets.Pull(all, masks)
-	moved, _ := rebalanceWith(r.p.Data, r.k, lo, hi, masks, r.blocks, func(u int) []uint32 { return r.g.Params(u) }, nil)
+	moved, _ := Rebalance(r.p.Data, r.k, lo, hi, masks, r.blocks, func(u int) []uint32 { return r.g.Params(u) }, nil)
 	return moved
 }
 
-// balanced reports whether lo_i ≤ |U_i| ≤ hi_i for the placement data.
-func balanced(data []int32, lo, hi []int64) bool {
+// Balanced reports whether lo_i ≤ |U_i| ≤ hi_i for the placement data.
+func Balanced(data []int32, lo, hi []int64) bool {
 	count := make([]int64, len(lo))
 	for _, i := range data {
 		count[i]++
@@ -90,12 +90,16 @@ func balanced(data []int32, lo, hi []int64) bool {
 	return true
 }
 
-// rebalanceWith is rebalance given the neighbour sets N(U_i) of data as
-// masks (MaskWords(k) words per parameter, updated as samples move), the
-// blocks in the order they were placed and each sample's parameters.
-// prefetch, when set, is called with the samples whose parameters the
-// next moves will ask for (the candidates), before they are asked.
-func rebalanceWith(data []int32, k int, lo, hi []int64, masks []uint64, blocks [][]uint32, params func(u int) []uint32, prefetch func(us []int) error) (int, error) {
+// Rebalance moves samples of data until lo_i ≤ |U_i| ≤ hi_i for every
+// i, as a Parsa run does at its end, given the neighbour sets N(U_i) of
+// data as masks (MaskWords(k) words per parameter, updated as samples
+// move), the blocks in the order they were placed and each sample's
+// parameters: a plan of a file repairs from its spills with it
+// (package partition/ooc). prefetch, when set, is called with the
+// samples whose parameters the next moves will ask for (the candidates),
+// before they are asked; its error ends the repair. It returns the
+// number of samples moved.
+func Rebalance(data []int32, k int, lo, hi []int64, masks []uint64, blocks [][]uint32, params func(u int) []uint32, prefetch func(us []int) error) (int, error) {
 	count := make([]int64, k)
 	for _, i := range data {
 		count[i]++

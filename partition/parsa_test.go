@@ -312,7 +312,7 @@ func TestGlobalSize(t *testing.T) {
 		{0.3, 1000, 50_000_000, 300}, // asked for: kept
 		{1, 7, 50_000_000, 7},
 	} {
-		if got := globalSize(ParsaOptions{GlobalFraction: c.f}, c.n, c.edges); got != c.want {
+		if got := GlobalSize(ParsaOptions{GlobalFraction: c.f}, c.n, c.edges); got != c.want {
 			t.Errorf("fraction %g of %d samples over %d edges: %d, want %d", c.f, c.n, c.edges, got, c.want)
 		}
 	}

@@ -108,6 +108,12 @@
 //
 // AssignParams alone places the parameters of any data partition; colo eval
 // uses it when no parameter placement is given.
+//
+// Parsa out of core, over a file that is never loaded, is package
+// partition/ooc: it does the file and spill I/O and drives this
+// package's ParsaStream over the rows of one block at a time, the
+// parameter step on the machine masks (AssignParamsMasks) and the cost
+// model on them (CostFromMasks), for the same placement as Parsa.
 package partition
 
 import (

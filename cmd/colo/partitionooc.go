@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"colo/partition"
+	"colo/partition/ooc"
 )
 
-// `colo partition --memory`: Parsa out of core (partition.ParsaFile).
+// `colo partition --memory`: Parsa out of core (ooc.ParsaFile).
 
 // memoryFlags are --memory and --spill-dir.
 type memoryFlags struct {
@@ -36,10 +37,10 @@ func (m *memoryFlags) cap(path, algo string) (cap int64, ok bool, err error) {
 		if algo != "parsa" {
 			return 0, false, nil
 		}
-		cap, ok = partition.AutoMemory(path)
+		cap, ok = ooc.AutoMemory(path)
 		return cap, ok, nil
 	}
-	c, err := partition.ParseBytes(m.memory)
+	c, err := ooc.ParseBytes(m.memory)
 	if err != nil {
 		return 0, false, usageError("--memory %s: %v", m.memory, err)
 	}
@@ -59,7 +60,7 @@ func (m *memoryFlags) machineCap() (int64, error) {
 	case "", "auto", "off":
 		return 0, nil
 	}
-	c, err := partition.ParseBytes(m.memory)
+	c, err := ooc.ParseBytes(m.memory)
 	if err != nil {
 		return 0, usageError("--memory: %v", err)
 	}
@@ -69,27 +70,27 @@ func (m *memoryFlags) machineCap() (int64, error) {
 	return c, nil
 }
 
-// runPartitionFile is runPartition out of core: partition.ParsaFile, then
+// runPartitionFile is runPartition out of core: ooc.ParsaFile, then
 // the summary and the placement directory as in memory.
 func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df *dataFlags, mf *memoryFlags, memCap int64, j *jsonFlag) error {
 	load, err := df.options()
 	if err != nil {
 		return err
 	}
-	ph := startPhase(e, "partition "+algo+" out of core within "+partition.FormatBytes(memCap), 0)
+	ph := startPhase(e, "partition "+algo+" out of core within "+ooc.FormatBytes(memCap), 0)
 	opt.Progress = ph.set
 	opt.Phase = func(name string, done, total int) { ph.event("%s done (%d/%d)", name, done, total) }
 	details := map[string]any{}
 	opt.Report = func(name string, v any) { details[name] = v }
 	start := time.Now()
-	res, err := partition.ParsaFile(path, opt, partition.OutOfCore{Memory: memCap, TempDir: mf.spill, Load: load})
+	res, err := ooc.ParsaFile(path, opt, ooc.OutOfCore{Memory: memCap, TempDir: mf.spill, Load: load})
 	if err != nil {
 		ph.abort()
-		var me *partition.MemoryError
+		var me *ooc.MemoryError
 		switch {
 		case strings.EqualFold(mf.memory, "auto"):
 			// Say why the run is out of core at all.
-			return fmt.Errorf("--memory auto (%s would not fit in memory: out of core within %s): %w", path, partition.FormatBytes(memCap), err)
+			return fmt.Errorf("--memory auto (%s would not fit in memory: out of core within %s): %w", path, ooc.FormatBytes(memCap), err)
 		case errors.As(err, &me):
 			return fmt.Errorf("--memory %s: %s: %w", mf.memory, path, err)
 		}
@@ -119,7 +120,7 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	fmt.Fprintf(e.out, "%s on %d machines (seed %d) in %.3f s (%.2f M edges/s), written to %s\n", algo, opt.K, opt.Seed,
 		took.Seconds(), float64(s.NumEdges)/took.Seconds()/1e6, out)
 	fmt.Fprintf(e.out, "memory: cap %s, estimated need %s, peak resident %s, peak Go heap %s; %d blocks, %s spilled\n\n",
-		partition.FormatBytes(memCap), partition.FormatBytes(st.Needed), partition.FormatBytes(st.PeakRSS),
-		partition.FormatBytes(st.PeakHeap), st.Blocks, partition.FormatBytes(st.SpillBytes))
+		ooc.FormatBytes(memCap), ooc.FormatBytes(st.Needed), ooc.FormatBytes(st.PeakRSS),
+		ooc.FormatBytes(st.PeakHeap), st.Blocks, ooc.FormatBytes(st.SpillBytes))
 	return printCostTable(e.out, s)
 }

@@ -14,6 +14,7 @@ import (
 	"colo/graph"
 	"colo/partition"
 	"colo/partition/distparsa"
+	"colo/partition/ooc"
 	"colo/placement"
 )
 
@@ -92,7 +93,7 @@ func (p *psFlags) job(f *cmdFlags, path string, n, m int, opt partition.Options,
 }
 
 // runProcesses is colo partition --processes W: the file's samples and
-// parameters counted (partition.CountFile: one parse, no spill), then
+// parameters counted (ooc.CountFile: one parse, no spill), then
 // the job run by W colo node processes that each read their own blocks
 // of the file (distparsa.Processes), or with --write-job written for
 // machines started by hand. This process never loads the graph.
@@ -126,7 +127,7 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	}
 	count := startPhase(e, "count "+path, 1)
 	t0 := time.Now()
-	n, m, err := partition.CountFile(countPath, lo)
+	n, m, err := ooc.CountFile(countPath, lo)
 	if err != nil {
 		count.abort()
 		return err
@@ -183,13 +184,13 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 			if len(r.File.Range) == 2 {
 				what = fmt.Sprintf("bytes %s..%s", commas(r.File.Range[0]), commas(r.File.Range[1]))
 			}
-			peak := partition.FormatBytes(r.PeakRSS)
+			peak := ooc.FormatBytes(r.PeakRSS)
 			if r.File.MemoryCap > 0 {
-				peak += fmt.Sprintf(" of a %s cap (estimated need %s)", partition.FormatBytes(r.File.MemoryCap), partition.FormatBytes(r.File.Needed))
+				peak += fmt.Sprintf(" of a %s cap (estimated need %s)", ooc.FormatBytes(r.File.MemoryCap), ooc.FormatBytes(r.File.Needed))
 			}
 			fmt.Fprintf(e.out, "  machine %d: %d blocks, %s samples; parsed %s, read %.2f s, spilled %s, peak resident %s\n", r.Rank, r.Blocks,
 				commas(int64(r.Samples)), what, r.File.Seconds["read"]+r.File.Seconds["exchange"]+r.File.Seconds["rows"]+r.File.Seconds["blocks"],
-				partition.FormatBytes(r.File.SpillBytes), peak)
+				ooc.FormatBytes(r.File.SpillBytes), peak)
 		}
 	}
 	fmt.Fprintln(e.out)

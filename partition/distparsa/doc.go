@@ -8,7 +8,7 @@
 //   - Every worker plans the run alike from the data and the seed: the
 //     random blocks, the sample of the global initialisation, the balance
 //     bounds, the parameters' seed (partition.PlanParsa for a graph in
-//     memory, partition.PlanParsaFile for a file: the same plan). No
+//     memory, ooc.PlanParsaFile for a file: the same plan). No
 //     loader hands out data: worker w partitions blocks w, w+W, w+2W, …
 //     of the plan's b.
 //   - Reading a file (RunNode, colo node --job parsa), a worker parses
@@ -21,7 +21,7 @@
 //     (graph.SplitLines): the workers all-reduce their ranges' counts and
 //     id sets, so that each numbers the ids as the whole file does, and
 //     each writes its range's rows in those ids to the shared directory,
-//     where the others read them (partition.FileRanges); a compressed
+//     where the others read them (ooc.FileRanges); a compressed
 //     file, which byte offsets cannot split, is parsed whole by each. It holds in memory the id index of the parameters (and of
 //     SNAP nodes), one block at a time (its subgraph and bucket queues),
 //     4 bytes per sample while it cuts the blocks, 8 bytes per sample of

@@ -10,6 +10,7 @@ import (
 
 	"colo/graph"
 	"colo/partition"
+	"colo/partition/ooc"
 	"colo/placement"
 	"colo/ps/node"
 )
@@ -57,7 +58,7 @@ type Job struct {
 	// (Processes on loopback sets it): each machine then parses only its
 	// own range of the data file's lines and gets the file's numbering
 	// from the others' summaries (all-reduces) and the other ranges' rows
-	// from their files in SpillDir (partition.FileRanges), which must be
+	// from their files in SpillDir (ooc.FileRanges), which must be
 	// set, and the job's own directory. Without it, or for a compressed data file,
 	// which cannot be split by byte offsets, every machine parses the
 	// whole file, and so does the one machine of a job of one.
@@ -65,7 +66,7 @@ type Job struct {
 	// Memory caps each machine's process in bytes (0: no cap): the
 	// machines plan the blocks to keep under it, keep the Go runtime
 	// under it, and fail, saying how much they need, when it is too
-	// small (partition.Machine).
+	// small (ooc.Machine).
 	Memory int64 `json:"memory,omitempty"`
 	// Keys is the size of the key space, Layout.NumKeys of the graph: the
 	// scheduler's (colo node --role scheduler --job parsa reads it here),
@@ -139,10 +140,10 @@ func WriteJob(path string, j Job) error {
 // RunNode runs the job on the running node n, a machine (a server and a
 // worker) of a cluster whose scheduler set the key space and width of
 // the job's Layout and its consistency model. The node reads the data
-// file itself (partition.PlanParsaFile): it parses the file once into a
+// file itself (ooc.PlanParsaFile): it parses the file once into a
 // binary spill in a temporary directory (job.SpillDir) — with
 // job.SharedSpill only its own range of the file's lines, the rest
-// coming from the other machines (partition.FileRanges) — draws the plan
+// coming from the other machines (ooc.FileRanges) — draws the plan
 // from the seed as every other machine does, and keeps the rows of its
 // own blocks only; machine 0 also keeps the global sample, the rows of
 // every sample and their blocks, from which it repairs the balance,
@@ -161,21 +162,21 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 	}
 	rank, W := w.Rank(), job.Config.Workers
 	opt := job.Options()
-	defer partition.LimitMemory(job.Memory)()
-	fo := partition.FilePlanOptions{
+	defer ooc.LimitMemory(job.Memory)()
+	fo := ooc.FilePlanOptions{
 		Load: job.LoadOptions(), TempDir: job.SpillDir, MinBlocks: job.Config.minBlocks(),
 		Keep:   func(j, _ int) bool { return j%W == rank },
 		Global: rank == 0, Whole: rank == 0,
-		Machine: &partition.Machine{Memory: job.Memory, Workers: W, Rank: rank,
+		Machine: &ooc.Machine{Memory: job.Memory, Workers: W, Rank: rank,
 			Sum: func(vals []float64) ([]float64, error) { return w.AllReduce(ctx, vals) },
 			Server: func(n, m int) (int64, int64) {
 				return job.Config.LayoutOf(n, m, opt.K).ServerBytes(job.Config.Tau == 0)
 			}}}
 	if job.SharedSpill && W > 1 {
-		fo.Ranges = &partition.FileRanges{Rank: rank, Count: W, Dir: job.SpillDir,
+		fo.Ranges = &ooc.FileRanges{Rank: rank, Count: W, Dir: job.SpillDir,
 			Sum: func(vals []float64) ([]float64, error) { return w.AllReduce(ctx, vals) }}
 	}
-	fp, err := partition.PlanParsaFile(job.Data, opt, fo)
+	fp, err := ooc.PlanParsaFile(job.Data, opt, fo)
 	if err != nil {
 		return nil, fmt.Errorf("distparsa: worker %d: %w", rank, err)
 	}
@@ -205,12 +206,12 @@ func RunNode(ctx context.Context, n *node.Node, job Job) (*Result, error) {
 			return nil, fmt.Errorf("distparsa: worker 0: writing the placement: %w", err)
 		}
 	}
-	res.PeakRSS = partition.PeakRSS()
+	res.PeakRSS = ooc.PeakRSS()
 	return res, nil
 }
 
 // fileSource reads a worker's blocks of a file.
-type fileSource struct{ fp *partition.FilePlan }
+type fileSource struct{ fp *ooc.FilePlan }
 
 func (s fileSource) rows(j int) (partition.BlockRows, error) { return s.fp.Rows(j) }
 func (s fileSource) global() (partition.BlockRows, error)    { return s.fp.GlobalRows() }

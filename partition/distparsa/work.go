@@ -9,6 +9,7 @@ import (
 
 	"colo/graph"
 	"colo/partition"
+	"colo/partition/ooc"
 	"colo/placement"
 	"colo/ps/clock"
 	"colo/ps/worker"
@@ -60,7 +61,7 @@ func (c Config) Layout(g *graph.Graph, k int) Layout {
 }
 
 // LayoutOf is Layout for a graph of n samples and m parameters
-// (partition.CountFile counts them in a file).
+// (ooc.CountFile counts them in a file).
 func (c Config) LayoutOf(n, m, k int) Layout {
 	return Layout{Params: m, Samples: n, K: k, Workers: c.Workers}
 }
@@ -121,8 +122,8 @@ type Result struct {
 	// RunNode): the passes' seconds, the spill bytes, the counts; PeakRSS
 	// is the process's peak resident memory at the end of the run (0
 	// where the system does not tell).
-	File    *partition.OutOfCoreStats `json:"file,omitempty"`
-	PeakRSS int64                     `json:"peak_rss,omitempty"`
+	File    *ooc.OutOfCoreStats `json:"file,omitempty"`
+	PeakRSS int64               `json:"peak_rss,omitempty"`
 	// Placement and Stats are rank 0's: the whole placement and the run's
 	// statistics.
 	Placement *placement.Placement  `json:"-"`

@@ -1,4 +1,4 @@
-package partition
+package ooc
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"colo/graph"
+	"colo/partition"
 )
 
 // TestMachinePlan checks the plan of the machines of a distributed run
@@ -23,7 +24,7 @@ func TestMachinePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := writeLibSVMFile(t, pg, false)
-	opt := Options{K: 8, Seed: 3, Parsa: ParsaOptions{Init: InitGlobal, GlobalFraction: 0.02}}
+	opt := partition.Options{K: 8, Seed: 3, Parsa: partition.ParsaOptions{Init: partition.InitGlobal, GlobalFraction: 0.02}}
 	server := func(n, m int) (int64, int64) { return int64(64 * (m + n/8)), int64(64 * m) }
 	const W = 3
 	plan := func(capBytes int64) ([]*FilePlan, []error) {
@@ -94,7 +95,7 @@ func TestMachinePlan(t *testing.T) {
 
 	// With the blocks given and no global initialisation, the error
 	// does not suggest either.
-	opt.Parsa = ParsaOptions{Init: InitNone, Blocks: 4}
+	opt.Parsa = partition.ParsaOptions{Init: partition.InitNone, Blocks: 4}
 	_, errs = plan(1 << 20)
 	for r, err := range errs {
 		var me *MemoryError

@@ -38,16 +38,17 @@ func ParamOrder(m int, size func(v int) int, seed uint64) []uint32 {
 	return order
 }
 
-// The parameter step and the cost model of the out-of-core run, from the
-// machine masks C_v = {i : some sample of U_i uses v} (MaskWords(k) words
-// per parameter) instead of the graph: O(m·k/64) words, whatever |E|.
+// The parameter step and the cost model of an out-of-core run (package
+// partition/ooc), from the machine masks C_v = {i : some sample of U_i
+// uses v} (MaskWords(k) words per parameter) instead of the graph:
+// O(m·k/64) words, whatever |E|.
 
-// assignParamsMasks is AssignParams given the masks C_v of m parameters
+// AssignParamsMasks is AssignParams given the masks C_v of m parameters
 // over k machines: the same order (decreasing c_v, ties in the order drawn
 // from seed), the same greedy pass and sweeps, the same ties (the lower
 // machine), so the same assignment. It returns the machine of each
 // parameter and the statistics.
-func assignParamsMasks(masks []uint64, m, k int, seed uint64) ([]int32, ParamStats) {
+func AssignParamsMasks(masks []uint64, m, k int, seed uint64) ([]int32, ParamStats) {
 	w := MaskWords(k)
 	csize := func(v uint32) int {
 		c := 0
@@ -113,16 +114,16 @@ func assignParamsMasks(masks []uint64, m, k int, seed uint64) ([]int32, ParamSta
 	return param, st
 }
 
-// costFromMasks is placement.Evaluate from the masks C_v, the parameters'
+// CostFromMasks is placement.Evaluate from the masks C_v, the parameters'
 // machines and the sample counts |U_i|.
-func costFromMasks(masks []uint64, param []int32, samples []int64, k int, theta int64) *placement.Cost {
-	return costFromStrided(masks, MaskWords(k), 0, param, samples, k, theta)
+func CostFromMasks(masks []uint64, param []int32, samples []int64, k int, theta int64) *placement.Cost {
+	return CostFromStrided(masks, MaskWords(k), 0, param, samples, k, theta)
 }
 
-// costFromStrided is costFromMasks with the mask of v at
+// CostFromStrided is CostFromMasks with the mask of v at
 // masks[v·stride+offset:][:MaskWords(k)], several placements' masks
 // side by side.
-func costFromStrided(masks []uint64, stride, offset int, param []int32, samples []int64, k int, theta int64) *placement.Cost {
+func CostFromStrided(masks []uint64, stride, offset int, param []int32, samples []int64, k int, theta int64) *placement.Cost {
 	w := MaskWords(k)
 	c := &placement.Cost{K: k, Samples: slices.Clone(samples), Params: make([]int64, k),
 		Memory: make([]int64, k), Worker: make([]int64, k), Server: make([]int64, k),

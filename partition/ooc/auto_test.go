@@ -1,4 +1,4 @@
-package partition
+package ooc
 
 import (
 	"compress/gzip"

@@ -1,4 +1,4 @@
-package partition
+package ooc
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"colo/graph"
+	"colo/partition"
 	"colo/placement"
 )
 
@@ -20,7 +21,7 @@ import (
 // (package partition/distparsa): each worker runs the first three passes
 // of ParsaFile (read, rows, blocks; see ooc.go) on its own copy of the
 // file, which gives it the counts, the numbering of graph.Load and the
-// blocks that PlanParsa draws from the seed, and writes to block files
+// blocks that partition.PlanParsa draws from the seed, and writes to block files
 // only the blocks it partitions (and, on the worker that initialises, the
 // global sample). What a worker then holds in memory is the id index
 // (as ParsaFile), one block at a time and, during the blocks pass only,
@@ -35,9 +36,10 @@ type FilePlanOptions struct {
 	// directory of their own that Close removes ("" is os.TempDir()).
 	Load    graph.LoadOptions
 	TempDir string
-	// MinBlocks is the least number of automatic blocks (Options.Parsa
-	// .Blocks 0): b = max(MinBlocks, ⌈|E| / DefaultBlockEdges⌉) within
-	// 1..n; 0 is the package's MinBlocks, as PlanParsa has it.
+	// MinBlocks is the least number of automatic blocks
+	// (partition.Options.Parsa.Blocks 0): b = max(MinBlocks,
+	// ⌈|E| / partition.DefaultBlockEdges⌉) within 1..n; 0 is
+	// partition.MinBlocks, as partition.PlanParsa has it.
 	MinBlocks int
 	// Keep reports whether the process partitions block j of b: only
 	// those blocks are written to files. nil keeps every block.
@@ -49,7 +51,7 @@ type FilePlanOptions struct {
 	Whole bool
 	// Ranges, when set, reads the file by ranges of lines: this process
 	// parses only its own range and gets the rest from the other
-	// processes of the run (FileRanges, ooc_ranges.go). A compressed
+	// processes of the run (FileRanges, ranges.go). A compressed
 	// file, whose byte offsets are not its lines', is read whole all the
 	// same (OutOfCoreStats.Read and Compressed say how it was read).
 	Ranges *FileRanges
@@ -58,13 +60,13 @@ type FilePlanOptions struct {
 	Machine *Machine
 }
 
-// FilePlan is a ParsaPlan drawn from a file without loading it: its
+// FilePlan is a partition.ParsaPlan drawn from a file without loading it: its
 // Blocks are nil (the kept blocks' samples are in their files: Rows) and
 // so is Global (GlobalRows); the bounds, the parameters' seed and the
-// statistics are PlanParsa's for the graph graph.Load would build from
+// statistics are partition.PlanParsa's for the graph graph.Load would build from
 // the file with the same options. Close removes its files.
 type FilePlan struct {
-	*ParsaPlan
+	*partition.ParsaPlan
 	r      *oocRun
 	blocks []*oocBlock
 	global *oocBlock
@@ -73,21 +75,21 @@ type FilePlan struct {
 }
 
 // PlanParsaFile plans a distributed Parsa run of the file at path with
-// opt, as PlanParsa does from the loaded graph, and keeps the parts of it
+// opt, as partition.PlanParsa does from the loaded graph, and keeps the parts of it
 // that fo asks for. It parses the whole file once and writes it to a
 // binary spill once (ParsaFile's first two passes), then writes the kept
 // blocks' rows in a third pass; with fo.Ranges it parses only its range
 // of the file's lines and gets the numbering and the other rows from the
-// run's other processes (ooc_ranges.go), for the same plan. opt is as for
-// PlanParsa, with the limits of ParsaFile besides: refinement and the
+// run's other processes (ranges.go), for the same plan. opt is as for
+// partition.PlanParsa, with the limits of ParsaFile besides: refinement and the
 // minmax parameter assignment need the graph and are refused.
-func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, err error) {
+func PlanParsaFile(path string, opt partition.Options, fo FilePlanOptions) (fp *FilePlan, err error) {
 	po, err := fileParsaOptions(opt, "parsa of a file")
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case po.Init == InitIndividual:
+	case po.Init == partition.InitIndividual:
 		return nil, fmt.Errorf("parsa init = %q: a distributed run initialises globally or not at all (global or none)", string(po.Init))
 	case fo.MinBlocks < 0:
 		return nil, fmt.Errorf("min blocks = %d: want 0 (MinBlocks) or a positive count", fo.MinBlocks)
@@ -107,7 +109,7 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 		}
 	}()
 	r := &oocRun{path: path, opt: opt, po: po, oc: OutOfCore{TempDir: fo.TempDir, Load: fo.Load}, tmp: tmp,
-		k: opt.K, w: MaskWords(opt.K), st: &OutOfCoreStats{Seconds: map[string]float64{}}}
+		k: opt.K, w: partition.MaskWords(opt.K), st: &OutOfCoreStats{Seconds: map[string]float64{}}}
 	r.baseRSS = rssField("VmRSS")
 	if fo.Machine != nil {
 		r.oc.Memory = fo.Machine.Memory
@@ -140,9 +142,9 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 	if b == 0 {
 		minb := fo.MinBlocks
 		if minb == 0 {
-			minb = MinBlocks
+			minb = partition.MinBlocks
 		}
-		b = max(minb, int((r.st.Edges+DefaultBlockEdges-1)/DefaultBlockEdges))
+		b = max(minb, int((r.st.Edges+partition.DefaultBlockEdges-1)/partition.DefaultBlockEdges))
 	}
 	b = max(1, min(b, n))
 	if mc := fo.Machine; mc != nil {
@@ -181,14 +183,11 @@ func PlanParsaFile(path string, opt Options, fo FilePlanOptions) (fp *FilePlan, 
 		}
 		os.Remove(r.file("blockof"))
 	}
-	st := ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy, Placed: n, Blocks: b}
+	initSample := 0
 	if global != nil {
-		st.InitSample = global.samples
+		initSample = global.samples
 	}
-	lo, hi := sizeBounds(make([]int64, opt.K), n, po)
-	parsaGrowth().bound(lo, hi, n, rng)
-	pl := &ParsaPlan{Options: po, Blocks: make([][]uint32, b), Lo: lo, Hi: hi, ParamSeed: rng.Uint64(),
-		Stats: st, n: n, m: r.m, opt: opt}
+	pl := partition.PlanParsaCounts(opt, n, r.m, b, initSample, rng)
 	r.st.PeakRSS = peakRSS()
 	return &FilePlan{ParsaPlan: pl, r: r, blocks: blocks, global: global, whole: fo.Whole}, nil
 }
@@ -301,26 +300,26 @@ func (fp *FilePlan) FileStats() *OutOfCoreStats { return fp.r.st }
 
 // Rows returns the rows of block j, one of the kept blocks, read from its
 // file; they are valid until the next call of Rows or GlobalRows.
-func (fp *FilePlan) Rows(j int) (BlockRows, error) {
+func (fp *FilePlan) Rows(j int) (partition.BlockRows, error) {
 	if j < 0 || j >= len(fp.blocks) || (fp.r.keep != nil && !fp.r.keep(j)) {
-		return BlockRows{}, fmt.Errorf("parsa of a file: block %d of %d is not kept by this process", j, len(fp.blocks))
+		return partition.BlockRows{}, fmt.Errorf("parsa of a file: block %d of %d is not kept by this process", j, len(fp.blocks))
 	}
 	return fp.load(fp.blocks[j])
 }
 
 // GlobalRows returns the rows of the global initialisation's sample.
-func (fp *FilePlan) GlobalRows() (BlockRows, error) {
+func (fp *FilePlan) GlobalRows() (partition.BlockRows, error) {
 	if fp.global == nil || fp.r.skipGlobal {
-		return BlockRows{}, errors.New("parsa of a file: the global sample is not kept by this process")
+		return partition.BlockRows{}, errors.New("parsa of a file: the global sample is not kept by this process")
 	}
 	return fp.load(fp.global)
 }
 
-func (fp *FilePlan) load(blk *oocBlock) (BlockRows, error) {
+func (fp *FilePlan) load(blk *oocBlock) (partition.BlockRows, error) {
 	if err := fp.lb.load(blk); err != nil {
-		return BlockRows{}, err
+		return partition.BlockRows{}, err
 	}
-	return BlockRows{Samples: fp.lb.samples, Off: fp.lb.off, Adj: fp.lb.adj, Local: true}, nil
+	return partition.BlockRows{Samples: fp.lb.samples, Off: fp.lb.off, Adj: fp.lb.adj, Local: true}, nil
 }
 
 // checkWhole checks the placement's sizes and that the whole file was
@@ -329,30 +328,30 @@ func (fp *FilePlan) checkWhole(p *placement.Placement, what string) error {
 	if !fp.whole {
 		return fmt.Errorf("parsa of a file: %s needs the plan of the whole file (FilePlanOptions.Whole)", what)
 	}
-	if p.K != fp.opt.K || len(p.Data) != fp.n || len(p.Param) != fp.m {
+	if p.K != fp.K() || len(p.Data) != fp.Samples() || len(p.Param) != fp.Params() {
 		return fmt.Errorf("parsa of a file: %s: placement of %d samples and %d parameters on %d machines, want %d, %d and %d",
-			what, len(p.Data), len(p.Param), p.K, fp.n, fp.m, fp.opt.K)
+			what, len(p.Data), len(p.Param), p.K, fp.Samples(), fp.Params(), fp.K())
 	}
 	return nil
 }
 
-// Repair is ParsaPlan.Repair from the spills: when p.Data misses the
+// Repair is partition.ParsaPlan.Repair from the spills: when p.Data misses the
 // bounds, it reads each sample's block and, in one pass over the rows,
 // the neighbour sets of p.Data and the rows of the latest samples, and
 // moves samples as the in-memory repair does (a further pass over the
 // rows when a round of candidates reaches beyond the rows read); the
 // result is the same. It needs the whole plan.
-func (fp *FilePlan) Repair(p *placement.Placement) (*ParsaStats, error) {
+func (fp *FilePlan) Repair(p *placement.Placement) (*partition.ParsaStats, error) {
 	if err := fp.checkWhole(p, "repair"); err != nil {
 		return nil, err
 	}
 	st := fp.Stats
 	for u, i := range p.Data {
-		if i < 0 || int(i) >= fp.opt.K {
-			return nil, fmt.Errorf("parsa: repair: sample %d is on machine %d: want 0..%d", u, i, fp.opt.K-1)
+		if i < 0 || int(i) >= fp.K() {
+			return nil, fmt.Errorf("parsa: repair: sample %d is on machine %d: want 0..%d", u, i, fp.K()-1)
 		}
 	}
-	if balanced(p.Data, fp.Lo, fp.Hi) {
+	if partition.Balanced(p.Data, fp.Lo, fp.Hi) {
 		return &st, nil
 	}
 	blocks, err := fp.blockLists()
@@ -363,7 +362,7 @@ func (fp *FilePlan) Repair(p *placement.Placement) (*ParsaStats, error) {
 	// move: the pass that reads the masks keeps the rows of the latest
 	// samples, 16 per sample off the bounds and per machine, so that a
 	// further pass is seldom needed.
-	counts := make([]int64, fp.opt.K)
+	counts := make([]int64, fp.K())
 	for _, i := range p.Data {
 		counts[i]++
 	}
@@ -372,14 +371,14 @@ func (fp *FilePlan) Repair(p *placement.Placement) (*ParsaStats, error) {
 		off += max(0, c-fp.Hi[i]) + max(0, fp.Lo[i]-c)
 	}
 	early := make(map[int]bool)
-	for b := len(blocks) - 1; b >= 0 && int64(len(early)) < 16*(off+int64(fp.opt.K)); b-- {
+	for b := len(blocks) - 1; b >= 0 && int64(len(early)) < 16*(off+int64(fp.K())); b-- {
 		for _, u := range blocks[b] {
 			early[int(u)] = true
 		}
 	}
 	rows := map[int][]uint32{}
 	w := fp.r.w
-	masks := make([]uint64, fp.m*w)
+	masks := make([]uint64, fp.Params()*w)
 	err = fp.r.eachRow(func(u int, row []uint32) {
 		i := p.Data[u]
 		for _, v := range row {
@@ -408,7 +407,7 @@ func (fp *FilePlan) Repair(p *placement.Placement) (*ParsaStats, error) {
 			}
 		})
 	}
-	st.Repaired, err = rebalanceWith(p.Data, fp.opt.K, fp.Lo, fp.Hi, masks, blocks, func(u int) []uint32 { return rows[u] }, prefetch)
+	st.Repaired, err = partition.Rebalance(p.Data, fp.K(), fp.Lo, fp.Hi, masks, blocks, func(u int) []uint32 { return rows[u] }, prefetch)
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +426,7 @@ func (fp *FilePlan) blockLists() ([][]uint32, error) {
 	for j, blk := range fp.blocks {
 		blocks[j] = make([]uint32, 0, blk.samples)
 	}
-	for u := range fp.n {
+	for u := range fp.Samples() {
 		j, err := in.uvarint()
 		if err != nil {
 			return nil, err
@@ -451,8 +450,8 @@ func (fp *FilePlan) Summary(p *placement.Placement, theta int64) (*placement.Sum
 	}
 	for what, part := range map[string][]int32{"sample": p.Data, "parameter": p.Param} {
 		for x, i := range part {
-			if i < 0 || int(i) >= fp.opt.K {
-				return nil, fmt.Errorf("parsa of a file: summary: %s %d is on machine %d: want 0..%d", what, x, i, fp.opt.K-1)
+			if i < 0 || int(i) >= fp.K() {
+				return nil, fmt.Errorf("parsa of a file: summary: %s %d is on machine %d: want 0..%d", what, x, i, fp.K()-1)
 			}
 		}
 	}
@@ -468,7 +467,7 @@ func (fp *FilePlan) Summary(p *placement.Placement, theta int64) (*placement.Sum
 	if err != nil {
 		return nil, err
 	}
-	return &placement.Summary{Dataset: fp.r.path, NumSamp: fp.n, NumParams: fp.m, NumEdges: fp.r.st.Edges,
+	return &placement.Summary{Dataset: fp.r.path, NumSamp: fp.Samples(), NumParams: fp.Params(), NumEdges: fp.r.st.Edges,
 		Cost: cost, Random: base, Improvement: placement.ImprovementOver(base, cost)}, nil
 }
 
@@ -492,15 +491,15 @@ func (fp *FilePlan) WriteDir(dir string, p *placement.Placement, summary any) er
 			return bw.Flush()
 		}
 	}
-	ids := make([]uint64, 0, fp.m)
+	ids := make([]uint64, 0, fp.Params())
 	fp.r.params.each(func(id uint64) { ids = append(ids, id) })
-	data := lines(fp.n, func(buf []byte, u int) []byte { return strconv.AppendInt(buf, int64(p.Data[u]), 10) })
-	param := lines(fp.m, func(buf []byte, v int) []byte {
+	data := lines(fp.Samples(), func(buf []byte, u int) []byte { return strconv.AppendInt(buf, int64(p.Data[u]), 10) })
+	param := lines(fp.Params(), func(buf []byte, v int) []byte {
 		buf = strconv.AppendUint(buf, ids[v], 10)
 		return strconv.AppendInt(append(buf, ' '), int64(p.Param[v]), 10)
 	})
-	return placement.WriteDirFrom(dir, fp.opt.K, placement.PartSource{Lines: fp.n, Write: data},
-		placement.PartSource{Lines: fp.m, Write: param}, summary)
+	return placement.WriteDirFrom(dir, fp.K(), placement.PartSource{Lines: fp.Samples(), Write: data},
+		placement.PartSource{Lines: fp.Params(), Write: param}, summary)
 }
 
 // Close removes the plan's files.

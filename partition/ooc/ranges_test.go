@@ -1,4 +1,4 @@
-package partition
+package ooc
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"colo/graph"
+	"colo/partition"
 	"colo/placement"
 )
 
@@ -85,7 +86,7 @@ func memSums(t *testing.T, W int) (sums []func([]float64) ([]float64, error), ca
 
 // planByRanges plans the file on W processes reading it by ranges, in
 // goroutines, and returns each process's plan (process 0's whole).
-func planByRanges(t *testing.T, path string, opt Options, load graph.LoadOptions, W int) ([]*FilePlan, int) {
+func planByRanges(t *testing.T, path string, opt partition.Options, load graph.LoadOptions, W int) ([]*FilePlan, int) {
 	t.Helper()
 	sums, calls, _ := memSums(t, W)
 	dir, tmp := t.TempDir(), t.TempDir()
@@ -157,19 +158,19 @@ func TestPlanByRangesIsPlanOfTheWholeFile(t *testing.T) {
 		path string
 		load graph.LoadOptions
 		k    int
-		po   ParsaOptions
+		po   partition.ParsaOptions
 	}{
-		{"libsvm", writeFile(t, "plain.svm", svm.Bytes(), false), graph.DefaultLoadOptions(), 6, ParsaOptions{Init: InitGlobal, Blocks: 11}},
-		{"libsvm-odd-lines", writeFile(t, "odd.svm", []byte(odd.String()), false), graph.DefaultLoadOptions(), 70, ParsaOptions{Init: InitGlobal, GlobalFraction: 0.2}},
-		{"libsvm-two-lines", writeFile(t, "two.svm", []byte("1 3:1 9:1\n-1 2:1 3:1 400:1"), false), graph.DefaultLoadOptions(), 2, ParsaOptions{Init: InitNone}},
+		{"libsvm", writeFile(t, "plain.svm", svm.Bytes(), false), graph.DefaultLoadOptions(), 6, partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 11}},
+		{"libsvm-odd-lines", writeFile(t, "odd.svm", []byte(odd.String()), false), graph.DefaultLoadOptions(), 70, partition.ParsaOptions{Init: partition.InitGlobal, GlobalFraction: 0.2}},
+		{"libsvm-two-lines", writeFile(t, "two.svm", []byte("1 3:1 9:1\n-1 2:1 3:1 400:1"), false), graph.DefaultLoadOptions(), 2, partition.ParsaOptions{Init: partition.InitNone}},
 		{"libsvm-huge-ids", writeFile(t, "huge.svm", []byte("1 3:1 18446744073709551615:1\n\n-1 2:1 9007199254740993:1\n1 5:1\n"), false),
-			graph.DefaultLoadOptions(), 2, ParsaOptions{Init: InitNone}},
-		{"snap", writeFile(t, "edges.txt", []byte(snap.String()), false), snapLoad, 5, ParsaOptions{Init: InitGlobal, Blocks: 7}},
-		{"snap-undirected", writeFile(t, "edges.txt", []byte(snap.String()), false), snapUndirected, 4, ParsaOptions{Init: InitGlobal}},
-		{"snap-gz", writeFile(t, "edges.txt", []byte(snap.String()), true), snapLoad, 5, ParsaOptions{Init: InitGlobal, Blocks: 7}},
+			graph.DefaultLoadOptions(), 2, partition.ParsaOptions{Init: partition.InitNone}},
+		{"snap", writeFile(t, "edges.txt", []byte(snap.String()), false), snapLoad, 5, partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 7}},
+		{"snap-undirected", writeFile(t, "edges.txt", []byte(snap.String()), false), snapUndirected, 4, partition.ParsaOptions{Init: partition.InitGlobal}},
+		{"snap-gz", writeFile(t, "edges.txt", []byte(snap.String()), true), snapLoad, 5, partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 7}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			opt := Options{K: c.k, Seed: 5, Parsa: c.po}
+			opt := partition.Options{K: c.k, Seed: 5, Parsa: c.po}
 			whole, err := PlanParsaFile(c.path, opt, FilePlanOptions{Load: c.load, TempDir: t.TempDir(), Global: true, Whole: true})
 			if err != nil {
 				t.Fatal(err)
@@ -295,11 +296,11 @@ func TestPlanByRangesIsPlanOfTheWholeFile(t *testing.T) {
 	}
 }
 
-func cloneRows(b BlockRows) BlockRows {
-	return BlockRows{Samples: slices.Clone(b.Samples), Off: slices.Clone(b.Off), Adj: slices.Clone(b.Adj), Local: b.Local}
+func cloneRows(b partition.BlockRows) partition.BlockRows {
+	return partition.BlockRows{Samples: slices.Clone(b.Samples), Off: slices.Clone(b.Off), Adj: slices.Clone(b.Adj), Local: b.Local}
 }
 
-func sameBlockRows(a, b BlockRows) bool {
+func sameBlockRows(a, b partition.BlockRows) bool {
 	return slices.Equal(a.Samples, b.Samples) && slices.Equal(a.Off, b.Off) && slices.Equal(a.Adj, b.Adj) && a.Local == b.Local
 }
 
@@ -329,7 +330,7 @@ func TestPlanByRangesErrors(t *testing.T) {
 			var wg sync.WaitGroup
 			for r := range W {
 				wg.Go(func() {
-					fp, err := PlanParsaFile(path, Options{K: 2, Seed: 1, Parsa: ParsaOptions{Init: InitGlobal}}, FilePlanOptions{Load: graph.DefaultLoadOptions(), TempDir: t.TempDir(),
+					fp, err := PlanParsaFile(path, partition.Options{K: 2, Seed: 1, Parsa: partition.ParsaOptions{Init: partition.InitGlobal}}, FilePlanOptions{Load: graph.DefaultLoadOptions(), TempDir: t.TempDir(),
 						Global: r == 0, Whole: r == 0, Ranges: &FileRanges{Rank: r, Count: W, Dir: t.TempDir(), Sum: sums[r]}})
 					if err != nil {
 						errs[r] = err
@@ -435,7 +436,7 @@ func TestPlanByRangesFileChanged(t *testing.T) {
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	plan := func(r int) {
-		_, errs[r] = PlanParsaFile(path, Options{K: 2, Seed: 1, Parsa: ParsaOptions{Init: InitGlobal}}, FilePlanOptions{Load: load, TempDir: tmp,
+		_, errs[r] = PlanParsaFile(path, partition.Options{K: 2, Seed: 1, Parsa: partition.ParsaOptions{Init: partition.InitGlobal}}, FilePlanOptions{Load: load, TempDir: tmp,
 			Keep: func(j, _ int) bool { return j%2 == r }, Global: r == 0, Whole: r == 0,
 			Ranges: &FileRanges{Rank: r, Count: 2, Dir: dir, Sum: sumOf[r]}})
 	}

@@ -1,4 +1,4 @@
-package partition
+package ooc
 
 import (
 	"bufio"
@@ -16,47 +16,16 @@ import (
 	"time"
 
 	"colo/graph"
+	"colo/partition"
 	"colo/placement"
 )
-
-// Out-of-core Parsa: ParsaFile partitions a libsvm or SNAP file that is
-// not loaded, holding in memory the neighbour sets, the machine masks of
-// the parameters and one block at a time (seed 001 §4.2: the current
-// subgraph is all Parsa must keep, and the blocks remove the graph size
-// constraint). The samples travel through spill files in a temporary
-// directory:
-//
-//  1. read: the file is parsed once (graph.Stream, compressed or not);
-//     its samples go to a spill file with their raw ids, its distinct
-//     parameter (and SNAP node) ids to an index (idIndex);
-//  2. rows: the spill is rewritten as rows of dense ids in sample order,
-//     the numbering of graph.Load (SNAP edges are first cut into ranges of
-//     source nodes, each sorted and deduplicated in memory);
-//  3. blocks: the samples are shuffled by the seeded generator exactly as
-//     Parsa in memory shuffles them (4 bytes per sample, for this phase
-//     only) and cut into the same b blocks; one pass writes each block's
-//     rows to its own file (and the global initialisation's sample to
-//     another);
-//  4. Alg. 3: the jobs of the run (the initialisation's, then one per
-//     block) read their block file, partition it against the neighbour
-//     sets and push; a real block appends its samples' machines to a
-//     result file and ORs its machine masks into C_v;
-//  5. Alg. 2 on the masks C_v (assignParamsMasks), the cost model on the
-//     masks, and the random baseline by passes over the rows, each for as
-//     many of its seeds as the memory allows (baseline);
-//  6. FileResult.WriteDir streams data.part from the result file, in
-//     file order, then param.part, then summary.json last.
-//
-// One thread, τ = 0: the result is exactly Parsa's in memory with the same
-// options (the equality test of ooc_test.go), at the price of parsing the
-// file once and reading the binary spills a few times.
 
 // OutOfCore are the settings of ParsaFile.
 type OutOfCore struct {
 	// Memory caps the memory of the run in bytes (0: no cap). The run
 	// estimates what it needs from the counts of the first pass; a cap
 	// below that is an error that says how much is needed. With
-	// ParsaOptions.Blocks 0 the blocks are made smaller than Parsa's
+	// partition.ParsaOptions.Blocks 0 the blocks are made smaller than Parsa's
 	// default when that fits a cap the default does not. The cap is also
 	// the Go runtime's soft memory limit during the run.
 	Memory int64
@@ -109,7 +78,7 @@ type FileResult struct {
 	// as placement.NewSummary reports it; the caller fills in the
 	// algorithm, seed, time and details.
 	Summary *placement.Summary
-	Parsa   *ParsaStats
+	Parsa   *partition.ParsaStats
 	Stats   *OutOfCoreStats
 
 	k        int
@@ -127,11 +96,11 @@ type FileResult struct {
 // starting with who, and returns its Parsa options with the defaults:
 // an incremental run, Parsa's refinement and a parameter assignment other
 // than Parsa's need the graph in memory.
-func fileParsaOptions(opt Options, who string) (ParsaOptions, error) {
+func fileParsaOptions(opt partition.Options, who string) (partition.ParsaOptions, error) {
 	if err := opt.Parsa.Validate(); err != nil {
-		return ParsaOptions{}, err
+		return partition.ParsaOptions{}, err
 	}
-	po := opt.Parsa.withDefaults()
+	po := opt.Parsa.WithDefaults()
 	switch {
 	case opt.K < 1:
 		return po, fmt.Errorf("machines = %d: want at least 1", opt.K)
@@ -139,8 +108,8 @@ func fileParsaOptions(opt Options, who string) (ParsaOptions, error) {
 		return po, fmt.Errorf("%s: an incremental run (init-from) needs the graph in memory", who)
 	case po.Refine > 0:
 		return po, fmt.Errorf("%s: parsa refinement needs the graph in memory", who)
-	case opt.ParamAlgo != "" && opt.ParamAlgo != ParamParsa:
-		return po, fmt.Errorf("%s: parameter assignment %q needs the graph in memory: want %s", who, opt.ParamAlgo, ParamParsa)
+	case opt.ParamAlgo != "" && opt.ParamAlgo != partition.ParamParsa:
+		return po, fmt.Errorf("%s: parameter assignment %q needs the graph in memory: want %s", who, opt.ParamAlgo, partition.ParamParsa)
 	}
 	return po, nil
 }
@@ -150,9 +119,9 @@ func fileParsaOptions(opt Options, who string) (ParsaOptions, error) {
 // Parsa, with one thread; incremental runs (InitFrom), Parsa's refinement
 // and the minmax parameter assignment need the graph and are refused.
 // Progress is reported in samples partitioned, as Parsa does, the end of
-// each pass to opt.Phase, and the ParsaStats and OutOfCoreStats under
+// each pass to opt.Phase, and the partition.ParsaStats and OutOfCoreStats under
 // "parsa" and "out_of_core" to opt.Report.
-func ParsaFile(path string, opt Options, oc OutOfCore) (res *FileResult, err error) {
+func ParsaFile(path string, opt partition.Options, oc OutOfCore) (res *FileResult, err error) {
 	po, err := fileParsaOptions(opt, "out-of-core parsa")
 	if err != nil {
 		return nil, err
@@ -167,7 +136,7 @@ func ParsaFile(path string, opt Options, oc OutOfCore) (res *FileResult, err err
 	if err != nil {
 		return nil, fmt.Errorf("out-of-core parsa: %w", err)
 	}
-	r := &oocRun{path: path, opt: opt, po: po, oc: oc, tmp: tmp, k: opt.K, w: MaskWords(opt.K),
+	r := &oocRun{path: path, opt: opt, po: po, oc: oc, tmp: tmp, k: opt.K, w: partition.MaskWords(opt.K),
 		st: &OutOfCoreStats{MemoryCap: oc.Memory, Seconds: map[string]float64{}}}
 	r.baseRSS = rssField("VmRSS")
 	if oc.Memory > 0 {
@@ -193,8 +162,8 @@ func ParsaFile(path string, opt Options, oc OutOfCore) (res *FileResult, err err
 // oocRun is the state of one ParsaFile run.
 type oocRun struct {
 	path string
-	opt  Options
-	po   ParsaOptions
+	opt  partition.Options
+	po   partition.ParsaOptions
 	oc   OutOfCore
 	tmp  string
 	k, w int
@@ -209,7 +178,7 @@ type oocRun struct {
 	maxDeg int
 	rows   []string // spills of rows in sample order, read one after the other
 	// edges, when set, are the spills of a SNAP file's edges in dense
-	// ids that the read by ranges wrote (ooc_ranges.go), which
+	// ids that the read by ranges wrote (ranges.go), which
 	// eachRawEdge reads instead of the raw spill.
 	edges []string
 	// lines is this process's range of the file when it reads by ranges.
@@ -227,7 +196,7 @@ type oocRun struct {
 	// ranges is the read by ranges, when the plan reads one.
 	ranges *rangeRead
 	// local counts what a read by ranges read of its own range, until
-	// the range's rows are written (ooc_ranges.go).
+	// the range's rows are written (ranges.go).
 	local *rangeCounts
 	// evalBudget, when set, is the bytes of arrays that evaluating a
 	// placement and the random baseline may take (a machine's plan).
@@ -244,7 +213,7 @@ const (
 // file returns the path of a spill file.
 func (r *oocRun) file(name string) string { return filepath.Join(r.tmp, name) }
 
-// oocPhaseNames are the phases of a run, reported to Options.Phase as
+// oocPhaseNames are the phases of a run, reported to partition.Options.Phase as
 // they end.
 var oocPhaseNames = []string{"read", "rows", "blocks", "parsa", "params", "baseline"}
 
@@ -290,10 +259,10 @@ func (r *oocRun) run() error {
 		return err
 	}
 	r.done("parsa")
-	var ps ParamStats
-	res.param, ps = assignParamsMasks(used, r.m, r.k, rng.Uint64())
+	var ps partition.ParamStats
+	res.param, ps = partition.AssignParamsMasks(used, r.m, r.k, rng.Uint64())
 	pst.Params = ps
-	cost := costFromMasks(used, res.param, counts, r.k, r.opt.Theta)
+	cost := partition.CostFromMasks(used, res.param, counts, r.k, r.opt.Theta)
 	r.done("params")
 	used = nil // the baseline takes its memory
 	base, err := r.baseline(need, len(res.param))
@@ -443,7 +412,7 @@ func (r *oocRun) snapRows() error {
 func (r *oocRun) snapRowsOf(lo, hi uint32, path string) (int64, error) {
 	// Ranges of about rangeEdges edges, from a histogram of the sources.
 	const buckets = 1 << 16
-	rangeEdges := int64(DefaultBlockEdges) * 4
+	rangeEdges := int64(partition.DefaultBlockEdges) * 4
 	if r.oc.Memory > 0 {
 		rangeEdges = max(1<<16, min(rangeEdges, r.oc.Memory/64))
 	}
@@ -838,8 +807,8 @@ func (r *oocRun) order(b int, rng shuffler) (pos []uint32, inGlobal []uint64, bl
 	// The global sample: positions σ(0..size−1) of the second shuffle of
 	// the shuffled order with each block sorted (planJobs), marked in a
 	// bitmap over positions.
-	if r.po.Init == InitGlobal && n > 0 {
-		size := globalSize(r.po, n, r.st.Edges)
+	if r.po.Init == partition.InitGlobal && n > 0 {
+		size := partition.GlobalSize(r.po, n, r.st.Edges)
 		sigma := make([]uint32, n)
 		for i := range sigma {
 			sigma[i] = uint32(i)
@@ -914,18 +883,18 @@ func (lb *loadedBlock) read(path string, samples int) error {
 	return nil
 }
 
-// partition is pass 4: the jobs of the run in sequence, as runner.run
-// with one thread and τ = 0. It returns |U_i|, the masks C_v and the
-// statistics.
-func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult) ([]int64, []uint64, *ParsaStats, error) {
-	n, k := r.n, r.k
+// partition is pass 4: the jobs of the run in sequence, as partition.RunParsa runs
+// them with one thread and τ = 0 (ParsaStream), each block read from its
+// file. It returns |U_i|, the masks C_v and the statistics.
+func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult) ([]int64, []uint64, *partition.ParsaStats, error) {
+	n := r.n
 	po := r.po
-	st := &ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy, Placed: n, Blocks: len(blocks)}
+	st := &partition.ParsaStats{Init: po.Init, Threads: po.Threads, Tau: po.Tau, GrowBy: po.GrowBy, Placed: n, Blocks: len(blocks)}
 	jobBlocks := make([]*oocBlock, 0, 2*len(blocks))
-	jobs := make([]job, 0, 2*len(blocks))
+	inits := 0 // the first jobs initialise
 	if n > 0 {
 		switch po.Init {
-		case InitIndividual:
+		case partition.InitIndividual:
 			a := po.InitBlocks
 			if a == 0 {
 				a = len(blocks)
@@ -933,16 +902,13 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 			st.InitBlocks = a
 			for j := 0; j < a; j++ {
 				jobBlocks = append(jobBlocks, blocks[j%len(blocks)])
-				jobs = append(jobs, job{init: true})
 			}
-		case InitGlobal:
+			inits = a
+		case partition.InitGlobal:
 			st.InitSample = global.samples
 		}
 	}
-	for _, blk := range blocks {
-		jobBlocks = append(jobBlocks, blk)
-		jobs = append(jobs, job{})
-	}
+	jobBlocks = append(jobBlocks, blocks...)
 	total := int64(0)
 	if global != nil {
 		total += int64(global.samples)
@@ -950,26 +916,21 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 	for _, blk := range jobBlocks {
 		total += int64(blk.samples)
 	}
-	counts := make([]int64, k)
-	lo, hi := sizeBounds(counts, n, po)
-	sets := po.NewSets(r.m, k)
-	used := make([]uint64, r.m*r.w) // the masks C_v
-	run := &runner{k: k, sets: sets, counts: counts, po: po, total: total, progress: r.opt.Progress, limit: slices.Min(hi)}
-	blk := newBlock(k, r.m)
-	blk.tick = run.tick
+	run := partition.NewParsaStream(r.opt, n, r.m, total)
 	var lb loadedBlock
+	rows := func(blk *oocBlock) (partition.BlockRows, error) {
+		if err := lb.load(blk); err != nil {
+			return partition.BlockRows{}, err
+		}
+		return partition.BlockRows{Samples: lb.samples, Off: lb.off, Adj: lb.adj, Local: true}, nil
+	}
 
 	if global != nil {
-		if err := lb.load(global); err != nil {
+		rw, err := rows(global)
+		if err != nil {
 			return nil, nil, nil, err
 		}
-		blk.buildRows(lb.samples, lb.off, lb.adj, true)
-		clear(blk.mask)
-		run.setView(blk, true, len(lb.samples))
-		blk.prepare()
-		blk.run()
-		sets.Reset()
-		sets.Push(blk.params, blk.own)
+		run.Global(rw)
 	}
 	out, err := createSpill(res.results, spillBuf)
 	if err != nil {
@@ -978,32 +939,18 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 	defer out.close()
 	res.resStart = make([]int64, len(blocks)+1)
 	nreal := 0
-	for t, j := range jobs {
-		if err := lb.load(jobBlocks[t]); err != nil {
+	for t, blk := range jobBlocks {
+		rw, err := rows(blk)
+		if err != nil {
 			return nil, nil, nil, err
 		}
-		blk.buildRows(lb.samples, lb.off, lb.adj, true)
-		run.setView(blk, j.init, len(lb.samples))
-		blk.pull(sets)
-		growParsa(blk, t)
-		own := blk.own[:len(blk.params)*blk.w]
-		if j.init {
-			sets.Reset()
-			sets.Push(blk.params, own)
+		if t < inits {
+			run.Init(rw)
 			continue
 		}
-		for i, a := range blk.added {
-			counts[i] += a
-		}
-		sets.Push(blk.params, own)
-		for l, v := range blk.params {
-			for x := 0; x < r.w; x++ {
-				used[int(v)*r.w+x] |= own[l*r.w+x]
-			}
-		}
 		res.resStart[nreal] = out.bytes
-		for s := range lb.samples {
-			out.uvarint(uint64(blk.out[s]))
+		for _, i := range run.Block(rw) {
+			out.uvarint(uint64(i))
 		}
 		nreal++
 	}
@@ -1012,10 +959,8 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 		return nil, nil, nil, err
 	}
 	r.st.SpillBytes += out.bytes
-	for i := range counts {
-		if counts[i] < lo[i] || counts[i] > hi[i] {
-			return nil, nil, nil, fmt.Errorf("out-of-core parsa: machine %d has %d samples, outside [%d, %d]", i, counts[i], lo[i], hi[i])
-		}
+	if err := run.Check(); err != nil {
+		return nil, nil, nil, fmt.Errorf("out-of-core parsa: %w", err)
 	}
 	for _, b := range blocks {
 		os.Remove(b.path)
@@ -1023,7 +968,7 @@ func (r *oocRun) partition(blocks []*oocBlock, global *oocBlock, res *FileResult
 	if global != nil {
 		os.Remove(global.path)
 	}
-	return counts, used, st, nil
+	return run.Counts(), run.Masks(), st, nil
 }
 
 // baseline is placement.RandomBaseline from the rows: per seed, the same
@@ -1128,13 +1073,13 @@ func (r *oocRun) evaluate(budget int64, p *placement.Placement, theta int64) (pl
 				})
 				for i, rng := range rngs {
 					if rng == nil {
-						costs[0] = costFromStrided(masks[:stride*m], stride, i*w, p.Param, samples[i], k, theta)
+						costs[0] = partition.CostFromStrided(masks[:stride*m], stride, i*w, p.Param, samples[i], k, theta)
 						continue
 					}
 					for v := range param {
 						param[v] = int32(rng.IntN(k))
 					}
-					costs[g[i]] = costFromStrided(masks[:stride*m], stride, i*w, param, samples[i], k, 0)
+					costs[g[i]] = partition.CostFromStrided(masks[:stride*m], stride, i*w, param, samples[i], k, 0)
 				}
 			}
 		}()

@@ -1,4 +1,4 @@
-package partition
+package ooc
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+
+	"colo/partition"
 )
 
 // The memory of an out-of-core run: what it needs (plan), the error when
@@ -71,9 +73,9 @@ func (r *oocRun) need(b int) memNeed {
 	// deviation of a random cut and the largest sample.
 	nb := (n+int64(b)-1)/int64(b) + 1
 	eb := int64(math.Ceil(1.1*float64(e)/float64(b))) + int64(r.maxDeg)
-	if r.po.Init == InitGlobal {
+	if r.po.Init == partition.InitGlobal {
 		shuffle += 4*n + n/8
-		ng := int64(globalSize(r.po, r.n, e))
+		ng := int64(partition.GlobalSize(r.po, r.n, e))
 		nb = max(nb, ng+1)
 		eb = max(eb, int64(math.Ceil(1.1*float64(ng)/float64(max(1, n))*float64(e)))+int64(r.maxDeg))
 	}
@@ -100,7 +102,7 @@ func (r *oocRun) plan() (int, memNeed) {
 		b := clip(r.po.Blocks)
 		return b, r.need(b)
 	}
-	b := clip(max(MinBlocks, int((r.st.Edges+DefaultBlockEdges-1)/DefaultBlockEdges)))
+	b := clip(max(partition.MinBlocks, int((r.st.Edges+partition.DefaultBlockEdges-1)/partition.DefaultBlockEdges)))
 	best := r.need(b)
 	for r.oc.Memory > 0 && best.total() > r.oc.Memory && b < r.n {
 		nb := clip(2 * b)
@@ -122,7 +124,7 @@ type MemoryError struct {
 	Edges           int64
 	// Blocks is the number of blocks planned, for a machine of a
 	// distributed run (Machine); 0 otherwise. FixedBlocks says the
-	// number was the caller's (Options.Parsa.Blocks), not the plan's.
+	// number was the caller's (partition.Options.Parsa.Blocks), not the plan's.
 	Blocks      int
 	FixedBlocks bool
 }

@@ -1,4 +1,4 @@
-package partition
+package ooc
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"colo/graph"
+	"colo/partition"
 	"colo/placement"
 )
 
@@ -42,13 +43,13 @@ func writeFile(t *testing.T, name string, data []byte, gz bool) string {
 
 // inMemoryDir partitions the file in memory as colo partition does and
 // writes the placement; it returns the directory and the cost.
-func inMemoryDir(t *testing.T, path string, load graph.LoadOptions, opt Options) (string, *graph.Graph, *placement.Summary) {
+func inMemoryDir(t *testing.T, path string, load graph.LoadOptions, opt partition.Options) (string, *graph.Graph, *placement.Summary) {
 	t.Helper()
 	g, err := graph.Load(path, load)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Parsa(g, opt)
+	p, err := partition.Parsa(g, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func inMemoryDir(t *testing.T, path string, load graph.LoadOptions, opt Options)
 }
 
 // outOfCoreDir partitions the file out of core and writes the placement.
-func outOfCoreDir(t *testing.T, path string, load graph.LoadOptions, opt Options, memory int64) (string, *FileResult) {
+func outOfCoreDir(t *testing.T, path string, load graph.LoadOptions, opt partition.Options, memory int64) (string, *FileResult) {
 	t.Helper()
 	res, err := ParsaFile(path, opt, OutOfCore{Memory: memory, TempDir: t.TempDir(), Load: load})
 	if err != nil {
@@ -141,21 +142,21 @@ func TestParsaFileEqualsInMemory(t *testing.T) {
 		name string
 		k    int
 		gz   bool
-		set  func(*ParsaOptions)
+		set  func(*partition.ParsaOptions)
 	}{
-		{"default", 8, false, func(*ParsaOptions) {}},
-		{"gzip", 8, true, func(*ParsaOptions) {}},
-		{"none", 4, false, func(o *ParsaOptions) { o.Init = InitNone }},
-		{"global", 8, false, func(o *ParsaOptions) { o.Init = InitGlobal; o.GlobalFraction = 0.2 }},
-		{"individual-3", 8, false, func(o *ParsaOptions) { o.InitBlocks = 3; o.Blocks = 5 }},
-		{"grow-params", 16, false, func(o *ParsaOptions) { o.GrowBy = GrowParams; o.Epsilon = 0.1 }},
-		{"blocks-1", 3, false, func(o *ParsaOptions) { o.Blocks = 1 }},
-		{"k-70", 70, false, func(o *ParsaOptions) { o.Blocks = 13 }},
+		{"default", 8, false, func(*partition.ParsaOptions) {}},
+		{"gzip", 8, true, func(*partition.ParsaOptions) {}},
+		{"none", 4, false, func(o *partition.ParsaOptions) { o.Init = partition.InitNone }},
+		{"global", 8, false, func(o *partition.ParsaOptions) { o.Init = partition.InitGlobal; o.GlobalFraction = 0.2 }},
+		{"individual-3", 8, false, func(o *partition.ParsaOptions) { o.InitBlocks = 3; o.Blocks = 5 }},
+		{"grow-params", 16, false, func(o *partition.ParsaOptions) { o.GrowBy = partition.GrowParams; o.Epsilon = 0.1 }},
+		{"blocks-1", 3, false, func(o *partition.ParsaOptions) { o.Blocks = 1 }},
+		{"k-70", 70, false, func(o *partition.ParsaOptions) { o.Blocks = 13 }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeLibSVMFile(t, g, c.gz)
-			opt := Options{K: c.k, Seed: 3, Parsa: DefaultParsaOptions()}
+			opt := partition.Options{K: c.k, Seed: 3, Parsa: partition.DefaultParsaOptions()}
 			c.set(&opt.Parsa)
 			load := graph.DefaultLoadOptions()
 			mem, lg, s := inMemoryDir(t, path, load, opt)
@@ -170,7 +171,7 @@ func TestParsaFileEqualsInMemory(t *testing.T) {
 			if total != int64(lg.NumSamples()) {
 				t.Fatalf("%d samples placed, want %d", total, lg.NumSamples())
 			}
-			if opt.Parsa.GrowBy != GrowParams {
+			if opt.Parsa.GrowBy != partition.GrowParams {
 				lo, hi := int64(lg.NumSamples()/c.k), int64((lg.NumSamples()+c.k-1)/c.k)
 				for i, n := range res.Summary.Samples {
 					if n < lo || n > hi {
@@ -212,7 +213,7 @@ func TestParsaFileSNAP(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeFile(t, "edges.txt", []byte(b.String()), c.name == "detected-gzip")
-			opt := Options{K: 8, Seed: 2, Parsa: DefaultParsaOptions()}
+			opt := partition.Options{K: 8, Seed: 2, Parsa: partition.DefaultParsaOptions()}
 			opt.Parsa.Blocks = 4
 			mem, lg, s := inMemoryDir(t, path, c.load, opt)
 			ooc, res := outOfCoreDir(t, path, c.load, opt, 0)
@@ -231,7 +232,7 @@ func TestParsaFileMemoryCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := writeLibSVMFile(t, g, false)
-	opt := Options{K: 8, Seed: 1, Parsa: DefaultParsaOptions()}
+	opt := partition.Options{K: 8, Seed: 1, Parsa: partition.DefaultParsaOptions()}
 	_, err = ParsaFile(path, opt, OutOfCore{Memory: 1 << 20, TempDir: t.TempDir(), Load: graph.DefaultLoadOptions()})
 	var me *MemoryError
 	if !errors.As(err, &me) {
@@ -251,7 +252,7 @@ func TestParsaFileMemoryCap(t *testing.T) {
 // errors; formats that cannot be streamed and options that need the graph
 // are refused.
 func TestParsaFileBadInput(t *testing.T) {
-	opt := Options{K: 2, Seed: 1, Parsa: DefaultParsaOptions()}
+	opt := partition.Options{K: 2, Seed: 1, Parsa: partition.DefaultParsaOptions()}
 	load := graph.DefaultLoadOptions()
 	for _, c := range []struct{ name, text, want string }{
 		{"label", "1 1:1 2:1\nx 3:1\n", ":2: field 1:"},
@@ -283,7 +284,7 @@ func TestParsaFileBadInput(t *testing.T) {
 	if _, err := ParsaFile(path, bad, OutOfCore{TempDir: t.TempDir(), Load: load}); err == nil {
 		t.Fatal("two threads out of core: want an error")
 	}
-	if _, err := ParsaFile(path, Options{K: 4, Parsa: DefaultParsaOptions()}, OutOfCore{TempDir: t.TempDir(), Load: load}); err == nil {
+	if _, err := ParsaFile(path, partition.Options{K: 4, Parsa: partition.DefaultParsaOptions()}, OutOfCore{TempDir: t.TempDir(), Load: load}); err == nil {
 		t.Fatal("k = 4 > 3 samples: want an error")
 	}
 }
@@ -323,7 +324,7 @@ func BenchmarkParsaFile(b *testing.B) {
 		b.Fatal(err)
 	}
 	edges := float64(g.NumEdges())
-	opt := Options{K: 16, Seed: 1, Parsa: DefaultParsaOptions()}
+	opt := partition.Options{K: 16, Seed: 1, Parsa: partition.DefaultParsaOptions()}
 	load := graph.DefaultLoadOptions()
 	b.Run("in-memory", func(b *testing.B) {
 		for b.Loop() {
@@ -331,7 +332,7 @@ func BenchmarkParsaFile(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p, err := Parsa(g, opt)
+			p, err := partition.Parsa(g, opt)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -367,7 +368,7 @@ func TestParsaFileHostileIDs(t *testing.T) {
 		b.WriteString("\n")
 	}
 	path := writeFile(t, "hostile.libsvm", []byte(b.String()), false)
-	opt := Options{K: 4, Seed: 1, Parsa: DefaultParsaOptions()}
+	opt := partition.Options{K: 4, Seed: 1, Parsa: partition.DefaultParsaOptions()}
 	memCap := rssField("VmRSS") + oocBuffers + 1<<20
 	_, err := ParsaFile(path, opt, OutOfCore{Memory: memCap, TempDir: t.TempDir(), Load: graph.DefaultLoadOptions()})
 	var me *MemoryError

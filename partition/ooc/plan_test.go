@@ -1,4 +1,4 @@
-package partition
+package ooc
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"colo/graph"
+	"colo/partition"
 	"colo/placement"
 )
 
@@ -35,25 +36,25 @@ func TestPlanParsaFileIsPlanParsa(t *testing.T) {
 		path      string
 		load      graph.LoadOptions
 		k         int
-		po        ParsaOptions
+		po        partition.ParsaOptions
 		minBlocks int
 	}{
-		{"libsvm-global", svm, graph.DefaultLoadOptions(), 8, ParsaOptions{Init: InitGlobal, GlobalFraction: 0.2}, 0},
-		{"libsvm-none-k70", svm, graph.DefaultLoadOptions(), 70, ParsaOptions{Init: InitNone, Blocks: 9}, 0},
-		{"libsvm-min-blocks", svm, graph.DefaultLoadOptions(), 4, ParsaOptions{Init: InitGlobal, GrowBy: GrowParams, Epsilon: 0.1}, 24},
-		{"snap", snap, snapLoad, 5, ParsaOptions{Init: InitGlobal}, 0},
+		{"libsvm-global", svm, graph.DefaultLoadOptions(), 8, partition.ParsaOptions{Init: partition.InitGlobal, GlobalFraction: 0.2}, 0},
+		{"libsvm-none-k70", svm, graph.DefaultLoadOptions(), 70, partition.ParsaOptions{Init: partition.InitNone, Blocks: 9}, 0},
+		{"libsvm-min-blocks", svm, graph.DefaultLoadOptions(), 4, partition.ParsaOptions{Init: partition.InitGlobal, GrowBy: partition.GrowParams, Epsilon: 0.1}, 24},
+		{"snap", snap, snapLoad, 5, partition.ParsaOptions{Init: partition.InitGlobal}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g, err := graph.Load(c.path, c.load)
 			if err != nil {
 				t.Fatal(err)
 			}
-			opt := Options{K: c.k, Seed: 7, Parsa: c.po}
+			opt := partition.Options{K: c.k, Seed: 7, Parsa: c.po}
 			mopt := opt
 			if c.minBlocks > 0 {
-				mopt.Parsa.Blocks = max(c.minBlocks, int((g.NumEdges()+DefaultBlockEdges-1)/DefaultBlockEdges))
+				mopt.Parsa.Blocks = max(c.minBlocks, int((g.NumEdges()+partition.DefaultBlockEdges-1)/partition.DefaultBlockEdges))
 			}
-			want, err := PlanParsa(g, mopt)
+			want, err := partition.PlanParsa(g, mopt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +74,7 @@ func TestPlanParsaFileIsPlanParsa(t *testing.T) {
 				t.Fatalf("plan %d blocks %v %v %d %+v, want %d blocks %v %v %d %+v", len(fp.Blocks), fp.Lo, fp.Hi, fp.ParamSeed, fp.Stats,
 					len(want.Blocks), want.Lo, want.Hi, want.ParamSeed, want.Stats)
 			}
-			sameRows := func(what string, got BlockRows, samples []uint32) {
+			sameRows := func(what string, got partition.BlockRows, samples []uint32) {
 				t.Helper()
 				if !slices.Equal(got.Samples, samples) {
 					t.Fatalf("%s: samples differ", what)
@@ -147,17 +148,17 @@ func TestFilePlanFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		po  ParsaOptions
+		po  partition.ParsaOptions
 		k   int
 		far bool
 	}{
-		{ParsaOptions{Init: InitGlobal, Blocks: 6}, 6, true},
-		{ParsaOptions{Init: InitNone, Blocks: 5, GrowBy: GrowParams, Epsilon: 0.02}, 6, true},
-		{ParsaOptions{Init: InitGlobal, Blocks: 8}, 12, false},
+		{partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 6}, 6, true},
+		{partition.ParsaOptions{Init: partition.InitNone, Blocks: 5, GrowBy: partition.GrowParams, Epsilon: 0.02}, 6, true},
+		{partition.ParsaOptions{Init: partition.InitGlobal, Blocks: 8}, 12, false},
 	} {
 		po, k := c.po, c.k
-		opt := Options{K: k, Seed: 4, Parsa: po}
-		pl, err := PlanParsa(lg, opt)
+		opt := partition.Options{K: k, Seed: 4, Parsa: po}
+		pl, err := partition.PlanParsa(lg, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +183,7 @@ func TestFilePlanFinish(t *testing.T) {
 			// Near the bounds: the first block's samples of machines
 			// 1..3 on machine 0, so that the candidates reach beyond
 			// the latest samples the first pass keeps.
-			seq, _, err := RunParsa(lg, opt)
+			seq, _, err := partition.RunParsa(lg, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +207,7 @@ func TestFilePlanFinish(t *testing.T) {
 		if wst.Repaired == 0 || gst.Repaired != wst.Repaired || !slices.Equal(got.Data, want.Data) {
 			t.Fatalf("%+v: the file's repair moved %d samples, in memory %d; same placement: %v", po, gst.Repaired, wst.Repaired, slices.Equal(got.Data, want.Data))
 		}
-		AssignParams(lg, want, pl.ParamSeed)
+		partition.AssignParams(lg, want, pl.ParamSeed)
 		copy(got.Param, want.Param)
 		ws, err := placement.NewSummary(lg, want, 0)
 		if err != nil {
@@ -221,8 +222,8 @@ func TestFilePlanFinish(t *testing.T) {
 		// or all at once on two, and with a memory bound: the same
 		// summary.
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-		least := leastEval(int64(fp.m), int64(MaskWords(k)))
-		for _, budget := range []int64{least, least + 2*8*int64(MaskWords(k)*fp.m), 1 << 30} {
+		least := leastEval(int64(fp.Params()), int64(partition.MaskWords(k)))
+		for _, budget := range []int64{least, least + 2*8*int64(partition.MaskWords(k)*fp.Params()), 1 << 30} {
 			fp.r.evalBudget = budget
 			for _, theta := range []int64{0, 40} {
 				ws, err := placement.NewSummary(lg, want, theta)

@@ -1,4 +1,4 @@
-package partition
+package ooc
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"slices"
 
+	"colo/partition"
 	"colo/placement"
 )
 
@@ -18,7 +19,7 @@ import (
 type Machine struct {
 	// Memory caps the machine's process in bytes (0: no cap). The plan
 	// checks the id index against it while the file is read, and then
-	// picks the number of blocks (when Options.Parsa.Blocks is 0) that
+	// picks the number of blocks (when partition.Options.Parsa.Blocks is 0) that
 	// keeps the run's estimate under it; a cap below what the run needs
 	// with any number of blocks is a *MemoryError that says how much it
 	// needs, and why. LimitMemory makes the Go runtime keep to it.
@@ -91,8 +92,8 @@ func (r *oocRun) machineNeed(b int, mc *Machine, process int64) memNeed {
 	mb := distinct(eb)
 	block := blockBytes(nb, eb, mb, r.k, r.w, r.maxDeg) + msg(mb) + 12*nb + 4*eb
 	var global int64
-	if r.po.Init == InitGlobal {
-		ng := min(n, int64(globalSize(r.po, r.n, e))+1)
+	if r.po.Init == partition.InitGlobal {
+		ng := min(n, int64(partition.GlobalSize(r.po, r.n, e))+1)
 		eg := min(e, int64(math.Ceil(1.1*float64(ng)/float64(max(1, n))*float64(e)))+int64(r.maxDeg))
 		mg := distinct(eg)
 		global = blockBytes(ng, eg, mg, r.k, r.w, r.maxDeg) + msg(mg) + 12*ng + 4*eg
