@@ -1,7 +1,6 @@
 package balance_test
 
 import (
-	"flag"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -53,35 +52,9 @@ func TestSliceFor(t *testing.T) {
 	}
 }
 
-func TestSliceFlag(t *testing.T) {
-	for _, c := range []struct {
-		arg, err string
-		slice    uint64
-		auto     bool
-	}{
-		{"auto", "", balance.DefaultConfig().Slice, true},
-		{"512", "", 512, false},
-		{"0", `--slice "0": want a positive number of keys, or auto`, 0, false},
-		{"-3", `--slice "-3": want a positive number of keys, or auto`, 0, false},
-		{"big", `--slice "big": want a positive number of keys, or auto`, 0, false},
-	} {
-		var f balance.Flags
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		f.Register(fs)
-		if err := fs.Parse([]string{"--balance", "aware", "--slice", c.arg}); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.Config()
-		if c.err != "" {
-			if err == nil || err.Error() != c.err {
-				t.Errorf("--slice %s: error %v, want %q", c.arg, err, c.err)
-			}
-			continue
-		}
-		if err != nil || cfg.Slice != c.slice || cfg.Auto != c.auto {
-			t.Errorf("--slice %s: %+v, %v", c.arg, cfg, err)
-		}
-	}
+// TestSliceLargerThanModel checks that a slice larger than the model is
+// refused, naming both.
+func TestSliceLargerThanModel(t *testing.T) {
 	cfg := balance.DefaultConfig()
 	cfg.Scheme, cfg.Slice = balance.Aware, 5000
 	if _, err := balance.New(cfg, 4, 4096, nil, nil); err == nil || !strings.Contains(err.Error(), "slice of 5000 keys: the model has 4096") {

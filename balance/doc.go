@@ -62,7 +62,9 @@
 //     scheme (Average, Elastic, Aware, Oracle) and the keys move with
 //     worker.Worker.Retable. Package train calls it after every round.
 //
-// The benchmark of §4–5 (colo bench balance) is not built yet.
+// The experiment of §4–5 (Figs. 4–6) is package bench/balancing, run by
+// colo bench balance: the schemes against each other on links drawn at
+// random, and Aware's round time against the slice granularity.
 //
 // # Example
 //

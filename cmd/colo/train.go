@@ -15,7 +15,6 @@ import (
 	"colo/app/embed"
 	"colo/app/mf"
 	"colo/app/sparse"
-	"colo/balance"
 	"colo/checkpoint"
 	"colo/partition"
 	"colo/placement"
@@ -49,7 +48,7 @@ type trainFlags struct {
 	mf          mf.Config
 	holdout     float64
 	embed       embed.Config
-	bal         balance.Flags
+	bal         balanceFlags
 	jobFile     string
 	ckpt        train.Checkpoint
 	overlap     bool

@@ -1,4 +1,4 @@
-package balance
+package main
 
 import (
 	"flag"
@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"time"
 
+	"colo/balance"
 	"colo/transport"
 )
 
-// Flags are the command-line settings of load balancing and of a
-// changing emulated network (colo train --balance …): Register adds them
-// to a flag set, Config and Network read them.
-type Flags struct {
+// balanceFlags are the command-line settings of load balancing (package
+// balance) and of a changing emulated network (colo train --balance …):
+// Register adds them to a flag set, Config and Network read them.
+type balanceFlags struct {
 	Scheme string
 	Every  int
 	Slice  string
@@ -22,8 +23,8 @@ type Flags struct {
 }
 
 // Register adds the flags to fs.
-func (f *Flags) Register(fs *flag.FlagSet) {
-	d := DefaultConfig()
+func (f *balanceFlags) Register(fs *flag.FlagSet) {
+	d := balance.DefaultConfig()
 	fs.StringVar(&f.Scheme, "balance", "", "mlp, cnn on co-located machines: re-decide which server holds which keys while training: average (even, never moves), elastic, aware (seed 002: measured links) or oracle (the true emulated rates); empty: no balancer")
 	fs.IntVar(&f.Every, "balance-every", d.Every, "--balance: rounds between two decisions")
 	fs.StringVar(&f.Slice, "slice", strconv.FormatUint(d.Slice, 10), "--balance: slice granularity in keys, every server's share whole slices; auto: Eq. 4, √(M·α/N), with α measured on the links before the first decision")
@@ -34,17 +35,17 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 
 // Config returns the balancing configuration of the flags, nil when no
 // scheme is given; errors name the flag.
-func (f *Flags) Config() (*Config, error) {
+func (f *balanceFlags) Config() (*balance.Config, error) {
 	if f.Scheme == "" {
 		return nil, nil
 	}
-	c := DefaultConfig()
+	c := balance.DefaultConfig()
 	c.Scheme, c.Every, c.Probe = f.Scheme, f.Every, f.Probe
 	var err error
 	if c.Slice, c.Auto, err = f.SliceSetting(); err != nil {
 		return nil, err
 	}
-	if err := CheckScheme(f.Scheme); err != nil {
+	if err := balance.CheckScheme(f.Scheme); err != nil {
 		return nil, fmt.Errorf("--balance: %v", err)
 	}
 	if err := c.Validate(); err != nil {
@@ -55,9 +56,9 @@ func (f *Flags) Config() (*Config, error) {
 
 // SliceSetting returns the granularity of --slice, or auto (then slice
 // is the default, used if α cannot be measured).
-func (f *Flags) SliceSetting() (slice uint64, auto bool, err error) {
+func (f *balanceFlags) SliceSetting() (slice uint64, auto bool, err error) {
 	if f.Slice == "auto" {
-		return DefaultConfig().Slice, true, nil
+		return balance.DefaultConfig().Slice, true, nil
 	}
 	x, err := strconv.ParseUint(f.Slice, 10, 64)
 	if err != nil || x == 0 {
@@ -68,7 +69,7 @@ func (f *Flags) SliceSetting() (slice uint64, auto bool, err error) {
 
 // Network returns the rate bound of --bandwidth-random in bytes per
 // second (0: none) and the period of --bandwidth-change.
-func (f *Flags) Network() (max float64, change time.Duration, err error) {
+func (f *balanceFlags) Network() (max float64, change time.Duration, err error) {
 	if f.Random == "" {
 		if f.Change != 0 {
 			return 0, 0, fmt.Errorf("--bandwidth-change needs --bandwidth-random")
