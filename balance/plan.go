@@ -24,12 +24,12 @@ const (
 	Oracle = "oracle"
 )
 
-// Schemes lists the schemes.
-var Schemes = []string{Average, Elastic, Aware, Oracle}
+// Schemes returns the schemes.
+func Schemes() []string { return []string{Average, Elastic, Aware, Oracle} }
 
 // CheckScheme returns an error naming the schemes when s is none of them.
 func CheckScheme(s string) error {
-	if !slices.Contains(Schemes, s) {
+	if !slices.Contains(Schemes(), s) {
 		return fmt.Errorf("balance scheme %q: want average, elastic, aware or oracle", s)
 	}
 	return nil

@@ -179,8 +179,10 @@ func WriteJSON(w io.Writer, rs []Result) error {
 	return err
 }
 
-// Files are the files WriteDir writes.
-var Files = []string{"bench.csv", "bench.json", "improvement.svg", "improvement.png"}
+// Files returns the names of the files WriteDir writes.
+func Files() []string {
+	return []string{"bench.csv", "bench.json", "improvement.svg", "improvement.png"}
+}
 
 // WriteDir writes the results to dir (made if missing): bench.csv
 // (WriteCSV), bench.json (WriteJSON), and improvement.svg and .png
@@ -190,12 +192,12 @@ func WriteDir(dir string, rs []Result, settings string) error {
 		return err
 	}
 	for i, write := range []func(io.Writer, []Result) error{WriteCSV, WriteJSON} {
-		err := atomicfile.Write(filepath.Join(dir, Files[i]), func(w io.Writer) error { return write(w, rs) })
+		err := atomicfile.Write(filepath.Join(dir, Files()[i]), func(w io.Writer) error { return write(w, rs) })
 		if err != nil {
 			return err
 		}
 	}
-	return Figure(rs, settings).Save(filepath.Join(dir, Files[2]))
+	return Figure(rs, settings).Save(filepath.Join(dir, Files()[2]))
 }
 
 // DatasetName is a short name for a dataset path: its base name without

@@ -90,7 +90,7 @@ func TestWriteDir(t *testing.T) {
 	if err := WriteDir(dir, rs, "seed 1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range Files {
+	for _, f := range Files() {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}

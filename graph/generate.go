@@ -18,8 +18,11 @@ type SparseConfig struct {
 	Seed    uint64
 }
 
-// SparsePresetNames lists the synthetic datasets of seed 000 §6.
-var SparsePresetNames = []string{"synthetic-sparse", "synthetic-medium", "synthetic-dense"}
+// SparsePresetNames returns the names of the synthetic datasets of seed
+// 000 §6.
+func SparsePresetNames() []string {
+	return []string{"synthetic-sparse", "synthetic-medium", "synthetic-dense"}
+}
 
 // SparsePreset returns the configuration of a synthetic dataset of seed
 // 000 §6 by name (see SparsePresetNames): 10^4 × 10^4 entries with

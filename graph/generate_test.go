@@ -8,7 +8,7 @@ import (
 )
 
 func TestSparseDensity(t *testing.T) {
-	for _, name := range SparsePresetNames {
+	for _, name := range SparsePresetNames() {
 		c, ok := SparsePreset(name, 1)
 		if !ok {
 			t.Fatalf("preset %s missing", name)

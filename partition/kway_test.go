@@ -141,7 +141,7 @@ func TestRefineNeverWorse(t *testing.T) {
 			start, _ = Parsa(g, Options{K: k, Seed: uint64(trial)})
 		}
 		c0, _ := placement.Evaluate(g, start, 0)
-		for _, target := range RefineTargets {
+		for _, target := range RefineTargets() {
 			opt := Options{K: k, Seed: 3, Refine: RefineOptions{Target: target, VCycles: 1 + trial%2}}
 			if trial%3 == 0 {
 				opt.Theta = c0.MMax

@@ -26,8 +26,8 @@ const (
 	TargetObjective RefineTarget = "objective"
 )
 
-// RefineTargets lists the refinement targets.
-var RefineTargets = []RefineTarget{TargetTMax, TargetTSum, TargetObjective}
+// RefineTargets returns the refinement targets.
+func RefineTargets() []RefineTarget { return []RefineTarget{TargetTMax, TargetTSum, TargetObjective} }
 
 // RefineOptions are the settings of the k-way refinement. Zero fields take
 // the defaults documented on each.

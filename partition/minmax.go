@@ -24,8 +24,8 @@ const (
 	ParamMinMax ParamAlgo = "minmax"
 )
 
-// ParamAlgos lists the parameter assignments.
-var ParamAlgos = []ParamAlgo{ParamParsa, ParamMinMax}
+// ParamAlgos returns the parameter assignments.
+func ParamAlgos() []ParamAlgo { return []ParamAlgo{ParamParsa, ParamMinMax} }
 
 // Validate checks that a is "" (the default, parsa) or a known assignment.
 func (a ParamAlgo) Validate() error {

@@ -21,7 +21,7 @@ func TestTSHSeed000(t *testing.T) {
 		{1, []int32{0, 1, 0, 1}, 6, 6},
 		{2, []int32{0, 0, 1, 1}, 4, 1},
 	} {
-		for _, pa := range ParamAlgos {
+		for _, pa := range ParamAlgos() {
 			p, st, err := RunTSH(g, Options{K: 2, Seed: 1, ParamAlgo: pa, TSH: TSHOptions{Alpha: tc.alpha, SampleRate: 1}})
 			if err != nil {
 				t.Fatal(err)

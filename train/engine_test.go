@@ -305,7 +305,7 @@ func TestBalancingKeepsBSPTraining(t *testing.T) {
 	for v := range even.Param {
 		even.Param[v] = int32(v * 4 / a.Dim)
 	}
-	for _, scheme := range balance.Schemes {
+	for _, scheme := range balance.Schemes() {
 		job := job
 		c := balance.DefaultConfig()
 		c.Scheme, c.Slice, c.Probe = scheme, 2, 1

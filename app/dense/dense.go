@@ -106,7 +106,9 @@ func Defaults(job *train.Job) error {
 
 // Schemes are the placements a dense job takes besides a directory
 // written by colo shard.
-var Schemes = []shard.Scheme{shard.SchemeRandom, shard.SchemeRoundRobin, shard.SchemeStratified, shard.SchemeDistAware, shard.SchemeSubmodular}
+func Schemes() []shard.Scheme {
+	return []shard.Scheme{shard.SchemeRandom, shard.SchemeRoundRobin, shard.SchemeStratified, shard.SchemeDistAware, shard.SchemeSubmodular}
+}
 
 // CheckPlacement checks that spec names a sharding scheme (distaware
 // optionally with its number of neighbourhoods, "distaware:40") or a
@@ -133,11 +135,12 @@ func ParseScheme(spec string) (shard.Options, error) {
 		}
 		o.Clusters = n
 	}
-	if slices.Contains(Schemes, o.Scheme) {
+	schemes := Schemes()
+	if slices.Contains(schemes, o.Scheme) {
 		return o, nil
 	}
-	names := make([]string, len(Schemes))
-	for i, s := range Schemes {
+	names := make([]string, len(schemes))
+	for i, s := range schemes {
 		names[i] = string(s)
 	}
 	return o, fmt.Errorf("placement %q: want a sharding scheme (%s, distaware:clusters) or a directory written by colo shard", spec, strings.Join(names, ", "))

@@ -148,7 +148,7 @@ func TestAsyncLearns(t *testing.T) {
 // batch of every machine.
 func TestEverySampleOncePerEpoch(t *testing.T) {
 	d := blobs(t, 240, 8, 3, 4)
-	for _, scheme := range Schemes {
+	for _, scheme := range Schemes() {
 		j := job(t, 4, 1, 20, nil)
 		j.Placement = string(scheme)
 		a := open(t, j, d)

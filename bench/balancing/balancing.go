@@ -19,7 +19,7 @@
 // 0.94 and 2.3 MB), whose computation on a CPU core is milliseconds a
 // round against tenths of seconds of transfer at the links' rates.
 //
-//	res, err := balancing.Run(ctx, balancing.Config{Job: job, Schemes: balance.Schemes, Sizes: balancing.Sizes, Runs: 3, Rounds: 30}, data)
+//	res, err := balancing.Run(ctx, balancing.Config{Job: job, Schemes: balance.Schemes(), Sizes: balancing.Sizes(), Runs: 3, Rounds: 30}, data)
 //	balancing.WriteDir("out", res)
 package balancing
 
@@ -51,13 +51,15 @@ type Size struct {
 	SeedMB float64 `json:"seed_mb"`
 }
 
-// Sizes are the seed's three models at a hundredth of their size, in
+// Sizes returns the seed's three models at a hundredth of their size, in
 // their proportions (1 : 4.5 : 11.1 against the seed's 1 : 4.4 : 10.9) on
 // 784 inputs and 10 classes.
-var Sizes = []Size{
-	{"mobilenet/100", []int{64, 32}, 21},
-	{"resnet50/100", []int{256, 128}, 93},
-	{"alexnet/100", []int{640, 128}, 228},
+func Sizes() []Size {
+	return []Size{
+		{"mobilenet/100", []int{64, 32}, 21},
+		{"resnet50/100", []int{256, 128}, 93},
+		{"alexnet/100", []int{640, 128}, 228},
+	}
 }
 
 // Config is an experiment.
@@ -325,8 +327,10 @@ func WriteTable(w io.Writer, rows []Row) error {
 	return tw.Flush()
 }
 
-// Files are what WriteDir writes.
-var Files = []string{"balance.json", "balance.csv", "speed.svg", "srit.svg", "granularity.svg", "speed.png", "srit.png", "granularity.png"}
+// Files returns the names of the files WriteDir writes.
+func Files() []string {
+	return []string{"balance.json", "balance.csv", "speed.svg", "srit.svg", "granularity.svg", "speed.png", "srit.png", "granularity.png"}
+}
 
 // WriteDir writes the result as JSON, the table as CSV, and the figures
 // (speed per scheme and size, SRIT per decision of the first run of each
@@ -359,7 +363,7 @@ func WriteDir(dir string, res *Result) error {
 		return err
 	}
 	for i, f := range []func(*Result) *plot.Figure{speedFigure, sritFigure, granularityFigure} {
-		if err := f(res).Save(filepath.Join(dir, Files[2+i])); err != nil {
+		if err := f(res).Save(filepath.Join(dir, Files()[2+i])); err != nil {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ func TestRunWritesEveryFile(t *testing.T) {
 	}
 	b := balance.DefaultConfig()
 	b.Slice, b.Probe = 256, 256
-	cfg := Config{Job: job, Schemes: balance.Schemes, Sizes: Sizes[:1], Runs: 1, Rounds: 4, Balance: b, Slices: []uint64{128, 1024}}
+	cfg := Config{Job: job, Schemes: balance.Schemes(), Sizes: Sizes()[:1], Runs: 1, Rounds: 4, Balance: b, Slices: []uint64{128, 1024}}
 	res, err := Run(context.Background(), cfg, opened.Data)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestRunWritesEveryFile(t *testing.T) {
 	if err := WriteDir(dir, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range Files {
+	for _, name := range Files() {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

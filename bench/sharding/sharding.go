@@ -252,8 +252,10 @@ func classSpread(runs []*RunResult) (mean, largest float64) {
 	return mean, largest
 }
 
-// Files are the files WriteDir writes.
-var Files = []string{"sharding.json", "sharding.csv", "runs.csv", "validation_accuracy.svg", "validation_accuracy.png"}
+// Files returns the names of the files WriteDir writes.
+func Files() []string {
+	return []string{"sharding.json", "sharding.csv", "runs.csv", "validation_accuracy.svg", "validation_accuracy.png"}
+}
 
 // WriteDir writes the study to dir (made if missing): sharding.json (the
 // whole Result), sharding.csv (Table II), runs.csv (every run) and
@@ -272,11 +274,11 @@ func WriteDir(dir string, res *Result) error {
 		func(w io.Writer) error { return writeRunsCSV(w, res.Runs) },
 	}
 	for i, write := range writers {
-		if err := atomicfile.Write(filepath.Join(dir, Files[i]), write); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, Files()[i]), write); err != nil {
 			return err
 		}
 	}
-	return BoxFigure(res).Save(filepath.Join(dir, Files[3]))
+	return BoxFigure(res).Save(filepath.Join(dir, Files()[3]))
 }
 
 // WriteTable writes Table II for people, one scheme a line.

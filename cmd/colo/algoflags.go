@@ -51,7 +51,7 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 
 	ro := &opt.Refine
 	f.BoolVar(&ro.Enabled, "refine", false, "refine the placement of any algorithm by k-way FM with V-cycles (as the suffix +refine)")
-	f.Var(&enumFlag[partition.RefineTarget]{p: &ro.Target, values: partition.RefineTargets},
+	f.Var(&enumFlag[partition.RefineTarget]{p: &ro.Target, values: partition.RefineTargets()},
 		"refine-target", "refine: cost to lower: tmax (default), tsum or objective (max|U_i|·T_max)")
 	f.Float64Var(&ro.Epsilon, "refine-epsilon", 0, fmt.Sprintf("refine and mbp: sample imbalance ε, |U_i| ≤ ⌈(1+ε)n/k⌉ (0: %g)", partition.DefaultRefineEpsilon))
 	f.IntVar(&ro.VCycles, "refine-vcycles", 0, fmt.Sprintf("refine: multilevel V-cycles (0: %d, negative: none)", partition.DefaultVCycles))
@@ -62,7 +62,7 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 // paramAlgoFlag registers --param-algo.
 func paramAlgoFlag(f *cmdFlags, p *partition.ParamAlgo) {
 	*p = partition.ParamParsa
-	f.Var(&enumFlag[partition.ParamAlgo]{p: p, values: partition.ParamAlgos}, "param-algo",
+	f.Var(&enumFlag[partition.ParamAlgo]{p: p, values: partition.ParamAlgos()}, "param-algo",
 		"parameter assignment: parsa (seed 001 Alg. 2 with sweeps) or minmax (seed 000 Alg. 2)")
 }
 

@@ -109,7 +109,7 @@ func runBench(e *env, args []string) error {
 	if err := bench.WriteDir(*out, rs, settings); err != nil {
 		return err
 	}
-	if err := stampFile(e, filepath.Join(*out, bench.Files[1])); err != nil {
+	if err := stampFile(e, filepath.Join(*out, bench.Files()[1])); err != nil {
 		return err
 	}
 	if j.path != "" {
@@ -130,7 +130,7 @@ func runBench(e *env, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.out, "\nwritten to %s (%s)\n", *out, strings.Join(bench.Files, ", "))
+	fmt.Fprintf(e.out, "\nwritten to %s (%s)\n", *out, strings.Join(bench.Files(), ", "))
 	return nil
 }
 

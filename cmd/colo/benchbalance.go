@@ -27,7 +27,7 @@ func runBenchBalance(e *env, args []string) error {
 			"Every training flag of colo train applies.")
 	st := newStudy(f, map[string]string{"app": "mlp", "machines": "12", "batch": "384", "bandwidth-random": "200mbit", "updater": "adam", "lr": "0.001"}) // seed 002's Table 1: Adam 0.001, 32 samples a worker
 	t := &st.t
-	schemes := f.String("schemes", strings.Join(balance.Schemes, ","), "comma-separated schemes: average, elastic, aware, oracle")
+	schemes := f.String("schemes", strings.Join(balance.Schemes(), ","), "comma-separated schemes: average, elastic, aware, oracle")
 	sizes := f.String("sizes", "3", "how many of the three model sizes, smallest first, or a list of their names (mobilenet/100, resnet50/100, alexnet/100)")
 	runs := f.Int("runs", 3, "trainings per size and scheme, interleaved; medians are reported")
 	rounds := f.Int("rounds", 40, "rounds of each training")
@@ -71,29 +71,30 @@ func runBenchBalance(e *env, args []string) error {
 			return res, err
 		},
 		func(dir string) error { return balancing.WriteDir(dir, res) }, "balance.json",
-		func(w io.Writer) error { return balancing.WriteTable(w, res.Table) }, balancing.Files)
+		func(w io.Writer) error { return balancing.WriteTable(w, res.Table) }, balancing.Files())
 }
 
 // pickSizes reads --sizes: a count of the sizes, smallest first, or a
 // list of their names.
 func pickSizes(v string) ([]balancing.Size, error) {
+	sizes := balancing.Sizes()
 	if n, err := strconv.Atoi(v); err == nil {
-		if n < 1 || n > len(balancing.Sizes) {
-			return nil, usageError("--sizes %d: want 1 to %d", n, len(balancing.Sizes))
+		if n < 1 || n > len(sizes) {
+			return nil, usageError("--sizes %d: want 1 to %d", n, len(sizes))
 		}
-		return balancing.Sizes[:n], nil
+		return sizes[:n], nil
 	}
 	var out []balancing.Size
 	var names []string
-	for _, s := range balancing.Sizes {
+	for _, s := range sizes {
 		names = append(names, s.Name)
 	}
 	for _, name := range splitList(v) {
-		i := slices.IndexFunc(balancing.Sizes, func(s balancing.Size) bool { return s.Name == name })
+		i := slices.IndexFunc(sizes, func(s balancing.Size) bool { return s.Name == name })
 		if i < 0 {
 			return nil, usageError("--sizes: no size %q: want a count or names among %s", name, strings.Join(names, ", "))
 		}
-		out = append(out, balancing.Sizes[i])
+		out = append(out, sizes[i])
 	}
 	return out, nil
 }

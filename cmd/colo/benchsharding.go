@@ -46,5 +46,5 @@ func runBenchSharding(e *env, args []string) error {
 			return res, err
 		},
 		func(dir string) error { return sharding.WriteDir(dir, res) }, "sharding.json",
-		func(w io.Writer) error { return sharding.WriteTable(w, res.Table) }, sharding.Files)
+		func(w io.Writer) error { return sharding.WriteTable(w, res.Table) }, sharding.Files())
 }

@@ -14,7 +14,7 @@ func runGen(e *env, args []string) error {
 			"  sparse    n × m entries, each nonzero with probability 1 - gamma\n"+
 			"  powerlaw  CTR-like: Zipf parameter popularity (--alpha), geometric\n"+
 			"            sample degrees around --avg-degree\n"+
-			"  presets   "+strings.Join(graph.SparsePresetNames, ", ")+" (seed 000 §6:\n"+
+			"  presets   "+strings.Join(graph.SparsePresetNames(), ", ")+" (seed 000 §6:\n"+
 			"            10^4 × 10^4 with gamma 0.999, 0.995, 0.991)\n"+
 			"Labels are ±1 from a hidden random linear model.")
 	n := f.Int("n", 10000, "number of samples")
@@ -49,7 +49,7 @@ func runGen(e *env, args []string) error {
 	default:
 		c, ok := graph.SparsePreset(kind, *seed)
 		if !ok {
-			return usageError("unknown generator %q: want sparse, powerlaw or one of %s", kind, strings.Join(graph.SparsePresetNames, ", "))
+			return usageError("unknown generator %q: want sparse, powerlaw or one of %s", kind, strings.Join(graph.SparsePresetNames(), ", "))
 		}
 		g, err = graph.Sparse(c)
 	}
