@@ -1,0 +1,106 @@
+"""Softmax regression on 20 Newsgroups with colo.torch.EmbeddingBag.
+
+The model is one EmbeddingBag(features + 1, 20, mode="sum") over the
+libsvm features (log1p of the counts, each document scaled to unit
+norm) with the documents' values as per_sample_weights; the extra row is
+the bias. The weights live on colo's servers, which run Adagrad; a step
+pulls only the rows of the batch's words.
+
+    python3 examples/torch/newsgroups.py                       # one process
+    colo run --machines 4 -- python3 examples/torch/newsgroups.py
+
+Options: --data DIR (20news-bydate), --epochs, --batch (per worker),
+--lr, --placement DIR (colo partition's output: each worker trains on
+the documents placed on it, and the rows are keyed as the placement's
+parameters).
+"""
+
+import argparse
+import lzma
+import os
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import colo
+import colo.kv
+import colo.torch
+from common import DATA, join, steps_per_epoch
+
+FEATURES, CLASSES = 61188, 20
+
+
+def load(path):
+    """Read a libsvm file: labels (0-based), values, feature ids (0-based)
+    and document offsets."""
+    labels, idx, val, off = [], [], [], [0]
+    with lzma.open(path, "rt") as f:
+        for line in f:
+            parts = line.split()
+            labels.append(int(parts[0]) - 1)
+            ii = np.array([int(p.split(":")[0]) - 1 for p in parts[1:]], dtype=np.int64)
+            vv = np.log1p(np.array([float(p.split(":")[1]) for p in parts[1:]], dtype=np.float32))
+            vv /= max(np.linalg.norm(vv), 1e-12)
+            idx.append(np.append(ii, FEATURES))  # the bias row
+            val.append(np.append(vv, np.float32(1)))
+            off.append(off[-1] + len(ii) + 1)
+    return (torch.tensor(labels), torch.from_numpy(np.concatenate(idx)), torch.from_numpy(np.concatenate(val)),
+            torch.tensor(off, dtype=torch.int64))
+
+
+def bags(data, docs):
+    """The input, offsets and weights of documents docs."""
+    y, idx, val, off = data
+    parts = [torch.arange(off[d], off[d + 1]) for d in docs]
+    lens = torch.tensor([len(p) for p in parts])
+    pos = torch.cat(parts)
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)[:-1]])
+    return idx[pos], offsets, val[pos], y[docs]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=os.path.join(DATA, "20news-bydate"))
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=0.5)
+    ap.add_argument("--placement", default=None)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    rule = colo.optim.Adagrad(args.lr)
+    join(rule)
+    train = load(os.path.join(args.data, "20news-bydate.train.libsvm.xz"))
+    test = load(os.path.join(args.data, "20news-bydate.test.libsvm.xz"))
+    n = len(train[0])
+    model = colo.torch.EmbeddingBag(FEATURES + 1, CLASSES, mode="sum", optimizer=rule, name="newsgroups",
+                                    init=colo.kv.zeros(), placed=args.placement is not None)
+    if args.placement:
+        mine = torch.tensor(list(colo.torch.PlacedSampler(n, args.placement, shuffle=False)))
+    else:
+        mine = torch.arange(colo.rank(), n, colo.size())
+    steps = steps_per_epoch(len(mine), args.batch)
+    g = torch.Generator().manual_seed(colo.rank())
+    t0 = time.time()
+    for epoch in range(args.epochs):
+        order = mine[torch.randperm(len(mine), generator=g)]
+        total = 0.0
+        for s in range(steps):
+            docs = order[(s * args.batch) % len(order):][:args.batch]
+            x, off, w, y = bags(train, docs)
+            loss = F.cross_entropy(model(x, off, per_sample_weights=w), y)
+            loss.backward()
+            total += loss.item()
+        colo.torch.synchronize()
+        colo.barrier()
+        if colo.rank() == 0:
+            with torch.no_grad():
+                x, off, w, y = bags(test, torch.arange(len(test[0])))
+                acc = (model(x, off, per_sample_weights=w).argmax(1) == y).float().mean().item()
+            print("epoch %d  loss %.4f  test accuracy %.4f  (%.1f s)" % (epoch + 1, total / steps, acc, time.time() - t0), flush=True)
+    colo.shutdown()
+
+
+if __name__ == "__main__":
+    main()
