@@ -54,6 +54,7 @@ package clib
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -69,6 +70,7 @@ import (
 	"colo/ps/sched"
 	"colo/ps/update"
 	"colo/ps/worker"
+	"colo/transport"
 	"colo/transport/mem"
 	"colo/transport/tcp"
 )
@@ -107,6 +109,15 @@ type Config struct {
 	// Local, when not nil, starts a cluster in this process: a scheduler
 	// and one machine (a server and this worker) on an in-memory network.
 	Local *Local `json:"local,omitempty"`
+	// Role is worker (the default) or machine: a server beside the
+	// worker in this process, which runs the rule of JobFile's job.
+	Role string `json:"role,omitempty"`
+	// JobFile is the job's envelope (colo run writes it): the servers'
+	// rule and the emulated links.
+	JobFile string `json:"job_file,omitempty"`
+	// Result is where Close writes the member's report (launch.Report's
+	// JSON: kind, rank, the node's counters).
+	Result string `json:"result,omitempty"`
 }
 
 // Local is a one-machine cluster in process.
@@ -145,6 +156,14 @@ func (c Config) Validate() error {
 	if c.Rule != nil {
 		if err := c.Rule.Validate(); err != nil {
 			return fmt.Errorf("rule: %w", err)
+		}
+	}
+	if c.Role != "" {
+		if _, err := roleOf(c.Role); err != nil {
+			return err
+		}
+		if r, _ := roleOf(c.Role); r == proto.RoleMachine && c.JobFile == "" && c.Local == nil {
+			return errors.New("role machine runs a server, whose rule comes from the job: set job_file (COLO_JOB_FILE)")
 		}
 	}
 	if c.Local != nil {
@@ -188,6 +207,9 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 		return nil
 	}
 	str(&c.Scheduler, "COLO_SCHEDULER")
+	str(&c.Role, "COLO_ROLE")
+	str(&c.JobFile, "COLO_JOB_FILE")
+	str(&c.Result, "COLO_RESULT")
 	if c.Scheduler == "" && getenv("DMLC_PS_ROOT_URI") != "" {
 		p := getenv("DMLC_PS_ROOT_PORT")
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
@@ -232,12 +254,14 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 // Session is one worker's membership of a cluster. Its methods are safe
 // for concurrent use.
 type Session struct {
-	n     *node.Node
-	w     *worker.Worker
-	rule  *update.Config
-	local *sched.Scheduler
-	net   *mem.Network
-	lo    uint64 // keys below are the placement's
+	n      *node.Node
+	w      *worker.Worker
+	rule   *update.Config
+	local  *sched.Scheduler
+	net    *mem.Network
+	lo     uint64 // keys below are the placement's
+	result string // the report's file
+	start  time.Time
 
 	mu     sync.Mutex
 	tables []*Table
@@ -251,7 +275,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Session{byName: map[string]*Table{}, rule: cfg.Rule}
+	s := &Session{byName: map[string]*Table{}, rule: cfg.Rule, result: cfg.Result}
 	nc := node.DefaultConfig()
 	nc.Role, nc.Rank, nc.Token = proto.RoleWorker, cfg.Rank, cfg.Token
 	nc.NumServers, nc.NumWorkers, nc.Host = cfg.NumServers, cfg.NumWorkers, cfg.Host
@@ -269,14 +293,38 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 			}
 		}
 		nc.Scheduler = cfg.Scheduler
-		nc.Network = node.TCP{Host: cfg.Host, Token: cfg.Token, TLS: tc}
+		var tune func(*tcp.Config)
+		if cfg.Role != "" {
+			nc.Role, _ = roleOf(cfg.Role)
+		}
+		if cfg.JobFile != "" {
+			job, err := ReadJobFile(cfg.JobFile)
+			if err != nil {
+				return nil, err
+			}
+			if s.rule == nil {
+				r := job.Rule
+				s.rule = &r
+			}
+			if nc.Role == proto.RoleMachine {
+				if nc.Rule, err = job.ServerRule(); err != nil {
+					return nil, err
+				}
+			}
+			rates, err := job.Rates()
+			if err != nil {
+				return nil, err
+			}
+			tune = rates.Tune(nil)
+		}
+		nc.Network = node.TCP{Host: cfg.Host, Token: cfg.Token, TLS: tc, Tune: tune}
 	}
 	n, err := node.Start(ctx, nc)
 	if err != nil {
 		s.closeLocal()
 		return nil, err
 	}
-	s.n, s.w = n, n.Worker()
+	s.n, s.w, s.start = n, n.Worker(), time.Now()
 	if wd := n.Assignment().Job.Width; wd != 0 {
 		s.Close()
 		return nil, fmt.Errorf("the job at %s has width %d: tables of a Python worker need per-key lengths (start the scheduler with --width 0, as colo run does)", cfg.Scheduler, wd)
@@ -398,7 +446,38 @@ func (s *Session) CloseWait(timeout time.Duration) error {
 		err = fmt.Errorf("the job did not end within %v of this worker's close: other workers still train", timeout)
 	}
 	s.n.Close()
+	if s.result != "" {
+		if werr := s.writeReport(err); werr != nil && err == nil {
+			err = werr
+		}
+	}
 	return err
+}
+
+// writeReport writes the member's report, as launch.Report spells it.
+func (s *Session) writeReport(jobErr error) error {
+	st := s.n.Stats()
+	var nodes []string
+	srv, wrk := s.n.IDs()
+	for _, id := range []transport.NodeID{srv, wrk} {
+		if id != 0 {
+			nodes = append(nodes, proto.Name(id))
+		}
+	}
+	role := "worker"
+	if srv != 0 {
+		role = "machine"
+	}
+	sum := map[string]any{"role": role, "nodes": nodes, "machine": st.Machine, "stats": st,
+		"started_unix_ns": s.start.UnixNano()}
+	if jobErr != nil {
+		sum["error"] = jobErr.Error()
+	}
+	b, err := json.Marshal(map[string]any{"kind": JobKind, "rank": s.Rank(), "node": sum})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(s.result, append(b, '\n'), 0o600)
 }
 
 // ParseRule reads an update.Config from JSON, with update.DefaultConfig

@@ -2,8 +2,12 @@ package clib
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -334,5 +338,101 @@ func TestFromEnv(t *testing.T) {
 	c = DefaultConfig()
 	if err := c.FromEnv(func(k string) string { return map[string]string{"DMLC_ROLE": "server"}[k] }); err == nil || !strings.Contains(err.Error(), "DMLC_ROLE") {
 		t.Fatalf("a server role: %v", err)
+	}
+}
+
+// TestMachines runs two sessions as machines (each a server beside its
+// worker, the rule from the job file, as colo run starts them): a pull
+// after the round sees both workers' pushes through the job's rule, and
+// each writes its report.
+func TestMachines(t *testing.T) {
+	const token = "clib-test"
+	sc := sched.DefaultConfig()
+	sc.NumServers, sc.NumWorkers, sc.Token = 2, 2, token
+	job := DefaultJob()
+	job.Rule, job.Machines = sgd(0.5), 2
+	if err := job.Scheduler(&sc); err != nil {
+		t.Fatal(err)
+	}
+	net := node.TCP{Token: token}
+	ep, err := net.Listen(proto.SchedulerID, tcp.NewIdentity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sched.Start(sc, ep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dir := t.TempDir()
+	jobFile := filepath.Join(dir, "job.json")
+	b, _ := json.Marshal(map[string]any{"kind": JobKind, "job": job})
+	if err := os.WriteFile(jobFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	got := make([][]float32, 2)
+	for r := range 2 {
+		wg.Go(func() {
+			cfg := DefaultConfig()
+			env := map[string]string{"COLO_SCHEDULER": ep.Addr(), "COLO_TOKEN": token, "COLO_RANK": fmt.Sprint(r), "COLO_ROLE": "machine",
+				"COLO_JOB_FILE": jobFile, "COLO_RESULT": filepath.Join(dir, fmt.Sprintf("r%d.json", r)), "COLO_NUM_SERVERS": "2", "COLO_NUM_WORKERS": "2"}
+			if errs[r] = cfg.FromEnv(func(k string) string { return env[k] }); errs[r] != nil {
+				return
+			}
+			ss, err := Open(context.Background(), cfg)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer func() {
+				if err := ss.CloseWait(20 * time.Second); errs[r] == nil {
+					errs[r] = err
+				}
+			}()
+			tb, err := ss.Declare(context.Background(), TableSpec{Name: "t", Rows: 1 << 20, Dim: 1})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			rows := []int64{1, 1<<20 - 1}
+			k, err := tb.Push(rows, []float32{1, 2})
+			if err == nil {
+				err = k.Wait()
+			}
+			got[r] = make([]float32, 2)
+			if err == nil {
+				k, err = tb.Pull(rows, got[r])
+			}
+			if err == nil {
+				err = k.Wait()
+			}
+			errs[r] = err
+		})
+	}
+	wg.Wait()
+	for r := range 2 {
+		if errs[r] != nil {
+			t.Fatalf("machine %d: %v", r, errs[r])
+		}
+		if want := []float32{-1, -2}; !slices.Equal(got[r], want) {
+			t.Errorf("machine %d pulled %v, want %v", r, got[r], want)
+		}
+		var rep struct {
+			Kind string
+			Rank int
+			Node struct {
+				Role  string
+				Stats node.Stats
+			}
+		}
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("r%d.json", r)))
+		if err == nil {
+			err = json.Unmarshal(b, &rep)
+		}
+		if err != nil || rep.Kind != JobKind || rep.Rank != r || rep.Node.Role != "machine" || rep.Node.Stats.Inter.BytesSent == 0 {
+			t.Errorf("machine %d's report: %+v, %v", r, rep, err)
+		}
 	}
 }

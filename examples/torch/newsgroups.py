@@ -2,8 +2,9 @@
 
 The model is one EmbeddingBag(features + 1, 20, mode="sum") over the
 libsvm features (log1p of the counts, each document scaled to unit
-norm) with the documents' values as per_sample_weights; the extra row is
-the bias. The weights live on colo's servers, which run Adagrad; a step
+norm) with the documents' values as per_sample_weights: row r is feature
+r, its index in the file (so that colo's placement of the file's
+parameters applies to the rows), and row 0 the bias. The weights live on colo's servers, which run Adagrad; a step
 pulls only the rows of the batch's words.
 
     python3 examples/torch/newsgroups.py                       # one process
@@ -33,17 +34,17 @@ FEATURES, CLASSES = 61188, 20
 
 
 def load(path):
-    """Read a libsvm file: labels (0-based), values, feature ids (0-based)
-    and document offsets."""
+    """Read a libsvm file: labels (0-based), feature ids (as in the file,
+    from 1; 0 is the bias), values and document offsets."""
     labels, idx, val, off = [], [], [], [0]
     with lzma.open(path, "rt") as f:
         for line in f:
             parts = line.split()
             labels.append(int(parts[0]) - 1)
-            ii = np.array([int(p.split(":")[0]) - 1 for p in parts[1:]], dtype=np.int64)
+            ii = np.array([int(p.split(":")[0]) for p in parts[1:]], dtype=np.int64)
             vv = np.log1p(np.array([float(p.split(":")[1]) for p in parts[1:]], dtype=np.float32))
             vv /= max(np.linalg.norm(vv), 1e-12)
-            idx.append(np.append(ii, FEATURES))  # the bias row
+            idx.append(np.append(ii, 0))  # the bias row
             val.append(np.append(vv, np.float32(1)))
             off.append(off[-1] + len(ii) + 1)
     return (torch.tensor(labels), torch.from_numpy(np.concatenate(idx)), torch.from_numpy(np.concatenate(val)),

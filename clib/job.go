@@ -1,0 +1,171 @@
+package clib
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"colo/ps/clock"
+	"colo/ps/node"
+	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/ps/sched"
+	"colo/ps/update"
+)
+
+// JobKind is the name of the kind of job whose workers are programs
+// linked with this client (colo run): the envelope {"kind": "torch",
+// "job": Job}.
+const JobKind = "torch"
+
+// Job is a job whose workers are programs linked with this client: what
+// the scheduler and the servers need, and what the workers check. The
+// servers run Rule for every key; Route, when set, is the routing table
+// of a placement (route.Table's MarshalBinary, base64 in the JSON).
+type Job struct {
+	// Consistency is bsp, async or bounded; Tau bounded's delay.
+	Consistency string `json:"consistency"`
+	Tau         int    `json:"tau,omitempty"`
+	// Rule is the servers' update rule.
+	Rule update.Config `json:"rule"`
+	// Route is the placement's routing table; empty splits the key space
+	// evenly.
+	Route []byte `json:"route,omitempty"`
+	// LinkBandwidth (a rate such as 100mbit) and BandwidthMatrix (a file)
+	// emulate the links between machines, as colo train's flags.
+	LinkBandwidth   string `json:"link_bandwidth,omitempty"`
+	BandwidthMatrix string `json:"bandwidth_matrix,omitempty"`
+	// Machines is the number of machines (a server and a worker each), or
+	// Servers and Workers the numbers of each apart.
+	Machines int `json:"machines,omitempty"`
+	Servers  int `json:"servers,omitempty"`
+	Workers  int `json:"workers,omitempty"`
+}
+
+// DefaultJob returns a BSP job whose servers add what they are pushed.
+func DefaultJob() Job {
+	r := update.DefaultConfig()
+	return Job{Consistency: "bsp", Rule: r}
+}
+
+// Validate checks j; errors name the field.
+func (j Job) Validate() error {
+	mode, err := clock.ParseMode(j.Consistency)
+	if err != nil {
+		return fmt.Errorf("consistency: %w", err)
+	}
+	if err := (clock.Config{Mode: mode, Tau: j.Tau}).Validate(); err != nil {
+		return err
+	}
+	if err := j.Rule.Validate(); err != nil {
+		return fmt.Errorf("rule: %w", err)
+	}
+	if j.Rule.L1 != 0 || j.Rule.L2 != 0 || j.Rule.Name == "ftrl" {
+		return fmt.Errorf("rule %s with l1 %v, l2 %v: the servers hold displacements from the initial values, so weight decay and FTRL are not available", j.Rule.Name, j.Rule.L1, j.Rule.L2)
+	}
+	if len(j.Route) > 0 {
+		if _, err := route.Unmarshal(j.Route); err != nil {
+			return fmt.Errorf("route: %w", err)
+		}
+	}
+	if j.Machines < 0 || j.Servers < 0 || j.Workers < 0 || (j.Machines > 0) == (j.Servers > 0 || j.Workers > 0) || (j.Machines == 0 && (j.Servers == 0 || j.Workers == 0)) {
+		return fmt.Errorf("machines %d, servers %d, workers %d: want machines, or servers and workers apart", j.Machines, j.Servers, j.Workers)
+	}
+	return nil
+}
+
+// DecodeJob reads a job: DefaultJob for the fields it omits, unknown
+// fields refused, then validated.
+func DecodeJob(raw []byte) (Job, error) {
+	j := DefaultJob()
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&j); err != nil {
+		return j, fmt.Errorf("job of kind %s: %w", JobKind, err)
+	}
+	if err := j.Validate(); err != nil {
+		return j, fmt.Errorf("job of kind %s: %w", JobKind, err)
+	}
+	return j, nil
+}
+
+// ReadJobFile reads the job of the envelope at path, which must be of
+// kind JobKind.
+func ReadJobFile(path string) (Job, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Job{}, err
+	}
+	defer f.Close()
+	var env struct {
+		Kind string          `json:"kind"`
+		Job  json.RawMessage `json:"job"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, 1<<30)).Decode(&env); err != nil {
+		return Job{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if env.Kind != JobKind {
+		return Job{}, fmt.Errorf("%s: a job of kind %q, want %q (a job colo run writes)", path, env.Kind, JobKind)
+	}
+	j, err := DecodeJob(env.Job)
+	if err != nil {
+		return j, fmt.Errorf("%s: %w", path, err)
+	}
+	return j, nil
+}
+
+// Scheduler configures the scheduler of j: per-key lengths, the
+// consistency model and the placement's table.
+func (j Job) Scheduler(cfg *sched.Config) error {
+	mode, err := clock.ParseMode(j.Consistency)
+	if err != nil {
+		return err
+	}
+	cfg.Width, cfg.Clock = 0, clock.Config{Mode: mode, Tau: j.Tau}
+	if len(j.Route) > 0 {
+		t, err := route.Unmarshal(j.Route)
+		if err != nil {
+			return fmt.Errorf("route: %w", err)
+		}
+		if cfg.NumServers > 0 && t.Servers() != cfg.NumServers {
+			return fmt.Errorf("the placement's table has %d servers, the job %d", t.Servers(), cfg.NumServers)
+		}
+		cfg.Table, cfg.NumKeys = t, t.NumKeys()
+	}
+	return nil
+}
+
+// Rates returns the emulated rates of j's links: between machines, or
+// with servers apart from workers, between every two nodes (node.Apart).
+func (j Job) Rates() (node.Rates, error) {
+	apart := j.Machines == 0
+	n := j.Machines
+	if apart {
+		n = j.Servers + j.Workers
+	}
+	r, err := node.ParseRates(j.LinkBandwidth, j.BandwidthMatrix, n)
+	if err != nil {
+		return r, err
+	}
+	if apart {
+		r.Host = node.Apart(j.Servers)
+	}
+	return r, nil
+}
+
+// ServerRule returns the servers' rule.
+func (j Job) ServerRule() (update.Rule, error) { return update.New(j.Rule) }
+
+// roleOf reads a role for a session: worker or machine.
+func roleOf(s string) (proto.Role, error) {
+	r, err := proto.ParseRole(s)
+	if err != nil {
+		return 0, err
+	}
+	if r != proto.RoleWorker && r != proto.RoleMachine {
+		return 0, fmt.Errorf("role %s: a program linked with colo is a worker or a machine (a server and a worker)", r)
+	}
+	return r, nil
+}
