@@ -158,6 +158,9 @@ func TestClusterRuns(t *testing.T) {
 	f := &fakeStarter{}
 	c := fakeCluster(t, f, fakeJob{}, 5)
 	c.Machines, c.Servers, c.Workers = 0, 2, 3
+	// A temporary directory of the test's own, so that another process's
+	// job directory in the shared one cannot be taken for this job's.
+	t.Setenv("TMPDIR", t.TempDir())
 	var dir string
 	c.OnStart = func(string) {
 		m, _ := filepath.Glob(filepath.Join(os.TempDir(), "colo-job-*", "job.json"))
