@@ -7,15 +7,14 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"colo/checkpoint"
 	"colo/graph"
+	"colo/internal/tempdir"
 	"colo/placement"
 	"colo/train"
 	"colo/transport"
@@ -116,9 +115,10 @@ const RecoverWait = JoinTimeout
 // Deploy runs d on a new cluster of processes and removes everything it
 // made. The first process to fail is named in the error (a *Failure),
 // with the last lines of its standard error; the others are killed after
-// the supervisor's grace period. SIGINT and SIGTERM stop the cluster.
+// the supervisor's grace period. SIGINT, SIGTERM and SIGHUP stop the cluster
+// (tempdir.Stop), its temporary directory removed.
 func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(ctx)
 	defer stop()
 	if pd.Deadline > 0 {
 		var cancel context.CancelFunc
@@ -159,7 +159,7 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 }
 
 // deploy runs d once.
-func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Outcome, error) {
+func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.Outcome, err error) {
 	cfg := d.Job.Config
 	k := cfg.Machines
 	if cfg.RandomBandwidth > 0 && !pd.Netns {
@@ -180,11 +180,11 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "colo-train-")
+	dir, err := tempdir.Make("colo-train-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer tempdir.Remove(dir, &err)
 	job := d.Job
 	if pd.Graph != nil {
 		pdir := filepath.Join(dir, "placement")

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"colo/internal/tempdir"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
@@ -40,7 +42,7 @@ type procMetrics struct {
 }
 
 func newClusterMetrics() (*clusterMetrics, error) {
-	dir, err := os.MkdirTemp("", "colo-metrics-")
+	dir, err := tempdir.Make("colo-metrics-")
 	if err != nil {
 		return nil, err
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
+	"colo/internal/tempdir"
 	"colo/ps/proto"
 )
 
@@ -200,7 +200,7 @@ func WorkerEnv(rank int, scheduler, host, jobFile, result string, servers, worke
 // the first member to fail (a *Failure naming it, with the last lines of
 // its standard error) when one did; the other processes are killed after
 // the grace period, and none outlives Run. ctx done stops the cluster.
-func (c *Cluster) Run(ctx context.Context) (*Outcome, error) {
+func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -208,11 +208,11 @@ func (c *Cluster) Run(ctx context.Context) (*Outcome, error) {
 	if st == nil {
 		st = Loopback{}
 	}
-	dir, err := os.MkdirTemp("", "colo-job-")
+	dir, err := tempdir.Make("colo-job-")
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer tempdir.Remove(dir, &err)
 	jobFile := filepath.Join(dir, "job.json")
 	if err := c.Envelope.WriteFile(jobFile); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)

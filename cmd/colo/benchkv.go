@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"colo/bench/kv"
+	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/metrics"
 )
@@ -51,7 +50,7 @@ func runBenchKV(e *env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	start := time.Now()
 	recs, err := kv.Run(ctx, cfg)

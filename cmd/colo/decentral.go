@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"colo/bench/rcd"
 	"colo/gossip"
 	"colo/gossip/job"
+	"colo/internal/tempdir"
 	"colo/shard"
 	"colo/train"
 )
@@ -69,7 +68,7 @@ func runGossipWorker(e *env, args []string) error {
 	if *spec == "" || *out == "" || *rank < 0 {
 		return usageError("--spec, --rank and --out are required")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	return job.RunProcess(ctx, *spec, *rank, *host, *rendezvous, *out, e.out)
 }
@@ -232,7 +231,7 @@ func runDecentral(e *env, args []string) error {
 		j.App, alg, cfg.Workers, topologyWords(cfg), cfg.LocalSteps, spec.Name(), secs)
 	ph := startPhase(e, "train "+alg, int64(cfg.Epochs))
 	cfg.Progress = func(ep int) { ph.step("epoch", int64(ep), int64(cfg.Epochs), "") }
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	var rep *job.Report
 	if d.processes || d.netns {
@@ -355,7 +354,7 @@ func runBenchRCD(e *env, args []string) error {
 	cfg.Diverged = func(v rcd.Variant, r int, err error) {
 		fmt.Fprintf(e.errOut, "%s run %d/%d: %v (recorded; the comparison goes on)\n", v.Name(), r, *runs, err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	res, err := rcd.Run(ctx, cfg, data)
 	if err != nil {

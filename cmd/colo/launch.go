@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"colo/internal/tempdir"
 	"colo/launch"
 )
 
@@ -51,7 +49,7 @@ func runLaunch(e *env, args []string) error {
 	if _, err := cfg.TLS.Load(); err != nil {
 		return usageError("%v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()

@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"colo/app/smoke"
 	"colo/dashboard"
+	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/metrics"
 	"colo/ps/clock"
@@ -145,7 +144,7 @@ func runNode(e *env, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	var logf func(format string, args ...any) // nil: quiet
 	if nf.verbose {

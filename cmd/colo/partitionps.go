@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"colo/graph"
+	"colo/internal/tempdir"
 	"colo/partition"
 	"colo/partition/distparsa"
 	"colo/partition/ooc"
@@ -145,7 +143,7 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	if p.write != "" {
 		return p.writeJob(e, job)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	ph := startPhase(e, fmt.Sprintf("partition %s on %d processes", algo, p.processes), 0)
 	start := time.Now()
@@ -230,7 +228,7 @@ func (p *psFlags) writeJob(e *env, job distparsa.Job) error {
 // run partitions g with Parsa on a parameter server in this process
 // (--ps-workers W) and records the run's report in details.
 func (p *psFlags) run(f *cmdFlags, g *graph.Graph, opt partition.Options, details map[string]any) (*placement.Placement, error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	opt, cfg := p.setup(f, opt)
 	pl, rep, err := distparsa.InProcess(ctx, g, opt, cfg, nil)

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"colo/app"
+	"colo/internal/tempdir"
 	"colo/train"
 )
 
@@ -65,7 +64,7 @@ func (s *study) run(e *env, data string, job train.Job, what string, experiment 
 		return err
 	}
 	fmt.Fprintf(e.errOut, "%s: %s; %s\n", data, describeData(opened.Data), what)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	res, err := experiment(ctx, opened.Data)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"colo/gossip"
 	"colo/internal/atomicfile"
+	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/ps/node"
 	"colo/train"
@@ -77,7 +78,7 @@ type Procs struct {
 // network namespaces (p): it writes the ProcSpec to a temporary
 // directory, starts rank 0 and then the others, waits for all, reads
 // their reports and assembles the result.
-func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Config, shards [][]int32, p Procs) (*Report, error) {
+func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Config, shards [][]int32, p Procs) (_ *Report, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -98,11 +99,11 @@ func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Confi
 		defer ns.Close()
 		starter, link = ns, 0 // tc shapes the links
 	}
-	dir, err := os.MkdirTemp("", "colo-gossip-")
+	dir, err := tempdir.Make("colo-gossip-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer tempdir.Remove(dir, &err)
 	spec := ProcSpec{Job: j, Gossip: cfg, Shards: shards, Link: link, Token: launch.NewToken()}
 	spec.Gossip.Progress = nil
 	specPath := filepath.Join(dir, "spec.json")
