@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 
+	"colo/internal/ratelog"
 	"colo/ps/proto"
 	"colo/transport"
 	"colo/transport/mem"
@@ -125,7 +126,14 @@ func earlyPush(h *transport.Header, nvals int) bool {
 // connection to the endpoint of node id through logf: "scheduler:
 // refused a connection from 10.0.0.9:41234 (claiming to be worker 0):
 // refused: wrong cluster token: the dialer's proof did not match".
+//
+// At most proto.RefusalBurst lines go out per proto.RefusalPeriod; the others are
+// counted, and the count is logged ("scheduler: suppressed 811 more
+// refused connections in 30s") with the next line or at the end of the
+// period. What the stranger sent is quoted in the error (see tcp's
+// handshake), so it cannot pass for the node's own words.
 func RefusedLogger(id transport.NodeID, logf func(format string, args ...any)) func(string, transport.NodeID, error) {
+	logf = ratelog.Logger(logf, proto.RefusalBurst, proto.RefusalPeriod, proto.Name(id)+": refused connections")
 	return func(addr string, claimed transport.NodeID, err error) {
 		who := "no valid hello"
 		if claimed != 0 {

@@ -110,6 +110,14 @@ const MaxRank = 1 << 20
 // MaxEvaluators bounds the number of evaluators.
 const MaxEvaluators = 64
 
+// A node logs at most RefusalBurst refused connections or registrations
+// per RefusalPeriod, and counts the others (a stranger dialing a port in
+// a loop costs a few lines and a count, not a line a connection).
+const (
+	RefusalBurst  = 5
+	RefusalPeriod = 30 * time.Second
+)
+
 // provisional is the first provisional id, evaluators the first
 // evaluator's.
 const (

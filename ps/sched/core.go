@@ -63,6 +63,7 @@ import (
 	"strings"
 	"time"
 
+	"colo/internal/ratelog"
 	"colo/ps/clock"
 	"colo/ps/proto"
 	"colo/ps/route"
@@ -218,6 +219,7 @@ type Core struct {
 	machines int
 	barriers map[string]map[transport.NodeID]proto.Barrier
 	logs     []string
+	refusals ratelog.Limiter // of the refusals logged
 	out      []Out
 	// epoch counts the pauses; while paused, lost holds the failed
 	// nodes' machine index by id, cause the failure and resumeBy the
@@ -330,6 +332,23 @@ func (c *Core) logf(format string, args ...any) {
 	c.logs = append(c.logs, fmt.Sprintf(format, args...))
 }
 
+// refusedf logs a refusal through the core's limiter: proto.RefusalBurst
+// lines per proto.RefusalPeriod, the others counted and the count logged
+// with the next refusal let through or at the first tick after the
+// period.
+func (c *Core) refusedf(format string, args ...any) {
+	if c.refusals.Period == 0 {
+		c.refusals = ratelog.Limiter{Burst: proto.RefusalBurst, Period: c.cfg.Ticks(proto.RefusalPeriod)}
+	}
+	ok, suppressed := c.refusals.Allow(c.tick)
+	if suppressed > 0 {
+		c.logf("suppressed %d more refusals in %v", suppressed, proto.RefusalPeriod)
+	}
+	if ok {
+		c.logf(format, args...)
+	}
+}
+
 // send queues a message, with the address of a member that has one.
 func (c *Core) send(to transport.NodeID, addr string, cmd uint16, v any) {
 	if mb := c.members[to]; addr == "" && mb != nil {
@@ -389,7 +408,7 @@ func (c *Core) Handle(m *transport.Message) []Out {
 func (c *Core) register(from transport.NodeID, r proto.Register) {
 	refuse := func(format string, args ...any) {
 		reason := fmt.Sprintf(format, args...)
-		c.logf("refused %s at %s: %s", r.Role, r.Addr, reason)
+		c.refusedf("refused %s at %q: %s", r.Role, r.Addr, reason)
 		c.send(from, r.Addr, proto.CmdRefuse, proto.Refuse{Reason: reason})
 	}
 	if !proto.IsProvisional(from) {
@@ -879,14 +898,14 @@ func (c *Core) Down(pe *transport.PeerError) []Out {
 	c.out = c.out[:0]
 	if proto.IsProvisional(pe.Peer) {
 		if errors.Is(pe.Err, transport.ErrRefused) {
-			c.logf("refused a node at %s: %v", pe.Addr, pe.Err)
+			c.refusedf("refused a node at %s: %v", pe.Addr, pe.Err)
 		}
 		return c.out
 	}
 	mb := c.members[pe.Peer]
 	if mb == nil {
 		if errors.Is(pe.Err, transport.ErrRefused) {
-			c.logf("refused node %d at %s: %v", pe.Peer, pe.Addr, pe.Err)
+			c.refusedf("refused node %d at %s: %v", pe.Peer, pe.Addr, pe.Err)
 		}
 		return c.out
 	}
@@ -921,6 +940,9 @@ func (c *Core) SendFailed(to transport.NodeID, err error) []Out {
 func (c *Core) Tick() []Out {
 	c.out = c.out[:0]
 	c.tick++
+	if n := c.refusals.Due(c.tick); n > 0 {
+		c.logf("suppressed %d more refusals in %v", n, proto.RefusalPeriod)
+	}
 	if c.phase == ended {
 		return c.out
 	}

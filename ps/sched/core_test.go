@@ -2,7 +2,9 @@ package sched
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -389,5 +391,46 @@ func TestValidateHeartbeat(t *testing.T) {
 	c.Heartbeat, c.Timeout = MinHeartbeat, 2*MinHeartbeat
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRefusalsRateLimited: a flood of bad registrations logs
+// proto.RefusalBurst refusals, quoting the stranger's address, and one
+// count of the rest at the first tick after proto.RefusalPeriod; every
+// registration is still refused.
+func TestRefusalsRateLimited(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NumServers, cfg.NumWorkers, cfg.Token = 1, 1, "tok"
+	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, time.Hour
+	c, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const flood = 100
+	forged := "b\nscheduler: worker 0 failed"
+	for i := range flood {
+		outs := c.Handle(msg(proto.Provisional(uint32(2+i)), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: "bad", Addr: forged, Rank: -1}))
+		if len(find(outs, proto.CmdRefuse)) != 1 {
+			t.Fatalf("registration %d not refused: %+v", i, outs)
+		}
+	}
+	logs := c.Logs()
+	if len(logs) != proto.RefusalBurst {
+		t.Fatalf("%d lines for %d refusals, want %d: %q", len(logs), flood, proto.RefusalBurst, logs)
+	}
+	if want := `refused machine at "b\nscheduler: worker 0 failed": `; !strings.HasPrefix(logs[0], want) {
+		t.Errorf("log %q, want it to start %q", logs[0], want)
+	}
+	period := c.cfg.Ticks(proto.RefusalPeriod)
+	for range period - 1 {
+		c.Tick()
+	}
+	if logs := c.Logs(); len(logs) != 0 {
+		t.Fatalf("before the period ended: %q", logs)
+	}
+	c.Tick()
+	want := fmt.Sprintf("suppressed %d more refusals in %v", flood-proto.RefusalBurst, proto.RefusalPeriod)
+	if logs := c.Logs(); !slices.Contains(logs, want) {
+		t.Fatalf("after the period: %q, want %q", logs, want)
 	}
 }

@@ -397,7 +397,7 @@ func handshake(rw io.ReadWriter, from, to transport.NodeID, token string, pub []
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s", transport.ErrRefused, refusal.reason)
+		return fmt.Errorf("%w: %q", transport.ErrRefused, refusal.reason)
 	}
 	if c.id != to {
 		// The acceptor refuses a hello for another node, so this one
@@ -442,7 +442,7 @@ func handshake(rw io.ReadWriter, from, to transport.NodeID, token string, pub []
 	case err != nil:
 		return err
 	case !r.accepted:
-		return fmt.Errorf("%w: %s", transport.ErrRefused, r.reason)
+		return fmt.Errorf("%w: %q", transport.ErrRefused, r.reason)
 	case r.id != to:
 		return fmt.Errorf("%w: reached node %d", transport.ErrRefused, r.id)
 	}
@@ -505,7 +505,7 @@ func accept(rw io.ReadWriter, self transport.NodeID, token string, pub []byte, k
 		return h.from, err
 	}
 	if !ok {
-		return h.from, fmt.Errorf("%w by the dialer: %s", transport.ErrRefused, refusal.reason)
+		return h.from, fmt.Errorf("%w by the dialer: %q", transport.ErrRefused, refusal.reason)
 	}
 	want := mac(secret, labelDialer, h.from, h.to, &h.nonce, &c.nonce)
 	if !hmac.Equal(proof[:], want[:]) {

@@ -109,7 +109,7 @@ func TestWrongTokenRefused(t *testing.T) {
 			// The acceptor says whom it refused and why, as a log line, not
 			// as a failure of node 7.
 			r := nextRefusal(t, refused)
-			if r.claimed != 7 || !errors.Is(r.err, transport.ErrRefused) || r.err.Error() != "refused by the dialer: wrong cluster token: the acceptor's proof did not match" || r.addr == "" {
+			if r.claimed != 7 || !errors.Is(r.err, transport.ErrRefused) || r.err.Error() != `refused by the dialer: "wrong cluster token: the acceptor's proof did not match"` || r.addr == "" {
 				t.Fatalf("acceptor: %+v", r)
 			}
 			t.Logf("dialer: %v\nacceptor: %s claiming node %d: %v", err, r.addr, r.claimed, r.err)
@@ -251,7 +251,7 @@ func TestSpoofedHandshakes(t *testing.T) {
 		{"oversized refusal", appendHello(nil, withToken(0)), func(challenge) []byte { return oversized }, 0, "reason of 1025 bytes, limit 1024"},
 		{"refusal forging a log line", appendHello(nil, withToken(0)), func(challenge) []byte {
 			return appendReply(nil, reply{reason: "no\nscheduler: worker 0 failed\x1b[2K"})
-		}, 0, "refused by the dialer: no?scheduler: worker 0 failed?[2K"},
+		}, 0, `refused by the dialer: "no?scheduler: worker 0 failed?[2K"`}, // quoted: the peer's words, not this node's
 		{"silent after the challenge", appendHello(nil, withToken(0)), func(challenge) []byte { return nil }, 0, "i/o timeout"},
 		{"silent after part of a hello", appendHello(nil, withToken(0))[:10], nil, 0, "i/o timeout"},
 	} {

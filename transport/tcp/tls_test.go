@@ -182,8 +182,8 @@ func TestTLSStrangers(t *testing.T) {
 	}{
 		{"another CA", func(c *Config) { c.TLS = foreign }, "refused: remote error: tls: unknown certificate authority", "TLS handshake: tls: failed to verify certificate: x509: certificate signed by unknown authority"},
 		{"distrusts the CA", func(c *Config) { c.TLS = distrust }, "refused: TLS handshake: tls: failed to verify certificate: x509: certificate signed by unknown authority", "TLS handshake: remote error: tls: bad certificate"},
-		{"no TLS", func(c *Config) {}, "refused: this node runs TLS and the dialer does not (--tls-cert, --tls-key, --tls-ca)", "TLS handshake: tls: first record does not look like a TLS handshake (a colo node without TLS)"},
-		{"wrong token", func(c *Config) { c.TLS, c.Token = tlsConfig(t, ca, "member"), "wrong" }, "wrong cluster token", "refused by the dialer: wrong cluster token"},
+		{"no TLS", func(c *Config) {}, `refused: "this node runs TLS and the dialer does not (--tls-cert, --tls-key, --tls-ca)"`, "TLS handshake: tls: first record does not look like a TLS handshake (a colo node without TLS)"},
+		{"wrong token", func(c *Config) { c.TLS, c.Token = tlsConfig(t, ca, "member"), "wrong" }, "wrong cluster token", `refused by the dialer: "wrong cluster token`},
 	} {
 		st := newEndpoints(t, 1, func(cfg *Config) {
 			cfg.ID = 0 // claims to be node 0, whose link is up
