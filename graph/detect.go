@@ -2,6 +2,8 @@ package graph
 
 import (
 	"colo/internal/decompress"
+	"encoding/binary"
+	"strings"
 
 	"bufio"
 	"bytes"
@@ -199,6 +201,9 @@ func decode(r io.Reader, name string, opt LoadOptions) (_ io.Reader, _ Format, _
 			// line where it happened.
 			dr = io.MultiReader(bytes.NewReader(bytes.Clone(head)), errReader{readErr})
 		}
+		if err := idxHint(head, name); err != nil {
+			return nil, "", nil, err
+		}
 		format, err = DetectFormat(head)
 		switch {
 		case err != nil && readErr != nil && readErr != io.EOF:
@@ -212,6 +217,34 @@ func decode(r io.Reader, name string, opt LoadOptions) (_ io.Reader, _ Format, _
 		}
 	}
 	return dr, format, closeFn, nil
+}
+
+// idxHint returns the error for an idx file (MNIST's binary format, read
+// by colo's dense applications): head starts with its magic number, two
+// zero bytes, an element type (0x08, 0x09, 0x0B to 0x0E) and 1 to 4
+// dimensions, and its first dimension is not zero. Text never starts
+// with two zero bytes, so nothing else is taken for one.
+func idxHint(head []byte, name string) error {
+	if len(head) < 8 || head[0] != 0 || head[1] != 0 || head[3] < 1 || head[3] > 4 ||
+		(head[2] != 0x08 && head[2] != 0x09 && (head[2] < 0x0B || head[2] > 0x0E)) {
+		return nil
+	}
+	nd := int(head[3])
+	n := binary.BigEndian.Uint32(head[4:])
+	if nd == 1 {
+		return fmt.Errorf("%s is an idx label file (%d labels, MNIST's binary format), not sparse text: "+
+			"give it to --labels beside its images: colo train IMAGES-idx3-ubyte --app mlp --labels %s", name, n, name)
+	}
+	shape := fmt.Sprintf("in %d dimensions", nd)
+	if len(head) >= 4+4*nd {
+		dims := make([]string, nd-1)
+		for i := range dims {
+			dims[i] = strconv.FormatUint(uint64(binary.BigEndian.Uint32(head[8+4*i:])), 10)
+		}
+		shape = "of " + strings.Join(dims, "×")
+	}
+	return fmt.Errorf("%s is an idx image file (%d images %s, MNIST's binary format), not sparse text: "+
+		"train it with --app mlp (or cnn) --labels LABELS-idx1-ubyte", name, n, shape)
 }
 
 // errReader is a reader that fails with err.

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -227,4 +228,36 @@ func testText(n int) []byte {
 		fmt.Fprintf(&b, "%d %d:1 %d:0.5 %d:2\n", i%2, i%7+1, i%11+8, i%13+20)
 	}
 	return b.Bytes()
+}
+
+// TestIDXHint: an idx file (MNIST's images or labels, raw or gzip'd)
+// given where sparse text is read is named as one, with what to use
+// instead; bytes that only look alike are not taken for one.
+func TestIDXHint(t *testing.T) {
+	images := []byte{0, 0, 0x08, 3, 0, 0, 0x27, 0x10, 0, 0, 0, 28, 0, 0, 0, 28}
+	images = append(images, make([]byte, 100)...)
+	labels := append([]byte{0, 0, 0x08, 1, 0, 0, 0xea, 0x60}, 5, 0, 4, 1, 9, 2)
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write(images)
+	w.Close()
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"images", images, "images is an idx image file (10000 images of 28×28, MNIST's binary format), not sparse text: train it with --app mlp (or cnn) --labels LABELS-idx1-ubyte"},
+		{"images.gz", gz.Bytes(), "images.gz is an idx image file (10000 images of 28×28"},
+		{"labels", labels, "labels is an idx label file (60000 labels, MNIST's binary format), not sparse text: give it to --labels beside its images: colo train IMAGES-idx3-ubyte --app mlp --labels labels"},
+		{"type 0x0A", []byte{0, 0, 0x0A, 1, 0, 0, 0, 1, 7}, ""},
+		{"5 dimensions", []byte{0, 0, 0x08, 5, 0, 0, 0, 1, 7}, ""},
+	} {
+		_, err := Read(bytes.NewReader(c.data), c.name, DefaultLoadOptions())
+		switch {
+		case c.want == "" && (err == nil || strings.Contains(err.Error(), "is an idx")):
+			t.Errorf("%s: %v, want an error that is no idx hint", c.name, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
+			t.Errorf("%s: %v\nwant %s", c.name, err, c.want)
+		}
+	}
 }
