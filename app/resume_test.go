@@ -129,7 +129,8 @@ func TestResumeBitForBit(t *testing.T) {
 			}
 
 			every := job
-			every.Config.Checkpoint = train.Checkpoint{Dir: t.TempDir(), Every: 5}
+			// Every checkpoint due is taken, however fast the rounds.
+			every.Config.Checkpoint = train.Checkpoint{Dir: t.TempDir(), Every: 5, Wait: true}
 			res, got := runResumable(t, every)
 			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(losses(res), losses(straight)) {
 				t.Fatalf("checkpointing changed the training:\n%v\nwant %v", losses(res), losses(straight))

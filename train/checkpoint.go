@@ -16,25 +16,46 @@ import (
 // Checkpoints and resuming (package checkpoint stores the files).
 //
 // Every Checkpoint.Every rounds, at a round boundary, the workers take a
-// checkpoint of the whole job:
+// checkpoint of the whole job, off the training path:
 //
-//  1. a barrier: every worker's pushes of the round are acknowledged, so
-//     every server has applied them (under BSP the round is summed; under
-//     bounded delay and async each push is applied before its
-//     acknowledgement) and nothing of the next round is in flight;
-//  2. worker rank s mod W asks server s for the snapshot of its store
-//     (worker.Worker.Save: the values and update rule states of every key
-//     it holds) and writes it, and every worker writes its progress
-//     (WorkerState: pass, batch, rounds, the pass's sums so far, the
-//     passes, and the state its part keeps, see StatefulPart), each file
-//     atomically;
-//  3. an all-reduce gathers every file's size and CRC-32C, and worker 0
-//     writes the MANIFEST naming the round and the job, which completes
-//     the checkpoint, then prunes all but the newest Keep.
+//  1. an all-reduce, which is the barrier: every worker's pushes of the
+//     round are acknowledged, so every server has applied them (under
+//     BSP the round is summed; under bounded delay and async each push
+//     is applied before its acknowledgement) and nothing of the next
+//     round is in flight. It carries whether a worker's writer of the
+//     previous checkpoint is still at work: if any is, every worker
+//     skips this checkpoint and counts it (Checkpointer.Skipped), and
+//     training goes on at once; no worker waits for a writer (unless
+//     Checkpoint.Wait asks it to, so that every due checkpoint is
+//     taken);
+//  2. the capture, in memory: worker rank s mod W asks server s for the
+//     snapshot of its store (worker.Worker.Save: a copy of the values
+//     and update rule states of every key it holds), and every worker
+//     encodes its progress (WorkerState: pass, batch, rounds, the pass's
+//     sums so far, the passes, and the state its part keeps, see
+//     StatefulPart); a barrier, so that no worker pushes the next round
+//     before every server's snapshot is taken. Training goes on from
+//     here;
+//  3. a writer goroutine per worker writes the snapshots and the state,
+//     each file atomically, then an all-reduce in the workers' subgroup
+//     WriterGroup (barrier numbers of its own, so that it runs beside
+//     the loop's) gathers every file's size and CRC-32C and whether a
+//     writer failed, and worker 0's writer writes the MANIFEST naming the
+//     round and the job, which completes the checkpoint, then prunes all
+//     but the newest Keep.
 //
-// The files of one checkpoint are thus of the same round on every node.
-// Training stops for the barrier and the copies: a snapshot is a copy of
-// the store, written while the other servers' snapshots are taken.
+// The files of one checkpoint are thus of the same round on every node,
+// and the manifest is written after every file, as before. What training
+// pays is the barrier and the copies of step 2 (Checkpointer.Seconds);
+// encoding, checksums, writing and fsync are the writer's
+// (WriteSeconds). A writer's failure to write is returned at the next
+// checkpoint or at the end of the loop, and fails the job; a writer that
+// meets a pause is waited for before the rollback, so that worker 0
+// picks the checkpoint to roll back to when no manifest can appear any
+// more. At the end of the loop the writer is waited for, and the
+// checkpoint of the last round, when it was skipped, is taken then (no
+// round changed the servers since), so that a job ends with its final
+// checkpoint whatever the writers' speed.
 //
 // Resuming (Checkpoint.Resume), worker 0 picks the newest complete
 // checkpoint (a damaged one is refused, naming the file, and the one
@@ -66,6 +87,11 @@ type Checkpoint struct {
 	// Resume, when set, is a directory of checkpoints to resume from: the
 	// job starts from its newest complete checkpoint.
 	Resume string `json:"resume,omitempty"`
+	// Wait, when set, has a checkpoint that is due while the one before
+	// is still being written wait for it, instead of being skipped: every
+	// due checkpoint is taken, at the cost of the wait on the training
+	// path when the writers are slower than Every rounds.
+	Wait bool `json:"wait,omitempty"`
 }
 
 // IsZero reports whether c asks for nothing.
@@ -80,6 +106,8 @@ func (c Checkpoint) Validate() error {
 		return fmt.Errorf("checkpoint.every %d without checkpoint.dir: want a directory to write to", c.Every)
 	case c.Dir != "" && c.Every == 0:
 		return fmt.Errorf("checkpoint.dir %s without checkpoint.every: want the rounds between two checkpoints", c.Dir)
+	case c.Wait && c.Dir == "":
+		return fmt.Errorf("checkpoint.wait without checkpoint.dir: it says how checkpoints are written, and none are")
 	}
 	return nil
 }
@@ -133,12 +161,26 @@ type Checkpointer struct {
 	// Logf, when set, receives the refusals of damaged checkpoints.
 	Logf func(format string, args ...any)
 	// Taken counts the checkpoints this worker took part in, Seconds the
-	// training time they cost it (from the barrier to the files written,
-	// and the manifest on worker 0).
-	Taken   int
-	Seconds float64
+	// training time they cost it (the agreement with the other workers,
+	// which is the checkpoint's barrier, and the capture of its share in
+	// memory; the files are written beside training). Skipped counts the
+	// checkpoints due while a writer of the one before was still at work
+	// on some worker, not taken; WriteSeconds the time this worker's
+	// writer spent on the files (and the manifest, on worker 0).
+	Taken        int
+	Seconds      float64
+	Skipped      int
+	WriteSeconds float64
 	// Restored lists the checkpoints this worker restored.
 	Restored []Restore
+
+	// writer is the checkpoint being written, nil when none; skipped the
+	// state of the last due checkpoint when it was skipped.
+	writer  *writing
+	skipped *WorkerState
+	// gate, when set (by tests), is called by the writer before it writes
+	// the checkpoint of round.
+	gate func(round int)
 }
 
 // JobID identifies job d for its checkpoints: what must not change for
@@ -157,32 +199,72 @@ func (d *Deployment) JobID() string {
 		d.App.Name(), h.Sum32(), d.App.Width(), d.App.NumKeys(), d.App.NumSamples(), d.Schedule.Batches, c.Machines, c.NumServers(), c.Clock.Name(), c.Rule.Name, c.Seed)
 }
 
-// due reports whether a checkpoint is taken after rounds.
+// due reports whether a checkpoint is due after rounds.
 func (c *Checkpointer) due(rounds int) bool {
 	return c != nil && c.Config.Every > 0 && rounds > 0 && rounds%c.Config.Every == 0
 }
 
+// WriterGroup is the workers' barrier subgroup (worker.Worker.AllReduceIn)
+// in which the checkpoint writers gather their files' checksums.
+const WriterGroup = "checkpoint"
+
+// writing is a checkpoint being written by a writer goroutine; err,
+// gather and seconds are set before done is closed.
+type writing struct {
+	round int
+	done  chan struct{}
+	// err is a failure to write a file, the manifest or to prune; gather
+	// a failure of the all-reduce (a pause, the end of the job).
+	err, gather error
+	seconds     float64
+}
+
 // save takes the checkpoint of state st on worker w (every worker at the
-// same round).
+// same round): it agrees with the other workers on taking it, captures
+// this worker's share in memory and hands it to a writer goroutine, which
+// writes it while training goes on (see write). When a writer of the
+// previous checkpoint is still at work on any worker, the checkpoint is
+// skipped, on every worker alike, and counted (Skipped); nothing waits
+// for a writer here.
 func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st WorkerState) error {
-	dir, round, rank := c.Config.Dir, st.Rounds, w.Rank()
 	t0 := time.Now()
-	defer func() { c.Taken, c.Seconds = c.Taken+1, c.Seconds+time.Since(t0).Seconds() }()
-	if err := w.Barrier(ctx); err != nil {
+	defer func() { c.Seconds += time.Since(t0).Seconds() }()
+	if c.Config.Wait {
+		if err := c.wait(); err != nil {
+			return err
+		}
+	}
+	busy := 0.0
+	if c.writer != nil {
+		select {
+		case <-c.writer.done:
+			if err := c.collect(); err != nil {
+				return err
+			}
+		default:
+			busy = 1
+		}
+	}
+	// The agreement is the barrier: every worker's pushes of the round
+	// are acknowledged, so every server has applied them and nothing of
+	// the next round is in flight.
+	got, err := w.AllReduce(ctx, []float64{busy})
+	if err != nil {
 		return err
 	}
-	files := make([]float64, 2*(c.Servers+c.Workers))
-	record := func(i int, f checkpoint.File) { files[2*i], files[2*i+1] = float64(f.Size), float64(f.CRC32C) }
+	if got[0] > 0 {
+		c.Skipped++
+		c.skipped = &st
+		return nil
+	}
+	round, rank := st.Rounds, w.Rank()
+	var snaps []checkpoint.Snapshot
 	for s := rank; s < c.Servers; s += c.Workers {
 		snap, err := w.Save(s)
 		if err != nil {
 			return fmt.Errorf("checkpoint of round %d: %w", round, err)
 		}
-		f, err := checkpoint.WriteFile(dir, round, checkpoint.SnapshotName(s), checkpoint.EncodeSnapshot(checkpoint.Snapshot{Server: s, Width: w.Width(), Batch: snap}))
-		if err != nil {
-			return err
-		}
-		record(s, f)
+		snaps = append(snaps, checkpoint.Snapshot{Server: s, Width: w.Width(), Batch: snap})
 	}
 	if sp, ok := part.(StatefulPart); ok {
 		b, err := sp.MarshalBinary()
@@ -196,20 +278,70 @@ func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st
 	if err != nil {
 		return fmt.Errorf("checkpoint of round %d: worker %d: %w", round, rank, err)
 	}
-	f, err := checkpoint.WriteFile(dir, round, WorkerFile(rank), data)
-	if err != nil {
+	// Every snapshot is taken before any worker pushes the next round.
+	if err := w.Barrier(ctx); err != nil {
 		return err
 	}
-	record(c.Servers+rank, f)
-	sum, err := w.AllReduce(ctx, files)
-	if err != nil {
-		return fmt.Errorf("checkpoint of round %d: gathering the checksums: %w", round, err)
+	c.Taken++
+	c.skipped = nil
+	c.writer = &writing{round: round, done: make(chan struct{})}
+	go c.write(ctx, w, c.writer, snaps, data)
+	return nil
+}
+
+// write writes this worker's share of the checkpoint of wr.round (its
+// servers' snapshots snaps and its state data), each file atomically,
+// then gathers every file's size and CRC-32C from every worker's writer
+// (an all-reduce in WriterGroup, which also carries whether a writer
+// failed), and on worker 0 writes the MANIFEST, which completes the
+// checkpoint, and prunes all but the newest Keep. It runs on a goroutine
+// of its own; it touches nothing but wr until it closes wr.done.
+func (c *Checkpointer) write(ctx context.Context, w *worker.Worker, wr *writing, snaps []checkpoint.Snapshot, data []byte) {
+	t0 := time.Now()
+	defer func() {
+		wr.seconds = time.Since(t0).Seconds()
+		close(wr.done)
+	}()
+	dir, round, rank, n := c.Config.Dir, wr.round, w.Rank(), c.Servers+c.Workers
+	if c.gate != nil {
+		c.gate(round)
 	}
-	if rank != 0 {
+	files := make([]float64, 2*n+1) // sizes and checksums, then failures
+	record := func(i int, f checkpoint.File) { files[2*i], files[2*i+1] = float64(f.Size), float64(f.CRC32C) }
+	err := func() error {
+		for _, s := range snaps {
+			f, err := checkpoint.WriteFile(dir, round, checkpoint.SnapshotName(s.Server), checkpoint.EncodeSnapshot(s))
+			if err != nil {
+				return err
+			}
+			record(s.Server, f)
+		}
+		f, err := checkpoint.WriteFile(dir, round, WorkerFile(rank), data)
+		if err != nil {
+			return err
+		}
+		record(c.Servers+rank, f)
 		return nil
+	}()
+	if err != nil {
+		files[2*n] = 1
+		wr.err = fmt.Errorf("checkpoint of round %d: %w", round, err)
+	}
+	// Every writer joins, failed or not, so that none waits for ever.
+	sum, aerr := w.AllReduceIn(ctx, WriterGroup, files)
+	switch {
+	case err != nil:
+		return
+	case aerr != nil:
+		wr.gather = fmt.Errorf("checkpoint of round %d: gathering the checksums: %w", round, aerr)
+		return
+	case sum[2*n] > 0 || rank != 0:
+		// A writer that failed reports it itself; the checkpoint stays
+		// incomplete.
+		return
 	}
 	m := checkpoint.Manifest{Round: round, Job: c.Job}
-	for i := range c.Servers + c.Workers {
+	for i := range n {
 		name := checkpoint.SnapshotName(i)
 		if i >= c.Servers {
 			name = WorkerFile(i - c.Servers)
@@ -217,9 +349,72 @@ func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st
 		m.Files = append(m.Files, checkpoint.File{Name: name, Size: int64(sum[2*i]), CRC32C: uint32(sum[2*i+1])})
 	}
 	if err := checkpoint.Commit(dir, m); err != nil {
+		wr.err = err
+		return
+	}
+	wr.err = checkpoint.Prune(dir, Keep)
+}
+
+// collect takes the result of the writer, which is done: its failure
+// to write, or else the failure of its all-reduce.
+func (c *Checkpointer) collect() error {
+	wr := c.writer
+	c.writer = nil
+	c.WriteSeconds += wr.seconds
+	if wr.err != nil {
+		return wr.err
+	}
+	return wr.gather
+}
+
+// wait waits for the writer at work, if any, and returns its error.
+func (c *Checkpointer) wait() error {
+	if c == nil || c.writer == nil {
+		return nil
+	}
+	<-c.writer.done
+	return c.collect()
+}
+
+// finish ends the checkpoints of a loop that trained rounds rounds: it
+// waits for the writer, and when the checkpoint of the last round was
+// skipped (a writer was still at work), takes it now, so that the job
+// ends with its final checkpoint as when every checkpoint is taken (the
+// servers have not changed since: no round came after it). Every worker
+// calls it at the same point.
+func (c *Checkpointer) finish(ctx context.Context, w *worker.Worker, part Part, rounds int) error {
+	if c == nil {
+		return nil
+	}
+	if err := c.wait(); err != nil {
 		return err
 	}
-	return checkpoint.Prune(dir, Keep)
+	if st := c.skipped; st != nil && st.Rounds == rounds {
+		c.Skipped--
+		if err := c.save(ctx, w, part, *st); err != nil {
+			return err
+		}
+		return c.wait()
+	}
+	return nil
+}
+
+// abandon waits for the writer of a loop that ended with an error (a
+// pause, or the end of the job) and forgets a skipped checkpoint. It
+// returns the writer's failure to write; the failure of its all-reduce
+// is the loop's own (a pause or the end of the job met there too).
+func (c *Checkpointer) abandon() error {
+	if c == nil {
+		return nil
+	}
+	c.skipped = nil
+	if c.writer == nil {
+		return nil
+	}
+	<-c.writer.done
+	wr := c.writer
+	c.collect()
+	return wr.err
 }
 
 // restore loads the newest complete checkpoint of Config.Resume on every

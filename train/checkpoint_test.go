@@ -18,6 +18,8 @@ func TestCheckpointValidate(t *testing.T) {
 		{Checkpoint{Dir: "d"}, "checkpoint.dir d without checkpoint.every"},
 		{Checkpoint{Dir: "d", Every: 5}, ""},
 		{Checkpoint{Resume: "d"}, ""},
+		{Checkpoint{Resume: "d", Wait: true}, "checkpoint.wait without checkpoint.dir"},
+		{Checkpoint{Dir: "d", Every: 5, Wait: true}, ""},
 	} {
 		err := c.ck.Validate()
 		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {

@@ -379,6 +379,9 @@ func (l *loop) run(ctx context.Context, progress Progress, paused error) ([]Pass
 		// A pause, perhaps again while rolling back.
 		for err != nil {
 			if !l.s.rollsBack(err) {
+				if werr := l.s.Checkpoint.abandon(); werr != nil {
+					err = fmt.Errorf("%w (and the checkpoint being written: %v)", err, werr)
+				}
 				return passes, err
 			}
 			st, err = l.rollback(ctx, err)
@@ -398,6 +401,11 @@ func (l *loop) run(ctx context.Context, progress Progress, paused error) ([]Pass
 func (l *loop) rollback(ctx context.Context, cause error) (*WorkerState, error) {
 	l.drain() // every call failed with the pause
 	l.phases = Phases{}
+	// A checkpoint being written is finished or fails with the pause
+	// before worker 0 picks the one to roll back to.
+	if err := l.s.Checkpoint.abandon(); err != nil {
+		return nil, fmt.Errorf("rolling back after %v: %w", cause, err)
+	}
 	if _, err := l.w.Rejoin(ctx); err != nil {
 		return nil, fmt.Errorf("%w (the job was paused after: %v)", err, cause)
 	}
@@ -531,6 +539,10 @@ func (l *loop) train(ctx context.Context, progress Progress, st *WorkerState) (p
 		}
 		prev = pass.TrainLoss
 		loss, samples, correct = 0, 0, 0
+	}
+	// The checkpoint being written, and the last one if it was skipped.
+	if err := s.Checkpoint.finish(ctx, w, l.part, rounds); err != nil {
+		return passes, fmt.Errorf("round %d: %w", rounds, err)
 	}
 	return passes, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/checkpoint"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/route"
@@ -19,13 +20,21 @@ import (
 )
 
 // dies is the linear application whose evaluation on its machine first
-// closes the machine's node: a machine that dies after training.
+// closes the machine's node: a machine that dies after training. It
+// records in latest the round of the newest complete checkpoint in dir
+// when it dies.
 type dies struct {
 	*linear
-	n *node.Node
+	n      *node.Node
+	dir    string
+	latest *int
 }
 
 func (a dies) Evaluate(ctx context.Context, w *worker.Worker, part train.Part) (train.Eval, error) {
+	*a.latest = -1
+	if m, _, err := checkpoint.Latest(a.dir); err == nil {
+		*a.latest = m.Round
+	}
 	a.n.Close()
 	return train.Eval{}, errors.New("machine closed")
 }
@@ -34,10 +43,10 @@ func (a dies) Evaluate(ctx context.Context, w *worker.Worker, part train.Part) (
 // replaces failed nodes; kill, when set, closes machine 1 when its
 // evaluation starts, and a replacement resumes from the job's
 // checkpoints. It returns machine 0's result and the final model.
-func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.WorkerResult, []float32) {
+func rollbackCluster(t *testing.T, job train.Job, a *linear, kill bool) (train.WorkerResult, []float32, int) {
 	t.Helper()
-	res, model, _ := rollbackClusterWatched(t, job, a, kill, false)
-	return res, model
+	res, model, _, latest := rollbackClusterWatched(t, job, a, kill, false)
+	return res, model, latest
 }
 
 // scoredLinear is the linear application as an evaluator scores it: the
@@ -48,8 +57,9 @@ func (a scoredLinear) ScoreModel(model []float32) train.Eval { return a.eval(mod
 
 // rollbackClusterWatched is rollbackCluster with, when watched is set,
 // an evaluator beside the machines that scores only the final model
-// (train.Watch every hour), whose report it returns.
-func rollbackClusterWatched(t *testing.T, job train.Job, a *linear, kill, watched bool) (train.WorkerResult, []float32, *train.EvaluatorReport) {
+// (train.Watch every hour), whose report it returns. latest is the
+// round of the newest complete checkpoint when machine 1 died.
+func rollbackClusterWatched(t *testing.T, job train.Job, a *linear, kill, watched bool) (_ train.WorkerResult, _ []float32, _ *train.EvaluatorReport, latest int) {
 	t.Helper()
 	p := spread(len(a.X), a.Dim, 2)
 	d, err := train.NewDeployment(job, a, p)
@@ -147,7 +157,7 @@ func rollbackClusterWatched(t *testing.T, job train.Job, a *linear, kill, watche
 		out[i] = make(chan result, 1)
 		var app train.App = a
 		if kill && i == 1 {
-			app = dies{a, ns[1]}
+			app = dies{a, ns[1], job.Config.Checkpoint.Dir, &latest}
 		}
 		go func() { r, err := work(ns[i], i, app, false); out[i] <- result{r, err} }()
 	}
@@ -183,12 +193,14 @@ func rollbackClusterWatched(t *testing.T, job train.Job, a *linear, kill, watche
 	if err := s.Wait(); err != nil {
 		t.Fatalf("scheduler: %v", err)
 	}
-	return r0.res, model, rep
+	return r0.res, model, rep, latest
 }
 
 // TestRollbackAfterTraining: machine 1 dies in the evaluation after
 // training (its node closes). Machine 0's evaluation fails with the
-// pause; it rolls back to the last checkpoint (round 10 of 12) with the
+// pause; it rolls back to the newest complete checkpoint at the death
+// (round 10 of 12, or round 5 when the checkpoint of round 10 was
+// skipped while the one of round 5 was being written) with the
 // replacement, trains the last rounds again and evaluates, and the job
 // ends with the same passes and final model, bit for bit, as without the
 // failure.
@@ -196,9 +208,9 @@ func TestRollbackAfterTraining(t *testing.T) {
 	a := newLinear(40, 6, 3)
 	job := linearJob(2, 3, 10) // 4 rounds a pass, 12 in all
 	job.Config.Checkpoint = train.Checkpoint{Dir: filepath.Join(t.TempDir(), "ck"), Every: 5}
-	want, wantModel := rollbackCluster(t, job, a, false)
+	want, wantModel, _ := rollbackCluster(t, job, a, false)
 	job.Config.Checkpoint.Dir = filepath.Join(t.TempDir(), "ck")
-	got, gotModel := rollbackCluster(t, job, a, true)
+	got, gotModel, latest := rollbackCluster(t, job, a, true)
 	if !slices.Equal(gotModel, wantModel) {
 		t.Errorf("final model %v, without failure %v", gotModel, wantModel)
 	}
@@ -210,8 +222,11 @@ func TestRollbackAfterTraining(t *testing.T) {
 			t.Errorf("pass %d: loss %v after %d rounds, without failure %v after %d", i+1, q.TrainLoss, q.Rounds, p.TrainLoss, p.Rounds)
 		}
 	}
-	if len(got.Restores) != 1 || got.Restores[0].Round != 10 {
-		t.Errorf("machine 0 restored %+v, want the checkpoint of round 10 once", got.Restores)
+	if latest != 5 && latest != 10 {
+		t.Errorf("the newest complete checkpoint when machine 1 died is of round %d, want 10, or 5 when 10 was skipped", latest)
+	}
+	if len(got.Restores) != 1 || got.Restores[0].Round != latest {
+		t.Errorf("machine 0 restored %+v, want the checkpoint of round %d (the newest complete one at the death) once", got.Restores, latest)
 	}
 	if got.Eval.RMSE == nil || want.Eval.RMSE == nil || *got.Eval.RMSE != *want.Eval.RMSE {
 		t.Errorf("evaluation %+v, without failure %+v", got.Eval, want.Eval)
@@ -227,9 +242,9 @@ func TestEvaluatorAfterRollback(t *testing.T) {
 	a := newLinear(40, 6, 3)
 	job := linearJob(2, 3, 10)
 	job.Config.Checkpoint = train.Checkpoint{Dir: filepath.Join(t.TempDir(), "ck"), Every: 5}
-	_, wantModel, want := rollbackClusterWatched(t, job, a, false, true)
+	_, wantModel, want, _ := rollbackClusterWatched(t, job, a, false, true)
 	job.Config.Checkpoint.Dir = filepath.Join(t.TempDir(), "ck")
-	_, gotModel, got := rollbackClusterWatched(t, job, a, true, true)
+	_, gotModel, got, _ := rollbackClusterWatched(t, job, a, true, true)
 	if !slices.Equal(gotModel, wantModel) {
 		t.Fatalf("final model %v, without failure %v", gotModel, wantModel)
 	}

@@ -182,6 +182,10 @@ type Config struct {
 	// Trace, when set, gives worker rank a track for its spans
 	// (timeline.Recorder.Workers); in this process's deployments only.
 	Trace func(rank int) *timeline.Track `json:"-"`
+
+	// writeGate, when set (by tests), is called by worker rank's
+	// checkpoint writer before it writes the checkpoint of round.
+	writeGate func(rank, round int)
 }
 
 // DefaultConfig returns 4 machines, BSP, AdaGrad with learning rate 0.5,
@@ -390,9 +394,15 @@ type Result struct {
 	Balance *balance.Report `json:"balance,omitempty"`
 	// Checkpoints is the number of checkpoints taken and
 	// CheckpointSeconds the training time they cost worker 0, included in
-	// TrainSeconds (Config.Checkpoint).
-	Checkpoints       int     `json:"checkpoints,omitempty"`
-	CheckpointSeconds float64 `json:"checkpoint_seconds,omitempty"`
+	// TrainSeconds (Config.Checkpoint): the barrier and the capture of
+	// its share in memory. CheckpointsSkipped counts the checkpoints due
+	// while the one before was still being written, not taken;
+	// CheckpointWriteSeconds is the time worker 0's writer spent on its
+	// files beside training.
+	Checkpoints            int     `json:"checkpoints,omitempty"`
+	CheckpointSeconds      float64 `json:"checkpoint_seconds,omitempty"`
+	CheckpointsSkipped     int     `json:"checkpoints_skipped,omitempty"`
+	CheckpointWriteSeconds float64 `json:"checkpoint_write_seconds,omitempty"`
 
 	// batches is the number of batches of a pass, width the values per
 	// key.
@@ -496,6 +506,9 @@ func (d *Deployment) WorkerSchedule(rank int, srv *server.Server) (Schedule, *ba
 	}
 	if c := d.Job.Config; !c.Checkpoint.IsZero() {
 		s.Checkpoint = &Checkpointer{Config: c.Checkpoint, Job: d.JobID(), Servers: c.NumServers(), Workers: c.Machines, Logf: c.Logf}
+		if g := c.writeGate; g != nil {
+			s.Checkpoint.gate = func(round int) { g(rank, round) }
+		}
 	}
 	var egress func() server.Egress
 	if srv != nil {
@@ -583,6 +596,7 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 	w := out.Work
 	res.TrainSeconds, res.EvalSeconds = w.TrainSeconds, w.EvalSeconds
 	res.Checkpoints, res.CheckpointSeconds = w.Checkpoints, w.CheckpointSeconds
+	res.CheckpointsSkipped, res.CheckpointWriteSeconds = w.CheckpointsSkipped, w.CheckpointWriteSeconds
 	res.RoundsDetail = w.Passes
 	for _, p := range w.Passes {
 		res.Phases = res.Phases.Add(p.Phases)
@@ -634,9 +648,14 @@ type WorkerResult struct {
 	TrainSeconds float64 `json:"train_seconds"`
 	EvalSeconds  float64 `json:"eval_seconds"`
 	// Checkpoints is the number of checkpoints taken, CheckpointSeconds
-	// the training time they cost this worker (Config.Checkpoint).
-	Checkpoints       int     `json:"checkpoints,omitempty"`
-	CheckpointSeconds float64 `json:"checkpoint_seconds,omitempty"`
+	// the training time they cost this worker (Config.Checkpoint),
+	// CheckpointsSkipped those skipped while the one before was being
+	// written and CheckpointWriteSeconds the time its writer spent beside
+	// training (Checkpointer).
+	Checkpoints            int     `json:"checkpoints,omitempty"`
+	CheckpointSeconds      float64 `json:"checkpoint_seconds,omitempty"`
+	CheckpointsSkipped     int     `json:"checkpoints_skipped,omitempty"`
+	CheckpointWriteSeconds float64 `json:"checkpoint_write_seconds,omitempty"`
 	// Restores lists the checkpoints the worker restored: when it
 	// resumed the job, and each time it rolled back after a failed node
 	// was replaced.
@@ -655,6 +674,7 @@ func Work(ctx context.Context, w *worker.Worker, app App, part Part, s Schedule,
 		res.Passes, err = loopAfter(ctx, w, part, s, progress, paused)
 		if c := s.Checkpoint; c != nil {
 			res.Checkpoints, res.CheckpointSeconds, res.Restores = c.Taken, c.Seconds, c.Restored
+			res.CheckpointsSkipped, res.CheckpointWriteSeconds = c.Skipped, c.WriteSeconds
 		}
 		if err != nil {
 			return res, err

@@ -10,8 +10,9 @@
 # every process). Each
 # trial kills a seeded role and rank (a machine, or with SERVERS a server
 # or a worker) DELAY_MS (seeded, 0 to 49 ms) after the manifest of a
-# seeded checkpoint round appears, so that it dies in one of the rounds
-# that follow.
+# seeded checkpoint round (or of a later one, when that checkpoint was
+# skipped while the one before was being written) appears, so that it
+# dies in one of the rounds that follow.
 #
 # Under bsp every trial must end as the unfailed run: the same final
 # training loss and test measures and the final checkpoint's server
@@ -54,6 +55,11 @@ go build -o "$work/colo" ./cmd/colo
 # field FILE NAME prints the number NAME of a colo train JSON summary.
 field() { sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1; }
 now() { date +%s%N; }
+# newest DIR prints the round of the newest checkpoint manifest in DIR (-1: none).
+newest() {
+	last=$(ls -d "$1"/round-*/MANIFEST 2>/dev/null | tail -1)
+	if [ -z "$last" ]; then echo -1; else basename "$(dirname "$last")" | sed 's/round-0*//; s/^$/0/'; fi
+}
 
 # run DIR JSON [ROLE RANK AFTER DELAY_MS] runs the job with checkpoints
 # in DIR, killing ROLE RANK when given; its standard error goes to
@@ -67,8 +73,9 @@ run() {
 		--processes --checkpoint "$dir" --checkpoint-every "$every" --restarts 1 --recovery "$recovery" --json "$json" >"$dir.out" 2>"$dir.err" &
 	pid=$!
 	if [ $# -gt 2 ]; then
-		manifest=$(printf '%s/round-%09d/MANIFEST' "$dir" "$5")
-		while [ ! -e "$manifest" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.002; done
+		# The manifest of round AFTER, or of a later one (a checkpoint due
+		# while the one before is still being written is skipped).
+		while [ "$(newest "$dir")" -lt "$5" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.002; done
 		sleep "$(awk "BEGIN{print $6/1000}")"
 		victim=$(ps -o pid=,args= --ppid "$pid" | awk -v r="--role $3 " -v k="--rank $4 " 'index($0" ", r) && index($0" ", k) {print $1; exit}')
 		if [ -n "$victim" ]; then

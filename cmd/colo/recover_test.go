@@ -39,7 +39,7 @@ func TestTrainRestartsAfterKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, coloBin, append(append([]string{"train"}, args...),
-		"--checkpoint", dir, "--checkpoint-every", "2", "--restarts", "1", "--recovery", "restart", "--link-bandwidth", "20mbit", "--json", out)...)
+		"--checkpoint", dir, "--checkpoint-every", "2", "--checkpoint-wait", "--restarts", "1", "--recovery", "restart", "--link-bandwidth", "20mbit", "--json", out)...)
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
 	if err := cmd.Start(); err != nil {

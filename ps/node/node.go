@@ -375,6 +375,11 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		if err != nil {
 			return fail(err)
 		}
+		if role == proto.RoleWorker {
+			n.wrk.SetSubgroups(func(ctx context.Context, name string, vals []float64) ([]float64, error) {
+				return n.AllReduce(ctx, "workers/"+name, vals)
+			})
+		}
 		if a.Job.Recover {
 			n.wrk.SetRejoin(n.rejoin)
 		}
@@ -835,13 +840,15 @@ func (n *Node) Finish(err error) {
 }
 
 // Barrier waits until every member of group ("workers", "servers" or
-// "all") reached the same barrier.
+// "all", or a subgroup "workers/NAME": proto.InGroup) reached the same
+// barrier.
 func (n *Node) Barrier(ctx context.Context, group string) error {
 	_, err := n.AllReduce(ctx, group, nil)
 	return err
 }
 
-// AllReduce is a barrier of group ("workers", "servers" or "all") that
+// AllReduce is a barrier of group ("workers", "servers", "all" or
+// "workers/NAME", see proto.InGroup) that
 // also returns the element-wise sum of the vals of every member: every
 // member gets the same sum, added by the scheduler in ascending node id
 // order, so it is the same bit for bit on every run. Every member must
@@ -854,7 +861,7 @@ func (n *Node) AllReduce(ctx context.Context, group string, vals []float64) ([]f
 	var ms []*member
 	for _, m := range n.members {
 		r, _ := proto.Identify(m.id)
-		if group == "all" || (group == "workers" && r == proto.RoleWorker) || (group == "servers" && r == proto.RoleServer) {
+		if proto.InGroup(group, r) {
 			ms = append(ms, m)
 		}
 	}

@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"colo/transport"
@@ -340,7 +341,8 @@ type Job struct {
 }
 
 // Barrier is a node's arrival at, or the scheduler's release of, barrier
-// number Seq of a group ("workers", "servers" or "all"). A barrier is
+// number Seq of a group ("workers", "servers" or "all", or a subgroup of
+// the workers, "workers/NAME", see InGroup). A barrier is
 // also an all-reduce: each member's Bits are float64 values (their IEEE
 // 754 bits, so that NaN and infinities survive the JSON exactly), and the
 // release carries their element-wise sum over the group. A plain barrier
@@ -353,6 +355,24 @@ type Barrier struct {
 	// arrivals of an earlier epoch, and sequence numbers start again at 1
 	// in each epoch.
 	Epoch uint64 `json:",omitempty"`
+}
+
+// InGroup reports whether a node of role r is a member of barrier group
+// g: "workers" and "servers" hold the nodes of that role, "all" both, and
+// "workers/NAME" the workers again under a sequence of its own, so that
+// barriers of one part of a worker (a checkpoint's writer) run beside
+// those of another (the training loop) without taking each other's
+// numbers. Any other group has no member.
+func InGroup(g string, r Role) bool {
+	switch {
+	case g == "all":
+		return r == RoleServer || r == RoleWorker
+	case g == "workers" || strings.HasPrefix(g, "workers/") && len(g) > len("workers/"):
+		return r == RoleWorker
+	case g == "servers":
+		return r == RoleServer
+	}
+	return false
 }
 
 // SetValues stores vals in b.Bits, reusing its array.

@@ -92,3 +92,29 @@ func TestBarrierValues(t *testing.T) {
 		t.Errorf("plain barrier body %s", m.Body)
 	}
 }
+
+// TestInGroup checks the members of each barrier group.
+func TestInGroup(t *testing.T) {
+	for _, c := range []struct {
+		group                     string
+		server, worker, evaluator bool
+	}{
+		{"workers", false, true, false},
+		{"servers", true, false, false},
+		{"all", true, true, false},
+		{"workers/checkpoint", false, true, false},
+		{"workers/", false, false, false},
+		{"servers/x", false, false, false},
+		{"", false, false, false},
+		{"worker", false, false, false},
+	} {
+		for _, r := range []struct {
+			role Role
+			want bool
+		}{{RoleServer, c.server}, {RoleWorker, c.worker}, {RoleEvaluator, c.evaluator}} {
+			if got := InGroup(c.group, r.role); got != r.want {
+				t.Errorf("InGroup(%q, %v) = %v, want %v", c.group, r.role, got, r.want)
+			}
+		}
+	}
+}

@@ -572,16 +572,7 @@ func (c *Core) ready(from transport.NodeID, r proto.Ready) {
 // Members that sent different numbers of values fail the job.
 func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 	role, _ := proto.Identify(from)
-	var in bool
-	switch b.Group {
-	case "workers":
-		in = role == proto.RoleWorker
-	case "servers":
-		in = role == proto.RoleServer
-	case "all":
-		in = role == proto.RoleServer || role == proto.RoleWorker
-	}
-	if !in || c.members[from] == nil {
+	if !proto.InGroup(b.Group, role) || c.members[from] == nil {
 		c.logf("%s cannot join barrier group %q", proto.Name(from), b.Group)
 		return
 	}
@@ -600,7 +591,7 @@ func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 	var members []transport.NodeID
 	for id := range c.members {
 		r, _ := proto.Identify(id)
-		if b.Group == "all" || (b.Group == "workers" && r == proto.RoleWorker) || (b.Group == "servers" && r == proto.RoleServer) {
+		if proto.InGroup(b.Group, r) {
 			members = append(members, id)
 		}
 	}

@@ -194,6 +194,36 @@ func TestBarrier(t *testing.T) {
 	}
 }
 
+// TestBarrierSubgroup interleaves the workers' barriers with those of
+// their subgroup "workers/checkpoint": each group counts its own numbers
+// and is released on its own, and a server may not join the subgroup.
+func TestBarrierSubgroup(t *testing.T) {
+	c := started(t)
+	sub := "workers/checkpoint"
+	c.Handle(msg(proto.WorkerID(0), proto.CmdBarrier, barrierVals(sub, 1, 2)))
+	c.Handle(msg(proto.WorkerID(0), proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 1}))
+	outs := c.Handle(msg(proto.WorkerID(1), proto.CmdBarrier, proto.Barrier{Group: "workers", Seq: 1}))
+	if r := find(outs, proto.CmdRelease); len(r) != 2 {
+		t.Fatalf("the workers' barrier, while the subgroup's waits: %+v", outs)
+	}
+	outs = c.Handle(msg(proto.WorkerID(1), proto.CmdBarrier, barrierVals(sub, 1, 3)))
+	rel := find(outs, proto.CmdRelease)
+	if len(rel) != 2 {
+		t.Fatalf("the subgroup's barrier: %+v", outs)
+	}
+	for _, o := range rel {
+		var b proto.Barrier
+		proto.Decode(o.M, &b)
+		if got := b.Values(nil); b.Group != sub || b.Seq != 1 || len(got) != 1 || got[0] != 5 {
+			t.Fatalf("%s got %+v (values %v), want group %s barrier 1 summing to 5", proto.Name(o.To), b, got, sub)
+		}
+	}
+	c.Handle(msg(proto.ServerID(0), proto.CmdBarrier, proto.Barrier{Group: sub, Seq: 2}))
+	if logs := c.Logs(); len(logs) != 1 || !strings.Contains(logs[0], `cannot join barrier group "workers/checkpoint"`) {
+		t.Fatalf("a server joined the workers' subgroup: %q", logs)
+	}
+}
+
 func TestStartTimeout(t *testing.T) {
 	c := newCore(t, 1, 1)
 	join(t, c, 1, proto.RoleServer, -1)

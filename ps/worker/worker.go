@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -49,6 +50,7 @@ type Worker struct {
 	ops     chan *Op
 	stopped chan struct{}
 	reduce  func(context.Context, []float64) ([]float64, error)
+	sub     func(ctx context.Context, name string, vals []float64) ([]float64, error)
 	rejoin  func(context.Context) (uint64, error)
 
 	mu         sync.Mutex
@@ -203,6 +205,26 @@ func (w *Worker) AllReduce(ctx context.Context, vals []float64) ([]float64, erro
 		return nil, errors.New("worker: no barrier in this deployment")
 	}
 	return w.reduce(ctx, vals)
+}
+
+// SetSubgroups sets the function AllReduceIn calls; the node runtime
+// sets it before the worker runs.
+func (w *Worker) SetSubgroups(f func(ctx context.Context, name string, vals []float64) ([]float64, error)) {
+	w.sub = f
+}
+
+// AllReduceIn is AllReduce in the workers' subgroup name (barrier group
+// "workers/"+name, proto.InGroup): the same members, with barrier
+// numbers of its own, so that a goroutine beside the training loop (a
+// checkpoint being written) can meet the other workers' without taking
+// the loop's barriers. Every worker must call it the same number of
+// times; after a pause (proto.ErrPaused) the numbers start again, as the
+// loop's do.
+func (w *Worker) AllReduceIn(ctx context.Context, name string, vals []float64) ([]float64, error) {
+	if w.sub == nil || name == "" {
+		return nil, fmt.Errorf("worker: no barrier subgroup %q in this deployment", name)
+	}
+	return w.sub(ctx, name, vals)
 }
 
 // Pause fails every call in flight, and every later call until Resume,

@@ -1,0 +1,77 @@
+#!/bin/sh
+# checkpoint.sh measures what checkpoints cost a training job: it runs
+# colo train in process RUNS times without checkpoints and RUNS times
+# with a checkpoint every EVERY rounds, alternated (without, with,
+# without, …) so that both see the same load, and prints each run's
+# training time, the checkpoints taken and skipped (a checkpoint due
+# while the one before is still being written is skipped) and the time
+# the checkpoints cost the training loop and their writers, then the
+# medians and the overhead: median with / median without − 1.
+#
+# Usage, from the repository root:
+#
+#	bench/recovery/checkpoint.sh [OUT.tsv]     # default checkpoint-overhead.tsv
+#
+# Environment: RUNS (5), EVERY (10), MACHINES (4), DATA and TEST (20
+# Newsgroups from datasets/20news), ARGS (more colo train flags; default
+# --max-passes 200 --epsilon 0: 200 full-batch rounds of logistic
+# regression, about 17 ms each on a quiet 2-core machine), COLO (a colo
+# binary to measure instead of building this tree's, to compare builds
+# side by side).
+set -eu
+out=${1:-checkpoint-overhead.tsv}
+runs=${RUNS:-5}
+every=${EVERY:-10}
+machines=${MACHINES:-4}
+data=${DATA:-datasets/20news/20news-bydate.train.libsvm.xz}
+test=${TEST:-datasets/20news/20news-bydate.test.libsvm.xz}
+args=${ARGS:---max-passes 200 --epsilon 0}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/colo-checkpoint-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+colo=${COLO:-}
+if [ -z "$colo" ]; then
+	go build -o "$work/colo" ./cmd/colo
+	colo=$work/colo
+fi
+
+# field FILE NAME prints the number NAME of a colo train JSON summary (0
+# when absent).
+field() {
+	v=$(sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -1)
+	echo "${v:-0}"
+}
+
+printf 'run\tcheckpoints\ttrain_s\ttaken\tskipped\tloop_s\twrite_s\tload\n' >"$out"
+i=1
+while [ "$i" -le "$runs" ]; do
+	for mode in without with; do
+		ck=
+		if [ "$mode" = with ]; then
+			rm -rf "$work/ck"
+			ck="--checkpoint $work/ck --checkpoint-every $every"
+		fi
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		# shellcheck disable=SC2086
+		"$colo" train "$data" --test "$test" --machines "$machines" $args $ck --json "$work/run.json" >/dev/null 2>"$work/run.err" || {
+			cat "$work/run.err" >&2
+			exit 1
+		}
+		j=$work/run.json
+		printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$mode" "$(field train_seconds "$j")" "$(field checkpoints "$j")" \
+			"$(field checkpoints_skipped "$j")" "$(field checkpoint_seconds "$j")" "$(field checkpoint_write_seconds "$j")" "$load" >>"$out"
+	done
+	i=$((i + 1))
+done
+cat "$out"
+# The medians of the training time and the overhead.
+awk -F'\t' 'NR > 1 { t[$2] = t[$2] " " $3 }
+function median(s,   a, n, i, j, x) {
+	n = split(s, a, " ")
+	for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+END {
+	w = median(t["without"]); c = median(t["with"])
+	printf "median training time: without checkpoints %.3f s, with %.3f s: overhead %+.1f%%\n", w, c, 100 * (c / w - 1)
+}' "$out"
