@@ -1,0 +1,233 @@
+// Package replica is the protocol of replicated key ranges (Li et al.,
+// "Scaling Distributed Machine Learning with the Parameter Server",
+// OSDI'14, §4.3): each server's ranges, with their update rules' states,
+// are kept on the r servers after it in rank order, its backups (Chain);
+// an update the server applies is sent to every backup, each applies it
+// in the same order, and the server acknowledges the pushes the update
+// carried only once every live backup has acknowledged it. So a push
+// acknowledged to a worker is on r+1 servers, and when the server dies
+// the first live backup holds every update it acknowledged: it serves
+// the ranges at once and nothing acknowledged is lost.
+//
+// Like the consistency clock (package clock), the protocol is a pure,
+// single-threaded state machine with no network, clock or goroutine of
+// its own:
+//
+//   - Primary is a server's side, as the owner of its ranges: Apply
+//     numbers each update it applied and holds back its
+//     acknowledgements; Acked (a backup's acknowledgement, cumulative:
+//     updates travel in order on one link) and Down (a backup failed)
+//     release them, in the order the updates were applied.
+//   - Replica is a backup's side, one per server it backs up: Update
+//     says whether an update is new (apply it) or one it already has
+//     (acknowledge it again), and refuses one out of order; Has says
+//     whether a worker's push of a round is already in the copy, so that
+//     after a failover the new owner drops the pushes the workers send
+//     again for rounds the old owner had replicated before dying, and
+//     applies the others.
+//
+// A backup takes over a failed primary's ranges only once it has read
+// everything the primary sent it (its link from the primary ended): an
+// update still on the wire is applied first, so that the pushes the
+// workers send again are judged against the whole copy. The simulation
+// in the tests (TestFailoverBSP) kills the primary at every step of
+// seeded runs, losing a random part of what it had sent, and checks that
+// no push is acknowledged before the backup has it, that no worker
+// computes a round twice and that the backup ends bit for bit with the
+// values of the run without failure.
+//
+// The update replicated is what the server applies: under BSP the sum of
+// a round's pushes, added in worker rank order (replication after
+// aggregation, as in the paper: one update per round instead of W), so
+// that a backup that applies the same sums with the same rule holds the
+// same values and states bit for bit; under asynchronous training each
+// push. An update records, for each worker whose push it carries, the
+// round of that push; a worker's rounds only grow, so a push is in the
+// copy exactly when the copy has an update of that worker at that round
+// or later.
+//
+// Costs: Apply, Update and Has are O(pushes per update); Acked and Down
+// release k acknowledgements in O(k + r).
+package replica
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Chain returns the backups of server s among servers servers: the r
+// servers after s in rank order, wrapping around, that live reports
+// alive (nil: all), at most servers − 1. The first is the one that takes
+// over s's ranges when s dies.
+func Chain(s, servers, r int, live func(int) bool) []int {
+	var out []int
+	for i := 1; i < servers && len(out) < r; i++ {
+		b := (s + i) % servers
+		if live == nil || live(b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Push is a worker's push that an update carries: its rank and the
+// push's round.
+type Push struct {
+	Worker int
+	Round  int64
+}
+
+// entry is an update applied but not acknowledged by every live backup.
+type entry[A any] struct {
+	seq  uint64
+	acks []A
+}
+
+// Primary is the replication state of a server as the owner of its
+// ranges. A is whatever the caller sends a worker to acknowledge a push
+// (the server's reply); the primary holds the acknowledgements back and
+// hands them out when they may be sent.
+type Primary[A any] struct {
+	// acked is the highest sequence number each live backup
+	// acknowledged, by rank.
+	acked map[int]uint64
+	// next is the sequence number of the next update (from 1).
+	next  uint64
+	queue []entry[A]
+}
+
+// NewPrimary returns the state of a primary whose live backups are
+// backups (Chain).
+func NewPrimary[A any](backups []int) *Primary[A] {
+	p := &Primary[A]{acked: make(map[int]uint64, len(backups)), next: 1}
+	for _, b := range backups {
+		p.acked[b] = 0
+	}
+	return p
+}
+
+// Backups returns the live backups in rank order.
+func (p *Primary[A]) Backups() []int {
+	out := make([]int, 0, len(p.acked))
+	for b := range p.acked {
+		out = append(out, b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Pending returns the number of updates applied that some live backup
+// has not acknowledged.
+func (p *Primary[A]) Pending() int { return len(p.queue) }
+
+// Apply records an update the server applied, whose acknowledgements to
+// the workers are acks. It returns the update's sequence number, which
+// the caller sends with the update to every live backup (Backups), and
+// the acknowledgements that may be sent now: those of every earlier
+// update that may, and this one's when the server has no live backup.
+func (p *Primary[A]) Apply(acks []A) (seq uint64, release []A) {
+	seq = p.next
+	p.next++
+	p.queue = append(p.queue, entry[A]{seq: seq, acks: acks})
+	return seq, p.release(nil)
+}
+
+// Acked records that backup b applied every update up to seq and returns
+// the acknowledgements this releases, in the order of their updates. It
+// fails for a backup that is not live and for a number never issued; an
+// acknowledgement below one b gave before is stale and changes nothing.
+func (p *Primary[A]) Acked(b int, seq uint64) ([]A, error) {
+	prev, ok := p.acked[b]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("replica: acknowledgement of update %d from server %d, which is not a live backup", seq, b)
+	case seq >= p.next:
+		return nil, fmt.Errorf("replica: server %d acknowledged update %d, the last applied is %d", b, seq, p.next-1)
+	case seq <= prev:
+		return nil, nil
+	}
+	p.acked[b] = seq
+	return p.release(nil), nil
+}
+
+// Down removes backup b, which failed, and returns the acknowledgements
+// that no longer wait for it: the updates are then on the servers left.
+func (p *Primary[A]) Down(b int) []A {
+	if _, ok := p.acked[b]; !ok {
+		return nil
+	}
+	delete(p.acked, b)
+	return p.release(nil)
+}
+
+// release appends to dst the acknowledgements of the updates at the head
+// of the queue that every live backup acknowledged, and removes them.
+func (p *Primary[A]) release(dst []A) []A {
+	upto := p.next - 1
+	for _, s := range p.acked {
+		upto = min(upto, s)
+	}
+	n := 0
+	for n < len(p.queue) && p.queue[n].seq <= upto {
+		dst = append(dst, p.queue[n].acks...)
+		n++
+	}
+	p.queue = p.queue[n:]
+	return dst
+}
+
+// Replica is a backup's record of the updates of one primary it has
+// applied to its copy of the primary's ranges.
+type Replica struct {
+	applied uint64
+	rounds  []int64
+}
+
+// NewReplica returns the record of an empty copy, for a job of workers
+// workers.
+func NewReplica(workers int) *Replica {
+	r := &Replica{rounds: make([]int64, workers)}
+	for i := range r.rounds {
+		r.rounds[i] = -1
+	}
+	return r
+}
+
+// Applied returns the sequence number of the last update applied: the
+// acknowledgement the backup sends the primary.
+func (r *Replica) Applied() uint64 { return r.applied }
+
+// Update decides on the primary's update seq, which carries pushes: apply
+// reports whether it is the next update, which the backup applies to its
+// copy and records; an update already applied (sent again) is not
+// applied again, and is acknowledged again. An update after a gap, or
+// with a push of a worker out of range or of a round not after that
+// worker's last, is refused and changes nothing.
+func (r *Replica) Update(seq uint64, pushes []Push) (apply bool, err error) {
+	switch {
+	case seq <= r.applied:
+		return false, nil
+	case seq != r.applied+1:
+		return false, fmt.Errorf("replica: update %d after update %d: the updates in between are missing", seq, r.applied)
+	}
+	for _, p := range pushes {
+		if p.Worker < 0 || p.Worker >= len(r.rounds) {
+			return false, fmt.Errorf("replica: update %d carries a push of worker %d, want 0 to %d", seq, p.Worker, len(r.rounds)-1)
+		}
+		if p.Round <= r.rounds[p.Worker] {
+			return false, fmt.Errorf("replica: update %d carries worker %d's push of round %d, after its round %d", seq, p.Worker, p.Round, r.rounds[p.Worker])
+		}
+	}
+	for _, p := range pushes {
+		r.rounds[p.Worker] = p.Round
+	}
+	r.applied = seq
+	return true, nil
+}
+
+// Has reports whether worker w's push of round is in the copy: after the
+// primary's failure the new owner acknowledges such a push when the
+// worker sends it again, without applying it.
+func (r *Replica) Has(w int, round int64) bool {
+	return w >= 0 && w < len(r.rounds) && round <= r.rounds[w]
+}
