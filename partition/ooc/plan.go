@@ -93,6 +93,8 @@ func PlanParsaFile(path string, opt partition.Options, fo FilePlanOptions) (fp *
 		return nil, fmt.Errorf("parsa init = %q: a distributed run initialises globally or not at all (global or none)", string(po.Init))
 	case fo.MinBlocks < 0:
 		return nil, fmt.Errorf("min blocks = %d: want 0 (MinBlocks) or a positive count", fo.MinBlocks)
+	case fo.Ranges != nil && fo.Ranges.SumChunk < 0:
+		return nil, fmt.Errorf("sum chunk = %d: want 0 (DefaultSumChunk) or a positive count", fo.Ranges.SumChunk)
 	}
 	if fo.Machine != nil {
 		if err := validMachine(fo.Machine); err != nil {

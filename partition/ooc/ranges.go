@@ -57,11 +57,16 @@ type FileRanges struct {
 	// all-reduce). Every process calls it as often, with as many values,
 	// as the others.
 	Sum func(vals []float64) ([]float64, error)
+	// SumChunk is the most values one call of Sum carries while the id
+	// sets are summed (0: DefaultSumChunk); the id sets are summed a
+	// chunk at a time, so that no message is larger. Every process of a
+	// run must use the same.
+	SumChunk int
 }
 
-// sumChunk is the most values a sum of id sets carries at once (a
-// variable for tests).
-var sumChunk = 1 << 20
+// DefaultSumChunk is the most values one call of FileRanges.Sum carries
+// by default.
+const DefaultSumChunk = 1 << 20
 
 // readRange is passes 1 and 2 for the range of the file fr gives this
 // process: it reads the range (graph.StreamRange), exchanges the
@@ -337,7 +342,7 @@ func (x *idIndex) encode(dst []float64) []float64 {
 }
 
 // sumStream is the sum of every range's id sets (FileRanges.Sum), read
-// in order a chunk of sumChunk values at a time: each process puts its
+// in order a chunk of FileRanges.SumChunk values at a time: each process puts its
 // own values (mine, at off of total) in its part of each chunk and zeros
 // elsewhere, and every process sums the same chunks in the same order.
 // The chunk's sums are read before the next chunk is summed.
@@ -378,7 +383,11 @@ func (s *sumStream) fill() error {
 	if s.next >= s.total {
 		return fmt.Errorf("the sum of the ranges' id sets ends after %d values", s.total)
 	}
-	c, n := s.next, min(sumChunk, s.total-s.next)
+	chunk := s.fr.SumChunk
+	if chunk == 0 {
+		chunk = DefaultSumChunk
+	}
+	c, n := s.next, min(chunk, s.total-s.next)
 	if cap(s.part) < n {
 		s.part = make([]float64, n)
 	}

@@ -86,7 +86,7 @@ func memSums(t *testing.T, W int) (sums []func([]float64) ([]float64, error), ca
 
 // planByRanges plans the file on W processes reading it by ranges, in
 // goroutines, and returns each process's plan (process 0's whole).
-func planByRanges(t *testing.T, path string, opt partition.Options, load graph.LoadOptions, W int) ([]*FilePlan, int) {
+func planByRanges(t *testing.T, path string, opt partition.Options, load graph.LoadOptions, W, chunk int) ([]*FilePlan, int) {
 	t.Helper()
 	sums, calls, _ := memSums(t, W)
 	dir, tmp := t.TempDir(), t.TempDir()
@@ -97,7 +97,7 @@ func planByRanges(t *testing.T, path string, opt partition.Options, load graph.L
 		wg.Go(func() {
 			plans[r], errs[r] = PlanParsaFile(path, opt, FilePlanOptions{Load: load, TempDir: tmp,
 				Keep: func(j, _ int) bool { return j%W == r }, Global: r == 0, Whole: r == 0,
-				Ranges: &FileRanges{Rank: r, Count: W, Dir: dir, Sum: sums[r]}})
+				Ranges: &FileRanges{Rank: r, Count: W, Dir: dir, Sum: sums[r], SumChunk: chunk}})
 		})
 	}
 	wg.Wait()
@@ -206,11 +206,7 @@ func TestPlanByRangesIsPlanOfTheWholeFile(t *testing.T) {
 			// cut the sets and their entries anywhere.
 			for _, run := range []struct{ W, chunk int }{{1, 0}, {2, 0}, {3, 0}, {4, 0}, {3, 5}} {
 				W := run.W
-				if run.chunk > 0 {
-					defer func(c int) { sumChunk = c }(sumChunk)
-					sumChunk = run.chunk
-				}
-				plans, calls := planByRanges(t, c.path, opt, c.load, W)
+				plans, calls := planByRanges(t, c.path, opt, c.load, W, run.chunk)
 				for _, fp := range plans {
 					defer fp.Close()
 				}
@@ -322,6 +318,11 @@ func TestPlanByRangesErrors(t *testing.T) {
 	_, streamErr := graph.Stream(empty, graph.DefaultLoadOptions(), graph.Visitor{})
 	if streamErr == nil {
 		t.Fatal("graph.Stream read samples from a file without any")
+	}
+	_, err := PlanParsaFile(bad, partition.Options{K: 2, Seed: 1, Parsa: partition.ParsaOptions{Init: partition.InitGlobal}}, FilePlanOptions{Load: graph.DefaultLoadOptions(), TempDir: t.TempDir(),
+		Ranges: &FileRanges{Count: 1, Dir: t.TempDir(), Sum: func(v []float64) ([]float64, error) { return v, nil }, SumChunk: -1}})
+	if err == nil || !strings.Contains(err.Error(), "sum chunk = -1") {
+		t.Errorf("a negative sum chunk: %v, want an error naming it", err)
 	}
 	for W := 1; W <= 4; W++ {
 		for _, path := range []string{bad, empty} {
