@@ -20,6 +20,7 @@ import (
 	"colo/placement"
 	"colo/ps/clock"
 	"colo/train"
+	"colo/train/trainplot"
 	"colo/transport"
 )
 
@@ -467,7 +468,7 @@ func reportRuns(e *env, runs []*train.Result, dataset, jsonOut, svgOut string) e
 		}
 	}
 	if svgOut != "" {
-		if err := writeFigure(e, svgOut, train.LossFigure(dataset+": "+train.Settings(runs), runs)); err != nil {
+		if err := writeFigure(e, svgOut, trainplot.LossFigure(dataset+": "+trainplot.Settings(runs), runs)); err != nil {
 			return err
 		}
 	}

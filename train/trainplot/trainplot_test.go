@@ -1,10 +1,11 @@
-package train_test
+package trainplot_test
 
 import (
 	"testing"
 
 	"colo/internal/plot/plottest"
 	"colo/train"
+	"colo/train/trainplot"
 )
 
 // TestLossFigure draws a run with training and validation losses: the
@@ -19,11 +20,11 @@ func TestLossFigure(t *testing.T) {
 		{Step: 20, Seconds: 2.5, Validation: train.Eval{LogLoss: &l2}},
 	}}}
 	runs := []*train.Result{r}
-	title := "news20: " + train.Settings(runs)
+	title := "news20: " + trainplot.Settings(runs)
 	if want := "news20: logreg on 4 machines, bsp, sgd, full batches, unlimited links"; title != want {
 		t.Errorf("title %q, want %q", title, want)
 	}
-	f := train.LossFigure(title, runs)
+	f := trainplot.LossFigure(title, runs)
 	if n := len(f.Panels[0].Series); n != 2 || !f.Panels[0].Series[1].Dashed || f.Panels[0].Series[0].Dashed {
 		t.Fatalf("want a solid and a dashed line: %+v", f.Panels[0].Series)
 	}

@@ -1,13 +1,22 @@
-package train
+// Package trainplot draws the charts of training runs: the training and
+// validation losses of each run against wall-clock time (LossFigure),
+// titled by the runs' settings (Settings), which colo train writes with
+// --svg. It keeps the plotting library out of the training engine
+// (package train), which only counts.
+//
+//	f := trainplot.LossFigure("news20: "+trainplot.Settings(runs), runs)
+//	err := f.Save("loss.svg")
+package trainplot
 
 import (
 	"fmt"
 
 	"colo/internal/plot"
+	"colo/train"
 )
 
 // validationLoss returns the validation log loss of a check, 0 without.
-func validationLoss(c Check) float64 {
+func validationLoss(c train.Check) float64 {
 	if c.Validation.LogLoss == nil {
 		return 0
 	}
@@ -15,7 +24,7 @@ func validationLoss(c Check) float64 {
 }
 
 // checks returns the evaluator's scores of r, none without one.
-func checks(r *Result) []Check {
+func checks(r *train.Result) []train.Check {
 	if r.Evaluator == nil {
 		return nil
 	}
@@ -25,7 +34,7 @@ func checks(r *Result) []Check {
 // Settings describes the training settings of the first of runs for a
 // plot's title: the application, the machines, the consistency model, the
 // update rule, the batch and the links.
-func Settings(runs []*Result) string {
+func Settings(runs []*train.Result) string {
 	if len(runs) == 0 {
 		return "training loss"
 	}
@@ -46,7 +55,7 @@ func Settings(runs []*Result) string {
 // time, partition time included so that a run's line starts when its
 // training starts, on a logarithmic loss axis. The title should name the
 // dataset and the settings (Settings).
-func LossFigure(title string, runs []*Result) *plot.Figure {
+func LossFigure(title string, runs []*train.Result) *plot.Figure {
 	p := plot.Panel{X: plot.Axis{Label: "seconds (partition + training)"}, Y: plot.Axis{Label: "training loss (validation dashed)", Log: true}}
 	for i, r := range runs {
 		off := r.PartitionSeconds + r.StartSeconds
