@@ -19,6 +19,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -228,21 +229,55 @@ func LoadGraphs(job train.Job) (*Data, error) {
 	return out, nil
 }
 
-// SetOptions sets, in the job's options, every value of values whose name
-// the options of the job's application have (as its JSON spells it) and
-// leaves the others: a command line has one flag per option of any
-// application, and each application takes its own.
+// SetOptions sets values in the job's options, each by its name as the
+// options of the job's application spell it in JSON (OptionNames). A name
+// the application does not take is refused, naming it and the
+// application, and nothing is set: a value meant for one application is
+// never dropped in silence when the job is another's. A job without
+// options starts from its application's defaults (DefaultJob).
 func SetOptions(job *train.Job, values map[string]any) error {
-	opts := map[string]any{}
-	if len(job.Options) > 0 {
-		if err := json.Unmarshal(job.Options, &opts); err != nil {
-			return fmt.Errorf("%s options: %w", job.App, err)
+	opts, err := optionsOf(*job)
+	if err != nil {
+		return err
+	}
+	names := slices.Sorted(maps.Keys(values))
+	for _, name := range names {
+		if _, ok := opts[name]; !ok {
+			return fmt.Errorf("app %s takes no option %q: its options are %s", job.App, name, strings.Join(slices.Sorted(maps.Keys(opts)), ", "))
 		}
 	}
 	for name, v := range values {
-		if _, ok := opts[name]; ok {
-			opts[name] = v
-		}
+		opts[name] = v
 	}
 	return job.SetOptions(opts)
+}
+
+// OptionNames returns the names of the options that the job's
+// application takes, as their JSON spells them, sorted.
+func OptionNames(job train.Job) ([]string, error) {
+	opts, err := optionsOf(job)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(opts)), nil
+}
+
+// optionsOf returns the job's options as a map by name: its own, or its
+// application's defaults when it has none.
+func optionsOf(job train.Job) (map[string]any, error) {
+	raw := job.Options
+	if len(raw) == 0 {
+		d, err := DefaultJob(job.App)
+		if err != nil {
+			return nil, err
+		}
+		raw = d.Options
+	}
+	opts := map[string]any{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &opts); err != nil {
+			return nil, fmt.Errorf("%s options: %w", job.App, err)
+		}
+	}
+	return opts, nil
 }

@@ -116,6 +116,67 @@ func TestDefaultJob(t *testing.T) {
 	}
 }
 
+// TestSetOptions checks that SetOptions sets the options the job's
+// application takes, and refuses one it does not, naming the option and
+// the application and leaving the job as it was.
+func TestSetOptions(t *testing.T) {
+	j, err := app.DefaultJob("mf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.SetOptions(&j, map[string]any{"rank": 4, "holdout": 0.2}); err != nil {
+		t.Fatal(err)
+	}
+	var o mf.Config
+	if err := j.DecodeOptions(&o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Rank != 4 || o.HoldOut != 0.2 || o.RowLR != mf.DefaultConfig().RowLR {
+		t.Errorf("options %+v: want rank 4, holdout 0.2 and the default row_lr", o)
+	}
+	before := slices.Clone(j.Options)
+	for _, c := range []struct {
+		app    string
+		values map[string]any
+		want   string
+	}{
+		{"mf", map[string]any{"rank": 8, "hidden": []int{8}}, `app mf takes no option "hidden": its options are holdout, rank, row_l2, row_lr`},
+		{"lr", map[string]any{"holdout": 0.1}, `app lr takes no option "holdout": its options are features`},
+		{"mlp", map[string]any{"features": "raw"}, `app mlp takes no option "features"`},
+	} {
+		j := j
+		if c.app != "mf" {
+			if j, err = app.DefaultJob(c.app); err != nil {
+				t.Fatal(err)
+			}
+		}
+		was := slices.Clone(j.Options)
+		err := app.SetOptions(&j, c.values)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s %v: %v, want %q", c.app, c.values, err, c.want)
+		}
+		if !bytes.Equal(j.Options, was) {
+			t.Errorf("%s %v: the refused values changed the options to %s", c.app, c.values, j.Options)
+		}
+	}
+	if !bytes.Equal(j.Options, before) {
+		t.Errorf("options %s after refusals, want %s", j.Options, before)
+	}
+	// A job without options starts from its application's defaults.
+	bare := train.Job{App: "lr"}
+	if err := app.SetOptions(&bare, map[string]any{"features": "raw"}); err != nil {
+		t.Fatal(err)
+	}
+	var lo lr.Options
+	if err := bare.DecodeOptions(&lo); err != nil || lo.Features != "raw" {
+		t.Errorf("a bare lr job: options %+v, %v", lo, err)
+	}
+	names, err := app.OptionNames(bare)
+	if err != nil || !slices.Equal(names, []string{"features"}) {
+		t.Errorf("lr's options %v, %v: want [features]", names, err)
+	}
+}
+
 // TestOpenAndPlace opens a job, then the same job written to a file and
 // read back (as a machine of a cluster of processes does): both give the
 // same application and, from a partitioner's name and from the directory

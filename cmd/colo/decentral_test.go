@@ -99,7 +99,7 @@ func TestTrainDecentralised(t *testing.T) {
 		{[]string{"--local-steps", "0"}, "local-steps 0"},
 		{[]string{"--submodular", "sum"}, "--submodular \"sum\""},
 		{[]string{"--servers", "2"}, "no servers"},
-		{[]string{"--app", "lr"}, "mlp or cnn"},
+		{[]string{"--app", "lr"}, "--app lr"}, // refused for the mlp flags of base (--hidden), or as no dense model
 		{[]string{"--lr", "1e30"}, "diverged"},
 		{[]string{"--lr-decay", "step:3,2"}, "--lr-decay \"step:3,2\": epochs 3 then 2: want them increasing"},
 		{[]string{"--lr-decay", "linear"}, "want none, cosine or step:E1,E2"},

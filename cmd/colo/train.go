@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -59,9 +62,13 @@ type trainFlags struct {
 	labels, testLabels, labelCol, header, sep string
 	hidden, conv, lrScaling, lrDecay          string
 	workersDecay                              bool // --lr-decay is the decentralised workers', not the model's
+	// fs is the flag set of register, which says which flags the command
+	// line set (nil: none, as for colo node's training flags).
+	fs *flag.FlagSet
 }
 
 func (t *trainFlags) register(f *cmdFlags) {
+	t.fs = f.FlagSet
 	def := train.DefaultConfig()
 	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial), mf (matrix factorisation), embed (node embeddings of a SNAP graph for link prediction), mlp or cnn (dense networks on labelled dense data)")
 	f.StringVar(&t.test, "test", "", "test file (lr: libsvm with the training set's feature ids; mf: ratings; mlp, cnn: as DATA); without it lr, mlp and cnn score the training set and mf holds out entries")
@@ -199,13 +206,45 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 			}
 		}
 	}
-	if err := app.SetOptions(&job, opts); err != nil {
+	if err := t.appOptions(&job, opts); err != nil {
 		return job, err
 	}
 	if err := job.Validate(); err != nil {
 		return job, usageError("%v", err)
 	}
 	return job, nil
+}
+
+// appOptions sets opts, the values of the application options' flags
+// (each flag named as its option, with - for _), in the job's options.
+// A flag the command line set for an application that does not take it
+// is refused, naming the flag and the application; the defaults of the
+// flags that other applications take are left out.
+func (t *trainFlags) appOptions(job *train.Job, opts map[string]any) error {
+	takes, err := app.OptionNames(*job)
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	if t.fs != nil {
+		t.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts)) {
+		if slices.Contains(takes, name) {
+			continue
+		}
+		if fl := strings.ReplaceAll(name, "_", "-"); set[fl] {
+			var flags []string
+			for _, o := range takes {
+				if f := strings.ReplaceAll(o, "_", "-"); t.fs.Lookup(f) != nil {
+					flags = append(flags, "--"+f)
+				}
+			}
+			return usageError("--%s: --app %s does not take it (its flags: %s)", fl, job.App, cmp.Or(strings.Join(flags, ", "), "none"))
+		}
+		delete(opts, name)
+	}
+	return app.SetOptions(job, opts)
 }
 
 // links sets the emulated links of --link-bandwidth and
