@@ -7,14 +7,17 @@
 // worker on loopback (TrainProcesses, RunProcess), and scores the average
 // model on the test set.
 //
-//	job, _ := app.DefaultJob("mlp")
-//	job.Data.Train, job.Data.Test = "train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz"
-//	job.SetOptions(dense.Options{Labels: "train-labels-idx1-ubyte.gz", TestLabels: "t10k-labels-idx1-ubyte.gz", …})
-//	d, _ := job.Load(job)
+//	j, _ := app.DefaultJob("mlp")
+//	j.Data.Train, j.Data.Test = "train-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte.gz"
+//	app.SetOptions(&j, map[string]any{"labels": "train-labels-idx1-ubyte.gz", "test_labels": "t10k-labels-idx1-ubyte.gz"})
+//	d, _ := job.Load(j)
 //	cfg := gossip.DefaultConfig()
 //	cfg.Speeds, cfg.LocalSteps = []float64{1, 2, 4, 8}, 2
 //	shards, _, _ := d.Shards(job.ShardSpec{Scheme: "submodular", Function: shard.FacilityLocation}, cfg, 1)
 //	rep, _ := d.Train(ctx, cfg, shards, job.Net{Link: 125e6})
+//
+// (Example, with its errors handled, is compiled with the package's
+// tests.)
 package job
 
 import (
