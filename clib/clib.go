@@ -30,7 +30,9 @@
 // table's NumKeys: keys below it are the placement's parameters, and a
 // table declared Placed uses them directly (key = row), so that its rows
 // live where colo's partitioner put them, beside the samples that touch
-// them.
+// them; its rows past the placement's keys (features the placed data
+// never has) get keys lo + (r − lo)·256 + t. One table of a session may
+// be placed.
 //
 // # Values and initial values
 //

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,26 +202,43 @@ func TestBadInput(t *testing.T) {
 // its rows and no two tables share a key, over and above a placement's.
 func TestKeysApart(t *testing.T) {
 	for _, lo := range []uint64{0, 1000} {
-		s := &Session{lo: lo, byName: map[string]*Table{}}
 		seen := map[uint64]string{}
-		for id, rows := range []int64{1, 7, 1000, 1 << 30, 1 << 48} {
-			tb := &Table{id: id, rows: rows}
-			tb.base = s.lo + uint64(id)
-			tb.stride = ((math.MaxUint64 - s.lo) / uint64(rows)) &^ 255
-			prev := uint64(0)
-			for _, r := range []int64{0, 1, rows / 2, rows - 1} {
-				k := tb.key(r)
-				if k < lo {
-					t.Fatalf("lo %d: table %d row %d key %d below the placement's keys", lo, id, r, k)
+		for id, rows := range []int64{1, 7, 1000, 5000, 1 << 30, 1 << 48} {
+			for _, placed := range []bool{false, true} {
+				if placed && (lo == 0 || rows != 5000) {
+					continue // one placed table, with rows past the placement's
 				}
-				if r > 0 && k <= prev {
-					t.Fatalf("lo %d: table %d row %d key %d not above %d", lo, id, r, k, prev)
+				tb := &Table{id: id, rows: rows}
+				if placed {
+					tb.id += 100
 				}
-				prev = k
-				if o, ok := seen[k]; ok && o != tb.spec.Name+string(rune(id)) {
-					t.Fatalf("lo %d: key %d of table %d row %d also %s", lo, k, id, r, o)
+				var err error
+				if tb.split, tb.base, tb.stride, err = layout(lo, tb.id, rows, placed); err != nil {
+					t.Fatal(err)
 				}
-				seen[k] = tb.spec.Name + string(rune(id))
+				name := fmt.Sprintf("table %d (placed %v)", tb.id, placed)
+				prev := uint64(0)
+				rs := slices.Compact(slices.Sorted(slices.Values([]int64{0, 1, rows / 2, int64(lo) - 1, int64(lo), int64(lo) + 1, rows - 1})))
+				for _, r := range rs {
+					if r < 0 || r >= rows {
+						continue
+					}
+					k := tb.key(r)
+					if !placed && k < lo {
+						t.Fatalf("lo %d: %s row %d key %d below the placement's keys", lo, name, r, k)
+					}
+					if placed && r < int64(lo) && k != uint64(r) {
+						t.Fatalf("lo %d: %s row %d has key %d, want the placement's %d", lo, name, r, k, r)
+					}
+					if r > 0 && k <= prev {
+						t.Fatalf("lo %d: %s row %d key %d not above %d", lo, name, r, k, prev)
+					}
+					prev = k
+					if o, ok := seen[k]; ok && o != name {
+						t.Fatalf("lo %d: key %d of %s row %d also %s", lo, k, name, r, o)
+					}
+					seen[k] = name
+				}
 			}
 		}
 	}

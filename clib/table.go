@@ -138,6 +138,9 @@ type Table struct {
 	rows   int64
 	dim    int
 	last   int // values of the last row (dense tables)
+	// Row r < split (a placed table's rows the placement names) has key
+	// r, any other base + (r − split)·stride.
+	split  int64
 	base   uint64
 	stride uint64
 	lens   []int32 // per-key lengths of a whole dense table
@@ -183,22 +186,20 @@ func (s *Session) Declare(ctx context.Context, spec TableSpec) (*Table, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%s: a session holds at most %d tables", q, MaxTables)
 	}
+	if spec.Placed {
+		for _, o := range s.tables {
+			if o.spec.Placed {
+				s.mu.Unlock()
+				return nil, &SpecError{fmt.Sprintf("%s: placed, but table %q is placed already: the placement's parameters are one set of keys", q, o.spec.Name)}
+			}
+		}
+	}
 	rows, dim, last := spec.shape()
 	t := &Table{s: s, spec: spec, id: len(s.tables), rows: rows, dim: dim, last: last}
-	if spec.Placed {
-		if s.lo == 0 || uint64(rows) > s.lo {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("%s: placed on %d rows, but the job's placement has %d parameters (colo run --placement)", q, rows, s.lo)
-		}
-		t.stride = 1
-	} else {
-		span := math.MaxUint64 - s.lo // 2^64 − lo − 1
-		t.base = s.lo + uint64(t.id)
-		t.stride = (span / uint64(rows)) &^ 255
-		if t.stride < 256 {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("%s: %d rows do not fit the key space above the placement's %d keys", q, rows, s.lo)
-		}
+	var err error
+	if t.split, t.base, t.stride, err = layout(s.lo, t.id, rows, spec.Placed); err != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", q, err)
 	}
 	if spec.Dense {
 		t.lens = make([]int32, rows)
@@ -235,8 +236,32 @@ func shapeString(s TableSpec) string {
 	return fmt.Sprintf("%d rows × %d%s", s.Rows, s.Dim, p)
 }
 
+// layout returns the keys of table id of rows rows above the
+// placement's lo keys (see the package doc): row r < split has key r,
+// any other base + (r − split)·stride.
+func layout(lo uint64, id int, rows int64, placed bool) (split int64, base, stride uint64, err error) {
+	base = lo + uint64(id)
+	if placed {
+		if lo == 0 {
+			return 0, 0, 0, &SpecError{"placed, but the job has no placement (colo run --placement)"}
+		}
+		// Rows the placement does not name go above its keys, 256 apart.
+		return int64(min(lo, uint64(rows))), base, 256, nil
+	}
+	stride = ((math.MaxUint64 - lo) / uint64(rows)) &^ 255
+	if stride < 256 {
+		return 0, 0, 0, fmt.Errorf("%d rows do not fit the key space above the placement's %d keys", rows, lo)
+	}
+	return 0, base, stride, nil
+}
+
 // key returns row r's key.
-func (t *Table) key(r int64) uint64 { return t.base + uint64(r)*t.stride }
+func (t *Table) key(r int64) uint64 {
+	if r < t.split {
+		return uint64(r)
+	}
+	return t.base + uint64(r-t.split)*t.stride
+}
 
 // keys checks rows (ascending, unique, in range) and returns their keys
 // in a pooled array.
@@ -257,7 +282,7 @@ func (t *Table) keys(rows []int64) (*[]uint64, error) {
 			return nil, fmt.Errorf("table %q: rows must ascend without repeats: row %d at index %d follows %d", t.spec.Name, r, i, prev)
 		}
 		prev = r
-		ks = append(ks, t.base+uint64(r)*t.stride)
+		ks = append(ks, t.key(r))
 	}
 	*kp = ks
 	return kp, nil
