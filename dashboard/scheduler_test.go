@@ -51,7 +51,10 @@ func TestSchedulerBoard(t *testing.T) {
 	nc := node.DefaultConfig()
 	nc.Role, nc.Rank, nc.Scheduler, nc.Token = proto.RoleMachine, 0, addr, "tok"
 	nc.Network = node.TCP{Token: "tok"}
-	if _, err := launch.RunNode(ctx, launch.Node{Config: nc, Job: launch.SmokeJob(smoke.Config{Keys: 100, Batch: 10, Rounds: 2, Seed: 1})}); err != nil {
+	job := &launch.Member{Run: func(ctx context.Context, n *node.Node, _ *launch.NodeSummary) (any, error) {
+		return smoke.Config{Keys: 100, Batch: 10, Rounds: 2, Seed: 1}.Run(ctx, n.Worker(), 1)
+	}}
+	if _, _, err := launch.RunNode(ctx, launch.Node{Config: nc, Member: job}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {

@@ -45,6 +45,9 @@ type Position struct {
 	Role    proto.Role
 	Rank    int
 	Recover bool
+	// Servers and Workers are the cluster's numbers as the command line
+	// gives them (0: not given).
+	Servers, Workers int
 }
 
 // Member is what a Kind opens for one node of its cluster.
@@ -53,10 +56,15 @@ type Member struct {
 	Rule update.Rule
 	// Rates are the emulated rates of the node's links (zero: unlimited).
 	Rates node.Rates
-	// Run runs the job on the node once it has joined and returns the
-	// member's report (JSON-encoded into the Report envelope; nil for
-	// none). Nil runs nothing: the node serves and waits for the end.
-	Run func(ctx context.Context, n *node.Node) (report any, err error)
+	// Run runs the job on the node's worker once it has joined and
+	// returns the member's report (JSON-encoded into the Report envelope;
+	// nil for none); it may add the kind's part to the node's summary
+	// (NodeSummary.Smoke, Train, Lines). Nil runs nothing: the node serves
+	// and waits for the end.
+	Run func(ctx context.Context, n *node.Node, sum *NodeSummary) (report any, err error)
+	// Report, when set, returns the report of a member without Run (a
+	// server's), given its summary once the cluster has ended.
+	Report func(sum *NodeSummary) any
 	// After, when set, is called once the cluster has ended without
 	// error, before the report is written (the placement of distributed
 	// Parsa's worker 0 goes out then).
@@ -164,6 +172,20 @@ type Report struct {
 	// Report is the kind's report of the member (Member.Run's), absent
 	// when it has none.
 	Report json.RawMessage `json:"report,omitempty"`
+}
+
+// NewReport returns the report of a member of kind at rank, whose node's
+// summary is sum and whose own report is report (nil: none).
+func NewReport(kind string, rank int, sum *NodeSummary, report any) (*Report, error) {
+	r := &Report{Kind: kind, Rank: rank, Node: *sum}
+	if report != nil {
+		b, err := json.Marshal(report)
+		if err != nil {
+			return nil, fmt.Errorf("report of kind %s: %w", kind, err)
+		}
+		r.Report = b
+	}
+	return r, nil
 }
 
 // reportLimit bounds the size of a member's report.

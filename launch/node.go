@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"colo/app/smoke"
 	"colo/metrics"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -37,17 +36,19 @@ type Node struct {
 	// Log receives the line that says where the final metrics stay
 	// (--linger); nil discards it.
 	Log io.Writer
-	// Job runs on the node's worker, if it has one, and records what it
-	// did in sum; nil runs nothing (the worker only joins).
-	Job func(ctx context.Context, n *node.Node, sum *NodeSummary) error
+	// Member is what the node runs (Kind.Open): its worker's job, if it
+	// has a worker, and its report; nil runs nothing (the worker only
+	// joins). Its Rule and Rates are the caller's to put in Config.
+	Member *Member
 }
 
-// RunNode starts nd, runs its job on the worker, reports the job's end
-// to the scheduler and waits for the cluster's end. It returns the
-// node's summary and the job's outcome: nil when every node's job
-// succeeded, otherwise the error that ended the job (this node's, or the
-// scheduler's verdict naming a failed node).
-func RunNode(ctx context.Context, nd Node) (*NodeSummary, error) {
+// RunNode starts nd, runs its member's job on the worker, reports the
+// job's end to the scheduler and waits for the cluster's end. It returns
+// the node's summary, the member's report (Member.Run's or
+// Member.Report's; nil for none) and the job's outcome: nil when every
+// node's job succeeded, otherwise the error that ended the job (this
+// node's, or the scheduler's verdict naming a failed node).
+func RunNode(ctx context.Context, nd Node) (*NodeSummary, any, error) {
 	t0 := time.Now()
 	// The metrics are served from the start: the runtime's while the node
 	// joins, the node's counters once it has.
@@ -62,7 +63,7 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, error) {
 		reg.MustRegister(nc)
 		var err error
 		if endMetrics, err = nd.Metrics.Start(reg, nd.Log); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	n, err := node.Start(ctx, nd.Config)
@@ -70,7 +71,7 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, error) {
 		stopped, stop := context.WithCancel(ctx)
 		stop()
 		endMetrics(stopped) // no linger: there was no job
-		return nil, err
+		return nil, nil, err
 	}
 	defer n.Close()
 	startedAt := time.Now()
@@ -78,10 +79,11 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, error) {
 		nc.Set(func() []node.Stats { return []node.Stats{n.Stats()} })
 	}
 	sum := &NodeSummary{Role: nd.Config.Role.String(), StartSeconds: startedAt.Sub(t0).Seconds(), StartedUnixNano: startedAt.UnixNano()}
+	var report any
 	if n.Worker() != nil {
 		var jobErr error
-		if nd.Job != nil {
-			jobErr = nd.Job(ctx, n, sum)
+		if nd.Member != nil && nd.Member.Run != nil {
+			report, jobErr = nd.Member.Run(ctx, n, sum)
 		}
 		n.Finish(jobErr)
 	}
@@ -89,7 +91,7 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, error) {
 	case <-n.Done():
 	case <-ctx.Done():
 		endMetrics(ctx)
-		return sum, errors.New("interrupted")
+		return sum, nil, errors.New("interrupted")
 	}
 	jobErr := n.Wait()
 	sum.Stats = n.Stats()
@@ -109,16 +111,13 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, error) {
 	if jobErr != nil {
 		sum.Error = jobErr.Error()
 	}
-	return sum, jobErr
-}
-
-// SmokeJob returns the Job of a node that runs the smoke job cfg.
-func SmokeJob(cfg smoke.Config) func(ctx context.Context, n *node.Node, sum *NodeSummary) error {
-	return func(ctx context.Context, n *node.Node, sum *NodeSummary) error {
-		r, err := cfg.Run(ctx, n.Worker(), n.Assignment().NumWorkers)
-		sum.Smoke = &r
-		return err
+	if jobErr == nil && nd.Member != nil && nd.Member.After != nil {
+		jobErr = nd.Member.After()
 	}
+	if report == nil && nd.Member != nil && nd.Member.Report != nil {
+		report = nd.Member.Report(sum)
+	}
+	return sum, report, jobErr
 }
 
 // Scheduler is the scheduler of a cluster of processes as colo node runs

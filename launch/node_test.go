@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"colo/app/smoke"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/sched"
@@ -49,7 +48,20 @@ func TestRunNodeAndScheduler(t *testing.T) {
 			cfg := node.DefaultConfig()
 			cfg.Role, cfg.Rank, cfg.Scheduler, cfg.Token = proto.RoleMachine, r, addr, "tok"
 			cfg.Network = node.TCP{Token: "tok"}
-			sums[r], errs[r] = RunNode(ctx, Node{Config: cfg, Job: SmokeJob(smoke.Config{Keys: 1000, Batch: 100, Rounds: 5, Seed: 3})})
+			j := DefaultSmokeJob()
+			j.Keys, j.Batch, j.Rounds, j.Seed = 1000, 100, 5, 3
+			env, err := NewEnvelope("smoke", j)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			m, err := SmokeKind{}.Open(ctx, env.Job, Position{Role: proto.RoleMachine, Rank: r})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			cfg.Rule = m.Rule
+			sums[r], _, errs[r] = RunNode(ctx, Node{Config: cfg, Member: m})
 		})
 	}
 	wg.Wait()
@@ -90,7 +102,7 @@ func TestRunNodeRefused(t *testing.T) {
 	addr := strings.TrimPrefix(strings.TrimSpace(line), schedulerPrefix)
 	cfg := node.DefaultConfig()
 	cfg.Scheduler, cfg.Token, cfg.Network, cfg.JoinTimeout = addr, "wrong", node.TCP{Token: "wrong"}, 3*time.Second
-	if _, err := RunNode(ctx, Node{Config: cfg}); err == nil {
+	if _, _, err := RunNode(ctx, Node{Config: cfg}); err == nil {
 		t.Fatal("a node with the wrong token joined")
 	}
 }

@@ -198,7 +198,7 @@ func WorkerEnv(rank int, scheduler, host, jobFile, result string, servers, worke
 // Run runs the cluster until its job ends and removes every file it made.
 // It returns the outcome whenever the scheduler started, with the error of
 // the first member to fail (a *Failure naming it, with the last lines of
-// its standard error) when one did; the other processes are killed after
+// its standard error) when one did, as Supervisor.Wait returns it; the other processes are killed after
 // the grace period, and none outlives Run. ctx done stops the cluster.
 func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 	if err := c.Validate(); err != nil {
@@ -252,7 +252,7 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
 		}
-		return nil, fmt.Errorf("launch: %w", err)
+		return nil, err
 	}
 	if c.OnStart != nil {
 		c.OnStart(addr)
@@ -310,8 +310,5 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 		m.Report, m.ReportErr = ReadReportFile(results[i])
 		out.Members = append(out.Members, m)
 	}
-	if werr != nil {
-		return out, fmt.Errorf("launch: %w", werr)
-	}
-	return out, nil
+	return out, werr
 }

@@ -6,15 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"time"
 
 	"colo/app/smoke"
 	"colo/metrics"
 	"colo/ps/clock"
 	"colo/ps/node"
+	"colo/ps/proto"
 	"colo/ps/sched"
+	"colo/ps/update"
 	"colo/transport"
 )
 
@@ -131,6 +131,9 @@ type NodeSummary struct {
 	Train json.RawMessage `json:"train,omitempty"`
 	Error string          `json:"error,omitempty"`
 	Stats node.Stats      `json:"stats"`
+	// Lines are what the node's kind says of its job, for people
+	// (WriteText).
+	Lines []string `json:"-"`
 }
 
 // SmokeSummary is the outcome of Smoke.
@@ -199,11 +202,11 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	env = append(env, EnvName("token")+"="+token)
-	ns, nw := cfg.shape()
-	common := []string{
-		"--num-servers", strconv.Itoa(ns), "--num-workers", strconv.Itoa(nw),
-		"--keys", strconv.FormatUint(cfg.Keys, 10),
+	job := DefaultSmokeJob()
+	job.Keys, job.Batch, job.Rounds, job.Consistency, job.Tau = cfg.Keys, cfg.Batch, cfg.Rounds, cfg.Consistency, cfg.Tau
+	envelope, err := NewEnvelope(SmokeKind{}.Name(), job)
+	if err != nil {
+		return nil, err
 	}
 	var cm *clusterMetrics
 	endMetrics := func(context.Context) error { return nil }
@@ -220,7 +223,7 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 	var restarts []SmokeRestart
 	for {
 		t0 := time.Now()
-		sum, err := smokeOnce(ctx, cfg, st, common, env, cm)
+		sum, err := smokeOnce(ctx, cfg, st, envelope, env, token, cm)
 		if sum != nil {
 			sum.Restarts = restarts
 			if n := len(restarts); n > 0 {
@@ -244,55 +247,50 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 }
 
 // smokeOnce runs the cluster of cfg once, on st.
-func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, common, env []string, cm *clusterMetrics) (*SmokeSummary, error) {
+func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, env Envelope, tlsEnv []string, token string, cm *clusterMetrics) (*SmokeSummary, error) {
 	ns, nw := cfg.shape()
-	sup := NewSupervisor(cfg.Bin, st)
-	t0 := time.Now()
-	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: append(append([]string{
-		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(),
-		"--consistency", cfg.Consistency, "--tau", strconv.Itoa(cfg.Tau),
-		"--heartbeat", cfg.Heartbeat.String(), "--timeout", cfg.Timeout.String()}, common...), cm.args("scheduler")...)})
-	if err != nil {
-		return nil, fmt.Errorf("launch: %w", err)
-	}
-	var nodes []*Proc
-	start := func(role string, rank int) {
-		nodes = append(nodes, sup.Start(ctx, Spec{
-			Name: role + " " + strconv.Itoa(rank), Host: rank + 1, Stdout: true, Env: env,
-			Args: append([]string{"node", "--role", role, "--scheduler", addr, "--rank", strconv.Itoa(rank),
-				"--host", st.Addr(rank + 1), "--json",
-				"--batch", strconv.Itoa(cfg.Batch), "--rounds", strconv.Itoa(cfg.Rounds)}, slices.Concat(common, cm.args(role+" "+strconv.Itoa(rank)))...),
-		}))
-	}
+	c := &Cluster{Envelope: env, Bin: cfg.Bin, Starter: st, Token: token, Env: tlsEnv,
+		Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout}
 	if cfg.separate() {
-		for i := range ns {
-			start("server", i)
-		}
-		for i := range nw {
-			start("worker", i)
-		}
+		c.Servers, c.Workers = ns, nw
 	} else {
-		for i := range ns {
-			start("machine", i)
-		}
+		c.Machines = cfg.Machines
+	}
+	if cm != nil {
+		c.Flags = cm.args
+	}
+	t0 := time.Now()
+	out, werr := c.Run(ctx)
+	if werr != nil {
+		werr = fmt.Errorf("launch: %w", werr)
+	}
+	if out == nil {
+		return nil, werr
 	}
 	var errs []error
-	werr := sup.Wait(ctx)
 	if werr != nil {
-		errs = append(errs, fmt.Errorf("launch: %w", werr))
+		errs = append(errs, werr)
 	}
 	sum := &SmokeSummary{Servers: ns, Workers: nw, Consistency: cfg.Consistency, TotalSeconds: time.Since(t0).Seconds(), failed: werr != nil}
 	if !cfg.separate() {
 		sum.Machines = cfg.Machines
 	}
 	var lastStart int64
-	for _, p := range nodes {
-		var n NodeSummary
-		if err := json.Unmarshal(p.Stdout(), &n); err != nil {
-			if p.Err() == nil {
-				errs = append(errs, fmt.Errorf("launch: %s: bad summary: %w", p.Name(), err))
+	for _, m := range out.Members {
+		if m.Report == nil {
+			if werr == nil {
+				errs = append(errs, fmt.Errorf("launch: %s: %w", m.Name, m.ReportErr))
 			}
 			continue
+		}
+		n := m.Report.Node
+		if len(m.Report.Report) > 0 {
+			var r smoke.Result
+			if err := m.Report.Decode(&r); err != nil {
+				errs = append(errs, fmt.Errorf("launch: %s: bad report: %w", m.Name, err))
+				continue
+			}
+			n.Smoke = &r
 		}
 		sum.Nodes = append(sum.Nodes, n)
 		lastStart = max(lastStart, n.StartedUnixNano)
@@ -313,9 +311,104 @@ func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, common, env []s
 	if len(errs) == 0 && !sum.Checked {
 		errs = append(errs, errors.New("launch: no worker checked the sums"))
 	}
-	err = errors.Join(errs...)
+	err := errors.Join(errs...)
 	if err != nil {
 		sum.Error = err.Error()
 	}
 	return sum, err
+}
+
+// SmokeJob is the job of the smoke kind (SmokeKind): the smoke job's
+// keys, batch, rounds and seed (smoke.Config), the consistency model, the
+// servers' update rule and the emulated links. Idle workers only join.
+type SmokeJob struct {
+	Keys   uint64 `json:"keys"`
+	Batch  int    `json:"batch"`
+	Rounds int    `json:"rounds"`
+	Seed   uint64 `json:"seed"`
+	// Consistency is bsp, async or bounded, Tau the delay bound of
+	// bounded.
+	Consistency string `json:"consistency"`
+	Tau         int    `json:"tau"`
+	// Rule is the servers' update rule (sum: the checked sums).
+	Rule update.Config `json:"rule"`
+	// LinkBandwidth and BandwidthMatrix emulate the links, as colo node's
+	// --link-bandwidth and --bandwidth-matrix.
+	LinkBandwidth   string `json:"link_bandwidth,omitempty"`
+	BandwidthMatrix string `json:"bandwidth_matrix,omitempty"`
+	// Idle workers run no job: they join and wait for the end.
+	Idle bool `json:"idle,omitempty"`
+}
+
+// DefaultSmokeJob returns colo node's smoke job: 20 rounds of 10k keys
+// out of 100k, BSP, summing servers.
+func DefaultSmokeJob() SmokeJob {
+	s := smoke.DefaultConfig()
+	return SmokeJob{Keys: s.Keys, Batch: s.Batch, Rounds: s.Rounds, Seed: s.Seed, Consistency: "bsp", Rule: update.DefaultConfig()}
+}
+
+// config returns the job's smoke.Config.
+func (j SmokeJob) config() smoke.Config {
+	return smoke.Config{Keys: j.Keys, Batch: j.Batch, Rounds: j.Rounds, Seed: j.Seed}
+}
+
+// SmokeKind is the kind of the built-in smoke job (package app/smoke),
+// what colo launch runs and what a node started by hand without a job
+// file runs.
+type SmokeKind struct{}
+
+// Name returns "smoke".
+func (SmokeKind) Name() string { return "smoke" }
+
+// decode reads a smoke job: defaults for what it leaves out.
+func (SmokeKind) decode(raw json.RawMessage) (SmokeJob, error) {
+	j := DefaultSmokeJob()
+	if err := DecodeJob("smoke", raw, &j); err != nil {
+		return j, err
+	}
+	return j, nil
+}
+
+// Scheduler sets the key space and the consistency model; the numbers of
+// servers and workers and the width are the command line's.
+func (k SmokeKind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
+	j, err := k.decode(raw)
+	if err != nil {
+		return err
+	}
+	mode, err := clock.ParseMode(j.Consistency)
+	if err != nil {
+		return fmt.Errorf("job of kind smoke: consistency: %w", err)
+	}
+	cfg.NumKeys, cfg.Clock = j.Keys, clock.Config{Mode: mode, Tau: j.Tau}
+	return nil
+}
+
+// Open returns the member: its server's rule and links, and on a worker
+// the smoke job, whose report is a smoke.Result.
+func (k SmokeKind) Open(_ context.Context, raw json.RawMessage, at Position) (*Member, error) {
+	j, err := k.decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{}
+	if m.Rule, err = update.New(j.Rule); err != nil {
+		return nil, fmt.Errorf("job of kind smoke: rule: %w", err)
+	}
+	if m.Rates, err = node.ParseRates(j.LinkBandwidth, j.BandwidthMatrix, max(at.Servers, at.Workers)); err != nil {
+		return nil, fmt.Errorf("job of kind smoke: %w", err)
+	}
+	if j.Idle || at.Role == proto.RoleServer {
+		return m, nil
+	}
+	cfg := j.config()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("job of kind smoke: %w", err)
+	}
+	m.Run = func(ctx context.Context, n *node.Node, sum *NodeSummary) (any, error) {
+		r, err := cfg.Run(ctx, n.Worker(), n.Assignment().NumWorkers)
+		sum.Smoke = &r
+		return r, err
+	}
+	return m, nil
 }

@@ -4,18 +4,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"colo/train"
 )
 
-// WriteText writes the summary of colo node for people, with t, the
-// node's training result (nil for other jobs).
-func (s NodeSummary) WriteText(w io.Writer, t *train.WorkerResult) error {
+// WriteText writes the summary of colo node for people, with the lines
+// its kind added (Lines).
+func (s NodeSummary) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (machine %d): joined in %.3f s\n", strings.Join(s.Nodes, " + "), s.Machine, s.StartSeconds)
-	if t != nil && len(t.Passes) > 0 {
-		last := t.Passes[len(t.Passes)-1]
-		fmt.Fprintf(&b, "  trained %d passes (%d rounds) in %.3f s, loss %.4f%s\n", last.Pass, last.Rounds, t.TrainSeconds, last.TrainLoss, t.Eval.Words())
+	for _, l := range s.Lines {
+		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	if s.Smoke != nil {
 		fmt.Fprintf(&b, "  pushed %d keys in %.3f s: %.2fM keys/s", s.Smoke.KeysPushed, s.Smoke.Seconds, s.Smoke.KeysPerSec/1e6)

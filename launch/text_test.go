@@ -5,20 +5,18 @@ import (
 	"testing"
 
 	"colo/app/smoke"
-	"colo/train"
 	"colo/transport"
 )
 
 func TestWriteText(t *testing.T) {
-	acc := 0.8463
 	s := NodeSummary{Nodes: []string{"server 0", "worker 0"}, StartSeconds: 0.25, Smoke: &smoke.Result{KeysPushed: 2000, Seconds: 1, KeysPerSec: 2e6, Checked: true}, Error: "boom"}
 	s.Stats.Inter = transport.LinkStats{MsgsSent: 3, BytesSent: 3 << 20}
-	tr := &train.WorkerResult{Passes: []train.Pass{{Pass: 2, Rounds: 40, TrainLoss: 0.5}}, TrainSeconds: 1.5, Eval: train.Eval{On: "test", Accuracy: &acc}}
+	s.Lines = []string{"trained 2 passes (40 rounds) in 1.500 s, loss 0.5000, test accuracy 84.63%"}
 	var b strings.Builder
-	if err := s.WriteText(&b, tr); err != nil {
+	if err := s.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"server 0 + worker 0 (machine 0): joined in 0.250 s", "trained 2 passes (40 rounds) in 1.500 s, loss 0.5000, test accuracy 84.63%",
+	for _, want := range []string{"server 0 + worker 0 (machine 0): joined in 0.250 s", "\n  trained 2 passes (40 rounds) in 1.500 s, loss 0.5000, test accuracy 84.63%",
 		"pushed 2000 keys", "every value is the exact sum", "inter-machine 3 msgs 3.00 MiB sent", "job failed: boom"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("lacks %q:\n%s", want, b.String())

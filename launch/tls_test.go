@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"colo/cluster"
 	"colo/transport/tcp/tcptest"
 )
 
@@ -115,35 +114,6 @@ func TestSmokeTLS(t *testing.T) {
 		}
 	}
 	t.Logf("start %.3f s, %.2fM keys/s", s.StartSeconds, s.KeysPerSec/1e6)
-}
-
-// TestProcessesTLS trains 20 Newsgroups on a scheduler and two machines
-// as processes whose links are all mutual TLS: the same training, bit for
-// bit, as in process.
-func TestProcessesTLS(t *testing.T) {
-	needColo(t)
-	ca, err := tcptest.NewCA("cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := ca.WriteNode(t.TempDir(), "node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, opened, _ := newsJob(t, 2, 2, true)
-	want, err := deploy(t, job, opened, cluster.InProcess{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, TLS: TLSFlags{f.Cert, f.Key, f.CA}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameTraining(t, want, got)
-	// Files that do not go together are refused before anything starts.
-	if _, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, TLS: TLSFlags{Cert: f.Cert}}); err == nil || !strings.Contains(err.Error(), "--tls-key is missing") {
-		t.Fatalf("half the TLS files: %v", err)
-	}
 }
 
 // TestDMLCEnvironmentTLS is TestDMLCEnvironment with every link over

@@ -1,27 +1,30 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
-	"colo/app/smoke"
 	"colo/dashboard"
 	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/metrics"
+	"colo/partition/distparsa"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/sched"
-	"colo/ps/update"
 	"colo/train"
+	"colo/train/deploy"
 	"colo/transport"
 )
 
@@ -84,13 +87,13 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.DurationVar(&nf.joinTimeout, "join-timeout", 60*time.Second, "how long to wait for the cluster to form")
 	f.BoolVar(&nf.recover, "recover", false, "server, worker, machine: replace a failed node of a running job, taking its --rank (-1: any failed one); the scheduler must wait for it (--recover-wait); --job train resumes from the job's checkpoint directory with the others")
 	f.DurationVar(&nf.recoverWait, "recover-wait", 0, "scheduler: when a server, worker or machine fails, pause the job and wait this long for a replacement (colo node --recover) instead of ending the job (0: end it)")
-	f.StringVar(&nf.job, "job", "smoke", "worker: the job to run: smoke (pushes checked for exact sums), train (machine: train a model on the placed data, see --data), parsa (machine: partition the data file of --job-file with Parsa on the parameter server, as colo partition --processes does) or none")
+	f.StringVar(&nf.job, "job", "smoke", "without --job-file, the job the flags describe: smoke (pushes checked for exact sums), train (machine: train a model on the placed data, see --data) or none; with a --job-file that is not an envelope, its kind: train or parsa")
 	f.IntVar(&nf.batch, "batch", 0, "worker: keys per push of the smoke job (0: 10000); --job train: samples per round over all machines (0: full-batch rounds)")
 	f.IntVar(&nf.rounds, "rounds", 20, "worker: rounds of the smoke job")
 	f.Uint64Var(&nf.seed, "seed", 1, "worker: seed of the smoke job, or of --job train's batches and initial values")
 	f.StringVar(&nf.place, "placement", "", "scheduler: route the keys by DIR/param.part (a directory written by colo partition) instead of splitting --keys; --job train: the machine's samples are those DIR/data.part puts on its --rank")
 	f.StringVar(&nf.data, "data", "", "scheduler with --placement, --job train: the training data file (colo train's DATA)")
-	f.StringVar(&nf.result, "result", "", "--job train: write the machine's result (its worker's passes and evaluation, its node's counters) as JSON to this file")
+	f.StringVar(&nf.result, "result", "", "write the node's report (launch.Report: its summary and its kind's report, such as a training machine's passes and evaluation) as JSON to this file")
 	f.StringVar(&nf.linkRate, "link-bandwidth", "", "emulated rate of each TCP link to a node of another machine, such as 100mbit (empty: unlimited); over TCP it limits every peer link separately, not a NIC shared by them")
 	f.StringVar(&nf.matrix, "bandwidth-matrix", "", "file of K lines of K machine-to-machine rates, indexed by rank (server r and worker r are machine r); limits each TCP link like --link-bandwidth")
 	nf.train.registerNode(f)
@@ -100,19 +103,22 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 }
 
 func runNode(e *env, args []string) error {
-	f := newFlags(e, "node", "colo node --role ROLE --scheduler HOST:PORT [flags]",
+	f := newFlags(e, "node", "colo node --role ROLE --scheduler HOST:PORT [--job-file FILE] [flags]",
 		"Runs one node of a parameter-server cluster: the scheduler, a server, a\n"+
 			"worker, or a machine (a server and a worker in one process). Every node\n"+
-			"needs the scheduler's address and the cluster token; the scheduler also\n"+
-			"the number of servers and workers, the key space and the consistency\n"+
-			"model, which it hands to the others. Workers run the built-in smoke job,\n"+
-			"or, on machines with --job train, the training of colo train on the\n"+
-			"samples a placement puts on their --rank (colo train --processes starts\n"+
-			"such a cluster); with --placement DIR --data FILE the scheduler routes\n"+
-			"the keys by DIR/param.part. A training job is read whole from --job-file\n"+
-			"(a train.Job as JSON, as colo train --processes writes it), or from the\n"+
-			"training flags, where --updater, --lr, --l2 and --batch default to colo\n"+
-			"train's (adagrad, the application's rate and L2, full batches).\n\n"+
+			"needs the scheduler's address and the cluster token. The job is read from\n"+
+			"--job-file, an envelope {\"kind\": …, \"job\": …} as colo train --write-job,\n"+
+			"colo train --processes and colo partition --processes write it: a training\n"+
+			"job (kind train), a distributed partition (parsa), decentralised training\n"+
+			"(gossip) or the smoke job (smoke); every process of the cluster reads the\n"+
+			"same file and its kind says what each role runs, so the same job gives the\n"+
+			"same result however the processes are started (docs/deploy.md). Without\n"+
+			"--job-file the workers run the built-in smoke job of --keys, --batch and\n"+
+			"--rounds (or, with --job train, the training job the flags describe), and\n"+
+			"the scheduler takes its numbers of servers and workers, key space and\n"+
+			"consistency model from its flags; with --placement DIR --data FILE it\n"+
+			"routes the keys by DIR/param.part. Flags that describe a job are refused\n"+
+			"with --job-file.\n\n"+
 			"Nodes prove the token to each other without sending it, and their ids\n"+
 			"with a key pair of their own whose public half the scheduler publishes,\n"+
 			"so no process can claim another member's id. With --tls-cert, --tls-key and\n"+
@@ -120,10 +126,10 @@ func runNode(e *env, args []string) error {
 			"that CA is refused (see docs/deploy.md and docs/ps.md, Security).\n\n"+
 			"Every flag can also be set by an environment variable: COLO_ROLE,\n"+
 			"COLO_SCHEDULER, COLO_NUM_SERVERS, COLO_NUM_WORKERS, COLO_TOKEN, COLO_HOST,\n"+
-			"COLO_RANK, COLO_METRICS, … (the flag's name in upper case, '-' as '_');\n"+
-			"a flag on the command line wins. What is still unset comes from ps-lite's\n"+
-			"DMLC_* variables, or under mpirun or srun from the rank (0: the\n"+
-			"scheduler); see docs/deploy.md.")
+			"COLO_RANK, COLO_JOB_FILE, COLO_METRICS, … (the flag's name in upper case,\n"+
+			"'-' as '_'); a flag on the command line wins. What is still unset comes\n"+
+			"from ps-lite's DMLC_* variables (DMLC_ROLE, DMLC_TASK_ID, …), or under\n"+
+			"mpirun or srun from the rank (0: the scheduler); see docs/deploy.md.")
 	var nf nodeFlags
 	nf.register(f)
 	if _, err := f.parse(args, 0, 0); err != nil {
@@ -146,71 +152,44 @@ func runNode(e *env, args []string) error {
 	}
 	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
-	var logf func(format string, args ...any) // nil: quiet
-	if nf.verbose {
-		logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
+	env, err := nf.envelope(f, role)
+	if err != nil {
+		return err
 	}
+	reg := metrics.NewRegistry()
+	kinds := launch.Kinds{launch.SmokeKind{}, deploy.Kind{Observe: func(c *train.Config) {
+		tr := metrics.NewTraining(reg)
+		c.Progress, c.Checked = tr.Pass, tr.Check
+	}}, distparsa.Kind{}}
 	if role == proto.RoleScheduler {
 		// The scheduler writes no JSON: under mpirun or srun every rank
 		// gets --json, and its address and end stay on standard output.
 		f.unrouteJSON()
-		return runScheduler(ctx, e, &nf, tlsConfig)
+		return runScheduler(ctx, e, &nf, tlsConfig, kinds, env)
 	}
 	if err := checkOutputs(output{"--result", nf.result, false}); err != nil {
 		return err
 	}
-	if nf.job != "smoke" && nf.job != "none" && nf.job != "train" && nf.job != "parsa" {
-		return usageError("--job %q: smoke, train, parsa or none", nf.job)
+	kind, err := kinds.Lookup(env.Kind)
+	if err != nil {
+		return usageError("--job-file: %v", err)
 	}
-	var mj *machineJob
-	var rule update.Rule
-	var rates node.Rates
-	if nf.job == "train" {
-		if nf.rank < 0 && role != proto.RoleServer && role != proto.RoleEvaluator {
-			return usageError("--job train needs --rank: the machine's rank is its machine in the placement")
-		}
-		job, err := nf.trainJob()
-		switch {
-		case role != proto.RoleMachine && role != proto.RoleEvaluator && (err != nil || job.Config.Colocated()):
-			return usageError("--job train runs on --role machine, or on the servers and workers of a job with config.servers (--job-file), not %s", role)
-		case err != nil:
-			return err
-		case role == proto.RoleMachine && !job.Config.Colocated():
-			return usageError("--job train: the job runs %d servers apart from its workers: --role server or worker, not machine", job.Config.Servers)
-		}
-		if role != proto.RoleServer {
-			if role == proto.RoleEvaluator {
-				nf.rank = 0 // its placement is any machine's: it reads none
-			}
-			if mj, err = newMachineJob(&nf, job); err != nil {
-				return err
-			}
-		}
-		if rule, err = update.New(job.Config.Rule); err != nil {
-			return usageError("%v", err)
-		}
-		rates = job.Config.Rates()
-		if nf.recover && mj != nil {
-			ck := &mj.job.Config.Checkpoint
-			if ck.Dir == "" {
-				return usageError("--recover --job train needs a job that writes checkpoints (config.checkpoint.dir): the replacement resumes from its last one")
-			}
-			ck.Resume = ck.Dir
-		}
-	} else {
-		rc := update.DefaultConfig()
-		rc.Name, rc.LR, rc.L1, rc.L2, rc.Beta = cmp.Or(nf.updater, "sum"), cmp.Or(nf.lr, 0.1), nf.l1, max(nf.l2, 0), nf.beta
-		if rule, err = update.New(rc); err != nil {
-			return usageError("%v", err)
-		}
-		if rates, err = node.ParseRates(nf.linkRate, nf.matrix, max(nf.numServers, nf.numWorkers)); err != nil {
-			return usageError("--link-bandwidth, --bandwidth-matrix: %v", err)
-		}
+	at := launch.Position{Role: role, Rank: nf.rank, Recover: nf.recover, Servers: nf.numServers, Workers: nf.numWorkers}
+	member, err := kind.Open(ctx, env.Job, at)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	var logf func(format string, args ...any) // nil: quiet
+	if nf.verbose {
+		logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
 	}
 	cfg := node.DefaultConfig()
 	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank
-	cfg.NumServers, cfg.NumWorkers, cfg.Host, cfg.Rule = nf.numServers, nf.numWorkers, nf.host, rule
+	cfg.NumServers, cfg.NumWorkers, cfg.Host = nf.numServers, nf.numWorkers, nf.host
 	cfg.JoinTimeout, cfg.Logf, cfg.Recover = nf.joinTimeout, logf, nf.recover
+	if member.Rule != nil {
+		cfg.Rule = member.Rule
+	}
 	// Refused connections are logged whether or not -v: a stranger at
 	// the door is worth a line.
 	refused := func(format string, args ...any) { fmt.Fprintf(e.errOut, format+"\n", args...) }
@@ -219,79 +198,114 @@ func runNode(e *env, args []string) error {
 		return usageError("%v", err)
 	}
 	defer ports.Close()
-	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, TLS: tlsConfig, Tune: ports.Tune(rates.Tune(nil)), Logf: refused}
+	cfg.Network = node.TCP{Host: nf.host, Token: nf.token, TLS: tlsConfig, Tune: ports.Tune(member.Rates.Tune(nil)), Logf: refused}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	nd := launch.Node{Config: cfg, Metrics: nf.metrics, Registry: metrics.NewRegistry(), Log: e.errOut}
-	if mj != nil {
-		tr := metrics.NewTraining(nd.Registry)
-		mj.job.Config.Progress, mj.job.Config.Checked = tr.Pass, tr.Check
-	}
-	var report *train.MachineReport
-	var parsaResult func() error // writes --result of --job parsa
-	switch nf.job {
-	case "smoke":
-		sj := smoke.Config{Keys: nf.keys, Batch: cmp.Or(nf.batch, 10000), Rounds: nf.rounds, Seed: nf.seed}
-		if err := sj.Validate(); err != nil && role != proto.RoleServer {
-			return usageError("%v", err)
-		}
-		nd.Job = launch.SmokeJob(sj)
-	case "parsa":
-		if nd.Job, parsaResult, err = parsaNodeJob(e, &nf, role); err != nil {
-			return err
-		}
-	case "train":
-		nd.Job = func(ctx context.Context, n *node.Node, _ *launch.NodeSummary) error {
-			var err error
-			if role == proto.RoleEvaluator {
-				report, err = train.RunEvaluator(ctx, n, mj.job, mj.app, mj.p)
-			} else {
-				report, err = train.RunMachine(ctx, n, mj.job, mj.app, mj.p, mj.rank)
-			}
-			return err
-		}
-	}
-	sum, jobErr := launch.RunNode(ctx, nd)
+	sum, report, jobErr := launch.RunNode(ctx, launch.Node{Config: cfg, Metrics: nf.metrics, Registry: reg, Log: e.errOut, Member: member})
 	if sum == nil {
 		return jobErr
 	}
-	if parsaResult != nil && jobErr == nil {
-		if err := parsaResult(); err != nil {
+	if nf.result != "" {
+		rep, err := launch.NewReport(env.Kind, nf.rank, sum, report)
+		if err != nil {
+			return err
+		}
+		if err := writeOutput(e, nf.result, func(w io.Writer) error { return json.NewEncoder(w).Encode(rep) }); err != nil {
 			return err
 		}
 	}
-	if nf.job == "train" && role == proto.RoleServer { // its counters, for the traffic and the staleness
-		report = &train.MachineReport{Rank: nf.rank, Stats: sum.Stats}
-	}
-	var trained *train.WorkerResult
-	if report != nil {
-		trained = &report.Work
-		if jobErr == nil && nf.result != "" {
-			report.StartedUnixNano = sum.StartedUnixNano
-			err := writeOutput(e, nf.result, func(w io.Writer) error { return json.NewEncoder(w).Encode(report) })
-			if err != nil {
-				return err
-			}
-		}
-	}
-	sum.WriteText(e.out, trained) // standard error when the JSON is on standard output
-	if nf.json.path == "" {
-		return jobErr
-	}
-	if trained != nil {
-		if sum.Train, err = json.Marshal(trained); err != nil {
+	sum.WriteText(e.out) // standard error when the JSON is on standard output
+	if nf.json.path != "" {
+		if err := writeJSONLine(e, nf.json.path, sum); err != nil {
 			return err
 		}
-	}
-	if err := writeJSONLine(e, nf.json.path, sum); err != nil {
-		return err
 	}
 	return jobErr
 }
 
-// runScheduler runs the scheduler until the job ends.
-func runScheduler(ctx context.Context, e *env, nf *nodeFlags, tlsConfig *tls.Config) error {
+// nodeOnly are the flags of colo node that say where and how the node
+// runs, not what job: the only ones that go with --job-file.
+var nodeOnly = map[string]bool{
+	"role": true, "scheduler": true, "num-servers": true, "num-workers": true, "num-evaluators": true,
+	"token": true, "insecure": true, "host": true, "interface": true, "port": true, "port-range": true,
+	"tls-cert": true, "tls-key": true, "tls-ca": true, "rank": true, "metrics": true, "metrics-file": true,
+	"linger": true, "dashboard": true, "heartbeat": true, "timeout": true, "join-timeout": true,
+	"recover": true, "recover-wait": true, "job": true, "job-file": true, "result": true, "json": true, "v": true,
+}
+
+// envelope returns the node's job: --job-file's (an envelope, or a bare
+// job of --job's kind), or the one the flags describe.
+func (nf *nodeFlags) envelope(f *cmdFlags, role proto.Role) (launch.Envelope, error) {
+	jobSet := false
+	var stray []string
+	f.Visit(func(fl *flag.Flag) {
+		jobSet = jobSet || fl.Name == "job"
+		if !nodeOnly[fl.Name] {
+			stray = append(stray, "--"+fl.Name)
+		}
+	})
+	path := nf.train.jobFile
+	if path == "" {
+		switch nf.job {
+		case "smoke", "none":
+			j := launch.DefaultSmokeJob()
+			j.Keys, j.Batch, j.Rounds, j.Seed, j.Idle = nf.keys, cmp.Or(nf.batch, j.Batch), nf.rounds, nf.seed, nf.job == "none"
+			j.Consistency, j.Tau, j.LinkBandwidth, j.BandwidthMatrix = nf.consistency, nf.tau, nf.linkRate, nf.matrix
+			j.Rule.Name, j.Rule.LR, j.Rule.L1, j.Rule.L2, j.Rule.Beta = cmp.Or(nf.updater, "sum"), cmp.Or(nf.lr, 0.1), nf.l1, max(nf.l2, 0), nf.beta
+			return launch.NewEnvelope(launch.SmokeKind{}.Name(), j)
+		case "train":
+			if role == proto.RoleScheduler {
+				return launch.Envelope{}, nil // routed by its flags (placeScheduler)
+			}
+			if role != proto.RoleMachine && role != proto.RoleEvaluator {
+				return launch.Envelope{}, usageError("--job train without --job-file runs on --role machine; servers apart from the workers need the job file (colo train --write-job)")
+			}
+			if nf.rank < 0 && role != proto.RoleEvaluator {
+				return launch.Envelope{}, usageError("--job train needs --rank: the machine's rank is its machine in the placement")
+			}
+			j, err := nf.trainJob()
+			if err != nil {
+				return launch.Envelope{}, err
+			}
+			return launch.NewEnvelope(deploy.Name, deploy.Job{Job: j})
+		case "parsa":
+			if role != proto.RoleScheduler && role != proto.RoleMachine {
+				return launch.Envelope{}, usageError("--job parsa runs on --role machine (a server and a worker), not %s", role)
+			}
+			return launch.Envelope{}, usageError("--job parsa needs --job-file: the partition job (as colo partition --write-job writes it)")
+		}
+		return launch.Envelope{}, usageError("--job %q: smoke, train, parsa or none", nf.job)
+	}
+	if len(stray) > 0 {
+		return launch.Envelope{}, usageError("%s: the job is --job-file's (%s); flags that describe a job go only without it", strings.Join(stray, ", "), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return launch.Envelope{}, usageError("--job-file: %v", err)
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(b, &probe) == nil && probe["kind"] == nil && jobSet {
+		// A bare job, as colo partition --write-job and older colo train
+		// --processes wrote them: --job names its kind.
+		if nf.job != deploy.Name && nf.job != distparsa.KindName {
+			return launch.Envelope{}, usageError("--job-file %s is not an envelope {\"kind\": …, \"job\": …}: --job names its kind, train or parsa, not %s", path, nf.job)
+		}
+		return launch.Envelope{Kind: nf.job, Job: b}, nil
+	}
+	env, err := launch.ReadEnvelope(bytes.NewReader(b), path)
+	if err != nil {
+		return env, usageError("--job-file: %v", err)
+	}
+	if jobSet && nf.job != env.Kind && nf.job != "smoke" {
+		return env, usageError("--job %s: the job of %s is of kind %s", nf.job, path, env.Kind)
+	}
+	return env, nil
+}
+
+// runScheduler runs the scheduler until the job ends: configured by the
+// kind of its job, or by its flags when it has no job file.
+func runScheduler(ctx context.Context, e *env, nf *nodeFlags, tlsConfig *tls.Config, kinds launch.Kinds, env launch.Envelope) error {
 	mode, err := clock.ParseMode(nf.consistency)
 	if err != nil {
 		return usageError("--consistency: %v", err)
@@ -300,13 +314,22 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags, tlsConfig *tls.Con
 	cfg.NumServers, cfg.NumWorkers, cfg.NumEvaluators, cfg.Token = nf.numServers, nf.numWorkers, nf.numEvals, nf.token
 	cfg.NumKeys, cfg.Width, cfg.Clock = nf.keys, nf.width, clock.Config{Mode: mode, Tau: nf.tau}
 	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout, cfg.RecoverWait = nf.heartbeat, nf.timeout, nf.joinTimeout, nf.recoverWait
-	if nf.job == "parsa" {
-		if err := parsaScheduler(nf, &cfg); err != nil {
-			return err
-		}
-	} else if nf.place != "" || nf.train.jobFile != "" {
+	switch {
+	case nf.train.jobFile == "" && nf.place != "":
 		if err := nf.placeScheduler(&cfg); err != nil {
 			return err
+		}
+	case env.Kind == "": // --job train: the flags' routing
+	default:
+		kind, err := kinds.Lookup(env.Kind)
+		if err != nil {
+			return usageError("--job-file: %v", err)
+		}
+		if err := kind.Scheduler(env.Job, &cfg); err != nil {
+			return usageError("%v", err)
+		}
+		if nf.numServers != 0 && nf.numServers != cfg.NumServers || nf.numWorkers != 0 && nf.numWorkers != cfg.NumWorkers {
+			return usageError("--num-servers %d, --num-workers %d: the job runs %d servers and %d workers", nf.numServers, nf.numWorkers, cfg.NumServers, cfg.NumWorkers)
 		}
 	}
 	if err := cfg.Validate(); err != nil {

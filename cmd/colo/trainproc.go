@@ -25,6 +25,7 @@ import (
 	"colo/ps/route"
 	"colo/ps/sched"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // registerNode registers the flags of colo train that colo node's
@@ -35,25 +36,18 @@ func (t *trainFlags) registerNode(f *cmdFlags) {
 	def := train.DefaultConfig()
 	f.StringVar(&t.app, "app", "lr", "--job train: application: "+strings.Join(app.Names(), " or "))
 	f.StringVar(&t.test, "test", "", "--job train: test file, as colo train --test")
-	f.StringVar(&t.features, "features", "log1p-l2", "--job train, lr: feature values: raw, l2 (unit-norm samples) or log1p-l2")
+	f.StringVar(&t.features, "features", "auto", "--job train, lr: feature values: raw, l2 (unit-norm samples), log1p-l2, or auto (raw for binary data, log1p-l2 otherwise), as colo train")
 	f.Float64Var(&t.epsilon, "epsilon", def.Epsilon, "--job train: stop when the training loss changes by less than this fraction between passes")
 	f.IntVar(&t.maxPasses, "max-passes", def.MaxPasses, "--job train: stop after this many passes over the data")
 	f.IntVar(&t.mf.Rank, "mf-rank", 16, "--job train, mf: dimension of the factors (colo train --rank)")
 	f.Float64Var(&t.holdout, "holdout", -1, "--job train, mf, embed: fraction of the entries or edges held out when there is no --test (-1: the application's default)")
 	t.embed = embed.DefaultConfig()
-	f.StringVar(&t.jobFile, "job-file", "", "--job train and the scheduler: read the training job from this JSON file (as colo train --processes writes it) instead of the training flags; --job parsa: the partition job (as colo partition --write-job writes it)")
+	f.StringVar(&t.jobFile, "job-file", "", "the job: an envelope {\"kind\": …, \"job\": …} (as colo train --write-job writes it), or with --job train or parsa a bare training or partition job (as colo partition --write-job writes it)")
 }
 
-// trainJob returns the training job of colo node: --job-file's, or the
-// one the flags describe on --num-workers machines.
+// trainJob returns the training job the flags of colo node describe on
+// --num-workers machines, with colo train's defaults.
 func (nf *nodeFlags) trainJob() (train.Job, error) {
-	if nf.train.jobFile != "" {
-		job, err := train.ReadJobFile(nf.train.jobFile)
-		if err != nil {
-			return job, fmt.Errorf("--job-file: %w", err)
-		}
-		return job, nil
-	}
 	switch {
 	case nf.numWorkers < 1:
 		return train.Job{}, usageError("--job train needs --num-workers, the number of machines K of the placement")
@@ -80,46 +74,10 @@ func (nf *nodeFlags) trainJob() (train.Job, error) {
 	return job, job.Validate()
 }
 
-// machineJob is one machine's share of a training job, ready to run.
-type machineJob struct {
-	rank int
-	job  train.Job
-	app  train.App
-	p    *placement.Placement
-}
-
-// newMachineJob reads the job and the placement of machine --rank.
-func newMachineJob(nf *nodeFlags, job train.Job) (*machineJob, error) {
-	if nf.numWorkers > 0 && nf.numWorkers != job.Config.Machines {
-		return nil, usageError("--num-workers %d: the job has %d machines", nf.numWorkers, job.Config.Machines)
-	}
-	opened, p, err := app.OpenPlaced(job)
-	if err != nil {
-		return nil, err
-	}
-	if nf.rank >= p.K {
-		return nil, usageError("--rank %d: the placement %s has %d machines", nf.rank, job.Placement, p.K)
-	}
-	return &machineJob{rank: nf.rank, job: job, app: opened.App, p: p}, nil
-}
-
-// placeScheduler sets the scheduler's routing: from the training job of
-// --job-file (its table, machines, width and consistency), or from
-// --placement DIR and --data FILE (the owner of each parameter of the data
-// in DIR/param.part).
+// placeScheduler sets the scheduler's routing from --placement DIR and
+// --data FILE: the owner of each parameter of the data in
+// DIR/param.part.
 func (nf *nodeFlags) placeScheduler(cfg *sched.Config) error {
-	if nf.train.jobFile != "" {
-		job, err := nf.trainJob()
-		if err != nil {
-			return err
-		}
-		if cfg.Table, cfg.Width, err = app.Route(job); err != nil {
-			return err
-		}
-		cfg.NumKeys, cfg.Clock = cfg.Table.NumKeys(), job.Config.Clock
-		cfg.NumServers, cfg.NumWorkers = job.Config.NumServers(), job.Config.Machines
-		return nil
-	}
 	if nf.data == "" {
 		return usageError("--placement needs --data, the training data whose parameter ids param.part names")
 	}
@@ -202,5 +160,5 @@ func (d *deployment) deployer(g *graph.Graph, watch func(stats func() []node.Sta
 	if !d.processes && !d.netns {
 		return cluster.InProcess{Watch: watch}
 	}
-	return &launch.Processes{Graph: g, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Replace: d.recovery == "replace", Logf: d.logf}
+	return &deploy.Processes{Graph: g, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Replace: d.recovery == "replace", Logf: d.logf}
 }

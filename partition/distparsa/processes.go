@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"colo/graph"
@@ -17,14 +16,11 @@ import (
 )
 
 // Processes runs partition jobs as processes of the colo binary on
-// loopback: a scheduler (colo node --role scheduler) whose key space,
-// width and consistency model are the job's Layout and Config.Clock, and
-// W machines (colo node --role machine --job parsa --job-file FILE), each
-// a server and a worker that reads its own blocks of the data file
-// (RunNode). The supervisor
-// of package launch watches them: the first process to fail is named in
-// the error, and the others are stopped. The cluster token reaches the
-// children in their environment.
+// loopback, a launch.Cluster of the partition kind (Kind): a scheduler
+// whose key space, width and consistency model are the job's Layout and
+// Config.Clock, and W machines, each a server and a worker that reads its
+// own blocks of the data file (RunNode). The first process to fail is
+// named in the error, and the others are stopped.
 type Processes struct {
 	// Bin is the colo binary; "" is this executable.
 	Bin string
@@ -48,11 +44,6 @@ func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 		ctx, cancel = context.WithTimeout(ctx, pd.Deadline)
 		defer cancel()
 	}
-	dir, err := os.MkdirTemp("", "colo-partition-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
 	// The machines' spills go to a directory of the job's, which this
 	// process removes however the machines end (a machine killed while
 	// it reads the file cannot remove its own).
@@ -65,10 +56,6 @@ func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 	// The machines share the spill directory: each parses its own range
 	// of the file.
 	job.SharedSpill = true
-	jobFile := filepath.Join(dir, "job.json")
-	if err := WriteJob(jobFile, job); err != nil {
-		return nil, err
-	}
 	hb, to := pd.Heartbeat, pd.Timeout
 	if hb == 0 {
 		hb = 100 * time.Millisecond
@@ -78,39 +65,33 @@ func (pd Processes) Run(ctx context.Context, job Job) (*Report, error) {
 	}
 	cl := job.Config.Clock()
 	W := job.Config.Workers
-	st := launch.Loopback{}
-	sup := launch.NewSupervisor(pd.Bin, st)
-	env := []string{"COLO_TOKEN=" + launch.NewToken()}
-	size := []string{"--num-servers", strconv.Itoa(W), "--num-workers", strconv.Itoa(W)}
-	t0 := time.Now()
-	addr, err := sup.StartScheduler(ctx, launch.Spec{Name: "scheduler", Host: 0, Env: env, Args: append([]string{
-		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(),
-		"--job", "parsa", "--job-file", jobFile,
-		"--heartbeat", hb.String(), "--timeout", to.String(),
-		"--join-timeout", launch.JoinTimeout.String()}, size...)})
+	env, err := launch.NewEnvelope(KindName, job)
+	if err != nil {
+		return nil, err
+	}
+	c := &launch.Cluster{Envelope: env, Machines: W, Bin: pd.Bin, Heartbeat: hb, Timeout: to, JoinTimeout: joinTimeout}
+	out, err := c.Run(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("distparsa: %w", err)
 	}
-	results := make([]string, W)
-	for r := range W {
-		results[r] = filepath.Join(dir, fmt.Sprintf("machine-%d.json", r))
-		sup.Start(ctx, launch.Spec{Name: fmt.Sprintf("machine %d", r), Host: r + 1, Env: env, Args: append([]string{
-			"node", "--role", "machine", "--job", "parsa", "--scheduler", addr, "--rank", strconv.Itoa(r),
-			"--host", st.Addr(r + 1), "--job-file", jobFile, "--result", results[r]}, size...)})
-	}
-	if err := sup.Wait(ctx); err != nil {
-		return nil, fmt.Errorf("distparsa: %w", err)
-	}
+	t0 := out.Started
 	rep := &Report{Workers: W, Tau: job.Config.Tau, Consistency: cl.Mode.String(), Seconds: time.Since(t0).Seconds()}
-	for r, path := range results {
-		res, err := readResult(path)
-		if err != nil {
-			return nil, fmt.Errorf("distparsa: machine %d: %w", r, err)
+	for _, m := range out.Members {
+		var res Result
+		if m.Report == nil {
+			return nil, fmt.Errorf("distparsa: %s: %w", m.Name, m.ReportErr)
 		}
-		rep.PerWorker = append(rep.PerWorker, *res)
+		if err := m.Report.Decode(&res); err != nil {
+			return nil, fmt.Errorf("distparsa: %s: report: %w", m.Name, err)
+		}
+		rep.PerWorker = append(rep.PerWorker, res)
 	}
 	return rep, nil
 }
+
+// joinTimeout is how long the cluster waits for its machines to join:
+// they read the data first.
+const joinTimeout = 60 * time.Second
 
 // PlainCopy returns, for a compressed data file at path, a copy of its
 // content in a directory of its own in spill ("" for the system's
@@ -132,20 +113,6 @@ func PlainCopy(path, spill string) (copyPath string, remove func(), err error) {
 		return "", remove, err
 	}
 	return copyPath, func() { os.RemoveAll(dir) }, nil
-}
-
-// readResult reads a machine's result.
-func readResult(path string) (*Result, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("no result: %w", err)
-	}
-	defer f.Close()
-	var r Result
-	if err := json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&r); err != nil {
-		return nil, fmt.Errorf("result %s: %w", path, err)
-	}
-	return &r, nil
 }
 
 // WriteDir runs job as Run does, with job.Out a temporary directory that

@@ -1,20 +1,16 @@
-package launch
+package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"time"
 
 	"colo/checkpoint"
 	"colo/graph"
 	"colo/internal/tempdir"
+	"colo/launch"
 	"colo/placement"
 	"colo/train"
 	"colo/transport"
@@ -24,17 +20,14 @@ import (
 // colo binary: a scheduler and the job's machines, on loopback or each in
 // a network namespace of its own. It writes the placement (with the ids
 // of Graph, the training graph the machines load again; without one each
-// process places the job itself) and the job to a temporary directory, starts `colo node --role scheduler --job-file` and
-// K `colo node --role machine --job train --job-file --rank i --result`
-// (with Config.Servers, K workers and the servers as `--role worker` and
-// `--role server`), and `--role evaluator` when the deployment has an
-// evaluator, supervises them and assembles their reports
-// (train.MachineReport). Servers apart report their counters at the end
-// of the job, the evaluation's pull included. The
-// cluster token reaches the children in their environment, not on their
-// command lines.
+// process places the job itself) to a temporary directory, and runs the
+// job (a Job, with its routing table) as a launch.Cluster: K machines, or
+// K workers and Config.Servers servers apart, and the evaluator when the
+// deployment has one. It assembles their reports (train.MachineReport);
+// servers apart report their counters at the end of the job, the
+// evaluation's pull included.
 //
-//	res, err := train.Run(ctx, job, a, p, &launch.Processes{Graph: g})
+//	res, err := train.Run(ctx, job, a, p, &deploy.Processes{Graph: g})
 type Processes struct {
 	// Bin is the colo binary; "" is this executable.
 	Bin string
@@ -53,7 +46,7 @@ type Processes struct {
 	Netns bool
 	// TLS, when set, runs every link of the cluster over mutual TLS with
 	// these files, which every process uses (see TLSFlags).
-	TLS TLSFlags
+	TLS launch.TLSFlags
 	// Deadline stops the cluster after this long; 0 is no limit (failed
 	// or silent nodes end the job anyway).
 	Deadline time.Duration
@@ -127,7 +120,7 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	}
 	ck := d.Job.Config.Checkpoint
 	if pd.Restarts > 0 && ck.Dir == "" {
-		return nil, fmt.Errorf("launch: %d restarts need checkpoints to restart from (the job's checkpoint directory)", pd.Restarts)
+		return nil, fmt.Errorf("deploy: %d restarts need checkpoints to restart from (the job's checkpoint directory)", pd.Restarts)
 	}
 	pd.Recovered = nil
 	out, err := pd.deploy(ctx, d)
@@ -163,22 +156,22 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	cfg := d.Job.Config
 	k := cfg.Machines
 	if cfg.RandomBandwidth > 0 && !pd.Netns {
-		return nil, fmt.Errorf("launch: random and changing link rates between processes need network namespaces (--netns), where tc shapes each machine's link")
+		return nil, fmt.Errorf("deploy: random and changing link rates between processes need network namespaces (--netns), where tc shapes each machine's link")
 	}
 	if pd.Netns {
 		if cfg.Bandwidth != nil {
-			return nil, fmt.Errorf("launch: network namespaces shape every machine's link at one rate, not a bandwidth matrix")
+			return nil, fmt.Errorf("deploy: network namespaces shape every machine's link at one rate, not a bandwidth matrix")
 		}
 		if cfg.LinkBandwidth == 0 && cfg.RandomBandwidth == 0 {
-			return nil, fmt.Errorf("launch: network namespaces need the job's link bandwidth, the rate tc gives each machine's link")
+			return nil, fmt.Errorf("deploy: network namespaces need the job's link bandwidth, the rate tc gives each machine's link")
 		}
 	}
 	if _, err := pd.TLS.Load(); err != nil {
-		return nil, fmt.Errorf("launch: %w", err)
+		return nil, fmt.Errorf("deploy: %w", err)
 	}
 	tlsEnv, err := pd.TLS.Env()
 	if err != nil {
-		return nil, fmt.Errorf("launch: %w", err)
+		return nil, fmt.Errorf("deploy: %w", err)
 	}
 	dir, err := tempdir.Make("colo-train-")
 	if err != nil {
@@ -204,20 +197,31 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 		job.Config.LinkBandwidth, job.Config.Bandwidth = 0, nil
 		job.Config.RandomBandwidth, job.Config.BandwidthChange = 0, 0
 	}
-	jobFile := filepath.Join(dir, "job.json")
-	if err := writeJob(jobFile, job); err != nil {
-		return nil, err
-	}
 
 	servers := cfg.Servers  // separate server processes, hosts 1..servers
 	evals := d.Evaluators() // after the machines, on a host of its own
-	var st Starter = Loopback{}
+	rj, err := NewJob(job, d.App, d.Placement)
+	if err != nil {
+		return nil, err
+	}
+	env, err := rj.Envelope()
+	if err != nil {
+		return nil, err
+	}
+	c := &launch.Cluster{Envelope: env, Bin: pd.Bin, Env: tlsEnv, Evaluators: evals,
+		Heartbeat: train.Heartbeat, Timeout: train.Timeout, JoinTimeout: JoinTimeout}
+	if servers == 0 {
+		c.Machines = k
+	} else {
+		c.Servers, c.Workers = servers, k
+	}
+	var st launch.Starter = launch.Loopback{}
 	if pd.Netns {
 		rate := cfg.LinkBandwidth
 		if cfg.RandomBandwidth > 0 {
 			rate = cfg.RandomBandwidth
 		}
-		ns, err := NewNetns(1+servers+k+evals, fmt.Sprintf("%.0fbit", 8*rate))
+		ns, err := launch.NewNetns(c.Hosts(), fmt.Sprintf("%.0fbit", 8*rate))
 		if err != nil {
 			return nil, err
 		}
@@ -232,78 +236,45 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 		}
 	}
 	defer st.Close()
-	sup := NewSupervisor(pd.Bin, st)
-	env := append([]string{"COLO_TOKEN=" + NewToken()}, tlsEnv...)
-	size := []string{"--num-servers", strconv.Itoa(cfg.NumServers()), "--num-workers", strconv.Itoa(k)}
-	schedArgs := append([]string{
-		"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(), "--job-file", jobFile,
-		"--heartbeat", train.Heartbeat.String(), "--timeout", train.Timeout.String(),
-		"--join-timeout", JoinTimeout.String(), "--num-evaluators", strconv.Itoa(evals)}, size...)
+	c.Starter = st
 	first := len(pd.Recovered) // the replacements of this run are after it
 	if pd.Replace && pd.Restarts > len(pd.Recovered) {
-		schedArgs = append(schedArgs, "--recover-wait", RecoverWait.String())
-		sup.Replace = func(p *Proc) (Spec, bool) {
-			if len(pd.Recovered) >= pd.Restarts || p.Name() == "scheduler" || p.Name() == "evaluator" {
-				return Spec{}, false
+		c.RecoverWait = RecoverWait
+		c.Replace = func(name string, perr error) bool {
+			if len(pd.Recovered) >= pd.Restarts {
+				return false
 			}
 			if _, _, err := checkpoint.Latest(cfg.Checkpoint.Dir); err != nil {
 				// Nothing to roll back to yet: the whole job restarts,
 				// from the start.
-				return Spec{}, false
+				return false
 			}
-			failure := fmt.Errorf("%s failed: %v", p.Name(), p.Err())
-			pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: p.Name(), Noticed: time.Now()})
+			failure := fmt.Errorf("%s failed: %v", name, perr)
+			pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: name, Noticed: time.Now()})
 			if pd.Logf != nil {
-				pd.Logf("replacement %d of %d after %v: %s started again with --recover", len(pd.Recovered), pd.Restarts, failure, p.Name())
+				pd.Logf("replacement %d of %d after %v: %s started again with --recover", len(pd.Recovered), pd.Restarts, failure, name)
 			}
-			spec := p.spec
-			spec.Args = append(slices.Clip(spec.Args), "--recover")
-			return spec, true
+			return true
 		}
 	}
-
-	t0 := time.Now()
-	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: schedArgs})
+	res, err := c.Run(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
-		}
 		return nil, err
 	}
-	// Machines (or workers) first in the results, then the servers apart.
-	var results []string
-	start := func(role, name string, rank, host int) {
-		path := filepath.Join(dir, fmt.Sprintf("%s-%d.json", role, rank))
-		results = append(results, path)
-		sup.Start(ctx, Spec{Name: name, Host: host, Env: env, Args: append([]string{
-			"node", "--role", role, "--job", "train", "--scheduler", addr, "--rank", strconv.Itoa(rank),
-			"--host", st.Addr(host), "--json", "--job-file", jobFile, "--result", path}, size...)})
-	}
-	for i := range k {
-		if servers == 0 {
-			start("machine", fmt.Sprintf("machine %d", i), i, i+1)
-		} else {
-			start("worker", fmt.Sprintf("worker %d", i), i, 1+servers+i)
-		}
-	}
-	for i := range servers {
-		start("server", fmt.Sprintf("server %d", i), i, 1+i)
-	}
-	if evals > 0 {
-		start("evaluator", "evaluator", 0, 1+servers+k)
-	}
-	if err := sup.Wait(ctx); err != nil {
-		return nil, err
-	}
+	t0 := res.Started
 	out := &train.Outcome{Seconds: time.Since(t0).Seconds()}
 	var lastStart int64
 	var reports []*train.MachineReport
-	for i, path := range results {
-		r, err := readReport(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	for i, m := range res.Members {
+		if m.Report == nil {
+			return nil, fmt.Errorf("%s: %w", m.Name, m.ReportErr)
 		}
-		reports = append(reports, r)
+		var r train.MachineReport
+		if err := m.Report.Decode(&r); err != nil {
+			return nil, fmt.Errorf("%s: report: %w", m.Name, err)
+		}
+		r.StartedUnixNano = m.Report.Node.StartedUnixNano
+		reports = append(reports, &r)
 		if i == 0 {
 			out.Work = r.Work
 		}
@@ -363,7 +334,7 @@ func (pd *Processes) resumed(first int, reports []*train.MachineReport) {
 // the scheduler's) the random rates of cfg (transport.RandomRates, the
 // in-memory network's draw for the same seed) and, with a
 // BandwidthChange, draws them again every period until stop.
-func changeRates(ns *Netns, cfg train.Config, hosts int) (stop func(), err error) {
+func changeRates(ns *launch.Netns, cfg train.Config, hosts int) (stop func(), err error) {
 	set := func(epoch int) error {
 		for i, r := range transport.RandomRates(hosts-1, cfg.RandomBandwidth, cfg.Seed, epoch) {
 			if err := ns.SetRate(1+i, r); err != nil {
@@ -394,35 +365,4 @@ func changeRates(ns *Netns, cfg train.Config, hosts int) (stop func(), err error
 		}
 	}()
 	return func() { close(done); <-finished }, nil
-}
-
-// writeJob writes job to path, readable by its owner only.
-func writeJob(path string, job train.Job) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := train.WriteJob(f, job); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
-}
-
-// maxReport bounds the size of a machine's report.
-const maxReport = 256 << 20
-
-// readReport reads a machine's report.
-func readReport(path string) (*train.MachineReport, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("no result: %w", err)
-	}
-	defer f.Close()
-	var r train.MachineReport
-	dec := json.NewDecoder(io.LimitReader(f, maxReport))
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("result %s: %w", path, err)
-	}
-	return &r, nil
 }

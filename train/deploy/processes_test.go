@@ -1,4 +1,4 @@
-package launch
+package deploy
 
 import (
 	"bytes"
@@ -18,7 +18,9 @@ import (
 	"colo/balance"
 	"colo/cluster"
 	"colo/datasets"
+	"colo/launch"
 	"colo/train"
+	"colo/transport/tcp/tcptest"
 )
 
 // news20Files writes the embedded 20 Newsgroups sample to temporary files
@@ -118,7 +120,7 @@ func TestProcessesMatchInProcess(t *testing.T) {
 // process. It needs root and iproute2.
 func TestProcessesNetns(t *testing.T) {
 	needColo(t)
-	if err := CheckNetns(); err != nil {
+	if err := launch.CheckNetns(); err != nil {
 		t.Skipf("network namespaces unavailable: %v", err)
 	}
 	job, opened, _ := newsJob(t, 2, 1, true)
@@ -216,7 +218,7 @@ func TestProcessesMachineKilled(t *testing.T) {
 	select {
 	case err := <-errc:
 		took := time.Since(killed)
-		var f *Failure
+		var f *launch.Failure
 		if err == nil || !errors.As(err, &f) {
 			t.Fatalf("the job ended with %v, want a *launch.Failure", err)
 		}
@@ -249,67 +251,6 @@ func isColo(pid int) bool {
 	i := bytes.LastIndexByte(stat, ')')
 	f := strings.Fields(string(stat[i+1:]))
 	return len(f) > 0 && f[0] != "Z"
-}
-
-// TestKillProcessMidJob kills a worker process, then a server process, in
-// the middle of a long smoke job: the scheduler and every surviving node
-// end with an error naming it within the heartbeat timeout, and the
-// supervisor names the killed process first.
-func TestKillProcessMidJob(t *testing.T) {
-	needColo(t)
-	const timeout = time.Second
-	for _, victim := range []string{"worker", "server"} {
-		t.Run(victim, func(t *testing.T) {
-			sup := NewSupervisor(coloBin, Loopback{})
-			sup.Grace = timeout + 2*time.Second
-			env := []string{"COLO_TOKEN=t0k"}
-			common := []string{"--num-servers", "2", "--num-workers", "2", "--keys", "10000"}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Env: env, Args: append([]string{"node", "--role", "scheduler",
-				"--scheduler", "127.0.0.1:0", "--heartbeat", "50ms", "--timeout", timeout.String()}, common...)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			procs := map[string]*Proc{}
-			for _, role := range []string{"server", "worker"} {
-				for r := range 2 {
-					name := fmt.Sprintf("%s %d", role, r)
-					procs[name] = sup.Start(ctx, Spec{Name: name, Host: r + 1, Env: env, Args: append([]string{"node", "--role", role,
-						"--rank", strconv.Itoa(r), "--scheduler", addr, "--rounds", "1000000", "--batch", "100"}, common...)})
-				}
-			}
-			// Let the job run, then kill the victim without warning.
-			time.Sleep(500 * time.Millisecond)
-			name := victim + " 1"
-			dead := procs[name]
-			select {
-			case <-dead.Done():
-				t.Fatalf("%s ended early: %v\n%s", name, dead.Err(), dead.Stderr())
-			default:
-			}
-			killed := time.Now()
-			syscall.Kill(dead.Pid(), syscall.SIGKILL)
-			err = sup.Wait(ctx)
-			took := time.Since(killed)
-			var f *Failure
-			if !errors.As(err, &f) || f.Procs[0] != dead {
-				t.Fatalf("Wait: %v, want a failure of %s first", err, name)
-			}
-			for _, p := range sup.Procs() {
-				if p == dead {
-					continue
-				}
-				if p.Err() == nil || p.Killed() || !strings.Contains(p.Stderr(), name) {
-					t.Errorf("%s: %v (killed %v), stderr does not name %s: %s", p.Name(), p.Err(), p.Killed(), name, p.Stderr())
-				}
-			}
-			if took > timeout+2*time.Second {
-				t.Errorf("the job ended %v after the kill, timeout %v", took, timeout)
-			}
-			t.Logf("ended %v after the kill", took.Round(time.Millisecond))
-		})
-	}
 }
 
 // TestProcessesDense trains a dense model, placed by a sharding scheme
@@ -368,7 +309,7 @@ func TestProcessesDense(t *testing.T) {
 			got.FinalTrainLoss, *got.Accuracy, got.BytesInter, want.FinalTrainLoss, *want.Accuracy, want.BytesInter)
 	}
 	// In network namespaces (root and iproute2 only), links shaped.
-	if CheckNetns() == nil {
+	if launch.CheckNetns() == nil {
 		job.Config.LinkBandwidth = 25e6
 		ns, err := deploy(t, job, opened, &Processes{Bin: coloBin, Netns: true})
 		if err != nil {
@@ -412,5 +353,34 @@ func TestProcessesDense(t *testing.T) {
 		apart.Staleness == nil || apart.Staleness.Pushes != uint64(2*2*apart.Rounds) {
 		t.Errorf("servers apart: loss %v accuracy %v servers %d staleness %+v; in process %v %v",
 			apart.FinalTrainLoss, *apart.Accuracy, apart.Servers, apart.Staleness, want.FinalTrainLoss, *want.Accuracy)
+	}
+}
+
+// TestProcessesTLS trains 20 Newsgroups on a scheduler and two machines
+// as processes whose links are all mutual TLS: the same training, bit for
+// bit, as in process.
+func TestProcessesTLS(t *testing.T) {
+	needColo(t)
+	ca, err := tcptest.NewCA("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := ca.WriteNode(t.TempDir(), "node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, opened, _ := newsJob(t, 2, 2, true)
+	want, err := deploy(t, job, opened, cluster.InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, TLS: launch.TLSFlags{Cert: f.Cert, Key: f.Key, CA: f.CA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTraining(t, want, got)
+	// Files that do not go together are refused before anything starts.
+	if _, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, TLS: launch.TLSFlags{Cert: f.Cert}}); err == nil || !strings.Contains(err.Error(), "--tls-key is missing") {
+		t.Fatalf("half the TLS files: %v", err)
 	}
 }

@@ -1,0 +1,73 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestKillProcessMidJob kills a worker process, then a server process, in
+// the middle of a long smoke job: the scheduler and every surviving node
+// end with an error naming it within the heartbeat timeout, and the
+// supervisor names the killed process first.
+func TestKillProcessMidJob(t *testing.T) {
+	needColo(t)
+	const timeout = time.Second
+	for _, victim := range []string{"worker", "server"} {
+		t.Run(victim, func(t *testing.T) {
+			sup := NewSupervisor(coloBin, Loopback{})
+			sup.Grace = timeout + 2*time.Second
+			env := []string{"COLO_TOKEN=t0k"}
+			common := []string{"--num-servers", "2", "--num-workers", "2", "--keys", "10000"}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Env: env, Args: append([]string{"node", "--role", "scheduler",
+				"--scheduler", "127.0.0.1:0", "--heartbeat", "50ms", "--timeout", timeout.String()}, common...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			procs := map[string]*Proc{}
+			for _, role := range []string{"server", "worker"} {
+				for r := range 2 {
+					name := fmt.Sprintf("%s %d", role, r)
+					procs[name] = sup.Start(ctx, Spec{Name: name, Host: r + 1, Env: env, Args: append([]string{"node", "--role", role,
+						"--rank", strconv.Itoa(r), "--scheduler", addr, "--rounds", "1000000", "--batch", "100"}, common...)})
+				}
+			}
+			// Let the job run, then kill the victim without warning.
+			time.Sleep(500 * time.Millisecond)
+			name := victim + " 1"
+			dead := procs[name]
+			select {
+			case <-dead.Done():
+				t.Fatalf("%s ended early: %v\n%s", name, dead.Err(), dead.Stderr())
+			default:
+			}
+			killed := time.Now()
+			syscall.Kill(dead.Pid(), syscall.SIGKILL)
+			err = sup.Wait(ctx)
+			took := time.Since(killed)
+			var f *Failure
+			if !errors.As(err, &f) || f.Procs[0] != dead {
+				t.Fatalf("Wait: %v, want a failure of %s first", err, name)
+			}
+			for _, p := range sup.Procs() {
+				if p == dead {
+					continue
+				}
+				if p.Err() == nil || p.Killed() || !strings.Contains(p.Stderr(), name) {
+					t.Errorf("%s: %v (killed %v), stderr does not name %s: %s", p.Name(), p.Err(), p.Killed(), name, p.Stderr())
+				}
+			}
+			if took > timeout+2*time.Second {
+				t.Errorf("the job ended %v after the kill, timeout %v", took, timeout)
+			}
+			t.Logf("ended %v after the kill", took.Round(time.Millisecond))
+		})
+	}
+}
