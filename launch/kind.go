@@ -48,6 +48,9 @@ type Position struct {
 	// Servers and Workers are the cluster's numbers as the command line
 	// gives them (0: not given).
 	Servers, Workers int
+	// Host is the address the node advertises and Token the cluster's
+	// token, for a kind whose members open links of their own.
+	Host, Token string
 }
 
 // Member is what a Kind opens for one node of its cluster.

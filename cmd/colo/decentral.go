@@ -17,9 +17,8 @@ import (
 )
 
 // trainMode reads --mode from colo train's arguments and returns the
-// arguments without it: ps (the parameter server, the default),
-// decentralised (package gossip) or gossip-worker (one worker process of
-// colo train --mode decentralised --processes).
+// arguments without it: ps (the parameter server, the default) or
+// decentralised (package gossip).
 func trainMode(args []string) (mode string, rest []string, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -42,7 +41,7 @@ func trainMode(args []string) (mode string, rest []string, err error) {
 			rest = append(slices.Clone(args[:i]), args[i+2:]...)
 		}
 		switch val {
-		case "ps", "gossip-worker":
+		case "ps":
 			return val, rest, nil
 		case "decentralised", "decentralized":
 			return "decentralised", rest, nil
@@ -50,27 +49,6 @@ func trainMode(args []string) (mode string, rest []string, err error) {
 		return "", nil, usageError("--mode %q: want ps (parameter server) or decentralised", val)
 	}
 	return "ps", args, nil
-}
-
-// runGossipWorker is one worker process of colo train --mode
-// decentralised --processes (job.RunProcess).
-func runGossipWorker(e *env, args []string) error {
-	f := newFlags(e, "train --mode gossip-worker", "colo train --mode gossip-worker --spec FILE --rank I --out FILE [--rendezvous ADDR]",
-		"One worker of colo train --mode decentralised --processes, started by it.")
-	spec := f.String("spec", "", "the job, configuration and shards (JSON written by the parent)")
-	rank := f.Int("rank", -1, "this worker's rank")
-	rendezvous := f.String("rendezvous", "", "rank 0's address (every rank but 0)")
-	out := f.String("out", "", "file of this worker's report")
-	host := f.String("host", "127.0.0.1", "the address this worker listens on")
-	if _, err := f.parse(args, 0, 0); err != nil {
-		return err
-	}
-	if *spec == "" || *out == "" || *rank < 0 {
-		return usageError("--spec, --rank and --out are required")
-	}
-	ctx, stop := tempdir.Stop(context.Background())
-	defer stop()
-	return job.RunProcess(ctx, *spec, *rank, *host, *rendezvous, *out, e.out)
 }
 
 // decentralFlags are the flags of decentralised training.

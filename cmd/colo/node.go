@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"colo/dashboard"
+	"colo/gossip/job"
 	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/metrics"
@@ -160,7 +161,7 @@ func runNode(e *env, args []string) error {
 	kinds := launch.Kinds{launch.SmokeKind{}, deploy.Kind{Observe: func(c *train.Config) {
 		tr := metrics.NewTraining(reg)
 		c.Progress, c.Checked = tr.Pass, tr.Check
-	}}, distparsa.Kind{}}
+	}}, distparsa.Kind{}, job.Kind{}}
 	if role == proto.RoleScheduler {
 		// The scheduler writes no JSON: under mpirun or srun every rank
 		// gets --json, and its address and end stay on standard output.
@@ -174,7 +175,7 @@ func runNode(e *env, args []string) error {
 	if err != nil {
 		return usageError("--job-file: %v", err)
 	}
-	at := launch.Position{Role: role, Rank: nf.rank, Recover: nf.recover, Servers: nf.numServers, Workers: nf.numWorkers}
+	at := launch.Position{Role: role, Rank: nf.rank, Recover: nf.recover, Servers: nf.numServers, Workers: nf.numWorkers, Host: nf.host, Token: nf.token}
 	member, err := kind.Open(ctx, env.Job, at)
 	if err != nil {
 		return usageError("%v", err)

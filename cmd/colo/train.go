@@ -293,8 +293,6 @@ func runTrain(e *env, args []string) error {
 		return err
 	case mode == "decentralised":
 		return runDecentral(e, args)
-	case mode == "gossip-worker":
-		return runGossipWorker(e, args)
 	}
 	f := newFlags(e, "train", "colo train [flags] DATA",
 		"Trains a model on a parameter server of K machines with the samples and\n"+

@@ -3,61 +3,40 @@ package job
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 
 	"colo/gossip"
-	"colo/internal/atomicfile"
-	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/ps/node"
+	"colo/ps/proto"
+	"colo/ps/sched"
 	"colo/train"
 	"colo/transport"
 )
 
-// ProcSpec is what every worker process of TrainProcesses reads: the job
-// (its data and model), the gossip configuration, the shards, the link
-// rate and the cluster token. Paths in the job are resolved against the
-// parent's working directory, which the processes share.
+// ProcSpec is the job of the decentralised kind (Kind), what every worker
+// process of TrainProcesses reads: the job (its data and model), the
+// gossip configuration, the shards and the link rate. Paths in the job
+// are resolved against the parent's working directory, which the
+// processes share.
 type ProcSpec struct {
 	Job    train.Job     `json:"job"`
 	Gossip gossip.Config `json:"gossip"`
 	Shards [][]int32     `json:"shards"`
 	Link   float64       `json:"link_bytes_per_s"`
-	Token  string        `json:"token"`
 }
 
-// The rendezvous: rank 0 prints RendezvousPrefix+ADDR first; every other
-// rank sends it a hello with its own address; rank 0 answers everyone
-// with the address book and a start time; after training every rank
-// tells rank 0 it is done and waits for rank 0's release before closing
-// its endpoint, so that no worker sees a neighbour go down while it still
-// needs its model.
-const (
-	// RendezvousPrefix starts rank 0's first line of output; it is
-	// launch's scheduler line, so that launch.Supervisor.StartScheduler
-	// reads the address.
-	RendezvousPrefix = "scheduler listening on "
-	cmdHello         = 101
-	cmdBook          = 102
-	cmdDone          = 103
-	cmdRelease       = 104
-	appRendezvous    = 0x60552
-	// startDelay is how far in the future rank 0 sets the start, so that
-	// every rank has the book before anyone trains.
-	startDelay = 300 * time.Millisecond
-)
+// KindName is the name of the decentralised kind.
+const KindName = "gossip"
 
-// book is rank 0's answer to the hellos.
-type book struct {
-	Addrs []string `json:"addrs"`
-	Start int64    `json:"start_unix_ns"`
-}
+// startDelay is how far in the future the workers set their common
+// start, so that every rank has the others' addresses before anyone
+// trains.
+const startDelay = 300 * time.Millisecond
+
+// addrLen bounds the length of a worker's address in the exchange.
+const addrLen = 128
 
 // Procs says how TrainProcesses runs its workers.
 type Procs struct {
@@ -74,16 +53,21 @@ type Procs struct {
 }
 
 // TrainProcesses trains as Train does, but with every worker a process
-// (colo train --mode gossip-worker) talking TCP, on loopback or in
-// network namespaces (p): it writes the ProcSpec to a temporary
-// directory, starts rank 0 and then the others, waits for all, reads
-// their reports and assembles the result.
-func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Config, shards [][]int32, p Procs) (_ *Report, err error) {
+// talking TCP, on loopback or in network namespaces (p): a launch.Cluster
+// of the decentralised kind (Kind) with a machine per worker, whose
+// scheduler only gathers them; it reads their reports and assembles the
+// result.
+func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Config, shards [][]int32, p Procs) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var starter launch.Starter = launch.Loopback{}
-	link := p.Link
+	spec := ProcSpec{Job: j, Gossip: cfg, Shards: shards, Link: p.Link}
+	spec.Gossip.Progress = nil
+	env, err := launch.NewEnvelope(KindName, spec)
+	if err != nil {
+		return nil, err
+	}
+	c := &launch.Cluster{Envelope: env, Machines: cfg.Workers, Bin: p.Bin, JoinTimeout: loadTime}
 	if p.Netns {
 		if err := launch.CheckNetns(); err != nil {
 			return nil, err
@@ -92,55 +76,29 @@ func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Confi
 		if p.Link > 0 {
 			rate = fmt.Sprintf("%.0fbit", 8*p.Link)
 		}
-		ns, err := launch.NewNetns(cfg.Workers+1, rate) // host 0 is left idle; worker i is host i+1
+		ns, err := launch.NewNetns(c.Hosts(), rate) // host 0 is the scheduler's; worker i is host i+1
 		if err != nil {
 			return nil, err
 		}
 		defer ns.Close()
-		starter, link = ns, 0 // tc shapes the links
-	}
-	dir, err := tempdir.Make("colo-gossip-")
-	if err != nil {
-		return nil, err
-	}
-	defer tempdir.Remove(dir, &err)
-	spec := ProcSpec{Job: j, Gossip: cfg, Shards: shards, Link: link, Token: launch.NewToken()}
-	spec.Gossip.Progress = nil
-	specPath := filepath.Join(dir, "spec.json")
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(specPath, b, 0o600); err != nil {
-		return nil, err
-	}
-	sup := launch.NewSupervisor(p.Bin, starter)
-	args := func(rank int, rendezvous string) []string {
-		a := []string{"train", "--mode", "gossip-worker", "--spec", specPath, "--rank", strconv.Itoa(rank),
-			"--out", filepath.Join(dir, fmt.Sprintf("worker%d.json", rank)), "--host", starter.Addr(rank + 1)}
-		if rendezvous != "" {
-			a = append(a, "--rendezvous", rendezvous)
+		c.Starter = ns
+		// tc shapes the links.
+		spec.Link = 0
+		if c.Envelope, err = launch.NewEnvelope(KindName, spec); err != nil {
+			return nil, err
 		}
-		return a
 	}
-	addr, err := sup.StartScheduler(ctx, launch.Spec{Name: "worker 0", Host: 1, Args: args(0, "")})
+	out, err := c.Run(ctx)
 	if err != nil {
-		return nil, err
-	}
-	for i := 1; i < cfg.Workers; i++ {
-		sup.Start(ctx, launch.Spec{Name: fmt.Sprintf("worker %d", i), Host: i + 1, Args: args(i, addr)})
-	}
-	if err := sup.Wait(ctx); err != nil {
 		return nil, err
 	}
 	reps := make([]*gossip.WorkerReport, cfg.Workers)
 	seconds := 0.0
-	for i := range reps {
-		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("worker%d.json", i)))
-		if err != nil {
-			return nil, fmt.Errorf("worker %d's report: %w", i, err)
+	for i, m := range out.Members {
+		if m.Report == nil {
+			return nil, fmt.Errorf("worker %d's report: %w", i, m.ReportErr)
 		}
-		if err := json.Unmarshal(b, &reps[i]); err != nil {
+		if err := m.Report.Decode(&reps[i]); err != nil {
 			return nil, fmt.Errorf("worker %d's report: %w", i, err)
 		}
 		if at := reps[i].At; len(at) > 0 {
@@ -154,54 +112,99 @@ func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Confi
 	return d.score(res), nil
 }
 
-// RunProcess is what one worker process runs: it reads the ProcSpec at
-// specPath, loads the job's data, opens a TCP endpoint on addr, meets
-// the others (rank 0 prints its address to stdout; the others are given
-// it as rendezvous), trains its shard and writes its gossip.WorkerReport
-// as JSON to out.
-func RunProcess(ctx context.Context, specPath string, rank int, addr, rendezvous, out string, stdout io.Writer) error {
-	b, err := os.ReadFile(specPath)
+// Kind is the decentralised kind: W machines, whose parameter-server
+// halves stay idle, each train a worker of decentralised SGD over links
+// of their own (gossip.RunWorker). They meet through the scheduler: one
+// all-reduce gives every worker the others' addresses and a common start,
+// and a barrier after training holds every link open until all are done.
+type Kind struct{}
+
+// Name returns "gossip".
+func (Kind) Name() string { return KindName }
+
+// decode reads a ProcSpec and checks it.
+func decode(raw json.RawMessage) (ProcSpec, error) {
+	var spec ProcSpec
+	if err := launch.DecodeJob(KindName, raw, &spec); err != nil {
+		return spec, err
+	}
+	if err := spec.Gossip.Validate(); err != nil {
+		return spec, fmt.Errorf("job of kind %s: gossip: %w", KindName, err)
+	}
+	if len(spec.Shards) != spec.Gossip.Workers {
+		return spec, fmt.Errorf("job of kind %s: %d shards for %d workers", KindName, len(spec.Shards), spec.Gossip.Workers)
+	}
+	return spec, nil
+}
+
+// Scheduler sets one machine per worker and a key space of one key.
+func (Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
+	spec, err := decode(raw)
 	if err != nil {
 		return err
 	}
-	var spec ProcSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return fmt.Errorf("%s: %w", specPath, err)
+	cfg.NumServers, cfg.NumWorkers, cfg.NumKeys, cfg.Width = spec.Gossip.Workers, spec.Gossip.Workers, 1, 1
+	return nil
+}
+
+// Open loads the job's data; its member opens its own link at.Host,
+// meets the others and trains its shard; its report is its
+// gossip.WorkerReport.
+func (Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (*launch.Member, error) {
+	if at.Role != proto.RoleMachine {
+		return nil, fmt.Errorf("decentralised training runs on --role machine, not %s", at.Role)
 	}
-	cfg := spec.Gossip
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", specPath, err)
-	}
-	if rank < 0 || rank >= cfg.Workers || len(spec.Shards) != cfg.Workers {
-		return fmt.Errorf("rank %d: want 0..%d with a shard each", rank, cfg.Workers-1)
-	}
-	if (rank == 0) != (rendezvous == "") {
-		return errors.New("rank 0 is the rendezvous; every other rank needs its address (--rendezvous)")
+	spec, err := decode(raw)
+	if err != nil {
+		return nil, err
 	}
 	d, err := Load(spec.Job)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &launch.Member{Run: func(ctx context.Context, n *node.Node, _ *launch.NodeSummary) (any, error) {
+		return runWorker(ctx, n, spec, d, at)
+	}}, nil
+}
+
+// runWorker is one worker of the decentralised kind on node n.
+func runWorker(ctx context.Context, n *node.Node, spec ProcSpec, d *Data, at launch.Position) (*gossip.WorkerReport, error) {
+	cfg := spec.Gossip
+	rank := n.Worker().Rank()
 	rates := node.Rates{Link: spec.Link, Host: func(id transport.NodeID) (int, bool) { return int(id) - 1, true }}
-	ep, err := node.TCP{Host: addr, Token: spec.Token, Tune: rates.Tune(nil)}.Listen(gossip.WorkerID(rank), nil)
+	ep, err := node.TCP{Host: at.Host, Token: at.Token, Tune: rates.Tune(nil)}.Listen(gossip.WorkerID(rank), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer ep.Close()
-	var start time.Time
-	var early []*transport.Message
-	if rank == 0 {
-		fmt.Fprintf(stdout, "%s%s\n", RendezvousPrefix, ep.Addr())
-		if f, ok := stdout.(interface{ Sync() error }); ok {
-			f.Sync()
-		}
-		start, err = host(ctx, ep, cfg.Workers, &early)
-	} else {
-		start, err = join(ctx, ep, rank, rendezvous, &early)
+	// Every worker's address, byte by byte (plus one: 0 ends it), and its
+	// clock in milliseconds, summed by the scheduler.
+	W := cfg.Workers
+	vals := make([]float64, W*addrLen+W)
+	addr := ep.Addr()
+	if len(addr) >= addrLen {
+		return nil, fmt.Errorf("address %s: longer than %d bytes", addr, addrLen-1)
 	}
+	for i := range len(addr) {
+		vals[rank*addrLen+i] = float64(addr[i]) + 1
+	}
+	vals[W*addrLen+rank] = float64(time.Now().UnixMilli())
+	sum, err := n.AllReduce(ctx, "workers", vals)
 	if err != nil {
-		return fmt.Errorf("rendezvous: %w", err)
+		return nil, fmt.Errorf("meeting the other workers: %w", err)
 	}
+	var latest float64
+	for r := range W {
+		var b []byte
+		for i := r * addrLen; i < (r+1)*addrLen && sum[i] > 0; i++ {
+			b = append(b, byte(sum[i]-1))
+		}
+		if r != rank {
+			ep.SetPeer(gossip.WorkerID(r), string(b))
+		}
+		latest = max(latest, sum[W*addrLen+r])
+	}
+	start := time.UnixMilli(int64(latest)).Add(startDelay)
 	total := 0
 	for _, s := range spec.Shards {
 		total += len(s)
@@ -210,133 +213,18 @@ func RunProcess(ctx context.Context, specPath string, rank int, addr, rendezvous
 	if wait := time.Until(start); wait > 0 {
 		time.Sleep(wait)
 	}
-	rep, err := gossip.RunWorker(ctx, cfg, rank, d.Learner().Oracle(rank), spec.Shards[rank], total, d.Initial(cfg.Seed), ep, start, early)
+	rep, err := gossip.RunWorker(ctx, cfg, rank, d.Learner().Oracle(rank), spec.Shards[rank], total, d.Initial(cfg.Seed), ep, start, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := finish(ctx, ep, rank, cfg.Workers, rep.Other); err != nil {
-		return fmt.Errorf("after training: %w", err)
+	// Every link stays open until every worker is done with its
+	// neighbours' models.
+	if err := n.Barrier(ctx, "workers"); err != nil {
+		return nil, fmt.Errorf("after training: %w", err)
 	}
-	return atomicfile.Write(out, func(w io.Writer) error { return json.NewEncoder(w).Encode(rep) })
+	return rep, nil
 }
 
 // loadTime bounds the time a worker process takes to load its data and
-// meet the others.
+// join the others.
 const loadTime = 60 * time.Second
-
-// host is rank 0's side: it collects the hellos, sends everyone the book
-// and returns the start time.
-func host(ctx context.Context, ep node.Endpoint, n int, early *[]*transport.Message) (time.Time, error) {
-	addrs := make([]string, n)
-	addrs[0] = ep.Addr()
-	for seen := 1; seen < n; {
-		m, err := recv(ctx, ep, cmdHello, early)
-		if err != nil {
-			return time.Time{}, err
-		}
-		r := int(m.Sender) - 1
-		if r < 1 || r >= n || addrs[r] != "" {
-			return time.Time{}, fmt.Errorf("a hello from node %d: want each of workers 1..%d once", m.Sender, n-1)
-		}
-		addrs[r] = string(m.Body)
-		ep.SetPeer(m.Sender, addrs[r])
-		seen++
-	}
-	start := time.Now().Add(startDelay)
-	body, _ := json.Marshal(book{Addrs: addrs, Start: start.UnixNano()})
-	for r := 1; r < n; r++ {
-		if err := send(ctx, ep, gossip.WorkerID(r), cmdBook, body); err != nil {
-			return time.Time{}, err
-		}
-	}
-	return start, nil
-}
-
-// join is the side of the other ranks: hello to rank 0, then the book.
-func join(ctx context.Context, ep node.Endpoint, rank int, rendezvous string, early *[]*transport.Message) (time.Time, error) {
-	ep.SetPeer(gossip.WorkerID(0), rendezvous)
-	if err := send(ctx, ep, gossip.WorkerID(0), cmdHello, []byte(ep.Addr())); err != nil {
-		return time.Time{}, err
-	}
-	m, err := recv(ctx, ep, cmdBook, early)
-	if err != nil {
-		return time.Time{}, err
-	}
-	var bk book
-	if err := json.Unmarshal(m.Body, &bk); err != nil || len(bk.Addrs) <= rank {
-		return time.Time{}, fmt.Errorf("the book %q: want the addresses of every worker", m.Body)
-	}
-	for r, a := range bk.Addrs {
-		if r != rank {
-			ep.SetPeer(gossip.WorkerID(r), a)
-		}
-	}
-	return time.Unix(0, bk.Start), nil
-}
-
-// finish holds every endpoint open until all ranks are done; seen are
-// the messages that arrived during training.
-func finish(ctx context.Context, ep node.Endpoint, rank, n int, seen []*transport.Message) error {
-	if rank != 0 {
-		if err := send(ctx, ep, gossip.WorkerID(0), cmdDone, nil); err != nil {
-			return err
-		}
-		_, err := recv(ctx, ep, cmdRelease, nil)
-		return err
-	}
-	done := 0
-	for _, m := range seen {
-		if m.App == appRendezvous && m.Cmd == cmdDone {
-			done++
-		}
-	}
-	for ; done < n-1; done++ {
-		if _, err := recv(ctx, ep, cmdDone, nil); err != nil {
-			return err
-		}
-	}
-	for r := 1; r < n; r++ {
-		if err := send(ctx, ep, gossip.WorkerID(r), cmdRelease, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func send(ctx context.Context, ep node.Endpoint, to transport.NodeID, cmd uint16, body []byte) error {
-	return ep.Send(ctx, to, &transport.Message{Header: transport.Header{Type: transport.TypeControl, Cmd: cmd, App: appRendezvous}, Body: body})
-}
-
-// recv waits for a rendezvous message cmd, keeping other messages in
-// early (dropping them when early is nil); link failures are errors
-// except at the release, when rank 0 may have closed already.
-func recv(ctx context.Context, ep node.Endpoint, cmd uint16, early *[]*transport.Message) (*transport.Message, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*loadTime)
-	defer cancel()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for message %d: %w", cmd, ctx.Err())
-		case pe, ok := <-ep.Down():
-			if ok && cmd != cmdRelease {
-				return nil, pe
-			}
-			if !ok {
-				return nil, transport.ErrClosed
-			}
-		case m, ok := <-ep.Recv():
-			if !ok {
-				return nil, transport.ErrClosed
-			}
-			if m.App == appRendezvous && m.Cmd == cmd {
-				return m, nil
-			}
-			if m.App == appRendezvous {
-				return nil, fmt.Errorf("message %d from node %d while waiting for %d", m.Cmd, m.Sender, cmd)
-			}
-			if early != nil {
-				*early = append(*early, m)
-			}
-		}
-	}
-}

@@ -203,7 +203,7 @@ func TestProcessesMachineKilled(t *testing.T) {
 			t.Fatal("no machine 1 process after 15 s")
 		}
 		for pid, line := range children(os.Getpid()) {
-			if strings.Contains(line, "--job train") && strings.Contains(line, "--rank 1 ") {
+			if strings.Contains(line, "--role machine") && strings.Contains(line, "--rank 1 ") {
 				victim = pid
 			}
 		}
