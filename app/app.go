@@ -13,7 +13,7 @@
 //	job.Data.Train, job.Placement = "news20.svm", "parsa"
 //	opened, err := app.Open(job)
 //	p, secs, err := opened.Place(job)
-//	res, err := train.Run(ctx, job, opened.App, p, cluster.InProcess{})
+//	res, err := train.Run(ctx, job, opened.App, p, deploy.InProcess{})
 package app
 
 import (

@@ -13,10 +13,10 @@ import (
 
 	"colo/app"
 	"colo/checkpoint"
-	"colo/cluster"
 	"colo/ps/clock"
 	"colo/ps/worker"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // captured is an application whose evaluation also pulls the trained
@@ -85,7 +85,7 @@ func runResumable(t *testing.T, job train.Job) (*train.Result, []float32) {
 		t.Fatal(err)
 	}
 	c := &captured{App: o.App}
-	res, err := train.Run(context.Background(), job, c, p, cluster.InProcess{})
+	res, err := train.Run(context.Background(), job, c, p, deploy.InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,13 +216,13 @@ func TestResumeAsync(t *testing.T) {
 	}
 	empty := t.TempDir()
 	resumed.Config.Checkpoint = train.Checkpoint{Resume: empty}
-	if _, err := train.Run(context.Background(), resumed, o.App, p, cluster.InProcess{}); err == nil || !strings.Contains(err.Error(), "no checkpoint in "+empty) {
+	if _, err := train.Run(context.Background(), resumed, o.App, p, deploy.InProcess{}); err == nil || !strings.Contains(err.Error(), "no checkpoint in "+empty) {
 		t.Errorf("resume from an empty directory: %v", err)
 	}
 	other := job
 	other.Config.Seed = 9
 	other.Config.Checkpoint = train.Checkpoint{Resume: dir}
-	if _, err := train.Run(context.Background(), other, o.App, p, cluster.InProcess{}); err == nil || !strings.Contains(err.Error(), "checkpoint of another job") {
+	if _, err := train.Run(context.Background(), other, o.App, p, deploy.InProcess{}); err == nil || !strings.Contains(err.Error(), "checkpoint of another job") {
 		t.Errorf("resume of another job: %v", err)
 	}
 }

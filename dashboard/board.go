@@ -6,7 +6,7 @@
 // beside the measured traffic.
 //
 // A Board is fed the same counters the Prometheus collectors of package
-// metrics read: the nodes' Stats (Watch, as cluster.InProcess.Watch
+// metrics read: the nodes' Stats (Watch, as deploy.InProcess.Watch
 // calls it, or WatchEndpoint for the scheduler's own links), the passes
 // of machine 0 (Pass, a train.Progress) and the evaluator's scores
 // (Check, train.Config.Checked); Run starts a new training run with its
@@ -33,7 +33,7 @@
 //	defer b.Close()
 //	b.Run(dashboard.RunInfo{Name: "parsa", Machines: 4, Width: 20, Cost: cost})
 //	cfg.Progress, cfg.Checked = b.Pass, b.Check
-//	res, err := train.Run(ctx, job, app, p, cluster.InProcess{Watch: b.Watch})
+//	res, err := train.Run(ctx, job, app, p, deploy.InProcess{Watch: b.Watch})
 //
 // All the methods of a nil *Board do nothing, so a command without
 // --dashboard passes nil.
@@ -168,7 +168,7 @@ func (b *Board) Close() {
 }
 
 // Watch makes stats the source of the nodes' counters, read at every
-// sample (cluster.InProcess.Watch calls it when the cluster starts and
+// sample (deploy.InProcess.Watch calls it when the cluster starts and
 // again with the final counters before it closes).
 func (b *Board) Watch(stats func() []node.Stats) {
 	if b == nil {

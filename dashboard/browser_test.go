@@ -13,11 +13,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"colo/app"
-	"colo/cluster"
 	"colo/dashboard"
 	"colo/graph"
 	"colo/placement"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // chromium returns the path of a Chromium or Chrome binary: $COLO_CHROMIUM,
@@ -167,7 +167,7 @@ func TestBrowser(t *testing.T) {
 	}
 	board.Run(dashboard.RunInfo{Name: "random", Machines: 4, Width: opened.App.Width(), Cost: cost})
 	job.Config.Progress, job.Config.Checked = board.Pass, board.Check
-	res, err := train.Run(ctx, job, opened.App, p, cluster.InProcess{Watch: board.Watch})
+	res, err := train.Run(ctx, job, opened.App, p, deploy.InProcess{Watch: board.Watch})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"colo/metrics"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/sched"
@@ -24,18 +21,11 @@ import (
 type Node struct {
 	// Config is the node's (node.Config): role, scheduler, network.
 	Config node.Config
-	// Metrics says where the node serves its metrics while it runs
-	// (metrics.NodeCollector, the Go runtime's and the process's, and
-	// what else Registry holds), how long it keeps serving their final
-	// values after the job, and the file it writes them to.
-	Metrics metrics.Flags
-	// Registry is where the metrics are registered; nil for a new
-	// metrics.NewRegistry. Give one to add collectors, such as a
-	// metrics.Training fed by the job.
-	Registry *prometheus.Registry
-	// Log receives the line that says where the final metrics stay
-	// (--linger); nil discards it.
-	Log io.Writer
+	// Observe, when set, watches the node's counters from before it
+	// starts (stats returns none until it joined, and their final values
+	// after the job) and returns the function that ends the watch once
+	// the job has ended: colo node serves them as Prometheus metrics.
+	Observe func(stats func() []node.Stats) (end func(context.Context) error, err error)
 	// Member is what the node runs (Kind.Open): its worker's job, if it
 	// has a worker, and its report; nil runs nothing (the worker only
 	// joins). Its Rule and Rates are the caller's to put in Config.
@@ -50,19 +40,30 @@ type Node struct {
 // node's, or the scheduler's verdict naming a failed node).
 func RunNode(ctx context.Context, nd Node) (*NodeSummary, any, error) {
 	t0 := time.Now()
-	// The metrics are served from the start: the runtime's while the node
-	// joins, the node's counters once it has.
-	endMetrics := func(context.Context) error { return nil }
-	var nc *metrics.NodeCollector
-	if nd.Metrics.Enabled() {
-		reg := nd.Registry
-		if reg == nil {
-			reg = metrics.NewRegistry()
+	// The counters are watched from the start: none while the node joins,
+	// the node's once it has.
+	var (
+		mu     sync.Mutex
+		source func() []node.Stats
+	)
+	set := func(f func() []node.Stats) {
+		mu.Lock()
+		source = f
+		mu.Unlock()
+	}
+	stats := func() []node.Stats {
+		mu.Lock()
+		f := source
+		mu.Unlock()
+		if f == nil {
+			return nil
 		}
-		nc = metrics.NewNodesCollector(nil)
-		reg.MustRegister(nc)
+		return f()
+	}
+	endMetrics := func(context.Context) error { return nil }
+	if nd.Observe != nil {
 		var err error
-		if endMetrics, err = nd.Metrics.Start(reg, nd.Log); err != nil {
+		if endMetrics, err = nd.Observe(stats); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -75,9 +76,7 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, any, error) {
 	}
 	defer n.Close()
 	startedAt := time.Now()
-	if nc != nil {
-		nc.Set(func() []node.Stats { return []node.Stats{n.Stats()} })
-	}
+	set(func() []node.Stats { return []node.Stats{n.Stats()} })
 	sum := &NodeSummary{Role: nd.Config.Role.String(), StartSeconds: startedAt.Sub(t0).Seconds(), StartedUnixNano: startedAt.UnixNano()}
 	var report any
 	if n.Worker() != nil {
@@ -95,9 +94,7 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, any, error) {
 	}
 	jobErr := n.Wait()
 	sum.Stats = n.Stats()
-	if nc != nil {
-		nc.Set(func() []node.Stats { return []node.Stats{sum.Stats} })
-	}
+	set(func() []node.Stats { return []node.Stats{sum.Stats} })
 	if err := endMetrics(ctx); err != nil && jobErr == nil {
 		jobErr = err
 	}
@@ -136,10 +133,10 @@ type Scheduler struct {
 	// empty Token is refused (ErrNoToken); with it the scheduler says on
 	// Log that the cluster is open.
 	Insecure bool
-	// Metrics says where the scheduler serves its links' counters
-	// (metrics.EndpointCollector) and the runtime's, and how long after
-	// the job; see Node.Metrics.
-	Metrics metrics.Flags
+	// Observe, when set, watches the counters of the scheduler's links
+	// once it listens and returns the function that ends the watch after
+	// the job; see Node.Observe.
+	Observe func(stats func() transport.Stats) (end func(context.Context) error, err error)
 	// Watch, when set, is called with the counters of the scheduler's
 	// links once it listens, and again with their final values before it
 	// returns (for dashboard.Board.WatchEndpoint).
@@ -204,10 +201,8 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 		f.Sync()
 	}
 	endMetrics := func(context.Context) error { return nil }
-	if s.Metrics.Enabled() {
-		reg := metrics.NewRegistry()
-		reg.MustRegister(metrics.NewEndpointCollector("scheduler", ep.Stats))
-		if endMetrics, err = s.Metrics.Start(reg, s.Log); err != nil {
+	if s.Observe != nil {
+		if endMetrics, err = s.Observe(ep.Stats); err != nil {
 			return err
 		}
 	}

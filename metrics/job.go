@@ -15,7 +15,7 @@ import (
 //
 //	job, err := metrics.StartJob(flags, os.Stderr) // nil without --metrics
 //	cfg.Progress = job.Pass
-//	deployer := cluster.InProcess{Watch: job.Watch}
+//	deployer := deploy.InProcess{Watch: job.Watch}
 //	… train …
 //	job.End(ctx) // --metrics-file, --linger
 type Job struct {
@@ -55,7 +55,7 @@ func (j *Job) Check(c train.Check) {
 }
 
 // Watch makes stats the source of the nodes' counters (as
-// cluster.InProcess.Watch calls it).
+// deploy.InProcess.Watch calls it).
 func (j *Job) Watch(stats func() []node.Stats) {
 	if j != nil {
 		j.nodes.Set(stats)

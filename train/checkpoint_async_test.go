@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"colo/checkpoint"
-	"colo/cluster"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // TestCheckpointSkippedWhileWriting holds the writers of the first
@@ -25,7 +25,7 @@ func TestCheckpointSkippedWhileWriting(t *testing.T) {
 	p := spread(len(a.X), a.Dim, 2)
 	run := func(job train.Job) *train.Result {
 		t.Helper()
-		res, err := train.Run(context.Background(), job, a, p, cluster.InProcess{})
+		res, err := train.Run(context.Background(), job, a, p, deploy.InProcess{})
 		if err != nil {
 			t.Fatal(err)
 		}

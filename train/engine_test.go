@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"colo/balance"
-	"colo/cluster"
 	"colo/placement"
 	"colo/ps/node"
 	"colo/ps/update"
 	"colo/ps/worker"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // linear is a dense test application: least squares y ≈ w·x with every
@@ -154,7 +154,7 @@ func TestDenseRangesMatchLocal(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, k), cluster.InProcess{Network: net})
+				res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, k), deploy.InProcess{Network: net})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -215,15 +215,15 @@ func TestKeys(t *testing.T) {
 // is refused before anything starts.
 func TestRunRefusesMismatch(t *testing.T) {
 	a := newLinear(30, 4, 1)
-	if _, err := train.Run(context.Background(), linearJob(3, 1, 0), a, spread(30, 4, 2), cluster.InProcess{}); err == nil {
+	if _, err := train.Run(context.Background(), linearJob(3, 1, 0), a, spread(30, 4, 2), deploy.InProcess{}); err == nil {
 		t.Error("a 2-machine placement ran on 3 machines")
 	}
-	if _, err := train.Run(context.Background(), linearJob(2, 1, 0), a, spread(31, 4, 2), cluster.InProcess{}); err == nil {
+	if _, err := train.Run(context.Background(), linearJob(2, 1, 0), a, spread(31, 4, 2), deploy.InProcess{}); err == nil {
 		t.Error("a placement of 31 samples ran on 30")
 	}
 	job := linearJob(2, 1, 0)
 	job.Config.Rule.Name = "sum"
-	if _, err := train.Run(context.Background(), job, a, spread(30, 4, 2), cluster.InProcess{}); err == nil {
+	if _, err := train.Run(context.Background(), job, a, spread(30, 4, 2), deploy.InProcess{}); err == nil {
 		t.Error("the summing rule trained")
 	}
 }
@@ -268,7 +268,7 @@ func TestStepBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, c.k), cluster.InProcess{})
+		res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, c.k), deploy.InProcess{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +297,7 @@ func TestBalancingKeepsBSPTraining(t *testing.T) {
 	a := newLinear(240, 60, 7)
 	job := linearJob(4, 6, 40)
 	job.Config.RandomBandwidth = 20e6
-	want, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, 4), cluster.InProcess{})
+	want, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, 4), deploy.InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestBalancingKeepsBSPTraining(t *testing.T) {
 		c.Scheme, c.Slice, c.Probe = scheme, 2, 1
 		job.Config.Balance = &c
 		job.Config.BandwidthChange = 20 * time.Millisecond
-		res, err := train.Run(context.Background(), job, a, even, cluster.InProcess{})
+		res, err := train.Run(context.Background(), job, a, even, deploy.InProcess{})
 		if err != nil {
 			t.Fatalf("%s: %v", scheme, err)
 		}

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"testing"
 
-	"colo/cluster"
 	"colo/ps/clock"
 	"colo/ps/worker"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // withModel wraps an application so that worker 0 pulls the servers'
@@ -77,7 +77,7 @@ func TestOverlapMatchesSequentialBSP(t *testing.T) {
 						job := linearJob(k, 12, batch)
 						job.Config.Epsilon, job.Config.Sequential = eps, seq
 						app := &withModel{App: a}
-						r, err := train.Run(context.Background(), job, app, spread(len(a.X), a.Dim, k), cluster.InProcess{})
+						r, err := train.Run(context.Background(), job, app, spread(len(a.X), a.Dim, k), deploy.InProcess{})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -95,7 +95,7 @@ func TestOverlapMatchesSequentialBSP(t *testing.T) {
 func TestOverlapPhases(t *testing.T) {
 	a := newLinear(240, 12, 7)
 	job := linearJob(3, 5, 60)
-	res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, 3), cluster.InProcess{})
+	res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, 3), deploy.InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestOverlapAsyncTrains(t *testing.T) {
 		job.Config.Clock = clock.Config{Mode: clock.Async}
 		job.Config.PullAhead = c.ahead
 		job.Config.Rule.LR = 0.1
-		res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, k), cluster.InProcess{})
+		res, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, k), deploy.InProcess{})
 		if err != nil {
 			t.Fatalf("k=%d: %v", k, err)
 		}

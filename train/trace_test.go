@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"colo/cluster"
 	"colo/timeline"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // TestTraceSpansEveryWorker trains 3 machines for 4 passes of 2 rounds
@@ -30,7 +30,7 @@ func traceSpans(t *testing.T, sequential bool) {
 	job.Config.Sequential = sequential
 	rec := timeline.New()
 	job.Config.Trace = rec.Workers("spread")
-	if _, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, k), cluster.InProcess{}); err != nil {
+	if _, err := train.Run(context.Background(), job, a, spread(len(a.X), a.Dim, k), deploy.InProcess{}); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer

@@ -25,7 +25,7 @@
 //	job := train.DefaultJob()
 //	job.App, job.Data.Train, job.Placement = "lr", "news20.svm", "parsa"
 //	a, _ := app.Open(job)                               // the registry
-//	res, err := train.Run(ctx, job, a, p, cluster.InProcess{})
+//	res, err := train.Run(ctx, job, a, p, deploy.InProcess{})
 //	res.Placed(partitionSeconds, cost)                  // the caller labels
 package train
 

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"colo/cluster"
 	"colo/dataset"
 	"colo/ps/clock"
 	"colo/shard"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // blobs is a labelled dataset of n samples in dim dimensions: class c's
@@ -84,7 +84,7 @@ func runApp(t testing.TB, j train.Job, a *App) *train.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := train.Run(context.Background(), j, a, p, cluster.InProcess{})
+	res, err := train.Run(context.Background(), j, a, p, deploy.InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}

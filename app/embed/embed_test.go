@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"colo/cluster"
 	"colo/graph"
 	"colo/placement"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // communities returns the edges of a planted-partition graph: groups of
@@ -435,7 +435,7 @@ func oneMachineMatchesLocal(t *testing.T, u int) {
 	want := a.ScoreModel(model)
 	p := placement.Uniform(a.Graph, 1, placement.NewRand(1))
 	job.App, job.Data.Train, job.Placement, job.Config = "embed", "communities", "uniform", tc
-	res, err := train.Run(context.Background(), job, a, p, cluster.InProcess{})
+	res, err := train.Run(context.Background(), job, a, p, deploy.InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func TestClusterDeterministic(t *testing.T) {
 		}
 		job.App, job.Data.Train, job.Placement = "embed", "communities", "uniform"
 		job.Config.Machines, job.Config.Batch, job.Config.MaxPasses, job.Config.Seed = 3, 60, 3, seed
-		res, err := train.Run(context.Background(), job, a, p, cluster.InProcess{})
+		res, err := train.Run(context.Background(), job, a, p, deploy.InProcess{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,13 +9,13 @@ import (
 	"testing"
 
 	"colo/app/sparse"
-	"colo/cluster"
 	"colo/datasets"
 	"colo/graph"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
 	"colo/train"
+	"colo/train/deploy"
 	"colo/transport"
 )
 
@@ -470,7 +470,7 @@ func (p nanPart) Step(b int, vals, grad []float32, scale float32) (float64, int,
 func trainOn(app train.App, p *placement.Placement, name string, cost *placement.Cost, cfg train.Config) (*train.Result, error) {
 	job := train.DefaultJob()
 	job.App, job.Data.Train, job.Placement, job.Config = app.Name(), "test", name, cfg
-	res, err := train.Run(context.Background(), job, app, p, cluster.InProcess{})
+	res, err := train.Run(context.Background(), job, app, p, deploy.InProcess{})
 	if err != nil {
 		return nil, err
 	}

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"colo/cluster"
 	"colo/graph"
 	"colo/placement"
 	"colo/ps/update"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // lowRank returns a rows × cols ratings graph of which a fraction density
@@ -320,7 +320,7 @@ func TestMFRunMatchesLocal(t *testing.T) {
 	p := placement.Uniform(g, 2, placement.NewRand(3))
 	job := train.DefaultJob()
 	job.App, job.Data.Train, job.Placement, job.Config = "mf", "test", "uniform", tc
-	res, err := train.Run(context.Background(), job, a, p, cluster.InProcess{})
+	res, err := train.Run(context.Background(), job, a, p, deploy.InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}

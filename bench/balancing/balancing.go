@@ -37,10 +37,10 @@ import (
 
 	"colo/app"
 	"colo/balance"
-	"colo/cluster"
 	"colo/internal/atomicfile"
 	"colo/internal/plot"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // Size is a model size of the experiment: an mlp's hidden layers, and the
@@ -232,7 +232,7 @@ func train1(ctx context.Context, cfg Config, data *app.Data, size Size, scheme s
 	if err != nil {
 		return RunResult{}, err
 	}
-	tr, err := train.Run(ctx, job, opened.App, p, cluster.InProcess{})
+	tr, err := train.Run(ctx, job, opened.App, p, deploy.InProcess{})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("%s, %s, run %d: %w", size.Name, scheme, run+1, err)
 	}

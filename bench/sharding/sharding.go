@@ -8,7 +8,7 @@
 // against random sharding's, the spread of the per-class validation
 // accuracy, and box plots of the final validation accuracy.
 //
-// The runs train in this process (cluster.InProcess) one after another
+// The runs train in this process (deploy.InProcess) one after another
 // on the data loaded once; Run takes the job every run starts from.
 //
 //	res, err := sharding.Run(ctx, sharding.Config{Job: job, Schemes: []string{"random", "stratified"}, Runs: 5}, data)
@@ -29,9 +29,9 @@ import (
 	"text/tabwriter"
 
 	"colo/app"
-	"colo/cluster"
 	"colo/internal/atomicfile"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 // Config is a study.
@@ -139,7 +139,7 @@ func Run(ctx context.Context, cfg Config, data *app.Data) (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			tr, err := train.Run(ctx, job, opened.App, p, cluster.InProcess{})
+			tr, err := train.Run(ctx, job, opened.App, p, deploy.InProcess{})
 			if err != nil {
 				return nil, fmt.Errorf("%s run %d (seed %d): %w", scheme, r+1, job.Config.Seed, err)
 			}

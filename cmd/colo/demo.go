@@ -6,11 +6,11 @@ import (
 
 	"colo/app"
 	"colo/app/sparse"
-	"colo/cluster"
 	"colo/datasets"
 	"colo/graph"
 	"colo/metrics"
 	"colo/train"
+	"colo/train/deploy"
 )
 
 func runDemo(e *env, args []string) error {
@@ -92,5 +92,5 @@ func demoRuns(e *env, job train.Job, specs []string, passes, k int, w *watchers)
 		describe(g), test.NumSamples(), time.Since(start).Seconds())
 	fmt.Fprintf(e.out, "softmax regression, AdaGrad, %d full-batch rounds, BSP, %d machines, %s\n\n",
 		passes, k, linkWords(job.Config))
-	return trainRuns(e, job, opened, specs, cluster.InProcess{Watch: w.watch}, w)
+	return trainRuns(e, job, opened, specs, deploy.InProcess{Watch: w.watch}, w)
 }

@@ -14,12 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"colo/app"
 	"colo/dashboard"
 	"colo/gossip/job"
 	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/metrics"
 	"colo/partition/distparsa"
+	"colo/placement"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -158,7 +160,7 @@ func runNode(e *env, args []string) error {
 		return err
 	}
 	reg := metrics.NewRegistry()
-	kinds := launch.Kinds{launch.SmokeKind{}, deploy.Kind{Observe: func(c *train.Config) {
+	kinds := launch.Kinds{launch.SmokeKind{}, deploy.Kind{Place: placed, Route: app.Route, Observe: func(c *train.Config) {
 		tr := metrics.NewTraining(reg)
 		c.Progress, c.Checked = tr.Pass, tr.Check
 	}}, distparsa.Kind{}, job.Kind{}}
@@ -203,7 +205,16 @@ func runNode(e *env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}
-	sum, report, jobErr := launch.RunNode(ctx, launch.Node{Config: cfg, Metrics: nf.metrics, Registry: reg, Log: e.errOut, Member: member})
+	nd := launch.Node{Config: cfg, Member: member}
+	if nf.metrics.Enabled() {
+		// The Go runtime's and the process's metrics from the start, the
+		// node's counters once it has joined, the job's as it trains.
+		nd.Observe = func(stats func() []node.Stats) (func(context.Context) error, error) {
+			reg.MustRegister(metrics.NewNodesCollector(stats))
+			return nf.metrics.Start(reg, e.errOut)
+		}
+	}
+	sum, report, jobErr := launch.RunNode(ctx, nd)
 	if sum == nil {
 		return jobErr
 	}
@@ -223,6 +234,15 @@ func runNode(e *env, args []string) error {
 		}
 	}
 	return jobErr
+}
+
+// placed opens and places a training job (app.OpenPlaced).
+func placed(j train.Job) (train.App, *placement.Placement, error) {
+	o, p, err := app.OpenPlaced(j)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o.App, p, nil
 }
 
 // nodeOnly are the flags of colo node that say where and how the node
@@ -342,7 +362,15 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags, tlsConfig *tls.Con
 	}
 	dash.Status(fmt.Sprintf("scheduling %d servers and %d workers", cfg.NumServers, cfg.NumWorkers))
 	watch := func(stats func() transport.Stats) { dash.WatchEndpoint(proto.SchedulerID, stats) }
-	err = launch.RunScheduler(ctx, launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, TLS: tlsConfig, Insecure: nf.insecure, Metrics: nf.metrics, Watch: watch, Out: e.out, Log: e.errOut})
+	sc := launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, TLS: tlsConfig, Insecure: nf.insecure, Watch: watch, Out: e.out, Log: e.errOut}
+	if nf.metrics.Enabled() {
+		sc.Observe = func(stats func() transport.Stats) (func(context.Context) error, error) {
+			reg := metrics.NewRegistry()
+			reg.MustRegister(metrics.NewEndpointCollector("scheduler", stats))
+			return nf.metrics.Start(reg, e.errOut)
+		}
+	}
+	err = launch.RunScheduler(ctx, sc)
 	if err != nil {
 		dash.Status("failed: " + err.Error())
 	} else {

@@ -16,7 +16,6 @@ import (
 
 	"colo/app"
 	"colo/app/embed"
-	"colo/cluster"
 	"colo/graph"
 	"colo/launch"
 	"colo/metrics"
@@ -158,7 +157,7 @@ func (d *deployment) check(cfg train.Config) error {
 // deployer returns the deployer of d for jobs on the training graph g.
 func (d *deployment) deployer(g *graph.Graph, watch func(stats func() []node.Stats)) train.Deployer {
 	if !d.processes && !d.netns {
-		return cluster.InProcess{Watch: watch}
+		return deploy.InProcess{Watch: watch}
 	}
 	return &deploy.Processes{Graph: g, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Replace: d.recovery == "replace", Logf: d.logf}
 }

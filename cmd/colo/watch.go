@@ -59,7 +59,7 @@ func startWatchers(e *env, mf metrics.Flags, wf watchFlags) (*watchers, error) {
 	return w, nil
 }
 
-// watch makes stats the nodes' counters (cluster.InProcess.Watch).
+// watch makes stats the nodes' counters (deploy.InProcess.Watch).
 func (w *watchers) watch(stats func() []node.Stats) {
 	w.mon.Watch(stats)
 	w.dash.Watch(stats)

@@ -1,6 +1,7 @@
-// Package deploy runs training jobs (train.Job) on clusters: Processes
-// deploys one on a cluster of processes of the colo binary, on loopback
-// or in network namespaces (launch.Cluster), and Kind is the training
+// Package deploy runs training jobs (train.Job) on clusters: InProcess
+// deploys one on a cluster in this process (package cluster), Processes
+// on a cluster of processes of the colo binary, on loopback or in
+// network namespaces (launch.Cluster), and Kind is the training
 // kind every process of such a cluster runs (colo node --job-file), the
 // same job whoever starts the processes: colo train --processes, mpirun,
 // srun, dmlc-submit or Kubernetes.
@@ -9,7 +10,7 @@
 // the train.Job, with the routing table of its placement and the
 // application's width, so that the scheduler loads no data. A machine
 // (or a worker, a server apart, an evaluator) opens the job's application
-// and its placement (app.OpenPlaced) and runs its share: train.RunMachine,
+// and its placement (Kind.Place) and runs its share: train.RunMachine,
 // train.RunEvaluator, or a server's update rule; every one writes a
 // train.MachineReport in its launch.Report.
 //
@@ -21,7 +22,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"colo/app"
 	"colo/launch"
 	"colo/placement"
 	"colo/ps/node"
@@ -83,8 +83,16 @@ func DecodeJob(raw json.RawMessage) (Job, error) {
 	return j, nil
 }
 
-// Kind is the training kind.
+// Kind is the training kind. Place and Route open a job's application
+// and placement (app.OpenPlaced and app.Route, which the caller passes in:
+// this package knows no application).
 type Kind struct {
+	// Place opens the job's application and places it, as every process
+	// does the same for the same job.
+	Place func(job train.Job) (train.App, *placement.Placement, error)
+	// Route returns the routing table of the job's placement and the
+	// application's width, for a job without its Route.
+	Route func(job train.Job) (*route.Table, int, error)
 	// Observe, when set, is given the job's configuration before a member
 	// runs it, to watch its progress (Config.Progress, Config.Checked).
 	Observe func(c *train.Config)
@@ -95,7 +103,7 @@ func (Kind) Name() string { return Name }
 
 // Scheduler sets the numbers of servers and workers, the routing table,
 // key space and width, and the consistency model of the job.
-func (Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
+func (k Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 	j, err := DecodeJob(raw)
 	if err != nil {
 		return err
@@ -106,7 +114,9 @@ func (Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 			return fmt.Errorf("job of kind %s: route: %w", Name, err)
 		}
 		cfg.Table, cfg.Width = &t, j.Width
-	} else if cfg.Table, cfg.Width, err = app.Route(j.Job); err != nil {
+	} else if k.Route == nil {
+		return fmt.Errorf("job of kind %s: no route: the scheduler needs the job's routing table", Name)
+	} else if cfg.Table, cfg.Width, err = k.Route(j.Job); err != nil {
 		return err
 	}
 	cfg.NumKeys, cfg.Clock = cfg.Table.NumKeys(), j.Config.Clock
@@ -154,7 +164,10 @@ func (k Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (
 		}
 		ck.Resume = ck.Dir
 	}
-	opened, p, err := app.OpenPlaced(job)
+	if k.Place == nil {
+		return nil, fmt.Errorf("job of kind %s: this process cannot open applications", Name)
+	}
+	a, p, err := k.Place(job)
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +181,9 @@ func (k Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (
 		var r *train.MachineReport
 		var err error
 		if role == proto.RoleEvaluator {
-			r, err = train.RunEvaluator(ctx, n, job, opened.App, p)
+			r, err = train.RunEvaluator(ctx, n, job, a, p)
 		} else {
-			r, err = train.RunMachine(ctx, n, job, opened.App, p, rank)
+			r, err = train.RunMachine(ctx, n, job, a, p, rank)
 		}
 		if r == nil {
 			return nil, err

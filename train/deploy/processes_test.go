@@ -16,7 +16,6 @@ import (
 
 	"colo/app"
 	"colo/balance"
-	"colo/cluster"
 	"colo/datasets"
 	"colo/launch"
 	"colo/train"
@@ -101,7 +100,7 @@ func deploy(t *testing.T, job train.Job, opened *app.Opened, d train.Deployer) (
 func TestProcessesMatchInProcess(t *testing.T) {
 	needColo(t)
 	job, opened, _ := newsJob(t, 2, 2, true)
-	want, err := deploy(t, job, opened, cluster.InProcess{})
+	want, err := deploy(t, job, opened, InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +124,7 @@ func TestProcessesNetns(t *testing.T) {
 	}
 	job, opened, _ := newsJob(t, 2, 1, true)
 	job.Config.LinkBandwidth = 25e6
-	want, err := deploy(t, job, opened, cluster.InProcess{})
+	want, err := deploy(t, job, opened, InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +284,7 @@ func TestProcessesDense(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := deploy(t, job, opened, cluster.InProcess{})
+	want, err := deploy(t, job, opened, InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +322,7 @@ func TestProcessesDense(t *testing.T) {
 		// (Three machines: on two every split takes the same time.)
 		job3 := job
 		job3.Config.Machines, job3.Config.LinkBandwidth = 3, 0
-		want3, err := deploy(t, job3, opened, cluster.InProcess{})
+		want3, err := deploy(t, job3, opened, InProcess{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +369,7 @@ func TestProcessesTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	job, opened, _ := newsJob(t, 2, 2, true)
-	want, err := deploy(t, job, opened, cluster.InProcess{})
+	want, err := deploy(t, job, opened, InProcess{})
 	if err != nil {
 		t.Fatal(err)
 	}

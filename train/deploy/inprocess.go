@@ -1,4 +1,4 @@
-package cluster
+package deploy
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"colo/balance"
+	"colo/cluster"
 	"colo/ps/node"
 	"colo/ps/route"
 	"colo/ps/server"
@@ -21,7 +22,7 @@ import (
 // job's Config shape the network as Config.LinkBandwidth and
 // Config.Bandwidth say.
 //
-//	res, err := train.Run(ctx, job, app, p, cluster.InProcess{})
+//	res, err := train.Run(ctx, job, app, p, deploy.InProcess{})
 type InProcess struct {
 	// Network is the nodes' network, as Config.Network: nil for an
 	// in-memory network, node.TCP{} for TCP on loopback.
@@ -48,7 +49,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	for i := range k {
 		parts[i] = d.Part(i)
 	}
-	cc := DefaultConfig()
+	cc := cluster.DefaultConfig()
 	cc.Machines, cc.Network = k, in.Network
 	if !job.Colocated() {
 		cc.Machines, cc.Servers, cc.Workers = 0, job.Servers, k
@@ -60,7 +61,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	cc.Logf = job.Logf
 	cc.Evaluators = d.Evaluators()
 	t0 := time.Now()
-	c, err := Start(ctx, cc)
+	c, err := cluster.Start(ctx, cc)
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
