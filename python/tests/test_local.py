@@ -210,6 +210,25 @@ class BadInput(unittest.TestCase):
             time.sleep(0.01)
         self.assertEqual(os.waitstatus_to_exitcode(status), 0, "child did not raise ForkError naming the spawn context")
 
+    def test_dataloader_workers(self):
+        class Plain(torch.utils.data.Dataset):
+            def __len__(self):
+                return 8
+
+            def __getitem__(self, i):
+                return torch.tensor([i])
+
+        class Touching(Plain):
+            def __getitem__(self, i):
+                return torch.tensor([colo.rank()])
+
+        # Forked workers that only read data work beside colo.
+        got = sorted(int(b) for b in torch.utils.data.DataLoader(Plain(), batch_size=1, num_workers=2))
+        self.assertEqual(got, list(range(8)))
+        # Forked workers that call colo get ForkError, not a hang.
+        with self.assertRaisesRegex(Exception, r"multiprocessing_context=\"spawn\""):
+            list(torch.utils.data.DataLoader(Touching(), batch_size=1, num_workers=1, timeout=60))
+
     def test_placed_sampler(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "data.part"), "w") as f:
