@@ -22,8 +22,8 @@ computes alike) and move by what the servers' rule does with the pushes.
 Workers declare the same tables in the same order.
 """
 
-import ctypes
 import json
+import sys
 
 import numpy as np
 
@@ -58,10 +58,7 @@ def uniform(low, high, seed=0):
 def _array(x, dtype, name, writable=False):
     """Return (pointer, number of elements, keepalive) of x, which must be
     a C-contiguous CPU array of dtype; raise ColoValueError otherwise."""
-    try:
-        import torch
-    except ImportError:  # numpy only
-        torch = None
+    torch = sys.modules.get("torch")  # a tensor means torch is imported
     if torch is not None and isinstance(x, torch.Tensor):
         want = {np.int64: torch.int64, np.float32: torch.float32}[dtype]
         if x.dtype != want:
