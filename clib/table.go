@@ -132,12 +132,12 @@ func (spec TableSpec) shape() (rows int64, dim, last int) {
 
 // Table is a declared table.
 type Table struct {
-	s      *Session
-	spec   TableSpec
-	id     int
-	rows   int64
-	dim    int
-	last   int // values of the last row (dense tables)
+	s    *Session
+	spec TableSpec
+	id   int
+	rows int64
+	dim  int
+	last int // values of the last row (dense tables)
 	// Row r < split (a placed table's rows the placement names) has key
 	// r, any other base + (r − split)·stride.
 	split  int64

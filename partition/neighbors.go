@@ -14,7 +14,7 @@ import (
 // staleness it never calls Push or Reset while a Pull or another Push is
 // running; with TauInfinite it may, so implementations must be safe for
 // concurrent use. NewMemNeighborSets is the in-memory implementation;
-// partition/distparsa.Sets backs the same interface with colo's parameter
+// distparsa.Sets backs the same interface with colo's parameter
 // server, the sets held by its servers.
 type NeighborSets interface {
 	// Pull copies the masks of params into dst, MaskWords(k) words per

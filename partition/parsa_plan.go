@@ -11,7 +11,7 @@ import (
 )
 
 // The pieces of a Parsa run that a distributed run (package
-// partition/distparsa, Alg. 4 of seed 001 on the parameter server) drives
+// distparsa, Alg. 4 of seed 001 on the parameter server) drives
 // itself: the plan that every process draws alike from the seed
 // (PlanParsa from a graph, PlanParsaCounts for a file, which package
 // partition/ooc's PlanParsaFile reads), Alg. 3 on one block against any

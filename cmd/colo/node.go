@@ -16,11 +16,11 @@ import (
 
 	"colo/app"
 	"colo/dashboard"
+	"colo/distparsa"
 	"colo/gossip/job"
 	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/metrics"
-	"colo/partition/distparsa"
 	"colo/placement"
 	"colo/ps/clock"
 	"colo/ps/node"

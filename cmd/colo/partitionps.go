@@ -8,16 +8,16 @@ import (
 	"path/filepath"
 	"time"
 
+	"colo/distparsa"
 	"colo/graph"
 	"colo/internal/tempdir"
 	"colo/partition"
-	"colo/partition/distparsa"
 	"colo/partition/ooc"
 	"colo/placement"
 )
 
 // psFlags are colo partition's flags of Parsa on the parameter server
-// (package partition/distparsa).
+// (package distparsa).
 type psFlags struct {
 	processes, inProcess int
 	write                string // --write-job

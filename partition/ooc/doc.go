@@ -1,7 +1,7 @@
 // Package ooc is Parsa out of core (seed 001 §4.2): it partitions a file
 // that is never loaded, streaming its blocks from spill files on disk
 // within a memory cap, and plans the distributed run of package
-// partition/distparsa over a file that no process loads. It holds all of
+// distparsa over a file that no process loads. It holds all of
 // the partitioner's file, spill and process-memory I/O; the algorithms it
 // drives are package partition's pure functions over in-memory rows
 // (partition.ParsaStream, partition.PlanParsaCounts,

@@ -18,7 +18,7 @@ import (
 )
 
 // The plan of a distributed Parsa run over a file that no process loads
-// (package partition/distparsa): each worker runs the first three passes
+// (package distparsa): each worker runs the first three passes
 // of ParsaFile (read, rows, blocks; see ooc.go) on its own copy of the
 // file, which gives it the counts, the numbering of graph.Load and the
 // blocks that partition.PlanParsa draws from the seed, and writes to block files

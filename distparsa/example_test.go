@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"colo/distparsa"
 	"colo/graph"
 	"colo/partition"
-	"colo/partition/distparsa"
 	"colo/placement"
 )
 
