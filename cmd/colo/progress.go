@@ -121,12 +121,18 @@ func (ph *phase) finish(note string) {
 		return
 	}
 	ph.finished = true
-	ph.done = max(ph.done, ph.total)
+	ph.total = max(ph.total, 1) // a phase of unknown length is one unit
+	ph.done = ph.total
+	full := ph.total
 	if note != "" {
 		ph.note = note
 	}
 	ph.mu.Unlock()
 	if ph.bar != nil {
+		// The bar is full: its total, then complete (a phase that never
+		// stepped, such as loading, would otherwise end at 0%).
+		ph.bar.SetTotal(full, false)
+		ph.bar.SetCurrent(full)
 		ph.bar.SetTotal(-1, true)
 		ph.p.Wait()
 	}

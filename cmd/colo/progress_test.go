@@ -173,3 +173,22 @@ func randomTestGraph(t *testing.T) *graph.Graph {
 	}
 	return g
 }
+
+// TestPhaseBarsEndFull: on a terminal, a phase that finishes without any
+// step (load, place, evaluate: one unit, or an unknown total) ends its
+// bar at 100%, not 0%.
+func TestPhaseBarsEndFull(t *testing.T) {
+	for _, total := range []int64{1, 0, 5} {
+		var errOut bytes.Buffer
+		e := &env{out: new(bytes.Buffer), errOut: &errOut, isTerminal: true}
+		ph := startPhase(e, "load data.svm", total)
+		if total == 5 {
+			ph.set(2, 5)
+		}
+		ph.finish("300 samples")
+		out := errOut.String()
+		if i := strings.LastIndex(out, "load data.svm"); i < 0 || !strings.Contains(out[i:], "100 %") || strings.Contains(out[i:], " 0 %") {
+			t.Errorf("total %d: last frame %q, want 100 %%", total, out[max(0, i):])
+		}
+	}
+}
