@@ -7,6 +7,12 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"colo/app"
+	"colo/balance"
+	"colo/gossip"
+	"colo/partition"
+	"colo/shard"
 )
 
 // Shell completion. colo completion bash|zsh|fish prints a script that
@@ -39,6 +45,8 @@ func (f *cmdFlags) completeFlags(w io.Writer, c *completing) {
 		if fl := f.Lookup(strings.TrimLeft(c.prev, "-")); fl != nil && !isBoolFlag(fl) {
 			if v, ok := fl.Value.(valuer); ok {
 				writeMatches(w, c.word, v.Values())
+			} else if vs := flagChoices(f.Name(), f.primary(fl.Name)); vs != nil {
+				writeMatches(w, c.word, vs)
 			}
 			return // the flag's value: a file or a free value
 		}
@@ -55,6 +63,95 @@ func (f *cmdFlags) completeFlags(w io.Writer, c *completing) {
 	writeMatches(w, c.word, names)
 }
 
+// primary returns the flag that name spells (an alias's primary).
+func (f *cmdFlags) primary(name string) string {
+	if p, ok := f.aliases[name]; ok {
+		return p
+	}
+	return name
+}
+
+// flagChoices returns the fixed set of values of the string flag name of
+// command cmd (its FlagSet's name, such as "train" or "bench rcd"), for
+// completion; nil when its value is free (a number, a file, a list). An
+// enumFlag lists its own values (valuer) and needs no entry here.
+// TestFlagChoicesExist keeps this table to flags that exist.
+func flagChoices(cmd, name string) []string {
+	var formats = []string{"libsvm", "snap", "snap-undirected", "criteo", "ratings"}
+	schemes := func() []string {
+		var s []string
+		for _, sc := range shard.Schemes() {
+			s = append(s, string(sc))
+		}
+		return s
+	}
+	node := cmd == "node"
+	switch name {
+	case "app":
+		return app.Names()
+	case "algo":
+		return partition.Names()
+	case "placement":
+		if node {
+			return nil // a directory
+		}
+		return append(partition.Names(), schemes()...)
+	case "scheme":
+		return schemes()
+	case "format":
+		if cmd == "shard" {
+			return []string{"idx", "libsvm", "csv"}
+		}
+		return formats
+	case "consistency":
+		if cmd == "train" || strings.HasPrefix(cmd, "bench ") {
+			return []string{"bsp", "async", "ssp:"}
+		}
+		return []string{"bsp", "async", "bounded"}
+	case "updater":
+		if node {
+			return []string{"sum", "sgd", "momentum", "adagrad", "adam", "ftrl"}
+		}
+		return []string{"sgd", "momentum", "adagrad", "adam", "ftrl"}
+	case "role":
+		return []string{"scheduler", "server", "worker", "machine", "evaluator"}
+	case "job":
+		return []string{"smoke", "train", "parsa", "none"}
+	case "mode":
+		return []string{"ps", "decentralised"}
+	case "features":
+		if node {
+			return []string{"raw", "l2", "log1p-l2"}
+		}
+		return []string{"auto", "raw", "l2", "log1p-l2"}
+	case "header":
+		return []string{"auto", "yes", "no"}
+	case "lr-scaling":
+		return []string{"linear", "none"}
+	case "lr-decay":
+		return []string{"none", "cosine", "step:"}
+	case "recovery":
+		return []string{"replace", "restart"}
+	case "balance":
+		return balance.Schemes()
+	case "topology":
+		return gossip.Topologies()
+	case "submodular", "function":
+		return []string{string(shard.FacilityLocation), string(shard.GraphCut)}
+	case "greedy":
+		return []string{"lazy", "stochastic", "plain"}
+	case "grow":
+		return []string{"min-f", "proportional"}
+	case "order":
+		return []string{"atc", "cta"}
+	case "transport":
+		return []string{"mem", "tcp"}
+	case "to":
+		return []string{"hmetis", "libsvm"}
+	}
+	return nil
+}
+
 // isBoolFlag reports whether fl takes no value.
 func isBoolFlag(fl *flag.Flag) bool {
 	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
@@ -65,8 +162,8 @@ func isBoolFlag(fl *flag.Flag) bool {
 // a line.
 func writeMatches(w io.Writer, prefix string, cands []string) {
 	sort.Strings(cands)
-	for _, s := range cands {
-		if strings.HasPrefix(s, prefix) {
+	for i, s := range cands {
+		if strings.HasPrefix(s, prefix) && (i == 0 || s != cands[i-1]) {
 			fmt.Fprintln(w, s)
 		}
 	}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,6 +113,72 @@ func TestBashCompletion(t *testing.T) {
 		}
 		if got := strings.TrimSpace(string(out)); got != c.want {
 			t.Errorf("%s: completes %q, want %q", c.line, got, c.want)
+		}
+	}
+}
+
+// TestFlagChoices: the flags with a fixed set of values complete to it
+// (the issue's --app, --algo, --placement, --consistency, --role,
+// --scheme and --mode among them), and every value offered is one that
+// the flag's own help names, so the table cannot drift from the flags.
+func TestFlagChoices(t *testing.T) {
+	for _, c := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"train", "--app", ""}, "cnn embed lr mf mlp"},
+		{[]string{"partition", "--algo", "ts"}, "tsh tsh1 tsh2"},
+		{[]string{"train", "--placement", "r"}, "random roundrobin"},
+		{[]string{"train", "--consistency", ""}, "async bsp ssp:"},
+		{[]string{"launch", "--consistency", ""}, "async bounded bsp"},
+		{[]string{"node", "--role", ""}, "evaluator machine scheduler server worker"},
+		{[]string{"shard", "--scheme", "s"}, "stratified submodular"},
+		{[]string{"train", "--mode", ""}, "decentralised ps"},
+		{[]string{"train", "--mode", "decentralised", "--topology", ""}, "complete exponential ring torus"},
+		{[]string{"node", "--placement", ""}, ""}, // a directory
+	} {
+		_, out, _ := colo(t, append([]string{"__complete"}, c.words...)...)
+		if got := strings.Join(strings.Fields(out), " "); got != c.want {
+			t.Errorf("%q: %q, want %q", c.words, got, c.want)
+		}
+	}
+	// Every value offered is named in the flag's help.
+	for _, args := range [][]string{{"stats"}, {"partition"}, {"eval"}, {"convert"}, {"shard"}, {"train"}, {"train", "--mode", "decentralised"},
+		{"node"}, {"launch"}, {"bench", "partition"}, {"bench", "rcd"}, {"bench", "sharding"}, {"bench", "balance"}} {
+		checkChoicesInHelp(t, args)
+	}
+}
+
+// checkChoicesInHelp checks that each value flagChoices offers for a
+// flag of the command args is a word of that flag's help.
+func checkChoicesInHelp(t *testing.T, args []string) {
+	t.Helper()
+	var help bytes.Buffer
+	run(&env{out: &help, errOut: io.Discard}, append(slices.Clone(args), "-h"))
+	name := strings.Join(args, " ")
+	if args[0] == "train" && len(args) > 1 {
+		name = "train --mode decentralised"
+	}
+	flagRe := regexp.MustCompile(`^  --?([a-z0-9-]+)`)
+	var flag string
+	usage := map[string]string{}
+	for line := range strings.Lines(help.String()) {
+		if m := flagRe.FindStringSubmatch(line); m != nil {
+			flag = m[1]
+			continue
+		}
+		if flag != "" {
+			usage[flag] += line
+		}
+	}
+	if len(usage) == 0 {
+		t.Fatalf("%s -h: no flags in %q", name, help.String())
+	}
+	for fl, text := range usage {
+		for _, v := range flagChoices(name, fl) {
+			if !regexp.MustCompile(`(^|[^a-z0-9-])` + regexp.QuoteMeta(v)).MatchString(text) {
+				t.Errorf("%s --%s offers %q, which its help does not name: %s", name, fl, v, text)
+			}
 		}
 	}
 }

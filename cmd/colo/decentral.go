@@ -51,6 +51,12 @@ func trainMode(args []string) (mode string, rest []string, err error) {
 	return "ps", args, nil
 }
 
+// modeFlag lists --mode in colo train's flags, for -h and completion;
+// trainMode has taken it from the arguments before they are parsed.
+func modeFlag(f *cmdFlags, mode string) {
+	f.String("mode", mode, "ps (a parameter server: servers hold the model, the default) or decentralised (no servers: the workers average with their neighbours); colo train --mode decentralised -h lists its flags")
+}
+
 // decentralFlags are the flags of decentralised training.
 type decentralFlags struct {
 	topology, weights string
@@ -173,6 +179,7 @@ func runDecentral(e *env, args []string) error {
 			"by stretching each step's measured compute time by r_max/r; with\n"+
 			"--placement submodular the shards (and so the batches) follow the speeds.\n\n"+
 			"Example: colo train --mode decentralised train-images-idx3-ubyte.gz --labels train-labels-idx1-ubyte.gz --app mlp --machines 4 --worker-speeds 1,2,4,8 --placement submodular --local-steps 2")
+	modeFlag(f, "decentralised")
 	var t trainFlags
 	t.register(f)
 	var df dataFlags

@@ -32,7 +32,7 @@ func runPartition(e *env, args []string) error {
 	var df dataFlags
 	df.register(f)
 	var opt partition.Options
-	algo := f.String("algo", defaultAlgo(), "partitioning algorithm")
+	algo := f.String("algo", defaultAlgo(), "partitioning algorithm: "+strings.Join(partition.Names(), ", "))
 	f.IntVar(&opt.K, "machines", 0, "number of machines K (required)")
 	f.alias("k", "machines")
 	f.Uint64Var(&opt.Seed, "seed", 1, "random seed")

@@ -287,7 +287,11 @@ func parseInts(list string) ([]int, error) {
 }
 
 func runTrain(e *env, args []string) error {
-	mode, args, err := trainMode(args)
+	mode, rest, err := trainMode(args)
+	if err != nil && e.complete != nil {
+		mode, rest, err = "ps", nil, nil // completing --mode's value
+	}
+	args = rest
 	switch {
 	case err != nil:
 		return err
@@ -310,6 +314,7 @@ func runTrain(e *env, args []string) error {
 			"link shaped by tc at --link-bandwidth. All three run the same per-worker\n"+
 			"code: a bsp job gives the same passes and test measures in each.\n\n"+
 			"Example: colo train data.svm --test data.t --machines 8 --link-bandwidth 100mbit --compare random,parsa")
+	modeFlag(f, "ps")
 	var t trainFlags
 	t.register(f)
 	var df dataFlags
