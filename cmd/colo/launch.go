@@ -44,7 +44,7 @@ func runLaunch(e *env, args []string) error {
 		return usageError("--restarts %d: want 0 or more", cfg.Restarts)
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError("%v (--machines, --servers, --workers, …)", err)
+		return usageError("%v", err)
 	}
 	if _, err := cfg.TLS.Load(); err != nil {
 		return usageError("%v", err)

@@ -145,11 +145,11 @@ func run(e *env, args []string) int {
 		case errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.Is(err, errUsage):
-			fmt.Fprintf(e.errOut, "colo %s: %s\n", name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+			fmt.Fprintf(e.errOut, "colo %s: %s\n", name, e.flags.flagNames(strings.TrimPrefix(err.Error(), errUsage.Error()+": ")))
 			fmt.Fprintf(e.errOut, "run 'colo %s -h' for usage\n", name)
 			return 2
 		default:
-			fmt.Fprintf(e.errOut, "colo %s: %v\n", name, err)
+			fmt.Fprintf(e.errOut, "colo %s: %v\n", name, e.flags.flagNames(err.Error()))
 			return 1
 		}
 	}
