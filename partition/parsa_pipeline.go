@@ -110,9 +110,16 @@ func (r *runner) tick(n int) {
 func (r *runner) global(sample []uint32) {
 	blk := newBlock(r.k, r.g.NumParams())
 	blk.tick = r.tick
-	blk.build(r.g, sample)
+	r.globalRows(blk, GraphRows(r.g, sample))
+}
+
+// globalRows is global on blk, given the rows of the sample: what a
+// distributed run (BlockPartitioner.GlobalRows) and a run over rows read
+// from disk (ParsaStream.Global) do alike.
+func (r *runner) globalRows(blk *block, rows BlockRows) {
+	blk.buildRows(rows.Samples, rows.Off, rows.Adj, rows.Local)
 	clear(blk.mask)
-	r.setView(blk, true, len(sample))
+	r.setView(blk, true, len(rows.Samples))
 	blk.prepare()
 	blk.run()
 	r.sets.Reset()

@@ -221,14 +221,7 @@ func (bp *BlockPartitioner) Own() (params []uint32, masks []uint64) {
 func (bp *BlockPartitioner) GlobalRows(rows BlockRows, sets NeighborSets) {
 	r := bp.r
 	r.sets = sets
-	blk := newBlock(r.k, r.m)
-	blk.buildRows(rows.Samples, rows.Off, rows.Adj, rows.Local)
-	clear(blk.mask)
-	r.setView(blk, true, len(rows.Samples))
-	blk.prepare()
-	blk.run()
-	sets.Reset()
-	sets.Push(blk.params, blk.own)
+	r.globalRows(newBlock(r.k, r.m), rows)
 }
 
 // Finish ends a run whose samples p.Data places, every one of them: it

@@ -42,16 +42,7 @@ func NewParsaStream(opt Options, n, m int, total int64) *ParsaStream {
 // Global runs the global initialisation (seed 001 §4.4) on the rows of
 // its sample: partitioned as one block from empty sets, its neighbour
 // sets replace the run's.
-func (s *ParsaStream) Global(rows BlockRows) {
-	r, blk := s.r, s.blk
-	blk.buildRows(rows.Samples, rows.Off, rows.Adj, rows.Local)
-	clear(blk.mask)
-	r.setView(blk, true, len(rows.Samples))
-	blk.prepare()
-	blk.run()
-	r.sets.Reset()
-	r.sets.Push(blk.params, blk.own)
-}
+func (s *ParsaStream) Global(rows BlockRows) { s.r.globalRows(s.blk, rows) }
 
 // Init runs an individual initialisation job on the rows of a block:
 // partitioned against the run's sets, counting only its own samples, its
