@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"colo/internal/membudget"
+
 	"bytes"
 	"fmt"
 	"io"
@@ -50,7 +52,8 @@ func ReadCriteo(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 // readCriteo is ReadCriteo parsing on workers goroutines, with chunks of
 // about chunk bytes (parseChunks).
 func readCriteo(r io.Reader, name string, opt LoadOptions, workers, chunk int) (*Graph, error) {
-	b, err := parseChunks(r, name, workers, chunk, func(lr *lineReader, text []byte) (*Builder, error) {
+	opt = opt.resolved()
+	b, err := parseChunks(r, name, opt.maxLine(), workers, chunk, func(lr *lineReader, text []byte) (*Builder, error) {
 		p := NewBuilder(Meta{Format: string(FormatCriteo), Source: name})
 		p.SetHasLabels()
 		p.SetDupPolicy(DupSum)
@@ -61,14 +64,18 @@ func readCriteo(r io.Reader, name string, opt LoadOptions, workers, chunk int) (
 		err := scanCriteoLines(lr, name, opt, p)
 		p.trim()
 		return p, err
-	}, (*Builder).join)
+	}, func(all, p *Builder) error {
+		all.join(p)
+		return all.overBudget(name, opt.Memory)
+	})
 	if err != nil {
 		return nil, err
 	}
 	return buildSamples(b, name)
 }
 
-// scanCriteoLines adds the samples of the lines of lr to b.
+// scanCriteoLines adds the samples of the lines of lr to b, within the
+// memory budget opt.Memory (resolved).
 func scanCriteoLines(lr *lineReader, name string, opt LoadOptions, b *Builder) error {
 	mask := uint64(1)<<opt.HashBits - 1
 	var (
@@ -121,6 +128,10 @@ func scanCriteoLines(lr *lineReader, name string, opt LoadOptions, b *Builder) e
 		ids, v = countDuplicates(ids, vals[:0])
 		if err := b.AddSample(label, ids, v); err != nil {
 			return perr(0, "%v", err)
+		}
+		if err := b.overBudget(name, opt.Memory); err != nil {
+			err.(*membudget.Error).Line = lr.line
+			return err
 		}
 	}
 }

@@ -150,6 +150,7 @@ func Load(path string, opt LoadOptions) (*Graph, error) {
 // Read is Load for a stream; name is the file name used in errors and in
 // the graph's Meta.Source.
 func Read(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
+	opt = opt.resolved()
 	dr, format, closeFn, err := decode(r, name, opt)
 	if err != nil {
 		return nil, err
@@ -163,7 +164,7 @@ func Read(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	case FormatSNAPUndirected:
 		return ReadSNAP(dr, name, true, opt)
 	case FormatRatings:
-		return ReadRatings(dr, name)
+		return readRatings(dr, name, opt)
 	default:
 		return ReadCriteo(dr, name, opt)
 	}
@@ -265,6 +266,7 @@ type lineReader struct {
 	name string
 	line int    // number of the line last returned, from 1
 	long []byte // assembles lines longer than the buffer
+	max  int    // the longest line (bytes, its ending included) it assembles
 	eof  bool
 	// before, when set, returns the number of lines of the file before
 	// the first line read (a range of the file: StreamRange), for the
@@ -273,9 +275,9 @@ type lineReader struct {
 }
 
 // newLineReader returns a lineReader of r, reusing r when it is a large
-// enough bufio.Reader.
-func newLineReader(r io.Reader, name string) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, bufSize), name: name}
+// enough bufio.Reader, that refuses a line longer than max bytes.
+func newLineReader(r io.Reader, name string, max int) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, bufSize), name: name, max: max}
 }
 
 // next returns the next line without its line ending ("\n" or "\r\n"). At
@@ -288,9 +290,17 @@ func (lr *lineReader) next() ([]byte, error) {
 	line, err := lr.br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		lr.long = append(lr.long[:0], line...)
-		for err == bufio.ErrBufferFull {
+		for err == bufio.ErrBufferFull && len(lr.long) <= lr.max {
 			line, err = lr.br.ReadSlice('\n')
 			lr.long = append(lr.long, line...)
+		}
+		if len(lr.long) > lr.max {
+			line := lr.line + 1
+			if lr.before != nil {
+				line += lr.before()
+			}
+			lr.long = nil
+			return nil, longLineError(lr.name, line, lr.max)
 		}
 		line = lr.long
 	}

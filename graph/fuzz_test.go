@@ -7,14 +7,26 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"colo/internal/memcap"
 )
 
 // The fuzz targets check that the loaders never panic or hang on any input,
 // and that whatever they accept is a consistent graph. Seed inputs are
 // added here and kept in testdata/fuzz/<target>/, with any input that once
 // failed.
+//
+// Each runs within a memory budget of fuzzBudget (opt.Memory) in a
+// process whose address space is capped at fuzzCap beyond what it maps at
+// the start (memcap.Cap): a reader that allocated what its input claims,
+// beyond its budget, would die of out of memory, which fails the target.
+const (
+	fuzzBudget = 64 << 20
+	fuzzCap    = 1 << 30
+)
 
 func FuzzReadLibSVM(f *testing.F) {
+	memcap.Cap(f, fuzzCap)
 	for _, s := range []string{
 		"1 1:1 3:0.5\n-1 2:1\n",
 		"# c\n+1 qid:3 0:1e-3 7:-2 # x\n\n0\n",
@@ -28,6 +40,7 @@ func FuzzReadLibSVM(f *testing.F) {
 	f.Add([]byte("1 0:1\n"), int8(1))
 	f.Fuzz(func(t *testing.T, data []byte, base int8) {
 		opt := libsvmOptions(int((int(base)%3+3)%3) - 1)
+		opt.Memory = fuzzBudget
 		g, err := ReadLibSVM(bytes.NewReader(data), "f.svm", opt)
 		if err != nil {
 			return
@@ -50,6 +63,7 @@ func FuzzReadLibSVM(f *testing.F) {
 }
 
 func FuzzReadSNAP(f *testing.F) {
+	memcap.Cap(f, fuzzCap)
 	for _, s := range []string{
 		"# Directed graph\n0\t1\n0\t2\n2\t1\n",
 		"5 3\r\n\r\n  1   5  \r\n5 1\n",
@@ -63,6 +77,7 @@ func FuzzReadSNAP(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, undirected, drop bool) {
 		opt := DefaultLoadOptions()
+		opt.Memory = fuzzBudget
 		opt.DropSelfLoops = drop
 		g, err := ReadSNAP(bytes.NewReader(data), "f.txt", undirected, opt)
 		if err != nil {
@@ -101,6 +116,7 @@ func FuzzReadSNAP(f *testing.F) {
 }
 
 func FuzzReadRatings(f *testing.F) {
+	memcap.Cap(f, fuzzCap)
 	for _, s := range []string{
 		"196\t242\t3\t881250949\n186\t302\t3\t891717742\n196\t51\t2\t880606923\n",
 		"# c\r\n\r\n  5  7 -0.5  \r\n5 2 1e1\n0 7 1 x\n",
@@ -112,7 +128,7 @@ func FuzzReadRatings(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g, err := ReadRatings(bytes.NewReader(data), "f.data")
+		g, err := readRatings(bytes.NewReader(data), "f.data", LoadOptions{Memory: fuzzBudget})
 		if err != nil {
 			return
 		}
@@ -147,6 +163,7 @@ func FuzzReadRatings(f *testing.F) {
 }
 
 func FuzzReadCriteo(f *testing.F) {
+	memcap.Cap(f, fuzzCap)
 	for _, s := range []string{
 		"1\t1\t5\t\t-2\t100\t\t\t\t\t\t\t\t\t68fd1e64\t\t80e26c9b\n0\t\t\t3\n",
 		"0\r\n\n1\t-9223372036854775808\n",
@@ -159,6 +176,7 @@ func FuzzReadCriteo(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, bits uint8) {
 		opt := DefaultLoadOptions()
+		opt.Memory = fuzzBudget
 		opt.HashBits = 1 + int(bits%32)
 		g, err := ReadCriteo(bytes.NewReader(data), "f.tsv", opt)
 		if err != nil {
@@ -192,6 +210,7 @@ func FuzzReadCriteo(f *testing.F) {
 }
 
 func FuzzDetectFormat(f *testing.F) {
+	memcap.Cap(f, fuzzCap)
 	for _, s := range []string{
 		"1 3:1 5:0.5\n",
 		"# Directed graph\n0\t1\n",
@@ -226,6 +245,7 @@ func FuzzDetectFormat(f *testing.F) {
 // gives what one goroutine gives, graph or error, for any content, chunk
 // size and number of goroutines.
 func FuzzReadLibSVMChunks(f *testing.F) {
+	memcap.Cap(f, fuzzCap)
 	for _, s := range []string{
 		"1 1:1 3:0.5\n-1 2:1\n1 4:2\n0 5:1\n",
 		"# c\n+1 qid:3 0:1e-3 7:-2 # x\n\n0\n1 2:1\n",
@@ -237,6 +257,7 @@ func FuzzReadLibSVMChunks(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, workers, chunk uint8, base int8) {
 		opt := libsvmOptions(int((int(base)%3+3)%3) - 1)
+		opt.Memory = fuzzBudget
 		seq, seqErr, par, parErr := readBoth(t, string(data), opt, 2+int(workers%8), 1+int(chunk))
 		if fmt.Sprint(parErr) != fmt.Sprint(seqErr) {
 			t.Fatalf("errors differ:\nstream %v\nchunks %v", seqErr, parErr)
@@ -251,6 +272,7 @@ func FuzzReadLibSVMChunks(f *testing.F) {
 // its edges grouped by counting, gives what one goroutine sorting them
 // gives, graph or error.
 func FuzzReadSNAPChunks(f *testing.F) {
+	memcap.Cap(f, fuzzCap)
 	for _, s := range []string{
 		"# c\n1 2\n2 3\n3 3\n",
 		"4294967296 1\n1 18446744073709551615\n3 2\n",
@@ -261,6 +283,7 @@ func FuzzReadSNAPChunks(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, workers, chunk uint8, undirected, drop bool) {
 		opt := DefaultLoadOptions()
+		opt.Memory = fuzzBudget
 		opt.DropSelfLoops = drop
 		// One goroutine, the edges sorted; against chunks, grouped by
 		// counting where the ids are dense.

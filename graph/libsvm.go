@@ -8,6 +8,8 @@ import (
 	"math"
 	"runtime"
 	"strconv"
+
+	"colo/internal/membudget"
 )
 
 // ReadLibSVM reads libsvm/svmlight text from r, which must be decompressed
@@ -93,7 +95,7 @@ func setIndexBase(g *Graph, opt LoadOptions, sawZero bool) {
 // format; the out-of-core partitioner reads the file through it too.
 func scanLibSVM(r io.Reader, name string, opt LoadOptions, samples func() int,
 	add func(label float64, ids []uint64, vals []float32) error) (sawZero bool, err error) {
-	return scanLibSVMLines(newLineReader(r, name), name, opt, samples, add)
+	return scanLibSVMLines(newLineReader(r, name, opt.maxLine()), name, opt, samples, add)
 }
 
 // scanLibSVMLines is scanLibSVM over the lines of lr.
@@ -174,6 +176,10 @@ func scanLibSVMLines(lr *lineReader, name string, opt LoadOptions, samples func(
 			vals = append(vals, v)
 		}
 		if err := add(label, ids, vals); err != nil {
+			if me, ok := errors.AsType[*membudget.Error](err); ok {
+				me.Line = lr.line
+				return false, me
+			}
 			var dup *DuplicateError
 			if errors.As(err, &dup) {
 				return false, perr(duplicateField(t, dup.ID), "index %d occurs twice in the sample", dup.ID)

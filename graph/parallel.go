@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"colo/internal/membudget"
 )
 
 // chunkBytes is how much text the libsvm and SNAP readers hand a
@@ -28,10 +30,11 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 		b       *Builder
 		sawZero bool
 	}
+	opt = opt.resolved()
 	if opt.SampleCheck != nil {
 		workers = 1
 	}
-	all, err := parseChunks(r, name, workers, chunk, func(lr *lineReader, text []byte) (*part, error) {
+	all, err := parseChunks(r, name, opt.maxLine(), workers, chunk, func(lr *lineReader, text []byte) (*part, error) {
 		p := &part{b: NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})}
 		p.b.SetHasLabels()
 		if text != nil {
@@ -39,12 +42,18 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 			p.b.first = min(max(bytes.Count(text, []byte{':'}), firstChunkLen), chunkLen)
 		}
 		var err error
-		p.sawZero, err = scanLibSVMLines(lr, name, opt, p.b.NumSamples, p.b.AddSample)
+		p.sawZero, err = scanLibSVMLines(lr, name, opt, p.b.NumSamples, func(label float64, ids []uint64, vals []float32) error {
+			if err := p.b.AddSample(label, ids, vals); err != nil {
+				return err
+			}
+			return p.b.overBudget(name, opt.Memory)
+		})
 		p.b.trim()
 		return p, err
-	}, func(all, p *part) {
+	}, func(all, p *part) error {
 		all.b.join(p.b)
 		all.sawZero = all.sawZero || p.sawZero
+		return all.b.overBudget(name, opt.Memory)
 	})
 	if err != nil {
 		return nil, false, err
@@ -69,20 +78,30 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 //
 // With workers < 2 or input that fits one chunk, parse runs once, on the
 // calling goroutine.
-func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func(lr *lineReader, text []byte) (T, error), join func(into, next T)) (T, error) {
+//
+// A line longer than maxLine bytes is a *ParseError (longLineError). An
+// error of join (the memory budget's, see Builder.overBudget) ends the
+// read like a parse error; a *membudget.Error without a line gets the
+// last line of the chunk just joined.
+func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, parse func(lr *lineReader, text []byte) (T, error), join func(into, next T) error) (T, error) {
 	workers = min(workers, maxChunkWorkers)
 	if workers < 2 {
-		return parse(newLineReader(r, name), nil)
+		return parse(newLineReader(r, name, maxLine), nil)
 	}
 	// The first chunk tells whether the input is worth the goroutines.
-	cut := &lineCutter{r: r, size: chunk}
+	cut := &lineCutter{r: r, size: chunk, max: maxLine}
 	first, lines, readErr := cut.next(nil)
 	if readErr == io.EOF {
-		return parse(newLineReader(bytes.NewReader(first), name), first)
+		return parse(newLineReader(bytes.NewReader(first), name, maxLine), first)
+	}
+	if long, ok := readErr.(*lineTooLong); ok && len(first) == 0 {
+		var zero T
+		return zero, longLineError(name, lines+1, long.max)
 	}
 
 	type result struct {
 		p   T
+		end int // the last line of the chunk
 		err error
 	}
 	type job struct {
@@ -108,15 +127,19 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 				default:
 				}
 				br.Reset(bytes.NewReader(j.data))
-				p, err := parse(&lineReader{br: br, name: name}, j.data)
+				p, err := parse(&lineReader{br: br, name: name, max: maxLine}, j.data)
 				if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
 					pe.Line += j.before
 				}
+				if me, ok := errors.AsType[*membudget.Error](err); ok && me.Line > 0 {
+					me.Line += j.before
+				}
+				end := j.before + bytes.Count(j.data, []byte{'\n'})
 				select {
 				case free <- j.data[:0]:
 				default:
 				}
-				j.res <- result{p, err}
+				j.res <- result{p, end, err}
 			}
 		})
 	}
@@ -133,7 +156,11 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 			}
 			if readErr != nil && readErr != io.EOF && len(data) == 0 {
 				// What a lineReader says at the line it was reading.
-				res <- result{err: fmt.Errorf("%s:%d: read: %w", name, before+lines+1, readErr)}
+				if long, ok := readErr.(*lineTooLong); ok {
+					res <- result{err: longLineError(name, before+lines+1, long.max)}
+				} else {
+					res <- result{err: fmt.Errorf("%s:%d: read: %w", name, before+lines+1, readErr)}
+				}
 				return
 			}
 			jobs <- job{data: data, before: before, res: res}
@@ -173,7 +200,13 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 		case !have:
 			all, have = r.p, true
 		default:
-			join(all, r.p)
+			if e := join(all, r.p); e != nil {
+				if me, ok := errors.AsType[*membudget.Error](e); ok && me.Line == 0 {
+					me.Line = r.end
+				}
+				err = e
+				close(done)
+			}
 		}
 	}
 	wg.Wait()
@@ -188,6 +221,7 @@ func parseChunks[T any](r io.Reader, name string, workers, chunk int, parse func
 type lineCutter struct {
 	r     io.Reader
 	size  int
+	max   int    // the longest line it reads on for (bytes, its ending included)
 	carry []byte // the start of a line read with the previous chunk
 	err   error  // the read error to return once carry is used
 }
@@ -234,9 +268,27 @@ func (c *lineCutter) next(buf []byte) ([]byte, int, error) {
 			buf = buf[:i+1]
 			return buf, bytes.Count(buf, []byte{'\n'}), nil
 		}
-		// A line longer than the chunk: read on.
+		// A line longer than the chunk: read on, up to the longest line.
+		if len(buf) > c.max {
+			c.err = &lineTooLong{c.max}
+			return buf[:0], 0, c.err
+		}
 		buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
 	}
+}
+
+// lineTooLong is the read error of a lineCutter that met a line longer
+// than max bytes; parseChunks reports it as longLineError at its line.
+type lineTooLong struct{ max int }
+
+func (e *lineTooLong) Error() string { return fmt.Sprintf("line longer than %d bytes", e.max) }
+
+// overBudget returns a *membudget.Error (without a line) when the graph of
+// b would need more than the budget limit (resolved) at its peak
+// (bytesPerEdge, bytesPerSample).
+func (b *Builder) overBudget(name string, limit int64) error {
+	samples := int64(len(b.off) - 1)
+	return overBudget(name, 0, limit, b.n, samples, b.n*bytesPerEdge+samples*bytesPerSample)
 }
 
 // trim copies the last storage chunk to a slice of its length when a

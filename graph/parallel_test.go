@@ -159,7 +159,7 @@ func TestReadLibSVMChunksReadError(t *testing.T) {
 func TestLineCutter(t *testing.T) {
 	text := "a\nbb\n" + strings.Repeat("x", 50) + "\nccc\nd"
 	for _, size := range []int{1, 3, 8, 1000} {
-		c := &lineCutter{r: iotest.OneByteReader(strings.NewReader(text)), size: size}
+		c := &lineCutter{r: iotest.OneByteReader(strings.NewReader(text)), size: size, max: 1 << 30}
 		var got strings.Builder
 		lines := 0
 		for {

@@ -36,7 +36,15 @@ import (
 // The entries are collected (24 bytes each) and sorted by (row, col):
 // O(|E| log |E|) time.
 func ReadRatings(r io.Reader, name string) (*Graph, error) {
-	lr := newLineReader(r, name)
+	return readRatings(r, name, LoadOptions{})
+}
+
+// readRatings is ReadRatings within opt's memory budget: an entry needs
+// ratingBytes while the file is read and sorted, and bytesPerEdge in the
+// graph; the samples are at most the entries.
+func readRatings(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
+	opt = opt.resolved()
+	lr := newLineReader(r, name, opt.maxLine())
 	var entries []rating
 	for {
 		line, err := lr.next()
@@ -74,6 +82,12 @@ func ReadRatings(r io.Reader, name string) (*Graph, error) {
 				"%s: want a finite number value that fits a float32", quote(tok[2]))}
 		}
 		entries = append(entries, rating{row: id[0], col: id[1], val: v, line: uint32(lr.line)})
+		if n := int64(len(entries)); n&1023 == 0 {
+			// The entries (twice, as append grows them), then the graph.
+			if err := overBudget(name, lr.line, opt.Memory, n, n, n*(2*ratingBytes+bytesPerEdge+bytesPerSample)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if len(entries) == 0 {
 		return nil, emptyError(name)
@@ -119,6 +133,9 @@ func ReadRatings(r io.Reader, name string) (*Graph, error) {
 	}
 	return g, nil
 }
+
+// ratingBytes is the size of a rating.
+const ratingBytes = 24
 
 // rating is one entry of a ratings file and the line it was read from.
 type rating struct {

@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"runtime"
 	"slices"
+
+	"colo/internal/membudget"
 )
 
 // ReadSNAP reads a SNAP edge list from r, which must be decompressed
@@ -65,6 +67,23 @@ func (s *snapEdges) widen() {
 	s.keys = chunked[uint64]{}
 }
 
+// overBudget returns a *membudget.Error (without a line) when loading the
+// edges of s would need more than the budget limit (resolved):
+// snapBytesPerEdge for each edge and bytesPerSample for each node, of
+// which there are at most twice the edges.
+func (s *snapEdges) overBudget(name string, limit int64) error {
+	edges := int64(s.keys.n + s.pairs.n)
+	nodes := min(2*edges+int64(len(s.lone)), int64(s.maxID)+1)
+	if s.maxID > 1<<62 {
+		nodes = 2*edges + int64(len(s.lone))
+	}
+	perEdge := int64(snapBytesPerEdge)
+	if s.wide {
+		perEdge *= 2
+	}
+	return overBudget(name, 0, limit, edges, nodes, edges*perEdge+nodes*bytesPerSample)
+}
+
 // join adds the edges of o, which must not be used after.
 func (s *snapEdges) join(o *snapEdges) {
 	if o.wide && !s.wide {
@@ -83,13 +102,27 @@ func (s *snapEdges) join(o *snapEdges) {
 // chunk bytes (parseChunks); sorted makes it sort the edges even when
 // their ids are dense enough to be grouped by counting.
 func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, workers, chunk int, sorted bool) (*Graph, error) {
-	all, err := parseChunks(r, name, workers, chunk, func(lr *lineReader, _ []byte) (*snapEdges, error) {
+	opt = opt.resolved()
+	all, err := parseChunks(r, name, opt.maxLine(), workers, chunk, func(lr *lineReader, _ []byte) (*snapEdges, error) {
 		e := &snapEdges{}
-		err := scanSNAP(lr, name, undirected, opt, e.add, func(u uint64) { e.lone = append(e.lone, u) })
+		err := scanSNAP(lr, name, undirected, opt, func(u, v uint64) error {
+			e.add(u, v)
+			if (e.keys.n+e.pairs.n)&1023 != 0 {
+				return nil
+			}
+			err := e.overBudget(name, opt.Memory)
+			if err != nil {
+				err.(*membudget.Error).Line = lr.line
+			}
+			return err
+		}, func(u uint64) { e.lone = append(e.lone, u) })
 		e.keys.trim()
 		e.pairs.trim()
 		return e, err
-	}, (*snapEdges).join)
+	}, func(all, e *snapEdges) error {
+		all.join(e)
+		return all.overBudget(name, opt.Memory)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +183,7 @@ func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, worker
 // lone for the node of a self-loop dropped by opt.DropSelfLoops. A
 // malformed line is a *ParseError. ReadSNAP documents the format; the
 // out-of-core partitioner reads the file through it too.
-func scanSNAP(lr *lineReader, name string, undirected bool, opt LoadOptions, add func(u, v uint64), lone func(u uint64)) error {
+func scanSNAP(lr *lineReader, name string, undirected bool, opt LoadOptions, add func(u, v uint64) error, lone func(u uint64)) error {
 	for {
 		line, err := lr.next()
 		if err == io.EOF {
@@ -182,10 +215,14 @@ func scanSNAP(lr *lineReader, name string, undirected bool, opt LoadOptions, add
 		case u == v && opt.DropSelfLoops:
 			lone(u)
 		case u == v || !undirected:
-			add(u, v)
+			err = add(u, v)
 		default:
-			add(u, v)
-			add(v, u)
+			if err = add(u, v); err == nil {
+				err = add(v, u)
+			}
+		}
+		if err != nil {
+			return err
 		}
 	}
 }

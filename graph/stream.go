@@ -48,7 +48,7 @@ func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
 		return "", err
 	}
 	defer closeFn()
-	records, err := streamLines(newLineReader(r, name), name, format, opt, vis)
+	records, err := streamLines(newLineReader(r, name, opt.maxLine()), name, format, opt, vis)
 	if err == nil && records == 0 {
 		err = emptyError(name)
 	}
@@ -92,11 +92,12 @@ func streamLines(lr *lineReader, path string, format Format, opt LoadOptions, vi
 	case FormatSNAP, FormatSNAPUndirected:
 		var visitErr error
 		nodes := 0
-		add := func(u, v uint64) {
+		add := func(u, v uint64) error {
 			nodes++
 			if visitErr == nil && vis.Edge != nil {
 				visitErr = vis.Edge(u, v)
 			}
+			return nil
 		}
 		lone := func(u uint64) {
 			nodes++

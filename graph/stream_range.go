@@ -134,7 +134,7 @@ func StreamRange(path string, opt LoadOptions, lr LineRange, vis Visitor) (Forma
 		return max(before, 0)
 	}
 	sec := io.NewSectionReader(f, lr.Begin, lr.End-lr.Begin)
-	r := &lineReader{br: bufio.NewReaderSize(sec, bufSize), name: name, before: countBefore}
+	r := &lineReader{br: bufio.NewReaderSize(sec, bufSize), name: name, before: countBefore, max: opt.maxLine()}
 	records, err := streamLines(r, name, format, opt, vis)
 	if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
 		pe.Line += countBefore()
