@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -109,5 +111,112 @@ func TestIDXWithinBudgetLoadsAsBefore(t *testing.T) {
 		if _, err := LoadIDX(p, 3*5*7*5); err != nil {
 			t.Errorf("%s: exactly the need: %v", name, err)
 		}
+	}
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// TestCSVClaimsMoreThanItHolds: a CSV whose lines, records or width would
+// cost more than the budget or the model allows is refused at the line,
+// before the parser holds it.
+func TestCSVClaimsMoreThanItHolds(t *testing.T) {
+	const budget = 16 << 20 // lines of 1 MiB, records of 16384 fields
+	row := func(n int) string { return "1" + strings.Repeat(",0.5", n) + "\n" }
+	rows := func(k, n int) string { return strings.Repeat(row(n), k) }
+	for _, c := range []struct {
+		name, text string
+		checkDim   func(int) error
+		line       int
+		msg        string
+		alloc      uint64
+	}{
+		{"a line of 2 MiB", rows(3, 4) + "1," + strings.Repeat("7", 2<<20) + "\n", nil, 4, "line longer than 1048576 bytes", 8 << 20},
+		{"a first record of 20000 fields", row(20000) + rows(2, 20000), nil, 1, "record of more than 16384 fields", 8 << 20},
+		{"a later record of many fields", rows(5, 10) + row(1000) + rows(5, 10), nil, 6, "record of more than 38 fields: the first record has 11", 4 << 20},
+		{"a width the model refuses", rows(5000, 300), func(d int) error {
+			if d > 100 {
+				return errors.New("more than 100 features")
+			}
+			return nil
+		}, 1, "300 features (the first record's 301 columns but the label): more than 100 features", 4 << 20},
+		{"more features than the budget", rows(10000, 256), nil, 8161, "the 8161 records of 256 features read so far need 16.0 MiB", 64 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cr := &countingReader{r: strings.NewReader(c.text)}
+			var err error
+			a := allocated(func() { _, err = ReadCSVBounded(cr, "f.csv", CSVOptions{Header: HeaderNo}, budget, c.checkDim) })
+			var line int
+			if pe, ok := errors.AsType[*ParseError](err); ok {
+				line = pe.Line
+			} else if me, ok := errors.AsType[*membudget.Error](err); ok {
+				line = me.Line
+			}
+			if line != c.line || !strings.Contains(fmt.Sprint(err), c.msg) || !strings.HasPrefix(fmt.Sprint(err), fmt.Sprintf("f.csv:%d: ", c.line)) {
+				t.Fatalf("error %v: want line %d and %q", err, c.line, c.msg)
+			}
+			if a > c.alloc {
+				t.Errorf("refusing allocated %d bytes, want at most %d", a, c.alloc)
+			}
+			if c.checkDim != nil && cr.n > 64<<10 {
+				t.Errorf("read %d bytes of %d before refusing the width", cr.n, len(c.text))
+			}
+		})
+	}
+}
+
+// TestCSVBoundsCountsFieldsOutsideQuotes: separators and newlines inside
+// quotes do not count, so a record's fields are exactly encoding/csv's.
+func TestCSVBoundsCountsFieldsOutsideQuotes(t *testing.T) {
+	text := "\"a,b,\"\"c\"\",\nd\",1,2\n\"x\",3,4\n"
+	d, err := ReadCSVBounded(strings.NewReader(text), "q.csv", CSVOptions{Header: HeaderNo}, membudget.Off, nil)
+	if err != nil || d.Len() != 2 || d.Dim != 2 {
+		t.Fatalf("%v %+v", err, d)
+	}
+	b := newCSVBounds(strings.NewReader(text), "q.csv", ',', 1<<20)
+	b.setMaxFields(3, "three")
+	if _, err := io.ReadAll(b); err != nil {
+		t.Fatalf("records of three fields under a limit of three: %v", err)
+	}
+	b = newCSVBounds(strings.NewReader(text), "q.csv", ',', 1<<20)
+	b.setMaxFields(2, "two")
+	if _, err := io.ReadAll(b); err == nil || !strings.HasPrefix(err.Error(), "q.csv:1: record of more than 2 fields: two") {
+		t.Fatalf("limit of two: %v", err)
+	}
+}
+
+// TestLibSVMDenseClaimsMoreThanTheBudget: a libsvm file whose dense
+// layout would pass the budget, or whose width the model refuses, is
+// refused at the line where it does.
+func TestLibSVMDenseClaimsMoreThanTheBudget(t *testing.T) {
+	var b strings.Builder
+	for i := range 4000 {
+		fmt.Fprintf(&b, "%d 1:1 %d:0.5\n", i%3, 1000+i%24) // 1024 features, dense 4 KiB a sample
+	}
+	_, err := ReadLibSVM(strings.NewReader(b.String()), "f.svm", LibSVMOptions{IndexBase: -1, Memory: 4 << 20})
+	me, ok := errors.AsType[*membudget.Error](err)
+	if !ok || me.File != "f.svm" || me.Line != 1025 || !strings.HasPrefix(err.Error(), "f.svm:1025: 1025 samples × 1024 features") {
+		t.Fatalf("dense over a budget of 4 MiB: %v", err)
+	}
+	_, err = ReadLibSVM(strings.NewReader(b.String()), "f.svm", LibSVMOptions{IndexBase: 1, CheckDim: func(d int) error {
+		if d > 1010 {
+			return fmt.Errorf("%d features: too wide", d)
+		}
+		return nil
+	}})
+	if err == nil || !strings.HasPrefix(err.Error(), "f.svm:12: feature index 1011: 1011 features: too wide") {
+		t.Fatalf("width refused: %v", err)
+	}
+	if d, err := ReadLibSVM(strings.NewReader(b.String()), "f.svm", LibSVMOptions{IndexBase: -1, Memory: 64 << 20}); err != nil || d.Dim != 1023 {
+		t.Fatalf("within the budget: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"colo/internal/membudget"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -77,7 +78,25 @@ func ParseHeader(s string) (Header, error) {
 // ReadCSV reads comma-separated values with one label column; every other
 // column is a numeric feature. Every record must have the same number of
 // fields. Labels may be numbers or names. name is used in errors.
+//
+// It reads within the machine's memory budget (see ReadCSVBounded).
 func ReadCSV(r io.Reader, name string, o CSVOptions) (*Dataset, error) {
+	return ReadCSVBounded(r, name, o, membudget.Auto, nil)
+}
+
+// ReadCSVBounded is ReadCSV within the memory budget memory (package
+// colo/internal/membudget: 0 for the machine's default, negative for
+// none), for a model that checkDim (when not nil) says can or cannot take
+// samples of a given number of features. It refuses, naming the line:
+// a line longer than the budget's line limit (membudget.MaxLine) before
+// it is parsed; a first record of more fields than a sixteenth of the
+// budget holds at the 64 bytes a field costs the parser; a first record
+// whose width checkDim refuses, before any other is read; a later record
+// of more than twice the first record's fields (plus 16) before it is
+// parsed (one of another width is refused after, as before); and the
+// record at which the features read (twice, as their storage grows)
+// exceed the budget.
+func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkDim func(dim int) error) (*Dataset, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -85,7 +104,15 @@ func ReadCSV(r io.Reader, name string, o CSVOptions) (*Dataset, error) {
 	if maxValues == 0 {
 		maxValues = DefaultMaxValues
 	}
-	cr := csv.NewReader(r)
+	limit := membudget.Resolve(memory)
+	comma := o.Comma
+	if comma == 0 {
+		comma = ','
+	}
+	bounds := newCSVBounds(r, name, comma, membudget.MaxLine(limit))
+	bounds.setMaxFields(int(min(limit/16/csvFieldBytes, math.MaxInt32)), fmt.Sprintf(
+		"more than the memory budget of %s holds while the record is split (%s SIZE sets it)", membudget.FormatBytes(limit), membudget.Flag))
+	cr := csv.NewReader(bounds)
 	if o.Comma != 0 {
 		cr.Comma = o.Comma
 	}
@@ -95,6 +122,9 @@ func ReadCSV(r io.Reader, name string, o CSVOptions) (*Dataset, error) {
 		return &ParseError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	readErr := func(err error) error {
+		if pe, ok := errors.AsType[*ParseError](err); ok {
+			return pe // csvBounds'
+		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			return &ParseError{File: name, Line: pe.Line, Field: pe.Column, Msg: pe.Err.Error()}
@@ -157,12 +187,23 @@ func ReadCSV(r io.Reader, name string, o CSVOptions) (*Dataset, error) {
 					}
 				}
 			}
+			if checkDim != nil {
+				if err := checkDim(ncol - 1); err != nil {
+					return nil, fail(0, "%d features (the first record's %d columns but the label): %v", ncol-1, ncol, err)
+				}
+			}
+			bounds.setMaxFields(2*ncol+16, fmt.Sprintf("the first record has %d", ncol))
 			if header {
 				continue
 			}
 		}
 		if int64(len(labels)+1)*int64(ncol-1) > maxValues {
 			return nil, fail(0, "more than %d values at record %d: over the dense limit", maxValues, record)
+		}
+		if need := int64(len(labels)+1) * (2*4*int64(ncol-1) + 8); need > limit {
+			line, _ := cr.FieldPos(0)
+			return nil, &membudget.Error{File: name, Line: line, Limit: limit, Need: need,
+				What: fmt.Sprintf("the %d records of %d features read so far", len(labels)+1, ncol-1)}
 		}
 		for c, cell := range rec {
 			if c == labelCol {
@@ -186,6 +227,11 @@ func ReadCSV(r io.Reader, name string, o CSVOptions) (*Dataset, error) {
 	k, names := classes.finish(labels)
 	return &Dataset{Features: features, Labels: labels, Dim: ncol - 1, Classes: k, ClassNames: names, Source: name}, nil
 }
+
+// csvFieldBytes is what a field costs encoding/csv while it splits a
+// record, at most: the field's string header (16 bytes), its index (8) and
+// position (16), doubled as their slices grow.
+const csvFieldBytes = 64
 
 // parseCell parses one numeric CSV cell.
 func parseCell(cell string) (float32, error) {

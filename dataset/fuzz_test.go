@@ -87,9 +87,11 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add("a;b\n\"1\";2\n", 1, uint8(1))
 	f.Add("1,2\n3\n", 0, uint8(0))
 	f.Add("", 5, uint8(0))
+	f.Add("1"+strings.Repeat(",2", 1<<17)+"\n", 0, uint8(2))
+	memcap.Cap(f, fuzzCap)
 	f.Fuzz(func(t *testing.T, in string, labelCol int, header uint8) {
 		o := CSVOptions{LabelCol: labelCol, Header: Header(header % 3), MaxValues: 1 << 16}
-		d, err := ReadCSV(strings.NewReader(in), "fuzz", o)
+		d, err := ReadCSVBounded(strings.NewReader(in), "fuzz", o, fuzzBudget, nil)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -106,8 +108,9 @@ func FuzzReadLibSVM(f *testing.F) {
 	f.Add("1 3:1 2:1\n", int8(1))
 	f.Add("1,2 1:1\n# c\n\n", int8(-1))
 	f.Add("1 99999999:1\n", int8(-1))
+	memcap.Cap(f, fuzzCap)
 	f.Fuzz(func(t *testing.T, in string, base int8) {
-		o := LibSVMOptions{IndexBase: int(base%2) - 0, MaxValues: 1 << 16}
+		o := LibSVMOptions{IndexBase: int(base%2) - 0, MaxValues: 1 << 16, Memory: fuzzBudget}
 		if o.IndexBase < -1 {
 			o.IndexBase = -1
 		}

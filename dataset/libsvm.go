@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"colo/graph"
+	"colo/internal/membudget"
 )
 
 // DefaultMaxValues bounds n·d for text input: 2^29 float32 values (2 GiB).
@@ -35,6 +36,16 @@ type LibSVMOptions struct {
 	// DefaultMaxValues. Sparse data with a wide feature space belongs in
 	// package graph, not here.
 	MaxValues int64
+	// Memory is the memory budget in bytes (package
+	// colo/internal/membudget; 0 for the machine's default): the sparse
+	// graph read first (graph.LoadOptions.Memory) and the dense matrix
+	// (4 bytes a value) must each fit it, and the dense matrix is refused
+	// at the line where the samples and the largest index so far pass it.
+	Memory int64
+	// CheckDim, when not nil, says whether the model can take samples of
+	// dim features; it is asked at the line where the largest index
+	// grows, so a refused width is refused there.
+	CheckDim func(dim int) error `json:"-"`
 }
 
 // DefaultLibSVMOptions returns options that detect the index base and the
@@ -72,15 +83,36 @@ func ReadLibSVM(r io.Reader, name string, o LibSVMOptions) (*Dataset, error) {
 	if maxValues == 0 {
 		maxValues = DefaultMaxValues
 	}
+	limit := membudget.Resolve(o.Memory)
 	lopt := graph.DefaultLoadOptions()
-	lopt.Format, lopt.IndexBase = graph.FormatLibSVM, o.IndexBase
+	lopt.Format, lopt.IndexBase, lopt.Memory = graph.FormatLibSVM, o.IndexBase, limit
+	if o.Dim != 0 && o.CheckDim != nil {
+		if err := o.CheckDim(o.Dim); err != nil {
+			return nil, fmt.Errorf("%s: %d features: %w", name, o.Dim, err)
+		}
+	}
 	if o.Dim == 0 {
+		checked := uint64(0) // the largest index CheckDim took
 		lopt.SampleCheck = func(samples int, values int64, maxIndex uint64) error {
 			// Whatever the index base, maxIndex+1 features at most.
 			if maxIndex > uint64(maxValues) {
 				return fmt.Errorf("feature index %d: more features than the dense limit of %d values", maxIndex, maxValues)
 			}
+			if o.CheckDim != nil && maxIndex > checked {
+				dim := int(maxIndex) + 1 // at most, whatever the index base
+				if o.IndexBase == 1 {
+					dim--
+				}
+				if err := o.CheckDim(dim); err != nil {
+					return fmt.Errorf("feature index %d: %w", maxIndex, err)
+				}
+				checked = maxIndex
+			}
 			dense := int64(samples) * int64(maxIndex+1)
+			if need := 4 * dense; need > limit {
+				return &membudget.Error{Limit: limit, Need: need,
+					What: fmt.Sprintf("%d samples × %d features (the largest index so far) as float32", samples, maxIndex+1)}
+			}
 			if dense > maxValues {
 				return fmt.Errorf("feature index %d: %d samples × %d features = %d dense values, more than the dense limit of %d",
 					maxIndex, samples, maxIndex+1, dense, maxValues)
@@ -110,6 +142,9 @@ func ReadLibSVM(r io.Reader, name string, o LibSVMOptions) (*Dataset, error) {
 	if int64(n)*int64(dim) > maxValues {
 		return nil, &ParseError{File: name, Msg: fmt.Sprintf("%d samples × %d features = %d values, more than the dense limit of %d: is this sparse data?",
 			n, dim, int64(n)*int64(dim), maxValues)}
+	}
+	if err := membudget.Check(limit, name, 0, fmt.Sprintf("%d samples × %d features as float32", n, dim), 4*int64(n)*int64(dim)); err != nil {
+		return nil, err
 	}
 	features := make([]float32, n*dim)
 	labels := make([]int, n)

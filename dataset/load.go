@@ -39,6 +39,11 @@ type LoadOptions struct {
 	CSV CSVOptions
 	// LibSVM configures the libsvm reader.
 	LibSVM LibSVMOptions
+	// CheckDim, when not nil, says whether the model the data is for can
+	// take samples of dim features: a CSV's first record, an idx file's
+	// header and a libsvm file's largest index are checked with it
+	// before the rest is read, and a refusal names the file and line.
+	CheckDim func(dim int) error `json:"-"`
 	// Memory is the memory budget of the loading in bytes (package
 	// colo/internal/membudget): 0 (membudget.Auto) for the machine's
 	// default, negative (membudget.Off) for none. What a file declares
@@ -143,9 +148,16 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 			return nil, err
 		}
 	case FormatLibSVM:
-		d, err = ReadLibSVM(r, path, o.LibSVM)
+		lo := o.LibSVM
+		if lo.Memory == 0 {
+			lo.Memory = o.Memory
+		}
+		if lo.CheckDim == nil {
+			lo.CheckDim = o.CheckDim
+		}
+		d, err = ReadLibSVM(r, path, lo)
 	case FormatCSV:
-		d, err = ReadCSV(r, path, o.CSV)
+		d, err = ReadCSVBounded(r, path, o.CSV, o.Memory, o.CheckDim)
 	}
 	if err != nil {
 		return nil, err

@@ -192,6 +192,10 @@ func scanLibSVMLines(lr *lineReader, name string, opt LoadOptions, samples func(
 				maxIndex = max(maxIndex, id)
 			}
 			if err := opt.SampleCheck(samples(), nvals, maxIndex); err != nil {
+				if me, ok := errors.AsType[*membudget.Error](err); ok {
+					me.File, me.Line = name, lr.line
+					return false, me
+				}
 				return false, perr(0, "%v", err)
 			}
 		}

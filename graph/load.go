@@ -52,7 +52,9 @@ type LoadOptions struct {
 	// error ends the read with a *ParseError naming that line. A caller
 	// that sizes memory by the largest index (package dataset's dense
 	// layout) refuses an index out of proportion to the file this way,
-	// before the rest is read and anything is sized by it.
+	// before the rest is read and anything is sized by it. A
+	// *membudget.Error it returns is returned as it is, with the file and
+	// the line.
 	SampleCheck func(samples int, values int64, maxIndex uint64) error
 	// Memory is the memory budget of the loading in bytes (package
 	// colo/internal/membudget): 0 (membudget.Auto) for the machine's

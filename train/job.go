@@ -59,16 +59,19 @@ type LoadOptions struct {
 	IndexBase     int    `json:"index_base"`
 	DropSelfLoops bool   `json:"drop_self_loops,omitempty"`
 	HashBits      int    `json:"hash_bits"`
+	// MemoryBudget is graph.LoadOptions.Memory (and the dense loaders'
+	// dataset.LoadOptions.Memory): 0 for each machine's default.
+	MemoryBudget int64 `json:"memory_budget,omitempty"`
 }
 
 // Graph returns the options as graph.Load takes them.
 func (o LoadOptions) Graph() graph.LoadOptions {
-	return graph.LoadOptions{Format: graph.Format(o.Format), IndexBase: o.IndexBase, DropSelfLoops: o.DropSelfLoops, HashBits: o.HashBits}
+	return graph.LoadOptions{Format: graph.Format(o.Format), IndexBase: o.IndexBase, DropSelfLoops: o.DropSelfLoops, HashBits: o.HashBits, Memory: o.MemoryBudget}
 }
 
 // LoadOptionsOf returns o as a job file spells it.
 func LoadOptionsOf(o graph.LoadOptions) LoadOptions {
-	return LoadOptions{Format: string(o.Format), IndexBase: o.IndexBase, DropSelfLoops: o.DropSelfLoops, HashBits: o.HashBits}
+	return LoadOptions{Format: string(o.Format), IndexBase: o.IndexBase, DropSelfLoops: o.DropSelfLoops, HashBits: o.HashBits, MemoryBudget: o.Memory}
 }
 
 // DefaultJob returns a job with the engine's defaults (DefaultConfig),

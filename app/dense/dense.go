@@ -44,12 +44,14 @@ import (
 	"time"
 
 	"colo/dataset"
+	"colo/internal/membudget"
 	"colo/nn"
 	"colo/placement"
 	"colo/ps/update"
 	"colo/ps/worker"
 	"colo/shard"
 	"colo/train"
+	"colo/transport"
 )
 
 // Options are a dense model's settings in a job.
@@ -154,7 +156,8 @@ func Load(job train.Job) (train *dataset.Dataset, test *dataset.Dataset, err err
 	}
 	read := func(path, labels string) (*dataset.Dataset, error) {
 		lo := dataset.DefaultLoadOptions()
-		lo.Labels = labels
+		lo.Labels, lo.Memory = labels, job.Data.Load.MemoryBudget
+		lo.CheckDim = widthCheck(job, o)
 		if err := lo.SetCSV(o.LabelCol, o.Header, o.Sep); err != nil {
 			return nil, fmt.Errorf("%s options: %w", job.App, err)
 		}
@@ -179,6 +182,57 @@ func Load(job train.Job) (train *dataset.Dataset, test *dataset.Dataset, err err
 		}
 	}
 	return train, test, nil
+}
+
+// frameHeader bounds what a frame carries besides a server's parameters
+// (measured: 68 bytes).
+const frameHeader = 4 << 10
+
+// paramCopies is how many float32 copies of the parameters any process
+// of a dense job holds at least: the initial values, a server's, a
+// worker's model and its gradient.
+const paramCopies = 4
+
+// widthCheck returns what says whether job's model can take samples of
+// dim features (dataset.LoadOptions.CheckDim), so that the loader refuses
+// a width before it reads the data: nn.New must accept the model built
+// for them (of two classes, the fewest; of the options' input shape, or
+// inferred as Open infers it); each server's share of its parameters,
+// which the evaluator pulls in one frame, must fit the transport's frame
+// limit; and paramCopies of them must fit the memory budget.
+func widthCheck(job train.Job, o Options) func(dim int) error {
+	return func(dim int) error {
+		cfg := nn.DefaultConfig()
+		cfg.Classes = 2
+		cfg.Hidden, cfg.Conv = o.Hidden, o.Conv
+		cfg.Channels, cfg.Height, cfg.Width = o.Channels, o.Height, o.Width
+		if cfg.Channels == 0 && cfg.Height == 0 && cfg.Width == 0 {
+			side := int(math.Round(math.Sqrt(float64(dim))))
+			cfg.Channels, cfg.Height, cfg.Width = 1, side, side
+			if side*side != dim {
+				cfg.Height, cfg.Width = 1, dim
+			}
+		}
+		if cfg.Channels*cfg.Height*cfg.Width != dim {
+			return nil // Open names the mismatch of the shape and the data
+		}
+		m, err := nn.New(job.App, cfg)
+		if err != nil {
+			return err
+		}
+		params := int64(m.NumParams())
+		servers := int64(max(job.Config.NumServers(), 1))
+		if share := 4*((params+servers-1)/servers) + frameHeader; share > transport.DefaultMaxFrame {
+			return fmt.Errorf("%s would have %d parameters: each of the %d servers would send %s of them in one frame, more than the frame limit of %s (fewer features, narrower --hidden layers or more machines)",
+				job.App, params, servers, membudget.FormatBytes(share), membudget.FormatBytes(transport.DefaultMaxFrame))
+		}
+		limit := membudget.Resolve(job.Data.Load.MemoryBudget)
+		if need := paramCopies * 4 * params; need > limit {
+			return fmt.Errorf("%s would have %d parameters, whose %d float32 copies need %s, more than the memory budget of %s (%s SIZE sets it)",
+				job.App, params, paramCopies, membudget.FormatBytes(need), membudget.FormatBytes(limit), membudget.Flag)
+		}
+		return nil
+	}
 }
 
 // options decodes the job's options over DefaultOptions.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"colo/graph"
+	"colo/internal/membudget"
 )
 
 // cmdFlags is a flag set for one subcommand with its usage text.
@@ -126,6 +127,7 @@ type dataFlags struct {
 	indexBase int
 	noSelf    bool
 	hashBits  int
+	memory    string
 }
 
 func (d *dataFlags) register(f *cmdFlags) {
@@ -133,6 +135,23 @@ func (d *dataFlags) register(f *cmdFlags) {
 	f.IntVar(&d.indexBase, "index-base", -1, "libsvm: 0 or 1 for 0- or 1-based feature indices (-1 detects)")
 	f.BoolVar(&d.noSelf, "drop-self-loops", false, "snap: drop edges from a node to itself")
 	f.IntVar(&d.hashBits, "hash-bits", graph.DefaultHashBits, "criteo: hash features into 2^b buckets")
+	registerMemoryBudget(f, &d.memory)
+}
+
+// registerMemoryBudget registers --memory-budget (membudget.Flag), the
+// memory budget of the loaders, into *s.
+func registerMemoryBudget(f *cmdFlags, s *string) {
+	f.StringVar(s, strings.TrimPrefix(membudget.Flag, "--"), "auto", "refuse input whose loading would need more memory than `SIZE` (512MiB, 4GB), or lines\n"+
+		"longer than a sixteenth of it (1 MiB to 64 MiB); auto: three quarters of the memory available\n(MemAvailable, the cgroup's limit, ulimit -v); off: no budget")
+}
+
+// parseMemoryBudget reads --memory-budget: a usage error names the flag.
+func parseMemoryBudget(s string) (int64, error) {
+	b, err := membudget.Parse(s)
+	if err != nil {
+		return 0, usageError("%s: %v", membudget.Flag, err)
+	}
+	return b, nil
 }
 
 // options turns the flags into loader options; a bad combination is a
@@ -143,6 +162,10 @@ func (d *dataFlags) options() (graph.LoadOptions, error) {
 		IndexBase:     d.indexBase,
 		DropSelfLoops: d.noSelf,
 		HashBits:      d.hashBits,
+	}
+	var err error
+	if opt.Memory, err = parseMemoryBudget(d.memory); err != nil {
+		return opt, err
 	}
 	if err := opt.Validate(); err != nil {
 		return opt, usageError("%v", err)

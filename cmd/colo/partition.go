@@ -1,6 +1,7 @@
 package main
 
 import (
+	"colo/internal/membudget"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -84,6 +85,9 @@ func runPartition(e *env, args []string) error {
 	g, loadTime, err := df.load(pos[0])
 	if err != nil {
 		load.abort()
+		if membudget.Is(err) && *algo == "parsa" {
+			return fmt.Errorf("%w; or partition it out of core with --memory SIZE", err)
+		}
 		return err
 	}
 	load.finish(describe(g))

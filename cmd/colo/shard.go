@@ -49,6 +49,8 @@ func runShard(e *env, args []string) error {
 	labelCol := f.String("label-col", "0", "csv: label column, a number from 0 (negative counts from the end) or a header name")
 	header := f.String("header", "auto", "csv: whether the first record is a header: auto, yes or no")
 	sep := f.String("sep", ",", "csv: field separator (one character; \\t for tab)")
+	var memBudget string
+	registerMemoryBudget(f, &memBudget)
 	f.IntVar(&o.Workers, "machines", 0, "number of machines N, one worker each (required)")
 	f.alias("k", "machines")
 	f.alias("workers", "machines")
@@ -97,6 +99,9 @@ func runShard(e *env, args []string) error {
 	}
 	lopt, err := shardLoadOptions(*format, *labels, *labelCol, *header, *sep)
 	if err != nil {
+		return err
+	}
+	if lopt.Memory, err = parseMemoryBudget(memBudget); err != nil {
 		return err
 	}
 
