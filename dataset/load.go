@@ -117,7 +117,7 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r, size, err := openSized(f)
+	r, size, err := openSized(f, o.Memory)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -173,7 +173,7 @@ func LoadIDX(path string, memory int64) (*IDX, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r, size, err := openSized(f)
+	r, size, err := openSized(f, memory)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -183,7 +183,7 @@ func LoadIDX(path string, memory int64) (*IDX, error) {
 // openSized returns a buffered reader over the decompressed content of f
 // and the size of that content when f is not compressed (-1 when it is,
 // or when f's size is unknown).
-func openSized(f *os.File) (*bufio.Reader, int64, error) {
+func openSized(f *os.File, memory int64) (*bufio.Reader, int64, error) {
 	size := int64(-1)
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		size = st.Size()
@@ -193,11 +193,11 @@ func openSized(f *os.File) (*bufio.Reader, int64, error) {
 			size = -1
 		}
 	}
-	r, err := openDecompressed(f)
+	z, err := decompress.NewReaderBudget(f, memory)
 	if err != nil {
 		return nil, 0, err
 	}
-	return r, size, nil
+	return bufio.NewReaderSize(z, 1<<16), size, nil
 }
 
 // DetectFormat guesses the format from the first bytes of the decompressed

@@ -177,7 +177,7 @@ func decode(r io.Reader, name string, opt LoadOptions) (_ io.Reader, _ Format, _
 	if err := opt.Validate(); err != nil {
 		return nil, "", nil, fmt.Errorf("%s: %w", name, err)
 	}
-	dr, err := decompress.NewReader(r)
+	dr, err := decompress.NewReaderBudget(r, opt.Memory)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("%s: %w", name, err)
 	}

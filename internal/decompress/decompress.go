@@ -4,6 +4,12 @@
 //
 // A damaged or truncated stream fails with an *Error rather than ending
 // early, so that a cut-off file is never taken for a shorter one.
+//
+// The window a decoder keeps (zstd's window, xz's dictionary) is declared
+// by the stream's header and allocated by the decoder: NewReaderBudget
+// refuses a first frame or block that declares more than a quarter of the
+// memory budget (package colo/internal/membudget) before the decoder
+// allocates it, and caps zstd's window for the frames after.
 package decompress
 
 import (
@@ -14,6 +20,8 @@ import (
 	"hash/crc32"
 	"io"
 	"strings"
+
+	"colo/internal/membudget"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -58,6 +66,17 @@ func Compressed(head []byte) bool {
 // should close it once done to release the decoder; closing does not close
 // r.
 func NewReader(r io.Reader) (io.Reader, error) {
+	return NewReaderBudget(r, membudget.Auto)
+}
+
+// NewReaderBudget is NewReader within the memory budget memory (0 for the
+// machine's default, negative for none): a zstd frame or the first xz
+// block whose header declares a window (dictionary) of more than a
+// quarter of the budget is refused with a *membudget.Error before the
+// decoder allocates it (the name of the file is the caller's to fill),
+// and zstd's decoder refuses later frames of such a window.
+func NewReaderBudget(r io.Reader, memory int64) (io.Reader, error) {
+	maxWindow := max(membudget.Resolve(memory)/4, minWindow)
 	br := bufio.NewReaderSize(r, bufSize)
 	b, err := br.Peek(len(magicXz))
 	if err != nil && err != io.EOF {
@@ -72,6 +91,9 @@ func NewReader(r io.Reader) (io.Reader, error) {
 		}
 		return &decoder{kind: "gzip", r: zr, close: func() { zr.Close() }}, nil
 	case strings.HasPrefix(head, magicXz):
+		if err := checkWindow(br, "xz dictionary", xzDict, maxWindow); err != nil {
+			return nil, err
+		}
 		tail := &xzTail{r: br}
 		xr, err := xz.NewReader(tail)
 		if err != nil {
@@ -81,7 +103,11 @@ func NewReader(r io.Reader) (io.Reader, error) {
 	case strings.HasPrefix(head, magicZstd):
 		// One decoding goroutine at most: the loaders read sequentially,
 		// and a synchronous decoder leaves nothing running behind.
-		d, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
+		if err := checkWindow(br, "zstd window", zstdWindow, maxWindow); err != nil {
+			return nil, err
+		}
+		d, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxWindow(uint64(min(maxWindow, zstd.MaxWindowSize))))
 		if err != nil {
 			return nil, prefixed("zstd", err)
 		}
@@ -90,6 +116,111 @@ func NewReader(r io.Reader) (io.Reader, error) {
 		return &decoder{kind: "bzip2", r: bzip2.NewReader(br)}, nil
 	}
 	return br, nil
+}
+
+// minWindow is the smallest window limit: 1 MiB, more than any default
+// of the compressors' fast levels needs.
+const minWindow = 1 << 20
+
+// checkWindow returns a *membudget.Error when window, applied to the
+// leading bytes of br, finds a header that declares a window of more than
+// max bytes.
+func checkWindow(br *bufio.Reader, what string, window func([]byte) int64, max int64) error {
+	head, _ := br.Peek(xzHeadLen)
+	if w := window(head); w > max {
+		return &membudget.Error{What: fmt.Sprintf("a decoder's %s of %s, as the stream declares, and the data read through it", what, membudget.FormatBytes(w)),
+			Need: 4 * w, Limit: 4 * max}
+	}
+	return nil
+}
+
+// xzHeadLen is the most leading bytes checkWindow reads: an xz stream
+// header (12 bytes) and a block header (at most 1024).
+const xzHeadLen = 12 + 1024
+
+// zstdWindow returns the window size that the zstd frame at the start of
+// b declares (RFC 8878 section 3.1.1.1), or 0 when b is too short.
+func zstdWindow(b []byte) int64 {
+	if len(b) < 6 {
+		return 0
+	}
+	fhd := b[4]
+	if fhd&0x20 == 0 { // not a single segment: a window descriptor
+		exp, mant := int64(b[5]>>3), int64(b[5]&7)
+		base := int64(1) << (10 + exp)
+		return base + base/8*mant
+	}
+	// A single segment: the window is the content size that follows the
+	// descriptor (and the dictionary id, when there is one).
+	pos := 5 + []int{0, 1, 2, 4}[fhd&3]
+	n := []int{1, 2, 4, 8}[fhd>>6]
+	if len(b) < pos+n {
+		return 0
+	}
+	var size uint64
+	for i := n - 1; i >= 0; i-- {
+		size = size<<8 | uint64(b[pos+i])
+	}
+	if n == 2 {
+		size += 256
+	}
+	return int64(min(size, 1<<62))
+}
+
+// xzDict returns the dictionary size that the LZMA2 filter of the first
+// block of the xz stream at the start of b declares, or 0 when b holds no
+// such block (an empty stream, another filter, or too few bytes).
+func xzDict(b []byte) int64 {
+	if len(b) < 14 || b[12] == 0 {
+		return 0
+	}
+	end := 12 + (int(b[12])+1)*4
+	if len(b) < end {
+		return 0
+	}
+	h := b[14:end]
+	varint := func() (uint64, bool) {
+		var x uint64
+		for i := 0; i < len(h) && i < 9; i++ {
+			x |= uint64(h[i]&0x7f) << (7 * i)
+			if h[i]&0x80 == 0 {
+				h = h[i+1:]
+				return x, true
+			}
+		}
+		return 0, false
+	}
+	flags := b[13]
+	if flags&0x40 != 0 {
+		if _, ok := varint(); !ok {
+			return 0
+		}
+	}
+	if flags&0x80 != 0 {
+		if _, ok := varint(); !ok {
+			return 0
+		}
+	}
+	for range int(flags&3) + 1 {
+		id, ok1 := varint()
+		size, ok2 := varint()
+		if !ok1 || !ok2 || uint64(len(h)) < size {
+			return 0
+		}
+		props := h[:size]
+		h = h[size:]
+		if id == 0x21 && size == 1 {
+			d := props[0]
+			switch {
+			case d > 40:
+				return 0 // invalid: the decoder says so
+			case d == 40:
+				return 1<<32 - 1
+			}
+			return int64(2|d&1) << (d/2 + 11)
+		}
+	}
+	return 0
 }
 
 // decoder is the reader NewReader returns for compressed content: it names

@@ -6,10 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
 	"colo/internal/decompress/ztest"
+	"colo/internal/membudget"
+	"colo/internal/memcap"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 // decompressAll reads all of r through NewReader and closes the decoder.
@@ -139,9 +145,12 @@ func FuzzDecompress(f *testing.F) {
 		f.Add(z)
 		f.Add(z[:len(z)/2])
 	}
+	// A declared window beyond the budget would be allocated by the
+	// decoder: under the cap, an out-of-memory crash.
+	memcap.Cap(f, 1<<30)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Any input: no panic, and no more output than the limit asks.
-		if dr, err := NewReader(bytes.NewReader(data)); err == nil {
+		if dr, err := NewReaderBudget(bytes.NewReader(data), 64<<20); err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(dr, 1<<24))
 			if c, ok := dr.(io.Closer); ok {
 				c.Close()
@@ -159,4 +168,60 @@ func FuzzDecompress(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWindowBeyondTheBudget: a zstd frame or an xz block that declares a
+// window beyond a quarter of the budget is refused before the decoder
+// allocates it; under a budget it fits, it reads back.
+func TestWindowBeyondTheBudget(t *testing.T) {
+	text := testText(20000)
+	var xzBuf bytes.Buffer
+	w, err := xz.WriterConfig{DictCap: 16 << 20}.NewWriter(&xzBuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(text)
+	w.Close()
+	// Streamed, the content's size unknown: the frame declares the window.
+	var zstBuf bytes.Buffer
+	zw, _ := zstd.NewWriter(&zstBuf, zstd.WithWindowSize(16<<20), zstd.WithEncoderConcurrency(1))
+	zw.Write(text)
+	zw.Close()
+	zst := zstBuf.Bytes()
+	// An xz stream header and a block header whose LZMA2 filter declares
+	// a dictionary of 4 GiB - 1, and nothing after.
+	huge := append([]byte("\xfd7zXZ\x00\x00\x04\xe6\xd6\xb4\x46"), 0x02, 0x00, 0x21, 0x01, 40, 0, 0, 0, 0, 0, 0, 0)
+	for _, c := range []struct {
+		kind   string
+		data   []byte
+		window int64
+	}{{"xz", xzBuf.Bytes(), 16 << 20}, {"zstd", zst, 16 << 20}, {"xz of 4 GiB", huge, 1<<32 - 1}} {
+		var r io.Reader
+		a := allocated(func() { r, err = NewReaderBudget(bytes.NewReader(c.data), 32<<20) })
+		me, ok := errors.AsType[*membudget.Error](err)
+		if !ok || me.Need != 4*c.window || me.Limit != 32<<20 {
+			t.Errorf("%s under a budget of 32 MiB: %v", c.kind, err)
+		}
+		if a > 4<<20 {
+			t.Errorf("%s: refusing allocated %d bytes", c.kind, a)
+		}
+		if c.kind == "xz of 4 GiB" {
+			continue
+		}
+		if r, err = NewReaderBudget(bytes.NewReader(c.data), 64<<20); err != nil {
+			t.Fatalf("%s under a budget of 64 MiB: %v", c.kind, err)
+		}
+		if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, text) {
+			t.Errorf("%s: read back %d bytes, %v", c.kind, len(got), err)
+		}
+	}
+}
+
+// allocated returns the bytes f allocates.
+func allocated(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
 }

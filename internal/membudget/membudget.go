@@ -111,9 +111,9 @@ func MaxLine(limit int64) int {
 	return int(min(max(limit/16, MinLine), MaxLineCap))
 }
 
-// Error is a need that exceeds the budget. It names the file, the line
-// (from 1; 0 for a header or the whole file), what was to be allocated
-// and both figures.
+// Error is a need that exceeds the budget. It names the file (empty when
+// the caller names it), the line (from 1; 0 for a header or the whole
+// file), what was to be allocated and both figures.
 type Error struct {
 	File  string
 	Line  int
@@ -127,8 +127,12 @@ func (e *Error) Error() string {
 	if e.Line > 0 {
 		pos = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
-	return fmt.Sprintf("%s: %s need %s of memory, more than the memory budget of %s (raise it with %s SIZE, or off)",
-		pos, e.What, FormatBytes(e.Need), FormatBytes(e.Limit), Flag)
+	msg := fmt.Sprintf("%s need %s of memory, more than the memory budget of %s (raise it with %s SIZE, or off)",
+		e.What, FormatBytes(e.Need), FormatBytes(e.Limit), Flag)
+	if pos == "" {
+		return msg // the caller names the file
+	}
+	return pos + ": " + msg
 }
 
 // Check returns an *Error when need bytes exceed the budget limit (as
