@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"colo/internal/memcap"
 	"colo/kv"
 )
 
@@ -155,6 +156,9 @@ func TestSnapshotFile(t *testing.T) {
 // FuzzDecodeSnapshot checks that any file decodes to a snapshot that
 // encodes back to it, or to an error, never a panic.
 func FuzzDecodeSnapshot(f *testing.F) {
+	// A reader that allocated what its input claims would die of out
+	// of memory under the cap: a failing input.
+	memcap.Cap(f, 1<<30)
 	f.Add(EncodeSnapshot(Snapshot{Server: 3, Width: 2, Batch: kv.Batch{Keys: []uint64{1, 9}, Vals: []float32{1, 2, 3, 4}}}))
 	f.Add(EncodeSnapshot(Snapshot{Width: 0, Batch: kv.Batch{Keys: []uint64{1, 2}, Lens: []int32{1, 0}, Vals: []float32{1, 2}}}))
 	f.Add([]byte(snapMagic))
@@ -172,6 +176,9 @@ func FuzzDecodeSnapshot(f *testing.F) {
 // FuzzParseManifest checks that any MANIFEST parses or is refused,
 // never a panic, and that what parses lists valid, ordered names.
 func FuzzParseManifest(f *testing.F) {
+	// A reader that allocated what its input claims would die of out
+	// of memory under the cap: a failing input.
+	memcap.Cap(f, 1<<30)
 	dir := f.TempDir()
 	if err := Commit(dir, Manifest{Round: 7, Job: "j", Files: []File{{Name: "a", Size: 3, CRC32C: 9}, {Name: "b"}}}); err != nil {
 		f.Fatal(err)

@@ -89,7 +89,7 @@ func ReadCSV(r io.Reader, name string, o CSVOptions) (*Dataset, error) {
 // none), for a model that checkDim (when not nil) says can or cannot take
 // samples of a given number of features. It refuses, naming the line:
 // a line longer than the budget's line limit (membudget.MaxLine) before
-// it is parsed; a first record of more fields than a sixteenth of the
+// it is parsed; a first record of more fields than a 64th of the
 // budget holds at the 64 bytes a field costs the parser; a first record
 // whose width checkDim refuses, before any other is read; a later record
 // of more than twice the first record's fields (plus 16) before it is
@@ -110,7 +110,7 @@ func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkD
 		comma = ','
 	}
 	bounds := newCSVBounds(r, name, comma, membudget.MaxLine(limit))
-	bounds.setMaxFields(int(min(limit/16/csvFieldBytes, math.MaxInt32)), fmt.Sprintf(
+	bounds.setMaxFields(int(min(limit/64/csvFieldBytes, math.MaxInt32)), fmt.Sprintf(
 		"more than the memory budget of %s holds while the record is split (%s SIZE sets it)", membudget.FormatBytes(limit), membudget.Flag))
 	cr := csv.NewReader(bounds)
 	if o.Comma != 0 {

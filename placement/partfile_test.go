@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"colo/graph"
+	"colo/internal/memcap"
 )
 
 func TestPartFilesRoundTrip(t *testing.T) {
@@ -266,6 +267,9 @@ func TestReadDataPartBounds(t *testing.T) {
 // accept is a placement of the 3 samples and 3 parameters on k machines,
 // 1 ≤ k ≤ 3.
 func FuzzReadPartFiles(f *testing.F) {
+	// A reader that allocated what its input claims would die of out
+	// of memory under the cap: a failing input.
+	memcap.Cap(f, 1<<30)
 	g, _ := graph.FromAdjacency(3, [][]uint32{{0, 1}, {2}, {1}})
 	f.Add([]byte("0\n1\n0\n"), []byte("0 0\n1 1\n2 0\n"), uint8(0))
 	f.Add([]byte("0\n99999999999\n1\n"), []byte("1\n0\n1\n"), uint8(2))
