@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -262,14 +264,22 @@ func flagName(name string) string {
 // printFlags lists the flags that are not aliases, naming the aliases of
 // each.
 func (f *cmdFlags) printFlags(w io.Writer) {
+	var fls []*flag.Flag
+	f.VisitAll(func(fl *flag.Flag) {
+		if _, ok := f.aliases[fl.Name]; !ok {
+			fls = append(fls, fl)
+		}
+	})
+	f.printFlagList(w, fls)
+}
+
+// printFlagList writes the flags fls, in that order, as printFlags does.
+func (f *cmdFlags) printFlagList(w io.Writer, fls []*flag.Flag) {
 	also := map[string][]string{}
 	for a, p := range f.aliases {
 		also[p] = append(also[p], flagName(a))
 	}
-	f.VisitAll(func(fl *flag.Flag) {
-		if _, ok := f.aliases[fl.Name]; ok {
-			return
-		}
+	for _, fl := range fls {
 		typ, usage := flag.UnquoteUsage(fl)
 		if _, ok := fl.Value.(*jsonFlag); ok {
 			typ = "[=FILE]"
@@ -285,7 +295,7 @@ func (f *cmdFlags) printFlags(w io.Writer) {
 			fmt.Fprintf(w, " (default %q)", d)
 		}
 		fmt.Fprintln(w)
-	})
+	}
 }
 
 // suggest returns the candidate closest to s in edit distance, when it is
@@ -339,6 +349,9 @@ func (f *cmdFlags) didYouMean(err error) error {
 	if !strings.HasPrefix(msg, undefined) {
 		return err
 	}
+	if why, ok := f.refused[strings.TrimPrefix(msg, undefined)]; ok {
+		return fmt.Errorf("%s: %s", flagName(strings.TrimPrefix(msg, undefined)), why)
+	}
 	var names []string
 	f.VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
 	if s := suggest(strings.TrimPrefix(msg, undefined), names); s != "" {
@@ -348,6 +361,44 @@ func (f *cmdFlags) didYouMean(err error) error {
 		return fmt.Errorf("%s (did you mean %s?)", msg, flagName(s))
 	}
 	return err
+}
+
+// drop removes the flags names from f, so that -h does not list them and
+// the command line refuses them, saying why (a mode that does not take
+// them). An alias of a dropped flag goes with it.
+func (f *cmdFlags) drop(why string, names ...string) {
+	gone := map[string]bool{}
+	for _, n := range names {
+		gone[n] = true
+	}
+	for a, p := range f.aliases {
+		if gone[p] {
+			gone[a] = true
+			delete(f.aliases, a)
+		}
+	}
+	fs := flag.NewFlagSet(f.Name(), flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f.VisitAll(func(fl *flag.Flag) {
+		if gone[fl.Name] {
+			return
+		}
+		fs.Var(fl.Value, fl.Name, fl.Usage)
+		fs.Lookup(fl.Name).DefValue = fl.DefValue
+	})
+	f.FlagSet = fs
+	f.refuse(why, slices.Collect(maps.Keys(gone))...)
+}
+
+// refuse records why the flags names, which f does not have, are not
+// taken, for the error that meets one on the command line.
+func (f *cmdFlags) refuse(why string, names ...string) {
+	if f.refused == nil {
+		f.refused = map[string]string{}
+	}
+	for _, n := range names {
+		f.refused[n] = why
+	}
 }
 
 // stampFile heads the JSON document a library wrote at path with the run

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -49,6 +50,58 @@ func trainMode(args []string) (mode string, rest []string, err error) {
 		return "", nil, usageError("--mode %q: want ps (parameter server) or decentralised", val)
 	}
 	return "ps", args, nil
+}
+
+// dropServerFlags removes from colo train --mode decentralised the flags
+// of colo train that it does not take: those of the servers, of the
+// checkpoints, of the sparse applications and of --compare. -h lists the
+// others only, and the command line refuses these, saying why.
+func dropServerFlags(f *cmdFlags) {
+	f.drop("a flag of the parameter server (--mode ps): decentralised training has no servers",
+		"servers", "updater", "consistency", "bandwidth-matrix", "bandwidth-random", "bandwidth-change",
+		"balance", "balance-every", "slice", "probe", "directions", "overlap", "pull-ahead", "eval-every")
+	f.drop("--mode ps only: decentralised training keeps no checkpoints",
+		"checkpoint", "checkpoint-every", "checkpoint-wait", "resume")
+	f.drop("a flag of --app lr, mf or embed: decentralised training runs mlp or cnn",
+		"rank", "dim", "negatives", "uniform-negatives", "uniform-pool", "eval-negatives", "holdout", "features", "drop-self-loops")
+	f.drop("use colo bench rcd to compare decentralised runs", "compare")
+}
+
+// refuseDecentralFlags makes colo train --mode ps refuse the flags of
+// --mode decentralised, saying whose they are.
+func refuseDecentralFlags(e *env, f *cmdFlags) {
+	g := newFlags(e, "", "", "")
+	var t trainFlags
+	t.register(g)
+	var df dataFlags
+	df.register(g)
+	var d decentralFlags
+	d.register(g, 1, "")
+	g.VisitAll(func(fl *flag.Flag) {
+		if f.Lookup(fl.Name) == nil {
+			f.refuse("a flag of --mode decentralised (colo train --mode decentralised -h)", fl.Name)
+		}
+	})
+}
+
+// refusePSFlags makes colo train --mode decentralised refuse the other
+// flags of --mode ps (--dashboard, --metrics, --trace, …), saying whose
+// they are.
+func refusePSFlags(e *env, f *cmdFlags) {
+	g := newFlags(e, "", "", "")
+	var t trainFlags
+	t.register(g)
+	var df dataFlags
+	df.register(g)
+	var dep deployment
+	dep.register(g)
+	var wf watchFlags
+	wf.register(g.FlagSet)
+	g.VisitAll(func(fl *flag.Flag) {
+		if _, done := f.refused[fl.Name]; f.Lookup(fl.Name) == nil && !done {
+			f.refuse("a flag of the parameter server (--mode ps)", fl.Name)
+		}
+	})
 }
 
 // modeFlag lists --mode in colo train's flags, for -h and completion;
@@ -110,18 +163,8 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 	if j.App != "mlp" && j.App != "cnn" {
 		return c, nt, usageError("--app %s: decentralised training takes a dense model: mlp or cnn", j.App)
 	}
-	switch {
-	case t.servers > 0:
-		return c, nt, usageError("--servers %d: decentralised training has no servers", t.servers)
-	case t.compare != "":
-		return c, nt, usageError("--compare: use colo bench rcd to compare decentralised runs")
-	case t.consistency != "bsp":
-		return c, nt, usageError("--consistency %s: decentralised workers average synchronously with their neighbours", t.consistency)
-	case t.updater != "" && t.updater != "sgd":
-		return c, nt, usageError("--updater %s: decentralised workers take plain SGD steps (Alg. 2)", t.updater)
-	case j.Config.Bandwidth != nil:
-		return c, nt, usageError("--bandwidth-matrix: decentralised training takes --link-bandwidth only")
-	}
+	// The parameter server's flags (--servers, --consistency, --updater,
+	// --bandwidth-matrix, …) are not among its flags (dropServerFlags).
 	c.Workers, c.Topology, c.LocalSteps, c.Matcha, c.Budget = j.Config.Machines, d.topology, d.localSteps, d.matcha, d.budget
 	c.Order, c.Seed, c.Epochs, c.BatchWeighted = gossip.Order(d.order), j.Config.Seed, j.Config.MaxPasses, d.batchWeighted
 	c.LRDecay = d.lrDecay
@@ -186,6 +229,9 @@ func runDecentral(e *env, args []string) error {
 	df.register(f)
 	var d decentralFlags
 	d.register(f, 1, "")
+	dropServerFlags(f)
+	refusePSFlags(e, f)
+	f.sections = trainSections
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -290,6 +336,7 @@ func runBenchRCD(e *env, args []string) error {
 	df.register(f)
 	var d decentralFlags
 	d.register(f, 2, "1,2,4,8")
+	dropServerFlags(f)
 	runs := f.Int("runs", 5, "trainings per algorithm and sharding")
 	algorithms := f.String("algorithms", "d-psgd,matcha", "the algorithms to compare, each on random shards and on RCD-SGD's two: d-psgd, matcha or both")
 	out := f.String("o", "", "output directory of rcd.json and the plots")

@@ -24,6 +24,11 @@ type cmdFlags struct {
 	aliases map[string]string
 	// pos are the positional arguments parse found.
 	pos []string
+	// sections, when set, group the flags in -h (printSections).
+	sections []flagSection
+	// refused maps the flags this command does not take (drop, refuse)
+	// to why, for the error that names them.
+	refused map[string]string
 }
 
 func newFlags(e *env, name, usage, about string) *cmdFlags {
@@ -117,6 +122,11 @@ func argWord(lo, hi int) string {
 }
 
 func (f *cmdFlags) printUsage(w io.Writer) {
+	if f.sections != nil {
+		fmt.Fprintf(w, "Usage: %s\n\n%s\n", f.usage, f.about)
+		f.printSections(w, f.sections)
+		return
+	}
 	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", f.usage, f.about)
 	f.printFlags(w)
 }

@@ -324,6 +324,8 @@ func runTrain(e *env, args []string) error {
 	dep.logf = func(format string, args ...any) { fmt.Fprintf(e.errOut, "colo train: "+format+"\n", args...) }
 	var wf watchFlags
 	wf.register(f.FlagSet)
+	refuseDecentralFlags(e, f)
+	f.sections = trainSections
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
