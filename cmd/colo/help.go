@@ -20,7 +20,7 @@ type flagSection struct {
 var trainSections = []flagSection{
 	{"Mode", []string{"mode"}},
 	{"Data", []string{"test", "labels", "test-labels", "label-col", "header", "sep", "format", "index-base", "hash-bits",
-		"drop-self-loops", "holdout", "features"}},
+		"drop-self-loops", "holdout", "features", "memory-budget"}},
 	{"Model and training", []string{"app", "hidden", "conv-channels", "rank", "dim", "negatives", "uniform-negatives", "uniform-pool",
 		"eval-negatives", "updater", "lr", "l1", "l2", "lr-scaling", "lr-decay", "batch", "batch-weighted", "epochs", "max-passes",
 		"max-steps", "epsilon", "loss-target", "eval-every", "seed"}},
