@@ -65,6 +65,7 @@ func commands() []command {
 		{"train", "train a model (lr, mf, mlp, cnn) on a parameter server with the data placed, or compare placements; --mode decentralised: gossip without servers", runTrain},
 		{"node", "run a parameter-server node: scheduler, server, worker or machine", runNode},
 		{"launch", "start a parameter-server cluster of processes on loopback and run a smoke job", runLaunch},
+		{"run", "run K copies of a program linked with colo's client (python3 train.py) as the workers of a cluster on loopback", runRun},
 		{"version", "print the version, VCS revision and Go release of this build", runVersion},
 		{"completion", "print the script that completes colo's commands and flags in bash, zsh or fish", runCompletion},
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"colo/app"
+	torchkind "colo/clib/kind"
 	"colo/dashboard"
 	"colo/distparsa"
 	"colo/gossip/job"
@@ -163,7 +164,7 @@ func runNode(e *env, args []string) error {
 	kinds := launch.Kinds{launch.SmokeKind{}, deploy.Kind{Place: placed, Route: app.Route, Observe: func(c *train.Config) {
 		tr := metrics.NewTraining(reg)
 		c.Progress, c.Checked = tr.Pass, tr.Check
-	}}, distparsa.Kind{}, job.Kind{}}
+	}}, distparsa.Kind{}, job.Kind{}, torchkind.Kind{}}
 	if role == proto.RoleScheduler {
 		// The scheduler writes no JSON: under mpirun or srun every rank
 		// gets --json, and its address and end stay on standard output.

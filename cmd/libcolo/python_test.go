@@ -120,6 +120,46 @@ func TestPython(t *testing.T) {
 	}
 }
 
+// TestColoRun runs colo run with the BSP scenario as its program: two
+// machines (each Python worker hosting a server), then two servers apart
+// from three workers; and a program that fails, which colo run names.
+func TestColoRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the C library and colo, and runs Python: not in -short")
+	}
+	py := python(t)
+	lib := buildLibrary(t)
+	colo := filepath.Join(t.TempDir(), "colo")
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if out, err := exec.Command(gobin, "build", "-o", colo, "../colo").CombinedOutput(); err != nil {
+		t.Fatalf("go build colo: %v\n%s", err, out)
+	}
+	for _, shape := range []struct {
+		args    []string
+		workers int
+	}{{[]string{"--machines", "2"}, 2}, {[]string{"--machines", "3", "--servers", "2"}, 3}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		args := append(append([]string{"run"}, shape.args...), "--rule", "sgd", "--lr", "0.5", "--", py, "tests/cluster_worker.py", "bsp")
+		cmd := exec.CommandContext(ctx, colo, args...)
+		cmd.Dir = "../../python"
+		cmd.Env = pyEnv(lib)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("colo %v: %v\n%s", args, err, out)
+		}
+		if n := strings.Count(string(out), "] ok"); n != shape.workers {
+			t.Errorf("colo %v: %d workers said ok:\n%s", args, n, out)
+		}
+	}
+	cmd := exec.Command(colo, "run", "--machines", "2", "--", py, "-c", "import sys; sys.exit(3)")
+	cmd.Env = pyEnv(lib)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "exit status 3") || !strings.Contains(string(out), "machine") {
+		t.Errorf("colo run of a failing program: %v\n%s", err, out)
+	}
+}
+
 func lastLines(b []byte, n int) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")

@@ -1,7 +1,7 @@
 """One worker of a multi-worker test of colo's Python client. The test
 that starts it (cmd/libcolo's TestPythonCluster) runs a scheduler and
 servers and sets COLO_SCHEDULER, COLO_TOKEN, COLO_RANK, COLO_RULE and
-COLO_TEST_SCENARIO:
+COLO_TEST_SCENARIO (or the first argument, under colo run):
 
 * bsp: K workers train an EmbeddingBag and a dense layer under BSP, each on
   its share of every batch; the model must equal the one a single process
@@ -108,7 +108,8 @@ def async_sums():
 
 if __name__ == "__main__":
     try:
-        {"bsp": bsp, "async": async_sums}[os.environ["COLO_TEST_SCENARIO"]]()
+        scenario = os.environ.get("COLO_TEST_SCENARIO") or sys.argv[1]
+        {"bsp": bsp, "async": async_sums}[scenario]()
     except Exception as e:
         print("FAIL: %s: %s" % (type(e).__name__, e), file=sys.stderr)
         sys.exit(1)
