@@ -220,3 +220,30 @@ func TestLibSVMDenseClaimsMoreThanTheBudget(t *testing.T) {
 		t.Fatalf("within the budget: %v", err)
 	}
 }
+
+// TestIDXWidthTheModelRefuses: the model's check of the width is asked
+// from the header, before the data is read.
+func TestIDXWidthTheModelRefuses(t *testing.T) {
+	dir := t.TempDir()
+	images := filepath.Join(dir, "i.idx")
+	labels := filepath.Join(dir, "l.idx")
+	os.WriteFile(images, idxBytes(IDXUint8, []int{2, 30, 40}, make([]byte, 2400)), 0o644)
+	os.WriteFile(labels, idxBytes(IDXUint8, []int{2}, []byte{0, 1}), 0o644)
+	lo := DefaultLoadOptions()
+	lo.Labels = labels
+	asked := 0
+	lo.CheckDim = func(d int) error {
+		asked = d
+		if d > 1000 {
+			return fmt.Errorf("%d features: too wide", d)
+		}
+		return nil
+	}
+	if _, err := Load(images, lo); err == nil || asked != 1200 || !strings.Contains(err.Error(), "dimensions 2×30×40 give samples of 1200 features: 1200 features: too wide") {
+		t.Fatalf("asked %d: %v", asked, err)
+	}
+	lo.CheckDim = func(int) error { return nil }
+	if d, err := Load(images, lo); err != nil || d.Dim != 1200 {
+		t.Fatalf("accepted: %v", err)
+	}
+}

@@ -126,6 +126,13 @@ func ReadIDX(r io.Reader, name string) (*IDX, error) {
 // Len()·(ElemSize+4) bytes). The data's buffer then grows as the data
 // arrives, so a stream that ends early costs what it held.
 func ReadIDXBounded(r io.Reader, name string, memory, size int64) (*IDX, error) {
+	return readIDX(r, name, memory, size, nil)
+}
+
+// readIDX is ReadIDXBounded for images that a model takes: checkDim, when
+// not nil, is asked whether it can take samples of the features that the
+// dimensions after the first give, before the data is read.
+func readIDX(r io.Reader, name string, memory, size int64, checkDim func(dim int) error) (*IDX, error) {
 	fail := func(format string, args ...any) error {
 		return &ParseError{File: name, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -153,6 +160,15 @@ func ReadIDXBounded(r io.Reader, name string, memory, size int64) (*IDX, error) 
 			return nil, fail("dimensions %s declare more than 2^36 elements", dimString(t.Dims[:i+1]))
 		}
 		elems *= int64(t.Dims[i])
+	}
+	if checkDim != nil && len(t.Dims) > 1 {
+		dim := int64(1)
+		for _, k := range t.Dims[1:] {
+			dim = min(dim*int64(k), maxIDXElements) // bounded above: no overflow
+		}
+		if err := checkDim(int(dim)); err != nil {
+			return nil, fail("dimensions %s give samples of %d features: %v", dimString(t.Dims), dim, err)
+		}
 	}
 	esize := int64(ElemSize(typ))
 	want := elems * esize

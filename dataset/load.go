@@ -135,7 +135,7 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 		if o.Labels == "" {
 			return nil, fmt.Errorf("%s: idx data needs a label file", path)
 		}
-		images, err := ReadIDXBounded(r, path, o.Memory, size)
+		images, err := readIDX(r, path, o.Memory, size, o.CheckDim)
 		if err != nil {
 			return nil, err
 		}
