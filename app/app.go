@@ -28,8 +28,10 @@ import (
 	"colo/app/lr"
 	"colo/app/mf"
 	"colo/dataset"
+	"colo/features"
 	"colo/graph"
 	"colo/placement"
+	"colo/table"
 	"colo/train"
 )
 
@@ -213,8 +215,14 @@ func CheckPlacement(name, spec string) error {
 	return s.CheckPlacement(spec)
 }
 
-// LoadGraphs reads the training and test graphs of a job.
+// LoadGraphs reads the training and test graphs of a job: with a
+// feature spec (job.Data.Load.Spec) the training rows of the training
+// table, and the test table's rows or, without one, the training table's
+// test rows (none without a test predicate).
 func LoadGraphs(job train.Job) (*Data, error) {
+	if sp := job.Data.Load.Spec; sp != nil {
+		return loadTables(job.Data.Train, job.Data.Test, sp, features.TableOptions(job.Data.Load.MemoryBudget))
+	}
 	opt := job.Data.Load.Graph()
 	g, err := graph.Load(job.Data.Train, opt)
 	if err != nil {
@@ -225,6 +233,26 @@ func LoadGraphs(job train.Job) (*Data, error) {
 		if out.TestGraph, err = graph.Load(job.Data.Test, opt); err != nil {
 			return nil, err
 		}
+	}
+	return out, nil
+}
+
+// loadTables reads the graphs of a job on tables through the fitted spec
+// sp.
+func loadTables(trainFile, testFile string, sp *features.Fitted, opt table.Options) (*Data, error) {
+	g, err := sp.Graph(trainFile, features.Train, opt)
+	if err != nil {
+		return nil, err
+	}
+	out := &Data{Graph: g}
+	switch {
+	case testFile != "":
+		out.TestGraph, err = sp.Graph(testFile, features.All, opt)
+	case sp.Spec.Test != "":
+		out.TestGraph, err = sp.Graph(trainFile, features.Test, opt)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -37,8 +37,12 @@ var errNoData = errors.New("no data line (only blank and comment lines)")
 //   - Criteo: at least 14 tab-separated fields, the first 0 or 1.
 //
 // A first data line cut off at the end of head is judged on its complete
-// tokens. Any other content is an error that quotes the line.
+// tokens. A Parquet file (its magic bytes) is an error that says to read
+// it as a table. Any other content is an error that quotes the line.
 func DetectFormat(head []byte) (Format, error) {
+	if bytes.HasPrefix(head, []byte("PAR1")) {
+		return FormatAuto, errors.New("a Parquet table: read it through feature columns (--spec, package features)")
+	}
 	rest := head
 	for n := 1; len(rest) > 0; n++ {
 		line := rest

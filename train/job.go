@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"colo/features"
 	"colo/graph"
 )
 
@@ -53,7 +54,8 @@ type Data struct {
 	Load LoadOptions `json:"load"`
 }
 
-// LoadOptions are graph.LoadOptions as a job file spells them.
+// LoadOptions are graph.LoadOptions as a job file spells them, and the
+// feature columns of a table.
 type LoadOptions struct {
 	Format        string `json:"format,omitempty"`
 	IndexBase     int    `json:"index_base"`
@@ -62,6 +64,12 @@ type LoadOptions struct {
 	// MemoryBudget is graph.LoadOptions.Memory (and the dense loaders'
 	// dataset.LoadOptions.Memory): 0 for each machine's default.
 	MemoryBudget int64 `json:"memory_budget,omitempty"`
+	// Spec, when set, reads the files as tables (Parquet, CSV, JSON
+	// lines) through these fitted feature columns (package features):
+	// the training file's training rows, and the test file's rows (or,
+	// without a test file, the training file's test rows when the spec
+	// has a test predicate).
+	Spec *features.Fitted `json:"spec,omitempty"`
 }
 
 // Graph returns the options as graph.Load takes them.
@@ -97,6 +105,11 @@ func (j Job) Validate() error {
 	}
 	if err := j.Data.Load.Graph().Validate(); err != nil {
 		return fmt.Errorf("train: job: data.load: %w", err)
+	}
+	if sp := j.Data.Load.Spec; sp != nil {
+		if err := sp.Validate(); err != nil {
+			return fmt.Errorf("train: job: data.load.spec: %w", err)
+		}
 	}
 	if j.Placement == "" {
 		return errors.New("train: job: placement is empty: want a partitioner or a directory written by colo partition")

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"colo/features"
 	"colo/graph"
 	"colo/internal/membudget"
+	"colo/table"
 )
 
 // cmdFlags is a flag set for one subcommand with its usage text.
@@ -138,6 +140,10 @@ type dataFlags struct {
 	noSelf    bool
 	hashBits  int
 	memory    string
+	// spec is --spec: feature columns that read the file as a table.
+	spec string
+	// fitted is the spec fitted by load (or read from --spec's file).
+	fitted *features.Fitted
 }
 
 func (d *dataFlags) register(f *cmdFlags) {
@@ -146,6 +152,7 @@ func (d *dataFlags) register(f *cmdFlags) {
 	f.BoolVar(&d.noSelf, "drop-self-loops", false, "snap: drop edges from a node to itself")
 	f.IntVar(&d.hashBits, "hash-bits", graph.DefaultHashBits, "criteo: hash features into 2^b buckets")
 	registerMemoryBudget(f, &d.memory)
+	f.StringVar(&d.spec, "spec", "", "read FILE as a table (Parquet, CSV, JSON lines) through feature columns: a `SPEC` such as\n'delay > 15 ~ origin + destination + origin*destination + hour(date) + quantile(distance, 16); test: date >= 2001-06-01',\na JSON file of one, or the features.json a placement saved (docs/ctr.md); the training rows are read")
 }
 
 // registerMemoryBudget registers --memory-budget (membudget.Flag), the
@@ -187,9 +194,59 @@ func (d *dataFlags) options() (graph.LoadOptions, error) {
 // returns it with the time the loading took (not the checking of the
 // flags). Bad flags are usage errors; a bad file names the file and line.
 func (d *dataFlags) load(path string) (*graph.Graph, time.Duration, error) {
+	if d.spec != "" {
+		start := time.Now()
+		fit, err := d.fit(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		topt, err := d.tableOptions()
+		if err != nil {
+			return nil, 0, err
+		}
+		g, err := fit.Graph(path, features.Train, topt)
+		if err != nil {
+			return nil, 0, err
+		}
+		return g, time.Since(start), nil
+	}
 	opt, err := d.options()
 	if err != nil {
 		return nil, 0, err
 	}
 	return loadGraph(path, opt)
+}
+
+// fit returns the fitted feature columns of --spec for the table at path:
+// the spec's file when it is a fitted spec (the features.json of a
+// placement), otherwise the spec fitted on the table's training rows.
+func (d *dataFlags) fit(path string) (*features.Fitted, error) {
+	if d.fitted != nil {
+		return d.fitted, nil
+	}
+	spec, fitted, err := features.Read(d.spec)
+	if err != nil {
+		return nil, usageError("--spec: %v", err)
+	}
+	if fitted == nil {
+		topt, err := d.tableOptions()
+		if err != nil {
+			return nil, err
+		}
+		if fitted, err = features.Fit(path, spec, topt); err != nil {
+			return nil, err
+		}
+	}
+	d.fitted = fitted
+	return fitted, nil
+}
+
+// tableOptions returns the options of a table's reader: --memory-budget
+// bounds each row group (or batch of lines) it reads.
+func (d *dataFlags) tableOptions() (table.Options, error) {
+	limit, err := parseMemoryBudget(d.memory)
+	if err != nil {
+		return table.Options{}, err
+	}
+	return features.TableOptions(limit), nil
 }

@@ -66,11 +66,20 @@ func runPartition(e *env, args []string) error {
 	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
 		return err
 	}
+	if df.spec != "" && ps.processes > 0 {
+		return usageError("--spec with --processes: the machines read libsvm, SNAP or Criteo text; place a table on one machine")
+	}
 	if ps.processes > 0 {
 		if opt.Directions {
 			return usageError("--directions with --processes: the machines write the placement; balance it with colo partition --directions on one machine, or in colo train")
 		}
 		return ps.runProcesses(e, f, pos[0], *out, *algo, opt, &df, &mf, j)
+	}
+	if df.spec != "" && !strings.EqualFold(mf.memory, "off") && !strings.EqualFold(mf.memory, "auto") && mf.memory != "" {
+		return usageError("--memory %s with --spec: a table is placed in memory (one row group read at a time); out of core placement reads libsvm, SNAP or Criteo text", mf.memory)
+	}
+	if df.spec != "" {
+		mf.memory = "off"
 	}
 	if memCap, ok, err := mf.cap(pos[0], *algo); err != nil {
 		return err
@@ -137,6 +146,12 @@ func runPartition(e *env, args []string) error {
 	}
 	if err := placement.WriteDir(*out, g, p, json.RawMessage(stamped)); err != nil {
 		return err
+	}
+	if df.fitted != nil {
+		// The feature columns the parameter ids of param.part are of.
+		if err := df.fitted.Save(*out); err != nil {
+			return err
+		}
 	}
 	if j.path != "" {
 		if err := writeJSON(e, j.path, s); err != nil {

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"colo/app/mf"
 	"colo/app/sparse"
 	"colo/checkpoint"
+	"colo/features"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
@@ -137,6 +140,9 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 		return job, err
 	}
 	job.Data = train.Data{Train: data, Test: t.test, Load: train.LoadOptionsOf(lopt)}
+	if job.Data.Load.Spec, err = t.tableSpec(data, df); err != nil {
+		return job, err
+	}
 	job.Placement = cmp.Or(t.place, job.Placement)
 	cfg := &job.Config
 	if t.machines < 1 {
@@ -351,6 +357,15 @@ func runTrain(e *env, args []string) error {
 	if err := job.Config.Checkpoint.CheckDirs(); err != nil {
 		return usageError("--checkpoint: %v", err)
 	}
+	if sp, dir := job.Data.Load.Spec, job.Config.Checkpoint.Dir; sp != nil && dir != "" {
+		// A resumed job reads the table with the same feature columns.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := sp.Save(dir); err != nil {
+			return err
+		}
+	}
 	if dir := job.Config.Checkpoint.Resume; dir != "" {
 		m, refused, err := checkpoint.Latest(dir)
 		for _, r := range refused {
@@ -379,6 +394,45 @@ func runTrain(e *env, args []string) error {
 		return err
 	}
 	return reportRuns(e, runs, filepath.Base(pos[0]), t.json.path, t.svgOut)
+}
+
+// tableSpec returns the fitted feature columns that a job on the table
+// data reads it with: those saved with the checkpoint it resumes or with
+// its placement directory (whose parameter ids are theirs), or else
+// --spec fitted on the table's training rows; nil without any (the file
+// is not read as a table). A --spec that differs from the saved one is
+// refused.
+func (t *trainFlags) tableSpec(data string, df dataFlags) (*features.Fitted, error) {
+	for _, dir := range []string{t.ckpt.Resume, t.place} {
+		if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
+			continue
+		}
+		saved, err := features.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		if saved == nil {
+			continue
+		}
+		if df.spec != "" {
+			spec, fitted, err := features.Read(df.spec)
+			if err != nil {
+				return nil, usageError("--spec: %v", err)
+			}
+			if fitted != nil {
+				spec = fitted.Spec
+			}
+			if !reflect.DeepEqual(spec, saved.Spec) {
+				return nil, usageError("--spec %q differs from %q, the spec %s was written with: its parameter ids would not match; leave --spec out to read with the saved one",
+					spec.Compact(), saved.Spec.Compact(), filepath.Join(dir, features.FileName))
+			}
+		}
+		return saved, nil
+	}
+	if df.spec == "" {
+		return nil, nil
+	}
+	return df.fit(data)
 }
 
 // placements returns the placements to train on: --compare's, or

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"colo/features"
+)
+
+// flightRow is a row of the Parquet table the tests write.
+type flightRow struct {
+	Date   time.Time `parquet:"date,timestamp(microsecond)"`
+	Delay  int64     `parquet:"delay"`
+	Dist   int64     `parquet:"distance"`
+	Origin string    `parquet:"origin"`
+	Dest   string    `parquet:"destination"`
+}
+
+// flightTable writes n flights whose delay depends on the origin and the
+// hour to a Parquet file (row groups of 100 rows) and returns its path.
+func flightTable(t *testing.T, n int) string {
+	t.Helper()
+	airports := []string{"SEA", "SFO", "LAX", "ORD", "JFK", "ATL", "DEN", "BOS"}
+	rows := make([]flightRow, n)
+	for i := range rows {
+		o, d := i%8, (i*3+1)%8
+		date := time.Date(2001, time.Month(1+i*6/n), 1+i%28, i%24, 0, 0, 0, time.UTC)
+		delay := int64(-10 + 6*o + i%24 + (i*7919)%11)
+		rows[i] = flightRow{date, delay, int64(100 * (1 + (o+d)%5)), airports[o], airports[d]}
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[flightRow](&buf, parquet.MaxRowsPerRowGroup(100), parquet.Compression(&parquet.Snappy))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "flights.parquet")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const flightSpec = "delay > 15 ~ origin + destination + origin*destination + hour(date) + weekday(date) + quantile(distance, 4); test: date >= 2001-06-01"
+
+func TestTableCommands(t *testing.T) {
+	data := flightTable(t, 600)
+	// 500 training rows (January to May), 100 test rows (June).
+	code, out, errOut := colo(t, "stats", "--spec", flightSpec, "--json", data)
+	if code != 0 {
+		t.Fatalf("stats exit %d: %s", code, errOut)
+	}
+	var st struct {
+		Samples int    `json:"samples"`
+		Edges   int64  `json:"edges"`
+		Format  string `json:"format"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Samples != 500 || st.Edges != 6*500 || st.Format != "table" {
+		t.Fatalf("stats --json = %.300s: %+v, %v", out, st, err)
+	}
+	if code, _, errOut := colo(t, "stats", data); code == 0 || !strings.Contains(errOut, "--spec") {
+		t.Fatalf("stats of a Parquet file without --spec: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := colo(t, "stats", "--spec", "delay > 15 ~ carrier", data); code == 0 || !strings.Contains(errOut, `column "carrier": no such column`) {
+		t.Fatalf("an unknown column: exit %d, %s", code, errOut)
+	}
+
+	if code, _, errOut := colo(t, "stats", "--spec", flightSpec, "--memory-budget", "4KiB", data); code == 0 || !strings.Contains(errOut, "row group 0: column") || !strings.Contains(errOut, "beyond the memory budget") {
+		t.Fatalf("a row group larger than the memory budget: exit %d, %s", code, errOut)
+	}
+	dir := filepath.Join(t.TempDir(), "p")
+	if code, _, errOut := colo(t, "partition", "-k", "2", "--spec", flightSpec, data, "-o", dir); code != 0 {
+		t.Fatalf("partition exit %d: %s", code, errOut)
+	}
+	saved, err := features.Load(dir)
+	if err != nil || saved == nil || saved.Rows != 500 {
+		t.Fatalf("the placement's features.json: %+v, %v", saved, err)
+	}
+	if code, _, errOut := colo(t, "eval", "--spec", filepath.Join(dir, features.FileName), data,
+		"--data-part", filepath.Join(dir, "data.part"), "--param-part", filepath.Join(dir, "param.part")); code != 0 {
+		t.Fatalf("eval exit %d: %s", code, errOut)
+	}
+	svm := filepath.Join(t.TempDir(), "flights.svm")
+	if code, _, errOut := colo(t, "convert", "--spec", flightSpec, "--to", "libsvm", data, "-o", svm); code != 0 {
+		t.Fatalf("convert exit %d: %s", code, errOut)
+	}
+	if b, err := os.ReadFile(svm); err != nil || bytes.Count(b, []byte("\n")) != 500 {
+		t.Fatalf("converted: %d lines, %v", bytes.Count(b, []byte("\n")), err)
+	}
+
+	// Training on the placement reads the table with its saved spec
+	// (no --spec) and scores the June rows.
+	code, out, errOut = colo(t, "train", "--app", "lr", "--machines", "2", "--placement", dir, "--batch", "50",
+		"--max-passes", "5", "--json", "-", data)
+	if code != 0 {
+		t.Fatalf("train exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Samples int      `json:"test_samples"`
+		AUC     *float64 `json:"test_auc"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("train --json: %v", err)
+	}
+	if res.Samples != 100 || res.AUC == nil || *res.AUC < 0.8 {
+		t.Fatalf("train --json: %d test samples, AUC %v: want the 100 June rows scored with an AUC of at least 0.8", res.Samples, res.AUC)
+	}
+	t.Logf("test AUC %.4f", *res.AUC)
+	// A checkpointed job keeps the spec beside its checkpoints, for
+	// --resume.
+	ck := filepath.Join(t.TempDir(), "ck")
+	if code, _, errOut := colo(t, "train", "--app", "lr", "--machines", "2", "--spec", flightSpec, "--batch", "100",
+		"--max-passes", "2", "--checkpoint", ck, "--checkpoint-every", "5", data); code != 0 {
+		t.Fatalf("train --checkpoint exit %d: %s", code, errOut)
+	}
+	if f, err := features.Load(ck); err != nil || f == nil || f.Spec.Compact() != saved.Spec.Compact() {
+		t.Fatalf("the checkpoint's features.json: %+v, %v", f, err)
+	}
+	other := strings.Replace(flightSpec, "quantile(distance, 4)", "log(distance)", 1)
+	if code, _, errOut := colo(t, "train", "--app", "lr", "--machines", "2", "--placement", dir, "--spec", other, data); code == 0 || !strings.Contains(errOut, "differs from") {
+		t.Fatalf("train with a --spec other than the placement's: exit %d, %s", code, errOut)
+	}
+}

@@ -1,0 +1,305 @@
+package features
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"colo/graph"
+	"colo/table"
+)
+
+// row is a row of the tables the tests write.
+type row struct {
+	Date   time.Time `parquet:"date,timestamp(microsecond)"`
+	Delay  *int64    `parquet:"delay,optional"`
+	Dist   int64     `parquet:"distance"`
+	Origin string    `parquet:"origin"`
+	Dest   string    `parquet:"destination"`
+	Score  float64   `parquet:"score"`
+}
+
+// tinyRows are six flights; the one on June 2 has no delay.
+func tinyRows() []row {
+	d := func(v int64) *int64 { return &v }
+	at := func(m, day, h int) time.Time { return time.Date(2001, time.Month(m), day, h, 0, 0, 0, time.UTC) }
+	return []row{
+		{at(1, 1, 8), d(20), 100, "SEA", "SFO", 0.5},  // Monday
+		{at(1, 2, 9), d(-5), 800, "SFO", "SEA", 1.5},  // Tuesday
+		{at(2, 3, 17), d(16), 100, "SEA", "LAX", 2.5}, // Saturday
+		{at(3, 4, 23), d(0), 2500, "LAX", "SEA", 3.5}, // Sunday
+		{at(6, 1, 6), d(30), 800, "SEA", "SFO", 4.5},  // Friday: test
+		{at(6, 2, 7), nil, 100, "ORD", "SEA", 5.5},    // no label
+	}
+}
+
+// writeTable writes rows as Parquet (groups of two rows) and as CSV in
+// dir and returns their paths.
+func writeTable(t *testing.T, dir string, rows []row) (pq, csv string) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[row](&buf, parquet.MaxRowsPerRowGroup(2), parquet.Compression(&parquet.Zstd))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pq = filepath.Join(dir, "t.parquet")
+	if err := os.WriteFile(pq, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var c strings.Builder
+	c.WriteString("date,delay,distance,origin,destination,score\n")
+	for _, r := range rows {
+		delay := ""
+		if r.Delay != nil {
+			delay = strings.TrimSpace(strings.ReplaceAll(string(json.RawMessage(mustJSON(*r.Delay))), "\"", ""))
+		}
+		c.WriteString(r.Date.Format("2006-01-02 15:04:05") + "," + delay + "," + string(mustJSON(r.Dist)) + "," + r.Origin + "," + r.Dest + "," + string(mustJSON(r.Score)) + "\n")
+	}
+	csv = filepath.Join(dir, "t.csv")
+	if err := os.WriteFile(csv, []byte(c.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return pq, csv
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+const tinySpec = "delay > 15 ~ origin + origin*destination + hour(date) + weekday(date) + month(date) + quantile(distance, 4) + log(distance); test: date >= 2001-06-01"
+
+func TestParseRoundTrip(t *testing.T) {
+	s, err := Parse(tinySpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Spec{
+		Label: "delay > 15",
+		Test:  "date >= 2001-06-01",
+		Features: []Feature{
+			{Columns: []string{"origin"}},
+			{Columns: []string{"origin", "destination"}},
+			{Columns: []string{"date"}, Transform: Hour},
+			{Columns: []string{"date"}, Transform: Weekday},
+			{Columns: []string{"date"}, Transform: Month},
+			{Columns: []string{"distance"}, Transform: Quantile, Buckets: 4},
+			{Columns: []string{"distance"}, Transform: Log},
+		},
+	}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("Parse = %+v\nwant %+v", s, want)
+	}
+	back, err := Parse(s.Compact())
+	if err != nil || !reflect.DeepEqual(back, s) {
+		t.Fatalf("Parse(Compact()) = %+v, %v", back, err)
+	}
+	for _, bad := range []struct{ in, want string }{
+		{" ~ origin", "label is empty"},
+		{"delay > 15", "want LABEL ~ FEATURE"},
+		{"delay > 15 ~ origin + ", "empty feature"},
+		{"delay > 15 ~ sqrt(distance)", "unknown transform"},
+		{"delay > 15 ~ hour(date*origin)", "only category and hash cross"},
+		{"delay > 15 ~ quantile(distance, 1)", "buckets 1"},
+		{"delay > 15 ~ origin + origin", "the same as feature 1"},
+		{"delay >> 15 ~ origin", "label"},
+		{"delay > 15 ~ origin; date > 3", "test:"},
+	} {
+		if _, err := Parse(bad.in); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Parse(%q) = %v, want an error with %q", bad.in, err, bad.want)
+		}
+	}
+}
+
+// edges returns the sorted parameter ids of each sample of g.
+func edges(g *graph.Graph) [][]uint64 {
+	out := make([][]uint64, g.NumSamples())
+	for u := range out {
+		for _, v := range g.Params(u) {
+			out[u] = append(out[u], g.ParamID(int(v)))
+		}
+	}
+	return out
+}
+
+func TestFitAndGraphByHand(t *testing.T) {
+	pq, csv := writeTable(t, t.TempDir(), tinyRows())
+	s, err := Parse(tinySpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{pq, csv} {
+		t.Run(filepath.Ext(path), func(t *testing.T) {
+			f, err := Fit(path, s, table.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Training rows: the first four. origin: other, LAX, SEA, SFO.
+			// crosses: other, LAX·SEA, SEA·LAX, SEA·SFO, SFO·SEA. Quantile
+			// edges of {100, 800, 100, 2500} at 1/4, 2/4, 3/4: 100, 800,
+			// 2500, less the smallest: 800, 2500.
+			wantFields := []Field{
+				{Name: "origin", Base: 0, Size: 4, Dict: []string{"LAX", "SEA", "SFO"}},
+				{Name: "origin*destination", Base: 4, Size: 5, Dict: []string{"LAX\x1fSEA", "SEA\x1fLAX", "SEA\x1fSFO", "SFO\x1fSEA"}},
+				{Name: "hour(date)", Base: 9, Size: 24},
+				{Name: "weekday(date)", Base: 33, Size: 7},
+				{Name: "month(date)", Base: 40, Size: 12},
+				{Name: "quantile(distance, 4)", Base: 52, Size: 3, Edges: []float64{800, 2500}},
+				{Name: "log(distance)", Base: 55, Size: 128},
+			}
+			if !reflect.DeepEqual(f.Fields, wantFields) || f.Params != 183 || f.Rows != 4 {
+				t.Fatalf("fitted %+v (params %d, rows %d)", f.Fields, f.Params, f.Rows)
+			}
+			g, err := f.Graph(path, Train, table.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Row 1: SEA (2), SEA·SFO (4+3), 8h (9+8), Monday (33+1),
+			// January (40), 100 in bucket 0 (52), 100 has 7 bits (55+7).
+			want := [][]uint64{
+				{2, 7, 17, 34, 40, 52, 62},
+				{3, 8, 18, 35, 40, 53, 65},
+				{2, 6, 26, 39, 41, 52, 62},
+				{1, 5, 32, 33, 42, 54, 67},
+			}
+			if got := edges(g); !reflect.DeepEqual(got, want) {
+				t.Fatalf("edges %v\nwant %v", got, want)
+			}
+			if !reflect.DeepEqual(g.Labels(), []float64{1, 0, 1, 0}) {
+				t.Fatalf("labels %v", g.Labels())
+			}
+			test, err := f.Graph(path, Test, table.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The test row: SEA·SFO known; the unlabelled ORD row is left out.
+			if got := edges(test); !reflect.DeepEqual(got, [][]uint64{{2, 7, 15, 38, 45, 53, 65}}) || test.Label(0) != 1 {
+				t.Fatalf("test edges %v labels %v", got, test.Labels())
+			}
+		})
+	}
+}
+
+func TestFittedSaveLoad(t *testing.T) {
+	dir := t.TempDir()
+	pq, _ := writeTable(t, dir, tinyRows())
+	s, _ := Parse("delay ~ origin + hash(origin*destination, 4) + std(score) + raw(distance) + 1")
+	f, err := Fit(pq, s, table.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(dir)
+	if err != nil || !reflect.DeepEqual(back, f) {
+		t.Fatalf("Load = %+v, %v\nwant %+v", back, err, f)
+	}
+	spec, fitted, err := Read(filepath.Join(dir, FileName))
+	if err != nil || fitted == nil || !reflect.DeepEqual(spec, s) {
+		t.Fatalf("Read of a fitted spec: %v %v", fitted, err)
+	}
+	g, err := f.Graph(pq, All, table.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.NumSamples() != 5 || !g.HasValues() {
+		t.Fatalf("%v, values %v", g, g.HasValues())
+	}
+	// Every row has the bias, the last id.
+	for u := range g.NumSamples() {
+		ps := g.Params(u)
+		if g.ParamID(int(ps[len(ps)-1])) != f.Params-1 {
+			t.Fatalf("row %d has no bias", u)
+		}
+	}
+	// std(score): mean 2.5 of the five labelled scores 0.5..4.5.
+	if fd := f.Fields[2]; fd.Mean != 2.5 {
+		t.Fatalf("std mean %v", fd.Mean)
+	}
+	bad := *f
+	bad.Params++
+	data, _ := json.Marshal(&bad)
+	if _, err := DecodeFitted(data); err == nil {
+		t.Fatal("a fitted spec with the wrong count of parameters decoded")
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	pq, csv := writeTable(t, t.TempDir(), tinyRows())
+	for _, c := range []struct {
+		spec, path, want string
+	}{
+		{"delay > 15 ~ carrier", pq, `column "carrier": no such column`},
+		{"delay > 15 ~ score", pq, `feature 1 (score): column "score" holds floats`},
+		{"delay > 15 ~ quantile(origin)", pq, `column "origin" holds strings: quantile wants numbers`},
+		{"delay > 15 ~ hour(distance)", pq, `column "distance" holds integer values: hour wants a timestamp`},
+		{"origin ~ destination", pq, `label: column "origin" holds strings`},
+		{"origin > 3 ~ destination", pq, `holds strings: compare it with == or !=, not >`},
+		{"distance == \"far\" ~ destination", pq, `"far" is not a number`},
+		{"delay > 15 ~ origin; test: date >= soon", pq, `"soon" is not a date`},
+		{"delay > 15 ~ origin; test: date >= 2002-01-01", pq, "no test rows"},
+		{"delay > 15 ~ origin; test: date >= 2000-01-01", pq, "no training rows"},
+		{"delay > 15 ~ quantile(origin)", csv, `t.csv: line 2: column "origin": "SEA" is not a finite number`},
+		{"delay > 15 ~ hour(origin)", csv, `t.csv: line 2: column "origin": "SEA" is not a time`},
+	} {
+		s, err := Parse(c.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		err = func() error {
+			f, err := Fit(c.path, s, table.DefaultOptions())
+			if err != nil {
+				return err
+			}
+			if _, err := f.Graph(c.path, Train, table.DefaultOptions()); err != nil {
+				return err
+			}
+			_, err = f.Graph(c.path, Test, table.DefaultOptions())
+			return err
+		}()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s on %s: %v, want an error with %s", c.spec, filepath.Base(c.path), err, c.want)
+		}
+	}
+}
+
+func TestBucketAndLog(t *testing.T) {
+	edges := []float64{10, 20}
+	for x, want := range map[float64]int{-1: 0, 9.9: 0, 10: 1, 15: 1, 20: 2, 1e9: 2} {
+		if got := bucket(edges, x); got != want {
+			t.Errorf("bucket(%v) = %d, want %d", x, got, want)
+		}
+	}
+	for x, want := range map[float64]uint64{0: 0, 0.5: 0, 1: 1, 3: 2, 4: 3, 1e300: 63, -1: 65, -4: 67} {
+		if got := logBucket(x); got != want {
+			t.Errorf("logBucket(%v) = %d, want %d", x, got, want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(tinySpec)
+	f.Add("y ~ hash(a*b, 3) + std(`c d`) + 1; test: t == \"x\"")
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := Parse(text)
+		if err != nil {
+			return
+		}
+		back, err := Parse(s.Compact())
+		if err != nil {
+			t.Fatalf("Parse(%q) = %+v, whose compact form %q does not parse: %v", text, s, s.Compact(), err)
+		}
+		_ = back
+	})
+}
