@@ -79,8 +79,8 @@ func sparse(name, summary string, defaults func(*train.Job) error, open func(tra
 
 // placeGraph places the training graph of a sparse application.
 func placeGraph(job train.Job, _ train.App, d *Data) (*placement.Placement, float64, error) {
-	if !job.Config.Colocated() {
-		return nil, 0, fmt.Errorf("%s places each sample and parameter on one of the same machines: servers apart from the workers (config.servers %d) are for the dense models", job.App, job.Config.Servers)
+	if c := job.Config; !c.Colocated() && c.Servers != c.Machines {
+		return nil, 0, fmt.Errorf("%s places each sample and parameter on one of K machines: servers apart from the workers (config.servers %d) must be as many as the workers (config.machines %d), server i holding the parameters of machine i", job.App, c.Servers, c.Machines)
 	}
 	return Place(job, d.Graph)
 }

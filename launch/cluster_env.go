@@ -30,8 +30,9 @@ const DefaultSchedulerPort = 7070
 //  3. ps-lite's DMLC_* variables, as dmlc-submit, dmlc-tracker and
 //     Kubernetes operators written for ps-lite set them: DMLC_ROLE,
 //     DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT, DMLC_NUM_SERVER and
-//     DMLC_NUM_WORKER (all five or none), DMLC_NODE_HOST and
-//     DMLC_INTERFACE;
+//     DMLC_NUM_WORKER (all five or none), DMLC_TASK_ID (the rank: worker
+//     i is task i, server i task W+i, as dmlc-core's trackers number
+//     them), DMLC_NODE_HOST and DMLC_INTERFACE;
 //  4. an MPI or Slurm launcher's rank and size (see Launcher), when no
 //     role is given: rank 0 is the scheduler, the others servers and
 //     workers or machines;
@@ -169,6 +170,8 @@ type dmlc struct {
 	role, uri, port string
 	servers         int
 	workers         int
+	// task is DMLC_TASK_ID, −1 when unset.
+	task int
 }
 
 // dmlcEnv reads the DMLC variables: nil when none of the core five is set,
@@ -190,7 +193,14 @@ func dmlcEnv(getenv func(string) string) (*dmlc, error) {
 		return nil, fmt.Errorf("the DMLC environment is incomplete: %s set but not %s (ps-lite's launchers set all of %s)",
 			strings.Join(have, ", "), strings.Join(missing, ", "), strings.Join(dmlcCore, ", "))
 	}
-	d := &dmlc{role: strings.ToLower(getenv("DMLC_ROLE")), uri: getenv("DMLC_PS_ROOT_URI"), port: getenv("DMLC_PS_ROOT_PORT")}
+	d := &dmlc{role: strings.ToLower(getenv("DMLC_ROLE")), uri: getenv("DMLC_PS_ROOT_URI"), port: getenv("DMLC_PS_ROOT_PORT"), task: -1}
+	if t := getenv("DMLC_TASK_ID"); t != "" {
+		v, err := strconv.Atoi(t)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("DMLC_TASK_ID=%q: want a task number of at least 0", t)
+		}
+		d.task = v
+	}
 	if _, err := proto.ParseRole(d.role); err != nil {
 		return nil, fmt.Errorf("DMLC_ROLE=%q: %v", getenv("DMLC_ROLE"), err)
 	}
@@ -222,6 +232,17 @@ func (d *dmlc) fill(f flags) error {
 	}
 	if err := f.fill("num-workers", strconv.Itoa(d.workers), "DMLC_NUM_WORKER"); err != nil {
 		return err
+	}
+	if d.task >= 0 && d.role != proto.RoleScheduler.String() && !f.set["rank"] {
+		// dmlc-core's trackers number the workers 0…W−1 and the servers
+		// W…W+S−1.
+		rank := d.task
+		if d.role == proto.RoleServer.String() && rank >= d.workers {
+			rank -= d.workers
+		}
+		if err := f.fill("rank", strconv.Itoa(rank), "DMLC_TASK_ID"); err != nil {
+			return err
+		}
 	}
 	addr := net.JoinHostPort(d.uri, d.port)
 	if f.get("role") == proto.RoleScheduler.String() {

@@ -65,6 +65,7 @@ func dropServerFlags(f *cmdFlags) {
 	f.drop("a flag of --app lr, mf or embed: decentralised training runs mlp or cnn",
 		"rank", "dim", "negatives", "uniform-negatives", "uniform-pool", "eval-negatives", "holdout", "features", "drop-self-loops")
 	f.drop("use colo bench rcd to compare decentralised runs", "compare")
+	f.drop("--mode ps only: colo train --mode decentralised --processes runs its job", "write-job")
 }
 
 // refuseDecentralFlags makes colo train --mode ps refuse the flags of

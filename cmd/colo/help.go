@@ -28,7 +28,7 @@ var trainSections = []flagSection{
 	{"Consistency", []string{"consistency", "overlap", "pull-ahead"}},
 	{"Decentralised training", []string{"topology", "weights", "local-steps", "matcha", "budget", "order", "worker-speeds", "submodular"}},
 	{"Links", []string{"link-bandwidth", "bandwidth-matrix", "bandwidth-random", "bandwidth-change", "transport"}},
-	{"Processes", []string{"processes", "netns", "deadline", "restarts", "recovery", "tls-cert", "tls-key", "tls-ca"}},
+	{"Processes", []string{"processes", "netns", "deadline", "restarts", "recovery", "tls-cert", "tls-key", "tls-ca", "write-job"}},
 	{"Checkpoints", []string{"checkpoint", "checkpoint-every", "checkpoint-wait", "resume"}},
 	{"Observability", []string{"json", "svg", "trace", "dashboard", "metrics", "metrics-file", "linger"}},
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"colo/app"
 	torchkind "colo/clib/kind"
 	"colo/dashboard"
@@ -161,10 +163,7 @@ func runNode(e *env, args []string) error {
 		return err
 	}
 	reg := metrics.NewRegistry()
-	kinds := launch.Kinds{launch.SmokeKind{}, deploy.Kind{Place: placed, Route: app.Route, Observe: func(c *train.Config) {
-		tr := metrics.NewTraining(reg)
-		c.Progress, c.Checked = tr.Pass, tr.Check
-	}}, distparsa.Kind{}, job.Kind{}, torchkind.Kind{}}
+	kinds := nodeKinds(reg)
 	if role == proto.RoleScheduler {
 		// The scheduler writes no JSON: under mpirun or srun every rank
 		// gets --json, and its address and end stay on standard output.
@@ -235,6 +234,19 @@ func runNode(e *env, args []string) error {
 		}
 	}
 	return jobErr
+}
+
+// nodeKinds returns the kinds colo node runs; the training kind feeds
+// its passes to reg's metrics.Training (nil: none).
+func nodeKinds(reg *prometheus.Registry) launch.Kinds {
+	tk := deploy.Kind{Place: placed, Route: app.Route}
+	if reg != nil {
+		tk.Observe = func(c *train.Config) {
+			tr := metrics.NewTraining(reg)
+			c.Progress, c.Checked = tr.Pass, tr.Check
+		}
+	}
+	return launch.Kinds{launch.SmokeKind{}, tk, distparsa.Kind{}, job.Kind{}, torchkind.Kind{}}
 }
 
 // placed opens and places a training job (app.OpenPlaced).

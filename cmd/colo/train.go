@@ -52,6 +52,7 @@ type trainFlags struct {
 	seed        uint64
 	json        *jsonFlag
 	svgOut      string
+	writeJob    string
 	mf          mf.Config
 	holdout     float64
 	embed       embed.Config
@@ -78,7 +79,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.IntVar(&t.machines, "machines", def.Machines, "number of machines K, each a worker, and a server unless --servers")
 	f.alias("k", "machines")
 	f.alias("workers", "machines")
-	f.IntVar(&t.servers, "servers", 0, "mlp, cnn: run this many servers apart from the workers (seed 004: 2 servers, 12 workers; 0: a server on every machine)")
+	f.IntVar(&t.servers, "servers", 0, "run this many servers apart from the workers (seed 004: 2 servers, 12 workers; 0: a server on every machine); lr, mf, embed: as many as --machines, server i holding the parameters of machine i")
 	f.StringVar(&t.place, "placement", "", "placement: lr, mf: a partitioner ("+strings.Join(partition.Names(), ", ")+", optionally +refine) or a directory written by colo partition (default parsa); mlp, cnn: a sharding scheme (random, roundrobin, stratified, distaware, submodular) or a directory written by colo shard (default random)")
 	f.StringVar(&t.place, "shard", "", "mlp, cnn: the same as --placement")
 	f.BoolVar(&t.directions, "directions", def.Directions, "lr, mf, embed under bsp: end a partitioner's placement (not random's, nor a directory's) by moving parameters between\nservers so that no machine pulls much more than it serves, lowering the bound of a synchronous round R_max at a higher T_max\n(colo partition --directions); --directions=false keeps the partitioner's parameters")
@@ -100,6 +101,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.Uint64Var(&t.seed, "seed", 1, "random seed of placement, batches and initial values")
 	t.json = f.jsonOption("the summary (with --compare, the runs under \"results\")")
 	f.StringVar(&t.svgOut, "svg", "", "write a plot of the training loss against time to this SVG file, and a PNG beside it")
+	f.StringVar(&t.writeJob, "write-job", "", "write the job to this file and exit without training: the envelope that colo node --job-file runs under any launcher (docs/deploy.md), every default resolved, with the routing table of its placement")
 	t.mf = mf.DefaultConfig()
 	f.IntVar(&t.mf.Rank, "rank", t.mf.Rank, "mf: dimension of the factors")
 	f.Float64Var(&t.holdout, "holdout", -1, "mf, embed: fraction of the entries (mf) or edges (embed) held out for evaluation when there is no --test (-1: the application's default, mf 0.1, embed 0.05)")
@@ -336,7 +338,10 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"--json", t.json.path, false}, output{"--svg", t.svgOut, false},
+	if t.writeJob != "" && (t.compare != "" || dep.processes || dep.netns) {
+		return usageError("--write-job writes one job for colo node to run: not with --compare, --processes or --netns")
+	}
+	if err := checkOutputs(output{"--write-job", t.writeJob, false}, output{"--json", t.json.path, false}, output{"--svg", t.svgOut, false},
 		output{"--checkpoint", t.ckpt.Dir, true}, output{"--metrics-file", dep.metrics.File, false}); err != nil {
 		return err
 	}
@@ -387,6 +392,9 @@ func runTrain(e *env, args []string) error {
 		return errors.Join(err, w.end(nil))
 	}
 	load.finish(describeData(opened.Data))
+	if t.writeJob != "" {
+		return errors.Join(writeTrainJob(e, t.writeJob, job, opened), w.end(nil))
+	}
 	d := dep.deployer(opened.Data.Graph, w.watch)
 	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
 	runs, err := trainRuns(e, job, opened, specs, d, w)

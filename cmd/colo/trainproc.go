@@ -8,7 +8,9 @@ package main
 // and in network namespaces.
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,4 +162,46 @@ func (d *deployment) deployer(g *graph.Graph, watch func(stats func() []node.Sta
 		return deploy.InProcess{Watch: watch}
 	}
 	return &deploy.Processes{Graph: g, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Replace: d.recovery == "replace", Logf: d.logf}
+}
+
+// writeTrainJob writes the job of colo train --write-job: the envelope
+// colo node --job-file runs, every default resolved, its files named by
+// absolute paths, with the routing table of its placement (so that the
+// scheduler loads no data); every process places the job again, the same
+// for the same seed.
+func writeTrainJob(e *env, path string, job train.Job, opened *app.Opened) error {
+	p, _, err := opened.Place(job)
+	if err != nil {
+		return err
+	}
+	for _, f := range []*string{&job.Data.Train, &job.Data.Test, &job.Config.Checkpoint.Dir, &job.Config.Checkpoint.Resume} {
+		if *f != "" {
+			if *f, err = filepath.Abs(*f); err != nil {
+				return err
+			}
+		}
+	}
+	if st, err := os.Stat(job.Placement); err == nil && st.IsDir() {
+		if job.Placement, err = filepath.Abs(job.Placement); err != nil {
+			return err
+		}
+	}
+	rj, err := deploy.NewJob(job, opened.App, p)
+	if err != nil {
+		return err
+	}
+	env, err := rj.Envelope()
+	if err != nil {
+		return err
+	}
+	if err := writeOutput(e, path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(env)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.errOut, "colo train: wrote the job to %s: run it with colo node --job-file %s on %d servers and %d workers (docs/deploy.md)\n",
+		path, path, job.Config.NumServers(), job.Config.Machines)
+	return nil
 }
