@@ -110,12 +110,23 @@ func TestTLSStrangersCannotDisturb(t *testing.T) {
 			refusals += 2
 		}
 	}
+	// Every node refuses more than proto.RefusalBurst strangers and logs
+	// that many of them; the others are counted, not logged.
+	if refusals < len(targets)*(proto.RefusalBurst+1) {
+		t.Fatalf("%d refusals over %d nodes: too few to reach the limit of %d logged lines each", refusals, len(targets), proto.RefusalBurst)
+	}
+	logged := len(targets) * proto.RefusalBurst
 	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(logs.String(), "refused a connection") < refusals {
+	for strings.Count(logs.String(), "refused a connection") < logged {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d refusals logged, want %d:\n%s", strings.Count(logs.String(), "refused a connection"), refusals, logs.String())
+			t.Fatalf("%d refusals logged, want %d (%d per node):\n%s", strings.Count(logs.String(), "refused a connection"), logged, proto.RefusalBurst, logs.String())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	for id := range targets {
+		if n := strings.Count(logs.String(), proto.Name(id)+": refused a connection"); n > proto.RefusalBurst {
+			t.Errorf("%s logged %d refusals, more than the limit of %d", proto.Name(id), n, proto.RefusalBurst)
+		}
 	}
 	if l := logs.String(); !strings.Contains(l, "certificate signed by unknown authority") || !strings.Contains(l, "first record does not look like a TLS handshake") {
 		t.Fatalf("the refusals do not say why:\n%s", l)
