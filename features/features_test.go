@@ -190,6 +190,41 @@ func TestFitAndGraphByHand(t *testing.T) {
 	}
 }
 
+func TestCrossWithTimePart(t *testing.T) {
+	pq, csv := writeTable(t, t.TempDir(), tinyRows())
+	s, err := Parse("delay > 15 ~ origin*hour(date) + hash(weekday(date)*destination, 3); test: date >= 2001-06-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Features[0].Columns; !reflect.DeepEqual(got, []string{"origin", "hour(date)"}) {
+		t.Fatalf("factors %q", got)
+	}
+	for _, path := range []string{pq, csv} {
+		f, err := Fit(path, s, table.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"LAX\x1f23", "SEA\x1f17", "SEA\x1f8", "SFO\x1f9"}; !reflect.DeepEqual(f.Fields[0].Dict, want) {
+			t.Fatalf("%s: dictionary %q, want %q", path, f.Fields[0].Dict, want)
+		}
+		g, err := f.Graph(path, Train, table.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u, want := range []uint64{3, 4, 2, 1} {
+			if got := g.ParamID(int(g.Params(u)[0])); got != want {
+				t.Fatalf("%s: row %d: cross id %d, want %d", path, u, got, want)
+			}
+		}
+	}
+	if s, err := Parse("y ~ hour(date)*weekday(date)"); err != nil || !reflect.DeepEqual(s.Features[0].Columns, []string{"hour(date)", "weekday(date)"}) {
+		t.Fatalf("a cross of two parts: %+v, %v", s, err)
+	}
+	if _, err := Parse("delay > 15 ~ category(hour(date))"); err == nil {
+		t.Fatal("a timestamp part as a category's only column parsed")
+	}
+}
+
 func TestFittedSaveLoad(t *testing.T) {
 	dir := t.TempDir()
 	pq, _ := writeTable(t, dir, tinyRows())
@@ -291,6 +326,7 @@ func TestBucketAndLog(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add(tinySpec)
 	f.Add("y ~ hash(a*b, 3) + std(`c d`) + 1; test: t == \"x\"")
+	f.Add("y ~ a*hour(t) + hash(weekday(t)*b, 5)")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := Parse(text)
 		if err != nil {

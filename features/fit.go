@@ -135,12 +135,34 @@ func open(path string, s Spec, opt table.Options) (*scanner, error) {
 	}
 	for i, f := range s.Features {
 		for _, c := range f.Columns {
-			if err := fits(f, c, sc.kinds[c]); err != nil {
+			col, part := factorOf(c)
+			err := fits(f, col, sc.kinds[col])
+			if part != "" {
+				err = fits(Feature{Transform: part}, col, sc.kinds[col])
+			}
+			if err != nil {
 				return fail(fmt.Sprintf("feature %d (%s)", i+1, f.Name()), err)
 			}
 		}
 	}
 	return sc, nil
+}
+
+// factor is a factor of a category's key: a column of the batch, or a
+// part of a timestamp column.
+type factor struct {
+	col  int
+	part Transform
+}
+
+// factors returns the factors of feature f's key.
+func (sc *scanner) factors(f Feature) []factor {
+	var out []factor
+	for _, c := range f.Columns {
+		col, part := factorOf(c)
+		out = append(out, factor{sc.pos[col], part})
+	}
+	return out
 }
 
 // fits says whether a column of kind k fits feature f.
@@ -198,24 +220,49 @@ func (sc *scanner) next(part Part) (*table.Batch, error) {
 	return b, nil
 }
 
-// key appends the category key of row i of the columns cols of b.
-func key(dst []byte, b *table.Batch, cols []int, i int) ([]byte, bool) {
-	for j, c := range cols {
-		col := b.Cols[c]
+// key appends the category key of row i of the factors fs of b; ok is
+// false when a value is missing.
+func key(dst []byte, b *table.Batch, fs []factor, i int) (_ []byte, ok bool, err error) {
+	for j, f := range fs {
+		col := b.Cols[f.col]
 		if col.IsNull(i) {
-			return dst, false
+			return dst, false, nil
 		}
 		if j > 0 {
 			dst = append(dst, 0x1f)
 		}
-		switch col.Kind {
-		case table.KindString, table.KindText:
+		switch {
+		case f.part != "":
+			p, err := timePart(b, col, i, f.part)
+			if err != nil {
+				return dst, false, err
+			}
+			dst = strconv.AppendUint(dst, p, 10)
+		case col.Kind == table.KindString || col.Kind == table.KindText:
 			dst = append(dst, col.Str(i)...)
 		default:
 			dst = strconv.AppendInt(dst, col.Ints[i], 10)
 		}
 	}
-	return dst, true
+	return dst, true, nil
+}
+
+// timePart returns part (hour 0..23, weekday 0..6 from Sunday, month
+// 0..11, day 0..30) of the time in row i of col.
+func timePart(b *table.Batch, col *table.Column, i int, part Transform) (uint64, error) {
+	t, ok := col.Time(i)
+	if !ok {
+		return 0, fmt.Errorf("%s: column %q: %q is not a time", b.Where(i), col.Name, col.Str(i))
+	}
+	switch part {
+	case Hour:
+		return uint64(t.Hour()), nil
+	case Weekday:
+		return uint64(t.Weekday()), nil
+	case Month:
+		return uint64(t.Month() - 1), nil
+	}
+	return uint64(t.Day() - 1), nil
 }
 
 // number returns row i of col as a number for feature f.
@@ -233,6 +280,7 @@ func number(b *table.Batch, col *table.Column, i int) (float64, bool, error) {
 // fitState accumulates what a feature learns in the fitting pass.
 type fitState struct {
 	cols   []int
+	keys   []factor
 	counts map[string]int64
 	sample []float64
 	seen   int64
@@ -257,6 +305,7 @@ func Fit(path string, s Spec, opt table.Options) (*Fitted, error) {
 		for _, c := range f.Columns {
 			st[fi].cols = append(st[fi].cols, sc.pos[c])
 		}
+		st[fi].keys = sc.factors(f)
 		switch f.Transform {
 		case "", Category:
 			st[fi].counts = map[string]int64{}
@@ -281,7 +330,9 @@ func Fit(path string, s Spec, opt table.Options) (*Fitted, error) {
 				switch f.Transform {
 				case "", Category:
 					var ok bool
-					if buf, ok = key(buf[:0], b, fs.cols, i); ok {
+					if buf, ok, err = key(buf[:0], b, fs.keys, i); err != nil {
+						return nil, fmt.Errorf("%s: %w", path, err)
+					} else if ok {
 						fs.counts[string(buf)]++
 					}
 				case Quantile, Standardise:
@@ -480,6 +531,7 @@ func (f *Fitted) Graph(path string, part Part, opt table.Options) (*graph.Graph,
 	defer sc.r.Close()
 	type fieldRun struct {
 		cols []int
+		keys []factor
 		dict map[string]uint32
 		mask uint64
 		seed []byte
@@ -491,6 +543,7 @@ func (f *Fitted) Graph(path string, part Part, opt table.Options) (*graph.Graph,
 		for _, c := range ft.Columns {
 			fr.cols = append(fr.cols, sc.pos[c])
 		}
+		fr.keys = sc.factors(ft)
 		switch ft.Transform {
 		case "", Category:
 			fr.dict = make(map[string]uint32, len(f.Fields[fi].Dict))
@@ -528,11 +581,15 @@ func (f *Fitted) Graph(path string, part Part, opt table.Options) (*graph.Graph,
 				idx, val, ok := uint64(0), float32(1), true
 				switch f.Spec.Features[fi].Transform {
 				case "", Category:
-					if buf, ok = key(buf[:0], batch, fr.cols, i); ok {
+					if buf, ok, err = key(buf[:0], batch, fr.keys, i); err != nil {
+						return nil, fmt.Errorf("%s: %w", path, err)
+					} else if ok {
 						idx = uint64(fr.dict[string(buf)])
 					}
 				case Hash:
-					if buf, ok = key(append(buf[:0], fr.seed...), batch, fr.cols, i); ok {
+					if buf, ok, err = key(append(buf[:0], fr.seed...), batch, fr.keys, i); err != nil {
+						return nil, fmt.Errorf("%s: %w", path, err)
+					} else if ok {
 						h := fnv.New64a()
 						h.Write(buf)
 						idx = mix(h.Sum64()) & fr.mask
@@ -559,19 +616,8 @@ func (f *Fitted) Graph(path string, part Part, opt table.Options) (*graph.Graph,
 						ok = false
 						break
 					}
-					t, good := col.Time(i)
-					if !good {
-						return nil, fmt.Errorf("%s: %s: column %q: %q is not a time", path, batch.Where(i), col.Name, col.Str(i))
-					}
-					switch f.Spec.Features[fi].Transform {
-					case Hour:
-						idx = uint64(t.Hour())
-					case Weekday:
-						idx = uint64(t.Weekday())
-					case Month:
-						idx = uint64(t.Month() - 1)
-					case Day:
-						idx = uint64(t.Day() - 1)
+					if idx, err = timePart(batch, col, i, f.Spec.Features[fi].Transform); err != nil {
+						return nil, fmt.Errorf("%s: %w", path, err)
 					}
 				}
 				if !ok {

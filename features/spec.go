@@ -81,8 +81,9 @@ const DefaultHashBits = 20
 // Feature is one field: a transform of one column, or of several for a
 // cross.
 type Feature struct {
-	// Columns is the column, or the columns of a cross (category and
-	// hash only).
+	// Columns is the column, or the factors of a cross (category and
+	// hash only): columns, or parts of a timestamp column written as
+	// hour(date), weekday(date), month(date) or day(date).
 	Columns []string `json:"columns"`
 	// Transform is what is done with the column (category when empty).
 	Transform Transform `json:"transform,omitempty"`
@@ -174,8 +175,12 @@ func (s Spec) Validate() error {
 			return at("no column")
 		}
 		for _, c := range f.Columns {
-			if strings.TrimSpace(c) == "" {
+			col, part := factorOf(c)
+			if strings.TrimSpace(col) == "" {
 				return at("an empty column name")
+			}
+			if part != "" && len(f.Columns) == 1 {
+				return at("%s as the column of a feature: write %s(%s) alone, or cross it", c, part, col)
 			}
 		}
 		switch f.Transform {
@@ -223,10 +228,23 @@ func (s Spec) Columns() []string {
 	}
 	for _, f := range s.Features {
 		for _, c := range f.Columns {
-			add(c)
+			col, _ := factorOf(c)
+			add(col)
 		}
 	}
 	return out
+}
+
+// factorOf splits a factor of a cross into its column and the part of a
+// timestamp it takes ("" for the value itself): hour(date) is date's
+// hour.
+func factorOf(s string) (col string, part Transform) {
+	for _, p := range []Transform{Hour, Weekday, Month, Day} {
+		if rest, ok := strings.CutPrefix(s, string(p)+"("); ok && strings.HasSuffix(rest, ")") {
+			return unquote(strings.TrimSpace(rest[:len(rest)-1])), p
+		}
+	}
+	return s, ""
 }
 
 // Compact returns the spec in the compact form Parse reads.
@@ -319,7 +337,7 @@ func splitTop(s string, sep byte) []string {
 func parseFeature(term string) (Feature, error) {
 	var f Feature
 	fn, args := "", term
-	if i := strings.IndexByte(term, '('); i > 0 && !strings.HasPrefix(term, "`") {
+	if i := strings.IndexByte(term, '('); i > 0 && !strings.HasPrefix(term, "`") && len(splitTop(term, '*')) == 1 {
 		if !strings.HasSuffix(term, ")") {
 			return f, errors.New("want NAME(COLUMN) or NAME(COLUMN, NUMBER)")
 		}
@@ -329,8 +347,14 @@ func parseFeature(term string) (Feature, error) {
 	if len(parts) > 2 {
 		return f, errors.New("more than two arguments")
 	}
-	for _, c := range splitTop(parts[0], '*') {
-		c = unquote(strings.TrimSpace(c))
+	factors := splitTop(parts[0], '*')
+	for _, c := range factors {
+		c = strings.TrimSpace(c)
+		if col, part := factorOf(c); part != "" && len(factors) > 1 {
+			c = string(part) + "(" + col + ")"
+		} else {
+			c = unquote(c)
+		}
 		if c == "" {
 			return f, errors.New("an empty column name")
 		}
