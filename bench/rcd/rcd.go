@@ -105,7 +105,10 @@ type Config struct {
 	Variants []Variant
 	// Runs is the number of trainings per variant.
 	Runs int
-	// Target is the training loss whose first crossing is timed.
+	// Target is the training loss whose first crossing is timed; 0
+	// derives it once every run has trained: the highest of the runs'
+	// lowest training losses, a loss every run reached (DerivedTarget),
+	// so that no row of the comparison is empty.
 	Target float64
 	// Net is the emulated network.
 	Net job.Net
@@ -129,8 +132,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Runs < 1:
 		return fmt.Errorf("runs %d: want at least 1", c.Runs)
-	case !(c.Target > 0) || math.IsInf(c.Target, 0):
-		return fmt.Errorf("target %v: want a training loss > 0", c.Target)
+	case !(c.Target >= 0) || math.IsInf(c.Target, 0):
+		return fmt.Errorf("target %v: want a training loss > 0, or 0 to derive it from the runs", c.Target)
 	case len(c.Variants) == 0:
 		return fmt.Errorf("variants: none")
 	}
@@ -230,9 +233,11 @@ type Result struct {
 	BatchWeighted bool    `json:"batch_weighted,omitempty"`
 	Budget        float64 `json:"budget"`
 	Target        float64 `json:"target"`
-	Link          float64 `json:"link_bytes_per_s"`
-	Emulation     string  `json:"speed_emulation"`
-	Rows          []Row   `json:"rows"`
+	// TargetFrom says where Target came from when it was derived.
+	TargetFrom string  `json:"target_from,omitempty"`
+	Link       float64 `json:"link_bytes_per_s"`
+	Emulation  string  `json:"speed_emulation"`
+	Rows       []Row   `json:"rows"`
 }
 
 // Run trains every variant Runs times on data.
@@ -282,13 +287,6 @@ func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
 			}
 			rr := RunResult{Seed: gc.Seed, TestAccuracy: *rep.Eval.Accuracy, TestLoss: *rep.Eval.LogLoss, FinalTrainLoss: rep.FinalLoss(),
 				Seconds: rep.Seconds, Bytes: rep.Bytes, BytesPerEpoch: float64(rep.Bytes) / float64(gc.Epochs), Workers: rep.Workers, Curve: rep.Curve}
-			for _, p := range rep.Curve {
-				if p.TrainLoss <= cfg.Target {
-					s, e := p.Seconds, p.Epoch
-					rr.SecondsToTarget, rr.EpochsToTarget = &s, &e
-					break
-				}
-			}
 			rows[i].Matcha = rep.Matcha
 			rows[i].Runs = append(rows[i].Runs, rr)
 			if cfg.Progress != nil {
@@ -296,11 +294,54 @@ func Run(ctx context.Context, cfg Config, data *job.Data) (*Result, error) {
 			}
 		}
 	}
+	if res.Target == 0 {
+		res.Target, res.TargetFrom = DerivedTarget(rows), TargetFromWords
+	}
 	for i := range rows {
+		for j := range rows[i].Runs {
+			rows[i].Runs[j].reach(res.Target)
+		}
 		summarise(&rows[i])
 	}
 	res.Rows = rows
 	return res, nil
+}
+
+// TargetFromWords says how DerivedTarget chooses.
+const TargetFromWords = "derived: the highest of the runs' lowest training losses, which every run reached"
+
+// DerivedTarget returns the highest of the runs' lowest training losses
+// (over the points of their curves; diverged runs and non-finite losses
+// left out): a loss every run reached, whose first crossing times every
+// row. It is 0 when no run has a finite loss.
+func DerivedTarget(rows []Row) float64 {
+	target := 0.0
+	for _, row := range rows {
+		for _, r := range row.Runs {
+			low := math.Inf(1)
+			for _, p := range r.Curve {
+				if !math.IsNaN(p.TrainLoss) && p.TrainLoss < low {
+					low = p.TrainLoss
+				}
+			}
+			if !r.Diverged && !math.IsInf(low, 0) {
+				target = max(target, low)
+			}
+		}
+	}
+	return target
+}
+
+// reach records when r's training loss first reached target.
+func (r *RunResult) reach(target float64) {
+	r.SecondsToTarget, r.EpochsToTarget = nil, nil
+	for _, p := range r.Curve {
+		if p.TrainLoss <= target {
+			s, e := p.Seconds, p.Epoch
+			r.SecondsToTarget, r.EpochsToTarget = &s, &e
+			return
+		}
+	}
 }
 
 // summarise fills a row's means from its runs.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"colo/app/dense"
 	"colo/dataset"
+	"colo/gossip"
 	"colo/gossip/job"
 	"colo/internal/plot"
 	"colo/internal/plot/plottest"
@@ -265,5 +267,43 @@ func TestVariants(t *testing.T) {
 		if _, err := Variants(bad, 2); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// TestDerivedTarget: the derived target is the highest of the runs'
+// lowest losses (by hand: runs reaching 0.5, 0.3 and 0.4 give 0.5),
+// leaving out diverged runs and NaN points, and every run reaches it.
+func TestDerivedTarget(t *testing.T) {
+	curve := func(losses ...float64) []gossip.Point {
+		var c []gossip.Point
+		for i, l := range losses {
+			c = append(c, gossip.Point{Epoch: float64(i + 1), Seconds: float64(i + 1), TrainLoss: l})
+		}
+		return c
+	}
+	rows := []Row{
+		{Runs: []RunResult{{Curve: curve(0.9, 0.5, 0.6)}, {Curve: curve(0.8, math.NaN(), 0.3)}}},
+		{Runs: []RunResult{{Curve: curve(0.7, 0.4)}, {Diverged: true, Curve: curve(0.9, 0.95)}}},
+	}
+	if got := DerivedTarget(rows); got != 0.5 {
+		t.Fatalf("derived %v, want 0.5", got)
+	}
+	wantSecs := []float64{2, 3, 2}
+	k := 0
+	for i := range rows {
+		for j := range rows[i].Runs {
+			r := &rows[i].Runs[j]
+			if r.Diverged {
+				continue
+			}
+			r.reach(0.5)
+			if r.SecondsToTarget == nil || *r.SecondsToTarget != wantSecs[k] {
+				t.Errorf("run %d reached 0.5 at %v, want %v s", k, r.SecondsToTarget, wantSecs[k])
+			}
+			k++
+		}
+	}
+	if got := DerivedTarget([]Row{{Runs: []RunResult{{Diverged: true}}}}); got != 0 {
+		t.Errorf("no finite run: %v, want 0", got)
 	}
 }

@@ -127,19 +127,26 @@ func TestBenchRCD(t *testing.T) {
 		t.Fatal(err)
 	}
 	var res struct {
-		Rows []struct {
+		Target     float64 `json:"target"`
+		TargetFrom string  `json:"target_from"`
+		Rows       []struct {
 			Algorithm, Shard string
 			Runs             []map[string]any
+			Reached          int `json:"reached"`
 		} `json:"rows"`
 	}
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
+	// The default target is derived from the runs: every row reaches it.
+	if !(res.Target > 0) || res.TargetFrom == "" || !strings.Contains(stdout, "target training loss") {
+		t.Errorf("target %v (%q): want one derived from the runs, and said", res.Target, res.TargetFrom)
+	}
 	var names []string
 	for _, r := range res.Rows {
 		names = append(names, r.Algorithm+"/"+r.Shard)
-		if len(r.Runs) != 1 {
-			t.Errorf("%s/%s: %d runs", r.Algorithm, r.Shard, len(r.Runs))
+		if len(r.Runs) != 1 || r.Reached != len(r.Runs) {
+			t.Errorf("%s/%s: %d runs, %d reached the target", r.Algorithm, r.Shard, len(r.Runs), r.Reached)
 		}
 	}
 	want := []string{"d-psgd/random", "d-psgd/facility", "d-psgd/graphcut", "matcha/random", "matcha/facility", "matcha/graphcut"}
