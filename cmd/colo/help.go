@@ -19,7 +19,7 @@ type flagSection struct {
 // flag in a section.
 var trainSections = []flagSection{
 	{"Mode", []string{"mode"}},
-	{"Data", []string{"test", "labels", "test-labels", "label-col", "header", "sep", "format", "index-base", "hash-bits",
+	{"Data", []string{"spec", "test", "labels", "test-labels", "label-col", "header", "sep", "format", "index-base", "hash-bits",
 		"drop-self-loops", "holdout", "features", "memory-budget"}},
 	{"Model and training", []string{"app", "hidden", "conv-channels", "rank", "dim", "negatives", "uniform-negatives", "uniform-pool",
 		"eval-negatives", "updater", "lr", "l1", "l2", "lr-scaling", "lr-decay", "batch", "batch-weighted", "epochs", "max-passes",
