@@ -3,6 +3,7 @@ package main
 import (
 	"colo/internal/membudget"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -94,7 +95,13 @@ func runPartition(e *env, args []string) error {
 	g, loadTime, err := df.load(pos[0])
 	if err != nil {
 		load.abort()
-		if membudget.Is(err) && *algo == "parsa" {
+		if me, ok := errors.AsType[*membudget.Error](err); ok && me.Line > 0 && *algo == "parsa" {
+			if strings.EqualFold(mf.memory, "auto") && !opt.Directions && !ps.on() {
+				// What --memory auto is for: the file's graph, read to
+				// this line, does not fit.
+				fmt.Fprintf(e.errOut, "%v: partitioning out of core within the budget instead\n", err)
+				return runPartitionFile(e, pos[0], *out, *algo, opt, &df, &mf, me.Limit, j)
+			}
 			return fmt.Errorf("%w; or partition it out of core with --memory SIZE", err)
 		}
 		return err

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"colo/datasets"
+	"colo/internal/decompress"
 )
 
 // TestPartitionOutOfCore: `colo partition --memory` writes the same part
@@ -104,5 +108,40 @@ func TestMemoryAuto(t *testing.T) {
 	m.memory = "1GiB"
 	if c, ok, err := m.cap(path, "parsa"); !ok || err != nil || c != 1<<30 {
 		t.Fatalf("--memory 1GiB: %d, %v, %v", c, ok, err)
+	}
+}
+
+// TestPartitionBeyondTheBudget: a graph that would not fit the memory
+// budget is refused at its line by the commands that load it whole, and
+// colo partition with --memory auto (the default) partitions it out of
+// core within the budget instead (here a budget too small for that too,
+// which the out-of-core run says), while --memory off points to it.
+func TestPartitionBeyondTheBudget(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "news.svm")
+	r, err := decompress.NewReader(datasets.OpenNews20Train())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(data, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := colo(t, "stats", "--memory-budget", "16MiB", data)
+	if code != 1 || !strings.Contains(errOut, data+":") || !strings.Contains(errOut, "more than the memory budget of 16.0 MiB (raise it with --memory-budget SIZE, or off)") {
+		t.Fatalf("stats: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = colo(t, "partition", "-k", "4", "--memory-budget", "16MiB", "--memory", "off", data, "-o", filepath.Join(t.TempDir(), "p"))
+	if code != 1 || !strings.Contains(errOut, "; or partition it out of core with --memory SIZE") {
+		t.Fatalf("partition --memory off: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = colo(t, "partition", "-k", "4", "--memory-budget", "16MiB", data, "-o", filepath.Join(t.TempDir(), "p"))
+	if code != 1 || !strings.Contains(errOut, "partitioning out of core within the budget instead") || !strings.Contains(errOut, "out of core within 16.0 MiB") {
+		t.Fatalf("partition --memory auto: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := colo(t, "stats", "--memory-budget", "64MiB", data); code != 0 {
+		t.Fatalf("stats within the budget: exit %d: %s", code, errOut)
 	}
 }

@@ -7,7 +7,7 @@
 //
 // The window a decoder keeps (zstd's window, xz's dictionary) is declared
 // by the stream's header and allocated by the decoder: NewReaderBudget
-// refuses a first frame or block that declares more than a quarter of the
+// refuses a first frame or block that declares more than half the
 // memory budget (package colo/internal/membudget) before the decoder
 // allocates it, and caps zstd's window for the frames after.
 package decompress
@@ -71,12 +71,12 @@ func NewReader(r io.Reader) (io.Reader, error) {
 
 // NewReaderBudget is NewReader within the memory budget memory (0 for the
 // machine's default, negative for none): a zstd frame or the first xz
-// block whose header declares a window (dictionary) of more than a
-// quarter of the budget is refused with a *membudget.Error before the
+// block whose header declares a window (dictionary) of more than half
+// the budget is refused with a *membudget.Error before the
 // decoder allocates it (the name of the file is the caller's to fill),
 // and zstd's decoder refuses later frames of such a window.
 func NewReaderBudget(r io.Reader, memory int64) (io.Reader, error) {
-	maxWindow := max(membudget.Resolve(memory)/4, minWindow)
+	maxWindow := max(membudget.Resolve(memory)/2, minWindow)
 	br := bufio.NewReaderSize(r, bufSize)
 	b, err := br.Peek(len(magicXz))
 	if err != nil && err != io.EOF {
@@ -128,8 +128,8 @@ const minWindow = 1 << 20
 func checkWindow(br *bufio.Reader, what string, window func([]byte) int64, max int64) error {
 	head, _ := br.Peek(xzHeadLen)
 	if w := window(head); w > max {
-		return &membudget.Error{What: fmt.Sprintf("a decoder's %s of %s, as the stream declares, and the data read through it", what, membudget.FormatBytes(w)),
-			Need: 4 * w, Limit: 4 * max}
+		return &membudget.Error{What: fmt.Sprintf("a decoder's %s of %s (as the stream declares) and as much for the data read through it", what, membudget.FormatBytes(w)),
+			Need: 2 * w, Limit: 2 * max}
 	}
 	return nil
 }

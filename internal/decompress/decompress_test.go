@@ -171,7 +171,7 @@ func FuzzDecompress(f *testing.F) {
 }
 
 // TestWindowBeyondTheBudget: a zstd frame or an xz block that declares a
-// window beyond a quarter of the budget is refused before the decoder
+// window beyond half the budget is refused before the decoder
 // allocates it; under a budget it fits, it reads back.
 func TestWindowBeyondTheBudget(t *testing.T) {
 	text := testText(20000)
@@ -197,10 +197,10 @@ func TestWindowBeyondTheBudget(t *testing.T) {
 		window int64
 	}{{"xz", xzBuf.Bytes(), 16 << 20}, {"zstd", zst, 16 << 20}, {"xz of 4 GiB", huge, 1<<32 - 1}} {
 		var r io.Reader
-		a := allocated(func() { r, err = NewReaderBudget(bytes.NewReader(c.data), 32<<20) })
+		a := allocated(func() { r, err = NewReaderBudget(bytes.NewReader(c.data), 16<<20) })
 		me, ok := errors.AsType[*membudget.Error](err)
-		if !ok || me.Need != 4*c.window || me.Limit != 32<<20 {
-			t.Errorf("%s under a budget of 32 MiB: %v", c.kind, err)
+		if !ok || me.Need != 2*c.window || me.Limit != 16<<20 {
+			t.Errorf("%s under a budget of 16 MiB: %v", c.kind, err)
 		}
 		if a > 4<<20 {
 			t.Errorf("%s: refusing allocated %d bytes", c.kind, a)
@@ -208,8 +208,8 @@ func TestWindowBeyondTheBudget(t *testing.T) {
 		if c.kind == "xz of 4 GiB" {
 			continue
 		}
-		if r, err = NewReaderBudget(bytes.NewReader(c.data), 64<<20); err != nil {
-			t.Fatalf("%s under a budget of 64 MiB: %v", c.kind, err)
+		if r, err = NewReaderBudget(bytes.NewReader(c.data), 32<<20); err != nil {
+			t.Fatalf("%s under a budget of 32 MiB: %v", c.kind, err)
 		}
 		if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, text) {
 			t.Errorf("%s: read back %d bytes, %v", c.kind, len(got), err)
