@@ -16,6 +16,13 @@
 // for every key; a table that asks for a rule checks it against the
 // cluster's, when the session knows it (Config.Rule, COLO_RULE).
 //
+// # Launchers
+//
+// Config.FromEnv reads colo run's environment (COLO_*), ps-lite's
+// (DMLC_*), and, when neither places the process, mpirun's or srun's:
+// then every rank is a machine whose server runs the program's rule
+// (Config.Expect), and rank 0 hosts the scheduler in its own process.
+//
 // # Tables and keys
 //
 // A table is rows × dim float32 values; a dense table is one vector of
@@ -54,6 +61,7 @@
 package clib
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -120,6 +128,20 @@ type Config struct {
 	// Result is where Close writes the member's report (launch.Report's
 	// JSON: kind, rank, the node's counters).
 	Result string `json:"result,omitempty"`
+	// Expect is the rule the program expects of the servers
+	// (colo.init(optimizer=…)): Open fails when the servers' known rule
+	// differs; under mpirun or srun, where each rank hosts a server, it
+	// is the servers' rule.
+	Expect *update.Config `json:"expect,omitempty"`
+	// Consistency and Tau are the consistency model of a scheduler this
+	// process hosts (rank 0 under mpirun or srun).
+	Consistency string `json:"consistency,omitempty"`
+	Tau         int    `json:"tau,omitempty"`
+	// HostScheduler, set by FromEnv under mpirun or srun on rank 0, runs
+	// the scheduler in this process at Scheduler.
+	HostScheduler bool `json:"-"`
+	// Launcher names the MPI or Slurm launcher FromEnv found, for errors.
+	Launcher string `json:"-"`
 }
 
 // Local is a one-machine cluster in process.
@@ -164,8 +186,21 @@ func (c Config) Validate() error {
 		if _, err := roleOf(c.Role); err != nil {
 			return err
 		}
-		if r, _ := roleOf(c.Role); r == proto.RoleMachine && c.JobFile == "" && c.Local == nil {
+		if r, _ := roleOf(c.Role); r == proto.RoleMachine && c.JobFile == "" && c.Local == nil && c.Expect == nil {
+			if c.Launcher != "" {
+				return fmt.Errorf("under %s every rank hosts a server, whose rule is the program's: pass colo.init(optimizer=…)", c.Launcher)
+			}
 			return errors.New("role machine runs a server, whose rule comes from the job: set job_file (COLO_JOB_FILE)")
+		}
+	}
+	if c.Expect != nil {
+		if err := c.Expect.Validate(); err != nil {
+			return fmt.Errorf("expect: %w", err)
+		}
+	}
+	if c.Consistency != "" {
+		if _, err := clock.ParseMode(c.Consistency); err != nil {
+			return fmt.Errorf("consistency: %w", err)
 		}
 	}
 	if c.Local != nil {
@@ -250,6 +285,47 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 		}
 		c.Rule = &r
 	}
+	if c.Role == "" && getenv("DMLC_PS_ROOT_URI") == "" && (c.Scheduler == "" || getenv("COLO_SCHEDULER") != "") {
+		return c.fromLauncher(getenv)
+	}
+	return nil
+}
+
+// DefaultSchedulerPort is the port of the scheduler that rank 0 of an
+// MPI or Slurm job hosts when COLO_SCHEDULER names none.
+const DefaultSchedulerPort = 7070
+
+// fromLauncher fills c under mpirun (Open MPI, or any PMI launcher) or
+// srun, when neither COLO_ROLE nor DMLC variables place the process:
+// every rank is a machine (a server beside its worker), and rank 0 also
+// hosts the scheduler, at COLO_SCHEDULER or, when every rank is on one
+// host, 127.0.0.1:7070.
+func (c *Config) fromLauncher(getenv func(string) string) error {
+	for _, l := range []struct{ name, rank, size, local string }{
+		{"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+		{"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"},
+		{"Slurm", "SLURM_PROCID", "SLURM_NTASKS", ""},
+	} {
+		r, sz := getenv(l.rank), getenv(l.size)
+		if r == "" && sz == "" {
+			continue
+		}
+		rank, err1 := strconv.Atoi(r)
+		size, err2 := strconv.Atoi(sz)
+		if err1 != nil || err2 != nil || size < 1 || rank < 0 || rank >= size {
+			return fmt.Errorf("%s=%q, %s=%q: want a rank in [0, size) (%s sets them)", l.rank, r, l.size, sz, l.name)
+		}
+		oneHost := l.local != "" && getenv(l.local) == sz || l.local == "" && (getenv("SLURM_NNODES") == "1" || getenv("SLURM_STEP_NUM_NODES") == "1")
+		if c.Scheduler == "" {
+			if !oneHost {
+				return fmt.Errorf("%s runs these %d ranks on several hosts: set COLO_SCHEDULER to rank 0's host:port (rank 0 hosts the scheduler there)", l.name, size)
+			}
+			c.Scheduler = fmt.Sprintf("127.0.0.1:%d", DefaultSchedulerPort)
+		}
+		c.Launcher, c.Rank, c.NumServers, c.NumWorkers, c.Role = l.name, rank, size, size, "machine"
+		c.HostScheduler = rank == 0
+		return nil
+	}
 	return nil
 }
 
@@ -288,8 +364,8 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		}
 	} else {
 		var tc *tls.Config
+		var err error
 		if cfg.TLSCert != "" {
-			var err error
 			if tc, err = tcp.LoadTLS(cfg.TLSCert, cfg.TLSKey, cfg.TLSCA); err != nil {
 				return nil, err
 			}
@@ -319,7 +395,24 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 			}
 			tune = rates.Tune(nil)
 		}
+		if cfg.JobFile == "" && nc.Role == proto.RoleMachine && cfg.Expect != nil {
+			// Under mpirun or srun: the rank's server runs the program's rule.
+			r := *cfg.Expect
+			s.rule = &r
+			if nc.Rule, err = update.New(r); err != nil {
+				return nil, err
+			}
+		}
 		nc.Network = node.TCP{Host: cfg.Host, Token: cfg.Token, TLS: tc, Tune: tune}
+		if cfg.HostScheduler {
+			if err := s.hostScheduler(cfg, tc); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if cfg.Expect != nil && s.rule != nil && !sameRule(*cfg.Expect, *s.rule) {
+		s.closeLocal()
+		return nil, &SpecError{fmt.Sprintf("the program expects optimizer %s, but the servers run %s", ruleString(*cfg.Expect), ruleString(*s.rule))}
 	}
 	n, err := node.Start(ctx, nc)
 	if err != nil {
@@ -368,6 +461,37 @@ func (s *Session) startLocal(cfg Config, nc *node.Config) error {
 	}
 	s.local, s.net = sch, net
 	nc.Role, nc.Rank, nc.Network, nc.Rule = proto.RoleMachine, 0, node.Mem{Net: net}, rule
+	return nil
+}
+
+// hostScheduler starts the scheduler of an MPI or Slurm job in this
+// process (rank 0), listening at cfg.Scheduler.
+func (s *Session) hostScheduler(cfg Config, tc *tls.Config) error {
+	mode, err := clock.ParseMode(cmp.Or(cfg.Consistency, "bsp"))
+	if err != nil {
+		return err
+	}
+	sc := sched.DefaultConfig()
+	sc.NumServers, sc.NumWorkers, sc.Token, sc.Width = cfg.NumServers, cfg.NumWorkers, cfg.Token, 0
+	sc.Clock = clock.Config{Mode: mode, Tau: cfg.Tau}
+	sc.StartTimeout = time.Duration(cfg.Timeout * float64(time.Second))
+	if err := sc.Validate(); err != nil {
+		return err
+	}
+	tcfg := tcp.DefaultConfig()
+	tcfg.ID, tcfg.Addr, tcfg.Token, tcfg.TLS = proto.SchedulerID, cfg.Scheduler, cfg.Token, tc
+	tcfg.Identity = tcp.NewIdentity()
+	tcfg.Keyed = func(peer transport.NodeID) bool { return !proto.IsProvisional(peer) }
+	ep, err := tcp.Listen(tcfg)
+	if err != nil {
+		return fmt.Errorf("%s rank 0 hosts the scheduler at %s (COLO_SCHEDULER): %w", cfg.Launcher, cfg.Scheduler, err)
+	}
+	sch, err := sched.Start(sc, ep, nil)
+	if err != nil {
+		ep.Close()
+		return err
+	}
+	s.local = sch
 	return nil
 }
 

@@ -452,3 +452,44 @@ func TestMachines(t *testing.T) {
 		}
 	}
 }
+
+// TestFromLauncher places a rank of mpirun or srun: a machine, rank 0
+// hosting the scheduler, on one host at 127.0.0.1:7070, on several only
+// with COLO_SCHEDULER; its server needs the program's rule.
+func TestFromLauncher(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want Config
+		err  string
+	}{
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "3"},
+			want: Config{Scheduler: "127.0.0.1:7070", Rank: 0, NumServers: 3, NumWorkers: 3, Role: "machine", HostScheduler: true, Launcher: "Open MPI"}},
+		{env: map[string]string{"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "COLO_SCHEDULER": "10.0.0.1:9000"},
+			want: Config{Scheduler: "10.0.0.1:9000", Rank: 2, NumServers: 4, NumWorkers: 4, Role: "machine", Launcher: "Slurm"}},
+		{env: map[string]string{"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "1"}, err: "several hosts: set COLO_SCHEDULER"},
+		{env: map[string]string{"PMI_RANK": "2", "PMI_SIZE": "2"}, err: "PMI_RANK"},
+		{env: map[string]string{"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1", "COLO_ROLE": "worker", "COLO_SCHEDULER": "h:1"},
+			want: Config{Scheduler: "h:1", Rank: -1, Role: "worker"}},
+	} {
+		cfg := DefaultConfig()
+		err := cfg.FromEnv(func(k string) string { return c.env[k] })
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: %v, want an error with %q", c.env, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", c.env, err)
+		}
+		c.want.Timeout = cfg.Timeout
+		if cfg != c.want {
+			t.Errorf("%v:\n got %+v\nwant %+v", c.env, cfg, c.want)
+		}
+		if cfg.Launcher != "" {
+			if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "colo.init(optimizer=") {
+				t.Errorf("%v: a machine without the program's rule: %v", c.env, err)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,6 +158,43 @@ func TestColoRun(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "exit status 3") || !strings.Contains(string(out), "machine") {
 		t.Errorf("colo run of a failing program: %v\n%s", err, out)
+	}
+}
+
+// TestMPI runs the BSP scenario under Open MPI's mpirun, with no colo
+// launcher at all: every rank is a machine, rank 0 hosts the scheduler.
+func TestMPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the C library and runs Python under mpirun: not in -short")
+	}
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun is not on PATH: apt-get install openmpi-bin (.ci/run installs it)")
+	}
+	if out, err := exec.Command(mpirun, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "Open MPI") {
+		t.Skipf("mpirun is not Open MPI's (%v): %s", err, out)
+	}
+	py := python(t)
+	lib := buildLibrary(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3",
+		"-x", "COLO_SCHEDULER", "-x", "COLO_TOKEN", "-x", "COLO_LIBRARY", "-x", "PYTHONPATH",
+		py, "tests/cluster_worker.py", "bsp")
+	cmd.Dir = "../../python"
+	cmd.Env = pyEnv(lib, "COLO_SCHEDULER="+addr, "COLO_TOKEN=mpi-test")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mpirun: %v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), "ok\n"); n != 3 {
+		t.Errorf("%d ranks said ok:\n%s", n, out)
 	}
 }
 

@@ -13,9 +13,11 @@ DATA = os.environ.get("COLO_DATA", os.path.join(HERE, "..", "..", "..", "shared"
 
 
 def join(optimizer):
-    """colo.init() from the environment that colo run sets; without one,
-    a one-machine cluster in this process whose server runs optimizer."""
-    if os.environ.get("COLO_SCHEDULER") or os.environ.get("DMLC_PS_ROOT_URI"):
+    """colo.init() from the environment that colo run, DMLC, mpirun or srun
+    set; without one, a one-machine cluster in this process whose server
+    runs optimizer."""
+    launched = ("COLO_SCHEDULER", "DMLC_PS_ROOT_URI", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
+    if any(os.environ.get(k) for k in launched):
         colo.init(optimizer=optimizer)
     else:
         colo.init(local=True, optimizer=optimizer)

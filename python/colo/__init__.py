@@ -50,8 +50,14 @@ def init(scheduler=None, token=None, rank=None, timeout=60.0, local=False, optim
     """Join the cluster as a worker and return once the job runs.
 
     With no arguments the cluster comes from the environment (``colo run``
-    sets it). ``scheduler`` ("host:port"), ``token`` and ``rank`` override
-    it. ``timeout`` bounds joining, in seconds: a scheduler that is not
+    sets it; DMLC_* variables as ps-lite's launchers set them). Under
+    ``mpirun`` or ``srun`` every rank is a machine (a server beside its
+    worker) whose server runs ``optimizer``, and rank 0 also hosts the
+    scheduler (at COLO_SCHEDULER, or 127.0.0.1:7070 on one host) under
+    ``consistency``. ``scheduler`` ("host:port"), ``token`` and ``rank``
+    override the environment. ``optimizer``, when the servers' rule is
+    known (colo run's job), must be that rule, or init raises
+    ColoValueError. ``timeout`` bounds joining, in seconds: a scheduler that is not
     there raises ColoTimeoutError (or ColoError naming it) after at most
     that long. ``local=True`` starts a cluster in this process instead: a
     scheduler and one server beside this worker, running ``optimizer``
@@ -72,7 +78,8 @@ def init(scheduler=None, token=None, rank=None, timeout=60.0, local=False, optim
                 raise ValueError("colo.init: local=True starts its own scheduler; do not pass scheduler=%r" % (scheduler,))
         else:
             if optimizer is not None:
-                cfg["rule"] = optim.as_rule(optimizer).config()
+                cfg["expect"] = optim.as_rule(optimizer).config()
+            cfg["consistency"], cfg["tau"] = consistency, int(tau)
             if scheduler is not None:
                 cfg["scheduler"] = str(scheduler)
             if token is not None:

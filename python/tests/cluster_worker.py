@@ -27,7 +27,7 @@ torch.set_num_threads(1)
 
 
 def bsp():
-    colo.init(timeout=60)
+    colo.init(optimizer=colo.optim.SGD(0.5), timeout=60)  # the servers' rule; under mpirun, the ranks' servers run it
     K, rank = colo.size(), colo.rank()
     num, dim, classes, per = 40, 5, 3, 4
     lr = 0.5
