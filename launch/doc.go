@@ -11,20 +11,16 @@
 // namespace of its own, joined to the others by veth links that tc shapes
 // (package launch/netns). A Spec says what to run: a name used in every
 // error, the host (0 for the scheduler, i+1 for machine, server or worker
-// i), the arguments and extra environment.
+// i), the program, its arguments and extra environment.
 //
-//	sup := launch.NewSupervisor("", launch.Loopback{}) // "": this binary
-//	addr, err := sup.StartScheduler(ctx, launch.Spec{Name: "scheduler",
-//		Args: []string{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0", …}})
+//	env, _ := launch.NewEnvelope("smoke", job)
+//	out, err := (&launch.Cluster{Envelope: env, Machines: 2}).Run(ctx)
 //	if err != nil {
-//		return err // "scheduler did not start: …" with its last stderr lines
-//	}
-//	m0 := sup.Start(ctx, launch.Spec{Name: "machine 0", Host: 1, Stdout: true,
-//		Args: []string{"node", "--role", "machine", "--scheduler", addr, "--json", …}})
-//	if err := sup.Wait(ctx); err != nil {
 //		return err // a *Failure: "machine 0 failed: exit status 1: … (then scheduler killed)"
 //	}
-//	json.Unmarshal(m0.Stdout(), &summary)
+//	for _, m := range out.Members {
+//		m.Report.Decode(&result) // what each member's kind reported
+//	}
 //
 // A distributed workload is a Kind: a value, passed in by the caller,
 // that configures the scheduler from a job and opens what a node of a
@@ -36,11 +32,11 @@
 // members when asked, and reads their reports; it is the only code that
 // spells colo node's command line. A worker may also be another program
 // (Cluster.Worker), which joins through the COLO_* environment of
-// WorkerEnv.
-//
-// Smoke does all of this for colo launch: a scheduler and machines (or
-// separate servers and workers) running the built-in smoke job, whose
-// summaries it gathers into a SmokeSummary.
+// WorkerEnv. The kinds live beside their workloads: training in
+// train/deploy, distributed Parsa in distparsa, decentralised training in
+// gossip/job, the smoke job of colo launch in app/smoke; this package
+// imports none of them, nor any metrics library (RunNode and
+// RunScheduler take an observer of their counters instead).
 //
 // No process outlives the supervisor. Wait returns only once every
 // process has been reaped; a context cancelled while waiting kills them

@@ -47,10 +47,14 @@ func checkSummaries(t *testing.T, out []byte, servers, workers int) {
 			ns++
 		case "worker":
 			nw++
-			if s.Smoke == nil || s.Smoke.KeysPushed == 0 {
-				t.Errorf("worker %v pushed nothing: %+v", s.Nodes, s.Smoke)
+			var r struct {
+				KeysPushed uint64 `json:"keys_pushed"`
+				Checked    bool   `json:"checked"`
 			}
-			checked = checked || s.Smoke != nil && s.Smoke.Checked
+			if json.Unmarshal(s.Smoke, &r) != nil || r.KeysPushed == 0 {
+				t.Errorf("worker %v pushed nothing: %s", s.Nodes, s.Smoke)
+			}
+			checked = checked || r.Checked
 		}
 		if s.Error != "" {
 			t.Errorf("%v: %s", s.Nodes, s.Error)

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -229,4 +230,25 @@ wait:
 	}
 	fmt.Fprintf(s.Out, "job finished: %d servers, %d workers\n", s.Config.NumServers, s.Config.NumWorkers)
 	return nil
+}
+
+// NodeSummary is the JSON summary of one node's job, what colo node
+// --json prints when the job ends.
+type NodeSummary struct {
+	Role            string   `json:"role"`
+	Nodes           []string `json:"nodes"`
+	Machine         int      `json:"machine"`
+	StartSeconds    float64  `json:"start_s"`
+	StartedUnixNano int64    `json:"started_unix_ns"`
+	// Smoke is the worker's smoke job, a smoke.Result (kept as JSON:
+	// package app/smoke builds on this one).
+	Smoke json.RawMessage `json:"smoke,omitempty"`
+	// Train is the worker's training job, a train.WorkerResult (kept as
+	// JSON: package train builds on this one).
+	Train json.RawMessage `json:"train,omitempty"`
+	Error string          `json:"error,omitempty"`
+	Stats node.Stats      `json:"stats"`
+	// Lines are what the node's kind says of its job, for people
+	// (WriteText).
+	Lines []string `json:"-"`
 }

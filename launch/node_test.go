@@ -5,86 +5,12 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"colo/ps/node"
-	"colo/ps/proto"
 	"colo/ps/sched"
 )
-
-// TestRunNodeAndScheduler runs what colo node runs, in this process: a
-// scheduler that prints its address, and two machines running the smoke
-// job against it; the job succeeds, one worker checks the sums, and the
-// summaries name the nodes.
-func TestRunNodeAndScheduler(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	sc := sched.DefaultConfig()
-	sc.NumServers, sc.NumWorkers, sc.NumKeys, sc.Token = 2, 2, 1000, "tok"
-	pr, pw := io.Pipe()
-	schedErr := make(chan error, 1)
-	go func() {
-		schedErr <- RunScheduler(ctx, Scheduler{Config: sc, Addr: "127.0.0.1:0", Token: "tok", Out: pw, Log: testWriter{t}})
-		pw.Close()
-	}()
-	rd := bufio.NewReader(pr)
-	line, err := rd.ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), schedulerPrefix)
-	if err != nil || !ok {
-		t.Fatalf("first line %q: %v", line, err)
-	}
-	rest := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(rd)
-		rest <- string(b)
-	}()
-	var wg sync.WaitGroup
-	sums := make([]*NodeSummary, 2)
-	errs := make([]error, 2)
-	for r := range 2 {
-		wg.Go(func() {
-			cfg := node.DefaultConfig()
-			cfg.Role, cfg.Rank, cfg.Scheduler, cfg.Token = proto.RoleMachine, r, addr, "tok"
-			cfg.Network = node.TCP{Token: "tok"}
-			j := DefaultSmokeJob()
-			j.Keys, j.Batch, j.Rounds, j.Seed = 1000, 100, 5, 3
-			env, err := NewEnvelope("smoke", j)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			m, err := SmokeKind{}.Open(ctx, env.Job, Position{Role: proto.RoleMachine, Rank: r})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			cfg.Rule = m.Rule
-			sums[r], _, errs[r] = RunNode(ctx, Node{Config: cfg, Member: m})
-		})
-	}
-	wg.Wait()
-	if err := <-schedErr; err != nil {
-		t.Fatal(err)
-	}
-	if out := <-rest; !strings.Contains(out, "job finished: 2 servers, 2 workers") {
-		t.Errorf("scheduler printed %q", out)
-	}
-	checked := false
-	for r, s := range sums {
-		if errs[r] != nil || s == nil || s.Smoke == nil {
-			t.Fatalf("machine %d: %+v %v", r, s, errs[r])
-		}
-		checked = checked || s.Smoke.Checked
-		if len(s.Nodes) != 2 || s.Role != "machine" || s.Smoke.KeysPushed != 500 || s.Error != "" {
-			t.Errorf("machine %d: summary %+v", r, s)
-		}
-	}
-	if !checked {
-		t.Error("no worker checked the sums")
-	}
-}
 
 // TestRunNodeRefused: a node with the wrong token is refused and says so.
 func TestRunNodeRefused(t *testing.T) {

@@ -2,12 +2,10 @@ package launch
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,64 +54,6 @@ func TestTLSFlagsLoad(t *testing.T) {
 	if !slices.Equal(env, want) {
 		t.Fatalf("Env: %q, want %q", env, want)
 	}
-}
-
-// recorder is a Loopback starter that records the specs it starts.
-type recorder struct {
-	Loopback
-	mu    sync.Mutex
-	specs []Spec
-}
-
-func (r *recorder) Command(ctx context.Context, bin string, s Spec) *exec.Cmd {
-	r.mu.Lock()
-	r.specs = append(r.specs, s)
-	r.mu.Unlock()
-	return r.Loopback.Command(ctx, bin, s)
-}
-
-// TestSmokeTLS runs colo launch's cluster with every link over mutual TLS:
-// the sums are exact, every process gets the certificate files and the
-// token in its environment, and no command line holds the token.
-func TestSmokeTLS(t *testing.T) {
-	needColo(t)
-	ca, err := tcptest.NewCA("cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := ca.WriteNode(t.TempDir(), "node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	cfg := DefaultSmokeConfig()
-	cfg.Keys, cfg.Batch, cfg.Rounds, cfg.Bin = 20000, 2000, 5, coloBin
-	cfg.Token, cfg.TLS, cfg.Starter = "a-token-for-the-environment-only", TLSFlags{f.Cert, f.Key, f.CA}, rec
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := Smoke(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := uint64(cfg.Machines * cfg.Rounds * cfg.Batch); !s.Checked || s.KeysPushed != want {
-		t.Fatalf("checked %v, %d keys pushed, want %d", s.Checked, s.KeysPushed, want)
-	}
-	if len(rec.specs) != 1+cfg.Machines {
-		t.Fatalf("%d processes started", len(rec.specs))
-	}
-	for _, sp := range rec.specs {
-		for _, a := range sp.Args {
-			if strings.Contains(a, cfg.Token) {
-				t.Fatalf("%s: the token on the command line: %q", sp.Name, sp.Args)
-			}
-		}
-		for _, want := range []string{"COLO_TOKEN=" + cfg.Token, "COLO_TLS_CERT=" + f.Cert, "COLO_TLS_KEY=" + f.Key, "COLO_TLS_CA=" + f.CA} {
-			if !slices.Contains(sp.Env, want) {
-				t.Fatalf("%s: environment %q lacks %s", sp.Name, sp.Env, want)
-			}
-		}
-	}
-	t.Logf("start %.3f s, %.2fM keys/s", s.StartSeconds, s.KeysPerSec/1e6)
 }
 
 // TestDMLCEnvironmentTLS is TestDMLCEnvironment with every link over

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	"colo/app/smoke"
 	"colo/internal/tempdir"
-	"colo/launch"
+	"colo/metrics"
 )
 
 func runLaunch(e *env, args []string) error {
@@ -15,7 +18,7 @@ func runLaunch(e *env, args []string) error {
 			"smoke job (every worker pushes known increments to random overlapping\n"+
 			"keys; worker 0 checks that every value is the exact sum) and prints the\n"+
 			"start time, the throughput and the traffic, inner- and inter-machine.")
-	cfg := launch.DefaultSmokeConfig()
+	cfg := smoke.DefaultLaunchConfig()
 	var deadline time.Duration
 	f.IntVar(&cfg.Machines, "machines", cfg.Machines, "number of machines K (a server and a worker each)")
 	f.alias("k", "machines")
@@ -34,8 +37,9 @@ func runLaunch(e *env, args []string) error {
 	j := f.jsonOption("the summary")
 	f.StringVar(&cfg.Bin, "bin", "", "the colo binary to run (default: this one)")
 	f.IntVar(&cfg.Restarts, "restarts", 0, "when a process dies, stop the others and run the whole cluster and smoke job again from the start, up to this many times")
-	cfg.Metrics.Register(f.FlagSet) // every process's, labelled process=NAME
-	cfg.TLS.Register(f.FlagSet)     // every process's links
+	var mf metrics.Flags
+	mf.Register(f.FlagSet)      // every process's, labelled process=NAME
+	cfg.TLS.Register(f.FlagSet) // every process's links
 	cfg.Log = e.errOut
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
@@ -53,7 +57,25 @@ func runLaunch(e *env, args []string) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	sum, err := launch.Smoke(ctx, cfg)
+	endMetrics := func(context.Context) error { return nil }
+	if mf.Enabled() {
+		cm, err := metrics.NewCluster()
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		defer cm.Close()
+		if endMetrics, err = mf.Start(cm, e.errOut); err != nil {
+			return err
+		}
+		cfg.Flags = cm.Args
+	}
+	sum, err := smoke.Launch(ctx, cfg)
+	if merr := endMetrics(ctx); merr != nil {
+		err = errors.Join(err, merr)
+		if sum != nil {
+			sum.Error = err.Error()
+		}
+	}
 	if sum != nil {
 		if j.path != "" {
 			if err := writeJSON(e, j.path, sum); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"colo/app"
+	"colo/app/smoke"
 	torchkind "colo/clib/kind"
 	"colo/dashboard"
 	"colo/distparsa"
@@ -246,7 +247,7 @@ func nodeKinds(reg *prometheus.Registry) launch.Kinds {
 			c.Progress, c.Checked = tr.Pass, tr.Check
 		}
 	}
-	return launch.Kinds{launch.SmokeKind{}, tk, distparsa.Kind{}, job.Kind{}, torchkind.Kind{}}
+	return launch.Kinds{smoke.Kind{}, tk, distparsa.Kind{}, job.Kind{}, torchkind.Kind{}}
 }
 
 // placed opens and places a training job (app.OpenPlaced).
@@ -283,11 +284,11 @@ func (nf *nodeFlags) envelope(f *cmdFlags, role proto.Role) (launch.Envelope, er
 	if path == "" {
 		switch nf.job {
 		case "smoke", "none":
-			j := launch.DefaultSmokeJob()
+			j := smoke.DefaultJob()
 			j.Keys, j.Batch, j.Rounds, j.Seed, j.Idle = nf.keys, cmp.Or(nf.batch, j.Batch), nf.rounds, nf.seed, nf.job == "none"
 			j.Consistency, j.Tau, j.LinkBandwidth, j.BandwidthMatrix = nf.consistency, nf.tau, nf.linkRate, nf.matrix
 			j.Rule.Name, j.Rule.LR, j.Rule.L1, j.Rule.L2, j.Rule.Beta = cmp.Or(nf.updater, "sum"), cmp.Or(nf.lr, 0.1), nf.l1, max(nf.l2, 0), nf.beta
-			return launch.NewEnvelope(launch.SmokeKind{}.Name(), j)
+			return launch.NewEnvelope(smoke.Kind{}.Name(), j)
 		case "train":
 			if role == proto.RoleScheduler {
 				return launch.Envelope{}, nil // routed by its flags (placeScheduler)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"colo/launch"
+	"colo/app/smoke"
 )
 
 // coloBin is the colo binary built once by TestMain for the tests that run
@@ -52,7 +52,7 @@ func TestLaunchProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("launch %v: %v\n%s", args, err, out)
 		}
-		var s launch.SmokeSummary
+		var s smoke.Summary
 		if err := json.Unmarshal(out, &s); err != nil {
 			t.Fatalf("launch %v: %v: %s", args, err, out)
 		}
@@ -78,7 +78,7 @@ func TestManyLaunches(t *testing.T) {
 		if err != nil {
 			t.Fatalf("launch %d: %v\n%s", i, err, out)
 		}
-		var s launch.SmokeSummary
+		var s smoke.Summary
 		if err := json.Unmarshal(out, &s); err != nil || !s.Checked {
 			t.Fatalf("launch %d: %v %s", i, err, out)
 		}

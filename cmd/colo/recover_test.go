@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"colo/app/smoke"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"colo/checkpoint"
-	"colo/launch"
 )
 
 // TestTrainRestartsAfterKill kills machine 1 of a BSP job of processes
@@ -118,7 +118,7 @@ func TestLaunchRestartsAfterKill(t *testing.T) {
 		}
 		err := cmd.Wait()
 		cancel()
-		var s launch.SmokeSummary
+		var s smoke.Summary
 		if jerr := json.Unmarshal(out.Bytes(), &s); jerr != nil {
 			t.Fatalf("--restarts %s: %v: %s\n%s", restarts, jerr, out.String(), errOut.String())
 		}

@@ -1,4 +1,4 @@
-package launch
+package metrics
 
 import (
 	"context"
@@ -23,13 +23,13 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// clusterMetrics gathers the metrics of a cluster of processes for the
-// launcher's --metrics: each process serves its own on a loopback port and
+// Cluster gathers the metrics of a cluster of processes for the
+// launcher's --metrics (colo launch): each process serves its own on a loopback port and
 // writes its final values to a file when it ends; a scrape of the
 // launcher reads the file of a process that has ended and asks the others
 // over HTTP, and labels every sample with process="scheduler",
 // "machine_0", … (the launcher's own runtime metrics: process="launch").
-type clusterMetrics struct {
+type Cluster struct {
 	dir   string
 	own   *prometheus.Registry
 	mu    sync.Mutex
@@ -41,7 +41,9 @@ type procMetrics struct {
 	label, addr, file string
 }
 
-func newClusterMetrics() (*clusterMetrics, error) {
+// NewCluster returns the metrics of a cluster with none of its processes
+// yet; Close removes its files.
+func NewCluster() (*Cluster, error) {
 	dir, err := tempdir.Make("colo-metrics-")
 	if err != nil {
 		return nil, err
@@ -49,12 +51,12 @@ func newClusterMetrics() (*clusterMetrics, error) {
 	own := prometheus.NewRegistry()
 	prometheus.WrapRegistererWith(prometheus.Labels{"process": "launch"}, own).MustRegister(
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &clusterMetrics{dir: dir, own: own}, nil
+	return &Cluster{dir: dir, own: own}, nil
 }
 
-// args returns the metrics flags of the process named name (nil on a nil
-// clusterMetrics), and registers it.
-func (c *clusterMetrics) args(name string) []string {
+// Args returns the metrics flags of the process named name (nil on a nil
+// Cluster), and registers it.
+func (c *Cluster) Args(name string) []string {
 	if c == nil {
 		return nil
 	}
@@ -79,7 +81,7 @@ func freeLoopbackAddr() string {
 }
 
 // Gather merges the launcher's metrics with every process's.
-func (c *clusterMetrics) Gather() ([]*dto.MetricFamily, error) {
+func (c *Cluster) Gather() ([]*dto.MetricFamily, error) {
 	c.mu.Lock()
 	gs := prometheus.Gatherers{c.own}
 	for _, p := range c.procs {
@@ -89,8 +91,8 @@ func (c *clusterMetrics) Gather() ([]*dto.MetricFamily, error) {
 	return gs.Gather()
 }
 
-// close removes the files.
-func (c *clusterMetrics) close() {
+// Close removes the files.
+func (c *Cluster) Close() {
 	if c != nil {
 		os.RemoveAll(c.dir)
 	}

@@ -1,4 +1,4 @@
-package launch
+package smoke
 
 import (
 	"context"
@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
-	"colo/app/smoke"
-	"colo/metrics"
+	"colo/launch"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -18,11 +18,11 @@ import (
 	"colo/transport"
 )
 
-// SmokeConfig is a cluster of processes running the built-in smoke job
+// LaunchConfig is a cluster of processes running the built-in smoke job
 // (package app/smoke), what colo launch starts: a scheduler and Machines
 // machines (a server and a worker each), or, when Servers or Workers is
 // set, that many separate servers and workers.
-type SmokeConfig struct {
+type LaunchConfig struct {
 	// Machines is the number of machines, when Servers and Workers are 0.
 	Machines int `json:"machines"`
 	// Servers and Workers, when either is set, replace the machines by
@@ -34,32 +34,31 @@ type SmokeConfig struct {
 	Consistency string `json:"consistency"`
 	// Tau is the delay bound of bounded.
 	Tau int `json:"tau"`
-	// Keys, Batch and Rounds are the smoke job's (smoke.Config).
+	// Keys, Batch and Rounds are the smoke job's (Config).
 	Keys   uint64 `json:"keys"`
 	Batch  int    `json:"batch"`
 	Rounds int    `json:"rounds"`
-	// Token is the cluster token; empty for a random one (NewToken). The
+	// Token is the cluster token; empty for a random one (launch.NewToken). The
 	// processes get it in their environment (COLO_TOKEN), never on their
 	// command lines, where any user of the host could read it.
 	Token string `json:"token,omitempty"`
 	// TLS, when set, runs every link of the cluster over mutual TLS with
-	// these files, which every process uses (see TLSFlags).
-	TLS TLSFlags `json:"-"`
+	// these files, which every process uses (see launch.TLSFlags).
+	TLS launch.TLSFlags `json:"-"`
 	// Heartbeat is the scheduler's heartbeat period; a node silent for
 	// Timeout is dead.
 	Heartbeat time.Duration `json:"heartbeat"`
 	Timeout   time.Duration `json:"timeout"`
 	// Bin is the colo binary to run; empty for this one.
 	Bin string `json:"bin,omitempty"`
-	// Starter places the processes; nil for Loopback.
-	Starter Starter `json:"-"`
-	// Metrics serves the metrics of every process, each sample labelled
-	// process=scheduler, machine_0, …, at one address while the cluster
-	// runs, and their final values after it (see metrics.Flags); each
-	// process serves its own on a loopback port. Log receives the line
-	// that says where the final values stay; nil discards it.
-	Metrics metrics.Flags `json:"-"`
-	Log     io.Writer     `json:"-"`
+	// Starter places the processes; nil for launch.Loopback.
+	Starter launch.Starter `json:"-"`
+	// Flags, when set, returns extra flags of the colo process named name
+	// ("scheduler", "machine 0", …), such as where it serves its metrics
+	// (metrics.Cluster.Args). Log receives a line for each restart; nil
+	// discards them.
+	Flags func(name string) []string `json:"-"`
+	Log   io.Writer                  `json:"-"`
 	// Restarts is how many times the cluster is started again, whole and
 	// from the start of the smoke job, when one of its processes fails
 	// (is killed, exits or falls silent): the smoke job keeps no
@@ -69,22 +68,22 @@ type SmokeConfig struct {
 	Restarts int `json:"restarts,omitempty"`
 }
 
-// DefaultSmokeConfig returns colo launch's defaults: 2 machines, BSP, 20
+// DefaultLaunchConfig returns colo launch's defaults: 2 machines, BSP, 20
 // rounds of 10k keys out of 100k, a heartbeat of 100 ms and a timeout of
 // 2 s, on loopback.
-func DefaultSmokeConfig() SmokeConfig {
-	j := smoke.DefaultConfig()
-	return SmokeConfig{
+func DefaultLaunchConfig() LaunchConfig {
+	j := DefaultConfig()
+	return LaunchConfig{
 		Machines: 2, Consistency: "bsp", Keys: j.Keys, Batch: j.Batch, Rounds: j.Rounds,
 		Heartbeat: 100 * time.Millisecond, Timeout: 2 * time.Second,
 	}
 }
 
 // separate reports whether c runs separate servers and workers.
-func (c SmokeConfig) separate() bool { return c.Servers > 0 || c.Workers > 0 }
+func (c LaunchConfig) separate() bool { return c.Servers > 0 || c.Workers > 0 }
 
 // shape returns the numbers of servers and workers.
-func (c SmokeConfig) shape() (servers, workers int) {
+func (c LaunchConfig) shape() (servers, workers int) {
 	if c.separate() {
 		return c.Servers, c.Workers
 	}
@@ -92,7 +91,7 @@ func (c SmokeConfig) shape() (servers, workers int) {
 }
 
 // Validate checks c; errors name the field and the bound.
-func (c SmokeConfig) Validate() error {
+func (c LaunchConfig) Validate() error {
 	switch {
 	case c.separate() && (c.Servers < 1 || c.Workers < 1):
 		return fmt.Errorf("launch: Servers %d and Workers %d must both be at least 1", c.Servers, c.Workers)
@@ -110,34 +109,14 @@ func (c SmokeConfig) Validate() error {
 	if _, err := clock.ParseMode(c.Consistency); err != nil {
 		return fmt.Errorf("launch: Consistency: %w", err)
 	}
-	if err := (smoke.Config{Keys: c.Keys, Batch: c.Batch, Rounds: c.Rounds}).Validate(); err != nil {
+	if err := (Config{Keys: c.Keys, Batch: c.Batch, Rounds: c.Rounds}).Validate(); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
 	return nil
 }
 
-// NodeSummary is the JSON summary of one node's job, what colo node
-// --json prints when the job ends.
-type NodeSummary struct {
-	Role            string   `json:"role"`
-	Nodes           []string `json:"nodes"`
-	Machine         int      `json:"machine"`
-	StartSeconds    float64  `json:"start_s"`
-	StartedUnixNano int64    `json:"started_unix_ns"`
-	// Smoke is the worker's smoke job.
-	Smoke *smoke.Result `json:"smoke,omitempty"`
-	// Train is the worker's training job, a train.WorkerResult (kept as
-	// JSON: package train builds on this one).
-	Train json.RawMessage `json:"train,omitempty"`
-	Error string          `json:"error,omitempty"`
-	Stats node.Stats      `json:"stats"`
-	// Lines are what the node's kind says of its job, for people
-	// (WriteText).
-	Lines []string `json:"-"`
-}
-
-// SmokeSummary is the outcome of Smoke.
-type SmokeSummary struct {
+// Summary is the outcome of Smoke.
+type Summary struct {
 	Servers  int `json:"servers"`
 	Workers  int `json:"workers"`
 	Machines int `json:"machines"`
@@ -155,20 +134,20 @@ type SmokeSummary struct {
 	Checked bool `json:"checked"`
 	// Inner and Inter are the nodes' traffic summed, inside machines and
 	// between them.
-	Inner        transport.LinkStats `json:"inner"`
-	Inter        transport.LinkStats `json:"inter"`
-	TotalSeconds float64             `json:"total_s"`
-	Nodes        []NodeSummary       `json:"nodes"`
-	Error        string              `json:"error,omitempty"`
-	// Restarts lists the failed runs before this one (SmokeConfig.Restarts).
-	Restarts []SmokeRestart `json:"restarts,omitempty"`
+	Inner        transport.LinkStats  `json:"inner"`
+	Inter        transport.LinkStats  `json:"inter"`
+	TotalSeconds float64              `json:"total_s"`
+	Nodes        []launch.NodeSummary `json:"nodes"`
+	Error        string               `json:"error,omitempty"`
+	// Restarts lists the failed runs before this one (LaunchConfig.Restarts).
+	Restarts []Restart `json:"restarts,omitempty"`
 	// failed is set when a process failed (what a restart retries).
 	failed bool
 }
 
-// SmokeRestart is one failed run of the smoke cluster that was started
+// Restart is one failed run of the smoke cluster that was started
 // again.
-type SmokeRestart struct {
+type Restart struct {
 	// Error is the failure that ended the run; Seconds the time from the
 	// launch of the failed run to the failure noticed (its processes
 	// stopped); RestartSeconds the time from then to the new cluster's
@@ -178,52 +157,40 @@ type SmokeRestart struct {
 	RestartSeconds float64 `json:"restart_s"`
 }
 
-// Smoke runs the cluster of cfg and gathers the nodes' summaries. It
+// Launch runs the cluster of cfg and gathers the nodes' summaries. It
 // returns a summary whenever the processes ran, with the error in it when
 // they failed, did not print a summary or no worker checked the sums; it
 // returns no summary when cfg is invalid or the scheduler did not start.
 // ctx done stops the cluster.
-func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
+func Launch(ctx context.Context, cfg LaunchConfig) (*Summary, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	st := cfg.Starter
 	if st == nil {
-		st = Loopback{}
+		st = launch.Loopback{}
 	}
 	if _, err := cfg.TLS.Load(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
 	token := cfg.Token
 	if token == "" {
-		token = NewToken()
+		token = launch.NewToken()
 	}
 	env, err := cfg.TLS.Env()
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	job := DefaultSmokeJob()
+	job := DefaultJob()
 	job.Keys, job.Batch, job.Rounds, job.Consistency, job.Tau = cfg.Keys, cfg.Batch, cfg.Rounds, cfg.Consistency, cfg.Tau
-	envelope, err := NewEnvelope(SmokeKind{}.Name(), job)
+	envelope, err := launch.NewEnvelope(Kind{}.Name(), job)
 	if err != nil {
 		return nil, err
 	}
-	var cm *clusterMetrics
-	endMetrics := func(context.Context) error { return nil }
-	if cfg.Metrics.Enabled() {
-		var err error
-		if cm, err = newClusterMetrics(); err != nil {
-			return nil, fmt.Errorf("launch: metrics: %w", err)
-		}
-		defer cm.close()
-		if endMetrics, err = cfg.Metrics.Start(cm, cfg.Log); err != nil {
-			return nil, err
-		}
-	}
-	var restarts []SmokeRestart
+	var restarts []Restart
 	for {
 		t0 := time.Now()
-		sum, err := smokeOnce(ctx, cfg, st, envelope, env, token, cm)
+		sum, err := launchOnce(ctx, cfg, st, envelope, env, token)
 		if sum != nil {
 			sum.Restarts = restarts
 			if n := len(restarts); n > 0 {
@@ -231,34 +198,26 @@ func Smoke(ctx context.Context, cfg SmokeConfig) (*SmokeSummary, error) {
 			}
 		}
 		if err == nil || sum == nil || !sum.failed || len(restarts) >= cfg.Restarts || ctx.Err() != nil {
-			if merr := endMetrics(ctx); merr != nil {
-				err = errors.Join(err, merr)
-				if sum != nil {
-					sum.Error = err.Error()
-				}
-			}
 			return sum, err
 		}
-		restarts = append(restarts, SmokeRestart{Error: err.Error(), Seconds: time.Since(t0).Seconds()})
+		restarts = append(restarts, Restart{Error: err.Error(), Seconds: time.Since(t0).Seconds()})
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, "launch: restart %d of %d after %v: the smoke job from its start\n", len(restarts), cfg.Restarts, err)
 		}
 	}
 }
 
-// smokeOnce runs the cluster of cfg once, on st.
-func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, env Envelope, tlsEnv []string, token string, cm *clusterMetrics) (*SmokeSummary, error) {
+// launchOnce runs the cluster of cfg once, on st.
+func launchOnce(ctx context.Context, cfg LaunchConfig, st launch.Starter, env launch.Envelope, tlsEnv []string, token string) (*Summary, error) {
 	ns, nw := cfg.shape()
-	c := &Cluster{Envelope: env, Bin: cfg.Bin, Starter: st, Token: token, Env: tlsEnv,
+	c := &launch.Cluster{Envelope: env, Bin: cfg.Bin, Starter: st, Token: token, Env: tlsEnv,
 		Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout}
 	if cfg.separate() {
 		c.Servers, c.Workers = ns, nw
 	} else {
 		c.Machines = cfg.Machines
 	}
-	if cm != nil {
-		c.Flags = cm.args
-	}
+	c.Flags = cfg.Flags
 	t0 := time.Now()
 	out, werr := c.Run(ctx)
 	if werr != nil {
@@ -271,7 +230,7 @@ func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, env Envelope, t
 	if werr != nil {
 		errs = append(errs, werr)
 	}
-	sum := &SmokeSummary{Servers: ns, Workers: nw, Consistency: cfg.Consistency, TotalSeconds: time.Since(t0).Seconds(), failed: werr != nil}
+	sum := &Summary{Servers: ns, Workers: nw, Consistency: cfg.Consistency, TotalSeconds: time.Since(t0).Seconds(), failed: werr != nil}
 	if !cfg.separate() {
 		sum.Machines = cfg.Machines
 	}
@@ -284,19 +243,20 @@ func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, env Envelope, t
 			continue
 		}
 		n := m.Report.Node
+		var r *Result
 		if len(m.Report.Report) > 0 {
-			var r smoke.Result
-			if err := m.Report.Decode(&r); err != nil {
+			r = new(Result)
+			if err := m.Report.Decode(r); err != nil {
 				errs = append(errs, fmt.Errorf("launch: %s: bad report: %w", m.Name, err))
 				continue
 			}
-			n.Smoke = &r
+			n.Smoke = m.Report.Report
 		}
 		sum.Nodes = append(sum.Nodes, n)
 		lastStart = max(lastStart, n.StartedUnixNano)
 		sum.Inner = sum.Inner.Add(n.Stats.Inner)
 		sum.Inter = sum.Inter.Add(n.Stats.Inter)
-		if s := n.Smoke; s != nil {
+		if s := r; s != nil {
 			sum.KeysPushed += s.KeysPushed
 			sum.Seconds = max(sum.Seconds, s.Seconds)
 			sum.Checked = sum.Checked || s.Checked
@@ -318,10 +278,10 @@ func smokeOnce(ctx context.Context, cfg SmokeConfig, st Starter, env Envelope, t
 	return sum, err
 }
 
-// SmokeJob is the job of the smoke kind (SmokeKind): the smoke job's
-// keys, batch, rounds and seed (smoke.Config), the consistency model, the
+// Job is the job of the smoke kind (Kind): the smoke job's
+// keys, batch, rounds and seed (Config), the consistency model, the
 // servers' update rule and the emulated links. Idle workers only join.
-type SmokeJob struct {
+type Job struct {
 	Keys   uint64 `json:"keys"`
 	Batch  int    `json:"batch"`
 	Rounds int    `json:"rounds"`
@@ -340,30 +300,30 @@ type SmokeJob struct {
 	Idle bool `json:"idle,omitempty"`
 }
 
-// DefaultSmokeJob returns colo node's smoke job: 20 rounds of 10k keys
+// DefaultJob returns colo node's smoke job: 20 rounds of 10k keys
 // out of 100k, BSP, summing servers.
-func DefaultSmokeJob() SmokeJob {
-	s := smoke.DefaultConfig()
-	return SmokeJob{Keys: s.Keys, Batch: s.Batch, Rounds: s.Rounds, Seed: s.Seed, Consistency: "bsp", Rule: update.DefaultConfig()}
+func DefaultJob() Job {
+	s := DefaultConfig()
+	return Job{Keys: s.Keys, Batch: s.Batch, Rounds: s.Rounds, Seed: s.Seed, Consistency: "bsp", Rule: update.DefaultConfig()}
 }
 
-// config returns the job's smoke.Config.
-func (j SmokeJob) config() smoke.Config {
-	return smoke.Config{Keys: j.Keys, Batch: j.Batch, Rounds: j.Rounds, Seed: j.Seed}
+// config returns the job's Config.
+func (j Job) config() Config {
+	return Config{Keys: j.Keys, Batch: j.Batch, Rounds: j.Rounds, Seed: j.Seed}
 }
 
-// SmokeKind is the kind of the built-in smoke job (package app/smoke),
+// Kind is the kind of the built-in smoke job (package app/smoke),
 // what colo launch runs and what a node started by hand without a job
 // file runs.
-type SmokeKind struct{}
+type Kind struct{}
 
 // Name returns "smoke".
-func (SmokeKind) Name() string { return "smoke" }
+func (Kind) Name() string { return "smoke" }
 
 // decode reads a smoke job: defaults for what it leaves out.
-func (SmokeKind) decode(raw json.RawMessage) (SmokeJob, error) {
-	j := DefaultSmokeJob()
-	if err := DecodeJob("smoke", raw, &j); err != nil {
+func (Kind) decode(raw json.RawMessage) (Job, error) {
+	j := DefaultJob()
+	if err := launch.DecodeJob("smoke", raw, &j); err != nil {
 		return j, err
 	}
 	return j, nil
@@ -371,7 +331,7 @@ func (SmokeKind) decode(raw json.RawMessage) (SmokeJob, error) {
 
 // Scheduler sets the key space and the consistency model; the numbers of
 // servers and workers and the width are the command line's.
-func (k SmokeKind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
+func (k Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 	j, err := k.decode(raw)
 	if err != nil {
 		return err
@@ -385,13 +345,13 @@ func (k SmokeKind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 }
 
 // Open returns the member: its server's rule and links, and on a worker
-// the smoke job, whose report is a smoke.Result.
-func (k SmokeKind) Open(_ context.Context, raw json.RawMessage, at Position) (*Member, error) {
+// the smoke job, whose report is a Result.
+func (k Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (*launch.Member, error) {
 	j, err := k.decode(raw)
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{}
+	m := &launch.Member{}
 	if m.Rule, err = update.New(j.Rule); err != nil {
 		return nil, fmt.Errorf("job of kind smoke: rule: %w", err)
 	}
@@ -405,10 +365,40 @@ func (k SmokeKind) Open(_ context.Context, raw json.RawMessage, at Position) (*M
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("job of kind smoke: %w", err)
 	}
-	m.Run = func(ctx context.Context, n *node.Node, sum *NodeSummary) (any, error) {
+	m.Run = func(ctx context.Context, n *node.Node, sum *launch.NodeSummary) (any, error) {
 		r, err := cfg.Run(ctx, n.Worker(), n.Assignment().NumWorkers)
-		sum.Smoke = &r
+		if b, merr := json.Marshal(r); merr == nil {
+			sum.Smoke = b
+		}
+		line := fmt.Sprintf("pushed %d keys in %.3f s: %.2fM keys/s", r.KeysPushed, r.Seconds, r.KeysPerSec/1e6)
+		if r.Checked {
+			line += "; every value is the exact sum"
+		}
+		sum.Lines = append(sum.Lines, line)
 		return r, err
 	}
 	return m, nil
+}
+
+// WriteText writes the summary of colo launch for people.
+func (s *Summary) WriteText(w io.Writer) error {
+	var b strings.Builder
+	shape := fmt.Sprintf("%d machines", s.Machines)
+	if s.Machines == 0 {
+		shape = fmt.Sprintf("%d servers, %d workers", s.Servers, s.Workers)
+	}
+	fmt.Fprintf(&b, "cluster of %s (%s) on loopback: all nodes running %.3f s after launch\n", shape, s.Consistency, s.StartSeconds)
+	fmt.Fprintf(&b, "smoke job: %d keys pushed in %.3f s: %.2fM keys/s", s.KeysPushed, s.Seconds, s.KeysPerSec/1e6)
+	if s.Checked {
+		b.WriteString("; every value is the exact sum")
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "traffic: inner-machine %d messages, %s; inter-machine %d messages, %s (sent)\n",
+		s.Inner.MsgsSent, launch.BytesText(s.Inner.BytesSent), s.Inter.MsgsSent, launch.BytesText(s.Inter.BytesSent))
+	for i, r := range s.Restarts {
+		fmt.Fprintf(&b, "restart %d: after %s (%.3f s into that run); the new cluster running %.3f s later\n", i+1, r.Error, r.Seconds, r.RestartSeconds)
+	}
+	fmt.Fprintf(&b, "total %.3f s\n", s.TotalSeconds)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
