@@ -1,11 +1,13 @@
 package smoke
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,7 +237,13 @@ func launchOnce(ctx context.Context, cfg LaunchConfig, st launch.Starter, env la
 		sum.Machines = cfg.Machines
 	}
 	var lastStart int64
-	for _, m := range out.Members {
+	// The servers first, then the workers, as colo launch has always
+	// listed them.
+	members := slices.Clone(out.Members)
+	slices.SortStableFunc(members, func(a, b launch.MemberOutcome) int {
+		return cmp.Compare(boolInt(a.Role != proto.RoleServer), boolInt(b.Role != proto.RoleServer))
+	})
+	for _, m := range members {
 		if m.Report == nil {
 			if werr == nil {
 				errs = append(errs, fmt.Errorf("launch: %s: %w", m.Name, m.ReportErr))
@@ -401,4 +409,12 @@ func (s *Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "total %.3f s\n", s.TotalSeconds)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// boolInt is 1 for true, 0 for false.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
