@@ -150,15 +150,7 @@ func ReadLibSVM(r io.Reader, name string, o LibSVMOptions) (*Dataset, error) {
 	labels := make([]int, n)
 	classes := newClassMap()
 	for u := 0; u < n; u++ {
-		row := features[u*dim : (u+1)*dim]
-		vals := g.Values(u)
-		for k, v := range g.Params(u) {
-			x := float32(1)
-			if vals != nil {
-				x = vals[k]
-			}
-			row[g.ParamID(int(v))-base] = x
-		}
+		denseRow(g, u, base, features[u*dim:(u+1)*dim])
 		labels[u] = classes.add(strconv.FormatFloat(g.Label(u), 'g', -1, 64))
 	}
 	k, names := classes.finish(labels)

@@ -51,6 +51,7 @@ func runShard(e *env, args []string) error {
 	sep := f.String("sep", ",", "csv: field separator (one character; \\t for tab)")
 	var memBudget string
 	registerMemoryBudget(f, &memBudget)
+	spec := f.String("spec", "", "read DATA as a table (Parquet, CSV, JSON lines) through feature columns, its training rows one-hot\n(`SPEC` as colo partition --spec takes it; docs/ctr.md)")
 	f.IntVar(&o.Workers, "machines", 0, "number of machines N, one worker each (required)")
 	f.alias("k", "machines")
 	f.alias("workers", "machines")
@@ -106,7 +107,18 @@ func runShard(e *env, args []string) error {
 	}
 
 	start := time.Now()
-	d, err := dataset.Load(pos[0], lopt)
+	var d *dataset.Dataset
+	if *spec != "" {
+		// A table through feature columns: its training rows, one-hot.
+		df := dataFlags{spec: *spec, memory: memBudget}
+		g, _, err := df.load(pos[0])
+		if err != nil {
+			return err
+		}
+		d, err = dataset.FromGraph(g, lopt.Memory)
+	} else {
+		d, err = dataset.Load(pos[0], lopt)
+	}
 	if err != nil {
 		return err
 	}

@@ -97,6 +97,14 @@ func TestTableCommands(t *testing.T) {
 		t.Fatalf("converted: %d lines, %v", bytes.Count(b, []byte("\n")), err)
 	}
 
+	shards := filepath.Join(t.TempDir(), "s")
+	if code, _, errOut := colo(t, "shard", "--spec", flightSpec, "--machines", "2", "--scheme", "stratified", data, "-o", shards); code != 0 {
+		t.Fatalf("shard exit %d: %s", code, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(shards, "shards.txt")); err != nil || bytes.Count(b, []byte("\n")) != 500 {
+		t.Fatalf("shards.txt: %d lines, %v", bytes.Count(b, []byte("\n")), err)
+	}
+
 	// Training on the placement reads the table with its saved spec
 	// (no --spec) and scores the June rows.
 	code, out, errOut = colo(t, "train", "--app", "lr", "--machines", "2", "--placement", dir, "--batch", "50",
