@@ -1,12 +1,16 @@
 #!/bin/sh
 # checkpoint.sh measures what checkpoints cost a training job: it runs
 # colo train in process RUNS times without checkpoints and RUNS times
-# with a checkpoint every EVERY rounds, alternated (without, with,
+# with a checkpoint every EVERY rounds, alternated (without, with, with,
 # without, …) so that both see the same load, and prints each run's
 # training time, the checkpoints taken and skipped (a checkpoint due
-# while the one before is still being written is skipped) and the time
-# the checkpoints cost the training loop and their writers, then the
-# medians and the overhead: median with / median without − 1.
+# while the one before is still being written is skipped), the time the
+# checkpoints held the training loop and their writers took beside it,
+# and the CPU time of the process; then the medians and the overheads,
+# median with / median without − 1, of the training time (what a user
+# waits for; on a shared machine mostly the noise of the other work) and
+# of the CPU time (what the checkpoints add to the work, whatever the
+# load).
 #
 # Usage, from the repository root:
 #
@@ -42,10 +46,14 @@ field() {
 	echo "${v:-0}"
 }
 
-printf 'run\tcheckpoints\ttrain_s\ttaken\tskipped\tloop_s\twrite_s\tload\n' >"$out"
+printf 'run\tcheckpoints\ttrain_s\ttaken\tskipped\tloop_s\twrite_s\tcpu_s\tload\n' >"$out"
 i=1
 while [ "$i" -le "$runs" ]; do
-	for mode in without with; do
+	# ABBA: the order alternates, so that a load that rises or falls
+	# during the runs favours neither.
+	order="without with"
+	[ $((i % 2)) -eq 0 ] && order="with without"
+	for mode in $order; do
 		ck=
 		if [ "$mode" = with ]; then
 			rm -rf "$work/ck"
@@ -53,25 +61,29 @@ while [ "$i" -le "$runs" ]; do
 		fi
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		# shellcheck disable=SC2086
-		"$colo" train "$data" --test "$test" --machines "$machines" $args $ck --json "$work/run.json" >/dev/null 2>"$work/run.err" || {
+		/usr/bin/time -f '%U %S' -o "$work/cpu" "$colo" train "$data" --test "$test" --machines "$machines" $args $ck --json "$work/run.json" >/dev/null 2>"$work/run.err" || {
 			cat "$work/run.err" >&2
 			exit 1
 		}
 		j=$work/run.json
-		printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$mode" "$(field train_seconds "$j")" "$(field checkpoints "$j")" \
-			"$(field checkpoints_skipped "$j")" "$(field checkpoint_seconds "$j")" "$(field checkpoint_write_seconds "$j")" "$load" >>"$out"
+		cpu=$(awk '{print $1 + $2}' "$work/cpu")
+		printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$mode" "$(field train_seconds "$j")" "$(field checkpoints "$j")" \
+			"$(field checkpoints_skipped "$j")" "$(field checkpoint_seconds "$j")" "$(field checkpoint_write_seconds "$j")" "$cpu" "$load" >>"$out"
 	done
 	i=$((i + 1))
 done
 cat "$out"
 # The medians of the training time and the overhead.
-awk -F'\t' 'NR > 1 { t[$2] = t[$2] " " $3 }
+awk -F'\t' 'NR > 1 { t[$2] = t[$2] " " $3; c[$2] = c[$2] " " $8; l[$2] = l[$2] " " $6 }
 function median(s,   a, n, i, j, x) {
 	n = split(s, a, " ")
 	for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 END {
-	w = median(t["without"]); c = median(t["with"])
-	printf "median training time: without checkpoints %.3f s, with %.3f s: overhead %+.1f%%\n", w, c, 100 * (c / w - 1)
+	w = median(t["without"]); k = median(t["with"])
+	printf "median training time: without checkpoints %.3f s, with %.3f s: overhead %+.1f%%\n", w, k, 100 * (k / w - 1)
+	printf "median time the checkpoints held the training loop: %.3f s, %.1f%% of the training time without\n", median(l["with"]), 100 * median(l["with"]) / w
+	w = median(c["without"]); k = median(c["with"])
+	printf "median CPU time of the process (user + system): without %.2f s, with %.2f s: %+.1f%%\n", w, k, 100 * (k / w - 1)
 }' "$out"
