@@ -34,7 +34,8 @@
 // seeded runs, losing a random part of what it had sent, and checks that
 // no push is acknowledged before the backup has it, that no worker
 // computes a round twice and that the backup ends bit for bit with the
-// values of the run without failure.
+// values of the run without failure; TestFailoverAsync, under
+// asynchronous training, that every push is applied exactly once.
 //
 // The update replicated is what the server applies: under BSP the sum of
 // a round's pushes, added in worker rank order (replication after

@@ -67,11 +67,15 @@ type sim struct {
 	rep             *Replica
 	dead            bool // the primary is dead
 	failed          bool // the backup owns the range
-	// The workers: the round each is at, its push of that round (kept
-	// until acknowledged), whether it was sent, and the values pulled.
+	// async applies each push on arrival (update rule: the sum), and
+	// lets a worker keep two pushes unacknowledged; BSP holds a round's
+	// pushes and applies their sum, and a worker waits for each
+	// acknowledgement.
+	async bool
+	// The workers: the next round each computes, and its pushes not yet
+	// acknowledged (kept to be sent again), by round.
 	round   []int64
-	pending [][]float32
-	sent    []bool
+	pending []map[int64][]float32
 	steps   int // the rounds computed, over all workers
 	// acked records the pushes acknowledged to workers, to check that
 	// each was in the backup's copy when it was.
@@ -98,20 +102,35 @@ func (s *sim) owner() string {
 	return "primary"
 }
 
-// compute has worker w compute its round at the owner's values (the
-// pull of a BSP round sees every earlier round) and send the push.
+// compute has worker w compute its next rounds while it may (under BSP
+// one at a time, at the owner's values: the pull of a BSP round sees
+// every earlier round; under async two ahead, of values that do not
+// depend on the model, so that the final sum is exact) and send them.
 func (s *sim) compute(w int) {
-	if s.round[w] >= s.rounds {
-		return
+	window := 1
+	if s.async {
+		window = 2
 	}
-	v := s.primary
-	if s.failed {
-		v = s.backup
+	for s.round[w] < s.rounds && len(s.pending[w]) < window {
+		r := s.round[w]
+		var g []float32
+		if s.async {
+			g = make([]float32, simWidth)
+			for i := range g {
+				g[i] = float32((w+1)*(int(r)+1)*(i+1)) / 4
+			}
+		} else {
+			v := s.primary
+			if s.failed {
+				v = s.backup
+			}
+			g = grad(w, r, v)
+		}
+		s.pending[w][r] = g
+		s.round[w]++
+		s.steps++
+		s.send(worker(w), s.owner(), msg{kind: "push", worker: w, round: r, vals: g})
 	}
-	s.pending[w] = grad(w, s.round[w], v)
-	s.steps++
-	s.sent[w] = true
-	s.send(worker(w), s.owner(), msg{kind: "push", worker: w, round: s.round[w], vals: s.pending[w]})
 }
 
 // sum adds a round's pushes in worker rank order.
@@ -130,7 +149,7 @@ func (s *sim) deliver(from, to string, m msg) {
 	switch {
 	case to == "primary" && m.kind == "push":
 		s.hold(m, func(r int64, total []float32, pushes []Push) {
-			rule(s.primary, total)
+			s.apply(s.primary, total)
 			var acks []msg
 			for _, p := range pushes {
 				acks = append(acks, msg{kind: "ack", worker: p.Worker, round: p.Round})
@@ -151,7 +170,7 @@ func (s *sim) deliver(from, to string, m msg) {
 			s.t.Fatal(err)
 		}
 		if apply {
-			rule(s.backup, m.vals)
+			s.apply(s.backup, m.vals)
 		}
 		if !s.dead {
 			s.send("backup", "primary", msg{kind: "bak", seq: s.rep.Applied()})
@@ -164,7 +183,7 @@ func (s *sim) deliver(from, to string, m msg) {
 			return
 		}
 		s.hold(m, func(r int64, total []float32, pushes []Push) {
-			rule(s.backup, total)
+			s.apply(s.backup, total)
 			if _, err := s.rep.Update(s.rep.Applied()+1, pushes); err != nil {
 				s.t.Fatal(err)
 			}
@@ -174,26 +193,41 @@ func (s *sim) deliver(from, to string, m msg) {
 		})
 	case m.kind == "ack":
 		w := m.worker
-		if m.round < s.round[w] {
+		if _, ok := s.pending[w][m.round]; !ok {
+			if m.round >= s.round[w] {
+				s.t.Fatalf("worker %d at round %d got the acknowledgement of round %d", w, s.round[w], m.round)
+			}
 			// The old primary's acknowledgement got out after the
 			// worker sent the push again: the second answer to a
 			// request already done is dropped.
 			return
 		}
-		if m.round != s.round[w] {
-			s.t.Fatalf("worker %d at round %d got the acknowledgement of round %d", w, s.round[w], m.round)
-		}
-		s.round[w]++
-		s.pending[w], s.sent[w] = nil, false
+		delete(s.pending[w], m.round)
 		s.compute(w)
 	default:
 		s.t.Fatalf("no handler for %s from %s to %s", m.kind, from, to)
 	}
 }
 
+// apply applies an update to a store: the rule under BSP, the sum under
+// async.
+func (s *sim) apply(v, update []float32) {
+	if !s.async {
+		rule(v, update)
+		return
+	}
+	for i := range v {
+		v[i] += update[i]
+	}
+}
+
 // hold keeps the owner's push until the round is complete, then applies
-// it with apply.
+// it with apply; under async it applies each push at once.
 func (s *sim) hold(m msg, apply func(r int64, total []float32, pushes []Push)) {
+	if s.async {
+		apply(m.round, m.vals, []Push{{Worker: m.worker, Round: m.round}})
+		return
+	}
 	h := s.held[m.round]
 	if h == nil {
 		h = make([][]float32, s.workers)
@@ -253,8 +287,13 @@ func (s *sim) fail() {
 	}
 	s.failed = true
 	for w := range s.round {
-		if s.sent[w] {
-			s.send(worker(w), "backup", msg{kind: "push", worker: w, round: s.round[w], vals: s.pending[w]})
+		var rs []int64
+		for r := range s.pending[w] {
+			rs = append(rs, r)
+		}
+		slices.Sort(rs)
+		for _, r := range rs {
+			s.send(worker(w), "backup", msg{kind: "push", worker: w, round: r, vals: s.pending[w][r]})
 		}
 	}
 }
@@ -262,11 +301,14 @@ func (s *sim) fail() {
 // run simulates the job, killing the primary after killAt deliveries
 // (never when negative), and returns the final values of the owner and
 // the rounds computed.
-func run(t *testing.T, seed uint64, workers int, rounds int64, killAt int) ([]float32, int, string) {
+func run(t *testing.T, async bool, seed uint64, workers int, rounds int64, killAt int) ([]float32, int, string) {
 	s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 7)), workers: workers, rounds: rounds, links: map[[2]string]*link{},
 		primary: make([]float32, simWidth), backup: make([]float32, simWidth), held: map[int64][][]float32{},
-		prim: NewPrimary[msg]([]int{1}), rep: NewReplica(workers),
-		round: make([]int64, workers), pending: make([][]float32, workers), sent: make([]bool, workers)}
+		prim: NewPrimary[msg]([]int{1}), rep: NewReplica(workers), async: async,
+		round: make([]int64, workers), pending: make([]map[int64][]float32, workers)}
+	for w := range s.pending {
+		s.pending[w] = map[int64][]float32{}
+	}
 	for w := range workers {
 		s.compute(w)
 	}
@@ -295,7 +337,7 @@ func run(t *testing.T, seed uint64, workers int, rounds int64, killAt int) ([]fl
 		s.deliver(l.from, l.to, m)
 	}
 	for w, r := range s.round {
-		if r != rounds {
+		if r != rounds || len(s.pending[w]) > 0 {
 			t.Fatalf("seed %d, kill at %d: worker %d ended at round %d of %d (rounds %v, held %v, replica %+v, failed %v)", seed, killAt, w, r, rounds, s.round, s.held, s.rep, s.failed)
 		}
 	}
@@ -321,7 +363,7 @@ func cmpStr(a, b string) int {
 // failure, bit for bit.
 func TestFailoverBSP(t *testing.T) {
 	const workers, rounds = 3, 6
-	want, steps, lost := run(t, 1, workers, rounds, -1)
+	want, steps, lost := run(t, false, 1, workers, rounds, -1)
 	if lost != "" {
 		t.Fatal(lost)
 	}
@@ -330,7 +372,7 @@ func TestFailoverBSP(t *testing.T) {
 	}
 	for seed := range uint64(40) {
 		for killAt := 0; killAt < 60; killAt++ {
-			got, steps, lost := run(t, seed, workers, rounds, killAt)
+			got, steps, lost := run(t, false, seed, workers, rounds, killAt)
 			if lost != "" {
 				t.Fatalf("seed %d, primary killed at step %d: %s", seed, killAt, lost)
 			}
@@ -339,6 +381,37 @@ func TestFailoverBSP(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("seed %d, primary killed at step %d: values %v, without failure %v", seed, killAt, got, want)
+			}
+		}
+	}
+}
+
+// TestFailoverAsync does the same under asynchronous training, each push
+// applied on arrival and forwarded alone, two pushes of each worker in
+// flight: no push is acknowledged before the backup has it, and the
+// backup ends with every push applied exactly once (the pushes are
+// small multiples of 1/4, so that their sum is exact in any order).
+func TestFailoverAsync(t *testing.T) {
+	const workers, rounds = 3, 6
+	want := make([]float32, simWidth)
+	for w := range workers {
+		for r := range rounds {
+			for i := range want {
+				want[i] += float32((w+1)*(r+1)*(i+1)) / 4
+			}
+		}
+	}
+	for seed := range uint64(40) {
+		for killAt := -1; killAt < 60; killAt++ {
+			got, steps, lost := run(t, true, seed, workers, rounds, killAt)
+			if lost != "" {
+				t.Fatalf("seed %d, primary killed at step %d: %s", seed, killAt, lost)
+			}
+			if steps != workers*rounds {
+				t.Fatalf("seed %d, primary killed at step %d: %d rounds computed, want %d", seed, killAt, steps, workers*rounds)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d, primary killed at step %d: values %v, want every push once: %v", seed, killAt, got, want)
 			}
 		}
 	}
