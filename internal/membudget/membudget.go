@@ -67,6 +67,17 @@ const (
 // address-space limit (RLIMIT_AS). When none can be read it returns
 // math.MaxInt64: no budget.
 func Default() int64 {
+	avail := Available()
+	if avail <= 0 {
+		return math.MaxInt64
+	}
+	return avail / fractionDen * fractionNum
+}
+
+// Available returns the memory the process can take in bytes: the
+// smallest of MemAvailable, the cgroup's limit less its use and the
+// address-space limit (see Default), or 0 when none can be read.
+func Available() int64 {
 	avail := int64(math.MaxInt64)
 	if m := meminfoAvailable(); m > 0 {
 		avail = m
@@ -78,9 +89,9 @@ func Default() int64 {
 		avail = min(avail, a)
 	}
 	if avail == math.MaxInt64 {
-		return avail
+		return 0
 	}
-	return avail / fractionDen * fractionNum
+	return avail
 }
 
 // Resolve returns the budget in bytes that limit stands for: Default()

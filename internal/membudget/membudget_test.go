@@ -78,6 +78,9 @@ func TestDefaultFollowsAddressSpaceLimit(t *testing.T) {
 		t.Skipf("setrlimit: %v", err)
 	}
 	defer syscall.Setrlimit(syscall.RLIMIT_AS, &old)
+	if a := Available(); a > cap || a <= 0 {
+		t.Errorf("Available() = %d under an address-space limit of %d", a, int64(cap))
+	}
 	if d := Default(); d > cap/4*3 || d <= 0 {
 		t.Errorf("Default() = %d under an address-space limit of %d: want at most three quarters of it", d, int64(cap))
 	}

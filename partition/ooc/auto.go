@@ -1,11 +1,10 @@
 package ooc
 
 import (
-	"bufio"
 	"bytes"
 	"os"
-	"strconv"
-	"strings"
+
+	"colo/internal/membudget"
 )
 
 // The estimate of AutoMemory: a loaded graph and its loading take about
@@ -19,8 +18,9 @@ const (
 
 // AutoMemory decides whether to partition the file at path out of core
 // when no cap is given (colo partition --memory auto): when its estimated
-// in-memory size exceeds the memory available (MemAvailable of
-// /proc/meminfo), it returns half of that as the cap and true; otherwise,
+// in-memory size exceeds the memory available (availableMemory: the
+// memory budget's figure, see colo/internal/membudget), it returns half
+// of that as the cap and true; otherwise,
 // or when either cannot be known, 0 and false (in memory; the loader
 // reports a file it cannot read).
 func AutoMemory(path string) (int64, bool) {
@@ -61,21 +61,7 @@ func compressedFile(path string) bool {
 	return false
 }
 
-// availableMemory returns MemAvailable of /proc/meminfo in bytes, or 0.
-func availableMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			if fields := strings.Fields(rest); len(fields) > 0 {
-				kb, _ := strconv.ParseInt(fields[0], 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
-}
+// availableMemory returns the memory the process can take
+// (membudget.Available: MemAvailable, the cgroup's limit less its use,
+// the address-space limit), or 0.
+func availableMemory() int64 { return membudget.Available() }
