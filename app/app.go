@@ -240,19 +240,22 @@ func LoadGraphs(job train.Job) (*Data, error) {
 // loadTables reads the graphs of a job on tables through the fitted spec
 // sp.
 func loadTables(trainFile, testFile string, sp *features.Fitted, opt table.Options) (*Data, error) {
+	if testFile == "" && sp.Spec.Test != "" {
+		g, test, err := sp.Split(trainFile, opt)
+		if err != nil {
+			return nil, err
+		}
+		return &Data{Graph: g, TestGraph: test}, nil
+	}
 	g, err := sp.Graph(trainFile, features.Train, opt)
 	if err != nil {
 		return nil, err
 	}
 	out := &Data{Graph: g}
-	switch {
-	case testFile != "":
-		out.TestGraph, err = sp.Graph(testFile, features.All, opt)
-	case sp.Spec.Test != "":
-		out.TestGraph, err = sp.Graph(trainFile, features.Test, opt)
-	}
-	if err != nil {
-		return nil, err
+	if testFile != "" {
+		if out.TestGraph, err = sp.Graph(testFile, features.All, opt); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -182,6 +182,12 @@ func TestFitAndGraphByHand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// One pass gives the same two graphs.
+			tr2, te2, err := f.Split(path, table.DefaultOptions())
+			if err != nil || !reflect.DeepEqual(edges(tr2), edges(g)) || !reflect.DeepEqual(edges(te2), edges(test)) ||
+				!reflect.DeepEqual(tr2.Labels(), g.Labels()) || !reflect.DeepEqual(te2.Labels(), test.Labels()) {
+				t.Fatalf("Split differs from Graph of each part (%v)", err)
+			}
 			// The test row: SEA·SFO known; the unlabelled ORD row is left out.
 			if got := edges(test); !reflect.DeepEqual(got, [][]uint64{{2, 7, 15, 38, 45, 53, 65}}) || test.Label(0) != 1 {
 				t.Fatalf("test edges %v labels %v", got, test.Labels())

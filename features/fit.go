@@ -85,6 +85,8 @@ const (
 	Train
 	// Test is the rows the test predicate picks (none without one).
 	Test
+	// split is Train and Test in one pass (Split).
+	split Part = -1
 )
 
 // scanner reads the rows of a table for a spec: their labels, whether
@@ -99,6 +101,8 @@ type scanner struct {
 	test   *evaluator
 	labels []float64
 	rows   []int
+	// inTest marks the test rows among rows (part split only).
+	inTest []bool
 	// skipped counts rows without a label.
 	skipped int64
 }
@@ -192,18 +196,18 @@ func (sc *scanner) next(part Part) (*table.Batch, error) {
 		return nil, err
 	}
 	lc := b.Cols[sc.pos[sc.label.e.col]]
-	sc.rows, sc.labels = sc.rows[:0], sc.labels[:0]
+	sc.rows, sc.labels, sc.inTest = sc.rows[:0], sc.labels[:0], sc.inTest[:0]
 	for i := 0; i < b.Rows; i++ {
+		isTest := false
 		if sc.test != nil && part != All {
 			tc := b.Cols[sc.pos[sc.test.e.col]]
 			v, ok, err := sc.test.value(tc, i)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s: test: %w", sc.path, b.Where(i), err)
 			}
-			if (ok && v == 1) != (part == Test) {
-				continue
-			}
-		} else if part == Test {
+			isTest = ok && v == 1
+		}
+		if part != split && isTest != (part == Test) {
 			continue
 		}
 		y, ok, err := sc.label.value(lc, i)
@@ -216,6 +220,7 @@ func (sc *scanner) next(part Part) (*table.Batch, error) {
 		}
 		sc.rows = append(sc.rows, i)
 		sc.labels = append(sc.labels, y)
+		sc.inTest = append(sc.inTest, isTest)
 	}
 	return b, nil
 }
@@ -521,6 +526,32 @@ func Load(dir string) (*Fitted, error) {
 // without a label are left out. Errors name the file, the row and the
 // column.
 func (f *Fitted) Graph(path string, part Part, opt table.Options) (*graph.Graph, error) {
+	if part == split {
+		return nil, fmt.Errorf("features: Graph of part %d: want All, Train or Test", part)
+	}
+	gs, err := f.graphs(path, part, opt)
+	if err != nil {
+		return nil, err
+	}
+	return gs[0], nil
+}
+
+// Split is Graph of the training rows and of the test rows (the spec's
+// test predicate picks them) in one pass over the table.
+func (f *Fitted) Split(path string, opt table.Options) (train, test *graph.Graph, err error) {
+	if f.Spec.Test == "" {
+		return nil, nil, fmt.Errorf("%s: spec %s has no test predicate to split the table by", path, f.Spec.Compact())
+	}
+	gs, err := f.graphs(path, split, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return gs[0], gs[1], nil
+}
+
+// graphs builds the graph of part, or of the training and the test rows
+// for split.
+func (f *Fitted) graphs(path string, part Part, opt table.Options) ([]*graph.Graph, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
@@ -557,9 +588,16 @@ func (f *Fitted) Graph(path string, part Part, opt table.Options) (*graph.Graph,
 			valued = true
 		}
 	}
-	b := graph.NewBuilder(graph.Meta{Format: "table", Source: path})
-	b.SetHasLabels()
-	b.SetDupPolicy(graph.DupSum)
+	parts := []Part{part}
+	if part == split {
+		parts = []Part{Train, Test}
+	}
+	builders := make([]*graph.Builder, len(parts))
+	for i := range builders {
+		builders[i] = graph.NewBuilder(graph.Meta{Format: "table", Source: path})
+		builders[i].SetHasLabels()
+		builders[i].SetDupPolicy(graph.DupSum)
+	}
 	ids := make([]uint64, 0, len(f.Fields)+1)
 	var vals []float32
 	var buf []byte
@@ -638,20 +676,28 @@ func (f *Fitted) Graph(path string, part Part, opt table.Options) (*graph.Graph,
 			if valued {
 				v = vals
 			}
+			b := builders[0]
+			if part == split && sc.inTest[k] {
+				b = builders[1]
+			}
 			if err := b.AddSample(sc.labels[k], ids, v); err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", path, batch.Where(i), err)
 			}
 		}
 	}
-	if b.NumSamples() == 0 {
-		what := map[Part]string{All: "rows", Train: "training rows", Test: "test rows"}[part]
-		return nil, fmt.Errorf("%s: no %s with a label (spec %s)", path, what, f.Spec.Compact())
+	gs := make([]*graph.Graph, len(builders))
+	for i, b := range builders {
+		if b.NumSamples() == 0 {
+			what := map[Part]string{All: "rows", Train: "training rows", Test: "test rows"}[parts[i]]
+			return nil, fmt.Errorf("%s: no %s with a label (spec %s)", path, what, f.Spec.Compact())
+		}
+		g, err := b.Build()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		gs[i] = g
 	}
-	g, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return g, nil
+	return gs, nil
 }
 
 // mix is the SplitMix64 finaliser.

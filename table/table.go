@@ -322,23 +322,6 @@ func (r *Reader) Close() error {
 	return c()
 }
 
-// IsTable reports whether path is a table Open reads: a Parquet file (by
-// its magic bytes) or a file whose name ends in .parquet, .csv, .tsv,
-// .jsonl or .ndjson.
-func IsTable(path string) bool {
-	if _, ok := formatOfName(path); ok {
-		return true
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var head [4]byte
-	_, err = io.ReadFull(f, head[:])
-	return err == nil && string(head[:]) == "PAR1"
-}
-
 // formatOfName returns the format a file name's extension says.
 func formatOfName(path string) (Format, bool) {
 	switch strings.ToLower(filepath.Ext(path)) {
