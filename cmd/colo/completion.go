@@ -92,8 +92,11 @@ func flagChoices(cmd, name string) []string {
 	case "algo":
 		return partition.Names()
 	case "placement":
-		if node {
+		switch {
+		case node:
 			return nil // a directory
+		case strings.HasPrefix(cmd, "bench ") || strings.Contains(cmd, "decentralised"):
+			return schemes() // dense models only: sharding schemes
 		}
 		return append(partition.Names(), schemes()...)
 	case "scheme":

@@ -136,6 +136,7 @@ func TestFlagChoices(t *testing.T) {
 		{[]string{"train", "--mode", ""}, "decentralised ps"},
 		{[]string{"train", "--mode", "decentralised", "--topology", ""}, "complete exponential ring torus"},
 		{[]string{"node", "--placement", ""}, ""}, // a directory
+		{[]string{"bench", "rcd", "--placement", ""}, "distaware random roundrobin stratified submodular"},
 	} {
 		_, out, _ := colo(t, append([]string{"__complete"}, c.words...)...)
 		if got := strings.Join(strings.Fields(out), " "); got != c.want {
