@@ -36,6 +36,9 @@ func runBenchKV(e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
+	if err := checkOutputs(output{"--json", j.path, false}); err != nil {
+		return err
+	}
 	tlsConfig, err := tf.Load()
 	if err != nil {
 		return usageError("%v", err)

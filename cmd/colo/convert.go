@@ -37,6 +37,9 @@ func runConvert(e *env, args []string) error {
 	if *out == "" {
 		return usageError("-o OUT is required")
 	}
+	if err := checkOutputs(output{"-o", *out, false}); err != nil {
+		return err
+	}
 	g, _, err := df.load(pos[0])
 	if err != nil {
 		return err

@@ -237,6 +237,9 @@ func runDecentral(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutputs(output{"--json", t.json.path, false}, output{"--svg", t.svgOut, false}); err != nil {
+		return err
+	}
 	d.takeSchedule(&t)
 	j, err := t.job(pos[0], df)
 	if err != nil {
@@ -353,6 +356,9 @@ func runBenchRCD(e *env, args []string) error {
 	out := f.String("o", "", "output directory of rcd.json and the plots")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
+		return err
+	}
+	if err := checkOutputs(output{"-o", *out, true}, output{"--json", t.json.path, false}); err != nil {
 		return err
 	}
 	d.takeSchedule(&t)

@@ -31,6 +31,9 @@ func runGen(e *env, args []string) error {
 	if *out == "" {
 		return usageError("-o OUT is required")
 	}
+	if err := checkOutputs(output{"-o", *out, false}); err != nil {
+		return err
+	}
 	var g *graph.Graph
 	switch kind := pos[0]; kind {
 	case "sparse":

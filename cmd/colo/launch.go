@@ -47,6 +47,9 @@ func runLaunch(e *env, args []string) error {
 	if cfg.Restarts < 0 {
 		return usageError("--restarts %d: want 0 or more", cfg.Restarts)
 	}
+	if err := checkOutputs(output{"--json", j.path, false}); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageError("%v", err)
 	}

@@ -194,6 +194,9 @@ func runEval(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutputs(output{"--json", j.path, false}); err != nil {
+		return err
+	}
 	if *dataPart == "" {
 		return usageError("--data-part P is required")
 	}

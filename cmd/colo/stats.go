@@ -18,6 +18,9 @@ func runStats(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutputs(output{"--json", j.path, false}); err != nil {
+		return err
+	}
 	g, took, err := df.load(pos[0])
 	if err != nil {
 		return err
