@@ -109,6 +109,10 @@ func (r *registry) open(text string) int64 {
 	}
 	s, err := clib.Open(context.Background(), cfg)
 	if err != nil {
+		var se *clib.SpecError
+		if errors.As(err, &se) {
+			err = argError{err.Error()}
+		}
 		return r.fail(err)
 	}
 	return add(r, r.sessions, s)
