@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -490,6 +491,41 @@ func TestFromLauncher(t *testing.T) {
 			if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "colo.init(optimizer=") {
 				t.Errorf("%v: a machine without the program's rule: %v", c.env, err)
 			}
+		}
+	}
+}
+
+// TestUnique checks Unique against sorting and deduplicating by hand, on
+// random batches of a small table (marked) and a large one (sorted), and
+// its refusal of a row out of range.
+func TestUnique(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, rows := range []int64{1, 64, 1000, maxMarked + 1} {
+		tb := &Table{rows: rows, spec: TableSpec{Name: "u"}}
+		for trial := range 20 {
+			n := r.IntN(300)
+			idx := make([]int64, n)
+			for i := range idx {
+				idx[i] = r.Int64N(min(rows, int64(50+trial*40)))
+			}
+			uniq, inv := make([]int64, n), make([]int64, n)
+			k, err := tb.Unique(idx, uniq, inv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Compact(slices.Sorted(slices.Values(idx)))
+			if !slices.Equal(uniq[:k], want) {
+				t.Fatalf("rows %d: unique %v, want %v", rows, uniq[:k], want)
+			}
+			for i, x := range idx {
+				if uniq[inv[i]] != x {
+					t.Fatalf("rows %d: inv[%d] = %d gives %d, want %d", rows, i, inv[i], uniq[inv[i]], x)
+				}
+			}
+		}
+		var ie *IndexError
+		if _, err := tb.Unique([]int64{0, rows}, make([]int64, 2), make([]int64, 2)); !errors.As(err, &ie) || !strings.Contains(err.Error(), "index 1 of 2") {
+			t.Fatalf("rows %d: a row out of range: %v", rows, err)
 		}
 	}
 }

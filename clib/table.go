@@ -2,10 +2,13 @@ package clib
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
+	"slices"
 	"sync"
 
 	"colo/kv"
@@ -146,6 +149,10 @@ type Table struct {
 	lens   []int32 // per-key lengths of a whole dense table
 	allKey []uint64
 	pool   sync.Pool // *[]uint64
+	// Unique's scratch: a bit per row and each row's place.
+	mark sync.Mutex
+	bits []uint64
+	slot []int32
 }
 
 // Spec returns the table's declaration.
@@ -540,4 +547,76 @@ func normalPair(seed, j uint64) (float64, float64) {
 	r := math.Sqrt(-2 * math.Log(u1))
 	s, c := math.Sincos(2 * math.Pi * u2)
 	return r * c, r * s
+}
+
+// maxMarked bounds the rows of a table whose Unique marks rows in arrays
+// the size of the table (a bitmap and a slot per row); larger tables
+// sort instead.
+const maxMarked = 1 << 24
+
+// Unique writes the distinct rows of idx, ascending, to uniq (len(idx)
+// values at least) and to inv[i] the position in uniq of idx[i], and
+// returns the number of distinct rows: what a layer pulls for a batch.
+// Rows out of range are an *IndexError naming the first. It costs
+// O(len(idx) + rows/64) for tables of up to 2^24 rows, O(n log n)
+// beyond; it is safe for concurrent use.
+func (t *Table) Unique(idx, uniq, inv []int64) (int, error) {
+	if len(uniq) < len(idx) || len(inv) < len(idx) {
+		return 0, fmt.Errorf("table %q: unique of %d rows into %d and %d values", t.spec.Name, len(idx), len(uniq), len(inv))
+	}
+	for i, r := range idx {
+		if r < 0 || r >= t.rows {
+			return 0, &IndexError{fmt.Sprintf("table %q: row %d (index %d of %d) out of range [0, %d)", t.spec.Name, r, i, len(idx), t.rows)}
+		}
+	}
+	if t.rows > maxMarked {
+		return t.uniqueSorted(idx, uniq, inv), nil
+	}
+	t.mark.Lock()
+	defer t.mark.Unlock()
+	if t.bits == nil {
+		t.bits = make([]uint64, (t.rows+63)/64)
+		t.slot = make([]int32, t.rows)
+	}
+	lo, hi := t.rows, int64(-1)
+	for _, r := range idx {
+		t.bits[r>>6] |= 1 << (r & 63)
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	n := 0
+	if hi >= 0 {
+		for w := lo >> 6; w <= hi>>6; w++ {
+			b := t.bits[w]
+			for b != 0 {
+				r := w<<6 + int64(bits.TrailingZeros64(b))
+				t.slot[r] = int32(n)
+				uniq[n] = r
+				n++
+				b &= b - 1
+			}
+			t.bits[w] = 0
+		}
+	}
+	for i, r := range idx {
+		inv[i] = int64(t.slot[r])
+	}
+	return n, nil
+}
+
+// uniqueSorted is Unique by sorting, for tables too large to mark.
+func (t *Table) uniqueSorted(idx, uniq, inv []int64) int {
+	order := make([]int32, len(idx))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(idx[a], idx[b]) })
+	n := 0
+	for k, i := range order {
+		if k == 0 || idx[i] != uniq[n-1] {
+			uniq[n] = idx[i]
+			n++
+		}
+		inv[i] = int64(n - 1)
+	}
+	return n
 }

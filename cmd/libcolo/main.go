@@ -25,6 +25,7 @@
 //	int64_t colo_wait(int64_t ticket);   // 0; the ticket is gone
 //	int64_t colo_poll(int64_t ticket);   // 1 done (wait returns at once), 0 not yet
 //	int64_t colo_init_rows(int64_t t, const int64_t *rows, int64_t n, float *dst, int64_t len);
+//	int64_t colo_unique(int64_t t, const int64_t *idx, int64_t n, int64_t *uniq, int64_t *inv);  // distinct rows, ascending
 //	int64_t colo_error(int64_t id, char *buf, int64_t n);  // copies the text, returns its class
 //	int64_t colo_last_error(char *buf, int64_t n);
 //	int64_t colo_nop(int64_t x);   // returns x: the fixed cost of a call
@@ -237,6 +238,32 @@ func colo_init_rows(t C.int64_t, rows *C.int64_t, n C.int64_t, dst *C.float, len
 		return C.int64_t(e)
 	}
 	return C.int64_t(lib.fail(tb.InitRows(r, d)))
+}
+
+//export colo_unique
+func colo_unique(t C.int64_t, idx *C.int64_t, n C.int64_t, uniq *C.int64_t, inv *C.int64_t) (ret C.int64_t) {
+	defer guard(&ret)
+	tb, e := lib.tableOf(int64(t))
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	x, e := ints64(idx, n, "idx")
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	u, e := ints64(uniq, n, "uniq")
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	v, e := ints64(inv, n, "inv")
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	k, err := tb.Unique(x, u, v)
+	if err != nil {
+		return C.int64_t(lib.fail(err))
+	}
+	return C.int64_t(k)
 }
 
 //export colo_error

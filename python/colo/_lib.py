@@ -108,6 +108,7 @@ def lib():
             "colo_wait": [i64],
             "colo_poll": [i64],
             "colo_init_rows": [i64, p, i64, p, i64],
+            "colo_unique": [i64, p, i64, p, p],
             "colo_error": [i64, p, i64],
             "colo_last_error": [p, i64],
             "colo_nop": [i64],

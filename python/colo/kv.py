@@ -152,6 +152,19 @@ class Table:
         h = _lib.call("colo_push", self._h(), rp, n, vp, m)
         return Ticket(h, (rk, vk))
 
+    def unique(self, idx):
+        """Return the distinct rows of ``idx`` (a contiguous int64 tensor),
+        ascending, and for each index its position among them: what
+        torch.unique(idx, sorted=True, return_inverse=True) returns, in
+        O(len(idx) + rows/64), with rows out of range refused."""
+        import torch
+
+        n = idx.numel()
+        uniq = torch.empty(n, dtype=torch.int64)
+        inv = torch.empty(n, dtype=torch.int64)
+        k = _lib.call("colo_unique", self._h(), idx.data_ptr(), n, uniq.data_ptr(), inv.data_ptr())
+        return uniq[:k], inv
+
     def initial(self, rows, out=None):
         """Return the initial values of ``rows`` (int64, any order)."""
         rp, n, rk = _array(rows, np.int64, "table %r: rows" % self.name)

@@ -102,13 +102,11 @@ class _Rows(torch.nn.Module):
 
     def _rows(self, input):
         synchronize()
-        flat = input.reshape(-1)
-        if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= self.num_embeddings):
-            bad = flat[(flat < 0) | (flat >= self.num_embeddings)][0]
-            raise colo.ColoIndexError("%s %r: index %d out of range [0, %d)" % (type(self).__name__, self.table.name, int(bad), self.num_embeddings))
-        uniq, inv = torch.unique(flat, sorted=True, return_inverse=True)
-        if uniq.dtype != torch.int64:
-            uniq = uniq.to(torch.int64)
+        flat = input.reshape(-1).to(torch.int64).contiguous()
+        try:
+            uniq, inv = self.table.unique(flat)
+        except colo.ColoIndexError as e:
+            raise colo.ColoIndexError("%s %r: %s" % (type(self).__name__, self.table.name, e)) from None
         w = _PullRows.apply(self._anchor, self.table, uniq, self._scale())
         return w, inv.reshape(input.shape)
 
