@@ -35,17 +35,41 @@ func python(t *testing.T) string {
 	return py
 }
 
-// buildLibrary builds the c-shared library into a temporary directory.
+// The library, built once for the tests of this process (TestMain
+// removes it).
+var built struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildLibrary builds the c-shared library into a temporary directory,
+// once.
 func buildLibrary(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "libcolo.so")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(gobin, "build", "-buildmode=c-shared", "-o", lib, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build -buildmode=c-shared: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "libcolo-test-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "libcolo.so")
+		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		cmd := exec.Command(gobin, "build", "-buildmode=c-shared", "-o", built.path, ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build -buildmode=c-shared: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return lib
+	return built.path
 }
 
 // pyEnv is the environment of a Python test process: this one's without
