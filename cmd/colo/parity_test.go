@@ -15,6 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"colo/app/smoke"
+	"colo/distparsa"
+	"colo/gossip"
+	"colo/gossip/job"
 	"colo/launch"
 	"colo/ps/sched"
 	"colo/train"
@@ -294,4 +298,49 @@ func compactJSON(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// TestKindsRoundTrip: a job of every kind colo node runs goes through its
+// envelope, written and read again, and configures the scheduler as its
+// fields say.
+func TestKindsRoundTrip(t *testing.T) {
+	sj := smoke.DefaultJob()
+	sj.Keys, sj.Consistency, sj.Tau = 777, "bounded", 2
+	pj := distparsa.Job{Data: "x.svm", HashBits: 20, K: 3, Seed: 5, Init: "global", Out: "out", Keys: 99, Config: distparsa.DefaultConfig()}
+	pj.Config.Workers = 3
+	gc := gossip.DefaultConfig()
+	gc.Workers = 2
+	gj := job.ProcSpec{Gossip: gc, Shards: [][]int32{{0, 2}, {1}}, Link: 1e6}
+	for _, c := range []struct {
+		kind string
+		job  any
+		want func(sched.Config) bool
+	}{
+		{"smoke", sj, func(c sched.Config) bool { return c.NumKeys == 777 && c.Clock.Tau == 2 }},
+		{"parsa", pj, func(c sched.Config) bool {
+			return c.NumServers == 3 && c.NumWorkers == 3 && c.NumKeys == 99 && c.Width == 3
+		}},
+		{"gossip", gj, func(c sched.Config) bool { return c.NumServers == 2 && c.NumWorkers == 2 }},
+	} {
+		env, err := launch.NewEnvelope(c.kind, c.job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "job.json")
+		if err := env.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		got, err := launch.ReadEnvelopeFile(path)
+		if err != nil || got.Kind != c.kind || !bytes.Equal(compactJSON(t, got.Job), compactJSON(t, env.Job)) {
+			t.Fatalf("%s: read back %s %s: %v", c.kind, got.Kind, got.Job, err)
+		}
+		k, err := nodeKinds(nil).Lookup(got.Kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := sched.DefaultConfig()
+		if err := k.Scheduler(got.Job, &cfg); err != nil || !c.want(cfg) {
+			t.Errorf("%s: scheduler %+v: %v", c.kind, cfg, err)
+		}
+	}
 }
