@@ -51,6 +51,7 @@ func (f *cmdFlags) parse(args []string, minPos, maxPos int) ([]string, error) {
 		f.completeFlags(f.e.out, c)
 		return nil, errCompleted
 	}
+	f.e.flags = f // also for the error of a parse that fails: its flag names and its -h
 	args = f.joinJSON(args)
 	var pos []string
 	for {

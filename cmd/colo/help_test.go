@@ -55,5 +55,9 @@ func TestTrainHelpSections(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, c.refuse+": "+c.refusedAs) {
 			t.Errorf("%q %s: exit %d, %q; want 2 and %q", c.args, c.refuse, code, errOut, c.refusedAs)
 		}
+		// The hint points to the mode's own -h.
+		if hint := "run 'colo " + strings.Join(c.args, " ") + " -h' for usage"; !strings.Contains(errOut, hint) {
+			t.Errorf("%q %s: %q, want the hint %q", c.args, c.refuse, errOut, hint)
+		}
 	}
 }

@@ -147,7 +147,11 @@ func run(e *env, args []string) int {
 			return 0
 		case errors.Is(err, errUsage):
 			fmt.Fprintf(e.errOut, "colo %s: %s\n", name, e.flags.flagNames(strings.TrimPrefix(err.Error(), errUsage.Error()+": ")))
-			fmt.Fprintf(e.errOut, "run 'colo %s -h' for usage\n", name)
+			help := name
+			if e.flags != nil && e.flags.Name() != "" {
+				help = e.flags.Name() // the mode's or benchmark's own: train --mode decentralised, bench rcd
+			}
+			fmt.Fprintf(e.errOut, "run 'colo %s -h' for usage\n", help)
 			return 2
 		default:
 			fmt.Fprintf(e.errOut, "colo %s: %v\n", name, e.flags.flagNames(err.Error()))
