@@ -4,9 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"colo/bench/rcd"
@@ -17,40 +17,57 @@ import (
 	"colo/train"
 )
 
-// trainMode reads --mode from colo train's arguments and returns the
-// arguments without it: ps (the parameter server, the default) or
-// decentralised (package gossip).
-func trainMode(args []string) (mode string, rest []string, err error) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			break
-		}
-		if !strings.HasPrefix(a, "-") {
-			continue
-		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if name != "mode" {
-			continue
-		}
-		rest = append(slices.Clone(args[:i]), args[i+1:]...)
-		if !hasVal {
-			if i+1 >= len(args) {
-				return "", nil, usageError("--mode needs a value: ps or decentralised")
+// trainMode returns colo train's --mode: ps (the parameter server, the
+// default) or decentralised (package gossip). The flag package parses
+// args with every flag of both modes known and their values set aside,
+// so that --mode is found wherever it stands; each mode then parses args
+// with its own flags, where --mode is one of them (modeFlag).
+func trainMode(args []string) (string, error) {
+	probe := newFlags(&env{out: io.Discard, errOut: io.Discard}, "train", "", "")
+	mode := probe.String("mode", "ps", "")
+	setAside := func(g *cmdFlags) {
+		g.VisitAll(func(fl *flag.Flag) {
+			if probe.Lookup(fl.Name) == nil {
+				b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+				probe.Var(anyValue(ok && b.IsBoolFlag()), fl.Name, "")
 			}
-			val = args[i+1]
-			rest = append(slices.Clone(args[:i]), args[i+2:]...)
-		}
-		switch val {
-		case "ps":
-			return val, rest, nil
-		case "decentralised", "decentralized":
-			return "decentralised", rest, nil
-		}
-		return "", nil, usageError("--mode %q: want ps (parameter server) or decentralised", val)
+		})
 	}
-	return "ps", args, nil
+	ps, dc := newFlags(probe.e, "", "", ""), newFlags(probe.e, "", "", "")
+	var t, t2 trainFlags
+	var df, df2 dataFlags
+	var dep deployment
+	var wf watchFlags
+	var d decentralFlags
+	t.register(ps)
+	df.register(ps)
+	dep.register(ps)
+	wf.register(ps.FlagSet)
+	t2.register(dc)
+	df2.register(dc)
+	d.register(dc, 1, "")
+	setAside(ps)
+	setAside(dc)
+	// An error (-h, a bad flag) ends the parse where it stands: the mode
+	// read so far takes the arguments, and its own parse says what is
+	// wrong.
+	probe.parse(args, 0, -1)
+	switch *mode {
+	case "ps":
+		return "ps", nil
+	case "decentralised", "decentralized":
+		return "decentralised", nil
+	}
+	return "", usageError("--mode %q: want ps (parameter server) or decentralised", *mode)
 }
+
+// anyValue is a flag value that takes anything and keeps nothing; true
+// for a flag that needs no value.
+type anyValue bool
+
+func (anyValue) String() string     { return "" }
+func (anyValue) Set(string) error   { return nil }
+func (v anyValue) IsBoolFlag() bool { return bool(v) }
 
 // dropServerFlags removes from colo train --mode decentralised the flags
 // of colo train that it does not take: those of the servers, of the
@@ -106,7 +123,7 @@ func refusePSFlags(e *env, f *cmdFlags) {
 }
 
 // modeFlag lists --mode in colo train's flags, for -h and completion;
-// trainMode has taken it from the arguments before they are parsed.
+// trainMode has read it before they are parsed.
 func modeFlag(f *cmdFlags, mode string) {
 	f.String("mode", mode, "ps (a parameter server: servers hold the model, the default) or decentralised (no servers: the workers average with their neighbours); colo train --mode decentralised -h lists its flags")
 }

@@ -12,32 +12,38 @@ import (
 	"testing"
 )
 
+// TestTrainMode: --mode is found wherever it stands, whatever flags of
+// either mode come before it, with or without values; a mode that does
+// not exist, or a --mode without its value, is refused.
 func TestTrainMode(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		mode string
-		rest []string
 		err  string
 	}{
-		{[]string{"d.csv", "--lr", "1"}, "ps", []string{"d.csv", "--lr", "1"}, ""},
-		{[]string{"--mode", "decentralised", "d.csv"}, "decentralised", []string{"d.csv"}, ""},
-		{[]string{"d.csv", "-mode=decentralized"}, "decentralised", []string{"d.csv"}, ""},
-		{[]string{"--mode=ps", "d.csv"}, "ps", []string{"d.csv"}, ""},
-		{[]string{"--mode", "gossip-worker", "--rank", "1"}, "", nil, "--mode \"gossip-worker\""},
-		{[]string{"--mode", "gossip", "d.csv"}, "", nil, "--mode \"gossip\""},
-		{[]string{"d.csv", "--mode"}, "", nil, "--mode needs a value"},
-		{[]string{"--", "--mode", "x"}, "ps", []string{"--", "--mode", "x"}, ""},
+		{[]string{"d.csv", "--lr", "1"}, "ps", ""},
+		{[]string{"--mode", "decentralised", "d.csv"}, "decentralised", ""},
+		{[]string{"d.csv", "-mode=decentralized"}, "decentralised", ""},
+		{[]string{"--mode=ps", "d.csv"}, "ps", ""},
+		{[]string{"--labels", "l.gz", "--lr", "0.3", "--processes", "--json", "out.json", "--topology", "ring", "--mode", "decentralised", "d.csv"}, "decentralised", ""},
+		{[]string{"d.csv", "-k", "4", "--mode", "decentralised"}, "decentralised", ""},
+		{[]string{"--", "--mode", "decentralised"}, "ps", ""},
+		{[]string{"--mode", "gossip-worker", "--rank", "1"}, "", "--mode \"gossip-worker\""},
+		{[]string{"--mode", "gossip", "d.csv"}, "", "--mode \"gossip\""},
 	} {
-		mode, rest, err := trainMode(c.args)
+		mode, err := trainMode(c.args)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%v: %v, want %q", c.args, err, c.err)
 			}
 			continue
 		}
-		if err != nil || mode != c.mode || !slices.Equal(rest, c.rest) {
-			t.Errorf("%v: %v %v %v, want %v %v", c.args, mode, rest, err, c.mode, c.rest)
+		if err != nil || mode != c.mode {
+			t.Errorf("%v: %v %v, want %v", c.args, mode, err, c.mode)
 		}
+	}
+	if code, _, errOut := colo(t, "train", "d.csv", "--mode"); code != 2 || !strings.Contains(errOut, "-mode") {
+		t.Errorf("--mode without a value: exit %d: %s", code, errOut)
 	}
 }
 

@@ -295,11 +295,10 @@ func parseInts(list string) ([]int, error) {
 }
 
 func runTrain(e *env, args []string) error {
-	mode, rest, err := trainMode(args)
+	mode, err := trainMode(args)
 	if err != nil && e.complete != nil {
-		mode, rest, err = "ps", nil, nil // completing --mode's value
+		mode, err = "ps", nil // completing --mode's value
 	}
-	args = rest
 	switch {
 	case err != nil:
 		return err
