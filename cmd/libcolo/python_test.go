@@ -117,6 +117,7 @@ func TestPython(t *testing.T) {
 	}{
 		{"bsp", 3, 2, update.Config{Name: "sgd", LR: 0.5}, clock.BSP},
 		{"async", 3, 2, update.Config{Name: "sum"}, clock.Async},
+		{"branch", 2, 1, update.Config{Name: "sgd", LR: 0.5}, clock.BSP},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			addr, token := startServers(t, c.servers, c.workers, c.rule, c.mode)

@@ -190,6 +190,10 @@ class DistributedOptimizer:
     rank 0's values. In backward each parameter's gradient is pushed as
     soon as autograd produces it; ``step()`` waits for the pushes and
     pulls every parameter's new value. ``zero_grad()`` is the optimizer's.
+    A parameter that got no gradient in a step pushes zeros in ``step()``,
+    so that every worker pushes every parameter once a step (under BSP the
+    workers' rounds must agree); for SGD and Adagrad a zero push changes
+    nothing, for Adam it advances the parameter's moments and step count.
     """
 
     def __init__(self, optimizer, named_parameters=None, average=True, prefix=""):
@@ -216,6 +220,7 @@ class DistributedOptimizer:
             disp = torch.zeros(p.numel(), dtype=torch.float32)
             self._params.append((name, p, t, init, disp))
         self._tickets = []
+        self._pushed = set()  # the tables pushed since the last step
         self._hooks = [p.register_hook(self._hook(p, t)) for _, p, t, _, _ in self._params]
 
     @staticmethod
@@ -240,6 +245,7 @@ class DistributedOptimizer:
                 g = grad.detach().clone()
             g = g.to(torch.float32).contiguous()
             self._tickets.append(table.push(g.reshape(-1)))
+            self._pushed.add(table.name)
             return grad
         return hook
 
@@ -265,6 +271,13 @@ class DistributedOptimizer:
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        # A parameter that got no gradient this step (a branch not taken)
+        # pushes zeros: every worker pushes every parameter once a step, so
+        # that under BSP their rounds agree.
+        for _, p, t, _, disp in self._params:
+            if t.name not in self._pushed:
+                self._tickets.append(t.push(torch.zeros(p.numel(), dtype=torch.float32)))
+        self._pushed = set()
         self.synchronize()
         pulls = [t.pull(disp, wait=False) for _, _, t, _, disp in self._params]
         for k in pulls:

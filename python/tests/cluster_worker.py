@@ -6,6 +6,9 @@ COLO_TEST_SCENARIO (or the first argument, under colo run):
 * bsp: K workers train an EmbeddingBag and a dense layer under BSP, each on
   its share of every batch; the model must equal the one a single process
   trains on the union of the batches.
+* branch: workers whose models take different branches (some
+  parameters get no gradient on some workers) train under BSP without
+  their rounds parting, and end with the same parameters.
 * async: K workers push from several threads at once into a summing
   table; every worker then reads the exact total.
 
@@ -63,6 +66,28 @@ def bsp():
     colo.shutdown()
 
 
+def branch():
+    """Workers that take different branches push as many times a step."""
+    colo.init(optimizer=colo.optim.SGD(0.5), timeout=60)
+    rank = colo.rank()
+    torch.manual_seed(1)
+    a, b = torch.nn.Linear(4, 2), torch.nn.Linear(4, 2)
+    params = [("a." + n, p) for n, p in a.named_parameters()] + [("b." + n, p) for n, p in b.named_parameters()]
+    opt = colo.torch.DistributedOptimizer(torch.optim.SGD([p for _, p in params], lr=0.5), named_parameters=params)
+    g = torch.Generator().manual_seed(rank)
+    for step in range(5):
+        x = torch.randn(8, 4, generator=g)
+        opt.zero_grad()
+        out = a(x) if rank % 2 else a(x) + b(x)  # odd ranks leave b out
+        out.pow(2).mean().backward()
+        opt.step()
+    flat = torch.cat([p.detach().reshape(-1) for _, p in params]).to(torch.float64).numpy()
+    total = colo.allreduce(flat)
+    if not np.allclose(total, colo.size() * flat, rtol=0, atol=1e-6):
+        raise AssertionError("worker %d: the workers' parameters differ" % rank)
+    colo.shutdown()
+
+
 def async_sums():
     colo.init(timeout=60)
     K, rank = colo.size(), colo.rank()
@@ -109,7 +134,7 @@ def async_sums():
 if __name__ == "__main__":
     try:
         scenario = os.environ.get("COLO_TEST_SCENARIO") or sys.argv[1]
-        {"bsp": bsp, "async": async_sums}[scenario]()
+        {"bsp": bsp, "async": async_sums, "branch": branch}[scenario]()
     except Exception as e:
         print("FAIL: %s: %s" % (type(e).__name__, e), file=sys.stderr)
         sys.exit(1)
