@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"colo/internal/tempdir"
 	"colo/partition"
 	"colo/partition/ooc"
 )
@@ -72,18 +73,26 @@ func (m *memoryFlags) machineCap() (int64, error) {
 
 // runPartitionFile is runPartition out of core: ooc.ParsaFile, then
 // the summary and the placement directory as in memory.
-func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df *dataFlags, mf *memoryFlags, memCap int64, j *jsonFlag) error {
+func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df *dataFlags, mf *memoryFlags, memCap int64, j *jsonFlag) (err error) {
 	load, err := df.options()
 	if err != nil {
 		return err
 	}
+	// The spill files go in a directory of this run, removed at its end
+	// and by a signal (the partitioner takes no context to stop it).
+	spill, err := tempdir.MakeIn(mf.spill, "colo-partition-")
+	if err != nil {
+		return fmt.Errorf("--spill-dir: %w", err)
+	}
+	defer tempdir.Remove(spill, &err)
+	defer tempdir.RemoveOnSignal(spill)()
 	ph := startPhase(e, "partition "+algo+" out of core within "+ooc.FormatBytes(memCap), 0)
 	opt.Progress = ph.set
 	opt.Phase = func(name string, done, total int) { ph.event("%s done (%d/%d)", name, done, total) }
 	details := map[string]any{}
 	opt.Report = func(name string, v any) { details[name] = v }
 	start := time.Now()
-	res, err := ooc.ParsaFile(path, opt, ooc.OutOfCore{Memory: memCap, TempDir: mf.spill, Load: load})
+	res, err := ooc.ParsaFile(path, opt, ooc.OutOfCore{Memory: memCap, TempDir: spill, Load: load})
 	if err != nil {
 		ph.abort()
 		var me *ooc.MemoryError

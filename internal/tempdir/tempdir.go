@@ -27,7 +27,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // Signals are the signals that stop a command: Stop catches them.
@@ -47,11 +49,54 @@ func Stop(ctx context.Context) (context.Context, context.CancelFunc) {
 // Make creates a new directory in the system's temporary directory
 // ($TMPDIR, or /tmp) whose name starts with prefix. The error names where.
 func Make(prefix string) (string, error) {
-	dir, err := os.MkdirTemp("", prefix+"*")
+	return MakeIn("", prefix)
+}
+
+// MakeIn is Make in the directory parent ("": the system's).
+func MakeIn(parent, prefix string) (string, error) {
+	dir, err := os.MkdirTemp(parent, prefix+"*")
 	if err != nil {
-		return "", fmt.Errorf("temporary directory in %s: %w", os.TempDir(), err)
+		if parent == "" {
+			parent = os.TempDir()
+		}
+		return "", fmt.Errorf("temporary directory in %s: %w", parent, err)
 	}
 	return dir, nil
+}
+
+// RemoveOnSignal is for work that cannot be cancelled (a computation
+// that takes no context): until stop is called, one of Signals removes
+// dirs and then ends the process by that signal, as its default handling
+// would have (or, when another handler catches it, with status 128 + the
+// signal's number, as a shell reports it), so that the exit status still
+// says which.
+func RemoveOnSignal(dirs ...string) (stop func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, Signals()...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-c:
+			for _, d := range dirs {
+				os.RemoveAll(d)
+			}
+			signal.Stop(c)
+			if s, ok := sig.(syscall.Signal); ok {
+				syscall.Kill(os.Getpid(), s) // the default handling, now restored
+				time.Sleep(time.Second)      // for its delivery
+				os.Exit(128 + int(s))        // as a shell reports the signal, if it was caught
+			}
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(c)
+			close(done)
+		})
+	}
 }
 
 // Remove removes dir and everything in it. When that fails, the error

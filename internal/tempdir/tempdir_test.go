@@ -1,9 +1,12 @@
 package tempdir
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -61,6 +64,50 @@ func TestStopOnSignals(t *testing.T) {
 		stop()
 		if !strings.Contains(context.Cause(ctx).Error(), sig.String()) {
 			t.Errorf("%v: context ended with %v", sig, context.Cause(ctx))
+		}
+	}
+}
+
+// TestRemoveOnSignal: a process stopped by a signal while RemoveOnSignal
+// watches removes the directory and ends by that signal. The test runs
+// itself as that process (COLO_TEMPDIR_CHILD).
+func TestRemoveOnSignal(t *testing.T) {
+	if os.Getenv("COLO_TEMPDIR_CHILD") != "" {
+		dir, err := Make("colo-child-")
+		if err != nil {
+			os.Exit(3)
+		}
+		RemoveOnSignal(dir)
+		fmt.Println(dir)
+		select {} // until the signal
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		tmp := t.TempDir()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRemoveOnSignal$")
+		cmd.Env = append(os.Environ(), "COLO_TEMPDIR_CHILD=1", "TMPDIR="+tmp)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		dir, err := bufio.NewReader(out).ReadString('\n') // the directory exists and the handler is on
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = strings.TrimSpace(dir)
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("%v: %v", sig, err)
+		}
+		cmd.Process.Signal(sig)
+		err = cmd.Wait()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != sig && exit.ExitCode() != 128+int(sig) {
+			t.Errorf("%v: the child ended with %v, want the signal", sig, err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v: %s still there (%v)", sig, dir, err)
 		}
 	}
 }
