@@ -549,15 +549,61 @@ func (f *Fitted) Split(path string, opt table.Options) (train, test *graph.Graph
 	return gs[0], gs[1], nil
 }
 
+// Samples passes the parameter ids of each row of part of the table at
+// path to sample, sorted and distinct, in row order: the samples of
+// Graph's graph, one row group held at a time (out-of-core placement).
+func (f *Fitted) Samples(path string, part Part, opt table.Options, sample func(ids []uint64) error) error {
+	if part == split {
+		return fmt.Errorf("features: Samples of part %d: want All, Train or Test", part)
+	}
+	_, err := f.rows(path, part, opt, func(_ int, _ float64, ids []uint64, _ []float32) error { return sample(ids) })
+	return err
+}
+
 // graphs builds the graph of part, or of the training and the test rows
 // for split.
 func (f *Fitted) graphs(path string, part Part, opt table.Options) ([]*graph.Graph, error) {
-	if err := f.Validate(); err != nil {
+	parts := []Part{part}
+	if part == split {
+		parts = []Part{Train, Test}
+	}
+	builders := make([]*graph.Builder, len(parts))
+	for i := range builders {
+		builders[i] = graph.NewBuilder(graph.Meta{Format: "table", Source: path})
+		builders[i].SetHasLabels()
+		builders[i].SetDupPolicy(graph.DupSum)
+	}
+	if _, err := f.rows(path, part, opt, func(target int, label float64, ids []uint64, vals []float32) error {
+		return builders[target].AddSample(label, ids, vals)
+	}); err != nil {
 		return nil, err
+	}
+	gs := make([]*graph.Graph, len(builders))
+	for i, b := range builders {
+		if b.NumSamples() == 0 {
+			what := map[Part]string{All: "rows", Train: "training rows", Test: "test rows"}[parts[i]]
+			return nil, fmt.Errorf("%s: no %s with a label (spec %s)", path, what, f.Spec.Compact())
+		}
+		g, err := b.Build()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		gs[i] = g
+	}
+	return gs, nil
+}
+
+// rows reads the rows of part of the table at path and passes each to
+// emit with its target (0, or 1 for a test row of split), label, sorted
+// parameter ids and values (nil when every value is 1); the slices are
+// reused. It returns the number of rows passed.
+func (f *Fitted) rows(path string, part Part, opt table.Options, emit func(target int, label float64, ids []uint64, vals []float32) error) (int64, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
 	}
 	sc, err := open(path, f.Spec, opt)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer sc.r.Close()
 	type fieldRun struct {
@@ -588,26 +634,17 @@ func (f *Fitted) graphs(path string, part Part, opt table.Options) ([]*graph.Gra
 			valued = true
 		}
 	}
-	parts := []Part{part}
-	if part == split {
-		parts = []Part{Train, Test}
-	}
-	builders := make([]*graph.Builder, len(parts))
-	for i := range builders {
-		builders[i] = graph.NewBuilder(graph.Meta{Format: "table", Source: path})
-		builders[i].SetHasLabels()
-		builders[i].SetDupPolicy(graph.DupSum)
-	}
 	ids := make([]uint64, 0, len(f.Fields)+1)
 	var vals []float32
 	var buf []byte
+	var n int64
 	for {
 		batch, err := sc.next(part)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return n, err
 		}
 		for k, i := range sc.rows {
 			ids = ids[:0]
@@ -620,13 +657,13 @@ func (f *Fitted) graphs(path string, part Part, opt table.Options) ([]*graph.Gra
 				switch f.Spec.Features[fi].Transform {
 				case "", Category:
 					if buf, ok, err = key(buf[:0], batch, fr.keys, i); err != nil {
-						return nil, fmt.Errorf("%s: %w", path, err)
+						return n, fmt.Errorf("%s: %w", path, err)
 					} else if ok {
 						idx = uint64(fr.dict[string(buf)])
 					}
 				case Hash:
 					if buf, ok, err = key(append(buf[:0], fr.seed...), batch, fr.keys, i); err != nil {
-						return nil, fmt.Errorf("%s: %w", path, err)
+						return n, fmt.Errorf("%s: %w", path, err)
 					} else if ok {
 						h := fnv.New64a()
 						h.Write(buf)
@@ -636,7 +673,7 @@ func (f *Fitted) graphs(path string, part Part, opt table.Options) ([]*graph.Gra
 					var x float64
 					x, ok, err = number(batch, batch.Cols[fr.cols[0]], i)
 					if err != nil {
-						return nil, fmt.Errorf("%s: %w", path, err)
+						return n, fmt.Errorf("%s: %w", path, err)
 					}
 					switch f.Spec.Features[fi].Transform {
 					case Quantile:
@@ -655,7 +692,7 @@ func (f *Fitted) graphs(path string, part Part, opt table.Options) ([]*graph.Gra
 						break
 					}
 					if idx, err = timePart(batch, col, i, f.Spec.Features[fi].Transform); err != nil {
-						return nil, fmt.Errorf("%s: %w", path, err)
+						return n, fmt.Errorf("%s: %w", path, err)
 					}
 				}
 				if !ok {
@@ -676,28 +713,17 @@ func (f *Fitted) graphs(path string, part Part, opt table.Options) ([]*graph.Gra
 			if valued {
 				v = vals
 			}
-			b := builders[0]
+			target := 0
 			if part == split && sc.inTest[k] {
-				b = builders[1]
+				target = 1
 			}
-			if err := b.AddSample(sc.labels[k], ids, v); err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", path, batch.Where(i), err)
+			if err := emit(target, sc.labels[k], ids, v); err != nil {
+				return n, fmt.Errorf("%s: %s: %w", path, batch.Where(i), err)
 			}
+			n++
 		}
 	}
-	gs := make([]*graph.Graph, len(builders))
-	for i, b := range builders {
-		if b.NumSamples() == 0 {
-			what := map[Part]string{All: "rows", Train: "training rows", Test: "test rows"}[parts[i]]
-			return nil, fmt.Errorf("%s: no %s with a label (spec %s)", path, what, f.Spec.Compact())
-		}
-		g, err := b.Build()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		gs[i] = g
-	}
-	return gs, nil
+	return n, nil
 }
 
 // mix is the SplitMix64 finaliser.

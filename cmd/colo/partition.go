@@ -76,10 +76,10 @@ func runPartition(e *env, args []string) error {
 		}
 		return ps.runProcesses(e, f, pos[0], *out, *algo, opt, &df, &mf, j)
 	}
-	if df.spec != "" && !strings.EqualFold(mf.memory, "off") && !strings.EqualFold(mf.memory, "auto") && mf.memory != "" {
-		return usageError("--memory %s with --spec: a table is placed in memory (one row group read at a time); out of core placement reads libsvm, SNAP or Criteo text", mf.memory)
-	}
-	if df.spec != "" {
+	if df.spec != "" && (mf.memory == "" || strings.EqualFold(mf.memory, "auto")) {
+		// A table is placed in memory unless --memory SIZE asks
+		// otherwise: its compressed columns say little of the graph's
+		// size.
 		mf.memory = "off"
 	}
 	if memCap, ok, err := mf.cap(pos[0], *algo); err != nil {

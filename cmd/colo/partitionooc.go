@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"colo/features"
 	"colo/internal/tempdir"
 	"colo/partition"
 	"colo/partition/ooc"
@@ -91,8 +92,26 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	opt.Phase = func(name string, done, total int) { ph.event("%s done (%d/%d)", name, done, total) }
 	details := map[string]any{}
 	opt.Report = func(name string, v any) { details[name] = v }
+	oc := ooc.OutOfCore{Memory: memCap, TempDir: spill, Load: load}
+	if df.spec != "" {
+		// A table: its training rows through the fitted feature columns,
+		// one row group at a time.
+		fit, err := df.fit(path)
+		if err != nil {
+			ph.abort()
+			return err
+		}
+		topt, err := df.tableOptions()
+		if err != nil {
+			ph.abort()
+			return err
+		}
+		oc.Samples = func(sample func(ids []uint64) error) error {
+			return fit.Samples(path, features.Train, topt, sample)
+		}
+	}
 	start := time.Now()
-	res, err := ooc.ParsaFile(path, opt, ooc.OutOfCore{Memory: memCap, TempDir: spill, Load: load})
+	res, err := ooc.ParsaFile(path, opt, oc)
 	if err != nil {
 		ph.abort()
 		var me *ooc.MemoryError
@@ -117,6 +136,11 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	}
 	if err := res.WriteDir(out, json.RawMessage(stamped)); err != nil {
 		return err
+	}
+	if df.fitted != nil {
+		if err := df.fitted.Save(out); err != nil {
+			return err
+		}
 	}
 	if j.path != "" {
 		if err := writeJSON(e, j.path, s); err != nil {

@@ -85,6 +85,18 @@ func TestTableCommands(t *testing.T) {
 	if err != nil || saved == nil || saved.Rows != 500 {
 		t.Fatalf("the placement's features.json: %+v, %v", saved, err)
 	}
+	// Out of core, the same placement.
+	oocDir := filepath.Join(t.TempDir(), "ooc")
+	if code, out, errOut := colo(t, "partition", "-k", "2", "--spec", flightSpec, "--memory", "64MiB", data, "-o", oocDir); code != 0 || !strings.Contains(out, "out of core (table)") {
+		t.Fatalf("partition out of core: exit %d: %s%s", code, out, errOut)
+	}
+	for _, name := range []string{"data.part", "param.part", features.FileName} {
+		a, errA := os.ReadFile(filepath.Join(dir, name))
+		b, errB := os.ReadFile(filepath.Join(oocDir, name))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Fatalf("%s out of core differs from in memory (%v, %v)", name, errA, errB)
+		}
+	}
 	if code, _, errOut := colo(t, "eval", "--spec", filepath.Join(dir, features.FileName), data,
 		"--data-part", filepath.Join(dir, "data.part"), "--param-part", filepath.Join(dir, "param.part")); code != 0 {
 		t.Fatalf("eval exit %d: %s", code, errOut)

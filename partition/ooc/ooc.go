@@ -34,6 +34,10 @@ type OutOfCore struct {
 	TempDir string
 	// Load says how to read the file.
 	Load graph.LoadOptions
+	// Samples, when set, reads the input instead of graph.Stream: it
+	// passes each sample's parameter ids, sorted and distinct, in sample
+	// order (a table read through feature columns, package features).
+	Samples func(sample func(ids []uint64) error) error
 }
 
 // OutOfCoreStats reports a run of ParsaFile.
@@ -280,6 +284,14 @@ func (r *oocRun) run() error {
 
 // read is pass 1: the file to the raw spill and the id indexes.
 func (r *oocRun) read() error {
+	if r.oc.Samples != nil {
+		err := r.readWith(func(vis graph.Visitor) (graph.Format, error) {
+			// Samples with ids as they are, in order: libsvm's numbering.
+			return graph.FormatLibSVM, r.oc.Samples(vis.Sample)
+		})
+		r.st.Format = "table"
+		return err
+	}
 	return r.readWith(func(vis graph.Visitor) (graph.Format, error) { return graph.Stream(r.path, r.oc.Load, vis) })
 }
 
