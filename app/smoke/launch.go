@@ -95,6 +95,8 @@ func (c LaunchConfig) shape() (servers, workers int) {
 // Validate checks c; errors name the field and the bound.
 func (c LaunchConfig) Validate() error {
 	switch {
+	case c.Servers < 0 || c.Workers < 0:
+		return fmt.Errorf("launch: Servers %d and Workers %d: want 0 (machines instead) or at least 1 each", c.Servers, c.Workers)
 	case c.separate() && (c.Servers < 1 || c.Workers < 1):
 		return fmt.Errorf("launch: Servers %d and Workers %d must both be at least 1", c.Servers, c.Workers)
 	case !c.separate() && c.Machines < 1:

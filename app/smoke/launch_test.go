@@ -148,6 +148,8 @@ func TestLaunchConfigValidate(t *testing.T) {
 	}{
 		{func(c *LaunchConfig) { c.Machines = 0 }, "Machines 0"},
 		{func(c *LaunchConfig) { c.Servers = 2 }, "Workers 0"},
+		{func(c *LaunchConfig) { c.Servers = -1 }, "Servers -1 and Workers 0: want 0"}, // was taken for machines
+		{func(c *LaunchConfig) { c.Workers = -1 }, "Workers -1"},
 		{func(c *LaunchConfig) { c.Consistency = "eventual" }, "Consistency"},
 		{func(c *LaunchConfig) { c.Tau = -1 }, "Tau -1"},
 		{func(c *LaunchConfig) { c.Restarts = -1 }, "launch: Restarts -1 is negative"},
