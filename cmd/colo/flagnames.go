@@ -51,11 +51,20 @@ func (f *cmdFlags) flagNames(msg string) string {
 	})
 	return goField.ReplaceAllStringFunc(msg, func(m string) string {
 		sub := goField.FindStringSubmatch(m)
-		if name := kebab(sub[1]); has(name) {
+		name, ok := fieldFlags[sub[1]]
+		if !ok {
+			name = kebab(sub[1])
+		}
+		if has(name) {
 			return "--" + name + strings.TrimPrefix(m, sub[1])
 		}
 		return m
 	})
+}
+
+// fieldFlags are the fields whose flag is not their name in kebab case.
+var fieldFlags = map[string]string{
+	"StartTimeout": "join-timeout", // sched.Config, colo node's
 }
 
 // kebab spells a Go field as a flag: MaxSteps is max-steps, L1 is l1.

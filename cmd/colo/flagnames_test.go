@@ -27,8 +27,10 @@ func TestFlagNames(t *testing.T) {
 	f := newFlags(&env{}, "x", "", "")
 	f.Int("max-steps", 0, "")
 	f.Int("machines", 0, "")
+	f.Duration("join-timeout", 0, "")
 	for _, c := range []struct{ in, want string }{
 		{"MaxSteps -1", "--max-steps -1"},
+		{"sched: StartTimeout 0s must be", "sched: --join-timeout 0s must be"},
 		{"Machines 0 of a Machines config", "--machines 0 of a Machines config"}, // only a field with its value
 		{"config.max_steps 3", "--max-steps 3"},
 		{"config.width 3", "config.width 3"}, // no such flag
