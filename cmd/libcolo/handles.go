@@ -13,6 +13,38 @@ import (
 	"colo/clib"
 )
 
+// main is empty: the library's entry points are its exported functions
+// (main.go, which needs cgo; without cgo the package builds as an empty
+// program, so that go build ./... passes).
+func main() {}
+
+// Error classes.
+const (
+	classRuntime = 1
+	classArg     = 2
+	classIndex   = 3
+	classTimeout = 4
+)
+
+// argError is a bad argument.
+type argError struct{ msg string }
+
+func (e argError) Error() string { return e.msg }
+
+// classOf returns an error's class.
+func classOf(err error) int {
+	var ae argError
+	switch {
+	case errors.As(err, &ae):
+		return classArg
+	case isIndex(err):
+		return classIndex
+	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded"):
+		return classTimeout
+	}
+	return classRuntime
+}
+
 // lib is the library's table of handles: the one piece of state a C
 // caller cannot hold itself.
 var lib = newRegistry(clib.Getenv)

@@ -47,21 +47,9 @@ import "C"
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unsafe"
-)
-
-func main() {}
-
-// Error classes.
-const (
-	classRuntime = 1
-	classArg     = 2
-	classIndex   = 3
-	classTimeout = 4
 )
 
 //export colo_open
@@ -330,23 +318,4 @@ func floats64(p *C.double, n C.int64_t, name string) ([]float64, int64) {
 		return nil, 0
 	}
 	return unsafe.Slice((*float64)(unsafe.Pointer(p)), int(n)), 0
-}
-
-// argError is a bad argument.
-type argError struct{ msg string }
-
-func (e argError) Error() string { return e.msg }
-
-// classOf returns an error's class.
-func classOf(err error) int {
-	var ae argError
-	switch {
-	case errors.As(err, &ae):
-		return classArg
-	case isIndex(err):
-		return classIndex
-	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded"):
-		return classTimeout
-	}
-	return classRuntime
 }

@@ -55,12 +55,15 @@ func TestMain(m *testing.M) {
 // once.
 func buildLibrary(t *testing.T) string {
 	t.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if out, err := exec.Command(gobin, "env", "CGO_ENABLED").Output(); err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Skipf("cgo is disabled (go env CGO_ENABLED: %q, %v): the C library needs cgo and gcc", bytes.TrimSpace(out), err)
+	}
 	built.once.Do(func() {
 		if built.dir, built.err = os.MkdirTemp("", "libcolo-test-"); built.err != nil {
 			return
 		}
 		built.path = filepath.Join(built.dir, "libcolo.so")
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 		cmd := exec.Command(gobin, "build", "-buildmode=c-shared", "-o", built.path, ".")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build -buildmode=c-shared: %v\n%s", err, out)
