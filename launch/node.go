@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,10 +146,27 @@ type Scheduler struct {
 	// Out receives "scheduler listening on ADDR", the line
 	// Supervisor.StartScheduler reads, then "job started: S servers, W
 	// workers" once every node is ready (before it, the supervisor ends
-	// the cluster at once when a process fails) and "job finished" at
-	// the end; Log a line for every refusal and failure. Neither may be
+	// the cluster at once when a process fails), "job paused: epoch E:
+	// lost NODES: WHY (NODE, node ID at ADDR)" each time the job pauses for a failed process
+	// (the supervisor kills that process if it still runs, a hung one,
+	// and starts its replacement) and "job finished" at the end; Log a line for every refusal and failure. Neither may be
 	// nil.
 	Out, Log io.Writer
+}
+
+// pauseLine is the line the scheduler prints when the job pauses for a
+// failed process: "job paused: epoch E: lost server 1 and worker 1: no
+// heartbeat for 3.2s (server 1, node 4 at ADDR)".
+func pauseLine(p sched.Pause) string {
+	lost := make([]string, len(p.Lost))
+	for i, id := range p.Lost {
+		lost[i] = proto.Name(id)
+	}
+	who := fmt.Sprintf("%s, node %d", proto.Name(p.Cause.ID), p.Cause.ID)
+	if p.Cause.Addr != "" {
+		who += " at " + p.Cause.Addr
+	}
+	return fmt.Sprintf("%sepoch %d: lost %s: %v (%s)", pausedPrefix, p.Epoch, strings.Join(lost, " and "), p.Cause.Err, who)
 }
 
 // ErrNoToken is RunScheduler's error for a scheduler without a cluster
@@ -181,7 +199,23 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	if err != nil {
 		return err
 	}
-	sc, err := sched.Start(s.Config, ep, logf)
+	// The supervisor reads Out from two goroutines' writes: this one's
+	// and the scheduler's (OnPause).
+	var outMu sync.Mutex
+	printf := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		fmt.Fprintf(s.Out, format, args...)
+	}
+	cfg := s.Config
+	next := cfg.OnPause
+	cfg.OnPause = func(p sched.Pause) {
+		printf("%s\n", pauseLine(p))
+		if next != nil {
+			next(p)
+		}
+	}
+	sc, err := sched.Start(cfg, ep, logf)
 	if err != nil {
 		ep.Close()
 		return err
@@ -213,7 +247,7 @@ wait:
 		select {
 		case <-started:
 			started = nil
-			fmt.Fprintf(s.Out, "%s%d servers, %d workers\n", jobStartedPrefix, s.Config.NumServers, s.Config.NumWorkers)
+			printf("%s%d servers, %d workers\n", jobStartedPrefix, s.Config.NumServers, s.Config.NumWorkers)
 		case <-sc.Done():
 			break wait
 		case <-ctx.Done():
@@ -228,7 +262,7 @@ wait:
 	if jobErr != nil {
 		return fmt.Errorf("job failed: %w", jobErr)
 	}
-	fmt.Fprintf(s.Out, "job finished: %d servers, %d workers\n", s.Config.NumServers, s.Config.NumWorkers)
+	printf("job finished: %d servers, %d workers\n", s.Config.NumServers, s.Config.NumWorkers)
 	return nil
 }
 

@@ -61,7 +61,9 @@ type Cluster struct {
 	// Grace is the Supervisor's grace period; 0 keeps its default.
 	Grace time.Duration
 	// Replace, when set, is asked whether a member that died of a signal
-	// while the job ran should be started again in its rank (colo node
+	// while the job ran (or that the scheduler declared failed, hung or
+	// stopped, and the supervisor killed: see Supervisor.ProcessOf)
+	// should be started again in its rank (colo node
 	// --recover; COLO_RECOVER=1 for a Worker program) instead of failing
 	// the job; the scheduler must wait for it (RecoverWait). It is never
 	// asked for the scheduler or an evaluator.
@@ -284,6 +286,27 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 			spec.Args = append(spec.Args, "--recover")
 		}
 		return spec
+	}
+	// The scheduler names the nodes of a failed process; the seat that
+	// runs them is a machine (server i and worker i), a worker or a
+	// server apart.
+	nodeSeat := make(map[string]string)
+	for _, s := range seats {
+		switch s.role {
+		case proto.RoleMachine:
+			nodeSeat[proto.RoleServer.String()+" "+strconv.Itoa(s.rank)] = s.name
+			nodeSeat[proto.RoleWorker.String()+" "+strconv.Itoa(s.rank)] = s.name
+		case proto.RoleServer, proto.RoleWorker:
+			nodeSeat[s.name] = s.name
+		}
+	}
+	sup.ProcessOf = func(nodes []string) string {
+		for _, n := range nodes {
+			if name, ok := nodeSeat[n]; ok {
+				return name
+			}
+		}
+		return ""
 	}
 	if c.Replace != nil {
 		sup.Replace = func(p *Proc) (Spec, bool) {

@@ -46,6 +46,16 @@ type Supervisor struct {
 	// failing the cluster, and the scheduler keeps the job waiting for it
 	// (sched.Config.RecoverWait). It is called from Wait's goroutine.
 	Replace func(p *Proc) (spec Spec, ok bool)
+	// ProcessOf, when set, names the process that runs the nodes the
+	// scheduler of StartScheduler lost when it paused the job ("server
+	// 1", "worker 1", as its line "job paused: …" names them), "" for
+	// none of s's. Wait then kills that process (SIGKILL) if it still
+	// runs, since the scheduler declared it failed: hung, stopped
+	// (SIGSTOP) or cut off, it would hold its rank until the job gave up
+	// waiting; killed, it is replaced like a process that died (see
+	// Replace). A process that died by itself and was replaced already
+	// is not killed again, nor its replacement.
+	ProcessOf func(nodes []string) string
 
 	bin    string
 	binErr error
@@ -58,6 +68,42 @@ type Supervisor struct {
 	procs   []*Proc
 	waiting bool
 	result  error
+	// pauses are the scheduler's pause lines not yet read by Wait;
+	// pauseCh is signalled when one is added.
+	pauses  []string
+	pauseCh chan struct{}
+}
+
+// pauseChan returns the channel signalled when the scheduler prints a
+// pause line.
+func (s *Supervisor) pauseChan() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pauseCh == nil {
+		s.pauseCh = make(chan struct{}, 1)
+	}
+	return s.pauseCh
+}
+
+// paused records a pause line of the scheduler for Wait.
+func (s *Supervisor) paused(line string) {
+	ch := s.pauseChan()
+	s.mu.Lock()
+	s.pauses = append(s.pauses, line)
+	s.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// takePauses returns and clears the pause lines not yet read.
+func (s *Supervisor) takePauses() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pauses
+	s.pauses = nil
+	return p
 }
 
 // NewSupervisor returns a supervisor that runs bin through st; bin "" is
@@ -85,6 +131,9 @@ type Proc struct {
 	mu     sync.Mutex
 	exited bool
 	killed bool
+	// declared is why the scheduler declared the process failed, when
+	// the supervisor killed it for that (Supervisor.ProcessOf).
+	declared string
 }
 
 // Name returns the process's Spec.Name.
@@ -138,6 +187,37 @@ func (p *Proc) kill() {
 		p.killed = true
 		p.cmd.Process.Kill()
 	}
+}
+
+// killDeclared kills the process, which the scheduler declared failed
+// for why, if it still runs; it is not Killed: it failed by itself.
+func (p *Proc) killDeclared(why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited && p.cmd != nil && p.cmd.Process != nil && !p.killed && p.declared == "" && !dead(p.cmd.Process.Pid) {
+		p.declared = why
+		p.cmd.Process.Kill()
+	}
+}
+
+// dead reports whether process pid has ended but is not reaped yet (a
+// zombie), as far as /proc tells: a process that died by itself just
+// before the scheduler noticed is not the supervisor's kill.
+func dead(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+}
+
+// Declared returns why the scheduler declared the process failed, when
+// the supervisor killed it for that, "" otherwise.
+func (p *Proc) Declared() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.declared
 }
 
 // Start starts the process of spec. A failure to start is that process's
@@ -211,6 +291,9 @@ func (s *Supervisor) startProc(ctx context.Context, spec Spec, stdout *tail, w i
 		started <- nil
 		err := p.cmd.Wait()
 		p.mu.Lock()
+		if p.declared != "" && err != nil {
+			err = fmt.Errorf("%w, sent by the supervisor: the scheduler had declared it lost: %s", err, p.declared)
+		}
 		p.exited, p.err = true, err
 		p.mu.Unlock()
 		close(p.done)
@@ -243,6 +326,27 @@ const schedulerPrefix = "scheduler listening on "
 // is ready.
 const jobStartedPrefix = "job started: "
 
+// pausedPrefix starts the line the scheduler prints when the job pauses
+// for a failed process (pauseLine).
+const pausedPrefix = "job paused: "
+
+// parsePause returns the nodes a pause line says were lost and why.
+func parsePause(line string) (nodes []string, cause string, ok bool) {
+	rest, ok := strings.CutPrefix(line, pausedPrefix)
+	if !ok {
+		return nil, "", false
+	}
+	_, rest, ok = strings.Cut(rest, ": lost ")
+	if !ok {
+		return nil, "", false
+	}
+	lost, cause, ok := strings.Cut(rest, ": ")
+	if !ok || lost == "" {
+		return nil, "", false
+	}
+	return strings.Split(lost, " and "), cause, true
+}
+
 // StartScheduler starts the scheduler of spec (colo node --role
 // scheduler) and returns the address it prints first ("scheduler
 // listening on ADDR"); the rest of its output is kept (Spec.Stdout) or
@@ -255,7 +359,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 	if spec.Stdout {
 		out = newTail(s.StdoutLimit)
 	}
-	fl := &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted}
+	fl := &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, paused: s.paused}
 	p := s.start(ctx, spec, out, fl)
 	if p.Pid() == 0 {
 		s.remove(p)
@@ -310,18 +414,23 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 // firstLine passes what it is written on to w (if any) and sends the
 // first line, without its newline, on line; a first line longer than
 // 4 KiB is sent cut. It sets started when a later line starts with
-// jobStartedPrefix.
+// jobStartedPrefix, and passes the later lines that start with
+// pausedPrefix to paused.
 type firstLine struct {
 	w       *tail
 	buf     []byte
 	line    chan string
 	sent    bool
 	started *atomic.Bool
+	paused  func(line string)
 	// next is the start of the current line after the first, up to
-	// len(jobStartedPrefix) bytes; more is set once it is longer.
+	// maxLine bytes; more is set once it is longer.
 	next []byte
 	more bool
 }
+
+// maxLine bounds the later lines of the scheduler that firstLine reads.
+const maxLine = 4 << 10
 
 func (f *firstLine) Write(p []byte) (int, error) {
 	rest := p
@@ -342,11 +451,14 @@ func (f *firstLine) Write(p []byte) (int, error) {
 	for _, c := range rest {
 		switch {
 		case c == '\n':
+			if !f.more && f.paused != nil && bytes.HasPrefix(f.next, []byte(pausedPrefix)) {
+				f.paused(string(f.next))
+			}
 			f.next, f.more = f.next[:0], false
 		case f.more:
-		case len(f.next) < len(jobStartedPrefix):
+		case len(f.next) < maxLine:
 			f.next = append(f.next, c)
-			if string(f.next) == jobStartedPrefix {
+			if len(f.next) == len(jobStartedPrefix) && string(f.next) == jobStartedPrefix {
 				f.started.Store(true)
 			}
 		default:
@@ -405,8 +517,35 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 	var grace <-chan time.Time
 	graced, stopped := false, false
 	done := ctx.Done()
+	// expected counts, by process name, the replacements started for a
+	// process that died by itself whose pause line has not been read:
+	// that line names the replacement's rank, and must not kill it.
+	expected := make(map[string]int)
+	pauses := s.pauseChan()
 	for left := len(procs); left > 0; {
 		select {
+		case <-pauses:
+			for _, line := range s.takePauses() {
+				nodes, cause, ok := parsePause(line)
+				if !ok || s.ProcessOf == nil {
+					continue
+				}
+				name := s.ProcessOf(nodes)
+				if name == "" {
+					continue
+				}
+				if expected[name] > 0 {
+					expected[name]--
+					continue
+				}
+				live.Lock()
+				for _, p := range procs {
+					if p.Name() == name {
+						p.killDeclared(cause)
+					}
+				}
+				live.Unlock()
+			}
 		case p := <-exits:
 			left--
 			if s.OnExit != nil {
@@ -414,6 +553,9 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 			}
 			if p.err != nil && s.Replace != nil && !graced && !stopped && s.jobStarted.Load() && rank(p) == 0 {
 				if spec, ok := s.Replace(p); ok {
+					if p.Declared() == "" {
+						expected[p.Name()]++
+					}
 					var out *tail
 					if spec.Stdout {
 						out = newTail(s.StdoutLimit)

@@ -394,6 +394,12 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 	return n, nil
 }
 
+// ErrReplaced is the error of a node that finds, when it runs again,
+// that it was stopped for longer than the scheduler's timeout: it was
+// declared failed, and its rank was given to a replacement (or the job
+// ended without it). It exits without blaming any other node.
+var ErrReplaced = errors.New("node: replaced")
+
 // SchedulerGrace is how many heartbeats a node waits for the scheduler
 // after the scheduler's link failed, before it ends the job naming the
 // scheduler: time for a Shutdown or an Abort sent just before the
@@ -420,6 +426,10 @@ func (m *member) loop() {
 	tick := time.NewTicker(hb)
 	defer tick.Stop()
 	silent := int64(0)
+	// last is when the previous tick was handled: a node that finds
+	// more than the timeout since then was itself stopped (SIGSTOP, a
+	// frozen VM) and has been declared dead and replaced meanwhile.
+	last := time.Now()
 	// schedLost is the failure of the scheduler's link, until the
 	// scheduler is heard again.
 	var schedLost *transport.PeerError
@@ -466,6 +476,11 @@ func (m *member) loop() {
 			// The scheduler's silence fails the node if this lasts.
 			n.cfg.Logf("%s: send to %s: %v", proto.Name(m.id), proto.Name(e.To), e.Err)
 		case <-tick.C:
+			if gap := time.Since(last); gap > n.assign.Job.Timeout && !n.shuttingDown() {
+				n.end(fmt.Errorf("%w: this process did not run for %v, longer than the scheduler's timeout %v: the scheduler has declared it failed, and another process takes its place or the job has ended without it", ErrReplaced, gap.Round(time.Millisecond), n.assign.Job.Timeout))
+				continue
+			}
+			last = time.Now()
 			silent++
 			if silent > limit && n.shuttingDown() {
 				n.end(nil)

@@ -107,6 +107,23 @@ type Config struct {
 	// Recovery in the package documentation). 0 ends the job at the
 	// first failure. An evaluator that fails ends the job.
 	RecoverWait time.Duration
+	// OnPause, when set, is called by the driver (Scheduler), from its
+	// goroutine, each time the job pauses for a failed node, so that
+	// whoever started that node can kill it, if it still runs (hung,
+	// or cut off), and start its replacement. The Core ignores it.
+	OnPause func(Pause)
+}
+
+// Pause is a pause of the job for the replacement of a failed process.
+type Pause struct {
+	// Epoch is the membership epoch the pause started.
+	Epoch uint64
+	// Cause is the failure that paused the job: the node declared
+	// failed, and why (a lost link, no heartbeat for Timeout).
+	Cause *proto.NodeError
+	// Lost are the node ids of the failed process (a machine's server
+	// and worker), in ascending order, which its replacement takes.
+	Lost []transport.NodeID
 }
 
 // DefaultConfig returns a scheduler for one server and one worker with
@@ -230,6 +247,8 @@ type Core struct {
 	resumeBy int64
 	// replaced counts the nodes replaced.
 	replaced int
+	// pauses are the pauses since the last Pauses.
+	pauses []Pause
 	// key is the scheduler's public key, nil when its endpoint has no
 	// identity (SetKey); keys are the members' keys learnt since the last
 	// Keys.
@@ -284,6 +303,13 @@ func (c *Core) Epoch() uint64 { return c.epoch }
 
 // Replaced returns the number of failed nodes replaced so far.
 func (c *Core) Replaced() int { return c.replaced }
+
+// Pauses returns and clears the pauses of the job since the last call.
+func (c *Core) Pauses() []Pause {
+	p := c.pauses
+	c.pauses = nil
+	return p
+}
 
 // Logs returns and clears the core's log lines: refusals and failures.
 func (c *Core) Logs() []string {
@@ -729,6 +755,7 @@ func (c *Core) pause(id transport.NodeID, cause error) {
 	}
 	clear(c.barriers)
 	c.logf("%v: job paused (epoch %d), waiting up to %v for the replacement of %s", c.cause, c.epoch, c.cfg.RecoverWait, names(gone))
+	c.pauses = append(c.pauses, Pause{Epoch: c.epoch, Cause: c.cause, Lost: gone})
 	p := proto.Pause{Node: id, Addr: mb.addr, Reason: cause.Error(), Epoch: c.epoch, Peers: gone}
 	for _, q := range c.Peers() {
 		if c.members[q.ID].ready {

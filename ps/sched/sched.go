@@ -115,6 +115,11 @@ func (s *Scheduler) run(ctx context.Context, period time.Duration) {
 		for _, l := range s.core.Logs() {
 			s.logf("scheduler: %s", l)
 		}
+		for _, p := range s.core.Pauses() {
+			if s.core.cfg.OnPause != nil {
+				s.core.cfg.OnPause(p)
+			}
+		}
 		s.mu.Lock()
 		s.running = s.core.Running()
 		if s.running && !s.startedSet {

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -70,6 +71,11 @@ type Processes struct {
 	// ends the run, and the restarts left restart the whole job. Each
 	// replacement counts as a restart.
 	Replace bool
+	// Heartbeat and Timeout are the scheduler's heartbeat period and the
+	// silence after which it declares a process failed (then, with
+	// Replace, the process is killed if it still runs, hung or stopped,
+	// and replaced); 0 is train.Heartbeat and train.Timeout.
+	Heartbeat, Timeout time.Duration
 	// Logf, when set, is told of each restart.
 	Logf func(format string, args ...any)
 	// Recovered is set by Deploy to the restarts it made and the time from
@@ -209,7 +215,7 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 		return nil, err
 	}
 	c := &launch.Cluster{Envelope: env, Bin: pd.Bin, Env: tlsEnv, Evaluators: evals,
-		Heartbeat: train.Heartbeat, Timeout: train.Timeout, JoinTimeout: JoinTimeout}
+		Heartbeat: cmp.Or(pd.Heartbeat, train.Heartbeat), Timeout: cmp.Or(pd.Timeout, train.Timeout), JoinTimeout: JoinTimeout}
 	if servers == 0 {
 		c.Machines = k
 	} else {

@@ -1,0 +1,49 @@
+package launch
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"colo/ps/proto"
+	"colo/ps/sched"
+	"colo/transport"
+)
+
+// TestPauseLineRoundTrip: the line the scheduler prints when the job
+// pauses names the lost nodes and the cause, as the supervisor reads
+// them back; the writer passes only such whole lines on, however the
+// output is cut.
+func TestPauseLineRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		lost []transport.NodeID
+		want []string
+	}{
+		{[]transport.NodeID{proto.ServerID(1), proto.WorkerID(1)}, []string{"server 1", "worker 1"}},
+		{[]transport.NodeID{proto.WorkerID(3)}, []string{"worker 3"}},
+	} {
+		cause := &proto.NodeError{ID: c.lost[0], Addr: "127.0.0.1:4000", Err: errors.New("no heartbeat for 3.2s: a: b")}
+		line := pauseLine(sched.Pause{Epoch: 2, Cause: cause, Lost: c.lost})
+		nodes, why, ok := parsePause(line)
+		if wantWhy := "no heartbeat for 3.2s: a: b (" + proto.Name(c.lost[0]); !ok || !slices.Equal(nodes, c.want) || !strings.HasPrefix(why, wantWhy) {
+			t.Errorf("%q read back as %q, %q, %v; want %q, %q…", line, nodes, why, ok, c.want, wantWhy)
+		}
+		var got []string
+		var started atomic.Bool
+		fl := &firstLine{line: make(chan string, 1), started: &started, paused: func(l string) { got = append(got, l) }}
+		out := "scheduler listening on 127.0.0.1:1\njob started: 2 servers, 2 workers\n" + line + "\njob paused: not a pause line\njob finished\n"
+		for i := 0; i < len(out); i += 7 {
+			fl.Write([]byte(out[i:min(i+7, len(out))]))
+		}
+		if !started.Load() || len(got) != 2 || got[0] != line {
+			t.Errorf("the writer passed on %q (started %v), want %q first", got, started.Load(), line)
+		}
+	}
+	for _, bad := range []string{"job paused: epoch 1", "job paused: epoch 1: lost : x", "job started: 1"} {
+		if _, _, ok := parsePause(bad); ok {
+			t.Errorf("%q read as a pause line", bad)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package deploy
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"colo/checkpoint"
+	"colo/train"
+)
+
+// TestProcessesHungMachineReplaced stops machine 1 (SIGSTOP) after the
+// job's first checkpoint: under BSP the job cannot go on without it, the
+// scheduler declares it failed after the timeout, the supervisor kills
+// it and starts its replacement, and the job ends with the same training
+// as in process, bit for bit, without a whole-job restart.
+func TestProcessesHungMachineReplaced(t *testing.T) {
+	needColo(t)
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc to find the machine's process")
+	}
+	job, opened, _ := newsJob(t, 2, 20, true)
+	want, err := deploy(t, job, opened, InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Rounds < 8 {
+		t.Fatalf("%d rounds: too few to stop a machine after the first checkpoint and before the end", want.Rounds)
+	}
+	dir := filepath.Join(t.TempDir(), "ck")
+	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2, Wait: true}
+	const timeout = 3 * time.Second
+	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Restarts: 1, Replace: true, Timeout: timeout}
+	type result struct {
+		res *train.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := deploy(t, job, opened, pd)
+		done <- result{res, err}
+	}()
+	var (
+		victim  int
+		stopped time.Time
+		r       result
+	)
+	// Poll for the first checkpoint, then stop machine 1: it cannot be
+	// before, as the replacement rolls back to a checkpoint.
+	for poll := time.NewTicker(2 * time.Millisecond); victim == 0; {
+		select {
+		case r = <-done:
+			t.Fatalf("the job ended (%v) before machine 1 could be stopped after a checkpoint", r.err)
+		case <-poll.C:
+		}
+		if _, _, err := checkpoint.Latest(dir); err != nil {
+			continue
+		}
+		for pid, line := range children(os.Getpid()) {
+			if strings.Contains(line, "--role machine") && strings.Contains(line, "--rank 1 ") && !strings.Contains(line, "--recover") {
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+				victim, stopped = pid, time.Now()
+			}
+		}
+		poll.Stop()
+	}
+	select {
+	case r = <-done:
+	case <-time.After(3 * time.Minute):
+		syscall.Kill(victim, syscall.SIGKILL)
+		t.Fatal("the job still runs 3 minutes after machine 1 was stopped")
+	}
+	if r.err != nil {
+		t.Fatalf("stopped machine 1: the job failed: %v", r.err)
+	}
+	if err := syscall.Kill(victim, 0); !errors.Is(err, syscall.ESRCH) && isColo(victim) {
+		t.Errorf("the stopped machine %d still runs", victim)
+	}
+	if len(pd.Recovered) != 1 || pd.Recovered[0].Replaced != "machine 1" {
+		t.Fatalf("recoveries %+v, want machine 1 replaced once", pd.Recovered)
+	}
+	rec := pd.Recovered[0]
+	if !strings.Contains(rec.Failure.Error(), "declared it lost") || !strings.Contains(rec.Failure.Error(), "no heartbeat") {
+		t.Errorf("the failure does not say the scheduler declared machine 1 failed for its silence: %v", rec.Failure)
+	}
+	sameModel(t, want, r.res)
+	t.Logf("%d rounds; stopped at %v; noticed %.2f s later (timeout %v); training resumed %.2f s after the stop, from the checkpoint of round %d",
+		r.res.Rounds, stopped.Format(time.StampMilli), rec.Noticed.Sub(stopped).Seconds(), timeout, rec.Resumed.Sub(stopped).Seconds(), rec.Round)
+}
+
+// sameModel fails unless a run with a failure trained as the run
+// without: the same passes, losses and test measures, bit for bit (the
+// traffic differs: the rounds since the checkpoint were sent again).
+func sameModel(t *testing.T, want, got *train.Result) {
+	t.Helper()
+	if got.Passes != want.Passes || got.Rounds != want.Rounds || len(got.RoundsDetail) != len(want.RoundsDetail) {
+		t.Fatalf("%d passes, %d rounds; without failure %d, %d", got.Passes, got.Rounds, want.Passes, want.Rounds)
+	}
+	for i, p := range want.RoundsDetail {
+		if q := got.RoundsDetail[i]; q.TrainLoss != p.TrainLoss || q.TrainAccuracy != p.TrainAccuracy {
+			t.Errorf("pass %d: loss %v accuracy %v, without failure %v %v", p.Pass, q.TrainLoss, q.TrainAccuracy, p.TrainLoss, p.TrainAccuracy)
+		}
+	}
+	if got.Accuracy == nil || *got.Accuracy != *want.Accuracy || *got.LogLoss != *want.LogLoss || *got.AUC != *want.AUC {
+		t.Errorf("test measures %+v, without failure %+v", got.Eval, want.Eval)
+	}
+}
