@@ -164,6 +164,32 @@ func BenchmarkBalanceDirections(b *testing.B) {
 	b.ReportMetric(float64(st.After), "R_max_after")
 }
 
+// BenchmarkRefineRound times RefineRound on 20 Newsgroups at k = 8 from
+// Best's placement, and reports R_max, T_max and T_sum before and after.
+//
+//	go test ./partition -run '^$' -bench RefineRound -benchtime 1x
+func BenchmarkRefineRound(b *testing.B) {
+	g := news20.load(b)
+	p, err := Best(g, Options{K: 8, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var q *placement.Placement
+	for b.Loop() {
+		if q, _, err = RefineRound(g, p, RoundOptions{}, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	before, _ := placement.Evaluate(g, p, 0)
+	after, _ := placement.Evaluate(g, q, 0)
+	b.ReportMetric(float64(before.RMax), "R_max_before")
+	b.ReportMetric(float64(after.RMax), "R_max_after")
+	b.ReportMetric(float64(before.TMax), "T_max_before")
+	b.ReportMetric(float64(after.TMax), "T_max_after")
+	b.ReportMetric(float64(before.TSum), "T_sum_before")
+	b.ReportMetric(float64(after.TSum), "T_sum_after")
+}
+
 // BenchmarkParsaSeeds runs the defaults with seeds 1–10 on every line of
 // the reference table and reports the worst T_max and M_max (the time is
 // that of all ten runs).

@@ -33,6 +33,12 @@
 //	          small graphs from Community's with annealing, or else a
 //	          thorough Refine from two more Parsa seeds, keeping the one
 //	          of lower T_max (then T_sum).
+//	rmax      best, and its start of lowest R_max refined by RefineRound
+//	          for the bound of a synchronous round: samples and
+//	          parameters moved together so that no machine pulls more
+//	          than half its link while T_i stays balanced, T_sum within
+//	          2%; keeps the candidate of lowest R_max (T_max with
+//	          Options.Async).
 //
 // Any name followed by "+refine" (parsa+refine) runs Refine on the result:
 // k-way FM on the samples with multilevel V-cycles, then the parameters,
@@ -164,6 +170,17 @@ type Options struct {
 	// at the cost of a higher T_max. Partitioners found by Lookup apply
 	// it, and Best then keeps the start of lowest R_max.
 	Directions bool
+	// Round, for synchronous training, makes Best also refine its start
+	// of lowest R_max with RefineRound (settings RoundOpt), moving
+	// samples and parameters together to lower R_max within a T_sum
+	// slack, and keep the candidate of lowest R_max (T_max with Async).
+	// The partitioner "rmax" is Best with Round.
+	Round    bool
+	RoundOpt RoundOptions
+	// Async says the placement is for training that does not wait for
+	// rounds (asynchronous or bounded delay), whose time T_max bounds:
+	// Best with Round then compares its candidates on T_max.
+	Async bool
 }
 
 // Validate checks the options against a graph of n samples.
@@ -173,6 +190,9 @@ func (o Options) Validate(n int) error {
 	}
 	if o.Theta < 0 {
 		return fmt.Errorf("theta = %d: want 0 (no bound) or a positive bound", o.Theta)
+	}
+	if err := o.RoundOpt.Validate(); err != nil {
+		return err
 	}
 	return o.ParamAlgo.Validate()
 }
@@ -192,6 +212,7 @@ var algorithms = map[string]Func{
 	"bisect":    Bisect,
 	"community": Community,
 	"best":      Best,
+	"rmax":      RMax,
 }
 
 // withAlpha is TSH with α fixed.
@@ -219,7 +240,7 @@ func Lookup(name string) (Func, error) {
 	run := refined(f, base, refine)
 	return func(g *graph.Graph, opt Options) (*placement.Placement, error) {
 		p, err := run(g, opt)
-		if err != nil || !opt.Directions || (base == "best" && !(refine || opt.Refine.Enabled)) {
+		if err != nil || !opt.Directions || ((base == "best" || base == "rmax") && !(refine || opt.Refine.Enabled)) {
 			// Best balanced its starts itself.
 			return p, err
 		}

@@ -244,3 +244,50 @@ func TestRefineRoundRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundPicksTheLowerRMax: the partitioner "rmax" (Best with
+// Options.Round) returns a placement no worse in R_max than Best's
+// balanced by direction, and with Options.Async it compares on T_max,
+// which RefineRound does not lower, so it returns Best's own placement.
+func TestRMaxPicksTheLowerRMax(t *testing.T) {
+	run, err := Lookup("rmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := uint64(1); seed <= 4; seed++ {
+		g := randomGraph(t, seed, 200, 80, 0.05)
+		for _, directions := range []bool{false, true} {
+			opt := Options{K: 4, Seed: seed, Directions: true}
+			b, err := Best(g, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt.Directions = directions
+			r, err := run(g, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bc, _ := placement.Evaluate(g, b, 0)
+			rc, _ := placement.Evaluate(g, r, 0)
+			if rc.RMax > bc.RMax {
+				t.Errorf("seed %d directions %v: rmax has R_max %d, best balanced %d", seed, directions, rc.RMax, bc.RMax)
+			}
+		}
+		opt := Options{K: 4, Seed: seed, Async: true}
+		b, err := Best(g, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := run(g, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(b.Data, r.Data) || !slices.Equal(b.Param, r.Param) {
+			bc, _ := placement.Evaluate(g, b, 0)
+			rc, _ := placement.Evaluate(g, r, 0)
+			if rc.TMax > bc.TMax || (rc.TMax == bc.TMax && rc.TSum >= bc.TSum) {
+				t.Errorf("seed %d async: rmax's T_max/T_sum %d/%d, best's %d/%d", seed, rc.TMax, rc.TSum, bc.TMax, bc.TSum)
+			}
+		}
+	}
+}

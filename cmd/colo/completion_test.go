@@ -128,7 +128,7 @@ func TestFlagChoices(t *testing.T) {
 	}{
 		{[]string{"train", "--app", ""}, "cnn embed lr mf mlp"},
 		{[]string{"partition", "--algo", "ts"}, "tsh tsh1 tsh2"},
-		{[]string{"train", "--placement", "r"}, "random roundrobin"},
+		{[]string{"train", "--placement", "r"}, "random rmax roundrobin"},
 		{[]string{"train", "--consistency", ""}, "async bsp ssp:"},
 		{[]string{"launch", "--consistency", ""}, "async bounded bsp"},
 		{[]string{"node", "--role", ""}, "evaluator machine scheduler server worker"},

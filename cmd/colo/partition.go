@@ -34,7 +34,9 @@ func runPartition(e *env, args []string) error {
 	var df dataFlags
 	df.register(f)
 	var opt partition.Options
-	algo := f.String("algo", defaultAlgo(), "partitioning algorithm: "+strings.Join(partition.Names(), ", "))
+	algo := f.String("algo", defaultAlgo(), "partitioning algorithm: "+strings.Join(partition.Names(), ", ")+
+		"\n(rmax: best's starts also refined for R_max, the bound of a BSP round, moving samples and parameters together;\nfor synchronous training, T_sum within 2% of best's)")
+	f.Float64Var(&opt.RoundOpt.Slack, "rmax-slack", 0, fmt.Sprintf("--algo rmax: the share by which T_sum may grow while R_max is lowered (0: %g)", partition.DefaultRoundSlack))
 	f.IntVar(&opt.K, "machines", 0, "number of machines K (required)")
 	f.alias("k", "machines")
 	f.Uint64Var(&opt.Seed, "seed", 1, "random seed")
@@ -60,6 +62,9 @@ func runPartition(e *env, args []string) error {
 	run, err := partition.Lookup(*algo)
 	if err != nil {
 		return usageError("%v", err)
+	}
+	if b, _ := strings.CutSuffix(*algo, partition.RefineSuffix); opt.RoundOpt.Slack != 0 && b != "rmax" {
+		return usageError("--rmax-slack applies to --algo rmax, not %s", *algo)
 	}
 	if err := ps.check(*algo); err != nil {
 		return err
@@ -113,7 +118,7 @@ func runPartition(e *env, args []string) error {
 	ph := startPhase(e, "partition "+*algo, 0)
 	opt.Progress = ph.set
 	opt.Phase = func(name string, done, total int) {
-		if *algo == "best" || strings.HasPrefix(*algo, "best+") {
+		if b, _ := strings.CutSuffix(*algo, partition.RefineSuffix); b == "best" || b == "rmax" {
 			ph.event("start %d/%d (%s) done", done, total, name)
 		} else {
 			ph.event("%s done (%d/%d)", name, done, total)
