@@ -320,13 +320,18 @@ func (nf *nodeFlags) envelope(f *cmdFlags, role proto.Role) (launch.Envelope, er
 		return launch.Envelope{}, usageError("--job-file: %v", err)
 	}
 	var probe map[string]json.RawMessage
-	if json.Unmarshal(b, &probe) == nil && probe["kind"] == nil && jobSet {
+	if json.Unmarshal(b, &probe) == nil && probe["kind"] == nil && probe["job"] == nil {
 		// A bare job, as colo partition --write-job and older colo train
-		// --processes wrote them: --job names its kind.
-		if nf.job != deploy.Name && nf.job != distparsa.KindName {
-			return launch.Envelope{}, usageError("--job-file %s is not an envelope {\"kind\": …, \"job\": …}: --job names its kind, train or parsa, not %s", path, nf.job)
+		// --processes wrote them: --job names its kind, a training job
+		// when it does not.
+		kind := deploy.Name
+		if jobSet {
+			kind = nf.job
 		}
-		return launch.Envelope{Kind: nf.job, Job: b}, nil
+		if kind != deploy.Name && kind != distparsa.KindName {
+			return launch.Envelope{}, usageError("--job-file %s is not an envelope {\"kind\": …, \"job\": …}: --job names its kind, train or parsa, not %s", path, kind)
+		}
+		return launch.Envelope{Kind: kind, Job: b}, nil
 	}
 	env, err := launch.ReadEnvelope(bytes.NewReader(b), path)
 	if err != nil {

@@ -263,6 +263,13 @@ func TestJobFile(t *testing.T) {
 		}
 		return p
 	}
+	bare := filepath.Join(t.TempDir(), "bare.json") // a train.Job, as older colo train --processes wrote it
+	if err := os.WriteFile(bare, env.Job, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := colo(t, "node", "--role", "machine", "--rank", "9", "--scheduler", "127.0.0.1:1", "--job-file", bare); code == 0 || !strings.Contains(errOut, "--rank 9: the placement random has 2 machines") {
+		t.Errorf("a bare training job: exit %d: %s", code, errOut)
+	}
 	node := []string{"node", "--role", "machine", "--rank", "0", "--scheduler", "127.0.0.1:1"}
 	for _, c := range []struct {
 		args []string
