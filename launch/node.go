@@ -194,7 +194,9 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	// registration's provisional id proves the token.
 	tc.Identity = tcp.NewIdentity()
 	tc.Keyed = func(peer transport.NodeID) bool { return !proto.IsProvisional(peer) }
-	tc.Refused = node.RefusedLogger(proto.SchedulerID, logf)
+	var flush func()
+	tc.Refused, flush = node.RefusedLogger(proto.SchedulerID, logf)
+	defer flush() // after the endpoint closes: the count of refusals not yet said
 	ep, err := tcp.Listen(tc)
 	if err != nil {
 		return err

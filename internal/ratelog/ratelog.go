@@ -12,12 +12,14 @@
 //
 // Example:
 //
-//	logf = ratelog.Logger(logf, 5, 30*time.Second, "refused connections")
+//	logf, flush := ratelog.Logger(logf, 5, 30*time.Second, "refused connections")
+//	defer flush()
 //	… logf("refused a connection from %s: %v", addr, err) // 5 lines, then
 //	// "… suppressed 812 more refused connections in 30s"
 package ratelog
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -68,9 +70,13 @@ func (l *Limiter) Due(now int64) int {
 
 // Logger returns a logf that passes at most burst lines per period to
 // logf and reports those it suppressed, as "suppressed N more WHAT in
-// PERIOD", with the next line let through or, when none comes, at the end
-// of the period. It is safe for concurrent use.
-func Logger(logf func(format string, args ...any), burst int, period time.Duration, what string) func(format string, args ...any) {
+// PERIOD" (WHAT may start with the prefix of the other lines:
+// "scheduler: " gives "scheduler: suppressed N more …" when what is
+// "scheduler: refused connections"), with the next line let through or, when none comes, at the end
+// of the period; and flush, which reports at once those not yet reported
+// (call it when the run ends, so that none goes unsaid). Both are safe for
+// concurrent use.
+func Logger(logf func(format string, args ...any), burst int, period time.Duration, what string) (limited func(format string, args ...any), flush func()) {
 	var (
 		mu    sync.Mutex
 		l     = Limiter{Burst: burst, Period: int64(period)}
@@ -78,9 +84,13 @@ func Logger(logf func(format string, args ...any), burst int, period time.Durati
 		armed bool
 	)
 	now := func() int64 { return int64(time.Since(t0)) }
-	say := func(n int) { logf("suppressed %d more %s in %v", n, what, period) }
-	var flush func()
-	flush = func() {
+	prefix := ""
+	if i := strings.LastIndex(what, ": "); i >= 0 {
+		prefix, what = what[:i+2], what[i+2:]
+	}
+	say := func(n int) { logf("%ssuppressed %d more %s in %v", prefix, n, what, period) }
+	var due func()
+	due = func() {
 		mu.Lock()
 		defer mu.Unlock()
 		armed = false
@@ -88,7 +98,15 @@ func Logger(logf func(format string, args ...any), burst int, period time.Durati
 			say(n)
 		} else if l.dropped > 0 { // woken early: wait for the rest of the period
 			armed = true
-			time.AfterFunc(time.Duration(l.start+l.Period-now()), flush)
+			time.AfterFunc(time.Duration(l.start+l.Period-now()), due)
+		}
+	}
+	flush = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if l.dropped > 0 {
+			say(l.dropped)
+			l.dropped = 0
 		}
 	}
 	return func(format string, args ...any) {
@@ -104,7 +122,7 @@ func Logger(logf func(format string, args ...any), burst int, period time.Durati
 		}
 		if !armed {
 			armed = true
-			time.AfterFunc(time.Duration(l.start+l.Period-now()), flush)
+			time.AfterFunc(time.Duration(l.start+l.Period-now()), due)
 		}
-	}
+	}, flush
 }

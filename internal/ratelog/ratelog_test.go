@@ -3,6 +3,7 @@ package ratelog
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,7 +96,7 @@ func TestLogger(t *testing.T) {
 		}
 	}
 	const burst = 3
-	lf := Logger(logf, burst, 50*time.Millisecond, "refused connections")
+	lf, _ := Logger(logf, burst, 50*time.Millisecond, "refused connections")
 	// Call until some lines are held back (a loaded machine may spread the
 	// first calls over several periods).
 	calls := 0
@@ -123,5 +124,21 @@ func TestLogger(t *testing.T) {
 	}
 	if last := lines[len(lines)-1]; !strings.HasSuffix(last, "more refused connections in 50ms") {
 		t.Errorf("report %q", last)
+	}
+}
+
+// TestLoggerFlush: flush reports at once the lines held back, and only
+// once.
+func TestLoggerFlush(t *testing.T) {
+	var lines []string
+	lf, flush := Logger(func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }, 2, time.Hour, "scheduler: refusals")
+	for i := range 10 {
+		lf("line %d", i)
+	}
+	flush()
+	flush()
+	want := []string{"line 0", "line 1", "scheduler: suppressed 8 more refusals in 1h0m0s"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("%q, want %q", lines, want)
 	}
 }

@@ -72,8 +72,9 @@ func (n TCP) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, e
 		cfg.Identity = identity
 		cfg.Keyed = func(peer transport.NodeID) bool { return !proto.IsProvisional(peer) }
 	}
+	flush := func() {}
 	if n.Logf != nil {
-		cfg.Refused = RefusedLogger(id, n.Logf)
+		cfg.Refused, flush = RefusedLogger(id, n.Logf)
 	}
 	if n.Tune != nil {
 		n.Tune(&cfg)
@@ -82,10 +83,22 @@ func (n TCP) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, e
 	if err != nil {
 		return nil, err
 	}
-	return tcpEndpoint{ep}, nil
+	return tcpEndpoint{ep, flush}, nil
 }
 
-type tcpEndpoint struct{ *tcp.Endpoint }
+// tcpEndpoint is a node's TCP endpoint; closing it logs the refusals it
+// held back (RefusedLogger).
+type tcpEndpoint struct {
+	*tcp.Endpoint
+	flush func()
+}
+
+// Close closes the endpoint, then logs the count of refusals not yet said.
+func (e tcpEndpoint) Close() error {
+	err := e.Endpoint.Close()
+	e.flush()
+	return err
+}
 
 func (e tcpEndpoint) Addr() string { return e.Endpoint.Addr().String() }
 
@@ -132,13 +145,15 @@ func earlyPush(h *transport.Header, nvals int) bool {
 // refused connections in 30s") with the next line or at the end of the
 // period. What the stranger sent is quoted in the error (see tcp's
 // handshake), so it cannot pass for the node's own words.
-func RefusedLogger(id transport.NodeID, logf func(format string, args ...any)) func(string, transport.NodeID, error) {
-	logf = ratelog.Logger(logf, proto.RefusalBurst, proto.RefusalPeriod, proto.Name(id)+": refused connections")
+//
+// flush logs the count not yet said; call it when the endpoint closes.
+func RefusedLogger(id transport.NodeID, logf func(format string, args ...any)) (refused func(string, transport.NodeID, error), flush func()) {
+	logf, flush = ratelog.Logger(logf, proto.RefusalBurst, proto.RefusalPeriod, proto.Name(id)+": refused connections")
 	return func(addr string, claimed transport.NodeID, err error) {
 		who := "no valid hello"
 		if claimed != 0 {
 			who = "claiming to be " + proto.Name(claimed)
 		}
 		logf("%s: refused a connection from %s (%s): %v", proto.Name(id), addr, who, err)
-	}
+	}, flush
 }
