@@ -20,8 +20,9 @@ import (
 // the job's machines with its seed (the "random" partitioners balanced,
 // the others balanced by direction under BSP when job.Config.Directions
 // is set: partition.Options.Directions; "rmax" compares its candidates
-// on R_max under BSP, on T_max otherwise: partition.Options.Async), and
-// the seconds partitioning took (0 for a directory).
+// on R_max under BSP with a server beside every worker, on T_max
+// otherwise: partition.Options.Async), and the seconds partitioning took
+// (0 for a directory).
 func Place(job train.Job, g *graph.Graph) (*placement.Placement, float64, error) {
 	spec, k := job.Placement, job.Config.Machines
 	if st, err := os.Stat(spec); err == nil && st.IsDir() {
@@ -42,7 +43,7 @@ func Place(job train.Job, g *graph.Graph) (*placement.Placement, float64, error)
 	random := strings.HasPrefix(spec, "random")
 	opt := partition.Options{K: k, Seed: cfg.Seed, Balanced: random,
 		Directions: cfg.Directions && !random && cfg.Clock.Mode == clock.BSP && cfg.Colocated(),
-		Async:      cfg.Clock.Mode != clock.BSP}
+		Async:      cfg.Clock.Mode != clock.BSP || !cfg.Colocated()}
 	if err := opt.Validate(g.NumSamples()); err != nil {
 		return nil, 0, err
 	}

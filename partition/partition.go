@@ -177,9 +177,11 @@ type Options struct {
 	// The partitioner "rmax" is Best with Round.
 	Round    bool
 	RoundOpt RoundOptions
-	// Async says the placement is for training that does not wait for
-	// rounds (asynchronous or bounded delay), whose time T_max bounds:
-	// Best with Round then compares its candidates on T_max.
+	// Async says the placement is for training whose time T_max bounds,
+	// not R_max: training that does not wait for rounds (asynchronous or
+	// bounded delay), or servers on machines apart from the workers, where
+	// no link carries both a worker's pulls and a server's answers. Best
+	// with Round then compares its candidates on T_max.
 	Async bool
 }
 
