@@ -41,9 +41,12 @@
 // proto.Register.Recover takes the failed ids and machine index; once
 // every failed id is replaced and ready, everyone gets Resume, the
 // address book of the new epoch. Barrier arrivals of earlier epochs are
-// ignored. No replacement ready within RecoverWait, a second failure
-// while paused, a worker that had finished or that reports an error
-// while paused end the job with an error naming the failed node. What
+// ignored. A failure noticed while paused, within Timeout of the one
+// that paused the job, is the same failure event: its process's ids are
+// lost too, in the same epoch, and the job resumes once all are
+// replaced. No replacement ready within RecoverWait, a failure noticed
+// later while paused, a worker that had finished or that reports an
+// error while paused end the job with an error naming the failed node. What
 // the nodes roll back is theirs (package node, train.Loop).
 //
 // Core is the protocol as a pure state machine: messages, link failures
@@ -245,6 +248,9 @@ type Core struct {
 	lost     map[transport.NodeID]int
 	cause    *proto.NodeError
 	resumeBy int64
+	// pausedAt is the tick the pause started: a failure noticed within
+	// the timeout after it joins the pause (one failure event).
+	pausedAt int64
 	// replaced counts the nodes replaced.
 	replaced int
 	// pauses are the pauses since the last Pauses.
@@ -717,14 +723,17 @@ func (c *Core) fail(id transport.NodeID, cause error) {
 // pause records the failure of node id and pauses the job: the nodes of
 // id's process (a machine's server and worker) leave the membership,
 // the epoch advances, pending barriers are dropped and every other
-// ready node is told with Pause. A second failure while paused, or a
-// failure after a worker finished, ends the job.
+// ready node is told with Pause. A failure while paused joins the pause
+// when noticed within the timeout of the one that started it (one
+// failure event: no new epoch, no second Pause); noticed later, or after
+// a worker finished, it ends the job.
 func (c *Core) pause(id transport.NodeID, cause error) {
 	mb := c.members[id]
 	if mb == nil {
 		return
 	}
-	if c.phase == paused {
+	joining := c.phase == paused
+	if joining && c.tick-c.pausedAt > c.timeout {
 		c.abort(id, fmt.Errorf("%w, while the job waited for the replacement of %s", cause, proto.Name(c.cause.ID)), false)
 		return
 	}
@@ -734,14 +743,17 @@ func (c *Core) pause(id transport.NodeID, cause error) {
 			return
 		}
 	}
-	if c.epoch >= proto.MaxEpoch {
+	if !joining && c.epoch >= proto.MaxEpoch {
 		c.abort(id, fmt.Errorf("%w, after %d replacements, the most a job makes", cause, c.epoch), false)
 		return
 	}
-	c.phase, c.epoch = paused, c.epoch+1
-	c.cause = &proto.NodeError{ID: id, Addr: mb.addr, Err: cause}
+	ne := &proto.NodeError{ID: id, Addr: mb.addr, Err: cause}
+	if !joining {
+		c.phase, c.epoch = paused, c.epoch+1
+		c.cause, c.pausedAt = ne, c.tick
+		c.lost = make(map[transport.NodeID]int)
+	}
 	c.resumeBy = c.tick + c.cfg.Ticks(c.cfg.RecoverWait)
-	c.lost = make(map[transport.NodeID]int)
 	var gone []transport.NodeID
 	for mid, m := range c.members {
 		if m.machine == mb.machine {
@@ -753,9 +765,18 @@ func (c *Core) pause(id transport.NodeID, cause error) {
 		c.lost[g] = c.members[g].machine
 		delete(c.members, g)
 	}
+	c.pauses = append(c.pauses, Pause{Epoch: c.epoch, Cause: ne, Lost: gone})
+	if joining {
+		// Noticed within one detection window of the failure that
+		// paused the job: the same event (two processes of a host that
+		// died together), replaced in the same pause. The survivors
+		// were told already.
+		c.logf("%v: in the pause of epoch %d (the failure of %s, %v before: one event), waiting up to %v for the replacement of %s too",
+			ne, c.epoch, proto.Name(c.cause.ID), time.Duration(c.tick-c.pausedAt)*c.cfg.Heartbeat, c.cfg.RecoverWait, names(gone))
+		return
+	}
 	clear(c.barriers)
 	c.logf("%v: job paused (epoch %d), waiting up to %v for the replacement of %s", c.cause, c.epoch, c.cfg.RecoverWait, names(gone))
-	c.pauses = append(c.pauses, Pause{Epoch: c.epoch, Cause: c.cause, Lost: gone})
 	p := proto.Pause{Node: id, Addr: mb.addr, Reason: cause.Error(), Epoch: c.epoch, Peers: gone}
 	for _, q := range c.Peers() {
 		if c.members[q.ID].ready {
@@ -999,8 +1020,13 @@ func (c *Core) Tick() []Out {
 		}
 	}
 	if len(dead) > 0 {
+		// Every silent process in one tick: with recovery, one event.
 		slices.Sort(dead)
-		c.fail(dead[0], fmt.Errorf("no heartbeat for %v", time.Duration(c.tick-c.members[dead[0]].lastSeen)*c.cfg.Heartbeat))
+		for _, id := range dead {
+			if m := c.members[id]; m != nil {
+				c.fail(id, fmt.Errorf("no heartbeat for %v", time.Duration(c.tick-m.lastSeen)*c.cfg.Heartbeat))
+			}
+		}
 		return c.out
 	}
 	for _, p := range c.Peers() {

@@ -238,8 +238,18 @@ func TestRecoverGivesUp(t *testing.T) {
 // that arrives before the scheduler noticed the failure declares the old
 // node failed.
 func TestRecoverSecondFailure(t *testing.T) {
+	// A second failure noticed after the detection window (the timeout)
+	// since the first is a second event: it ends the job.
 	c := recovering(t)
+	c.cfg.RecoverWait = 10 * time.Second
 	c.Down(&transport.PeerError{Peer: proto.ServerID(1), Err: transport.ErrPeerClosed})
+	for range c.timeout + 1 {
+		c.Handle(msg(proto.ServerID(0), proto.CmdHeartbeat, nil))
+		c.Handle(msg(proto.WorkerID(0), proto.CmdHeartbeat, nil))
+		if c.Tick(); !c.Running() {
+			t.Fatal("the job ended while paused")
+		}
+	}
 	c.Down(&transport.PeerError{Peer: proto.WorkerID(0), Err: transport.ErrPeerClosed})
 	if ended, err := c.Ended(); !ended || err == nil || !strings.Contains(err.Error(), "worker 0 (node 3 at real) failed: link lost: peer closed the link, while the job waited for the replacement of server 1") {
 		t.Fatalf("second failure: ended %v, %v", ended, err)
@@ -276,5 +286,52 @@ func TestRecoverSecondFailure(t *testing.T) {
 	outs = c.Handle(msg(proto.Provisional(9), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: proto.TokenDigest("tok"), Addr: "new", Rank: 1, Recover: true}))
 	if r := find(outs, proto.CmdRefuse); len(r) != 1 || !strings.Contains(string(r[0].M.Body), "replaces no failed node") {
 		t.Fatalf("replacement without recovery: %+v", outs)
+	}
+}
+
+// TestRecoverOneEvent: both machines fail within one detection window
+// (links lost 0 ticks apart, then silence noticed in one tick): one
+// pause, epoch 1, both replaced in it; each failure is reported as a
+// Pause of the same epoch, the first naming the cause.
+func TestRecoverOneEvent(t *testing.T) {
+	for _, how := range []string{"links", "silence"} {
+		c := recovering(t)
+		c.Logs()
+		if how == "links" {
+			c.Down(&transport.PeerError{Peer: proto.WorkerID(1), Err: transport.ErrPeerClosed})
+			c.Tick()
+			c.Down(&transport.PeerError{Peer: proto.ServerID(0), Err: transport.ErrPeerClosed})
+		} else {
+			for range c.timeout + 1 {
+				c.Tick()
+			}
+		}
+		if ended, err := c.Ended(); ended {
+			t.Fatalf("%s: two failures in one window ended the job: %v", how, err)
+		}
+		if p, _ := c.Paused(); !p || c.Epoch() != 1 || len(c.lost) != 4 {
+			t.Fatalf("%s: paused %v in epoch %d, lost %v", how, p, c.Epoch(), c.lost)
+		}
+		ps := c.Pauses()
+		if len(ps) != 2 || ps[0].Epoch != 1 || ps[1].Epoch != 1 || len(ps[0].Lost) != 2 || len(ps[1].Lost) != 2 || ps[0].Lost[0] == ps[1].Lost[0] {
+			t.Fatalf("%s: pauses %+v", how, ps)
+		}
+		if l := c.Logs(); len(l) != 2 || !strings.Contains(l[1], "one event") {
+			t.Fatalf("%s: logs %q", how, l)
+		}
+		for i, rank := range []int{1, 0} {
+			outs := c.Handle(msg(proto.Provisional(uint32(20+i)), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: proto.TokenDigest("tok"), Addr: "new", Rank: rank, Recover: true}))
+			a := decoded[proto.Assign](t, outs, proto.CmdAssign)[proto.Provisional(uint32(20+i))]
+			if a.Server != proto.ServerID(rank) || a.Epoch != 1 {
+				t.Fatalf("%s: replacement of machine %d: %+v", how, rank, outs)
+			}
+		}
+		var res map[transport.NodeID]proto.Resume
+		for _, id := range []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.ServerID(1), proto.WorkerID(1)} {
+			res = decoded[proto.Resume](t, c.Handle(msg(id, proto.CmdReady, proto.Ready{Addr: "new"})), proto.CmdResume)
+		}
+		if len(res) != 4 || c.Replaced() != 4 || !c.Running() {
+			t.Fatalf("%s: resume %+v, replaced %d", how, res, c.Replaced())
+		}
 	}
 }

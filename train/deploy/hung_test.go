@@ -111,3 +111,77 @@ func sameModel(t *testing.T, want, got *train.Result) {
 		t.Errorf("test measures %+v, without failure %+v", got.Eval, want.Eval)
 	}
 }
+
+// TestProcessesTwoMachinesKilledOneEvent kills machines 1 and 2 of three
+// together (SIGKILL) after the job's first checkpoint, with one restart:
+// the two failures are one event, both are replaced in one pause, and the
+// job ends with the same training as in process, bit for bit.
+func TestProcessesTwoMachinesKilledOneEvent(t *testing.T) {
+	needColo(t)
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc to find the machines' processes")
+	}
+	job, opened, _ := newsJob(t, 3, 20, true)
+	want, err := deploy(t, job, opened, InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "ck")
+	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2, Wait: true}
+	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Restarts: 1, Replace: true}
+	type result struct {
+		res *train.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := deploy(t, job, opened, pd)
+		done <- result{res, err}
+	}()
+	var (
+		victims []int
+		killed  time.Time
+		r       result
+	)
+	for poll := time.NewTicker(2 * time.Millisecond); victims == nil; {
+		select {
+		case r = <-done:
+			t.Fatalf("the job ended (%v) before machines 1 and 2 could be killed after a checkpoint", r.err)
+		case <-poll.C:
+		}
+		if _, _, err := checkpoint.Latest(dir); err != nil {
+			continue
+		}
+		var pids []int
+		for pid, line := range children(os.Getpid()) {
+			if strings.Contains(line, "--role machine") && (strings.Contains(line, "--rank 1 ") || strings.Contains(line, "--rank 2 ")) {
+				pids = append(pids, pid)
+			}
+		}
+		if len(pids) != 2 {
+			t.Fatalf("machines 1 and 2: processes %v", pids)
+		}
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+		victims, killed = pids, time.Now()
+		poll.Stop()
+	}
+	select {
+	case r = <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the job still runs 3 minutes after machines 1 and 2 were killed")
+	}
+	if r.err != nil {
+		t.Fatalf("two machines killed together, one restart: the job failed: %v", r.err)
+	}
+	if len(pd.Recovered) != 2 || pd.Recovered[0].Joined || !pd.Recovered[1].Joined || pd.Recovered[0].Replaced == pd.Recovered[1].Replaced {
+		t.Fatalf("recoveries %+v, want machines 1 and 2 replaced in one event", pd.Recovered)
+	}
+	sameModel(t, want, r.res)
+	rec := pd.Recovered[0]
+	t.Logf("%d rounds; killed %v at %v; noticed %.3f s later; training resumed %.2f s after the kill, from the checkpoint of round %d",
+		r.res.Rounds, victims, killed.Format(time.StampMilli), rec.Noticed.Sub(killed).Seconds(), rec.Resumed.Sub(killed).Seconds(), rec.Round)
+}

@@ -66,10 +66,13 @@ type Processes struct {
 	// --recover, takes its rank in the paused job, and every worker rolls
 	// back to the last complete checkpoint (see docs/ps.md). A failure it
 	// cannot handle so (the scheduler's or the evaluator's, a second one
-	// during a pause, one before the job started or before its first
-	// complete checkpoint)
+	// during a pause noticed more than Timeout after the first, one
+	// before the job started or before its first complete checkpoint)
 	// ends the run, and the restarts left restart the whole job. Each
-	// replacement counts as a restart.
+	// failure event counts as a restart: processes that fail within one
+	// detection window (Timeout) of each other, such as two processes of
+	// a host that died together, are replaced in one pause and count
+	// once.
 	Replace bool
 	// Heartbeat and Timeout are the scheduler's heartbeat period and the
 	// silence after which it declares a process failed (then, with
@@ -92,6 +95,11 @@ type Recovery struct {
 	// Replaced names the process replaced (Processes.Replace), "" for a
 	// whole-job restart.
 	Replaced string
+	// Joined is set for a replacement whose failure came within one
+	// detection window of the one before: the same failure event,
+	// recovered in the same pause, which does not count against
+	// Restarts.
+	Joined bool
 	// Seconds is the time from the failure to the restarted cluster
 	// running (every node registered and the data loaded).
 	Seconds float64
@@ -130,7 +138,8 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	}
 	pd.Recovered = nil
 	out, err := pd.deploy(ctx, d)
-	for r := len(pd.Recovered); err != nil && r < pd.Restarts && ctx.Err() == nil; r++ {
+	for err != nil && pd.events() < pd.Restarts && ctx.Err() == nil {
+		r := pd.events()
 		failed := time.Now()
 		next := *d
 		next.Job.Config.Checkpoint.Resume = ""
@@ -155,6 +164,18 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 		}
 	}
 	return out, err
+}
+
+// events returns the number of failure events recovered from so far:
+// the restarts and the replacements that were not Joined.
+func (pd *Processes) events() int {
+	n := 0
+	for _, r := range pd.Recovered {
+		if !r.Joined {
+			n++
+		}
+	}
+	return n
 }
 
 // deploy runs d once.
@@ -244,10 +265,14 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	defer st.Close()
 	c.Starter = st
 	first := len(pd.Recovered) // the replacements of this run are after it
-	if pd.Replace && pd.Restarts > len(pd.Recovered) {
+	window := cmp.Or(pd.Timeout, train.Timeout)
+	if pd.Replace && pd.Restarts > pd.events() {
 		c.RecoverWait = RecoverWait
 		c.Replace = func(name string, perr error) bool {
-			if len(pd.Recovered) >= pd.Restarts {
+			// A failure within one detection window of this run's
+			// last replacement is the same event.
+			joined := len(pd.Recovered) > first && time.Since(pd.Recovered[len(pd.Recovered)-1].Noticed) <= window
+			if !joined && pd.events() >= pd.Restarts {
 				return false
 			}
 			if _, _, err := checkpoint.Latest(cfg.Checkpoint.Dir); err != nil {
@@ -256,9 +281,13 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 				return false
 			}
 			failure := fmt.Errorf("%s failed: %v", name, perr)
-			pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: name, Noticed: time.Now()})
+			pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: name, Noticed: time.Now(), Joined: joined})
 			if pd.Logf != nil {
-				pd.Logf("replacement %d of %d after %v: %s started again with --recover", len(pd.Recovered), pd.Restarts, failure, name)
+				how := ""
+				if joined {
+					how = ", the same failure event,"
+				}
+				pd.Logf("replacement %d of %d%s after %v: %s started again with --recover", pd.events(), pd.Restarts, how, failure, name)
 			}
 			return true
 		}
@@ -309,9 +338,15 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 func (pd *Processes) resumed(first int, reports []*train.MachineReport) {
 	for i := first; i < len(pd.Recovered); i++ {
 		rec := &pd.Recovered[i]
-		var until int64 = math.MaxInt64 // the next failure's
-		if i+1 < len(pd.Recovered) {
-			until = pd.Recovered[i+1].Noticed.UnixNano()
+		if rec.Joined {
+			continue // the event's first replacement has its times
+		}
+		var until int64 = math.MaxInt64 // the next failure event's
+		for j := i + 1; j < len(pd.Recovered); j++ {
+			if !pd.Recovered[j].Joined {
+				until = pd.Recovered[j].Noticed.UnixNano()
+				break
+			}
 		}
 		var last int64
 		for _, r := range reports {
@@ -329,9 +364,19 @@ func (pd *Processes) resumed(first int, reports []*train.MachineReport) {
 		}
 		rec.Resumed = time.Unix(0, last)
 		rec.Seconds = rec.Resumed.Sub(rec.Noticed).Seconds()
+		for j := i + 1; j < len(pd.Recovered) && pd.Recovered[j].Joined; j++ {
+			o := &pd.Recovered[j]
+			o.Round, o.Resumed, o.Seconds = rec.Round, rec.Resumed, rec.Resumed.Sub(o.Noticed).Seconds()
+		}
 		if pd.Logf != nil {
+			event := 0
+			for _, r := range pd.Recovered[:i+1] {
+				if !r.Joined {
+					event++
+				}
+			}
 			pd.Logf("replacement %d: %s rolled back with the others to the checkpoint of round %d; training resumed %.2f s after the failure was noticed (noticed at unix %d ns, training resumed at unix %d ns)",
-				i+1, rec.Replaced, rec.Round, rec.Seconds, rec.Noticed.UnixNano(), last)
+				event, rec.Replaced, rec.Round, rec.Seconds, rec.Noticed.UnixNano(), last)
 		}
 	}
 }
