@@ -71,3 +71,54 @@ func TestKillProcessMidJob(t *testing.T) {
 		})
 	}
 }
+
+// TestHungProcessNamed stops a worker process (SIGSTOP) in the middle of
+// a smoke job without recovery: the scheduler declares it failed after
+// the timeout and ends the job, exiting before it; the supervisor kills
+// the stopped worker after the grace period and still names it first,
+// with the scheduler's reason, not the scheduler that exited first.
+func TestHungProcessNamed(t *testing.T) {
+	needColo(t)
+	const timeout = time.Second
+	sup := NewSupervisor(coloBin, Loopback{})
+	sup.Grace = time.Second
+	sup.ProcessOf = func(nodes []string) string { return nodes[0] }
+	env := []string{"COLO_TOKEN=t0k"}
+	common := []string{"--num-servers", "1", "--num-workers", "2", "--keys", "10000"}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Env: env, Args: append([]string{"node", "--role", "scheduler",
+		"--scheduler", "127.0.0.1:0", "--heartbeat", "50ms", "--timeout", timeout.String()}, common...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hung *Proc
+	for i, name := range []string{"server 0", "worker 0", "worker 1"} {
+		role, rank, _ := strings.Cut(name, " ")
+		p := sup.Start(ctx, Spec{Name: name, Host: i + 1, Env: env, Args: append([]string{"node", "--role", role,
+			"--rank", rank, "--scheduler", addr, "--rounds", "1000000", "--batch", "100"}, common...)})
+		if name == "worker 1" {
+			hung = p
+		}
+	}
+	// Once the job runs (the scheduler said so), stop worker 1.
+	for !sup.jobStarted.Load() {
+		select {
+		case <-hung.Done():
+			t.Fatalf("worker 1 ended early: %v\n%s", hung.Err(), hung.Stderr())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := syscall.Kill(hung.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	err = sup.Wait(ctx)
+	var f *Failure
+	if !errors.As(err, &f) || f.Procs[0] != hung || !strings.Contains(f.Reason, "no heartbeat") {
+		t.Fatalf("Wait: %v, want a failure of worker 1 first, for its silence", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "worker 1 failed, the scheduler said: no heartbeat for ") {
+		t.Errorf("the failure reads %q", msg)
+	}
+	t.Log(err)
+}

@@ -149,7 +149,10 @@ type Scheduler struct {
 	// the cluster at once when a process fails), "job paused: epoch E:
 	// lost NODES: WHY (NODE, node ID at ADDR)" each time the job pauses for a failed process
 	// (the supervisor kills that process if it still runs, a hung one,
-	// and starts its replacement) and "job finished" at the end; Log a line for every refusal and failure. Neither may be
+	// and starts its replacement), "job aborted: lost NODE: WHY (NODE,
+	// node ID at ADDR)" when the job ends for a node's failure (the
+	// supervisor names that node's process first) and "job finished" at
+	// the end; Log a line for every refusal and failure. Neither may be
 	// nil.
 	Out, Log io.Writer
 }
@@ -162,11 +165,23 @@ func pauseLine(p sched.Pause) string {
 	for i, id := range p.Lost {
 		lost[i] = proto.Name(id)
 	}
-	who := fmt.Sprintf("%s, node %d", proto.Name(p.Cause.ID), p.Cause.ID)
-	if p.Cause.Addr != "" {
-		who += " at " + p.Cause.Addr
+	return fmt.Sprintf("%sepoch %d: lost %s: %v (%s)", pausedPrefix, p.Epoch, strings.Join(lost, " and "), p.Cause.Err, nodeAt(p.Cause))
+}
+
+// abortLine is the line the scheduler prints when the job ends for a
+// node's failure: "job aborted: lost server 1: no heartbeat for 30s
+// (server 1, node 4 at ADDR)".
+func abortLine(ne *proto.NodeError) string {
+	return fmt.Sprintf("%slost %s: %v (%s)", abortedPrefix, proto.Name(ne.ID), ne.Err, nodeAt(ne))
+}
+
+// nodeAt names the node of ne: "server 1, node 4 at ADDR".
+func nodeAt(ne *proto.NodeError) string {
+	who := fmt.Sprintf("%s, node %d", proto.Name(ne.ID), ne.ID)
+	if ne.Addr != "" {
+		who += " at " + ne.Addr
 	}
-	return fmt.Sprintf("%sepoch %d: lost %s: %v (%s)", pausedPrefix, p.Epoch, strings.Join(lost, " and "), p.Cause.Err, who)
+	return who
 }
 
 // ErrNoToken is RunScheduler's error for a scheduler without a cluster
@@ -258,6 +273,12 @@ wait:
 		}
 	}
 	jobErr := sc.Wait()
+	var ne *proto.NodeError
+	if errors.As(jobErr, &ne) {
+		// The supervisor names the node the job ended for, which is
+		// not always the first process to exit (often this one).
+		printf("%s\n", abortLine(ne))
+	}
 	if err := endMetrics(ctx); err != nil && jobErr == nil {
 		return err
 	}

@@ -30,14 +30,17 @@ func TestPauseLineRoundTrip(t *testing.T) {
 		if wantWhy := "no heartbeat for 3.2s: a: b (" + proto.Name(c.lost[0]); !ok || !slices.Equal(nodes, c.want) || !strings.HasPrefix(why, wantWhy) {
 			t.Errorf("%q read back as %q, %q, %v; want %q, %q…", line, nodes, why, ok, c.want, wantWhy)
 		}
+		if nodes, why, ok := parseAbort(abortLine(cause)); !ok || len(nodes) != 1 || nodes[0] != c.want[0] || !strings.HasPrefix(why, "no heartbeat for 3.2s: a: b (") {
+			t.Errorf("abort line %q read back as %q, %q, %v", abortLine(cause), nodes, why, ok)
+		}
 		var got []string
 		var started atomic.Bool
 		fl := &firstLine{line: make(chan string, 1), started: &started, paused: func(l string) { got = append(got, l) }}
-		out := "scheduler listening on 127.0.0.1:1\njob started: 2 servers, 2 workers\n" + line + "\njob paused: not a pause line\njob finished\n"
+		out := "scheduler listening on 127.0.0.1:1\njob started: 2 servers, 2 workers\n" + line + "\njob paused: not a pause line\n" + abortLine(cause) + "\njob finished\n"
 		for i := 0; i < len(out); i += 7 {
 			fl.Write([]byte(out[i:min(i+7, len(out))]))
 		}
-		if !started.Load() || len(got) != 2 || got[0] != line {
+		if !started.Load() || len(got) != 3 || got[0] != line || got[2] != abortLine(cause) {
 			t.Errorf("the writer passed on %q (started %v), want %q first", got, started.Load(), line)
 		}
 	}

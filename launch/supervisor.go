@@ -327,8 +327,12 @@ const schedulerPrefix = "scheduler listening on "
 const jobStartedPrefix = "job started: "
 
 // pausedPrefix starts the line the scheduler prints when the job pauses
-// for a failed process (pauseLine).
-const pausedPrefix = "job paused: "
+// for a failed process (pauseLine), abortedPrefix the line it prints
+// when the job ends for a node's failure (abortLine).
+const (
+	pausedPrefix  = "job paused: "
+	abortedPrefix = "job aborted: "
+)
 
 // parsePause returns the nodes a pause line says were lost and why.
 func parsePause(line string) (nodes []string, cause string, ok bool) {
@@ -340,6 +344,20 @@ func parsePause(line string) (nodes []string, cause string, ok bool) {
 	if !ok {
 		return nil, "", false
 	}
+	return parseLost(rest)
+}
+
+// parseAbort returns the node an abort line says was lost and why.
+func parseAbort(line string) (nodes []string, cause string, ok bool) {
+	rest, ok := strings.CutPrefix(line, abortedPrefix+"lost ")
+	if !ok {
+		return nil, "", false
+	}
+	return parseLost(rest)
+}
+
+// parseLost reads "NODE and NODE: WHY".
+func parseLost(rest string) (nodes []string, cause string, ok bool) {
 	lost, cause, ok := strings.Cut(rest, ": ")
 	if !ok || lost == "" {
 		return nil, "", false
@@ -415,7 +433,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 // first line, without its newline, on line; a first line longer than
 // 4 KiB is sent cut. It sets started when a later line starts with
 // jobStartedPrefix, and passes the later lines that start with
-// pausedPrefix to paused.
+// pausedPrefix or abortedPrefix to paused.
 type firstLine struct {
 	w       *tail
 	buf     []byte
@@ -451,7 +469,7 @@ func (f *firstLine) Write(p []byte) (int, error) {
 	for _, c := range rest {
 		switch {
 		case c == '\n':
-			if !f.more && f.paused != nil && bytes.HasPrefix(f.next, []byte(pausedPrefix)) {
+			if !f.more && f.paused != nil && (bytes.HasPrefix(f.next, []byte(pausedPrefix)) || bytes.HasPrefix(f.next, []byte(abortedPrefix))) {
 				f.paused(string(f.next))
 			}
 			f.next, f.more = f.next[:0], false
@@ -522,22 +540,45 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 	// that line names the replacement's rank, and must not kill it.
 	expected := make(map[string]int)
 	pauses := s.pauseChan()
+	// blamed is the process whose failure the scheduler ended the job
+	// for ("job aborted: …", the failure that started a pause when no
+	// replacement came), and why: the cause of the cluster's failure,
+	// when no process was killed from outside.
+	var blamed, blamedWhy string
+	verdicts := func() []string {
+		var kill []string
+		for _, line := range s.takePauses() {
+			if s.ProcessOf == nil {
+				continue
+			}
+			if nodes, cause, ok := parseAbort(line); ok {
+				if name := s.ProcessOf(nodes); name != "" {
+					blamed, blamedWhy = name, cause
+				}
+				continue
+			}
+			nodes, cause, ok := parsePause(line)
+			if !ok {
+				continue
+			}
+			name := s.ProcessOf(nodes)
+			if name == "" {
+				continue
+			}
+			if expected[name] > 0 {
+				expected[name]--
+				continue
+			}
+			kill = append(kill, name, cause)
+		}
+		return kill
+	}
 	for left := len(procs); left > 0; {
 		select {
 		case <-pauses:
-			for _, line := range s.takePauses() {
-				nodes, cause, ok := parsePause(line)
-				if !ok || s.ProcessOf == nil {
-					continue
-				}
-				name := s.ProcessOf(nodes)
-				if name == "" {
-					continue
-				}
-				if expected[name] > 0 {
-					expected[name]--
-					continue
-				}
+			kill := verdicts()
+			for i := 0; i < len(kill); i += 2 {
+				name, cause := kill[i], kill[i+1]
 				live.Lock()
 				for _, p := range procs {
 					if p.Name() == name {
@@ -591,12 +632,17 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 			killAll()
 		}
 	}
+	verdicts() // the lines read after the last exit
 	var err error
 	switch {
 	case ctx.Err() != nil && (stopped || len(failed) > 0):
 		err = fmt.Errorf("%w: the cluster was stopped", context.Cause(ctx))
 	case len(failed) > 0:
-		err = &Failure{Procs: causeFirst(failed)}
+		f := &Failure{Procs: causeFirst(failed, blamed)}
+		if p := f.Procs[0]; p.Name() == blamed && rank(p) != 0 {
+			f.Reason = blamedWhy
+		}
+		err = f
 	}
 	s.mu.Lock()
 	s.result = err
@@ -608,13 +654,34 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 // those that died of a signal the supervisor did not send come first: a
 // process killed from outside (by the OOM killer, an operator, a crash)
 // is the cause, and the others, which exit with an error naming it a few
-// milliseconds later, may be reaped before it.
-func causeFirst(failed []*Proc) []*Proc {
+// milliseconds later, may be reaped before it. Then comes the last
+// process named blamed, which the scheduler said the job failed for (a
+// hung process it declared failed, killed after the grace period), before
+// the scheduler and the others that only passed the failure on.
+func causeFirst(failed []*Proc, blamed string) []*Proc {
 	out := slices.Clone(failed)
-	slices.SortStableFunc(out, func(a, b *Proc) int {
-		return cmp.Compare(rank(a), rank(b))
-	})
-	return out
+	last := -1
+	for i, p := range out {
+		if blamed != "" && p.Name() == blamed {
+			last = i
+		}
+	}
+	order := func(i int) int {
+		if r := rank(out[i]); r == 0 || i != last {
+			return 2 * r
+		}
+		return 1
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(order(a), order(b)) })
+	sorted := make([]*Proc, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted
 }
 
 // rank is 0 for a process that died of a signal the supervisor did not
@@ -635,8 +702,15 @@ type Failure struct {
 	// except that those killed by a signal the supervisor did not send
 	// come first: the first is the cause, the others failed after it
 	// (told by the scheduler that the job failed, or killed after the
-	// grace period).
+	// grace period). When no process was killed from outside, the process
+	// whose failure the scheduler ended the job for is first, not the
+	// first to exit (often the scheduler).
 	Procs []*Proc
+	// Reason is why the scheduler declared the first process failed
+	// ("no heartbeat for 30s (server 1, node 4 at ADDR)") when that
+	// process did not die of a signal from outside (a hung process,
+	// killed by the supervisor after the grace period), "" otherwise.
+	Reason string
 }
 
 // Error names the first process that failed, why, and the last three
@@ -648,6 +722,9 @@ type Failure struct {
 func (f *Failure) Error() string {
 	first := f.Procs[0]
 	msg := fmt.Sprintf("%s failed: %v", first.Name(), first.err)
+	if f.Reason != "" {
+		msg = fmt.Sprintf("%s failed, the scheduler said: %s; then %v", first.Name(), f.Reason, first.err)
+	}
 	var kept []string
 	told := msg
 	for _, l := range tailLines(first.Stderr(), 3) {
