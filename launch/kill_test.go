@@ -122,3 +122,63 @@ func TestHungProcessNamed(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestStoppedNodeWakesReplaced stops a worker (SIGSTOP) past the timeout,
+// lets the scheduler declare it failed and end the job, then lets it run
+// again (SIGCONT): it exits at once saying it was replaced, blaming no
+// other node (before, it waited another timeout and blamed the
+// scheduler: "no heartbeat for 1s").
+func TestStoppedNodeWakesReplaced(t *testing.T) {
+	needColo(t)
+	const timeout = time.Second
+	sup := NewSupervisor(coloBin, Loopback{})
+	sup.Grace = 30 * time.Second // the woken worker ends by itself first
+	env := []string{"COLO_TOKEN=t0k"}
+	common := []string{"--num-servers", "1", "--num-workers", "2", "--keys", "10000"}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Env: env, Args: append([]string{"node", "--role", "scheduler",
+		"--scheduler", "127.0.0.1:0", "--heartbeat", "50ms", "--timeout", timeout.String()}, common...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := sup.Procs()[0]
+	var hung *Proc
+	for i, name := range []string{"server 0", "worker 0", "worker 1"} {
+		role, rank, _ := strings.Cut(name, " ")
+		p := sup.Start(ctx, Spec{Name: name, Host: i + 1, Env: env, Args: append([]string{"node", "--role", role,
+			"--rank", rank, "--scheduler", addr, "--rounds", "1000000", "--batch", "100"}, common...)})
+		if name == "worker 1" {
+			hung = p
+		}
+	}
+	for !sup.jobStarted.Load() {
+		select {
+		case <-hung.Done():
+			t.Fatalf("worker 1 ended early: %v\n%s", hung.Err(), hung.Stderr())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := syscall.Kill(hung.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sup.Wait(ctx) }()
+	select {
+	case <-sched.Done():
+	case <-ctx.Done():
+		syscall.Kill(hung.Pid(), syscall.SIGKILL)
+		t.Fatal("the scheduler did not end the job")
+	}
+	woke := time.Now()
+	if err := syscall.Kill(hung.Pid(), syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	<-hung.Done()
+	took := time.Since(woke)
+	<-waited
+	if hung.Killed() || !strings.Contains(hung.Stderr(), "did not run for") || strings.Contains(hung.Stderr(), "scheduler (node") {
+		t.Fatalf("worker 1 (killed %v) ended: %v\n%s", hung.Killed(), hung.Err(), hung.Stderr())
+	}
+	t.Logf("worker 1 ended %v after it woke: %s", took.Round(time.Millisecond), lastLines(hung.Stderr(), 1))
+}
