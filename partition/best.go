@@ -212,7 +212,9 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 	if err != nil {
 		return nil, err
 	}
-	took := better(rc, bc, rmax)
+	// RefineRound does not bound the memory: under θ its candidate
+	// may not break the bound on more machines than the other.
+	took := better(rc, bc, rmax) && rc.OverTheta <= bc.OverTheta
 	if took {
 		bp, bd = rp, rd
 	}
