@@ -226,3 +226,44 @@ func TestResumeAsync(t *testing.T) {
 		t.Errorf("resume of another job: %v", err)
 	}
 }
+
+// TestResumeChangedRule: the workers refuse a checkpoint of a job with
+// another rate, naming it and both values, and resume from it with the
+// new rate when the job overrides the check; never with another batch.
+func TestResumeChangedRule(t *testing.T) {
+	job, err := app.DefaultJob("lr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Data.Train, job.Placement = resumeData(t, "lr"), "random"
+	job.Config.Machines, job.Config.Batch, job.Config.MaxPasses, job.Config.Epsilon = 3, 23, 3, 0
+	dir := t.TempDir()
+	stopped := job
+	stopped.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 4}
+	stopped.Config.MaxSteps = 6 * 3
+	runResumable(t, stopped)
+
+	o, err := app.Open(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := o.Place(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := job
+	changed.Config.Rule.LR = 0.25
+	changed.Config.Checkpoint = train.Checkpoint{Resume: dir}
+	_, err = train.Run(context.Background(), changed, o.App, p, deploy.InProcess{})
+	if err == nil || !strings.Contains(err.Error(), "checkpoint of another job: --lr: checkpoint 0.5, now 0.25 (--resume-override") {
+		t.Errorf("resume with another rate: %v", err)
+	}
+	changed.Config.Checkpoint.Override = true
+	if res, err := train.Run(context.Background(), changed, o.App, p, deploy.InProcess{}); err != nil || res.Rounds != 12 {
+		t.Errorf("resume with another rate, overridden: %v", err)
+	}
+	changed.Config.Batch = 30
+	if _, err := train.Run(context.Background(), changed, o.App, p, deploy.InProcess{}); err == nil || !strings.Contains(err.Error(), "--batch: checkpoint 23, now 30") {
+		t.Errorf("resume with another batch, overridden: %v", err)
+	}
+}

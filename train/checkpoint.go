@@ -3,10 +3,9 @@ package train
 import (
 	"context"
 	"encoding"
-	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"hash/crc32"
 	"time"
 
 	"colo/checkpoint"
@@ -92,6 +91,11 @@ type Checkpoint struct {
 	// due checkpoint is taken, at the cost of the wait on the training
 	// path when the writers are slower than Every rounds.
 	Wait bool `json:"wait,omitempty"`
+	// Override resumes from a checkpoint of a job whose settings differ
+	// in what changes the result but not the checkpoint's layout (a rate,
+	// the features transform, the data's values; Identity), with the new
+	// values.
+	Override bool `json:"override,omitempty"`
 }
 
 // IsZero reports whether c asks for nothing.
@@ -108,6 +112,8 @@ func (c Checkpoint) Validate() error {
 		return fmt.Errorf("checkpoint.dir %s without checkpoint.every: want the rounds between two checkpoints", c.Dir)
 	case c.Wait && c.Dir == "":
 		return fmt.Errorf("checkpoint.wait without checkpoint.dir: it says how checkpoints are written, and none are")
+	case c.Override && c.Resume == "":
+		return errors.New("checkpoint.override without checkpoint.resume: it overrides the checks of a resume")
 	}
 	return nil
 }
@@ -183,21 +189,9 @@ type Checkpointer struct {
 	gate func(round int)
 }
 
-// JobID identifies job d for its checkpoints: what must not change for
-// a checkpoint to resume it, the placement by a checksum of where it puts
-// every sample and key (a deployment of processes writes it to a
-// directory of its own each time).
-func (d *Deployment) JobID() string {
-	c := d.Job.Config
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	for _, a := range [][]int32{d.Placement.Data, d.Placement.Param} {
-		for _, x := range a {
-			h.Write(binary.LittleEndian.AppendUint32(nil, uint32(x)))
-		}
-	}
-	return fmt.Sprintf("%s placement %08x width %d keys %d samples %d batches %d machines %d servers %d consistency %s rule %s seed %d",
-		d.App.Name(), h.Sum32(), d.App.Width(), d.App.NumKeys(), d.App.NumSamples(), d.Schedule.Batches, c.Machines, c.NumServers(), c.Clock.Name(), c.Rule.Name, c.Seed)
-}
+// JobID identifies job d for its checkpoints: its Identity as a
+// MANIFEST holds it.
+func (d *Deployment) JobID() string { return d.Identity().String() }
 
 // due reports whether a checkpoint is due after rounds.
 func (c *Checkpointer) due(rounds int) bool {
@@ -455,7 +449,14 @@ func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part,
 		return nil, fmt.Errorf("resume: %w", err)
 	}
 	if m.Job != c.Job {
-		return nil, fmt.Errorf("resume: %s/%s is a checkpoint of another job: %q, this job is %q", m.Dir, checkpoint.ManifestName, m.Job, c.Job)
+		now, _ := ParseIdentity(c.Job)
+		warn, err := CompareIdentity(m.Dir+"/"+checkpoint.ManifestName, m.Job, now, c.Config.Override)
+		if err != nil {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+		if rank == 0 && c.Logf != nil {
+			c.Logf("resume: %s", warn)
+		}
 	}
 	data, err := m.Read(WorkerFile(rank))
 	if err != nil {

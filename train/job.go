@@ -52,6 +52,11 @@ type Data struct {
 	Test string `json:"test,omitempty"`
 	// Load are the options of graph.Load for both files.
 	Load LoadOptions `json:"load"`
+	// Checksum, when set, is the checksum of the training data's files
+	// (internal/datasum: the training file, then an idx label file):
+	// part of the job's identity (JobIdentity), so that a checkpoint of
+	// a job on other data is refused.
+	Checksum string `json:"checksum,omitempty"`
 }
 
 // LoadOptions are graph.LoadOptions as a job file spells them, and the

@@ -22,6 +22,7 @@ import (
 	"colo/app/sparse"
 	"colo/checkpoint"
 	"colo/features"
+	"colo/internal/datasum"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
@@ -124,6 +125,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.IntVar(&t.ckpt.Every, "checkpoint-every", 0, "rounds between two checkpoints (with --checkpoint); each is written beside training, and one due while the one before is still being written is skipped")
 	f.BoolVar(&t.ckpt.Wait, "checkpoint-wait", false, "with --checkpoint: a checkpoint due while the one before is still being written waits for it instead of being skipped (every due checkpoint is taken)")
 	f.StringVar(&t.ckpt.Resume, "resume", "", "resume a stopped job from the newest complete checkpoint in this directory (the same job and flags; a damaged checkpoint is refused and the one before used); may be the --checkpoint directory")
+	f.BoolVar(&t.ckpt.Override, "resume-override", false, "with --resume: resume from a checkpoint whose job had another rate, features transform, seed or data (each named, with both values), training on with the new values")
 	f.BoolVar(&t.overlap, "overlap", true, "overlap consecutive rounds: the next pull leaves as soon as the consistency model allows (--overlap=false: pull, compute and push one after another)")
 	f.BoolVar(&t.pullAhead, "pull-ahead", false, "async: send each round's pull before the previous round's push (values travel during the computation, but lack the worker's own last update)")
 	t.bal.Register(f.FlagSet)
@@ -195,6 +197,9 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 		return job, usageError("%v", err)
 	}
 	cfg.Checkpoint, cfg.Sequential, cfg.PullAhead = t.ckpt, !t.overlap, t.pullAhead
+	if t.ckpt.Override && t.ckpt.Resume == "" {
+		return job, usageError("--resume-override without --resume: it overrides the checks of a resume")
+	}
 	if !t.ckpt.IsZero() && t.compare != "" {
 		return job, usageError("--compare trains several jobs: --checkpoint and --resume take one")
 	}
@@ -370,6 +375,9 @@ func runTrain(e *env, args []string) error {
 			return err
 		}
 	}
+	if err := t.checksum(&job); err != nil {
+		return err
+	}
 	if dir := job.Config.Checkpoint.Resume; dir != "" {
 		m, refused, err := checkpoint.Latest(dir)
 		for _, r := range refused {
@@ -377,6 +385,15 @@ func runTrain(e *env, args []string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("--resume: %w", err)
+		}
+		// Refused before the data loads: the settings the job's identity
+		// holds apart from what the data and the placement decide.
+		warn, err := train.CompareIdentity(filepath.Join(m.Dir, checkpoint.ManifestName), m.Job, train.JobIdentity(job), job.Config.Checkpoint.Override)
+		if err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+		if warn != "" {
+			fmt.Fprintf(e.errOut, "colo train: --resume-override: %s\n", warn)
 		}
 		fmt.Fprintf(e.errOut, "colo train: resuming from %s (round %d)\n", m.Dir, m.Round)
 	}
@@ -440,6 +457,26 @@ func (t *trainFlags) tableSpec(data string, df dataFlags) (*features.Fitted, err
 		return nil, nil
 	}
 	return df.fit(data)
+}
+
+// checksum sets the checksum of the job's training data (and its idx
+// labels) when the job writes or resumes checkpoints, or reads its
+// placement from a directory: what they record of the data, so that
+// another dataset's is refused.
+func (t *trainFlags) checksum(job *train.Job) error {
+	dir := false
+	if st, err := os.Stat(job.Placement); err == nil && st.IsDir() {
+		dir = true
+	}
+	if job.Config.Checkpoint.IsZero() && !dir {
+		return nil
+	}
+	sum, err := datasum.Files(job.Data.Train, t.labels)
+	if err != nil {
+		return err
+	}
+	job.Data.Checksum = sum
+	return nil
 }
 
 // placements returns the placements to train on: --compare's, or
