@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -33,6 +34,12 @@ type CSVOptions struct {
 	// LabelName selects the label column by its header name instead of
 	// LabelCol; it requires a header.
 	LabelName string
+	// LabelAuto, when LabelName is empty, finds the label column instead
+	// of taking LabelCol: a header's column named like a label
+	// (LabelNames, in any case), or column 0 in a file without a header.
+	// A header without such a column, or with several, is an error that
+	// lists the header's columns: the label is never guessed.
+	LabelAuto bool
 	// Header says whether the first record is a header.
 	Header Header
 	// Comma is the field separator; 0 means ','.
@@ -41,9 +48,32 @@ type CSVOptions struct {
 	MaxValues int64
 }
 
-// DefaultCSVOptions returns options for comma-separated data with the
-// label in the first column and header detection.
-func DefaultCSVOptions() CSVOptions { return CSVOptions{} }
+// DefaultCSVOptions returns options for comma-separated data with
+// header detection and the label column found (LabelAuto).
+func DefaultCSVOptions() CSVOptions { return CSVOptions{LabelAuto: true} }
+
+// LabelNames are the header names LabelAuto takes for the label column.
+var LabelNames = []string{"label", "class", "target", "y"}
+
+// labelLike reports whether a header cell names a label column.
+func labelLike(cell string) bool {
+	return slices.Contains(LabelNames, strings.ToLower(strings.TrimSpace(cell)))
+}
+
+// columnList lists a header's columns for an error, the first dozen of a
+// wide one.
+func columnList(rec []string) string {
+	const most = 12
+	names := make([]string, 0, min(len(rec), most))
+	for c, cell := range rec[:min(len(rec), most)] {
+		names = append(names, fmt.Sprintf("%d %q", c, strings.TrimSpace(cell)))
+	}
+	list := strings.Join(names, ", ")
+	if len(rec) > most {
+		list += fmt.Sprintf(", … (%d columns)", len(rec))
+	}
+	return list
+}
 
 // Validate checks the options and names the offending field.
 func (o CSVOptions) Validate() error {
@@ -138,6 +168,7 @@ func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkD
 		ncol     int
 		labelCol int
 		record   = 0
+		found    bool // the label column was found by its header name
 	)
 	first := true
 	for {
@@ -156,7 +187,10 @@ func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkD
 				return nil, fail(0, "%d column(s): want a label column and at least one feature", ncol)
 			}
 			header := o.Header == HeaderYes || o.LabelName != ""
-			if o.LabelName != "" {
+			auto := o.LabelAuto && o.LabelName == ""
+			if auto {
+				labelCol = -1 // decided once the header is
+			} else if o.LabelName != "" {
 				labelCol = -1
 				for c, cell := range rec {
 					if strings.TrimSpace(cell) == o.LabelName {
@@ -177,15 +211,25 @@ func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkD
 				}
 			}
 			if o.Header == HeaderAuto && !header {
+				words, named := 0, false
 				for c, cell := range rec {
 					if c == labelCol {
 						continue
 					}
 					if _, err := parseCell(cell); err != nil {
-						header = true
-						break
+						words++
+						named = named || labelLike(cell)
 					}
 				}
+				// Without a known label column, one word among numbers
+				// is a data record's class name unless it names a label.
+				header = words > 0 && (!auto || words > 1 || named)
+			}
+			if auto {
+				if labelCol, err = autoLabel(rec, header); err != nil {
+					return nil, fail(0, "%v", err)
+				}
+				found = header
 			}
 			if checkDim != nil {
 				if err := checkDim(ncol - 1); err != nil {
@@ -194,6 +238,7 @@ func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkD
 			}
 			bounds.setMaxFields(2*ncol+16, fmt.Sprintf("the first record has %d", ncol))
 			if header {
+				o.LabelName = strings.TrimSpace(rec[labelCol])
 				continue
 			}
 		}
@@ -216,6 +261,9 @@ func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkD
 			}
 			v, err := parseCell(cell)
 			if err != nil {
+				if auto := o.LabelAuto && o.LabelName == ""; auto && !found {
+					return nil, fail(c+1, "record %d: %v (the label was taken from column %d, as in a file without a header: name the label column with --label-col)", record, err, labelCol)
+				}
 				return nil, fail(c+1, "record %d: %v", record, err)
 			}
 			features = append(features, v)
@@ -225,7 +273,35 @@ func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkD
 		return nil, &ParseError{File: name, Msg: "empty file: want a header or data records"}
 	}
 	k, names := classes.finish(labels)
-	return &Dataset{Features: features, Labels: labels, Dim: ncol - 1, Classes: k, ClassNames: names, Source: name}, nil
+	return &Dataset{Features: features, Labels: labels, Dim: ncol - 1, Classes: k, ClassNames: names, Source: name,
+		Format: FormatCSV, LabelCol: labelCol, LabelName: o.LabelName}, nil
+}
+
+// autoLabel returns the label column LabelAuto finds in the first record
+// rec: the one a header names like a label, or column 0 without a
+// header.
+func autoLabel(rec []string, header bool) (int, error) {
+	if !header {
+		return 0, nil
+	}
+	var cols []int
+	for c, cell := range rec {
+		if labelLike(cell) {
+			cols = append(cols, c)
+		}
+	}
+	switch len(cols) {
+	case 1:
+		return cols[0], nil
+	case 0:
+		return 0, fmt.Errorf("the header names no label column (%s): name it with --label-col, by name or number; the columns are %s",
+			strings.Join(LabelNames, ", "), columnList(rec))
+	}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = fmt.Sprintf("%d %q", c, strings.TrimSpace(rec[c]))
+	}
+	return 0, fmt.Errorf("the header names several label columns (%s): choose one with --label-col", strings.Join(names, ", "))
 }
 
 // csvFieldBytes is what a field costs encoding/csv while it splits a

@@ -60,6 +60,13 @@ type Dataset struct {
 	ClassNames []string
 	// Source names the file or files the data came from.
 	Source string
+	// Format is the format the data was read from (FormatCSV for
+	// ReadCSV, FormatIDX for FromIDX, FormatLibSVM for ReadLibSVM).
+	Format Format
+	// LabelCol is the label's column in a CSV file, LabelName its name
+	// in the header ("" without a header).
+	LabelCol  int
+	LabelName string
 }
 
 // New returns a dataset over the given features and labels after checking
@@ -143,6 +150,9 @@ func (d *Dataset) Subset(samples []int) *Dataset {
 		Classes:    d.Classes,
 		ClassNames: d.ClassNames,
 		Source:     d.Source,
+		Format:     d.Format,
+		LabelCol:   d.LabelCol,
+		LabelName:  d.LabelName,
 	}
 	for k, i := range samples {
 		out.Features = append(out.Features, d.Row(i)...)

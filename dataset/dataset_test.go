@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -251,6 +252,25 @@ func TestReadCSV(t *testing.T) {
 		{"missing label name", "a,b\n1,2\n", CSVOptions{LabelName: "y"}, 0, nil, nil, nil, `no column named "y"`},
 		{"empty", "", CSVOptions{}, 0, nil, nil, nil, "f: empty file"},
 		{"infinite", "1,inf\n", CSVOptions{Header: HeaderNo}, 0, nil, nil, nil, "want a finite number"},
+		// LabelAuto: a header's label column is found by its name; a
+		// header without one is refused, listing its columns.
+		{"auto: named label", "a,b,Class\n1,2,x\n3,4,y\n", CSVOptions{LabelAuto: true}, 2,
+			[]float32{1, 2, 3, 4}, []int{0, 1}, []string{"x", "y"}, ""},
+		{"auto: target", "p0,p1,target\n0,16,3\n", CSVOptions{LabelAuto: true}, 2,
+			[]float32{0, 16}, []int{0}, []string{"3"}, ""},
+		{"auto: no header", "1,0.5,2\n0,1,3\n", CSVOptions{LabelAuto: true}, 2,
+			[]float32{0.5, 2, 1, 3}, []int{1, 0}, []string{"0", "1"}, ""},
+		{"auto: class names, no header", "cat,0.5,2\ndog,1,3\n", CSVOptions{LabelAuto: true}, 2,
+			[]float32{0.5, 2, 1, 3}, []int{0, 1}, []string{"cat", "dog"}, ""},
+		{"auto: by name wins", "y,label,b\n1,0,2\n", CSVOptions{LabelAuto: true, LabelName: "label"}, 2,
+			[]float32{1, 2}, []int{0}, []string{"0"}, ""},
+		{"auto: header without a label", "pixel0,pixel1,pixel2\n0,0,7\n", CSVOptions{LabelAuto: true}, 0, nil, nil, nil,
+			`f:1: the header names no label column (label, class, target, y): name it with --label-col, by name or number; the columns are 0 "pixel0", 1 "pixel1", 2 "pixel2"`},
+		{"auto: header forced", "1,2\n3,4\n", CSVOptions{LabelAuto: true, Header: HeaderYes}, 0, nil, nil, nil, "the header names no label column"},
+		{"auto: two labels", "label,y,b\n1,0,2\n", CSVOptions{LabelAuto: true}, 0, nil, nil, nil,
+			`the header names several label columns (0 "label", 1 "y"): choose one with --label-col`},
+		{"auto: a word at the end", "0.5,2,cat\n1,3,dog\n", CSVOptions{LabelAuto: true}, 0, nil, nil, nil,
+			`f:1: field 3: record 1: "cat" is not a number (the label was taken from column 0, as in a file without a header: name the label column with --label-col)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -427,5 +447,78 @@ func TestLibSVMDenseBound(t *testing.T) {
 	}
 	if d, err := ReadLibSVM(strings.NewReader("1 1:1\n2 20000000:1\n"), "t.svm", LibSVMOptions{IndexBase: 1, Dim: 20000000}); err != nil || d.Dim != 20000000 {
 		t.Errorf("with Dim: %v", err)
+	}
+}
+
+// TestCSVLabelReported: the dataset says which column its labels came
+// from, by number and by header name, and a wide header's columns are
+// listed in part.
+func TestCSVLabelReported(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		opt  CSVOptions
+		col  int
+		name string
+	}{
+		{"a,b,Class\n1,2,x\n", CSVOptions{LabelAuto: true}, 2, "Class"},
+		{"1,2,x\n", CSVOptions{LabelCol: -1}, 2, ""},
+		{"a,b,c\n1,2,3\n", CSVOptions{LabelCol: 1, Header: HeaderYes}, 1, "b"},
+		{"1,2\n", CSVOptions{LabelAuto: true}, 0, ""},
+	} {
+		d, err := ReadCSV(strings.NewReader(tc.in), "f", tc.opt)
+		if err != nil || d.LabelCol != tc.col || d.LabelName != tc.name || d.Format != FormatCSV {
+			t.Errorf("%q: %v; label column %d %q (%s), want %d %q", tc.in, err, d.LabelCol, d.LabelName, d.Format, tc.col, tc.name)
+		}
+	}
+	var head, row []string
+	for c := range 20 {
+		head, row = append(head, fmt.Sprintf("p%d", c)), append(row, "1")
+	}
+	_, err := ReadCSV(strings.NewReader(strings.Join(head, ",")+"\n"+strings.Join(row, ",")+"\n"), "f", DefaultCSVOptions())
+	if err == nil || !strings.Contains(err.Error(), `10 "p10", 11 "p11", … (20 columns)`) || strings.Contains(err.Error(), "p12") {
+		t.Errorf("a wide header: %v", err)
+	}
+}
+
+// TestScaler: the training set's features come out with mean 0 and
+// standard deviation 1 (a constant feature centred), and a test set is
+// scaled by the training set's statistics, checked by hand.
+func TestScaler(t *testing.T) {
+	train, err := New([]float32{0, 5, 16, 2, 5, 4, 8, 5, 0}, []int{0, 1, 0}, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := FitScaler(train)
+	// Feature 0: 0, 2, 8: mean 10/3, variance (100/9 + 16/9 + 196/9)/3 = 104/9.
+	if math.Abs(s.Mean[0]-10.0/3) > 1e-12 || math.Abs(s.Std[0]-math.Sqrt(104.0/9)) > 1e-12 || s.Mean[1] != 5 || s.Std[1] != 1 {
+		t.Fatalf("mean %v std %v", s.Mean, s.Std)
+	}
+	got, err := s.Apply(train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range 3 {
+		var m, v float64
+		for i := range 3 {
+			m += float64(got.Row(i)[j]) / 3
+		}
+		for i := range 3 {
+			x := float64(got.Row(i)[j]) - m
+			v += x * x / 3
+		}
+		if math.Abs(m) > 1e-6 || j != 1 && math.Abs(v-1) > 1e-6 || j == 1 && v != 0 {
+			t.Errorf("feature %d: mean %v variance %v after scaling", j, m, v)
+		}
+	}
+	if train.Features[0] != 0 || &got.Features[0] == &train.Features[0] {
+		t.Fatal("Apply changed its input")
+	}
+	test, _ := New([]float32{10.0 / 3, 7, 8}, []int{1}, 3, 2)
+	ts, err := s.Apply(test)
+	if err != nil || math.Abs(float64(ts.Features[0])) > 1e-6 || ts.Features[1] != 2 || ts.Features[2] != float32((8-20.0/3)/s.Std[2]) {
+		t.Fatalf("test set scaled to %v (%v)", ts.Features, err)
+	}
+	if _, err := s.Apply(&Dataset{Dim: 2, Source: "t"}); err == nil || !strings.Contains(err.Error(), "t: 2 features per sample, the standardisation has 3") {
+		t.Fatalf("another dimension: %v", err)
 	}
 }

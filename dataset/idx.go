@@ -266,6 +266,7 @@ func FromIDX(images, labels *IDX) (*Dataset, error) {
 		Classes:    classes,
 		ClassNames: names,
 		Source:     images.Source + " + " + labels.Source,
+		Format:     FormatIDX,
 	}, nil
 }
 

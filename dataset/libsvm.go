@@ -154,5 +154,5 @@ func ReadLibSVM(r io.Reader, name string, o LibSVMOptions) (*Dataset, error) {
 		labels[u] = classes.add(strconv.FormatFloat(g.Label(u), 'g', -1, 64))
 	}
 	k, names := classes.finish(labels)
-	return &Dataset{Features: features, Labels: labels, Dim: dim, Classes: k, ClassNames: names, Source: name}, nil
+	return &Dataset{Features: features, Labels: labels, Dim: dim, Classes: k, ClassNames: names, Source: name, Format: FormatLibSVM}, nil
 }

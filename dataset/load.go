@@ -54,13 +54,17 @@ type LoadOptions struct {
 
 // SetCSV sets the CSV reader's options as a command line or a job file
 // spells them: the label column, a number from 0 (negative counts from
-// the end) or a header name; the header, auto, yes or no; the separator,
+// the end), a header name, or "" (or "auto") to find it
+// (CSVOptions.LabelAuto); the header, auto, yes or no; the separator,
 // one character or "\t" or "tab". Errors name the option.
 func (o *LoadOptions) SetCSV(labelCol, header, sep string) error {
-	if n, err := strconv.Atoi(labelCol); err == nil {
-		o.CSV.LabelCol, o.CSV.LabelName = n, ""
-	} else {
-		o.CSV.LabelName = labelCol
+	switch n, err := strconv.Atoi(labelCol); {
+	case labelCol == "" || labelCol == "auto":
+		o.CSV.LabelAuto, o.CSV.LabelName = true, ""
+	case err == nil:
+		o.CSV.LabelCol, o.CSV.LabelName, o.CSV.LabelAuto = n, "", false
+	default:
+		o.CSV.LabelName, o.CSV.LabelAuto = labelCol, false
 	}
 	h, err := ParseHeader(header)
 	if err != nil {

@@ -34,6 +34,7 @@ package dense
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -61,11 +62,18 @@ type Options struct {
 	Labels     string `json:"labels"`
 	TestLabels string `json:"test_labels"`
 	// LabelCol, Header and Sep read CSV data (dataset.LoadOptions.SetCSV):
-	// the label column ("0", "-1" for the last, or a header name), the
-	// header (auto, yes, no) and the separator.
+	// the label column ("0", "-1" for the last, a header name, or "" for
+	// a header's column named label, class, target or y, and column 0
+	// without a header: dataset.CSVOptions.LabelAuto), the header (auto,
+	// yes, no) and the separator.
 	LabelCol string `json:"label_col"`
 	Header   string `json:"header"`
 	Sep      string `json:"sep"`
+	// Standardize is "on" (every feature standardised by the training
+	// set's mean and standard deviation, dataset.Scaler, the test set by
+	// the same), "off", or "auto": on for CSV tables, off for idx images
+	// (scaled to [0, 1] as read) and libsvm data.
+	Standardize string `json:"standardize"`
 	// Hidden are the widths of the hidden dense layers and Conv the
 	// channels of cnn's convolutions; empty for the architecture's
 	// defaults (nn.Config).
@@ -86,10 +94,11 @@ type Options struct {
 	LRDecay string `json:"lr_decay"`
 }
 
-// DefaultOptions returns CSV data with its label in the first column and
-// a detected header, the architectures' default widths, linear scaling.
+// DefaultOptions returns CSV data with a detected header and its label
+// column found, features standardised for CSV tables, the
+// architectures' default widths, linear scaling.
 func DefaultOptions() Options {
-	return Options{LabelCol: "0", Header: "auto", Sep: ",", LRScaling: "linear", LRDecay: "none"}
+	return Options{Header: "auto", Sep: ",", Standardize: "auto", LRScaling: "linear", LRDecay: "none"}
 }
 
 // Defaults sets a dense model's defaults in job: random shards (seed 004's
@@ -241,6 +250,11 @@ func options(job train.Job) (Options, error) {
 	if err := job.DecodeOptions(&o); err != nil {
 		return o, err
 	}
+	switch o.Standardize {
+	case "auto", "on", "off":
+	default:
+		return o, fmt.Errorf("%s options: standardize %q: want auto, on or off", job.App, o.Standardize)
+	}
 	if o.LRScaling != "linear" && o.LRScaling != "none" {
 		return o, fmt.Errorf("%s options: lr_scaling %q: want linear or none", job.App, o.LRScaling)
 	}
@@ -277,6 +291,11 @@ type App struct {
 	// labels and testLabels are Train's and Test's labels as the model
 	// takes them.
 	labels, testLabels []int32
+	// Scaler, when not nil, standardised Train and Test (from the
+	// training set's statistics; options standardize); a checkpoint
+	// saves it with every worker's part, and a resume refuses other
+	// statistics.
+	Scaler *dataset.Scaler
 }
 
 // Open builds the architecture job.App ("mlp" or "cnn") for the loaded
@@ -315,7 +334,20 @@ func Open(job train.Job, tr, test *dataset.Dataset) (*App, error) {
 	if r := job.Config.Rule; r.L1 != 0 || r.L2 != 0 {
 		return nil, fmt.Errorf("%s: rule.l1 %v and rule.l2 %v: dense models take no L1 or L2 penalty (the servers hold displacements from the initial parameters)", job.App, r.L1, r.L2)
 	}
-	a := &App{Model: m, Train: tr, Test: test, Seed: job.Config.Seed, scale: 1, labels: labels32(tr)}
+	var scaler *dataset.Scaler
+	if o.Standardize == "on" || o.Standardize == "auto" && tr.Format == dataset.FormatCSV {
+		sc := dataset.FitScaler(tr)
+		if tr, err = sc.Apply(tr); err != nil {
+			return nil, err
+		}
+		if test != nil {
+			if test, err = sc.Apply(test); err != nil {
+				return nil, err
+			}
+		}
+		scaler = &sc
+	}
+	a := &App{Model: m, Train: tr, Test: test, Seed: job.Config.Seed, scale: 1, labels: labels32(tr), Scaler: scaler}
 	if test != nil {
 		a.testLabels = labels32(test)
 	}
@@ -539,16 +571,49 @@ func (a *App) Score(params []float32, d *dataset.Dataset, on string) train.Eval 
 }
 
 // MarshalBinary returns the part's state for a checkpoint
-// (train.StatefulPart): the steps taken, which set the decay.
+// (train.StatefulPart): the steps taken, which set the decay, then, when
+// the features are standardised, their number and each feature's mean
+// and standard deviation (float64 bits, little-endian).
 func (p *part) MarshalBinary() ([]byte, error) {
-	return binary.LittleEndian.AppendUint64(nil, uint64(p.steps)), nil
+	b := binary.LittleEndian.AppendUint64(nil, uint64(p.steps))
+	if sc := p.a.Scaler; sc != nil {
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(sc.Mean)))
+		for _, v := range append(slices.Clone(sc.Mean), sc.Std...) {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+	}
+	return b, nil
 }
 
-// UnmarshalBinary restores the state MarshalBinary gave.
+// UnmarshalBinary restores the state MarshalBinary gave, and refuses the
+// state of a job whose features were standardised otherwise.
 func (p *part) UnmarshalBinary(b []byte) error {
-	if len(b) != 8 || binary.LittleEndian.Uint64(b) > math.MaxInt32 {
-		return fmt.Errorf("dense: a part's state is 8 bytes of step count, got %d bytes", len(b))
+	if len(b) < 8 || binary.LittleEndian.Uint64(b) > math.MaxInt32 {
+		return fmt.Errorf("dense: a part's state starts with 8 bytes of step count, got %d bytes", len(b))
 	}
-	p.steps = int(binary.LittleEndian.Uint64(b))
+	steps, rest := int(binary.LittleEndian.Uint64(b)), b[8:]
+	sc := p.a.Scaler
+	switch {
+	case sc == nil && len(rest) > 0:
+		return errors.New("dense: the checkpoint's features were standardised, this job's are not (options standardize)")
+	case sc != nil && len(rest) == 0:
+		return errors.New("dense: the checkpoint's features were not standardised, this job's are (options standardize)")
+	case sc != nil:
+		d := len(sc.Mean)
+		if len(rest) != 8+16*d || binary.LittleEndian.Uint64(rest) != uint64(d) {
+			return fmt.Errorf("dense: the checkpoint's standardisation is not of %d features (%d bytes)", d, len(rest))
+		}
+		for j := range 2 * d {
+			v, want := math.Float64frombits(binary.LittleEndian.Uint64(rest[8+8*j:])), sc.Mean[j%d]
+			what := "mean"
+			if j >= d {
+				want, what = sc.Std[j-d], "standard deviation"
+			}
+			if v != want {
+				return fmt.Errorf("dense: feature %d's %s is %v in the checkpoint's standardisation, %v in this training data's: resume on the data the checkpoint was made from", j%d, what, v, want)
+			}
+		}
+	}
+	p.steps = steps
 	return nil
 }

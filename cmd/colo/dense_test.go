@@ -92,3 +92,30 @@ func TestBenchSharding(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVLabelColumn: a CSV with a header and no --label-col takes the
+// column named label and says so; a header that names no label column is
+// refused, listing its columns, and --label-col chooses one.
+func TestCSVLabelColumn(t *testing.T) {
+	data := blobsCSV(t, 120)
+	args := []string{"train", data, "--app", "mlp", "--hidden", "8", "--machines", "2", "--epochs", "1", "--batch", "30"}
+	code, stdout, errOut := colo(t, args...)
+	if code != 0 || !strings.Contains(stdout, `120 samples × 8 features, 3 classes, labels from column 8 "label"`) {
+		t.Errorf("header with a label column: exit %d, %q, %s", code, stdout, errOut)
+	}
+	text, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unnamed := writeFile(t, "unnamed.csv", strings.Replace(string(text), "label\n", "kind\n", 1))
+	args[1] = unnamed
+	code, _, errOut = colo(t, args...)
+	want := `unnamed.csv:1: the header names no label column (label, class, target, y): name it with --label-col, by name or number; the columns are 0 "a", 1 "b",`
+	if code == 0 || !strings.Contains(errOut, want) || !strings.Contains(errOut, `8 "kind"`) {
+		t.Errorf("header without a label column: exit %d, %s; want %s", code, errOut, want)
+	}
+	code, stdout, errOut = colo(t, append(args, "--label-col", "kind")...)
+	if code != 0 || !strings.Contains(stdout, `labels from column 8 "kind"`) {
+		t.Errorf("--label-col kind: exit %d, %q, %s", code, stdout, errOut)
+	}
+}

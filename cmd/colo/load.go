@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"colo/app"
+	"colo/dataset"
 	"colo/graph"
 )
 
@@ -30,7 +31,14 @@ func describeData(d *app.Data) string {
 		return describe(d.Graph)
 	}
 	s := d.Samples
-	return fmt.Sprintf("%s samples × %d features, %d classes", commas(int64(s.Len())), s.Dim, s.Classes)
+	label := ""
+	if s.Format == dataset.FormatCSV {
+		label = fmt.Sprintf(", labels from column %d", s.LabelCol)
+		if s.LabelName != "" {
+			label = fmt.Sprintf(", labels from column %d %q", s.LabelCol, s.LabelName)
+		}
+	}
+	return fmt.Sprintf("%s samples × %d features, %d classes%s", commas(int64(s.Len())), s.Dim, s.Classes, label)
 }
 
 // commas formats n with thousands separators.

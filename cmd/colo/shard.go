@@ -46,7 +46,7 @@ func runShard(e *env, args []string) error {
 	o.Scheme = ""
 	labels := f.String("labels", "", "idx label file (required for idx data)")
 	format := f.String("format", "", "data format: idx, libsvm or csv (detected from the content when empty)")
-	labelCol := f.String("label-col", "0", "csv: label column, a number from 0 (negative counts from the end) or a header name")
+	labelCol := f.String("label-col", "", "csv: label column, a number from 0 (negative counts from the end) or a header name (empty: the header's column named label, class, target or y, required when the header has none; column 0 without a header)")
 	header := f.String("header", "auto", "csv: whether the first record is a header: auto, yes or no")
 	sep := f.String("sep", ",", "csv: field separator (one character; \\t for tab)")
 	var memBudget string

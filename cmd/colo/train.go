@@ -65,6 +65,7 @@ type trainFlags struct {
 	directions  bool
 	// The dense models' (mlp, cnn) data and sizes.
 	labels, testLabels, labelCol, header, sep string
+	standardize                               string
 	hidden, conv, lrScaling, lrDecay          string
 	workersDecay                              bool // --lr-decay is the decentralised workers', not the model's
 	// fs is the flag set of register, which says which flags the command
@@ -114,7 +115,8 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.IntVar(&t.embed.EvalNegatives, "eval-negatives", t.embed.EvalNegatives, "embed: uniform negatives each held-out edge is ranked against (MRR, AUC)")
 	f.StringVar(&t.labels, "labels", "", "mlp, cnn: idx label file of idx DATA")
 	f.StringVar(&t.testLabels, "test-labels", "", "mlp, cnn: idx label file of an idx --test")
-	f.StringVar(&t.labelCol, "label-col", "0", "mlp, cnn: CSV label column, a number from 0 (negative counts from the end) or a header name")
+	f.StringVar(&t.labelCol, "label-col", "", "mlp, cnn: CSV label column, a number from 0 (negative counts from the end) or a header name (empty: the header's column named label, class, target or y, required when the header has none; column 0 without a header)")
+	f.StringVar(&t.standardize, "standardize", "auto", "mlp, cnn: standardise each feature by the training set's mean and standard deviation (the test set by the same): on, off, or auto (on for CSV tables, off for idx images and libsvm)")
 	f.StringVar(&t.header, "header", "auto", "mlp, cnn: whether a CSV's first record is a header: auto, yes or no")
 	f.StringVar(&t.sep, "sep", ",", "mlp, cnn: CSV field separator (one character; \\t for tab)")
 	f.StringVar(&t.hidden, "hidden", "", "mlp, cnn: widths of the hidden dense layers, such as 256,128 (empty: mlp 256,128, cnn 120,84)")
@@ -205,7 +207,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	}
 	opts := map[string]any{"features": t.features, "rank": t.mf.Rank,
 		"dim": t.embed.Dim, "negatives": t.embed.Negatives, "uniform_negatives": t.embed.UniformNegatives, "uniform_pool": t.embed.UniformPool, "eval_negatives": t.embed.EvalNegatives,
-		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay}
+		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "standardize": t.standardize, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay}
 	if t.workersDecay {
 		opts["lr_decay"] = "none"
 	}
