@@ -392,6 +392,10 @@ type Result struct {
 	Evaluator *EvaluatorReport `json:"evaluator,omitempty"`
 	// Balance is what the load balancer of worker 0 did (Config.Balance).
 	Balance *balance.Report `json:"balance,omitempty"`
+	// Diagnosis, when the training went nowhere (its loss did not fall,
+	// or sits at a uniform guess's, or its accuracy is at chance), says
+	// so with the likely causes (Diagnose).
+	Diagnosis string `json:"diagnosis,omitempty"`
 	// Checkpoints is the number of checkpoints taken and
 	// CheckpointSeconds the training time they cost worker 0, included in
 	// TrainSeconds (Config.Checkpoint): the barrier and the capture of
@@ -609,6 +613,7 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 		}
 	}
 	res.Eval = w.Eval
+	res.Diagnosis = Diagnose(app, w.Passes, w.Eval, cfg.Rule.LR)
 	res.Evaluator, res.Balance = out.Evaluator, out.Balance
 	if res.TrainSeconds > 0 {
 		n := 0

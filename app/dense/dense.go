@@ -570,6 +570,59 @@ func (a *App) Score(params []float32, d *dataset.Dataset, on string) train.Eval 
 	return out
 }
 
+// Classes returns the number of the model's outputs (train.Classifier).
+func (a *App) Classes() int { return a.Model.Config().Classes }
+
+// Chance returns the accuracy, on the set Evaluate scores, of always
+// answering the training set's most frequent class (train.Classifier).
+func (a *App) Chance() float64 {
+	scored := a.testLabels
+	if a.Test == nil {
+		scored = a.labels
+	}
+	top, counts := 0, a.Train.ClassCounts()
+	for c, n := range counts {
+		if n > counts[top] {
+			top = c
+		}
+	}
+	hits := 0
+	for _, y := range scored {
+		if int(y) == top {
+			hits++
+		}
+	}
+	return float64(hits) / float64(max(1, len(scored)))
+}
+
+// Causes names what in the data can keep a dense model from learning
+// (train.Diagnoser): features of a large scale left unstandardised, a
+// CSV table's label column, labels nearly as many as the samples.
+func (a *App) Causes() []string {
+	var out []string
+	if a.Scaler == nil {
+		var top float32
+		for _, x := range a.Train.Features {
+			top = max(top, x, -x)
+		}
+		if top > 10 {
+			out = append(out, fmt.Sprintf("the features' scale: they reach %g, unstandardised (--standardize on)", top))
+		}
+	}
+	d := a.Train
+	if d.Format == dataset.FormatCSV {
+		col := fmt.Sprintf("column %d of a file without a header", d.LabelCol)
+		if d.LabelName != "" {
+			col = fmt.Sprintf("column %d %q", d.LabelCol, d.LabelName)
+		}
+		out = append(out, fmt.Sprintf("the label column: the labels came from %s, %d classes (--label-col)", col, d.Classes))
+	}
+	if d.Classes > d.Len()/2 {
+		out = append(out, fmt.Sprintf("the labels: %d classes for %d samples, as many as a column of values has", d.Classes, d.Len()))
+	}
+	return out
+}
+
 // MarshalBinary returns the part's state for a checkpoint
 // (train.StatefulPart): the steps taken, which set the decay, then, when
 // the features are standardised, their number and each feature's mean

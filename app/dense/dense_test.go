@@ -548,3 +548,35 @@ func TestStandardisedState(t *testing.T) {
 		t.Errorf("an unstandardised state: %v", err)
 	}
 }
+
+// TestDiagnosis: a dataset whose labels were shuffled cannot be learnt,
+// and its training says so with the likely causes; the same data with
+// its labels learns and gets no diagnosis.
+func TestDiagnosis(t *testing.T) {
+	for _, shuffled := range []bool{false, true} {
+		d := blobs(t, 1200, 16, 4, 3)
+		if shuffled {
+			rng := rand.New(rand.NewPCG(4, 4))
+			rng.Shuffle(len(d.Labels), func(i, k int) { d.Labels[i], d.Labels[k] = d.Labels[k], d.Labels[i] })
+		}
+		rows := make([]int, 1200)
+		for i := range rows {
+			rows[i] = i
+		}
+		tr, te := d.Subset(rows[:900]), d.Subset(rows[900:])
+		j := job(t, 2, 4, 60, []int{16})
+		a, err := Open(j, tr, te)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := runApp(t, j, a)
+		t.Logf("shuffled %v: loss %.4f → %.4f, test accuracy %.3f, diagnosis %q", shuffled, res.RoundsDetail[0].TrainLoss, res.FinalTrainLoss, *res.Accuracy, res.Diagnosis)
+		switch {
+		case !shuffled && res.Diagnosis != "":
+			t.Errorf("a healthy run diagnosed: %s", res.Diagnosis)
+		case shuffled && !strings.Contains(res.Diagnosis, "the test accuracy") || shuffled && !strings.Contains(res.Diagnosis, "is at chance (21.67%, always the most frequent class)") ||
+			shuffled && !strings.Contains(res.Diagnosis, "likely causes: the learning rate 0.05"):
+			t.Errorf("shuffled labels: diagnosis %q", res.Diagnosis)
+		}
+	}
+}

@@ -97,14 +97,64 @@ func (a *App) Evaluate(ctx context.Context, w *worker.Worker, _ train.Part) (tra
 // training values at a scale that can overflow the model's logits (raw
 // values beyond ±1): a train.Advisor.
 func (a *App) NonFiniteAdvice() string {
-	var top float32
-	for _, x := range a.Train.Val {
-		top = max(top, x, -x)
-	}
+	top := a.top()
 	if top <= 1 {
 		return ""
 	}
 	return fmt.Sprintf("the features, transformed by %s, reach %g: scale them (--features l2 or log1p-l2), or lower the learning rate", a.Features, top)
+}
+
+// Classes returns the number of classes (train.Classifier).
+func (a *App) Classes() int { return a.Model.Classes }
+
+// Chance returns the accuracy, on the set Evaluate scores, of always
+// answering the training set's most frequent class (train.Classifier).
+func (a *App) Chance() float64 {
+	rows := a.Test
+	if rows == nil {
+		rows = a.Train
+	}
+	return chance(a.Train.Class, rows.Class, a.Model.Classes)
+}
+
+// chance returns the fraction of scored whose class is train's most
+// frequent.
+func chance(train, scored []int32, classes int) float64 {
+	counts := make([]int, classes)
+	for _, c := range train {
+		counts[c]++
+	}
+	top := 0
+	for c, n := range counts {
+		if n > counts[top] {
+			top = c
+		}
+	}
+	hits := 0
+	for _, c := range scored {
+		if int(c) == top {
+			hits++
+		}
+	}
+	return float64(hits) / float64(max(1, len(scored)))
+}
+
+// Causes names the features' scale when their transform leaves them
+// beyond ±1 (train.Diagnoser).
+func (a *App) Causes() []string {
+	if top := a.top(); top > 1 {
+		return []string{fmt.Sprintf("the features' scale: transformed by %s, they reach %g (--features l2 or log1p-l2)", a.Features, top)}
+	}
+	return nil
+}
+
+// top returns the largest magnitude of the training values.
+func (a *App) top() float32 {
+	var top float32
+	for _, x := range a.Train.Val {
+		top = max(top, x, -x)
+	}
+	return top
 }
 
 // lrPart is a machine's share of logistic regression.

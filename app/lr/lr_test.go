@@ -397,6 +397,9 @@ func TestConsistencyModels(t *testing.T) {
 		if *res.Accuracy < bsp-0.03 || *res.Accuracy < 0.7 {
 			t.Errorf("%s: training accuracy %.3f, bsp %.3f", mode, *res.Accuracy, bsp)
 		}
+		if res.Diagnosis != "" {
+			t.Errorf("%s: a run that learnt diagnosed: %s", mode, res.Diagnosis)
+		}
 		if res.Consistency != mode {
 			t.Errorf("consistency %q, want %q", res.Consistency, mode)
 		}
@@ -593,6 +596,38 @@ func TestNonFiniteAdvice(t *testing.T) {
 		_, err = trainOn(nanApp{app}, p, "random", cost, testConfig(2, 3))
 		if err == nil || !strings.HasSuffix(err.Error(), "the training loss is NaN: "+tc.want) {
 			t.Errorf("%s: %v, want the advice %q", tc.f, err, tc.want)
+		}
+	}
+}
+
+// TestDiagnosisRawScale: features of 1e30 left raw keep the loss at ln 2
+// and the accuracy at chance, and the diagnosis names their transform.
+func TestDiagnosisRawScale(t *testing.T) {
+	b := graph.NewBuilder(graph.Meta{Format: "generated", Source: "large"})
+	b.SetHasLabels()
+	for u := range 40 {
+		if err := b.AddSample(float64(u%2), []uint64{uint64(u % 2), 2}, []float32{float32(u+1) * 1e30, 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []sparse.Features{sparse.FeaturesRaw, sparse.FeaturesL2} {
+		app, err := New(g, nil, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, cost := place(t, g, "random", 2)
+		res, err := trainOn(app, p, "random", cost, testConfig(2, 5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "sits at a uniform guess's over 2 classes"
+		if f == sparse.FeaturesRaw && (!strings.Contains(res.Diagnosis, want) || !strings.Contains(res.Diagnosis, "likely causes: the features' scale: transformed by raw, they reach 4e+31 (--features l2 or log1p-l2)")) ||
+			f == sparse.FeaturesL2 && res.Diagnosis != "" {
+			t.Errorf("%s: loss %v, diagnosis %q", f, res.FinalTrainLoss, res.Diagnosis)
 		}
 	}
 }

@@ -119,3 +119,47 @@ func TestCSVLabelColumn(t *testing.T) {
 		t.Errorf("--label-col kind: exit %d, %q, %s", code, stdout, errOut)
 	}
 }
+
+// TestDiagnosisShuffledLabels: a table whose labels were shuffled
+// trains to chance, which colo train says on the terminal and in the
+// JSON; the table with its labels gets no diagnosis.
+func TestDiagnosisShuffledLabels(t *testing.T) {
+	text, err := os.ReadFile(blobsCSV(t, 400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(text)), "\n")
+	shuffled := []string{lines[0]}
+	for i, line := range lines[1:] {
+		// Each sample takes the label of sample (7i + 13) mod 400.
+		other := lines[1+(i*7+13)%400]
+		shuffled = append(shuffled, line[:strings.LastIndexByte(line, ',')]+other[strings.LastIndexByte(other, ','):])
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []string
+	}{{"labelled", lines}, {"shuffled", shuffled}} {
+		tr := writeFile(t, "train.csv", strings.Join(tc.lines[:301], "\n")+"\n")
+		te := writeFile(t, "test.csv", tc.lines[0]+"\n"+strings.Join(tc.lines[301:], "\n")+"\n")
+		out := filepath.Join(t.TempDir(), "run.json")
+		code, _, errOut := colo(t, "train", tr, "--test", te, "--app", "mlp", "--hidden", "16", "--machines", "2", "--epochs", "4", "--batch", "30", "--json", out)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.name, code, errOut)
+		}
+		var r struct {
+			Diagnosis string  `json:"diagnosis"`
+			Accuracy  float64 `json:"test_accuracy"`
+		}
+		b, err := os.ReadFile(out)
+		if err != nil || json.Unmarshal(b, &r) != nil {
+			t.Fatalf("%s: %v: %s", tc.name, err, b)
+		}
+		warned := strings.Contains(errOut, "colo train: warning: random: the training went nowhere: ")
+		if tc.name == "labelled" && (r.Diagnosis != "" || warned) {
+			t.Errorf("labelled: accuracy %.3f, diagnosed %q", r.Accuracy, errOut)
+		}
+		if tc.name == "shuffled" && (!strings.Contains(r.Diagnosis, "accuracy") || !strings.Contains(r.Diagnosis, "is at chance") || !warned) {
+			t.Errorf("shuffled: accuracy %.3f, diagnosis %q, stderr %q", r.Accuracy, r.Diagnosis, errOut)
+		}
+	}
+}

@@ -541,6 +541,9 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 		res.Placed(secs, cost)
 		fmt.Fprintf(e.out, "%-14s partition %.2f s, trained %d passes in %.2f s, loss %.4f%s\n%-14s worker 0: %v\n",
 			spec, res.PartitionSeconds, res.Passes, res.TrainSeconds, res.FinalTrainLoss, res.Eval.Words(), "", res.Phases)
+		if res.Diagnosis != "" {
+			fmt.Fprintf(e.errOut, "colo train: warning: %s: %s\n", spec, res.Diagnosis)
+		}
 		runs = append(runs, res)
 	}
 	return runs, nil
