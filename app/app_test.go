@@ -13,6 +13,7 @@ import (
 	"colo/app"
 	"colo/app/lr"
 	"colo/app/mf"
+	"colo/internal/datasum"
 	"colo/placement"
 	"colo/train"
 )
@@ -204,6 +205,9 @@ func TestOpenAndPlace(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	job.Placement = dir
+	if job.Data.Checksum, err = datasum.Files(job.Data.Train); err != nil {
+		t.Fatal(err)
+	}
 	if err := train.WriteJob(&buf, job); err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +226,15 @@ func TestOpenAndPlace(t *testing.T) {
 	if secs != 0 || !reflect.DeepEqual(p, q) {
 		t.Errorf("placement read back %+v (%v s), want %+v", q, secs, p)
 	}
-	if b.App.NumKeys() != a.App.NumKeys() || b.App.Width() != a.App.Width() {
+	if b.App.NumKeys() != a.App.NumKeys() || b.App.Width() != a.App.Width() || back.Data.Checksum != job.Data.Checksum {
 		t.Error("the job read back opens another application")
+	}
+	// A placement of other data, by the checksum its summary records.
+	if err := placement.WriteDir(dir, a.Data.Graph, p, map[string]any{"k": 2, "data_checksum": "crc32c:00000001"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Place(back); err == nil || !strings.Contains(err.Error(), "made from other data: data_checksum crc32c:00000001, but "+job.Data.Train+" is "+job.Data.Checksum) {
+		t.Errorf("a placement of other data: %v", err)
 	}
 }
 

@@ -3,10 +3,12 @@ package app
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"colo/graph"
+	"colo/internal/datasum"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
@@ -26,6 +28,13 @@ import (
 func Place(job train.Job, g *graph.Graph) (*placement.Placement, float64, error) {
 	spec, k := job.Placement, job.Config.Machines
 	if st, err := os.Stat(spec); err == nil && st.IsDir() {
+		warn, err := datasum.Check(filepath.Join(spec, placement.SummaryFile), job.Data.Checksum, job.Data.Train)
+		if warn != "" && job.Config.Logf != nil {
+			job.Config.Logf("%s", warn)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
 		p, err := placement.ReadDir(spec, g, 0)
 		if err != nil {
 			return nil, 0, err

@@ -279,9 +279,13 @@ type Summary struct {
 	Seed      uint64  `json:"seed"`
 	Seconds   float64 `json:"seconds"`
 	Dataset   string  `json:"dataset"`
-	NumSamp   int     `json:"num_samples"`
-	NumParams int     `json:"num_params"`
-	NumEdges  int64   `json:"num_edges"`
+	// DataChecksum is the checksum of the data file the placement was
+	// made from (internal/datasum), so that a reader refuses another
+	// dataset's placement; empty in a summary of an earlier version.
+	DataChecksum string `json:"data_checksum,omitempty"`
+	NumSamp      int    `json:"num_samples"`
+	NumParams    int    `json:"num_params"`
+	NumEdges     int64  `json:"num_edges"`
 	*Cost
 	Random      Baseline    `json:"random"`
 	Improvement Improvement `json:"improvement_over_random"`

@@ -39,12 +39,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"colo/dataset"
+	"colo/internal/datasum"
 	"colo/internal/membudget"
 	"colo/nn"
 	"colo/placement"
@@ -392,6 +394,9 @@ func (a *App) Place(job train.Job) (*placement.Placement, float64, error) {
 	var secs float64
 	if st, err := os.Stat(job.Placement); err == nil && st.IsDir() {
 		var workers int
+		if err := checkData(job, shard.SummaryFile); err != nil {
+			return nil, 0, err
+		}
 		if assign, workers, err = shard.ReadDir(job.Placement); err != nil {
 			return nil, 0, err
 		}
@@ -430,6 +435,18 @@ func (a *App) Place(job train.Job) (*placement.Placement, float64, error) {
 	return p, secs, nil
 }
 
+// checkData refuses a placement directory (job.Placement) made from other
+// data than the job's, by the checksum its summary file records
+// (internal/datasum.Check); a summary of an earlier version, without
+// one, is logged (job.Config.Logf) and accepted.
+func checkData(job train.Job, summaryFile string) error {
+	warn, err := datasum.Check(filepath.Join(job.Placement, summaryFile), job.Data.Checksum, job.Data.Train)
+	if warn != "" && job.Config.Logf != nil {
+		job.Config.Logf("%s", warn)
+	}
+	return err
+}
+
 // WritePlacement writes p, a placement of Place with its broadcast
 // samples, as a colo shard directory dir, which places job the same way
 // as its Placement in another process (train.PlacementWriter): the
@@ -445,7 +462,11 @@ func (a *App) WritePlacement(dir string, job train.Job, p *placement.Placement) 
 	for _, u := range a.broadcast {
 		assign[u] = shard.Broadcast
 	}
-	return shard.WriteDir(dir, assign, map[string]any{"workers": p.K, "samples": len(assign), "scheme": job.Placement})
+	summary := map[string]any{"workers": p.K, "samples": len(assign), "scheme": job.Placement}
+	if job.Data.Checksum != "" {
+		summary[datasum.SummaryField] = job.Data.Checksum
+	}
+	return shard.WriteDir(dir, assign, summary)
 }
 
 // Part cuts machine rank's samples, and the broadcast ones, into batches

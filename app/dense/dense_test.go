@@ -210,6 +210,25 @@ func TestPlaceReadsShardDirectory(t *testing.T) {
 	if _, _, err := open(t, j, d).Place(j); err == nil || !strings.Contains(err.Error(), "3 workers") {
 		t.Errorf("3 shards on 2 machines: %v", err)
 	}
+
+	// A directory that records the checksum of its data refuses other
+	// data, and one without it is logged.
+	j.Config.Machines, j.Data.Checksum = 3, "crc32c:0000000a"
+	var logged []string
+	j.Config.Logf = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	if _, _, err := a.Place(j); err != nil || len(logged) != 1 || !strings.Contains(logged[0], "records no data_checksum") {
+		t.Errorf("shards without a checksum: %v, logged %q", err, logged)
+	}
+	if err := shard.WriteDir(dir, assign, map[string]any{"workers": 3, "data_checksum": "crc32c:0000000b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Place(j); err == nil || !strings.Contains(err.Error(), "made from other data: data_checksum crc32c:0000000b, but blobs is crc32c:0000000a") {
+		t.Errorf("shards of other data: %v", err)
+	}
+	j.Data.Checksum = "crc32c:0000000b"
+	if _, _, err := a.Place(j); err != nil {
+		t.Errorf("shards of the data: %v", err)
+	}
 }
 
 // TestBadJobs: every bad setting is named.

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"colo/internal/datasum"
 	"colo/partition"
 	"colo/placement"
 )
@@ -151,6 +152,9 @@ func runPartition(e *env, args []string) error {
 	eval.finish("")
 	s.Algorithm, s.Seed, s.Seconds = *algo, opt.Seed, took.Seconds()
 	s.Dataset = pos[0]
+	if s.DataChecksum, err = datasum.Files(pos[0]); err != nil {
+		return err
+	}
 	s.Details = details
 	stamped, err := e.stamp(s)
 	if err != nil {

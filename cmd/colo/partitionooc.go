@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"colo/features"
+	"colo/internal/datasum"
 	"colo/internal/tempdir"
 	"colo/partition"
 	"colo/partition/ooc"
@@ -129,6 +130,9 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	ph.finish("")
 	s := res.Summary
 	s.Algorithm, s.Seed, s.Seconds = algo, opt.Seed, took.Seconds()
+	if s.DataChecksum, err = datasum.Files(path); err != nil {
+		return err
+	}
 	s.Details = details
 	stamped, err := e.stamp(s)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"colo/distparsa"
 	"colo/graph"
+	"colo/internal/datasum"
 	"colo/internal/tempdir"
 	"colo/partition"
 	"colo/partition/ooc"
@@ -150,6 +151,10 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	var sum *placement.Summary
 	s, rep, err := distparsa.Processes{}.WriteDir(ctx, job, out, func(s *placement.Summary, rep *distparsa.Report) (any, error) {
 		s.Algorithm, s.Seed, s.Seconds, s.Dataset = algo, opt.Seed, time.Since(start).Seconds(), path
+		var err error
+		if s.DataChecksum, err = datasum.Files(path); err != nil {
+			return nil, err
+		}
 		s.Details = map[string]any{"count_seconds": countTime.Seconds(), "parsa": rep.Parsa, "distributed": rep}
 		sum = s
 		stamped, err := e.stamp(s)

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -80,5 +83,72 @@ func TestResumeRefusesChangedSettings(t *testing.T) {
 	}
 	if code, _, errOut := colo(t, append(base, "--resume-override")...); code != 2 || !strings.Contains(errOut, "--resume-override without --resume") {
 		t.Errorf("--resume-override without --resume: exit %d, %s", code, errOut)
+	}
+}
+
+// TestPlacementOfOtherData: a placement directory made by colo partition
+// from one file is refused for another of the same number of samples,
+// before the data is loaded, naming both checksums; a directory written
+// before the checksum was recorded is used with a warning; and the same
+// for a colo shard directory and a dense model.
+func TestPlacementOfOtherData(t *testing.T) {
+	a, b := resumeFile(t, 1), resumeFile(t, 2)
+	dir := filepath.Join(t.TempDir(), "place")
+	if code, _, errOut := colo(t, "partition", a, "--k", "2", "--algo", "random", "-o", dir); code != 0 {
+		t.Fatalf("partition: exit %d: %s", code, errOut)
+	}
+	train := []string{"train", b, "--machines", "2", "--placement", dir, "--max-passes", "2"}
+	code, out, errOut := colo(t, train...)
+	if code == 0 || !strings.Contains(errOut, "summary.json: made from other data: data_checksum crc32c:") || !strings.Contains(errOut, b+" is crc32c:") || out != "" {
+		t.Errorf("another dataset's placement: exit %d, %q, %q", code, out, errOut)
+	}
+	train[1] = a
+	if code, _, errOut := colo(t, train...); code != 0 || strings.Contains(errOut, "data_checksum") {
+		t.Errorf("the dataset's own placement: exit %d, %s", code, errOut)
+	}
+	stripChecksum(t, filepath.Join(dir, "summary.json"))
+	train[1] = b
+	if code, _, errOut := colo(t, train...); code != 0 || !strings.Contains(errOut, "records no data_checksum (written by an earlier colo): not checked against "+b) {
+		t.Errorf("a placement without a checksum: exit %d, %s", code, errOut)
+	}
+
+	csv := blobsCSV(t, 90)
+	text, err := os.ReadFile(csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := writeFile(t, "other.csv", strings.Replace(string(text), "0.", "1.", 7))
+	shards := filepath.Join(t.TempDir(), "shards")
+	if code, _, errOut := colo(t, "shard", csv, "--workers", "2", "--scheme", "stratified", "-o", shards); code != 0 {
+		t.Fatalf("shard: exit %d: %s", code, errOut)
+	}
+	dense := []string{"train", other, "--app", "mlp", "--hidden", "4", "--machines", "2", "--placement", shards, "--epochs", "1"}
+	if code, out, errOut := colo(t, dense...); code == 0 || !strings.Contains(errOut, "made from other data") || out != "" {
+		t.Errorf("another dataset's shards: exit %d, %q, %q", code, out, errOut)
+	}
+	dense[1] = csv
+	if code, _, errOut := colo(t, dense...); code != 0 {
+		t.Errorf("the dataset's own shards: exit %d, %s", code, errOut)
+	}
+}
+
+// stripChecksum removes data_checksum from a summary, as an earlier
+// version wrote it.
+func stripChecksum(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "data_checksum")
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -10,14 +10,19 @@ import (
 	"time"
 
 	"colo/dataset"
+	"colo/internal/datasum"
 	"colo/shard"
 )
 
 // shardReport is summary.json (shard.SummaryFile): the run's settings and
 // timings with the quality summary of the assignment.
 type shardReport struct {
-	Dataset        string  `json:"dataset"`
-	Labels         string  `json:"labels,omitempty"`
+	Dataset string `json:"dataset"`
+	Labels  string `json:"labels,omitempty"`
+	// DataChecksum is the checksum of the data and label files
+	// (internal/datasum), so that a reader refuses another dataset's
+	// shards.
+	DataChecksum   string  `json:"data_checksum"`
 	Seed           uint64  `json:"seed"`
 	Function       string  `json:"function,omitempty"`
 	Greedy         string  `json:"greedy,omitempty"`
@@ -148,6 +153,9 @@ func runShard(e *env, args []string) error {
 		Dataset: pos[0], Labels: *labels, Seed: *seed,
 		LoadSeconds: loadTime.Seconds(), Seconds: took.Seconds(), SummarySeconds: time.Since(start).Seconds(),
 		Summary: sum,
+	}
+	if rep.DataChecksum, err = datasum.Files(pos[0], *labels); err != nil {
+		return err
 	}
 	if o.Scheme == shard.SchemeSubmodular {
 		rep.Function, rep.Greedy, rep.Grow, rep.Sigma = string(o.Function), string(o.Greedy), string(o.Grow), o.Sigma

@@ -377,7 +377,7 @@ func runTrain(e *env, args []string) error {
 			return err
 		}
 	}
-	if err := t.checksum(&job); err != nil {
+	if err := t.checksum(e, &job, specs); err != nil {
 		return err
 	}
 	if dir := job.Config.Checkpoint.Resume; dir != "" {
@@ -462,15 +462,18 @@ func (t *trainFlags) tableSpec(data string, df dataFlags) (*features.Fitted, err
 }
 
 // checksum sets the checksum of the job's training data (and its idx
-// labels) when the job writes or resumes checkpoints, or reads its
-// placement from a directory: what they record of the data, so that
-// another dataset's is refused.
-func (t *trainFlags) checksum(job *train.Job) error {
-	dir := false
-	if st, err := os.Stat(job.Placement); err == nil && st.IsDir() {
-		dir = true
+// labels) when the job writes or resumes checkpoints, or reads a
+// placement from a directory, and checks it against each directory's
+// summary: what they record of the data, so that another dataset's
+// placement is refused before the data is loaded.
+func (t *trainFlags) checksum(e *env, job *train.Job, specs []string) error {
+	var dirs []string
+	for _, spec := range specs {
+		if st, err := os.Stat(spec); err == nil && st.IsDir() {
+			dirs = append(dirs, spec)
+		}
 	}
-	if job.Config.Checkpoint.IsZero() && !dir {
+	if job.Config.Checkpoint.IsZero() && len(dirs) == 0 {
 		return nil
 	}
 	sum, err := datasum.Files(job.Data.Train, t.labels)
@@ -478,6 +481,15 @@ func (t *trainFlags) checksum(job *train.Job) error {
 		return err
 	}
 	job.Data.Checksum = sum
+	for _, dir := range dirs {
+		warn, err := datasum.Check(filepath.Join(dir, placement.SummaryFile), sum, job.Data.Train)
+		if err != nil {
+			return fmt.Errorf("--placement %s: %w", dir, err)
+		}
+		if warn != "" {
+			fmt.Fprintf(e.errOut, "colo train: warning: %s\n", warn)
+		}
+	}
 	return nil
 }
 

@@ -6,6 +6,10 @@
 // so that what was made from one is not taken for the other; the same
 // bytes under another name or path get the same sum.
 //
+// A placement or shard directory records the sum of the data it was made
+// from in its summary.json (the field SummaryField), and Check refuses to
+// apply it to other data.
+//
 // Cost: one sequential read of every file, O(bytes), at the speed of the
 // hardware CRC (several GB/s); nothing is kept in memory beyond a 1 MiB
 // buffer.
@@ -14,6 +18,7 @@
 package datasum
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -58,4 +63,49 @@ func Valid(s string) bool {
 		}
 	}
 	return true
+}
+
+// SummaryField is the field of a placement's or a shard directory's
+// summary.json that holds the sum of the data it was made from.
+const SummaryField = "data_checksum"
+
+// maxSummary bounds the summary file Check reads.
+const maxSummary = 64 << 20
+
+// Check compares the sum that the summary file summaryPath records of
+// the data it was made from with sum, the sum of the data about to be
+// placed, named data in messages. A summary without one (written before
+// colo recorded it) passes with a warning; another sum is an error that
+// names both. An empty sum checks nothing.
+func Check(summaryPath, sum, data string) (warning string, err error) {
+	if sum == "" {
+		return "", nil
+	}
+	st, err := os.Stat(summaryPath)
+	if err != nil {
+		return "", err
+	}
+	if st.Size() > maxSummary {
+		return "", fmt.Errorf("%s: %d bytes: want a summary of at most %d", summaryPath, st.Size(), maxSummary)
+	}
+	b, err := os.ReadFile(summaryPath)
+	if err != nil {
+		return "", err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return "", fmt.Errorf("%s: %w: want a JSON object", summaryPath, err)
+	}
+	raw, ok := fields[SummaryField]
+	if !ok {
+		return fmt.Sprintf("%s records no %s (written by an earlier colo): not checked against %s", summaryPath, SummaryField, data), nil
+	}
+	var got string
+	if err := json.Unmarshal(raw, &got); err != nil || !Valid(got) {
+		return "", fmt.Errorf("%s: %s %s: want %s and 8 hexadecimal digits", summaryPath, SummaryField, raw, Prefix)
+	}
+	if got != sum {
+		return "", fmt.Errorf("%s: made from other data: %s %s, but %s is %s", summaryPath, SummaryField, got, data, sum)
+	}
+	return "", nil
 }

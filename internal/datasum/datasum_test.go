@@ -43,3 +43,34 @@ func TestFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestCheck: a summary with the data's sum passes, one with another sum
+// is refused naming both, one without a sum passes with a warning, and
+// a malformed sum is refused.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	summary := func(s string) string {
+		p := filepath.Join(dir, "summary.json")
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const sum, other = "crc32c:0000abcd", "crc32c:12345678"
+	for _, tc := range []struct {
+		summary, sum, warning, err string
+	}{
+		{`{"k": 2, "data_checksum": "crc32c:0000abcd"}`, sum, "", ""},
+		{`{"k": 2, "data_checksum": "crc32c:12345678"}`, sum, "", "summary.json: made from other data: data_checksum " + other + ", but d.svm is " + sum},
+		{`{"k": 2}`, sum, "summary.json records no data_checksum (written by an earlier colo): not checked against d.svm", ""},
+		{`{"k": 2, "data_checksum": 7}`, sum, "", "data_checksum 7: want crc32c: and 8 hexadecimal digits"},
+		{`[1]`, sum, "", "want a JSON object"},
+		{`{"data_checksum": "crc32c:12345678"}`, "", "", ""},
+	} {
+		warn, err := Check(summary(tc.summary), tc.sum, "d.svm")
+		if !strings.HasSuffix(warn, tc.warning) || (warn == "") != (tc.warning == "") ||
+			tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %q, %v; want %q, %q", tc.summary, warn, err, tc.warning, tc.err)
+		}
+	}
+}
