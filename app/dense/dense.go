@@ -616,19 +616,38 @@ func (a *App) Chance() float64 {
 	return float64(hits) / float64(max(1, len(scored)))
 }
 
+// unscaled returns the largest magnitude of the training features when
+// they are left unstandardised and beyond ±10, else 0.
+func (a *App) unscaled() float32 {
+	if a.Scaler != nil {
+		return 0
+	}
+	var top float32
+	for _, x := range a.Train.Features {
+		top = max(top, x, -x)
+	}
+	if top <= 10 {
+		return 0
+	}
+	return top
+}
+
+// NonFiniteAdvice names the features' scale when they are left
+// unstandardised beyond ±10 (train.Advisor).
+func (a *App) NonFiniteAdvice() string {
+	if top := a.unscaled(); top > 0 {
+		return fmt.Sprintf("the features reach %g, unstandardised: standardise them (--standardize on), or lower the learning rate", top)
+	}
+	return ""
+}
+
 // Causes names what in the data can keep a dense model from learning
 // (train.Diagnoser): features of a large scale left unstandardised, a
 // CSV table's label column, labels nearly as many as the samples.
 func (a *App) Causes() []string {
 	var out []string
-	if a.Scaler == nil {
-		var top float32
-		for _, x := range a.Train.Features {
-			top = max(top, x, -x)
-		}
-		if top > 10 {
-			out = append(out, fmt.Sprintf("the features' scale: they reach %g, unstandardised (--standardize on)", top))
-		}
+	if top := a.unscaled(); top > 0 {
+		out = append(out, fmt.Sprintf("the features' scale: they reach %g, unstandardised (--standardize on)", top))
 	}
 	d := a.Train
 	if d.Format == dataset.FormatCSV {

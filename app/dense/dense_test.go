@@ -524,6 +524,30 @@ func TestUnscaledCSV(t *testing.T) {
 	}
 }
 
+// TestScaleAdvice: features beyond ±10 left unstandardised are named in
+// the advice of a non-finite loss and among the causes of a training
+// that went nowhere; standardised, they are not.
+func TestScaleAdvice(t *testing.T) {
+	d := blobs(t, 40, 3, 2, 1)
+	for i := range d.Features {
+		d.Features[i] *= 100
+	}
+	for _, standardize := range []string{"off", "on"} {
+		j := job(t, 1, 1, 16, []int{4})
+		o := DefaultOptions()
+		o.Hidden, o.Standardize = []int{4}, standardize
+		if err := j.SetOptions(o); err != nil {
+			t.Fatal(err)
+		}
+		a := open(t, j, d)
+		advice, causes := a.NonFiniteAdvice(), strings.Join(a.Causes(), "; ")
+		named := strings.Contains(advice, "unstandardised: standardise them (--standardize on)") && strings.Contains(causes, "the features' scale: they reach")
+		if named != (standardize == "off") || standardize == "on" && advice != "" {
+			t.Errorf("standardize %s: advice %q, causes %q", standardize, advice, causes)
+		}
+	}
+}
+
 // TestStandardisedState: a checkpoint's part state carries the
 // standardisation, and a resume refuses a job standardised otherwise or
 // not at all.
