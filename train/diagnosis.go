@@ -18,7 +18,8 @@ import (
 //     features drown the rate;
 //   - the test accuracy is at chance: no better than always answering
 //     the training set's most frequent class, plus three standard
-//     deviations of that guess's accuracy on the scored samples.
+//     deviations of that guess's accuracy on the scored samples (when
+//     that bound is below 100%: too few samples tell nothing).
 //
 // The diagnosis names what it saw and the likely causes, the
 // application's first (a Diagnoser: the features' scale, the label
@@ -67,8 +68,11 @@ func Diagnose(app App, passes []Pass, ev Eval, lr float64) string {
 		}
 	}
 	if ok && ev.Accuracy != nil && ev.Samples > 0 {
+		// Too few samples to tell chance from learning when the bound
+		// reaches 100%.
 		chance := c.Chance()
-		if *ev.Accuracy <= chance+3*math.Sqrt(chance*(1-chance)/float64(ev.Samples)) {
+		bound := chance + 3*math.Sqrt(chance*(1-chance)/float64(ev.Samples))
+		if bound < 1 && *ev.Accuracy <= bound {
 			signs = append(signs, fmt.Sprintf("the %s accuracy %.2f%% is at chance (%.2f%%, always the most frequent class)", ev.On, 100**ev.Accuracy, 100*chance))
 		}
 	}

@@ -47,6 +47,7 @@ func TestDiagnose(t *testing.T) {
 		{"healthy regression", regressor{}, losses(2, 1), Eval{}, nil},
 		{"one pass at chance", c, losses(1.0), acc(0.3), []string{"the test accuracy 30.00% is at chance (25.00%"}},
 		{"one pass above chance", c, losses(1.0), acc(0.33), nil},
+		{"too few samples", classifier{c: 2, chance: 0.5}, losses(0.7, 0.1), Eval{On: "train", Samples: 6, Accuracy: new(1.0)}, nil},
 		{"flat", regressor{}, losses(1, 1.2, 1), Eval{}, []string{"the training loss 1.0000 has not fallen below its first pass's 1.0000", "likely causes: the learning rate 0.5 ("}},
 		{"uniform", c, losses(1.5, 1.4, ln4*1.005), acc(0.5), []string{"sits at a uniform guess's over 4 classes (ln 4 = 1.3863)", "likely causes: the label column; the learning rate 0.5"}},
 		{"near uniform", c, losses(1.5, 1.4, ln4*0.98), acc(0.5), nil},
