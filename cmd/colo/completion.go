@@ -129,6 +129,8 @@ func flagChoices(cmd, name string) []string {
 		return []string{"auto", "raw", "l2", "log1p-l2"}
 	case "header":
 		return []string{"auto", "yes", "no"}
+	case "standardize":
+		return []string{"auto", "on", "off"}
 	case "lr-scaling":
 		return []string{"linear", "none"}
 	case "lr-decay":

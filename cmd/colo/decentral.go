@@ -78,7 +78,7 @@ func dropServerFlags(f *cmdFlags) {
 		"servers", "updater", "consistency", "bandwidth-matrix", "bandwidth-random", "bandwidth-change",
 		"balance", "balance-every", "slice", "probe", "directions", "overlap", "pull-ahead", "eval-every")
 	f.drop("--mode ps only: decentralised training keeps no checkpoints",
-		"checkpoint", "checkpoint-every", "checkpoint-wait", "resume")
+		"checkpoint", "checkpoint-every", "checkpoint-wait", "resume", "resume-override")
 	f.drop("a flag of --app lr, mf or embed: decentralised training runs mlp or cnn",
 		"rank", "dim", "negatives", "uniform-negatives", "uniform-pool", "eval-negatives", "holdout", "features", "drop-self-loops")
 	f.drop("use colo bench rcd to compare decentralised runs", "compare")

@@ -19,7 +19,7 @@ type flagSection struct {
 // flag in a section.
 var trainSections = []flagSection{
 	{"Mode", []string{"mode"}},
-	{"Data", []string{"spec", "test", "labels", "test-labels", "label-col", "header", "sep", "format", "index-base", "hash-bits",
+	{"Data", []string{"spec", "test", "labels", "test-labels", "label-col", "standardize", "header", "sep", "format", "index-base", "hash-bits",
 		"drop-self-loops", "holdout", "features", "memory-budget"}},
 	{"Model and training", []string{"app", "hidden", "conv-channels", "rank", "dim", "negatives", "uniform-negatives", "uniform-pool",
 		"eval-negatives", "updater", "lr", "l1", "l2", "lr-scaling", "lr-decay", "batch", "batch-weighted", "epochs", "max-passes",
@@ -29,7 +29,7 @@ var trainSections = []flagSection{
 	{"Decentralised training", []string{"topology", "weights", "local-steps", "matcha", "budget", "order", "worker-speeds", "submodular"}},
 	{"Links", []string{"link-bandwidth", "bandwidth-matrix", "bandwidth-random", "bandwidth-change", "transport"}},
 	{"Processes", []string{"processes", "netns", "deadline", "restarts", "recovery", "tls-cert", "tls-key", "tls-ca", "write-job"}},
-	{"Checkpoints", []string{"checkpoint", "checkpoint-every", "checkpoint-wait", "resume"}},
+	{"Checkpoints", []string{"checkpoint", "checkpoint-every", "checkpoint-wait", "resume", "resume-override"}},
 	{"Observability", []string{"json", "svg", "trace", "dashboard", "metrics", "metrics-file", "linger"}},
 }
 

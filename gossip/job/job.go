@@ -56,12 +56,14 @@ func Load(j train.Job) (*Data, error) {
 }
 
 // Open builds job's model for loaded training and test data (test may be
-// nil: the training set is scored).
+// nil: the training set is scored). The data trained and scored are the
+// model's: standardised when the job's options say so (dense.Open).
 func Open(j train.Job, tr, te *dataset.Dataset) (*Data, error) {
 	a, err := dense.Open(j, tr, te)
 	if err != nil {
 		return nil, err
 	}
+	tr, te = a.Train, a.Test
 	labels := make([]int32, tr.Len())
 	for i, l := range tr.Labels {
 		labels[i] = int32(l)
