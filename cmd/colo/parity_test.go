@@ -170,6 +170,11 @@ func underMPI(t *testing.T, mpirun, jobFile string, j parityJob) []train.Pass {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// Each rank's output in a file of its own: mpirun forwards the ranks'
+	// standard outputs in chunks, so two summaries on its own standard
+	// output can interleave within a line.
+	outDir := t.TempDir()
+	args = append(args, "--output-filename", outDir)
 	cmd := exec.CommandContext(ctx, mpirun, append(args, coloBin, "node", "--job-file", jobFile)...)
 	cmd.Env = noColoEnv(cmd.Environ())
 	var stderr bytes.Buffer
@@ -178,7 +183,19 @@ func underMPI(t *testing.T, mpirun, jobFile string, j parityJob) []train.Pass {
 	if err != nil {
 		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.Bytes())
 	}
-	return worker0Passes(t, out)
+	files, _ := filepath.Glob(filepath.Join(outDir, "*", "rank.*", "stdout"))
+	if len(files) != np {
+		t.Fatalf("mpirun --output-filename: %d files of standard output, want %d: %v", len(files), np, files)
+	}
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(append(all, b...), '\n')
+	}
+	return worker0Passes(t, all)
 }
 
 // underDMLC runs the job file as dmlc-core's local tracker would: the
