@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"colo/bench"
+	"colo/internal/cli"
 	"colo/partition"
 )
 
@@ -33,7 +34,7 @@ func runBench(e *env, args []string) error {
 			return nil
 		}
 		if len(args) > 0 {
-			if s := suggest(args[0], benchNames); s != "" {
+			if s := cli.Suggest(args[0], benchNames); s != "" {
 				return usageError("unknown benchmark %q: did you mean %s?", args[0], s)
 			}
 		}
@@ -51,14 +52,14 @@ func runBench(e *env, args []string) error {
 	var df dataFlags
 	df.register(f)
 	ks := f.String("machines", "2,4,8,16,32,64", "comma-separated numbers of machines K")
-	f.alias("k", "machines")
+	f.Alias("k", "machines")
 	algos := f.String("algos", "random,parsa,tsh1,tsh2,mbp,parsa+refine", "comma-separated algorithms")
 	out := f.String("o", "", "output directory (required)")
 	var opt partition.Options
 	f.Uint64Var(&opt.Seed, "seed", 1, "random seed")
 	f.Int64Var(&opt.Theta, "theta", 0, "memory bound θ on |N(U_i)| (0: none)")
 	algoFlags(f, &opt)
-	j := f.jsonOption("the results")
+	j := f.JSONOption("the results")
 	pos, err := f.parse(args[1:], 1, -1)
 	if err != nil {
 		return err
@@ -66,7 +67,7 @@ func runBench(e *env, args []string) error {
 	if *out == "" {
 		return usageError("-o DIR is required")
 	}
-	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
+	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.Path, false}); err != nil {
 		return err
 	}
 	cfg := bench.Config{Seed: opt.Seed, Options: opt, Algos: splitList(*algos)}
@@ -112,8 +113,8 @@ func runBench(e *env, args []string) error {
 	if err := stampFile(e, filepath.Join(*out, bench.Files()[1])); err != nil {
 		return err
 	}
-	if j.path != "" {
-		if err := writeJSON(e, j.path, rs); err != nil {
+	if j.Path != "" {
+		if err := writeJSON(e, j.Path, rs); err != nil {
 			return err
 		}
 	}

@@ -28,7 +28,7 @@ func runBenchKV(e *env, args []string) error {
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each request kind runs on each shape")
 	f.IntVar(&cfg.SparseKeys, "sparse-keys", cfg.SparseKeys, "keys of a sparse request")
 	f.IntVar(&cfg.DenseVals, "dense-values", cfg.DenseVals, "float32 values of a dense request")
-	j := f.jsonOption("the records")
+	j := f.JSONOption("the records")
 	var mf metrics.Flags
 	mf.Register(f.FlagSet)
 	var tf launch.TLSFlags
@@ -36,7 +36,7 @@ func runBenchKV(e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"--json", j.path, false}); err != nil {
+	if err := checkOutputs(output{"--json", j.Path, false}); err != nil {
 		return err
 	}
 	tlsConfig, err := tf.Load()
@@ -60,8 +60,8 @@ func runBenchKV(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if j.path != "" {
-		if err := writeJSON(e, j.path, recs); err != nil {
+	if j.Path != "" {
+		if err := writeJSON(e, j.Path, recs); err != nil {
 			return err
 		}
 	}

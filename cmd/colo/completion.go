@@ -2,15 +2,13 @@ package main
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"colo/app"
 	"colo/balance"
 	"colo/gossip"
+	"colo/internal/cli"
 	"colo/partition"
 	"colo/shard"
 )
@@ -20,7 +18,7 @@ import (
 // candidates (colo __complete WORD… PARTIAL), so they are always those of
 // the binary in use: the command names, a command's flags from the very
 // flag set it parses (built by the command, then listed instead of parsed:
-// cmdFlags.parse in completion mode), the values of a flag with a fixed
+// cmdFlags.parse in completion mode, cli.Flags.Complete), the values of a flag with a fixed
 // set of them, and nothing where a file is expected, which tells the
 // script to complete file names.
 
@@ -33,48 +31,10 @@ type completing struct {
 // errCompleted ends a command run only to list its flags.
 var errCompleted = errors.New("completed")
 
-// valuer is a flag value with a fixed set of values (enumFlag).
-type valuer interface{ Values() []string }
-
-// completeFlags writes the candidates for c from the flag set f: the
-// values of the flag before the word when it has a fixed set, the flags
-// (but the hidden older spellings) when the word starts with -, nothing
-// otherwise (a file).
-func (f *cmdFlags) completeFlags(w io.Writer, c *completing) {
-	if strings.HasPrefix(c.prev, "-") && !strings.Contains(c.prev, "=") {
-		if fl := f.Lookup(strings.TrimLeft(c.prev, "-")); fl != nil && !isBoolFlag(fl) {
-			if v, ok := fl.Value.(valuer); ok {
-				writeMatches(w, c.word, v.Values())
-			} else if vs := flagChoices(f.Name(), f.primary(fl.Name)); vs != nil {
-				writeMatches(w, c.word, vs)
-			}
-			return // the flag's value: a file or a free value
-		}
-	}
-	if !strings.HasPrefix(c.word, "-") {
-		return
-	}
-	var names []string
-	f.VisitAll(func(fl *flag.Flag) {
-		if _, alias := f.aliases[fl.Name]; !alias {
-			names = append(names, "--"+fl.Name)
-		}
-	})
-	writeMatches(w, c.word, names)
-}
-
-// primary returns the flag that name spells (an alias's primary).
-func (f *cmdFlags) primary(name string) string {
-	if p, ok := f.aliases[name]; ok {
-		return p
-	}
-	return name
-}
-
 // flagChoices returns the fixed set of values of the string flag name of
 // command cmd (its FlagSet's name, such as "train" or "bench rcd"), for
 // completion; nil when its value is free (a number, a file, a list). An
-// enumFlag lists its own values (valuer) and needs no entry here.
+// enumFlag lists its own values (cli.Valuer) and needs no entry here.
 // TestFlagChoicesExist keeps this table to flags that exist.
 func flagChoices(cmd, name string) []string {
 	var formats = []string{"libsvm", "snap", "snap-undirected", "criteo", "ratings"}
@@ -157,23 +117,6 @@ func flagChoices(cmd, name string) []string {
 	return nil
 }
 
-// isBoolFlag reports whether fl takes no value.
-func isBoolFlag(fl *flag.Flag) bool {
-	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-// writeMatches writes the candidates that start with prefix, sorted, one
-// a line.
-func writeMatches(w io.Writer, prefix string, cands []string) {
-	sort.Strings(cands)
-	for i, s := range cands {
-		if strings.HasPrefix(s, prefix) && (i == 0 || s != cands[i-1]) {
-			fmt.Fprintln(w, s)
-		}
-	}
-}
-
 // runComplete answers colo __complete WORD… PARTIAL: the words typed
 // after colo, the last being the one to complete (possibly empty).
 func runComplete(e *env, words []string) int {
@@ -185,7 +128,7 @@ func runComplete(e *env, words []string) int {
 		for _, c := range commands() {
 			names = append(names, c.name)
 		}
-		writeMatches(e.out, words[0], names)
+		cli.WriteMatches(e.out, words[0], names)
 		return 0
 	}
 	name, args := words[0], words[1:len(words)-1]
@@ -201,12 +144,12 @@ func runComplete(e *env, words []string) int {
 		return 0
 	case "completion":
 		if len(args) == 0 && !strings.HasPrefix(c.word, "-") {
-			writeMatches(e.out, c.word, []string{"bash", "zsh", "fish"})
+			cli.WriteMatches(e.out, c.word, []string{"bash", "zsh", "fish"})
 			return 0
 		}
 	case "bench":
 		if len(args) == 0 {
-			writeMatches(e.out, c.word, benchNames)
+			cli.WriteMatches(e.out, c.word, benchNames)
 			return 0
 		}
 	}

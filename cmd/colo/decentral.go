@@ -74,15 +74,15 @@ func (v anyValue) IsBoolFlag() bool { return bool(v) }
 // checkpoints, of the sparse applications and of --compare. -h lists the
 // others only, and the command line refuses these, saying why.
 func dropServerFlags(f *cmdFlags) {
-	f.drop("a flag of the parameter server (--mode ps): decentralised training has no servers",
+	f.Drop("a flag of the parameter server (--mode ps): decentralised training has no servers",
 		"servers", "updater", "consistency", "bandwidth-matrix", "bandwidth-random", "bandwidth-change",
 		"balance", "balance-every", "slice", "probe", "directions", "overlap", "pull-ahead", "eval-every")
-	f.drop("--mode ps only: decentralised training keeps no checkpoints",
+	f.Drop("--mode ps only: decentralised training keeps no checkpoints",
 		"checkpoint", "checkpoint-every", "checkpoint-wait", "resume", "resume-override")
-	f.drop("a flag of --app lr, mf or embed: decentralised training runs mlp or cnn",
+	f.Drop("a flag of --app lr, mf or embed: decentralised training runs mlp or cnn",
 		"rank", "dim", "negatives", "uniform-negatives", "uniform-pool", "eval-negatives", "holdout", "features", "drop-self-loops")
-	f.drop("use colo bench rcd to compare decentralised runs", "compare")
-	f.drop("--mode ps only: colo train --mode decentralised --processes runs its job", "write-job")
+	f.Drop("use colo bench rcd to compare decentralised runs", "compare")
+	f.Drop("--mode ps only: colo train --mode decentralised --processes runs its job", "write-job")
 }
 
 // refuseDecentralFlags makes colo train --mode ps refuse the flags of
@@ -97,7 +97,7 @@ func refuseDecentralFlags(e *env, f *cmdFlags) {
 	d.register(g, 1, "")
 	g.VisitAll(func(fl *flag.Flag) {
 		if f.Lookup(fl.Name) == nil {
-			f.refuse("a flag of --mode decentralised (colo train --mode decentralised -h)", fl.Name)
+			f.Refuse("a flag of --mode decentralised (colo train --mode decentralised -h)", fl.Name)
 		}
 	})
 }
@@ -116,8 +116,8 @@ func refusePSFlags(e *env, f *cmdFlags) {
 	var wf watchFlags
 	wf.register(g.FlagSet)
 	g.VisitAll(func(fl *flag.Flag) {
-		if _, done := f.refused[fl.Name]; f.Lookup(fl.Name) == nil && !done {
-			f.refuse("a flag of the parameter server (--mode ps)", fl.Name)
+		if _, done := f.Refused[fl.Name]; f.Lookup(fl.Name) == nil && !done {
+			f.Refuse("a flag of the parameter server (--mode ps)", fl.Name)
 		}
 	})
 }
@@ -249,12 +249,12 @@ func runDecentral(e *env, args []string) error {
 	d.register(f, 1, "")
 	dropServerFlags(f)
 	refusePSFlags(e, f)
-	f.sections = trainSections
+	f.Sections = trainSections
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"--json", t.json.path, false}, output{"--svg", t.svgOut, false}); err != nil {
+	if err := checkOutputs(output{"--json", t.json.Path, false}, output{"--svg", t.svgOut, false}); err != nil {
 		return err
 	}
 	d.takeSchedule(&t)
@@ -315,8 +315,8 @@ func runDecentral(e *env, args []string) error {
 		fmt.Fprintf(e.out, "  worker %d: speed %g, %d samples, batch %.1f, compute %.2f s, emulated slowness %.2f s, communication %.2f s\n",
 			w.Rank, w.Speed, w.Samples, w.Batch, w.ComputeSeconds, w.SleepSeconds, w.CommSeconds)
 	}
-	if t.json.path != "" {
-		if err := writeJSON(e, t.json.path, rep); err != nil {
+	if t.json.Path != "" {
+		if err := writeJSON(e, t.json.Path, rep); err != nil {
 			return err
 		}
 	}
@@ -375,7 +375,7 @@ func runBenchRCD(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"-o", *out, true}, output{"--json", t.json.path, false}); err != nil {
+	if err := checkOutputs(output{"-o", *out, true}, output{"--json", t.json.Path, false}); err != nil {
 		return err
 	}
 	d.takeSchedule(&t)
@@ -435,8 +435,8 @@ func runBenchRCD(e *env, args []string) error {
 	if err := rcd.WriteTable(e.out, res); err != nil {
 		return err
 	}
-	if t.json.path != "" {
-		if err := writeJSON(e, t.json.path, res); err != nil {
+	if t.json.Path != "" {
+		if err := writeJSON(e, t.json.Path, res); err != nil {
 			return err
 		}
 	}

@@ -22,12 +22,12 @@ func runDemo(e *env, args []string) error {
 			"once placed by Parsa, and prints time, traffic and test accuracy side by\n"+
 			"side. 'colo train' runs the same on any dataset.")
 	k := f.Int("machines", 4, "number of machines K")
-	f.alias("k", "machines")
+	f.Alias("k", "machines")
 	seed := f.Uint64("seed", 1, "random seed")
 	passes := f.Int("passes", 20, "passes over the data (full-batch rounds)")
 	link := f.String("link-bandwidth", "100mbit", "emulated rate of each machine's link")
 	compare := f.String("compare", "random,"+defaultAlgo(), "placements to compare")
-	j := f.jsonOption("the runs (under \"results\")")
+	j := f.JSONOption("the runs (under \"results\")")
 	svgOut := f.String("svg", "", "write the training loss against time to this SVG file, and a PNG beside it")
 	var mf metrics.Flags
 	mf.Register(f.FlagSet)
@@ -36,7 +36,7 @@ func runDemo(e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"--json", j.path, false}, output{"--svg", *svgOut, false}); err != nil {
+	if err := checkOutputs(output{"--json", j.Path, false}, output{"--svg", *svgOut, false}); err != nil {
 		return err
 	}
 	if err := wf.check(true); err != nil {
@@ -68,7 +68,7 @@ func runDemo(e *env, args []string) error {
 	if err := w.end(err); err != nil {
 		return err
 	}
-	return reportRuns(e, runs, "20 Newsgroups", j.path, *svgOut)
+	return reportRuns(e, runs, "20 Newsgroups", j.Path, *svgOut)
 }
 
 // demoRuns loads the embedded sample and trains it once per placement

@@ -1,11 +1,5 @@
 package main
 
-import (
-	"regexp"
-	"strings"
-	"unicode"
-)
-
 // The configurations' Validate errors name their fields, as every
 // component's do (STYLE: "errors name the field and the bound"): the Go
 // field (launch: "Machines 0, at least 1") or its JSON path (train:
@@ -13,72 +7,16 @@ import (
 // them through flags, so the command line says the flags instead:
 // flagNames rewrites each field that names a flag of the command.
 
-// goField matches a Go field named with its value after it: "Machines 0",
-// "L1 -1", "Heartbeat 0s", "Keys = 100000".
-var goField = regexp.MustCompile(`\b([A-Z][A-Za-z0-9]*)( =)? (-?[0-9])`)
-
-// jsonPath matches a JSON path of a job's field: config.max_steps,
-// config.checkpoint.every, checkpoint.dir.
-var jsonPath = regexp.MustCompile(`\b(?:config\.|data\.)?((?:checkpoint|config)\.[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*|config\.[a-z][a-z0-9_]*)\b`)
-
 // flagNames returns msg with each field that names a flag of f said as
-// that flag; fields that name no flag stay as they are.
+// that flag (cli.Flags.FlagNames); a nil f leaves msg as it is.
 func (f *cmdFlags) flagNames(msg string) string {
-	if f == nil || f.FlagSet == nil {
+	if f == nil {
 		return msg
 	}
-	has := func(name string) bool {
-		_, alias := f.aliases[name]
-		return name != "" && !alias && f.Lookup(name) != nil
-	}
-	if has("updater") { // the update rule's fields, under the flags of the rule
-		msg = strings.ReplaceAll(msg, "config.rule: update: Name ", "--updater ")
-		msg = strings.ReplaceAll(msg, "config.rule: update: ", "")
-	}
-	msg = jsonPath.ReplaceAllStringFunc(msg, func(m string) string {
-		parts := strings.Split(strings.TrimPrefix(strings.TrimPrefix(m, "config."), "data."), ".")
-		for i := range parts {
-			parts[i] = strings.ReplaceAll(parts[i], "_", "-")
-		}
-		// The whole path (checkpoint-every), its last field (max-steps),
-		// then the struct holding it (checkpoint for checkpoint.dir).
-		for _, c := range []string{strings.Join(parts, "-"), parts[len(parts)-1], parts[0]} {
-			if has(c) {
-				return "--" + c
-			}
-		}
-		return m
-	})
-	return goField.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := goField.FindStringSubmatch(m)
-		name, ok := fieldFlags[sub[1]]
-		if !ok {
-			name = kebab(sub[1])
-		}
-		if has(name) {
-			return "--" + name + strings.TrimPrefix(m, sub[1])
-		}
-		return m
-	})
+	return f.FlagNames(msg, fieldFlags)
 }
 
 // fieldFlags are the fields whose flag is not their name in kebab case.
 var fieldFlags = map[string]string{
 	"StartTimeout": "join-timeout", // sched.Config, colo node's
-}
-
-// kebab spells a Go field as a flag: MaxSteps is max-steps, L1 is l1.
-func kebab(s string) string {
-	var b strings.Builder
-	rs := []rune(s)
-	for i, r := range rs {
-		if unicode.IsUpper(r) {
-			if i > 0 && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsUpper(rs[i-1])) {
-				b.WriteByte('-')
-			}
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -40,11 +40,6 @@ func TestFlagNames(t *testing.T) {
 			t.Errorf("flagNames(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
-	for in, want := range map[string]string{"MaxSteps": "max-steps", "L1": "l1", "Machines": "machines", "TLSCert": "tls-cert", "LinkBandwidth": "link-bandwidth"} {
-		if got := kebab(in); got != want {
-			t.Errorf("kebab(%s) = %s, want %s", in, got, want)
-		}
-	}
 }
 
 // cutLine splits off the first line, with its newline.

@@ -3,40 +3,28 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"colo/features"
 	"colo/graph"
+	"colo/internal/cli"
 	"colo/internal/membudget"
 	"colo/table"
 )
 
-// cmdFlags is a flag set for one subcommand with its usage text.
+// cmdFlags is the flag set of one subcommand (cli.Flags) and the env it
+// runs in.
 type cmdFlags struct {
-	*flag.FlagSet
-	e     *env
-	usage string // "colo partition [flags] FILE -o DIR"
-	about string // a paragraph on what the command does
-	// json is --json when the command has it (jsonOption).
-	json *jsonFlag
-	// aliases maps other spellings of a flag to the flag (alias).
-	aliases map[string]string
-	// pos are the positional arguments parse found.
-	pos []string
-	// sections, when set, group the flags in -h (printSections).
-	sections []flagSection
-	// refused maps the flags this command does not take (drop, refuse)
-	// to why, for the error that names them.
-	refused map[string]string
+	*cli.Flags
+	e *env
 }
 
+// jsonFlag is --json[=FILE] (cli.JSONFlag).
+type jsonFlag = cli.JSONFlag
+
 func newFlags(e *env, name, usage, about string) *cmdFlags {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return &cmdFlags{FlagSet: fs, e: e, usage: usage, about: about}
+	return &cmdFlags{Flags: cli.New(name, usage, about), e: e}
 }
 
 // parse parses flags and positional arguments in any order (flags may
@@ -48,90 +36,27 @@ func newFlags(e *env, name, usage, about string) *cmdFlags {
 // goes to standard error.
 func (f *cmdFlags) parse(args []string, minPos, maxPos int) ([]string, error) {
 	if c := f.e.complete; c != nil {
-		f.completeFlags(f.e.out, c)
+		f.Complete(f.e.out, c.word, c.prev, func(name string) []string { return flagChoices(f.Name(), name) })
 		return nil, errCompleted
 	}
 	f.e.flags = f // also for the error of a parse that fails: its flag names and its -h
-	args = f.joinJSON(args)
-	var pos []string
-	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				f.printUsage(f.e.out)
-				return nil, err
-			}
-			return nil, usageError("%v", f.didYouMean(err))
-		}
-		if f.NArg() == 0 {
-			break
-		}
-		rest := f.Args()
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+	pos, err := f.Split(args)
+	if errors.Is(err, flag.ErrHelp) {
+		f.PrintUsage(f.e.out)
+		return nil, err
+	} else if err != nil {
+		return nil, usageError("%v", f.DidYouMean(err))
 	}
 	if len(pos) < minPos {
-		return nil, usageError("expected %s, got %d argument(s)", argWord(minPos, maxPos), len(pos))
+		return nil, usageError("expected %s, got %d argument(s)", cli.ArgWord(minPos, maxPos), len(pos))
 	}
 	if maxPos >= 0 && len(pos) > maxPos {
-		return nil, usageError("expected %s, got %d: %s", argWord(minPos, maxPos), len(pos), strings.Join(pos, " "))
+		return nil, usageError("expected %s, got %d: %s", cli.ArgWord(minPos, maxPos), len(pos), strings.Join(pos, " "))
 	}
-	f.pos = pos
+	f.Pos = pos
 	f.e.flags = f
 	f.routeJSON()
 	return pos, nil
-}
-
-// joinJSON turns "--json FILE" into "--json=FILE" when FILE is - or ends
-// in .json, the forms a file-valued --json took before it could stand
-// alone.
-func (f *cmdFlags) joinJSON(args []string) []string {
-	if f.json == nil {
-		return args
-	}
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		if (a == "--json" || a == "-json") && i+1 < len(args) {
-			next := args[i+1]
-			if next == "-" || (strings.HasSuffix(strings.ToLower(next), ".json") && !strings.HasPrefix(next, "-")) {
-				out = append(out, a+"="+next)
-				i++
-				continue
-			}
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-func argWord(lo, hi int) string {
-	switch {
-	case lo == hi && lo == 1:
-		return "one file argument"
-	case lo == hi:
-		return fmt.Sprintf("%d arguments", lo)
-	case hi < 0:
-		return fmt.Sprintf("at least %d argument(s)", lo)
-	default:
-		return fmt.Sprintf("%d to %d arguments", lo, hi)
-	}
-}
-
-func (f *cmdFlags) printUsage(w io.Writer) {
-	if f.sections != nil {
-		fmt.Fprintf(w, "Usage: %s\n\n%s\n", f.usage, f.about)
-		f.printSections(w, f.sections)
-		return
-	}
-	fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags:\n", f.usage, f.about)
-	f.printFlags(w)
 }
 
 // dataFlags are the flags of every command that reads a dataset.

@@ -21,8 +21,8 @@ func runLaunch(e *env, args []string) error {
 	cfg := smoke.DefaultLaunchConfig()
 	var deadline time.Duration
 	f.IntVar(&cfg.Machines, "machines", cfg.Machines, "number of machines K (a server and a worker each)")
-	f.alias("k", "machines")
-	f.alias("n", "machines")
+	f.Alias("k", "machines")
+	f.Alias("n", "machines")
 	f.IntVar(&cfg.Servers, "servers", 0, "run this many separate servers instead of machines")
 	f.IntVar(&cfg.Workers, "workers", 0, "run this many separate workers instead of machines")
 	f.StringVar(&cfg.Consistency, "consistency", cfg.Consistency, "bsp, async or bounded")
@@ -34,7 +34,7 @@ func runLaunch(e *env, args []string) error {
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", cfg.Heartbeat, "heartbeat period")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "a node silent this long is dead")
 	f.DurationVar(&deadline, "deadline", 2*time.Minute, "kill the cluster after this long")
-	j := f.jsonOption("the summary")
+	j := f.JSONOption("the summary")
 	f.StringVar(&cfg.Bin, "bin", "", "the colo binary to run (default: this one)")
 	f.IntVar(&cfg.Restarts, "restarts", 0, "when a process dies, stop the others and run the whole cluster and smoke job again from the start, up to this many times")
 	var mf metrics.Flags
@@ -47,7 +47,7 @@ func runLaunch(e *env, args []string) error {
 	if cfg.Restarts < 0 {
 		return usageError("--restarts %d: want 0 or more", cfg.Restarts)
 	}
-	if err := checkOutputs(output{"--json", j.path, false}); err != nil {
+	if err := checkOutputs(output{"--json", j.Path, false}); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
@@ -80,8 +80,8 @@ func runLaunch(e *env, args []string) error {
 		}
 	}
 	if sum != nil {
-		if j.path != "" {
-			if err := writeJSON(e, j.path, sum); err != nil {
+		if j.Path != "" {
+			if err := writeJSON(e, j.Path, sum); err != nil {
 				return err
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"colo/internal/atomicfile"
+	"colo/internal/cli"
 )
 
 // command is one subcommand of colo.
@@ -130,7 +131,7 @@ func run(e *env, args []string) int {
 		printHelp(e.out)
 		return 0
 	case "--version":
-		fmt.Fprintln(e.out, readBuild())
+		fmt.Fprintln(e.out, cli.ReadBuild())
 		return 0
 	case "__complete":
 		return runComplete(e, args[1:])
@@ -162,7 +163,7 @@ func run(e *env, args []string) int {
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
-	if s := suggest(name, names); s != "" {
+	if s := cli.Suggest(name, names); s != "" {
 		fmt.Fprintf(e.errOut, "colo: unknown command %q: did you mean %s?\n", name, s)
 		fmt.Fprintf(e.errOut, "run 'colo help' for the list of commands\n")
 		return 2
@@ -180,14 +181,14 @@ func runVersion(e *env, args []string) error {
 			"from (and whether the tree had changes), the commit time and the Go\n"+
 			"release, from the build information the Go toolchain stores in the\n"+
 			"binary. A binary built by go run or go test has version (devel).")
-	j := f.jsonOption("the build")
+	j := f.JSONOption("the build")
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	if j.path != "" {
-		return writeJSON(e, j.path, struct{}{})
+	if j.Path != "" {
+		return writeJSON(e, j.Path, struct{}{})
 	}
-	fmt.Fprintln(e.out, readBuild())
+	fmt.Fprintln(e.out, cli.ReadBuild())
 	return nil
 }
 

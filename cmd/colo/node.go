@@ -105,7 +105,7 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.StringVar(&nf.matrix, "bandwidth-matrix", "", "file of K lines of K machine-to-machine rates, indexed by rank (server r and worker r are machine r); limits each TCP link like --link-bandwidth")
 	nf.train.registerNode(f)
 	nf.df.register(f)
-	nf.json = f.jsonOption("the node's summary")
+	nf.json = f.JSONOption("the node's summary")
 	f.BoolVar(&nf.verbose, "v", false, "log link events")
 }
 
@@ -229,8 +229,8 @@ func runNode(e *env, args []string) error {
 		}
 	}
 	sum.WriteText(e.out) // standard error when the JSON is on standard output
-	if nf.json.path != "" {
-		if err := writeJSONLine(e, nf.json.path, sum); err != nil {
+	if nf.json.Path != "" {
+		if err := writeJSONLine(e, nf.json.Path, sum); err != nil {
 			return err
 		}
 	}

@@ -39,12 +39,12 @@ func runPartition(e *env, args []string) error {
 		"\n(rmax: best's starts also refined for R_max, the bound of a BSP round, moving samples and parameters together;\nfor synchronous training, T_sum within 2% of best's)")
 	f.Float64Var(&opt.RoundOpt.Slack, "rmax-slack", 0, fmt.Sprintf("--algo rmax: the share by which T_sum may grow while R_max is lowered (0: %g)", partition.DefaultRoundSlack))
 	f.IntVar(&opt.K, "machines", 0, "number of machines K (required)")
-	f.alias("k", "machines")
+	f.Alias("k", "machines")
 	f.Uint64Var(&opt.Seed, "seed", 1, "random seed")
 	f.Int64Var(&opt.Theta, "theta", 0, "memory bound θ on the parameters a worker holds, |N(U_i)| (0: none)")
 	f.BoolVar(&opt.Directions, "directions", false, "for synchronous (bsp) training: then move parameters between servers so that no\nmachine pulls much more than it serves, lowering R_max = max_i max(T_i, 2·worker_i), a BSP round's bound, at a higher T_max")
 	out := f.String("o", "", "output directory (required)")
-	j := f.jsonOption("the summary")
+	j := f.JSONOption("the summary")
 	algoFlags(f, &opt)
 	var mf memoryFlags
 	mf.register(f)
@@ -70,7 +70,7 @@ func runPartition(e *env, args []string) error {
 	if err := ps.check(*algo); err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
+	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.Path, false}); err != nil {
 		return err
 	}
 	if df.spec != "" && ps.processes > 0 {
@@ -169,8 +169,8 @@ func runPartition(e *env, args []string) error {
 			return err
 		}
 	}
-	if j.path != "" {
-		if err := writeJSON(e, j.path, s); err != nil {
+	if j.Path != "" {
+		if err := writeJSON(e, j.Path, s); err != nil {
 			return err
 		}
 	}
@@ -193,17 +193,17 @@ func runEval(e *env, args []string) error {
 	dataPart := f.String("data-part", "", "data part file: one machine per sample (required)")
 	paramPart := f.String("param-part", "", "parameter part file (optional)")
 	k := f.Int("machines", 0, "number of machines K, at most the samples (default: one more than the largest machine in the data part file)")
-	f.alias("k", "machines")
+	f.Alias("k", "machines")
 	theta := f.Int64("theta", 0, "memory bound θ on |N(U_i)| (0: none)")
 	seed := f.Uint64("seed", 1, "seed of the parameter assignment when there is no parameter part")
 	var paramAlgo partition.ParamAlgo
 	paramAlgoFlag(f, &paramAlgo)
-	j := f.jsonOption("the summary")
+	j := f.JSONOption("the summary")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"--json", j.path, false}); err != nil {
+	if err := checkOutputs(output{"--json", j.Path, false}); err != nil {
 		return err
 	}
 	if *dataPart == "" {
@@ -245,8 +245,8 @@ func runEval(e *env, args []string) error {
 	}
 	s.Algorithm, s.Seed, s.Seconds, s.Dataset = algo, *seed, time.Since(start).Seconds(), pos[0]
 	s.Details = map[string]any{"data_part": *dataPart, "param_part": *paramPart}
-	if j.path != "" {
-		if err := writeJSON(e, j.path, s); err != nil {
+	if j.Path != "" {
+		if err := writeJSON(e, j.Path, s); err != nil {
 			return err
 		}
 	}

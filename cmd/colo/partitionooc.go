@@ -146,8 +146,8 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 			return err
 		}
 	}
-	if j.path != "" {
-		if err := writeJSON(e, j.path, s); err != nil {
+	if j.Path != "" {
+		if err := writeJSON(e, j.Path, s); err != nil {
 			return err
 		}
 	}

@@ -172,8 +172,8 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 		}
 	}
 	ph.finish(read)
-	if j.path != "" {
-		if err := writeJSON(e, j.path, sum); err != nil {
+	if j.Path != "" {
+		if err := writeJSON(e, j.Path, sum); err != nil {
 			return err
 		}
 	}

@@ -35,7 +35,7 @@ func runRun(e *env, args []string) error {
 	var deadline time.Duration
 	rc := update.DefaultConfig()
 	f.IntVar(&machines, "machines", 0, "number of copies of PROGRAM (workers), K")
-	f.alias("k", "machines")
+	f.Alias("k", "machines")
 	f.IntVar(&servers, "servers", 0, "run this many servers apart from the workers (0: each PROGRAM hosts one)")
 	f.StringVar(&placementDir, "placement", "", "route the placement's parameters (DIR/param.part, colo partition's) to the servers it chose: a table declared placed=True keys row r as parameter r")
 	f.StringVar(&job.Consistency, "consistency", job.Consistency, "bsp, async or bounded")

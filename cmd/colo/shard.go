@@ -58,8 +58,8 @@ func runShard(e *env, args []string) error {
 	registerMemoryBudget(f, &memBudget)
 	spec := f.String("spec", "", "read DATA as a table (Parquet, CSV, JSON lines) through feature columns, its training rows one-hot\n(`SPEC` as colo partition --spec takes it; docs/ctr.md)")
 	f.IntVar(&o.Workers, "machines", 0, "number of machines N, one worker each (required)")
-	f.alias("k", "machines")
-	f.alias("workers", "machines")
+	f.Alias("k", "machines")
+	f.Alias("workers", "machines")
 	scheme := f.String("scheme", "", "sharding scheme: random, roundrobin, stratified, distaware or submodular (required)")
 	seed := f.Uint64("seed", 1, "random seed")
 	out := f.String("o", "", "output directory (required)")
@@ -76,7 +76,7 @@ func runShard(e *env, args []string) error {
 	f.IntVar(&o.MaxBlock, "max-block", o.MaxBlock, "submodular: largest set partitioned at once; larger classes are split at random\n(the similarity matrix takes 4·max-block² bytes per thread)")
 	f.IntVar(&o.Threads, "threads", 0, "goroutines (0: all cores); the result does not depend on it")
 	coverage := f.Int("coverage-sample", shard.DefaultCoverageSample, "summary: reference samples per class for coverage (negative: skip coverage)")
-	j := f.jsonOption("the summary")
+	j := f.JSONOption("the summary")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func runShard(e *env, args []string) error {
 	if o.Workers < 1 {
 		return usageError("--machines %d: want the number of machines, at least 1", o.Workers)
 	}
-	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.path, false}); err != nil {
+	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.Path, false}); err != nil {
 		return err
 	}
 	if *scheme == "" {
@@ -167,8 +167,8 @@ func runShard(e *env, args []string) error {
 	if err := shard.WriteDir(*out, res.Assign, json.RawMessage(stamped)); err != nil {
 		return err
 	}
-	if j.path != "" {
-		if err := writeJSON(e, j.path, rep); err != nil {
+	if j.Path != "" {
+		if err := writeJSON(e, j.Path, rep); err != nil {
 			return err
 		}
 	}

@@ -13,12 +13,12 @@ func runStats(e *env, args []string) error {
 			"degree distribution of both sides and the time it took to load.")
 	var df dataFlags
 	df.register(f)
-	j := f.jsonOption("the statistics")
+	j := f.JSONOption("the statistics")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	if err := checkOutputs(output{"--json", j.path, false}); err != nil {
+	if err := checkOutputs(output{"--json", j.Path, false}); err != nil {
 		return err
 	}
 	g, took, err := df.load(pos[0])
@@ -26,14 +26,14 @@ func runStats(e *env, args []string) error {
 		return err
 	}
 	st := graph.ComputeStats(g)
-	if j.path != "" {
+	if j.Path != "" {
 		out := struct {
 			graph.Stats
 			File        string  `json:"file"`
 			Format      string  `json:"format"`
 			LoadSeconds float64 `json:"load_seconds"`
 		}{st, pos[0], g.Meta().Format, took.Seconds()}
-		if err := writeJSON(e, j.path, out); err != nil {
+		if err := writeJSON(e, j.Path, out); err != nil {
 			return err
 		}
 	}

@@ -46,7 +46,7 @@ func (s *study) job(f *cmdFlags, args []string) (string, train.Job, error) {
 	if *s.out == "" {
 		return "", train.Job{}, usageError("-o DIR is required")
 	}
-	if err := checkOutputs(output{"-o", *s.out, true}, output{"--json", s.t.json.path, false}); err != nil {
+	if err := checkOutputs(output{"-o", *s.out, true}, output{"--json", s.t.json.Path, false}); err != nil {
 		return "", train.Job{}, err
 	}
 	job, err := s.t.job(pos[0], s.df)
@@ -76,7 +76,7 @@ func (s *study) run(e *env, data string, job train.Job, what string, experiment 
 	if err := stampFile(e, filepath.Join(*s.out, jsonFile)); err != nil {
 		return err
 	}
-	if p := s.t.json.path; p != "" {
+	if p := s.t.json.Path; p != "" {
 		if err := writeJSON(e, p, res); err != nil {
 			return err
 		}

@@ -79,8 +79,8 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial), mf (matrix factorisation), embed (node embeddings of a SNAP graph for link prediction), mlp or cnn (dense networks on labelled dense data)")
 	f.StringVar(&t.test, "test", "", "test file (lr: libsvm with the training set's feature ids; mf: ratings; mlp, cnn: as DATA); without it lr, mlp and cnn score the training set and mf holds out entries")
 	f.IntVar(&t.machines, "machines", def.Machines, "number of machines K, each a worker, and a server unless --servers")
-	f.alias("k", "machines")
-	f.alias("workers", "machines")
+	f.Alias("k", "machines")
+	f.Alias("workers", "machines")
 	f.IntVar(&t.servers, "servers", 0, "run this many servers apart from the workers (seed 004: 2 servers, 12 workers; 0: a server on every machine); lr, mf, embed: as many as --machines, server i holding the parameters of machine i")
 	f.StringVar(&t.place, "placement", "", "placement: lr, mf: a partitioner ("+strings.Join(partition.Names(), ", ")+", optionally +refine) or a directory written by colo partition (default parsa); mlp, cnn: a sharding scheme (random, roundrobin, stratified, distaware, submodular) or a directory written by colo shard (default random)")
 	f.StringVar(&t.place, "shard", "", "mlp, cnn: the same as --placement")
@@ -101,7 +101,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.evalEvery, "eval-every", "", "mlp, cnn: an evaluator node scores the test set this often while the workers train: N epochs (1), N steps (500steps) or a duration (30s); 0: at the end only (empty: every epoch)")
 	f.StringVar(&t.features, "features", string(sparse.FeaturesAuto), "lr: feature values: raw, l2 (unit-norm samples), log1p-l2, or auto (raw for binary data, log1p-l2 otherwise)")
 	f.Uint64Var(&t.seed, "seed", 1, "random seed of placement, batches and initial values")
-	t.json = f.jsonOption("the summary (with --compare, the runs under \"results\")")
+	t.json = f.JSONOption("the summary (with --compare, the runs under \"results\")")
 	f.StringVar(&t.svgOut, "svg", "", "write a plot of the training loss against time to this SVG file, and a PNG beside it")
 	f.StringVar(&t.writeJob, "write-job", "", "write the job to this file and exit without training: the envelope that colo node --job-file runs under any launcher (docs/deploy.md), every default resolved, with the routing table of its placement")
 	t.mf = mf.DefaultConfig()
@@ -339,7 +339,7 @@ func runTrain(e *env, args []string) error {
 	var wf watchFlags
 	wf.register(f.FlagSet)
 	refuseDecentralFlags(e, f)
-	f.sections = trainSections
+	f.Sections = trainSections
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -347,7 +347,7 @@ func runTrain(e *env, args []string) error {
 	if t.writeJob != "" && (t.compare != "" || dep.processes || dep.netns) {
 		return usageError("--write-job writes one job for colo node to run: not with --compare, --processes or --netns")
 	}
-	if err := checkOutputs(output{"--write-job", t.writeJob, false}, output{"--json", t.json.path, false}, output{"--svg", t.svgOut, false},
+	if err := checkOutputs(output{"--write-job", t.writeJob, false}, output{"--json", t.json.Path, false}, output{"--svg", t.svgOut, false},
 		output{"--checkpoint", t.ckpt.Dir, true}, output{"--metrics-file", dep.metrics.File, false}); err != nil {
 		return err
 	}
@@ -419,7 +419,7 @@ func runTrain(e *env, args []string) error {
 	if err := w.end(err); err != nil {
 		return err
 	}
-	return reportRuns(e, runs, filepath.Base(pos[0]), t.json.path, t.svgOut)
+	return reportRuns(e, runs, filepath.Base(pos[0]), t.json.Path, t.svgOut)
 }
 
 // tableSpec returns the fitted feature columns that a job on the table
