@@ -285,7 +285,7 @@ func runDecentral(e *env, args []string) error {
 	fmt.Fprintf(e.out, "%s: %d samples; %s, %s on %d workers (%s, F=%d), %s shards in %.2f s\n", pos[0], data.Samples.Len(),
 		j.App, alg, cfg.Workers, topologyWords(cfg), cfg.LocalSteps, spec.Name(), secs)
 	ph := startPhase(e, "train "+alg, int64(cfg.Epochs))
-	cfg.Progress = func(ep int) { ph.step("epoch", int64(ep), int64(cfg.Epochs), "") }
+	cfg.Progress = func(ep int) { ph.Step("epoch", int64(ep), int64(cfg.Epochs), "") }
 	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	var rep *job.Report
@@ -300,10 +300,10 @@ func runDecentral(e *env, args []string) error {
 		rep, err = data.Train(ctx, cfg, shards, nt)
 	}
 	if err != nil {
-		ph.abort()
+		ph.Abort()
 		return err
 	}
-	ph.finish(fmt.Sprintf("loss %.4f", rep.FinalLoss()))
+	ph.Finish(fmt.Sprintf("loss %.4f", rep.FinalLoss()))
 	rep.Shard, rep.ShardSeconds = spec.Name(), secs
 	fmt.Fprintf(e.out, "trained %d epochs in %.2f s, final training loss %.4f%s, %.1f MB sent\n", cfg.Epochs, rep.Seconds, rep.FinalLoss(), rep.Eval.Words(), float64(rep.Bytes)/1e6)
 	if s, ok := rep.SecondsToTarget(d.target); ok {

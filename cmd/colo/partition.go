@@ -100,7 +100,7 @@ func runPartition(e *env, args []string) error {
 	load := startPhase(e, "load "+pos[0], 1)
 	g, loadTime, err := df.load(pos[0])
 	if err != nil {
-		load.abort()
+		load.Abort()
 		if me, ok := errors.AsType[*membudget.Error](err); ok && me.Line > 0 && *algo == "parsa" {
 			if strings.EqualFold(mf.memory, "auto") && !opt.Directions && !ps.on() {
 				// What --memory auto is for: the file's graph, read to
@@ -112,17 +112,17 @@ func runPartition(e *env, args []string) error {
 		}
 		return err
 	}
-	load.finish(describe(g))
+	load.Finish(describe(g))
 	if err := opt.Validate(g.NumSamples()); err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	ph := startPhase(e, "partition "+*algo, 0)
-	opt.Progress = ph.set
+	opt.Progress = ph.Set
 	opt.Phase = func(name string, done, total int) {
 		if b, _ := strings.CutSuffix(*algo, partition.RefineSuffix); b == "best" || b == "rmax" {
-			ph.event("start %d/%d (%s) done", done, total, name)
+			ph.Event("start %d/%d (%s) done", done, total, name)
 		} else {
-			ph.event("%s done (%d/%d)", name, done, total)
+			ph.Event("%s done (%d/%d)", name, done, total)
 		}
 	}
 	details := map[string]any{"load_seconds": loadTime.Seconds()}
@@ -138,18 +138,18 @@ func runPartition(e *env, args []string) error {
 		p, err = run(g, opt)
 	}
 	if err != nil {
-		ph.abort()
+		ph.Abort()
 		return err
 	}
-	ph.finish("")
+	ph.Finish("")
 	took := time.Since(start)
 	eval := startPhase(e, "evaluate", 1)
 	s, err := placement.NewSummaryAgainst(g, p, opt.Theta, baseline())
 	if err != nil {
-		eval.abort()
+		eval.Abort()
 		return err
 	}
-	eval.finish("")
+	eval.Finish("")
 	s.Algorithm, s.Seed, s.Seconds = *algo, opt.Seed, took.Seconds()
 	s.Dataset = pos[0]
 	if s.DataChecksum, err = datasum.Files(pos[0]); err != nil {

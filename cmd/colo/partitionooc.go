@@ -89,8 +89,8 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	defer tempdir.Remove(spill, &err)
 	defer tempdir.RemoveOnSignal(spill)()
 	ph := startPhase(e, "partition "+algo+" out of core within "+ooc.FormatBytes(memCap), 0)
-	opt.Progress = ph.set
-	opt.Phase = func(name string, done, total int) { ph.event("%s done (%d/%d)", name, done, total) }
+	opt.Progress = ph.Set
+	opt.Phase = func(name string, done, total int) { ph.Event("%s done (%d/%d)", name, done, total) }
 	details := map[string]any{}
 	opt.Report = func(name string, v any) { details[name] = v }
 	oc := ooc.OutOfCore{Memory: memCap, TempDir: spill, Load: load}
@@ -99,12 +99,12 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 		// one row group at a time.
 		fit, err := df.fit(path)
 		if err != nil {
-			ph.abort()
+			ph.Abort()
 			return err
 		}
 		topt, err := df.tableOptions()
 		if err != nil {
-			ph.abort()
+			ph.Abort()
 			return err
 		}
 		oc.Samples = func(sample func(ids []uint64) error) error {
@@ -114,7 +114,7 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	start := time.Now()
 	res, err := ooc.ParsaFile(path, opt, oc)
 	if err != nil {
-		ph.abort()
+		ph.Abort()
 		var me *ooc.MemoryError
 		switch {
 		case strings.EqualFold(mf.memory, "auto"):
@@ -127,7 +127,7 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	}
 	defer res.Close()
 	took := time.Since(start)
-	ph.finish("")
+	ph.Finish("")
 	s := res.Summary
 	s.Algorithm, s.Seed, s.Seconds = algo, opt.Seed, took.Seconds()
 	if s.DataChecksum, err = datasum.Files(path); err != nil {

@@ -128,11 +128,11 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 	t0 := time.Now()
 	n, m, err := ooc.CountFile(countPath, lo)
 	if err != nil {
-		count.abort()
+		count.Abort()
 		return err
 	}
 	countTime := time.Since(t0)
-	count.finish(fmt.Sprintf("%s samples, %s parameters", commas(int64(n)), commas(int64(m))))
+	count.Finish(fmt.Sprintf("%s samples, %s parameters", commas(int64(n)), commas(int64(m))))
 	if err := opt.Validate(n); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -161,7 +161,7 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 		return json.RawMessage(stamped), err
 	})
 	if err != nil {
-		ph.abort()
+		ph.Abort()
 		return err
 	}
 	read := "each machine parsed its own range of the file's lines"
@@ -171,7 +171,7 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 			read += " (compressed: no ranges by byte offsets)"
 		}
 	}
-	ph.finish(read)
+	ph.Finish(read)
 	if j.Path != "" {
 		if err := writeJSON(e, j.Path, sum); err != nil {
 			return err
@@ -208,10 +208,10 @@ func decompressed(e *env, path, spill string) (string, func(), error) {
 	ph := startPhase(e, "decompress "+path, 1)
 	plain, remove, err := distparsa.PlainCopy(path, spill)
 	if err != nil {
-		ph.abort()
+		ph.Abort()
 		return "", remove, err
 	}
-	ph.finish("a copy to read by ranges")
+	ph.Finish("a copy to read by ranges")
 	return plain, remove, nil
 }
 

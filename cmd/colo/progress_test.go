@@ -104,8 +104,8 @@ func TestBestBarBookkeeping(t *testing.T) {
 	var fractions []float64
 	var totals []int64
 	opt := partition.Options{K: 4, Seed: 1, Progress: func(d, tot int64) {
-		ph.set(d, tot)
-		fractions = append(fractions, ph.fraction())
+		ph.Set(d, tot)
+		fractions = append(fractions, ph.Fraction())
 		totals = append(totals, tot)
 	}}
 	run, err := partition.Lookup("best")
@@ -123,7 +123,7 @@ func TestBestBarBookkeeping(t *testing.T) {
 			t.Fatalf("fraction %v of total %d after %v of %d", fractions[i], totals[i], fractions[i-1], totals[0])
 		}
 	}
-	ph.finish("")
+	ph.Finish("")
 	if !strings.Contains(errOut.String(), "100 %") {
 		t.Errorf("bar output %q: want 100 %%", errOut.String())
 	}
@@ -141,7 +141,7 @@ func TestTrainStopsEarlyAtFull(t *testing.T) {
 		for i, loss := range []float64{0.9, 0.6, 0.59} {
 			pp.pass(train.Pass{Pass: i + 1, Rounds: 10 * (i + 1), TrainLoss: loss})
 		}
-		if f := pp.train.fraction(); f != 1 {
+		if f := pp.train.Fraction(); f != 1 {
 			t.Errorf("terminal %v: training at %v after stopping at ε, want 1", term, f)
 		}
 		if pp.eval == nil {
@@ -172,23 +172,4 @@ func randomTestGraph(t *testing.T) *graph.Graph {
 		t.Fatal(err)
 	}
 	return g
-}
-
-// TestPhaseBarsEndFull: on a terminal, a phase that finishes without any
-// step (load, place, evaluate: one unit, or an unknown total) ends its
-// bar at 100%, not 0%.
-func TestPhaseBarsEndFull(t *testing.T) {
-	for _, total := range []int64{1, 0, 5} {
-		var errOut bytes.Buffer
-		e := &env{out: new(bytes.Buffer), errOut: &errOut, isTerminal: true}
-		ph := startPhase(e, "load data.svm", total)
-		if total == 5 {
-			ph.set(2, 5)
-		}
-		ph.finish("300 samples")
-		out := errOut.String()
-		if i := strings.LastIndex(out, "load data.svm"); i < 0 || !strings.Contains(out[i:], "100 %") || strings.Contains(out[i:], " 0 %") {
-			t.Errorf("total %d: last frame %q, want 100 %%", total, out[max(0, i):])
-		}
-	}
 }

@@ -406,10 +406,10 @@ func runTrain(e *env, args []string) error {
 	load := startPhase(e, "load "+pos[0], 1)
 	opened, err := app.Open(job)
 	if err != nil {
-		load.abort()
+		load.Abort()
 		return errors.Join(err, w.end(nil))
 	}
-	load.finish(describeData(opened.Data))
+	load.Finish(describeData(opened.Data))
 	if t.writeJob != "" {
 		return errors.Join(writeTrainJob(e, t.writeJob, job, opened), w.end(nil))
 	}
@@ -532,10 +532,10 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 		place := startPhase(e, "place "+spec, 1)
 		p, secs, err := opened.Place(job)
 		if err != nil {
-			place.abort()
+			place.Abort()
 			return nil, err
 		}
-		place.finish("")
+		place.Finish("")
 		var cost *placement.Cost
 		if g := opened.Data.Graph; g != nil {
 			if cost, err = placement.Evaluate(g, p, 0); err != nil {
