@@ -7,6 +7,7 @@ import (
 	"colo/app"
 	"colo/dataset"
 	"colo/graph"
+	"colo/internal/textio"
 )
 
 // loadGraph loads a dataset and reports how long it took.
@@ -41,22 +42,5 @@ func describeData(d *app.Data) string {
 	return fmt.Sprintf("%s samples × %d features, %d classes%s", commas(int64(s.Len())), s.Dim, s.Classes, label)
 }
 
-// commas formats n with thousands separators.
-func commas(n int64) string {
-	s := fmt.Sprint(n)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	var out []byte
-	for i := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
-}
+// commas formats n with thousands separators (textio.Commas).
+func commas(n int64) string { return textio.Commas(n) }

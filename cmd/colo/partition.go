@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"colo/internal/datasum"
@@ -176,7 +174,7 @@ func runPartition(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.out, "%s: %s; loaded in %.2f s\n", pos[0], describe(g), loadTime.Seconds())
 	fmt.Fprintf(e.out, "%s on %d machines (seed %d) in %.3f s, written to %s\n\n", *algo, opt.K, opt.Seed, took.Seconds(), *out)
-	return printCostTable(e.out, s)
+	return s.WriteTable(e.out)
 }
 
 func runEval(e *env, args []string) error {
@@ -252,41 +250,5 @@ func runEval(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.out, "%s: %s\n", pos[0], describe(g))
 	fmt.Fprintf(e.out, "placement %s on %d machines\n\n", *dataPart, p.K)
-	return printCostTable(e.out, s)
-}
-
-// printCostTable prints the per-machine costs and the totals of a summary
-// with the improvement over random placement.
-func printCostTable(w io.Writer, s *placement.Summary) error {
-	c := s.Cost
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "machine\tsamples\tparams\tmemory\tworker\tserver\ttraffic\tBSP round\t\n")
-	for i := 0; i < c.K; i++ {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", i, commas(c.Samples[i]), commas(c.Params[i]),
-			commas(c.Memory[i]), commas(c.Worker[i]), commas(c.Server[i]), commas(c.Traffic[i]), commas(c.Round[i]))
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	fmt.Fprintf(tw, "metric\tvalue\trandom\timprovement\t\n")
-	row := func(name string, v int64, r float64, imp *float64) {
-		is := "-"
-		if imp != nil {
-			is = fmt.Sprintf("%+.1f%%", *imp)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, commas(v), commas(int64(r+0.5)), is)
-	}
-	row("M_max", c.MMax, s.Random.MMax, s.Improvement.MMax)
-	row("T_max", c.TMax, s.Random.TMax, s.Improvement.TMax)
-	row("T_sum", c.TSum, s.Random.TSum, s.Improvement.TSum)
-	row("R_max (BSP)", c.RMax, s.Random.RMax, s.Improvement.RMax)
-	row("max|U_i|", c.MaxSamples, s.Random.MaxSamples, nil)
-	row("objective", c.Objective, s.Random.Objective, s.Improvement.Objective)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if c.Theta > 0 {
-		fmt.Fprintf(w, "\n%d of %d machines over the memory bound θ = %s\n", c.OverTheta, c.K, commas(c.Theta))
-	}
-	fmt.Fprintf(w, "\ntraffic in parameters per round; BSP round R_i = max(T_i, 2·worker_i), what a round of\nsynchronous training keeps the link busy; improvement = (random - x) / x, random = mean of %d uniform placements\n", placement.BaselineSeeds)
-	return nil
+	return s.WriteTable(e.out)
 }

@@ -159,5 +159,5 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	fmt.Fprintf(e.out, "memory: cap %s, estimated need %s, peak resident %s, peak Go heap %s; %d blocks, %s spilled\n\n",
 		ooc.FormatBytes(memCap), ooc.FormatBytes(st.Needed), ooc.FormatBytes(st.PeakRSS),
 		ooc.FormatBytes(st.PeakHeap), st.Blocks, ooc.FormatBytes(st.SpillBytes))
-	return printCostTable(e.out, s)
+	return s.WriteTable(e.out)
 }

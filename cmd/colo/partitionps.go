@@ -197,7 +197,7 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 		}
 	}
 	fmt.Fprintln(e.out)
-	return printCostTable(e.out, s)
+	return s.WriteTable(e.out)
 }
 
 // decompressed is distparsa.PlainCopy behind a progress phase.

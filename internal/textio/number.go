@@ -1,6 +1,9 @@
 package textio
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // ParseIndex parses b as a non-negative decimal integer written the one
 // way colo writes it: ASCII digits only, no sign, no white space, no
@@ -21,4 +24,24 @@ func ParseIndex(b []byte, max int) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// Commas formats n with thousands separators.
+func Commas(n int64) string {
+	s := fmt.Sprint(n)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	var out []byte
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
 }

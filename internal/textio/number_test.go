@@ -25,3 +25,11 @@ func TestParseIndex(t *testing.T) {
 		}
 	}
 }
+
+func TestCommas(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 7: "7", 999: "999", 1000: "1,000", -1000: "-1,000", 1234567: "1,234,567", -12345: "-12,345"} {
+		if got := Commas(n); got != want {
+			t.Errorf("Commas(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
