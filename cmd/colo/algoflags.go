@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
+	"colo/internal/cli"
 	"colo/partition"
 	"colo/placement"
 )
@@ -18,7 +18,7 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 	*po = partition.DefaultParsaOptions()
 	f.IntVar(&po.Blocks, "blocks", po.Blocks, fmt.Sprintf(
 		"parsa: number of random blocks b partitioned in sequence (0: max(%d, |E|/%d))", partition.MinBlocks, partition.DefaultBlockEdges))
-	f.Var(&enumFlag[partition.InitMode]{p: &po.Init, values: []partition.InitMode{partition.InitNone, partition.InitIndividual, partition.InitGlobal}},
+	f.Var(cli.NewEnum(&po.Init, []partition.InitMode{partition.InitNone, partition.InitIndividual, partition.InitGlobal}),
 		"init", "parsa: initialisation of the neighbour sets: none, individual (partition the first a blocks and keep only their\nneighbour sets) or global (partition a sample first)")
 	f.IntVar(&po.InitBlocks, "init-blocks", po.InitBlocks, "parsa: blocks a partitioned by --init individual (0: all b)")
 	f.Float64Var(&po.GlobalFraction, "init-fraction", po.GlobalFraction, fmt.Sprintf("parsa: fraction of the samples partitioned by --init global (0: %g%%, but no more than about %dM edges' worth, a block's)",
@@ -32,7 +32,7 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 	})
 	f.IntVar(&po.Threads, "threads", po.Threads, "parsa: goroutines partitioning blocks in parallel")
 	f.Var(tauFlag{&po.Tau}, "tau", "parsa: staleness τ in blocks: a number, auto (threads − 1) or inf (eventual consistency,\nnot reproducible)")
-	f.Var(&enumFlag[partition.GrowBy]{p: &po.GrowBy, values: []partition.GrowBy{partition.GrowSamples, partition.GrowParams}},
+	f.Var(cli.NewEnum(&po.GrowBy, []partition.GrowBy{partition.GrowSamples, partition.GrowParams}),
 		"grow-by", "parsa: partition to grow next: the one with the fewest samples, or with the smallest\nneighbour set (params) within |U_i| ≤ ⌈(1+ε)n/k⌉")
 	f.Float64Var(&po.Epsilon, "epsilon", po.Epsilon, "parsa: sample imbalance ε allowed by --grow-by params")
 	f.IntVar(&po.Refine, "parsa-refine", po.Refine, "parsa: passes of Parsa's own sample refinement that lower the total traffic (0: none)")
@@ -45,13 +45,13 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 	f.Float64Var(&to.SampleRate, "sample-rate", 0, "tsh: probability that a sample is a candidate (0: n/(k|D′|) as in the paper, 1: all)")
 
 	mo := &opt.MBP
-	f.Var(&enumFlag[partition.MBPInitial]{p: &mo.Initial, values: []partition.MBPInitial{partition.InitialRandom, partition.InitialGreedy}},
+	f.Var(cli.NewEnum(&mo.Initial, []partition.MBPInitial{partition.InitialRandom, partition.InitialGreedy}),
 		"mbp-initial", "mbp: partition of the coarsest graph: random (as in the paper) or greedy")
 	f.IntVar(&mo.Passes, "mbp-passes", 0, fmt.Sprintf("mbp: FM passes per level (0: %d)", partition.DefaultRefinePasses))
 
 	ro := &opt.Refine
 	f.BoolVar(&ro.Enabled, "refine", false, "refine the placement of any algorithm by k-way FM with V-cycles (as the suffix +refine)")
-	f.Var(&enumFlag[partition.RefineTarget]{p: &ro.Target, values: partition.RefineTargets()},
+	f.Var(cli.NewEnum(&ro.Target, partition.RefineTargets()),
 		"refine-target", "refine: cost to lower: tmax (default), tsum or objective (max|U_i|·T_max)")
 	f.Float64Var(&ro.Epsilon, "refine-epsilon", 0, fmt.Sprintf("refine and mbp: sample imbalance ε, |U_i| ≤ ⌈(1+ε)n/k⌉ (0: %g)", partition.DefaultRefineEpsilon))
 	f.IntVar(&ro.VCycles, "refine-vcycles", 0, fmt.Sprintf("refine: multilevel V-cycles (0: %d, negative: none)", partition.DefaultVCycles))
@@ -62,44 +62,8 @@ func algoFlags(f *cmdFlags, opt *partition.Options) {
 // paramAlgoFlag registers --param-algo.
 func paramAlgoFlag(f *cmdFlags, p *partition.ParamAlgo) {
 	*p = partition.ParamParsa
-	f.Var(&enumFlag[partition.ParamAlgo]{p: p, values: partition.ParamAlgos()}, "param-algo",
+	f.Var(cli.NewEnum(p, partition.ParamAlgos()), "param-algo",
 		"parameter assignment: parsa (seed 001 Alg. 2 with sweeps) or minmax (seed 000 Alg. 2)")
-}
-
-// enumFlag is a flag that takes one of a list of string values.
-type enumFlag[T ~string] struct {
-	p      *T
-	values []T
-}
-
-func (e *enumFlag[T]) String() string {
-	if e == nil || e.p == nil {
-		return ""
-	}
-	return string(*e.p)
-}
-
-// Values lists the flag's values, for completion.
-func (e *enumFlag[T]) Values() []string {
-	names := make([]string, len(e.values))
-	for i, v := range e.values {
-		names[i] = string(v)
-	}
-	return names
-}
-
-func (e *enumFlag[T]) Set(s string) error {
-	for _, v := range e.values {
-		if string(v) == s {
-			*e.p = v
-			return nil
-		}
-	}
-	names := make([]string, len(e.values))
-	for i, v := range e.values {
-		names[i] = string(v)
-	}
-	return fmt.Errorf("want one of %s", strings.Join(names, ", "))
 }
 
 // tauFlag is the staleness flag: a number of blocks, auto or inf.

@@ -34,7 +34,7 @@ var errCompleted = errors.New("completed")
 // flagChoices returns the fixed set of values of the string flag name of
 // command cmd (its FlagSet's name, such as "train" or "bench rcd"), for
 // completion; nil when its value is free (a number, a file, a list). An
-// enumFlag lists its own values (cli.Valuer) and needs no entry here.
+// cli.Enum lists its own values (cli.Valuer) and needs no entry here.
 // TestFlagChoicesExist keeps this table to flags that exist.
 func flagChoices(cmd, name string) []string {
 	var formats = []string{"libsvm", "snap", "snap-undirected", "criteo", "ratings"}

@@ -51,3 +51,15 @@ func TestKebab(t *testing.T) {
 		}
 	}
 }
+
+func TestEnum(t *testing.T) {
+	type mode string
+	var m mode = "a"
+	e := NewEnum(&m, []mode{"a", "b"})
+	if err := e.Set("b"); err != nil || m != "b" || e.String() != "b" {
+		t.Errorf("Set(b): %v, %q", err, m)
+	}
+	if err := e.Set("c"); err == nil || err.Error() != "want one of a, b" || m != "b" {
+		t.Errorf("Set(c): %v, %q; want refused naming a, b", err, m)
+	}
+}

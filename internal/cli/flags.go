@@ -399,3 +399,41 @@ func Levenshtein(a, b string) int {
 	}
 	return rows[len(a)][len(b)]
 }
+
+// Enum is a flag value that takes one of a list of string values.
+type Enum[T ~string] struct {
+	p      *T
+	values []T
+}
+
+// NewEnum returns the flag value that sets *p to one of values.
+func NewEnum[T ~string](p *T, values []T) *Enum[T] {
+	return &Enum[T]{p: p, values: values}
+}
+
+func (e *Enum[T]) String() string {
+	if e == nil || e.p == nil {
+		return ""
+	}
+	return string(*e.p)
+}
+
+// Values lists the flag's values, for completion (Valuer).
+func (e *Enum[T]) Values() []string {
+	names := make([]string, len(e.values))
+	for i, v := range e.values {
+		names[i] = string(v)
+	}
+	return names
+}
+
+// Set takes one of the values, and refuses anything else naming them.
+func (e *Enum[T]) Set(s string) error {
+	for _, v := range e.values {
+		if string(v) == s {
+			*e.p = v
+			return nil
+		}
+	}
+	return fmt.Errorf("want one of %s", strings.Join(e.Values(), ", "))
+}
