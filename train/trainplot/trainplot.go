@@ -1,7 +1,7 @@
 // Package trainplot draws the charts of training runs: the training and
 // validation losses of each run against wall-clock time (LossFigure),
 // titled by the runs' settings (Settings), which colo train writes with
-// --svg. It keeps the plotting library out of the training engine
+// --svg, and the table that sets runs side by side (WriteTable). It keeps the plotting library out of the training engine
 // (package train), which only counts.
 //
 //	f := trainplot.LossFigure("news20: "+trainplot.Settings(runs), runs)

@@ -1,6 +1,7 @@
 package trainplot_test
 
 import (
+	"strings"
 	"testing"
 
 	"colo/internal/plot/plottest"
@@ -32,4 +33,26 @@ func TestLossFigure(t *testing.T) {
 		t.Errorf("validation series %+v, want the checks' times and losses", s)
 	}
 	plottest.Check(t, f, "random (2.5 s)", "random (2.5 s) validation", "training loss (validation dashed)")
+}
+
+// TestWriteTable sets two runs side by side: a column a run, the rows of
+// the measures the first run has, and the second against the first.
+func TestWriteTable(t *testing.T) {
+	acc := 0.5
+	runs := []*train.Result{
+		{Placement: "random", TotalSeconds: 4, Passes: 3, BytesInter: 2e6, TMax: 1234, TSum: 5000, Eval: train.Eval{Accuracy: &acc, On: "test"}},
+		{Placement: "parsa", TotalSeconds: 2, Passes: 3, BytesInter: 1e6, TMax: 600, TSum: 2500, Eval: train.Eval{Accuracy: &acc, On: "test"}},
+	}
+	var b strings.Builder
+	if err := trainplot.WriteTable(&b, runs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"placement  random  parsa", "T_max (cost model)   1,234    600", "test accuracy %   50.00  50.00", "speed-up (total)   1.00x  2.00x", "inter traffic vs first    100%    50%"} {
+		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("no row %q in:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "RMSE") || strings.Contains(b.String(), "R_max") {
+		t.Errorf("rows of measures the runs lack:\n%s", b.String())
+	}
 }
