@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"colo/bench/kv"
@@ -65,13 +64,7 @@ func runBenchKV(e *env, args []string) error {
 			return err
 		}
 	}
-	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "mode\tservers×workers\top\tkeys/s\tMB/s\tp50 µs\tp99 µs\trequests\tplain MB/s\tof plain\t\n")
-	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%d×%d\t%s\t%.1fM\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t%.0f%%\t\n",
-			r.Mode, r.Servers, r.Workers, r.Op, r.KeysPerS/1e6, r.MBPerS, r.P50us, r.P99us, r.Requests, r.PlainMBPerS, 100*r.MBPerS/r.PlainMBPerS)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := kv.WriteTable(e.out, recs); err != nil {
 		return err
 	}
 	over := "TCP loopback"
