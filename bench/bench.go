@@ -26,10 +26,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"colo/graph"
 	"colo/internal/atomicfile"
+	"colo/internal/textio"
 	"colo/partition"
 	"colo/placement"
 )
@@ -164,6 +166,23 @@ func WriteCSV(w io.Writer, rs []Result) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// WriteTable writes rs as a table, a row a result (dataset, k,
+// algorithm, seconds, the costs and T_max's improvement over random), as
+// colo bench partition prints it.
+func WriteTable(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "dataset\tk\talgorithm\tseconds\tM_max\tT_max\tT_sum\tmax|U_i|\tT_max impr.\t\n")
+	for _, r := range rs {
+		imp := "-"
+		if r.Improvement.TMax != nil {
+			imp = fmt.Sprintf("%+.1f%%", *r.Improvement.TMax)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%s\t%s\t%s\t%s\t%s\t\n", r.Dataset, r.K, r.Algo, r.Seconds,
+			textio.Commas(r.MMax), textio.Commas(r.TMax), textio.Commas(r.TSum), textio.Commas(r.MaxSamples), imp)
+	}
+	return tw.Flush()
 }
 
 // WriteJSON writes the results as an indented JSON array.

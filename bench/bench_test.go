@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"colo/graph"
@@ -97,5 +98,27 @@ func TestWriteDir(t *testing.T) {
 	}
 	if got := DatasetName("/x/20news.train.libsvm.xz"); got != "20news.train" {
 		t.Errorf("DatasetName = %q", got)
+	}
+}
+
+// TestWriteTable: a row a result, its costs with thousands separators and
+// T_max's improvement over random, "-" without one.
+func TestWriteTable(t *testing.T) {
+	imp := 12.34
+	rs := []Result{{Dataset: "a9a", K: 4, Algo: "parsa", Seconds: 1.5, MMax: 1234, TMax: 5678, TSum: 12345, MaxSamples: 99}}
+	rs[0].Improvement.TMax = &imp
+	rs = append(rs, Result{Dataset: "a9a", K: 4, Algo: "random"})
+	var b strings.Builder
+	if err := WriteTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	for i, want := range []string{"a9a 4 parsa 1.500 1,234 5,678 12,345 99 +12.3%", "a9a 4 random 0.000 0 0 0 0 -"} {
+		if got := strings.Join(strings.Fields(lines[i+1]), " "); got != want {
+			t.Errorf("row %d %q, want %q", i, got, want)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"colo/bench"
 	"colo/internal/cli"
@@ -118,17 +117,7 @@ func runBench(e *env, args []string) error {
 			return err
 		}
 	}
-	tw := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "dataset\tk\talgorithm\tseconds\tM_max\tT_max\tT_sum\tmax|U_i|\tT_max impr.\t\n")
-	for _, r := range rs {
-		imp := "-"
-		if r.Improvement.TMax != nil {
-			imp = fmt.Sprintf("%+.1f%%", *r.Improvement.TMax)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%s\t%s\t%s\t%s\t%s\t\n", r.Dataset, r.K, r.Algo, r.Seconds,
-			commas(r.MMax), commas(r.TMax), commas(r.TSum), commas(r.MaxSamples), imp)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := bench.WriteTable(e.out, rs); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.out, "\nwritten to %s (%s)\n", *out, strings.Join(bench.Files(), ", "))
