@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -108,7 +106,7 @@ func runRun(e *env, args []string) error {
 	var mu sync.Mutex
 	for r := range machines {
 		wg.Go(func() {
-			follow(filepath.Join(logs, fmt.Sprintf("worker-%d.log", r)), fmt.Sprintf("[worker %d] ", r), e.out, &mu, stopFollow)
+			launch.Follow(filepath.Join(logs, fmt.Sprintf("worker-%d.log", r)), fmt.Sprintf("[worker %d] ", r), e.out, &mu, stopFollow)
 		})
 	}
 	out, err := c.Run(ctx)
@@ -129,53 +127,4 @@ func runRun(e *env, args []string) error {
 	fmt.Fprintf(e.errOut, "colo run: %d workers finished in %.1f s; %.1f MB sent between machines (the scheduler's included), %.1f MB within them\n",
 		machines, time.Since(t0).Seconds(), float64(inter)/1e6, float64(inner)/1e6)
 	return nil
-}
-
-// follow copies the lines of the file at path, as it grows, to w with
-// prefix, until stop is closed and it has copied everything.
-func follow(path, prefix string, w io.Writer, mu *sync.Mutex, stop <-chan struct{}) {
-	var f *os.File
-	var rest []byte
-	buf := make([]byte, 64<<10)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		final := false
-		select {
-		case <-stop:
-			final = true
-		case <-tick.C:
-		}
-		if f == nil {
-			f, _ = os.Open(path)
-		}
-		for f != nil {
-			n, _ := f.Read(buf)
-			if n == 0 {
-				break
-			}
-			rest = append(rest, buf[:n]...)
-			mu.Lock()
-			for {
-				i := bytes.IndexByte(rest, '\n')
-				if i < 0 {
-					break
-				}
-				fmt.Fprintf(w, "%s%s\n", prefix, rest[:i])
-				rest = rest[i+1:]
-			}
-			mu.Unlock()
-		}
-		if final {
-			if len(rest) > 0 {
-				mu.Lock()
-				fmt.Fprintf(w, "%s%s\n", prefix, rest)
-				mu.Unlock()
-			}
-			if f != nil {
-				f.Close()
-			}
-			return
-		}
-	}
 }
