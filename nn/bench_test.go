@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"colo/ps/update"
@@ -10,7 +11,8 @@ import (
 // benchModel measures training steps at batch 64 as PyTorch's peer
 // (../shared/peers/torch/bench_dense.py) does: forward, backward and
 // an SGD step with momentum 0.9 (the servers' rule, ps/update.Momentum),
-// in one goroutine, walking the data one contiguous batch after another.
+// walking the data one contiguous batch after another, on as many threads
+// (Workspace.SetThreads) as GOMAXPROCS: -cpu 1,2 measures one and two.
 // Inputs are Fashion-MNIST's test images when present, else random.
 func benchModel(b *testing.B, name string) {
 	const batch = 64
@@ -34,6 +36,7 @@ func benchModel(b *testing.B, name string) {
 	params, grad, mom := make([]float32, m.NumParams()), make([]float32, m.NumParams()), make([]float32, m.NumParams())
 	m.Init(params, rng)
 	ws := m.NewWorkspace(batch)
+	ws.SetThreads(runtime.GOMAXPROCS(0))
 	rule := update.Momentum{LR: 0.05, Mu: 0.9}
 	state := [][]float32{mom}
 	pos := 0

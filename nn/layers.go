@@ -31,12 +31,18 @@ type layer interface {
 	backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch)
 }
 
-// scratch is one layer's share of a Workspace.
+// scratch is one layer's share of a Workspace, with the workspace's
+// threads.
 type scratch struct {
 	f    []float32
 	i    []int32
-	gemm *gemmBuf
+	pool *pool
+	job  pass
 }
+
+// run runs the n parts of one of l's passes, whose arguments are in
+// s.job, on the pool's threads.
+func (s *scratch) run(n int) { s.pool.run(n, &s.job) }
 
 // dense is a fully connected layer: y = x·Wᵀ + b with W of shape [out, in].
 type dense struct {
@@ -81,28 +87,59 @@ func initWeights(w []float32, fanIn, fanOut int, relu bool, rng *rand.Rand) {
 	}
 }
 
+// The passes of a dense layer run in parts: the forward pass and the
+// input gradient over blocks of samples (rows of y and dx), the weight
+// gradient over blocks of input columns (columns of gW), each block a
+// whole number of micro-tiles.
 func (l *dense) forward(p, x, y []float32, n int, s *scratch) {
-	w, b := l.split(p)
-	for i := range n {
-		copy(y[i*l.out:(i+1)*l.out], b)
+	s.job = pass{l: l, fwd: true, p: p, x: x, y: y, n: n, s: s}
+	s.run(ceilDiv(n, split(n, s.pool.threads, mr)))
+}
+
+func (l *dense) forwardPart(j *pass, i, t int) {
+	w, b := l.split(j.p)
+	rb := split(j.n, j.s.pool.threads, mr)
+	r0, r1 := i*rb, min(j.n, (i+1)*rb)
+	for r := r0; r < r1; r++ {
+		copy(j.y[r*l.out:(r+1)*l.out], b)
 	}
-	gemm(false, true, n, l.out, l.in, 1, x, l.in, w, l.in, 1, y, l.out, s.gemm)
+	gemm(false, true, r1-r0, l.out, l.in, 1, j.x[r0*l.in:], l.in, w, l.in, 1, j.y[r0*l.out:], l.out, j.s.pool.gemm[t])
 }
 
 func (l *dense) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
-	w, _ := l.split(p)
-	gw, gb := l.split(g)
-	gemm(true, false, l.out, l.in, n, scale, dy, l.out, x, l.in, 1, gw, l.in, s.gemm)
+	_, gb := l.split(g)
 	for i := range n {
 		row := dy[i*l.out : (i+1)*l.out]
 		for j, v := range row {
 			gb[j] += scale * v
 		}
 	}
+	s.job = pass{l: l, p: p, x: x, dy: dy, dx: dx, g: g, scale: scale, n: n, s: s}
+	s.job.parts = ceilDiv(l.in, split(l.in, s.pool.threads, nr))
+	parts := s.job.parts
 	if dx != nil {
-		gemm(false, false, n, l.in, l.out, 1, dy, l.out, w, l.in, 0, dx, l.in, s.gemm)
+		parts += ceilDiv(n, split(n, s.pool.threads, mr))
 	}
+	s.run(parts)
 }
+
+func (l *dense) backwardPart(j *pass, i, t int) {
+	w, _ := l.split(j.p)
+	gw, _ := l.split(j.g)
+	g := j.s.pool.gemm[t]
+	if i < j.parts {
+		cb := split(l.in, j.s.pool.threads, nr)
+		c0, c1 := i*cb, min(l.in, (i+1)*cb)
+		gemm(true, false, l.out, c1-c0, j.n, j.scale, j.dy, l.out, j.x[c0:], l.in, 1, gw[c0:], l.in, g)
+		return
+	}
+	rb := split(j.n, j.s.pool.threads, mr)
+	i -= j.parts
+	r0, r1 := i*rb, min(j.n, (i+1)*rb)
+	gemm(false, false, r1-r0, l.in, l.out, 1, j.dy[r0*l.out:], l.out, w, l.in, 0, j.dx[r0*l.in:], l.in, g)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // relu is max(x, 0), in place, in any layout.
 type relu struct{ size int }
@@ -171,9 +208,10 @@ func (l *conv) chunkOf(n int) int {
 	return max(1, min(m, n))
 }
 
-// scratch holds the cols of the batch and one chunk's col gradient.
+// scratch holds the cols of the batch; a chunk's col gradient is the
+// thread's (pool.floats).
 func (l *conv) scratch(n int) (int, int) {
-	return l.ck() * (n + l.chunkOf(n)) * l.oh * l.ow, 0
+	return l.ck() * n * l.oh * l.ow, 0
 }
 
 func (l *conv) split(p []float32) (w, b []float32) {
@@ -194,47 +232,74 @@ func (l *conv) init(p []float32, rng *rand.Rand) {
 	clear(b)
 }
 
+// The forward pass and the input gradient run in parts of one chunk
+// each, the weight gradient in parts of a few output channels (a whole
+// number of the dot-product kernel's rows), each over all chunks in
+// order.
 func (l *conv) forward(p, x, y []float32, n int, s *scratch) {
-	w, b := l.split(p)
+	s.job = pass{l: l, fwd: true, p: p, x: x, y: y, n: n, s: s}
+	s.run(ceilDiv(n, l.chunkOf(n)))
+}
+
+func (l *conv) forwardPart(j *pass, i, t int) {
+	w, b := l.split(j.p)
 	pp := l.oh * l.ow
-	np := n * pp
+	np := j.n * pp
+	m := l.chunkOf(j.n)
+	s0 := i * m
+	cm := min(m, j.n-s0)
 	for o := range l.oc {
-		row := y[o*np : (o+1)*np]
+		row := j.y[o*np+s0*pp:][:cm*pp]
 		for i := range row {
 			row[i] = b[o]
 		}
 	}
-	m := l.chunkOf(n)
-	for s0 := 0; s0 < n; s0 += m {
-		cm := min(m, n-s0)
-		col := s.f[l.ck()*s0*pp:][:l.ck()*cm*pp]
-		l.im2col(x, col, n, s0, cm)
-		gemm(false, false, l.oc, cm*pp, l.ck(), 1, w, l.ck(), col, cm*pp, 1, y[s0*pp:], np, s.gemm)
-	}
+	col := j.s.f[l.ck()*s0*pp:][:l.ck()*cm*pp]
+	l.im2col(j.x, col, j.n, s0, cm)
+	gemm(false, false, l.oc, cm*pp, l.ck(), 1, w, l.ck(), col, cm*pp, 1, j.y[s0*pp:], np, j.s.pool.gemm[t])
 }
 
 func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
-	w, _ := l.split(p)
-	gw, gb := l.split(g)
-	pp := l.oh * l.ow
-	np := n * pp
+	_, gb := l.split(g)
+	np := n * l.oh * l.ow
 	for o := range l.oc {
 		gb[o] += scale * sum(dy[o*np:(o+1)*np])
 	}
+	s.job = pass{l: l, p: p, dy: dy, dx: dx, g: g, scale: scale, n: n, s: s}
+	s.job.parts = ceilDiv(l.oc, split(l.oc, s.pool.threads, 3))
+	parts := s.job.parts
 	if dx != nil {
-		clear(dx[:n*l.c*l.h*l.w])
+		parts += ceilDiv(n, l.chunkOf(n))
 	}
-	m := l.chunkOf(n)
-	for s0 := 0; s0 < n; s0 += m {
-		cm := min(m, n-s0)
-		col := s.f[l.ck()*s0*pp:][:l.ck()*cm*pp] // from forward
-		gemm(false, true, l.oc, l.ck(), cm*pp, scale, dy[s0*pp:], np, col, cm*pp, 1, gw, l.ck(), s.gemm)
-		if dx != nil {
-			dcol := s.f[l.ck()*n*pp:][:len(col)]
-			gemm(true, false, l.ck(), cm*pp, l.oc, 1, w, l.ck(), dy[s0*pp:], np, 0, dcol, cm*pp, s.gemm)
-			l.col2im(dcol, dx, n, s0, cm)
+	s.run(parts)
+}
+
+func (l *conv) backwardPart(j *pass, i, t int) {
+	w, _ := l.split(j.p)
+	gw, _ := l.split(j.g)
+	pp := l.oh * l.ow
+	np := j.n * pp
+	m := l.chunkOf(j.n)
+	g := j.s.pool.gemm[t]
+	if i < j.parts { // output channels [o0, o1) of the weight gradient
+		ob := split(l.oc, j.s.pool.threads, 3)
+		o0, o1 := i*ob, min(l.oc, (i+1)*ob)
+		for s0 := 0; s0 < j.n; s0 += m {
+			cm := min(m, j.n-s0)
+			col := j.s.f[l.ck()*s0*pp:][:l.ck()*cm*pp] // from forward
+			gemm(false, true, o1-o0, l.ck(), cm*pp, j.scale, j.dy[o0*np+s0*pp:], np, col, cm*pp, 1, gw[o0*l.ck():], l.ck(), g)
 		}
+		return
 	}
+	s0 := (i - j.parts) * m
+	cm := min(m, j.n-s0)
+	hw := l.h * l.w
+	for c := range l.c {
+		clear(j.dx[(c*j.n+s0)*hw:][:cm*hw])
+	}
+	dcol := j.s.pool.floats(t, l.ck()*cm*pp)
+	gemm(true, false, l.ck(), cm*pp, l.oc, 1, w, l.ck(), j.dy[s0*pp:], np, 0, dcol, cm*pp, g)
+	l.col2im(dcol, j.dx, j.n, s0, cm)
 }
 
 // span returns the output columns ox in [lo, hi) whose input column
@@ -264,6 +329,12 @@ func (l *conv) im2col(x, col []float32, n, s0, m int) {
 						l.shifted(dst, src, ki, kj, lo, hi)
 						continue
 					}
+					if l.pad == 0 { // every row whole and inside the image
+						for oy := range l.oh {
+							copyShort(dst[oy*l.ow:][:l.ow], src[(oy+ki)*l.w+kj:])
+						}
+						continue
+					}
 					for oy := range l.oh {
 						d := dst[oy*l.ow:][:l.ow]
 						iy := oy + ki - l.pad
@@ -276,21 +347,38 @@ func (l *conv) im2col(x, col []float32, n, s0, m int) {
 						for i := range d[:lo] {
 							d[i] = 0
 						}
-						sr := src[iy*l.w+lo+kj-l.pad:][:hi-lo]
-						if len(sr) >= 16 {
-							copy(d[lo:], sr)
-						} else {
-							dd := d[lo:][:len(sr)]
-							for i, v := range sr {
-								dd[i] = v
-							}
-						}
+						copyShort(d[lo:hi], src[iy*l.w+lo+kj-l.pad:])
 						for i := hi; i < len(d); i++ {
 							d[i] = 0
 						}
 					}
 				}
 			}
+		}
+	}
+}
+
+// copyShort copies src into dst (len(dst) values) like copy, faster for
+// the short rows of a small image: 4 to 16 values move as blocks of four
+// that may overlap, each one 16-byte move, where copy would call
+// memmove.
+func copyShort(dst, src []float32) {
+	n := len(dst)
+	switch {
+	case n >= 16:
+		copy(dst, src[:n])
+	case n >= 8:
+		src = src[:n]
+		*(*[4]float32)(dst) = *(*[4]float32)(src)
+		*(*[4]float32)(dst[4:]) = *(*[4]float32)(src[4:])
+		*(*[4]float32)(dst[n-8:]) = *(*[4]float32)(src[n-8:])
+		*(*[4]float32)(dst[n-4:]) = *(*[4]float32)(src[n-4:])
+	case n >= 4:
+		*(*[4]float32)(dst) = *(*[4]float32)(src)
+		*(*[4]float32)(dst[n-4:]) = *(*[4]float32)(src[n-4:])
+	default:
+		for i := range dst {
+			dst[i] = src[i]
 		}
 	}
 }
@@ -386,14 +474,22 @@ func (l *maxPool) scratch(n int) (int, int)   { return 0, n * l.outSize() }
 
 // forward records in the scratch, for each output, the index of the
 // input it took, or −1 where the ReLU gave 0.
+// Both passes run in parts of whole planes.
 func (l *maxPool) forward(_, x, y []float32, n int, s *scratch) {
+	s.job = pass{l: l, fwd: true, x: x, y: y, n: n, s: s}
+	s.run(ceilDiv(l.c*n, split(l.c*n, s.pool.threads, 1)))
+}
+
+func (l *maxPool) forwardPart(j *pass, i, _ int) {
+	x, y, n := j.x, j.y, j.n
 	hw, ohw := l.h*l.w, l.oh*l.ow
-	arg := s.i[:n*l.outSize()]
+	arg := j.s.i[:n*l.outSize()]
 	floor := float32(math.Inf(-1))
 	if l.relu {
 		floor = 0
 	}
-	for pl := range l.c * n {
+	pb := split(l.c*n, j.s.pool.threads, 1)
+	for pl := i * pb; pl < min(l.c*n, (i+1)*pb); pl++ {
 		src := x[pl*hw:][:hw]
 		dst, at := y[pl*ohw:][:ohw], arg[pl*ohw:][:ohw]
 		for oy := range l.oh {
@@ -449,8 +545,20 @@ func (l *maxPool) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *sc
 	if dx == nil {
 		return
 	}
-	clear(dx[:n*l.c*l.h*l.w])
-	arg := s.i[:n*l.outSize()]
+	s.job = pass{l: l, dy: dy, dx: dx, n: n, s: s}
+	s.run(ceilDiv(l.c*n, split(l.c*n, s.pool.threads, 1)))
+}
+
+// backwardPart scatters the gradients of planes of part i: the indices
+// of a plane's outputs lie in the same plane of the input.
+func (l *maxPool) backwardPart(j *pass, i, _ int) {
+	hw, ohw := l.h*l.w, l.oh*l.ow
+	pb := split(l.c*j.n, j.s.pool.threads, 1)
+	p0, p1 := i*pb, min(l.c*j.n, (i+1)*pb)
+	dx := j.dx
+	clear(dx[p0*hw : p1*hw])
+	arg := j.s.i[p0*ohw : p1*ohw]
+	dy := j.dy[p0*ohw:][:len(arg)]
 	for i, a := range arg {
 		if a >= 0 {
 			dx[a] += dy[i]

@@ -294,15 +294,28 @@ type Workspace struct {
 	acts  [][]float32
 	grads [][]float32
 	sc    []scratch
-	gemm  *gemmBuf
+	pool  *pool
 }
 
 // NewWorkspace returns a workspace for batches of up to batch samples.
 func (m *Model) NewWorkspace(batch int) *Workspace {
-	ws := &Workspace{m: m, gemm: newGemmBuf()}
+	ws := &Workspace{m: m, pool: newPool(1)}
 	ws.grow(max(batch, 1))
 	return ws
 }
+
+// SetThreads sets the number of goroutines (at least 1; the default) that
+// run each layer's pass on ws: a pass is cut into parts (the forward pass
+// and the input gradients by blocks of samples, the weight gradients by
+// blocks of output channels or input columns), each part writes what no
+// other part writes and sums in the order one thread would, so results
+// are bit for bit the same at any setting. Two threads on two cores make
+// a step of the default cnn at batch 64 about 1.7 times as fast (see
+// the package documentation).
+func (ws *Workspace) SetThreads(threads int) { ws.pool.setThreads(threads) }
+
+// Threads returns the number of goroutines set by SetThreads.
+func (ws *Workspace) Threads() int { return ws.pool.threads }
 
 func (ws *Workspace) grow(n int) {
 	m := ws.m
@@ -318,7 +331,7 @@ func (ws *Workspace) grow(n int) {
 			ws.grads[i] = make([]float32, n*l.outSize())
 		}
 		f, in := l.scratch(n)
-		ws.sc[i] = scratch{f: make([]float32, f), i: make([]int32, in), gemm: ws.gemm}
+		ws.sc[i] = scratch{f: make([]float32, f), i: make([]int32, in), pool: ws.pool}
 	}
 }
 

@@ -392,3 +392,53 @@ func TestNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsBitIdentical checks that a step's loss, gradient and logits
+// are bit for bit the same at every thread count, for every layer kind and
+// batch sizes that do and do not divide into the parts.
+func TestThreadsBitIdentical(t *testing.T) {
+	ms := testModels(t)
+	for _, name := range []string{"mlp", "cnn"} {
+		m, err := New(name, DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms["default-"+name] = m
+	}
+	for name, m := range ms {
+		for _, n := range []int{1, 7, 64} {
+			rng := rand.New(rand.NewPCG(uint64(n), 9))
+			params := make([]float32, m.NumParams())
+			m.Init(params, rng)
+			x := randSlice(rng, n*m.InputDim())
+			labels := make([]int32, n)
+			for i := range labels {
+				labels[i] = int32(rng.IntN(m.Classes()))
+			}
+			var want []float32
+			var wantLoss float64
+			for _, threads := range []int{1, 2, 3, 5} {
+				ws := m.NewWorkspace(n)
+				ws.SetThreads(threads)
+				if ws.Threads() != threads {
+					t.Fatalf("Threads() = %d after SetThreads(%d)", ws.Threads(), threads)
+				}
+				grad := make([]float32, m.NumParams())
+				loss, _ := m.LossGrad(params, x, labels, n, grad, 0.25, ws)
+				if threads == 1 {
+					want, wantLoss = grad, loss
+					continue
+				}
+				if loss != wantLoss {
+					t.Errorf("%s n=%d threads=%d: loss %v, one thread %v", name, n, threads, loss, wantLoss)
+				}
+				for i := range grad {
+					if math.Float32bits(grad[i]) != math.Float32bits(want[i]) {
+						t.Errorf("%s n=%d threads=%d: %s grad[%d] = %v, one thread %v", name, n, threads, tensorAt(m, i), i, grad[i], want[i])
+						break
+					}
+				}
+			}
+		}
+	}
+}
