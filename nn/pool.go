@@ -1,6 +1,6 @@
 package nn
 
-import "sync"
+import "sync/atomic"
 
 // pool runs the parts of one layer's pass on up to threads goroutines
 // (intra-op parallelism), each with its own matrix-product buffers. A
@@ -12,7 +12,6 @@ type pool struct {
 	threads int
 	gemm    []*gemmBuf  // one per thread
 	tmp     [][]float32 // one per thread: a conv's col gradient
-	wg      sync.WaitGroup
 }
 
 // job is a pass cut into parts; part runs part i on thread t.
@@ -40,8 +39,11 @@ func (p *pool) floats(t, size int) []float32 {
 	return p.tmp[t][:size]
 }
 
-// run runs parts 0..parts−1 of j: part i on thread i mod T, T =
-// min(threads, parts), thread 0 being the caller's goroutine.
+// run runs parts 0..parts−1 of j on up to threads goroutines, the
+// caller's among them. Parts are taken in order by whichever goroutine is
+// free, so a helper the operating system has not scheduled yet (on a
+// busy machine) leaves its share to the others instead of holding the
+// pass up; which goroutine ran a part changes nothing in the results.
 func (p *pool) run(parts int, j job) {
 	t := min(p.threads, parts)
 	if t <= 1 {
@@ -50,20 +52,33 @@ func (p *pool) run(parts int, j job) {
 		}
 		return
 	}
-	p.wg.Add(t - 1)
+	r := &round{j: j, parts: int64(parts), done: make(chan struct{})}
 	for w := 1; w < t; w++ {
-		go p.work(j, w, t, parts)
+		go r.work(w)
 	}
-	for i := 0; i < parts; i += t {
-		j.part(i, 0)
-	}
-	p.wg.Wait()
+	r.work(0)
+	<-r.done
 }
 
-func (p *pool) work(j job, w, t, parts int) {
-	defer p.wg.Done()
-	for i := w; i < parts; i += t {
-		j.part(i, w)
+// round is one run of a job on a pool. A helper that starts after the
+// round is over finds no part left and touches nothing else.
+type round struct {
+	j          job
+	parts      int64
+	next, fini atomic.Int64
+	done       chan struct{}
+}
+
+func (r *round) work(t int) {
+	for {
+		i := r.next.Add(1) - 1
+		if i >= r.parts {
+			return
+		}
+		r.j.part(int(i), t)
+		if r.fini.Add(1) == r.parts {
+			close(r.done)
+		}
 	}
 }
 
