@@ -94,6 +94,10 @@ type Options struct {
 	// α·(1 + cos(π·t/T))/2 at step t of T). A worker scales its gradient,
 	// which for sgd and momentum is the same as scaling the rate.
 	LRDecay string `json:"lr_decay"`
+	// Threads is the number of goroutines each worker's passes run on
+	// (nn.Workspace.SetThreads; 0 or 1: one). The results are bit for
+	// bit the same at any setting.
+	Threads int `json:"threads,omitempty"`
 }
 
 // DefaultOptions returns CSV data with a detected header and its label
@@ -261,6 +265,8 @@ func options(job train.Job) (Options, error) {
 		return o, fmt.Errorf("%s options: lr_scaling %q: want linear or none", job.App, o.LRScaling)
 	}
 	switch {
+	case o.Threads < 0:
+		return o, fmt.Errorf("%s options: threads %d: want 0 or 1 (one) or more", job.App, o.Threads)
 	case o.LRDecay != "none" && o.LRDecay != "cosine":
 		return o, fmt.Errorf("%s options: lr_decay %q: want none or cosine", job.App, o.LRDecay)
 	case o.LRDecay != "none" && job.Config.Rule.Name != "sgd" && job.Config.Rule.Name != "momentum":
@@ -277,6 +283,8 @@ type App struct {
 	Test *dataset.Dataset
 	// Seed seeds the initial parameters (every worker draws the same).
 	Seed uint64
+	// threads is each workspace's number of goroutines (Options.Threads).
+	threads int
 	// scale multiplies each push's gradient: 1, or the number of workers
 	// without linear scaling.
 	scale float32
@@ -359,6 +367,7 @@ func Open(job train.Job, tr, test *dataset.Dataset) (*App, error) {
 		a.scale = float32(job.Config.Machines)
 	}
 	a.cosine, a.epochs, a.maxRounds = o.LRDecay == "cosine", job.Config.MaxPasses, job.Config.MaxRounds()
+	a.threads = o.Threads
 	return a, nil
 }
 
@@ -482,6 +491,7 @@ func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part 
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	}
 	p := &part{a: a, ws: a.Model.NewWorkspace(max(1, (len(order)+batches-1)/batches))}
+	p.ws.SetThreads(a.threads)
 	for b := range batches {
 		p.batches = append(p.batches, order[b*len(order)/batches:(b+1)*len(order)/batches])
 	}
@@ -571,6 +581,7 @@ func (a *App) Initial() []float32 { return a.w0 }
 // the accuracy of each class.
 func (a *App) Score(params []float32, d *dataset.Dataset, on string) train.Eval {
 	ws := a.Model.NewWorkspace(256)
+	ws.SetThreads(a.threads)
 	labels := a.labels
 	switch {
 	case d == a.Test:

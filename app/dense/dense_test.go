@@ -129,6 +129,46 @@ func TestOneMachineMatchesLocal(t *testing.T) {
 	}
 }
 
+// TestThreadsSameSteps: a worker's passes on two or three goroutines give
+// the very losses and model of one (cnn and mlp, BSP, the single-process
+// loop).
+func TestThreadsSameSteps(t *testing.T) {
+	d := blobs(t, 200, 256, 4, 3) // 16×16 images for the cnn
+	for _, hidden := range [][]int{{16}, nil} {
+		app := "mlp"
+		if hidden == nil {
+			app = "cnn"
+		}
+		var want []float32
+		var wantLoss float64
+		for _, threads := range []int{0, 2, 3} {
+			j := job(t, 1, 2, 25, hidden)
+			j.App = app
+			o := DefaultOptions()
+			o.Hidden, o.Threads = hidden, threads
+			if app == "cnn" {
+				o.Conv, o.Hidden = []int{2, 3}, []int{8}
+			}
+			if err := j.SetOptions(o); err != nil {
+				t.Fatal(err)
+			}
+			a := open(t, j, d)
+			passes, model, err := train.Local(a, j.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			loss := passes[len(passes)-1].TrainLoss
+			if threads == 0 {
+				want, wantLoss = model, loss
+				continue
+			}
+			if loss != wantLoss || !slices.Equal(model, want) {
+				t.Errorf("%s on %d threads: last loss %v, model differs: %v; one thread %v", app, threads, loss, !slices.Equal(model, want), wantLoss)
+			}
+		}
+	}
+}
+
 // TestAsyncLearns: asynchronous training on four machines learns the
 // problem far above chance (1/4). The interleaving of the workers is the
 // scheduler's, so the bound leaves room for an unlucky one.
@@ -245,6 +285,7 @@ func TestBadJobs(t *testing.T) {
 		{func(j *train.Job) { j.Options = []byte(`{"input_channels": 2, "input_height": 2, "input_width": 2}`) }, "8 values"},
 		{func(j *train.Job) { j.Options = []byte(`{"layers": 3}`) }, `unknown field "layers"`},
 		{func(j *train.Job) { j.Options = []byte(`{"lr_decay": "step"}`) }, "lr_decay"},
+		{func(j *train.Job) { j.Options = []byte(`{"threads": -1}`) }, "threads -1"},
 		{func(j *train.Job) { j.Options, j.Config.Rule.Name = []byte(`{"lr_decay": "cosine"}`), "adam" }, "not adam"},
 	} {
 		j := job(t, 2, 1, 10, nil)
