@@ -56,11 +56,41 @@
 // On one core of an AMD EPYC (Zen 4) the products reach 60–100 Gflop/s
 // (gonum's native Sgemm: 12–15), the portable kernel about 5.
 //
+// # Threads
+//
+// Workspace.SetThreads runs each layer's pass on that many goroutines
+// (intra-op parallelism; default 1): a convolution's forward pass and its
+// input gradient by chunks of samples, its weight gradient by blocks of
+// output channels, a dense layer's forward pass and input gradient by
+// blocks of samples and its weight gradient by blocks of input columns,
+// pooling by planes. Each part writes what no other part writes and sums
+// in the order of one thread, so LossGrad's results are bit for bit the
+// same at any thread count and under any scheduling.
+//
+// # Measured speed
+//
 // BenchmarkMLP and BenchmarkCNN measure whole training steps at batch 64
-// on one core (forward, backward and the momentum rule of ps/update), as
-// PyTorch's peer does; bench/nn/torch.sh runs both side by side. On that
-// machine the mlp runs at about 63,000 samples/s and the cnn at 10,700,
-// against PyTorch 1.13 on OpenBLAS at about 60,000 and 12,000.
+// (forward, backward and the momentum rule of ps/update), as PyTorch's
+// peer does, on as many threads as GOMAXPROCS (-cpu 1,2);
+// bench/nn/torch.sh runs them beside PyTorch 1.13 on OpenBLAS's OpenMP
+// build at one and two threads, alternating. On an idle AMD EPYC (Zen 4),
+// one thread, before the changes described below:
+//
+//	model  colo        PyTorch     ratio
+//	mlp    60,679/s    59,308/s    1.02
+//	cnn    12,639/s    14,620/s    0.86
+//
+// The cnn's step then spent about 40% of its time in the products, a
+// third in im2col and col2im of the second convolution, whose rows are
+// ten values long and were moved one value at a time, and a tenth in max
+// pooling. Copying those rows in 16-byte blocks and pooling 2×2 windows
+// without recording indices (backward finds the maximum again) cut a cnn
+// step from 77.9 to 69.6 million instructions (valgrind, one thread,
+// batch 64, −11%) with bit-identical results; col2im (a fifth of what is
+// left), the products and pooling's float max remain. Wall-clock figures
+// since then were taken with the two cores shared by others at load
+// averages of 11–35 and are not comparable to the table: rerun
+// bench/nn/torch.sh on an idle machine.
 //
 // # Example
 //

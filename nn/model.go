@@ -309,9 +309,9 @@ func (m *Model) NewWorkspace(batch int) *Workspace {
 // and the input gradients by blocks of samples, the weight gradients by
 // blocks of output channels or input columns), each part writes what no
 // other part writes and sums in the order one thread would, so results
-// are bit for bit the same at any setting. Two threads on two cores make
-// a step of the default cnn at batch 64 about 1.7 times as fast (see
-// the package documentation).
+// are bit for bit the same at any setting. A pass's parts go to
+// whichever goroutine is free; with more than one thread a pass
+// allocates a little (its goroutines).
 func (ws *Workspace) SetThreads(threads int) { ws.pool.setThreads(threads) }
 
 // Threads returns the number of goroutines set by SetThreads.

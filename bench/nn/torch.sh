@@ -1,8 +1,10 @@
 #!/bin/sh
 # torch.sh measures colo's dense models (package nn: BenchmarkMLP and
 # BenchmarkCNN) beside PyTorch on CPU (the peer in ../shared/peers/torch),
-# both on one thread at batch 64, alternating rounds so that both see the
-# same machine, and writes the medians and their ratio as JSON. A round
+# both on one and on two threads at batch 64 (colo: Workspace.SetThreads,
+# which the benchmarks set to GOMAXPROCS, -cpu 1,2), alternating rounds so
+# that both see the same machine, and writes the medians and their ratio
+# as JSON. A round
 # in which either side shared the machine with other work is left out of
 # the medians.
 #
@@ -62,14 +64,14 @@ def go_round():
         wait_idle()
         b0, c0, t0 = busy(), children_cpu(), time.time()
         p = subprocess.run([os.path.join(tmp, "nn.test"), "-test.run", "^$", "-test.bench", "^Benchmark(MLP|CNN)$",
-                            "-test.cpu", "1", "-test.benchtime", benchtime],
-                           cwd="nn", capture_output=True, text=True, env=dict(os.environ, GOMAXPROCS="1"))
+                            "-test.cpu", "1,2", "-test.benchtime", benchtime],
+                           cwd="nn", capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit("go benchmark failed:\n" + p.stdout + p.stderr)
         el = time.time() - t0
         other = max(0.0, ((busy() - b0) - (children_cpu() - c0)) / el)
-        res = {m.group(1).lower(): float(m.group(2))
-               for m in re.finditer(r"Benchmark(MLP|CNN)\S*\s+\d+\s+\d+ ns/op\s+([\d.]+) samples/s", p.stdout)}
+        res = {(m.group(1).lower(), int(m.group(2) or 1)): float(m.group(3))
+               for m in re.finditer(r"Benchmark(MLP|CNN)(?:-(\d+))?\s+\d+\s+\d+ ns/op\s+([\d.]+) samples/s", p.stdout)}
         if other <= max_other or attempt == 10:
             return res, other, attempt
         time.sleep(1)
@@ -78,33 +80,36 @@ torch_runs, go_runs = [], []
 for r in range(rounds):
     tj = os.path.join(tmp, f"torch{r}.json")
     subprocess.run(["/usr/bin/python3", os.path.join(peer, "bench_dense.py"), "--data", data, "--models", "mlp,cnn",
-                    "--batches", "64", "--threads", "1", "--no-accuracy", "--json", tj], check=True,
+                    "--batches", "64", "--threads", "1,2", "--no-accuracy", "--json", tj], check=True,
                    stdout=subprocess.DEVNULL)
     with open(tj) as f:
         t = json.load(f)
-    torch_runs.append({rec["model"]: rec for rec in t["records"]})
+    torch_runs.append({f"{rec['model']}/{rec['threads']}": rec for rec in t["records"]})
     res, other, redone = go_round()
-    go_runs.append({"samples_per_s": res, "other_cores": round(other, 3), "redone": redone})
-    print(f"round {r + 1}: torch " + ", ".join(f"{m} {torch_runs[-1][m]['samples_per_s']:.0f}" for m in ("mlp", "cnn")) +
-          "; colo " + ", ".join(f"{m} {res.get(m, 0):.0f}" for m in ("mlp", "cnn")) +
+    go_runs.append({"samples_per_s": {f"{m}/{th}": v for (m, th), v in res.items()}, "other_cores": round(other, 3),
+                    "redone": redone})
+    keys = [f"{m}/{th}" for m in ("mlp", "cnn") for th in (1, 2)]
+    print(f"round {r + 1}: torch " + ", ".join(f"{k} {torch_runs[-1][k]['samples_per_s']:.0f}" for k in keys) +
+          "; colo " + ", ".join(f"{k} {go_runs[-1]['samples_per_s'].get(k, 0):.0f}" for k in keys) +
           f" samples/s (others used {other:.2f} cores during colo's run)", file=sys.stderr)
 
 # The medians are over the rounds in which neither side was contended; when
 # every round was, over all of them, and the record says so.
 summary = []
-for m in ("mlp", "cnn"):
+for m, th in [(m, th) for m in ("mlp", "cnn") for th in (1, 2)]:
+    k = f"{m}/{th}"
     quiet = [r for r in range(rounds)
-             if not torch_runs[r][m].get("contended") and go_runs[r]["other_cores"] <= max_other]
+             if not torch_runs[r][k].get("contended") and go_runs[r]["other_cores"] <= max_other]
     contended = not quiet
     kept = quiet or list(range(rounds))
-    tv = [torch_runs[r][m]["samples_per_s"] for r in kept]
-    gv = [go_runs[r]["samples_per_s"][m] for r in kept]
-    summary.append({"model": m, "batch": 64, "threads": 1, "colo_samples_per_s": statistics.median(gv),
+    tv = [torch_runs[r][k]["samples_per_s"] for r in kept]
+    gv = [go_runs[r]["samples_per_s"][k] for r in kept]
+    summary.append({"model": m, "batch": 64, "threads": th, "colo_samples_per_s": statistics.median(gv),
                     "torch_samples_per_s": statistics.median(tv),
                     "ratio": statistics.median(gv) / statistics.median(tv),
                     "rounds_kept": [r + 1 for r in kept], "colo_runs": gv, "torch_runs": tv, "contended": contended})
     s = summary[-1]
-    print(f"{m}: colo {s['colo_samples_per_s']:.0f}, torch {s['torch_samples_per_s']:.0f} samples/s, "
+    print(f"{m} on {th} thread(s): colo {s['colo_samples_per_s']:.0f}, torch {s['torch_samples_per_s']:.0f} samples/s, "
           f"ratio {s['ratio']:.2f} (medians of rounds {s['rounds_kept']}){' (contended)' if contended else ''}")
 cpu = ""
 with open("/proc/cpuinfo") as f:
