@@ -1,6 +1,13 @@
 package graph
 
-import "math/bits"
+import (
+	"fmt"
+	"io"
+	"math/bits"
+	"text/tabwriter"
+
+	"colo/internal/textio"
+)
 
 // DegreeStats summarises the degrees of one side of the graph.
 type DegreeStats struct {
@@ -59,4 +66,39 @@ func degreeStats(off []int64) DegreeStats {
 	}
 	s.Mean = float64(off[n]) / float64(n)
 	return s
+}
+
+// WriteTable writes the degrees of both sides (min, mean, max) and their
+// histograms as tables, as colo stats prints them.
+func (st Stats) WriteTable(out io.Writer) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "degree\tmin\tmean\tmax\t\n")
+	fmt.Fprintf(w, "samples\t%d\t%.2f\t%d\t\n", st.SampleDeg.Min, st.SampleDeg.Mean, st.SampleDeg.Max)
+	fmt.Fprintf(w, "parameters\t%d\t%.2f\t%d\t\n", st.ParamDeg.Min, st.ParamDeg.Mean, st.ParamDeg.Max)
+	w.Flush()
+	fmt.Fprintf(out, "\ndegree histogram\n")
+	fmt.Fprintf(w, "degree\tsamples\tparameters\t\n")
+	for b := 0; b < max(len(st.SampleDeg.Histogram), len(st.ParamDeg.Histogram)); b++ {
+		fmt.Fprintf(w, "%s\t%s\t%s\t\n", bucketLabel(b), textio.Commas(histAt(st.SampleDeg.Histogram, b)), textio.Commas(histAt(st.ParamDeg.Histogram, b)))
+	}
+	return w.Flush()
+}
+
+// histAt is bucket i of the histogram h, 0 past its end.
+func histAt(h []int64, i int) int64 {
+	if i < len(h) {
+		return h[i]
+	}
+	return 0
+}
+
+// bucketLabel names histogram bucket b (see DegreeStats).
+func bucketLabel(b int) string {
+	switch b {
+	case 0:
+		return "0"
+	case 1:
+		return "1"
+	}
+	return fmt.Sprintf("%d-%d", 1<<(b-1), 1<<b-1)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"colo/graph"
 )
@@ -37,35 +36,7 @@ func runStats(e *env, args []string) error {
 			return err
 		}
 	}
-	w := tabwriter.NewWriter(e.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(e.out, "%s (%s): %s\n", pos[0], g.Meta().Format, describe(g))
 	fmt.Fprintf(e.out, "loaded in %.3f s; %.1f MB in memory\n\n", took.Seconds(), float64(st.MemoryBytes)/1e6)
-	fmt.Fprintf(w, "degree\tmin\tmean\tmax\t\n")
-	fmt.Fprintf(w, "samples\t%d\t%.2f\t%d\t\n", st.SampleDeg.Min, st.SampleDeg.Mean, st.SampleDeg.Max)
-	fmt.Fprintf(w, "parameters\t%d\t%.2f\t%d\t\n", st.ParamDeg.Min, st.ParamDeg.Mean, st.ParamDeg.Max)
-	w.Flush()
-	fmt.Fprintf(e.out, "\ndegree histogram\n")
-	fmt.Fprintf(w, "degree\tsamples\tparameters\t\n")
-	for b := 0; b < max(len(st.SampleDeg.Histogram), len(st.ParamDeg.Histogram)); b++ {
-		fmt.Fprintf(w, "%s\t%s\t%s\t\n", bucketLabel(b), commas(at(st.SampleDeg.Histogram, b)), commas(at(st.ParamDeg.Histogram, b)))
-	}
-	return w.Flush()
-}
-
-func at(h []int64, i int) int64 {
-	if i < len(h) {
-		return h[i]
-	}
-	return 0
-}
-
-// bucketLabel names histogram bucket b (see graph.DegreeStats).
-func bucketLabel(b int) string {
-	switch b {
-	case 0:
-		return "0"
-	case 1:
-		return "1"
-	}
-	return fmt.Sprintf("%d-%d", 1<<(b-1), 1<<b-1)
+	return st.WriteTable(e.out)
 }
