@@ -177,38 +177,10 @@ func runCompletion(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	switch pos[0] {
-	case "bash":
-		_, err = io.WriteString(e.out, bashCompletion)
-	case "zsh":
-		_, err = io.WriteString(e.out, "autoload -U +X bashcompinit && bashcompinit\n"+bashCompletion)
-	case "fish":
-		_, err = io.WriteString(e.out, fishCompletion)
-	default:
+	script, ok := cli.Script(pos[0])
+	if !ok {
 		return usageError("shell %q: want bash, zsh or fish", pos[0])
 	}
+	_, err = io.WriteString(e.out, script)
 	return err
 }
-
-// The scripts: the candidates of colo __complete, or file names when it
-// has none.
-const bashCompletion = `# colo completion for bash (colo completion bash)
-_colo() {
-	local cur="${COMP_WORDS[COMP_CWORD]}" out
-	out=$(colo __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
-	if [ -n "$out" ]; then
-		COMPREPLY=($(compgen -W "$out" -- "$cur"))
-	else
-		COMPREPLY=($(compgen -f -- "$cur"))
-	fi
-}
-complete -o filenames -F _colo colo
-`
-
-const fishCompletion = `# colo completion for fish (colo completion fish)
-function __colo_complete
-	set -l words (commandline -opc) (commandline -ct)
-	colo __complete $words[2..-1] 2>/dev/null
-end
-complete -c colo -a '(__colo_complete)'
-`

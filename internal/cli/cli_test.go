@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,21 @@ func TestEnum(t *testing.T) {
 	}
 	if err := e.Set("c"); err == nil || err.Error() != "want one of a, b" || m != "b" {
 		t.Errorf("Set(c): %v, %q; want refused naming a, b", err, m)
+	}
+}
+
+func TestScript(t *testing.T) {
+	bash, ok := Script("bash")
+	if !ok || !strings.Contains(bash, "colo __complete") || !strings.Contains(bash, "complete -o filenames -F _colo colo") {
+		t.Errorf("bash script %q", bash)
+	}
+	if zsh, ok := Script("zsh"); !ok || zsh != "autoload -U +X bashcompinit && bashcompinit\n"+bash {
+		t.Errorf("zsh script %q: want bash's behind bashcompinit", zsh)
+	}
+	if fish, ok := Script("fish"); !ok || !strings.Contains(fish, "colo __complete") {
+		t.Errorf("fish script %q", fish)
+	}
+	if _, ok := Script("ksh"); ok {
+		t.Error("ksh: a script")
 	}
 }

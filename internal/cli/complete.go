@@ -55,3 +55,42 @@ func WriteMatches(w io.Writer, prefix string, cands []string) {
 		}
 	}
 }
+
+// Script returns the script that completes colo's command lines in the
+// shell named (bash, zsh or fish), false for another: the script asks
+// colo __complete WORD… PARTIAL for the candidates, and completes file
+// names when it has none.
+func Script(shell string) (string, bool) {
+	switch shell {
+	case "bash":
+		return bashCompletion, true
+	case "zsh":
+		return "autoload -U +X bashcompinit && bashcompinit\n" + bashCompletion, true
+	case "fish":
+		return fishCompletion, true
+	}
+	return "", false
+}
+
+// The scripts: the candidates of colo __complete, or file names when it
+// has none.
+const bashCompletion = `# colo completion for bash (colo completion bash)
+_colo() {
+	local cur="${COMP_WORDS[COMP_CWORD]}" out
+	out=$(colo __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)
+	if [ -n "$out" ]; then
+		COMPREPLY=($(compgen -W "$out" -- "$cur"))
+	else
+		COMPREPLY=($(compgen -f -- "$cur"))
+	fi
+}
+complete -o filenames -F _colo colo
+`
+
+const fishCompletion = `# colo completion for fish (colo completion fish)
+function __colo_complete
+	set -l words (commandline -opc) (commandline -ct)
+	colo __complete $words[2..-1] 2>/dev/null
+end
+complete -c colo -a '(__colo_complete)'
+`
