@@ -173,6 +173,18 @@ func Parse(s string) (int64, error) {
 	case "off", "none":
 		return Off, nil
 	}
+	b, err := ParseSize(s, "memory budget", "a size (512MiB, 4GB), auto or off")
+	if err == nil && b < 1 {
+		return 0, fmt.Errorf("memory budget %q: want at least one byte, auto or off", s)
+	}
+	return b, err
+}
+
+// ParseSize reads a size: a number of bytes with an optional unit, binary
+// (K, KiB, M, MiB, G, GiB, T, TiB) or decimal (KB, MB, GB, TB), in any
+// case ("64M" is 64 MiB). Its errors start with what and s, and say want
+// when s is no number.
+func ParseSize(s, what, want string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := 0
 	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
@@ -181,7 +193,7 @@ func Parse(s string) (int64, error) {
 	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
 	x, err := strconv.ParseFloat(num, 64)
 	if err != nil || num == "" {
-		return 0, fmt.Errorf("memory budget %q: want a size (512MiB, 4GB), auto or off", s)
+		return 0, fmt.Errorf("%s %q: want %s", what, s, want)
 	}
 	mult := map[string]float64{"": 1, "b": 1,
 		"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
@@ -189,16 +201,12 @@ func Parse(s string) (int64, error) {
 		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
 		"t": 1 << 40, "tib": 1 << 40, "tb": 1e12}[unit]
 	if mult == 0 {
-		return 0, fmt.Errorf("memory budget %q: unknown unit %q: want B, KiB, MiB, GiB, TiB (or K, M, G, T) or KB, MB, GB, TB", s, t[i:])
+		return 0, fmt.Errorf("%s %q: unknown unit %q: want B, KiB, MiB, GiB, TiB (or K, M, G, T) or KB, MB, GB, TB", what, s, t[i:])
 	}
-	v := x * mult
-	switch {
-	case v >= math.MaxInt64:
-		return 0, fmt.Errorf("memory budget %q: too large", s)
-	case v < 1:
-		return 0, fmt.Errorf("memory budget %q: want at least one byte, auto or off", s)
+	if v := x * mult; v < math.MaxInt64 {
+		return int64(v), nil
 	}
-	return int64(v), nil
+	return 0, fmt.Errorf("%s %q: too large", what, s)
 }
 
 // FormatBytes writes a size in the largest binary unit below it, with the

@@ -102,3 +102,22 @@ func TestDefaultBelowAvailable(t *testing.T) {
 		t.Errorf("Default() = %d, more than MemAvailable %d", d, avail)
 	}
 }
+
+// TestParseSizeErrors: the errors name what was parsed and the text, as
+// Parse and partition/ooc.ParseBytes give them.
+func TestParseSizeErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"MiB":          `size "MiB": want a number`,
+		"12 parsec":    `size "12 parsec": unknown unit " parsec": want B, KiB`,
+		"1e30 TB":      `size "1e30 TB": unknown unit "e30 TB"`,
+		"9e9 TiB":      `size "9e9 TiB": unknown unit "e9 TiB"`,
+		"99999999 TiB": `size "99999999 TiB": too large`,
+	} {
+		if _, err := ParseSize(in, "size", "a number"); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("ParseSize(%q): %v, want %s…", in, err, want)
+		}
+	}
+	if _, err := Parse("0.5"); err == nil || err.Error() != `memory budget "0.5": want at least one byte, auto or off` {
+		t.Errorf("Parse(0.5): %v", err)
+	}
+}

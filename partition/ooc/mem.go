@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"colo/internal/membudget"
 	"colo/partition"
 )
 
@@ -183,29 +184,7 @@ func (e *MemoryError) Error() string {
 // KB, KiB, M, MB, MiB, G, GB, GiB, T, TB or TiB (any case). KB, MB, GB
 // and TB are powers of 1000, the others of 1024 ("64M" is 64 MiB).
 func ParseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
-		i++
-	}
-	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	x, err := strconv.ParseFloat(num, 64)
-	if err != nil || num == "" {
-		return 0, fmt.Errorf("size %q: want a number of bytes with an optional unit (64MiB, 1.5GB, 512K)", s)
-	}
-	mult := map[string]float64{"": 1, "b": 1,
-		"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
-		"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
-		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
-		"t": 1 << 40, "tib": 1 << 40, "tb": 1e12}[unit]
-	if mult == 0 {
-		return 0, fmt.Errorf("size %q: unknown unit %q: want B, KiB, MiB, GiB, TiB (or K, M, G, T) or KB, MB, GB, TB", s, t[i:])
-	}
-	v := x * mult
-	if v >= math.MaxInt64 {
-		return 0, fmt.Errorf("size %q: too large", s)
-	}
-	return int64(v), nil
+	return membudget.ParseSize(s, "size", "a number of bytes with an optional unit (64MiB, 1.5GB, 512K)")
 }
 
 // FormatBytes writes a size in the largest binary unit below it.
