@@ -12,26 +12,6 @@ import (
 	"colo/shard"
 )
 
-// shardReport is summary.json (shard.SummaryFile): the run's settings and
-// timings with the quality summary of the assignment.
-type shardReport struct {
-	Dataset string `json:"dataset"`
-	Labels  string `json:"labels,omitempty"`
-	// DataChecksum is the checksum of the data and label files
-	// (internal/datasum), so that a reader refuses another dataset's
-	// shards.
-	DataChecksum   string  `json:"data_checksum"`
-	Seed           uint64  `json:"seed"`
-	Function       string  `json:"function,omitempty"`
-	Greedy         string  `json:"greedy,omitempty"`
-	Grow           string  `json:"grow,omitempty"`
-	Sigma          float64 `json:"sigma_option,omitempty"`
-	LoadSeconds    float64 `json:"load_seconds"`
-	Seconds        float64 `json:"seconds"`
-	SummarySeconds float64 `json:"summary_seconds"`
-	*shard.Summary
-}
-
 func runShard(e *env, args []string) error {
 	f := newFlags(e, "shard", "colo shard [flags] DATA [--labels LABELS] --machines N --scheme S -o DIR",
 		"Splits the labelled dense dataset DATA among N workers and writes DIR/shards.txt\n"+
@@ -147,7 +127,7 @@ func runShard(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := &shardReport{
+	rep := &shard.Report{
 		Dataset: pos[0], Labels: *labels, Seed: *seed,
 		LoadSeconds: loadTime.Seconds(), Seconds: took.Seconds(), SummarySeconds: time.Since(start).Seconds(),
 		Summary: sum,
