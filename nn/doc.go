@@ -83,13 +83,15 @@
 // The cnn's step then spent about 40% of its time in the products, a
 // third in im2col and col2im of the second convolution, whose rows are
 // ten values long and were moved one value at a time, and a tenth in max
-// pooling. Copying those rows in 16-byte blocks and pooling 2×2 windows
-// without recording indices (backward finds the maximum again) cut a cnn
-// step from 77.9 to 69.6 million instructions (valgrind, one thread,
-// batch 64, −11%) with bit-identical results; col2im (a fifth of what is
-// left), the products and pooling's float max remain. Wall-clock figures
+// pooling. Copying those rows in 16-byte blocks cut im2col's
+// instructions by 39% and a cnn step from 77.9 to 69.5 million
+// instructions (valgrind, one thread, batch 64, −11%), with
+// bit-identical results. Pooling 2×2 windows without recording indices
+// (backward finding the maximum again) saved instructions too but cost
+// time: its comparisons are unpredictable branches. col2im (a fifth of
+// what is left), the products and pooling remain. Wall-clock figures
 // since then were taken with the two cores shared by others at load
-// averages of 11–35 and are not comparable to the table: rerun
+// averages of 2–35 and are not comparable to the table: rerun
 // bench/nn/torch.sh on an idle machine.
 //
 // # Example

@@ -473,9 +473,7 @@ func (l *maxPool) init([]float32, *rand.Rand) {}
 func (l *maxPool) scratch(n int) (int, int)   { return 0, n * l.outSize() }
 
 // forward records in the scratch, for each output, the index of the
-// input it took, or −1 where the ReLU gave 0; 2×2 windows, the common
-// case, record nothing, as backward finds their maximum again from x
-// and y at a quarter of the cost of recording it.
+// input it took, or −1 where the ReLU gave 0.
 // Both passes run in parts of whole planes.
 func (l *maxPool) forward(_, x, y []float32, n int, s *scratch) {
 	s.job = pass{l: l, fwd: true, x: x, y: y, n: n, s: s}
@@ -497,11 +495,20 @@ func (l *maxPool) forwardPart(j *pass, i, _ int) {
 		for oy := range l.oh {
 			d, at := dst[oy*l.ow:][:l.ow], at[oy*l.ow:][:l.ow]
 			base := oy * l.size * l.w
-			if l.size == 2 { // no indices: backward finds the maximum again
+			if l.size == 2 {
+				// Branch-free: on real data which value wins is unpredictable.
 				r0, r1 := src[base:][:2*l.ow], src[base+l.w:][:2*l.ow]
 				for ox := range d {
 					a, b, c, e := r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]
-					d[ox] = max(max(a, b), max(c, e), floor)
+					top, bottom := max(a, b), max(c, e)
+					i := pl*hw + base + 2*ox
+					iTop, iBottom := i+b2i(b > a), i+l.w+b2i(e > c)
+					best, bi := top, iTop
+					if bottom > top {
+						bi = iBottom
+					}
+					best = max(best, bottom)
+					d[ox], at[ox] = max(best, floor), int32(b2i(best > floor)*(bi+1)-1)
 				}
 				continue
 			}
@@ -525,11 +532,20 @@ func (l *maxPool) forwardPart(j *pass, i, _ int) {
 	}
 }
 
-func (l *maxPool) backward(_, x, y, dy, dx, _ []float32, _ float32, n int, s *scratch) {
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	i := 0
+	if b {
+		i = 1
+	}
+	return i
+}
+
+func (l *maxPool) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *scratch) {
 	if dx == nil {
 		return
 	}
-	s.job = pass{l: l, x: x, y: y, dy: dy, dx: dx, n: n, s: s}
+	s.job = pass{l: l, dy: dy, dx: dx, n: n, s: s}
 	s.run(ceilDiv(l.c*n, split(l.c*n, s.pool.threads, 1)))
 }
 
@@ -541,51 +557,11 @@ func (l *maxPool) backwardPart(j *pass, i, _ int) {
 	p0, p1 := i*pb, min(l.c*j.n, (i+1)*pb)
 	dx := j.dx
 	clear(dx[p0*hw : p1*hw])
-	if l.size == 2 {
-		l.backward2(j, p0, p1)
-		return
-	}
 	arg := j.s.i[p0*ohw : p1*ohw]
 	dy := j.dy[p0*ohw:][:len(arg)]
 	for i, a := range arg {
 		if a >= 0 {
 			dx[a] += dy[i]
-		}
-	}
-}
-
-// backward2 is backwardPart for 2×2 windows: the gradient of each output
-// that the ReLU passed goes to the first input of its window (in row
-// order) equal to it, the one forward's maximum took.
-func (l *maxPool) backward2(j *pass, p0, p1 int) {
-	hw, ohw := l.h*l.w, l.oh*l.ow
-	floor := float32(math.Inf(-1))
-	if l.relu {
-		floor = 0
-	}
-	for pl := p0; pl < p1; pl++ {
-		src, dx := j.x[pl*hw:][:hw], j.dx[pl*hw:][:hw]
-		y, dy := j.y[pl*ohw:][:ohw], j.dy[pl*ohw:][:ohw]
-		for oy := range l.oh {
-			base := 2 * oy * l.w
-			r0, r1 := src[base:][:2*l.ow], src[base+l.w:][:2*l.ow]
-			yr, dyr := y[oy*l.ow:][:l.ow], dy[oy*l.ow:][:l.ow]
-			for ox, v := range yr {
-				if !(v > floor) {
-					continue
-				}
-				i := base + 2*ox
-				switch v {
-				case r0[2*ox]:
-				case r0[2*ox+1]:
-					i++
-				case r1[2*ox]:
-					i += l.w
-				default:
-					i += l.w + 1
-				}
-				dx[i] += dyr[ox]
-			}
 		}
 	}
 }
