@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"colo/internal/cli"
 )
 
 // TestCompleteCandidates: command names, each command's own flags (its
@@ -150,7 +152,7 @@ func TestFlagChoices(t *testing.T) {
 	}
 }
 
-// checkChoicesInHelp checks that each value flagChoices offers for a
+// checkChoicesInHelp checks that each value cli.Choices offers for a
 // flag of the command args is a word of that flag's help.
 func checkChoicesInHelp(t *testing.T, args []string) {
 	t.Helper()
@@ -176,7 +178,7 @@ func checkChoicesInHelp(t *testing.T, args []string) {
 		t.Fatalf("%s -h: no flags in %q", name, help.String())
 	}
 	for fl, text := range usage {
-		for _, v := range flagChoices(name, fl) {
+		for _, v := range cli.Choices(name, fl) {
 			if !regexp.MustCompile(`(^|[^a-z0-9-])` + regexp.QuoteMeta(v)).MatchString(text) {
 				t.Errorf("%s --%s offers %q, which its help does not name: %s", name, fl, v, text)
 			}

@@ -36,7 +36,7 @@ func newFlags(e *env, name, usage, about string) *cmdFlags {
 // goes to standard error.
 func (f *cmdFlags) parse(args []string, minPos, maxPos int) ([]string, error) {
 	if c := f.e.complete; c != nil {
-		f.Complete(f.e.out, c.word, c.prev, func(name string) []string { return flagChoices(f.Name(), name) })
+		f.Complete(f.e.out, c.word, c.prev, func(name string) []string { return cli.Choices(f.Name(), name) })
 		return nil, errCompleted
 	}
 	f.e.flags = f // also for the error of a parse that fails: its flag names and its -h
