@@ -11,6 +11,7 @@ import (
 	"colo/metrics"
 	"colo/train"
 	"colo/train/deploy"
+	"colo/train/watch"
 )
 
 func runDemo(e *env, args []string) error {
@@ -65,7 +66,7 @@ func runDemo(e *env, args []string) error {
 		return err
 	}
 	runs, err := demoRuns(e, job, specs, *passes, *k, w)
-	if err := w.end(err); err != nil {
+	if err := w.End(err); err != nil {
 		return err
 	}
 	return reportRuns(e, runs, "20 Newsgroups", j.Path, *svgOut)
@@ -73,7 +74,7 @@ func runDemo(e *env, args []string) error {
 
 // demoRuns loads the embedded sample and trains it once per placement
 // of specs.
-func demoRuns(e *env, job train.Job, specs []string, passes, k int, w *watchers) ([]*train.Result, error) {
+func demoRuns(e *env, job train.Job, specs []string, passes, k int, w *watch.Watchers) ([]*train.Result, error) {
 	start := time.Now()
 	opt := graph.DefaultLoadOptions()
 	g, err := graph.Read(datasets.OpenNews20Train(), datasets.News20Train, opt)
@@ -92,5 +93,5 @@ func demoRuns(e *env, job train.Job, specs []string, passes, k int, w *watchers)
 		describe(g), test.NumSamples(), time.Since(start).Seconds())
 	fmt.Fprintf(e.out, "softmax regression, AdaGrad, %d full-batch rounds, BSP, %d machines, %s\n\n",
 		passes, k, linkWords(job.Config))
-	return trainRuns(e, job, opened, specs, deploy.InProcess{Watch: w.watch}, w)
+	return trainRuns(e, job, opened, specs, deploy.InProcess{Watch: w.Watch}, w)
 }

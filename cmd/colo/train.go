@@ -27,6 +27,7 @@ import (
 	"colo/ps/clock"
 	"colo/train"
 	"colo/train/trainplot"
+	"colo/train/watch"
 	"colo/transport"
 )
 
@@ -406,16 +407,16 @@ func runTrain(e *env, args []string) error {
 	opened, err := app.Open(job)
 	if err != nil {
 		load.Abort()
-		return errors.Join(err, w.end(nil))
+		return errors.Join(err, w.End(nil))
 	}
 	load.Finish(describeData(opened.Data))
 	if t.writeJob != "" {
-		return errors.Join(writeTrainJob(e, t.writeJob, job, opened), w.end(nil))
+		return errors.Join(writeTrainJob(e, t.writeJob, job, opened), w.End(nil))
 	}
-	d := dep.deployer(opened.Data.Graph, w.watch)
+	d := dep.deployer(opened.Data.Graph, w.Watch)
 	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
 	runs, err := trainRuns(e, job, opened, specs, d, w)
-	if err := w.end(err); err != nil {
+	if err := w.End(err); err != nil {
 		return err
 	}
 	return reportRuns(e, runs, filepath.Base(pos[0]), t.json.Path, t.svgOut)
@@ -524,7 +525,7 @@ func linkWords(cfg train.Config) string {
 }
 
 // trainRuns trains the opened job once per placement on d.
-func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer, w *watchers) ([]*train.Result, error) {
+func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d train.Deployer, w *watch.Watchers) ([]*train.Result, error) {
 	var runs []*train.Result
 	for _, spec := range specs {
 		job.Placement = spec
@@ -543,7 +544,7 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 		}
 		j := job
 		pp := newPasses(e, spec, j.Config)
-		w.run(&j.Config, spec, opened.App.Width(), cost, pp.pass)
+		w.Run(&j.Config, spec, opened.App.Width(), cost, pp.pass)
 		res, err := train.Run(context.Background(), j, opened.App, p, d)
 		pp.end(err)
 		if err != nil {
