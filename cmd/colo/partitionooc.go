@@ -28,47 +28,21 @@ func (m *memoryFlags) register(f *cmdFlags) {
 	f.StringVar(&m.spill, "spill-dir", "", "out of core and --processes: `DIR` for the temporary spill files (default: the system's temporary directory)")
 }
 
-// cap decides whether to partition out of core and within what: a size,
-// or with auto half the available memory when the file's estimated
-// in-memory size exceeds the available memory. ok is false for an
-// in-memory run.
+// cap decides whether to partition out of core and within what
+// (ooc.MemoryCap). ok is false for an in-memory run.
 func (m *memoryFlags) cap(path, algo string) (cap int64, ok bool, err error) {
-	switch strings.ToLower(m.memory) {
-	case "off":
-		return 0, false, nil
-	case "auto", "":
-		if algo != "parsa" {
-			return 0, false, nil
-		}
-		cap, ok = ooc.AutoMemory(path)
-		return cap, ok, nil
+	if cap, ok, err = ooc.MemoryCap(m.memory, path, algo); err != nil {
+		return 0, false, usageError("%v", err)
 	}
-	c, err := ooc.ParseBytes(m.memory)
-	if err != nil {
-		return 0, false, usageError("--memory %s: %v", m.memory, err)
-	}
-	if c <= 0 {
-		return 0, false, usageError("--memory %s: want a positive size, auto or off", m.memory)
-	}
-	if algo != "parsa" {
-		return 0, false, usageError("--memory %s: only --algo parsa runs out of core, not %s", m.memory, algo)
-	}
-	return c, true, nil
+	return cap, ok, nil
 }
 
 // machineCap returns the cap of each machine of colo partition
-// --processes: 0 (none) for auto and off.
+// --processes (ooc.MachineCap): 0 (none) for auto and off.
 func (m *memoryFlags) machineCap() (int64, error) {
-	switch strings.ToLower(m.memory) {
-	case "", "auto", "off":
-		return 0, nil
-	}
-	c, err := ooc.ParseBytes(m.memory)
+	c, err := ooc.MachineCap(m.memory)
 	if err != nil {
-		return 0, usageError("--memory: %v", err)
-	}
-	if c <= 0 {
-		return 0, usageError("--memory %s: want the cap of each machine, a positive size (512MiB, 2GB), auto or off (no cap)", m.memory)
+		return 0, usageError("%v", err)
 	}
 	return c, nil
 }
