@@ -822,3 +822,15 @@ func Shard(p *placement.Placement, w int) []int32 {
 	}
 	return s
 }
+
+// LinkWords describes the emulated network of c: "links from a bandwidth
+// matrix", "RATE links" or "unlimited links".
+func (c Config) LinkWords() string {
+	switch {
+	case c.Bandwidth != nil:
+		return "links from a bandwidth matrix"
+	case c.LinkBandwidth > 0:
+		return transport.RateWords(c.LinkBandwidth) + " links"
+	}
+	return "unlimited links"
+}

@@ -414,7 +414,7 @@ func runTrain(e *env, args []string) error {
 		return errors.Join(writeTrainJob(e, t.writeJob, job, opened), w.End(nil))
 	}
 	d := dep.deployer(opened.Data.Graph, w.Watch)
-	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, linkWords(job.Config))
+	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, job.Config.LinkWords())
 	runs, err := trainRuns(e, job, opened, specs, d, w)
 	if err := w.End(err); err != nil {
 		return err
@@ -511,17 +511,6 @@ func (t *trainFlags) placements(job train.Job) ([]string, error) {
 		}
 	}
 	return specs, nil
-}
-
-// linkWords describes the emulated network.
-func linkWords(cfg train.Config) string {
-	switch {
-	case cfg.Bandwidth != nil:
-		return "links from a bandwidth matrix"
-	case cfg.LinkBandwidth > 0:
-		return transport.RateWords(cfg.LinkBandwidth) + " links"
-	}
-	return "unlimited links"
 }
 
 // trainRuns trains the opened job once per placement on d.
