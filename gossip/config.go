@@ -245,3 +245,15 @@ func (d decay) rate(lr float64, epoch, it, total int) float64 {
 	}
 	return lr
 }
+
+// TopologyWords names the communication graph of c: its weights file,
+// its topology's matchings and budget with MATCHA, or its topology.
+func (c Config) TopologyWords() string {
+	if c.Weights != nil {
+		return "weights " + c.WeightsFile
+	}
+	if c.Matcha {
+		return fmt.Sprintf("%s matchings, budget %g", c.Topology, c.Budget)
+	}
+	return c.Topology
+}

@@ -283,7 +283,7 @@ func runDecentral(e *env, args []string) error {
 		alg = "matcha"
 	}
 	fmt.Fprintf(e.out, "%s: %d samples; %s, %s on %d workers (%s, F=%d), %s shards in %.2f s\n", pos[0], data.Samples.Len(),
-		j.App, alg, cfg.Workers, topologyWords(cfg), cfg.LocalSteps, spec.Name(), secs)
+		j.App, alg, cfg.Workers, cfg.TopologyWords(), cfg.LocalSteps, spec.Name(), secs)
 	ph := startPhase(e, "train "+alg, int64(cfg.Epochs))
 	cfg.Progress = func(ep int) { ph.Step("epoch", int64(ep), int64(cfg.Epochs), "") }
 	ctx, stop := tempdir.Stop(context.Background())
@@ -322,23 +322,12 @@ func runDecentral(e *env, args []string) error {
 	}
 	if t.svgOut != "" {
 		s := []rcd.Series{{Name: alg + "/" + spec.Name(), Curve: rep.Curve}}
-		title := fmt.Sprintf("%s: %s, %s on %d workers (%s, F=%d), %s shards", filepath.Base(pos[0]), j.App, alg, cfg.Workers, topologyWords(cfg), cfg.LocalSteps, spec.Name())
+		title := fmt.Sprintf("%s: %s, %s on %d workers (%s, F=%d), %s shards", filepath.Base(pos[0]), j.App, alg, cfg.Workers, cfg.TopologyWords(), cfg.LocalSteps, spec.Name())
 		if err := writeFigure(e, t.svgOut, rcd.Figure(title, s, false, d.target)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// topologyWords names the communication graph.
-func topologyWords(c gossip.Config) string {
-	if c.Weights != nil {
-		return "weights " + c.WeightsFile
-	}
-	if c.Matcha {
-		return fmt.Sprintf("%s matchings, budget %g", c.Topology, c.Budget)
-	}
-	return c.Topology
 }
 
 // runBenchRCD is colo bench rcd.
