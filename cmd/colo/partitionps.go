@@ -164,13 +164,7 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 		ph.Abort()
 		return err
 	}
-	read := "each machine parsed its own range of the file's lines"
-	if len(rep.PerWorker) > 0 && rep.PerWorker[0].File != nil && rep.PerWorker[0].File.Read != "range" {
-		read = "each machine parsed the whole file"
-		if rep.PerWorker[0].File.Compressed {
-			read += " (compressed: no ranges by byte offsets)"
-		}
-	}
+	read := rep.ReadWords()
 	ph.Finish(read)
 	if j.Path != "" {
 		if err := writeJSON(e, j.Path, sum); err != nil {
@@ -181,21 +175,7 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 		commas(int64(s.NumSamp)), commas(int64(s.NumParams)), commas(s.NumEdges), countTime.Seconds(), read)
 	fmt.Fprintf(e.out, "%s on %d machines (seed %d) by %d processes in %.3f s, written to %s\n", algo, opt.K, opt.Seed,
 		rep.Workers, s.Seconds, out)
-	for _, r := range rep.PerWorker {
-		if r.File != nil {
-			what := "the whole file"
-			if len(r.File.Range) == 2 {
-				what = fmt.Sprintf("bytes %s..%s", commas(r.File.Range[0]), commas(r.File.Range[1]))
-			}
-			peak := ooc.FormatBytes(r.PeakRSS)
-			if r.File.MemoryCap > 0 {
-				peak += fmt.Sprintf(" of a %s cap (estimated need %s)", ooc.FormatBytes(r.File.MemoryCap), ooc.FormatBytes(r.File.Needed))
-			}
-			fmt.Fprintf(e.out, "  machine %d: %d blocks, %s samples; parsed %s, read %.2f s, spilled %s, peak resident %s\n", r.Rank, r.Blocks,
-				commas(int64(r.Samples)), what, r.File.Seconds["read"]+r.File.Seconds["exchange"]+r.File.Seconds["rows"]+r.File.Seconds["blocks"],
-				ooc.FormatBytes(r.File.SpillBytes), peak)
-		}
-	}
+	rep.WriteMachines(e.out)
 	fmt.Fprintln(e.out)
 	return s.WriteTable(e.out)
 }
