@@ -174,17 +174,8 @@ func writeTrainJob(e *env, path string, job train.Job, opened *app.Opened) error
 	if err != nil {
 		return err
 	}
-	for _, f := range []*string{&job.Data.Train, &job.Data.Test, &job.Config.Checkpoint.Dir, &job.Config.Checkpoint.Resume} {
-		if *f != "" {
-			if *f, err = filepath.Abs(*f); err != nil {
-				return err
-			}
-		}
-	}
-	if st, err := os.Stat(job.Placement); err == nil && st.IsDir() {
-		if job.Placement, err = filepath.Abs(job.Placement); err != nil {
-			return err
-		}
+	if job, err = job.Abs(); err != nil {
+		return err
 	}
 	rj, err := deploy.NewJob(job, opened.App, p)
 	if err != nil {
