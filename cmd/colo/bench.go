@@ -8,6 +8,7 @@ import (
 
 	"colo/bench"
 	"colo/internal/cli"
+	"colo/internal/textio"
 	"colo/partition"
 )
 
@@ -69,8 +70,8 @@ func runBench(e *env, args []string) error {
 	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.Path, false}); err != nil {
 		return err
 	}
-	cfg := bench.Config{Seed: opt.Seed, Options: opt, Algos: splitList(*algos)}
-	for _, s := range splitList(*ks) {
+	cfg := bench.Config{Seed: opt.Seed, Options: opt, Algos: textio.SplitList(*algos)}
+	for _, s := range textio.SplitList(*ks) {
 		k, err := strconv.Atoi(s)
 		if err != nil || k < 1 {
 			return usageError("--machines %q: want positive numbers of machines separated by commas", *ks)
@@ -122,15 +123,4 @@ func runBench(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.out, "\nwritten to %s (%s)\n", *out, strings.Join(bench.Files(), ", "))
 	return nil
-}
-
-// splitList splits a comma-separated list, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, x := range strings.Split(s, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
 }

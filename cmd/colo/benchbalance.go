@@ -12,6 +12,7 @@ import (
 	"colo/app"
 	"colo/balance"
 	"colo/bench/balancing"
+	"colo/internal/textio"
 )
 
 func runBenchBalance(e *env, args []string) error {
@@ -40,7 +41,7 @@ func runBenchBalance(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := balancing.Config{Job: job, Schemes: splitList(*schemes), Sizes: chosen, Runs: *runs, Rounds: *rounds,
+	cfg := balancing.Config{Job: job, Schemes: textio.SplitList(*schemes), Sizes: chosen, Runs: *runs, Rounds: *rounds,
 		Balance: balance.DefaultConfig(), Progress: func(r balancing.RunResult) {
 			fmt.Fprintf(e.errOut, "%s %s run %d: %.0f images/min, round %.3f s, %d keys moved\n", r.Size, r.Scheme, r.Run, r.ImagesPerMinute, r.ASRIT, r.KeysMoved)
 		}}
@@ -49,7 +50,7 @@ func runBenchBalance(e *env, args []string) error {
 		return usageError("%v", err)
 	}
 	if *slices != "" {
-		xs, err := parseInts(*slices)
+		xs, err := textio.ParseInts(*slices)
 		if err != nil {
 			return usageError("--slices: %v", err)
 		}
@@ -89,7 +90,7 @@ func pickSizes(v string) ([]balancing.Size, error) {
 	for _, s := range sizes {
 		names = append(names, s.Name)
 	}
-	for _, name := range splitList(v) {
+	for _, name := range textio.SplitList(v) {
 		i := slices.IndexFunc(sizes, func(s balancing.Size) bool { return s.Name == name })
 		if i < 0 {
 			return nil, usageError("--sizes: no size %q: want a count or names among %s", name, strings.Join(names, ", "))

@@ -9,6 +9,7 @@ import (
 
 	"colo/app"
 	"colo/bench/sharding"
+	"colo/internal/textio"
 )
 
 func runBenchSharding(e *env, args []string) error {
@@ -28,7 +29,7 @@ func runBenchSharding(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := sharding.Config{Job: job, Schemes: splitList(*schemes), Runs: *runs,
+	cfg := sharding.Config{Job: job, Schemes: textio.SplitList(*schemes), Runs: *runs,
 		Progress: func(s string, r int, rr *sharding.RunResult) {
 			fmt.Fprintf(e.errOut, "%s run %d/%d: validation accuracy %.2f%%, training loss %.4f, %.1f s\n", s, r, *runs, 100*rr.ValAccuracy, rr.TrainLoss, rr.Seconds)
 		}}

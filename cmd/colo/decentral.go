@@ -13,6 +13,7 @@ import (
 	"colo/gossip"
 	"colo/gossip/job"
 	"colo/internal/tempdir"
+	"colo/internal/textio"
 	"colo/shard"
 	"colo/train"
 )
@@ -381,7 +382,7 @@ func runBenchRCD(e *env, args []string) error {
 	}
 	cfg := rcd.DefaultConfig()
 	cfg.Gossip, cfg.Budget, cfg.Runs, cfg.Target, cfg.Net = g, d.budget, *runs, d.target, nt
-	if cfg.Variants, err = rcd.Variants(splitList(*algorithms), d.localSteps); err != nil {
+	if cfg.Variants, err = rcd.Variants(textio.SplitList(*algorithms), d.localSteps); err != nil {
 		return usageError("--algorithms: %v", err)
 	}
 	for i := range cfg.Variants {

@@ -8,6 +8,7 @@ import (
 	"colo/app/sparse"
 	"colo/datasets"
 	"colo/graph"
+	"colo/internal/textio"
 	"colo/metrics"
 	"colo/train"
 	"colo/train/deploy"
@@ -52,7 +53,7 @@ func runDemo(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	specs := splitList(*compare)
+	specs := textio.SplitList(*compare)
 	if len(specs) == 0 {
 		return usageError("--compare %q names no placement", *compare)
 	}

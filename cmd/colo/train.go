@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"colo/app"
@@ -22,6 +21,7 @@ import (
 	"colo/checkpoint"
 	"colo/features"
 	"colo/internal/datasum"
+	"colo/internal/textio"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
@@ -216,7 +216,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	}
 	for name, list := range map[string]string{"hidden": t.hidden, "conv_channels": t.conv} {
 		if list != "" {
-			if opts[name], err = parseInts(list); err != nil {
+			if opts[name], err = textio.ParseInts(list); err != nil {
 				return job, usageError("--%s: %v", strings.ReplaceAll(name, "_", "-"), err)
 			}
 		}
@@ -286,19 +286,6 @@ func (t *trainFlags) links(cfg *train.Config) error {
 		cfg.Bandwidth = b
 	}
 	return nil
-}
-
-// parseInts reads comma-separated positive integers.
-func parseInts(list string) ([]int, error) {
-	var out []int
-	for _, s := range splitList(list) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q: want positive integers separated by commas", list)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 func runTrain(e *env, args []string) error {
@@ -499,7 +486,7 @@ func (t *trainFlags) checksum(e *env, job *train.Job, specs []string) error {
 func (t *trainFlags) placements(job train.Job) ([]string, error) {
 	specs := []string{job.Placement}
 	if t.compare != "" {
-		specs = splitList(t.compare)
+		specs = textio.SplitList(t.compare)
 	}
 	if len(specs) == 0 {
 		return nil, usageError("--compare %q names no placement", t.compare)
