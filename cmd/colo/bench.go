@@ -95,7 +95,7 @@ func runBench(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.errOut, "%s: %s; loaded in %.2f s\n", path, describe(g), took.Seconds())
+		fmt.Fprintf(e.errOut, "%s: %s; loaded in %.2f s\n", path, g.Words(), took.Seconds())
 		data = append(data, bench.Dataset{Name: bench.DatasetName(path), Graph: g})
 	}
 	cfg.Progress = func(d, a string, k int) { fmt.Fprintf(e.errOut, "%s k=%d %s\n", d, k, a) }

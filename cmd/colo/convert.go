@@ -48,7 +48,7 @@ func runConvert(e *env, args []string) error {
 		return err
 	}
 	if *out != "-" {
-		fmt.Fprintf(e.errOut, "wrote %s (%s): %s\n", *out, *to, describe(g))
+		fmt.Fprintf(e.errOut, "wrote %s (%s): %s\n", *out, *to, g.Words())
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func demoRuns(e *env, job train.Job, specs []string, passes, k int, w *watch.Wat
 		return nil, err
 	}
 	fmt.Fprintf(e.out, "20 Newsgroups: %s (test: %d documents); loaded in %.2f s\n",
-		describe(g), test.NumSamples(), time.Since(start).Seconds())
+		g.Words(), test.NumSamples(), time.Since(start).Seconds())
 	fmt.Fprintf(e.out, "softmax regression, AdaGrad, %d full-batch rounds, BSP, %d machines, %s\n\n",
 		passes, k, job.Config.LinkWords())
 	return trainRuns(e, job, opened, specs, deploy.InProcess{Watch: w.Watch}, w)

@@ -63,7 +63,7 @@ func runGen(e *env, args []string) error {
 		return err
 	}
 	if *out != "-" {
-		fmt.Fprintf(e.errOut, "wrote %s: %s\n", *out, describe(g))
+		fmt.Fprintf(e.errOut, "wrote %s: %s\n", *out, g.Words())
 	}
 	return nil
 }

@@ -110,7 +110,7 @@ func runPartition(e *env, args []string) error {
 		}
 		return err
 	}
-	load.Finish(describe(g))
+	load.Finish(g.Words())
 	if err := opt.Validate(g.NumSamples()); err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
@@ -172,7 +172,7 @@ func runPartition(e *env, args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(e.out, "%s: %s; loaded in %.2f s\n", pos[0], describe(g), loadTime.Seconds())
+	fmt.Fprintf(e.out, "%s: %s; loaded in %.2f s\n", pos[0], g.Words(), loadTime.Seconds())
 	fmt.Fprintf(e.out, "%s on %d machines (seed %d) in %.3f s, written to %s\n\n", *algo, opt.K, opt.Seed, took.Seconds(), *out)
 	return s.WriteTable(e.out)
 }
@@ -248,7 +248,7 @@ func runEval(e *env, args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(e.out, "%s: %s\n", pos[0], describe(g))
+	fmt.Fprintf(e.out, "%s: %s\n", pos[0], g.Words())
 	fmt.Fprintf(e.out, "placement %s on %d machines\n\n", *dataPart, p.K)
 	return s.WriteTable(e.out)
 }

@@ -36,7 +36,7 @@ func runStats(e *env, args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(e.out, "%s (%s): %s\n", pos[0], g.Meta().Format, describe(g))
+	fmt.Fprintf(e.out, "%s (%s): %s\n", pos[0], g.Meta().Format, g.Words())
 	fmt.Fprintf(e.out, "loaded in %.3f s; %.1f MB in memory\n\n", took.Seconds(), float64(st.MemoryBytes)/1e6)
 	return st.WriteTable(e.out)
 }

@@ -63,7 +63,7 @@ func (s *study) run(e *env, data string, job train.Job, what string, experiment 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.errOut, "%s: %s; %s\n", data, describeData(opened.Data), what)
+	fmt.Fprintf(e.errOut, "%s: %s; %s\n", data, opened.Data.Words(), what)
 	ctx, stop := tempdir.Stop(context.Background())
 	defer stop()
 	res, err := experiment(ctx, opened.Data)

@@ -396,12 +396,12 @@ func runTrain(e *env, args []string) error {
 		load.Abort()
 		return errors.Join(err, w.End(nil))
 	}
-	load.Finish(describeData(opened.Data))
+	load.Finish(opened.Data.Words())
 	if t.writeJob != "" {
 		return errors.Join(writeTrainJob(e, t.writeJob, job, opened), w.End(nil))
 	}
 	d := dep.deployer(opened.Data.Graph, w.Watch)
-	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], describeData(opened.Data), job.App, job.Config.Machines, t.consistency, job.Config.LinkWords())
+	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], opened.Data.Words(), job.App, job.Config.Machines, t.consistency, job.Config.LinkWords())
 	runs, err := trainRuns(e, job, opened, specs, d, w)
 	if err := w.End(err); err != nil {
 		return err
