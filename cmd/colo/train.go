@@ -416,17 +416,11 @@ func runTrain(e *env, args []string) error {
 // is not read as a table). A --spec that differs from the saved one is
 // refused.
 func (t *trainFlags) tableSpec(data string, df dataFlags) (*features.Fitted, error) {
-	for _, dir := range []string{t.ckpt.Resume, t.place} {
-		if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
-			continue
-		}
-		saved, err := features.Load(dir)
-		if err != nil {
-			return nil, err
-		}
-		if saved == nil {
-			continue
-		}
+	saved, dir, err := features.LoadFirst(t.ckpt.Resume, t.place)
+	if err != nil {
+		return nil, err
+	}
+	if saved != nil {
 		if df.spec != "" {
 			spec, fitted, err := features.Read(df.spec)
 			if err != nil {
