@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"colo/graph"
-	"colo/internal/textio"
 )
 
 // loadGraph loads a dataset and reports how long it took.
@@ -16,6 +15,3 @@ func loadGraph(path string, opt graph.LoadOptions) (*graph.Graph, time.Duration,
 	}
 	return g, time.Since(start), nil
 }
-
-// commas formats n with thousands separators (textio.Commas).
-func commas(n int64) string { return textio.Commas(n) }

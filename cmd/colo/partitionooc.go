@@ -10,6 +10,7 @@ import (
 	"colo/features"
 	"colo/internal/datasum"
 	"colo/internal/tempdir"
+	"colo/internal/textio"
 	"colo/partition"
 	"colo/partition/ooc"
 )
@@ -127,7 +128,7 @@ func runPartitionFile(e *env, path, out, algo string, opt partition.Options, df 
 	}
 	st := res.Stats
 	fmt.Fprintf(e.out, "%s: %s samples, %s parameters, %s edges; read out of core (%s)\n", path,
-		commas(int64(s.NumSamp)), commas(int64(s.NumParams)), commas(s.NumEdges), st.Format)
+		textio.Commas(int64(s.NumSamp)), textio.Commas(int64(s.NumParams)), textio.Commas(s.NumEdges), st.Format)
 	fmt.Fprintf(e.out, "%s on %d machines (seed %d) in %.3f s (%.2f M edges/s), written to %s\n", algo, opt.K, opt.Seed,
 		took.Seconds(), float64(s.NumEdges)/took.Seconds()/1e6, out)
 	fmt.Fprintf(e.out, "memory: cap %s, estimated need %s, peak resident %s, peak Go heap %s; %d blocks, %s spilled\n\n",

@@ -12,6 +12,7 @@ import (
 	"colo/graph"
 	"colo/internal/datasum"
 	"colo/internal/tempdir"
+	"colo/internal/textio"
 	"colo/partition"
 	"colo/partition/ooc"
 	"colo/placement"
@@ -132,7 +133,7 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 		return err
 	}
 	countTime := time.Since(t0)
-	count.Finish(fmt.Sprintf("%s samples, %s parameters", commas(int64(n)), commas(int64(m))))
+	count.Finish(fmt.Sprintf("%s samples, %s parameters", textio.Commas(int64(n)), textio.Commas(int64(m))))
 	if err := opt.Validate(n); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -172,7 +173,7 @@ func (p *psFlags) runProcesses(e *env, f *cmdFlags, path, out, algo string, opt 
 		}
 	}
 	fmt.Fprintf(e.out, "%s: %s samples, %s parameters, %s edges; counted in %.2f s, %s\n", path,
-		commas(int64(s.NumSamp)), commas(int64(s.NumParams)), commas(s.NumEdges), countTime.Seconds(), read)
+		textio.Commas(int64(s.NumSamp)), textio.Commas(int64(s.NumParams)), textio.Commas(s.NumEdges), countTime.Seconds(), read)
 	fmt.Fprintf(e.out, "%s on %d machines (seed %d) by %d processes in %.3f s, written to %s\n", algo, opt.K, opt.Seed,
 		rep.Workers, s.Seconds, out)
 	rep.WriteMachines(e.out)
