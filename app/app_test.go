@@ -280,3 +280,28 @@ func TestSparseServersApart(t *testing.T) {
 		t.Errorf("lr with a server apart: %v", err)
 	}
 }
+
+// TestPlaced checks that Placed gives the application and placement of
+// OpenPlaced, and its error for a job that cannot open.
+func TestPlaced(t *testing.T) {
+	job, err := app.DefaultJob("lr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "tiny.svm", tiny), "random", 2
+	a, p, err := app.Placed(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, want, err := app.OpenPlaced(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name() != o.App.Name() || a.NumKeys() != o.App.NumKeys() || !slices.Equal(p.Param, want.Param) || !slices.Equal(p.Data, want.Data) {
+		t.Fatalf("Placed gave %s with %d keys and a placement unlike OpenPlaced's", a.Name(), a.NumKeys())
+	}
+	job.Data.Train = filepath.Join(t.TempDir(), "missing.svm")
+	if _, _, err := app.Placed(job); err == nil {
+		t.Fatal("Placed of a missing file: no error")
+	}
+}

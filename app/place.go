@@ -92,6 +92,16 @@ func OpenPlaced(job train.Job) (*Opened, *placement.Placement, error) {
 	return opened, p, nil
 }
 
+// Placed opens and places job (OpenPlaced) and returns its application
+// and placement: deploy.Kind's Place.
+func Placed(job train.Job) (train.App, *placement.Placement, error) {
+	o, p, err := OpenPlaced(job)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o.App, p, nil
+}
+
 // Route returns what the scheduler of a cluster training job needs: the
 // routing table of the job's placement (each key to its server) and the
 // application's width.

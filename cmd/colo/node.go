@@ -25,7 +25,6 @@ import (
 	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/metrics"
-	"colo/placement"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -240,7 +239,7 @@ func runNode(e *env, args []string) error {
 // nodeKinds returns the kinds colo node runs; the training kind feeds
 // its passes to reg's metrics.Training (nil: none).
 func nodeKinds(reg *prometheus.Registry) launch.Kinds {
-	tk := deploy.Kind{Place: placed, Route: app.Route}
+	tk := deploy.Kind{Place: app.Placed, Route: app.Route}
 	if reg != nil {
 		tk.Observe = func(c *train.Config) {
 			tr := metrics.NewTraining(reg)
@@ -248,15 +247,6 @@ func nodeKinds(reg *prometheus.Registry) launch.Kinds {
 		}
 	}
 	return launch.Kinds{smoke.Kind{}, tk, distparsa.Kind{}, job.Kind{}, torchkind.Kind{}}
-}
-
-// placed opens and places a training job (app.OpenPlaced).
-func placed(j train.Job) (train.App, *placement.Placement, error) {
-	o, p, err := app.OpenPlaced(j)
-	if err != nil {
-		return nil, nil, err
-	}
-	return o.App, p, nil
 }
 
 // nodeOnly are the flags of colo node that say where and how the node
