@@ -114,10 +114,13 @@ func TestHungProcessNamed(t *testing.T) {
 	}
 	err = sup.Wait(ctx)
 	var f *Failure
-	if !errors.As(err, &f) || f.Procs[0] != hung || !strings.Contains(f.Reason, "no heartbeat") {
+	// Its silence is noticed by the scheduler's heartbeats or, first on a
+	// loaded machine, by a link to it whose read timed out.
+	silent := func(s string) bool { return strings.Contains(s, "no heartbeat") || strings.Contains(s, "i/o timeout") }
+	if !errors.As(err, &f) || f.Procs[0] != hung || !silent(f.Reason) {
 		t.Fatalf("Wait: %v, want a failure of worker 1 first, for its silence", err)
 	}
-	if msg := err.Error(); !strings.HasPrefix(msg, "worker 1 failed, the scheduler said: no heartbeat for ") {
+	if msg := err.Error(); !strings.HasPrefix(msg, "worker 1 failed, the scheduler said: ") || !silent(msg) {
 		t.Errorf("the failure reads %q", msg)
 	}
 	t.Log(err)
