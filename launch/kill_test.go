@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"colo/internal/colotest"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 // end with an error naming it within the heartbeat timeout, and the
 // supervisor names the killed process first.
 func TestKillProcessMidJob(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	const timeout = time.Second
 	for _, victim := range []string{"worker", "server"} {
 		t.Run(victim, func(t *testing.T) {
@@ -78,7 +79,7 @@ func TestKillProcessMidJob(t *testing.T) {
 // the stopped worker after the grace period and still names it first,
 // with the scheduler's reason, not the scheduler that exited first.
 func TestHungProcessNamed(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	const timeout = time.Second
 	sup := NewSupervisor(coloBin, Loopback{})
 	sup.Grace = time.Second
@@ -132,7 +133,7 @@ func TestHungProcessNamed(t *testing.T) {
 // other node (before, it waited another timeout and blamed the
 // scheduler: "no heartbeat for 1s").
 func TestStoppedNodeWakesReplaced(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	const timeout = time.Second
 	sup := NewSupervisor(coloBin, Loopback{})
 	sup.Grace = 30 * time.Second // the woken worker ends by itself first

@@ -3,6 +3,7 @@ package launch
 import (
 	"bufio"
 	"bytes"
+	"colo/internal/colotest"
 	"context"
 	"encoding/json"
 	"io"
@@ -70,7 +71,7 @@ func checkSummaries(t *testing.T, out []byte, servers, workers int) {
 // they are and where the scheduler is come only from ps-lite's DMLC_*
 // variables, the token from COLO_TOKEN.
 func TestDMLCEnvironment(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	port := freePorts(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -99,7 +100,7 @@ func TestDMLCEnvironment(t *testing.T) {
 // role and rank from OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE, the
 // rest from COLO_* variables that mpirun passes on (-x).
 func TestMPIRun(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	mpirun, err := exec.LookPath("mpirun")
 	if err != nil {
 		t.Skip("mpirun is not on PATH: apt-get install openmpi-bin (.ci/run installs it) to run colo under Open MPI")
@@ -167,7 +168,7 @@ func sample(mfs map[string]*dto.MetricFamily, name string) float64 {
 // the job last), and after the job while it lingers; then reads the same
 // final values from its --metrics-file.
 func TestNodeMetrics(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	ports := freePorts(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"bytes"
+	"colo/internal/colotest"
 	"context"
 	"errors"
 	"fmt"
@@ -35,31 +36,7 @@ func TestMain(m *testing.M) {
 		fakeMember()
 		return
 	}
-	dir, err := os.MkdirTemp("", "launch-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if _, err := exec.LookPath("go"); err == nil {
-		bin := filepath.Join(dir, "colo")
-		if out, err := exec.Command("go", "build", "-o", bin, "colo/cmd/colo").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build colo: %v\n%s", err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-		coloBin = bin
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// needColo skips t without the colo binary.
-func needColo(t *testing.T) {
-	t.Helper()
-	if coloBin == "" {
-		t.Skip("go is not on PATH: cannot build the colo binary")
-	}
+	os.Exit(colotest.Main(m, &coloBin))
 }
 
 // shell returns a supervisor that runs /bin/sh on loopback, so that a
@@ -451,7 +428,7 @@ func TestFailureBeforeJobStarted(t *testing.T) {
 // one of which exits at once on a bad flag: the cluster ends within
 // seconds naming it, not after the join timeout.
 func TestNodeFailsBeforeRegistering(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	s := NewSupervisor(coloBin, Loopback{})
 	s.Grace = time.Minute
 	common := []string{"--token", "t", "--num-servers", "2", "--num-workers", "2", "--join-timeout", "60s"}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/colotest"
 	"colo/transport/tcp/tcptest"
 )
 
@@ -59,7 +60,7 @@ func TestTLSFlagsLoad(t *testing.T) {
 // TestDMLCEnvironmentTLS is TestDMLCEnvironment with every link over
 // mutual TLS, the files, like the rest, from the environment alone.
 func TestDMLCEnvironmentTLS(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	ca, err := tcptest.NewCA("cluster")
 	if err != nil {
 		t.Fatal(err)

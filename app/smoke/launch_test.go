@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"colo/internal/colotest"
 	"colo/launch"
 	"colo/launch/netns"
 	"colo/metrics"
@@ -33,33 +33,7 @@ import (
 // real cluster; empty when go is not on PATH.
 var coloBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "smoke-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if _, err := exec.LookPath("go"); err == nil {
-		bin := filepath.Join(dir, "colo")
-		if out, err := exec.Command("go", "build", "-o", bin, "colo/cmd/colo").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build colo: %v\n%s", err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-		coloBin = bin
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// needColo skips t without the colo binary.
-func needColo(t *testing.T) {
-	t.Helper()
-	if coloBin == "" {
-		t.Skip("go is not on PATH: cannot build the colo binary")
-	}
-}
+func TestMain(m *testing.M) { os.Exit(colotest.Main(m, &coloBin)) }
 
 // testLog writes to the test's log.
 type testLog struct{ t *testing.T }
@@ -73,7 +47,7 @@ func (w testLog) Write(p []byte) (int, error) {
 // servers and workers: every worker pushes Rounds×Batch keys and one
 // checks every value is the exact sum.
 func TestSmoke(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	for _, c := range []struct {
 		name                       string
 		machines, servers, workers int
@@ -127,7 +101,7 @@ func TestSmokeFails(t *testing.T) {
 	if s, err := Launch(context.Background(), cfg); s != nil || err == nil || !strings.Contains(err.Error(), "launch: scheduler did not start: it ended (exit status 1)") {
 		t.Errorf("/bin/false: %v, %v", s, err)
 	}
-	needColo(t)
+	colotest.Need(t, coloBin)
 	cfg = DefaultLaunchConfig()
 	cfg.Bin, cfg.Rounds, cfg.Batch = coloBin, 1_000_000, 10
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -178,7 +152,7 @@ func TestLaunchConfigValidate(t *testing.T) {
 // final values of every process, each labelled with its process, parse
 // with the Prometheus text parser and add up to the job.
 func TestSmokeMetrics(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	cfg := DefaultLaunchConfig()
 	cfg.Keys, cfg.Batch, cfg.Rounds, cfg.Bin = 20000, 2000, 5, coloBin
 	mf := metrics.Flags{Addr: "127.0.0.1:0", File: filepath.Join(t.TempDir(), "launch.prom")}
@@ -242,7 +216,7 @@ func TestNamespaces(t *testing.T) {
 	if err := launch.CheckNetns(); err != nil {
 		t.Skipf("network namespaces unavailable: %v", err)
 	}
-	needColo(t)
+	colotest.Need(t, coloBin)
 	n, err := launch.NewNetnsConfig(netns.Config{Machines: 3, Rate: "200mbit", Delay: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +274,7 @@ func (r *recorder) Command(ctx context.Context, bin string, s launch.Spec) *exec
 // the sums are exact, every process gets the certificate files and the
 // token in its environment, and no command line holds the token.
 func TestSmokeTLS(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	ca, err := tcptest.NewCA("cluster")
 	if err != nil {
 		t.Fatal(err)

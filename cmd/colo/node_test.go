@@ -5,16 +5,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"colo/app/smoke"
+	"colo/internal/colotest"
 )
 
 // coloBin is the colo binary built once by TestMain for the tests that run
@@ -25,20 +24,7 @@ var launches = flag.Int("launches", 0, "run TestManyLaunches with this many cons
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "colo-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	coloBin = filepath.Join(dir, "colo")
-	if out, err := exec.Command("go", "build", "-o", coloBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build colo: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(colotest.Main(m, &coloBin))
 }
 
 // TestLaunchProcesses runs colo launch: a scheduler and machines as

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"colo/checkpoint"
+	"colo/internal/colotest"
 	"colo/train"
 )
 
@@ -19,7 +20,7 @@ import (
 // it and starts its replacement, and the job ends with the same training
 // as in process, bit for bit, without a whole-job restart.
 func TestProcessesHungMachineReplaced(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc to find the machine's process")
 	}
@@ -117,7 +118,7 @@ func sameModel(t *testing.T, want, got *train.Result) {
 // the two failures are one event, both are replaced in one pause, and the
 // job ends with the same training as in process, bit for bit.
 func TestProcessesTwoMachinesKilledOneEvent(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc to find the machines' processes")
 	}

@@ -17,6 +17,7 @@ import (
 	"colo/app"
 	"colo/balance"
 	"colo/datasets"
+	"colo/internal/colotest"
 	"colo/launch"
 	"colo/train"
 	"colo/transport/tcp/tcptest"
@@ -98,7 +99,7 @@ func deploy(t *testing.T, job train.Job, opened *app.Opened, d train.Deployer) (
 // passes, the test measures and the traffic equal the in-process run's
 // exactly.
 func TestProcessesMatchInProcess(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	job, opened, _ := newsJob(t, 2, 2, true)
 	want, err := deploy(t, job, opened, InProcess{})
 	if err != nil {
@@ -118,7 +119,7 @@ func TestProcessesMatchInProcess(t *testing.T) {
 // namespace, its link shaped to 200 Mbit/s: the same training as in
 // process. It needs root and iproute2.
 func TestProcessesNetns(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	if err := launch.CheckNetns(); err != nil {
 		t.Skipf("network namespaces unavailable: %v", err)
 	}
@@ -186,7 +187,7 @@ func children(pid int) map[int]string {
 // the deployment ends within seconds with a *launch.Failure naming it, and no
 // process of the cluster is left.
 func TestProcessesMachineKilled(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc to find the machine's process")
 	}
@@ -257,7 +258,7 @@ func isColo(pid int) bool {
 // evaluator process: the same training as in process, bit for bit (BSP),
 // and the evaluator's last score is the final evaluation.
 func TestProcessesDense(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	var csv strings.Builder
 	for i := range 300 {
 		c := i % 3
@@ -359,7 +360,7 @@ func TestProcessesDense(t *testing.T) {
 // as processes whose links are all mutual TLS: the same training, bit for
 // bit, as in process.
 func TestProcessesTLS(t *testing.T) {
-	needColo(t)
+	colotest.Need(t, coloBin)
 	ca, err := tcptest.NewCA("cluster")
 	if err != nil {
 		t.Fatal(err)
