@@ -392,6 +392,8 @@ type Result struct {
 	Evaluator *EvaluatorReport `json:"evaluator,omitempty"`
 	// Balance is what the load balancer of worker 0 did (Config.Balance).
 	Balance *balance.Report `json:"balance,omitempty"`
+	// Recoveries are the failures the job recovered from (Outcome).
+	Recoveries []Recovery `json:"recoveries,omitempty"`
 	// Diagnosis, when the training went nowhere (its loss did not fall,
 	// or sits at a uniform guess's, or its accuracy is at chance), says
 	// so with the likely causes (Diagnose).
@@ -572,6 +574,29 @@ type Outcome struct {
 	Evaluator *EvaluatorReport
 	// Balance is worker 0's balancer's report, when the job balances.
 	Balance *balance.Report
+	// Recoveries are the failures the deployment recovered from, in
+	// order.
+	Recoveries []Recovery
+}
+
+// Recovery is one failure a deployment recovered from, as colo train
+// --json reports it under "recoveries".
+type Recovery struct {
+	// Event numbers the failure events from 1: processes that failed
+	// within one detection window of each other (a host that died with
+	// its processes) share one, and count once against the restarts.
+	Event int `json:"event"`
+	// Failure says what failed and how.
+	Failure string `json:"failure"`
+	// Replaced names the process started again while the others kept
+	// running; "" when the whole job restarted.
+	Replaced string `json:"replaced,omitempty"`
+	// Round is the round of the checkpoint the workers rolled back to
+	// (−1: the start of the job, or not known).
+	Round int `json:"rolled_back_to_round"`
+	// Seconds is the time from the failure noticed to training resumed
+	// (0 when the job ended before it resumed).
+	Seconds float64 `json:"seconds_to_resume"`
 }
 
 // Run trains the job's application app on the deployment d with the
@@ -614,7 +639,7 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 	}
 	res.Eval = w.Eval
 	res.Diagnosis = Diagnose(app, w.Passes, w.Eval, cfg.Rule.LR)
-	res.Evaluator, res.Balance = out.Evaluator, out.Balance
+	res.Evaluator, res.Balance, res.Recoveries = out.Evaluator, out.Balance, out.Recoveries
 	if res.TrainSeconds > 0 {
 		n := 0
 		for _, p := range w.Passes {

@@ -182,6 +182,10 @@ func TestProcessesTwoMachinesKilledOneEvent(t *testing.T) {
 		t.Fatalf("recoveries %+v, want machines 1 and 2 replaced in one event", pd.Recovered)
 	}
 	sameModel(t, want, r.res)
+	if recs := r.res.Recoveries; len(recs) != 2 || recs[0].Event != 1 || recs[1].Event != 1 || recs[0].Replaced != pd.Recovered[0].Replaced ||
+		recs[0].Seconds <= 0 || recs[0].Round != pd.Recovered[0].Round || !strings.Contains(recs[0].Failure, "failed") {
+		t.Errorf("the result's recoveries %+v, want two replacements of one event with the times and round of %+v", recs, pd.Recovered)
+	}
 	rec := pd.Recovered[0]
 	t.Logf("%d rounds; killed %v at %v; noticed %.3f s later; training resumed %.2f s after the kill, from the checkpoint of round %d",
 		r.res.Rounds, victims, killed.Format(time.StampMilli), rec.Noticed.Sub(killed).Seconds(), rec.Resumed.Sub(killed).Seconds(), rec.Round)

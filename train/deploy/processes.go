@@ -163,7 +163,27 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 			}
 		}
 	}
+	if out != nil {
+		out.Recoveries = pd.records()
+	}
 	return out, err
+}
+
+// records returns Recovered as the job's result reports it.
+func (pd *Processes) records() []train.Recovery {
+	var recs []train.Recovery
+	event := 0
+	for _, r := range pd.Recovered {
+		if !r.Joined {
+			event++
+		}
+		rec := train.Recovery{Event: event, Replaced: r.Replaced, Round: r.Round, Seconds: r.Seconds}
+		if r.Failure != nil {
+			rec.Failure = r.Failure.Error()
+		}
+		recs = append(recs, rec)
+	}
+	return recs
 }
 
 // events returns the number of failure events recovered from so far:
