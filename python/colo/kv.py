@@ -152,6 +152,19 @@ class Table:
         h = _lib.call("colo_push", self._h(), rp, n, vp, m)
         return Ticket(h, (rk, vk))
 
+    def _pull_owned(self, rows, out):
+        """pull(rows, out) of tensors the caller made and owns: rows
+        contiguous int64, out contiguous float32 of len(rows)·dim values
+        (the layers' own; nothing is checked, the Go side checks the
+        rows)."""
+        h = _lib.call("colo_pull", self._h(), rows.data_ptr(), rows.numel(), out.data_ptr(), out.numel())
+        _lib.call("colo_wait", h)
+
+    def _push_owned(self, rows, values):
+        """push(rows, values) of tensors the caller made, as _pull_owned."""
+        h = _lib.call("colo_push", self._h(), rows.data_ptr(), rows.numel(), values.data_ptr(), values.numel())
+        return Ticket(h, (rows, values))
+
     def unique(self, idx):
         """Return the distinct rows of ``idx`` (a contiguous int64 tensor),
         ascending, and for each index its position among them: what

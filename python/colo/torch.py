@@ -60,12 +60,14 @@ def _indices(x, name):
 
 
 class _PullRows(torch.autograd.Function):
-    """Rows of a table as a tensor whose gradient is pushed to them."""
+    """Rows of a table as a tensor whose gradient is pushed to them: the
+    general path (EmbeddingBag's max mode, per_sample_weights that
+    require grad), where torch's own functions run on the pulled rows."""
 
     @staticmethod
     def forward(ctx, anchor, table, rows, scale):
         out = torch.empty((rows.numel(), table.dim), dtype=torch.float32)
-        table.pull(rows, out)
+        table._pull_owned(rows, out)
         ctx.table, ctx.rows, ctx.scale = table, rows, scale
         return out
 
@@ -75,8 +77,69 @@ class _PullRows(torch.autograd.Function):
         if ctx.scale != 1.0:
             g = g * ctx.scale
         g = g.to(torch.float32).contiguous()
-        _pending.append(ctx.table.push(ctx.rows, g))
+        _pending.append(ctx.table._push_owned(ctx.rows, g))
         return None, None, None, None
+
+
+def _row_grads(inv, per_index, rows, dim):
+    """The gradient of each distinct row: the sum of the gradients of the
+    indices that name it (inv[i] is index i's row, per_index[i] its
+    gradient). index_put_ with accumulate costs a fifth of torch's own
+    embedding (bag) backward on the CPU, which sorts the indices."""
+    g = torch.zeros((rows, dim), dtype=torch.float32)
+    return g.index_put_((inv,), per_index, accumulate=True)
+
+
+class _Bag(torch.autograd.Function):
+    """EmbeddingBag (sum or mean) over a table's distinct rows ``uniq``:
+    the forward pulls them and sums each bag (torch.embedding_bag on the
+    pulled rows, ``inv`` indexing them); the backward spreads each bag's
+    gradient over its indices, sums it per row and pushes it, one
+    autograd node for the pull, the bags and the push."""
+
+    @staticmethod
+    def forward(ctx, anchor, table, uniq, inv, offsets, counts, weights, mean, scale):
+        w = torch.empty((uniq.numel(), table.dim), dtype=torch.float32)
+        table._pull_owned(uniq, w)
+        out = torch.embedding_bag(w, inv, offsets, False, 1 if mean else 0, False, weights, False)[0]
+        ctx.table, ctx.uniq, ctx.inv, ctx.counts, ctx.weights, ctx.mean, ctx.scale = table, uniq, inv, counts, weights, mean, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad.to(torch.float32)
+        if ctx.mean:
+            g = g / ctx.counts.clamp(min=1).unsqueeze(1).to(torch.float32)
+        if ctx.scale != 1.0:
+            g = g * ctx.scale
+        per = g.repeat_interleave(ctx.counts, dim=0)  # each index's bag's gradient
+        if ctx.weights is not None:
+            per.mul_(ctx.weights.unsqueeze(1))
+        gw = _row_grads(ctx.inv, per, ctx.uniq.numel(), ctx.table.dim)
+        _pending.append(ctx.table._push_owned(ctx.uniq, gw))
+        return None, None, None, None, None, None, None, None, None
+
+
+class _Lookup(torch.autograd.Function):
+    """Embedding over a table's distinct rows ``uniq``: the forward pulls
+    them and gathers them for each index; the backward sums each row's
+    gradient and pushes it."""
+
+    @staticmethod
+    def forward(ctx, anchor, table, uniq, inv, scale):
+        w = torch.empty((uniq.numel(), table.dim), dtype=torch.float32)
+        table._pull_owned(uniq, w)
+        ctx.table, ctx.uniq, ctx.inv, ctx.scale = table, uniq, inv, scale
+        return w.index_select(0, inv.reshape(-1)).reshape(inv.shape + (table.dim,))
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = grad.to(torch.float32).reshape(-1, ctx.table.dim)
+        if ctx.scale != 1.0:
+            g = g * ctx.scale
+        gw = _row_grads(ctx.inv.reshape(-1), g, ctx.uniq.numel(), ctx.table.dim)
+        _pending.append(ctx.table._push_owned(ctx.uniq, gw))
+        return None, None, None, None, None
 
 
 class _Rows(torch.nn.Module):
@@ -100,13 +163,19 @@ class _Rows(torch.nn.Module):
     def _scale(self):
         return 1.0 / colo.size() if self.average else 1.0
 
-    def _rows(self, input):
-        synchronize()
+    def _distinct(self, input):
+        """The distinct rows of input, ascending, and each index's place
+        among them (flat), once the layers' earlier pushes are done."""
         flat = input.reshape(-1).to(torch.int64).contiguous()
         try:
             uniq, inv = self.table.unique(flat)
         except colo.ColoIndexError as e:
             raise colo.ColoIndexError("%s %r: %s" % (type(self).__name__, self.table.name, e)) from None
+        synchronize()
+        return uniq, inv
+
+    def _rows(self, input):
+        uniq, inv = self._distinct(input)
         w = _PullRows.apply(self._anchor, self.table, uniq, self._scale())
         return w, inv.reshape(input.shape)
 
@@ -157,8 +226,45 @@ class EmbeddingBag(_Rows):
             raise ColoValueError("EmbeddingBag %r: offsets with a 2-D input; torch wants offsets None then" % self.table.name)
         if input.dim() == 1 and offsets is None:
             raise ColoValueError("EmbeddingBag %r: a 1-D input needs offsets" % self.table.name)
-        w, inv = self._rows(input)
-        return F.embedding_bag(inv, w, offsets, mode=self.mode, per_sample_weights=per_sample_weights)
+        if self.mode == "max" or (per_sample_weights is not None and per_sample_weights.requires_grad):
+            # torch's own function on the pulled rows, its own backward.
+            w, inv = self._rows(input)
+            return F.embedding_bag(inv, w, offsets, mode=self.mode, per_sample_weights=per_sample_weights)
+        weights = None
+        if per_sample_weights is not None:
+            weights = self._weights(input, per_sample_weights)
+        n = input.numel()
+        if input.dim() == 2:
+            bags, length = input.shape
+            offsets = torch.arange(0, n, length) if length > 0 else torch.zeros(bags, dtype=torch.int64)
+            counts = torch.full((bags,), length, dtype=torch.int64)
+        else:
+            offsets = offsets.to(torch.int64).reshape(-1)
+            if offsets.numel() == 0:
+                raise ColoValueError("EmbeddingBag %r: offsets is empty, want one offset per bag" % self.table.name)
+            counts = torch.diff(offsets, append=offsets.new_tensor([n]))
+            if offsets[0].item() != 0 or bool((counts < 0).any()):
+                raise ColoValueError("EmbeddingBag %r: offsets %s: want ascending offsets from 0 to at most len(input) %d" % (self.table.name, _short(offsets), n))
+        uniq, inv = self._distinct(input)
+        return _Bag.apply(self._anchor, self.table, uniq, inv, offsets, counts, weights, self.mode == "mean", self._scale())
+
+    def _weights(self, input, w):
+        q = "EmbeddingBag %r: per_sample_weights" % self.table.name
+        if not isinstance(w, torch.Tensor):
+            raise ColoValueError("%s: %s, want a tensor" % (q, type(w).__name__))
+        if self.mode != "sum":
+            raise ColoValueError("%s: only with mode 'sum' (torch's rule), not %r" % (q, self.mode))
+        if w.shape != input.shape:
+            raise ColoValueError("%s of shape %s, want the input's %s" % (q, tuple(w.shape), tuple(input.shape)))
+        if w.dtype != torch.float32 or w.device.type != "cpu":
+            raise ColoValueError("%s: %s on %s, want float32 on the CPU" % (q, w.dtype, w.device))
+        return w.reshape(-1)
+
+
+def _short(t):
+    """t's values for an error message, the first few."""
+    v = t.tolist()
+    return str(v) if len(v) <= 8 else "[%s, …] (%d values)" % (", ".join(map(str, v[:8])), len(v))
 
 
 class Embedding(_Rows):
@@ -174,8 +280,8 @@ class Embedding(_Rows):
 
     def forward(self, input):
         _indices(input, "Embedding %r: input" % self.table.name)
-        w, inv = self._rows(input)
-        return F.embedding(inv, w)
+        uniq, inv = self._distinct(input)
+        return _Lookup.apply(self._anchor, self.table, uniq, inv.reshape(input.shape), self._scale())
 
 
 class DistributedOptimizer:

@@ -70,6 +70,80 @@ class Local(unittest.TestCase):
         w = torch.rand(6)
         np.testing.assert_allclose(emb(x, off, per_sample_weights=w).detach().numpy(), ref(x, off, per_sample_weights=w).detach().numpy(), rtol=1e-6)
 
+    def check_bags_offsets(self, mode, weights):
+        # 1-D input with offsets: repeated rows within and across bags, an
+        # empty bag, per_sample_weights; the rows after each step equal
+        # torch's, and so do the per_sample_weights' gradients when they
+        # require grad.
+        rule = colo.optim.Adagrad(0.2)
+        colo.init(local=True, optimizer=rule)
+        num, dim = 40, 5
+        emb = colo.torch.EmbeddingBag(num, dim, mode=mode, optimizer=rule, init=colo.kv.normal(0, 0.3, seed=2))
+        ref = torch.nn.EmbeddingBag(num, dim, mode=mode)
+        with torch.no_grad():
+            ref.weight.copy_(emb.initial_weight())
+        opt = torch.optim.Adagrad(ref.parameters(), lr=0.2)
+        g = torch.Generator().manual_seed(8)
+        for step in range(5):
+            x = torch.randint(0, num, (23,), generator=g)
+            x[3] = x[4] = x[17]  # repeats
+            off = torch.tensor([0, 4, 4, 9, 15, 22], dtype=torch.int64)  # bag 1 is empty
+            y = torch.randint(0, dim, (6,), generator=g)
+            w = None
+            if weights is not None:
+                w = torch.rand(23, generator=g).requires_grad_(weights == "grad")
+            loss = F.cross_entropy(emb(x, off, per_sample_weights=w), y)
+            loss.backward()
+            wg = None if w is None or w.grad is None else w.grad.clone()
+            if w is not None:
+                w.grad = None
+            opt.zero_grad()
+            F.cross_entropy(ref(x, off, per_sample_weights=w), y).backward()
+            opt.step()
+            colo.torch.synchronize()
+            np.testing.assert_allclose(emb.weight_of(torch.arange(num)).numpy(), ref.weight.detach().numpy(), rtol=2e-5, atol=2e-6, err_msg="step %d" % step)
+            if weights == "grad":
+                np.testing.assert_allclose(wg.numpy(), w.grad.numpy(), rtol=2e-5, atol=2e-6)
+
+    def test_bags_offsets_sum(self):
+        self.check_bags_offsets("sum", None)
+
+    def test_bags_offsets_weights(self):
+        self.check_bags_offsets("sum", "const")
+
+    def test_bags_offsets_weights_grad(self):
+        self.check_bags_offsets("sum", "grad")
+
+    def test_bags_offsets_mean(self):
+        self.check_bags_offsets("mean", None)
+
+    def test_bags_offsets_max(self):
+        self.check_bags_offsets("max", None)
+
+    def test_bags_2d_weights_average(self):
+        # 2-D input with per_sample_weights, two layers in one model, and
+        # average=False against a loss summed by hand.
+        colo.init(local=True, optimizer=colo.optim.SGD(0.3))
+        a = colo.torch.EmbeddingBag(12, 3, mode="sum", average=False, init=colo.kv.uniform(-1, 1, seed=1))
+        b = colo.torch.Embedding(12, 3, average=False, init=colo.kv.uniform(-1, 1, seed=2))
+        ra, rb = torch.nn.EmbeddingBag(12, 3, mode="sum"), torch.nn.Embedding(12, 3)
+        with torch.no_grad():
+            ra.weight.copy_(a.initial_weight())
+            rb.weight.copy_(b.initial_weight())
+        opt = torch.optim.SGD(list(ra.parameters()) + list(rb.parameters()), lr=0.3)
+        g = torch.Generator().manual_seed(4)
+        for _ in range(4):
+            x = torch.randint(0, 12, (5, 4), generator=g)
+            w = torch.rand(5, 4, generator=g)
+            q = torch.randint(0, 12, (5, 2), generator=g)
+            (a(x, per_sample_weights=w) * b(q).sum(1)).sum().backward()
+            opt.zero_grad()
+            (ra(x, per_sample_weights=w) * rb(q).sum(1)).sum().backward()
+            opt.step()
+            colo.torch.synchronize()
+            np.testing.assert_allclose(a.weight_of(torch.arange(12)).numpy(), ra.weight.detach().numpy(), rtol=2e-5, atol=2e-6)
+            np.testing.assert_allclose(b.weight_of(torch.arange(12)).numpy(), rb.weight.detach().numpy(), rtol=2e-5, atol=2e-6)
+
     def test_embedding_sgd(self):
         colo.init(local=True, optimizer=colo.optim.SGD(0.2))
         emb = colo.torch.Embedding(30, 4, optimizer=colo.optim.SGD(0.2))
@@ -167,6 +241,23 @@ class BadInput(unittest.TestCase):
         emb = colo.torch.EmbeddingBag(5, 2, name="bag")
         with self.assertRaisesRegex(IndexError, r"EmbeddingBag 'bag': .*row 7 \(index 1 of 2\) out of range \[0, 5\)"):
             emb(torch.tensor([[1, 7]]))
+
+    def test_bad_offsets(self):
+        emb = colo.torch.EmbeddingBag(5, 2, mode="sum", name="offs")
+        x = torch.tensor([1, 2, 3])
+        with self.assertRaisesRegex(colo.ColoValueError, r"EmbeddingBag 'offs': offsets \[0, 2, 1\]: want ascending offsets from 0 to at most len\(input\) 3"):
+            emb(x, torch.tensor([0, 2, 1]))
+        with self.assertRaisesRegex(colo.ColoValueError, r"offsets \[1\]: want ascending offsets from 0"):
+            emb(x, torch.tensor([1]))
+        with self.assertRaisesRegex(colo.ColoValueError, r"offsets \[0, 4\]"):
+            emb(x, torch.tensor([0, 4]))
+        with self.assertRaisesRegex(colo.ColoValueError, r"per_sample_weights of shape \(2,\), want the input's \(3,\)"):
+            emb(x, torch.tensor([0]), per_sample_weights=torch.ones(2))
+        with self.assertRaisesRegex(colo.ColoValueError, r"per_sample_weights: torch.float64 on cpu, want float32"):
+            emb(x, torch.tensor([0]), per_sample_weights=torch.ones(3, dtype=torch.float64))
+        mean = colo.torch.EmbeddingBag(5, 2, mode="mean", name="offs-mean")
+        with self.assertRaisesRegex(colo.ColoValueError, r"per_sample_weights: only with mode 'sum'"):
+            mean(x, torch.tensor([0]), per_sample_weights=torch.ones(3))
 
     def test_unsorted(self):
         with self.assertRaisesRegex(colo.ColoValueError, r"ascend without repeats: row 1 at index 1 follows 3"):
