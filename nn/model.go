@@ -374,6 +374,23 @@ func (m *Model) checkBatch(params, x []float32, labels []int32, n int) {
 // caller's errors (an application checks its data's labels once, at
 // load).
 func (m *Model) LossGrad(params, x []float32, labels []int32, n int, grad []float32, scale float32, ws *Workspace) (loss float64, correct int) {
+	return m.lossGrad(params, x, labels, n, grad, nil, scale, ws)
+}
+
+// LossGradInput is LossGrad that also sets dx (n·InputDim() values, row
+// by row like x) to the gradient of the summed loss with respect to the
+// inputs x, unscaled: what a model whose inputs are themselves learnt
+// (the embeddings of a click-through model, package app/ctr) passes back
+// to them. It costs one more matrix product, that of the first layer.
+func (m *Model) LossGradInput(params, x []float32, labels []int32, n int, grad, dx []float32, scale float32, ws *Workspace) (loss float64, correct int) {
+	if len(dx) < n*m.inDim {
+		panic(fmt.Sprintf("nn: dx has %d values, want n·InputDim() = %d·%d", len(dx), n, m.inDim))
+	}
+	return m.lossGrad(params, x, labels, n, grad, dx[:n*m.inDim], scale, ws)
+}
+
+// lossGrad is LossGrad, and LossGradInput when dxIn is not nil.
+func (m *Model) lossGrad(params, x []float32, labels []int32, n int, grad, dxIn []float32, scale float32, ws *Workspace) (loss float64, correct int) {
 	m.checkBatch(params, x, labels, n)
 	m.check(grad, "grad")
 	if n == 0 {
@@ -387,10 +404,11 @@ func (m *Model) LossGrad(params, x []float32, labels []int32, n int, grad []floa
 	for i := last; i >= 0; i-- {
 		l := m.layers[i]
 		in := x[:n*m.inDim]
-		var dx []float32
+		dx := dxIn
 		if i > 0 {
 			in = ws.acts[i-1][:n*m.layers[i-1].outSize()]
-			if m.needDx[i] {
+			dx = nil
+			if m.needDx[i] || dxIn != nil {
 				dx = ws.grads[i-1][:len(in)]
 			}
 		}

@@ -185,6 +185,47 @@ func TestGradients(t *testing.T) {
 	}
 }
 
+// TestInputGradient checks LossGradInput's gradient with respect to the
+// inputs against central differences of the reference loss, for every
+// layer kind, and that its loss and parameter gradient are LossGrad's,
+// bit for bit.
+func TestInputGradient(t *testing.T) {
+	for name, m := range testModels(t) {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			const n = 4
+			params := make([]float32, m.NumParams())
+			m.Init(params, rng)
+			x := randSlice(rng, n*m.InputDim())
+			labels := make([]int32, n)
+			for i := range labels {
+				labels[i] = int32(rng.IntN(m.Classes()))
+			}
+			ws := m.NewWorkspace(n)
+			grad, want := make([]float32, m.NumParams()), make([]float32, m.NumParams())
+			dx := randSlice(rng, n*m.InputDim()) // overwritten
+			loss, correct := m.LossGradInput(params, x, labels, n, grad, dx, 0.5, ws)
+			wantLoss, wantCorrect := m.LossGrad(params, x, labels, n, want, 0.5, ws)
+			if loss != wantLoss || correct != wantCorrect || !slices.Equal(grad, want) {
+				t.Fatalf("LossGradInput: loss %v, %d right, gradient differs: %v; LossGrad %v, %d", loss, correct, !slices.Equal(grad, want), wantLoss, wantCorrect)
+			}
+			p64, x64 := to64(params), to64(x)
+			const h = 1e-6
+			for i := range x {
+				x64[i] += h
+				up := refLoss(m, p64, x64, labels)
+				x64[i] -= 2 * h
+				down := refLoss(m, p64, x64, labels)
+				x64[i] += h
+				fd := (up - down) / (2 * h)
+				if got := float64(dx[i]); math.Abs(got-fd) > 2e-4+1e-3*math.Abs(fd) {
+					t.Errorf("∂loss/∂x[%d] = %v, central difference %v", i, got, fd)
+				}
+			}
+		})
+	}
+}
+
 // tensorAt names the tensor holding parameter i.
 func tensorAt(m *Model, i int) string {
 	for _, t := range m.Tensors() {
