@@ -3,8 +3,9 @@
 // a partitioner), sets its defaults in a job (DefaultJob), opens a job
 // (Open: loads its data and builds the train.App the engine trains) and
 // places it (Opened.Place). The applications live in the packages below:
-// app/lr (sparse logistic regression), app/mf (matrix factorisation) and
-// app/embed (node embeddings of a graph, whose samples are its edges),
+// app/lr (sparse logistic regression), app/mf (matrix factorisation),
+// app/embed (node embeddings of a graph, whose samples are its edges) and
+// app/ctr (a click-through model on a table read through a feature spec),
 // placed by the partitioners of package partition; app/dense (the mlp and
 // cnn of package nn), sharded by the schemes of package shard. app/smoke
 // is the parameter server's smoke job, not a training application.
@@ -23,6 +24,7 @@ import (
 	"slices"
 	"strings"
 
+	"colo/app/ctr"
 	"colo/app/dense"
 	"colo/app/embed"
 	"colo/app/lr"
@@ -122,6 +124,25 @@ var specs = []Spec{
 		Open:  func(job train.Job, d *Data) (train.App, error) { return embed.Open(job, d.Graph, d.TestGraph) },
 		Place: placeGraph, CheckPlacement: CheckPartitioner,
 	},
+	{
+		Name: "ctr", Summary: "a click-through model: an embedding table per categorical field of a --spec and an mlp", Defaults: ctr.Defaults,
+		Load: func(job train.Job) (*Data, error) {
+			if err := ctr.CheckSpec(job.Data.Load.Spec); err != nil {
+				return nil, err
+			}
+			return LoadGraphs(job)
+		},
+		Open: func(job train.Job, d *Data) (train.App, error) { return ctr.Open(job, d.Graph, d.TestGraph) },
+		Place: func(job train.Job, a train.App, d *Data) (*placement.Placement, float64, error) {
+			p, secs, err := placeGraph(job, a, d)
+			if err != nil {
+				return nil, 0, err
+			}
+			p, err = a.(*ctr.App).Extend(p, job.Config.NumServers())
+			return p, secs, err
+		},
+		CheckPlacement: CheckPartitioner,
+	},
 	denseSpec("mlp", "a multilayer perceptron on labelled dense data (784-256-128-10 by default)"),
 	denseSpec("cnn", "a LeNet-5 convolutional network on labelled images"),
 }
@@ -203,6 +224,37 @@ func OpenData(job train.Job, d *Data) (*Opened, error) {
 // seconds computing it took.
 func (o *Opened) Place(job train.Job) (*placement.Placement, float64, error) {
 	return o.spec.Place(job, o.App, o.Data)
+}
+
+// Cost returns what placement p of the opened application costs on its
+// training graph (placement.Evaluate), nil without a graph (the dense
+// models). For an application whose keys extend the graph's parameters
+// (ctr's mlp, read by every machine and spread evenly) it is the cost
+// of the part of p that places the graph.
+func (o *Opened) Cost(p *placement.Placement) (*placement.Cost, error) {
+	g := o.Data.Graph
+	if g == nil {
+		return nil, nil
+	}
+	if a, ok := o.App.(interface {
+		GraphPlacement(*placement.Placement) *placement.Placement
+	}); ok {
+		p = a.GraphPlacement(p)
+	}
+	return placement.Evaluate(g, p, 0)
+}
+
+// PlacedGraph returns the graph whose samples and parameters a placement
+// of the opened application assigns one for one, which a deployment of
+// processes writes as a directory (deploy.Processes.Graph): a sparse
+// application's training graph; nil for an application that writes its
+// own placement (train.PlacementWriter: ctr, whose mlp keys follow the
+// graph's, and the dense models).
+func (o *Opened) PlacedGraph() *graph.Graph {
+	if _, ok := o.App.(train.PlacementWriter); ok {
+		return nil
+	}
+	return o.Data.Graph
 }
 
 // CheckPlacement says whether spec is a placement application name

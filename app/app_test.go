@@ -32,10 +32,10 @@ func writeFile(t *testing.T, name, content string) string {
 const tiny = "0 1:1 2:1\n1 2:1 3:2\n2 4:1 5:1\n0 1:1 5:1\n1 3:1\n2 4:2 1:1\n"
 
 func TestRegistry(t *testing.T) {
-	if got := app.Names(); !slices.Equal(got, []string{"cnn", "embed", "lr", "mf", "mlp"}) {
+	if got := app.Names(); !slices.Equal(got, []string{"cnn", "ctr", "embed", "lr", "mf", "mlp"}) {
 		t.Errorf("Names() = %v", got)
 	}
-	if _, err := app.Lookup("svm"); err == nil || !strings.Contains(err.Error(), "one of cnn, embed, lr, mf, mlp") {
+	if _, err := app.Lookup("svm"); err == nil || !strings.Contains(err.Error(), "one of cnn, ctr, embed, lr, mf, mlp") {
 		t.Errorf("Lookup(svm): %v", err)
 	}
 	if _, err := app.DefaultJob("svm"); err == nil {

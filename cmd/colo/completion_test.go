@@ -128,7 +128,7 @@ func TestFlagChoices(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{"train", "--app", ""}, "cnn embed lr mf mlp"},
+		{[]string{"train", "--app", ""}, "cnn ctr embed lr mf mlp"},
 		{[]string{"partition", "--algo", "ts"}, "tsh tsh1 tsh2"},
 		{[]string{"train", "--placement", "r"}, "random rmax roundrobin"},
 		{[]string{"train", "--consistency", ""}, "async bsp ssp:"},

@@ -76,7 +76,7 @@ type trainFlags struct {
 func (t *trainFlags) register(f *cmdFlags) {
 	t.fs = f.FlagSet
 	def := train.DefaultConfig()
-	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial), mf (matrix factorisation), embed (node embeddings of a SNAP graph for link prediction), mlp or cnn (dense networks on labelled dense data)")
+	f.StringVar(&t.app, "app", "lr", "application: lr (logistic regression, binary or multinomial), mf (matrix factorisation), embed (node embeddings of a SNAP graph for link prediction), ctr (a click-through model on a --spec table: an embedding per categorical field and an mlp), mlp or cnn (dense networks on labelled dense data)")
 	f.StringVar(&t.test, "test", "", "test file (lr: libsvm with the training set's feature ids; mf: ratings; mlp, cnn: as DATA); without it lr, mlp and cnn score the training set and mf holds out entries")
 	f.IntVar(&t.machines, "machines", def.Machines, "number of machines K, each a worker, and a server unless --servers")
 	f.Alias("k", "machines")
@@ -108,7 +108,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.IntVar(&t.mf.Rank, "rank", t.mf.Rank, "mf: dimension of the factors")
 	f.Float64Var(&t.holdout, "holdout", -1, "mf, embed: fraction of the entries (mf) or edges (embed) held out for evaluation when there is no --test (-1: the application's default, mf 0.1, embed 0.05)")
 	t.embed = embed.DefaultConfig()
-	f.IntVar(&t.embed.Dim, "dim", t.embed.Dim, "embed: values per node vector")
+	f.IntVar(&t.embed.Dim, "dim", t.embed.Dim, "embed: values per node vector; ctr: values per embedding row")
 	f.IntVar(&t.embed.Negatives, "negatives", t.embed.Negatives, "embed: negatives per edge, drawn among the nodes of its batch's edges (0: only --uniform-negatives)")
 	f.IntVar(&t.embed.UniformNegatives, "uniform-negatives", t.embed.UniformNegatives, "embed: negatives per edge drawn from its round's uniform pool, besides --negatives (0: none)")
 	f.IntVar(&t.embed.UniformPool, "uniform-pool", t.embed.UniformPool, "embed: nodes each machine draws uniformly from all nodes per round and pulls with the batch's keys, the pool of --uniform-negatives")
@@ -119,7 +119,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.standardize, "standardize", "auto", "mlp, cnn: standardise each feature by the training set's mean and standard deviation (the test set by the same): on, off, or auto (on for CSV tables, off for idx images and libsvm)")
 	f.StringVar(&t.header, "header", "auto", "mlp, cnn: whether a CSV's first record is a header: auto, yes or no")
 	f.StringVar(&t.sep, "sep", ",", "mlp, cnn: CSV field separator (one character; \\t for tab)")
-	f.StringVar(&t.hidden, "hidden", "", "mlp, cnn: widths of the hidden dense layers, such as 256,128 (empty: mlp 256,128, cnn 120,84)")
+	f.StringVar(&t.hidden, "hidden", "", "mlp, cnn, ctr: widths of the hidden dense layers, such as 256,128 (empty: mlp 256,128, cnn 120,84, ctr 64,32)")
 	f.StringVar(&t.conv, "conv-channels", "", "cnn: output channels of the convolutions, such as 6,16 (empty: 6,16)")
 	f.StringVar(&t.lrScaling, "lr-scaling", "linear", "mlp, cnn: linear (each worker's push moves the model by lr/K, seed 004 Eq. 4) or none (by lr)")
 	f.StringVar(&t.lrDecay, "lr-decay", "none", "mlp, cnn: learning-rate schedule over the epochs: none or cosine (to 0 by the last step; sgd and momentum); with --mode decentralised also step:E1,E2,… (divided by 10 after each listed epoch)")
@@ -400,7 +400,7 @@ func runTrain(e *env, args []string) error {
 	if t.writeJob != "" {
 		return errors.Join(writeTrainJob(e, t.writeJob, job, opened), w.End(nil))
 	}
-	d := dep.deployer(opened.Data.Graph, w.Watch)
+	d := dep.deployer(opened.PlacedGraph(), w.Watch)
 	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], opened.Data.Words(), job.App, job.Config.Machines, t.consistency, job.Config.LinkWords())
 	runs, err := trainRuns(e, job, opened, specs, d, w)
 	if err := w.End(err); err != nil {
@@ -506,11 +506,9 @@ func trainRuns(e *env, job train.Job, opened *app.Opened, specs []string, d trai
 			return nil, err
 		}
 		place.Finish("")
-		var cost *placement.Cost
-		if g := opened.Data.Graph; g != nil {
-			if cost, err = placement.Evaluate(g, p, 0); err != nil {
-				return nil, err
-			}
+		cost, err := opened.Cost(p)
+		if err != nil {
+			return nil, err
 		}
 		j := job
 		pp := newPasses(e, spec, j.Config)
