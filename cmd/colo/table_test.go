@@ -150,3 +150,35 @@ func TestTableCommands(t *testing.T) {
 		t.Fatalf("train with a --spec other than the placement's: exit %d, %s", code, errOut)
 	}
 }
+
+// TestCtrTable trains the click-through model on a table through a spec:
+// in this process and as processes (BSP, the same training bit for bit),
+// asynchronously, and refuses a spec without a categorical field and a
+// file without a spec.
+func TestCtrTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a cluster of processes")
+	}
+	data := flightTable(t, 600)
+	args := []string{"--app", "ctr", "--spec", flightSpec, "--machines", "2", "--batch", "50", "--max-passes", "4", "--dim", "8", "--hidden", "16", data}
+	want := trainInProcess(t, args...)
+	if want.Samples != 100 || want.AUC == nil || *want.AUC < 0.8 || want.LogLoss == nil {
+		t.Fatalf("%d test samples, AUC %v: want the 100 June rows scored with an AUC of at least 0.8", want.Samples, want.AUC)
+	}
+	got, _ := trainBinary(t, 3*time.Minute, append(args, "--processes")...)
+	sameTraining(t, want, got)
+	async := trainInProcess(t, append(args, "--consistency", "async")...)
+	if async.AUC == nil || *async.AUC < 0.8 {
+		t.Errorf("async: AUC %v, want at least 0.8", async.AUC)
+	}
+	if code, _, errOut := colo(t, "train", "--app", "ctr", "--spec", "delay > 15 ~ std(distance)", data); code == 0 || !strings.Contains(errOut, "no categorical field to embed") {
+		t.Errorf("a spec without a categorical field: exit %d, %s", code, errOut)
+	}
+	svm := filepath.Join(t.TempDir(), "t.svm")
+	if err := os.WriteFile(svm, []byte("1 1:1 2:1\n0 2:1 3:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := colo(t, "train", "--app", "ctr", svm); code == 0 || !strings.Contains(errOut, "feature spec (--spec") {
+		t.Errorf("libsvm without --spec: exit %d, %s", code, errOut)
+	}
+}
