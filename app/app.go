@@ -198,7 +198,12 @@ func Open(job train.Job) (*Opened, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.Load(job)
+	var d *Data
+	if job.Data.Cache != "" {
+		d, err = ReadCache(job.Data.Cache)
+	} else {
+		d, err = s.Load(job)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,12 @@ type Data struct {
 	// part of the job's identity (JobIdentity), so that a checkpoint of
 	// a job on other data is refused.
 	Checksum string `json:"checksum,omitempty"`
+	// Cache, when set, is a directory holding the training and test data
+	// as loaded, written once by the parent of a cluster of processes
+	// (app.Data.WriteCache): its members, and a replacement started
+	// while the others train, read it instead of parsing Train and Test
+	// again. It is not part of the job's identity.
+	Cache string `json:"cache,omitempty"`
 }
 
 // LoadOptions are graph.LoadOptions as a job file spells them, and the

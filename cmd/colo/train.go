@@ -400,7 +400,7 @@ func runTrain(e *env, args []string) error {
 	if t.writeJob != "" {
 		return errors.Join(writeTrainJob(e, t.writeJob, job, opened), w.End(nil))
 	}
-	d := dep.deployer(opened.PlacedGraph(), w.Watch)
+	d := dep.deployer(opened, w.Watch)
 	fmt.Fprintf(e.out, "%s: %s; %s on %d machines, %s, %s\n", pos[0], opened.Data.Words(), job.App, job.Config.Machines, t.consistency, job.Config.LinkWords())
 	runs, err := trainRuns(e, job, opened, specs, d, w)
 	if err := w.End(err); err != nil {

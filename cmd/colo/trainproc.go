@@ -18,7 +18,6 @@ import (
 
 	"colo/app"
 	"colo/app/embed"
-	"colo/graph"
 	"colo/launch"
 	"colo/metrics"
 	"colo/placement"
@@ -156,12 +155,12 @@ func (d *deployment) check(cfg train.Config) error {
 	return nil
 }
 
-// deployer returns the deployer of d for jobs on the training graph g.
-func (d *deployment) deployer(g *graph.Graph, watch func(stats func() []node.Stats)) train.Deployer {
+// deployer returns the deployer of d for jobs of the opened application.
+func (d *deployment) deployer(o *app.Opened, watch func(stats func() []node.Stats)) train.Deployer {
 	if !d.processes && !d.netns {
 		return deploy.InProcess{Watch: watch}
 	}
-	return &deploy.Processes{Graph: g, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Replace: d.recovery == "replace", Logf: d.logf}
+	return &deploy.Processes{Graph: o.PlacedGraph(), Cache: o.Data.WriteCache, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Replace: d.recovery == "replace", Logf: d.logf}
 }
 
 // writeTrainJob writes the job of colo train --write-job: the envelope

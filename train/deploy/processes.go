@@ -38,6 +38,11 @@ type Processes struct {
 	// train.PlacementWriter writes its placement for the processes, any
 	// other is placed again by every process, the same for the same seed.
 	Graph *graph.Graph
+	// Cache, when set, writes the job's data as loaded to a new directory
+	// and says whether it did (app.Data.WriteCache): every process then
+	// reads it (train.Data.Cache) instead of parsing the job's files, and
+	// a replacement resumes without parsing them.
+	Cache func(dir string) (bool, error)
 	// Netns runs the scheduler and each machine in a network namespace of
 	// its own, joined by veth links that tc shapes at the job's
 	// LinkBandwidth (required; a bandwidth matrix is refused); it needs
@@ -238,6 +243,16 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 			return nil, err
 		}
 		job.Placement = pdir
+	}
+	if pd.Cache != nil {
+		cdir := filepath.Join(dir, "data")
+		ok, err := pd.Cache(cdir)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			job.Data.Cache = cdir
+		}
 	}
 	if pd.Netns {
 		// tc shapes the links: the machines limit nothing themselves.
