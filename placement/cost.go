@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -144,8 +145,13 @@ func (c *Cost) Totals() {
 
 // countRange counts memory, worker and server traffic for parameters
 // [lo, hi): each machine whose worker needs v holds it (memory) and, unless
-// it also serves v, pulls it from the server that does.
+// it also serves v, pulls it from the server that does. With k ≤ 64 the
+// machines that need v are a bit mask, built without a branch per edge
+// (countRangeMask); beyond, a stamp per machine marks them.
 func countRange(g *graph.Graph, p *Placement, lo, hi int) partial {
+	if p.K <= 64 {
+		return countRangeMask(g, p, lo, hi)
+	}
 	k := p.K
 	r := partial{memory: make([]int64, k), worker: make([]int64, k), server: make([]int64, k)}
 	stamp := make([]int, k)
@@ -168,6 +174,35 @@ func countRange(g *graph.Graph, p *Placement, lo, hi int) partial {
 				r.server[owner]++
 			}
 		}
+	}
+	return r
+}
+
+// countRangeMask is countRange for k ≤ 64: the machines whose workers
+// need v are the bits of one word, each of them holds v, all but its
+// server pull it, and the server serves as many. The workers' pulls are
+// counted as holds less the parameters each machine serves to itself.
+func countRangeMask(g *graph.Graph, p *Placement, lo, hi int) partial {
+	k := p.K
+	r := partial{memory: make([]int64, k), worker: make([]int64, k), server: make([]int64, k)}
+	self := make([]int64, k)
+	off, adj := g.ParamOffsets(), g.ParamAdjacency()
+	data := p.Data
+	for v := lo; v < hi; v++ {
+		var need uint64
+		for _, u := range adj[off[v]:off[v+1]] {
+			need |= 1 << (uint32(data[u]) & 63)
+		}
+		owner := p.Param[v]
+		for x := need; x != 0; x &= x - 1 {
+			r.memory[bits.TrailingZeros64(x)]++
+		}
+		in := int64(need >> uint32(owner) & 1)
+		self[owner] += in
+		r.server[owner] += int64(bits.OnesCount64(need)) - in
+	}
+	for i := range k {
+		r.worker[i] = r.memory[i] - self[i]
 	}
 	return r
 }

@@ -110,8 +110,14 @@ func TestEvaluateMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 300; trial++ {
 		n, m := 1+rng.IntN(30), 1+rng.IntN(30)
-		g := randomGraph(t, rng, n, m, rng.Float64()*0.5)
 		k := 1 + rng.IntN(min(n, 8))
+		if trial%4 == 3 {
+			// Around 64 machines, where counting switches from a
+			// mask of machines to stamps.
+			n = 60 + rng.IntN(40)
+			k = 60 + rng.IntN(min(n, 70)-59)
+		}
+		g := randomGraph(t, rng, n, m, rng.Float64()*0.5)
 		p := Uniform(g, k, rng)
 		theta := int64(rng.IntN(m + 1))
 		want := referenceCost(g, p, theta)
