@@ -115,7 +115,9 @@ func (b *Builder) add(label float64, params []uint64, vals []float32) error {
 			return err
 		}
 	}
-	for i, id := range params {
+	// The row goes in whole runs: as much as the last chunk holds, then
+	// a new chunk for the rest.
+	for len(params) > 0 {
 		c := len(b.ids) - 1
 		if c < 0 || len(b.ids[c]) == cap(b.ids[c]) {
 			// Chunks start small, so that small inputs stay small, and
@@ -130,22 +132,29 @@ func (b *Builder) add(label float64, params []uint64, vals []float32) error {
 			b.vals = append(b.vals, nil)
 			c++
 		}
-		v := float32(1)
-		if vals != nil {
-			v = vals[i]
-		}
-		if v != 1 && b.vals[c] == nil {
+		run := min(len(params), cap(b.ids[c])-len(b.ids[c]))
+		if vals != nil && b.vals[c] == nil && !allOnes(vals[:run]) {
 			ones := make([]float32, len(b.ids[c]), cap(b.ids[c]))
 			for k := range ones {
 				ones[k] = 1
 			}
 			b.vals[c] = ones
 		}
-		b.ids[c] = append(b.ids[c], id)
-		if b.vals[c] != nil {
-			b.vals[c] = append(b.vals[c], v)
+		b.ids[c] = append(b.ids[c], params[:run]...)
+		switch {
+		case b.vals[c] == nil:
+		case vals != nil:
+			b.vals[c] = append(b.vals[c], vals[:run]...)
+		default:
+			for range run {
+				b.vals[c] = append(b.vals[c], 1)
+			}
 		}
-		b.n++
+		params = params[run:]
+		if vals != nil {
+			vals = vals[run:]
+		}
+		b.n += int64(run)
 	}
 	b.off = append(b.off, b.n)
 	b.labels = append(b.labels, label)
@@ -153,6 +162,16 @@ func (b *Builder) add(label float64, params []uint64, vals []float32) error {
 		b.hasLabels = true
 	}
 	return nil
+}
+
+// allOnes reports whether every value of vs is 1.
+func allOnes(vs []float32) bool {
+	for _, v := range vs {
+		if v != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // normalise sorts a row by parameter id and applies the duplicate policy.

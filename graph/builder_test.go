@@ -184,3 +184,85 @@ func TestTransposeOnWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestBuilderValuesAcrossChunks adds rows without values, with all-one
+// values and with other values, sorted or not, across several storage
+// chunks, and checks every row's parameters and values against what was
+// added (1 where none was given), and that a graph whose values are all 1
+// keeps none.
+func TestBuilderValuesAcrossChunks(t *testing.T) {
+	for trial := range 20 {
+		rng := rand.New(rand.NewPCG(9, uint64(trial)))
+		b := NewBuilder(Meta{})
+		if trial%2 == 1 {
+			b.first = 1 + rng.IntN(50)
+		}
+		onlyOnes := trial%5 == 4
+		var wantIDs [][]uint64
+		var wantVals [][]float32
+		for len(wantIDs) < 400 {
+			perm := rng.Perm(200)[:rng.IntN(60)]
+			row := make([]uint64, len(perm))
+			for i, x := range perm {
+				row[i] = uint64(x)
+			}
+			if rng.IntN(2) == 0 {
+				slices.Sort(row)
+			}
+			var vals []float32
+			switch kind := rng.IntN(3); {
+			case kind == 1 || (kind == 2 && onlyOnes):
+				vals = make([]float32, len(row))
+				for i := range vals {
+					vals[i] = 1
+				}
+			case kind == 2:
+				vals = make([]float32, len(row))
+				for i := range vals {
+					vals[i] = float32(rng.IntN(3))
+				}
+			}
+			if err := b.AddSample(0, row, vals); err != nil {
+				t.Fatal(err)
+			}
+			idx := make([]int, len(row))
+			for i := range idx {
+				idx[i] = i
+			}
+			slices.SortFunc(idx, func(x, y int) int { return int(row[x]) - int(row[y]) })
+			ids, vs := make([]uint64, len(row)), make([]float32, len(row))
+			for i, j := range idx {
+				ids[i], vs[i] = row[j], 1
+				if vals != nil {
+					vs[i] = vals[j]
+				}
+			}
+			wantIDs, wantVals = append(wantIDs, ids), append(wantVals, vs)
+		}
+		if len(b.ids) < 3 {
+			t.Fatalf("trial %d: %d storage chunks: the test should span several", trial, len(b.ids))
+		}
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(adjacencyOf(g), wantIDs) {
+			t.Fatalf("trial %d: rows differ", trial)
+		}
+		if g.HasValues() == onlyOnes {
+			t.Fatalf("trial %d: HasValues %v with only ones %v", trial, g.HasValues(), onlyOnes)
+		}
+		for u, want := range wantVals {
+			got := g.Values(u)
+			if got == nil {
+				got = make([]float32, len(want))
+				for i := range got {
+					got[i] = 1
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("trial %d, sample %d: values %v, want %v", trial, u, got, want)
+			}
+		}
+	}
+}
