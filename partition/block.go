@@ -11,10 +11,12 @@ import (
 // samples.
 //
 // A bucket queue is an array of doubly linked lists, one per cost, with a
-// head pointer per cost (seed 001 Fig. 5). Costs only decrease, by one at a
-// time, so a decrement moves a sample to the front of the next lower list
-// in O(1) and the minimum is found by moving a cursor that only goes down
-// on a decrement and up over empty lists. All of Alg. 3 on a block of n_b
+// head per cost (seed 001 Fig. 5). Costs only decrease, by one at a time,
+// so a decrement moves a sample to the front of the next lower list in
+// O(1) and the minimum is found by moving a cursor that only goes down on
+// a decrement and up over empty lists. The lists are circular through a
+// sentinel node per cost, which is the list's head, so that moving a
+// sample takes no branch on whether it is first or last. All of Alg. 3 on a block of n_b
 // samples and e_b edges takes O(k·(n_b + e_b) + k·maxdeg) time.
 //
 // A block is reused from job to job to keep allocations out of the loop.
@@ -37,11 +39,14 @@ type block struct {
 	mask []uint64
 	own  []uint64
 
-	// Bucket queues: node i*nb+s holds A_i(s) and its list links; heads
-	// i*hc+c is the first sample of cost c in queue i, or -1.
+	// Bucket queues: queue i is nodes[i*qs:(i+1)*qs], qs = nb+hc. Its
+	// node s < nb holds A_i(s) and its list links; its node nb+c is the
+	// sentinel of the circular list of cost c, whose next is the first
+	// sample of that cost (the sentinel itself when there is none). Links
+	// are node numbers within the queue.
 	nb, hc   int
+	qs       int
 	nodes    []qnode
-	heads    []int32
 	minc     []int32
 	assigned []bool
 	out      []int32 // partition of each local sample
@@ -98,9 +103,6 @@ func (b *block) buildRows(samples []uint32, off []int64, adj []uint32, local boo
 	b.samples = samples
 	nb := len(samples)
 	b.nb = nb
-	b.params = b.params[:0]
-	b.soff = grow(b.soff, nb+1)
-	b.sadj = b.sadj[:0]
 	row := func(s int) uint32 {
 		if local {
 			return uint32(s)
@@ -112,50 +114,55 @@ func (b *block) buildRows(samples []uint32, off []int64, adj []uint32, local boo
 		u := row(s)
 		e += off[u+1] - off[u]
 	}
-	if int64(cap(b.sadj)) < e {
-		b.sadj = make([]uint32, 0, e)
-	}
+	// Locals rather than the block's fields in the loops, so that the
+	// slices' headers stay in registers.
+	soff := grow(b.soff, nb+1)
+	sadj := grow(b.sadj, int(e))
+	params := b.params[:0]
 	loc := b.loc
-	b.soff[0] = 0
+	soff[0] = 0
+	pos := 0
 	for s := range samples {
 		u := row(s)
 		for _, v := range adj[off[u]:off[u+1]] {
 			l := loc[v]
 			if l < 0 {
-				l = int32(len(b.params))
+				l = int32(len(params))
 				loc[v] = l
-				b.params = append(b.params, v)
+				params = append(params, v)
 			}
-			b.sadj = append(b.sadj, uint32(l))
+			sadj[pos] = uint32(l)
+			pos++
 		}
-		b.soff[s+1] = int64(len(b.sadj))
+		soff[s+1] = int64(pos)
 	}
-	for _, v := range b.params {
+	for _, v := range params {
 		loc[v] = -1
 	}
-	mb := len(b.params)
+	mb := len(params)
 	// Transpose: local parameter → local samples, in increasing order.
-	b.coff = grow(b.coff, mb+1)
-	clear(b.coff)
-	for _, l := range b.sadj {
-		b.coff[l+1]++
+	coff := grow(b.coff, mb+1)
+	clear(coff)
+	for _, l := range sadj {
+		coff[l+1]++
 	}
 	for l := 0; l < mb; l++ {
-		b.coff[l+1] += b.coff[l]
+		coff[l+1] += coff[l]
 	}
-	b.cadj = grow(b.cadj, int(e))
+	cadj := grow(b.cadj, int(e))
 	for s := 0; s < nb; s++ {
-		for _, l := range b.sadj[b.soff[s]:b.soff[s+1]] {
-			b.cadj[b.coff[l]] = uint32(s)
-			b.coff[l]++
+		for _, l := range sadj[soff[s]:soff[s+1]] {
+			cadj[coff[l]] = uint32(s)
+			coff[l]++
 		}
 	}
 	for l := mb; l > 0; l-- {
-		b.coff[l] = b.coff[l-1]
+		coff[l] = coff[l-1]
 	}
-	b.coff[0] = 0
+	coff[0] = 0
+	b.soff, b.sadj, b.params, b.coff, b.cadj = soff, sadj, params, coff, cadj
 	b.cend = grow(b.cend, mb)
-	copy(b.cend, b.coff[1:])
+	copy(b.cend, coff[1:])
 	w := b.w
 	b.mask = grow(b.mask, mb*w)
 	b.own = grow(b.own, mb*w)
@@ -177,11 +184,15 @@ func (b *block) prepare() {
 		maxDeg = max(maxDeg, int(b.soff[s+1]-b.soff[s]))
 	}
 	b.hc = maxDeg + 1
-	b.heads = grow(b.heads, k*b.hc)
-	for i := range b.heads {
-		b.heads[i] = -1
+	b.qs = nb + b.hc
+	b.nodes = grow(b.nodes, k*b.qs)
+	for i := 0; i < k; i++ {
+		q := b.nodes[i*b.qs : (i+1)*b.qs]
+		for c := 0; c < b.hc; c++ {
+			x := int32(nb + c)
+			q[x] = qnode{prev: x, next: x, cost: int32(c)}
+		}
 	}
-	b.nodes = grow(b.nodes, k*nb)
 	b.assigned = grow(b.assigned, nb)
 	clear(b.assigned)
 	b.out = grow(b.out, nb)
@@ -214,13 +225,12 @@ func (b *block) prepare() {
 		deg := int32(len(row))
 		for i := 0; i < k; i++ {
 			c := deg - have[i]
-			hb := i * b.hc
-			h := b.heads[hb+int(c)]
-			b.nodes[i*nb+s] = qnode{prev: -1, next: h, cost: c}
-			if h >= 0 {
-				b.nodes[i*nb+int(h)].prev = int32(s)
-			}
-			b.heads[hb+int(c)] = int32(s)
+			q := b.nodes[i*b.qs : (i+1)*b.qs]
+			sent := int32(nb) + c
+			h := q[sent].next
+			q[s] = qnode{prev: sent, next: h, cost: c}
+			q[h].prev = int32(s)
+			q[sent].next = int32(s)
 			if c < b.minc[i] {
 				b.minc[i] = c
 			}
@@ -246,13 +256,26 @@ var byteLanes = func() (t [256]uint64) {
 func (b *block) countBits(row []uint32, have []int32, lanes []uint64, nbytes int) {
 	clear(have)
 	w := b.w
+	lanes = lanes[:nbytes]
 	for start := 0; start < len(row); start += 255 {
 		clear(lanes)
-		for _, l := range row[start:min(len(row), start+255)] {
-			base := int(l) * w
-			for x := 0; x < nbytes; x++ {
-				m := b.mask[base+x>>3]
-				lanes[x] += byteLanes[byte(m>>(8*(x&7)))]
+		part := row[start:min(len(row), start+255)]
+		if w == 1 {
+			// k ≤ 64: one word per parameter, its bytes in turn.
+			for _, l := range part {
+				m := b.mask[l]
+				for x := range lanes {
+					lanes[x] += byteLanes[byte(m)]
+					m >>= 8
+				}
+			}
+		} else {
+			for _, l := range part {
+				base := int(l) * w
+				for x := range lanes {
+					m := b.mask[base+x>>3]
+					lanes[x] += byteLanes[byte(m>>(8*(x&7)))]
+				}
 			}
 		}
 		for x, v := range lanes {
@@ -336,9 +359,9 @@ func (b *block) choose() int {
 
 // minCost returns the least cost in queue i, which is not empty.
 func (b *block) minCost(i int) int32 {
-	hb := i * b.hc
+	base := i*b.qs + b.nb
 	c := b.minc[i]
-	for b.heads[hb+int(c)] < 0 {
+	for b.nodes[base+int(c)].next == int32(b.nb)+c {
 		c++
 	}
 	b.minc[i] = c
@@ -348,46 +371,31 @@ func (b *block) minCost(i int) int32 {
 // popMin removes and returns the cheapest unassigned sample of queue i.
 func (b *block) popMin(i int) (int32, int32) {
 	c := b.minCost(i)
-	s := b.heads[i*b.hc+int(c)]
+	s := b.nodes[i*b.qs+b.nb+int(c)].next
 	b.unlink(i, s)
 	return s, c
 }
 
 // unlink removes local sample s from queue i.
 func (b *block) unlink(i int, s int32) {
-	base := i * b.nb
-	n := &b.nodes[base+int(s)]
-	if n.prev < 0 {
-		b.heads[i*b.hc+int(n.cost)] = n.next
-	} else {
-		b.nodes[base+int(n.prev)].next = n.next
-	}
-	if n.next >= 0 {
-		b.nodes[base+int(n.next)].prev = n.prev
-	}
+	q := b.nodes[i*b.qs : (i+1)*b.qs]
+	n := q[s]
+	q[n.prev].next = n.next
+	q[n.next].prev = n.prev
 }
 
 // decrement lowers A_i(t) by one, moving t to the front of the lower list.
 func (b *block) decrement(i int, t int32) {
-	base := i * b.nb
-	hb := i * b.hc
-	n := &b.nodes[base+int(t)]
-	if n.prev < 0 {
-		b.heads[hb+int(n.cost)] = n.next
-	} else {
-		b.nodes[base+int(n.prev)].next = n.next
-	}
-	if n.next >= 0 {
-		b.nodes[base+int(n.next)].prev = n.prev
-	}
+	q := b.nodes[i*b.qs : (i+1)*b.qs]
+	n := q[t]
+	q[n.prev].next = n.next
+	q[n.next].prev = n.prev
 	c := n.cost - 1
-	n.cost = c
-	h := b.heads[hb+int(c)]
-	n.prev, n.next = -1, h
-	if h >= 0 {
-		b.nodes[base+int(h)].prev = t
-	}
-	b.heads[hb+int(c)] = t
+	sent := int32(b.nb) + c
+	h := q[sent].next
+	q[t] = qnode{prev: sent, next: h, cost: c}
+	q[h].prev = t
+	q[sent].next = t
 	if c < b.minc[i] {
 		b.minc[i] = c
 	}
@@ -418,16 +426,19 @@ func (b *block) assign(s int32, i int) {
 		}
 		b.mask[at] |= bit
 		b.size[i]++
-		// Decrement the unassigned users of l, dropping the assigned
-		// ones from the column for later scans.
+		// Drop the assigned users of l from the column for later scans
+		// (without a branch per user: a kept one advances the end), then
+		// decrement the unassigned ones, in the column's order.
 		col := b.cadj[b.coff[l]:b.cend[l]]
 		x := 0
 		for _, t := range col {
+			col[x] = t
 			if !assigned[t] {
-				col[x] = t
 				x++
-				b.decrement(i, int32(t))
 			}
+		}
+		for _, t := range col[:x] {
+			b.decrement(i, int32(t))
 		}
 		b.cend[l] = b.coff[l] + int64(x)
 	}

@@ -15,7 +15,7 @@ func TestBlockTable3(t *testing.T) {
 	b.build(g, []uint32{0, 1, 2, 3})
 	clear(b.mask)
 	b.prepare()
-	cost := func(i int, s int32) int64 { return b.size[i] + int64(b.nodes[i*b.nb+int(s)].cost) }
+	cost := func(i int, s int32) int64 { return b.size[i] + int64(b.nodes[i*b.qs+int(s)].cost) }
 	type row struct {
 		part   int     // the machine growing, from 0
 		costs  []int64 // f(D_i ∪ {d}) of the unassigned d, in order

@@ -286,7 +286,7 @@ func (b *block) runTSH() {
 // being a candidate with probability rate.
 func (b *block) tshSelect(i int, pairOK bool, rate float64) (int32, int32) {
 	t := b.tsh
-	hb, base := i*b.hc, i*b.nb
+	base := i * b.qs
 	first := int32(-1)
 	c1, s1 := int32(-1), int32(-1) // the cheapest candidate
 	pc, pa, pbest := int64(math.MaxInt64), int32(-1), int32(-1)
@@ -295,7 +295,8 @@ func (b *block) tshSelect(i int, pairOK bool, rate float64) (int32, int32) {
 		if pairOK && int64(c) >= pc {
 			break
 		}
-		for s := b.heads[hb+int(c)]; s >= 0; s = b.nodes[base+int(s)].next {
+		sent := int32(b.nb) + c
+		for s := b.nodes[base+int(sent)].next; s != sent; s = b.nodes[base+int(s)].next {
 			if first < 0 {
 				first = s
 			}
@@ -351,7 +352,7 @@ func (b *block) explore(i int, s int32, pc *int64, pa, pb *int32) {
 			t.ov[u]++
 		}
 	}
-	base := i * b.nb
+	base := i * b.qs
 	cs := int64(b.nodes[base+int(s)].cost)
 	for _, u := range touched {
 		if c := cs + int64(b.nodes[base+int(u)].cost) - int64(t.ov[u]); c < *pc {
