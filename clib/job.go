@@ -1,12 +1,9 @@
 package clib
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 
+	"colo/launch"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -80,10 +77,8 @@ func (j Job) Validate() error {
 // fields refused, then validated.
 func DecodeJob(raw []byte) (Job, error) {
 	j := DefaultJob()
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&j); err != nil {
-		return j, fmt.Errorf("job of kind %s: %w", JobKind, err)
+	if err := launch.DecodeJob(JobKind, raw, &j); err != nil {
+		return j, err
 	}
 	if err := j.Validate(); err != nil {
 		return j, fmt.Errorf("job of kind %s: %w", JobKind, err)
@@ -94,17 +89,9 @@ func DecodeJob(raw []byte) (Job, error) {
 // ReadJobFile reads the job of the envelope at path, which must be of
 // kind JobKind.
 func ReadJobFile(path string) (Job, error) {
-	f, err := os.Open(path)
+	env, err := launch.ReadEnvelopeFile(path)
 	if err != nil {
 		return Job{}, err
-	}
-	defer f.Close()
-	var env struct {
-		Kind string          `json:"kind"`
-		Job  json.RawMessage `json:"job"`
-	}
-	if err := json.NewDecoder(io.LimitReader(f, 1<<30)).Decode(&env); err != nil {
-		return Job{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if env.Kind != JobKind {
 		return Job{}, fmt.Errorf("%s: a job of kind %q, want %q (a job colo run writes)", path, env.Kind, JobKind)
