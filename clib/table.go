@@ -220,6 +220,13 @@ func (s *Session) Declare(ctx context.Context, spec TableSpec) (*Table, error) {
 	s.tables = append(s.tables, t)
 	s.byName[spec.Name] = t
 	s.mu.Unlock()
+	// The servers find the spread rows' keys by arithmetic (before any
+	// push of this worker reaches them).
+	if n := rows - t.split; n > 0 {
+		if err := s.w.Family(ctx, t.base, t.stride, uint64(n)); err != nil {
+			return nil, fmt.Errorf("%s: %w", q, err)
+		}
+	}
 	// The workers agree on the tables, or the keys mean different rows.
 	fp := fingerprint(spec)
 	vals := []float64{fp, 1}

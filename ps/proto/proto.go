@@ -217,6 +217,11 @@ const (
 	// write and restore checkpoints.
 	DataSave uint16 = 6
 	DataLoad uint16 = 7
+	// DataFamily (a push): KV.Keys is {base, stride, n}, the keys base +
+	// i·stride for i < n of a table a client spread over the key space;
+	// each server finds those it owns by arithmetic instead of a hash map
+	// (see package server, family.go).
+	DataFamily uint16 = 8
 )
 
 // Register is a node's request to join: sent from its provisional id.

@@ -231,6 +231,9 @@ type Core struct {
 	table   *route.Table
 	version uint64
 	old     *Store
+	// fams are the key families workers declared (family.go), installed
+	// again on a rewound store.
+	fams []famDecl
 }
 
 // New returns a server core with an empty store.
@@ -268,6 +271,9 @@ func (c *Core) Rewind() {
 	}
 	c.store = NewStore(c.cfg.Table.Index(c.cfg.Rank), c.cfg.Width, c.cfg.Rule)
 	c.clock, c.table, c.version, c.old = ck, nil, 0, nil
+	for _, d := range c.fams {
+		c.install(c.store, d) // installed once on the same table: cannot fail
+	}
 	for w := range c.cfg.Workers {
 		c.ids[w] = c.ids[w][:0]
 		c.held[w] = c.held[w][:0]
@@ -404,6 +410,8 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 		return c.save(r)
 	case proto.DataLoad:
 		return c.load(r)
+	case proto.DataFamily:
+		return c.family(r)
 	}
 	if r.Worker < 0 || r.Worker >= c.cfg.Workers {
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: !r.Push, Err: fmt.Errorf("request from worker %d of %d", r.Worker, c.cfg.Workers)})

@@ -110,7 +110,7 @@ func (c *Core) retable(r Request) []Reply {
 	if err != nil {
 		return fail(err)
 	}
-	if c.store.width == 0 || len(c.store.extra) > 0 || !c.store.ranged {
+	if c.store.width == 0 || len(c.store.extra) > 0 || len(c.store.fams) > 0 || !c.store.ranged {
 		return fail(fmt.Errorf("the store's keys cannot move: only a uniform width and one range of keys can"))
 	}
 	for w := range c.held {

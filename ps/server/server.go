@@ -123,7 +123,7 @@ func Decode(m *transport.Message) (Request, error) {
 	}
 	switch m.Cmd {
 	case proto.DataSparse, proto.DataRange:
-	case proto.DataTable, proto.DataPut, proto.DataTake, proto.DataSave, proto.DataLoad:
+	case proto.DataTable, proto.DataPut, proto.DataTake, proto.DataSave, proto.DataLoad, proto.DataFamily:
 		if role != proto.RoleWorker || push == (m.Cmd == proto.DataTake || m.Cmd == proto.DataSave) {
 			return Request{}, fmt.Errorf("%s sent data command %d as a %s", proto.Name(m.Sender), m.Cmd, map[bool]string{true: "push", false: "pull"}[push])
 		}

@@ -24,13 +24,14 @@ import (
 // snapshotKeys returns the key of every slot, in slot order.
 func (s *Store) snapshotKeys() []uint64 {
 	keys := s.idx.AppendKeys(make([]uint64, 0, s.Keys()))
-	if len(s.extra) == 0 {
+	if len(s.extra) == 0 && len(s.fams) == 0 {
 		return keys
 	}
 	keys = keys[:s.Keys()]
 	for k, j := range s.extra {
 		keys[j] = k
 	}
+	s.familyKeys(keys)
 	return keys
 }
 

@@ -34,7 +34,14 @@ type Store struct {
 
 	vals  []float32
 	state [][]float32
-	extra map[uint64]int // slot of keys outside the index
+	extra map[uint64]int // slot of keys outside the index and the families
+	// fams are the key families (see Family): each reserves a run of
+	// slots, found from a key by arithmetic. last is the family that
+	// answered last, tried first.
+	fams []family
+	last int
+	// nslots counts the slots: the index's, the families' and extra's.
+	nslots int
 	// width 0: the span of each slot's values, −1 before its first push.
 	off []int
 	ln  []int32
@@ -49,7 +56,7 @@ type Store struct {
 // NewStore returns an empty store for the keys of idx with the given
 // width (0 for per-key lengths) and update rule.
 func NewStore(idx *route.Index, width int, rule update.Rule) *Store {
-	s := &Store{width: width, rule: rule, idx: idx, size: idx.Size(), extra: make(map[uint64]int)}
+	s := &Store{width: width, rule: rule, idx: idx, size: idx.Size(), nslots: idx.Size(), extra: make(map[uint64]int)}
 	_, s.sum = rule.(update.Sum)
 	s.lo, s.ranged = idx.Offset()
 	s.state = make([][]float32, rule.States())
@@ -69,8 +76,9 @@ func NewStore(idx *route.Index, width int, rule update.Rule) *Store {
 	return s
 }
 
-// Keys returns the number of keys with a slot.
-func (s *Store) Keys() int { return s.size + len(s.extra) }
+// Keys returns the number of keys with a slot: the index's, the
+// families' and the others pushed so far.
+func (s *Store) Keys() int { return s.nslots }
 
 // Values returns the number of values stored.
 func (s *Store) Values() int { return len(s.vals) }
@@ -85,24 +93,37 @@ func (s *Store) slot(key uint64, create bool) int {
 	} else if j := s.idx.Slot(key); j >= 0 {
 		return j
 	}
+	if len(s.fams) > 0 {
+		if j := s.famSlot(key); j >= 0 {
+			return j
+		}
+	}
 	if j, ok := s.extra[key]; ok {
 		return j
 	}
 	if !create {
 		return -1
 	}
-	j := s.size + len(s.extra)
+	j := s.nslots
 	s.extra[key] = j
+	s.grow(1)
+	return j
+}
+
+// grow appends n slots.
+func (s *Store) grow(n int) {
+	s.nslots += n
 	if s.width > 0 {
-		s.vals = append(s.vals, make([]float32, s.width)...)
+		s.vals = append(s.vals, make([]float32, n*s.width)...)
 		for i := range s.state {
-			s.state[i] = append(s.state[i], make([]float32, s.width)...)
+			s.state[i] = append(s.state[i], make([]float32, n*s.width)...)
 		}
-	} else {
+		return
+	}
+	for range n {
 		s.off = append(s.off, -1)
 		s.ln = append(s.ln, 0)
 	}
-	return j
 }
 
 // span returns where the values of slot j are, allocating n values on
@@ -411,6 +432,42 @@ func (s *Store) Pull(dst kv.Batch, keys []uint64) kv.Batch {
 		return out
 	}
 	out.Lens = dst.Lens[:0]
+	if len(s.fams) > 0 && len(keys) > 0 {
+		// The keys of a family, found by arithmetic; the values land
+		// where their answer goes, grown once.
+		f := &s.fams[s.last]
+		if _, ok := f.index(keys[0]); !ok {
+			s.famSlot(keys[0])
+			f = &s.fams[s.last]
+		}
+		if cap(out.Lens) < len(keys) {
+			out.Lens = make([]int32, 0, len(keys))
+		}
+		lens := out.Lens[:len(keys)]
+		vals := out.Vals[:cap(out.Vals)]
+		v := 0
+		for i, k := range keys {
+			q, ok := f.index(k)
+			j := f.start + int(q)
+			if !ok {
+				j = s.slot(k, false)
+			}
+			if j < 0 || s.off[j] < 0 {
+				lens[i] = 0
+				continue
+			}
+			o, n := s.off[j], int(s.ln[j])
+			lens[i] = int32(n)
+			if v+n > len(vals) {
+				vals = append(vals[:v], make([]float32, max(n, (len(keys)-i)*n))...)
+				vals = vals[:cap(vals)]
+			}
+			copy(vals[v:v+n], s.vals[o:o+n])
+			v += n
+		}
+		out.Lens, out.Vals = lens, vals[:v]
+		return out
+	}
 	for _, k := range keys {
 		j := s.slot(k, false)
 		if j < 0 || s.off[j] < 0 {

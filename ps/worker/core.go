@@ -129,6 +129,8 @@ const (
 	// server's store, and the installation of one.
 	opSave
 	opLoad
+	// A key family's declaration to one server (see Worker.Family).
+	opFamily
 	// Recovery (see Worker.Pause and Resume).
 	opPause
 	opResume
@@ -157,6 +159,9 @@ type Op struct {
 	take    *[]float32
 	// snap is where a Save's answer goes, and a Load's snapshot.
 	snap *kv.Batch
+	// count is a Family's number of keys (begin its base, end its
+	// stride).
+	count uint64
 	// epoch and cause are a Pause's.
 	epoch uint64
 	cause error
@@ -523,6 +528,9 @@ func (c *Core) startMove(op *Op) {
 	case opLoad:
 		m.Cmd = proto.DataLoad
 		m.KV = *op.snap
+	case opFamily:
+		m.Cmd = proto.DataFamily
+		m.KV.Keys = []uint64{op.begin, op.end, op.count}
 	}
 	c.out = append(c.out, Out{Server: op.server, M: m})
 	c.pending[c.nextID] = r
