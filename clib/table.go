@@ -444,6 +444,16 @@ func (t *Table) land(b *kv.Batch, dst []float32, want []int32) error {
 
 // checkLens checks that each key came with its length or none.
 func (t *Table) checkLens(b *kv.Batch, wantOf func(int) int) error {
+	if len(t.lens) == 0 {
+		// A sparse table: every row has dim values.
+		d := int32(t.dim)
+		for i, l := range b.Lens {
+			if l != 0 && l != d {
+				return fmt.Errorf("row %d has %d values on the servers, want %d (another program used these keys)", i, l, d)
+			}
+		}
+		return nil
+	}
 	for i, l := range b.Lens {
 		if l != 0 && int(l) != wantOf(i) {
 			return fmt.Errorf("row %d has %d values on the servers, want %d (another program used these keys)", i, l, wantOf(i))

@@ -3,6 +3,8 @@ package transport
 import (
 	"math/bits"
 	"sync"
+
+	"colo/kv"
 )
 
 // Pool recycles the arrays of received messages: a receiver that calls
@@ -112,6 +114,17 @@ func (p *Pool) Clone(m *Message) *Message {
 		c.KV.Lens = get[int32](&p.i32, len(m.KV.Lens), 4)
 		copy(c.KV.Lens, m.KV.Lens)
 	}
+	return c
+}
+
+// CloneLanded is Clone for a message whose values are already where its
+// receiver wants them (the receiver's own array, as a berth is, see
+// Berths): the copy shares m's KV.Vals, which its Release leaves alone,
+// and copies the rest.
+func (p *Pool) CloneLanded(m *Message) *Message {
+	t := &Message{Header: m.Header, Body: m.Body, KV: kv.Batch{Keys: m.KV.Keys, Lens: m.KV.Lens}}
+	c := p.Clone(t)
+	c.KV.Vals, c.landed = m.KV.Vals, true
 	return c
 }
 

@@ -154,6 +154,7 @@ type Node struct {
 	trainedOnce sync.Once
 	once        sync.Once
 	pool        transport.Pool // local replies
+	landing     landing        // the co-located worker's arrays for answers
 	mute        atomic.Bool    // no more heartbeats: the node left the job
 	// awaiting is set once a peer closed a link this node sent on: the
 	// node waits for the scheduler's abort (see lost).
@@ -948,6 +949,46 @@ func localSize(m *transport.Message) int {
 	return transport.FrameSize(m, transport.FrameOptions{RawKeys: true})
 }
 
+// landing holds the arrays the co-located worker registered for the
+// values of its pulls' answers (workerConn.Land), keyed by the worker
+// and the request id; the co-located server takes them (serverConn.Landing)
+// and writes there while holding mu, so that a withdrawal (Unland) returns
+// only once no write is in progress.
+type landing struct {
+	mu sync.Mutex
+	m  map[landKey][]float32
+}
+
+type landKey struct {
+	to transport.NodeID
+	id uint64
+}
+
+func (l *landing) put(k landKey, dst []float32) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = make(map[landKey][]float32)
+	}
+	l.m[k] = dst
+	l.mu.Unlock()
+}
+
+func (l *landing) drop(k landKey) {
+	l.mu.Lock()
+	delete(l.m, k)
+	l.mu.Unlock()
+}
+
+func (l *landing) dropAll(to transport.NodeID) {
+	l.mu.Lock()
+	for k := range l.m {
+		if k.to == to {
+			delete(l.m, k)
+		}
+	}
+	l.mu.Unlock()
+}
+
 // serverConn answers workers for a server member.
 type serverConn struct{ m *member }
 
@@ -989,6 +1030,44 @@ func (c serverConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 	return err
 }
 
+// Landing returns the array the co-located worker to registered for the
+// answer to request id, holding the registrations until done.
+func (c serverConn) Landing(to transport.NodeID, id uint64) ([]float32, func()) {
+	l := &c.m.n.landing
+	l.mu.Lock()
+	dst, ok := l.m[landKey{to, id}]
+	if !ok {
+		l.mu.Unlock()
+		return nil, nil
+	}
+	delete(l.m, landKey{to, id})
+	return dst, l.mu.Unlock
+}
+
+// ReplyLanded answers the co-located worker with values that are in its
+// own array already: the message shares them (transport.Pool.CloneLanded).
+func (c serverConn) ReplyLanded(ctx context.Context, to transport.NodeID, msg *transport.Message) error {
+	n := c.m.n
+	peer := n.member(to)
+	if peer == nil {
+		return c.Reply(ctx, to, msg)
+	}
+	select {
+	case <-n.started:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	cp := n.pool.CloneLanded(msg)
+	cp.Sender, cp.Receiver = c.m.id, to
+	size := uint64(localSize(cp))
+	c.m.local.msgsSent.Add(1)
+	c.m.local.bytesSent.Add(size)
+	peer.local.msgsRecv.Add(1)
+	peer.local.bytesRecv.Add(size)
+	peer.data.Push(cp)
+	return nil
+}
+
 // Local reports whether to is on this node's machine: its answers
 // travel through memory (server.Local).
 func (c serverConn) Local(to transport.NodeID) bool { return c.m.n.member(to) != nil }
@@ -1010,15 +1089,30 @@ func (c workerConn) berths() *transport.Berths {
 func (c workerConn) Land(s int, id uint64, dst []float32) {
 	to := proto.ServerID(s)
 	if c.m.n.member(to) != nil {
-		return // answers from the co-located server come through memory
+		// The co-located server writes there itself.
+		c.m.n.landing.put(landKey{c.m.id, id}, dst)
+		return
 	}
 	if b := c.berths(); b != nil {
 		b.Expect(to, id, dst)
 	}
 }
 
+// LandRoom registers room for the values of the co-located server's
+// answer to request id, an answer of per-key lengths that fills room
+// from its start; answers over a network are read as usual.
+func (c workerConn) LandRoom(s int, id uint64, room []float32) {
+	if c.m.n.member(proto.ServerID(s)) != nil {
+		c.m.n.landing.put(landKey{c.m.id, id}, room)
+	}
+}
+
 // Unland withdraws the registration of server s's answer to id.
 func (c workerConn) Unland(s int, id uint64) {
+	if c.m.n.member(proto.ServerID(s)) != nil {
+		c.m.n.landing.drop(landKey{c.m.id, id})
+		return
+	}
 	if b := c.berths(); b != nil {
 		b.Cancel(proto.ServerID(s), id)
 	}
@@ -1026,6 +1120,7 @@ func (c workerConn) Unland(s int, id uint64) {
 
 // UnlandAll withdraws every registration.
 func (c workerConn) UnlandAll() {
+	c.m.n.landing.dropAll(c.m.id)
 	if b := c.berths(); b != nil {
 		b.CancelAll()
 	}

@@ -80,6 +80,10 @@ type Request struct {
 	Cmd   uint16
 	Round int64
 	Push  bool
+	// Dst, when not nil, is where a sparse pull's values may be written
+	// (the co-located worker's own array, see Lander): the answer's Vals
+	// are then a part of it when they fit.
+	Dst []float32
 	// Range marks a range request: KV.Keys is {begin, end}.
 	Range bool
 	KV    kv.Batch
@@ -106,6 +110,8 @@ type Reply struct {
 	// valid until the store next changes, that is until the next push is
 	// handled.
 	View bool
+	// landed marks Vals as the array a Lander gave (Server.handle).
+	landed bool
 }
 
 // Stats counts a server's work.
@@ -458,6 +464,11 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 			return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: v, View: view})
 		}
 		c.stats.KeysPulled += uint64(len(r.KV.Keys))
+		if r.Dst != nil {
+			b := c.store.Pull(kv.Batch{Vals: r.Dst[:0], Lens: c.buf.Lens}, r.KV.Keys)
+			c.buf.Lens = b.Lens
+			return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: b.Vals, Lens: b.Lens})
+		}
 		c.buf = c.store.Pull(c.buf, r.KV.Keys)
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: c.buf.Vals, Lens: c.buf.Lens})
 	}

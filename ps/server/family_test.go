@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"colo/kv"
@@ -142,6 +143,11 @@ func TestFamilyStoreAgainstPlain(t *testing.T) {
 }
 
 func sortedKeys(ks []uint64) []uint64 {
+	if len(ks) > 5000 {
+		out := append([]uint64(nil), ks...)
+		slices.Sort(out)
+		return out
+	}
 	out := append([]uint64(nil), ks...)
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && out[j] < out[j-1]; j-- {
@@ -260,5 +266,35 @@ func TestCoreFamily(t *testing.T) {
 		if out := c.Handle(bad, false); len(out) != 1 || out[0].Err == nil {
 			t.Fatalf("server %d: a malformed family was answered %+v", rank, out)
 		}
+	}
+}
+
+// BenchmarkStorePullFamily pulls 4,096 random rows of 16 values of a
+// table of 100,000 rows laid out as clib lays a table (a key family).
+func BenchmarkStorePullFamily(b *testing.B) {
+	tb, _ := route.Uniform(1, 0)
+	const rows, dim, n = 100000, 16, 4096
+	stride := uint64(math.MaxUint64/rows) &^ 255
+	s := NewStore(tb.Index(0), 0, update.Sum{})
+	if ok, err := s.Family(0, stride, rows); !ok || err != nil {
+		b.Fatal(ok, err)
+	}
+	all := kv.Batch{Keys: make([]uint64, rows), Vals: make([]float32, rows*dim)}
+	for i := range all.Keys {
+		all.Keys[i] = uint64(i) * stride
+	}
+	if err := s.Push(all); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := make([]uint64, 0, n)
+	for _, r := range rng.Perm(rows)[:n] {
+		keys = append(keys, uint64(r)*stride)
+	}
+	keys = sortedKeys(keys)
+	dst := kv.Batch{Vals: make([]float32, n*dim), Lens: make([]int32, n)}
+	b.SetBytes(n * dim * 4)
+	for b.Loop() {
+		s.Pull(dst, keys)
 	}
 }

@@ -58,6 +58,20 @@ type Local interface {
 	Local(to transport.NodeID) bool
 }
 
+// Lander is implemented by a Conn that can hand the server the array a
+// co-located worker registered for the values of its pull's answer (the
+// caller's own memory, as transport.Berths are over a network): the
+// store's values are then copied once, straight there, instead of out
+// of the store, into a message and into the caller's array.
+type Lander interface {
+	// Landing returns the array registered for the answer to request id
+	// of node to, or nil, and done, which the server calls once it wrote
+	// there: until then the registration cannot be withdrawn.
+	Landing(to transport.NodeID, id uint64) (dst []float32, done func())
+	// ReplyLanded is Reply for an answer whose Vals are in that array.
+	ReplyLanded(ctx context.Context, to transport.NodeID, m *transport.Message) error
+}
+
 // send replies r on conn, timing it when it is a range pull's answer
 // that travels.
 func (s *Server) send(ctx context.Context, conn Conn, r Reply) {
@@ -66,6 +80,10 @@ func (s *Server) send(ctx context.Context, conn Conn, r Reply) {
 		timed = false
 	}
 	if !timed {
+		if r.landed {
+			conn.(Lander).ReplyLanded(ctx, r.To(), r.Message())
+			return
+		}
 		conn.Reply(ctx, r.To(), r.Message())
 		return
 	}
@@ -227,7 +245,19 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 			conn.Reply(ctx, ack.To(), ack.Message())
 			acked = true
 		}
+		var dst []float32
+		var done func()
+		if l, ok := conn.(Lander); ok && !req.Push && !req.Evaluator && req.Cmd <= proto.DataRange {
+			dst, done = l.Landing(m.Sender, m.ID)
+		}
+		if !req.Range {
+			req.Dst = dst
+		}
 		replies = s.core.Handle(req, acked)
+		if done != nil {
+			land(replies, dst)
+			done()
+		}
 	}
 	for _, r := range replies {
 		if r.View {
@@ -241,6 +271,24 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	s.mu.Lock()
 	s.stats = st
 	s.mu.Unlock()
+}
+
+// land puts the values of a pull's answer in dst, the array its
+// co-located worker registered, unless they are there already or do not
+// fit: one copy out of the store (a sparse pull writes there itself,
+// Request.Dst; a range pull's answer is a view of the store).
+func land(replies []Reply, dst []float32) {
+	for i := range replies {
+		r := &replies[i]
+		if !r.Pull || r.Err != nil || len(r.Vals) == 0 || len(r.Vals) > cap(dst) {
+			continue
+		}
+		if &r.Vals[0] != &dst[:1][0] {
+			copy(dst[:len(r.Vals)], r.Vals)
+			r.Vals, r.View = dst[:len(r.Vals)], false
+		}
+		r.landed = true
+	}
 }
 
 // early handles a request whose values may still be arriving: it applies

@@ -178,6 +178,11 @@ type Out struct {
 	// it (transport.Berths); Receive then finds them in place and copies
 	// nothing.
 	Dst []float32
+	// Room, when not nil, is where the values of an answer of per-key
+	// lengths (width 0) go from its start, when the pull asked one server
+	// only: a driver whose server is in the same process registers it
+	// (RoomLander), and the answer is found in place.
+	Room []float32
 }
 
 // request is an operation in flight.
@@ -198,6 +203,9 @@ type request struct {
 	parts []kv.Batch
 	msgs  []*transport.Message
 	keys  []uint64 // the keys asked, for Merge
+	// cut, when not nil, splits keys by server (a range-owned table):
+	// the answers are joined in server order, not merged key by key.
+	cut []int
 	// sent is when a range pull was sent, for Stats.Links.
 	sent time.Time
 	// start is when a push or pull started, for Stats.Latency.
@@ -614,6 +622,28 @@ func (c *Core) splitSparse(r *request, op *Op, send func(int, uint16, kv.Batch))
 	if w == 0 && r.push && op.lens == nil && len(op.keys) > 0 {
 		w = len(op.vals) / len(op.keys)
 	}
+	if c.ranges && !r.push && op.dstBatch != nil {
+		// S binary searches; each server's keys are a run of the keys,
+		// its answer a run of the values.
+		c.cut = c.cfg.Table.SplitSorted(c.cut, op.keys)
+		r.keys, r.cut = op.keys, slices.Clone(c.cut)
+		r.parts = make([]kv.Batch, c.servers)
+		r.msgs = make([]*transport.Message, c.servers)
+		one := -1
+		for s := range c.servers {
+			k0, k1 := r.cut[s], r.cut[s+1]
+			if k1 > k0 {
+				if one == -1 && k1-k0 == len(op.keys) {
+					one = len(c.out)
+				}
+			}
+			send(s, proto.DataSparse, kv.Batch{Keys: op.keys[k0:k1:k1]})
+		}
+		if one >= 0 && one < len(c.out) {
+			c.out[one].Room = op.dstBatch.Vals[:cap(op.dstBatch.Vals)]
+		}
+		return
+	}
 	if c.ranges && (op.lens == nil || !r.push) && (w > 0 || r.push) && op.dstBatch == nil {
 		// S binary searches, parts share the caller's arrays.
 		c.cut = c.cfg.Table.SplitSorted(c.cut, op.keys)
@@ -810,6 +840,9 @@ func (c *Core) answer(r *request, s int, m *transport.Message) error {
 // merge puts the answers of a general-table pull into the destination.
 func (c *Core) merge(r *request) error {
 	op := r.op
+	if op.dstBatch != nil && r.cut != nil {
+		return c.join(r)
+	}
 	if op.dstBatch != nil {
 		out, err := c.split.Merge(kv.Batch{Vals: op.dstBatch.Vals, Lens: op.dstBatch.Lens}, r.keys, r.parts)
 		if err != nil {
@@ -828,6 +861,73 @@ func (c *Core) merge(r *request) error {
 	if len(out.Vals) > 0 && &out.Vals[0] != &op.dst[0] {
 		copy(op.dst, out.Vals)
 	}
+	return nil
+}
+
+// join puts the answers of a pull into the caller's batch when each
+// server's keys are a run of the keys (r.cut): the servers' values and
+// lengths one after the other. An answer the co-located server wrote in
+// place is not copied.
+func (c *Core) join(r *request) error {
+	b := r.op.dstBatch
+	n := 0
+	for s, p := range r.parts {
+		keys := r.cut[s+1] - r.cut[s]
+		if keys == 0 {
+			if len(p.Vals) != 0 || len(p.Lens) != 0 {
+				return fmt.Errorf("server %d answered %d values for no keys", s, len(p.Vals))
+			}
+			continue
+		}
+		if p.Lens == nil {
+			if len(p.Vals)%keys != 0 {
+				return fmt.Errorf("server %d answered %d values for %d keys", s, len(p.Vals), keys)
+			}
+		} else {
+			if len(p.Lens) != keys {
+				return fmt.Errorf("server %d answered %d lengths for %d keys", s, len(p.Lens), keys)
+			}
+			sum := 0
+			for _, l := range p.Lens {
+				if l < 0 {
+					return fmt.Errorf("server %d answered negative length %d", s, l)
+				}
+				sum += int(l)
+			}
+			if sum != len(p.Vals) {
+				return fmt.Errorf("server %d lengths sum to %d for %d values", s, sum, len(p.Vals))
+			}
+		}
+		n += len(p.Vals)
+	}
+	vals := b.Vals[:0]
+	if cap(vals) < n {
+		vals = make([]float32, 0, n)
+	}
+	lens := b.Lens[:0]
+	if cap(lens) < len(r.keys) {
+		lens = make([]int32, 0, len(r.keys))
+	}
+	for s, p := range r.parts {
+		keys := r.cut[s+1] - r.cut[s]
+		if keys == 0 {
+			continue
+		}
+		at := len(vals)
+		vals = vals[:at+len(p.Vals)]
+		if len(p.Vals) > 0 && &vals[at] != &p.Vals[0] {
+			copy(vals[at:], p.Vals)
+		}
+		if p.Lens != nil {
+			lens = append(lens, p.Lens...)
+		} else {
+			w := int32(len(p.Vals) / keys)
+			for range keys {
+				lens = append(lens, w)
+			}
+		}
+	}
+	b.Keys, b.Vals, b.Lens = r.keys, vals, lens
 	return nil
 }
 

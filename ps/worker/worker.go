@@ -38,6 +38,13 @@ type Lander interface {
 	UnlandAll()
 }
 
+// RoomLander is implemented by a Lander that can have the values of an
+// answer of per-key lengths written into an array from its start
+// (Out.Room): an answer from a server in the same process.
+type RoomLander interface {
+	LandRoom(s int, id uint64, room []float32)
+}
+
 // ErrStopped is returned by calls after the worker stopped without a
 // more specific cause.
 var ErrStopped = errors.New("worker stopped")
@@ -264,10 +271,13 @@ func (w *Worker) Rejoin(ctx context.Context) (uint64, error) {
 // that cause.
 func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Conn) error {
 	lander, _ := conn.(Lander)
+	roomer, _ := conn.(RoomLander)
 	post := func(outs []Out) {
 		for _, o := range outs {
 			if o.Dst != nil && lander != nil {
 				lander.Land(o.Server, o.M.ID, o.Dst)
+			} else if o.Room != nil && roomer != nil {
+				roomer.LandRoom(o.Server, o.M.ID, o.Room)
 			}
 			conn.Post(o.Server, o.M)
 		}
