@@ -101,6 +101,7 @@ type Board struct {
 	source func() []node.Stats
 	status string
 	runs   []*Run
+	events []Event
 	prev   traffic // the previous sample of the current source
 	prevAt time.Duration
 	frame  []byte // the last frame's JSON
@@ -206,6 +207,21 @@ func (b *Board) Status(s string) {
 	b.mu.Lock()
 	b.status = s
 	b.mu.Unlock()
+}
+
+// Event records a line of what happened to the job's processes ("machine
+// 2 failed: …", "training resumed 0.48 s after the failure"), which the
+// page lists with its time.
+func (b *Board) Event(text string) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.events = append(b.events, Event{Seconds: time.Since(b.start).Seconds(), Text: text})
+	if n := len(b.events) - b.cfg.History; n > 0 {
+		b.events = append(b.events[:0], b.events[n:]...)
+	}
 }
 
 // Run starts a training run: the passes, scores and traffic that follow
@@ -322,7 +338,7 @@ func (b *Board) sample() {
 // build returns the frame of sample tr at time now; b.mu is held.
 func (b *Board) build(tr traffic, now time.Duration) *Frame {
 	b.seq++
-	f := &Frame{Seq: b.seq, Seconds: now.Seconds(), Status: b.status, Ended: b.ended,
+	f := &Frame{Seq: b.seq, Seconds: now.Seconds(), Status: b.status, Ended: b.ended, Events: slices.Clone(b.events),
 		Nodes: tr.nodes, Bytes: tr.bytes, Servers: tr.servers, Workers: tr.workers}
 	dt := (now - b.prevAt).Seconds()
 	f.Rates = make([][]float64, len(tr.nodes))

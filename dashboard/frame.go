@@ -41,6 +41,17 @@ type Frame struct {
 	Workers []Worker `json:"workers"`
 	// Runs are the training runs, in order; the last is the current one.
 	Runs []*Run `json:"runs"`
+	// Events are what happened to the job's processes (Board.Event): a
+	// failure, the node that failed and how the job recovered, oldest
+	// first; the newest Config.History are kept.
+	Events []Event `json:"events,omitempty"`
+}
+
+// Event is a line of what happened to the job, at a time since the board
+// started.
+type Event struct {
+	Seconds float64 `json:"seconds"`
+	Text    string  `json:"text"`
 }
 
 // Link is the traffic from one node (or machine) to another.

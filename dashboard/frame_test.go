@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -233,6 +234,7 @@ func TestNilBoard(t *testing.T) {
 	b.Pass(train.Pass{})
 	b.Check(train.Check{})
 	b.Status("x")
+	b.Event("x")
 	b.Close()
 	if b.URL() != "" {
 		t.Error("a nil board has a URL")
@@ -296,5 +298,33 @@ func TestRunKeepsPreviousMeasure(t *testing.T) {
 	}
 	if b.source != nil {
 		t.Error("the new run kept the previous cluster's counters")
+	}
+}
+
+// TestEvents: the events recorded appear in the frames in order, the
+// newest History of them, each with its time.
+func TestEvents(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Interval, cfg.History = time.Hour, 3
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := range 5 {
+		b.Event(fmt.Sprintf("machine %d failed", i))
+	}
+	b.sample()
+	var f Frame
+	if err := json.Unmarshal(b.Frame(), &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Events) != 3 || f.Events[0].Text != "machine 2 failed" || f.Events[2].Text != "machine 4 failed" {
+		t.Fatalf("events %+v, want machines 2 to 4", f.Events)
+	}
+	for i := 1; i < len(f.Events); i++ {
+		if f.Events[i].Seconds < f.Events[i-1].Seconds || f.Events[i].Seconds > f.Seconds {
+			t.Errorf("event times %+v, frame at %v", f.Events, f.Seconds)
+		}
 	}
 }

@@ -390,6 +390,7 @@ func runTrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	dep.logf = w.Logf(dep.logf) // failures and recoveries on the dashboard too
 	load := startPhase(e, "load "+pos[0], 1)
 	opened, err := app.Open(job)
 	if err != nil {

@@ -173,6 +173,13 @@ function costBars(f) {
   return '<p class="muted">Each machine\'s share of the traffic between machines: the cost model\'s T_i, and the bytes measured.</p>' + barChart(rows, { labelWidth: 150 });
 }
 
+function events(f) {
+  const ev = f.events || [];
+  if (!ev.length) return '<p class="muted">none</p>';
+  const esc = s => s.replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  return "<ul>" + ev.slice().reverse().map(e => "<li><b>" + e.seconds.toFixed(1) + " s</b> " + esc(e.text) + "</li>").join("") + "</ul>";
+}
+
 function render(f) {
   const d = window.coloDashboard;
   d.frames++;
@@ -180,6 +187,7 @@ function render(f) {
   document.getElementById("status").textContent = f.status;
   document.getElementById("clock").textContent = f.seconds.toFixed(1) + " s, frame " + f.seq;
   document.getElementById("heatmap").innerHTML = heatmap(f);
+  document.getElementById("events").innerHTML = events(f);
 
   const links = (f.links || []).slice(0, 12).map(l => ({ label: l.from + " → " + l.to, value: l.rate, text: fmt(l.rate, "B/s") + " (" + fmt(l.bytes, "B") + ")" }));
   document.getElementById("links").innerHTML = barChart(links, { labelWidth: 170, empty: "no link yet" });

@@ -9,6 +9,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"colo/dashboard"
@@ -69,6 +70,22 @@ func (w *Watchers) Run(cfg *train.Config, spec string, width int, cost *placemen
 		w.dash.Check(c)
 	}
 	cfg.Trace = w.rec.Workers(spec)
+}
+
+// Logf returns the log of a deployment's restarts and replacements
+// (deploy.Processes.Logf) that also lists each line on the dashboard,
+// naming the node that failed and how the job recovered; logf is the
+// log it writes to as well (nil for none).
+func (w *Watchers) Logf(logf func(format string, args ...any)) func(format string, args ...any) {
+	if w.dash == nil {
+		return logf
+	}
+	return func(format string, args ...any) {
+		w.dash.Event(fmt.Sprintf(format, args...))
+		if logf != nil {
+			logf(format, args...)
+		}
+	}
 }
 
 // End writes the trace and the metrics file, keeps the metrics for

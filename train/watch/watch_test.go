@@ -2,9 +2,11 @@ package watch
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"colo/metrics"
@@ -66,5 +68,33 @@ func TestStartNothing(t *testing.T) {
 	}
 	if err := w.End(nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestLogfOnDashboard: a deployment's log lines reach the log given and
+// the dashboard's events; without a dashboard the log is the one given.
+func TestLogfOnDashboard(t *testing.T) {
+	w, err := Start(metrics.Flags{}, "127.0.0.1:0", "", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	logf := w.Logf(func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) })
+	logf("replacement %d of %d after %s failed", 1, 2, "machine 1")
+	if err := w.End(nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(logged) != 1 || logged[0] != "replacement 1 of 2 after machine 1 failed" {
+		t.Errorf("logged %q", logged)
+	}
+	if f := string(w.dash.Frame()); !strings.Contains(f, `"text":"replacement 1 of 2 after machine 1 failed"`) {
+		t.Errorf("the dashboard's last frame has no event: %s", f)
+	}
+	none, err := Start(metrics.Flags{}, "", "", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none.Logf(nil) != nil {
+		t.Error("without a dashboard or a log, Logf returns a log")
 	}
 }
