@@ -111,6 +111,11 @@ func TestFields(t *testing.T) {
 	if in := a.Model.InputDim(); in != 3*4+1 {
 		t.Errorf("the mlp's input has %d values, want 3·4 + 1", in)
 	}
+	cfg.Interactions = "dot"
+	if in := open(t, job(t, cfg, sp, 1), g, test).Model.InputDim(); in != 3*4+3+1 {
+		t.Errorf("with dot interactions the mlp's input has %d values, want 3·4 + 3 + 1", in)
+	}
+	cfg.Interactions = "none"
 	P := a.Model.NumParams()
 	if P != 13*6+6+6*2+2 || a.NumKeys() != g.NumParams()+(P+3)/4 {
 		t.Errorf("%d mlp parameters, %d keys for %d graph parameters", P, a.NumKeys(), g.NumParams())
@@ -142,11 +147,20 @@ func step(p *part, b int, vals, grad []float32) float64 {
 
 // TestLossGradCentralDifferences checks the gradient of a batch's summed
 // loss with respect to every value pulled, the embedding rows and the
-// mlp's weights and biases, against central differences of the loss.
+// mlp's weights and biases, against central differences of the loss, with
+// the embeddings concatenated and with their dot interactions.
 func TestLossGradCentralDifferences(t *testing.T) {
 	sp, g, _ := fit(t, clicks(t, 200, 2), clickSpec)
-	cfg := DefaultConfig()
-	cfg.Dim, cfg.Hidden = 4, []int{5}
+	for _, inter := range []string{"none", "dot"} {
+		t.Run(inter, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Dim, cfg.Hidden, cfg.Interactions = 4, []int{5}, inter
+			lossGradCentralDifferences(t, cfg, sp, g)
+		})
+	}
+}
+
+func lossGradCentralDifferences(t *testing.T, cfg Config, sp *features.Fitted, g *graph.Graph) {
 	a := open(t, job(t, cfg, sp, 1), g, nil)
 	rows := make([]int32, 24)
 	for i := range rows {
@@ -332,6 +346,12 @@ func TestBadInput(t *testing.T) {
 			_, err := Open(job(t, c, sp, 1), g, test)
 			return err
 		}, "hidden[1] -1"},
+		{"interactions", func() error {
+			c := cfg
+			c.Interactions = "cat"
+			_, err := Open(job(t, c, sp, 1), g, test)
+			return err
+		}, `interactions "cat"`},
 		{"no hidden", func() error {
 			c := cfg
 			c.Hidden = nil

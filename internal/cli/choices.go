@@ -72,6 +72,8 @@ func Choices(cmd, name string) []string {
 		return []string{"auto", "on", "off"}
 	case "lr-scaling":
 		return []string{"linear", "none"}
+	case "interactions":
+		return []string{"none", "dot"}
 	case "lr-decay":
 		return []string{"none", "cosine", "step:"}
 	case "recovery":
