@@ -55,7 +55,11 @@
 //
 // A pull or push of n rows costs O(n) on the caller's thread (checking
 // the rows, computing their keys) and the worker's own path (one message
-// per server). Pulled values are merged into the caller's array; missing
+// per server). Declare tells the servers each table's keys (a key family,
+// server/family.go), so that a server finds a row's slot by arithmetic,
+// O(1), instead of in a hash map. Pulled values land in the caller's
+// array: a co-located server writes them there itself, once, and a
+// remote server's answers are copied there in server order; missing
 // rows (never pushed) are zero-filled in place, and a sparse table's
 // initial values are added once the pull is waited for.
 package clib

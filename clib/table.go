@@ -149,6 +149,9 @@ type Table struct {
 	lens   []int32 // per-key lengths of a whole dense table
 	allKey []uint64
 	pool   sync.Pool // *[]uint64
+	// answers holds *kv.Batch for pulls' answers, whose arrays of
+	// lengths are reused from pull to pull.
+	answers sync.Pool
 	// Unique's scratch: a bit per row and each row's place.
 	mark sync.Mutex
 	bits []uint64
@@ -359,13 +362,19 @@ func (t *Table) Pull(rows []int64, dst []float32) (*Ticket, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &kv.Batch{Vals: dst[:0:len(dst)]}
+	b, _ := t.answers.Get().(*kv.Batch)
+	if b == nil {
+		b = new(kv.Batch)
+	}
+	b.Keys, b.Vals = nil, dst[:0:len(dst)]
 	fut := t.s.w.PullLens(*kp, b)
 	return &Ticket{fut: fut, fin: func(err error) error {
 		t.pool.Put(kp)
 		if err == nil {
 			err = t.land(b, dst, nil)
 		}
+		b.Keys, b.Vals = nil, nil
+		t.answers.Put(b)
 		if err == nil && t.spec.Init.Name != "" && t.spec.Init.Name != "zeros" {
 			t.addInit(rows, dst)
 		}

@@ -1,16 +1,19 @@
 """Client overhead of colo's Python client, on a one-machine cluster in
 this process (the server co-located with the worker):
 
-* the fixed cost of a call: ctypes into Go and back (colo_nop), and
-  colo.rank() through the Python wrapper;
+* the fixed cost of a call: ctypes into Go and back (colo_nop),
+  colo.rank() through the Python wrapper, and a pull of one row;
 * a pull of 4,096 rows × 16 float32 (sorted, unique, from a table of
   100,000 rows) into a preallocated tensor, against torch's index_select of
   the same rows from a local tensor;
+  these figures are measured in interleaved turns (each once per turn)
+  and reported as medians over the turns, with the load average before
+  and after (--json FILE writes them);
 * a training step of the 20 Newsgroups softmax regression (EmbeddingBag,
   mode sum, Adagrad on the servers) against the same model with a local
   torch.nn.EmbeddingBag (dense and sparse gradients, torch's Adagrad).
 
-    PYTHONPATH=python /usr/bin/python3 python/bench/client.py [--data DIR]
+    PYTHONPATH=python /usr/bin/python3 python/bench/client.py [--data DIR] [--json FILE]
 
 Prints one line per figure: the median over repeats, in microseconds.
 """
@@ -59,16 +62,34 @@ def median_us(f, n, repeats=7):
     return Time(statistics.median(wall), statistics.median(cpu))
 
 
+def interleaved(fs, repeats):
+    """Median wall and CPU time per call of each (name, f, calls) of fs,
+    measured in turns (each f once per repeat, one after the other), so
+    that a change of the machine's load falls on all of them alike; also
+    the smallest and largest wall time of the repeats."""
+    wall = {name: [] for name, _, _ in fs}
+    cpu = {name: [] for name, _, _ in fs}
+    for _ in range(repeats):
+        for name, f, calls in fs:
+            t0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(calls):
+                f()
+            wall[name].append((time.perf_counter() - t0) / calls * 1e6)
+            cpu[name].append((time.process_time() - c0) / calls * 1e6)
+    return {name: (Time(statistics.median(wall[name]), statistics.median(cpu[name])), min(wall[name]), max(wall[name]))
+            for name, _, _ in fs}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=None)
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--repeats", type=int, default=15, help="turns of the interleaved pull figures")
+    ap.add_argument("--json", default=None, help="also write the pull figures and the load average to this file")
     args = ap.parse_args()
     torch.set_num_threads(1)
     colo.init(local=True, optimizer=colo.optim.Adagrad(0.5))
     L = _lib.lib()
-    print("%-52s %s" % ("fixed cost, ctypes call into Go (colo_nop):", median_us(lambda: L.colo_nop(1), 100000)))
-    print("%-52s %s" % ("fixed cost, colo.rank():", median_us(colo.rank, 100000)))
 
     rows_total, dim, n = 100000, 16, 4096
     t = colo.kv.table("bench", rows_total, dim)
@@ -79,16 +100,33 @@ def main():
     rows = np.sort(rng.choice(rows_total, n, replace=False)).astype(np.int64)
     out = torch.empty(n, dim)
     rows_t = torch.from_numpy(rows)
-    pull = lambda: t.pull(rows_t, out)
-    print("%-52s %s" % ("pull 4096 x 16 float32, colo.kv:", median_us(pull, 300)))
-    k = lambda: L.colo_wait(L.colo_pull(t._handle, rows.ctypes.data, n, out.data_ptr(), n * dim))
-    print("%-52s %s" % ("pull 4096 x 16 float32, C calls only:", median_us(k, 300)))
+    one, one_out = rows[:1].copy(), torch.empty(1, dim)
     w = torch.randn(rows_total, dim)
-    sel = lambda: torch.index_select(w, 0, rows_t)
-    print("%-52s %s" % ("torch.index_select of the same rows:", median_us(sel, 300)))
     dst = torch.empty(n, dim)
-    sel_out = lambda: torch.index_select(w, 0, rows_t, out=dst)
-    print("%-52s %s" % ("torch.index_select into a preallocated out:", median_us(sel_out, 300)))
+    figures = [
+        ("fixed cost, ctypes call into Go (colo_nop)", lambda: L.colo_nop(1), 2000),
+        ("fixed cost, colo.rank()", colo.rank, 2000),
+        ("fixed cost, pull of 1 row x 16, C calls", lambda: L.colo_wait(L.colo_pull(t._handle, one.ctypes.data, 1, one_out.data_ptr(), dim)), 200),
+        ("pull 4096 x 16 float32, colo.kv", lambda: t.pull(rows_t, out), 20),
+        ("pull 4096 x 16 float32, C calls only", lambda: L.colo_wait(L.colo_pull(t._handle, rows.ctypes.data, n, out.data_ptr(), n * dim)), 20),
+        ("torch.index_select of the same rows", lambda: torch.index_select(w, 0, rows_t), 20),
+        ("torch.index_select into a preallocated out", lambda: torch.index_select(w, 0, rows_t, out=dst), 20),
+    ]
+    load0 = os.getloadavg()
+    got = interleaved(figures, args.repeats)
+    load1 = os.getloadavg()
+    print("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after; %d interleaved turns" % (load0 + load1 + (args.repeats,)))
+    for name, _, _ in figures:
+        tm, lo, hi = got[name]
+        print("%-52s %s  (wall %.2f-%.2f)" % (name + ":", tm, lo, hi))
+    if args.json:
+        import json
+        with open(args.json, "w") as f:
+            json.dump({"load_before": load0, "load_after": load1, "turns": args.repeats,
+                       "figures": {name: {"wall_us": got[name][0].wall, "cpu_us": got[name][0].cpu,
+                                          "wall_us_min": got[name][1], "wall_us_max": got[name][2]}
+                                   for name, _, _ in figures}}, f, indent=1)
+            f.write("\n")
 
     if args.data is None:
         return
