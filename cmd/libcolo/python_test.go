@@ -9,11 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"colo/launch"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -179,6 +181,36 @@ func TestColoRun(t *testing.T) {
 		}
 		if n := strings.Count(string(out), "] ok"); n != shape.workers {
 			t.Errorf("colo %v: %d workers said ok:\n%s", args, n, out)
+		}
+	}
+	// torchrun's variables, and the namespaces of --netns where this
+	// host has them.
+	runs := [][]string{{"run", "--machines", "2", "--rule", "sgd", "--lr", "0.5"}}
+	if err := launch.CheckNetns(); err == nil {
+		runs = append(runs, []string{"run", "--machines", "2", "--netns", "--link-bandwidth", "1gbit", "--rule", "sgd", "--lr", "0.5"})
+	} else {
+		t.Logf("colo run --netns not tried: %v", err)
+	}
+	for _, args := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		args = append(args, "--", "/bin/sh", "-c", `echo "torchrun $RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR:$MASTER_PORT"; exec "$0" tests/cluster_worker.py bsp`, py)
+		cmd := exec.CommandContext(ctx, colo, args...)
+		cmd.Dir = "../../python"
+		cmd.Env = pyEnv(lib)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("colo %v: %v\n%s", args, err, out)
+		}
+		master, local := "127.0.0.1:", "1 1 2"
+		if slices.Contains(args, "--netns") {
+			master, local = ".2:29500", "1 0 2" // worker 0 is host 1 of the namespaces; one worker a host
+			if !strings.Contains(string(out), "on the namespaces' links") {
+				t.Errorf("colo %v: no bytes of the links:\n%s", args, out)
+			}
+		}
+		if !strings.Contains(string(out), "[worker 1] torchrun "+local) || !strings.Contains(string(out), master) || strings.Count(string(out), "] ok") != 2 {
+			t.Errorf("colo %v: want worker 1's RANK, LOCAL_RANK, WORLD_SIZE %q and MASTER_ADDR:MASTER_PORT %q, and two oks:\n%s", args, local, master, out)
 		}
 	}
 	cmd := exec.Command(colo, "run", "--machines", "2", "--", py, "-c", "import sys; sys.exit(3)")

@@ -215,6 +215,24 @@ func (n *Net) Command(i int, name string, args ...string) *exec.Cmd {
 	return exec.Command("ip", append([]string{"netns", "exec", n.machines[i], name}, args...)...)
 }
 
+// TxBytes returns the bytes machine i has sent on its link (eth0's
+// transmit counter in its namespace: every packet, headers included), the
+// traffic between machines whatever program made it.
+func (n *Net) TxBytes(i int) (uint64, error) {
+	if i < 0 || i >= len(n.machines) {
+		return 0, fmt.Errorf("netns: machine %d out of range [0, %d)", i, len(n.machines))
+	}
+	out, err := n.Command(i, "cat", "/sys/class/net/eth0/statistics/tx_bytes").Output()
+	if err != nil {
+		return 0, fmt.Errorf("netns: the transmit counter of %s: %w", n.machines[i], err)
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("netns: the transmit counter of %s: %q: %w", n.machines[i], out, err)
+	}
+	return v, nil
+}
+
 // Close deletes the namespaces, and with them their links. It returns
 // the first error but tries them all.
 func (n *Net) Close() error {

@@ -1,6 +1,10 @@
 package netns
 
-import "testing"
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
 
 func TestValidate(t *testing.T) {
 	for _, c := range []Config{{Machines: 0}, {Machines: 2, Delay: -1}, {Machines: 2, Subnet: "10.1"}} {
@@ -14,5 +18,41 @@ func TestValidate(t *testing.T) {
 	n := &Net{cfg: Config{Subnet: "10.9.0"}}
 	if n.Addr(0) != "10.9.0.1" || n.Addr(2) != "10.9.0.3" {
 		t.Errorf("addresses %s %s", n.Addr(0), n.Addr(2))
+	}
+}
+
+// TestTxBytes sends datagrams from machine 0 to machine 1 (bash's
+// /dev/udp) and reads machine 0's transmit counter, which must have grown
+// by at least their size. It needs root, iproute2 and bash.
+func TestTxBytes(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skip(err)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not on PATH")
+	}
+	n, err := New(Config{Machines: 2, Subnet: "10.214.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	before, err := n.TxBytes(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := "for i in 1 2 3 4 5; do head -c 1000 /dev/zero > /dev/udp/" + n.Addr(1) + "/9; done"
+	if out, err := n.Command(0, bash, "-c", send).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", send, err, out)
+	}
+	after, err := n.TxBytes(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before < 5*1000 {
+		t.Errorf("machine 0 sent %d bytes for five datagrams of 1,000 bytes", after-before)
+	}
+	if _, err := n.TxBytes(2); err == nil || !strings.Contains(err.Error(), "machine 2 out of range") {
+		t.Errorf("machine 2: %v", err)
 	}
 }

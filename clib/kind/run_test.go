@@ -1,0 +1,65 @@
+package kind
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunValidate checks that colo run's flags fill the job and that bad
+// ones are refused, naming the flag.
+func TestRunValidate(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "param.part"), []byte("0 1\n1 0\n2 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(args ...string) (Run, error) {
+		r := DefaultRun()
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		r.Register(fs)
+		if err := fs.Parse(args); err != nil {
+			return r, err
+		}
+		r.Program = fs.Args()
+		return r, r.Validate()
+	}
+	r, err := parse("--machines", "2", "--rule", "adagrad", "--lr", "0.5", "--placement", dir, "--", "python3", "train.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := r.job()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Machines != 2 || j.Servers != 0 || j.Rule.Name != "adagrad" || j.Rule.Eps != 1e-10 || len(j.Route) == 0 || j.Consistency != "bsp" {
+		t.Errorf("job %+v", j)
+	}
+	if r, err = parse("--machines", "3", "--servers", "2", "--", "p"); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ = r.job(); j.Servers != 2 || j.Workers != 3 || j.Machines != 0 {
+		t.Errorf("apart: %+v", j)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--", "p"}, "--machines 0"},
+		{[]string{"--machines", "2"}, "no PROGRAM"},
+		{[]string{"--machines", "2", "--servers", "-1", "--", "p"}, "--servers -1"},
+		{[]string{"--machines", "2", "--timeout", "100ms", "--", "p"}, "--timeout 100ms"},
+		{[]string{"--machines", "2", "--netns", "--", "p"}, "--netns needs --link-bandwidth"},
+		{[]string{"--machines", "2", "--netns", "--bandwidth-matrix", "m.txt", "--", "p"}, "not --bandwidth-matrix"},
+		{[]string{"--machines", "2", "--link-bandwidth", "fast", "--", "p"}, "--link-bandwidth"},
+		{[]string{"--machines", "2", "--consistency", "eventual", "--", "p"}, "--consistency"},
+		{[]string{"--machines", "2", "--rule", "ftrl", "--", "p"}, "ftrl"},
+		{[]string{"--machines", "2", "--placement", filepath.Join(dir, "none"), "--", "p"}, "--placement"},
+		{[]string{"--machines", "1", "--placement", dir, "--", "p"}, "--placement"}, // machine 1 of 1
+	} {
+		if _, err := parse(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %q", c.args, err, c.want)
+		}
+	}
+}
