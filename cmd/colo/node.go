@@ -46,7 +46,7 @@ type nodeFlags struct {
 	consistency                            string
 	tau                                    int
 	updater                                string
-	lr, l1, l2, beta                       float64
+	lr, l1, l2, beta, eps                  float64
 	heartbeat, timeout, joinTimeout        time.Duration
 	job                                    string
 	batch, rounds                          int
@@ -85,6 +85,7 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.IntVar(&nf.tau, "tau", 0, "scheduler: the delay bound of --consistency bounded")
 	f.StringVar(&nf.updater, "updater", "", "server: update rule: sum, sgd, momentum, adagrad, adam or ftrl (empty: sum; with --job train the application's)")
 	f.Float64Var(&nf.lr, "lr", 0, "server: learning rate, FTRL's alpha (0: 0.1; with --job train the application's)")
+	f.Float64Var(&nf.eps, "eps", 1e-8, "server: epsilon of adagrad and adam (PyTorch's Adagrad: 1e-10, its Adam: 1e-8)")
 	f.Float64Var(&nf.l1, "l1", 0, "server: L1 regularisation")
 	f.Float64Var(&nf.l2, "l2", -1, "server: L2 regularisation (-1: 0; with --job train the application's)")
 	f.Float64Var(&nf.beta, "beta", 1, "server: FTRL's beta")
@@ -277,7 +278,7 @@ func (nf *nodeFlags) envelope(f *cmdFlags, role proto.Role) (launch.Envelope, er
 			j := smoke.DefaultJob()
 			j.Keys, j.Batch, j.Rounds, j.Seed, j.Idle = nf.keys, cmp.Or(nf.batch, j.Batch), nf.rounds, nf.seed, nf.job == "none"
 			j.Consistency, j.Tau, j.LinkBandwidth, j.BandwidthMatrix = nf.consistency, nf.tau, nf.linkRate, nf.matrix
-			j.Rule.Name, j.Rule.LR, j.Rule.L1, j.Rule.L2, j.Rule.Beta = cmp.Or(nf.updater, "sum"), cmp.Or(nf.lr, 0.1), nf.l1, max(nf.l2, 0), nf.beta
+			j.Rule.Name, j.Rule.LR, j.Rule.L1, j.Rule.L2, j.Rule.Beta, j.Rule.Eps = cmp.Or(nf.updater, "sum"), cmp.Or(nf.lr, 0.1), nf.l1, max(nf.l2, 0), nf.beta, nf.eps
 			return launch.NewEnvelope(smoke.Kind{}.Name(), j)
 		case "train":
 			if role == proto.RoleScheduler {
