@@ -39,6 +39,7 @@ from ._lib import ColoValueError
 __all__ = ["EmbeddingBag", "Embedding", "DistributedOptimizer", "PlacedSampler", "synchronize"]
 
 _pending = []  # tickets of pushes made in backward, with their tensors
+_NO_ROWS, _NO_VALUES = torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.float32)
 
 
 def synchronize():
@@ -296,10 +297,14 @@ class DistributedOptimizer:
     rank 0's values. In backward each parameter's gradient is pushed as
     soon as autograd produces it; ``step()`` waits for the pushes and
     pulls every parameter's new value. ``zero_grad()`` is the optimizer's.
-    A parameter that got no gradient in a step pushes zeros in ``step()``,
-    so that every worker pushes every parameter once a step (under BSP the
-    workers' rounds must agree); for SGD and Adagrad a zero push changes
-    nothing, for Adam it advances the parameter's moments and step count.
+    A parameter that got no gradient in a step makes an empty push in
+    ``step()`` (no keys: it ends the worker's round and changes nothing),
+    so that every worker pushes as many times a step (under BSP the
+    workers' rounds must agree) while the servers, as torch's optimizers,
+    leave a parameter no worker has a gradient for alone (Adam's moments
+    and step count included); one that some workers have a gradient for
+    moves by their sum, as DistributedDataParallel's average of the
+    gradients with zeros for the others.
     """
 
     def __init__(self, optimizer, named_parameters=None, average=True, prefix=""):
@@ -325,6 +330,8 @@ class DistributedOptimizer:
                 p.copy_(init.reshape(p.shape))
             disp = torch.zeros(p.numel(), dtype=torch.float32)
             self._params.append((name, p, t, init, disp))
+        # A table of no use but its empty pushes, which end a round.
+        self._round = _kv.table(prefix + "DistributedOptimizer.round", 1, 1)
         self._tickets = []
         self._pushed = set()  # the tables pushed since the last step
         self._hooks = [p.register_hook(self._hook(p, t)) for _, p, t, _, _ in self._params]
@@ -378,11 +385,11 @@ class DistributedOptimizer:
             with torch.enable_grad():
                 loss = closure()
         # A parameter that got no gradient this step (a branch not taken)
-        # pushes zeros: every worker pushes every parameter once a step, so
-        # that under BSP their rounds agree.
+        # makes an empty push: every worker pushes as many times a step,
+        # so that under BSP their rounds agree, and no key moves.
         for _, p, t, _, disp in self._params:
             if t.name not in self._pushed:
-                self._tickets.append(t.push(torch.zeros(p.numel(), dtype=torch.float32)))
+                self._tickets.append(self._round.push(_NO_ROWS, _NO_VALUES))
         self._pushed = set()
         self.synchronize()
         pulls = [t.pull(disp, wait=False) for _, _, t, _, disp in self._params]

@@ -192,6 +192,33 @@ class Local(unittest.TestCase):
     def test_distributed_optimizer_adam(self):
         self.check_optimizer(lambda p: torch.optim.Adam(p, lr=0.01))
 
+    def test_distributed_optimizer_unused(self):
+        # A parameter without a gradient (None, a branch not taken) is
+        # left alone, as torch's Adam leaves it: neither its value nor
+        # its moments move, where zeros would have moved both.
+        torch.manual_seed(7)
+        a, b = torch.nn.Linear(4, 3), torch.nn.Linear(4, 3)
+        ra, rb = torch.nn.Linear(4, 3), torch.nn.Linear(4, 3)
+        ra.load_state_dict(a.state_dict())
+        rb.load_state_dict(b.state_dict())
+        opt = torch.optim.Adam(list(a.parameters()) + list(b.parameters()), lr=0.05)
+        colo.init(local=True, optimizer=opt)
+        named = [("a." + n, p) for n, p in a.named_parameters()] + [("b." + n, p) for n, p in b.named_parameters()]
+        dopt = colo.torch.DistributedOptimizer(opt, named_parameters=named)
+        ropt = torch.optim.Adam(list(ra.parameters()) + list(rb.parameters()), lr=0.05)
+        g = torch.Generator().manual_seed(3)
+        for step in range(6):
+            x = torch.randn(5, 4, generator=g)
+            use_b = step in (0, 1, 4)
+            dopt.zero_grad(set_to_none=True)
+            (a(x) + b(x) if use_b else a(x)).pow(2).mean().backward()
+            dopt.step()
+            ropt.zero_grad(set_to_none=True)
+            (ra(x) + rb(x) if use_b else ra(x)).pow(2).mean().backward()
+            ropt.step()
+            for (n, p), q in zip(named, list(ra.parameters()) + list(rb.parameters())):
+                np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg="step %d %s" % (step, n))
+
     def test_kv_async_tickets(self):
         colo.init(local=True, optimizer=colo.optim.Sum(), consistency="async")
         t = colo.kv.table("acc", 100, 2)
