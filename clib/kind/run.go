@@ -58,6 +58,11 @@ type Run struct {
 	// Heartbeat is the scheduler's heartbeat period and Timeout how long
 	// a silent node may stay silent before it is declared failed.
 	Heartbeat, Timeout time.Duration
+	// Dashboard, Metrics, MetricsFile and Linger are the scheduler's
+	// colo node flags of the same names: a live dashboard of its traffic
+	// with every node, Prometheus metrics served or written at the end.
+	Dashboard, Metrics, MetricsFile string
+	Linger                          time.Duration
 	// Program is the command each worker runs.
 	Program []string
 	// Bin is the colo binary of the scheduler and servers ("" for this
@@ -102,6 +107,10 @@ func (r *Run) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.Netns, "netns", r.Netns, "run the scheduler and each machine in a network namespace of its own, joined by veth links that tc shapes at --link-bandwidth (required); needs root and iproute2")
 	fs.StringVar(&r.Token, "token", r.Token, "cluster token (random when empty)")
 	fs.DurationVar(&r.Deadline, "deadline", r.Deadline, "stop the job after this long (0: no bound)")
+	fs.StringVar(&r.Dashboard, "dashboard", r.Dashboard, "serve the scheduler's live dashboard at http://ADDR/, such as :8080: its traffic with every node")
+	fs.StringVar(&r.Metrics, "metrics", r.Metrics, "serve the scheduler's Prometheus metrics at http://ADDR/metrics while the job runs, such as :9100")
+	fs.StringVar(&r.MetricsFile, "metrics-file", r.MetricsFile, "write the scheduler's final metrics to this file (Prometheus text format) when the job ends")
+	fs.DurationVar(&r.Linger, "linger", r.Linger, "with --metrics or --dashboard: keep serving the final values this long after the job ends")
 	fs.DurationVar(&r.Heartbeat, "heartbeat", r.Heartbeat, "the scheduler's heartbeat period")
 	fs.DurationVar(&r.Timeout, "timeout", r.Timeout, "a node silent this long has failed (a loaded machine starves the workers' processes for seconds)")
 }
@@ -119,6 +128,8 @@ func (r *Run) Validate() error {
 		return fmt.Errorf("--heartbeat %v and --timeout %v: want a positive period and a longer timeout", r.Heartbeat, r.Timeout)
 	case r.Netns && r.Job.BandwidthMatrix != "":
 		return errors.New("--netns shapes every host's link at one rate: use --link-bandwidth, not --bandwidth-matrix")
+	case r.Netns && (r.Dashboard != "" || r.Metrics != ""):
+		return errors.New("--dashboard and --metrics serve from the scheduler, which --netns puts in a namespace of its own that this host does not reach: use --metrics-file")
 	case r.Netns && r.Job.LinkBandwidth == "":
 		return errors.New("--netns needs --link-bandwidth, the rate tc gives each host's link")
 	}
@@ -194,7 +205,7 @@ func (r *Run) Execute(ctx context.Context) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &launch.Cluster{Token: r.Token, Bin: r.Bin, Heartbeat: r.Heartbeat, Timeout: r.Timeout}
+	c := &launch.Cluster{Token: r.Token, Bin: r.Bin, Heartbeat: r.Heartbeat, Timeout: r.Timeout, Flags: r.schedulerFlags}
 	if r.Servers > 0 {
 		c.Servers, c.Workers = r.Servers, r.Machines
 	} else {
@@ -294,6 +305,24 @@ func (r *Run) Execute(ctx context.Context) (*RunResult, error) {
 		res.Inter += m.Report.Node.Stats.Inter.BytesSent
 	}
 	return res, nil
+}
+
+// schedulerFlags returns the extra colo node flags of the process name:
+// the scheduler's dashboard and metrics.
+func (r *Run) schedulerFlags(name string) []string {
+	if name != "scheduler" {
+		return nil
+	}
+	var fl []string
+	for _, f := range []struct{ name, v string }{{"dashboard", r.Dashboard}, {"metrics", r.Metrics}, {"metrics-file", r.MetricsFile}} {
+		if f.v != "" {
+			fl = append(fl, "--"+f.name, f.v)
+		}
+	}
+	if r.Linger > 0 {
+		fl = append(fl, "--linger", r.Linger.String())
+	}
+	return fl
 }
 
 // firstWorkerHost is the host of worker 0 in c (launch.Cluster.Hosts).

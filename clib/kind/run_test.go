@@ -36,6 +36,15 @@ func TestRunValidate(t *testing.T) {
 	if j.Machines != 2 || j.Servers != 0 || j.Rule.Name != "adagrad" || j.Rule.Eps != 1e-10 || len(j.Route) == 0 || j.Consistency != "bsp" {
 		t.Errorf("job %+v", j)
 	}
+	if got := r.schedulerFlags("scheduler"); len(got) != 0 {
+		t.Errorf("scheduler flags without --dashboard: %q", got)
+	}
+	if r, err = parse("--machines", "2", "--dashboard", ":8080", "--metrics-file", "m.prom", "--linger", "2s", "--", "p"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(r.schedulerFlags("scheduler"), " "), "--dashboard :8080 --metrics-file m.prom --linger 2s"; got != want || len(r.schedulerFlags("machine 0")) != 0 {
+		t.Errorf("scheduler flags %q, want %q, and none for a machine", got, want)
+	}
 	if r, err = parse("--machines", "3", "--servers", "2", "--", "p"); err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +60,7 @@ func TestRunValidate(t *testing.T) {
 		{[]string{"--machines", "2", "--servers", "-1", "--", "p"}, "--servers -1"},
 		{[]string{"--machines", "2", "--timeout", "100ms", "--", "p"}, "--timeout 100ms"},
 		{[]string{"--machines", "2", "--netns", "--", "p"}, "--netns needs --link-bandwidth"},
+		{[]string{"--machines", "2", "--netns", "--link-bandwidth", "1gbit", "--dashboard", ":8080", "--", "p"}, "use --metrics-file"},
 		{[]string{"--machines", "2", "--netns", "--bandwidth-matrix", "m.txt", "--", "p"}, "not --bandwidth-matrix"},
 		{[]string{"--machines", "2", "--link-bandwidth", "fast", "--", "p"}, "--link-bandwidth"},
 		{[]string{"--machines", "2", "--consistency", "eventual", "--", "p"}, "--consistency"},

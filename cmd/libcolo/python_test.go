@@ -185,7 +185,8 @@ func TestColoRun(t *testing.T) {
 	}
 	// torchrun's variables, and the namespaces of --netns where this
 	// host has them.
-	runs := [][]string{{"run", "--machines", "2", "--rule", "sgd", "--lr", "0.5"}}
+	prom := filepath.Join(t.TempDir(), "scheduler.prom")
+	runs := [][]string{{"run", "--machines", "2", "--rule", "sgd", "--lr", "0.5", "--metrics-file", prom}}
 	if err := launch.CheckNetns(); err == nil {
 		runs = append(runs, []string{"run", "--machines", "2", "--netns", "--link-bandwidth", "1gbit", "--rule", "sgd", "--lr", "0.5"})
 	} else {
@@ -212,6 +213,9 @@ func TestColoRun(t *testing.T) {
 		if !strings.Contains(string(out), "[worker 1] torchrun "+local) || !strings.Contains(string(out), master) || strings.Count(string(out), "] ok") != 2 {
 			t.Errorf("colo %v: want worker 1's RANK, LOCAL_RANK, WORLD_SIZE %q and MASTER_ADDR:MASTER_PORT %q, and two oks:\n%s", args, local, master, out)
 		}
+	}
+	if b, err := os.ReadFile(prom); err != nil || !strings.Contains(string(b), "colo_") {
+		t.Errorf("colo run --metrics-file: the scheduler's metrics %q: %v", b, err)
 	}
 	cmd := exec.Command(colo, "run", "--machines", "2", "--", py, "-c", "import sys; sys.exit(3)")
 	cmd.Env = pyEnv(lib)
