@@ -138,21 +138,33 @@ func scanLibSVMLines(lr *lineReader, name string, opt LoadOptions, samples func(
 			// The common case inline: digits, ':', a number. Anything
 			// else goes through parsePair, which knows qid tokens and
 			// says what is wrong.
+			// Up to 19 digits cannot overflow 64 bits; a longer index
+			// goes through parsePair.
 			start := i
 			var id uint64
-			for i < len(t) && t[i]-'0' <= 9 && id <= maxIndexBeforeDigit {
+			for end := min(len(t), i+19); i < end && t[i]-'0' <= 9; i++ {
 				id = id*10 + uint64(t[i]-'0')
-				i++
 			}
 			var v float32
 			fast := i > start && i < len(t) && t[i] == ':'
 			if fast {
-				var f float64
-				var n int
-				f, n, fast = scanFloat(t[i+1:])
-				i += 1 + n
-				v = float32(f)
-				fast = fast && v <= math.MaxFloat32 && v >= -math.MaxFloat32
+				// A value of up to 15 digits alone (a count) is an
+				// integer below 2^53: exactly what scanFloat returns.
+				j := i + 1
+				var m uint64
+				for end := min(len(t), j+15); j < end && t[j]-'0' <= 9; j++ {
+					m = m*10 + uint64(t[j]-'0')
+				}
+				if j > i+1 && (j == len(t) || isSpace(t[j])) {
+					i, v = j, float32(m)
+				} else {
+					var f float64
+					var n int
+					f, n, fast = scanFloat(t[i+1:])
+					i += 1 + n
+					v = float32(f)
+					fast = fast && v <= math.MaxFloat32 && v >= -math.MaxFloat32
+				}
 			}
 			if !fast {
 				tok, _ := nextToken(t[start:])
@@ -222,10 +234,6 @@ func duplicateField(t []byte, id uint64) int {
 	}
 	return 0
 }
-
-// maxIndexBeforeDigit is the largest index to which one more decimal digit
-// can be appended without overflowing 64 bits whatever the digit.
-const maxIndexBeforeDigit = (math.MaxUint64 - 9) / 10
 
 // qidToken is parsePair's answer for a `qid:N` token, which is skipped.
 const qidToken = "qid"

@@ -2,12 +2,14 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -457,5 +459,112 @@ func TestHugeIndexNotSized(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8<<20 {
 		t.Fatalf("allocated %d bytes for 3 parameters", grew)
+	}
+}
+
+// TestReadLibSVMAgainstStrconv reads random lines whose tokens sit on the
+// edges of the reader's fast paths (indices of up to 22 digits, leading
+// zeros included; integer values of up to 20 digits, decimals, exponents,
+// signs, hex and special values; tabs and CRs) and checks each line
+// against a reference built from strings.Fields and strconv: the same
+// parameters and value bits when the reference accepts the line, an error
+// when it does not.
+func TestReadLibSVMAgainstStrconv(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 4))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+		}
+		return string(b)
+	}
+	index := func() string {
+		switch rng.IntN(4) {
+		case 0:
+			return digits(1 + rng.IntN(22))
+		case 1:
+			return strings.Repeat("0", rng.IntN(20)) + digits(1+rng.IntN(3))
+		default:
+			return digits(1 + rng.IntN(6))
+		}
+	}
+	value := func() string {
+		forms := []func() string{
+			func() string { return digits(1 + rng.IntN(20)) },
+			func() string { return digits(1+rng.IntN(3)) + "." + digits(1+rng.IntN(4)) },
+			func() string { return "-" + digits(1+rng.IntN(4)) },
+			func() string { return "+" + digits(1+rng.IntN(2)) },
+			func() string { return digits(1+rng.IntN(2)) + "e" + digits(1+rng.IntN(2)) },
+			func() string { return "." + digits(1+rng.IntN(3)) },
+			func() string { return digits(1+rng.IntN(3)) + "." },
+			func() string { return []string{"0x1p3", "inf", "nan", "1e39", "-0", "", "1x", "1:2"}[rng.IntN(8)] },
+			func() string { return digits(1 + rng.IntN(3)) },
+		}
+		return forms[rng.IntN(len(forms))]()
+	}
+	for trial := range 3000 {
+		var line strings.Builder
+		line.WriteString([]string{"1", "-1", "0", "2.5"}[rng.IntN(4)])
+		for range rng.IntN(6) {
+			line.WriteString([]string{" ", "\t", "  "}[rng.IntN(3)])
+			line.WriteString(index() + ":" + value())
+		}
+		if rng.IntN(4) == 0 {
+			line.WriteString(" ")
+		}
+		if rng.IntN(8) == 0 {
+			line.WriteString("\r")
+		}
+		text := line.String()
+
+		// The reference.
+		ok := true
+		var wantIDs []uint64
+		var wantVals []float32
+		fields := strings.Fields(strings.TrimSuffix(text, "\r"))
+		for _, tok := range fields[1:] {
+			idx, val, found := strings.Cut(tok, ":")
+			id, err1 := strconv.ParseUint(idx, 10, 64)
+			f, err2 := strconv.ParseFloat(val, 64)
+			if !found || err1 != nil || err2 != nil || math.IsNaN(f) || math.IsInf(float64(float32(f)), 0) ||
+				slices.Contains(wantIDs, id) || idx[0] == '+' {
+				ok = false
+				break
+			}
+			wantIDs = append(wantIDs, id)
+			wantVals = append(wantVals, float32(f))
+		}
+
+		g, err := ReadLibSVM(strings.NewReader(text+"\n"), "t.svm", libsvmOptions(0))
+		if !ok {
+			if err == nil {
+				t.Fatalf("trial %d: %q read without an error", trial, text)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("trial %d: %q: %v", trial, text, err)
+		}
+		idx := make([]int, len(wantIDs))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(wantIDs[a], wantIDs[b]) })
+		vals := g.Values(0)
+		for x, i := range idx {
+			if got := g.ParamID(int(g.Params(0)[x])); got != wantIDs[i] {
+				t.Fatalf("trial %d: %q: parameter %d is %d, want %d", trial, text, x, got, wantIDs[i])
+			}
+			v := float32(1)
+			if vals != nil {
+				v = vals[x]
+			}
+			if math.Float32bits(v) != math.Float32bits(wantVals[i]) {
+				t.Fatalf("trial %d: %q: value %d is %v, want %v", trial, text, x, v, wantVals[i])
+			}
+		}
+		if len(g.Params(0)) != len(wantIDs) {
+			t.Fatalf("trial %d: %q: %d parameters, want %d", trial, text, len(g.Params(0)), len(wantIDs))
+		}
 	}
 }
