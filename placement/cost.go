@@ -64,8 +64,6 @@ func evaluate(g *graph.Graph, p *Placement, theta int64, workers int) *Cost {
 // evaluateSplit scores p with the parameters split into ranges of about
 // equal edge counts, one goroutine each.
 func evaluateSplit(g *graph.Graph, p *Placement, theta int64, workers int) *Cost {
-	k := p.K
-	m := g.NumParams()
 	bounds := splitByEdges(g.ParamOffsets(), workers)
 	parts := make([]partial, len(bounds)-1)
 	var wg sync.WaitGroup
@@ -77,7 +75,14 @@ func evaluateSplit(g *graph.Graph, p *Placement, theta int64, workers int) *Cost
 		}()
 	}
 	wg.Wait()
+	return costOf(g, p, theta, parts)
+}
 
+// costOf is the cost of p given the per-machine counts of goroutines
+// over all the parameters.
+func costOf(g *graph.Graph, p *Placement, theta int64, parts []partial) *Cost {
+	k := p.K
+	m := g.NumParams()
 	c := &Cost{
 		K:       k,
 		Samples: make([]int64, k),
@@ -247,11 +252,82 @@ func RandomBaseline(g *graph.Graph, k int) Baseline {
 // randomBaseline is RandomBaseline with each evaluation on up to workers
 // goroutines (the result does not depend on their number).
 func randomBaseline(g *graph.Graph, k, workers int) Baseline {
+	ps := make([]*Placement, BaselineSeeds)
+	for s := range ps {
+		ps[s] = Uniform(g, k, NewRand(uint64(s+1)))
+	}
 	costs := make([]*Cost, BaselineSeeds)
-	for s := range costs {
-		costs[s] = evaluate(g, Uniform(g, k, NewRand(uint64(s+1))), 0, workers)
+	if k > 64 {
+		for s, p := range ps {
+			costs[s] = evaluate(g, p, 0, workers)
+		}
+		return MeanOf(costs)
+	}
+	// All the placements in one pass over the edges: each sample's
+	// machines packed in a word, 6 bits each.
+	packed := make([]uint32, g.NumSamples())
+	for s, p := range ps {
+		for u, i := range p.Data {
+			packed[u] |= uint32(i) << (6 * s)
+		}
+	}
+	workers = max(1, min(workers, int(g.NumEdges()/minEdgesPerGoroutine)))
+	bounds := splitByEdges(g.ParamOffsets(), workers)
+	parts := make([][BaselineSeeds]partial, len(bounds)-1)
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Go(func() { parts[w] = countBaselineRange(g, ps, packed, bounds[w], bounds[w+1]) })
+	}
+	wg.Wait()
+	for s, p := range ps {
+		of := make([]partial, len(parts))
+		for w := range parts {
+			of[w] = parts[w][s]
+		}
+		costs[s] = costOf(g, p, 0, of)
 	}
 	return MeanOf(costs)
+}
+
+// countBaselineRange is countRangeMask for the BaselineSeeds placements
+// ps at once, k ≤ 64, whose machines for sample u are packed[u]'s 6-bit
+// fields: one pass over the users of each parameter makes the masks of
+// all of them.
+func countBaselineRange(g *graph.Graph, ps []*Placement, packed []uint32, lo, hi int) (r [BaselineSeeds]partial) {
+	k := ps[0].K
+	var self [BaselineSeeds][]int64
+	for s := range r {
+		r[s] = partial{memory: make([]int64, k), worker: make([]int64, k), server: make([]int64, k)}
+		self[s] = make([]int64, k)
+	}
+	off, adj := g.ParamOffsets(), g.ParamAdjacency()
+	_ = [1]int{}[BaselineSeeds-5] // five masks, unrolled below
+	for v := lo; v < hi; v++ {
+		var need [BaselineSeeds]uint64
+		for _, u := range adj[off[v]:off[v+1]] {
+			x := packed[u]
+			need[0] |= 1 << (x & 63)
+			need[1] |= 1 << (x >> 6 & 63)
+			need[2] |= 1 << (x >> 12 & 63)
+			need[3] |= 1 << (x >> 18 & 63)
+			need[4] |= 1 << (x >> 24 & 63)
+		}
+		for s := range r {
+			owner := ps[s].Param[v]
+			for x := need[s]; x != 0; x &= x - 1 {
+				r[s].memory[bits.TrailingZeros64(x)]++
+			}
+			in := int64(need[s] >> uint32(owner) & 1)
+			self[s][owner] += in
+			r[s].server[owner] += int64(bits.OnesCount64(need[s])) - in
+		}
+	}
+	for s := range r {
+		for i := range k {
+			r[s].worker[i] = r[s].memory[i] - self[s][i]
+		}
+	}
+	return r
 }
 
 // MeanOf returns the mean of the costs' figures, summed in their order

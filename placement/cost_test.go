@@ -188,6 +188,29 @@ func TestRandomBaselineDeterministic(t *testing.T) {
 	}
 }
 
+// TestRandomBaselineOnePass checks the baseline, whose placements are
+// counted together in one pass when k ≤ 64, against each of its random
+// placements evaluated alone, on both sides of 64 machines and on one
+// goroutine and several.
+func TestRandomBaselineOnePass(t *testing.T) {
+	g, err := graph.PowerLaw(graph.DefaultPowerLaw(30000, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{1, 2, 7, 16, 63, 64, 65, 90} {
+		costs := make([]*Cost, BaselineSeeds)
+		for s := range costs {
+			costs[s] = evaluateSplit(g, Uniform(g, k, NewRand(uint64(s+1))), 0, 1)
+		}
+		want := MeanOf(costs)
+		for _, workers := range []int{1, 3} {
+			if got := randomBaseline(g, k, workers); got != want {
+				t.Fatalf("k = %d, %d goroutines: %+v, want %+v", k, workers, got, want)
+			}
+		}
+	}
+}
+
 // TestSummaryAgainstStartedBaseline: a baseline evaluated on its own
 // goroutine while something else runs gives the summary NewSummary gives,
 // and waiting twice returns it again.
