@@ -157,6 +157,8 @@ func (r *runner) setView(blk *block, init bool, nb int) {
 }
 
 // run partitions the jobs on po.Threads goroutines with staleness po.Tau.
+// With one, a second goroutine builds each job's block while the one
+// before it is partitioned (serial).
 func (r *runner) run(jobs []job) {
 	if len(jobs) == 0 {
 		return
@@ -165,6 +167,10 @@ func (r *runner) run(jobs []job) {
 	r.pulled = make([]bool, len(jobs))
 	r.results = make([]*result, len(jobs))
 	threads := min(r.po.Threads, len(jobs))
+	if threads == 1 {
+		r.serial(jobs)
+		return
+	}
 	var wg sync.WaitGroup
 	for w := 0; w < threads; w++ {
 		wg.Add(1)
@@ -176,10 +182,16 @@ func (r *runner) run(jobs []job) {
 	wg.Wait()
 }
 
-func (r *runner) worker(jobs []job) {
+// newBlock returns a block for the run's jobs.
+func (r *runner) newBlock() *block {
 	blk := newBlock(r.k, r.g.NumParams())
 	blk.tick = r.tick
-	tau := r.po.Tau
+	return blk
+}
+
+// worker takes jobs in turn and partitions each on its block.
+func (r *runner) worker(jobs []job) {
+	blk := r.newBlock()
 	for {
 		r.mu.Lock()
 		t := r.next
@@ -188,39 +200,69 @@ func (r *runner) worker(jobs []job) {
 		if t >= len(jobs) {
 			return
 		}
-		j := jobs[t]
-		blk.build(r.g, j.samples)
-
-		r.mu.Lock()
-		for r.applied < seenBy(t, tau) {
-			r.cond.Wait()
-		}
-		// Applies wait for this pull (exact staleness), so the view below
-		// is that of jobs 0..seenBy(t)−1.
-		r.setView(blk, j.init, len(j.samples))
-		r.mu.Unlock()
-		blk.pull(r.sets)
-		r.mu.Lock()
-		r.pulled[t] = true
-		for r.pulledUpTo < len(jobs) && r.pulled[r.pulledUpTo] {
-			r.pulledUpTo++
-		}
-		r.apply(jobs)
-		r.mu.Unlock()
-
-		r.grow(blk, t)
-		res := &result{init: j.init, params: slices.Clone(blk.params), own: slices.Clone(blk.own[:len(blk.params)*blk.w])}
-		if !j.init {
-			res.added = slices.Clone(blk.added)
-			for s, u := range blk.samples {
-				r.p.Data[u] = blk.out[s]
-			}
-		}
-		r.mu.Lock()
-		r.results[t] = res
-		r.apply(jobs)
-		r.mu.Unlock()
+		blk.build(r.g, jobs[t].samples)
+		r.partition(jobs, t, blk)
 	}
+}
+
+// serial partitions the jobs in order on the calling goroutine, as one
+// worker does, while another goroutine builds the block of the next job
+// (a build depends on the graph alone): two blocks take turns.
+func (r *runner) serial(jobs []job) {
+	built := make(chan *block, 1)
+	free := make(chan *block, 2)
+	free <- r.newBlock()
+	free <- r.newBlock()
+	go func() {
+		for _, j := range jobs {
+			blk := <-free
+			blk.build(r.g, j.samples)
+			built <- blk
+		}
+	}()
+	for t := range jobs {
+		blk := <-built
+		r.partition(jobs, t, blk)
+		free <- blk
+	}
+	r.next = len(jobs)
+}
+
+// partition runs job t on blk, which holds the job's subgraph (build): it
+// waits for the view the job starts from, pulls it, assigns the block's
+// samples and pushes the result.
+func (r *runner) partition(jobs []job, t int, blk *block) {
+	tau := r.po.Tau
+	j := jobs[t]
+	r.mu.Lock()
+	for r.applied < seenBy(t, tau) {
+		r.cond.Wait()
+	}
+	// Applies wait for this pull (exact staleness), so the view below
+	// is that of jobs 0..seenBy(t)−1.
+	r.setView(blk, j.init, len(j.samples))
+	r.mu.Unlock()
+	blk.pull(r.sets)
+	r.mu.Lock()
+	r.pulled[t] = true
+	for r.pulledUpTo < len(jobs) && r.pulled[r.pulledUpTo] {
+		r.pulledUpTo++
+	}
+	r.apply(jobs)
+	r.mu.Unlock()
+
+	r.grow(blk, t)
+	res := &result{init: j.init, params: slices.Clone(blk.params), own: slices.Clone(blk.own[:len(blk.params)*blk.w])}
+	if !j.init {
+		res.added = slices.Clone(blk.added)
+		for s, u := range blk.samples {
+			r.p.Data[u] = blk.out[s]
+		}
+	}
+	r.mu.Lock()
+	r.results[t] = res
+	r.apply(jobs)
+	r.mu.Unlock()
 }
 
 // seenBy returns the number of jobs whose results job t starts from:
