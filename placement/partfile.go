@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"colo/graph"
 	"colo/internal/atomicfile"
@@ -251,12 +252,13 @@ func LoadParamPart(path string, g *graph.Graph, k int) ([]int32, error) {
 // "k", the number of machines, unless the object has it (it must then be
 // p.K), and "part_files", the line count and CRC-32C of data.part and
 // param.part, with which ReadDir checks that the part files are the ones
-// the summary vouches for.
+// the summary vouches for. The two part files are written at once, on two
+// goroutines, so that their syncs to the disk overlap.
 func WriteDir(dir string, g *graph.Graph, p *Placement, summary any) error {
-	return WriteDirFrom(dir, p.K,
+	return writeDir(dir, p.K,
 		PartSource{Lines: len(p.Data), Write: func(w io.Writer) error { return WriteDataPart(w, p) }},
 		PartSource{Lines: len(p.Param), Write: func(w io.Writer) error { return WriteParamPart(w, g, p) }},
-		summary)
+		summary, true)
 }
 
 // PartSource is a part file to write: its number of lines and a function
@@ -270,6 +272,12 @@ type PartSource struct {
 // files are written by functions (a placement kept on disk): data.part
 // and param.part, then summary.json, each atomically.
 func WriteDirFrom(dir string, k int, data, param PartSource, summary any) error {
+	return writeDir(dir, k, data, param, summary, false)
+}
+
+// writeDir is WriteDirFrom, with the part files written on two goroutines
+// at once when together is set.
+func writeDir(dir string, k int, data, param PartSource, summary any, together bool) error {
 	js, err := json.Marshal(summary)
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
@@ -295,22 +303,41 @@ func WriteDirFrom(dir string, k int, data, param PartSource, summary any) error 
 	if err := os.Remove(filepath.Join(dir, SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	files := map[string]PartFileSum{}
-	for _, f := range []struct {
+	parts := []struct {
 		name string
 		src  PartSource
-	}{{DataPartFile, data}, {ParamPartFile, param}} {
-		err := atomicfile.Write(filepath.Join(dir, f.name), func(w io.Writer) error {
+		sum  PartFileSum
+		err  error
+	}{{name: DataPartFile, src: data}, {name: ParamPartFile, src: param}}
+	write := func(x int) {
+		f := &parts[x]
+		f.err = atomicfile.Write(filepath.Join(dir, f.name), func(w io.Writer) error {
 			h := crc32.New(castagnoli)
 			if err := f.src.Write(io.MultiWriter(w, h)); err != nil {
 				return err
 			}
-			files[f.name] = PartFileSum{Lines: f.src.Lines, CRC32C: fmt.Sprintf("%08x", h.Sum32())}
+			f.sum = PartFileSum{Lines: f.src.Lines, CRC32C: fmt.Sprintf("%08x", h.Sum32())}
 			return nil
 		})
-		if err != nil {
-			return err
+	}
+	if together {
+		var wg sync.WaitGroup
+		wg.Go(func() { write(1) })
+		write(0)
+		wg.Wait()
+	} else {
+		for x := range parts {
+			if write(x); parts[x].err != nil {
+				break
+			}
 		}
+	}
+	files := map[string]PartFileSum{}
+	for _, f := range parts {
+		if f.err != nil {
+			return f.err
+		}
+		files[f.name] = f.sum
 	}
 	obj["part_files"], _ = json.Marshal(files)
 	out, err := json.MarshalIndent(obj, "", "  ")
