@@ -22,7 +22,8 @@ const flightsSpec = "delay > 15 ~ origin + destination + origin*destination + ho
 // BenchmarkFlightsStep measures a worker's step (gather, the mlp's
 // forward and backward, scatter) on one goroutine over the first 200,000
 // training rows of flights-3m read through docs/ctr.md's second spec, in
-// batches of 1,000 rows, for rows of 16 and 32 values: the samples per
+// batches of 1,000 rows, for rows of 16 and 32 values, and of 32 with the
+// dot interactions: the samples per
 // second one core computes (Msamples/s), beside lr's
 // BenchmarkFlightsLossGrad.
 func BenchmarkFlightsStep(b *testing.B) {
@@ -41,10 +42,14 @@ func BenchmarkFlightsStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, dim := range []int{16, 32} {
-		b.Run(fmt.Sprint("dim ", dim), func(b *testing.B) {
+	for _, c := range []struct {
+		dim   int
+		inter string
+	}{{16, "none"}, {32, "none"}, {32, "dot"}} {
+		dim := c.dim
+		b.Run(fmt.Sprintf("dim %d %s", dim, c.inter), func(b *testing.B) {
 			cfg := DefaultConfig()
-			cfg.Dim = dim
+			cfg.Dim, cfg.Interactions = dim, c.inter
 			a, err := New(cfg, f, g, nil)
 			if err != nil {
 				b.Fatal(err)
