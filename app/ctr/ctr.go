@@ -46,7 +46,7 @@
 // nn, on a batch at once), plus one gather and one scatter of Dim values
 // per field, with lr's AVX kernels (lr.AddRows, lr.ScatterRows); the dot
 // interactions add F(F−1)/2·Dim multiply-adds forward and twice that
-// backward. A round pulls and pushes its batch's distinct rows and the
+// backward, with app/embed's kernels (embed.Dots, embed.Updates). A round pulls and pushes its batch's distinct rows and the
 // mlp.
 //
 // Evaluation. Worker 0 pulls the model and scores the test rows (the
@@ -66,6 +66,7 @@ import (
 	"slices"
 	"strings"
 
+	"colo/app/embed"
 	"colo/app/lr"
 	"colo/app/sparse"
 	"colo/features"
@@ -428,7 +429,7 @@ func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part 
 		most = max(most, len(b.rows))
 	}
 	in := a.Model.InputDim()
-	p.ws = a.Model.NewWorkspace(most)
+	p.ws, p.sc = a.Model.NewWorkspace(most), a.newScratch()
 	p.ws.SetThreads(a.Config.Threads)
 	p.x, p.dx = make([]float32, most*in), make([]float32, most*in)
 	p.y, p.pos = make([]int32, most), make([]int32, most*len(a.Fields))
@@ -483,6 +484,7 @@ type part struct {
 	batches []*batch
 	ws      *nn.Workspace
 	at      []int32 // position of an embedding key in the current batch's keys
+	sc      *scratch
 	x, dx   []float32
 	y, pos  []int32
 }
@@ -528,14 +530,14 @@ func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, i
 				pos[i*F+f] = p.at[k]
 			}
 		}
-		a.gather(x[i*in:(i+1)*in], emb, pos[i*F:(i+1)*F], a.train, int(u))
+		a.gather(x[i*in:(i+1)*in], emb, pos[i*F:(i+1)*F], a.train, int(u), p.sc)
 		p.y[i] = a.train.class[u]
 	}
 	loss, correct := a.Model.LossGradInput(params, x, p.y[:n], n, gparams, dx, scale, p.ws)
 	sc := []float32{scale}
 	for i := range n {
 		if a.pairs > 0 {
-			a.backDots(x[i*in:(i+1)*in], dx[i*in:(i+1)*in], F)
+			a.backDots(x[i*in:(i+1)*in], dx[i*in:(i+1)*in], F, p.sc)
 		}
 		for f := range F {
 			if q := pos[i*F+f]; q >= 0 {
@@ -549,7 +551,7 @@ func (p *part) Step(b int, vals, grad []float32, scale float32) (float64, int, i
 // gather writes the input of row u of r to x: the embedding rows of emb
 // (Dim values each) at positions pos, a zero vector for −1, then the
 // numeric values.
-func (a *App) gather(x, emb []float32, pos []int32, r *rows, u int) {
+func (a *App) gather(x, emb []float32, pos []int32, r *rows, u int, sc *scratch) {
 	d := a.Config.Dim
 	for f, q := range pos {
 		dst := x[f*d : (f+1)*d]
@@ -561,12 +563,15 @@ func (a *App) gather(x, emb []float32, pos []int32, r *rows, u int) {
 	}
 	F, N := len(pos), len(a.Numeric)
 	if a.pairs > 0 {
-		dots := x[F*d : F*d+a.pairs]
+		// The dots of e_i with e_{i+1} … e_{F−1}: embed's scores of u·e
+		// and e·v with u = v = e_i, the even ones read.
+		emb, dots := x[:F*d], x[F*d:F*d+a.pairs]
 		k := 0
-		for i := range F {
-			ei := x[i*d : (i+1)*d]
-			for j := i + 1; j < F; j++ {
-				dots[k] = dot(ei, x[j*d:(j+1)*d])
+		for i := 0; i+1 < F; i++ {
+			ei := emb[i*d : (i+1)*d]
+			embed.Dots(emb, d, sc.idx[i+1:F], ei, ei, sc.s)
+			for j := range F - 1 - i {
+				dots[k] = sc.s[2*j]
 				k++
 			}
 		}
@@ -574,35 +579,41 @@ func (a *App) gather(x, emb []float32, pos []int32, r *rows, u int) {
 	copy(x[F*d+a.pairs:], r.num[u*N:(u+1)*N])
 }
 
-// dot returns x·y.
-func dot(x, y []float32) float32 {
-	y = y[:len(x)]
-	var s float32
-	for j, v := range x {
-		s += v * y[j]
+// scratch is what the gather and the dot interactions of one goroutine
+// work in.
+type scratch struct {
+	idx  []int32   // 0 … F−1, the fields as rows of an input
+	s, c []float32 // 2·F scores and coefficients
+	gv   []float32 // Dim values embed.Updates adds nothing to
+}
+
+// newScratch returns the scratch space of a goroutine.
+func (a *App) newScratch() *scratch {
+	F := len(a.Fields)
+	sc := &scratch{idx: make([]int32, F), s: make([]float32, 2*F), c: make([]float32, 2*F), gv: make([]float32, a.Config.Dim)}
+	for i := range sc.idx {
+		sc.idx[i] = int32(i)
 	}
-	return s
+	return sc
 }
 
 // backDots adds to the gradient of the embeddings in dx (the first F·Dim
 // values of a row's input gradient) what reaches them through the
 // pairwise dot products of the row's input x: ∂/∂e_i of g_ij·(e_i·e_j)
-// is g_ij·e_j.
-func (a *App) backDots(x, dx []float32, F int) {
+// is g_ij·e_j, and ∂/∂e_j is g_ij·e_i. embed.Updates with u = e_i, c₁ =
+// g_ij and c₂ = 0 adds both.
+func (a *App) backDots(x, dx []float32, F int, sc *scratch) {
 	d := a.Config.Dim
-	g := dx[F*d : F*d+a.pairs]
+	emb, gemb, g := x[:F*d], dx[:F*d], dx[F*d:F*d+a.pairs]
 	k := 0
-	for i := range F {
-		ei, gi := x[i*d:(i+1)*d], dx[i*d:(i+1)*d]
-		for j := i + 1; j < F; j++ {
-			ej, gj := x[j*d:(j+1)*d], dx[j*d:(j+1)*d]
-			c := g[k]
-			k++
-			for t := range ei {
-				gi[t] += c * ej[t]
-				gj[t] += c * ei[t]
-			}
+	for i := 0; i+1 < F; i++ {
+		ei, gi := emb[i*d:(i+1)*d], gemb[i*d:(i+1)*d]
+		m := F - 1 - i
+		for j := range m {
+			sc.c[2*j], sc.c[2*j+1] = g[k+j], 0
 		}
+		embed.Updates(emb, gemb, d, sc.idx[i+1:F], sc.c, ei, ei, gi, sc.gv)
+		k += m
 	}
 }
 
@@ -653,6 +664,7 @@ func (a *App) Score(emb, params []float32, r *rows, on string) train.Eval {
 	ws := a.Model.NewWorkspace(evalBatch)
 	ws.SetThreads(a.Config.Threads)
 	x := make([]float32, evalBatch*in)
+	sc := a.newScratch()
 	scores := make([]float64, r.n)
 	pos := make([]bool, r.n)
 	var loss float64
@@ -661,7 +673,7 @@ func (a *App) Score(emb, params []float32, r *rows, on string) train.Eval {
 		n := min(evalBatch, r.n-s)
 		for i := range n {
 			u := s + i
-			a.gather(x[i*in:(i+1)*in], emb, r.keys[u*F:(u+1)*F], r, u)
+			a.gather(x[i*in:(i+1)*in], emb, r.keys[u*F:(u+1)*F], r, u, sc)
 		}
 		z := a.Model.Logits(params, x[:n*in], n, ws)
 		for i := range n {

@@ -151,10 +151,13 @@ func step(p *part, b int, vals, grad []float32) float64 {
 // the embeddings concatenated and with their dot interactions.
 func TestLossGradCentralDifferences(t *testing.T) {
 	sp, g, _ := fit(t, clicks(t, 200, 2), clickSpec)
-	for _, inter := range []string{"none", "dot"} {
-		t.Run(inter, func(t *testing.T) {
+	for _, c := range []struct {
+		dim   int
+		inter string
+	}{{4, "none"}, {4, "dot"}, {8, "dot"}} { // rows of 8: embed's AVX2 kernels for the dots
+		t.Run(fmt.Sprintf("dim %d %s", c.dim, c.inter), func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Dim, cfg.Hidden, cfg.Interactions = 4, []int{5}, inter
+			cfg.Dim, cfg.Hidden, cfg.Interactions = c.dim, []int{5}, c.inter
 			lossGradCentralDifferences(t, cfg, sp, g)
 		})
 	}

@@ -149,3 +149,56 @@ func TestLogisticsAccuracy(t *testing.T) {
 		}
 	}
 }
+
+// TestDotsUpdates checks the exported Dots and Updates against the
+// products written out, for rows of 8 values (the kernels) and of 5 (Go),
+// and that a row outside the matrix panics.
+func TestDotsUpdates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, d := range []int{5, 8} {
+		vals, grad := make([]float32, 6*d), make([]float32, 6*d)
+		for i := range vals {
+			vals[i] = float32(rng.NormFloat64())
+		}
+		u, v := vals[:d], vals[d:2*d]
+		idx := []int32{2, 5, 3}
+		s := make([]float32, 6)
+		Dots(vals, d, idx, u, v, s)
+		c := []float32{0.5, -1, 2, 0, 1, 1}
+		gu, gv := make([]float32, d), make([]float32, d)
+		Updates(vals, grad, d, idx, c, u, v, gu, gv)
+		for k, i := range idx {
+			e := vals[int(i)*d : int(i+1)*d]
+			var su, sv float64
+			for j := range e {
+				su += float64(u[j] * e[j])
+				sv += float64(e[j] * v[j])
+			}
+			if math.Abs(su-float64(s[2*k])) > 1e-5 || math.Abs(sv-float64(s[2*k+1])) > 1e-5 {
+				t.Errorf("d %d row %d: scores %v %v, want %v %v", d, i, s[2*k], s[2*k+1], su, sv)
+			}
+			for j := range e {
+				if want := c[2*k]*u[j] + c[2*k+1]*v[j]; math.Abs(float64(grad[int(i)*d+j]-want)) > 1e-5 {
+					t.Errorf("d %d row %d: gradient %v, want %v", d, i, grad[int(i)*d+j], want)
+				}
+			}
+		}
+		for j := range gu {
+			var wu float32
+			for k, i := range idx {
+				wu += c[2*k] * vals[int(i)*d+j]
+			}
+			if math.Abs(float64(gu[j]-wu)) > 1e-5 {
+				t.Errorf("d %d: gu[%d] = %v, want %v", d, j, gu[j], wu)
+			}
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("d %d: Dots of row 6 of 6 did not panic", d)
+				}
+			}()
+			Dots(vals, d, []int32{6}, u, v, s)
+		}()
+	}
+}
