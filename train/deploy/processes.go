@@ -77,7 +77,10 @@ type Processes struct {
 	// failure event counts as a restart: processes that fail within one
 	// detection window (Timeout) of each other, such as two processes of
 	// a host that died together, are replaced in one pause and count
-	// once.
+	// once. A replacement that cannot work (another worker finished its
+	// rounds meanwhile, whose work cannot be rolled back) is followed by
+	// a whole-job restart from the last checkpoint, as part of the same
+	// event.
 	Replace bool
 	// Heartbeat and Timeout are the scheduler's heartbeat period and the
 	// silence after which it declares a process failed (then, with
@@ -143,19 +146,25 @@ func (pd *Processes) Deploy(ctx context.Context, d *train.Deployment) (*train.Ou
 	}
 	pd.Recovered = nil
 	out, err := pd.deploy(ctx, d)
-	for err != nil && pd.events() < pd.Restarts && ctx.Err() == nil {
-		r := pd.events()
+	for err != nil && ctx.Err() == nil {
 		failed := time.Now()
+		joined := pd.fallback(failed)
+		if !joined && pd.events() >= pd.Restarts {
+			break
+		}
+		r := pd.events()
 		next := *d
 		next.Job.Config.Checkpoint.Resume = ""
 		round := -1
 		if m, _, lerr := checkpoint.Latest(ck.Dir); lerr == nil {
 			next.Job.Config.Checkpoint.Resume, round = ck.Dir, m.Round
 		}
-		if pd.Logf != nil {
+		if pd.Logf != nil && joined {
+			pd.Logf("restart %d of %d, the same failure event, after the replacement could not work: %v: from the checkpoint of round %d", r, pd.Restarts, err, round)
+		} else if pd.Logf != nil {
 			pd.Logf("restart %d of %d after %v: from the checkpoint of round %d", r+1, pd.Restarts, err, round)
 		}
-		pd.Recovered = append(pd.Recovered, Recovery{Failure: err, Round: round, Noticed: failed})
+		pd.Recovered = append(pd.Recovered, Recovery{Failure: err, Round: round, Noticed: failed, Joined: joined})
 		k := len(pd.Recovered) - 1
 		out, err = pd.deploy(ctx, &next)
 		if out != nil {
@@ -189,6 +198,22 @@ func (pd *Processes) records() []train.Recovery {
 		recs = append(recs, rec)
 	}
 	return recs
+}
+
+// fallback says whether a run that ended in failure at now restarts the
+// whole job as part of the failure event before it: the run replaced a
+// process (its last recovery is a replacement) and failed within one
+// detection window of that failure, because the replacement could not
+// work (a worker had finished its rounds meanwhile, and its work cannot
+// be rolled back). Then the whole-job restart is that event's fallback,
+// which does not count against Restarts; a whole-job restart that fails
+// again is a new event.
+func (pd *Processes) fallback(now time.Time) bool {
+	if len(pd.Recovered) == 0 {
+		return false
+	}
+	last := pd.Recovered[len(pd.Recovered)-1]
+	return last.Replaced != "" && now.Sub(last.Noticed) <= cmp.Or(pd.Timeout, train.Timeout)
 }
 
 // events returns the number of failure events recovered from so far:

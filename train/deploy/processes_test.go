@@ -384,3 +384,29 @@ func TestProcessesTLS(t *testing.T) {
 		t.Fatalf("half the TLS files: %v", err)
 	}
 }
+
+// TestFallbackJoinsEvent: a run that fails within one detection window
+// of a replacement (which could not work) restarts the whole job in the
+// same event; one that fails later, or after a whole-job restart, is a
+// new event.
+func TestFallbackJoinsEvent(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	pd := &Processes{Timeout: 3 * time.Second}
+	for _, tc := range []struct {
+		name string
+		recs []Recovery
+		at   time.Duration
+		want bool
+	}{
+		{"no failure before", nil, 0, false},
+		{"just after a replacement", []Recovery{{Replaced: "worker 0", Noticed: t0}}, 50 * time.Millisecond, true},
+		{"at the window's end", []Recovery{{Replaced: "worker 0", Noticed: t0}}, 3 * time.Second, true},
+		{"after the window", []Recovery{{Replaced: "worker 0", Noticed: t0}}, 3*time.Second + 1, false},
+		{"after a whole-job restart", []Recovery{{Replaced: "worker 0", Noticed: t0}, {Noticed: t0, Joined: true}}, time.Millisecond, false},
+	} {
+		pd.Recovered = tc.recs
+		if got := pd.fallback(t0.Add(tc.at)); got != tc.want {
+			t.Errorf("%s: fallback %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
