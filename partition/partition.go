@@ -11,6 +11,9 @@
 //
 //	random    uniform random samples and parameters, or balanced samples
 //	          (|U_i| ≤ ⌈n/k⌉); the baseline of every comparison.
+//	random-rows  balanced random samples, and the parameters cut in k
+//	          contiguous ranges of equal size by id: the row-wise
+//	          sharding of embedding tables (TorchRec), a baseline.
 //	parsa     Parsa (seed 001): submodular greedy partitioning of the
 //	          samples, then of the parameters; the default.
 //	tsh       the two-step heuristic of seed 000 §4 (Alg. 1 for the
@@ -204,17 +207,18 @@ type Func func(g *graph.Graph, opt Options) (*placement.Placement, error)
 
 // algorithms lists the partitioners by name.
 var algorithms = map[string]Func{
-	"random":    Random,
-	"parsa":     Parsa,
-	"tsh":       TSH,
-	"tsh1":      withAlpha(1),
-	"tsh2":      withAlpha(2),
-	"mbp":       MBP,
-	"lex":       Lex,
-	"bisect":    Bisect,
-	"community": Community,
-	"best":      Best,
-	"rmax":      RMax,
+	"random":      Random,
+	"random-rows": RandomRows,
+	"parsa":       Parsa,
+	"tsh":         TSH,
+	"tsh1":        withAlpha(1),
+	"tsh2":        withAlpha(2),
+	"mbp":         MBP,
+	"lex":         Lex,
+	"bisect":      Bisect,
+	"community":   Community,
+	"best":        Best,
+	"rmax":        RMax,
 }
 
 // withAlpha is TSH with α fixed.

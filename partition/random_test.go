@@ -2,6 +2,7 @@ package partition
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"colo/graph"
@@ -43,6 +44,46 @@ func TestRandomPlacement(t *testing.T) {
 	for _, k := range []int{0, -1, 1004} {
 		if _, err := Random(g, Options{K: k}); err == nil {
 			t.Errorf("k=%d accepted", k)
+		}
+	}
+}
+
+// TestRandomRows: every sample on one machine, balanced to within one;
+// the parameters in k contiguous ranges by id whose sizes differ by at
+// most one; the same placement for the same seed.
+func TestRandomRows(t *testing.T) {
+	g, err := graph.PowerLaw(graph.DefaultPowerLaw(1001, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{1, 3, 8} {
+		run, err := Lookup("random-rows")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := run(g, Options{K: k, Seed: 7, Balanced: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Validate(g); err != nil {
+			t.Fatal(err)
+		}
+		samples, params := make([]int, k), make([]int, k)
+		for _, m := range p.Data {
+			samples[m]++
+		}
+		for v, m := range p.Param {
+			params[m]++
+			if v > 0 && m < p.Param[v-1] {
+				t.Fatalf("k=%d: parameter %d on machine %d after parameter %d on %d: not contiguous", k, v, m, v-1, p.Param[v-1])
+			}
+		}
+		if slices.Max(samples)-slices.Min(samples) > 1 || slices.Max(params)-slices.Min(params) > 1 {
+			t.Errorf("k=%d: samples per machine %v, parameters %v", k, samples, params)
+		}
+		q, _ := run(g, Options{K: k, Seed: 7, Balanced: true})
+		if !slices.Equal(p.Data, q.Data) || !slices.Equal(p.Param, q.Param) {
+			t.Errorf("k=%d: another placement for the same seed", k)
 		}
 	}
 }

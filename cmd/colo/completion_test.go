@@ -130,7 +130,7 @@ func TestFlagChoices(t *testing.T) {
 	}{
 		{[]string{"train", "--app", ""}, "cnn ctr embed lr mf mlp"},
 		{[]string{"partition", "--algo", "ts"}, "tsh tsh1 tsh2"},
-		{[]string{"train", "--placement", "r"}, "random rmax roundrobin"},
+		{[]string{"train", "--placement", "r"}, "random random-rows rmax roundrobin"},
 		{[]string{"train", "--consistency", ""}, "async bsp ssp:"},
 		{[]string{"launch", "--consistency", ""}, "async bounded bsp"},
 		{[]string{"node", "--role", ""}, "evaluator machine scheduler server worker"},
