@@ -210,7 +210,8 @@ func lossGradCentralDifferences(t *testing.T, cfg Config, sp *features.Fitted, g
 
 // TestOneMachineMatchesLocal: one machine on the parameter server (BSP,
 // AdaGrad on the server) runs the very passes of the single-process loop
-// train.Local, and scores the same; the model learns the cross.
+// train.Local, and scores the same (its evaluation pulling the model in
+// many pulls); the model learns the cross.
 func TestOneMachineMatchesLocal(t *testing.T) {
 	sp, g, test := fit(t, clicks(t, 1200, 3), clickSpec)
 	cfg := DefaultConfig()
@@ -222,6 +223,7 @@ func TestOneMachineMatchesLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := a.ScoreModel(model)
+	a.chunk = 7 * 4 * cfg.Dim // the evaluation pulls the model 7 keys at a time
 	p, err := a.Extend(placement.Uniform(g, 1, placement.NewRand(1)), 1)
 	if err != nil {
 		t.Fatal(err)
