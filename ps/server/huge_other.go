@@ -1,0 +1,7 @@
+//go:build !linux
+
+package server
+
+// adviseHuge does nothing where transparent huge pages are not asked for
+// with madvise (see huge_linux.go).
+func adviseHuge([]float32) {}
