@@ -355,7 +355,19 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 				return fail(fmt.Errorf("node: the scheduler's key: %w", err))
 			}
 		}
-		n.members = append(n.members, &member{n: n, id: id, ep: ep, out: mailbox.NewOutboxContext(ep, ctx, a.Job.Timeout), data: mailbox.New[*transport.Message]()})
+		m := &member{n: n, id: id, ep: ep, out: mailbox.NewOutboxContext(ep, ctx, a.Job.Timeout), data: mailbox.New[*transport.Message]()}
+		if s, ok := ep.(transport.Sinker); ok {
+			// Workers' requests and servers' answers go from the link's
+			// reader straight to the role's queue, not through loop.
+			s.SetSink(func(msg *transport.Message) bool {
+				if msg.Type != transport.TypeData || msg.Sender == proto.SchedulerID {
+					return false
+				}
+				m.data.Push(msg)
+				return true
+			})
+		}
+		n.members = append(n.members, m)
 	}
 	if a.Server != 0 {
 		_, rank := proto.Identify(a.Server)

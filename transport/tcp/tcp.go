@@ -286,7 +286,8 @@ type Endpoint struct {
 	stats  peers.Table
 	pool   transport.Pool
 	berths transport.Berths
-	ctx    context.Context // cancelled by Close
+	sink   atomic.Pointer[func(*transport.Message) bool] // SetSink's
+	ctx    context.Context                               // cancelled by Close
 	stop   context.CancelFunc
 	done   <-chan struct{} // ctx.Done()
 	wg     sync.WaitGroup  // goroutines and Sends in progress
@@ -502,6 +503,10 @@ func (e *Endpoint) Addr() net.Addr { return e.ln.Addr() }
 
 // Recv returns the channel of received messages.
 func (e *Endpoint) Recv() <-chan *transport.Message { return e.inbox }
+
+// SetSink hands received messages to sink on the link's reader; see
+// transport.Sinker.
+func (e *Endpoint) SetSink(sink func(*transport.Message) bool) { e.sink.Store(&sink) }
 
 // Down returns the channel of link failures.
 func (e *Endpoint) Down() <-chan *transport.PeerError { return e.down.C() }
@@ -1089,6 +1094,9 @@ func (e *Endpoint) read(c *conn) {
 			return
 		}
 		st.Recv(n)
+		if s := e.sink.Load(); s != nil && (*s)(m) {
+			continue
+		}
 		select {
 		case e.inbox <- m:
 		case <-e.done:
