@@ -19,6 +19,20 @@ func kernelAVX2(k int, a, b, c *float32, ldb, ldc int, alpha float32)
 //go:noescape
 func dotAVX2(k int, a0, a1, a2, b0, b1, b2, b3 *float32, out *[12]float32)
 
+// addRowsAVX is addRows with AVX, on checked arguments.
+//
+//go:noescape
+func addRowsAVX(dst, src *float32, rows, cols, ld, ls int)
+
+// simdAddRows is addRowsAVX when the processor has AVX2 (and FMA, as the
+// other kernels), else nil.
+var simdAddRows = func() func(dst, src *float32, rows, cols, ld, ls int) {
+	if hasAVX2FMA() {
+		return addRowsAVX
+	}
+	return nil
+}()
+
 // simdKernel is the AVX2 micro-kernel when the processor has it, else nil.
 var simdKernel = func() kernelFunc {
 	if hasAVX2FMA() {

@@ -261,3 +261,60 @@ dotloop:
 	VMOVUPS X12, 32(DX)
 	VZEROUPPER
 	RET
+
+// func addRowsAVX(dst, src *float32, rows, cols, ld, ls int)
+// Adds rows of cols values of src (rows ls values apart) into dst (rows
+// ld values apart): dst[r·ld+i] += src[r·ls+i], eight values at a time,
+// then four, then one; each sum is dst's value plus src's, as Go's
+// scalar d += s.
+TEXT ·addRowsAVX(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ rows+16(FP), BX
+	MOVQ ld+32(FP), R8
+	SHLQ $2, R8
+	MOVQ ls+40(FP), R9
+	SHLQ $2, R9
+row:
+	TESTQ BX, BX
+	JLE done
+	MOVQ cols+24(FP), CX
+	MOVQ DI, DX
+	MOVQ SI, AX
+oct:
+	CMPQ CX, $8
+	JL quad
+	VMOVUPS (DX), Y0
+	VADDPS (AX), Y0, Y0
+	VMOVUPS Y0, (DX)
+	ADDQ $32, DX
+	ADDQ $32, AX
+	SUBQ $8, CX
+	JMP oct
+quad:
+	CMPQ CX, $4
+	JL one
+	VMOVUPS (DX), X0
+	VADDPS (AX), X0, X0
+	VMOVUPS X0, (DX)
+	ADDQ $16, DX
+	ADDQ $16, AX
+	SUBQ $4, CX
+one:
+	TESTQ CX, CX
+	JLE next
+	VMOVSS (DX), X0
+	VADDSS (AX), X0, X0
+	VMOVSS X0, (DX)
+	ADDQ $4, DX
+	ADDQ $4, AX
+	DECQ CX
+	JMP one
+next:
+	ADDQ R8, DI
+	ADDQ R9, SI
+	DECQ BX
+	JMP row
+done:
+	VZEROUPPER
+	RET

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -161,4 +162,29 @@ func BenchmarkGemm(b *testing.B) {
 		})
 	})
 	_ = fmt.Sprint
+}
+
+// TestAddRows checks addRows (SIMD where the processor has it) against
+// the plain loop, bit for bit, over row lengths around the vector widths
+// and strides longer than the rows.
+func TestAddRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for trial := range 500 {
+		rows, cols := rng.IntN(6), rng.IntN(21)
+		ld, ls := cols+rng.IntN(5), cols+rng.IntN(5)
+		dst := randSlice(rng, max(1, rows*ld+1))
+		src := randSlice(rng, max(1, rows*ls+1))
+		want := slices.Clone(dst)
+		for r := range rows {
+			for i := range cols {
+				want[r*ld+i] += src[r*ls+i]
+			}
+		}
+		addRows(dst, src, rows, cols, ld, ls)
+		for i := range dst {
+			if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("trial %d (%d rows of %d, strides %d and %d): dst[%d] = %v, want %v", trial, rows, cols, ld, ls, i, dst[i], want[i])
+			}
+		}
+	}
 }

@@ -41,8 +41,8 @@ type scratch struct {
 }
 
 // run runs the n parts of one of l's passes, whose arguments are in
-// s.job, on the pool's threads.
-func (s *scratch) run(n int) { s.pool.run(n, &s.job) }
+// s.job and whose work is about flops operations, on the pool's threads.
+func (s *scratch) run(n, flops int) { s.pool.run(n, flops, &s.job) }
 
 // dense is a fully connected layer: y = x·Wᵀ + b with W of shape [out, in].
 type dense struct {
@@ -93,7 +93,7 @@ func initWeights(w []float32, fanIn, fanOut int, relu bool, rng *rand.Rand) {
 // whole number of micro-tiles.
 func (l *dense) forward(p, x, y []float32, n int, s *scratch) {
 	s.job = pass{l: l, fwd: true, p: p, x: x, y: y, n: n, s: s}
-	s.run(ceilDiv(n, split(n, s.pool.threads, mr)))
+	s.run(ceilDiv(n, split(n, s.pool.threads, mr)), 2*n*l.in*l.out)
 }
 
 func (l *dense) forwardPart(j *pass, i, t int) {
@@ -116,11 +116,12 @@ func (l *dense) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *
 	}
 	s.job = pass{l: l, p: p, x: x, dy: dy, dx: dx, g: g, scale: scale, n: n, s: s}
 	s.job.parts = ceilDiv(l.in, split(l.in, s.pool.threads, nr))
-	parts := s.job.parts
+	parts, flops := s.job.parts, 2*n*l.in*l.out
 	if dx != nil {
 		parts += ceilDiv(n, split(n, s.pool.threads, mr))
+		flops *= 2
 	}
-	s.run(parts)
+	s.run(parts, flops)
 }
 
 func (l *dense) backwardPart(j *pass, i, t int) {
@@ -238,7 +239,7 @@ func (l *conv) init(p []float32, rng *rand.Rand) {
 // order.
 func (l *conv) forward(p, x, y []float32, n int, s *scratch) {
 	s.job = pass{l: l, fwd: true, p: p, x: x, y: y, n: n, s: s}
-	s.run(ceilDiv(n, l.chunkOf(n)))
+	s.run(ceilDiv(n, l.chunkOf(n)), 2*n*l.oh*l.ow*l.oc*l.ck())
 }
 
 func (l *conv) forwardPart(j *pass, i, t int) {
@@ -267,11 +268,12 @@ func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *s
 	}
 	s.job = pass{l: l, p: p, dy: dy, dx: dx, g: g, scale: scale, n: n, s: s}
 	s.job.parts = ceilDiv(l.oc, split(l.oc, s.pool.threads, 3))
-	parts := s.job.parts
+	parts, flops := s.job.parts, 2*n*l.oh*l.ow*l.oc*l.ck()
 	if dx != nil {
 		parts += ceilDiv(n, l.chunkOf(n))
+		flops *= 2
 	}
-	s.run(parts)
+	s.run(parts, flops)
 }
 
 func (l *conv) backwardPart(j *pass, i, t int) {
@@ -424,7 +426,9 @@ func (l *conv) shifted(dst, src []float32, ki, kj, lo, hi int) {
 	}
 }
 
-// col2im adds col back into dx, the transpose of im2col.
+// col2im adds col back into dx, the transpose of im2col: for each
+// channel, sample and kernel offset (ki, kj), a block of rows of col
+// added into rows of the sample's plane (addRows).
 func (l *conv) col2im(col, dx []float32, n, s0, m int) {
 	hw, p := l.h*l.w, l.oh*l.ow
 	np := m * p
@@ -432,22 +436,37 @@ func (l *conv) col2im(col, dx []float32, n, s0, m int) {
 		for s := range m {
 			dst := dx[(c*n+s0+s)*hw:][:hw]
 			for ki := range l.k {
+				// Output rows oy whose input row oy + ki − pad is inside.
+				oyLo, oyHi := max(0, l.pad-ki), min(l.oh, l.h+l.pad-ki)
+				if oyHi <= oyLo {
+					continue
+				}
 				for kj := range l.k {
 					src := col[((c*l.k+ki)*l.k+kj)*np+s*p:][:p]
 					lo, hi := l.span(kj)
-					for oy := range l.oh {
-						iy := oy + ki - l.pad
-						if iy < 0 || iy >= l.h {
-							continue
-						}
-						sr := src[oy*l.ow+lo : oy*l.ow+hi]
-						d := dst[iy*l.w+lo+kj-l.pad:][:len(sr)]
-						for i, v := range sr {
-							d[i] += v
-						}
-					}
+					addRows(dst[(oyLo+ki-l.pad)*l.w+lo+kj-l.pad:], src[oyLo*l.ow+lo:], oyHi-oyLo, hi-lo, l.w, l.ow)
 				}
 			}
+		}
+	}
+}
+
+// addRows adds rows blocks of cols values of src, ls values apart, into
+// dst, ld values apart: dst[r·ld+i] += src[r·ls+i], with SIMD where the
+// processor has it (the same sums, value by value).
+func addRows(dst, src []float32, rows, cols, ld, ls int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	_, _ = dst[(rows-1)*ld+cols-1], src[(rows-1)*ls+cols-1]
+	if simdAddRows != nil {
+		simdAddRows(&dst[0], &src[0], rows, cols, ld, ls)
+		return
+	}
+	for r := range rows {
+		d := dst[r*ld:][:cols]
+		for i, v := range src[r*ls:][:cols] {
+			d[i] += v
 		}
 	}
 }
@@ -477,7 +496,7 @@ func (l *maxPool) scratch(n int) (int, int)   { return 0, n * l.outSize() }
 // Both passes run in parts of whole planes.
 func (l *maxPool) forward(_, x, y []float32, n int, s *scratch) {
 	s.job = pass{l: l, fwd: true, x: x, y: y, n: n, s: s}
-	s.run(ceilDiv(l.c*n, split(l.c*n, s.pool.threads, 1)))
+	s.run(ceilDiv(l.c*n, split(l.c*n, s.pool.threads, 1)), poolFlops*n*l.c*l.h*l.w)
 }
 
 func (l *maxPool) forwardPart(j *pass, i, _ int) {
@@ -532,6 +551,10 @@ func (l *maxPool) forwardPart(j *pass, i, _ int) {
 	}
 }
 
+// poolFlops is what pooling one input value costs, in the floating-point
+// operations of a matrix product of the same time (pool.run's measure).
+const poolFlops = 16
+
 // b2i is 1 for true and 0 for false, without a branch.
 func b2i(b bool) int {
 	i := 0
@@ -546,7 +569,7 @@ func (l *maxPool) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *sc
 		return
 	}
 	s.job = pass{l: l, dy: dy, dx: dx, n: n, s: s}
-	s.run(ceilDiv(l.c*n, split(l.c*n, s.pool.threads, 1)))
+	s.run(ceilDiv(l.c*n, split(l.c*n, s.pool.threads, 1)), poolFlops*n*l.c*l.h*l.w)
 }
 
 // backwardPart scatters the gradients of planes of part i: the indices

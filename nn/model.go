@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -301,6 +302,8 @@ type Workspace struct {
 func (m *Model) NewWorkspace(batch int) *Workspace {
 	ws := &Workspace{m: m, pool: newPool(1)}
 	ws.grow(max(batch, 1))
+	// The helpers SetThreads starts end with the workspace.
+	runtime.AddCleanup(ws, (*pool).close, ws.pool)
 	return ws
 }
 
@@ -310,8 +313,10 @@ func (m *Model) NewWorkspace(batch int) *Workspace {
 // blocks of output channels or input columns), each part writes what no
 // other part writes and sums in the order one thread would, so results
 // are bit for bit the same at any setting. A pass's parts go to
-// whichever goroutine is free; with more than one thread a pass
-// allocates a little (its goroutines).
+// whichever goroutine is free: the caller's, or one of threads−1 helpers
+// that the workspace keeps while it lives (each waits for the next pass
+// spinning briefly, then parked). Passes of little work (a small layer,
+// a small batch) run on the caller alone.
 func (ws *Workspace) SetThreads(threads int) { ws.pool.setThreads(threads) }
 
 // Threads returns the number of goroutines set by SetThreads.

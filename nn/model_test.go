@@ -3,6 +3,7 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -482,4 +483,61 @@ func TestThreadsBitIdentical(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHelpersEnd checks that the helper goroutines of a workspace's
+// threads end when SetThreads lowers their number and when the workspace
+// is dropped, and that a workspace whose thread count changes between
+// passes still computes what one thread does.
+func TestHelpersEnd(t *testing.T) {
+	m, err := New("mlp", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	params := make([]float32, m.NumParams())
+	m.Init(params, rng)
+	x := randSlice(rng, 64*m.InputDim())
+	labels := make([]int32, 64)
+	one := m.NewWorkspace(64)
+	want := make([]float32, m.NumParams())
+	m.LossGrad(params, x, labels, 64, want, 1, one)
+
+	// waitFor runs the collector until at most n goroutines are left, or
+	// fails after as many tries as a cleanup could need.
+	waitFor := func(n int, what string) {
+		for range 1000 {
+			if runtime.NumGoroutine() <= n {
+				return
+			}
+			runtime.GC()
+			runtime.Gosched()
+		}
+		t.Fatalf("%s: %d goroutines, want at most %d", what, runtime.NumGoroutine(), n)
+	}
+	// Workspaces of other tests may still be waiting for collection: the
+	// count is taken once it has not fallen for a while.
+	before := runtime.NumGoroutine()
+	for steady := 0; steady < 20; steady++ {
+		runtime.GC()
+		runtime.Gosched()
+		if n := runtime.NumGoroutine(); n < before {
+			before, steady = n, 0
+		}
+	}
+	func() {
+		ws := m.NewWorkspace(64)
+		for _, threads := range []int{4, 2, 3} {
+			ws.SetThreads(threads)
+			grad := make([]float32, m.NumParams())
+			m.LossGrad(params, x, labels, 64, grad, 1, ws)
+			if !slices.Equal(grad, want) {
+				t.Fatalf("%d threads after others: the gradient differs from one thread's", threads)
+			}
+		}
+		ws.SetThreads(1)
+		waitFor(before, "one thread")
+		ws.SetThreads(2)
+	}()
+	waitFor(before, "the workspace dropped")
 }

@@ -1,6 +1,9 @@
 package nn
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // pool runs the parts of one layer's pass on up to threads goroutines
 // (intra-op parallelism), each with its own matrix-product buffers. A
@@ -8,10 +11,19 @@ import "sync/atomic"
 // in the same order whichever goroutine computes it, so results do not
 // depend on the number of threads or on scheduling: they are bit for bit
 // those of one thread.
+//
+// With more than one thread the pool keeps threads−1 helper goroutines
+// (a crew) for as long as its Workspace lives: a pass is published to
+// them rather than spawning goroutines, a helper that finished a pass
+// spins a little for the next one (a training step's passes follow each
+// other within microseconds) and then parks until woken. A pass whose
+// work is small (below serialFlops) runs on the caller alone: waking a
+// helper would cost more than it saves.
 type pool struct {
 	threads int
 	gemm    []*gemmBuf  // one per thread
 	tmp     [][]float32 // one per thread: a conv's col gradient
+	crew    *crew       // threads−1 helpers; nil with one thread
 }
 
 // job is a pass cut into parts; part runs part i on thread t.
@@ -29,6 +41,21 @@ func (p *pool) setThreads(threads int) {
 		p.gemm = append(p.gemm, newGemmBuf())
 		p.tmp = append(p.tmp, nil)
 	}
+	if p.crew != nil && p.crew.helpers != p.threads-1 {
+		p.crew.stop()
+		p.crew = nil
+	}
+	if p.crew == nil && p.threads > 1 {
+		p.crew = newCrew(p.threads - 1)
+	}
+}
+
+// close stops the pool's helpers.
+func (p *pool) close() {
+	if p.crew != nil {
+		p.crew.stop()
+		p.crew = nil
+	}
 }
 
 // floats returns thread t's scratch floats, at least size of them.
@@ -39,34 +66,132 @@ func (p *pool) floats(t, size int) []float32 {
 	return p.tmp[t][:size]
 }
 
-// run runs parts 0..parts−1 of j on up to threads goroutines, the
-// caller's among them. Parts are taken in order by whichever goroutine is
-// free, so a helper the operating system has not scheduled yet (on a
-// busy machine) leaves its share to the others instead of holding the
-// pass up; which goroutine ran a part changes nothing in the results.
-func (p *pool) run(parts int, j job) {
-	t := min(p.threads, parts)
-	if t <= 1 {
+// serialFlops is the work (floating-point operations, as the layers
+// estimate it) below which a pass runs on the caller alone: about 20 µs
+// of one core, several times what handing parts to a helper costs.
+const serialFlops = 1 << 20
+
+// run runs parts 0..parts−1 of j, whose work is about flops operations,
+// on up to threads goroutines, the caller's among them. Parts are taken
+// in order by whichever goroutine is free, so a helper the operating
+// system has not scheduled yet (on a busy machine) leaves its share to
+// the others instead of holding the pass up; which goroutine ran a part
+// changes nothing in the results.
+func (p *pool) run(parts, flops int, j job) {
+	if min(p.threads, parts) <= 1 || flops < serialFlops {
 		for i := range parts {
 			j.part(i, 0)
 		}
 		return
 	}
-	r := &round{j: j, parts: int64(parts), done: make(chan struct{})}
-	for w := 1; w < t; w++ {
-		go r.work(w)
-	}
-	r.work(0)
-	<-r.done
+	p.crew.run(parts, j)
 }
 
-// round is one run of a job on a pool. A helper that starts after the
-// round is over finds no part left and touches nothing else.
+// crew is a pool's helper goroutines. One round (a pass) at a time is
+// published in round; gen counts the rounds, so a helper knows a new one
+// from the one it did.
+type crew struct {
+	helpers int
+	gen     atomic.Uint64
+	round   atomic.Pointer[round]
+	quit    atomic.Bool
+	parked  []atomic.Bool
+	wake    []chan struct{}
+	done    chan struct{}
+}
+
+// round is one run of a job on the crew. A helper that comes to it late
+// finds no part left and touches nothing else.
 type round struct {
 	j          job
 	parts      int64
 	next, fini atomic.Int64
 	done       chan struct{}
+}
+
+// spinRounds is how many times a helper looks for a new round before it
+// parks (each look a few nanoseconds, with a pause between): some tens of
+// microseconds.
+const spinRounds = 4000
+
+func newCrew(helpers int) *crew {
+	c := &crew{helpers: helpers, parked: make([]atomic.Bool, helpers),
+		wake: make([]chan struct{}, helpers), done: make(chan struct{}, 1)}
+	for h := range helpers {
+		c.wake[h] = make(chan struct{}, 1)
+		go c.help(h)
+	}
+	return c
+}
+
+// run runs the parts of j on the caller and the helpers and returns when
+// all are done.
+func (c *crew) run(parts int, j job) {
+	r := &round{j: j, parts: int64(parts), done: c.done}
+	c.round.Store(r)
+	c.gen.Add(1)
+	for h := range c.helpers {
+		if c.parked[h].Load() {
+			select {
+			case c.wake[h] <- struct{}{}:
+			default:
+			}
+		}
+	}
+	r.work(0)
+	// The caller's parts are done; the helpers' finish soon after, so it
+	// looks a few times before it blocks.
+	for range 200 {
+		if r.fini.Load() == r.parts {
+			break
+		}
+		spinPause()
+	}
+	<-c.done
+	c.round.Store(nil)
+}
+
+// help is helper h's loop: it runs the parts of each new round it sees,
+// spinning for a while between rounds and then parking until run wakes
+// it.
+func (c *crew) help(h int) {
+	seen := c.gen.Load()
+	for {
+		spins := 0
+		for c.gen.Load() == seen && !c.quit.Load() {
+			if spins++; spins < spinRounds {
+				spinPause()
+				continue
+			}
+			// Park, unless a round came after the last look (run stores
+			// gen before it reads parked, so one of the two sees the
+			// other).
+			c.parked[h].Store(true)
+			if c.gen.Load() == seen && !c.quit.Load() {
+				<-c.wake[h]
+			}
+			c.parked[h].Store(false)
+			spins = 0
+		}
+		if c.quit.Load() {
+			return
+		}
+		seen = c.gen.Load()
+		if r := c.round.Load(); r != nil {
+			r.work(1 + h)
+		}
+	}
+}
+
+// stop ends the helpers (those parked are woken to end).
+func (c *crew) stop() {
+	c.quit.Store(true)
+	for h := range c.helpers {
+		select {
+		case c.wake[h] <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (r *round) work(t int) {
@@ -77,10 +202,14 @@ func (r *round) work(t int) {
 		}
 		r.j.part(int(i), t)
 		if r.fini.Add(1) == r.parts {
-			close(r.done)
+			r.done <- struct{}{}
 		}
 	}
 }
+
+// spinPause lets the other hardware thread of the core run while a
+// goroutine waits for a flag to change.
+func spinPause() { runtime.Gosched() }
 
 // split cuts [0, n) into at most threads ranges whose starts are
 // multiples of q and returns the length of each range but the last.
