@@ -97,7 +97,7 @@ type Options struct {
 	// Threads is the number of goroutines each worker's passes run on
 	// (nn.Workspace.SetThreads; 0 or 1: one). The results are bit for
 	// bit the same at any setting.
-	Threads int `json:"threads,omitempty"`
+	Threads int `json:"threads"`
 }
 
 // DefaultOptions returns CSV data with a detected header and its label

@@ -13,7 +13,7 @@ var trainSections = []flagSection{
 	{Title: "Mode", Flags: []string{"mode"}},
 	{Title: "Data", Flags: []string{"spec", "test", "labels", "test-labels", "label-col", "standardize", "header", "sep", "format", "index-base", "hash-bits",
 		"drop-self-loops", "holdout", "features", "memory-budget"}},
-	{Title: "Model and training", Flags: []string{"app", "hidden", "interactions", "conv-channels", "rank", "dim", "negatives", "uniform-negatives", "uniform-pool",
+	{Title: "Model and training", Flags: []string{"app", "hidden", "interactions", "conv-channels", "threads", "rank", "dim", "negatives", "uniform-negatives", "uniform-pool",
 		"eval-negatives", "updater", "lr", "l1", "l2", "lr-scaling", "lr-decay", "batch", "batch-weighted", "epochs", "max-passes",
 		"max-steps", "epsilon", "loss-target", "eval-every", "seed"}},
 	{Title: "Placement", Flags: []string{"machines", "servers", "placement", "shard", "compare", "directions", "balance", "balance-every", "slice", "probe"}},

@@ -68,6 +68,7 @@ type trainFlags struct {
 	standardize                               string
 	hidden, conv, lrScaling, lrDecay          string
 	interactions                              string
+	threads                                   int
 	workersDecay                              bool // --lr-decay is the decentralised workers', not the model's
 	// fs is the flag set of register, which says which flags the command
 	// line set (nil: none, as for colo node's training flags).
@@ -123,6 +124,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.hidden, "hidden", "", "mlp, cnn, ctr: widths of the hidden dense layers, such as 256,128 (empty: mlp 256,128, cnn 120,84, ctr 64,32)")
 	f.StringVar(&t.interactions, "interactions", "none", "ctr: none (the field embeddings concatenated into the mlp) or dot (and their pairwise dot products, DLRM's interaction)")
 	f.StringVar(&t.conv, "conv-channels", "", "cnn: output channels of the convolutions, such as 6,16 (empty: 6,16)")
+	f.IntVar(&t.threads, "threads", 0, "mlp, cnn: goroutines each worker's forward and backward passes run on (nn.Workspace.SetThreads, as BenchmarkMLP/CNN at -cpu N; 0: one); the results are bit for bit the same at any number")
 	f.StringVar(&t.lrScaling, "lr-scaling", "linear", "mlp, cnn: linear (each worker's push moves the model by lr/K, seed 004 Eq. 4) or none (by lr)")
 	f.StringVar(&t.lrDecay, "lr-decay", "none", "mlp, cnn: learning-rate schedule over the epochs: none or cosine (to 0 by the last step; sgd and momentum); with --mode decentralised also step:E1,E2,… (divided by 10 after each listed epoch)")
 	f.StringVar(&t.ckpt.Dir, "checkpoint", "", "write a checkpoint of the servers' keys and the workers' progress to this directory every --checkpoint-every rounds (the newest 2 kept; one host or a shared file system)")
@@ -209,7 +211,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	}
 	opts := map[string]any{"features": t.features, "rank": t.mf.Rank,
 		"dim": t.embed.Dim, "negatives": t.embed.Negatives, "uniform_negatives": t.embed.UniformNegatives, "uniform_pool": t.embed.UniformPool, "eval_negatives": t.embed.EvalNegatives,
-		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "standardize": t.standardize, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay, "interactions": t.interactions}
+		"labels": t.labels, "test_labels": t.testLabels, "label_col": t.labelCol, "standardize": t.standardize, "header": t.header, "sep": t.sep, "lr_scaling": t.lrScaling, "lr_decay": t.lrDecay, "interactions": t.interactions, "threads": t.threads}
 	if t.workersDecay {
 		opts["lr_decay"] = "none"
 	}
