@@ -65,7 +65,14 @@
 // blocks of samples and its weight gradient by blocks of input columns,
 // pooling by planes. Each part writes what no other part writes and sums
 // in the order of one thread, so LossGrad's results are bit for bit the
-// same at any thread count and under any scheduling.
+// same at any thread count and under any scheduling. The threads beyond
+// the caller are helper goroutines that the workspace keeps while it
+// lives: a pass is published to them, a helper that finished one spins
+// briefly for the next (a step's passes follow each other closely) and
+// then parks until woken, so no goroutine is started per pass. A pass of
+// less than about a million floating-point operations (the mlp's last
+// layer, pooling, a small batch) runs on the caller alone. colo train's
+// --threads sets the count for each worker (the dense option threads).
 //
 // # Measured speed
 //

@@ -110,9 +110,11 @@ type round struct {
 }
 
 // spinRounds is how many times a helper looks for a new round before it
-// parks (each look a few nanoseconds, with a pause between): some tens of
-// microseconds.
-const spinRounds = 4000
+// parks, yielding to the scheduler between looks: on the order of a
+// hundred microseconds, more than the gaps between a step's passes and
+// between steps (the optimiser's update), little CPU taken from others
+// on a busy machine.
+const spinRounds = 1000
 
 func newCrew(helpers int) *crew {
 	c := &crew{helpers: helpers, parked: make([]atomic.Bool, helpers),
