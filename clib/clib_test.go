@@ -130,6 +130,10 @@ func TestLocalPushPull(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("pull after a push = %v, want %v", got, want)
 	}
+	// A batch without rows, after pulls of some (its answers' arrays
+	// reused), answers none.
+	k, err = tb.Pull(nil, nil)
+	wait(t, k, err)
 	n := int64(2*DenseChunk + 5)
 	d, err := s.Declare(ctx, TableSpec{Name: "w", Dense: true, Size: n})
 	if err != nil {
@@ -288,7 +292,8 @@ func TestWorkersBSP(t *testing.T) {
 				errs[r] = err
 				return
 			}
-			_, errs[r] = s.Declare(ctx, TableSpec{Name: "x" + string(rune('a'+r)), Rows: 5, Dim: 1})
+			// Of other shapes, whose rows the servers would place apart.
+			_, errs[r] = s.Declare(ctx, TableSpec{Name: "x", Rows: 5000 * int64(r+1), Dim: 2})
 		})
 	}
 	wg.Wait()

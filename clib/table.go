@@ -223,14 +223,9 @@ func (s *Session) Declare(ctx context.Context, spec TableSpec) (*Table, error) {
 	s.tables = append(s.tables, t)
 	s.byName[spec.Name] = t
 	s.mu.Unlock()
-	// The servers find the spread rows' keys by arithmetic (before any
-	// push of this worker reaches them).
-	if n := rows - t.split; n > 0 {
-		if err := s.w.Family(ctx, t.base, t.stride, uint64(n)); err != nil {
-			return nil, fmt.Errorf("%s: %w", q, err)
-		}
-	}
-	// The workers agree on the tables, or the keys mean different rows.
+	// The workers agree on the tables, or the keys mean different rows:
+	// checked before the servers hear of the table, so that workers that
+	// disagree all get this error.
 	fp := fingerprint(spec)
 	vals := []float64{fp, 1}
 	if err := s.AllReduce(ctx, vals); err != nil {
@@ -238,6 +233,13 @@ func (s *Session) Declare(ctx context.Context, spec TableSpec) (*Table, error) {
 	}
 	if vals[0] != fp*vals[1] {
 		return nil, &SpecError{fmt.Sprintf("%s (table %d of this worker): the workers declared different tables in this place; every worker declares the same tables, with the same shapes, in the same order", q, t.id)}
+	}
+	// The servers find the spread rows' keys by arithmetic (before any
+	// push of this worker reaches them).
+	if n := rows - t.split; n > 0 {
+		if err := s.w.Family(ctx, t.base, t.stride, uint64(n)); err != nil {
+			return nil, fmt.Errorf("%s: %w", q, err)
+		}
 	}
 	return t, nil
 }
@@ -366,7 +368,8 @@ func (t *Table) Pull(rows []int64, dst []float32) (*Ticket, error) {
 	if b == nil {
 		b = new(kv.Batch)
 	}
-	b.Keys, b.Vals = nil, dst[:0:len(dst)]
+	// The lengths' array is reused; a pull of no rows answers none.
+	b.Keys, b.Vals, b.Lens = nil, dst[:0:len(dst)], b.Lens[:0]
 	fut := t.s.w.PullLens(*kp, b)
 	return &Ticket{fut: fut, fin: func(err error) error {
 		t.pool.Put(kp)
