@@ -823,15 +823,33 @@ func (a *afterTraining) Evaluate(ctx context.Context, w *worker.Worker, part Par
 	return a.App.Evaluate(ctx, w, part)
 }
 
-// PullModel pulls the values of keys [0, numKeys) from the servers.
+// PullChunk bounds the bytes of values one pull of PullModel asks for,
+// so that no server's answer exceeds the transport's frame limit
+// (transport.DefaultMaxFrame, 64 MiB) however large the model is.
+const PullChunk = 16 << 20
+
+// PullModel pulls the values of keys [0, numKeys) from the servers, of
+// w.Width() values each, in pulls of at most PullChunk bytes.
 func PullModel(w *worker.Worker, numKeys int) ([]float32, error) {
-	keys := make([]uint64, numKeys)
-	for i := range keys {
-		keys[i] = uint64(i)
-	}
-	model := make([]float32, numKeys*w.Width())
-	if err := w.Pull(keys, model).Wait(); err != nil {
-		return nil, err
+	return PullModelIn(w, numKeys, PullChunk)
+}
+
+// PullModelIn is PullModel in pulls of at most chunk bytes (at least one
+// key each).
+func PullModelIn(w *worker.Worker, numKeys, chunk int) ([]float32, error) {
+	d := w.Width()
+	model := make([]float32, numKeys*d)
+	step := max(1, chunk/(4*max(d, 1)))
+	keys := make([]uint64, 0, min(step, numKeys))
+	for lo := 0; lo < numKeys; lo += step {
+		hi := min(lo+step, numKeys)
+		keys = keys[:0]
+		for k := lo; k < hi; k++ {
+			keys = append(keys, uint64(k))
+		}
+		if err := w.Pull(keys, model[lo*d:hi*d]).Wait(); err != nil {
+			return nil, fmt.Errorf("pull keys %d..%d of the model: %w", lo, hi-1, err)
+		}
 	}
 	return model, nil
 }

@@ -226,7 +226,7 @@ type App struct {
 	w0          []float32 // the mlp's initial parameters
 	one         []float32 // {1}, the weight of a gathered row
 	pairs       int       // the pairwise dot products in the input (interactions dot)
-	chunk       int       // the bytes of a pull of the evaluation; 0: pullChunk
+	chunk       int       // the bytes of a pull of the evaluation; 0: train.PullChunk
 }
 
 // New builds the model cfg on the training graph g of a table read
@@ -632,27 +632,12 @@ func (a *App) Evaluate(ctx context.Context, w *worker.Worker, _ train.Part) (tra
 	return a.ScoreModel(model), nil
 }
 
-// pullChunk bounds the bytes of values one pull of the evaluation asks
-// for, so that no server's answer exceeds the transport's frame limit
-// (transport.DefaultMaxFrame, 64 MiB) however large the tables are.
-const pullChunk = 16 << 20
-
-// pullModel pulls every key's values on w, in pulls of at most
-// pullChunk bytes.
+// pullModel pulls every key's values on w (train.PullModel; a.chunk,
+// when set, bounds the bytes of a pull instead of train.PullChunk).
 func (a *App) pullModel(w *worker.Worker) ([]float32, error) {
-	d := a.Config.Dim
-	model := make([]float32, a.NumKeys()*d)
-	step := max(1, cmp.Or(a.chunk, pullChunk)/(4*d))
-	keys := make([]uint64, 0, min(step, a.NumKeys()))
-	for lo := 0; lo < a.NumKeys(); lo += step {
-		hi := min(lo+step, a.NumKeys())
-		keys = keys[:0]
-		for k := lo; k < hi; k++ {
-			keys = append(keys, uint64(k))
-		}
-		if err := w.Pull(keys, model[lo*d:hi*d]).Wait(); err != nil {
-			return nil, fmt.Errorf("ctr: pull keys %d..%d of the model: %w", lo, hi-1, err)
-		}
+	model, err := train.PullModelIn(w, a.NumKeys(), cmp.Or(a.chunk, train.PullChunk))
+	if err != nil {
+		return nil, fmt.Errorf("ctr: %w", err)
 	}
 	return model, nil
 }
