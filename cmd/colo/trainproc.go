@@ -70,7 +70,7 @@ func (nf *nodeFlags) trainJob() (train.Job, error) {
 	if err != nil {
 		return job, err
 	}
-	job.Config.Rule.Beta = nf.beta
+	job.Config.Rule.Beta, job.Config.Rule.Eps = nf.beta, nf.eps
 	return job, job.Validate()
 }
 
