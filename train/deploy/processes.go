@@ -77,10 +77,12 @@ type Processes struct {
 	// failure event counts as a restart: processes that fail within one
 	// detection window (Timeout) of each other, such as two processes of
 	// a host that died together, are replaced in one pause and count
-	// once. A replacement that cannot work (another worker finished its
+	// once. A run that fails within one detection window of a
+	// replacement (one that could not work: another worker finished its
 	// rounds meanwhile, whose work cannot be rolled back) is followed by
-	// a whole-job restart from the last checkpoint, as part of the same
-	// event.
+	// a whole-job restart from the last checkpoint as part of the same
+	// event, whatever its cause: a failure so close to the one before is
+	// the same event, as for the replacements.
 	Replace bool
 	// Heartbeat and Timeout are the scheduler's heartbeat period and the
 	// silence after which it declares a process failed (then, with
@@ -203,11 +205,12 @@ func (pd *Processes) records() []train.Recovery {
 // fallback says whether a run that ended in failure at now restarts the
 // whole job as part of the failure event before it: the run replaced a
 // process (its last recovery is a replacement) and failed within one
-// detection window of that failure, because the replacement could not
-// work (a worker had finished its rounds meanwhile, and its work cannot
-// be rolled back). Then the whole-job restart is that event's fallback,
-// which does not count against Restarts; a whole-job restart that fails
-// again is a new event.
+// detection window of that failure (typically because the replacement
+// could not work: a worker had finished its rounds meanwhile, and its
+// work cannot be rolled back; but any failure so close to the one before
+// is the same event). Then the whole-job restart is that event's
+// fallback, which does not count against Restarts; a whole-job restart
+// that fails again is a new event.
 func (pd *Processes) fallback(now time.Time) bool {
 	if len(pd.Recovered) == 0 {
 		return false
