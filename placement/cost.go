@@ -252,16 +252,17 @@ func RandomBaseline(g *graph.Graph, k int) Baseline {
 // randomBaseline is RandomBaseline with each evaluation on up to workers
 // goroutines (the result does not depend on their number).
 func randomBaseline(g *graph.Graph, k, workers int) Baseline {
+	costs := make([]*Cost, BaselineSeeds)
+	if k > 64 {
+		// One placement in memory at a time.
+		for s := range costs {
+			costs[s] = evaluate(g, Uniform(g, k, NewRand(uint64(s+1))), 0, workers)
+		}
+		return MeanOf(costs)
+	}
 	ps := make([]*Placement, BaselineSeeds)
 	for s := range ps {
 		ps[s] = Uniform(g, k, NewRand(uint64(s+1)))
-	}
-	costs := make([]*Cost, BaselineSeeds)
-	if k > 64 {
-		for s, p := range ps {
-			costs[s] = evaluate(g, p, 0, workers)
-		}
-		return MeanOf(costs)
 	}
 	// All the placements in one pass over the edges: each sample's
 	// machines packed in a word, 6 bits each.
