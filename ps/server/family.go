@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sort"
 
+	"colo/kv"
 	"colo/ps/route"
 )
 
@@ -43,6 +44,12 @@ type family struct {
 	inv          uint64 // inverse of stride>>shift modulo 2^64
 	low          uint64 // 1<<shift − 1
 	start        int    // slot of key base
+	// At width 0, the values of the keys pushed with the family's first
+	// length dim are one block at voff (−1 before the first push), key i
+	// at voff + i·dim, and placed has a bit for each such key.
+	dim    int
+	voff   int
+	placed []uint64
 }
 
 // newFamily returns the family of keys base + i·stride, i < n, whose
@@ -54,7 +61,7 @@ func newFamily(base, stride, n uint64, start int) family {
 	for range 5 {
 		inv *= 2 - odd*inv
 	}
-	return family{base: base, stride: stride, n: n, shift: z, inv: inv, low: 1<<z - 1, start: start}
+	return family{base: base, stride: stride, n: n, shift: z, inv: inv, low: 1<<z - 1, start: start, voff: -1}
 }
 
 // index returns i with key = base + i·stride, or false.
@@ -65,6 +72,86 @@ func (f *family) index(key uint64) (uint64, bool) {
 	}
 	i := (d >> f.shift) * f.inv
 	return i, i < f.n && i*f.stride == d
+}
+
+// MaxFamilyValues bounds the block of values a family reserves at its
+// first push (width 0): n·dim values, and as many for each state of the
+// rule. A larger family's keys get their values one by one, as others.
+const MaxFamilyValues = 1 << 24
+
+// famPlace gives slot j of a family, pushed for the first time with n
+// values, its place in the family's block of values, reserving the
+// block at the family's first push; false when j is in no family, the
+// family has no block, or its keys have another length.
+func (s *Store) famPlace(j, n int) bool {
+	for q := range s.fams {
+		f := &s.fams[q]
+		i := j - f.start
+		if i < 0 || uint64(i) >= f.n {
+			continue
+		}
+		if f.voff < 0 && f.dim == 0 && n > 0 && f.n*uint64(n) <= MaxFamilyValues {
+			f.dim, f.voff = n, len(s.vals)
+			total := int(f.n) * n
+			s.vals = append(s.vals, make([]float32, total)...)
+			for a := range s.state {
+				s.state[a] = append(s.state[a], make([]float32, total)...)
+			}
+			f.placed = make([]uint64, (f.n+63)/64)
+		}
+		if f.voff < 0 || n != f.dim {
+			return false
+		}
+		s.off[j], s.ln[j] = f.voff+i*n, int32(n)
+		f.placed[i/64] |= 1 << (i % 64)
+		return true
+	}
+	return false
+}
+
+// pullDense is Pull at width 0 of keys mostly in family f, which has a
+// block of values: a key placed there is read from voff + i·dim, with no
+// look at its slot; any other key as Pull reads it.
+func (s *Store) pullDense(f *family, out kv.Batch, keys []uint64) kv.Batch {
+	if cap(out.Lens) < len(keys) {
+		out.Lens = make([]int32, 0, len(keys))
+	}
+	lens := out.Lens[:len(keys)]
+	vals := out.Vals[:cap(out.Vals)]
+	dim, block := f.dim, s.vals[f.voff:f.voff+int(f.n)*f.dim]
+	v := 0
+	for i, k := range keys {
+		q, ok := f.index(k)
+		if ok && f.placed[q/64]&(1<<(q%64)) != 0 {
+			if v+dim > len(vals) {
+				vals = append(vals[:v], make([]float32, (len(keys)-i)*dim)...)
+				vals = vals[:cap(vals)]
+			}
+			o := int(q) * dim
+			copy(vals[v:v+dim], block[o:o+dim])
+			lens[i] = int32(dim)
+			v += dim
+			continue
+		}
+		j := f.start + int(q)
+		if !ok {
+			j = s.slot(k, false)
+		}
+		if j < 0 || s.off[j] < 0 {
+			lens[i] = 0
+			continue
+		}
+		o, n := s.off[j], int(s.ln[j])
+		lens[i] = int32(n)
+		if v+n > len(vals) {
+			vals = append(vals[:v], make([]float32, max(n, (len(keys)-i)*n))...)
+			vals = vals[:cap(vals)]
+		}
+		copy(vals[v:v+n], s.vals[o:o+n])
+		v += n
+	}
+	out.Lens, out.Vals = lens, vals[:v]
+	return out
 }
 
 // famSlot returns the slot of key in a family, −1 when none has it.

@@ -51,14 +51,16 @@ func TestFamilyIndex(t *testing.T) {
 
 // TestFamilyStoreAgainstPlain runs the same pushes (applied and
 // accumulated) on stores with and without key families, at width 0 and
-// 3, and compares the values of every key, and a store restored from the
-// snapshot of the one with families.
+// 3 (at width 0 with random lengths, and with one length, as clib's
+// tables have), and compares the values of every key, and a store
+// restored from the snapshot of the one with families.
 func TestFamilyStoreAgainstPlain(t *testing.T) {
 	tb, _ := route.Uniform(1, 64)
 	const rows = 300
 	strides := []uint64{(math.MaxUint64 - 64) / rows &^ 255, (math.MaxUint64 - 64) / 77 &^ 255}
 	fams := []famDecl{{64, strides[0], rows}, {65, strides[1], 77}}
-	for _, width := range []int{0, 3} {
+	for _, mode := range []struct{ width, length int }{{0, 0}, {0, 4}, {3, 0}} {
+		width := mode.width
 		rule := func() update.Rule {
 			r, err := update.New(update.Config{Name: "adagrad", LR: 0.1, Eps: 1e-8})
 			if err != nil {
@@ -98,6 +100,9 @@ func TestFamilyStoreAgainstPlain(t *testing.T) {
 				if width == 0 {
 					if _, ok := lens[k]; !ok {
 						lens[k] = int32(1 + rng.IntN(4))
+						if mode.length > 0 {
+							lens[k] = int32(mode.length)
+						}
 					}
 					n = int(lens[k])
 					b.Lens = append(b.Lens, lens[k])

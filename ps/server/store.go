@@ -138,6 +138,9 @@ func (s *Store) span(key uint64, j, n int) (int, error) {
 		return j * s.width, nil
 	}
 	if s.off[j] < 0 {
+		if len(s.fams) > 0 && j >= s.size && s.famPlace(j, n) {
+			return s.off[j], nil
+		}
 		s.off[j], s.ln[j] = len(s.vals), int32(n)
 		s.vals = append(s.vals, make([]float32, n)...)
 		for i := range s.state {
@@ -443,6 +446,9 @@ func (s *Store) Pull(dst kv.Batch, keys []uint64) kv.Batch {
 		if _, ok := f.index(keys[0]); !ok {
 			s.famSlot(keys[0])
 			f = &s.fams[s.last]
+		}
+		if f.voff >= 0 {
+			return s.pullDense(f, out, keys)
 		}
 		if cap(out.Lens) < len(keys) {
 			out.Lens = make([]int32, 0, len(keys))
