@@ -5,8 +5,9 @@
 // spec (package features), the field embeddings concatenated with the
 // numeric features (and, with Interactions "dot", the embeddings' pairwise
 // dot products, DLRM's interaction) into an mlp (package nn) whose two
-// outputs are a logistic output (P(y = 1) = σ(z₁ − z₀)). The registry (package app)
-// opens it as "ctr" with Config as the job's options; it reads a table
+// outputs are a logistic output (P(y = 1) = σ(z₁ − z₀)). The registry
+// (package app) opens it as "ctr" with Config as the job's options; it
+// reads a table
 // through a spec (`--spec`), as `--app lr` on a spec does, and lr over the
 // same columns is its baseline.
 //
@@ -46,8 +47,11 @@
 // nn, on a batch at once), plus one gather and one scatter of Dim values
 // per field, with lr's AVX kernels (lr.AddRows, lr.ScatterRows); the dot
 // interactions add F(F−1)/2·Dim multiply-adds forward and twice that
-// backward, with app/embed's kernels (embed.Dots, embed.Updates). A round pulls and pushes its batch's distinct rows and the
-// mlp.
+// backward, with app/embed's kernels (embed.Dots, embed.Updates). A round
+// pulls and pushes its batch's distinct rows and the mlp. On flights-3m
+// (10 fields, rows of 32 values) a step computes 242,000 samples per
+// second of one core (BenchmarkFlightsStep), the mlp most of it; the test
+// AUC after two passes is 0.743 against lr's 0.707 (docs/ctr.md).
 //
 // Evaluation. Worker 0 pulls the model and scores the test rows (the
 // spec's test split, or the training rows without one): the AUC, the mean
