@@ -18,12 +18,14 @@ import (
 // wait for replacements and two machines, closed with the test.
 func recoverCluster(t *testing.T, wait time.Duration) (*sched.Scheduler, []*Node) {
 	t.Helper()
-	return recoverClusterOn(t, wait, func(ep *tcp.Endpoint) transport.Endpoint { return ep })
+	// A failure is a closed link, seen at once: the timeout of silence
+	// is long enough that a loaded machine's late heartbeats are not one.
+	return recoverClusterOn(t, wait, 10*time.Second, func(ep *tcp.Endpoint) transport.Endpoint { return ep })
 }
 
 // recoverClusterOn is recoverCluster with the scheduler on wrap of its
-// TCP endpoint.
-func recoverClusterOn(t *testing.T, wait time.Duration, wrap func(*tcp.Endpoint) transport.Endpoint) (*sched.Scheduler, []*Node) {
+// TCP endpoint, declaring a node failed after timeout of silence.
+func recoverClusterOn(t *testing.T, wait, timeout time.Duration, wrap func(*tcp.Endpoint) transport.Endpoint) (*sched.Scheduler, []*Node) {
 	t.Helper()
 	cfg := tcp.DefaultConfig()
 	cfg.ID, cfg.Token = proto.SchedulerID, "t"
@@ -33,7 +35,7 @@ func recoverClusterOn(t *testing.T, wait time.Duration, wrap func(*tcp.Endpoint)
 	}
 	sc := sched.DefaultConfig()
 	sc.NumServers, sc.NumWorkers, sc.Token, sc.NumKeys = 2, 2, "t", 10
-	sc.Heartbeat, sc.Timeout, sc.RecoverWait = 20*time.Millisecond, time.Second, wait
+	sc.Heartbeat, sc.Timeout, sc.RecoverWait = 20*time.Millisecond, timeout, wait
 	s, err := sched.Start(sc, wrap(sep), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +213,7 @@ func (l *lateDown) Down() <-chan *transport.PeerError { return l.down }
 // failure still pauses the job.
 func TestLateLinkFailureOfReplacedMachine(t *testing.T) {
 	var late *lateDown
-	s, ns := recoverClusterOn(t, 10*time.Second, func(ep *tcp.Endpoint) transport.Endpoint {
+	s, ns := recoverClusterOn(t, 10*time.Second, time.Second, func(ep *tcp.Endpoint) transport.Endpoint {
 		late = holdDown(ep)
 		return late
 	})
