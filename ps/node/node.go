@@ -60,6 +60,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,7 @@ import (
 	"colo/ps/clock"
 	"colo/ps/internal/mailbox"
 	"colo/ps/proto"
+	"colo/ps/replica"
 	"colo/ps/route"
 	"colo/ps/server"
 	"colo/ps/update"
@@ -159,6 +161,9 @@ type Node struct {
 	// awaiting is set once a peer closed a link this node sent on: the
 	// node waits for the scheduler's abort (see lost).
 	awaiting atomic.Bool
+	// identity is the node's key, which the endpoints of the servers it
+	// takes over (Failover) use too.
+	identity *ecdh.PrivateKey
 
 	mu       sync.Mutex
 	book     map[transport.NodeID]proto.Peer
@@ -175,6 +180,11 @@ type Node struct {
 	resumed   chan struct{}
 	loopEpoch uint64
 	leave     *time.Timer
+	// taken are the members of the servers the node took over from
+	// failed ones (Failover); failovers the failovers whose address it
+	// has (proto.Failover.Seq).
+	taken     []*member
+	failovers map[int]bool
 }
 
 // release is the outcome of one barrier: closed ch, then the sum, or
@@ -333,7 +343,7 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		cfg: cfg, assign: a, table: table, ctx: ctx, cancel: cancel,
 		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}), trained: make(chan struct{}),
 		seq: make(map[string]uint64), barriers: make(map[barrierKey]*release),
-		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}),
+		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}), identity: identity, failovers: make(map[int]bool),
 	}
 	close(n.resumed)
 	fail := func(err error) (*Node, error) {
@@ -371,7 +381,18 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 	}
 	if a.Server != 0 {
 		_, rank := proto.Identify(a.Server)
-		n.srv, err = server.NewServer(server.Config{Rank: rank, Workers: a.NumWorkers, Table: table, Width: a.Job.Width, Rule: cfg.Rule, Clock: ck})
+		scfg := server.Config{Rank: rank, Workers: a.NumWorkers, Table: table, Width: a.Job.Width, Rule: cfg.Rule, Clock: ck}
+		if r := a.Job.Replicas; r > 0 {
+			rep := server.Replication{Backups: replica.Chain(rank, a.NumServers, r, nil), Takeover: n.takeover}
+			for p := range a.NumServers {
+				if slices.Contains(replica.Chain(p, a.NumServers, r, nil), rank) {
+					rep.Copies = append(rep.Copies, p)
+				}
+			}
+			n.srv, err = server.NewReplicated(scfg, rep)
+		} else {
+			n.srv, err = server.NewServer(scfg)
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -384,7 +405,7 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		if role == proto.RoleEvaluator {
 			reduce = nil // an evaluator joins no barrier
 		}
-		n.wrk, err = worker.New(worker.Config{Rank: rank, Table: table, Width: a.Job.Width, Clock: ck, Epoch: a.Epoch}, reduce)
+		n.wrk, err = worker.New(worker.Config{Rank: rank, Table: table, Width: a.Job.Width, Clock: ck, Epoch: a.Epoch, Resend: a.Job.Replicas > 0}, reduce)
 		if err != nil {
 			return fail(err)
 		}
@@ -557,6 +578,13 @@ func (n *Node) control(m *member, msg *transport.Message) {
 				close(r.ch)
 			}
 		}
+	case proto.CmdFailover:
+		var f proto.Failover
+		if err := proto.Decode(msg, &f); err != nil {
+			n.end(err)
+			return
+		}
+		n.failover(m, f, msg)
 	case proto.CmdTrained:
 		n.trainedOnce.Do(func() { close(n.trained) })
 	case proto.CmdShutdown:
@@ -781,6 +809,12 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		// replies lost are of the epoch before the pause.
 		return
 	}
+	if role, _ := proto.Identify(peer); role == proto.RoleServer && n.assign.Job.Replicas > 0 {
+		// A server that failed: its backup takes over (Failover), and
+		// the worker sends its requests again; or the scheduler ends
+		// the job.
+		return
+	}
 	if pe := (*transport.PeerError)(nil); n.assign.Job.Recover && errors.As(err, &pe) && pe.Addr != "" && addr != "" && pe.Addr != addr {
 		return // a send to the node a replacement took the place of
 	}
@@ -945,7 +979,10 @@ func (n *Node) Close() error {
 			m.out.Flush(100 * time.Millisecond)
 		}
 		close(n.closing)
-		for _, m := range n.members {
+		n.mu.Lock()
+		taken := n.taken
+		n.mu.Unlock()
+		for _, m := range append(slices.Clone(n.members), taken...) {
 			m.out.Close()
 			m.ep.Close()
 			m.data.Close()

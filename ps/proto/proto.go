@@ -189,6 +189,7 @@ const (
 	CmdTrained                     // scheduler → evaluator: every worker is done
 	CmdPause                       // scheduler → node: Pause, a node failed and is being replaced
 	CmdResume                      // scheduler → node: Resume, the replacement is ready
+	CmdFailover                    // scheduler → node: Failover, a server's backup takes over its ranges
 )
 
 // Data commands (Header.Cmd of a TypeData message).
@@ -222,7 +223,49 @@ const (
 	// each server finds those it owns by arithmetic instead of a hash map
 	// (see package server, family.go).
 	DataFamily uint16 = 8
+	// DataReplicate (server → its backup, package ps/replica): a request
+	// that changes the server's store, forwarded as the server applied
+	// it: the request's flags, id and KV, and a Body of the request's
+	// meta (MetaSize bytes), then ReplicaSize bytes: the update's
+	// sequence number, the worker's rank and the request's data
+	// command (AppendReplica). DataReplicaAck (backup → server): Header.ID
+	// is the sequence number of the last update the backup applied.
+	DataReplicate  uint16 = 9
+	DataReplicaAck uint16 = 10
 )
+
+// FlagResent marks a worker's request to a server whose ranges a backup
+// took over (Failover), sent once the worker knows it: the backup
+// serves only such requests, so that the ones sent before, which the
+// worker sends again, reach it in order.
+const FlagResent transport.Flags = 1 << 8
+
+// ReplicaSize is the size of what DataReplicate adds to a request's
+// meta.
+const ReplicaSize = 8 + 4 + 2
+
+// AppendReplica appends to the meta of a request of worker rank worker
+// and data command cmd the fields of its replication as update seq.
+func AppendReplica(meta []byte, seq uint64, worker int, cmd uint16) []byte {
+	meta = binary.LittleEndian.AppendUint64(meta, seq)
+	meta = binary.LittleEndian.AppendUint32(meta, uint32(worker))
+	return binary.LittleEndian.AppendUint16(meta, cmd)
+}
+
+// ParseReplica reads the body of a DataReplicate message: the request's
+// round and epoch, the update's sequence number, the worker's rank and
+// the request's data command.
+func ParseReplica(m *transport.Message) (round int64, epoch, seq uint64, worker int, cmd uint16, err error) {
+	if len(m.Body) != MetaSize+ReplicaSize {
+		return 0, 0, 0, 0, 0, fmt.Errorf("%s: replicated update with a %d-byte body, want %d", Name(m.Sender), len(m.Body), MetaSize+ReplicaSize)
+	}
+	meta := transport.Message{Header: m.Header, Body: m.Body[:MetaSize]}
+	if round, epoch, err = ParseMetaEpoch(&meta); err != nil {
+		return 0, 0, 0, 0, 0, err
+	}
+	b := m.Body[MetaSize:]
+	return round, epoch, binary.LittleEndian.Uint64(b), int(binary.LittleEndian.Uint32(b[8:])), binary.LittleEndian.Uint16(b[12:]), nil
+}
 
 // Register is a node's request to join: sent from its provisional id.
 type Register struct {
@@ -343,6 +386,25 @@ type Job struct {
 	// Recover is set when the scheduler replaces failed nodes (Pause)
 	// instead of ending the job.
 	Recover bool `json:",omitempty"`
+	// Replicas is the number of backups of each server's ranges
+	// (package ps/replica): a failed server's first live backup takes
+	// over its ranges (Failover) without a pause. 0: none.
+	Replicas int `json:",omitempty"`
+}
+
+// Failover tells the nodes that server rank Server failed and that
+// server rank Backup, which holds a copy of its ranges, serves them in
+// its place: first with no Addr (the backup takes over; the servers that
+// Server backed up stop waiting for it), then, once the backup listens as
+// Server, with the address and key of Server's new endpoint, where the
+// workers send again every request Server has not answered.
+type Failover struct {
+	Server, Backup int
+	// Seq numbers the job's failovers from 1.
+	Seq    int
+	Reason string `json:",omitempty"`
+	Addr   string `json:",omitempty"`
+	Key    []byte `json:",omitempty"`
 }
 
 // Barrier is a node's arrival at, or the scheduler's release of, barrier

@@ -37,15 +37,19 @@
 // values of the run without failure; TestFailoverAsync, under
 // asynchronous training, that every push is applied exactly once.
 //
-// The update replicated is what the server applies: under BSP the sum of
-// a round's pushes, added in worker rank order (replication after
-// aggregation, as in the paper: one update per round instead of W), so
-// that a backup that applies the same sums with the same rule holds the
-// same values and states bit for bit; under asynchronous training each
-// push. An update records, for each worker whose push it carries, the
-// round of that push; a worker's rounds only grow, so a push is in the
-// copy exactly when the copy has an update of that worker at that round
-// or later.
+// The update replicated may be what the server applies, under BSP the
+// sum of a round's pushes (replication after aggregation, as in the
+// paper: one update per round instead of W), or each request as the
+// server applied it. colo's servers (package ps/server, replicate.go)
+// replicate each request: the backup feeds it to a copy of the server's
+// own state machine, which under BSP sums the round in worker rank order
+// as the primary does, so that the copy holds the same values and update
+// rule states bit for bit with no second implementation of the apply
+// path; the cost is W pushes sent to each backup a round instead of
+// one sum. An update records, for each worker whose push it carries,
+// the round of that push; a worker's rounds only grow, and its pushes
+// reach the primary in order, so a push is in the copy exactly when the
+// copy has an update of that worker at that round or later.
 //
 // Costs: Apply, Update and Has are O(pushes per update); Acked and Down
 // release k acknowledgements in O(k + r).
@@ -231,4 +235,14 @@ func (r *Replica) Update(seq uint64, pushes []Push) (apply bool, err error) {
 // worker sends it again, without applying it.
 func (r *Replica) Has(w int, round int64) bool {
 	return w >= 0 && w < len(r.rounds) && round <= r.rounds[w]
+}
+
+// Reset forgets the pushes of the copy, keeping the updates' numbering:
+// the job was rolled back to a checkpoint (a new membership epoch), the
+// primary and its backups start again from an empty store, and the
+// workers' rounds count from 0 again.
+func (r *Replica) Reset() {
+	for i := range r.rounds {
+		r.rounds[i] = -1
+	}
 }

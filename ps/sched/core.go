@@ -110,6 +110,12 @@ type Config struct {
 	// Recovery in the package documentation). 0 ends the job at the
 	// first failure. An evaluator that fails ends the job.
 	RecoverWait time.Duration
+	// Replicas is the number of backups of each server's key ranges
+	// (package ps/replica), at most NumServers − 1: a server that fails
+	// while the job runs is taken over by its first live backup, without
+	// a pause or a rollback (see Failover in the package documentation).
+	// 0: none.
+	Replicas int
 	// OnPause, when set, is called by the driver (Scheduler), from its
 	// goroutine, each time the job pauses for a failed node, so that
 	// whoever started that node can kill it, if it still runs (hung,
@@ -173,6 +179,9 @@ func (c Config) Validate() error {
 	if c.StartTimeout < c.Heartbeat {
 		return fmt.Errorf("sched: StartTimeout %v must be at least one heartbeat (%v)", c.StartTimeout, c.Heartbeat)
 	}
+	if c.Replicas < 0 || c.Replicas > 0 && c.Replicas >= c.NumServers {
+		return fmt.Errorf("sched: Replicas %d out of range [0, %d] (NumServers − 1)", c.Replicas, c.NumServers-1)
+	}
 	if c.RecoverWait < 0 || (c.RecoverWait > 0 && c.RecoverWait < c.Heartbeat) {
 		return fmt.Errorf("sched: RecoverWait %v must be 0 (no recovery) or at least one heartbeat (%v)", c.RecoverWait, c.Heartbeat)
 	}
@@ -205,6 +214,11 @@ type member struct {
 	// replacement: the member took the place of a failed node
 	// (replace), whose links may fail only now (see Down).
 	replacement bool
+	// moved marks a server whose ranges a backup took over (failover):
+	// it runs on the backup's node, which holds no copy of the ranges
+	// the server backed up. takingOver is set until the backup's new
+	// endpoint is ready.
+	moved, takingOver bool
 }
 
 // phase of the job.
@@ -255,6 +269,8 @@ type Core struct {
 	replaced int
 	// pauses are the pauses since the last Pauses.
 	pauses []Pause
+	// failovers are the servers taken over by their backups.
+	failovers []Failover
 	// key is the scheduler's public key, nil when its endpoint has no
 	// identity (SetKey); keys are the members' keys learnt since the last
 	// Keys.
@@ -278,7 +294,7 @@ func NewCore(cfg Config) (*Core, error) {
 	return &Core{
 		cfg: cfg,
 		job: proto.Job{Table: table, Width: cfg.Width, Mode: cfg.Clock.Mode.String(), Tau: cfg.Clock.Tau,
-			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0},
+			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0, Replicas: cfg.Replicas},
 		timeout:  cfg.Ticks(cfg.Timeout),
 		startBy:  cfg.Ticks(cfg.StartTimeout),
 		members:  make(map[transport.NodeID]*member),
@@ -579,6 +595,10 @@ func (c *Core) ready(from transport.NodeID, r proto.Ready) {
 		return
 	}
 	mb.ready, mb.addr = true, r.Addr
+	if mb.takingOver {
+		c.tookOver(from, mb)
+		return
+	}
 	if (c.phase != registering && c.phase != paused) || len(c.members) < c.cfg.NumServers+c.cfg.NumWorkers+c.cfg.NumEvaluators {
 		return
 	}
@@ -713,6 +733,9 @@ func (c *Core) done(from transport.NodeID, d proto.Done) {
 // ready node; or, when the job recovers, pauses it to wait for a
 // replacement (pause).
 func (c *Core) fail(id transport.NodeID, cause error) {
+	if c.failover(id, cause) {
+		return
+	}
 	if role, _ := proto.Identify(id); c.job.Recover && (c.phase == running || c.phase == paused) && (role == proto.RoleServer || role == proto.RoleWorker) {
 		c.pause(id, cause)
 		return
@@ -954,6 +977,12 @@ func (c *Core) Down(pe *transport.PeerError) []Out {
 	if mb.replacement && pe.Addr != "" && pe.Addr != mb.addr {
 		return c.out
 	}
+	if mb.moved {
+		// A server served by its backup's node (failover): a late
+		// failure of the failed process's links may name the same
+		// address (an in-memory network's), so its heartbeats decide.
+		return c.out
+	}
 	c.fail(pe.Peer, fmt.Errorf("link lost: %w", pe.Err))
 	return c.out
 }
@@ -1015,7 +1044,7 @@ func (c *Core) Tick() []Out {
 	}
 	var dead []transport.NodeID
 	for id, m := range c.members {
-		if m.ready && c.tick-m.lastSeen > c.timeout {
+		if (m.ready || m.takingOver) && c.tick-m.lastSeen > c.timeout {
 			dead = append(dead, id)
 		}
 	}

@@ -294,6 +294,20 @@ type pending struct {
 	err      error // found when the round was summed (BSP)
 }
 
+// Holds reports whether the core holds the acknowledgement of worker
+// w's push id: counted by the clock, not answered yet.
+func (c *Core) Holds(w int, id uint64) bool {
+	if w < 0 || w >= len(c.ids) {
+		return false
+	}
+	for _, p := range c.ids[w] {
+		if p.id == id && !p.answered {
+			return true
+		}
+	}
+	return false
+}
+
 // Store returns the store.
 func (c *Core) Store() *Store { return c.store }
 

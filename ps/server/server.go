@@ -32,6 +32,10 @@ type Server struct {
 	// handle).
 	epoch uint64
 
+	// rep is the replication of the server's ranges, nil without
+	// backups (see replicate.go).
+	rep *replication
+
 	mu    sync.Mutex
 	stats Stats
 	// The egress timing (Stats.Egress): replies being sent, and since
@@ -212,6 +216,27 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 // the core (Core.Rewind) before it is served, so that the job goes on
 // from the checkpoint the workers load, as on a new server.
 func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
+	if m.Type == transport.TypeControl {
+		// The node's Failover, in the order of the data before it.
+		var f proto.Failover
+		if m.Cmd == proto.CmdFailover && proto.Decode(m, &f) == nil {
+			s.failover(ctx, f, conn)
+		}
+		return
+	}
+	if role, _ := proto.Identify(m.Sender); role == proto.RoleServer {
+		s.fromServer(ctx, m, conn)
+		return
+	}
+	if s.rep != nil && s.rep.taken != nil && m.Flags&proto.FlagResent == 0 {
+		// Sent before the worker knew of the failover: it sends it
+		// again, in order with the others.
+		if m.Early() {
+			m.Complete(ctx)
+		}
+		m.Release()
+		return
+	}
 	if _, epoch, err := proto.ParseMetaEpoch(m); err == nil && epoch != s.epoch {
 		if epoch < s.epoch {
 			if m.Early() {
@@ -222,6 +247,9 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 		}
 		s.views.Wait()
 		s.core.Rewind()
+		if s.rep != nil {
+			s.rep.rewind()
+		}
 		s.epoch = epoch
 	}
 	req, err := Decode(m)
@@ -234,6 +262,17 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 		replies = []Reply{{Worker: rank, Evaluator: role == proto.RoleEvaluator, ID: m.ID, Err: err}}
 		if rank < 0 {
 			replies = nil
+		}
+	} else if s.rep != nil {
+		if m.Early() && m.Complete(ctx) != nil {
+			m.Release()
+			return
+		}
+		if !s.again(ctx, req, conn) {
+			replies = s.core.Handle(req, false)
+			if changes(req) {
+				replies = s.replicate(ctx, req, m, replies, conn)
+			}
 		}
 	} else if done, out := s.early(ctx, req, m, conn); done {
 		replies = out

@@ -58,6 +58,12 @@ type Config struct {
 	// Epoch is the membership epoch the worker starts in (proto.Assign):
 	// a node that replaces a failed one joins a job paused since.
 	Epoch uint64
+	// Resend keeps each request's messages until their servers answer,
+	// so that the requests a failed server did not answer are sent again
+	// to the backup that took over its ranges (Core.Resend; the job has
+	// replicated key ranges, proto.Job.Replicas), and a second answer
+	// from one server is dropped.
+	Resend bool
 }
 
 // Validate checks c; errors name the field and the bound.
@@ -131,9 +137,11 @@ const (
 	opLoad
 	// A key family's declaration to one server (see Worker.Family).
 	opFamily
-	// Recovery (see Worker.Pause and Resume).
+	// Recovery (see Worker.Pause and Resume, and Worker.Resend).
 	opPause
 	opResume
+	opResend
+	opSuspend
 )
 
 // Op is one call of the application.
@@ -210,6 +218,10 @@ type request struct {
 	sent time.Time
 	// start is when a push or pull started, for Stats.Latency.
 	start time.Time
+	// With Config.Resend: copies holds a copy of each server's message
+	// (M nil for none), answered the servers that answered.
+	copies   []Out
+	answered []bool
 }
 
 // Stats counts a worker's requests.
@@ -271,6 +283,10 @@ type Core struct {
 	// Resume).
 	epoch  uint64
 	paused error
+	// down marks the servers whose requests are kept, not sent, until
+	// Resend (a failed server, while its backup takes over); moved the
+	// servers whose requests carry proto.FlagResent since.
+	down, moved []bool
 }
 
 // NewCore returns a worker core.
@@ -344,6 +360,19 @@ func (c *Core) Submit(op *Op) []Out {
 		return c.out
 	case op.kind == opResume:
 		c.paused = nil
+		op.fut.complete(nil)
+		return c.out
+	case op.kind == opResend:
+		c.resend(op.server)
+		op.fut.complete(nil)
+		return c.out
+	case op.kind == opSuspend:
+		if op.server >= 0 && op.server < c.servers {
+			if c.down == nil {
+				c.down = make([]bool, c.servers)
+			}
+			c.down[op.server] = true
+		}
 		op.fut.complete(nil)
 		return c.out
 	case c.paused != nil:
@@ -475,6 +504,7 @@ func (c *Core) start(op *Op) {
 		if r.offs != nil && r.want[s] > 0 {
 			o.Dst = op.dst[r.offs[s] : r.offs[s]+r.want[s] : r.offs[s]+r.want[s]]
 		}
+		c.keep(r, o)
 		c.out = append(c.out, o)
 		r.remaining++
 	}
@@ -540,8 +570,71 @@ func (c *Core) startMove(op *Op) {
 		m.Cmd = proto.DataFamily
 		m.KV.Keys = []uint64{op.begin, op.end, op.count}
 	}
+	c.keep(r, Out{Server: op.server, M: m})
 	c.out = append(c.out, Out{Server: op.server, M: m})
 	c.pending[c.nextID] = r
+}
+
+// keep keeps a copy of o, a message of request r, with Config.Resend.
+func (c *Core) keep(r *request, o Out) {
+	if !c.cfg.Resend {
+		return
+	}
+	if r.copies == nil {
+		r.copies, r.answered = make([]Out, c.servers), make([]bool, c.servers)
+	}
+	m := *o.M
+	o.M = &m
+	r.copies[o.Server] = o
+}
+
+// Down reports whether the requests to server s are kept, not sent:
+// s failed, and its backup takes over (Worker.Suspend). The driver
+// drops such messages; Resend sends them.
+func (c *Core) Down(s int) bool { return s >= 0 && s < len(c.down) && c.down[s] }
+
+// Moved reports whether server s's ranges were taken over by a backup
+// (Resend): the driver marks the requests to s with proto.FlagResent.
+func (c *Core) Moved(s int) bool { return s >= 0 && s < len(c.moved) && c.moved[s] }
+
+// Resend appends to the messages to send every request that server s
+// has not answered, in the order they were first sent: s failed, and
+// the backup that took over its ranges now listens as s. The backup
+// drops a push it holds already, and a second answer of s is dropped
+// here (Receive). It needs Config.Resend.
+func (c *Core) resend(s int) {
+	if s < 0 || s >= c.servers {
+		return
+	}
+	if c.down == nil {
+		c.down = make([]bool, c.servers)
+	}
+	if c.moved == nil {
+		c.moved = make([]bool, c.servers)
+	}
+	c.down[s], c.moved[s] = false, true
+	// A pull held behind the round gate for s goes when s answers the
+	// gate's push (Receive), not before.
+	var held map[uint64]bool
+	if s < len(c.held) && len(c.held[s]) > 0 {
+		held = make(map[uint64]bool, len(c.held[s]))
+		for _, o := range c.held[s] {
+			held[o.M.ID] = true
+		}
+	}
+	ids := make([]uint64, 0, len(c.pending))
+	for id, r := range c.pending {
+		if r.copies != nil && r.copies[s].M != nil && !r.answered[s] && !held[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		o := c.pending[id].copies[s]
+		m := *o.M
+		o.M = &m
+		c.out = append(c.out, o)
+	}
 }
 
 // check validates an operation's arrays.
@@ -743,6 +836,13 @@ func (c *Core) Receive(s int, m *transport.Message) []Out {
 		// An answer to a request that already failed.
 		m.Release()
 		return c.out
+	}
+	if r.answered != nil {
+		if r.answered[s] {
+			m.Release() // sent again to a backup that had answered
+			return c.out
+		}
+		r.answered[s] = true
 	}
 	if m.Cmd == proto.DataError {
 		if r.err == nil {

@@ -248,6 +248,20 @@ func (w *Worker) Pause(epoch uint64, cause error) error {
 // application back to the checkpoint the job resumes from.
 func (w *Worker) Resume() error { return w.submit(&Op{kind: opResume}).Wait() }
 
+// Resend sends again every request that server s has not answered: s
+// failed, and the backup that took over its ranges listens as s now
+// (the node runtime calls it; the job has replicated key ranges,
+// Config.Resend).
+func (w *Worker) Resend(s int) error {
+	return w.submit(&Op{kind: opResend, server: s}).Wait()
+}
+
+// Suspend keeps the requests to server s, which failed, from now on
+// until Resend: they wait for the backup that takes over its ranges.
+func (w *Worker) Suspend(s int) error {
+	return w.submit(&Op{kind: opSuspend, server: s}).Wait()
+}
+
 // SetRejoin sets the function Rejoin calls; the node runtime sets it
 // before the worker runs.
 func (w *Worker) SetRejoin(f func(ctx context.Context) (uint64, error)) { w.rejoin = f }
@@ -274,6 +288,12 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 	roomer, _ := conn.(RoomLander)
 	post := func(outs []Out) {
 		for _, o := range outs {
+			if w.core.Down(o.Server) {
+				continue // kept for Resend
+			}
+			if w.core.Moved(o.Server) {
+				o.M.Flags |= proto.FlagResent
+			}
 			if o.Dst != nil && lander != nil {
 				lander.Land(o.Server, o.M.ID, o.Dst)
 			} else if o.Room != nil && roomer != nil {
@@ -288,6 +308,19 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 			if op.kind == opPause && lander != nil {
 				// No answer may land in an array whose call failed.
 				lander.UnlandAll()
+			}
+			if op.kind == opResend && lander != nil {
+				// The answers come again, on a new link.
+				for _, o := range w.core.Submit(op) {
+					o.M.Flags |= proto.FlagResent
+					lander.Unland(o.Server, o.M.ID)
+					if o.Dst != nil {
+						lander.Land(o.Server, o.M.ID, o.Dst)
+					}
+					conn.Post(o.Server, o.M)
+				}
+				w.update()
+				continue
 			}
 			post(w.core.Submit(op))
 		case m, ok := <-in:

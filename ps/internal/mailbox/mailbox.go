@@ -150,11 +150,15 @@ type Outbox struct {
 	errs     *Box[SendError]
 	wg       sync.WaitGroup
 
-	mu     sync.Mutex
-	peers  map[transport.NodeID]*Box[*transport.Message]
-	busy   int // messages posted, not yet sent
-	idle   *sync.Cond
-	closed bool
+	mu    sync.Mutex
+	peers map[transport.NodeID]*Box[*transport.Message]
+	busy  int // messages posted, not yet sent
+	// pbusy counts them per peer; flushing counts the FlushPeer calls
+	// waiting.
+	pbusy    map[transport.NodeID]int
+	flushing int
+	idle     *sync.Cond
+	closed   bool
 }
 
 // NewOutbox returns an Outbox for ep whose data messages are cancelled
@@ -199,6 +203,10 @@ func (o *Outbox) Post(to transport.NodeID, m *transport.Message) {
 		go o.run(to, b)
 	}
 	o.busy++
+	if o.pbusy == nil {
+		o.pbusy = make(map[transport.NodeID]int)
+	}
+	o.pbusy[to]++
 	o.mu.Unlock()
 	b.Push(m)
 }
@@ -227,7 +235,8 @@ func (o *Outbox) run(to transport.NodeID, b *Box[*transport.Message]) {
 		}
 		o.mu.Lock()
 		o.busy--
-		if o.busy == 0 {
+		o.pbusy[to]--
+		if o.busy == 0 || o.flushing > 0 && o.pbusy[to] == 0 {
 			o.idle.Broadcast()
 		}
 		o.mu.Unlock()
@@ -248,6 +257,26 @@ func (o *Outbox) Flush(d time.Duration) {
 		o.idle.Wait()
 	}
 	o.mu.Unlock()
+}
+
+// FlushPeer waits until every message posted to peer to was sent (or
+// failed), at most d, and reports whether they were.
+func (o *Outbox) FlushPeer(to transport.NodeID, d time.Duration) bool {
+	t := time.AfterFunc(d, func() {
+		o.mu.Lock()
+		o.idle.Broadcast()
+		o.mu.Unlock()
+	})
+	defer t.Stop()
+	deadline := time.Now().Add(d)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.flushing++
+	for o.pbusy[to] > 0 && time.Now().Before(deadline) {
+		o.idle.Wait()
+	}
+	o.flushing--
+	return o.pbusy[to] == 0
 }
 
 // Close drops what is queued, cancels sends in progress and waits for the

@@ -1,0 +1,110 @@
+package node
+
+import (
+	"fmt"
+
+	"colo/ps/internal/mailbox"
+	"colo/ps/proto"
+	"colo/ps/server"
+	"colo/transport"
+)
+
+// Failover: a job with replicated key ranges (proto.Job.Replicas, package
+// ps/replica) goes on when a server fails, without a pause. The
+// scheduler tells every node twice (proto.Failover):
+//
+//  1. without an address: the failed server's backup takes over its
+//     copy of the ranges (server.Server, in the order of the updates it
+//     received before) and listens as the failed server on a new
+//     endpoint of its node, which reports Ready to the scheduler; a
+//     server the failed one backed up stops waiting for it;
+//  2. with the new endpoint's address: every node dials the failed
+//     server's id there, and a worker sends again every request that
+//     server had not answered (worker.Worker.Resend).
+//
+// Meanwhile the sends to the failed server fail without ending the job
+// (lost): its requests are sent again in step 2.
+
+// failover handles the scheduler's Failover f on member m. A machine
+// has it on both members, and handles each step once.
+func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
+	id := proto.ServerID(f.Server)
+	if f.Addr == "" {
+		if m.id == n.assign.Server && n.srv != nil {
+			n.cfg.Logf("node: server %d failed (%s); server %d serves its ranges", f.Server, f.Reason, f.Backup)
+			m.data.Push(msg) // after the updates received before
+		}
+		if m.id == n.assign.Worker && n.wrk != nil {
+			n.wrk.Suspend(f.Server)
+		}
+		return
+	}
+	n.mu.Lock()
+	if n.failovers[f.Seq] {
+		n.mu.Unlock()
+		return
+	}
+	n.failovers[f.Seq] = true
+	p := n.book[id]
+	p.ID, p.Addr, p.Key = id, f.Addr, f.Key
+	if n.book != nil {
+		n.book[id] = p
+	}
+	n.mu.Unlock()
+	w := n.member(n.assign.Worker)
+	if w != nil && n.wrk != nil {
+		// Requests posted to the failed server before the worker
+		// suspended its sends fail on its old address first: none
+		// reaches the backup after the ones sent again.
+		n.wrk.Suspend(f.Server)
+		if !w.out.FlushPeer(id, n.assign.Job.Timeout) {
+			n.cfg.Logf("node: the sends to the failed %s did not end within %v", proto.Name(id), n.assign.Job.Timeout)
+		}
+	}
+	n.setPeer(p)
+	if w != nil && n.wrk != nil {
+		n.cfg.Logf("node: server %d is served at %s; requests it did not answer are sent again", f.Server, f.Addr)
+		n.wrk.Resend(f.Server)
+	}
+}
+
+// takeover runs srv, the server of rank the node's server took over, on
+// an endpoint of that rank's id: a member with its own loop, which
+// reports Ready to the scheduler.
+func (n *Node) takeover(rank int, srv *server.Server) {
+	id := proto.ServerID(rank)
+	ep, err := n.cfg.Network.Listen(id, n.identity)
+	if err != nil {
+		n.end(fmt.Errorf("node: taking over %s: %w", proto.Name(id), err))
+		return
+	}
+	ep.SetPeer(proto.SchedulerID, n.cfg.Scheduler)
+	if n.identity != nil {
+		if err := ep.SetPeerKey(proto.SchedulerID, n.assign.SchedulerKey); err != nil {
+			ep.Close()
+			n.end(fmt.Errorf("node: taking over %s: the scheduler's key: %w", proto.Name(id), err))
+			return
+		}
+	}
+	m := &member{n: n, id: id, ep: ep, out: mailbox.NewOutboxContext(ep, n.ctx, n.assign.Job.Timeout), data: mailbox.New[*transport.Message]()}
+	n.mu.Lock()
+	select {
+	case <-n.closing:
+		n.mu.Unlock()
+		m.out.Close()
+		ep.Close()
+		return
+	default:
+	}
+	for _, p := range n.book {
+		m.ep.SetPeer(p.ID, p.Addr)
+		if len(p.Key) > 0 {
+			m.ep.SetPeerKey(p.ID, p.Key)
+		}
+	}
+	n.taken = append(n.taken, m)
+	n.wg.Go(func() { srv.Run(n.ctx, m.data.C(), serverConn{m}) })
+	n.wg.Go(m.loop)
+	n.mu.Unlock()
+	m.out.Post(proto.SchedulerID, proto.Control(proto.CmdReady, proto.Ready{Addr: ep.Addr()}))
+}

@@ -1,0 +1,109 @@
+package sched
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"colo/ps/proto"
+	"colo/transport"
+)
+
+// replicated starts a job of 3 servers and 2 workers in processes of
+// their own, with one backup per server, and the machines given.
+func replicated(t *testing.T, recoverWait time.Duration) *Core {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Replicas = 3, 2, "tok", 1
+	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, 10*time.Second
+	cfg.RecoverWait = recoverWait
+	c, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		join(t, c, uint32(10+i), proto.RoleServer, i)
+	}
+	join(t, c, 20, proto.RoleWorker, 0)
+	if _, outs := join(t, c, 21, proto.RoleWorker, 1); len(find(outs, proto.CmdStart)) != 5 {
+		t.Fatalf("no start: %+v", outs)
+	}
+	return c
+}
+
+// TestFailoverByHand walks a server's failover: its link fails, every
+// other node is told that server 2 takes its ranges over, the job is not
+// paused; once server 2's new endpoint for server 1 is ready everyone
+// gets its address; a late failure of the old link is ignored; server 2
+// failing then has its ranges taken over by server 0, but server 1's,
+// now on server 2's process, are in no copy: the job ends.
+func TestFailoverByHand(t *testing.T) {
+	c := replicated(t, 0)
+	outs := c.Down(&transport.PeerError{Peer: proto.ServerID(1), Addr: "real", Err: transport.ErrPeerClosed})
+	fs := decoded[proto.Failover](t, outs, proto.CmdFailover)
+	if _, told := fs[proto.ServerID(1)]; len(fs) != 4 || told {
+		t.Fatalf("failover told to %v, want the 4 others", fs)
+	}
+	if f := fs[proto.WorkerID(0)]; f.Server != 1 || f.Backup != 2 || f.Addr != "" || f.Seq != 1 {
+		t.Fatalf("failover %+v", f)
+	}
+	if p, _ := c.Paused(); p || !c.Running() {
+		t.Fatal("the job paused")
+	}
+	outs = c.Handle(msg(proto.ServerID(1), proto.CmdReady, proto.Ready{Addr: "taken"}))
+	fs = decoded[proto.Failover](t, outs, proto.CmdFailover)
+	if len(fs) != 5 {
+		t.Fatalf("new address told to %v, want all 5", fs)
+	}
+	if f := fs[proto.WorkerID(1)]; f.Server != 1 || f.Backup != 2 || f.Addr != "taken" || f.Seq != 1 {
+		t.Fatalf("failover %+v", f)
+	}
+	if outs := c.Down(&transport.PeerError{Peer: proto.ServerID(1), Addr: "real", Err: transport.ErrPeerClosed}); len(outs) != 0 {
+		t.Fatalf("late link failure: %+v", outs)
+	}
+	if ended, _ := c.Ended(); ended {
+		t.Fatal("ended")
+	}
+	// Server 2's process dies: server 2's ranges go to server 0, server
+	// 1's have no copy left.
+	outs = c.Down(&transport.PeerError{Peer: proto.ServerID(2), Addr: "real", Err: transport.ErrPeerClosed})
+	if fs := decoded[proto.Failover](t, outs, proto.CmdFailover); fs[proto.WorkerID(0)].Backup != 0 {
+		t.Fatalf("second failover %v", fs)
+	}
+	if ended, err := c.Ended(); !ended || !strings.Contains(err.Error(), "server 1") {
+		t.Fatalf("ended %v, %v: want the end naming server 1", ended, err)
+	}
+	if n := len(c.Failovers()); n != 2 {
+		t.Errorf("%d failovers, want 2", n)
+	}
+}
+
+// TestFailoverNeedsAServerAlone: a server that fails with a worker (a
+// machine) is replaced (a pause), or ends the job without recovery.
+func TestFailoverNeedsAServerAlone(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Replicas = 2, 2, "tok", 1
+	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, 10*time.Second
+	c, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	join(t, c, 1, proto.RoleMachine, 0)
+	join(t, c, 2, proto.RoleMachine, 1)
+	outs := c.Down(&transport.PeerError{Peer: proto.ServerID(1), Addr: "real", Err: transport.ErrPeerClosed})
+	if len(find(outs, proto.CmdFailover)) != 0 || len(find(outs, proto.CmdAbort)) == 0 {
+		t.Fatalf("machine's server failed: %+v", outs)
+	}
+}
+
+func TestValidateReplicas(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NumServers, cfg.Replicas = 2, 2
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Replicas 2 out of range [0, 1]") {
+		t.Errorf("Replicas 2 of 2 servers: %v", err)
+	}
+	cfg.Replicas = 1
+	if err := cfg.Validate(); err != nil {
+		t.Error(err)
+	}
+}
