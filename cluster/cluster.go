@@ -80,6 +80,10 @@ type Config struct {
 	Rule update.Rule
 	// Heartbeat and Timeout drive failure detection.
 	Heartbeat, Timeout time.Duration
+	// Replicas is the number of backups of each server's key ranges
+	// (sched.Config.Replicas): a server node that fails (Close) is taken
+	// over by its backup, and the job goes on.
+	Replicas int
 	// LinkBandwidth is the rate in bytes per second of each machine's
 	// network interface, egress and ingress; 0 is unlimited. On the
 	// in-memory network it is one shared interface per machine. Over TCP
@@ -279,7 +283,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	sc := sched.DefaultConfig()
 	sc.NumServers, sc.NumWorkers, sc.NumEvaluators, sc.Token = ns, nw, cfg.Evaluators, cfg.Token
 	sc.Table, sc.NumKeys, sc.Width, sc.Clock = cfg.Table, cfg.NumKeys, cfg.Width, cfg.Clock
-	sc.Heartbeat, sc.Timeout = cfg.Heartbeat, cfg.Timeout
+	sc.Heartbeat, sc.Timeout, sc.Replicas = cfg.Heartbeat, cfg.Timeout, cfg.Replicas
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}

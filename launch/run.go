@@ -68,6 +68,11 @@ type Cluster struct {
 	// the job; the scheduler must wait for it (RecoverWait). It is never
 	// asked for the scheduler or an evaluator.
 	Replace func(name string, err error) bool
+	// Survive, when set, is asked whether the cluster goes on without a
+	// server apart that died as for Replace and was not replaced: its
+	// backup took its key ranges over (sched.Config.Replicas, which the
+	// job's kind sets). Its MemberOutcome is then Survived.
+	Survive func(name string, err error) bool
 	// OnStart, when set, is called with the scheduler's address once it
 	// listens, before the members start.
 	OnStart func(addr string)
@@ -95,6 +100,9 @@ type MemberOutcome struct {
 	// when it wrote none or an unreadable one.
 	Report    *Report
 	ReportErr error
+	// Survived: it died, and the cluster went on without it
+	// (Cluster.Survive); it has no report.
+	Survived bool
 }
 
 // Outcome is what a Cluster's Run returns.
@@ -317,6 +325,12 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 			return specOf(i, true), true
 		}
 	}
+	if c.Survive != nil {
+		sup.Survive = func(p *Proc) bool {
+			i, ok := byName[p.Name()]
+			return ok && seats[i].role == proto.RoleServer && c.Survive(p.Name(), p.Err())
+		}
+	}
 	for i := range seats {
 		byName[seats[i].name] = i
 		procs[i] = sup.Start(ctx, specOf(i, false))
@@ -329,7 +343,7 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 		}
 	}
 	for i, s := range seats {
-		m := MemberOutcome{Name: s.name, Role: s.role, Rank: s.rank, Pid: procs[i].Pid()}
+		m := MemberOutcome{Name: s.name, Role: s.role, Rank: s.rank, Pid: procs[i].Pid(), Survived: procs[i].Survived()}
 		m.Report, m.ReportErr = ReadReportFile(results[i])
 		out.Members = append(out.Members, m)
 	}

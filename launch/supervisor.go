@@ -46,6 +46,12 @@ type Supervisor struct {
 	// failing the cluster, and the scheduler keeps the job waiting for it
 	// (sched.Config.RecoverWait). It is called from Wait's goroutine.
 	Replace func(p *Proc) (spec Spec, ok bool)
+	// Survive, when set, is asked by Wait about a process that died as
+	// for Replace and was not replaced: with true the cluster goes on
+	// without it (a server whose backup took its key ranges over,
+	// sched.Config.Replicas), and it is not a failure of the cluster
+	// (Proc.Survived). It is called from Wait's goroutine.
+	Survive func(p *Proc) bool
 	// ProcessOf, when set, names the process that runs the nodes the
 	// scheduler of StartScheduler lost when it paused the job ("server
 	// 1", "worker 1", as its line "job paused: …" names them), "" for
@@ -134,6 +140,16 @@ type Proc struct {
 	// declared is why the scheduler declared the process failed, when
 	// the supervisor killed it for that (Supervisor.ProcessOf).
 	declared string
+	// survived: the cluster went on without it (Supervisor.Survive).
+	survived bool
+}
+
+// Survived reports whether the process died and the cluster went on
+// without it (Supervisor.Survive).
+func (p *Proc) Survived() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.survived
 }
 
 // Name returns the process's Spec.Name.
@@ -609,6 +625,12 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 					left++
 					continue
 				}
+			}
+			if p.err != nil && s.Survive != nil && !graced && !stopped && s.jobStarted.Load() && rank(p) == 0 && s.Survive(p) {
+				p.mu.Lock()
+				p.survived = true
+				p.mu.Unlock()
+				continue
 			}
 			if p.err != nil {
 				failed = append(failed, p)

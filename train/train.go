@@ -112,6 +112,12 @@ type Config struct {
 	// its own apart from the Machines workers (seed 004's 2 servers and 12
 	// workers); 0 puts a server beside every worker.
 	Servers int `json:"servers,omitempty"`
+	// Replicas, with servers apart (Servers), keeps each server's keys
+	// and update rule states on that many other servers (package
+	// ps/replica, OSDI'14 §4.3): a push is acknowledged once they have
+	// it, and a server that fails is taken over by its backup at once,
+	// with no pause and no round computed again (docs/ps.md). 0: none.
+	Replicas int `json:"replicas,omitempty"`
 	// Clock is the consistency model, written "bsp", "async" or "ssp:τ".
 	Clock clock.Config `json:"consistency"`
 	// Rule is the servers' update rule. The summing rule does not train.
@@ -249,6 +255,14 @@ func (c Config) Validate() error {
 	}
 	if err := c.Clock.Validate(); err != nil {
 		return fmt.Errorf("consistency: %w", err)
+	}
+	switch {
+	case c.Replicas < 0:
+		return fmt.Errorf("replicas %d: want 0 (none) or a number of backups of each server", c.Replicas)
+	case c.Replicas > 0 && c.Colocated():
+		return fmt.Errorf("replicas %d: a server's backup takes over only a server apart from the workers (servers > 0): a machine that fails loses its worker too, and is replaced", c.Replicas)
+	case c.Replicas > 0 && c.Replicas >= c.Servers:
+		return fmt.Errorf("replicas %d: want fewer than the servers (%d)", c.Replicas, c.Servers)
 	}
 	if c.Rule.Name == "sum" {
 		return errors.New("rule.name sum does not train: want sgd, momentum, adagrad, adam or ftrl")

@@ -63,6 +63,7 @@ type trainFlags struct {
 	overlap     bool
 	pullAhead   bool
 	directions  bool
+	replicas    int
 	// The dense models' (mlp, cnn) data and sizes.
 	labels, testLabels, labelCol, header, sep string
 	standardize                               string
@@ -84,6 +85,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.Alias("k", "machines")
 	f.Alias("workers", "machines")
 	f.IntVar(&t.servers, "servers", 0, "run this many servers apart from the workers (seed 004: 2 servers, 12 workers; 0: a server on every machine); lr, mf, embed: as many as --machines, server i holding the parameters of machine i")
+	f.IntVar(&t.replicas, "replicas", 0, "with --servers: keep each server's keys and update rule states on this many other servers; a killed server's backup serves its keys at once, with no rollback (0: none)")
 	f.StringVar(&t.place, "placement", "", "placement: lr, mf: a partitioner ("+strings.Join(partition.Names(), ", ")+", optionally +refine) or a directory written by colo partition (default parsa); mlp, cnn: a sharding scheme (random, roundrobin, stratified, distaware, submodular) or a directory written by colo shard (default random)")
 	f.StringVar(&t.place, "shard", "", "mlp, cnn: the same as --placement")
 	f.BoolVar(&t.directions, "directions", def.Directions, "lr, mf, embed under bsp: end a partitioner's placement (not random's, nor a directory's) by moving parameters between\nservers so that no machine pulls much more than it serves, lowering the bound of a synchronous round R_max at a higher T_max\n(colo partition --directions); --directions=false keeps the partitioner's parameters")
@@ -158,7 +160,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	if t.machines < 1 {
 		return job, usageError("--machines %d: want at least 1", t.machines)
 	}
-	cfg.Machines, cfg.Servers = t.machines, t.servers
+	cfg.Machines, cfg.Servers, cfg.Replicas = t.machines, t.servers, t.replicas
 	if cfg.Clock, err = clock.Parse(t.consistency); err != nil {
 		return job, usageError("--%v", err)
 	}

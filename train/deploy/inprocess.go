@@ -57,7 +57,7 @@ func (in InProcess) Deploy(ctx context.Context, d *train.Deployment) (*train.Out
 	cc.Table, cc.NumKeys, cc.Width, cc.Clock, cc.Rule = table, uint64(app.NumKeys()), app.Width(), job.Clock, rule
 	cc.LinkBandwidth, cc.Bandwidth = job.LinkBandwidth, job.Bandwidth
 	cc.RandomBandwidth, cc.BandwidthChange, cc.Seed = job.RandomBandwidth, job.BandwidthChange, job.Seed
-	cc.Heartbeat, cc.Timeout = train.Heartbeat, train.Timeout
+	cc.Heartbeat, cc.Timeout, cc.Replicas = train.Heartbeat, train.Timeout, job.Replicas
 	cc.Logf = job.Logf
 	cc.Evaluators = d.Evaluators()
 	t0 := time.Now()

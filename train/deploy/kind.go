@@ -120,7 +120,7 @@ func (k Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 		return err
 	}
 	cfg.NumKeys, cfg.Clock = cfg.Table.NumKeys(), j.Config.Clock
-	cfg.NumServers, cfg.NumWorkers = j.Config.NumServers(), j.Config.Machines
+	cfg.NumServers, cfg.NumWorkers, cfg.Replicas = j.Config.NumServers(), j.Config.Machines, j.Config.Replicas
 	return nil
 }
 

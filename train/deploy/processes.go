@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"colo/checkpoint"
@@ -94,6 +95,19 @@ type Processes struct {
 	// Recovered is set by Deploy to the restarts it made and the time from
 	// each failure to the next run's start of training.
 	Recovered []Recovery
+	// Failovers is set by Deploy to the server processes that died while
+	// the job trained with replicas (train.Config.Replicas) and whose
+	// backups took their key ranges over: no restart, no rollback.
+	Failovers []Failover
+}
+
+// Failover is a server process of Processes that died while its backup
+// took its key ranges over.
+type Failover struct {
+	// Failure names the process and how it died; Noticed is when its
+	// exit was seen.
+	Failure error
+	Noticed time.Time
 }
 
 // Recovery is one whole-job restart of Processes.
@@ -332,6 +346,9 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	if pd.Replace && pd.Restarts > pd.events() {
 		c.RecoverWait = RecoverWait
 		c.Replace = func(name string, perr error) bool {
+			if cfg.Replicas > 0 && strings.HasPrefix(name, "server ") {
+				return false // its backup takes over (Survive)
+			}
 			// A failure within one detection window of this run's
 			// last replacement is the same event.
 			joined := len(pd.Recovered) > first && time.Since(pd.Recovered[len(pd.Recovered)-1].Noticed) <= window
@@ -355,6 +372,15 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 			return true
 		}
 	}
+	if cfg.Replicas > 0 {
+		c.Survive = func(name string, perr error) bool {
+			pd.Failovers = append(pd.Failovers, Failover{Failure: fmt.Errorf("%s failed: %v", name, perr), Noticed: time.Now()})
+			if pd.Logf != nil {
+				pd.Logf("%s failed (%v): its backup serves its key ranges, and the job goes on without it", name, perr)
+			}
+			return true
+		}
+	}
 	res, err := c.Run(ctx)
 	if err != nil {
 		return nil, err
@@ -364,6 +390,9 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	var lastStart int64
 	var reports []*train.MachineReport
 	for i, m := range res.Members {
+		if m.Survived {
+			continue // a server taken over by its backup: no report
+		}
 		if m.Report == nil {
 			return nil, fmt.Errorf("%s: %w", m.Name, m.ReportErr)
 		}
