@@ -345,6 +345,9 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 	for i, s := range seats {
 		m := MemberOutcome{Name: s.name, Role: s.role, Rank: s.rank, Pid: procs[i].Pid(), Survived: procs[i].Survived()}
 		m.Report, m.ReportErr = ReadReportFile(results[i])
+		if m.Survived && m.Report == nil {
+			m.ReportErr = fmt.Errorf("it died, and the job went on without it (its backup served its keys): %w", m.ReportErr)
+		}
 		out.Members = append(out.Members, m)
 	}
 	return out, werr

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"time"
 
 	"colo/ps/internal/mailbox"
 	"colo/ps/proto"
@@ -36,6 +37,9 @@ func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 		}
 		if m.id == n.assign.Worker && n.wrk != nil {
 			n.wrk.Suspend(f.Server)
+			n.mu.Lock()
+			n.failoverTimes = append(n.failoverTimes, FailoverTimes{Server: f.Server, ToldUnixNano: time.Now().UnixNano()})
+			n.mu.Unlock()
 		}
 		return
 	}
@@ -65,6 +69,15 @@ func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 	if w != nil && n.wrk != nil {
 		n.cfg.Logf("node: server %d is served at %s; requests it did not answer are sent again", f.Server, f.Addr)
 		n.wrk.Resend(f.Server)
+		now := time.Now().UnixNano()
+		n.mu.Lock()
+		for i := len(n.failoverTimes) - 1; i >= 0; i-- {
+			if t := &n.failoverTimes[i]; t.Server == f.Server && t.ResentUnixNano == 0 {
+				t.ResentUnixNano = now
+				break
+			}
+		}
+		n.mu.Unlock()
 	}
 }
 

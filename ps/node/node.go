@@ -183,8 +183,9 @@ type Node struct {
 	// taken are the members of the servers the node took over from
 	// failed ones (Failover); failovers the failovers whose address it
 	// has (proto.Failover.Seq).
-	taken     []*member
-	failovers map[int]bool
+	taken         []*member
+	failovers     map[int]bool
+	failoverTimes []FailoverTimes
 }
 
 // release is the outcome of one barrier: closed ch, then the sum, or

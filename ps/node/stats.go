@@ -30,13 +30,30 @@ type Stats struct {
 	Inner, Inter transport.LinkStats
 	Server       *server.Stats `json:",omitempty"`
 	Worker       *worker.Stats `json:",omitempty"`
+	// Failovers are the failovers of servers the node's worker saw
+	// (proto.Failover): when it was told, and when it had sent again
+	// what the failed server had not answered.
+	Failovers []FailoverTimes `json:",omitempty"`
+}
+
+// FailoverTimes is what a worker's node saw of the failover of server
+// rank Server: when it was told the server failed (ToldUnixNano) and
+// when it had sent its requests to the backup (ResentUnixNano).
+type FailoverTimes struct {
+	Server         int   `json:"server"`
+	ToldUnixNano   int64 `json:"told_unix_nano"`
+	ResentUnixNano int64 `json:"resent_unix_nano"`
 }
 
 // Stats returns the node's counters.
 func (n *Node) Stats() Stats {
 	st := Stats{Machine: n.assign.Machine}
 	book := n.Peers()
-	for _, m := range n.members {
+	n.mu.Lock()
+	members := append(slices.Clone(n.members), n.taken...)
+	st.Failovers = slices.Clone(n.failoverTimes)
+	n.mu.Unlock()
+	for _, m := range members {
 		es := m.ep.Stats()
 		for _, p := range slices.Sorted(maps.Keys(es.Links)) {
 			l := LinkStats{From: m.id, To: p, LinkStats: es.Links[p]}

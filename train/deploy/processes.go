@@ -108,6 +108,12 @@ type Failover struct {
 	// exit was seen.
 	Failure error
 	Noticed time.Time
+	// Resumed is when the last worker had sent the backup what the
+	// failed server had not answered (node.FailoverTimes), Seconds the
+	// time from Noticed (negative when the scheduler saw the failure
+	// before the supervisor); zero when no worker reported it.
+	Resumed time.Time
+	Seconds float64
 }
 
 // Recovery is one whole-job restart of Processes.
@@ -372,6 +378,7 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 			return true
 		}
 	}
+	firstFailover := len(pd.Failovers)
 	if cfg.Replicas > 0 {
 		c.Survive = func(name string, perr error) bool {
 			pd.Failovers = append(pd.Failovers, Failover{Failure: fmt.Errorf("%s failed: %v", name, perr), Noticed: time.Now()})
@@ -421,6 +428,24 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 		out.StartSeconds = float64(lastStart-t0.UnixNano()) / 1e9
 	}
 	pd.resumed(first, reports)
+	for i := firstFailover; i < len(pd.Failovers); i++ {
+		f := &pd.Failovers[i]
+		var last int64
+		for _, r := range reports {
+			for _, t := range r.Stats.Failovers {
+				if t.ResentUnixNano > f.Noticed.UnixNano()-int64(window) && t.ResentUnixNano > last {
+					last = t.ResentUnixNano
+				}
+			}
+		}
+		if last > 0 {
+			f.Resumed = time.Unix(0, last)
+			f.Seconds = f.Resumed.Sub(f.Noticed).Seconds()
+			if pd.Logf != nil {
+				pd.Logf("failover: %v; the workers had sent the backup what it had not answered %.3f s after its exit was seen (seen at unix %d ns, sent at unix %d ns)", f.Failure, f.Seconds, f.Noticed.UnixNano(), last)
+			}
+		}
+	}
 	return out, nil
 }
 
