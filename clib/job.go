@@ -39,7 +39,18 @@ type Job struct {
 	Machines int `json:"machines,omitempty"`
 	Servers  int `json:"servers,omitempty"`
 	Workers  int `json:"workers,omitempty"`
+	// Replicas, with servers apart, keeps each server's keys and rule
+	// states on that many other servers: a server process that dies is
+	// taken over by its backup, and the workers go on (sched.Config.
+	// Replicas; the client's worker sends again what it had not been
+	// answered). 0: none.
+	Replicas int `json:"replicas,omitempty"`
 }
+
+// Survive tells a launcher whether the job goes on without a server
+// process that died (launch.Cluster.Survive): with replicas, its backup
+// took its keys over.
+func (j Job) Survive(name string, err error) bool { return j.Replicas > 0 }
 
 // DefaultJob returns a BSP job whose servers add what they are pushed.
 func DefaultJob() Job {
@@ -69,6 +80,9 @@ func (j Job) Validate() error {
 	}
 	if j.Machines < 0 || j.Servers < 0 || j.Workers < 0 || (j.Machines > 0) == (j.Servers > 0 || j.Workers > 0) || (j.Machines == 0 && (j.Servers == 0 || j.Workers == 0)) {
 		return fmt.Errorf("machines %d, servers %d, workers %d: want machines, or servers and workers apart", j.Machines, j.Servers, j.Workers)
+	}
+	if j.Replicas < 0 || j.Replicas > 0 && j.Replicas >= j.Servers {
+		return fmt.Errorf("replicas %d: want 0, or fewer than the servers apart from the workers (servers %d): a machine that dies loses its worker too", j.Replicas, j.Servers)
 	}
 	return nil
 }
@@ -110,7 +124,7 @@ func (j Job) Scheduler(cfg *sched.Config) error {
 	if err != nil {
 		return err
 	}
-	cfg.Width, cfg.Clock = 0, clock.Config{Mode: mode, Tau: j.Tau}
+	cfg.Width, cfg.Clock, cfg.Replicas = 0, clock.Config{Mode: mode, Tau: j.Tau}, j.Replicas
 	if len(j.Route) > 0 {
 		t, err := route.Unmarshal(j.Route)
 		if err != nil {

@@ -92,6 +92,7 @@ func DefaultRun() Run {
 func (r *Run) Register(fs *flag.FlagSet) {
 	fs.IntVar(&r.Machines, "machines", r.Machines, "number of copies of PROGRAM (workers), K")
 	fs.IntVar(&r.Servers, "servers", r.Servers, "run this many servers apart from the workers (0: each PROGRAM hosts one)")
+	fs.IntVar(&r.Job.Replicas, "replicas", r.Job.Replicas, "with --servers: keep each server's keys on this many other servers; a killed server's backup serves them and the job goes on (0: none)")
 	fs.StringVar(&r.Placement, "placement", r.Placement, "route the placement's parameters (DIR/param.part, colo partition's) to the servers it chose: a table declared placed=True keys row r as parameter r")
 	fs.StringVar(&r.Job.Consistency, "consistency", r.Job.Consistency, "bsp, async or bounded")
 	fs.IntVar(&r.Job.Tau, "tau", r.Job.Tau, "delay bound of --consistency bounded")
@@ -205,7 +206,7 @@ func (r *Run) Execute(ctx context.Context) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &launch.Cluster{Token: r.Token, Bin: r.Bin, Heartbeat: r.Heartbeat, Timeout: r.Timeout, Flags: r.schedulerFlags}
+	c := &launch.Cluster{Token: r.Token, Bin: r.Bin, Heartbeat: r.Heartbeat, Timeout: r.Timeout, Flags: r.schedulerFlags, Survive: job.Survive}
 	if r.Servers > 0 {
 		c.Servers, c.Workers = r.Servers, r.Machines
 	} else {
