@@ -125,6 +125,10 @@ func (p *Primary[A]) Backups() []int {
 // has not acknowledged.
 func (p *Primary[A]) Pending() int { return len(p.queue) }
 
+// Next returns the sequence number the next Apply gives: a server may
+// send an update to its backups before it applies it.
+func (p *Primary[A]) Next() uint64 { return p.next }
+
 // Apply records an update the server applied, whose acknowledgements to
 // the workers are acks. It returns the update's sequence number, which
 // the caller sends with the update to every live backup (Backups), and
@@ -137,7 +141,8 @@ func (p *Primary[A]) Apply(acks []A) (seq uint64, release []A) {
 	return seq, p.release(nil)
 }
 
-// Acked records that backup b applied every update up to seq and returns
+// Acked records that backup b has every update up to seq (applied, or
+// received and to be applied before anything after it) and returns
 // the acknowledgements this releases, in the order of their updates. It
 // fails for a backup that is not live and for a number never issued; an
 // acknowledgement below one b gave before is stale and changes nothing.

@@ -171,11 +171,15 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 		if err != nil {
 			return // not acknowledged: the primary's pushes wait, and its failure ends the job
 		}
+		// Acknowledged on receipt, before it is applied: the copy applies
+		// it before anything after it, the takeover included, and were
+		// this server to die the copy would be lost with or without it.
+		// So the backup's apply is off the round's critical path.
+		ack := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: c.rec.Applied()}}
+		conn.Reply(ctx, m.Sender, ack)
 		if apply {
 			c.core.Handle(req, false)
 		}
-		ack := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: c.rec.Applied()}}
-		conn.Reply(ctx, m.Sender, ack)
 	}
 }
 
@@ -186,17 +190,20 @@ func (s *Server) sendAll(ctx context.Context, conn Conn, rs []Reply) {
 	}
 }
 
-// replicate records request req of message m, which the server
-// applied with replies, as an update: it forwards it to every live
-// backup and returns the replies that may be sent now. A push's replies
-// wait for the backups (replica.Primary); a Take's are sent at once.
-func (s *Server) replicate(ctx context.Context, req Request, m *transport.Message, replies []Reply, conn Conn) []Reply {
+// replicate applies request req of message m, which changes the store,
+// as an update: it forwards it to every live backup, applies it and
+// returns the replies that may be sent now. A push's replies wait for
+// the backups (replica.Primary); a Take's are sent at once.
+func (s *Server) replicate(ctx context.Context, req Request, m *transport.Message, conn Conn) []Reply {
+	// Sent before it is applied here, so that the backups apply it
+	// meanwhile; their acknowledgements are read after this request.
+	s.forward(ctx, s.rep.primary.Next(), req, m, conn)
+	replies := s.core.Handle(req, false)
 	var held []Reply
 	if req.Push {
 		held, replies = slices.Clone(replies), replies[:0]
 	}
-	seq, rel := s.rep.primary.Apply(held)
-	s.forward(ctx, seq, req, m, conn)
+	_, rel := s.rep.primary.Apply(held)
 	return append(replies, rel...)
 }
 

@@ -268,11 +268,12 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 			m.Release()
 			return
 		}
-		if !s.again(ctx, req, conn) {
+		switch {
+		case s.again(ctx, req, conn):
+		case changes(req):
+			replies = s.replicate(ctx, req, m, conn)
+		default:
 			replies = s.core.Handle(req, false)
-			if changes(req) {
-				replies = s.replicate(ctx, req, m, replies, conn)
-			}
 		}
 	} else if done, out := s.early(ctx, req, m, conn); done {
 		replies = out
