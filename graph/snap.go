@@ -196,21 +196,24 @@ func scanSNAP(lr *lineReader, name string, undirected bool, opt LoadOptions, add
 		if skipLine(t) {
 			continue
 		}
-		var tok [3][]byte
-		if n := splitSpace(t, tok[:]); n != 2 {
-			return &ParseError{File: name, Line: lr.line, Msg: fmt.Sprintf(
-				"%s: want two node ids \"u v\", got %d fields", quote(t), n)}
-		}
-		var id [2]uint64
-		for f := range id {
-			x, ok := parseUint(tok[f])
-			if !ok {
-				return &ParseError{File: name, Line: lr.line, Field: f + 1, Msg: fmt.Sprintf(
-					"%s: want a non-negative integer node id", quote(tok[f]))}
+		u, v, ok := snapPair(t)
+		if !ok {
+			var tok [3][]byte
+			if n := splitSpace(t, tok[:]); n != 2 {
+				return &ParseError{File: name, Line: lr.line, Msg: fmt.Sprintf(
+					"%s: want two node ids \"u v\", got %d fields", quote(t), n)}
 			}
-			id[f] = x
+			var id [2]uint64
+			for f := range id {
+				x, ok := parseUint(tok[f])
+				if !ok {
+					return &ParseError{File: name, Line: lr.line, Field: f + 1, Msg: fmt.Sprintf(
+						"%s: want a non-negative integer node id", quote(tok[f]))}
+				}
+				id[f] = x
+			}
+			u, v = id[0], id[1]
 		}
-		u, v := id[0], id[1]
 		switch {
 		case u == v && opt.DropSelfLoops:
 			lone(u)
@@ -225,6 +228,29 @@ func scanSNAP(lr *lineReader, name string, undirected bool, opt LoadOptions, add
 			return err
 		}
 	}
+}
+
+// snapPair reads the common line of an edge list in one pass: t, trimmed,
+// is two ids of at most 19 digits each (which cannot overflow) separated
+// by spaces or tabs. Otherwise ok is false and the line is read token by
+// token (splitSpace, parseUint), which says what is wrong with it; any
+// line snapPair reads, that way gives the same two ids.
+func snapPair(t []byte) (u, v uint64, ok bool) {
+	i := 0
+	for end := min(len(t), 19); i < end && t[i]-'0' <= 9; i++ {
+		u = u*10 + uint64(t[i]-'0')
+	}
+	if i == 0 || i == len(t) || !isSpace(t[i]) {
+		return 0, 0, false
+	}
+	for i < len(t) && isSpace(t[i]) {
+		i++
+	}
+	j := i
+	for end := min(len(t), i+19); i < end && t[i]-'0' <= 9; i++ {
+		v = v*10 + uint64(t[i]-'0')
+	}
+	return u, v, i > j && i == len(t)
 }
 
 // edge is a directed edge of an edge list.

@@ -311,3 +311,52 @@ func TestReadSNAPWideAfterChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapPair checks the one-pass reading of an edge list's line against
+// the token-by-token one on random lines near its limits (ids of up to 22
+// digits, separators of spaces and tabs, a third field, stray characters):
+// whenever snapPair reads a line, splitSpace finds two fields and
+// parseUint gives the same ids; and the lines it leaves are ones the
+// slow path reads too, or refuses.
+func TestSnapPair(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 35))
+	field := func() string {
+		b := make([]byte, 1+rng.IntN(22))
+		for i := range b {
+			b[i] = byte('0' + rng.IntN(10))
+		}
+		if rng.IntN(20) == 0 {
+			b[rng.IntN(len(b))] = "x-+."[rng.IntN(4)]
+		}
+		return string(b)
+	}
+	fast := 0
+	for trial := range 20000 {
+		line := field()
+		for range 1 + rng.IntN(2) {
+			line += []string{" ", "\t", "  ", " \t"}[rng.IntN(4)] + field()
+		}
+		if rng.IntN(10) == 0 {
+			line = field()
+		}
+		tt := trimSpace([]byte(line))
+		u, v, ok := snapPair(tt)
+		var tok [3][]byte
+		n := splitSpace(tt, tok[:])
+		if !ok {
+			continue
+		}
+		fast++
+		if n != 2 {
+			t.Fatalf("trial %d: %q read as %d %d, but it has %d fields", trial, line, u, v, n)
+		}
+		x, okx := parseUint(tok[0])
+		y, oky := parseUint(tok[1])
+		if !okx || !oky || x != u || y != v {
+			t.Fatalf("trial %d: %q read as %d %d, token by token %d (%v) %d (%v)", trial, line, u, v, x, okx, y, oky)
+		}
+	}
+	if fast < 5000 {
+		t.Fatalf("only %d of the lines took the one-pass reading", fast)
+	}
+}
