@@ -4,7 +4,10 @@
 # on the same hypergraphs, whole processes, alternating rounds so that both
 # see the same machine, and scores every placement on colo's cost model
 # (`colo eval`: Alg. 2 assigns the parameters of Zoltan's data partition).
-# It writes the medians and the ratios as JSON.
+# It writes the medians and the ratios as JSON: of the wall time, and of
+# the CPU time (user + sys of the command's processes, MPI's included),
+# which the load of a shared machine does not inflate as it does the wall
+# time.
 #
 # Usage, from the repository root:
 #
@@ -47,7 +50,7 @@ go build -o "$tmp/colo" ./cmd/colo
 mpicc -O2 -Wall -I/usr/include/trilinos "$here/zoltan_phg.c" -o "$tmp/zoltan_phg" -ltrilinos_zoltan
 
 exec python3 - "$out" "$tmp" "$k" "$rounds" "$np" "$seeds" "$colo_configs" $datasets <<'PY'
-import json, os, re, shlex, statistics, subprocess, sys, time
+import json, os, re, resource, shlex, statistics, subprocess, sys, time
 
 out, tmp, k, rounds, nps, seeds, configs = sys.argv[1:8]
 nps = nps.split()
@@ -63,10 +66,20 @@ def mpirun(n):
         cmd.insert(1, "--allow-run-as-root")
     return cmd
 
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+last_cpu = [0.0]
+
 def run(cmd, **kw):
-    t0 = time.perf_counter()
+    """Runs cmd and returns its wall time and result; last_cpu[0] is then
+    its CPU time (user + sys, its processes and theirs), which does not
+    depend on the machine's load as the wall time does."""
+    c0, t0 = children_cpu(), time.perf_counter()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
     wall = time.perf_counter() - t0
+    last_cpu[0] = children_cpu() - c0
     if p.returncode != 0:
         sys.exit("compare.sh: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
     return wall, p
@@ -98,19 +111,21 @@ for f in files:
     def zoltan(n, seed):
         part = os.path.join(tmp, "zoltan.part")
         wall, p = run(mpirun(n) + [zoltan_bin, hgr, str(k), part, "1.03", seed])
+        cpu = last_cpu[0]
         m = re.search(r"zoltan_phg: read [0-9.]+ s, partition ([0-9.]+) s", p.stderr)
         if not m:
             sys.exit("compare.sh: no partition time in Zoltan's output:\n" + p.stderr[-2000:])
         tmax, tsum = score(plain, part)
-        return {"seed": int(seed), "wall_seconds": wall, "partition_seconds": float(m.group(1)), "T_max": tmax, "T_sum": tsum}
+        return {"seed": int(seed), "wall_seconds": wall, "cpu_seconds": cpu, "partition_seconds": float(m.group(1)), "T_max": tmax, "T_sum": tsum}
 
     def colo_run(c):
         o = os.path.join(tmp, "colo-out")
         js = os.path.join(tmp, "colo.json")
         wall, _ = run([colo, "partition", plain, "-k", str(k), "-o", o, "--json", js] + shlex.split(c))
+        cpu = last_cpu[0]
         with open(js) as fh:
             d = json.load(fh)
-        return {"wall_seconds": wall, "partition_seconds": d["seconds"], "T_max": d["T_max"], "T_sum": d["T_sum"]}
+        return {"wall_seconds": wall, "cpu_seconds": cpu, "partition_seconds": d["seconds"], "T_max": d["T_max"], "T_sum": d["T_sum"]}
 
     for r in range(rounds):
         loads.append(loadavg())
@@ -125,27 +140,28 @@ for f in files:
     zs = {n: rows[zname(n)] for n in nps}
     fastest = min(nps, key=lambda n: med(zs[n], "wall_seconds"))
     z = zs[fastest]
-    zwall, zpart, ztmax = med(z, "wall_seconds"), med(z, "partition_seconds"), med(z, "T_max")
+    zwall, zpart, ztmax, zcpu = med(z, "wall_seconds"), med(z, "partition_seconds"), med(z, "T_max"), med(z, "cpu_seconds")
     zbest = min(x["T_max"] for n in nps for x in zs[n])
     entry = {"dataset": name_of, "load_average": [min(loads), max(loads)], "zoltan": [], "colo": [],
              "zoltan_fastest_processes": int(fastest), "zoltan_best_T_max": zbest}
     print("%s, k = %d, load %.1f-%.1f" % (name_of, k, min(loads), max(loads)))
     for n in nps:
         e = {"processes": int(n), "runs": zs[n], "median_wall_seconds": med(zs[n], "wall_seconds"),
+             "median_cpu_seconds": med(zs[n], "cpu_seconds"),
              "median_partition_seconds": med(zs[n], "partition_seconds"), "median_T_max": med(zs[n], "T_max")}
         entry["zoltan"].append(e)
-        print("  %-48s wall %6.3f s  partition %6.3f s  T_max %7d (median)" % (
-            zname(n), e["median_wall_seconds"], e["median_partition_seconds"], e["median_T_max"]))
+        print("  %-48s wall %6.3f s  cpu %6.3f s  partition %6.3f s  T_max %7d (median)" % (
+            zname(n), e["median_wall_seconds"], e["median_cpu_seconds"], e["median_partition_seconds"], e["median_T_max"]))
     for c in configs:
         rs = rows["colo " + c]
-        wall, part, tmax = med(rs, "wall_seconds"), med(rs, "partition_seconds"), med(rs, "T_max")
-        e = {"config": c, "runs": rs, "median_wall_seconds": wall, "median_partition_seconds": part,
-             "median_T_max": tmax, "wall_speedup": zwall / wall, "partition_speedup": zpart / part,
+        wall, part, tmax, cpu = med(rs, "wall_seconds"), med(rs, "partition_seconds"), med(rs, "T_max"), med(rs, "cpu_seconds")
+        e = {"config": c, "runs": rs, "median_wall_seconds": wall, "median_cpu_seconds": cpu, "median_partition_seconds": part,
+             "median_T_max": tmax, "wall_speedup": zwall / wall, "cpu_ratio": zcpu / cpu, "partition_speedup": zpart / part,
              "T_max_at_most_zoltans_best": tmax <= zbest,
              "T_max_at_most_zoltans_median": tmax <= ztmax}
         entry["colo"].append(e)
-        print("  %-48s wall %6.3f s  partition %6.3f s  T_max %7d  %5.1fx wall, %5.1fx partition" % (
-            "colo " + c, wall, part, tmax, e["wall_speedup"], e["partition_speedup"]))
+        print("  %-48s wall %6.3f s  cpu %6.3f s  partition %6.3f s  T_max %7d  %5.1fx wall, %5.1fx cpu, %5.1fx partition" % (
+            "colo " + c, wall, cpu, part, tmax, e["wall_speedup"], e["cpu_ratio"], e["partition_speedup"]))
     print("  (ratios against Zoltan on %s processes; Zoltan's lowest T_max of all runs %d)" % (fastest, zbest))
     report["datasets"].append(entry)
 with open(out, "w") as fh:
