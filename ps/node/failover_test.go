@@ -213,7 +213,8 @@ func TestReplicatedBackupState(t *testing.T) {
 // (the backup has the updates, the workers do not know): worker 0's
 // push in the backup's held round, or the whole round summed on the
 // backup, so that the pushes sent again are acknowledged without being
-// applied twice.
+// applied twice. Server 2, server 1's backup, killed instead: server 1
+// stops waiting for it and server 0 takes server 2's ranges over.
 func TestFailoverBSP(t *testing.T) {
 	const rounds = 6
 	rule := update.AdaGrad{LR: 0.1, Eps: 1e-6}
@@ -222,34 +223,39 @@ func TestFailoverBSP(t *testing.T) {
 		name   string
 		killAt int64
 		held   int // acknowledgements held back before the kill
+		victim int // the server killed: 1 (backed up by 2), or 2 (server 1's backup, backed up by 0)
 	}{
-		{"mid0", 0, 0}, {"mid2", 2, 0}, {"mid5", 5, 0},
-		{"heldPush1", 1, 1}, {"heldPush4", 4, 1},
-		{"heldRound0", 0, 2}, {"heldRound3", 3, 2}, {"heldRound5", 5, 2},
+		{"mid0", 0, 0, 1}, {"mid2", 2, 0, 1}, {"mid5", 5, 0, 1},
+		{"heldPush1", 1, 1, 1}, {"heldPush4", 4, 1, 1},
+		{"heldRound0", 0, 2, 1}, {"heldRound3", 3, 2, 1}, {"heldRound5", 5, 2, 1},
+		// Server 1's backup dies: server 1 stops waiting for it, and server
+		// 0 takes server 2's ranges over.
+		{"backup2", 2, 0, 2}, {"backup4", 4, 0, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := startReplicated(t, clock.BSP, 1, rule)
 			got := bspRun(t, c, rounds, tc.killAt, func(stage string) {
 				switch {
 				case tc.held == 0 && stage == "mid":
-					c.servers[1].Close()
+					c.servers[tc.victim].Close()
 				case tc.held > 0 && stage == "start":
 					c.hold.Store(true)
 				case tc.held == 1 && stage == "mid", tc.held == 2 && stage == "end":
 					for range tc.held {
 						<-c.held // the backup applied the push
 					}
-					c.servers[1].Close()
+					c.servers[tc.victim].Close()
 				}
 			})
 			if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
 				t.Errorf("model after the failover\n%v\nwant\n%v", got, want)
 			}
-			c.servers[2].mu.Lock()
-			taken := len(c.servers[2].taken)
-			c.servers[2].mu.Unlock()
+			heir := c.servers[(tc.victim+1)%3]
+			heir.mu.Lock()
+			taken := len(heir.taken)
+			heir.mu.Unlock()
 			if taken != 1 {
-				t.Errorf("server 2's node serves %d failed servers, want 1", taken)
+				t.Errorf("server %d's node serves %d failed servers, want 1", (tc.victim+1)%3, taken)
 			}
 			for w, n := range c.workers {
 				if r := n.Worker().Round(); r != rounds {
