@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -85,6 +86,11 @@ type Command struct {
 	Path string
 	Args []string
 	Env  []string
+	// Output, when set, returns where the standard output and standard
+	// error of worker rank go as well (Spec.Output), such as the
+	// launcher's own output with the rank as a prefix; a replacement of
+	// the worker asks again.
+	Output func(rank int) io.Writer
 }
 
 // MemberOutcome is how one member of a Cluster ended.
@@ -284,6 +290,9 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 			}
 			if recover {
 				spec.Env = append(spec.Env, EnvName("recover")+"=1")
+			}
+			if w.Output != nil {
+				spec.Output = w.Output(s.rank)
 			}
 			return spec
 		}

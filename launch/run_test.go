@@ -1,11 +1,13 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +89,9 @@ func fakeMember() {
 		}
 	}
 	name := fmt.Sprintf("%s %d", *role, *rank)
+	if len(os.Args) == 1 { // a Worker program
+		fmt.Printf("%s says hello\n", name)
+	}
 	switch job.Do[name] {
 	case "exit":
 		fmt.Fprintf(os.Stderr, "%s: boom\n", name)
@@ -285,6 +290,47 @@ func TestClusterWorkerProgram(t *testing.T) {
 			t.Errorf("a worker ran colo node: %v", cmd.Args)
 		}
 	}
+}
+
+// syncBuffer is a buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestClusterWorkerOutput: a Worker program's standard output and error
+// go to Output, rank by rank, and a failing worker's error still names
+// it with the last lines of its standard error.
+func TestClusterWorkerOutput(t *testing.T) {
+	f := &fakeStarter{}
+	c := fakeCluster(t, f, fakeJob{Do: map[string]string{"worker 1": "exit"}}, 3)
+	c.Machines, c.Servers, c.Workers = 0, 1, 2
+	outs := []*syncBuffer{{}, {}}
+	c.Worker = &Command{Path: os.Args[0], Env: []string{memberEnv + "=1"}, Output: func(rank int) io.Writer { return outs[rank] }}
+	_, err := c.Run(context.Background())
+	var fail *Failure
+	if !errors.As(err, &fail) || fail.Procs[0].Name() != "worker 1" || !strings.Contains(err.Error(), "worker 1: boom") {
+		t.Errorf("Run: %v, want worker 1's failure with its standard error", err)
+	}
+	if got := outs[0].String(); got != "worker 0 says hello\n" {
+		t.Errorf("worker 0's output %q", got)
+	}
+	if got := outs[1].String(); !strings.Contains(got, "worker 1 says hello\n") || !strings.Contains(got, "worker 1: boom\n") {
+		t.Errorf("worker 1's output %q, want its standard output and error", got)
+	}
+	f.noOrphan(t)
 }
 
 // TestClusterStopped: ctx done stops every process.

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -31,6 +32,11 @@ type Spec struct {
 	// Supervisor.StdoutLimit bytes) for Proc.Stdout; otherwise it is
 	// discarded.
 	Stdout bool
+	// Output, when set, also receives the process's standard output and
+	// standard error as it writes them, from two goroutines at once (it
+	// must be safe for that); the last lines of standard error are kept
+	// for Failure all the same.
+	Output io.Writer
 }
 
 // Starter makes the command of a process on its host. The Supervisor sets

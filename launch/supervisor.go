@@ -293,6 +293,14 @@ func (s *Supervisor) startProc(ctx context.Context, spec Spec, stdout *tail, w i
 	case stdout != nil:
 		p.cmd.Stdout = stdout
 	}
+	if spec.Output != nil {
+		p.cmd.Stderr = io.MultiWriter(p.stderr, spec.Output)
+		if p.cmd.Stdout == nil {
+			p.cmd.Stdout = spec.Output
+		} else {
+			p.cmd.Stdout = io.MultiWriter(p.cmd.Stdout, spec.Output)
+		}
+	}
 	// A child that leaves a grandchild holding its pipes does not hold
 	// up Wait for more than this.
 	p.cmd.WaitDelay = time.Second

@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -239,18 +239,27 @@ func (r *Run) Execute(ctx context.Context) (*RunResult, error) {
 	if c.Envelope, err = launch.NewEnvelope(clib.JobKind, job); err != nil {
 		return nil, err
 	}
-	// The workers' output goes to a file per rank, which Follow copies to
-	// Out line by line, prefixed with the rank.
-	logs, err := os.MkdirTemp("", "colo-run-")
-	if err != nil {
-		return nil, err
+	// Each worker's output goes to Out line by line, prefixed with its
+	// rank; Python's own, unbuffered, as it comes.
+	out := r.Out
+	if out == nil {
+		out = io.Discard
 	}
-	defer os.RemoveAll(logs)
-	script := `RANK=$COLO_RANK; LOCAL_RANK=$((COLO_RANK % ` + strconv.Itoa(local) + `)); export RANK LOCAL_RANK; ` +
-		`exec "$0" "$@" >>'` + logs + `/worker-'"$COLO_RANK"'.log' 2>&1`
-	c.Worker = &launch.Command{Path: "/bin/sh", Args: append([]string{"-c", script}, r.Program...)}
+	var mu sync.Mutex
+	lines := make([]*prefixed, r.Machines)
+	for rank := range lines {
+		lines[rank] = &prefixed{mu: &mu, w: out, prefix: fmt.Sprintf("[worker %d] ", rank)}
+	}
+	defer func() {
+		for _, l := range lines {
+			l.flush()
+		}
+	}()
+	script := `RANK=$COLO_RANK; LOCAL_RANK=$((COLO_RANK % ` + strconv.Itoa(local) + `)); export RANK LOCAL_RANK; exec "$0" "$@"`
+	c.Worker = &launch.Command{Path: "/bin/sh", Args: append([]string{"-c", script}, r.Program...),
+		Output: func(rank int) io.Writer { return lines[rank] }}
 	c.Worker.Env = []string{"WORLD_SIZE=" + strconv.Itoa(r.Machines), "LOCAL_WORLD_SIZE=" + strconv.Itoa(local),
-		"MASTER_ADDR=" + master, "MASTER_PORT=" + strconv.Itoa(port)}
+		"MASTER_ADDR=" + master, "MASTER_PORT=" + strconv.Itoa(port), "PYTHONUNBUFFERED=1"}
 	// The children lose COLO_* variables (they are colo node's flags):
 	// keep the ones of the client library and the examples.
 	getenv := r.Getenv
@@ -267,22 +276,8 @@ func (r *Run) Execute(ctx context.Context) (*RunResult, error) {
 		ctx, cancel = context.WithTimeout(ctx, r.Deadline)
 		defer cancel()
 	}
-	out := r.Out
-	if out == nil {
-		out = io.Discard
-	}
 	t0 := time.Now()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for rank := range r.Machines {
-		wg.Go(func() {
-			launch.Follow(filepath.Join(logs, fmt.Sprintf("worker-%d.log", rank)), fmt.Sprintf("[worker %d] ", rank), out, &mu, stop)
-		})
-	}
 	o, err := c.Run(ctx)
-	close(stop)
-	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -324,6 +319,40 @@ func (r *Run) schedulerFlags(name string) []string {
 		fl = append(fl, "--linger", r.Linger.String())
 	}
 	return fl
+}
+
+// prefixed writes the lines written to it to w, each after prefix,
+// holding mu while it writes (the writers of one w share it).
+type prefixed struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	rest   []byte
+}
+
+func (p *prefixed) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rest = append(p.rest, b...)
+	for {
+		i := bytes.IndexByte(p.rest, '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.rest[:i])
+		p.rest = p.rest[i+1:]
+	}
+	return len(b), nil
+}
+
+// flush writes a last line without its newline.
+func (p *prefixed) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.rest) > 0 {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.rest)
+		p.rest = nil
+	}
 }
 
 // firstWorkerHost is the host of worker 0 in c (launch.Cluster.Hosts).

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -71,5 +72,24 @@ func TestRunValidate(t *testing.T) {
 		if _, err := parse(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error naming %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestPrefixed checks that lines written in pieces come out whole, each
+// after its writer's prefix, and that flush writes a last partial line.
+func TestPrefixed(t *testing.T) {
+	var out strings.Builder
+	var mu sync.Mutex
+	a := &prefixed{mu: &mu, w: &out, prefix: "[worker 0] "}
+	b := &prefixed{mu: &mu, w: &out, prefix: "[worker 1] "}
+	a.Write([]byte("epoch 1 "))
+	b.Write([]byte("x\ny\nz"))
+	a.Write([]byte("done\nTraceback"))
+	a.flush()
+	b.flush()
+	b.flush()
+	want := "[worker 1] x\n[worker 1] y\n[worker 0] epoch 1 done\n[worker 0] Traceback\n[worker 1] z\n"
+	if out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
 	}
 }
