@@ -43,6 +43,13 @@
 // earlier epochs. A node started with Config.Recover is such a
 // replacement.
 //
+// With replicated key ranges (proto.Job.Replicas) a server's node also
+// keeps copies of the servers it backs up (server.NewReplicated), and a
+// failed server apart is taken over by its backup without a pause: the
+// backup's node listens as the failed server on a new endpoint, and
+// workers send it again what the failed one had not answered (see
+// failover.go).
+//
 // In a machine the worker reaches its co-located server without the
 // network: requests go straight into the server's queue (the
 // application's arrays are not copied, as they are stable until the call

@@ -49,6 +49,14 @@
 // error while paused end the job with an error naming the failed node. What
 // the nodes roll back is theirs (package node, train.Loop).
 //
+// # Failover
+//
+// With Config.Replicas, a server apart from the workers that fails while
+// the job runs is not replaced: its first live backup (package
+// ps/replica) takes its ranges over in the same epoch, with no pause and
+// no rollback, and every node is told twice with proto.Failover (see
+// failover.go). Failovers lists them.
+//
 // Core is the protocol as a pure state machine: messages, link failures
 // and ticks in, messages out. Time is counted in ticks of Heartbeat, so
 // the tests need no sleeps. Scheduler is its driver.
