@@ -257,7 +257,11 @@ func (r *Run) Execute(ctx context.Context) (*RunResult, error) {
 	}()
 	script := `RANK=$COLO_RANK; LOCAL_RANK=$((COLO_RANK % ` + strconv.Itoa(local) + `)); export RANK LOCAL_RANK; exec "$0" "$@"`
 	c.Worker = &launch.Command{Path: "/bin/sh", Args: append([]string{"-c", script}, r.Program...),
-		Output: func(rank int) io.Writer { return lines[rank] }}
+		Output: func(rank int) io.Writer {
+			// A replacement starts on a line of its own.
+			lines[rank].flush()
+			return lines[rank]
+		}}
 	c.Worker.Env = []string{"WORLD_SIZE=" + strconv.Itoa(r.Machines), "LOCAL_WORLD_SIZE=" + strconv.Itoa(local),
 		"MASTER_ADDR=" + master, "MASTER_PORT=" + strconv.Itoa(port), "PYTHONUNBUFFERED=1"}
 	// The children lose COLO_* variables (they are colo node's flags):
@@ -330,18 +334,30 @@ type prefixed struct {
 	rest   []byte
 }
 
+// maxLine bounds what prefixed holds of a line without its end: longer
+// runs are written out as lines of that length.
+const maxLine = 64 << 10
+
+// Write writes each line of b that ends (with '\n', or '\r' as progress
+// bars end theirs, which it keeps) after the prefix, and holds the rest,
+// at most maxLine bytes, for the next write.
 func (p *prefixed) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rest = append(p.rest, b...)
 	for {
-		i := bytes.IndexByte(p.rest, '\n')
+		i := bytes.IndexAny(p.rest, "\n\r")
 		if i < 0 {
 			break
 		}
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.rest[:i])
+		fmt.Fprintf(p.w, "%s%s%c", p.prefix, p.rest[:i], p.rest[i])
 		p.rest = p.rest[i+1:]
 	}
+	for len(p.rest) >= maxLine {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.rest[:maxLine])
+		p.rest = p.rest[maxLine:]
+	}
+	p.rest = append(p.rest[:0:0], p.rest...) // not the whole history's array
 	return len(b), nil
 }
 

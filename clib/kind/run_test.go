@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
@@ -91,5 +92,26 @@ func TestPrefixed(t *testing.T) {
 	want := "[worker 1] x\n[worker 1] y\n[worker 0] epoch 1 done\n[worker 0] Traceback\n[worker 1] z\n"
 	if out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
+
+// TestPrefixedProgressAndLongLines: a progress bar's carriage returns
+// end its updates, kept; a run without a line end is written out at
+// maxLine bytes, not held whole.
+func TestPrefixedProgressAndLongLines(t *testing.T) {
+	var out bytes.Buffer
+	p := &prefixed{mu: new(sync.Mutex), w: &out, prefix: "[worker 1] "}
+	for _, s := range []string{"loss 0.5", "\nloss 0.4\n", " 10%\r 20%\r", "100%\n", "tail"} {
+		p.Write([]byte(s))
+	}
+	p.flush()
+	want := "[worker 1] loss 0.5\n[worker 1] loss 0.4\n[worker 1]  10%\r[worker 1]  20%\r[worker 1] 100%\n[worker 1] tail\n"
+	if out.String() != want {
+		t.Errorf("wrote %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	p.Write(bytes.Repeat([]byte("x"), 2*maxLine+3))
+	if got := strings.Count(out.String(), "[worker 1] "); got != 2 || len(p.rest) != 3 {
+		t.Errorf("a run of 2·maxLine+3 bytes: %d lines written, %d bytes held", got, len(p.rest))
 	}
 }

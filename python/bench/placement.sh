@@ -56,5 +56,5 @@ EOF
 for i in $(seq 1 "$P"); do
   if [ $((i % 2)) = 1 ]; then run "best-$i" best; run "random-$i" random
   else run "random-$i" random; run "best-$i" best; fi
-  [ "${GLOO:-0}" = 1 ] && run "gloo-$i" random gloo
+  if [ "${GLOO:-0}" = 1 ]; then run "gloo-$i" random gloo; fi
 done
