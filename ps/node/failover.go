@@ -31,6 +31,17 @@ import (
 func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 	id := proto.ServerID(f.Server)
 	if f.Addr == "" {
+		n.mu.Lock()
+		if _, ok := n.failed[id]; !ok {
+			n.failed[id] = n.book[id].Addr
+		}
+		if n.leave != nil && n.awaitPeer == id {
+			// The sends to it that failed are sent again.
+			n.leave.Stop()
+			n.leave = nil
+			n.awaiting.Store(false)
+		}
+		n.mu.Unlock()
 		if m.id == n.assign.Server && n.srv != nil {
 			n.cfg.Logf("node: server %d failed (%s); server %d serves its ranges", f.Server, f.Reason, f.Backup)
 			m.data.Push(msg) // after the updates received before

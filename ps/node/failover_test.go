@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/ecdh"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"colo/ps/clock"
@@ -65,7 +67,9 @@ func (e holdEndpoint) Send(ctx context.Context, to transport.NodeID, m *transpor
 
 const replKeys = 12
 
-func startReplicated(t *testing.T, mode clock.Mode, replicas int, rule update.Rule) *replCluster {
+// startReplicated starts a replCluster; wrap, when given, wraps the
+// network of each node.
+func startReplicated(t *testing.T, mode clock.Mode, replicas int, rule update.Rule, wrap ...func(role proto.Role, rank int, nw Network) Network) *replCluster {
 	t.Helper()
 	net, _ := mem.New(mem.DefaultConfig())
 	t.Cleanup(func() { net.Close() })
@@ -87,6 +91,9 @@ func startReplicated(t *testing.T, mode clock.Mode, replicas int, rule update.Ru
 		cfg.Network = Mem{Net: net}
 		if role == proto.RoleServer && rank == 2 {
 			cfg.Network = holdNet{Network: cfg.Network, from: proto.ServerID(2), hold: c.hold, held: c.held}
+		}
+		for _, w := range wrap {
+			cfg.Network = w(role, rank, cfg.Network)
 		}
 		n, err := Start(context.Background(), cfg)
 		*dst = n
@@ -328,5 +335,76 @@ func TestFailoverAsync(t *testing.T) {
 		if v != 2*pushes {
 			t.Fatalf("key %d value %d: %v, want %d", i/2, i%2, v, 2*pushes)
 		}
+	}
+}
+
+// failNet opens endpoints whose data messages from node from to node to
+// fail with err.
+type failNet struct {
+	Network
+	from, to transport.NodeID
+	err      error
+}
+
+func (f failNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := f.Network.Listen(id, identity)
+	if err != nil || id != f.from {
+		return ep, err
+	}
+	return failEndpoint{ep, f}, nil
+}
+
+type failEndpoint struct {
+	Endpoint
+	f failNet
+}
+
+func (e failEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if m.Type == transport.TypeData && to == e.f.to {
+		return &transport.PeerError{Peer: to, Op: "send", Err: e.f.err}
+	}
+	return e.Endpoint.Send(ctx, to, m)
+}
+
+// TestReplicatedSendFailureEnds: with replicated key ranges, a send to a
+// live server that fails (a push over the frame limit, a forward to a
+// backup) ends the job with the error instead of leaving the request
+// unanswered: only sends to a server the scheduler announced as failed
+// are ignored, to be sent again to its backup.
+func TestReplicatedSendFailureEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		from, to transport.NodeID
+	}{
+		{"push", proto.WorkerID(0), proto.ServerID(1)},
+		{"forward", proto.ServerID(1), proto.ServerID(2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tooLarge := fmt.Errorf("%w: 1 bytes over the limit", transport.ErrFrameTooLarge)
+				c := startReplicated(t, clock.Async, 1, nil, func(role proto.Role, rank int, nw Network) Network {
+					return failNet{Network: nw, from: tc.from, to: tc.to, err: tooLarge}
+				})
+				keys := make([]uint64, replKeys)
+				for i := range keys {
+					keys[i] = uint64(i)
+				}
+				f := c.workers[0].Worker().Push(keys, make([]float32, 2*replKeys))
+				select {
+				case <-f.Done():
+				case <-time.After(time.Hour):
+					t.Fatal("push neither answered nor failed after an hour")
+				}
+				if err := f.Err(); !errors.Is(err, transport.ErrFrameTooLarge) {
+					if tc.name == "push" || err == nil {
+						t.Fatalf("push: %v, want the failure of the send", err)
+					}
+				}
+				t.Logf("push: %v; scheduler: %v", f.Err(), c.s.Wait())
+				if err := c.s.Wait(); err == nil {
+					t.Fatal("the scheduler ended the job without an error")
+				}
+			})
+		})
 	}
 }

@@ -187,11 +187,15 @@ type Node struct {
 	resumed   chan struct{}
 	loopEpoch uint64
 	leave     *time.Timer
+	awaitPeer transport.NodeID // the peer whose closed link leave waits on
 	// taken are the members of the servers the node took over from
 	// failed ones (Failover); failovers the failovers whose address it
 	// has (proto.Failover.Seq).
-	taken         []*member
-	failovers     map[int]bool
+	taken     []*member
+	failovers map[int]bool
+	// failed are the servers the scheduler announced as failed, with the
+	// address each had then.
+	failed        map[transport.NodeID]string
 	failoverTimes []FailoverTimes
 }
 
@@ -351,7 +355,7 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		cfg: cfg, assign: a, table: table, ctx: ctx, cancel: cancel,
 		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}), trained: make(chan struct{}),
 		seq: make(map[string]uint64), barriers: make(map[barrierKey]*release),
-		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}), identity: identity, failovers: make(map[int]bool),
+		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}), identity: identity, failovers: make(map[int]bool), failed: make(map[transport.NodeID]string),
 	}
 	close(n.resumed)
 	fail := func(err error) (*Node, error) {
@@ -817,11 +821,14 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		// replies lost are of the epoch before the pause.
 		return
 	}
+	replicated := false
 	if role, _ := proto.Identify(peer); role == proto.RoleServer && n.assign.Job.Replicas > 0 {
-		// A server that failed: its backup takes over (Failover), and
-		// the worker sends its requests again; or the scheduler ends
-		// the job.
-		return
+		if n.failedOver(peer, err) {
+			// A server the scheduler announced as failed: its backup
+			// takes over, and the worker sends its requests again.
+			return
+		}
+		replicated = true
 	}
 	if pe := (*transport.PeerError)(nil); n.assign.Job.Recover && errors.As(err, &pe) && pe.Addr != "" && addr != "" && pe.Addr != addr {
 		return // a send to the node a replacement took the place of
@@ -834,12 +841,15 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 	// A peer that closed its link, or a write that found the link closed
 	// under it by the reader that saw the peer go: the scheduler decides
 	// (a pause, or the end), and this node waits for it.
-	if errors.Is(err, transport.ErrPeerClosed) || errors.Is(err, net.ErrClosed) {
+	// With replicated key ranges, a link to a server that failed may
+	// also time out or be closed by this node: the scheduler announces
+	// a failover (which stops the wait) or ends the job.
+	if linkFailure(err) || replicated && errors.Is(err, context.DeadlineExceeded) {
 		if n.awaiting.CompareAndSwap(false, true) {
 			t := time.AfterFunc(n.assign.Job.Timeout, leave)
 			context.AfterFunc(n.ctx, func() { t.Stop() })
 			n.mu.Lock()
-			n.leave = t // a pause stops it
+			n.leave, n.awaitPeer = t, peer // a pause, or peer's failover, stops it
 			n.mu.Unlock()
 		}
 		return
@@ -848,6 +858,32 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		w.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, proto.Done{Err: ne.Error()}))
 	}
 	leave()
+}
+
+// linkFailure reports whether err is a link that failed under a send:
+// the peer closed it, or this node did.
+func linkFailure(err error) bool {
+	return errors.Is(err, transport.ErrPeerClosed) || errors.Is(err, net.ErrClosed) || errors.Is(err, transport.ErrClosed)
+}
+
+// failedOver reports whether a send to server peer that failed with err
+// is one to ignore: the scheduler announced peer as failed (Failover),
+// and the send went to its old address, or went before the backup's
+// address came, or failed on the link. Any other failure (a message
+// over the frame limit, a send to the backup serving peer now) ends the
+// job as lost says.
+func (n *Node) failedOver(peer transport.NodeID, err error) bool {
+	n.mu.Lock()
+	old, ok := n.failed[peer]
+	moved := n.book[peer].Addr != old
+	n.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if pe := (*transport.PeerError)(nil); errors.As(err, &pe) && pe.Addr != "" && pe.Addr == old {
+		return true
+	}
+	return !moved || linkFailure(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Worker returns the worker, nil for a server. An evaluator's worker
