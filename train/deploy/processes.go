@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"colo/checkpoint"
@@ -349,11 +348,22 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	c.Starter = st
 	first := len(pd.Recovered) // the replacements of this run are after it
 	window := cmp.Or(pd.Timeout, train.Timeout)
+	var srv *serving // the servers apart with replicated key ranges
+	if cfg.Replicas > 0 && servers > 0 {
+		srv = newServing(servers, cfg.Replicas)
+	}
 	if pd.Replace && pd.Restarts > pd.events() {
 		c.RecoverWait = RecoverWait
 		c.Replace = func(name string, perr error) bool {
-			if cfg.Replicas > 0 && strings.HasPrefix(name, "server ") {
-				return false // its backup takes over (Survive)
+			if srv != nil {
+				if p, ok := srv.rank(name); ok {
+					if out, _ := srv.decide(p); out != replace {
+						// Its backup takes over (Survive), or its
+						// process held ranges nobody else has: the
+						// whole job restarts.
+						return false
+					}
+				}
 			}
 			// A failure within one detection window of this run's
 			// last replacement is the same event.
@@ -379,8 +389,20 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 		}
 	}
 	firstFailover := len(pd.Failovers)
-	if cfg.Replicas > 0 {
+	if srv != nil {
 		c.Survive = func(name string, perr error) bool {
+			p, ok := srv.rank(name)
+			if !ok {
+				return false
+			}
+			out, b := srv.decide(p)
+			if out != failOver {
+				if pd.Logf != nil {
+					pd.Logf("%s failed (%v): no live backup serves all its key ranges", name, perr)
+				}
+				return false
+			}
+			srv.failedOver(p, b)
 			pd.Failovers = append(pd.Failovers, Failover{Failure: fmt.Errorf("%s failed: %v", name, perr), Noticed: time.Now()})
 			if pd.Logf != nil {
 				pd.Logf("%s failed (%v): its backup serves its key ranges, and the job goes on without it", name, perr)
