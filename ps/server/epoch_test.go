@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
 	"colo/kv"
 	"colo/ps/clock"
 	"colo/ps/proto"
+	"colo/ps/replica"
 	"colo/ps/route"
 	"colo/transport"
 )
@@ -101,5 +103,56 @@ func TestServerEpochs(t *testing.T) {
 	// 0.
 	if len(pulled) != 2 || pulled[0] != 8 || pulled[1] != 10 {
 		t.Fatalf("pulled %v after the rewind, want [8 10]", pulled)
+	}
+}
+
+// TestTakenOverLaterEpoch: a server taken over in epoch 1 drops a
+// request of that epoch without proto.FlagResent (its worker sends it
+// again, marked, in order with the others) and serves a marked one; a
+// request of a later epoch, from a worker that joined after the
+// failover and never had the failed server's old address, is served
+// unmarked.
+func TestTakenOverLaterEpoch(t *testing.T) {
+	tb, _ := route.Uniform(1, 8)
+	s, err := NewServer(Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.epoch = 1
+	s.rep = &replication{primary: replica.NewPrimary[Reply](nil), taken: replica.NewReplica(2), takenEpoch: 1}
+	resent := epochRequest(1, 2, 0, 1, []float32{10, 20})
+	resent.Flags |= proto.FlagResent
+	conn := &recordConn{}
+	in := make(chan *transport.Message, 16)
+	for _, m := range []*transport.Message{
+		epochRequest(1, 1, 0, 1, []float32{1, 2}), // dropped
+		resent,
+		epochRequest(0, 3, 0, 2, []float32{3, 4}), // a later epoch
+		epochRequest(0, 4, 1, 2, nil),
+	} {
+		in <- m
+	}
+	close(in)
+	if err := s.Run(context.Background(), in, conn); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	var pulled []float32
+	for _, r := range conn.replies {
+		if r.Cmd == proto.DataError {
+			t.Fatalf("error reply: %s", r.Body)
+		}
+		ids = append(ids, uint64(r.Receiver)<<8|r.ID)
+		if r.Flags&transport.FlagPull != 0 {
+			pulled = r.KV.Vals
+		}
+	}
+	w0, w1 := uint64(proto.WorkerID(0))<<8, uint64(proto.WorkerID(1))<<8
+	if want := []uint64{w1 | 2, w0 | 3, w0 | 4}; !slices.Equal(ids, want) {
+		t.Fatalf("replies to %x, want %x", ids, want)
+	}
+	// Epoch 2 rewinds the store: worker 0's push alone.
+	if !slices.Equal(pulled, []float32{3, 4}) {
+		t.Fatalf("pulled %v, want [3 4]", pulled)
 	}
 }

@@ -62,6 +62,10 @@ type replication struct {
 	// taken is the record of the copy a server took over, nil for a
 	// server that started as its rank.
 	taken *replica.Replica
+	// takenEpoch is the membership epoch the server was taken over in:
+	// the workers of a later epoch (a replacement after a pause among
+	// them) know its new address from the start.
+	takenEpoch uint64
 }
 
 // rewind starts the replication again with the job's new epoch (a
@@ -74,6 +78,15 @@ func (r *replication) rewind() {
 	if r.taken != nil {
 		r.taken.Reset()
 	}
+}
+
+// later reports whether request m is of a membership epoch after the
+// one the server was taken over in: its worker joined or rejoined after
+// the failover and sent it to this server's address, so it is served
+// without proto.FlagResent.
+func (r *replication) later(m *transport.Message) bool {
+	_, epoch, err := proto.ParseMetaEpoch(m)
+	return err == nil && epoch > r.takenEpoch
 }
 
 // copyOf is a backup's copy of one server's ranges.
@@ -248,7 +261,7 @@ func (s *Server) failover(ctx context.Context, f proto.Failover, conn Conn) {
 	if f.Backup != s.core.cfg.Rank || s.rep.takeover == nil {
 		return
 	}
-	srv := &Server{core: c.core, epoch: c.epoch, rep: &replication{primary: replica.NewPrimary[Reply](nil), taken: c.rec}}
+	srv := &Server{core: c.core, epoch: c.epoch, rep: &replication{primary: replica.NewPrimary[Reply](nil), taken: c.rec, takenEpoch: c.epoch}}
 	s.rep.takeover(f.Server, srv)
 }
 

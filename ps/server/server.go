@@ -228,7 +228,7 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 		s.fromServer(ctx, m, conn)
 		return
 	}
-	if s.rep != nil && s.rep.taken != nil && m.Flags&proto.FlagResent == 0 {
+	if s.rep != nil && s.rep.taken != nil && m.Flags&proto.FlagResent == 0 && !s.rep.later(m) {
 		// Sent before the worker knew of the failover: it sends it
 		// again, in order with the others.
 		if m.Early() {
