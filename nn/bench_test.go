@@ -10,8 +10,8 @@ import (
 
 // benchModel measures training steps at batch 64 as PyTorch's peer
 // (../shared/peers/torch/bench_dense.py) does: forward, backward and
-// an SGD step with momentum 0.9 (the servers' rule, ps/update.Momentum),
-// walking the data one contiguous batch after another, on as many threads
+// an SGD step with momentum 0.9 (the servers' rule, ps/update.Momentum,
+// on the workspace's threads: Workspace.Parallel), walking the data one contiguous batch after another, on as many threads
 // (Workspace.SetThreads) as GOMAXPROCS: -cpu 1,2 measures one and two.
 // Inputs are Fashion-MNIST's test images when present, else random.
 func benchModel(b *testing.B, name string) {
@@ -38,15 +38,18 @@ func benchModel(b *testing.B, name string) {
 	ws := m.NewWorkspace(batch)
 	ws.SetThreads(runtime.GOMAXPROCS(0))
 	rule := update.Momentum{LR: 0.05, Mu: 0.9}
-	state := [][]float32{mom}
 	pos := 0
 	for b.Loop() {
 		if pos+batch > n {
 			pos = 0
 		}
-		clear(grad)
+		ws.Parallel(len(grad), func(lo, hi int) { clear(grad[lo:hi]) })
 		m.LossGrad(params, x[pos*d:], labels[pos:], batch, grad, 1.0/batch, ws)
-		rule.Update(params, grad, state)
+		// The step on the workspace's threads, as PyTorch's runs on its
+		// threads: each value's update depends on its own alone.
+		ws.Parallel(len(params), func(lo, hi int) {
+			rule.Update(params[lo:hi], grad[lo:hi], [][]float32{mom[lo:hi]})
+		})
 		pos += batch
 	}
 	b.ReportMetric(float64(batch*b.N)/b.Elapsed().Seconds(), "samples/s")

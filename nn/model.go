@@ -322,6 +322,28 @@ func (ws *Workspace) SetThreads(threads int) { ws.pool.setThreads(threads) }
 // Threads returns the number of goroutines set by SetThreads.
 func (ws *Workspace) Threads() int { return ws.pool.threads }
 
+// Parallel calls f(lo, hi) on ranges that cut [0, n) into one per thread
+// (starts on multiples of 16), on the workspace's threads: for an
+// elementwise step beside the passes, such as an optimiser's update of
+// the parameters. f must write only within its range; a step whose every
+// value depends on its own inputs alone gives the same bits at any
+// thread count. Small n runs on the caller alone.
+func (ws *Workspace) Parallel(n int, f func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	size := split(n, ws.pool.threads, 16)
+	ws.pool.run(ceilDiv(n, size), poolFlops*n, &rangeJob{n: n, size: size, f: f})
+}
+
+// rangeJob is Parallel's job: part i is the range [i·size, (i+1)·size).
+type rangeJob struct {
+	n, size int
+	f       func(lo, hi int)
+}
+
+func (r *rangeJob) part(i, _ int) { r.f(i*r.size, min(r.n, (i+1)*r.size)) }
+
 func (ws *Workspace) grow(n int) {
 	m := ws.m
 	ws.n = n

@@ -541,3 +541,33 @@ func TestHelpersEnd(t *testing.T) {
 	}()
 	waitFor(before, "the workspace dropped")
 }
+
+// TestParallelCovers checks that Workspace.Parallel hands out every index
+// of [0, n) exactly once, in ranges that start on multiples of 16, at
+// any thread count.
+func TestParallelCovers(t *testing.T) {
+	m, err := New("mlp", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, threads := range []int{1, 2, 3} {
+		ws := m.NewWorkspace(1)
+		ws.SetThreads(threads)
+		for _, n := range []int{0, 1, 15, 16, 17, 1000, 1 << 17, 235146} {
+			seen := make([]int32, n)
+			ws.Parallel(n, func(lo, hi int) {
+				if lo%16 != 0 {
+					t.Errorf("range [%d, %d) does not start on a multiple of 16", lo, hi)
+				}
+				for i := lo; i < hi; i++ {
+					seen[i]++
+				}
+			})
+			for i, c := range seen {
+				if c != 1 {
+					t.Fatalf("%d threads, n = %d: index %d handed out %d times", threads, n, i, c)
+				}
+			}
+		}
+	}
+}
