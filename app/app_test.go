@@ -163,6 +163,16 @@ func TestSetOptions(t *testing.T) {
 	if !bytes.Equal(j.Options, before) {
 		t.Errorf("options %s after refusals, want %s", j.Options, before)
 	}
+	// Every model on nn takes its threads.
+	for _, name := range []string{"mlp", "cnn", "ctr"} {
+		j, err := app.DefaultJob(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.SetOptions(&j, map[string]any{"threads": 2}); err != nil {
+			t.Errorf("%s: threads: %v", name, err)
+		}
+	}
 	// A job without options starts from its application's defaults.
 	bare := train.Job{App: "lr"}
 	if err := app.SetOptions(&bare, map[string]any{"features": "raw"}); err != nil {

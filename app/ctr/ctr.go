@@ -97,7 +97,7 @@ type Config struct {
 	// Threads is the number of goroutines each worker's mlp passes run
 	// on (nn.Workspace.SetThreads; 0 or 1: one); the results are the same
 	// bit for bit at any setting.
-	Threads int `json:"threads,omitempty"`
+	Threads int `json:"threads"`
 	// Seed seeds the initial values; in a job it is the job's seed, not
 	// an option.
 	Seed uint64 `json:"-"`
