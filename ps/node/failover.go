@@ -24,7 +24,10 @@ import (
 //     server had not answered (worker.Worker.Resend).
 //
 // Meanwhile the sends to the failed server fail without ending the job
-// (lost): its requests are sent again in step 2.
+// (lost): its requests are sent again in step 2. Step 1 abandons the
+// sends to it in progress (mailbox.Outbox.Abandon), so that a write
+// blocked on a stopped process ends at once; step 2 runs off the member
+// loop, which keeps sending heartbeats.
 
 // failover handles the scheduler's Failover f on member m. A machine
 // has it on both members, and handles each step once.
@@ -52,6 +55,10 @@ func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 			n.failoverTimes = append(n.failoverTimes, FailoverTimes{Server: f.Server, ToldUnixNano: time.Now().UnixNano()})
 			n.mu.Unlock()
 		}
+		// A send blocked on the failed server (a process stopped, whose
+		// link takes nothing) returns at once, and the ones queued are
+		// dropped: the worker sends its requests again in step 2.
+		m.out.Abandon(id)
 		return
 	}
 	n.mu.Lock()
@@ -66,14 +73,31 @@ func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 		n.book[id] = p
 	}
 	n.mu.Unlock()
+	// Off the member loop, whose heartbeats go on while the sends to
+	// the failed server end.
+	n.wg.Go(func() { n.moveTo(f, p) })
+}
+
+// flushBound bounds the wait, at a failover, for the sends to the failed
+// server to end, as a fraction of the job's timeout: well below it, so
+// that the node is never silent for the timeout. The sends were
+// abandoned at the first announcement, so they end at once but for a
+// transport slow to give up a write.
+const flushBound = 4
+
+// moveTo ends the failover f: the failed server's id is served at
+// p.Addr, and the worker sends there what it had not answered.
+func (n *Node) moveTo(f proto.Failover, p proto.Peer) {
+	id := p.ID
 	w := n.member(n.assign.Worker)
 	if w != nil && n.wrk != nil {
 		// Requests posted to the failed server before the worker
 		// suspended its sends fail on its old address first: none
 		// reaches the backup after the ones sent again.
 		n.wrk.Suspend(f.Server)
-		if !w.out.FlushPeer(id, n.assign.Job.Timeout) {
-			n.cfg.Logf("node: the sends to the failed %s did not end within %v", proto.Name(id), n.assign.Job.Timeout)
+		w.out.Abandon(id)
+		if bound := n.assign.Job.Timeout / flushBound; !w.out.FlushPeer(id, bound) {
+			n.cfg.Logf("node: the sends to the failed %s did not end within %v", proto.Name(id), bound)
 		}
 	}
 	n.setPeer(p)

@@ -408,3 +408,80 @@ func TestReplicatedSendFailureEnds(t *testing.T) {
 		})
 	}
 }
+
+// freezeNet opens endpoints whose data messages from node from to node
+// to block, once frozen is set, until their context ends: the writes to
+// a process that stopped (SIGSTOP), whose link takes nothing. The first
+// write that ends clears frozen.
+type freezeNet struct {
+	Network
+	from, to transport.NodeID
+	frozen   *atomic.Bool
+	blocked  chan struct{}
+}
+
+func (f freezeNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := f.Network.Listen(id, identity)
+	if err != nil || id != f.from {
+		return ep, err
+	}
+	return freezeEndpoint{ep, f}, nil
+}
+
+type freezeEndpoint struct {
+	Endpoint
+	f freezeNet
+}
+
+func (e freezeEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if m.Type == transport.TypeData && to == e.f.to && e.f.frozen.Load() {
+		e.f.blocked <- struct{}{}
+		<-ctx.Done()
+		e.f.frozen.Store(false)
+		return ctx.Err()
+	}
+	return e.Endpoint.Send(ctx, to, m)
+}
+
+// TestFailoverFrozenSend: worker 0's push to server 1 blocks in a write
+// that never ends (server 1 stopped), and server 1 is declared failed.
+// The failover abandons the blocked write and waits for it off the
+// member loop: worker 0 keeps its heartbeats, sends the push again to
+// server 1's backup, and the job ends with the model of the run without
+// failure, never paused.
+func TestFailoverFrozenSend(t *testing.T) {
+	const rounds = 4
+	rule := update.AdaGrad{LR: 0.1, Eps: 1e-6}
+	synctest.Test(t, func(t *testing.T) {
+		want := bspRun(t, startReplicated(t, clock.BSP, 1, rule), rounds, -1, nil)
+		frozen := new(atomic.Bool)
+		blocked := make(chan struct{}, 1)
+		c := startReplicated(t, clock.BSP, 1, rule, func(role proto.Role, rank int, nw Network) Network {
+			return freezeNet{Network: nw, from: proto.WorkerID(0), to: proto.ServerID(1), frozen: frozen, blocked: blocked}
+		})
+		// A bound on a hang: the nodes closed, every call fails.
+		stop := time.AfterFunc(time.Hour, func() {
+			for _, n := range append(slices.Clone(c.servers), c.workers...) {
+				n.Close()
+			}
+		})
+		defer stop.Stop()
+		got := bspRun(t, c, rounds, 1, func(stage string) {
+			switch stage {
+			case "start":
+				frozen.Store(true)
+			case "mid":
+				<-blocked // worker 0's push to server 1 blocks
+				c.servers[1].Close()
+			}
+		})
+		if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+			t.Errorf("model after the failover\n%v\nwant\n%v", got, want)
+		}
+		for w, n := range c.workers {
+			if n.Epoch() != 0 {
+				t.Errorf("worker %d in epoch %d: the job was paused", w, n.Epoch())
+			}
+		}
+	})
+}

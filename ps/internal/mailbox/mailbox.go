@@ -157,8 +157,14 @@ type Outbox struct {
 	// waiting.
 	pbusy    map[transport.NodeID]int
 	flushing int
-	idle     *sync.Cond
-	closed   bool
+	// posted and taken count, per peer, the messages posted and the
+	// ones run took; those numbered below cut[peer] were abandoned
+	// (Abandon), whose cancelling of pctx[peer] ends the data send in
+	// progress to it.
+	posted, taken, cut map[transport.NodeID]uint64
+	pctx               map[transport.NodeID]peerContext
+	idle               *sync.Cond
+	closed             bool
 }
 
 // NewOutbox returns an Outbox for ep whose data messages are cancelled
@@ -180,6 +186,8 @@ func NewOutboxContext(ep transport.Endpoint, job context.Context, timeout time.D
 	o := &Outbox{
 		ep: ep, timeout: timeout, ctx: ctx, stop: stop, data: data, stopData: stopData,
 		errs: New[SendError](), peers: make(map[transport.NodeID]*Box[*transport.Message]),
+		posted: make(map[transport.NodeID]uint64), taken: make(map[transport.NodeID]uint64),
+		cut: make(map[transport.NodeID]uint64), pctx: make(map[transport.NodeID]peerContext),
 	}
 	o.idle = sync.NewCond(&o.mu)
 	return o
@@ -207,6 +215,7 @@ func (o *Outbox) Post(to transport.NodeID, m *transport.Message) {
 		o.pbusy = make(map[transport.NodeID]int)
 	}
 	o.pbusy[to]++
+	o.posted[to]++
 	o.mu.Unlock()
 	b.Push(m)
 }
@@ -216,13 +225,25 @@ func (o *Outbox) run(to transport.NodeID, b *Box[*transport.Message]) {
 	defer o.wg.Done()
 	for m := range b.C() {
 		data := m.Type == transport.TypeData
+		o.mu.Lock()
+		o.taken[to]++
+		abandoned := o.taken[to] <= o.cut[to]
+		pc, ok := o.pctx[to]
+		if !ok {
+			// One context per peer until an Abandon cancels it.
+			pc.ctx, pc.cancel = context.WithCancel(o.data)
+			o.pctx[to] = pc
+		}
+		o.mu.Unlock()
 		var err error
-		if data {
-			err = o.ep.Send(o.data, to, m)
-			if err != nil && o.data.Err() == nil {
+		switch {
+		case data && abandoned:
+		case data:
+			err = o.ep.Send(pc.ctx, to, m)
+			if err != nil && pc.ctx.Err() == nil {
 				o.errs.Push(SendError{To: to, Data: true, Err: err})
 			}
-		} else {
+		default:
 			ctx, cancel := o.ctx, context.CancelFunc(func() {})
 			if o.timeout > 0 {
 				ctx, cancel = context.WithTimeout(o.ctx, o.timeout)
@@ -277,6 +298,28 @@ func (o *Outbox) FlushPeer(to transport.NodeID, d time.Duration) bool {
 	}
 	o.flushing--
 	return o.pbusy[to] == 0
+}
+
+// Abandon gives up the data messages posted to peer to so far: the send
+// in progress is cancelled (a send blocked on a peer that stopped
+// reading returns at once) and the ones queued are dropped, none of them
+// reported as failed; control messages still go. Messages posted after
+// it are sent as usual. It does not block.
+func (o *Outbox) Abandon(to transport.NodeID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cut[to] = o.posted[to]
+	if pc, ok := o.pctx[to]; ok {
+		pc.cancel()
+		delete(o.pctx, to)
+	}
+}
+
+// peerContext is the context of the data sends to one peer, derived
+// from the Outbox's data context.
+type peerContext struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // Close drops what is queued, cancels sends in progress and waits for the

@@ -120,3 +120,59 @@ func TestOutboxDataErrors(t *testing.T) {
 		}
 	})
 }
+
+// stuckEndpoint blocks the send of message 1 until its context ends: a
+// write to a peer that stopped reading.
+type stuckEndpoint struct{ transport.Endpoint }
+
+func (e stuckEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if m.ID == 1 {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return e.Endpoint.Send(ctx, to, m)
+}
+
+// TestOutboxAbandon: a data send blocked on a peer and the data messages
+// queued behind it are given up at once by Abandon, silently, while a
+// control message queued among them still goes; a message posted after
+// is sent.
+func TestOutboxAbandon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net, _ := mem.New(mem.DefaultConfig())
+		defer net.Close()
+		a, _ := net.Attach(1)
+		b, _ := net.Attach(2)
+		o := NewOutboxContext(stuckEndpoint{a}, context.Background(), time.Hour)
+		defer o.Close()
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeData, ID: 1}})
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeControl, ID: 2}})
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeData, ID: 3}})
+		synctest.Wait() // message 1 blocked
+		if o.FlushPeer(2, time.Second) {
+			t.Fatal("sends to peer 2 ended before Abandon")
+		}
+		start := time.Now()
+		o.Abandon(2)
+		if !o.FlushPeer(2, time.Minute) {
+			t.Fatal("sends to peer 2 not ended a minute after Abandon")
+		}
+		if took := time.Since(start); took > 0 {
+			t.Fatalf("abandoned sends ended after %v", took)
+		}
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeData, ID: 4}})
+		var ids []uint64
+		for len(ids) < 2 {
+			m := <-b.Recv()
+			ids = append(ids, m.ID)
+		}
+		if ids[0] != 2 || ids[1] != 4 {
+			t.Fatalf("received %v, want [2 4]", ids)
+		}
+		select {
+		case e := <-o.Errors():
+			t.Fatalf("abandoned send reported: %+v", e)
+		default:
+		}
+	})
+}
