@@ -229,7 +229,9 @@ const (
 	// meta (MetaSize bytes), then ReplicaSize bytes: the update's
 	// sequence number, the worker's rank and the request's data
 	// command (AppendReplica). DataReplicaAck (backup → server): Header.ID
-	// is the sequence number of the last update the backup applied.
+	// is the sequence number of the last update the backup has, the body
+	// the meta of the updates' epoch (round 0), so that an
+	// acknowledgement from before a rollback acknowledges nothing after.
 	DataReplicate  uint16 = 9
 	DataReplicaAck uint16 = 10
 )

@@ -156,3 +156,80 @@ func TestTakenOverLaterEpoch(t *testing.T) {
 		t.Fatalf("pulled %v, want [3 4]", pulled)
 	}
 }
+
+// replicaAck is backup b's acknowledgement of the updates up to seq of
+// the given epoch.
+func replicaAck(b int, seq, epoch uint64) *transport.Message {
+	return &transport.Message{
+		Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: seq, Sender: proto.ServerID(b), Receiver: proto.ServerID(0)},
+		Body:   proto.AppendMetaEpoch(nil, 0, epoch),
+	}
+}
+
+// TestReplicaAckEpoch: server 0, backed up by server 1, holds worker 0's
+// two pushes of epoch 0, then (after a rollback) its two pushes of epoch
+// 1, updates 1 and 2 of their epoch. The backup's late acknowledgement
+// of epoch 0's update 2 releases nothing; its acknowledgement of epoch
+// 1's update 1 releases that push alone. A backup's acknowledgement carries the
+// epoch of its copy.
+func TestReplicaAckEpoch(t *testing.T) {
+	tb, _ := route.Uniform(2, 8)
+	cfg := Config{Rank: 0, Workers: 1, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}}
+	s, err := NewReplicated(cfg, Replication{Backups: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := &recordConn{}
+	in := make(chan *transport.Message, 16)
+	for _, m := range []*transport.Message{
+		epochRequest(0, 1, 0, 0, []float32{1, 2}),
+		epochRequest(0, 2, 1, 0, []float32{1, 2}),
+		epochRequest(0, 3, 0, 1, []float32{3, 4}),
+		epochRequest(0, 4, 1, 1, []float32{3, 4}),
+		replicaAck(1, 2, 0), // late: of epoch 0
+		replicaAck(1, 1, 1),
+	} {
+		in <- m
+	}
+	close(in)
+	if err := s.Run(context.Background(), in, conn); err != nil {
+		t.Fatal(err)
+	}
+	var acked []uint64
+	for _, r := range conn.replies {
+		if role, _ := proto.Identify(r.Receiver); role == proto.RoleWorker {
+			acked = append(acked, r.ID)
+		}
+	}
+	// Epoch 1's first push alone: the late acknowledgement of epoch 0's
+	// update 2 would release both of epoch 1's.
+	if !slices.Equal(acked, []uint64{3}) {
+		t.Fatalf("pushes acknowledged %v, want [3] (epoch 1's first, by its own acknowledgement)", acked)
+	}
+
+	// The backup's side: its acknowledgement names its copy's epoch.
+	b, err := NewReplicated(Config{Rank: 1, Workers: 1, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}}, Replication{Copies: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fwd *transport.Message
+	for _, r := range conn.replies {
+		if r.Cmd == proto.DataReplicate && fwd == nil && r.ID == 3 {
+			fwd = r // epoch 1's first update
+		}
+	}
+	fwd.Sender = proto.ServerID(0)
+	bconn := &recordConn{}
+	bin := make(chan *transport.Message, 1)
+	bin <- fwd
+	close(bin)
+	if err := b.Run(context.Background(), bin, bconn); err != nil {
+		t.Fatal(err)
+	}
+	if len(bconn.replies) != 1 || bconn.replies[0].Cmd != proto.DataReplicaAck {
+		t.Fatalf("backup replied %d messages, want one acknowledgement", len(bconn.replies))
+	}
+	if _, epoch, err := proto.ParseMetaEpoch(bconn.replies[0]); err != nil || epoch != 1 || bconn.replies[0].ID != 1 {
+		t.Fatalf("backup's acknowledgement: update %d, epoch %d, %v; want update 1 of epoch 1", bconn.replies[0].ID, epoch, err)
+	}
+}

@@ -153,6 +153,12 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 	}
 	switch m.Cmd {
 	case proto.DataReplicaAck:
+		if _, epoch, err := proto.ParseMetaEpoch(m); err != nil || epoch != s.epoch {
+			// Of updates numbered in another epoch (before a rollback,
+			// the sequence numbers start again at 1): it acknowledges
+			// none of this epoch's.
+			return
+		}
 		rel, err := s.rep.primary.Acked(p, m.ID)
 		if err != nil {
 			return // a backup given up (Failover)
@@ -188,7 +194,8 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 		// it before anything after it, the takeover included, and were
 		// this server to die the copy would be lost with or without it.
 		// So the backup's apply is off the round's critical path.
-		ack := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: c.rec.Applied()}}
+		ack := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: c.rec.Applied()},
+			Body: proto.AppendMetaEpoch(nil, 0, c.epoch)}
 		conn.Reply(ctx, m.Sender, ack)
 		if apply {
 			c.core.Handle(req, false)
