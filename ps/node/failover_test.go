@@ -30,7 +30,8 @@ type replCluster struct {
 	workers []*Node
 	// hold, while set, makes server 2 drop its acknowledgements of
 	// server 1's updates (each is counted on held): server 1 applied
-	// and replicated them, but acknowledges no push of them.
+	// them and server 2 has them (it acknowledges an update on receipt,
+	// before it applies it), but server 1 acknowledges no push of them.
 	hold *atomic.Bool
 	held chan struct{}
 }
@@ -249,7 +250,7 @@ func TestFailoverBSP(t *testing.T) {
 					c.hold.Store(true)
 				case tc.held == 1 && stage == "mid", tc.held == 2 && stage == "end":
 					for range tc.held {
-						<-c.held // the backup applied the push
+						<-c.held // the backup has the push (its acknowledgement held)
 					}
 					c.servers[tc.victim].Close()
 				}
