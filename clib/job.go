@@ -7,6 +7,7 @@ import (
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
+	"colo/ps/replica"
 	"colo/ps/route"
 	"colo/ps/sched"
 	"colo/ps/update"
@@ -47,10 +48,29 @@ type Job struct {
 	Replicas int `json:"replicas,omitempty"`
 }
 
-// Survive tells a launcher whether the job goes on without a server
-// process that died (launch.Cluster.Survive): with replicas, its backup
-// took its keys over.
-func (j Job) Survive(name string, err error) bool { return j.Replicas > 0 }
+// Survive returns what tells a launcher whether the job goes on without
+// a server process that died (launch.Cluster.Survive), nil without
+// replicas: it does when a backup whose own process lives took its keys
+// over, as the scheduler decides (replica.Holders); otherwise the job
+// ends with the failure.
+func (j Job) Survive() func(name string, err error) bool {
+	if j.Replicas == 0 || j.Servers == 0 {
+		return nil
+	}
+	h := replica.NewHolders(j.Servers, j.Replicas)
+	return func(name string, err error) bool {
+		p, ok := launch.ServerRank(name)
+		if !ok {
+			return false
+		}
+		out, b := h.Decide(p)
+		if out != replica.FailOver {
+			return false
+		}
+		h.FailedOver(p, b)
+		return true
+	}
+}
 
 // DefaultJob returns a BSP job whose servers add what they are pushed.
 func DefaultJob() Job {

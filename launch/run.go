@@ -79,6 +79,16 @@ type Cluster struct {
 	OnStart func(addr string)
 }
 
+// ServerRank returns the rank of the server apart a Cluster names name
+// ("server 1"), false for another member.
+func ServerRank(name string) (int, bool) {
+	var p int
+	if n, err := fmt.Sscanf(name, "server %d", &p); err != nil || n != 1 || p < 0 || name != fmt.Sprintf("server %d", p) {
+		return 0, false
+	}
+	return p, true
+}
+
 // Command is a program that a Cluster runs as a worker.
 type Command struct {
 	// Path is the program; Args its arguments; Env extra KEY=VALUE pairs,

@@ -13,6 +13,7 @@ import (
 	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/placement"
+	"colo/ps/replica"
 	"colo/train"
 	"colo/transport"
 )
@@ -348,16 +349,16 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	c.Starter = st
 	first := len(pd.Recovered) // the replacements of this run are after it
 	window := cmp.Or(pd.Timeout, train.Timeout)
-	var srv *serving // the servers apart with replicated key ranges
+	var srv *replica.Holders // the servers apart with replicated key ranges
 	if cfg.Replicas > 0 && servers > 0 {
-		srv = newServing(servers, cfg.Replicas)
+		srv = replica.NewHolders(servers, cfg.Replicas)
 	}
 	if pd.Replace && pd.Restarts > pd.events() {
 		c.RecoverWait = RecoverWait
 		c.Replace = func(name string, perr error) bool {
 			if srv != nil {
-				if p, ok := srv.rank(name); ok {
-					if out, _ := srv.decide(p); out != replace {
+				if p, ok := launch.ServerRank(name); ok {
+					if out, _ := srv.Decide(p); out != replica.Replace {
 						// Its backup takes over (Survive), or its
 						// process held ranges nobody else has: the
 						// whole job restarts.
@@ -391,18 +392,18 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	firstFailover := len(pd.Failovers)
 	if srv != nil {
 		c.Survive = func(name string, perr error) bool {
-			p, ok := srv.rank(name)
+			p, ok := launch.ServerRank(name)
 			if !ok {
 				return false
 			}
-			out, b := srv.decide(p)
-			if out != failOver {
+			out, b := srv.Decide(p)
+			if out != replica.FailOver {
 				if pd.Logf != nil {
 					pd.Logf("%s failed (%v): no live backup serves all its key ranges", name, perr)
 				}
 				return false
 			}
-			srv.failedOver(p, b)
+			srv.FailedOver(p, b)
 			pd.Failovers = append(pd.Failovers, Failover{Failure: fmt.Errorf("%s failed: %v", name, perr), Noticed: time.Now()})
 			if pd.Logf != nil {
 				pd.Logf("%s failed (%v): its backup serves its key ranges, and the job goes on without it", name, perr)

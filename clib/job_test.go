@@ -1,0 +1,31 @@
+package clib
+
+import "testing"
+
+// TestJobSurvive: with replicas, colo run's launcher goes on without a
+// dead server process only when a backup whose own process lives takes
+// its keys over, as the scheduler decides; a second death that reaches
+// keys with no live copy ends the job.
+func TestJobSurvive(t *testing.T) {
+	if (Job{Servers: 3}).Survive() != nil {
+		t.Fatal("a Survive without replicas")
+	}
+	for _, tc := range []struct {
+		replicas int
+		deaths   []string
+		want     []bool
+	}{
+		{1, []string{"server 1", "server 2"}, []bool{true, false}}, // server 2 served server 1's keys
+		{1, []string{"server 1", "server 0"}, []bool{true, false}}, // server 0's backup is gone
+		{2, []string{"server 1", "server 0"}, []bool{true, true}},  // its second backup, server 2, takes over
+		{2, []string{"server 1", "server 2"}, []bool{true, false}},
+		{1, []string{"worker 0", "server 3", "server 1x"}, []bool{false, false, false}},
+	} {
+		survive := Job{Servers: 3, Replicas: tc.replicas}.Survive()
+		for i, name := range tc.deaths {
+			if got := survive(name, nil); got != tc.want[i] {
+				t.Errorf("%v: %s survived %v, want %v", tc.deaths, name, got, tc.want[i])
+			}
+		}
+	}
+}
