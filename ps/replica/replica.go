@@ -25,6 +25,10 @@
 //     after a failover the new owner drops the pushes the workers send
 //     again for rounds the old owner had replicated before dying, and
 //     applies the others.
+//   - Holders is a launcher's side: which server process serves each
+//     rank's ranges after the failovers so far, and so whether the death
+//     of a server process fails over, needs a replacement, or ends the
+//     job, as the scheduler decides.
 //
 // A backup takes over a failed primary's ranges only once it has read
 // everything the primary sent it (its link from the primary ended): an
