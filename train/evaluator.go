@@ -166,13 +166,13 @@ func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch i
 	for {
 		select {
 		case <-n.Trained():
-			err := ev.score(true)
+			_, err := ev.score(true, 0)
 			if errors.Is(err, proto.ErrPaused) {
 				// A pause that came and went since the last probe (a
 				// node replaced while the workers finished the job):
 				// the evaluator's calls fail with it until it rejoins.
 				if err = ev.rejoin(ctx); err == nil {
-					err = ev.score(true)
+					_, err = ev.score(true, 0)
 				}
 			}
 			if err != nil {
@@ -190,7 +190,7 @@ func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch i
 		case <-tick.C:
 		}
 		if e.Interval > 0 {
-			err := ev.score(false)
+			_, err := ev.score(false, 0)
 			if errors.Is(err, proto.ErrPaused) {
 				err = ev.rejoin(ctx)
 			}
@@ -203,8 +203,12 @@ func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch i
 			continue
 		}
 		steps, err := ev.probe()
+		scored := false
 		if err == nil && steps >= next {
-			err = ev.score(false)
+			// The probe read one server; the model's pull reads them
+			// all, and one may not have reached the step yet: then the
+			// score waits for a later probe.
+			scored, err = ev.score(false, next)
 		}
 		if errors.Is(err, proto.ErrPaused) {
 			// A node failed and is being replaced: wait for the job to
@@ -219,7 +223,7 @@ func Watch(ctx context.Context, n *node.Node, s Scorer, e Every, stepsPerEpoch i
 		if err != nil {
 			return ev.rep, ev.ended(n, err)
 		}
-		if steps < next {
+		if !scored {
 			continue
 		}
 		last := ev.rep.Checks[len(ev.rep.Checks)-1].Step
@@ -271,17 +275,22 @@ func (ev *evaluator) probe() (int64, error) {
 	return steps, nil
 }
 
-// score pulls the model and scores it.
-func (ev *evaluator) score(final bool) error {
+// score pulls the model and scores it, and says whether it recorded a
+// check: a score that is not final and whose pull read fewer than
+// atLeast steps is not one.
+func (ev *evaluator) score(final bool, atLeast int64) (bool, error) {
 	var steps int64
 	ev.rep.Pulls++
 	if err := ev.w.PullRangeSteps(0, uint64(ev.s.NumKeys()), ev.vals, &steps).Wait(); err != nil {
-		return fmt.Errorf("evaluator: pulling the model: %w", err)
+		return false, fmt.Errorf("evaluator: pulling the model: %w", err)
+	}
+	if !final && steps < atLeast {
+		return false, nil
 	}
 	if n := len(ev.rep.Checks); n > 0 && ev.rep.Checks[n-1].Step == steps {
 		// Nothing changed since the last score.
 		ev.rep.Checks[n-1].Final = ev.rep.Checks[n-1].Final || final
-		return nil
+		return true, nil
 	}
 	t := time.Now()
 	score := ev.s.ScoreModel(ev.vals)
@@ -292,5 +301,5 @@ func (ev *evaluator) score(final bool) error {
 	if ev.checked != nil {
 		ev.checked(c)
 	}
-	return nil
+	return true, nil
 }
