@@ -109,20 +109,26 @@ func (s *Store) famPlace(j, n int) bool {
 	return false
 }
 
-// pullDense is Pull at width 0 of keys mostly in family f, which has a
-// block of values: a key placed there is read from voff + i·dim, with no
-// look at its slot; any other key as Pull reads it.
-func (s *Store) pullDense(f *family, out kv.Batch, keys []uint64) kv.Batch {
+// pullFamily is Pull at width 0 of keys mostly in family f, the values
+// landing where their answer goes, grown once: a key of the family is
+// found by arithmetic (its slot f.start + i), and one placed in the
+// family's block of values, when it has one, is read from voff + i·dim
+// with no look at its slot; any other key as Pull reads it.
+func (s *Store) pullFamily(f *family, out kv.Batch, keys []uint64) kv.Batch {
 	if cap(out.Lens) < len(keys) {
 		out.Lens = make([]int32, 0, len(keys))
 	}
 	lens := out.Lens[:len(keys)]
 	vals := out.Vals[:cap(out.Vals)]
-	dim, block := f.dim, s.vals[f.voff:f.voff+int(f.n)*f.dim]
+	dim, hasBlock := f.dim, f.voff >= 0
+	var block []float32
+	if hasBlock {
+		block = s.vals[f.voff : f.voff+int(f.n)*f.dim]
+	}
 	v := 0
 	for i, k := range keys {
 		q, ok := f.index(k)
-		if ok && f.placed[q/64]&(1<<(q%64)) != 0 {
+		if hasBlock && ok && f.placed[q/64]&(1<<(q%64)) != 0 {
 			if v+dim > len(vals) {
 				vals = append(vals[:v], make([]float32, (len(keys)-i)*dim)...)
 				vals = vals[:cap(vals)]

@@ -447,36 +447,7 @@ func (s *Store) Pull(dst kv.Batch, keys []uint64) kv.Batch {
 			s.famSlot(keys[0])
 			f = &s.fams[s.last]
 		}
-		if f.voff >= 0 {
-			return s.pullDense(f, out, keys)
-		}
-		if cap(out.Lens) < len(keys) {
-			out.Lens = make([]int32, 0, len(keys))
-		}
-		lens := out.Lens[:len(keys)]
-		vals := out.Vals[:cap(out.Vals)]
-		v := 0
-		for i, k := range keys {
-			q, ok := f.index(k)
-			j := f.start + int(q)
-			if !ok {
-				j = s.slot(k, false)
-			}
-			if j < 0 || s.off[j] < 0 {
-				lens[i] = 0
-				continue
-			}
-			o, n := s.off[j], int(s.ln[j])
-			lens[i] = int32(n)
-			if v+n > len(vals) {
-				vals = append(vals[:v], make([]float32, max(n, (len(keys)-i)*n))...)
-				vals = vals[:cap(vals)]
-			}
-			copy(vals[v:v+n], s.vals[o:o+n])
-			v += n
-		}
-		out.Lens, out.Vals = lens, vals[:v]
-		return out
+		return s.pullFamily(f, out, keys)
 	}
 	for _, k := range keys {
 		j := s.slot(k, false)
