@@ -410,10 +410,12 @@ func TestReplicatedSendFailureEnds(t *testing.T) {
 	}
 }
 
-// freezeNet opens endpoints whose data messages from node from to node
-// to block, once frozen is set, until their context ends: the writes to
+// freezeNet opens endpoints whose pushes from node from to node to
+// block, once frozen is set, until their context ends: the writes to
 // a process that stopped (SIGSTOP), whose link takes nothing. The first
-// write that ends clears frozen.
+// write that ends clears frozen. Pulls pass: the round's pulls, sent at
+// the end of the round before, may still be queued when frozen is set,
+// and one of them blocked would hold the round before its push.
 type freezeNet struct {
 	Network
 	from, to transport.NodeID
@@ -435,7 +437,7 @@ type freezeEndpoint struct {
 }
 
 func (e freezeEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
-	if m.Type == transport.TypeData && to == e.f.to && e.f.frozen.Load() {
+	if m.Type == transport.TypeData && m.Flags&transport.FlagPush != 0 && to == e.f.to && e.f.frozen.Load() {
 		e.f.blocked <- struct{}{}
 		<-ctx.Done()
 		e.f.frozen.Store(false)
