@@ -76,6 +76,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"colo/ps/clock"
@@ -344,6 +345,8 @@ type Session struct {
 	lo     uint64 // keys below are the placement's
 	result string // the report's file
 	start  time.Time
+
+	pushed atomic.Bool // a push was sent (Load refuses)
 
 	mu     sync.Mutex
 	tables []*Table

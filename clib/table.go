@@ -488,6 +488,7 @@ func (t *Table) Push(rows []int64, vals []float32) (*Ticket, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.s.pushed.Store(true)
 	fut := t.s.w.Push(*kp, vals)
 	return &Ticket{fut: fut, fin: func(err error) error {
 		t.pool.Put(kp)
@@ -506,6 +507,7 @@ func (t *Table) PushAll(vals []float32) (*Ticket, error) {
 	if int64(len(vals)) != t.spec.Size {
 		return nil, fmt.Errorf("table %q: push of %d values for %d", t.spec.Name, len(vals), t.spec.Size)
 	}
+	t.s.pushed.Store(true)
 	fut := t.s.w.PushLens(t.allKey, vals, t.lens)
 	return &Ticket{fut: fut, fin: func(err error) error {
 		if err != nil {

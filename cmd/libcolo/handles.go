@@ -62,11 +62,12 @@ type registry struct {
 	tickets  map[int64]*clib.Ticket
 	errs     map[int64]error
 	last     string
+	loaded   map[int64][]byte // session → the state of its last Load
 }
 
 func newRegistry(getenv func(string) string) *registry {
 	return &registry{getenv: getenv, sessions: map[int64]*clib.Session{}, tables: map[int64]*clib.Table{},
-		owner: map[int64]int64{}, tickets: map[int64]*clib.Ticket{}, errs: map[int64]error{}}
+		owner: map[int64]int64{}, tickets: map[int64]*clib.Ticket{}, errs: map[int64]error{}, loaded: map[int64][]byte{}}
 }
 
 // maxErrors bounds the errors kept for colo_error; the oldest go first.
@@ -169,6 +170,7 @@ func (r *registry) close(h int64, timeout time.Duration) int64 {
 	}
 	r.mu.Lock()
 	delete(r.sessions, h)
+	delete(r.loaded, h)
 	for t, o := range r.owner {
 		if o == h {
 			delete(r.tables, t)
@@ -177,6 +179,53 @@ func (r *registry) close(h int64, timeout time.Duration) int64 {
 	}
 	r.mu.Unlock()
 	return r.fail(s.CloseWait(timeout))
+}
+
+// specFail records err, a bad argument when it is a clib.SpecError.
+func (r *registry) specFail(err error) int64 {
+	var se *clib.SpecError
+	if errors.As(err, &se) {
+		err = argError{err.Error()}
+	}
+	return r.fail(err)
+}
+
+// save writes the checkpoint of step to dir with the program's state
+// (clib.Session.Save).
+func (r *registry) save(h int64, dir string, step int64, state []byte) int64 {
+	s, e := r.session(h)
+	if e < 0 {
+		return e
+	}
+	return r.specFail(s.Save(context.Background(), dir, int(step), state))
+}
+
+// load loads the checkpoint of step (< 0: the newest) of dir
+// (clib.Session.Load) and returns its step; its state waits for
+// loadedState.
+func (r *registry) load(h int64, dir string, step int64) int64 {
+	s, e := r.session(h)
+	if e < 0 {
+		return e
+	}
+	got, state, err := s.Load(context.Background(), dir, int(step))
+	if err != nil {
+		return r.specFail(err)
+	}
+	r.mu.Lock()
+	r.loaded[h] = state
+	r.mu.Unlock()
+	return int64(got)
+}
+
+// loadedState returns the state of session h's last load.
+func (r *registry) loadedState(h int64) ([]byte, int64) {
+	if _, e := r.session(h); e < 0 {
+		return nil, e
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.loaded[h], 0
 }
 
 // info returns session h's facts as JSON.

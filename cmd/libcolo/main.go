@@ -26,6 +26,9 @@
 //	int64_t colo_poll(int64_t ticket);   // 1 done (wait returns at once), 0 not yet
 //	int64_t colo_init_rows(int64_t t, const int64_t *rows, int64_t n, float *dst, int64_t len);
 //	int64_t colo_unique(int64_t t, const int64_t *idx, int64_t n, int64_t *uniq, int64_t *inv);  // distinct rows, ascending
+//	int64_t colo_save(int64_t s, const char *dir, int64_t step, const void *state, int64_t n);  // collective checkpoint (clib.Session.Save)
+//	int64_t colo_load(int64_t s, const char *dir, int64_t step);  // step < 0: the newest; returns the step loaded (clib.Session.Load)
+//	int64_t colo_loaded_state(int64_t s, void *buf, int64_t n);  // copies the last load's state, returns its length
 //	int64_t colo_error(int64_t id, char *buf, int64_t n);  // copies the text, returns its class
 //	int64_t colo_last_error(char *buf, int64_t n);
 //	int64_t colo_nop(int64_t x);   // returns x: the fixed cost of a call
@@ -48,6 +51,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 	"unsafe"
 )
@@ -252,6 +256,38 @@ func colo_unique(t C.int64_t, idx *C.int64_t, n C.int64_t, uniq *C.int64_t, inv 
 		return C.int64_t(lib.fail(err))
 	}
 	return C.int64_t(k)
+}
+
+//export colo_save
+func colo_save(s C.int64_t, dir *C.char, step C.int64_t, state unsafe.Pointer, n C.int64_t) (ret C.int64_t) {
+	defer guard(&ret)
+	if n < 0 || (state == nil && n > 0) {
+		return C.int64_t(lib.fail(argError{fmt.Sprintf("state: %d bytes at %p", n, state)}))
+	}
+	var b []byte
+	if n > 0 {
+		b = slices.Clone(unsafe.Slice((*byte)(state), int(n)))
+	}
+	return C.int64_t(lib.save(int64(s), C.GoString(dir), int64(step), b))
+}
+
+//export colo_load
+func colo_load(s C.int64_t, dir *C.char, step C.int64_t) (ret C.int64_t) {
+	defer guard(&ret)
+	return C.int64_t(lib.load(int64(s), C.GoString(dir), int64(step)))
+}
+
+//export colo_loaded_state
+func colo_loaded_state(s C.int64_t, buf unsafe.Pointer, n C.int64_t) (ret C.int64_t) {
+	defer guard(&ret)
+	state, e := lib.loadedState(int64(s))
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	if buf != nil && n > 0 {
+		copy(unsafe.Slice((*byte)(buf), int(n)), state)
+	}
+	return C.int64_t(len(state))
 }
 
 //export colo_error

@@ -19,7 +19,8 @@ this process (a scheduler and a server beside this worker).
 
 Modules: colo.kv (raw pull and push of rows on numpy arrays and torch
 tensors), colo.torch (EmbeddingBag, Embedding, DistributedOptimizer,
-PlacedSampler), colo.optim (the servers' update rules).
+PlacedSampler), colo.optim (the servers' update rules), colo.checkpoint
+(colo.save and colo.load: checkpoints of the tables, for resuming).
 
 Fork rule: only the process that called colo.init() may call colo; a
 forked child (a DataLoader worker) gets ForkError. Use
@@ -38,7 +39,7 @@ from . import _lib
 __all__ = [
     "init", "shutdown", "rank", "size", "servers", "barrier", "allreduce", "info",
     "is_initialized", "ColoError", "ColoValueError", "ColoIndexError", "ColoTimeoutError",
-    "ForkError", "optim",
+    "ForkError", "optim", "save", "load",
 ]
 
 _state_lock = threading.Lock()
@@ -161,7 +162,24 @@ def shutdown(timeout=None):
         from . import kv as _kv
 
         _kv._forget_tables()
+        from . import checkpoint as _ckpt
+
+        _ckpt._forget()
         _lib.call("colo_close", s, 0.0 if timeout is None else float(timeout))
+
+
+def save(path, step, state=None):
+    """Write a checkpoint of the tables (colo.checkpoint.save)."""
+    from . import checkpoint
+
+    return checkpoint.save(path, step, state)
+
+
+def load(path, step=None, missing_ok=False):
+    """Load a checkpoint of the tables (colo.checkpoint.load)."""
+    from . import checkpoint
+
+    return checkpoint.load(path, step, missing_ok)
 
 
 def _at_exit():

@@ -32,12 +32,23 @@ from . import optim as _optim
 from ._lib import ColoValueError
 
 _tables = {}
+_auto = {}  # prefix → the next number of the session's unnamed tables
 
 
 def _forget_tables():
     for t in list(_tables.values()):
         t._handle = None
     _tables.clear()
+    _auto.clear()
+
+
+def _auto_name(prefix):
+    """Return prefix.N, N counting the session's unnamed tables of that
+    prefix from 0: a program that builds the same model names its tables
+    alike in every run (which checkpoints rely on)."""
+    n = _auto.get(prefix, 0)
+    _auto[prefix] = n + 1
+    return "%s.%d" % (prefix, n)
 
 
 def zeros():

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 import colo
+from . import checkpoint as _ckpt
 from . import kv as _kv
 from . import optim as _optim
 from ._lib import ColoValueError
@@ -150,16 +151,13 @@ class _Rows(torch.nn.Module):
             raise ColoValueError("%s: num_embeddings %r and embedding_dim %r must be positive" % (type(self).__name__, num_embeddings, embedding_dim))
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
         if name is None:
-            name = "%s.%d" % (type(self).__name__, _Rows._count)
-            _Rows._count += 1
+            name = _kv._auto_name(type(self).__name__)
         if init is None:
             init = _kv.normal(0.0, 1.0, seed=0)  # torch.nn.Embedding's N(0, 1)
         self.table = _kv.table(name, self.num_embeddings, self.embedding_dim, init=init, optimizer=optimizer, placed=placed)
         self.average = average
         # A leaf that requires grad, so that autograd calls _PullRows.backward.
         self._anchor = torch.empty(0, requires_grad=True)
-
-    _count = 0
 
     def _scale(self):
         return 1.0 / colo.size() if self.average else 1.0
@@ -335,6 +333,22 @@ class DistributedOptimizer:
         self._tickets = []
         self._pushed = set()  # the tables pushed since the last step
         self._hooks = [p.register_hook(self._hook(p, t)) for _, p, t, _, _ in self._params]
+        # The servers hold displacements from the starting values: a
+        # checkpoint keeps those values too (colo.save, colo.load).
+        _ckpt.register(prefix + "DistributedOptimizer", self)
+
+    def _colo_state(self):
+        return {t.name: init.numpy().copy() for _, _, t, init, _ in self._params}
+
+    def _colo_load(self, saved):
+        for name, p, t, init, disp in self._params:
+            x = saved.get(t.name)
+            if x is None or x.shape != (p.numel(),):
+                raise ColoValueError("colo.load: the checkpoint has no starting values of %d for parameter %r (table %r)" % (p.numel(), name, t.name))
+            init.copy_(torch.from_numpy(x))
+            t.pull(disp)
+            with torch.no_grad():
+                torch.add(init, disp, out=p.view(-1))
 
     @staticmethod
     def _broadcast(x):

@@ -219,6 +219,58 @@ class Local(unittest.TestCase):
             for (n, p), q in zip(named, list(ra.parameters()) + list(rb.parameters())):
                 np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg="step %d %s" % (step, n))
 
+    def checkpoint_model(self, seed, rows=40):
+        torch.manual_seed(seed)
+        emb = colo.torch.EmbeddingBag(rows, 6, mode="sum", init=colo.kv.normal(0, 0.3, seed=2))
+        mlp = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+        opt = colo.torch.DistributedOptimizer(torch.optim.Adam(mlp.parameters(), lr=0.02), named_parameters=mlp.named_parameters())
+        return emb, mlp, opt
+
+    def checkpoint_steps(self, emb, mlp, opt, data):
+        for x, y in data:
+            opt.zero_grad()
+            F.cross_entropy(mlp(emb(x)), y).backward()
+            opt.step()
+            colo.torch.synchronize()
+
+    def test_checkpoint_resume(self):
+        # Steps 3 to 6 after loading the checkpoint of step 3 end where
+        # steps 0 to 6 without a stop end, bit for bit: the rows, Adam's
+        # moments and step counts on the servers, and the dense
+        # parameters whatever the new model was initialised to.
+        data = list(batches(40, 8, 5, 3, 6, seed=11))
+        adam = colo.optim.Adam(0.02)
+        with tempfile.TemporaryDirectory() as d:
+            colo.init(local=True, optimizer=adam)
+            emb, mlp, opt = self.checkpoint_model(seed=1)
+            self.checkpoint_steps(emb, mlp, opt, data[:3])
+            colo.save(d, 3, state={"epoch": 3})
+            self.checkpoint_steps(emb, mlp, opt, data[3:])
+            want = [emb.weight_of(torch.arange(40))] + [p.detach().clone() for p in mlp.parameters()]
+            colo.shutdown()
+
+            colo.init(local=True, optimizer=adam)
+            self.assertIsNone(colo.load(os.path.join(d, "none"), missing_ok=True))
+            emb, mlp, opt = self.checkpoint_model(seed=2)  # other starting values
+            step, state = colo.load(d)
+            self.assertEqual((step, state), (3, {"epoch": 3}))
+            self.checkpoint_steps(emb, mlp, opt, data[3:])
+            got = [emb.weight_of(torch.arange(40))] + [p.detach().clone() for p in mlp.parameters()]
+            for i, (a, b) in enumerate(zip(got, want)):
+                np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg="tensor %d" % i)
+            # Loading after a push is refused.
+            with self.assertRaisesRegex(colo.ColoValueError, "pushed already"):
+                colo.load(d)
+            colo.shutdown()
+
+            # Another model's checkpoint: refused, naming the table.
+            colo.init(local=True, optimizer=adam)
+            self.checkpoint_model(seed=1, rows=41)
+            with self.assertRaisesRegex(colo.ColoValueError, "41 rows"):
+                colo.load(d)
+            with self.assertRaisesRegex(colo.ColoValueError, "step -1"):
+                colo.save(d, -1)
+
     def test_kv_async_tickets(self):
         colo.init(local=True, optimizer=colo.optim.Sum(), consistency="async")
         t = colo.kv.table("acc", 100, 2)
