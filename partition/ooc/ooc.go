@@ -126,6 +126,12 @@ func fileParsaOptions(opt partition.Options, who string) (partition.ParsaOptions
 // each pass to opt.Phase, and the partition.ParsaStats and OutOfCoreStats under
 // "parsa" and "out_of_core" to opt.Report.
 func ParsaFile(path string, opt partition.Options, oc OutOfCore) (res *FileResult, err error) {
+	return parsaFile(path, opt, oc, rssField("VmRSS"))
+}
+
+// parsaFile is ParsaFile for a process that holds base bytes before the
+// run (its resident memory, which the cap's arithmetic starts from).
+func parsaFile(path string, opt partition.Options, oc OutOfCore, base int64) (res *FileResult, err error) {
 	po, err := fileParsaOptions(opt, "out-of-core parsa")
 	if err != nil {
 		return nil, err
@@ -142,7 +148,7 @@ func ParsaFile(path string, opt partition.Options, oc OutOfCore) (res *FileResul
 	}
 	r := &oocRun{path: path, opt: opt, po: po, oc: oc, tmp: tmp, k: opt.K, w: partition.MaskWords(opt.K),
 		st: &OutOfCoreStats{MemoryCap: oc.Memory, Seconds: map[string]float64{}}}
-	r.baseRSS = rssField("VmRSS")
+	r.baseRSS = base
 	if oc.Memory > 0 {
 		defer limitMemory(oc.Memory, oocMargin)()
 	}

@@ -356,23 +356,44 @@ func BenchmarkParsaFile(b *testing.B) {
 
 // TestParsaFileHostileIDs: ids spread over 64 bits grow the id index as a
 // sorted list; a cap it outgrows stops the read with a MemoryError
-// instead of running out of memory.
+// instead of running out of memory. The process is given a fixed size
+// before the run, so that what is checked is the arithmetic of the cap
+// against the index, not this process's resident memory (which the
+// garbage collector and the return of freed pages to the system move by
+// megabytes, more so on a loaded machine).
 func TestParsaFileHostileIDs(t *testing.T) {
+	const samples, perSample = 6000, 100
 	rng := placement.NewRand(8)
 	var b strings.Builder
-	for i := 0; i < 6000; i++ {
+	for i := 0; i < samples; i++ {
 		b.WriteString("1")
-		for j := 0; j < 100; j++ {
+		for j := 0; j < perSample; j++ {
 			fmt.Fprintf(&b, " %d:1", rng.Uint64()>>1)
 		}
 		b.WriteString("\n")
 	}
 	path := writeFile(t, "hostile.libsvm", []byte(b.String()), false)
 	opt := partition.Options{K: 4, Seed: 1, Parsa: partition.DefaultParsaOptions()}
-	memCap := rssField("VmRSS") + oocBuffers + 1<<20
-	_, err := ParsaFile(path, opt, OutOfCore{Memory: memCap, TempDir: t.TempDir(), Load: graph.DefaultLoadOptions()})
+	// 1 MiB for the index: a tenth of the file's distinct ids (8 bytes
+	// each). The base is above what this test holds, so that the run's
+	// soft memory limit (the cap) does not make the collector run hot.
+	const base, room = 256 << 20, 1 << 20
+	memCap := int64(base + oocBuffers + room)
+	_, err := parsaFile(path, opt, OutOfCore{Memory: memCap, TempDir: t.TempDir(), Load: graph.DefaultLoadOptions()}, base)
 	var me *MemoryError
 	if !errors.As(err, &me) || !strings.Contains(err.Error(), "already while reading") {
 		t.Fatalf("got %v, want a MemoryError while reading", err)
 	}
+	// The read stopped once the index outgrew its room, long before the
+	// end of the file: within the 2^16 ids read between two checks and
+	// a merge of the sorted list (which at most doubles it).
+	idx := me.Parts["index"]
+	if me.Parts["process"] != base || me.Need != base+oocBuffers+int64((1+oocSlack)*float64(idx)) || me.Need <= memCap {
+		t.Fatalf("need %d of cap %d with parts %v: want the process %d, buffers %d and the index with %.0f%% slack, over the cap",
+			me.Need, memCap, me.Parts, int64(base), oocBuffers, 100*oocSlack)
+	}
+	if me.Samples >= samples || idx > 2*room+8<<16 {
+		t.Fatalf("stopped after %d of %d samples with an index of %d bytes: want a stop once it outgrew %d bytes", me.Samples, samples, idx, room)
+	}
+	t.Logf("stopped after %d samples, %d ids: index %d bytes", me.Samples, me.Params, idx)
 }
