@@ -44,7 +44,14 @@ func TestSilentFailureOnFakeTime(t *testing.T) {
 		if took <= cfg.Timeout || took > cfg.Timeout+2*cfg.Heartbeat {
 			t.Fatalf("declared dead after %v, timeout %v, heartbeat %v", took, cfg.Timeout, cfg.Heartbeat)
 		}
-		// The worker's next call fails naming the server.
+		// The worker learns of the end from the scheduler's abort, a
+		// message that can still be on its way when the scheduler's Wait
+		// returns (a pull of server 0's key then succeeds, as it should).
+		// Once the worker's node has ended, its next call fails naming
+		// the server.
+		if err := c.WorkerNode(0).Wait(); err == nil || !strings.Contains(err.Error(), "server 1") {
+			t.Fatalf("the worker's node ended with %v", err)
+		}
 		if err := c.Worker(0).Pull([]uint64{1}, make([]float32, 1)).Wait(); err == nil || !strings.Contains(err.Error(), "server 1") {
 			t.Fatalf("call after the failure: %v", err)
 		}
