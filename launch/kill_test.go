@@ -40,15 +40,12 @@ func TestKillProcessMidJob(t *testing.T) {
 						"--rank", strconv.Itoa(r), "--scheduler", addr, "--rounds", "1000000", "--batch", "100"}, common...)})
 				}
 			}
-			// Let the job run, then kill the victim without warning.
-			time.Sleep(500 * time.Millisecond)
+			// Once the job runs (the scheduler said so), kill the victim
+			// without warning. Before that, nobody could end on their
+			// own and the supervisor kills them all at the first exit.
 			name := victim + " 1"
 			dead := procs[name]
-			select {
-			case <-dead.Done():
-				t.Fatalf("%s ended early: %v\n%s", name, dead.Err(), dead.Stderr())
-			default:
-			}
+			waitJobStarted(t, sup, dead)
 			killed := time.Now()
 			syscall.Kill(dead.Pid(), syscall.SIGKILL)
 			err = sup.Wait(ctx)
@@ -103,13 +100,7 @@ func TestHungProcessNamed(t *testing.T) {
 		}
 	}
 	// Once the job runs (the scheduler said so), stop worker 1.
-	for !sup.jobStarted.Load() {
-		select {
-		case <-hung.Done():
-			t.Fatalf("worker 1 ended early: %v\n%s", hung.Err(), hung.Stderr())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	waitJobStarted(t, sup, hung)
 	if err := syscall.Kill(hung.Pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -156,13 +147,7 @@ func TestStoppedNodeWakesReplaced(t *testing.T) {
 			hung = p
 		}
 	}
-	for !sup.jobStarted.Load() {
-		select {
-		case <-hung.Done():
-			t.Fatalf("worker 1 ended early: %v\n%s", hung.Err(), hung.Stderr())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	waitJobStarted(t, sup, hung)
 	if err := syscall.Kill(hung.Pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -185,4 +170,17 @@ func TestStoppedNodeWakesReplaced(t *testing.T) {
 		t.Fatalf("worker 1 (killed %v) ended: %v\n%s", hung.Killed(), hung.Err(), hung.Stderr())
 	}
 	t.Logf("worker 1 ended %v after it woke: %s", took.Round(time.Millisecond), lastLines(hung.Stderr(), 1))
+}
+
+// waitJobStarted waits until the scheduler of sup said that the job
+// started, failing t if p ends first.
+func waitJobStarted(t *testing.T, sup *Supervisor, p *Proc) {
+	t.Helper()
+	for !sup.jobStarted.Load() {
+		select {
+		case <-p.Done():
+			t.Fatalf("%s ended before the job started: %v\n%s", p.Name(), p.Err(), p.Stderr())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
