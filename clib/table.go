@@ -148,7 +148,6 @@ type Table struct {
 	stride uint64
 	lens   []int32 // per-key lengths of a whole dense table
 	allKey []uint64
-	pool   sync.Pool // *[]uint64
 	// answers holds *kv.Batch for pulls' answers, whose arrays of
 	// lengths are reused from pull to pull.
 	answers sync.Pool
@@ -283,28 +282,25 @@ func (t *Table) key(r int64) uint64 {
 }
 
 // keys checks rows (ascending, unique, in range) and returns their keys
-// in a pooled array.
-func (t *Table) keys(rows []int64) (*[]uint64, error) {
-	kp, _ := t.pool.Get().(*[]uint64)
-	if kp == nil {
-		kp = new([]uint64)
-	}
-	ks := (*kp)[:0]
+// in an array of their own. The array is not pooled: the worker's
+// requests read it until they are sent, and a call can complete first (a
+// failure or a pause ends it while its requests still wait in the
+// outbox), so a reuse once the call completed could change keys that
+// are still to be sent.
+func (t *Table) keys(rows []int64) ([]uint64, error) {
+	ks := make([]uint64, len(rows))
 	prev := int64(-1)
 	for i, r := range rows {
 		if r < 0 || r >= t.rows {
-			t.pool.Put(kp)
 			return nil, &IndexError{fmt.Sprintf("table %q: row %d (index %d of %d) out of range [0, %d)", t.spec.Name, r, i, len(rows), t.rows)}
 		}
 		if r <= prev {
-			t.pool.Put(kp)
 			return nil, fmt.Errorf("table %q: rows must ascend without repeats: row %d at index %d follows %d", t.spec.Name, r, i, prev)
 		}
 		prev = r
-		ks = append(ks, t.key(r))
+		ks[i] = t.key(r)
 	}
-	*kp = ks
-	return kp, nil
+	return ks, nil
 }
 
 // SpecError is the error of a declaration that contradicts an earlier
@@ -360,7 +356,7 @@ func (t *Table) Pull(rows []int64, dst []float32) (*Ticket, error) {
 	if len(dst) != len(rows)*t.dim {
 		return nil, fmt.Errorf("table %q: pull of %d rows of dim %d into %d values, want %d", t.spec.Name, len(rows), t.dim, len(dst), len(rows)*t.dim)
 	}
-	kp, err := t.keys(rows)
+	ks, err := t.keys(rows)
 	if err != nil {
 		return nil, err
 	}
@@ -370,9 +366,8 @@ func (t *Table) Pull(rows []int64, dst []float32) (*Ticket, error) {
 	}
 	// The lengths' array is reused; a pull of no rows answers none.
 	b.Keys, b.Vals, b.Lens = nil, dst[:0:len(dst)], b.Lens[:0]
-	fut := t.s.w.PullLens(*kp, b)
+	fut := t.s.w.PullLens(ks, b)
 	return &Ticket{fut: fut, fin: func(err error) error {
-		t.pool.Put(kp)
 		if err == nil {
 			err = t.land(b, dst, nil)
 		}
@@ -484,14 +479,13 @@ func (t *Table) Push(rows []int64, vals []float32) (*Ticket, error) {
 	if len(vals) != len(rows)*t.dim {
 		return nil, fmt.Errorf("table %q: push of %d rows of dim %d with %d values, want %d", t.spec.Name, len(rows), t.dim, len(vals), len(rows)*t.dim)
 	}
-	kp, err := t.keys(rows)
+	ks, err := t.keys(rows)
 	if err != nil {
 		return nil, err
 	}
 	t.s.pushed.Store(true)
-	fut := t.s.w.Push(*kp, vals)
+	fut := t.s.w.Push(ks, vals)
 	return &Ticket{fut: fut, fin: func(err error) error {
-		t.pool.Put(kp)
 		if err != nil {
 			return fmt.Errorf("table %q: push of %d rows: %w", t.spec.Name, len(rows), err)
 		}
