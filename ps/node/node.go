@@ -429,6 +429,11 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		if a.Job.Recover {
 			n.wrk.SetRejoin(n.rejoin)
 		}
+		if role == proto.RoleWorker && n.srv != nil && a.Job.Replicas == 0 {
+			// The machine's pulls of its own server's keys are served
+			// on the caller's goroutine when nothing else is in flight.
+			n.wrk.SetLocal(n.srv)
+		}
 		m := n.member(a.Worker)
 		n.wg.Go(func() { n.wrk.Run(ctx, m.data.C(), workerConn{m}) })
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"colo/kv"
 	"colo/ps/proto"
 	"colo/transport"
 )
@@ -26,6 +27,10 @@ type Conn interface {
 // replies are written before it changes the store.
 type Server struct {
 	core *Core
+	// serve is held by whoever uses the core: the loop for each message
+	// (Run), or a co-located worker's caller whose pull it serves on its
+	// own goroutine (PullLocal).
+	serve sync.Mutex
 	// views counts replies in flight that alias the store.
 	views sync.WaitGroup
 	// epoch is the membership epoch of the requests served (see
@@ -116,6 +121,9 @@ func NewServer(cfg Config) (*Server, error) {
 	return &Server{core: core}, nil
 }
 
+// Rank returns the server's rank.
+func (s *Server) Rank() int { return s.core.cfg.Rank }
+
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
@@ -194,7 +202,9 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 			if !ok {
 				return nil
 			}
+			s.serve.Lock()
 			s.handle(ctx, m, conn)
+			s.serve.Unlock()
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -311,6 +321,53 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	s.mu.Lock()
 	s.stats = st
 	s.mu.Unlock()
+}
+
+// PullLocal serves the sparse pull of worker (the one in the server's
+// process) on the caller's goroutine, as the loop serves the same
+// request sent as a message (id, round and membership epoch in its
+// header): the same checks (the worker's rank, the keys' order, keys
+// moved away by a new routing table), the same counters and pull marks.
+// Its values are written to room when they fit (else to an array of
+// their own), its per-key lengths appended to lens[:0]; err is the
+// error the server would answer. ok is false, with nothing done, when
+// the message path does more than serve the request: the server's
+// ranges are replicated, or the request is of another epoch (an older
+// one is dropped, a newer one rewinds the core first).
+//
+// It holds the core while it reads the store: it waits for the message
+// the loop is serving, and the loop for it. The store changes only in
+// the loop, so the values are those of the pushes the loop handled
+// before; the caller sees that its own pushes were (their answers came).
+func (s *Server) PullLocal(worker int, id uint64, round int64, epoch uint64, keys []uint64, room []float32, lens []int32) (vals []float32, lensOut []int32, err error, ok bool) {
+	if s.rep != nil {
+		return nil, nil, nil, false
+	}
+	s.serve.Lock()
+	defer s.serve.Unlock()
+	if epoch != s.epoch {
+		return nil, nil, nil, false
+	}
+	replies := s.core.Handle(Request{Worker: worker, ID: id, Cmd: proto.DataSparse, Round: round, KV: kv.Batch{Keys: keys}, Dst: room}, false)
+	st := s.core.Stats()
+	s.mu.Lock()
+	s.stats = st
+	s.mu.Unlock()
+	if len(replies) != 1 || replies[0].ID != id || !replies[0].Pull {
+		return nil, nil, fmt.Errorf("server %d: %d replies to a pull", s.core.cfg.Rank, len(replies)), true
+	}
+	r := replies[0]
+	if r.Err != nil {
+		return nil, nil, r.Err, true
+	}
+	if r.Lens != nil {
+		lensOut = append(lens[:0], r.Lens...)
+	}
+	if r.View || len(r.Vals) > 0 && (cap(room) < len(r.Vals) || &room[:1][0] != &r.Vals[0]) {
+		// Not in room: a copy, as the store's memory changes after.
+		r.Vals = append(room[:0:0], r.Vals...)
+	}
+	return r.Vals, lensOut, nil, true
 }
 
 // land puts the values of a pull's answer in dst, the array its

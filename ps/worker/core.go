@@ -232,6 +232,9 @@ type Stats struct {
 	Rounds int64
 	// Gated counts operations that waited for the round gate.
 	Gated uint64
+	// Direct counts the pulls the co-located server served on the
+	// caller's goroutine (Worker.SetLocal); they are in Pulls too.
+	Direct uint64
 	// Errors counts failed requests.
 	Errors uint64
 	// Links has, per server, the bytes of the range pulls' answers and
@@ -702,6 +705,73 @@ func (c *Core) check(op *Op) error {
 	return nil
 }
 
+// Direct serves the pull op through local, the server in the worker's
+// process, on the caller's goroutine, and reports whether it did; when
+// it did not, nothing changed and op goes to the driver as usual. It
+// does only when the message path would send op at once as one message
+// to local and nothing else: nothing of the worker in flight or waiting
+// (so no earlier push unanswered, and the round gate open: local holds
+// the values the pull would get), op a well-formed sparse pull of
+// per-key lengths (PullLens) whose keys are all local's by the current
+// table, local's server neither down nor taken over, and no replicated
+// ranges (Config.Resend). The counters and the pull's timing are those
+// of a pull answered by local; Stats.Direct counts it.
+func (c *Core) Direct(op *Op, local Local) bool {
+	if op.kind != opPull || op.dstBatch == nil || op.steps != nil || len(op.keys) == 0 {
+		return false
+	}
+	if c.failed != nil || c.paused != nil || c.gated || len(c.queue) > 0 || len(c.pending) > 0 || c.cfg.Resend || !c.ranges {
+		return false
+	}
+	s := local.Rank()
+	if s < 0 || s >= c.servers || c.Down(s) || c.Moved(s) || c.check(op) != nil {
+		return false
+	}
+	lo, hi, _ := c.cfg.Table.Range(s)
+	if op.keys[0] < lo || (s < c.servers-1 && op.keys[len(op.keys)-1] >= hi) {
+		return false
+	}
+	round := c.round
+	if op.ahead {
+		round++
+	}
+	b := op.dstBatch
+	start := c.now()
+	vals, lens, err, ok := local.PullLocal(c.cfg.Rank, c.nextID+1, round, c.epoch, op.keys, b.Vals[:cap(b.Vals)], b.Lens)
+	if !ok {
+		return false
+	}
+	c.nextID++
+	c.stats.Pulls++
+	c.stats.Direct++
+	c.stats.KeysPulled += uint64(len(op.keys))
+	c.lat[s].pull.observe(c.now().Sub(start))
+	if err != nil {
+		err = &proto.NodeError{ID: proto.ServerID(s), Err: err}
+	} else if err = checkPart(s, len(op.keys), kv.Batch{Vals: vals, Lens: lens}); err != nil {
+		err = fmt.Errorf("worker %d: answer of server %d: %w", c.cfg.Rank, s, err)
+	}
+	if err != nil {
+		c.stats.Errors++
+		op.fut.complete(err)
+		return true
+	}
+	if lens == nil {
+		// A server of a uniform width answers no lengths.
+		w := int32(len(vals) / len(op.keys))
+		lens = b.Lens[:0]
+		for range op.keys {
+			lens = append(lens, w)
+		}
+	}
+	if len(vals) > 0 && cap(b.Vals) >= len(vals) && &b.Vals[:1][0] != &vals[0] {
+		vals = append(b.Vals[:0], vals...)
+	}
+	b.Keys, b.Vals, b.Lens = op.keys, vals, lens
+	op.fut.complete(nil)
+	return true
+}
+
 // splitSparse splits a sparse push or pull.
 func (c *Core) splitSparse(r *request, op *Op, send func(int, uint16, kv.Batch)) {
 	b := kv.Batch{Keys: op.keys, Vals: op.vals, Lens: op.lens}
@@ -972,31 +1042,8 @@ func (c *Core) join(r *request) error {
 	b := r.op.dstBatch
 	n := 0
 	for s, p := range r.parts {
-		keys := r.cut[s+1] - r.cut[s]
-		if keys == 0 {
-			if len(p.Vals) != 0 || len(p.Lens) != 0 {
-				return fmt.Errorf("server %d answered %d values for no keys", s, len(p.Vals))
-			}
-			continue
-		}
-		if p.Lens == nil {
-			if len(p.Vals)%keys != 0 {
-				return fmt.Errorf("server %d answered %d values for %d keys", s, len(p.Vals), keys)
-			}
-		} else {
-			if len(p.Lens) != keys {
-				return fmt.Errorf("server %d answered %d lengths for %d keys", s, len(p.Lens), keys)
-			}
-			sum := 0
-			for _, l := range p.Lens {
-				if l < 0 {
-					return fmt.Errorf("server %d answered negative length %d", s, l)
-				}
-				sum += int(l)
-			}
-			if sum != len(p.Vals) {
-				return fmt.Errorf("server %d lengths sum to %d for %d values", s, sum, len(p.Vals))
-			}
+		if err := checkPart(s, r.cut[s+1]-r.cut[s], p); err != nil {
+			return err
 		}
 		n += len(p.Vals)
 	}
@@ -1028,6 +1075,37 @@ func (c *Core) join(r *request) error {
 		}
 	}
 	b.Keys, b.Vals, b.Lens = r.keys, vals, lens
+	return nil
+}
+
+// checkPart checks server s's answer p to a pull of keys keys: values
+// and lengths that agree.
+func checkPart(s, keys int, p kv.Batch) error {
+	if keys == 0 {
+		if len(p.Vals) != 0 || len(p.Lens) != 0 {
+			return fmt.Errorf("server %d answered %d values for no keys", s, len(p.Vals))
+		}
+		return nil
+	}
+	if p.Lens == nil {
+		if len(p.Vals)%keys != 0 {
+			return fmt.Errorf("server %d answered %d values for %d keys", s, len(p.Vals), keys)
+		}
+		return nil
+	}
+	if len(p.Lens) != keys {
+		return fmt.Errorf("server %d answered %d lengths for %d keys", s, len(p.Lens), keys)
+	}
+	sum := 0
+	for _, l := range p.Lens {
+		if l < 0 {
+			return fmt.Errorf("server %d answered negative length %d", s, l)
+		}
+		sum += int(l)
+	}
+	if sum != len(p.Vals) {
+		return fmt.Errorf("server %d lengths sum to %d for %d values", s, sum, len(p.Vals))
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"colo/kv"
 	"colo/ps/clock"
@@ -45,6 +46,23 @@ type RoomLander interface {
 	LandRoom(s int, id uint64, room []float32)
 }
 
+// Local is a server in the worker's own process that can serve a pull
+// on the caller's goroutine (Worker.SetLocal): no message, no hand-off
+// to the worker's driver or the server's loop.
+type Local interface {
+	// Rank is the server's rank.
+	Rank() int
+	// PullLocal serves worker's sparse pull of keys (sorted, all the
+	// server's by the worker's table) at round and membership epoch, as
+	// the server serves the same request sent as a message: its values
+	// in room when they fit (else in an array of their own), its
+	// per-key lengths appended to lens[:0], or err, the error the server
+	// answered. ok is false, with nothing done, when the server cannot
+	// serve it so (its ranges are replicated, it is in another epoch):
+	// the pull then goes as a message.
+	PullLocal(worker int, id uint64, round int64, epoch uint64, keys []uint64, room []float32, lens []int32) (vals []float32, lensOut []int32, err error, ok bool)
+}
+
 // ErrStopped is returned by calls after the worker stopped without a
 // more specific cause.
 var ErrStopped = errors.New("worker stopped")
@@ -53,7 +71,15 @@ var ErrStopped = errors.New("worker stopped")
 // are safe for concurrent use; operations of one goroutine are sent in
 // call order.
 type Worker struct {
-	core    *Core
+	core *Core
+	// own is held by whoever drives the core: the driver for each of
+	// its turns, or a caller whose pull the co-located server serves on
+	// its goroutine (direct). inbox counts the operations submitted and
+	// not yet taken by the driver: a direct pull goes only when none is
+	// (an earlier call of the same goroutine would be overtaken).
+	own     sync.Mutex
+	inbox   atomic.Int64
+	local   Local
 	ops     chan *Op
 	stopped chan struct{}
 	reduce  func(context.Context, []float64) ([]float64, error)
@@ -108,9 +134,18 @@ func (w *Worker) Stats() Stats {
 	return st
 }
 
-// submit hands op to the driver.
+// SetLocal has the pulls whose keys are all local's (the server in the
+// worker's process) served on the caller's goroutine when nothing of the
+// worker is in flight (Core.Direct). The node runtime calls it before
+// the worker runs.
+func (w *Worker) SetLocal(local Local) { w.local = local }
+
+// submit hands op to the driver, or serves it at once (direct).
 func (w *Worker) submit(op *Op) *Future {
 	op.fut = newFuture()
+	if w.local != nil && op.kind == opPull && w.direct(op) {
+		return op.fut
+	}
 	w.mu.Lock()
 	if err := w.err; err != nil {
 		w.mu.Unlock()
@@ -119,9 +154,11 @@ func (w *Worker) submit(op *Op) *Future {
 	}
 	w.submitting++
 	w.mu.Unlock()
+	w.inbox.Add(1)
 	select {
 	case w.ops <- op:
 	case <-w.stopped:
+		w.inbox.Add(-1)
 		w.mu.Lock()
 		err := w.err
 		w.mu.Unlock()
@@ -131,6 +168,22 @@ func (w *Worker) submit(op *Op) *Future {
 	w.submitting--
 	w.mu.Unlock()
 	return op.fut
+}
+
+// direct serves the pull op on the caller's goroutine when the core
+// allows it (Core.Direct) and no operation waits for the driver, and
+// reports whether it did.
+func (w *Worker) direct(op *Op) bool {
+	if w.inbox.Load() != 0 {
+		return false
+	}
+	w.own.Lock()
+	defer w.own.Unlock()
+	if w.inbox.Load() != 0 || !w.core.Direct(op, w.local) {
+		return false
+	}
+	w.update()
+	return true
 }
 
 // Push adds vals, Width values per key, to sorted keys and ends the
@@ -305,6 +358,8 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 	for {
 		select {
 		case op := <-w.ops:
+			w.own.Lock()
+			w.inbox.Add(-1)
 			if op.kind == opPause && lander != nil {
 				// No answer may land in an array whose call failed.
 				lander.UnlandAll()
@@ -320,6 +375,7 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 					conn.Post(o.Server, o.M)
 				}
 				w.update()
+				w.own.Unlock()
 				continue
 			}
 			post(w.core.Submit(op))
@@ -333,6 +389,7 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 				m.Release()
 				continue
 			}
+			w.own.Lock()
 			if lander != nil {
 				// The answer is here: an error answer left its
 				// registration unused.
@@ -344,6 +401,7 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 			if err == nil || errors.Is(err, context.Canceled) {
 				err = ErrStopped
 			}
+			w.own.Lock()
 			w.mu.Lock()
 			w.err = err
 			w.mu.Unlock()
@@ -353,11 +411,13 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 				lander.UnlandAll()
 			}
 			w.core.Fail(err)
+			w.own.Unlock()
 			// Fail what was sent; calls still between their check and
 			// their send finish soon, as stopped is closed.
 			for {
 				select {
 				case op := <-w.ops:
+					w.inbox.Add(-1)
 					op.fut.complete(err)
 					continue
 				default:
@@ -366,13 +426,16 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 				n := w.submitting
 				w.mu.Unlock()
 				if n == 0 && len(w.ops) == 0 {
+					w.own.Lock()
 					w.update()
+					w.own.Unlock()
 					return err
 				}
 				runtime.Gosched()
 			}
 		}
 		w.update()
+		w.own.Unlock()
 	}
 }
 
