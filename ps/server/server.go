@@ -24,7 +24,9 @@ type Conn interface {
 // time. Replies that are views of the store (dense range pulls) are sent
 // on their own goroutines, so that one server answers several workers at
 // once and handles the next pull meanwhile; a push waits until those
-// replies are written before it changes the store.
+// replies are written before it changes the store. The loop holds the
+// core's lock for each message, so that the worker in the same process
+// can have a pull served on its own goroutine between two (PullLocal).
 type Server struct {
 	core *Core
 	// serve is held by whoever uses the core: the loop for each message

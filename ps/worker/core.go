@@ -24,7 +24,17 @@
 //
 // Core is the single-threaded state machine; Worker is its driver, one
 // goroutine that owns the Core and serves the application's calls, which
-// are safe for concurrent use. Arrays passed to Push, Pull and their
+// are safe for concurrent use.
+//
+// A machine (a server beside the worker in one process) serves a pull
+// of its own server's keys on the caller's goroutine when nothing of the
+// worker is in flight (Worker.SetLocal, Core.Direct): the caller holds
+// the worker's core and then the server's (each loop holds its core's
+// lock for a turn), so the pull is checked, counted and answered as its
+// message would be, without the four hand-offs between goroutines (the
+// caller's to the driver, to the server's loop, back to the driver and
+// to the caller). A pull that must wait (the round gate closed, an
+// earlier push unanswered) or reads other servers goes as a message. Arrays passed to Push, Pull and their
 // variants must not be modified (Push) or read (Pull) until the Future is
 // done.
 package worker
