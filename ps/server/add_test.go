@@ -54,3 +54,38 @@ func BenchmarkSumInto(b *testing.B) {
 		})
 	}
 }
+
+// TestScatterAdd checks the sparse push's loop against a plain reference
+// on random keys, some below, inside and beyond the window [lo, lo+n):
+// it adds exactly the keys before the first one outside, in order
+// (repeated keys add twice), and says how many.
+func TestScatterAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 500 {
+		n, lo := 1+rng.IntN(40), uint64(rng.IntN(20))
+		keys := make([]uint64, rng.IntN(30))
+		g := make([]float32, len(keys)+rng.IntN(3)) // longer than keys is allowed
+		for i := range keys {
+			keys[i] = uint64(rng.IntN(n + 30))
+			g[i] = float32(rng.IntN(100))
+		}
+		vals := make([]float32, n)
+		want := make([]float32, n)
+		wantN := len(keys)
+		for i, k := range keys {
+			if k < lo || k >= lo+uint64(n) {
+				wantN = i
+				break
+			}
+			want[k-lo] += g[i]
+		}
+		if got := scatterAdd(vals, lo, keys, g); got != wantN {
+			t.Fatalf("trial %d: added %d keys, want %d (lo %d, n %d, keys %v)", trial, got, wantN, lo, n, keys)
+		}
+		for j := range vals {
+			if vals[j] != want[j] {
+				t.Fatalf("trial %d: value %d is %v, want %v", trial, j, vals[j], want[j])
+			}
+		}
+	}
+}
