@@ -9,7 +9,8 @@ produces it; step() pulls the new parameters.
     colo run --machines 4 -- python3 examples/torch/fashion_mlp.py
 
 Options: --data DIR (fashion-mnist), --epochs, --batch (per worker), --lr,
---momentum.
+--momentum, --checkpoint DIR (save after every epoch, and resume from the
+newest checkpoint there when started again: colo.save and colo.load).
 """
 
 import argparse
@@ -48,6 +49,7 @@ def main():
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--checkpoint", default="", help="directory of checkpoints: save after every epoch, resume from the newest")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(1)
@@ -60,8 +62,17 @@ def main():
     mine = torch.arange(colo.rank(), len(ys), colo.size())
     steps = steps_per_epoch(len(mine), args.batch)
     g = torch.Generator().manual_seed(colo.rank())
+    first = 0
+    if args.checkpoint:
+        got = colo.load(args.checkpoint, missing_ok=True)
+        if got is not None:
+            first = got[1]["epoch"] + 1
+            for _ in range(first):  # the sample orders of the epochs done
+                torch.randperm(len(mine), generator=g)
+            if colo.rank() == 0:
+                print("resumed after epoch %d from %s" % (first, args.checkpoint), flush=True)
     t0 = time.time()
-    for epoch in range(args.epochs):
+    for epoch in range(first, args.epochs):
         order = mine[torch.randperm(len(mine), generator=g)]
         total = 0.0
         for s in range(steps):
@@ -75,6 +86,8 @@ def main():
             with torch.no_grad():
                 acc = (model(xt).argmax(1) == yt).float().mean().item()
             print("epoch %d  loss %.4f  test accuracy %.4f  (%.1f s)" % (epoch + 1, total / steps, acc, time.time() - t0), flush=True)
+        if args.checkpoint:
+            colo.save(args.checkpoint, epoch, state={"epoch": epoch})
     colo.shutdown()
 
 
