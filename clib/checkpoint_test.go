@@ -7,9 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"colo/checkpoint"
 	"colo/ps/clock"
@@ -106,21 +104,11 @@ func ckptSteps(s *Session, emb, dense *Table, from, to, save int, dir string) ([
 func ckptCluster(t *testing.T, f func(s *Session) ([]float32, error)) [][]float32 {
 	t.Helper()
 	addr := startServers(t, 2, 2, 0, adagrad(0.1), clock.BSP)
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
 	got := make([][]float32, 2)
-	for r := range 2 {
-		wg.Go(func() {
-			s, err := join(addr, r)
-			if err != nil {
-				errs[r] = err
-				return
-			}
-			defer s.CloseWait(20 * time.Second)
-			got[r], errs[r] = f(s)
-		})
-	}
-	wg.Wait()
+	errs := onWorkers(addr, 2, func(s *Session) (err error) {
+		got[s.Rank()], err = f(s)
+		return err
+	})
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("worker %d: %v", r, err)

@@ -254,49 +254,37 @@ func TestKeysApart(t *testing.T) {
 // summed, and workers that declare different tables are told so.
 func TestWorkersBSP(t *testing.T) {
 	addr := startServers(t, 2, 2, 0, sgd(1), clock.BSP)
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
 	got := make([][]float32, 2)
-	for r := range 2 {
-		wg.Go(func() {
-			s, err := join(addr, r)
-			if err != nil {
-				errs[r] = err
-				return
-			}
-			defer s.CloseWait(20 * time.Second)
-			ctx := context.Background()
-			tb, err := s.Declare(ctx, TableSpec{Name: "emb", Rows: 1 << 20, Dim: 2})
-			if err != nil {
-				errs[r] = err
-				return
-			}
-			rows := []int64{0, 1 << 19, 1<<20 - 1} // on both servers
-			vals := []float32{1, 2, 3, 4, 5, 6}
-			for i := range vals {
-				vals[i] *= float32(r + 1)
-			}
-			k, err := tb.Push(rows, vals)
-			if err == nil {
-				err = k.Wait()
-			}
-			if err != nil {
-				errs[r] = err
-				return
-			}
-			got[r] = make([]float32, 6)
-			if k, err = tb.Pull(rows, got[r]); err == nil {
-				err = k.Wait()
-			}
-			if err != nil {
-				errs[r] = err
-				return
-			}
-			// Of other shapes, whose rows the servers would place apart.
-			_, errs[r] = s.Declare(ctx, TableSpec{Name: "x", Rows: 5000 * int64(r+1), Dim: 2})
-		})
-	}
-	wg.Wait()
+	errs := onWorkers(addr, 2, func(s *Session) error {
+		r := s.Rank()
+		ctx := context.Background()
+		tb, err := s.Declare(ctx, TableSpec{Name: "emb", Rows: 1 << 20, Dim: 2})
+		if err != nil {
+			return err
+		}
+		rows := []int64{0, 1 << 19, 1<<20 - 1} // on both servers
+		vals := []float32{1, 2, 3, 4, 5, 6}
+		for i := range vals {
+			vals[i] *= float32(r + 1)
+		}
+		k, err := tb.Push(rows, vals)
+		if err == nil {
+			err = k.Wait()
+		}
+		if err != nil {
+			return err
+		}
+		got[r] = make([]float32, 6)
+		if k, err = tb.Pull(rows, got[r]); err == nil {
+			err = k.Wait()
+		}
+		if err != nil {
+			return err
+		}
+		// Of other shapes, whose rows the servers would place apart.
+		_, err = s.Declare(ctx, TableSpec{Name: "x", Rows: 5000 * int64(r+1), Dim: 2})
+		return err
+	})
 	want := []float32{-3, -6, -9, -12, -15, -18}
 	for r := range 2 {
 		if !slices.Equal(got[r], want) {
@@ -306,6 +294,26 @@ func TestWorkersBSP(t *testing.T) {
 			t.Errorf("worker %d: declaring different tables: %v", r, errs[r])
 		}
 	}
+}
+
+// onWorkers joins workers ranks 0 to n−1 to the cluster at addr, runs f
+// on each at once, closes them and returns each one's error.
+func onWorkers(addr string, n int, f func(s *Session) error) []error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for r := range n {
+		wg.Go(func() {
+			s, err := join(addr, r)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer s.CloseWait(20 * time.Second)
+			errs[r] = f(s)
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // TestWidthRefused checks that a job with a uniform width is refused,
