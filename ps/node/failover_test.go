@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -129,7 +130,8 @@ func grad(w int, r int64, pulled []float32) []float32 {
 
 // bspRun trains rounds BSP rounds; at round killAt, kill runs with the
 // round's stage: "start" before the pulls, "mid" between worker 0's push
-// and worker 1's, "end" after both pushes were sent. It returns the
+// and worker 1's, "end" after both pushes were sent, "acked" once both
+// were acknowledged (the next round's pulls sent). It returns the
 // model.
 func bspRun(t *testing.T, c *replCluster, rounds, killAt int64, kill func(stage string)) []float32 {
 	t.Helper()
@@ -167,6 +169,7 @@ func bspRun(t *testing.T, c *replCluster, rounds, killAt int64, kill func(stage 
 		if err := errors.Join(f0.Wait(), f1.Wait()); err != nil {
 			t.Fatalf("round %d: push: %v", r, err)
 		}
+		at(r, "acked")
 	}
 	for w := range c.workers {
 		if err := pulls[w].Wait(); err != nil {
@@ -212,17 +215,52 @@ func TestReplicatedBackupState(t *testing.T) {
 	}
 }
 
+// tapNet opens endpoints whose messages node from sends pass through
+// tap first, which drops those it returns true for.
+type tapNet struct {
+	Network
+	from transport.NodeID
+	tap  func(to transport.NodeID, m *transport.Message) bool
+}
+
+func (f tapNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := f.Network.Listen(id, identity)
+	if err != nil || id != f.from {
+		return ep, err
+	}
+	return tapEndpoint{ep, f}, nil
+}
+
+type tapEndpoint struct {
+	Endpoint
+	f tapNet
+}
+
+func (e tapEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if e.f.tap(to, m) {
+		return nil
+	}
+	return e.Endpoint.Send(ctx, to, m)
+}
+
 // TestFailoverBSP kills server 1 during a BSP round, at several rounds:
 // the job goes on with no call failing and no round computed again, and
-// the model is bit for bit the one of the run without failure. The
-// kills land where each part of the protocol is needed: in the middle
-// of a round (worker 0's push sent, worker 1's not: worker 1's goes to
-// the backup); and with server 1's last acknowledgements held back
-// (the backup has the updates, the workers do not know): worker 0's
-// push in the backup's held round, or the whole round summed on the
-// backup, so that the pushes sent again are acknowledged without being
-// applied twice. Server 2, server 1's backup, killed instead: server 1
-// stops waiting for it and server 0 takes server 2's ranges over.
+// the model is bit for bit the one of the run without failure. Server 1
+// replicates its rounds' sums (replication after aggregation), and the
+// kills land where each part of the protocol is needed:
+//   - mid: in the middle of a round, worker 0's push sent and worker
+//     1's not (worker 1's goes to the backup, worker 0's is sent again);
+//   - summed: once the backup has the round's sum, with server 1's
+//     acknowledgements of the round dropped: the workers send the
+//     round's pushes again, which the backup acknowledges without
+//     applying them twice;
+//   - unsummed: once every worker has the round's acknowledgements, and
+//     the pulls of the next round were sent (server 1's answers
+//     dropped), with the round's sum dropped before it reached the
+//     backup: the workers send the pushes they kept, the backup sums the
+//     round from them, and answers the pulls sent again only then;
+//   - backup: server 2, server 1's backup, killed instead: server 1 stops
+//     waiting for it, and server 0 takes server 2's ranges over.
 func TestFailoverBSP(t *testing.T) {
 	const rounds = 6
 	rule := update.AdaGrad{LR: 0.1, Eps: 1e-6}
@@ -230,28 +268,71 @@ func TestFailoverBSP(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		killAt int64
-		held   int // acknowledgements held back before the kill
-		victim int // the server killed: 1 (backed up by 2), or 2 (server 1's backup, backed up by 0)
+		stage  string // mid, summed, unsummed
+		victim int    // the server killed: 1 (backed up by 2), or 2 (server 1's backup, backed up by 0)
 	}{
-		{"mid0", 0, 0, 1}, {"mid2", 2, 0, 1}, {"mid5", 5, 0, 1},
-		{"heldPush1", 1, 1, 1}, {"heldPush4", 4, 1, 1},
-		{"heldRound0", 0, 2, 1}, {"heldRound3", 3, 2, 1}, {"heldRound5", 5, 2, 1},
-		// Server 1's backup dies: server 1 stops waiting for it, and server
-		// 0 takes server 2's ranges over.
-		{"backup2", 2, 0, 2}, {"backup4", 4, 0, 2},
+		{"mid0", 0, "mid", 1}, {"mid2", 2, "mid", 1}, {"mid5", 5, "mid", 1},
+		{"summed0", 0, "summed", 1}, {"summed1", 1, "summed", 1}, {"summed4", 4, "summed", 1}, {"summed5", 5, "summed", 1},
+		{"unsummed0", 0, "unsummed", 1}, {"unsummed3", 3, "unsummed", 1}, {"unsummed4", 4, "unsummed", 1},
+		{"backup2", 2, "mid", 2}, {"backup4", 4, "mid", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := startReplicated(t, clock.BSP, 1, rule)
+			var (
+				dropAcks atomic.Bool   // server 1's push acknowledgements to the workers
+				dropVals atomic.Bool   // server 1's answers to pulls
+				sumSeq   atomic.Uint64 // the sequence number of server 1's sum of round killAt
+				summed   = make(chan struct{})
+				once     sync.Once
+			)
+			tap := func(role proto.Role, rank int, nw Network) Network {
+				switch {
+				case role == proto.RoleServer && rank == 1:
+					return tapNet{Network: nw, from: proto.ServerID(1), tap: func(to transport.NodeID, m *transport.Message) bool {
+						if m.Type != transport.TypeData {
+							return false
+						}
+						if r, _ := proto.Identify(to); r == proto.RoleWorker {
+							return dropAcks.Load() && m.Flags&transport.FlagPush != 0 || dropVals.Load() && m.Flags&transport.FlagPull != 0
+						}
+						if m.Cmd != proto.DataReplicate {
+							return false
+						}
+						round, _, seq, _, cmd, err := proto.ParseReplica(m)
+						if err != nil || cmd != proto.DataRound {
+							t.Errorf("server 1 sent an update that is not a round's sum: %v %v", cmd, err)
+							return false
+						}
+						if round == tc.killAt {
+							sumSeq.Store(seq)
+						}
+						return tc.stage == "unsummed" && round >= tc.killAt
+					}}
+				case role == proto.RoleServer && rank == 2:
+					return tapNet{Network: nw, from: proto.ServerID(2), tap: func(to transport.NodeID, m *transport.Message) bool {
+						if m.Type == transport.TypeData && m.Cmd == proto.DataReplicaAck && to == proto.ServerID(1) {
+							if q := sumSeq.Load(); q > 0 && m.ID >= q {
+								once.Do(func() { close(summed) }) // the backup has the round's sum
+							}
+						}
+						return false
+					}}
+				}
+				return nw
+			}
+			c := startReplicated(t, clock.BSP, 1, rule, tap)
 			got := bspRun(t, c, rounds, tc.killAt, func(stage string) {
 				switch {
-				case tc.held == 0 && stage == "mid":
+				case tc.stage == "mid" && stage == "mid":
 					c.servers[tc.victim].Close()
-				case tc.held > 0 && stage == "start":
-					c.hold.Store(true)
-				case tc.held == 1 && stage == "mid", tc.held == 2 && stage == "end":
-					for range tc.held {
-						<-c.held // the backup has the push (its acknowledgement held)
-					}
+				case tc.stage == "summed" && stage == "start":
+					dropAcks.Store(true)
+				case tc.stage == "summed" && stage == "end":
+					<-summed
+					c.servers[tc.victim].Close()
+				case tc.stage == "unsummed" && stage == "end":
+					// The next round's pulls are left to the backup.
+					dropVals.Store(true)
+				case tc.stage == "unsummed" && stage == "acked":
 					c.servers[tc.victim].Close()
 				}
 			})

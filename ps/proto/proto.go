@@ -234,6 +234,14 @@ const (
 	// acknowledgement from before a rollback acknowledges nothing after.
 	DataReplicate  uint16 = 9
 	DataReplicaAck uint16 = 10
+	// DataRound is the data command of a DataReplicate that carries a
+	// round's sum under BSP (replication after aggregation): the round is
+	// in the meta, KV the keys and their summed gradients, and the
+	// worker's rank 0. The acknowledgement of a push of a server that
+	// replicates sums has a meta body whose round is the number of rounds
+	// every live backup has: the worker keeps its pushes of later rounds
+	// to send them again should the server fail.
+	DataRound uint16 = 11
 )
 
 // FlagResent marks a worker's request to a server whose ranges a backup

@@ -4,10 +4,13 @@
 // are kept on the r servers after it in rank order, its backups (Chain);
 // an update the server applies is sent to every backup, each applies it
 // in the same order, and the server acknowledges the pushes the update
-// carried only once every live backup has acknowledged it. So a push
-// acknowledged to a worker is on r+1 servers, and when the server dies
-// the first live backup holds every update it acknowledged: it serves
-// the ranges at once and nothing acknowledged is lost.
+// carried only once every live backup has acknowledged it (Apply), or,
+// for a BSP round's sum, the update before it (ApplyAhead: the worker
+// keeps the pushes of the rounds the backups do not have yet). So a
+// push acknowledged to a worker is on r+1 servers, or still with its
+// worker, and when the server dies the first live backup holds every
+// update it acknowledged or gets the pushes again: it serves the ranges
+// at once and nothing acknowledged is lost.
 //
 // Like the consistency clock (package clock), the protocol is a pure,
 // single-threaded state machine with no network, clock or goroutine of
@@ -15,7 +18,8 @@
 //
 //   - Primary is a server's side, as the owner of its ranges: Apply
 //     numbers each update it applied and holds back its
-//     acknowledgements; Acked (a backup's acknowledgement, cumulative:
+//     acknowledgements until the backups have it, ApplyAhead until they
+//     have the update before it; Acked (a backup's acknowledgement, cumulative:
 //     updates travel in order on one link) and Down (a backup failed)
 //     release them, in the order the updates were applied.
 //   - Replica is a backup's side, one per server it backs up: Update
@@ -41,22 +45,31 @@
 // values of the run without failure; TestFailoverAsync, under
 // asynchronous training, that every push is applied exactly once.
 //
-// The update replicated may be what the server applies, under BSP the
-// sum of a round's pushes (replication after aggregation, as in the
-// paper: one update per round instead of W), or each request as the
-// server applied it. colo's servers (package ps/server, replicate.go)
-// replicate each request: the backup feeds it to a copy of the server's
-// own state machine, which under BSP sums the round in worker rank order
-// as the primary does, so that the copy holds the same values and update
-// rule states bit for bit with no second implementation of the apply
-// path; the cost is W pushes sent to each backup a round instead of
-// one sum. An update records, for each worker whose push it carries,
-// the round of that push; a worker's rounds only grow, and its pushes
-// reach the primary in order, so a push is in the copy exactly when the
-// copy has an update of that worker at that round or later.
+// The update replicated is what the server applies: under BSP the sum
+// of a round's pushes (replication after aggregation, as in the paper:
+// one update per round instead of W), or each request as the server
+// applied it. colo's servers (package ps/server, replicate.go) replicate
+// the round's sum under BSP with a uniform width: the backup's copy of
+// the server's state machine applies the sum with the same rule, and
+// holds the same values and update rule states bit for bit. The round's
+// acknowledgements go once the backups have the round before
+// (ApplyAhead), so that the sum crosses while the next round is
+// computed; each worker keeps its pushes of the rounds the backups may
+// not have and sends them again to the backup that takes over, which
+// sums the round from them as the primary did. Under bounded delay and
+// asynchronous training, where a push is applied as it arrives, and at
+// width 0, the servers replicate each request (Apply): the backup feeds
+// it to a copy of the server's own state machine, and a push is
+// acknowledged once every live backup has it. An update records, for
+// each worker whose push it carries (a round's sum carries every
+// worker's), the round of that push; a worker's rounds only grow, and
+// its pushes reach the primary in order, so a push is in the copy
+// exactly when the copy has an update of that worker at that round or
+// later.
 //
-// Costs: Apply, Update and Has are O(pushes per update); Acked and Down
-// release k acknowledgements in O(k + r).
+// Costs: Apply, ApplyAhead, Update and Has are O(pushes per update);
+// Acked and Down release k acknowledgements in O(k + r); Replicated is
+// O(r).
 package replica
 
 import (
@@ -87,9 +100,11 @@ type Push struct {
 }
 
 // entry is an update applied but not acknowledged by every live backup.
+// Its acknowledgements go once every live backup has update need: the
+// update itself, or the one before it (ApplyAhead).
 type entry[A any] struct {
-	seq  uint64
-	acks []A
+	seq, need uint64
+	acks      []A
 }
 
 // Primary is the replication state of a server as the owner of its
@@ -125,8 +140,8 @@ func (p *Primary[A]) Backups() []int {
 	return out
 }
 
-// Pending returns the number of updates applied that some live backup
-// has not acknowledged.
+// Pending returns the number of updates applied whose acknowledgements
+// wait for a live backup.
 func (p *Primary[A]) Pending() int { return len(p.queue) }
 
 // Next returns the sequence number the next Apply gives: a server may
@@ -139,10 +154,36 @@ func (p *Primary[A]) Next() uint64 { return p.next }
 // the acknowledgements that may be sent now: those of every earlier
 // update that may, and this one's when the server has no live backup.
 func (p *Primary[A]) Apply(acks []A) (seq uint64, release []A) {
+	return p.apply(acks, 0)
+}
+
+// ApplyAhead is Apply for an update whose acknowledgements may go once
+// every live backup has the update before it, not this one: under BSP a
+// round's sum (replication after aggregation), whose pushes each worker
+// keeps until it learns that the backups have the round (Replicated),
+// and sends again to the backup that takes over. The round's replication
+// then runs while the next round is computed, off its critical path,
+// and a worker is at most one round ahead of the backups: it keeps at
+// most two rounds' pushes.
+func (p *Primary[A]) ApplyAhead(acks []A) (seq uint64, release []A) {
+	return p.apply(acks, 1)
+}
+
+func (p *Primary[A]) apply(acks []A, lag uint64) (seq uint64, release []A) {
 	seq = p.next
 	p.next++
-	p.queue = append(p.queue, entry[A]{seq: seq, acks: acks})
+	p.queue = append(p.queue, entry[A]{seq: seq, need: seq - lag, acks: acks})
 	return seq, p.release(nil)
+}
+
+// Replicated returns the sequence number of the last update every live
+// backup has: the last applied when no backup is left.
+func (p *Primary[A]) Replicated() uint64 {
+	upto := p.next - 1
+	for _, s := range p.acked {
+		upto = min(upto, s)
+	}
+	return upto
 }
 
 // Acked records that backup b has every update up to seq (applied, or
@@ -177,12 +218,9 @@ func (p *Primary[A]) Down(b int) []A {
 // release appends to dst the acknowledgements of the updates at the head
 // of the queue that every live backup acknowledged, and removes them.
 func (p *Primary[A]) release(dst []A) []A {
-	upto := p.next - 1
-	for _, s := range p.acked {
-		upto = min(upto, s)
-	}
+	upto := p.Replicated()
 	n := 0
-	for n < len(p.queue) && p.queue[n].seq <= upto {
+	for n < len(p.queue) && p.queue[n].need <= upto {
 		dst = append(dst, p.queue[n].acks...)
 		n++
 	}

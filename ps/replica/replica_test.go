@@ -121,3 +121,46 @@ func TestReplicaByHand(t *testing.T) {
 		}
 	}
 }
+
+// TestPrimaryAheadByHand walks a primary that replicates rounds' sums:
+// a round's acknowledgements go once the backups have the round before
+// (ApplyAhead), an update applied with Apply (a move of keys) still
+// waits for itself, and Replicated follows the slowest live backup.
+func TestPrimaryAheadByHand(t *testing.T) {
+	p := NewPrimary[string]([]int{1, 2})
+	step := func(what string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: released %q, want %q", what, got, want)
+		}
+	}
+	seq, rel := p.ApplyAhead([]string{"r0 w0", "r0 w1"})
+	step("sum of round 0", rel, "r0 w0", "r0 w1") // nothing before it
+	if seq != 1 || p.Replicated() != 0 {
+		t.Fatalf("update %d, %d replicated", seq, p.Replicated())
+	}
+	_, rel = p.ApplyAhead([]string{"r1 w0", "r1 w1"})
+	step("sum of round 1, round 0 on no backup", rel)
+	got, _ := p.Acked(1, 1)
+	step("backup 1 has round 0", got)
+	got, _ = p.Acked(2, 1)
+	step("backup 2 has round 0", got, "r1 w0", "r1 w1")
+	if p.Replicated() != 1 {
+		t.Fatalf("%d replicated, want 1", p.Replicated())
+	}
+	_, rel = p.Apply([]string{"put"}) // update 3 waits for itself
+	step("a put", rel)
+	_, rel = p.ApplyAhead([]string{"r2 w0"}) // update 4 waits for 3
+	step("sum of round 2", rel)
+	got, _ = p.Acked(1, 3)
+	step("backup 1 has the put", got)
+	got = p.Down(2)
+	step("backup 2 fails", got, "put", "r2 w0")
+	if p.Replicated() != 3 || p.Pending() != 0 {
+		t.Fatalf("%d replicated, %d pending; want 3 and 0", p.Replicated(), p.Pending())
+	}
+	p.Down(1)
+	if p.Replicated() != 4 {
+		t.Fatalf("no backup left: %d replicated, want every update (4)", p.Replicated())
+	}
+}

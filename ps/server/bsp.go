@@ -114,7 +114,73 @@ func (c *Core) sumRound(round int64, r Request, valid bool) {
 		q[len(q)-1] = h
 		c.held[w] = q[:len(q)-1]
 	}
+	if c.capture {
+		c.sum = c.store.appendSum(c.sum)
+		c.summed = round
+	}
 	c.store.Flush()
+}
+
+// Replication after aggregation (Li et al., OSDI'14 §4.3: "the server
+// replicates the aggregated update instead of each push"). A core whose
+// rounds are captured (a primary with backups, under BSP with a uniform
+// width) copies each round's sum, the gradients its rule is about to be
+// applied to, before it applies them: keys in slot order and their
+// summed values (TakeSum). A backup's copy of the core applies the same
+// sum with the same rule (ApplySum), and holds the same values and rule
+// states bit for bit: the sum starts from zeros on both, and 0 + x is x
+// in float32 for every sum a round can form (a sum is never −0: it
+// starts at +0). One update a round crosses to each backup, a push's
+// worth of values, instead of the W pushes.
+
+// capturing reports whether the core captures its rounds' sums: under
+// BSP, with a uniform width (at width 0 a key's values may be placed
+// in the order of first pushes, which a sum in slot order would not
+// reproduce).
+func (c *Core) capturing() bool { return c.sync && c.cfg.Width > 0 }
+
+// CaptureSums makes the core copy each round's sum for TakeSum, and
+// reports whether it can (capturing).
+func (c *Core) CaptureSums() bool {
+	c.capture = c.capturing()
+	return c.capture
+}
+
+// TakeSum returns the sum of the round the last Handle completed, when
+// it completed one and the core captures sums: keys and values, valid
+// until the next Handle. ok is false otherwise.
+func (c *Core) TakeSum() (round int64, sum kv.Batch, ok bool) {
+	if c.summed < 0 {
+		return 0, kv.Batch{}, false
+	}
+	round, c.summed = c.summed, -1
+	return round, c.sum, true
+}
+
+// ApplySum applies sum, the primary's sum of round (TakeSum), to a
+// backup's copy: it adds it to the round's accumulator, applies it with
+// the rule and counts the round for every worker, as the primary's
+// sumRound did. It fails, changing nothing, when the copy does not sum
+// rounds, when round is not the copy's next, or when sum is malformed.
+func (c *Core) ApplySum(round int64, sum kv.Batch) error {
+	if !c.capturing() {
+		return fmt.Errorf("server %d: a round's sum for a copy that does not sum rounds", c.cfg.Rank)
+	}
+	if m := c.clock.Min(); round != m || c.clock.Pending() > 0 {
+		return fmt.Errorf("server %d: the sum of round %d, the copy is at round %d with %d pushes held", c.cfg.Rank, round, m, c.clock.Pending())
+	}
+	if err := c.store.check(sum); err != nil {
+		return fmt.Errorf("server %d: the sum of round %d: %w", c.cfg.Rank, round, err)
+	}
+	if err := c.store.Accumulate(sum); err != nil {
+		return fmt.Errorf("server %d: the sum of round %d: %w", c.cfg.Rank, round, err)
+	}
+	c.store.Flush()
+	for w := range c.cfg.Workers {
+		c.clock.Push(w, round) // the copy holds no acknowledgements
+	}
+	c.stats.Pushes += uint64(c.cfg.Workers)
+	return nil
 }
 
 // accumulate adds worker w's push of the completed round to the

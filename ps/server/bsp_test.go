@@ -369,3 +369,83 @@ func TestBSPNoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per round", a)
 	}
 }
+
+// TestApplySumCopies checks replication after aggregation: a backup's
+// copy fed only each round's sum (TakeSum, ApplySum) holds the same
+// keys in the same slots, values and rule states bit for bit, as the
+// core fed the pushes in random arrival orders, for every rule with
+// state, sparse and range pushes, keys beyond the index (extra slots)
+// and a placement's table that is not one range of keys.
+func TestApplySumCopies(t *testing.T) {
+	const workers, numRounds, space = 3, 6, 48
+	uniform, _ := route.Uniform(1, 32) // keys [32, 48) beyond the index
+	param := make([]int32, 40)
+	for k := range param {
+		param[k] = int32(k % 2) // server 0 holds the even keys below 40
+	}
+	scattered, _ := route.FromPlacement(param, 2)
+	rules := []update.Rule{update.Sum{}, update.SGD{LR: 0.5, L1: 1e-3, L2: 1e-2}, update.AdaGrad{LR: 0.1, Eps: 1e-6},
+		update.Adam{LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, update.FTRL{Alpha: 0.1, Beta: 1, L1: 0.01, L2: 0.01}}
+	for _, tc := range []struct {
+		name   string
+		tb     *route.Table
+		width  int
+		ranges []bool
+	}{
+		{"width 1", uniform, 1, nil},
+		{"width 3, ranges and sparse", uniform, 3, []bool{true, false, true}},
+		{"width 2, placed", scattered, 2, nil},
+	} {
+		for _, rule := range rules {
+			rng := rand.New(rand.NewPCG(uint64(tc.width), 11))
+			cfg := Config{Rank: 0, Workers: workers, Table: tc.tb, Width: tc.width, Rule: rule, Clock: clock.DefaultConfig()}
+			primary, _ := New(cfg)
+			copyOf, _ := New(cfg)
+			if !primary.CaptureSums() {
+				t.Fatalf("%s: a BSP core of width %d does not capture sums", tc.name, tc.width)
+			}
+			for i := range numRounds {
+				reqs := bspRound(rng, int64(i), workers, space, tc.width, tc.ranges)
+				for j, w := range rng.Perm(workers) {
+					r := clone(reqs[w])
+					primary.Handle(r, false)
+					scribble(r)
+					round, sum, ok := primary.TakeSum()
+					if ok != (j == workers-1) {
+						t.Fatalf("%s, %s: round %d, push %d of %d: a sum taken: %v", tc.name, rule.Name(), i, j+1, workers, ok)
+					}
+					if !ok {
+						continue
+					}
+					if round != int64(i) {
+						t.Fatalf("%s, %s: the sum of round %d, want %d", tc.name, rule.Name(), round, i)
+					}
+					sum = kv.Batch{Keys: slices.Clone(sum.Keys), Vals: slices.Clone(sum.Vals)}
+					if err := copyOf.ApplySum(round, sum); err != nil {
+						t.Fatal(err)
+					}
+					if err := copyOf.ApplySum(round, sum); err == nil {
+						t.Fatalf("%s, %s: the sum of round %d applied twice", tc.name, rule.Name(), round)
+					}
+				}
+				p, c := primary.Store(), copyOf.Store()
+				got, want := c.Snapshot(0, c.Keys()), p.Snapshot(0, p.Keys())
+				if !slices.Equal(got.Keys, want.Keys) || !sameBits(got, want) {
+					t.Fatalf("%s, %s: round %d: the copy differs:\n%v\nwant\n%v", tc.name, rule.Name(), i, got, want)
+				}
+				if primary.Steps() != copyOf.Steps() {
+					t.Fatalf("%s, %s: round %d: the copy counts %d steps, want %d", tc.name, rule.Name(), i, copyOf.Steps(), primary.Steps())
+				}
+			}
+		}
+	}
+	// At width 0 the values of new keys are placed in the order of their
+	// first pushes: no sums, each push is replicated.
+	c, _ := New(Config{Rank: 0, Workers: 2, Table: uniform, Width: 0, Clock: clock.DefaultConfig()})
+	if c.CaptureSums() {
+		t.Fatal("a core of width 0 captures sums")
+	}
+	if err := c.ApplySum(0, kv.Batch{}); err == nil {
+		t.Fatal("a core of width 0 applied a sum")
+	}
+}

@@ -112,6 +112,11 @@ type Reply struct {
 	View bool
 	// landed marks Vals as the array a Lander gave (Server.handle).
 	landed bool
+	// tell marks the acknowledgement of a push of a server that
+	// replicates its rounds' sums: it tells the worker replicated, the
+	// number of rounds every live backup has (see replicate.go).
+	tell       bool
+	replicated int64
 }
 
 // Stats counts a server's work.
@@ -240,6 +245,11 @@ type Core struct {
 	// fams are the key families workers declared (family.go), installed
 	// again on a rewound store.
 	fams []famDecl
+	// capture makes sumRound copy the round's sum into sum, and summed
+	// its round (−1: none since TakeSum); see bsp.go.
+	capture bool
+	sum     kv.Batch
+	summed  int64
 }
 
 // New returns a server core with an empty store.
@@ -255,14 +265,15 @@ func New(cfg Config) (*Core, error) {
 		return nil, err
 	}
 	return &Core{
-		cfg:   cfg,
-		store: NewStore(cfg.Table.Index(cfg.Rank), cfg.Width, cfg.Rule),
-		clock: ck,
-		sync:  cfg.Clock.Mode == clock.BSP,
-		ids:   make([][]pending, cfg.Workers),
-		held:  make([][]held, cfg.Workers),
-		pulls: make([][pullMarks]pullMark, cfg.Workers),
-		stats: Stats{KeyShare: cfg.Table.Share(cfg.Rank)},
+		cfg:    cfg,
+		store:  NewStore(cfg.Table.Index(cfg.Rank), cfg.Width, cfg.Rule),
+		clock:  ck,
+		sync:   cfg.Clock.Mode == clock.BSP,
+		ids:    make([][]pending, cfg.Workers),
+		held:   make([][]held, cfg.Workers),
+		pulls:  make([][pullMarks]pullMark, cfg.Workers),
+		stats:  Stats{KeyShare: cfg.Table.Share(cfg.Rank)},
+		summed: -1,
 	}, nil
 }
 
@@ -276,7 +287,7 @@ func (c *Core) Rewind() {
 		panic(fmt.Sprintf("server: the clock of a validated config: %v", err)) // checked by New
 	}
 	c.store = NewStore(c.cfg.Table.Index(c.cfg.Rank), c.cfg.Width, c.cfg.Rule)
-	c.clock, c.table, c.version, c.old = ck, nil, 0, nil
+	c.clock, c.table, c.version, c.old, c.summed = ck, nil, 0, nil, -1
 	for _, d := range c.fams {
 		c.install(c.store, d) // installed once on the same table: cannot fail
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"colo/kv"
 	"colo/ps/proto"
 	"colo/ps/replica"
 	"colo/transport"
@@ -12,29 +13,44 @@ import (
 
 // Replication: the driver's side of package replica (OSDI'14 §4.3).
 //
-// A server of a job with backups (Replication) forwards every request
-// that changes its store (pushes, and the moves and loads of keys) to
-// each live backup as it applies it (proto.DataReplicate), and holds
-// the acknowledgements of the pushes (replica.Primary) until every live
-// backup acknowledged the update (proto.DataReplicaAck): a push
-// acknowledged to a worker is on every live backup. A backup keeps, for
-// each server it backs up, a copy: a Core of that server's rank, fed
-// the same requests in the same order, so that it holds the same values
-// and update rule states bit for bit (under BSP it sums a round's
-// pushes in worker rank order as the primary does). The forwarded
-// request is the worker's push itself, not the round's sum: W pushes a
-// round instead of one, but the copy computes what the primary computed
-// with the same code.
+// A server of a job with backups (Replication) sends every update of
+// its store to each live backup (proto.DataReplicate), and holds the
+// acknowledgements of the pushes (replica.Primary) until the backups
+// have what they need. A backup keeps, for each server it backs up, a
+// copy: a Core of that server's rank, fed the same updates in the same
+// order, so that it holds the same values and update rule states bit
+// for bit.
+//
+// Under BSP with a uniform width the update is the round's sum
+// (replication after aggregation, the paper's "the server replicates
+// the aggregated update instead of each push"): when a round completes,
+// the primary sends the sum its rule is applied to (Core.TakeSum), one
+// push's worth of values instead of the W pushes, and the copy applies
+// it with the same rule (Core.ApplySum). The round's acknowledgements go
+// once the backups have the round before (replica.Primary.ApplyAhead),
+// not this one, so that the sum crosses to the backups while the
+// workers compute the next round; each acknowledgement tells its worker
+// how many rounds the backups have (Reply.replicated), and the worker
+// keeps its pushes of the later rounds to send them again if the server
+// fails (package worker, Config.Resend). The sums, and every other
+// update of such a server, are sent by a goroutine of their own
+// (sender), in order, so that the server's loop goes on serving pulls
+// while a sum is on the wire. Under bounded delay and asynchronous
+// training, and at width 0, the update is each request as the server
+// applied it (the worker's push itself), sent from the server's loop,
+// and a push is acknowledged once every live backup has it; the copy
+// applies it with the same code.
 //
 // When the primary fails, its first live backup takes its copy over
 // (Failover): the copy becomes a server of the failed rank, on a new
 // endpoint of the backup's node, and the workers send it again every
-// request the failed server had not answered. A push the copy holds
-// already (replica.Replica.Has) is acknowledged, not applied again: once
-// its round is summed, or at once under asynchronous training; the
-// others are applied as on the primary. So no acknowledged push is
-// lost, none is applied twice, and under BSP the rounds go on bit for
-// bit as without the failure.
+// request the failed server had not answered, and the pushes they kept.
+// A push the copy holds already (replica.Replica.Has) is acknowledged,
+// not applied again: once its round is summed, or at once under
+// asynchronous training; the others are applied as on the primary. So
+// no acknowledged push is lost, none is applied twice, and under BSP
+// the rounds go on bit for bit as without the failure: the copy sums
+// the rounds it lacks from the same pushes in the same order.
 //
 // The acknowledgements the server sends before the push is applied
 // (Core.Ack, HandleArriving) are off with backups: an acknowledgement
@@ -66,6 +82,83 @@ type replication struct {
 	// the workers of a later epoch (a replacement after a pause among
 	// them) know its new address from the start.
 	takenEpoch uint64
+	// sums is set when the server replicates its rounds' sums (BSP, a
+	// uniform width); out then sends its updates, rounds holds the
+	// sequence numbers of the sums not yet on every live backup, and
+	// replicated is the number of rounds every live backup has.
+	sums       bool
+	out        *sender
+	rounds     []sumSeq
+	replicated int64
+	// parked holds the pulls a server taken over got before their
+	// round's pushes were summed (park).
+	parked []*transport.Message
+}
+
+// park keeps pull req of message m for later when the server took over
+// a primary that replicated sums and the pull's round is not summed yet
+// under BSP: the failed primary had acknowledged the round before its
+// backups had it, the worker pulled the next round and sent the pull
+// again here behind the pushes it kept, and the other workers' pushes
+// of the round are still to come. Such a pull is answered once the
+// round is summed (unpark). Elsewhere a worker pulls a round only after
+// every server acknowledged the round before, and nothing is parked.
+func (r *replication) park(c *Core, req Request, m *transport.Message) bool {
+	if r.taken == nil || !c.sync || req.Push || req.Evaluator || req.Cmd > proto.DataRange || req.Round <= c.clock.Min() {
+		return false
+	}
+	r.parked = append(r.parked, m)
+	return true
+}
+
+// unpark returns the parked pulls whose rounds are summed, in the order
+// they came, and keeps the others.
+func (r *replication) unpark(c *Core) []*transport.Message {
+	var out []*transport.Message
+	keep := r.parked[:0]
+	for _, m := range r.parked {
+		if round, err := proto.ParseMeta(m); err == nil && round > c.clock.Min() {
+			keep = append(keep, m)
+		} else {
+			out = append(out, m)
+		}
+	}
+	clear(r.parked[len(keep):])
+	r.parked = keep
+	return out
+}
+
+// sumSeq is the sequence number of a round's sum.
+type sumSeq struct {
+	seq   uint64
+	round int64
+}
+
+// advance drops from rounds the sums every live backup has, counting
+// them in replicated.
+func (r *replication) advance() {
+	upto := r.primary.Replicated()
+	n := 0
+	for n < len(r.rounds) && r.rounds[n].seq <= upto {
+		r.replicated = r.rounds[n].round + 1
+		n++
+	}
+	r.rounds = r.rounds[:copy(r.rounds, r.rounds[n:])]
+}
+
+// stamp tells each acknowledgement of a push in rs how many rounds the
+// backups have, when the server replicates sums: the worker keeps its
+// pushes of the later rounds.
+func (r *replication) stamp(rs []Reply) []Reply {
+	if !r.sums {
+		return rs
+	}
+	for i := range rs {
+		if !rs[i].Pull && rs[i].Err == nil && !rs[i].Evaluator {
+			rs[i].tell, rs[i].replicated = true, r.replicated
+		}
+	}
+	return rs
 }
 
 // rewind starts the replication again with the job's new epoch (a
@@ -75,6 +168,7 @@ type replication struct {
 // pushes failed with the pause.
 func (r *replication) rewind() {
 	r.primary = replica.NewPrimary[Reply](r.primary.Backups())
+	r.rounds, r.replicated = r.rounds[:0], 0
 	if r.taken != nil {
 		r.taken.Reset()
 	}
@@ -104,6 +198,9 @@ func NewReplicated(cfg Config, r Replication) (*Server, error) {
 		return nil, err
 	}
 	rep := &replication{primary: replica.NewPrimary[Reply](r.Backups), copies: make(map[int]*copyOf), takeover: r.Takeover}
+	if rep.sums = len(r.Backups) > 0 && s.core.CaptureSums(); rep.sums {
+		rep.out = newSender()
+	}
 	for _, p := range r.Copies {
 		if p == cfg.Rank {
 			return nil, fmt.Errorf("server %d: a backup of itself", cfg.Rank)
@@ -163,7 +260,8 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 		if err != nil {
 			return // a backup given up (Failover)
 		}
-		s.sendAll(ctx, conn, rel)
+		s.rep.advance()
+		s.sendAll(ctx, conn, s.rep.stamp(rel))
 	case proto.DataReplicate:
 		c := s.rep.copies[p]
 		if c == nil {
@@ -183,7 +281,13 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 		}
 		req := Request{Worker: w, ID: m.ID, Cmd: cmd, Round: round, Push: m.Flags&transport.FlagPush != 0, Range: cmd == proto.DataRange, KV: m.KV}
 		var pushes []replica.Push
-		if req.Push && cmd <= proto.DataRange {
+		switch {
+		case cmd == proto.DataRound:
+			pushes = make([]replica.Push, c.core.cfg.Workers)
+			for w := range pushes {
+				pushes[w] = replica.Push{Worker: w, Round: round}
+			}
+		case req.Push && cmd <= proto.DataRange:
 			pushes = []replica.Push{{Worker: w, Round: round}}
 		}
 		apply, err := c.rec.Update(seq, pushes)
@@ -197,7 +301,11 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 		ack := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: c.rec.Applied()},
 			Body: proto.AppendMetaEpoch(nil, 0, c.epoch)}
 		conn.Reply(ctx, m.Sender, ack)
-		if apply {
+		switch {
+		case !apply:
+		case cmd == proto.DataRound:
+			c.core.ApplySum(round, m.KV) // fails only on a sum of a copy that does not sum rounds, which its primary never sends
+		default:
 			c.core.Handle(req, false)
 		}
 	}
@@ -211,10 +319,15 @@ func (s *Server) sendAll(ctx context.Context, conn Conn, rs []Reply) {
 }
 
 // replicate applies request req of message m, which changes the store,
-// as an update: it forwards it to every live backup, applies it and
+// as an update: it sends it to every live backup, applies it and
 // returns the replies that may be sent now. A push's replies wait for
-// the backups (replica.Primary); a Take's are sent at once.
+// the backups (replica.Primary); a Take's are sent at once. A push of a
+// server that replicates sums is applied, and its round's sum sent when
+// it completes one (replicateSum).
 func (s *Server) replicate(ctx context.Context, req Request, m *transport.Message, conn Conn) []Reply {
+	if s.rep.sums && req.Push && req.Cmd <= proto.DataRange {
+		return s.replicateSum(ctx, req, conn)
+	}
 	// Sent before it is applied here, so that the backups apply it
 	// meanwhile; their acknowledgements are read after this request.
 	s.forward(ctx, s.rep.primary.Next(), req, m, conn)
@@ -224,12 +337,40 @@ func (s *Server) replicate(ctx context.Context, req Request, m *transport.Messag
 		held, replies = slices.Clone(replies), replies[:0]
 	}
 	_, rel := s.rep.primary.Apply(held)
-	return append(replies, rel...)
+	return s.rep.stamp(append(replies, rel...))
+}
+
+// replicateSum applies a push under BSP, and when it completes its
+// round sends the round's sum to the backups and holds the round's
+// acknowledgements until the backups have the round before
+// (replica.Primary.ApplyAhead). The other replies (errors of pushes of
+// a round not complete) go at once: nothing was applied.
+func (s *Server) replicateSum(ctx context.Context, req Request, conn Conn) []Reply {
+	replies := s.core.Handle(req, false)
+	round, sum, ok := s.core.TakeSum()
+	if !ok {
+		return replies
+	}
+	seq := s.rep.primary.Next()
+	if b := s.rep.primary.Backups(); len(b) > 0 {
+		f := s.rep.out.get()
+		f.Keys, f.Vals = append(f.Keys[:0], sum.Keys...), append(f.Vals[:0], sum.Vals...)
+		s.rep.out.send(ctx, conn, b, &transport.Message{
+			Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagPush, Cmd: proto.DataReplicate},
+			Body:   proto.AppendReplica(proto.AppendMetaEpoch(nil, round, s.epoch), seq, 0, proto.DataRound),
+			KV:     f,
+		}, true)
+	}
+	s.rep.rounds = append(s.rep.rounds, sumSeq{seq: seq, round: round})
+	_, rel := s.rep.primary.ApplyAhead(slices.Clone(replies))
+	s.rep.advance()
+	return s.rep.stamp(rel)
 }
 
 // forward sends request m, applied as update seq, to every live backup.
 // A backup that cannot be reached is left to the scheduler, which
-// reports its failure (Failover).
+// reports its failure (Failover). A server that replicates sums sends it
+// through its sender, in order with the sums, in arrays of its own.
 func (s *Server) forward(ctx context.Context, seq uint64, req Request, m *transport.Message, conn Conn) {
 	b := s.rep.primary.Backups()
 	if len(b) == 0 {
@@ -240,10 +381,86 @@ func (s *Server) forward(ctx context.Context, seq uint64, req Request, m *transp
 		Body:   proto.AppendReplica(slices.Clip(m.Body[:proto.MetaSize:proto.MetaSize]), seq, req.Worker, req.Cmd),
 		KV:     req.KV,
 	}
+	if s.rep.sums {
+		f.Body, f.KV = slices.Clone(f.Body), f.KV.Clone()
+		s.rep.out.send(ctx, conn, b, f, false)
+		return
+	}
 	for _, to := range b {
 		g := *f
 		conn.Reply(ctx, proto.ServerID(to), &g)
 	}
+}
+
+// sender sends a primary's updates to its backups, in order, on a
+// goroutine of its own: the server's loop goes on while they are on
+// the wire. Sums travel in arrays reused from round to round (free); at
+// most two are in flight, as a round's acknowledgements wait for the
+// sum of the round before (replica.Primary.ApplyAhead).
+type sender struct {
+	q    chan outgoing
+	free chan kv.Batch
+	done chan struct{}
+}
+
+// outgoing is a message for the backups to.
+type outgoing struct {
+	m   *transport.Message
+	to  []int
+	sum bool // its KV goes back to free
+}
+
+func newSender() *sender {
+	return &sender{q: make(chan outgoing, 64), free: make(chan kv.Batch, 4)}
+}
+
+// get returns arrays for a sum.
+func (o *sender) get() kv.Batch {
+	select {
+	case b := <-o.free:
+		return b
+	default:
+		return kv.Batch{}
+	}
+}
+
+// send queues m for the backups to, starting the goroutine on the first
+// call. It blocks only while 64 updates wait.
+func (o *sender) send(ctx context.Context, conn Conn, to []int, m *transport.Message, sum bool) {
+	if o.done == nil {
+		o.done = make(chan struct{})
+		go o.run(ctx, conn)
+	}
+	select {
+	case o.q <- outgoing{m: m, to: to, sum: sum}:
+	case <-ctx.Done():
+	}
+}
+
+func (o *sender) run(ctx context.Context, conn Conn) {
+	defer close(o.done)
+	for u := range o.q {
+		for _, to := range u.to {
+			g := *u.m
+			conn.Reply(ctx, proto.ServerID(to), &g)
+		}
+		if u.sum {
+			select {
+			case o.free <- u.m.KV:
+			default:
+			}
+		}
+	}
+}
+
+// stop ends the goroutine once the updates queued are sent (or ctx
+// ended).
+func (o *sender) stop() {
+	if o == nil || o.done == nil {
+		return
+	}
+	close(o.q)
+	<-o.done
 }
 
 // changes reports whether req changes the store, and is forwarded to
@@ -259,7 +476,9 @@ func (s *Server) failover(ctx context.Context, f proto.Failover, conn Conn) {
 	if s.rep == nil {
 		return
 	}
-	s.sendAll(ctx, conn, s.rep.primary.Down(f.Server))
+	rel := s.rep.primary.Down(f.Server)
+	s.rep.advance()
+	s.sendAll(ctx, conn, s.rep.stamp(rel))
 	c := s.rep.copies[f.Server]
 	if c == nil {
 		return

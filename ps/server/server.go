@@ -188,6 +188,9 @@ func (r Reply) Message() *transport.Message {
 		}
 	default:
 		m.Flags = transport.FlagPush
+		if r.tell {
+			m.Body = proto.AppendMeta(nil, r.replicated)
+		}
 	}
 	return m
 }
@@ -198,6 +201,9 @@ func (r Reply) Message() *transport.Message {
 // detection ends the job.
 func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Conn) error {
 	defer s.views.Wait()
+	if s.rep != nil {
+		defer func() { s.rep.out.stop() }()
+	}
 	for {
 		select {
 		case m, ok := <-in:
@@ -280,6 +286,9 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 			m.Release()
 			return
 		}
+		if s.rep.park(s.core, req, m) {
+			return
+		}
 		switch {
 		case s.again(ctx, req, conn):
 		case changes(req):
@@ -323,6 +332,11 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	s.mu.Lock()
 	s.stats = st
 	s.mu.Unlock()
+	if s.rep != nil && len(s.rep.parked) > 0 && err == nil && req.Push {
+		for _, p := range s.rep.unpark(s.core) {
+			s.handle(ctx, p, conn)
+		}
+	}
 }
 
 // PullLocal serves the sparse pull of worker (the one in the server's

@@ -378,6 +378,37 @@ func (s *Store) PushRange(begin uint64, vals []float32, acc bool) error {
 	return nil
 }
 
+// appendSum sets dst to the round's sum as a batch, reusing its
+// arrays: the key of every slot with something in the accumulator, in
+// slot order, and its summed values. Accumulating that batch into a
+// store with the same slots marks the same slots with the same sums
+// (see Core.TakeSum). It needs a uniform width. O(slots/64 + marked
+// values), and O(slots) more when the index is not one range of keys.
+func (s *Store) appendSum(dst kv.Batch) kv.Batch {
+	dst.Keys, dst.Vals, dst.Lens = dst.Keys[:0], dst.Vals[:0], nil
+	if !s.dirty {
+		return dst
+	}
+	var keys []uint64
+	if !s.ranged || len(s.extra) > 0 || len(s.fams) > 0 {
+		keys = s.snapshotKeys()
+	}
+	for wi, word := range s.mark {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			word &= word - 1
+			j := wi*64 + b
+			if keys != nil {
+				dst.Keys = append(dst.Keys, keys[j])
+			} else {
+				dst.Keys = append(dst.Keys, s.lo+uint64(j))
+			}
+			dst.Vals = append(dst.Vals, s.acc[j*s.width:(j+1)*s.width]...)
+		}
+	}
+	return dst
+}
+
 // Flush applies the round's sum with the rule and clears it. It visits
 // the marked slots in order, applying the rule once per run of
 // consecutive slots when the width is uniform.

@@ -300,6 +300,20 @@ type Core struct {
 	// Resend (a failed server, while its backup takes over); moved the
 	// servers whose requests carry proto.FlagResent since.
 	down, moved []bool
+	// kept holds, per server, the pushes it acknowledged before its
+	// backups had their rounds (Config.Resend, a server that replicates
+	// its rounds' sums): sent again with the unanswered requests should
+	// the server fail. spare holds the arrays of dropped ones, reused.
+	kept  [][]keptPush
+	spare []kv.Batch
+}
+
+// keptPush is a copy of a push acknowledged by a server whose backups
+// do not have its round yet.
+type keptPush struct {
+	id    uint64
+	round int64
+	out   Out
 }
 
 // NewCore returns a worker core.
@@ -469,6 +483,7 @@ func (c *Core) pause(epoch uint64, cause error) {
 	}
 	c.queue = nil
 	c.gateReq, c.held, c.gated = nil, nil, false
+	c.kept = nil // of rounds the job rolls back
 	c.round, c.epoch, c.paused = 0, epoch, cause
 	c.nextID = max(c.nextID, firstID(epoch))
 }
@@ -641,13 +656,85 @@ func (c *Core) resend(s int) {
 			ids = append(ids, id)
 		}
 	}
+	if s < len(c.kept) {
+		for _, k := range c.kept[s] {
+			ids = append(ids, k.id)
+		}
+	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		o := c.pending[id].copies[s]
+		var o Out
+		if r := c.pending[id]; r != nil {
+			o = r.copies[s]
+		} else {
+			o = c.keptOut(s, id)
+		}
 		m := *o.M
 		o.M = &m
 		c.out = append(c.out, o)
 	}
+}
+
+// keptOut returns the kept push id to server s.
+func (c *Core) keptOut(s int, id uint64) Out {
+	for _, k := range c.kept[s] {
+		if k.id == id {
+			return k.out
+		}
+	}
+	panic(fmt.Sprintf("worker: kept push %d to server %d not found", id, s)) // ids were taken from kept
+}
+
+// replicated takes what push acknowledgement m of server s says of its
+// backups: the number of rounds they have (a server that replicates its
+// rounds' sums, proto.DataRound), or everything it acknowledged (no
+// count). It drops the kept pushes the backups have, and keeps the
+// acknowledged push when they do not have its round: its answer is
+// in, but the server may fail before its backups have the round, and
+// the backup that takes over then needs it again.
+func (c *Core) replicated(s int, m *transport.Message) {
+	have := int64(-1) // every round
+	if len(m.Body) > 0 {
+		n, err := proto.ParseMeta(m)
+		if err != nil {
+			return
+		}
+		have = n
+	}
+	if s < len(c.kept) {
+		q := c.kept[s]
+		n := 0
+		for n < len(q) && (have < 0 || q[n].round < have) {
+			c.spare = append(c.spare, q[n].out.M.KV)
+			q[n] = keptPush{}
+			n++
+		}
+		c.kept[s] = q[:copy(q, q[n:])]
+	}
+	r := c.pending[m.ID]
+	if have < 0 || r == nil || !r.push || r.op.kind > opPushRange || r.round < have || r.copies == nil || r.copies[s].M == nil || r.answered[s] {
+		return
+	}
+	if c.kept == nil {
+		c.kept = make([][]keptPush, c.servers)
+	}
+	// The caller's arrays are its own once the push is done: a copy.
+	var b kv.Batch
+	if n := len(c.spare); n > 0 {
+		b, c.spare = c.spare[n-1], c.spare[:n-1]
+	}
+	o := r.copies[s]
+	k := o.M.KV
+	b.Keys, b.Vals = append(b.Keys[:0], k.Keys...), append(b.Vals[:0], k.Vals...)
+	if k.Lens != nil {
+		b.Lens = append(b.Lens[:0], k.Lens...)
+	} else {
+		b.Lens = nil
+	}
+	cm := *o.M
+	cm.KV = b
+	o.M = &cm
+	c.kept[s] = append(c.kept[s], keptPush{id: m.ID, round: r.round, out: o})
 }
 
 // check validates an operation's arrays.
@@ -911,6 +998,9 @@ func (c *Core) splitRange(r *request, op *Op, send func(int, uint16, kv.Batch)) 
 // released once its values are copied out (or found in place).
 func (c *Core) Receive(s int, m *transport.Message) []Out {
 	c.out = c.out[:0]
+	if c.cfg.Resend && m.Flags&transport.FlagPush != 0 && m.Cmd != proto.DataError && s >= 0 && s < c.servers {
+		c.replicated(s, m)
+	}
 	r := c.pending[m.ID]
 	if r == nil || s < 0 || s >= c.servers {
 		// An answer to a request that already failed.
