@@ -77,7 +77,7 @@ func (v anyValue) IsBoolFlag() bool { return bool(v) }
 func dropServerFlags(f *cmdFlags) {
 	f.Drop("a flag of the parameter server (--mode ps): decentralised training has no servers",
 		"servers", "updater", "consistency", "bandwidth-matrix", "bandwidth-random", "bandwidth-change",
-		"balance", "balance-every", "slice", "probe", "directions", "overlap", "pull-ahead", "eval-every")
+		"balance", "balance-every", "slice", "probe", "directions", "overlap", "pull-ahead", "async-step", "eval-every")
 	f.Drop("--mode ps only: decentralised training keeps no checkpoints",
 		"checkpoint", "checkpoint-every", "checkpoint-wait", "resume", "resume-override")
 	f.Drop("a flag of --app lr, mf or embed: decentralised training runs mlp or cnn",

@@ -17,7 +17,7 @@ var trainSections = []flagSection{
 		"eval-negatives", "updater", "lr", "l1", "l2", "lr-scaling", "lr-decay", "batch", "batch-weighted", "epochs", "max-passes",
 		"max-steps", "epsilon", "loss-target", "eval-every", "seed"}},
 	{Title: "Placement", Flags: []string{"machines", "servers", "placement", "shard", "compare", "directions", "balance", "balance-every", "slice", "probe"}},
-	{Title: "Consistency", Flags: []string{"consistency", "overlap", "pull-ahead"}},
+	{Title: "Consistency", Flags: []string{"consistency", "async-step", "overlap", "pull-ahead"}},
 	{Title: "Decentralised training", Flags: []string{"topology", "weights", "local-steps", "matcha", "budget", "order", "worker-speeds", "submodular"}},
 	{Title: "Links", Flags: []string{"link-bandwidth", "bandwidth-matrix", "bandwidth-random", "bandwidth-change", "transport"}},
 	{Title: "Processes", Flags: []string{"processes", "netns", "deadline", "restarts", "recovery", "replicas", "tls-cert", "tls-key", "tls-ca", "write-job"}},

@@ -68,7 +68,7 @@ type trainFlags struct {
 	labels, testLabels, labelCol, header, sep string
 	standardize                               string
 	hidden, conv, lrScaling, lrDecay          string
-	interactions                              string
+	interactions, asyncStep                   string
 	threads                                   int
 	workersDecay                              bool // --lr-decay is the decentralised workers', not the model's
 	// fs is the flag set of register, which says which flags the command
@@ -135,6 +135,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.ckpt.Resume, "resume", "", "resume a stopped job from the newest complete checkpoint in this directory (the same job and flags; a damaged checkpoint is refused and the one before used); may be the --checkpoint directory")
 	f.BoolVar(&t.ckpt.Override, "resume-override", false, "with --resume: resume from a checkpoint whose job had another rate, features transform, seed or data (each named, with both values), training on with the new values")
 	f.BoolVar(&t.overlap, "overlap", true, "overlap consecutive rounds: the next pull leaves as soon as the consistency model allows (--overlap=false: pull, compute and push one after another)")
+	f.StringVar(&t.asyncStep, "async-step", "", "async, ssp: scale the servers' step of each push: none, workers (divided by the workers, what BSP's one step of the summed round spreads over them) or staleness (divided by the pushes applied since its pull; Zhang et al. 2016); empty: the application's (ctr workers, others none)")
 	f.BoolVar(&t.pullAhead, "pull-ahead", false, "async: send each round's pull before the previous round's push (values travel during the computation, but lack the worker's own last update)")
 	t.bal.Register(f.FlagSet)
 }
@@ -161,10 +162,10 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 		return job, usageError("--machines %d: want at least 1", t.machines)
 	}
 	cfg.Machines, cfg.Servers, cfg.Replicas = t.machines, t.servers, t.replicas
-	if cfg.Clock, err = clock.Parse(t.consistency); err != nil {
-		return job, usageError("--%v", err)
+	if cfg.Clock, err = clock.Parse(t.consistency); err != nil || t.asyncStep != "" && cfg.Clock.Mode == clock.BSP {
+		return job, usageError("--%v", cmp.Or(err, fmt.Errorf("async-step %s: bsp applies each round's summed pushes in one step (want --consistency async or ssp:τ)", t.asyncStep)))
 	}
-	cfg.Rule.Name, cfg.Rule.L1 = cmp.Or(t.updater, cfg.Rule.Name), t.l1
+	cfg.Rule.Name, cfg.Rule.L1, cfg.Rule.AsyncStep = cmp.Or(t.updater, cfg.Rule.Name), t.l1, cmp.Or(t.asyncStep, cfg.Rule.AsyncStep)
 	if t.l2 >= 0 {
 		cfg.Rule.L2 = t.l2
 	}

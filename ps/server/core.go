@@ -199,8 +199,9 @@ func (s *Staleness) record(d int64) {
 	s.Hist[min(d, StalenessBuckets-1)]++
 }
 
-// pullMark is what a server noted of a worker's last pull: its round and
-// the rounds every worker had pushed when it was answered.
+// pullMark is what a server noted of a worker's last pull: its round,
+// the rounds every worker had pushed when it was answered and the pushes
+// the server had handled then (the staleness of update.AsyncStaleness).
 //
 // A server keeps the marks of a worker's last pullMarks pulls: under
 // asynchronous training a worker sends the next round's pull ahead of
@@ -210,6 +211,7 @@ const pullMarks = 4
 
 type pullMark struct {
 	round, min int64
+	pushes     uint64
 	ok         bool
 }
 
@@ -219,6 +221,9 @@ type Core struct {
 	store *Store
 	clock *clock.Clock
 	sync  bool // aggregate rounds (BSP)
+	// async is how the step of a push applied alone is scaled
+	// (update.Scaled; AsyncNone under BSP and for the other rules).
+	async update.Async
 	stats Stats
 	out   []Reply
 	// ids holds, per worker, the pushes not yet acknowledged in round
@@ -264,11 +269,16 @@ func New(cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
+	async := update.AsyncNone
+	if sc, ok := cfg.Rule.(update.Scaled); ok && cfg.Clock.Mode != clock.BSP {
+		async = sc.AsyncStep()
+	}
 	return &Core{
 		cfg:    cfg,
 		store:  NewStore(cfg.Table.Index(cfg.Rank), cfg.Width, cfg.Rule),
 		clock:  ck,
 		sync:   cfg.Clock.Mode == clock.BSP,
+		async:  async,
 		ids:    make([][]pending, cfg.Workers),
 		held:   make([][]held, cfg.Workers),
 		pulls:  make([][pullMarks]pullMark, cfg.Workers),
@@ -403,6 +413,7 @@ func (c *Core) HandleArriving(r Request, vals Arriving, ack func(Reply)) (replie
 	a, early := c.Ack(r)
 	acked := false
 	o := j * c.cfg.Width
+	f := c.step(r)
 	applied, got := 0, 0
 	for applied < n {
 		if applied == got {
@@ -417,7 +428,7 @@ func (c *Core) HandleArriving(r Request, vals Arriving, ack func(Reply)) (replie
 			acked = true
 		}
 		e := min(got, applied+ApplyStep)
-		c.store.apply(o+applied, r.KV.Vals[applied:e])
+		c.store.apply(o+applied, r.KV.Vals[applied:e], f)
 		applied = e
 	}
 	return c.handle(r, acked, true), true, nil
@@ -480,7 +491,7 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 		c.stats.Pulls++
 		m := &c.pulls[r.Worker]
 		copy(m[1:], m[:len(m)-1])
-		m[0] = pullMark{round: r.Round, min: c.clock.Min(), ok: true}
+		m[0] = pullMark{round: r.Round, min: c.clock.Min(), pushes: c.stats.Pushes, ok: true}
 		if r.Range {
 			c.stats.KeysPulled += end - begin
 			v, view, err := c.store.PullRange(begin, end, c.rbuf)
@@ -501,6 +512,7 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 		c.buf = c.store.Pull(c.buf, r.KV.Keys)
 		return append(c.out, Reply{Worker: r.Worker, ID: r.ID, Pull: true, Vals: c.buf.Vals, Lens: c.buf.Lens})
 	}
+	f := c.step(r)
 	c.stats.Pushes++
 	for i := range c.pulls[r.Worker] {
 		if m := &c.pulls[r.Worker][i]; m.ok && m.round == r.Round {
@@ -519,11 +531,11 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 		}
 		c.stats.KeysPushed += end - begin
 		if !applied {
-			err = c.store.PushRange(begin, r.KV.Vals, false)
+			err = c.store.pushRange(begin, r.KV.Vals, false, f)
 		}
 	} else {
 		c.stats.KeysPushed += uint64(len(r.KV.Keys))
-		err = c.store.Push(r.KV)
+		err = c.store.push(r.KV, false, f)
 	}
 	if err != nil {
 		// The clock still counts the round, so that others do not wait
@@ -540,6 +552,28 @@ func (c *Core) handle(r Request, acked, applied bool) []Reply {
 	}
 	c.ids[r.Worker] = append(c.ids[r.Worker], pending{id: r.ID, answered: err != nil || acked})
 	return c.release(acks)
+}
+
+// step returns the factor by which the rule's step is multiplied for
+// push r, applied alone (update.Async): 1 without scaling, 1/W for
+// AsyncWorkers, 1/max(1, τ) for AsyncStaleness, τ the pushes handled
+// since the server answered the worker's pull of r's round (W when it
+// answered none). It is called before the push is counted.
+func (c *Core) step(r Request) float32 {
+	switch c.async {
+	case update.AsyncWorkers:
+		return 1 / float32(c.cfg.Workers)
+	case update.AsyncStaleness:
+		tau := uint64(c.cfg.Workers)
+		for _, m := range c.pulls[r.Worker] {
+			if m.ok && m.round == r.Round {
+				tau = c.stats.Pushes - m.pushes
+				break
+			}
+		}
+		return 1 / float32(max(tau, 1))
+	}
+	return 1
 }
 
 // Steps returns the number of pushes whose values the store holds: every

@@ -444,3 +444,66 @@ func TestRetable(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestAsyncStepByHand walks two workers through pulls and pushes of one
+// key with SGD at rate 1 and gradients of 1, so that the value is minus
+// the sum of the pushes' step factors: 1 each without scaling, 1/W with
+// AsyncWorkers, 1/max(1, τ) with AsyncStaleness, τ counted by hand
+// below. BSP applies the round's sum unscaled whatever the rule says.
+func TestAsyncStepByHand(t *testing.T) {
+	tb, _ := route.Uniform(1, 4)
+	// Each step: worker, round, push (or pull); the staleness of a push
+	// is the pushes handled since its round's pull.
+	steps := []struct {
+		w    int
+		r    int64
+		push bool
+	}{
+		{0, 0, false}, {1, 0, false},
+		{0, 0, true},                // τ 0
+		{1, 0, true},                // τ 1 (worker 0's)
+		{0, 1, false}, {0, 1, true}, // τ 0
+		{0, 2, false}, {1, 1, false}, {0, 2, true}, // τ 0
+		{0, 3, false}, {0, 3, true}, // τ 0
+		{1, 1, true}, // τ 2: worker 0's rounds 2 and 3
+		{1, 2, true}, // no pull: τ = W = 2
+	}
+	for _, tc := range []struct {
+		ck    clock.Config
+		async update.Async
+		want  float32
+	}{
+		{clock.Config{Mode: clock.Async}, update.AsyncNone, -7},
+		{clock.Config{Mode: clock.Async}, update.AsyncWorkers, -3.5},
+		{clock.Config{Mode: clock.Async}, update.AsyncStaleness, -(1 + 1 + 1 + 1 + 1 + 0.5 + 0.5)},
+		{clock.Config{Mode: clock.Bounded, Tau: 5}, update.AsyncStaleness, -6},
+		{clock.Config{Mode: clock.Bounded, Tau: 5}, update.AsyncWorkers, -3.5},
+	} {
+		c, err := New(Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Rule: update.SGD{LR: 1, Async: tc.async}, Clock: tc.ck})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range steps {
+			r := Request{Worker: s.w, ID: uint64(i), Round: s.r, Push: s.push, KV: kv.Batch{Keys: []uint64{2}}}
+			if s.push {
+				r.KV.Vals = []float32{1}
+			}
+			for _, rep := range c.Handle(r, false) {
+				if rep.Err != nil {
+					t.Fatalf("%v %v step %d: %v", tc.ck, tc.async, i, rep.Err)
+				}
+			}
+		}
+		if got := c.Store().Pull(kv.Batch{}, []uint64{2}).Vals[0]; got != tc.want {
+			t.Errorf("%v %v: value %v, want %v", tc.ck, tc.async, got, tc.want)
+		}
+	}
+	// BSP: the two pushes of round 0 summed, one step of the sum.
+	c, _ := New(Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Rule: update.SGD{LR: 1, Async: update.AsyncWorkers}, Clock: clock.DefaultConfig()})
+	for w := range 2 {
+		c.Handle(Request{Worker: w, ID: uint64(w), Push: true, KV: kv.Batch{Keys: []uint64{2}, Vals: []float32{1}}}, false)
+	}
+	if got := c.Store().Pull(kv.Batch{}, []uint64{2}).Vals[0]; got != -2 {
+		t.Errorf("bsp: value %v, want -2", got)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"slices"
 
 	"colo/kv"
+	"colo/ps/clock"
 	"colo/ps/proto"
 	"colo/ps/replica"
+	"colo/ps/update"
 	"colo/transport"
 )
 
@@ -193,6 +195,11 @@ type copyOf struct {
 // NewReplicated returns a server with an empty store, the primary of its
 // ranges for backups r.Backups and a backup of the servers r.Copies.
 func NewReplicated(cfg Config, r Replication) (*Server, error) {
+	if sc, ok := cfg.Rule.(update.Scaled); ok && sc.AsyncStep() == update.AsyncStaleness && cfg.Clock.Mode != clock.BSP {
+		// A copy sees the pushes, not the pulls their staleness counts
+		// from: it would apply other steps than its primary.
+		return nil, fmt.Errorf("server %d: rule %s with async step scaling staleness cannot be replicated (a backup does not see the pulls; want workers or none)", cfg.Rank, sc.Name())
+	}
 	s, err := NewServer(cfg)
 	if err != nil {
 		return nil, err

@@ -28,7 +28,8 @@ import (
 type Store struct {
 	width  int
 	rule   update.Rule
-	sum    bool // rule is update.Sum: inline the addition
+	scaled update.Scaled // rule, when it can scale its step
+	sum    bool          // rule is update.Sum: inline the addition
 	idx    *route.Index
 	lo     uint64 // idx is one range of keys starting at lo
 	ranged bool
@@ -60,6 +61,7 @@ type Store struct {
 func NewStore(idx *route.Index, width int, rule update.Rule) *Store {
 	s := &Store{width: width, rule: rule, idx: idx, size: idx.Size(), nslots: idx.Size(), extra: make(map[uint64]int)}
 	_, s.sum = rule.(update.Sum)
+	s.scaled, _ = rule.(update.Scaled)
 	s.lo, s.ranged = idx.Offset()
 	s.state = make([][]float32, rule.States())
 	s.scratch = make([][]float32, rule.States())
@@ -152,8 +154,9 @@ func (s *Store) span(key uint64, j, n int) (int, error) {
 	return s.off[j], nil
 }
 
-// apply runs the rule on values [o, o+len(g)).
-func (s *Store) apply(o int, g []float32) {
+// apply runs the rule on values [o, o+len(g)), its step multiplied by f
+// (1: the rule's own; another factor only for an update.Scaled rule).
+func (s *Store) apply(o int, g []float32, f float32) {
 	w := s.vals[o : o+len(g)]
 	if s.sum {
 		sumInto(w, g)
@@ -161,6 +164,10 @@ func (s *Store) apply(o int, g []float32) {
 	}
 	for i := range s.state {
 		s.scratch[i] = s.state[i][o : o+len(g)]
+	}
+	if f != 1 && s.scaled != nil {
+		s.scaled.UpdateScaled(w, g, s.scratch, f)
+		return
 	}
 	s.rule.Update(w, g, s.scratch)
 }
@@ -242,15 +249,17 @@ func (s *Store) checkRange(begin uint64, vals []float32) error {
 
 // Push applies a batch of gradients with the rule, now.
 func (s *Store) Push(b kv.Batch) error {
-	return s.push(b, false)
+	return s.push(b, false, 1)
 }
 
 // Accumulate adds a batch of gradients to the round's sum, for Flush.
 func (s *Store) Accumulate(b kv.Batch) error {
-	return s.push(b, true)
+	return s.push(b, true, 1)
 }
 
-func (s *Store) push(b kv.Batch, acc bool) error {
+// push applies b with the rule's step times f, or adds it to the
+// round's sum (acc).
+func (s *Store) push(b kv.Batch, acc bool, f float32) error {
 	if err := s.shape(b); err != nil {
 		return err
 	}
@@ -286,7 +295,7 @@ func (s *Store) push(b kv.Batch, acc bool) error {
 		if acc {
 			s.add(j, o, g)
 		} else {
-			s.apply(o, g)
+			s.apply(o, g, f)
 		}
 	}
 	return nil
@@ -344,6 +353,11 @@ func (s *Store) rangeSlots(begin, end uint64) (int, bool) {
 // PushRange applies gradients to the keys [begin, begin+n) where n is
 // len(vals)/width; acc adds them to the round's sum instead.
 func (s *Store) PushRange(begin uint64, vals []float32, acc bool) error {
+	return s.pushRange(begin, vals, acc, 1)
+}
+
+// pushRange is PushRange with the rule's step times f.
+func (s *Store) pushRange(begin uint64, vals []float32, acc bool, f float32) error {
 	if err := s.checkRange(begin, vals); err != nil {
 		return err
 	}
@@ -351,7 +365,7 @@ func (s *Store) PushRange(begin uint64, vals []float32, acc bool) error {
 	if j, ok := s.rangeSlots(begin, begin+n); ok {
 		o := j * s.width
 		if !acc {
-			s.apply(o, vals)
+			s.apply(o, vals, f)
 			return nil
 		}
 		s.ensureAcc()
@@ -372,7 +386,7 @@ func (s *Store) PushRange(begin uint64, vals []float32, acc bool) error {
 		if acc {
 			s.add(j, j*s.width, g)
 		} else {
-			s.apply(j*s.width, g)
+			s.apply(j*s.width, g, f)
 		}
 	}
 	return nil
@@ -428,13 +442,13 @@ func (s *Store) Flush() {
 			j0, j1 := wi*64+b, wi*64+b+run
 			if s.width > 0 {
 				o0, o1 := j0*s.width, j1*s.width
-				s.apply(o0, s.acc[o0:o1])
+				s.apply(o0, s.acc[o0:o1], 1)
 				clear(s.acc[o0:o1])
 			} else {
 				for j := j0; j < j1; j++ {
 					o, n := s.off[j], int(s.ln[j])
 					if o >= 0 {
-						s.apply(o, s.acc[o:o+n])
+						s.apply(o, s.acc[o:o+n], 1)
 						clear(s.acc[o : o+n])
 					}
 				}

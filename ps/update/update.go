@@ -34,6 +34,26 @@
 // key) keeps its own bias correction. FTRL-proximal is that of McMahan et
 // al., "Ad click prediction: a view from the trenches" (KDD 2013),
 // Algorithm 1.
+//
+// Asynchronous training. Under BSP a server applies the rule once to the
+// sum of a round's W pushes; under asynchronous and bounded-delay
+// training it applies each push alone, W steps a round. The workers
+// scale their gradients so that W pushes sum to the round's mean
+// gradient: for the linear rules (sgd, momentum) W steps of a push each
+// move the model as far as one step of their sum. AdaGrad and Adam
+// divide each step by the root of the gradients' own squares, so the
+// scale is lost: each push takes a whole step, the first ones to a fresh
+// value η·sign(g) each, and W pushes a round move the model up to W
+// times as far as BSP's one step (√W times once the accumulators fill).
+// Config.AsyncStep chooses what a server does about it (Async, Scaled):
+// nothing (the default), divide each push's step by W, or divide it by
+// the push's staleness, the pushes the server applied since it answered
+// the worker's pull (Zhang et al., "Staleness-aware async-SGD for
+// distributed deep learning", IJCAI 2016, §3). Dividing by W is right
+// for values that every worker writes every round (a dense network's);
+// a value that one worker writes (a sparse feature placed with its
+// samples) then moves W times slower than under BSP, so the application
+// chooses (app/ctr: workers; app/lr: none, docs/ctr.md).
 package update
 
 import (
@@ -71,6 +91,11 @@ type Config struct {
 	// Beta1 and Beta2 are Adam's decay rates of its moments, in [0, 1).
 	Beta1 float64 `json:"beta1"`
 	Beta2 float64 `json:"beta2"`
+	// AsyncStep is how a server scales the step of a push it applies
+	// alone (asynchronous and bounded-delay training): "none" (or
+	// empty), "workers" or "staleness" (see Async). BSP applies a
+	// round's sum and ignores it.
+	AsyncStep string `json:"async_step,omitempty"`
 }
 
 // DefaultConfig returns the summing rule, with defaults for the others'
@@ -111,6 +136,13 @@ func (c Config) Validate() error {
 	if c.Name != "sum" && c.LR == 0 {
 		return fmt.Errorf("update: LR 0 for %s, must be positive", c.Name)
 	}
+	a, err := ParseAsync(c.AsyncStep)
+	if err != nil {
+		return err
+	}
+	if a != AsyncNone && (c.Name == "sum" || c.Name == "ftrl") {
+		return fmt.Errorf("update: AsyncStep %q for %s: only sgd, momentum, adagrad and adam scale their step (want none)", c.AsyncStep, c.Name)
+	}
 	return nil
 }
 
@@ -119,15 +151,16 @@ func New(c Config) (Rule, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	a, _ := ParseAsync(c.AsyncStep)
 	switch c.Name {
 	case "sgd":
-		return SGD{LR: float32(c.LR), L1: float32(c.L1), L2: float32(c.L2)}, nil
+		return SGD{LR: float32(c.LR), L1: float32(c.L1), L2: float32(c.L2), Async: a}, nil
 	case "momentum":
-		return Momentum{LR: float32(c.LR), Mu: float32(c.Momentum), L1: float32(c.L1), L2: float32(c.L2)}, nil
+		return Momentum{LR: float32(c.LR), Mu: float32(c.Momentum), L1: float32(c.L1), L2: float32(c.L2), Async: a}, nil
 	case "adagrad":
-		return AdaGrad{LR: float32(c.LR), Eps: float32(c.Eps), L1: float32(c.L1), L2: float32(c.L2)}, nil
+		return AdaGrad{LR: float32(c.LR), Eps: float32(c.Eps), L1: float32(c.L1), L2: float32(c.L2), Async: a}, nil
 	case "adam":
-		return Adam{LR: float32(c.LR), Beta1: c.Beta1, Beta2: c.Beta2, Eps: float32(c.Eps), L1: float32(c.L1), L2: float32(c.L2)}, nil
+		return Adam{LR: float32(c.LR), Beta1: c.Beta1, Beta2: c.Beta2, Eps: float32(c.Eps), L1: float32(c.L1), L2: float32(c.L2), Async: a}, nil
 	case "ftrl":
 		return FTRL{Alpha: c.LR, Beta: c.Beta, L1: c.L1, L2: c.L2}, nil
 	}
@@ -164,7 +197,10 @@ func shrink(w, t float32) float32 {
 
 // SGD is stochastic gradient descent with L2 weight decay and an L1
 // proximal step.
-type SGD struct{ LR, L1, L2 float32 }
+type SGD struct {
+	LR, L1, L2 float32
+	Async      Async
+}
 
 // Name returns "sgd".
 func (SGD) Name() string { return "sgd" }
@@ -186,7 +222,10 @@ func (r SGD) Update(w, g []float32, _ [][]float32) {
 
 // Momentum is SGD with heavy-ball momentum: the velocity v, its state,
 // decays by Mu and gathers the gradients; the weights move by LR·v.
-type Momentum struct{ LR, Mu, L1, L2 float32 }
+type Momentum struct {
+	LR, Mu, L1, L2 float32
+	Async          Async
+}
 
 // Name returns "momentum".
 func (Momentum) Name() string { return "momentum" }
@@ -224,6 +263,7 @@ type Adam struct {
 	LR           float32
 	Beta1, Beta2 float64
 	Eps, L1, L2  float32
+	Async        Async
 }
 
 // Name returns "adam".
@@ -264,7 +304,10 @@ func (r Adam) Update(w, g []float32, st [][]float32) {
 // gradients. The L2 term is part of the gradient it accumulates, g' = g +
 // λ₂w, so a step never exceeds LR in size even where the data gradients
 // are tiny (rare features), and the regularisation cannot diverge.
-type AdaGrad struct{ LR, Eps, L1, L2 float32 }
+type AdaGrad struct {
+	LR, Eps, L1, L2 float32
+	Async           Async
+}
 
 // Name returns "adagrad".
 func (AdaGrad) Name() string { return "adagrad" }

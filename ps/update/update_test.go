@@ -2,6 +2,7 @@ package update
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -184,5 +185,92 @@ func TestDefaultsUnchanged(t *testing.T) {
 	}
 	if c.Momentum != 0.9 || c.Beta1 != 0.9 || c.Beta2 != 0.999 {
 		t.Errorf("DefaultConfig() = %+v: want momentum 0.9, beta1 0.9, beta2 0.999", c)
+	}
+}
+
+// TestUpdateScaledByHand checks the scaled step of each rule that has
+// one against values worked out by hand, and that a factor of 1 is
+// Update bit for bit.
+func TestUpdateScaledByHand(t *testing.T) {
+	scaled := func(r Scaled, w, g, s float32, st []float32) (float32, []float32) {
+		ws := []float32{w}
+		arrs := make([][]float32, r.States())
+		for i := range arrs {
+			arrs[i] = []float32{st[i]}
+		}
+		r.UpdateScaled(ws, []float32{g}, arrs, s)
+		out := make([]float32, len(arrs))
+		for i := range arrs {
+			out[i] = arrs[i][0]
+		}
+		return ws[0], out
+	}
+	for _, tc := range []struct {
+		name string
+		rule Scaled
+		st   []float32
+		// w = 1, g = 2, s = 1/4: the weight and the first state after.
+		w, st0 float64
+	}{
+		// 1 − (0.5/4)·(2 + 0.1·1) = 1 − 0.2625 = 0.7375.
+		{"sgd", SGD{LR: 0.5, L2: 0.1}, nil, 0.7375, 0},
+		// v = 0.9·1 + (2 + 0.5·1)/4 = 1.525; w = 1 − 0.1·1.525 = 0.8475.
+		{"momentum", Momentum{LR: 0.1, Mu: 0.9, L2: 0.5}, []float32{1}, 0.8475, 1.525},
+		// n = 5 + 4 = 9 (the whole g²); w = 1 − (1/4)/(3)·2 = 1 − 1/6.
+		{"adagrad", AdaGrad{LR: 1}, []float32{5}, 1 - 1.0/6, 9},
+		// the first step of adam is η·sign(g): 1 − 0.1/4 = 0.975; m = 0.2.
+		{"adam", Adam{LR: 0.1, Beta1: 0.9, Beta2: 0.999}, []float32{0, 0, 0}, 0.975, 0.2},
+	} {
+		st := tc.st
+		if st == nil {
+			st = make([]float32, tc.rule.States())
+		}
+		w, out := scaled(tc.rule, 1, 2, 0.25, st)
+		if !near(float64(w), tc.w) || (len(out) > 0 && !near(float64(out[0]), tc.st0)) {
+			t.Errorf("%s: w %v state %v, want %v and %v", tc.name, w, out, tc.w, tc.st0)
+		}
+		for _, g := range []float32{2, -0.3, 1e-4} {
+			w1, st1 := scaled(tc.rule, 0.7, g, 1, st)
+			w2, st2 := step(tc.rule, 0.7, g, st)
+			if w1 != w2 || !slices.Equal(st1, st2) {
+				t.Errorf("%s g %v: UpdateScaled by 1 gives %v %v, Update %v %v", tc.name, g, w1, st1, w2, st2)
+			}
+		}
+	}
+}
+
+// TestAsyncConfig checks Config.AsyncStep: none by default, what it
+// names otherwise, refused for the rules that cannot scale their step.
+func TestAsyncConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, async string
+		want        Async
+	}{
+		{"adagrad", "", AsyncNone}, {"adam", "", AsyncNone}, {"sgd", "", AsyncNone}, {"sum", "", AsyncNone}, {"ftrl", "none", AsyncNone},
+		{"adagrad", "workers", AsyncWorkers}, {"sgd", "staleness", AsyncStaleness}, {"adam", "staleness", AsyncStaleness},
+		{"momentum", "workers", AsyncWorkers},
+	} {
+		c := DefaultConfig()
+		c.Name, c.AsyncStep = tc.name, tc.async
+		r, err := New(c)
+		if err != nil {
+			t.Fatalf("%s async %q: %v", tc.name, tc.async, err)
+		}
+		got := AsyncNone
+		if sc, ok := r.(Scaled); ok {
+			got = sc.AsyncStep()
+		}
+		if got != tc.want {
+			t.Errorf("%s async %q: %v, want %v", tc.name, tc.async, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ name, async, want string }{
+		{"adagrad", "linear", `AsyncStep "linear"`}, {"ftrl", "workers", "ftrl"}, {"sum", "staleness", "sum"},
+	} {
+		c := DefaultConfig()
+		c.Name, c.AsyncStep = tc.name, tc.async
+		if _, err := New(c); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s async %q: %v, want an error naming %s", tc.name, tc.async, err, tc.want)
+		}
 	}
 }
