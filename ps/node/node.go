@@ -165,6 +165,10 @@ type Node struct {
 	pool        transport.Pool // local replies
 	landing     landing        // the co-located worker's arrays for answers
 	mute        atomic.Bool    // no more heartbeats: the node left the job
+	// stalled is how long (ns) a member loop last found this node had
+	// not run, longer than the timeout, until the scheduler is heard
+	// again; 0 otherwise.
+	stalled atomic.Int64
 	// awaiting is set once a peer closed a link this node sent on: the
 	// node waits for the scheduler's abort (see lost).
 	awaiting atomic.Bool
@@ -445,10 +449,20 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 	return n, nil
 }
 
+// replaced is the error of a node that did not run for stalled and has
+// not heard the scheduler since.
+func (n *Node) replaced(stalled time.Duration) error {
+	return fmt.Errorf("%w: this process did not run for %v, longer than the scheduler's timeout %v, and has not heard the scheduler since: the scheduler has declared it failed, and another process takes its place or the job has ended without it", ErrReplaced, stalled.Round(time.Millisecond), n.assign.Job.Timeout)
+}
+
 // ErrReplaced is the error of a node that finds, when it runs again,
-// that it was stopped for longer than the scheduler's timeout: it was
+// that it was stopped for longer than the scheduler's timeout and then
+// hears nothing more from the scheduler (a timeout of silence, or
+// SchedulerGrace heartbeats when the scheduler's link closed): it was
 // declared failed, and its rank was given to a replacement (or the job
-// ended without it). It exits without blaming any other node.
+// ended without it). It exits without blaming any other node. A node
+// that hears the scheduler again goes on: the scheduler was stopped with
+// it (the same process or machine) and declared nothing.
 var ErrReplaced = errors.New("node: replaced")
 
 // SchedulerGrace is how many heartbeats a node waits for the scheduler
@@ -479,8 +493,28 @@ func (m *member) loop() {
 	silent := int64(0)
 	// last is when the previous tick was handled: a node that finds
 	// more than the timeout since then was itself stopped (SIGSTOP, a
-	// frozen VM) and has been declared dead and replaced meanwhile.
+	// frozen VM, a starved machine). stalled is how long, until the
+	// scheduler is heard again, and sinceStall the ticks since it found
+	// that. Either the scheduler declared it failed meanwhile and will
+	// not send to it again, or the scheduler did not run either (the same
+	// process, a machine stopped or starved whole) and declared nothing:
+	// its heartbeats resume. Only what it sends after the node ran again
+	// tells which; what it sent during the stall is read at once, within
+	// SchedulerGrace ticks.
 	last := time.Now()
+	var stalled time.Duration
+	var sinceStall int64
+	// noticeStall runs first at every event, so that what the scheduler
+	// sent during a stall is never taken for its voice after it.
+	noticeStall := func() {
+		if gap := time.Since(last); gap > n.assign.Job.Timeout && !n.shuttingDown() {
+			// Silence from now on is the scheduler's verdict: a timeout
+			// of it, or SchedulerGrace ticks once its link failed (a
+			// scheduler that ended the job and left).
+			stalled, sinceStall, silent, last = gap, 0, 0, time.Now()
+			n.stalled.Store(int64(gap))
+		}
+	}
 	// schedLost is the failure of the scheduler's link, until the
 	// scheduler is heard again.
 	var schedLost *transport.PeerError
@@ -490,8 +524,10 @@ func (m *member) loop() {
 			if !ok {
 				return
 			}
-			if msg.Sender == proto.SchedulerID {
-				silent, limit, schedLost = 0, timeout, nil
+			noticeStall()
+			if msg.Sender == proto.SchedulerID && (stalled == 0 || sinceStall >= SchedulerGrace) {
+				silent, limit, schedLost, stalled = 0, timeout, nil, 0
+				n.stalled.Store(0)
 			}
 			if msg.Type == transport.TypeData {
 				m.data.Push(msg)
@@ -502,6 +538,7 @@ func (m *member) loop() {
 			if !ok {
 				return
 			}
+			noticeStall()
 			// The scheduler declares failures; a link that fails at the
 			// end of the job is a peer leaving.
 			n.cfg.Logf("%s: link to %s: %v", proto.Name(m.id), proto.Name(pe.Peer), pe)
@@ -520,6 +557,7 @@ func (m *member) loop() {
 				schedLost, silent, limit = pe, 0, min(timeout, SchedulerGrace)
 			}
 		case e := <-m.out.Errors():
+			noticeStall()
 			if e.Data {
 				n.lost(m, e.To, e.Err)
 				continue
@@ -527,14 +565,14 @@ func (m *member) loop() {
 			// The scheduler's silence fails the node if this lasts.
 			n.cfg.Logf("%s: send to %s: %v", proto.Name(m.id), proto.Name(e.To), e.Err)
 		case <-tick.C:
-			if gap := time.Since(last); gap > n.assign.Job.Timeout && !n.shuttingDown() {
-				n.end(fmt.Errorf("%w: this process did not run for %v, longer than the scheduler's timeout %v: the scheduler has declared it failed, and another process takes its place or the job has ended without it", ErrReplaced, gap.Round(time.Millisecond), n.assign.Job.Timeout))
-				continue
-			}
+			noticeStall()
 			last = time.Now()
 			silent++
+			sinceStall++
 			if silent > limit && n.shuttingDown() {
 				n.end(nil)
+			} else if silent > limit && stalled > 0 {
+				n.end(n.replaced(stalled))
 			} else if silent > limit {
 				err := fmt.Errorf("no heartbeat for %v", time.Duration(silent)*hb)
 				if schedLost != nil {
@@ -841,6 +879,12 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 	ne := &proto.NodeError{ID: peer, Addr: addr, Err: fmt.Errorf("%s could not send to it: %w", proto.Name(m.id), err)}
 	leave := func() {
 		n.mute.Store(true)
+		if d := n.stalled.Load(); d > 0 {
+			// Peers gone while this node did not run: they left a job
+			// that went on, or ended, without it.
+			n.end(n.replaced(time.Duration(d)))
+			return
+		}
 		n.end(ne)
 	}
 	// A peer that closed its link, or a write that found the link closed
