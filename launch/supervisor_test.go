@@ -322,25 +322,44 @@ func TestStartScheduler(t *testing.T) {
 		t.Errorf("stdout %q", out)
 	}
 
-	expired, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
 	for _, c := range []struct {
 		name, script string
-		ctx          context.Context
+		silent       bool // the context ends once the scheduler runs
 		want         []string
 	}{
-		{"garbage", `echo "pid $$" >&2; echo 'hello'; exec sleep 1000`, context.Background(),
+		{"garbage", `echo "pid $$" >&2; echo 'hello'; exec sleep 1000`, false,
 			[]string{`scheduler did not start: it printed "hello", not "scheduler listening on ADDR": pid `}},
-		{"exits", `echo "pid $$" >&2; echo 'bad flag' >&2; exit 2`, context.Background(),
+		{"exits", `echo "pid $$" >&2; echo 'bad flag' >&2; exit 2`, false,
 			[]string{"scheduler did not start: it ended (exit status 2) before printing its address: pid ", " | bad flag"}},
-		{"partial line", `echo "pid $$" >&2; printf 'sched'`, context.Background(),
+		{"partial line", `echo "pid $$" >&2; printf 'sched'`, false,
 			[]string{`scheduler did not start: it ended (exit status 0) after printing "sched", not`}},
-		{"silent", `echo "pid $$" >&2; exec sleep 1000`, expired,
+		{"silent", `echo "pid $$" >&2; exec sleep 1000`, true,
 			[]string{"scheduler did not start: it had not printed its address: context deadline exceeded: pid "}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := shell(t)
-			addr, err := s.StartScheduler(c.ctx, sh("scheduler", c.script))
+			ctx := context.Background()
+			if c.silent {
+				// The deadline passes once the scheduler runs (it said
+				// its pid), not at a time it may not have started by.
+				expiring, expire := context.WithCancelCause(ctx)
+				defer expire(nil)
+				ctx = expiring
+				go func() {
+					for {
+						if ps := s.Procs(); len(ps) > 0 && strings.Contains(ps[0].Stderr(), "pid ") {
+							expire(context.DeadlineExceeded)
+							return
+						}
+						select {
+						case <-expiring.Done():
+							return
+						case <-time.After(5 * time.Millisecond):
+						}
+					}
+				}()
+			}
+			addr, err := s.StartScheduler(ctx, sh("scheduler", c.script))
 			if err == nil {
 				t.Fatalf("started at %q", addr)
 			}
