@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"colo/cluster"
 	"colo/internal/workload"
@@ -64,7 +62,7 @@ func BenchmarkKV(b *testing.B) {
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
-				c0 := cpuTime()
+				c0 := processCPU()
 				var wg sync.WaitGroup
 				for i := range c.NumWorkers() {
 					wg.Go(func() {
@@ -81,7 +79,7 @@ func BenchmarkKV(b *testing.B) {
 				// The process's CPU time per request: on a machine whose
 				// cores are busy it is what a request costs, where the
 				// wall time also counts the waits for a core.
-				b.ReportMetric(float64(cpuTime()-c0)/float64(b.N*c.NumWorkers()), "cpu-ns/op")
+				b.ReportMetric(float64(processCPU()-c0)/float64(b.N*c.NumWorkers()), "cpu-ns/op")
 				sec := b.Elapsed().Seconds()
 				total := float64(w.keys) * float64(b.N) * float64(c.NumWorkers())
 				b.ReportMetric(total/sec/1e6, "Mkeys/s")
@@ -114,13 +112,4 @@ func BenchmarkPlainTCP(b *testing.B) {
 			})
 		}
 	}
-}
-
-// cpuTime returns the CPU time of the process, every thread of it.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

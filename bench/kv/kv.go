@@ -28,6 +28,7 @@ package kv
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -67,6 +68,12 @@ type Record struct {
 	P99us    float64 `json:"p99_us"`
 	Requests int     `json:"requests"`
 	Seconds  float64 `json:"seconds"`
+	// CPUus is the CPU time of the whole process (every node of the
+	// cluster, the runtime included) over the counted requests, per
+	// request, in microseconds: what a request costs,
+	// which a busy machine changes less than the rates. 0 where the
+	// process's CPU time is not known.
+	CPUus float64 `json:"cpu_us,omitempty"`
 	// PlainMBPerS is MBPerS of the same traffic without colo, measured
 	// right after: requests and answers of the same sizes per server, as
 	// bare length-prefixed messages over loopback TCP connections of the
@@ -187,7 +194,8 @@ func (c Config) Validate() error {
 // over TCP loopback: separate server and worker nodes, a summing server,
 // asynchronous consistency and one request in flight per worker. Each
 // shape gets a fresh cluster per request kind; the first request of every
-// worker warms the links and is not counted.
+// worker warms the links and the store up, and the workers start counting
+// once all of them are warm.
 func Run(ctx context.Context, cfg Config) ([]Record, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -282,13 +290,25 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 	}
 	lat := make([][]time.Duration, c.NumWorkers())
 	errs := make([]error, c.NumWorkers())
+	dsts := make([][]float32, c.NumWorkers())
+	// Every worker's first request warms its links and the store's pages
+	// up, all of them before the clock and the CPU time start.
+	var warm sync.WaitGroup
+	for i := range c.NumWorkers() {
+		warm.Go(func() {
+			dsts[i] = make([]float32, dstLen)
+			errs[i] = call(c.Worker(i), dsts[i]).Wait()
+		})
+	}
+	warm.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Record{}, err
+	}
+	cpu0 := processCPU()
 	var wg sync.WaitGroup
 	for i := range c.NumWorkers() {
 		wg.Go(func() {
-			w, dst := c.Worker(i), make([]float32, dstLen)
-			if errs[i] = call(w, dst).Wait(); errs[i] != nil {
-				return
-			}
+			w, dst := c.Worker(i), dsts[i]
 			for begin := time.Now(); time.Since(begin) < d; {
 				t := time.Now()
 				if errs[i] = call(w, dst).Wait(); errs[i] != nil {
@@ -299,6 +319,7 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 		})
 	}
 	wg.Wait()
+	cpu := processCPU() - cpu0
 	var all []time.Duration
 	for i, e := range errs {
 		if e != nil {
@@ -325,6 +346,7 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 		P99us:    us(all[min(len(all)-1, len(all)*99/100)]),
 		Requests: len(all),
 		Seconds:  perWorker,
+		CPUus:    us(cpu) / float64(len(all)),
 	}, nil
 }
 

@@ -24,7 +24,7 @@ func TestRun(t *testing.T) {
 		t.Fatalf("%d records, want 2 shapes × 4 kinds", len(recs))
 	}
 	for _, r := range recs {
-		if r.Requests == 0 || r.KeysPerS <= 0 || r.MBPerS <= 0 || r.P50us <= 0 || r.P99us < r.P50us || r.PlainMBPerS <= 0 {
+		if r.Requests == 0 || r.KeysPerS <= 0 || r.MBPerS <= 0 || r.P50us <= 0 || r.P99us < r.P50us || r.PlainMBPerS <= 0 || r.CPUus <= 0 {
 			t.Errorf("implausible record %+v", r)
 		}
 		if (r.Mode == "sparse") == (r.MBPerS != r.KeysPerS*12/1e6) {

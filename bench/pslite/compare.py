@@ -14,8 +14,10 @@ always runs first. Under "busy" a `while :; do :; done` shell loop runs
 pinned with taskset to --busy-core for the two runs and is killed after
 them. The load average (`/proc/loadavg`, 1 minute) is recorded before every
 run. The table gives, per record and load, the median of each program's
-throughput over the rounds, the ratio of those medians (colo / ps-lite), and
-the range of the per-round ratios.
+throughput over the rounds, the ratio of those medians (colo / ps-lite), the
+range of the per-round ratios, and the medians of the CPU time per request
+of every process of each side (cpu_us), which a busy machine changes less
+than the throughput.
 """
 
 import argparse
@@ -108,9 +110,10 @@ def main():
                 if key(rec) not in keys:
                     keys.append(key(rec))
         for k in keys:
-            tp = {}
+            tp, cpu = {}, {}
             for side in ("colo", "ps-lite"):
                 tp[side] = {r["round"]: rec["mb_per_s"] for r in mine if r["side"] == side for rec in r["records"] if key(rec) == k}
+                cpu[side] = [rec["cpu_us"] for r in mine if r["side"] == side for rec in r["records"] if key(rec) == k and rec.get("cpu_us")]
             both = sorted(set(tp["colo"]) & set(tp["ps-lite"]))
             per_round = [tp["colo"][i] / tp["ps-lite"][i] for i in both]
             c, p = statistics.median(tp["colo"].values()), statistics.median(tp["ps-lite"].values())
@@ -125,21 +128,26 @@ def main():
                     "pslite_mb_per_s": p,
                     "ratio": c / p,
                     "round_ratios": per_round,
+                    "colo_cpu_us": statistics.median(cpu["colo"]) if cpu["colo"] else None,
+                    "pslite_cpu_us": statistics.median(cpu["ps-lite"]) if cpu["ps-lite"] else None,
                     "loadavg": [r["loadavg"] for r in mine],
                 }
             )
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"rounds": a.rounds, "duration_ms": a.duration, "busy_core": a.busy_core, "runs": runs, "medians": rows}, f, indent=2)
-    print(f"colo bench kv against ps-lite, {a.rounds} alternated rounds, {a.duration} ms per kind; medians of MB/s")
-    print(f"{'load':>5}  {'shape':>5}  {'mode':>6}  {'op':>4}  {'colo MB/s':>9}  {'ps-lite MB/s':>12}  {'colo/ps-lite':>12}  {'rounds':>11}  {'load avg':>9}")
+    print(f"colo bench kv against ps-lite, {a.rounds} alternated rounds, {a.duration} ms per kind; medians of MB/s,")
+    print("the ratio of the medians and the range of the rounds' ratios; CPU µs per request (every process), medians")
+    print(f"{'load':>5}  {'shape':>5}  {'mode':>6}  {'op':>4}  {'colo MB/s':>9}  {'ps-lite MB/s':>12}  {'colo/ps-lite':>12}  {'rounds':>11}  {'CPU µs colo':>11}  {'ps-lite':>7}  {'load avg':>9}")
     for r in rows:
         rr = r["round_ratios"]
         span = f"{min(rr):.2f}–{max(rr):.2f}" if rr else "-"
         la = f"{min(r['loadavg']):.1f}–{max(r['loadavg']):.1f}"
+        cc = f"{r['colo_cpu_us']:.0f}" if r["colo_cpu_us"] else "-"
+        pc = f"{r['pslite_cpu_us']:.0f}" if r["pslite_cpu_us"] else "-"
         print(
             f"{r['load']:>5}  {r['servers']}×{r['workers']:<3}  {r['mode']:>6}  {r['op']:>4}  {r['colo_mb_per_s']:>9.0f}"
-            f"  {r['pslite_mb_per_s']:>12.0f}  {r['ratio']:>11.2f}×  {span:>11}  {la:>9}"
+            f"  {r['pslite_mb_per_s']:>12.0f}  {r['ratio']:>11.2f}×  {span:>11}  {cc:>11}  {pc:>7}  {la:>9}"
         )
 
 

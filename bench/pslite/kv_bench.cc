@@ -23,12 +23,17 @@
 //
 // Workers: for each kind in turn (sparse push, sparse pull, dense push,
 // dense pull) every worker waits at a barrier of the workers, sends one
-// request to warm up, then sends requests one at a time, each waited for
-// (one request in flight), for DURATION_MS milliseconds, and prints one
-// line of JSON with its latencies in nanoseconds:
-//   {"rank":0,"mode":"sparse","op":"push","keys":100000,"lat_ns":[...]}
+// request to warm up (command kWarmUp), waits at a second barrier, then
+// sends requests one at a time, each waited for (one request in flight),
+// for DURATION_MS milliseconds, and prints one
+// line of JSON with the CPU time of its process over the kind and its
+// latencies, in nanoseconds:
+//   {"rank":0,"mode":"sparse","op":"push","keys":100000,"cpu_ns":...,"lat_ns":[...]}
+// A server prints at its end the CPU time of its process per kind, from
+// the first timed request of a kind to the next warm-up:
+//   {"server":0,"cpu_ns":{"sparse-push":...,"sparse-pull":...,...}}
 // The script run.py beside this file starts the scheduler, servers and
-// workers, and merges the workers' lines into colo bench kv's records.
+// workers, and merges these lines into colo bench kv's records.
 //
 // Environment: ps-lite's own (DMLC_ROLE, DMLC_NUM_SERVER, DMLC_NUM_WORKER,
 // DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT, DMLC_NODE_HOST), and
@@ -39,6 +44,7 @@
 // set, which colo's internal/workload test checks against Go's.
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -96,6 +102,53 @@ std::vector<uint64_t> SparseKeySet(int n) {
   return keys;
 }
 
+// CPUNanos returns the CPU time of this process, every thread of it.
+int64_t CPUNanos() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+}
+
+// kWarmUp is the command of a worker's warm-up requests, not timed.
+const int kWarmUp = 1;
+
+// Kinds times a server's CPU per request kind: from the first timed
+// request of a kind to the next warm-up (the workers run the kinds one
+// after the other, the warm-ups of all of them between two barriers),
+// the last one until the server ends.
+struct Kinds {
+  std::mutex mu;
+  std::string cur;
+  int64_t since = 0;
+  std::vector<std::pair<std::string, int64_t>> cpu;
+
+  // Enter notes a request of the kind; a warm-up request (kWarmUp) ends
+  // the kind being timed and starts none.
+  void Enter(const char* mode, const KVMeta& meta) {
+    std::string k = meta.cmd == kWarmUp ? "" : std::string(mode) + (meta.push ? "-push" : "-pull");
+    std::lock_guard<std::mutex> lk(mu);
+    if (k == cur) return;
+    int64_t now = CPUNanos();
+    if (!cur.empty()) cpu.emplace_back(cur, now - since);
+    cur = k;
+    since = now;
+  }
+
+  // Line closes the last kind and returns the server's line of JSON.
+  std::string Line(int rank) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!cur.empty()) cpu.emplace_back(cur, CPUNanos() - since);
+    cur.clear();
+    std::string line = "{\"server\":" + std::to_string(rank) + ",\"cpu_ns\":{";
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      if (i) line += ",";
+      line += "\"" + cpu[i].first + "\":" + std::to_string(cpu[i].second);
+    }
+    return line + "}}\n";
+  }
+};
+
 int EnvInt(const char* name, int def) {
   const char* v = getenv(name);
   if (v == nullptr || *v == 0) return def;
@@ -130,6 +183,7 @@ float* HugeArray(size_t n) {
 
 // The server's stores. Each handle runs on its app's customer thread.
 struct SparseStore {
+  Kinds* kinds;
   float* vals;
   uint64_t first;  // the first key of this server's share, in [0, 2^24)
   size_t n;
@@ -144,6 +198,7 @@ struct SparseStore {
   }
 
   void Handle(const KVMeta& meta, const KVPairs<float>& req, KVServer<float>* server) {
+    kinds->Enter("sparse", meta);
     size_t nk = req.keys.size();
     const Key* keys = req.keys.data();
     if (meta.push) {
@@ -163,10 +218,12 @@ struct SparseStore {
 };
 
 struct DenseStore {
+  Kinds* kinds;
   float* vals;
   size_t n;
 
   void Handle(const KVMeta& meta, const KVPairs<float>& req, KVServer<float>* server) {
+    kinds->Enter("dense", meta);
     CHECK_EQ(req.keys.size(), (size_t)1) << "a dense request is one key per server";
     if (meta.push) {
       CHECK_EQ(req.vals.size(), n);
@@ -196,14 +253,16 @@ void Share(int rank, int bits, uint64_t* first, size_t* n) {
   *n = hi - lo;
 }
 
-void StartServer(int dense_vals) {
+void StartServer(int dense_vals, Kinds* kinds) {
   if (!IsServer()) return;
   int rank = MyRank();
   auto* sparse = new SparseStore();
+  sparse->kinds = kinds;
   sparse->shift = 64 - kSparseSpaceBits;
   Share(rank, kSparseSpaceBits, &sparse->first, &sparse->n);
   sparse->vals = HugeArray(sparse->n);
   auto* dense = new DenseStore();
+  dense->kinds = kinds;
   uint64_t first;
   Share(rank, Log2(dense_vals), &first, &dense->n);
   dense->n = std::min<uint64_t>(dense->n, first < (uint64_t)dense_vals ? dense_vals - first : 0);
@@ -229,16 +288,20 @@ typedef std::chrono::steady_clock Clock;
 template <typename Call>
 void Measure(const char* mode, const char* op, size_t keys, int ms, Call call) {
   Postoffice::Get()->Barrier(0, kWorkerGroup);
-  call();
+  call(kWarmUp);
+  Postoffice::Get()->Barrier(0, kWorkerGroup);
+  int64_t cpu = CPUNanos();
   std::vector<int64_t> lat;
   auto begin = Clock::now();
   while (Clock::now() - begin < std::chrono::milliseconds(ms)) {
     auto t = Clock::now();
-    call();
+    call(0);
     lat.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count());
   }
+  cpu = CPUNanos() - cpu;
   std::string line = "{\"rank\":" + std::to_string(MyRank()) + ",\"mode\":\"" + mode +
-                     "\",\"op\":\"" + op + "\",\"keys\":" + std::to_string(keys) + ",\"lat_ns\":[";
+                     "\",\"op\":\"" + op + "\",\"keys\":" + std::to_string(keys) +
+                     ",\"cpu_ns\":" + std::to_string(cpu) + ",\"lat_ns\":[";
   for (size_t i = 0; i < lat.size(); ++i) {
     if (i) line += ",";
     line += std::to_string(lat[i]);
@@ -288,13 +351,13 @@ void RunWorker(int ms, int sparse_keys, int dense_vals, const std::string& kinds
   SArray<int> doutlens(dkeys.size());
 
   if (want("sparse-push"))
-    Measure("sparse", "push", set.size(), ms, [&] { sparse.Wait(sparse.ZPush(skeys, svals)); });
+    Measure("sparse", "push", set.size(), ms, [&](int cmd) { sparse.Wait(sparse.ZPush(skeys, svals, {}, cmd)); });
   if (want("sparse-pull"))
-    Measure("sparse", "pull", set.size(), ms, [&] { sparse.Wait(sparse.ZPull(skeys, &sout)); });
+    Measure("sparse", "pull", set.size(), ms, [&](int cmd) { sparse.Wait(sparse.ZPull(skeys, &sout, nullptr, cmd)); });
   if (want("dense-push"))
-    Measure("dense", "push", dense_vals, ms, [&] { dense.Wait(dense.ZPush(dkeys, dvals, dlens)); });
+    Measure("dense", "push", dense_vals, ms, [&](int cmd) { dense.Wait(dense.ZPush(dkeys, dvals, dlens, cmd)); });
   if (want("dense-pull"))
-    Measure("dense", "pull", dense_vals, ms, [&] { dense.Wait(dense.ZPull(dkeys, &dout, &doutlens)); });
+    Measure("dense", "pull", dense_vals, ms, [&](int cmd) { dense.Wait(dense.ZPull(dkeys, &dout, &doutlens, cmd)); });
   // Every key was pushed as often as every other, by every worker: a pull
   // after the pushes answers one positive count everywhere.
   if (want("sparse-push") && want("sparse-pull")) Check("sparse", sout);
@@ -325,9 +388,17 @@ int main(int argc, char* argv[]) {
   }
   const char* k = getenv("KV_KINDS");
   std::string kinds = k && *k ? k : "sparse-push,sparse-pull,dense-push,dense-pull";
+  Kinds server_cpu;
   Start(0);
-  StartServer(dense_vals);
+  bool server = IsServer();
+  int rank = server ? MyRank() : -1;
+  StartServer(dense_vals, &server_cpu);
   RunWorker(ms, sparse_keys, dense_vals, kinds);
   Finalize(0, true);
+  if (server) {
+    std::string line = server_cpu.Line(rank);
+    fwrite(line.data(), 1, line.size(), stdout);
+    fflush(stdout);
+  }
   return 0;
 }

@@ -1,8 +1,9 @@
 """run.py runs the ps-lite peer of `colo bench kv` (kv_bench, built by
 build.sh) and prints its records as colo bench kv does: a table, and with
 --json FILE the records under "results", each {mode, servers, workers, op,
-keys_per_s, mb_per_s, p50_us, p99_us, requests, seconds} in colo's units
-(MB/s counts 12 bytes per sparse key, key and value, and 4 per dense value).
+keys_per_s, mb_per_s, p50_us, p99_us, requests, seconds, cpu_us} in colo's
+units (MB/s counts 12 bytes per sparse key, key and value, and 4 per dense
+value; cpu_us is the CPU time of every process of the job per request).
 
 Usage:
 
@@ -14,8 +15,10 @@ measure the four kinds in colo's order and print their latencies, which are
 merged here exactly as colo merges its workers' (bench/kv benchOne): keys
 per second is the keys of every counted request over the time the workers
 were busy with them, averaged over workers; the first request of each kind
-is a warm-up and not counted. There is no plain TCP reference (colo bench
-kv's plain_mb_per_s).
+is a warm-up and not counted; cpu_us divides the CPU time of the workers and
+servers over the kind's counted requests (kv_bench's cpu_ns) by their
+number, as colo does. There is no plain TCP reference (colo
+bench kv's plain_mb_per_s).
 """
 
 import argparse
@@ -96,17 +99,23 @@ def run_shape(binary, servers, workers, duration_ms, sparse_keys=SPARSE_KEYS, de
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-        lines = []
+        lines, server_cpu = [], {}
         for i, (role, p) in enumerate(procs):
             if p.returncode != 0:
                 err = open(os.path.join(tmp, f"{i}.err")).read()[-2000:]
                 raise RuntimeError(f"ps-lite {servers}x{workers}: {role} exited with {p.returncode}:\n{err}")
-            if role == "worker":
-                for n, line in enumerate(open(os.path.join(tmp, f"{i}.out")), 1):
-                    try:
-                        lines.append(json.loads(line))
-                    except json.JSONDecodeError as e:
-                        raise RuntimeError(f"ps-lite {servers}x{workers}: worker output line {n}: {e}")
+            if role == "scheduler":
+                continue
+            for n, line in enumerate(open(os.path.join(tmp, f"{i}.out")), 1):
+                try:
+                    v = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise RuntimeError(f"ps-lite {servers}x{workers}: {role} output line {n}: {e}")
+                if role == "worker":
+                    lines.append(v)
+                else:
+                    for k, ns in v["cpu_ns"].items():
+                        server_cpu[k] = server_cpu.get(k, 0) + ns
     recs = []
     for mode, op in KINDS:
         mine = [l for l in lines if l["mode"] == mode and l["op"] == op]
@@ -119,6 +128,8 @@ def run_shape(binary, servers, workers, duration_ms, sparse_keys=SPARSE_KEYS, de
             raise RuntimeError(f"ps-lite {servers}x{workers} {mode} {op}: no request completed")
         per_worker = sum(lat) / 1e9 / workers
         keys = mine[0]["keys"]
+        # Every process's CPU over the kind's timed requests, per request.
+        cpu_ns = sum(l["cpu_ns"] for l in mine) + server_cpu.get(f"{mode}-{op}", 0)
         kps = keys * len(lat) / per_worker
         recs.append(
             {
@@ -132,6 +143,7 @@ def run_shape(binary, servers, workers, duration_ms, sparse_keys=SPARSE_KEYS, de
                 "p99_us": lat[min(len(lat) - 1, len(lat) * 99 // 100)] / 1e3,
                 "requests": len(lat),
                 "seconds": per_worker,
+                "cpu_us": cpu_ns / 1e3 / len(lat),
             }
         )
     return recs
@@ -145,11 +157,11 @@ def run(binary, shapes, duration_ms):
 
 
 def write_table(out, recs):
-    out.write(f"{'mode':>6}  {'servers×workers':>15}  {'op':>4}  {'keys/s':>8}  {'MB/s':>6}  {'p50 µs':>7}  {'p99 µs':>7}  {'requests':>8}\n")
+    out.write(f"{'mode':>6}  {'servers×workers':>15}  {'op':>4}  {'keys/s':>8}  {'MB/s':>6}  {'p50 µs':>7}  {'p99 µs':>7}  {'requests':>8}  {'CPU µs':>7}\n")
     for r in recs:
         out.write(
             f"{r['mode']:>6}  {str(r['servers']) + '×' + str(r['workers']):>15}  {r['op']:>4}  {r['keys_per_s'] / 1e6:>7.1f}M"
-            f"  {r['mb_per_s']:>6.0f}  {r['p50_us']:>7.0f}  {r['p99_us']:>7.0f}  {r['requests']:>8}\n"
+            f"  {r['mb_per_s']:>6.0f}  {r['p50_us']:>7.0f}  {r['p99_us']:>7.0f}  {r['requests']:>8}  {r['cpu_us']:>7.0f}\n"
         )
 
 

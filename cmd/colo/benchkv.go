@@ -21,8 +21,8 @@ func runBenchKV(e *env, args []string) error {
 			"messages over TCP connections of the same shape (plain MB/s): what the\n"+
 			"machine gives at that moment. Prints a table, or with --json the records\n"+
 			"under \"results\", each {mode, servers, workers, op, keys_per_s, mb_per_s, p50_us,\n"+
-			"p99_us, requests, seconds, plain_mb_per_s}. MB/s counts 12 bytes per\n"+
-			"sparse key (key and value) and 4 per dense value.")
+			"p99_us, requests, seconds, cpu_us, plain_mb_per_s}. MB/s counts 12 bytes per\n"+
+			"sparse key (key and value) and 4 per dense value; cpu_us is the process's CPU per request.")
 	cfg := kv.DefaultConfig()
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each request kind runs on each shape")
 	f.IntVar(&cfg.SparseKeys, "sparse-keys", cfg.SparseKeys, "keys of a sparse request")

@@ -23,7 +23,7 @@ func TestBenchKVJSON(t *testing.T) {
 	if len(recs) != 8 {
 		t.Fatalf("%d records, want 8", len(recs))
 	}
-	for _, key := range []string{"mode", "servers", "workers", "op", "keys_per_s", "mb_per_s", "p50_us", "p99_us", "plain_mb_per_s"} {
+	for _, key := range []string{"mode", "servers", "workers", "op", "keys_per_s", "mb_per_s", "p50_us", "p99_us", "cpu_us", "plain_mb_per_s"} {
 		if _, ok := recs[0][key]; !ok {
 			t.Errorf("record lacks %q: %v", key, recs[0])
 		}
