@@ -148,6 +148,10 @@ type Table struct {
 	stride uint64
 	lens   []int32 // per-key lengths of a whole dense table
 	allKey []uint64
+	// direct holds key arrays for pulls, put back only by a pull its
+	// machine's server served before it returned (worker.Future.Direct):
+	// one sent as messages may be read until it is sent.
+	direct sync.Pool // *[]uint64
 	// answers holds *kv.Batch for pulls' answers, whose arrays of
 	// lengths are reused from pull to pull.
 	answers sync.Pool
@@ -288,7 +292,11 @@ func (t *Table) key(r int64) uint64 {
 // outbox), so a reuse once the call completed could change keys that
 // are still to be sent.
 func (t *Table) keys(rows []int64) ([]uint64, error) {
-	ks := make([]uint64, len(rows))
+	return t.keysTo(make([]uint64, len(rows)), rows)
+}
+
+// keysTo is keys into ks (len(rows) long).
+func (t *Table) keysTo(ks []uint64, rows []int64) ([]uint64, error) {
 	prev := int64(-1)
 	for i, r := range rows {
 		if r < 0 || r >= t.rows {
@@ -356,8 +364,16 @@ func (t *Table) Pull(rows []int64, dst []float32) (*Ticket, error) {
 	if len(dst) != len(rows)*t.dim {
 		return nil, fmt.Errorf("table %q: pull of %d rows of dim %d into %d values, want %d", t.spec.Name, len(rows), t.dim, len(dst), len(rows)*t.dim)
 	}
-	ks, err := t.keys(rows)
+	kp, _ := t.direct.Get().(*[]uint64)
+	if kp == nil {
+		kp = new([]uint64)
+	}
+	if cap(*kp) < len(rows) {
+		*kp = make([]uint64, len(rows))
+	}
+	ks, err := t.keysTo((*kp)[:len(rows)], rows)
 	if err != nil {
+		t.direct.Put(kp)
 		return nil, err
 	}
 	b, _ := t.answers.Get().(*kv.Batch)
@@ -368,6 +384,9 @@ func (t *Table) Pull(rows []int64, dst []float32) (*Ticket, error) {
 	b.Keys, b.Vals, b.Lens = nil, dst[:0:len(dst)], b.Lens[:0]
 	fut := t.s.w.PullLens(ks, b)
 	return &Ticket{fut: fut, fin: func(err error) error {
+		if fut.Direct() {
+			t.direct.Put(kp)
+		}
 		if err == nil {
 			err = t.land(b, dst, nil)
 		}

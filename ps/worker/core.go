@@ -92,8 +92,9 @@ func (c Config) Validate() error {
 
 // Future is the outcome of an asynchronous call.
 type Future struct {
-	done chan struct{}
-	err  error
+	done   chan struct{}
+	err    error
+	direct bool
 }
 
 func newFuture() *Future { return &Future{done: make(chan struct{})} }
@@ -113,6 +114,11 @@ func (f *Future) Wait() error {
 	<-f.done
 	return f.err
 }
+
+// Direct reports whether the call was served on the caller's goroutine
+// before it returned (Core.Direct): no request of it was queued, so its
+// arrays are the caller's again.
+func (f *Future) Direct() bool { return f.direct }
 
 // Done returns a channel closed when the call is done.
 func (f *Future) Done() <-chan struct{} { return f.done }
@@ -848,6 +854,7 @@ func (c *Core) Direct(op *Op, local Local) bool {
 	} else if err = checkPart(s, len(op.keys), kv.Batch{Vals: vals, Lens: lens}); err != nil {
 		err = fmt.Errorf("worker %d: answer of server %d: %w", c.cfg.Rank, s, err)
 	}
+	op.fut.direct = true
 	if err != nil {
 		c.stats.Errors++
 		op.fut.complete(err)
