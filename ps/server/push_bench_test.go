@@ -1,12 +1,15 @@
 package server
 
 import (
+	"context"
 	"testing"
 
 	"colo/internal/workload"
 	"colo/kv"
+	"colo/ps/proto"
 	"colo/ps/route"
 	"colo/ps/update"
+	"colo/transport"
 )
 
 // BenchmarkStorePushSparse adds a sparse push of colo bench kv (100k
@@ -46,5 +49,37 @@ func TestAdviseHugeKeepsValues(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// nopConn drops replies.
+type nopConn struct{}
+
+func (nopConn) Reply(context.Context, transport.NodeID, *transport.Message) error { return nil }
+
+// BenchmarkServerHandlePull serves a pull of one key of width 16 as the
+// loop does (locked, Run), and bare: the difference is the cost of the
+// lock a co-located worker's direct pulls need (PullLocal).
+func BenchmarkServerHandlePull(b *testing.B) {
+	tb, _ := route.Uniform(1, 1<<20)
+	s, err := NewServer(Config{Workers: 1, Table: tb, Width: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &transport.Message{Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagRequest | transport.FlagPull,
+		Cmd: proto.DataSparse, Sender: proto.WorkerID(0)}, Body: proto.AppendMetaEpoch(nil, 0, 0), KV: kv.Batch{Keys: []uint64{77}}}
+	ctx := context.Background()
+	for _, locked := range []bool{true, false} {
+		b.Run(map[bool]string{true: "loop", false: "bare"}[locked], func(b *testing.B) {
+			for b.Loop() {
+				if locked {
+					s.serve.Lock()
+				}
+				s.handle(ctx, m, nopConn{})
+				if locked {
+					s.serve.Unlock()
+				}
+			}
+		})
 	}
 }
