@@ -301,6 +301,15 @@ func (r *registry) ticket(k *clib.Ticket, err error) int64 {
 	return add(r, r.tickets, k)
 }
 
+// done waits for k, a call's ticket that was never stored (colo_pull_wait),
+// or records err as ticket does.
+func (r *registry) done(k *clib.Ticket, err error) int64 {
+	if err != nil {
+		return r.ticket(nil, err)
+	}
+	return r.fail(k.Wait())
+}
+
 // wait waits for ticket h and forgets it.
 func (r *registry) wait(h int64) int64 {
 	r.mu.Lock()

@@ -22,6 +22,7 @@
 //	int64_t colo_pull(int64_t t, const int64_t *rows, int64_t n, float *dst, int64_t len);   // ticket
 //	int64_t colo_push(int64_t t, const int64_t *rows, int64_t n, const float *vals, int64_t len);  // ticket
 //	int64_t colo_pull_all(int64_t t, float *dst, int64_t len), colo_push_all(int64_t t, const float *vals, int64_t len);
+//	int64_t colo_pull_wait(int64_t t, const int64_t *rows, int64_t n, float *dst, int64_t len);  // colo_pull and colo_wait in one call: 0
 //	int64_t colo_wait(int64_t ticket);   // 0; the ticket is gone
 //	int64_t colo_poll(int64_t ticket);   // 1 done (wait returns at once), 0 not yet
 //	int64_t colo_init_rows(int64_t t, const int64_t *rows, int64_t n, float *dst, int64_t len);
@@ -154,6 +155,24 @@ func colo_pull(t C.int64_t, rows *C.int64_t, n C.int64_t, dst *C.float, length C
 		return C.int64_t(e)
 	}
 	return C.int64_t(lib.ticket(tb.Pull(r, d)))
+}
+
+//export colo_pull_wait
+func colo_pull_wait(t C.int64_t, rows *C.int64_t, n C.int64_t, dst *C.float, length C.int64_t) (ret C.int64_t) {
+	defer guard(&ret)
+	tb, e := lib.tableOf(int64(t))
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	r, e := ints64(rows, n, "rows")
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	d, e := floats32(dst, length, "dst")
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	return C.int64_t(lib.done(tb.Pull(r, d)))
 }
 
 //export colo_push

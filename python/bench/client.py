@@ -111,8 +111,10 @@ def main():
         ("fixed cost, colo.rank()", colo.rank, 2000),
         ("fixed cost, pull of 1 row x 16, C calls", lambda: L.colo_wait(L.colo_pull(t._handle, one.ctypes.data, 1, one_out.data_ptr(), dim)), 200),
         ("fixed cost, pull of 1 row x 16, C calls, pointers", lambda: L.colo_wait(L.colo_pull(h, one_p, 1, one_out_p, dim)), 2000),
+        ("fixed cost, pull of 1 row x 16, colo_pull_wait, pointers", lambda: L.colo_pull_wait(h, one_p, 1, one_out_p, dim), 2000),
         ("pull 4096 x 16 float32, colo.kv", lambda: t.pull(rows_t, out), 20),
         ("pull 4096 x 16 float32, C calls only", lambda: L.colo_wait(L.colo_pull(t._handle, rows.ctypes.data, n, out.data_ptr(), n * dim)), 20),
+        ("pull 4096 x 16 float32, colo_pull_wait", lambda: L.colo_pull_wait(t._handle, rows.ctypes.data, n, out.data_ptr(), n * dim), 20),
         ("torch.index_select of the same rows", lambda: torch.index_select(w, 0, rows_t), 20),
         ("torch.index_select into a preallocated out", lambda: torch.index_select(w, 0, rows_t, out=dst), 20),
     ]

@@ -102,6 +102,7 @@ def lib():
             "colo_allreduce": [i64, p, i64],
             "colo_table": [i64, ctypes.c_char_p],
             "colo_pull": [i64, p, i64, p, i64],
+            "colo_pull_wait": [i64, p, i64, p, i64],
             "colo_push": [i64, p, i64, p, i64],
             "colo_pull_all": [i64, p, i64],
             "colo_push_all": [i64, p, i64],

@@ -148,9 +148,11 @@ class Table:
         op, m, ok = _array(out, np.float32, "table %r: out" % self.name, writable=True)
         if m != n * self.dim:
             raise ColoValueError("table %r: out has %d values for %d rows of dim %d, want %d" % (self.name, m, n, self.dim, n * self.dim))
+        if wait:
+            _lib.call("colo_pull_wait", self._h(), rp, n, op, m)
+            return out
         h = _lib.call("colo_pull", self._h(), rp, n, op, m)
-        t = Ticket(h, (rk, ok), out)
-        return t.wait() if wait else t
+        return Ticket(h, (rk, ok), out)
 
     def push(self, rows, values):
         """Push ``values`` (float32, len(rows)·dim) to ``rows`` (int64,
@@ -168,8 +170,7 @@ class Table:
         contiguous int64, out contiguous float32 of len(rows)·dim values
         (the layers' own; nothing is checked, the Go side checks the
         rows)."""
-        h = _lib.call("colo_pull", self._h(), rows.data_ptr(), rows.numel(), out.data_ptr(), out.numel())
-        _lib.call("colo_wait", h)
+        _lib.call("colo_pull_wait", self._h(), rows.data_ptr(), rows.numel(), out.data_ptr(), out.numel())
 
     def _push_owned(self, rows, values):
         """push(rows, values) of tensors the caller made, as _pull_owned."""
