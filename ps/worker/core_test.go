@@ -367,3 +367,75 @@ func isDone(f *Future) bool {
 		return false
 	}
 }
+
+// TestKeptPushes walks a worker whose server 0 replicates its rounds'
+// sums: an acknowledgement that says the backups lack the push's round
+// keeps a copy of the push, in arrays of its own; a later one that says
+// they have it drops it; Resend sends the kept pushes with the
+// unanswered requests in the order they were first sent; an
+// acknowledgement without a count (every update replicated) drops
+// them all.
+func TestKeptPushes(t *testing.T) {
+	tb := mustUniform(2, 4) // servers own [0,2), [2,4)
+	c, err := NewCore(Config{Rank: 0, Table: tb, Width: 1, Clock: clock.DefaultConfig(), Resend: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack := func(s int, id uint64, replicated int64) []Out {
+		m := &transport.Message{Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagPush, ID: id}}
+		if replicated >= 0 {
+			m.Body = proto.AppendMeta(nil, replicated)
+		}
+		return c.Receive(s, m)
+	}
+	push := func(v float32) (*Op, []Out) {
+		op := &Op{kind: opPushRange, begin: 0, end: 4, vals: []float32{v, v, v, v}, fut: newFuture()}
+		return op, slices.Clone(c.Submit(op))
+	}
+	kept := func() []int64 {
+		var out []int64
+		if len(c.kept) > 0 {
+			for _, k := range c.kept[0] {
+				out = append(out, k.round)
+			}
+		}
+		return out
+	}
+	// Round 0: server 0's backups have no round yet.
+	p0, outs := push(1)
+	ack(0, outs[0].M.ID, 0)
+	ack(1, outs[1].M.ID, -1)
+	if !isDone(p0.fut) || !slices.Equal(kept(), []int64{0}) {
+		t.Fatalf("round 0: done %v, kept rounds %v, want [0]", isDone(p0.fut), kept())
+	}
+	p0.vals[0] = -1 // the caller's arrays are its own again
+	// Round 1: the backups have round 0.
+	p1, outs := push(2)
+	ack(1, outs[1].M.ID, -1)
+	ack(0, outs[0].M.ID, 1)
+	if !isDone(p1.fut) || !slices.Equal(kept(), []int64{1}) {
+		t.Fatalf("round 1: done %v, kept rounds %v, want [1]", isDone(p1.fut), kept())
+	}
+	keptID := outs[0].M.ID
+	clear(p1.vals)
+	// Round 2's push unanswered by server 0; then server 0 fails.
+	_, outs = push(3)
+	ack(1, outs[1].M.ID, -1)
+	c.Submit(&Op{kind: opSuspend, server: 0, fut: newFuture()})
+	resent := c.Submit(&Op{kind: opResend, server: 0, fut: newFuture()})
+	if len(resent) != 2 || resent[0].M.ID != keptID || resent[1].M.ID != outs[0].M.ID {
+		t.Fatalf("resent %d messages (%+v), want the kept push %d and then push %d", len(resent), resent, keptID, outs[0].M.ID)
+	}
+	if r, _ := proto.ParseMeta(resent[0].M); r != 1 || !slices.Equal(resent[0].M.KV.Vals, []float32{2, 2}) || !slices.Equal(resent[0].M.KV.Keys, []uint64{0, 2}) {
+		t.Fatalf("the kept push: round %d, keys %v, values %v; want round 1, [0 2], [2 2]", r, resent[0].M.KV.Keys, resent[0].M.KV.Vals)
+	}
+	// The backup that took over answers both (no count): nothing kept.
+	ack(0, keptID, -1)
+	ack(0, outs[0].M.ID, -1)
+	if len(kept()) != 0 {
+		t.Fatalf("kept rounds %v after the new owner's answers", kept())
+	}
+	if again := c.Submit(&Op{kind: opResend, server: 0, fut: newFuture()}); len(again) != 0 {
+		t.Fatalf("a second Resend sent %+v", again)
+	}
+}
