@@ -336,25 +336,80 @@ func TestFailoverBSP(t *testing.T) {
 					c.servers[tc.victim].Close()
 				}
 			})
-			if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
-				t.Errorf("model after the failover\n%v\nwant\n%v", got, want)
-			}
-			heir := c.servers[(tc.victim+1)%3]
-			heir.mu.Lock()
-			taken := len(heir.taken)
-			heir.mu.Unlock()
-			if taken != 1 {
-				t.Errorf("server %d's node serves %d failed servers, want 1", (tc.victim+1)%3, taken)
-			}
-			for w, n := range c.workers {
-				if r := n.Worker().Round(); r != rounds {
-					t.Errorf("worker %d computed %d rounds, want %d", w, r, rounds)
-				}
-				if n.Epoch() != 0 {
-					t.Errorf("worker %d in epoch %d: the job was paused", w, n.Epoch())
-				}
-			}
+			checkFailover(t, c, got, want, rounds, tc.victim)
 		})
+	}
+}
+
+// checkFailover checks a BSP run of rounds rounds in which server victim
+// was killed: the model got is bit for bit want, the one of the run
+// without failure; the victim's backup serves its ranges; each worker
+// computed exactly the rounds; the job was never paused.
+func checkFailover(t *testing.T, c *replCluster, got, want []float32, rounds int64, victim int) {
+	t.Helper()
+	if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+		t.Errorf("model after the failover\n%v\nwant\n%v", got, want)
+	}
+	heir := c.servers[(victim+1)%3]
+	heir.mu.Lock()
+	taken := len(heir.taken)
+	heir.mu.Unlock()
+	if taken != 1 {
+		t.Errorf("server %d's node serves %d failed servers, want 1", (victim+1)%3, taken)
+	}
+	for w, n := range c.workers {
+		if r := n.Worker().Round(); r != rounds {
+			t.Errorf("worker %d computed %d rounds, want %d", w, r, rounds)
+		}
+		if n.Epoch() != 0 {
+			t.Errorf("worker %d in epoch %d: the job was paused", w, n.Epoch())
+		}
+	}
+}
+
+// TestFailoverBSPEveryStage kills server 1 at every stage of every round
+// but the last (its failover is then not awaited), with and without its
+// rounds' sums dropped from that round on (the backup lacks them, the
+// workers send the pushes they kept), and, for a kill once the round is
+// acknowledged, with server 1's answers to the next round's pulls
+// dropped: the model is bit for bit the one of the run without failure
+// and no round is computed again.
+func TestFailoverBSPEveryStage(t *testing.T) {
+	const rounds = 6
+	rule := update.AdaGrad{LR: 0.1, Eps: 1e-6}
+	want := bspRun(t, startReplicated(t, clock.BSP, 1, rule), rounds, -1, nil)
+	for killAt := range int64(rounds - 1) {
+		for _, stage := range []string{"start", "mid", "end", "acked"} {
+			for _, dropSums := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%d-%s-%v", killAt, stage, dropSums), func(t *testing.T) {
+					var dropVals atomic.Bool
+					c := startReplicated(t, clock.BSP, 1, rule, func(role proto.Role, rank int, nw Network) Network {
+						if role != proto.RoleServer || rank != 1 {
+							return nw
+						}
+						return tapNet{Network: nw, from: proto.ServerID(1), tap: func(to transport.NodeID, m *transport.Message) bool {
+							if m.Type != transport.TypeData {
+								return false
+							}
+							if r, _ := proto.Identify(to); r == proto.RoleWorker {
+								return dropVals.Load() && m.Flags&transport.FlagPull != 0
+							}
+							round, _, _, _, _, err := proto.ParseReplica(m)
+							return dropSums && m.Cmd == proto.DataReplicate && err == nil && round >= killAt
+						}}
+					})
+					got := bspRun(t, c, rounds, killAt, func(s string) {
+						if stage == "acked" && s == "end" {
+							dropVals.Store(true)
+						}
+						if s == stage {
+							c.servers[1].Close()
+						}
+					})
+					checkFailover(t, c, got, want, rounds, 1)
+				})
+			}
+		}
 	}
 }
 

@@ -176,12 +176,18 @@ func New(cfg Config) (*Network, error) {
 }
 
 // Attach returns a new endpoint with the given id. An id may be attached
-// again after its endpoint is closed (a restarted node).
+// again once its endpoint is closing (a restarted node, or a backup that
+// takes over a failed server's id as soon as a peer saw the link fail):
+// the closing endpoint leaves the network at once, and its Close still
+// ends its links.
 func (n *Network) Attach(id transport.NodeID) (*Endpoint, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.eps[id] != nil {
-		return nil, fmt.Errorf("mem: node %d is already attached", id)
+	if old := n.eps[id]; old != nil {
+		if old.ctx.Err() == nil {
+			return nil, fmt.Errorf("mem: node %d is already attached", id)
+		}
+		n.evict(old)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	e := &Endpoint{
@@ -212,20 +218,29 @@ func (n *Network) Close() error {
 	return nil
 }
 
+// evict takes closing endpoint e off the network: its id is free to
+// attach again, and its links, kept in e.evicted for its Close, are no
+// longer found by senders. Called with n.mu held.
+func (n *Network) evict(e *Endpoint) {
+	if n.eps[e.id] == e {
+		delete(n.eps, e.id)
+	}
+	for p, l := range n.links {
+		if l.src == e || l.dst == e {
+			delete(n.links, p)
+			e.evicted = append(e.evicted, l)
+		}
+	}
+}
+
 // detach removes e from the network and returns its links and the peers
 // it had links with.
 func (n *Network) detach(e *Endpoint) (out []*link, others []*Endpoint) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.eps[e.id] == e {
-		delete(n.eps, e.id)
-	}
+	n.evict(e)
 	seen := map[*Endpoint]bool{e: true}
-	for p, l := range n.links {
-		if l.src != e && l.dst != e {
-			continue
-		}
-		delete(n.links, p)
+	for _, l := range e.evicted {
 		if l.src == e {
 			out = append(out, l)
 		}
@@ -257,6 +272,10 @@ type Endpoint struct {
 	mu     sync.Mutex
 	closed bool
 	isDown map[transport.NodeID]bool
+
+	// evicted are the links of the endpoint once it left the network
+	// (Network.evict), guarded by the network's mu.
+	evicted []*link
 }
 
 var _ transport.Endpoint = (*Endpoint)(nil)
