@@ -23,6 +23,8 @@ func TestValidate(t *testing.T) {
 		{"zero length", Batch{Keys: []uint64{1, 5}, Vals: []float32{1}, Lens: []int32{0, 1}}, true},
 		{"unsorted", Batch{Keys: []uint64{2, 1}, Vals: []float32{1, 2}}, false},
 		{"duplicate", Batch{Keys: []uint64{2, 2}, Vals: []float32{1, 2}}, false},
+		{"late unsorted", Batch{Keys: []uint64{1, 2, 3, 9, 4}}, false},
+		{"late duplicate", Batch{Keys: []uint64{1, 2, 3, 3}}, false},
 		{"ragged", Batch{Keys: []uint64{1, 2}, Vals: []float32{1, 2, 3}}, false},
 		{"values without keys", Batch{Vals: []float32{1}}, false},
 		{"lens count", Batch{Keys: []uint64{1, 2}, Vals: []float32{1, 2}, Lens: []int32{2}}, false},
@@ -33,6 +35,15 @@ func TestValidate(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: Validate = %v, want ok=%v", tc.name, err, tc.ok)
 		}
+	}
+}
+
+// TestValidateNamesKey checks that the error names the first key out of
+// order and the one before it.
+func TestValidateNamesKey(t *testing.T) {
+	err := Batch{Keys: []uint64{1, 5, 7, 6, 2}}.Validate()
+	if want := "kv: key 3 (6) is not greater than key 2 (7)"; err == nil || err.Error() != want {
+		t.Errorf("Validate = %v, want %q", err, want)
 	}
 }
 
