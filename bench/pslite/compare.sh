@@ -5,7 +5,7 @@
 # idle machine and with a busy loop pinned to one core, and prints the
 # medians side by side with their ratio.
 #
-# Usage, from the repository root:
+# Usage:
 #
 #	bench/pslite/compare.sh PSLITE_SRC [OUT.json]
 #
@@ -30,7 +30,9 @@ if [ -z "$src" ]; then
 	echo "usage: $0 PSLITE_SRC [OUT.json] (or PSLITE_SRC=... $0)" >&2
 	exit 2
 fi
+case $out in /*) ;; *) out=$(pwd)/$out ;; esac
+src=$(cd "$src" 2>/dev/null && pwd) || { echo "$0: $src: no such directory" >&2; exit 2; }
 "$here/build.sh" "$src" "$build" >/dev/null
-go build -o "$build/colo" ./cmd/colo
+(cd "$here/../.." && go build -o "$build/colo" ./cmd/colo)
 exec python3 "$here/compare.py" "$build/colo" "$build/kv_bench" --rounds "${ROUNDS:-4}" \
 	--duration "${DURATION:-1s}" --busy-core "${BUSY_CORE:-1}" --loads "${LOADS:-idle,busy}" --json "$out"
