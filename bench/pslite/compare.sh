@@ -31,7 +31,11 @@ if [ -z "$src" ]; then
 	exit 2
 fi
 case $out in /*) ;; *) out=$(pwd)/$out ;; esac
-src=$(cd "$src" 2>/dev/null && pwd) || { echo "$0: $src: no such directory" >&2; exit 2; }
+if [ ! -d "$src" ]; then
+	echo "$0: $src: no such directory" >&2
+	exit 2
+fi
+src=$(cd "$src" && pwd)
 "$here/build.sh" "$src" "$build" >/dev/null
 (cd "$here/../.." && go build -o "$build/colo" ./cmd/colo)
 exec python3 "$here/compare.py" "$build/colo" "$build/kv_bench" --rounds "${ROUNDS:-4}" \
