@@ -401,6 +401,11 @@ type Result struct {
 	// summed over the servers (each measures the pushes it applied; see
 	// server.Staleness): BSP gives 0, bounded delay τ at most τ.
 	Staleness *Staleness `json:"staleness,omitempty"`
+	// Replication counts, summed over the servers, the updates they sent
+	// their backups (with replicated key ranges, Config.Replicas) and
+	// how long their pushes' acknowledgements waited for the backups
+	// (see server.ReplicaStats); nil without backups.
+	Replication *server.ReplicaStats `json:"replication,omitempty"`
 	// Evaluator is the evaluator's validation curve (Config.EvalEvery);
 	// its traffic is not in BytesInter.
 	Evaluator *EvaluatorReport `json:"evaluator,omitempty"`
@@ -782,6 +787,12 @@ func (r *Result) addTraffic(stats []node.Stats) {
 			}
 			r.Staleness.Add(st.Server.Staleness)
 			r.Staleness.Mean = r.Staleness.Staleness.Mean()
+		}
+		if st.Server != nil && st.Server.Replication != (server.ReplicaStats{}) {
+			if r.Replication == nil {
+				r.Replication = &server.ReplicaStats{}
+			}
+			r.Replication.Add(st.Server.Replication)
 		}
 		for _, l := range st.Links {
 			from, _ := proto.Identify(l.From)

@@ -16,6 +16,7 @@ import (
 	"colo/ps/clock"
 	"colo/ps/proto"
 	"colo/ps/sched"
+	"colo/ps/server"
 	"colo/ps/update"
 	"colo/ps/worker"
 	"colo/transport"
@@ -180,7 +181,8 @@ func bspRun(t *testing.T, c *replCluster, rounds, killAt int64, kill func(stage 
 }
 
 // TestReplicatedBackupState checks that each server's backup holds its
-// ranges bit for bit, values and AdaGrad states, after BSP rounds.
+// ranges bit for bit, values and AdaGrad states, after BSP rounds, and
+// counts what each server sent its backup.
 func TestReplicatedBackupState(t *testing.T) {
 	for _, mode := range []clock.Mode{clock.BSP, clock.Async} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -209,6 +211,20 @@ func TestReplicatedBackupState(t *testing.T) {
 				if len(w.Vals) != 2*2*4 {
 					// 4 keys of width 2, values and one AdaGrad state.
 					t.Errorf("server %d holds %d values and states, want 16", p, len(w.Vals))
+				}
+			}
+			// Each server sent its backup 8 updates of 8 values (4 keys of
+			// width 2): the rounds' sums under BSP, each worker's pushes
+			// under async.
+			for p, n := range c.servers {
+				want := server.ReplicaStats{Updates: 8, Sums: 8, Values: 8 * 8}
+				if mode == clock.Async {
+					want = server.ReplicaStats{Updates: 2 * 8, Values: 2 * 8 * 8}
+				}
+				got := n.Server().Stats().Replication
+				got.Held, got.HeldNanos = 0, 0
+				if got != want {
+					t.Errorf("server %d replicated %+v, want %+v", p, got, want)
 				}
 			}
 		})

@@ -149,6 +149,10 @@ type Stats struct {
 	KeyShare float64
 	// Staleness measures the pushes applied (see Staleness).
 	Staleness Staleness
+	// Replication counts the updates sent to the server's backups and
+	// the acknowledgements' waits for them (the driver's,
+	// Server.Stats; zero without backups).
+	Replication ReplicaStats
 }
 
 // StalenessBuckets is the number of buckets of Staleness.Hist.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"colo/kv"
 	"colo/ps/clock"
@@ -95,6 +96,49 @@ type replication struct {
 	// parked holds the pulls a server taken over got before their
 	// round's pushes were summed (park).
 	parked []*transport.Message
+	// stats counts the updates; applied holds when each update still in
+	// the primary's queue was applied, oldest first.
+	stats   ReplicaStats
+	applied []time.Time
+}
+
+// ReplicaStats counts what a primary sent its backups and how long the
+// acknowledgements of its pushes waited for them (Stats.Replication).
+type ReplicaStats struct {
+	// Updates is the number of updates sent to the backups, Sums those
+	// of them that were rounds' sums, and Values the values they
+	// carried, each counted once whatever the number of backups.
+	Updates uint64 `json:"updates"`
+	Sums    uint64 `json:"sums"`
+	Values  uint64 `json:"values"`
+	// Held is the number of updates whose acknowledgements waited for
+	// the backups, HeldNanos the time they waited, summed.
+	Held      uint64 `json:"held"`
+	HeldNanos int64  `json:"held_nanos"`
+}
+
+// Add adds o's counts to r.
+func (r *ReplicaStats) Add(o ReplicaStats) {
+	r.Updates, r.Sums, r.Values = r.Updates+o.Updates, r.Sums+o.Sums, r.Values+o.Values
+	r.Held, r.HeldNanos = r.Held+o.Held, r.HeldNanos+o.HeldNanos
+}
+
+// track notes that an update was applied at now, when apply is set,
+// and counts the waits of the updates the primary released since.
+func (r *replication) track(apply bool, now time.Time) {
+	if apply {
+		r.applied = append(r.applied, now)
+	}
+	n := len(r.applied) - r.primary.Pending()
+	for _, t := range r.applied[:max(n, 0)] {
+		if d := now.Sub(t); d > 0 {
+			r.stats.Held++
+			r.stats.HeldNanos += int64(d)
+		}
+	}
+	if n > 0 {
+		r.applied = r.applied[:copy(r.applied, r.applied[n:])]
+	}
 }
 
 // park keeps pull req of message m for later when the server took over
@@ -170,7 +214,7 @@ func (r *replication) stamp(rs []Reply) []Reply {
 // pushes failed with the pause.
 func (r *replication) rewind() {
 	r.primary = replica.NewPrimary[Reply](r.primary.Backups())
-	r.rounds, r.replicated = r.rounds[:0], 0
+	r.rounds, r.replicated, r.applied = r.rounds[:0], 0, r.applied[:0]
 	if r.taken != nil {
 		r.taken.Reset()
 	}
@@ -242,10 +286,21 @@ func (s *Server) Core() *Core { return s.core }
 // the ranges it took over: its acknowledgements wait.
 func (s *Server) replicated() bool { return s.rep != nil }
 
+// publishReplication publishes the replication's counters for Stats.
+func (s *Server) publishReplication() {
+	if s.rep == nil {
+		return
+	}
+	s.mu.Lock()
+	s.repStats = s.rep.stats
+	s.mu.Unlock()
+}
+
 // fromServer handles a data message of another server: an update to a
 // copy (on a backup), or an acknowledgement of one (on a primary).
 func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn) {
 	defer m.Release()
+	defer s.publishReplication()
 	if m.Early() {
 		if err := m.Complete(ctx); err != nil {
 			return
@@ -267,6 +322,7 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 		if err != nil {
 			return // a backup given up (Failover)
 		}
+		s.rep.track(false, time.Now())
 		s.rep.advance()
 		s.sendAll(ctx, conn, s.rep.stamp(rel))
 	case proto.DataReplicate:
@@ -344,6 +400,7 @@ func (s *Server) replicate(ctx context.Context, req Request, m *transport.Messag
 		held, replies = slices.Clone(replies), replies[:0]
 	}
 	_, rel := s.rep.primary.Apply(held)
+	s.rep.track(true, time.Now())
 	return s.rep.stamp(append(replies, rel...))
 }
 
@@ -367,9 +424,13 @@ func (s *Server) replicateSum(ctx context.Context, req Request, conn Conn) []Rep
 			Body:   proto.AppendReplica(proto.AppendMetaEpoch(nil, round, s.epoch), seq, 0, proto.DataRound),
 			KV:     f,
 		}, true)
+		s.rep.stats.Updates++
+		s.rep.stats.Sums++
+		s.rep.stats.Values += uint64(len(f.Vals))
 	}
 	s.rep.rounds = append(s.rep.rounds, sumSeq{seq: seq, round: round})
 	_, rel := s.rep.primary.ApplyAhead(slices.Clone(replies))
+	s.rep.track(true, time.Now())
 	s.rep.advance()
 	return s.rep.stamp(rel)
 }
@@ -383,6 +444,8 @@ func (s *Server) forward(ctx context.Context, seq uint64, req Request, m *transp
 	if len(b) == 0 {
 		return
 	}
+	s.rep.stats.Updates++
+	s.rep.stats.Values += uint64(len(req.KV.Vals))
 	f := &transport.Message{
 		Header: transport.Header{Type: transport.TypeData, Flags: m.Flags &^ transport.FlagBorrowed, Cmd: proto.DataReplicate, ID: req.ID},
 		Body:   proto.AppendReplica(slices.Clip(m.Body[:proto.MetaSize:proto.MetaSize]), seq, req.Worker, req.Cmd),
@@ -484,6 +547,7 @@ func (s *Server) failover(ctx context.Context, f proto.Failover, conn Conn) {
 		return
 	}
 	rel := s.rep.primary.Down(f.Server)
+	s.rep.track(false, time.Now())
 	s.rep.advance()
 	s.sendAll(ctx, conn, s.rep.stamp(rel))
 	c := s.rep.copies[f.Server]

@@ -50,6 +50,8 @@ type Server struct {
 	sending int
 	since   time.Time
 	egress  Egress
+	// repStats is the replication's counters as of the last message.
+	repStats ReplicaStats
 }
 
 // Egress is what a server measured of its answers to range pulls that
@@ -132,6 +134,7 @@ func (s *Server) Stats() Stats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.Egress = s.egress
+	st.Replication = s.repStats
 	return st
 }
 
@@ -332,6 +335,7 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	s.mu.Lock()
 	s.stats = st
 	s.mu.Unlock()
+	s.publishReplication()
 	if s.rep != nil && len(s.rep.parked) > 0 && err == nil && req.Push {
 		for _, p := range s.rep.unpark(s.core) {
 			s.handle(ctx, p, conn)
