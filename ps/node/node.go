@@ -104,7 +104,9 @@ type Config struct {
 	// Rule is the servers' update rule; nil for update.Sum.
 	Rule update.Rule
 	// JoinTimeout bounds reaching the scheduler (retried while it is not
-	// up yet) and waiting for the job to start.
+	// up yet) and waiting for the job to start. A replacement (Recover)
+	// that finds nothing listening at the scheduler's address fails at
+	// once: the scheduler it was to rejoin has left.
 	JoinTimeout time.Duration
 	// Recover joins a running job in the place of a failed node of the
 	// role and Rank (any failed one for −1), which the scheduler must
@@ -296,6 +298,11 @@ func register(ctx context.Context, cfg Config, key []byte) (proto.Assign, error)
 		}
 		if errors.Is(err, transport.ErrRefused) {
 			return proto.Assign{}, fmt.Errorf("node: the scheduler at %s refused this node: %w", cfg.Scheduler, err)
+		}
+		if pe := (*transport.PeerError)(nil); cfg.Recover && errors.As(err, &pe) && pe.Op == "dial" && errors.Is(err, transport.ErrPeerClosed) {
+			// A replacement joins a job whose scheduler is up: nothing
+			// listening at its address means it left, its job ended.
+			return proto.Assign{}, fmt.Errorf("node: the scheduler at %s has left (its job ended): no job to recover into: %w", cfg.Scheduler, err)
 		}
 		if ctx.Err() != nil {
 			return proto.Assign{}, fmt.Errorf("node: cannot reach the scheduler at %s: %w", cfg.Scheduler, err)

@@ -291,6 +291,29 @@ func TestNoReplacement(t *testing.T) {
 	}
 }
 
+// TestReplacementAfterSchedulerLeft: a replacement started as the job
+// ends (its process died after its work was done, and the others
+// finished) finds nothing listening at the scheduler's address and
+// fails at once saying the scheduler left, instead of dialling it again
+// until its join timeout (a minute for colo train's processes).
+func TestReplacementAfterSchedulerLeft(t *testing.T) {
+	s, ns := recoverCluster(t, 10*time.Second)
+	pushBoth(t, ns, 1, 2, 10, 20)
+	addr := ns[0].cfg.Scheduler
+	s.Close()
+	s.Wait()
+	cfg := DefaultConfig()
+	cfg.Token, cfg.Scheduler, cfg.Rank, cfg.Recover = "t", addr, 1, true
+	cfg.Network = TCP{Host: "127.0.0.1", Token: "t"}
+	// Dialled again until then, the call would end saying it cannot
+	// reach the scheduler.
+	cfg.JoinTimeout = 5 * time.Second
+	_, err := Start(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "has left") || !errors.Is(err, transport.ErrPeerClosed) {
+		t.Fatalf("replacement with the scheduler gone: %v, want its departure", err)
+	}
+}
+
 // allReduceBoth sums 1 and 2 over the two machines' workers (an
 // all-reduce after a recovery, when) and checks that both get 3.
 func allReduceBoth(ctx context.Context, t *testing.T, ns []*Node, when string) {
