@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 KINDS = [("sparse", "push"), ("sparse", "pull"), ("dense", "push"), ("dense", "pull")]
 SPARSE_KEYS = 100_000
@@ -90,10 +91,16 @@ def run_shape(binary, servers, workers, duration_ms, sparse_keys=SPARSE_KEYS, de
                 procs.append((role, subprocess.Popen([binary], env=dict(env, DMLC_ROLE=role), stdout=out, stderr=err)))
             # Four kinds of duration_ms each, plus start-up and warm-up.
             limit = 60 + 8 * duration_ms / 1000
+            deadline = time.monotonic() + limit
             for role, p in procs:
-                p.wait(timeout=limit)
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            raise RuntimeError(f"ps-lite {servers}x{workers}: no end after {limit:.0f} s")
+            state = []
+            for i, (role, p) in enumerate(procs):
+                lines = sum(1 for _ in open(os.path.join(tmp, f"{i}.out")))
+                err = open(os.path.join(tmp, f"{i}.err")).read().strip().splitlines()[-3:]
+                state.append(f"  {role}: {'running' if p.poll() is None else f'exit {p.returncode}'}, {lines} lines out" + "".join(f"\n    {l}" for l in err))
+            raise Hang(f"ps-lite {servers}x{workers}: no end after {limit:.0f} s\n" + "\n".join(state))
         finally:
             for _, p in procs:
                 if p.poll() is None:
@@ -149,10 +156,20 @@ def run_shape(binary, servers, workers, duration_ms, sparse_keys=SPARSE_KEYS, de
     return recs
 
 
+class Hang(RuntimeError):
+    """A ps-lite job that did not end in time."""
+
+
 def run(binary, shapes, duration_ms):
+    """Runs every shape; a job that hangs is killed and run once more (on a
+    new port), with a note on standard error."""
     recs = []
     for s, w in shapes:
-        recs += run_shape(binary, s, w, duration_ms)
+        try:
+            recs += run_shape(binary, s, w, duration_ms)
+        except Hang as e:
+            print(f"run.py: {e}\nrun.py: running ps-lite {s}x{w} again", file=sys.stderr)
+            recs += run_shape(binary, s, w, duration_ms)
     return recs
 
 
