@@ -29,6 +29,7 @@
 //	colo_worker_keys_pushed_total{worker}             counter    keys pushed
 //	colo_worker_keys_pulled_total{worker}             counter    keys pulled
 //	colo_worker_gated_total{worker}                   counter    calls that waited for the consistency gate
+//	colo_worker_direct_total{worker}                  counter    pulls its machine's server served on the caller's thread
 //	colo_worker_errors_total{worker}                  counter    failed calls
 //	colo_worker_round{worker}                         gauge      the worker's round
 //	colo_worker_request_duration_seconds{worker,server,op} histogram round trip of a push or pull, per server
@@ -111,6 +112,7 @@ var (
 	workerKeysPush = desc("colo_worker_keys_pushed_total", "Keys pushed.", "worker")
 	workerKeysPull = desc("colo_worker_keys_pulled_total", "Keys pulled.", "worker")
 	workerGated    = desc("colo_worker_gated_total", "Calls that waited for the consistency gate.", "worker")
+	workerDirect   = desc("colo_worker_direct_total", "Pulls the machine's own server served on the caller's thread, without messages (also in colo_worker_pulls_total).", "worker")
 	workerErrors   = desc("colo_worker_errors_total", "Failed calls.", "worker")
 	workerRound    = desc("colo_worker_round", "The worker's round.", "worker")
 	workerLatency  = desc("colo_worker_request_duration_seconds", "Round trip of the worker's pushes and pulls to each server, from the call to the server's answer (a push under BSP or bounded delay waits for the slower workers there).", "worker", "server", "op")
@@ -247,6 +249,7 @@ func collectNode(ch chan<- prometheus.Metric, st node.Stats) {
 		emit(ch, workerKeysPush, cv, float64(s.KeysPushed), wrk)
 		emit(ch, workerKeysPull, cv, float64(s.KeysPulled), wrk)
 		emit(ch, workerGated, cv, float64(s.Gated), wrk)
+		emit(ch, workerDirect, cv, float64(s.Direct), wrk)
 		emit(ch, workerErrors, cv, float64(s.Errors), wrk)
 		emit(ch, workerRound, gv, float64(s.Rounds), wrk)
 		for sv, l := range s.Latency {
