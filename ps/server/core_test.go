@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -505,5 +506,85 @@ func TestAsyncStepByHand(t *testing.T) {
 	}
 	if got := c.Store().Pull(kv.Batch{}, []uint64{2}).Vals[0]; got != -2 {
 		t.Errorf("bsp: value %v, want -2", got)
+	}
+}
+
+// TestAsyncWorkersBoundsTheRound checks a property that holds under any
+// interleaving: with AdaGrad and update.AsyncWorkers a push moves no
+// value by more than η/W (its step is (η/W)·g/√n with n ≥ g²), so the W
+// pushes of a round move a value at most η, the bound of BSP's one step
+// of their sum. Workers pull and push their rounds in a random order,
+// with gradients of random signs and sizes over six orders of
+// magnitude. Without the scaling, W pushes of the same gradient at the
+// fresh model move a value by η·(1 + 1/√2 + … + 1/√W), more than η.
+func TestAsyncWorkersBoundsTheRound(t *testing.T) {
+	const workers, width, keys, rounds = 4, 3, 5, 40
+	const lr = 0.1
+	tb, _ := route.Uniform(1, keys)
+	for seed := range uint64(5) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		ck := clock.Config{Mode: clock.Async}
+		if seed%2 == 1 {
+			ck = clock.Config{Mode: clock.Bounded, Tau: 2}
+		}
+		c, err := New(Config{Rank: 0, Workers: workers, Table: tb, Width: width, Rule: update.AdaGrad{LR: lr, Eps: 1e-8, Async: update.AsyncWorkers}, Clock: ck})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := []uint64{0, 1, 2, 3, 4}
+		next := make([]int, workers) // 2r: pull round r next; 2r+1: push it
+		for id := uint64(0); ; id++ {
+			var live []int
+			for w, n := range next {
+				if n < 2*rounds {
+					live = append(live, w)
+				}
+			}
+			if len(live) == 0 {
+				break
+			}
+			w := live[rng.IntN(len(live))]
+			r := Request{Worker: w, ID: id, Round: int64(next[w] / 2), Push: next[w]%2 == 1, KV: kv.Batch{Keys: all}}
+			next[w]++
+			before := slices.Clone(c.Store().Pull(kv.Batch{}, all).Vals)
+			if r.Push {
+				r.KV.Vals = make([]float32, keys*width)
+				for i := range r.KV.Vals {
+					r.KV.Vals[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(7)-4)))
+				}
+			}
+			for _, rep := range c.Handle(r, false) {
+				if rep.Err != nil {
+					t.Fatal(rep.Err)
+				}
+			}
+			after := c.Store().Pull(kv.Batch{}, all).Vals
+			for i := range after {
+				if d := math.Abs(float64(after[i] - before[i])); d > lr/workers*(1+1e-5) {
+					t.Fatalf("seed %d %v: worker %d round %d moved value %d by %v, more than η/W = %v", seed, ck, w, r.Round, i, d, lr/workers)
+				}
+			}
+		}
+		for i, v := range c.Store().Pull(kv.Batch{}, all).Vals {
+			if math.Abs(float64(v)) > rounds*lr*(1+1e-5) {
+				t.Fatalf("seed %d: value %d is %v after %d rounds, beyond %d·η", seed, i, v, rounds, rounds)
+			}
+		}
+	}
+	// The same gradient from every worker at the fresh model.
+	for _, tc := range []struct {
+		async update.Async
+		want  float64
+	}{
+		{update.AsyncNone, lr * (1 + 1/math.Sqrt(2) + 1/math.Sqrt(3) + 1/math.Sqrt(4))},
+		{update.AsyncWorkers, lr / workers * (1 + 1/math.Sqrt(2) + 1/math.Sqrt(3) + 1/math.Sqrt(4))},
+	} {
+		c, _ := New(Config{Rank: 0, Workers: workers, Table: tb, Width: 1, Rule: update.AdaGrad{LR: lr, Async: tc.async}, Clock: clock.Config{Mode: clock.Async}})
+		for w := range workers {
+			c.Handle(Request{Worker: w, ID: uint64(w), Push: true, KV: kv.Batch{Keys: []uint64{0}, Vals: []float32{-0.5}}}, false)
+		}
+		if got := float64(c.Store().Pull(kv.Batch{}, []uint64{0}).Vals[0]); math.Abs(got-tc.want) > 1e-6 {
+			t.Errorf("%v: the round moved the value by %v, want %v", tc.async, got, tc.want)
+		}
 	}
 }
