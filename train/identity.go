@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -62,6 +63,7 @@ func JobIdentity(job Job) Identity {
 		{Name: "rule.momentum", Value: num(r.Momentum)},
 		{Name: "rule.beta1", Value: num(r.Beta1)},
 		{Name: "rule.beta2", Value: num(r.Beta2)},
+		{Name: "--async-step", Value: cmp.Or(r.AsyncStep, "none")},
 		{Name: "--batch", Value: strconv.Itoa(c.Batch)},
 		{Name: "--seed", Value: strconv.FormatUint(c.Seed, 10)},
 	}

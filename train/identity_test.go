@@ -51,6 +51,7 @@ func TestCompareIdentity(t *testing.T) {
 		{"rate", func(j *Job) { j.Config.Rule.LR = 0.1 }, false, "M is a checkpoint of another job: --lr: checkpoint 0.5, now 0.1 (--resume-override resumes from it with the new values)", ""},
 		{"rate overridden", func(j *Job) { j.Config.Rule.LR = 0.1 }, true, "", "M: resuming with changed settings: --lr: checkpoint 0.5, now 0.1"},
 		{"two", func(j *Job) { j.Config.Rule.L2, j.Config.Seed = 0.5, 3 }, false, "--l2: checkpoint 0, now 0.5; --seed: checkpoint 1, now 3 (", ""},
+		{"async step", func(j *Job) { j.Config.Rule.AsyncStep = "workers" }, false, "--async-step: checkpoint none, now workers (", ""},
 		{"machines overridden", func(j *Job) { j.Config.Machines, j.Config.Rule.LR = 2, 1 }, true, "M is a checkpoint of another job: --machines: checkpoint 4, now 2; --lr: checkpoint 0.5, now 1", ""},
 	} {
 		j := job
