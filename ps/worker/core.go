@@ -767,9 +767,14 @@ func (c *Core) check(op *Op) error {
 		b := kv.Batch{Keys: op.keys, Vals: op.vals, Lens: op.lens}
 		if op.kind == opPull {
 			b.Vals, b.Lens = nil, nil
-			for i := 1; i < len(op.keys); i++ {
-				if op.keys[i] <= op.keys[i-1] {
-					return fmt.Errorf("worker %d: pull key %d (%d) is not greater than the previous (%d)", c.cfg.Rank, i, op.keys[i], op.keys[i-1])
+			if len(op.keys) > 1 {
+				// The previous key in a register, as kv.Batch.Validate.
+				prev := op.keys[0]
+				for i, k := range op.keys[1:] {
+					if k <= prev {
+						return fmt.Errorf("worker %d: pull key %d (%d) is not greater than the previous (%d)", c.cfg.Rank, i+1, k, prev)
+					}
+					prev = k
 				}
 			}
 			if op.dstBatch == nil && w > 0 && len(op.dst) < w*len(op.keys) {

@@ -240,6 +240,11 @@ func TestBadCalls(t *testing.T) {
 			t.Errorf("%+v accepted", op)
 		}
 	}
+	// An unsorted pull names the first key out of order.
+	err := s.submit(0, &Op{kind: opPull, keys: []uint64{1, 5, 3, 2}, dst: make([]float32, 4)}).Wait()
+	if want := "worker 0: pull key 2 (3) is not greater than the previous (5)"; err == nil || err.Error() != want {
+		t.Errorf("unsorted pull: %v, want %q", err, want)
+	}
 	// After Fail, everything fails at once.
 	s.workers[0].Fail(fmt.Errorf("boom"))
 	if err := s.submit(0, &Op{kind: opPull}).Wait(); err == nil || err.Error() != "boom" {
