@@ -18,6 +18,9 @@ func TestFlagNames(t *testing.T) {
 		{[]string{"train", "DATA", "--max-steps", "-1"}, "colo train: train: job: --max-steps -1: want 0 (no budget) or a number of steps up to 2^40\n"},
 		{[]string{"train", "DATA", "--updater", "x"}, `colo train: train: job: --updater "x" is not sum, sgd, momentum, adagrad, adam or ftrl` + "\n"},
 		{[]string{"train", "DATA", "--l1", "-1"}, "colo train: train: job: --l1 -1 must be a finite number ≥ 0\n"},
+		{[]string{"train", "DATA", "--consistency", "async", "--async-step", "x"}, `colo train: train: job: --async-step "x" is not none, workers or staleness` + "\n"},
+		{[]string{"train", "DATA", "--consistency", "async", "--updater", "ftrl", "--async-step", "workers"}, `colo train: train: job: --async-step "workers" for ftrl: only sgd, momentum, adagrad and adam scale their step (want none)` + "\n"},
+		{[]string{"train", "DATA", "--async-step", "workers"}, "colo train: --async-step workers: bsp applies each round's summed pushes in one step (want --consistency async or ssp:τ)\n"},
 	} {
 		code, _, errOut := colo(t, c.args...)
 		if first, _, _ := cutLine(errOut); code != 2 || first != c.want {

@@ -32,6 +32,9 @@ func (f *Flags) FlagNames(msg string, renamed map[string]string) string {
 		msg = strings.ReplaceAll(msg, "config.rule: update: Name ", "--updater ")
 		msg = strings.ReplaceAll(msg, "config.rule: update: ", "")
 	}
+	if has("async-step") { // its values are words, which goField does not take
+		msg = strings.ReplaceAll(msg, "AsyncStep ", "--async-step ")
+	}
 	msg = jsonPath.ReplaceAllStringFunc(msg, func(m string) string {
 		parts := strings.Split(strings.TrimPrefix(strings.TrimPrefix(m, "config."), "data."), ".")
 		for i := range parts {
