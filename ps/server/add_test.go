@@ -89,3 +89,43 @@ func TestScatterAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestGather checks the sparse pull's loop against a plain reference, as
+// TestScatterAdd checks the push's.
+func TestGather(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 500 {
+		n, lo := 1+rng.IntN(40), uint64(rng.IntN(20))
+		vals := make([]float32, n)
+		for j := range vals {
+			vals[j] = float32(rng.IntN(100))
+		}
+		keys := make([]uint64, rng.IntN(30))
+		for i := range keys {
+			keys[i] = uint64(rng.IntN(n + 30))
+		}
+		dst := make([]float32, len(keys)+rng.IntN(3))
+		for i := range dst {
+			dst[i] = -1
+		}
+		wantN := len(keys)
+		for i, k := range keys {
+			if k < lo || k >= lo+uint64(n) {
+				wantN = i
+				break
+			}
+		}
+		if got := gather(dst, vals, lo, keys); got != wantN {
+			t.Fatalf("trial %d: set %d values, want %d (lo %d, n %d, keys %v)", trial, got, wantN, lo, n, keys)
+		}
+		for i := range dst {
+			want := float32(-1)
+			if i < wantN {
+				want = vals[keys[i]-lo]
+			}
+			if dst[i] != want {
+				t.Fatalf("trial %d: dst[%d] = %v, want %v", trial, i, dst[i], want)
+			}
+		}
+	}
+}

@@ -321,6 +321,23 @@ func scatterAdd(vals []float32, lo uint64, keys []uint64, g []float32) int {
 	return len(keys)
 }
 
+// gather sets dst[i] = vals[keys[i]−lo] for the keys from the first on
+// while they are in [lo, lo+len(vals)), and returns how many it set; dst
+// holds at least len(keys) values. It is the hot loop of a sparse pull,
+// scatterAdd's twin.
+func gather(dst, vals []float32, lo uint64, keys []uint64) int {
+	dst = dst[:len(keys)]
+	size := uint64(len(vals))
+	for i, k := range keys {
+		j := k - lo
+		if j >= size {
+			return i
+		}
+		dst[i] = vals[j]
+	}
+	return len(keys)
+}
+
 // ensureAcc allocates the round's sum.
 func (s *Store) ensureAcc() {
 	if len(s.acc) != len(s.vals) {
@@ -475,12 +492,13 @@ func (s *Store) Pull(dst kv.Batch, keys []uint64) kv.Batch {
 		}
 		out.Vals = out.Vals[:n]
 		if s.width == 1 && s.ranged {
-			size := uint64(s.size)
-			for i, k := range keys {
-				if j := k - s.lo; j < size {
-					out.Vals[i] = s.vals[j]
-				} else {
-					out.Vals[i] = s.slowGet(k)
+			// The keys of the index in one tight loop, any other key
+			// (outside the window) by the general path.
+			for i := 0; i < len(keys); {
+				i += gather(out.Vals[i:], s.vals[:s.size], s.lo, keys[i:])
+				if i < len(keys) {
+					out.Vals[i] = s.slowGet(keys[i])
+					i++
 				}
 			}
 			return out
