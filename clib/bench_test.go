@@ -1,24 +1,12 @@
 package clib
 
 import (
+	"colo/internal/cputime"
 	"context"
 	"math/rand/v2"
 	"slices"
-	"syscall"
 	"testing"
-	"time"
 )
-
-// cpuTime returns the CPU time of the process (every thread), for the
-// benchmarks' cpu-ns/op: on a loaded machine the wall time includes the
-// waits for a core, the CPU time does not.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // benchTable opens a local session with a table of rows × dim pushed
 // once (every row has values), and returns n sorted random rows of it.
@@ -55,7 +43,7 @@ func benchTable(b *testing.B, rows int64, dim, n int) (*Table, []int64, func()) 
 // pull beside the wall time.
 func pullLoop(b *testing.B, tb *Table, sel []int64, dst []float32) {
 	b.ResetTimer()
-	c0 := cpuTime()
+	c0 := cputime.Process()
 	for b.Loop() {
 		k, err := tb.Pull(sel, dst)
 		if err != nil {
@@ -65,7 +53,7 @@ func pullLoop(b *testing.B, tb *Table, sel []int64, dst []float32) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process()-c0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkPull4096x16 pulls 4,096 sorted rows of 16 values from a table

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"syscall"
 	"testing"
 
 	"colo/app/lr"
 	"colo/features"
+	"colo/internal/cputime"
 	"colo/table"
 )
 
@@ -65,7 +65,7 @@ func BenchmarkFlightsStep(b *testing.B) {
 			p := a.Part(0, rows, len(rows)/1000, 1)
 			var vals, grad []float32
 			samples := 0
-			cpu0 := cpuSeconds(b)
+			cpu0 := cputime.Process().Seconds()
 			for b.Loop() {
 				for bt := range p.Batches() {
 					n := p.Keys(bt).Len() * dim
@@ -77,23 +77,10 @@ func BenchmarkFlightsStep(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(samples)/1e6/b.Elapsed().Seconds(), "Msamples/s")
-			b.ReportMetric(float64(samples)/1e6/(cpuSeconds(b)-cpu0), "Msamples/cpu-s")
+			b.ReportMetric(float64(samples)/1e6/(cputime.Process().Seconds()-cpu0), "Msamples/cpu-s")
 		})
 	}
 }
-
-// cpuSeconds returns the processor time the process has used, user and
-// system: on a machine shared with other work, the measure of a
-// benchmark's cost that the others' load does not inflate.
-func cpuSeconds(b *testing.B) float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return secs(ru.Utime) + secs(ru.Stime)
-}
-
-func secs(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 func grow(s []float32, n int) []float32 {
 	if cap(s) < n {

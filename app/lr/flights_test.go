@@ -4,11 +4,11 @@ package lr
 
 import (
 	"os"
-	"syscall"
 	"testing"
 
 	"colo/app/sparse"
 	"colo/features"
+	"colo/internal/cputime"
 	"colo/table"
 )
 
@@ -51,7 +51,7 @@ func BenchmarkFlightsLossGrad(b *testing.B) {
 	w := make([]float32, app.NumKeys()*app.Width())
 	grad := make([]float32, len(w))
 	samples := 0
-	cpu0 := cpuSeconds(b)
+	cpu0 := cputime.Process().Seconds()
 	for b.Loop() {
 		for _, bt := range batches {
 			vals, g := w[:len(bt.Keys)*app.Width()], grad[:len(bt.Keys)*app.Width()]
@@ -61,18 +61,5 @@ func BenchmarkFlightsLossGrad(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(samples)/1e6/b.Elapsed().Seconds(), "Msamples/s")
-	b.ReportMetric(float64(samples)/1e6/(cpuSeconds(b)-cpu0), "Msamples/cpu-s")
+	b.ReportMetric(float64(samples)/1e6/(cputime.Process().Seconds()-cpu0), "Msamples/cpu-s")
 }
-
-// cpuSeconds returns the processor time the process has used, user and
-// system: on a machine shared with other work, the measure of a
-// benchmark's cost that the others' load does not inflate.
-func cpuSeconds(b *testing.B) float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return secs(ru.Utime) + secs(ru.Stime)
-}
-
-func secs(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"colo/cluster"
+	"colo/internal/cputime"
 	"colo/internal/workload"
 	"colo/ps/worker"
 	"colo/transport/transporttest"
@@ -62,7 +63,7 @@ func BenchmarkKV(b *testing.B) {
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
-				c0 := processCPU()
+				c0 := cputime.Process()
 				var wg sync.WaitGroup
 				for i := range c.NumWorkers() {
 					wg.Go(func() {
@@ -79,7 +80,7 @@ func BenchmarkKV(b *testing.B) {
 				// The process's CPU time per request: on a machine whose
 				// cores are busy it is what a request costs, where the
 				// wall time also counts the waits for a core.
-				b.ReportMetric(float64(processCPU()-c0)/float64(b.N*c.NumWorkers()), "cpu-ns/op")
+				b.ReportMetric(float64(cputime.Process()-c0)/float64(b.N*c.NumWorkers()), "cpu-ns/op")
 				sec := b.Elapsed().Seconds()
 				total := float64(w.keys) * float64(b.N) * float64(c.NumWorkers())
 				b.ReportMetric(total/sec/1e6, "Mkeys/s")

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"colo/cluster"
+	"colo/internal/cputime"
 	"colo/internal/workload"
 	"colo/ps/clock"
 	"colo/ps/node"
@@ -304,7 +305,7 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 	if err := errors.Join(errs...); err != nil {
 		return Record{}, err
 	}
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	var wg sync.WaitGroup
 	for i := range c.NumWorkers() {
 		wg.Go(func() {
@@ -319,7 +320,7 @@ func benchOne(ctx context.Context, shape [2]int, numKeys uint64, d time.Duration
 		})
 	}
 	wg.Wait()
-	cpu := processCPU() - cpu0
+	cpu := cputime.Process() - cpu0
 	var all []time.Duration
 	for i, e := range errs {
 		if e != nil {

@@ -1,15 +1,15 @@
 //go:build unix
 
-package kv
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time of the process, every thread of it (user
-// and system).
-func processCPU() time.Duration {
+// Process returns the CPU time the process has used, every thread of it,
+// user and system; 0 when the system does not say.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
