@@ -64,6 +64,7 @@ def bsp():
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4, atol=1e-5,
                                    err_msg="worker %d: parameter %s differs from the single-process model" % (rank, n))
     colo.shutdown()
+    return rank
 
 
 def branch():
@@ -86,6 +87,7 @@ def branch():
     if not np.allclose(total, colo.size() * flat, rtol=0, atol=1e-6):
         raise AssertionError("worker %d: the workers' parameters differ" % rank)
     colo.shutdown()
+    return rank
 
 
 def async_sums():
@@ -129,13 +131,14 @@ def async_sums():
     if not np.all(d.pull() == dw):
         raise AssertionError("worker %d: dense sums %s, want %d" % (rank, np.unique(d.pull()), dw))
     colo.shutdown()
+    return rank
 
 
 if __name__ == "__main__":
     try:
         scenario = os.environ.get("COLO_TEST_SCENARIO") or sys.argv[1]
-        {"bsp": bsp, "async": async_sums, "branch": branch}[scenario]()
+        rank = {"bsp": bsp, "async": async_sums, "branch": branch}[scenario]()
     except Exception as e:
         print("FAIL: %s: %s" % (type(e).__name__, e), file=sys.stderr)
         sys.exit(1)
-    print("ok")
+    print("ok: worker %d" % rank)
