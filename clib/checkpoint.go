@@ -121,7 +121,7 @@ func (s *Session) Save(ctx context.Context, dir string, step int, state []byte) 
 			if err != nil {
 				return err
 			}
-			f, err := checkpoint.WriteFile(dir, step, checkpoint.SnapshotName(sv), checkpoint.EncodeSnapshot(checkpoint.Snapshot{Server: sv, Batch: b}))
+			f, err := checkpoint.WriteSnapshot(dir, step, checkpoint.Snapshot{Server: sv, Batch: b})
 			if err != nil {
 				return err
 			}

@@ -304,7 +304,7 @@ func (c *Checkpointer) write(ctx context.Context, w *worker.Worker, wr *writing,
 	record := func(i int, f checkpoint.File) { files[2*i], files[2*i+1] = float64(f.Size), float64(f.CRC32C) }
 	err := func() error {
 		for _, s := range snaps {
-			f, err := checkpoint.WriteFile(dir, round, checkpoint.SnapshotName(s.Server), checkpoint.EncodeSnapshot(s))
+			f, err := checkpoint.WriteSnapshot(dir, round, s)
 			if err != nil {
 				return err
 			}
