@@ -106,12 +106,19 @@ type killTrial struct {
 	// whole restarts the whole job (--recovery restart) instead of
 	// replacing the killed process.
 	whole bool
+	// failover is set for a job with replicated key ranges
+	// (--replicas): the killed server's backup takes its ranges over,
+	// and nothing is replaced or rolled back.
+	failover bool
 }
 
 func (k killTrial) String() string {
 	how := "replaced"
-	if k.restarted() {
+	switch {
+	case k.restarted():
 		how = "whole job restarted"
+	case k.failover:
+		how = "its backup taking over"
 	}
 	return fmt.Sprintf("%s killed %v after the checkpoint of round %d, %s", k.name(), k.delay, k.after, how)
 }
@@ -154,6 +161,11 @@ var (
 	fromRE     = regexp.MustCompile(`restart 1 of 1 after .*: from the checkpoint of round (-?\d+)`)
 	replacedRE = regexp.MustCompile(`replacement 1 of 1 after (.*) failed: .* started again with --recover`)
 	rolledRE   = regexp.MustCompile(`replacement 1: (.*) rolled back with the others to the checkpoint of round (\d+)`)
+	// A failover (failedOverRE) and when the workers had sent the
+	// backup what the failed server had not answered (failoverRE),
+	// with replicated key ranges.
+	failedOverRE = regexp.MustCompile(`(.*) failed \(.*\): its backup serves its key ranges, and the job goes on without it`)
+	failoverRE   = regexp.MustCompile(`failover: (.*) failed: .*sent at unix (\d+) ns`)
 )
 
 // runKilled runs colo train args with checkpoints every every rounds in
@@ -247,7 +259,23 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		ns, _ := strconv.ParseInt(n[1], 10, 64)
 		r.resumed = time.Unix(0, ns)
 	}
-	if k.role != "" && !k.restarted() {
+	if k.role != "" && k.failover {
+		// The backup took over: nothing started again, nothing rolled
+		// back.
+		a := failedOverRE.FindStringSubmatch(r.stderr)
+		if a == nil || strings.Contains(r.stderr, "replacement 1") || strings.Contains(r.stderr, "restart 1 of 1") || len(r.res.Recoveries) > 0 {
+			t.Fatalf("%v: no failover reported, or a process was replaced or the job restarted (recoveries %+v):\n%s", k, r.res.Recoveries, r.stderr)
+		}
+		if !strings.HasSuffix(a[1], k.name()) {
+			t.Errorf("%v: the failover was of another process: %s", k, a[0])
+		}
+		// A kill between two rounds leaves the backup nothing to be sent.
+		if n := failoverRE.FindStringSubmatch(r.stderr); n != nil {
+			ns, _ := strconv.ParseInt(n[2], 10, 64)
+			r.resumed = time.Unix(0, ns)
+		}
+	}
+	if k.role != "" && !k.restarted() && !k.failover {
 		// Only the killed process was started again: no whole-job
 		// restart, and every worker rolled back.
 		a, b, n := replacedRE.FindStringSubmatch(r.stderr), rolledRE.FindStringSubmatch(r.stderr), resumedRE.FindStringSubmatch(r.stderr)
@@ -395,6 +423,64 @@ func TestKillTrials(t *testing.T) {
 			t.Logf("time from the kill to training resuming, %d trials (%s): median %v, max %v", len(r),
 				map[bool]string{false: "replaced", true: "whole job restarted"}[whole], r[len(r)/2].Round(time.Millisecond), r[len(r)-1].Round(time.Millisecond))
 		}
+	}
+}
+
+// TestKillTrialsReplicas kills a server with SIGKILL in 4 seeded trials,
+// each at a seeded round of lr on the embedded 20 Newsgroups, BSP, 18
+// full-batch passes, 3 workers and 3 servers apart with one backup each (--replicas 1), run
+// as processes with --restarts 1 --recovery replace. Only servers are
+// killed: a worker that dies is replaced and the job rolls back to its
+// checkpoint, replicas or not. In every trial the killed server's
+// backup takes its key ranges over: no process is started again, no
+// recovery is reported (the JSON's recoveries), no round is computed
+// again (the same rounds and passes as the unfailed run, and the
+// servers replicated no more rounds' sums than in it), and the job ends
+// as the unfailed run: the same losses, and the final checkpoint's
+// server snapshots equal byte for byte. It logs the time from each kill
+// to the workers having sent the backup what the killed server had not
+// answered.
+func TestKillTrialsReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	const every = 3
+	args := []string{news20(t), "--machines", "3", "--servers", "3", "--replicas", "1", "--max-passes", "18", "--epsilon", "0"}
+	want := runKilled(t, args, every, killTrial{})
+	t.Logf("the unfailed run trained %d rounds in %.3f s", want.res.Rounds, want.res.TrainSeconds)
+	checkpoints := want.res.Rounds / every
+	if checkpoints < 6 || want.res.Replication == nil {
+		t.Fatalf("%d rounds, want at least %d, replication %+v", want.res.Rounds, 6*every, want.res.Replication)
+	}
+	rng := rand.New(rand.NewPCG(18, 23))
+	var resumed []time.Duration
+	for i := range 4 {
+		k := killTrial{role: "server", rank: rng.IntN(3), after: every * (1 + rng.IntN(checkpoints-3)),
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond, failover: true}
+		got := runKilledTraining(t, args, every, want.res.Rounds, k)
+		name := fmt.Sprintf("trial %d (%v)", i+1, k)
+		if rep := got.res.Replication; rep == nil || rep.Sums == 0 || rep.Sums > want.res.Replication.Sums {
+			t.Errorf("%s: the servers replicated %+v, without failure %+v: rounds' sums replicated again", name, rep, want.res.Replication)
+		}
+		if !sameKilled(t, name, want.res, got.res) {
+			continue
+		}
+		for s := range want.snaps {
+			if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
+				t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
+			}
+		}
+		if got.resumed.IsZero() {
+			t.Logf("%s: the backup took over; the killed server had left no request unanswered", name)
+			continue
+		}
+		d := got.resumed.Sub(got.killed)
+		resumed = append(resumed, d)
+		t.Logf("%s: the backup took over, the workers had sent it what was unanswered %v after the kill", name, d.Round(time.Millisecond))
+	}
+	slices.Sort(resumed)
+	if len(resumed) > 0 {
+		t.Logf("time from the kill to training resuming, %d trials: median %v, max %v", len(resumed), resumed[len(resumed)/2].Round(time.Millisecond), resumed[len(resumed)-1].Round(time.Millisecond))
 	}
 }
 
