@@ -14,6 +14,16 @@
 # skipped while the one before was being written) appears, so that it
 # dies in one of the rounds that follow.
 #
+# With REPLICAS (colo train --replicas; needs SERVERS) only servers are
+# killed: the killed server's backup takes its key ranges over, nothing
+# is started again and nothing rolls back. Noticed is then the server's
+# exit seen by colo train, resumed the moment the last worker had sent
+# the backup what the killed server had not answered (colo train's
+# "failover: ... sent at unix N ns"; "-" and counted apart when it had
+# left nothing unanswered), and a trial also fails when a process was
+# replaced, the job restarted, or it computed other rounds than the
+# unfailed run.
+#
 # Under bsp every trial must end as the unfailed run: the same final
 # training loss and test measures and the final checkpoint's server
 # snapshots equal byte for byte (so the rounds must be a multiple of
@@ -32,9 +42,12 @@
 #
 # Environment: RECOVERY (replace or restart, colo train --recovery),
 # TRIALS (10), SEED (1), MACHINES (4), SERVERS (0: servers
-# co-located; mlp and cnn only), EVERY (3, rounds between checkpoints),
-# CONSISTENCY (bsp), DATA and TEST (20 Newsgroups from datasets/20news),
-# ARGS (more colo train flags; default --max-passes 30 --epsilon 0).
+# co-located; with lr as many as MACHINES), REPLICAS (0), EVERY (3, rounds between checkpoints),
+# CONSISTENCY (bsp), APP (lr: DATA and TEST default to 20 Newsgroups from
+# datasets/20news, ARGS to --max-passes 30 --epsilon 0; mlp: Fashion-MNIST
+# from FASHION, ../shared/data/fashion-mnist, skipped with a message when
+# absent, ARGS --epochs 1 --batch 1000), DATA, TEST, ARGS (more colo
+# train flags).
 set -eu
 out=${1:-recovery-kill.tsv}
 trials=${TRIALS:-10}
@@ -43,10 +56,34 @@ machines=${MACHINES:-4}
 servers=${SERVERS:-0}
 every=${EVERY:-3}
 consistency=${CONSISTENCY:-bsp}
-data=${DATA:-datasets/20news/20news-bydate.train.libsvm.xz}
-test=${TEST:-datasets/20news/20news-bydate.test.libsvm.xz}
-args=${ARGS:---max-passes 30 --epsilon 0}
+app=${APP:-lr}
+case $app in
+lr)
+	data=${DATA:-datasets/20news/20news-bydate.train.libsvm.xz}
+	test=${TEST:-datasets/20news/20news-bydate.test.libsvm.xz}
+	args=${ARGS:---max-passes 30 --epsilon 0}
+	;;
+mlp)
+	f=${FASHION:-../shared/data/fashion-mnist}
+	if [ ! -e "$f/train-images-idx3-ubyte.gz" ]; then
+		echo "kill.sh: APP=mlp needs Fashion-MNIST in $f (FASHION): skipped" >&2
+		exit 0
+	fi
+	data=${DATA:-$f/train-images-idx3-ubyte.gz}
+	test=${TEST:-$f/t10k-images-idx3-ubyte.gz}
+	args="--app mlp --labels $f/train-labels-idx1-ubyte.gz --test-labels $f/t10k-labels-idx1-ubyte.gz ${ARGS:---epochs 1 --batch 1000}"
+	;;
+*)
+	echo "kill.sh: APP=$app, want lr or mlp" >&2
+	exit 2
+	;;
+esac
 recovery=${RECOVERY:-replace}
+replicas=${REPLICAS:-0}
+if [ "$replicas" -gt 0 ] && [ "$servers" -eq 0 ]; then
+	echo "kill.sh: REPLICAS=$replicas needs servers apart (SERVERS)" >&2
+	exit 2
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/colo-recovery-XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -68,6 +105,7 @@ run() {
 	dir=$1 json=$2
 	ext=
 	[ "$servers" -gt 0 ] && ext="--servers $servers"
+	[ "$replicas" -gt 0 ] && ext="$ext --replicas $replicas"
 	# shellcheck disable=SC2086
 	"$work/colo" train "$data" --test "$test" --machines "$machines" $ext --consistency "$consistency" $args \
 		--processes --checkpoint "$dir" --checkpoint-every "$every" --restarts 1 --recovery "$recovery" --json "$json" >"$dir.out" 2>"$dir.err" &
@@ -107,6 +145,7 @@ echo "unfailed: $rounds rounds, training $train_s s, start $start_s s, loss $bas
 
 roles=machine
 [ "$servers" -gt 0 ] && roles="server worker"
+[ "$replicas" -gt 0 ] && roles=server
 printf 'trial\tkilled\tafter_round\tdelay_ms\tresumed_from\tnoticed_s\trecovered_s\tlost_s\tredone_rounds\tfinal_loss\tunfailed_loss\tverdict\n' >"$out"
 failed=0
 i=1
@@ -118,13 +157,23 @@ while [ "$i" -le "$trials" ]; do
 		print role, int(rand() * k), e * (1 + int(rand() * (c - 2))), int(rand() * 50)}')
 	role=$1 rank=$2 after=$3 delay=$4
 	d="$work/t$i"
-	verdict=ok
+	verdict=ok none=0
 	if ! run "$d" "$d.json" "$role" "$rank" "$after" "$delay" || [ ! -e "$d.killed" ]; then
 		verdict=FAILED
 	fi
 	killed=$(cat "$d.killed" 2>/dev/null || echo 0)
 	noticed=$(sed -n 's/.*noticed at unix \([0-9]*\) ns.*/\1/p' "$d.err" | head -1)
 	resumed=$(sed -n 's/.*training resumed at unix \([0-9]*\) ns.*/\1/p' "$d.err" | head -1)
+	if [ "$replicas" -gt 0 ]; then
+		if grep -q "replacement 1\|restart 1 of 1" "$d.err" || ! grep -q "$role $rank failed (.*): its backup serves its key ranges" "$d.err" ||
+			[ "$(field rounds "$d.json")" != "$rounds" ]; then
+			verdict=FAILED
+		fi
+		noticed=$(sed -n 's/.*failover: .*seen at unix \([0-9]*\) ns.*/\1/p' "$d.err" | head -1)
+		resumed=$(sed -n 's/.*failover: .*sent at unix \([0-9]*\) ns.*/\1/p' "$d.err" | head -1)
+		# Nothing unanswered: no time to report, the trial still checked.
+		[ -n "$resumed" ] || none=1 noticed=x resumed=x
+	fi
 	from=$(sed -n -e 's/.*restart 1 of 1 after .*: from the checkpoint of round \(-*[0-9]*\).*/\1/p' \
 		-e 's/.*replacement 1: .* rolled back with the others to the checkpoint of round \([0-9]*\).*/\1/p' "$d.err" | head -1)
 	loss=$(field final_train_loss "$d.json" 2>/dev/null || true)
@@ -150,16 +199,23 @@ while [ "$i" -le "$trials" ]; do
 		done
 	fi
 	[ "$verdict" = ok ] || failed=$((failed + 1))
+	if [ "$none" = 1 ]; then
+		noticed_s=- recovered_s=-
+	else
+		noticed_s=$(awk "BEGIN{printf \"%.3f\", (${noticed:-0} - $killed) / 1e9}")
+		recovered_s=$(awk "BEGIN{printf \"%.3f\", (${resumed:-0} - $killed) / 1e9}")
+	fi
 	printf '%d\t%s %d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$role" "$rank" "$after" "$delay" "${from:--}" \
-		"$(awk "BEGIN{printf \"%.3f\", (${noticed:-0} - $killed) / 1e9}")" \
-		"$(awk "BEGIN{printf \"%.3f\", (${resumed:-0} - $killed) / 1e9}")" \
+		"$noticed_s" "$recovered_s" \
 		"$lost" "$redone" "${loss:--}" "$base_loss" "$verdict" >>"$out"
 	[ "$verdict" = ok ] || { echo "trial $i failed:" >&2; tail -5 "$d.err" >&2; }
 	rm -rf "$d" "$d.json" "$d.out" "$d.err" "$d.killed" "$d.ck"
 	i=$((i + 1))
 done
 cat "$out"
-awk -F'\t' 'NR > 1 && $12 == "ok" {print $7}' "$out" | sort -n | awk -v n="$trials" -v f="$failed" '
-	{v[NR] = $1} END {if (NR) printf "%d of %d trials recovered; time from the kill to training resuming: median %.3f s, max %.3f s\n", n - f, n, v[int((NR + 1) / 2)], v[NR]
+for col in 6 7; do
+	awk -F'\t' -v c="$col" 'NR > 1 && $12 == "ok" && $c != "-" {print $c}' "$out" | sort -n | awk -v n="$trials" -v f="$failed" -v what="$([ "$col" = 6 ] && echo noticed || echo "training resuming")" '
+	{v[NR] = $1} END {if (NR) printf "%d of %d trials recovered; time from the kill to %s (%d trials timed): median %.3f s, max %.3f s\n", n - f, n, what, NR, v[int((NR + 1) / 2)], v[NR]
 	else printf "0 of %d trials recovered\n", n}'
+done
 [ "$failed" -eq 0 ]
