@@ -112,6 +112,10 @@ type Reply struct {
 	View bool
 	// landed marks Vals as the array a Lander gave (Server.handle).
 	landed bool
+	// own marks Vals as an array of the answer's own, held by nothing
+	// else (a snapshot's copy): a co-located worker may keep it, as it
+	// keeps a landed answer's, instead of receiving a copy.
+	own bool
 	// tell marks the acknowledgement of a push of a server that
 	// replicates its rounds' sums: it tells the worker replicated, the
 	// number of rounds every live backup has (see replicate.go).

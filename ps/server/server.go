@@ -93,8 +93,9 @@ func (s *Server) send(ctx context.Context, conn Conn, r Reply) {
 		timed = false
 	}
 	if !timed {
-		if r.landed {
-			conn.(Lander).ReplyLanded(ctx, r.To(), r.Message())
+		l, lands := conn.(Lander)
+		if r.landed || r.own && lands {
+			l.ReplyLanded(ctx, r.To(), r.Message())
 			return
 		}
 		conn.Reply(ctx, r.To(), r.Message())

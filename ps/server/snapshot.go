@@ -42,7 +42,11 @@ func (s *Store) Snapshot(lo, hi int) kv.Batch {
 	if lo < 0 || lo >= hi {
 		return kv.Batch{Keys: []uint64{}, Vals: []float32{}}
 	}
-	keys := slices.Clone(s.snapshotKeys()[lo:hi])
+	keys := s.snapshotKeys()
+	if lo > 0 || hi < len(keys) {
+		// A chunk: a copy, so that the whole array is not kept.
+		keys = slices.Clone(keys[lo:hi])
+	}
 	arrays := append([][]float32{s.vals}, s.state...)
 	if s.width > 0 {
 		a, b := lo*s.width, hi*s.width
@@ -146,7 +150,7 @@ func (c *Core) save(r Request) []Reply {
 	}
 	lo, hi := min(r.KV.Keys[0], uint64(c.store.Keys())), min(r.KV.Keys[1], uint64(c.store.Keys()))
 	b := c.store.Snapshot(int(lo), int(hi))
-	reply.Keys, reply.Vals, reply.Lens = b.Keys, b.Vals, b.Lens
+	reply.Keys, reply.Vals, reply.Lens, reply.own = b.Keys, b.Vals, b.Lens, true
 	return append(c.out, reply)
 }
 

@@ -1078,8 +1078,15 @@ func (c *Core) answer(r *request, s int, m *transport.Message) error {
 		return nil
 	}
 	if r.op.kind == opSave {
-		*r.op.snap = kv.Batch{Keys: slices.Clone(m.KV.Keys), Vals: slices.Clone(m.KV.Vals), Lens: slices.Clone(m.KV.Lens)}
-		m.Release()
+		if m.Early() {
+			*r.op.snap = kv.Batch{Keys: slices.Clone(m.KV.Keys), Vals: slices.Clone(m.KV.Vals), Lens: slices.Clone(m.KV.Lens)}
+			m.Release()
+			return nil
+		}
+		// The snapshot keeps the answer's arrays, which the message owns
+		// alone, instead of a copy of its size: not released, they are
+		// left to the garbage collector.
+		*r.op.snap = kv.Batch{Keys: m.KV.Keys, Vals: m.KV.Vals, Lens: m.KV.Lens}
 		return nil
 	}
 	if p := r.op.steps; p != nil {
