@@ -188,3 +188,17 @@ func TestCtrTable(t *testing.T) {
 		t.Errorf("libsvm without --spec: exit %d, %s", code, errOut)
 	}
 }
+
+// TestCtrRuleWithoutScaling: ctr's scaling of asynchronous steps is for
+// the rules that have one: a job with ftrl builds under its defaults
+// too, and asking for ftrl's scaling is refused.
+func TestCtrRuleWithoutScaling(t *testing.T) {
+	data := flightTable(t, 60)
+	job := filepath.Join(t.TempDir(), "ftrl.json")
+	if code, _, errOut := colo(t, "train", "--app", "ctr", "--spec", flightSpec, "--updater", "ftrl", "--write-job", job, data); code != 0 {
+		t.Errorf("--updater ftrl: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := colo(t, "train", "--app", "ctr", "--spec", flightSpec, "--updater", "ftrl", "--consistency", "async", "--async-step", "workers", "--write-job", job, data); code != 2 || !strings.Contains(errOut, "only sgd, momentum, adagrad and adam scale their step") {
+		t.Errorf("--updater ftrl --async-step workers: exit %d, %s", code, errOut)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
+	"colo/ps/update"
 	"colo/train"
 	"colo/train/trainplot"
 	"colo/train/watch"
@@ -166,6 +167,9 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 		return job, usageError("--%v", cmp.Or(err, fmt.Errorf("async-step %s: bsp applies each round's summed pushes in one step (want --consistency async or ssp:τ)", t.asyncStep)))
 	}
 	cfg.Rule.Name, cfg.Rule.L1, cfg.Rule.AsyncStep = cmp.Or(t.updater, cfg.Rule.Name), t.l1, cmp.Or(t.asyncStep, cfg.Rule.AsyncStep)
+	if t.asyncStep == "" && !update.StepScales(cfg.Rule.Name) {
+		cfg.Rule.AsyncStep = "" // the application's scaling is for rules that have one
+	}
 	if t.l2 >= 0 {
 		cfg.Rule.L2 = t.l2
 	}

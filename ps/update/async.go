@@ -46,6 +46,11 @@ func ParseAsync(s string) (Async, error) {
 	return 0, fmt.Errorf("update: AsyncStep %q is not none, workers or staleness", s)
 }
 
+// StepScales reports whether rule name's step can be scaled push by
+// push (a Scaled rule): sgd, momentum, adagrad and adam; not sum (no
+// step) or ftrl (its weights follow from its sums).
+func StepScales(name string) bool { return name != "sum" && name != "ftrl" }
+
 // Scaled is a rule whose step a server can scale push by push.
 type Scaled interface {
 	Rule

@@ -140,7 +140,7 @@ func (c Config) Validate() error {
 	if err != nil {
 		return err
 	}
-	if a != AsyncNone && (c.Name == "sum" || c.Name == "ftrl") {
+	if a != AsyncNone && !StepScales(c.Name) {
 		return fmt.Errorf("update: AsyncStep %q for %s: only sgd, momentum, adagrad and adam scale their step (want none)", c.AsyncStep, c.Name)
 	}
 	return nil
