@@ -88,10 +88,11 @@ func (now identity) differs(old identity) string {
 	return ""
 }
 
-// Save writes the checkpoint of step to dir: after a barrier (every
-// worker's pushes acknowledged, so the snapshots are of whole steps),
-// this worker's servers' snapshots and, on worker 0, state; then worker
-// 0 writes the MANIFEST. Every worker returns once the checkpoint is
+// Save writes the checkpoint of step to dir: once every push of this
+// worker is answered (waited for here, whether or not the program waited
+// for its tickets) and after a barrier, so that the snapshots are of
+// whole steps, this worker's servers' snapshots and, on worker 0, state;
+// then worker 0 writes the MANIFEST. Every worker returns once the checkpoint is
 // complete, or with the error of the worker that failed. A checkpoint of
 // the same step already in dir is replaced.
 func (s *Session) Save(ctx context.Context, dir string, step int, state []byte) error {
@@ -105,6 +106,12 @@ func (s *Session) Save(ctx context.Context, dir string, step int, state []byte) 
 	job, err := json.Marshal(id)
 	if err != nil {
 		return err
+	}
+	// Every push of every worker answered, then nobody pushes until the
+	// snapshots are taken: they are of whole steps, whatever tickets the
+	// program has not waited for yet.
+	if err := s.flushPushes(); err != nil {
+		return fmt.Errorf("checkpoint of step %d: a push before it failed: %w", step, err)
 	}
 	if err := s.Barrier(ctx); err != nil {
 		return fmt.Errorf("checkpoint of step %d: %w", step, err)

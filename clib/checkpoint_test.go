@@ -2,6 +2,7 @@ package clib
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -208,4 +209,77 @@ func TestCheckpointRefused(t *testing.T) {
 	if _, _, err := other.Load(ctx, empty, -1); err == nil || !strings.Contains(err.Error(), "none") {
 		t.Errorf("load from an empty directory: %v", err)
 	}
+}
+
+// TestCheckpointUnwaitedPushes: two workers push ones into a summing
+// table under asynchronous training without waiting for their tickets,
+// then save; the checkpoint holds every push (Save waits for them all
+// before the barrier), so a cluster that loads it pulls the exact counts.
+func TestCheckpointUnwaitedPushes(t *testing.T) {
+	dir := t.TempDir()
+	sum := update.DefaultConfig()
+	sum.Name, sum.LR = "sum", 0
+	const pushes, rows = 200, 64
+	run := func(f func(s *Session, tb *Table) error) {
+		t.Helper()
+		addr := startServers(t, 2, 2, 0, sum, clock.Async)
+		errs := onWorkers(addr, 2, func(s *Session) error {
+			tb, err := s.Declare(context.Background(), TableSpec{Name: "n", Rows: rows, Dim: 1})
+			if err != nil {
+				return err
+			}
+			return f(s, tb)
+		})
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("worker %d: %v", r, err)
+			}
+		}
+	}
+	all := make([]int64, rows)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	run(func(s *Session, tb *Table) error {
+		ones := make([]float32, rows)
+		for i := range ones {
+			ones[i] = 1
+		}
+		var tickets []*Ticket
+		for range pushes {
+			k, err := tb.Push(all, ones)
+			if err != nil {
+				return err
+			}
+			tickets = append(tickets, k)
+		}
+		if err := s.Save(context.Background(), dir, 1, nil); err != nil {
+			return err
+		}
+		for _, k := range tickets {
+			if err := k.Wait(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	run(func(s *Session, tb *Table) error {
+		if _, _, err := s.Load(context.Background(), dir, -1); err != nil {
+			return err
+		}
+		got := make([]float32, rows)
+		k, err := tb.Pull(all, got)
+		if err == nil {
+			err = k.Wait()
+		}
+		if err != nil {
+			return err
+		}
+		for i, v := range got {
+			if v != 2*pushes {
+				return fmt.Errorf("row %d: %v after loading, want %d", i, v, 2*pushes)
+			}
+		}
+		return nil
+	})
 }

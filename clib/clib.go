@@ -347,6 +347,10 @@ type Session struct {
 	start  time.Time
 
 	pushed atomic.Bool // a push was sent (Load refuses)
+	// unacked are the pushes sent and maybe not yet acknowledged, oldest
+	// first (Save waits for them).
+	unackedMu sync.Mutex
+	unacked   []*worker.Future
 
 	mu     sync.Mutex
 	tables []*Table
@@ -528,6 +532,45 @@ func (s *Session) Consistency() string { return s.w.Clock().Name() }
 
 // Rule returns the servers' update rule when the session knows it.
 func (s *Session) Rule() *update.Config { return s.rule }
+
+// sent records push fut, which Save waits for: the done ones at the
+// front are dropped (pushes are acknowledged about in the order sent).
+func (s *Session) sent(fut *worker.Future) {
+	s.pushed.Store(true)
+	s.unackedMu.Lock()
+	defer s.unackedMu.Unlock()
+	i := 0
+	for i < len(s.unacked) && isDone(s.unacked[i]) {
+		i++
+	}
+	s.unacked = append(s.unacked[:0], s.unacked[i:]...)
+	s.unacked = append(s.unacked, fut)
+}
+
+// flushPushes waits until every push this session sent is answered,
+// and returns the first failure.
+func (s *Session) flushPushes() error {
+	s.unackedMu.Lock()
+	fs := s.unacked
+	s.unacked = nil
+	s.unackedMu.Unlock()
+	var first error
+	for _, f := range fs {
+		if err := f.Wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func isDone(f *worker.Future) bool {
+	select {
+	case <-f.Done():
+		return true
+	default:
+		return false
+	}
+}
 
 // Barrier waits until every worker reached it.
 func (s *Session) Barrier(ctx context.Context) error { return s.w.Barrier(ctx) }

@@ -502,8 +502,8 @@ func (t *Table) Push(rows []int64, vals []float32) (*Ticket, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.s.pushed.Store(true)
 	fut := t.s.w.Push(ks, vals)
+	t.s.sent(fut)
 	return &Ticket{fut: fut, fin: func(err error) error {
 		if err != nil {
 			return fmt.Errorf("table %q: push of %d rows: %w", t.spec.Name, len(rows), err)
@@ -520,8 +520,8 @@ func (t *Table) PushAll(vals []float32) (*Ticket, error) {
 	if int64(len(vals)) != t.spec.Size {
 		return nil, fmt.Errorf("table %q: push of %d values for %d", t.spec.Name, len(vals), t.spec.Size)
 	}
-	t.s.pushed.Store(true)
 	fut := t.s.w.PushLens(t.allKey, vals, t.lens)
+	t.s.sent(fut)
 	return &Ticket{fut: fut, fin: func(err error) error {
 		if err != nil {
 			return fmt.Errorf("table %q: push: %w", t.spec.Name, err)
