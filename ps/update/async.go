@@ -59,9 +59,9 @@ type Scaled interface {
 	AsyncStep() Async
 	// UpdateScaled is Update with the step multiplied by s in (0, 1]:
 	// the state gathers g as Update's does (AdaGrad's squares, Adam's
-	// moments), only the move of the weights is s times as large
-	// (momentum: the velocity gathers s·g). s = 1 gives Update's result
-	// bit for bit.
+	// moments), only the move of the weights is s times as large, the
+	// L1 shrink included (momentum: the velocity gathers s·g, and the
+	// shrink is s·η·L1). s = 1 gives Update's result bit for bit.
 	UpdateScaled(w, g []float32, st [][]float32, s float32)
 }
 
@@ -79,19 +79,20 @@ func (r Momentum) AsyncStep() Async { return r.Async }
 
 // UpdateScaled takes one step whose gradient, its L2 term included,
 // enters the velocity times s: v ← μv + s·g'; w −= η v, then the L1
-// step with η.
+// step with s·η, as the other rules' L1 steps scale with their rate.
 func (r Momentum) UpdateScaled(w, g []float32, st [][]float32, s float32) {
 	if s == 1 {
 		r.Update(w, g, st)
 		return
 	}
 	g, v := g[:len(w)], st[0][:len(w)]
+	l1 := s * r.LR * r.L1
 	for i := range w {
 		vi := r.Mu*v[i] + s*(g[i]+r.L2*w[i])
 		v[i] = vi
 		wi := w[i] - r.LR*vi
 		if r.L1 > 0 {
-			wi = shrink(wi, r.LR*r.L1)
+			wi = shrink(wi, l1)
 		}
 		w[i] = wi
 	}

@@ -214,6 +214,12 @@ func TestUpdateScaledByHand(t *testing.T) {
 	}{
 		// 1 − (0.5/4)·(2 + 0.1·1) = 1 − 0.2625 = 0.7375.
 		{"sgd", SGD{LR: 0.5, L2: 0.1}, nil, 0.7375, 0},
+		// 1 − (0.5/4)·2 = 0.75, then the L1 shrink of the scaled rate:
+		// (0.5/4)·0.2 = 0.025, 0.725.
+		{"sgd l1", SGD{LR: 0.5, L1: 0.2}, nil, 0.725, 0},
+		// v = 0.9·1 + 2/4 = 1.4; w = 1 − 0.1·1.4 = 0.86, then the
+		// shrink s·η·L1 = 0.25·0.1·0.4 = 0.01, as sgd's: 0.85.
+		{"momentum l1", Momentum{LR: 0.1, Mu: 0.9, L1: 0.4}, []float32{1}, 0.85, 1.4},
 		// v = 0.9·1 + (2 + 0.5·1)/4 = 1.525; w = 1 − 0.1·1.525 = 0.8475.
 		{"momentum", Momentum{LR: 0.1, Mu: 0.9, L2: 0.5}, []float32{1}, 0.8475, 1.525},
 		// n = 5 + 4 = 9 (the whole g²); w = 1 − (1/4)/(3)·2 = 1 − 1/6.
