@@ -45,6 +45,10 @@ type Store struct {
 	last int
 	// nslots counts the slots: the index's, the families' and extra's.
 	nslots int
+	// slotKeys is the key of every slot when it has nslots of them
+	// (sumKeys): slots are only added (grow), each with its key for
+	// good, so it is rebuilt only when the store gained slots.
+	slotKeys []uint64
 	// width 0: the span of each slot's values, −1 before its first push.
 	off []int
 	ln  []int32
@@ -414,7 +418,8 @@ func (s *Store) pushRange(begin uint64, vals []float32, acc bool, f float32) err
 // slot order, and its summed values. Accumulating that batch into a
 // store with the same slots marks the same slots with the same sums
 // (see Core.TakeSum). It needs a uniform width. O(slots/64 + marked
-// values), and O(slots) more when the index is not one range of keys.
+// values), and O(slots) more in a round after the store gained slots
+// when the index is not one range of keys (sumKeys).
 func (s *Store) appendSum(dst kv.Batch) kv.Batch {
 	dst.Keys, dst.Vals, dst.Lens = dst.Keys[:0], dst.Vals[:0], nil
 	if !s.dirty {
@@ -422,7 +427,7 @@ func (s *Store) appendSum(dst kv.Batch) kv.Batch {
 	}
 	var keys []uint64
 	if !s.ranged || len(s.extra) > 0 || len(s.fams) > 0 {
-		keys = s.snapshotKeys()
+		keys = s.sumKeys()
 	}
 	for wi, word := range s.mark {
 		for word != 0 {
@@ -438,6 +443,15 @@ func (s *Store) appendSum(dst kv.Batch) kv.Batch {
 		}
 	}
 	return dst
+}
+
+// sumKeys returns the key of every slot, kept from round to round: a
+// round's sum then costs what it marked, not the store's slots.
+func (s *Store) sumKeys() []uint64 {
+	if len(s.slotKeys) != s.nslots {
+		s.slotKeys = s.snapshotKeys()
+	}
+	return s.slotKeys
 }
 
 // Flush applies the round's sum with the rule and clears it. It visits
