@@ -99,7 +99,11 @@ type Feature struct {
 
 // Name returns the feature as the compact form writes it.
 func (f Feature) Name() string {
-	cols := strings.Join(f.Columns, "*")
+	quoted := make([]string, len(f.Columns))
+	for i, c := range f.Columns {
+		quoted[i] = colName(c)
+	}
+	cols := strings.Join(quoted, "*")
 	switch f.Transform {
 	case "", Category:
 		if f.MinCount > 1 {
@@ -179,6 +183,9 @@ func (s Spec) Validate() error {
 			if strings.TrimSpace(col) == "" {
 				return at("an empty column name")
 			}
+			if strings.Contains(col, "`") {
+				return at("column %q: a name with a backquote cannot be written in a spec (backquotes quote a name)", col)
+			}
 			if part != "" && len(f.Columns) == 1 {
 				return at("%s as the column of a feature: write %s(%s) alone, or cross it", c, part, col)
 			}
@@ -245,6 +252,20 @@ func factorOf(s string) (col string, part Transform) {
 		}
 	}
 	return s, ""
+}
+
+// colName returns column c as the compact form reads it back: in
+// backquotes when it holds a character of the form's syntax, has spaces
+// at an end or is "1" (the bias); a timestamp part of a cross as it is
+// (Validate refuses a name with a backquote, which cannot be quoted).
+func colName(c string) string {
+	if _, part := factorOf(c); part != "" {
+		return c
+	}
+	if c == "1" || strings.TrimSpace(c) != c || strings.ContainsAny(c, "*+,;~()") {
+		return "`" + c + "`"
+	}
+	return c
 }
 
 // Compact returns the spec in the compact form Parse reads.
