@@ -55,6 +55,8 @@ import (
 	"slices"
 	"time"
 	"unsafe"
+
+	"colo/clib"
 )
 
 //export colo_open
@@ -142,83 +144,41 @@ func colo_table(s C.int64_t, spec *C.char) (ret C.int64_t) {
 //export colo_pull
 func colo_pull(t C.int64_t, rows *C.int64_t, n C.int64_t, dst *C.float, length C.int64_t) (ret C.int64_t) {
 	defer guard(&ret)
-	tb, e := lib.tableOf(int64(t))
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	r, e := ints64(rows, n, "rows")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	d, e := floats32(dst, length, "dst")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	return C.int64_t(lib.ticket(tb.Pull(r, d)))
+	return rowsCall(t, rows, n, dst, length, "dst", func(tb *clib.Table, r []int64, d []float32) int64 {
+		return lib.ticket(tb.Pull(r, d))
+	})
 }
 
 //export colo_pull_wait
 func colo_pull_wait(t C.int64_t, rows *C.int64_t, n C.int64_t, dst *C.float, length C.int64_t) (ret C.int64_t) {
 	defer guard(&ret)
-	tb, e := lib.tableOf(int64(t))
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	r, e := ints64(rows, n, "rows")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	d, e := floats32(dst, length, "dst")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	return C.int64_t(lib.done(tb.Pull(r, d)))
+	return rowsCall(t, rows, n, dst, length, "dst", func(tb *clib.Table, r []int64, d []float32) int64 {
+		return lib.done(tb.Pull(r, d))
+	})
 }
 
 //export colo_push
 func colo_push(t C.int64_t, rows *C.int64_t, n C.int64_t, vals *C.float, length C.int64_t) (ret C.int64_t) {
 	defer guard(&ret)
-	tb, e := lib.tableOf(int64(t))
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	r, e := ints64(rows, n, "rows")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	v, e := floats32(vals, length, "vals")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	return C.int64_t(lib.ticket(tb.Push(r, v)))
+	return rowsCall(t, rows, n, vals, length, "vals", func(tb *clib.Table, r []int64, v []float32) int64 {
+		return lib.ticket(tb.Push(r, v))
+	})
 }
 
 //export colo_pull_all
 func colo_pull_all(t C.int64_t, dst *C.float, length C.int64_t) (ret C.int64_t) {
 	defer guard(&ret)
-	tb, e := lib.tableOf(int64(t))
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	d, e := floats32(dst, length, "dst")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	return C.int64_t(lib.ticket(tb.PullAll(d)))
+	return rowsCall(t, nil, 0, dst, length, "dst", func(tb *clib.Table, _ []int64, d []float32) int64 {
+		return lib.ticket(tb.PullAll(d))
+	})
 }
 
 //export colo_push_all
 func colo_push_all(t C.int64_t, vals *C.float, length C.int64_t) (ret C.int64_t) {
 	defer guard(&ret)
-	tb, e := lib.tableOf(int64(t))
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	v, e := floats32(vals, length, "vals")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	return C.int64_t(lib.ticket(tb.PushAll(v)))
+	return rowsCall(t, nil, 0, vals, length, "vals", func(tb *clib.Table, _ []int64, v []float32) int64 {
+		return lib.ticket(tb.PushAll(v))
+	})
 }
 
 //export colo_wait
@@ -236,19 +196,9 @@ func colo_poll(k C.int64_t) (ret C.int64_t) {
 //export colo_init_rows
 func colo_init_rows(t C.int64_t, rows *C.int64_t, n C.int64_t, dst *C.float, length C.int64_t) (ret C.int64_t) {
 	defer guard(&ret)
-	tb, e := lib.tableOf(int64(t))
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	r, e := ints64(rows, n, "rows")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	d, e := floats32(dst, length, "dst")
-	if e < 0 {
-		return C.int64_t(e)
-	}
-	return C.int64_t(lib.fail(tb.InitRows(r, d)))
+	return rowsCall(t, rows, n, dst, length, "dst", func(tb *clib.Table, r []int64, d []float32) int64 {
+		return lib.fail(tb.InitRows(r, d))
+	})
 }
 
 //export colo_unique
@@ -325,6 +275,25 @@ func colo_last_error(buf *C.char, n C.int64_t) (ret C.int64_t) {
 
 //export colo_nop
 func colo_nop(x C.int64_t) C.int64_t { return x }
+
+// rowsCall is the prologue of a call on table t: the table, then the
+// rows (none when n is 0) and the caller's float array as Go slices over
+// its memory (named in errors), then f, whose result it returns.
+func rowsCall(t C.int64_t, rows *C.int64_t, n C.int64_t, arr *C.float, length C.int64_t, name string, f func(*clib.Table, []int64, []float32) int64) C.int64_t {
+	tb, e := lib.tableOf(int64(t))
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	r, e := ints64(rows, n, "rows")
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	a, e := floats32(arr, length, name)
+	if e < 0 {
+		return C.int64_t(e)
+	}
+	return C.int64_t(f(tb, r, a))
+}
 
 // guard turns a panic into an error result.
 func guard(ret *C.int64_t) {
