@@ -43,6 +43,11 @@
 // earlier epochs. A node started with Config.Recover is such a
 // replacement.
 //
+// In a job whose scheduler has a standby (proto.Job.Standby) a node
+// that loses the scheduler after the job started goes on for up to the
+// job's timeout, reporting to the scheduler that takes the job over
+// (see rejoin.go).
+//
 // With replicated key ranges (proto.Job.Replicas) a server's node also
 // keeps copies of the servers it backs up (server.NewReplicated), and a
 // failed server apart is taken over by its backup without a pause: the
@@ -64,7 +69,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -203,14 +207,26 @@ type Node struct {
 	// address each had then.
 	failed        map[transport.NodeID]string
 	failoverTimes []FailoverTimes
+	// A takeover of the scheduler (rejoin.go): released is the last
+	// release of each barrier group in the epoch, finished the worker's
+	// Done once sent; rejoinStop, while the node reports to a new
+	// scheduler (rejoining set), stops it; takeovers are their times.
+	released   map[string]proto.Barrier
+	finished   *proto.Done
+	rejoinStop chan struct{}
+	rejoining  atomic.Bool
+	takeovers  []TakeoverTimes
 }
 
 // release is the outcome of one barrier: closed ch, then the sum, or
-// err when a pause failed it.
+// err when a pause failed it. sent are the values the node sent, in
+// epoch.
 type release struct {
-	ch   chan struct{}
-	vals []float64
-	err  error
+	ch    chan struct{}
+	vals  []float64
+	err   error
+	sent  []float64
+	epoch uint64
 }
 
 type barrierKey struct {
@@ -365,7 +381,7 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 	n := &Node{
 		cfg: cfg, assign: a, table: table, ctx: ctx, cancel: cancel,
 		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}), trained: make(chan struct{}),
-		seq: make(map[string]uint64), barriers: make(map[barrierKey]*release),
+		seq: make(map[string]uint64), barriers: make(map[barrierKey]*release), released: make(map[string]proto.Barrier),
 		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}), identity: identity, failovers: make(map[int]bool), failed: make(map[transport.NodeID]string),
 	}
 	close(n.resumed)
@@ -535,6 +551,7 @@ func (m *member) loop() {
 			if msg.Sender == proto.SchedulerID && (stalled == 0 || sinceStall >= SchedulerGrace) {
 				silent, limit, schedLost, stalled = 0, timeout, nil, 0
 				n.stalled.Store(0)
+				n.heardScheduler()
 			}
 			if msg.Type == transport.TypeData {
 				m.data.Push(msg)
@@ -553,6 +570,13 @@ func (m *member) loop() {
 				// The scheduler left after the Shutdown of another
 				// member: nothing more will come.
 				n.end(nil)
+				continue
+			}
+			if pe.Peer == proto.SchedulerID && schedLost == nil && stalled == 0 && n.assign.Job.Standby && n.hasStarted() {
+				// A scheduler that takes the job over may come: the
+				// node reports to it for up to the timeout (rejoin.go).
+				schedLost, silent = pe, 0
+				n.startRejoin()
 				continue
 			}
 			if pe.Peer == proto.SchedulerID && schedLost == nil {
@@ -576,6 +600,11 @@ func (m *member) loop() {
 			last = time.Now()
 			silent++
 			sinceStall++
+			if silent > SchedulerGrace && stalled == 0 && n.assign.Job.Standby {
+				// Silent, its link not seen to fail: gone too, or slow,
+				// in which case the report is ignored.
+				n.startRejoin()
+			}
 			if silent > limit && n.shuttingDown() {
 				n.end(nil)
 			} else if silent > limit && stalled > 0 {
@@ -639,6 +668,11 @@ func (n *Node) control(m *member, msg *transport.Message) {
 				r.vals = b.Values(nil)
 				close(r.ch)
 			}
+			n.mu.Lock()
+			if b.Epoch == n.epoch && b.Seq > n.released[b.Group].Seq {
+				n.released[b.Group] = b
+			}
+			n.mu.Unlock()
 		}
 	case proto.CmdFailover:
 		var f proto.Failover
@@ -715,6 +749,7 @@ func (n *Node) pause(p proto.Pause) {
 		close(r.ch)
 		delete(n.barriers, k)
 	}
+	clear(n.released)
 	if n.leave != nil {
 		n.leave.Stop()
 		n.leave = nil
@@ -911,7 +946,11 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		return
 	}
 	if w := n.member(n.assign.Worker); w != nil {
-		w.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, proto.Done{Err: ne.Error()}))
+		d := proto.Done{Err: ne.Error()}
+		n.mu.Lock()
+		n.finished = &d
+		n.mu.Unlock()
+		w.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, d))
 	}
 	leave()
 }
@@ -998,6 +1037,9 @@ func (n *Node) Finish(err error) {
 	if err != nil {
 		d.Err = err.Error()
 	}
+	n.mu.Lock()
+	n.finished = &d
+	n.mu.Unlock()
 	m.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, d))
 }
 
@@ -1020,14 +1062,7 @@ func (n *Node) Barrier(ctx context.Context, group string) error {
 // addition). vals is not modified; the result is a new slice, nil for no
 // values.
 func (n *Node) AllReduce(ctx context.Context, group string, vals []float64) ([]float64, error) {
-	var ms []*member
-	for _, m := range n.members {
-		r, _ := proto.Identify(m.id)
-		if proto.InGroup(group, r) {
-			ms = append(ms, m)
-		}
-	}
-	if len(ms) == 0 {
+	if len(n.groupMembers(group)) == 0 {
 		return nil, fmt.Errorf("node: not a member of barrier group %q", group)
 	}
 	n.mu.Lock()
@@ -1038,21 +1073,11 @@ func (n *Node) AllReduce(ctx context.Context, group string, vals []float64) ([]f
 	}
 	n.seq[group]++
 	key := barrierKey{group, n.seq[group]}
-	r := &release{ch: make(chan struct{})}
+	r := &release{ch: make(chan struct{}), sent: slices.Clone(vals), epoch: n.epoch}
 	n.barriers[key] = r
-	epoch := n.epoch
 	n.mu.Unlock()
-	for i, m := range ms {
-		b := proto.Barrier{Group: group, Seq: key.seq, Epoch: epoch}
-		if i == 0 {
-			b.SetValues(vals)
-		} else if len(vals) > 0 {
-			b.Bits = make([]uint64, len(vals))
-			for j := range b.Bits {
-				b.Bits[j] = math.Float64bits(math.Copysign(0, -1))
-			}
-		}
-		m.out.Post(proto.SchedulerID, proto.Control(proto.CmdBarrier, b))
+	for _, a := range n.arrivals(key, vals, r.epoch) {
+		a.m.out.Post(proto.SchedulerID, proto.Control(proto.CmdBarrier, a.b))
 	}
 	select {
 	case <-r.ch:

@@ -34,6 +34,10 @@ type Stats struct {
 	// (proto.Failover): when it was told, and when it had sent again
 	// what the failed server had not answered.
 	Failovers []FailoverTimes `json:",omitempty"`
+	// Takeovers are the takeovers of the scheduler the node saw
+	// (proto.Job.Standby): when it lost the scheduler, and when it
+	// heard the one that took the job over.
+	Takeovers []TakeoverTimes `json:",omitempty"`
 }
 
 // FailoverTimes is what a worker's node saw of the failover of server
@@ -52,6 +56,7 @@ func (n *Node) Stats() Stats {
 	n.mu.Lock()
 	members := append(slices.Clone(n.members), n.taken...)
 	st.Failovers = slices.Clone(n.failoverTimes)
+	st.Takeovers = slices.Clone(n.takeovers)
 	n.mu.Unlock()
 	for _, m := range members {
 		es := m.ep.Stats()

@@ -190,6 +190,7 @@ const (
 	CmdPause                       // scheduler → node: Pause, a node failed and is being replaced
 	CmdResume                      // scheduler → node: Resume, the replacement is ready
 	CmdFailover                    // scheduler → node: Failover, a server's backup takes over its ranges
+	CmdRejoin                      // node → scheduler: Rejoin, what the node knows of a job whose scheduler died
 )
 
 // Data commands (Header.Cmd of a TypeData message).
@@ -400,6 +401,54 @@ type Job struct {
 	// (package ps/replica): a failed server's first live backup takes
 	// over its ranges (Failover) without a pause. 0: none.
 	Replicas int `json:",omitempty"`
+	// Standby is set when a scheduler that dies is taken over by another
+	// at the same address (sched.Config.Takeover): a node that loses the
+	// scheduler reports to it (Rejoin) for up to Timeout instead of
+	// ending the job.
+	Standby bool `json:",omitempty"`
+}
+
+// Rejoin is a node's report to a scheduler that takes over the running
+// job of one that died (sched.Config.Takeover): what that scheduler
+// knew of the node and the node alone still knows. The node sends it
+// from a provisional id, every heartbeat, from when it lost the
+// scheduler until it hears one again on its own endpoints; the new
+// scheduler rebuilds its membership and barriers from the reports of
+// every node (sched.Rebuild).
+type Rejoin struct {
+	// Token is TokenDigest of the node's cluster token.
+	Token string
+	// Host and Machine are the node's, as in its Assign; Key its public
+	// key (Register.Key).
+	Host    string
+	Machine int
+	Key     []byte `json:",omitempty"`
+	// Epoch is the node's membership epoch; Paused is set between a
+	// Pause and its Resume.
+	Epoch  uint64
+	Paused bool `json:",omitempty"`
+	// Failovers is the number of server failovers the node was told of
+	// (the highest Failover.Seq).
+	Failovers int `json:",omitempty"`
+	// Members are the node's endpoints: its server's and its worker's.
+	Members []RejoinMember
+	// Released is the last release (with its sum) of each barrier group
+	// the node had in epoch Epoch.
+	Released []Barrier `json:",omitempty"`
+}
+
+// RejoinMember is one endpoint of a node in its Rejoin.
+type RejoinMember struct {
+	ID   transport.NodeID
+	Addr string
+	// Done is set once a worker or an evaluator sent Done, with its
+	// error, if any, in Err.
+	Done bool   `json:",omitempty"`
+	Err  string `json:",omitempty"`
+	// Trained is set for an evaluator that had Trained.
+	Trained bool `json:",omitempty"`
+	// Waiting are the member's barrier arrivals not released yet.
+	Waiting []Barrier `json:",omitempty"`
 }
 
 // Failover tells the nodes that server rank Server failed and that

@@ -57,6 +57,15 @@
 // no rollback, and every node is told twice with proto.Failover (see
 // failover.go). Failovers lists them.
 //
+// # Takeover
+//
+// With Config.Standby a scheduler that dies is taken over by another
+// started at its address with Config.Takeover: the nodes report what
+// they know (proto.Rejoin), the new scheduler rebuilds the membership,
+// the epoch and the pending barriers from the reports (Rebuild, a pure
+// function) and the job goes on, with no pause and no rollback (see
+// takeover.go).
+//
 // Core is the protocol as a pure state machine: messages, link failures
 // and ticks in, messages out. Time is counted in ticks of Heartbeat, so
 // the tests need no sleeps. Scheduler is its driver.
@@ -124,6 +133,16 @@ type Config struct {
 	// a pause or a rollback (see Failover in the package documentation).
 	// 0: none.
 	Replicas int
+	// Standby tells the nodes that a scheduler that dies is taken over
+	// by another started at the same address with Takeover: a node that
+	// loses the scheduler then reports to it (proto.Rejoin) for up to
+	// Timeout instead of ending the job (see takeover.go).
+	Standby bool
+	// Takeover starts the scheduler as that other one: instead of
+	// registrations it waits up to Timeout for every node's report of a
+	// running job, rebuilds the membership and the barriers from them
+	// (Rebuild) and goes on with the job. It implies Standby.
+	Takeover bool
 	// OnPause, when set, is called by the driver (Scheduler), from its
 	// goroutine, each time the job pauses for a failed node, so that
 	// whoever started that node can kill it, if it still runs (hung,
@@ -237,6 +256,7 @@ const (
 	running
 	paused // a node failed; waiting for its replacement
 	ended
+	rejoining // a takeover: waiting for the nodes' reports
 )
 
 // registration remembers the answer to a provisional id, for retries.
@@ -284,6 +304,12 @@ type Core struct {
 	// Keys.
 	key  []byte
 	keys map[transport.NodeID][]byte
+	// rel is the last release of each barrier group in the epoch: an
+	// arrival at it again (a node that lost its release with the
+	// scheduler that sent it) gets it again. takeover is the state of a
+	// takeover (Config.Takeover).
+	rel      map[string]proto.Barrier
+	takeover *takeover
 }
 
 // NewCore returns a scheduler core waiting for registrations.
@@ -299,16 +325,23 @@ func NewCore(cfg Config) (*Core, error) {
 		}
 	}
 	table, _ := tb.MarshalBinary()
-	return &Core{
+	c := &Core{
 		cfg: cfg,
 		job: proto.Job{Table: table, Width: cfg.Width, Mode: cfg.Clock.Mode.String(), Tau: cfg.Clock.Tau,
-			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0, Replicas: cfg.Replicas},
+			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0, Replicas: cfg.Replicas,
+			Standby: cfg.Standby || cfg.Takeover},
 		timeout:  cfg.Ticks(cfg.Timeout),
 		startBy:  cfg.Ticks(cfg.StartTimeout),
 		members:  make(map[transport.NodeID]*member),
 		regs:     make(map[transport.NodeID]registration),
 		barriers: make(map[string]map[transport.NodeID]proto.Barrier),
-	}, nil
+		rel:      make(map[string]proto.Barrier),
+	}
+	if cfg.Takeover {
+		c.phase = rejoining
+		c.takeover = &takeover{reports: make(map[transport.NodeID]proto.Rejoin), by: c.timeout}
+	}
+	return c, nil
 }
 
 // Ended reports whether the job ended, and how: nil after every worker
@@ -424,6 +457,10 @@ func (c *Core) Handle(m *transport.Message) []Out {
 		c.logf("%s sent a data message to the scheduler", proto.Name(m.Sender))
 		return c.out
 	}
+	if c.phase == rejoining && m.Cmd != proto.CmdRejoin && m.Cmd != proto.CmdRegister {
+		c.hold(m)
+		return c.out
+	}
 	switch m.Cmd {
 	case proto.CmdRegister:
 		var r proto.Register
@@ -454,6 +491,13 @@ func (c *Core) Handle(m *transport.Message) []Out {
 			return c.out
 		}
 		c.done(m.Sender, d)
+	case proto.CmdRejoin:
+		var r proto.Rejoin
+		if err := proto.Decode(m, &r); err != nil {
+			c.logf("%v", err)
+			return c.out
+		}
+		c.rejoin(m.Sender, r)
 	default:
 		c.logf("%s sent unknown command %d", proto.Name(m.Sender), m.Cmd)
 	}
@@ -642,6 +686,14 @@ func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 		// resume.
 		return
 	}
+	if r, ok := c.rel[b.Group]; ok && b.Seq <= r.Seq {
+		// Released already: an arrival again (Rejoin), whose release
+		// was lost with the scheduler that sent it, gets it again.
+		if b.Seq == r.Seq {
+			c.send(from, "", proto.CmdRelease, r)
+		}
+		return
+	}
 	g := c.barriers[b.Group]
 	if g == nil {
 		g = make(map[transport.NodeID]proto.Barrier)
@@ -677,6 +729,7 @@ func (c *Core) barrier(from transport.NodeID, b proto.Barrier) {
 	}
 	rel := proto.Barrier{Group: b.Group, Seq: b.Seq, Epoch: c.epoch}
 	rel.SetValues(sum)
+	c.rel[b.Group] = rel
 	for _, id := range members {
 		c.send(id, "", proto.CmdRelease, rel)
 	}
@@ -807,6 +860,7 @@ func (c *Core) pause(id transport.NodeID, cause error) {
 		return
 	}
 	clear(c.barriers)
+	clear(c.rel)
 	c.logf("%v: job paused (epoch %d), waiting up to %v for the replacement of %s", c.cause, c.epoch, c.cfg.RecoverWait, names(gone))
 	p := proto.Pause{Node: id, Addr: mb.addr, Reason: cause.Error(), Epoch: c.epoch, Peers: gone}
 	for _, q := range c.Peers() {
@@ -840,6 +894,9 @@ func (c *Core) replace(from transport.NodeID, r proto.Register, refuse func(form
 		return
 	case c.phase == ended:
 		refuse("the job has ended")
+		return
+	case c.phase == rejoining:
+		refuse("the scheduler is taking the job over: nothing to replace until every node has reported")
 		return
 	}
 	var ids []transport.NodeID
@@ -1039,6 +1096,10 @@ func (c *Core) Tick() []Out {
 				c.send(p.ID, "", proto.CmdAbort, proto.Abort{Reason: c.err.Error()})
 			}
 		}
+		return c.out
+	}
+	if c.phase == rejoining {
+		c.tickTakeover()
 		return c.out
 	}
 	if c.phase == paused && c.tick > c.resumeBy {

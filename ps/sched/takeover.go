@@ -1,0 +1,356 @@
+package sched
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/subtle"
+	"fmt"
+	"maps"
+	"slices"
+
+	"colo/ps/proto"
+	"colo/transport"
+)
+
+// # Takeover
+//
+// A scheduler's state while the job runs is small, and every part of it
+// is also on the nodes: the membership (each node knows its ids, its
+// addresses, its machine and its key), the epoch, the barriers (each
+// node knows the arrivals it sent that were not released, and the last
+// release of each group it had), and which workers are done. So a
+// scheduler that dies can be taken over by another started at the same
+// address, with the same identity and the same settings, and
+// Config.Takeover (the launcher does it: launch.Cluster.Standby).
+//
+// With Config.Standby the job tells the nodes (proto.Job.Standby); a
+// node that loses the scheduler (its link closed, or SchedulerGrace
+// heartbeats of silence) does not end the job but sends its report,
+// proto.Rejoin, from a provisional id every heartbeat, for up to
+// Timeout, until it hears a scheduler again on its own endpoints. The
+// taking-over scheduler collects the reports; once every server,
+// worker and evaluator is in one, it rebuilds its state (Rebuild, a
+// pure function of the reports), sends every node a heartbeat, releases
+// again the barriers whose release a node lost, and feeds the pending
+// arrivals and ends to the barriers as they would have come. The job
+// goes on where it was: no pause, no rollback, and under BSP the model
+// is the one of a run without failure, bit for bit (the servers and the
+// workers never stopped; only the barriers waited).
+//
+// Barrier and Done messages that reach it before its state is rebuilt
+// are held and handled after; a report that comes after (a node that
+// sent a barrier arrival in between, lost with no scheduler to take it)
+// is handled as its arrivals and its end again: an arrival at a
+// released barrier gets the release again, and one at an older barrier
+// is ignored (Core.barrier).
+//
+// A takeover cannot work, and the job ends with an error naming why
+// (the launcher then restarts the whole job from its last checkpoint),
+// when a node's report is missing after Timeout, when a node reports a
+// pause (the scheduler died while the job waited for a replacement),
+// a failover of replicated key ranges, or an epoch other than the
+// others', or when two reports contradict each other.
+
+// takeover is the state of a takeover until the job runs again.
+type takeover struct {
+	// reports are the latest report of each node, by its first member's
+	// id; by is the tick by which every node must have reported.
+	reports map[transport.NodeID]proto.Rejoin
+	by      int64
+	// held are the Barrier and Done messages received before the state
+	// was rebuilt, in their order.
+	held []heldMsg
+}
+
+// heldMsg is a control message held during a takeover.
+type heldMsg struct {
+	from transport.NodeID
+	cmd  uint16
+	body []byte
+}
+
+// Rebuilt is the state of a running job as its nodes' reports give it
+// (Rebuild).
+type Rebuilt struct {
+	// Epoch is the membership epoch every node reported.
+	Epoch uint64
+	// Peers are the members reported, by id: the address book.
+	Peers []proto.Peer
+	// Done are the workers and evaluators that sent Done, with its
+	// error ("" for none).
+	Done map[transport.NodeID]string
+	// Trained is set when an evaluator had Trained.
+	Trained bool
+	// Released is the last release of each barrier group (the highest
+	// number any node had).
+	Released map[string]proto.Barrier
+	// Waiting are the arrivals not released, in node id order, then
+	// group and number.
+	Waiting []Arrival
+	// Missing are the servers, workers and evaluators of the job that
+	// no report names, in id order.
+	Missing []transport.NodeID
+}
+
+// Arrival is a node's arrival at a barrier.
+type Arrival struct {
+	From    transport.NodeID
+	Barrier proto.Barrier
+}
+
+// Rebuild returns the state of the running job of cfg's shape that the
+// reports give, or an error naming the report that makes a takeover
+// impossible: a pause or a failover, epochs that differ, a node id that
+// is not the job's, or one id at two addresses, or two releases of a
+// barrier with different sums. Reports of the same node (the latest
+// counts) may repeat. It does not modify reports. O(n log n) in the
+// number of members and arrivals.
+func Rebuild(cfg Config, reports []proto.Rejoin) (*Rebuilt, error) {
+	rb := &Rebuilt{Done: map[transport.NodeID]string{}, Released: map[string]proto.Barrier{}}
+	expected := map[transport.NodeID]bool{}
+	for i := range cfg.NumServers {
+		expected[proto.ServerID(i)] = true
+	}
+	for i := range cfg.NumWorkers {
+		expected[proto.WorkerID(i)] = true
+	}
+	for i := range cfg.NumEvaluators {
+		expected[proto.EvaluatorID(i)] = true
+	}
+	peers := map[transport.NodeID]proto.Peer{}
+	waiting := map[transport.NodeID][]proto.Barrier{}
+	for i, r := range reports {
+		if len(r.Members) == 0 {
+			continue
+		}
+		who := proto.Name(r.Members[0].ID)
+		switch {
+		case r.Paused:
+			return nil, fmt.Errorf("the node of %s was paused (epoch %d): the scheduler died while the job waited for a replacement", who, r.Epoch)
+		case r.Failovers > 0:
+			return nil, fmt.Errorf("the node of %s was told of %d failovers of replicated key ranges, which a takeover does not rebuild", who, r.Failovers)
+		case i > 0 && r.Epoch != rb.Epoch:
+			return nil, fmt.Errorf("the node of %s is in epoch %d, the node of %s in epoch %d", who, r.Epoch, proto.Name(reports[0].Members[0].ID), rb.Epoch)
+		}
+		rb.Epoch = r.Epoch
+		for _, m := range r.Members {
+			if !expected[m.ID] {
+				return nil, fmt.Errorf("the node of %s reports node %d (%s), which is not a member of a job of %d servers, %d workers and %d evaluators",
+					who, m.ID, proto.Name(m.ID), cfg.NumServers, cfg.NumWorkers, cfg.NumEvaluators)
+			}
+			if p, ok := peers[m.ID]; ok && p.Addr != m.Addr {
+				return nil, fmt.Errorf("%s is reported at %s and at %s", proto.Name(m.ID), p.Addr, m.Addr)
+			}
+			machine := r.Machine
+			if role, _ := proto.Identify(m.ID); role == proto.RoleEvaluator {
+				machine = -1
+			}
+			peers[m.ID] = proto.Peer{ID: m.ID, Addr: m.Addr, Machine: machine, Host: r.Host, Key: bytes.Clone(r.Key)}
+			delete(rb.Done, m.ID)
+			if m.Done {
+				rb.Done[m.ID] = m.Err
+			}
+			rb.Trained = rb.Trained || m.Trained
+			waiting[m.ID] = nil
+			for _, b := range m.Waiting {
+				if b.Epoch == r.Epoch {
+					waiting[m.ID] = append(waiting[m.ID], b)
+				}
+			}
+		}
+	}
+	// The releases, once the epoch is known: those of earlier epochs
+	// are of no barrier still pending.
+	for _, r := range reports {
+		if r.Epoch != rb.Epoch {
+			continue
+		}
+		for _, b := range r.Released {
+			if b.Epoch != rb.Epoch {
+				continue
+			}
+			have, ok := rb.Released[b.Group]
+			switch {
+			case !ok || b.Seq > have.Seq:
+				rb.Released[b.Group] = b
+			case b.Seq == have.Seq && !slices.Equal(b.Bits, have.Bits):
+				return nil, fmt.Errorf("release %d of barrier group %q is reported with two different sums", b.Seq, b.Group)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(peers)) {
+		rb.Peers = append(rb.Peers, peers[id])
+		w := slices.Clone(waiting[id])
+		slices.SortFunc(w, func(a, b proto.Barrier) int { return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Seq, b.Seq)) })
+		for _, b := range w {
+			rb.Waiting = append(rb.Waiting, Arrival{From: id, Barrier: b})
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(expected)) {
+		if _, ok := peers[id]; !ok {
+			rb.Missing = append(rb.Missing, id)
+		}
+	}
+	return rb, nil
+}
+
+// maxHeld bounds the messages held per node of the job during a
+// takeover: a node has at most a few barriers in flight.
+const maxHeld = 16
+
+// hold keeps a Barrier or a Done received before the takeover rebuilt
+// the state, to handle it after.
+func (c *Core) hold(m *transport.Message) {
+	if m.Cmd != proto.CmdBarrier && m.Cmd != proto.CmdDone || proto.IsProvisional(m.Sender) {
+		return
+	}
+	if len(c.takeover.held) >= maxHeld*(c.cfg.NumServers+c.cfg.NumWorkers+c.cfg.NumEvaluators) {
+		return
+	}
+	c.takeover.held = append(c.takeover.held, heldMsg{from: m.Sender, cmd: m.Cmd, body: bytes.Clone(m.Body)})
+}
+
+// rejoin handles a node's report (proto.Rejoin). Only a scheduler that
+// takes over a job reads them: before it rebuilt the state, to rebuild
+// it; after, as the node's arrivals and end sent again.
+func (c *Core) rejoin(from transport.NodeID, r proto.Rejoin) {
+	if !c.cfg.Takeover || len(r.Members) == 0 {
+		return
+	}
+	if !proto.IsProvisional(from) {
+		c.logf("report from node %d, not a provisional id", from)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.Token), []byte(proto.TokenDigest(c.cfg.Token))) != 1 {
+		c.refusedf("refused the report of %s: wrong cluster token", proto.Name(r.Members[0].ID))
+		return
+	}
+	switch c.phase {
+	case rejoining:
+		c.takeover.reports[r.Members[0].ID] = r
+		rb, err := c.rebuild()
+		if err != nil {
+			c.endTakeover(rb, err)
+			return
+		}
+		if len(rb.Missing) == 0 {
+			c.apply(rb)
+		}
+	case running:
+		if r.Epoch != c.epoch {
+			return
+		}
+		for _, m := range r.Members {
+			mb := c.members[m.ID]
+			if mb == nil || mb.addr != m.Addr {
+				continue
+			}
+			mb.lastSeen = c.tick
+			for _, b := range m.Waiting {
+				c.barrier(m.ID, b)
+			}
+			if m.Done && !mb.done {
+				c.done(m.ID, proto.Done{Err: m.Err})
+			}
+		}
+	}
+}
+
+// rebuild rebuilds the state from the reports so far, in the order of
+// their nodes' first ids.
+func (c *Core) rebuild() (*Rebuilt, error) {
+	var reports []proto.Rejoin
+	for _, id := range slices.Sorted(maps.Keys(c.takeover.reports)) {
+		reports = append(reports, c.takeover.reports[id])
+	}
+	return Rebuild(c.cfg, reports)
+}
+
+// install makes the members of rb the scheduler's.
+func (c *Core) install(rb *Rebuilt) {
+	for _, p := range rb.Peers {
+		c.members[p.ID] = &member{id: p.ID, addr: p.Addr, host: p.Host, machine: p.Machine, ready: true, lastSeen: c.tick, key: p.Key}
+		c.learnKey(p.ID, p.Key)
+		c.machines = max(c.machines, p.Machine+1)
+	}
+}
+
+// apply takes the job over with the state rb: every node hears the
+// scheduler again, the releases lost are sent again, and the arrivals
+// and ends pending (those of rb, then those held) are handled as if
+// they had just come.
+func (c *Core) apply(rb *Rebuilt) {
+	c.install(rb)
+	c.epoch, c.trained, c.phase = rb.Epoch, rb.Trained, running
+	c.rel = maps.Clone(rb.Released)
+	held := c.takeover.held
+	c.takeover.held = nil
+	c.logf("job taken over (epoch %d): %d nodes reported, %d barrier arrivals pending, %d done", c.epoch, len(rb.Peers), len(rb.Waiting), len(rb.Done))
+	for _, p := range c.Peers() {
+		c.send(p.ID, "", proto.CmdHeartbeat, nil)
+	}
+	for _, a := range rb.Waiting {
+		c.barrier(a.From, a.Barrier)
+	}
+	for _, id := range slices.Sorted(maps.Keys(rb.Done)) {
+		if c.phase == running {
+			c.done(id, proto.Done{Err: rb.Done[id]})
+		}
+	}
+	for _, h := range held {
+		if c.phase != running {
+			break
+		}
+		m := &transport.Message{Header: transport.Header{Type: transport.TypeControl, Cmd: h.cmd, Sender: h.from}, Body: h.body}
+		switch h.cmd {
+		case proto.CmdBarrier:
+			var b proto.Barrier
+			if proto.Decode(m, &b) == nil {
+				c.barrier(h.from, b)
+			}
+		case proto.CmdDone:
+			var d proto.Done
+			if mb := c.members[h.from]; proto.Decode(m, &d) == nil && mb != nil && !mb.done {
+				c.done(h.from, d)
+			}
+		}
+	}
+}
+
+// endTakeover ends the job whose takeover failed with err, telling the
+// nodes that reported (rb's, when not nil, or every report's).
+func (c *Core) endTakeover(rb *Rebuilt, err error) {
+	if rb == nil {
+		rb = &Rebuilt{}
+		for _, r := range c.takeover.reports {
+			for _, m := range r.Members {
+				rb.Peers = append(rb.Peers, proto.Peer{ID: m.ID, Addr: m.Addr, Machine: r.Machine, Host: r.Host, Key: r.Key})
+			}
+		}
+	}
+	c.install(rb)
+	cause := fmt.Errorf("the job cannot be taken over: %w", err)
+	if len(rb.Missing) > 0 {
+		c.phase = running // for abort
+		c.abort(rb.Missing[0], cause, false)
+		return
+	}
+	c.phase, c.err = ended, fmt.Errorf("sched: %w", cause)
+	c.logf("%v", c.err)
+	for _, p := range c.Peers() {
+		c.send(p.ID, "", proto.CmdAbort, proto.Abort{Reason: c.err.Error()})
+	}
+}
+
+// tickTakeover ends a takeover that has not every node's report by its
+// deadline.
+func (c *Core) tickTakeover() {
+	if c.tick <= c.takeover.by {
+		return
+	}
+	rb, err := c.rebuild()
+	if err == nil {
+		err = fmt.Errorf("no report from %s within %v of the takeover", names(rb.Missing), c.cfg.Timeout)
+	}
+	c.endTakeover(rb, err)
+}
