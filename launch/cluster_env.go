@@ -55,13 +55,18 @@ type ClusterFlags struct {
 	// PortRange is LO-HI (--port-range): each data endpoint takes the
 	// first free port of the range, inclusive.
 	PortRange string
+	// Standby is a scheduler's standby: --standby, --takeover and
+	// --scheduler-identity.
+	Standby StandbyFlags
 }
 
-// Register adds --interface, --port and --port-range to fs.
+// Register adds --interface, --port and --port-range to fs, and a
+// scheduler's StandbyFlags.
 func (c *ClusterFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Interface, "interface", "", "bind and advertise the address of this network interface, such as eth0 (DMLC_INTERFACE)")
 	fs.IntVar(&c.Port, "port", 0, "data port of a server or worker; a machine takes it and the next (0: any free port)")
 	fs.StringVar(&c.PortRange, "port-range", "", "LO-HI: data ports from this range, each endpoint the first free one (for firewalled clusters)")
+	c.Standby.Register(fs)
 }
 
 // The DMLC variables that must come together.

@@ -155,6 +155,9 @@ type Scheduler struct {
 	// the end; Log a line for every refusal and failure. Neither may be
 	// nil.
 	Out, Log io.Writer
+	// Standby sets up a scheduler whose job another takes over if it
+	// dies, or the one that takes it over (StandbyFlags).
+	Standby StandbyFlags
 }
 
 // pauseLine is the line the scheduler prints when the job pauses for a
@@ -197,6 +200,13 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	if s.Token == "" && !s.Insecure {
 		return ErrNoToken
 	}
+	if err := s.Standby.check(s.Addr); err != nil {
+		return err
+	}
+	identity, err := s.Standby.identity()
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	logf := func(format string, args ...any) {
 		mu.Lock()
@@ -207,7 +217,7 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 	tc.ID, tc.Addr, tc.Token, tc.TLS = proto.SchedulerID, s.Addr, s.Token, s.TLS
 	// Members prove the link keys of the keys they register with; a
 	// registration's provisional id proves the token.
-	tc.Identity = tcp.NewIdentity()
+	tc.Identity = identity
 	tc.Keyed = func(peer transport.NodeID) bool { return !proto.IsProvisional(peer) }
 	var flush func()
 	tc.Refused, flush = node.RefusedLogger(proto.SchedulerID, logf)
@@ -225,6 +235,8 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 		fmt.Fprintf(s.Out, format, args...)
 	}
 	cfg := s.Config
+	cfg.Standby = cfg.Standby || s.Standby.Standby || s.Standby.Takeover
+	cfg.Takeover = cfg.Takeover || s.Standby.Takeover
 	next := cfg.OnPause
 	cfg.OnPause = func(p sched.Pause) {
 		printf("%s\n", pauseLine(p))

@@ -67,8 +67,15 @@ type Cluster struct {
 	// should be started again in its rank (colo node
 	// --recover; COLO_RECOVER=1 for a Worker program) instead of failing
 	// the job; the scheduler must wait for it (RecoverWait). It is never
-	// asked for the scheduler or an evaluator.
+	// asked for an evaluator, and for the scheduler only with Standby.
 	Replace func(name string, err error) bool
+	// Standby starts the scheduler with a standby (colo node --standby,
+	// StandbyFlags): when it dies of a signal while the job runs (and
+	// Replace, if set, agrees for "scheduler"), a scheduler is started
+	// again at its address with --takeover and its identity, and takes
+	// the job over from the nodes' reports, with no restart and no
+	// rollback (see docs/ps.md).
+	Standby bool
 	// Survive, when set, is asked whether the cluster goes on without a
 	// server apart that died as for Replace and was not replaced: its
 	// backup took its key ranges over (sched.Config.Replicas, which the
@@ -260,20 +267,30 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 		sup.Grace = c.Grace
 	}
 	size := []string{"--num-servers", strconv.Itoa(ns), "--num-workers", strconv.Itoa(nw)}
-	sargs := append([]string{"node", "--role", "scheduler", "--scheduler", st.SchedulerAddr(), "--job-file", jobFile}, size...)
-	if c.Evaluators > 0 {
-		sargs = append(sargs, "--num-evaluators", strconv.Itoa(c.Evaluators))
-	}
-	for _, d := range []struct {
-		flag string
-		d    time.Duration
-	}{{"--heartbeat", c.Heartbeat}, {"--timeout", c.Timeout}, {"--join-timeout", c.JoinTimeout}, {"--recover-wait", c.RecoverWait}} {
-		if d.d > 0 {
-			sargs = append(sargs, d.flag, d.d.String())
+	schedArgs := func(addr string) []string {
+		args := append([]string{"node", "--role", "scheduler", "--scheduler", addr, "--job-file", jobFile}, size...)
+		if c.Evaluators > 0 {
+			args = append(args, "--num-evaluators", strconv.Itoa(c.Evaluators))
 		}
+		for _, d := range []struct {
+			flag string
+			d    time.Duration
+		}{{"--heartbeat", c.Heartbeat}, {"--timeout", c.Timeout}, {"--join-timeout", c.JoinTimeout}, {"--recover-wait", c.RecoverWait}} {
+			if d.d > 0 {
+				args = append(args, d.flag, d.d.String())
+			}
+		}
+		return append(args, flags("scheduler")...)
+	}
+	schedEnv, sargs := env, schedArgs(st.SchedulerAddr())
+	if c.Standby {
+		// The scheduler and the one that takes its job over share an
+		// identity, which the nodes' links to the scheduler prove.
+		schedEnv = append(slices.Clip(env), EnvName("scheduler-identity")+"="+NewSchedulerIdentity())
+		sargs = append(sargs, "--standby")
 	}
 	out := &Outcome{Started: time.Now()}
-	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: env, Args: append(sargs, flags("scheduler")...)})
+	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Host: 0, Env: schedEnv, Args: sargs})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
@@ -335,8 +352,17 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 		}
 		return ""
 	}
-	if c.Replace != nil {
+	if c.Replace != nil || c.Standby {
 		sup.Replace = func(p *Proc) (Spec, bool) {
+			if p.Name() == "scheduler" {
+				if !c.Standby || c.Replace != nil && !c.Replace(p.Name(), p.Err()) {
+					return Spec{}, false
+				}
+				return Spec{Name: "scheduler", Host: 0, Env: schedEnv, Args: append(schedArgs(addr), "--takeover")}, true
+			}
+			if c.Replace == nil {
+				return Spec{}, false
+			}
 			i, ok := byName[p.Name()]
 			if !ok || seats[i].role == proto.RoleEvaluator || !c.Replace(p.Name(), p.Err()) {
 				return Spec{}, false

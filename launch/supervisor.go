@@ -44,7 +44,10 @@ type Supervisor struct {
 	// StartScheduler printed that the job started, while no other
 	// process had failed: with ok, Wait starts it in p's place instead of
 	// failing the cluster, and the scheduler keeps the job waiting for it
-	// (sched.Config.RecoverWait). It is called from Wait's goroutine.
+	// (sched.Config.RecoverWait). It is asked for the scheduler too: one
+	// started in its place takes its job over (Cluster.Standby), and its
+	// lines are read as the first one's. It is called from Wait's
+	// goroutine.
 	Replace func(p *Proc) (spec Spec, ok bool)
 	// Survive, when set, is asked by Wait about a process that died as
 	// for Replace and was not replaced: with true the cluster goes on
@@ -69,6 +72,9 @@ type Supervisor struct {
 	// hasScheduler is set once StartScheduler started the scheduler,
 	// jobStarted once it printed that the job started.
 	hasScheduler, jobStarted atomic.Bool
+	// scheduler is the process of StartScheduler, or the last one
+	// started in its place (Replace).
+	scheduler *Proc
 
 	mu      sync.Mutex
 	procs   []*Proc
@@ -343,6 +349,20 @@ func (s *Supervisor) remove(p *Proc) {
 	s.procs = slices.DeleteFunc(s.procs, func(q *Proc) bool { return q == p })
 }
 
+// setScheduler records p as the scheduler's process.
+func (s *Supervisor) setScheduler(p *Proc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scheduler = p
+}
+
+// isScheduler reports whether p is the scheduler's process.
+func (s *Supervisor) isScheduler(p *Proc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.scheduler == p
+}
+
 // schedulerPrefix starts the first line colo node --role scheduler prints.
 const schedulerPrefix = "scheduler listening on "
 
@@ -419,6 +439,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 	case line := <-fl.line:
 		if addr, why = addrOf(line); why == nil {
 			s.hasScheduler.Store(true)
+			s.setScheduler(p)
 			return addr, nil
 		}
 	case <-p.done:
@@ -428,6 +449,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 		case line := <-fl.line:
 			if addr, why = addrOf(line); why == nil {
 				s.hasScheduler.Store(true)
+				s.setScheduler(p)
 				return addr, nil
 			}
 		default:
@@ -625,7 +647,16 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 					if spec.Stdout {
 						out = newTail(s.StdoutLimit)
 					}
-					np := s.startProc(ctx, spec, out, nil, true)
+					var w io.Writer
+					if s.isScheduler(p) {
+						// A scheduler that takes the job over: its lines
+						// are read as the first one's.
+						w = &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, paused: s.paused}
+					}
+					np := s.startProc(ctx, spec, out, w, true)
+					if w != nil {
+						s.setScheduler(np)
+					}
 					live.Lock()
 					procs = append(procs, np)
 					live.Unlock()

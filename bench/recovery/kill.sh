@@ -24,6 +24,14 @@
 # replaced, the job restarted, or it computed other rounds than the
 # unfailed run.
 #
+# With ROLE=scheduler the scheduler is killed: with RECOVERY=replace a
+# scheduler started again at its address with --takeover takes the job
+# over from the nodes' reports (nothing is started again but it, nothing
+# rolls back; resumed is when the last node heard it, which releases the
+# barriers that waited), and a trial also fails when a process was
+# replaced, the job restarted, or it computed other rounds than the
+# unfailed run; with RECOVERY=restart the whole job restarts.
+#
 # Under bsp every trial must end as the unfailed run: the same final
 # training loss and test measures and the final checkpoint's server
 # snapshots equal byte for byte (so the rounds must be a multiple of
@@ -43,7 +51,7 @@
 # Environment: RECOVERY (replace or restart, colo train --recovery),
 # TRIALS (10), SEED (1), MACHINES (4), SERVERS (0: servers
 # co-located; with lr as many as MACHINES), REPLICAS (0), EVERY (3, rounds between checkpoints),
-# CONSISTENCY (bsp), APP (lr: DATA and TEST default to 20 Newsgroups from
+# CONSISTENCY (bsp), ROLE (scheduler, or the default draw), APP (lr: DATA and TEST default to 20 Newsgroups from
 # datasets/20news, ARGS to --max-passes 30 --epsilon 0; mlp: Fashion-MNIST
 # from FASHION, ../shared/data/fashion-mnist, skipped with a message when
 # absent, ARGS --epochs 1 --batch 1000), DATA, TEST, ARGS (more colo
@@ -115,7 +123,9 @@ run() {
 		# while the one before is still being written is skipped).
 		while [ "$(newest "$dir")" -lt "$5" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.002; done
 		sleep "$(awk "BEGIN{print $6/1000}")"
-		victim=$(ps -o pid=,args= --ppid "$pid" | awk -v r="--role $3 " -v k="--rank $4 " 'index($0" ", r) && index($0" ", k) {print $1; exit}')
+		rk="--rank $4 "
+		[ "$3" = scheduler ] && rk="--role scheduler "
+		victim=$(ps -o pid=,args= --ppid "$pid" | awk -v r="--role $3 " -v k="$rk" 'index($0" ", r) && index($0" ", k) {print $1; exit}')
 		if [ -n "$victim" ]; then
 			kill -9 "$victim" && now >"$dir.killed"
 			# The newest complete checkpoint then: its round and time (ns).
@@ -146,6 +156,7 @@ echo "unfailed: $rounds rounds, training $train_s s, start $start_s s, loss $bas
 roles=machine
 [ "$servers" -gt 0 ] && roles="server worker"
 [ "$replicas" -gt 0 ] && roles=server
+[ -n "${ROLE:-}" ] && roles=$ROLE
 printf 'trial\tkilled\tafter_round\tdelay_ms\tresumed_from\tnoticed_s\trecovered_s\tlost_s\tredone_rounds\tfinal_loss\tunfailed_loss\tverdict\n' >"$out"
 failed=0
 i=1
@@ -173,6 +184,12 @@ while [ "$i" -le "$trials" ]; do
 		resumed=$(sed -n 's/.*failover: .*sent at unix \([0-9]*\) ns.*/\1/p' "$d.err" | head -1)
 		# Nothing unanswered: no time to report, the trial still checked.
 		[ -n "$resumed" ] || none=1 noticed=x resumed=x
+	fi
+	if [ "$role" = scheduler ] && [ "$recovery" = replace ]; then
+		if grep -q "replacement 1\|restart 1 of 1" "$d.err" || ! grep -q "takeover 1 of 1 after scheduler failed" "$d.err" ||
+			[ "$(field rounds "$d.json")" != "$rounds" ]; then
+			verdict=FAILED
+		fi
 	fi
 	from=$(sed -n -e 's/.*restart 1 of 1 after .*: from the checkpoint of round \(-*[0-9]*\).*/\1/p' \
 		-e 's/.*replacement 1: .* rolled back with the others to the checkpoint of round \([0-9]*\).*/\1/p' "$d.err" | head -1)

@@ -119,6 +119,8 @@ func (k killTrial) String() string {
 		how = "whole job restarted"
 	case k.failover:
 		how = "its backup taking over"
+	case k.takeover():
+		how = "a new scheduler taking over"
 	}
 	return fmt.Sprintf("%s killed %v after the checkpoint of round %d, %s", k.name(), k.delay, k.after, how)
 }
@@ -131,9 +133,13 @@ func (k killTrial) name() string {
 	return fmt.Sprintf("%s %d", k.role, k.rank)
 }
 
-// restarted reports whether the trial's recovery is a whole-job restart:
-// asked for, or the fallback after the scheduler's death.
-func (k killTrial) restarted() bool { return k.whole || k.role == "scheduler" }
+// restarted reports whether the trial's recovery is a whole-job restart.
+func (k killTrial) restarted() bool { return k.whole }
+
+// takeover reports whether the trial kills the scheduler of a job run to
+// replace failed processes: a scheduler started again takes the job
+// over, and nothing is rolled back.
+func (k killTrial) takeover() bool { return k.role == "scheduler" && !k.whole }
 
 // killRun is what a run with a kill measured.
 type killRun struct {
@@ -166,6 +172,10 @@ var (
 	// with replicated key ranges.
 	failedOverRE = regexp.MustCompile(`(.*) failed \(.*\): its backup serves its key ranges, and the job goes on without it`)
 	failoverRE   = regexp.MustCompile(`failover: (.*) failed: .*sent at unix (\d+) ns`)
+	// A takeover of the scheduler (takeoverRE), and when the last node
+	// heard the new scheduler (tookOverRE).
+	takeoverRE = regexp.MustCompile(`takeover 1 of 1 after scheduler failed: .* started again with --takeover`)
+	tookOverRE = regexp.MustCompile(`takeover 1: the scheduler's job was taken over, nothing rolled back; .*training resumed at unix (\d+) ns`)
 )
 
 // runKilled runs colo train args with checkpoints every every rounds in
@@ -275,7 +285,18 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 			r.resumed = time.Unix(0, ns)
 		}
 	}
-	if k.role != "" && !k.restarted() && !k.failover {
+	if k.takeover() {
+		// A scheduler took the job over: nothing replaced, restarted or
+		// rolled back.
+		a, n := takeoverRE.FindStringSubmatch(r.stderr), tookOverRE.FindStringSubmatch(r.stderr)
+		if a == nil || n == nil || strings.Contains(r.stderr, "replacement 1") || strings.Contains(r.stderr, "restart 1 of 1") || strings.Contains(r.stderr, "rolled back with") ||
+			len(r.res.Recoveries) != 1 || r.res.Recoveries[0].Replaced != "scheduler" {
+			t.Fatalf("%v: no takeover reported, or a process was replaced or the job restarted (recoveries %+v):\n%s", k, r.res.Recoveries, r.stderr)
+		}
+		ns, _ := strconv.ParseInt(n[1], 10, 64)
+		r.resumed = time.Unix(0, ns)
+	}
+	if k.role != "" && !k.restarted() && !k.failover && !k.takeover() {
 		// Only the killed process was started again: no whole-job
 		// restart, and every worker rolled back.
 		a, b, n := replacedRE.FindStringSubmatch(r.stderr), rolledRE.FindStringSubmatch(r.stderr), resumedRE.FindStringSubmatch(r.stderr)
@@ -487,9 +508,48 @@ func TestKillTrialsReplicas(t *testing.T) {
 	}
 }
 
+// TestKillSchedulerTakeover kills the scheduler of the co-located job
+// run to replace failed processes (--recovery replace) in 4 seeded
+// trials: a scheduler started again at its address takes the job over
+// from the nodes' reports, nothing is replaced, restarted or rolled
+// back, and the job ends as the unfailed run bit for bit (the same
+// passes, losses and test measures, and the final server snapshots).
+// It logs the time from each kill to training resuming.
+func TestKillSchedulerTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	job := killTrialJobs(t)[0]
+	want := runKilled(t, job.args, job.every, killTrial{})
+	checkpoints := want.res.Rounds / job.every
+	rng := rand.New(rand.NewPCG(18, 24))
+	var resumed []time.Duration
+	for i := range 4 {
+		k := killTrial{role: "scheduler", rank: -1, after: job.every * (1 + rng.IntN(checkpoints-3)),
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+		got := runKilledTraining(t, job.args, job.every, want.res.Rounds, k)
+		name := fmt.Sprintf("trial %d (%v)", i+1, k)
+		if !sameKilled(t, name, want.res, got.res) {
+			continue
+		}
+		for s := range want.snaps {
+			if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
+				t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
+			}
+		}
+		d := got.resumed.Sub(got.killed)
+		resumed = append(resumed, d)
+		t.Logf("%s: taken over, training again %v after the kill", name, d.Round(time.Millisecond))
+	}
+	slices.Sort(resumed)
+	if len(resumed) > 0 {
+		t.Logf("time from the kill to training resuming, %d trials: median %v, max %v", len(resumed), resumed[len(resumed)/2].Round(time.Millisecond), resumed[len(resumed)-1].Round(time.Millisecond))
+	}
+}
+
 // TestKillSchedulerFallsBack kills the scheduler of the co-located job
-// run to replace failed processes (--recovery replace) in 2 seeded
-// trials: a scheduler is not replaced, so the whole job restarts from
+// run to restart whole (--recovery restart), which starts no scheduler
+// to take its job over, in 2 seeded trials: the whole job restarts from
 // its last checkpoint, and ends as the unfailed run bit for bit.
 func TestKillSchedulerFallsBack(t *testing.T) {
 	if testing.Short() {
@@ -501,7 +561,7 @@ func TestKillSchedulerFallsBack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(18, 22))
 	for i := range 2 {
 		k := killTrial{role: "scheduler", rank: -1, after: job.every * (1 + rng.IntN(checkpoints-3)),
-			delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond, whole: true}
 		got := runKilledTraining(t, job.args, job.every, want.res.Rounds, k)
 		name := fmt.Sprintf("trial %d (%v)", i+1, k)
 		if msg := resumedWrong(k, got, want.res.Rounds); msg != "" {

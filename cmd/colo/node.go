@@ -257,7 +257,7 @@ var nodeOnly = map[string]bool{
 	"token": true, "insecure": true, "host": true, "interface": true, "port": true, "port-range": true,
 	"tls-cert": true, "tls-key": true, "tls-ca": true, "rank": true, "metrics": true, "metrics-file": true,
 	"linger": true, "dashboard": true, "heartbeat": true, "timeout": true, "join-timeout": true,
-	"recover": true, "recover-wait": true, "job": true, "job-file": true, "result": true, "json": true, "v": true,
+	"recover": true, "recover-wait": true, "standby": true, "takeover": true, "scheduler-identity": true, "job": true, "job-file": true, "result": true, "json": true, "v": true,
 }
 
 // envelope returns the node's job: --job-file's (an envelope, or a bare
@@ -372,7 +372,7 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags, tlsConfig *tls.Con
 	}
 	dash.Status(fmt.Sprintf("scheduling %d servers and %d workers", cfg.NumServers, cfg.NumWorkers))
 	watch := func(stats func() transport.Stats) { dash.WatchEndpoint(proto.SchedulerID, stats) }
-	sc := launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, TLS: tlsConfig, Insecure: nf.insecure, Watch: watch, Out: e.out, Log: e.errOut}
+	sc := launch.Scheduler{Config: cfg, Addr: nf.scheduler, Token: nf.token, TLS: tlsConfig, Insecure: nf.insecure, Watch: watch, Out: e.out, Log: e.errOut, Standby: nf.cl.Standby}
 	if nf.metrics.Enabled() {
 		sc.Observe = func(stats func() transport.Stats) (func(context.Context) error, error) {
 			reg := metrics.NewRegistry()

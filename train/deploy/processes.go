@@ -70,8 +70,12 @@ type Processes struct {
 	// the others keep running: a server, worker or machine process that
 	// dies of a signal while the job trains is started again at once with
 	// --recover, takes its rank in the paused job, and every worker rolls
-	// back to the last complete checkpoint (see docs/ps.md). A failure it
-	// cannot handle so (the scheduler's or the evaluator's, a second one
+	// back to the last complete checkpoint (see docs/ps.md). The
+	// scheduler runs with a standby (launch.Cluster.Standby): when it
+	// dies, a scheduler started again at its address takes the job over
+	// from the nodes' reports, and nothing rolls back; that is a failure
+	// event too. A failure it
+	// cannot handle so (the evaluator's, a takeover that fails, a second one
 	// during a pause noticed more than Timeout after the first, one
 	// before the job started or before its first complete checkpoint)
 	// ends the run, and the restarts left restart the whole job. Each
@@ -354,8 +358,11 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 		srv = replica.NewHolders(servers, cfg.Replicas)
 	}
 	if pd.Replace && pd.Restarts > pd.events() {
-		c.RecoverWait = RecoverWait
+		c.RecoverWait, c.Standby = RecoverWait, true
 		c.Replace = func(name string, perr error) bool {
+			if name == "scheduler" {
+				return pd.takeover(first, window, perr)
+			}
 			if srv != nil {
 				if p, ok := launch.ServerRank(name); ok {
 					if out, _ := srv.Decide(p); out != replica.Replace {
@@ -472,9 +479,51 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	return out, nil
 }
 
+// takeover says whether a scheduler is started again to take over the
+// job of the scheduler that died with perr (launch.Cluster.Standby),
+// and records it; the run's recoveries are from Recovered[first:]. It
+// is a failure event as a replacement is, but needs no checkpoint:
+// nothing is rolled back.
+func (pd *Processes) takeover(first int, window time.Duration, perr error) bool {
+	joined := len(pd.Recovered) > first && time.Since(pd.Recovered[len(pd.Recovered)-1].Noticed) <= window
+	if !joined && pd.events() >= pd.Restarts {
+		return false
+	}
+	failure := fmt.Errorf("scheduler failed: %v", perr)
+	pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: "scheduler", Noticed: time.Now(), Joined: joined})
+	if pd.Logf != nil {
+		pd.Logf("takeover %d of %d after %v: a scheduler started again with --takeover at its address", pd.events(), pd.Restarts, failure)
+	}
+	return true
+}
+
+// tookOver completes the takeover of the scheduler rec with when
+// training resumed: when the last node heard the new scheduler (which
+// releases the barriers that waited) before until.
+func (pd *Processes) tookOver(event int, rec *Recovery, until int64, reports []*train.MachineReport) {
+	var last int64
+	for _, r := range reports {
+		for _, x := range r.Stats.Takeovers {
+			if x.HeardUnixNano > rec.Noticed.UnixNano()-int64(cmp.Or(pd.Timeout, train.Timeout)) && x.HeardUnixNano < until && x.HeardUnixNano > last {
+				last = x.HeardUnixNano
+			}
+		}
+	}
+	if last == 0 {
+		return
+	}
+	rec.Resumed = time.Unix(0, last)
+	rec.Seconds = rec.Resumed.Sub(rec.Noticed).Seconds()
+	if pd.Logf != nil {
+		pd.Logf("takeover %d: the scheduler's job was taken over, nothing rolled back; training resumed %.2f s after the failure was noticed (noticed at unix %d ns, training resumed at unix %d ns)",
+			event, rec.Seconds, rec.Noticed.UnixNano(), last)
+	}
+}
+
 // resumed completes the replacements from Recovered[first:] with the
 // round each rolled back to and when training resumed: when the last
-// worker restored the checkpoint, after the failure was noticed.
+// worker restored the checkpoint, after the failure was noticed (for a
+// takeover of the scheduler, tookOver).
 func (pd *Processes) resumed(first int, reports []*train.MachineReport) {
 	for i := first; i < len(pd.Recovered); i++ {
 		rec := &pd.Recovered[i]
@@ -487,6 +536,16 @@ func (pd *Processes) resumed(first int, reports []*train.MachineReport) {
 				until = pd.Recovered[j].Noticed.UnixNano()
 				break
 			}
+		}
+		if rec.Replaced == "scheduler" {
+			event := 0
+			for _, r := range pd.Recovered[:i+1] {
+				if !r.Joined {
+					event++
+				}
+			}
+			pd.tookOver(event, rec, until, reports)
+			continue
 		}
 		var last int64
 		for _, r := range reports {
