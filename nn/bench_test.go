@@ -11,8 +11,11 @@ import (
 // benchModel measures training steps at batch 64 as PyTorch's peer
 // (../shared/peers/torch/bench_dense.py) does: forward, backward and
 // an SGD step with momentum 0.9 (the servers' rule, ps/update.Momentum,
-// on the workspace's threads: Workspace.Parallel), walking the data one contiguous batch after another, on as many threads
+// on the workspace's threads: Workspace.Parallel), walking the data one
+// contiguous batch after another, on as many threads
 // (Workspace.SetThreads) as GOMAXPROCS: -cpu 1,2 measures one and two.
+// The step clears the gradient it has used, range by range while the
+// range is in the cache, ready for the next LossGrad (which adds to it).
 // Inputs are Fashion-MNIST's test images when present, else random.
 func benchModel(b *testing.B, name string) {
 	const batch = 64
@@ -43,12 +46,12 @@ func benchModel(b *testing.B, name string) {
 		if pos+batch > n {
 			pos = 0
 		}
-		ws.Parallel(len(grad), func(lo, hi int) { clear(grad[lo:hi]) })
 		m.LossGrad(params, x[pos*d:], labels[pos:], batch, grad, 1.0/batch, ws)
 		// The step on the workspace's threads, as PyTorch's runs on its
 		// threads: each value's update depends on its own alone.
 		ws.Parallel(len(params), func(lo, hi int) {
 			rule.Update(params[lo:hi], grad[lo:hi], [][]float32{mom[lo:hi]})
+			clear(grad[lo:hi])
 		})
 		pos += batch
 	}

@@ -50,6 +50,14 @@ var simdDot = func() dotFunc {
 	return nil
 }()
 
+// pauseAMD64 waits a few tens of nanoseconds with PAUSE.
+//
+//go:noescape
+func pauseAMD64()
+
+// cpuPause is a spinning goroutine's wait between looks (pool.go).
+var cpuPause = pauseAMD64
+
 // simdName names simdKernel.
 const simdName = "avx2"
 

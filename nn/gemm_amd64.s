@@ -318,3 +318,13 @@ next:
 done:
 	VZEROUPPER
 	RET
+
+// func pauseAMD64()
+// Four PAUSE instructions: a spinning goroutine's wait between looks at
+// a flag, which leaves the core's resources to others meanwhile.
+TEXT ·pauseAMD64(SB), NOSPLIT, $0-0
+	PAUSE
+	PAUSE
+	PAUSE
+	PAUSE
+	RET

@@ -44,11 +44,20 @@ type scratch struct {
 // s.job and whose work is about flops operations, on the pool's threads.
 func (s *scratch) run(n, flops int) { s.pool.run(n, flops, &s.job) }
 
-// dense is a fully connected layer: y = x·Wᵀ + b with W of shape [out, in].
+// dense is a fully connected layer: y = x·Wᵀ + b with W of shape [out, in],
+// and y = max(x·Wᵀ + b, 0) with relu (the ReLU fused into the product's
+// last pass over y).
+//
+// The gradient of a relu layer's output is masked by y > 0 before its
+// own gradients are taken. When the next layer is a dense layer (reluIn),
+// that layer masks the input gradient it writes, block by block while the
+// block is in the cache, and this one (dyMasked) does not mask again.
 type dense struct {
-	name    string
-	in, out int
-	relu    bool // followed by a ReLU: He initialisation, else Glorot
+	name     string
+	in, out  int
+	relu     bool // a ReLU on the output: He initialisation, else Glorot
+	reluIn   bool // the input is a relu dense layer's output: dx is masked by x > 0
+	dyMasked bool // relu, and the next layer masks dy (its reluIn)
 }
 
 func (l *dense) outSize() int           { return l.out }
@@ -87,38 +96,85 @@ func initWeights(w []float32, fanIn, fanOut int, relu bool, rng *rand.Rand) {
 	}
 }
 
-// The passes of a dense layer run in parts: the forward pass and the
-// input gradient over blocks of samples (rows of y and dx), the weight
-// gradient over blocks of input columns (columns of gW), each block a
-// whole number of micro-tiles.
+// The passes of a dense layer run in parts, each a whole number of
+// micro-tiles: the forward pass over blocks of output columns (blocks of
+// samples when the layer is narrow), the weight gradient over blocks of
+// input columns and the input gradient over blocks of its columns (of
+// samples when narrow), so that each part reads a share of the weights
+// and writes a share of the outputs. The bias gradient is the last
+// weight-gradient part's.
+
+// cutDense cuts a product with rows rows and cols output columns into
+// parts for threads threads: by columns (multiples of nr) when each part
+// gets at least two micro-tiles' width, else by rows (multiples of mr).
+// It returns whether the cut is by columns, the size of a part and the
+// number of parts.
+func cutDense(rows, cols, threads int) (byCols bool, size, parts int) {
+	if threads <= 1 {
+		return true, cols, 1
+	}
+	if cols >= 2*nr*threads {
+		size = split(cols, threads, nr)
+		return true, size, ceilDiv(cols, size)
+	}
+	size = split(rows, threads, mr)
+	return false, size, ceilDiv(rows, size)
+}
+
 func (l *dense) forward(p, x, y []float32, n int, s *scratch) {
 	s.job = pass{l: l, fwd: true, p: p, x: x, y: y, n: n, s: s}
-	s.run(ceilDiv(n, split(n, s.pool.threads, mr)), 2*n*l.in*l.out)
+	_, _, parts := cutDense(n, l.out, s.pool.threads)
+	s.run(parts, 2*n*l.in*l.out)
 }
 
 func (l *dense) forwardPart(j *pass, i, t int) {
 	w, b := l.split(j.p)
-	rb := split(j.n, j.s.pool.threads, mr)
-	r0, r1 := i*rb, min(j.n, (i+1)*rb)
-	for r := r0; r < r1; r++ {
-		copy(j.y[r*l.out:(r+1)*l.out], b)
+	r0, r1, c0, c1 := 0, j.n, 0, l.out
+	if byCols, size, _ := cutDense(j.n, l.out, j.s.pool.threads); byCols {
+		c0, c1 = i*size, min(l.out, (i+1)*size)
+	} else {
+		r0, r1 = i*size, min(j.n, (i+1)*size)
 	}
-	gemm(false, true, r1-r0, l.out, l.in, 1, j.x[r0*l.in:], l.in, w, l.in, 1, j.y[r0*l.out:], l.out, j.s.pool.gemm[t])
+	y := j.y[r0*l.out:]
+	for r := range r1 - r0 {
+		copy(y[r*l.out+c0:r*l.out+c1], b[c0:c1])
+	}
+	gemm(false, true, r1-r0, c1-c0, l.in, 1, j.x[r0*l.in:], l.in, w[c0*l.in:], l.in, 1, y[c0:], l.out, j.s.pool.gemm[t])
+	if l.relu {
+		for r := range r1 - r0 {
+			reluRow(y[r*l.out+c0 : r*l.out+c1])
+		}
+	}
+}
+
+// reluRow sets row to max(row, 0).
+func reluRow(row []float32) {
+	for i, v := range row {
+		row[i] = max(v, 0)
+	}
+}
+
+// maskRow sets d[i] to 0 where y[i] is not positive: the gradient through
+// a ReLU whose outputs (or inputs) are y.
+func maskRow(d, y []float32) {
+	y = y[:len(d)]
+	for i, v := range y {
+		if !(v > 0) {
+			d[i] = 0
+		}
+	}
 }
 
 func (l *dense) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
-	_, gb := l.split(g)
-	for i := range n {
-		row := dy[i*l.out : (i+1)*l.out]
-		for j, v := range row {
-			gb[j] += scale * v
-		}
+	if l.relu && !l.dyMasked {
+		maskRow(dy[:n*l.out], y)
 	}
 	s.job = pass{l: l, p: p, x: x, dy: dy, dx: dx, g: g, scale: scale, n: n, s: s}
 	s.job.parts = ceilDiv(l.in, split(l.in, s.pool.threads, nr))
 	parts, flops := s.job.parts, 2*n*l.in*l.out
 	if dx != nil {
-		parts += ceilDiv(n, split(n, s.pool.threads, mr))
+		_, _, dparts := cutDense(n, l.in, s.pool.threads)
+		parts += dparts
 		flops *= 2
 	}
 	s.run(parts, flops)
@@ -126,18 +182,37 @@ func (l *dense) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *
 
 func (l *dense) backwardPart(j *pass, i, t int) {
 	w, _ := l.split(j.p)
-	gw, _ := l.split(j.g)
+	gw, gb := l.split(j.g)
 	g := j.s.pool.gemm[t]
-	if i < j.parts {
+	if i < j.parts { // input columns [c0, c1) of the weight gradient
 		cb := split(l.in, j.s.pool.threads, nr)
 		c0, c1 := i*cb, min(l.in, (i+1)*cb)
 		gemm(true, false, l.out, c1-c0, j.n, j.scale, j.dy, l.out, j.x[c0:], l.in, 1, gw[c0:], l.in, g)
+		if i == j.parts-1 {
+			for r := range j.n {
+				row := j.dy[r*l.out : (r+1)*l.out]
+				for o, v := range row {
+					gb[o] += j.scale * v
+				}
+			}
+		}
 		return
 	}
-	rb := split(j.n, j.s.pool.threads, mr)
 	i -= j.parts
-	r0, r1 := i*rb, min(j.n, (i+1)*rb)
-	gemm(false, false, r1-r0, l.in, l.out, 1, j.dy[r0*l.out:], l.out, w, l.in, 0, j.dx[r0*l.in:], l.in, g)
+	r0, r1, c0, c1 := 0, j.n, 0, l.in
+	if byCols, size, _ := cutDense(j.n, l.in, j.s.pool.threads); byCols {
+		c0, c1 = i*size, min(l.in, (i+1)*size)
+	} else {
+		r0, r1 = i*size, min(j.n, (i+1)*size)
+	}
+	dx := j.dx[r0*l.in:]
+	gemm(false, false, r1-r0, c1-c0, l.out, 1, j.dy[r0*l.out:], l.out, w[c0:], l.in, 0, dx[c0:], l.in, g)
+	if l.reluIn {
+		x := j.x[r0*l.in:]
+		for r := range r1 - r0 {
+			maskRow(dx[r*l.in+c0:r*l.in+c1], x[r*l.in+c0:r*l.in+c1])
+		}
+	}
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -171,7 +171,7 @@ func New(name string, cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("nn: unknown architecture %q: want one of %s", name, strings.Join(Architectures(), ", "))
 	}
 	for i, out := range cfg.Hidden {
-		ls = append(ls, &dense{name: fmt.Sprintf("fc%d", i+1), in: width, out: out, relu: true}, &relu{size: out})
+		ls = append(ls, &dense{name: fmt.Sprintf("fc%d", i+1), in: width, out: out, relu: true})
 		width = out
 	}
 	ls = append(ls, &dense{name: fmt.Sprintf("fc%d", len(cfg.Hidden)+1), in: width, out: cfg.Classes})
@@ -183,11 +183,18 @@ func New(name string, cfg Config) (*Model, error) {
 	return m, nil
 }
 
-// build lays the layers' parameters out one after the other.
+// build lays the layers' parameters out one after the other, and lets a
+// dense layer that follows a relu dense layer mask the gradient it passes
+// back (dense.reluIn).
 func build(ls []layer, inDim int) *Model {
 	m := &Model{layers: ls, inDim: inDim}
 	seenParams := false
-	for _, l := range ls {
+	for i, l := range ls {
+		if d, ok := l.(*dense); ok && i > 0 {
+			if prev, ok := ls[i-1].(*dense); ok && prev.relu {
+				d.reluIn, prev.dyMasked = true, true
+			}
+		}
 		m.offsets = append(m.offsets, m.numParams)
 		m.needDx = append(m.needDx, seenParams)
 		for _, t := range l.tensors() {
@@ -247,6 +254,9 @@ func (m *Model) String() string {
 		switch l := l.(type) {
 		case *dense:
 			fmt.Fprintf(&b, " fc%d", l.out)
+			if l.relu {
+				b.WriteString(" relu")
+			}
 		case *conv:
 			fmt.Fprintf(&b, " conv%dx%d(%d,pad%d)", l.k, l.k, l.oc, l.pad)
 		case *relu:

@@ -27,6 +27,9 @@ func refLogits(m *Model, params, x []float64) []float64 {
 					s += p[j*l.in+k] * a[k]
 				}
 				out[j] = s
+				if l.relu {
+					out[j] = math.Max(s, 0)
+				}
 			}
 			a = out
 		case *relu:
@@ -110,7 +113,10 @@ func to64(s []float32) []float64 {
 func testModels(t *testing.T) map[string]*Model {
 	ms := map[string]*Model{
 		"dense": build([]layer{&dense{name: "fc1", in: 5, out: 3}}, 5),
-		"relu": build([]layer{&dense{name: "fc1", in: 5, out: 6, relu: true}, &relu{size: 6},
+		"relu": build([]layer{&dense{name: "fc1", in: 5, out: 6, relu: true},
+			&dense{name: "fc2", in: 6, out: 3}}, 5),
+		"relu-last": build([]layer{&dense{name: "fc1", in: 5, out: 6}, &dense{name: "fc2", in: 6, out: 4, relu: true}}, 5),
+		"relu-layer": build([]layer{&dense{name: "fc1", in: 5, out: 6}, &relu{size: 6},
 			&dense{name: "fc2", in: 6, out: 3}}, 5),
 		"conv-pad": build([]layer{&toPlanes{c: 2, hw: 30}, newConv("conv1", 2, 5, 6, 3, 3, 1, false),
 			&flatten{c: 3, hw: 30}, &dense{name: "fc1", in: 90, out: 3}}, 60),
@@ -437,7 +443,8 @@ func TestNoAllocs(t *testing.T) {
 
 // TestThreadsBitIdentical checks that a step's loss, gradient and logits
 // are bit for bit the same at every thread count, for every layer kind and
-// batch sizes that do and do not divide into the parts.
+// batch sizes that do and do not divide into the parts; the small models'
+// passes, which would run on the caller alone, are cut into parts too.
 func TestThreadsBitIdentical(t *testing.T) {
 	ms := testModels(t)
 	for _, name := range []string{"mlp", "cnn"} {
@@ -462,11 +469,12 @@ func TestThreadsBitIdentical(t *testing.T) {
 			for _, threads := range []int{1, 2, 3, 5} {
 				ws := m.NewWorkspace(n)
 				ws.SetThreads(threads)
+				ws.pool.serial = 0
 				if ws.Threads() != threads {
 					t.Fatalf("Threads() = %d after SetThreads(%d)", ws.Threads(), threads)
 				}
 				grad := make([]float32, m.NumParams())
-				loss, _ := m.LossGrad(params, x, labels, n, grad, 0.25, ws)
+				loss, _ := m.LossGrad(params, x, labels, n, grad, 0.3, ws) // not a power of 2: a cut across a micro-tile would round differently
 				if threads == 1 {
 					want, wantLoss = grad, loss
 					continue

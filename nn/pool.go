@@ -3,6 +3,7 @@ package nn
 import (
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // pool runs the parts of one layer's pass on up to threads goroutines
@@ -15,7 +16,7 @@ import (
 // With more than one thread the pool keeps threads−1 helper goroutines
 // (a crew) for as long as its Workspace lives: a pass is published to
 // them rather than spawning goroutines, a helper that finished a pass
-// spins a little for the next one (a training step's passes follow each
+// spins a little (spinFor) for the next one (a training step's passes follow each
 // other within microseconds) and then parks until woken. A pass whose
 // work is small (below serialFlops) runs on the caller alone: waking a
 // helper would cost more than it saves.
@@ -24,13 +25,14 @@ type pool struct {
 	gemm    []*gemmBuf  // one per thread
 	tmp     [][]float32 // one per thread: a conv's col gradient
 	crew    *crew       // threads−1 helpers; nil with one thread
+	serial  int         // passes of less work run on the caller: serialFlops (tests lower it)
 }
 
 // job is a pass cut into parts; part runs part i on thread t.
 type job interface{ part(i, t int) }
 
 func newPool(threads int) *pool {
-	p := &pool{}
+	p := &pool{serial: serialFlops}
 	p.setThreads(threads)
 	return p
 }
@@ -78,7 +80,7 @@ const serialFlops = 1 << 20
 // the others instead of holding the pass up; which goroutine ran a part
 // changes nothing in the results.
 func (p *pool) run(parts, flops int, j job) {
-	if min(p.threads, parts) <= 1 || flops < serialFlops {
+	if min(p.threads, parts) <= 1 || flops < p.serial {
 		for i := range parts {
 			j.part(i, 0)
 		}
@@ -109,12 +111,47 @@ type round struct {
 	done       chan struct{}
 }
 
-// spinRounds is how many times a helper looks for a new round before it
-// parks, yielding to the scheduler between looks: on the order of a
-// hundred microseconds, more than the gaps between a step's passes and
-// between steps (the optimiser's update), little CPU taken from others
-// on a busy machine.
-const spinRounds = 1000
+// spinFor is how long a helper looks for a new round before it parks,
+// and how long the caller looks for the end of a round before it blocks:
+// more than the gaps between a step's passes and between steps (the
+// optimiser's update), little CPU taken from others on a busy machine.
+// Between looks a goroutine pauses the processor (cpuPause, a few tens
+// of nanoseconds) where it can, and yields to the scheduler every
+// yieldEvery looks, or at every look when there are more threads than
+// GOMAXPROCS (a spinning helper would hold the processor the caller
+// needs).
+const (
+	spinFor    = 100 * time.Microsecond
+	yieldEvery = 64
+)
+
+// waiter spins for a while, then says to block.
+type waiter struct {
+	start time.Time
+	looks int
+	yield bool // yield at every look
+}
+
+func newWaiter() waiter {
+	return waiter{start: time.Now(), yield: cpuPause == nil}
+}
+
+// spin waits a little and reports whether to look again (false: block).
+func (w *waiter) spin(threads int) bool {
+	w.looks++
+	if w.looks == 1 && threads > runtime.GOMAXPROCS(0) {
+		w.yield = true
+	}
+	if w.looks%yieldEvery == 0 || w.yield {
+		if time.Since(w.start) > spinFor {
+			return false
+		}
+		runtime.Gosched()
+		return true
+	}
+	cpuPause()
+	return true
+}
 
 func newCrew(helpers int) *crew {
 	c := &crew{helpers: helpers, parked: make([]atomic.Bool, helpers),
@@ -142,12 +179,9 @@ func (c *crew) run(parts int, j job) {
 	}
 	r.work(0)
 	// The caller's parts are done; the helpers' finish soon after, so it
-	// looks a few times before it blocks.
-	for range 200 {
-		if r.fini.Load() == r.parts {
-			break
-		}
-		spinPause()
+	// looks for a while before it blocks.
+	w := newWaiter()
+	for r.fini.Load() != r.parts && w.spin(c.helpers+1) {
 	}
 	<-c.done
 	c.round.Store(nil)
@@ -159,10 +193,9 @@ func (c *crew) run(parts int, j job) {
 func (c *crew) help(h int) {
 	seen := c.gen.Load()
 	for {
-		spins := 0
+		w := newWaiter()
 		for c.gen.Load() == seen && !c.quit.Load() {
-			if spins++; spins < spinRounds {
-				spinPause()
+			if w.spin(c.helpers + 1) {
 				continue
 			}
 			// Park, unless a round came after the last look (run stores
@@ -173,7 +206,7 @@ func (c *crew) help(h int) {
 				<-c.wake[h]
 			}
 			c.parked[h].Store(false)
-			spins = 0
+			w = newWaiter()
 		}
 		if c.quit.Load() {
 			return
@@ -208,10 +241,6 @@ func (r *round) work(t int) {
 		}
 	}
 }
-
-// spinPause lets the other hardware thread of the core run while a
-// goroutine waits for a flag to change.
-func spinPause() { runtime.Gosched() }
 
 // split cuts [0, n) into at most threads ranges whose starts are
 // multiples of q and returns the length of each range but the last.
