@@ -50,6 +50,22 @@ var simdDot = func() dotFunc {
 	return nil
 }()
 
+// reluAVX, maskAVX and axpyAVX are reluRow, maskRow and axpy with AVX
+// on a multiple of 8 values.
+//
+//go:noescape
+func reluAVX(p *float32, n int)
+
+//go:noescape
+func maskAVX(d, y *float32, n int)
+
+//go:noescape
+func axpyAVX(dst, src *float32, n int, a float32)
+
+// simdElem is true when the processor has AVX2 (and FMA, as the other
+// kernels): reluRow, maskRow and axpy use the AVX kernels.
+var simdElem = hasAVX2FMA()
+
 // pauseAMD64 waits a few tens of nanoseconds with PAUSE.
 //
 //go:noescape

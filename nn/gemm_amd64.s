@@ -328,3 +328,70 @@ TEXT ·pauseAMD64(SB), NOSPLIT, $0-0
 	PAUSE
 	PAUSE
 	RET
+
+// func reluAVX(p *float32, n int)
+// Sets p[i] to max(p[i], 0) as Go's max does (a NaN stays, −0 becomes
+// +0), eight values at a time: n is a multiple of 8. The mask is
+// "not p[i] ≤ 0" (true for a positive value and a NaN).
+TEXT ·reluAVX(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), DI
+	MOVQ n+8(FP), CX
+	VXORPS Y15, Y15, Y15
+reluloop:
+	CMPQ CX, $8
+	JL reludone
+	VMOVUPS (DI), Y0
+	VCMPPS $0x16, Y15, Y0, Y1
+	VANDPS Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP reluloop
+reludone:
+	VZEROUPPER
+	RET
+
+// func maskAVX(d, y *float32, n int)
+// Sets d[i] to +0 where y[i] > 0 does not hold (a NaN included), eight
+// values at a time: n is a multiple of 8.
+TEXT ·maskAVX(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ y+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y15, Y15, Y15
+maskloop:
+	CMPQ CX, $8
+	JL maskdone
+	VMOVUPS (SI), Y0
+	VCMPPS $0x1e, Y15, Y0, Y1
+	VANDPS (DI), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP maskloop
+maskdone:
+	VZEROUPPER
+	RET
+
+// func axpyAVX(dst, src *float32, n int, a float32)
+// dst[i] += a·src[i], the product rounded before the sum as Go's scalar
+// code does, eight values at a time: n is a multiple of 8.
+TEXT ·axpyAVX(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS a+24(FP), Y15
+axpyloop:
+	CMPQ CX, $8
+	JL axpydone
+	VMULPS (SI), Y15, Y0
+	VADDPS (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP axpyloop
+axpydone:
+	VZEROUPPER
+	RET

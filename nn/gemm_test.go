@@ -188,3 +188,59 @@ func TestAddRows(t *testing.T) {
 		}
 	}
 }
+
+// TestElementwise checks reluRow, maskRow and axpy (SIMD where the
+// processor has it) against plain loops, bit for bit, over lengths around
+// the vector width and values that include ±0, ±∞, NaN and subnormals.
+func TestElementwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		float32(math.NaN()), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 1e-40, -1e-40}
+	draw := func(n int) []float32 {
+		s := randSlice(rng, n)
+		for i := range s {
+			if rng.IntN(4) == 0 {
+				s[i] = special[rng.IntN(len(special))]
+			}
+		}
+		return s
+	}
+	same := func(what string, trial int, got, want []float32) {
+		t.Helper()
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s, trial %d (%d values): [%d] = %v (%#x), want %v (%#x)", what, trial, len(got), i,
+					got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			}
+		}
+	}
+	for trial := range 300 {
+		n := rng.IntN(40)
+		y, d, src := draw(n), draw(n), draw(n)
+		a := float32(rng.NormFloat64())
+
+		got, want := slices.Clone(y), slices.Clone(y)
+		reluRow(got)
+		for i, v := range want {
+			want[i] = max(v, 0)
+		}
+		same("reluRow", trial, got, want)
+
+		got, want = slices.Clone(d), slices.Clone(d)
+		maskRow(got, y)
+		for i, v := range y {
+			if !(v > 0) {
+				want[i] = 0
+			}
+		}
+		same("maskRow", trial, got, want)
+
+		got, want = slices.Clone(d), slices.Clone(d)
+		axpy(got, src, a)
+		for i, v := range src {
+			p := a * v
+			want[i] += p
+		}
+		same("axpy", trial, got, want)
+	}
+}

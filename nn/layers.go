@@ -147,8 +147,13 @@ func (l *dense) forwardPart(j *pass, i, t int) {
 	}
 }
 
-// reluRow sets row to max(row, 0).
+// reluRow sets row to max(row, 0), with SIMD where the processor has it
+// (the same values, bit for bit).
 func reluRow(row []float32) {
+	if n := len(row) &^ 7; simdElem && n > 0 {
+		reluAVX(&row[0], n)
+		row = row[n:]
+	}
 	for i, v := range row {
 		row[i] = max(v, 0)
 	}
@@ -158,10 +163,27 @@ func reluRow(row []float32) {
 // a ReLU whose outputs (or inputs) are y.
 func maskRow(d, y []float32) {
 	y = y[:len(d)]
+	if n := len(d) &^ 7; simdElem && n > 0 {
+		maskAVX(&d[0], &y[0], n)
+		d, y = d[n:], y[n:]
+	}
 	for i, v := range y {
 		if !(v > 0) {
 			d[i] = 0
 		}
+	}
+}
+
+// axpy adds a·src to dst (len(dst) values), each product rounded before
+// its sum.
+func axpy(dst, src []float32, a float32) {
+	src = src[:len(dst)]
+	if n := len(dst) &^ 7; simdElem && n > 0 {
+		axpyAVX(&dst[0], &src[0], n, a)
+		dst, src = dst[n:], src[n:]
+	}
+	for i, v := range src {
+		dst[i] += a * v
 	}
 }
 
@@ -190,10 +212,7 @@ func (l *dense) backwardPart(j *pass, i, t int) {
 		gemm(true, false, l.out, c1-c0, j.n, j.scale, j.dy, l.out, j.x[c0:], l.in, 1, gw[c0:], l.in, g)
 		if i == j.parts-1 {
 			for r := range j.n {
-				row := j.dy[r*l.out : (r+1)*l.out]
-				for o, v := range row {
-					gb[o] += j.scale * v
-				}
+				axpy(gb, j.dy[r*l.out:(r+1)*l.out], j.scale)
 			}
 		}
 		return
