@@ -328,9 +328,8 @@ func (l *conv) init(p []float32, rng *rand.Rand) {
 }
 
 // The forward pass and the input gradient run in parts of one chunk
-// each, the weight gradient in parts of a few output channels (a whole
-// number of the dot-product kernel's rows), each over all chunks in
-// order.
+// each, the weight gradient in parts of a few of its columns (gwCut),
+// each over all chunks in order, with a share of the bias gradient.
 func (l *conv) forward(p, x, y []float32, n int, s *scratch) {
 	s.job = pass{l: l, fwd: true, p: p, x: x, y: y, n: n, s: s}
 	s.run(ceilDiv(n, l.chunkOf(n)), 2*n*l.oh*l.ow*l.oc*l.ck())
@@ -355,13 +354,8 @@ func (l *conv) forwardPart(j *pass, i, t int) {
 }
 
 func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
-	_, gb := l.split(g)
-	np := n * l.oh * l.ow
-	for o := range l.oc {
-		gb[o] += scale * sum(dy[o*np:(o+1)*np])
-	}
 	s.job = pass{l: l, p: p, dy: dy, dx: dx, g: g, scale: scale, n: n, s: s}
-	s.job.parts = ceilDiv(l.oc, split(l.oc, s.pool.threads, 3))
+	s.job.parts = ceilDiv(l.ck(), l.gwCut(n, s.pool.threads))
 	parts, flops := s.job.parts, 2*n*l.oh*l.ow*l.oc*l.ck()
 	if dx != nil {
 		parts += ceilDiv(n, l.chunkOf(n))
@@ -370,20 +364,39 @@ func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *s
 	s.run(parts, flops)
 }
 
+// gwCut returns the columns of the weight gradient (of C·k·k) in each of
+// its parts: a whole number of the dot-product kernel's 4 columns when
+// every chunk's product goes to it (that kernel's sums do not depend on
+// where a column falls), else of the packed kernel's nr. A part reads
+// only its rows of the cols, so two threads read each once between them.
+func (l *conv) gwCut(n, threads int) int {
+	q := nr
+	m := l.chunkOf(n)
+	last := n - (ceilDiv(n, m)-1)*m
+	if simdDot != nil && last*l.oh*l.ow >= 8 {
+		q = 4
+	}
+	return split(l.ck(), threads, q)
+}
+
 func (l *conv) backwardPart(j *pass, i, t int) {
 	w, _ := l.split(j.p)
-	gw, _ := l.split(j.g)
+	gw, gb := l.split(j.g)
 	pp := l.oh * l.ow
 	np := j.n * pp
 	m := l.chunkOf(j.n)
 	g := j.s.pool.gemm[t]
-	if i < j.parts { // output channels [o0, o1) of the weight gradient
-		ob := split(l.oc, j.s.pool.threads, 3)
-		o0, o1 := i*ob, min(l.oc, (i+1)*ob)
+	if i < j.parts { // columns [c0, c1) of the weight gradient, and a share of the bias's
+		cb := l.gwCut(j.n, j.s.pool.threads)
+		c0, c1 := i*cb, min(l.ck(), (i+1)*cb)
 		for s0 := 0; s0 < j.n; s0 += m {
 			cm := min(m, j.n-s0)
 			col := j.s.f[l.ck()*s0*pp:][:l.ck()*cm*pp] // from forward
-			gemm(false, true, o1-o0, l.ck(), cm*pp, j.scale, j.dy[o0*np+s0*pp:], np, col, cm*pp, 1, gw[o0*l.ck():], l.ck(), g)
+			gemm(false, true, l.oc, c1-c0, cm*pp, j.scale, j.dy[s0*pp:], np, col[c0*cm*pp:], cm*pp, 1, gw[c0:], l.ck(), g)
+		}
+		ob := ceilDiv(l.oc, j.parts)
+		for o := i * ob; o < min(l.oc, (i+1)*ob); o++ {
+			gb[o] += j.scale * sum(j.dy[o*np:(o+1)*np])
 		}
 		return
 	}
