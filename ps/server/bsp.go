@@ -95,8 +95,24 @@ func (c *Core) hold(r Request) {
 
 // sumRound adds the pushes of round to the accumulator in worker rank
 // order, r's push (valid tells whether it is) in its worker's place, and
-// applies the sum.
+// applies the sum. A round whose only push is r's (one worker, or the
+// others' refused) is applied from r's values as the accumulator would
+// hold them (Store.PushAlone), unless its sum is captured.
 func (c *Core) sumRound(round int64, r Request, valid bool) {
+	if valid && !c.capture && c.alone(round, r.Worker) {
+		var err error
+		if r.Range {
+			err = c.store.pushRange(r.KV.Keys[0], r.KV.Vals, false, asSum)
+		} else {
+			// pushBSP checked r against the store, and no push of
+			// the round came before it.
+			err = c.store.PushAlone(r.KV)
+		}
+		if err != nil {
+			c.ids[r.Worker][0].err = err
+		}
+		return
+	}
 	for w, q := range c.held {
 		if w == r.Worker {
 			if valid {
@@ -119,6 +135,16 @@ func (c *Core) sumRound(round int64, r Request, valid bool) {
 		c.summed = round
 	}
 	c.store.Flush()
+}
+
+// alone reports whether no worker but w holds a push of round.
+func (c *Core) alone(round int64, w int) bool {
+	for v, q := range c.held {
+		if v != w && len(q) > 0 && q[0].round == round {
+			return false
+		}
+	}
+	return true
 }
 
 // Replication after aggregation (Li et al., OSDI'14 §4.3: "the server

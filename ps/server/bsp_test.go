@@ -449,3 +449,123 @@ func TestApplySumCopies(t *testing.T) {
 		t.Fatal("a core of width 0 applied a sum")
 	}
 }
+
+// TestBSPAlonePush checks the rounds of one worker under BSP, which a
+// core applies from the push's values (Store.PushAlone) without the
+// round's accumulator: the values and the rules' states are bit for bit
+// those of the same pushes summed alone in the accumulator and flushed,
+// for every rule, widths 1, 3 and 0, sparse and range pushes, with
+// gradients of both signs of zero, subnormals and infinities among
+// them; and the accumulator is never allocated.
+func TestBSPAlonePush(t *testing.T) {
+	const numRounds, space = 6, 48
+	tb, _ := route.Uniform(1, 32) // keys [32, 48): extra slots
+	odd := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, float32(math.Inf(1)), 1e-3, -0.25, 2}
+	rules := []update.Rule{update.Sum{}, update.SGD{LR: 0.5, L1: 1e-3, L2: 1e-2}, update.Momentum{LR: 0.1, Mu: 0.9},
+		update.AdaGrad{LR: 0.5, Eps: 1e-10}, update.AdaGrad{LR: 0.1, Eps: 1e-8, L1: 1e-4, L2: 1e-3},
+		update.Adam{LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, update.FTRL{Alpha: 0.1, Beta: 1, L1: 0.01}}
+	for _, tc := range []struct {
+		name   string
+		width  int
+		ranges []bool
+	}{{"width 1", 1, nil}, {"width 3", 3, nil}, {"width 0", 0, nil}, {"range, width 2", 2, []bool{true}}} {
+		for _, rule := range rules {
+			rng := rand.New(rand.NewPCG(uint64(tc.width), 11))
+			rounds := make([][]Request, numRounds)
+			for i := range rounds {
+				rounds[i] = bspRound(rng, int64(i), 1, space, tc.width, tc.ranges)
+				for j := range rounds[i][0].KV.Vals {
+					if rng.IntN(3) == 0 {
+						rounds[i][0].KV.Vals[j] = odd[rng.IntN(len(odd))]
+					}
+				}
+			}
+			c, err := New(Config{Rank: 0, Workers: 1, Table: tb, Width: tc.width, Rule: rule, Clock: clock.DefaultConfig()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := NewStore(tb.Index(0), tc.width, rule)
+			for i, reqs := range rounds {
+				r := clone(reqs[0])
+				if out := c.Handle(r, false); len(out) != 1 || out[0].Err != nil || out[0].ID != r.ID {
+					t.Fatalf("%s, %s: round %d answered %+v", tc.name, rule.Name(), i, out)
+				}
+				scribble(r)
+				if r := reqs[0]; r.Range {
+					err = ref.PushRange(r.KV.Keys[0], r.KV.Vals, true)
+				} else {
+					err = ref.Accumulate(r.KV)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref.Flush()
+			}
+			got := c.Store()
+			if len(got.acc) != 0 {
+				t.Errorf("%s, %s: the accumulator of %d values was allocated", tc.name, rule.Name(), len(got.acc))
+			}
+			arrays := [][2][]float32{{got.vals, ref.vals}}
+			for a := range got.state {
+				arrays = append(arrays, [2][]float32{got.state[a], ref.state[a]})
+			}
+			if !slices.Equal(got.off, ref.off) || !slices.Equal(got.ln, ref.ln) {
+				t.Fatalf("%s, %s: the values' places differ", tc.name, rule.Name())
+			}
+			for a, p := range arrays {
+				if len(p[0]) != len(p[1]) {
+					t.Fatalf("%s, %s: array %d has %d values, want %d", tc.name, rule.Name(), a, len(p[0]), len(p[1]))
+				}
+				for i := range p[0] {
+					if math.Float32bits(p[0][i]) != math.Float32bits(p[1][i]) && !(p[0][i] != p[0][i] && p[1][i] != p[1][i]) {
+						t.Fatalf("%s, %s: array %d (0: values, then the rule's states) value %d is %v, want %v", tc.name, rule.Name(), a, i, p[0][i], p[1][i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPushAloneNegativeZero walks the case by hand where a round's sum
+// differs from its one push: a momentum of 0.1 turns a velocity of
+// −1e−45 into −0.1e−45, rounded to −0; a gradient of −0 then keeps the
+// velocity at −0 (−0 + −0) where the accumulator's sum, +0 + −0 = +0,
+// makes it +0. PushAlone gives the accumulator's bits. So with the sum
+// rule on a value of −0 (as a snapshot may restore it).
+func TestPushAloneNegativeZero(t *testing.T) {
+	tb, _ := route.Uniform(1, 8)
+	rule := update.Momentum{LR: 0.1, Mu: 0.1}
+	alone, acc := NewStore(tb.Index(0), 1, rule), NewStore(tb.Index(0), 1, rule)
+	for i, g := range []float32{-1e-45, float32(math.Copysign(0, -1))} {
+		b := kv.Batch{Keys: []uint64{3}, Vals: []float32{g}}
+		if err := alone.PushAlone(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := acc.Accumulate(b); err != nil {
+			t.Fatal(err)
+		}
+		acc.Flush()
+		want := []uint32{0x80000001, 0}[i] // −1e−45, then +0
+		for _, s := range []*Store{alone, acc} {
+			if v := math.Float32bits(s.state[0][3]); v != want {
+				t.Fatalf("push %d of %v: velocity %#x, want %#x", i, g, v, want)
+			}
+		}
+	}
+	negZero := float32(math.Copysign(0, -1))
+	alone, acc = NewStore(tb.Index(0), 1, update.Sum{}), NewStore(tb.Index(0), 1, update.Sum{})
+	alone.vals[3], acc.vals[3] = negZero, negZero
+	b := kv.Batch{Keys: []uint64{3}, Vals: []float32{negZero}}
+	if err := alone.PushAlone(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := acc.Accumulate(b); err != nil {
+		t.Fatal(err)
+	}
+	acc.Flush()
+	for _, s := range []*Store{alone, acc} {
+		if v := math.Float32bits(s.vals[3]); v != 0 {
+			t.Fatalf("sum rule: −0 + (+0 + −0) is %#x, want +0", v)
+		}
+	}
+}

@@ -58,6 +58,7 @@ type Store struct {
 	dirty bool
 
 	scratch [][]float32 // state views handed to the rule
+	alone   []float32   // a push's values as a round's sum holds them (PushAlone)
 }
 
 // NewStore returns an empty store for the keys of idx with the given
@@ -160,7 +161,16 @@ func (s *Store) span(key uint64, j, n int) (int, error) {
 
 // apply runs the rule on values [o, o+len(g)), its step multiplied by f
 // (1: the rule's own; another factor only for an update.Scaled rule).
+// f = asSum runs it on 0 + g, what a round's sum of g alone holds, with
+// the rule's own step (PushAlone).
 func (s *Store) apply(o int, g []float32, f float32) {
+	if f == asSum {
+		s.alone = s.alone[:0]
+		for _, v := range g {
+			s.alone = append(s.alone, 0+v)
+		}
+		g, f = s.alone, 1
+	}
 	w := s.vals[o : o+len(g)]
 	if s.sum {
 		sumInto(w, g)
@@ -262,7 +272,8 @@ func (s *Store) Accumulate(b kv.Batch) error {
 }
 
 // push applies b with the rule's step times f, or adds it to the
-// round's sum (acc).
+// round's sum (acc). f = asSum applies it as the round's sum of b
+// alone (PushAlone).
 func (s *Store) push(b kv.Batch, acc bool, f float32) error {
 	if err := s.shape(b); err != nil {
 		return err
@@ -270,7 +281,7 @@ func (s *Store) push(b kv.Batch, acc bool, f float32) error {
 	if acc {
 		s.ensureAcc()
 	}
-	if !acc && s.sum && s.width == 1 && s.ranged {
+	if !acc && f != asSum && s.sum && s.width == 1 && s.ranged {
 		// The common sparse case: the keys of the index, then the rest
 		// by the general path.
 		n := scatterAdd(s.vals[:s.size], s.lo, b.Keys, b.Vals)
@@ -304,6 +315,21 @@ func (s *Store) push(b kv.Batch, acc bool, f float32) error {
 	}
 	return nil
 }
+
+// PushAlone applies b, a round's only push under BSP, as Accumulate
+// and Flush would apply it, with the same bits, without the round's
+// sum: the rule sees each value as the sum would hold it, 0 + g (g, but
+// +0 for −0 and a quiet NaN for a signalling one), one key at a time.
+// The rules are elementwise, so the order of the keys (Flush's is the
+// slots') changes nothing. The keys must ascend without repeats, as a
+// push's do; b must pass check.
+func (s *Store) PushAlone(b kv.Batch) error {
+	return s.push(b, false, asSum)
+}
+
+// asSum, as the factor of a step, applies gradients as a round's sum of
+// them alone holds them (PushAlone); no scaled step is 0.
+const asSum float32 = 0
 
 // scatterAdd adds g[i] to vals[keys[i]−lo] for the keys from the first
 // on while they are in [lo, lo+len(vals)), and returns how many it added;
