@@ -72,3 +72,60 @@ func BenchmarkPull1x16(b *testing.B) {
 	defer done()
 	pullLoop(b, tb, sel, make([]float32, 16))
 }
+
+// BenchmarkStepAdagrad runs the library calls of a training step of
+// python/bench/step.py's model (a table of 61,189 rows × 20 with AdaGrad
+// on the co-located server, BSP): a pull of a batch's 3,800 distinct
+// rows and a push of their gradients, waited for, over 64 batches of
+// random rows in turn. It measures what the servers' side of a step
+// costs: the pull's copy, the push's path and the rule.
+func BenchmarkStepAdagrad(b *testing.B) {
+	const rows, dim, n, batches = 61189, 20, 3800, 64
+	cfg := DefaultConfig()
+	cfg.Local = &Local{Consistency: "bsp", Rule: adagrad(0.5)}
+	s, err := Open(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.CloseWait(0)
+	tb, err := s.Declare(context.Background(), TableSpec{Name: "step", Rows: rows, Dim: dim})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	sel := make([][]int64, batches)
+	grad := make([][]float32, batches)
+	for i := range sel {
+		pick := r.Perm(rows)[:n]
+		sel[i] = make([]int64, n)
+		for j, p := range pick {
+			sel[i][j] = int64(p)
+		}
+		slices.Sort(sel[i])
+		grad[i] = make([]float32, n*dim)
+		for j := range grad[i] {
+			grad[i][j] = float32(r.NormFloat64() * 1e-2)
+		}
+	}
+	dst := make([]float32, n*dim)
+	b.SetBytes(2 * n * dim * 4)
+	c0 := cputime.Process()
+	i := 0
+	for b.Loop() {
+		k, err := tb.Pull(sel[i%batches], dst)
+		if err == nil {
+			err = k.Wait()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if k, err = tb.Push(sel[i%batches], grad[i%batches]); err == nil {
+			err = k.Wait()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(cputime.Process()-c0)/float64(b.N), "cpu-ns/op")
+}
