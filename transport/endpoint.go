@@ -57,9 +57,13 @@ type Endpoint interface {
 type Sinker interface {
 	// SetSink makes the endpoint call sink with every message it
 	// receives; the messages for which sink returns true are the sink's,
-	// the others go to Recv as before. sink must not block. Messages of
-	// one link reach sink, or Recv, in their order; a message sink
-	// declines may be delivered on Recv after later ones it took.
+	// the others go to Recv as before. Messages of one link reach sink,
+	// or Recv, in their order; a message sink declines may be delivered
+	// on Recv after later ones it took. The link reads nothing while
+	// sink runs: sink may do the receiver's work on the message, sends
+	// of its answers included, but must never wait for anything that
+	// needs this endpoint's links read (a peer blocked writing here
+	// cannot read what sink sends it).
 	SetSink(sink func(*Message) bool)
 }
 

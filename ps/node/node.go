@@ -244,6 +244,10 @@ type member struct {
 	local localCounters // traffic with the co-located peer
 	// shut: the scheduler's Shutdown reached this member (under n.mu).
 	shut bool
+	// offer, once set, handles a data message from the network on the
+	// link's reader instead of queueing it on data, when the role has
+	// nothing queued (server.Server.Offer, worker.Worker.Offer).
+	offer atomic.Pointer[func(*transport.Message) bool]
 }
 
 // localCounters count the messages a member exchanged with its
@@ -412,6 +416,9 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 				if msg.Type != transport.TypeData || msg.Sender == proto.SchedulerID {
 					return false
 				}
+				if f := m.offer.Load(); f != nil && (*f)(msg) {
+					return true
+				}
 				m.data.Push(msg)
 				return true
 			})
@@ -436,7 +443,10 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 			return fail(err)
 		}
 		m := n.member(a.Server)
-		n.wg.Go(func() { n.srv.Run(ctx, m.data.C(), serverConn{m}) })
+		srv := n.srv
+		offer := func(msg *transport.Message) bool { return srv.Offer(ctx, msg, serverConn{m}, m.data.Pushed) }
+		m.offer.Store(&offer)
+		n.wg.Go(func() { srv.Run(ctx, m.data.C(), serverConn{m}) })
 	}
 	if a.Worker != 0 {
 		role, rank := proto.Identify(a.Worker)
@@ -462,7 +472,10 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 			n.wrk.SetLocal(n.srv)
 		}
 		m := n.member(a.Worker)
-		n.wg.Go(func() { n.wrk.Run(ctx, m.data.C(), workerConn{m}) })
+		wrk := n.wrk
+		offer := func(msg *transport.Message) bool { return wrk.Offer(msg, m.data.Pushed) }
+		m.offer.Store(&offer)
+		n.wg.Go(func() { wrk.Run(ctx, m.data.C(), workerConn{m}) })
 	}
 	// The handlers run: report ready.
 	for _, m := range n.members {

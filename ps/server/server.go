@@ -38,6 +38,9 @@ type Server struct {
 	// epoch is the membership epoch of the requests served (see
 	// handle).
 	epoch uint64
+	// handled counts the messages Run took from its channel and
+	// handled (under serve); see Offer.
+	handled uint64
 
 	// rep is the replication of the server's ranges, nil without
 	// backups (see replicate.go).
@@ -216,11 +219,45 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 			}
 			s.serve.Lock()
 			s.handle(ctx, m, conn)
+			s.handled++
 			s.serve.Unlock()
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// Offer handles m on the caller's goroutine, as Run would (ctx and conn
+// are Run's), when Run has nothing to do: every message queued on its
+// channel so far, queued() of them, was handled, and the core is free. It
+// reports whether it did; if not, the caller queues m for Run. A link's
+// reader that offers each request before it queues it saves the hand-off
+// to Run's goroutine, and the wake-up of a thread for it, per request.
+//
+// It declines what Run must do on its own goroutine: a message whose
+// values are still arriving (the caller reads them), and everything of a
+// server whose ranges are replicated (a message of another server, and
+// the sends to backups, would make two links' readers wait on each
+// other). The caller blocks while the message is handled (the core's
+// work and the sends of its replies, but not of the answers that go out
+// on their own goroutines): a reader does so only when the peers it
+// answers never wait for it to read.
+func (s *Server) Offer(ctx context.Context, m *transport.Message, conn Conn, queued func() uint64) bool {
+	if s.rep != nil || m.Early() || m.Type != transport.TypeData || ctx.Err() != nil {
+		return false
+	}
+	if role, _ := proto.Identify(m.Sender); role != proto.RoleWorker && role != proto.RoleEvaluator {
+		return false
+	}
+	if !s.serve.TryLock() {
+		return false
+	}
+	defer s.serve.Unlock()
+	if queued() != s.handled {
+		return false
+	}
+	s.handle(ctx, m, conn)
+	return true
 }
 
 // handle serves one message. A dense push whose values are still

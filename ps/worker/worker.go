@@ -92,6 +92,12 @@ type Worker struct {
 	stats      Stats
 	round      int64
 	table      *route.Table // the core's, as of the last operation
+
+	// conn is Run's, set (under own) once it runs; handled counts the
+	// messages it took from its channel and handled (under own). See
+	// Offer.
+	conn    Conn
+	handled uint64
 }
 
 // New returns a worker; Run drives it. allReduce, when not nil,
@@ -338,23 +344,10 @@ func (w *Worker) Rejoin(ctx context.Context) (uint64, error) {
 // that cause.
 func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Conn) error {
 	lander, _ := conn.(Lander)
-	roomer, _ := conn.(RoomLander)
-	post := func(outs []Out) {
-		for _, o := range outs {
-			if w.core.Down(o.Server) {
-				continue // kept for Resend
-			}
-			if w.core.Moved(o.Server) {
-				o.M.Flags |= proto.FlagResent
-			}
-			if o.Dst != nil && lander != nil {
-				lander.Land(o.Server, o.M.ID, o.Dst)
-			} else if o.Room != nil && roomer != nil {
-				roomer.LandRoom(o.Server, o.M.ID, o.Room)
-			}
-			conn.Post(o.Server, o.M)
-		}
-	}
+	post := func(outs []Out) { w.post(conn, outs) }
+	w.own.Lock()
+	w.conn = conn
+	w.own.Unlock()
 	for {
 		select {
 		case op := <-w.ops:
@@ -384,18 +377,9 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 				in = nil
 				continue
 			}
-			role, rank := proto.Identify(m.Sender)
-			if role != proto.RoleServer {
-				m.Release()
-				continue
-			}
 			w.own.Lock()
-			if lander != nil {
-				// The answer is here: an error answer left its
-				// registration unused.
-				lander.Unland(rank, m.ID)
-			}
-			post(w.core.Receive(rank, m))
+			w.handled++
+			w.receive(conn, m)
 		case <-ctx.Done():
 			err := context.Cause(ctx)
 			if err == nil || errors.Is(err, context.Canceled) {
@@ -437,6 +421,70 @@ func (w *Worker) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 		w.update()
 		w.own.Unlock()
 	}
+}
+
+// post sends the messages outs on conn, registering the arrays their
+// answers land in.
+func (w *Worker) post(conn Conn, outs []Out) {
+	lander, _ := conn.(Lander)
+	roomer, _ := conn.(RoomLander)
+	for _, o := range outs {
+		if w.core.Down(o.Server) {
+			continue // kept for Resend
+		}
+		if w.core.Moved(o.Server) {
+			o.M.Flags |= proto.FlagResent
+		}
+		if o.Dst != nil && lander != nil {
+			lander.Land(o.Server, o.M.ID, o.Dst)
+		} else if o.Room != nil && roomer != nil {
+			roomer.LandRoom(o.Server, o.M.ID, o.Room)
+		}
+		conn.Post(o.Server, o.M)
+	}
+}
+
+// receive hands the message m, a server's answer, to the core and sends
+// what follows from it; the caller holds own.
+func (w *Worker) receive(conn Conn, m *transport.Message) {
+	role, rank := proto.Identify(m.Sender)
+	if role != proto.RoleServer {
+		m.Release()
+		return
+	}
+	if lander, ok := conn.(Lander); ok {
+		// The answer is here: an error answer left its registration
+		// unused.
+		lander.Unland(rank, m.ID)
+	}
+	w.post(conn, w.core.Receive(rank, m))
+}
+
+// Offer handles m, a server's answer, on the caller's goroutine, as Run
+// would, when Run runs and has nothing to do with its channel: every
+// message queued on it so far, queued() of them, was handled, and no
+// operation holds the core. It reports whether it did; if not, the
+// caller queues m for Run. A link's reader that offers each answer before
+// it queues it completes the call, and sends what waited for the answer,
+// without a hand-off to Run's goroutine and the wake-up of a thread for
+// it. The requests that follow are queued on conn (Conn.Post never
+// blocks), so the caller never waits on a peer.
+func (w *Worker) Offer(m *transport.Message, queued func() uint64) bool {
+	if !w.own.TryLock() {
+		return false
+	}
+	defer w.own.Unlock()
+	select {
+	case <-w.stopped:
+		return false
+	default:
+	}
+	if w.conn == nil || queued() != w.handled {
+		return false
+	}
+	w.receive(w.conn, m)
+	w.update()
+	return true
 }
 
 // update publishes the core's counters.

@@ -31,6 +31,7 @@ type Box[T any] struct {
 	mu      sync.Mutex
 	queue   []T  // overflow, older than nothing in out
 	holding bool // the goroutine holds an item it is about to send
+	pushed  uint64
 	wake    chan struct{}
 	out     chan T
 	done    chan struct{}
@@ -54,6 +55,7 @@ func (b *Box[T]) C() <-chan T { return b.out }
 // Push queues x. It never blocks.
 func (b *Box[T]) Push(x T) {
 	b.mu.Lock()
+	b.pushed++
 	if len(b.queue) == 0 && !b.holding {
 		select {
 		case <-b.done:
@@ -74,6 +76,16 @@ func (b *Box[T]) Push(x T) {
 	case b.wake <- struct{}{}:
 	default:
 	}
+}
+
+// Pushed returns how many items were pushed so far. A reader that counts
+// the items it took and finished with can tell, by comparing the two, that
+// nothing is queued or in its hands: the test a caller makes before it
+// does the reader's work itself on an item it would otherwise push.
+func (b *Box[T]) Pushed() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pushed
 }
 
 // Len returns the number of queued items.

@@ -14,10 +14,13 @@ import (
 func TestBoxOrderAndClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := New[int]()
-		for i := range 1000 {
+		for i := range 2000 {
 			b.Push(i) // never blocks, nobody reads yet
 		}
-		for i := range 1000 {
+		if n := b.Pushed(); n != 2000 {
+			t.Fatalf("Pushed %d, want 2000 (the channel's and the overflow's)", n)
+		}
+		for i := range 2000 {
 			if got := <-b.C(); got != i {
 				t.Fatalf("got %d, want %d", got, i)
 			}
