@@ -42,7 +42,10 @@
 // batch is one matrix product (im2col: y = W·col + b with col of shape
 // [C·k·k, n·H'·W']); flatten converts between the two. A ReLU right
 // before a pooling layer is applied after it (the same function, since
-// both are monotone, on a quarter of the values).
+// both are monotone, on a quarter of the values). A dense layer's ReLU is
+// the last step of its forward product, block by block while the block
+// is in the cache, and its gradient mask the last step of the next dense
+// layer's input gradient: no pass of its own over memory.
 //
 // # Cost
 //
@@ -61,15 +64,19 @@
 // Workspace.SetThreads runs each layer's pass on that many goroutines
 // (intra-op parallelism; default 1): a convolution's forward pass and its
 // input gradient by chunks of samples, its weight gradient by blocks of
-// output channels, a dense layer's forward pass and input gradient by
-// blocks of samples and its weight gradient by blocks of input columns,
-// pooling by planes. Each part writes what no other part writes and sums
-// in the order of one thread, so LossGrad's results are bit for bit the
-// same at any thread count and under any scheduling. The threads beyond
-// the caller are helper goroutines that the workspace keeps while it
-// lives: a pass is published to them, a helper that finished one spins
-// briefly for the next (a step's passes follow each other closely) and
-// then parks until woken, so no goroutine is started per pass. A pass of
+// its columns (each thread reads its own rows of the cols), a dense
+// layer's forward pass and input gradient by blocks of output columns
+// (each thread reads its share of the weights; by samples when the layer
+// is narrow) and its weight gradient by blocks of input columns, pooling
+// by planes. Each part writes what no other part writes and sums in the
+// order of one thread, with cuts on whole micro-tiles, so LossGrad's
+// results are bit for bit the same at any thread count and under any
+// scheduling. The threads beyond the caller are helper goroutines that
+// the workspace keeps while it lives: a pass is published to them, a
+// helper that finished one spins for the next for up to 100 µs (a step's
+// passes follow each other closely), pausing the processor between looks
+// rather than calling the scheduler, and then parks until woken, so no
+// goroutine is started or woken per pass. A pass of
 // less than about a million floating-point operations (the mlp's last
 // layer, pooling, a small batch) runs on the caller alone. colo train's
 // --threads sets the count for each worker (the dense option threads).

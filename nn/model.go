@@ -318,10 +318,11 @@ func (m *Model) NewWorkspace(batch int) *Workspace {
 }
 
 // SetThreads sets the number of goroutines (at least 1; the default) that
-// run each layer's pass on ws: a pass is cut into parts (the forward pass
-// and the input gradients by blocks of samples, the weight gradients by
-// blocks of output channels or input columns), each part writes what no
-// other part writes and sums in the order one thread would, so results
+// run each layer's pass on ws: a pass is cut into parts (a convolution's
+// forward pass and input gradient by chunks of samples, a dense layer's
+// by blocks of output columns, the weight gradients by blocks of their
+// columns), each part writes what no other part writes and sums in the
+// order one thread would, so results
 // are bit for bit the same at any setting. A pass's parts go to
 // whichever goroutine is free: the caller's, or one of threads−1 helpers
 // that the workspace keeps while it lives (each waits for the next pass
