@@ -765,16 +765,28 @@ func softmaxCE(z []float32, labels []int32, n, k int, dz []float32) (loss float6
 		if arg == y {
 			correct++
 		}
+		// Each exponential is taken once when the row is short enough
+		// to keep them on the stack (every classifier here), else twice.
+		var ex [32]float64
+		keep := dz != nil && k <= len(ex)
 		sum := 0.0
-		for _, v := range row {
-			sum += math.Exp(float64(v - best))
+		for j, v := range row {
+			e := math.Exp(float64(v - best))
+			if keep {
+				ex[j] = e
+			}
+			sum += e
 		}
 		loss += math.Log(sum) - float64(row[y]-best)
 		if dz != nil {
 			d := dz[i*k : (i+1)*k]
 			inv := 1 / sum
 			for j, v := range row {
-				d[j] = float32(math.Exp(float64(v-best)) * inv)
+				e := ex[min(j, len(ex)-1)]
+				if !keep {
+					e = math.Exp(float64(v - best))
+				}
+				d[j] = float32(e * inv)
 			}
 			d[y]--
 		}
