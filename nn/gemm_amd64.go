@@ -62,8 +62,15 @@ func maskAVX(d, y *float32, n int)
 //go:noescape
 func axpyAVX(dst, src *float32, n int, a float32)
 
+// pool2AVX computes eight outputs of 2×2 max pooling (maxPool's
+// forward pass), the same values and indices as its loop (a NaN where
+// the loop gives a NaN, not necessarily the same one).
+//
+//go:noescape
+func pool2AVX(r0, r1 *float32, w, idx int, floor float32, d *float32, at *int32)
+
 // simdElem is true when the processor has AVX2 (and FMA, as the other
-// kernels): reluRow, maskRow and axpy use the AVX kernels.
+// kernels): reluRow, maskRow, axpy and 2×2 pooling use the AVX kernels.
 var simdElem = hasAVX2FMA()
 
 // pauseAMD64 waits a few tens of nanoseconds with PAUSE.

@@ -395,3 +395,69 @@ axpyloop:
 axpydone:
 	VZEROUPPER
 	RET
+
+// The offsets of the inputs of pool2AVX's eight outputs, in the order
+// its shuffles leave them (outputs 0, 1, 4, 5, 2, 3, 6, 7).
+DATA pool2Off<>+0(SB)/4, $0
+DATA pool2Off<>+4(SB)/4, $2
+DATA pool2Off<>+8(SB)/4, $8
+DATA pool2Off<>+12(SB)/4, $10
+DATA pool2Off<>+16(SB)/4, $4
+DATA pool2Off<>+20(SB)/4, $6
+DATA pool2Off<>+24(SB)/4, $12
+DATA pool2Off<>+28(SB)/4, $14
+GLOBL pool2Off<>(SB), RODATA|NOPTR, $32
+
+// GOMAX sets dst to Go's max(x, y) for values that are not NaN (the
+// larger; +0 for −0 and +0), and to a NaN where either is one.
+#define GOMAX(x, y, dst, t1, t2) \
+	VMAXPS y, x, dst \
+	VCMPPS $0, y, x, t1 \
+	VANDPS y, x, t2 \
+	VBLENDVPS t1, t2, dst, dst \
+	VCMPPS $3, y, x, t1 \
+	VORPS t1, dst, dst
+
+// func pool2AVX(r0, r1 *float32, w, idx int, floor float32, d *float32, at *int32)
+// Eight outputs of 2×2 max pooling with stride 2 (maxPool.forwardPart):
+// the windows of r0[0:16] over r1[0:16] (the next row, w values on),
+// r0[0] being value idx of the planes. d[i] = max(best, floor) and at[i]
+// the index of the first maximum of window i, or −1 where best > floor
+// does not hold; a window's top pair wins ties, and in a pair the left.
+TEXT ·pool2AVX(SB), NOSPLIT, $0-56
+	MOVQ r0+0(FP), SI
+	MOVQ r1+8(FP), DI
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS (DI), Y2
+	VMOVUPS 32(DI), Y3
+	VSHUFPS $0x88, Y1, Y0, Y4 // a: even values of the top row
+	VSHUFPS $0xdd, Y1, Y0, Y5 // b: odd
+	VSHUFPS $0x88, Y3, Y2, Y6 // c: even values of the bottom row
+	VSHUFPS $0xdd, Y3, Y2, Y7 // e: odd
+	VCMPPS $0x1e, Y4, Y5, Y8 // b > a
+	VCMPPS $0x1e, Y6, Y7, Y9 // e > c
+	GOMAX(Y4, Y5, Y10, Y0, Y1) // top
+	GOMAX(Y6, Y7, Y11, Y0, Y1) // bottom
+	VPBROADCASTD idx+24(FP), Y12
+	VPADDD pool2Off<>(SB), Y12, Y12
+	VPSUBD Y8, Y12, Y4 // top's index: idx + (b > a)
+	VPBROADCASTD w+16(FP), Y5
+	VPADDD Y5, Y12, Y5
+	VPSUBD Y9, Y5, Y5 // bottom's: idx + w + (e > c)
+	VCMPPS $0x1e, Y10, Y11, Y6 // bottom > top
+	VBLENDVPS Y6, Y5, Y4, Y7 // the window's index
+	GOMAX(Y10, Y11, Y13, Y0, Y1) // best
+	VBROADCASTSS floor+32(FP), Y14
+	GOMAX(Y13, Y14, Y15, Y0, Y1) // max(best, floor)
+	VCMPPS $0x1e, Y14, Y13, Y2 // best > floor
+	VPCMPEQD Y3, Y3, Y3
+	VBLENDVPS Y2, Y7, Y3, Y3
+	VPERMQ $0xd8, Y15, Y15
+	VPERMQ $0xd8, Y3, Y3
+	MOVQ d+40(FP), SI
+	MOVQ at+48(FP), DI
+	VMOVUPS Y15, (SI)
+	VMOVDQU Y3, (DI)
+	VZEROUPPER
+	RET

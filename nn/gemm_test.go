@@ -244,3 +244,44 @@ func TestElementwise(t *testing.T) {
 		same("axpy", trial, got, want)
 	}
 }
+
+// TestPool2 checks 2×2 max pooling with SIMD (where the processor has
+// it) against its loop: the same values bit for bit (a NaN where the
+// loop gives one) and the same indices, with and without the ReLU, on
+// rows of 8 windows or more that are and are not multiples of 8, with
+// ties, ±0, ±∞ and NaN among the inputs.
+func TestPool2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for trial := range 200 {
+		c, n := 1+rng.IntN(2), 1+rng.IntN(3)
+		h, w := 2+rng.IntN(5), 16+rng.IntN(25)
+		l := newMaxPool(c, h, w, 2, rng.IntN(2) == 0)
+		x := randSlice(rng, c*n*h*w)
+		for i := range x {
+			if rng.IntN(3) == 0 {
+				x[i] = special[rng.IntN(len(special))]
+			}
+		}
+		run := func(simd bool) ([]float32, []int32) {
+			defer func(v bool) { simdElem = v }(simdElem)
+			simdElem = simdElem && simd
+			y := make([]float32, n*l.outSize())
+			_, ints := l.scratch(n)
+			s := &scratch{i: make([]int32, ints), pool: newPool(1)}
+			l.forward(nil, x, y, n, s)
+			return y, s.i
+		}
+		wantY, wantAt := run(false)
+		gotY, gotAt := run(true)
+		for i := range gotY {
+			g, v := gotY[i], wantY[i]
+			if math.Float32bits(g) != math.Float32bits(v) && !(g != g && v != v) {
+				t.Fatalf("trial %d (%d×%d, relu %v): y[%d] = %v, loop %v", trial, h, w, l.relu, i, g, v)
+			}
+			if gotAt[i] != wantAt[i] {
+				t.Fatalf("trial %d (%d×%d, relu %v): index[%d] = %d, loop %d", trial, h, w, l.relu, i, gotAt[i], wantAt[i])
+			}
+		}
+	}
+}

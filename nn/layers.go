@@ -622,8 +622,20 @@ func (l *maxPool) forwardPart(j *pass, i, _ int) {
 			d, at := dst[oy*l.ow:][:l.ow], at[oy*l.ow:][:l.ow]
 			base := oy * l.size * l.w
 			if l.size == 2 {
-				// Branch-free: on real data which value wins is unpredictable.
 				r0, r1 := src[base:][:2*l.ow], src[base+l.w:][:2*l.ow]
+				if simdElem && l.ow >= 8 {
+					// Eight windows at a time, the last eight overlapping
+					// the others when the row is not a multiple of 8.
+					for ox := 0; ; ox += 8 {
+						ox = min(ox, l.ow-8)
+						pool2AVX(&r0[2*ox], &r1[2*ox], l.w, pl*hw+base+2*ox, floor, &d[ox], &at[ox])
+						if ox == l.ow-8 {
+							break
+						}
+					}
+					continue
+				}
+				// Branch-free: on real data which value wins is unpredictable.
 				for ox := range d {
 					a, b, c, e := r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]
 					top, bottom := max(a, b), max(c, e)
