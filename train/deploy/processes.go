@@ -13,6 +13,7 @@ import (
 	"colo/internal/tempdir"
 	"colo/launch"
 	"colo/placement"
+	"colo/ps/node"
 	"colo/ps/replica"
 	"colo/train"
 	"colo/transport"
@@ -499,14 +500,26 @@ func (pd *Processes) takeover(first int, window time.Duration, perr error) bool 
 
 // tookOver completes the takeover of the scheduler rec with when
 // training resumed: when the last node heard the new scheduler (which
-// releases the barriers that waited) before until.
+// releases the barriers that waited), in each node's loss of the
+// scheduler nearest the failure (a node may also lose and hear the
+// scheduler at other times: at the job's end its link can close before
+// its Shutdown is read, and a scheduler slow under load can be silent
+// for SchedulerGrace heartbeats) whose end came before until.
 func (pd *Processes) tookOver(event int, rec *Recovery, until int64, reports []*train.MachineReport) {
 	var last int64
+	noticed := rec.Noticed.UnixNano()
 	for _, r := range reports {
-		for _, x := range r.Stats.Takeovers {
-			if x.HeardUnixNano > rec.Noticed.UnixNano()-int64(cmp.Or(pd.Timeout, train.Timeout)) && x.HeardUnixNano < until && x.HeardUnixNano > last {
-				last = x.HeardUnixNano
+		var best *node.TakeoverTimes
+		for i, x := range r.Stats.Takeovers {
+			if x.HeardUnixNano == 0 || x.HeardUnixNano >= until {
+				continue
 			}
+			if best == nil || abs(x.LostUnixNano-noticed) < abs(best.LostUnixNano-noticed) {
+				best = &r.Stats.Takeovers[i]
+			}
+		}
+		if best != nil {
+			last = max(last, best.HeardUnixNano)
 		}
 	}
 	if last == 0 {
@@ -518,6 +531,14 @@ func (pd *Processes) tookOver(event int, rec *Recovery, until int64, reports []*
 		pd.Logf("takeover %d: the scheduler's job was taken over, nothing rolled back; training resumed %.2f s after the failure was noticed (noticed at unix %d ns, training resumed at unix %d ns)",
 			event, rec.Seconds, rec.Noticed.UnixNano(), last)
 	}
+}
+
+// abs returns |d|.
+func abs(d int64) int64 {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // resumed completes the replacements from Recovered[first:] with the
