@@ -112,7 +112,7 @@ func to64(s []float32) []float64 {
 // architectures at small sizes.
 func testModels(t *testing.T) map[string]*Model {
 	ms := map[string]*Model{
-		"dense": build([]layer{&dense{name: "fc1", in: 5, out: 3}}, 5),
+		"dense":            build([]layer{&dense{name: "fc1", in: 5, out: 3}}, 5),
 		"dense-40-classes": build([]layer{&dense{name: "fc1", in: 5, out: 40}}, 5), // the softmax's long rows
 		"relu": build([]layer{&dense{name: "fc1", in: 5, out: 6, relu: true},
 			&dense{name: "fc2", in: 6, out: 3}}, 5),
