@@ -119,6 +119,9 @@ func Rebuild(cfg Config, reports []proto.Rejoin) (*Rebuilt, error) {
 	}
 	peers := map[transport.NodeID]proto.Peer{}
 	waiting := map[transport.NodeID][]proto.Barrier{}
+	// first is the first report that names a member, whose epoch the
+	// others must have.
+	first := -1
 	for i, r := range reports {
 		if len(r.Members) == 0 {
 			continue
@@ -129,8 +132,11 @@ func Rebuild(cfg Config, reports []proto.Rejoin) (*Rebuilt, error) {
 			return nil, fmt.Errorf("the node of %s was paused (epoch %d): the scheduler died while the job waited for a replacement", who, r.Epoch)
 		case r.Failovers > 0:
 			return nil, fmt.Errorf("the node of %s was told of %d failovers of replicated key ranges, which a takeover does not rebuild", who, r.Failovers)
-		case i > 0 && r.Epoch != rb.Epoch:
-			return nil, fmt.Errorf("the node of %s is in epoch %d, the node of %s in epoch %d", who, r.Epoch, proto.Name(reports[0].Members[0].ID), rb.Epoch)
+		case first >= 0 && r.Epoch != rb.Epoch:
+			return nil, fmt.Errorf("the node of %s is in epoch %d, the node of %s in epoch %d", who, r.Epoch, proto.Name(reports[first].Members[0].ID), rb.Epoch)
+		}
+		if first < 0 {
+			first = i
 		}
 		rb.Epoch = r.Epoch
 		for _, m := range r.Members {

@@ -87,6 +87,13 @@ func TestRebuild(t *testing.T) {
 				t.Fatalf("waiting %+v, missing %v", rb.Waiting, rb.Missing)
 			}
 		}},
+		{name: "a report that names no member first", reports: []proto.Rejoin{{Token: m0.Token}, m0, m1}, check: func(t *testing.T, rb *Rebuilt) {
+			if rb.Epoch != 2 || len(rb.Peers) != 4 || len(rb.Missing) != 0 {
+				t.Fatalf("%+v", rb)
+			}
+		}},
+		{name: "epochs after a report that names no member", reports: []proto.Rejoin{{Token: m0.Token, Epoch: 3}, m0, machineReport(1, 3)},
+			err: "the node of server 1 is in epoch 3, the node of server 0 in epoch 2"},
 		{name: "paused", reports: []proto.Rejoin{m0, with(m1, func(r *proto.Rejoin) { r.Paused = true })}, err: "was paused"},
 		{name: "failover", reports: []proto.Rejoin{with(m0, func(r *proto.Rejoin) { r.Failovers = 1 }), m1}, err: "failovers"},
 		{name: "epochs", reports: []proto.Rejoin{m0, machineReport(1, 3)}, err: "in epoch 3"},
