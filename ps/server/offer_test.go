@@ -97,3 +97,23 @@ func TestOffer(t *testing.T) {
 		}
 	})
 }
+
+// TestOfferAfterRun: once Run returned (its channel closed, or its
+// context ended while an offer was on its way), an offer is declined:
+// Run waited for the replies it started, and none may start after.
+func TestOfferAfterRun(t *testing.T) {
+	tb, _ := route.Uniform(1, 16)
+	s, err := NewServer(Config{Rank: 0, Workers: 1, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := &logConn{}
+	in := make(chan *transport.Message)
+	close(in)
+	if err := s.Run(context.Background(), in, conn); err != nil {
+		t.Fatal(err)
+	}
+	if s.Offer(context.Background(), sparsePush(1, 3), conn, func() uint64 { return 0 }) {
+		t.Fatalf("a request was handled after Run returned (replies %v)", conn.log())
+	}
+}

@@ -39,8 +39,10 @@ type Server struct {
 	// handle).
 	epoch uint64
 	// handled counts the messages Run took from its channel and
-	// handled (under serve); see Offer.
+	// handled (under serve); see Offer. stopped is set (under serve)
+	// once Run returns: Offer declines from then on.
 	handled uint64
+	stopped bool
 
 	// rep is the replication of the server's ranges, nil without
 	// backups (see replicate.go).
@@ -211,6 +213,13 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 	if s.rep != nil {
 		defer func() { s.rep.out.stop() }()
 	}
+	// Before the wait for the replies in flight: an offer handled after
+	// it would start replies nobody waits for.
+	defer func() {
+		s.serve.Lock()
+		s.stopped = true
+		s.serve.Unlock()
+	}()
 	for {
 		select {
 		case m, ok := <-in:
@@ -234,9 +243,10 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 // reader that offers each request before it queues it saves the hand-off
 // to Run's goroutine, and the wake-up of a thread for it, per request.
 //
-// It declines what Run must do on its own goroutine: a message whose
-// values are still arriving (the caller reads them), and everything of a
-// server whose ranges are replicated (a message of another server, and
+// It declines everything once Run returned, and what Run must do on
+// its own goroutine: a message whose values are still arriving (the
+// caller reads them), and everything of a server whose ranges are
+// replicated (a message of another server, and
 // the sends to backups, would make two links' readers wait on each
 // other). The caller blocks while the message is handled (the core's
 // work and the sends of its replies, but not of the answers that go out
@@ -253,7 +263,7 @@ func (s *Server) Offer(ctx context.Context, m *transport.Message, conn Conn, que
 		return false
 	}
 	defer s.serve.Unlock()
-	if queued() != s.handled {
+	if s.stopped || queued() != s.handled {
 		return false
 	}
 	s.handle(ctx, m, conn)
