@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -288,4 +289,48 @@ func TestReleaseAgain(t *testing.T) {
 	if outs := c.Handle(msg(w1, proto.CmdBarrier, bar(1, 0, 1))); len(outs) != 0 {
 		t.Fatalf("older arrival: %+v", outs)
 	}
+}
+
+// FuzzRejoin feeds a scheduler that takes a job of 2 machines over a
+// report of any bytes (a proto.Rejoin's JSON) from a provisional id,
+// before or after the good reports of both machines rebuilt the job, and
+// then ticks past the takeover's timeout: it never panics, and a job it
+// runs has its 4 members.
+func FuzzRejoin(f *testing.F) {
+	report := func(r proto.Rejoin) []byte {
+		b, err := json.Marshal(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	r0 := machineReport(0, 0)
+	r0.Released = []proto.Barrier{bar(1, 0, 3)}
+	r0.Members[1].Waiting = []proto.Barrier{bar(2, 0, 0.25), {Group: "all", Seq: 1}}
+	r0.Members[1].Done, r0.Members[1].Err = true, "boom"
+	for _, after := range []bool{false, true} {
+		f.Add(report(r0), after)
+		f.Add(report(machineReport(1, 4)), after)
+		f.Add(report(proto.Rejoin{Token: r0.Token}), after)
+		f.Add([]byte(`{"Token":"x","Members":[{"ID":1}]}`), after)
+		f.Add([]byte(`{`), after)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, after bool) {
+		c := takeoverCore(t)
+		if after {
+			c.Handle(msg(proto.Provisional(7), proto.CmdRejoin, machineReport(0, 0)))
+			c.Handle(msg(proto.Provisional(9), proto.CmdRejoin, machineReport(1, 0)))
+			if !c.Running() {
+				t.Fatalf("not running after both reports: %v", c.Logs())
+			}
+		}
+		m := &transport.Message{Header: transport.Header{Type: transport.TypeControl, Cmd: proto.CmdRejoin, Sender: proto.Provisional(5)}, Body: body}
+		c.Handle(m)
+		for range 5 {
+			c.Tick()
+			if c.Running() && len(c.Peers()) != 4 {
+				t.Fatalf("a job runs with the members %+v", c.Peers())
+			}
+		}
+	})
 }
