@@ -36,6 +36,9 @@ type arrival struct {
 	state atomic.Int32 // arriving, arrived or broken; set after got
 	err   error        // why the values broke off; set before state
 	kick  chan struct{}
+	// want is the bytes the receiver waits for (AwaitAtLeast): the
+	// Decoder signals a read that leaves fewer without waking it.
+	want atomic.Int64
 }
 
 // errDropped is the error of values that will never arrive because the
@@ -120,6 +123,34 @@ func (m *Message) Await(ctx context.Context, have int) (int, error) {
 	}
 }
 
+// AwaitAtLeast waits until at least want of m's values have been read,
+// or all of them, and returns how many have, as Await does. The reader
+// of the values wakes the caller only once they are there: a receiver
+// that applies the values in parts asks for parts large enough to be
+// worth a wake-up, instead of being woken by every read.
+func (m *Message) AwaitAtLeast(ctx context.Context, want int) (int, error) {
+	a := m.arrival
+	if a == nil {
+		return len(m.KV.Vals), nil
+	}
+	a.want.Store(4 * int64(min(want, a.n)))
+	defer a.want.Store(0)
+	for {
+		n, ended, err := a.progress()
+		if err != nil {
+			return n, fmt.Errorf("values of message %d from %d: %w", m.ID, m.Sender, err)
+		}
+		if n >= want || ended {
+			return n, nil
+		}
+		select {
+		case <-a.kick:
+		case <-ctx.Done():
+			return n, fmt.Errorf("waiting for the values of message %d from %d: %w", m.ID, m.Sender, context.Cause(ctx))
+		}
+	}
+}
+
 // Complete waits until all of m's values have been read. After an error
 // KV.Vals is incomplete.
 func (m *Message) Complete(ctx context.Context) error {
@@ -171,7 +202,9 @@ func (d *Decoder) Finish() error {
 		got += k
 		if k > 0 {
 			a.got.Store(int64(got))
-			a.signal()
+			if int64(got) >= a.want.Load() {
+				a.signal()
+			}
 		}
 		if err != nil && got < len(b) {
 			err = fmt.Errorf("early values, %d of %d bytes read: %w", got, len(b), unexpected(err))

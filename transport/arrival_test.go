@@ -100,9 +100,25 @@ func TestEarlyValues(t *testing.T) {
 				i++
 				continue
 			}
+			// Every other early frame is followed in parts of at least
+			// step values (AwaitAtLeast), as a server applies a dense
+			// push.
+			step := 0
+			if early && i%6 == 0 {
+				step = 1 + i*7919%(2*q) // rng is the reader's
+			}
 			have := 0
 			for have < len(want) {
-				n, err := m.Await(context.Background(), have)
+				var n int
+				var err error
+				if step == 0 {
+					n, err = m.Await(context.Background(), have)
+				} else {
+					n, err = m.AwaitAtLeast(context.Background(), have+step)
+					if err == nil && n < min(have+step, len(want)) {
+						t.Fatalf("chop %d frame %d: AwaitAtLeast(%d) = %d of %d", chop, i, have+step, n, len(want))
+					}
+				}
 				if err != nil || n <= have || n > len(want) {
 					t.Fatalf("chop %d frame %d: Await(%d) = %d, %v of %d", chop, i, have, n, err, len(want))
 				}
@@ -201,6 +217,10 @@ func TestEarlyValuesCut(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { _, err := dec.Decode(new(Message)); done <- err }()
+	want := (4*n - 4*n/2 - 3) / 4
+	if got, err := m.AwaitAtLeast(context.Background(), n); !errors.Is(err, io.ErrUnexpectedEOF) || got != want {
+		t.Fatalf("AwaitAtLeast(all): %v after %d values, want %d and an unexpected EOF", err, got, want)
+	}
 	got, err := 0, error(nil)
 	for err == nil {
 		got, err = m.Await(context.Background(), got)
@@ -208,7 +228,7 @@ func TestEarlyValuesCut(t *testing.T) {
 			t.Fatal("all values arrived from a cut stream")
 		}
 	}
-	if want := (4*n - 4*n/2 - 3) / 4; !errors.Is(err, io.ErrUnexpectedEOF) || got != want {
+	if !errors.Is(err, io.ErrUnexpectedEOF) || got != want {
 		t.Fatalf("Await: %v after %d values, want %d and an unexpected EOF", err, got, want)
 	}
 	if err := m.Complete(context.Background()); !errors.Is(err, io.ErrUnexpectedEOF) {

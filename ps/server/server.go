@@ -487,5 +487,13 @@ type arriving struct {
 // Arrived returns how many values are there.
 func (a arriving) Arrived() (int, error) { return a.m.Arrived() }
 
-// Await waits for more than have values.
-func (a arriving) Await(have int) (int, error) { return a.m.Await(a.ctx, have) }
+// Await waits for more than have values: for AwaitBatch more, or all of
+// them, so that the reader of the link wakes the server once per batch,
+// not once per read.
+func (a arriving) Await(have int) (int, error) { return a.m.AwaitAtLeast(a.ctx, have+AwaitBatch) }
+
+// AwaitBatch is how many more values the server waits for when it has
+// applied all the values of a dense push that have arrived: 512 KiB of
+// float32, a few reads of the link, small enough to be added while they
+// are still in the core's cache.
+const AwaitBatch = 8 * ApplyStep
