@@ -210,11 +210,10 @@ type Node struct {
 	// A takeover of the scheduler (rejoin.go): released is the last
 	// release of each barrier group in the epoch, finished the worker's
 	// Done once sent; rejoinStop, while the node reports to a new
-	// scheduler (rejoining set), stops it; takeovers are their times.
+	// scheduler, stops it; takeovers are their times.
 	released   map[string]proto.Barrier
 	finished   *proto.Done
 	rejoinStop chan struct{}
-	rejoining  atomic.Bool
 	takeovers  []TakeoverTimes
 }
 
@@ -564,7 +563,6 @@ func (m *member) loop() {
 			if msg.Sender == proto.SchedulerID && (stalled == 0 || sinceStall >= SchedulerGrace) {
 				silent, limit, schedLost, stalled = 0, timeout, nil, 0
 				n.stalled.Store(0)
-				n.heardScheduler()
 			}
 			if msg.Type == transport.TypeData {
 				m.data.Push(msg)
@@ -613,11 +611,6 @@ func (m *member) loop() {
 			last = time.Now()
 			silent++
 			sinceStall++
-			if silent > SchedulerGrace && stalled == 0 && n.assign.Job.Standby {
-				// Silent, its link not seen to fail: gone too, or slow,
-				// in which case the report is ignored.
-				n.startRejoin()
-			}
 			if silent > limit && n.shuttingDown() {
 				n.end(nil)
 			} else if silent > limit && stalled > 0 {
@@ -694,6 +687,13 @@ func (n *Node) control(m *member, msg *transport.Message) {
 			return
 		}
 		n.failover(m, f, msg)
+	case proto.CmdRejoined:
+		var r proto.Rejoined
+		if err := proto.Decode(msg, &r); err != nil {
+			n.end(err)
+			return
+		}
+		n.rejoined(r)
 	case proto.CmdTrained:
 		n.trainedOnce.Do(func() { close(n.trained) })
 	case proto.CmdShutdown:
@@ -880,6 +880,9 @@ func (n *Node) end(err error) {
 		return
 	}
 	n.ended, n.err = true, err
+	if err == nil {
+		n.dropUnheard()
+	}
 	n.mu.Unlock()
 	if err != nil {
 		n.cfg.Logf("node: %v", err)

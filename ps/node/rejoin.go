@@ -21,7 +21,9 @@ import (
 // sends every heartbeat a proto.Rejoin: its ids, addresses, machine,
 // key and epoch, each member's barrier arrivals not released and
 // whether its worker is done, and the last release of each barrier
-// group. It stops once a member hears a scheduler again. The servers
+// group. It stops once a scheduler answers (proto.Rejoined), not at
+// the first message from the scheduler, which may be the dead one's
+// last, read after its link's failure. The servers
 // and workers never stop meanwhile: a worker trains on until its next
 // barrier, which the new scheduler releases once every node has
 // reported (sched.Rebuild). Heartbeats go on being sent to the
@@ -30,7 +32,8 @@ import (
 
 // TakeoverTimes is what a node saw of a takeover of its scheduler: when
 // it lost the scheduler and started reporting (LostUnixNano), and when
-// it heard a scheduler again (HeardUnixNano; 0 if it did not).
+// the scheduler that took the job over answered (HeardUnixNano; 0 if
+// none did).
 type TakeoverTimes struct {
 	LostUnixNano  int64 `json:"lost_unix_nano"`
 	HeardUnixNano int64 `json:"heard_unix_nano"`
@@ -55,29 +58,39 @@ func (n *Node) startRejoin() {
 	}
 	stop := make(chan struct{})
 	n.rejoinStop = stop
-	n.rejoining.Store(true)
 	n.takeovers = append(n.takeovers, TakeoverTimes{LostUnixNano: time.Now().UnixNano()})
 	n.cfg.Logf("node: lost the scheduler at %s: reporting to the scheduler that takes the job over", n.cfg.Scheduler)
 	n.wg.Go(func() { n.report(stop) })
 }
 
-// heardScheduler stops the reports: a member heard a scheduler.
-func (n *Node) heardScheduler() {
-	if !n.rejoining.Load() {
-		return
-	}
+// rejoined handles a scheduler's answer to the node's report: the
+// reports stop, and a takeover is recorded as heard.
+func (n *Node) rejoined(r proto.Rejoined) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.rejoinStop == nil {
-		return
+		return // the other member of a machine had it
 	}
 	close(n.rejoinStop)
 	n.rejoinStop = nil
-	n.rejoining.Store(false)
-	if k := len(n.takeovers) - 1; k >= 0 {
-		n.takeovers[k].HeardUnixNano = time.Now().UnixNano()
+	k := len(n.takeovers) - 1
+	if !r.TakenOver {
+		// The scheduler ran the job all along: a link to it had failed.
+		n.takeovers = n.takeovers[:k]
+		n.cfg.Logf("node: the scheduler at %s runs the job: its link had failed", n.cfg.Scheduler)
+		return
 	}
-	n.cfg.Logf("node: the scheduler at %s has the job", n.cfg.Scheduler)
+	n.takeovers[k].HeardUnixNano = time.Now().UnixNano()
+	n.cfg.Logf("node: the scheduler at %s took the job over (epoch %d)", n.cfg.Scheduler, r.Epoch)
+}
+
+// dropUnheard forgets a loss of the scheduler that no scheduler
+// answered when the job ends well: the scheduler's link closed at the
+// end of the job before its Shutdown was read. n.mu is held.
+func (n *Node) dropUnheard() {
+	if k := len(n.takeovers) - 1; k >= 0 && n.takeovers[k].HeardUnixNano == 0 {
+		n.takeovers = n.takeovers[:k]
+	}
 }
 
 // report sends the node's report every heartbeat until stop is closed

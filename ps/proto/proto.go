@@ -191,6 +191,7 @@ const (
 	CmdResume                      // scheduler → node: Resume, the replacement is ready
 	CmdFailover                    // scheduler → node: Failover, a server's backup takes over its ranges
 	CmdRejoin                      // node → scheduler: Rejoin, what the node knows of a job whose scheduler died
+	CmdRejoined                    // scheduler → node: Rejoined, its report was read
 )
 
 // Data commands (Header.Cmd of a TypeData message).
@@ -412,7 +413,7 @@ type Job struct {
 // job of one that died (sched.Config.Takeover): what that scheduler
 // knew of the node and the node alone still knows. The node sends it
 // from a provisional id, every heartbeat, from when it lost the
-// scheduler until it hears one again on its own endpoints; the new
+// scheduler until a scheduler answers it (Rejoined); the new
 // scheduler rebuilds its membership and barriers from the reports of
 // every node (sched.Rebuild).
 type Rejoin struct {
@@ -435,6 +436,16 @@ type Rejoin struct {
 	// Released is the last release (with its sum) of each barrier group
 	// the node had in epoch Epoch.
 	Released []Barrier `json:",omitempty"`
+}
+
+// Rejoined is a scheduler's answer to a Rejoin, sent to every endpoint
+// of the node: the node stops reporting. TakenOver is set by a scheduler
+// that took the job over (it had the reports of every node), clear for
+// one that was running the job all along (the node had lost a link to
+// it, not the scheduler).
+type Rejoined struct {
+	Epoch     uint64
+	TakenOver bool `json:",omitempty"`
 }
 
 // RejoinMember is one endpoint of a node in its Rejoin.

@@ -24,15 +24,16 @@ import (
 // Config.Takeover (the launcher does it: launch.Cluster.Standby).
 //
 // With Config.Standby the job tells the nodes (proto.Job.Standby); a
-// node that loses the scheduler (its link closed, or SchedulerGrace
-// heartbeats of silence) does not end the job but sends its report,
-// proto.Rejoin, from a provisional id every heartbeat, for up to
-// Timeout, until it hears a scheduler again on its own endpoints. The
-// taking-over scheduler collects the reports; once every server,
-// worker and evaluator is in one, it rebuilds its state (Rebuild, a
-// pure function of the reports), sends every node a heartbeat, releases
-// again the barriers whose release a node lost, and feeds the pending
-// arrivals and ends to the barriers as they would have come. The job
+// node whose link to the scheduler closes does not end the job but
+// sends its report, proto.Rejoin, from a provisional id every
+// heartbeat, for up to Timeout, until a scheduler answers it
+// (proto.Rejoined; a scheduler that ran the job all along answers too:
+// the node had lost a link to it, not the scheduler). The taking-over
+// scheduler collects the reports; once every server, worker and
+// evaluator is in one, it rebuilds its state (Rebuild, a pure function
+// of the reports), answers every node, releases again the barriers
+// whose release a node lost, and feeds the pending arrivals and ends to
+// the barriers as they would have come. The job
 // goes on where it was: no pause, no rollback, and under BSP the model
 // is the one of a run without failure, bit for bit (the servers and the
 // workers never stopped; only the barriers waited).
@@ -216,11 +217,12 @@ func (c *Core) hold(m *transport.Message) {
 	c.takeover.held = append(c.takeover.held, heldMsg{from: m.Sender, cmd: m.Cmd, body: bytes.Clone(m.Body)})
 }
 
-// rejoin handles a node's report (proto.Rejoin). Only a scheduler that
-// takes over a job reads them: before it rebuilt the state, to rebuild
-// it; after, as the node's arrivals and end sent again.
+// rejoin handles a node's report (proto.Rejoin): a scheduler that
+// takes over a job, before it rebuilt the state, to rebuild it; after,
+// as the node's arrivals and end sent again. Once it runs the job, a
+// scheduler answers the node with Rejoined.
 func (c *Core) rejoin(from transport.NodeID, r proto.Rejoin) {
-	if !c.cfg.Takeover || len(r.Members) == 0 {
+	if len(r.Members) == 0 {
 		return
 	}
 	if !proto.IsProvisional(from) {
@@ -242,22 +244,32 @@ func (c *Core) rejoin(from transport.NodeID, r proto.Rejoin) {
 		if len(rb.Missing) == 0 {
 			c.apply(rb)
 		}
-	case running:
-		if r.Epoch != c.epoch {
-			return
-		}
+	case running, paused:
+		// A scheduler that took the job over hears the node's arrivals
+		// and end again; one that ran the job all along (the node lost
+		// a link to it, not the scheduler) had them. Either answers, so
+		// that the node stops reporting.
+		again := c.cfg.Takeover && c.phase == running && r.Epoch == c.epoch
+		var ids []transport.NodeID
 		for _, m := range r.Members {
 			mb := c.members[m.ID]
 			if mb == nil || mb.addr != m.Addr {
 				continue
 			}
+			ids = append(ids, m.ID)
 			mb.lastSeen = c.tick
+			if !again {
+				continue
+			}
 			for _, b := range m.Waiting {
 				c.barrier(m.ID, b)
 			}
-			if m.Done && !mb.done {
+			if m.Done && !mb.done && c.phase == running {
 				c.done(m.ID, proto.Done{Err: m.Err})
 			}
+		}
+		for _, id := range ids {
+			c.send(id, "", proto.CmdRejoined, proto.Rejoined{Epoch: c.epoch, TakenOver: c.cfg.Takeover})
 		}
 	}
 }
@@ -293,7 +305,7 @@ func (c *Core) apply(rb *Rebuilt) {
 	c.takeover.held = nil
 	c.logf("job taken over (epoch %d): %d nodes reported, %d barrier arrivals pending, %d done", c.epoch, len(rb.Peers), len(rb.Waiting), len(rb.Done))
 	for _, p := range c.Peers() {
-		c.send(p.ID, "", proto.CmdHeartbeat, nil)
+		c.send(p.ID, "", proto.CmdRejoined, proto.Rejoined{Epoch: c.epoch, TakenOver: true})
 	}
 	for _, a := range rb.Waiting {
 		c.barrier(a.From, a.Barrier)

@@ -143,7 +143,7 @@ func takeoverCore(t *testing.T) *Core {
 // TestTakeoverByHand walks a takeover: the old scheduler released
 // barrier 1 of the workers to worker 0 only and died; worker 0 waits at
 // barrier 2 and worker 1, which lost its release, at barrier 1. The new
-// scheduler hears the nodes again once both reported, sends worker 1
+// scheduler answers the nodes once both reported, sends worker 1
 // its release, holds a barrier arrival that came before, releases
 // barrier 2 with the sum in node id order, and ends the job when both
 // workers are done.
@@ -178,8 +178,8 @@ func TestTakeoverByHand(t *testing.T) {
 	if !c.Running() {
 		t.Fatalf("not running after every report: %v", c.Logs())
 	}
-	if hb := find(outs, proto.CmdHeartbeat); len(hb) != 4 || hb[0].Addr != "s0" {
-		t.Fatalf("heartbeats %+v", hb)
+	if an := find(outs, proto.CmdRejoined); len(an) != 4 || an[0].Addr != "s0" || !strings.Contains(string(an[0].M.Body), `"TakenOver":true`) {
+		t.Fatalf("answers %+v", an)
 	}
 	rels := find(outs, proto.CmdRelease)
 	// Barrier 1 again to worker 1; barrier 2 to both, once the held
@@ -200,7 +200,7 @@ func TestTakeoverByHand(t *testing.T) {
 	// nothing: barrier 2 is released, its arrival gets the release again.
 	r1.Members[1].Waiting = []proto.Barrier{bar(2, 0, 0.5)}
 	outs = c.Handle(msg(proto.Provisional(9), proto.CmdRejoin, r1))
-	if rels := find(outs, proto.CmdRelease); len(rels) != 1 || rels[0].To != proto.WorkerID(1) {
+	if rels := find(outs, proto.CmdRelease); len(rels) != 1 || rels[0].To != proto.WorkerID(1) || len(find(outs, proto.CmdRejoined)) != 2 {
 		t.Fatalf("late report: %+v", outs)
 	}
 	// An arrival at an older barrier is ignored.
@@ -333,4 +333,25 @@ func FuzzRejoin(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReportToLiveScheduler: a scheduler that ran the job all along
+// answers a node's report (the node lost a link to it) without taking
+// anything from it, and ignores one of a node it does not know.
+func TestReportToLiveScheduler(t *testing.T) {
+	c := started(t)
+	r := proto.Rejoin{Token: proto.TokenDigest("tok"), Members: []proto.RejoinMember{
+		{ID: proto.WorkerID(1), Addr: "real", Done: true, Waiting: []proto.Barrier{bar(1, 0, 5)}},
+	}}
+	outs := c.Handle(msg(proto.Provisional(9), proto.CmdRejoin, r))
+	if an := find(outs, proto.CmdRejoined); len(outs) != 1 || len(an) != 1 || an[0].To != proto.WorkerID(1) || strings.Contains(string(an[0].M.Body), "TakenOver") {
+		t.Fatalf("answer %+v", outs)
+	}
+	if ended, _ := c.Ended(); ended || c.members[proto.WorkerID(1)].done {
+		t.Fatal("the report of a live scheduler's node was taken for its Done")
+	}
+	r.Members[0].Addr = "elsewhere"
+	if outs := c.Handle(msg(proto.Provisional(9), proto.CmdRejoin, r)); len(outs) != 0 {
+		t.Fatalf("a report of another address: %+v", outs)
+	}
 }

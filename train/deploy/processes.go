@@ -362,7 +362,7 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 		c.RecoverWait, c.Standby = RecoverWait, true
 		c.Replace = func(name string, perr error) bool {
 			if name == "scheduler" {
-				return pd.takeover(first, window, perr)
+				return pd.takeover(perr)
 			}
 			if srv != nil {
 				if p, ok := launch.ServerRank(name); ok {
@@ -483,15 +483,14 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 // takeover says whether a scheduler is started again to take over the
 // job of the scheduler that died with perr (launch.Cluster.Standby),
 // and records it; the run's recoveries are from Recovered[first:]. It
-// is a failure event as a replacement is, but needs no checkpoint:
-// nothing is rolled back.
-func (pd *Processes) takeover(first int, window time.Duration, perr error) bool {
-	joined := len(pd.Recovered) > first && time.Since(pd.Recovered[len(pd.Recovered)-1].Noticed) <= window
-	if !joined && pd.events() >= pd.Restarts {
+// is a failure event of its own, which needs no checkpoint: nothing is
+// rolled back.
+func (pd *Processes) takeover(perr error) bool {
+	if pd.events() >= pd.Restarts {
 		return false
 	}
 	failure := fmt.Errorf("scheduler failed: %v", perr)
-	pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: "scheduler", Noticed: time.Now(), Joined: joined})
+	pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: "scheduler", Noticed: time.Now()})
 	if pd.Logf != nil {
 		pd.Logf("takeover %d of %d after %v: a scheduler started again with --takeover at its address", pd.events(), pd.Restarts, failure)
 	}
