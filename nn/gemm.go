@@ -251,12 +251,7 @@ func macro(mb, nb, kb int, alpha float32, pa, pb, direct []float32, ldb int, c [
 			clear(t)
 			g.kern(kb, ap, bp, bs, t, nr, 1)
 			for r := range rows {
-				dst := c[(ir+r)*ldc+jr:]
-				dst = dst[:cols]
-				src := t[r*nr : r*nr+cols]
-				for j, v := range src {
-					dst[j] += alpha * v
-				}
+				axpy(c[(ir+r)*ldc+jr:][:cols], t[r*nr:r*nr+cols], alpha)
 			}
 		}
 	}

@@ -6,7 +6,8 @@
 # that both see the same machine, and writes the medians and their ratio
 # as JSON. A round
 # in which either side shared the machine with other work is left out of
-# the medians.
+# the medians. Each round's line and the JSON (load_average) give the
+# one-minute load average at its start and end.
 #
 # Usage, from the repository root:
 #
@@ -76,8 +77,13 @@ def go_round():
             return res, other, attempt
         time.sleep(1)
 
-torch_runs, go_runs = [], []
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+torch_runs, go_runs, loads = [], [], []
 for r in range(rounds):
+    load0 = loadavg()
     tj = os.path.join(tmp, f"torch{r}.json")
     subprocess.run(["/usr/bin/python3", os.path.join(peer, "bench_dense.py"), "--data", data, "--models", "mlp,cnn",
                     "--batches", "64", "--threads", "1,2", "--no-accuracy", "--json", tj], check=True,
@@ -88,10 +94,12 @@ for r in range(rounds):
     res, other, redone = go_round()
     go_runs.append({"samples_per_s": {f"{m}/{th}": v for (m, th), v in res.items()}, "other_cores": round(other, 3),
                     "redone": redone})
+    loads.append([load0, loadavg()])
     keys = [f"{m}/{th}" for m in ("mlp", "cnn") for th in (1, 2)]
     print(f"round {r + 1}: torch " + ", ".join(f"{k} {torch_runs[-1][k]['samples_per_s']:.0f}" for k in keys) +
           "; colo " + ", ".join(f"{k} {go_runs[-1]['samples_per_s'].get(k, 0):.0f}" for k in keys) +
-          f" samples/s (others used {other:.2f} cores during colo's run)", file=sys.stderr)
+          f" samples/s (others used {other:.2f} cores during colo's run; load average {loads[-1][0]:.1f} → {loads[-1][1]:.1f})",
+          file=sys.stderr)
 
 # The medians are over the rounds in which neither side was contended; when
 # every round was, over all of them, and the record says so.
@@ -116,5 +124,5 @@ with open("/proc/cpuinfo") as f:
     cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
 with open(out, "w") as f:
     json.dump({"tool": "bench/nn/torch.sh", "cpu": cpu, "cpus": os.cpu_count(), "rounds": rounds,
-               "go_benchtime": benchtime, "summary": summary, "torch": torch_runs, "colo": go_runs}, f, indent=1)
+               "go_benchtime": benchtime, "load_average": loads, "summary": summary, "torch": torch_runs, "colo": go_runs}, f, indent=1)
 PY
