@@ -69,8 +69,14 @@ func axpyAVX(dst, src *float32, n int, a float32)
 //go:noescape
 func pool2AVX(r0, r1 *float32, w, idx int, floor float32, d *float32, at *int32)
 
+// sumAVX sums n values, a positive multiple of 32, in 32 running sums.
+//
+//go:noescape
+func sumAVX(p *float32, n int) float32
+
 // simdElem is true when the processor has AVX2 (and FMA, as the other
-// kernels): reluRow, maskRow, axpy and 2×2 pooling use the AVX kernels.
+// kernels): reluRow, maskRow, axpy, sum and 2×2 pooling use the AVX
+// kernels.
 var simdElem = hasAVX2FMA()
 
 // pauseAMD64 waits a few tens of nanoseconds with PAUSE.

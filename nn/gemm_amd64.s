@@ -461,3 +461,35 @@ TEXT ·pool2AVX(SB), NOSPLIT, $0-56
 	VMOVDQU Y3, (DI)
 	VZEROUPPER
 	RET
+
+// func sumAVX(p *float32, n int) float32
+// The sum of n values (a positive multiple of 32) in 32 running sums,
+// four YMM registers, reduced in a fixed order: the registers pairwise,
+// then the eight lanes as (0+4, 1+5, 2+6, 3+7), then pairwise again.
+TEXT ·sumAVX(SB), NOSPLIT, $0-20
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+sumloop:
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	ADDQ $128, SI
+	SUBQ $32, CX
+	JG sumloop
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X0, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET

@@ -492,10 +492,16 @@ func copyShort(dst, src []float32) {
 	}
 }
 
-// sum returns the sum of s, with four running sums so that the adds do
-// not wait on each other.
+// sum returns the sum of s, with several running sums so that the adds
+// do not wait on each other: 32 in AVX registers where the processor has
+// them, for the first multiple of 32 values, else four. The order of the
+// adds depends on len(s) alone.
 func sum(s []float32) float32 {
 	var a, b, c, d float32
+	if n := len(s) &^ 31; simdElem && n > 0 {
+		a = sumAVX(&s[0], n)
+		s = s[n:]
+	}
 	i := 0
 	for ; i+4 <= len(s); i += 4 {
 		q := s[i : i+4 : i+4]
