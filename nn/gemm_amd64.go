@@ -69,6 +69,12 @@ func axpyAVX(dst, src *float32, n int, a float32)
 //go:noescape
 func pool2AVX(r0, r1 *float32, w, idx int, floor float32, d *float32, at *int32)
 
+// unpool2AVX sets the input gradient of eight 2×2 windows (maxPool's
+// backward pass), what its loop sets, bit for bit.
+//
+//go:noescape
+func unpool2AVX(dy *float32, at *int32, idx, w int, dx0, dx1 *float32)
+
 // sumAVX sums n values, a positive multiple of 32, in 32 running sums.
 //
 //go:noescape

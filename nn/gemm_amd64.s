@@ -493,3 +493,76 @@ sumloop:
 	VMOVSS X0, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// Each of eight windows' index and gradient twice, for the two columns
+// of its rows (unpool2AVX).
+DATA unpoolDup<>+0(SB)/4, $0
+DATA unpoolDup<>+4(SB)/4, $0
+DATA unpoolDup<>+8(SB)/4, $1
+DATA unpoolDup<>+12(SB)/4, $1
+DATA unpoolDup<>+16(SB)/4, $2
+DATA unpoolDup<>+20(SB)/4, $2
+DATA unpoolDup<>+24(SB)/4, $3
+DATA unpoolDup<>+28(SB)/4, $3
+DATA unpoolDup<>+32(SB)/4, $4
+DATA unpoolDup<>+36(SB)/4, $4
+DATA unpoolDup<>+40(SB)/4, $5
+DATA unpoolDup<>+44(SB)/4, $5
+DATA unpoolDup<>+48(SB)/4, $6
+DATA unpoolDup<>+52(SB)/4, $6
+DATA unpoolDup<>+56(SB)/4, $7
+DATA unpoolDup<>+60(SB)/4, $7
+GLOBL unpoolDup<>(SB), RODATA|NOPTR, $64
+
+DATA unpoolSeq<>+0(SB)/4, $0
+DATA unpoolSeq<>+4(SB)/4, $1
+DATA unpoolSeq<>+8(SB)/4, $2
+DATA unpoolSeq<>+12(SB)/4, $3
+DATA unpoolSeq<>+16(SB)/4, $4
+DATA unpoolSeq<>+20(SB)/4, $5
+DATA unpoolSeq<>+24(SB)/4, $6
+DATA unpoolSeq<>+28(SB)/4, $7
+GLOBL unpoolSeq<>(SB), RODATA|NOPTR, $32
+
+// func unpool2AVX(dy *float32, at *int32, idx, w int, dx0, dx1 *float32)
+// The input gradient of eight 2×2 windows (maxPool.backwardPart): the
+// windows' top-left values are idx, idx+2, …, idx+14 of the planes, at
+// their recorded maxima, and the rows dx0[0:16] and dx1[0:16] (w values
+// on) are set to dy+0 where a value is its window's maximum, else +0.
+TEXT ·unpool2AVX(SB), NOSPLIT, $0-48
+	MOVQ dy+0(FP), SI
+	MOVQ at+8(FP), DI
+	VXORPS Y15, Y15, Y15
+	VADDPS (SI), Y15, Y0 // dy + 0, as +0 + dy
+	VMOVDQU (DI), Y1
+	VMOVDQU unpoolDup<>+0(SB), Y2
+	VMOVDQU unpoolDup<>+32(SB), Y3
+	VPERMPS Y0, Y2, Y4 // dy of windows 0-3, each twice
+	VPERMPS Y0, Y3, Y5 // 4-7
+	VPERMD Y1, Y2, Y6 // their indices
+	VPERMD Y1, Y3, Y7
+	VPBROADCASTD idx+16(FP), Y8
+	VPADDD unpoolSeq<>(SB), Y8, Y8 // top row: idx+0..7
+	VPCMPEQD Y9, Y9, Y9
+	VPSRLD $31, Y9, Y9
+	VPSLLD $3, Y9, Y9 // 8s
+	VPADDD Y9, Y8, Y9 // idx+8..15
+	VPCMPEQD Y8, Y6, Y10
+	VANDPS Y4, Y10, Y10
+	VPCMPEQD Y9, Y7, Y11
+	VANDPS Y5, Y11, Y11
+	MOVQ dx0+32(FP), DX
+	VMOVUPS Y10, (DX)
+	VMOVUPS Y11, 32(DX)
+	VPBROADCASTD w+24(FP), Y12
+	VPADDD Y12, Y8, Y8 // bottom row
+	VPADDD Y12, Y9, Y9
+	VPCMPEQD Y8, Y6, Y10
+	VANDPS Y4, Y10, Y10
+	VPCMPEQD Y9, Y7, Y11
+	VANDPS Y5, Y11, Y11
+	MOVQ dx1+40(FP), DX
+	VMOVUPS Y10, (DX)
+	VMOVUPS Y11, 32(DX)
+	VZEROUPPER
+	RET

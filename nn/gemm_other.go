@@ -19,6 +19,10 @@ func reluAVX(*float32, int)                    { panic("nn: no AVX in this build
 func maskAVX(*float32, *float32, int)          { panic("nn: no AVX in this build") }
 func axpyAVX(*float32, *float32, int, float32) { panic("nn: no AVX in this build") }
 
+func unpool2AVX(*float32, *int32, int, int, *float32, *float32) {
+	panic("nn: no AVX in this build")
+}
+
 func sumAVX(*float32, int) float32 { panic("nn: no AVX in this build") }
 
 func pool2AVX(*float32, *float32, int, int, float32, *float32, *int32) {

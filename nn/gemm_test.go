@@ -246,8 +246,9 @@ func TestElementwise(t *testing.T) {
 }
 
 // TestPool2 checks 2×2 max pooling with SIMD (where the processor has
-// it) against its loop: the same values bit for bit (a NaN where the
-// loop gives one) and the same indices, with and without the ReLU, on
+// it) against its loops: the same values bit for bit (a NaN where the
+// loop gives one), the same indices and the same input gradient bit for
+// bit (with −0 and NaN among the gradients), with and without the ReLU, on
 // rows of 8 windows or more that are and are not multiples of 8, with
 // ties, ±0, ±∞ and NaN among the inputs.
 func TestPool2(t *testing.T) {
@@ -255,7 +256,7 @@ func TestPool2(t *testing.T) {
 	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
 	for trial := range 200 {
 		c, n := 1+rng.IntN(2), 1+rng.IntN(3)
-		h, w := 2+rng.IntN(5), 16+rng.IntN(25)
+		h, w := 2+rng.IntN(5), 16+rng.IntN(25) // odd sizes too: their last row or column is in no window
 		l := newMaxPool(c, h, w, 2, rng.IntN(2) == 0)
 		x := randSlice(rng, c*n*h*w)
 		for i := range x {
@@ -263,17 +264,30 @@ func TestPool2(t *testing.T) {
 				x[i] = special[rng.IntN(len(special))]
 			}
 		}
-		run := func(simd bool) ([]float32, []int32) {
+		dy := randSlice(rng, n*l.outSize())
+		for i := range dy {
+			if rng.IntN(3) == 0 {
+				dy[i] = special[rng.IntN(len(special))]
+			}
+		}
+		run := func(simd bool) ([]float32, []int32, []float32) {
 			defer func(v bool) { simdElem = v }(simdElem)
 			simdElem = simdElem && simd
 			y := make([]float32, n*l.outSize())
 			_, ints := l.scratch(n)
 			s := &scratch{i: make([]int32, ints), pool: newPool(1)}
 			l.forward(nil, x, y, n, s)
-			return y, s.i
+			dx := randSlice(rng, len(x)) // every value must be set
+			l.backward(nil, x, y, slices.Clone(dy), dx, nil, 1, n, s)
+			return y, s.i, dx
 		}
-		wantY, wantAt := run(false)
-		gotY, gotAt := run(true)
+		wantY, wantAt, wantDx := run(false)
+		gotY, gotAt, gotDx := run(true)
+		for i := range gotDx {
+			if math.Float32bits(gotDx[i]) != math.Float32bits(wantDx[i]) {
+				t.Fatalf("trial %d (%d×%d, relu %v): dx[%d] = %v, loop %v", trial, h, w, l.relu, i, gotDx[i], wantDx[i])
+			}
+		}
 		for i := range gotY {
 			g, v := gotY[i], wantY[i]
 			if math.Float32bits(g) != math.Float32bits(v) && !(g != g && v != v) {

@@ -704,6 +704,26 @@ func (l *maxPool) backwardPart(j *pass, i, _ int) {
 	pb := split(l.c*j.n, j.s.pool.threads, 1)
 	p0, p1 := i*pb, min(l.c*j.n, (i+1)*pb)
 	dx := j.dx
+	if l.size == 2 && simdElem && l.ow >= 8 && l.h%2 == 0 && l.w%2 == 0 {
+		// The windows cover the planes: each value is set, eight windows
+		// at a time (the last eight overlapping the others), with no
+		// clearing pass and no unpredictable branch.
+		for pl := p0; pl < p1; pl++ {
+			for oy := range l.oh {
+				o, base := pl*ohw+oy*l.ow, pl*hw+2*oy*l.w
+				_, _ = j.dy[o+l.ow-1], j.s.i[o+l.ow-1]
+				_ = dx[base+l.w+2*l.ow-1]
+				for ox := 0; ; ox += 8 {
+					ox = min(ox, l.ow-8)
+					unpool2AVX(&j.dy[o+ox], &j.s.i[o+ox], base+2*ox, l.w, &dx[base+2*ox], &dx[base+l.w+2*ox])
+					if ox == l.ow-8 {
+						break
+					}
+				}
+			}
+		}
+		return
+	}
 	clear(dx[p0*hw : p1*hw])
 	arg := j.s.i[p0*ohw : p1*ohw]
 	dy := j.dy[p0*ohw:][:len(arg)]
