@@ -10,6 +10,9 @@ import (
 // together.
 const maxRateNet = 100
 
+// A rated net's pins are counted in bytes (pinsByBlock).
+const _ = uint8(maxRateNet)
+
 // cluster groups the vertices of lv for contraction. Vertices are visited
 // in a random order; a vertex still alone joins the cluster of the
 // neighbour it shares most with, rated Σ_e w_e / (|e| − 1) over the shared
@@ -26,6 +29,15 @@ func cluster(lv *level, part []int32, maxW int64, matching, byRarity bool, rng *
 // clusterIn is cluster visiting the vertices in the given order, a
 // permutation of 0..lv.n−1; it draws nothing at random.
 func clusterIn(lv *level, part []int32, maxW int64, matching, byRarity bool, order []int) ([]int32, int) {
+	return clusterScan(lv, part, maxW, matching, byRarity, order, true)
+}
+
+// clusterScan is clusterIn; with grouped and part, each vertex scans only
+// the pins of its own block in each net (pinsByBlock), otherwise every
+// pin, skipping the other blocks'. Both give the same clusters: the pins
+// of a block keep their order, and with it the order in which ratings
+// add up (TestClusterGrouped).
+func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, order []int, grouped bool) ([]int32, int) {
 	n := lv.n
 	cid := make([]int32, n)
 	for u := range cid {
@@ -52,6 +64,16 @@ func clusterIn(lv *level, part []int32, maxW int64, matching, byRarity bool, ord
 	if part != nil {
 		copy(tag, part)
 	}
+	// With part, the pins of each rated net grouped by block (in their
+	// order within a block), so that u scans only its own block's: the
+	// others would all be skipped, 1 − 1/k of a net's pins.
+	grouped = grouped && part != nil
+	pins := lv.nadj
+	var at []uint8 // with grouped, the blocks' offsets in each rated net
+	nb1 := 0
+	if grouped {
+		pins, at, nb1 = pinsByBlock(lv, part, rate)
+	}
 	var touched []int32
 	for _, u := range order {
 		if !alone[u] { // u joined a cluster, or others joined it
@@ -64,7 +86,14 @@ func clusterIn(lv *level, part []int32, maxW int64, matching, byRarity bool, ord
 			if r == 0 {
 				continue
 			}
-			for _, x := range lv.pins(int(e)) {
+			ps := pins[lv.noff[e]:lv.noff[e+1]]
+			if grouped {
+				// u's block's pins only (pu is −1 once u is paired, and
+				// u is then not visited).
+				o := int(e)*nb1 + int(pu)
+				ps = ps[at[o]:at[o+1]]
+			}
+			for _, x := range ps {
 				// Skip the pins that could not be chosen below: those in
 				// another block and, when matching, those paired already
 				// (a vertex still alone is its own cluster). The others'
@@ -161,6 +190,46 @@ func clusterIn(lv *level, part []int32, maxW int64, matching, byRarity bool, ord
 		cid[u] = id[cid[u]]
 	}
 	return cid, nc
+}
+
+// pinsByBlock returns lv's net → vertex adjacency (laid out as lv.nadj,
+// by lv.noff) with the pins of each net rated through (rate[e] ≠ 0, so of
+// at most maxRateNet pins) sorted by their block in part, stably, the
+// other nets' pins left as they are; and the offsets of the blocks within
+// each rated net: block b of net e holds pins at[e·nb1+b] to at[e·nb1+b+1]
+// of it, nb1 being the number of blocks plus one. O(pins + nets·blocks)
+// time, by counting.
+func pinsByBlock(lv *level, part []int32, rate []float64) (pins []uint32, at []uint8, nb1 int) {
+	nb := 1
+	for _, b := range part {
+		nb = max(nb, int(b)+1)
+	}
+	nb1 = nb + 1
+	pins = make([]uint32, len(lv.nadj))
+	copy(pins, lv.nadj)
+	at = make([]uint8, lv.m*nb1)
+	for e := range lv.m {
+		if rate[e] == 0 {
+			continue
+		}
+		ps := lv.pins(e)
+		off := at[e*nb1 : e*nb1+nb1]
+		for _, x := range ps {
+			off[part[x]+1]++
+		}
+		for b := range nb {
+			off[b+1] += off[b]
+		}
+		out := pins[lv.noff[e]:lv.noff[e+1]]
+		for _, x := range ps {
+			out[off[part[x]]] = x
+			off[part[x]]++
+		}
+		// off[b] now ends block b: shift back to starts.
+		copy(off[1:], off[:nb])
+		off[0] = 0
+	}
+	return pins, at, nb1
 }
 
 // contract returns the level whose vertices are the clusters cid of lv's

@@ -441,3 +441,38 @@ func TestRefineThreads(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterGrouped checks the grouped scan of coarsening against the
+// plain one: on random graphs, blocks, orders and bounds, at the finest
+// level and at a contracted one (weighted vertices and nets), with and
+// without matching, a vertex scanning only its block's pins of each net
+// (pinsByBlock) forms the same clusters as one skipping the others'.
+func TestClusterGrouped(t *testing.T) {
+	rng := placement.NewRand(29)
+	for trial := 0; trial < 60; trial++ {
+		n, m, k := 2+rng.IntN(300), 1+rng.IntN(60), 1+rng.IntN(9)
+		g := randomGraph(t, rng.Uint64(), n, m, 0.02+0.3*rng.Float64())
+		lv := finest(g)
+		part := make([]int32, n)
+		for u := range part {
+			part[u] = int32(rng.IntN(k))
+		}
+		if trial%3 == 0 {
+			// A contracted level, its clusters within blocks.
+			cid, nc := clusterScan(lv, part, 3, false, true, rng.Perm(n), false)
+			pc := make([]int32, nc)
+			for u, c := range cid {
+				pc[c] = part[u]
+			}
+			lv, part, n = contract(lv, cid, nc, nil, 0), pc, nc
+		}
+		matching := trial%2 == 0
+		maxW := int64(2 + rng.IntN(6))
+		order := rng.Perm(n)
+		want, wn := clusterScan(lv, part, maxW, matching, true, order, false)
+		got, gn := clusterScan(lv, part, maxW, matching, true, order, true)
+		if gn != wn || !slices.Equal(got, want) {
+			t.Fatalf("trial %d (n %d, k %d, matching %v): grouped scan gives %d clusters %v, plain %d %v", trial, n, k, matching, gn, got, wn, want)
+		}
+	}
+}
