@@ -102,6 +102,14 @@ func checkRoundState(t *testing.T, g *graph.Graph, r *roundState, what string) {
 		t.Fatalf("%s: incremental W %v S %v T_sum %d R_max %d sizes %v; recounted W %v S %v T_sum %d R_max %d sizes %v",
 			what, r.w, r.s, r.tsum, r.rmax(), r.size, c.Worker, c.Server, c.TSum, c.RMax, c.Samples)
 	}
+	for v := range r.c {
+		for i := range r.k {
+			used := r.users[v*r.words+i/64]>>(i%64)&1 == 1
+			if used != (r.cnt[v*r.k+i] > 0) {
+				t.Fatalf("%s: parameter %d machine %d: in the set of users %v, count %d", what, v, i, used, r.cnt[v*r.k+i])
+			}
+		}
+	}
 	for i := range r.k {
 		if want := r.termOf(r.w[i], r.s[i]); r.term[i] != want {
 			t.Fatalf("%s: term %d = %g, want %g", what, i, r.term[i], want)
@@ -113,11 +121,16 @@ func checkRoundState(t *testing.T, g *graph.Graph, r *roundState, what string) {
 // RefineRound against full recomputation: on random graphs and
 // placements, the W and S that paramAfter and sampleAfter predict for a
 // move to each machine equal placement.Evaluate's after the move, and the
-// state stays equal to a recount along a random walk of moves.
+// state stays equal to a recount along a random walk of moves; the last
+// seeds have more than 64 machines, whose sets of users take two words.
 func TestRoundMovesAgainstRecount(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
+	for seed := uint64(1); seed <= 22; seed++ {
 		k := 2 + int(seed%5)
 		g := randomGraph(t, seed, 30+int(seed), 12+int(seed%7), 0.15)
+		if seed > 20 {
+			k = 64 + int(seed%20)
+			g = randomGraph(t, seed, 4*k, 12, 0.3)
+		}
 		p := randomPlacement(g, k, seed)
 		r := newRoundState(g, p, RoundOptions{}.withDefaults())
 		checkRoundState(t, g, r, "start")
