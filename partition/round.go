@@ -1,9 +1,11 @@
 package partition
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
+	"sync/atomic"
 
 	"colo/graph"
 	"colo/placement"
@@ -138,6 +140,17 @@ type RoundStats struct {
 // incrementally and equal placement.Evaluate's on the result. It is a
 // pure function of its arguments, on the calling goroutine.
 func RefineRound(g *graph.Graph, p *placement.Placement, opt RoundOptions, seed uint64) (*placement.Placement, RoundStats, error) {
+	return refineRound(g, p, opt, seed, nil)
+}
+
+// errRoundStopped is refineRound's error when its stop flag was set.
+var errRoundStopped = errors.New("partition: the refinement for R_max was stopped")
+
+// refineRound is RefineRound, which gives up with errRoundStopped at the
+// start of a pass once stop (if not nil) is set: Best refines a start
+// ahead of time on a goroutine left idle, and stops it when another start
+// is the one to refine.
+func refineRound(g *graph.Graph, p *placement.Placement, opt RoundOptions, seed uint64, stop *atomic.Bool) (*placement.Placement, RoundStats, error) {
 	if err := p.Validate(g); err != nil {
 		return nil, RoundStats{}, err
 	}
@@ -156,6 +169,9 @@ func RefineRound(g *graph.Graph, p *placement.Placement, opt RoundOptions, seed 
 	for _, pw := range roundPowers {
 		r.setPower(pw)
 		for pass := 0; pass < opt.Passes; pass++ {
+			if stop != nil && stop.Load() {
+				return nil, st, errRoundStopped
+			}
 			st.Passes++
 			st.ParamMoves += r.paramSweeps()
 			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
