@@ -204,17 +204,20 @@ type roundState struct {
 	data, param []int32
 	cnt         []int32 // cnt[v*k+i] = |{u ∈ U_i : v ∈ N(u)}|
 	c           []int32 // c_v = |C_v|
-	// users[v*words : (v+1)*words] is C_v as a bit set (bit i of word
-	// i/64 for machine i), kept beside cnt so that sampleDeltas visits
-	// only the machines that do not use a parameter, not all k.
-	users       []uint64
-	words       int
-	w, s        []int64 // W_i, S_i
-	size, hi    []int64
-	tsum, limit int64
-	ref         float64   // R_0
-	q           int       // the power of the potential
-	term        []float64 // each machine's term of the potential
+	// sets[v*stride : (v+1)*stride] is what sampleDeltas reads of
+	// parameter v, in one place: its machine, C_v as a bit set (words
+	// words, bit i of word i/64 for machine i) and the machines of C_v
+	// with one sample using v (words more). Kept beside cnt and param, so
+	// that a sample's deltas read one record per parameter and visit only
+	// the machines that do not use it, not all k.
+	sets          []uint64
+	words, stride int
+	w, s          []int64 // W_i, S_i
+	size, hi      []int64
+	tsum, limit   int64
+	ref           float64   // R_0
+	q             int       // the power of the potential
+	term          []float64 // each machine's term of the potential
 
 	// Scratch of moveSample.
 	remW, remS, addW, addS []int64
@@ -223,8 +226,9 @@ type roundState struct {
 func newRoundState(g *graph.Graph, p *placement.Placement, opt RoundOptions) *roundState {
 	k, n, m := p.K, g.NumSamples(), g.NumParams()
 	words := (k + 63) / 64
+	stride := 1 + 2*words
 	r := &roundState{g: g, k: k, data: p.Data, param: p.Param,
-		cnt: make([]int32, m*k), c: make([]int32, m), users: make([]uint64, m*words), words: words,
+		cnt: make([]int32, m*k), c: make([]int32, m), sets: make([]uint64, m*stride), words: words, stride: stride,
 		w: make([]int64, k), s: make([]int64, k), size: make([]int64, k), hi: make([]int64, k),
 		remW: make([]int64, k), remS: make([]int64, k), addW: make([]int64, k),
 		addS: make([]int64, k*k)}
@@ -234,7 +238,6 @@ func newRoundState(g *graph.Graph, p *placement.Placement, opt RoundOptions) *ro
 		for _, v := range adj[off[u]:off[u+1]] {
 			if r.cnt[int(v)*k+int(i)] == 0 {
 				r.c[v]++
-				r.users[int(v)*words+int(i)/64] |= 1 << (i % 64)
 			}
 			r.cnt[int(v)*k+int(i)]++
 		}
@@ -242,6 +245,16 @@ func newRoundState(g *graph.Graph, p *placement.Placement, opt RoundOptions) *ro
 	for v := 0; v < m; v++ {
 		row := r.cnt[v*k : v*k+k]
 		o := p.Param[v]
+		set := r.sets[v*stride : v*stride+stride]
+		set[0] = uint64(o)
+		for i, x := range row {
+			if x > 0 {
+				set[1+i/64] |= 1 << (i % 64)
+			}
+			if x == 1 {
+				set[1+words+i/64] |= 1 << (i % 64)
+			}
+		}
 		for i, x := range row {
 			if x > 0 && int32(i) != o {
 				r.w[i]++
@@ -384,6 +397,7 @@ func (r *roundState) applyParam(v, j int) {
 	r.tsum += wo + so + wj + sj - r.w[o] - r.s[o] - r.w[j] - r.s[j]
 	r.w[o], r.s[o], r.w[j], r.s[j] = wo, so, wj, sj
 	r.param[v] = int32(j)
+	r.sets[v*r.stride] = uint64(j)
 	r.term[o] = r.termOf(wo, so)
 	r.term[j] = r.termOf(wj, sj)
 }
@@ -432,13 +446,20 @@ func (r *roundState) sampleDeltas(u int) (rem int64) {
 	clear(r.remS)
 	clear(r.addW)
 	clear(r.addS)
-	words := r.words
+	words, stride := r.words, r.stride
+	iw, ib := 1+words+i/64, uint(i%64)
+	last := ^uint64(0) // the machines of the last word
+	if k%64 != 0 {
+		last = 1<<(k%64) - 1
+	}
+	sets, addW, addS := r.sets, r.addW, r.addS
 	for _, v := range r.g.Params(u) {
-		o := int(r.param[v])
-		// i leaves C_v: it pulls v no longer, and v's server answers one
-		// pull fewer; if i holds v, its server now answers every user of
-		// v as before.
-		if r.cnt[int(v)*k+i] == 1 && o != i {
+		at := int(v) * stride
+		o := int(sets[at])
+		// i leaves C_v when u is its only sample using v: it pulls v no
+		// longer, and v's server answers one pull fewer; if i holds v, its
+		// server now answers every user of v as before.
+		if sets[at+iw]>>ib&1 == 1 && o != i {
 			r.remW[i]--
 			r.remS[o]--
 			rem++
@@ -447,18 +468,18 @@ func (r *roundState) sampleDeltas(u int) (rem int64) {
 		// server. The machines outside C_v are the zero bits of its set
 		// (below k); on text most of a sample's parameters are used
 		// everywhere, and have none.
-		for x, set := range r.users[int(v)*words : int(v)*words+words] {
-			out := ^set
+		for x := range words {
+			out := ^sets[at+1+x]
 			if x == o/64 {
 				out &^= 1 << (o % 64)
 			}
-			if x == words-1 && k%64 != 0 {
-				out &= 1<<(k%64) - 1
+			if x == words-1 {
+				out &= last
 			}
 			for ; out != 0; out &= out - 1 {
 				j := x*64 + bits.TrailingZeros64(out)
-				r.addW[j]++
-				r.addS[j*k+o]++
+				addW[j]++
+				addS[j*k+o]++
 			}
 		}
 	}
@@ -492,17 +513,29 @@ func (r *roundState) applySample(u, j int, rem int64) {
 	for _, v := range r.g.Params(u) {
 		row := r.cnt[int(v)*k : int(v)*k+k]
 		row[i]--
+		row[j]++
 		if row[i] == 0 {
 			r.c[v]--
-			r.users[int(v)*r.words+i/64] &^= 1 << (i % 64)
 		}
-		if row[j] == 0 {
+		if row[j] == 1 {
 			r.c[v]++
-			r.users[int(v)*r.words+j/64] |= 1 << (j % 64)
 		}
-		row[j]++
+		set := r.sets[int(v)*r.stride : int(v)*r.stride+r.stride]
+		setBits(set[1:], i, row[i] > 0)
+		setBits(set[1+r.words:], i, row[i] == 1)
+		setBits(set[1:], j, true)
+		setBits(set[1+r.words:], j, row[j] == 1)
 	}
 	r.data[u] = int32(j)
 	r.size[i]--
 	r.size[j]++
+}
+
+// setBits sets bit i of the bit set b to on.
+func setBits(b []uint64, i int, on bool) {
+	if on {
+		b[i/64] |= 1 << (i % 64)
+	} else {
+		b[i/64] &^= 1 << (i % 64)
+	}
 }

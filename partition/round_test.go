@@ -103,10 +103,15 @@ func checkRoundState(t *testing.T, g *graph.Graph, r *roundState, what string) {
 			what, r.w, r.s, r.tsum, r.rmax(), r.size, c.Worker, c.Server, c.TSum, c.RMax, c.Samples)
 	}
 	for v := range r.c {
+		set := r.sets[v*r.stride : (v+1)*r.stride]
+		if set[0] != uint64(r.param[v]) {
+			t.Fatalf("%s: parameter %d on machine %d, its record says %d", what, v, r.param[v], set[0])
+		}
 		for i := range r.k {
-			used := r.users[v*r.words+i/64]>>(i%64)&1 == 1
-			if used != (r.cnt[v*r.k+i] > 0) {
-				t.Fatalf("%s: parameter %d machine %d: in the set of users %v, count %d", what, v, i, used, r.cnt[v*r.k+i])
+			used := set[1+i/64]>>(i%64)&1 == 1
+			one := set[1+r.words+i/64]>>(i%64)&1 == 1
+			if used != (r.cnt[v*r.k+i] > 0) || one != (r.cnt[v*r.k+i] == 1) {
+				t.Fatalf("%s: parameter %d machine %d: in the set of users %v, of single users %v, count %d", what, v, i, used, one, r.cnt[v*r.k+i])
 			}
 		}
 	}
