@@ -35,6 +35,9 @@ type Server struct {
 	serve sync.Mutex
 	// views counts replies in flight that alias the store.
 	views sync.WaitGroup
+	// ctx and conn are Run's, for the replies PushLocal releases.
+	ctx  context.Context
+	conn Conn
 	// epoch is the membership epoch of the requests served (see
 	// handle).
 	epoch uint64
@@ -220,6 +223,9 @@ func (s *Server) Run(ctx context.Context, in <-chan *transport.Message, conn Con
 		s.stopped = true
 		s.serve.Unlock()
 	}()
+	s.serve.Lock()
+	s.ctx, s.conn = ctx, conn
+	s.serve.Unlock()
 	for {
 		select {
 		case m, ok := <-in:
