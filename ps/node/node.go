@@ -466,8 +466,9 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 			n.wrk.SetRejoin(n.rejoin)
 		}
 		if role == proto.RoleWorker && n.srv != nil && a.Job.Replicas == 0 {
-			// The machine's pulls of its own server's keys are served
-			// on the caller's goroutine when nothing else is in flight.
+			// The machine's pushes and pulls start on the caller's
+			// goroutine when nothing else is in flight, its own
+			// server's part served there.
 			n.wrk.SetLocal(n.srv)
 		}
 		m := n.member(a.Worker)

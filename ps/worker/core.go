@@ -26,17 +26,20 @@
 // goroutine that owns the Core and serves the application's calls, which
 // are safe for concurrent use.
 //
-// A machine (a server beside the worker in one process) serves a pull
-// of its own server's keys on the caller's goroutine when nothing of the
-// worker is in flight (Worker.SetLocal, Core.Direct): the caller holds
-// the worker's core and then the server's (each loop holds its core's
-// lock for a turn), so the pull is checked, counted and answered as its
-// message would be, without the four hand-offs between goroutines (the
-// caller's to the driver, to the server's loop, back to the driver and
-// to the caller). A pull that must wait (the round gate closed, an
-// earlier push unanswered) or reads other servers goes as a message. Arrays passed to Push, Pull and their
-// variants must not be modified (Push) or read (Pull) until the Future is
-// done.
+// A machine (a server beside the worker in one process) starts a push
+// or pull on the caller's goroutine when nothing of the worker is in
+// flight (Worker.SetLocal, Core.Direct): the caller holds the worker's
+// core and then the server's (each loop holds its core's lock for a
+// turn), so the part of its own server's keys is checked, counted,
+// aggregated, applied and answered as its message would be, without the
+// four hand-offs between goroutines (the caller's to the driver, to the
+// server's loop, back to the driver and to the caller), and the other
+// servers' parts are sent from there as messages. A call that must wait
+// (the round gate closed, an earlier request unanswered) goes to the
+// driver; a push that the server holds for its round (BSP, other
+// workers to come) is acknowledged by a message. Arrays passed to Push,
+// Pull and their variants must not be modified (Push) or read (Pull)
+// until the Future is done.
 package worker
 
 import (
@@ -238,6 +241,9 @@ type request struct {
 	// (M nil for none), answered the servers that answered.
 	copies   []Out
 	answered []bool
+	// served tells that a part was answered on the caller's goroutine
+	// (Direct).
+	served bool
 }
 
 // Stats counts a worker's requests.
@@ -249,8 +255,11 @@ type Stats struct {
 	// Gated counts operations that waited for the round gate.
 	Gated uint64
 	// Direct counts the pulls the co-located server served on the
-	// caller's goroutine (Worker.SetLocal); they are in Pulls too.
-	Direct uint64
+	// caller's goroutine (Worker.SetLocal), whole or their part of its
+	// keys; they are in Pulls too. DirectPushes counts the pushes it
+	// took so (in Pushes too).
+	Direct       uint64
+	DirectPushes uint64
 	// Errors counts failed requests.
 	Errors uint64
 	// Links has, per server, the bytes of the range pulls' answers and
@@ -312,6 +321,13 @@ type Core struct {
 	// the server fail. spare holds the arrays of dropped ones, reused.
 	kept  [][]keptPush
 	spare []kv.Batch
+	// local, during Direct, serves the parts of server localRank;
+	// localVals and localLens hold the values of such a part of a pull
+	// of several servers until the pull completes.
+	local     Local
+	localRank int
+	localVals []float32
+	localLens []int32
 }
 
 // keptPush is a copy of a push acknowledged by a server whose backups
@@ -523,11 +539,17 @@ func (c *Core) start(op *Op) {
 	}
 	meta := proto.AppendMetaEpoch(nil, round, c.epoch)
 	all := r.push && c.sync // every server hears of the round
+	if r.push && c.sync {
+		r.acked = make([]bool, c.servers)
+	}
 	send := func(s int, cmd uint16, b kv.Batch) {
 		if len(b.Keys) == 0 && !all {
 			return
 		}
 		if cmd == proto.DataRange && b.Keys[0] == b.Keys[1] && !all {
+			return
+		}
+		if c.local != nil && s == c.localRank && cmd == proto.DataSparse && c.serve(r, s, b, round) {
 			return
 		}
 		o := Out{Server: s, M: &transport.Message{
@@ -554,7 +576,6 @@ func (c *Core) start(op *Op) {
 		if c.sync {
 			r.gate = true
 			c.gated = true
-			r.acked = make([]bool, c.servers)
 			c.gateReq = r
 		}
 	} else {
@@ -564,10 +585,94 @@ func (c *Core) start(op *Op) {
 		*op.steps = -1
 	}
 	if r.remaining == 0 {
+		if r.served {
+			// Every part was answered on the caller's goroutine.
+			if r.err == nil && r.parts != nil {
+				r.err = c.merge(r)
+			}
+			op.fut.direct = true
+		}
 		c.finish(r)
 		return
 	}
 	c.pending[c.nextID] = r
+}
+
+// serve serves part b of request r, the part of server s (the
+// co-located one, c.local), through c.local on the caller's goroutine
+// (Direct), as Receive takes its answer, and reports whether it did;
+// when it did not, the part goes as a message. A push the server holds
+// (the round incomplete) counts as a message sent: its acknowledgement
+// comes as one.
+func (c *Core) serve(r *request, s int, b kv.Batch, round int64) bool {
+	start := c.now()
+	if r.push {
+		answered, err, ok := c.local.PushLocal(c.cfg.Rank, c.nextID, round, c.epoch, b.Keys, b.Vals, b.Lens)
+		if !ok {
+			return false
+		}
+		c.stats.DirectPushes++
+		if !answered {
+			r.remaining++
+			return true
+		}
+		r.served = true
+		c.lat[s].push.observe(c.now().Sub(start))
+		if err != nil && r.err == nil {
+			r.err = &proto.NodeError{ID: proto.ServerID(s), Err: err}
+		}
+		if r.acked != nil {
+			r.acked[s] = true
+		}
+		return true
+	}
+	op := r.op
+	room, lens, own := c.localVals[:cap(c.localVals)], c.localLens[:0], true
+	switch {
+	case r.offs != nil:
+		room, own = op.dst[r.offs[s]:r.offs[s]+r.want[s]:r.offs[s]+r.want[s]], false
+	case r.cut != nil && len(b.Keys) == len(op.keys):
+		// The whole pull: its values and lengths in the caller's arrays
+		// (join finds them in place).
+		room, lens, own = op.dstBatch.Vals[:cap(op.dstBatch.Vals)], op.dstBatch.Lens[:0], false
+	}
+	vals, lensOut, err, ok := c.local.PullLocal(c.cfg.Rank, c.nextID, round, c.epoch, b.Keys, room, lens)
+	if !ok {
+		return false
+	}
+	r.served = true
+	c.stats.Direct++
+	c.lat[s].pull.observe(c.now().Sub(start))
+	if err != nil {
+		if r.err == nil {
+			r.err = &proto.NodeError{ID: proto.ServerID(s), Err: err}
+		}
+		return true
+	}
+	if err := checkPart(s, len(b.Keys), kv.Batch{Vals: vals, Lens: lensOut}); err != nil {
+		if r.err == nil {
+			r.err = fmt.Errorf("worker %d: answer of server %d: %w", c.cfg.Rank, s, err)
+		}
+		return true
+	}
+	if r.offs != nil {
+		if len(vals) != r.want[s] {
+			if r.err == nil {
+				r.err = fmt.Errorf("worker %d: answer of server %d: %d values answered for %d", c.cfg.Rank, s, len(vals), r.want[s])
+			}
+		} else if len(vals) > 0 && &vals[0] != &room[0] {
+			copy(room, vals)
+		}
+		return true
+	}
+	if own {
+		// The core's arrays, kept (grown) for the next direct part: the
+		// request reads them until it completes, and nothing is direct
+		// while a request is in flight.
+		c.localVals, c.localLens = vals[:0], lensOut[:0]
+	}
+	r.parts[s] = kv.Batch{Vals: vals, Lens: lensOut}
+	return true
 }
 
 // startMove starts an operation of the moves: a request to one server,
@@ -813,72 +918,38 @@ func (c *Core) check(op *Op) error {
 	return nil
 }
 
-// Direct serves the pull op through local, the server in the worker's
-// process, on the caller's goroutine, and reports whether it did; when
-// it did not, nothing changed and op goes to the driver as usual. It
-// does only when the message path would send op at once as one message
-// to local and nothing else: nothing of the worker in flight or waiting
+// Direct starts op, a sparse push or pull, on the caller's goroutine,
+// the part of local's keys (local is the server in the worker's
+// process) served through local as its message would be, and returns
+// the messages of the other servers' parts, to be sent as Submit's; it
+// reports whether it did, and when it did not, nothing changed and op
+// goes to the driver as usual. It does only when the message path
+// would start op at once: nothing of the worker in flight or waiting
 // (so no earlier push unanswered, and the round gate open: local holds
-// the values the pull would get), op a well-formed sparse pull of
-// per-key lengths (PullLens) whose keys are all local's by the current
-// table, local's server neither down nor taken over, and no replicated
-// ranges (Config.Resend). The counters and the pull's timing are those
-// of a pull answered by local; Stats.Direct counts it.
-func (c *Core) Direct(op *Op, local Local) bool {
-	if op.kind != opPull || op.dstBatch == nil || op.steps != nil || len(op.keys) == 0 {
-		return false
+// the values a pull gets), local's server neither down nor taken over,
+// and no replicated ranges (Config.Resend). A pull's part is answered
+// in place (in the caller's array when it is the whole pull); a push's
+// part is answered at once unless local holds it (a BSP round that
+// other workers have not completed), and then its acknowledgement
+// comes as a message. The counters, errors and timings are those of
+// the message path; Stats.Direct and DirectPushes count the parts
+// served so. op's future is Direct when every part was.
+func (c *Core) Direct(op *Op, local Local) ([]Out, bool) {
+	if op.kind != opPull && op.kind != opPush || op.steps != nil || op.kind == opPull && len(op.keys) == 0 {
+		return nil, false
 	}
-	if c.failed != nil || c.paused != nil || c.gated || len(c.queue) > 0 || len(c.pending) > 0 || c.cfg.Resend || !c.ranges {
-		return false
+	if c.failed != nil || c.paused != nil || c.gated || len(c.queue) > 0 || len(c.pending) > 0 || c.cfg.Resend {
+		return nil, false
 	}
 	s := local.Rank()
-	if s < 0 || s >= c.servers || c.Down(s) || c.Moved(s) || c.check(op) != nil {
-		return false
+	if s < 0 || s >= c.servers || c.Down(s) || c.Moved(s) {
+		return nil, false
 	}
-	lo, hi, _ := c.cfg.Table.Range(s)
-	if op.keys[0] < lo || (s < c.servers-1 && op.keys[len(op.keys)-1] >= hi) {
-		return false
-	}
-	round := c.round
-	if op.ahead {
-		round++
-	}
-	b := op.dstBatch
-	start := c.now()
-	vals, lens, err, ok := local.PullLocal(c.cfg.Rank, c.nextID+1, round, c.epoch, op.keys, b.Vals[:cap(b.Vals)], b.Lens)
-	if !ok {
-		return false
-	}
-	c.nextID++
-	c.stats.Pulls++
-	c.stats.Direct++
-	c.stats.KeysPulled += uint64(len(op.keys))
-	c.lat[s].pull.observe(c.now().Sub(start))
-	if err != nil {
-		err = &proto.NodeError{ID: proto.ServerID(s), Err: err}
-	} else if err = checkPart(s, len(op.keys), kv.Batch{Vals: vals, Lens: lens}); err != nil {
-		err = fmt.Errorf("worker %d: answer of server %d: %w", c.cfg.Rank, s, err)
-	}
-	op.fut.direct = true
-	if err != nil {
-		c.stats.Errors++
-		op.fut.complete(err)
-		return true
-	}
-	if lens == nil {
-		// A server of a uniform width answers no lengths.
-		w := int32(len(vals) / len(op.keys))
-		lens = b.Lens[:0]
-		for range op.keys {
-			lens = append(lens, w)
-		}
-	}
-	if len(vals) > 0 && cap(b.Vals) >= len(vals) && &b.Vals[:1][0] != &vals[0] {
-		vals = append(b.Vals[:0], vals...)
-	}
-	b.Keys, b.Vals, b.Lens = op.keys, vals, lens
-	op.fut.complete(nil)
-	return true
+	c.out = c.out[:0]
+	c.local, c.localRank = local, s
+	c.start(op)
+	c.local = nil
+	return c.out, true
 }
 
 // splitSparse splits a sparse push or pull.

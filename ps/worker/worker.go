@@ -47,8 +47,8 @@ type RoomLander interface {
 }
 
 // Local is a server in the worker's own process that can serve a pull
-// on the caller's goroutine (Worker.SetLocal): no message, no hand-off
-// to the worker's driver or the server's loop.
+// or a push on the caller's goroutine (Worker.SetLocal): no message, no
+// hand-off to the worker's driver or the server's loop.
 type Local interface {
 	// Rank is the server's rank.
 	Rank() int
@@ -61,6 +61,16 @@ type Local interface {
 	// serve it so (its ranges are replicated, it is in another epoch):
 	// the pull then goes as a message.
 	PullLocal(worker int, id uint64, round int64, epoch uint64, keys []uint64, room []float32, lens []int32) (vals []float32, lensOut []int32, err error, ok bool)
+	// PushLocal serves worker's sparse push of keys (sorted, all the
+	// server's) with vals (lens values each, or len(vals)/len(keys)
+	// when lens is nil) at round and epoch, as the server serves the
+	// same request sent as a message, and sends the replies it releases
+	// for other workers. answered tells that it answered this push, err
+	// with the error; otherwise it answers it later with a message (a
+	// BSP round others have not completed). The arrays are the caller's
+	// again once it returns. ok is false, with nothing done, as for
+	// PullLocal.
+	PushLocal(worker int, id uint64, round int64, epoch uint64, keys []uint64, vals []float32, lens []int32) (answered bool, err error, ok bool)
 }
 
 // ErrStopped is returned by calls after the worker stopped without a
@@ -73,10 +83,10 @@ var ErrStopped = errors.New("worker stopped")
 type Worker struct {
 	core *Core
 	// own is held by whoever drives the core: the driver for each of
-	// its turns, or a caller whose pull the co-located server serves on
-	// its goroutine (direct). inbox counts the operations submitted and
-	// not yet taken by the driver: a direct pull goes only when none is
-	// (an earlier call of the same goroutine would be overtaken).
+	// its turns, or a caller whose push or pull starts on its goroutine
+	// (direct). inbox counts the operations submitted and not yet taken
+	// by the driver: a direct call goes only when none is (an earlier
+	// call of the same goroutine would be overtaken).
 	own     sync.Mutex
 	inbox   atomic.Int64
 	local   Local
@@ -93,9 +103,9 @@ type Worker struct {
 	round      int64
 	table      *route.Table // the core's, as of the last operation
 
-	// conn is Run's, set (under own) once it runs; handled counts the
-	// messages it took from its channel and handled (under own). See
-	// Offer.
+	// conn is Run's, set (under own) once it runs (a direct call sends
+	// its other servers' parts on it); handled counts the messages it
+	// took from its channel and handled (under own). See Offer.
 	conn    Conn
 	handled uint64
 }
@@ -140,16 +150,17 @@ func (w *Worker) Stats() Stats {
 	return st
 }
 
-// SetLocal has the pulls whose keys are all local's (the server in the
-// worker's process) served on the caller's goroutine when nothing of the
-// worker is in flight (Core.Direct). The node runtime calls it before
-// the worker runs.
+// SetLocal has the pushes and pulls started on the caller's goroutine
+// when nothing of the worker is in flight, their part of local's keys
+// (local is the server in the worker's process) served there, the
+// others' sent from there (Core.Direct). The node runtime calls it
+// before the worker runs.
 func (w *Worker) SetLocal(local Local) { w.local = local }
 
-// submit hands op to the driver, or serves it at once (direct).
+// submit hands op to the driver, or starts it at once (direct).
 func (w *Worker) submit(op *Op) *Future {
 	op.fut = newFuture()
-	if w.local != nil && op.kind == opPull && w.direct(op) {
+	if w.local != nil && (op.kind == opPull || op.kind == opPush) && w.direct(op) {
 		return op.fut
 	}
 	w.mu.Lock()
@@ -176,8 +187,8 @@ func (w *Worker) submit(op *Op) *Future {
 	return op.fut
 }
 
-// direct serves the pull op on the caller's goroutine when the core
-// allows it (Core.Direct) and no operation waits for the driver, and
+// direct starts op on the caller's goroutine when the driver runs, no
+// operation waits for it and the core allows it (Core.Direct), and
 // reports whether it did.
 func (w *Worker) direct(op *Op) bool {
 	if w.inbox.Load() != 0 {
@@ -185,9 +196,14 @@ func (w *Worker) direct(op *Op) bool {
 	}
 	w.own.Lock()
 	defer w.own.Unlock()
-	if w.inbox.Load() != 0 || !w.core.Direct(op, w.local) {
+	if w.inbox.Load() != 0 || w.conn == nil {
 		return false
 	}
+	outs, ok := w.core.Direct(op, w.local)
+	if !ok {
+		return false
+	}
+	w.post(w.conn, outs) // the other servers' parts
 	w.update()
 	return true
 }
