@@ -148,9 +148,10 @@ type Table struct {
 	stride uint64
 	lens   []int32 // per-key lengths of a whole dense table
 	allKey []uint64
-	// direct holds key arrays for pulls, put back only by a pull its
-	// machine's server served before it returned (worker.Future.Direct):
-	// one sent as messages may be read until it is sent.
+	// direct holds key arrays for pulls and pushes, put back only by a
+	// call its machine's server served before it returned
+	// (worker.Future.Direct): one sent as messages may be read until it
+	// is sent.
 	direct sync.Pool // *[]uint64
 	// answers holds *kv.Batch for pulls' answers, whose arrays of
 	// lengths are reused from pull to pull.
@@ -285,17 +286,23 @@ func (t *Table) key(r int64) uint64 {
 	return t.base + uint64(r-t.split)*t.stride
 }
 
-// keys checks rows (ascending, unique, in range) and returns their keys
-// in an array of their own. The array is not pooled: the worker's
-// requests read it until they are sent, and a call can complete first (a
-// failure or a pause ends it while its requests still wait in the
-// outbox), so a reuse once the call completed could change keys that
-// are still to be sent.
-func (t *Table) keys(rows []int64) ([]uint64, error) {
-	return t.keysTo(make([]uint64, len(rows)), rows)
+// keyArray returns an array of at least n keys from t.direct.
+func (t *Table) keyArray(n int) *[]uint64 {
+	kp, _ := t.direct.Get().(*[]uint64)
+	if kp == nil {
+		kp = new([]uint64)
+	}
+	if cap(*kp) < n {
+		*kp = make([]uint64, n)
+	}
+	return kp
 }
 
-// keysTo is keys into ks (len(rows) long).
+// keysTo checks rows (ascending, unique, in range) and writes their
+// keys to ks (len(rows) long). A key array goes back to t.direct only
+// when the call was served before it returned: the worker's requests
+// read it until they are sent, and a call can complete first (a failure
+// or a pause ends it while its requests still wait in the outbox).
 func (t *Table) keysTo(ks []uint64, rows []int64) ([]uint64, error) {
 	prev := int64(-1)
 	for i, r := range rows {
@@ -364,13 +371,7 @@ func (t *Table) Pull(rows []int64, dst []float32) (*Ticket, error) {
 	if len(dst) != len(rows)*t.dim {
 		return nil, fmt.Errorf("table %q: pull of %d rows of dim %d into %d values, want %d", t.spec.Name, len(rows), t.dim, len(dst), len(rows)*t.dim)
 	}
-	kp, _ := t.direct.Get().(*[]uint64)
-	if kp == nil {
-		kp = new([]uint64)
-	}
-	if cap(*kp) < len(rows) {
-		*kp = make([]uint64, len(rows))
-	}
+	kp := t.keyArray(len(rows))
 	ks, err := t.keysTo((*kp)[:len(rows)], rows)
 	if err != nil {
 		t.direct.Put(kp)
@@ -498,11 +499,16 @@ func (t *Table) Push(rows []int64, vals []float32) (*Ticket, error) {
 	if len(vals) != len(rows)*t.dim {
 		return nil, fmt.Errorf("table %q: push of %d rows of dim %d with %d values, want %d", t.spec.Name, len(rows), t.dim, len(vals), len(rows)*t.dim)
 	}
-	ks, err := t.keys(rows)
+	kp := t.keyArray(len(rows))
+	ks, err := t.keysTo((*kp)[:len(rows)], rows)
 	if err != nil {
+		t.direct.Put(kp)
 		return nil, err
 	}
 	fut := t.s.w.Push(ks, vals)
+	if fut.Direct() {
+		t.direct.Put(kp) // taken by the server before Push returned
+	}
 	t.s.sent(fut)
 	return &Ticket{fut: fut, fin: func(err error) error {
 		if err != nil {
