@@ -469,7 +469,7 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 			// The machine's pushes and pulls start on the caller's
 			// goroutine when nothing else is in flight, its own
 			// server's part served there.
-			n.wrk.SetLocal(n.srv)
+			n.wrk.SetLocal(direct{n.srv, n.member(a.Worker), n.member(a.Server)})
 		}
 		m := n.member(a.Worker)
 		wrk := n.wrk
