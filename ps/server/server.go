@@ -26,7 +26,9 @@ type Conn interface {
 // once and handles the next pull meanwhile; a push waits until those
 // replies are written before it changes the store. The loop holds the
 // core's lock for each message, so that the worker in the same process
-// can have a pull served on its own goroutine between two (PullLocal).
+// can have a pull served on its own goroutine between two (PullLocal),
+// and a link's reader can serve a request on its own goroutine when the
+// loop has nothing queued (Offer).
 type Server struct {
 	core *Core
 	// serve is held by whoever uses the core: the loop for each message
