@@ -328,6 +328,11 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 		spec.Args = append(spec.Args, flags(s.name)...)
 		if recover {
 			spec.Args = append(spec.Args, "--recover")
+			if c.Standby {
+				// Its scheduler may be one taking the job over, not
+				// listening yet.
+				spec.Args = append(spec.Args, "--standby")
+			}
 		}
 		return spec
 	}

@@ -20,7 +20,9 @@ import (
 // command line.
 type StandbyFlags struct {
 	// Standby tells the nodes to wait for a scheduler that takes the
-	// job over if this one dies (--standby).
+	// job over if this one dies (--standby); for a replacement
+	// (--recover), that its scheduler may be such a one, not listening
+	// yet (node.Config.Standby).
 	Standby bool
 	// Takeover starts the scheduler that takes over the running job of
 	// one that died, at its address (--takeover).
@@ -32,7 +34,7 @@ type StandbyFlags struct {
 
 // Register adds --standby, --takeover and --scheduler-identity to fs.
 func (s *StandbyFlags) Register(fs *flag.FlagSet) {
-	fs.BoolVar(&s.Standby, "standby", false, "scheduler: if it dies, a scheduler started with --takeover at its address takes the job over; the nodes wait for it (up to --timeout) instead of ending the job")
+	fs.BoolVar(&s.Standby, "standby", false, "scheduler: if it dies, a scheduler started with --takeover at its address takes the job over; the nodes wait for it (up to --timeout) instead of ending the job; with --recover: the scheduler may be such a one, not listening yet (retried within --join-timeout)")
 	fs.BoolVar(&s.Takeover, "takeover", false, "scheduler: take over the running job of a --standby scheduler that died, at its address (--scheduler HOST:PORT) and with its identity: the nodes report to it, and the job goes on without a restart")
 	fs.StringVar(&s.Identity, "scheduler-identity", "", "scheduler: its X25519 private key in hex, the same for --standby and --takeover (set COLO_SCHEDULER_IDENTITY, not the flag; default a fresh key)")
 }

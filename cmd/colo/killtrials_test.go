@@ -110,6 +110,9 @@ type killTrial struct {
 	// (--replicas): the killed server's backup takes its ranges over,
 	// and nothing is replaced or rolled back.
 	failover bool
+	// with, when set, names a machine ("machine 1") killed together
+	// with the scheduler: a host that died with both.
+	with string
 }
 
 func (k killTrial) String() string {
@@ -121,6 +124,9 @@ func (k killTrial) String() string {
 		how = "its backup taking over"
 	case k.takeover():
 		how = "a new scheduler taking over"
+	}
+	if k.with != "" {
+		return fmt.Sprintf("%s and %s killed together %v after the checkpoint of round %d, taken over and replaced", k.name(), k.with, k.delay, k.after)
 	}
 	return fmt.Sprintf("%s killed %v after the checkpoint of round %d, %s", k.name(), k.delay, k.after, how)
 }
@@ -136,10 +142,10 @@ func (k killTrial) name() string {
 // restarted reports whether the trial's recovery is a whole-job restart.
 func (k killTrial) restarted() bool { return k.whole }
 
-// takeover reports whether the trial kills the scheduler of a job run to
-// replace failed processes: a scheduler started again takes the job
-// over, and nothing is rolled back.
-func (k killTrial) takeover() bool { return k.role == "scheduler" && !k.whole }
+// takeover reports whether the trial kills the scheduler alone of a job
+// run to replace failed processes: a scheduler started again takes the
+// job over, and nothing is rolled back.
+func (k killTrial) takeover() bool { return k.role == "scheduler" && !k.whole && k.with == "" }
 
 // killRun is what a run with a kill measured.
 type killRun struct {
@@ -174,7 +180,7 @@ var (
 	failoverRE   = regexp.MustCompile(`failover: (.*) failed: .*sent at unix (\d+) ns`)
 	// A takeover of the scheduler (takeoverRE), and when the last node
 	// heard the new scheduler (tookOverRE).
-	takeoverRE = regexp.MustCompile(`takeover 1 of 1 after scheduler failed: .* started again with --takeover`)
+	takeoverRE = regexp.MustCompile(`takeover 1 of 1 (after|, the same failure event, after) scheduler failed: .* started again with --takeover`)
 	tookOverRE = regexp.MustCompile(`takeover 1: the scheduler's job was taken over, nothing rolled back; .*training resumed at unix (\d+) ns`)
 )
 
@@ -226,7 +232,16 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 			}
 			if last >= k.after {
 				time.Sleep(k.delay)
-				if pid := nodePID(cmd.Process.Pid, k.role, k.rank); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				var with int
+				if k.with != "" {
+					var rank int
+					fmt.Sscanf(k.with, "machine %d", &rank)
+					with = nodePID(cmd.Process.Pid, "machine", rank)
+				}
+				if pid := nodePID(cmd.Process.Pid, k.role, k.rank); pid > 0 && (k.with == "" || with > 0) && syscall.Kill(pid, syscall.SIGKILL) == nil {
+					if with > 0 {
+						syscall.Kill(with, syscall.SIGKILL)
+					}
 					r.killed = time.Now()
 					r.last, r.checkpointed = newestManifest(dir)
 				}
@@ -296,7 +311,21 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		ns, _ := strconv.ParseInt(n[1], 10, 64)
 		r.resumed = time.Unix(0, ns)
 	}
-	if k.role != "" && !k.restarted() && !k.failover && !k.takeover() {
+	if k.with != "" {
+		// The scheduler taken over and the machine replaced, in one
+		// event: every worker rolled back with the replacement.
+		a, b, n := takeoverRE.FindStringSubmatch(r.stderr), rolledRE.FindStringSubmatch(r.stderr), resumedRE.FindStringSubmatch(r.stderr)
+		if a == nil || b == nil || n == nil || !strings.Contains(r.stderr, "replacement 1 of 1") || strings.Contains(r.stderr, "restart 1 of 1") {
+			t.Fatalf("%v: no takeover and replacement reported, or the whole job restarted:\n%s", k, r.stderr)
+		}
+		if names := strings.Split(b[1], " and "); len(names) != 2 || !slices.Contains(names, "scheduler") || !slices.Contains(names, k.with) {
+			t.Errorf("%v: the event recovered %s", k, b[1])
+		}
+		r.from, _ = strconv.Atoi(b[2])
+		ns, _ := strconv.ParseInt(n[1], 10, 64)
+		r.resumed = time.Unix(0, ns)
+	}
+	if k.role != "" && !k.restarted() && !k.failover && !k.takeover() && k.with == "" {
 		// Only the killed process was started again: no whole-job
 		// restart, and every worker rolled back.
 		a, b, n := replacedRE.FindStringSubmatch(r.stderr), rolledRE.FindStringSubmatch(r.stderr), resumedRE.FindStringSubmatch(r.stderr)
@@ -544,6 +573,40 @@ func TestKillSchedulerTakeover(t *testing.T) {
 	slices.Sort(resumed)
 	if len(resumed) > 0 {
 		t.Logf("time from the kill to training resuming, %d trials: median %v, max %v", len(resumed), resumed[len(resumed)/2].Round(time.Millisecond), resumed[len(resumed)-1].Round(time.Millisecond))
+	}
+}
+
+// TestKillSchedulerWithMachine kills the scheduler and machine 1 of the
+// co-located job run with --recovery replace together (a host that died
+// with both), in 2 seeded trials: a scheduler started again takes the
+// job over from machine 0's report and pauses it for machine 1's
+// replacement, in one failure event; every worker rolls back to the
+// checkpoint with it, and the job ends as the unfailed run bit for bit.
+func TestKillSchedulerWithMachine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	job := killTrialJobs(t)[0]
+	want := runKilled(t, job.args, job.every, killTrial{})
+	checkpoints := want.res.Rounds / job.every
+	rng := rand.New(rand.NewPCG(18, 25))
+	for i := range 2 {
+		k := killTrial{role: "scheduler", rank: -1, after: job.every * (1 + rng.IntN(checkpoints-3)),
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond, with: "machine 1"}
+		got := runKilledTraining(t, job.args, job.every, want.res.Rounds, k)
+		name := fmt.Sprintf("trial %d (%v)", i+1, k)
+		if msg := resumedWrong(k, got, want.res.Rounds); msg != "" {
+			t.Errorf("%s: %s", name, msg)
+		}
+		if !sameKilled(t, name, want.res, got.res) {
+			continue
+		}
+		for s := range want.snaps {
+			if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
+				t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
+			}
+		}
+		t.Logf("%s: rolled back to round %d, training again %v after the kill", name, got.from, got.resumed.Sub(got.killed).Round(time.Millisecond))
 	}
 }
 

@@ -190,7 +190,7 @@ func runNode(e *env, args []string) error {
 	cfg := node.DefaultConfig()
 	cfg.Role, cfg.Scheduler, cfg.Token, cfg.Rank = role, nf.scheduler, nf.token, nf.rank
 	cfg.NumServers, cfg.NumWorkers, cfg.Host = nf.numServers, nf.numWorkers, nf.host
-	cfg.JoinTimeout, cfg.Logf, cfg.Recover = nf.joinTimeout, logf, nf.recover
+	cfg.JoinTimeout, cfg.Logf, cfg.Recover, cfg.Standby = nf.joinTimeout, logf, nf.recover, nf.cl.Standby.Standby
 	if member.Rule != nil {
 		cfg.Rule = member.Rule
 	}

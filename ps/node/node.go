@@ -116,6 +116,11 @@ type Config struct {
 	// role and Rank (any failed one for −1), which the scheduler must
 	// be waiting for (sched.Config.RecoverWait).
 	Recover bool
+	// Standby says that the job's scheduler may be taken over by one
+	// started at its address (colo node --standby): a replacement
+	// (Recover) that finds nothing listening there retries within
+	// JoinTimeout instead of failing at once.
+	Standby bool
 	// Logf, when not nil, receives the node's log lines.
 	Logf func(format string, args ...any)
 }
@@ -318,7 +323,7 @@ func register(ctx context.Context, cfg Config, key []byte) (proto.Assign, error)
 		if errors.Is(err, transport.ErrRefused) {
 			return proto.Assign{}, fmt.Errorf("node: the scheduler at %s refused this node: %w", cfg.Scheduler, err)
 		}
-		if pe := (*transport.PeerError)(nil); cfg.Recover && errors.As(err, &pe) && pe.Op == "dial" && errors.Is(err, transport.ErrPeerClosed) {
+		if pe := (*transport.PeerError)(nil); cfg.Recover && !cfg.Standby && errors.As(err, &pe) && pe.Op == "dial" && errors.Is(err, transport.ErrPeerClosed) {
 			// A replacement joins a job whose scheduler is up: nothing
 			// listening at its address means it left, its job ended.
 			return proto.Assign{}, fmt.Errorf("node: the scheduler at %s has left (its job ended): no job to recover into: %w", cfg.Scheduler, err)

@@ -895,9 +895,6 @@ func (c *Core) replace(from transport.NodeID, r proto.Register, refuse func(form
 	case c.phase == ended:
 		refuse("the job has ended")
 		return
-	case c.phase == rejoining:
-		refuse("the scheduler is taking the job over: nothing to replace until every node has reported")
-		return
 	}
 	var ids []transport.NodeID
 	rank := r.Rank
@@ -930,6 +927,18 @@ func (c *Core) replace(from transport.NodeID, r proto.Register, refuse func(form
 	}
 	if r.Role != proto.RoleServer {
 		ids = append(ids, proto.WorkerID(rank))
+	}
+	if c.phase == rejoining {
+		// A node that died with the scheduler: the takeover goes on
+		// without it, as a pause for its replacement.
+		taken, err := c.takeOverWithout(from, r, ids)
+		if err != nil {
+			refuse("%v", err)
+			return
+		}
+		if !taken {
+			return // answered once the reports show that it can be
+		}
 	}
 	if c.phase == running {
 		if c.members[ids[0]] == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -45,6 +46,14 @@ import (
 // released barrier gets the release again, and one at an older barrier
 // is ignored (Core.barrier).
 //
+// A node that died with the scheduler sends no report. When its
+// replacement registers (proto.Register.Recover) while the scheduler
+// waits for the reports, the scheduler takes the job over from the
+// reports it has (takeOverWithout) and pauses it for the replacement of
+// every node that did not report, in one failure event: the survivors
+// roll back to the last checkpoint with the replacement, as after the
+// failure of that node alone (Recovery in the package documentation).
+//
 // A takeover cannot work, and the job ends with an error naming why
 // (the launcher then restarts the whole job from its last checkpoint),
 // when a node's report is missing after Timeout, when a node reports a
@@ -61,6 +70,17 @@ type takeover struct {
 	// held are the Barrier and Done messages received before the state
 	// was rebuilt, in their order.
 	held []heldMsg
+	// pending are the registrations of replacements waiting for the
+	// reports to show that every node that did not report is replaced.
+	pending []pendingReg
+}
+
+// pendingReg is a replacement's registration during a takeover, for
+// the nodes ids.
+type pendingReg struct {
+	from transport.NodeID
+	r    proto.Register
+	ids  []transport.NodeID
 }
 
 // heldMsg is a control message held during a takeover.
@@ -241,8 +261,18 @@ func (c *Core) rejoin(from transport.NodeID, r proto.Rejoin) {
 			c.endTakeover(rb, err)
 			return
 		}
+		pending := c.takeover.pending
 		if len(rb.Missing) == 0 {
+			c.takeover.pending = nil
 			c.apply(rb)
+		}
+		// The replacements waiting: now taken (their nodes did not
+		// report, and every other node did), or answered as any.
+		for _, p := range pending {
+			if c.phase == ended || len(rb.Missing) > 0 && c.phase != rejoining {
+				break // taken over: the first answered the others
+			}
+			c.register(p.from, p.r)
 		}
 	case running, paused:
 		// A scheduler that took the job over hears the node's arrivals
@@ -348,6 +378,10 @@ func (c *Core) endTakeover(rb *Rebuilt, err error) {
 	}
 	c.install(rb)
 	cause := fmt.Errorf("the job cannot be taken over: %w", err)
+	for _, p := range c.takeover.pending {
+		c.send(p.from, p.r.Addr, proto.CmdRefuse, proto.Refuse{Reason: cause.Error()})
+	}
+	c.takeover.pending = nil
 	if len(rb.Missing) > 0 {
 		c.phase = running // for abort
 		c.abort(rb.Missing[0], cause, false)
@@ -371,4 +405,110 @@ func (c *Core) tickTakeover() {
 		err = fmt.Errorf("no report from %s within %v of the takeover", names(rb.Missing), c.cfg.Timeout)
 	}
 	c.endTakeover(rb, err)
+}
+
+// takeOverWithout answers the registration (from, r) of the
+// replacement of the nodes ids during a takeover: ids must be nodes
+// that did not report. Until the reports show that every node that did
+// not report has a replacement registered, it keeps the registration
+// and reports false. Then it takes the job over from the reports, and
+// every node that did not report has failed (pause): the replacements
+// take their places (the caller answers this one, it the others). The
+// nodes that did not report get placeholder machine indices, the ones
+// no report has (a server and a worker of one rank sharing one when
+// the reports show machines); only the replacement's counts, and it is
+// a machine index its predecessor had when one machine is missing.
+func (c *Core) takeOverWithout(from transport.NodeID, r proto.Register, ids []transport.NodeID) (bool, error) {
+	if !c.job.Recover {
+		return false, errors.New("this job replaces no failed node (the scheduler has no recovery wait)")
+	}
+	rb, err := c.rebuild()
+	if err != nil {
+		return false, fmt.Errorf("the job cannot be taken over: %w", err)
+	}
+	for _, id := range ids {
+		if !slices.Contains(rb.Missing, id) {
+			return false, fmt.Errorf("%s has reported to the scheduler taking the job over: it has not failed", proto.Name(id))
+		}
+	}
+	t := c.takeover
+	t.pending = slices.DeleteFunc(t.pending, func(p pendingReg) bool { return p.from == from })
+	t.pending = append(t.pending, pendingReg{from: from, r: r, ids: ids})
+	covered := map[transport.NodeID]bool{}
+	for _, p := range t.pending {
+		for _, id := range p.ids {
+			covered[id] = true
+		}
+	}
+	for _, id := range rb.Missing {
+		if !covered[id] {
+			return false, nil // more reports, or replacements, to come
+		}
+	}
+	if len(rb.Peers) == 0 {
+		return false, nil
+	}
+	others := slices.DeleteFunc(slices.Clone(t.pending), func(p pendingReg) bool { return p.from == from })
+	t.pending = nil
+	// The state of the reports, but no barrier is released or job
+	// ended from them: the pause fails the barriers that wait, and the
+	// workers roll back.
+	c.install(rb)
+	c.epoch, c.trained, c.phase = rb.Epoch, rb.Trained, running
+	c.rel = maps.Clone(rb.Released)
+	c.takeover.held = nil
+	for _, p := range c.Peers() {
+		c.send(p.ID, "", proto.CmdRejoined, proto.Rejoined{Epoch: c.epoch, TakenOver: true})
+	}
+	c.logf("job taken over (epoch %d): %d nodes reported, %s did not", c.epoch, len(rb.Peers), names(rb.Missing))
+	for _, id := range slices.Sorted(maps.Keys(rb.Done)) {
+		if rb.Done[id] != "" {
+			c.abort(id, errors.New(rb.Done[id]), false)
+			return false, fmt.Errorf("the job ended: %s failed: %s", proto.Name(id), rb.Done[id])
+		}
+		c.members[id].done = true
+	}
+	// Placeholders for the nodes that did not report.
+	used := map[int]bool{}
+	machines := false
+	for _, p := range rb.Peers {
+		used[p.Machine] = true
+	}
+	for _, r := range c.takeover.reports {
+		machines = machines || len(r.Members) == 2
+	}
+	next := 0
+	fresh := func() int {
+		for used[next] {
+			next++
+		}
+		used[next] = true
+		return next
+	}
+	byRank := map[int]int{}
+	for _, id := range rb.Missing {
+		role, rank := proto.Identify(id)
+		if role == proto.RoleEvaluator {
+			return false, fmt.Errorf("%s did not report, and an evaluator is not replaced", proto.Name(id))
+		}
+		m, ok := byRank[rank]
+		if !ok || !machines {
+			m = fresh()
+			byRank[rank] = m
+		}
+		c.members[id] = &member{id: id, machine: m, lastSeen: c.tick}
+	}
+	cause := errors.New("no report to the scheduler that took the job over: it died with the scheduler")
+	for _, id := range rb.Missing {
+		if c.members[id] != nil && c.phase != ended {
+			c.pause(id, cause)
+		}
+	}
+	if c.phase != paused {
+		return false, fmt.Errorf("the job could not wait for the replacement: %v", c.err)
+	}
+	for _, p := range others {
+		c.register(p.from, p.r)
+	}
+	return true, nil
 }

@@ -355,3 +355,92 @@ func TestReportToLiveScheduler(t *testing.T) {
 		t.Fatalf("a report of another address: %+v", outs)
 	}
 }
+
+// TestTakeoverWithReplacement: machine 1 died with the scheduler and
+// sends no report; its replacement registers while the new scheduler
+// waits for the reports, before machine 0 reported. Once it did, the
+// scheduler takes the job over from machine 0's report, answers it, pauses the job for machine 1 (epoch 1, the
+// barrier machine 0 waited at failed by the pause, not released), gives
+// the replacement machine 1's ids and the machine index no report has,
+// and resumes the job once it is ready.
+func TestTakeoverWithReplacement(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Takeover = 2, 2, "tok", true
+	cfg.Heartbeat, cfg.Timeout, cfg.RecoverWait = time.Second, 3*time.Second, 10*time.Second
+	c, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The replacement registers before machine 0 reports: no answer
+	// yet.
+	reg := proto.Register{Role: proto.RoleMachine, Token: proto.TokenDigest("tok"), Addr: "new", Rank: 1, Recover: true}
+	if outs := c.Handle(msg(proto.Provisional(11), proto.CmdRegister, reg)); len(outs) != 0 {
+		t.Fatalf("a replacement answered before any report: %+v", outs)
+	}
+	r0 := machineReport(0, 0)
+	r0.Members[1].Waiting = []proto.Barrier{bar(4, 0, 1)}
+	outs := c.Handle(msg(proto.Provisional(7), proto.CmdRejoin, r0))
+	if len(find(outs, proto.CmdRelease)) != 0 {
+		t.Fatalf("a barrier released without machine 1: %+v", outs)
+	}
+	if an := find(outs, proto.CmdRejoined); len(an) != 2 || an[0].To != proto.ServerID(0) {
+		t.Fatalf("answers %+v", outs)
+	}
+	ps := find(outs, proto.CmdPause)
+	if len(ps) != 2 || ps[1].To != proto.WorkerID(0) {
+		t.Fatalf("pauses %+v", outs)
+	}
+	var p proto.Pause
+	proto.Decode(ps[0].M, &p)
+	if p.Epoch != 1 || !slices.Equal(p.Peers, []transport.NodeID{proto.ServerID(1), proto.WorkerID(1)}) {
+		t.Fatalf("pause %+v", p)
+	}
+	as := find(outs, proto.CmdAssign)
+	if len(as) != 1 || as[0].Addr != "new" {
+		t.Fatalf("assign %+v", outs)
+	}
+	var a proto.Assign
+	proto.Decode(as[0].M, &a)
+	if a.Server != proto.ServerID(1) || a.Worker != proto.WorkerID(1) || a.Machine != 1 || a.Epoch != 1 {
+		t.Fatalf("assign %+v", a)
+	}
+	c.Handle(msg(a.Server, proto.CmdReady, proto.Ready{Addr: "s1"}))
+	outs = c.Handle(msg(a.Worker, proto.CmdReady, proto.Ready{Addr: "w1"}))
+	if rs := find(outs, proto.CmdResume); len(rs) != 4 || c.Epoch() != 1 {
+		t.Fatalf("resume %+v, epoch %d", outs, c.Epoch())
+	}
+	// A replacement for a node that reported is refused.
+	c2 := takeoverCore(t)
+	c2.cfg.RecoverWait, c2.job.Recover = 10*time.Second, true
+	c2.Handle(msg(proto.Provisional(7), proto.CmdRejoin, machineReport(0, 0)))
+	reg.Rank = 0
+	outs = c2.Handle(msg(proto.Provisional(12), proto.CmdRegister, reg))
+	if r := find(outs, proto.CmdRefuse); len(r) != 1 || !strings.Contains(string(r[0].M.Body), "has reported") {
+		t.Fatalf("replacement of a node that reported: %+v", outs)
+	}
+}
+
+// TestTakeoverReplacementRefusedAtDeadline: a replacement kept while
+// a node that did not die never reports is refused when the takeover
+// gives up.
+func TestTakeoverReplacementRefusedAtDeadline(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Takeover = 3, 3, "tok", true
+	cfg.Heartbeat, cfg.Timeout, cfg.RecoverWait = time.Second, 3*time.Second, 10*time.Second
+	c, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := proto.Register{Role: proto.RoleMachine, Token: proto.TokenDigest("tok"), Addr: "new", Rank: 1, Recover: true}
+	c.Handle(msg(proto.Provisional(11), proto.CmdRegister, reg))
+	if outs := c.Handle(msg(proto.Provisional(7), proto.CmdRejoin, machineReport(0, 0))); len(outs) != 0 {
+		t.Fatalf("taken over with machine 2 silent: %+v", outs)
+	}
+	var outs []Out
+	for range 4 {
+		outs = append(outs, c.Tick()...)
+	}
+	if r := find(outs, proto.CmdRefuse); len(r) != 1 || r[0].Addr != "new" || !strings.Contains(string(r[0].M.Body), "no report from") {
+		t.Fatalf("refusal %+v", outs)
+	}
+}

@@ -362,7 +362,7 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 		c.RecoverWait, c.Standby = RecoverWait, true
 		c.Replace = func(name string, perr error) bool {
 			if name == "scheduler" {
-				return pd.takeover(perr)
+				return pd.takeover(first, window, perr)
 			}
 			if srv != nil {
 				if p, ok := launch.ServerRank(name); ok {
@@ -483,14 +483,22 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 // takeover says whether a scheduler is started again to take over the
 // job of the scheduler that died with perr (launch.Cluster.Standby),
 // and records it; the run's recoveries are from Recovered[first:]. It
-// is a failure event of its own, which needs no checkpoint: nothing is
-// rolled back.
-func (pd *Processes) takeover(perr error) bool {
-	if pd.events() >= pd.Restarts {
+// is a failure event of its own, which needs no checkpoint (nothing is
+// rolled back), unless it comes within one detection window after the
+// failure of another process this run replaced: a host that died with
+// the scheduler and a machine, whose replacement joins the takeover's
+// pause (and the other way round, as replacements join).
+func (pd *Processes) takeover(first int, window time.Duration, perr error) bool {
+	joined := false
+	if k := len(pd.Recovered) - 1; k >= first {
+		last := pd.Recovered[k]
+		joined = last.Replaced != "scheduler" && time.Since(last.Noticed) <= window
+	}
+	if !joined && pd.events() >= pd.Restarts {
 		return false
 	}
 	failure := fmt.Errorf("scheduler failed: %v", perr)
-	pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: "scheduler", Noticed: time.Now()})
+	pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: "scheduler", Noticed: time.Now(), Joined: joined})
 	if pd.Logf != nil {
 		pd.Logf("takeover %d of %d after %v: a scheduler started again with --takeover at its address", pd.events(), pd.Restarts, failure)
 	}
@@ -557,7 +565,16 @@ func (pd *Processes) resumed(first int, reports []*train.MachineReport) {
 				break
 			}
 		}
-		if rec.Replaced == "scheduler" {
+		// A takeover alone rolls nothing back; with a replacement in its
+		// event (a node that died with the scheduler), every worker
+		// rolls back with the replacement.
+		alone, who := true, rec.Replaced
+		for j := i + 1; j < len(pd.Recovered) && pd.Recovered[j].Joined; j++ {
+			r := pd.Recovered[j].Replaced
+			alone = alone && r == "scheduler"
+			who += " and " + r
+		}
+		if rec.Replaced == "scheduler" && alone {
 			event := 0
 			for _, r := range pd.Recovered[:i+1] {
 				if !r.Joined {
@@ -595,7 +612,7 @@ func (pd *Processes) resumed(first int, reports []*train.MachineReport) {
 				}
 			}
 			pd.Logf("replacement %d: %s rolled back with the others to the checkpoint of round %d; training resumed %.2f s after the failure was noticed (noticed at unix %d ns, training resumed at unix %d ns)",
-				event, rec.Replaced, rec.Round, rec.Seconds, rec.Noticed.UnixNano(), last)
+				event, who, rec.Round, rec.Seconds, rec.Noticed.UnixNano(), last)
 		}
 	}
 }
