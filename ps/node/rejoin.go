@@ -64,11 +64,15 @@ func (n *Node) startRejoin() {
 }
 
 // rejoined handles a scheduler's answer to the node's report: the
-// reports stop, and a takeover is recorded as heard.
+// reports stop, and a takeover is recorded as heard. The node then
+// sends the scheduler again its barrier arrivals not released and its
+// worker's Done: one sent after the report that was answered was built
+// may have gone to the dead scheduler's link, and a scheduler takes an
+// arrival or a Done again without harm (Core.barrier).
 func (n *Node) rejoined(r proto.Rejoined) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.rejoinStop == nil {
+		n.mu.Unlock()
 		return // the other member of a machine had it
 	}
 	close(n.rejoinStop)
@@ -78,10 +82,24 @@ func (n *Node) rejoined(r proto.Rejoined) {
 		// The scheduler ran the job all along: a link to it had failed.
 		n.takeovers = n.takeovers[:k]
 		n.cfg.Logf("node: the scheduler at %s runs the job: its link had failed", n.cfg.Scheduler)
-		return
+	} else {
+		n.takeovers[k].HeardUnixNano = time.Now().UnixNano()
+		n.cfg.Logf("node: the scheduler at %s took the job over (epoch %d)", n.cfg.Scheduler, r.Epoch)
 	}
-	n.takeovers[k].HeardUnixNano = time.Now().UnixNano()
-	n.cfg.Logf("node: the scheduler at %s took the job over (epoch %d)", n.cfg.Scheduler, r.Epoch)
+	var again []arrival
+	for key, rel := range n.barriers {
+		if rel.epoch == n.epoch {
+			again = append(again, n.arrivals(key, rel.sent, rel.epoch)...)
+		}
+	}
+	done := n.finished
+	n.mu.Unlock()
+	for _, a := range again {
+		a.m.out.Post(proto.SchedulerID, proto.Control(proto.CmdBarrier, a.b))
+	}
+	if w := n.member(n.assign.Worker); w != nil && done != nil {
+		w.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, *done))
+	}
 }
 
 // dropUnheard forgets a loss of the scheduler that no scheduler
