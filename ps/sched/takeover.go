@@ -34,17 +34,17 @@ import (
 // evaluator is in one, it rebuilds its state (Rebuild, a pure function
 // of the reports), answers every node, releases again the barriers
 // whose release a node lost, and feeds the pending arrivals and ends to
-// the barriers as they would have come. The job
-// goes on where it was: no pause, no rollback, and under BSP the model
-// is the one of a run without failure, bit for bit (the servers and the
-// workers never stopped; only the barriers waited).
+// the barriers as they would have come. The job goes on where it was:
+// no pause, no rollback, and under BSP the model is the one of a run
+// without failure, bit for bit (the servers and the workers never
+// stopped; only the barriers waited).
 //
 // Barrier and Done messages that reach it before its state is rebuilt
 // are held and handled after; a report that comes after (a node that
 // sent a barrier arrival in between, lost with no scheduler to take it)
-// is handled as its arrivals and its end again: an arrival at a
-// released barrier gets the release again, and one at an older barrier
-// is ignored (Core.barrier).
+// is handled as its arrivals and its end again, and so are those a node
+// sends again once answered: an arrival at a released barrier gets the
+// release again, and one at an older barrier is ignored (Core.barrier).
 //
 // A node that died with the scheduler sends no report. When its
 // replacement registers (proto.Register.Recover) while the scheduler
@@ -56,7 +56,8 @@ import (
 //
 // A takeover cannot work, and the job ends with an error naming why
 // (the launcher then restarts the whole job from its last checkpoint),
-// when a node's report is missing after Timeout, when a node reports a
+// when a node's report is missing after Timeout and no replacement of
+// it registered, when a node reports a
 // pause (the scheduler died while the job waited for a replacement),
 // a failover of replicated key ranges, or an epoch other than the
 // others', or when two reports contradict each other.
