@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"colo/ps/internal/mailbox"
@@ -35,8 +36,8 @@ func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 	id := proto.ServerID(f.Server)
 	if f.Addr == "" {
 		n.mu.Lock()
-		if _, ok := n.failed[id]; !ok {
-			n.failed[id] = n.book[id].Addr
+		if f.Seq > n.failedSeq[id] {
+			n.failed[id], n.failedSeq[id] = n.book[id].Addr, f.Seq
 		}
 		if n.leave != nil && n.awaitPeer == id {
 			// The sends to it that failed are sent again.
@@ -48,6 +49,11 @@ func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 		if m.id == n.assign.Server && n.srv != nil {
 			n.cfg.Logf("node: server %d failed (%s); server %d serves its ranges", f.Server, f.Reason, f.Backup)
 			m.data.Push(msg) // after the updates received before
+		}
+		if n.isTaken(m) {
+			// A server taken over whose new backup failed stops
+			// waiting for it.
+			m.data.Push(msg)
 		}
 		if m.id == n.assign.Worker && n.wrk != nil {
 			n.wrk.Suspend(f.Server)
@@ -101,6 +107,11 @@ func (n *Node) moveTo(f proto.Failover, p proto.Peer) {
 		}
 	}
 	n.setPeer(p)
+	if sm := n.member(n.assign.Server); sm != nil && n.srv != nil {
+		// The server acknowledges again what it holds of the failed
+		// server's new copy, at the new address (server.Server).
+		sm.data.Push(proto.Control(proto.CmdFailover, f))
+	}
 	if w != nil && n.wrk != nil {
 		n.cfg.Logf("node: server %d is served at %s; requests it did not answer are sent again", f.Server, f.Addr)
 		n.wrk.Resend(f.Server)
@@ -155,4 +166,23 @@ func (n *Node) takeover(rank int, srv *server.Server) {
 	n.wg.Go(m.loop)
 	n.mu.Unlock()
 	m.out.Post(proto.SchedulerID, proto.Control(proto.CmdReady, proto.Ready{Addr: ep.Addr()}))
+}
+
+// isTaken reports whether m is the member of a server the node took
+// over.
+func (n *Node) isTaken(m *member) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Contains(n.taken, m)
+}
+
+// backedUp tells the scheduler that the node's server holds a new copy
+// of server rank's ranges (proto.Backup), sent whole by that server: it
+// is one of rank's backups from now on.
+func (n *Node) backedUp(rank int) {
+	_, self := proto.Identify(n.assign.Server)
+	n.cfg.Logf("node: server %d holds a new copy of server %d's ranges", self, rank)
+	if m := n.member(n.assign.Server); m != nil {
+		m.out.Post(proto.SchedulerID, proto.Control(proto.CmdBackedUp, proto.Backup{Server: rank, Backup: self}))
+	}
 }

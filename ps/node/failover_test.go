@@ -36,6 +36,8 @@ type replCluster struct {
 	// before it applies it), but server 1 acknowledges no push of them.
 	hold *atomic.Bool
 	held chan struct{}
+	// backedUp gets the scheduler's new copies in place (proto.Backup).
+	backedUp chan proto.Backup
 }
 
 // holdNet opens endpoints whose acknowledgements of replicated updates
@@ -81,16 +83,19 @@ func startReplicated(t *testing.T, mode clock.Mode, replicas int, rule update.Ru
 	sc.NumServers, sc.NumWorkers, sc.Token, sc.NumKeys, sc.Width = 3, 2, "t", replKeys, 2
 	sc.Clock = clock.Config{Mode: mode}
 	sc.Heartbeat, sc.Timeout, sc.Replicas = 20*time.Millisecond, 2*time.Second, replicas
+	backedUp := make(chan proto.Backup, 16)
+	sc.OnBackedUp = func(b proto.Backup) { backedUp <- b }
 	s, err := sched.Start(sc, sep, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	c := &replCluster{s: s, servers: make([]*Node, 3), workers: make([]*Node, 2), hold: new(atomic.Bool), held: make(chan struct{}, 1<<16)}
+	c := &replCluster{s: s, servers: make([]*Node, 3), workers: make([]*Node, 2), hold: new(atomic.Bool), held: make(chan struct{}, 1<<16), backedUp: backedUp}
 	errs := make(chan error, 5)
 	start := func(dst **Node, role proto.Role, rank int) {
 		cfg := DefaultConfig()
 		cfg.Role, cfg.Token, cfg.Rank, cfg.Rule = role, "t", rank, rule
+		cfg.Logf = t.Logf // DEBUG
 		cfg.Network = Mem{Net: net}
 		if role == proto.RoleServer && rank == 2 {
 			cfg.Network = holdNet{Network: cfg.Network, from: proto.ServerID(2), hold: c.hold, held: c.held}
@@ -136,11 +141,16 @@ func grad(w int, r int64, pulled []float32) []float32 {
 // model.
 func bspRun(t *testing.T, c *replCluster, rounds, killAt int64, kill func(stage string)) []float32 {
 	t.Helper()
-	at := func(r int64, stage string) {
+	return bspRunAt(t, c, rounds, func(r int64, stage string) {
 		if r == killAt && kill != nil {
 			kill(stage)
 		}
-	}
+	})
+}
+
+// bspRunAt is bspRun calling at with every round and stage.
+func bspRunAt(t *testing.T, c *replCluster, rounds int64, at func(r int64, stage string)) []float32 {
+	t.Helper()
 	keys := make([]uint64, replKeys)
 	for i := range keys {
 		keys[i] = uint64(i)
@@ -314,6 +324,9 @@ func TestFailoverBSP(t *testing.T) {
 							return false
 						}
 						round, _, seq, _, cmd, err := proto.ParseReplica(m)
+						if err == nil && cmd == proto.DataCopy {
+							return false // a new backup's copy, once server 2 failed
+						}
 						if err != nil || cmd != proto.DataRound {
 							t.Errorf("server 1 sent an update that is not a round's sum: %v %v", cmd, err)
 							return false
@@ -639,4 +652,215 @@ func TestFailoverFrozenSend(t *testing.T) {
 			}
 		}
 	})
+}
+
+// awaitBackup waits for the scheduler to report that server backup holds
+// a new copy of server p's ranges, failing the test after a minute.
+func (c *replCluster) awaitBackup(t *testing.T, p, backup int) {
+	t.Helper()
+	limit := time.NewTimer(time.Minute)
+	defer limit.Stop()
+	for {
+		select {
+		case b := <-c.backedUp:
+			if b == (proto.Backup{Server: p, Backup: backup}) {
+				return
+			}
+		case <-limit.C:
+			t.Fatalf("no new copy of server %d's ranges on server %d within a minute", p, backup)
+		}
+	}
+}
+
+// TestFailoverTwice kills server 0 during a BSP round; its backup,
+// server 1, takes its ranges over and makes a new copy of them on
+// server 2 while the rounds go on. Once the scheduler reports that copy
+// in place, server 1's process, which now serves the ranges of both
+// ranks 0 and 1, is killed in a later round: server 2 takes both over,
+// and the model is bit for bit the one of the run without failure, with
+// no round computed again and no pause.
+func TestFailoverTwice(t *testing.T) {
+	const rounds = 8
+	rule := update.AdaGrad{LR: 0.1, Eps: 1e-6}
+	want := bspRun(t, startReplicated(t, clock.BSP, 1, rule), rounds, -1, nil)
+	for _, tc := range []struct {
+		first, second int64  // the rounds of the kills
+		stage         string // of the second kill
+	}{{1, 3, "mid"}, {0, 2, "end"}, {2, 6, "start"}, {1, 2, "acked"}} {
+		t.Run(fmt.Sprintf("%d-%d-%s", tc.first, tc.second, tc.stage), func(t *testing.T) {
+			book := &addrBook{at: make(map[transport.NodeID]string)}
+			c := startReplicated(t, clock.BSP, 1, rule, func(_ proto.Role, _ int, nw Network) Network { return addrNet{nw, book} })
+			got := bspRunAt(t, c, rounds, func(r int64, stage string) {
+				switch {
+				case r == tc.first && stage == "mid":
+					c.servers[0].Close()
+				case r == tc.second && stage == "start":
+					c.awaitBackup(t, 0, 2)
+				}
+				if r == tc.second && stage == tc.stage {
+					c.servers[1].Close()
+				}
+			})
+			checkTwice(t, c, got, want, rounds)
+		})
+	}
+}
+
+// checkTwice checks a BSP run of rounds rounds in which servers 0 and 1
+// were killed, the second once server 2 held a new copy of server 0's
+// ranges: the model got is bit for bit want; server 2's node serves
+// both; each worker computed exactly the rounds; the job was never
+// paused.
+func checkTwice(t *testing.T, c *replCluster, got, want []float32, rounds int64) {
+	t.Helper()
+	if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+		t.Errorf("model after two failovers\n%v\nwant\n%v", got, want)
+	}
+	heir := c.servers[2]
+	heir.mu.Lock()
+	taken := len(heir.taken)
+	heir.mu.Unlock()
+	if taken != 2 {
+		t.Errorf("server 2's node serves %d failed servers, want 2", taken)
+	}
+	for w, n := range c.workers {
+		if r := n.Worker().Round(); r != rounds {
+			t.Errorf("worker %d computed %d rounds, want %d", w, r, rounds)
+		}
+		if n.Epoch() != 0 {
+			t.Errorf("worker %d in epoch %d: the job was paused", w, n.Epoch())
+		}
+	}
+}
+
+// TestFailoverTwiceAsync kills server 0 while two workers push
+// asynchronously without waiting, then, once server 2 holds a new copy
+// of server 0's ranges, server 1's process, which serves them: every
+// push is acknowledged, and the sums are exact (nothing acknowledged
+// lost, nothing applied twice).
+func TestFailoverTwiceAsync(t *testing.T) {
+	const pushes = 300
+	book := &addrBook{at: make(map[transport.NodeID]string)}
+	c := startReplicated(t, clock.Async, 1, nil, func(_ proto.Role, _ int, nw Network) Network { return addrNet{nw, book} })
+	keys := make([]uint64, replKeys)
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	one := make([]float32, 2*replKeys)
+	for i := range one {
+		one[i] = 1
+	}
+	first, second := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 2)
+	for w, n := range c.workers {
+		go func() {
+			var fs []*worker.Future
+			for i := range pushes {
+				fs = append(fs, n.Worker().Push(keys, one))
+				if w == 0 && (i == pushes/3 || i == 2*pushes/3) {
+					fs[len(fs)-1].Wait()
+					if i == pushes/3 {
+						close(first)
+					} else {
+						close(second)
+					}
+				}
+			}
+			var errs []error
+			for _, f := range fs {
+				errs = append(errs, f.Wait())
+			}
+			done <- errors.Join(errs...)
+		}()
+	}
+	<-first
+	c.servers[0].Close()
+	c.awaitBackup(t, 0, 2)
+	<-second
+	c.servers[1].Close()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := make([]float32, 2*replKeys)
+	if err := c.workers[0].Worker().Pull(keys, out).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	c.servers[2].mu.Lock()
+	taken := len(c.servers[2].taken)
+	c.servers[2].mu.Unlock()
+	if taken != 2 {
+		t.Errorf("server 2's node serves %d failed servers, want 2", taken)
+	}
+	for i, v := range out {
+		if v != 2*pushes {
+			t.Fatalf("key %d value %d: %v, want %d", i/2, i%2, v, 2*pushes)
+		}
+	}
+}
+
+// addrBook gives each endpoint of an in-memory network an address of
+// its own, as TCP does: a server's id taken over by its backup is at
+// another address than before, which its peers reach only once they
+// know it (addrEndpoint). The in-memory network routes by id alone: a
+// worker's push sent to the failed server's id before the worker heard
+// of the failover would reach the backup that took the id over, which a
+// TCP endpoint never sees (it dials the failed server's address).
+type addrBook struct {
+	// mu is held to attach (Listen) and read for a whole send, so that
+	// a send cannot reach an endpoint attached after its check.
+	mu sync.RWMutex
+	at map[transport.NodeID]string
+	n  int
+}
+
+type addrNet struct {
+	Network
+	book *addrBook
+}
+
+func (a addrNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	a.book.mu.Lock()
+	defer a.book.mu.Unlock()
+	ep, err := a.Network.Listen(id, identity)
+	if err != nil {
+		return nil, err
+	}
+	a.book.n++
+	addr := fmt.Sprintf("mem/%d", a.book.n)
+	a.book.at[id] = addr
+	return &addrEndpoint{Endpoint: ep, book: a.book, addr: addr, peers: make(map[transport.NodeID]string)}, nil
+}
+
+// addrEndpoint fails a data send to a server at another address than
+// the one the endpoint knows for it, as a send to a process that died.
+type addrEndpoint struct {
+	Endpoint
+	book  *addrBook
+	addr  string
+	mu    sync.Mutex
+	peers map[transport.NodeID]string
+}
+
+func (e *addrEndpoint) Addr() string { return e.addr }
+
+func (e *addrEndpoint) SetPeer(id transport.NodeID, addr string) {
+	e.mu.Lock()
+	e.peers[id] = addr
+	e.mu.Unlock()
+	e.Endpoint.SetPeer(id, addr)
+}
+
+func (e *addrEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	e.mu.Lock()
+	want, known := e.peers[to]
+	e.mu.Unlock()
+	e.book.mu.RLock()
+	defer e.book.mu.RUnlock()
+	at := e.book.at[to]
+	if r, _ := proto.Identify(to); known && r == proto.RoleServer && m.Type == transport.TypeData && want != at {
+		return &transport.PeerError{Peer: to, Addr: want, Op: "send", Err: transport.ErrPeerClosed}
+	}
+	return e.Endpoint.Send(ctx, to, m)
 }

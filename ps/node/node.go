@@ -209,8 +209,10 @@ type Node struct {
 	taken     []*member
 	failovers map[int]bool
 	// failed are the servers the scheduler announced as failed, with the
-	// address each had then.
+	// address each had then, and failedSeq the failover that announced
+	// it last: a server taken over may fail again, served by its backup.
 	failed        map[transport.NodeID]string
+	failedSeq     map[transport.NodeID]int
 	failoverTimes []FailoverTimes
 	// A takeover of the scheduler (rejoin.go): released is the last
 	// release of each barrier group in the epoch, finished the worker's
@@ -390,7 +392,7 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		cfg: cfg, assign: a, table: table, ctx: ctx, cancel: cancel,
 		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}), trained: make(chan struct{}),
 		seq: make(map[string]uint64), barriers: make(map[barrierKey]*release), released: make(map[string]proto.Barrier),
-		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}), identity: identity, failovers: make(map[int]bool), failed: make(map[transport.NodeID]string),
+		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}), identity: identity, failovers: make(map[int]bool), failed: make(map[transport.NodeID]string), failedSeq: make(map[transport.NodeID]int),
 	}
 	close(n.resumed)
 	fail := func(err error) (*Node, error) {
@@ -433,7 +435,7 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		_, rank := proto.Identify(a.Server)
 		scfg := server.Config{Rank: rank, Workers: a.NumWorkers, Table: table, Width: a.Job.Width, Rule: cfg.Rule, Clock: ck}
 		if r := a.Job.Replicas; r > 0 {
-			rep := server.Replication{Backups: replica.Chain(rank, a.NumServers, r, nil), Takeover: n.takeover}
+			rep := server.Replication{Backups: replica.Chain(rank, a.NumServers, r, nil), Takeover: n.takeover, BackedUp: n.backedUp}
 			for p := range a.NumServers {
 				if slices.Contains(replica.Chain(p, a.NumServers, r, nil), rank) {
 					rep.Copies = append(rep.Copies, p)
@@ -700,6 +702,9 @@ func (n *Node) control(m *member, msg *transport.Message) {
 			return
 		}
 		n.rejoined(r)
+	case proto.CmdBackup:
+		// To the server of the member's id, in the order of its data.
+		m.data.Push(msg)
 	case proto.CmdTrained:
 		n.trainedOnce.Do(func() { close(n.trained) })
 	case proto.CmdShutdown:
@@ -1129,7 +1134,10 @@ func (n *Node) Close() error {
 		n.mu.Lock()
 		taken := n.taken
 		n.mu.Unlock()
-		for _, m := range append(slices.Clone(n.members), taken...) {
+		// The endpoints of the servers taken over first: their ids are
+		// free once the scheduler hears of the node's end, and another
+		// node may take them over again.
+		for _, m := range append(slices.Clone(taken), n.members...) {
 			m.out.Close()
 			m.ep.Close()
 			m.data.Close()

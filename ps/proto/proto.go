@@ -192,6 +192,8 @@ const (
 	CmdFailover                    // scheduler → node: Failover, a server's backup takes over its ranges
 	CmdRejoin                      // node → scheduler: Rejoin, what the node knows of a job whose scheduler died
 	CmdRejoined                    // scheduler → node: Rejoined, its report was read
+	CmdBackup                      // scheduler → server: Backup, copy your ranges to a new backup
+	CmdBackedUp                    // server → scheduler: Backup, the new backup holds the copy
 )
 
 // Data commands (Header.Cmd of a TypeData message).
@@ -244,6 +246,13 @@ const (
 	// every live backup has: the worker keeps its pushes of later rounds
 	// to send them again should the server fail.
 	DataRound uint16 = 11
+	// DataCopy is the data command of a DataReplicate that carries a
+	// whole copy of a server's ranges to a new backup (proto.Backup):
+	// KV a snapshot of the store (package server, snapshot.go), the
+	// update's sequence number that of the last update the copy holds,
+	// and after the replication fields of the body the state of the
+	// server's clock (AppendCopyState).
+	DataCopy uint16 = 12
 )
 
 // FlagResent marks a worker's request to a server whose ranges a backup
@@ -268,7 +277,7 @@ func AppendReplica(meta []byte, seq uint64, worker int, cmd uint16) []byte {
 // round and epoch, the update's sequence number, the worker's rank and
 // the request's data command.
 func ParseReplica(m *transport.Message) (round int64, epoch, seq uint64, worker int, cmd uint16, err error) {
-	if len(m.Body) != MetaSize+ReplicaSize {
+	if len(m.Body) < MetaSize+ReplicaSize || len(m.Body) > MetaSize+ReplicaSize && binary.LittleEndian.Uint16(m.Body[MetaSize+12:]) != DataCopy {
 		return 0, 0, 0, 0, 0, fmt.Errorf("%s: replicated update with a %d-byte body, want %d", Name(m.Sender), len(m.Body), MetaSize+ReplicaSize)
 	}
 	meta := transport.Message{Header: m.Header, Body: m.Body[:MetaSize]}
@@ -277,6 +286,41 @@ func ParseReplica(m *transport.Message) (round int64, epoch, seq uint64, worker 
 	}
 	b := m.Body[MetaSize:]
 	return round, epoch, binary.LittleEndian.Uint64(b), int(binary.LittleEndian.Uint32(b[8:])), binary.LittleEndian.Uint16(b[12:]), nil
+}
+
+// AppendCopyState appends to the body of a DataCopy the Backup.Seq it
+// was asked with and the state of the copied server's clock: the
+// pushes it counted, and the number of rounds each worker pushed.
+func AppendCopyState(body []byte, seq int, pushes uint64, done []int64) []byte {
+	body = binary.LittleEndian.AppendUint64(body, uint64(seq))
+	body = binary.LittleEndian.AppendUint64(body, pushes)
+	for _, d := range done {
+		body = binary.LittleEndian.AppendUint64(body, uint64(d))
+	}
+	return body
+}
+
+// ParseCopyState reads the clock state of a DataCopy of a job of
+// workers workers (AppendCopyState).
+func ParseCopyState(m *transport.Message, workers int) (seq int, pushes uint64, done []int64, err error) {
+	b := m.Body[min(len(m.Body), MetaSize+ReplicaSize):]
+	if len(b) != 8*(2+workers) {
+		return 0, 0, nil, fmt.Errorf("%s: copy of a server's ranges with %d bytes of clock state, want %d for %d workers", Name(m.Sender), len(b), 8*(2+workers), workers)
+	}
+	if s := binary.LittleEndian.Uint64(b); s > math.MaxInt32 {
+		return 0, 0, nil, fmt.Errorf("%s: copy of a server's ranges asked after %d failovers", Name(m.Sender), s)
+	} else {
+		seq = int(s)
+	}
+	b = b[8:]
+	pushes = binary.LittleEndian.Uint64(b)
+	done = make([]int64, workers)
+	for w := range done {
+		if done[w] = int64(binary.LittleEndian.Uint64(b[8+8*w:])); done[w] < 0 {
+			return 0, 0, nil, fmt.Errorf("%s: copy of a server's ranges: worker %d pushed %d rounds", Name(m.Sender), w, done[w])
+		}
+	}
+	return seq, pushes, done, nil
 }
 
 // Register is a node's request to join: sent from its provisional id.
@@ -475,6 +519,21 @@ type Failover struct {
 	Reason string `json:",omitempty"`
 	Addr   string `json:",omitempty"`
 	Key    []byte `json:",omitempty"`
+}
+
+// Backup is the scheduler's request to the node serving server rank
+// Server's ranges (CmdBackup) to copy them, with their update rules'
+// states, to a new backup, server rank Backup's process, while the job
+// runs; and the new backup's report to the scheduler (CmdBackedUp)
+// that it holds the copy: from then on it takes the ranges over should
+// their server fail.
+type Backup struct {
+	Server, Backup int
+	// Seq is the number of failovers of the job when the copy was
+	// asked for (Failover.Seq): a Failover numbered after it is of the
+	// ranges' server the copy follows, one numbered up to it is of a
+	// server before, whose own copies it does not drop.
+	Seq int `json:",omitempty"`
 }
 
 // Barrier is a node's arrival at, or the scheduler's release of, barrier

@@ -21,7 +21,9 @@
 //     acknowledgements until the backups have it, ApplyAhead until they
 //     have the update before it; Acked (a backup's acknowledgement, cumulative:
 //     updates travel in order on one link) and Down (a backup failed)
-//     release them, in the order the updates were applied.
+//     release them, in the order the updates were applied. Join adds
+//     a new backup, made after a failover from a copy of the primary's
+//     whole state: the updates after the copy wait for it too.
 //   - Replica is a backup's side, one per server it backs up: Update
 //     says whether an update is new (apply it) or one it already has
 //     (acknowledge it again), and refuses one out of order; Has says
@@ -68,6 +70,7 @@
 // later.
 //
 // Costs: Apply, ApplyAhead, Update and Has are O(pushes per update);
+// Join is O(r + k) for the k acknowledgements it releases;
 // Acked and Down release k acknowledgements in O(k + r); Replicated is
 // O(r).
 package replica
@@ -205,6 +208,24 @@ func (p *Primary[A]) Acked(b int, seq uint64) ([]A, error) {
 	return p.release(nil), nil
 }
 
+// Join adds b, a new backup, which is to get a copy of every update up
+// to have (the primary's state, sent to it whole) and every update after
+// it in order: the acknowledgements of the updates after have wait for
+// b too, those up to have only for the other backups. It returns the
+// acknowledgements this releases (none: the acknowledgements up to have
+// wait for no more than before). A backup already live is left as it
+// is, and have beyond the last update applied fails.
+func (p *Primary[A]) Join(b int, have uint64) ([]A, error) {
+	if _, ok := p.acked[b]; ok {
+		return nil, fmt.Errorf("replica: server %d joins as a backup, and is one", b)
+	}
+	if have >= p.next {
+		return nil, fmt.Errorf("replica: server %d joins with update %d, the last applied is %d", b, have, p.next-1)
+	}
+	p.acked[b] = have
+	return p.release(nil), nil
+}
+
 // Down removes backup b, which failed, and returns the acknowledgements
 // that no longer wait for it: the updates are then on the servers left.
 func (p *Primary[A]) Down(b int) []A {
@@ -243,6 +264,13 @@ func NewReplica(workers int) *Replica {
 		r.rounds[i] = -1
 	}
 	return r
+}
+
+// NewReplicaAt returns the record of a copy made whole from the
+// primary's state after its update applied (Primary.Join), in which
+// worker w's pushes up to round rounds[w] are (−1: none).
+func NewReplicaAt(applied uint64, rounds []int64) *Replica {
+	return &Replica{applied: applied, rounds: slices.Clone(rounds)}
 }
 
 // Applied returns the sequence number of the last update applied: the

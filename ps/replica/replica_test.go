@@ -164,3 +164,48 @@ func TestPrimaryAheadByHand(t *testing.T) {
 		t.Fatalf("no backup left: %d replicated, want every update (4)", p.Replicated())
 	}
 }
+
+// TestJoinByHand walks a new backup joining a primary that had none: the
+// updates up to the copy it gets wait for no one, the next ones for it;
+// its record starts at the copy and refuses a gap after it.
+func TestJoinByHand(t *testing.T) {
+	p := NewPrimary[int](nil)
+	if _, rel := p.Apply([]int{1}); len(rel) != 1 {
+		t.Fatalf("no backup: released %v, want [1]", rel)
+	}
+	_, held := p.ApplyAhead([]int{2})
+	if len(held) != 1 {
+		t.Fatalf("no backup: released %v, want [2]", held)
+	}
+	if rel, err := p.Join(5, 2); err != nil || len(rel) != 0 {
+		t.Fatalf("join: %v, %v", rel, err)
+	}
+	if _, err := p.Join(5, 2); err == nil {
+		t.Error("a live backup joined again")
+	}
+	if _, err := p.Join(6, 3); err == nil {
+		t.Error("a backup joined with an update never applied")
+	}
+	if _, rel := p.ApplyAhead([]int{3}); len(rel) != 1 || rel[0] != 3 {
+		t.Fatalf("update 3 needs update 2, in the copy: released %v, want [3]", rel)
+	}
+	if _, rel := p.Apply([]int{4}); len(rel) != 0 {
+		t.Fatalf("update 4 released %v before the new backup has it", rel)
+	}
+	if got := p.Replicated(); got != 2 {
+		t.Fatalf("replicated %d, want 2 (the copy)", got)
+	}
+	if rel, err := p.Acked(5, 4); err != nil || len(rel) != 1 || rel[0] != 4 {
+		t.Fatalf("acked 4: %v, %v", rel, err)
+	}
+	r := NewReplicaAt(2, []int64{7, -1})
+	if !r.Has(0, 7) || r.Has(0, 8) || r.Has(1, 0) {
+		t.Error("the copy's record does not say which pushes it holds")
+	}
+	if _, err := r.Update(4, nil); err == nil {
+		t.Error("update 4 after the copy of update 2 accepted")
+	}
+	if ok, err := r.Update(3, []Push{{Worker: 1, Round: 0}}); !ok || err != nil || !r.Has(1, 0) {
+		t.Errorf("update 3 after the copy: %v, %v", ok, err)
+	}
+}

@@ -55,7 +55,9 @@
 // the job runs is not replaced: its first live backup (package
 // ps/replica) takes its ranges over in the same epoch, with no pause and
 // no rollback, and every node is told twice with proto.Failover (see
-// failover.go). Failovers lists them.
+// failover.go). Failovers lists them. The ranges left with fewer copies
+// get new ones while the job runs (proto.Backup), so that a later
+// failure of the process now serving them fails over too.
 //
 // # Takeover
 //
@@ -86,6 +88,7 @@ import (
 	"colo/internal/ratelog"
 	"colo/ps/clock"
 	"colo/ps/proto"
+	"colo/ps/replica"
 	"colo/ps/route"
 	"colo/transport"
 )
@@ -148,6 +151,12 @@ type Config struct {
 	// whoever started that node can kill it, if it still runs (hung,
 	// or cut off), and start its replacement. The Core ignores it.
 	OnPause func(Pause)
+	// OnBackedUp, when set, is called by the driver, from its
+	// goroutine, each time a server holds a new copy of another's
+	// ranges (BackedUp), so that a launcher deciding about server
+	// processes that die knows it (replica.Holders.BackedUp). The Core
+	// ignores it.
+	OnBackedUp func(proto.Backup)
 }
 
 // Pause is a pause of the job for the replacement of a failed process.
@@ -299,6 +308,12 @@ type Core struct {
 	pauses []Pause
 	// failovers are the servers taken over by their backups.
 	failovers []Failover
+	// holders, copies, rebuilding and backedUp follow the replicated
+	// ranges (failover.go); nil without Replicas.
+	holders    []int
+	copies     [][]int
+	rebuilding map[int]rebuild
+	backedUp   []proto.Backup
 	// key is the scheduler's public key, nil when its endpoint has no
 	// identity (SetKey); keys are the members' keys learnt since the last
 	// Keys.
@@ -325,7 +340,16 @@ func NewCore(cfg Config) (*Core, error) {
 		}
 	}
 	table, _ := tb.MarshalBinary()
+	var holders []int
+	var copies [][]int
+	if cfg.Replicas > 0 {
+		holders, copies = make([]int, cfg.NumServers), make([][]int, cfg.NumServers)
+		for p := range holders {
+			holders[p], copies[p] = p, replica.Chain(p, cfg.NumServers, cfg.Replicas, nil)
+		}
+	}
 	c := &Core{
+		holders: holders, copies: copies, rebuilding: make(map[int]rebuild),
 		cfg: cfg,
 		job: proto.Job{Table: table, Width: cfg.Width, Mode: cfg.Clock.Mode.String(), Tau: cfg.Clock.Tau,
 			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0, Replicas: cfg.Replicas,
@@ -498,6 +522,13 @@ func (c *Core) Handle(m *transport.Message) []Out {
 			return c.out
 		}
 		c.rejoin(m.Sender, r)
+	case proto.CmdBackedUp:
+		var b proto.Backup
+		if err := proto.Decode(m, &b); err != nil {
+			c.logf("%v", err)
+			return c.out
+		}
+		c.backup(m.Sender, b)
 	default:
 		c.logf("%s sent unknown command %d", proto.Name(m.Sender), m.Cmd)
 	}
@@ -847,6 +878,9 @@ func (c *Core) pause(id transport.NodeID, cause error) {
 	slices.Sort(gone)
 	for _, g := range gone {
 		c.lost[g] = c.members[g].machine
+		if r, q := proto.Identify(g); r == proto.RoleServer && !c.members[g].moved {
+			c.recopy(q)
+		}
 		delete(c.members, g)
 	}
 	c.pauses = append(c.pauses, Pause{Epoch: c.epoch, Cause: ne, Lost: gone})

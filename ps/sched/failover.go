@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 
 	"colo/ps/proto"
 	"colo/ps/replica"
@@ -23,9 +24,25 @@ import (
 // endpoint is ready, with its address (the workers send it again what
 // the failed server had not answered). A failure that no backup can
 // take over (no live one, or a worker died with the server) goes the
-// way of Recovery, or ends the job. A server taken over has no backup
-// left among the servers that still hold copies: a second failure of
-// its ranges ends the job (no new backup is made while the job runs).
+// way of Recovery, or ends the job.
+//
+// A takeover leaves the ranges taken over with no copy (the other
+// backups drop theirs: they followed the failed server), and the ranges
+// the failed process backed up with a copy fewer. Once the takeover is
+// ready, the scheduler asks the server of each range with fewer than
+// Replicas copies (rebackup) to make a new one on another live server
+// process, the first after it in rank order that serves none of its
+// ranges and holds no copy of them (proto.Backup), while the job goes on;
+// the new backup reports once it holds the copy (proto.CmdBackedUp), and
+// only then counts as one of the ranges' backups. So a second failure,
+// of the process now serving the ranges taken over, fails over too, when
+// it comes after the new copy is in place; before, it goes the way of a
+// failure with no backup. Holders and copies are O(servers) each; a
+// failure costs O(servers × Replicas).
+
+// rebuild is a new backup being made: the process that is to hold the
+// copy, and the one serving the ranges that sends it.
+type rebuild struct{ backup, holder int }
 
 // failover hands the ranges of failed server id to a live backup and
 // reports whether it did.
@@ -40,11 +57,8 @@ func (c *Core) failover(id transport.NodeID, cause error) bool {
 			return false // a worker died with it: a replacement
 		}
 	}
-	if mb.moved {
-		return false // its copies went with its first process
-	}
 	backup := -1
-	for _, b := range replica.Chain(p, c.cfg.NumServers, c.job.Replicas, nil) {
+	for _, b := range c.copies[p] {
 		if m := c.members[proto.ServerID(b)]; m != nil && m.ready && !m.moved && !m.takingOver && m.machine != mb.machine {
 			backup = b
 			break
@@ -53,6 +67,12 @@ func (c *Core) failover(id transport.NodeID, cause error) bool {
 	if backup < 0 {
 		return false
 	}
+	// The process that served p's ranges died: its copies with it. The
+	// backup's copy of p becomes p's server, whose other copies are
+	// dropped (they followed the failed one).
+	c.lose(c.holders[p])
+	c.holders[p], c.copies[p] = backup, nil
+	delete(c.rebuilding, p)
 	bm := c.members[proto.ServerID(backup)]
 	ne := &proto.NodeError{ID: id, Addr: mb.addr, Err: cause}
 	machine := mb.machine
@@ -94,6 +114,101 @@ func (c *Core) tookOver(id transport.NodeID, mb *member) {
 			c.send(q.ID, q.Addr, proto.CmdFailover, f)
 		}
 	}
+	c.rebackup()
+}
+
+// lose drops the copies held by server process q, which died, and the
+// new copies it was making or receiving.
+func (c *Core) lose(q int) {
+	for p := range c.copies {
+		c.copies[p] = slices.DeleteFunc(c.copies[p], func(b int) bool { return b == q })
+	}
+	for p, r := range c.rebuilding {
+		if r.backup == q || r.holder == q {
+			delete(c.rebuilding, p)
+		}
+	}
+}
+
+// recopy follows the replacement of server process q after a pause
+// (a rollback): the replacement holds the copies of a start
+// (replica.Chain), and its ranges' copies are those of a start.
+func (c *Core) recopy(q int) {
+	if c.copies == nil {
+		return
+	}
+	c.lose(q)
+	c.holders[q], c.copies[q] = q, replica.Chain(q, c.cfg.NumServers, c.job.Replicas, nil)
+	for p := range c.copies {
+		if p != q && c.holders[p] == p && slices.Contains(replica.Chain(p, c.cfg.NumServers, c.job.Replicas, nil), q) && !slices.Contains(c.copies[p], q) {
+			c.copies[p] = append(c.copies[p], q)
+		}
+	}
+}
+
+// alive reports whether server process q runs and serves its own rank.
+func (c *Core) alive(q int) bool {
+	m := c.members[proto.ServerID(q)]
+	return m != nil && m.ready && !m.moved && !m.takingOver
+}
+
+// rebackup asks the server of every range with fewer than Replicas
+// copies, and no new one being made, to make one on the first live
+// server process after it in rank order that neither serves nor copies
+// it, on another machine.
+func (c *Core) rebackup() {
+	if c.copies == nil || c.phase != running {
+		return
+	}
+	n := c.cfg.NumServers
+	for p, h := range c.holders {
+		pm := c.members[proto.ServerID(p)]
+		if _, ok := c.rebuilding[p]; ok || len(c.copies[p]) >= c.job.Replicas || pm == nil || !pm.ready || pm.takingOver || !c.alive(h) {
+			continue
+		}
+		for _, q := range replica.Chain(p, n, n-1, nil) {
+			if q == h || slices.Contains(c.copies[p], q) || !c.alive(q) || c.members[proto.ServerID(q)].machine == pm.machine {
+				continue
+			}
+			c.rebuilding[p] = rebuild{backup: q, holder: h}
+			c.logf("server %d's ranges have %d of %d copies: server %d makes a new one on server %d", p, len(c.copies[p]), c.job.Replicas, h, q)
+			c.send(proto.ServerID(p), "", proto.CmdBackup, proto.Backup{Server: p, Backup: q, Seq: len(c.failovers)})
+			break
+		}
+	}
+}
+
+// backup records server from's report that it holds a new copy of
+// b.Server's ranges (proto.CmdBackedUp): it is one of their backups
+// from now on, when it is the copy asked for and the ranges are still
+// served by the process that sent it.
+func (c *Core) backup(from transport.NodeID, b proto.Backup) {
+	r, ok := c.rebuilding[b.Server]
+	if c.copies == nil || !ok || from != proto.ServerID(b.Backup) || r.backup != b.Backup || c.holders[b.Server] != r.holder || !c.alive(b.Backup) {
+		c.logf("%s reports a copy of server %d's ranges that was not asked for, or whose server failed since: ignored", proto.Name(from), b.Server)
+		return
+	}
+	delete(c.rebuilding, b.Server)
+	c.copies[b.Server] = append(c.copies[b.Server], b.Backup)
+	c.backedUp = append(c.backedUp, b)
+	c.logf("server %d holds a new copy of server %d's ranges (%d of %d copies)", b.Backup, b.Server, len(c.copies[b.Server]), c.job.Replicas)
+	c.rebackup()
+}
+
+// BackedUp returns the new copies in place since the last BackedUp.
+func (c *Core) BackedUp() []proto.Backup {
+	out := c.backedUp
+	c.backedUp = nil
+	return out
+}
+
+// Copies returns the server processes (by their own rank) holding a
+// live copy of server p's ranges, nil without Replicas.
+func (c *Core) Copies(p int) []int {
+	if c.copies == nil || p < 0 || p >= len(c.copies) {
+		return nil
+	}
+	return slices.Clone(c.copies[p])
 }
 
 // Failover is the takeover of a failed server's ranges by its backup.

@@ -78,6 +78,58 @@ func TestFailoverByHand(t *testing.T) {
 	}
 }
 
+// TestBackupByHand walks the making of new copies after a failover:
+// once server 2's process serves server 1's ranges, the scheduler asks
+// it for a copy of them on server 0, and server 0 for a copy of its own
+// on server 2 (its backup was server 1's process); a report of a copy
+// not asked for is ignored; once server 0 reports server 1's copy in
+// place, server 2's process dying fails both its ranks over to server
+// 0, with no pause and no end.
+func TestBackupByHand(t *testing.T) {
+	c := replicated(t, 0)
+	c.Down(&transport.PeerError{Peer: proto.ServerID(1), Addr: "real", Err: transport.ErrPeerClosed})
+	outs := c.Handle(msg(proto.ServerID(1), proto.CmdReady, proto.Ready{Addr: "taken"}))
+	bs := decoded[proto.Backup](t, outs, proto.CmdBackup)
+	want := map[transport.NodeID]proto.Backup{proto.ServerID(0): {Server: 0, Backup: 2, Seq: 1}, proto.ServerID(1): {Server: 1, Backup: 0, Seq: 1}}
+	if len(bs) != len(want) || bs[proto.ServerID(0)] != want[proto.ServerID(0)] || bs[proto.ServerID(1)] != want[proto.ServerID(1)] {
+		t.Fatalf("backups asked %v, want %v", bs, want)
+	}
+	if cp := c.Copies(1); len(cp) != 0 {
+		t.Fatalf("server 1's copies %v before any is in place", cp)
+	}
+	c.Handle(msg(proto.ServerID(2), proto.CmdBackedUp, proto.Backup{Server: 1, Backup: 0}))
+	if b := c.BackedUp(); len(b) != 0 {
+		t.Fatalf("a copy reported by another server than the one asked counted: %v", b)
+	}
+	c.Handle(msg(proto.ServerID(0), proto.CmdBackedUp, proto.Backup{Server: 1, Backup: 0}))
+	if b := c.BackedUp(); len(b) != 1 || b[0] != (proto.Backup{Server: 1, Backup: 0}) {
+		t.Fatalf("backed up %v", b)
+	}
+	if cp := c.Copies(1); len(cp) != 1 || cp[0] != 0 {
+		t.Fatalf("server 1's copies %v, want [0]", cp)
+	}
+	outs = c.Down(&transport.PeerError{Peer: proto.ServerID(2), Addr: "real", Err: transport.ErrPeerClosed})
+	got := map[int]int{}
+	for _, o := range outs {
+		var f proto.Failover
+		if o.To == proto.WorkerID(0) && o.M.Cmd == proto.CmdFailover && proto.Decode(o.M, &f) == nil {
+			got[f.Server] = f.Backup
+		}
+	}
+	if len(got) != 2 || got[1] != 0 || got[2] != 0 {
+		t.Fatalf("failovers told to worker 0: %v, want servers 1 and 2 to server 0", got)
+	}
+	if ended, err := c.Ended(); ended {
+		t.Fatalf("ended: %v", err)
+	}
+	if p, _ := c.Paused(); p {
+		t.Fatal("paused")
+	}
+	if n := len(c.Failovers()); n != 3 {
+		t.Errorf("%d failovers, want 3", n)
+	}
+}
+
 // TestFailoverNeedsAServerAlone: a server that fails with a worker (a
 // machine) is replaced (a pause), or ends the job without recovery.
 func TestFailoverNeedsAServerAlone(t *testing.T) {

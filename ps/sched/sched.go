@@ -120,6 +120,11 @@ func (s *Scheduler) run(ctx context.Context, period time.Duration) {
 				s.core.cfg.OnPause(p)
 			}
 		}
+		for _, b := range s.core.BackedUp() {
+			if s.core.cfg.OnBackedUp != nil {
+				s.core.cfg.OnBackedUp(b)
+			}
+		}
 		s.mu.Lock()
 		s.running = s.core.Running()
 		if s.running && !s.startedSet {

@@ -71,6 +71,11 @@ type Replication struct {
 	// it should run srv, a server of the failed rank, on an endpoint of
 	// that rank.
 	Takeover func(rank int, srv *Server)
+	// BackedUp, when not nil, is called on the server's goroutine once
+	// the server holds a new copy of server rank's ranges, sent whole by
+	// that server (proto.Backup): it should tell the scheduler, which
+	// then counts the server among rank's backups.
+	BackedUp func(rank int)
 }
 
 // replication is a server's state of its replication.
@@ -96,6 +101,11 @@ type replication struct {
 	// parked holds the pulls a server taken over got before their
 	// round's pushes were summed (park).
 	parked []*transport.Message
+	// joining are the new backups the server is to send a copy of its
+	// ranges to at its next quiet point (join); backedUp is
+	// Replication.BackedUp.
+	joining  []proto.Backup
+	backedUp func(int)
 	// stats counts the updates; applied holds when each update still in
 	// the primary's queue was applied, oldest first.
 	stats   ReplicaStats
@@ -115,12 +125,24 @@ type ReplicaStats struct {
 	// the backups, HeldNanos the time they waited, summed.
 	Held      uint64 `json:"held"`
 	HeldNanos int64  `json:"held_nanos"`
+	// Copies is the number of whole copies of the server's ranges sent
+	// to new backups (proto.Backup), CopyValues the values and rule
+	// states they carried; Refused counts the requests for one the
+	// server could not serve (a store with key families or keys moved
+	// in, whose copy would not apply the updates as the server does).
+	// Rebuilt is the number of copies of other servers' ranges the
+	// server received whole and holds.
+	Copies     uint64 `json:"copies,omitempty"`
+	CopyValues uint64 `json:"copy_values,omitempty"`
+	Refused    uint64 `json:"copies_refused,omitempty"`
+	Rebuilt    uint64 `json:"rebuilt,omitempty"`
 }
 
 // Add adds o's counts to r.
 func (r *ReplicaStats) Add(o ReplicaStats) {
 	r.Updates, r.Sums, r.Values = r.Updates+o.Updates, r.Sums+o.Sums, r.Values+o.Values
 	r.Held, r.HeldNanos = r.Held+o.Held, r.HeldNanos+o.HeldNanos
+	r.Copies, r.CopyValues, r.Refused, r.Rebuilt = r.Copies+o.Copies, r.CopyValues+o.CopyValues, r.Refused+o.Refused, r.Rebuilt+o.Rebuilt
 }
 
 // track notes that an update was applied at now, when apply is set,
@@ -234,6 +256,9 @@ type copyOf struct {
 	core  *Core
 	rec   *replica.Replica
 	epoch uint64
+	// gen is the number of failovers of the job when the copy was made
+	// (proto.Backup.Seq): 0 for a copy from the start.
+	gen int
 }
 
 // NewReplicated returns a server with an empty store, the primary of its
@@ -248,7 +273,7 @@ func NewReplicated(cfg Config, r Replication) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &replication{primary: replica.NewPrimary[Reply](r.Backups), copies: make(map[int]*copyOf), takeover: r.Takeover}
+	rep := &replication{primary: replica.NewPrimary[Reply](r.Backups), copies: make(map[int]*copyOf), takeover: r.Takeover, backedUp: r.BackedUp}
 	if rep.sums = len(r.Backups) > 0 && s.core.CaptureSums(); rep.sums {
 		rep.out = newSender()
 	}
@@ -326,13 +351,17 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 		s.rep.advance()
 		s.sendAll(ctx, conn, s.rep.stamp(rel))
 	case proto.DataReplicate:
-		c := s.rep.copies[p]
-		if c == nil {
-			return // a copy given up (Failover), or none
-		}
 		round, epoch, seq, w, cmd, err := proto.ParseReplica(m)
 		if err != nil {
 			return
+		}
+		if cmd == proto.DataCopy {
+			s.copied(ctx, p, m, epoch, seq, conn)
+			return
+		}
+		c := s.rep.copies[p]
+		if c == nil {
+			return // a copy given up (Failover), or none
 		}
 		if epoch != c.epoch {
 			if epoch < c.epoch {
@@ -401,6 +430,7 @@ func (s *Server) replicate(ctx context.Context, req Request, m *transport.Messag
 	}
 	_, rel := s.rep.primary.Apply(held)
 	s.rep.track(true, time.Now())
+	rel = append(rel, s.join(ctx, conn)...)
 	return s.rep.stamp(append(replies, rel...))
 }
 
@@ -432,6 +462,7 @@ func (s *Server) replicateSum(ctx context.Context, req Request, conn Conn) []Rep
 	_, rel := s.rep.primary.ApplyAhead(slices.Clone(replies))
 	s.rep.track(true, time.Now())
 	s.rep.advance()
+	rel = append(rel, s.join(ctx, conn)...)
 	return s.rep.stamp(rel)
 }
 
@@ -546,19 +577,37 @@ func (s *Server) failover(ctx context.Context, f proto.Failover, conn Conn) {
 	if s.rep == nil {
 		return
 	}
+	if f.Addr != "" {
+		// Phase two: the failed server's id is served at f.Addr from
+		// now on. A backup of that server acknowledges again what it
+		// has: its acknowledgements sent before its node knew the
+		// address went to the failed server's and were lost, and the
+		// primary, whose next update waits for them under BSP
+		// (replica.Primary.ApplyAhead), would wait for ever.
+		if c := s.rep.copies[f.Server]; c != nil {
+			ack := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: c.rec.Applied()},
+				Body: proto.AppendMetaEpoch(nil, 0, c.epoch)}
+			conn.Reply(ctx, proto.ServerID(f.Server), ack)
+		}
+		return
+	}
 	rel := s.rep.primary.Down(f.Server)
+	s.rep.joining = slices.DeleteFunc(s.rep.joining, func(j proto.Backup) bool { return j.Backup == f.Server })
 	s.rep.track(false, time.Now())
 	s.rep.advance()
 	s.sendAll(ctx, conn, s.rep.stamp(rel))
 	c := s.rep.copies[f.Server]
-	if c == nil {
+	if c == nil || c.gen >= f.Seq {
+		// None, or a new copy of the ranges' server that took them
+		// over in failover f or after, whose update came before f's
+		// announcement: it is kept.
 		return
 	}
 	delete(s.rep.copies, f.Server)
 	if f.Backup != s.core.cfg.Rank || s.rep.takeover == nil {
 		return
 	}
-	srv := &Server{core: c.core, epoch: c.epoch, rep: &replication{primary: replica.NewPrimary[Reply](nil), taken: c.rec, takenEpoch: c.epoch}}
+	srv := &Server{core: c.core, epoch: c.epoch, rep: &replication{primary: replica.NewPrimary[Reply](nil), copies: make(map[int]*copyOf), taken: c.rec, takenEpoch: c.epoch}}
 	s.rep.takeover(f.Server, srv)
 }
 
@@ -581,4 +630,113 @@ func (s *Server) again(ctx context.Context, req Request, conn Conn) bool {
 	}
 	t.Update(t.Applied()+1, []replica.Push{{Worker: req.Worker, Round: req.Round}})
 	return false
+}
+
+// A new backup (proto.Backup). After a failover the ranges taken over,
+// and those the failed server backed up, have a copy fewer; the
+// scheduler asks the server of such ranges to make a new one on another
+// live server, while the job goes on. The server sends its copy at its
+// next quiet point (Core.Quiet: no push held, under BSP between two
+// rounds, at once otherwise), in order on the link with its updates: a
+// snapshot of its store (values and update rule states, Store.Snapshot)
+// and of its clock, numbered as its last update applied (have). From
+// then on the new backup is a live backup (replica.Primary.Join): the
+// acknowledgements of the updates after have wait for it too, those up
+// to have do not (the copy holds them all once it arrives), so the copy
+// crosses while the next round is computed. The new backup restores the
+// copy as one it had from the start (copied) and tells the scheduler
+// (Replication.BackedUp), which counts it among the ranges' backups only
+// then: a failure before takes it for a server with a copy fewer, as
+// before.
+
+// backup handles the scheduler's Backup b: the server is to send a copy
+// of its ranges to server b.Backup, at its next quiet point.
+func (s *Server) backup(ctx context.Context, b proto.Backup, conn Conn) []Reply {
+	r := s.rep
+	if r == nil || b.Server != s.core.cfg.Rank || b.Backup == b.Server || slices.Contains(r.primary.Backups(), b.Backup) || slices.ContainsFunc(r.joining, func(j proto.Backup) bool { return j.Backup == b.Backup }) {
+		return nil
+	}
+	if !r.sums && s.core.CaptureSums() {
+		// A server taken over, with no backup left: its rounds' sums
+		// are replicated from now on.
+		r.sums = true
+		if r.out == nil {
+			r.out = newSender()
+		}
+	}
+	r.joining = append(r.joining, b)
+	return s.join(ctx, conn)
+}
+
+// join sends a copy of the server's ranges to the backups joining when
+// the core is quiet, and returns the acknowledgements this releases.
+func (s *Server) join(ctx context.Context, conn Conn) []Reply {
+	r := s.rep
+	if len(r.joining) == 0 || !s.core.Quiet() {
+		return nil
+	}
+	joining := r.joining
+	r.joining = nil
+	if !s.core.Copyable() {
+		r.stats.Refused += uint64(len(joining))
+		return nil
+	}
+	have := r.primary.Next() - 1
+	snap := s.core.store.Snapshot(0, s.core.store.Keys())
+	done := make([]int64, s.core.cfg.Workers)
+	for w := range done {
+		done[w] = s.core.clock.Done(w)
+	}
+	meta := proto.AppendReplica(proto.AppendMetaEpoch(nil, s.core.clock.Min(), s.epoch), have, 0, proto.DataCopy)
+	var rel []Reply
+	for _, j := range joining {
+		b := j.Backup
+		body := proto.AppendCopyState(slices.Clip(meta), j.Seq, s.core.stats.Pushes, done)
+		more, err := r.primary.Join(b, have)
+		if err != nil {
+			continue // cannot happen: checked in backup
+		}
+		rel = append(rel, more...)
+		m := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicate}, Body: body, KV: snap}
+		if r.sums {
+			r.out.send(ctx, conn, []int{b}, m, false)
+		} else {
+			conn.Reply(ctx, proto.ServerID(b), m)
+		}
+		r.stats.Copies++
+		r.stats.CopyValues += uint64(len(snap.Vals))
+	}
+	r.track(false, time.Now())
+	r.advance()
+	return rel
+}
+
+// copied installs a whole copy of server p's ranges, the update seq of
+// the membership epoch epoch, sent by p to make this server its new
+// backup (join), in place of any copy of p it held, acknowledges it and
+// reports it (Replication.BackedUp). A malformed copy is dropped
+// unacknowledged: the scheduler never counts this server as p's backup.
+func (s *Server) copied(ctx context.Context, p int, m *transport.Message, epoch, seq uint64, conn Conn) {
+	cfg := s.core.cfg
+	cfg.Rank = p
+	core, err := New(cfg)
+	if err != nil || p == s.core.cfg.Rank {
+		return
+	}
+	gen, pushes, done, err := proto.ParseCopyState(m, cfg.Workers)
+	if err != nil || core.restoreCopy(m.KV, pushes, done) != nil {
+		return
+	}
+	rounds := make([]int64, len(done))
+	for w, d := range done {
+		rounds[w] = d - 1
+	}
+	s.rep.copies[p] = &copyOf{core: core, rec: replica.NewReplicaAt(seq, rounds), epoch: epoch, gen: gen}
+	s.rep.stats.Rebuilt++
+	ack := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: seq},
+		Body: proto.AppendMetaEpoch(nil, 0, epoch)}
+	conn.Reply(ctx, m.Sender, ack)
+	if s.rep.backedUp != nil {
+		s.rep.backedUp(p)
+	}
 }

@@ -296,8 +296,13 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	if m.Type == transport.TypeControl {
 		// The node's Failover, in the order of the data before it.
 		var f proto.Failover
-		if m.Cmd == proto.CmdFailover && proto.Decode(m, &f) == nil {
+		var b proto.Backup
+		switch {
+		case m.Cmd == proto.CmdFailover && proto.Decode(m, &f) == nil:
 			s.failover(ctx, f, conn)
+		case m.Cmd == proto.CmdBackup && proto.Decode(m, &b) == nil:
+			s.sendAll(ctx, conn, s.rep.stamp(s.backup(ctx, b, conn)))
+			s.publishReplication()
 		}
 		return
 	}

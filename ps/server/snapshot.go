@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"colo/kv"
+	"colo/ps/clock"
 )
 
 // Snapshots: the whole state of a store, for checkpoints.
@@ -162,4 +163,68 @@ func (c *Core) load(r Request) []Reply {
 		reply.Err = fmt.Errorf("server %d: loading a snapshot: %w", c.cfg.Rank, err)
 	}
 	return append(c.out, reply)
+}
+
+// Quiet reports whether the core holds no push: none waits for its
+// round (BSP), and no acknowledgement waits for the clock. Its store and
+// clock are then the whole of its state that a copy needs (a backup's
+// new copy, see replicate.go): under BSP between two rounds, under
+// asynchronous training after every push.
+func (c *Core) Quiet() bool {
+	if c.clock.Pending() > 0 {
+		return false
+	}
+	for w := range c.ids {
+		if len(c.ids[w]) > 0 || len(c.held[w]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Copyable reports whether a copy made of the store and the clock
+// (restoreCopy) applies the core's updates as the core does: not for a
+// core with declared key families or keys moved in by a new routing
+// table, whose copy would lack their declarations.
+func (c *Core) Copyable() bool { return len(c.fams) == 0 && c.version == 0 && c.old == nil }
+
+// restoreCopy makes a new core the copy of a quiet one (Quiet) whose
+// store's snapshot is snap, whose clock counted pushes pushes and done[w]
+// rounds of worker w: it restores the store and replays the rounds on
+// the clock, in O(store + rounds × workers). It fails, with the core
+// to be dropped, on a malformed snapshot or rounds the clock would not
+// count (a worker ahead of the others by more than the bounded delay).
+func (c *Core) restoreCopy(snap kv.Batch, pushes uint64, done []int64) error {
+	if len(done) != c.cfg.Workers {
+		return fmt.Errorf("server %d: a copy of %d workers' rounds, want %d", c.cfg.Rank, len(done), c.cfg.Workers)
+	}
+	if err := c.store.Restore(snap); err != nil {
+		return fmt.Errorf("server %d: a copy: %w", c.cfg.Rank, err)
+	}
+	if c.cfg.Clock.Mode == clock.Async {
+		for w, d := range done {
+			if d > 0 {
+				c.clock.Push(w, d-1) // any later round: cannot fail
+			}
+		}
+	} else {
+		lo, hi := slices.Min(done), slices.Max(done)
+		if hi-lo > int64(max(c.cfg.Clock.Delay(), 0)) {
+			return fmt.Errorf("server %d: a copy whose workers pushed %d to %d rounds", c.cfg.Rank, lo, hi)
+		}
+		for r := range hi {
+			for w, d := range done {
+				if r < d {
+					if _, err := c.clock.Push(w, r); err != nil {
+						return fmt.Errorf("server %d: a copy: %w", c.cfg.Rank, err)
+					}
+				}
+			}
+		}
+		if c.clock.Pending() > 0 {
+			return fmt.Errorf("server %d: a copy whose clock holds %d pushes", c.cfg.Rank, c.clock.Pending())
+		}
+	}
+	c.stats.Pushes = pushes
+	return nil
 }
