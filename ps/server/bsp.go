@@ -189,14 +189,8 @@ func (c *Core) TakeSum() (round int64, sum kv.Batch, ok bool) {
 // sumRound did. It fails, changing nothing, when the copy does not sum
 // rounds, when round is not the copy's next, or when sum is malformed.
 func (c *Core) ApplySum(round int64, sum kv.Batch) error {
-	if !c.capturing() {
-		return fmt.Errorf("server %d: a round's sum for a copy that does not sum rounds", c.cfg.Rank)
-	}
-	if m := c.clock.Min(); round != m || c.clock.Pending() > 0 {
-		return fmt.Errorf("server %d: the sum of round %d, the copy is at round %d with %d pushes held", c.cfg.Rank, round, m, c.clock.Pending())
-	}
-	if err := c.store.check(sum); err != nil {
-		return fmt.Errorf("server %d: the sum of round %d: %w", c.cfg.Rank, round, err)
+	if err := c.CheckSum(round, sum); err != nil {
+		return err
 	}
 	if err := c.store.Accumulate(sum); err != nil {
 		return fmt.Errorf("server %d: the sum of round %d: %w", c.cfg.Rank, round, err)
@@ -206,6 +200,21 @@ func (c *Core) ApplySum(round int64, sum kv.Batch) error {
 		c.clock.Push(w, round) // the copy holds no acknowledgements
 	}
 	c.stats.Pushes += uint64(c.cfg.Workers)
+	return nil
+}
+
+// CheckSum reports the error ApplySum would return for sum, changing
+// nothing: a backup acknowledges a sum only once it knows it applies.
+func (c *Core) CheckSum(round int64, sum kv.Batch) error {
+	if !c.capturing() {
+		return fmt.Errorf("server %d: a round's sum for a copy that does not sum rounds", c.cfg.Rank)
+	}
+	if m := c.clock.Min(); round != m || c.clock.Pending() > 0 {
+		return fmt.Errorf("server %d: the sum of round %d, the copy is at round %d with %d pushes held", c.cfg.Rank, round, m, c.clock.Pending())
+	}
+	if err := c.store.check(sum); err != nil {
+		return fmt.Errorf("server %d: the sum of round %d: %w", c.cfg.Rank, round, err)
+	}
 	return nil
 }
 

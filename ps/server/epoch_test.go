@@ -233,3 +233,48 @@ func TestReplicaAckEpoch(t *testing.T) {
 		t.Fatalf("backup's acknowledgement: update %d, epoch %d, %v; want update 1 of epoch 1", bconn.replies[0].ID, epoch, err)
 	}
 }
+
+// replicaSum returns server 0's update seq to its backups: the sum of
+// round of keys {1, 2}.
+func replicaSum(seq uint64, round int64, keys []uint64, vals []float32) *transport.Message {
+	return &transport.Message{
+		Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagPush, Cmd: proto.DataReplicate, Sender: proto.ServerID(0)},
+		Body:   proto.AppendReplica(proto.AppendMetaEpoch(nil, round, 0), seq, 0, proto.DataRound),
+		KV:     kv.Batch{Keys: keys, Vals: vals},
+	}
+}
+
+// TestBackupRefusesBadSum: a backup acknowledges a round's sum only once
+// it knows its copy can apply it. A sum with more values than keys, and one
+// of a round the copy is not at, are neither acknowledged nor recorded:
+// the primary's acknowledgements wait, and the good sum sent after them
+// with the same number is applied.
+func TestBackupRefusesBadSum(t *testing.T) {
+	tb, _ := route.Uniform(2, 8)
+	b, err := NewReplicated(Config{Rank: 1, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.BSP}}, Replication{Copies: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := &recordConn{}
+	in := make(chan *transport.Message, 4)
+	in <- replicaSum(1, 0, []uint64{2, 1}, []float32{5, 6, 7}) // 3 values of 2 keys
+	in <- replicaSum(1, 3, []uint64{1, 2}, []float32{5, 6})    // the copy is at round 0
+	in <- replicaSum(1, 0, []uint64{1, 2}, []float32{1, 2})
+	close(in)
+	if err := b.Run(context.Background(), in, conn); err != nil {
+		t.Fatal(err)
+	}
+	var acks []uint64
+	for _, r := range conn.replies {
+		if r.Cmd == proto.DataReplicaAck {
+			acks = append(acks, r.ID)
+		}
+	}
+	if !slices.Equal(acks, []uint64{1}) {
+		t.Errorf("acknowledged %v, want [1] (the good sum alone)", acks)
+	}
+	got := b.Copy(0).Pull(kv.Batch{}, []uint64{1, 2}).Vals
+	if !slices.Equal(got, []float32{1, 2}) {
+		t.Errorf("copy holds %v, want [1 2]", got)
+	}
+}

@@ -382,6 +382,12 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 		case req.Push && cmd <= proto.DataRange:
 			pushes = []replica.Push{{Worker: w, Round: round}}
 		}
+		if cmd == proto.DataRound && seq == c.rec.Applied()+1 && c.core.CheckSum(round, m.KV) != nil {
+			// A sum the copy cannot apply is not acknowledged (the
+			// acknowledgement goes before the apply): the primary's
+			// acknowledgements wait, and its failure ends the job.
+			return
+		}
 		apply, err := c.rec.Update(seq, pushes)
 		if err != nil {
 			return // not acknowledged: the primary's pushes wait, and its failure ends the job
