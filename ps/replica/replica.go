@@ -108,6 +108,9 @@ type Push struct {
 type entry[A any] struct {
 	seq, need uint64
 	acks      []A
+	// held marks the acknowledgements of Hold, of no update of their
+	// own.
+	held bool
 }
 
 // Primary is the replication state of a server as the owner of its
@@ -144,8 +147,16 @@ func (p *Primary[A]) Backups() []int {
 }
 
 // Pending returns the number of updates applied whose acknowledgements
-// wait for a live backup.
-func (p *Primary[A]) Pending() int { return len(p.queue) }
+// wait for a live backup (those of Hold not counted).
+func (p *Primary[A]) Pending() int {
+	n := 0
+	for _, e := range p.queue {
+		if !e.held {
+			n++
+		}
+	}
+	return n
+}
 
 // Next returns the sequence number the next Apply gives: a server may
 // send an update to its backups before it applies it.
@@ -170,6 +181,19 @@ func (p *Primary[A]) Apply(acks []A) (seq uint64, release []A) {
 // most two rounds' pushes.
 func (p *Primary[A]) ApplyAhead(acks []A) (seq uint64, release []A) {
 	return p.apply(acks, 1)
+}
+
+// Hold records acknowledgements that may go once every live backup has
+// the last update applied (none applied: at once), after those of the
+// updates before: under BSP the refusals of a round's pushes, which the
+// workers do not keep (ApplyAhead), so that a push refused by a primary
+// that dies before its backups have the round is sent again to the one
+// that takes over, which refuses it again and counts it in the round.
+func (p *Primary[A]) Hold(acks []A) []A {
+	if len(acks) > 0 {
+		p.queue = append(p.queue, entry[A]{seq: p.next - 1, need: p.next - 1, acks: acks, held: true})
+	}
+	return p.release(nil)
 }
 
 func (p *Primary[A]) apply(acks []A, lag uint64) (seq uint64, release []A) {

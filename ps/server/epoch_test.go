@@ -278,3 +278,47 @@ func TestBackupRefusesBadSum(t *testing.T) {
 		t.Errorf("copy holds %v, want [1 2]", got)
 	}
 }
+
+// TestRefusalWaitsForRound: under BSP a primary's refusal of a push (two
+// values for two keys of width 2, counted in the round so that the
+// others do not wait for it) goes once its backups have the round, not
+// before: the worker does not keep a refused push, and were the primary
+// to die before the backup has the round, the backup that takes over
+// would wait for that worker's push of the round for ever. The other
+// worker's acknowledgement goes as before, once the round before is
+// replicated.
+func TestRefusalWaitsForRound(t *testing.T) {
+	tb, _ := route.Uniform(2, 8)
+	run := func(acked bool) (refusals, acks int) {
+		s, err := NewReplicated(Config{Rank: 0, Workers: 2, Table: tb, Width: 2, Clock: clock.Config{Mode: clock.BSP}}, Replication{Backups: []int{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn := &recordConn{}
+		in := make(chan *transport.Message, 4)
+		in <- epochRequest(0, 1, 0, 0, []float32{1, 2}) // refused: width 2
+		in <- epochRequest(1, 1, 0, 0, []float32{1, 2, 3, 4})
+		if acked {
+			in <- replicaAck(1, 1, 0)
+		}
+		close(in)
+		if err := s.Run(context.Background(), in, conn); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range conn.replies {
+			switch {
+			case r.Receiver == proto.WorkerID(0) && r.Cmd == proto.DataError:
+				refusals++
+			case r.Receiver == proto.WorkerID(1) && r.Cmd != proto.DataError:
+				acks++
+			}
+		}
+		return refusals, acks
+	}
+	if refusals, acks := run(false); refusals != 0 || acks != 1 {
+		t.Errorf("round 0 not replicated: %d refusals to worker 0 (want 0), %d acknowledgements to worker 1 (want 1)", refusals, acks)
+	}
+	if refusals, acks := run(true); refusals != 1 || acks != 1 {
+		t.Errorf("round 0 replicated: %d refusals to worker 0 (want 1), %d acknowledgements to worker 1 (want 1)", refusals, acks)
+	}
+}

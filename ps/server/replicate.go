@@ -101,6 +101,10 @@ type replication struct {
 	// parked holds the pulls a server taken over got before their
 	// round's pushes were summed (park).
 	parked []*transport.Message
+	// refused holds the refusals of pushes of the round not summed yet,
+	// when the server replicates sums: they go with the round
+	// (replicateSum).
+	refused []Reply
 	// joining are the new backups the server is to send a copy of its
 	// ranges to at its next quiet point (join); backedUp is
 	// Replication.BackedUp.
@@ -236,7 +240,7 @@ func (r *replication) stamp(rs []Reply) []Reply {
 // pushes failed with the pause.
 func (r *replication) rewind() {
 	r.primary = replica.NewPrimary[Reply](r.primary.Backups())
-	r.rounds, r.replicated, r.applied = r.rounds[:0], 0, r.applied[:0]
+	r.rounds, r.replicated, r.applied, r.refused = r.rounds[:0], 0, r.applied[:0], r.refused[:0]
 	if r.taken != nil {
 		r.taken.Reset()
 	}
@@ -449,8 +453,34 @@ func (s *Server) replicateSum(ctx context.Context, req Request, conn Conn) []Rep
 	replies := s.core.Handle(req, false)
 	round, sum, ok := s.core.TakeSum()
 	if !ok {
-		return replies
+		// A refusal of a push of the round waits for the round: the
+		// worker does not keep a refused push, and a backup that takes
+		// over before it has the round would wait for it for ever.
+		counted := req.Worker >= 0 && req.Worker < s.core.cfg.Workers && s.core.clock.Done(req.Worker) == req.Round+1
+		n := 0
+		for _, r := range replies {
+			if r.Err != nil && counted && r.Worker == req.Worker && r.ID == req.ID {
+				s.rep.refused = append(s.rep.refused, r)
+			} else {
+				replies[n] = r
+				n++
+			}
+		}
+		return replies[:n]
 	}
+	var refused []Reply
+	n := 0
+	for _, r := range replies {
+		if r.Err != nil && !r.Pull {
+			refused = append(refused, r)
+		} else {
+			replies[n] = r
+			n++
+		}
+	}
+	replies = replies[:n]
+	refused = append(refused, s.rep.refused...)
+	s.rep.refused = s.rep.refused[:0]
 	seq := s.rep.primary.Next()
 	if b := s.rep.primary.Backups(); len(b) > 0 {
 		f := s.rep.out.get()
@@ -466,6 +496,7 @@ func (s *Server) replicateSum(ctx context.Context, req Request, conn Conn) []Rep
 	}
 	s.rep.rounds = append(s.rep.rounds, sumSeq{seq: seq, round: round})
 	_, rel := s.rep.primary.ApplyAhead(slices.Clone(replies))
+	rel = append(rel, s.rep.primary.Hold(refused)...)
 	s.rep.track(true, time.Now())
 	s.rep.advance()
 	rel = append(rel, s.join(ctx, conn)...)
