@@ -322,3 +322,38 @@ func TestRefusalWaitsForRound(t *testing.T) {
 		t.Errorf("round 0 replicated: %d refusals to worker 0 (want 1), %d acknowledgements to worker 1 (want 1)", refusals, acks)
 	}
 }
+
+// TestRewindDropsParked: a server taken over under BSP parks a pull sent
+// again for a round not summed yet; a request of a later epoch (a
+// rollback) drops it, released: its call failed with the pause, and the
+// rounds of the new epoch count from 0 again, so that it would stay
+// parked, holding its message, until the new epoch reached its round.
+func TestRewindDropsParked(t *testing.T) {
+	tb, _ := route.Uniform(1, 8)
+	s, err := NewServer(Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.BSP}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.epoch = 1
+	s.rep = &replication{primary: replica.NewPrimary[Reply](nil), taken: replica.NewReplica(2), takenEpoch: 1}
+	pull := epochRequest(1, 2, 5, 1, nil)
+	pull.Flags |= proto.FlagResent
+	in := make(chan *transport.Message, 2)
+	in <- pull
+	close(in)
+	if err := s.Run(context.Background(), in, &recordConn{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.rep.parked) != 1 {
+		t.Fatalf("%d pulls parked, want 1", len(s.rep.parked))
+	}
+	in = make(chan *transport.Message, 2)
+	in <- epochRequest(0, 3, 0, 2, []float32{3, 4})
+	close(in)
+	if err := s.Run(context.Background(), in, &recordConn{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.rep.parked) != 0 {
+		t.Fatalf("%d pulls of epoch 1 still parked in epoch 2", len(s.rep.parked))
+	}
+}

@@ -236,11 +236,18 @@ func (r *replication) stamp(rs []Reply) []Reply {
 // rewind starts the replication again with the job's new epoch (a
 // rollback to a checkpoint): the updates are numbered from 1 again, and
 // the backups' copies start again from an empty store at the first
-// update of the epoch. The acknowledgements held are dropped: their
-// pushes failed with the pause.
+// update of the epoch. The acknowledgements held and the pulls parked
+// are dropped: their calls failed with the pause.
 func (r *replication) rewind() {
 	r.primary = replica.NewPrimary[Reply](r.primary.Backups())
 	r.rounds, r.replicated, r.applied, r.refused = r.rounds[:0], 0, r.applied[:0], r.refused[:0]
+	// The pulls parked were of the epoch before: their calls failed with
+	// the pause, and their rounds count from 0 again.
+	for _, m := range r.parked {
+		m.Release()
+	}
+	clear(r.parked)
+	r.parked = r.parked[:0]
 	if r.taken != nil {
 		r.taken.Reset()
 	}
