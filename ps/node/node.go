@@ -631,7 +631,7 @@ func (m *member) loop() {
 				n.end(&proto.NodeError{ID: proto.SchedulerID, Addr: n.cfg.Scheduler, Err: err})
 			}
 			if !n.mute.Load() {
-				m.out.Post(proto.SchedulerID, proto.Control(proto.CmdHeartbeat, nil))
+				m.out.Post(proto.SchedulerID, proto.Control(proto.CmdHeartbeat, proto.Heartbeat{Addr: m.ep.Addr()}))
 			}
 		case <-n.closing:
 			return

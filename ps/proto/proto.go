@@ -521,6 +521,15 @@ type Failover struct {
 	Key    []byte `json:",omitempty"`
 }
 
+// Heartbeat is a node's heartbeat (CmdHeartbeat): the address of the
+// endpoint it comes from, as in Ready, so that the scheduler counts
+// only those of the node that holds the id now, not those of a node
+// replaced after a stall that wakes up and sends its own. Empty (an
+// older node, or the scheduler's), it counts.
+type Heartbeat struct {
+	Addr string `json:",omitempty"`
+}
+
 // Backup is the scheduler's request to the node serving server rank
 // Server's ranges (CmdBackup) to copy them, with their update rules'
 // states, to a new backup, server rank Backup's process, while the job

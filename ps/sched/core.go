@@ -474,7 +474,7 @@ func (c *Core) send(to transport.NodeID, addr string, cmd uint16, v any) {
 // until the next call.
 func (c *Core) Handle(m *transport.Message) []Out {
 	c.out = c.out[:0]
-	if mb := c.members[m.Sender]; mb != nil {
+	if mb := c.members[m.Sender]; mb != nil && !c.stale(mb, m) {
 		mb.lastSeen = c.tick
 	}
 	if m.Type != transport.TypeControl {
@@ -533,6 +533,19 @@ func (c *Core) Handle(m *transport.Message) []Out {
 		c.logf("%s sent unknown command %d", proto.Name(m.Sender), m.Cmd)
 	}
 	return c.out
+}
+
+// stale reports whether m is a heartbeat of another endpoint than the
+// one member mb is at: a node replaced after a stall (SIGSTOP, a frozen
+// machine) that wakes up and sends its own. Counted, it kept the
+// replacement alive in the scheduler's eyes when the replacement fell
+// silent, and its failure was never noticed.
+func (c *Core) stale(mb *member, m *transport.Message) bool {
+	if m.Type != transport.TypeControl || m.Cmd != proto.CmdHeartbeat || len(m.Body) == 0 || mb.addr == "" {
+		return false
+	}
+	var h proto.Heartbeat
+	return proto.Decode(m, &h) == nil && h.Addr != "" && h.Addr != mb.addr
 }
 
 // register answers a registration.

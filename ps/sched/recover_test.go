@@ -335,3 +335,48 @@ func TestRecoverOneEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleHeartbeatsIgnored: a machine declared dead after a stall is
+// replaced; the stalled one wakes up and goes on sending heartbeats from
+// its old address, while the replacement falls silent: those heartbeats
+// do not keep the replacement alive, and its silence is noticed after
+// the timeout. Heartbeats from the replacement's address (and ones
+// naming no address) still count.
+func TestStaleHeartbeatsIgnored(t *testing.T) {
+	c := recovering(t)
+	c.Down(&transport.PeerError{Peer: proto.WorkerID(1), Err: transport.ErrPeerClosed})
+	c.Handle(msg(proto.Provisional(9), proto.CmdRegister, proto.Register{Role: proto.RoleMachine, Token: proto.TokenDigest("tok"), Addr: "new", Rank: 1, Recover: true}))
+	c.Handle(msg(proto.ServerID(1), proto.CmdReady, proto.Ready{Addr: "new1"}))
+	c.Handle(msg(proto.WorkerID(1), proto.CmdReady, proto.Ready{Addr: "new2"}))
+	if p, _ := c.Paused(); p || !c.Running() {
+		t.Fatal("not resumed")
+	}
+	beat := func(id transport.NodeID, addr string) {
+		c.Handle(msg(id, proto.CmdHeartbeat, proto.Heartbeat{Addr: addr}))
+	}
+	for range 2 {
+		c.Tick()
+		beat(proto.ServerID(0), "real")
+		beat(proto.WorkerID(0), "real")
+		beat(proto.ServerID(1), "new1") // the replacement's own
+		beat(proto.WorkerID(1), "new2")
+	}
+	if ended, err := c.Ended(); ended {
+		t.Fatalf("ended: %v", err)
+	}
+	// The replacement falls silent; the stalled node sends from "real".
+	for range 6 {
+		c.Tick()
+		beat(proto.ServerID(0), "real")
+		beat(proto.WorkerID(0), "real")
+		beat(proto.ServerID(1), "real")
+		beat(proto.WorkerID(1), "real")
+		if p, _ := c.Paused(); p {
+			break
+		}
+	}
+	if p, id := c.Paused(); !p || (id != proto.ServerID(1) && id != proto.WorkerID(1)) {
+		ended, err := c.Ended()
+		t.Fatalf("paused %v for %s (ended %v, %v): the replacement's silence went unnoticed", p, proto.Name(id), ended, err)
+	}
+}
