@@ -112,6 +112,20 @@
 // averages of 2–35 and are not comparable to the table: rerun
 // bench/nn/torch.sh on an idle machine.
 //
+// Two threads then made the mlp no faster than one. Its passes were cut
+// by samples (36 and 28 rows, each thread reading all the weights), the
+// ReLU passes, the bias gradient and the gradient's clearing ran on the
+// caller alone, and a waiting helper yielded to the scheduler between
+// looks. With the cuts by output columns, the ReLU fused into the
+// products, the bias gradient in a part, AVX for the ReLU, its mask, the
+// bias gradient and 2×2 pooling, gemmNT's deeper blocks and PAUSE between
+// a helper's looks, the mlp's step (the 1st percentile of 3,000, at a
+// load of 13–20) went from 993 to 883 µs on one thread and from 822 to
+// 525 µs on two (121.8k samples/s); docs/dense.md has the passes.
+// The benchmarks report the speed of their 10th-percentile step
+// (samples/s-p10) beside the mean, the speed of the steps that had the
+// cores on a machine others keep busy.
+//
 // # Example
 //
 //	m, _ := nn.New("cnn", nn.DefaultConfig())
