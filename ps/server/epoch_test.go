@@ -357,3 +357,47 @@ func TestRewindDropsParked(t *testing.T) {
 		t.Fatalf("%d pulls of epoch 1 still parked in epoch 2", len(s.rep.parked))
 	}
 }
+
+// FuzzCopy feeds a backup a whole copy of server 0's ranges
+// (proto.DataCopy) with any clock state and snapshot: it never panics or
+// hangs, and it acknowledges exactly the copies it installs.
+func FuzzCopy(f *testing.F) {
+	good := proto.AppendCopyState(nil, 1, 4, []int64{2, 2})
+	f.Add(uint8(clock.BSP), good, []byte{1, 2}, []byte{0, 0, 128, 63, 0, 0, 0, 64})
+	f.Add(uint8(clock.Async), proto.AppendCopyState(nil, 1, 7, []int64{5, 2}), []byte{3}, []byte{0, 0, 128, 63})
+	f.Add(uint8(clock.BSP), proto.AppendCopyState(nil, 1, 7, []int64{1 << 62, 1 << 62}), []byte{1}, []byte{0, 0, 128, 63})
+	f.Fuzz(func(t *testing.T, mode uint8, state, keys, vals []byte) {
+		ck := clock.Config{Mode: clock.Mode(mode % 3)}
+		if ck.Mode == clock.Bounded {
+			ck.Tau = 1
+		}
+		tb, _ := route.Uniform(2, 8)
+		b, err := NewReplicated(Config{Rank: 1, Workers: 2, Table: tb, Width: 1, Clock: ck}, Replication{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch := kv.Batch{Keys: []uint64{}, Vals: []float32{}}
+		for _, k := range keys {
+			batch.Keys = append(batch.Keys, uint64(k%16))
+		}
+		for i := 0; i+4 <= len(vals); i += 4 {
+			batch.Vals = append(batch.Vals, float32(int32(vals[i])|int32(vals[i+1])<<8))
+		}
+		msg := &transport.Message{
+			Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicate, Sender: proto.ServerID(0)},
+			Body:   append(proto.AppendReplica(proto.AppendMetaEpoch(nil, 0, 0), 3, 0, proto.DataCopy), state...),
+			KV:     batch,
+		}
+		conn := &recordConn{}
+		in := make(chan *transport.Message, 1)
+		in <- msg
+		close(in)
+		if err := b.Run(context.Background(), in, conn); err != nil {
+			t.Fatal(err)
+		}
+		acked := len(conn.replies) == 1 && conn.replies[0].Cmd == proto.DataReplicaAck && conn.replies[0].ID == 3
+		if installed := b.Copy(0) != nil; acked != installed || len(conn.replies) > 1 {
+			t.Fatalf("copy installed %v, %d replies (acknowledged %v)", installed, len(conn.replies), acked)
+		}
+	})
+}

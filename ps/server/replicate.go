@@ -768,7 +768,10 @@ func (s *Server) copied(ctx context.Context, p int, m *transport.Message, epoch,
 		return
 	}
 	gen, pushes, done, err := proto.ParseCopyState(m, cfg.Workers)
-	if err != nil || core.restoreCopy(m.KV, pushes, done) != nil {
+	// Under BSP and bounded delay τ the copied server is at most τ + 1
+	// rounds ahead of this one (one more for safety).
+	limit := s.core.clock.Min() + int64(max(cfg.Clock.Delay(), 0)) + 2
+	if err != nil || core.restoreCopy(m.KV, pushes, done, limit) != nil {
 		return
 	}
 	rounds := make([]int64, len(done))

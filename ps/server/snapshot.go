@@ -193,10 +193,17 @@ func (c *Core) Copyable() bool { return len(c.fams) == 0 && c.version == 0 && c.
 // rounds of worker w: it restores the store and replays the rounds on
 // the clock, in O(store + rounds × workers). It fails, with the core
 // to be dropped, on a malformed snapshot or rounds the clock would not
-// count (a worker ahead of the others by more than the bounded delay).
-func (c *Core) restoreCopy(snap kv.Batch, pushes uint64, done []int64) error {
+// count: a worker ahead of the others by more than the bounded delay,
+// or, but under asynchronous training, beyond limit rounds (the caller's
+// own clock bounds how far another server's can be: a worker pushes a
+// round to every server, and starts the next only once the servers
+// allow it).
+func (c *Core) restoreCopy(snap kv.Batch, pushes uint64, done []int64, limit int64) error {
 	if len(done) != c.cfg.Workers {
 		return fmt.Errorf("server %d: a copy of %d workers' rounds, want %d", c.cfg.Rank, len(done), c.cfg.Workers)
+	}
+	if hi := slices.Max(done); c.cfg.Clock.Mode != clock.Async && hi > limit {
+		return fmt.Errorf("server %d: a copy whose workers pushed %d rounds, at most %d here", c.cfg.Rank, hi, limit)
 	}
 	if err := c.store.Restore(snap); err != nil {
 		return fmt.Errorf("server %d: a copy: %w", c.cfg.Rank, err)
