@@ -75,14 +75,19 @@ func pool2AVX(r0, r1 *float32, w, idx int, floor float32, d *float32, at *int32)
 //go:noescape
 func unpool2AVX(dy *float32, at *int32, idx, w int, dx0, dx1 *float32)
 
+// copyRowsAVX is copyRows with AVX for rows of 8 values or more.
+//
+//go:noescape
+func copyRowsAVX(dst, src *float32, rows, cols, ld, ls int)
+
 // sumAVX sums n values, a positive multiple of 32, in 32 running sums.
 //
 //go:noescape
 func sumAVX(p *float32, n int) float32
 
 // simdElem is true when the processor has AVX2 (and FMA, as the other
-// kernels): reluRow, maskRow, axpy, sum and 2×2 pooling use the AVX
-// kernels.
+// kernels): reluRow, maskRow, axpy, sum, copyRows and 2×2 pooling use
+// the AVX kernels.
 var simdElem = hasAVX2FMA()
 
 // pauseAMD64 waits a few tens of nanoseconds with PAUSE.

@@ -566,3 +566,40 @@ TEXT ·unpool2AVX(SB), NOSPLIT, $0-48
 	VMOVUPS Y11, 32(DX)
 	VZEROUPPER
 	RET
+
+// func copyRowsAVX(dst, src *float32, rows, cols, ld, ls int)
+// Copies rows of cols values (8 ≤ cols) of src (rows ls values apart)
+// into dst (rows ld values apart): eight values at a time, the row's last
+// eight overlapping the others when cols is not a multiple of 8.
+TEXT ·copyRowsAVX(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ rows+16(FP), BX
+	MOVQ cols+24(FP), R10
+	SHLQ $2, R10
+	SUBQ $32, R10 // the last eight's offset, in bytes
+	MOVQ ld+32(FP), R8
+	SHLQ $2, R8
+	MOVQ ls+40(FP), R9
+	SHLQ $2, R9
+crow:
+	TESTQ BX, BX
+	JLE cdone
+	XORQ AX, AX
+coct:
+	CMPQ AX, R10
+	JGE clast
+	VMOVUPS (SI)(AX*1), Y0
+	VMOVUPS Y0, (DI)(AX*1)
+	ADDQ $32, AX
+	JMP coct
+clast:
+	VMOVUPS (SI)(R10*1), Y0
+	VMOVUPS Y0, (DI)(R10*1)
+	ADDQ R8, DI
+	ADDQ R9, SI
+	DECQ BX
+	JMP crow
+cdone:
+	VZEROUPPER
+	RET

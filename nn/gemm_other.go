@@ -11,8 +11,8 @@ var simdDot dotFunc
 // simdAddRows is nil: addRows adds in Go.
 var simdAddRows func(dst, src *float32, rows, cols, ld, ls int)
 
-// simdElem is false: reluRow, maskRow, axpy, sum and 2×2 pooling loop
-// in Go.
+// simdElem is false: reluRow, maskRow, axpy, sum, copyRows and 2×2
+// pooling loop in Go.
 var simdElem = false
 
 func reluAVX(*float32, int)                    { panic("nn: no AVX in this build") }
@@ -22,6 +22,8 @@ func axpyAVX(*float32, *float32, int, float32) { panic("nn: no AVX in this build
 func unpool2AVX(*float32, *int32, int, int, *float32, *float32) {
 	panic("nn: no AVX in this build")
 }
+
+func copyRowsAVX(*float32, *float32, int, int, int, int) { panic("nn: no AVX in this build") }
 
 func sumAVX(*float32, int) float32 { panic("nn: no AVX in this build") }
 

@@ -317,3 +317,26 @@ func TestSum(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyRows checks copyRows (SIMD where the processor has it) against
+// the plain loop over row lengths around the vector width and strides
+// longer than the rows: each value copied, nothing else written.
+func TestCopyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	for trial := range 500 {
+		rows, cols := rng.IntN(6), rng.IntN(40)
+		ld, ls := cols+rng.IntN(5), cols+rng.IntN(5)
+		dst := randSlice(rng, max(1, rows*ld+1))
+		src := randSlice(rng, max(1, rows*ls+1))
+		want := slices.Clone(dst)
+		for r := range rows {
+			for i := range cols {
+				want[r*ld+i] = src[r*ls+i]
+			}
+		}
+		copyRows(dst, src, rows, cols, ld, ls)
+		if !slices.Equal(dst, want) {
+			t.Fatalf("trial %d (%d rows of %d, strides %d and %d): %v, want %v", trial, rows, cols, ld, ls, dst, want)
+		}
+	}
+}

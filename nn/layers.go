@@ -439,9 +439,7 @@ func (l *conv) im2col(x, col []float32, n, s0, m int) {
 						continue
 					}
 					if l.pad == 0 { // every row whole and inside the image
-						for oy := range l.oh {
-							copyShort(dst[oy*l.ow:][:l.ow], src[(oy+ki)*l.w+kj:])
-						}
+						copyRows(dst, src[ki*l.w+kj:], l.oh, l.ow, l.ow, l.w)
 						continue
 					}
 					for oy := range l.oh {
@@ -489,6 +487,24 @@ func copyShort(dst, src []float32) {
 		for i := range dst {
 			dst[i] = src[i]
 		}
+	}
+}
+
+// copyRows copies rows blocks of cols values of src, ls values apart,
+// into dst, ld values apart: dst[r·ld+i] = src[r·ls+i]; with AVX where
+// the processor has it and the rows are 8 values or longer, else by
+// copyShort.
+func copyRows(dst, src []float32, rows, cols, ld, ls int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	_, _ = dst[(rows-1)*ld+cols-1], src[(rows-1)*ls+cols-1]
+	if simdElem && cols >= 8 {
+		copyRowsAVX(&dst[0], &src[0], rows, cols, ld, ls)
+		return
+	}
+	for r := range rows {
+		copyShort(dst[r*ld:][:cols], src[r*ls:])
 	}
 }
 
