@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"colo/kv"
 	"colo/ps/clock"
 	"colo/ps/proto"
 	"colo/ps/route"
+	"colo/ps/update"
 	"colo/transport"
 )
 
@@ -147,5 +149,26 @@ func TestPushLocal(t *testing.T) {
 	close(in)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestApplyAllStopsAtBadKey pushes, with a rule (whose keys are placed
+// one ahead of the rule's work, applyAll), a batch whose middle key
+// contradicts its stored length: the error names the key, the keys
+// before it are applied and the ones after are not, as a key-by-key
+// push does.
+func TestApplyAllStopsAtBadKey(t *testing.T) {
+	tb, _ := route.Uniform(1, 10)
+	s := NewStore(tb.Index(0), 0, update.SGD{LR: 1})
+	if err := s.Push(kv.Batch{Keys: []uint64{1, 2, 3}, Vals: []float32{1, 1, 2, 2, 3, 3}, Lens: []int32{2, 2, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Push(kv.Batch{Keys: []uint64{1, 2, 3}, Vals: []float32{1, 1, 1, 1, 1, 1, 1}, Lens: []int32{2, 3, 2}})
+	if err == nil || !strings.Contains(err.Error(), "key 2 has 2 values, pushed with 3") {
+		t.Fatalf("push with a bad length: %v", err)
+	}
+	got := s.Pull(kv.Batch{}, []uint64{1, 2, 3})
+	if want := []float32{-2, -2, -2, -2, -3, -3}; !slices.Equal(got.Vals, want) {
+		t.Errorf("values %v, want %v: key 1 applied twice, keys 2 and 3 once", got.Vals, want)
 	}
 }

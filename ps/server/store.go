@@ -294,6 +294,9 @@ func (s *Store) push(b kv.Batch, acc bool, f float32) error {
 	if w == 0 && b.Lens == nil && len(b.Keys) > 0 {
 		w = len(b.Vals) / len(b.Keys)
 	}
+	if !acc && !s.sum {
+		return s.applyAll(b, w, f)
+	}
 	v := 0
 	for i, k := range b.Keys {
 		n := w
@@ -314,6 +317,57 @@ func (s *Store) push(b kv.Batch, acc bool, f float32) error {
 		}
 	}
 	return nil
+}
+
+// applyAll applies b (w values a key, or b.Lens) with the rule's step
+// times f, key after key as push does, with the place of each key's
+// values found one key ahead and fetched into the cache (prefetch)
+// while the rule runs on the key before: the rows of a sparse push are
+// scattered over the store, and the rule's work on one row then hides
+// the misses of the next instead of waiting for them. A key whose place
+// fails (a length that contradicts the store's) ends it with the keys
+// before it applied, as push.
+func (s *Store) applyAll(b kv.Batch, w int, f float32) error {
+	if len(b.Keys) == 0 {
+		return nil
+	}
+	lenOf := func(i int) int {
+		if b.Lens != nil {
+			return int(b.Lens[i])
+		}
+		return w
+	}
+	o, err := s.span(b.Keys[0], s.slot(b.Keys[0], true), lenOf(0))
+	if err != nil {
+		return err
+	}
+	v := 0
+	for i := range b.Keys {
+		n := lenOf(i)
+		next, nerr := 0, error(nil)
+		if i+1 < len(b.Keys) {
+			k, m := b.Keys[i+1], lenOf(i+1)
+			if next, nerr = s.span(k, s.slot(k, true), m); nerr == nil && m > 0 {
+				s.prefetch(next, m)
+			}
+		}
+		s.apply(o, b.Vals[v:v+n], f)
+		v += n
+		if nerr != nil {
+			return nerr
+		}
+		o = next
+	}
+	return nil
+}
+
+// prefetch fetches the values [o, o+n) and the rule's states of them
+// into the cache, their first and last lines (a row of a few values).
+func (s *Store) prefetch(o, n int) {
+	prefetch2(&s.vals[o], &s.vals[o+n-1])
+	for _, st := range s.state {
+		prefetch2(&st[o], &st[o+n-1])
+	}
 }
 
 // PushAlone applies b, a round's only push under BSP, as Accumulate
