@@ -945,11 +945,92 @@ func (c *Core) Direct(op *Op, local Local) ([]Out, bool) {
 	if s < 0 || s >= c.servers || c.Down(s) || c.Moved(s) {
 		return nil, false
 	}
+	if c.ranges && len(op.keys) > 0 && (op.kind == opPull && op.dstBatch != nil || op.kind == opPush && (!c.sync || c.servers == 1)) {
+		lo, hi, _ := c.cfg.Table.Range(s)
+		if op.keys[0] >= lo && (s == c.servers-1 || op.keys[len(op.keys)-1] < hi) {
+			// One part, local's: served without a request's tracking.
+			return nil, c.directOne(op, local, s)
+		}
+	}
 	c.out = c.out[:0]
 	c.local, c.localRank = local, s
 	c.start(op)
 	c.local = nil
 	return c.out, true
+}
+
+// directOne is Direct for op whose keys are all local's (server s's)
+// and that goes to no other server: a pull of per-key lengths, or a
+// push that does not gate the round on several servers. A push that
+// local holds (a bounded delay's wait) becomes a request in flight, as
+// a message's.
+func (c *Core) directOne(op *Op, local Local, s int) bool {
+	if err := c.check(op); err != nil {
+		c.stats.Errors++
+		op.fut.complete(err) // as start fails it
+		return true
+	}
+	round := c.round
+	if op.ahead {
+		round++
+	}
+	start := c.now()
+	var err error
+	if op.kind == opPull {
+		b := op.dstBatch
+		vals, lens, perr, ok := local.PullLocal(c.cfg.Rank, c.nextID+1, round, c.epoch, op.keys, b.Vals[:cap(b.Vals)], b.Lens)
+		if !ok {
+			return false
+		}
+		c.nextID++
+		c.stats.Pulls++
+		c.stats.Direct++
+		c.stats.KeysPulled += uint64(len(op.keys))
+		c.lat[s].pull.observe(c.now().Sub(start))
+		if err = perr; err != nil {
+			err = &proto.NodeError{ID: proto.ServerID(s), Err: err}
+		} else if err = checkPart(s, len(op.keys), kv.Batch{Vals: vals, Lens: lens}); err != nil {
+			err = fmt.Errorf("worker %d: answer of server %d: %w", c.cfg.Rank, s, err)
+		} else {
+			if lens == nil {
+				// A server of a uniform width answers no lengths.
+				w := int32(len(vals) / len(op.keys))
+				lens = b.Lens[:0]
+				for range op.keys {
+					lens = append(lens, w)
+				}
+			}
+			b.Keys, b.Vals, b.Lens = op.keys, vals, lens
+		}
+	} else {
+		answered, perr, ok := local.PushLocal(c.cfg.Rank, c.nextID+1, round, c.epoch, op.keys, op.vals, op.lens)
+		if !ok {
+			return false
+		}
+		c.nextID++
+		c.stats.Pushes++
+		c.stats.DirectPushes++
+		c.stats.KeysPushed += uint64(len(op.keys))
+		c.round++
+		if !answered {
+			r := &request{op: op, round: round, push: true, start: start, remaining: 1}
+			if c.sync {
+				r.gate, r.acked, c.gated, c.gateReq = true, make([]bool, c.servers), true, r
+			}
+			c.pending[c.nextID] = r
+			return true
+		}
+		c.lat[s].push.observe(c.now().Sub(start))
+		if perr != nil {
+			err = &proto.NodeError{ID: proto.ServerID(s), Err: perr}
+		}
+	}
+	op.fut.direct = true
+	if err != nil {
+		c.stats.Errors++
+	}
+	op.fut.complete(err)
+	return true
 }
 
 // splitSparse splits a sparse push or pull.

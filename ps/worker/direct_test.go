@@ -176,7 +176,8 @@ func bitsOf(v []float32) []uint32 {
 var orderSensitive = []float32{1e8, -1e8, 1, -1, 0.5, 3, 1e-3, 7e7, -3e7}
 
 // TestDirectSameAsMessages runs the same calls of two workers, each
-// beside one of two servers, twice: through messages only, and started
+// beside one of two servers (or the first beside the one server),
+// twice: through messages only, and started
 // on the caller's goroutine whenever the core allows it (Core.Direct:
 // the local part of a pull or push served at once, the rest as
 // messages). Pulls ask for their own server's keys, both servers' or
@@ -186,114 +187,120 @@ var orderSensitive = []float32{1e8, -1e8, 1, -1, 0.5, 3, 1e-3, 7e7, -3e7}
 // gradients, the final values are the exact sums either way.
 func TestDirectSameAsMessages(t *testing.T) {
 	const rounds, numKeys = 10, 16
-	tb := mustUniform(2, numKeys) // servers own [0,8), [8,16)
-	for _, ck := range []clock.Config{{Mode: clock.BSP}, {Mode: clock.Bounded, Tau: 1}, {Mode: clock.Async}} {
-		exact := ck.Mode != clock.BSP
-		run := func(direct bool) (reads [][]uint32, final []float32, st []Stats) {
-			s := newSim(t, 5, tb, 2, 0, ck)
-			locals := []*coreLocal{{rank: 0, core: s.servers[0], sim: s}, {rank: 1, core: s.servers[1], sim: s}}
-			rng := rand.New(rand.NewPCG(8, 1))
-			keysOf := func(w int) []uint64 {
-				var keys []uint64
-				lo, hi := uint64(0), uint64(numKeys)
-				switch rng.IntN(3) {
-				case 0: // its own server's
-					lo, hi = uint64(8*w), uint64(8*w+8)
-				case 1: // none
-					return nil
+	for _, servers := range []int{2, 1} {
+		tb := mustUniform(servers, numKeys) // two servers own [0,8), [8,16)
+		for _, ck := range []clock.Config{{Mode: clock.BSP}, {Mode: clock.Bounded, Tau: 1}, {Mode: clock.Async}} {
+			exact := ck.Mode != clock.BSP
+			ck := ck
+			run := func(direct bool) (reads [][]uint32, final []float32, st []Stats) {
+				s := newSim(t, 5, tb, 2, 0, ck)
+				var locals []*coreLocal
+				for r := range servers {
+					locals = append(locals, &coreLocal{rank: r, core: s.servers[r], sim: s})
 				}
-				for k := lo; k < hi; k++ {
-					if rng.IntN(2) == 0 {
-						keys = append(keys, k)
+				rng := rand.New(rand.NewPCG(8, 1))
+				keysOf := func(w int) []uint64 {
+					var keys []uint64
+					lo, hi := uint64(0), uint64(numKeys)
+					switch rng.IntN(3) {
+					case 0: // its own server's
+						lo, hi = uint64(8*w), uint64(8*w+8)
+					case 1: // none
+						return nil
 					}
-				}
-				return keys
-			}
-			start := func(w int, op *Op) *Future {
-				op.fut = newFuture()
-				if direct {
-					if outs, ok := s.workers[w].Direct(op, locals[w]); ok {
-						s.post(w, outs)
-						return op.fut
-					}
-				}
-				s.post(w, s.workers[w].Submit(op))
-				return op.fut
-			}
-			type read struct {
-				f *Future
-				b *kv.Batch
-			}
-			var all []read
-			var pushes []*Future
-			for range rounds {
-				for w := range 2 {
-					if keys := keysOf(w); len(keys) > 0 {
-						b := new(kv.Batch)
-						all = append(all, read{start(w, &Op{kind: opPull, keys: keys, dstBatch: b}), b})
-					}
-					keys := keysOf(w)
-					vals := make([]float32, 2*len(keys))
-					for i := range vals {
-						if exact {
-							vals[i] = float32(rng.IntN(9) - 4)
-						} else {
-							vals[i] = orderSensitive[rng.IntN(len(orderSensitive))]
+					for k := lo; k < hi; k++ {
+						if rng.IntN(2) == 0 {
+							keys = append(keys, k)
 						}
 					}
-					pushes = append(pushes, start(w, &Op{kind: opPush, keys: keys, vals: vals}))
+					return keys
 				}
+				start := func(w int, op *Op) *Future {
+					op.fut = newFuture()
+					if direct && w < len(locals) {
+						if outs, ok := s.workers[w].Direct(op, locals[w]); ok {
+							s.post(w, outs)
+							return op.fut
+						}
+					}
+					s.post(w, s.workers[w].Submit(op))
+					return op.fut
+				}
+				type read struct {
+					f *Future
+					b *kv.Batch
+				}
+				var all []read
+				var pushes []*Future
+				for range rounds {
+					for w := range 2 {
+						if keys := keysOf(w); len(keys) > 0 {
+							b := new(kv.Batch)
+							all = append(all, read{start(w, &Op{kind: opPull, keys: keys, dstBatch: b}), b})
+						}
+						keys := keysOf(w)
+						vals := make([]float32, 2*len(keys))
+						for i := range vals {
+							if exact {
+								vals[i] = float32(rng.IntN(9) - 4)
+							} else {
+								vals[i] = orderSensitive[rng.IntN(len(orderSensitive))]
+							}
+						}
+						pushes = append(pushes, start(w, &Op{kind: opPush, keys: keys, vals: vals}))
+					}
+					s.run()
+
+				}
+				for i, f := range pushes {
+					if err := f.Wait(); err != nil {
+						t.Fatalf("%v, direct %v: push %d: %v", ck, direct, i, err)
+					}
+				}
+				for i, r := range all {
+					if err := r.f.Wait(); err != nil {
+						t.Fatalf("%v, direct %v: pull %d: %v", ck, direct, i, err)
+					}
+					reads = append(reads, bitsOf(r.b.Vals))
+
+				}
+				keys := make([]uint64, numKeys)
+				for k := range keys {
+					keys[k] = uint64(k)
+				}
+				var b kv.Batch
+				f := s.submit(0, &Op{kind: opPull, keys: keys, dstBatch: &b})
 				s.run()
-
-			}
-			for i, f := range pushes {
 				if err := f.Wait(); err != nil {
-					t.Fatalf("%v, direct %v: push %d: %v", ck, direct, i, err)
+					t.Fatal(err)
+				}
+				return reads, b.Vals, []Stats{s.workers[0].Stats(), s.workers[1].Stats()}
+			}
+			sentReads, sentFinal, sentStats := run(false)
+			directReads, directFinal, directStats := run(true)
+			if !slices.Equal(bitsOf(sentFinal), bitsOf(directFinal)) {
+				t.Fatalf("%v: final values %v through messages, %v with direct calls", ck, sentFinal, directFinal)
+			}
+			if !exact {
+				for i := range sentReads {
+					if !slices.Equal(sentReads[i], directReads[i]) {
+						t.Fatalf("%v: pull %d read %v with direct calls, %v through messages", ck, i, directReads[i], sentReads[i])
+					}
 				}
 			}
-			for i, r := range all {
-				if err := r.f.Wait(); err != nil {
-					t.Fatalf("%v, direct %v: pull %d: %v", ck, direct, i, err)
+			var d, dp uint64
+			for w := range 2 {
+				d, dp = d+directStats[w].Direct, dp+directStats[w].DirectPushes
+				if sentStats[w].Direct != 0 || sentStats[w].DirectPushes != 0 {
+					t.Fatalf("%v: worker %d counted direct calls through messages", ck, w)
 				}
-				reads = append(reads, bitsOf(r.b.Vals))
-
-			}
-			keys := make([]uint64, numKeys)
-			for k := range keys {
-				keys[k] = uint64(k)
-			}
-			var b kv.Batch
-			f := s.submit(0, &Op{kind: opPull, keys: keys, dstBatch: &b})
-			s.run()
-			if err := f.Wait(); err != nil {
-				t.Fatal(err)
-			}
-			return reads, b.Vals, []Stats{s.workers[0].Stats(), s.workers[1].Stats()}
-		}
-		sentReads, sentFinal, sentStats := run(false)
-		directReads, directFinal, directStats := run(true)
-		if !slices.Equal(bitsOf(sentFinal), bitsOf(directFinal)) {
-			t.Fatalf("%v: final values %v through messages, %v with direct calls", ck, sentFinal, directFinal)
-		}
-		if !exact {
-			for i := range sentReads {
-				if !slices.Equal(sentReads[i], directReads[i]) {
-					t.Fatalf("%v: pull %d read %v with direct calls, %v through messages", ck, i, directReads[i], sentReads[i])
+				if a, b := directStats[w], sentStats[w]; a.Pushes != b.Pushes || a.Pulls != b.Pulls || a.KeysPushed != b.KeysPushed || a.KeysPulled != b.KeysPulled || a.Errors != 0 {
+					t.Fatalf("%v: worker %d counted %+v with direct calls, %+v through messages", ck, w, a, b)
 				}
 			}
-		}
-		var d, dp uint64
-		for w := range 2 {
-			d, dp = d+directStats[w].Direct, dp+directStats[w].DirectPushes
-			if sentStats[w].Direct != 0 || sentStats[w].DirectPushes != 0 {
-				t.Fatalf("%v: worker %d counted direct calls through messages", ck, w)
+			if d == 0 || dp == 0 {
+				t.Fatalf("%v: %d pulls and %d pushes served directly: the test does not test them", ck, d, dp)
 			}
-			if a, b := directStats[w], sentStats[w]; a.Pushes != b.Pushes || a.Pulls != b.Pulls || a.KeysPushed != b.KeysPushed || a.KeysPulled != b.KeysPulled || a.Errors != 0 {
-				t.Fatalf("%v: worker %d counted %+v with direct calls, %+v through messages", ck, w, a, b)
-			}
-		}
-		if d == 0 || dp == 0 {
-			t.Fatalf("%v: %d pulls and %d pushes served directly: the test does not test them", ck, d, dp)
 		}
 	}
 }
