@@ -19,6 +19,7 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -55,6 +56,13 @@ type Spec struct {
 	// CheckPlacement says whether job.Placement can name spec, before
 	// anything is loaded.
 	CheckPlacement func(spec string) error
+	// Shares is set for an application that builds a machine's part
+	// from the machine's samples of the training graph alone (with every
+	// sample's label and every parameter's id), so that a machine can
+	// train on its share of the graph (ReadShare): lr. Only machine 0
+	// evaluates, on the test graph or, without one, on the whole
+	// training graph.
+	Shares bool
 }
 
 // Data is what a job's files hold, loaded: a sample–parameter graph for
@@ -77,6 +85,12 @@ func sparse(name, summary string, defaults func(*train.Job) error, open func(tra
 		Place:          placeGraph,
 		CheckPlacement: CheckPartitioner,
 	}
+}
+
+// shares returns s training a machine on its share of the graph.
+func shares(s Spec) Spec {
+	s.Shares = true
+	return s
 }
 
 // placeGraph places the training graph of a sparse application.
@@ -108,8 +122,8 @@ func denseSpec(name, summary string) Spec {
 
 // specs is the registry.
 var specs = []Spec{
-	sparse("lr", "logistic regression, binary or multinomial, on sparse features", lr.Defaults,
-		func(job train.Job, g, test *graph.Graph) (train.App, error) { return lr.Open(job, g, test) }),
+	shares(sparse("lr", "logistic regression, binary or multinomial, on sparse features", lr.Defaults,
+		func(job train.Job, g, test *graph.Graph) (train.App, error) { return lr.Open(job, g, test) })),
 	sparse("mf", "matrix factorisation of a ratings graph", mf.Defaults,
 		func(job train.Job, g, test *graph.Graph) (train.App, error) { return mf.Open(job, g, test) }),
 	{
@@ -200,7 +214,7 @@ func Open(job train.Job) (*Opened, error) {
 	}
 	var d *Data
 	if job.Data.Cache != "" {
-		d, err = ReadCache(job.Data.Cache)
+		d, err = readCache(job, s)
 	} else {
 		d, err = s.Load(job)
 	}
@@ -208,6 +222,23 @@ func Open(job train.Job) (*Opened, error) {
 		return nil, err
 	}
 	return OpenData(job, d)
+}
+
+// readCache reads the data cache of job: only the share of machine
+// job.Data.Share when it is set, the application trains on shares, the
+// cache holds them and the machine needs no more (machine 0 scores the
+// training set when there is no test set), and the test set only for
+// machine 0, the one that scores it; the whole cache otherwise.
+func readCache(job train.Job, s Spec) (*Data, error) {
+	dir, r := job.Data.Cache, job.Data.Share
+	if r == nil || !s.Shares || (*r == 0 && !hasTest(dir)) {
+		return ReadCache(dir)
+	}
+	d, err := ReadShare(dir, *r, *r == 0)
+	if errors.Is(err, ErrNoShares) {
+		return ReadCache(dir)
+	}
+	return d, err
 }
 
 // OpenData builds job's application on data already loaded (the demo's

@@ -59,10 +59,17 @@ type Data struct {
 	Checksum string `json:"checksum,omitempty"`
 	// Cache, when set, is a directory holding the training and test data
 	// as loaded, written once by the parent of a cluster of processes
-	// (app.Data.WriteCache): its members, and a replacement started
+	// (app.Opened.WriteCache): its members, and a replacement started
 	// while the others train, read it instead of parsing Train and Test
 	// again. It is not part of the job's identity.
 	Cache string `json:"cache,omitempty"`
+	// Share, when set with Cache, is the rank of the one machine (or
+	// worker) the process trains: it reads that machine's share of the
+	// training graph from Cache (app.ReadShare) instead of the whole
+	// graph, when the parent wrote shares (an application that trains
+	// on one, lr) and the machine needs no more. A replacement's
+	// (deploy.Kind.Open). It is not part of the job's identity.
+	Share *int `json:"share,omitempty"`
 }
 
 // LoadOptions are graph.LoadOptions as a job file spells them, and the

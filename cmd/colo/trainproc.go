@@ -160,7 +160,7 @@ func (d *deployment) deployer(o *app.Opened, watch func(stats func() []node.Stat
 	if !d.processes && !d.netns {
 		return deploy.InProcess{Watch: watch}
 	}
-	return &deploy.Processes{Graph: o.PlacedGraph(), Cache: o.Data.WriteCache, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Replace: d.recovery == "replace", Logf: d.logf}
+	return &deploy.Processes{Graph: o.PlacedGraph(), Cache: o.WriteCache, Netns: d.netns, TLS: d.tls, Deadline: d.deadline, Restarts: d.restarts, Replace: d.recovery == "replace", Logf: d.logf}
 }
 
 // writeTrainJob writes the job of colo train --write-job: the envelope

@@ -35,7 +35,7 @@ func TestProcessesHungMachineReplaced(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ck")
 	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2, Wait: true}
 	const timeout = 3 * time.Second
-	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.Data.WriteCache, Restarts: 1, Replace: true, Timeout: timeout}
+	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache, Restarts: 1, Replace: true, Timeout: timeout}
 	type result struct {
 		res *train.Result
 		err error
@@ -129,7 +129,7 @@ func TestProcessesTwoMachinesKilledOneEvent(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "ck")
 	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2, Wait: true}
-	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.Data.WriteCache, Restarts: 1, Replace: true}
+	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache, Restarts: 1, Replace: true}
 	type result struct {
 		res *train.Result
 		err error

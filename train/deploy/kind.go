@@ -126,7 +126,9 @@ func (k Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 
 // Open opens the member at: a machine, or a worker or server apart
 // (config.servers), or the evaluator. A machine, a worker and the
-// evaluator load the data and the placement; a server only its rule.
+// evaluator load the data and the placement; a server only its rule. A
+// replacement machine or worker (at.Recover) reads only its share of
+// the training data from the job's data cache (train.Data.Share).
 func (k Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (*launch.Member, error) {
 	j, err := DecodeJob(raw)
 	if err != nil {
@@ -163,6 +165,10 @@ func (k Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (
 			return nil, fmt.Errorf("a replacement (--recover) needs a job that writes checkpoints (config.checkpoint.dir): it resumes from the last one")
 		}
 		ck.Resume = ck.Dir
+		if role != proto.RoleEvaluator && job.Data.Cache != "" {
+			r := rank // its share of the data, not all of it
+			job.Data.Share = &r
+		}
 	}
 	if k.Place == nil {
 		return nil, fmt.Errorf("job of kind %s: this process cannot open applications", Name)

@@ -40,11 +40,13 @@ type Processes struct {
 	// train.PlacementWriter writes its placement for the processes, any
 	// other is placed again by every process, the same for the same seed.
 	Graph *graph.Graph
-	// Cache, when set, writes the job's data as loaded to a new directory
-	// and says whether it did (app.Data.WriteCache): every process then
-	// reads it (train.Data.Cache) instead of parsing the job's files, and
-	// a replacement resumes without parsing them.
-	Cache func(dir string) (bool, error)
+	// Cache, when set, writes the job's data as loaded to a new directory,
+	// with each machine's share under placement p where the application
+	// trains on shares, and says whether it did (app.Opened.WriteCache):
+	// every process then reads it (train.Data.Cache) instead of parsing
+	// the job's files, and a replacement resumes reading only its share
+	// (train.Data.Share).
+	Cache func(dir string, p *placement.Placement) (bool, error)
 	// Netns runs the scheduler and each machine in a network namespace of
 	// its own, joined by veth links that tc shapes at the job's
 	// LinkBandwidth (required; a bandwidth matrix is refused); it needs
@@ -299,7 +301,7 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	}
 	if pd.Cache != nil {
 		cdir := filepath.Join(dir, "data")
-		ok, err := pd.Cache(cdir)
+		ok, err := pd.Cache(cdir, d.Placement)
 		if err != nil {
 			return nil, err
 		}

@@ -105,7 +105,7 @@ func TestProcessesMatchInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.Data.WriteCache})
+	got, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache})
 	if err != nil {
 		t.Fatal(err)
 	}

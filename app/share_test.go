@@ -1,0 +1,272 @@
+package app_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"colo/app"
+	"colo/graph"
+	"colo/train"
+)
+
+// randomSVM returns n libsvm lines of 3 classes over 40 features with
+// values other than 1, drawn from seed.
+func randomSVM(n int, seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var b strings.Builder
+	for range n {
+		fmt.Fprintf(&b, "%d", r.IntN(3))
+		f := 0
+		for range 1 + r.IntN(6) {
+			f += 1 + r.IntN(7)
+			fmt.Fprintf(&b, " %d:%.3f", f, 0.5+r.Float64())
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// TestShares: a machine opened from its share of the data cache, with
+// the whole training graph gone from the cache, builds bit for bit the
+// part it builds from the whole graph, on its own samples' edges alone
+// and without the test graph, which only machine 0 scores; machine 0
+// without a test file (it scores the training set) reads the
+// whole graph; an application that needs the whole graph (mf) gets no
+// shares and reads it all.
+func TestShares(t *testing.T) {
+	for _, withTest := range []bool{false, true} {
+		t.Run(fmt.Sprintf("test file %v", withTest), func(t *testing.T) {
+			job, err := app.DefaultJob("lr")
+			if err != nil {
+				t.Fatal(err)
+			}
+			job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "train.svm", randomSVM(300, 1)), "random", 3
+			if withTest {
+				job.Data.Test = writeFile(t, "test.svm", randomSVM(50, 2))
+			}
+			want, p, err := app.OpenPlaced(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "data")
+			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
+				t.Fatalf("write the cache: %v, %v", ok, err)
+			}
+			// Machine 0 without a test file needs the whole graph: open
+			// it first, then take the whole graph away.
+			first := 0
+			if !withTest {
+				first = 1
+			}
+			for r := range p.K {
+				if r == 1 {
+					if err := os.Rename(filepath.Join(dir, "train.graph"), filepath.Join(dir, "moved")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				cached := job
+				cached.Data.Cache, cached.Data.Share = dir, &r
+				got, q, err := app.OpenPlaced(cached)
+				if err != nil {
+					t.Fatalf("machine %d: %v", r, err)
+				}
+				if !reflect.DeepEqual(q, p) {
+					t.Errorf("machine %d: placed from its share differently", r)
+				}
+				rows := train.Shard(p, r)
+				var edges int64
+				for _, u := range rows {
+					edges += int64(want.Data.Graph.SampleDegree(int(u)))
+				}
+				g := got.Data.Graph
+				if r >= first && (g.NumEdges() != edges || g.NumSamples() != want.Data.Graph.NumSamples() || g.NumParams() != want.Data.Graph.NumParams()) {
+					t.Errorf("machine %d read %v, want its %d samples' %d edges of %v", r, g, len(rows), edges, want.Data.Graph)
+				}
+				if r < first && g.NumEdges() != want.Data.Graph.NumEdges() {
+					t.Errorf("machine %d read %v, want the whole graph %v", r, g, want.Data.Graph)
+				}
+				if (got.Data.TestGraph != nil) != (withTest && r == 0) {
+					t.Errorf("machine %d read the test graph: %v, want it only on machine 0 (which scores it)", r, got.Data.TestGraph != nil)
+				}
+				if w, h := want.App.Part(r, rows, 4, 7), got.App.Part(r, rows, 4, 7); !reflect.DeepEqual(w, h) {
+					t.Errorf("machine %d: its part from its share differs from the one from the whole graph", r)
+				}
+				if got.App.NumSamples() != want.App.NumSamples() || got.App.NumKeys() != want.App.NumKeys() || got.App.Width() != want.App.Width() {
+					t.Errorf("machine %d: %d samples, %d keys of width %d; want %d, %d, %d", r, got.App.NumSamples(), got.App.NumKeys(), got.App.Width(),
+						want.App.NumSamples(), want.App.NumKeys(), want.App.Width())
+				}
+			}
+		})
+	}
+	t.Run("mf", func(t *testing.T) {
+		job, err := app.DefaultJob("mf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "r.tsv", "1 1 5\n1 2 3\n2 1 4\n2 3 2\n3 2 1\n3 3 5\n4 1 2\n4 2 4\n"), "random", 2
+		job.Data.Load.Format = string(graph.FormatRatings)
+		want, p, err := app.OpenPlaced(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "data")
+		if ok, err := want.WriteCache(dir, p); !ok || err != nil {
+			t.Fatalf("write the cache: %v, %v", ok, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "shares.json")); err == nil {
+			t.Error("mf's cache has shares")
+		}
+		one := 1
+		cached := job
+		cached.Data.Cache, cached.Data.Share = dir, &one
+		got, err := app.Open(cached)
+		if err != nil || !reflect.DeepEqual(got.Data, want.Data) {
+			t.Errorf("mf's machine 1 from the cache: %v, want the whole data", err)
+		}
+	})
+}
+
+// TestShareDamaged: a share file missing, cut short, changed in place
+// (same size) or not a graph is an error naming the file and what is
+// wrong, never a wrong share; a cache written without shares gives the
+// whole graph.
+func TestShareDamaged(t *testing.T) {
+	job, err := app.DefaultJob("lr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "train.svm", randomSVM(100, 3)), "random", 2
+	job.Data.Test = writeFile(t, "test.svm", randomSVM(20, 4))
+	want, p, err := app.OpenPlaced(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func() string {
+		dir := filepath.Join(t.TempDir(), "data")
+		if ok, err := want.WriteCache(dir, p); !ok || err != nil {
+			t.Fatalf("write the cache: %v, %v", ok, err)
+		}
+		return dir
+	}
+	share := func(dir string) string { return filepath.Join(dir, "share-1.graph") }
+	for _, tc := range []struct {
+		name   string
+		damage func(dir string) error
+		want   []string
+	}{
+		{"missing", func(dir string) error { return os.Remove(share(dir)) }, []string{"share-1.graph", "no such file"}},
+		{"cut short", func(dir string) error {
+			st, err := os.Stat(share(dir))
+			if err != nil {
+				return err
+			}
+			return os.Truncate(share(dir), st.Size()-4)
+		}, []string{"share-1.graph", "bytes, but", "shares.json records"}},
+		{"a bit flipped", func(dir string) error {
+			b, err := os.ReadFile(share(dir))
+			if err != nil {
+				return err
+			}
+			g := want.Data.Graph // the first label's lowest bit: still a valid graph
+			b[len(b)-8*g.NumParams()-8*g.NumSamples()] ^= 1
+			return os.WriteFile(share(dir), b, 0o644)
+		}, []string{"share-1.graph", "CRC-32C", "changed since it was written"}},
+		{"not a graph", func(dir string) error {
+			b, err := os.ReadFile(share(dir))
+			if err != nil {
+				return err
+			}
+			b[0] = 'X'
+			return os.WriteFile(share(dir), b, 0o644)
+		}, []string{"share-1.graph", "not a graph"}},
+		{"shares.json not JSON", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "shares.json"), []byte("{"), 0o644)
+		}, []string{"shares.json"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := write()
+			if err := tc.damage(dir); err != nil {
+				t.Fatal(err)
+			}
+			one := 1
+			cached := job
+			cached.Data.Cache, cached.Data.Share = dir, &one
+			_, err := app.Open(cached)
+			if err == nil {
+				t.Fatal("opened")
+			}
+			for _, w := range append(tc.want, "data.cache") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	t.Run("no shares", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		if ok, err := want.Data.WriteCache(dir); !ok || err != nil {
+			t.Fatalf("write the cache: %v, %v", ok, err)
+		}
+		one := 1
+		cached := job
+		cached.Data.Cache, cached.Data.Share = dir, &one
+		got, err := app.Open(cached)
+		if err != nil || !reflect.DeepEqual(got.Data, want.Data) {
+			t.Errorf("a cache without shares: %v, want the whole data", err)
+		}
+	})
+}
+
+// BenchmarkOpenShare20News opens lr on 20 Newsgroups (training and test
+// sets) from a data cache as a replacement of machine 1 of 4 does:
+// "whole" reads the whole training graph (as before shares), "share"
+// machine 1's share alone. It reports the training data's bytes read.
+func BenchmarkOpenShare20News(b *testing.B) {
+	dir := filepath.Join("..", "..", "shared", "data", "20news-bydate")
+	src, test := filepath.Join(dir, "20news-bydate.train.libsvm.xz"), filepath.Join(dir, "20news-bydate.test.libsvm.xz")
+	if _, err := os.Stat(src); err != nil {
+		b.Skipf("20 Newsgroups is not in ../shared/data: %v", err)
+	}
+	job, err := app.DefaultJob("lr")
+	if err != nil {
+		b.Fatal(err)
+	}
+	job.Data.Train, job.Data.Test, job.Placement, job.Config.Machines = src, test, "random", 4
+	opened, p, err := app.OpenPlaced(job)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cache := filepath.Join(b.TempDir(), "data")
+	if ok, err := opened.WriteCache(cache, p); !ok || err != nil {
+		b.Fatalf("write the cache: %v, %v", ok, err)
+	}
+	size := func(name string) float64 {
+		st, err := os.Stat(filepath.Join(cache, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return float64(st.Size())
+	}
+	one := 1
+	for _, c := range []struct {
+		name  string
+		share *int
+		file  string
+	}{{"whole", nil, "train.graph"}, {"share", &one, "share-1.graph"}} {
+		b.Run(c.name, func(b *testing.B) {
+			j := job
+			j.Data.Cache, j.Data.Share = cache, c.share
+			for b.Loop() {
+				if _, err := app.Open(j); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(size(c.file), "train-bytes/op")
+		})
+	}
+}
