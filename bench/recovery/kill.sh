@@ -55,7 +55,9 @@
 # datasets/20news, ARGS to --max-passes 30 --epsilon 0; mlp: Fashion-MNIST
 # from FASHION, ../shared/data/fashion-mnist, skipped with a message when
 # absent, ARGS --epochs 1 --batch 1000), DATA, TEST, ARGS (more colo
-# train flags).
+# train flags), KEEP (1: keep a failed trial's files, its standard error,
+# output, JSON summary and checkpoints, in OUT's directory as
+# kill-seedSEED-tTRIAL, where the script names it).
 set -eu
 out=${1:-recovery-kill.tsv}
 trials=${TRIALS:-10}
@@ -226,6 +228,14 @@ while [ "$i" -le "$trials" ]; do
 		"$noticed_s" "$recovered_s" \
 		"$lost" "$redone" "${loss:--}" "$base_loss" "$verdict" >>"$out"
 	[ "$verdict" = ok ] || { echo "trial $i failed:" >&2; tail -5 "$d.err" >&2; }
+	if [ "$verdict" != ok ] && [ "${KEEP:-0}" = 1 ]; then
+		keep="$(dirname "$out")/kill-seed$seed-t$i"
+		rm -rf "$keep" && mkdir -p "$keep"
+		for f in "$d" "$d.json" "$d.out" "$d.err" "$d.killed" "$d.ck"; do
+			[ ! -e "$f" ] || mv "$f" "$keep/"
+		done
+		echo "trial $i: its files kept in $keep" >&2
+	fi
 	rm -rf "$d" "$d.json" "$d.out" "$d.err" "$d.killed" "$d.ck"
 	i=$((i + 1))
 done
