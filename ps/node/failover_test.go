@@ -190,14 +190,72 @@ func bspRunAt(t *testing.T, c *replCluster, rounds int64, at func(r int64, stage
 	return pulled[0]
 }
 
+// ackNet opens endpoints that pass each acknowledgement of replicated
+// updates they send on acked: the rank of the primary it goes to and the
+// number of its updates applied in order (the acknowledgement's ID).
+type ackNet struct {
+	Network
+	acked chan<- [2]uint64
+}
+
+func (a ackNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := a.Network.Listen(id, identity)
+	if err != nil {
+		return ep, err
+	}
+	return ackEndpoint{ep, a.acked}, nil
+}
+
+type ackEndpoint struct {
+	Endpoint
+	acked chan<- [2]uint64
+}
+
+func (e ackEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if m.Type == transport.TypeData && m.Cmd == proto.DataReplicaAck {
+		if r, p := proto.Identify(to); r == proto.RoleServer {
+			e.acked <- [2]uint64{uint64(p), m.ID}
+		}
+	}
+	return e.Endpoint.Send(ctx, to, m)
+}
+
 // TestReplicatedBackupState checks that each server's backup holds its
 // ranges bit for bit, values and AdaGrad states, after BSP rounds, and
 // counts what each server sent its backup.
+//
+// Nothing waits for a backup to have a server's last update: under BSP
+// a round's acknowledgements wait only for the backups to have the
+// round before, so the job can end, and the backup with it, before the
+// last round's sum reached it. The test waits, before it ends the job,
+// until each backup acknowledged every update of its primary (a backup
+// applies an update right after acknowledging it, on the same
+// goroutine, which the node's Close waits for).
 func TestReplicatedBackupState(t *testing.T) {
 	for _, mode := range []clock.Mode{clock.BSP, clock.Async} {
 		t.Run(mode.String(), func(t *testing.T) {
-			c := startReplicated(t, mode, 1, update.AdaGrad{LR: 0.1, Eps: 1e-6})
+			acked := make(chan [2]uint64, 1<<12)
+			c := startReplicated(t, mode, 1, update.AdaGrad{LR: 0.1, Eps: 1e-6}, func(role proto.Role, rank int, nw Network) Network {
+				if role != proto.RoleServer {
+					return nw
+				}
+				return ackNet{Network: nw, acked: acked}
+			})
 			bspRun(t, c, 8, -1, nil)
+			updates := uint64(8) // a sum a round under BSP
+			if mode == clock.Async {
+				updates = 2 * 8 // each worker's pushes
+			}
+			var have [3]uint64
+			timeout := time.After(time.Minute)
+			for slices.Min(have[:]) < updates {
+				select {
+				case a := <-acked:
+					have[a[0]] = max(have[a[0]], a[1])
+				case <-timeout:
+					t.Fatalf("after a minute the backups acknowledged %v of their primaries' %d updates", have, updates)
+				}
+			}
 			for _, w := range c.workers {
 				w.Finish(nil)
 			}
