@@ -41,8 +41,9 @@ type Supervisor struct {
 	// Replace, when set, is asked by Wait for the Spec of a process that
 	// replaces p, a process that died of a signal the supervisor did not
 	// send (kill -9, the OOM killer, a crash) after the scheduler of
-	// StartScheduler printed that the job started, while no other
-	// process had failed: with ok, Wait starts it in p's place instead of
+	// StartScheduler printed that the job started and before it ended
+	// the job (printed "job finished: …" or exited without an error),
+	// while no other process had failed: with ok, Wait starts it in p's place instead of
 	// failing the cluster, and the scheduler keeps the job waiting for it
 	// (sched.Config.RecoverWait). It is asked for the scheduler too: one
 	// started in its place takes its job over (Cluster.Standby), and its
@@ -70,8 +71,9 @@ type Supervisor struct {
 	binErr error
 	st     Starter
 	// hasScheduler is set once StartScheduler started the scheduler,
-	// jobStarted once it printed that the job started.
-	hasScheduler, jobStarted atomic.Bool
+	// jobStarted once it printed that the job started, jobFinished once
+	// it printed that the job finished.
+	hasScheduler, jobStarted, jobFinished atomic.Bool
 	// scheduler is the process of StartScheduler, or the last one
 	// started in its place (Replace).
 	scheduler *Proc
@@ -367,8 +369,12 @@ func (s *Supervisor) isScheduler(p *Proc) bool {
 const schedulerPrefix = "scheduler listening on "
 
 // jobStartedPrefix starts the line the scheduler prints once every node
-// is ready.
-const jobStartedPrefix = "job started: "
+// is ready, jobFinishedPrefix the line it prints when every node's job
+// succeeded.
+const (
+	jobStartedPrefix  = "job started: "
+	jobFinishedPrefix = "job finished: "
+)
 
 // pausedPrefix starts the line the scheduler prints when the job pauses
 // for a failed process (pauseLine), abortedPrefix the line it prints
@@ -421,7 +427,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 	if spec.Stdout {
 		out = newTail(s.StdoutLimit)
 	}
-	fl := &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, paused: s.paused}
+	fl := &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, finished: &s.jobFinished, paused: s.paused}
 	p := s.start(ctx, spec, out, fl)
 	if p.Pid() == 0 {
 		s.remove(p)
@@ -478,15 +484,17 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 // firstLine passes what it is written on to w (if any) and sends the
 // first line, without its newline, on line; a first line longer than
 // 4 KiB is sent cut. It sets started when a later line starts with
-// jobStartedPrefix, and passes the later lines that start with
+// jobStartedPrefix, finished when one starts with jobFinishedPrefix, and
+// passes the later lines that start with
 // pausedPrefix or abortedPrefix to paused.
 type firstLine struct {
-	w       *tail
-	buf     []byte
-	line    chan string
-	sent    bool
-	started *atomic.Bool
-	paused  func(line string)
+	w        *tail
+	buf      []byte
+	line     chan string
+	sent     bool
+	started  *atomic.Bool
+	finished *atomic.Bool
+	paused   func(line string)
 	// next is the start of the current line after the first, up to
 	// maxLine bytes; more is set once it is longer.
 	next []byte
@@ -524,6 +532,9 @@ func (f *firstLine) Write(p []byte) (int, error) {
 			f.next = append(f.next, c)
 			if len(f.next) == len(jobStartedPrefix) && string(f.next) == jobStartedPrefix {
 				f.started.Store(true)
+			}
+			if len(f.next) == len(jobFinishedPrefix) && string(f.next) == jobFinishedPrefix && f.finished != nil {
+				f.finished.Store(true)
 			}
 		default:
 			f.more = true
@@ -591,6 +602,11 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 	// replacement came), and why: the cause of the cluster's failure,
 	// when no process was killed from outside.
 	var blamed, blamedWhy string
+	// schedulerEnded is set once the scheduler exited without an error:
+	// with its line "job finished: …" (s.jobFinished), the job ended,
+	// and a process that dies then is not replaced: no scheduler would
+	// take its replacement in, nor a takeover come.
+	schedulerEnded := false
 	verdicts := func() []string {
 		var kill []string
 		for _, line := range s.takePauses() {
@@ -638,7 +654,10 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 			if s.OnExit != nil {
 				s.OnExit(p)
 			}
-			if p.err != nil && s.Replace != nil && !graced && !stopped && s.jobStarted.Load() && rank(p) == 0 {
+			if p.err == nil && s.isScheduler(p) {
+				schedulerEnded = true
+			}
+			if p.err != nil && s.Replace != nil && !graced && !stopped && s.jobStarted.Load() && !s.jobFinished.Load() && !schedulerEnded && rank(p) == 0 {
 				if spec, ok := s.Replace(p); ok {
 					if p.Declared() == "" {
 						expected[p.Name()]++
@@ -651,7 +670,7 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 					if s.isScheduler(p) {
 						// A scheduler that takes the job over: its lines
 						// are read as the first one's.
-						w = &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, paused: s.paused}
+						w = &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, finished: &s.jobFinished, paused: s.paused}
 					}
 					np := s.startProc(ctx, spec, out, w, true)
 					if w != nil {

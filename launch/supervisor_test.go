@@ -527,6 +527,67 @@ func TestReplace(t *testing.T) {
 	}
 }
 
+// TestNoReplaceAfterJobEnded: a process killed by a signal after the
+// scheduler ended the job (it printed "job finished: …", or exited
+// without an error) is not replaced, as no scheduler would take its
+// replacement in (one started with --standby waited out its join timeout
+// for the scheduler of a takeover that never came): it fails the
+// cluster, named first, and the caller restarts the job from its last
+// checkpoint if it may.
+func TestNoReplaceAfterJobEnded(t *testing.T) {
+	for _, c := range []struct {
+		name, scheduler string
+		// line: the machine dies once the supervisor read the scheduler's
+		// line; otherwise once Wait saw the scheduler exit.
+		line bool
+	}{
+		{"finished line", "echo 'job finished: 2 servers, 2 workers'; until [ -e %s ]; do sleep 0.01; done", true},
+		{"scheduler exited", "exit 0 # %s", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			die, over := filepath.Join(dir, "die"), filepath.Join(dir, "over")
+			s := shell(t)
+			s.Grace = 100 * time.Millisecond
+			var asked []string
+			s.Replace = func(p *Proc) (Spec, bool) {
+				asked = append(asked, p.Name())
+				return sh(p.Name()+" again", "exit 3"), true
+			}
+			s.OnExit = func(p *Proc) {
+				if !c.line && p.Name() == "scheduler" {
+					os.WriteFile(die, nil, 0o644)
+				}
+				if p.Name() == "machine 1" {
+					os.WriteFile(over, nil, 0o644)
+				}
+			}
+			script := "echo 'scheduler listening on 127.0.0.1:1'; echo 'job started: 2 servers, 2 workers'; " + fmt.Sprintf(c.scheduler, over)
+			if _, err := s.StartScheduler(context.Background(), sh("scheduler", script)); err != nil {
+				t.Fatal(err)
+			}
+			s.Start(context.Background(), sh("machine 1", fmt.Sprintf("until [ -e %s ]; do sleep 0.01; done; kill -9 $$", die)))
+			if c.line {
+				// The machine dies once the line was read.
+				go func() {
+					for !s.jobFinished.Load() {
+						time.Sleep(time.Millisecond)
+					}
+					os.WriteFile(die, nil, 0o644)
+				}()
+			}
+			err := s.Wait(context.Background())
+			if want := "machine 1 failed: signal: killed"; err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Wait: %v, want it to start with %q", err, want)
+			}
+			if len(asked) != 0 {
+				t.Errorf("Replace asked for %q after the job ended", asked)
+			}
+			gone(t, s)
+		})
+	}
+}
+
 // TestFailureSaysRepeatsOnce: a node that passes on another's failure
 // ends its line with that failure's message; the error tells the message
 // once, and keeps who passed it on and about whom.
