@@ -12,7 +12,8 @@
 # or a worker) DELAY_MS (seeded, 0 to 49 ms) after the manifest of a
 # seeded checkpoint round (or of a later one, when that checkpoint was
 # skipped while the one before was being written) appears, so that it
-# dies in one of the rounds that follow.
+# dies in one of the rounds that follow; a trial whose job ended before
+# the kill is run again (at most three runs).
 #
 # With REPLICAS (colo train --replicas; needs SERVERS) only servers are
 # killed: the killed server's backup takes its key ranges over, nothing
@@ -171,7 +172,19 @@ while [ "$i" -le "$trials" ]; do
 	role=$1 rank=$2 after=$3 delay=$4
 	d="$work/t$i"
 	verdict=ok none=0
-	if ! run "$d" "$d.json" "$role" "$rank" "$after" "$delay" || [ ! -e "$d.killed" ]; then
+	# A job that ended before the kill (the checkpoints after the drawn
+	# one skipped while the one before was written) is run again, twice
+	# at most: the trial did not happen.
+	tries=1
+	while :; do
+		rc=0
+		run "$d" "$d.json" "$role" "$rank" "$after" "$delay" || rc=$?
+		{ [ "$rc" = 0 ] && [ ! -e "$d.killed" ] && [ "$tries" -lt 3 ]; } || break
+		echo "trial $i: the job ended before the kill: run again" >&2
+		rm -rf "$d" "$d.json" "$d.out" "$d.err" "$d.ck"
+		tries=$((tries + 1))
+	done
+	if [ "$rc" != 0 ] || [ ! -e "$d.killed" ]; then
 		verdict=FAILED
 	fi
 	killed=$(cat "$d.killed" 2>/dev/null || echo 0)
