@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bufio"
 	"bytes"
 	"colo/internal/colotest"
 	"context"
@@ -21,28 +20,34 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// checkSummaries parses the JSON summaries among out's lines (other lines,
-// such as the scheduler's, are skipped) and checks that the job had
+// checkSummaries parses the JSON summaries in out (text between them,
+// such as the scheduler's lines, is skipped) and checks that the job had
 // servers and workers and that a worker found every value to be the exact
-// sum of the pushes.
+// sum of the pushes. A summary is read from a '{' to the end of its
+// object, not to the end of its line: mpirun forwards each rank's output
+// in the pieces it read, and a summary's newline can come after another
+// rank's summary.
 func checkSummaries(t *testing.T, out []byte, servers, workers int) {
 	t.Helper()
 	var ns, nw int
 	checked := false
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if i := bytes.IndexByte(line, '{'); i >= 0 {
-			line = line[i:]
-		} else {
-			continue
+	for rest := out; ; {
+		i := bytes.IndexByte(rest, '{')
+		if i < 0 {
+			break
 		}
+		dec := json.NewDecoder(bytes.NewReader(rest[i:]))
 		var s NodeSummary
-		if err := json.Unmarshal(line, &s); err != nil {
-			t.Errorf("bad summary line %q: %v", line, err)
+		if err := dec.Decode(&s); err != nil {
+			end := bytes.IndexByte(rest[i:], '\n')
+			if end < 0 {
+				end = len(rest) - i
+			}
+			t.Errorf("bad summary %q: %v", rest[i:i+end], err)
+			rest = rest[i+end:]
 			continue
 		}
+		rest = rest[i+int(dec.InputOffset()):]
 		switch s.Role {
 		case "server":
 			ns++
@@ -98,7 +103,10 @@ func TestDMLCEnvironment(t *testing.T) {
 // TestMPIRun runs a scheduler, two servers and two workers under Open
 // MPI's mpirun on loopback: one command line for every rank, each rank's
 // role and rank from OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE, the
-// rest from COLO_* variables that mpirun passes on (-x).
+// rest from COLO_* variables that mpirun passes on (-x). Each rank's
+// output is read from the file mpirun keeps of it (--output-filename):
+// mpirun's own standard output joins the ranks' in the pieces it read, a
+// summary line of one rank cut by another's.
 func TestMPIRun(t *testing.T) {
 	colotest.Need(t, coloBin)
 	mpirun, err := exec.LookPath("mpirun")
@@ -111,7 +119,9 @@ func TestMPIRun(t *testing.T) {
 	port := freePorts(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	dir := t.TempDir()
 	cmd := exec.CommandContext(ctx, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "5",
+		"--output-filename", dir,
 		"-x", "COLO_TOKEN=mpi-test", "-x", "COLO_SCHEDULER=127.0.0.1:"+strconv.Itoa(port),
 		"-x", "COLO_NUM_SERVERS=2", "-x", "COLO_NUM_WORKERS=2", "-x", "COLO_JSON=true",
 		"-x", "COLO_ROUNDS=5", "-x", "COLO_KEYS=20000", "-x", "COLO_BATCH=2000",
@@ -119,9 +129,20 @@ func TestMPIRun(t *testing.T) {
 	cmd.Env = childEnv(cmd.Environ(), nil)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.Bytes())
+	if mixed, err := cmd.Output(); err != nil {
+		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, mixed, stderr.Bytes())
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*", "rank.*", "stdout"))
+	if err != nil || len(files) != 5 {
+		t.Fatalf("mpirun kept %d ranks' output in %s (%v), want 5", len(files), dir, err)
+	}
+	var out []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(append(out, b...), '\n')
 	}
 	if !bytes.Contains(out, []byte("job finished: 2 servers, 2 workers")) {
 		t.Errorf("the scheduler did not finish the job:\n%s", out)
