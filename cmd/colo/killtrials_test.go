@@ -550,23 +550,14 @@ func TestKillTrials(t *testing.T) {
 			if !sameKilled(t, name, want.res, got.res) {
 				continue
 			}
-			for s := range want.snaps {
-				if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
-					t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
-				}
-			}
+			sameSnapshots(t, name, want.snaps, got.snaps)
 			d := got.resumed.Sub(got.killed)
 			recovery[k.whole] = append(recovery[k.whole], d)
 			t.Logf("%s: resumed from round %d, training again %v after the kill", name, got.from, d.Round(time.Millisecond))
 		}
 	}
 	for _, whole := range []bool{false, true} {
-		r := recovery[whole]
-		slices.Sort(r)
-		if len(r) > 0 {
-			t.Logf("time from the kill to training resuming, %d trials (%s): median %v, max %v", len(r),
-				map[bool]string{false: "replaced", true: "whole job restarted"}[whole], r[len(r)/2].Round(time.Millisecond), r[len(r)-1].Round(time.Millisecond))
-		}
+		logResumed(t, map[bool]string{false: " (replaced)", true: " (whole job restarted)"}[whole], recovery[whole])
 	}
 }
 
@@ -612,11 +603,7 @@ func TestKillTrialsReplicas(t *testing.T) {
 		if !sameKilled(t, name, want.res, got.res) {
 			continue
 		}
-		for s := range want.snaps {
-			if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
-				t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
-			}
-		}
+		sameSnapshots(t, name, want.snaps, got.snaps)
 		if got.resumed.IsZero() {
 			t.Logf("%s: the backup took over; the killed server had left no request unanswered", name)
 			continue
@@ -625,10 +612,7 @@ func TestKillTrialsReplicas(t *testing.T) {
 		resumed = append(resumed, d)
 		t.Logf("%s: the backup took over, the workers had sent it what was unanswered %v after the kill", name, d.Round(time.Millisecond))
 	}
-	slices.Sort(resumed)
-	if len(resumed) > 0 {
-		t.Logf("time from the kill to training resuming, %d trials: median %v, max %v", len(resumed), resumed[len(resumed)/2].Round(time.Millisecond), resumed[len(resumed)-1].Round(time.Millisecond))
-	}
+	logResumed(t, "", resumed)
 }
 
 // TestKillSchedulerTakeover kills the scheduler of the co-located job
@@ -655,19 +639,12 @@ func TestKillSchedulerTakeover(t *testing.T) {
 		if !sameKilled(t, name, want.res, got.res) {
 			continue
 		}
-		for s := range want.snaps {
-			if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
-				t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
-			}
-		}
+		sameSnapshots(t, name, want.snaps, got.snaps)
 		d := got.resumed.Sub(got.killed)
 		resumed = append(resumed, d)
 		t.Logf("%s: taken over, training again %v after the kill", name, d.Round(time.Millisecond))
 	}
-	slices.Sort(resumed)
-	if len(resumed) > 0 {
-		t.Logf("time from the kill to training resuming, %d trials: median %v, max %v", len(resumed), resumed[len(resumed)/2].Round(time.Millisecond), resumed[len(resumed)-1].Round(time.Millisecond))
-	}
+	logResumed(t, "", resumed)
 }
 
 // TestKillSchedulerWithMachine kills the scheduler and machine 1 of the
@@ -695,11 +672,7 @@ func TestKillSchedulerWithMachine(t *testing.T) {
 		if !sameKilled(t, name, want.res, got.res) {
 			continue
 		}
-		for s := range want.snaps {
-			if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
-				t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
-			}
-		}
+		sameSnapshots(t, name, want.snaps, got.snaps)
 		t.Logf("%s: rolled back to round %d, training again %v after the kill", name, got.from, got.resumed.Sub(got.killed).Round(time.Millisecond))
 	}
 }
@@ -727,13 +700,33 @@ func TestKillSchedulerFallsBack(t *testing.T) {
 		if !sameKilled(t, name, want.res, got.res) {
 			continue
 		}
-		for s := range want.snaps {
-			if s >= len(got.snaps) || !bytes.Equal(got.snaps[s], want.snaps[s]) {
-				t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
-			}
-		}
+		sameSnapshots(t, name, want.snaps, got.snaps)
 		t.Logf("%s: resumed from round %d, training again %v after the kill", name, got.from, got.resumed.Sub(got.killed).Round(time.Millisecond))
 	}
+}
+
+// sameSnapshots fails the trial name unless the final checkpoint's
+// server snapshots of a run with a failure equal the unfailed run's byte
+// for byte.
+func sameSnapshots(t *testing.T, name string, want, got [][]byte) {
+	t.Helper()
+	for s := range want {
+		if s >= len(got) || !bytes.Equal(got[s], want[s]) {
+			t.Errorf("%s: server %d's final snapshot differs from the unfailed run's", name, s)
+		}
+	}
+}
+
+// logResumed logs the median and the largest of the times from a kill to
+// training resuming (sorting them), what names the trials after "trials".
+func logResumed(t *testing.T, what string, resumed []time.Duration) {
+	t.Helper()
+	if len(resumed) == 0 {
+		return
+	}
+	slices.Sort(resumed)
+	t.Logf("time from the kill to training resuming, %d trials%s: median %v, max %v", len(resumed), what,
+		resumed[len(resumed)/2].Round(time.Millisecond), resumed[len(resumed)-1].Round(time.Millisecond))
 }
 
 // sameKilled reports whether a run with a failure trained as the run
