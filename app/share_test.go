@@ -122,14 +122,18 @@ func TestShares(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "shares.json")); err == nil {
 			t.Error("mf's cache has shares")
 		}
-		one := 1
-		cached := job
-		cached.Data.Cache, cached.Data.Share = dir, &one
-		got, err := app.Open(cached)
+		got, err := openMachine(job, dir, 1)
 		if err != nil || !reflect.DeepEqual(got.Data, want.Data) {
 			t.Errorf("mf's machine 1 from the cache: %v, want the whole data", err)
 		}
 	})
+}
+
+// openMachine opens job as machine r does from the data cache dir (a
+// replacement's way: its share when the cache holds shares).
+func openMachine(job train.Job, dir string, r int) (*app.Opened, error) {
+	job.Data.Cache, job.Data.Share = dir, &r
+	return app.Open(job)
 }
 
 // TestShareDamaged: a share file missing, cut short, changed in place
@@ -194,10 +198,7 @@ func TestShareDamaged(t *testing.T) {
 			if err := tc.damage(dir); err != nil {
 				t.Fatal(err)
 			}
-			one := 1
-			cached := job
-			cached.Data.Cache, cached.Data.Share = dir, &one
-			_, err := app.Open(cached)
+			_, err := openMachine(job, dir, 1)
 			if err == nil {
 				t.Fatal("opened")
 			}
@@ -213,10 +214,7 @@ func TestShareDamaged(t *testing.T) {
 		if ok, err := want.Data.WriteCache(dir); !ok || err != nil {
 			t.Fatalf("write the cache: %v, %v", ok, err)
 		}
-		one := 1
-		cached := job
-		cached.Data.Cache, cached.Data.Share = dir, &one
-		got, err := app.Open(cached)
+		got, err := openMachine(job, dir, 1)
 		if err != nil || !reflect.DeepEqual(got.Data, want.Data) {
 			t.Errorf("a cache without shares: %v, want the whole data", err)
 		}
