@@ -151,7 +151,10 @@ type Scheduler struct {
 	// (the supervisor kills that process if it still runs, a hung one,
 	// and starts its replacement), "job aborted: lost NODE: WHY (NODE,
 	// node ID at ADDR)" when the job ends for a node's failure (the
-	// supervisor names that node's process first) and "job finished" at
+	// supervisor names that node's process first), "backup made: server
+	// B holds a copy of server S's ranges" when a new backup made after
+	// a failover is in place (the supervisor counts it as the scheduler
+	// does, Supervisor.BackedUp) and "job finished" at
 	// the end; Log a line for every refusal and failure. Neither may be
 	// nil.
 	Out, Log io.Writer
@@ -169,6 +172,13 @@ func pauseLine(p sched.Pause) string {
 		lost[i] = proto.Name(id)
 	}
 	return fmt.Sprintf("%sepoch %d: lost %s: %v (%s)", pausedPrefix, p.Epoch, strings.Join(lost, " and "), p.Cause.Err, nodeAt(p.Cause))
+}
+
+// backupLine is the line the scheduler prints when a new copy of a
+// server's ranges is in place after a failover: "backup made: server 2
+// holds a copy of server 0's ranges".
+func backupLine(b proto.Backup) string {
+	return fmt.Sprintf("%sserver %d holds a copy of server %d's ranges", backupPrefix, b.Backup, b.Server)
 }
 
 // abortLine is the line the scheduler prints when the job ends for a
@@ -242,6 +252,13 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 		printf("%s\n", pauseLine(p))
 		if next != nil {
 			next(p)
+		}
+	}
+	nextBackup := cfg.OnBackedUp
+	cfg.OnBackedUp = func(b proto.Backup) {
+		printf("%s\n", backupLine(b))
+		if nextBackup != nil {
+			nextBackup(b)
 		}
 	}
 	sc, err := sched.Start(cfg, ep, logf)

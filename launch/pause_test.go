@@ -50,3 +50,39 @@ func TestPauseLineRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupLineRoundTrip: the line the scheduler prints when a new
+// copy of a server's ranges is in place names both servers, as the
+// supervisor reads them back; other lines are not read as one.
+func TestBackupLineRoundTrip(t *testing.T) {
+	for _, b := range []proto.Backup{{Server: 0, Backup: 2}, {Server: 12, Backup: 3, Seq: 4}} {
+		line := backupLine(b)
+		if server, backup, ok := parseBackup(line); !ok || server != b.Server || backup != b.Backup {
+			t.Errorf("%q read back as server %d, backup %d, %v", line, server, backup, ok)
+		}
+	}
+	for _, bad := range []string{"backup made: server 1", "backup made: server 1 holds a copy of server 2's ranges and more",
+		"backup made: server -1 holds a copy of server 2's ranges", "backup made: server 01 holds a copy of server 2's ranges", "job paused: x"} {
+		if _, _, ok := parseBackup(bad); ok {
+			t.Errorf("%q read as a backup line", bad)
+		}
+	}
+}
+
+// FuzzParseBackup: a line of the scheduler read as a backup line names
+// two servers of non-negative rank and is exactly the line the
+// scheduler prints for them.
+func FuzzParseBackup(f *testing.F) {
+	f.Add(backupLine(proto.Backup{Server: 0, Backup: 2}))
+	f.Add("backup made: server 1 holds a copy of server 2's ranges\n")
+	f.Add("backup made: server +1 holds a copy of server 2's ranges")
+	f.Fuzz(func(t *testing.T, line string) {
+		server, backup, ok := parseBackup(line)
+		if !ok {
+			return
+		}
+		if server < 0 || backup < 0 || backupLine(proto.Backup{Server: server, Backup: backup}) != line {
+			t.Fatalf("%q read as server %d, backup %d", line, server, backup)
+		}
+	})
+}

@@ -81,6 +81,11 @@ type Cluster struct {
 	// backup took its key ranges over (sched.Config.Replicas, which the
 	// job's kind sets). Its MemberOutcome is then Survived.
 	Survive func(name string, err error) bool
+	// BackedUp, when set, is told each new copy of a server's ranges
+	// that the scheduler reports in place after a failover, before
+	// Survive or Replace is asked about a server that died after the
+	// report (Supervisor.BackedUp; replica.Holders.BackedUp).
+	BackedUp func(server, backup int)
 	// OnStart, when set, is called with the scheduler's address once it
 	// listens, before the members start.
 	OnStart func(addr string)
@@ -375,6 +380,7 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 			return specOf(i, true), true
 		}
 	}
+	sup.BackedUp = c.BackedUp
 	if c.Survive != nil {
 		sup.Survive = func(p *Proc) bool {
 			i, ok := byName[p.Name()]

@@ -66,6 +66,14 @@ type Supervisor struct {
 	// Replace). A process that died by itself and was replaced already
 	// is not killed again, nor its replacement.
 	ProcessOf func(nodes []string) string
+	// BackedUp, when set, is told each new copy of a server's ranges the
+	// scheduler of StartScheduler reports in place after a failover
+	// ("backup made: server B holds a copy of server S's ranges"), so
+	// that Survive and Replace decide as the scheduler does about a
+	// second failure (replica.Holders.BackedUp). A line read before a
+	// process's exit is told before Survive or Replace is asked about
+	// it. It is called from Wait's goroutine.
+	BackedUp func(server, backup int)
 
 	bin    string
 	binErr error
@@ -118,6 +126,22 @@ func (s *Supervisor) takePauses() []string {
 	p := s.pauses
 	s.pauses = nil
 	return p
+}
+
+// takeBackups returns and clears the backup lines not yet read
+// (parseBackup), leaving the others.
+func (s *Supervisor) takeBackups() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	s.pauses = slices.DeleteFunc(s.pauses, func(line string) bool {
+		if strings.HasPrefix(line, backupPrefix) {
+			out = append(out, line)
+			return true
+		}
+		return false
+	})
+	return out
 }
 
 // NewSupervisor returns a supervisor that runs bin through st; bin "" is
@@ -384,6 +408,23 @@ const (
 	abortedPrefix = "job aborted: "
 )
 
+// backupPrefix starts the line the scheduler prints when a new copy of
+// a server's ranges is in place (backupLine).
+const backupPrefix = "backup made: "
+
+// parseBackup returns the server whose ranges a backup line says were
+// copied, and the server holding the copy.
+func parseBackup(line string) (server, backup int, ok bool) {
+	rest, ok := strings.CutPrefix(line, backupPrefix)
+	if !ok {
+		return 0, 0, false
+	}
+	if n, err := fmt.Sscanf(rest, "server %d holds a copy of server %d's ranges", &backup, &server); err != nil || n != 2 || server < 0 || backup < 0 || rest != fmt.Sprintf("server %d holds a copy of server %d's ranges", backup, server) {
+		return 0, 0, false
+	}
+	return server, backup, true
+}
+
 // parsePause returns the nodes a pause line says were lost and why.
 func parsePause(line string) (nodes []string, cause string, ok bool) {
 	rest, ok := strings.CutPrefix(line, pausedPrefix)
@@ -485,8 +526,8 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 // first line, without its newline, on line; a first line longer than
 // 4 KiB is sent cut. It sets started when a later line starts with
 // jobStartedPrefix, finished when one starts with jobFinishedPrefix, and
-// passes the later lines that start with
-// pausedPrefix or abortedPrefix to paused.
+// passes the later lines that start with pausedPrefix, abortedPrefix or
+// backupPrefix to paused.
 type firstLine struct {
 	w        *tail
 	buf      []byte
@@ -523,7 +564,7 @@ func (f *firstLine) Write(p []byte) (int, error) {
 	for _, c := range rest {
 		switch {
 		case c == '\n':
-			if !f.more && f.paused != nil && (bytes.HasPrefix(f.next, []byte(pausedPrefix)) || bytes.HasPrefix(f.next, []byte(abortedPrefix))) {
+			if !f.more && f.paused != nil && (bytes.HasPrefix(f.next, []byte(pausedPrefix)) || bytes.HasPrefix(f.next, []byte(abortedPrefix)) || bytes.HasPrefix(f.next, []byte(backupPrefix))) {
 				f.paused(string(f.next))
 			}
 			f.next, f.more = f.next[:0], false
@@ -610,6 +651,12 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 	verdicts := func() []string {
 		var kill []string
 		for _, line := range s.takePauses() {
+			if server, backup, ok := parseBackup(line); ok {
+				if s.BackedUp != nil {
+					s.BackedUp(server, backup)
+				}
+				continue
+			}
 			if s.ProcessOf == nil {
 				continue
 			}
@@ -651,6 +698,13 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 			}
 		case p := <-exits:
 			left--
+			// The new copies reported before it ended count in
+			// Survive's and Replace's decisions.
+			for _, line := range s.takeBackups() {
+				if server, backup, ok := parseBackup(line); ok && s.BackedUp != nil {
+					s.BackedUp(server, backup)
+				}
+			}
 			if s.OnExit != nil {
 				s.OnExit(p)
 			}

@@ -12,8 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -614,5 +616,60 @@ func TestFailureSaysRepeatsOnce(t *testing.T) {
 	f = &Failure{Procs: []*Proc{proc("machine 0", "boom\nboom\n", errors.New("exit status 2")), proc("machine 1", "boom\n", errors.New("exit status 2"))}}
 	if got, want := f.Error(), "machine 0 failed: exit status 2: boom | boom (then machine 1: boom)"; got != want {
 		t.Errorf("error %q\nwant  %q", got, want)
+	}
+}
+
+// TestBackedUpBeforeSurvive: the new copies the scheduler reported in
+// place ("backup made: …") are told to BackedUp, and those read before a
+// server died are told before Survive is asked about it, as Survive's
+// decision depends on them (replica.Holders).
+func TestBackedUpBeforeSurvive(t *testing.T) {
+	dir := t.TempDir()
+	die, over := filepath.Join(dir, "die"), filepath.Join(dir, "over")
+	s := shell(t)
+	s.Grace = 100 * time.Millisecond
+	var mu sync.Mutex
+	var told []string
+	s.BackedUp = func(server, backup int) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, fmt.Sprintf("%d on %d", server, backup))
+	}
+	var knew []string
+	s.Survive = func(p *Proc) bool {
+		mu.Lock()
+		knew = slices.Clone(told)
+		mu.Unlock()
+		os.WriteFile(over, nil, 0o644)
+		return true
+	}
+	script := "echo 'scheduler listening on 127.0.0.1:1'; echo 'job started: 3 servers, 3 workers'; " +
+		"echo 'backup made: server 2 holds a copy of server 0'\"'\"'s ranges'; echo 'backup made: server 1 holds a copy of server 2'\"'\"'s ranges'; " +
+		fmt.Sprintf("until [ -e %s ]; do sleep 0.01; done", over)
+	if _, err := s.StartScheduler(context.Background(), sh("scheduler", script)); err != nil {
+		t.Fatal(err)
+	}
+	s.Start(context.Background(), sh("server 1", fmt.Sprintf("until [ -e %s ]; do sleep 0.01; done; kill -9 $$", die)))
+	go func() {
+		// The server dies once the supervisor read both lines.
+		for {
+			s.mu.Lock()
+			n := len(s.pauses)
+			s.mu.Unlock()
+			mu.Lock()
+			n += len(told)
+			mu.Unlock()
+			if n >= 2 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		os.WriteFile(die, nil, 0o644)
+	}()
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if want := []string{"0 on 2", "2 on 1"}; !slices.Equal(knew, want) {
+		t.Errorf("Survive was asked knowing the copies %q, want %q", knew, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -113,6 +114,11 @@ type killTrial struct {
 	// with, when set, names a machine ("machine 1") killed together
 	// with the scheduler: a host that died with both.
 	with string
+	// second, with failover, kills a second server once colo train
+	// reports the new copy of the first one's ranges in place: the
+	// server that is neither the first nor the one holding that copy,
+	// which serves the first one's ranges (3 servers, one backup each).
+	second bool
 }
 
 func (k killTrial) String() string {
@@ -124,6 +130,9 @@ func (k killTrial) String() string {
 		how = "its backup taking over"
 	case k.takeover():
 		how = "a new scheduler taking over"
+	}
+	if k.second {
+		return fmt.Sprintf("%s killed %v after the checkpoint of round %d, then the server serving its ranges once they had a new copy, both taken over by their backups", k.name(), k.delay, k.after)
 	}
 	if k.with != "" {
 		return fmt.Sprintf("%s and %s killed together %v after the checkpoint of round %d, taken over and replaced", k.name(), k.with, k.delay, k.after)
@@ -206,7 +215,7 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		// between two, so that without it the jobs would skip all but
 		// the first and the last, and leave no round to kill in.
 		"--checkpoint", dir, "--checkpoint-every", strconv.Itoa(every), "--checkpoint-wait", "--restarts", "1", "--recovery", recovery, "--json", out)...)
-	var errOut bytes.Buffer
+	var errOut syncBuffer
 	cmd.Stderr = &errOut
 	// A job that hangs: every node dumps its goroutines (relayed by colo
 	// train) before colo train is killed.
@@ -252,6 +261,9 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	if k.second && !r.killed.IsZero() {
+		late = killSecond(ctx, cmd.Process.Pid, dir, k, &errOut)
+	}
 	err := cmd.Wait()
 	r.stderr = errOut.String()
 	if err == nil && missedKill(k, r.stderr, late) {
@@ -288,6 +300,9 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		a := failedOverRE.FindStringSubmatch(r.stderr)
 		if a == nil || strings.Contains(r.stderr, "replacement 1") || strings.Contains(r.stderr, "restart 1 of 1") || len(r.res.Recoveries) > 0 {
 			t.Fatalf("%v: no failover reported, or a process was replaced or the job restarted (recoveries %+v):\n%s", k, r.res.Recoveries, r.stderr)
+		}
+		if n := len(failedOverRE.FindAllString(r.stderr, -1)); k.second && n != 2 {
+			t.Fatalf("%v: %d failovers reported, want 2:\n%s", k, n, r.stderr)
 		}
 		if !strings.HasSuffix(a[1], k.name()) {
 			t.Errorf("%v: the failover was of another process: %s", k, a[0])
@@ -354,6 +369,59 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		r.snaps = append(r.snaps, b)
 	}
 	return r
+}
+
+// copiedRE matches colo train's report of a new copy of a server's
+// ranges in place after a failover: the server holding it, and the
+// server whose ranges it copies.
+var copiedRE = regexp.MustCompile(`server (\d+) holds a new copy of server (\d+)'s key ranges`)
+
+// killSecond kills the second server of trial k (killTrial.second),
+// once colo train, of pid parent, reported in errOut the new copy of
+// the first one's ranges, after k.delay. It returns the round of the
+// job's final checkpoint (in dir) when that appeared first, so that no
+// second kill was placed, −1 otherwise.
+func killSecond(ctx context.Context, parent int, dir string, k killTrial, errOut *syncBuffer) int {
+	for ctx.Err() == nil {
+		if last, _ := newestManifest(dir); k.final > 0 && last >= k.final {
+			return last
+		}
+		for _, m := range copiedRE.FindAllStringSubmatch(errOut.String(), -1) {
+			holder, _ := strconv.Atoi(m[1])
+			if m[2] != strconv.Itoa(k.rank) {
+				continue
+			}
+			time.Sleep(k.delay)
+			// Of servers 0, 1 and 2: neither the first killed nor the
+			// holder of the copy.
+			if pid := nodePID(parent, "server", 3-k.rank-holder); pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+				return -1
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return -1
+}
+
+// syncBuffer is a bytes.Buffer that one process writes while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // missedKill reports whether a run of trial k that ended without an
@@ -613,6 +681,36 @@ func TestKillTrialsReplicas(t *testing.T) {
 		t.Logf("%s: the backup took over, the workers had sent it what was unanswered %v after the kill", name, d.Round(time.Millisecond))
 	}
 	logResumed(t, "", resumed)
+}
+
+// TestKillTwoServers kills two servers one after the other, in 3
+// seeded trials, of the job of TestKillTrialsReplicas (3 servers apart,
+// one backup each): a seeded first server, then, once the new copy of
+// its ranges is in place, the server that took them over. Both fail
+// over to their backups: no process is started again, nothing rolls
+// back or restarts, and the job ends as the unfailed run bit for bit
+// (the same losses, and the final server snapshots).
+func TestKillTwoServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	const every = 3
+	args := []string{news20(t), "--machines", "3", "--servers", "3", "--replicas", "1", "--max-passes", "18", "--epsilon", "0"}
+	want := runUnfailed(t, args, every)
+	checkpoints := want.res.Rounds / every
+	rng := rand.New(rand.NewPCG(18, 26))
+	for i := range 3 {
+		// In the first half: the second kill lands while the job trains.
+		k := killTrial{role: "server", rank: rng.IntN(3), after: every * (1 + rng.IntN(checkpoints/2-1)),
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond, failover: true, second: true}
+		got := runKilledTraining(t, args, every, want.res.Rounds, k)
+		name := fmt.Sprintf("trial %d (%v)", i+1, k)
+		if !sameKilled(t, name, want.res, got.res) {
+			continue
+		}
+		sameSnapshots(t, name, want.snaps, got.snaps)
+		t.Logf("%s: both taken over, the same model", name)
+	}
 }
 
 // TestKillSchedulerTakeover kills the scheduler of the co-located job

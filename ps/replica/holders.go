@@ -1,23 +1,36 @@
 package replica
 
-// Holders follows which server process serves each rank's key ranges as
-// failovers move them, so that a launcher decides about a server
-// process that died as the scheduler does (ps/sched, Failover):
+import "slices"
+
+// Holders follows which server process serves each rank's key ranges,
+// and which hold copies of them, as failovers move them and new backups
+// are made, so that a launcher decides about a server process that died
+// as the scheduler does (ps/sched, Failover):
 //
-//   - the first of its backups (Chain) whose own process lives takes its
-//     ranges over, and the job goes on without it (FailOver);
-//   - none is left: the scheduler waits for a replacement in its rank,
-//     and the job rolls back, or ends (Replace);
-//   - its process also served the ranges of servers that failed before:
-//     those have no live copy and no process to replace, so the whole
-//     job restarts, or ends (Restart).
+//   - every rank it serves (its own, and those it took over) has a copy
+//     on a live server process: the first of them takes the rank over,
+//     and the job goes on without it (FailOver);
+//   - its own rank has none left, and it served no other: the scheduler
+//     waits for a replacement in its rank, and the job rolls back, or
+//     ends (Replace);
+//   - it served the ranges of a server that failed before, and they have
+//     no live copy: they have no process to replace, so the whole job
+//     restarts, or ends (Restart).
 //
-// It holds no process: the launcher reports the failovers it saw
-// (FailedOver). Decide is O(servers).
+// A rank's copies are at first its Chain; a failover drops the copies
+// the dead process held and those of the ranges it served (they followed
+// it), and a new copy counts once the scheduler reported it in place
+// (BackedUp), as the scheduler counts it. It holds no process: the
+// launcher reports the failovers it saw (FailedOver) and the new copies
+// the scheduler reported (BackedUp). Decide and FailedOver are
+// O(servers × r) for r copies a rank.
 type Holders struct {
 	replicas int
 	// holder[i] is the rank whose process serves rank i's ranges.
 	holder []int
+	// copies[i] are the ranks whose processes hold a live copy of rank
+	// i's ranges, the first to take them over first.
+	copies [][]int
 }
 
 // Outcome is what the death of a server process leads to (Decide).
@@ -31,34 +44,81 @@ const (
 )
 
 // NewHolders returns the holders of a job of servers servers with r
-// backups each, every rank served by its own process.
+// backups each, every rank served by its own process and copied on its
+// Chain.
 func NewHolders(servers, r int) *Holders {
-	h := &Holders{replicas: r, holder: make([]int, servers)}
+	h := &Holders{replicas: r, holder: make([]int, servers), copies: make([][]int, servers)}
 	for i := range h.holder {
 		h.holder[i] = i
+		h.copies[i] = Chain(i, servers, r, nil)
 	}
 	return h
 }
 
 // Decide returns what the death of server p's process leads to and, for
-// FailOver, the backup that takes its ranges over (-1 otherwise). It
-// returns Replace for a rank out of range.
+// FailOver, the backup that takes its own ranges over (-1 otherwise). It
+// returns Replace for a rank out of range or whose process died before.
 func (h *Holders) Decide(p int) (Outcome, int) {
-	if p < 0 || p >= len(h.holder) {
+	if p < 0 || p >= len(h.holder) || h.holder[p] != p {
 		return Replace, -1
 	}
 	for q, o := range h.holder {
-		if o == p && q != p {
+		if o == p && q != p && h.backup(q, p) < 0 {
 			return Restart, -1
 		}
 	}
-	for _, b := range Chain(p, len(h.holder), h.replicas, nil) {
-		if h.holder[b] == b {
-			return FailOver, b
+	if b := h.backup(p, p); b >= 0 {
+		return FailOver, b
+	}
+	for q, o := range h.holder {
+		if o == p && q != p {
+			// Its own rank is replaced and rolled back, but the
+			// ranges it took over have copies: the scheduler has no
+			// rule for both at once.
+			return Restart, -1
 		}
 	}
 	return Replace, -1
 }
 
-// FailedOver records that backup b's process serves p's ranges.
-func (h *Holders) FailedOver(p, b int) { h.holder[p] = b }
+// backup returns the first copy of rank q's ranges on a live process
+// other than dead's, -1 if none.
+func (h *Holders) backup(q, dead int) int {
+	for _, b := range h.copies[q] {
+		if b != dead && h.holder[b] == b {
+			return b
+		}
+	}
+	return -1
+}
+
+// FailedOver records that backup b's process serves p's ranges, p's
+// process having died: the other ranks it served go to their first live
+// copies (as Decide found them), and every copy it held, or that followed
+// a rank it served, is dropped.
+func (h *Holders) FailedOver(p, b int) {
+	if p < 0 || p >= len(h.holder) {
+		return
+	}
+	for q, o := range h.holder {
+		if o == p && q != p {
+			h.holder[q] = h.backup(q, p)
+			h.copies[q] = nil
+		}
+	}
+	h.holder[p], h.copies[p] = b, nil
+	for q := range h.copies {
+		h.copies[q] = slices.DeleteFunc(h.copies[q], func(c int) bool { return c == p })
+	}
+}
+
+// BackedUp records that the process of rank b holds a new copy of rank
+// p's ranges, made after a failover (the scheduler's proto.CmdBackedUp):
+// it takes them over if their server dies. A report about a rank out of
+// range, or a copy held already, changes nothing.
+func (h *Holders) BackedUp(p, b int) {
+	if p < 0 || p >= len(h.copies) || b < 0 || b >= len(h.copies) || b == p || slices.Contains(h.copies[p], b) {
+		return
+	}
+	h.copies[p] = append(h.copies[p], b)
+}

@@ -29,6 +29,7 @@ func TestHoldersDecide(t *testing.T) {
 		{"chain", 4, 1, []death{{3, FailOver, 0}, {1, FailOver, 2}, {2, Restart, -1}}},
 		{"lastBackup", 2, 1, []death{{0, FailOver, 1}, {1, Restart, -1}}},
 		{"outOfRange", 2, 1, []death{{2, Replace, -1}, {-1, Replace, -1}}},
+		{"deadTwice", 3, 1, []death{{1, FailOver, 2}, {1, Replace, -1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := NewHolders(tc.servers, tc.replicas)
@@ -39,6 +40,71 @@ func TestHoldersDecide(t *testing.T) {
 				}
 				if out == FailOver {
 					h.FailedOver(d.rank, b)
+				}
+			}
+		})
+	}
+}
+
+// TestHoldersBackedUp walks failovers after new backups by hand, as the
+// scheduler makes them (ps/sched rebackup, TestFailoverTwice): a rank
+// whose ranges were taken over gets a new copy once the scheduler
+// reports it, and the process serving them fails over again, taking
+// every rank it serves to its copies; a copy not reported yet does not
+// count.
+func TestHoldersBackedUp(t *testing.T) {
+	type step struct {
+		kill       int // a death (-1: a report)
+		out        Outcome
+		by         int
+		rank, copy int // a report: copy holds a new copy of rank's ranges
+	}
+	die := func(p int, out Outcome, by int) step { return step{kill: p, out: out, by: by} }
+	backedUp := func(rank, copy int) step { return step{kill: -1, rank: rank, copy: copy} }
+	for _, tc := range []struct {
+		name              string
+		servers, replicas int
+		steps             []step
+		holders           []int // after the steps
+	}{
+		// Server 0 fails over to 1; the scheduler copies 0's ranges to
+		// 2 and 2's (whose copy died with 0) to 1; server 1 then fails
+		// over to 2 with 0's ranges.
+		{"twice", 3, 1, []step{die(0, FailOver, 1), backedUp(0, 2), backedUp(2, 1), die(1, FailOver, 2)}, []int{2, 2, 2}},
+		// Without the copy of 0's ranges in place, they die with 1.
+		{"notYet", 3, 1, []step{die(0, FailOver, 1), backedUp(2, 1), die(1, Restart, -1)}, []int{1, 1, 2}},
+		// Everything on one process: no copy is left.
+		{"thrice", 3, 1, []step{die(0, FailOver, 1), backedUp(0, 2), backedUp(2, 1), die(1, FailOver, 2), die(2, Restart, -1)}, []int{2, 2, 2}},
+		// The copy of 0's ranges on 2 died with it: 0's ranges on 1
+		// have none, and die with 1.
+		{"copyDied", 4, 1, []step{die(0, FailOver, 1), backedUp(0, 2), die(2, FailOver, 3), die(1, Restart, -1)}, []int{1, 1, 3, 3}},
+		// A report of a rank out of range, or of a copy held already,
+		// changes nothing.
+		{"badReports", 3, 1, []step{backedUp(5, 1), backedUp(0, -1), backedUp(0, 1), backedUp(0, 0), die(0, FailOver, 1), die(1, Restart, -1)}, []int{1, 1, 2}},
+		// Four servers, two copies each: 1 fails over to 2, which
+		// copies 1's ranges to 3 (2 already held 1's copy); 2 then
+		// fails over to 3 with 1's ranges, and 0 (copies 1, 2, both
+		// dead) is replaced.
+		{"twoCopies", 4, 2, []step{die(1, FailOver, 2), backedUp(1, 3), die(2, FailOver, 3), die(0, Replace, -1)}, []int{0, 3, 3, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHolders(tc.servers, tc.replicas)
+			for i, s := range tc.steps {
+				if s.kill < 0 {
+					h.BackedUp(s.rank, s.copy)
+					continue
+				}
+				out, b := h.Decide(s.kill)
+				if out != s.out || b != s.by {
+					t.Fatalf("step %d (server %d dies): outcome %d backup %d, want %d backup %d", i, s.kill, out, b, s.out, s.by)
+				}
+				if out == FailOver {
+					h.FailedOver(s.kill, b)
+				}
+			}
+			for q, want := range tc.holders {
+				if h.holder[q] != want {
+					t.Errorf("server %d's ranges are served by %d, want %d", q, h.holder[q], want)
 				}
 			}
 		})

@@ -401,6 +401,12 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 	}
 	firstFailover := len(pd.Failovers)
 	if srv != nil {
+		c.BackedUp = func(server, backup int) {
+			srv.BackedUp(server, backup)
+			if pd.Logf != nil {
+				pd.Logf("server %d holds a new copy of server %d's key ranges", backup, server)
+			}
+		}
 		c.Survive = func(name string, perr error) bool {
 			p, ok := launch.ServerRank(name)
 			if !ok {
