@@ -236,11 +236,13 @@ func (Momentum) States() int { return 1 }
 // Update takes one step.
 func (r Momentum) Update(w, g []float32, st [][]float32) {
 	g, v := g[:len(w)], st[0][:len(w)]
-	if r.L1 == 0 && r.L2 == 0 { // the common case, in a tight loop
-		for i, gi := range g {
-			vi := r.Mu*v[i] + gi
+	if r.L1 == 0 && r.L2 == 0 { // the common case: a vector kernel, then a tight loop
+		// Each product is rounded before its sum (no fused multiply-add,
+		// which some compilers would choose), as the kernel's lanes do.
+		for i := momentumBlocks(w, g, v, r.LR, r.Mu); i < len(w); i++ {
+			vi := float32(r.Mu*v[i]) + g[i]
 			v[i] = vi
-			w[i] -= r.LR * vi
+			w[i] -= float32(r.LR * vi)
 		}
 		return
 	}
