@@ -303,10 +303,11 @@ func (l *conv) chunkOf(n int) int {
 	return max(1, min(m, n))
 }
 
-// scratch holds the cols of the batch; a chunk's col gradient is the
+// scratch holds the cols of the batch and the weight gradient's partial
+// sums of each group of chunks (gwGroups); a chunk's col gradient is the
 // thread's (pool.floats).
 func (l *conv) scratch(n int) (int, int) {
-	return l.ck() * n * l.oh * l.ow, 0
+	return l.ck()*n*l.oh*l.ow + gwGroups*l.oc*l.ck(), 0
 }
 
 func (l *conv) split(p []float32) (w, b []float32) {
@@ -328,8 +329,18 @@ func (l *conv) init(p []float32, rng *rand.Rand) {
 }
 
 // The forward pass and the input gradient run in parts of one chunk
-// each, the weight gradient in parts of a few of its columns (gwCut),
-// each over all chunks in order, with a share of the bias gradient.
+// each. The weight gradient is summed over the batch's chunks in
+// gwGroups groups (the first half of the chunks and the second), each
+// group's sum in its own buffer, added to the gradient at the end of the
+// pass, scale·(first + second): so that two threads share even a layer
+// whose weight gradient has few columns (the first convolution's 25,
+// which the kernels' 4-column tiles would cut 16 and 9) and each reads
+// half of the cols. Within a group the parts are blocks of columns
+// (gwCut) when there are more threads than groups. The bias gradient is
+// shared among the parts by rows. The groups do not depend on the number
+// of threads, so neither do the sums.
+const gwGroups = 2
+
 func (l *conv) forward(p, x, y []float32, n int, s *scratch) {
 	s.job = pass{l: l, fwd: true, p: p, x: x, y: y, n: n, s: s}
 	s.run(ceilDiv(n, l.chunkOf(n)), 2*n*l.oh*l.ow*l.oc*l.ck())
@@ -355,20 +366,49 @@ func (l *conv) forwardPart(j *pass, i, t int) {
 
 func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
 	s.job = pass{l: l, p: p, dy: dy, dx: dx, g: g, scale: scale, n: n, s: s}
-	s.job.parts = ceilDiv(l.ck(), l.gwCut(n, s.pool.threads))
+	groups, _ := l.gwGroups(n)
+	s.job.parts = groups * ceilDiv(l.ck(), l.gwCut(n, s.pool.threads))
 	parts, flops := s.job.parts, 2*n*l.oh*l.ow*l.oc*l.ck()
 	if dx != nil {
 		parts += ceilDiv(n, l.chunkOf(n))
 		flops *= 2
 	}
 	s.run(parts, flops)
+	// The groups' sums into the gradient, in the order of the groups.
+	gw, _ := l.split(g)
+	part := l.gwPartial(s.f, n)
+	if groups == 1 {
+		axpy(gw, part[0], scale)
+		return
+	}
+	for i, v := range part[0] {
+		gw[i] += scale * (v + part[1][i])
+	}
+}
+
+// gwGroups returns the number of groups of chunks of a batch of n (at
+// most gwGroups, one per chunk) and the chunks in each but the last.
+func (l *conv) gwGroups(n int) (groups, per int) {
+	chunks := ceilDiv(n, l.chunkOf(n))
+	groups = min(gwGroups, chunks)
+	per = ceilDiv(chunks, groups)
+	return ceilDiv(chunks, per), per
+}
+
+// gwPartial returns the groups' buffers of the weight gradient's sums,
+// after the cols in the scratch f.
+func (l *conv) gwPartial(f []float32, n int) [gwGroups][]float32 {
+	nw := l.oc * l.ck()
+	base := f[l.ck()*n*l.oh*l.ow:]
+	return [gwGroups][]float32{base[:nw], base[nw : 2*nw]}
 }
 
 // gwCut returns the columns of the weight gradient (of C·k·k) in each of
-// its parts: a whole number of the dot-product kernel's 4 columns when
-// every chunk's product goes to it (that kernel's sums do not depend on
-// where a column falls), else of the packed kernel's nr. A part reads
-// only its rows of the cols, so two threads read each once between them.
+// a group's parts: a whole number of the dot-product kernel's 4 columns
+// when every chunk's product goes to it (that kernel's sums do not
+// depend on where a column falls), else of the packed kernel's nr. A part
+// reads only its rows of its chunks' cols. The groups take the threads
+// first: a group is cut only when there are more threads than groups.
 func (l *conv) gwCut(n, threads int) int {
 	q := nr
 	m := l.chunkOf(n)
@@ -376,23 +416,30 @@ func (l *conv) gwCut(n, threads int) int {
 	if simdDot != nil && last*l.oh*l.ow >= 8 {
 		q = 4
 	}
-	return split(l.ck(), threads, q)
+	groups, _ := l.gwGroups(n)
+	return split(l.ck(), max(1, threads/groups), q)
 }
 
 func (l *conv) backwardPart(j *pass, i, t int) {
 	w, _ := l.split(j.p)
-	gw, gb := l.split(j.g)
+	_, gb := l.split(j.g)
 	pp := l.oh * l.ow
 	np := j.n * pp
 	m := l.chunkOf(j.n)
 	g := j.s.pool.gemm[t]
-	if i < j.parts { // columns [c0, c1) of the weight gradient, and a share of the bias's
+	if i < j.parts { // columns [c0, c1) of a group's sum, and a share of the bias gradient
 		cb := l.gwCut(j.n, j.s.pool.threads)
-		c0, c1 := i*cb, min(l.ck(), (i+1)*cb)
-		for s0 := 0; s0 < j.n; s0 += m {
+		blocks := ceilDiv(l.ck(), cb)
+		_, per := l.gwGroups(j.n)
+		grp, blk := i/blocks, i%blocks
+		c0, c1 := blk*cb, min(l.ck(), (blk+1)*cb)
+		dst := l.gwPartial(j.s.f, j.n)[grp]
+		beta := float32(0)
+		for s0 := grp * per * m; s0 < min(j.n, (grp+1)*per*m); s0 += m {
 			cm := min(m, j.n-s0)
 			col := j.s.f[l.ck()*s0*pp:][:l.ck()*cm*pp] // from forward
-			gemm(false, true, l.oc, c1-c0, cm*pp, j.scale, j.dy[s0*pp:], np, col[c0*cm*pp:], cm*pp, 1, gw[c0:], l.ck(), g)
+			gemm(false, true, l.oc, c1-c0, cm*pp, 1, j.dy[s0*pp:], np, col[c0*cm*pp:], cm*pp, beta, dst[c0:], l.ck(), g)
+			beta = 1
 		}
 		ob := ceilDiv(l.oc, j.parts)
 		for o := i * ob; o < min(l.oc, (i+1)*ob); o++ {
