@@ -69,6 +69,11 @@ func axpyAVX(dst, src *float32, n int, a float32)
 //go:noescape
 func pool2AVX(r0, r1 *float32, w, idx int, floor float32, d *float32, at *int32)
 
+// pool2x4AVX is pool2AVX on four windows (r0[0:8] over r1[0:8]).
+//
+//go:noescape
+func pool2x4AVX(r0, r1 *float32, w, idx int, floor float32, d *float32, at *int32)
+
 // unpool2AVX sets the input gradient of eight 2×2 windows (maxPool's
 // backward pass), what its loop sets, bit for bit.
 //

@@ -462,6 +462,51 @@ TEXT ·pool2AVX(SB), NOSPLIT, $0-56
 	VZEROUPPER
 	RET
 
+// The offsets of the inputs of pool2x4AVX's four outputs.
+DATA pool2Off4<>+0(SB)/4, $0
+DATA pool2Off4<>+4(SB)/4, $2
+DATA pool2Off4<>+8(SB)/4, $4
+DATA pool2Off4<>+12(SB)/4, $6
+GLOBL pool2Off4<>(SB), RODATA|NOPTR, $16
+
+// func pool2x4AVX(r0, r1 *float32, w, idx int, floor float32, d *float32, at *int32)
+// pool2AVX on four windows, r0[0:8] over r1[0:8], in XMM registers: for
+// rows of four to seven windows (the second convolution's 5).
+TEXT ·pool2x4AVX(SB), NOSPLIT, $0-56
+	MOVQ r0+0(FP), SI
+	MOVQ r1+8(FP), DI
+	VMOVUPS (SI), X0
+	VMOVUPS 16(SI), X1
+	VMOVUPS (DI), X2
+	VMOVUPS 16(DI), X3
+	VSHUFPS $0x88, X1, X0, X4 // a: even values of the top row
+	VSHUFPS $0xdd, X1, X0, X5 // b: odd
+	VSHUFPS $0x88, X3, X2, X6 // c: even values of the bottom row
+	VSHUFPS $0xdd, X3, X2, X7 // e: odd
+	VCMPPS $0x1e, X4, X5, X8 // b > a
+	VCMPPS $0x1e, X6, X7, X9 // e > c
+	GOMAX(X4, X5, X10, X0, X1) // top
+	GOMAX(X6, X7, X11, X0, X1) // bottom
+	VPBROADCASTD idx+24(FP), X12
+	VPADDD pool2Off4<>(SB), X12, X12
+	VPSUBD X8, X12, X4 // top's index: idx + (b > a)
+	VPBROADCASTD w+16(FP), X5
+	VPADDD X5, X12, X5
+	VPSUBD X9, X5, X5 // bottom's: idx + w + (e > c)
+	VCMPPS $0x1e, X10, X11, X6 // bottom > top
+	VBLENDVPS X6, X5, X4, X7 // the window's index
+	GOMAX(X10, X11, X13, X0, X1) // best
+	VBROADCASTSS floor+32(FP), X14
+	GOMAX(X13, X14, X15, X0, X1) // max(best, floor)
+	VCMPPS $0x1e, X14, X13, X2 // best > floor
+	VPCMPEQD X3, X3, X3
+	VBLENDVPS X2, X7, X3, X3
+	MOVQ d+40(FP), SI
+	MOVQ at+48(FP), DI
+	VMOVUPS X15, (SI)
+	VMOVDQU X3, (DI)
+	RET
+
 // func sumAVX(p *float32, n int) float32
 // The sum of n values (a positive multiple of 32) in 32 running sums,
 // four YMM registers, reduced in a fixed order: the registers pairwise,

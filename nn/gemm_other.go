@@ -36,3 +36,7 @@ func pool2AVX(*float32, *float32, int, int, float32, *float32, *int32) {
 var cpuPause func()
 
 const simdName = "none"
+
+func pool2x4AVX(*float32, *float32, int, int, float32, *float32, *int32) {
+	panic("nn: no AVX in this build")
+}

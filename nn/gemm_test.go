@@ -249,14 +249,15 @@ func TestElementwise(t *testing.T) {
 // it) against its loops: the same values bit for bit (a NaN where the
 // loop gives one), the same indices and the same input gradient bit for
 // bit (with −0 and NaN among the gradients), with and without the ReLU, on
-// rows of 8 windows or more that are and are not multiples of 8, with
-// ties, ±0, ±∞ and NaN among the inputs.
+// rows of 1 to 20 windows (the loop below 4, the four-window kernel below
+// 8, the eight-window kernel from 8, on rows that are and are not
+// multiples of their width), with ties, ±0, ±∞ and NaN among the inputs.
 func TestPool2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
-	for trial := range 200 {
+	for trial := range 400 {
 		c, n := 1+rng.IntN(2), 1+rng.IntN(3)
-		h, w := 2+rng.IntN(5), 16+rng.IntN(25) // odd sizes too: their last row or column is in no window
+		h, w := 2+rng.IntN(5), 2+rng.IntN(39) // odd sizes too: their last row or column is in no window; rows of 1 to 20 windows
 		l := newMaxPool(c, h, w, 2, rng.IntN(2) == 0)
 		x := randSlice(rng, c*n*h*w)
 		for i := range x {

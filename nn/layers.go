@@ -704,6 +704,16 @@ func (l *maxPool) forwardPart(j *pass, i, _ int) {
 					}
 					continue
 				}
+				if simdElem && l.ow >= 4 { // four at a time likewise
+					for ox := 0; ; ox += 4 {
+						ox = min(ox, l.ow-4)
+						pool2x4AVX(&r0[2*ox], &r1[2*ox], l.w, pl*hw+base+2*ox, floor, &d[ox], &at[ox])
+						if ox == l.ow-4 {
+							break
+						}
+					}
+					continue
+				}
 				// Branch-free: on real data which value wins is unpredictable.
 				for ox := range d {
 					a, b, c, e := r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]
