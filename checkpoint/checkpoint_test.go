@@ -2,7 +2,10 @@ package checkpoint
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -200,4 +203,84 @@ func FuzzParseManifest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSpareFilesOverwritten writes checkpoints of random sizes, larger
+// and smaller than the files they overwrite, pruning after each as the
+// training loop does: every file of the spare directory is reused (the
+// same inode) and cut to its new size, every kept checkpoint reads back
+// exactly what was written, and no temporary file is left.
+func TestSpareFilesOverwritten(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 8))
+	written := map[int]map[string][]byte{}
+	for round := 1; round <= 12; round++ {
+		spare, _ := os.Stat(filepath.Join(dir, SpareDir, SnapshotName(0)))
+		files, m := []File{}, map[string][]byte{}
+		for _, name := range []string{SnapshotName(0), "worker-000.json"} {
+			data := make([]byte, rng.IntN(50000))
+			for i := range data {
+				data[i] = byte(rng.Uint32())
+			}
+			f, err := WriteFile(dir, round, name, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, m[name] = append(files, f), data
+		}
+		written[round] = m
+		if round > 3 && spare == nil {
+			t.Fatalf("round %d: no spare file after pruning", round)
+		}
+		if spare != nil {
+			now, err := os.Stat(filepath.Join(RoundDir(dir, round), SnapshotName(0)))
+			if err != nil || !os.SameFile(spare, now) {
+				t.Fatalf("round %d: the spare file was not reused (%v)", round, err)
+			}
+		}
+		if err := Commit(dir, Manifest{Round: round, Job: "test", Files: files}); err != nil {
+			t.Fatal(err)
+		}
+		if err := Prune(dir, 2); err != nil {
+			t.Fatal(err)
+		}
+		rounds, err := Rounds(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rounds {
+			m, err := Open(dir, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range written[r] {
+				got, err := m.Read(name)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("round %d: %s reads back %d bytes (%v), want the %d written", r, name, len(got), err, len(want))
+				}
+			}
+			ents, _ := os.ReadDir(m.Dir)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), ".") {
+					t.Fatalf("round %d: temporary file %s left", r, e.Name())
+				}
+			}
+		}
+	}
+	// A write that fails on a spare file leaves neither it nor a
+	// temporary file in the round's directory.
+	if _, err := os.Stat(filepath.Join(dir, SpareDir, SnapshotName(0))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := WriteFileFunc(dir, 13, SnapshotName(0), func(w io.Writer) error {
+		w.Write([]byte("partial"))
+		return errors.New("disk full")
+	})
+	if err == nil {
+		t.Fatal("a failed write returned no error")
+	}
+	ents, _ := os.ReadDir(RoundDir(dir, 13))
+	if len(ents) > 0 {
+		t.Fatalf("a failed write left %v", ents[0].Name())
+	}
 }
