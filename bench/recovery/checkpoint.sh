@@ -21,7 +21,11 @@
 # --max-passes 200 --epsilon 0: 200 full-batch rounds of logistic
 # regression, about 17 ms each on a quiet 2-core machine), COLO (a colo
 # binary to measure instead of building this tree's, to compare builds
-# side by side).
+# side by side), BEFORE (a colo binary of an earlier build: each round
+# then also runs it with checkpoints, as "before", beside this build's
+# "with", the three modes in an order that rotates from round to round,
+# and the summary gives the overheads of both builds against the same
+# runs without checkpoints).
 set -eu
 out=${1:-checkpoint-overhead.tsv}
 runs=${RUNS:-5}
@@ -53,15 +57,24 @@ while [ "$i" -le "$runs" ]; do
 	# during the runs favours neither.
 	order="without with"
 	[ $((i % 2)) -eq 0 ] && order="with without"
+	if [ -n "${BEFORE:-}" ]; then
+		case $((i % 3)) in
+		1) order="without before with" ;;
+		2) order="with without before" ;;
+		0) order="before with without" ;;
+		esac
+	fi
 	for mode in $order; do
 		ck=
-		if [ "$mode" = with ]; then
+		bin=$colo
+		[ "$mode" = before ] && bin=$BEFORE
+		if [ "$mode" != without ]; then
 			rm -rf "$work/ck"
 			ck="--checkpoint $work/ck --checkpoint-every $every"
 		fi
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		# shellcheck disable=SC2086
-		/usr/bin/time -f '%U %S' -o "$work/cpu" "$colo" train "$data" --test "$test" --machines "$machines" $args $ck --json "$work/run.json" >/dev/null 2>"$work/run.err" || {
+		/usr/bin/time -f '%U %S' -o "$work/cpu" "$bin" train "$data" --test "$test" --machines "$machines" $args $ck --json "$work/run.json" >/dev/null 2>"$work/run.err" || {
 			cat "$work/run.err" >&2
 			exit 1
 		}
@@ -74,16 +87,22 @@ while [ "$i" -le "$runs" ]; do
 done
 cat "$out"
 # The medians of the training time and the overhead.
-awk -F'\t' 'NR > 1 { t[$2] = t[$2] " " $3; c[$2] = c[$2] " " $8; l[$2] = l[$2] " " $6 }
+awk -F'\t' 'NR > 1 { t[$2] = t[$2] " " $3; c[$2] = c[$2] " " $8; l[$2] = l[$2] " " $6; if (NR == 2 || $9 < lo) lo = $9; if (NR == 2 || $9 > hi) hi = $9 }
 function median(s,   a, n, i, j, x) {
 	n = split(s, a, " ")
 	for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 END {
-	w = median(t["without"]); k = median(t["with"])
-	printf "median training time: without checkpoints %.3f s, with %.3f s: overhead %+.1f%%\n", w, k, 100 * (k / w - 1)
-	printf "median time the checkpoints held the training loop: %.3f s, %.1f%% of the training time without\n", median(l["with"]), 100 * median(l["with"]) / w
-	w = median(c["without"]); k = median(c["with"])
-	printf "median CPU time of the process (user + system): without %.2f s, with %.2f s: %+.1f%%\n", w, k, 100 * (k / w - 1)
+	printf "load (1-minute average as each run started): %s to %s\n", lo, hi
+	w = median(t["without"]); wc = median(c["without"])
+	n = split("before with", modes, " ")
+	for (m = 1; m <= n; m++) {
+		mode = modes[m]
+		if (!(mode in t)) continue
+		k = median(t[mode]); kc = median(c[mode])
+		printf "%s: median training time: without checkpoints %.3f s, with %.3f s: overhead %+.1f%%\n", mode, w, k, 100 * (k / w - 1)
+		printf "%s: median time the checkpoints held the training loop: %.3f s, %.1f%% of the training time without\n", mode, median(l[mode]), 100 * median(l[mode]) / w
+		printf "%s: median CPU time of the process (user + system): without %.2f s, with %.2f s: %+.1f%%\n", mode, wc, kc, 100 * (kc / wc - 1)
+	}
 }' "$out"
