@@ -154,7 +154,11 @@ type Scheduler struct {
 	// supervisor names that node's process first), "backup made: server
 	// B holds a copy of server S's ranges" when a new backup made after
 	// a failover is in place (the supervisor counts it as the scheduler
-	// does, Supervisor.BackedUp) and "job finished" at
+	// does, Supervisor.BackedUp), with a standby "scheduler alive:
+	// timeout T" every eighth of its timeout T (the supervisor kills a
+	// scheduler that printed nothing for 2T/3, hung or stopped, and
+	// starts the one that takes its job over: Supervisor.KillHung) and
+	// "job finished" at
 	// the end; Log a line for every refusal and failure. Neither may be
 	// nil.
 	Out, Log io.Writer
@@ -180,6 +184,10 @@ func pauseLine(p sched.Pause) string {
 func backupLine(b proto.Backup) string {
 	return fmt.Sprintf("%sserver %d holds a copy of server %d's ranges", backupPrefix, b.Backup, b.Server)
 }
+
+// aliveLine is the line a scheduler with a standby prints every eighth
+// of its timeout: "scheduler alive: timeout 30s".
+func aliveLine(timeout time.Duration) string { return alivePrefix + "timeout " + timeout.String() }
 
 // abortLine is the line the scheduler prints when the job ends for a
 // node's failure: "job aborted: lost server 1: no heartbeat for 30s
@@ -252,6 +260,21 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 		printf("%s\n", pauseLine(p))
 		if next != nil {
 			next(p)
+		}
+	}
+	if cfg.Standby {
+		// Lines of life for the supervisor, which takes a scheduler
+		// silent for two thirds of its timeout for hung
+		// (Supervisor.KillHung).
+		every, ticks := max(1, int(cfg.Timeout/8/cfg.Heartbeat)), 0
+		nextTick := cfg.OnTick
+		cfg.OnTick = func() {
+			if ticks++; ticks%every == 0 {
+				printf("%s\n", aliveLine(cfg.Timeout))
+			}
+			if nextTick != nil {
+				nextTick()
+			}
 		}
 	}
 	nextBackup := cfg.OnBackedUp

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"colo/ps/proto"
 	"colo/ps/sched"
@@ -83,6 +84,33 @@ func FuzzParseBackup(f *testing.F) {
 		}
 		if server < 0 || backup < 0 || backupLine(proto.Backup{Server: server, Backup: backup}) != line {
 			t.Fatalf("%q read as server %d, backup %d", line, server, backup)
+		}
+	})
+}
+
+// TestAliveLineRoundTrip: a scheduler's line of life gives its timeout
+// back to the supervisor; a line without a positive duration is not one.
+func TestAliveLineRoundTrip(t *testing.T) {
+	for _, d := range []time.Duration{30 * time.Second, 1500 * time.Millisecond, time.Nanosecond} {
+		if got, ok := parseAlive(aliveLine(d)); !ok || got != d {
+			t.Errorf("%q read back as %v, %v", aliveLine(d), got, ok)
+		}
+	}
+	for _, bad := range []string{"scheduler alive: timeout 0s", "scheduler alive: timeout -1s", "scheduler alive: timeout x", "scheduler alive: 3s", "job started: 1"} {
+		if _, ok := parseAlive(bad); ok {
+			t.Errorf("%q read as a line of life", bad)
+		}
+	}
+}
+
+// FuzzParseAlive: a line read as a line of life gives a positive
+// timeout.
+func FuzzParseAlive(f *testing.F) {
+	f.Add(aliveLine(30 * time.Second))
+	f.Add("scheduler alive: timeout 1h2m3.5s")
+	f.Fuzz(func(t *testing.T, line string) {
+		if d, ok := parseAlive(line); ok && d <= 0 {
+			t.Fatalf("%q read as a timeout of %v", line, d)
 		}
 	})
 }

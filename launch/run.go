@@ -74,7 +74,9 @@ type Cluster struct {
 	// Replace, if set, agrees for "scheduler"), a scheduler is started
 	// again at its address with --takeover and its identity, and takes
 	// the job over from the nodes' reports, with no restart and no
-	// rollback (see docs/ps.md).
+	// rollback (see docs/ps.md). One that hangs or stops (SIGSTOP) and
+	// prints no line for two thirds of its timeout is killed, and taken
+	// over alike (Supervisor.KillHung).
 	Standby bool
 	// Survive, when set, is asked whether the cluster goes on without a
 	// server apart that died as for Replace and was not replaced: its
@@ -381,6 +383,9 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 		}
 	}
 	sup.BackedUp = c.BackedUp
+	// A scheduler with a standby that hangs is killed and taken over
+	// like one that died.
+	sup.KillHung = c.Standby
 	if c.Survive != nil {
 		sup.Survive = func(p *Proc) bool {
 			i, ok := byName[p.Name()]

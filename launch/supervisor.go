@@ -74,6 +74,18 @@ type Supervisor struct {
 	// process's exit is told before Survive or Replace is asked about
 	// it. It is called from Wait's goroutine.
 	BackedUp func(server, backup int)
+	// KillHung makes Wait kill (SIGKILL) the scheduler of StartScheduler
+	// when, while the job runs, it still runs but printed no line for
+	// two thirds of the timeout its lines of life give ("scheduler
+	// alive: timeout T", which a scheduler with a standby prints every
+	// T/8): hung or stopped (SIGSTOP), it would hold the job until the
+	// nodes' timeout ended it (and holds its address, so that no other
+	// could take the job over); killed, its links close before the
+	// nodes' timeout, the nodes report to the
+	// scheduler that takes its job over, and Wait asks Replace for it as
+	// for one that died (Proc.Declared says why it was killed). A
+	// scheduler that printed no line of life is never taken for hung.
+	KillHung bool
 
 	bin    string
 	binErr error
@@ -90,6 +102,10 @@ type Supervisor struct {
 	procs   []*Proc
 	waiting bool
 	result  error
+	// lastLine is when the scheduler last printed a line (unix ns), and
+	// aliveTimeout the timeout of its last line of life (ns; 0: none
+	// yet), for KillHung.
+	lastLine, aliveTimeout atomic.Int64
 	// pauses are the scheduler's pause lines not yet read by Wait;
 	// pauseCh is signalled when one is added.
 	pauses  []string
@@ -169,8 +185,9 @@ type Proc struct {
 	mu     sync.Mutex
 	exited bool
 	killed bool
-	// declared is why the scheduler declared the process failed, when
-	// the supervisor killed it for that (Supervisor.ProcessOf).
+	// declared is why the supervisor killed the process as failed: the
+	// scheduler declared it so (Supervisor.ProcessOf), or it is the
+	// scheduler and was taken for hung (Supervisor.KillHung).
 	declared string
 	// survived: the cluster went on without it (Supervisor.Survive).
 	survived bool
@@ -237,8 +254,9 @@ func (p *Proc) kill() {
 	}
 }
 
-// killDeclared kills the process, which the scheduler declared failed
-// for why, if it still runs; it is not Killed: it failed by itself.
+// killDeclared kills the process, which failed for why (the scheduler
+// declared it lost, or it is the scheduler and hung), if it still runs;
+// it is not Killed: it failed by itself.
 func (p *Proc) killDeclared(why string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -260,8 +278,9 @@ func dead(pid int) bool {
 	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
 }
 
-// Declared returns why the scheduler declared the process failed, when
-// the supervisor killed it for that, "" otherwise.
+// Declared returns why the supervisor killed the process as failed
+// ("the scheduler had declared it lost: …", or for the scheduler "it
+// printed no line for …: hung or stopped"), "" when it did not.
 func (p *Proc) Declared() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -348,7 +367,7 @@ func (s *Supervisor) startProc(ctx context.Context, spec Spec, stdout *tail, w i
 		err := p.cmd.Wait()
 		p.mu.Lock()
 		if p.declared != "" && err != nil {
-			err = fmt.Errorf("%w, sent by the supervisor: the scheduler had declared it lost: %s", err, p.declared)
+			err = fmt.Errorf("%w, sent by the supervisor: %s", err, p.declared)
 		}
 		p.exited, p.err = true, err
 		p.mu.Unlock()
@@ -407,6 +426,23 @@ const (
 	pausedPrefix  = "job paused: "
 	abortedPrefix = "job aborted: "
 )
+
+// alivePrefix starts the line of life of a scheduler with a standby
+// (aliveLine): "scheduler alive: timeout 30s".
+const alivePrefix = "scheduler alive: "
+
+// parseAlive returns the timeout a line of life gives.
+func parseAlive(line string) (time.Duration, bool) {
+	rest, ok := strings.CutPrefix(line, alivePrefix+"timeout ")
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil || d <= 0 {
+		return 0, false
+	}
+	return d, true
+}
 
 // backupPrefix starts the line the scheduler prints when a new copy of
 // a server's ranges is in place (backupLine).
@@ -468,7 +504,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 	if spec.Stdout {
 		out = newTail(s.StdoutLimit)
 	}
-	fl := &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, finished: &s.jobFinished, paused: s.paused}
+	fl := s.schedulerLines(out)
 	p := s.start(ctx, spec, out, fl)
 	if p.Pid() == 0 {
 		s.remove(p)
@@ -522,6 +558,31 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 	return "", fmt.Errorf(msg, why)
 }
 
+// schedulerLines returns the writer of a scheduler's standard output,
+// which passes it on to out (if any); a scheduler started in the place
+// of another starts its watch for KillHung afresh.
+func (s *Supervisor) schedulerLines(out *tail) *firstLine {
+	s.lastLine.Store(time.Now().UnixNano())
+	s.aliveTimeout.Store(0)
+	return &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, finished: &s.jobFinished, paused: s.paused,
+		lastLine: &s.lastLine, aliveTimeout: &s.aliveTimeout}
+}
+
+// hungPoll is how often Wait looks whether the scheduler is hung
+// (KillHung).
+const hungPoll = 20 * time.Millisecond
+
+// hung returns why the scheduler is taken for hung (KillHung), "" if
+// it is not.
+func (s *Supervisor) hung() string {
+	d := time.Duration(s.aliveTimeout.Load())
+	silent := time.Since(time.Unix(0, s.lastLine.Load()))
+	if !s.KillHung || d <= 0 || silent <= 2*d/3 || !s.jobStarted.Load() || s.jobFinished.Load() {
+		return ""
+	}
+	return fmt.Sprintf("it printed no line for %v, over two thirds of its timeout of %v: hung or stopped", silent.Round(time.Millisecond), d)
+}
+
 // firstLine passes what it is written on to w (if any) and sends the
 // first line, without its newline, on line; a first line longer than
 // 4 KiB is sent cut. It sets started when a later line starts with
@@ -536,6 +597,9 @@ type firstLine struct {
 	started  *atomic.Bool
 	finished *atomic.Bool
 	paused   func(line string)
+	// lastLine, when set, is when a later line last ended (unix ns), and
+	// aliveTimeout the timeout of the last line of life.
+	lastLine, aliveTimeout *atomic.Int64
 	// next is the start of the current line after the first, up to
 	// maxLine bytes; more is set once it is longer.
 	next []byte
@@ -564,6 +628,12 @@ func (f *firstLine) Write(p []byte) (int, error) {
 	for _, c := range rest {
 		switch {
 		case c == '\n':
+			if f.lastLine != nil {
+				f.lastLine.Store(time.Now().UnixNano())
+				if d, ok := parseAlive(string(f.next)); ok && !f.more {
+					f.aliveTimeout.Store(int64(d))
+				}
+			}
 			if !f.more && f.paused != nil && (bytes.HasPrefix(f.next, []byte(pausedPrefix)) || bytes.HasPrefix(f.next, []byte(abortedPrefix)) || bytes.HasPrefix(f.next, []byte(backupPrefix))) {
 				f.paused(string(f.next))
 			}
@@ -682,8 +752,23 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 		}
 		return kill
 	}
+	var hungTick <-chan time.Time
+	if s.KillHung {
+		t := time.NewTicker(hungPoll)
+		defer t.Stop()
+		hungTick = t.C
+	}
 	for left := len(procs); left > 0; {
 		select {
+		case <-hungTick:
+			if why := s.hung(); why != "" && !graced && !stopped && !schedulerEnded {
+				s.mu.Lock()
+				p := s.scheduler
+				s.mu.Unlock()
+				if p != nil {
+					p.killDeclared(why)
+				}
+			}
 		case <-pauses:
 			kill := verdicts()
 			for i := 0; i < len(kill); i += 2 {
@@ -691,7 +776,7 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 				live.Lock()
 				for _, p := range procs {
 					if p.Name() == name {
-						p.killDeclared(cause)
+						p.killDeclared("the scheduler had declared it lost: " + cause)
 					}
 				}
 				live.Unlock()
@@ -724,7 +809,7 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 					if s.isScheduler(p) {
 						// A scheduler that takes the job over: its lines
 						// are read as the first one's.
-						w = &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, finished: &s.jobFinished, paused: s.paused}
+						w = s.schedulerLines(out)
 					}
 					np := s.startProc(ctx, spec, out, w, true)
 					if w != nil {

@@ -673,3 +673,54 @@ func TestBackedUpBeforeSurvive(t *testing.T) {
 		t.Errorf("Survive was asked knowing the copies %q, want %q", knew, want)
 	}
 }
+
+// TestKillHungScheduler: with KillHung, a scheduler that printed lines
+// of life and then falls silent while the job runs (a stopped or hung
+// one) is killed after two thirds of its timeout and offered to Replace
+// with the reason; one that keeps printing, or never printed a line of
+// life, is left alone.
+func TestKillHungScheduler(t *testing.T) {
+	const alive = "echo 'scheduler alive: timeout 300ms'"
+	for _, c := range []struct {
+		name, scheduler string
+		hung            bool
+	}{
+		{"silent", "echo 'job started: 1 servers, 1 workers'; " + alive + "; exec sleep 1000", true},
+		// It stops itself: SIGSTOP.
+		{"stopped", "echo 'job started: 1 servers, 1 workers'; " + alive + "; kill -STOP $$; exec sleep 1000", true},
+		// Lines every 0.1 s for 3 s, twice the 1 s it may be silent.
+		{"lively", "echo 'job started: 1 servers, 1 workers'; for i in $(seq 30); do echo 'scheduler alive: timeout 1.5s'; sleep 0.1; done", false},
+		{"no lines of life", "echo 'job started: 1 servers, 1 workers'; sleep 0.9", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := shell(t)
+			s.KillHung = true
+			var asked []string
+			s.Replace = func(p *Proc) (Spec, bool) {
+				asked = append(asked, p.Declared())
+				return sh("scheduler", "exit 0"), true
+			}
+			start := time.Now()
+			if _, err := s.StartScheduler(context.Background(), sh("scheduler", "echo 'scheduler listening on 127.0.0.1:1'; "+c.scheduler)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Wait(context.Background()); err != nil {
+				t.Fatalf("Wait: %v", err)
+			}
+			took := time.Since(start)
+			if !c.hung {
+				if len(asked) != 0 {
+					t.Fatalf("a scheduler not hung was killed: %q", asked)
+				}
+				return
+			}
+			if len(asked) != 1 || !strings.Contains(asked[0], "hung or stopped") || !strings.Contains(asked[0], "timeout of 300ms") {
+				t.Fatalf("Replace asked with the reasons %q, want one saying it hung", asked)
+			}
+			if took < 200*time.Millisecond {
+				t.Errorf("killed %v after its start, before two thirds of its timeout", took)
+			}
+			gone(t, s)
+		})
+	}
+}

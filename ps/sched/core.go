@@ -157,6 +157,11 @@ type Config struct {
 	// processes that die knows it (replica.Holders.BackedUp). The Core
 	// ignores it.
 	OnBackedUp func(proto.Backup)
+	// OnTick, when set, is called by the driver, from its goroutine,
+	// after each tick is handled: a sign that the scheduler's loop runs,
+	// which a launcher watching for a hung scheduler reads (launch
+	// prints a line of life from it). The Core ignores it.
+	OnTick func()
 }
 
 // Pause is a pause of the job for the replacement of a failed process.

@@ -94,6 +94,9 @@ func (s *Scheduler) run(ctx context.Context, period time.Duration) {
 			outs = s.core.SendFailed(e.To, e.Err)
 		case <-tick.C:
 			outs = s.core.Tick()
+			if s.core.cfg.OnTick != nil {
+				s.core.cfg.OnTick()
+			}
 		case <-ctx.Done():
 			s.finish(ErrClosed)
 			return

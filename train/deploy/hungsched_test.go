@@ -1,0 +1,96 @@
+package deploy
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"colo/checkpoint"
+	"colo/internal/colotest"
+	"colo/train"
+)
+
+// TestProcessesHungSchedulerTakenOver stops the scheduler (SIGSTOP)
+// after the job's first checkpoint, with a standby (Replace): its
+// supervisor, reading no line of life from it for two thirds of the
+// timeout, kills it and starts the scheduler that takes the job over;
+// the nodes report to it, nothing is replaced or rolled back, training
+// resumes within the timeout and 2 s of the stop, and the job ends with
+// the same training as in process, bit for bit.
+func TestProcessesHungSchedulerTakenOver(t *testing.T) {
+	colotest.Need(t, coloBin)
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc to find the scheduler's process")
+	}
+	job, opened, _ := newsJob(t, 2, 20, true)
+	want, err := deploy(t, job, opened, InProcess{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "ck")
+	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2, Wait: true}
+	const timeout = 3 * time.Second
+	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache, Restarts: 1, Replace: true, Timeout: timeout}
+	type result struct {
+		res *train.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := deploy(t, job, opened, pd)
+		done <- result{res, err}
+	}()
+	var (
+		victim  int
+		stopped time.Time
+		r       result
+	)
+	for poll := time.NewTicker(2 * time.Millisecond); victim == 0; {
+		select {
+		case r = <-done:
+			t.Fatalf("the job ended (%v) before the scheduler could be stopped after a checkpoint", r.err)
+		case <-poll.C:
+		}
+		if _, _, err := checkpoint.Latest(dir); err != nil {
+			continue
+		}
+		for pid, line := range children(os.Getpid()) {
+			if strings.Contains(line, "--role scheduler") && !strings.Contains(line, "--takeover") {
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+				victim, stopped = pid, time.Now()
+			}
+		}
+		poll.Stop()
+	}
+	select {
+	case r = <-done:
+	case <-time.After(3 * time.Minute):
+		syscall.Kill(victim, syscall.SIGKILL)
+		t.Fatal("the job still runs 3 minutes after the scheduler was stopped")
+	}
+	if r.err != nil {
+		t.Fatalf("stopped the scheduler: the job failed: %v", r.err)
+	}
+	if err := syscall.Kill(victim, 0); !errors.Is(err, syscall.ESRCH) && isColo(victim) {
+		t.Errorf("the stopped scheduler %d still runs", victim)
+	}
+	if len(pd.Recovered) != 1 || pd.Recovered[0].Replaced != "scheduler" || pd.Recovered[0].Round != -1 {
+		t.Fatalf("recoveries %+v, want the scheduler taken over once, nothing rolled back", pd.Recovered)
+	}
+	rec := pd.Recovered[0]
+	if !strings.Contains(rec.Failure.Error(), "hung or stopped") {
+		t.Errorf("the failure does not say the scheduler was taken for hung: %v", rec.Failure)
+	}
+	sameModel(t, want, r.res)
+	if took := rec.Resumed.Sub(stopped); took > timeout+2*time.Second {
+		t.Errorf("training resumed %v after the stop, over the timeout %v + 2 s", took, timeout)
+	}
+	t.Logf("%d rounds; noticed %.2f s after the stop (timeout %v); training resumed %.2f s after the stop",
+		r.res.Rounds, rec.Noticed.Sub(stopped).Seconds(), timeout, rec.Resumed.Sub(stopped).Seconds())
+}
