@@ -279,7 +279,8 @@ type conv struct {
 	oc, k, pad int
 	oh, ow     int // output
 	relu       bool
-	chunk      int // samples per chunk; 0: as many as fit colBytes
+	chunk      int      // samples per chunk; 0: as many as fit colBytes
+	pool       *maxPool // the next layer, run by forwardPool chunk by chunk
 }
 
 // colBytes bounds the im2col matrix of a chunk: about half an L2 cache.
@@ -346,6 +347,15 @@ func (l *conv) forward(p, x, y []float32, n int, s *scratch) {
 	s.run(ceilDiv(n, l.chunkOf(n)), 2*n*l.oh*l.ow*l.oc*l.ck())
 }
 
+// forwardPool is forward followed by the forward pass of the pooling
+// layer l.pool (output py, scratch ps), in the same parts: each chunk's
+// planes are pooled right after its product, while they are in the
+// cache, and the two layers take one pass of the threads, not two.
+func (l *conv) forwardPool(p, x, y, py []float32, n int, s, ps *scratch) {
+	s.job = pass{l: l, fwd: true, p: p, x: x, y: y, n: n, s: s, py: py, ps: ps}
+	s.run(ceilDiv(n, l.chunkOf(n)), 2*n*l.oh*l.ow*l.oc*l.ck()+poolFlops*n*l.outSize())
+}
+
 func (l *conv) forwardPart(j *pass, i, t int) {
 	w, b := l.split(j.p)
 	pp := l.oh * l.ow
@@ -362,6 +372,12 @@ func (l *conv) forwardPart(j *pass, i, t int) {
 	col := j.s.f[l.ck()*s0*pp:][:l.ck()*cm*pp]
 	l.im2col(j.x, col, j.n, s0, cm)
 	gemm(false, false, l.oc, cm*pp, l.ck(), 1, w, l.ck(), col, cm*pp, 1, j.y[s0*pp:], np, j.s.pool.gemm[t])
+	if j.ps != nil {
+		arg := j.ps.i[:j.n*l.pool.outSize()]
+		for o := range l.oc {
+			l.pool.poolPlanes(j.y, j.py, arg, o*j.n+s0, o*j.n+s0+cm)
+		}
+	}
 }
 
 func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
@@ -677,14 +693,20 @@ func (l *maxPool) forward(_, x, y []float32, n int, s *scratch) {
 
 func (l *maxPool) forwardPart(j *pass, i, _ int) {
 	x, y, n := j.x, j.y, j.n
-	hw, ohw := l.h*l.w, l.oh*l.ow
 	arg := j.s.i[:n*l.outSize()]
+	pb := split(l.c*n, j.s.pool.threads, 1)
+	l.poolPlanes(x, y, arg, i*pb, min(l.c*n, (i+1)*pb))
+}
+
+// poolPlanes pools planes [p0, p1) of x (planes [C, n, H, W], plane
+// c·n+s) into y, recording the indices in arg.
+func (l *maxPool) poolPlanes(x, y []float32, arg []int32, p0, p1 int) {
+	hw, ohw := l.h*l.w, l.oh*l.ow
 	floor := float32(math.Inf(-1))
 	if l.relu {
 		floor = 0
 	}
-	pb := split(l.c*n, j.s.pool.threads, 1)
-	for pl := i * pb; pl < min(l.c*n, (i+1)*pb); pl++ {
+	for pl := p0; pl < p1; pl++ {
 		src := x[pl*hw:][:hw]
 		dst, at := y[pl*ohw:][:ohw], arg[pl*ohw:][:ohw]
 		for oy := range l.oh {

@@ -183,9 +183,10 @@ func New(name string, cfg Config) (*Model, error) {
 	return m, nil
 }
 
-// build lays the layers' parameters out one after the other, and lets a
+// build lays the layers' parameters out one after the other, lets a
 // dense layer that follows a relu dense layer mask the gradient it passes
-// back (dense.reluIn).
+// back (dense.reluIn) and a convolution run the pooling layer after it in
+// its forward pass (conv.pool).
 func build(ls []layer, inDim int) *Model {
 	m := &Model{layers: ls, inDim: inDim}
 	seenParams := false
@@ -193,6 +194,11 @@ func build(ls []layer, inDim int) *Model {
 		if d, ok := l.(*dense); ok && i > 0 {
 			if prev, ok := ls[i-1].(*dense); ok && prev.relu {
 				d.reluIn, prev.dyMasked = true, true
+			}
+		}
+		if mp, ok := l.(*maxPool); ok && i > 0 {
+			if c, ok := ls[i-1].(*conv); ok && c.oc == mp.c && c.oh == mp.h && c.ow == mp.w {
+				c.pool = mp
 			}
 		}
 		m.offsets = append(m.offsets, m.numParams)
@@ -385,8 +391,16 @@ func (ws *Workspace) ready(m *Model, n int) {
 // forward runs the layers on x and returns the logits, [n, Classes].
 func (m *Model) forward(params, x []float32, n int, ws *Workspace) []float32 {
 	in := x[:n*m.inDim]
-	for i, l := range m.layers {
+	for i := 0; i < len(m.layers); i++ {
+		l := m.layers[i]
 		out := ws.acts[i][:n*l.outSize()]
+		if c, ok := l.(*conv); ok && c.pool != nil { // the pooling layer in the same pass
+			py := ws.acts[i+1][:n*c.pool.outSize()]
+			c.forwardPool(params[m.offsets[i]:], in, out, py, n, &ws.sc[i], &ws.sc[i+1])
+			in = py
+			i++
+			continue
+		}
 		l.forward(params[m.offsets[i]:], in, out, n, &ws.sc[i])
 		in = out
 	}

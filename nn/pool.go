@@ -258,6 +258,8 @@ type pass struct {
 	n                  int
 	s                  *scratch
 	parts              int // of the first kind, in a backward pass of two kinds
+	py                 []float32
+	ps                 *scratch // with py, a fused pooling layer's output and scratch (conv.forwardPool)
 }
 
 // parted is a layer whose passes run in parts.
