@@ -281,6 +281,7 @@ type conv struct {
 	relu       bool
 	chunk      int      // samples per chunk; 0: as many as fit colBytes
 	pool       *maxPool // the next layer, run by forwardPool chunk by chunk
+	below      *maxPool // the layer before, run backward by backwardUnpool chunk by chunk
 }
 
 // colBytes bounds the im2col matrix of a chunk: about half an L2 cache.
@@ -381,13 +382,25 @@ func (l *conv) forwardPart(j *pass, i, t int) {
 }
 
 func (l *conv) backward(p, x, y, dy, dx, g []float32, scale float32, n int, s *scratch) {
-	s.job = pass{l: l, p: p, dy: dy, dx: dx, g: g, scale: scale, n: n, s: s}
+	l.backwardUnpool(p, dy, dx, g, scale, n, s, nil, nil)
+}
+
+// backwardUnpool is backward followed, when pdx is not nil, by the
+// backward pass of the pooling layer l.below (input gradient pdx,
+// scratch ps) in the same parts: each chunk's input gradient is passed
+// back through the pooling right after it is summed, while it is in the
+// cache, and the two layers take one pass of the threads, not two.
+func (l *conv) backwardUnpool(p, dy, dx, g []float32, scale float32, n int, s *scratch, pdx []float32, ps *scratch) {
+	s.job = pass{l: l, p: p, dy: dy, dx: dx, g: g, scale: scale, n: n, s: s, py: pdx, ps: ps}
 	groups, _ := l.gwGroups(n)
 	s.job.parts = groups * ceilDiv(l.ck(), l.gwCut(n, s.pool.threads))
 	parts, flops := s.job.parts, 2*n*l.oh*l.ow*l.oc*l.ck()
 	if dx != nil {
 		parts += ceilDiv(n, l.chunkOf(n))
 		flops *= 2
+	}
+	if pdx != nil {
+		flops += poolFlops * n * l.below.c * l.below.h * l.below.w
 	}
 	s.run(parts, flops)
 	// The groups' sums into the gradient, in the order of the groups.
@@ -472,6 +485,11 @@ func (l *conv) backwardPart(j *pass, i, t int) {
 	dcol := j.s.pool.floats(t, l.ck()*cm*pp)
 	gemm(true, false, l.ck(), cm*pp, l.oc, 1, w, l.ck(), j.dy[s0*pp:], np, 0, dcol, cm*pp, g)
 	l.col2im(dcol, j.dx, j.n, s0, cm)
+	if j.py != nil {
+		for c := range l.c {
+			l.below.unpoolPlanes(j.dx, j.py, j.ps.i, c*j.n+s0, c*j.n+s0+cm)
+		}
+	}
 }
 
 // span returns the output columns ox in [lo, hi) whose input column
@@ -795,10 +813,14 @@ func (l *maxPool) backward(_, _, _, dy, dx, _ []float32, _ float32, n int, s *sc
 // backwardPart scatters the gradients of planes of part i: the indices
 // of a plane's outputs lie in the same plane of the input.
 func (l *maxPool) backwardPart(j *pass, i, _ int) {
-	hw, ohw := l.h*l.w, l.oh*l.ow
 	pb := split(l.c*j.n, j.s.pool.threads, 1)
-	p0, p1 := i*pb, min(l.c*j.n, (i+1)*pb)
-	dx := j.dx
+	l.unpoolPlanes(j.dy, j.dx, j.s.i, i*pb, min(l.c*j.n, (i+1)*pb))
+}
+
+// unpoolPlanes sets the input gradient dx of planes [p0, p1) from their
+// outputs' gradients dy and the indices arg that forward recorded.
+func (l *maxPool) unpoolPlanes(dy, dx []float32, arg []int32, p0, p1 int) {
+	hw, ohw := l.h*l.w, l.oh*l.ow
 	if l.size == 2 && simdElem && l.ow >= 8 && l.h%2 == 0 && l.w%2 == 0 {
 		// The windows cover the planes: each value is set, eight windows
 		// at a time (the last eight overlapping the others), with no
@@ -806,11 +828,11 @@ func (l *maxPool) backwardPart(j *pass, i, _ int) {
 		for pl := p0; pl < p1; pl++ {
 			for oy := range l.oh {
 				o, base := pl*ohw+oy*l.ow, pl*hw+2*oy*l.w
-				_, _ = j.dy[o+l.ow-1], j.s.i[o+l.ow-1]
+				_, _ = dy[o+l.ow-1], arg[o+l.ow-1]
 				_ = dx[base+l.w+2*l.ow-1]
 				for ox := 0; ; ox += 8 {
 					ox = min(ox, l.ow-8)
-					unpool2AVX(&j.dy[o+ox], &j.s.i[o+ox], base+2*ox, l.w, &dx[base+2*ox], &dx[base+l.w+2*ox])
+					unpool2AVX(&dy[o+ox], &arg[o+ox], base+2*ox, l.w, &dx[base+2*ox], &dx[base+l.w+2*ox])
 					if ox == l.ow-8 {
 						break
 					}
@@ -820,8 +842,8 @@ func (l *maxPool) backwardPart(j *pass, i, _ int) {
 		return
 	}
 	clear(dx[p0*hw : p1*hw])
-	arg := j.s.i[p0*ohw : p1*ohw]
-	dy := j.dy[p0*ohw:][:len(arg)]
+	arg = arg[p0*ohw : p1*ohw]
+	dy = dy[p0*ohw:][:len(arg)]
 	for i, a := range arg {
 		if a >= 0 {
 			dx[a] += dy[i]

@@ -186,7 +186,8 @@ func New(name string, cfg Config) (*Model, error) {
 // build lays the layers' parameters out one after the other, lets a
 // dense layer that follows a relu dense layer mask the gradient it passes
 // back (dense.reluIn) and a convolution run the pooling layer after it in
-// its forward pass (conv.pool).
+// its forward pass (conv.pool) and the one before it in its backward pass
+// (conv.below).
 func build(ls []layer, inDim int) *Model {
 	m := &Model{layers: ls, inDim: inDim}
 	seenParams := false
@@ -199,6 +200,11 @@ func build(ls []layer, inDim int) *Model {
 		if mp, ok := l.(*maxPool); ok && i > 0 {
 			if c, ok := ls[i-1].(*conv); ok && c.oc == mp.c && c.oh == mp.h && c.ow == mp.w {
 				c.pool = mp
+			}
+		}
+		if c, ok := l.(*conv); ok && i > 0 {
+			if mp, ok := ls[i-1].(*maxPool); ok && mp.c == c.c && mp.oh == c.h && mp.ow == c.w {
+				c.below = mp
 			}
 		}
 		m.offsets = append(m.offsets, m.numParams)
@@ -463,6 +469,14 @@ func (m *Model) lossGrad(params, x []float32, labels []int32, n int, grad, dxIn 
 			if m.needDx[i] || dxIn != nil {
 				dx = ws.grads[i-1][:len(in)]
 			}
+		}
+		if c, ok := l.(*conv); ok && c.below != nil && dx != nil && i >= 2 && m.needDx[i-1] {
+			// The pooling layer below in the same pass.
+			pdx := ws.grads[i-2][:n*m.layers[i-2].outSize()]
+			c.backwardUnpool(params[m.offsets[i]:], dy, dx, grad[m.offsets[i]:], scale, n, &ws.sc[i], pdx, &ws.sc[i-1])
+			dy = pdx
+			i--
+			continue
 		}
 		l.backward(params[m.offsets[i]:], in, ws.acts[i][:n*l.outSize()], dy, dx, grad[m.offsets[i]:], scale, n, &ws.sc[i])
 		if dx == nil {
