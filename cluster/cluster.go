@@ -16,8 +16,9 @@
 // interface, shared by its endpoints, egress and ingress, and Bandwidth
 // the rate of each directed path between two hosts. The scheduler is on
 // no host and exempt, so heartbeats and barriers never wait behind data.
-// Over TCP the same rates limit each link between two nodes separately
-// (tcp.Config.Rate). Data messages take as long as the emulated link
+// Over TCP the same model is built of the same buckets (node.Rates):
+// every endpoint of a host pays its host's interface, each way, and the
+// path to the other host (tcp.Config.Shared). Data messages take as long as the emulated link
 // needs; only control messages are bounded by Timeout.
 //
 //	c, err := cluster.Start(ctx, cluster.DefaultConfig())
@@ -85,20 +86,16 @@ type Config struct {
 	// over by its backup, and the job goes on.
 	Replicas int
 	// LinkBandwidth is the rate in bytes per second of each machine's
-	// network interface, egress and ingress; 0 is unlimited. On the
-	// in-memory network it is one shared interface per machine. Over TCP
-	// it limits each outgoing link of a node to another machine
-	// separately: a shared per-machine interface would need a bucket
-	// shared by the links of several tcp endpoints, which package tcp
-	// does not offer, so a machine sending to k others at once may send k
-	// times this rate, and arrivals are not limited.
+	// network interface, egress and ingress; 0 is unlimited. It is one
+	// interface per machine, shared by the machine's endpoints and all
+	// their links, on the in-memory network and over TCP alike
+	// (node.Rates).
 	LinkBandwidth float64
 	// Bandwidth, when not nil, is the K×K matrix of the rates from
 	// machine to machine (the diagonal unused), K the number of machines
 	// (of nodes, with separate servers and workers: servers first). On
-	// the in-memory network each entry is a path shared by the two
-	// machines' endpoints; over TCP it limits each link between their
-	// nodes.
+	// the in-memory network and over TCP each entry is a path shared by
+	// the first machine's endpoints' links to the second's.
 	Bandwidth *transport.Bandwidth
 	// RandomBandwidth, when positive, gives every machine's network
 	// interface a rate of sending drawn from [max/10, max] (as tc shapes

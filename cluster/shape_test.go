@@ -176,3 +176,33 @@ func TestLinkBandwidthTCP(t *testing.T) {
 		t.Fatalf("1 MB at %v B/s in %v, below %v", rate, took, floor)
 	}
 }
+
+// TestInterfaceTCP checks that over TCP a machine's links share its
+// network interface, as on the in-memory network: worker 0 of 4 machines
+// pushes 1 MB to each of the 3 other machines' servers at once through
+// an interface of 10 MB/s, which takes at least 0.3 s (the first Burst
+// bytes free); links limited separately would take 0.1 s. A loaded
+// machine only takes longer.
+func TestInterfaceTCP(t *testing.T) {
+	const (
+		n    = 250_000 // keys per server
+		rate = 10e6
+	)
+	cfg := DefaultConfig()
+	cfg.Machines = 4
+	cfg.Network = node.TCP{}
+	cfg.Clock = clock.Config{Mode: clock.Async}
+	cfg.NumKeys = 4 * n
+	cfg.LinkBandwidth = rate
+	c, _ := startTest(t, cfg, 30*time.Second)
+	start := time.Now()
+	if err := c.Worker(0).PushRange(0, make([]float32, 4*n)).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	floor := time.Duration(float64(3*4*n-(64<<10)) / rate * float64(time.Second))
+	t.Logf("3 × 1 MB through a %v B/s interface in %v", rate, took)
+	if took < floor {
+		t.Fatalf("3 × 1 MB through a %v B/s interface in %v, below %v", rate, took, floor)
+	}
+}

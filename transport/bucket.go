@@ -18,6 +18,7 @@ type TokenBucket struct {
 	burst  float64
 	tokens float64
 	last   time.Time
+	taken  int64
 }
 
 // NewTokenBucket returns a full bucket of burst bytes filling at rate
@@ -43,6 +44,7 @@ func (b *TokenBucket) Reserve(n int) time.Duration {
 		b.tokens = min(b.burst, b.tokens+b.rate*now.Sub(b.last).Seconds())
 	}
 	b.last = now
+	b.taken += int64(n)
 	b.tokens -= float64(n)
 	if b.tokens >= 0 {
 		return 0
@@ -50,10 +52,30 @@ func (b *TokenBucket) Reserve(n int) time.Duration {
 	return time.Duration(-b.tokens / b.rate * float64(time.Second))
 }
 
+// Taken returns the tokens taken since the bucket was made: the bytes
+// that went through it.
+func (b *TokenBucket) Taken() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.taken
+}
+
 // Wait takes n tokens and sleeps until they are paid for, or until ctx is
 // done (the tokens stay taken: the bytes are assumed sent).
 func (b *TokenBucket) Wait(ctx context.Context, n int) error {
-	d := b.Reserve(n)
+	return WaitAll(ctx, []*TokenBucket{b}, n)
+}
+
+// WaitAll takes n tokens from each of buckets and sleeps until the
+// longest of their waits is over, or until ctx is done (the tokens stay
+// taken): bytes that cross several shared resources, such as a host's
+// network interface and the path to another host, go at the pace of the
+// slowest. It costs O(len(buckets)) and no allocation.
+func WaitAll(ctx context.Context, buckets []*TokenBucket, n int) error {
+	var d time.Duration
+	for _, b := range buckets {
+		d = max(d, b.Reserve(n))
+	}
 	if d <= 0 {
 		return ctx.Err()
 	}

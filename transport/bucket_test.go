@@ -67,3 +67,33 @@ func TestTokenBucketCancel(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitAll checks that bytes through several buckets wait for the
+// slowest, and that every bucket counts them (Taken).
+func TestWaitAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nic, path := NewTokenBucket(1000, 0), NewTokenBucket(250, 0)
+		start := time.Now()
+		if err := WaitAll(context.Background(), []*TokenBucket{nic, path}, 500); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(start); got != 2*time.Second {
+			t.Errorf("500 bytes through 1000 and 250 B/s: %v, want 2s (the path's pace)", got)
+		}
+		// Another 500 bytes through the interface alone: its debt was
+		// repaid 1.5 s ago, and a burst-0 bucket banks nothing since.
+		start = time.Now()
+		if err := WaitAll(context.Background(), []*TokenBucket{nic}, 500); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(start); got != 500*time.Millisecond {
+			t.Errorf("500 bytes through an idle interface: waited %v, want 500ms", got)
+		}
+		if nic.Taken() != 1000 || path.Taken() != 500 {
+			t.Errorf("taken: interface %d, path %d; want 1000 and 500", nic.Taken(), path.Taken())
+		}
+		if err := WaitAll(context.Background(), nil, 1<<20); err != nil {
+			t.Errorf("no buckets: %v", err)
+		}
+	})
+}

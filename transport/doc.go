@@ -61,11 +61,24 @@
 //
 // # Emulated networks
 //
-// A Bandwidth matrix, read by ParseBandwidth from a small text file of k×k
-// rates such as 100mbit or 1gbit, gives each pair of machines a rate;
-// tcp applies it with a TokenBucket per link, so a cluster on one host or
-// a uniform network behaves like one with heterogeneous links, without
-// privileges.
+// Both implementations emulate the same network, built of TokenBuckets:
+// each host (machine) has a network interface, one bucket for every byte
+// it sends to other hosts and one for every byte it receives from them,
+// shared by all of its endpoints' links; a Bandwidth matrix, read by
+// ParseBandwidth from a small text file of k×k rates such as 100mbit or
+// 1gbit, adds a bucket per directed path between two hosts. Traffic
+// within a host pays nothing. mem charges a message to its buckets when
+// it is sent (mem.Network.SetNIC, SetHostLink); tcp charges the sender's
+// interface and path chunk by chunk before it writes, and the receiver's
+// interface as its reader takes the bytes off the socket, before it reads
+// further, so that TCP's flow control holds the senders back
+// (tcp.Config.Shared; ps/node.Rates builds the buckets of a process's
+// endpoints, one interface per machine). WaitAll pays for bytes in
+// several buckets at once. A cluster on one host, or on a uniform
+// network, so behaves like one of machines with interfaces and paths of
+// the emulated rates, without privileges; Linux network namespaces shaped
+// by tc (launch/netns) limit each host's sending the same way, by the
+// kernel.
 //
 //	ep, _ := tcp.Listen(cfg)
 //	ep.SetPeer(2, addr)

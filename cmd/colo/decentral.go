@@ -168,9 +168,9 @@ func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
 	f.StringVar(&d.speeds, "worker-speeds", speeds, "decentralised: relative compute speeds of the workers, such as 1,2,4,8 (empty: equal); a worker of speed r takes r_max/r times its measured compute time per step; submodular shards follow them")
 	f.StringVar(&d.function, "submodular", string(shard.FacilityLocation), "decentralised: the objective of --placement submodular: facility or graphcut")
 	f.StringVar(&d.order, "order", string(def.Order), "decentralised: atc (local step, then average) or cta (average, then the step of the gradient at the model before averaging: Alg. 2 as written)")
-	f.StringVar(&d.transport, "transport", "mem", "decentralised: mem (in-memory network, --link-bandwidth per worker's interface) or tcp (TCP on loopback in this process, --link-bandwidth per link)")
+	f.StringVar(&d.transport, "transport", "mem", "decentralised: mem (in-memory network, --link-bandwidth per worker's interface) or tcp (TCP on loopback in this process, the same interfaces over TCP)")
 	f.BoolVar(&d.netns, "netns", false, "decentralised: run each worker as a process in a network namespace of its own, its link shaped by tc at --link-bandwidth (needs root and iproute2)")
-	f.BoolVar(&d.processes, "processes", false, "decentralised: run each worker as a process of this binary on loopback, over TCP (--link-bandwidth per link)")
+	f.BoolVar(&d.processes, "processes", false, "decentralised: run each worker as a process of this binary on loopback, over TCP (--link-bandwidth per worker's interface)")
 	f.BoolVar(&d.batchWeighted, "batch-weighted", false, "decentralised: scale each worker's step by its batch over the mean batch (γ·N·B_i/batch), so the average weighs every sample equally (with proportional batches; Alg. 2 takes one γ)")
 	f.Float64Var(&d.target, "loss-target", math.Exp(-1), "decentralised: training loss whose first crossing is timed (seed 003: log loss −1)")
 }

@@ -320,8 +320,8 @@ func runTrain(e *env, args []string) error {
 			"The cluster runs in this process by default, over emulated links where\n"+
 			"--link-bandwidth is each machine's network interface, shared by its\n"+
 			"server and worker. With --processes the scheduler and the K machines are\n"+
-			"processes of this binary on loopback (colo node), and the rates limit\n"+
-			"each TCP link to another machine separately. With --netns (root and\n"+
+			"processes of this binary on loopback (colo node), each emulating its\n"+
+			"interface over TCP the same way. With --netns (root and\n"+
 			"iproute2) each machine is a process in its own network namespace, its\n"+
 			"link shaped by tc at --link-bandwidth. All three run the same per-worker\n"+
 			"code: a bsp job gives the same passes and test measures in each.\n\n"+

@@ -152,8 +152,9 @@ type Net struct {
 	// (0: unlimited), shared by its messages to all neighbours.
 	Link float64
 	// TCP runs the workers' endpoints over TCP on loopback (in this
-	// process) instead of the in-memory network; Link then limits each
-	// TCP link separately.
+	// process) instead of the in-memory network; Link is then each
+	// worker's interface over TCP (node.Rates), as on the in-memory
+	// network.
 	TCP bool
 }
 

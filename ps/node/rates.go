@@ -2,23 +2,31 @@ package node
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 
 	"colo/ps/proto"
 	"colo/transport"
 	"colo/transport/tcp"
 )
 
-// Rates is the emulated rate policy of a cluster's TCP links: every link
-// between two nodes of different machines is limited to Link bytes per
-// second and, when Matrix is set, to its entry between the two machines;
-// links to the scheduler, and of nodes not yet registered, are not
-// limited. It limits each link separately (tcp.Config.Rate), not a
-// network interface shared by a machine's links.
+// Rates is the emulated rate policy of a cluster's TCP links, the model
+// of transport/mem's hosts (mem.Network.SetNIC, SetHostLink) over TCP:
+// every machine has a network interface that sends at Link bytes per
+// second and receives at Link, shared by all of its nodes' links to other
+// machines; when Matrix is set, the directed path between two machines
+// carries at most its entry, shared by all of the first machine's links
+// to the second. Traffic within a machine, with the scheduler, and of
+// nodes not yet registered is not limited.
+//
+// Tune gives the endpoints it tunes these buckets: the endpoints of one
+// process share one interface per machine, so a machine is best one
+// process (colo node and colo run's programs run a machine's server and
+// worker in one). A machine whose nodes run as separate processes gets an
+// interface in each.
 //
 // Host says which machine a server or worker is. Nil means its rank: a
-// machine's server r and worker r are machine r, which talk through
-// memory; a separate server and worker of the same rank (separate
-// processes) are limited by Link alone.
+// machine's server r and worker r are machine r.
 type Rates struct {
 	Link   float64
 	Matrix *transport.Bandwidth
@@ -79,39 +87,92 @@ func (r Rates) host(id transport.NodeID) (int, bool) {
 // Zero reports whether r limits nothing.
 func (r Rates) Zero() bool { return r.Link == 0 && r.Matrix == nil }
 
-// Rate returns the rate of the link from node from to node to, 0 for
-// unlimited.
+// Rate returns the rate in bytes per second of the path from node from
+// to node to when nothing else crosses the two machines' interfaces: the
+// smaller of Link and the matrix's entry; 0 (unlimited) within a machine
+// and for nodes on none.
 func (r Rates) Rate(from, to transport.NodeID) float64 {
 	a, okA := r.host(from)
 	b, okB := r.host(to)
-	if !okA || !okB || (a == b && r.Host != nil) {
+	if !okA || !okB || a == b {
 		return 0
 	}
 	rate := r.Link
-	if m := r.Matrix; m != nil && a != b && a < m.K && b < m.K {
+	if m := r.Matrix; m != nil && a < m.K && b < m.K {
 		rate = transport.MinRate(rate, m.Rate(a, b))
 	}
 	return rate
 }
 
-// Tune returns tune (nil: none) followed by the rates of r, each endpoint
-// limited as Rate says and by the rate tune set, the smaller; tune
+// Tune returns tune (nil: none) followed by the rates of r: each endpoint
+// pays, besides what tune set, for every byte it sends to another
+// machine's node in its machine's egress bucket and in the path's, and
+// for every byte it receives from one in its machine's ingress bucket
+// (tcp.Config.Shared). The buckets belong to the returned function and
+// are shared by every endpoint it tunes (a process's); they hold
+// tcp.Config.Burst bytes, the first tuned endpoint's. Tune returns tune
 // itself when r limits nothing.
 func (r Rates) Tune(tune func(*tcp.Config)) func(*tcp.Config) {
 	if r.Zero() {
 		return tune
 	}
+	hosts := &hostBuckets{r: r, nics: make(map[int]nic), paths: make(map[[2]int]*transport.TokenBucket)}
 	return func(tc *tcp.Config) {
 		if tune != nil {
 			tune(tc)
 		}
-		self, prev := tc.ID, tc.Rate
-		tc.Rate = func(peer transport.NodeID) float64 {
-			rate := r.Rate(self, peer)
+		self, prev, burst := tc.ID, tc.Shared, tc.Burst
+		tc.Shared = func(peer transport.NodeID) (out, in []*transport.TokenBucket) {
 			if prev != nil {
-				rate = transport.MinRate(rate, prev(peer))
+				out, in = prev(peer)
 			}
-			return rate
+			o, i := hosts.buckets(self, peer, burst)
+			return slices.Concat(out, o), slices.Concat(in, i)
 		}
 	}
+}
+
+// nic is a machine's emulated network interface: a bucket each way.
+type nic struct{ egress, ingress *transport.TokenBucket }
+
+// hostBuckets holds the interfaces of machines and the paths between
+// them, made on first use.
+type hostBuckets struct {
+	r     Rates
+	mu    sync.Mutex
+	nics  map[int]nic
+	paths map[[2]int]*transport.TokenBucket
+}
+
+// buckets returns the buckets of the traffic between node self and node
+// peer: out, self's machine's egress and the path to peer's machine; in,
+// self's machine's ingress. Both are empty within a machine and for a
+// node on none.
+func (h *hostBuckets) buckets(self, peer transport.NodeID, burst int) (out, in []*transport.TokenBucket) {
+	a, okA := h.r.host(self)
+	b, okB := h.r.host(peer)
+	if !okA || !okB || a == b {
+		return nil, nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.r.Link > 0 {
+		n, ok := h.nics[a]
+		if !ok {
+			n = nic{transport.NewTokenBucket(h.r.Link, burst), transport.NewTokenBucket(h.r.Link, burst)}
+			h.nics[a] = n
+		}
+		out, in = append(out, n.egress), append(in, n.ingress)
+	}
+	if m := h.r.Matrix; m != nil && a < m.K && b < m.K {
+		if rate := m.Rate(a, b); rate > 0 {
+			p := h.paths[[2]int{a, b}]
+			if p == nil {
+				p = transport.NewTokenBucket(rate, burst)
+				h.paths[[2]int{a, b}] = p
+			}
+			out = append(out, p)
+		}
+	}
+	return out, in
 }

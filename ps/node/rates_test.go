@@ -10,21 +10,12 @@ import (
 	"colo/transport/tcp"
 )
 
-// TestRates checks the rates a node gives its TCP links: every link to
-// another machine's node is limited, by the smaller of the link rate and
-// the matrix's entry between the two ranks; the scheduler's and a
-// provisional node's are not; with a Host function, nodes of one machine
-// are not limited.
+// TestRates checks the rate of the path between two nodes: the smaller
+// of the link rate and the matrix's entry between their machines; none
+// within a machine, with the scheduler or a provisional node.
 func TestRates(t *testing.T) {
 	matrix := &transport.Bandwidth{K: 2, Rates: []float64{0, 1e6 / 8, 8e6 / 8, 0}}
 	r := Rates{Link: 4e6 / 8, Matrix: matrix}
-	tune := r.Tune(nil)
-	rate := func(self, peer transport.NodeID) float64 {
-		tc := tcp.DefaultConfig()
-		tc.ID = self
-		tune(&tc)
-		return tc.Rate(peer)
-	}
 	for _, c := range []struct {
 		self, peer transport.NodeID
 		want       float64
@@ -33,21 +24,13 @@ func TestRates(t *testing.T) {
 		{proto.ServerID(1), proto.WorkerID(0), 4e6 / 8},
 		{proto.ServerID(0), proto.WorkerID(1), 1e6 / 8},
 		{proto.WorkerID(1), proto.ServerID(0), 4e6 / 8},
-		{proto.WorkerID(0), proto.ServerID(0), 4e6 / 8}, // separate processes of rank 0
+		{proto.WorkerID(0), proto.ServerID(0), 0}, // one machine
 		{proto.WorkerID(0), proto.SchedulerID, 0},
 		{proto.Provisional(7), proto.SchedulerID, 0},
 	} {
-		if got := rate(c.self, c.peer); got != c.want {
+		if got := r.Rate(c.self, c.peer); got != c.want {
 			t.Errorf("%s → %s: %v bytes/s, want %v", proto.Name(c.self), proto.Name(c.peer), got, c.want)
 		}
-	}
-	// A rate set before (by another tuning) still bounds the link.
-	prev := func(tc *tcp.Config) { tc.Rate = func(transport.NodeID) float64 { return 100 } }
-	tc := tcp.DefaultConfig()
-	tc.ID = proto.ServerID(1)
-	r.Tune(prev)(&tc)
-	if got := tc.Rate(proto.WorkerID(0)); got != 100 {
-		t.Errorf("with an earlier rate of 100: %v", got)
 	}
 	// With a Host function, nodes it puts on one machine talk freely.
 	host := func(id transport.NodeID) (int, bool) {
@@ -69,6 +52,71 @@ func TestRates(t *testing.T) {
 	}
 	if (Rates{}).Tune(nil) != nil {
 		t.Error("no rates: a tuning")
+	}
+}
+
+// TestRatesInterfaces checks the buckets a tuning gives its endpoints:
+// a machine's egress and ingress are one bucket each, whichever of its
+// nodes sends or receives and to whichever other machine; the path to a
+// machine is one bucket per ordered pair; nothing within a machine or
+// with the scheduler; another tuning (another process) has its own.
+func TestRatesInterfaces(t *testing.T) {
+	matrix := &transport.Bandwidth{K: 3, Rates: []float64{0, 1e6, 0, 2e6, 0, 2e6, 3e6, 3e6, 0}}
+	r := Rates{Link: 4e6, Matrix: matrix}
+	tune := r.Tune(func(tc *tcp.Config) { tc.Burst = 4096 })
+	shared := func(tune func(*tcp.Config), self, peer transport.NodeID) (out, in []*transport.TokenBucket) {
+		tc := tcp.DefaultConfig()
+		tc.ID = self
+		tune(&tc)
+		return tc.Shared(peer)
+	}
+	w0s1o, w0s1i := shared(tune, proto.WorkerID(0), proto.ServerID(1))
+	s0w2o, s0w2i := shared(tune, proto.ServerID(0), proto.WorkerID(2))
+	w0s2o, _ := shared(tune, proto.WorkerID(0), proto.ServerID(2))
+	s1w0o, s1w0i := shared(tune, proto.ServerID(1), proto.WorkerID(0))
+	if len(w0s1o) != 2 || len(w0s1i) != 1 || len(w0s2o) != 1 {
+		t.Fatalf("worker 0 → server 1: %d out, %d in, want 2 and 1; → server 2: %d out, want 1 (no path rate)", len(w0s1o), len(w0s1i), len(w0s2o))
+	}
+	egress, ingress, path := w0s1o[0], w0s1i[0], w0s1o[1]
+	for _, c := range []struct {
+		name      string
+		got, want *transport.TokenBucket
+	}{
+		{"server 0 → worker 2 leaves by machine 0's egress", s0w2o[0], egress},
+		{"server 0 ← worker 2 arrives by machine 0's ingress", s0w2i[0], ingress},
+		{"worker 0 → server 2 leaves by machine 0's egress", w0s2o[0], egress},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: another bucket", c.name)
+		}
+	}
+	if egress == ingress || s1w0o[0] == egress || s1w0i[0] == ingress || s1w0o[1] == path {
+		t.Error("machine 1's buckets, or machine 0's two directions, are shared")
+	}
+	if egress.Rate() != 4e6 || ingress.Rate() != 4e6 || path.Rate() != 1e6 || s1w0o[1].Rate() != 2e6 {
+		t.Errorf("rates: egress %v, ingress %v, path 0→1 %v, path 1→0 %v", egress.Rate(), ingress.Rate(), path.Rate(), s1w0o[1].Rate())
+	}
+	for _, c := range [][2]transport.NodeID{
+		{proto.WorkerID(0), proto.ServerID(0)},
+		{proto.WorkerID(0), proto.SchedulerID},
+		{proto.Provisional(7), proto.SchedulerID},
+	} {
+		if out, in := shared(tune, c[0], c[1]); out != nil || in != nil {
+			t.Errorf("%s → %s: %d and %d buckets, want none", proto.Name(c[0]), proto.Name(c[1]), len(out), len(in))
+		}
+	}
+	if o, _ := shared(r.Tune(nil), proto.WorkerID(0), proto.ServerID(1)); o[0] == egress {
+		t.Error("two tunings share machine 0's egress")
+	}
+	// A tuning before this one keeps its buckets, in front.
+	own := transport.NewTokenBucket(1, 0)
+	prev := func(tc *tcp.Config) {
+		tc.Shared = func(transport.NodeID) ([]*transport.TokenBucket, []*transport.TokenBucket) {
+			return []*transport.TokenBucket{own}, nil
+		}
+	}
+	if o, i := shared(r.Tune(prev), proto.WorkerID(0), proto.ServerID(1)); len(o) != 3 || o[0] != own || len(i) != 1 {
+		t.Errorf("after an earlier tuning: %d out (first ours: %v), %d in", len(o), o[0] == own, len(i))
 	}
 }
 

@@ -51,8 +51,9 @@ type Processes struct {
 	// its own, joined by veth links that tc shapes at the job's
 	// LinkBandwidth (required; a bandwidth matrix is refused); it needs
 	// root and iproute2 (CheckNetns). Otherwise the processes run on
-	// loopback and the machines limit each TCP link to another machine
-	// to the job's rates themselves.
+	// loopback and each machine emulates its network interface (the
+	// job's link rate each way) and its paths to the others (the
+	// matrix's) itself, over TCP (node.Rates).
 	Netns bool
 	// TLS, when set, runs every link of the cluster over mutual TLS with
 	// these files, which every process uses (see TLSFlags).

@@ -115,11 +115,18 @@
 //
 // # Emulated bandwidth
 //
-// Config.Rate gives each outgoing link a rate in bytes per second,
-// typically from a transport.Bandwidth matrix. A limited link writes in
-// chunks of Config.Burst bytes, each paid for in a token bucket, so a
-// cluster on one host or on a uniform network behaves like one with
-// heterogeneous links, without privileges.
+// Config.Rate gives each outgoing link a rate of its own in bytes per
+// second, and Config.Shared the buckets it shares with other links and
+// endpoints: a host's network interface, each way, and the path between
+// two hosts (ps/node.Rates builds them from a link rate and a
+// transport.Bandwidth matrix). A limited link writes in chunks of
+// Config.Burst bytes, each paid for first in all of its buckets (the
+// slowest sets the pace); a connection whose peer's bytes pay for an
+// ingress reads at most Burst bytes at a time and pays for them before it
+// reads on, so that when the interface is busy the socket's buffers fill
+// and TCP's flow control stops the senders, as behind a real interface.
+// A cluster on one host or on a uniform network so behaves like one of
+// machines with interfaces of the emulated rates, without privileges.
 //
 //	cfg := tcp.DefaultConfig()
 //	cfg.ID, cfg.Token = 1, "secret"
@@ -186,8 +193,19 @@ type Config struct {
 	// Rate, when not nil, gives the rate of the link to each peer in
 	// bytes per second, 0 for unlimited. It is called once per peer.
 	Rate func(peer transport.NodeID) float64
-	// Burst is the token-bucket size of a rate-limited link in bytes, and
-	// the size of its writes.
+	// Shared, when not nil, returns the token buckets that the traffic
+	// with peer pays besides its link's own (Rate), shared with other
+	// links and possibly other endpoints: out for the frames sent to
+	// peer (the egress of this endpoint's host's network interface, the
+	// path between two hosts), in for the bytes received from it (the
+	// host's ingress), which the connection's reader pays for as it
+	// reads them, before it reads further, so that TCP's flow control
+	// holds the sender back. It is called once per outgoing link and
+	// once per incoming connection; nil slices pay nothing.
+	Shared func(peer transport.NodeID) (out, in []*transport.TokenBucket)
+	// Burst is the token-bucket size of a rate-limited link in bytes, the
+	// size of its writes, and the most a reader of a connection that pays
+	// for its ingress reads at once.
 	Burst int
 	// InboxSize is the capacity of the Recv channel.
 	InboxSize int
@@ -312,12 +330,14 @@ var _ transport.Endpoint = (*Endpoint)(nil)
 
 // link is the outgoing half of the link to one peer.
 type link struct {
-	peer   transport.NodeID
-	sem    chan struct{} // one slot: the holder owns c and enc
-	c      *conn
-	enc    *transport.Encoder
-	bucket *transport.TokenBucket
-	stats  *peers.Counters
+	peer transport.NodeID
+	sem  chan struct{} // one slot: the holder owns c and enc
+	c    *conn
+	enc  *transport.Encoder
+	// buckets are what every byte of the link pays: its own (Rate) and
+	// the shared ones (Shared); none when the link is not limited.
+	buckets []*transport.TokenBucket
+	stats   *peers.Counters
 }
 
 // conn is one TCP connection, in either direction.
@@ -772,8 +792,12 @@ func (e *Endpoint) link(peer transport.NodeID) (*link, string, error) {
 		}
 		if e.cfg.Rate != nil {
 			if r := e.cfg.Rate(peer); r > 0 {
-				l.bucket = transport.NewTokenBucket(r, e.cfg.Burst)
+				l.buckets = append(l.buckets, transport.NewTokenBucket(r, e.cfg.Burst))
 			}
+		}
+		if e.cfg.Shared != nil {
+			out, _ := e.cfg.Shared(peer)
+			l.buckets = append(l.buckets, out...)
 		}
 		e.links[peer] = l
 	}
@@ -909,7 +933,7 @@ func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64,
 			c.sock.SetWriteDeadline(time.Time{})
 		}
 	}()
-	if l.bucket == nil {
+	if len(l.buckets) == 0 {
 		if e.cfg.WriteTimeout > 0 {
 			c.sock.SetWriteDeadline(time.Now().Add(e.cfg.WriteTimeout))
 		}
@@ -937,7 +961,7 @@ func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64,
 			bufs = bufs[1:]
 			n += len(b)
 		}
-		if err := l.bucket.Wait(ctx, n); err != nil {
+		if err := transport.WaitAll(ctx, l.buckets, n); err != nil {
 			return written, err
 		}
 		if e.cfg.WriteTimeout > 0 {
@@ -1056,11 +1080,41 @@ func (r idleReader) Read(p []byte) (int, error) {
 	return r.c.rw.Read(p)
 }
 
+// paidReader reads at most chunk bytes at a time and pays for them in
+// buckets before it returns: while it waits, nothing more is read from
+// the connection, and once the socket's buffers are full the sender's
+// writes wait too, as behind a busy interface.
+type paidReader struct {
+	r       io.Reader
+	buckets []*transport.TokenBucket
+	chunk   int
+	ctx     context.Context
+}
+
+// Read reads and pays for what it read.
+func (p *paidReader) Read(b []byte) (int, error) {
+	if len(b) > p.chunk {
+		b = b[:p.chunk]
+	}
+	n, err := p.r.Read(b)
+	if n > 0 {
+		if werr := transport.WaitAll(p.ctx, p.buckets, n); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return n, err
+}
+
 // read decodes frames from an accepted connection until it fails.
 func (e *Endpoint) read(c *conn) {
 	r := io.Reader(c.rw)
 	if e.cfg.IdleTimeout > 0 {
 		r = idleReader{c: c, idle: e.cfg.IdleTimeout}
+	}
+	if e.cfg.Shared != nil {
+		if _, in := e.cfg.Shared(c.peer); len(in) > 0 {
+			r = &paidReader{r: r, buckets: in, chunk: e.cfg.Burst, ctx: e.ctx}
+		}
 	}
 	dec := transport.NewDecoder(bufio.NewReaderSize(r, 64<<10), e.maxFrame())
 	dec.SetPool(&e.pool)
