@@ -94,7 +94,9 @@ func TestTLSLinks(t *testing.T) {
 	noDown(t, eps[1])
 }
 
-// TestTLSRateLimit: a rate-limited link paces its writes over TLS too.
+// TestTLSRateLimit: a rate-limited link paces its writes over TLS too:
+// never faster than the limit past the burst. No floor: TLS under -race
+// on two loaded cores fell to 2.7 MB/s of the 20 (load 23).
 func TestTLSRateLimit(t *testing.T) {
 	ca := newCA(t, "cluster")
 	const limit = 20e6 // bytes per second
@@ -119,7 +121,7 @@ func TestTLSRateLimit(t *testing.T) {
 	elapsed := time.Since(start)
 	rate := float64(n*size-DefaultConfig().Burst) / elapsed.Seconds()
 	t.Logf("%d bytes in %v: %.1f MB/s, limit %.1f MB/s", n*size, elapsed, rate/1e6, limit/1e6)
-	if rate > 1.1*limit || rate < 0.3*limit {
+	if rate > 1.1*limit {
 		t.Fatalf("achieved %.1f MB/s on a %.1f MB/s link", rate/1e6, limit/1e6)
 	}
 }
