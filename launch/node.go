@@ -158,9 +158,10 @@ type Scheduler struct {
 	// timeout T" every eighth of its timeout T (the supervisor kills a
 	// scheduler that printed nothing for 2T/3, hung or stopped, and
 	// starts the one that takes its job over: Supervisor.KillHung) and
-	// "job finished" at
-	// the end; Log a line for every refusal and failure. Neither may be
-	// nil.
+	// "job finished: S servers, W workers" as the job ends well, before
+	// the nodes are told to shut down (a node that dies after it is not
+	// replaced); Log a line for every refusal and failure. Neither may
+	// be nil.
 	Out, Log io.Writer
 	// Standby sets up a scheduler whose job another takes over if it
 	// dies, or the one that takes it over (StandbyFlags).
@@ -277,6 +278,18 @@ func RunScheduler(ctx context.Context, s Scheduler) error {
 			}
 		}
 	}
+	// "job finished" is printed as the job ends, before the nodes are
+	// told to shut down: a node that dies after that is not replaced
+	// (Supervisor.Replace), which no scheduler would take in.
+	nextEnd := cfg.OnEnd
+	cfg.OnEnd = func(err error) {
+		if err == nil {
+			printf("job finished: %d servers, %d workers\n", s.Config.NumServers, s.Config.NumWorkers)
+		}
+		if nextEnd != nil {
+			nextEnd(err)
+		}
+	}
 	nextBackup := cfg.OnBackedUp
 	cfg.OnBackedUp = func(b proto.Backup) {
 		printf("%s\n", backupLine(b))
@@ -337,7 +350,6 @@ wait:
 	if jobErr != nil {
 		return fmt.Errorf("job failed: %w", jobErr)
 	}
-	printf("job finished: %d servers, %d workers\n", s.Config.NumServers, s.Config.NumWorkers)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -129,4 +130,70 @@ func startHeldMachine(t *testing.T) (sep *mem.Endpoint, held heldEndpoint, sc sc
 		t.Errorf("ids %d, %d: want server 0 and worker 0", srv, wrk)
 	}
 	return sep, held, sc, s, n
+}
+
+// endsFirst is the scheduler's endpoint that notes, for each Shutdown it
+// sends, whether the scheduler had said the job ended (ended) before.
+type endsFirst struct {
+	transport.Endpoint
+	ended *atomic.Int32
+	late  *atomic.Int32 // Shutdowns sent before
+	sent  *atomic.Int32
+}
+
+func (e endsFirst) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if m.Type == transport.TypeControl && m.Cmd == proto.CmdShutdown {
+		e.sent.Add(1)
+		if e.ended.Load() == 0 {
+			e.late.Add(1)
+		}
+	}
+	return e.Endpoint.Send(ctx, to, m)
+}
+
+// TestOnEndBeforeShutdown: the scheduler's driver says the job ended
+// well (Config.OnEnd, once, with nil) before it sends any node its
+// Shutdown, so that a launcher reading it knows the job ended before a
+// node can end on it (launch prints "job finished" from it).
+func TestOnEndBeforeShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net, _ := mem.New(mem.DefaultConfig())
+		defer net.Close()
+		sep, _ := net.Attach(proto.SchedulerID)
+		var ended, late, sent atomic.Int32
+		sc := sched.DefaultConfig()
+		sc.NumServers, sc.NumWorkers, sc.Token, sc.NumKeys = 1, 1, "t", 10
+		sc.Heartbeat, sc.Timeout = 100*time.Millisecond, time.Second
+		var results []error
+		sc.OnEnd = func(err error) {
+			results = append(results, err)
+			ended.Add(1)
+		}
+		s, err := sched.Start(sc, endsFirst{Endpoint: sep, ended: &ended, late: &late, sent: &sent}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		cfg := DefaultConfig()
+		cfg.Role, cfg.Token = proto.RoleMachine, "t"
+		cfg.Network = Mem{Net: net}
+		n, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		n.Finish(nil)
+		if err := n.Wait(); err != nil {
+			t.Fatalf("node: %v", err)
+		}
+		if err := s.Wait(); err != nil {
+			t.Fatalf("scheduler: %v", err)
+		}
+		if len(results) != 1 || results[0] != nil {
+			t.Errorf("OnEnd told %v, want nil once", results)
+		}
+		if sent.Load() == 0 || late.Load() != 0 {
+			t.Errorf("%d of %d Shutdowns sent before OnEnd", late.Load(), sent.Load())
+		}
+	})
 }

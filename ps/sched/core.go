@@ -162,6 +162,12 @@ type Config struct {
 	// which a launcher watching for a hung scheduler reads (launch
 	// prints a line of life from it). The Core ignores it.
 	OnTick func()
+	// OnEnd, when set, is called by the driver, from its goroutine, once
+	// the job ended, with its result (nil: every worker finished), before
+	// the last words (Shutdown or Abort) are sent: a launcher that reads
+	// it knows the job ended before any node can end on them. The Core
+	// ignores it.
+	OnEnd func(error)
 }
 
 // Pause is a pause of the job for the replacement of a failed process.

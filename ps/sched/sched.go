@@ -101,6 +101,10 @@ func (s *Scheduler) run(ctx context.Context, period time.Duration) {
 			s.finish(ErrClosed)
 			return
 		}
+		ended, err := s.core.Ended()
+		if ended && s.core.cfg.OnEnd != nil {
+			s.core.cfg.OnEnd(err)
+		}
 		for id, key := range s.core.Keys() {
 			if ks == nil {
 				continue
@@ -135,7 +139,7 @@ func (s *Scheduler) run(ctx context.Context, period time.Duration) {
 			close(s.started)
 		}
 		s.mu.Unlock()
-		if ended, err := s.core.Ended(); ended {
+		if ended {
 			// Deliver the last words (Shutdown or Abort) before leaving.
 			s.out.Flush(s.core.cfg.Timeout)
 			s.finish(err)
