@@ -52,10 +52,21 @@ type Job struct {
 // a server process that died (launch.Cluster.Survive), nil without
 // replicas: it does when a backup whose own process lives took its keys
 // over, as the scheduler decides (replica.Holders); otherwise the job
-// ends with the failure.
+// ends with the failure. It counts only the copies of the start: see
+// Survivor for the new ones made after a failover.
 func (j Job) Survive() func(name string, err error) bool {
+	survive, _ := j.Survivor()
+	return survive
+}
+
+// Survivor returns Survive's function and the one that tells it each
+// new copy of a server's keys the scheduler reports in place after a
+// failover (launch.Cluster.BackedUp), so that a second failure of the
+// process serving keys taken over is survived as the scheduler survives
+// it; both nil without replicas.
+func (j Job) Survivor() (survive func(name string, err error) bool, backedUp func(server, backup int)) {
 	if j.Replicas == 0 || j.Servers == 0 {
-		return nil
+		return nil, nil
 	}
 	h := replica.NewHolders(j.Servers, j.Replicas)
 	return func(name string, err error) bool {
@@ -69,7 +80,7 @@ func (j Job) Survive() func(name string, err error) bool {
 		}
 		h.FailedOver(p, b)
 		return true
-	}
+	}, h.BackedUp
 }
 
 // DefaultJob returns a BSP job whose servers add what they are pushed.

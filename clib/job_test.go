@@ -29,3 +29,27 @@ func TestJobSurvive(t *testing.T) {
 		}
 	}
 }
+
+// TestJobSurvivor: told the new copies the scheduler reports, colo
+// run's launcher survives a second failure of the process serving keys
+// taken over, as the scheduler does; without them it does not.
+func TestJobSurvivor(t *testing.T) {
+	if s, b := (Job{Servers: 3}).Survivor(); s != nil || b != nil {
+		t.Fatal("a Survivor without replicas")
+	}
+	for _, told := range []bool{false, true} {
+		survive, backedUp := Job{Servers: 3, Replicas: 1}.Survivor()
+		if !survive("server 0", nil) {
+			t.Fatal("server 0's death not survived")
+		}
+		if told {
+			// The scheduler's copies after server 0 failed over to
+			// server 1 (ps/sched rebackup).
+			backedUp(0, 2)
+			backedUp(2, 1)
+		}
+		if got := survive("server 1", nil); got != told {
+			t.Errorf("told of the new copies %v: server 1's death survived %v", told, got)
+		}
+	}
+}

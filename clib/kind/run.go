@@ -206,7 +206,8 @@ func (r *Run) Execute(ctx context.Context) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &launch.Cluster{Token: r.Token, Bin: r.Bin, Heartbeat: r.Heartbeat, Timeout: r.Timeout, Flags: r.schedulerFlags, Survive: job.Survive()}
+	survive, backedUp := job.Survivor()
+	c := &launch.Cluster{Token: r.Token, Bin: r.Bin, Heartbeat: r.Heartbeat, Timeout: r.Timeout, Flags: r.schedulerFlags, Survive: survive, BackedUp: backedUp}
 	if r.Servers > 0 {
 		c.Servers, c.Workers = r.Servers, r.Machines
 	} else {
