@@ -19,7 +19,15 @@
 # Environment: ROUNDS (3), BENCHTIME (5s, per Go benchmark),
 # DATA (../shared/data/fashion-mnist), PEER (../shared/peers/torch),
 # MAX_OTHER (0.25: a Go run during which other processes used more cores
-# than this is redone, as the peer does with its windows).
+# than this is redone, as the peer does with its windows), BEFORE (the
+# test binary of package nn of an earlier build, for example
+# `git archive REV | tar -x -C DIR; cd DIR; go test -c -o nn-before.test
+# ./nn`: each round then runs it too, beside this build's, the two in an
+# order that alternates from round to round, and the summary gives its
+# medians and this build's speed against it), TORCH_ARGS (more options
+# of the peer's bench_dense.py, for example "--retries 3 --idle-wait 5"
+# on a machine that is never idle, where its defaults wait up to a minute
+# before each of up to 20 redone windows).
 #
 # PyTorch comes from Debian (python3-torch, for /usr/bin/python3) with the
 # OpenMP build of OpenBLAS, which the peer needs for sound figures; the
@@ -31,6 +39,11 @@ benchtime=${BENCHTIME:-5s}
 data=${DATA:-../shared/data/fashion-mnist}
 peer=${PEER:-../shared/peers/torch}
 max_other=${MAX_OTHER:-0.25}
+before=${BEFORE:-}
+if [ -n "$before" ]; then
+	before=$(realpath "$before")
+	[ -x "$before" ] || { echo "torch.sh: BEFORE=$before is not an executable test binary" >&2; exit 2; }
+fi
 
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	apt-get update && apt-get install -y python3-torch libopenblas0-openmp
@@ -39,10 +52,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go test -c -o "$tmp/nn.test" ./nn
 
-exec /usr/bin/python3 - "$out" "$rounds" "$benchtime" "$data" "$peer" "$max_other" "$tmp" <<'PY'
-import json, os, re, resource, statistics, subprocess, sys, time
+exec /usr/bin/python3 - "$out" "$rounds" "$benchtime" "$data" "$peer" "$max_other" "$tmp" "$before" "${TORCH_ARGS:-}" <<'PY'
+import json, os, re, resource, shlex, statistics, subprocess, sys, time
 
-out, rounds, benchtime, data, peer, max_other, tmp = sys.argv[1:]
+out, rounds, benchtime, data, peer, max_other, tmp, before, torch_args = sys.argv[1:]
 rounds, max_other = int(rounds), float(max_other)
 hz = os.sysconf("SC_CLK_TCK")
 
@@ -62,12 +75,12 @@ def wait_idle(limit=60):
         if (busy() - b0) / 0.5 <= max_other:
             return
 
-def go_round():
+def go_round(binary):
     """One run of both Go benchmarks; redone (up to 10 times) when others were busy."""
     for attempt in range(11):
         wait_idle()
         b0, c0, t0 = busy(), children_cpu(), time.time()
-        p = subprocess.run([os.path.join(tmp, "nn.test"), "-test.run", "^$", "-test.bench", "^Benchmark(MLP|CNN)$",
+        p = subprocess.run([binary, "-test.run", "^$", "-test.bench", "^Benchmark(MLP|CNN)$",
                             "-test.cpu", "1,2", "-test.benchtime", benchtime],
                            cwd="nn", capture_output=True, text=True)
         if p.returncode != 0:
@@ -85,20 +98,29 @@ def loadavg():
     with open("/proc/loadavg") as f:
         return float(f.read().split()[0])
 
-torch_runs, go_runs, loads = [], [], []
+def go_record(res, other, redone):
+    return {"samples_per_s": {f"{m}/{th}": v[0] for (m, th), v in res.items()},
+            "samples_per_s_p10": {f"{m}/{th}": v[1] for (m, th), v in res.items()},
+            "other_cores": round(other, 3), "redone": redone}
+
+torch_runs, go_runs, before_runs, loads = [], [], [], []
 for r in range(rounds):
     load0 = loadavg()
     tj = os.path.join(tmp, f"torch{r}.json")
     subprocess.run(["/usr/bin/python3", os.path.join(peer, "bench_dense.py"), "--data", data, "--models", "mlp,cnn",
-                    "--batches", "64", "--threads", "1,2", "--no-accuracy", "--json", tj], check=True,
+                    "--batches", "64", "--threads", "1,2", "--no-accuracy", "--json", tj] + shlex.split(torch_args), check=True,
                    stdout=subprocess.DEVNULL)
     with open(tj) as f:
         t = json.load(f)
     torch_runs.append({f"{rec['model']}/{rec['threads']}": rec for rec in t["records"]})
-    res, other, redone = go_round()
-    go_runs.append({"samples_per_s": {f"{m}/{th}": v[0] for (m, th), v in res.items()},
-                    "samples_per_s_p10": {f"{m}/{th}": v[1] for (m, th), v in res.items()},
-                    "other_cores": round(other, 3), "redone": redone})
+    # This build and the earlier one (BEFORE) in an order that alternates.
+    order = ["colo", "before"] if r % 2 == 0 else ["before", "colo"]
+    for who in order:
+        if who == "colo":
+            go_runs.append(go_record(*go_round(os.path.join(tmp, "nn.test"))))
+        elif before:
+            before_runs.append(go_record(*go_round(before)))
+    other = go_runs[-1]["other_cores"]
     loads.append([load0, loadavg()])
     keys = [f"{m}/{th}" for m in ("mlp", "cnn") for th in (1, 2)]
     print(f"round {r + 1}: torch " + ", ".join(f"{k} {torch_runs[-1][k]['samples_per_s']:.0f}" for k in keys) +
@@ -106,6 +128,10 @@ for r in range(rounds):
                                 f" (p10 {go_runs[-1]['samples_per_s_p10'].get(k, 0):.0f})" for k in keys) +
           f" samples/s (others used {other:.2f} cores during colo's run; load average {loads[-1][0]:.1f} → {loads[-1][1]:.1f})",
           file=sys.stderr)
+    if before:
+        print(f"round {r + 1}: before " + ", ".join(f"{k} {before_runs[-1]['samples_per_s'].get(k, 0):.0f}"
+                                                   f" (p10 {before_runs[-1]['samples_per_s_p10'].get(k, 0):.0f})" for k in keys) +
+              f" samples/s (others used {before_runs[-1]['other_cores']:.2f} cores)", file=sys.stderr)
 
 # The medians are over the rounds in which neither side was contended; when
 # every round was, over all of them, and the record says so.
@@ -128,13 +154,29 @@ for m, th in [(m, th) for m in ("mlp", "cnn") for th in (1, 2)]:
                     "ratio": statistics.median(gv) / statistics.median(tv),
                     "rounds_kept": [r + 1 for r in kept], "colo_runs": gv, "torch_runs": tv, "contended": contended})
     s = summary[-1]
+    if before:
+        # The earlier build over all rounds (its own runs may have been
+        # contended when this build's were not), beside this build's over
+        # all rounds.
+        bv = [before_runs[r]["samples_per_s"][k] for r in range(rounds)]
+        av = [go_runs[r]["samples_per_s"][k] for r in range(rounds)]
+        s["before_runs"], s["before_samples_per_s"] = bv, statistics.median(bv)
+        s["before_p10_samples_per_s"] = statistics.median(before_runs[r]["samples_per_s_p10"][k] for r in range(rounds))
+        s["colo_all_samples_per_s"] = statistics.median(av)
+        s["colo_all_p10_samples_per_s"] = statistics.median(go_runs[r]["samples_per_s_p10"][k] for r in range(rounds))
+        s["after_over_before"] = s["colo_all_samples_per_s"] / s["before_samples_per_s"]
     print(f"{m} on {th} thread(s): colo {s['colo_samples_per_s']:.0f}, torch {s['torch_samples_per_s']:.0f} samples/s, "
           f"ratio {s['ratio']:.2f} (medians of rounds {s['rounds_kept']}){' (contended)' if contended else ''}; "
           f"steps that had the cores: colo {s['colo_p10_samples_per_s']:.0f}, torch {s['torch_max_samples_per_s']:.0f}")
+    if before:
+        print(f"{m} on {th} thread(s), all rounds: colo {s['colo_all_samples_per_s']:.0f} (p10 {s['colo_all_p10_samples_per_s']:.0f}), "
+              f"before {s['before_samples_per_s']:.0f} (p10 {s['before_p10_samples_per_s']:.0f}) samples/s, "
+              f"{s['after_over_before']:.2f}× before")
 cpu = ""
 with open("/proc/cpuinfo") as f:
     cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
 with open(out, "w") as f:
     json.dump({"tool": "bench/nn/torch.sh", "cpu": cpu, "cpus": os.cpu_count(), "rounds": rounds,
-               "go_benchtime": benchtime, "load_average": loads, "summary": summary, "torch": torch_runs, "colo": go_runs}, f, indent=1)
+               "go_benchtime": benchtime, "load_average": loads, "summary": summary, "torch": torch_runs, "colo": go_runs,
+               "before": before_runs}, f, indent=1)
 PY
