@@ -76,11 +76,12 @@ func (b Batch) Width() int {
 
 // Validate reports whether b is well formed: keys strictly increasing,
 // and either Lens nil with len(Vals) a multiple of len(Keys), or one
-// non-negative length per key summing to len(Vals). It runs in O(n).
+// non-negative length per key summing to len(Vals). It runs in O(n), the
+// keys' order checked four neighbours at a time with AVX2 where the
+// processor has it.
 func (b Batch) Validate() error {
-	if len(b.Keys) > 1 {
-		// The previous key stays in a register: one load a key (a sparse
-		// push's 100k keys are checked on the worker and on the server).
+	if !ascending(b.Keys) {
+		// The first key out of order, for the error.
 		prev := b.Keys[0]
 		for i, k := range b.Keys[1:] {
 			if k <= prev {
@@ -115,6 +116,23 @@ func (b Batch) Validate() error {
 		return fmt.Errorf("kv: lengths sum to %d but there are %d values", sum, len(b.Vals))
 	}
 	return nil
+}
+
+// ascendingGo reports whether keys are strictly increasing: the plain
+// loop, the reference and the tail of ascending. The previous key stays in
+// a register, one load a key.
+func ascendingGo(keys []uint64) bool {
+	if len(keys) < 2 {
+		return true
+	}
+	prev := keys[0]
+	for _, k := range keys[1:] {
+		if k <= prev {
+			return false
+		}
+		prev = k
+	}
+	return true
 }
 
 // Clone returns a deep copy of b; nil arrays stay nil.
