@@ -43,8 +43,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"colo/internal/atomicfile"
 )
 
 // ManifestName is the name of the file that completes a checkpoint.
@@ -88,6 +86,9 @@ type Manifest struct {
 	Job string `json:"job"`
 	// Files are the checkpoint's files, in name order.
 	Files []File `json:"files"`
+	// Volatile marks a checkpoint written without fsync (see
+	// Options.Volatile).
+	Volatile bool `json:"volatile,omitempty"`
 	// Dir is the checkpoint's directory (not written: set when read).
 	Dir string `json:"-"`
 }
@@ -111,7 +112,33 @@ func parseRoundDir(name string) (int, bool) {
 // atomically, creating the directories, and returns the file as the
 // manifest lists it.
 func WriteFile(dir string, round int, name string, data []byte) (File, error) {
-	return WriteFileFunc(dir, round, name, func(w io.Writer) error {
+	return Options{}.WriteFile(dir, round, name, data)
+}
+
+// WriteFileFunc is Options.WriteFileFunc with the zero Options: the file
+// is durable.
+func WriteFileFunc(dir string, round int, name string, write func(w io.Writer) error) (File, error) {
+	return Options{}.WriteFileFunc(dir, round, name, write)
+}
+
+// Options say how the files of a checkpoint are written. The package's
+// functions (WriteFile, WriteFileFunc, WriteSnapshot, Commit) write with
+// the zero Options: every file durable.
+type Options struct {
+	// Volatile leaves out the fsync of each file and of the MANIFEST,
+	// which says so (Manifest.Volatile). The checkpoint then survives the
+	// crash of a process (its files are in the kernel's page cache, and
+	// the kernel writes them to the disk within about 30 s) but perhaps
+	// not the crash of the machine, after which it may be found torn:
+	// refused by its sizes and checksums, as any damage is, and an older
+	// one used. Prune keeps the newest durable checkpoint beside the
+	// newest ones, so that one is there to fall back to.
+	Volatile bool
+}
+
+// WriteFile is WriteFile with options o.
+func (o Options) WriteFile(dir string, round int, name string, data []byte) (File, error) {
+	return o.WriteFileFunc(dir, round, name, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
@@ -123,8 +150,8 @@ func WriteFile(dir string, round int, name string, data []byte) (File, error) {
 // is left.
 //
 // The file is written as a temporary file in the checkpoint's directory,
-// made durable (fsync) and renamed to its name, so that a crash leaves
-// the whole file or none. When the spare directory (SpareDir, where Prune
+// made durable (fsync, unless o.Volatile) and renamed to its name, so
+// that a crash leaves the whole file or none. When the spare directory (SpareDir, where Prune
 // moves the newest checkpoint it removes) holds a file of the same name,
 // that file is the temporary file: it is overwritten in place and cut to
 // the new size, not created anew. The kernel then writes into pages it
@@ -132,7 +159,7 @@ func WriteFile(dir string, round int, name string, data []byte) (File, error) {
 // many when the old file is removed, which is most of what writing a
 // checkpoint costs the machine (a 9 MB checkpoint of 2.3 MB files: about
 // 1.6 ms of CPU instead of 3.8 ms, fsync aside).
-func WriteFileFunc(dir string, round int, name string, write func(w io.Writer) error) (File, error) {
+func (o Options) WriteFileFunc(dir string, round int, name string, write func(w io.Writer) error) (File, error) {
 	if err := checkName(name); err != nil {
 		return File{}, err
 	}
@@ -140,9 +167,15 @@ func WriteFileFunc(dir string, round int, name string, write func(w io.Writer) e
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return File{}, fmt.Errorf("checkpoint: %w", err)
 	}
+	return o.write(d, name, filepath.Join(dir, SpareDir, name), write)
+}
+
+// write writes file name of directory d atomically (see WriteFileFunc),
+// overwriting the file spare when there is one.
+func (o Options) write(d, name, spare string, write func(w io.Writer) error) (File, error) {
 	path := filepath.Join(d, name)
 	tmp := filepath.Join(d, "."+name+".tmp")
-	f, err := openTemp(tmp, filepath.Join(dir, SpareDir, name))
+	f, err := openTemp(tmp, spare)
 	if err != nil {
 		return File{}, fmt.Errorf("checkpoint: write %s: %w", path, err)
 	}
@@ -158,8 +191,10 @@ func WriteFileFunc(dir string, round int, name string, write func(w io.Writer) e
 		if err := f.Truncate(c.n); err != nil {
 			return err
 		}
-		if err := f.Sync(); err != nil {
-			return err
+		if !o.Volatile {
+			if err := f.Sync(); err != nil {
+				return err
+			}
 		}
 		return f.Close()
 	}()
@@ -174,10 +209,10 @@ func WriteFileFunc(dir string, round int, name string, write func(w io.Writer) e
 	return File{Name: name, Size: c.n, CRC32C: c.crc}, nil
 }
 
-// openTemp opens tmp for writing from its start: the spare file, renamed
-// to tmp, when there is one, or else a new empty file.
+// openTemp opens tmp for writing from its start: the file spare, renamed
+// to tmp, when there is one (spare may be ""), or else a new empty file.
 func openTemp(tmp, spare string) (*os.File, error) {
-	if err := os.Rename(spare, tmp); err == nil {
+	if spare != "" && os.Rename(spare, tmp) == nil {
 		if f, err := os.OpenFile(tmp, os.O_WRONLY, 0); err == nil {
 			return f, nil
 		}
@@ -211,8 +246,13 @@ func checkName(name string) error {
 // Commit writes m's MANIFEST in its round's directory of dir, which
 // completes the checkpoint: every file it lists must be written (by
 // WriteFile) before.
-func Commit(dir string, m Manifest) error {
-	m.Format = Format
+func Commit(dir string, m Manifest) error { return Options{}.Commit(dir, m) }
+
+// Commit is Commit with options o; m.Volatile is set to o.Volatile. A
+// durable MANIFEST (the zero Options) over a volatile one of the same
+// round makes that checkpoint durable once its files are (Sync).
+func (o Options) Commit(dir string, m Manifest) error {
+	m.Format, m.Volatile = Format, o.Volatile
 	slices.SortFunc(m.Files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 	for i, f := range m.Files {
 		if err := checkName(f.Name); err != nil {
@@ -230,12 +270,30 @@ func Commit(dir string, m Manifest) error {
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	err = atomicfile.Write(filepath.Join(d, ManifestName), func(w io.Writer) error {
+	_, err = o.write(d, ManifestName, "", func(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "%s\ncrc32c %08x\n", body, Checksum(body))
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+	return err
+}
+
+// Sync makes the files names of the checkpoint of round in dir durable
+// (fsync), as a checkpoint written with the zero Options has them.
+func Sync(dir string, round int, names []string) error {
+	d := RoundDir(dir, round)
+	for _, name := range names {
+		if err := checkName(name); err != nil {
+			return err
+		}
+		f, err := os.Open(filepath.Join(d, name))
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
 	}
 	return nil
 }
@@ -410,30 +468,34 @@ func Latest(dir string) (*Manifest, []error, error) {
 }
 
 // Prune removes the checkpoints of dir but the newest keep complete ones
-// (by their manifest; files are not read) and any newer than those:
-// older complete checkpoints and incomplete ones older than the newest
-// kept. The newest of those it removes becomes the spare directory
-// (SpareDir, replacing the one before), whose files the next
-// checkpoint's overwrite.
+// (by their manifest; files are not read), the newest durable one (not
+// Volatile) when it is older than those, and any newer than those: older
+// complete checkpoints and incomplete ones older than the newest kept.
+// The newest of those it removes becomes the spare directory (SpareDir,
+// replacing the one before), whose files the next checkpoint's
+// overwrite.
 func Prune(dir string, keep int) error {
 	rounds, err := Rounds(dir)
 	if err != nil {
 		return err
 	}
-	kept := 0
+	kept, durable := 0, false
 	spared := false
 	var errs []error
 	for _, r := range rounds {
-		if kept >= keep || (kept > 0 && !complete(dir, r)) {
-			if err := remove(dir, r, !spared); err != nil {
-				errs = append(errs, err)
+		m, err := Open(dir, r)
+		complete := err == nil
+		if complete && (kept < keep || !durable && !m.Volatile) || !complete && kept == 0 {
+			if complete {
+				kept++
+				durable = durable || !m.Volatile
 			}
-			spared = true
 			continue
 		}
-		if complete(dir, r) {
-			kept++
+		if err := remove(dir, r, !spared); err != nil {
+			errs = append(errs, err)
 		}
+		spared = true
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("checkpoint: pruning %s: %w", dir, err)
@@ -455,11 +517,4 @@ func remove(dir string, round int, spare bool) error {
 		}
 	}
 	return os.RemoveAll(d)
-}
-
-// complete reports whether round's checkpoint in dir has a valid
-// manifest.
-func complete(dir string, round int) bool {
-	_, err := Open(dir, round)
-	return err == nil
 }

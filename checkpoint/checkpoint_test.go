@@ -284,3 +284,64 @@ func TestSpareFilesOverwritten(t *testing.T) {
 		t.Fatalf("a failed write left %v", ents[0].Name())
 	}
 }
+
+// TestPruneKeepsDurable checks that pruning keeps the newest durable
+// checkpoint beside the newest two, and that a volatile checkpoint made
+// durable (Sync, then a durable MANIFEST) counts as one.
+func TestPruneKeepsDurable(t *testing.T) {
+	for _, c := range []struct {
+		volatile []bool // rounds 10, 20, 30, 40
+		want     []int
+	}{
+		{[]bool{false, true, true, true}, []int{40, 30, 10}},
+		{[]bool{false, false, true, true}, []int{40, 30, 20}},
+		{[]bool{false, false, false, true}, []int{40, 30}},
+		{[]bool{true, true, true, true}, []int{40, 30}},
+	} {
+		dir := t.TempDir()
+		for i, r := range []int{10, 20, 30, 40} {
+			o := Options{Volatile: c.volatile[i]}
+			f, err := o.WriteFile(dir, r, "worker-000.json", []byte("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Commit(dir, Manifest{Round: r, Job: "test", Files: []File{f}}); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := Open(dir, r); err != nil || m.Volatile != c.volatile[i] {
+				t.Fatalf("round %d written volatile %v: %+v, %v", r, c.volatile[i], m, err)
+			}
+		}
+		if err := Prune(dir, 2); err != nil {
+			t.Fatal(err)
+		}
+		if rounds, err := Rounds(dir); err != nil || !reflect.DeepEqual(rounds, c.want) {
+			t.Errorf("volatile %v: kept %v (%v), want %v", c.volatile, rounds, err, c.want)
+		}
+	}
+	dir := t.TempDir()
+	o := Options{Volatile: true}
+	f, err := o.WriteFile(dir, 5, "worker-000.json", []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(dir, Manifest{Round: 5, Job: "test", Files: []File{f}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Sync(dir, 5, []string{"worker-000.json"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(dir, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Commit(dir, *m); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := Open(dir, 5); err != nil || m.Volatile || m.Verify() != nil {
+		t.Fatalf("made durable: %+v, %v", m, err)
+	}
+	if err := Sync(dir, 5, []string{"worker-001.json"}); err == nil || !strings.Contains(err.Error(), "worker-001.json") {
+		t.Errorf("syncing a missing file: %v", err)
+	}
+}

@@ -54,7 +54,12 @@ func EncodeSnapshot(s Snapshot) []byte {
 // batch's arrays, so that a checkpoint costs one copy of the snapshot
 // (into the kernel) and no allocation of its size.
 func WriteSnapshot(dir string, round int, s Snapshot) (File, error) {
-	return WriteFileFunc(dir, round, SnapshotName(s.Server), func(w io.Writer) error { return writeSnapshot(w, s) })
+	return Options{}.WriteSnapshot(dir, round, s)
+}
+
+// WriteSnapshot is WriteSnapshot with options o.
+func (o Options) WriteSnapshot(dir string, round int, s Snapshot) (File, error) {
+	return o.WriteFileFunc(dir, round, SnapshotName(s.Server), func(w io.Writer) error { return writeSnapshot(w, s) })
 }
 
 // snapshotSize is the size of s's file.

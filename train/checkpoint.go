@@ -36,7 +36,8 @@ import (
 //     before every server's snapshot is taken. Training goes on from
 //     here;
 //  3. a writer goroutine per worker writes the snapshots and the state,
-//     each file atomically, then an all-reduce in the workers' subgroup
+//     each file atomically (and durably when worker 0 said so in the
+//     agreement, see Checkpoint.Durable), then an all-reduce in the workers' subgroup
 //     WriterGroup (barrier numbers of its own, so that it runs beside
 //     the loop's) gathers every file's size and CRC-32C and whether a
 //     writer failed, and worker 0's writer writes the MANIFEST naming the
@@ -74,8 +75,16 @@ import (
 // file system). Jobs whose keys move between servers (Config.Balance)
 // are not checkpointed: the routing table is not saved.
 
-// Keep is the number of complete checkpoints kept.
+// Keep is the number of complete checkpoints kept (and the newest
+// durable one, see Checkpoint.Durable).
 const Keep = 2
+
+// DurableEvery is the longest time between the captures of two durable
+// checkpoints (see Checkpoint.Durable): about the delay after which the
+// kernel writes back a file written without fsync (Linux's
+// dirty_expire_centisecs, 30 s), so that a machine's crash loses about
+// what it would lose anyway of the files being written.
+const DurableEvery = 30 * time.Second
 
 // Checkpoint configures a job's checkpoints.
 type Checkpoint struct {
@@ -91,6 +100,14 @@ type Checkpoint struct {
 	// due checkpoint is taken, at the cost of the wait on the training
 	// path when the writers are slower than Every rounds.
 	Wait bool `json:"wait,omitempty"`
+	// Durable has every checkpoint made durable (its files and manifest
+	// fsynced before the manifest is in place). Without it, a checkpoint
+	// is durable when the newest durable one was captured DurableEvery or
+	// longer before, and so are the first and the last of a loop; the
+	// others are volatile (checkpoint.Options.Volatile): they survive a
+	// process's crash, not always the machine's, whose restart falls back
+	// to the newest durable one, which is kept for that.
+	Durable bool `json:"durable,omitempty"`
 	// Override resumes from a checkpoint of a job whose settings differ
 	// in what changes the result but not the checkpoint's layout (a rate,
 	// the features transform, the data's values; Identity), with the new
@@ -112,6 +129,8 @@ func (c Checkpoint) Validate() error {
 		return fmt.Errorf("checkpoint.dir %s without checkpoint.every: want the rounds between two checkpoints", c.Dir)
 	case c.Wait && c.Dir == "":
 		return fmt.Errorf("checkpoint.wait without checkpoint.dir: it says how checkpoints are written, and none are")
+	case c.Durable && c.Dir == "":
+		return fmt.Errorf("checkpoint.durable without checkpoint.dir: it says how checkpoints are written, and none are")
 	case c.Override && c.Resume == "":
 		return errors.New("checkpoint.override without checkpoint.resume: it overrides the checks of a resume")
 	}
@@ -184,9 +203,20 @@ type Checkpointer struct {
 	// state of the last due checkpoint when it was skipped.
 	writer  *writing
 	skipped *WorkerState
+	// last is the round of the last checkpoint taken in this loop and
+	// whether it is volatile (every worker has the same: a replacement
+	// starts a loop with none, the others forget theirs when their loop
+	// ends, see abandon and restore); durableAt (worker 0's) when the
+	// newest durable one was captured.
+	last struct {
+		round    int
+		volatile bool
+	}
+	durableAt time.Time
 	// gate, when set (by tests), is called by the writer before it writes
-	// the checkpoint of round.
+	// the checkpoint of round; now, when set, replaces time.Now.
 	gate func(round int)
+	now  func() time.Time
 }
 
 // JobID identifies job d for its checkpoints: its Identity as a
@@ -206,6 +236,7 @@ const WriterGroup = "checkpoint"
 // gather and seconds are set before done is closed.
 type writing struct {
 	round int
+	opts  checkpoint.Options
 	done  chan struct{}
 	// err is a failure to write a file, the manifest or to prune; gather
 	// a failure of the all-reduce (a pause, the end of the job).
@@ -219,8 +250,10 @@ type writing struct {
 // writes it while training goes on (see write). When a writer of the
 // previous checkpoint is still at work on any worker, the checkpoint is
 // skipped, on every worker alike, and counted (Skipped); nothing waits
-// for a writer here.
-func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st WorkerState) error {
+// for a writer here. Worker 0 decides whether the checkpoint is durable
+// (Checkpoint.Durable; always with durable) and tells the others in the
+// same agreement.
+func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st WorkerState, durable bool) error {
 	t0 := time.Now()
 	defer func() { c.Seconds += time.Since(t0).Seconds() }()
 	if c.Config.Wait {
@@ -239,10 +272,18 @@ func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st
 			busy = 1
 		}
 	}
+	now := time.Now
+	if c.now != nil {
+		now = c.now
+	}
+	sync := 0.0
+	if w.Rank() == 0 && (durable || c.Config.Durable || c.durableAt.IsZero() || now().Sub(c.durableAt) >= DurableEvery) {
+		sync = 1
+	}
 	// The agreement is the barrier: every worker's pushes of the round
 	// are acknowledged, so every server has applied them and nothing of
 	// the next round is in flight.
-	got, err := w.AllReduce(ctx, []float64{busy})
+	got, err := w.AllReduce(ctx, []float64{busy, sync})
 	if err != nil {
 		return err
 	}
@@ -250,6 +291,10 @@ func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st
 		c.Skipped++
 		c.skipped = &st
 		return nil
+	}
+	opts := checkpoint.Options{Volatile: got[1] == 0}
+	if !opts.Volatile && w.Rank() == 0 {
+		c.durableAt = now()
 	}
 	round, rank := st.Rounds, w.Rank()
 	var snaps []checkpoint.Snapshot
@@ -278,7 +323,8 @@ func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st
 	}
 	c.Taken++
 	c.skipped = nil
-	c.writer = &writing{round: round, done: make(chan struct{})}
+	c.last.round, c.last.volatile = round, opts.Volatile
+	c.writer = &writing{round: round, opts: opts, done: make(chan struct{})}
 	go c.write(ctx, w, c.writer, snaps, data)
 	return nil
 }
@@ -304,13 +350,13 @@ func (c *Checkpointer) write(ctx context.Context, w *worker.Worker, wr *writing,
 	record := func(i int, f checkpoint.File) { files[2*i], files[2*i+1] = float64(f.Size), float64(f.CRC32C) }
 	err := func() error {
 		for _, s := range snaps {
-			f, err := checkpoint.WriteSnapshot(dir, round, s)
+			f, err := wr.opts.WriteSnapshot(dir, round, s)
 			if err != nil {
 				return err
 			}
 			record(s.Server, f)
 		}
-		f, err := checkpoint.WriteFile(dir, round, WorkerFile(rank), data)
+		f, err := wr.opts.WriteFile(dir, round, WorkerFile(rank), data)
 		if err != nil {
 			return err
 		}
@@ -342,7 +388,7 @@ func (c *Checkpointer) write(ctx context.Context, w *worker.Worker, wr *writing,
 		}
 		m.Files = append(m.Files, checkpoint.File{Name: name, Size: int64(sum[2*i]), CRC32C: uint32(sum[2*i+1])})
 	}
-	if err := checkpoint.Commit(dir, m); err != nil {
+	if err := wr.opts.Commit(dir, m); err != nil {
 		wr.err = err
 		return
 	}
@@ -374,8 +420,10 @@ func (c *Checkpointer) wait() error {
 // waits for the writer, and when the checkpoint of the last round was
 // skipped (a writer was still at work), takes it now, so that the job
 // ends with its final checkpoint as when every checkpoint is taken (the
-// servers have not changed since: no round came after it). Every worker
-// calls it at the same point.
+// servers have not changed since: no round came after it). The final
+// checkpoint is durable: taken now, it is written so; taken volatile in
+// the loop, it is made durable (durable). Every worker calls it at the
+// same point.
 func (c *Checkpointer) finish(ctx context.Context, w *worker.Worker, part Part, rounds int) error {
 	if c == nil {
 		return nil
@@ -385,12 +433,53 @@ func (c *Checkpointer) finish(ctx context.Context, w *worker.Worker, part Part, 
 	}
 	if st := c.skipped; st != nil && st.Rounds == rounds {
 		c.Skipped--
-		if err := c.save(ctx, w, part, *st); err != nil {
+		if err := c.save(ctx, w, part, *st, true); err != nil {
 			return err
 		}
 		return c.wait()
 	}
+	if c.last.round == rounds && c.last.volatile {
+		return c.makeDurable(ctx, w, rounds)
+	}
 	return nil
+}
+
+// makeDurable makes the volatile checkpoint of round, complete, durable:
+// every worker syncs the files it wrote (checkpoint.Sync), an all-reduce
+// tells whether any failed, and worker 0 writes the manifest again,
+// durable, and prunes (an older durable checkpoint is no longer needed).
+func (c *Checkpointer) makeDurable(ctx context.Context, w *worker.Worker, round int) error {
+	c.last.volatile = false
+	rank := w.Rank()
+	var names []string
+	for s := rank; s < c.Servers; s += c.Workers {
+		names = append(names, checkpoint.SnapshotName(s))
+	}
+	names = append(names, WorkerFile(rank))
+	err := checkpoint.Sync(c.Config.Dir, round, names)
+	failed := 0.0
+	if err != nil {
+		failed = 1
+	}
+	got, aerr := w.AllReduce(ctx, []float64{failed})
+	switch {
+	case err != nil:
+		return fmt.Errorf("checkpoint of round %d: %w", round, err)
+	case aerr != nil:
+		return aerr
+	case got[0] > 0:
+		return fmt.Errorf("checkpoint of round %d: another worker failed to make its files durable", round)
+	case rank != 0:
+		return nil
+	}
+	m, err := checkpoint.Open(c.Config.Dir, round)
+	if err != nil {
+		return fmt.Errorf("checkpoint of round %d: %w", round, err)
+	}
+	if err := checkpoint.Commit(c.Config.Dir, *m); err != nil {
+		return fmt.Errorf("checkpoint of round %d: %w", round, err)
+	}
+	return checkpoint.Prune(c.Config.Dir, Keep)
 }
 
 // abandon waits for the writer of a loop that ended with an error (a
@@ -402,6 +491,7 @@ func (c *Checkpointer) abandon() error {
 		return nil
 	}
 	c.skipped = nil
+	c.last.round, c.last.volatile = 0, false
 	if c.writer == nil {
 		return nil
 	}
@@ -414,6 +504,7 @@ func (c *Checkpointer) abandon() error {
 // restore loads the newest complete checkpoint of Config.Resume on every
 // worker and returns this worker's state.
 func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part, dir string) (*WorkerState, error) {
+	c.last.round, c.last.volatile = 0, false
 	rank := w.Rank()
 	pick := []float64{0}
 	var perr error

@@ -20,6 +20,8 @@ func TestCheckpointValidate(t *testing.T) {
 		{Checkpoint{Resume: "d"}, ""},
 		{Checkpoint{Resume: "d", Wait: true}, "checkpoint.wait without checkpoint.dir"},
 		{Checkpoint{Dir: "d", Every: 5, Wait: true}, ""},
+		{Checkpoint{Resume: "d", Durable: true}, "checkpoint.durable without checkpoint.dir"},
+		{Checkpoint{Dir: "d", Every: 5, Durable: true}, ""},
 	} {
 		err := c.ck.Validate()
 		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {

@@ -499,7 +499,7 @@ func (l *loop) train(ctx context.Context, progress Progress, st *WorkerState) (p
 			if s.Checkpoint.due(rounds) {
 				st := WorkerState{Rounds: rounds, Pass: p, Batch: b + 1, LossBits: math.Float64bits(loss), Samples: samples, Correct: correct,
 					PrevBits: math.Float64bits(prev), Seconds: time.Since(start).Seconds(), Passes: passes}
-				if err := s.Checkpoint.save(ctx, w, l.part, st); err != nil {
+				if err := s.Checkpoint.save(ctx, w, l.part, st, false); err != nil {
 					return passes, fmt.Errorf("pass %d round %d: %w", p, rounds, err)
 				}
 			}

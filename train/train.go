@@ -192,6 +192,9 @@ type Config struct {
 	// writeGate, when set (by tests), is called by worker rank's
 	// checkpoint writer before it writes the checkpoint of round.
 	writeGate func(rank, round int)
+	// checkpointClock, when set (by tests), is the checkpoints' clock,
+	// which decides which are durable (Checkpoint.Durable).
+	checkpointClock func() time.Time
 }
 
 // DefaultConfig returns 4 machines, BSP, AdaGrad with learning rate 0.5,
@@ -534,6 +537,7 @@ func (d *Deployment) WorkerSchedule(rank int, srv *server.Server) (Schedule, *ba
 		if g := c.writeGate; g != nil {
 			s.Checkpoint.gate = func(round int) { g(rank, round) }
 		}
+		s.Checkpoint.now = c.checkpointClock
 	}
 	var egress func() server.Egress
 	if srv != nil {
