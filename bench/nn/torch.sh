@@ -24,7 +24,9 @@
 # time, some task on the machine was ready to run and waited for a core,
 # by the kernel's CPU pressure, /proc/pressure/cpu: the check of others'
 # busy time cannot see them while colo's two threads fill both cores,
-# and the pressure can), BEFORE (the
+# and the pressure can), GO_RETRIES (10: how many times a contended Go
+# run is redone) and IDLE_WAIT (60: seconds to wait for an idle machine
+# before each Go run), BEFORE (the
 # test binary of package nn of an earlier build, for example
 # `git archive REV | tar -x -C DIR; cd DIR; go test -c -o nn-before.test
 # ./nn`: each round then runs it too, beside this build's, the two in an
@@ -45,6 +47,8 @@ data=${DATA:-../shared/data/fashion-mnist}
 peer=${PEER:-../shared/peers/torch}
 max_other=${MAX_OTHER:-0.25}
 max_wait=${MAX_WAIT:-0.10}
+go_retries=${GO_RETRIES:-10}
+idle_wait=${IDLE_WAIT:-60}
 before=${BEFORE:-}
 if [ -n "$before" ]; then
 	before=$(realpath "$before")
@@ -58,11 +62,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go test -c -o "$tmp/nn.test" ./nn
 
-exec /usr/bin/python3 - "$out" "$rounds" "$benchtime" "$data" "$peer" "$max_other" "$tmp" "$before" "${TORCH_ARGS:-}" "$max_wait" <<'PY'
+exec /usr/bin/python3 - "$out" "$rounds" "$benchtime" "$data" "$peer" "$max_other" "$tmp" "$before" "${TORCH_ARGS:-}" "$max_wait" "$go_retries" "$idle_wait" <<'PY'
 import json, os, re, resource, shlex, statistics, subprocess, sys, time
 
-out, rounds, benchtime, data, peer, max_other, tmp, before, torch_args, max_wait = sys.argv[1:]
+out, rounds, benchtime, data, peer, max_other, tmp, before, torch_args, max_wait, go_retries, idle_wait = sys.argv[1:]
 rounds, max_other, max_wait = int(rounds), float(max_other), float(max_wait)
+go_retries, idle_wait = int(go_retries), float(idle_wait)
 hz = os.sysconf("SC_CLK_TCK")
 
 def busy():
@@ -82,7 +87,7 @@ def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
 
-def wait_idle(limit=60):
+def wait_idle(limit=idle_wait):
     t0 = time.time()
     while time.time() - t0 < limit:
         b0 = busy(); time.sleep(0.5)
@@ -90,8 +95,8 @@ def wait_idle(limit=60):
             return
 
 def go_round(binary):
-    """One run of both Go benchmarks; redone (up to 10 times) when others were busy."""
-    for attempt in range(11):
+    """One run of both Go benchmarks; redone (up to go_retries times) when others were busy."""
+    for attempt in range(go_retries + 1):
         wait_idle()
         b0, c0, w0, t0 = busy(), children_cpu(), waited(), time.time()
         p = subprocess.run([binary, "-test.run", "^$", "-test.bench", "^Benchmark(MLP|CNN)$",
@@ -106,7 +111,7 @@ def go_round(binary):
         res = {(m.group(1).lower(), int(m.group(2) or 1)): (float(m.group(3)), float(m.group(4) or 0))
                for m in re.finditer(r"Benchmark(MLP|CNN)(?:-(\d+))?\s+\d+\s+\d+ ns/op\s+([\d.]+) samples/s"
                                     r"(?:\s+([\d.]+) samples/s-p10)?", p.stdout)}
-        if (other <= max_other and wait <= max_wait) or attempt == 10:
+        if (other <= max_other and wait <= max_wait) or attempt == go_retries:
             return res, other, wait, attempt
         time.sleep(1)
 
