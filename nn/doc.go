@@ -63,28 +63,33 @@
 //
 // Workspace.SetThreads runs each layer's pass on that many goroutines
 // (intra-op parallelism; default 1): a convolution's forward pass and its
-// input gradient by chunks of samples, its weight gradient by blocks of
-// its columns (each thread reads its own rows of the cols), a dense
-// layer's forward pass and input gradient by blocks of output columns
-// (each thread reads its share of the weights; by samples when the layer
-// is narrow) and its weight gradient by blocks of input columns, pooling
-// by planes. Each part writes what no other part writes and sums in the
-// order of one thread, with cuts on whole micro-tiles, so LossGrad's
-// results are bit for bit the same at any thread count and under any
-// scheduling. The threads beyond the caller are helper goroutines that
+// input gradient by chunks of samples, with the pooling after it (forward)
+// and before it (backward) in the same parts, chunk by chunk, its weight
+// gradient by two groups of chunks (each summed into its own buffer and
+// the two added at the end of the pass, whatever the thread count; each
+// thread reads half of the cols), cut further by columns when there are
+// more threads than groups, a dense layer's forward pass and input
+// gradient by blocks of output columns (each thread reads its share of
+// the weights; by samples when the layer is narrow) and its weight
+// gradient by blocks of input columns, a pooling layer on its own by
+// planes. Each part writes what no other part writes and sums in an
+// order that does not depend on the thread count, with cuts on whole
+// micro-tiles, so LossGrad's results are bit for bit the same at any
+// thread count and under any scheduling. The threads beyond the caller are helper goroutines that
 // the workspace keeps while it lives: a pass is published to them, a
 // helper that finished one spins for the next for up to 100 µs (a step's
 // passes follow each other closely), pausing the processor between looks
 // rather than calling the scheduler, and then parks until woken, so no
 // goroutine is started or woken per pass. A pass of
 // less than about a million floating-point operations (the mlp's last
-// layer, pooling, a small batch) runs on the caller alone. colo train's
+// layer, the cnn's momentum step, a small batch) runs on the caller alone. colo train's
 // --threads sets the count for each worker (the dense option threads).
 //
 // # Measured speed
 //
 // BenchmarkMLP and BenchmarkCNN measure whole training steps at batch 64
-// (forward, backward and the momentum rule of ps/update), as PyTorch's
+// (forward, backward and the momentum rule of ps/update, whose bulk is an
+// SSE kernel, on the workspace's threads), as PyTorch's
 // peer does, on as many threads as GOMAXPROCS (-cpu 1,2);
 // bench/nn/torch.sh runs them beside PyTorch 1.13 on OpenBLAS's OpenMP
 // build at one and two threads, alternating. On an idle AMD EPYC (Zen 4),
