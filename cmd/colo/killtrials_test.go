@@ -168,6 +168,10 @@ type killRun struct {
 	checkpointed time.Time
 	last         int
 	stderr       string
+	// killed2 and resumed2 are those of the second kill (killTrial.
+	// second); resumed2 is zero when the second server had left no
+	// request unanswered.
+	killed2, resumed2 time.Time
 	// missed is set when no process was killed because the job's final
 	// checkpoint appeared before the kill could be placed, or when the
 	// kill of a replacement trial came after a worker had finished
@@ -261,8 +265,9 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	second := ""
 	if k.second && !r.killed.IsZero() {
-		late = killSecond(ctx, cmd.Process.Pid, dir, k, &errOut)
+		late, second, r.killed2 = killSecond(ctx, cmd.Process.Pid, dir, k, &errOut)
 	}
 	err := cmd.Wait()
 	r.stderr = errOut.String()
@@ -308,9 +313,14 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 			t.Errorf("%v: the failover was of another process: %s", k, a[0])
 		}
 		// A kill between two rounds leaves the backup nothing to be sent.
-		if n := failoverRE.FindStringSubmatch(r.stderr); n != nil {
+		for _, n := range failoverRE.FindAllStringSubmatch(r.stderr, -1) {
 			ns, _ := strconv.ParseInt(n[2], 10, 64)
-			r.resumed = time.Unix(0, ns)
+			switch n[1] {
+			case k.name():
+				r.resumed = time.Unix(0, ns)
+			case second:
+				r.resumed2 = time.Unix(0, ns)
+			}
 		}
 	}
 	if k.takeover() {
@@ -380,11 +390,12 @@ var copiedRE = regexp.MustCompile(`server (\d+) holds a new copy of server (\d+)
 // once colo train, of pid parent, reported in errOut the new copy of
 // the first one's ranges, after k.delay. It returns the round of the
 // job's final checkpoint (in dir) when that appeared first, so that no
-// second kill was placed, −1 otherwise.
-func killSecond(ctx context.Context, parent int, dir string, k killTrial, errOut *syncBuffer) int {
+// second kill was placed (−1 otherwise), and the server it killed and
+// when.
+func killSecond(ctx context.Context, parent int, dir string, k killTrial, errOut *syncBuffer) (late int, name string, at time.Time) {
 	for ctx.Err() == nil {
 		if last, _ := newestManifest(dir); k.final > 0 && last >= k.final {
-			return last
+			return last, "", time.Time{}
 		}
 		for _, m := range copiedRE.FindAllStringSubmatch(errOut.String(), -1) {
 			holder, _ := strconv.Atoi(m[1])
@@ -394,14 +405,13 @@ func killSecond(ctx context.Context, parent int, dir string, k killTrial, errOut
 			time.Sleep(k.delay)
 			// Of servers 0, 1 and 2: neither the first killed nor the
 			// holder of the copy.
-			if pid := nodePID(parent, "server", 3-k.rank-holder); pid > 0 {
-				syscall.Kill(pid, syscall.SIGKILL)
-				return -1
+			if pid := nodePID(parent, "server", 3-k.rank-holder); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				return -1, fmt.Sprintf("server %d", 3-k.rank-holder), time.Now()
 			}
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return -1
+	return -1, "", time.Time{}
 }
 
 // syncBuffer is a bytes.Buffer that one process writes while the test
@@ -689,7 +699,9 @@ func TestKillTrialsReplicas(t *testing.T) {
 // its ranges is in place, the server that took them over. Both fail
 // over to their backups: no process is started again, nothing rolls
 // back or restarts, and the job ends as the unfailed run bit for bit
-// (the same losses, and the final server snapshots).
+// (the same losses, and the final server snapshots). It logs, for each
+// kill, the time to the workers having sent the backup what the killed
+// server had not answered.
 func TestKillTwoServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs processes")
@@ -699,6 +711,7 @@ func TestKillTwoServers(t *testing.T) {
 	want := runUnfailed(t, args, every)
 	checkpoints := want.res.Rounds / every
 	rng := rand.New(rand.NewPCG(18, 26))
+	var resumed []time.Duration
 	for i := range 3 {
 		// In the first half: the second kill lands while the job trains.
 		k := killTrial{role: "server", rank: rng.IntN(3), after: every * (1 + rng.IntN(checkpoints/2-1)),
@@ -709,8 +722,23 @@ func TestKillTwoServers(t *testing.T) {
 			continue
 		}
 		sameSnapshots(t, name, want.snaps, got.snaps)
-		t.Logf("%s: both taken over, the same model", name)
+		if got.killed2.IsZero() {
+			t.Errorf("%s: no second server killed", name)
+			continue
+		}
+		d := func(killed, resumed time.Time) string {
+			if resumed.IsZero() {
+				return "nothing left unanswered"
+			}
+			gap := resumed.Sub(killed).Round(time.Millisecond)
+			return "the workers had sent the backup what was unanswered " + gap.String() + " after the kill"
+		}
+		if !got.resumed2.IsZero() {
+			resumed = append(resumed, got.resumed2.Sub(got.killed2))
+		}
+		t.Logf("%s: both taken over, the same model; first: %s; second: %s", name, d(got.killed, got.resumed), d(got.killed2, got.resumed2))
 	}
+	logResumed(t, " (second kills)", resumed)
 }
 
 // TestKillSchedulerTakeover kills the scheduler of the co-located job
