@@ -8,7 +8,11 @@ this process (the server co-located with the worker):
   the same rows from a local tensor;
   these figures are measured in interleaved turns (each once per turn)
   and reported as medians over the turns, with the load average before
-  and after (--json FILE writes them);
+  and after (--json FILE writes them); in each turn a figure's first
+  call is timed alone ("cold": after the other figures ran, its data and
+  the threads that serve it out of the caches, and on a loaded machine
+  after other processes had the core) and the calls after it together
+  (warm, the figure);
 * a training step of the 20 Newsgroups softmax regression (EmbeddingBag,
   mode sum, Adagrad on the servers) against the same model with a local
   torch.nn.EmbeddingBag (dense and sparse gradients, torch's Adagrad).
@@ -66,17 +70,31 @@ def interleaved(fs, repeats):
     """Median wall and CPU time per call of each (name, f, calls) of fs,
     measured in turns (each f once per repeat, one after the other), so
     that a change of the machine's load falls on all of them alike; also
-    the smallest and largest wall time of the repeats."""
+    the smallest and largest wall time of the repeats, and the median time
+    of the turns' first calls, timed apart (cold). A first call after the
+    other figures costs several times a warm one (a pull of 4,096 rows:
+    0.25-0.7 ms of CPU against 46-51 us, at load 21), and the calls after
+    it come down to a warm one's time over some 20 calls, as the rows come
+    back into the caches: batches of 20 read 75-85 us a call where
+    batches of 200 read 49-53, so the pulls of 4,096 rows are timed in
+    batches of 200."""
     wall = {name: [] for name, _, _ in fs}
     cpu = {name: [] for name, _, _ in fs}
+    cold_wall = {name: [] for name, _, _ in fs}
+    cold_cpu = {name: [] for name, _, _ in fs}
     for _ in range(repeats):
         for name, f, calls in fs:
+            t0, c0 = time.perf_counter(), time.process_time()
+            f()
+            cold_wall[name].append((time.perf_counter() - t0) * 1e6)
+            cold_cpu[name].append((time.process_time() - c0) * 1e6)
             t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(calls):
                 f()
             wall[name].append((time.perf_counter() - t0) / calls * 1e6)
             cpu[name].append((time.process_time() - c0) / calls * 1e6)
-    return {name: (Time(statistics.median(wall[name]), statistics.median(cpu[name])), min(wall[name]), max(wall[name]))
+    return {name: (Time(statistics.median(wall[name]), statistics.median(cpu[name])), min(wall[name]), max(wall[name]),
+                   Time(statistics.median(cold_wall[name]), statistics.median(cold_cpu[name])))
             for name, _, _ in fs}
 
 
@@ -112,25 +130,26 @@ def main():
         ("fixed cost, pull of 1 row x 16, C calls", lambda: L.colo_wait(L.colo_pull(t._handle, one.ctypes.data, 1, one_out.data_ptr(), dim)), 200),
         ("fixed cost, pull of 1 row x 16, C calls, pointers", lambda: L.colo_wait(L.colo_pull(h, one_p, 1, one_out_p, dim)), 2000),
         ("fixed cost, pull of 1 row x 16, colo_pull_wait, pointers", lambda: L.colo_pull_wait(h, one_p, 1, one_out_p, dim), 2000),
-        ("pull 4096 x 16 float32, colo.kv", lambda: t.pull(rows_t, out), 20),
-        ("pull 4096 x 16 float32, C calls only", lambda: L.colo_wait(L.colo_pull(t._handle, rows.ctypes.data, n, out.data_ptr(), n * dim)), 20),
-        ("pull 4096 x 16 float32, colo_pull_wait", lambda: L.colo_pull_wait(t._handle, rows.ctypes.data, n, out.data_ptr(), n * dim), 20),
-        ("torch.index_select of the same rows", lambda: torch.index_select(w, 0, rows_t), 20),
-        ("torch.index_select into a preallocated out", lambda: torch.index_select(w, 0, rows_t, out=dst), 20),
+        ("pull 4096 x 16 float32, colo.kv", lambda: t.pull(rows_t, out), 200),
+        ("pull 4096 x 16 float32, C calls only", lambda: L.colo_wait(L.colo_pull(t._handle, rows.ctypes.data, n, out.data_ptr(), n * dim)), 200),
+        ("pull 4096 x 16 float32, colo_pull_wait", lambda: L.colo_pull_wait(t._handle, rows.ctypes.data, n, out.data_ptr(), n * dim), 200),
+        ("torch.index_select of the same rows", lambda: torch.index_select(w, 0, rows_t), 200),
+        ("torch.index_select into a preallocated out", lambda: torch.index_select(w, 0, rows_t, out=dst), 200),
     ]
     load0 = os.getloadavg()
     got = interleaved(figures, args.repeats)
     load1 = os.getloadavg()
     print("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after; %d interleaved turns" % (load0 + load1 + (args.repeats,)))
     for name, _, _ in figures:
-        tm, lo, hi = got[name]
-        print("%-52s %s  (wall %.2f-%.2f)" % (name + ":", tm, lo, hi))
+        tm, lo, hi, cold = got[name]
+        print("%-52s %s  (wall %.2f-%.2f; first call of a turn %.1f wall, %.1f cpu)" % (name + ":", tm, lo, hi, cold.wall, cold.cpu))
     if args.json:
         import json
         with open(args.json, "w") as f:
             json.dump({"load_before": load0, "load_after": load1, "turns": args.repeats,
                        "figures": {name: {"wall_us": got[name][0].wall, "cpu_us": got[name][0].cpu,
-                                          "wall_us_min": got[name][1], "wall_us_max": got[name][2]}
+                                          "wall_us_min": got[name][1], "wall_us_max": got[name][2],
+                                          "cold_wall_us": got[name][3].wall, "cold_cpu_us": got[name][3].cpu}
                                    for name, _, _ in figures}}, f, indent=1)
             f.write("\n")
 
