@@ -256,13 +256,72 @@ func (p *Proc) kill() {
 
 // killDeclared kills the process, which failed for why (the scheduler
 // declared it lost, or it is the scheduler and hung), if it still runs;
-// it is not Killed: it failed by itself.
-func (p *Proc) killDeclared(why string) {
+// it is not Killed: it failed by itself. It returns true when the
+// process had ended by itself already (exited, or a zombie), neither
+// killed nor declared before.
+func (p *Proc) killDeclared(why string) (diedBefore bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.exited && p.cmd != nil && p.cmd.Process != nil && !p.killed && p.declared == "" && !dead(p.cmd.Process.Pid) {
-		p.declared = why
-		p.cmd.Process.Kill()
+	if p.cmd == nil || p.cmd.Process == nil || p.killed || p.declared != "" {
+		return false
+	}
+	if p.exited || dead(p.cmd.Process.Pid) {
+		return true
+	}
+	p.declared = why
+	p.cmd.Process.Kill()
+	return false
+}
+
+// lostLines matches the scheduler's lines naming a lost process ("job
+// paused: …", parsePause) with the exits of the processes that died by
+// themselves, in whichever order the two are read: a process that died
+// by itself is replaced at its exit, and the line that names it, read
+// before or after, must not kill its replacement; a later line naming
+// the process (its replacement hung) must. Counts are by process name.
+// The zero value is ready; it is used by Wait's goroutine alone.
+type lostLines struct {
+	// expected counts the replacements started for a process that died
+	// by itself whose line has not been read.
+	expected map[string]int
+	// early counts the lines read for a process that had died by itself
+	// before its exit was handled.
+	early map[string]int
+}
+
+// line reports whether a line naming process name is news: not the
+// line of a death already replaced, which it consumes.
+func (l *lostLines) line(name string) (news bool) {
+	if l.expected[name] > 0 {
+		l.expected[name]--
+		return false
+	}
+	return true
+}
+
+// diedBefore notes that the process a line named, for which line
+// returned true, had ended by itself before its exit was handled: the
+// line is the one of that death, and exited will meet it.
+func (l *lostLines) diedBefore(name string) {
+	if l.early == nil {
+		l.early = make(map[string]int)
+	}
+	l.early[name]++
+}
+
+// exited notes the exit of process name, which died by itself (the
+// supervisor neither killed it nor declared it lost), and whether it was
+// replaced: its line is the one read before, or for a replaced process
+// the next one.
+func (l *lostLines) exited(name string, replaced bool) {
+	switch {
+	case l.early[name] > 0:
+		l.early[name]--
+	case replaced:
+		if l.expected == nil {
+			l.expected = make(map[string]int)
+		}
+		l.expected[name]++
 	}
 }
 
@@ -703,10 +762,11 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 	var grace <-chan time.Time
 	graced, stopped := false, false
 	done := ctx.Done()
-	// expected counts, by process name, the replacements started for a
-	// process that died by itself whose pause line has not been read:
-	// that line names the replacement's rank, and must not kill it.
-	expected := make(map[string]int)
+	// lost matches the pause lines with the exits of the processes that
+	// died by themselves: a line names the replacement's rank too, and
+	// must not kill it. handled are the processes whose exit was handled.
+	var lost lostLines
+	handled := make(map[*Proc]bool)
 	pauses := s.pauseChan()
 	// blamed is the process whose failure the scheduler ended the job
 	// for ("job aborted: …", the failure that started a pause when no
@@ -744,10 +804,6 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 			if name == "" {
 				continue
 			}
-			if expected[name] > 0 {
-				expected[name]--
-				continue
-			}
 			kill = append(kill, name, cause)
 		}
 		return kill
@@ -774,12 +830,19 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 			for i := 0; i < len(kill); i += 2 {
 				name, cause := kill[i], kill[i+1]
 				live.Lock()
-				for _, p := range procs {
-					if p.Name() == name {
-						p.killDeclared("the scheduler had declared it lost: " + cause)
+				named := slices.DeleteFunc(slices.Clone(procs), func(p *Proc) bool { return p.Name() != name })
+				live.Unlock()
+				if !lost.line(name) {
+					continue
+				}
+				for _, p := range named {
+					// The process whose exit is not handled yet may have
+					// died by itself just before: then the line is its
+					// death's, which its exit replaces.
+					if p.killDeclared("the scheduler had declared it lost: "+cause) && !handled[p] {
+						lost.diedBefore(name)
 					}
 				}
-				live.Unlock()
 			}
 		case p := <-exits:
 			left--
@@ -790,6 +853,8 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 					s.BackedUp(server, backup)
 				}
 			}
+			handled[p] = true
+			byItself := p.Declared() == "" && !p.Killed()
 			if s.OnExit != nil {
 				s.OnExit(p)
 			}
@@ -798,8 +863,8 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 			}
 			if p.err != nil && s.Replace != nil && !graced && !stopped && s.jobStarted.Load() && !s.jobFinished.Load() && !schedulerEnded && rank(p) == 0 {
 				if spec, ok := s.Replace(p); ok {
-					if p.Declared() == "" {
-						expected[p.Name()]++
+					if byItself {
+						lost.exited(p.Name(), true)
 					}
 					var out *tail
 					if spec.Stdout {
@@ -822,6 +887,9 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 					left++
 					continue
 				}
+			}
+			if byItself {
+				lost.exited(p.Name(), false)
 			}
 			if p.err != nil && s.Survive != nil && !graced && !stopped && s.jobStarted.Load() && rank(p) == 0 && s.Survive(p) {
 				p.mu.Lock()

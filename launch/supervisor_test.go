@@ -724,3 +724,49 @@ func TestKillHungScheduler(t *testing.T) {
 		})
 	}
 }
+
+// TestLostLines: the line naming a process that died by itself and the
+// process's exit, read in either order, never ask to kill its
+// replacement, and a later line naming the replacement (hung) does; a
+// line read early for a process that was not replaced is not taken for
+// the line of a later death.
+func TestLostLines(t *testing.T) {
+	type event struct {
+		kind       string // "line", "exit", "exit replaced"
+		diedBefore bool   // for a line: the named process had ended by itself
+	}
+	for _, tc := range []struct {
+		name   string
+		events []event
+		kills  []bool // for each line, in order
+	}{
+		{"exit first", []event{{"exit replaced", false}, {"line", false}, {"line", false}}, []bool{false, true}},
+		{"line first", []event{{"line", true}, {"exit replaced", false}, {"line", false}}, []bool{false, true}},
+		{"hung, killed", []event{{"line", false}}, []bool{true}},
+		{"twice, line first each time", []event{{"line", true}, {"exit replaced", false}, {"line", true}, {"exit replaced", false}, {"line", false}}, []bool{false, false, true}},
+		{"twice, mixed", []event{{"exit replaced", false}, {"line", false}, {"line", true}, {"exit replaced", false}, {"line", false}}, []bool{false, false, true}},
+		{"early, not replaced, then replaced", []event{{"line", true}, {"exit", false}, {"exit replaced", false}, {"line", false}, {"line", false}}, []bool{false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l lostLines
+			var kills []bool
+			for _, e := range tc.events {
+				switch e.kind {
+				case "line":
+					news := l.line("node 1")
+					if news && e.diedBefore {
+						l.diedBefore("node 1")
+					}
+					kills = append(kills, news && !e.diedBefore)
+				case "exit":
+					l.exited("node 1", false)
+				case "exit replaced":
+					l.exited("node 1", true)
+				}
+			}
+			if !slices.Equal(kills, tc.kills) {
+				t.Errorf("kills %v, want %v", kills, tc.kills)
+			}
+		})
+	}
+}
