@@ -1111,9 +1111,15 @@ func (e *Endpoint) read(c *conn) {
 	if e.cfg.IdleTimeout > 0 {
 		r = idleReader{c: c, idle: e.cfg.IdleTimeout}
 	}
+	// stopPaying ends a wait for the ingress's tokens: a berth's Cancel
+	// breaks the link, and returns only once the reader has left it.
+	stopPaying := func() {}
 	if e.cfg.Shared != nil {
 		if _, in := e.cfg.Shared(c.peer); len(in) > 0 {
-			r = &paidReader{r: r, buckets: in, chunk: e.cfg.Burst, ctx: e.ctx}
+			ctx, cancel := context.WithCancel(e.ctx)
+			defer cancel()
+			stopPaying = cancel
+			r = &paidReader{r: r, buckets: in, chunk: e.cfg.Burst, ctx: ctx}
 		}
 	}
 	dec := transport.NewDecoder(bufio.NewReaderSize(r, 64<<10), e.maxFrame())
@@ -1124,6 +1130,7 @@ func (e *Endpoint) read(c *conn) {
 	}
 	dec.SetBerths(&e.berths, c.peer, func() {
 		e.fail(c, "recv", errors.New("read into a cancelled destination"), false)
+		stopPaying()
 	})
 	st := e.stats.Get(c.peer)
 	for {
