@@ -409,9 +409,9 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 // TestRateLimit sends 6 MB over a link limited to 160 Mbit/s (20 MB/s) by
-// a bandwidth matrix and checks the achieved rate. The bounds are wide:
-// the limit may not be exceeded by more than the burst, and a loaded
-// machine may fall short of it.
+// a bandwidth matrix and checks that the link paces its writes: never
+// faster than the limit past the burst. No floor: under -race on two
+// loaded cores it fell to 4.7 MB/s of the 20 (load 26).
 func TestRateLimit(t *testing.T) {
 	bw, err := transport.ParseBandwidth(strings.NewReader("0 160mbit\n160mbit 0\n"), "links")
 	if err != nil {
@@ -441,7 +441,7 @@ func TestRateLimit(t *testing.T) {
 	// The first Burst bytes are free.
 	rate := float64(n*size-DefaultConfig().Burst) / elapsed.Seconds()
 	t.Logf("%d bytes in %v: %.1f MB/s, limit %.1f MB/s", n*size, elapsed, rate/1e6, limit/1e6)
-	if rate > 1.1*limit || rate < 0.3*limit {
+	if rate > 1.1*limit {
 		t.Fatalf("achieved %.1f MB/s on a %.1f MB/s link", rate/1e6, limit/1e6)
 	}
 }
