@@ -41,12 +41,14 @@ type replCluster struct {
 }
 
 // holdNet opens endpoints whose acknowledgements of replicated updates
-// from node from are dropped while hold is set.
+// from node from to node to are dropped while hold is set; those to
+// other primaries pass (from may back up another server's ranges after
+// a failover, whose pushes must still be acknowledged).
 type holdNet struct {
 	Network
-	from transport.NodeID
-	hold *atomic.Bool
-	held chan struct{}
+	from, to transport.NodeID
+	hold     *atomic.Bool
+	held     chan struct{}
 }
 
 func (h holdNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
@@ -63,7 +65,7 @@ type holdEndpoint struct {
 }
 
 func (e holdEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
-	if m.Type == transport.TypeData && m.Cmd == proto.DataReplicaAck && e.h.hold.Load() {
+	if m.Type == transport.TypeData && m.Cmd == proto.DataReplicaAck && to == e.h.to && e.h.hold.Load() {
 		e.h.held <- struct{}{}
 		return nil
 	}
@@ -98,7 +100,7 @@ func startReplicated(t *testing.T, mode clock.Mode, replicas int, rule update.Ru
 		cfg.Logf = t.Logf // DEBUG
 		cfg.Network = Mem{Net: net}
 		if role == proto.RoleServer && rank == 2 {
-			cfg.Network = holdNet{Network: cfg.Network, from: proto.ServerID(2), hold: c.hold, held: c.held}
+			cfg.Network = holdNet{Network: cfg.Network, from: proto.ServerID(2), to: proto.ServerID(1), hold: c.hold, held: c.held}
 		}
 		for _, w := range wrap {
 			cfg.Network = w(role, rank, cfg.Network)
