@@ -21,9 +21,10 @@ import "slices"
 // the dead process held and those of the ranges it served (they followed
 // it), and a new copy counts once the scheduler reported it in place
 // (BackedUp), as the scheduler counts it. It holds no process: the
-// launcher reports the failovers it saw (FailedOver) and the new copies
-// the scheduler reported (BackedUp). Decide and FailedOver are
-// O(servers × r) for r copies a rank.
+// launcher reports the failovers it saw (FailedOver), the replacements
+// it started (Replaced) and the new copies the scheduler reported
+// (BackedUp). Decide, FailedOver and Replaced are O(servers × r) for r
+// copies a rank.
 type Holders struct {
 	replicas int
 	// holder[i] is the rank whose process serves rank i's ranges.
@@ -121,4 +122,29 @@ func (h *Holders) BackedUp(p, b int) {
 		return
 	}
 	h.copies[p] = append(h.copies[p], b)
+}
+
+// Replaced records that the process of rank q, whose death Decide said
+// is replaced, was (a rollback), as the scheduler counts it: the copies
+// its process held died with it, the new process holds the copies of a
+// start (q is back in the copies of the ranks whose Chain it is in and
+// that their own process serves), and q's ranges have the copies of a
+// start, its Chain. Before, a copy the dead process held was still
+// counted, and the death of the process serving the ranges it copied
+// was taken for a failover where the scheduler paused the job for a
+// replacement. A rank out of range changes nothing.
+func (h *Holders) Replaced(q int) {
+	if q < 0 || q >= len(h.holder) {
+		return
+	}
+	n := len(h.holder)
+	for p := range h.copies {
+		h.copies[p] = slices.DeleteFunc(h.copies[p], func(b int) bool { return b == q })
+	}
+	h.holder[q], h.copies[q] = q, Chain(q, n, h.replicas, nil)
+	for p := range h.copies {
+		if p != q && h.holder[p] == p && slices.Contains(Chain(p, n, h.replicas, nil), q) {
+			h.copies[p] = append(h.copies[p], q)
+		}
+	}
 }

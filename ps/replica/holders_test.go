@@ -110,3 +110,37 @@ func TestHoldersBackedUp(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldersReplaced walks a replacement by hand (3 servers, one copy
+// each): server 0 fails over to server 1, which gets a new copy of its
+// ranges on server 2; server 2's process dies with no copy of its own
+// ranges left and is replaced. The copy of server 0's ranges died with
+// it, so the death of server 1's process, which serves server 0's ranges,
+// leaves them without a copy: a restart, as the scheduler pauses for
+// them, not a failover to the new server 2.
+func TestHoldersReplaced(t *testing.T) {
+	h := NewHolders(3, 1)
+	if out, b := h.Decide(0); out != FailOver || b != 1 {
+		t.Fatalf("server 0: %v %d, want a failover to server 1", out, b)
+	}
+	h.FailedOver(0, 1)
+	h.BackedUp(0, 2)
+	if out, _ := h.Decide(2); out != Replace {
+		t.Fatalf("server 2: %v, want a replacement", out)
+	}
+	h.Replaced(2)
+	if out, b := h.Decide(1); out != Restart {
+		t.Errorf("server 1 after server 2's replacement: %v %d, want a restart", out, b)
+	}
+	// The replacement holds the copies of a start: server 1's, whose
+	// process serves its own ranks, and its own ranges are on server 0's
+	// rank, which is no process any more.
+	if c := h.copies[1]; len(c) != 1 || c[0] != 2 {
+		t.Errorf("server 1's copies %v, want [2]", c)
+	}
+	if c := h.copies[2]; len(c) != 1 || c[0] != 0 {
+		t.Errorf("server 2's copies %v, want [0]", c)
+	}
+	h.Replaced(-1)
+	h.Replaced(3)
+}

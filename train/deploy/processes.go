@@ -388,6 +388,13 @@ func (pd *Processes) deploy(ctx context.Context, d *train.Deployment) (_ *train.
 				// from the start.
 				return false
 			}
+			if srv != nil {
+				if p, ok := launch.ServerRank(name); ok {
+					// Its replacement holds the copies of a start, as
+					// the scheduler counts them.
+					srv.Replaced(p)
+				}
+			}
 			failure := fmt.Errorf("%s failed: %v", name, perr)
 			pd.Recovered = append(pd.Recovered, Recovery{Failure: failure, Round: -1, Replaced: name, Noticed: time.Now(), Joined: joined})
 			if pd.Logf != nil {

@@ -1,0 +1,149 @@
+package sched
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"colo/ps/proto"
+	"colo/ps/replica"
+	"colo/transport"
+)
+
+// TestHoldersAgainstCore checks replica.Holders, which a launcher asks
+// what the death of a server process leads to, against the scheduler's
+// Core on random runs of 3 to 6 servers apart with 1 or 2 copies each:
+// server processes die (the launcher's Decide before the scheduler hears
+// of it), the takeovers get ready, the new copies the Core asks for get
+// in place in any order (told to Holders as the launcher's supervisor
+// reads them, Core.BackedUp), and a process whose death Holders says is
+// replaced is replaced (Holders.Replaced, a rollback). At every death
+// Holders must say what the Core does: a failover to the same backup, a
+// pause for the replacement, or the end of the job (a pause for ranks the
+// launcher has no process to replace ends it too).
+func TestHoldersAgainstCore(t *testing.T) {
+	for trial := range 800 {
+		rng := rand.New(rand.NewPCG(uint64(trial), 5))
+		servers := 3 + rng.IntN(4)
+		replicas := min(1+rng.IntN(2), servers-1)
+		cfg := DefaultConfig()
+		cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Replicas = servers, 2, "tok", replicas
+		cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, 10*time.Second
+		cfg.RecoverWait = 10 * time.Second
+		c, err := NewCore(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range servers {
+			join(t, c, uint32(100+i), proto.RoleServer, i)
+		}
+		join(t, c, 20, proto.RoleWorker, 0)
+		join(t, c, 21, proto.RoleWorker, 1)
+		h := replica.NewHolders(servers, replicas)
+		addr := make([]string, servers) // of each rank's own process
+		alive := make([]bool, servers)
+		for i := range servers {
+			addr[i], alive[i] = "real", true
+		}
+		var (
+			log       []string
+			asked     []proto.Backup // new copies asked for, not in place
+			takeovers []int          // ranks taken over, not ready
+		)
+		ready := func(p int) []Out {
+			return c.Handle(msg(proto.ServerID(p), proto.CmdReady, proto.Ready{Addr: fmt.Sprintf("taken%d", p)}))
+		}
+	steps:
+		for step := range 12 {
+			if ended, _ := c.Ended(); ended {
+				break
+			}
+			var outs []Out
+			switch k := rng.IntN(4); {
+			case k == 0 && len(takeovers) > 0:
+				i := rng.IntN(len(takeovers))
+				p := takeovers[i]
+				takeovers = slices.Delete(takeovers, i, i+1)
+				outs = ready(p)
+				log = append(log, fmt.Sprintf("server %d's takeover ready", p))
+			case k == 1 && len(asked) > 0:
+				i := rng.IntN(len(asked))
+				b := asked[i]
+				asked = slices.Delete(asked, i, i+1)
+				outs = c.Handle(msg(proto.ServerID(b.Backup), proto.CmdBackedUp, b))
+				log = append(log, fmt.Sprintf("server %d reports its copy of %d", b.Backup, b.Server))
+			default:
+				var live []int
+				for i, a := range alive {
+					if a {
+						live = append(live, i)
+					}
+				}
+				if len(live) == 0 {
+					break steps
+				}
+				p := live[rng.IntN(len(live))]
+				out, b := h.Decide(p)
+				what := map[replica.Outcome]string{replica.FailOver: "failover", replica.Replace: "replace", replica.Restart: "restart"}[out]
+				alive[p] = false
+				outs = c.Down(&transport.PeerError{Peer: proto.ServerID(p), Addr: addr[p], Err: transport.ErrPeerClosed})
+				log = append(log, fmt.Sprintf("server %d's process dies: %s %d", p, what, b))
+				failovers := map[int]int{}
+				for _, o := range outs {
+					var f proto.Failover
+					if o.To == proto.WorkerID(0) && o.M.Cmd == proto.CmdFailover && proto.Decode(o.M, &f) == nil {
+						failovers[f.Server] = f.Backup
+					}
+				}
+				ended, _ := c.Ended()
+				paused, _ := c.Paused()
+				ok := false
+				switch out {
+				case replica.FailOver:
+					ok = !ended && !paused && failovers[p] == b
+				case replica.Replace:
+					ok = paused
+				case replica.Restart:
+					ok = ended || paused
+				}
+				if !ok {
+					t.Fatalf("trial %d, %d servers, %d copies: Holders says %s (backup %d); the Core ended %v, paused %v, failed over %v\nevents: %q\nthe Core's log: %q",
+						trial, servers, replicas, what, b, ended, paused, failovers, log, c.Logs())
+				}
+				switch out {
+				case replica.FailOver:
+					h.FailedOver(p, b)
+					for q := range failovers {
+						takeovers = append(takeovers, q)
+					}
+				case replica.Restart:
+					break steps
+				case replica.Replace:
+					// The takeovers get ready, and the replacement
+					// registers: the job resumes.
+					for _, q := range takeovers {
+						outs = append(outs, ready(q)...)
+					}
+					takeovers, asked = takeovers[:0], asked[:0]
+					h.Replaced(p)
+					outs = append(outs, c.Handle(msg(proto.Provisional(uint32(500+step)), proto.CmdRegister, proto.Register{Role: proto.RoleServer, Token: proto.TokenDigest("tok"), Addr: "new", Rank: p, Recover: true}))...)
+					addr[p], alive[p] = fmt.Sprintf("new%d", p), true
+					outs = append(outs, c.Handle(msg(proto.ServerID(p), proto.CmdReady, proto.Ready{Addr: addr[p]}))...)
+					if paused, _ := c.Paused(); paused {
+						t.Fatalf("trial %d: the replacement of server %d did not resume the job: %q", trial, p, c.Logs())
+					}
+					log = append(log, fmt.Sprintf("server %d replaced", p))
+				}
+			}
+			for _, b := range c.BackedUp() {
+				h.BackedUp(b.Server, b.Backup)
+			}
+			for _, b := range decoded[proto.Backup](t, outs, proto.CmdBackup) {
+				asked = append(asked, b)
+			}
+			c.Logs()
+		}
+	}
+}
