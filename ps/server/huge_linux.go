@@ -1,31 +1,65 @@
 package server
 
 import (
-	"syscall"
+	"fmt"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // hugePage is the size of a transparent huge page on the machines colo
 // runs on (x86-64 and arm64 with 4 KiB base pages).
 const hugePage = 2 << 20
 
+// populateMax is the largest array adviseHuge faults in whole: a larger
+// one (a key space far larger than the keys used) stays where its pages
+// are first touched, and an EINVAL of MADV_COLLAPSE is not an error then.
+const populateMax = 1 << 30
+
 // adviseHuge asks the kernel to back the whole 2 MiB pages inside vals
 // with transparent huge pages (madvise MADV_HUGEPAGE; honoured when
 // /sys/kernel/mm/transparent_hugepage/enabled is always or madvise). A
 // sparse push adds into keys scattered over the store, one page each on 4
 // KiB pages, so most of its additions miss the TLB: on 2 MiB pages a
-// store of 2^24 values is 32 pages. The advice changes no value; an
-// error (an old kernel, a refused range) leaves the pages as they are.
-func adviseHuge(vals []float32) {
+// store of 2^24 values is 32 pages.
+//
+// The advice alone covers only the pages first touched after it, and Go
+// may hand over an array whose pages it has touched already: memory
+// that it took back from an earlier array and clears before reuse
+// (page by page, 4 KiB pages when that range was never advised). Such
+// an array is collapsed into huge pages at once (MADV_COLLAPSE, Linux
+// 6.1 and later), its pages faulted in first when some are not there
+// (up to populateMax): one copy of the array now, instead of a TLB miss
+// on nearly every key of every push. The advice changes no value; an
+// error (an old kernel, a refused range, no huge page free) leaves the
+// pages as they are, and is returned for the tests: a store works on
+// any pages.
+func adviseHuge(vals []float32) error {
 	if len(vals)*4 < 2*hugePage {
-		return
+		return nil
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(vals)))
 	end := p + uintptr(len(vals))*4
 	a, e := (p+hugePage-1)&^(hugePage-1), end&^(hugePage-1)
 	if e <= a {
-		return
+		return nil
 	}
 	first := (a - p) / 4 // a value's address is 4-aligned, and so are a and e
-	syscall.Madvise(unsafe.Slice((*byte)(unsafe.Pointer(&vals[first])), e-a), syscall.MADV_HUGEPAGE)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&vals[first])), e-a)
+	if err := unix.Madvise(b, unix.MADV_HUGEPAGE); err != nil {
+		return fmt.Errorf("madvise MADV_HUGEPAGE: %w", err)
+	}
+	err := unix.Madvise(b, unix.MADV_COLLAPSE)
+	if err == unix.EINVAL && len(b) <= populateMax {
+		// Pages not all there yet (or a kernel without MADV_COLLAPSE):
+		// fault them all in, values unchanged (MADV_POPULATE_WRITE,
+		// Linux 5.14), and collapse what did not come huge.
+		if err = unix.Madvise(b, unix.MADV_POPULATE_WRITE); err == nil {
+			err = unix.Madvise(b, unix.MADV_COLLAPSE)
+		}
+	}
+	if err != nil && (err != unix.EINVAL || len(b) <= populateMax) {
+		return fmt.Errorf("madvise: %w", err)
+	}
+	return nil
 }

@@ -37,6 +37,9 @@ type Store struct {
 
 	vals  []float32
 	state [][]float32
+	// huge is why the values are not on huge pages, if they are not
+	// (adviseHuge): the tests skip on it.
+	huge  error
 	extra map[uint64]int // slot of keys outside the index and the families
 	// fams are the key families (see Family): each reserves a run of
 	// slots, found from a key by arithmetic. last is the family that
@@ -72,7 +75,7 @@ func NewStore(idx *route.Index, width int, rule update.Rule) *Store {
 	s.scratch = make([][]float32, rule.States())
 	if width > 0 {
 		s.vals = make([]float32, s.size*width)
-		adviseHuge(s.vals)
+		s.huge = adviseHuge(s.vals)
 		for i := range s.state {
 			s.state[i] = make([]float32, len(s.vals))
 			adviseHuge(s.state[i])
