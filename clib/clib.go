@@ -116,7 +116,8 @@ type Config struct {
 	TLSCert string `json:"tls_cert,omitempty"`
 	TLSKey  string `json:"tls_key,omitempty"`
 	TLSCA   string `json:"tls_ca,omitempty"`
-	// Timeout bounds joining the cluster, in seconds.
+	// Timeout bounds joining the cluster, in seconds; 0 takes
+	// COLO_JOIN_TIMEOUT (FromEnv), or else DefaultTimeout.
 	Timeout float64 `json:"timeout"`
 	// Rule is the servers' update rule when the caller knows it (colo
 	// run sets COLO_RULE); Declare checks tables' rules against it.
@@ -158,9 +159,18 @@ type Local struct {
 	Rule update.Config `json:"rule"`
 }
 
+// DefaultTimeout is the seconds a session waits to join the cluster
+// when neither Config.Timeout nor COLO_JOIN_TIMEOUT says.
+const DefaultTimeout = 60
+
 // DefaultConfig returns a session that joins any rank of the cluster and
-// waits up to 60 s for it.
-func DefaultConfig() Config { return Config{Rank: -1, Timeout: 60} }
+// waits up to COLO_JOIN_TIMEOUT, or DefaultTimeout, for it.
+func DefaultConfig() Config { return Config{Rank: -1} }
+
+// joinTimeout returns how long the session waits to join the cluster.
+func (c Config) joinTimeout() time.Duration {
+	return time.Duration(cmp.Or(c.Timeout, DefaultTimeout) * float64(time.Second))
+}
 
 // Validate checks c; errors name the field and the bound.
 func (c Config) Validate() error {
@@ -170,8 +180,8 @@ func (c Config) Validate() error {
 	if c.Rank < -1 || c.Rank >= proto.MaxRank {
 		return fmt.Errorf("rank %d out of range [-1, %d)", c.Rank, proto.MaxRank)
 	}
-	if !(c.Timeout > 0) || math.IsInf(c.Timeout, 0) {
-		return fmt.Errorf("timeout %v s must be a positive number of seconds", c.Timeout)
+	if !(c.Timeout >= 0) || math.IsInf(c.Timeout, 0) {
+		return fmt.Errorf("timeout %v s must be a positive number of seconds (0: COLO_JOIN_TIMEOUT, or %d s)", c.Timeout, DefaultTimeout)
 	}
 	tlsSet := 0
 	for _, v := range []string{c.TLSCert, c.TLSKey, c.TLSCA} {
@@ -276,7 +286,7 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 	if err := num(&c.NumWorkers, 0, "COLO_NUM_WORKERS", "DMLC_NUM_WORKER"); err != nil {
 		return err
 	}
-	if v := getenv("COLO_JOIN_TIMEOUT"); v != "" {
+	if v := getenv("COLO_JOIN_TIMEOUT"); v != "" && c.Timeout == 0 {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
 			return fmt.Errorf("environment variable COLO_JOIN_TIMEOUT=%q: want a positive duration such as 30s", v)
@@ -368,7 +378,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	nc := node.DefaultConfig()
 	nc.Role, nc.Rank, nc.Token = proto.RoleWorker, cfg.Rank, cfg.Token
 	nc.NumServers, nc.NumWorkers, nc.Host = cfg.NumServers, cfg.NumWorkers, cfg.Host
-	nc.JoinTimeout = time.Duration(cfg.Timeout * float64(time.Second))
+	nc.JoinTimeout = cfg.joinTimeout()
 	if cfg.Local != nil {
 		if err := s.startLocal(cfg, &nc); err != nil {
 			return nil, err
@@ -485,7 +495,7 @@ func (s *Session) hostScheduler(cfg Config, tc *tls.Config) error {
 	sc := sched.DefaultConfig()
 	sc.NumServers, sc.NumWorkers, sc.Token, sc.Width = cfg.NumServers, cfg.NumWorkers, cfg.Token, 0
 	sc.Clock = clock.Config{Mode: mode, Tau: cfg.Tau}
-	sc.StartTimeout = time.Duration(cfg.Timeout * float64(time.Second))
+	sc.StartTimeout = cfg.joinTimeout()
 	if err := sc.Validate(); err != nil {
 		return err
 	}

@@ -360,6 +360,22 @@ func TestFromEnv(t *testing.T) {
 	if c.Scheduler != "10.0.0.1:9000" || c.Rank != 3 || c.NumWorkers != 4 || c.Token != "tok" || c.Rule == nil || c.Rule.Name != "adagrad" || c.Rule.Eps != 1e-8 {
 		t.Fatalf("config from the environment: %+v (rule %+v)", c, c.Rule)
 	}
+	// The join timeout: the caller's, else COLO_JOIN_TIMEOUT's, else
+	// DefaultTimeout.
+	for _, tc := range []struct {
+		timeout float64
+		env     string
+		want    time.Duration
+	}{{0, "", DefaultTimeout * time.Second}, {0, "90s", 90 * time.Second}, {5, "90s", 5 * time.Second}, {5, "", 5 * time.Second}} {
+		c := DefaultConfig()
+		c.Timeout = tc.timeout
+		if err := c.FromEnv(func(k string) string { return map[string]string{"COLO_JOIN_TIMEOUT": tc.env}[k] }); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.joinTimeout(); got != tc.want {
+			t.Errorf("timeout %v, COLO_JOIN_TIMEOUT %q: joins within %v, want %v", tc.timeout, tc.env, got, tc.want)
+		}
+	}
 	env["DMLC_PS_ROOT_PORT"] = "x"
 	c = DefaultConfig()
 	if err := c.FromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "DMLC_PS_ROOT_PORT") {

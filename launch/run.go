@@ -42,7 +42,9 @@ type Cluster struct {
 	Evaluators int
 	// Heartbeat, Timeout, JoinTimeout and RecoverWait are the scheduler's
 	// (colo node --heartbeat, --timeout, --join-timeout, --recover-wait);
-	// 0 leaves colo node's default.
+	// 0 leaves colo node's default. JoinTimeout also bounds each node's
+	// wait for the job to start (its --join-timeout, or for a Worker
+	// command COLO_JOIN_TIMEOUT): how long the cluster may take to form.
 	Heartbeat, Timeout, JoinTimeout, RecoverWait time.Duration
 	// Bin is the colo binary; "" is this executable.
 	Bin string
@@ -319,6 +321,9 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 			w := *c.Worker
 			spec.Bin, spec.Args = w.Path, slices.Clone(w.Args)
 			spec.Env = slices.Concat(env, WorkerEnv(s.rank, addr, st.Addr(s.host), jobFile, results[i], ns, nw), w.Env)
+			if c.JoinTimeout > 0 {
+				spec.Env = append(spec.Env, EnvName("join-timeout")+"="+c.JoinTimeout.String())
+			}
 			if s.role == proto.RoleMachine {
 				spec.Env = append(spec.Env, EnvName("role")+"=machine")
 			}
@@ -332,6 +337,9 @@ func (c *Cluster) Run(ctx context.Context) (_ *Outcome, err error) {
 		}
 		spec.Args = append([]string{"node", "--role", s.role.String(), "--scheduler", addr, "--rank", strconv.Itoa(s.rank),
 			"--host", st.Addr(s.host), "--job-file", jobFile, "--result", results[i]}, size...)
+		if c.JoinTimeout > 0 {
+			spec.Args = append(spec.Args, "--join-timeout", c.JoinTimeout.String())
+		}
 		spec.Args = append(spec.Args, flags(s.name)...)
 		if recover {
 			spec.Args = append(spec.Args, "--recover")

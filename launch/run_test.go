@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -273,6 +274,7 @@ func TestClusterWorkerProgram(t *testing.T) {
 	c := fakeCluster(t, f, fakeJob{}, 3)
 	c.Machines, c.Servers, c.Workers = 0, 1, 2
 	c.Worker = &Command{Path: os.Args[0], Env: []string{memberEnv + "=1"}}
+	c.JoinTimeout = 90 * time.Second
 	out, err := c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -288,6 +290,14 @@ func TestClusterWorkerProgram(t *testing.T) {
 	for _, cmd := range f.cmds {
 		if len(cmd.Args) > 1 && cmd.Args[1] == "node" && strings.Contains(strings.Join(cmd.Args, " "), "--role worker") {
 			t.Errorf("a worker ran colo node: %v", cmd.Args)
+		}
+		// The cluster's join timeout reaches every process: the
+		// scheduler and the servers as --join-timeout, the workers'
+		// program as COLO_JOIN_TIMEOUT.
+		if node := len(cmd.Args) > 1 && cmd.Args[1] == "node"; node && !strings.Contains(strings.Join(cmd.Args, " "), "--join-timeout 1m30s") {
+			t.Errorf("%v: no --join-timeout 1m30s", cmd.Args)
+		} else if !node && !slices.Contains(cmd.Env, "COLO_JOIN_TIMEOUT=1m30s") {
+			t.Errorf("worker %v: no COLO_JOIN_TIMEOUT=1m30s in its environment", cmd.Args)
 		}
 	}
 }

@@ -58,6 +58,11 @@ type Run struct {
 	// Heartbeat is the scheduler's heartbeat period and Timeout how long
 	// a silent node may stay silent before it is declared failed.
 	Heartbeat, Timeout time.Duration
+	// JoinTimeout is how long the cluster may take to form: the
+	// scheduler waits this long for every worker's colo.init (each
+	// PROGRAM imports torch first) and every server, and each of them
+	// this long for the job to start.
+	JoinTimeout time.Duration
 	// Dashboard, Metrics, MetricsFile and Linger are the scheduler's
 	// colo node flags of the same names: a live dashboard of its traffic
 	// with every node, Prometheus metrics served or written at the end.
@@ -83,7 +88,7 @@ const MasterPort = 29500
 // DefaultRun returns a BSP job whose servers add what they are pushed,
 // with PyTorch's epsilon for Adagrad.
 func DefaultRun() Run {
-	r := Run{Job: clib.DefaultJob(), Heartbeat: 200 * time.Millisecond, Timeout: 30 * time.Second}
+	r := Run{Job: clib.DefaultJob(), Heartbeat: 200 * time.Millisecond, Timeout: 30 * time.Second, JoinTimeout: 60 * time.Second}
 	r.Job.Rule.Eps = 1e-10
 	return r
 }
@@ -114,6 +119,7 @@ func (r *Run) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&r.Linger, "linger", r.Linger, "with --metrics or --dashboard: keep serving the final values this long after the job ends")
 	fs.DurationVar(&r.Heartbeat, "heartbeat", r.Heartbeat, "the scheduler's heartbeat period")
 	fs.DurationVar(&r.Timeout, "timeout", r.Timeout, "a node silent this long has failed (a loaded machine starves the workers' processes for seconds)")
+	fs.DurationVar(&r.JoinTimeout, "join-timeout", r.JoinTimeout, "how long the cluster may take to form: every PROGRAM's colo.init (after its imports) and every server must join within it (a loaded machine needs more)")
 }
 
 // Validate checks r; errors name the flags of Register.
@@ -127,6 +133,8 @@ func (r *Run) Validate() error {
 		return fmt.Errorf("--servers %d: want 0 or more", r.Servers)
 	case r.Heartbeat <= 0 || r.Timeout <= r.Heartbeat:
 		return fmt.Errorf("--heartbeat %v and --timeout %v: want a positive period and a longer timeout", r.Heartbeat, r.Timeout)
+	case r.JoinTimeout < r.Heartbeat:
+		return fmt.Errorf("--join-timeout %v: want at least one --heartbeat (%v)", r.JoinTimeout, r.Heartbeat)
 	case r.Netns && r.Job.BandwidthMatrix != "":
 		return errors.New("--netns shapes every host's link at one rate: use --link-bandwidth, not --bandwidth-matrix")
 	case r.Netns && (r.Dashboard != "" || r.Metrics != ""):
@@ -207,7 +215,7 @@ func (r *Run) Execute(ctx context.Context) (*RunResult, error) {
 		return nil, err
 	}
 	survive, backedUp := job.Survivor()
-	c := &launch.Cluster{Token: r.Token, Bin: r.Bin, Heartbeat: r.Heartbeat, Timeout: r.Timeout, Flags: r.schedulerFlags, Survive: survive, BackedUp: backedUp}
+	c := &launch.Cluster{Token: r.Token, Bin: r.Bin, Heartbeat: r.Heartbeat, Timeout: r.Timeout, JoinTimeout: r.JoinTimeout, Flags: r.schedulerFlags, Survive: survive, BackedUp: backedUp}
 	if r.Servers > 0 {
 		c.Servers, c.Workers = r.Servers, r.Machines
 	} else {

@@ -61,6 +61,7 @@ func TestRunValidate(t *testing.T) {
 		{[]string{"--machines", "2"}, "no PROGRAM"},
 		{[]string{"--machines", "2", "--servers", "-1", "--", "p"}, "--servers -1"},
 		{[]string{"--machines", "2", "--timeout", "100ms", "--", "p"}, "--timeout 100ms"},
+		{[]string{"--machines", "2", "--join-timeout", "1ms", "--", "p"}, "--join-timeout 1ms"},
 		{[]string{"--machines", "2", "--netns", "--", "p"}, "--netns needs --link-bandwidth"},
 		{[]string{"--machines", "2", "--netns", "--link-bandwidth", "1gbit", "--dashboard", ":8080", "--", "p"}, "use --metrics-file"},
 		{[]string{"--machines", "2", "--netns", "--bandwidth-matrix", "m.txt", "--", "p"}, "not --bandwidth-matrix"},

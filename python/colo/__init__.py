@@ -46,7 +46,7 @@ _state_lock = threading.Lock()
 _session = None
 
 
-def init(scheduler=None, token=None, rank=None, timeout=60.0, local=False, optimizer=None,
+def init(scheduler=None, token=None, rank=None, timeout=None, local=False, optimizer=None,
          consistency="bsp", tau=0):
     """Join the cluster as a worker and return once the job runs.
 
@@ -60,7 +60,8 @@ def init(scheduler=None, token=None, rank=None, timeout=60.0, local=False, optim
     known (colo run's job), must be that rule, or init raises
     ColoValueError. ``timeout`` bounds joining, in seconds: a scheduler that is not
     there raises ColoTimeoutError (or ColoError naming it) after at most
-    that long. ``local=True`` starts a cluster in this process instead: a
+    that long; None takes COLO_JOIN_TIMEOUT (``colo run --join-timeout``
+    sets it), or else 60 s. ``local=True`` starts a cluster in this process instead: a
     scheduler and one server beside this worker, running ``optimizer``
     (a colo.optim rule or a torch optimizer) under ``consistency`` ("bsp",
     "async" or "bounded" with ``tau``).
@@ -71,7 +72,11 @@ def init(scheduler=None, token=None, rank=None, timeout=60.0, local=False, optim
     with _state_lock:
         if _session is not None:
             raise ColoError("colo.init() was already called in this process; call colo.shutdown() before calling it again")
-        cfg = {"rank": -1 if rank is None else int(rank), "timeout": float(timeout)}
+        cfg = {"rank": -1 if rank is None else int(rank)}
+        if timeout is not None:
+            if not (float(timeout) > 0):
+                raise ValueError("colo.init: timeout=%r: want a positive number of seconds" % (timeout,))
+            cfg["timeout"] = float(timeout)
         if local:
             rule = optim.as_rule(optimizer) or optim.Sum()
             cfg["local"] = {"consistency": consistency, "tau": int(tau), "rule": rule.config()}
@@ -85,8 +90,6 @@ def init(scheduler=None, token=None, rank=None, timeout=60.0, local=False, optim
                 cfg["scheduler"] = str(scheduler)
             if token is not None:
                 cfg["token"] = str(token)
-        if not (float(timeout) > 0):
-            raise ValueError("colo.init: timeout=%r: want a positive number of seconds" % (timeout,))
         h = _lib.call("colo_open", json.dumps(cfg).encode())
         _session = h
         return h
