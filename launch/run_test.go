@@ -34,7 +34,8 @@ type fakeJob struct {
 // the job started, then waits for every member's report; a member writes
 // its Report and ends, or as its job says exits with status 3 ("exit"),
 // hangs ("hang") or kills itself with SIGKILL ("die", unless it is a
-// replacement, started with --recover). A Worker program (no arguments)
+// replacement, started with --recover), each once the members not named
+// have written their reports. A Worker program (no arguments)
 // reads the same from its COLO_* environment.
 func fakeMember() {
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
@@ -92,6 +93,20 @@ func fakeMember() {
 	name := fmt.Sprintf("%s %d", *role, *rank)
 	if len(os.Args) == 1 { // a Worker program
 		fmt.Printf("%s says hello\n", name)
+	}
+	if do := job.Do[name]; do != "" && (do != "die" || !*recover) {
+		// It fails once the members that end well have reported: they
+		// would be killed the grace period after it, before their
+		// reports on a loaded machine.
+		want := 0
+		fmt.Sscan(os.Getenv("LAUNCH_TEST_MEMBERS"), &want)
+		for {
+			got, _ := filepath.Glob(filepath.Join(filepath.Dir(*jobFile), "*-*.json"))
+			if len(got) >= want-len(job.Do) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	switch job.Do[name] {
 	case "exit":
