@@ -28,7 +28,7 @@ func TestAllReduce(t *testing.T) {
 			t.Run(tr+"/"+topo, func(t *testing.T) {
 				t.Parallel()
 				cfg := DefaultConfig()
-				cfg.Network = networkOf(tr)
+				cfg.Network, cfg.Timeout = networkOf(tr), loadedTimeout
 				if topo == "machines" {
 					cfg.Machines = 3
 				} else {
@@ -96,7 +96,7 @@ func TestAllReduceSpecial(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()
 			cfg := DefaultConfig()
-			cfg.Network = networkOf(tr)
+			cfg.Network, cfg.Timeout = networkOf(tr), loadedTimeout
 			c, ctx := startTest(t, cfg, 30*time.Second)
 			in := [][]float64{
 				{math.Inf(1), math.Inf(1), math.NaN(), math.Inf(-1), math.Copysign(0, -1)},

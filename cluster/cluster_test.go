@@ -177,6 +177,7 @@ func TestConformance(t *testing.T) {
 					t.Parallel()
 					cfg := DefaultConfig()
 					cfg.Network, cfg.Clock, cfg.NumKeys = networkOf(tr), ck, numKeys
+					cfg.Timeout = loadedTimeout // twelve clusters at once
 					if topo == "machines" {
 						cfg.Machines = 3
 					} else {
@@ -350,6 +351,12 @@ func (l *logBuffer) String() string {
 
 // startTest starts a cluster of cfg for t with a context that ends after
 // timeout; both end with the test.
+// loadedTimeout is the failure timeout of the tests that check no
+// failure detection, in place of DefaultConfig's second: under -race on
+// two loaded cores (load 34-47) a node of such a test heard no heartbeat
+// for 1.05 s, or a send to the scheduler timed out, and the job failed.
+const loadedTimeout = 10 * time.Second
+
 func startTest(t *testing.T, cfg Config, timeout time.Duration) (*Cluster, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -133,7 +133,7 @@ func member(t *testing.T, addr string, from, to transport.NodeID, token string, 
 // and logged, the job then runs to its end, and no node is blamed.
 func TestStrangersCannotDisturb(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Network = node.TCP{}
+	cfg.Network, cfg.Timeout = node.TCP{}, loadedTimeout
 	var logs logBuffer
 	cfg.Logf = logs.logf
 	c, ctx := startTest(t, cfg, 30*time.Second)

@@ -194,6 +194,7 @@ func TestInterfaceTCP(t *testing.T) {
 	cfg.Clock = clock.Config{Mode: clock.Async}
 	cfg.NumKeys = 4 * n
 	cfg.LinkBandwidth = rate
+	cfg.Timeout = loadedTimeout
 	c, _ := startTest(t, cfg, 30*time.Second)
 	start := time.Now()
 	if err := c.Worker(0).PushRange(0, make([]float32, 4*n)).Wait(); err != nil {

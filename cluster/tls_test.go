@@ -52,7 +52,7 @@ func TestTLSConformance(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.Network, cfg.NumKeys = node.TCP{TLS: loadTLS(t, ca, "node")}, numKeys
+			cfg.Network, cfg.NumKeys, cfg.Timeout = node.TCP{TLS: loadTLS(t, ca, "node")}, numKeys, loadedTimeout
 			c.tune(&cfg)
 			conformance(t, cfg, 7)
 		})
@@ -74,7 +74,7 @@ func TestTLSStrangersCannotDisturb(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Network = node.TCP{TLS: loadTLS(t, ca, "node")}
+	cfg.Network, cfg.Timeout = node.TCP{TLS: loadTLS(t, ca, "node")}, loadedTimeout
 	var logs logBuffer
 	cfg.Logf = logs.logf
 	c, ctx := startTest(t, cfg, 30*time.Second)
