@@ -422,8 +422,8 @@ func (c *Checkpointer) wait() error {
 // ends with its final checkpoint as when every checkpoint is taken (the
 // servers have not changed since: no round came after it). The final
 // checkpoint is durable: taken now, it is written so; taken volatile in
-// the loop, it is made durable (durable). Every worker calls it at the
-// same point.
+// the loop (of its last round or an earlier one), it is made durable
+// (makeDurable). Every worker calls it at the same point.
 func (c *Checkpointer) finish(ctx context.Context, w *worker.Worker, part Part, rounds int) error {
 	if c == nil {
 		return nil
@@ -438,8 +438,9 @@ func (c *Checkpointer) finish(ctx context.Context, w *worker.Worker, part Part, 
 		}
 		return c.wait()
 	}
-	if c.last.round == rounds && c.last.volatile {
-		return c.makeDurable(ctx, w, rounds)
+	if c.last.round > 0 && c.last.volatile {
+		// The last checkpoint of the loop, of its last round or not.
+		return c.makeDurable(ctx, w, c.last.round)
 	}
 	return nil
 }
