@@ -131,6 +131,20 @@
 // (samples/s-p10) beside the mean, the speed of the steps that had the
 // cores on a machine others keep busy.
 //
+// Then the momentum step became an SSE kernel (ps/update), a
+// convolution's weight gradient two groups of chunks (the first
+// convolution's parts were 146 and 92 µs, now 108 and 102), pooling rows
+// of 5 windows an XMM kernel (the second pooling 134 → 76 µs) and the
+// pooling layers part of their convolutions' passes (a cnn step takes 9
+// passes of the threads, not 12). Beside the build before, alternating,
+// at a load of 40–53 (every run contended), the medians of the
+// 10th-percentile steps: mlp 80.1k against 69.6k samples/s at one thread
+// and 80.8k against 69.6k at two, cnn 14.0k against 13.0k and 14.1k
+// against 9.0k. At that load two threads were no faster than one on
+// either build (no step found both cores free): the two-thread target
+// against PyTorch is still to be measured on an idle machine
+// (docs/dense.md has the table).
+//
 // # Example
 //
 //	m, _ := nn.New("cnn", nn.DefaultConfig())
