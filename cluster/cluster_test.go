@@ -206,8 +206,9 @@ func TestNodeFailure(t *testing.T) {
 				cfg.Network, cfg.NumKeys = networkOf(tr), numKeys
 				// A timeout that a loaded machine's late timers cannot reach
 				// while the job starts (at 300 ms the scheduler declared
-				// healthy nodes dead at a load of 30 on two cores).
-				cfg.Heartbeat, cfg.Timeout = 50*time.Millisecond, 2*time.Second
+				// healthy nodes dead at a load of 30 on two cores, at 2 s
+				// the nodes the scheduler under -race at load 45).
+				cfg.Heartbeat, cfg.Timeout = 50*time.Millisecond, 5*time.Second
 				c, _ := startTest(t, cfg, 30*time.Second)
 				dead := c.ServerNode(1)
 				name := "server 1"
