@@ -287,6 +287,10 @@ func TestSmokeTLS(t *testing.T) {
 	cfg := DefaultLaunchConfig()
 	cfg.Keys, cfg.Batch, cfg.Rounds, cfg.Bin = 20000, 2000, 5, coloBin
 	cfg.Token, cfg.TLS, cfg.Starter = "a-token-for-the-environment-only", launch.TLSFlags{Cert: f.Cert, Key: f.Key, CA: f.CA}, rec
+	// Not the default 2 s: a send, its link's TLS handshake included, is
+	// bounded by the timeout, and the scheduler's first send to worker 0
+	// took longer on two loaded cores (load 42).
+	cfg.Timeout = 10 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := Launch(ctx, cfg)
