@@ -32,6 +32,9 @@ type Holders struct {
 	// copies[i] are the ranks whose processes hold a live copy of rank
 	// i's ranges, the first to take them over first.
 	copies [][]int
+	// early[i] are new copies of rank i's ranges reported while it had
+	// all its copies: made after a death not told yet (see BackedUp).
+	early [][]int
 }
 
 // Outcome is what the death of a server process leads to (Decide).
@@ -48,7 +51,7 @@ const (
 // backups each, every rank served by its own process and copied on its
 // Chain.
 func NewHolders(servers, r int) *Holders {
-	h := &Holders{replicas: r, holder: make([]int, servers), copies: make([][]int, servers)}
+	h := &Holders{replicas: r, holder: make([]int, servers), copies: make([][]int, servers), early: make([][]int, servers)}
 	for i := range h.holder {
 		h.holder[i] = i
 		h.copies[i] = Chain(i, servers, r, nil)
@@ -111,14 +114,49 @@ func (h *Holders) FailedOver(p, b int) {
 	for q := range h.copies {
 		h.copies[q] = slices.DeleteFunc(h.copies[q], func(c int) bool { return c == p })
 	}
+	h.settle()
+}
+
+// settle counts the copies reported early whose ranges now have fewer
+// copies than r, and drops those whose process died.
+func (h *Holders) settle() {
+	for p, bs := range h.early {
+		kept := bs[:0]
+		for _, b := range bs {
+			switch {
+			case h.holder[b] != b || h.holder[p] == b || slices.Contains(h.copies[p], b):
+			case len(h.copies[p]) < h.replicas:
+				h.copies[p] = append(h.copies[p], b)
+			default:
+				kept = append(kept, b)
+			}
+		}
+		h.early[p] = kept
+	}
 }
 
 // BackedUp records that the process of rank b holds a new copy of rank
 // p's ranges, made after a failover (the scheduler's proto.CmdBackedUp):
 // it takes them over if their server dies. A report about a rank out of
-// range, or a copy held already, changes nothing.
+// range changes nothing.
+//
+// The scheduler asks for a copy only of ranges with fewer than r copies,
+// on a process that holds none, so a report about ranges that have all
+// theirs here, or this one, follows a death
+// that the launcher was not told yet (it reads the scheduler's lines and
+// the processes' exits apart: the copy of a failed server's ranges made
+// once its backup took them over can be read before its exit). Such a
+// copy counts once that death is told (FailedOver), as it does for the
+// scheduler; before, the failover dropped it as a copy that followed
+// the dead process.
 func (h *Holders) BackedUp(p, b int) {
-	if p < 0 || p >= len(h.copies) || b < 0 || b >= len(h.copies) || b == p || slices.Contains(h.copies[p], b) {
+	if p < 0 || p >= len(h.copies) || b < 0 || b >= len(h.copies) || b == p {
+		return
+	}
+	if len(h.copies[p]) >= h.replicas || slices.Contains(h.copies[p], b) {
+		if !slices.Contains(h.early[p], b) {
+			h.early[p] = append(h.early[p], b)
+		}
 		return
 	}
 	h.copies[p] = append(h.copies[p], b)
@@ -140,7 +178,9 @@ func (h *Holders) Replaced(q int) {
 	n := len(h.holder)
 	for p := range h.copies {
 		h.copies[p] = slices.DeleteFunc(h.copies[p], func(b int) bool { return b == q })
+		h.early[p] = slices.DeleteFunc(h.early[p], func(b int) bool { return b == q })
 	}
+	h.early[q] = nil
 	h.holder[q], h.copies[q] = q, Chain(q, n, h.replicas, nil)
 	for p := range h.copies {
 		if p != q && h.holder[p] == p && slices.Contains(Chain(p, n, h.replicas, nil), q) {

@@ -144,3 +144,25 @@ func TestHoldersReplaced(t *testing.T) {
 	h.Replaced(-1)
 	h.Replaced(3)
 }
+
+// TestHoldersBackedUpBeforeDeath: the scheduler's report of a new copy
+// of server 0's ranges, made after server 0's process died and server 1
+// took them over, is read before that death is told (the launcher reads
+// the scheduler's lines and the processes' exits apart). It counts from
+// the failover on, as the scheduler counts it: the death of server 1's
+// process fails both its ranks over to server 2.
+func TestHoldersBackedUpBeforeDeath(t *testing.T) {
+	h := NewHolders(3, 1)
+	h.BackedUp(0, 2)
+	if out, b := h.Decide(0); out != FailOver || b != 1 {
+		t.Fatalf("server 0: %v %d, want a failover to server 1", out, b)
+	}
+	h.FailedOver(0, 1)
+	if out, b := h.Decide(1); out != FailOver || b != 2 {
+		t.Fatalf("server 1, serving server 0's ranges copied on server 2: %v %d, want a failover to server 2", out, b)
+	}
+	h.FailedOver(1, 2)
+	if h.holder[0] != 2 || h.holder[1] != 2 {
+		t.Errorf("holders %v, want server 2 serving ranks 0 and 1", h.holder)
+	}
+}
