@@ -12,7 +12,9 @@
 //
 // Every file is written atomically (a temporary file, fsync, rename), so
 // a crash leaves either a whole file or none; the MANIFEST vouches for
-// the others and is written once they are all on disk. Prune keeps the
+// the others and is written once they are all on disk. A volatile
+// checkpoint (Options.Volatile) leaves the fsyncs out: a crash of the
+// machine may tear it, and its checksums then refuse it. Prune keeps the
 // newest complete checkpoints and removes the rest, but for the newest of
 // those it removes, which becomes the spare directory: the next
 // checkpoint overwrites its files in place of new ones (WriteFileFunc),

@@ -37,12 +37,13 @@ import (
 //     here;
 //  3. a writer goroutine per worker writes the snapshots and the state,
 //     each file atomically (and durably when worker 0 said so in the
-//     agreement, see Checkpoint.Durable), then an all-reduce in the workers' subgroup
-//     WriterGroup (barrier numbers of its own, so that it runs beside
-//     the loop's) gathers every file's size and CRC-32C and whether a
-//     writer failed, and worker 0's writer writes the MANIFEST naming the
-//     round and the job, which completes the checkpoint, then prunes all
-//     but the newest Keep.
+//     agreement, see Checkpoint.Durable), then an all-reduce in the
+//     workers' subgroup WriterGroup (barrier numbers of its own, so that
+//     it runs beside the loop's) gathers every file's size and CRC-32C
+//     and whether a writer failed, and worker 0's writer writes the
+//     MANIFEST naming the round and the job, which completes the
+//     checkpoint, then prunes all but the newest Keep (and the newest
+//     durable one).
 //
 // The files of one checkpoint are thus of the same round on every node,
 // and the manifest is written after every file, as before. What training
@@ -505,7 +506,9 @@ func (c *Checkpointer) abandon() error {
 // restore loads the newest complete checkpoint of Config.Resume on every
 // worker and returns this worker's state.
 func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part, dir string) (*WorkerState, error) {
-	c.last.round, c.last.volatile = 0, false
+	// The first checkpoint after a restore is durable, whatever was
+	// written before it.
+	c.last.round, c.last.volatile, c.durableAt = 0, false, time.Time{}
 	rank := w.Rank()
 	pick := []float64{0}
 	var perr error
