@@ -254,12 +254,19 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 					fmt.Sscanf(k.with, "machine %d", &rank)
 					with = nodePID(cmd.Process.Pid, "machine", rank)
 				}
-				if pid := nodePID(cmd.Process.Pid, k.role, k.rank); pid > 0 && (k.with == "" || with > 0) && syscall.Kill(pid, syscall.SIGKILL) == nil {
+				// The newest manifest and the time are read before the
+				// kill: read after it, on a loaded machine, they were of
+				// a moment the job had already recovered and trained on
+				// (round 54's manifest for a kill after round 27's, the
+				// resume 159 ms "before" the kill, at load 45-50).
+				pid := nodePID(cmd.Process.Pid, k.role, k.rank)
+				last, checkpointed := newestManifest(dir)
+				killed := time.Now()
+				if pid > 0 && (k.with == "" || with > 0) && syscall.Kill(pid, syscall.SIGKILL) == nil {
 					if with > 0 {
 						syscall.Kill(with, syscall.SIGKILL)
 					}
-					r.killed = time.Now()
-					r.last, r.checkpointed = newestManifest(dir)
+					r.killed, r.last, r.checkpointed = killed, last, checkpointed
 				}
 			}
 			time.Sleep(time.Millisecond)
