@@ -164,10 +164,12 @@ type killRun struct {
 	resumed time.Time // when the restarted run's training began
 	from    int       // the checkpoint round it resumed from (−1: the start)
 	// checkpointed is when the newest complete checkpoint at the kill,
-	// of round last, was written.
-	checkpointed time.Time
-	last         int
-	stderr       string
+	// of round last, was written: read just before the kill, so that
+	// last is at most the newest at the kill; lastAfter, read just
+	// after, at least.
+	checkpointed    time.Time
+	last, lastAfter int
+	stderr          string
 	// killed2 and resumed2 are those of the second kill (killTrial.
 	// second); resumed2 is zero when the second server had left no
 	// request unanswered.
@@ -255,10 +257,13 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 					with = nodePID(cmd.Process.Pid, "machine", rank)
 				}
 				// The newest manifest and the time are read before the
-				// kill: read after it, on a loaded machine, they were of
-				// a moment the job had already recovered and trained on
-				// (round 54's manifest for a kill after round 27's, the
-				// resume 159 ms "before" the kill, at load 45-50).
+				// kill, and the manifest again after it: read only
+				// after it, on a loaded machine, they were of a moment
+				// the job had already recovered and trained on (round
+				// 54's manifest for a kill after round 27's, the resume
+				// 159 ms "before" the kill, at load 45-50); read only
+				// before, the final checkpoint could complete between
+				// the read and the kill.
 				pid := nodePID(cmd.Process.Pid, k.role, k.rank)
 				last, checkpointed := newestManifest(dir)
 				killed := time.Now()
@@ -267,6 +272,7 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 						syscall.Kill(with, syscall.SIGKILL)
 					}
 					r.killed, r.last, r.checkpointed = killed, last, checkpointed
+					r.lastAfter, _ = newestManifest(dir)
 				}
 			}
 			time.Sleep(time.Millisecond)
@@ -570,8 +576,8 @@ func resumedWrong(k killTrial, got *killRun, final int) string {
 		return fmt.Sprintf("resumed from the checkpoint of round %d, older than the one of round %d after whose manifest the kill came", got.from, k.after)
 	case got.from < got.last:
 		return fmt.Sprintf("resumed from the checkpoint of round %d, older than the newest complete one at the kill, of round %d", got.from, got.last)
-	case got.from >= final && got.last < final:
-		return fmt.Sprintf("resumed from the checkpoint of round %d, the job's last round, which was not complete at the kill (the newest then was of round %d)", got.from, got.last)
+	case got.from >= final && got.lastAfter < final:
+		return fmt.Sprintf("resumed from the checkpoint of round %d, the job's last round, which was not complete at the kill (the newest then was of round %d)", got.from, got.lastAfter)
 	}
 	return ""
 }
@@ -930,8 +936,8 @@ func TestKillAsync(t *testing.T) {
 			t.Errorf("%s: %s", name, msg)
 			continue
 		}
-		if got.from > got.last+2*job.every {
-			t.Errorf("%s: resumed from the checkpoint of round %d, newer than any the job could complete after the kill (the newest at the kill was of round %d)", name, got.from, got.last)
+		if got.from > got.lastAfter+2*job.every {
+			t.Errorf("%s: resumed from the checkpoint of round %d, newer than any the job could complete after the kill (the newest at the kill was of round %d)", name, got.from, got.lastAfter)
 			continue
 		}
 		lost := got.killed.Sub(got.checkpointed).Seconds()
