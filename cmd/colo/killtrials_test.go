@@ -273,6 +273,11 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 					}
 					r.killed, r.last, r.checkpointed = killed, last, checkpointed
 					r.lastAfter, _ = newestManifest(dir)
+					if k.final > 0 && r.lastAfter >= k.final {
+						// The job had written its final checkpoint
+						// when the kill came: it had trained.
+						late = r.lastAfter
+					}
 				}
 			}
 			time.Sleep(time.Millisecond)
