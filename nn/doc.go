@@ -139,8 +139,9 @@
 // passes of the threads, not 12). Beside the build before, alternating,
 // at a load of 40–53 (every run contended), the medians of the
 // 10th-percentile steps: mlp 80.1k against 69.6k samples/s at one thread
-// and 80.8k against 69.6k at two, cnn 14.0k against 13.0k and 14.1k
-// against 9.0k. At that load two threads were no faster than one on
+// and 80.8k against 69.6k at two, cnn 14.0k against 13.0k at one (a
+// repeat at load 20–42: mlp likewise, cnn 4% at one and at two threads).
+// At that load two threads were no faster than one on
 // either build (no step found both cores free): the two-thread target
 // against PyTorch is still to be measured on an idle machine
 // (docs/dense.md has the table).
