@@ -102,7 +102,7 @@ type Supervisor struct {
 	procs   []*Proc
 	waiting bool
 	result  error
-	// lastLine is when the scheduler last printed a line (unix ns), and
+	// lastLine is when the scheduler last printed a line (monoNow), and
 	// aliveTimeout the timeout of its last line of life (ns; 0: none
 	// yet), for KillHung.
 	lastLine, aliveTimeout atomic.Int64
@@ -621,7 +621,7 @@ func (s *Supervisor) StartScheduler(ctx context.Context, spec Spec) (addr string
 // which passes it on to out (if any); a scheduler started in the place
 // of another starts its watch for KillHung afresh.
 func (s *Supervisor) schedulerLines(out *tail) *firstLine {
-	s.lastLine.Store(time.Now().UnixNano())
+	s.lastLine.Store(monoNow())
 	s.aliveTimeout.Store(0)
 	return &firstLine{w: out, line: make(chan string, 1), started: &s.jobStarted, finished: &s.jobFinished, paused: s.paused,
 		lastLine: &s.lastLine, aliveTimeout: &s.aliveTimeout}
@@ -631,11 +631,19 @@ func (s *Supervisor) schedulerLines(out *tail) *firstLine {
 // (KillHung).
 const hungPoll = 20 * time.Millisecond
 
+// monoBase is the origin of monoNow, set once.
+var monoBase = time.Now()
+
+// monoNow returns the nanoseconds since monoBase on the monotonic
+// clock: a step of the wall clock (NTP, a date set by hand) neither
+// makes a scheduler look silent nor hides its silence.
+func monoNow() int64 { return int64(time.Since(monoBase)) }
+
 // hung returns why the scheduler is taken for hung (KillHung), "" if
 // it is not.
 func (s *Supervisor) hung() string {
 	d := time.Duration(s.aliveTimeout.Load())
-	silent := time.Since(time.Unix(0, s.lastLine.Load()))
+	silent := time.Duration(monoNow() - s.lastLine.Load())
 	if !s.KillHung || d <= 0 || silent <= 2*d/3 || !s.jobStarted.Load() || s.jobFinished.Load() {
 		return ""
 	}
@@ -656,7 +664,7 @@ type firstLine struct {
 	started  *atomic.Bool
 	finished *atomic.Bool
 	paused   func(line string)
-	// lastLine, when set, is when a later line last ended (unix ns), and
+	// lastLine, when set, is when a later line last ended (monoNow), and
 	// aliveTimeout the timeout of the last line of life.
 	lastLine, aliveTimeout *atomic.Int64
 	// next is the start of the current line after the first, up to
@@ -688,7 +696,7 @@ func (f *firstLine) Write(p []byte) (int, error) {
 		switch {
 		case c == '\n':
 			if f.lastLine != nil {
-				f.lastLine.Store(time.Now().UnixNano())
+				f.lastLine.Store(monoNow())
 				if d, ok := parseAlive(string(f.next)); ok && !f.more {
 					f.aliveTimeout.Store(int64(d))
 				}
