@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -11,10 +12,26 @@ import (
 // runs on (x86-64 and arm64 with 4 KiB base pages).
 const hugePage = 2 << 20
 
-// populateMax is the largest array adviseHuge faults in whole: a larger
-// one (a key space far larger than the keys used) stays where its pages
-// are first touched, and an EINVAL of MADV_COLLAPSE is not an error then.
-const populateMax = 1 << 30
+// populateMax is the largest array adviseHuge faults in whole (its
+// memory is then the process's, used or not): a larger one (a key space
+// far larger than the keys used) stays where its pages are first
+// touched, and an EINVAL of MADV_COLLAPSE is not an error then.
+const populateMax = 256 << 20
+
+// collapses reports whether the running kernel knows MADV_COLLAPSE
+// (Linux 6.1 and later): on an older one, whose EINVAL says so, nothing
+// is faulted in for a collapse that cannot come.
+var collapses = sync.OnceValue(func() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 6 || major == 6 && minor >= 1
+})
 
 // adviseHuge asks the kernel to back the whole 2 MiB pages inside vals
 // with transparent huge pages (madvise MADV_HUGEPAGE; honoured when
@@ -50,7 +67,7 @@ func adviseHuge(vals []float32) error {
 		return fmt.Errorf("madvise MADV_HUGEPAGE: %w", err)
 	}
 	err := unix.Madvise(b, unix.MADV_COLLAPSE)
-	if err == unix.EINVAL && len(b) <= populateMax {
+	if err == unix.EINVAL && len(b) <= populateMax && collapses() {
 		// Pages not all there yet (or a kernel without MADV_COLLAPSE):
 		// fault them all in, values unchanged (MADV_POPULATE_WRITE,
 		// Linux 5.14), and collapse what did not come huge.
@@ -58,7 +75,7 @@ func adviseHuge(vals []float32) error {
 			err = unix.Madvise(b, unix.MADV_COLLAPSE)
 		}
 	}
-	if err != nil && (err != unix.EINVAL || len(b) <= populateMax) {
+	if err != nil && (err != unix.EINVAL || len(b) <= populateMax && collapses()) {
 		return fmt.Errorf("madvise: %w", err)
 	}
 	return nil

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"colo/internal/workload"
 	"colo/ps/route"
 	"colo/ps/update"
@@ -55,13 +53,8 @@ func TestStoreOnHugePagesAfterReuse(t *testing.T) {
 	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(b), "[never]") {
 		t.Skip("transparent huge pages are off")
 	}
-	var u unix.Utsname
-	if unix.Uname(&u) != nil {
-		t.Skip("no uname")
-	}
-	var major, minor int
-	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil || major < 6 || major == 6 && minor < 1 {
-		t.Skipf("kernel %s: no MADV_COLLAPSE before 6.1", unix.ByteSliceToString(u.Release[:]))
+	if !collapses() {
+		t.Skip("the kernel has no MADV_COLLAPSE (Linux 6.1)")
 	}
 	tb, err := route.Uniform(2, workload.SparseSpace)
 	if err != nil {
