@@ -58,11 +58,28 @@ type Spec struct {
 	CheckPlacement func(spec string) error
 	// Shares is set for an application that builds a machine's part
 	// from the machine's samples of the training graph alone (with every
-	// sample's label and every parameter's id), so that a machine can
-	// train on its share of the graph (ReadShare): lr. Only machine 0
-	// evaluates, on the test graph or, without one, on the whole
-	// training graph.
-	Shares bool
+	// sample's label and every parameter's id) and, when it needs them,
+	// statistics of the whole graph recorded with the shares, so that a
+	// machine can train on its share of the graph (ReadShare): lr, mf.
+	// nil for an application that needs the whole data on each machine.
+	Shares *Shares
+}
+
+// Shares says how an application trains a machine on its share of the
+// training graph.
+type Shares struct {
+	// Stats, when set, returns the statistics of the whole training
+	// graph that the opened application's parts depend on, by name (mf:
+	// "mean", the mean training rating): WriteShares records their bits
+	// in shares.json, and ReadShare gives them back in Data.Stats, for
+	// Open to use instead of computing them on the share, which would
+	// give another model.
+	Stats func(a train.App) map[string]float64
+	// EachEvaluates is set when every machine scores its own samples'
+	// held-out or test entries (mf), so that each reads the test graph;
+	// unset when machine 0 alone scores, on the test graph or, without
+	// one, on the whole training graph, which it then reads (lr).
+	EachEvaluates bool
 }
 
 // Data is what a job's files hold, loaded: a sample–parameter graph for
@@ -74,6 +91,10 @@ type Data struct {
 	// Samples are the labelled training samples, which sharding schemes
 	// place; TestSamples the test samples, nil without.
 	Samples, TestSamples *dataset.Dataset
+	// Stats, set when Graph is one machine's share (ReadShare), are the
+	// whole training graph's statistics recorded with the shares
+	// (Shares.Stats); nil when Graph is the whole graph.
+	Stats *Stats
 }
 
 // sparse is the registry's part that sparse applications share: graphs
@@ -87,10 +108,31 @@ func sparse(name, summary string, defaults func(*train.Job) error, open func(tra
 	}
 }
 
-// shares returns s training a machine on its share of the graph.
-func shares(s Spec) Spec {
-	s.Shares = true
+// shares returns s training a machine on its share of the graph as sh
+// says.
+func shares(s Spec, sh Shares) Spec {
+	s.Shares = &sh
 	return s
+}
+
+// mfSpec is matrix factorisation's entry: on a share, with the mean
+// training rating of the whole graph recorded with the shares.
+func mfSpec() Spec {
+	s := sparse("mf", "matrix factorisation of a ratings graph", mf.Defaults, nil)
+	s.Open = func(job train.Job, d *Data) (train.App, error) {
+		if d.Stats == nil {
+			return mf.Open(job, d.Graph, d.TestGraph)
+		}
+		mean, err := d.Stats.Get("mean")
+		if err != nil {
+			return nil, err
+		}
+		return mf.OpenShare(job, d.Graph, d.TestGraph, mean)
+	}
+	return shares(s, Shares{
+		Stats:         func(a train.App) map[string]float64 { return map[string]float64{"mean": a.(*mf.App).Mean} },
+		EachEvaluates: true,
+	})
 }
 
 // placeGraph places the training graph of a sparse application.
@@ -123,9 +165,8 @@ func denseSpec(name, summary string) Spec {
 // specs is the registry.
 var specs = []Spec{
 	shares(sparse("lr", "logistic regression, binary or multinomial, on sparse features", lr.Defaults,
-		func(job train.Job, g, test *graph.Graph) (train.App, error) { return lr.Open(job, g, test) })),
-	sparse("mf", "matrix factorisation of a ratings graph", mf.Defaults,
-		func(job train.Job, g, test *graph.Graph) (train.App, error) { return mf.Open(job, g, test) }),
+		func(job train.Job, g, test *graph.Graph) (train.App, error) { return lr.Open(job, g, test) }), Shares{}),
+	mfSpec(),
 	{
 		Name: "embed", Summary: "node embeddings of a graph for link prediction (SNAP edge lists)", Defaults: embed.Defaults,
 		Load: func(job train.Job) (*Data, error) {
@@ -226,15 +267,16 @@ func Open(job train.Job) (*Opened, error) {
 
 // readCache reads the data cache of job: only the share of machine
 // job.Data.Share when it is set, the application trains on shares, the
-// cache holds them and the machine needs no more (machine 0 scores the
-// training set when there is no test set), and the test set only for
-// machine 0, the one that scores it; the whole cache otherwise.
+// cache holds them and the machine needs no more (under lr machine 0
+// scores the training set when there is no test set), and the test set
+// only for the machines that score it (Shares.EachEvaluates); the whole
+// cache otherwise.
 func readCache(job train.Job, s Spec) (*Data, error) {
 	dir, r := job.Data.Cache, job.Data.Share
-	if r == nil || !s.Shares || (*r == 0 && !hasTest(dir)) {
+	if r == nil || s.Shares == nil || (!s.Shares.EachEvaluates && *r == 0 && !hasTest(dir)) {
 		return ReadCache(dir)
 	}
-	d, err := ReadShare(dir, *r, *r == 0)
+	d, err := ReadShare(dir, *r, *r == 0 || s.Shares.EachEvaluates)
 	if errors.Is(err, ErrNoShares) {
 		return ReadCache(dir)
 	}

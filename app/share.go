@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"colo/graph"
 	"colo/placement"
@@ -40,6 +41,55 @@ func shareFile(rank int) string { return fmt.Sprintf("share-%d%s", rank, graph.B
 type shareSums struct {
 	K     int                `json:"k"`
 	Files map[string]fileSum `json:"files"`
+	// Stats are the whole training graph's statistics the application
+	// records with its shares (Shares.Stats), each float64 as the 16 hex
+	// digits of its bits (math.Float64bits), so that it comes back bit
+	// for bit.
+	Stats map[string]string `json:"stats,omitempty"`
+}
+
+// Stats are the statistics of the whole training graph that an
+// application opened on a share uses instead of computing them on the
+// share (mf's mean rating), as recorded in File (sharesFile).
+type Stats struct {
+	File   string
+	Values map[string]float64
+}
+
+// Get returns the statistic called name; one that File does not record
+// (a cache written by an older colo) is an error naming File and name.
+func (s *Stats) Get(name string) (float64, error) {
+	x, ok := s.Values[name]
+	if !ok {
+		return 0, fmt.Errorf("data cache (data.cache of the job): %s: no statistic %q of the whole training graph, which a share needs: written without it", s.File, name)
+	}
+	return x, nil
+}
+
+// encodeStats returns stats as sharesFile records them.
+func encodeStats(stats map[string]float64) map[string]string {
+	if len(stats) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(stats))
+	for k, x := range stats {
+		out[k] = fmt.Sprintf("%016x", math.Float64bits(x))
+	}
+	return out
+}
+
+// decodeStats returns the statistics sharesFile path records; a value
+// that is not 16 hex digits is an error naming path and the statistic.
+func decodeStats(path string, raw map[string]string) (*Stats, error) {
+	s := &Stats{File: path, Values: make(map[string]float64, len(raw))}
+	for k, v := range raw {
+		bits, err := strconv.ParseUint(v, 16, 64)
+		if err != nil || len(v) != 16 {
+			return nil, fmt.Errorf("%s: stats %q: %q, want the 16 hex digits of a float64's bits", path, k, v)
+		}
+		s.Values[k] = math.Float64frombits(bits)
+	}
+	return s, nil
 }
 
 // fileSum is one share file's size and CRC-32C (Castagnoli, 8 hex
@@ -53,30 +103,37 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // WriteCache writes the opened data to the new directory dir
 // (Data.WriteCache) and, for an application that trains a machine on
-// its share of the training graph alone (lr), each machine's share
-// under placement p, for a replacement to read instead of the whole
-// graph (ReadShare). It returns false, writing nothing, for data that
-// are not graphs.
+// its share of the training graph alone (Spec.Shares: lr, mf), each
+// machine's share under placement p, with the statistics of the whole
+// graph the application needs (Shares.Stats), for a replacement to read
+// instead of the whole graph (ReadShare). It returns false, writing
+// nothing, for data that are not graphs.
 func (o *Opened) WriteCache(dir string, p *placement.Placement) (bool, error) {
 	ok, err := o.Data.WriteCache(dir)
-	if !ok || err != nil || !o.spec.Shares || p == nil {
+	if !ok || err != nil || o.spec.Shares == nil || p == nil {
 		return ok, err
 	}
-	if err := WriteShares(dir, o.Data.Graph, p); err != nil {
+	var stats map[string]float64
+	if f := o.spec.Shares.Stats; f != nil {
+		stats = f(o.App)
+	}
+	if err := WriteShares(dir, o.Data.Graph, p, stats); err != nil {
 		return false, err
 	}
 	return true, nil
 }
 
 // WriteShares writes each machine's share of g under placement p into
-// the existing directory dir, then sharesFile vouching for them. The
-// files are written one after another, in the time of g's edges once
-// plus O(K(n+m)), with memory for one share's edges and m offsets.
-func WriteShares(dir string, g *graph.Graph, p *placement.Placement) error {
+// the existing directory dir, then sharesFile vouching for them and
+// recording stats, the statistics of the whole graph that a part built
+// on a share needs (nil for none), bit for bit. The files are written
+// one after another, in the time of g's edges once plus O(K(n+m)), with
+// memory for one share's edges and m offsets.
+func WriteShares(dir string, g *graph.Graph, p *placement.Placement, stats map[string]float64) error {
 	if len(p.Data) != g.NumSamples() {
 		return fmt.Errorf("data cache: the placement places %d samples, the graph has %d", len(p.Data), g.NumSamples())
 	}
-	sums := shareSums{K: p.K, Files: map[string]fileSum{}}
+	sums := shareSums{K: p.K, Files: map[string]fileSum{}, Stats: encodeStats(stats)}
 	for r := range p.K {
 		name := shareFile(r)
 		sum, err := writeShare(filepath.Join(dir, name), g, p.Data, int32(r))
@@ -242,9 +299,12 @@ var ErrNoShares = errors.New("the data cache holds no shares")
 
 // ReadShare reads machine rank's share of the training graph from the
 // data cache dir (Opened.WriteCache), never the whole training graph,
-// and with test the test graph when the cache has one. A share file missing, of another size or
-// checksum than sharesFile records, or not a graph is an error naming
-// it; a cache without sharesFile is ErrNoShares.
+// with the whole graph's statistics recorded with the shares (in
+// Data.Stats, set even when none is recorded), and with test the test
+// graph when the cache has one. A share file missing, of another size
+// or checksum than sharesFile records, or not a graph is an error
+// naming it, and so is a statistic that is not a float64's bits; a
+// cache without sharesFile is ErrNoShares.
 func ReadShare(dir string, rank int, test bool) (*Data, error) {
 	fail := func(err error) (*Data, error) {
 		return nil, fmt.Errorf("data cache (data.cache of the job): %w", err)
@@ -290,7 +350,11 @@ func ReadShare(dir string, rank int, test bool) (*Data, error) {
 	if got := fmt.Sprintf("%08x", h.Sum32()); got != want.CRC32C {
 		return fail(fmt.Errorf("%s: CRC-32C %s, but %s records %s: changed since it was written", path, got, sumPath, want.CRC32C))
 	}
-	d := &Data{Graph: g}
+	stats, err := decodeStats(sumPath, sums.Stats)
+	if err != nil {
+		return fail(err)
+	}
+	d := &Data{Graph: g, Stats: stats}
 	if !test {
 		return d, nil
 	}

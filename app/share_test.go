@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"colo/app"
+	"colo/app/mf"
 	"colo/graph"
 	"colo/train"
 )
@@ -37,8 +40,7 @@ func randomSVM(n int, seed uint64) string {
 // part it builds from the whole graph, on its own samples' edges alone
 // and without the test graph, which only machine 0 scores; machine 0
 // without a test file (it scores the training set) reads the
-// whole graph; an application that needs the whole graph (mf) gets no
-// shares and reads it all.
+// whole graph.
 func TestShares(t *testing.T) {
 	for _, withTest := range []bool{false, true} {
 		t.Run(fmt.Sprintf("test file %v", withTest), func(t *testing.T) {
@@ -104,29 +106,156 @@ func TestShares(t *testing.T) {
 			}
 		})
 	}
-	t.Run("mf", func(t *testing.T) {
-		job, err := app.DefaultJob("mf")
-		if err != nil {
-			t.Fatal(err)
+}
+
+// randomRatings returns n `row col rating` lines of distinct entries
+// over 40 rows and 30 columns, ratings in halves from 0.5 to 5, drawn
+// from seed.
+func randomRatings(n int, seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 2))
+	var b strings.Builder
+	seen := map[[2]int]bool{}
+	for len(seen) < n {
+		e := [2]int{1 + r.IntN(40), 1 + r.IntN(30)}
+		if seen[e] {
+			continue
 		}
-		job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "r.tsv", "1 1 5\n1 2 3\n2 1 4\n2 3 2\n3 2 1\n3 3 5\n4 1 2\n4 2 4\n"), "random", 2
-		job.Data.Load.Format = string(graph.FormatRatings)
-		want, p, err := app.OpenPlaced(job)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join(t.TempDir(), "data")
-		if ok, err := want.WriteCache(dir, p); !ok || err != nil {
-			t.Fatalf("write the cache: %v, %v", ok, err)
-		}
-		if _, err := os.Stat(filepath.Join(dir, "shares.json")); err == nil {
-			t.Error("mf's cache has shares")
-		}
-		got, err := openMachine(job, dir, 1)
-		if err != nil || !reflect.DeepEqual(got.Data, want.Data) {
-			t.Errorf("mf's machine 1 from the cache: %v, want the whole data", err)
-		}
-	})
+		seen[e] = true
+		fmt.Fprintf(&b, "%d %d %.1f\n", e[0], e[1], 0.5*float64(1+r.IntN(10)))
+	}
+	return b.String()
+}
+
+// mfJob returns mf on 3 machines on random ratings, with a test file or
+// entries held out.
+func mfJob(t *testing.T, withTest bool) train.Job {
+	job, err := app.DefaultJob("mf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "r.tsv", randomRatings(400, 5)), "random", 3
+	job.Data.Load.Format = string(graph.FormatRatings)
+	if withTest {
+		job.Data.Test = writeFile(t, "t.tsv", randomRatings(60, 6)+"41 1 3\n1 31 2\n") // a row and a column training lacks
+	}
+	return job
+}
+
+// TestSharesMF: every machine of mf opened from its share of the data
+// cache, with the whole training graph gone from the cache, reads its
+// own rows' ratings alone and the test graph (each machine scores its
+// rows), takes the whole graph's mean rating from shares.json bit for
+// bit, not the share's, and builds bit for bit the part it builds from
+// the whole graph (its training, held-out and test entries, factors and
+// the mean), with the same count of test entries skipped.
+func TestSharesMF(t *testing.T) {
+	for _, withTest := range []bool{false, true} {
+		t.Run(fmt.Sprintf("test file %v", withTest), func(t *testing.T) {
+			job := mfJob(t, withTest)
+			want, p, err := app.OpenPlaced(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "data")
+			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
+				t.Fatalf("write the cache: %v, %v", ok, err)
+			}
+			mean := want.App.(*mf.App).Mean
+			b, err := os.ReadFile(filepath.Join(dir, "shares.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sums struct {
+				Stats map[string]string `json:"stats"`
+			}
+			if err := json.Unmarshal(b, &sums); err != nil {
+				t.Fatal(err)
+			}
+			if got, w := sums.Stats["mean"], fmt.Sprintf("%016x", math.Float64bits(mean)); got != w {
+				t.Errorf("shares.json records the mean as %q, want %q", got, w)
+			}
+			if err := os.Rename(filepath.Join(dir, "train.graph"), filepath.Join(dir, "moved")); err != nil {
+				t.Fatal(err)
+			}
+			differ := false
+			for r := range p.K {
+				got, err := openMachine(job, dir, r)
+				if err != nil {
+					t.Fatalf("machine %d: %v", r, err)
+				}
+				rows := train.Shard(p, r)
+				var edges int64
+				for _, u := range rows {
+					edges += int64(want.Data.Graph.SampleDegree(int(u)))
+				}
+				if g := got.Data.Graph; g.NumEdges() != edges || g.NumSamples() != want.Data.Graph.NumSamples() || g.NumParams() != want.Data.Graph.NumParams() {
+					t.Errorf("machine %d read %v, want its %d rows' %d ratings of %v", r, g, len(rows), edges, want.Data.Graph)
+				}
+				if (got.Data.TestGraph != nil) != withTest {
+					t.Errorf("machine %d read the test graph: %v, want %v (each machine scores its rows)", r, got.Data.TestGraph != nil, withTest)
+				}
+				w, h := want.App.(*mf.App), got.App.(*mf.App)
+				if math.Float64bits(h.Mean) != math.Float64bits(w.Mean) || h.Skipped != w.Skipped {
+					t.Errorf("machine %d: mean %v (bits %x), %d skipped; want %v (%x), %d", r, h.Mean, math.Float64bits(h.Mean), h.Skipped, w.Mean, math.Float64bits(w.Mean), w.Skipped)
+				}
+				if own, err := mf.New(got.Data.Graph, got.Data.TestGraph, w.Config); err == nil && own.Mean != w.Mean {
+					differ = true
+				}
+				if wp, hp := want.App.Part(r, rows, 4, 7), got.App.Part(r, rows, 4, 7); !reflect.DeepEqual(wp, hp) {
+					t.Errorf("machine %d: its part from its share differs from the one from the whole graph", r)
+				}
+			}
+			if withTest && want.App.(*mf.App).Skipped != 2 {
+				t.Errorf("%d test entries skipped, want 2", want.App.(*mf.App).Skipped)
+			}
+			if !differ {
+				t.Error("every share's own mean rating is the whole graph's: the test cannot tell them apart")
+			}
+		})
+	}
+}
+
+// TestShareStatsDamaged: a statistic missing from shares.json or not a
+// float64's bits is an error naming shares.json and the statistic.
+func TestShareStatsDamaged(t *testing.T) {
+	job := mfJob(t, false)
+	want, p, err := app.OpenPlaced(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, from, to string
+	}{
+		{"missing", `"mean"`, `"median"`},
+		{"not hex", `"mean": "`, `"mean": "x`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
+				t.Fatalf("write the cache: %v, %v", ok, err)
+			}
+			path := filepath.Join(dir, "shares.json")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), tc.from) {
+				t.Fatalf("shares.json has no %s:\n%s", tc.from, b)
+			}
+			if err := os.WriteFile(path, []byte(strings.Replace(string(b), tc.from, tc.to, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = openMachine(job, dir, 1)
+			if err == nil {
+				t.Fatal("opened")
+			}
+			for _, w := range []string{"shares.json", `"mean"`, "data.cache"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
 }
 
 // openMachine opens job as machine r does from the data cache dir (a

@@ -67,7 +67,7 @@ type Data struct {
 	// worker) the process trains: it reads that machine's share of the
 	// training graph from Cache (app.ReadShare) instead of the whole
 	// graph, when the parent wrote shares (an application that trains
-	// on one, lr) and the machine needs no more. A replacement's
+	// on one, lr and mf) and the machine needs no more. A replacement's
 	// (deploy.Kind.Open). It is not part of the job's identity.
 	Share *int `json:"share,omitempty"`
 }

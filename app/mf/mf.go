@@ -113,6 +113,45 @@ type App struct {
 // on entries of train held out when test is nil. Graphs without values
 // rate every entry 1.
 func New(train, test *graph.Graph, cfg Config) (*App, error) {
+	a, err := newApp(train, test, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.Train.Val) == 0 {
+		return nil, fmt.Errorf("mf: %s has no training ratings", train.Meta().Source)
+	}
+	var sum float64
+	for _, r := range a.Train.Val {
+		sum += float64(r)
+	}
+	a.Mean = sum / float64(len(a.Train.Val))
+	return a, nil
+}
+
+// NewShare prepares matrix factorisation as New does, on share, one
+// machine's share of the training graph (every row and column of the
+// whole graph, with the ratings of the machine's rows alone: package
+// app's ReadShare), with mean the mean training rating New computed on
+// the whole graph (App.Mean), which a share cannot give. A machine's
+// Part on it is bit for bit its Part on the whole graph: its rows'
+// training and held-out entries, held out by the same hash, and the
+// test entries matched to its rows. Only the machine's Part and
+// Evaluate may be used: MeanRMSE and HeldOutRMSE see the share's
+// entries alone.
+func NewShare(share, test *graph.Graph, cfg Config, mean float64) (*App, error) {
+	if math.IsNaN(mean) || math.IsInf(mean, 0) {
+		return nil, fmt.Errorf("mf: the whole graph's mean rating %v, want a finite value", mean)
+	}
+	a, err := newApp(share, test, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.Mean = mean
+	return a, nil
+}
+
+// newApp is New without the mean rating.
+func newApp(train, test *graph.Graph, cfg Config) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -140,14 +179,6 @@ func New(train, test *graph.Graph, cfg Config) (*App, error) {
 	if test != nil {
 		a.Held, a.Skipped = testEntries(test, train)
 	}
-	if len(a.Train.Val) == 0 {
-		return nil, fmt.Errorf("mf: %s has no training ratings", train.Meta().Source)
-	}
-	var sum float64
-	for _, r := range a.Train.Val {
-		sum += float64(r)
-	}
-	a.Mean = sum / float64(len(a.Train.Val))
 	return a, nil
 }
 
@@ -425,12 +456,31 @@ func Defaults(job *train.Job) error {
 // g, evaluated on test (nil: held-out entries): the job's options over
 // DefaultConfig, its seed for the row factors and the held-out entries.
 func Open(job train.Job, g, test *graph.Graph) (*App, error) {
-	cfg := DefaultConfig()
-	if err := job.DecodeOptions(&cfg); err != nil {
+	cfg, err := jobConfig(job)
+	if err != nil {
 		return nil, err
 	}
-	cfg.Seed = job.Config.Seed
 	return New(g, test, cfg)
+}
+
+// OpenShare is Open on one machine's share of the training graph, with
+// mean the whole graph's mean training rating (NewShare).
+func OpenShare(job train.Job, share, test *graph.Graph, mean float64) (*App, error) {
+	cfg, err := jobConfig(job)
+	if err != nil {
+		return nil, err
+	}
+	return NewShare(share, test, cfg, mean)
+}
+
+// jobConfig returns job's options over DefaultConfig, with its seed.
+func jobConfig(job train.Job) (Config, error) {
+	cfg := DefaultConfig()
+	if err := job.DecodeOptions(&cfg); err != nil {
+		return cfg, err
+	}
+	cfg.Seed = job.Config.Seed
+	return cfg, nil
 }
 
 // MarshalBinary returns the part's state for a checkpoint

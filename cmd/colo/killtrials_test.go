@@ -657,6 +657,72 @@ func TestKillTrials(t *testing.T) {
 	}
 }
 
+// ratingsFile writes n distinct `row col rating` entries over 300 rows
+// and 200 columns, integer ratings 1 to 5 drawn from seed, to a file in
+// dir and returns its path.
+func ratingsFile(t *testing.T, dir string, n int, seed uint64) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	var b strings.Builder
+	seen := map[[2]int]bool{}
+	for len(seen) < n {
+		e := [2]int{1 + rng.IntN(300), 1 + rng.IntN(200)}
+		if !seen[e] {
+			seen[e] = true
+			fmt.Fprintf(&b, "%d %d %d\n", e[0], e[1], 1+rng.IntN(5))
+		}
+	}
+	path := filepath.Join(dir, "ratings.tsv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestKillTrialsMF kills a machine of matrix factorisation on 2
+// co-located machines (6,000 ratings, 10% held out, 90 rounds) with
+// SIGKILL in 4 seeded trials, each at a seeded round, run as processes
+// with --restarts 1 --recovery replace: the replacement reads only its
+// share of the ratings from the job's data cache, with the whole
+// graph's mean rating recorded beside the shares, and the job ends as
+// the unfailed run: the same losses and held-out RMSE, and the final
+// checkpoint's server snapshots equal byte for byte.
+func TestKillTrialsMF(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes")
+	}
+	const every = 3
+	args := []string{ratingsFile(t, t.TempDir(), 6000, 3), "--app", "mf", "--format", "ratings", "--machines", "2", "--batch", "30",
+		"--max-passes", "9", "--epsilon", "0", "--link-bandwidth", "4mbit"}
+	want := runUnfailed(t, args, every)
+	if want.res.RMSE == nil {
+		t.Fatal("the unfailed run reports no held-out RMSE")
+	}
+	checkpoints := want.res.Rounds / every
+	if checkpoints < 6 {
+		t.Fatalf("%d rounds, want at least %d", want.res.Rounds, 6*every)
+	}
+	rng := rand.New(rand.NewPCG(34, 2))
+	var resumed []time.Duration
+	for i := range 4 {
+		k := killTrial{role: "machine", rank: rng.IntN(2), after: every * (1 + rng.IntN(checkpoints-3)),
+			delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+		got := runKilledTraining(t, args, every, want.res.Rounds, k)
+		name := fmt.Sprintf("mf trial %d (%v)", i+1, k)
+		if msg := resumedWrong(k, got, want.res.Rounds); msg != "" {
+			t.Errorf("%s: %s", name, msg)
+		}
+		if !sameKilled(t, name, want.res, got.res) {
+			continue
+		}
+		sameSnapshots(t, name, want.snaps, got.snaps)
+		d := got.resumed.Sub(got.killed)
+		resumed = append(resumed, d)
+		t.Logf("%s: resumed from round %d, training again %v after the kill", name, got.from, d.Round(time.Millisecond))
+	}
+	logResumed(t, " (mf, replaced)", resumed)
+}
+
 // TestKillTrialsReplicas kills a server with SIGKILL in 4 seeded trials,
 // each at a seeded round of lr on the embedded 20 Newsgroups, BSP, 18
 // full-batch passes, 3 workers and 3 servers apart with one backup each (--replicas 1), run
@@ -888,7 +954,7 @@ func sameKilled(t *testing.T, name string, want, got *train.Result) bool {
 			same = false
 		}
 	}
-	if !sameMeasure(want.Accuracy, got.Accuracy) || !sameMeasure(want.LogLoss, got.LogLoss) || !sameMeasure(want.AUC, got.AUC) {
+	if !sameMeasure(want.Accuracy, got.Accuracy) || !sameMeasure(want.LogLoss, got.LogLoss) || !sameMeasure(want.AUC, got.AUC) || !sameMeasure(want.RMSE, got.RMSE) {
 		t.Errorf("%s: test measures %v, without failure %v", name, got.Eval, want.Eval)
 		same = false
 	}
