@@ -60,8 +60,9 @@ type Spec struct {
 	// from the machine's samples of the training graph alone (with every
 	// sample's label and every parameter's id) and, when it needs them,
 	// statistics of the whole graph recorded with the shares, so that a
-	// machine can train on its share of the graph (ReadShare): lr, mf.
-	// nil for an application that needs the whole data on each machine.
+	// machine can train on its share of the graph (ReadShare): lr, mf,
+	// embed, ctr. nil for an application that needs the whole data on
+	// each machine.
 	Shares *Shares
 }
 
@@ -176,8 +177,16 @@ var specs = []Spec{
 			}
 			return &Data{Graph: g, TestGraph: test}, nil
 		},
-		Open:  func(job train.Job, d *Data) (train.App, error) { return embed.Open(job, d.Graph, d.TestGraph) },
+		Open: func(job train.Job, d *Data) (train.App, error) {
+			if d.Stats != nil { // a machine's share
+				return embed.OpenShare(job, d.Graph, d.TestGraph)
+			}
+			return embed.Open(job, d.Graph, d.TestGraph)
+		},
 		Place: placeGraph, CheckPlacement: CheckPartitioner,
+		// Worker 0 alone scores, on the test graph that Load always
+		// makes (the test file's edges or the held-out ones).
+		Shares: &Shares{},
 	},
 	{
 		Name: "ctr", Summary: "a click-through model: an embedding table per categorical field of a --spec and an mlp", Defaults: ctr.Defaults,
@@ -197,6 +206,11 @@ var specs = []Spec{
 			return p, secs, err
 		},
 		CheckPlacement: CheckPartitioner,
+		// A part reads its rows alone, the labels of all (which the
+		// share keeps), and the fitted spec, which travels in the job;
+		// worker 0 scores the test rows or, without them, the training
+		// rows.
+		Shares: &Shares{},
 	},
 	denseSpec("mlp", "a multilayer perceptron on labelled dense data (784-256-128-10 by default)"),
 	denseSpec("cnn", "a LeNet-5 convolutional network on labelled images"),

@@ -8,12 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"colo/app"
+	"colo/app/embed"
 	"colo/app/mf"
+	"colo/features"
 	"colo/graph"
 	"colo/train"
 )
@@ -215,6 +218,186 @@ func TestSharesMF(t *testing.T) {
 	}
 }
 
+// randomEdges returns n `u v` lines of a SNAP edge list over 60 nodes,
+// drawn from seed (repeats and self-loops included: Load drops them).
+func randomEdges(n int, seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 4))
+	var b strings.Builder
+	for range n {
+		fmt.Fprintf(&b, "%d\t%d\n", r.IntN(60), r.IntN(60))
+	}
+	return b.String()
+}
+
+// sameSteps trains the parts w and h side by side for two passes of
+// their batches, at column values drawn from the keys, and says where
+// they first differ: in the keys of a round, or in its loss, samples or
+// gradient, bit for bit ("" when nowhere).
+func sameSteps(w, h train.Part, width int) string {
+	if w.Batches() != h.Batches() {
+		return fmt.Sprintf("%d batches, want %d", h.Batches(), w.Batches())
+	}
+	for r := range 2 * w.Batches() {
+		b := r % w.Batches()
+		kw, kh := w.Keys(b), h.Keys(b)
+		if !reflect.DeepEqual(kw, kh) {
+			return fmt.Sprintf("round %d: other keys", r)
+		}
+		vals := make([]float32, kw.Len()*width)
+		for i := range vals {
+			vals[i] = float32(math.Sin(float64(i+r))) / 4
+		}
+		gw, gh := make([]float32, len(vals)), make([]float32, len(vals))
+		lw, nw, cw := w.Step(b, slices.Clone(vals), gw, 0.5)
+		lh, nh, ch := h.Step(b, slices.Clone(vals), gh, 0.5)
+		if math.Float64bits(lw) != math.Float64bits(lh) || nw != nh || cw != ch {
+			return fmt.Sprintf("round %d: loss %v, %d samples, %d correct; want %v, %d, %d", r, lh, nh, ch, lw, nw, cw)
+		}
+		for i := range gw {
+			if math.Float32bits(gw[i]) != math.Float32bits(gh[i]) {
+				return fmt.Sprintf("round %d: gradient %d is %v, want %v", r, i, gh[i], gw[i])
+			}
+		}
+	}
+	return ""
+}
+
+// TestSharesEmbed: every machine of embed opened from its share of the
+// data cache, with the whole training graph gone from the cache, reads
+// its own edges alone and the test graph (the held-out edges, which
+// worker 0 ranks), has the initial vectors and held-out edges of the
+// whole graph, and trains bit for bit as its part on the whole graph
+// does: the same keys, negatives, losses and gradients round after
+// round.
+func TestSharesEmbed(t *testing.T) {
+	for _, withTest := range []bool{false, true} {
+		t.Run(fmt.Sprintf("test file %v", withTest), func(t *testing.T) {
+			job, err := app.DefaultJob("embed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "e.txt", randomEdges(500, 8)), "random", 3
+			if withTest {
+				job.Data.Test = writeFile(t, "t.txt", randomEdges(30, 9))
+			}
+			want, p, err := app.OpenPlaced(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "data")
+			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
+				t.Fatalf("write the cache: %v, %v", ok, err)
+			}
+			if err := os.Rename(filepath.Join(dir, "train.graph"), filepath.Join(dir, "moved")); err != nil {
+				t.Fatal(err)
+			}
+			for r := range p.K {
+				got, err := openMachine(job, dir, r)
+				if err != nil {
+					t.Fatalf("machine %d: %v", r, err)
+				}
+				rows := train.Shard(p, r)
+				if g := got.Data.Graph; g.NumEdges() != 2*int64(len(rows)) || g.NumSamples() != want.Data.Graph.NumSamples() || g.NumParams() != want.Data.Graph.NumParams() {
+					t.Errorf("machine %d read %v, want its %d edges of %v", r, g, len(rows), want.Data.Graph)
+				}
+				if (got.Data.TestGraph != nil) != (r == 0) {
+					t.Errorf("machine %d read the test graph: %v, want it only on machine 0 (which scores it)", r, got.Data.TestGraph != nil)
+				}
+				w, h := want.App.(*embed.App), got.App.(*embed.App)
+				if r == 0 && !reflect.DeepEqual(h.Held, w.Held) {
+					t.Errorf("machine 0: %d held-out edges, want the whole graph's %d", len(h.Held), len(w.Held))
+				}
+				if !reflect.DeepEqual(h.Init, w.Init) || h.NumKeys() != w.NumKeys() || h.NumSamples() != w.NumSamples() {
+					t.Errorf("machine %d: other initial vectors or sizes than from the whole graph", r)
+				}
+				if msg := sameSteps(want.App.Part(r, rows, 3, 7), got.App.Part(r, rows, 3, 7), w.Width()); msg != "" {
+					t.Errorf("machine %d: its part from its share trains otherwise than the one from the whole graph: %s", r, msg)
+				}
+			}
+		})
+	}
+}
+
+// clicksCSV returns a table of n rows of three categories, a number and
+// a click, drawn from seed; rows of day ≥ 20 are a spec's test split.
+func clicksCSV(n int, seed uint64) string {
+	r := rand.New(rand.NewPCG(seed, 7))
+	var b strings.Builder
+	b.WriteString("day,a,b,c,x,click\n")
+	for range n {
+		fmt.Fprintf(&b, "%d,a%d,b%d,c%d,%.4f,%d\n", r.IntN(25), r.IntN(6), r.IntN(5), r.IntN(4), r.NormFloat64(), r.IntN(2))
+	}
+	return b.String()
+}
+
+// TestSharesCTR: every machine of ctr opened from its share of the data
+// cache, with the whole training graph gone from the cache, reads its
+// own rows alone (machine 0 the test rows too, which it scores, or,
+// without a test split, the whole graph, whose rows it scores) and
+// trains bit for bit as its part on the whole graph does.
+func TestSharesCTR(t *testing.T) {
+	for _, spec := range []string{"click ~ a + b + hash(c, 3) + std(x) + 1; test: day >= 20", "click ~ a + b + hash(c, 3) + std(x) + 1"} {
+		withTest := strings.Contains(spec, "test:")
+		t.Run(fmt.Sprintf("test split %v", withTest), func(t *testing.T) {
+			job, err := app.DefaultJob("ctr")
+			if err != nil {
+				t.Fatal(err)
+			}
+			job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "clicks.csv", clicksCSV(400, 3)), "random", 3
+			if err := app.SetOptions(&job, map[string]any{"dim": 4, "hidden": []int{8}}); err != nil {
+				t.Fatal(err)
+			}
+			s, err := features.Parse(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if job.Data.Load.Spec, err = features.Fit(job.Data.Train, s, features.TableOptions(0)); err != nil {
+				t.Fatal(err)
+			}
+			want, p, err := app.OpenPlaced(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "data")
+			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
+				t.Fatalf("write the cache: %v, %v", ok, err)
+			}
+			first := 0 // machine 0 without a test split reads the whole graph
+			if !withTest {
+				first = 1
+			}
+			for r := range p.K {
+				if r == 1 {
+					if err := os.Rename(filepath.Join(dir, "train.graph"), filepath.Join(dir, "moved")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := openMachine(job, dir, r)
+				if err != nil {
+					t.Fatalf("machine %d: %v", r, err)
+				}
+				rows := train.Shard(p, r)
+				var edges int64
+				for _, u := range rows {
+					edges += int64(want.Data.Graph.SampleDegree(int(u)))
+				}
+				if g := got.Data.Graph; r >= first && g.NumEdges() != edges {
+					t.Errorf("machine %d read %v, want its %d rows' %d edges", r, g, len(rows), edges)
+				}
+				if (got.Data.TestGraph != nil) != (withTest && r == 0) {
+					t.Errorf("machine %d read the test graph: %v, want it only on machine 0 (which scores it)", r, got.Data.TestGraph != nil)
+				}
+				if got.App.NumKeys() != want.App.NumKeys() || got.App.NumSamples() != want.App.NumSamples() {
+					t.Errorf("machine %d: %d keys, %d samples; want %d, %d", r, got.App.NumKeys(), got.App.NumSamples(), want.App.NumKeys(), want.App.NumSamples())
+				}
+				if msg := sameSteps(want.App.Part(r, rows, 3, 7), got.App.Part(r, rows, 3, 7), want.App.Width()); msg != "" {
+					t.Errorf("machine %d: its part from its share trains otherwise than the one from the whole graph: %s", r, msg)
+				}
+			}
+		})
+	}
+}
+
 // TestShareStatsDamaged: a statistic missing from shares.json or not a
 // float64's bits is an error naming shares.json and the statistic.
 func TestShareStatsDamaged(t *testing.T) {
@@ -367,6 +550,29 @@ func BenchmarkOpenShare20News(b *testing.B) {
 		b.Fatal(err)
 	}
 	job.Data.Train, job.Data.Test, job.Placement, job.Config.Machines = src, test, "random", 4
+	benchOpenShare(b, job)
+}
+
+// BenchmarkOpenShareMovieLens is BenchmarkOpenShare20News for mf on
+// MovieLens 100k (u.data, 10% of the ratings held out), machine 1 of 4:
+// its share and the whole graph's mean rating from shares.json.
+func BenchmarkOpenShareMovieLens(b *testing.B) {
+	src := filepath.Join("..", "..", "shared", "data", "movielens-100k", "u.data.xz")
+	if _, err := os.Stat(src); err != nil {
+		b.Skipf("MovieLens 100k is not in ../shared/data: %v", err)
+	}
+	job, err := app.DefaultJob("mf")
+	if err != nil {
+		b.Fatal(err)
+	}
+	job.Data.Train, job.Placement, job.Config.Machines = src, "random", 4
+	job.Data.Load.Format = string(graph.FormatRatings)
+	benchOpenShare(b, job)
+}
+
+// benchOpenShare runs the sub-benchmarks of BenchmarkOpenShare20News on
+// job.
+func benchOpenShare(b *testing.B, job train.Job) {
 	opened, p, err := app.OpenPlaced(job)
 	if err != nil {
 		b.Fatal(err)

@@ -331,6 +331,24 @@ type App struct {
 // EdgeGraph) and evaluated on those of test (nil: none). A node of test
 // that trainG lacks is an error naming both graphs' sources.
 func New(trainG, test *graph.Graph, cfg Config) (*App, error) {
+	return newEmbed(trainG, test, cfg, false)
+}
+
+// NewShare prepares node embeddings as New does on share, one machine's
+// share of the training graph (every edge and node of the whole graph,
+// the edges of the other machines without their nodes: package app's
+// ReadShare). Nothing of the model depends on the edges of other
+// machines (the initial vectors are drawn from the nodes' ids, the
+// negatives from the nodes of the machine's batches and from all
+// nodes), so a machine's Part on it trains as its Part on the whole
+// graph, bit for bit, and the held-out edges are those of test.
+func NewShare(share, test *graph.Graph, cfg Config) (*App, error) {
+	return newEmbed(share, test, cfg, true)
+}
+
+// newEmbed is New, or NewShare with share, where an edge without nodes is
+// another machine's.
+func newEmbed(trainG, test *graph.Graph, cfg Config, share bool) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -339,7 +357,7 @@ func New(trainG, test *graph.Graph, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("embed: %s has no edges to train on", trainG.Meta().Source)
 	}
 	for u := range n {
-		if trainG.SampleDegree(u) != 2 {
+		if d := trainG.SampleDegree(u); d != 2 && !(share && d == 0) {
 			return nil, fmt.Errorf("embed: %s: sample %d has %d nodes, want an edge between two different nodes", trainG.Meta().Source, u, trainG.SampleDegree(u))
 		}
 	}
@@ -816,12 +834,32 @@ func config(job train.Job) (Config, error) {
 // its seed. The servers' L1 and L2 penalties are refused: they would pull
 // towards the initial vectors.
 func Open(job train.Job, g, test *graph.Graph) (*App, error) {
-	cfg, err := config(job)
+	cfg, err := openConfig(job)
 	if err != nil {
 		return nil, err
 	}
-	if r := job.Config.Rule; r.L1 != 0 || r.L2 != 0 {
-		return nil, fmt.Errorf("embed: rule.l1 %v and rule.l2 %v (--l1, --l2): want 0, the servers hold displacements from the initial vectors", r.L1, r.L2)
-	}
 	return New(g, test, cfg)
+}
+
+// OpenShare is Open on one machine's share of the training graph
+// (NewShare).
+func OpenShare(job train.Job, share, test *graph.Graph) (*App, error) {
+	cfg, err := openConfig(job)
+	if err != nil {
+		return nil, err
+	}
+	return NewShare(share, test, cfg)
+}
+
+// openConfig returns the model of job, whose servers' rule must not
+// penalise.
+func openConfig(job train.Job) (Config, error) {
+	cfg, err := config(job)
+	if err != nil {
+		return cfg, err
+	}
+	if r := job.Config.Rule; r.L1 != 0 || r.L2 != 0 {
+		return cfg, fmt.Errorf("embed: rule.l1 %v and rule.l2 %v (--l1, --l2): want 0, the servers hold displacements from the initial vectors", r.L1, r.L2)
+	}
+	return cfg, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -679,48 +680,107 @@ func ratingsFile(t *testing.T, dir string, n int, seed uint64) string {
 	return path
 }
 
-// TestKillTrialsMF kills a machine of matrix factorisation on 2
-// co-located machines (6,000 ratings, 10% held out, 90 rounds) with
-// SIGKILL in 4 seeded trials, each at a seeded round, run as processes
-// with --restarts 1 --recovery replace: the replacement reads only its
-// share of the ratings from the job's data cache, with the whole
-// graph's mean rating recorded beside the shares, and the job ends as
-// the unfailed run: the same losses and held-out RMSE, and the final
+// edgesFile writes n edges `u v` over 300 nodes drawn from seed (a SNAP
+// edge list; repeats and self-loops are dropped by the loader) to a file
+// in dir and returns its path.
+func edgesFile(t *testing.T, dir string, n int, seed uint64) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 5))
+	var b strings.Builder
+	for range n {
+		fmt.Fprintf(&b, "%d\t%d\n", rng.IntN(300), rng.IntN(300))
+	}
+	path := filepath.Join(dir, "edges.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// clicksFile writes a table of n rows of three categories, a number and
+// a click drawn from seed (rows of day ≥ 20 a spec's test split) to a
+// file in dir and returns its path.
+func clicksFile(t *testing.T, dir string, n int, seed uint64) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var b strings.Builder
+	b.WriteString("day,a,b,c,x,click\n")
+	for range n {
+		a, c := rng.IntN(6), rng.IntN(4)
+		x := rng.NormFloat64()
+		click := 0
+		if rng.Float64() < 1/(1+math.Exp(-(float64(a-c)/2+x))) {
+			click = 1
+		}
+		fmt.Fprintf(&b, "%d,a%d,b%d,c%d,%.4f,%d\n", rng.IntN(25), a, rng.IntN(5), c, x, click)
+	}
+	path := filepath.Join(dir, "clicks.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestKillTrialsShares kills a machine of a job on 2 co-located machines
+// with SIGKILL in 3 seeded trials per application that trains a
+// replacement on its share of the data (app.Spec.Shares): matrix
+// factorisation (6,000 ratings, 10% held out), node embeddings (3,000
+// edges, 5% held out) and ctr (a table of 1,500 rows with a test
+// split), each at a seeded round, run as processes with --restarts 1
+// --recovery replace. The replacement reads only its share of the
+// training graph from the job's data cache (mf with the whole graph's
+// mean rating recorded beside the shares), and every job ends as its
+// unfailed run: the same losses and test measures, and the final
 // checkpoint's server snapshots equal byte for byte.
-func TestKillTrialsMF(t *testing.T) {
+func TestKillTrialsShares(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs processes")
 	}
 	const every = 3
-	args := []string{ratingsFile(t, t.TempDir(), 6000, 3), "--app", "mf", "--format", "ratings", "--machines", "2", "--batch", "30",
-		"--max-passes", "9", "--epsilon", "0", "--link-bandwidth", "4mbit"}
-	want := runUnfailed(t, args, every)
-	if want.res.RMSE == nil {
-		t.Fatal("the unfailed run reports no held-out RMSE")
-	}
-	checkpoints := want.res.Rounds / every
-	if checkpoints < 6 {
-		t.Fatalf("%d rounds, want at least %d", want.res.Rounds, 6*every)
+	dir := t.TempDir()
+	common := []string{"--machines", "2", "--epsilon", "0", "--link-bandwidth", "4mbit"}
+	jobs := []struct {
+		name string
+		args []string
+		eval func(*train.Result) *float64 // a test measure the unfailed run must report
+	}{
+		{"mf", []string{ratingsFile(t, dir, 6000, 3), "--app", "mf", "--format", "ratings", "--batch", "30", "--max-passes", "9"},
+			func(r *train.Result) *float64 { return r.RMSE }},
+		{"embed", []string{edgesFile(t, dir, 3000, 4), "--app", "embed", "--batch", "300", "--max-passes", "9"},
+			func(r *train.Result) *float64 { return r.AUC }},
+		{"ctr", []string{clicksFile(t, dir, 1500, 5), "--app", "ctr", "--spec", "click ~ a + b + hash(c, 3) + std(x) + 1; test: day >= 20",
+			"--dim", "4", "--hidden", "8", "--batch", "100", "--max-passes", "9"}, func(r *train.Result) *float64 { return r.AUC }},
 	}
 	rng := rand.New(rand.NewPCG(34, 2))
 	var resumed []time.Duration
-	for i := range 4 {
-		k := killTrial{role: "machine", rank: rng.IntN(2), after: every * (1 + rng.IntN(checkpoints-3)),
-			delay: time.Duration(rng.IntN(10)) * time.Millisecond}
-		got := runKilledTraining(t, args, every, want.res.Rounds, k)
-		name := fmt.Sprintf("mf trial %d (%v)", i+1, k)
-		if msg := resumedWrong(k, got, want.res.Rounds); msg != "" {
-			t.Errorf("%s: %s", name, msg)
+	for _, job := range jobs {
+		args := append(job.args, common...)
+		want := runUnfailed(t, args, every)
+		if job.eval(want.res) == nil {
+			t.Fatalf("%s: the unfailed run reports no test measure: %v", job.name, want.res.Eval)
 		}
-		if !sameKilled(t, name, want.res, got.res) {
-			continue
+		checkpoints := want.res.Rounds / every
+		if checkpoints < 6 {
+			t.Fatalf("%s: %d rounds, want at least %d", job.name, want.res.Rounds, 6*every)
 		}
-		sameSnapshots(t, name, want.snaps, got.snaps)
-		d := got.resumed.Sub(got.killed)
-		resumed = append(resumed, d)
-		t.Logf("%s: resumed from round %d, training again %v after the kill", name, got.from, d.Round(time.Millisecond))
+		for i := range 3 {
+			k := killTrial{role: "machine", rank: rng.IntN(2), after: every * (1 + rng.IntN(checkpoints-3)),
+				delay: time.Duration(rng.IntN(10)) * time.Millisecond}
+			got := runKilledTraining(t, args, every, want.res.Rounds, k)
+			name := fmt.Sprintf("%s trial %d (%v)", job.name, i+1, k)
+			if msg := resumedWrong(k, got, want.res.Rounds); msg != "" {
+				t.Errorf("%s: %s", name, msg)
+			}
+			if !sameKilled(t, name, want.res, got.res) {
+				continue
+			}
+			sameSnapshots(t, name, want.snaps, got.snaps)
+			d := got.resumed.Sub(got.killed)
+			resumed = append(resumed, d)
+			t.Logf("%s: resumed from round %d, training again %v after the kill", name, got.from, d.Round(time.Millisecond))
+		}
 	}
-	logResumed(t, " (mf, replaced)", resumed)
+	logResumed(t, " (mf, embed and ctr, replaced)", resumed)
 }
 
 // TestKillTrialsReplicas kills a server with SIGKILL in 4 seeded trials,
@@ -954,7 +1014,7 @@ func sameKilled(t *testing.T, name string, want, got *train.Result) bool {
 			same = false
 		}
 	}
-	if !sameMeasure(want.Accuracy, got.Accuracy) || !sameMeasure(want.LogLoss, got.LogLoss) || !sameMeasure(want.AUC, got.AUC) || !sameMeasure(want.RMSE, got.RMSE) {
+	if !sameMeasure(want.Accuracy, got.Accuracy) || !sameMeasure(want.LogLoss, got.LogLoss) || !sameMeasure(want.AUC, got.AUC) || !sameMeasure(want.RMSE, got.RMSE) || !sameMeasure(want.MRR, got.MRR) {
 		t.Errorf("%s: test measures %v, without failure %v", name, got.Eval, want.Eval)
 		same = false
 	}
