@@ -55,7 +55,9 @@
 # CONSISTENCY (bsp), ROLE (scheduler, or the default draw), APP (lr: DATA and TEST default to 20 Newsgroups from
 # datasets/20news, ARGS to --max-passes 30 --epsilon 0; mlp: Fashion-MNIST
 # from FASHION, ../shared/data/fashion-mnist, skipped with a message when
-# absent, ARGS --epochs 1 --batch 1000), DATA, TEST, ARGS (more colo
+# absent, ARGS --epochs 1 --batch 1000; mf: MovieLens 100k's u.data from
+# MOVIELENS, ../shared/data/movielens-100k, 10% of the ratings held out,
+# skipped when absent, ARGS --max-passes 120 --epsilon 0), DATA, TEST, ARGS (more colo
 # train flags), KEEP (1: keep a failed trial's files, its standard error,
 # output, JSON summary and checkpoints, in OUT's directory as
 # kill-seedSEED-tTRIAL, where the script names it).
@@ -84,8 +86,18 @@ mlp)
 	test=${TEST:-$f/t10k-images-idx3-ubyte.gz}
 	args="--app mlp --labels $f/train-labels-idx1-ubyte.gz --test-labels $f/t10k-labels-idx1-ubyte.gz ${ARGS:---epochs 1 --batch 1000}"
 	;;
+mf)
+	m=${MOVIELENS:-../shared/data/movielens-100k}
+	if [ -z "${DATA:-}" ] && [ ! -e "$m/u.data.xz" ]; then
+		echo "kill.sh: APP=mf needs MovieLens 100k in $m (MOVIELENS): skipped" >&2
+		exit 0
+	fi
+	data=${DATA:-$m/u.data.xz}
+	test=${TEST:-}
+	args="--app mf --format ratings ${ARGS:---max-passes 120 --epsilon 0}"
+	;;
 *)
-	echo "kill.sh: APP=$app, want lr or mlp" >&2
+	echo "kill.sh: APP=$app, want lr, mlp or mf" >&2
 	exit 2
 	;;
 esac
@@ -117,8 +129,9 @@ run() {
 	ext=
 	[ "$servers" -gt 0 ] && ext="--servers $servers"
 	[ "$replicas" -gt 0 ] && ext="$ext --replicas $replicas"
+	[ -n "$test" ] && ext="$ext --test $test"
 	# shellcheck disable=SC2086
-	"$work/colo" train "$data" --test "$test" --machines "$machines" $ext --consistency "$consistency" $args \
+	"$work/colo" train "$data" --machines "$machines" $ext --consistency "$consistency" $args \
 		--processes --checkpoint "$dir" --checkpoint-every "$every" --restarts 1 --recovery "$recovery" --json "$json" >"$dir.out" 2>"$dir.err" &
 	pid=$!
 	if [ $# -gt 2 ]; then
@@ -222,7 +235,8 @@ while [ "$i" -le "$trials" ]; do
 	fi
 	if [ "$verdict" = ok ] && [ "$consistency" = bsp ]; then
 		if [ "$loss" != "$base_loss" ] || [ "$(field test_auc "$d.json")" != "$(field test_auc "$work/base.json")" ] ||
-			[ "$(field test_accuracy "$d.json")" != "$(field test_accuracy "$work/base.json")" ]; then
+			[ "$(field test_accuracy "$d.json")" != "$(field test_accuracy "$work/base.json")" ] ||
+			[ "$(field test_rmse "$d.json")" != "$(field test_rmse "$work/base.json")" ]; then
 			verdict=FAILED
 		fi
 		final=$(printf 'round-%09d' "$rounds")
