@@ -146,7 +146,7 @@ run() {
 			kill -9 "$victim" && now >"$dir.killed"
 			# The newest complete checkpoint then: its round and time (ns).
 			last=$(ls -d "$dir"/round-*/MANIFEST 2>/dev/null | tail -1)
-			[ -z "$last" ] || echo "$(basename "$(dirname "$last")" | sed 's/round-0*//') $(stat -c '%.9Y' "$last" | tr -d .)" >"$dir.ck"
+			[ -z "$last" ] || echo "$(basename "$(dirname "$last")" | sed 's/round-0*//') $(stat -c '%.9Y' "$last" 2>/dev/null | tr -d .)" >"$dir.ck"
 		fi
 	fi
 	wait "$pid"
@@ -225,7 +225,8 @@ while [ "$i" -le "$trials" ]; do
 	lost=- redone=-
 	if [ -n "$from" ] && [ -s "$d.ck" ] && [ "$killed" != 0 ]; then
 		read -r ckround ck <"$d.ck"
-		if [ "${ckround:-0}" = "$from" ]; then
+		# ck is empty when the manifest was pruned before its time was read.
+		if [ "${ckround:-0}" = "$from" ] && [ -n "${ck:-}" ]; then
 			lost=$(awk "BEGIN{printf \"%.3f\", ($killed - $ck) / 1e9}")
 			redone=$(awk "BEGIN{r = $lost * $rounds / $train_s; if (r > $every) r = $every; printf \"%.1f\", r}")
 		fi
