@@ -79,7 +79,11 @@ func TestHungProcessNamed(t *testing.T) {
 	colotest.Need(t, coloBin)
 	const timeout = time.Second
 	sup := NewSupervisor(coloBin, Loopback{})
-	sup.Grace = time.Second
+	// The grace lets the scheduler say why it ends the job, though a
+	// worker whose link to the stopped one timed out (at the same
+	// timeout) ended first: with a grace of one timeout, at load 20 it
+	// was killed before it said so, and the worker came first (1 run in 14).
+	sup.Grace = 5 * time.Second
 	sup.ProcessOf = func(nodes []string) string { return nodes[0] }
 	env := []string{"COLO_TOKEN=t0k"}
 	common := []string{"--num-servers", "1", "--num-workers", "2", "--keys", "10000"}
