@@ -178,7 +178,8 @@ type killRun struct {
 	// missed is set when no process was killed because the job's final
 	// checkpoint appeared before the kill could be placed, or when the
 	// kill of a replacement trial came after a worker had finished
-	// (missedKill); for a run without a kill, when it recovered from a
+	// (missedKill), or when the restart resumed from the job's final
+	// checkpoint, completed after the kill; for a run without a kill, when it recovered from a
 	// failure all the same (recovered). res is nil after a missed
 	// kill, set for a run without a kill.
 	missed bool
@@ -317,6 +318,14 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 		r.from, _ = strconv.Atoi(m[1])
 		ns, _ := strconv.ParseInt(n[1], 10, 64)
 		r.resumed = time.Unix(0, ns)
+		if k.final > 0 && r.from >= k.final && r.lastAfter < k.final {
+			// The job's final checkpoint, whose files the killed process
+			// had written, was completed by the others after the kill
+			// (a loaded machine placed the kill late): the job had
+			// trained, and its restart had nothing left to recover.
+			r.missed = true
+			return r
+		}
 	}
 	if k.role != "" && k.failover {
 		// The backup took over: nothing started again, nothing rolled
