@@ -163,10 +163,10 @@ for r in range(rounds):
 summary = []
 for m, th in [(m, th) for m in ("mlp", "cnn") for th in (1, 2)]:
     k = f"{m}/{th}"
-    quiet = [r for r in range(rounds)
-             if not torch_runs[r][k].get("contended") and quiet(go_runs[r])]
-    contended = not quiet
-    kept = quiet or list(range(rounds))
+    calm = [r for r in range(rounds)
+            if not torch_runs[r][k].get("contended") and quiet(go_runs[r])]
+    contended = not calm
+    kept = calm or list(range(rounds))
     tv = [torch_runs[r][k]["samples_per_s"] for r in kept]
     gv = [go_runs[r]["samples_per_s"][k] for r in kept]
     summary.append({"model": m, "batch": 64, "threads": th, "colo_samples_per_s": statistics.median(gv),
