@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/app"
 	"colo/checkpoint"
 	"colo/internal/colotest"
 	"colo/train"
@@ -36,50 +37,11 @@ func TestProcessesHungMachineReplaced(t *testing.T) {
 	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2, Wait: true}
 	const timeout = 3 * time.Second
 	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache, Restarts: 1, Replace: true, Timeout: timeout}
-	type result struct {
-		res *train.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := deploy(t, job, opened, pd)
-		done <- result{res, err}
-	}()
-	var (
-		victim  int
-		stopped time.Time
-		r       result
-	)
-	// Poll for the first checkpoint, then stop machine 1: it cannot be
-	// before, as the replacement rolls back to a checkpoint.
-	for poll := time.NewTicker(2 * time.Millisecond); victim == 0; {
-		select {
-		case r = <-done:
-			t.Fatalf("the job ended (%v) before machine 1 could be stopped after a checkpoint", r.err)
-		case <-poll.C:
-		}
-		if _, _, err := checkpoint.Latest(dir); err != nil {
-			continue
-		}
-		for pid, line := range children(os.Getpid()) {
-			if strings.Contains(line, "--role machine") && strings.Contains(line, "--rank 1 ") && !strings.Contains(line, "--recover") {
-				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-					t.Fatal(err)
-				}
-				victim, stopped = pid, time.Now()
-			}
-		}
-		poll.Stop()
-	}
-	select {
-	case r = <-done:
-	case <-time.After(3 * time.Minute):
-		syscall.Kill(victim, syscall.SIGKILL)
-		t.Fatal("the job still runs 3 minutes after machine 1 was stopped")
-	}
-	if r.err != nil {
-		t.Fatalf("stopped machine 1: the job failed: %v", r.err)
-	}
+	// Machine 1 cannot be stopped before the first checkpoint: the
+	// replacement rolls back to a checkpoint.
+	victim, stopped, res := stopAfterCheckpoint(t, job, opened, pd, dir, "machine 1", func(line string) bool {
+		return strings.Contains(line, "--role machine") && strings.Contains(line, "--rank 1 ") && !strings.Contains(line, "--recover")
+	})
 	if err := syscall.Kill(victim, 0); !errors.Is(err, syscall.ESRCH) && isColo(victim) {
 		t.Errorf("the stopped machine %d still runs", victim)
 	}
@@ -90,9 +52,9 @@ func TestProcessesHungMachineReplaced(t *testing.T) {
 	if !strings.Contains(rec.Failure.Error(), "declared it lost") || !strings.Contains(rec.Failure.Error(), "no heartbeat") {
 		t.Errorf("the failure does not say the scheduler declared machine 1 failed for its silence: %v", rec.Failure)
 	}
-	sameModel(t, want, r.res)
+	sameModel(t, want, res)
 	t.Logf("%d rounds; stopped at %v; noticed %.2f s later (timeout %v); training resumed %.2f s after the stop, from the checkpoint of round %d",
-		r.res.Rounds, stopped.Format(time.StampMilli), rec.Noticed.Sub(stopped).Seconds(), timeout, rec.Resumed.Sub(stopped).Seconds(), rec.Round)
+		res.Rounds, stopped.Format(time.StampMilli), rec.Noticed.Sub(stopped).Seconds(), timeout, rec.Resumed.Sub(stopped).Seconds(), rec.Round)
 }
 
 // sameModel fails unless a run with a failure trained as the run
@@ -189,4 +151,53 @@ func TestProcessesTwoMachinesKilledOneEvent(t *testing.T) {
 	rec := pd.Recovered[0]
 	t.Logf("%d rounds; killed %v at %v; noticed %.3f s later; training resumed %.2f s after the kill, from the checkpoint of round %d",
 		r.res.Rounds, victims, killed.Format(time.StampMilli), rec.Noticed.Sub(killed).Seconds(), rec.Resumed.Sub(killed).Seconds(), rec.Round)
+}
+
+// stopAfterCheckpoint deploys job on pd in the background and, once its
+// first checkpoint in dir is written, stops (SIGSTOP) the child process
+// whose command line match accepts (what names it in failures). It
+// returns that process, when it was stopped, and the job's result: it
+// fails the test if the job ended before, failed, or still ran 3
+// minutes after the stop.
+func stopAfterCheckpoint(t *testing.T, job train.Job, opened *app.Opened, pd *Processes, dir, what string, match func(line string) bool) (victim int, stopped time.Time, res *train.Result) {
+	t.Helper()
+	type result struct {
+		res *train.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := deploy(t, job, opened, pd)
+		done <- result{res, err}
+	}()
+	var r result
+	for poll := time.NewTicker(2 * time.Millisecond); victim == 0; {
+		select {
+		case r = <-done:
+			t.Fatalf("the job ended (%v) before %s could be stopped after a checkpoint", r.err, what)
+		case <-poll.C:
+		}
+		if _, _, err := checkpoint.Latest(dir); err != nil {
+			continue
+		}
+		for pid, line := range children(os.Getpid()) {
+			if match(line) {
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+				victim, stopped = pid, time.Now()
+			}
+		}
+		poll.Stop()
+	}
+	select {
+	case r = <-done:
+	case <-time.After(3 * time.Minute):
+		syscall.Kill(victim, syscall.SIGKILL)
+		t.Fatalf("the job still runs 3 minutes after %s was stopped", what)
+	}
+	if r.err != nil {
+		t.Fatalf("stopped %s: the job failed: %v", what, r.err)
+	}
+	return victim, stopped, r.res
 }

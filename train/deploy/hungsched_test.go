@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"colo/checkpoint"
 	"colo/internal/colotest"
 	"colo/train"
 )
@@ -35,48 +34,9 @@ func TestProcessesHungSchedulerTakenOver(t *testing.T) {
 	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2, Wait: true}
 	const timeout = 3 * time.Second
 	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache, Restarts: 1, Replace: true, Timeout: timeout}
-	type result struct {
-		res *train.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := deploy(t, job, opened, pd)
-		done <- result{res, err}
-	}()
-	var (
-		victim  int
-		stopped time.Time
-		r       result
-	)
-	for poll := time.NewTicker(2 * time.Millisecond); victim == 0; {
-		select {
-		case r = <-done:
-			t.Fatalf("the job ended (%v) before the scheduler could be stopped after a checkpoint", r.err)
-		case <-poll.C:
-		}
-		if _, _, err := checkpoint.Latest(dir); err != nil {
-			continue
-		}
-		for pid, line := range children(os.Getpid()) {
-			if strings.Contains(line, "--role scheduler") && !strings.Contains(line, "--takeover") {
-				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-					t.Fatal(err)
-				}
-				victim, stopped = pid, time.Now()
-			}
-		}
-		poll.Stop()
-	}
-	select {
-	case r = <-done:
-	case <-time.After(3 * time.Minute):
-		syscall.Kill(victim, syscall.SIGKILL)
-		t.Fatal("the job still runs 3 minutes after the scheduler was stopped")
-	}
-	if r.err != nil {
-		t.Fatalf("stopped the scheduler: the job failed: %v", r.err)
-	}
+	victim, stopped, res := stopAfterCheckpoint(t, job, opened, pd, dir, "the scheduler", func(line string) bool {
+		return strings.Contains(line, "--role scheduler") && !strings.Contains(line, "--takeover")
+	})
 	if err := syscall.Kill(victim, 0); !errors.Is(err, syscall.ESRCH) && isColo(victim) {
 		t.Errorf("the stopped scheduler %d still runs", victim)
 	}
@@ -87,7 +47,7 @@ func TestProcessesHungSchedulerTakenOver(t *testing.T) {
 	if !strings.Contains(rec.Failure.Error(), "hung or stopped") {
 		t.Errorf("the failure does not say the scheduler was taken for hung: %v", rec.Failure)
 	}
-	sameModel(t, want, r.res)
+	sameModel(t, want, res)
 	// How soon (within the timeout + 2 s on a quiet machine) is a
 	// benchmark's figure, logged: a loaded machine delays the supervisor
 	// and the takeover alike, and a test must not fail for that.
@@ -95,5 +55,5 @@ func TestProcessesHungSchedulerTakenOver(t *testing.T) {
 		t.Errorf("training resumed %v before the stop", stopped.Sub(rec.Resumed))
 	}
 	t.Logf("%d rounds; noticed %.2f s after the stop (timeout %v); training resumed %.2f s after the stop",
-		r.res.Rounds, rec.Noticed.Sub(stopped).Seconds(), timeout, rec.Resumed.Sub(stopped).Seconds())
+		res.Rounds, rec.Noticed.Sub(stopped).Seconds(), timeout, rec.Resumed.Sub(stopped).Seconds())
 }
