@@ -212,14 +212,22 @@ func (o Options) write(d, name, spare string, write func(w io.Writer) error) (Fi
 }
 
 // openTemp opens tmp for writing from its start: the file spare, renamed
-// to tmp, when there is one (spare may be ""), or else a new empty file.
+// to tmp, when there is one (spare may be "") and it is a regular file,
+// or else a new empty file. Only a regular file is written over: a
+// symbolic link, FIFO or device found at spare or tmp is removed, never
+// followed or opened.
 func openTemp(tmp, spare string) (*os.File, error) {
 	if spare != "" && os.Rename(spare, tmp) == nil {
-		if f, err := os.OpenFile(tmp, os.O_WRONLY, 0); err == nil {
-			return f, nil
+		if fi, err := os.Lstat(tmp); err == nil && fi.Mode().IsRegular() {
+			if f, err := os.OpenFile(tmp, os.O_WRONLY, 0); err == nil {
+				return f, nil
+			}
 		}
 	}
-	return os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if fi, err := os.Lstat(tmp); err == nil && !fi.IsDir() {
+		os.Remove(tmp)
+	}
+	return os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
 // counter passes writes on to w, counting their bytes and CRC-32C.

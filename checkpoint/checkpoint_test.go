@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"colo/internal/memcap"
@@ -343,5 +344,50 @@ func TestPruneKeepsDurable(t *testing.T) {
 	}
 	if err := Sync(dir, 5, []string{"worker-001.json"}); err == nil || !strings.Contains(err.Error(), "worker-001.json") {
 		t.Errorf("syncing a missing file: %v", err)
+	}
+}
+
+// TestSpareNotRegular: a symbolic link or a FIFO found in the spare
+// directory in place of a file is never written through or opened (the
+// link's target keeps its bytes, the write does not wait for a reader
+// of the FIFO); the checkpoint's file is a new regular file with the
+// bytes written.
+func TestSpareNotRegular(t *testing.T) {
+	for _, kind := range []string{"symlink", "fifo"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, SpareDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			spare := filepath.Join(dir, SpareDir, SnapshotName(0))
+			target := filepath.Join(t.TempDir(), "precious")
+			if err := os.WriteFile(target, []byte("keep me"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if kind == "symlink" {
+				err = os.Symlink(target, spare)
+			} else {
+				err = syscall.Mkfifo(spare, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []byte("the round's snapshot")
+			if _, err := WriteFile(dir, 1, SnapshotName(0), want); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(target); err != nil || string(b) != "keep me" {
+				t.Errorf("the link's target reads %q (%v), want it untouched", b, err)
+			}
+			path := filepath.Join(RoundDir(dir, 1), SnapshotName(0))
+			fi, err := os.Lstat(path)
+			if err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("%s: %v (%v), want a regular file", path, fi, err)
+			}
+			if b, _ := os.ReadFile(path); !bytes.Equal(b, want) {
+				t.Errorf("%s reads %q, want %q", path, b, want)
+			}
+		})
 	}
 }
