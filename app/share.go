@@ -297,6 +297,36 @@ func (c *countWriter) Write(b []byte) (int, error) {
 // colo).
 var ErrNoShares = errors.New("the data cache holds no shares")
 
+// maxSharesFile bounds the size of sharesFile: about 80 bytes a machine
+// and 40 a statistic, so far more than any cache's.
+const maxSharesFile = 16 << 20
+
+// readSums returns the bytes of sharesFile at path, a regular file of at
+// most maxSharesFile bytes (nothing larger is allocated, and a FIFO is
+// not opened).
+func readSums(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
+	}
+	if st.Size() > maxSharesFile {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d of any shares file", path, st.Size(), maxSharesFile)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSharesFile+1))
+	if err == nil && len(b) > maxSharesFile {
+		err = fmt.Errorf("%s: more than the %d bytes of any shares file", path, maxSharesFile)
+	}
+	return b, err
+}
+
 // ReadShare reads machine rank's share of the training graph from the
 // data cache dir (Opened.WriteCache), never the whole training graph,
 // with the whole graph's statistics recorded with the shares (in
@@ -310,7 +340,7 @@ func ReadShare(dir string, rank int, test bool) (*Data, error) {
 		return nil, fmt.Errorf("data cache (data.cache of the job): %w", err)
 	}
 	sumPath := filepath.Join(dir, sharesFile)
-	b, err := os.ReadFile(sumPath)
+	b, err := readSums(sumPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("data cache %s: %w", dir, ErrNoShares)
 	}

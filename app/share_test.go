@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"colo/app"
@@ -504,6 +505,16 @@ func TestShareDamaged(t *testing.T) {
 		{"shares.json not JSON", func(dir string) error {
 			return os.WriteFile(filepath.Join(dir, "shares.json"), []byte("{"), 0o644)
 		}, []string{"shares.json"}},
+		{"shares.json a FIFO", func(dir string) error {
+			p := filepath.Join(dir, "shares.json")
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return syscall.Mkfifo(p, 0o644)
+		}, []string{"shares.json", "not a regular file"}},
+		{"shares.json too large", func(dir string) error {
+			return os.Truncate(filepath.Join(dir, "shares.json"), 16<<20+1)
+		}, []string{"shares.json", "more than"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := write()
