@@ -115,6 +115,18 @@ func checkRoundState(t *testing.T, g *graph.Graph, r *roundState, what string) {
 			}
 		}
 	}
+	for u := range r.data {
+		i := r.data[u]
+		want := int32(0)
+		for _, v := range g.Params(u) {
+			if r.cnt[int(v)*r.k+int(i)] == 1 && r.param[v] != i {
+				want++
+			}
+		}
+		if r.ends[u] != want {
+			t.Fatalf("%s: sample %d on machine %d: %d pulls end if it leaves, recounted %d", what, u, i, r.ends[u], want)
+		}
+	}
 	for i := range r.k {
 		if want := r.termOf(r.w[i], r.s[i]); r.term[i] != want {
 			t.Fatalf("%s: term %d = %g, want %g", what, i, r.term[i], want)
@@ -162,6 +174,9 @@ func TestRoundMovesAgainstRecount(t *testing.T) {
 				u := rng.IntN(g.NumSamples())
 				i := int(r.data[u])
 				rem := r.sampleDeltas(u)
+				if rem != int64(r.ends[u]) {
+					t.Fatalf("seed %d: sample %d: %d pulls end if it leaves, its count says %d", seed, u, rem, r.ends[u])
+				}
 				for j := range k {
 					if j == i {
 						continue
