@@ -21,6 +21,8 @@
 #   BUSY_CORE  the core that the busy loop holds (1)
 #   LOADS      idle,busy (both, by default)
 #   BUILD      where colo and ps-lite are built (/tmp/pslite-build)
+#   BEFORE     an earlier colo binary, run in the same alternation as a
+#              third program (for example one built from main)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=${1:-${PSLITE_SRC:-}}
@@ -39,4 +41,5 @@ src=$(cd "$src" && pwd)
 "$here/build.sh" "$src" "$build" >/dev/null
 (cd "$here/../.." && go build -o "$build/colo" ./cmd/colo)
 exec python3 "$here/compare.py" "$build/colo" "$build/kv_bench" --rounds "${ROUNDS:-4}" \
-	--duration "${DURATION:-1s}" --busy-core "${BUSY_CORE:-1}" --loads "${LOADS:-idle,busy}" --json "$out"
+	--duration "${DURATION:-1s}" --busy-core "${BUSY_CORE:-1}" --loads "${LOADS:-idle,busy}" \
+	${BEFORE:+--before "$BEFORE"} --json "$out"
