@@ -96,8 +96,8 @@
 // delivers them on Recv; a frame over the limit is refused from its length
 // prefix, before it is allocated. Values for which the receiver registered
 // a destination in Endpoint.Berths (a worker's pull answers) are read
-// straight into it instead. Frames that Config.Early chooses (a server's
-// dense pushes) are delivered as soon as their keys are read, and their
+// straight into it instead. Frames that Config.Early chooses (large dense
+// pushes, say) are delivered as soon as their keys are read, and their
 // values are read into the message while the receiver works on the first
 // ones (see transport.Message.Await). Sockets have TCP_NODELAY and
 // keep-alives.
