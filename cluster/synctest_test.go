@@ -10,6 +10,7 @@ import (
 	"colo/ps/clock"
 	"colo/ps/proto"
 	"colo/transport"
+	"colo/transport/mem"
 )
 
 // TestSilentFailureOnFakeTime runs a whole in-memory cluster on the fake
@@ -56,5 +57,55 @@ func TestSilentFailureOnFakeTime(t *testing.T) {
 			t.Fatalf("call after the failure: %v", err)
 		}
 		t.Logf("declared dead %v after the cut", took)
+	})
+}
+
+// TestSchedulerSilenceOnFakeTime cuts only the link from the scheduler to
+// a server on the fake clock of a synctest bubble: the server hears no
+// heartbeat and ends after the timeout, naming the scheduler, while the
+// scheduler still hears it. A node that ended stops its heartbeats, so the
+// scheduler declares it dead one timeout later and the job ends for
+// everyone, naming it: a worker's pull from the server that ended fails
+// instead of waiting for ever.
+func TestSchedulerSilenceOnFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		cfg.Machines, cfg.Servers, cfg.Workers = 0, 2, 1
+		cfg.Clock = clock.Config{Mode: clock.Async}
+		cfg.Heartbeat, cfg.Timeout = 100*time.Millisecond, time.Second
+		c, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Worker(0).Push([]uint64{1, 1 << 63}, []float32{1, 2}).Wait(); err != nil {
+			t.Fatal(err)
+		}
+		srv, _ := c.ServerNode(1).IDs()
+		if err := c.Network().SetLink(proto.SchedulerID, srv, mem.Link{Cut: true}); err != nil {
+			t.Fatal(err)
+		}
+		cut := time.Now()
+		<-c.ServerNode(1).Done()
+		if err := c.ServerNode(1).Wait(); err == nil || !strings.Contains(err.Error(), "scheduler") {
+			t.Fatalf("server 1's node ended with %v, want the scheduler's silence", err)
+		}
+		t.Logf("server 1's node ended %v after the cut", time.Since(cut))
+		pull := c.Worker(0).Pull([]uint64{1 << 63}, make([]float32, 1))
+		select {
+		case <-c.Scheduler().Done():
+		case <-time.After(10 * cfg.Timeout):
+			t.Fatalf("the scheduler still runs %v after the cut, with server 1's node ended", time.Since(cut))
+		}
+		if err := c.Scheduler().Wait(); err == nil || !strings.Contains(err.Error(), "server 1") {
+			t.Fatalf("job ended with %v, want server 1 named", err)
+		}
+		if took := time.Since(cut); took > 2*cfg.Timeout+2*cfg.Heartbeat {
+			t.Fatalf("job ended %v after the cut, timeout %v", took, cfg.Timeout)
+		}
+		if err := pull.Wait(); err == nil || !strings.Contains(err.Error(), "server 1") {
+			t.Fatalf("pull from server 1: %v, want its failure", err)
+		}
+		t.Logf("job ended %v after the cut: %v", time.Since(cut), c.Scheduler().Wait())
 	})
 }

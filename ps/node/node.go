@@ -175,7 +175,7 @@ type Node struct {
 	once        sync.Once
 	pool        transport.Pool // local replies
 	landing     landing        // the co-located worker's arrays for answers
-	mute        atomic.Bool    // no more heartbeats: the node left the job
+	mute        atomic.Bool    // no more heartbeats: the node left the job or ended on a failure
 	// stalled is how long (ns) a member loop last found this node had
 	// not run, longer than the timeout, until the scheduler is heard
 	// again; 0 otherwise.
@@ -883,7 +883,12 @@ func (n *Node) shuttingDown() bool {
 	return false
 }
 
-// end ends the job: nil after a Shutdown, the failure otherwise.
+// end ends the job: nil after a Shutdown, the failure otherwise. A node
+// that ends on a failure stops its heartbeats, as a process that exits
+// does: the scheduler that still hears it (one whose own heartbeats no
+// longer reached it) then declares it dead within the timeout and ends
+// the job for everyone, instead of waiting for ever on a node whose
+// server and worker have stopped.
 func (n *Node) end(err error) {
 	n.mu.Lock()
 	if n.ended {
@@ -891,6 +896,9 @@ func (n *Node) end(err error) {
 		return
 	}
 	n.ended, n.err = true, err
+	if err != nil {
+		n.mute.Store(true)
+	}
 	if err == nil {
 		n.dropUnheard()
 	}
