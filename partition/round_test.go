@@ -324,3 +324,52 @@ func TestRMaxPicksTheLowerRMax(t *testing.T) {
 		}
 	}
 }
+
+// TestParamMemo: along sweeps of parameter and sample moves on random
+// graphs, every move that moveParam makes through its memo is the one
+// bestParamMove computes afresh, and the memo is off above memoMaxK
+// machines.
+func TestParamMemo(t *testing.T) {
+	hits := 0
+	for seed := uint64(1); seed <= 10; seed++ {
+		k := 2 + int(seed%7)
+		g := randomGraph(t, seed, 60+int(seed), 30+int(seed%7), 0.12)
+		p := randomPlacement(g, k, seed)
+		r := newRoundState(g, p, RoundOptions{}.withDefaults())
+		if r.memo == nil {
+			t.Fatalf("seed %d: no memo at k = %d", seed, k)
+		}
+		for _, q := range roundPowers {
+			r.setPower(q)
+			for range 3 {
+				for v := range g.NumParams() {
+					o := int(r.param[v])
+					row := r.cnt[v*k : v*k+k]
+					if r.c[v] == 0 || (r.c[v] == 1 && row[o] > 0) {
+						continue
+					}
+					key := int(r.sets[v*r.stride+1])*k + o
+					if r.memo[key].gen == r.gen {
+						hits++
+					}
+					want := r.bestParamMove(v, o, row)
+					moved := r.moveParam(v, k)
+					if moved != (want >= 0) || (moved && int(r.param[v]) != want) {
+						t.Fatalf("seed %d q %d parameter %d: moved %v to %d, afresh %d", seed, q, v, moved, r.param[v], want)
+					}
+				}
+				for u := range g.NumSamples() {
+					r.moveSample(u)
+				}
+			}
+		}
+		checkRoundState(t, g, r, fmt.Sprintf("seed %d", seed))
+	}
+	if hits == 0 {
+		t.Error("the memo was never used")
+	}
+	g := randomGraph(t, 1, 4*(memoMaxK+1), 12, 0.3)
+	if r := newRoundState(g, randomPlacement(g, memoMaxK+1, 1), RoundOptions{}.withDefaults()); r.memo != nil {
+		t.Errorf("a memo at k = %d", memoMaxK+1)
+	}
+}
