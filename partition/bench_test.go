@@ -165,7 +165,8 @@ func BenchmarkBalanceDirections(b *testing.B) {
 }
 
 // BenchmarkRefineRound times RefineRound on 20 Newsgroups at k = 8 from
-// Best's placement, and reports R_max, T_max and T_sum before and after.
+// Best's placement, and reports R_max, T_max and T_sum before and after,
+// and ParamRoundBound's bound for the data partition before and after.
 //
 //	go test ./partition -run '^$' -bench RefineRound -benchtime 1x
 func BenchmarkRefineRound(b *testing.B) {
@@ -188,6 +189,15 @@ func BenchmarkRefineRound(b *testing.B) {
 	b.ReportMetric(float64(after.TMax), "T_max_after")
 	b.ReportMetric(float64(before.TSum), "T_sum_before")
 	b.ReportMetric(float64(after.TSum), "T_sum_after")
+	// No parameter assignment of either data partition goes below its
+	// bound.
+	for name, p := range map[string]*placement.Placement{"before": p, "after": q} {
+		bound, err := ParamRoundBound(g, p, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(bound.Bound), "R_max_bound_"+name)
+	}
 }
 
 // BenchmarkParsaSeeds runs the defaults with seeds 1–10 on every line of
