@@ -219,7 +219,9 @@ const (
 	// store, answered with their snapshot: keys, lengths (width 0), values
 	// and update rule states (see package server, snapshot.go). DataLoad
 	// (a push): KV is such a snapshot, which the server installs. They
-	// write and restore checkpoints.
+	// write and restore checkpoints. A DataSave of four keys, the first
+	// SaveBegin, SaveChanged or SaveEnd, is a request of an incremental
+	// capture (package server, snapshot.go).
 	DataSave uint16 = 6
 	DataLoad uint16 = 7
 	// DataFamily (a push): KV.Keys is {base, stride, n}, the keys base +
@@ -253,6 +255,13 @@ const (
 	// and after the replication fields of the body the state of the
 	// server's clock (AppendCopyState).
 	DataCopy uint16 = 12
+)
+
+// The kinds of an incremental capture's DataSave requests (KV.Keys[0]).
+const (
+	SaveBegin   = 1
+	SaveChanged = 2
+	SaveEnd     = 3
 )
 
 // FlagResent marks a worker's request to a server whose ranges a backup

@@ -263,6 +263,13 @@ type Core struct {
 	capture bool
 	sum     kv.Batch
 	summed  int64
+	// since is 1 + the round of the last capture of an incremental
+	// checkpoint, whose marks the store cleared (0: none, or the store
+	// changed otherwise since: a load, a move); open is the capture under
+	// way (0: none, 1: a full snapshot, 2: the changed slots). See
+	// snapshot.go.
+	since int64
+	open  int8
 }
 
 // New returns a server core with an empty store.
@@ -306,6 +313,7 @@ func (c *Core) Rewind() {
 	}
 	c.store = NewStore(c.cfg.Table.Index(c.cfg.Rank), c.cfg.Width, c.cfg.Rule)
 	c.clock, c.table, c.version, c.old, c.summed = ck, nil, 0, nil, -1
+	c.since, c.open = 0, 0
 	for _, d := range c.fams {
 		c.install(c.store, d) // installed once on the same table: cannot fail
 	}

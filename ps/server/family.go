@@ -252,6 +252,7 @@ type famDecl struct{ base, stride, n uint64 }
 // declaration, so that a rewound store gets it again.
 func (c *Core) family(r Request) []Reply {
 	reply := Reply{Worker: r.Worker, ID: r.ID}
+	c.since = 0 // keys change outside the marks: the next capture is whole
 	if len(r.KV.Keys) != 3 {
 		c.stats.Errors++
 		reply.Err = fmt.Errorf("server %d: key family: %d numbers, want {base, stride, n}", c.cfg.Rank, len(r.KV.Keys))

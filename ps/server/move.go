@@ -94,6 +94,7 @@ func (s *Store) owns(lo, hi uint64) bool {
 // rounds.
 func (c *Core) retable(r Request) []Reply {
 	reply := Reply{Worker: r.Worker, ID: r.ID}
+	c.since = 0 // keys change outside the marks: the next capture is whole
 	fail := func(err error) []Reply {
 		c.stats.Errors++
 		reply.Err = fmt.Errorf("server %d: new routing table: %w", c.cfg.Rank, err)
@@ -153,6 +154,7 @@ func (c *Core) take(r Request) []Reply {
 // with the values and states a Take gave.
 func (c *Core) put(r Request) []Reply {
 	reply := Reply{Worker: r.Worker, ID: r.ID}
+	c.since = 0 // keys change outside the marks: the next capture is whole
 	err := fmt.Errorf("keys %v", r.KV.Keys)
 	if len(r.KV.Keys) == 2 {
 		err = c.store.Import(r.KV.Keys[0], r.KV.Keys[1], r.KV.Vals)

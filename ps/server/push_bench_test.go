@@ -83,3 +83,57 @@ func BenchmarkServerHandlePull(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStorePushTracked is the cost of the marks of incremental
+// checkpoints (Store.Track) on the push path: the sparse push of
+// BenchmarkStorePushSparse (100k keys of 2^24, width 1, the sum), and
+// ctr's shape (4,000 keys of 12,500, width 32, AdaGrad), each with and
+// without the marks.
+func BenchmarkStorePushTracked(b *testing.B) {
+	keys := workload.SparseKeySet()
+	tb, _ := route.Uniform(1, workload.SparseSpace)
+	ctrKeys := make([]uint64, 0, 4000)
+	for k := uint64(0); k < 12500 && len(ctrKeys) < 4000; k += 3 {
+		ctrKeys = append(ctrKeys, k)
+	}
+	tc, _ := route.Uniform(1, 12500)
+	cfg := update.DefaultConfig()
+	cfg.Name = "adagrad"
+	for _, tracked := range []bool{false, true} {
+		name := map[bool]string{false: "off", true: "on"}[tracked]
+		b.Run("sparse/"+name, func(b *testing.B) {
+			s := NewStore(tb.Index(0), 1, update.Sum{})
+			if tracked {
+				s.Track()
+			}
+			batch := kv.Batch{Keys: keys, Vals: make([]float32, len(keys))}
+			b.SetBytes(int64(12 * len(keys)))
+			for b.Loop() {
+				if err := s.Push(batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("ctr/"+name, func(b *testing.B) {
+			rule, err := update.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := NewStore(tc.Index(0), 32, rule)
+			if tracked {
+				s.Track()
+			}
+			batch := kv.Batch{Keys: ctrKeys, Vals: make([]float32, 32*len(ctrKeys))}
+			for i := range batch.Vals {
+				batch.Vals[i] = 0.01
+			}
+			b.SetBytes(int64(4 * len(batch.Vals)))
+			for b.Loop() {
+				if err := s.Accumulate(batch); err != nil {
+					b.Fatal(err)
+				}
+				s.Flush()
+			}
+		})
+	}
+}

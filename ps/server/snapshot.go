@@ -2,10 +2,13 @@ package server
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 
 	"colo/kv"
 	"colo/ps/clock"
+	"colo/ps/proto"
 )
 
 // Snapshots: the whole state of a store, for checkpoints.
@@ -133,7 +136,8 @@ func (s *Store) Restore(b kv.Batch) error {
 
 // save answers a worker's DataSave of slots KV.Keys = {lo, hi}: their
 // snapshot. Under BSP it is refused while pushes of an incomplete round
-// are held.
+// are held. The requests of an incremental capture have four keys, the
+// first saying which (proto.SaveBegin, SaveChanged, SaveEnd; see incremental).
 func (c *Core) save(r Request) []Reply {
 	reply := Reply{Worker: r.Worker, ID: r.ID, Pull: true}
 	fail := func(err error) []Reply {
@@ -141,13 +145,19 @@ func (c *Core) save(r Request) []Reply {
 		reply.Err = fmt.Errorf("server %d: snapshot: %w", c.cfg.Rank, err)
 		return append(c.out, reply)
 	}
+	if len(r.KV.Keys) == 4 {
+		b, err := c.incremental(r.KV.Keys)
+		if err != nil {
+			return fail(err)
+		}
+		reply.Keys, reply.Vals, reply.Lens, reply.own = b.Keys, b.Vals, b.Lens, true
+		return append(c.out, reply)
+	}
 	if len(r.KV.Keys) != 2 || r.KV.Keys[1] < r.KV.Keys[0] {
 		return fail(fmt.Errorf("slots %v, want {begin, end}", r.KV.Keys))
 	}
-	for w := range c.held {
-		if len(c.held[w]) > 0 {
-			return fail(fmt.Errorf("worker %d's pushes of an incomplete round are held: snapshots are taken between rounds", w))
-		}
+	if err := c.between(); err != nil {
+		return fail(err)
 	}
 	lo, hi := min(r.KV.Keys[0], uint64(c.store.Keys())), min(r.KV.Keys[1], uint64(c.store.Keys()))
 	b := c.store.Snapshot(int(lo), int(hi))
@@ -155,9 +165,77 @@ func (c *Core) save(r Request) []Reply {
 	return append(c.out, reply)
 }
 
+// between refuses a snapshot while pushes of an incomplete round are
+// held (BSP).
+func (c *Core) between() error {
+	for w := range c.held {
+		if len(c.held[w]) > 0 {
+			return fmt.Errorf("worker %d's pushes of an incomplete round are held: snapshots are taken between rounds", w)
+		}
+	}
+	return nil
+}
+
+// The requests of an incremental capture (DataSave with four keys, the
+// first of them the request's kind, proto.SaveBegin, SaveChanged or
+// SaveEnd):
+//
+//   - {SaveBegin, base+1, budget, 0} opens a capture. It is of the
+//     changed slots when the store's marks count from the capture of
+//     round base (the last one whose SaveEnd the server answered, with
+//     no load or move since) and at most budget slots are marked; of the
+//     whole store otherwise. The answer's keys are {1 for the changed
+//     slots or 0 for the whole store, the store's slots, the slots
+//     marked}. The worker then asks for the whole store by the ordinary
+//     DataSave requests {lo, hi}, or for the changed slots of [lo, hi)
+//     by {SaveChanged, lo, hi, 0} (Store.SnapshotChanged), in chunks;
+//   - {SaveEnd, round+1, 0, 0} ends it: the store's marks are cleared
+//     and count from round on.
+//
+// Until the end, the marks count from no capture: a capture cut short
+// (a failed worker) makes the next one whole. The pushes of the next
+// round wait for the end of every capture (the checkpoint's barrier).
+// incremental answers a request of an incremental capture (above).
+func (c *Core) incremental(k []uint64) (kv.Batch, error) {
+	if err := c.between(); err != nil {
+		return kv.Batch{}, err
+	}
+	switch k[0] {
+	case proto.SaveBegin:
+		changed := c.store.Changed()
+		c.open = 1
+		if c.store.Tracking() && c.since > 0 && k[1] == uint64(c.since) && uint64(changed) <= k[2] {
+			c.open = 2
+		}
+		c.since = 0
+		return kv.Batch{Keys: []uint64{uint64(c.open - 1), uint64(c.store.Keys()), uint64(changed)}, Vals: []float32{}}, nil
+	case proto.SaveChanged:
+		if c.open != 2 {
+			return kv.Batch{}, fmt.Errorf("the changed slots asked for outside a capture of them")
+		}
+		if k[2] < k[1] {
+			return kv.Batch{}, fmt.Errorf("slots [%d, %d) are reversed", k[1], k[2])
+		}
+		n := uint64(c.store.Keys())
+		return c.store.SnapshotChanged(int(min(k[1], n)), int(min(k[2], n))), nil
+	case proto.SaveEnd:
+		if c.open == 0 {
+			return kv.Batch{}, fmt.Errorf("the end of a capture that is not open")
+		}
+		if k[1] == 0 || k[1] > math.MaxInt64 {
+			return kv.Batch{}, fmt.Errorf("the end of a capture of round %d", int64(k[1]-1))
+		}
+		c.store.Track()
+		c.since, c.open = int64(k[1]), 0
+		return kv.Batch{Keys: []uint64{}, Vals: []float32{}}, nil
+	}
+	return kv.Batch{}, fmt.Errorf("request %v: want {begin, end} or a capture's {%d, %d or %d, …}", k, proto.SaveBegin, proto.SaveChanged, proto.SaveEnd)
+}
+
 // load installs a snapshot a worker sent with DataLoad (Store.Restore).
 func (c *Core) load(r Request) []Reply {
 	reply := Reply{Worker: r.Worker, ID: r.ID}
+	c.since = 0 // the next capture is of the whole store
 	if err := c.store.Restore(r.KV); err != nil {
 		c.stats.Errors++
 		reply.Err = fmt.Errorf("server %d: loading a snapshot: %w", c.cfg.Rank, err)
@@ -234,4 +312,150 @@ func (c *Core) restoreCopy(snap kv.Batch, pushes uint64, done []int64, limit int
 	}
 	c.stats.Pushes = pushes
 	return nil
+}
+
+// Incremental checkpoints: the slots written since the last capture.
+//
+// Once Track is called, the store marks in a bitmap every slot a push
+// writes or creates, by blocks of slots of at least 16 values
+// (blockShift): a bit set per key on the paths that apply a push at
+// once, and under BSP a bit per marked slot when Flush applies the
+// round's sum. SnapshotChanged returns the snapshot (see above) of the
+// slots of the marked blocks of a range, in slot order, and Track clears the marks
+// for the next capture. Restoring a full snapshot, then the snapshots of
+// the changed slots of each later capture in order (Restore keeps the
+// slots a store has, and appends the new ones in the order given, which
+// is the order they were created in), gives the snapshot of the later
+// capture, key for key: the chain of an incremental checkpoint. A store
+// that never called Track marks nothing and pays one predictable branch
+// per key.
+
+// Track starts, or starts again, the marks of the slots written: every
+// slot is unmarked.
+func (s *Store) Track() {
+	if !s.tracking {
+		s.tracking, s.block = true, blockShift(s.width)
+	}
+	clear(s.changed)
+	s.trackSlots()
+}
+
+// blockShift returns the base-2 logarithm of the slots a mark stands for
+// at width w: a block of at least 16 values (64 bytes, a cache line) of
+// a uniform width, a slot at width 0, whose rows are as long as their
+// keys want. A mark per slot of a store of one value a key would cost
+// the sparse push a miss in the cache per key in a bitmap of an eighth
+// of the values' size; one per 16 slots, a bitmap that stays in the
+// cache.
+func blockShift(w int) uint {
+	sh := uint(0)
+	for w > 0 && w<<sh < 16 {
+		sh++
+	}
+	return sh
+}
+
+// trackSlots gives the bitmap a bit for every block of slots.
+func (s *Store) trackSlots() {
+	if n := (s.nslots>>s.block + 64) / 64; len(s.changed) < n {
+		s.changed = append(s.changed, make([]uint64, n-len(s.changed))...)
+	}
+}
+
+// touch marks slot j (its block) as written, when the store tracks its
+// writes.
+func (s *Store) touch(j int) {
+	if s.tracking {
+		b := j >> s.block
+		s.changed[b>>6] |= 1 << (b & 63)
+	}
+}
+
+// touchWord marks the slots of word wi of a bitmap of slots (the round's
+// sum's): with a mark a slot, one OR.
+func (s *Store) touchWord(wi int, word uint64) {
+	if s.block == 0 {
+		s.changed[wi] |= word
+		return
+	}
+	for word != 0 {
+		s.touch(wi*64 + bits.TrailingZeros64(word))
+		word &= word - 1
+	}
+}
+
+// marked reports whether slot j's block is marked.
+func (s *Store) marked(j int) bool {
+	b := j >> s.block
+	return s.changed[b>>6]&(1<<(b&63)) != 0
+}
+
+// Tracking reports whether the store marks the slots written (Track).
+func (s *Store) Tracking() bool { return s.tracking }
+
+// Changed returns the number of slots in marked blocks (the slots
+// SnapshotChanged gives); 0 when the store does not track. O(slots/64
+// at most).
+func (s *Store) Changed() int {
+	n := 0
+	for i, w := range s.changed {
+		for w != 0 {
+			b := i*64 + bits.TrailingZeros64(w)
+			w &= w - 1
+			lo := b << s.block
+			n += max(0, min(lo+1<<s.block, s.nslots)-lo)
+		}
+	}
+	return n
+}
+
+// SnapshotChanged returns the snapshot of the marked slots of [lo,
+// min(hi, Keys())), in slot order, in new arrays: the form of Snapshot,
+// with only those slots. O(hi−lo) for the bitmap and the size of the
+// answer.
+func (s *Store) SnapshotChanged(lo, hi int) kv.Batch {
+	hi = min(hi, s.Keys())
+	var slots []int
+	for j := max(lo, 0); j < hi; j++ {
+		if s.changed[j>>s.block>>6] == 0 {
+			j |= 1<<(s.block+6) - 1 // the rest of the word's blocks
+			continue
+		}
+		if s.marked(j) {
+			slots = append(slots, j)
+		}
+	}
+	all := s.snapshotKeys()
+	keys := make([]uint64, len(slots))
+	for i, j := range slots {
+		keys[i] = all[j]
+	}
+	arrays := append([][]float32{s.vals}, s.state...)
+	if s.width > 0 {
+		vals := make([]float32, 0, len(arrays)*len(slots)*s.width)
+		for _, arr := range arrays {
+			for _, j := range slots {
+				vals = append(vals, arr[j*s.width:(j+1)*s.width]...)
+			}
+		}
+		return kv.Batch{Keys: keys, Vals: vals}
+	}
+	lens := make([]int32, len(slots))
+	n := 0
+	for i, j := range slots {
+		if s.off[j] >= 0 {
+			lens[i] = s.ln[j]
+			n += int(s.ln[j])
+		}
+	}
+	vals := make([]float32, 0, len(arrays)*n)
+	for _, arr := range arrays {
+		for i, l := range lens {
+			if l > 0 {
+				o := s.off[slots[i]]
+				vals = append(vals, arr[o:o+int(l)]...)
+			}
+		}
+	}
+	return kv.Batch{Keys: keys, Lens: lens, Vals: vals}
 }

@@ -62,6 +62,13 @@ type Store struct {
 
 	scratch [][]float32 // state views handed to the rule
 	alone   []float32   // a push's values as a round's sum holds them (PushAlone)
+
+	// changed marks, one bit a slot, the slots written since Track was
+	// last called (for incremental checkpoints, see snapshot.go), when
+	// tracking is set; a slot created since is marked too.
+	changed  []uint64
+	tracking bool
+	block    uint // a mark stands for 1<<block slots
 }
 
 // NewStore returns an empty store for the keys of idx with the given
@@ -127,6 +134,12 @@ func (s *Store) slot(key uint64, create bool) int {
 // grow appends n slots.
 func (s *Store) grow(n int) {
 	s.nslots += n
+	if s.tracking {
+		s.trackSlots()
+		for j := s.nslots - n; j < s.nslots; j++ {
+			s.touch(j)
+		}
+	}
 	if s.width > 0 {
 		s.vals = append(s.vals, make([]float32, n*s.width)...)
 		for i := range s.state {
@@ -287,7 +300,12 @@ func (s *Store) push(b kv.Batch, acc bool, f float32) error {
 	if !acc && f != asSum && s.sum && s.width == 1 && s.ranged {
 		// The common sparse case: the keys of the index, then the rest
 		// by the general path.
-		n := scatterAdd(s.vals[:s.size], s.lo, b.Keys, b.Vals)
+		var n int
+		if s.tracking {
+			n = scatterAddMark(s.vals[:s.size], s.lo, b.Keys, b.Vals, s.changed, s.block)
+		} else {
+			n = scatterAdd(s.vals[:s.size], s.lo, b.Keys, b.Vals)
+		}
 		if n == len(b.Keys) {
 			return nil
 		}
@@ -316,6 +334,7 @@ func (s *Store) push(b kv.Batch, acc bool, f float32) error {
 		if acc {
 			s.add(j, o, g)
 		} else {
+			s.touch(j)
 			s.apply(o, g, f)
 		}
 	}
@@ -340,26 +359,29 @@ func (s *Store) applyAll(b kv.Batch, w int, f float32) error {
 		}
 		return w
 	}
-	o, err := s.span(b.Keys[0], s.slot(b.Keys[0], true), lenOf(0))
+	j := s.slot(b.Keys[0], true)
+	o, err := s.span(b.Keys[0], j, lenOf(0))
 	if err != nil {
 		return err
 	}
 	v := 0
 	for i := range b.Keys {
 		n := lenOf(i)
-		next, nerr := 0, error(nil)
+		next, nj, nerr := 0, 0, error(nil)
 		if i+1 < len(b.Keys) {
 			k, m := b.Keys[i+1], lenOf(i+1)
-			if next, nerr = s.span(k, s.slot(k, true), m); nerr == nil && m > 0 {
+			nj = s.slot(k, true)
+			if next, nerr = s.span(k, nj, m); nerr == nil && m > 0 {
 				s.prefetch(next, m)
 			}
 		}
+		s.touch(j)
 		s.apply(o, b.Vals[v:v+n], f)
 		v += n
 		if nerr != nil {
 			return nerr
 		}
-		o = next
+		o, j = next, nj
 	}
 	return nil
 }
@@ -404,6 +426,24 @@ func scatterAdd(vals []float32, lo uint64, keys []uint64, g []float32) int {
 			return i
 		}
 		vals[j] += g[i]
+	}
+	return len(keys)
+}
+
+// scatterAddMark is scatterAdd that also marks the block of each slot
+// it adds to in the bitmap changed (a bit per 1<<block slots, see
+// Store.Track), in the same pass.
+func scatterAddMark(vals []float32, lo uint64, keys []uint64, g []float32, changed []uint64, block uint) int {
+	g = g[:len(keys)]
+	size := uint64(len(vals))
+	for i, k := range keys {
+		j := k - lo
+		if j >= size {
+			return i
+		}
+		vals[j] += g[i]
+		b := j >> block
+		changed[b>>6] |= 1 << (b & 63)
 	}
 	return len(keys)
 }
@@ -469,6 +509,9 @@ func (s *Store) pushRange(begin uint64, vals []float32, acc bool, f float32) err
 	if j, ok := s.rangeSlots(begin, begin+n); ok {
 		o := j * s.width
 		if !acc {
+			for q := j; q < j+int(n); q++ {
+				s.touch(q)
+			}
 			s.apply(o, vals, f)
 			return nil
 		}
@@ -490,6 +533,7 @@ func (s *Store) pushRange(begin uint64, vals []float32, acc bool, f float32) err
 		if acc {
 			s.add(j, j*s.width, g)
 		} else {
+			s.touch(j)
 			s.apply(j*s.width, g, f)
 		}
 	}
@@ -572,6 +616,9 @@ func (s *Store) Flush() {
 			} else {
 				word &^= (1<<run - 1) << b
 			}
+		}
+		if s.tracking {
+			s.touchWord(wi, s.mark[wi])
 		}
 		s.mark[wi] = 0
 	}

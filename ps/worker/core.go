@@ -702,6 +702,9 @@ func (c *Core) startMove(op *Op) {
 	case opSave:
 		m.Cmd, m.Flags = proto.DataSave, transport.FlagRequest|transport.FlagPull
 		m.KV.Keys = []uint64{op.begin, op.end}
+		if op.keys != nil {
+			m.KV.Keys = op.keys // a request of an incremental capture
+		}
 	case opLoad:
 		m.Cmd = proto.DataLoad
 		m.KV = *op.snap

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"colo/kv"
+	"colo/ps/proto"
 )
 
 // SnapshotChunk bounds the keys of one DataSave or DataLoad message, so
@@ -41,6 +42,66 @@ func (w *Worker) Save(server int) (kv.Batch, error) {
 		return kv.Batch{}, fmt.Errorf("worker %d: snapshot of server %d: %w", w.Rank(), server, err)
 	}
 	return out, nil
+}
+
+// Capture is what SaveSince took of a server's store.
+type Capture struct {
+	// Batch is the snapshot: of the whole store, or of the slots written
+	// since the capture of the base round when Changed is set.
+	Batch   kv.Batch
+	Changed bool
+	// Slots is the store's slots, Marked the slots written since the
+	// last capture (all of them, when the server kept no marks).
+	Slots, Marked int
+}
+
+// SaveSince takes an incremental checkpoint's capture of server rank
+// server's store after round: the slots written since its capture of
+// round base, when the server's marks count from there and at most
+// budget slots were written (base < 0: none), or else the whole store,
+// as Save; then the server's marks start again from round (see package
+// server, snapshot.go). It is called where Save is.
+func (w *Worker) SaveSince(server, round, base, budget int) (Capture, error) {
+	fail := func(what string, err error) (Capture, error) {
+		return Capture{}, fmt.Errorf("worker %d: incremental snapshot of server %d: %s: %w", w.Rank(), server, what, err)
+	}
+	if round < 0 || budget < 0 {
+		return fail("arguments", fmt.Errorf("round %d, budget %d", round, budget))
+	}
+	ask := func(keys ...uint64) (kv.Batch, error) {
+		var b kv.Batch
+		err := w.submit(&Op{kind: opSave, server: server, keys: keys, snap: &b}).Wait()
+		return b, err
+	}
+	b, err := ask(proto.SaveBegin, uint64(base+1), uint64(budget), 0)
+	if err != nil {
+		return fail("begin", err)
+	}
+	if len(b.Keys) != 3 || b.Keys[0] > 1 || b.Keys[1] > 1<<62 || b.Keys[2] > b.Keys[1] {
+		return fail("begin", fmt.Errorf("answered %v, want {changed, slots, marked}", b.Keys))
+	}
+	c := Capture{Changed: b.Keys[0] == 1, Slots: int(b.Keys[1]), Marked: int(b.Keys[2])}
+	if !c.Changed {
+		if c.Batch, err = w.Save(server); err != nil {
+			return Capture{}, err
+		}
+	} else {
+		var parts []kv.Batch
+		for lo := 0; lo == 0 || lo < c.Slots; lo += SnapshotChunk {
+			p, err := ask(proto.SaveChanged, uint64(lo), uint64(lo+SnapshotChunk), 0)
+			if err != nil {
+				return fail(fmt.Sprintf("slots from %d", lo), err)
+			}
+			parts = append(parts, p)
+		}
+		if c.Batch, err = JoinSnapshots(parts, w.Width()); err != nil {
+			return fail("joining", err)
+		}
+	}
+	if _, err := ask(proto.SaveEnd, uint64(round+1), 0, 0); err != nil {
+		return fail("end", err)
+	}
+	return c, nil
 }
 
 // Load installs snapshot b, as Save returned it, on server rank server,
