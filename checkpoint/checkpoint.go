@@ -23,8 +23,24 @@
 // files of one round consistent across nodes is the training loop's
 // (package train, checkpoint.go).
 //
-// Writing or verifying a checkpoint of n bytes costs O(n); Latest reads
-// the checkpoints newest first until one verifies.
+// Incremental checkpoints. A server's file may be a delta
+// (server-SSS.delta, Snapshot.Delta): the slots its store wrote since
+// the checkpoint of an earlier round, its base, whose file of the same
+// server is a snapshot or a delta in turn. The MANIFEST lists each
+// delta's base (File.Base) and the rounds of the whole chain
+// (Manifest.Needs, which Commit fills from the bases' manifests, refusing
+// a base that is not there). A checkpoint is complete when its own files
+// and every checkpoint of its chain verify (VerifyChain, which Latest
+// calls): a damaged delta or base, or a missing one, is refused naming
+// the file, and Latest falls back to the newest checkpoint whose chain
+// verifies. ReadSnapshot restores a server's snapshot from the chain,
+// the base's snapshot then each delta in order (ApplyDelta), the same
+// bytes a whole snapshot of that round holds. Prune keeps every
+// checkpoint a kept one needs.
+//
+// Writing or verifying a checkpoint of n bytes costs O(n), and verifying
+// one with a chain O(the chain's bytes); Latest reads the checkpoints
+// newest first until one verifies.
 //
 //	f, _ := checkpoint.WriteFile(dir, 120, "worker-000.json", data)
 //	_ = checkpoint.Commit(dir, checkpoint.Manifest{Round: 120, Job: id, Files: files})
@@ -74,7 +90,13 @@ type File struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	CRC32C uint32 `json:"crc32c"`
+	// Base is, for a delta (a server's file named DeltaName), the round
+	// of the checkpoint whose file of the same server it builds on.
+	Base int `json:"base,omitempty"`
 }
+
+// isDelta reports whether name is a delta's (DeltaName).
+func isDelta(name string) bool { return strings.HasSuffix(name, ".delta") }
 
 // Manifest describes a complete checkpoint.
 type Manifest struct {
@@ -91,6 +113,11 @@ type Manifest struct {
 	// Volatile marks a checkpoint written without fsync (see
 	// Options.Volatile).
 	Volatile bool `json:"volatile,omitempty"`
+	// Needs lists, newest first, the rounds of the earlier checkpoints
+	// whose files this one's deltas build on, directly or through other
+	// deltas (Commit fills it): its chain. A checkpoint of whole
+	// snapshots needs none.
+	Needs []int `json:"needs,omitempty"`
 	// Dir is the checkpoint's directory (not written: set when read).
 	Dir string `json:"-"`
 }
@@ -258,7 +285,9 @@ func checkName(name string) error {
 // WriteFile) before.
 func Commit(dir string, m Manifest) error { return Options{}.Commit(dir, m) }
 
-// Commit is Commit with options o; m.Volatile is set to o.Volatile. A
+// Commit is Commit with options o; m.Volatile is set to o.Volatile, and
+// m.Needs to the chain of its deltas, each of whose base checkpoint must
+// be complete in dir and hold a file of the delta's server. A
 // durable MANIFEST (the zero Options) over a volatile one of the same
 // round makes that checkpoint durable once its files are (Sync).
 func (o Options) Commit(dir string, m Manifest) error {
@@ -272,6 +301,11 @@ func (o Options) Commit(dir string, m Manifest) error {
 			return fmt.Errorf("checkpoint: file %s listed twice", f.Name)
 		}
 	}
+	needs, err := chainOf(dir, m)
+	if err != nil {
+		return err
+	}
+	m.Needs = needs
 	body, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -348,6 +382,14 @@ func ParseManifest(data []byte) (Manifest, error) {
 		}
 		if i > 0 && f.Name <= m.Files[i-1].Name {
 			return m, fmt.Errorf("file %s is listed after %s: the names are not in order", f.Name, m.Files[i-1].Name)
+		}
+		if isDelta(f.Name) && (f.Base < 0 || f.Base >= m.Round || !slices.Contains(m.Needs, f.Base)) || !isDelta(f.Name) && f.Base != 0 {
+			return m, fmt.Errorf("file %s builds on round %d, the checkpoint of round %d needs %v", f.Name, f.Base, m.Round, m.Needs)
+		}
+	}
+	for i, r := range m.Needs {
+		if r < 0 || r >= m.Round || i > 0 && r >= m.Needs[i-1] {
+			return m, fmt.Errorf("needs rounds %v: want earlier rounds than %d, newest first", m.Needs, m.Round)
 		}
 	}
 	return m, nil
@@ -431,6 +473,143 @@ func (m *Manifest) Verify() error {
 	return nil
 }
 
+// serverOf returns the snapshot and delta names of the server whose
+// file is name, and whether name is a server's file.
+func serverOf(name string) (snap, delta string, ok bool) {
+	base, ok := strings.CutSuffix(name, ".delta")
+	if !ok {
+		base, ok = strings.CutSuffix(name, ".snap")
+	}
+	return base + ".snap", base + ".delta", ok && strings.HasPrefix(base, "server-")
+}
+
+// chainOf returns the chain of m (Manifest.Needs), a checkpoint of dir
+// being committed: the base of each of its deltas, which must be
+// complete and hold a file of the delta's server, and the chain of each
+// base.
+func chainOf(dir string, m Manifest) ([]int, error) {
+	var needs []int
+	for _, f := range m.Files {
+		if !isDelta(f.Name) {
+			continue
+		}
+		if f.Base < 0 || f.Base >= m.Round {
+			return nil, fmt.Errorf("checkpoint: %s of round %d builds on round %d: want an earlier round", f.Name, m.Round, f.Base)
+		}
+		b, err := Open(dir, f.Base)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: %s of round %d builds on round %d: %w", f.Name, m.Round, f.Base, err)
+		}
+		snap, delta, _ := serverOf(f.Name)
+		if _, ok := b.file(snap); !ok {
+			if _, ok := b.file(delta); !ok {
+				return nil, fmt.Errorf("checkpoint: %s of round %d builds on round %d, whose checkpoint has no file of its server", f.Name, m.Round, f.Base)
+			}
+		}
+		needs = append(append(needs, f.Base), b.Needs...)
+	}
+	slices.Sort(needs)
+	needs = slices.Compact(needs)
+	slices.Reverse(needs)
+	return needs, nil
+}
+
+// parent returns the directory of the checkpoints beside m.
+func (m *Manifest) parent() string { return filepath.Dir(m.Dir) }
+
+// VerifyChain opens and verifies (Verify) every checkpoint m needs
+// (Manifest.Needs), and checks that the base of each delta, of m or of
+// those, is one of them and holds a file of the delta's server: a
+// checkpoint whose chain verifies can be restored. verified, when not
+// nil, holds the rounds verified already (and receives those verified
+// here), so that checkpoints sharing a base read it once. Errors name
+// the file at fault.
+func (m *Manifest) VerifyChain(verified map[int]bool) error {
+	chain := map[int]*Manifest{m.Round: m}
+	for _, r := range m.Needs {
+		b, err := Open(m.parent(), r)
+		if err != nil {
+			return fmt.Errorf("checkpoint %s needs the checkpoint of round %d: %w", m.Dir, r, err)
+		}
+		if !verified[r] {
+			if err := b.Verify(); err != nil {
+				return fmt.Errorf("checkpoint %s needs the checkpoint of round %d: %w", m.Dir, r, err)
+			}
+			if verified != nil {
+				verified[r] = true
+			}
+		}
+		chain[r] = b
+	}
+	for _, c := range chain {
+		for _, f := range c.Files {
+			if !isDelta(f.Name) {
+				continue
+			}
+			b, ok := chain[f.Base]
+			if !ok {
+				return fmt.Errorf("checkpoint: %s builds on round %d, which %s does not list", filepath.Join(c.Dir, f.Name), f.Base, filepath.Join(m.Dir, ManifestName))
+			}
+			snap, delta, _ := serverOf(f.Name)
+			if _, ok := b.file(snap); !ok {
+				if _, ok := b.file(delta); !ok {
+					return fmt.Errorf("checkpoint: %s builds on %s, which has no file of its server", filepath.Join(c.Dir, f.Name), b.Dir)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ReadSnapshot returns server's snapshot in the checkpoint: its file,
+// checked against the manifest, or for a delta the snapshot of its base
+// (read so, from the checkpoint of its round beside this one) with the
+// delta applied (ApplyDelta). Errors name the file at fault.
+func (m *Manifest) ReadSnapshot(server int) (Snapshot, error) {
+	name := SnapshotName(server)
+	f, ok := m.file(name)
+	if !ok {
+		name = DeltaName(server)
+		if f, ok = m.file(name); !ok {
+			return Snapshot{}, fmt.Errorf("checkpoint %s has no file of server %d (%s or %s)", m.Dir, server, SnapshotName(server), name)
+		}
+	}
+	path := filepath.Join(m.Dir, name)
+	data, err := m.Read(name)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	s, err := DecodeSnapshot(data)
+	switch {
+	case err != nil:
+	case s.Server != server:
+		err = fmt.Errorf("a file of server %d, want server %d", s.Server, server)
+	case s.Delta != isDelta(name):
+		err = fmt.Errorf("its content is a delta: %v, its name says %v", s.Delta, isDelta(name))
+	case s.Delta && s.Base != f.Base:
+		err = fmt.Errorf("a delta on round %d, the manifest says %d", s.Base, f.Base)
+	}
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	if !s.Delta {
+		return s, nil
+	}
+	b, err := Open(m.parent(), f.Base)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("checkpoint: %s builds on round %d: %w", path, f.Base, err)
+	}
+	base, err := b.ReadSnapshot(server)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("checkpoint: %s builds on round %d: %w", path, f.Base, err)
+	}
+	out, err := ApplyDelta(base, s)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("checkpoint: %s on %s: %w", path, b.Dir, err)
+	}
+	return out, nil
+}
+
 // Rounds returns the rounds of the checkpoint directories in dir, newest
 // first, complete or not; none when dir does not exist.
 func Rounds(dir string) ([]int, error) {
@@ -453,7 +632,8 @@ func Rounds(dir string) ([]int, error) {
 }
 
 // Latest returns the newest complete checkpoint of dir (every file
-// verified), the errors that refused the newer ones (each naming the
+// verified, and every checkpoint of its chain, see VerifyChain), the
+// errors that refused the newer ones (each naming the
 // file at fault), and an error when there is none.
 func Latest(dir string) (*Manifest, []error, error) {
 	rounds, err := Rounds(dir)
@@ -461,10 +641,15 @@ func Latest(dir string) (*Manifest, []error, error) {
 		return nil, nil, err
 	}
 	var refused []error
+	verified := map[int]bool{}
 	for _, r := range rounds {
 		m, err := Open(dir, r)
 		if err == nil {
 			err = m.Verify()
+		}
+		if err == nil {
+			verified[r] = true
+			err = m.VerifyChain(verified)
 		}
 		if err == nil {
 			return m, refused, nil
@@ -479,7 +664,8 @@ func Latest(dir string) (*Manifest, []error, error) {
 
 // Prune removes the checkpoints of dir but the newest keep complete ones
 // (by their manifest; files are not read), the newest durable one (not
-// Volatile) when it is older than those, and any newer than those: older
+// Volatile) when it is older than those, the checkpoints those need
+// (their chains, Manifest.Needs), and any newer than those: older
 // complete checkpoints and incomplete ones older than the newest kept.
 // The newest of those it removes becomes the spare directory (SpareDir,
 // replacing the one before), whose files the next checkpoint's
@@ -491,14 +677,18 @@ func Prune(dir string, keep int) error {
 	}
 	kept, durable := 0, false
 	spared := false
+	needed := map[int]bool{}
 	var errs []error
 	for _, r := range rounds {
 		m, err := Open(dir, r)
 		complete := err == nil
-		if complete && (kept < keep || !durable && !m.Volatile) || !complete && kept == 0 {
+		if complete && (needed[r] || kept < keep || !durable && !m.Volatile) || !complete && kept == 0 {
 			if complete {
 				kept++
 				durable = durable || !m.Volatile
+				for _, n := range m.Needs {
+					needed[n] = true
+				}
 			}
 			continue
 		}

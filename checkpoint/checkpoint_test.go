@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -157,8 +158,8 @@ func TestSnapshotFile(t *testing.T) {
 	}
 }
 
-// FuzzDecodeSnapshot checks that any file decodes to a snapshot that
-// encodes back to it, or to an error, never a panic.
+// FuzzDecodeSnapshot checks that any file decodes to a snapshot or a
+// delta that encodes back to it, or to an error, never a panic.
 func FuzzDecodeSnapshot(f *testing.F) {
 	// A reader that allocated what its input claims would die of out
 	// of memory under the cap: a failing input.
@@ -166,6 +167,9 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add(EncodeSnapshot(Snapshot{Server: 3, Width: 2, Batch: kv.Batch{Keys: []uint64{1, 9}, Vals: []float32{1, 2, 3, 4}}}))
 	f.Add(EncodeSnapshot(Snapshot{Width: 0, Batch: kv.Batch{Keys: []uint64{1, 2}, Lens: []int32{1, 0}, Vals: []float32{1, 2}}}))
 	f.Add([]byte(snapMagic))
+	f.Add(EncodeSnapshot(Snapshot{Server: 1, Width: 2, Delta: true, Base: 30, Batch: kv.Batch{Keys: []uint64{4}, Vals: []float32{1, 2, 3, 4}}}))
+	f.Add(EncodeSnapshot(Snapshot{Width: 0, Delta: true, Base: 7, Batch: kv.Batch{Keys: []uint64{1, 2}, Lens: []int32{0, 1}, Vals: []float32{1}}}))
+	f.Add([]byte(deltaMagic))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := DecodeSnapshot(data)
 		if err != nil {
@@ -193,6 +197,8 @@ func FuzzParseManifest(f *testing.F) {
 	}
 	f.Add(good)
 	f.Add([]byte("{}\ncrc32c 00000000\n"))
+	chain := `{"format":1,"round":9,"job":"j","files":[{"name":"server-000.delta","size":3,"crc32c":1,"base":7}],"needs":[7,2]}`
+	f.Add([]byte(fmt.Sprintf("%s\ncrc32c %08x\n", chain, Checksum([]byte(chain)))))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseManifest(data)
 		if err != nil {
@@ -201,6 +207,9 @@ func FuzzParseManifest(f *testing.F) {
 		for i, file := range m.Files {
 			if checkName(file.Name) != nil || file.Size < 0 || i > 0 && file.Name <= m.Files[i-1].Name {
 				t.Fatalf("accepted file %+v", file)
+			}
+			if isDelta(file.Name) && (file.Base >= m.Round || !slices.Contains(m.Needs, file.Base)) {
+				t.Fatalf("accepted delta %+v of round %d needing %v", file, m.Round, m.Needs)
 			}
 		}
 	})
