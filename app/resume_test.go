@@ -267,3 +267,88 @@ func TestResumeChangedRule(t *testing.T) {
 		t.Errorf("resume with another batch, overridden: %v", err)
 	}
 }
+
+// TestResumeIncremental runs the jobs of TestResumeBitForBit with
+// incremental checkpoints: straight with a checkpoint every 2 rounds
+// (whole snapshots and deltas, the same training bit for bit), and
+// stopped after 7 rounds with one every 3, whose newest, of round 6,
+// holds deltas on round 3's: resumed from it, and from round 3 once a
+// delta of round 6 is damaged (the refusal naming it), each ends with
+// the straight run's model and passes, bit for bit.
+func TestResumeIncremental(t *testing.T) {
+	for _, name := range []string{"lr", "mf", "embed"} {
+		t.Run(name, func(t *testing.T) {
+			job, err := app.DefaultJob(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			job.Data.Train, job.Placement = resumeData(t, name), "random"
+			if name == "mf" {
+				job.Data.Load.Format = "ratings"
+			}
+			job.Config.Machines, job.Config.Batch, job.Config.MaxPasses, job.Config.Epsilon = 3, 23, 3, 0
+			straight, want := runResumable(t, job)
+
+			every := job
+			every.Config.Checkpoint = train.Checkpoint{Dir: t.TempDir(), Every: 2, Wait: true, Incremental: true}
+			res, got := runResumable(t, every)
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(losses(res), losses(straight)) {
+				t.Fatalf("incremental checkpoints changed the training:\n%v\nwant %v", losses(res), losses(straight))
+			}
+			if res.Checkpoints != 6 || res.CheckpointDeltas == 0 {
+				t.Fatalf("%d checkpoints, %d deltas: want 6 with deltas", res.Checkpoints, res.CheckpointDeltas)
+			}
+
+			stopped := job
+			dir := t.TempDir()
+			stopped.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 3, Incremental: true, Wait: true}
+			stopped.Config.MaxSteps = 7 * 3
+			if res, _ := runResumable(t, stopped); res.Rounds != 7 {
+				t.Fatalf("stopped run: %d rounds, want 7", res.Rounds)
+			}
+			m, err := checkpoint.Open(dir, 6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var delta string
+			for _, f := range m.Files {
+				if strings.HasSuffix(f.Name, ".delta") {
+					delta = filepath.Join(m.Dir, f.Name)
+				}
+			}
+			if delta == "" || !reflect.DeepEqual(m.Needs, []int{3}) {
+				t.Fatalf("round 6: files %v needing %v, want a delta on round 3", m.Files, m.Needs)
+			}
+			resumed := job
+			resumed.Config.Checkpoint = train.Checkpoint{Resume: dir}
+			res, got = runResumable(t, resumed)
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(losses(res), losses(straight)) {
+				t.Fatalf("resumed from round 6's deltas:\n%v\nwant %v", losses(res), losses(straight))
+			}
+			data, err := os.ReadFile(delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[len(data)-1] ^= 1
+			if err := os.WriteFile(delta, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var logged []string
+			resumed.Config.Logf = func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				logged = append(logged, fmt.Sprintf(format, args...))
+			}
+			res, got = runResumable(t, resumed)
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(losses(res), losses(straight)) {
+				t.Fatalf("resumed from round 3 after round 6 was refused:\n%v\nwant %v", losses(res), losses(straight))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.Contains(strings.Join(logged, "\n"), delta) {
+				t.Fatalf("the refusal of the damaged delta was not logged naming %s: %q", delta, logged)
+			}
+		})
+	}
+}

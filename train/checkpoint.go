@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"time"
 
@@ -109,12 +110,39 @@ type Checkpoint struct {
 	// process's crash, not always the machine's, whose restart falls back
 	// to the newest durable one, which is kept for that.
 	Durable bool `json:"durable,omitempty"`
+	// Incremental writes, for a server whose store changed little since
+	// the checkpoint before, only the slots it wrote since (a delta on
+	// that checkpoint, see package checkpoint), and a whole snapshot
+	// otherwise: at the first checkpoint of a loop (and after a restore),
+	// for every durable checkpoint, after MaxDeltas deltas in a row, and
+	// when the delta would make the deltas since the last whole snapshot
+	// hold more slots than it does (so that a restore reads at most twice
+	// a whole snapshot). Restores are bit for bit those of whole
+	// checkpoints.
+	Incremental bool `json:"incremental,omitempty"`
 	// Override resumes from a checkpoint of a job whose settings differ
 	// in what changes the result but not the checkpoint's layout (a rate,
 	// the features transform, the data's values; Identity), with the new
 	// values.
 	Override bool `json:"override,omitempty"`
 }
+
+// Register registers c's flags in fs (colo train's --checkpoint,
+// --checkpoint-every, --checkpoint-durable, --checkpoint-wait,
+// --checkpoint-incremental, --resume and --resume-override).
+func (c *Checkpoint) Register(fs *flag.FlagSet) {
+	fs.StringVar(&c.Dir, "checkpoint", c.Dir, "write a checkpoint of the servers' keys and the workers' progress to this directory every --checkpoint-every rounds (the newest 2 kept; one host or a shared file system)")
+	fs.IntVar(&c.Every, "checkpoint-every", c.Every, "rounds between two checkpoints (with --checkpoint); each is written beside training, and one due while the one before is still being written is skipped")
+	fs.BoolVar(&c.Durable, "checkpoint-durable", c.Durable, "with --checkpoint: fsync every checkpoint; otherwise one at least every 30 s, the first and the last are, and the others survive a process's crash but maybe not the machine's")
+	fs.BoolVar(&c.Wait, "checkpoint-wait", c.Wait, "with --checkpoint: a checkpoint due while the one before is still being written waits for it instead of being skipped (every due checkpoint is taken)")
+	fs.BoolVar(&c.Incremental, "checkpoint-incremental", c.Incremental, fmt.Sprintf("with --checkpoint: write of each server only the keys changed since the checkpoint before (a delta on it) when they are few, a whole snapshot every %d deltas or when the deltas would outgrow it; restores are bit for bit the same", MaxDeltas))
+	fs.StringVar(&c.Resume, "resume", c.Resume, "resume a stopped job from the newest complete checkpoint in this directory (the same job and flags; a damaged checkpoint is refused and the one before used); may be the --checkpoint directory")
+	fs.BoolVar(&c.Override, "resume-override", c.Override, "with --resume: resume from a checkpoint whose job had another rate, features transform, seed or data (each named, with both values), training on with the new values")
+}
+
+// MaxDeltas is the number of deltas in a row after which an incremental
+// checkpoint writes a server's whole snapshot again (Checkpoint.Incremental).
+const MaxDeltas = 8
 
 // IsZero reports whether c asks for nothing.
 func (c Checkpoint) IsZero() bool { return c == Checkpoint{} }
@@ -132,6 +160,8 @@ func (c Checkpoint) Validate() error {
 		return fmt.Errorf("checkpoint.wait without checkpoint.dir: it says how checkpoints are written, and none are")
 	case c.Durable && c.Dir == "":
 		return fmt.Errorf("checkpoint.durable without checkpoint.dir: it says how checkpoints are written, and none are")
+	case c.Incremental && c.Dir == "":
+		return fmt.Errorf("checkpoint.incremental without checkpoint.dir: it says how checkpoints are written, and none are")
 	case c.Override && c.Resume == "":
 		return errors.New("checkpoint.override without checkpoint.resume: it overrides the checks of a resume")
 	}
@@ -199,6 +229,17 @@ type Checkpointer struct {
 	WriteSeconds float64
 	// Restored lists the checkpoints this worker restored.
 	Restored []Restore
+	// Bytes counts the bytes of the files of the checkpoints written
+	// (every worker's: the servers' snapshots and deltas, the workers'
+	// progress; not the manifests), Deltas the servers' deltas among
+	// them (Checkpoint.Incremental).
+	Bytes  int64
+	Deltas int
+
+	// chains holds, per server this worker captures, the rounds of the
+	// checkpoints its newest capture builds on (an incremental
+	// checkpoint's, see capture); nil when the next must be whole.
+	chains map[int]*chain
 
 	// writer is the checkpoint being written, nil when none; skipped the
 	// state of the last due checkpoint when it was skipped.
@@ -243,6 +284,11 @@ type writing struct {
 	// a failure of the all-reduce (a pause, the end of the job).
 	err, gather error
 	seconds     float64
+	// bytes and deltas count the checkpoint's files (Bytes, Deltas);
+	// incomplete marks one another worker's writer failed to write.
+	bytes      int64
+	deltas     int
+	incomplete bool
 }
 
 // save takes the checkpoint of state st on worker w (every worker at the
@@ -300,6 +346,15 @@ func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st
 	round, rank := st.Rounds, w.Rank()
 	var snaps []checkpoint.Snapshot
 	for s := rank; s < c.Servers; s += c.Workers {
+		if c.Config.Incremental {
+			snap, err := c.capture(w, s, round, !opts.Volatile)
+			if err != nil {
+				c.chains = nil
+				return fmt.Errorf("checkpoint of round %d: %w", round, err)
+			}
+			snaps = append(snaps, snap)
+			continue
+		}
 		snap, err := w.Save(s)
 		if err != nil {
 			return fmt.Errorf("checkpoint of round %d: %w", round, err)
@@ -330,6 +385,49 @@ func (c *Checkpointer) save(ctx context.Context, w *worker.Worker, part Part, st
 	return nil
 }
 
+// chain is what an incremental checkpoint keeps of a server's captures
+// since its last whole snapshot: the rounds (the whole snapshot's first,
+// then each delta's), the slots of the whole snapshot and those of the
+// deltas together.
+type chain struct {
+	rounds      []int
+	full, slots int
+}
+
+// capture takes server s's share of an incremental checkpoint of round
+// (Checkpoint.Incremental): a delta on this worker's capture of s before
+// when there is one in this loop, the chain is shorter than MaxDeltas,
+// whole is not set (a durable checkpoint is whole, so that it needs no
+// volatile one) and the server's store changed in few enough slots that
+// the chain's deltas stay smaller than its whole snapshot; the whole
+// snapshot otherwise. The server decides from its marks
+// (worker.Worker.SaveSince): a server that was replaced, restored or
+// that moved keys since gives the whole snapshot.
+func (c *Checkpointer) capture(w *worker.Worker, s, round int, whole bool) (checkpoint.Snapshot, error) {
+	if c.chains == nil {
+		c.chains = map[int]*chain{}
+	}
+	ch := c.chains[s]
+	base, budget := -1, 0
+	if ch != nil && !whole && len(ch.rounds) <= MaxDeltas {
+		base, budget = ch.rounds[len(ch.rounds)-1], max(ch.full-ch.slots, 0)
+	}
+	got, err := w.SaveSince(s, round, base, budget)
+	if err != nil {
+		delete(c.chains, s)
+		return checkpoint.Snapshot{}, err
+	}
+	snap := checkpoint.Snapshot{Server: s, Width: w.Width(), Batch: got.Batch}
+	if got.Changed {
+		snap.Delta, snap.Base = true, base
+		ch.rounds = append(ch.rounds, round)
+		ch.slots += len(got.Batch.Keys)
+		return snap, nil
+	}
+	c.chains[s] = &chain{rounds: []int{round}, full: len(got.Batch.Keys)}
+	return snap, nil
+}
+
 // write writes this worker's share of the checkpoint of wr.round (its
 // servers' snapshots snaps and its state data), each file atomically,
 // then gathers every file's size and CRC-32C from every worker's writer
@@ -347,7 +445,9 @@ func (c *Checkpointer) write(ctx context.Context, w *worker.Worker, wr *writing,
 	if c.gate != nil {
 		c.gate(round)
 	}
-	files := make([]float64, 2*n+1) // sizes and checksums, then failures
+	// Sizes and checksums of every file, then 1 + the base of each
+	// server's delta (0: a whole snapshot), then failures.
+	files := make([]float64, 2*n+c.Servers+1)
 	record := func(i int, f checkpoint.File) { files[2*i], files[2*i+1] = float64(f.Size), float64(f.CRC32C) }
 	err := func() error {
 		for _, s := range snaps {
@@ -356,6 +456,9 @@ func (c *Checkpointer) write(ctx context.Context, w *worker.Worker, wr *writing,
 				return err
 			}
 			record(s.Server, f)
+			if s.Delta {
+				files[2*n+s.Server] = float64(s.Base + 1)
+			}
 		}
 		f, err := wr.opts.WriteFile(dir, round, WorkerFile(rank), data)
 		if err != nil {
@@ -364,8 +467,9 @@ func (c *Checkpointer) write(ctx context.Context, w *worker.Worker, wr *writing,
 		record(c.Servers+rank, f)
 		return nil
 	}()
+	fail := len(files) - 1
 	if err != nil {
-		files[2*n] = 1
+		files[fail] = 1
 		wr.err = fmt.Errorf("checkpoint of round %d: %w", round, err)
 	}
 	// Every writer joins, failed or not, so that none waits for ever.
@@ -376,18 +480,31 @@ func (c *Checkpointer) write(ctx context.Context, w *worker.Worker, wr *writing,
 	case aerr != nil:
 		wr.gather = fmt.Errorf("checkpoint of round %d: gathering the checksums: %w", round, aerr)
 		return
-	case sum[2*n] > 0 || rank != 0:
+	case sum[fail] > 0:
 		// A writer that failed reports it itself; the checkpoint stays
-		// incomplete.
+		// incomplete, and no delta may build on it.
+		wr.incomplete = true
+		return
+	}
+	for i := range n {
+		wr.bytes += int64(sum[2*i])
+		if i < c.Servers && sum[2*n+i] > 0 {
+			wr.deltas++
+		}
+	}
+	if rank != 0 {
 		return
 	}
 	m := checkpoint.Manifest{Round: round, Job: c.Job}
 	for i := range n {
-		name := checkpoint.SnapshotName(i)
-		if i >= c.Servers {
-			name = WorkerFile(i - c.Servers)
+		f := checkpoint.File{Name: checkpoint.SnapshotName(i), Size: int64(sum[2*i]), CRC32C: uint32(sum[2*i+1])}
+		switch {
+		case i >= c.Servers:
+			f.Name = WorkerFile(i - c.Servers)
+		case sum[2*n+i] > 0:
+			f.Name, f.Base = checkpoint.DeltaName(i), int(sum[2*n+i])-1
 		}
-		m.Files = append(m.Files, checkpoint.File{Name: name, Size: int64(sum[2*i]), CRC32C: uint32(sum[2*i+1])})
+		m.Files = append(m.Files, f)
 	}
 	if err := wr.opts.Commit(dir, m); err != nil {
 		wr.err = err
@@ -402,6 +519,11 @@ func (c *Checkpointer) collect() error {
 	wr := c.writer
 	c.writer = nil
 	c.WriteSeconds += wr.seconds
+	c.Bytes += wr.bytes
+	c.Deltas += wr.deltas
+	if wr.err != nil || wr.gather != nil || wr.incomplete {
+		c.chains = nil // no delta builds on a checkpoint not complete
+	}
 	if wr.err != nil {
 		return wr.err
 	}
@@ -447,18 +569,38 @@ func (c *Checkpointer) finish(ctx context.Context, w *worker.Worker, part Part, 
 }
 
 // makeDurable makes the volatile checkpoint of round, complete, durable:
-// every worker syncs the files it wrote (checkpoint.Sync), an all-reduce
-// tells whether any failed, and worker 0 writes the manifest again,
-// durable, and prunes (an older durable checkpoint is no longer needed).
+// every worker syncs the files it wrote (checkpoint.Sync), of the
+// checkpoint and of its chain when it is incremental, an all-reduce
+// tells whether any failed, and worker 0 writes the manifests again,
+// durable (the chain's first), and prunes (an older durable checkpoint
+// is no longer needed).
 func (c *Checkpointer) makeDurable(ctx context.Context, w *worker.Worker, round int) error {
 	c.last.volatile = false
 	rank := w.Rank()
-	var names []string
+	// This worker's files of the checkpoint and of its chain (an
+	// incremental checkpoint's deltas and the snapshots they build on),
+	// by round.
+	names := map[int][]string{round: {WorkerFile(rank)}}
 	for s := rank; s < c.Servers; s += c.Workers {
-		names = append(names, checkpoint.SnapshotName(s))
+		ch := c.chains[s]
+		if ch == nil || ch.rounds[len(ch.rounds)-1] != round {
+			names[round] = append(names[round], checkpoint.SnapshotName(s))
+			continue
+		}
+		for i, r := range ch.rounds {
+			name := checkpoint.DeltaName(s)
+			if i == 0 {
+				name = checkpoint.SnapshotName(s)
+			}
+			names[r] = append(names[r], name)
+		}
 	}
-	names = append(names, WorkerFile(rank))
-	err := checkpoint.Sync(c.Config.Dir, round, names)
+	var err error
+	for r, ns := range names {
+		if err == nil {
+			err = checkpoint.Sync(c.Config.Dir, r, ns)
+		}
+	}
 	failed := 0.0
 	if err != nil {
 		failed = 1
@@ -478,6 +620,17 @@ func (c *Checkpointer) makeDurable(ctx context.Context, w *worker.Worker, round 
 	if err != nil {
 		return fmt.Errorf("checkpoint of round %d: %w", round, err)
 	}
+	// The manifests of the chain first, oldest first, then the
+	// checkpoint's: a durable manifest needs only durable ones.
+	for i := len(m.Needs) - 1; i >= 0; i-- {
+		b, err := checkpoint.Open(c.Config.Dir, m.Needs[i])
+		if err == nil && b.Volatile {
+			err = checkpoint.Commit(c.Config.Dir, *b)
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint of round %d: %w", round, err)
+		}
+	}
 	if err := checkpoint.Commit(c.Config.Dir, *m); err != nil {
 		return fmt.Errorf("checkpoint of round %d: %w", round, err)
 	}
@@ -494,6 +647,7 @@ func (c *Checkpointer) abandon() error {
 	}
 	c.skipped = nil
 	c.last.round, c.last.volatile = 0, false
+	c.chains = nil
 	if c.writer == nil {
 		return nil
 	}
@@ -509,6 +663,7 @@ func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part,
 	// The first checkpoint after a restore is durable, whatever was
 	// written before it.
 	c.last.round, c.last.volatile, c.durableAt = 0, false, time.Time{}
+	c.chains = nil
 	rank := w.Rank()
 	pick := []float64{0}
 	var perr error
@@ -574,17 +729,14 @@ func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part,
 		return nil, fmt.Errorf("resume: %s/%s has a part state, the application's part keeps none", m.Dir, WorkerFile(rank))
 	}
 	for s := rank; s < c.Servers; s += c.Workers {
-		name := checkpoint.SnapshotName(s)
-		data, err := m.Read(name)
+		// The server's snapshot, or its delta applied to its chain's.
+		snap, err := m.ReadSnapshot(s)
 		if err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
-		snap, err := checkpoint.DecodeSnapshot(data)
-		if err == nil && (snap.Server != s || snap.Width != w.Width()) {
-			err = fmt.Errorf("server %d of width %d, want server %d of width %d", snap.Server, snap.Width, s, w.Width())
-		}
-		if err != nil {
-			return nil, fmt.Errorf("resume: %s/%s: %w", m.Dir, name, err)
+		name := checkpoint.SnapshotName(s)
+		if snap.Width != w.Width() {
+			return nil, fmt.Errorf("resume: %s/%s: server %d of width %d, want server %d of width %d", m.Dir, name, snap.Server, snap.Width, s, w.Width())
 		}
 		if err := w.Load(s, snap.Batch); err != nil {
 			return nil, fmt.Errorf("resume: %s/%s: %w", m.Dir, name, err)

@@ -431,6 +431,11 @@ type Result struct {
 	CheckpointSeconds      float64 `json:"checkpoint_seconds,omitempty"`
 	CheckpointsSkipped     int     `json:"checkpoints_skipped,omitempty"`
 	CheckpointWriteSeconds float64 `json:"checkpoint_write_seconds,omitempty"`
+	// CheckpointBytes is the size of the checkpoints' files (every
+	// worker's), CheckpointDeltas the servers' deltas among them
+	// (Checkpoint.Incremental).
+	CheckpointBytes  int64 `json:"checkpoint_bytes,omitempty"`
+	CheckpointDeltas int   `json:"checkpoint_deltas,omitempty"`
 
 	// batches is the number of batches of a pass, width the values per
 	// key.
@@ -649,6 +654,7 @@ func Run(ctx context.Context, job Job, app App, p *placement.Placement, d Deploy
 	res.TrainSeconds, res.EvalSeconds = w.TrainSeconds, w.EvalSeconds
 	res.Checkpoints, res.CheckpointSeconds = w.Checkpoints, w.CheckpointSeconds
 	res.CheckpointsSkipped, res.CheckpointWriteSeconds = w.CheckpointsSkipped, w.CheckpointWriteSeconds
+	res.CheckpointBytes, res.CheckpointDeltas = w.CheckpointBytes, w.CheckpointDeltas
 	res.RoundsDetail = w.Passes
 	for _, p := range w.Passes {
 		res.Phases = res.Phases.Add(p.Phases)
@@ -704,11 +710,14 @@ type WorkerResult struct {
 	// the training time they cost this worker (Config.Checkpoint),
 	// CheckpointsSkipped those skipped while the one before was being
 	// written and CheckpointWriteSeconds the time its writer spent beside
-	// training (Checkpointer).
+	// training, CheckpointBytes and CheckpointDeltas the checkpoints'
+	// files and deltas (Checkpointer).
 	Checkpoints            int     `json:"checkpoints,omitempty"`
 	CheckpointSeconds      float64 `json:"checkpoint_seconds,omitempty"`
 	CheckpointsSkipped     int     `json:"checkpoints_skipped,omitempty"`
 	CheckpointWriteSeconds float64 `json:"checkpoint_write_seconds,omitempty"`
+	CheckpointBytes        int64   `json:"checkpoint_bytes,omitempty"`
+	CheckpointDeltas       int     `json:"checkpoint_deltas,omitempty"`
 	// Restores lists the checkpoints the worker restored: when it
 	// resumed the job, and each time it rolled back after a failed node
 	// was replaced.
@@ -728,6 +737,7 @@ func Work(ctx context.Context, w *worker.Worker, app App, part Part, s Schedule,
 		if c := s.Checkpoint; c != nil {
 			res.Checkpoints, res.CheckpointSeconds, res.Restores = c.Taken, c.Seconds, c.Restored
 			res.CheckpointsSkipped, res.CheckpointWriteSeconds = c.Skipped, c.WriteSeconds
+			res.CheckpointBytes, res.CheckpointDeltas = c.Bytes, c.Deltas
 		}
 		if err != nil {
 			return res, err

@@ -79,7 +79,7 @@ func dropServerFlags(f *cmdFlags) {
 		"servers", "updater", "consistency", "bandwidth-matrix", "bandwidth-random", "bandwidth-change",
 		"balance", "balance-every", "slice", "probe", "directions", "overlap", "pull-ahead", "async-step", "eval-every")
 	f.Drop("--mode ps only: decentralised training keeps no checkpoints",
-		"checkpoint", "checkpoint-every", "checkpoint-wait", "checkpoint-durable", "resume", "resume-override")
+		"checkpoint", "checkpoint-every", "checkpoint-wait", "checkpoint-durable", "checkpoint-incremental", "resume", "resume-override")
 	f.Drop("a flag of --app lr, mf or embed: decentralised training runs mlp or cnn",
 		"rank", "dim", "negatives", "uniform-negatives", "uniform-pool", "eval-negatives", "holdout", "features", "drop-self-loops")
 	f.Drop("use colo bench rcd to compare decentralised runs", "compare")

@@ -21,6 +21,6 @@ var trainSections = []flagSection{
 	{Title: "Decentralised training", Flags: []string{"topology", "weights", "local-steps", "matcha", "budget", "order", "worker-speeds", "submodular"}},
 	{Title: "Links", Flags: []string{"link-bandwidth", "bandwidth-matrix", "bandwidth-random", "bandwidth-change", "transport"}},
 	{Title: "Processes", Flags: []string{"processes", "netns", "deadline", "restarts", "recovery", "replicas", "tls-cert", "tls-key", "tls-ca", "write-job"}},
-	{Title: "Checkpoints", Flags: []string{"checkpoint", "checkpoint-every", "checkpoint-wait", "checkpoint-durable", "resume", "resume-override"}},
+	{Title: "Checkpoints", Flags: []string{"checkpoint", "checkpoint-every", "checkpoint-wait", "checkpoint-durable", "checkpoint-incremental", "resume", "resume-override"}},
 	{Title: "Observability", Flags: []string{"json", "svg", "trace", "dashboard", "metrics", "metrics-file", "linger"}},
 }
