@@ -561,18 +561,24 @@ func (m *Manifest) VerifyChain(verified map[int]bool) error {
 	return nil
 }
 
+// ServerFile returns the name of server's file in the checkpoint: its
+// delta's (DeltaName) when it lists one, its snapshot's otherwise.
+func (m *Manifest) ServerFile(server int) string {
+	if _, ok := m.file(DeltaName(server)); ok {
+		return DeltaName(server)
+	}
+	return SnapshotName(server)
+}
+
 // ReadSnapshot returns server's snapshot in the checkpoint: its file,
 // checked against the manifest, or for a delta the snapshot of its base
 // (read so, from the checkpoint of its round beside this one) with the
 // delta applied (ApplyDelta). Errors name the file at fault.
 func (m *Manifest) ReadSnapshot(server int) (Snapshot, error) {
-	name := SnapshotName(server)
+	name := m.ServerFile(server)
 	f, ok := m.file(name)
 	if !ok {
-		name = DeltaName(server)
-		if f, ok = m.file(name); !ok {
-			return Snapshot{}, fmt.Errorf("checkpoint %s has no file of server %d (%s or %s)", m.Dir, server, SnapshotName(server), name)
-		}
+		return Snapshot{}, fmt.Errorf("checkpoint %s has no file of server %d (%s or %s)", m.Dir, server, SnapshotName(server), DeltaName(server))
 	}
 	path := filepath.Join(m.Dir, name)
 	data, err := m.Read(name)

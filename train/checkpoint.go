@@ -734,7 +734,7 @@ func (c *Checkpointer) restore(ctx context.Context, w *worker.Worker, part Part,
 		if err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
-		name := checkpoint.SnapshotName(s)
+		name := m.ServerFile(s)
 		if snap.Width != w.Width() {
 			return nil, fmt.Errorf("resume: %s/%s: server %d of width %d, want server %d of width %d", m.Dir, name, snap.Server, snap.Width, s, w.Width())
 		}
