@@ -2,14 +2,15 @@ package mem
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"colo/transport"
 )
 
-// nic is the network interface of a host: a bucket each way, nil when
+// nic is the network interface of a host: a card each way, nil when
 // unlimited.
-type nic struct{ egress, ingress *transport.TokenBucket }
+type nic struct{ egress, ingress *card }
 
 // validRate checks a host-level rate in bytes per second.
 func validRate(field string, r float64) error {
@@ -17,14 +18,6 @@ func validRate(field string, r float64) error {
 		return fmt.Errorf("%s %v out of range [0, 1e18]", field, r)
 	}
 	return nil
-}
-
-// bucket returns a burst-0 bucket of rate r, nil for unlimited.
-func bucket(r float64) *transport.TokenBucket {
-	if r == 0 {
-		return nil
-	}
-	return transport.NewTokenBucket(r, 0)
 }
 
 // SetHost places endpoint id, attached or not yet, on host (≥ 0). An
@@ -63,7 +56,7 @@ func (n *Network) SetNIC(host int, egress, ingress float64) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.nics[host] = nic{egress: bucket(egress), ingress: bucket(ingress)}
+	n.nics[host] = nic{egress: newCard(egress, n.quantum), ingress: newCard(ingress, n.quantum)}
 	return nil
 }
 
@@ -79,8 +72,8 @@ func (n *Network) SetHostLink(from, to int, rate float64) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if b := bucket(rate); b != nil {
-		n.hostLinks[[2]int{from, to}] = b
+	if c := newCard(rate, n.quantum); c != nil {
+		n.hostLinks[[2]int{from, to}] = c
 	} else {
 		delete(n.hostLinks, [2]int{from, to})
 	}
@@ -88,7 +81,7 @@ func (n *Network) SetHostLink(from, to int, rate float64) error {
 }
 
 // SetHostExempt sets apart endpoint id (attached or not yet): its traffic
-// takes nothing from host-level buckets, as if it went through a
+// takes nothing from host-level cards, as if it went through a
 // separate management network. Its per-link models still apply.
 func (n *Network) SetHostExempt(id transport.NodeID, exempt bool) {
 	n.mu.Lock()
@@ -100,11 +93,11 @@ func (n *Network) SetHostExempt(id transport.NodeID, exempt bool) {
 	}
 }
 
-// hostBuckets appends to dst the host-level buckets of a message from
-// one endpoint to another on the sender's side (its host's egress and
-// the host pair's path) and returns the destination host's ingress
-// bucket, nil when none applies.
-func (n *Network) hostBuckets(dst []*transport.TokenBucket, from, to transport.NodeID) ([]*transport.TokenBucket, *transport.TokenBucket) {
+// hostCards appends to dst the host-level cards of a message from one
+// endpoint to another on the sender's side (its host's egress and the
+// host pair's path) and returns the destination host's ingress card, nil
+// when none applies.
+func (n *Network) hostCards(dst []*card, from, to transport.NodeID) ([]*card, *card) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.exempt[from] || n.exempt[to] {
@@ -116,33 +109,81 @@ func (n *Network) hostBuckets(dst []*transport.TokenBucket, from, to transport.N
 		return dst, nil
 	}
 	if okf {
-		if b := n.nics[hf].egress; b != nil {
-			dst = append(dst, b)
+		if c := n.nics[hf].egress; c != nil {
+			dst = append(dst, c)
 		}
 	}
 	if okf && okt {
-		if b := n.hostLinks[[2]int{hf, ht}]; b != nil {
-			dst = append(dst, b)
+		if c := n.hostLinks[[2]int{hf, ht}]; c != nil {
+			dst = append(dst, c)
 		}
 	}
-	var in *transport.TokenBucket
+	var in *card
 	if okt {
 		in = n.nics[ht].ingress
 	}
 	return dst, in
 }
 
-// reserve takes size bytes from every bucket at once and returns the
-// longest wait of the sender's buckets and of the destination's ingress.
-func (n *Network) reserve(buckets []*transport.TokenBucket, in *transport.TokenBucket, size int) (send, arrive time.Duration) {
+// flight is a message's passage through its cards: the sender's (egress,
+// host pair's path) and the destination's ingress. Its moments start at
+// the end of the link's own bandwidth wait.
+type flight struct {
+	mu        sync.Mutex
+	side, all int           // cards not yet passed: the sender's, all
+	sideAt    time.Time     // when the sender's cards have carried it
+	doneAt    time.Time     // when every card has
+	left      chan struct{} // closed when side reaches 0
+	done      chan struct{} // closed when all reaches 0
+}
+
+// pass records that one card, the sender's or not, carried the message
+// at the moment at.
+func (f *flight) pass(sender bool, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.doneAt = later(f.doneAt, at)
+	if sender {
+		f.sideAt = later(f.sideAt, at)
+		if f.side--; f.side == 0 {
+			close(f.left)
+		}
+	}
+	if f.all--; f.all == 0 {
+		close(f.done)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// launch queues a message of size bytes from endpoint from to endpoint to
+// on its cards at once, at the moment start, and returns its flight, or
+// nil when no card applies.
+func (n *Network) launch(side []*card, in *card, from, to transport.NodeID, size int, start time.Time) *flight {
+	all := len(side)
+	if in != nil {
+		all++
+	}
+	if all == 0 {
+		return nil
+	}
+	f := &flight{side: len(side), all: all, sideAt: start, doneAt: start, left: make(chan struct{}), done: make(chan struct{})}
+	if len(side) == 0 {
+		close(f.left)
+	}
+	key := pair{from, to}
 	n.shape.Lock()
 	defer n.shape.Unlock()
-	for _, b := range buckets {
-		send = max(send, b.Reserve(size))
+	for _, c := range side {
+		c.add(start, key, size, func(at time.Time) { f.pass(true, at) })
 	}
-	arrive = send
 	if in != nil {
-		arrive = max(arrive, in.Reserve(size))
+		in.add(start, key, size, func(at time.Time) { f.pass(false, at) })
 	}
-	return send, arrive
+	return f
 }

@@ -124,11 +124,14 @@ func (n *Network) link(src *Endpoint, to transport.NodeID) (*link, error) {
 	return l, nil
 }
 
-// item is a message in flight.
+// item is a message in flight: it arrives at due, and not before its
+// flight (nil when no card applies) has passed every card plus latency.
 type item struct {
-	m    *transport.Message
-	size int
-	due  time.Time
+	m       *transport.Message
+	size    int
+	due     time.Time
+	latency time.Duration
+	f       *flight
 }
 
 // link is one direction between two endpoints.
@@ -181,6 +184,14 @@ func (l *link) run() {
 			}
 		case <-done:
 			return
+		}
+		if f := it.f; f != nil {
+			select {
+			case <-f.done:
+			case <-done:
+				return
+			}
+			it.due = later(it.due, f.doneAt.Add(it.latency))
 		}
 		if d := time.Until(it.due); d > 0 {
 			if timer == nil {
