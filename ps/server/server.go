@@ -74,6 +74,14 @@ type Egress struct {
 	Nanos int64  `json:"nanos"`
 }
 
+// Queuer is implemented by a Conn whose Reply may return before the
+// message has left (it queues a copy): ReplyThen is Reply, calling sent
+// once m has left or failed, so that the server times its egress from
+// the call to the message's departure.
+type Queuer interface {
+	ReplyThen(ctx context.Context, to transport.NodeID, m *transport.Message, sent func()) error
+}
+
 // Local is implemented by a Conn that knows which workers are on the
 // server's own machine: answers to them do not travel, and are not
 // timed.
@@ -117,14 +125,24 @@ func (s *Server) send(ctx context.Context, conn Conn, r Reply) {
 	}
 	s.sending++
 	s.mu.Unlock()
-	conn.Reply(ctx, r.To(), r.Message())
-	s.mu.Lock()
-	s.sending--
-	s.egress.Bytes += 4 * uint64(len(r.Vals))
-	if s.sending == 0 {
-		s.egress.Nanos += int64(time.Since(s.since))
+	bytes := 4 * uint64(len(r.Vals))
+	sent := func() {
+		s.mu.Lock()
+		s.sending--
+		s.egress.Bytes += bytes
+		if s.sending == 0 {
+			s.egress.Nanos += int64(time.Since(s.since))
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
+	if q, ok := conn.(Queuer); ok {
+		if q.ReplyThen(ctx, r.To(), r.Message(), sent) != nil {
+			sent() // not queued
+		}
+		return
+	}
+	conn.Reply(ctx, r.To(), r.Message())
+	sent()
 }
 
 // NewServer returns a server with an empty store; Run drives it.
