@@ -248,6 +248,8 @@ type member struct {
 	out   *mailbox.Outbox
 	data  *mailbox.Box[*transport.Message]
 	local localCounters // traffic with the co-located peer
+	// replies queues a server's replies per destination (reply.go).
+	replies replies
 	// shut: the scheduler's Shutdown reached this member (under n.mu).
 	shut bool
 	// offer, once set, handles a data message from the network on the
@@ -1205,12 +1207,20 @@ func (l *landing) dropAll(to transport.NodeID) {
 type serverConn struct{ m *member }
 
 // Reply sends a reply to node to (a worker or an evaluator), through
-// memory to the co-located worker. The send has no deadline (a reply on a slow link takes as long
-// as it needs) and ends with the job, ctx. A reply over the frame limit is
-// replaced by an error answer naming the server; any other failure ends
-// the job (Node.lost), so the worker never waits for an answer that was
-// lost.
+// memory to the co-located worker. Over the network it queues a copy in
+// order behind the earlier replies to the same node and returns (see
+// replies): replies to different nodes share the wire. The send has no
+// deadline (a reply on a slow link takes as long as it needs) and ends
+// with the job, ctx. A reply over the frame limit is replaced by an
+// error answer naming the server; any other failure ends the job
+// (Node.lost), so the worker never waits for an answer that was lost.
 func (c serverConn) Reply(ctx context.Context, to transport.NodeID, msg *transport.Message) error {
+	return c.ReplyThen(ctx, to, msg, nil)
+}
+
+// ReplyThen is Reply, calling sent (when not nil) once the reply has
+// left or failed (server.Queuer).
+func (c serverConn) ReplyThen(ctx context.Context, to transport.NodeID, msg *transport.Message, sent func()) error {
 	n := c.m.n
 	select {
 	case <-n.started:
@@ -1226,20 +1236,12 @@ func (c serverConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 		peer.local.msgsRecv.Add(1)
 		peer.local.bytesRecv.Add(size)
 		peer.data.Push(cp)
+		if sent != nil {
+			sent()
+		}
 		return nil
 	}
-	err := c.m.ep.Send(ctx, to, msg)
-	if err != nil && ctx.Err() == nil && errors.Is(err, transport.ErrFrameTooLarge) {
-		// The worker's request was well formed; the answer does not fit.
-		err = c.m.ep.Send(ctx, to, &transport.Message{
-			Header: transport.Header{Type: transport.TypeData, Flags: msg.Flags, Cmd: proto.DataError, ID: msg.ID},
-			Body:   []byte(fmt.Sprintf("answer not sent: %v", err)),
-		})
-	}
-	if err != nil && ctx.Err() == nil {
-		n.lost(c.m, to, err)
-	}
-	return err
+	return c.m.replies.post(ctx, c.m, to, msg, sent)
 }
 
 // Landing returns the array the co-located worker to registered for the
