@@ -128,11 +128,12 @@ func (n *Node) moveTo(f proto.Failover, p proto.Peer) {
 }
 
 // takeover runs srv, the server of rank the node's server took over, on
-// an endpoint of that rank's id: a member with its own loop, which
-// reports Ready to the scheduler.
+// an endpoint of that rank's id on this node's machine (its emulated
+// network interface, not the failed machine's): a member with its own
+// loop, which reports Ready to the scheduler.
 func (n *Node) takeover(rank int, srv *server.Server) {
 	id := proto.ServerID(rank)
-	ep, err := n.cfg.Network.Listen(id, n.identity)
+	ep, err := listenOn(n.cfg.Network, id, n.assign.Server, n.identity)
 	if err != nil {
 		n.end(fmt.Errorf("node: taking over %s: %w", proto.Name(id), err))
 		return

@@ -27,6 +27,7 @@ import (
 // own, on an in-memory network, with replicas backups of each server's
 // ranges.
 type replCluster struct {
+	net     *mem.Network
 	s       *sched.Scheduler
 	servers []*Node
 	workers []*Node
@@ -52,7 +53,11 @@ type holdNet struct {
 }
 
 func (h holdNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := h.Network.Listen(id, identity)
+	return h.ListenOn(id, id, identity)
+}
+
+func (h holdNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := listenOn(h.Network, id, on, identity)
 	if err != nil || id != h.from {
 		return ep, err
 	}
@@ -92,7 +97,14 @@ func startReplicated(t *testing.T, mode clock.Mode, replicas int, rule update.Ru
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	c := &replCluster{s: s, servers: make([]*Node, 3), workers: make([]*Node, 2), hold: new(atomic.Bool), held: make(chan struct{}, 1<<16), backedUp: backedUp}
+	// Machine r is server r; the workers are machines 3 and 4.
+	for r := range 3 {
+		net.SetHost(proto.ServerID(r), r)
+	}
+	for r := range 2 {
+		net.SetHost(proto.WorkerID(r), 3+r)
+	}
+	c := &replCluster{net: net, s: s, servers: make([]*Node, 3), workers: make([]*Node, 2), hold: new(atomic.Bool), held: make(chan struct{}, 1<<16), backedUp: backedUp}
 	errs := make(chan error, 5)
 	start := func(dst **Node, role proto.Role, rank int) {
 		cfg := DefaultConfig()
@@ -201,7 +213,11 @@ type ackNet struct {
 }
 
 func (a ackNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := a.Network.Listen(id, identity)
+	return a.ListenOn(id, id, identity)
+}
+
+func (a ackNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := listenOn(a.Network, id, on, identity)
 	if err != nil {
 		return ep, err
 	}
@@ -310,7 +326,11 @@ type tapNet struct {
 }
 
 func (f tapNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := f.Network.Listen(id, identity)
+	return f.ListenOn(id, id, identity)
+}
+
+func (f tapNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := listenOn(f.Network, id, on, identity)
 	if err != nil || id != f.from {
 		return ep, err
 	}
@@ -433,7 +453,8 @@ func TestFailoverBSP(t *testing.T) {
 // checkFailover checks a BSP run of rounds rounds in which server victim
 // was killed: the model got is bit for bit want, the one of the run
 // without failure; the victim's backup serves its ranges; each worker
-// computed exactly the rounds; the job was never paused.
+// computed exactly the rounds; the job was never paused; the victim's id
+// is on the backup's machine (its network interface).
 func checkFailover(t *testing.T, c *replCluster, got, want []float32, rounds int64, victim int) {
 	t.Helper()
 	if !slices.EqualFunc(got, want, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
@@ -445,6 +466,9 @@ func checkFailover(t *testing.T, c *replCluster, got, want []float32, rounds int
 	heir.mu.Unlock()
 	if taken != 1 {
 		t.Errorf("server %d's node serves %d failed servers, want 1", (victim+1)%3, taken)
+	}
+	if h, ok := c.net.Host(proto.ServerID(victim)); !ok || h != (victim+1)%3 {
+		t.Errorf("server %d is served on machine %d (%v), want its backup's, %d", victim, h, ok, (victim+1)%3)
 	}
 	for w, n := range c.workers {
 		if r := n.Worker().Round(); r != rounds {
@@ -573,7 +597,11 @@ type failNet struct {
 }
 
 func (f failNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := f.Network.Listen(id, identity)
+	return f.ListenOn(id, id, identity)
+}
+
+func (f failNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := listenOn(f.Network, id, on, identity)
 	if err != nil || id != f.from {
 		return ep, err
 	}
@@ -649,7 +677,11 @@ type freezeNet struct {
 }
 
 func (f freezeNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := f.Network.Listen(id, identity)
+	return f.ListenOn(id, id, identity)
+}
+
+func (f freezeNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := listenOn(f.Network, id, on, identity)
 	if err != nil || id != f.from {
 		return ep, err
 	}
@@ -881,9 +913,13 @@ type addrNet struct {
 }
 
 func (a addrNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	return a.ListenOn(id, id, identity)
+}
+
+func (a addrNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
 	a.book.mu.Lock()
 	defer a.book.mu.Unlock()
-	ep, err := a.Network.Listen(id, identity)
+	ep, err := listenOn(a.Network, id, on, identity)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,11 @@ type brokenNet struct {
 var errBroken = errors.New("link broken")
 
 func (n brokenNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := n.Mem.Listen(id, identity)
+	return n.ListenOn(id, id, identity)
+}
+
+func (n brokenNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := listenOn(n.Mem, id, on, identity)
 	return brokenEndpoint{ep, n.err}, err
 }
 

@@ -34,6 +34,24 @@ type Endpoint interface {
 	SetPeerKey(id transport.NodeID, pub []byte) error
 }
 
+// machineListener is implemented by a Network whose endpoints belong to
+// emulated machines (their network interfaces): ListenOn opens an
+// endpoint for node id on the machine of node host, as a backup does to
+// serve a failed server's id (Node.takeover) through its own machine's
+// interface, not the failed machine's.
+type machineListener interface {
+	ListenOn(id, host transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error)
+}
+
+// listenOn opens an endpoint for node id on nw, on the machine of node
+// host when nw knows machines.
+func listenOn(nw Network, id, host transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	if ml, ok := nw.(machineListener); ok {
+		return ml.ListenOn(id, host, identity)
+	}
+	return nw.Listen(id, identity)
+}
+
 // TCP opens TCP endpoints on Host, on ports the kernel picks.
 type TCP struct {
 	// Host is the address to listen on and to advertise, such as
@@ -44,7 +62,11 @@ type TCP struct {
 	Token string
 	// TLS, when not nil, runs every link over mutual TLS (tcp.Config.TLS).
 	TLS *tls.Config
-	// Tune, when not nil, adjusts each endpoint's configuration.
+	// Tune, when not nil, adjusts each endpoint's configuration. For an
+	// endpoint opened for one node's id on another node's machine
+	// (ListenOn), it sees the ID of the node whose machine it is (the
+	// rates of that machine's interface, Rates.Tune), and the endpoint
+	// takes its own id after.
 	Tune func(*tcp.Config)
 	// Logf, when not nil, receives a line for every incoming connection
 	// an endpoint refused at the handshake (a wrong token, a wrong node
@@ -62,6 +84,23 @@ type TCP struct {
 // goroutine as they arrive, cost a fifth more CPU per push: a read of
 // 128 KiB at a time and a wake-up of that goroutine per part (docs/ps.md).
 func (n TCP) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	return n.ListenOn(id, id, identity)
+}
+
+// ListenOn is Listen for an endpoint of node id on the machine of node
+// on: Tune sees on's id (see TCP.Tune).
+func (n TCP) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	cfg, flush := n.config(id, on, identity)
+	ep, err := tcp.Listen(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return tcpEndpoint{ep, flush}, nil
+}
+
+// config returns the configuration of ListenOn's endpoint and the flush
+// of its refusal logger.
+func (n TCP) config(id, on transport.NodeID, identity *ecdh.PrivateKey) (tcp.Config, func()) {
 	cfg := tcp.DefaultConfig()
 	host := n.Host
 	if host == "" {
@@ -79,13 +118,11 @@ func (n TCP) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, e
 		cfg.Refused, flush = RefusedLogger(id, n.Logf)
 	}
 	if n.Tune != nil {
+		cfg.ID = on
 		n.Tune(&cfg)
+		cfg.ID = id
 	}
-	ep, err := tcp.Listen(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return tcpEndpoint{ep, flush}, nil
+	return cfg, flush
 }
 
 // tcpEndpoint is a node's TCP endpoint; closing it logs the refusals it
@@ -115,6 +152,22 @@ func (n Mem) Listen(id transport.NodeID, _ *ecdh.PrivateKey) (Endpoint, error) {
 		return nil, err
 	}
 	return memEndpoint{ep}, nil
+}
+
+// ListenOn attaches an endpoint for id and places it on the host of node
+// host (mem.Network.SetHost), when that node is on one.
+func (n Mem) ListenOn(id, host transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
+	ep, err := n.Listen(id, identity)
+	if err != nil {
+		return nil, err
+	}
+	if h, ok := n.Net.Host(host); ok && id != host {
+		if err := n.Net.SetHost(id, h); err != nil {
+			ep.Close()
+			return nil, err
+		}
+	}
+	return ep, nil
 }
 
 type memEndpoint struct{ *mem.Endpoint }

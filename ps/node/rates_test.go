@@ -139,3 +139,29 @@ func TestParseRates(t *testing.T) {
 		t.Errorf("nothing: %+v %v", r, err)
 	}
 }
+
+// TestListenOnMachine: the endpoint a backup opens for a failed server's
+// id on its own machine (TCP.ListenOn) pays its own machine's interface,
+// the same buckets as the backup's own endpoint, not a second interface
+// of the failed machine; its traffic with its machine's worker is free.
+func TestListenOnMachine(t *testing.T) {
+	n := TCP{Tune: Rates{Link: 1e6}.Tune(nil)}
+	taken, _ := n.config(proto.ServerID(1), proto.ServerID(0), nil)
+	own, _ := n.config(proto.ServerID(0), proto.ServerID(0), nil)
+	failed, _ := n.config(proto.ServerID(1), proto.ServerID(1), nil)
+	if taken.ID != proto.ServerID(1) {
+		t.Fatalf("the endpoint has id %s, want server 1's", proto.Name(taken.ID))
+	}
+	out, in := taken.Shared(proto.WorkerID(2))
+	ownOut, ownIn := own.Shared(proto.WorkerID(2))
+	failedOut, _ := failed.Shared(proto.WorkerID(2))
+	if len(out) != 1 || len(in) != 1 || out[0] != ownOut[0] || in[0] != ownIn[0] {
+		t.Fatalf("server 1 on machine 0 pays %v %v, machine 0's interface is %v %v", out, in, ownOut, ownIn)
+	}
+	if out[0] == failedOut[0] {
+		t.Fatal("server 1 on machine 0 pays machine 1's interface")
+	}
+	if out, in := taken.Shared(proto.WorkerID(0)); len(out)+len(in) != 0 {
+		t.Fatalf("server 1 on machine 0 pays %v %v to talk to worker 0 on its machine", out, in)
+	}
+}
