@@ -91,8 +91,15 @@ type File struct {
 	Size   int64  `json:"size"`
 	CRC32C uint32 `json:"crc32c"`
 	// Base is, for a delta (a server's file named DeltaName), the round
-	// of the checkpoint whose file of the same server it builds on.
-	Base int `json:"base,omitempty"`
+	// of the checkpoint whose file of the same server it builds on, and
+	// BaseCRC32C that file's CRC-32C as the base's manifest lists it
+	// (Commit fills it): a checkpoint of the base's round written again
+	// later (a job resumed from an earlier one, which goes on differently
+	// under asynchronous training or with other settings) is not the base
+	// the delta was taken on, and the delta is refused. 0 checks nothing
+	// (a manifest written before the field).
+	Base       int    `json:"base,omitempty"`
+	BaseCRC32C uint32 `json:"base_crc32c,omitempty"`
 }
 
 // isDelta reports whether name is a delta's (DeltaName).
@@ -287,11 +294,13 @@ func Commit(dir string, m Manifest) error { return Options{}.Commit(dir, m) }
 
 // Commit is Commit with options o; m.Volatile is set to o.Volatile, and
 // m.Needs to the chain of its deltas, each of whose base checkpoint must
-// be complete in dir and hold a file of the delta's server. A
+// be complete in dir and hold a file of the delta's server, whose
+// checksum the delta's File.BaseCRC32C records. A
 // durable MANIFEST (the zero Options) over a volatile one of the same
 // round makes that checkpoint durable once its files are (Sync).
 func (o Options) Commit(dir string, m Manifest) error {
 	m.Format, m.Volatile = Format, o.Volatile
+	m.Files = slices.Clone(m.Files) // sorted, and the bases' checksums filled
 	slices.SortFunc(m.Files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 	for i, f := range m.Files {
 		if err := checkName(f.Name); err != nil {
@@ -383,7 +392,7 @@ func ParseManifest(data []byte) (Manifest, error) {
 		if i > 0 && f.Name <= m.Files[i-1].Name {
 			return m, fmt.Errorf("file %s is listed after %s: the names are not in order", f.Name, m.Files[i-1].Name)
 		}
-		if isDelta(f.Name) && (f.Base < 0 || f.Base >= m.Round || !slices.Contains(m.Needs, f.Base)) || !isDelta(f.Name) && f.Base != 0 {
+		if isDelta(f.Name) && (f.Base < 0 || f.Base >= m.Round || !slices.Contains(m.Needs, f.Base)) || !isDelta(f.Name) && (f.Base != 0 || f.BaseCRC32C != 0) {
 			return m, fmt.Errorf("file %s builds on round %d, the checkpoint of round %d needs %v", f.Name, f.Base, m.Round, m.Needs)
 		}
 	}
@@ -489,7 +498,7 @@ func serverOf(name string) (snap, delta string, ok bool) {
 // base.
 func chainOf(dir string, m Manifest) ([]int, error) {
 	var needs []int
-	for _, f := range m.Files {
+	for i, f := range m.Files {
 		if !isDelta(f.Name) {
 			continue
 		}
@@ -500,18 +509,44 @@ func chainOf(dir string, m Manifest) ([]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: %s of round %d builds on round %d: %w", f.Name, m.Round, f.Base, err)
 		}
-		snap, delta, _ := serverOf(f.Name)
-		if _, ok := b.file(snap); !ok {
-			if _, ok := b.file(delta); !ok {
-				return nil, fmt.Errorf("checkpoint: %s of round %d builds on round %d, whose checkpoint has no file of its server", f.Name, m.Round, f.Base)
-			}
+		bf, ok := b.serverFile(f.Name)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("checkpoint: %s of round %d builds on round %d, whose checkpoint has no file of its server", f.Name, m.Round, f.Base)
+		case f.BaseCRC32C != 0 && f.BaseCRC32C != bf.CRC32C:
+			return nil, fmt.Errorf("checkpoint: %s of round %d builds on a file of round %d with checksum %08x, %s has %08x: the base was written again", f.Name, m.Round, f.Base, f.BaseCRC32C, filepath.Join(b.Dir, bf.Name), bf.CRC32C)
 		}
+		m.Files[i].BaseCRC32C = bf.CRC32C
 		needs = append(append(needs, f.Base), b.Needs...)
 	}
 	slices.Sort(needs)
 	needs = slices.Compact(needs)
 	slices.Reverse(needs)
 	return needs, nil
+}
+
+// serverFile returns m's file of the server whose file (a snapshot or a
+// delta) is named name: the base a delta of that server builds on.
+func (m *Manifest) serverFile(name string) (File, bool) {
+	snap, delta, _ := serverOf(name)
+	if f, ok := m.file(snap); ok {
+		return f, true
+	}
+	return m.file(delta)
+}
+
+// checkBase checks that b, the checkpoint of the base of delta f (a file
+// of c), holds the file of f's server that f was taken on (File.Base,
+// BaseCRC32C).
+func checkBase(c, b *Manifest, f File) error {
+	bf, ok := b.serverFile(f.Name)
+	switch {
+	case !ok:
+		return fmt.Errorf("checkpoint: %s builds on %s, which has no file of its server", filepath.Join(c.Dir, f.Name), b.Dir)
+	case f.BaseCRC32C != 0 && f.BaseCRC32C != bf.CRC32C:
+		return fmt.Errorf("checkpoint: %s builds on a file with checksum %08x, %s has %08x: the checkpoint of round %d was written again after it", filepath.Join(c.Dir, f.Name), f.BaseCRC32C, filepath.Join(b.Dir, bf.Name), bf.CRC32C, b.Round)
+	}
+	return nil
 }
 
 // parent returns the directory of the checkpoints beside m.
@@ -550,11 +585,8 @@ func (m *Manifest) VerifyChain(verified map[int]bool) error {
 			if !ok {
 				return fmt.Errorf("checkpoint: %s builds on round %d, which %s does not list", filepath.Join(c.Dir, f.Name), f.Base, filepath.Join(m.Dir, ManifestName))
 			}
-			snap, delta, _ := serverOf(f.Name)
-			if _, ok := b.file(snap); !ok {
-				if _, ok := b.file(delta); !ok {
-					return fmt.Errorf("checkpoint: %s builds on %s, which has no file of its server", filepath.Join(c.Dir, f.Name), b.Dir)
-				}
+			if err := checkBase(c, b, f); err != nil {
+				return err
 			}
 		}
 	}
@@ -602,6 +634,9 @@ func (m *Manifest) ReadSnapshot(server int) (Snapshot, error) {
 		return s, nil
 	}
 	b, err := Open(m.parent(), f.Base)
+	if err == nil {
+		err = checkBase(m, b, f)
+	}
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("checkpoint: %s builds on round %d: %w", path, f.Base, err)
 	}

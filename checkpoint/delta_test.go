@@ -324,3 +324,50 @@ func TestDeltaFile(t *testing.T) {
 		t.Fatal("a delta on its own round written")
 	}
 }
+
+// TestChainRefusesReplacedBase rewrites the base of a delta: after a
+// resume from round 10 (the checkpoint of round 20 refused, say, when a
+// machine's crash lost a volatile file of it), the job writes round 20
+// again, whole and with other values (asynchronous training does not
+// repeat itself), and the old round 30, a delta on the old round 20, is
+// still there. Its chain is complete, but its delta holds only the slots
+// the old run wrote since the old round 20: applied to the new one it
+// would give a store neither run had. Latest refuses it, naming its
+// delta, and picks the new round 20; reading its snapshot fails too.
+func TestChainRefusesReplacedBase(t *testing.T) {
+	dir := t.TempDir()
+	writeChain(t, dir)
+	other := Snapshot{Width: 2, Batch: kv.Batch{Keys: []uint64{3, 4, 9}, Vals: []float32{11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22}}}
+	f, err := WriteSnapshot(dir, 20, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := WriteFile(dir, 20, "worker-000.json", []byte(`{"rerun":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(RoundDir(dir, 20), DeltaName(0))); err != nil {
+		t.Fatal(err)
+	}
+	if err := Commit(dir, Manifest{Round: 20, Job: "j", Files: []File{f, w}}); err != nil {
+		t.Fatal(err)
+	}
+	m, refused, err := Latest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Round != 20 {
+		got, _ := m.ReadSnapshot(0)
+		t.Fatalf("Latest picked round %d (restoring %v), want 20: round 30's delta builds on the old round 20", m.Round, got.Batch.Vals)
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0].Error(), "round-000000030/server-000.delta") {
+		t.Fatalf("refused %v, want round 30's delta named", refused)
+	}
+	m30, err := Open(dir, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := m30.ReadSnapshot(0); err == nil || !strings.Contains(err.Error(), "server-000.delta") {
+		t.Fatalf("round 30 restored %v (error %v), want a refusal naming its delta", s.Batch.Vals, err)
+	}
+}
