@@ -19,24 +19,7 @@ import (
 // applied or summed.
 func writeRandom(t *testing.T, s *Store, rng *rand.Rand, lens map[uint64]int32) {
 	t.Helper()
-	var b kv.Batch
-	for k := uint64(0); k < 120; k++ {
-		if rng.IntN(9) != 0 {
-			continue
-		}
-		n := s.width
-		if n == 0 {
-			if _, ok := lens[k]; !ok {
-				lens[k] = int32(1 + k%4)
-			}
-			n = int(lens[k])
-			b.Lens = append(b.Lens, lens[k])
-		}
-		b.Keys = append(b.Keys, k)
-		for range n {
-			b.Vals = append(b.Vals, float32(rng.NormFloat64()))
-		}
-	}
+	b := randomGrads(s, rng, lens, 9)
 	var err error
 	switch op := rng.IntN(5); {
 	case op == 0:

@@ -49,28 +49,35 @@ func pushRandom(t *testing.T, s *Store, rng *rand.Rand, rounds int) {
 	t.Helper()
 	lens := map[uint64]int32{}
 	for range rounds {
-		var b kv.Batch
-		for k := uint64(0); k < 120; k++ {
-			if rng.IntN(3) != 0 {
-				continue
-			}
-			n := s.width
-			if n == 0 {
-				if _, ok := lens[k]; !ok {
-					lens[k] = int32(1 + k%4)
-				}
-				n = int(lens[k])
-				b.Lens = append(b.Lens, lens[k])
-			}
-			b.Keys = append(b.Keys, k)
-			for range n {
-				b.Vals = append(b.Vals, float32(rng.NormFloat64()))
-			}
-		}
-		if err := s.Push(b); err != nil {
+		if err := s.Push(randomGrads(s, rng, lens, 3)); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// randomGrads returns random gradients of s's width for each key of
+// [0, 120) with probability 1/every; at width 0, a key's length is
+// lens[k], set to 1 + k mod 4 on its first draw.
+func randomGrads(s *Store, rng *rand.Rand, lens map[uint64]int32, every int) kv.Batch {
+	var b kv.Batch
+	for k := uint64(0); k < 120; k++ {
+		if rng.IntN(every) != 0 {
+			continue
+		}
+		n := s.width
+		if n == 0 {
+			if _, ok := lens[k]; !ok {
+				lens[k] = int32(1 + k%4)
+			}
+			n = int(lens[k])
+			b.Lens = append(b.Lens, lens[k])
+		}
+		b.Keys = append(b.Keys, k)
+		for range n {
+			b.Vals = append(b.Vals, float32(rng.NormFloat64()))
+		}
+	}
+	return b
 }
 
 // TestSnapshotRestore checks that a store restored from the snapshots of
