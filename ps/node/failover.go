@@ -146,7 +146,7 @@ func (n *Node) takeover(rank int, srv *server.Server) {
 			return
 		}
 	}
-	m := &member{n: n, id: id, ep: ep, out: mailbox.NewOutboxContext(ep, n.ctx, n.assign.Job.Timeout), data: mailbox.New[*transport.Message]()}
+	m := &member{n: n, id: id, ep: ep, out: mailbox.NewOutboxContext(ep, n.ctx, n.assign.Job.Timeout), data: mailbox.New[*transport.Message](), srv: srv}
 	n.mu.Lock()
 	select {
 	case <-n.closing:
@@ -180,9 +180,19 @@ func (n *Node) isTaken(m *member) bool {
 // backedUp tells the scheduler that the node's server holds a new copy
 // of server rank's ranges (proto.Backup), sent whole by that server: it
 // is one of rank's backups from now on.
+//
+// A copy made while the node reports to a scheduler that takes the job
+// over (rejoin.go) is told again once that scheduler answered: the
+// report may have gone to the dead scheduler's link, and the launcher
+// learns of new copies from the scheduler alone.
 func (n *Node) backedUp(rank int) {
 	_, self := proto.Identify(n.assign.Server)
 	n.cfg.Logf("node: server %d holds a new copy of server %d's ranges", self, rank)
+	n.mu.Lock()
+	if n.rejoinStop != nil {
+		n.lateCopies = append(n.lateCopies, rank)
+	}
+	n.mu.Unlock()
 	if m := n.member(n.assign.Server); m != nil {
 		m.out.Post(proto.SchedulerID, proto.Control(proto.CmdBackedUp, proto.Backup{Server: rank, Backup: self}))
 	}

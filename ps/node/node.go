@@ -217,11 +217,14 @@ type Node struct {
 	// A takeover of the scheduler (rejoin.go): released is the last
 	// release of each barrier group in the epoch, finished the worker's
 	// Done once sent; rejoinStop, while the node reports to a new
-	// scheduler, stops it; takeovers are their times.
+	// scheduler, stops it; takeovers are their times; lateCopies are
+	// the ranks whose new copies the node's server made while it
+	// reported (backedUp).
 	released   map[string]proto.Barrier
 	finished   *proto.Done
 	rejoinStop chan struct{}
 	takeovers  []TakeoverTimes
+	lateCopies []int
 }
 
 // release is the outcome of one barrier: closed ch, then the sum, or
@@ -256,6 +259,8 @@ type member struct {
 	// link's reader instead of queueing it on data, when the role has
 	// nothing queued (server.Server.Offer, worker.Worker.Offer).
 	offer atomic.Pointer[func(*transport.Message) bool]
+	// srv is the server of a member the node took over (Failover).
+	srv *server.Server
 }
 
 // localCounters count the messages a member exchanged with its
@@ -397,6 +402,9 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}), identity: identity, failovers: make(map[int]bool), failed: make(map[transport.NodeID]string), failedSeq: make(map[transport.NodeID]int),
 	}
 	close(n.resumed)
+	for seq := 1; seq <= a.Failovers; seq++ {
+		n.failovers[seq] = true // before it joined
+	}
 	fail := func(err error) (*Node, error) {
 		n.Close()
 		return nil, err
@@ -437,9 +445,14 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		_, rank := proto.Identify(a.Server)
 		scfg := server.Config{Rank: rank, Workers: a.NumWorkers, Table: table, Width: a.Job.Width, Rule: cfg.Rule, Clock: ck}
 		if r := a.Job.Replicas; r > 0 {
-			rep := server.Replication{Backups: replica.Chain(rank, a.NumServers, r, nil), Takeover: n.takeover, BackedUp: n.backedUp}
+			// The copies of a start (replica.Chain), but for the servers
+			// whose processes failed over before this one joined (a
+			// replacement): they hold no copy, and their ranges'
+			// process replicates to none of a start.
+			moved := func(p int) bool { return slices.Contains(a.Moved, p) }
+			rep := server.Replication{Backups: slices.DeleteFunc(replica.Chain(rank, a.NumServers, r, nil), moved), Takeover: n.takeover, BackedUp: n.backedUp}
 			for p := range a.NumServers {
-				if slices.Contains(replica.Chain(p, a.NumServers, r, nil), rank) {
+				if !moved(p) && slices.Contains(replica.Chain(p, a.NumServers, r, nil), rank) {
 					rep.Copies = append(rep.Copies, p)
 				}
 			}

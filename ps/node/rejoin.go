@@ -93,12 +93,20 @@ func (n *Node) rejoined(r proto.Rejoined) {
 		}
 	}
 	done := n.finished
+	late := n.lateCopies
+	n.lateCopies = nil
 	n.mu.Unlock()
 	for _, a := range again {
 		a.m.out.Post(proto.SchedulerID, proto.Control(proto.CmdBarrier, a.b))
 	}
 	if w := n.member(n.assign.Worker); w != nil && done != nil {
 		w.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, *done))
+	}
+	if s := n.member(n.assign.Server); s != nil {
+		_, self := proto.Identify(n.assign.Server)
+		for _, p := range late {
+			s.out.Post(proto.SchedulerID, proto.Control(proto.CmdBackedUp, proto.Backup{Server: p, Backup: self}))
+		}
 	}
 }
 
@@ -167,7 +175,14 @@ func (n *Node) rejoinReport() proto.Rejoin {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	r := proto.Rejoin{Token: proto.TokenDigest(n.cfg.Token), Host: n.cfg.Host, Machine: n.assign.Machine,
-		Epoch: n.epoch, Paused: n.paused, Failovers: len(n.failovers)}
+		Epoch: n.epoch, Paused: n.paused}
+	for seq := range n.failovers {
+		r.Failovers = max(r.Failovers, seq)
+	}
+	r.Announced = r.Failovers
+	for _, seq := range n.failedSeq {
+		r.Announced = max(r.Announced, seq)
+	}
 	if n.identity != nil {
 		r.Key = n.identity.PublicKey().Bytes()
 	}
@@ -191,6 +206,10 @@ func (n *Node) rejoinReport() proto.Rejoin {
 			}
 			rm.Trained = trained
 		}
+		if m.id == n.assign.Server && n.srv != nil && n.assign.Job.Replicas > 0 {
+			h := n.srv.Holding()
+			rm.Backups, rm.Joining, rm.Copies = h.Backups, h.Joining, h.Copies
+		}
 		for _, k := range keys {
 			rel := n.barriers[k]
 			for _, a := range n.arrivals(k, rel.sent, rel.epoch) {
@@ -198,6 +217,16 @@ func (n *Node) rejoinReport() proto.Rejoin {
 					rm.Waiting = append(rm.Waiting, a.b)
 				}
 			}
+		}
+		r.Members = append(r.Members, rm)
+	}
+	// The servers taken over: their ranges served here, replicated to
+	// the new backups made since.
+	for _, m := range n.taken {
+		rm := proto.RejoinMember{ID: m.id, Addr: m.ep.Addr(), Moved: true}
+		if m.srv != nil {
+			h := m.srv.Holding()
+			rm.Backups, rm.Joining = h.Backups, h.Joining
 		}
 		r.Members = append(r.Members, rm)
 	}

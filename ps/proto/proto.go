@@ -390,6 +390,14 @@ type Assign struct {
 	// an identity: the node's endpoints then prove link keys to the
 	// scheduler and to every member (Peer.Key).
 	SchedulerKey []byte `json:",omitempty"`
+	// Failovers is the number of failovers of replicated key ranges the
+	// job had (the last Failover.Seq), and Moved the server ranks whose
+	// own processes failed and whose ranges another server's process
+	// serves since: a replacement (Register.Recover) neither sends
+	// copies to them nor keeps copies of their ranges (the process
+	// serving them does not replicate to it).
+	Failovers int   `json:",omitempty"`
+	Moved     []int `json:",omitempty"`
 }
 
 // Refuse is the scheduler's refusal of a registration.
@@ -481,10 +489,15 @@ type Rejoin struct {
 	// Pause and its Resume.
 	Epoch  uint64
 	Paused bool `json:",omitempty"`
-	// Failovers is the number of server failovers the node was told of
-	// (the highest Failover.Seq).
+	// Failovers is the number of server failovers the node has the
+	// second announcement of (the highest Failover.Seq with an address,
+	// or Assign.Failovers for a replacement); Announced the highest
+	// Failover.Seq it had the first announcement of. Announced above
+	// Failovers is a failover the scheduler died in the middle of.
 	Failovers int `json:",omitempty"`
-	// Members are the node's endpoints: its server's and its worker's.
+	Announced int `json:",omitempty"`
+	// Members are the node's endpoints: its server's and its worker's,
+	// then those of the servers its server took over (Moved).
 	Members []RejoinMember
 	// Released is the last release (with its sum) of each barrier group
 	// the node had in epoch Epoch.
@@ -513,6 +526,18 @@ type RejoinMember struct {
 	Trained bool `json:",omitempty"`
 	// Waiting are the member's barrier arrivals not released yet.
 	Waiting []Barrier `json:",omitempty"`
+	// Moved is set for a server whose ranges the node's server took
+	// over (Failover): the node serves them at Addr.
+	Moved bool `json:",omitempty"`
+	// With replicated key ranges (Job.Replicas), for a server: Backups
+	// are the server ranks its ranges are replicated to (the live
+	// backups its updates wait for, a new one whose copy is on its way
+	// included), Joining the new backups asked for (Backup) whose copy
+	// is not sent yet, and Copies the server ranks whose ranges it
+	// holds a copy of (its own server's only).
+	Backups []int `json:",omitempty"`
+	Joining []int `json:",omitempty"`
+	Copies  []int `json:",omitempty"`
 }
 
 // Failover tells the nodes that server rank Server failed and that

@@ -126,7 +126,7 @@ func (h *Holders) settle() {
 			switch {
 			case h.holder[b] != b || h.holder[p] == b || slices.Contains(h.copies[p], b):
 			case len(h.copies[p]) < h.replicas:
-				h.copies[p] = append(h.copies[p], b)
+				h.copies[p] = InRing(p, len(h.holder), append(h.copies[p], b))
 			default:
 				kept = append(kept, b)
 			}
@@ -159,7 +159,7 @@ func (h *Holders) BackedUp(p, b int) {
 		}
 		return
 	}
-	h.copies[p] = append(h.copies[p], b)
+	h.copies[p] = InRing(p, len(h.copies), append(h.copies[p], b))
 }
 
 // Replaced records that the process of rank q, whose death Decide said
@@ -167,7 +167,9 @@ func (h *Holders) BackedUp(p, b int) {
 // its process held died with it, the new process holds the copies of a
 // start (q is back in the copies of the ranks whose Chain it is in and
 // that their own process serves), and q's ranges have the copies of a
-// start, its Chain. Before, a copy the dead process held was still
+// start on the processes of its Chain that serve their own rank: a
+// process that failed over before holds none (the scheduler asks for
+// new copies once the job resumes, told by BackedUp). Before, a copy the dead process held was still
 // counted, and the death of the process serving the ranges it copied
 // was taken for a failover where the scheduler paused the job for a
 // replacement. A rank out of range changes nothing.
@@ -181,10 +183,12 @@ func (h *Holders) Replaced(q int) {
 		h.early[p] = slices.DeleteFunc(h.early[p], func(b int) bool { return b == q })
 	}
 	h.early[q] = nil
-	h.holder[q], h.copies[q] = q, Chain(q, n, h.replicas, nil)
+	own := func(b int) bool { return h.holder[b] == b }
+	h.holder[q] = q
+	h.copies[q] = slices.DeleteFunc(Chain(q, n, h.replicas, nil), func(b int) bool { return !own(b) })
 	for p := range h.copies {
-		if p != q && h.holder[p] == p && slices.Contains(Chain(p, n, h.replicas, nil), q) {
-			h.copies[p] = append(h.copies[p], q)
+		if p != q && own(p) && slices.Contains(Chain(p, n, h.replicas, nil), q) {
+			h.copies[p] = InRing(p, n, append(h.copies[p], q))
 		}
 	}
 }

@@ -133,13 +133,22 @@ func TestHoldersReplaced(t *testing.T) {
 		t.Errorf("server 1 after server 2's replacement: %v %d, want a restart", out, b)
 	}
 	// The replacement holds the copies of a start: server 1's, whose
-	// process serves its own ranks, and its own ranges are on server 0's
-	// rank, which is no process any more.
+	// process serves its own ranks. Its own ranges' chain is server 0's
+	// rank, which is no process any more: they have no copy until the
+	// scheduler's new one, on server 1 (the first process after it that
+	// serves its own rank), is in place.
 	if c := h.copies[1]; len(c) != 1 || c[0] != 2 {
 		t.Errorf("server 1's copies %v, want [2]", c)
 	}
-	if c := h.copies[2]; len(c) != 1 || c[0] != 0 {
-		t.Errorf("server 2's copies %v, want [0]", c)
+	if c := h.copies[2]; len(c) != 0 {
+		t.Errorf("server 2's copies %v, want none", c)
+	}
+	if out, _ := h.Decide(2); out != Replace {
+		t.Errorf("server 2 with no copy: %v, want a replacement", out)
+	}
+	h.BackedUp(2, 1)
+	if c := h.copies[2]; len(c) != 1 || c[0] != 1 {
+		t.Errorf("server 2's copies after the new one %v, want [1]", c)
 	}
 	h.Replaced(-1)
 	h.Replaced(3)

@@ -95,6 +95,18 @@ func Chain(s, servers, r int, live func(int) bool) []int {
 	return out
 }
 
+// InRing sorts bs, server ranks among servers servers, in the order of
+// the ring after server s: (b − s) mod servers ascending, as Chain
+// lists them. A rank's copies are kept in this order by the scheduler
+// and by Holders, whatever order they were made in, so that the first
+// live one, which takes the ranges over, is a function of the set (a
+// scheduler that takes the job over rebuilds the set from the nodes'
+// reports). It returns bs.
+func InRing(s, servers int, bs []int) []int {
+	slices.SortFunc(bs, func(a, b int) int { return ((a-s)%servers+servers)%servers - ((b-s)%servers+servers)%servers })
+	return bs
+}
+
 // Push is a worker's push that an update carries: its rank and the
 // push's round.
 type Push struct {

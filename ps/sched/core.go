@@ -317,14 +317,20 @@ type Core struct {
 	replaced int
 	// pauses are the pauses since the last Pauses.
 	pauses []Pause
-	// failovers are the servers taken over by their backups.
-	failovers []Failover
+	// failovers are the servers taken over by their backups;
+	// failedBefore the failovers before this scheduler took the job
+	// over (Rebuilt.Failovers): they number the next ones.
+	failovers    []Failover
+	failedBefore int
 	// holders, copies, rebuilding and backedUp follow the replicated
 	// ranges (failover.go); nil without Replicas.
 	holders    []int
 	copies     [][]int
 	rebuilding map[int]rebuild
 	backedUp   []proto.Backup
+	// told are the new copies told to the driver (BackedUp), by server
+	// and backup rank.
+	told map[[2]int]bool
 	// key is the scheduler's public key, nil when its endpoint has no
 	// identity (SetKey); keys are the members' keys learnt since the last
 	// Keys.
@@ -360,7 +366,7 @@ func NewCore(cfg Config) (*Core, error) {
 		}
 	}
 	c := &Core{
-		holders: holders, copies: copies, rebuilding: make(map[int]rebuild),
+		holders: holders, copies: copies, rebuilding: make(map[int]rebuild), told: make(map[[2]int]bool),
 		cfg: cfg,
 		job: proto.Job{Table: table, Width: cfg.Width, Mode: cfg.Clock.Mode.String(), Tau: cfg.Clock.Tau,
 			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0, Replicas: cfg.Replicas,
@@ -1021,7 +1027,8 @@ func (c *Core) replace(from transport.NodeID, r proto.Register, refuse func(form
 		}
 		machine = m
 	}
-	a := proto.Assign{Machine: machine, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job, Epoch: c.epoch, SchedulerKey: c.key}
+	a := proto.Assign{Machine: machine, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job, Epoch: c.epoch, SchedulerKey: c.key,
+		Failovers: c.seq(), Moved: c.moved()}
 	for _, id := range ids {
 		if role, _ := proto.Identify(id); role == proto.RoleServer {
 			a.Server = id
@@ -1047,6 +1054,10 @@ func (c *Core) resume() {
 	for _, p := range res.Peers {
 		c.send(p.ID, p.Addr, proto.CmdResume, res)
 	}
+	// The ranges left with fewer copies (a replacement whose chain
+	// failed over before, or the copies the failed process held) get
+	// new ones, as after a failover.
+	c.rebackup()
 }
 
 // abort ends the job with the failure of node id and tells every other

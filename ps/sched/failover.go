@@ -81,7 +81,7 @@ func (c *Core) failover(id transport.NodeID, cause error) bool {
 	mb.machine, mb.host, mb.key, mb.lastSeen = bm.machine, bm.host, bm.key, c.tick
 	c.learnKey(id, bm.key) // the backup's node dials as id with its own key
 	c.failovers = append(c.failovers, Failover{Cause: ne, Backup: backup, Tick: c.tick})
-	f := proto.Failover{Server: p, Backup: backup, Reason: cause.Error(), Seq: len(c.failovers)}
+	f := proto.Failover{Server: p, Backup: backup, Reason: cause.Error(), Seq: c.seq()}
 	for _, q := range c.Peers() {
 		if m := c.members[q.ID]; m.ready {
 			c.send(q.ID, "", proto.CmdFailover, f)
@@ -104,7 +104,7 @@ func (c *Core) tookOver(id transport.NodeID, mb *member) {
 	f := proto.Failover{Server: p, Addr: mb.addr, Key: mb.key}
 	for i := len(c.failovers) - 1; i >= 0; i-- {
 		if c.failovers[i].Cause.ID == id {
-			f.Backup, f.Seq = c.failovers[i].Backup, i+1
+			f.Backup, f.Seq = c.failovers[i].Backup, c.failedBefore+i+1
 			break
 		}
 	}
@@ -132,19 +132,45 @@ func (c *Core) lose(q int) {
 
 // recopy follows the replacement of server process q after a pause
 // (a rollback): the replacement holds the copies of a start
-// (replica.Chain), and its ranges' copies are those of a start.
+// (replica.Chain) of the ranges still served by their own processes,
+// and its ranges' copies are those of a start on the processes that
+// still run their own rank (or will, once replaced): a server of its
+// Chain whose process failed over before holds none, and the ranges
+// get a new copy once the job resumes (rebackup), as after a failover.
+// The replacement is told the same (proto.Assign.Moved).
 func (c *Core) recopy(q int) {
 	if c.copies == nil {
 		return
 	}
 	c.lose(q)
-	c.holders[q], c.copies[q] = q, replica.Chain(q, c.cfg.NumServers, c.job.Replicas, nil)
+	own := func(b int) bool { return c.holders[b] == b }
+	chain := slices.DeleteFunc(replica.Chain(q, c.cfg.NumServers, c.job.Replicas, nil), func(b int) bool { return !own(b) })
+	if n := len(chain); n < c.job.Replicas {
+		c.logf("server %d's replacement has %d of %d copies of its ranges: its chain's other servers failed over before", q, n, c.job.Replicas)
+	}
+	c.holders[q], c.copies[q] = q, chain
 	for p := range c.copies {
-		if p != q && c.holders[p] == p && slices.Contains(replica.Chain(p, c.cfg.NumServers, c.job.Replicas, nil), q) && !slices.Contains(c.copies[p], q) {
-			c.copies[p] = append(c.copies[p], q)
+		if p != q && own(p) && slices.Contains(replica.Chain(p, c.cfg.NumServers, c.job.Replicas, nil), q) && !slices.Contains(c.copies[p], q) {
+			c.copies[p] = replica.InRing(p, c.cfg.NumServers, append(c.copies[p], q))
 		}
 	}
 }
+
+// moved returns the server ranks served by another server's process
+// (failed over), in rank order.
+func (c *Core) moved() []int {
+	var out []int
+	for p, h := range c.holders {
+		if h != p {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// seq returns the number of failovers of the job, those before a
+// takeover included: the last proto.Failover.Seq.
+func (c *Core) seq() int { return c.failedBefore + len(c.failovers) }
 
 // alive reports whether server process q runs and serves its own rank.
 func (c *Core) alive(q int) bool {
@@ -172,7 +198,7 @@ func (c *Core) rebackup() {
 			}
 			c.rebuilding[p] = rebuild{backup: q, holder: h}
 			c.logf("server %d's ranges have %d of %d copies: server %d makes a new one on server %d", p, len(c.copies[p]), c.job.Replicas, h, q)
-			c.send(proto.ServerID(p), "", proto.CmdBackup, proto.Backup{Server: p, Backup: q, Seq: len(c.failovers)})
+			c.send(proto.ServerID(p), "", proto.CmdBackup, proto.Backup{Server: p, Backup: q, Seq: c.seq()})
 			break
 		}
 	}
@@ -182,15 +208,29 @@ func (c *Core) rebackup() {
 // b.Server's ranges (proto.CmdBackedUp): it is one of their backups
 // from now on, when it is the copy asked for and the ranges are still
 // served by the process that sent it.
+//
+// A scheduler that took the job over may have counted the copy from the
+// reports already: a node tells a copy made while it reported again
+// once answered, and the copy is then only told to the driver
+// (BackedUp), once, as the dead scheduler did not.
 func (c *Core) backup(from transport.NodeID, b proto.Backup) {
 	r, ok := c.rebuilding[b.Server]
+	if c.copies != nil && !ok && b.Server >= 0 && b.Server < len(c.copies) && from == proto.ServerID(b.Backup) && slices.Contains(c.copies[b.Server], b.Backup) {
+		if k := [2]int{b.Server, b.Backup}; c.cfg.Takeover && !c.told[k] {
+			c.told[k] = true
+			c.backedUp = append(c.backedUp, b)
+			c.logf("server %d holds a copy of server %d's ranges, made while no scheduler ran (%d of %d copies)", b.Backup, b.Server, len(c.copies[b.Server]), c.job.Replicas)
+		}
+		return
+	}
 	if c.copies == nil || !ok || from != proto.ServerID(b.Backup) || r.backup != b.Backup || c.holders[b.Server] != r.holder || !c.alive(b.Backup) {
 		c.logf("%s reports a copy of server %d's ranges that was not asked for, or whose server failed since: ignored", proto.Name(from), b.Server)
 		return
 	}
 	delete(c.rebuilding, b.Server)
-	c.copies[b.Server] = append(c.copies[b.Server], b.Backup)
+	c.copies[b.Server] = replica.InRing(b.Server, c.cfg.NumServers, append(c.copies[b.Server], b.Backup))
 	c.backedUp = append(c.backedUp, b)
+	c.told[[2]int{b.Server, b.Backup}] = true
 	c.logf("server %d holds a new copy of server %d's ranges (%d of %d copies)", b.Backup, b.Server, len(c.copies[b.Server]), c.job.Replicas)
 	c.rebackup()
 }

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -23,8 +24,17 @@ import (
 // Holders says is replaced is replaced (Holders.Replaced, a rollback). At every death
 // Holders must say what the Core does: a failover to the same backup, a
 // pause for the replacement, or the end of the job (a pause for ranks the
-// launcher has no process to replace ends it too).
+// launcher has no process to replace ends it too). The scheduler is taken
+// over at random steps (takenOver): the new one must rebuild the state
+// from the reports and go on agreeing with Holders.
 func TestHoldersAgainstCore(t *testing.T) {
+	afterFailover := 0 // takeovers of a job that had a failover
+	defer func() {
+		if !t.Failed() && afterFailover < 100 {
+			t.Errorf("%d takeovers after a failover in 400 trials: the runs do not exercise them", afterFailover)
+		}
+		t.Logf("%d takeovers after a failover", afterFailover)
+	}()
 	for trial := range 400 {
 		rng := rand.New(rand.NewPCG(uint64(trial), 5))
 		servers := 3 + rng.IntN(4)
@@ -63,7 +73,25 @@ func TestHoldersAgainstCore(t *testing.T) {
 				break
 			}
 			var outs []Out
-			switch k := rng.IntN(4); {
+			inPlace := map[proto.Backup]bool{} // the copies asked for and in place in this step
+			switch k := rng.IntN(5); {
+			case k == 4:
+				// The scheduler dies and another takes the job over from
+				// the nodes' reports: it must rebuild the same state, so
+				// that Holders goes on agreeing with it. With a failover
+				// whose takeover is not ready, or a pause, it cannot.
+				paused, _ := c.Paused()
+				nc, ok := takenOver(t, c, cfg)
+				if ok != (len(takeovers) == 0 && !paused) {
+					t.Fatalf("trial %d: taken over %v with %d takeovers not ready, paused %v\nevents: %q\nthe new core's log: %q", trial, ok, len(takeovers), paused, log, nc.Logs())
+				}
+				if ok {
+					c = nc
+					log = append(log, "the scheduler taken over")
+					if c.seq() > 0 {
+						afterFailover++
+					}
+				}
 			case k == 0 && len(takeovers) > 0:
 				i := rng.IntN(len(takeovers))
 				p := takeovers[i]
@@ -109,6 +137,7 @@ func TestHoldersAgainstCore(t *testing.T) {
 					}
 					for _, bk := range decoded[proto.Backup](t, outs, proto.CmdBackup) {
 						outs = append(outs, c.Handle(msg(proto.ServerID(bk.Backup), proto.CmdBackedUp, bk))...)
+						inPlace[bk] = true
 					}
 					for _, bk := range c.BackedUp() {
 						h.BackedUp(bk.Server, bk.Backup)
@@ -161,9 +190,81 @@ func TestHoldersAgainstCore(t *testing.T) {
 				h.BackedUp(b.Server, b.Backup)
 			}
 			for _, b := range decoded[proto.Backup](t, outs, proto.CmdBackup) {
-				asked = append(asked, b)
+				if !inPlace[b] {
+					asked = append(asked, b)
+				}
 			}
 			c.Logs()
 		}
 	}
+}
+
+// takenOver returns a core of cfg that took over c's job from the
+// reports c's nodes would send (each server process: its rank and the
+// ranks it took over, what each is replicated to, the copies it holds;
+// each worker), and whether it took it over. Once it did, it must hold
+// c's replicated ranges, members and failover count.
+func takenOver(t *testing.T, c *Core, cfg Config) (*Core, bool) {
+	t.Helper()
+	cfg.Takeover = true
+	nc, err := NewCore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byMachine := map[int]*proto.Rejoin{}
+	var machines []int
+	paused, _ := c.Paused()
+	for _, id := range slices.Sorted(maps.Keys(c.members)) {
+		m := c.members[id]
+		r := byMachine[m.machine]
+		if r == nil {
+			r = &proto.Rejoin{Token: proto.TokenDigest(cfg.Token), Machine: m.machine, Epoch: c.epoch, Paused: paused, Failovers: c.seq(), Announced: c.seq()}
+			byMachine[m.machine] = r
+			machines = append(machines, m.machine)
+		}
+		rm := proto.RejoinMember{ID: id, Addr: m.addr, Moved: m.moved}
+		if role, p := proto.Identify(id); role == proto.RoleServer {
+			rm.Backups = slices.Clone(c.copies[p])
+			if b, ok := c.rebuilding[p]; ok {
+				rm.Joining = []int{b.backup}
+			}
+			if !m.moved {
+				for q := range c.copies {
+					if slices.Contains(c.copies[q], p) {
+						rm.Copies = append(rm.Copies, q)
+					}
+				}
+			}
+		}
+		if m.takingOver {
+			r.Announced = c.seq() + 1 // its announcement's second half not sent
+			r.Failovers = c.seq() - 1
+		}
+		if m.moved {
+			r.Members = append(r.Members, rm)
+		} else {
+			r.Members = append([]proto.RejoinMember{rm}, r.Members...)
+		}
+	}
+	for i, m := range machines {
+		nc.Handle(msg(proto.Provisional(uint32(900+i)), proto.CmdRejoin, *byMachine[m]))
+	}
+	if !nc.Running() {
+		return nc, false
+	}
+	nc.Logs()
+	if !slices.Equal(nc.holders, c.holders) || nc.seq() != c.seq() || !maps.Equal(nc.rebuilding, c.rebuilding) {
+		t.Fatalf("taken over: holders %v, %d failovers, rebuilding %v; the dead scheduler's %v, %d, %v", nc.holders, nc.seq(), nc.rebuilding, c.holders, c.seq(), c.rebuilding)
+	}
+	for p := range c.copies {
+		if !slices.Equal(nc.copies[p], c.copies[p]) {
+			t.Fatalf("taken over: copies %v, the dead scheduler's %v", nc.copies, c.copies)
+		}
+	}
+	for id, m := range c.members {
+		if n := nc.members[id]; n == nil || n.moved != m.moved || n.addr != m.addr || n.machine != m.machine {
+			t.Fatalf("taken over: %s is %+v, was %+v", proto.Name(id), n, m)
+		}
+	}
+	return nc, true
 }

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"colo/ps/proto"
+	"colo/ps/replica"
 	"colo/transport"
 )
 
@@ -74,6 +76,8 @@ type takeover struct {
 	// pending are the registrations of replacements waiting for the
 	// reports to show that every node that did not report is replaced.
 	pending []pendingReg
+	// unsettled is set once the reports disagreed (logged once).
+	unsettled bool
 }
 
 // pendingReg is a replacement's registration during a takeover, for
@@ -112,6 +116,18 @@ type Rebuilt struct {
 	// Missing are the servers, workers and evaluators of the job that
 	// no report names, in id order.
 	Missing []transport.NodeID
+	// With replicated key ranges (Config.Replicas): Failovers is the
+	// number of failovers the job had (the last proto.Failover.Seq);
+	// Holders[p] is the rank whose process serves server p's ranges
+	// (p itself, or the backup that took them over; −1 when no report
+	// names p); Copies[p] are the ranks whose processes hold a copy of
+	// them that their server replicates to, in ring order
+	// (replica.InRing); Rebuilding are the new copies asked for and not
+	// in place yet (one a rank at most). Nil without replicas.
+	Failovers  int
+	Holders    []int
+	Copies     [][]int
+	Rebuilding []proto.Backup
 }
 
 // Arrival is a node's arrival at a barrier.
@@ -122,11 +138,15 @@ type Arrival struct {
 
 // Rebuild returns the state of the running job of cfg's shape that the
 // reports give, or an error naming the report that makes a takeover
-// impossible: a pause or a failover, epochs that differ, a node id that
-// is not the job's, or one id at two addresses, or two releases of a
-// barrier with different sums. Reports of the same node (the latest
-// counts) may repeat. It does not modify reports. O(n log n) in the
-// number of members and arrivals.
+// impossible: a pause, epochs that differ, a node id that is not the
+// job's, or one id at two addresses, or two releases of a barrier with
+// different sums; with replicated key ranges, a failover the dead
+// scheduler was announcing (a node had its first announcement and not
+// the second), failover counts that differ, a server served by two
+// processes, or ranges replicated to a server whose process failed
+// over or that does not exist (replicas). Reports of the same node (the
+// latest counts) may repeat. It does not modify reports. O(n log n) in
+// the number of members and arrivals, plus O(servers × copies).
 func Rebuild(cfg Config, reports []proto.Rejoin) (*Rebuilt, error) {
 	rb := &Rebuilt{Done: map[transport.NodeID]string{}, Released: map[string]proto.Barrier{}}
 	expected := map[transport.NodeID]bool{}
@@ -152,15 +172,19 @@ func Rebuild(cfg Config, reports []proto.Rejoin) (*Rebuilt, error) {
 		switch {
 		case r.Paused:
 			return nil, fmt.Errorf("the node of %s was paused (epoch %d): the scheduler died while the job waited for a replacement", who, r.Epoch)
-		case r.Failovers > 0:
-			return nil, fmt.Errorf("the node of %s was told of %d failovers of replicated key ranges, which a takeover does not rebuild", who, r.Failovers)
+		case r.Failovers > 0 && cfg.Replicas == 0:
+			return nil, fmt.Errorf("the node of %s was told of %d failovers of replicated key ranges, and the job replicates none", who, r.Failovers)
+		case r.Announced > r.Failovers:
+			return nil, unsettled{fmt.Errorf("the node of %s was told of failover %d of replicated key ranges without the address of the server taking over: the scheduler died while announcing it", who, r.Announced)}
+		case first >= 0 && r.Failovers != rb.Failovers:
+			return nil, unsettled{fmt.Errorf("the node of %s was told of %d failovers of replicated key ranges, the node of %s of %d", who, r.Failovers, proto.Name(reports[first].Members[0].ID), rb.Failovers)}
 		case first >= 0 && r.Epoch != rb.Epoch:
 			return nil, fmt.Errorf("the node of %s is in epoch %d, the node of %s in epoch %d", who, r.Epoch, proto.Name(reports[first].Members[0].ID), rb.Epoch)
 		}
 		if first < 0 {
 			first = i
 		}
-		rb.Epoch = r.Epoch
+		rb.Epoch, rb.Failovers = r.Epoch, r.Failovers
 		for _, m := range r.Members {
 			if !expected[m.ID] {
 				return nil, fmt.Errorf("the node of %s reports node %d (%s), which is not a member of a job of %d servers, %d workers and %d evaluators",
@@ -219,7 +243,119 @@ func Rebuild(cfg Config, reports []proto.Rejoin) (*Rebuilt, error) {
 			rb.Missing = append(rb.Missing, id)
 		}
 	}
+	if cfg.Replicas > 0 {
+		if err := rebuildReplicas(cfg, reports, rb); err != nil {
+			return nil, err
+		}
+	}
 	return rb, nil
+}
+
+// unsettled is an error of Rebuild that a node's next report may mend:
+// the dead scheduler's last announcement of a failover, read by a node
+// after its link failed, changes what the node reports. A takeover
+// waits for the reports to agree until its deadline (tickTakeover).
+type unsettled struct{ error }
+
+func (u unsettled) Unwrap() error { return u.error }
+
+// rebuildReplicas fills rb's Holders, Copies and Rebuilding from the
+// reports (Rebuild): every server reported is served by one process; a
+// copy counts when the process serving its ranges replicates to it and
+// its holder reports it, is being made when only the first is so (or
+// the copy waits for its server's quiet point), and is a copy its ranges
+// left behind (dropped) otherwise.
+func rebuildReplicas(cfg Config, reports []proto.Rejoin, rb *Rebuilt) error {
+	n := cfg.NumServers
+	rb.Holders, rb.Copies = make([]int, n), make([][]int, n)
+	for p := range rb.Holders {
+		rb.Holders[p] = -1
+	}
+	// The reports' server members: the ranges each serves, what they
+	// are replicated to and the copies held, by rank.
+	type served struct {
+		m   proto.RejoinMember
+		who string
+	}
+	serves := make([]*served, n)
+	copies := make([][]int, n)
+	for _, r := range reports {
+		if len(r.Members) == 0 {
+			continue
+		}
+		who := proto.Name(r.Members[0].ID)
+		own := -1
+		for _, m := range r.Members {
+			if role, q := proto.Identify(m.ID); role == proto.RoleServer && !m.Moved {
+				own = q
+				copies[q] = m.Copies
+			}
+		}
+		for _, m := range r.Members {
+			role, q := proto.Identify(m.ID)
+			if role != proto.RoleServer {
+				if m.Moved {
+					return fmt.Errorf("the node of %s reports %s as a server it took over", who, proto.Name(m.ID))
+				}
+				continue
+			}
+			h := q
+			if m.Moved {
+				if own < 0 {
+					return fmt.Errorf("the node of %s reports serving %s with no server of its own", who, proto.Name(m.ID))
+				}
+				h = own
+			}
+			if prev := serves[q]; prev != nil && prev.who != who {
+				return fmt.Errorf("%s is served by the node of %s and by the node of %s", proto.Name(m.ID), prev.who, who)
+			}
+			serves[q] = &served{m: m, who: who}
+			rb.Holders[q] = h
+		}
+	}
+	for p, s := range serves {
+		if s == nil {
+			continue // missing: replaced, or the takeover fails
+		}
+		h := rb.Holders[p]
+		check := func(b int, what string) (bool, error) {
+			switch {
+			case b < 0 || b >= n || b == h:
+				return false, fmt.Errorf("the node of %s replicates server %d's ranges to server %d, %s: not a backup of a job of %d servers", s.who, p, b, what, n)
+			case rb.Holders[b] == -1:
+				return false, nil // a server that did not report
+			case rb.Holders[b] != b:
+				return false, unsettled{fmt.Errorf("the node of %s replicates server %d's ranges to server %d (%s), whose process failed over to server %d's", s.who, p, b, what, rb.Holders[b])}
+			}
+			return true, nil
+		}
+		var making []int
+		for _, b := range s.m.Backups {
+			ok, err := check(b, "a backup")
+			if err != nil {
+				return err
+			}
+			switch {
+			case !ok:
+			case slices.Contains(copies[b], p):
+				rb.Copies[p] = append(rb.Copies[p], b)
+			default:
+				making = append(making, b) // the copy on its way
+			}
+		}
+		for _, b := range s.m.Joining {
+			if ok, err := check(b, "a new backup"); err != nil {
+				return err
+			} else if ok && !slices.Contains(s.m.Backups, b) {
+				making = append(making, b)
+			}
+		}
+		replica.InRing(p, n, rb.Copies[p])
+		if len(making) > 0 {
+			rb.Rebuilding = append(rb.Rebuilding, proto.Backup{Server: p, Backup: making[0], Seq: rb.Failovers})
+		}
+	}
+	return nil
 }
 
 // maxHeld bounds the messages held per node of the job during a
@@ -258,6 +394,13 @@ func (c *Core) rejoin(from transport.NodeID, r proto.Rejoin) {
 	case rejoining:
 		c.takeover.reports[r.Members[0].ID] = r
 		rb, err := c.rebuild()
+		if errors.As(err, new(unsettled)) {
+			if !c.takeover.unsettled {
+				c.logf("the reports disagree, waiting for them to agree until the takeover's deadline: %v", err)
+			}
+			c.takeover.unsettled = true
+			return
+		}
 		if err != nil {
 			c.endTakeover(rb, err)
 			return
@@ -315,13 +458,40 @@ func (c *Core) rebuild() (*Rebuilt, error) {
 	return Rebuild(c.cfg, reports)
 }
 
-// install makes the members of rb the scheduler's.
+// install makes the members of rb the scheduler's, and its replicated
+// ranges' holders and copies: a server whose ranges another's process
+// serves is a member moved there, as after its failover.
 func (c *Core) install(rb *Rebuilt) {
 	for _, p := range rb.Peers {
 		c.members[p.ID] = &member{id: p.ID, addr: p.Addr, host: p.Host, machine: p.Machine, ready: true, lastSeen: c.tick, key: p.Key}
 		c.learnKey(p.ID, p.Key)
 		c.machines = max(c.machines, p.Machine+1)
 	}
+	if c.copies == nil || rb.Holders == nil {
+		return
+	}
+	c.failedBefore = rb.Failovers
+	clear(c.rebuilding)
+	for p, h := range rb.Holders {
+		if h < 0 {
+			continue // no report: its replacement holds the copies of a start (recopy)
+		}
+		c.holders[p], c.copies[p] = h, slices.Clone(rb.Copies[p])
+		if m := c.members[proto.ServerID(p)]; m != nil && h != p {
+			m.moved, m.replacement = true, true
+		}
+	}
+	for _, b := range rb.Rebuilding {
+		c.rebuilding[b.Server] = rebuild{backup: b.Backup, holder: rb.Holders[b.Server]}
+	}
+	var short []string
+	for p := range c.copies {
+		if len(c.copies[p]) < c.job.Replicas {
+			short = append(short, fmt.Sprintf("server %d's %d", p, len(c.copies[p])))
+		}
+	}
+	c.logf("replicated ranges rebuilt from the reports: %d failovers before, served by %v, copies %v, %d new copies being made; below %d copies: %s",
+		rb.Failovers, c.holders, c.copies, len(rb.Rebuilding), c.job.Replicas, cmp.Or(strings.Join(short, ", "), "none"))
 }
 
 // apply takes the job over with the state rb: every node hears the
@@ -346,6 +516,7 @@ func (c *Core) apply(rb *Rebuilt) {
 			c.done(id, proto.Done{Err: rb.Done[id]})
 		}
 	}
+	defer c.rebackup() // the ranges short of copies get new ones, as after a failover
 	for _, h := range held {
 		if c.phase != running {
 			break
@@ -476,7 +647,13 @@ func (c *Core) takeOverWithout(from transport.NodeID, r proto.Register, ids []tr
 		used[p.Machine] = true
 	}
 	for _, r := range c.takeover.reports {
-		machines = machines || len(r.Members) == 2
+		own := 0
+		for _, m := range r.Members {
+			if !m.Moved {
+				own++
+			}
+		}
+		machines = machines || own == 2
 	}
 	next := 0
 	fresh := func() int {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -301,6 +302,7 @@ func NewReplicated(cfg Config, r Replication) (*Server, error) {
 		rep.copies[p] = &copyOf{core: core, rec: replica.NewReplica(cfg.Workers)}
 	}
 	s.rep = rep
+	s.publishHolding()
 	return s, nil
 }
 
@@ -321,6 +323,44 @@ func (s *Server) Core() *Core { return s.core }
 // replicated reports whether the server forwards its updates, or serves
 // the ranges it took over: its acknowledgements wait.
 func (s *Server) replicated() bool { return s.rep != nil }
+
+// Holding is what a replicated server holds of the job's replicated
+// key ranges, for its node's report to a scheduler that takes the job
+// over (proto.RejoinMember).
+type Holding struct {
+	// Backups are the server ranks its updates are replicated to
+	// (replica.Primary.Backups): its live backups, a new one whose copy
+	// was sent included. Joining are the new backups asked for whose
+	// copy waits for the server's next quiet point.
+	Backups, Joining []int
+	// Copies are the ranks of the servers whose ranges it holds a copy
+	// of, in rank order.
+	Copies []int
+}
+
+// Holding returns what the server holds of the replicated key ranges
+// as of its last change; the zero Holding without replication. It is
+// safe to call while the server runs.
+func (s *Server) Holding() Holding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Holding{Backups: slices.Clone(s.holding.Backups), Joining: slices.Clone(s.holding.Joining), Copies: slices.Clone(s.holding.Copies)}
+}
+
+// publishHolding publishes what the server holds for Holding, after a
+// change: O(backups + copies), never on a push's path.
+func (s *Server) publishHolding() {
+	if s.rep == nil {
+		return
+	}
+	h := Holding{Backups: s.rep.primary.Backups(), Copies: slices.Sorted(maps.Keys(s.rep.copies))}
+	for _, j := range s.rep.joining {
+		h.Joining = append(h.Joining, j.Backup)
+	}
+	s.mu.Lock()
+	s.holding = h
+	s.mu.Unlock()
+}
 
 // publishReplication publishes the replication's counters for Stats.
 func (s *Server) publishReplication() {
@@ -640,6 +680,7 @@ func (s *Server) failover(ctx context.Context, f proto.Failover, conn Conn) {
 	s.rep.track(false, time.Now())
 	s.rep.advance()
 	s.sendAll(ctx, conn, s.rep.stamp(rel))
+	defer s.publishHolding()
 	c := s.rep.copies[f.Server]
 	if c == nil || c.gen >= f.Seq {
 		// None, or a new copy of the ranges' server that took them
@@ -652,6 +693,7 @@ func (s *Server) failover(ctx context.Context, f proto.Failover, conn Conn) {
 		return
 	}
 	srv := &Server{core: c.core, epoch: c.epoch, rep: &replication{primary: replica.NewPrimary[Reply](nil), copies: make(map[int]*copyOf), taken: c.rec, takenEpoch: c.epoch}}
+	srv.publishHolding()
 	s.rep.takeover(f.Server, srv)
 }
 
@@ -709,6 +751,7 @@ func (s *Server) backup(ctx context.Context, b proto.Backup, conn Conn) []Reply 
 		}
 	}
 	r.joining = append(r.joining, b)
+	defer s.publishHolding()
 	return s.join(ctx, conn)
 }
 
@@ -752,6 +795,7 @@ func (s *Server) join(ctx context.Context, conn Conn) []Reply {
 	}
 	r.track(false, time.Now())
 	r.advance()
+	s.publishHolding()
 	return rel
 }
 
@@ -780,6 +824,7 @@ func (s *Server) copied(ctx context.Context, p int, m *transport.Message, epoch,
 	}
 	s.rep.copies[p] = &copyOf{core: core, rec: replica.NewReplicaAt(seq, rounds), epoch: epoch, gen: gen}
 	s.rep.stats.Rebuilt++
+	s.publishHolding()
 	ack := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: seq},
 		Body: proto.AppendMetaEpoch(nil, 0, epoch)}
 	conn.Reply(ctx, m.Sender, ack)

@@ -60,8 +60,10 @@ type Server struct {
 	sending int
 	since   time.Time
 	egress  Egress
-	// repStats is the replication's counters as of the last message.
+	// repStats is the replication's counters as of the last message,
+	// holding what it holds as of its last change (Holding).
 	repStats ReplicaStats
+	holding  Holding
 }
 
 // Egress is what a server measured of its answers to range pulls that
