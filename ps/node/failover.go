@@ -106,7 +106,9 @@ func (n *Node) moveTo(f proto.Failover, p proto.Peer) {
 			n.cfg.Logf("node: the sends to the failed %s did not end within %v", proto.Name(id), bound)
 		}
 	}
+	n.mu.Lock()
 	n.setPeer(p)
+	n.mu.Unlock()
 	if sm := n.member(n.assign.Server); sm != nil && n.srv != nil {
 		// The server acknowledges again what it holds of the failed
 		// server's new copy, at the new address (server.Server).

@@ -452,10 +452,11 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 			moved := func(p int) bool { return slices.Contains(a.Moved, p) }
 			rep := server.Replication{Backups: slices.DeleteFunc(replica.Chain(rank, a.NumServers, r, nil), moved), Takeover: n.takeover, BackedUp: n.backedUp}
 			for p := range a.NumServers {
-				if !moved(p) && slices.Contains(replica.Chain(p, a.NumServers, r, nil), rank) {
+				if !moved(p) && slices.Contains(replica.Chain(p, a.NumServers, r, nil), rank) || slices.Contains(a.Held, p) {
 					rep.Copies = append(rep.Copies, p)
 				}
 			}
+			rep.Report = a.Held
 			n.srv, err = server.NewReplicated(scfg, rep)
 		} else {
 			n.srv, err = server.NewServer(scfg)
@@ -753,11 +754,14 @@ func (n *Node) start(st proto.Start) {
 	close(n.started)
 }
 
-// setPeer gives every endpoint of the node the address and the key of
-// peer p. A key that is not one (the scheduler checked its length) is
-// logged: the links with p will be refused, naming it.
+// setPeer gives every endpoint of the node, those of the servers it
+// took over (Failover) included, the address and the key of peer p: a
+// server taken over replicates to, and answers, nodes that a rollback
+// replaced too. A key that is not one (the scheduler checked its
+// length) is logged: the links with p will be refused, naming it. n.mu
+// is held.
 func (n *Node) setPeer(p proto.Peer) {
-	for _, m := range n.members {
+	for _, m := range append(slices.Clip(n.members), n.taken...) {
 		m.ep.SetPeer(p.ID, p.Addr)
 		if len(p.Key) > 0 {
 			if err := m.ep.SetPeerKey(p.ID, p.Key); err != nil {

@@ -398,6 +398,13 @@ type Assign struct {
 	// serving them does not replicate to it).
 	Failovers int   `json:",omitempty"`
 	Moved     []int `json:",omitempty"`
+	// Held are the server ranks, besides those whose Chain a
+	// replacement is in, whose servers replicated to the failed process
+	// (new copies made after failovers) and go on doing so to the
+	// replacement: it keeps copies of them too, from an empty store (a
+	// rollback starts every store again), and reports each once its
+	// first update arrives (CmdBackedUp).
+	Held []int `json:",omitempty"`
 }
 
 // Refuse is the scheduler's refusal of a registration.

@@ -169,7 +169,10 @@ func (h *Holders) BackedUp(p, b int) {
 // that their own process serves), and q's ranges have the copies of a
 // start on the processes of its Chain that serve their own rank: a
 // process that failed over before holds none (the scheduler asks for
-// new copies once the job resumes, told by BackedUp). Before, a copy the dead process held was still
+// new copies once the job resumes, told by BackedUp). The ranges whose
+// copies the dead process held beyond those (new copies made after a
+// failover) keep it: their servers go on replicating to the
+// replacement, which keeps a copy of them. Before, a copy the dead process held was still
 // counted, and the death of the process serving the ranges it copied
 // was taken for a failover where the scheduler paused the job for a
 // replacement. A rank out of range changes nothing.
@@ -178,7 +181,11 @@ func (h *Holders) Replaced(q int) {
 		return
 	}
 	n := len(h.holder)
+	var counted []int // the ranges replicated to q's process, which go on being so to the replacement
 	for p := range h.copies {
+		if p != q && h.holder[p] != q && slices.Contains(h.copies[p], q) {
+			counted = append(counted, p)
+		}
 		h.copies[p] = slices.DeleteFunc(h.copies[p], func(b int) bool { return b == q })
 		h.early[p] = slices.DeleteFunc(h.early[p], func(b int) bool { return b == q })
 	}
@@ -187,7 +194,7 @@ func (h *Holders) Replaced(q int) {
 	h.holder[q] = q
 	h.copies[q] = slices.DeleteFunc(Chain(q, n, h.replicas, nil), func(b int) bool { return !own(b) })
 	for p := range h.copies {
-		if p != q && own(p) && slices.Contains(Chain(p, n, h.replicas, nil), q) {
+		if p != q && own(p) && slices.Contains(Chain(p, n, h.replicas, nil), q) || slices.Contains(counted, p) {
 			h.copies[p] = InRing(p, n, append(h.copies[p], q))
 		}
 	}

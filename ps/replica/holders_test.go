@@ -114,10 +114,10 @@ func TestHoldersBackedUp(t *testing.T) {
 // TestHoldersReplaced walks a replacement by hand (3 servers, one copy
 // each): server 0 fails over to server 1, which gets a new copy of its
 // ranges on server 2; server 2's process dies with no copy of its own
-// ranges left and is replaced. The copy of server 0's ranges died with
-// it, so the death of server 1's process, which serves server 0's ranges,
-// leaves them without a copy: a restart, as the scheduler pauses for
-// them, not a failover to the new server 2.
+// ranges left and is replaced. Server 1's process goes on replicating
+// server 0's ranges to server 2's rank, whose replacement keeps a copy
+// of them from the rollback's empty store on: the death of server 1's
+// process, which serves ranks 0 and 1, fails both over to it.
 func TestHoldersReplaced(t *testing.T) {
 	h := NewHolders(3, 1)
 	if out, b := h.Decide(0); out != FailOver || b != 1 {
@@ -129,8 +129,11 @@ func TestHoldersReplaced(t *testing.T) {
 		t.Fatalf("server 2: %v, want a replacement", out)
 	}
 	h.Replaced(2)
-	if out, b := h.Decide(1); out != Restart {
-		t.Errorf("server 1 after server 2's replacement: %v %d, want a restart", out, b)
+	if out, b := h.Decide(1); out != FailOver || b != 2 {
+		t.Errorf("server 1 after server 2's replacement: %v %d, want a failover to server 2", out, b)
+	}
+	if c := h.copies[0]; len(c) != 1 || c[0] != 2 {
+		t.Errorf("server 0's copies %v, want [2]", c)
 	}
 	// The replacement holds the copies of a start: server 1's, whose
 	// process serves its own ranks. Its own ranges' chain is server 0's

@@ -329,8 +329,10 @@ type Core struct {
 	rebuilding map[int]rebuild
 	backedUp   []proto.Backup
 	// told are the new copies told to the driver (BackedUp), by server
-	// and backup rank.
+	// and backup rank; held are, by failed server process, the copies
+	// its replacement keeps beyond its chain's (recopy, Assign.Held).
 	told map[[2]int]bool
+	held map[int][]int
 	// key is the scheduler's public key, nil when its endpoint has no
 	// identity (SetKey); keys are the members' keys learnt since the last
 	// Keys.
@@ -366,7 +368,7 @@ func NewCore(cfg Config) (*Core, error) {
 		}
 	}
 	c := &Core{
-		holders: holders, copies: copies, rebuilding: make(map[int]rebuild), told: make(map[[2]int]bool),
+		holders: holders, copies: copies, rebuilding: make(map[int]rebuild), told: make(map[[2]int]bool), held: make(map[int][]int),
 		cfg: cfg,
 		job: proto.Job{Table: table, Width: cfg.Width, Mode: cfg.Clock.Mode.String(), Tau: cfg.Clock.Tau,
 			Heartbeat: cfg.Heartbeat, Timeout: cfg.Timeout, Recover: cfg.RecoverWait > 0, Replicas: cfg.Replicas,
@@ -1029,6 +1031,9 @@ func (c *Core) replace(from transport.NodeID, r proto.Register, refuse func(form
 	}
 	a := proto.Assign{Machine: machine, NumServers: c.cfg.NumServers, NumWorkers: c.cfg.NumWorkers, Job: c.job, Epoch: c.epoch, SchedulerKey: c.key,
 		Failovers: c.seq(), Moved: c.moved()}
+	if r.Role != proto.RoleWorker {
+		a.Held = c.held[rank]
+	}
 	for _, id := range ids {
 		if role, _ := proto.Identify(id); role == proto.RoleServer {
 			a.Server = id

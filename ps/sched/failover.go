@@ -137,21 +137,47 @@ func (c *Core) lose(q int) {
 // still run their own rank (or will, once replaced): a server of its
 // Chain whose process failed over before holds none, and the ranges
 // get a new copy once the job resumes (rebackup), as after a failover.
-// The replacement is told the same (proto.Assign.Moved).
+// The servers that replicated to q's process (a new copy made after a
+// failover, or being made) go on doing so to the replacement (a
+// primary drops a backup only at its failover), which keeps copies of
+// their ranges too, from an empty store as theirs after the rollback:
+// those counted before count again, those being made are made once
+// the replacement reports its copy's first update. The replacement is
+// told all of it (proto.Assign.Moved, Held).
 func (c *Core) recopy(q int) {
 	if c.copies == nil {
 		return
+	}
+	var counted, making []int
+	for p := range c.copies {
+		switch r, ok := c.rebuilding[p]; {
+		case p == q || c.holders[p] == q:
+		case slices.Contains(c.copies[p], q):
+			counted = append(counted, p)
+		case ok && r.backup == q:
+			making = append(making, p)
+		}
 	}
 	c.lose(q)
 	own := func(b int) bool { return c.holders[b] == b }
 	chain := slices.DeleteFunc(replica.Chain(q, c.cfg.NumServers, c.job.Replicas, nil), func(b int) bool { return !own(b) })
 	if n := len(chain); n < c.job.Replicas {
-		c.logf("server %d's replacement has %d of %d copies of its ranges: its chain's other servers failed over before", q, n, c.job.Replicas)
+		c.logf("server %d's ranges will have %d of %d copies once it is replaced: its chain's other servers failed over before", q, n, c.job.Replicas)
 	}
 	c.holders[q], c.copies[q] = q, chain
+	c.held[q] = nil
 	for p := range c.copies {
-		if p != q && own(p) && slices.Contains(replica.Chain(p, c.cfg.NumServers, c.job.Replicas, nil), q) && !slices.Contains(c.copies[p], q) {
+		chained := p != q && own(p) && slices.Contains(replica.Chain(p, c.cfg.NumServers, c.job.Replicas, nil), q)
+		if !chained && (slices.Contains(counted, p) || slices.Contains(making, p)) {
+			c.held[q] = append(c.held[q], p)
+		}
+		if (chained || slices.Contains(counted, p)) && !slices.Contains(c.copies[p], q) {
 			c.copies[p] = replica.InRing(p, c.cfg.NumServers, append(c.copies[p], q))
+		}
+	}
+	for _, p := range making {
+		if !slices.Contains(c.copies[p], q) {
+			c.rebuilding[p] = rebuild{backup: q, holder: c.holders[p]}
 		}
 	}
 }

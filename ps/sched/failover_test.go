@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,13 +163,15 @@ func TestValidateReplicas(t *testing.T) {
 
 // TestRollbackRecopiesLive walks a rollback after a failover: server 0's
 // process dies and server 1 takes its ranges over; before the new copies
-// asked then are in place, server 2's process dies with no copy of its
-// own ranges left, and the job pauses for its replacement. Server 2's
-// chain is server 0's rank, whose process is gone: the replacement is
-// told so (Assign.Moved, the failovers so far), its ranges count no copy,
-// and once the job resumes the scheduler asks for the copies missing (of
-// server 2's ranges on server 1, of server 0's, served by server 1's
-// process, on server 2). With the copy in place, server 2's process
+// asked then are in place (of server 0's ranges on server 2, of server
+// 2's on server 1), server 2's process dies with no copy of its own
+// ranges left, and the job pauses for its replacement. Server 2's chain
+// is server 0's rank, whose process is gone: the replacement is told so
+// (Assign.Moved, the failovers so far), its ranges count no copy, and
+// once the job resumes the scheduler asks for one on server 1. The copy
+// of server 0's ranges that server 1's process was making on server 2
+// goes on being made on the replacement (Assign.Held), counted once the
+// replacement reports it. With the copies in place, server 2's process
 // dying again fails over to server 1, with no pause.
 func TestRollbackRecopiesLive(t *testing.T) {
 	c := replicated(t, 10*time.Second)
@@ -181,8 +184,8 @@ func TestRollbackRecopiesLive(t *testing.T) {
 	outs := c.Handle(msg(proto.Provisional(50), proto.CmdRegister, proto.Register{Role: proto.RoleServer, Token: proto.TokenDigest("tok"), Addr: "new", Rank: 2, Recover: true}))
 	as := decoded[proto.Assign](t, outs, proto.CmdAssign)
 	a, ok := as[proto.Provisional(50)]
-	if !ok || a.Failovers != 1 || len(a.Moved) != 1 || a.Moved[0] != 0 {
-		t.Fatalf("the replacement's assignment %+v (ok %v), want 1 failover and server 0 moved", a, ok)
+	if !ok || a.Failovers != 1 || !slices.Equal(a.Moved, []int{0}) || !slices.Equal(a.Held, []int{0}) {
+		t.Fatalf("the replacement's assignment %+v (ok %v), want 1 failover, server 0 moved, a copy of server 0 held", a, ok)
 	}
 	if cp := c.Copies(2); len(cp) != 0 {
 		t.Fatalf("server 2's copies %v after its replacement, want none: server 0's process failed over", cp)
@@ -192,13 +195,16 @@ func TestRollbackRecopiesLive(t *testing.T) {
 		t.Fatal("not resumed")
 	}
 	bs := decoded[proto.Backup](t, outs, proto.CmdBackup)
-	want := map[transport.NodeID]proto.Backup{proto.ServerID(0): {Server: 0, Backup: 2, Seq: 1}, proto.ServerID(2): {Server: 2, Backup: 1, Seq: 1}}
-	if len(bs) != len(want) || bs[proto.ServerID(0)] != want[proto.ServerID(0)] || bs[proto.ServerID(2)] != want[proto.ServerID(2)] {
-		t.Fatalf("copies asked at the resume %v, want %v", bs, want)
+	if want := (proto.Backup{Server: 2, Backup: 1, Seq: 1}); len(bs) != 1 || bs[proto.ServerID(2)] != want {
+		t.Fatalf("copies asked at the resume %v, want %v alone", bs, want)
 	}
+	c.Handle(msg(proto.ServerID(2), proto.CmdBackedUp, proto.Backup{Server: 0, Backup: 2}))
 	c.Handle(msg(proto.ServerID(1), proto.CmdBackedUp, proto.Backup{Server: 2, Backup: 1}))
-	if cp := c.Copies(2); len(cp) != 1 || cp[0] != 1 {
-		t.Fatalf("server 2's copies %v, want [1]", cp)
+	if b := c.BackedUp(); len(b) != 2 {
+		t.Fatalf("copies told %v, want 2", b)
+	}
+	if cp0, cp2 := c.Copies(0), c.Copies(2); !slices.Equal(cp0, []int{2}) || !slices.Equal(cp2, []int{1}) {
+		t.Fatalf("copies of server 0's ranges %v, of server 2's %v: want [2] and [1]", cp0, cp2)
 	}
 	outs = c.Down(&transport.PeerError{Peer: proto.ServerID(2), Addr: "new", Err: transport.ErrPeerClosed})
 	if fs := decoded[proto.Failover](t, outs, proto.CmdFailover); fs[proto.WorkerID(0)].Server != 2 || fs[proto.WorkerID(0)].Backup != 1 || fs[proto.WorkerID(0)].Seq != 2 {

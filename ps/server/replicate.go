@@ -77,6 +77,12 @@ type Replication struct {
 	// that server (proto.Backup): it should tell the scheduler, which
 	// then counts the server among rank's backups.
 	BackedUp func(rank int)
+	// Report are ranks among Copies whose copies are reported with
+	// BackedUp once their first update arrives: a replacement's copies
+	// of ranges whose server replicated to the failed process (a new
+	// copy made after a failover), which the server goes on doing after
+	// the rollback, from an empty store as the copy.
+	Report []int
 }
 
 // replication is a server's state of its replication.
@@ -271,6 +277,9 @@ type copyOf struct {
 	// gen is the number of failovers of the job when the copy was made
 	// (proto.Backup.Seq): 0 for a copy from the start.
 	gen int
+	// report is set until the copy's first update is reported
+	// (Replication.Report).
+	report bool
 }
 
 // NewReplicated returns a server with an empty store, the primary of its
@@ -299,7 +308,7 @@ func NewReplicated(cfg Config, r Replication) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server %d: the copy of server %d: %w", cfg.Rank, p, err)
 		}
-		rep.copies[p] = &copyOf{core: core, rec: replica.NewReplica(cfg.Workers)}
+		rep.copies[p] = &copyOf{core: core, rec: replica.NewReplica(cfg.Workers), report: slices.Contains(r.Report, p)}
 	}
 	s.rep = rep
 	s.publishHolding()
@@ -450,6 +459,12 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 		ack := &transport.Message{Header: transport.Header{Type: transport.TypeData, Cmd: proto.DataReplicaAck, ID: c.rec.Applied()},
 			Body: proto.AppendMetaEpoch(nil, 0, c.epoch)}
 		conn.Reply(ctx, m.Sender, ack)
+		if c.report {
+			c.report = false
+			if s.rep.backedUp != nil {
+				s.rep.backedUp(p)
+			}
+		}
 		switch {
 		case !apply:
 		case cmd == proto.DataRound:
