@@ -174,6 +174,9 @@ func (c *Core) recopy(q int) {
 		if (chained || slices.Contains(counted, p)) && !slices.Contains(c.copies[p], q) {
 			c.copies[p] = replica.InRing(p, c.cfg.NumServers, append(c.copies[p], q))
 		}
+		if slices.Contains(counted, p) {
+			c.told[[2]int{p, q}] = true // the driver counts it again too (Holders.Replaced): its report is not news
+		}
 	}
 	for _, p := range making {
 		if !slices.Contains(c.copies[p], q) {

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -202,6 +203,52 @@ func TestTakeoverAfterFailoverUnsettled(t *testing.T) {
 		}
 		if len(find(outs, proto.CmdAbort)) != 5 {
 			t.Fatalf("aborts %+v, want one to each of the 5 members", find(outs, proto.CmdAbort))
+		}
+	}
+}
+
+// FuzzRejoinReplicas feeds a takeover of the job of failedOverReports
+// the reports with one replaced by arbitrary bytes: no panic, and a job
+// taken over has every server served by a live process of its own rank
+// and no copy on the process serving the ranges.
+func FuzzRejoinReplicas(f *testing.F) {
+	for i, r := range failedOverReports() {
+		b, err := json.Marshal(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, uint8(i))
+	}
+	f.Add([]byte(`{"Token":"x","Members":[{"ID":1,"Moved":true,"Backups":[-1,99]}]}`), uint8(1))
+	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
+		c := takeoverReplicated(t)
+		rs := failedOverReports()
+		for i, r := range rs {
+			m := msg(proto.Provisional(uint32(70+i)), proto.CmdRejoin, r)
+			if i == int(which)%len(rs) {
+				m.Body = body
+			}
+			c.Handle(m)
+		}
+		if c.Running() {
+			checkServed(t, c)
+		}
+		for range 5 {
+			c.Tick() // the members fall silent: failovers, or the end
+		}
+	})
+}
+
+// checkServed fails unless every server of c is served by a live process of
+// its own rank, with no copy on that process.
+func checkServed(t *testing.T, c *Core) {
+	t.Helper()
+	for p, h := range c.holders {
+		if m := c.members[proto.ServerID(h)]; h < 0 || h >= len(c.holders) || c.holders[h] != h || m == nil || m.moved {
+			t.Fatalf("server %d's ranges served by server %d's process, which does not run its own rank: holders %v", p, h, c.holders)
+		}
+		if slices.Contains(c.copies[p], h) {
+			t.Fatalf("server %d's ranges copied on the process serving them: %v", p, c.copies)
 		}
 	}
 }
