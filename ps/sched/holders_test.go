@@ -24,16 +24,19 @@ import (
 // Holders says is replaced is replaced (Holders.Replaced, a rollback). At every death
 // Holders must say what the Core does: a failover to the same backup, a
 // pause for the replacement, or the end of the job (a pause for ranks the
-// launcher has no process to replace ends it too). The scheduler is taken
+// launcher has no process to replace ends it too). A replacement reports
+// the copies it keeps beyond its chain (Assign.Held) at random later
+// steps, as new copies. The scheduler is taken
 // over at random steps (takenOver): the new one must rebuild the state
 // from the reports and go on agreeing with Holders.
 func TestHoldersAgainstCore(t *testing.T) {
 	afterFailover := 0 // takeovers of a job that had a failover
+	held := 0          // copies replacements keep beyond their chains
 	defer func() {
-		if !t.Failed() && afterFailover < 100 {
-			t.Errorf("%d takeovers after a failover in 400 trials: the runs do not exercise them", afterFailover)
+		if !t.Failed() && (afterFailover < 100 || held < 20) {
+			t.Errorf("%d takeovers after a failover, %d copies kept by replacements beyond their chains in 400 trials: the runs do not exercise them", afterFailover, held)
 		}
-		t.Logf("%d takeovers after a failover", afterFailover)
+		t.Logf("%d takeovers after a failover, %d copies kept by replacements beyond their chains", afterFailover, held)
 	}()
 	for trial := range 400 {
 		rng := rand.New(rand.NewPCG(uint64(trial), 5))
@@ -177,7 +180,16 @@ func TestHoldersAgainstCore(t *testing.T) {
 					}
 					takeovers, asked = takeovers[:0], asked[:0]
 					h.Replaced(p)
-					outs = append(outs, c.Handle(msg(proto.Provisional(uint32(500+step)), proto.CmdRegister, proto.Register{Role: proto.RoleServer, Token: proto.TokenDigest("tok"), Addr: "new", Rank: p, Recover: true}))...)
+					reg := c.Handle(msg(proto.Provisional(uint32(500+step)), proto.CmdRegister, proto.Register{Role: proto.RoleServer, Token: proto.TokenDigest("tok"), Addr: "new", Rank: p, Recover: true}))
+					for _, a := range decoded[proto.Assign](t, reg, proto.CmdAssign) {
+						// The copies the replacement keeps beyond its
+						// chain: it reports each at its first update.
+						for _, q := range a.Held {
+							asked = append(asked, proto.Backup{Server: q, Backup: p})
+						}
+						held += len(a.Held)
+					}
+					outs = append(outs, reg...)
 					addr[p], alive[p] = fmt.Sprintf("new%d", p), true
 					outs = append(outs, c.Handle(msg(proto.ServerID(p), proto.CmdReady, proto.Ready{Addr: addr[p]}))...)
 					if paused, _ := c.Paused(); paused {
