@@ -409,19 +409,15 @@ func ParseManifest(data []byte) (Manifest, error) {
 func Open(dir string, round int) (*Manifest, error) {
 	d := RoundDir(dir, round)
 	path := filepath.Join(d, ManifestName)
-	st, err := os.Stat(path)
+	data, size, err := readRegular(path, MaxManifest)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("checkpoint %s is incomplete: %s is missing", d, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if st.Size() > MaxManifest {
-		return nil, fmt.Errorf("checkpoint: %s has %d bytes, at most %d", path, st.Size(), MaxManifest)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
+	if size > MaxManifest {
+		return nil, fmt.Errorf("checkpoint: %s has %d bytes, at most %d", path, size, MaxManifest)
 	}
 	m, err := ParseManifest(data)
 	if err != nil {
@@ -451,16 +447,12 @@ func (m *Manifest) Read(name string) ([]byte, error) {
 		return nil, fmt.Errorf("checkpoint %s has no file %s", m.Dir, name)
 	}
 	path := filepath.Join(m.Dir, name)
-	st, err := os.Stat(path)
+	data, size, err := readRegular(path, f.Size)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if st.Size() != f.Size {
-		return nil, fmt.Errorf("checkpoint: %s has %d bytes, the manifest says %d: the file is truncated or altered", path, st.Size(), f.Size)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
+	if size != f.Size {
+		return nil, fmt.Errorf("checkpoint: %s has %d bytes, the manifest says %d: the file is truncated or altered", path, size, f.Size)
 	}
 	if int64(len(data)) != f.Size {
 		return nil, fmt.Errorf("checkpoint: %s has %d bytes, the manifest says %d: the file is truncated or altered", path, len(data), f.Size)
@@ -469,6 +461,42 @@ func (m *Manifest) Read(name string) ([]byte, error) {
 		return nil, fmt.Errorf("checkpoint: %s has checksum %08x, the manifest says %08x: the file is altered", path, got, f.CRC32C)
 	}
 	return data, nil
+}
+
+// readRegular returns the content of the regular file at path and its
+// size, reading nothing when the size is over limit. Anything else at
+// path (a FIFO, a device, a symbolic link, a directory) is refused
+// without being opened for reading beyond a non-blocking open, so that a
+// FIFO does not block the reader and a link to /dev/zero is not read
+// until memory runs out; the bytes read stay within the size the file
+// had when opened.
+func readRegular(path string, limit int64) ([]byte, int64, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file (%v)", path, st.Mode().Type())
+	}
+	f, err := openNonBlocking(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file (%v)", path, st.Mode().Type())
+	}
+	if st.Size() > limit || st.Size() < 0 {
+		return nil, st.Size(), nil
+	}
+	data := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, st.Size(), nil
 }
 
 // Verify reads every file of the checkpoint and checks it against the

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"colo/internal/memcap"
 	"colo/kv"
@@ -396,6 +397,55 @@ func TestSpareNotRegular(t *testing.T) {
 			}
 			if b, _ := os.ReadFile(path); !bytes.Equal(b, want) {
 				t.Errorf("%s reads %q, want %q", path, b, want)
+			}
+		})
+	}
+}
+
+// TestReadRefusesNonRegular puts a FIFO where a checkpoint's MANIFEST or
+// one of its files (listed with 0 bytes) should be, and a link to
+// /dev/zero in place of the file: Latest refuses each, naming the file,
+// instead of waiting for ever for a writer of the FIFO or reading the
+// device's endless zeros until memory runs out.
+func TestReadRefusesNonRegular(t *testing.T) {
+	memcap.Cap(t, 1<<30)
+	for _, c := range []struct{ kind, name string }{
+		{"fifo", ManifestName}, {"fifo", "worker-000.json"}, {"link to /dev/zero", "worker-000.json"}, {"link to /dev/zero", ManifestName},
+	} {
+		t.Run(c.kind+" "+c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f, err := WriteFile(dir, 5, "worker-000.json", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Commit(dir, Manifest{Round: 5, Job: "j", Files: []File{f}}); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(RoundDir(dir, 5), c.name)
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if c.kind == "fifo" {
+				err = syscall.Mkfifo(p, 0o644)
+			} else {
+				err = os.Symlink("/dev/zero", p)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, _, err := Latest(dir)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "not a regular file") {
+					t.Fatalf("Latest: %v, want a refusal naming %s", err, p)
+				}
+			case <-time.After(time.Minute):
+				// Only a reader that blocks gets here: no timing is measured.
+				t.Fatalf("Latest still reading %s after a minute", p)
 			}
 		})
 	}
