@@ -37,6 +37,23 @@ func (c *captured) Evaluate(ctx context.Context, w *worker.Worker, part train.Pa
 	return c.App.Evaluate(ctx, w, part)
 }
 
+// resumeJob returns the job of application name that the resume tests
+// run: resumeData's file, random placement, 3 machines, batches of 23, 3
+// passes.
+func resumeJob(t *testing.T, name string) train.Job {
+	t.Helper()
+	job, err := app.DefaultJob(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Data.Train, job.Placement = resumeData(t, name), "random"
+	if name == "mf" {
+		job.Data.Load.Format = "ratings"
+	}
+	job.Config.Machines, job.Config.Batch, job.Config.MaxPasses, job.Config.Epsilon = 3, 23, 3, 0
+	return job
+}
+
 // resumeData writes a seeded sparse classification file (lr), ratings
 // file (mf) or edge list (embed).
 func resumeData(t *testing.T, name string) string {
@@ -114,15 +131,7 @@ func losses(res *train.Result) []string {
 func TestResumeBitForBit(t *testing.T) {
 	for _, name := range []string{"lr", "mf", "embed"} {
 		t.Run(name, func(t *testing.T) {
-			job, err := app.DefaultJob(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			job.Data.Train, job.Placement = resumeData(t, name), "random"
-			if name == "mf" {
-				job.Data.Load.Format = "ratings"
-			}
-			job.Config.Machines, job.Config.Batch, job.Config.MaxPasses, job.Config.Epsilon = 3, 23, 3, 0
+			job := resumeJob(t, name)
 			straight, want := runResumable(t, job)
 			if straight.Rounds != 12 || len(want) == 0 {
 				t.Fatalf("straight run: %d rounds, model of %d values; want 12 rounds", straight.Rounds, len(want))
@@ -278,15 +287,7 @@ func TestResumeChangedRule(t *testing.T) {
 func TestResumeIncremental(t *testing.T) {
 	for _, name := range []string{"lr", "mf", "embed"} {
 		t.Run(name, func(t *testing.T) {
-			job, err := app.DefaultJob(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			job.Data.Train, job.Placement = resumeData(t, name), "random"
-			if name == "mf" {
-				job.Data.Load.Format = "ratings"
-			}
-			job.Config.Machines, job.Config.Batch, job.Config.MaxPasses, job.Config.Epsilon = 3, 23, 3, 0
+			job := resumeJob(t, name)
 			straight, want := runResumable(t, job)
 
 			every := job
