@@ -75,6 +75,9 @@ func TestHandleArriving(t *testing.T) {
 				return c
 			}
 			whole, arriving := mk(), mk()
+			// Both mark the slots they write for an incremental capture.
+			whole.Store().Track()
+			arriving.Store().Track()
 			lo0 := uint64(numKeys / 2)
 			for i := range 30 {
 				lo := lo0 + uint64(rng.IntN(100))
@@ -110,6 +113,14 @@ func TestHandleArriving(t *testing.T) {
 			}
 			if whole.Stats() != arriving.Stats() {
 				t.Fatalf("%v %s: stats %+v applied as it arrived, %+v whole", ck.Mode, rule.Name(), arriving.Stats(), whole.Stats())
+			}
+			if whole.Store().Changed() == 0 {
+				t.Fatalf("%v %s: no slot marked after 30 pushes", ck.Mode, rule.Name())
+			}
+			for j := range whole.Store().Keys() {
+				if whole.Store().marked(j) != arriving.Store().marked(j) {
+					t.Fatalf("%v %s: slot %d marked %v applied as it arrived, %v whole", ck.Mode, rule.Name(), j, arriving.Store().marked(j), whole.Store().marked(j))
+				}
 			}
 		}
 	}

@@ -428,6 +428,9 @@ func (c *Core) HandleArriving(r Request, vals Arriving, ack func(Reply)) (replie
 	}
 	a, early := c.Ack(r)
 	acked := false
+	// Marked for an incremental capture before any part is applied: a
+	// push cut off midway leaves the slots it reached marked.
+	c.store.touchRange(j, j+n/c.cfg.Width)
 	o := j * c.cfg.Width
 	f := c.step(r)
 	applied, got := 0, 0

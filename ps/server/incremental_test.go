@@ -304,3 +304,34 @@ func TestIncrementalCheckpointsRestore(t *testing.T) {
 		})
 	}
 }
+
+// TestTouchRange checks that marking a run of slots at once marks the
+// blocks that marking each slot of it does, and nothing when the store
+// does not track, for random runs and block sizes.
+func TestTouchRange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for range 200 {
+		block := uint(rng.IntN(6))
+		n := 1 + rng.IntN(5000)
+		got := &Store{nslots: n, tracking: true, block: block}
+		want := &Store{nslots: n, tracking: true, block: block}
+		got.trackSlots()
+		want.trackSlots()
+		for range 1 + rng.IntN(4) {
+			j := rng.IntN(n + 1)
+			k := j + rng.IntN(n-j+1)
+			got.touchRange(j, k)
+			for q := j; q < k; q++ {
+				want.touch(q)
+			}
+		}
+		if !reflect.DeepEqual(got.changed, want.changed) {
+			t.Fatalf("block %d, %d slots: marks %x, want %x", block, n, got.changed, want.changed)
+		}
+	}
+	off := &Store{nslots: 100}
+	off.touchRange(0, 100)
+	if off.changed != nil {
+		t.Fatalf("a store that does not track marked %x", off.changed)
+	}
+}

@@ -509,9 +509,7 @@ func (s *Store) pushRange(begin uint64, vals []float32, acc bool, f float32) err
 	if j, ok := s.rangeSlots(begin, begin+n); ok {
 		o := j * s.width
 		if !acc {
-			for q := j; q < j+int(n); q++ {
-				s.touch(q)
-			}
+			s.touchRange(j, j+int(n))
 			s.apply(o, vals, f)
 			return nil
 		}
