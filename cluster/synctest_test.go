@@ -13,6 +13,26 @@ import (
 	"colo/transport/mem"
 )
 
+// startFake starts, in a synctest bubble, an asynchronous cluster of two
+// servers and a worker with heartbeats every 100 ms and a timeout of a
+// second, and has the worker push to keys 1 and key.
+func startFake(t *testing.T, key uint64) (*Cluster, Config) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Machines, cfg.Servers, cfg.Workers = 0, 2, 1
+	cfg.Clock = clock.Config{Mode: clock.Async}
+	cfg.Heartbeat, cfg.Timeout = 100*time.Millisecond, time.Second
+	c, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Worker(0).Push([]uint64{1, key}, []float32{1, 2}).Wait(); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return c, cfg
+}
+
 // TestSilentFailureOnFakeTime runs a whole in-memory cluster on the fake
 // clock of a synctest bubble: a server cut off the network without
 // closing anything is declared dead by the heartbeats after exactly the
@@ -20,24 +40,14 @@ import (
 // sleeping in real time.
 func TestSilentFailureOnFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := DefaultConfig()
-		cfg.Machines, cfg.Servers, cfg.Workers = 0, 2, 1
-		cfg.Clock = clock.Config{Mode: clock.Async}
-		cfg.Heartbeat, cfg.Timeout = 100*time.Millisecond, time.Second
-		c, err := Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, cfg := startFake(t, 1<<62)
 		defer c.Close()
-		if err := c.Worker(0).Push([]uint64{1, 1 << 62}, []float32{1, 2}).Wait(); err != nil {
-			t.Fatal(err)
-		}
 		srv, _ := c.ServerNode(1).IDs()
 		cut := time.Now()
 		for _, id := range []transport.NodeID{proto.SchedulerID, proto.ServerID(0), proto.WorkerID(0)} {
 			c.Network().Cut(srv, id)
 		}
-		err = c.Scheduler().Wait()
+		err := c.Scheduler().Wait()
 		took := time.Since(cut)
 		if err == nil || !strings.Contains(err.Error(), "server 1") {
 			t.Fatalf("job ended with %v", err)
@@ -69,18 +79,8 @@ func TestSilentFailureOnFakeTime(t *testing.T) {
 // instead of waiting for ever.
 func TestSchedulerSilenceOnFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := DefaultConfig()
-		cfg.Machines, cfg.Servers, cfg.Workers = 0, 2, 1
-		cfg.Clock = clock.Config{Mode: clock.Async}
-		cfg.Heartbeat, cfg.Timeout = 100*time.Millisecond, time.Second
-		c, err := Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, cfg := startFake(t, 1<<63)
 		defer c.Close()
-		if err := c.Worker(0).Push([]uint64{1, 1 << 63}, []float32{1, 2}).Wait(); err != nil {
-			t.Fatal(err)
-		}
 		srv, _ := c.ServerNode(1).IDs()
 		if err := c.Network().SetLink(proto.SchedulerID, srv, mem.Link{Cut: true}); err != nil {
 			t.Fatal(err)
