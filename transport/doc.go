@@ -61,19 +61,21 @@
 //
 // # Emulated networks
 //
-// Both implementations emulate the same network, built of TokenBuckets:
-// each host (machine) has a network interface, one bucket for every byte
-// it sends to other hosts and one for every byte it receives from them,
-// shared by all of its endpoints' links; a Bandwidth matrix, read by
-// ParseBandwidth from a small text file of k×k rates such as 100mbit or
-// 1gbit, adds a bucket per directed path between two hosts. Traffic
-// within a host pays nothing. mem charges a message to its buckets when
-// it is sent (mem.Network.SetNIC, SetHostLink); tcp charges the sender's
-// interface and path chunk by chunk before it writes, and the receiver's
-// interface as its reader takes the bytes off the socket, before it reads
-// further, so that TCP's flow control holds the senders back
-// (tcp.Config.Shared; ps/node.Rates builds the buckets of a process's
-// endpoints, one interface per machine). WaitAll pays for bytes in
+// Both implementations emulate the same network: each host (machine) has
+// a network interface, one wire of its rate for every byte it sends to
+// other hosts and one for every byte it receives from them, shared by all
+// of its endpoints' links; a Bandwidth matrix, read by ParseBandwidth
+// from a small text file of k×k rates such as 100mbit or 1gbit, adds a
+// wire per directed path between two hosts. Traffic within a host pays
+// nothing. mem queues a message on its wires when it is sent, and the
+// connections on a wire take turns of one Ethernet frame
+// (mem.Network.SetNIC, SetHostLink, mem.DefaultQuantum). tcp's wires are
+// TokenBuckets: it charges the sender's interface and path chunk by chunk
+// (tcp.Config.Burst) before it writes, so links writing at once take
+// turns of a chunk, and the receiver's interface as its reader takes the
+// bytes off the socket, before it reads further, so that TCP's flow
+// control holds the senders back (tcp.Config.Shared; ps/node.Rates builds
+// the buckets of a process's endpoints, one interface per machine). WaitAll pays for bytes in
 // several buckets at once. A cluster on one host, or on a uniform
 // network, so behaves like one of machines with interfaces and paths of
 // the emulated rates, without privileges; Linux network namespaces shaped
