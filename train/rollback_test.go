@@ -205,9 +205,28 @@ func rollbackClusterWatched(t *testing.T, job train.Job, a *linear, kill, watche
 // ends with the same passes and final model, bit for bit, as without the
 // failure.
 func TestRollbackAfterTraining(t *testing.T) {
+	testRollbackAfterTraining(t, train.Checkpoint{Every: 5})
+}
+
+// TestRollbackAfterTrainingIncremental is TestRollbackAfterTraining with
+// incremental checkpoints, every one taken: the checkpoint of round 10
+// holds deltas on round 5's, and the survivors and the replacement roll
+// back to it (base and deltas), ending as without the failure.
+func TestRollbackAfterTrainingIncremental(t *testing.T) {
+	got := testRollbackAfterTraining(t, train.Checkpoint{Every: 5, Wait: true, Incremental: true})
+	if got.CheckpointDeltas == 0 || len(got.Restores) != 1 || got.Restores[0].Round != 10 {
+		t.Errorf("%d deltas written, restored %+v: want deltas, and round 10 restored", got.CheckpointDeltas, got.Restores)
+	}
+}
+
+// testRollbackAfterTraining is TestRollbackAfterTraining with the
+// checkpoints of ck (its directory set here); it returns machine 0's
+// result of the run with the failure.
+func testRollbackAfterTraining(t *testing.T, ck train.Checkpoint) train.WorkerResult {
 	a := newLinear(40, 6, 3)
 	job := linearJob(2, 3, 10) // 4 rounds a pass, 12 in all
-	job.Config.Checkpoint = train.Checkpoint{Dir: filepath.Join(t.TempDir(), "ck"), Every: 5}
+	job.Config.Checkpoint = ck
+	job.Config.Checkpoint.Dir = filepath.Join(t.TempDir(), "ck")
 	want, wantModel, _ := rollbackCluster(t, job, a, false)
 	job.Config.Checkpoint.Dir = filepath.Join(t.TempDir(), "ck")
 	got, gotModel, latest := rollbackCluster(t, job, a, true)
@@ -231,6 +250,7 @@ func TestRollbackAfterTraining(t *testing.T) {
 	if got.Eval.RMSE == nil || want.Eval.RMSE == nil || *got.Eval.RMSE != *want.Eval.RMSE {
 		t.Errorf("evaluation %+v, without failure %+v", got.Eval, want.Eval)
 	}
+	return got
 }
 
 // TestEvaluatorAfterRollback: machine 1 dies after training and is
