@@ -316,49 +316,58 @@ func (c *Core) restoreCopy(snap kv.Batch, pushes uint64, done []int64, limit int
 
 // Incremental checkpoints: the slots written since the last capture.
 //
-// Once Track is called, the store marks in a bitmap every slot a push
-// writes or creates, by blocks of slots of at least 16 values
-// (blockShift): a bit set per key on the paths that apply a push at
-// once, and under BSP a bit per marked slot when Flush applies the
-// round's sum. SnapshotChanged returns the snapshot (see above) of the
-// slots of the marked blocks of a range, in slot order, and Track clears the marks
-// for the next capture. Restoring a full snapshot, then the snapshots of
-// the changed slots of each later capture in order (Restore keeps the
-// slots a store has, and appends the new ones in the order given, which
-// is the order they were created in), gives the snapshot of the later
-// capture, key for key: the chain of an incremental checkpoint. A store
-// that never called Track marks nothing and pays one predictable branch
-// per key.
+// Once Track is called, the store marks every slot a push writes or
+// creates, by blocks of slots of at least 16 values and of as many slots
+// as keep the marks within MaxMarks bytes (blockShift), a byte a block,
+// which a push stores without reading: a store per key where a push is
+// applied at once (for the sparse sum, in a pass over the keys of its
+// own after scatterAdd's), a store per marked slot when Flush applies
+// BSP's round's sum. SnapshotChanged returns the snapshot (see above) of
+// the slots of the marked blocks of a range, in slot order, and Track
+// clears the marks for the next capture. Restoring a full snapshot, then
+// the snapshots of the changed slots of each later capture in order
+// (Restore keeps the slots a store has, and appends the new ones in the
+// order given, which is the order they were created in), gives the
+// snapshot of the later capture, key for key: the chain of an
+// incremental checkpoint. A store that never called Track marks nothing
+// and pays one predictable branch per key (per push for the sparse sum).
 
 // Track starts, or starts again, the marks of the slots written: every
 // slot is unmarked.
 func (s *Store) Track() {
 	if !s.tracking {
-		s.tracking, s.block = true, blockShift(s.width)
+		s.tracking, s.block = true, blockShift(s.nslots, s.width)
 	}
 	clear(s.changed)
 	s.trackSlots()
 }
 
 // blockShift returns the base-2 logarithm of the slots a mark stands for
-// at width w: a block of at least 16 values (64 bytes, a cache line) of
-// a uniform width, a slot at width 0, whose rows are as long as their
-// keys want. A mark per slot of a store of one value a key would cost
-// the sparse push a miss in the cache per key in a bitmap of an eighth
-// of the values' size; one per 16 slots, a bitmap that stays in the
-// cache.
-func blockShift(w int) uint {
+// in a store of slots slots of width w: a block of at least 16 values
+// (64 bytes, a cache line) at a uniform width, a slot at width 0, whose
+// rows are as long as their keys want; and blocks large enough that the
+// marks of the store's slots fit in MaxMarks bytes, so that they stay
+// in the processor's cache and a sparse push's mark costs no miss beside
+// the one of the value it adds to. A mark per slot of a store of 2^24
+// keys of one value would be 16 MiB of marks, a miss per key; one per
+// 64 slots is 256 KiB.
+func blockShift(slots, w int) uint {
 	sh := uint(0)
-	for w > 0 && w<<sh < 16 {
+	for w > 0 && w<<sh < 16 || slots>>sh > MaxMarks {
 		sh++
 	}
 	return sh
 }
 
-// trackSlots gives the bitmap a bit for every block of slots.
+// MaxMarks bounds the marks (bytes) of a store's written blocks when it
+// starts to track its writes (Store.Track; a store that grows past it
+// keeps its blocks and grows its marks).
+const MaxMarks = 1 << 18
+
+// trackSlots gives the marks a byte for every block of slots.
 func (s *Store) trackSlots() {
-	if n := (s.nslots>>s.block + 64) / 64; len(s.changed) < n {
-		s.changed = append(s.changed, make([]uint64, n-len(s.changed))...)
+	if n := s.nslots>>s.block + 1; len(s.changed) < n {
+		s.changed = append(s.changed, make([]byte, n-len(s.changed))...)
 	}
 }
 
@@ -366,12 +375,11 @@ func (s *Store) trackSlots() {
 // writes.
 func (s *Store) touch(j int) {
 	if s.tracking {
-		b := j >> s.block
-		s.changed[b>>6] |= 1 << (b & 63)
+		s.changed[j>>s.block] = 1
 	}
 }
 
-// touchRange marks slots [j, k) as touch does, a bit per block: a
+// touchRange marks slots [j, k) as touch does, a byte per block: a
 // dense push of n slots costs n/2^block marks when the store tracks its
 // writes and nothing when it does not, where a touch per slot cost a
 // call and a test per value (1M of them a 4 MB push).
@@ -379,42 +387,33 @@ func (s *Store) touchRange(j, k int) {
 	if !s.tracking || j >= k {
 		return
 	}
-	for b := j >> s.block; b <= (k-1)>>s.block; b++ {
-		s.changed[b>>6] |= 1 << (b & 63)
+	marks := s.changed[j>>s.block : (k-1)>>s.block+1]
+	for i := range marks {
+		marks[i] = 1
 	}
 }
 
 // touchWord marks the slots of word wi of a bitmap of slots (the round's
-// sum's): with a mark a slot, one OR.
+// sum's).
 func (s *Store) touchWord(wi int, word uint64) {
-	if s.block == 0 {
-		s.changed[wi] |= word
-		return
-	}
 	for word != 0 {
-		s.touch(wi*64 + bits.TrailingZeros64(word))
+		s.changed[(wi*64+bits.TrailingZeros64(word))>>s.block] = 1
 		word &= word - 1
 	}
 }
 
 // marked reports whether slot j's block is marked.
-func (s *Store) marked(j int) bool {
-	b := j >> s.block
-	return s.changed[b>>6]&(1<<(b&63)) != 0
-}
+func (s *Store) marked(j int) bool { return s.changed[j>>s.block] != 0 }
 
 // Tracking reports whether the store marks the slots written (Track).
 func (s *Store) Tracking() bool { return s.tracking }
 
 // Changed returns the number of slots in marked blocks (the slots
-// SnapshotChanged gives); 0 when the store does not track. O(slots/64
-// at most).
+// SnapshotChanged gives); 0 when the store does not track. O(blocks).
 func (s *Store) Changed() int {
 	n := 0
-	for i, w := range s.changed {
-		for w != 0 {
-			b := i*64 + bits.TrailingZeros64(w)
-			w &= w - 1
+	for b, m := range s.changed {
+		if m != 0 {
 			lo := b << s.block
 			n += max(0, min(lo+1<<s.block, s.nslots)-lo)
 		}
@@ -424,49 +423,67 @@ func (s *Store) Changed() int {
 
 // SnapshotChanged returns the snapshot of the marked slots of [lo,
 // min(hi, Keys())), in slot order, in new arrays: the form of Snapshot,
-// with only those slots. O(hi−lo) for the bitmap and the size of the
-// answer.
+// with only those slots. O(hi−lo) for the marks and the size of the
+// answer; at a uniform width, runs of marked slots are copied whole.
 func (s *Store) SnapshotChanged(lo, hi int) kv.Batch {
 	hi = min(hi, s.Keys())
-	var slots []int
+	// The runs [r[0], r[1]) of marked slots.
+	var runs [][2]int
+	n := 0
 	for j := max(lo, 0); j < hi; j++ {
-		if s.changed[j>>s.block>>6] == 0 {
-			j |= 1<<(s.block+6) - 1 // the rest of the word's blocks
+		if !s.marked(j) {
+			j |= 1<<s.block - 1 // the rest of the block
 			continue
 		}
-		if s.marked(j) {
-			slots = append(slots, j)
+		if k := len(runs) - 1; k >= 0 && runs[k][1] == j {
+			runs[k][1]++
+		} else {
+			runs = append(runs, [2]int{j, j + 1})
 		}
+		n++
 	}
-	all := s.snapshotKeys()
-	keys := make([]uint64, len(slots))
-	for i, j := range slots {
-		keys[i] = all[j]
+	keys := make([]uint64, 0, n)
+	if s.ranged && len(s.extra) == 0 && len(s.fams) == 0 {
+		for _, r := range runs {
+			for j := r[0]; j < r[1]; j++ {
+				keys = append(keys, s.lo+uint64(j))
+			}
+		}
+	} else {
+		all := s.sumKeys()
+		for _, r := range runs {
+			keys = append(keys, all[r[0]:r[1]]...)
+		}
 	}
 	arrays := append([][]float32{s.vals}, s.state...)
 	if s.width > 0 {
-		vals := make([]float32, 0, len(arrays)*len(slots)*s.width)
+		vals := make([]float32, 0, len(arrays)*n*s.width)
 		for _, arr := range arrays {
-			for _, j := range slots {
-				vals = append(vals, arr[j*s.width:(j+1)*s.width]...)
+			for _, r := range runs {
+				vals = append(vals, arr[r[0]*s.width:r[1]*s.width]...)
 			}
 		}
 		return kv.Batch{Keys: keys, Vals: vals}
 	}
-	lens := make([]int32, len(slots))
-	n := 0
-	for i, j := range slots {
-		if s.off[j] >= 0 {
-			lens[i] = s.ln[j]
-			n += int(s.ln[j])
+	lens := make([]int32, 0, n)
+	total := 0
+	for _, r := range runs {
+		for j := r[0]; j < r[1]; j++ {
+			l := int32(0)
+			if s.off[j] >= 0 {
+				l = s.ln[j]
+			}
+			lens = append(lens, l)
+			total += int(l)
 		}
 	}
-	vals := make([]float32, 0, len(arrays)*n)
+	vals := make([]float32, 0, len(arrays)*total)
 	for _, arr := range arrays {
-		for i, l := range lens {
-			if l > 0 {
-				o := s.off[slots[i]]
-				vals = append(vals, arr[o:o+int(l)]...)
+		for _, r := range runs {
+			for j := r[0]; j < r[1]; j++ {
+				if o := s.off[j]; o >= 0 && s.ln[j] > 0 {
+					vals = append(vals, arr[o:o+int(s.ln[j])]...)
+				}
 			}
 		}
 	}

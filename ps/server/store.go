@@ -66,7 +66,7 @@ type Store struct {
 	// changed marks, one bit a slot, the slots written since Track was
 	// last called (for incremental checkpoints, see snapshot.go), when
 	// tracking is set; a slot created since is marked too.
-	changed  []uint64
+	changed  []byte
 	tracking bool
 	block    uint // a mark stands for 1<<block slots
 }
@@ -300,11 +300,9 @@ func (s *Store) push(b kv.Batch, acc bool, f float32) error {
 	if !acc && f != asSum && s.sum && s.width == 1 && s.ranged {
 		// The common sparse case: the keys of the index, then the rest
 		// by the general path.
-		var n int
+		n := scatterAdd(s.vals[:s.size], s.lo, b.Keys, b.Vals)
 		if s.tracking {
-			n = scatterAddMark(s.vals[:s.size], s.lo, b.Keys, b.Vals, s.changed, s.block)
-		} else {
-			n = scatterAdd(s.vals[:s.size], s.lo, b.Keys, b.Vals)
+			markKeys(s.changed, b.Keys[:n], s.lo, s.block)
 		}
 		if n == len(b.Keys) {
 			return nil
@@ -430,22 +428,16 @@ func scatterAdd(vals []float32, lo uint64, keys []uint64, g []float32) int {
 	return len(keys)
 }
 
-// scatterAddMark is scatterAdd that also marks the block of each slot
-// it adds to in the bitmap changed (a bit per 1<<block slots, see
-// Store.Track), in the same pass.
-func scatterAddMark(vals []float32, lo uint64, keys []uint64, g []float32, changed []uint64, block uint) int {
-	g = g[:len(keys)]
-	size := uint64(len(vals))
-	for i, k := range keys {
-		j := k - lo
-		if j >= size {
-			return i
-		}
-		vals[j] += g[i]
-		b := j >> block
-		changed[b>>6] |= 1 << (b & 63)
+// markKeys marks in changed (a byte per 1<<block slots, see
+// Store.Track) the blocks of the slots of keys, all in [lo, lo+size): a
+// pass of its own after scatterAdd's, whose loop stays as tight as it is
+// (its cache misses overlap as many as the processor's window holds),
+// over keys that are in the cache, with one store per key that nothing
+// waits for.
+func markKeys(changed []byte, keys []uint64, lo uint64, block uint) {
+	for _, k := range keys {
+		changed[(k-lo)>>block] = 1
 	}
-	return len(keys)
 }
 
 // gather sets dst[i] = vals[keys[i]−lo] for the keys from the first on
