@@ -360,45 +360,55 @@ func TestPruneKeepsDurable(t *testing.T) {
 // TestSpareNotRegular: a symbolic link or a FIFO found in the spare
 // directory in place of a file is never written through or opened (the
 // link's target keeps its bytes, the write does not wait for a reader
-// of the FIFO); the checkpoint's file is a new regular file with the
-// bytes written.
+// of the FIFO), for a file and for a delta written by WriteSnapshot;
+// the checkpoint's file is a new regular file with the bytes written.
 func TestSpareNotRegular(t *testing.T) {
+	delta := Snapshot{Width: 1, Delta: true, Base: 0, Batch: kv.Batch{Keys: []uint64{5}, Vals: []float32{2}}}
 	for _, kind := range []string{"symlink", "fifo"} {
-		t.Run(kind, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.MkdirAll(filepath.Join(dir, SpareDir), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			spare := filepath.Join(dir, SpareDir, SnapshotName(0))
-			target := filepath.Join(t.TempDir(), "precious")
-			if err := os.WriteFile(target, []byte("keep me"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var err error
-			if kind == "symlink" {
-				err = os.Symlink(target, spare)
-			} else {
-				err = syscall.Mkfifo(spare, 0o644)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := []byte("the round's snapshot")
-			if _, err := WriteFile(dir, 1, SnapshotName(0), want); err != nil {
-				t.Fatal(err)
-			}
-			if b, err := os.ReadFile(target); err != nil || string(b) != "keep me" {
-				t.Errorf("the link's target reads %q (%v), want it untouched", b, err)
-			}
-			path := filepath.Join(RoundDir(dir, 1), SnapshotName(0))
-			fi, err := os.Lstat(path)
-			if err != nil || !fi.Mode().IsRegular() {
-				t.Fatalf("%s: %v (%v), want a regular file", path, fi, err)
-			}
-			if b, _ := os.ReadFile(path); !bytes.Equal(b, want) {
-				t.Errorf("%s reads %q, want %q", path, b, want)
-			}
-		})
+		for _, name := range []string{SnapshotName(0), DeltaName(0)} {
+			t.Run(kind+" "+name, func(t *testing.T) {
+				dir := t.TempDir()
+				if err := os.MkdirAll(filepath.Join(dir, SpareDir), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				spare := filepath.Join(dir, SpareDir, name)
+				target := filepath.Join(t.TempDir(), "precious")
+				if err := os.WriteFile(target, []byte("keep me"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if kind == "symlink" {
+					err = os.Symlink(target, spare)
+				} else {
+					err = syscall.Mkfifo(spare, 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := []byte("the round's snapshot")
+				if name == DeltaName(0) {
+					// A delta, as a checkpoint of deltas writes it.
+					want = EncodeSnapshot(delta)
+					_, err = WriteSnapshot(dir, 1, delta)
+				} else {
+					_, err = WriteFile(dir, 1, name, want)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b, err := os.ReadFile(target); err != nil || string(b) != "keep me" {
+					t.Errorf("the link's target reads %q (%v), want it untouched", b, err)
+				}
+				path := filepath.Join(RoundDir(dir, 1), name)
+				fi, err := os.Lstat(path)
+				if err != nil || !fi.Mode().IsRegular() {
+					t.Fatalf("%s: %v (%v), want a regular file", path, fi, err)
+				}
+				if b, _ := os.ReadFile(path); !bytes.Equal(b, want) {
+					t.Errorf("%s reads %q, want %q", path, b, want)
+				}
+			})
+		}
 	}
 }
 
