@@ -27,16 +27,20 @@
 // (server-SSS.delta, Snapshot.Delta): the slots its store wrote since
 // the checkpoint of an earlier round, its base, whose file of the same
 // server is a snapshot or a delta in turn. The MANIFEST lists each
-// delta's base (File.Base) and the rounds of the whole chain
-// (Manifest.Needs, which Commit fills from the bases' manifests, refusing
-// a base that is not there). A checkpoint is complete when its own files
-// and every checkpoint of its chain verify (VerifyChain, which Latest
-// calls): a damaged delta or base, or a missing one, is refused naming
-// the file, and Latest falls back to the newest checkpoint whose chain
-// verifies. ReadSnapshot restores a server's snapshot from the chain,
-// the base's snapshot then each delta in order (ApplyDelta), the same
-// bytes a whole snapshot of that round holds. Prune keeps every
-// checkpoint a kept one needs.
+// delta's base (File.Base, and the checksum of the base's file,
+// File.BaseCRC32C) and the rounds of the whole chain (Manifest.Needs,
+// which Commit fills from the bases' manifests, refusing a base that is
+// not there). A checkpoint is complete when its own files and every
+// checkpoint of its chain verify (VerifyChain, which Latest calls): a
+// damaged delta or base, a missing one, or a base whose round was
+// written again since, is refused naming the file, and Latest falls
+// back to the newest checkpoint whose chain verifies. ReadSnapshot
+// restores a server's snapshot from the chain, the base's snapshot then
+// each delta in order (ApplyDelta), the same bytes a whole snapshot of
+// that round holds. Prune keeps every checkpoint a kept one needs.
+//
+// A MANIFEST or file that is not a regular file (a FIFO, a device, a
+// symbolic link) is refused, never read.
 //
 // Writing or verifying a checkpoint of n bytes costs O(n), and verifying
 // one with a chain O(the chain's bytes); Latest reads the checkpoints
