@@ -317,3 +317,35 @@ func BenchmarkRefined(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBestStarts times each of Best's starts on 20 Newsgroups at
+// k = 8 with rmax's options (seed 1, balance by direction): Parsa with
+// the default refinement, and the thorough starts of seeds 2 and 3, the
+// critical path of rmax's partitioning on two cores. One thread.
+//
+//	go test ./partition -run '^$' -bench BestStarts -benchtime 1x -cpuprofile cpu.out
+func BenchmarkBestStarts(b *testing.B) {
+	g := news20.load(b)
+	for _, c := range []struct {
+		name     string
+		seed     uint64
+		thorough bool
+	}{{"parsa", 1, false}, {"seed2-thorough", 2, true}, {"seed3-thorough", 3, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			o := Options{K: 8, Seed: c.seed, Parsa: DefaultParsaOptions(), Directions: true, Round: true}
+			if c.thorough {
+				o.Refine.VCycles, o.Refine.Patience, o.Refine.Matching = bestThorough.VCycles, bestThorough.Patience, bestThorough.Matching
+			}
+			reportCost(b, g, 8, func() *placement.Placement {
+				p, err := Parsa(g, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if p, _, err = Refine(g, p, o); err != nil {
+					b.Fatal(err)
+				}
+				return p
+			})
+		})
+	}
+}

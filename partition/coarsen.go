@@ -115,10 +115,11 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 		for _, c := range touched {
 			r := rating[c]
 			rating[c] = 0
-			if c == int32(u) || cw[c]+lv.vw[u] > maxW || (part != nil && part[c] != part[u]) {
-				continue
-			}
-			if matching && (!alone[c] || cw[c] != lv.vw[c]) {
+			// c is in u's block (a pin of u's block, or its cluster's
+			// leader, and clusters stay within blocks) and, when
+			// matching, still alone (the pins paired already were
+			// skipped): only the weight bound is left to check.
+			if cw[c]+lv.vw[u] > maxW {
 				continue
 			}
 			if r > br || (r == br && best >= 0 && cw[c] < cw[best]) {
@@ -270,49 +271,54 @@ func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
 		stamp[i] = -1
 	}
 	nmapG := make([]int32, nnc)
-	// At most as many pins and nets as lv's.
-	c.nadj = make([]uint32, 0, len(lv.nadj))
+	// At most as many pins and nets as lv's: nadj is written in place,
+	// up to len(lv.nadj) pins.
+	nadj := make([]uint32, len(lv.nadj))
 	c.nw = make([]int64, 0, nnc)
 	c.noff = make([]int64, 1, nnc+1)
+	np := 0
 	for g := 0; g < nnc; g++ {
-		start := len(c.nadj)
+		start := np
 		var w int64
 		for _, e := range gm[goff[g]:goff[g+1]] {
 			w += lv.nw[e]
 			for _, x := range lv.pins(int(e)) {
 				if cx := cid[x]; stamp[cx] != int32(g) {
 					stamp[cx] = int32(g)
-					c.nadj = append(c.nadj, uint32(cx))
+					nadj[np] = uint32(cx)
+					np++
 				}
 			}
 		}
-		if len(c.nadj)-start < 2 {
-			c.nadj = c.nadj[:start]
+		if np-start < 2 {
+			np = start
 			nmapG[g] = -1
 			continue
 		}
 		nmapG[g] = int32(c.m)
 		c.m++
 		c.nw = append(c.nw, w)
-		c.noff = append(c.noff, int64(len(c.nadj)))
+		c.noff = append(c.noff, int64(np))
 	}
+	c.nadj = nadj[:np:np]
 	// Transpose.
-	c.voff = make([]int64, nc+1)
+	voff := make([]int64, nc+1)
 	for _, x := range c.nadj {
-		c.voff[x+1]++
+		voff[x+1]++
 	}
 	for u := 0; u < nc; u++ {
-		c.voff[u+1] += c.voff[u]
+		voff[u+1] += voff[u]
 	}
-	c.vadj = make([]uint32, len(c.nadj))
+	vadj := make([]uint32, len(c.nadj))
 	pos := make([]int64, nc)
-	copy(pos, c.voff[:nc])
+	copy(pos, voff[:nc])
 	for e := 0; e < c.m; e++ {
 		for _, x := range c.pins(e) {
-			c.vadj[pos[x]] = uint32(e)
+			vadj[pos[x]] = uint32(e)
 			pos[x]++
 		}
 	}
+	c.voff, c.vadj = voff, vadj
 	lv.vmap = cid
 	lv.nmap = make([]int32, lv.m)
 	for e, g := range ncid {

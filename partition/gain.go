@@ -143,14 +143,25 @@ const minCountPins = 1 << 16
 // countNets fills the counts and records of nets lo..hi−1 from their pins
 // and adds their memory to mem.
 func (s *kstate) countNets(lo, hi int, mem []int64) {
-	lv, k, sw, sd := s.lv, s.k, s.w, s.sd
+	lv, k, sw, sd, part := s.lv, s.k, s.w, s.sd, s.part
 	for e := lo; e < hi; e++ {
 		row := s.cnt[e*k : e*k+k]
 		rec := s.nd[e*sd : e*sd+sd]
-		for _, x := range lv.pins(e) {
-			b := int(s.part[x])
-			row[b]++
-			rec[b>>6] |= 1 << (b & 63)
+		if sw == 1 {
+			// k ≤ 64: the mask of blocks with a pin built in a register.
+			var m uint64
+			for _, x := range lv.pins(e) {
+				b := int(part[x])
+				row[b]++
+				m |= 1 << (b & 63)
+			}
+			rec[0] |= m
+		} else {
+			for _, x := range lv.pins(e) {
+				b := int(part[x])
+				row[b]++
+				rec[b>>6] |= 1 << (b & 63)
+			}
 		}
 		w := lv.nw[e]
 		if !s.unit {

@@ -127,6 +127,24 @@ func (s *kstate) cacheRow1Unit(u int, row []int32) {
 	nb := (k + 7) / 8
 	p := row[cacheHead:]
 	var leave, wide int64
+	if nb == 1 {
+		// k ≤ 8: one lane word, its bytes the blocks.
+		for start := 0; start < len(nets); start += 255 {
+			var lanes uint64
+			for _, e := range nets[start:min(len(nets), start+255)] {
+				r := nd[int(e)*2 : int(e)*2+2 : int(e)*2+2]
+				m := r[0]
+				leave += int64(r[1] >> a & 1)
+				wide += int64(uint64(k-2*bits.OnesCount64(m)) >> 63)
+				lanes += byteLanes[byte(m)]
+			}
+			for b := range p {
+				p[b] += int32(lanes >> (8 * (b & 7)) & 0xff)
+			}
+		}
+		row[cacheLeave], row[cacheAll], row[cacheWide] = int32(leave), int32(len(nets)), int32(wide)
+		return
+	}
 	for start := 0; start < len(nets); start += 255 {
 		var lanes [8]uint64
 		for _, e := range nets[start:min(len(nets), start+255)] {
