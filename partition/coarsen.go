@@ -92,6 +92,21 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 				// u is then not visited).
 				o := int(e)*nb1 + int(pu)
 				ps = ps[at[o]:at[o+1]]
+				if !matching {
+					// Every pin here is in u's block and none is
+					// skipped but u: tag need not be read.
+					for _, x := range ps {
+						if int(x) == u {
+							continue
+						}
+						c := cid[x]
+						if rating[c] == 0 {
+							touched = append(touched, c)
+						}
+						rating[c] += r
+					}
+					continue
+				}
 			}
 			for _, x := range ps {
 				// Skip the pins that could not be chosen below: those in
