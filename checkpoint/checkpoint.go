@@ -126,8 +126,8 @@ type Manifest struct {
 	Volatile bool `json:"volatile,omitempty"`
 	// Needs lists, newest first, the rounds of the earlier checkpoints
 	// whose files this one's deltas build on, directly or through other
-	// deltas (Commit fills it): its chain. A checkpoint of whole
-	// snapshots needs none.
+	// deltas of the same server (Commit fills it): its chain. A
+	// checkpoint of whole snapshots needs none.
 	Needs []int `json:"needs,omitempty"`
 	// Dir is the checkpoint's directory (not written: set when read).
 	Dir string `json:"-"`
@@ -526,8 +526,8 @@ func serverOf(name string) (snap, delta string, ok bool) {
 
 // chainOf returns the chain of m (Manifest.Needs), a checkpoint of dir
 // being committed: the base of each of its deltas, which must be
-// complete and hold a file of the delta's server, and the chain of each
-// base.
+// complete and hold the file of the delta's server it was taken on, and
+// that server's earlier links down to its whole snapshot.
 func chainOf(dir string, m Manifest) ([]int, error) {
 	var needs []int
 	for i, f := range m.Files {
@@ -549,7 +549,24 @@ func chainOf(dir string, m Manifest) ([]int, error) {
 			return nil, fmt.Errorf("checkpoint: %s of round %d builds on a file of round %d with checksum %08x, %s has %08x: the base was written again", f.Name, m.Round, f.Base, f.BaseCRC32C, filepath.Join(b.Dir, bf.Name), bf.CRC32C)
 		}
 		m.Files[i].BaseCRC32C = bf.CRC32C
-		needs = append(append(needs, f.Base), b.Needs...)
+		needs = append(needs, f.Base)
+		// The server's own links down to its whole snapshot (each checked
+		// when its checkpoint was committed), not the base's whole chain:
+		// the servers' whole snapshots may fall in different checkpoints,
+		// and a chain of every server's links would never end.
+		for isDelta(bf.Name) {
+			if bf.Base < 0 || bf.Base >= b.Round {
+				return nil, fmt.Errorf("checkpoint: %s builds on round %d: want an earlier round", filepath.Join(b.Dir, bf.Name), bf.Base)
+			}
+			r := bf.Base
+			if b, err = Open(dir, r); err != nil {
+				return nil, fmt.Errorf("checkpoint: %s of round %d builds on round %d, which builds on round %d: %w", f.Name, m.Round, f.Base, r, err)
+			}
+			if bf, ok = b.serverFile(f.Name); !ok {
+				return nil, fmt.Errorf("checkpoint: %s of round %d builds on round %d, whose checkpoint has no file of its server", f.Name, m.Round, r)
+			}
+			needs = append(needs, r)
+		}
 	}
 	slices.Sort(needs)
 	needs = slices.Compact(needs)
@@ -755,10 +772,16 @@ func Prune(dir string, keep int) error {
 	for _, r := range rounds {
 		m, err := Open(dir, r)
 		complete := err == nil
-		if complete && (needed[r] || kept < keep || !durable && !m.Volatile) || !complete && kept == 0 {
+		// own: kept for itself, with its chain; a checkpoint kept only as
+		// a link of another's chain needs nothing more (that chain lists
+		// every link of the servers that build on it).
+		own := complete && (kept < keep || !durable && !m.Volatile)
+		if own || complete && needed[r] || !complete && kept == 0 {
 			if complete {
 				kept++
 				durable = durable || !m.Volatile
+			}
+			if own {
 				for _, n := range m.Needs {
 					needed[n] = true
 				}

@@ -371,3 +371,54 @@ func TestChainRefusesReplacedBase(t *testing.T) {
 		t.Fatalf("round 30 restored %v (error %v), want a refusal naming its delta", s.Batch.Vals, err)
 	}
 }
+
+// TestChainPerServer checks that a checkpoint needs only its servers'
+// own links: server 0 whole at 10, a delta at 20, whole at 30; server 1
+// whole at 10 and 20, a delta on 20 at 30. Round 30 needs round 20
+// alone (not 20's own need of 10, which is server 0's, whole again at
+// 30), and pruning to the newest keeps 30 and 20.
+func TestChainPerServer(t *testing.T) {
+	dir := t.TempDir()
+	whole := func(s int) Snapshot {
+		return Snapshot{Server: s, Width: 1, Batch: kv.Batch{Keys: []uint64{1}, Vals: []float32{float32(s)}}}
+	}
+	delta := func(s, base int) Snapshot {
+		return Snapshot{Server: s, Width: 1, Delta: true, Base: base, Batch: kv.Batch{Keys: []uint64{2}, Vals: []float32{7}}}
+	}
+	for _, c := range []struct {
+		round int
+		files []Snapshot
+	}{
+		{10, []Snapshot{whole(0), whole(1)}},
+		{20, []Snapshot{delta(0, 10), whole(1)}},
+		{30, []Snapshot{whole(0), delta(1, 20)}},
+	} {
+		var files []File
+		for _, s := range c.files {
+			f, err := WriteSnapshot(dir, c.round, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+		if err := Commit(dir, Manifest{Round: c.round, Job: "j", Files: files}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := Open(dir, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.Needs, []int{20}) {
+		t.Fatalf("round 30 needs %v, want [20]", m.Needs)
+	}
+	if err := Prune(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	if rounds, _ := Rounds(dir); !reflect.DeepEqual(rounds, []int{30, 20}) {
+		t.Fatalf("pruning to 1 left %v, want 30 20", rounds)
+	}
+	if got, err := m.ReadSnapshot(1); err != nil || !reflect.DeepEqual(got.Batch.Keys, []uint64{1, 2}) {
+		t.Fatalf("server 1 at round 30: %+v, %v", got, err)
+	}
+}
