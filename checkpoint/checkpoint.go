@@ -319,6 +319,11 @@ func (o Options) Commit(dir string, m Manifest) error {
 		return err
 	}
 	m.Needs = needs
+	return o.writeManifest(dir, m)
+}
+
+// writeManifest writes m as the MANIFEST of its round's directory of dir.
+func (o Options) writeManifest(dir string, m Manifest) error {
 	body, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -332,6 +337,21 @@ func (o Options) Commit(dir string, m Manifest) error {
 		return err
 	})
 	return err
+}
+
+// Durable rewrites the MANIFEST of the complete checkpoint of round in
+// dir durable (fsynced, without "volatile"), as it is, when it is
+// volatile; its files must be made durable first (Sync). Its chain is
+// not worked out again, as Commit would: a checkpoint kept as a link of
+// a newer one's chain may hold deltas of other servers whose bases were
+// pruned since.
+func Durable(dir string, round int) error {
+	m, err := Open(dir, round)
+	if err != nil || !m.Volatile {
+		return err
+	}
+	m.Volatile = false
+	return Options{}.writeManifest(dir, *m)
 }
 
 // Sync makes the files names of the checkpoint of round in dir durable
@@ -602,8 +622,9 @@ func checkBase(c, b *Manifest, f File) error {
 func (m *Manifest) parent() string { return filepath.Dir(m.Dir) }
 
 // VerifyChain opens and verifies (Verify) every checkpoint m needs
-// (Manifest.Needs), and checks that the base of each delta, of m or of
-// those, is one of them and holds a file of the delta's server: a
+// (Manifest.Needs), and checks that the base of each delta of m, and of
+// each delta of the same server it builds on, is one of them and holds
+// the file of the delta's server it was taken on: a
 // checkpoint whose chain verifies can be restored. verified, when not
 // nil, holds the rounds verified already (and receives those verified
 // here), so that checkpoints sharing a base read it once. Errors name
@@ -625,18 +646,20 @@ func (m *Manifest) VerifyChain(verified map[int]bool) error {
 		}
 		chain[r] = b
 	}
-	for _, c := range chain {
-		for _, f := range c.Files {
-			if !isDelta(f.Name) {
-				continue
-			}
+	// Each delta's links, down to its server's whole snapshot: only
+	// those; a checkpoint of the chain may hold deltas of other servers
+	// whose own bases were pruned (m needs none of them).
+	for _, f := range m.Files {
+		for c := m; isDelta(f.Name); {
 			b, ok := chain[f.Base]
-			if !ok {
+			if !ok || f.Base >= c.Round {
 				return fmt.Errorf("checkpoint: %s builds on round %d, which %s does not list", filepath.Join(c.Dir, f.Name), f.Base, filepath.Join(m.Dir, ManifestName))
 			}
 			if err := checkBase(c, b, f); err != nil {
 				return err
 			}
+			c = b
+			f, _ = c.serverFile(f.Name) // there: checked by checkBase
 		}
 	}
 	return nil

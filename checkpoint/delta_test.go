@@ -376,7 +376,8 @@ func TestChainRefusesReplacedBase(t *testing.T) {
 // own links: server 0 whole at 10, a delta at 20, whole at 30; server 1
 // whole at 10 and 20, a delta on 20 at 30. Round 30 needs round 20
 // alone (not 20's own need of 10, which is server 0's, whole again at
-// 30), and pruning to the newest keeps 30 and 20.
+// 30), pruning to the newest keeps 30 and 20, and 30 still verifies and
+// restores with round 10 gone.
 func TestChainPerServer(t *testing.T) {
 	dir := t.TempDir()
 	whole := func(s int) Snapshot {
@@ -385,6 +386,7 @@ func TestChainPerServer(t *testing.T) {
 	delta := func(s, base int) Snapshot {
 		return Snapshot{Server: s, Width: 1, Delta: true, Base: base, Batch: kv.Batch{Keys: []uint64{2}, Vals: []float32{7}}}
 	}
+	volatile := Options{Volatile: true}
 	for _, c := range []struct {
 		round int
 		files []Snapshot
@@ -395,13 +397,13 @@ func TestChainPerServer(t *testing.T) {
 	} {
 		var files []File
 		for _, s := range c.files {
-			f, err := WriteSnapshot(dir, c.round, s)
+			f, err := volatile.WriteSnapshot(dir, c.round, s)
 			if err != nil {
 				t.Fatal(err)
 			}
 			files = append(files, f)
 		}
-		if err := Commit(dir, Manifest{Round: c.round, Job: "j", Files: files}); err != nil {
+		if err := volatile.Commit(dir, Manifest{Round: c.round, Job: "j", Files: files}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -420,5 +422,17 @@ func TestChainPerServer(t *testing.T) {
 	}
 	if got, err := m.ReadSnapshot(1); err != nil || !reflect.DeepEqual(got.Batch.Keys, []uint64{1, 2}) {
 		t.Fatalf("server 1 at round 30: %+v, %v", got, err)
+	}
+	// Round 20 holds server 0's delta on the pruned round 10: round 30,
+	// which needs only server 1's file of round 20, still verifies, and
+	// round 20's manifest can be made durable as it is.
+	if m, refused, err := Latest(dir); err != nil || m.Round != 30 || len(refused) > 0 {
+		t.Fatalf("latest %v, refused %v, %v; want round 30", m, refused, err)
+	}
+	if err := Durable(dir, 20); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Open(dir, 20); err != nil || b.Volatile {
+		t.Fatalf("round 20 after Durable: %+v, %v", b, err)
 	}
 }

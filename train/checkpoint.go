@@ -623,11 +623,7 @@ func (c *Checkpointer) makeDurable(ctx context.Context, w *worker.Worker, round 
 	// The manifests of the chain first, oldest first, then the
 	// checkpoint's: a durable manifest needs only durable ones.
 	for i := len(m.Needs) - 1; i >= 0; i-- {
-		b, err := checkpoint.Open(c.Config.Dir, m.Needs[i])
-		if err == nil && b.Volatile {
-			err = checkpoint.Commit(c.Config.Dir, *b)
-		}
-		if err != nil {
+		if err := checkpoint.Durable(c.Config.Dir, m.Needs[i]); err != nil {
 			return fmt.Errorf("checkpoint of round %d: %w", round, err)
 		}
 	}
