@@ -107,6 +107,19 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 					}
 					continue
 				}
+				// Matching: the pins paired already are skipped, and
+				// alone (a byte a vertex, a quarter of tag) says which.
+				for _, x := range ps {
+					if int(x) == u || !alone[x] {
+						continue
+					}
+					c := int32(x)
+					if rating[c] == 0 {
+						touched = append(touched, c)
+					}
+					rating[c] += r
+				}
+				continue
 			}
 			for _, x := range ps {
 				// Skip the pins that could not be chosen below: those in
