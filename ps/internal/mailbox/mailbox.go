@@ -177,6 +177,9 @@ type Outbox struct {
 	pctx               map[transport.NodeID]peerContext
 	idle               *sync.Cond
 	closed             bool
+	// idleC is closed when busy falls to 0 and made anew when it rises
+	// from 0 (Idle).
+	idleC chan struct{}
 }
 
 // NewOutbox returns an Outbox for ep whose data messages are cancelled
@@ -202,7 +205,17 @@ func NewOutboxContext(ep transport.Endpoint, job context.Context, timeout time.D
 		cut: make(map[transport.NodeID]uint64), pctx: make(map[transport.NodeID]peerContext),
 	}
 	o.idle = sync.NewCond(&o.mu)
+	o.idleC = make(chan struct{})
+	close(o.idleC)
 	return o
+}
+
+// Idle returns a channel closed once every message posted so far has
+// been sent (or failed): at once when none is pending.
+func (o *Outbox) Idle() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.idleC
 }
 
 // Errors returns the channel of failed sends.
@@ -221,6 +234,9 @@ func (o *Outbox) Post(to transport.NodeID, m *transport.Message) {
 		o.peers[to] = b
 		o.wg.Add(1)
 		go o.run(to, b)
+	}
+	if o.busy == 0 {
+		o.idleC = make(chan struct{})
 	}
 	o.busy++
 	if o.pbusy == nil {
@@ -269,6 +285,9 @@ func (o *Outbox) run(to transport.NodeID, b *Box[*transport.Message]) {
 		o.mu.Lock()
 		o.busy--
 		o.pbusy[to]--
+		if o.busy == 0 {
+			close(o.idleC)
+		}
 		if o.busy == 0 || o.flushing > 0 && o.pbusy[to] == 0 {
 			o.idle.Broadcast()
 		}

@@ -179,3 +179,55 @@ func TestOutboxAbandon(t *testing.T) {
 		}
 	})
 }
+
+// TestOutboxIdle: Idle is closed while nothing is pending, and a channel
+// taken while a message is on a slow link is closed only once its send
+// returned, after its bytes' time on the link; a later post opens a new
+// one.
+func TestOutboxIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net, _ := mem.New(mem.DefaultConfig())
+		defer net.Close()
+		a, _ := net.Attach(1)
+		b, _ := net.Attach(2)
+		const rate = 1e6 // bytes/s
+		net.SetLink(1, 2, mem.Link{Bandwidth: rate})
+		o := NewOutboxContext(a, context.Background(), time.Second)
+		defer o.Close()
+		select {
+		case <-o.Idle():
+		default:
+			t.Fatal("Idle not closed before any post")
+		}
+		start := time.Now()
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeData, ID: 1}, Body: make([]byte, 2*rate)})
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeData, ID: 2}, Body: make([]byte, rate)})
+		idle := o.Idle()
+		synctest.Wait()
+		select {
+		case <-idle:
+			t.Fatal("Idle closed with 3 MB on a 1 MB/s link")
+		default:
+		}
+		<-idle
+		if took := time.Since(start); took < 3*time.Second {
+			t.Fatalf("Idle closed after %v, before the 3 s the bytes take", took)
+		}
+		for _, id := range []uint64{1, 2} {
+			if m := <-b.Recv(); m.ID != id {
+				t.Fatalf("message %d, want %d", m.ID, id)
+			}
+		}
+		select {
+		case <-o.Idle():
+		default:
+			t.Fatal("Idle not closed once every send returned")
+		}
+		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeData, ID: 3}, Body: make([]byte, rate)})
+		if o.Idle() == idle {
+			t.Fatal("a post after idle kept the closed channel")
+		}
+		<-o.Idle()
+		<-b.Recv()
+	})
+}
