@@ -55,6 +55,13 @@
 // workers send it again what the failed one had not answered (see
 // failover.go).
 //
+// Under BSP a machine orders what it sends: its server starts an answer
+// to a pull only once the pushes its own worker posted have left, and
+// an answer on its way goes on (reply.go). The pushes it yields to are
+// of the round every server waits for, the answers of the round after;
+// shared fairly, the interface slowed the round's last pushes (see
+// docs/train.md, "A machine's answers after its own pushes").
+//
 // In a machine the worker reaches its co-located server without the
 // network: requests go straight into the server's queue (the
 // application's arrays are not copied, as they are stable until the call

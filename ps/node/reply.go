@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"colo/ps/clock"
 	"colo/ps/proto"
 	"colo/transport"
 )
@@ -21,9 +22,11 @@ const ReplyBuffer = 4 << 20
 // holds a reply. Replies to different workers are then on the wire at
 // once, as writes into per-connection socket buffers are, instead of the
 // reply to one worker waiting for the wire time of the reply to another;
-// the replies to one destination keep their order. A queue holds at most
-// ReplyBuffer bytes, so memory is bounded by the destinations times
-// ReplyBuffer (and one message each). The zero value is ready.
+// the replies to one destination keep their order. Under BSP an answer
+// to a pull starts only once the co-located worker's pushes have left
+// (afterPushes). A queue holds at most ReplyBuffer bytes, so memory is
+// bounded by the destinations times ReplyBuffer (and one message each).
+// The zero value is ready.
 type replies struct {
 	mu sync.Mutex
 	qs map[transport.NodeID]*replyQueue
@@ -94,6 +97,9 @@ func (r *replies) drain(m *member, to transport.NodeID, q *replyQueue) {
 		}
 		it := q.items[0]
 		r.mu.Unlock()
+		if it.msg.Flags&transport.FlagPull != 0 {
+			m.n.afterPushes(it.ctx)
+		}
 		m.n.reply(it.ctx, m, to, it.msg)
 		it.msg.Release()
 		r.mu.Lock()
@@ -126,4 +132,24 @@ func (n *Node) reply(ctx context.Context, m *member, to transport.NodeID, msg *t
 		n.lost(m, to, err)
 	}
 	return err
+}
+
+// afterPushes returns once the co-located worker's requests posted so
+// far have been sent (or ctx ended): a machine's answers to pulls start
+// on its interface only while its own worker sends no push, and an
+// answer already on its way goes on. Under BSP the pushes it yields to
+// are of the round before the answers' (the answers exist because the
+// server applied that round, the worker's pushes of it to other servers
+// may still be under way), so the round that every server waits for
+// leaves first, and the answers to the pulls of the next one then share
+// the interface with nothing of this machine's but each other.
+func (n *Node) afterPushes(ctx context.Context) {
+	w := n.member(n.assign.Worker)
+	if w == nil || n.assign.Job.Mode != clock.BSP.String() {
+		return
+	}
+	select {
+	case <-w.out.Idle():
+	case <-ctx.Done():
+	}
 }

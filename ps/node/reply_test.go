@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"colo/kv"
+	"colo/ps/clock"
+	"colo/ps/internal/mailbox"
 	"colo/ps/proto"
 	"colo/transport"
 	"colo/transport/mem"
@@ -114,6 +116,82 @@ func TestRepliesBounded(t *testing.T) {
 		go cancel()
 		if err := c.Reply(cctx, proto.WorkerID(0), message(8, 16)); err == nil {
 			t.Fatal("Reply on a full queue returned no error when its context ended")
+		}
+	})
+}
+
+// TestAnswersAfterPushes: on a machine whose 1 MB/s interface carries
+// its worker's push of 1 MB to server 1 and, posted just after, its
+// server's answer of 1 MB to worker 1's pull, the push has the
+// interface alone and arrives after 1 s, the answer after 2 s; an
+// acknowledgement queued before the answer is not held behind the push.
+// Under the other consistency models they share the interface, both
+// arriving after 2 s.
+func TestAnswersAfterPushes(t *testing.T) {
+	for _, tc := range []struct {
+		mode clock.Mode
+		push time.Duration
+	}{{clock.BSP, time.Second}, {clock.Async, 2 * time.Second}, {clock.Bounded, 2 * time.Second}} {
+		t.Run(tc.mode.String(), func(t *testing.T) { answersAfterPushes(t, tc.mode, tc.push) })
+	}
+}
+
+func answersAfterPushes(t *testing.T, mode clock.Mode, push time.Duration) {
+	synctest.Test(t, func(t *testing.T) {
+		net, err := mem.New(mem.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		ids := []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.WorkerID(1), proto.ServerID(1)}
+		hosts := []int{0, 0, 1, 2}
+		eps := make([]*mem.Endpoint, len(ids))
+		for i, id := range ids {
+			net.SetHost(id, hosts[i])
+			if eps[i], err = net.Attach(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		net.SetNIC(0, 1e6, 0)
+		// The job's context ends before the network closes, so that a send
+		// cut short by a failure below ends nothing else.
+		job, end := context.WithCancel(context.Background())
+		defer end()
+		n := &Node{ctx: job, started: make(chan struct{}), assign: proto.Assign{Server: ids[0], Worker: ids[1], Job: proto.Job{Mode: mode.String()}}}
+		close(n.started)
+		srv := &member{n: n, id: ids[0], ep: memEndpoint{eps[0]}}
+		wrk := &member{n: n, id: ids[1], ep: memEndpoint{eps[1]}, out: mailbox.NewOutbox(memEndpoint{eps[1]}, time.Second)}
+		defer wrk.out.Close()
+		n.members = []*member{srv, wrk}
+		ctx := job
+		start := time.Now()
+		req := message(1, 1_000_000)
+		req.Flags = transport.FlagRequest | transport.FlagPush
+		workerConn{wrk}.Post(1, req)
+		ack := message(2, 16)
+		ack.Flags = transport.FlagPush
+		answer := message(3, 1_000_000)
+		answer.Flags = transport.FlagPull
+		c := serverConn{srv}
+		for _, m := range []*transport.Message{ack, answer} {
+			if err := c.Reply(ctx, ids[2], m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		for _, r := range []struct {
+			ep       *mem.Endpoint
+			id       uint64
+			min, max time.Duration
+		}{
+			{eps[2], 2, 0, 10 * time.Millisecond},
+			{eps[3], 1, push - 100*time.Millisecond, push + 100*time.Millisecond},
+			{eps[2], 3, 1900 * time.Millisecond, 2100 * time.Millisecond},
+		} {
+			m := <-r.ep.Recv()
+			if d := time.Since(start); m.ID != r.id || d < r.min || d > r.max {
+				t.Fatalf("message %d after %v, want %d after %v–%v", m.ID, d, r.id, r.min, r.max)
+			}
 		}
 	})
 }
