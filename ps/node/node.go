@@ -915,7 +915,13 @@ func (n *Node) shuttingDown() bool {
 // longer reached it) then declares it dead within the timeout and ends
 // the job for everyone, instead of waiting for ever on a node whose
 // server and worker have stopped.
-func (n *Node) end(err error) {
+func (n *Node) end(err error) { n.endThen(err, nil) }
+
+// endThen ends the job as end does and, when this call ended it, runs
+// then once every pending call has failed with err but before Done
+// closes: a message then sends is posted before a process that exits at
+// Done can close the node.
+func (n *Node) endThen(err error, then func()) {
 	n.mu.Lock()
 	if n.ended {
 		n.mu.Unlock()
@@ -934,6 +940,9 @@ func (n *Node) end(err error) {
 		n.cancel(err)
 	} else {
 		n.cancel(proto.ErrShutdown)
+	}
+	if then != nil {
+		then()
 	}
 	close(n.done)
 }
@@ -980,16 +989,17 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		return // a send to the node a replacement took the place of
 	}
 	ne := &proto.NodeError{ID: peer, Addr: addr, Err: fmt.Errorf("%s could not send to it: %w", proto.Name(m.id), err)}
-	leave := func() {
+	leaveThen := func(then func()) {
 		n.mute.Store(true)
 		if d := n.stalled.Load(); d > 0 {
 			// Peers gone while this node did not run: they left a job
 			// that went on, or ended, without it.
-			n.end(n.replaced(time.Duration(d)))
+			n.endThen(n.replaced(time.Duration(d)), then)
 			return
 		}
-		n.end(ne)
+		n.endThen(ne, then)
 	}
+	leave := func() { leaveThen(nil) }
 	// A peer that closed its link, or a write that found the link closed
 	// under it by the reader that saw the peer go: the scheduler decides
 	// (a pause, or the end), and this node waits for it.
@@ -1006,14 +1016,20 @@ func (n *Node) lost(m *member, peer transport.NodeID, err error) {
 		}
 		return
 	}
-	if w := n.member(n.assign.Worker); w != nil {
-		d := proto.Done{Err: ne.Error()}
-		n.mu.Lock()
-		n.finished = &d
-		n.mu.Unlock()
-		w.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, d))
+	w := n.member(n.assign.Worker)
+	if w == nil {
+		leave()
+		return
 	}
-	leave()
+	d := proto.Done{Err: ne.Error()}
+	n.mu.Lock()
+	n.finished = &d
+	n.mu.Unlock()
+	// The node ends with its own error before the scheduler hears of
+	// it: the scheduler's Abort, which can come back at once, would
+	// otherwise fail the pending calls with its text alone (a push over
+	// the frame limit no longer wrapping transport.ErrFrameTooLarge).
+	leaveThen(func() { w.out.Post(proto.SchedulerID, proto.Control(proto.CmdDone, d)) })
 }
 
 // linkFailure reports whether err is a link that failed under a send:
