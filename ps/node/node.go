@@ -270,6 +270,28 @@ type member struct {
 	srv *server.Server
 }
 
+// pushTimed is the endpoint a worker's outbox sends through. A data
+// message carrying values (a push) to a node of another machine is timed
+// in the egress of the machine's server (server.Server.Sending) from its
+// send until the send returns, as the server's answers are: both leave
+// through the machine's one interface, and the balancer's measure of the
+// link (package balance, Aware) is of the bytes the interface carried
+// over the time it was busy, whoever sent them.
+type pushTimed struct {
+	transport.Endpoint
+	n *Node
+}
+
+func (e pushTimed) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	srv := e.n.srv
+	if srv == nil || m.Type != transport.TypeData || len(m.KV.Vals) == 0 || to == proto.SchedulerID || e.n.member(to) != nil {
+		return e.Endpoint.Send(ctx, to, m)
+	}
+	sent := srv.Sending(4 * uint64(len(m.KV.Vals)))
+	defer sent()
+	return e.Endpoint.Send(ctx, to, m)
+}
+
 // localCounters count the messages a member exchanged with its
 // co-located peer without the network.
 type localCounters struct {
@@ -431,7 +453,11 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 				return fail(fmt.Errorf("node: the scheduler's key: %w", err))
 			}
 		}
-		m := &member{n: n, id: id, ep: ep, out: mailbox.NewOutboxContext(ep, ctx, a.Job.Timeout), data: mailbox.New[*transport.Message]()}
+		var out transport.Endpoint = ep
+		if id == a.Worker {
+			out = pushTimed{ep, n}
+		}
+		m := &member{n: n, id: id, ep: ep, out: mailbox.NewOutboxContext(out, ctx, a.Job.Timeout), data: mailbox.New[*transport.Message]()}
 		if s, ok := ep.(transport.Sinker); ok {
 			// Workers' requests and servers' answers go from the link's
 			// reader straight to the role's queue, not through loop.

@@ -67,8 +67,9 @@ type Server struct {
 }
 
 // Egress is what a server measured of its answers to range pulls that
-// went over the network: their bytes, and the time it spent sending at
-// least one of them (the union of the sends' intervals). Bytes over time
+// went over the network, and of the values its machine's worker pushed
+// to other machines (Sending): their bytes, and the time at least one of
+// them was being sent (the union of the sends' intervals). Bytes over time
 // is the rate its link gives it: the speed of sending of seed 002 §3.2,
 // timed where the data leaves.
 type Egress struct {
@@ -121,22 +122,7 @@ func (s *Server) send(ctx context.Context, conn Conn, r Reply) {
 		conn.Reply(ctx, r.To(), r.Message())
 		return
 	}
-	s.mu.Lock()
-	if s.sending == 0 {
-		s.since = time.Now()
-	}
-	s.sending++
-	s.mu.Unlock()
-	bytes := 4 * uint64(len(r.Vals))
-	sent := func() {
-		s.mu.Lock()
-		s.sending--
-		s.egress.Bytes += bytes
-		if s.sending == 0 {
-			s.egress.Nanos += int64(time.Since(s.since))
-		}
-		s.mu.Unlock()
-	}
+	sent := s.Sending(4 * uint64(len(r.Vals)))
 	if q, ok := conn.(Queuer); ok {
 		if q.ReplyThen(ctx, r.To(), r.Message(), sent) != nil {
 			sent() // not queued
@@ -145,6 +131,32 @@ func (s *Server) send(ctx context.Context, conn Conn, r Reply) {
 	}
 	conn.Reply(ctx, r.To(), r.Message())
 	sent()
+}
+
+// Sending times bytes of values leaving the server's machine from now
+// until sent is called, in its egress timing (Stats.Egress) as its own
+// answers to range pulls are: the node that runs the server calls it
+// for what its co-located worker pushes to other machines, which shares
+// the machine's interface with the answers. Timed alone, the answers
+// would read the link's speed low by the share the pushes took of it
+// whenever the two overlap, as they do on a fair interface (a real NIC,
+// transport/mem's): Eq. 8's speed is the wire's, not the answers'.
+func (s *Server) Sending(bytes uint64) (sent func()) {
+	s.mu.Lock()
+	if s.sending == 0 {
+		s.since = time.Now()
+	}
+	s.sending++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.sending--
+		s.egress.Bytes += bytes
+		if s.sending == 0 {
+			s.egress.Nanos += int64(time.Since(s.since))
+		}
+		s.mu.Unlock()
+	}
 }
 
 // NewServer returns a server with an empty store; Run drives it.
