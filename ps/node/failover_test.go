@@ -105,11 +105,10 @@ func startReplicated(t *testing.T, mode clock.Mode, replicas int, rule update.Ru
 		net.SetHost(proto.WorkerID(r), 3+r)
 	}
 	c := &replCluster{net: net, s: s, servers: make([]*Node, 3), workers: make([]*Node, 2), hold: new(atomic.Bool), held: make(chan struct{}, 1<<16), backedUp: backedUp}
-	errs := make(chan error, 5)
-	start := func(dst **Node, role proto.Role, rank int) {
+	c.startNodes(t, func(role proto.Role, rank int) Config {
 		cfg := DefaultConfig()
 		cfg.Role, cfg.Token, cfg.Rank, cfg.Rule = role, "t", rank, rule
-		cfg.Logf = t.Logf // DEBUG
+		cfg.Logf = t.Logf
 		cfg.Network = Mem{Net: net}
 		if role == proto.RoleServer && rank == 2 {
 			cfg.Network = holdNet{Network: cfg.Network, from: proto.ServerID(2), to: proto.ServerID(1), hold: c.hold, held: c.held}
@@ -117,24 +116,8 @@ func startReplicated(t *testing.T, mode clock.Mode, replicas int, rule update.Ru
 		for _, w := range wrap {
 			cfg.Network = w(role, rank, cfg.Network)
 		}
-		n, err := Start(context.Background(), cfg)
-		*dst = n
-		errs <- err
-	}
-	for i := range c.servers {
-		go start(&c.servers[i], proto.RoleServer, i)
-	}
-	for i := range c.workers {
-		go start(&c.workers[i], proto.RoleWorker, i)
-	}
-	for range 5 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range append(slices.Clone(c.servers), c.workers...) {
-		t.Cleanup(func() { n.Close() })
-	}
+		return cfg
+	})
 	return c
 }
 
@@ -959,4 +942,31 @@ func (e *addrEndpoint) Send(ctx context.Context, to transport.NodeID, m *transpo
 		return &transport.PeerError{Peer: to, Addr: want, Op: "send", Err: transport.ErrPeerClosed}
 	}
 	return e.Endpoint.Send(ctx, to, m)
+}
+
+// startNodes starts c's servers and workers at once, each with the
+// Config that cfg gives it, fails the test on an error, and closes every
+// node when the test ends.
+func (c *replCluster) startNodes(t *testing.T, cfg func(role proto.Role, rank int) Config) {
+	t.Helper()
+	errs := make(chan error, len(c.servers)+len(c.workers))
+	start := func(dst **Node, role proto.Role, rank int) {
+		n, err := Start(context.Background(), cfg(role, rank))
+		*dst = n
+		errs <- err
+	}
+	for i := range c.servers {
+		go start(&c.servers[i], proto.RoleServer, i)
+	}
+	for i := range c.workers {
+		go start(&c.workers[i], proto.RoleWorker, i)
+	}
+	for range len(c.servers) + len(c.workers) {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range append(slices.Clone(c.servers), c.workers...) {
+		t.Cleanup(func() { n.Close() })
+	}
 }

@@ -46,26 +46,7 @@ func startRecovering(t *testing.T, rule update.Rule, drop func(to transport.Node
 		cfg.Network = addrNet{Mem{Net: net}, book}
 		return cfg
 	}
-	errs := make(chan error, 5)
-	start := func(dst **Node, role proto.Role, rank int) {
-		n, err := Start(context.Background(), config(role, rank, false))
-		*dst = n
-		errs <- err
-	}
-	for i := range c.servers {
-		go start(&c.servers[i], proto.RoleServer, i)
-	}
-	for i := range c.workers {
-		go start(&c.workers[i], proto.RoleWorker, i)
-	}
-	for range 5 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range append(slices.Clone(c.servers), c.workers...) {
-		t.Cleanup(func() { n.Close() })
-	}
+	c.startNodes(t, func(role proto.Role, rank int) Config { return config(role, rank, false) })
 	replace := func(rank int) *Node {
 		n, err := Start(context.Background(), config(proto.RoleServer, rank, true))
 		if err != nil {

@@ -64,12 +64,8 @@ func TestOutboxOrderAndErrors(t *testing.T) {
 // cancelled by the end of the job, silently.
 func TestOutboxDataHasNoDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		net, _ := mem.New(mem.DefaultConfig())
-		defer net.Close()
-		a, _ := net.Attach(1)
-		b, _ := net.Attach(2)
 		const rate = 1e6 // bytes/s
-		net.SetLink(1, 2, mem.Link{Bandwidth: rate})
+		a, b := slowPair(t, mem.DefaultConfig(), rate)
 		job, end := context.WithCancel(context.Background())
 		o := NewOutboxContext(a, job, time.Second)
 		defer o.Close()
@@ -103,11 +99,7 @@ func TestOutboxDataErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := mem.DefaultConfig()
 		cfg.Frame.MaxFrame = 1 << 20
-		net, _ := mem.New(cfg)
-		defer net.Close()
-		a, _ := net.Attach(1)
-		b, _ := net.Attach(2)
-		net.SetLink(1, 2, mem.Link{Bandwidth: 1e5})
+		a, b := slowPair(t, cfg, 1e5)
 		o := NewOutboxContext(a, context.Background(), time.Second)
 		defer o.Close()
 		o.Post(2, &transport.Message{Header: transport.Header{Type: transport.TypeData}, Body: make([]byte, 2<<20)})
@@ -186,12 +178,8 @@ func TestOutboxAbandon(t *testing.T) {
 // one.
 func TestOutboxIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		net, _ := mem.New(mem.DefaultConfig())
-		defer net.Close()
-		a, _ := net.Attach(1)
-		b, _ := net.Attach(2)
 		const rate = 1e6 // bytes/s
-		net.SetLink(1, 2, mem.Link{Bandwidth: rate})
+		a, b := slowPair(t, mem.DefaultConfig(), rate)
 		o := NewOutboxContext(a, context.Background(), time.Second)
 		defer o.Close()
 		select {
@@ -230,4 +218,20 @@ func TestOutboxIdle(t *testing.T) {
 		<-o.Idle()
 		<-b.Recv()
 	})
+}
+
+// slowPair returns the endpoints of nodes 1 and 2 on an in-memory network
+// of cfg whose link from 1 to 2 carries rate bytes a second; the network
+// is closed when the test ends.
+func slowPair(t *testing.T, cfg mem.Config, rate float64) (a, b *mem.Endpoint) {
+	t.Helper()
+	net, err := mem.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { net.Close() })
+	a, _ = net.Attach(1)
+	b, _ = net.Attach(2)
+	net.SetLink(1, 2, mem.Link{Bandwidth: rate})
+	return a, b
 }
