@@ -8,9 +8,18 @@ import (
 	"colo/transport"
 )
 
-// nic is the network interface of a host: a card each way, nil when
-// unlimited.
-type nic struct{ egress, ingress *card }
+// nic is the network interface of a host: a card (a transport.Wire)
+// each way, nil when unlimited.
+type nic struct{ egress, ingress *transport.Wire }
+
+// newCard returns a wire of rate bytes per second, nil for 0
+// (unlimited).
+func newCard(rate float64, quantum int) *transport.Wire {
+	if rate == 0 {
+		return nil
+	}
+	return transport.NewWire(rate, quantum)
+}
 
 // validRate checks a host-level rate in bytes per second.
 func validRate(field string, r float64) error {
@@ -97,7 +106,7 @@ func (n *Network) SetHostExempt(id transport.NodeID, exempt bool) {
 // endpoint to another on the sender's side (its host's egress and the
 // host pair's path) and returns the destination host's ingress card, nil
 // when none applies.
-func (n *Network) hostCards(dst []*card, from, to transport.NodeID) ([]*card, *card) {
+func (n *Network) hostCards(dst []*transport.Wire, from, to transport.NodeID) ([]*transport.Wire, *transport.Wire) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.exempt[from] || n.exempt[to] {
@@ -118,7 +127,7 @@ func (n *Network) hostCards(dst []*card, from, to transport.NodeID) ([]*card, *c
 			dst = append(dst, c)
 		}
 	}
-	var in *card
+	var in *transport.Wire
 	if okt {
 		in = n.nics[ht].ingress
 	}
@@ -164,7 +173,7 @@ func later(a, b time.Time) time.Time {
 // launch queues a message of size bytes from endpoint from to endpoint to
 // on its cards at once, at the moment start, and returns its flight, or
 // nil when no card applies.
-func (n *Network) launch(side []*card, in *card, from, to transport.NodeID, size int, start time.Time) *flight {
+func (n *Network) launch(side []*transport.Wire, in *transport.Wire, from, to transport.NodeID, size int, start time.Time) *flight {
 	all := len(side)
 	if in != nil {
 		all++
@@ -176,14 +185,14 @@ func (n *Network) launch(side []*card, in *card, from, to transport.NodeID, size
 	if len(side) == 0 {
 		close(f.left)
 	}
-	key := pair{from, to}
+	key := transport.Flow{From: from, To: to}
 	n.shape.Lock()
 	defer n.shape.Unlock()
 	for _, c := range side {
-		c.add(start, key, size, func(at time.Time) { f.pass(true, at) })
+		c.Add(start, key, size, func(at time.Time) { f.pass(true, at) })
 	}
 	if in != nil {
-		in.add(start, key, size, func(at time.Time) { f.pass(false, at) })
+		in.Add(start, key, size, func(at time.Time) { f.pass(false, at) })
 	}
 	return f
 }

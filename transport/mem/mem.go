@@ -109,6 +109,11 @@ import (
 	"colo/transport/internal/peers"
 )
 
+// DefaultQuantum is the bytes a connection sends in its turn on a shared
+// host-level wire unless Config.Quantum says otherwise: one full Ethernet
+// frame, transport.DefaultQuantum.
+const DefaultQuantum = transport.DefaultQuantum
+
 // Config configures a Network.
 type Config struct {
 	// Seed seeds the links' loss decisions.
@@ -171,7 +176,7 @@ type Network struct {
 	// shape makes a message's entry on its cards atomic.
 	hosts     map[transport.NodeID]int
 	nics      map[int]nic
-	hostLinks map[[2]int]*card
+	hostLinks map[[2]int]*transport.Wire
 	exempt    map[transport.NodeID]bool
 	shape     sync.Mutex
 }
@@ -200,7 +205,7 @@ func New(cfg Config) (*Network, error) {
 
 		hosts:     make(map[transport.NodeID]int),
 		nics:      make(map[int]nic),
-		hostLinks: make(map[[2]int]*card),
+		hostLinks: make(map[[2]int]*transport.Wire),
 		exempt:    make(map[transport.NodeID]bool),
 	}, nil
 }
@@ -368,7 +373,7 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 	if lb != nil {
 		wait = lb.Reserve(size)
 	}
-	var arr [2]*card
+	var arr [2]*transport.Wire
 	side, in := e.net.hostCards(arr[:0], e.id, to)
 	// The host pair's path and the NICs carry the message among the other
 	// connections' (host.go); the sender waits until the link and its own

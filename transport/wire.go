@@ -1,4 +1,4 @@
-package mem
+package transport
 
 import (
 	"math"
@@ -6,23 +6,27 @@ import (
 	"time"
 )
 
-// DefaultQuantum is the bytes a flow sends in its turn on a network
-// interface or a path between hosts unless Config.Quantum says otherwise:
-// one full Ethernet frame (a 1500-byte MTU and its 14-byte header), the
-// quantum of Linux's default queueing discipline (fq_codel).
+// DefaultQuantum is the bytes a flow sends in its turn on a Wire unless
+// its maker says otherwise: one full Ethernet frame (a 1500-byte MTU and
+// its 14-byte header), the quantum of Linux's default queueing discipline
+// (fq_codel).
 const DefaultQuantum = 1514
+
+// Flow is a connection on a Wire: the directed Flow of endpoints whose
+// bytes it carries, one stream in order.
+type Flow struct{ From, To NodeID }
 
 // fq is the arithmetic of one shared wire (a host's egress or ingress, a
 // path between hosts): a deficit round robin over the flows that have
 // bytes to send, each taking up to quantum bytes in its turn, at rate
-// bytes per second in all. A flow is one connection, a directed pair of
+// bytes per second in all. A flow is one connection, a directed Flow of
 // endpoints; its messages go in order, as bytes of one stream, so one
 // ends within a turn and the next goes on in the same turn. The wire
 // never idles while a flow has bytes, and nothing takes more than its
 // size: the bytes through it and its rate are exact.
 //
 // It holds no clock and no lock: add and advance take the time, and
-// next says when the next message will have passed; card drives it. A
+// next says when the next message will have passed; Wire drives it. A
 // call costs O(k) for k flows with bytes queued, plus O(k) for each
 // message that passes; never a step per quantum.
 type fq struct {
@@ -33,12 +37,12 @@ type fq struct {
 	credit float64   // bytes paid for by at and not yet sent, < 1
 	flows  []*flow   // with bytes queued, in turn order; flows[0] sends
 	left   int64     // bytes left in flows[0]'s turn, > 0
-	byKey  map[pair]*flow
+	byKey  map[Flow]*flow
 }
 
 // flow is a connection's queue on a wire.
 type flow struct {
-	key   pair
+	key   Flow
 	queue []*part // head first; the head's rem is what is left of it
 }
 
@@ -49,13 +53,13 @@ type part struct {
 }
 
 func newFQ(rate float64, quantum int) *fq {
-	return &fq{rate: rate, quantum: int64(quantum), byKey: make(map[pair]*flow)}
+	return &fq{rate: rate, quantum: int64(quantum), byKey: make(map[Flow]*flow)}
 }
 
 // add advances to now and queues size bytes on flow key; done is called
 // with the moment the last of them has passed (from a later call of
 // advance or add).
-func (q *fq) add(now time.Time, key pair, size int, done func(time.Time)) {
+func (q *fq) add(now time.Time, key Flow, size int, done func(time.Time)) {
 	q.advance(now)
 	f := q.byKey[key]
 	if f == nil {
@@ -217,34 +221,63 @@ func (q *fq) pass(f *flow, at time.Time) {
 	h.done(at)
 }
 
-// card is a shared wire driven by the clock: an fq under a lock, with a
-// timer for the moment its next message passes. It reads the clock only
-// through package time, so it runs on a testing/synctest bubble's fake
-// clock. An idle card holds no goroutine and no pending timer.
-type card struct {
-	mu    sync.Mutex
-	q     *fq
-	timer *time.Timer
+// Wire is a shared wire of a network, a host's network interface one
+// way or the path between two hosts, as transport/mem and transport/tcp
+// emulate it: the flows (connections) with bytes queued on it take turns
+// of quantum bytes, a deficit round robin, at rate bytes per second in
+// all. A message waits for what its own flow queued before it and for
+// one turn of each other busy flow, not for whole messages of others;
+// the wire never idles while a flow has bytes, and the bytes through it
+// and its rate are exact. The arithmetic is in closed form: O(k) per
+// message for k busy flows, never a step per turn.
+//
+// It reads the clock only through package time, so it runs on a
+// testing/synctest bubble's fake clock. An idle Wire holds no goroutine
+// and no pending timer. It is safe for concurrent use.
+type Wire struct {
+	mu      sync.Mutex
+	q       *fq
+	timer   *time.Timer
+	carried int64
 }
 
-func newCard(rate float64, quantum int) *card {
-	if rate == 0 {
-		return nil
+// NewWire returns an idle wire of rate bytes per second whose flows take
+// turns of quantum bytes (DefaultQuantum: one Ethernet frame). It panics
+// unless rate > 0 and quantum ≥ 1, which are programming errors
+// (configurations are validated before).
+func NewWire(rate float64, quantum int) *Wire {
+	if !(rate > 0) || quantum < 1 {
+		panic("transport: NewWire needs rate > 0 and quantum ≥ 1")
 	}
-	return &card{q: newFQ(rate, quantum)}
+	return &Wire{q: newFQ(rate, quantum)}
 }
 
-// add queues size bytes of flow key at now; done is called, under the
-// card's lock, with the moment they have passed.
-func (c *card) add(now time.Time, key pair, size int, done func(time.Time)) {
+// Rate returns the rate in bytes per second.
+func (c *Wire) Rate() float64 { return c.q.rate }
+
+// Carried returns the bytes queued on the wire since it was made: those
+// it carried and those it still carries.
+func (c *Wire) Carried() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.q.add(now, key, size, done)
+	return c.carried
+}
+
+// Add queues size bytes of flow at now, after the bytes flow queued
+// before; done is called, under the wire's lock (it must not call the
+// wire), with the moment the last of them has passed. Bytes of one flow
+// added in several parts pass as one stream: their turns are those of
+// one message of their sum.
+func (c *Wire) Add(now time.Time, flow Flow, size int, done func(time.Time)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.carried += int64(size)
+	c.q.add(now, flow, size, done)
 	c.schedule()
 }
 
-// fire advances the card to the clock's now.
-func (c *card) fire() {
+// fire advances the wire to the clock's now.
+func (c *Wire) fire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.q.advance(time.Now())
@@ -252,7 +285,7 @@ func (c *card) fire() {
 }
 
 // schedule sets the timer for the next message to pass; c.mu is held.
-func (c *card) schedule() {
+func (c *Wire) schedule() {
 	at, ok := c.q.next()
 	if !ok {
 		if c.timer != nil {
