@@ -16,10 +16,11 @@
 // interface, shared by its endpoints, egress and ingress, and Bandwidth
 // the rate of each directed path between two hosts. The scheduler is on
 // no host and exempt, so heartbeats and barriers never wait behind data.
-// Over TCP the same model is built of the same buckets (node.Rates):
-// every endpoint of a host pays its host's interface, each way, and the
-// path to the other host (tcp.Config.Shared). Data messages take as long as the emulated link
-// needs; only control messages are bounded by Timeout.
+// Over TCP the same model is built of the same wires (node.Rates):
+// every endpoint of a host crosses its host's interface, each way, and
+// the path to the other host (tcp.Config.Shared). Data messages take as
+// long as the emulated link needs; only control messages are bounded by
+// Timeout.
 //
 //	c, err := cluster.Start(ctx, cluster.DefaultConfig())
 //	defer c.Close()

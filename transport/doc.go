@@ -67,18 +67,20 @@
 // of its endpoints' links; a Bandwidth matrix, read by ParseBandwidth
 // from a small text file of k×k rates such as 100mbit or 1gbit, adds a
 // wire per directed path between two hosts. Traffic within a host pays
-// nothing. mem queues a message on its wires when it is sent, and the
-// connections on a wire take turns of one Ethernet frame
-// (mem.Network.SetNIC, SetHostLink, mem.DefaultQuantum). tcp's wires are
-// TokenBuckets: it charges the sender's interface and path chunk by chunk
-// (tcp.Config.Burst) before it writes, so links writing at once take
-// turns of a chunk, and the receiver's interface as its reader takes the
-// bytes off the socket, before it reads further, so that TCP's flow
-// control holds the senders back (tcp.Config.Shared; ps/node.Rates builds
-// the buckets of a process's endpoints, one interface per machine). WaitAll pays for bytes in
-// several buckets at once. A cluster on one host, or on a uniform
-// network, so behaves like one of machines with interfaces and paths of
-// the emulated rates, without privileges; Linux network namespaces shaped
+// nothing. Both use the same wires (Wire): the connections with bytes on
+// a wire take turns of one Ethernet frame (DefaultQuantum, a deficit
+// round robin in closed form), so a small message waits for one frame of
+// each other busy connection, not for their messages. mem queues a
+// message on its wires when it is sent (mem.Network.SetNIC, SetHostLink).
+// tcp queues a frame on the sender's interface and path when it is sent
+// and writes each part of it as they carry it, and on the receiver's
+// interface when its first bytes arrive, delivering it once that has
+// carried it too, without holding the sender back (tcp.Config.Shared;
+// ps/node.Rates builds the wires of a process's endpoints, one interface
+// per machine). In both a send returns once the sender's side has carried
+// the message. A cluster on one host, or on a uniform network, so
+// behaves like one of machines with interfaces and paths of the emulated
+// rates, without privileges; Linux network namespaces shaped
 // by tc (launch/netns) limit each host's sending the same way, by the
 // kernel.
 //

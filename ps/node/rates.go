@@ -19,7 +19,7 @@ import (
 // to the second. Traffic within a machine, with the scheduler, and of
 // nodes not yet registered is not limited.
 //
-// Tune gives the endpoints it tunes these buckets: the endpoints of one
+// Tune gives the endpoints it tunes these wires: the endpoints of one
 // process share one interface per machine, so a machine is best one
 // process (colo node and colo run's programs run a machine's server and
 // worker in one). A machine whose nodes run as separate processes gets an
@@ -104,51 +104,51 @@ func (r Rates) Rate(from, to transport.NodeID) float64 {
 	return rate
 }
 
-// Tune returns tune (nil: none) followed by the rates of r: each endpoint
-// pays, besides what tune set, for every byte it sends to another
-// machine's node in its machine's egress bucket and in the path's, and
-// for every byte it receives from one in its machine's ingress bucket
-// (tcp.Config.Shared). The buckets belong to the returned function and
-// are shared by every endpoint it tunes (a process's); they hold
-// tcp.Config.Burst bytes, the first tuned endpoint's. Tune returns tune
+// Tune returns tune (nil: none) followed by the rates of r: every frame
+// an endpoint sends to another machine's node crosses, besides what tune
+// set, its machine's egress wire and the path's, and every frame it
+// receives from one its machine's ingress wire (tcp.Config.Shared); the
+// connections on a wire take turns of transport.DefaultQuantum bytes, as
+// on transport/mem's hosts. The wires belong to the returned function and
+// are shared by every endpoint it tunes (a process's). Tune returns tune
 // itself when r limits nothing.
 func (r Rates) Tune(tune func(*tcp.Config)) func(*tcp.Config) {
 	if r.Zero() {
 		return tune
 	}
-	hosts := &hostBuckets{r: r, nics: make(map[int]nic), paths: make(map[[2]int]*transport.TokenBucket)}
+	hosts := &hostWires{r: r, nics: make(map[int]nic), paths: make(map[[2]int]*transport.Wire)}
 	return func(tc *tcp.Config) {
 		if tune != nil {
 			tune(tc)
 		}
-		self, prev, burst := tc.ID, tc.Shared, tc.Burst
-		tc.Shared = func(peer transport.NodeID) (out, in []*transport.TokenBucket) {
+		self, prev := tc.ID, tc.Shared
+		tc.Shared = func(peer transport.NodeID) (out, in []*transport.Wire) {
 			if prev != nil {
 				out, in = prev(peer)
 			}
-			o, i := hosts.buckets(self, peer, burst)
+			o, i := hosts.wires(self, peer)
 			return slices.Concat(out, o), slices.Concat(in, i)
 		}
 	}
 }
 
-// nic is a machine's emulated network interface: a bucket each way.
-type nic struct{ egress, ingress *transport.TokenBucket }
+// nic is a machine's emulated network interface: a wire each way.
+type nic struct{ egress, ingress *transport.Wire }
 
-// hostBuckets holds the interfaces of machines and the paths between
+// hostWires holds the interfaces of machines and the paths between
 // them, made on first use.
-type hostBuckets struct {
+type hostWires struct {
 	r     Rates
 	mu    sync.Mutex
 	nics  map[int]nic
-	paths map[[2]int]*transport.TokenBucket
+	paths map[[2]int]*transport.Wire
 }
 
-// buckets returns the buckets of the traffic between node self and node
+// wires returns the wires of the traffic between node self and node
 // peer: out, self's machine's egress and the path to peer's machine; in,
 // self's machine's ingress. Both are empty within a machine and for a
 // node on none.
-func (h *hostBuckets) buckets(self, peer transport.NodeID, burst int) (out, in []*transport.TokenBucket) {
+func (h *hostWires) wires(self, peer transport.NodeID) (out, in []*transport.Wire) {
 	a, okA := h.r.host(self)
 	b, okB := h.r.host(peer)
 	if !okA || !okB || a == b {
@@ -159,7 +159,7 @@ func (h *hostBuckets) buckets(self, peer transport.NodeID, burst int) (out, in [
 	if h.r.Link > 0 {
 		n, ok := h.nics[a]
 		if !ok {
-			n = nic{transport.NewTokenBucket(h.r.Link, burst), transport.NewTokenBucket(h.r.Link, burst)}
+			n = nic{transport.NewWire(h.r.Link, transport.DefaultQuantum), transport.NewWire(h.r.Link, transport.DefaultQuantum)}
 			h.nics[a] = n
 		}
 		out, in = append(out, n.egress), append(in, n.ingress)
@@ -168,7 +168,7 @@ func (h *hostBuckets) buckets(self, peer transport.NodeID, burst int) (out, in [
 		if rate := m.Rate(a, b); rate > 0 {
 			p := h.paths[[2]int{a, b}]
 			if p == nil {
-				p = transport.NewTokenBucket(rate, burst)
+				p = transport.NewWire(rate, transport.DefaultQuantum)
 				h.paths[[2]int{a, b}] = p
 			}
 			out = append(out, p)

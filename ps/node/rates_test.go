@@ -55,16 +55,16 @@ func TestRates(t *testing.T) {
 	}
 }
 
-// TestRatesInterfaces checks the buckets a tuning gives its endpoints:
-// a machine's egress and ingress are one bucket each, whichever of its
+// TestRatesInterfaces checks the wires a tuning gives its endpoints:
+// a machine's egress and ingress are one wire each, whichever of its
 // nodes sends or receives and to whichever other machine; the path to a
-// machine is one bucket per ordered pair; nothing within a machine or
+// machine is one wire per ordered pair; nothing within a machine or
 // with the scheduler; another tuning (another process) has its own.
 func TestRatesInterfaces(t *testing.T) {
 	matrix := &transport.Bandwidth{K: 3, Rates: []float64{0, 1e6, 0, 2e6, 0, 2e6, 3e6, 3e6, 0}}
 	r := Rates{Link: 4e6, Matrix: matrix}
 	tune := r.Tune(func(tc *tcp.Config) { tc.Burst = 4096 })
-	shared := func(tune func(*tcp.Config), self, peer transport.NodeID) (out, in []*transport.TokenBucket) {
+	shared := func(tune func(*tcp.Config), self, peer transport.NodeID) (out, in []*transport.Wire) {
 		tc := tcp.DefaultConfig()
 		tc.ID = self
 		tune(&tc)
@@ -80,18 +80,18 @@ func TestRatesInterfaces(t *testing.T) {
 	egress, ingress, path := w0s1o[0], w0s1i[0], w0s1o[1]
 	for _, c := range []struct {
 		name      string
-		got, want *transport.TokenBucket
+		got, want *transport.Wire
 	}{
 		{"server 0 → worker 2 leaves by machine 0's egress", s0w2o[0], egress},
 		{"server 0 ← worker 2 arrives by machine 0's ingress", s0w2i[0], ingress},
 		{"worker 0 → server 2 leaves by machine 0's egress", w0s2o[0], egress},
 	} {
 		if c.got != c.want {
-			t.Errorf("%s: another bucket", c.name)
+			t.Errorf("%s: another wire", c.name)
 		}
 	}
 	if egress == ingress || s1w0o[0] == egress || s1w0i[0] == ingress || s1w0o[1] == path {
-		t.Error("machine 1's buckets, or machine 0's two directions, are shared")
+		t.Error("machine 1's wires, or machine 0's two directions, are shared")
 	}
 	if egress.Rate() != 4e6 || ingress.Rate() != 4e6 || path.Rate() != 1e6 || s1w0o[1].Rate() != 2e6 {
 		t.Errorf("rates: egress %v, ingress %v, path 0→1 %v, path 1→0 %v", egress.Rate(), ingress.Rate(), path.Rate(), s1w0o[1].Rate())
@@ -102,17 +102,17 @@ func TestRatesInterfaces(t *testing.T) {
 		{proto.Provisional(7), proto.SchedulerID},
 	} {
 		if out, in := shared(tune, c[0], c[1]); out != nil || in != nil {
-			t.Errorf("%s → %s: %d and %d buckets, want none", proto.Name(c[0]), proto.Name(c[1]), len(out), len(in))
+			t.Errorf("%s → %s: %d and %d wires, want none", proto.Name(c[0]), proto.Name(c[1]), len(out), len(in))
 		}
 	}
 	if o, _ := shared(r.Tune(nil), proto.WorkerID(0), proto.ServerID(1)); o[0] == egress {
 		t.Error("two tunings share machine 0's egress")
 	}
-	// A tuning before this one keeps its buckets, in front.
-	own := transport.NewTokenBucket(1, 0)
+	// A tuning before this one keeps its wires, in front.
+	own := transport.NewWire(1, transport.DefaultQuantum)
 	prev := func(tc *tcp.Config) {
-		tc.Shared = func(transport.NodeID) ([]*transport.TokenBucket, []*transport.TokenBucket) {
-			return []*transport.TokenBucket{own}, nil
+		tc.Shared = func(transport.NodeID) ([]*transport.Wire, []*transport.Wire) {
+			return []*transport.Wire{own}, nil
 		}
 	}
 	if o, i := shared(r.Tune(prev), proto.WorkerID(0), proto.ServerID(1)); len(o) != 3 || o[0] != own || len(i) != 1 {
@@ -141,8 +141,8 @@ func TestParseRates(t *testing.T) {
 }
 
 // TestListenOnMachine: the endpoint a backup opens for a failed server's
-// id on its own machine (TCP.ListenOn) pays its own machine's interface,
-// the same buckets as the backup's own endpoint, not a second interface
+// id on its own machine (TCP.ListenOn) crosses its own machine's
+// interface, the same wires as the backup's own endpoint, not a second interface
 // of the failed machine; its traffic with its machine's worker is free.
 func TestListenOnMachine(t *testing.T) {
 	n := TCP{Tune: Rates{Link: 1e6}.Tune(nil)}

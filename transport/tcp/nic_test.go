@@ -12,28 +12,28 @@ import (
 )
 
 // interfaces gives every endpoint of a test an emulated network
-// interface, one egress and one ingress bucket of rate bytes per second
+// interface, one egress and one ingress wire of rate bytes per second
 // shared by all its links (Config.Shared), and records them by node.
 type interfaces struct {
 	rate float64
 	mu   sync.Mutex
-	out  map[transport.NodeID]*transport.TokenBucket
-	in   map[transport.NodeID]*transport.TokenBucket
+	out  map[transport.NodeID]*transport.Wire
+	in   map[transport.NodeID]*transport.Wire
 }
 
 func newInterfaces(rate float64) *interfaces {
-	return &interfaces{rate: rate, out: make(map[transport.NodeID]*transport.TokenBucket), in: make(map[transport.NodeID]*transport.TokenBucket)}
+	return &interfaces{rate: rate, out: make(map[transport.NodeID]*transport.Wire), in: make(map[transport.NodeID]*transport.Wire)}
 }
 
 // tune gives the endpoint it tunes its interface.
 func (f *interfaces) tune(c *Config) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := transport.NewTokenBucket(f.rate, c.Burst)
-	in := transport.NewTokenBucket(f.rate, c.Burst)
+	out := transport.NewWire(f.rate, transport.DefaultQuantum)
+	in := transport.NewWire(f.rate, transport.DefaultQuantum)
 	f.out[c.ID], f.in[c.ID] = out, in
-	c.Shared = func(transport.NodeID) ([]*transport.TokenBucket, []*transport.TokenBucket) {
-		return []*transport.TokenBucket{out}, []*transport.TokenBucket{in}
+	c.Shared = func(transport.NodeID) ([]*transport.Wire, []*transport.Wire) {
+		return []*transport.Wire{out}, []*transport.Wire{in}
 	}
 }
 
@@ -57,12 +57,12 @@ func drain(ep *Endpoint, want int, done chan<- time.Time) {
 }
 
 // TestSharedEgress sends from one endpoint to several peers at once over
-// an interface of 8 MB/s, per peer count. The interface's bucket takes
-// exactly the bytes of every frame to every peer (its reservation
-// arithmetic), and the sends, together, take at least the time the
-// interface needs for all of them but its burst: a bound that a loaded
-// machine can only exceed by more, never break (per-link buckets would
-// finish n times sooner). The peers' ingress takes what each received.
+// an interface of 8 MB/s, per peer count. The interface's wire carries
+// exactly the bytes of every frame to every peer, and the sends,
+// together, take at least the time the interface needs for all of them:
+// a bound that a loaded machine can only exceed by more, never break
+// (per-link wires would finish n times sooner). The peers' ingress
+// carries what each received.
 func TestSharedEgress(t *testing.T) {
 	const rate = 8e6
 	msg := &transport.Message{KV: kv.Batch{Vals: make([]float32, 200_000)}} // 800 kB
@@ -96,18 +96,18 @@ func TestSharedEgress(t *testing.T) {
 			}
 		}
 		elapsed := last.Sub(start)
-		if got, want := nics.out[0].Taken(), int64(peers*size); got != want {
-			t.Errorf("%d peers: the interface took %d bytes, want %d (%d frames of %d)", peers, got, want, peers, size)
+		if got, want := nics.out[0].Carried(), int64(peers*size); got != want {
+			t.Errorf("%d peers: the interface carried %d bytes, want %d (%d frames of %d)", peers, got, want, peers, size)
 		}
 		for p := 1; p <= peers; p++ {
-			if got := nics.in[transport.NodeID(p)].Taken(); got != int64(size) {
-				t.Errorf("%d peers: peer %d's ingress took %d bytes, want %d", peers, p, got, size)
+			if got := nics.in[transport.NodeID(p)].Carried(); got != int64(size) {
+				t.Errorf("%d peers: peer %d's ingress carried %d bytes, want %d", peers, p, got, size)
 			}
 			if got := eps[0].Stats().Links[transport.NodeID(p)].BytesSent; got != uint64(size) {
 				t.Errorf("%d peers: %d bytes sent to peer %d, want %d", peers, got, p, size)
 			}
 		}
-		floor := time.Duration(float64(peers*size-DefaultConfig().Burst) / rate * float64(time.Second))
+		floor := time.Duration(float64(peers*size) / rate * float64(time.Second))
 		t.Logf("%d peers: %d bytes in %v (at least %v at %.0f MB/s)", peers, peers*size, elapsed, floor, rate/1e6)
 		if elapsed < floor {
 			t.Errorf("%d peers: %d bytes left an interface of %.0f MB/s in %v, under %v", peers, peers*size, rate/1e6, elapsed, floor)
@@ -117,18 +117,18 @@ func TestSharedEgress(t *testing.T) {
 
 // TestSharedIngress sends from several endpoints at once to one whose
 // interface receives at 8 MB/s, the senders' own unlimited: the
-// receiver's ingress bucket takes exactly the bytes of every frame, and
+// receiver's ingress wire carries exactly the bytes of every frame, and
 // they arrive no sooner than the interface allows.
 func TestSharedIngress(t *testing.T) {
 	const rate, senders = 8e6, 3
-	var in *transport.TokenBucket
+	var in *transport.Wire
 	eps := newEndpoints(t, 1+senders, func(c *Config) {
 		if c.ID != 0 {
 			return
 		}
-		in = transport.NewTokenBucket(rate, c.Burst)
-		c.Shared = func(transport.NodeID) ([]*transport.TokenBucket, []*transport.TokenBucket) {
-			return nil, []*transport.TokenBucket{in}
+		in = transport.NewWire(rate, transport.DefaultQuantum)
+		c.Shared = func(transport.NodeID) ([]*transport.Wire, []*transport.Wire) {
+			return nil, []*transport.Wire{in}
 		}
 	})
 	msg := &transport.Message{KV: kv.Batch{Vals: make([]float32, 200_000)}}
@@ -146,12 +146,104 @@ func TestSharedIngress(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := (<-done).Sub(start)
-	if got := in.Taken(); got != int64(senders*size) {
-		t.Errorf("the ingress took %d bytes, want %d", got, senders*size)
+	if got := in.Carried(); got != int64(senders*size) {
+		t.Errorf("the ingress carried %d bytes, want %d", got, senders*size)
 	}
-	floor := time.Duration(float64(senders*size-DefaultConfig().Burst) / rate * float64(time.Second))
+	floor := time.Duration(float64(senders*size) / rate * float64(time.Second))
 	t.Logf("%d bytes from %d senders in %v (at least %v)", senders*size, senders, elapsed, floor)
 	if elapsed < floor {
 		t.Errorf("%d bytes came through an ingress of %.0f MB/s in %v, under %v", senders*size, rate/1e6, elapsed, floor)
+	}
+}
+
+// TestSendLeavesBeforeIngress: a frame of 2 MiB to an endpoint whose
+// ingress carries it in a minute, over sockets of 64 KiB buffers. The
+// sender's side is not limited, so its Send returns once the frame is
+// written: the receiver reads the frame as it comes but its last byte,
+// and only the delivery waits for the ingress. (Were the ingress paid
+// before reading on, the full socket buffers would hold the Send for
+// the minute.) Send must return within half the ingress's time, and the
+// message must not be delivered yet.
+func TestSendLeavesBeforeIngress(t *testing.T) {
+	const ingressTime = time.Minute
+	msg := &transport.Message{KV: kv.Batch{Vals: make([]float32, 1<<19)}}
+	size := transport.FrameSize(msg, transport.FrameOptions{})
+	var in *transport.Wire
+	eps := newEndpoints(t, 2, func(c *Config) {
+		c.SocketBuffer = 64 << 10
+		if c.ID != 0 {
+			return
+		}
+		in = transport.NewWire(float64(size)/ingressTime.Seconds(), transport.DefaultQuantum)
+		c.Shared = func(transport.NodeID) ([]*transport.Wire, []*transport.Wire) {
+			return nil, []*transport.Wire{in}
+		}
+	})
+	sent := make(chan error, 1)
+	start := time.Now()
+	go func() { sent <- eps[1].Send(context.Background(), 0, msg) }()
+	select {
+	case err := <-sent:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(ingressTime / 2):
+		t.Fatalf("Send of %d bytes did not return in %v: it waits for the receiver's ingress", size, ingressTime/2)
+	}
+	t.Logf("Send of %d bytes returned after %v, the ingress carries them in %v", size, time.Since(start), ingressTime)
+	select {
+	case m := <-eps[0].Recv():
+		t.Fatalf("a message of %d bytes delivered %v after the start, before the ingress carried it", transport.FrameSize(m, transport.FrameOptions{}), time.Since(start))
+	default:
+	}
+	if got := in.Carried(); got != int64(size) {
+		t.Errorf("the ingress carries %d bytes, want the frame's %d", got, size)
+	}
+}
+
+// TestSmallPassesBulkTCP: endpoint 0 sends 256 KiB to endpoint 1 through
+// an egress that carries 8 kB/s (32 s), and then a small message to
+// endpoint 2. The connections take turns of one Ethernet frame on the
+// wire, so the small message waits for one turn of the bulk one (about
+// 0.2 s), not for the bulk message nor a chunk of it (Burst, 8 s): it
+// must arrive within 4 s, before the bulk one.
+func TestSmallPassesBulkTCP(t *testing.T) {
+	const rate = 8e3
+	var out *transport.Wire
+	eps := newEndpoints(t, 3, func(c *Config) {
+		if c.ID != 0 {
+			return
+		}
+		out = transport.NewWire(rate, transport.DefaultQuantum)
+		c.Shared = func(transport.NodeID) ([]*transport.Wire, []*transport.Wire) {
+			return []*transport.Wire{out}, nil
+		}
+	})
+	bulk := &transport.Message{KV: kv.Batch{Vals: make([]float32, 1<<16)}}
+	small := &transport.Message{Header: transport.Header{ID: 1}}
+	go eps[0].Send(context.Background(), 1, bulk)
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(time.Minute); out.Carried() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the bulk message did not go on the wire in a minute")
+		}
+		<-poll.C
+	}
+	start := time.Now()
+	if err := eps[0].Send(context.Background(), 2, small); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-eps[2].Recv():
+		t.Logf("the small message arrived %v after it was sent", time.Since(start))
+		m.Release()
+	case <-time.After(4 * time.Second):
+		t.Fatalf("the small message did not arrive in 4 s behind a bulk one on an egress of %v B/s", rate)
+	}
+	select {
+	case <-eps[1].Recv():
+		t.Fatal("the bulk message arrived before its bytes' time")
+	default:
 	}
 }

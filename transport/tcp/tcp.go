@@ -116,17 +116,35 @@
 // # Emulated bandwidth
 //
 // Config.Rate gives each outgoing link a rate of its own in bytes per
-// second, and Config.Shared the buckets it shares with other links and
-// endpoints: a host's network interface, each way, and the path between
-// two hosts (ps/node.Rates builds them from a link rate and a
-// transport.Bandwidth matrix). A limited link writes in chunks of
-// Config.Burst bytes, each paid for first in all of its buckets (the
-// slowest sets the pace); a connection whose peer's bytes pay for an
-// ingress reads at most Burst bytes at a time and pays for them before it
-// reads on, so that when the interface is busy the socket's buffers fill
-// and TCP's flow control stops the senders, as behind a real interface.
-// A cluster on one host or on a uniform network so behaves like one of
-// machines with interfaces of the emulated rates, without privileges.
+// second, and Config.Shared the wires (transport.Wire) it shares with
+// other links and endpoints: a host's network interface, each way, and
+// the path between two hosts (ps/node.Rates builds them from a link rate
+// and a transport.Bandwidth matrix). They are the wires of
+// transport/mem's hosts: the connections with bytes on a wire take turns
+// of one Ethernet frame (a deficit round robin), so a small message waits
+// for one frame of each other busy connection, not for the others'
+// messages.
+//
+// A frame to a peer enters the link's outgoing wires whole when Send
+// begins, as parts of Config.Burst bytes in the link's flow (one stream:
+// its turns are those of the whole frame), and each part is written once
+// every outgoing wire has carried it (and the link's own rate allows):
+// Send returns once the sender's side has carried the frame, as
+// transport/mem's does. The first part is the 4-byte length prefix, so
+// the receiver learns of a frame, and its size, as its first bytes come.
+// A connection whose peer's bytes pass an ingress puts each frame on the
+// ingress wires when its prefix arrives and reads the rest as it comes,
+// all but the frame's last byte, which it reads only once the ingress has
+// carried the frame: the message is delivered when both sides have
+// carried it, and a busy receiver delays its own input, not the sender
+// (its bytes wait in the reader, as in a switch's buffer, not in the
+// socket's). A cluster on one host or on a uniform network so behaves
+// like one of machines with interfaces of the emulated rates, the same
+// network as transport/mem's, without privileges. It differs from it in
+// the hops: the ingress begins with the frame's first byte rather than
+// with its Send, and a connection's next frame joins the ingress when
+// the reader reaches its prefix, after the frame before it was
+// delivered.
 //
 //	cfg := tcp.DefaultConfig()
 //	cfg.ID, cfg.Token = 1, "secret"
@@ -141,6 +159,7 @@ import (
 	"context"
 	"crypto/ecdh"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -193,19 +212,19 @@ type Config struct {
 	// Rate, when not nil, gives the rate of the link to each peer in
 	// bytes per second, 0 for unlimited. It is called once per peer.
 	Rate func(peer transport.NodeID) float64
-	// Shared, when not nil, returns the token buckets that the traffic
-	// with peer pays besides its link's own (Rate), shared with other
+	// Shared, when not nil, returns the wires that the traffic with peer
+	// crosses besides its link's own rate (Rate), shared with other
 	// links and possibly other endpoints: out for the frames sent to
 	// peer (the egress of this endpoint's host's network interface, the
-	// path between two hosts), in for the bytes received from it (the
-	// host's ingress), which the connection's reader pays for as it
-	// reads them, before it reads further, so that TCP's flow control
-	// holds the sender back. It is called once per outgoing link and
-	// once per incoming connection; nil slices pay nothing.
-	Shared func(peer transport.NodeID) (out, in []*transport.TokenBucket)
-	// Burst is the token-bucket size of a rate-limited link in bytes, the
-	// size of its writes, and the most a reader of a connection that pays
-	// for its ingress reads at once.
+	// path between two hosts), each frame written as they carry it; in
+	// for the frames received from it (the host's ingress), each
+	// delivered once they carried it (see the package doc). It is called
+	// once per outgoing link and once per incoming connection; nil
+	// slices cross nothing.
+	Shared func(peer transport.NodeID) (out, in []*transport.Wire)
+	// Burst is the size of the writes of a rate-limited link, the part
+	// of a frame that its wires carry before it is written, and the
+	// token-bucket size of its own rate (Rate).
 	Burst int
 	// InboxSize is the capacity of the Recv channel.
 	InboxSize int
@@ -334,9 +353,10 @@ type link struct {
 	sem  chan struct{} // one slot: the holder owns c and enc
 	c    *conn
 	enc  *transport.Encoder
-	// buckets are what every byte of the link pays: its own (Rate) and
-	// the shared ones (Shared); none when the link is not limited.
+	// buckets is the link's own rate (Rate), wires what it shares
+	// (Shared); both empty when the link is not limited.
 	buckets []*transport.TokenBucket
+	wires   []*transport.Wire
 	stats   *peers.Counters
 }
 
@@ -796,8 +816,7 @@ func (e *Endpoint) link(peer transport.NodeID) (*link, string, error) {
 			}
 		}
 		if e.cfg.Shared != nil {
-			out, _ := e.cfg.Shared(peer)
-			l.buckets = append(l.buckets, out...)
+			l.wires, _ = e.cfg.Shared(peer)
 		}
 		e.links[peer] = l
 	}
@@ -933,25 +952,31 @@ func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64,
 			c.sock.SetWriteDeadline(time.Time{})
 		}
 	}()
-	if len(l.buckets) == 0 {
+	if len(l.buckets) == 0 && len(l.wires) == 0 {
 		if e.cfg.WriteTimeout > 0 {
 			c.sock.SetWriteDeadline(time.Now().Add(e.cfg.WriteTimeout))
 		}
 		return c.writeBuffers(bufs)
 	}
-	// Rate-limited: chunks of at most Burst bytes, each paid for first;
-	// Close interrupts the wait.
+	// Rate-limited: chunks of at most Burst bytes, each written once the
+	// wires carried it (with wires, the prefix first, alone: carry) and
+	// paid for in the link's own bucket; Close interrupts the wait.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(e.ctx, cancel)()
+	carried := e.carry(l, bufs)
 	chunk := make(net.Buffers, 0, len(bufs))
 	var written int64
-	for len(bufs) > 0 {
+	for i := 0; len(bufs) > 0; i++ {
 		chunk = chunk[:0]
 		n := 0
-		for len(bufs) > 0 && n < e.cfg.Burst {
+		limit := e.cfg.Burst
+		if i == 0 && len(carried) > 0 {
+			limit = transport.PrefixSize
+		}
+		for len(bufs) > 0 && n < limit {
 			b := bufs[0]
-			if take := e.cfg.Burst - n; len(b) > take {
+			if take := limit - n; len(b) > take {
 				chunk = append(chunk, b[:take])
 				bufs[0] = b[take:]
 				n += take
@@ -960,6 +985,13 @@ func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64,
 			chunk = append(chunk, b)
 			bufs = bufs[1:]
 			n += len(b)
+		}
+		if len(carried) > 0 {
+			select {
+			case <-carried[i]:
+			case <-ctx.Done():
+				return written, ctx.Err()
+			}
 		}
 		if err := transport.WaitAll(ctx, l.buckets, n); err != nil {
 			return written, err
@@ -974,6 +1006,40 @@ func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64,
 		}
 	}
 	return written, nil
+}
+
+// carry puts the frame of bufs on l's outgoing wires as the parts that
+// write sends (the length prefix, then chunks of Burst bytes), one
+// stream of the link's flow, all at once, and returns a channel per part
+// closed once every wire has carried it; none without wires.
+func (e *Endpoint) carry(l *link, bufs net.Buffers) []chan struct{} {
+	if len(l.wires) == 0 {
+		return nil
+	}
+	var size int
+	for _, b := range bufs {
+		size += len(b)
+	}
+	parts := []int{min(size, transport.PrefixSize)}
+	for rest := size - parts[0]; rest > 0; rest -= parts[len(parts)-1] {
+		parts = append(parts, min(rest, e.cfg.Burst))
+	}
+	carried := make([]chan struct{}, len(parts))
+	flow := transport.Flow{From: e.cfg.ID, To: l.peer}
+	now := time.Now()
+	for i, n := range parts {
+		ch := make(chan struct{})
+		carried[i] = ch
+		left := int32(len(l.wires))
+		for _, w := range l.wires {
+			w.Add(now, flow, n, func(time.Time) {
+				if atomic.AddInt32(&left, -1) == 0 {
+					close(ch)
+				}
+			})
+		}
+	}
+	return carried
 }
 
 // accept accepts connections until Close.
@@ -1080,29 +1146,84 @@ func (r idleReader) Read(p []byte) (int, error) {
 	return r.c.rw.Read(p)
 }
 
-// paidReader reads at most chunk bytes at a time and pays for them in
-// buckets before it returns: while it waits, nothing more is read from
-// the connection, and once the socket's buffers are full the sender's
-// writes wait too, as behind a busy interface.
-type paidReader struct {
-	r       io.Reader
-	buckets []*transport.TokenBucket
-	chunk   int
-	ctx     context.Context
+// ingressReader reads the frames of a connection through the wires of
+// its receiver's ingress: it puts each frame on them, whole, as soon as
+// its length prefix is read, returns its bytes as they come but the last,
+// and that one only once every wire has carried the frame. So the
+// decoder completes a frame when both the sender's side and the ingress
+// carried it, and the connection is read on meanwhile: the sender is
+// not held back. A prefix over the frame limit goes on no wire (the
+// decoder refuses the frame).
+type ingressReader struct {
+	r     io.Reader
+	wires []*transport.Wire
+	flow  transport.Flow
+	max   int
+	ctx   context.Context
+	// prefix holds the bytes of a length prefix read so far (have of
+	// them); rest is the bytes of the current frame after the prefix
+	// not yet returned, and carried is closed once its wires carried it.
+	prefix  [transport.PrefixSize]byte
+	have    int
+	rest    int
+	carried chan struct{}
 }
 
-// Read reads and pays for what it read.
-func (p *paidReader) Read(b []byte) (int, error) {
-	if len(b) > p.chunk {
-		b = b[:p.chunk]
+// Read reads the next bytes of the stream, at most up to the end of a
+// length prefix, and waits for the ingress before the last byte of a
+// frame.
+func (p *ingressReader) Read(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
 	}
-	n, err := p.r.Read(b)
-	if n > 0 {
-		if werr := transport.WaitAll(p.ctx, p.buckets, n); werr != nil && err == nil {
-			err = werr
+	if p.rest == 0 {
+		n, err := p.r.Read(b[:min(len(b), transport.PrefixSize-p.have)])
+		p.have += copy(p.prefix[p.have:], b[:n])
+		if p.have == transport.PrefixSize {
+			p.have = 0
+			p.rest = int(binary.LittleEndian.Uint32(p.prefix[:]))
+			p.carried = nil
+			if size := transport.PrefixSize + p.rest; size <= p.max {
+				p.carried = p.enter(size)
+			}
+		}
+		return n, err
+	}
+	limit := p.rest
+	if p.carried != nil {
+		select {
+		case <-p.carried:
+			p.carried = nil
+		default:
+			if limit--; limit == 0 {
+				select {
+				case <-p.carried:
+					p.carried, limit = nil, 1
+				case <-p.ctx.Done():
+					return 0, p.ctx.Err()
+				}
+			}
 		}
 	}
+	n, err := p.r.Read(b[:min(len(b), limit)])
+	p.rest -= n
 	return n, err
+}
+
+// enter puts a frame of size bytes on the wires and returns a channel
+// closed once they all carried it.
+func (p *ingressReader) enter(size int) chan struct{} {
+	ch := make(chan struct{})
+	left := int32(len(p.wires))
+	now := time.Now()
+	for _, w := range p.wires {
+		w.Add(now, p.flow, size, func(time.Time) {
+			if atomic.AddInt32(&left, -1) == 0 {
+				close(ch)
+			}
+		})
+	}
+	return ch
 }
 
 // read decodes frames from an accepted connection until it fails.
@@ -1111,15 +1232,15 @@ func (e *Endpoint) read(c *conn) {
 	if e.cfg.IdleTimeout > 0 {
 		r = idleReader{c: c, idle: e.cfg.IdleTimeout}
 	}
-	// stopPaying ends a wait for the ingress's tokens: a berth's Cancel
-	// breaks the link, and returns only once the reader has left it.
+	// stopPaying ends a wait for the ingress: a berth's Cancel breaks
+	// the link, and returns only once the reader has left it.
 	stopPaying := func() {}
 	if e.cfg.Shared != nil {
 		if _, in := e.cfg.Shared(c.peer); len(in) > 0 {
 			ctx, cancel := context.WithCancel(e.ctx)
 			defer cancel()
 			stopPaying = cancel
-			r = &paidReader{r: r, buckets: in, chunk: e.cfg.Burst, ctx: ctx}
+			r = &ingressReader{r: r, wires: in, flow: transport.Flow{From: c.peer, To: e.cfg.ID}, max: e.maxFrame(), ctx: ctx}
 		}
 	}
 	dec := transport.NewDecoder(bufio.NewReaderSize(r, 64<<10), e.maxFrame())
