@@ -163,6 +163,9 @@ func (w *Worker) submit(op *Op) *Future {
 	if w.local != nil && (op.kind == opPull || op.kind == opPush) && w.direct(op) {
 		return op.fut
 	}
+	if op.kind <= opPullRange && w.start(op) {
+		return op.fut
+	}
 	w.mu.Lock()
 	if err := w.err; err != nil {
 		w.mu.Unlock()
@@ -204,6 +207,34 @@ func (w *Worker) direct(op *Op) bool {
 		return false
 	}
 	w.post(w.conn, outs) // the other servers' parts
+	w.update()
+	return true
+}
+
+// start starts op, a push or a pull, on the caller's goroutine as the
+// driver would (Core.Submit, the requests posted on Run's conn), when
+// the driver runs and no operation waits for it, and reports whether it
+// did. The caller then costs no hand-off to the driver's goroutine (the
+// wake-up of a thread for it, and on a machine whose cores are all busy
+// a wait for one) before its requests are posted; the requests go out
+// on the same outbox, in the same order, as the driver's would. It
+// waits for own while the driver, or a link's reader (Offer), holds it
+// for a message, as direct does.
+func (w *Worker) start(op *Op) bool {
+	if w.inbox.Load() != 0 {
+		return false
+	}
+	w.own.Lock()
+	defer w.own.Unlock()
+	if w.inbox.Load() != 0 || w.conn == nil {
+		return false
+	}
+	select {
+	case <-w.stopped:
+		return false
+	default:
+	}
+	w.post(w.conn, w.core.Submit(op))
 	w.update()
 	return true
 }
