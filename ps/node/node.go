@@ -499,7 +499,9 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		}
 		m := n.member(a.Server)
 		srv := n.srv
-		offer := func(msg *transport.Message) bool { return srv.Offer(ctx, msg, serverConn{m}, m.data.Pushed) }
+		offer := func(msg *transport.Message) bool {
+			return srv.Offer(ctx, msg, readerConn{serverConn{m}}, m.data.Pushed)
+		}
 		m.offer.Store(&offer)
 		n.wg.Go(func() { srv.Run(ctx, m.data.C(), serverConn{m}) })
 	}
@@ -1282,6 +1284,61 @@ type serverConn struct{ m *member }
 // (Node.lost), so the worker never waits for an answer that was lost.
 func (c serverConn) Reply(ctx context.Context, to transport.NodeID, msg *transport.Message) error {
 	return c.ReplyThen(ctx, to, msg, nil)
+}
+
+// readerConn is a server member's conn on a link's reader, which
+// handles a request when the server is idle (server.Server.Offer): an
+// acknowledgement (a reply of a header alone) to a node over the network
+// leaves on the reader's goroutine when no reply to that node is queued
+// or leaving, instead of through a queue emptied by a goroutine started
+// for it (replies). An acknowledged push then costs no goroutine and no
+// wake-up of a thread to run it, which on a machine whose cores are all
+// busy waits for a core. The reader waits for the send of a few bytes
+// into its peer's socket; the peer's own reader always drains it. Any
+// other reply is serverConn's.
+type readerConn struct{ serverConn }
+
+func (c readerConn) Reply(ctx context.Context, to transport.NodeID, msg *transport.Message) error {
+	if len(msg.Body) != 0 || len(msg.KV.Keys) != 0 || len(msg.KV.Vals) != 0 || len(msg.KV.Lens) != 0 {
+		return c.serverConn.Reply(ctx, to, msg)
+	}
+	n := c.m.n
+	select {
+	case <-n.started:
+	default:
+		return c.serverConn.Reply(ctx, to, msg)
+	}
+	if n.member(to) != nil {
+		return c.serverConn.Reply(ctx, to, msg)
+	}
+	// Hold to's queue as running while the acknowledgement leaves:
+	// replies posted meanwhile (by other goroutines) queue behind it,
+	// and a goroutine is started for them once it has left.
+	r := &c.m.replies
+	r.mu.Lock()
+	if r.qs == nil {
+		r.qs = make(map[transport.NodeID]*replyQueue)
+	}
+	q := r.qs[to]
+	if q == nil {
+		q = &replyQueue{space: make(chan struct{})}
+		r.qs[to] = q
+	}
+	if q.running {
+		r.mu.Unlock()
+		return c.serverConn.Reply(ctx, to, msg)
+	}
+	q.running = true
+	r.mu.Unlock()
+	err := n.reply(ctx, c.m, to, msg)
+	r.mu.Lock()
+	more := len(q.items) > 0
+	q.running = more
+	r.mu.Unlock()
+	if more {
+		go r.drain(c.m, to, q)
+	}
+	return err
 }
 
 // ReplyThen is Reply, calling sent (when not nil) once the reply has
