@@ -1344,6 +1344,29 @@ func (c readerConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 // ReplyThen is Reply, calling sent (when not nil) once the reply has
 // left or failed (server.Queuer).
 func (c serverConn) ReplyThen(ctx context.Context, to transport.NodeID, msg *transport.Message, sent func()) error {
+	return c.reply(ctx, to, msg, sent, handCopy)
+}
+
+// ReplyOwned is ReplyThen for a message whose arrays nothing else holds:
+// over the network they are queued without a copy (server.Handover).
+func (c serverConn) ReplyOwned(ctx context.Context, to transport.NodeID, msg *transport.Message, sent func()) error {
+	return c.reply(ctx, to, msg, sent, handTake)
+}
+
+// ReplyView is ReplyThen for a message whose arrays are a view of the
+// server's store (server.Handover): over the network they are queued
+// without a copy, and it returns once they have left or failed, or
+// once Detach copied them.
+func (c serverConn) ReplyView(ctx context.Context, to transport.NodeID, msg *transport.Message, sent func()) error {
+	return c.reply(ctx, to, msg, sent, handLend)
+}
+
+// Detach copies the queued views that have not started leaving, so
+// that their ReplyView calls return (server.Handover).
+func (c serverConn) Detach() { c.m.replies.detach(c.m) }
+
+// reply is ReplyThen with the queue's hand h.
+func (c serverConn) reply(ctx context.Context, to transport.NodeID, msg *transport.Message, sent func(), h hand) error {
 	n := c.m.n
 	select {
 	case <-n.started:
@@ -1364,7 +1387,7 @@ func (c serverConn) ReplyThen(ctx context.Context, to transport.NodeID, msg *tra
 		}
 		return nil
 	}
-	return c.m.replies.post(ctx, c.m, to, msg, sent)
+	return c.m.replies.post(ctx, c.m, to, msg, sent, h)
 }
 
 // Landing returns the array the co-located worker to registered for the

@@ -26,35 +26,69 @@ const ReplyBuffer = 4 << 20
 // to a pull starts only once the co-located worker's pushes have left
 // (afterPushes). A queue holds at most ReplyBuffer bytes, so memory is
 // bounded by the destinations times ReplyBuffer (and one message each).
-// The zero value is ready.
+//
+// A reply is queued as a copy (the server reuses its arrays), as itself
+// (its arrays are held by nothing else: handTake), or lent (its arrays
+// are a view of the server's store: handLend): the poster of a lent
+// reply waits until it has left, and the queue copies it only when the
+// server is about to change the store before then (detach). An answer
+// to a dense pull on an idle link thus goes from the store to the wire
+// without a copy, and the store is still never written under a reply
+// that reads it. The zero value is ready.
 type replies struct {
 	mu sync.Mutex
 	qs map[transport.NodeID]*replyQueue
+	// lent counts the queued replies that are lent and not leaving.
+	lent int
 }
 
 // replyQueue is one destination's queue; its fields are under
 // replies.mu.
 type replyQueue struct {
-	items   []queuedReply
+	items   []*queuedReply
 	bytes   int
 	running bool
 	space   chan struct{} // closed, and made anew, when bytes go
 }
 
+// queuedReply is one reply in a queue; its fields are under replies.mu.
 type queuedReply struct {
 	ctx  context.Context
 	msg  *transport.Message
 	size int
 	sent func()
+	// lent marks msg's arrays as its poster's, which waits on done:
+	// closed once they are no longer msg's (it left or failed, or
+	// detach replaced msg with a copy). leaving marks msg as being
+	// sent: it is not copied from then on.
+	lent, leaving bool
+	done          chan struct{}
 }
 
-// post queues a copy of msg for node to, blocking while the queue holds
-// ReplyBuffer bytes, until ctx ends (its error is returned). sent, when
-// not nil, is called once the copy has left or failed. Failures are
-// m.n.reply's.
-func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg *transport.Message, sent func()) error {
-	cp := m.n.pool.Clone(msg)
-	size := localSize(cp)
+// hand is how a reply's arrays go into a queue.
+type hand int
+
+const (
+	handCopy hand = iota // a copy is queued; the caller reuses the arrays
+	handTake             // the message is queued; nothing else holds its arrays
+	handLend             // the message is queued; post returns once its arrays are free
+)
+
+// post queues msg for node to as h says, blocking while the queue holds
+// ReplyBuffer bytes, until ctx ends (its error is returned, and nothing
+// is queued). A lent msg's arrays are the caller's again when post
+// returns: it waits until msg has left or failed, or was copied
+// (detach, or ctx ending). sent, when not nil, is called once the reply
+// has left or failed. Failures are m.n.reply's.
+func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg *transport.Message, sent func(), h hand) error {
+	it := &queuedReply{ctx: ctx, msg: msg, sent: sent}
+	switch h {
+	case handCopy:
+		it.msg = m.n.pool.Clone(msg)
+	case handLend:
+		it.lent, it.done = true, make(chan struct{})
+	}
+	it.size = localSize(it.msg)
 	r.mu.Lock()
 	if r.qs == nil {
 		r.qs = make(map[transport.NodeID]*replyQueue)
@@ -64,26 +98,72 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 		q = &replyQueue{space: make(chan struct{})}
 		r.qs[to] = q
 	}
-	for q.bytes > 0 && q.bytes+size > ReplyBuffer {
+	for q.bytes > 0 && q.bytes+it.size > ReplyBuffer {
 		space := q.space
 		r.mu.Unlock()
 		select {
 		case <-space:
 		case <-ctx.Done():
-			cp.Release()
+			if h == handCopy {
+				it.msg.Release()
+			}
 			return context.Cause(ctx)
 		}
 		r.mu.Lock()
 	}
-	q.items = append(q.items, queuedReply{ctx: ctx, msg: cp, size: size, sent: sent})
-	q.bytes += size
+	q.items = append(q.items, it)
+	q.bytes += it.size
+	if it.lent {
+		r.lent++
+	}
 	start := !q.running
 	q.running = true
 	r.mu.Unlock()
 	if start {
 		go r.drain(m, to, q)
 	}
+	if h != handLend {
+		return nil
+	}
+	select {
+	case <-it.done:
+	case <-ctx.Done():
+		// The job ended: the reply goes on as a copy (its send fails
+		// at once), or its send ends with ctx.
+		r.mu.Lock()
+		r.copyLent(m, it)
+		r.mu.Unlock()
+		<-it.done
+	}
 	return nil
+}
+
+// detach replaces every lent reply that is not leaving with a copy, so
+// that its poster returns and the arrays it lent may change; posters
+// whose replies are leaving return once those have left or failed. The
+// server calls it before it changes the store its views read.
+func (r *replies) detach(m *member) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lent == 0 {
+		return
+	}
+	for _, q := range r.qs {
+		for _, it := range q.items {
+			r.copyLent(m, it)
+		}
+	}
+}
+
+// copyLent replaces it's msg with a copy when it is lent and not
+// leaving, and frees its poster. r.mu is held.
+func (r *replies) copyLent(m *member, it *queuedReply) {
+	if !it.lent || it.leaving {
+		return
+	}
+	it.msg, it.lent = m.n.pool.Clone(it.msg), false
+	r.lent--
+	close(it.done)
 }
 
 // drain sends q's replies in order until it is empty.
@@ -96,14 +176,26 @@ func (r *replies) drain(m *member, to transport.NodeID, q *replyQueue) {
 			return
 		}
 		it := q.items[0]
+		pull := it.msg.Flags&transport.FlagPull != 0
 		r.mu.Unlock()
-		if it.msg.Flags&transport.FlagPull != 0 {
+		if pull {
 			m.n.afterPushes(it.ctx)
 		}
-		m.n.reply(it.ctx, m, to, it.msg)
-		it.msg.Release()
 		r.mu.Lock()
-		q.items[0] = queuedReply{}
+		it.leaving = true
+		msg, lent := it.msg, it.lent
+		if lent {
+			r.lent--
+		}
+		r.mu.Unlock()
+		m.n.reply(it.ctx, m, to, msg)
+		if lent {
+			close(it.done)
+		} else {
+			msg.Release()
+		}
+		r.mu.Lock()
+		q.items[0] = nil
 		q.items = q.items[1:]
 		q.bytes -= it.size
 		close(q.space)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"colo/ps/clock"
 	"colo/ps/internal/mailbox"
 	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/ps/server"
 	"colo/transport"
 	"colo/transport/mem"
 )
@@ -191,6 +194,181 @@ func answersAfterPushes(t *testing.T, mode clock.Mode, push time.Duration) {
 			m := <-r.ep.Recv()
 			if d := time.Since(start); m.ID != r.id || d < r.min || d > r.max {
 				t.Fatalf("message %d after %v, want %d after %v–%v", m.ID, d, r.id, r.min, r.max)
+			}
+		}
+	})
+}
+
+// rangeRequest returns worker w's request for keys [0, n) of server 0: a
+// pull, or a push of ones.
+func rangeRequest(w int, id uint64, n int, push bool) *transport.Message {
+	m := &transport.Message{
+		Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagRequest | transport.FlagPull, Cmd: proto.DataRange, ID: id,
+			Sender: proto.WorkerID(w), Receiver: proto.ServerID(0)},
+		Body: proto.AppendMeta(nil, 0),
+		KV:   kv.Batch{Keys: []uint64{0, uint64(n)}},
+	}
+	if push {
+		m.Flags = transport.FlagRequest | transport.FlagPush
+		m.KV.Vals = slices.Repeat([]float32{1}, n)
+	}
+	return m
+}
+
+// TestViewsLentUntilSent runs a server behind replyServer's 1 MB/s
+// interface: worker 0 pulls the whole store (1 MB), and again once the
+// first answer is leaving, and worker 1 then pushes ones to it. The answers are views of the store, queued
+// without a copy: the first is leaving, the second waits behind it. The
+// push copies the second out of the store (the queue's detach) and
+// waits for the first to leave, about 1 s, not for both (2 s); both
+// answers hold the store before the push, and a pull after it the
+// push's ones.
+func TestViewsLentUntilSent(t *testing.T) {
+	const n = 250_000
+	synctest.Test(t, func(t *testing.T) {
+		c, workers := replyServer(t)
+		tb, err := route.Uniform(1, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The job ends before the network closes (replyServer's cleanup).
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		in := make(chan *transport.Message, 4)
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(ctx, in, c) }()
+		start := time.Now()
+		in <- rangeRequest(0, 1, n, false)
+		synctest.Wait() // the first answer is leaving
+		in <- rangeRequest(0, 2, n, false)
+		synctest.Wait()
+		in <- rangeRequest(1, 3, n, true)
+		ack := <-workers[1].Recv()
+		if d := time.Since(start); ack.ID != 3 || d < time.Second || d > 1100*time.Millisecond {
+			t.Fatalf("answer %d to worker 1 after %v, want the push's acknowledgement after 1–1.1 s", ack.ID, d)
+		}
+		in <- rangeRequest(0, 4, n, false)
+		zeros, ones := make([]float32, n), slices.Repeat([]float32{1}, n)
+		for _, want := range []struct {
+			id   uint64
+			vals []float32
+		}{{1, zeros}, {2, zeros}, {4, ones}} {
+			m := <-workers[0].Recv()
+			if m.ID != want.id || !slices.Equal(m.KV.Vals, want.vals) {
+				t.Fatalf("worker 0 got answer %d (%d values, first %v), want %d holding %v…", m.ID, len(m.KV.Vals), m.KV.Vals[:1], want.id, want.vals[:1])
+			}
+		}
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}
+
+// TestViewDetachedBehindPushes: under BSP a lent answer to a pull waits
+// for the co-located worker's push (TestAnswersAfterPushes); detach then
+// copies it, so that its poster returns at once and the view may change,
+// and the answer still leaves after the push, holding the values it had
+// when it was lent.
+func TestViewDetachedBehindPushes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net, err := mem.New(mem.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer net.Close()
+		ids := []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.WorkerID(1), proto.ServerID(1)}
+		hosts := []int{0, 0, 1, 2}
+		eps := make([]*mem.Endpoint, len(ids))
+		for i, id := range ids {
+			net.SetHost(id, hosts[i])
+			if eps[i], err = net.Attach(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		net.SetNIC(0, 1e6, 0)
+		job, end := context.WithCancel(context.Background())
+		defer end()
+		n := &Node{ctx: job, started: make(chan struct{}), assign: proto.Assign{Server: ids[0], Worker: ids[1], Job: proto.Job{Mode: clock.BSP.String()}}}
+		close(n.started)
+		srv := &member{n: n, id: ids[0], ep: memEndpoint{eps[0]}}
+		wrk := &member{n: n, id: ids[1], ep: memEndpoint{eps[1]}, out: mailbox.NewOutbox(memEndpoint{eps[1]}, time.Second)}
+		defer wrk.out.Close()
+		n.members = []*member{srv, wrk}
+		start := time.Now()
+		req := message(1, 1_000_000)
+		req.Flags = transport.FlagRequest | transport.FlagPush
+		workerConn{wrk}.Post(1, req)
+		answer := message(2, 1_000)
+		answer.Flags = transport.FlagPull
+		for i := range answer.KV.Vals {
+			answer.KV.Vals[i] = 3
+		}
+		c := serverConn{srv}
+		lent := make(chan error, 1)
+		go func() { lent <- c.ReplyView(job, ids[2], answer, nil) }()
+		synctest.Wait()
+		select {
+		case err := <-lent:
+			t.Fatalf("ReplyView returned (%v) before its answer left or was copied", err)
+		default:
+		}
+		c.Detach()
+		if err := <-lent; err != nil || time.Since(start) != 0 {
+			t.Fatalf("ReplyView returned %v after %v, want nil at once after Detach", err, time.Since(start))
+		}
+		for i := range answer.KV.Vals {
+			answer.KV.Vals[i] = 7
+		}
+		if m := <-eps[3].Recv(); m.ID != 1 {
+			t.Fatalf("server 1 got message %d, want the push", m.ID)
+		}
+		m := <-eps[2].Recv()
+		if d := time.Since(start); m.ID != 2 || d < time.Second || slices.ContainsFunc(m.KV.Vals, func(v float32) bool { return v != 3 }) {
+			t.Fatalf("worker 1 got message %d after %v holding %v…, want the answer after the push's 1 s holding 3s", m.ID, d, m.KV.Vals[:1])
+		}
+	})
+}
+
+// TestLentRepliesBounded: lent replies take their room in the queue as
+// copies do: with two of half of ReplyBuffer queued, a third reply waits
+// until the first has left, and each lent one's poster returns once its
+// reply has.
+func TestLentRepliesBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, workers := replyServer(t)
+		// The sends end before the network closes (replyServer's cleanup).
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		size := ReplyBuffer/2 - 1024
+		wire := time.Duration(localSize(message(0, size))) * time.Microsecond
+		start := time.Now()
+		returned := make(chan time.Duration, 2)
+		for i := range 2 {
+			go func() {
+				c.ReplyView(ctx, proto.WorkerID(0), message(uint64(i), size), nil)
+				returned <- time.Since(start)
+			}()
+			synctest.Wait()
+		}
+		if err := c.Reply(ctx, proto.WorkerID(0), message(2, size)); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < wire || d > wire+time.Millisecond {
+			t.Fatalf("reply queued after %v behind two lent ones; the first takes %v on the wire", d, wire)
+		}
+		for i := range 2 {
+			if d := <-returned; d < time.Duration(i+1)*wire || d > time.Duration(i+1)*wire+10*time.Millisecond {
+				t.Fatalf("lent reply %d's poster returned after %v, want when it left, %v", i, d, time.Duration(i+1)*wire)
+			}
+		}
+		for i := range 3 {
+			if m := <-workers[0].Recv(); m.ID != uint64(i) {
+				t.Fatalf("answer %d, want %d", m.ID, i)
 			}
 		}
 	})

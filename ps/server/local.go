@@ -33,7 +33,7 @@ func (s *Server) PushLocal(worker int, id uint64, round int64, epoch uint64, key
 	if epoch != s.epoch || s.conn == nil || s.stopped {
 		return false, nil, false
 	}
-	s.views.Wait()
+	s.unview(s.conn)
 	replies := s.core.Handle(Request{Worker: worker, ID: id, Cmd: proto.DataSparse, Round: round, Push: true, KV: kv.Batch{Keys: keys, Vals: vals, Lens: lens}}, false)
 	for _, r := range replies {
 		if r.Worker == worker && !r.Evaluator && r.ID == id {

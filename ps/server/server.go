@@ -24,7 +24,8 @@ type Conn interface {
 // time. Replies that are views of the store (dense range pulls) are sent
 // on their own goroutines, so that one server answers several workers at
 // once and handles the next pull meanwhile; a push waits until those
-// replies are written before it changes the store. The loop holds the
+// replies are written (or, through a Handover, copied, if they have not
+// started leaving) before it changes the store. The loop holds the
 // core's lock for each message, so that the worker in the same process
 // can have a pull served on its own goroutine between two (PullLocal),
 // and a link's reader can serve a request on its own goroutine when the
@@ -85,6 +86,22 @@ type Queuer interface {
 	ReplyThen(ctx context.Context, to transport.NodeID, m *transport.Message, sent func()) error
 }
 
+// Handover is implemented by a Queuer that can queue a reply's own
+// arrays instead of a copy of them. ReplyOwned queues m itself: its
+// arrays are held by nothing else (a snapshot's copy). ReplyView queues
+// m, whose arrays are a view of the store, and returns once they are no
+// longer used: m has left or failed, or Detach, which the server calls
+// before it changes the store, copied it. The server waits for its
+// views in flight after Detach, so that only the views already leaving
+// are waited for: a push is not held behind an answer that waits for
+// its turn on the link.
+type Handover interface {
+	Queuer
+	ReplyOwned(ctx context.Context, to transport.NodeID, m *transport.Message, sent func()) error
+	ReplyView(ctx context.Context, to transport.NodeID, m *transport.Message, sent func()) error
+	Detach()
+}
+
 // Local is implemented by a Conn that knows which workers are on the
 // server's own machine: answers to them do not travel, and are not
 // timed.
@@ -113,24 +130,47 @@ func (s *Server) send(ctx context.Context, conn Conn, r Reply) {
 	if l, ok := conn.(Local); timed && ok && l.Local(r.To()) {
 		timed = false
 	}
+	h, hands := conn.(Handover)
 	if !timed {
 		l, lands := conn.(Lander)
-		if r.landed || r.own && lands {
+		switch {
+		case r.landed || r.own && lands:
 			l.ReplyLanded(ctx, r.To(), r.Message())
-			return
+		case r.View && hands:
+			h.ReplyView(ctx, r.To(), r.Message(), nil)
+		case r.own && hands:
+			h.ReplyOwned(ctx, r.To(), r.Message(), nil)
+		default:
+			conn.Reply(ctx, r.To(), r.Message())
 		}
-		conn.Reply(ctx, r.To(), r.Message())
 		return
 	}
 	sent := s.Sending(4 * uint64(len(r.Vals)))
-	if q, ok := conn.(Queuer); ok {
-		if q.ReplyThen(ctx, r.To(), r.Message(), sent) != nil {
-			sent() // not queued
-		}
-		return
+	var err error
+	q, queues := conn.(Queuer)
+	switch {
+	case r.View && hands:
+		err = h.ReplyView(ctx, r.To(), r.Message(), sent)
+	case r.own && hands:
+		err = h.ReplyOwned(ctx, r.To(), r.Message(), sent)
+	case queues:
+		err = q.ReplyThen(ctx, r.To(), r.Message(), sent)
+	default:
+		conn.Reply(ctx, r.To(), r.Message())
 	}
-	conn.Reply(ctx, r.To(), r.Message())
-	sent()
+	if err != nil || !hands && !queues {
+		sent() // not queued, or sent
+	}
+}
+
+// unview returns once no reply in flight reads the store: the views
+// queued on conn that have not started leaving are copied (Handover),
+// and those leaving are waited for. The store may change after it.
+func (s *Server) unview(conn Conn) {
+	if h, ok := conn.(Handover); ok {
+		h.Detach()
+	}
+	s.views.Wait()
 }
 
 // Sending times bytes of values leaving the server's machine from now
@@ -359,7 +399,7 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 			m.Release()
 			return
 		}
-		s.views.Wait()
+		s.unview(conn)
 		s.core.Rewind()
 		if s.rep != nil {
 			s.rep.rewind()
@@ -368,7 +408,7 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 	}
 	req, err := Decode(m)
 	if err == nil && req.Push {
-		s.views.Wait()
+		s.unview(conn)
 	}
 	var replies []Reply
 	if err != nil {
