@@ -109,6 +109,11 @@ type Config struct {
 	Seed            uint64
 	// Logf, when not nil, receives the nodes' log lines.
 	Logf func(format string, args ...any)
+	// OnTick, when not nil, is called from the scheduler's goroutine
+	// after each of its ticks (sched.Config.OnTick): the clock its
+	// failure timeout is counted on, which a loaded machine slows down
+	// (a tick the scheduler is too late to take is skipped, not queued).
+	OnTick func()
 }
 
 // DefaultConfig returns two machines on the in-memory network with BSP,
@@ -282,6 +287,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	sc.NumServers, sc.NumWorkers, sc.NumEvaluators, sc.Token = ns, nw, cfg.Evaluators, cfg.Token
 	sc.Table, sc.NumKeys, sc.Width, sc.Clock = cfg.Table, cfg.NumKeys, cfg.Width, cfg.Clock
 	sc.Heartbeat, sc.Timeout, sc.Replicas = cfg.Heartbeat, cfg.Timeout, cfg.Replicas
+	sc.OnTick = cfg.OnTick
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
