@@ -30,15 +30,30 @@ func find(outs []Out, cmd uint16) []Out {
 	return r
 }
 
-func newCore(t *testing.T, s, w int) *Core {
+// testConfig is the job of s servers and w workers that the tests walk
+// by hand: token "tok", a heartbeat (a tick) of a second, a timeout of 3
+// ticks and 10 ticks to start.
+func testConfig(s, w int) Config {
 	cfg := DefaultConfig()
 	cfg.NumServers, cfg.NumWorkers, cfg.Token = s, w, "tok"
 	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, 10*time.Second
+	return cfg
+}
+
+// coreOf returns a new core of cfg, failing the test if cfg is refused.
+func coreOf(t *testing.T, cfg Config) *Core {
+	t.Helper()
 	c, err := NewCore(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// newCore returns a new core of testConfig(s, w).
+func newCore(t *testing.T, s, w int) *Core {
+	t.Helper()
+	return coreOf(t, testConfig(s, w))
 }
 
 // join registers and readies a machine, returning its server and worker
@@ -429,13 +444,9 @@ func TestValidateHeartbeat(t *testing.T) {
 // count of the rest at the first tick after proto.RefusalPeriod; every
 // registration is still refused.
 func TestRefusalsRateLimited(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.NumServers, cfg.NumWorkers, cfg.Token = 1, 1, "tok"
-	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, time.Hour
-	c, err := NewCore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(1, 1)
+	cfg.StartTimeout = time.Hour
+	c := coreOf(t, cfg)
 	const flood = 100
 	forged := "b\nscheduler: worker 0 failed"
 	for i := range flood {

@@ -14,14 +14,9 @@ import (
 // their own, with one backup per server, and the machines given.
 func replicated(t *testing.T, recoverWait time.Duration) *Core {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Replicas = 3, 2, "tok", 1
-	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, 10*time.Second
-	cfg.RecoverWait = recoverWait
-	c, err := NewCore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(3, 2)
+	cfg.Replicas, cfg.RecoverWait = 1, recoverWait
+	c := coreOf(t, cfg)
 	for i := range 3 {
 		join(t, c, uint32(10+i), proto.RoleServer, i)
 	}
@@ -134,13 +129,9 @@ func TestBackupByHand(t *testing.T) {
 // TestFailoverNeedsAServerAlone: a server that fails with a worker (a
 // machine) is replaced (a pause), or ends the job without recovery.
 func TestFailoverNeedsAServerAlone(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Replicas = 2, 2, "tok", 1
-	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, 10*time.Second
-	c, err := NewCore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(2, 2)
+	cfg.Replicas = 1
+	c := coreOf(t, cfg)
 	join(t, c, 1, proto.RoleMachine, 0)
 	join(t, c, 2, proto.RoleMachine, 1)
 	outs := c.Down(&transport.PeerError{Peer: proto.ServerID(1), Addr: "real", Err: transport.ErrPeerClosed})

@@ -42,14 +42,9 @@ func TestHoldersAgainstCore(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(trial), 5))
 		servers := 3 + rng.IntN(4)
 		replicas := min(1+rng.IntN(2), servers-1)
-		cfg := DefaultConfig()
-		cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Replicas = servers, 2, "tok", replicas
-		cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, 10*time.Second
-		cfg.RecoverWait = 10 * time.Second
-		c, err := NewCore(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := testConfig(servers, 2)
+		cfg.Replicas, cfg.RecoverWait = replicas, 10*time.Second
+		c := coreOf(t, cfg)
 		for i := range servers {
 			join(t, c, uint32(100+i), proto.RoleServer, i)
 		}
@@ -219,10 +214,7 @@ func TestHoldersAgainstCore(t *testing.T) {
 func takenOver(t *testing.T, c *Core, cfg Config) (*Core, bool) {
 	t.Helper()
 	cfg.Takeover = true
-	nc, err := NewCore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := coreOf(t, cfg)
 	byMachine := map[int]*proto.Rejoin{}
 	var machines []int
 	paused, _ := c.Paused()

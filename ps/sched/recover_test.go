@@ -14,14 +14,9 @@ import (
 // heartbeats for replacements.
 func recovering(t *testing.T) *Core {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.NumServers, cfg.NumWorkers, cfg.Token = 2, 2, "tok"
-	cfg.Heartbeat, cfg.Timeout, cfg.StartTimeout = time.Second, 3*time.Second, 10*time.Second
+	cfg := testConfig(2, 2)
 	cfg.RecoverWait = 3 * time.Second
-	c, err := NewCore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := coreOf(t, cfg)
 	join(t, c, 1, proto.RoleMachine, 0)
 	if _, outs := join(t, c, 2, proto.RoleMachine, 1); len(find(outs, proto.CmdStart)) != 4 {
 		t.Fatalf("no start: %+v", outs)

@@ -103,14 +103,9 @@ func TestRebuildReplicas(t *testing.T) {
 // failedOverReports (one copy a server, a recovery wait).
 func takeoverReplicated(t *testing.T) *Core {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Takeover, cfg.Replicas = 3, 2, "tok", true, 1
-	cfg.Heartbeat, cfg.Timeout, cfg.RecoverWait = time.Second, 3*time.Second, 10*time.Second
-	c, err := NewCore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	cfg := testConfig(3, 2)
+	cfg.Takeover, cfg.Replicas, cfg.RecoverWait = true, 1, 10*time.Second
+	return coreOf(t, cfg)
 }
 
 // TestTakeoverAfterFailover walks a takeover of a job whose server 1

@@ -130,14 +130,9 @@ func TestRebuild(t *testing.T) {
 // takeoverCore returns a core that takes over a job of 2 machines.
 func takeoverCore(t *testing.T) *Core {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Takeover = 2, 2, "tok", true
-	cfg.Heartbeat, cfg.Timeout = time.Second, 3*time.Second
-	c, err := NewCore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	cfg := testConfig(2, 2)
+	cfg.Takeover = true
+	return coreOf(t, cfg)
 }
 
 // TestTakeoverByHand walks a takeover: the old scheduler released
@@ -364,13 +359,9 @@ func TestReportToLiveScheduler(t *testing.T) {
 // the replacement machine 1's ids and the machine index no report has,
 // and resumes the job once it is ready.
 func TestTakeoverWithReplacement(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Takeover = 2, 2, "tok", true
-	cfg.Heartbeat, cfg.Timeout, cfg.RecoverWait = time.Second, 3*time.Second, 10*time.Second
-	c, err := NewCore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(2, 2)
+	cfg.Takeover, cfg.RecoverWait = true, 10*time.Second
+	c := coreOf(t, cfg)
 	// The replacement registers before machine 0 reports: no answer
 	// yet.
 	reg := proto.Register{Role: proto.RoleMachine, Token: proto.TokenDigest("tok"), Addr: "new", Rank: 1, Recover: true}
@@ -424,13 +415,9 @@ func TestTakeoverWithReplacement(t *testing.T) {
 // a node that did not die never reports is refused when the takeover
 // gives up.
 func TestTakeoverReplacementRefusedAtDeadline(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.NumServers, cfg.NumWorkers, cfg.Token, cfg.Takeover = 3, 3, "tok", true
-	cfg.Heartbeat, cfg.Timeout, cfg.RecoverWait = time.Second, 3*time.Second, 10*time.Second
-	c, err := NewCore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testConfig(3, 3)
+	cfg.Takeover, cfg.RecoverWait = true, 10*time.Second
+	c := coreOf(t, cfg)
 	reg := proto.Register{Role: proto.RoleMachine, Token: proto.TokenDigest("tok"), Addr: "new", Rank: 1, Recover: true}
 	c.Handle(msg(proto.Provisional(11), proto.CmdRegister, reg))
 	if outs := c.Handle(msg(proto.Provisional(7), proto.CmdRejoin, machineReport(0, 0))); len(outs) != 0 {
