@@ -89,6 +89,9 @@ type kstate struct {
 	// whether fm keeps one.
 	gc        *gainCache
 	cacheMode cacheMode
+	// keepCache keeps gc once fm returns, up to date through move, for
+	// the next call of fm on the same state.
+	keepCache bool
 }
 
 func newKState(lv *level, k int, part, owner []int32, hi []int64, theta int64) *kstate {

@@ -247,11 +247,15 @@ func (s *kstate) rateAll(perm []int, workers int, sc *fmScratch) {
 }
 
 // fm runs FM passes until one gains less than a fraction minGain of the
-// volume, or maxPasses; it returns the volume gained.
+// volume, or maxPasses; it returns the volume gained. The gain cache is
+// built unless s has one (kept from an earlier call with s.keepCache),
+// and dropped at the end unless s.keepCache.
 func (s *kstate) fm(rng *rand.Rand, maxPasses int) int64 {
 	sc := newFMScratch(s.lv.n, s.k)
-	if s.wantCache() {
+	if s.gc == nil && s.wantCache() {
 		s.buildCache()
+	}
+	if !s.keepCache {
 		defer func() { s.gc = nil }()
 	}
 	var total int64

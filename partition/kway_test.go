@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -473,6 +474,61 @@ func TestClusterGrouped(t *testing.T) {
 		got, gn := clusterScan(lv, part, maxW, matching, true, order, true)
 		if gn != wn || !slices.Equal(got, want) {
 			t.Fatalf("trial %d (n %d, k %d, matching %v): grouped scan gives %d clusters %v, plain %d %v", trial, n, k, matching, gn, got, wn, want)
+		}
+	}
+}
+
+// TestVCycleKeepsState checks the V-cycles that keep the finest level's
+// counts and gain cache (moving the samples the coarse levels moved)
+// against the ones that count that level anew: on random graphs, with
+// and without matching, at several k, seeds, θ and numbers of V-cycles,
+// the same data partition, the same levels, and a kept state equal to
+// one built afresh from it.
+func TestVCycleKeepsState(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		for _, k := range []int{2, 3, 8, 16, 70} {
+			g := randomGraph(t, seed, 1200+int(seed)*300, 400, 0.02+0.01*float64(seed%3))
+			start, err := Random(g, Options{K: k, Seed: seed, Balanced: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ro := RefineOptions{VCycles: 1 + int(seed%3), Matching: seed%2 == 0, Patience: 1.0 / float64(20+20*(seed%2))}.withDefaults()
+			lv := finest(g)
+			n := g.NumSamples()
+			hi := make([]int64, k)
+			for i := range hi {
+				hi[i] = int64(math.Ceil(1.03 * float64(n) / float64(k)))
+			}
+			theta := int64(0)
+			if seed%3 == 0 {
+				theta = int64(g.NumParams()) * 3 / int64(k)
+			}
+			var parts [2][]int32
+			var levels [2]int
+			var kept *kstate
+			for x, rebuild := range []bool{true, false} {
+				part := slices.Clone(start.Data)
+				s := newKState(lv, k, part, floatingNets(lv.m), hi, theta)
+				s.patience = ro.Patience
+				s.keepCache = !rebuild
+				_, levels[x] = refineSamples(s, ro, placement.NewRand(seed), rebuild)
+				parts[x] = part
+				kept = s
+			}
+			if !slices.Equal(parts[0], parts[1]) || levels[0] != levels[1] {
+				t.Fatalf("seed %d, k = %d: the V-cycles keeping the state give another partition (levels %d, counted anew %d)",
+					seed, k, levels[1], levels[0])
+			}
+			fresh := newKState(lv, k, slices.Clone(parts[1]), floatingNets(lv.m), hi, theta)
+			if !slices.Equal(fresh.cnt, kept.cnt) || !slices.Equal(fresh.nd, kept.nd) || !slices.Equal(fresh.size, kept.size) || !slices.Equal(fresh.mem, kept.mem) {
+				t.Fatalf("seed %d, k = %d: the kept counts differ from those counted afresh", seed, k)
+			}
+			if kept.gc != nil {
+				fresh.buildCache()
+				if !slices.Equal(fresh.gc.rows, kept.gc.rows) {
+					t.Fatalf("seed %d, k = %d: the kept gain cache differs from one built afresh", seed, k)
+				}
+			}
 		}
 	}
 }
