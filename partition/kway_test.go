@@ -447,11 +447,17 @@ func TestRefineThreads(t *testing.T) {
 // plain one: on random graphs, blocks, orders and bounds, at the finest
 // level and at a contracted one (weighted vertices and nets), with and
 // without matching, a vertex scanning only its block's pins of each net
-// (pinsByBlock) forms the same clusters as one skipping the others'.
+// (pinsByBlock, read through scanNet records up to scanBlocks blocks and
+// through the offsets above) forms the same clusters as one skipping the
+// others'.
 func TestClusterGrouped(t *testing.T) {
 	rng := placement.NewRand(29)
 	for trial := 0; trial < 60; trial++ {
 		n, m, k := 2+rng.IntN(300), 1+rng.IntN(60), 1+rng.IntN(9)
+		if trial%4 == 1 {
+			// Around scanBlocks: from the records or from the offsets.
+			k = scanBlocks - 2 + rng.IntN(6)
+		}
 		g := randomGraph(t, rng.Uint64(), n, m, 0.02+0.3*rng.Float64())
 		lv := finest(g)
 		part := make([]int32, n)
