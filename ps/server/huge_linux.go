@@ -33,6 +33,24 @@ var collapses = sync.OnceValue(func() bool {
 	return major > 6 || major == 6 && minor >= 1
 })
 
+// hugeFloats returns n zeroed float32 whose array starts on a 2 MiB
+// boundary when it spans at least two huge pages (as a C program's
+// posix_memalign(2 MiB) does), so that adviseHuge covers every value: Go
+// aligns a large array to its 8 KiB pages only, and the values before
+// the first and after the last whole huge page stayed on 4 KiB pages
+// (up to 4 MiB of a store of 2^24, a TLB miss on each of a sparse
+// push's keys there). The array is up to 2 MiB larger than n values; the
+// values after n are the slice's capacity, which an append uses first.
+func hugeFloats(n int) []float32 {
+	if n*4 < 2*hugePage {
+		return make([]float32, n)
+	}
+	a := make([]float32, n+hugePage/4)
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	skip := int(((p+hugePage-1)&^(hugePage-1) - p) / 4) // p is 4-aligned
+	return a[skip : skip+n]
+}
+
 // adviseHuge asks the kernel to back the whole 2 MiB pages inside vals
 // with transparent huge pages (madvise MADV_HUGEPAGE; honoured when
 // /sys/kernel/mm/transparent_hugepage/enabled is always or madvise). A

@@ -73,11 +73,48 @@ func TestStoreOnHugePagesAfterReuse(t *testing.T) {
 		}
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(s.vals)))
 		n := uintptr(len(s.vals)) * 4
-		// The whole 2 MiB pages inside the values.
-		want := int((p+n)&^(hugePage-1)-(p+hugePage-1)&^(hugePage-1)) / 1024
+		if p%hugePage != 0 {
+			t.Fatalf("store %d: values at %#x, not on a 2 MiB boundary", i, p)
+		}
+		// The whole 2 MiB pages of the values: every value but those
+		// of a last page that the values do not fill.
+		want := int(n&^(hugePage-1)) / 1024
 		if got := hugeKB(t, p, n); got < want {
 			t.Errorf("store %d: %d KiB of its values on huge pages, want %d", i, got, want)
 		}
 		runtime.KeepAlive(s)
+	}
+}
+
+// TestHugeFloats checks hugeFloats: n zeroed values, on a 2 MiB boundary
+// when they span two huge pages or more, and an append that keeps the
+// values before it.
+func TestHugeFloats(t *testing.T) {
+	for _, n := range []int{0, 1, 1000, hugePage/4 - 1, hugePage / 2, hugePage/2 + 3, 5 << 20} {
+		a := hugeFloats(n)
+		if len(a) != n {
+			t.Fatalf("n %d: length %d", n, len(a))
+		}
+		for i, v := range a {
+			if v != 0 {
+				t.Fatalf("n %d: value %d is %v", n, i, v)
+			}
+		}
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(a))); n*4 >= 2*hugePage && p%hugePage != 0 {
+			t.Fatalf("n %d: at %#x, not on a 2 MiB boundary", n, p)
+		}
+		for i := range a {
+			a[i] = float32(i)
+		}
+		a = append(a, make([]float32, 3)...)
+		for i, v := range a {
+			want := float32(0) // appended
+			if i < n {
+				want = float32(i)
+			}
+			if v != want {
+				t.Fatalf("n %d: value %d is %v after an append, want %v", n, i, v, want)
+			}
+		}
 	}
 }

@@ -15,9 +15,9 @@ import (
 // push. With a uniform width w every key has w values at slot·w; with
 // width 0 each key's length is fixed by its first push and its values are
 // appended to the same array. The update rule's state arrays are parallel
-// to the values. Arrays allocated whole (a uniform width) are advised to
-// transparent huge pages (adviseHuge): a sparse push touches a page per
-// key on 4 KiB pages.
+// to the values. Arrays allocated whole (a uniform width) start on a
+// 2 MiB boundary and are advised to transparent huge pages (hugeFloats,
+// adviseHuge): a sparse push touches a page per key on 4 KiB pages.
 //
 // For synchronous training the Store also keeps the round's sum of
 // gradients in an array parallel to the values, with a bitmap of the
@@ -81,10 +81,10 @@ func NewStore(idx *route.Index, width int, rule update.Rule) *Store {
 	s.state = make([][]float32, rule.States())
 	s.scratch = make([][]float32, rule.States())
 	if width > 0 {
-		s.vals = make([]float32, s.size*width)
+		s.vals = hugeFloats(s.size * width)
 		s.huge = adviseHuge(s.vals)
 		for i := range s.state {
-			s.state[i] = make([]float32, len(s.vals))
+			s.state[i] = hugeFloats(len(s.vals))
 			adviseHuge(s.state[i])
 		}
 	} else {
