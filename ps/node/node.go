@@ -1362,8 +1362,9 @@ func (c serverConn) ReplyView(ctx context.Context, to transport.NodeID, msg *tra
 }
 
 // Detach copies the queued views that have not started leaving, so
-// that their ReplyView calls return (server.Handover).
-func (c serverConn) Detach() { c.m.replies.detach(c.m) }
+// that their ReplyView calls return, and queues the views posted until
+// attach is called as copies (server.Handover).
+func (c serverConn) Detach() (attach func()) { return c.m.replies.detach(c.m) }
 
 // reply is ReplyThen with the queue's hand h.
 func (c serverConn) reply(ctx context.Context, to transport.NodeID, msg *transport.Message, sent func(), h hand) error {

@@ -40,6 +40,10 @@ type replies struct {
 	qs map[transport.NodeID]*replyQueue
 	// lent counts the queued replies that are lent and not leaving.
 	lent int
+	// detached counts the detaches whose server still waits for its
+	// views' goroutines: a view queued meanwhile (its goroutine was late)
+	// is queued as a copy, as detach would have made it.
+	detached int
 }
 
 // replyQueue is one destination's queue; its fields are under
@@ -111,9 +115,13 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 		}
 		r.mu.Lock()
 	}
+	if it.lent && r.detached > 0 {
+		it.msg, it.lent = m.n.pool.Clone(it.msg), false
+	}
+	lent := it.lent
 	q.items = append(q.items, it)
 	q.bytes += it.size
-	if it.lent {
+	if lent {
 		r.lent++
 	}
 	start := !q.running
@@ -122,7 +130,7 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 	if start {
 		go r.drain(m, to, q)
 	}
-	if h != handLend {
+	if !lent {
 		return nil
 	}
 	select {
@@ -141,18 +149,31 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 // detach replaces every lent reply that is not leaving with a copy, so
 // that its poster returns and the arrays it lent may change; posters
 // whose replies are leaving return once those have left or failed. The
-// server calls it before it changes the store its views read.
-func (r *replies) detach(m *member) {
+// server calls it before it waits for its views' goroutines and changes
+// the store they read, and attach once that wait is over: views queued
+// in between, by goroutines that had not queued them yet, are queued as
+// copies, so the server never waits for one's turn or wire time.
+func (r *replies) detach(m *member) (attach func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.detached++
+	var once sync.Once
+	attach = func() {
+		once.Do(func() {
+			r.mu.Lock()
+			r.detached--
+			r.mu.Unlock()
+		})
+	}
 	if r.lent == 0 {
-		return
+		return attach
 	}
 	for _, q := range r.qs {
 		for _, it := range q.items {
 			r.copyLent(m, it)
 		}
 	}
+	return attach
 }
 
 // copyLent replaces it's msg with a copy when it is lent and not

@@ -373,3 +373,52 @@ func TestLentRepliesBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestViewPostedAfterDetach: a push whose wait for the views in flight
+// begins before a view's goroutine has queued it (here: the view waits
+// for room behind a first answer of more than half of ReplyBuffer that
+// is leaving) has that view queued as a copy once it is queued, so that
+// the push waits for the first answer to leave (its room), not for the
+// second's wire time too. Both answers hold the store before the push.
+func TestViewPostedAfterDetach(t *testing.T) {
+	const n = 600_000 // 2.4 MB: two do not fit in ReplyBuffer
+	synctest.Test(t, func(t *testing.T) {
+		c, workers := replyServer(t)
+		tb, err := route.Uniform(1, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The job ends before the network closes (replyServer's cleanup).
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		in := make(chan *transport.Message, 4)
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(ctx, in, c) }()
+		wire := time.Duration(localSize(&transport.Message{KV: kv.Batch{Vals: make([]float32, n)}})) * time.Microsecond
+		start := time.Now()
+		in <- rangeRequest(0, 1, n, false)
+		synctest.Wait() // the first answer is leaving
+		in <- rangeRequest(0, 2, n, false)
+		synctest.Wait() // the second waits for room
+		in <- rangeRequest(1, 3, n, true)
+		ack := <-workers[1].Recv()
+		if d := time.Since(start); ack.ID != 3 || d < wire || d > wire+100*time.Millisecond {
+			t.Fatalf("answer %d to worker 1 after %v, want the push's acknowledgement once the first answer left, %v", ack.ID, d, wire)
+		}
+		zeros := make([]float32, n)
+		for _, id := range []uint64{1, 2} {
+			m := <-workers[0].Recv()
+			if m.ID != id || !slices.Equal(m.KV.Vals, zeros) {
+				t.Fatalf("worker 0 got answer %d (%d values, first %v), want %d holding zeros", m.ID, len(m.KV.Vals), m.KV.Vals[:1], id)
+			}
+		}
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}

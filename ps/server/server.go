@@ -92,14 +92,15 @@ type Queuer interface {
 // m, whose arrays are a view of the store, and returns once they are no
 // longer used: m has left or failed, or Detach, which the server calls
 // before it changes the store, copied it. The server waits for its
-// views in flight after Detach, so that only the views already leaving
-// are waited for: a push is not held behind an answer that waits for
-// its turn on the link.
+// views in flight after Detach and then calls attach; a view posted in
+// between (its goroutine was late) is queued as a copy. So only the
+// views already leaving are waited for: a push is not held behind an
+// answer that waits for its turn on the link.
 type Handover interface {
 	Queuer
 	ReplyOwned(ctx context.Context, to transport.NodeID, m *transport.Message, sent func()) error
 	ReplyView(ctx context.Context, to transport.NodeID, m *transport.Message, sent func()) error
-	Detach()
+	Detach() (attach func())
 }
 
 // Local is implemented by a Conn that knows which workers are on the
@@ -164,11 +165,13 @@ func (s *Server) send(ctx context.Context, conn Conn, r Reply) {
 }
 
 // unview returns once no reply in flight reads the store: the views
-// queued on conn that have not started leaving are copied (Handover),
-// and those leaving are waited for. The store may change after it.
+// queued on conn that have not started leaving, or queued while it
+// waits, are copied (Handover), and those leaving are waited for. The
+// store may change after it.
 func (s *Server) unview(conn Conn) {
 	if h, ok := conn.(Handover); ok {
-		h.Detach()
+		attach := h.Detach()
+		defer attach()
 	}
 	s.views.Wait()
 }
