@@ -247,3 +247,40 @@ func TestSmallPassesBulkTCP(t *testing.T) {
 	default:
 	}
 }
+
+// TestSlowIngressHoldsSender: a sender that outruns its receiver's
+// ingress is held back by TCP's flow control, so that the receiver holds
+// at most one frame of a connection (and the sockets' buffers): over
+// sockets of 64 KiB buffers, to an endpoint whose ingress carries a
+// frame of 2 MiB in 2 s, the first Send returns before the ingress
+// carried its frame (TestSendLeavesBeforeIngress), and the second
+// returns no sooner than the first frame was carried: until then the
+// reader reads nothing of it.
+func TestSlowIngressHoldsSender(t *testing.T) {
+	const ingressTime = 2 * time.Second
+	msg := &transport.Message{KV: kv.Batch{Vals: make([]float32, 1<<19)}}
+	size := transport.FrameSize(msg, transport.FrameOptions{})
+	eps := newEndpoints(t, 2, func(c *Config) {
+		c.SocketBuffer = 64 << 10
+		if c.ID != 0 {
+			return
+		}
+		in := transport.NewWire(float64(size)/ingressTime.Seconds(), transport.DefaultQuantum)
+		c.Shared = func(transport.NodeID) ([]*transport.Wire, []*transport.Wire) {
+			return nil, []*transport.Wire{in}
+		}
+	})
+	start := time.Now()
+	for i := range 2 {
+		if err := eps[1].Send(context.Background(), 0, msg); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Send %d of %d bytes returned after %v", i, size, time.Since(start))
+	}
+	if d := time.Since(start); d < ingressTime {
+		t.Fatalf("two frames of %d bytes sent in %v, before the receiver's ingress carried the first (%v): the receiver buffers what its ingress has not carried", size, d, ingressTime)
+	}
+	for range 2 {
+		(<-eps[0].Recv()).Release()
+	}
+}
