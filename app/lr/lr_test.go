@@ -11,6 +11,7 @@ import (
 	"colo/app/sparse"
 	"colo/datasets"
 	"colo/graph"
+	"colo/internal/colotest"
 	"colo/partition"
 	"colo/placement"
 	"colo/ps/clock"
@@ -307,9 +308,21 @@ func TestOneMachineMatchesLocal(t *testing.T) {
 // the order of float additions), Parsa moves far fewer bytes between
 // machines than random, and the inter-machine traffic is what the cost
 // model predicts: T_sum keys' values per full-batch round, plus keys and
-// message headers.
+// message headers. Under the race detector it checks the traffic alone,
+// of a generated problem: loading, placing and training 20 Newsgroups
+// three times took most of the race step's time in this package, and
+// the models' quality and Parsa's saving check nothing concurrent.
 func TestPlacementsTrainAlike(t *testing.T) {
-	app := loadNews20(t)
+	var app *App
+	if colotest.Race {
+		g := randomProblem(t, 2000, 600, 4, 13)
+		var err error
+		if app, err = New(g, nil, sparse.FeaturesL2); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		app = loadNews20(t)
+	}
 	const k, passes = 4, 3
 	results := map[string]*train.Result{}
 	for _, algo := range []string{"random", "parsa", "lex"} {
@@ -329,6 +342,9 @@ func TestPlacementsTrainAlike(t *testing.T) {
 		if res.BytesInter < lo || res.BytesInter > hi {
 			t.Errorf("%s: %d bytes between machines, the cost model gives [%d, %d]", algo, res.BytesInter, lo, hi)
 		}
+	}
+	if colotest.Race {
+		t.Skip("under the race detector the traffic of a generated problem is checked; the run without it compares the models and Parsa's saving on 20 Newsgroups")
 	}
 	base := results["random"]
 	for algo, r := range results {

@@ -11,6 +11,8 @@
 //		exec.Command(coloBin, "launch", …)
 //	}
 //
+// Race tells a test whether it runs under the race detector.
+//
 // It is imported only by tests.
 package colotest
 
