@@ -19,6 +19,7 @@ import (
 	"colo/app/mf"
 	"colo/features"
 	"colo/graph"
+	"colo/placement"
 	"colo/train"
 )
 
@@ -39,6 +40,57 @@ func randomSVM(n int, seed uint64) string {
 	return b.String()
 }
 
+// defaultJob returns the default job of application name.
+func defaultJob(t testing.TB, name string) train.Job {
+	t.Helper()
+	job, err := app.DefaultJob(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// openCached opens job placed, as the parent of its machines does, and
+// writes its data cache with the machines' shares to a new directory:
+// the whole graph, and what each machine opens from its share.
+func openCached(t *testing.T, job train.Job) (want *app.Opened, p *placement.Placement, dir string) {
+	t.Helper()
+	want, p, err := app.OpenPlaced(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, p, writeCache(t, want, p)
+}
+
+// writeCache writes the data cache of want placed by p, with the
+// machines' shares, to a new directory and returns it.
+func writeCache(t *testing.T, want *app.Opened, p *placement.Placement) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	if ok, err := want.WriteCache(dir, p); !ok || err != nil {
+		t.Fatalf("write the cache: %v, %v", ok, err)
+	}
+	return dir
+}
+
+// dropWholeGraph takes the whole training graph out of the cache dir: a
+// machine that opens it then has its share alone to read.
+func dropWholeGraph(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Rename(filepath.Join(dir, "train.graph"), filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shardEdges returns the number of edges of g's samples rows.
+func shardEdges(g *graph.Graph, rows []int32) int64 {
+	var edges int64
+	for _, u := range rows {
+		edges += int64(g.SampleDegree(int(u)))
+	}
+	return edges
+}
+
 // TestShares: a machine opened from its share of the data cache, with
 // the whole training graph gone from the cache, builds bit for bit the
 // part it builds from the whole graph, on its own samples' edges alone
@@ -48,22 +100,12 @@ func randomSVM(n int, seed uint64) string {
 func TestShares(t *testing.T) {
 	for _, withTest := range []bool{false, true} {
 		t.Run(fmt.Sprintf("test file %v", withTest), func(t *testing.T) {
-			job, err := app.DefaultJob("lr")
-			if err != nil {
-				t.Fatal(err)
-			}
+			job := defaultJob(t, "lr")
 			job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "train.svm", randomSVM(300, 1)), "random", 3
 			if withTest {
 				job.Data.Test = writeFile(t, "test.svm", randomSVM(50, 2))
 			}
-			want, p, err := app.OpenPlaced(job)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(t.TempDir(), "data")
-			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
-				t.Fatalf("write the cache: %v, %v", ok, err)
-			}
+			want, p, dir := openCached(t, job)
 			// Machine 0 without a test file needs the whole graph: open
 			// it first, then take the whole graph away.
 			first := 0
@@ -72,9 +114,7 @@ func TestShares(t *testing.T) {
 			}
 			for r := range p.K {
 				if r == 1 {
-					if err := os.Rename(filepath.Join(dir, "train.graph"), filepath.Join(dir, "moved")); err != nil {
-						t.Fatal(err)
-					}
+					dropWholeGraph(t, dir)
 				}
 				cached := job
 				cached.Data.Cache, cached.Data.Share = dir, &r
@@ -86,10 +126,7 @@ func TestShares(t *testing.T) {
 					t.Errorf("machine %d: placed from its share differently", r)
 				}
 				rows := train.Shard(p, r)
-				var edges int64
-				for _, u := range rows {
-					edges += int64(want.Data.Graph.SampleDegree(int(u)))
-				}
+				edges := shardEdges(want.Data.Graph, rows)
 				g := got.Data.Graph
 				if r >= first && (g.NumEdges() != edges || g.NumSamples() != want.Data.Graph.NumSamples() || g.NumParams() != want.Data.Graph.NumParams()) {
 					t.Errorf("machine %d read %v, want its %d samples' %d edges of %v", r, g, len(rows), edges, want.Data.Graph)
@@ -133,10 +170,7 @@ func randomRatings(n int, seed uint64) string {
 // mfJob returns mf on 3 machines on random ratings, with a test file or
 // entries held out.
 func mfJob(t *testing.T, withTest bool) train.Job {
-	job, err := app.DefaultJob("mf")
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := defaultJob(t, "mf")
 	job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "r.tsv", randomRatings(400, 5)), "random", 3
 	job.Data.Load.Format = string(graph.FormatRatings)
 	if withTest {
@@ -156,14 +190,7 @@ func TestSharesMF(t *testing.T) {
 	for _, withTest := range []bool{false, true} {
 		t.Run(fmt.Sprintf("test file %v", withTest), func(t *testing.T) {
 			job := mfJob(t, withTest)
-			want, p, err := app.OpenPlaced(job)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(t.TempDir(), "data")
-			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
-				t.Fatalf("write the cache: %v, %v", ok, err)
-			}
+			want, p, dir := openCached(t, job)
 			mean := want.App.(*mf.App).Mean
 			b, err := os.ReadFile(filepath.Join(dir, "shares.json"))
 			if err != nil {
@@ -178,9 +205,7 @@ func TestSharesMF(t *testing.T) {
 			if got, w := sums.Stats["mean"], fmt.Sprintf("%016x", math.Float64bits(mean)); got != w {
 				t.Errorf("shares.json records the mean as %q, want %q", got, w)
 			}
-			if err := os.Rename(filepath.Join(dir, "train.graph"), filepath.Join(dir, "moved")); err != nil {
-				t.Fatal(err)
-			}
+			dropWholeGraph(t, dir)
 			differ := false
 			for r := range p.K {
 				got, err := openMachine(job, dir, r)
@@ -188,10 +213,7 @@ func TestSharesMF(t *testing.T) {
 					t.Fatalf("machine %d: %v", r, err)
 				}
 				rows := train.Shard(p, r)
-				var edges int64
-				for _, u := range rows {
-					edges += int64(want.Data.Graph.SampleDegree(int(u)))
-				}
+				edges := shardEdges(want.Data.Graph, rows)
 				if g := got.Data.Graph; g.NumEdges() != edges || g.NumSamples() != want.Data.Graph.NumSamples() || g.NumParams() != want.Data.Graph.NumParams() {
 					t.Errorf("machine %d read %v, want its %d rows' %d ratings of %v", r, g, len(rows), edges, want.Data.Graph)
 				}
@@ -273,25 +295,13 @@ func sameSteps(w, h train.Part, width int) string {
 func TestSharesEmbed(t *testing.T) {
 	for _, withTest := range []bool{false, true} {
 		t.Run(fmt.Sprintf("test file %v", withTest), func(t *testing.T) {
-			job, err := app.DefaultJob("embed")
-			if err != nil {
-				t.Fatal(err)
-			}
+			job := defaultJob(t, "embed")
 			job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "e.txt", randomEdges(500, 8)), "random", 3
 			if withTest {
 				job.Data.Test = writeFile(t, "t.txt", randomEdges(30, 9))
 			}
-			want, p, err := app.OpenPlaced(job)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(t.TempDir(), "data")
-			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
-				t.Fatalf("write the cache: %v, %v", ok, err)
-			}
-			if err := os.Rename(filepath.Join(dir, "train.graph"), filepath.Join(dir, "moved")); err != nil {
-				t.Fatal(err)
-			}
+			want, p, dir := openCached(t, job)
+			dropWholeGraph(t, dir)
 			for r := range p.K {
 				got, err := openMachine(job, dir, r)
 				if err != nil {
@@ -340,10 +350,7 @@ func TestSharesCTR(t *testing.T) {
 	for _, spec := range []string{"click ~ a + b + hash(c, 3) + std(x) + 1; test: day >= 20", "click ~ a + b + hash(c, 3) + std(x) + 1"} {
 		withTest := strings.Contains(spec, "test:")
 		t.Run(fmt.Sprintf("test split %v", withTest), func(t *testing.T) {
-			job, err := app.DefaultJob("ctr")
-			if err != nil {
-				t.Fatal(err)
-			}
+			job := defaultJob(t, "ctr")
 			job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "clicks.csv", clicksCSV(400, 3)), "random", 3
 			if err := app.SetOptions(&job, map[string]any{"dim": 4, "hidden": []int{8}}); err != nil {
 				t.Fatal(err)
@@ -355,33 +362,21 @@ func TestSharesCTR(t *testing.T) {
 			if job.Data.Load.Spec, err = features.Fit(job.Data.Train, s, features.TableOptions(0)); err != nil {
 				t.Fatal(err)
 			}
-			want, p, err := app.OpenPlaced(job)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(t.TempDir(), "data")
-			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
-				t.Fatalf("write the cache: %v, %v", ok, err)
-			}
+			want, p, dir := openCached(t, job)
 			first := 0 // machine 0 without a test split reads the whole graph
 			if !withTest {
 				first = 1
 			}
 			for r := range p.K {
 				if r == 1 {
-					if err := os.Rename(filepath.Join(dir, "train.graph"), filepath.Join(dir, "moved")); err != nil {
-						t.Fatal(err)
-					}
+					dropWholeGraph(t, dir)
 				}
 				got, err := openMachine(job, dir, r)
 				if err != nil {
 					t.Fatalf("machine %d: %v", r, err)
 				}
 				rows := train.Shard(p, r)
-				var edges int64
-				for _, u := range rows {
-					edges += int64(want.Data.Graph.SampleDegree(int(u)))
-				}
+				edges := shardEdges(want.Data.Graph, rows)
 				if g := got.Data.Graph; r >= first && g.NumEdges() != edges {
 					t.Errorf("machine %d read %v, want its %d rows' %d edges", r, g, len(rows), edges)
 				}
@@ -414,10 +409,7 @@ func TestShareStatsDamaged(t *testing.T) {
 		{"not hex", `"mean": "`, `"mean": "x`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "data")
-			if ok, err := want.WriteCache(dir, p); !ok || err != nil {
-				t.Fatalf("write the cache: %v, %v", ok, err)
-			}
+			dir := writeCache(t, want, p)
 			path := filepath.Join(dir, "shares.json")
 			b, err := os.ReadFile(path)
 			if err != nil {
@@ -454,22 +446,12 @@ func openMachine(job train.Job, dir string, r int) (*app.Opened, error) {
 // wrong, never a wrong share; a cache written without shares gives the
 // whole graph.
 func TestShareDamaged(t *testing.T) {
-	job, err := app.DefaultJob("lr")
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := defaultJob(t, "lr")
 	job.Data.Train, job.Placement, job.Config.Machines = writeFile(t, "train.svm", randomSVM(100, 3)), "random", 2
 	job.Data.Test = writeFile(t, "test.svm", randomSVM(20, 4))
 	want, p, err := app.OpenPlaced(job)
 	if err != nil {
 		t.Fatal(err)
-	}
-	write := func() string {
-		dir := filepath.Join(t.TempDir(), "data")
-		if ok, err := want.WriteCache(dir, p); !ok || err != nil {
-			t.Fatalf("write the cache: %v, %v", ok, err)
-		}
-		return dir
 	}
 	share := func(dir string) string { return filepath.Join(dir, "share-1.graph") }
 	for _, tc := range []struct {
@@ -517,7 +499,7 @@ func TestShareDamaged(t *testing.T) {
 		}, []string{"shares.json", "more than"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := write()
+			dir := writeCache(t, want, p)
 			if err := tc.damage(dir); err != nil {
 				t.Fatal(err)
 			}
@@ -556,10 +538,7 @@ func BenchmarkOpenShare20News(b *testing.B) {
 	if _, err := os.Stat(src); err != nil {
 		b.Skipf("20 Newsgroups is not in ../shared/data: %v", err)
 	}
-	job, err := app.DefaultJob("lr")
-	if err != nil {
-		b.Fatal(err)
-	}
+	job := defaultJob(b, "lr")
 	job.Data.Train, job.Data.Test, job.Placement, job.Config.Machines = src, test, "random", 4
 	benchOpenShare(b, job)
 }
@@ -572,10 +551,7 @@ func BenchmarkOpenShareMovieLens(b *testing.B) {
 	if _, err := os.Stat(src); err != nil {
 		b.Skipf("MovieLens 100k is not in ../shared/data: %v", err)
 	}
-	job, err := app.DefaultJob("mf")
-	if err != nil {
-		b.Fatal(err)
-	}
+	job := defaultJob(b, "mf")
 	job.Data.Train, job.Placement, job.Config.Machines = src, "random", 4
 	job.Data.Load.Format = string(graph.FormatRatings)
 	benchOpenShare(b, job)
