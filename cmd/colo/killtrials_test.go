@@ -667,11 +667,9 @@ func TestKillTrials(t *testing.T) {
 	}
 }
 
-// ratingsFile writes n distinct `row col rating` entries over 300 rows
-// and 200 columns, integer ratings 1 to 5 drawn from seed, to a file in
-// dir and returns its path.
-func ratingsFile(t *testing.T, dir string, n int, seed uint64) string {
-	t.Helper()
+// ratingsText returns n distinct `row col rating` lines over 300 rows
+// and 200 columns, integer ratings 1 to 5 drawn from seed.
+func ratingsText(n int, seed uint64) string {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	var b strings.Builder
 	seen := map[[2]int]bool{}
@@ -682,35 +680,23 @@ func ratingsFile(t *testing.T, dir string, n int, seed uint64) string {
 			fmt.Fprintf(&b, "%d %d %d\n", e[0], e[1], 1+rng.IntN(5))
 		}
 	}
-	path := filepath.Join(dir, "ratings.tsv")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return b.String()
 }
 
-// edgesFile writes n edges `u v` over 300 nodes drawn from seed (a SNAP
-// edge list; repeats and self-loops are dropped by the loader) to a file
-// in dir and returns its path.
-func edgesFile(t *testing.T, dir string, n int, seed uint64) string {
-	t.Helper()
+// edgesText returns n edges `u v` over 300 nodes drawn from seed (a
+// SNAP edge list; repeats and self-loops are dropped by the loader).
+func edgesText(n int, seed uint64) string {
 	rng := rand.New(rand.NewPCG(seed, 5))
 	var b strings.Builder
 	for range n {
 		fmt.Fprintf(&b, "%d\t%d\n", rng.IntN(300), rng.IntN(300))
 	}
-	path := filepath.Join(dir, "edges.txt")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return b.String()
 }
 
-// clicksFile writes a table of n rows of three categories, a number and
-// a click drawn from seed (rows of day ≥ 20 a spec's test split) to a
-// file in dir and returns its path.
-func clicksFile(t *testing.T, dir string, n int, seed uint64) string {
-	t.Helper()
+// clicksText returns a table of n rows of three categories, a number
+// and a click drawn from seed (rows of day ≥ 20 a spec's test split).
+func clicksText(n int, seed uint64) string {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var b strings.Builder
 	b.WriteString("day,a,b,c,x,click\n")
@@ -723,11 +709,7 @@ func clicksFile(t *testing.T, dir string, n int, seed uint64) string {
 		}
 		fmt.Fprintf(&b, "%d,a%d,b%d,c%d,%.4f,%d\n", rng.IntN(25), a, rng.IntN(5), c, x, click)
 	}
-	path := filepath.Join(dir, "clicks.csv")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return b.String()
 }
 
 // TestKillTrialsShares kills a machine of a job on 2 co-located machines
@@ -746,18 +728,17 @@ func TestKillTrialsShares(t *testing.T) {
 		t.Skip("runs processes")
 	}
 	const every = 3
-	dir := t.TempDir()
 	common := []string{"--machines", "2", "--epsilon", "0", "--link-bandwidth", "4mbit"}
 	jobs := []struct {
 		name string
 		args []string
 		eval func(*train.Result) *float64 // a test measure the unfailed run must report
 	}{
-		{"mf", []string{ratingsFile(t, dir, 6000, 3), "--app", "mf", "--format", "ratings", "--batch", "30", "--max-passes", "9"},
+		{"mf", []string{writeFile(t, "ratings.tsv", ratingsText(6000, 3)), "--app", "mf", "--format", "ratings", "--batch", "30", "--max-passes", "9"},
 			func(r *train.Result) *float64 { return r.RMSE }},
-		{"embed", []string{edgesFile(t, dir, 3000, 4), "--app", "embed", "--batch", "300", "--max-passes", "9"},
+		{"embed", []string{writeFile(t, "edges.txt", edgesText(3000, 4)), "--app", "embed", "--batch", "300", "--max-passes", "9"},
 			func(r *train.Result) *float64 { return r.AUC }},
-		{"ctr", []string{clicksFile(t, dir, 1500, 5), "--app", "ctr", "--spec", "click ~ a + b + hash(c, 3) + std(x) + 1; test: day >= 20",
+		{"ctr", []string{writeFile(t, "clicks.csv", clicksText(1500, 5)), "--app", "ctr", "--spec", "click ~ a + b + hash(c, 3) + std(x) + 1; test: day >= 20",
 			"--dim", "4", "--hidden", "8", "--batch", "100", "--max-passes", "9"}, func(r *train.Result) *float64 { return r.AUC }},
 	}
 	rng := rand.New(rand.NewPCG(34, 2))
