@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"colo/app"
-	"colo/checkpoint"
 	"colo/internal/colotest"
 	"colo/train"
 )
@@ -39,9 +38,7 @@ func TestProcessesHungMachineReplaced(t *testing.T) {
 	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache, Restarts: 1, Replace: true, Timeout: timeout}
 	// Machine 1 cannot be stopped before the first checkpoint: the
 	// replacement rolls back to a checkpoint.
-	victim, stopped, res := stopAfterCheckpoint(t, job, opened, pd, dir, "machine 1", func(line string) bool {
-		return strings.Contains(line, "--role machine") && strings.Contains(line, "--rank 1 ") && !strings.Contains(line, "--recover")
-	})
+	victim, stopped, res := stopAfterCheckpoint(t, job, opened, pd, dir, "machine 1", role("machine", 1))
 	if err := syscall.Kill(victim, 0); !errors.Is(err, syscall.ESRCH) && isColo(victim) {
 		t.Errorf("the stopped machine %d still runs", victim)
 	}
@@ -92,51 +89,11 @@ func TestProcessesTwoMachinesKilledOneEvent(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ck")
 	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2, Wait: true}
 	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache, Restarts: 1, Replace: true}
-	type result struct {
-		res *train.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := deploy(t, job, opened, pd)
-		done <- result{res, err}
-	}()
-	var (
-		victims []int
-		killed  time.Time
-		r       result
-	)
-	for poll := time.NewTicker(2 * time.Millisecond); victims == nil; {
-		select {
-		case r = <-done:
-			t.Fatalf("the job ended (%v) before machines 1 and 2 could be killed after a checkpoint", r.err)
-		case <-poll.C:
-		}
-		if _, _, err := checkpoint.Latest(dir); err != nil {
-			continue
-		}
-		var pids []int
-		for pid, line := range children(os.Getpid()) {
-			if strings.Contains(line, "--role machine") && (strings.Contains(line, "--rank 1 ") || strings.Contains(line, "--rank 2 ")) {
-				pids = append(pids, pid)
-			}
-		}
-		if len(pids) != 2 {
-			t.Fatalf("machines 1 and 2: processes %v", pids)
-		}
-		for _, pid := range pids {
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-		}
-		victims, killed = pids, time.Now()
-		poll.Stop()
-	}
-	select {
-	case r = <-done:
-	case <-time.After(3 * time.Minute):
-		t.Fatal("the job still runs 3 minutes after machines 1 and 2 were killed")
-	}
+	run := deployInBackground(t, job, opened, pd)
+	victims := run.awaitCheckpoint(t, dir, 0, role("machine", 1), role("machine", 2))
+	signal(t, syscall.SIGKILL, victims...)
+	killed := time.Now()
+	r := run.wait(t, 3*time.Minute, "machines 1 and 2 were killed")
 	if r.err != nil {
 		t.Fatalf("two machines killed together, one restart: the job failed: %v", r.err)
 	}
@@ -161,41 +118,16 @@ func TestProcessesTwoMachinesKilledOneEvent(t *testing.T) {
 // minutes after the stop.
 func stopAfterCheckpoint(t *testing.T, job train.Job, opened *app.Opened, pd *Processes, dir, what string, match func(line string) bool) (victim int, stopped time.Time, res *train.Result) {
 	t.Helper()
-	type result struct {
-		res *train.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := deploy(t, job, opened, pd)
-		done <- result{res, err}
-	}()
-	var r result
-	for poll := time.NewTicker(2 * time.Millisecond); victim == 0; {
-		select {
-		case r = <-done:
-			t.Fatalf("the job ended (%v) before %s could be stopped after a checkpoint", r.err, what)
-		case <-poll.C:
+	run := deployInBackground(t, job, opened, pd)
+	victim = run.awaitCheckpoint(t, dir, 0, match)[0]
+	signal(t, syscall.SIGSTOP, victim)
+	stopped = time.Now()
+	t.Cleanup(func() {
+		if t.Failed() {
+			syscall.Kill(victim, syscall.SIGKILL)
 		}
-		if _, _, err := checkpoint.Latest(dir); err != nil {
-			continue
-		}
-		for pid, line := range children(os.Getpid()) {
-			if match(line) {
-				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-					t.Fatal(err)
-				}
-				victim, stopped = pid, time.Now()
-			}
-		}
-		poll.Stop()
-	}
-	select {
-	case r = <-done:
-	case <-time.After(3 * time.Minute):
-		syscall.Kill(victim, syscall.SIGKILL)
-		t.Fatalf("the job still runs 3 minutes after %s was stopped", what)
-	}
+	})
+	r := run.wait(t, 3*time.Minute, what+" was stopped")
 	if r.err != nil {
 		t.Fatalf("stopped %s: the job failed: %v", what, r.err)
 	}

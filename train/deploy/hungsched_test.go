@@ -34,9 +34,7 @@ func TestProcessesHungSchedulerTakenOver(t *testing.T) {
 	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2, Wait: true}
 	const timeout = 3 * time.Second
 	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache, Restarts: 1, Replace: true, Timeout: timeout}
-	victim, stopped, res := stopAfterCheckpoint(t, job, opened, pd, dir, "the scheduler", func(line string) bool {
-		return strings.Contains(line, "--role scheduler") && !strings.Contains(line, "--takeover")
-	})
+	victim, stopped, res := stopAfterCheckpoint(t, job, opened, pd, dir, "the scheduler", role("scheduler", -1))
 	if err := syscall.Kill(victim, 0); !errors.Is(err, syscall.ESRCH) && isColo(victim) {
 		t.Errorf("the stopped scheduler %d still runs", victim)
 	}

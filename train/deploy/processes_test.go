@@ -183,62 +183,43 @@ func children(pid int) map[int]string {
 	return out
 }
 
-// TestProcessesMachineKilled kills machine 1 in the middle of a long job:
-// the deployment ends within seconds with a *launch.Failure naming it, and no
-// process of the cluster is left.
+// TestProcessesMachineKilled kills machine 1 in the middle of a long job,
+// once its checkpoint of round 2 is written: the deployment ends within
+// seconds with a *launch.Failure naming it, and no process of the cluster
+// is left.
 func TestProcessesMachineKilled(t *testing.T) {
 	colotest.Need(t, coloBin)
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc to find the machine's process")
 	}
 	job, opened, _ := newsJob(t, 2, 100000, false)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := deploy(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph})
-		errc <- err
-	}()
-	victim := 0
-	for deadline := time.Now().Add(15 * time.Second); victim == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no machine 1 process after 15 s")
-		}
-		for pid, line := range children(os.Getpid()) {
-			if strings.Contains(line, "--role machine") && strings.Contains(line, "--rank 1 ") {
-				victim = pid
-			}
-		}
-	}
-	// Loading takes about half a second: the kill comes in mid-training.
-	time.Sleep(1500 * time.Millisecond)
+	dir := filepath.Join(t.TempDir(), "ck")
+	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2}
+	run := deployInBackground(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph})
+	victim := run.awaitCheckpoint(t, dir, 2, role("machine", 1))[0]
 	all := children(os.Getpid())
-	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	signal(t, syscall.SIGKILL, victim)
 	killed := time.Now()
-	select {
-	case err := <-errc:
-		took := time.Since(killed)
-		var f *launch.Failure
-		if err == nil || !errors.As(err, &f) {
-			t.Fatalf("the job ended with %v, want a *launch.Failure", err)
-		}
-		// Whichever process notices first, the error names the killed
-		// machine: as a process, or as the worker the scheduler lost.
-		if msg := err.Error(); !strings.Contains(msg, "machine 1 failed") && !strings.Contains(msg, "worker 1 (node 5") {
-			t.Fatalf("the error does not name machine 1: %s", msg)
-		}
-		if took > 5*time.Second {
-			t.Errorf("ended %v after the kill", took)
-		}
-		for pid, line := range all {
-			if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) && isColo(pid) {
-				t.Errorf("process %d (%s) still runs after the deployment ended", pid, line)
-			}
-		}
-		t.Logf("ended %v after the kill: %v", took.Round(time.Millisecond), err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the deployment still runs 20 s after the kill")
+	err := run.wait(t, 20*time.Second, "machine 1 was killed").err
+	took := time.Since(killed)
+	var f *launch.Failure
+	if err == nil || !errors.As(err, &f) {
+		t.Fatalf("the job ended with %v, want a *launch.Failure", err)
 	}
+	// Whichever process notices first, the error names the killed
+	// machine: as a process, or as the worker the scheduler lost.
+	if msg := err.Error(); !strings.Contains(msg, "machine 1 failed") && !strings.Contains(msg, "worker 1 (node 5") {
+		t.Fatalf("the error does not name machine 1: %s", msg)
+	}
+	if took > 5*time.Second {
+		t.Errorf("ended %v after the kill", took)
+	}
+	for pid, line := range all {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) && isColo(pid) {
+			t.Errorf("process %d (%s) still runs after the deployment ended", pid, line)
+		}
+	}
+	t.Logf("ended %v after the kill: %v", took.Round(time.Millisecond), err)
 }
 
 // isColo reports whether pid runs the colo binary (and is not a zombie

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"colo/checkpoint"
 	"colo/internal/colotest"
 	"colo/train"
 )
@@ -34,43 +33,13 @@ func TestProcessesServerKilledReplicas(t *testing.T) {
 	t.Logf("in process: %v", time.Since(t0).Round(time.Millisecond))
 	dir := t.TempDir()
 	job.Config.Replicas, job.Config.Checkpoint = 1, train.Checkpoint{Dir: dir, Every: 5}
-	type outcome struct {
-		res *train.Result
-		err error
-	}
-	done := make(chan outcome, 1)
 	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Logf: t.Logf}
-	go func() {
-		res, err := deploy(t, job, opened, pd)
-		done <- outcome{res, err}
-	}()
-	victim := 0
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint of round 10 and server 1 process after 30 s")
-		}
-		if victim == 0 {
-			for pid, line := range children(os.Getpid()) {
-				if strings.Contains(line, "--role server") && strings.Contains(line, "--rank 1 ") {
-					victim = pid
-				}
-			}
-		}
-		if m, _, err := checkpoint.Latest(dir); err == nil && m.Round >= 10 && victim != 0 {
-			break
-		}
-	}
-	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	run := deployInBackground(t, job, opened, pd)
+	victim := run.awaitCheckpoint(t, dir, 10, role("server", 1))[0]
+	signal(t, syscall.SIGKILL, victim)
 	killed := time.Now()
-	var got outcome
-	select {
-	case got = <-done:
-		t.Logf("the job ended %v after the kill", time.Since(killed).Round(time.Millisecond))
-	case <-time.After(60 * time.Second):
-		t.Fatal("the job still runs 60 s after the kill")
-	}
+	got := run.wait(t, time.Minute, "server 1 was killed")
+	t.Logf("the job ended %v after the kill", time.Since(killed).Round(time.Millisecond))
 	if got.err != nil {
 		t.Fatalf("the job failed: %v", got.err)
 	}
@@ -80,16 +49,5 @@ func TestProcessesServerKilledReplicas(t *testing.T) {
 	if len(pd.Recovered) != 0 {
 		t.Fatalf("the job restarted: %v", pd.Recovered)
 	}
-	res := got.res
-	if res.Passes != want.Passes || res.Rounds != want.Rounds || len(res.RoundsDetail) != len(want.RoundsDetail) {
-		t.Fatalf("%d passes, %d rounds; without failure %d, %d", res.Passes, res.Rounds, want.Passes, want.Rounds)
-	}
-	for i, p := range want.RoundsDetail {
-		if q := res.RoundsDetail[i]; q.TrainLoss != p.TrainLoss || q.TrainAccuracy != p.TrainAccuracy {
-			t.Errorf("pass %d: loss %v accuracy %v, without failure %v %v", p.Pass, q.TrainLoss, q.TrainAccuracy, p.TrainLoss, p.TrainAccuracy)
-		}
-	}
-	if res.Accuracy == nil || *res.Accuracy != *want.Accuracy || *res.LogLoss != *want.LogLoss || *res.AUC != *want.AUC {
-		t.Errorf("test measures %+v, without failure %+v", res.Eval, want.Eval)
-	}
+	sameModel(t, want, got.res)
 }

@@ -57,51 +57,14 @@ func TestProcessesSchedulerKilledAfterFailover(t *testing.T) {
 		}
 	}
 	pd := &Processes{Bin: coloBin, Graph: opened.Data.Graph, Cache: opened.WriteCache, Restarts: 1, Replace: true, Logf: logf}
-	type result struct {
-		res *train.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := deploy(t, job, opened, pd)
-		done <- result{res, err}
-	}()
-	find := func(match func(line string) bool) int {
-		for pid, line := range children(os.Getpid()) {
-			if match(line) {
-				return pid
-			}
-		}
-		return 0
-	}
-	var r result
-	server, scheduler := 0, 0
-	for poll := time.NewTicker(2 * time.Millisecond); server == 0 || scheduler == 0; {
-		select {
-		case r = <-done:
-			t.Fatalf("the job ended (%v) before server 1 could be killed after a checkpoint", r.err)
-		case <-poll.C:
-		}
-		if m, _, err := checkpoint.Latest(dir); err != nil || m.Round < 2*every {
-			continue
-		}
-		server = find(func(line string) bool {
-			return strings.Contains(line, "--role server") && strings.Contains(line, "--rank 1 ")
-		})
-		scheduler = find(func(line string) bool {
-			return strings.Contains(line, "--role scheduler") && !strings.Contains(line, "--takeover")
-		})
-		if server != 0 && scheduler != 0 {
-			poll.Stop()
-		}
-	}
-	if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	run := deployInBackground(t, job, opened, pd)
+	pids := run.awaitCheckpoint(t, dir, 2*every, role("server", 1), role("scheduler", -1))
+	server, scheduler := pids[0], pids[1]
+	signal(t, syscall.SIGKILL, server)
 	killedServer := time.Now()
 	select {
 	case <-copied:
-	case r = <-done:
+	case r := <-run.done:
 		t.Fatalf("the job ended (%v) before the new copies after server 1's failover were in place", r.err)
 	case <-time.After(time.Minute):
 		t.Fatal("no new copies in place a minute after server 1 was killed")
@@ -110,15 +73,9 @@ func TestProcessesSchedulerKilledAfterFailover(t *testing.T) {
 	if m, _, err := checkpoint.Latest(dir); err == nil {
 		round = m.Round
 	}
-	if err := syscall.Kill(scheduler, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	signal(t, syscall.SIGKILL, scheduler)
 	killedScheduler := time.Now()
-	select {
-	case r = <-done:
-	case <-time.After(3 * time.Minute):
-		t.Fatal("the job still runs 3 minutes after the scheduler was killed")
-	}
+	r := run.wait(t, 3*time.Minute, "the scheduler was killed")
 	if r.err != nil {
 		t.Fatalf("the job failed: %v", r.err)
 	}
