@@ -107,15 +107,9 @@ func TestRebuild(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := slices.Clone(tc.reports)
-			rb, err := Rebuild(cfg, tc.reports)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one saying %q", err, tc.err)
-				}
+			rb := rebuilt(t, cfg, tc.reports, tc.err)
+			if rb == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			for i := range in {
 				if len(in[i].Members) != len(tc.reports[i].Members) {
@@ -125,6 +119,24 @@ func TestRebuild(t *testing.T) {
 			tc.check(t, rb)
 		})
 	}
+}
+
+// rebuilt returns what Rebuild makes of the reports, failing the test
+// if it refuses them, or, when want is not "", nil once it refused them
+// with an error saying want (failing the test otherwise).
+func rebuilt(t *testing.T, cfg Config, reports []proto.Rejoin, want string) *Rebuilt {
+	t.Helper()
+	rb, err := Rebuild(cfg, reports)
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rb
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one saying %q", err, want)
+	}
+	return nil
 }
 
 // takeoverCore returns a core that takes over a job of 2 machines.
