@@ -64,20 +64,11 @@ func newsJob(t *testing.T, k, passes int, test bool) (train.Job, *app.Opened, fu
 }
 
 // sameTraining fails unless two runs trained identically: the same
-// passes, losses, test measures and training traffic, bit for bit.
+// passes, losses, test measures (sameModel) and training traffic, bit
+// for bit.
 func sameTraining(t *testing.T, want, got *train.Result) {
 	t.Helper()
-	if got.Passes != want.Passes || got.Rounds != want.Rounds || len(got.RoundsDetail) != len(want.RoundsDetail) {
-		t.Fatalf("%d passes, %d rounds; in process %d, %d", got.Passes, got.Rounds, want.Passes, want.Rounds)
-	}
-	for i, p := range want.RoundsDetail {
-		if q := got.RoundsDetail[i]; q.TrainLoss != p.TrainLoss || q.TrainAccuracy != p.TrainAccuracy {
-			t.Errorf("pass %d: loss %v accuracy %v, in process %v %v", p.Pass, q.TrainLoss, q.TrainAccuracy, p.TrainLoss, p.TrainAccuracy)
-		}
-	}
-	if got.Accuracy == nil || *got.Accuracy != *want.Accuracy || *got.LogLoss != *want.LogLoss || *got.AUC != *want.AUC {
-		t.Errorf("test measures %+v, in process %+v", got.Eval, want.Eval)
-	}
+	sameModel(t, "in process", want, got)
 	if got.BytesInter != want.BytesInter || got.BytesInner != want.BytesInner || got.InterValues != want.InterValues {
 		t.Errorf("traffic inter %d inner %d values %d, in process %d %d %d",
 			got.BytesInter, got.BytesInner, got.InterValues, want.BytesInter, want.BytesInner, want.InterValues)

@@ -49,5 +49,5 @@ func TestProcessesServerKilledReplicas(t *testing.T) {
 	if len(pd.Recovered) != 0 {
 		t.Fatalf("the job restarted: %v", pd.Recovered)
 	}
-	sameModel(t, want, got.res)
+	sameModel(t, "without failure", want, got.res)
 }

@@ -85,7 +85,7 @@ func TestProcessesSchedulerKilledAfterFailover(t *testing.T) {
 	if len(pd.Recovered) != 1 || pd.Recovered[0].Replaced != "scheduler" || pd.Recovered[0].Round != -1 {
 		t.Fatalf("recoveries %+v, want the scheduler taken over once, nothing restarted or rolled back", pd.Recovered)
 	}
-	sameModel(t, want, r.res)
+	sameModel(t, "without failure", want, r.res)
 	if r.res.Rounds%every != 0 {
 		t.Fatalf("%d rounds, not a multiple of the %d between checkpoints", r.res.Rounds, every)
 	}
