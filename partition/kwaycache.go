@@ -336,6 +336,23 @@ func (s *kstate) cachedMove(u int) (int, int64) {
 // blocks in increasing order.
 func (s *kstate) firstTouched(u int, tie []uint64) int {
 	k, sw, sd := s.k, s.w, s.sd
+	if sw == 1 && s.floating {
+		// k ≤ 64 and no servers: a net's blocks are one word.
+		t, nd := tie[0], s.nd
+		for _, e := range s.lv.nets(u) {
+			m := nd[int(e)*sd]
+			if 2*bits.OnesCount64(m) > k {
+				continue
+			}
+			if z := m & t; z != 0 {
+				return bits.TrailingZeros64(z)
+			}
+		}
+		if t != 0 {
+			return bits.TrailingZeros64(t)
+		}
+		return -1
+	}
 	for _, e := range s.lv.nets(u) {
 		rec := s.nd[int(e)*sd : int(e)*sd+sw : int(e)*sd+sw]
 		lambda := 0
