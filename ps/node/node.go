@@ -811,8 +811,12 @@ func (n *Node) setPeer(p proto.Peer) {
 // waiting fails, and every call of its worker in flight and later until
 // the caller rejoins (Rejoin, then worker.Worker.Resume), with an error
 // that wraps proto.ErrPaused and names the failed node; a failed send
-// no longer ends the node (see lost). The server has nothing to do: the
-// first request of the new epoch rewinds it.
+// no longer ends the node (see lost). The server's replies to the failed
+// nodes are abandoned (replies.abandon): a failed worker whose process
+// still holds its socket open (stopped, or cut off) takes nothing, and
+// the server's next push would otherwise wait for ever for its answer
+// that is a view of the store to leave. The server has nothing else to
+// do: the first request of the new epoch rewinds it.
 func (n *Node) pause(p proto.Pause) {
 	cause := fmt.Errorf("%w: %w", proto.ErrPaused, &proto.NodeError{ID: p.Node, Addr: p.Addr, Err: errors.New(p.Reason)})
 	n.mu.Lock()
@@ -833,16 +837,29 @@ func (n *Node) pause(p proto.Pause) {
 		n.leave = nil
 	}
 	n.awaiting.Store(false)
+	members := append(slices.Clip(n.members), n.taken...)
 	n.mu.Unlock()
+	n.abandon(members, append([]transport.NodeID{p.Node}, p.Peers...), cause)
 	n.cfg.Logf("node: %v (epoch %d)", cause, p.Epoch)
 	if n.wrk != nil {
 		n.wrk.Pause(p.Epoch, cause)
 	}
 }
 
+// abandon abandons the replies of members to the nodes gone, with cause.
+func (n *Node) abandon(members []*member, gone []transport.NodeID, cause error) {
+	for _, m := range members {
+		for _, id := range gone {
+			m.replies.abandon(id, cause)
+		}
+	}
+}
+
 // resume handles the scheduler's Resume: the address book of the new
 // epoch, with the replacements' addresses, which the endpoints dial from
-// now on. A replacement gets it as its Start.
+// now on; the replies still going to the old address of a node replaced
+// (queued during the pause) are abandoned. A replacement gets it as its
+// Start.
 func (n *Node) resume(r proto.Resume) {
 	n.mu.Lock()
 	if n.book == nil {
@@ -855,9 +872,18 @@ func (n *Node) resume(r proto.Resume) {
 		return
 	}
 	n.paused = false
+	var moved []transport.NodeID
 	for _, p := range r.Peers {
+		if old, ok := n.book[p.ID]; ok && old.Addr != p.Addr {
+			moved = append(moved, p.ID)
+		}
 		n.book[p.ID] = p
 		n.setPeer(p)
+	}
+	if len(moved) > 0 {
+		// Under n.mu: replies.mu is never held while n.mu is taken.
+		cause := fmt.Errorf("%w: replaced (epoch %d)", transport.ErrPeerClosed, r.Epoch)
+		n.abandon(append(slices.Clip(n.members), n.taken...), moved, cause)
 	}
 	close(n.resumed)
 	n.cfg.Logf("node: job resumed (epoch %d)", r.Epoch)
@@ -1316,14 +1342,7 @@ func (c readerConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 	// and a goroutine is started for them once it has left.
 	r := &c.m.replies
 	r.mu.Lock()
-	if r.qs == nil {
-		r.qs = make(map[transport.NodeID]*replyQueue)
-	}
-	q := r.qs[to]
-	if q == nil {
-		q = &replyQueue{space: make(chan struct{})}
-		r.qs[to] = q
-	}
+	q := r.queue(to)
 	if q.running {
 		r.mu.Unlock()
 		return c.serverConn.Reply(ctx, to, msg)

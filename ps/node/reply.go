@@ -34,7 +34,15 @@ const ReplyBuffer = 4 << 20
 // server is about to change the store before then (detach). An answer
 // to a dense pull on an idle link thus goes from the store to the wire
 // without a copy, and the store is still never written under a reply
-// that reads it. The zero value is ready.
+// that reads it.
+//
+// A send has no deadline (a slow link takes as long as it needs), but
+// the replies to a destination the scheduler declared failed, or that a
+// replacement took the place of, are abandoned (abandon): the one
+// leaving fails at once, however stuck its write (a process stopped
+// with its socket open takes nothing), and so do those queued. A push
+// waiting for a view to leave (detach) thus never waits for a peer that
+// is gone. The zero value is ready.
 type replies struct {
 	mu sync.Mutex
 	qs map[transport.NodeID]*replyQueue
@@ -53,11 +61,56 @@ type replyQueue struct {
 	bytes   int
 	running bool
 	space   chan struct{} // closed, and made anew, when bytes go
+	// gone ends when the destination's replies queued so far are
+	// abandoned; it is made anew for the later ones.
+	gone   context.Context
+	cancel context.CancelCauseFunc
+}
+
+// queue returns the queue of destination to, making it. r.mu is held.
+func (r *replies) queue(to transport.NodeID) *replyQueue {
+	if r.qs == nil {
+		r.qs = make(map[transport.NodeID]*replyQueue)
+	}
+	q := r.qs[to]
+	if q == nil {
+		q = &replyQueue{space: make(chan struct{})}
+		q.gone, q.cancel = context.WithCancelCause(context.Background())
+		r.qs[to] = q
+	}
+	return q
+}
+
+// abandon fails the replies to node to queued so far, the one leaving
+// included (its send returns at once, as at the end of the job: its
+// link is closed when the frame was begun), with cause. Later replies
+// to to are sent.
+func (r *replies) abandon(to transport.NodeID, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.qs[to]
+	if q == nil {
+		return
+	}
+	q.cancel(cause)
+	q.gone, q.cancel = context.WithCancelCause(context.Background())
+}
+
+// sendContext returns the context of the send of it: it.ctx's, ended
+// too when it is abandoned; stop releases it.
+func sendContext(it *queuedReply) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(it.ctx)
+	unhook := context.AfterFunc(it.gone, func() { cancel(context.Cause(it.gone)) })
+	return ctx, func() {
+		unhook()
+		cancel(nil)
+	}
 }
 
 // queuedReply is one reply in a queue; its fields are under replies.mu.
 type queuedReply struct {
 	ctx  context.Context
+	gone context.Context // its queue's when it was queued (abandon)
 	msg  *transport.Message
 	size int
 	sent func()
@@ -94,14 +147,7 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 	}
 	it.size = localSize(it.msg)
 	r.mu.Lock()
-	if r.qs == nil {
-		r.qs = make(map[transport.NodeID]*replyQueue)
-	}
-	q := r.qs[to]
-	if q == nil {
-		q = &replyQueue{space: make(chan struct{})}
-		r.qs[to] = q
-	}
+	q := r.queue(to)
 	for q.bytes > 0 && q.bytes+it.size > ReplyBuffer {
 		space := q.space
 		r.mu.Unlock()
@@ -119,6 +165,7 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 		it.msg, it.lent = m.n.pool.Clone(it.msg), false
 	}
 	lent := it.lent
+	it.gone = q.gone
 	q.items = append(q.items, it)
 	q.bytes += it.size
 	if lent {
@@ -199,8 +246,9 @@ func (r *replies) drain(m *member, to transport.NodeID, q *replyQueue) {
 		it := q.items[0]
 		pull := it.msg.Flags&transport.FlagPull != 0
 		r.mu.Unlock()
+		ctx, stop := sendContext(it)
 		if pull {
-			m.n.afterPushes(it.ctx)
+			m.n.afterPushes(ctx)
 		}
 		r.mu.Lock()
 		it.leaving = true
@@ -209,7 +257,8 @@ func (r *replies) drain(m *member, to transport.NodeID, q *replyQueue) {
 			r.lent--
 		}
 		r.mu.Unlock()
-		m.n.reply(it.ctx, m, to, msg)
+		m.n.reply(ctx, m, to, msg)
+		stop()
 		if lent {
 			close(it.done)
 		} else {

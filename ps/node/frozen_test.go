@@ -1,0 +1,129 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"colo/ps/proto"
+	"colo/transport"
+	"colo/transport/tcp"
+)
+
+// frozenGuard bounds the waits for what must happen at once: a failure
+// of the test, never a pace.
+const frozenGuard = 20 * time.Second
+
+// listenTCP returns a loopback endpoint of node id whose Recv holds
+// inbox messages.
+func listenTCP(t *testing.T, id transport.NodeID, inbox int) *tcp.Endpoint {
+	t.Helper()
+	cfg := tcp.DefaultConfig()
+	cfg.ID, cfg.Addr, cfg.InboxSize = id, "127.0.0.1:0", inbox
+	ep, err := tcp.Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	return ep
+}
+
+// leaving returns once the reply queued to node to with request id is
+// leaving (its send has begun).
+func leaving(t *testing.T, r *replies, to transport.NodeID, id uint64) {
+	t.Helper()
+	deadline := time.Now().Add(frozenGuard)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		var it *queuedReply
+		if q := r.qs[to]; q != nil && len(q.items) > 0 {
+			it = q.items[0]
+		}
+		on := it != nil && it.msg.ID == id && it.leaving
+		r.mu.Unlock()
+		if on {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("answer %d to %s never began to leave", id, proto.Name(to))
+}
+
+// TestFrozenWorkerAbandoned: a server answers worker 0 over TCP with a
+// view of its store (a dense range pull's answer, 32 MB) while worker
+// 0's process is stopped with its socket open (its reader holds an
+// answer it cannot hand over: it reads nothing more). The view begins to
+// leave and cannot end; a push's Detach does not copy it (it is
+// leaving), so the push would wait for it for ever. The scheduler's
+// Pause naming worker 0 abandons the answer: the view's ReplyView
+// returns, and the push goes on. An answer posted during the pause to
+// the stopped process is stuck the same way until the Resume gives
+// worker 0 a replacement's address; later answers reach the
+// replacement.
+func TestFrozenWorkerAbandoned(t *testing.T) {
+	ctx := context.Background()
+	w0 := proto.WorkerID(0)
+	srv := listenTCP(t, proto.ServerID(0), 256)
+	frozen := listenTCP(t, w0, 0) // nobody reads its Recv
+	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}}
+	close(n.started)
+	n.book = map[transport.NodeID]proto.Peer{w0: {ID: w0, Addr: frozen.Addr().String()}}
+	m := &member{n: n, id: proto.ServerID(0), ep: tcpEndpoint{srv, func() {}}}
+	n.members = []*member{m}
+	srv.SetPeer(w0, frozen.Addr().String())
+	c := serverConn{m}
+
+	// The stopped process's reader takes this one and holds it.
+	if err := c.Reply(ctx, w0, message(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	view := func(id uint64) <-chan error {
+		done := make(chan error, 1)
+		go func() { done <- c.ReplyView(ctx, w0, message(id, 32<<20), nil) }()
+		return done
+	}
+	done := view(2)
+	leaving(t, &m.replies, w0, 2)
+	attach := c.Detach() // a push, as server.Server's unview
+	select {
+	case err := <-done:
+		t.Fatalf("the view returned (%v) while the stopped worker could read none of it", err)
+	default:
+	}
+	n.pause(proto.Pause{Node: w0, Addr: frozen.Addr().String(), Reason: "no heartbeat", Epoch: 1, Peers: []transport.NodeID{w0}})
+	select {
+	case <-done:
+	case <-time.After(frozenGuard):
+		t.Fatalf("the view to the stopped worker still leaving %v after the pause that declared it failed: every push of the server waits for it", frozenGuard)
+	}
+	attach()
+
+	// During the pause, an answer to the old address (the process
+	// still there, its socket open) is stuck again, until the Resume.
+	done = view(3)
+	leaving(t, &m.replies, w0, 3)
+	replacement := listenTCP(t, w0, 256)
+	n.resume(proto.Resume{Epoch: 1, Peers: []proto.Peer{{ID: w0, Addr: replacement.Addr().String()}}})
+	select {
+	case <-done:
+	case <-time.After(frozenGuard):
+		t.Fatalf("the view to the replaced worker's old process still leaving %v after the Resume", frozenGuard)
+	}
+	if err := c.Reply(ctx, w0, message(4, 16)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-replacement.Recv():
+		if got.ID != 4 {
+			t.Fatalf("the replacement got answer %d, want 4", got.ID)
+		}
+	case <-time.After(frozenGuard):
+		t.Fatal("the replacement got no answer")
+	}
+	n.mu.Lock()
+	ended, err := n.ended, n.err
+	n.mu.Unlock()
+	if ended {
+		t.Fatalf("an abandoned answer ended the node: %v", err)
+	}
+}
