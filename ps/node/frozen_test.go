@@ -28,9 +28,9 @@ func listenTCP(t *testing.T, id transport.NodeID, inbox int) *tcp.Endpoint {
 	return ep
 }
 
-// leaving returns once the reply queued to node to with request id is
-// leaving (its send has begun).
-func leaving(t *testing.T, r *replies, to transport.NodeID, id uint64) {
+// leaving returns once a reply of at least size bytes queued to node to,
+// other than before, is leaving (its send has begun), and returns it.
+func leaving(t *testing.T, r *replies, to transport.NodeID, size int, before *queuedReply) *queuedReply {
 	t.Helper()
 	deadline := time.Now().Add(frozenGuard)
 	for time.Now().Before(deadline) {
@@ -39,14 +39,15 @@ func leaving(t *testing.T, r *replies, to transport.NodeID, id uint64) {
 		if q := r.qs[to]; q != nil && len(q.items) > 0 {
 			it = q.items[0]
 		}
-		on := it != nil && it.msg.ID == id && it.leaving
+		on := it != nil && it != before && it.size >= size && it.leaving
 		r.mu.Unlock()
 		if on {
-			return
+			return it
 		}
 		time.Sleep(time.Millisecond)
 	}
-	t.Fatalf("answer %d to %s never began to leave", id, proto.Name(to))
+	t.Fatalf("no answer of %d bytes to %s began to leave", size, proto.Name(to))
+	return nil
 }
 
 // TestFrozenWorkerAbandoned: a server answers worker 0 over TCP with a
@@ -83,7 +84,7 @@ func TestFrozenWorkerAbandoned(t *testing.T) {
 		return done
 	}
 	done := view(2)
-	leaving(t, &m.replies, w0, 2)
+	first := leaving(t, &m.replies, w0, 32<<20, nil)
 	attach := c.Detach() // a push, as server.Server's unview
 	select {
 	case err := <-done:
@@ -99,9 +100,13 @@ func TestFrozenWorkerAbandoned(t *testing.T) {
 	attach()
 
 	// During the pause, an answer to the old address (the process
-	// still there, its socket open) is stuck again, until the Resume.
+	// still there, its socket open: it takes a new link, whose reader
+	// holds the first answer) is stuck again, until the Resume.
+	if err := c.Reply(ctx, w0, message(5, 16)); err != nil {
+		t.Fatal(err)
+	}
 	done = view(3)
-	leaving(t, &m.replies, w0, 3)
+	leaving(t, &m.replies, w0, 32<<20, first)
 	replacement := listenTCP(t, w0, 256)
 	n.resume(proto.Resume{Epoch: 1, Peers: []proto.Peer{{ID: w0, Addr: replacement.Addr().String()}}})
 	select {
