@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/ps/clock"
 	"colo/ps/proto"
 	"colo/transport"
 	"colo/transport/tcp"
@@ -15,11 +16,13 @@ import (
 const frozenGuard = 20 * time.Second
 
 // listenTCP returns a loopback endpoint of node id whose Recv holds
-// inbox messages.
+// inbox messages (0 for the default), with socket buffers of 64 KiB: the kernel's
+// autotuning would let a receive buffer grow to tcp_rmem's largest
+// (32 MiB here), taking a whole answer the process never reads.
 func listenTCP(t *testing.T, id transport.NodeID, inbox int) *tcp.Endpoint {
 	t.Helper()
 	cfg := tcp.DefaultConfig()
-	cfg.ID, cfg.Addr, cfg.InboxSize = id, "127.0.0.1:0", inbox
+	cfg.ID, cfg.Addr, cfg.InboxSize, cfg.SocketBuffer = id, "127.0.0.1:0", inbox, 64<<10
 	ep, err := tcp.Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -50,12 +53,12 @@ func leaving(t *testing.T, r *replies, to transport.NodeID, size int, before *qu
 	return nil
 }
 
-// TestFrozenWorkerAbandoned: a server answers worker 0 over TCP with a
-// view of its store (a dense range pull's answer, 32 MB) while worker
-// 0's process is stopped with its socket open (its reader holds an
-// answer it cannot hand over: it reads nothing more). The view begins to
-// leave and cannot end; a push's Detach does not copy it (it is
-// leaving), so the push would wait for it for ever. The scheduler's
+// TestFrozenWorkerAbandoned: a server of a BSP job answers worker 0
+// over TCP with a view of its store (a dense range pull's answer, 32 MB)
+// while worker 0's process is stopped with its socket open (its reader
+// holds an answer it cannot hand over: it reads nothing more). The view
+// begins to leave and cannot end; a push's Detach does not copy it (it
+// is leaving), so the push would wait for it for ever. The scheduler's
 // Pause naming worker 0 abandons the answer: the view's ReplyView
 // returns, and the push goes on. An answer posted during the pause to
 // the stopped process is stuck the same way until the Resume gives
@@ -65,8 +68,16 @@ func TestFrozenWorkerAbandoned(t *testing.T) {
 	ctx := context.Background()
 	w0 := proto.WorkerID(0)
 	srv := listenTCP(t, proto.ServerID(0), 256)
-	frozen := listenTCP(t, w0, 0) // nobody reads its Recv
-	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}}
+	// The stopped process: its link's reader holds the first message
+	// it decoded and reads nothing more.
+	frozen := listenTCP(t, w0, 1)
+	stopped := make(chan struct{})
+	t.Cleanup(func() { close(stopped) }) // before the endpoints close
+	frozen.SetSink(func(*transport.Message) bool {
+		<-stopped
+		return true
+	})
+	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Job: proto.Job{Mode: clock.BSP.String()}}}
 	close(n.started)
 	n.book = map[transport.NodeID]proto.Peer{w0: {ID: w0, Addr: frozen.Addr().String()}}
 	m := &member{n: n, id: proto.ServerID(0), ep: tcpEndpoint{srv, func() {}}}

@@ -1407,6 +1407,14 @@ func (c serverConn) reply(ctx context.Context, to transport.NodeID, msg *transpo
 		}
 		return nil
 	}
+	if h == handLend && n.assign.Job.Mode != clock.BSP.String() {
+		// Without rounds, a push may come while the view leaves, at
+		// any pace of the link: it would wait for the view's wire time
+		// (seconds for megabytes on a slow link), and every other
+		// push with it. Under BSP the server's store changes only with
+		// the next round, which needs the answer's worker to have it.
+		h = handCopy
+	}
 	return c.m.replies.post(ctx, c.m, to, msg, sent, h)
 }
 

@@ -18,7 +18,8 @@ import (
 )
 
 // replyServer returns the member of a server 0 on host 0, whose 1 MB/s
-// interface it shares with nobody, and workers 0 and 1 on hosts 1 and 2.
+// interface it shares with nobody, and workers 0 and 1 on hosts 1 and 2,
+// of a BSP job (its views are lent).
 func replyServer(t *testing.T) (serverConn, []*mem.Endpoint) {
 	t.Helper()
 	net, err := mem.New(mem.DefaultConfig())
@@ -35,7 +36,7 @@ func replyServer(t *testing.T) (serverConn, []*mem.Endpoint) {
 		}
 	}
 	net.SetNIC(0, 1e6, 0)
-	n := &Node{ctx: context.Background(), started: make(chan struct{})}
+	n := &Node{ctx: context.Background(), started: make(chan struct{}), assign: proto.Assign{Job: proto.Job{Mode: clock.BSP.String()}}}
 	close(n.started)
 	m := &member{n: n, id: ids[0], ep: memEndpoint{eps[0]}}
 	return serverConn{m}, eps[1:]
@@ -421,4 +422,50 @@ func TestViewPostedAfterDetach(t *testing.T) {
 			t.Fatalf("Run: %v", err)
 		}
 	})
+}
+
+// TestAsyncViewsCopied: without rounds (asynchronous SGD, bounded
+// delay) a view of the store is queued as a copy: a push that comes
+// while a 2.4 MB answer leaves at 1 MB/s is applied and acknowledged at
+// once, not after the answer's 2.4 s of wire time (as when the view was
+// lent, every push of the server waiting as long).
+func TestAsyncViewsCopied(t *testing.T) {
+	const n = 600_000
+	for _, mode := range []clock.Mode{clock.Async, clock.Bounded} {
+		t.Run(mode.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, workers := replyServer(t)
+				c.m.n.assign.Job.Mode = mode.String()
+				tb, err := route.Uniform(1, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				in := make(chan *transport.Message, 4)
+				done := make(chan error, 1)
+				go func() { done <- srv.Run(ctx, in, c) }()
+				start := time.Now()
+				in <- rangeRequest(0, 1, n, false)
+				synctest.Wait() // the answer is leaving
+				in <- rangeRequest(1, 2, n, true)
+				ack := <-workers[1].Recv()
+				if d := time.Since(start); ack.ID != 2 || d > 10*time.Millisecond {
+					t.Fatalf("answer %d to worker 1 after %v, want the push's acknowledgement within 10ms", ack.ID, d)
+				}
+				m := <-workers[0].Recv()
+				if m.ID != 1 || !slices.Equal(m.KV.Vals, make([]float32, n)) {
+					t.Fatalf("worker 0 got answer %d, want 1 holding the values before the push", m.ID)
+				}
+				cancel()
+				if err := <-done; err != context.Canceled {
+					t.Fatalf("Run: %v", err)
+				}
+			})
+		})
+	}
 }
