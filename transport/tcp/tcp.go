@@ -1103,10 +1103,16 @@ func (e *Endpoint) serve(c *conn) {
 		}
 	}
 	// A wait for a peer's key leaves a quarter of the time to tell the
-	// dialer why none came.
+	// dialer why none came, counted from when the wait ended: a loaded
+	// machine wakes the wait late, and the refusal then missed the
+	// handshake's deadline (the dialer read EOF, not the reason).
 	keyDeadline := deadline.Add(-e.cfg.HandshakeTimeout / 4)
 	from, err := accept(c.rw, e.cfg.ID, e.cfg.Token, e.PublicKey(), func(peer transport.NodeID, pub []byte) ([]byte, error) {
-		return e.keyFor(peer, pub, keyDeadline)
+		key, err := e.keyFor(peer, pub, keyDeadline)
+		if err != nil {
+			c.sock.SetDeadline(time.Now().Add(e.cfg.HandshakeTimeout / 4))
+		}
+		return key, err
 	})
 	if errors.Is(err, errTLSClient) {
 		// A node with TLS: a TLS alert is all it understands.
