@@ -142,32 +142,8 @@ func TestAnswersAfterPushes(t *testing.T) {
 
 func answersAfterPushes(t *testing.T, mode clock.Mode, push time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
-		net, err := mem.New(mem.DefaultConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer net.Close()
-		ids := []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.WorkerID(1), proto.ServerID(1)}
-		hosts := []int{0, 0, 1, 2}
-		eps := make([]*mem.Endpoint, len(ids))
-		for i, id := range ids {
-			net.SetHost(id, hosts[i])
-			if eps[i], err = net.Attach(id); err != nil {
-				t.Fatal(err)
-			}
-		}
-		net.SetNIC(0, 1e6, 0)
-		// The job's context ends before the network closes, so that a send
-		// cut short by a failure below ends nothing else.
-		job, end := context.WithCancel(context.Background())
-		defer end()
-		n := &Node{ctx: job, started: make(chan struct{}), assign: proto.Assign{Server: ids[0], Worker: ids[1], Job: proto.Job{Mode: mode.String()}}}
-		close(n.started)
-		srv := &member{n: n, id: ids[0], ep: memEndpoint{eps[0]}}
-		wrk := &member{n: n, id: ids[1], ep: memEndpoint{eps[1]}, out: mailbox.NewOutbox(memEndpoint{eps[1]}, time.Second)}
-		defer wrk.out.Close()
-		n.members = []*member{srv, wrk}
-		ctx := job
+		ids, eps, n, srv, wrk := sharedMachine(t, mode)
+		ctx := n.ctx
 		start := time.Now()
 		req := message(1, 1_000_000)
 		req.Flags = transport.FlagRequest | transport.FlagPush
@@ -277,29 +253,7 @@ func TestViewsLentUntilSent(t *testing.T) {
 // when it was lent.
 func TestViewDetachedBehindPushes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		net, err := mem.New(mem.DefaultConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer net.Close()
-		ids := []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.WorkerID(1), proto.ServerID(1)}
-		hosts := []int{0, 0, 1, 2}
-		eps := make([]*mem.Endpoint, len(ids))
-		for i, id := range ids {
-			net.SetHost(id, hosts[i])
-			if eps[i], err = net.Attach(id); err != nil {
-				t.Fatal(err)
-			}
-		}
-		net.SetNIC(0, 1e6, 0)
-		job, end := context.WithCancel(context.Background())
-		defer end()
-		n := &Node{ctx: job, started: make(chan struct{}), assign: proto.Assign{Server: ids[0], Worker: ids[1], Job: proto.Job{Mode: clock.BSP.String()}}}
-		close(n.started)
-		srv := &member{n: n, id: ids[0], ep: memEndpoint{eps[0]}}
-		wrk := &member{n: n, id: ids[1], ep: memEndpoint{eps[1]}, out: mailbox.NewOutbox(memEndpoint{eps[1]}, time.Second)}
-		defer wrk.out.Close()
-		n.members = []*member{srv, wrk}
+		ids, eps, n, srv, wrk := sharedMachine(t, clock.BSP)
 		start := time.Now()
 		req := message(1, 1_000_000)
 		req.Flags = transport.FlagRequest | transport.FlagPush
@@ -311,7 +265,7 @@ func TestViewDetachedBehindPushes(t *testing.T) {
 		}
 		c := serverConn{srv}
 		lent := make(chan error, 1)
-		go func() { lent <- c.ReplyView(job, ids[2], answer, nil) }()
+		go func() { lent <- c.ReplyView(n.ctx, ids[2], answer, nil) }()
 		synctest.Wait()
 		select {
 		case err := <-lent:
@@ -468,4 +422,40 @@ func TestAsyncViewsCopied(t *testing.T) {
 			})
 		})
 	}
+}
+
+// sharedMachine attaches, on an in-memory network, server 0 and worker 0
+// on machine 0 (whose interface carries 1 MB/s each way), worker 1 on
+// machine 1 and server 1 on machine 2 (ids and eps in that order), and
+// returns a started node of the given mode running server 0 (srv) and
+// worker 0 (wrk, with its outbox) on machine 0. The node's context ends
+// before the network closes, so that a send cut short by a failure ends
+// nothing else; both close when the test ends. Call it inside a
+// synctest bubble.
+func sharedMachine(t *testing.T, mode clock.Mode) (ids []transport.NodeID, eps []*mem.Endpoint, n *Node, srv, wrk *member) {
+	t.Helper()
+	net, err := mem.New(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { net.Close() })
+	ids = []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.WorkerID(1), proto.ServerID(1)}
+	hosts := []int{0, 0, 1, 2}
+	eps = make([]*mem.Endpoint, len(ids))
+	for i, id := range ids {
+		net.SetHost(id, hosts[i])
+		if eps[i], err = net.Attach(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	net.SetNIC(0, 1e6, 0)
+	job, end := context.WithCancel(context.Background())
+	t.Cleanup(end)
+	n = &Node{ctx: job, started: make(chan struct{}), assign: proto.Assign{Server: ids[0], Worker: ids[1], Job: proto.Job{Mode: mode.String()}}}
+	close(n.started)
+	srv = &member{n: n, id: ids[0], ep: memEndpoint{eps[0]}}
+	wrk = &member{n: n, id: ids[1], ep: memEndpoint{eps[1]}, out: mailbox.NewOutbox(memEndpoint{eps[1]}, time.Second)}
+	t.Cleanup(func() { wrk.out.Close() })
+	n.members = []*member{srv, wrk}
+	return ids, eps, n, srv, wrk
 }
