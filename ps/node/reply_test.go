@@ -204,20 +204,7 @@ func TestViewsLentUntilSent(t *testing.T) {
 	const n = 250_000
 	synctest.Test(t, func(t *testing.T) {
 		c, workers := replyServer(t)
-		tb, err := route.Uniform(1, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The job ends before the network closes (replyServer's cleanup).
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		in := make(chan *transport.Message, 4)
-		done := make(chan error, 1)
-		go func() { done <- srv.Run(ctx, in, c) }()
+		in, stop := runServer(t, c, n)
 		start := time.Now()
 		in <- rangeRequest(0, 1, n, false)
 		synctest.Wait() // the first answer is leaving
@@ -239,10 +226,7 @@ func TestViewsLentUntilSent(t *testing.T) {
 				t.Fatalf("worker 0 got answer %d (%d values, first %v), want %d holding %v…", m.ID, len(m.KV.Vals), m.KV.Vals[:1], want.id, want.vals[:1])
 			}
 		}
-		cancel()
-		if err := <-done; err != context.Canceled {
-			t.Fatalf("Run: %v", err)
-		}
+		stop()
 	})
 }
 
@@ -339,20 +323,7 @@ func TestViewPostedAfterDetach(t *testing.T) {
 	const n = 600_000 // 2.4 MB: two do not fit in ReplyBuffer
 	synctest.Test(t, func(t *testing.T) {
 		c, workers := replyServer(t)
-		tb, err := route.Uniform(1, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The job ends before the network closes (replyServer's cleanup).
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		in := make(chan *transport.Message, 4)
-		done := make(chan error, 1)
-		go func() { done <- srv.Run(ctx, in, c) }()
+		in, stop := runServer(t, c, n)
 		wire := time.Duration(localSize(&transport.Message{KV: kv.Batch{Vals: make([]float32, n)}})) * time.Microsecond
 		start := time.Now()
 		in <- rangeRequest(0, 1, n, false)
@@ -371,10 +342,7 @@ func TestViewPostedAfterDetach(t *testing.T) {
 				t.Fatalf("worker 0 got answer %d (%d values, first %v), want %d holding zeros", m.ID, len(m.KV.Vals), m.KV.Vals[:1], id)
 			}
 		}
-		cancel()
-		if err := <-done; err != context.Canceled {
-			t.Fatalf("Run: %v", err)
-		}
+		stop()
 	})
 }
 
@@ -390,19 +358,7 @@ func TestAsyncViewsCopied(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c, workers := replyServer(t)
 				c.m.n.assign.Job.Mode = mode.String()
-				tb, err := route.Uniform(1, n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				in := make(chan *transport.Message, 4)
-				done := make(chan error, 1)
-				go func() { done <- srv.Run(ctx, in, c) }()
+				in, stop := runServer(t, c, n)
 				start := time.Now()
 				in <- rangeRequest(0, 1, n, false)
 				synctest.Wait() // the answer is leaving
@@ -415,10 +371,7 @@ func TestAsyncViewsCopied(t *testing.T) {
 				if m.ID != 1 || !slices.Equal(m.KV.Vals, make([]float32, n)) {
 					t.Fatalf("worker 0 got answer %d, want 1 holding the values before the push", m.ID)
 				}
-				cancel()
-				if err := <-done; err != context.Canceled {
-					t.Fatalf("Run: %v", err)
-				}
+				stop()
 			})
 		})
 	}
@@ -458,4 +411,32 @@ func sharedMachine(t *testing.T, mode clock.Mode) (ids []transport.NodeID, eps [
 	t.Cleanup(func() { wrk.out.Close() })
 	n.members = []*member{srv, wrk}
 	return ids, eps, n, srv, wrk
+}
+
+// runServer runs a server of n keys of width 1 for two workers,
+// asynchronous, on c (replyServer's), and returns its input and stop,
+// which ends it and checks that Run ended for that reason. The server
+// also ends with the test, before the network closes.
+func runServer(t *testing.T, c serverConn, n int) (in chan<- *transport.Message, stop func()) {
+	t.Helper()
+	tb, err := route.Uniform(1, uint64(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch := make(chan *transport.Message, 4)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, ch, c) }()
+	return ch, func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Fatalf("Run: %v", err)
+		}
+	}
 }
