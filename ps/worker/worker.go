@@ -194,21 +194,8 @@ func (w *Worker) submit(op *Op) *Future {
 // operation waits for it and the core allows it (Core.Direct), and
 // reports whether it did.
 func (w *Worker) direct(op *Op) bool {
-	if w.inbox.Load() != 0 {
-		return false
-	}
-	w.own.Lock()
-	defer w.own.Unlock()
-	if w.inbox.Load() != 0 || w.conn == nil {
-		return false
-	}
-	outs, ok := w.core.Direct(op, w.local)
-	if !ok {
-		return false
-	}
-	w.post(w.conn, outs) // the other servers' parts
-	w.update()
-	return true
+	// What it posts are the other servers' parts.
+	return w.onCaller(func() ([]Out, bool) { return w.core.Direct(op, w.local) })
 }
 
 // start starts op, a push or a pull, on the caller's goroutine as the
@@ -221,6 +208,21 @@ func (w *Worker) direct(op *Op) bool {
 // waits for own while the driver, or a link's reader (Offer), holds it
 // for a message, as direct does.
 func (w *Worker) start(op *Op) bool {
+	return w.onCaller(func() ([]Out, bool) {
+		select {
+		case <-w.stopped:
+			return nil, false
+		default:
+			return w.core.Submit(op), true
+		}
+	})
+}
+
+// onCaller runs f on the caller's goroutine holding own, when the driver
+// runs and no operation waits for it (the driver's inbox is empty), and
+// posts the requests f returns on Run's conn; it reports whether f ran
+// and accepted the operation (direct and start).
+func (w *Worker) onCaller(f func() ([]Out, bool)) bool {
 	if w.inbox.Load() != 0 {
 		return false
 	}
@@ -229,12 +231,11 @@ func (w *Worker) start(op *Op) bool {
 	if w.inbox.Load() != 0 || w.conn == nil {
 		return false
 	}
-	select {
-	case <-w.stopped:
+	outs, ok := f()
+	if !ok {
 		return false
-	default:
 	}
-	w.post(w.conn, w.core.Submit(op))
+	w.post(w.conn, outs)
 	w.update()
 	return true
 }
