@@ -20,7 +20,9 @@ import (
 //	4      1    magic 0xC6
 //	5      1    version 1
 //	6      1    message type
-//	7      1    key encoding: 0 raw uint64, 1 gap varints (kv.AppendKeys)
+//	7      1    key encoding: 0 raw uint64, 1 gap varints (kv.AppendKeys),
+//	            2 the keys of a key slot, 3 raw and 4 gap varints stored
+//	            in a key slot (see KeyCache)
 //	8      2    flags
 //	10     2    command
 //	12     4    sender
@@ -33,7 +35,9 @@ import (
 //	44     4    key bytes
 //	48     4    number of values (float32)
 //	52     4    number of lengths (int32)
-//	56     4    reserved, zero
+//	56     1    key slot (encodings 2–4), else zero
+//	57     1    reserved, zero
+//	58     2    key slots emptied before the store (encodings 3–4), else zero
 //	60          body, keys, values, lengths
 const (
 	// PrefixSize is the size of the length prefix of a frame.
@@ -55,8 +59,11 @@ const (
 
 // Key encodings of the frame header.
 const (
-	keysRaw   = 0
-	keysDelta = 1
+	keysRaw        = 0
+	keysDelta      = 1
+	keysSlot       = 2 // no key bytes: the keys stored in the slot
+	keysStoreRaw   = 3 // raw keys, kept in the slot
+	keysStoreDelta = 4 // gap-coded keys, kept in the slot
 )
 
 // ErrFrameTooLarge is wrapped by the errors for a frame over the limit,
@@ -76,6 +83,13 @@ type FrameOptions struct {
 	// RawKeys sends keys as raw uint64s even when gap encoding is
 	// smaller: it saves the encoding time where bandwidth is plentiful.
 	RawKeys bool
+	// KeyCache, when positive, turns on key caching (see KeyCache): the
+	// bytes of key lists, 8 a key, that the receiver of a stream keeps
+	// for its sender. A sender stays within its own KeyCache and a
+	// receiver refuses a frame that would take it over its own, or that
+	// uses a key slot while its KeyCache is 0: both ends of a link need
+	// the same value. DefaultKeyCache is the usual one.
+	KeyCache int
 }
 
 // maxFrame returns the effective limit.
@@ -91,12 +105,18 @@ func (o FrameOptions) Validate() error {
 	if o.MaxFrame != 0 && (o.MaxFrame < MinMaxFrame || o.MaxFrame > MaxMaxFrame) {
 		return fmt.Errorf("MaxFrame %d out of range [%d, %d] (0 for the default %d)", o.MaxFrame, MinMaxFrame, MaxMaxFrame, DefaultMaxFrame)
 	}
+	if o.KeyCache < 0 {
+		return fmt.Errorf("KeyCache %d is negative (0 turns key caching off, %d is the default)", o.KeyCache, DefaultKeyCache)
+	}
 	return nil
 }
 
 // FrameSize returns the number of bytes m takes on the wire with the given
 // options, prefix included: what an Encoder produces and what Stats count.
-// It runs in O(len(keys)) to size the key encoding.
+// With key caching a frame whose keys are a key slot's is shorter on the
+// wire by the size of its keys; Stats count it at FrameSize all the same,
+// so that they measure the messages, alike on every transport. It runs
+// in O(len(keys)) to size the key encoding.
 func FrameSize(m *Message, o FrameOptions) int {
 	n := PrefixSize + HeaderSize + len(m.Body) + 4*len(m.KV.Vals) + 4*len(m.KV.Lens)
 	kb, _ := keyEncoding(m.KV.Keys, o.RawKeys)
@@ -165,17 +185,35 @@ type Encoder struct {
 	keys    []byte // gap-coded keys
 	scratch []byte // arrays converted on a big-endian host
 	bufs    [5][]byte
+	cache   senderKeys // with opt.KeyCache > 0
 }
 
 // NewEncoder returns an Encoder with the given options, which must be
 // valid.
 func NewEncoder(o FrameOptions) *Encoder {
-	return &Encoder{opt: o, max: o.maxFrame()}
+	e := &Encoder{opt: o, max: o.maxFrame()}
+	e.cache.limit = o.KeyCache
+	return e
 }
+
+// Sent tells the Encoder that the frame it returned last was written
+// whole: with key caching, a key list that frame stores is now the
+// receiver's, and later frames may name it. Without the call (the frame
+// was not sent) the next Encode forgets it. O(keys) when the frame stores
+// its keys (the Encoder keeps a copy), O(1) otherwise.
+func (e *Encoder) Sent() { e.cache.commit() }
+
+// ResetKeys forgets the key slots, for a new stream whose receiver has
+// none: a frame written on another connection than the last one's must
+// be encoded after it.
+func (e *Encoder) ResetKeys() { e.cache.reset() }
 
 // Encode frames m as sent from sender to receiver (m's own Sender and
 // Receiver are ignored) and returns the frame as buffers for a vectored
-// write, with its total size. The buffers stay valid until the next call
+// write, with its size as Stats count it: FrameSize(m), which is more
+// than the buffers hold when the frame names a key slot instead of
+// carrying its keys (see KeyCache; call Sent once the frame is written).
+// The buffers stay valid until the next call
 // and while m's arrays are unchanged. A frame over the limit is refused
 // with an error wrapping ErrFrameTooLarge.
 func (e *Encoder) Encode(m *Message, sender, receiver NodeID) (net.Buffers, int, error) {
@@ -187,9 +225,25 @@ func (e *Encoder) Encode(m *Message, sender, receiver NodeID) (net.Buffers, int,
 		return nil, 0, fmt.Errorf("%w: at least %d bytes, limit %d", ErrFrameTooLarge, lower, e.max)
 	}
 	e.scratch = e.scratch[:0]
+	c := &e.cache
+	c.staged = nil
+	// With key caching: a list a slot holds is named, not sent; a list
+	// seen once before is stored (staged until Sent).
+	slot, hit, store := -1, 0, false
+	var fp fingerprint
+	if c.limit > 0 && len(keys) >= MinCachedKeys {
+		fp = fingerprintOf(keys)
+		if slot = c.find(fp, keys); slot >= 0 {
+			hit = c.slots[slot].nominal
+			c.tick++
+			c.slots[slot].used = c.tick
+		} else if 8*len(keys) <= c.limit && c.sawBefore(fp) {
+			store = true
+		}
+	}
 	enc := byte(keysRaw)
 	var kb []byte
-	if !e.opt.RawKeys && len(keys) > 0 {
+	if slot < 0 && !e.opt.RawKeys && len(keys) > 0 {
 		// Gap-encode in one pass; fall back to raw keys when they are
 		// not increasing or the encoding is no smaller.
 		b, err := kv.AppendKeys(e.keys[:0], keys)
@@ -198,14 +252,24 @@ func (e *Encoder) Encode(m *Message, sender, receiver NodeID) (net.Buffers, int,
 		}
 		e.keys = b[:0]
 	}
-	if enc == keysRaw {
+	switch {
+	case slot >= 0:
+		enc = keysSlot
+	case enc == keysRaw:
 		kb = toLittle(keys, &e.scratch)
 	}
 	vb := toLittle(m.KV.Vals, &e.scratch)
 	lb := toLittle(m.KV.Lens, &e.scratch)
 	size := PrefixSize + HeaderSize + len(m.Body) + len(kb) + len(vb) + len(lb)
-	if size > e.max {
-		return nil, 0, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, size, e.max)
+	if size+hit > e.max {
+		return nil, 0, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, size+hit, e.max)
+	}
+	var mask uint16
+	if store {
+		slot, mask = c.plan(8 * len(keys))
+		c.store = keyStore{slot: slot, mask: mask, keys: keys, fp: fp, nominal: len(kb)}
+		c.staged = &c.store
+		enc += keysStoreRaw - keysRaw
 	}
 	h := e.hdr[:]
 	le := binary.LittleEndian
@@ -223,14 +287,18 @@ func (e *Encoder) Encode(m *Message, sender, receiver NodeID) (net.Buffers, int,
 	le.PutUint32(h[44:], uint32(len(kb)))
 	le.PutUint32(h[48:], uint32(len(m.KV.Vals)))
 	le.PutUint32(h[52:], uint32(len(m.KV.Lens)))
-	le.PutUint32(h[56:], 0)
+	h[56], h[57] = 0, 0
+	if slot >= 0 {
+		h[56] = byte(slot)
+	}
+	le.PutUint16(h[58:], mask)
 	bufs := append(e.bufs[:0], h)
 	for _, b := range [][]byte{m.Body, kb, vb, lb} {
 		if len(b) > 0 {
 			bufs = append(bufs, b)
 		}
 	}
-	return bufs, size, nil
+	return bufs, size + hit, nil
 }
 
 // AppendFrame appends the frame of m, as sent from sender to receiver, to
@@ -252,6 +320,8 @@ type header struct {
 	enc                          byte
 	body, nkeys, keyBytes, nvals uint32
 	nlens                        uint32
+	slot                         int    // key slot, encodings 2–4
+	mask                         uint16 // key slots emptied, encodings 3–4
 }
 
 // parseHeader checks and parses the fixed header h (after the prefix) of
@@ -279,17 +349,29 @@ func parseHeader(h []byte, n uint32) (header, error) {
 	p.keyBytes = le.Uint32(h[40:])
 	p.nvals = le.Uint32(h[44:])
 	p.nlens = le.Uint32(h[48:])
-	if r := le.Uint32(h[52:]); r != 0 {
-		return p, fmt.Errorf("%w: reserved field %#x is not zero", ErrBadFrame, r)
+	p.slot, p.mask = int(h[52]), le.Uint16(h[54:])
+	switch {
+	case p.enc <= keysDelta && le.Uint32(h[52:]) != 0:
+		return p, fmt.Errorf("%w: reserved field %#x is not zero", ErrBadFrame, le.Uint32(h[52:]))
+	case p.enc > keysDelta && h[53] != 0:
+		return p, fmt.Errorf("%w: reserved byte %#x is not zero", ErrBadFrame, h[53])
+	case p.enc > keysDelta && p.enc <= keysStoreDelta && p.slot >= KeySlots:
+		return p, fmt.Errorf("%w: key slot %d out of range [0, %d)", ErrBadFrame, p.slot, KeySlots)
+	case p.enc == keysSlot && p.mask != 0:
+		return p, fmt.Errorf("%w: frame uses key slot %d and empties slots %#x", ErrBadFrame, p.slot, p.mask)
 	}
 	switch p.enc {
-	case keysRaw:
+	case keysRaw, keysStoreRaw:
 		if uint64(p.keyBytes) != 8*uint64(p.nkeys) {
 			return p, fmt.Errorf("%w: %d raw keys in %d bytes", ErrBadFrame, p.nkeys, p.keyBytes)
 		}
-	case keysDelta:
+	case keysDelta, keysStoreDelta:
 		if p.nkeys == 0 || p.keyBytes < p.nkeys {
 			return p, fmt.Errorf("%w: %d gap-coded keys in %d bytes", ErrBadFrame, p.nkeys, p.keyBytes)
+		}
+	case keysSlot:
+		if p.nkeys == 0 || p.keyBytes != 0 {
+			return p, fmt.Errorf("%w: %d keys of key slot %d with %d key bytes", ErrBadFrame, p.nkeys, p.slot, p.keyBytes)
 		}
 	default:
 		return p, fmt.Errorf("%w: unknown key encoding %d", ErrBadFrame, p.enc)
@@ -307,6 +389,7 @@ func parseHeader(h []byte, n uint32) (header, error) {
 type Decoder struct {
 	r       io.Reader
 	max     int
+	keys    receiverKeys
 	pool    *Pool
 	berths  *Berths
 	from    NodeID // the only sender whose frames may use berths
@@ -329,6 +412,13 @@ func NewDecoder(r io.Reader, maxFrame int) *Decoder {
 	return &Decoder{r: r, max: maxFrame}
 }
 
+// SetKeyCache turns on key caching (see KeyCache) for the stream: the
+// Decoder keeps the key lists its frames store, up to limit bytes (8 a
+// key), and refuses a frame that would take it over the limit. Without
+// it, a frame that stores or names a key slot is refused. Call it before
+// the first Decode.
+func (d *Decoder) SetKeyCache(limit int) { d.keys.limit = max(limit, 0) }
+
 // SetPool makes the Decoder take the arrays of messages from p, so that
 // Message.Release recycles them. Without a pool they are allocated.
 func (d *Decoder) SetPool(p *Pool) { d.pool = p }
@@ -343,7 +433,11 @@ func (d *Decoder) SetBerths(b *Berths, from NodeID, abort func()) {
 
 // Decode reads the next frame into m, reusing the capacity of m's arrays
 // (or taking them from the Decoder's pool, and the values from a berth
-// when one was registered for the frame), and returns the frame's size.
+// when one was registered for the frame), and returns the frame's size
+// as Stats count it: for a frame that names a key slot (see KeyCache),
+// the size of the frame that stored the slot's keys, which is what it
+// would take without key caching; its keys are then the slot's, shared
+// and read-only.
 // A frame over the limit is rejected from
 // its length prefix, before anything is allocated for it, with an error
 // wrapping ErrFrameTooLarge; malformed frames wrap ErrBadFrame. It returns
@@ -374,6 +468,27 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 		return 0, err
 	}
 	m.Header = p.Header
+	if m.sharedKeys {
+		// m's keys are a slot's: never written into.
+		m.KV.Keys, m.sharedKeys = nil, false
+	}
+	// A frame that uses a key slot: the slot's keys (shared, read-only)
+	// or a new array that the slot keeps, never a pool's or m's.
+	var slotKeys []uint64
+	switch p.enc {
+	case keysSlot:
+		keys, nominal, err := d.keys.lookup(p.slot, p.nkeys)
+		if err != nil {
+			return 0, err
+		}
+		slotKeys = keys
+		size += uint64(nominal)
+	case keysStoreRaw, keysStoreDelta:
+		if err := d.keys.prepare(p.slot, p.mask, p.nkeys); err != nil {
+			return 0, err
+		}
+		slotKeys = make([]uint64, p.nkeys)
+	}
 	fresh := m.pool == nil && m.Body == nil && m.KV.Keys == nil && m.KV.Vals == nil && m.KV.Lens == nil
 	var landed []float32
 	if d.berths != nil && fresh && p.nvals > 0 && p.nlens == 0 && p.Sender == d.from {
@@ -384,7 +499,9 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 	if d.pool != nil && fresh {
 		m.pool = d.pool
 		m.Body = get[byte](&d.pool.bytes, int(p.body), 1)
-		m.KV.Keys = get[uint64](&d.pool.u64, int(p.nkeys), 8)
+		if slotKeys == nil {
+			m.KV.Keys = get[uint64](&d.pool.u64, int(p.nkeys), 8)
+		}
 		if landed != nil {
 			m.KV.Vals, m.landed = landed, true
 		} else {
@@ -393,18 +510,26 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 		m.KV.Lens = get[int32](&d.pool.i32, int(p.nlens), 4)
 	} else if landed != nil {
 		m.Body = grow(m.Body, int(p.body))
-		m.KV.Keys = grow(m.KV.Keys, int(p.nkeys))
+		if slotKeys == nil {
+			m.KV.Keys = grow(m.KV.Keys, int(p.nkeys))
+		}
 		m.KV.Vals, m.landed = landed, true
 	} else {
 		m.Body = grow(m.Body, int(p.body))
-		m.KV.Keys = grow(m.KV.Keys, int(p.nkeys))
+		if slotKeys == nil {
+			m.KV.Keys = grow(m.KV.Keys, int(p.nkeys))
+		}
 		m.KV.Vals = grow(m.KV.Vals, int(p.nvals))
 		m.KV.Lens = grow(m.KV.Lens, int(p.nlens))
+	}
+	if slotKeys != nil {
+		m.KV.Keys, m.sharedKeys = slotKeys, true
 	}
 	if err := d.readFull(m.Body); err != nil {
 		return 0, err
 	}
-	if p.enc == keysDelta {
+	switch p.enc {
+	case keysDelta, keysStoreDelta:
 		d.scratch = grow(d.scratch, int(p.keyBytes))
 		if err := d.readFull(d.scratch); err != nil {
 			return 0, err
@@ -412,8 +537,13 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 		if _, err := kv.DecodeKeys(m.KV.Keys, d.scratch, int(p.nkeys)); err != nil {
 			return 0, fmt.Errorf("%w: %w", ErrBadFrame, err)
 		}
-	} else if err := readArray(d, m.KV.Keys); err != nil {
-		return 0, err
+	case keysRaw, keysStoreRaw:
+		if err := readArray(d, m.KV.Keys); err != nil {
+			return 0, err
+		}
+	}
+	if p.enc == keysStoreRaw || p.enc == keysStoreDelta {
+		d.keys.keep(p.slot, m.KV.Keys, int(p.keyBytes))
 	}
 	if d.choose != nil && landed == nil && p.nlens == 0 && p.nvals > 0 && littleEndianHost() && d.choose(&m.Header, int(p.nvals)) {
 		d.pending = &arrival{n: int(p.nvals), kick: make(chan struct{}, 1)}

@@ -79,6 +79,9 @@ type Message struct {
 	// landed marks KV.Vals as a berth (see Berths): the receiver's own
 	// memory, never handed to a pool.
 	landed bool
+	// sharedKeys marks KV.Keys as a key slot's (see KeyCache): shared
+	// with other messages of the stream, never handed to a pool.
+	sharedKeys bool
 	// arrival, when not nil, tells how much of KV.Vals has been read (see
 	// Message.Early).
 	arrival *arrival

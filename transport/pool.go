@@ -145,7 +145,9 @@ func (m *Message) Release() {
 		return
 	}
 	put(&p.bytes, m.Body, 1)
-	put(&p.u64, m.KV.Keys, 8)
+	if !m.sharedKeys {
+		put(&p.u64, m.KV.Keys, 8)
+	}
 	if !m.landed && m.settled() {
 		put(&p.f32, m.KV.Vals, 4)
 	}

@@ -89,7 +89,12 @@
 // (writev), without copying them. Sends on one link are serialised by a
 // one-slot semaphore that honours the caller's context; a context that
 // ends in the middle of a frame breaks the link (the frame cannot be taken
-// back), and the next Send dials again. A reader goroutine per inbound
+// back), and the next Send dials again. The link's Encoder keeps the key
+// slots of its connection (transport key caching, Config.Frame.KeyCache,
+// on by default): a frame written to a connection dialled since the last
+// one is encoded with empty slots, and a frame that did not go out whole
+// stores nothing, so a frame never names a slot its connection's reader
+// does not hold; each reader has its own. A reader goroutine per inbound
 // connection decodes frames through a buffered reader, reading the arrays
 // straight into memory from the endpoint's transport.Pool (a receiver that
 // calls Message.Release makes steady traffic allocation-free), and
@@ -269,6 +274,7 @@ func DefaultConfig() Config {
 		DialTimeout:      5 * time.Second,
 		HandshakeTimeout: 5 * time.Second,
 		KeepAlive:        15 * time.Second,
+		Frame:            transport.FrameOptions{KeyCache: transport.DefaultKeyCache},
 	}
 }
 
@@ -707,10 +713,17 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 		addr = a
 	}
 	e.mu.Unlock()
+	// A frame for a new connection names no key slot: its reader has
+	// none (see transport.KeyCache).
+	clean := l.c == nil || l.c.dead.Load() || l.c.addr != addr
+	if clean {
+		l.enc.ResetKeys()
+	}
 	bufs, size, err := l.enc.Encode(m, e.cfg.ID, to)
 	if err != nil {
 		return peerErr(to, addr, "send", err)
 	}
+	dialed := false
 	if l.c != nil && l.c.addr != addr {
 		// The peer moved (SetPeer). The link goes to the old address,
 		// often a process that left without this endpoint having
@@ -725,7 +738,14 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 		if err != nil {
 			return err
 		}
-		l.c = c
+		l.c, dialed = c, true
+	}
+	if dialed && !clean {
+		// The connection died after the frame was encoded for it.
+		l.enc.ResetKeys()
+		if bufs, size, err = l.enc.Encode(m, e.cfg.ID, to); err != nil {
+			return peerErr(to, addr, "send", err)
+		}
 	}
 	// The buffers reference m's arrays: drop them once written, so that
 	// the link keeps no reference to m after Send.
@@ -761,6 +781,7 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 		}
 		return peerErr(to, c.addr, "send", err)
 	}
+	l.enc.Sent()
 	return nil
 }
 
@@ -1253,6 +1274,7 @@ func (e *Endpoint) read(c *conn) {
 		}
 	}
 	dec := transport.NewDecoder(bufio.NewReaderSize(r, 64<<10), e.maxFrame())
+	dec.SetKeyCache(e.cfg.Frame.KeyCache)
 	dec.SetPool(&e.pool)
 	if e.cfg.Early != nil {
 		dec.SetEarly(e.cfg.Early)

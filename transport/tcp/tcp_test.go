@@ -50,7 +50,13 @@ func conformance(open func(testing.TB, int, func(*Config)) []*Endpoint, tune fun
 			if tune != nil {
 				tune(tb)(c)
 			}
+			// The suite's frame options, with the key caching of the
+			// configuration (on by default) unless the suite sets it.
+			keyCache := c.Frame.KeyCache
 			c.Frame = opts.Frame
+			if opts.Frame.KeyCache == 0 {
+				c.Frame.KeyCache = keyCache
+			}
 			if opts.Buffer > 0 {
 				c.InboxSize = opts.Buffer
 				c.SocketBuffer = 64 << 10
@@ -65,5 +71,12 @@ func conformance(open func(testing.TB, int, func(*Config)) []*Endpoint, tune fun
 }
 
 func TestConformance(t *testing.T) { transporttest.Run(t, factory) }
+
+// TestConformanceNoKeyCache runs the suite with key caching off.
+func TestConformanceNoKeyCache(t *testing.T) {
+	transporttest.Run(t, conformance(newEndpoints, func(testing.TB) func(*Config) {
+		return func(c *Config) { c.Frame.KeyCache = 0 }
+	}))
+}
 
 func BenchmarkTCP(b *testing.B) { transporttest.Benchmark(b, factory) }

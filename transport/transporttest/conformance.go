@@ -73,6 +73,7 @@ func Run(t *testing.T, f Factory) {
 		{"ContextCancel", testContextCancel},
 		{"FrameTooLarge", testFrameTooLarge},
 		{"Stats", testStats},
+		{"RepeatedKeys", testRepeatedKeys},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
 	}
@@ -581,6 +582,86 @@ func testStats(t *testing.T, f Factory) {
 			}
 			if got := st.Total(); got != total {
 				t.Errorf("raw=%v: node %d: total %+v, want %+v", raw, ep.ID(), got, total)
+			}
+		}
+	}
+}
+
+// testRepeatedKeys: senders send the same key lists again and again
+// (what key caching saves, see transport.KeyCache), among lists that
+// differ from them in one key only and lists too short to cache; every
+// message arrives with its own keys, the messages a receiver keeps are
+// unchanged by the later ones, and the counters count every frame at
+// FrameSize.
+func testRepeatedKeys(t *testing.T, f Factory) {
+	for _, raw := range []bool{false, true} {
+		opts := Options{Frame: transport.FrameOptions{RawKeys: raw}}
+		eps := f(t, 3, opts)
+		r := rand.New(rand.NewPCG(7, 7))
+		var lists [][]uint64
+		for range 8 {
+			keys := make([]uint64, 256+r.IntN(4000))
+			k := uint64(0)
+			for i := range keys {
+				k += 1 + r.Uint64N(1<<uint(r.IntN(24)))
+				keys[i] = k
+			}
+			twin := slices.Clone(keys)
+			twin[1] = (twin[0] + twin[1]) / 2
+			lists = append(lists, keys, twin)
+		}
+		lists = append(lists, []uint64{5, 9}, nil)
+		const perSender = 150
+		// Message ID = sender<<16 | seq; its keys are lists[pick(id)].
+		pick := func(id uint64) int {
+			x := (id*0x9E3779B97F4A7C15)>>40 + id
+			return int(x % uint64(len(lists)))
+		}
+		var wg sync.WaitGroup
+		var bytesSent [3]uint64
+		for _, from := range []transport.NodeID{0, 2} {
+			wg.Go(func() {
+				for s := range uint64(perSender) {
+					id := uint64(from)<<16 | s
+					keys := lists[pick(id)]
+					m := &transport.Message{Header: transport.Header{ID: id}, KV: kv.Batch{Keys: keys, Vals: make([]float32, len(keys))}}
+					for i := range m.KV.Vals {
+						m.KV.Vals[i] = float32(id)
+					}
+					bytesSent[from] += uint64(transport.FrameSize(m, opts.Frame))
+					if err := eps[from].Send(context.Background(), 1, m); err != nil {
+						t.Errorf("send %d→1: %v", from, err)
+						return
+					}
+				}
+			})
+		}
+		var kept []*transport.Message
+		for range 2 * perSender {
+			m := recv(t, eps[1])
+			want := lists[pick(m.ID)]
+			if !slices.Equal(m.KV.Keys, want) || len(m.KV.Vals) != len(want) || (len(want) > 0 && m.KV.Vals[0] != float32(m.ID)) {
+				t.Fatalf("raw=%v: message %x from %d: %d keys, want list %d of %d keys", raw, m.ID, m.Sender, len(m.KV.Keys), pick(m.ID), len(want))
+			}
+			if m.ID%3 == 0 {
+				m.Release()
+			} else {
+				kept = append(kept, m)
+			}
+		}
+		wg.Wait()
+		for _, m := range kept {
+			if !slices.Equal(m.KV.Keys, lists[pick(m.ID)]) {
+				t.Fatalf("raw=%v: message %x changed after later messages", raw, m.ID)
+			}
+		}
+		st := eps[1].Stats()
+		for _, from := range []transport.NodeID{0, 2} {
+			if got := st.Links[from]; got.BytesRecv != bytesSent[from] || got.MsgsRecv != perSender {
+				t.Errorf("raw=%v: from %d: received %d messages, %d bytes; sent %d, %d at FrameSize", raw, from, got.MsgsRecv, got.BytesRecv, perSender, bytesSent[from])
+			}
+			if got := eps[from].Stats().Links[1]; got.BytesSent != bytesSent[from] {
+				t.Errorf("raw=%v: %d counted %d bytes sent, %d at FrameSize", raw, from, got.BytesSent, bytesSent[from])
 			}
 		}
 	}
