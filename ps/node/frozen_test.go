@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,5 +143,85 @@ func TestFrozenWorkerAbandoned(t *testing.T) {
 	n.mu.Unlock()
 	if ended {
 		t.Fatalf("an abandoned answer ended the node: %v", err)
+	}
+}
+
+// TestAsyncViewReclaimed: a server of an asynchronous job answers worker
+// 0 over TCP with a view of its store (32 MB) while worker 0's reader
+// holds a message it cannot hand over, so that the view begins to leave
+// and cannot end. A push's Detach takes the view back at once: it
+// copies what the socket has not taken, the view's ReplyView returns,
+// and the store may change; once worker 0 reads again it gets the
+// values the store held when the view was posted, none of the change.
+func TestAsyncViewReclaimed(t *testing.T) {
+	ctx := context.Background()
+	w0 := proto.WorkerID(0)
+	srv := listenTCP(t, proto.ServerID(0), 256)
+	worker := listenTCP(t, w0, 256)
+	stuck := make(chan struct{})
+	var once sync.Once
+	unstick := func() { once.Do(func() { close(stuck) }) }
+	t.Cleanup(unstick) // before the endpoints close
+	worker.SetSink(func(m *transport.Message) bool {
+		if m.ID == 1 {
+			<-stuck
+		}
+		return false
+	})
+	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Job: proto.Job{Mode: clock.Async.String()}}}
+	close(n.started)
+	n.book = map[transport.NodeID]proto.Peer{w0: {ID: w0, Addr: worker.Addr().String()}}
+	m := &member{n: n, id: proto.ServerID(0), ep: tcpEndpoint{srv, func() {}}}
+	n.members = []*member{m}
+	srv.SetPeer(w0, worker.Addr().String())
+	c := serverConn{m}
+
+	if err := c.Reply(ctx, w0, message(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	view := message(2, 32<<20)
+	store := view.KV.Vals
+	for i := range store {
+		store[i] = float32(i % 1000)
+	}
+	want := slices.Clone(store)
+	done := make(chan error, 1)
+	go func() { done <- c.ReplyView(ctx, w0, view, nil) }()
+	it := leaving(t, &m.replies, w0, 32<<20, nil)
+	if it.lend == nil {
+		t.Fatal("the view of an asynchronous job over TCP leaves as a copy, want it lent")
+	}
+	detached := make(chan func())
+	go func() { detached <- c.Detach() }() // a push, as server.Server's unview
+	select {
+	case attach := <-detached:
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(frozenGuard):
+			t.Fatalf("the view still held %v after Detach: the push would wait for its wire time", frozenGuard)
+		}
+		for i := range store {
+			store[i] = -1 // the push changes the store
+		}
+		attach()
+	case <-time.After(frozenGuard):
+		t.Fatalf("Detach still waiting after %v for a view the worker does not read", frozenGuard)
+	}
+	unstick()
+	for _, id := range []uint64{1, 2} {
+		select {
+		case got := <-worker.Recv():
+			if got.ID != id {
+				t.Fatalf("worker 0 got message %d, want %d", got.ID, id)
+			}
+			if id == 2 && !slices.Equal(got.KV.Vals, want) {
+				t.Fatal("the reclaimed view's answer holds values written after it was posted")
+			}
+		case <-time.After(frozenGuard):
+			t.Fatalf("worker 0 got no message %d", id)
+		}
 	}
 }

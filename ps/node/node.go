@@ -1411,9 +1411,15 @@ func (c serverConn) reply(ctx context.Context, to transport.NodeID, msg *transpo
 		// Without rounds, a push may come while the view leaves, at
 		// any pace of the link: it would wait for the view's wire time
 		// (seconds for megabytes on a slow link), and every other
-		// push with it. Under BSP the server's store changes only with
-		// the next round, which needs the answer's worker to have it.
+		// push with it. A link that writes lent values in parts lets
+		// the push take back what is not written yet, after at most
+		// one part (handReclaim); any other gets a copy. Under BSP the
+		// server's store changes only with the next round, which needs
+		// the answer's worker to have it.
 		h = handCopy
+		if _, ok := c.m.ep.(transport.LentSender); ok {
+			h = handReclaim
+		}
 	}
 	return c.m.replies.post(ctx, c.m, to, msg, sent, h)
 }

@@ -34,11 +34,14 @@ const ReplyBuffer = 4 << 20
 // server is about to change the store before then (detach). An answer
 // to a dense pull on an idle link thus goes from the store to the wire
 // without a copy, and the store is still never written under a reply
-// that reads it. Views are lent under BSP alone (serverConn.reply):
+// that reads it. Under BSP views are lent whole (serverConn.reply):
 // there the store changes only with the next round, which needs the
-// answer's worker to have it; without rounds every push would wait for
-// the wire time of the views leaving (3.3 s for a 4 MB answer at
-// 10 Mbit/s, 13.4 s for four at once).
+// answer's worker to have it. Without rounds a push waiting for the wire
+// time of the views leaving would wait 3.3 s for a 4 MB answer at
+// 10 Mbit/s, 13.4 s for four at once: there a view is lent only to a
+// link that writes it through a transport.Lent (handReclaim), and detach
+// takes a leaving one back after at most one writev, copying what the
+// socket has not taken; any other link gets a copy.
 //
 // A send has no deadline (a slow link takes as long as it needs), but
 // the replies to a destination the scheduler declared failed, or that a
@@ -56,6 +59,9 @@ type replies struct {
 	// views' goroutines: a view queued meanwhile (its goroutine was late)
 	// is queued as a copy, as detach would have made it.
 	detached int
+	// reclaimable counts the lent replies leaving in parts that detach
+	// can take back (queuedReply.lend).
+	reclaimable int
 }
 
 // replyQueue is one destination's queue; its fields are under
@@ -124,7 +130,15 @@ type queuedReply struct {
 	// sent: it is not copied from then on.
 	lent, leaving bool
 	done          chan struct{}
+	// lend, when not nil, lends msg's values to a link that writes them
+	// in parts (handReclaim): detach takes them back from a reply that
+	// is leaving, instead of waiting for it to have left.
+	lend *transport.Lent
+	free sync.Once // closes done
 }
+
+// release frees the poster of a lent reply, once.
+func (it *queuedReply) release() { it.free.Do(func() { close(it.done) }) }
 
 // hand is how a reply's arrays go into a queue.
 type hand int
@@ -133,6 +147,11 @@ const (
 	handCopy hand = iota // a copy is queued; the caller reuses the arrays
 	handTake             // the message is queued; nothing else holds its arrays
 	handLend             // the message is queued; post returns once its arrays are free
+	// handReclaim is handLend over a link that writes the values in
+	// parts (transport.LentSender): detach copies the part of a leaving
+	// reply not yet written, after at most one part's write, instead of
+	// waiting for the reply to have left.
+	handReclaim
 )
 
 // post queues msg for node to as h says, blocking while the queue holds
@@ -148,6 +167,9 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 		it.msg = m.n.pool.Clone(msg)
 	case handLend:
 		it.lent, it.done = true, make(chan struct{})
+	case handReclaim:
+		it.lent, it.done = true, make(chan struct{})
+		it.lend = transport.NewLent(msg.KV.Vals, &m.n.pool)
 	}
 	it.size = localSize(it.msg)
 	r.mu.Lock()
@@ -166,7 +188,7 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 		r.mu.Lock()
 	}
 	if it.lent && r.detached > 0 {
-		it.msg, it.lent = m.n.pool.Clone(it.msg), false
+		it.msg, it.lent, it.lend = m.n.pool.Clone(it.msg), false, nil
 	}
 	lent := it.lent
 	it.gone = q.gone
@@ -216,13 +238,27 @@ func (r *replies) detach(m *member) (attach func()) {
 			r.mu.Unlock()
 		})
 	}
-	if r.lent == 0 {
+	if r.lent == 0 && r.reclaimable == 0 {
 		return attach
 	}
+	var leaving []*queuedReply
 	for _, q := range r.qs {
 		for _, it := range q.items {
+			if it.lent && it.leaving && it.lend != nil {
+				leaving = append(leaving, it)
+			}
 			r.copyLent(m, it)
 		}
+	}
+	if len(leaving) > 0 {
+		// Outside the lock: each waits for at most the part of its
+		// reply being written.
+		r.mu.Unlock()
+		for _, it := range leaving {
+			it.lend.Reclaim()
+			it.release()
+		}
+		r.mu.Lock()
 	}
 	return attach
 }
@@ -233,9 +269,9 @@ func (r *replies) copyLent(m *member, it *queuedReply) {
 	if !it.lent || it.leaving {
 		return
 	}
-	it.msg, it.lent = m.n.pool.Clone(it.msg), false
+	it.msg, it.lent, it.lend = m.n.pool.Clone(it.msg), false, nil
 	r.lent--
-	close(it.done)
+	it.release()
 }
 
 // drain sends q's replies in order until it is empty.
@@ -256,15 +292,24 @@ func (r *replies) drain(m *member, to transport.NodeID, q *replyQueue) {
 		}
 		r.mu.Lock()
 		it.leaving = true
-		msg, lent := it.msg, it.lent
+		msg, lent, lend := it.msg, it.lent, it.lend
 		if lent {
 			r.lent--
 		}
+		if lend != nil {
+			r.reclaimable++
+		}
 		r.mu.Unlock()
-		m.n.reply(ctx, m, to, msg)
+		m.n.replyLent(ctx, m, to, msg, lend)
 		stop()
+		if lend != nil {
+			r.mu.Lock()
+			r.reclaimable--
+			r.mu.Unlock()
+			lend.Release()
+		}
 		if lent {
-			close(it.done)
+			it.release()
 		} else {
 			msg.Release()
 		}
@@ -286,7 +331,18 @@ func (r *replies) drain(m *member, to transport.NodeID, q *replyQueue) {
 // ends the job (Node.lost), so the worker never waits for an answer that
 // was lost.
 func (n *Node) reply(ctx context.Context, m *member, to transport.NodeID, msg *transport.Message) error {
-	err := m.ep.Send(ctx, to, msg)
+	return n.replyLent(ctx, m, to, msg, nil)
+}
+
+// replyLent is reply for a message whose values lend lends, when not nil
+// (transport.LentSender).
+func (n *Node) replyLent(ctx context.Context, m *member, to transport.NodeID, msg *transport.Message, lend *transport.Lent) error {
+	var err error
+	if ls, ok := m.ep.(transport.LentSender); ok && lend != nil {
+		err = ls.SendLent(ctx, to, msg, lend)
+	} else {
+		err = m.ep.Send(ctx, to, msg)
+	}
 	if err != nil && ctx.Err() == nil && errors.Is(err, transport.ErrFrameTooLarge) {
 		// The worker's request was well formed; the answer does not fit.
 		err = m.ep.Send(ctx, to, &transport.Message{

@@ -687,6 +687,20 @@ func peerErr(peer transport.NodeID, addr, op string, err error) error {
 // Send delivers m to peer to; see transport.Endpoint. Errors are
 // *transport.PeerError.
 func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	return e.send(ctx, to, m, nil)
+}
+
+// SendLent is Send for a message whose values lent lends
+// (transport.LentSender): on a link without a rate limit they are
+// written in parts that lent.Reclaim waits for at most; on a
+// rate-limited one, whose parts wait for the wire, they are reclaimed
+// (copied) first.
+func (e *Endpoint) SendLent(ctx context.Context, to transport.NodeID, m *transport.Message, lent *transport.Lent) error {
+	return e.send(ctx, to, m, lent)
+}
+
+// send is Send, or SendLent when lent is not nil.
+func (e *Endpoint) send(ctx context.Context, to transport.NodeID, m *transport.Message, lent *transport.Lent) error {
 	if !e.enter() {
 		return peerErr(to, "", "send", transport.ErrClosed)
 	}
@@ -753,7 +767,7 @@ func (e *Endpoint) Send(ctx context.Context, to transport.NodeID, m *transport.M
 	// Counted before the write, so that a peer that has the message (and
 	// anything that follows from it) never sees a counter without it.
 	l.stats.Sent(size)
-	if written, err := e.write(ctx, l, bufs); err != nil {
+	if written, err := e.write(ctx, l, bufs, lent); err != nil {
 		c := l.c
 		if written == 0 && ctx.Err() != nil && !e.closing() && !c.dead.Load() && !c.broken {
 			// Cancelled before the first byte: the link is intact.
@@ -957,8 +971,9 @@ func (e *Endpoint) watch(c *conn) {
 }
 
 // write writes one frame on l's connection, honouring ctx, the write
-// timeout and the link's rate, and returns the bytes written.
-func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64, error) {
+// timeout and the link's rate, and returns the bytes written; lent, when
+// not nil, lends the frame's values (SendLent).
+func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers, lent *transport.Lent) (int64, error) {
 	c := l.c
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
@@ -977,7 +992,13 @@ func (e *Endpoint) write(ctx context.Context, l *link, bufs net.Buffers) (int64,
 		if e.cfg.WriteTimeout > 0 {
 			c.sock.SetWriteDeadline(time.Now().Add(e.cfg.WriteTimeout))
 		}
+		if lent != nil {
+			return c.writeLent(bufs, lent)
+		}
 		return c.writeBuffers(bufs)
+	}
+	if lent != nil {
+		lent.Detach(bufs)
 	}
 	// Rate-limited: chunks of at most Burst bytes, each written once the
 	// wires carried it (with wires, the prefix first, alone: carry) and
