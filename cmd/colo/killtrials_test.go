@@ -722,9 +722,10 @@ func clicksText(n int, seed uint64) string {
 // with SIGKILL in 3 seeded trials per application that trains a
 // replacement on its share of the data (app.Spec.Shares): matrix
 // factorisation (6,000 ratings, 10% held out), node embeddings (3,000
-// edges, 5% held out) and ctr (a table of 1,500 rows with a test
-// split), each at a seeded round, run as processes with --restarts 1
-// --recovery replace. The replacement reads only its share of the
+// edges, 5% held out, 8 values a node: with 32, the pulls' time on the
+// 4 Mbit/s links was most of the test's) and ctr (a table of 1,500 rows
+// with a test split), each at a seeded round, run as processes with
+// --restarts 1 --recovery replace. The replacement reads only its share of the
 // training graph from the job's data cache (mf with the whole graph's
 // mean rating recorded beside the shares), and every job ends as its
 // unfailed run: the same losses and test measures, and the final
@@ -742,7 +743,7 @@ func TestKillTrialsShares(t *testing.T) {
 	}{
 		{"mf", []string{writeFile(t, "ratings.tsv", ratingsText(6000, 3)), "--app", "mf", "--format", "ratings", "--batch", "30", "--max-passes", "9"},
 			func(r *train.Result) *float64 { return r.RMSE }},
-		{"embed", []string{writeFile(t, "edges.txt", edgesText(3000, 4)), "--app", "embed", "--batch", "300", "--max-passes", "9"},
+		{"embed", []string{writeFile(t, "edges.txt", edgesText(3000, 4)), "--app", "embed", "--dim", "8", "--batch", "300", "--max-passes", "9"},
 			func(r *train.Result) *float64 { return r.AUC }},
 		{"ctr", []string{writeFile(t, "clicks.csv", clicksText(1500, 5)), "--app", "ctr", "--spec", "click ~ a + b + hash(c, 3) + std(x) + 1; test: day >= 20",
 			"--dim", "4", "--hidden", "8", "--batch", "100", "--max-passes", "9"}, func(r *train.Result) *float64 { return r.AUC }},
