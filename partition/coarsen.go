@@ -82,9 +82,14 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 	if grouped && nb1 <= scanBlocks+1 && len(pins) <= math.MaxUint32 {
 		nets = make([]scanNet, lv.m)
 		for e := range nets {
-			nets[e].rate = rate[e]
-			nets[e].start = uint32(lv.noff[e])
-			copy(nets[e].at[:], at[e*nb1:e*nb1+nb1])
+			ne := &nets[e]
+			ne.rate = rate[e]
+			ne.start = uint32(lv.noff[e])
+			o := at[e*nb1 : e*nb1+nb1]
+			copy(ne.at[:], o[:nb1-1])
+			for b := range nb1 - 1 {
+				ne.n[b] = o[b+1] - o[b]
+			}
 		}
 	}
 	var touched []int32
@@ -103,7 +108,8 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 				if r == 0 {
 					continue
 				}
-				ps := pins[ne.start+uint32(ne.at[b]) : ne.start+uint32(ne.at[b+1])]
+				lo := ne.start + uint32(ne.at[b])
+				ps := pins[lo : lo+uint32(ne.n[b])]
 				if !matching {
 					for _, x := range ps {
 						if int(x) == u {
@@ -117,16 +123,44 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 					}
 					continue
 				}
-				for _, x := range ps {
-					if int(x) == u || !alone[x] {
+				// Matching: a pin paired already stays paired, so the
+				// first scan that meets it drops it from the block's
+				// pins (those left keep their order): 56% of the pins
+				// scanned on 20 Newsgroups were u or paired.
+				i := 0
+				for ; i < len(ps); i++ {
+					x := ps[i]
+					if !alone[x] {
+						break
+					}
+					if int(x) == u {
 						continue
 					}
-					c := int32(x)
-					if rating[c] == 0 {
-						touched = append(touched, c)
+					if rating[x] == 0 {
+						touched = append(touched, int32(x))
 					}
-					rating[c] += r
+					rating[x] += r
 				}
+				if i == len(ps) {
+					continue
+				}
+				w := i
+				for i++; i < len(ps); i++ {
+					x := ps[i]
+					if !alone[x] {
+						continue
+					}
+					ps[w] = x
+					w++
+					if int(x) == u {
+						continue
+					}
+					if rating[x] == 0 {
+						touched = append(touched, int32(x))
+					}
+					rating[x] += r
+				}
+				ne.n[b] = uint8(w)
 			}
 		} else {
 			for _, e := range lv.nets(u) {
@@ -271,16 +305,18 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 }
 
 // scanBlocks is the most blocks for which clusterScan reads a net's
-// offsets from its scanNet record (32 bytes).
-const scanBlocks = 19
+// offsets from its scanNet record (64 bytes, a cache line).
+const scanBlocks = 26
 
 // scanNet is what clusterScan's grouped scan reads of a net: its rating
-// (0: not rated through), the offset of its pins and the offsets of
-// its blocks among them (pinsByBlock's at).
+// (0: not rated through), the offset of its pins, where each block's
+// pins start among them (pinsByBlock's at) and how many of those the
+// scan reads: all of them, or with matching those not paired yet.
 type scanNet struct {
 	rate  float64
 	start uint32
-	at    [scanBlocks + 1]uint8
+	at    [scanBlocks]uint8
+	n     [scanBlocks]uint8
 }
 
 // pinsByBlock returns lv's net → vertex adjacency (laid out as lv.nadj,
@@ -330,31 +366,31 @@ func pinsByBlock(lv *level, part []int32, rate []float64) (pins []uint32, at []u
 // pins are dropped (nmap −1), as no placement of their cluster makes them
 // cross.
 func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
-	if ncid == nil {
-		ncid = make([]int32, lv.m)
-		for e := range ncid {
-			ncid[e] = int32(e)
-		}
-		nnc = lv.m
-	}
 	c := &level{n: nc, vw: make([]int64, nc)}
 	for u := 0; u < lv.n; u++ {
 		c.vw[cid[u]] += lv.vw[u]
 	}
-	// Members of each net group, to gather their pins.
-	goff := make([]int64, nnc+1)
-	for _, g := range ncid {
-		goff[g+1]++
-	}
-	for g := 0; g < nnc; g++ {
-		goff[g+1] += goff[g]
-	}
-	gm := make([]int32, lv.m)
-	fill := make([]int64, nnc)
-	copy(fill, goff[:nnc])
-	for e, g := range ncid {
-		gm[fill[g]] = int32(e)
-		fill[g]++
+	// Members of each net group, to gather their pins: without ncid,
+	// net g alone (goff and gm nil).
+	var goff []int64
+	var gm []int32
+	if ncid != nil {
+		goff = make([]int64, nnc+1)
+		for _, g := range ncid {
+			goff[g+1]++
+		}
+		for g := 0; g < nnc; g++ {
+			goff[g+1] += goff[g]
+		}
+		gm = make([]int32, lv.m)
+		fill := make([]int64, nnc)
+		copy(fill, goff[:nnc])
+		for e, g := range ncid {
+			gm[fill[g]] = int32(e)
+			fill[g]++
+		}
+	} else {
+		nnc = lv.m
 	}
 	stamp := make([]int32, nc)
 	for i := range stamp {
@@ -362,25 +398,39 @@ func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
 	}
 	nmapG := make([]int32, nnc)
 	// At most as many pins and nets as lv's: nadj is written in place,
-	// up to len(lv.nadj) pins.
+	// up to len(lv.nadj) pins. voff[x+1] counts the nets of cluster x
+	// as they are gathered (a dropped net's pins are taken back).
 	nadj := make([]uint32, len(lv.nadj))
+	voff := make([]int64, nc+1)
 	c.nw = make([]int64, 0, nnc)
 	c.noff = make([]int64, 1, nnc+1)
 	np := 0
 	for g := 0; g < nnc; g++ {
 		start := np
 		var w int64
-		for _, e := range gm[goff[g]:goff[g+1]] {
+		lo, hi := int64(g), int64(g+1)
+		if gm != nil {
+			lo, hi = goff[g], goff[g+1]
+		}
+		for i := lo; i < hi; i++ {
+			e := int(i)
+			if gm != nil {
+				e = int(gm[i])
+			}
 			w += lv.nw[e]
-			for _, x := range lv.pins(int(e)) {
+			for _, x := range lv.pins(e) {
 				if cx := cid[x]; stamp[cx] != int32(g) {
 					stamp[cx] = int32(g)
 					nadj[np] = uint32(cx)
+					voff[cx+1]++
 					np++
 				}
 			}
 		}
 		if np-start < 2 {
+			for _, x := range nadj[start:np] {
+				voff[x+1]--
+			}
 			np = start
 			nmapG[g] = -1
 			continue
@@ -392,10 +442,6 @@ func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
 	}
 	c.nadj = nadj[:np:np]
 	// Transpose.
-	voff := make([]int64, nc+1)
-	for _, x := range c.nadj {
-		voff[x+1]++
-	}
 	for u := 0; u < nc; u++ {
 		voff[u+1] += voff[u]
 	}
@@ -410,9 +456,13 @@ func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
 	}
 	c.voff, c.vadj = voff, vadj
 	lv.vmap = cid
-	lv.nmap = make([]int32, lv.m)
-	for e, g := range ncid {
-		lv.nmap[e] = nmapG[g]
+	if ncid == nil {
+		lv.nmap = nmapG
+	} else {
+		lv.nmap = make([]int32, lv.m)
+		for e, g := range ncid {
+			lv.nmap[e] = nmapG[g]
+		}
 	}
 	return c
 }

@@ -180,9 +180,25 @@ func (h *fmQueue) down(i int, x fmSlot) {
 			break
 		}
 		j := c
-		for d := c + 1; d < min(c+4, n); d++ {
-			if q[d].before(q[j]) {
-				j = d
+		if c+3 < n {
+			// Four children: the first of each pair, then of the two.
+			// The order is total, so this is the child the scan below
+			// finds.
+			if q[c+1].before(q[c]) {
+				j = c + 1
+			}
+			j2 := c + 2
+			if q[c+3].before(q[c+2]) {
+				j2 = c + 3
+			}
+			if q[j2].before(q[j]) {
+				j = j2
+			}
+		} else {
+			for d := c + 1; d < n; d++ {
+				if q[d].before(q[j]) {
+					j = d
+				}
 			}
 		}
 		if !q[j].before(x) {
