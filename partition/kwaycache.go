@@ -80,6 +80,14 @@ func (s *kstate) buildCache() {
 	stride := k + cacheHead
 	c := &gainCache{rows: make([]int32, n*stride), stride: stride, tie: make([]uint64, s.w)}
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(lv.vadj)/minRatePins))
+	// wideOf[m]: whether a net of k ≤ 8 blocks with the mask m is in
+	// more than k/2 of them (a load instead of a popcount per pin).
+	var wideOf [256]uint8
+	for m := range wideOf {
+		if 2*bits.OnesCount8(uint8(m)) > k {
+			wideOf[m] = 1
+		}
+	}
 	var wg sync.WaitGroup
 	for t := range workers {
 		lo, hi := n*t/workers, n*(t+1)/workers
@@ -90,7 +98,7 @@ func (s *kstate) buildCache() {
 			r.gc = nil
 			for u := lo; u < hi; u++ {
 				if r.w == 1 && r.unit && r.floating {
-					r.cacheRow1Unit(u, c.rows[u*stride:u*stride+stride:u*stride+stride])
+					r.cacheRow1Unit(u, c.rows[u*stride:u*stride+stride:u*stride+stride], &wideOf)
 					continue
 				}
 				var leave, small, all int64
@@ -118,26 +126,25 @@ func (s *kstate) buildCache() {
 
 // cacheRow1Unit fills the row of vertex u for k ≤ 64 and nets of weight
 // 1 that float: the masks of its nets are added 8 blocks per word into
-// byte-wide lanes (as rate1Unit does), flushed every 255 nets.
-func (s *kstate) cacheRow1Unit(u int, row []int32) {
+// byte-wide lanes (as rate1Unit does), flushed every 255 nets; wideOf is
+// buildCache's table of the wide masks for k ≤ 8.
+func (s *kstate) cacheRow1Unit(u int, row []int32, wideOf *[256]uint8) {
 	k := s.k
-	a := uint(s.part[u])
+	a := uint(s.part[u]) & 63 // < k: the shifts need no check of their count
 	nets := s.lv.nets(u)
 	nd := s.nd
 	nb := (k + 7) / 8
 	p := row[cacheHead:]
 	var leave, wide int64
 	if nb == 1 {
-		// k ≤ 8: one lane word, its bytes the blocks.
+		// k ≤ 8: one lane word, its bytes the blocks; the nets with a
+		// single pin in each block counted in lanes too (u's block's
+		// count is what it leaves), and whether a net is wide read from
+		// wideOf.
 		for start := 0; start < len(nets); start += 255 {
-			var lanes uint64
-			for _, e := range nets[start:min(len(nets), start+255)] {
-				r := nd[int(e)*2 : int(e)*2+2 : int(e)*2+2]
-				m := r[0]
-				leave += int64(r[1] >> a & 1)
-				wide += int64(uint64(k-2*bits.OnesCount64(m)) >> 63)
-				lanes += byteLanes[byte(m)]
-			}
+			lanes, singles, w := laneSums8(nets[start:min(len(nets), start+255)], nd, wideOf[:])
+			leave += int64(singles >> (8 * a) & 0xff)
+			wide += w
 			for b := range p {
 				p[b] += int32(lanes >> (8 * (b & 7)) & 0xff)
 			}
@@ -161,6 +168,23 @@ func (s *kstate) cacheRow1Unit(u int, row []int32) {
 		}
 	}
 	row[cacheLeave], row[cacheAll], row[cacheWide] = int32(leave), int32(len(nets)), int32(wide)
+}
+
+// laneSums8 adds up, for at most 255 nets of k ≤ 8 blocks with unit
+// records in nd, the masks of their blocks and the masks of the blocks
+// where they have a single pin into byte-wide lanes, and counts those
+// wideOf marks wide: cacheRow1Unit's inner loop, a function of its own
+// so that its sums stay in registers.
+func laneSums8(nets []uint32, nd []uint64, wideOf []uint8) (lanes, singles uint64, wide int64) {
+	wideOf = wideOf[:256] // a byte indexes it without a check
+	for _, e := range nets {
+		r := nd[int(e)*2 : int(e)*2+2 : int(e)*2+2]
+		m := byte(r[0])
+		singles += byteLanes[byte(r[1])]
+		wide += int64(wideOf[m])
+		lanes += byteLanes[m]
+	}
+	return lanes, singles, wide
 }
 
 // cachedLeave returns what vertex u leaves behind, from the cache.
