@@ -144,12 +144,12 @@ func best(g *graph.Graph, opt Options, workers int) (*placement.Placement, error
 	}
 	run := func(s *start) {
 		p, err := s.f(g, s.o)
+		var c *placement.Cost
 		if err == nil {
-			p, _, err = Refine(g, p, s.o)
+			p, _, c, err = refine(g, p, s.o)
 		}
 		if err == nil && opt.Round {
-			s.pre = p.Clone()
-			s.preC, err = placement.Evaluate(g, p, s.o.Theta)
+			s.pre, s.preC = p.Clone(), c
 		}
 		if err == nil && opt.Directions {
 			// For synchronous training: each start balanced by

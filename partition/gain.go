@@ -140,6 +140,19 @@ func newKState(lv *level, k int, part, owner []int32, hi []int64, theta int64) *
 	return s
 }
 
+// serving turns s into the state of the same placement of the vertices
+// with the nets served by owner, under the memory bound theta and
+// without a gain cache, and returns it: the counts and masks of a
+// placement do not depend on who serves the nets, so a phase that
+// follows the parameter assignment takes them over instead of counting
+// every pin anew.
+func (s *kstate) serving(owner []int32, theta int64) *kstate {
+	s.owner, s.theta = owner, theta
+	s.floating = !slices.ContainsFunc(owner, func(o int32) bool { return o >= 0 })
+	s.gc, s.keepCache = nil, false
+	return s
+}
+
 // minCountPins is the fewest pins per goroutine that newKState counts.
 const minCountPins = 1 << 16
 

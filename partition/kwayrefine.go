@@ -175,21 +175,28 @@ func targetValue(t RefineTarget, c *placement.Cost) int64 {
 // machine once the samples are packed for T_sum), the moves off the
 // busiest machine are tried on the input instead.
 func Refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Placement, *KWayStats, error) {
+	q, st, _, err := refine(g, p, opt)
+	return q, st, err
+}
+
+// refine is Refine, and returns also the cost of its result under
+// opt.Theta (which it evaluates in any case).
+func refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Placement, *KWayStats, *placement.Cost, error) {
 	if err := p.Validate(g); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ro := opt.Refine
 	if err := ro.Validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := opt.ParamAlgo.Validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ro = ro.withDefaults()
 	k, n := p.K, g.NumSamples()
 	before, err := placement.Evaluate(g, p, opt.Theta)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	st := &KWayStats{Target: ro.Target, Before: targetValue(ro.Target, before)}
 	hi := make([]int64, k)
@@ -229,17 +236,18 @@ func Refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Pla
 		s = newKState(lv, k, q.Data, floating, hi, theta)
 	}
 	st.VolumeAfter = s.volume()
-	s = nil
 	if st.Params, err = assignParamsWith(g, q, opt.ParamAlgo, rng.Uint64(), runtime.GOMAXPROCS(0)); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if ro.Target != TargetTSum {
-		st.MaxMoves = maxPhase(lv, k, q, hi, theta, rng)
+		// The counts of q's samples are s's: the phase takes them over.
+		st.MaxMoves = maxPhaseOn(s.serving(q.Param, theta), q, rng)
+		s = nil
 		st.Squeezes = squeeze(g, lv, k, q, hi, theta, ro.Passes, opt.ParamAlgo, rng)
 	}
 	after, err := placement.Evaluate(g, q, opt.Theta)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	st.After = targetValue(ro.Target, after)
 	if ro.Target != TargetTSum && st.After > st.Before {
@@ -254,12 +262,12 @@ func Refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Pla
 	}
 	if st.After > st.Before || (opt.Theta > 0 && after.OverTheta > before.OverTheta) {
 		st.After, st.Kept = st.Before, true
-		q = p.Clone()
+		q, after = p.Clone(), before
 	}
 	if opt.Report != nil {
 		opt.Report("refine", st)
 	}
-	return q, st, nil
+	return q, st, after, nil
 }
 
 // fmMemorySlack is how far FM may take a machine's |N(U_i)| above the
@@ -424,7 +432,13 @@ func (s *kstate) sampleDelta(u, c int, dt []int64, touched []int32) []int32 {
 // round that moves nothing, or after a budget of work of about 4·|E|.
 // It returns the number of moves.
 func maxPhase(lv *level, k int, q *placement.Placement, hi []int64, theta int64, rng *rand.Rand) int64 {
-	s := newKState(lv, k, q.Data, q.Param, hi, theta)
+	return maxPhaseOn(newKState(lv, k, q.Data, q.Param, hi, theta), q, rng)
+}
+
+// maxPhaseOn is maxPhase on the state s of q (its samples on s.part =
+// q.Data, its parameters served by s.owner = q.Param), within s's bounds.
+func maxPhaseOn(s *kstate, q *placement.Placement, rng *rand.Rand) int64 {
+	lv, k, theta := s.lv, s.k, s.theta
 	t := s.traffic()
 	members := make([][]int32, k)
 	for u, i := range q.Data {
@@ -579,11 +593,11 @@ const maxSqueezes = 20
 func squeeze(g *graph.Graph, lv *level, k int, q *placement.Placement, hi []int64, theta int64, passes int, algo ParamAlgo, rng *rand.Rand) int {
 	kept := 0
 	floating := floatingNets(lv.m)
-	best := evaluate(g, q, 0).TMax
+	c := evaluate(g, q, 0) // of try, from round to round
+	best := c.TMax
 	try := q.Clone()
 	h := append([]int64(nil), hi...)
 	for round := 0; round < maxSqueezes; round++ {
-		c := evaluate(g, try, 0)
 		b := 0
 		for i := range c.Traffic {
 			if c.Traffic[i] > c.Traffic[b] {
@@ -624,8 +638,8 @@ func squeeze(g *graph.Graph, lv *level, k int, q *placement.Placement, hi []int6
 			break
 		}
 		maxPhase(lv, k, try, h, theta, rng)
-		if t := evaluate(g, try, 0).TMax; t < best {
-			best = t
+		if c = evaluate(g, try, 0); c.TMax < best {
+			best = c.TMax
 			copy(q.Data, try.Data)
 			copy(q.Param, try.Param)
 			kept = round + 1
