@@ -538,3 +538,59 @@ func TestVCycleKeepsState(t *testing.T) {
 		}
 	}
 }
+
+// TestPinsByBlock checks pinsByBlock against a stable sort of each rated
+// net's pins by block: on random graphs and blocks (1 to 12), the same
+// pins in the same order, the blocks' offsets where each block starts,
+// and the other nets' pins left as they are.
+func TestPinsByBlock(t *testing.T) {
+	rng := placement.NewRand(43)
+	for trial := 0; trial < 80; trial++ {
+		n, m, k := 2+rng.IntN(400), 1+rng.IntN(80), 1+rng.IntN(12)
+		g := randomGraph(t, rng.Uint64(), n, m, 0.02+0.4*rng.Float64())
+		lv := finest(g)
+		part := make([]int32, n)
+		for u := range part {
+			part[u] = int32(rng.IntN(k))
+		}
+		rate := make([]float64, lv.m)
+		for e := range rate {
+			if d := lv.noff[e+1] - lv.noff[e]; d >= 2 && d <= maxRateNet && rng.IntN(4) > 0 {
+				rate[e] = 1
+			}
+		}
+		pins, at, nb1 := pinsByBlock(lv, part, rate)
+		nb := 1
+		for _, b := range part {
+			nb = max(nb, int(b)+1)
+		}
+		if nb1 != nb+1 {
+			t.Fatalf("trial %d: nb1 %d, want %d", trial, nb1, nb+1)
+		}
+		for e := range lv.m {
+			want := slices.Clone(lv.pins(e))
+			got := pins[lv.noff[e]:lv.noff[e+1]]
+			if rate[e] == 0 {
+				if !slices.Equal(got, want) {
+					t.Fatalf("trial %d net %d (not rated): pins %v, want %v", trial, e, got, want)
+				}
+				continue
+			}
+			slices.SortStableFunc(want, func(x, y uint32) int { return int(part[x]) - int(part[y]) })
+			if !slices.Equal(got, want) {
+				t.Fatalf("trial %d net %d (k %d): pins %v, want %v", trial, e, nb, got, want)
+			}
+			for b := 0; b <= nb; b++ {
+				start := 0
+				for _, x := range want {
+					if int(part[x]) < b {
+						start++
+					}
+				}
+				if int(at[e*nb1+b]) != start {
+					t.Fatalf("trial %d net %d: block %d starts at %d, want %d", trial, e, b, at[e*nb1+b], start)
+				}
+			}
+		}
+	}
+}
