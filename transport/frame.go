@@ -472,6 +472,7 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 		// m's keys are a slot's: never written into.
 		m.KV.Keys, m.sharedKeys = nil, false
 	}
+	m.ascending = false
 	// A frame that uses a key slot: the slot's keys (shared, read-only)
 	// or a new array that the slot keeps, never a pool's or m's.
 	var slotKeys []uint64
@@ -483,6 +484,7 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 		}
 		slotKeys = keys
 		size += uint64(nominal)
+		m.ascending = d.keys.ascending[p.slot]
 	case keysStoreRaw, keysStoreDelta:
 		if err := d.keys.prepare(p.slot, p.mask, p.nkeys); err != nil {
 			return 0, err
@@ -543,7 +545,7 @@ func (d *Decoder) Decode(m *Message) (int, error) {
 		}
 	}
 	if p.enc == keysStoreRaw || p.enc == keysStoreDelta {
-		d.keys.keep(p.slot, m.KV.Keys, int(p.keyBytes))
+		m.ascending = d.keys.keep(p.slot, m.KV.Keys, int(p.keyBytes))
 	}
 	if d.choose != nil && landed == nil && p.nlens == 0 && p.nvals > 0 && littleEndianHost() && d.choose(&m.Header, int(p.nvals)) {
 		d.pending = &arrival{n: int(p.nvals), kick: make(chan struct{}, 1)}

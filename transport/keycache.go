@@ -3,6 +3,8 @@ package transport
 import (
 	"bytes"
 	"fmt"
+
+	"colo/kv"
 )
 
 // Key caching (Li et al., "Scaling Distributed Machine Learning with the
@@ -196,13 +198,15 @@ func (c *senderKeys) reset() {
 
 // receiverKeys is a Decoder's table of its stream's key slots.
 type receiverKeys struct {
-	limit   int
-	slots   [KeySlots][]uint64
-	nominal [KeySlots]int
-	total   int
+	limit     int
+	slots     [KeySlots][]uint64
+	nominal   [KeySlots]int
+	ascending [KeySlots]bool // the slot's keys strictly increase
+	total     int
 }
 
-// lookup returns the keys of slot s for a frame of n keys.
+// lookup returns the keys of slot s for a frame of n keys, and the
+// size of their encoding in the frame that stored them.
 func (c *receiverKeys) lookup(s int, n uint32) ([]uint64, int, error) {
 	if c.limit == 0 {
 		return nil, 0, fmt.Errorf("%w: frame uses key slot %d, but key caching is off on this end", ErrBadFrame, s)
@@ -227,7 +231,7 @@ func (c *receiverKeys) prepare(s int, mask uint16, n uint32) error {
 	for t := range c.slots {
 		if mask&(1<<t) != 0 {
 			c.total -= 8 * len(c.slots[t])
-			c.slots[t], c.nominal[t] = nil, 0
+			c.slots[t], c.nominal[t], c.ascending[t] = nil, 0, false
 		}
 	}
 	if need := uint64(c.total) + 8*uint64(n); need > uint64(c.limit) {
@@ -236,8 +240,12 @@ func (c *receiverKeys) prepare(s int, mask uint16, n uint32) error {
 	return nil
 }
 
-// keep stores keys, framed in nominal bytes, in slot s (after prepare).
-func (c *receiverKeys) keep(s int, keys []uint64, nominal int) {
-	c.slots[s], c.nominal[s] = keys, nominal
+// keep stores keys, framed in nominal bytes, in slot s (after prepare),
+// and returns whether they strictly increase: checked once here, so that
+// the messages that name the slot need not be (Message.KeysAscending).
+func (c *receiverKeys) keep(s int, keys []uint64, nominal int) bool {
+	asc := kv.Batch{Keys: keys}.Validate() == nil
+	c.slots[s], c.nominal[s], c.ascending[s] = keys, nominal, asc
 	c.total += 8 * len(keys)
+	return asc
 }

@@ -42,7 +42,7 @@ func keyLists(r *rand.Rand, n, lo, hi int) [][]uint64 {
 // stream; it checks every message against what was sent, and again at
 // the end, when the slots have been replaced many times. It returns the
 // frames that stored and named slots and the frames that emptied slots.
-func keyCacheRun(t *testing.T, seed uint64, limit int, raw bool, lists [][]uint64, frames int) (stores, hits, evictions int) {
+func keyCacheRun(t *testing.T, seed uint64, limit int, raw bool, lists [][]uint64, frames int) (stores, hits, evictions, ascending int) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 9))
 	o := FrameOptions{RawKeys: raw, KeyCache: limit}
@@ -100,6 +100,12 @@ func keyCacheRun(t *testing.T, seed uint64, limit int, raw bool, lists [][]uint6
 		if !equalMessages(m, want) {
 			t.Fatalf("frame %d: decoded %v, sent %v", i, m, want)
 		}
+		if m.KeysAscending() {
+			ascending++
+			if !slices.IsSorted(m.KV.Keys) || len(slices.Compact(slices.Clone(m.KV.Keys))) != len(m.KV.Keys) {
+				t.Fatalf("frame %d: keys not increasing, but KeysAscending", i)
+			}
+		}
 		if dec.keys.total > limit {
 			t.Fatalf("frame %d: receiver holds %d bytes of keys, limit %d", i, dec.keys.total, limit)
 		}
@@ -117,7 +123,7 @@ func keyCacheRun(t *testing.T, seed uint64, limit int, raw bool, lists [][]uint6
 			t.Fatalf("message %d changed after later frames", m.ID)
 		}
 	}
-	return stores, hits, evictions
+	return stores, hits, evictions, ascending
 }
 
 // sentKeys returns the keys of the sent message with the given id.
@@ -138,15 +144,19 @@ func TestKeyCacheRoundTrip(t *testing.T) {
 	for seed := range uint64(6) {
 		r := rand.New(rand.NewPCG(seed, 1))
 		lists := keyLists(r, 12, MinCachedKeys-50, 3000)
-		// Short lists too, never cached.
+		// Short lists too, never cached, and lists out of order, never
+		// KeysAscending.
 		lists = append(lists, []uint64{1, 2, 3}, nil)
+		for _, l := range lists[:4] {
+			lists = append(lists, slices.Concat(l[len(l)/2:], l[:len(l)/2]))
+		}
 		for _, raw := range []bool{false, true} {
 			// Room for about six of the longest lists: evictions by
 			// bytes, and by slots among 26 lists.
 			limit := 6 * 8 * 3000
-			stores, hits, evictions := keyCacheRun(t, seed, limit, raw, lists, 600)
-			if stores == 0 || hits == 0 || evictions == 0 {
-				t.Errorf("seed %d raw %v: %d stores, %d hits, %d with evictions: the run did not exercise the cache", seed, raw, stores, hits, evictions)
+			stores, hits, evictions, ascending := keyCacheRun(t, seed, limit, raw, lists, 600)
+			if stores == 0 || hits == 0 || evictions == 0 || ascending == 0 {
+				t.Errorf("seed %d raw %v: %d stores, %d hits, %d with evictions, %d known ascending: the run did not exercise the cache", seed, raw, stores, hits, evictions, ascending)
 			}
 		}
 	}
@@ -161,7 +171,7 @@ func TestKeyCacheOneSlot(t *testing.T) {
 	for i := range lists[len(lists)-1] {
 		lists[len(lists)-1][i] = uint64(i)
 	}
-	stores, hits, evictions := keyCacheRun(t, 5, 8*1500, true, lists, 300)
+	stores, hits, evictions, _ := keyCacheRun(t, 5, 8*1500, true, lists, 300)
 	if stores == 0 || hits == 0 || evictions == 0 {
 		t.Errorf("%d stores, %d hits, %d with evictions", stores, hits, evictions)
 	}

@@ -82,10 +82,19 @@ type Message struct {
 	// sharedKeys marks KV.Keys as a key slot's (see KeyCache): shared
 	// with other messages of the stream, never handed to a pool.
 	sharedKeys bool
+	// ascending: the Decoder found KV.Keys strictly increasing.
+	ascending bool
 	// arrival, when not nil, tells how much of KV.Vals has been read (see
 	// Message.Early).
 	arrival *arrival
 }
+
+// KeysAscending reports whether the transport knows KV.Keys to be
+// strictly increasing: the keys of a key slot (see KeyCache), checked
+// once when the slot was stored, so that a receiver that needs them in
+// order (a server) need not check them again at every frame. False says
+// nothing about them.
+func (m *Message) KeysAscending() bool { return m.ascending }
 
 // Clone returns a deep copy of m; nil segments stay nil. The copy owns
 // its arrays (Release does nothing on it).

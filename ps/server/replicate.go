@@ -431,7 +431,7 @@ func (s *Server) fromServer(ctx context.Context, m *transport.Message, conn Conn
 			c.rec = replica.NewReplica(len(c.core.ids))
 			c.epoch = epoch
 		}
-		req := Request{Worker: w, ID: m.ID, Cmd: cmd, Round: round, Push: m.Flags&transport.FlagPush != 0, Range: cmd == proto.DataRange, KV: m.KV}
+		req := Request{Worker: w, ID: m.ID, Cmd: cmd, Round: round, Push: m.Flags&transport.FlagPush != 0, Range: cmd == proto.DataRange, KV: m.KV, Ascending: m.KeysAscending()}
 		var pushes []replica.Push
 		switch {
 		case cmd == proto.DataRound:

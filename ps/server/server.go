@@ -251,7 +251,7 @@ func Decode(m *transport.Message) (Request, error) {
 	default:
 		return Request{}, fmt.Errorf("%s sent data command %d", proto.Name(m.Sender), m.Cmd)
 	}
-	return Request{Worker: rank, Evaluator: role == proto.RoleEvaluator, ID: m.ID, Cmd: m.Cmd, Round: round, Push: push, Range: m.Cmd == proto.DataRange, KV: m.KV}, nil
+	return Request{Worker: rank, Evaluator: role == proto.RoleEvaluator, ID: m.ID, Cmd: m.Cmd, Round: round, Push: push, Range: m.Cmd == proto.DataRange, KV: m.KV, Ascending: m.KeysAscending()}, nil
 }
 
 // To returns the node the reply goes to.
