@@ -57,7 +57,9 @@
 // malformed frame naming the slot, a store over its limit, a reference
 // to an empty slot or a count of keys that is not the slot's. Slots are
 // immutable: a decoded message shares its slot's keys read-only, and a
-// store puts a new array in the slot. A slot lives as long as its
+// store puts a new array in the slot; the receiver checks a stored
+// list's order once (Message.KeysAscending), so that a server need not
+// check it again at every frame that names it. A slot lives as long as its
 // connection: tcp starts every new connection (a redial, a peer that
 // moved or was replaced) with empty tables on both sides, and a frame
 // that was not written whole stores nothing (Encoder.Sent). For a 1×1
