@@ -1,6 +1,13 @@
 // Package colotest holds what the tests of several packages share to run
 // real clusters of processes: the colo binary, built once per test
-// process from this module's cmd/colo.
+// process from this module's cmd/colo, and a temporary directory of the
+// test process's own that holds it and everything the tests and their
+// processes make in $TMPDIR (t.TempDir's directories among them).
+//
+// A test process that dies before its cleanups run (go test's -timeout
+// panics, a SIGKILL) leaves that one directory behind, named after its
+// process id; the next test process that starts removes the directories
+// of processes no longer running (Sweep).
 //
 //	var coloBin string
 //
@@ -21,25 +28,44 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
 // Package is the import path of the colo command.
 const Package = "colo/cmd/colo"
 
-// Main builds the colo binary into a temporary directory and sets *bin to
-// its path (left empty when go is not on PATH: the tests that need it
-// skip, see Need), runs m's tests, removes the directory and returns the
-// exit code for os.Exit. A failed build is reported and returns 1
-// without running the tests.
+// prefix starts the name of a test process's temporary directory, which
+// goes on with the process's id and a dash.
+const prefix = "colo-test-"
+
+// Main removes what test processes no longer running left in the
+// system's temporary directory (Sweep), makes a temporary directory of
+// this process's own and points $TMPDIR at it, builds the colo binary
+// into it and sets *bin to its path (left empty when go is not on PATH:
+// the tests that need it skip, see Need), runs m's tests, removes the
+// directory and returns the exit code for os.Exit. A failed build is
+// reported and returns 1 without running the tests.
 func Main(m *testing.M, bin *string) int {
-	dir, err := os.MkdirTemp("", "colo-bin-")
+	parent := os.TempDir()
+	Sweep(parent)
+	dir, err := os.MkdirTemp(parent, prefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if path, err := Build(dir); err != nil {
+	if err := os.Setenv("TMPDIR", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	binDir := filepath.Join(dir, "bin")
+	if err := os.Mkdir(binDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if path, err := Build(binDir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	} else {
@@ -67,5 +93,34 @@ func Need(t testing.TB, bin string) {
 	t.Helper()
 	if bin == "" {
 		t.Skip("go is not on PATH: cannot build the colo binary")
+	}
+}
+
+// Sweep removes the temporary directories that Main made in parent for
+// test processes that are no longer running (no /proc/<pid>): a process
+// that died before its cleanups ran. The directories of running
+// processes, and every other name, are left alone.
+func Sweep(parent string) {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		return // no /proc: no way to tell which processes run
+	}
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		id, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(id)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + id); err == nil || !os.IsNotExist(err) {
+			continue // running, or no way to tell
+		}
+		os.RemoveAll(filepath.Join(parent, e.Name()))
 	}
 }
