@@ -225,3 +225,113 @@ func TestAsyncViewReclaimed(t *testing.T) {
 		}
 	}
 }
+
+// TestAsyncViewWaitingForRoom: a server of an asynchronous job answers
+// worker 0 over TCP with two views of its store (8 MB each: the second
+// waits for room in the queue, ReplyBuffer) while worker 0's reader
+// holds a message it cannot hand over. A push's Detach takes the first
+// back (it is leaving) and queues the second as a copy: both views'
+// ReplyView calls return, and the store may change, without waiting for
+// the first answer's wire time (for ever here). Once worker 0 reads
+// again it gets both answers in order, with the values the store held
+// when they were posted.
+func TestAsyncViewWaitingForRoom(t *testing.T) {
+	w0 := proto.WorkerID(0)
+	srv := listenTCP(t, proto.ServerID(0), 256)
+	worker := listenTCP(t, w0, 256)
+	stuck := make(chan struct{})
+	var once sync.Once
+	unstick := func() { once.Do(func() { close(stuck) }) }
+	t.Cleanup(unstick) // before the endpoints close
+	// The sends end before the worker reads again and the endpoints
+	// close, should the test fail while they are stuck.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	worker.SetSink(func(m *transport.Message) bool {
+		if m.ID == 1 {
+			<-stuck
+		}
+		return false
+	})
+	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Job: proto.Job{Mode: clock.Async.String()}}}
+	close(n.started)
+	n.book = map[transport.NodeID]proto.Peer{w0: {ID: w0, Addr: worker.Addr().String()}}
+	m := &member{n: n, id: proto.ServerID(0), ep: tcpEndpoint{srv, func() {}}}
+	n.members = []*member{m}
+	srv.SetPeer(w0, worker.Addr().String())
+	c := serverConn{m}
+
+	if err := c.Reply(ctx, w0, message(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	const size = 8 << 20
+	var stores, wants [2][]float32
+	done := make(chan error, 2)
+	post := func(i int) {
+		view := message(uint64(2+i), size)
+		stores[i] = view.KV.Vals
+		for j := range stores[i] {
+			stores[i][j] = float32(j%1000 + i)
+		}
+		wants[i] = slices.Clone(stores[i])
+		go func() { done <- c.ReplyView(ctx, w0, view, nil) }()
+	}
+	post(0)
+	first := leaving(t, &m.replies, w0, size, nil)
+	if first.lend == nil {
+		t.Fatal("the view of an asynchronous job over TCP leaves as a copy, want it lent")
+	}
+	post(1)
+	// The second view waits for room behind the first.
+	deadline := time.Now().Add(frozenGuard)
+	for {
+		m.replies.mu.Lock()
+		w := m.replies.waiting
+		m.replies.mu.Unlock()
+		if w > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second view never waited for room")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	detached := make(chan func())
+	go func() { detached <- c.Detach() }() // a push, as server.Server's unview
+	var attach func()
+	select {
+	case attach = <-detached:
+	case <-time.After(frozenGuard):
+		t.Fatalf("Detach still waiting after %v for views the worker does not read", frozenGuard)
+	}
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(frozenGuard):
+			t.Fatalf("a view still held %v after Detach: the push would wait for the first answer's wire time", frozenGuard)
+		}
+	}
+	for i := range stores {
+		for j := range stores[i] {
+			stores[i][j] = -1 // the push changes the store
+		}
+	}
+	attach()
+	unstick()
+	for _, id := range []uint64{1, 2, 3} {
+		select {
+		case got := <-worker.Recv():
+			if got.ID != id {
+				t.Fatalf("worker 0 got message %d, want %d", got.ID, id)
+			}
+			if id >= 2 && !slices.Equal(got.KV.Vals, wants[id-2]) {
+				t.Fatalf("answer %d holds values written after it was posted", id)
+			}
+		case <-time.After(frozenGuard):
+			t.Fatalf("worker 0 got no message %d", id)
+		}
+	}
+}

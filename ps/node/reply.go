@@ -25,7 +25,9 @@ const ReplyBuffer = 4 << 20
 // the replies to one destination keep their order. Under BSP an answer
 // to a pull starts only once the co-located worker's pushes have left
 // (afterPushes). A queue holds at most ReplyBuffer bytes, so memory is
-// bounded by the destinations times ReplyBuffer (and one message each).
+// bounded by the destinations times ReplyBuffer (and one message each),
+// and the copies of the views that a detach found waiting for room (one
+// per pull in flight at most).
 //
 // A reply is queued as a copy (the server reuses its arrays), as itself
 // (its arrays are held by nothing else: handTake), or lent (its arrays
@@ -62,6 +64,10 @@ type replies struct {
 	// reclaimable counts the lent replies leaving in parts that detach
 	// can take back (queuedReply.lend).
 	reclaimable int
+	// waiting counts the lent replies whose posters wait for room in
+	// their queue: not queued yet, so detach cannot copy them, it wakes
+	// them (they are then queued as copies).
+	waiting int
 }
 
 // replyQueue is one destination's queue; its fields are under
@@ -156,7 +162,8 @@ const (
 
 // post queues msg for node to as h says, blocking while the queue holds
 // ReplyBuffer bytes, until ctx ends (its error is returned, and nothing
-// is queued). A lent msg's arrays are the caller's again when post
+// is queued); a lent msg waits only until a detach, and is then queued
+// as a copy beyond ReplyBuffer. A lent msg's arrays are the caller's again when post
 // returns: it waits until msg has left or failed, or was copied
 // (detach, or ctx ending). sent, when not nil, is called once the reply
 // has left or failed. Failures are m.n.reply's.
@@ -174,18 +181,33 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 	it.size = localSize(it.msg)
 	r.mu.Lock()
 	q := r.queue(to)
-	for q.bytes > 0 && q.bytes+it.size > ReplyBuffer {
+	// A lent reply waits for room only until a detach: then it is
+	// queued as a copy, beyond ReplyBuffer, so that the server does not
+	// wait for the replies ahead of it to leave (their wire time, which
+	// a reply leaving in parts was taken back from).
+	for q.bytes > 0 && q.bytes+it.size > ReplyBuffer && !(it.lent && r.detached > 0) {
 		space := q.space
+		if it.lent {
+			r.waiting++
+		}
 		r.mu.Unlock()
+		var err error
 		select {
 		case <-space:
 		case <-ctx.Done():
+			err = context.Cause(ctx)
+		}
+		r.mu.Lock()
+		if it.lent {
+			r.waiting--
+		}
+		if err != nil {
+			r.mu.Unlock()
 			if h == handCopy {
 				it.msg.Release()
 			}
-			return context.Cause(ctx)
+			return err
 		}
-		r.mu.Lock()
 	}
 	if it.lent && r.detached > 0 {
 		it.msg, it.lent, it.lend = m.n.pool.Clone(it.msg), false, nil
@@ -237,6 +259,13 @@ func (r *replies) detach(m *member) (attach func()) {
 			r.detached--
 			r.mu.Unlock()
 		})
+	}
+	if r.waiting > 0 {
+		// Wake the lent replies waiting for room: they go in as copies.
+		for _, q := range r.qs {
+			close(q.space)
+			q.space = make(chan struct{})
+		}
 	}
 	if r.lent == 0 && r.reclaimable == 0 {
 		return attach
