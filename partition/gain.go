@@ -647,16 +647,19 @@ func (s *kstate) move(u, b int, changed func(e int)) {
 		e := int(e)
 		s.remove(e, a)
 		s.add(e, b)
+		ca, cb := s.cnt[e*k+a], s.cnt[e*k+b]
 		if gc != nil {
-			s.updateCache(u, e, a, b)
-			if s.cnt[e*k+b] == 1 && (s.floating || int(s.owner[e]) != b) {
+			if ca < 2 || cb < 3 { // else updateCache changes nothing
+				s.updateCache(u, e, a, b)
+			}
+			if cb == 1 && (s.floating || int(s.owner[e]) != b) {
 				leave += lv.nw[e]
 			}
 		}
 		// Only two transitions raise other pins' gains: the last pin
 		// left in a may now leave it free, and b is now a free target
 		// for the rest. Lowered gains are found when popped.
-		if changed != nil && (s.cnt[e*k+a] == 1 || s.cnt[e*k+b] == 1) {
+		if changed != nil && (ca == 1 || cb == 1) {
 			changed(e)
 		}
 	}
