@@ -154,31 +154,8 @@ func TestFrozenWorkerAbandoned(t *testing.T) {
 // and the store may change; once worker 0 reads again it gets the
 // values the store held when the view was posted, none of the change.
 func TestAsyncViewReclaimed(t *testing.T) {
-	ctx := context.Background()
-	w0 := proto.WorkerID(0)
-	srv := listenTCP(t, proto.ServerID(0), 256)
-	worker := listenTCP(t, w0, 256)
-	stuck := make(chan struct{})
-	var once sync.Once
-	unstick := func() { once.Do(func() { close(stuck) }) }
-	t.Cleanup(unstick) // before the endpoints close
-	worker.SetSink(func(m *transport.Message) bool {
-		if m.ID == 1 {
-			<-stuck
-		}
-		return false
-	})
-	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Job: proto.Job{Mode: clock.Async.String()}}}
-	close(n.started)
-	n.book = map[transport.NodeID]proto.Peer{w0: {ID: w0, Addr: worker.Addr().String()}}
-	m := &member{n: n, id: proto.ServerID(0), ep: tcpEndpoint{srv, func() {}}}
-	n.members = []*member{m}
-	srv.SetPeer(w0, worker.Addr().String())
+	ctx, w0, m, worker, unstick := stuckAsyncServer(t)
 	c := serverConn{m}
-
-	if err := c.Reply(ctx, w0, message(1, 16)); err != nil {
-		t.Fatal(err)
-	}
 	view := message(2, 32<<20)
 	store := view.KV.Vals
 	for i := range store {
@@ -211,19 +188,7 @@ func TestAsyncViewReclaimed(t *testing.T) {
 		t.Fatalf("Detach still waiting after %v for a view the worker does not read", frozenGuard)
 	}
 	unstick()
-	for _, id := range []uint64{1, 2} {
-		select {
-		case got := <-worker.Recv():
-			if got.ID != id {
-				t.Fatalf("worker 0 got message %d, want %d", got.ID, id)
-			}
-			if id == 2 && !slices.Equal(got.KV.Vals, want) {
-				t.Fatal("the reclaimed view's answer holds values written after it was posted")
-			}
-		case <-time.After(frozenGuard):
-			t.Fatalf("worker 0 got no message %d", id)
-		}
-	}
+	receiveAnswers(t, worker, want)
 }
 
 // TestAsyncViewWaitingForRoom: a server of an asynchronous job answers
@@ -236,34 +201,8 @@ func TestAsyncViewReclaimed(t *testing.T) {
 // again it gets both answers in order, with the values the store held
 // when they were posted.
 func TestAsyncViewWaitingForRoom(t *testing.T) {
-	w0 := proto.WorkerID(0)
-	srv := listenTCP(t, proto.ServerID(0), 256)
-	worker := listenTCP(t, w0, 256)
-	stuck := make(chan struct{})
-	var once sync.Once
-	unstick := func() { once.Do(func() { close(stuck) }) }
-	t.Cleanup(unstick) // before the endpoints close
-	// The sends end before the worker reads again and the endpoints
-	// close, should the test fail while they are stuck.
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	worker.SetSink(func(m *transport.Message) bool {
-		if m.ID == 1 {
-			<-stuck
-		}
-		return false
-	})
-	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Job: proto.Job{Mode: clock.Async.String()}}}
-	close(n.started)
-	n.book = map[transport.NodeID]proto.Peer{w0: {ID: w0, Addr: worker.Addr().String()}}
-	m := &member{n: n, id: proto.ServerID(0), ep: tcpEndpoint{srv, func() {}}}
-	n.members = []*member{m}
-	srv.SetPeer(w0, worker.Addr().String())
+	ctx, w0, m, worker, unstick := stuckAsyncServer(t)
 	c := serverConn{m}
-
-	if err := c.Reply(ctx, w0, message(1, 16)); err != nil {
-		t.Fatal(err)
-	}
 	const size = 8 << 20
 	var stores, wants [2][]float32
 	done := make(chan error, 2)
@@ -321,7 +260,51 @@ func TestAsyncViewWaitingForRoom(t *testing.T) {
 	}
 	attach()
 	unstick()
-	for _, id := range []uint64{1, 2, 3} {
+	receiveAnswers(t, worker, wants[:]...)
+}
+
+// stuckAsyncServer returns the server 0 of an asynchronous job over TCP
+// (its member m) and the endpoint of its worker 0 (w0), whose reader
+// holds message 1, which the server has sent it already, until unstick
+// is called: what the server sends after it begins to leave and cannot
+// end. The context's sends end (t.Cleanup) before the worker reads again
+// and before the endpoints close, should the test fail while they are
+// stuck.
+func stuckAsyncServer(t *testing.T) (ctx context.Context, w0 transport.NodeID, m *member, worker *tcp.Endpoint, unstick func()) {
+	t.Helper()
+	w0 = proto.WorkerID(0)
+	srv := listenTCP(t, proto.ServerID(0), 256)
+	worker = listenTCP(t, w0, 256)
+	stuck := make(chan struct{})
+	var once sync.Once
+	unstick = func() { once.Do(func() { close(stuck) }) }
+	t.Cleanup(unstick) // before the endpoints close
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	worker.SetSink(func(m *transport.Message) bool {
+		if m.ID == 1 {
+			<-stuck
+		}
+		return false
+	})
+	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Job: proto.Job{Mode: clock.Async.String()}}}
+	close(n.started)
+	n.book = map[transport.NodeID]proto.Peer{w0: {ID: w0, Addr: worker.Addr().String()}}
+	m = &member{n: n, id: proto.ServerID(0), ep: tcpEndpoint{srv, func() {}}}
+	n.members = []*member{m}
+	srv.SetPeer(w0, worker.Addr().String())
+	if err := (serverConn{m}).Reply(ctx, w0, message(1, 16)); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, w0, m, worker, unstick
+}
+
+// receiveAnswers checks that worker receives message 1 (stuckAsyncServer's)
+// and then the answers 2, 3, … in order, answer 2+i holding the values
+// wants[i]: those of the store when it was posted.
+func receiveAnswers(t *testing.T, worker *tcp.Endpoint, wants ...[]float32) {
+	t.Helper()
+	for id := uint64(1); id <= uint64(1+len(wants)); id++ {
 		select {
 		case got := <-worker.Recv():
 			if got.ID != id {
