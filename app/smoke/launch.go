@@ -365,8 +365,19 @@ func (k Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (
 	if m.Rule, err = update.New(j.Rule); err != nil {
 		return nil, fmt.Errorf("job of kind smoke: rule: %w", err)
 	}
-	if m.Rates, err = node.ParseRates(j.LinkBandwidth, j.BandwidthMatrix, max(at.Servers, at.Workers)); err != nil {
+	// Servers apart from the workers (--role server and worker, as
+	// dmlc's variables give them): server r and worker r are two
+	// machines, not one, and the link between them is emulated too.
+	apart := (at.Role == proto.RoleServer || at.Role == proto.RoleWorker) && at.Servers > 0
+	machines := max(at.Servers, at.Workers)
+	if apart {
+		machines = at.Servers + at.Workers
+	}
+	if m.Rates, err = node.ParseRates(j.LinkBandwidth, j.BandwidthMatrix, machines); err != nil {
 		return nil, fmt.Errorf("job of kind smoke: %w", err)
+	}
+	if apart {
+		m.Rates.Host = node.Apart(at.Servers)
 	}
 	if j.Idle || at.Role == proto.RoleServer {
 		return m, nil
