@@ -190,12 +190,16 @@ func sample(mfs map[string]*dto.MetricFamily, name string) float64 {
 // final values from its --metrics-file.
 func TestNodeMetrics(t *testing.T) {
 	colotest.Need(t, coloBin)
+	// 100 pushes of about 5 kB (1,000 values and their keys' deltas) at
+	// 2 Mbit/s: about 2 s, many scrapes' time under load.
+	const rounds = 100
+	last := strconv.Itoa(rounds)
 	ports := freePorts(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	env := func(role string) []string {
 		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(ports),
-			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=2", "COLO_TOKEN=metrics-test", "COLO_ROUNDS=40", "COLO_KEYS=10000", "COLO_BATCH=1000"}
+			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=2", "COLO_TOKEN=metrics-test", "COLO_ROUNDS=" + last, "COLO_KEYS=10000", "COLO_BATCH=1000"}
 	}
 	url := "http://127.0.0.1:" + strconv.Itoa(ports+1) + "/metrics"
 	file := filepath.Join(t.TempDir(), "worker.prom")
@@ -206,7 +210,7 @@ func TestNodeMetrics(t *testing.T) {
 	sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server")})
 	sup.Start(ctx, Spec{Name: "worker 0", Host: 2, Env: env("worker"),
 		Args: []string{"node", "--metrics", "127.0.0.1:" + strconv.Itoa(ports+1), "--linger", "3s", "--metrics-file", file,
-			"--link-bandwidth", "2mbit"}}) // 40 pushes of 12 kB: about 2 s
+			"--link-bandwidth", "2mbit"}})
 	runtime := func(mfs map[string]*dto.MetricFamily) bool {
 		return mfs["go_goroutines"] != nil && mfs["process_resident_memory_bytes"] != nil
 	}
@@ -240,12 +244,12 @@ func TestNodeMetrics(t *testing.T) {
 	// During the job.
 	wait("during the job", func(m map[string]*dto.MetricFamily) bool {
 		r := sample(m, "colo_worker_round")
-		return has(m) && r > 0 && r < 40
+		return has(m) && r > 0 && r < rounds
 	})
-	// After the job, while it lingers: 40 rounds.
-	mfs = wait("after the job", func(m map[string]*dto.MetricFamily) bool { return has(m) && sample(m, "colo_worker_round") == 40 })
-	if sample(mfs, "colo_worker_pushes_total") < 40 {
-		t.Errorf("%v pushes after 40 rounds", sample(mfs, "colo_worker_pushes_total"))
+	// After the job, while it lingers: every round.
+	mfs = wait("after the job", func(m map[string]*dto.MetricFamily) bool { return has(m) && sample(m, "colo_worker_round") == rounds })
+	if sample(mfs, "colo_worker_pushes_total") < rounds {
+		t.Errorf("%v pushes after %d rounds", sample(mfs, "colo_worker_pushes_total"), rounds)
 	}
 	if err := sup.Wait(ctx); err != nil {
 		t.Fatal(err)
@@ -256,7 +260,7 @@ func TestNodeMetrics(t *testing.T) {
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	final, err := parser.TextToMetricFamilies(bytes.NewReader(text))
-	if err != nil || !has(final) || sample(final, "colo_worker_round") != 40 {
+	if err != nil || !has(final) || sample(final, "colo_worker_round") != rounds {
 		t.Errorf("--metrics-file: %v\n%s", err, text)
 	}
 }
