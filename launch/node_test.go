@@ -19,7 +19,12 @@ func TestRunNodeRefused(t *testing.T) {
 	sc := sched.DefaultConfig()
 	sc.NumServers, sc.NumWorkers, sc.Token, sc.StartTimeout = 1, 1, "right", 2*time.Second
 	pr, pw := io.Pipe()
+	// The scheduler logs to the test's log (the refused node among
+	// others): it must have returned before the test does.
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
 	go func() {
+		defer close(done)
 		RunScheduler(ctx, Scheduler{Config: sc, Addr: "127.0.0.1:0", Token: "right", Out: pw, Log: testWriter{t}})
 		pw.Close()
 	}()
