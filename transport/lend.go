@@ -31,7 +31,8 @@ type Lent struct {
 	vals  []byte // the owner's values
 	own   []byte // the copy, once reclaimed; len(vals), filled from sent on
 	owned []float32
-	sent  int // bytes of vals handed to the kernel
+	sent  int  // bytes of vals handed to the kernel
+	taken bool // reclaimed once the kernel had every value: no copy, vals dropped
 	pool  *Pool
 }
 
@@ -57,6 +58,13 @@ func (l *Lent) Reclaim() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.own != nil || len(l.vals) == 0 {
+		return
+	}
+	if l.sent == len(l.vals) {
+		// The writes handed every value to the kernel: nothing is left
+		// to copy, and with vals dropped no write reads the owner's
+		// values again (offset finds nothing in them).
+		l.vals, l.taken = nil, true
 		return
 	}
 	n := len(l.vals) / 4
@@ -91,14 +99,16 @@ func (l *Lent) Release() {
 	if l.owned != nil && l.pool != nil {
 		put(&l.pool.f32, l.owned, 4)
 	}
-	l.owned, l.own, l.vals = nil, nil, nil
+	l.owned, l.own, l.vals, l.taken = nil, nil, nil, false
 }
 
-// Reclaimed reports whether Reclaim made a copy.
+// Reclaimed reports whether Reclaim gave the values back before
+// Release: with a copy of what the writes had not taken, or with none
+// once they had taken everything.
 func (l *Lent) Reclaimed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.own != nil
+	return l.own != nil || l.taken
 }
 
 // Write calls write once with bufs, under l's hold, the buffers of bufs

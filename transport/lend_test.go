@@ -112,3 +112,51 @@ func TestLentDetach(t *testing.T) {
 		t.Fatal("the head was moved")
 	}
 }
+
+// TestLentReclaimAfterLastValue: once the writes have handed every
+// value to the kernel, Reclaim gives them back without a copy (none is
+// drawn from the pool), the rest of the frame is written as it is, and
+// a write meeting a buffer of the values' memory leaves it alone.
+func TestLentReclaimAfterLastValue(t *testing.T) {
+	vals := []float32{1, 2, 3, 4}
+	head, tail := []byte("head"), []byte("tail")
+	l := NewLent(vals, new(Pool))
+	var out bytes.Buffer
+	write := func(most int) func(net.Buffers) (int, error) {
+		return func(bufs net.Buffers) (int, error) {
+			w := 0
+			for _, b := range bufs {
+				k := min(len(b), most-w)
+				out.Write(b[:k])
+				w += k
+				if w == most {
+					break
+				}
+			}
+			return w, nil
+		}
+	}
+	// The head and every value, not the tail.
+	n, err := l.Write(net.Buffers{head, floatBytes(vals), tail}, write(len(head)+16))
+	if err != nil || n != len(head)+16 {
+		t.Fatalf("first write took %d bytes (%v), want %d", n, err, len(head)+16)
+	}
+	l.Reclaim()
+	if !l.Reclaimed() {
+		t.Fatal("the values were not given back")
+	}
+	if l.owned != nil || l.own != nil {
+		t.Fatal("Reclaim copied values the kernel had taken already")
+	}
+	vals[0] = -1 // the owner's again
+	if _, err := l.Write(net.Buffers{tail}, write(len(tail))); err != nil {
+		t.Fatal(err)
+	}
+	if want := slices.Concat(head, floatBytes([]float32{1, 2, 3, 4}), tail); !bytes.Equal(out.Bytes(), want) {
+		t.Fatalf("frame %v, want %v", out.Bytes(), want)
+	}
+	l.Release()
+	if l.Reclaimed() {
+		t.Fatal("Reclaimed after Release")
+	}
+}
