@@ -175,9 +175,10 @@ func children(pid int) map[int]string {
 }
 
 // TestProcessesMachineKilled kills machine 1 in the middle of a long job,
-// once its checkpoint of round 2 is written: the deployment ends within
-// seconds with a *launch.Failure naming it, and no process of the cluster
-// is left.
+// once its checkpoint of round 2 is written: the deployment ends on the
+// kill itself (the supervisor sees the process die, the scheduler its
+// links close) with a *launch.Failure naming it, and no process of the
+// cluster is left.
 func TestProcessesMachineKilled(t *testing.T) {
 	colotest.Need(t, coloBin)
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
@@ -186,12 +187,17 @@ func TestProcessesMachineKilled(t *testing.T) {
 	job, opened, _ := newsJob(t, 2, 100000, false)
 	dir := filepath.Join(t.TempDir(), "ck")
 	job.Config.Checkpoint = train.Checkpoint{Dir: dir, Every: 2}
-	run := deployInBackground(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph})
+	// The timeout of silence, the other way a killed machine is noticed,
+	// is ten minutes, and the job's 100,000 passes outlast the test: only
+	// the kill's own events end it within the guard of a minute, which is
+	// 30 times the supervisor's grace of 2 s for the other processes to
+	// end before they are killed, so that no load reaches it.
+	run := deployInBackground(t, job, opened, &Processes{Bin: coloBin, Graph: opened.Data.Graph, Timeout: 10 * time.Minute})
 	victim := run.awaitCheckpoint(t, dir, 2, role("machine", 1))[0]
 	all := children(os.Getpid())
 	signal(t, syscall.SIGKILL, victim)
 	killed := time.Now()
-	err := run.wait(t, 20*time.Second, "machine 1 was killed").err
+	err := run.wait(t, time.Minute, "machine 1 was killed").err
 	took := time.Since(killed)
 	var f *launch.Failure
 	if err == nil || !errors.As(err, &f) {
@@ -201,9 +207,6 @@ func TestProcessesMachineKilled(t *testing.T) {
 	// machine: as a process, or as the worker the scheduler lost.
 	if msg := err.Error(); !strings.Contains(msg, "machine 1 failed") && !strings.Contains(msg, "worker 1 (node 5") {
 		t.Fatalf("the error does not name machine 1: %s", msg)
-	}
-	if took > 5*time.Second {
-		t.Errorf("ended %v after the kill", took)
 	}
 	for pid, line := range all {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) && isColo(pid) {
