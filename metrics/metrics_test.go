@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -319,20 +320,24 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The flag holds the requested address; find the bound one in the
-	// linger line.
+	// The flag holds the requested address, port 0: Start says at once
+	// where it serves, and the linger line says it again.
+	serving := regexp.MustCompile(`^metrics: serving (http://127\.0\.0\.1:[1-9][0-9]*/metrics) \(--metrics 127\.0\.0\.1:0: a free port\)\n$`).FindStringSubmatch(log.String())
+	if serving == nil {
+		t.Fatalf("Start logged %q, not where it serves", log.String())
+	}
 	done := make(chan error)
 	start := time.Now()
 	go func() { done <- end(context.Background()) }()
 	var url string
 	for deadline := time.Now().Add(5 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if _, rest, ok := strings.Cut(log.String(), "http://"); ok {
+		if _, rest, ok := strings.Cut(log.String(), "stay at http://"); ok {
 			url, _, _ = strings.Cut(rest, " ")
 			url = "http://" + url
 		}
 	}
-	if url == "" {
-		t.Fatalf("no linger line: %q", log.String())
+	if url != serving[1] {
+		t.Fatalf("linger line at %q, Start's at %q: %q", url, serving[1], log.String())
 	}
 	resp, body := get(t, url)
 	mfs := parse(t, body)

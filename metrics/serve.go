@@ -97,7 +97,7 @@ type Flags struct {
 
 // Register adds --metrics, --linger and --metrics-file to fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.StringVar(&f.Addr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, such as :9100")
+	fs.StringVar(&f.Addr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics while the job runs, such as :9100 (port 0: a free port, printed)")
 	fs.DurationVar(&f.Linger, "linger", 0, "with --metrics: keep serving the final values this long after the job ends")
 	fs.StringVar(&f.File, "metrics-file", "", "write the final metrics to this file (Prometheus text format) when the job ends")
 }
@@ -108,7 +108,9 @@ func (f *Flags) Enabled() bool { return f.Addr != "" || f.File != "" }
 // Start serves g at f.Addr (when set) and returns end, to call once the
 // job has ended and g holds its final values: end writes f.File (when
 // set), keeps serving for f.Linger unless ctx ends first, telling log
-// where, then stops the server. An error names the flag.
+// where, then stops the server. An address of port 0 takes a free port,
+// and log is told at once where it serves ("metrics: serving
+// http://ADDR/metrics"). An error names the flag.
 func (f *Flags) Start(g prometheus.Gatherer, log io.Writer) (end func(ctx context.Context) error, err error) {
 	if log == nil {
 		log = io.Discard
@@ -127,6 +129,9 @@ func (f *Flags) Start(g prometheus.Gatherer, log io.Writer) (end func(ctx contex
 	if f.Addr != "" {
 		if bound, stop, err = Serve(f.Addr, g); err != nil {
 			return nil, fmt.Errorf("--metrics: %w", err)
+		}
+		if _, port, err := net.SplitHostPort(f.Addr); err == nil && port == "0" {
+			fmt.Fprintf(log, "metrics: serving http://%s/metrics (--metrics %s: a free port)\n", bound, f.Addr)
 		}
 	}
 	return func(ctx context.Context) error {
