@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"context"
 	"flag"
 	"io"
 	"net"
@@ -257,6 +258,35 @@ func freePorts(t *testing.T, n int) int {
 	}
 	t.Skip("no run of free ports")
 	return 0
+}
+
+// portTaken reports whether text (a process's standard error, or an
+// error quoting it) says that the loopback port could not be bound
+// because another socket had it: the race of a port that freePorts found
+// free and a process bound a moment later.
+func portTaken(text string, port int) bool {
+	return strings.Contains(text, "listen tcp 127.0.0.1:"+strconv.Itoa(port)+": bind: address already in use")
+}
+
+// startScheduler starts on sup the scheduler that spec(port) describes,
+// on a port that freePorts found free, and returns the port and the
+// address the scheduler printed. Another process can take
+// the port before the scheduler binds it: the scheduler then fails
+// saying so (portTaken), which is logged and tried again on other ports,
+// up to 5 times; any other failure fails the test.
+func startScheduler(ctx context.Context, t *testing.T, sup *Supervisor, spec func(port int) Spec) (int, string) {
+	t.Helper()
+	for try := 1; ; try++ {
+		port := freePorts(t, 1)
+		addr, err := sup.StartScheduler(ctx, spec(port))
+		if err == nil {
+			return port, addr
+		}
+		if !portTaken(err.Error(), port) || try == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("port %d was taken before the scheduler bound it; another port: %v", port, err)
+	}
 }
 
 // TestPorts binds a machine's two data ports from --port and

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,18 +78,18 @@ func checkSummaries(t *testing.T, out []byte, servers, workers int) {
 // variables, the token from COLO_TOKEN.
 func TestDMLCEnvironment(t *testing.T) {
 	colotest.Need(t, coloBin)
-	port := freePorts(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var port int
 	env := func(role string) []string {
 		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(port),
 			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=1", "COLO_TOKEN=dmlc-test", "COLO_JSON=true"}
 	}
 	sup := NewSupervisor(coloBin, Loopback{})
-	addr, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	port, addr := startScheduler(ctx, t, sup, func(p int) Spec {
+		port = p
+		return Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}
+	})
 	if want := "127.0.0.1:" + strconv.Itoa(port); addr != want {
 		t.Errorf("the scheduler listens on %s, want %s", addr, want)
 	}
@@ -116,21 +117,38 @@ func TestMPIRun(t *testing.T) {
 	if out, err := exec.Command(mpirun, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "Open MPI") {
 		t.Skipf("mpirun is not Open MPI's (%v): %s", err, out)
 	}
-	port := freePorts(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "5",
-		"--output-filename", dir,
-		"-x", "COLO_TOKEN=mpi-test", "-x", "COLO_SCHEDULER=127.0.0.1:"+strconv.Itoa(port),
-		"-x", "COLO_NUM_SERVERS=2", "-x", "COLO_NUM_WORKERS=2", "-x", "COLO_JSON=true",
-		"-x", "COLO_ROUNDS=5", "-x", "COLO_KEYS=20000", "-x", "COLO_BATCH=2000",
-		coloBin, "node")
-	cmd.Env = childEnv(cmd.Environ(), nil)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if mixed, err := cmd.Output(); err != nil {
-		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, mixed, stderr.Bytes())
+	// Every rank is told the scheduler's port, which rank 0 binds: a port
+	// found free, which another process can take before rank 0 binds it.
+	// Then rank 0 fails saying so (portTaken) and mpirun ends the job;
+	// that is logged and run again on another port, up to 5 times.
+	var dir string
+	for try := 1; ; try++ {
+		port := freePorts(t, 1)
+		dir = t.TempDir()
+		cmd := exec.CommandContext(ctx, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "5",
+			"--output-filename", dir,
+			"-x", "COLO_TOKEN=mpi-test", "-x", "COLO_SCHEDULER=127.0.0.1:"+strconv.Itoa(port),
+			"-x", "COLO_NUM_SERVERS=2", "-x", "COLO_NUM_WORKERS=2", "-x", "COLO_JSON=true",
+			"-x", "COLO_ROUNDS=5", "-x", "COLO_KEYS=20000", "-x", "COLO_BATCH=2000",
+			coloBin, "node")
+		cmd.Env = childEnv(cmd.Environ(), nil)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		mixed, err := cmd.Output()
+		if err == nil {
+			break
+		}
+		rank0, _ := filepath.Glob(filepath.Join(dir, "*", "rank.0", "stderr"))
+		var text []byte
+		if len(rank0) == 1 {
+			text, _ = os.ReadFile(rank0[0])
+		}
+		if !portTaken(string(text), port) || try == 5 {
+			t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, mixed, stderr.Bytes())
+		}
+		t.Logf("port %d was taken before rank 0's scheduler bound it; another port: %s", port, text)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*", "rank.*", "stdout"))
 	if err != nil || len(files) != 5 {
@@ -194,23 +212,34 @@ func TestNodeMetrics(t *testing.T) {
 	// 2 Mbit/s: about 2 s, many scrapes' time under load.
 	const rounds = 100
 	last := strconv.Itoa(rounds)
-	ports := freePorts(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var port int
 	env := func(role string) []string {
-		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(ports),
+		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(port),
 			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=2", "COLO_TOKEN=metrics-test", "COLO_ROUNDS=" + last, "COLO_KEYS=10000", "COLO_BATCH=1000"}
 	}
-	url := "http://127.0.0.1:" + strconv.Itoa(ports+1) + "/metrics"
 	file := filepath.Join(t.TempDir(), "worker.prom")
 	sup := NewSupervisor(coloBin, Loopback{})
-	if _, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}); err != nil {
-		t.Fatal(err)
-	}
+	startScheduler(ctx, t, sup, func(p int) Spec {
+		port = p
+		return Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}
+	})
 	sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server")})
-	sup.Start(ctx, Spec{Name: "worker 0", Host: 2, Env: env("worker"),
-		Args: []string{"node", "--metrics", "127.0.0.1:" + strconv.Itoa(ports+1), "--linger", "3s", "--metrics-file", file,
+	// The worker serves its metrics on a port it binds itself and says
+	// which.
+	w0 := sup.Start(ctx, Spec{Name: "worker 0", Host: 2, Env: env("worker"),
+		Args: []string{"node", "--metrics", "127.0.0.1:0", "--linger", "3s", "--metrics-file", file,
 			"--link-bandwidth", "2mbit"}})
+	serving := regexp.MustCompile(`metrics: serving (http://127\.0\.0\.1:[0-9]+/metrics) `)
+	var url string
+	for deadline := time.Now().Add(30 * time.Second); url == ""; time.Sleep(20 * time.Millisecond) {
+		if m := serving.FindStringSubmatch(w0.Stderr()); m != nil {
+			url = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("worker 0 did not say where it serves its metrics (%v): %s", w0.Err(), w0.Stderr())
+		}
+	}
 	runtime := func(mfs map[string]*dto.MetricFamily) bool {
 		return mfs["go_goroutines"] != nil && mfs["process_resident_memory_bytes"] != nil
 	}

@@ -69,18 +69,20 @@ func TestDMLCEnvironmentTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePorts(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	var port int
 	env := func(role string) []string {
 		return []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(port),
 			"DMLC_NUM_SERVER=1", "DMLC_NUM_WORKER=1", "COLO_TOKEN=dmlc-test", "COLO_JSON=true",
 			"COLO_TLS_CERT=" + f.Cert, "COLO_TLS_KEY=" + f.Key, "COLO_TLS_CA=" + f.CA}
 	}
-	sup := NewSupervisor(coloBin, Loopback{})
-	if _, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}); err != nil {
-		t.Fatal(err)
+	scheduler := func(p int) Spec {
+		port = p
+		return Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}
 	}
+	sup := NewSupervisor(coloBin, Loopback{})
+	startScheduler(ctx, t, sup, scheduler)
 	server := sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server"), Stdout: true})
 	worker := sup.Start(ctx, Spec{Name: "worker", Host: 2, Args: []string{"node"}, Env: env("worker"), Stdout: true})
 	if err := sup.Wait(ctx); err != nil {
@@ -88,11 +90,8 @@ func TestDMLCEnvironmentTLS(t *testing.T) {
 	}
 	checkSummaries(t, append(server.Stdout(), worker.Stdout()...), 1, 1)
 	// The files did take effect: a worker without them is refused.
-	port = freePorts(t, 1)
 	sup = NewSupervisor(coloBin, Loopback{})
-	if _, err := sup.StartScheduler(ctx, Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler")}); err != nil {
-		t.Fatal(err)
-	}
+	startScheduler(ctx, t, sup, scheduler)
 	sup.Start(ctx, Spec{Name: "server", Host: 1, Args: []string{"node"}, Env: env("server")})
 	sup.Start(ctx, Spec{Name: "worker", Host: 2, Args: []string{"node"}, Env: env("worker")[:7]})
 	if err := sup.Wait(ctx); err == nil || !strings.Contains(err.Error(), "this node runs TLS and the dialer does not") {
