@@ -129,6 +129,16 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// portTaken reports whether text (a process's standard error, or an
+// error quoting it) says that the loopback port could not be bound
+// because another socket had it: a port that freePort found free, which
+// another process took before the scheduler bound it. The launches that
+// must tell every process the scheduler's port beforehand (mpirun's,
+// DMLC's) run again on another port then, up to 5 times, and log it.
+func portTaken(text string, port int) bool {
+	return strings.Contains(text, "listen tcp 127.0.0.1:"+strconv.Itoa(port)+": bind: address already in use")
+}
+
 // worker0Passes returns the passes of worker 0 from the JSON lines of
 // colo node --json (other lines are skipped).
 func worker0Passes(t *testing.T, out []byte) []train.Pass {
@@ -163,25 +173,38 @@ func worker0Passes(t *testing.T, out []byte) []train.Pass {
 func underMPI(t *testing.T, mpirun, jobFile string, j parityJob) []train.Pass {
 	t.Helper()
 	np := 1 + j.machines + j.apart
-	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np),
-		"-x", "COLO_TOKEN=parity", "-x", "COLO_SCHEDULER=127.0.0.1:" + strconv.Itoa(freePort(t)), "-x", "COLO_JSON=true"}
-	if j.apart > 0 {
-		args = append(args, "-x", fmt.Sprintf("COLO_NUM_SERVERS=%d", j.apart), "-x", fmt.Sprintf("COLO_NUM_WORKERS=%d", j.machines))
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// Each rank's output in a file of its own: mpirun forwards the ranks'
-	// standard outputs in chunks, so two summaries on its own standard
-	// output can interleave within a line.
-	outDir := t.TempDir()
-	args = append(args, "--output-filename", outDir)
-	cmd := exec.CommandContext(ctx, mpirun, append(args, coloBin, "node", "--job-file", jobFile)...)
-	cmd.Env = noColoEnv(cmd.Environ())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.Bytes())
+	var outDir string
+	for try := 1; ; try++ {
+		port := freePort(t)
+		args := []string{"--allow-run-as-root", "--oversubscribe", "-np", strconv.Itoa(np),
+			"-x", "COLO_TOKEN=parity", "-x", "COLO_SCHEDULER=127.0.0.1:" + strconv.Itoa(port), "-x", "COLO_JSON=true"}
+		if j.apart > 0 {
+			args = append(args, "-x", fmt.Sprintf("COLO_NUM_SERVERS=%d", j.apart), "-x", fmt.Sprintf("COLO_NUM_WORKERS=%d", j.machines))
+		}
+		// Each rank's output in a file of its own: mpirun forwards the
+		// ranks' standard outputs in chunks, so two summaries on its own
+		// standard output can interleave within a line.
+		outDir = t.TempDir()
+		args = append(args, "--output-filename", outDir)
+		cmd := exec.CommandContext(ctx, mpirun, append(args, coloBin, "node", "--job-file", jobFile)...)
+		cmd.Env = noColoEnv(cmd.Environ())
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err == nil {
+			break
+		}
+		// Rank 0, the scheduler, binds the port.
+		var rank0 []byte
+		if f, _ := filepath.Glob(filepath.Join(outDir, "*", "rank.0", "stderr")); len(f) == 1 {
+			rank0, _ = os.ReadFile(f[0])
+		}
+		if !portTaken(string(rank0), port) || try == 5 {
+			t.Fatalf("mpirun: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.Bytes())
+		}
+		t.Logf("port %d was taken before rank 0's scheduler bound it; another port: %s", port, rank0)
 	}
 	files, _ := filepath.Glob(filepath.Join(outDir, "*", "rank.*", "stdout"))
 	if len(files) != np {
@@ -203,7 +226,7 @@ func underMPI(t *testing.T, mpirun, jobFile string, j parityJob) []train.Pass {
 // each with the same DMLC_* variables and the job in COLO_JOB_FILE.
 func underDMLC(t *testing.T, jobFile string, j parityJob) []train.Pass {
 	t.Helper()
-	port := freePort(t)
+	var port int
 	env := func(role string, task int) []string {
 		e := []string{"DMLC_ROLE=" + role, "DMLC_PS_ROOT_URI=127.0.0.1", "DMLC_PS_ROOT_PORT=" + strconv.Itoa(port),
 			"DMLC_NUM_SERVER=" + strconv.Itoa(j.apart), "DMLC_NUM_WORKER=" + strconv.Itoa(j.machines),
@@ -216,8 +239,16 @@ func underDMLC(t *testing.T, jobFile string, j parityJob) []train.Pass {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sup := launch.NewSupervisor(coloBin, launch.Loopback{})
-	if _, err := sup.StartScheduler(ctx, launch.Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler", -1)}); err != nil {
-		t.Fatal(err)
+	for try := 1; ; try++ {
+		port = freePort(t)
+		_, err := sup.StartScheduler(ctx, launch.Spec{Name: "scheduler", Args: []string{"node"}, Env: env("scheduler", -1)})
+		if err == nil {
+			break
+		}
+		if !portTaken(err.Error(), port) || try == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("port %d was taken before the scheduler bound it; another port: %v", port, err)
 	}
 	var w0 *launch.Proc
 	for i := range j.machines {
