@@ -240,22 +240,33 @@ func TestMPI(t *testing.T) {
 	}
 	py := python(t)
 	lib := buildLibrary(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3",
-		"-x", "COLO_SCHEDULER", "-x", "COLO_TOKEN", "-x", "COLO_LIBRARY", "-x", "PYTHONPATH",
-		py, "tests/cluster_worker.py", "bsp")
-	cmd.Dir = "../../python"
-	cmd.Env = pyEnv(lib, "COLO_SCHEDULER="+addr, "COLO_TOKEN=mpi-test")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("mpirun: %v\n%s", err, out)
+	// Every rank is told the scheduler's address, which rank 0 binds: a
+	// port found free, which another process can take before rank 0
+	// binds it. Then rank 0 fails saying so and mpirun ends the job; that
+	// is logged and run again on another port, up to 5 times.
+	var out []byte
+	for try := 1; ; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		cmd := exec.CommandContext(ctx, mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3",
+			"-x", "COLO_SCHEDULER", "-x", "COLO_TOKEN", "-x", "COLO_LIBRARY", "-x", "PYTHONPATH",
+			py, "tests/cluster_worker.py", "bsp")
+		cmd.Dir = "../../python"
+		cmd.Env = pyEnv(lib, "COLO_SCHEDULER="+addr, "COLO_TOKEN=mpi-test")
+		out, err = cmd.CombinedOutput()
+		if err == nil {
+			break
+		}
+		if !strings.Contains(string(out), "listen tcp "+addr+": bind: address already in use") || try == 5 {
+			t.Fatalf("mpirun: %v\n%s", err, out)
+		}
+		t.Logf("port of %s was taken before rank 0's scheduler bound it; another port:\n%s", addr, out)
 	}
 	// Each rank's line on its own: mpirun may join the ranks' outputs
 	// without a line between them.
