@@ -191,16 +191,16 @@ func TestAsyncViewReclaimed(t *testing.T) {
 	receiveAnswers(t, worker, want)
 }
 
-// TestAsyncViewWaitingForRoom: a server of an asynchronous job answers
+// TestAsyncViewQueuedBehind: a server of an asynchronous job answers
 // worker 0 over TCP with two views of its store (8 MB each: the second
-// waits for room in the queue, ReplyBuffer) while worker 0's reader
-// holds a message it cannot hand over. A push's Detach takes the first
-// back (it is leaving) and queues the second as a copy: both views'
-// ReplyView calls return, and the store may change, without waiting for
-// the first answer's wire time (for ever here). Once worker 0 reads
+// is queued behind the first) while worker 0's reader holds a message
+// it cannot hand over. A push's Detach takes the first back (it is
+// leaving) and copies the second: both views' ReplyView calls return,
+// and the store may change, without waiting for the first answer's wire
+// time (for ever here). Once worker 0 reads
 // again it gets both answers in order, with the values the store held
 // when they were posted.
-func TestAsyncViewWaitingForRoom(t *testing.T) {
+func TestAsyncViewQueuedBehind(t *testing.T) {
 	ctx, w0, m, worker, unstick := stuckAsyncServer(t)
 	c := serverConn{m}
 	const size = 8 << 20
@@ -221,17 +221,17 @@ func TestAsyncViewWaitingForRoom(t *testing.T) {
 		t.Fatal("the view of an asynchronous job over TCP leaves as a copy, want it lent")
 	}
 	post(1)
-	// The second view waits for room behind the first.
+	// The second view is queued, lent, behind the first.
 	deadline := time.Now().Add(frozenGuard)
 	for {
 		m.replies.mu.Lock()
-		w := m.replies.waiting
+		lent := m.replies.lent
 		m.replies.mu.Unlock()
-		if w > 0 {
+		if lent > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the second view never waited for room")
+			t.Fatal("the second view was never queued")
 		}
 		time.Sleep(time.Millisecond)
 	}

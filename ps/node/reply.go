@@ -11,12 +11,6 @@ import (
 	"colo/transport"
 )
 
-// ReplyBuffer is the bytes of replies a server member holds for one
-// destination before Reply blocks: a socket's send buffer (Linux's
-// largest default, tcp_wmem's 4 MiB). A reply larger than it is taken
-// alone.
-const ReplyBuffer = 4 << 20
-
 // replies sends a server member's replies over the network: one queue per
 // destination, in order, each emptied by a goroutine of its own while it
 // holds a reply. Replies to different workers are then on the wire at
@@ -24,10 +18,25 @@ const ReplyBuffer = 4 << 20
 // reply to one worker waiting for the wire time of the reply to another;
 // the replies to one destination keep their order. Under BSP an answer
 // to a pull starts only once the co-located worker's pushes have left
-// (afterPushes). A queue holds at most ReplyBuffer bytes, so memory is
-// bounded by the destinations times ReplyBuffer (and one message each),
-// and the copies of the views that a detach found waiting for room (one
-// per pull in flight at most).
+// (afterPushes).
+//
+// A reply is queued at once, however many bytes wait for its
+// destination: the poster (the server's loop, a link's reader serving
+// a request, a view's goroutine) never waits for the replies to one
+// worker, so a worker that reads slowly or not at all (its process
+// stopped, its link's reader stuck, a link that takes nothing) holds
+// its own answers, never those of the others. (A queue bounded at a
+// socket's 4 MiB, whose poster waited for room, held the server's loop
+// behind such a worker, and every other worker with it, until the
+// scheduler declared it failed; for ever when it never did.) A queue
+// holds the answers to requests its destination sent and has not had
+// answered: a pull's answer has room in the worker's array it lands in,
+// so a queue's memory is bounded by what its worker asks for, as a
+// worker's requests in flight are by its caller's. A destination that
+// takes nothing is the failure detector's: the scheduler declares it
+// failed after the job's timeout without its heartbeats and its replies
+// are abandoned (a pause) or the job ends; a process that exits closes
+// its links, and the sends to it fail at once (Node.lost).
 //
 // A reply is queued as a copy (the server reuses its arrays), as itself
 // (its arrays are held by nothing else: handTake), or lent (its arrays
@@ -64,19 +73,13 @@ type replies struct {
 	// reclaimable counts the lent replies leaving in parts that detach
 	// can take back (queuedReply.lend).
 	reclaimable int
-	// waiting counts the lent replies whose posters wait for room in
-	// their queue: not queued yet, so detach cannot copy them, it wakes
-	// them (they are then queued as copies).
-	waiting int
 }
 
 // replyQueue is one destination's queue; its fields are under
 // replies.mu.
 type replyQueue struct {
 	items   []*queuedReply
-	bytes   int
 	running bool
-	space   chan struct{} // closed, and made anew, when bytes go
 	// gone ends when the destination's replies queued so far are
 	// abandoned; it is made anew for the later ones.
 	gone   context.Context
@@ -90,7 +93,7 @@ func (r *replies) queue(to transport.NodeID) *replyQueue {
 	}
 	q := r.qs[to]
 	if q == nil {
-		q = &replyQueue{space: make(chan struct{})}
+		q = &replyQueue{}
 		q.gone, q.cancel = context.WithCancelCause(context.Background())
 		r.qs[to] = q
 	}
@@ -160,14 +163,17 @@ const (
 	handReclaim
 )
 
-// post queues msg for node to as h says, blocking while the queue holds
-// ReplyBuffer bytes, until ctx ends (its error is returned, and nothing
-// is queued); a lent msg waits only until a detach, and is then queued
-// as a copy beyond ReplyBuffer. A lent msg's arrays are the caller's again when post
-// returns: it waits until msg has left or failed, or was copied
-// (detach, or ctx ending). sent, when not nil, is called once the reply
-// has left or failed. Failures are m.n.reply's.
+// post queues msg for node to as h says and returns at once: it never
+// waits for the replies queued before it (see replies), only, for a lent
+// msg, for its own (below). A ctx that has ended queues nothing and
+// returns its cause. A lent msg's arrays are the caller's again when post
+// returns: it waits until msg has left or failed, or was copied (detach,
+// or ctx ending). sent, when not nil, is called once the reply has left
+// or failed. Failures are m.n.reply's.
 func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg *transport.Message, sent func(), h hand) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	it := &queuedReply{ctx: ctx, msg: msg, sent: sent}
 	switch h {
 	case handCopy:
@@ -181,41 +187,13 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 	it.size = localSize(it.msg)
 	r.mu.Lock()
 	q := r.queue(to)
-	// A lent reply waits for room only until a detach: then it is
-	// queued as a copy, beyond ReplyBuffer, so that the server does not
-	// wait for the replies ahead of it to leave (their wire time, which
-	// a reply leaving in parts was taken back from).
-	for q.bytes > 0 && q.bytes+it.size > ReplyBuffer && !(it.lent && r.detached > 0) {
-		space := q.space
-		if it.lent {
-			r.waiting++
-		}
-		r.mu.Unlock()
-		var err error
-		select {
-		case <-space:
-		case <-ctx.Done():
-			err = context.Cause(ctx)
-		}
-		r.mu.Lock()
-		if it.lent {
-			r.waiting--
-		}
-		if err != nil {
-			r.mu.Unlock()
-			if h == handCopy {
-				it.msg.Release()
-			}
-			return err
-		}
-	}
 	if it.lent && r.detached > 0 {
+		// A detach waits for the views: this one, late, goes as a copy.
 		it.msg, it.lent, it.lend = m.n.pool.Clone(it.msg), false, nil
 	}
 	lent := it.lent
 	it.gone = q.gone
 	q.items = append(q.items, it)
-	q.bytes += it.size
 	if lent {
 		r.lent++
 	}
@@ -259,13 +237,6 @@ func (r *replies) detach(m *member) (attach func()) {
 			r.detached--
 			r.mu.Unlock()
 		})
-	}
-	if r.waiting > 0 {
-		// Wake the lent replies waiting for room: they go in as copies.
-		for _, q := range r.qs {
-			close(q.space)
-			q.space = make(chan struct{})
-		}
 	}
 	if r.lent == 0 && r.reclaimable == 0 {
 		return attach
@@ -345,9 +316,6 @@ func (r *replies) drain(m *member, to transport.NodeID, q *replyQueue) {
 		r.mu.Lock()
 		q.items[0] = nil
 		q.items = q.items[1:]
-		q.bytes -= it.size
-		close(q.space)
-		q.space = make(chan struct{})
 		r.mu.Unlock()
 		if it.sent != nil {
 			it.sent()

@@ -85,14 +85,17 @@ func TestRepliesShareTheWire(t *testing.T) {
 	})
 }
 
-// TestRepliesBounded: replies to one worker wait in a queue of at most
-// ReplyBuffer bytes; Reply blocks beyond it until the wire has taken
-// enough, and ReplyThen's sent is called as each leaves.
-func TestRepliesBounded(t *testing.T) {
+// TestRepliesNeverWait: replies to one worker are queued at once,
+// however many bytes wait for it (three of 2 MB behind a 1 MB/s
+// interface): the poster never waits for that worker's wire time.
+// ReplyThen's sent is called as each leaves, in order, and a Reply whose
+// context has ended queues nothing and returns its cause.
+func TestRepliesNeverWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, workers := replyServer(t)
 		ctx := context.Background()
-		size := ReplyBuffer/2 - 1024
+		const size = 2 << 20
+		wire := time.Duration(localSize(message(0, size))) * time.Microsecond
 		start := time.Now()
 		var sent []time.Duration
 		for i := range 3 {
@@ -100,10 +103,8 @@ func TestRepliesBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Two fill the queue; the third waits for the first to leave.
-			wire := time.Duration(localSize(message(0, size))) * time.Microsecond
-			if d := time.Since(start); i < 2 && d != 0 || i == 2 && (d < wire || d > wire+time.Millisecond) {
-				t.Fatalf("reply %d queued after %v; the first takes %v on the wire", i, d, wire)
+			if d := time.Since(start); d != 0 {
+				t.Fatalf("reply %d queued after %v, want at once", i, d)
 			}
 		}
 		for i := range 3 {
@@ -112,14 +113,24 @@ func TestRepliesBounded(t *testing.T) {
 			}
 		}
 		synctest.Wait()
-		if len(sent) != 3 || !(sent[0] < sent[1] && sent[1] < sent[2]) {
-			t.Fatalf("sent at %v", sent)
+		for i, d := range sent {
+			if want := time.Duration(i+1) * wire; d < want || d > want+time.Millisecond {
+				t.Fatalf("sent at %v, want reply %d's after %v", sent, i, want)
+			}
+		}
+		if len(sent) != 3 {
+			t.Fatalf("sent at %v, want 3", sent)
 		}
 		cctx, cancel := context.WithCancel(ctx)
-		c.Reply(cctx, proto.WorkerID(0), message(7, ReplyBuffer))
-		go cancel()
+		cancel()
 		if err := c.Reply(cctx, proto.WorkerID(0), message(8, 16)); err == nil {
-			t.Fatal("Reply on a full queue returned no error when its context ended")
+			t.Fatal("Reply with an ended context returned no error")
+		}
+		synctest.Wait()
+		select {
+		case m := <-workers[0].Recv():
+			t.Fatalf("answer %d sent after its context ended", m.ID)
+		default:
 		}
 	})
 }
@@ -273,17 +284,17 @@ func TestViewDetachedBehindPushes(t *testing.T) {
 	})
 }
 
-// TestLentRepliesBounded: lent replies take their room in the queue as
-// copies do: with two of half of ReplyBuffer queued, a third reply waits
-// until the first has left, and each lent one's poster returns once its
-// reply has.
-func TestLentRepliesBounded(t *testing.T) {
+// TestLentRepliesUntilLeft: lent replies queue as copies do, at once:
+// with two lent ones of 2 MB queued behind a 1 MB/s interface, a copy
+// posted behind them returns at once, and each lent one's poster
+// returns once its reply has left.
+func TestLentRepliesUntilLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, workers := replyServer(t)
 		// The sends end before the network closes (replyServer's cleanup).
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		size := ReplyBuffer/2 - 1024
+		const size = 2 << 20
 		wire := time.Duration(localSize(message(0, size))) * time.Microsecond
 		start := time.Now()
 		returned := make(chan time.Duration, 2)
@@ -297,8 +308,8 @@ func TestLentRepliesBounded(t *testing.T) {
 		if err := c.Reply(ctx, proto.WorkerID(0), message(2, size)); err != nil {
 			t.Fatal(err)
 		}
-		if d := time.Since(start); d < wire || d > wire+time.Millisecond {
-			t.Fatalf("reply queued after %v behind two lent ones; the first takes %v on the wire", d, wire)
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("reply queued after %v behind two lent ones, want at once", d)
 		}
 		for i := range 2 {
 			if d := <-returned; d < time.Duration(i+1)*wire || d > time.Duration(i+1)*wire+10*time.Millisecond {
@@ -313,36 +324,38 @@ func TestLentRepliesBounded(t *testing.T) {
 	})
 }
 
-// TestViewPostedAfterDetach: a push whose wait for the views in flight
-// begins before a view's goroutine has queued it (here: the view waits
-// for room behind a first answer of more than half of ReplyBuffer that
-// is leaving) has that view queued as a copy once it is queued, so that
-// the push waits for the first answer to leave (its room), not for the
-// second's wire time too. Both answers hold the store before the push.
+// TestViewPostedAfterDetach: a view posted while a push waits for the
+// views in flight (between Detach and attach: its goroutine was late) is
+// queued as a copy, so that ReplyView returns at once, not once the
+// answer ahead of it (1 MB at 1 MB/s) and it have left; it still leaves
+// in order, holding the values it had when posted.
 func TestViewPostedAfterDetach(t *testing.T) {
-	const n = 600_000 // 2.4 MB: two do not fit in ReplyBuffer
 	synctest.Test(t, func(t *testing.T) {
 		c, workers := replyServer(t)
-		in, stop := runServer(t, c, n)
-		wire := time.Duration(localSize(&transport.Message{KV: kv.Batch{Vals: make([]float32, n)}})) * time.Microsecond
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		start := time.Now()
-		in <- rangeRequest(0, 1, n, false)
-		synctest.Wait() // the first answer is leaving
-		in <- rangeRequest(0, 2, n, false)
-		synctest.Wait() // the second waits for room
-		in <- rangeRequest(1, 3, n, true)
-		ack := <-workers[1].Recv()
-		if d := time.Since(start); ack.ID != 3 || d < wire || d > wire+100*time.Millisecond {
-			t.Fatalf("answer %d to worker 1 after %v, want the push's acknowledgement once the first answer left, %v", ack.ID, d, wire)
+		if err := c.Reply(ctx, proto.WorkerID(0), message(1, 1_000_000)); err != nil {
+			t.Fatal(err)
 		}
-		zeros := make([]float32, n)
+		attach := c.Detach()
+		view := message(2, 1000)
+		for i := range view.KV.Vals {
+			view.KV.Vals[i] = 3
+		}
+		if err := c.ReplyView(ctx, proto.WorkerID(0), view, nil); err != nil || time.Since(start) != 0 {
+			t.Fatalf("ReplyView between Detach and attach returned %v after %v, want nil at once", err, time.Since(start))
+		}
+		for i := range view.KV.Vals {
+			view.KV.Vals[i] = 7 // the push changes the store
+		}
+		attach()
 		for _, id := range []uint64{1, 2} {
 			m := <-workers[0].Recv()
-			if m.ID != id || !slices.Equal(m.KV.Vals, zeros) {
-				t.Fatalf("worker 0 got answer %d (%d values, first %v), want %d holding zeros", m.ID, len(m.KV.Vals), m.KV.Vals[:1], id)
+			if m.ID != id || id == 2 && slices.ContainsFunc(m.KV.Vals, func(v float32) bool { return v != 3 }) {
+				t.Fatalf("worker 0 got answer %d holding %v…, want %d (answer 2 holding 3s)", m.ID, m.KV.Vals[:min(1, len(m.KV.Vals))], id)
 			}
 		}
-		stop()
 	})
 }
 

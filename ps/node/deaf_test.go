@@ -1,0 +1,174 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"colo/kv"
+	"colo/ps/clock"
+	"colo/ps/internal/mailbox"
+	"colo/ps/proto"
+	"colo/ps/route"
+	"colo/ps/server"
+	"colo/transport"
+	"colo/transport/mem"
+)
+
+// deafGuard bounds the waits for what must come while a worker reads
+// nothing: generous for a loaded machine, a failure of the test, never
+// a pace.
+const deafGuard = 30 * time.Second
+
+// deafKeys is the keys of server 0 in the tests of a deaf worker: an
+// answer to a pull of all of them is 1 MB.
+const deafKeys = 250_000
+
+// sparseRequest returns worker w's sparse request for keys [0, n) of
+// server 0: a pull, or a push of ones.
+func sparseRequest(w int, id uint64, n int, push bool) *transport.Message {
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = uint64(i)
+	}
+	m := &transport.Message{
+		Header: transport.Header{Type: transport.TypeData, Flags: transport.FlagRequest | transport.FlagPull, Cmd: proto.DataSparse, ID: id,
+			Sender: proto.WorkerID(w), Receiver: proto.ServerID(0)},
+		Body: proto.AppendMeta(nil, 0),
+		KV:   kv.Batch{Keys: keys},
+	}
+	if push {
+		m.Flags = transport.FlagRequest | transport.FlagPush
+		m.KV.Vals = slices.Repeat([]float32{1}, n)
+	}
+	return m
+}
+
+// deafServer runs server 0 of an asynchronous job of two workers, with
+// deafKeys keys of width 1, on a node whose server member sends through
+// ep, and returns the member: requests pushed on its data box are
+// served by Run, as from the node's loop. The server ends, and its
+// context, when the test ends, before what the caller's cleanups
+// registered earlier (the endpoints' close).
+func deafServer(t *testing.T, ep Endpoint) (*member, *server.Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: clock.Async.String()}}}
+	close(n.started)
+	m := &member{n: n, id: proto.ServerID(0), ep: ep, data: mailbox.New[*transport.Message]()}
+	n.members = []*member{m}
+	tb, err := route.Uniform(1, deafKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, m.data.C(), serverConn{m}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+		m.data.Close()
+	})
+	return m, srv
+}
+
+// awaitAnswers checks that ep receives the answers ids in order within
+// deafGuard, each holding vals when it is a pull's (vals not nil).
+func awaitAnswers(t *testing.T, ep transport.Endpoint, who string, vals []float32, ids ...uint64) {
+	t.Helper()
+	deadline := time.NewTimer(deafGuard)
+	defer deadline.Stop()
+	for _, id := range ids {
+		select {
+		case got := <-ep.Recv():
+			if got.ID != id {
+				t.Fatalf("%s got answer %d, want %d", who, got.ID, id)
+			}
+			if got.Flags&transport.FlagPull != 0 && !slices.Equal(got.KV.Vals, vals) {
+				t.Fatalf("%s got answer %d holding %d values (first %v), want %d of %v", who, id, len(got.KV.Vals), got.KV.Vals[:min(1, len(got.KV.Vals))], len(vals), vals[:1])
+			}
+		case <-deadline.C:
+			t.Fatalf("%s got no answer %d within %v", who, id, deafGuard)
+		}
+	}
+}
+
+// TestDeafWorkerHoldsNoOther: worker 0 of an asynchronous job reads
+// nothing more (its process stopped, or its link's reader stuck) after
+// it pulled 12 MB from server 0: more than its link, its socket
+// buffers and its queue (ReplyBuffer) hold. Worker 1 then pushes and
+// pulls: it gets both answers, its pull holding its push, while worker
+// 0 still reads nothing (before, the server's loop waited for room in
+// worker 0's queue, and served nobody else until the scheduler declared
+// worker 0 failed). Once worker 0 reads again it gets its 12 answers,
+// in order, each holding the store before worker 1's push.
+func TestDeafWorkerHoldsNoOther(t *testing.T) {
+	const pulls = 12
+	for _, tc := range []struct {
+		name string
+		// listen returns server 0's endpoint and those of workers 0
+		// and 1; worker 0 reads nothing until hear is called.
+		listen func(t *testing.T) (srv Endpoint, w0, w1 transport.Endpoint, hear func())
+	}{
+		{"tcp", func(t *testing.T) (Endpoint, transport.Endpoint, transport.Endpoint, func()) {
+			srv := listenTCP(t, proto.ServerID(0), 256)
+			w0 := listenTCP(t, proto.WorkerID(0), pulls)
+			w1 := listenTCP(t, proto.WorkerID(1), 256)
+			// The link's reader holds the first answer, and the
+			// sockets' buffers (64 KiB) fill.
+			heard := make(chan struct{})
+			w0.SetSink(func(*transport.Message) bool {
+				<-heard
+				return false
+			})
+			hear := sync.OnceFunc(func() { close(heard) })
+			t.Cleanup(hear) // before the endpoints close
+			srv.SetPeer(proto.WorkerID(0), w0.Addr().String())
+			srv.SetPeer(proto.WorkerID(1), w1.Addr().String())
+			return tcpEndpoint{srv, func() {}}, w0, w1, hear
+		}},
+		{"mem", func(t *testing.T) (Endpoint, transport.Endpoint, transport.Endpoint, func()) {
+			// Worker 0's Recv is not read: its link holds one message
+			// delivered and one in flight, and then a Send waits.
+			cfg := mem.DefaultConfig()
+			cfg.InboxSize, cfg.QueueSize = 1, 1
+			net, err := mem.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { net.Close() })
+			var eps [3]*mem.Endpoint
+			for i, id := range []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.WorkerID(1)} {
+				if eps[i], err = net.Attach(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return memEndpoint{eps[0]}, eps[1], eps[2], func() {}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srvEp, w0, w1, hear := tc.listen(t)
+			m, _ := deafServer(t, srvEp)
+			for id := range uint64(pulls) {
+				m.data.Push(sparseRequest(0, 1+id, deafKeys, false))
+			}
+			m.data.Push(sparseRequest(1, 100, deafKeys, true))
+			m.data.Push(sparseRequest(1, 101, deafKeys, false))
+			awaitAnswers(t, w1, "worker 1, while worker 0 reads nothing,", slices.Repeat([]float32{1}, deafKeys), 100, 101)
+			hear()
+			ids := make([]uint64, pulls)
+			for i := range ids {
+				ids[i] = uint64(1 + i)
+			}
+			awaitAnswers(t, w0, "worker 0", make([]float32, deafKeys), ids...)
+		})
+	}
+}
