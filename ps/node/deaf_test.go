@@ -172,3 +172,74 @@ func TestDeafWorkerHoldsNoOther(t *testing.T) {
 		})
 	}
 }
+
+// deafEndpoint is an endpoint whose sends to deaf take nothing and end
+// only with their context, as a write into the full socket of a process
+// that stopped does; blocked receives a value as each begins.
+type deafEndpoint struct {
+	Endpoint
+	deaf    transport.NodeID
+	blocked chan struct{}
+}
+
+func (e deafEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if to != e.deaf {
+		return e.Endpoint.Send(ctx, to, m)
+	}
+	select {
+	case e.blocked <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return &transport.PeerError{Peer: to, Op: "send", Err: context.Cause(ctx)}
+}
+
+// TestDeafWorkerAckHoldsNoOther: a link's reader has the idle server
+// handle worker 0's push (serveOnReader), whose acknowledgement it then
+// sends itself, and worker 0 takes nothing more. Worker 1's push is
+// still served and acknowledged: the reader waits for worker 0 with the
+// server free (before, it sent while the server was held, and the
+// server's loop waited for it, until the job ended: a pause did not end
+// that send). Worker 0's replies abandoned, as a pause does, the
+// reader goes on.
+func TestDeafWorkerAckHoldsNoOther(t *testing.T) {
+	net, err := mem.New(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { net.Close() })
+	srvEp, err := net.Attach(proto.ServerID(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, err := net.Attach(proto.WorkerID(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0 := proto.WorkerID(0)
+	ep := deafEndpoint{memEndpoint{srvEp}, w0, make(chan struct{}, 1)}
+	m, srv := deafServer(t, ep)
+	offered := make(chan bool, 1)
+	go func() { offered <- m.serveOnReader(m.n.ctx, srv, sparseRequest(0, 1, 8, true)) }()
+	guard := time.NewTimer(deafGuard)
+	defer guard.Stop()
+	select {
+	case <-ep.blocked:
+	case <-guard.C:
+		t.Fatalf("no send to worker 0 began within %v", deafGuard)
+	}
+	m.data.Push(sparseRequest(1, 2, 8, true))
+	awaitAnswers(t, w1, "worker 1, while worker 0 takes nothing,", nil, 2)
+	m.n.abandon([]*member{m}, []transport.NodeID{w0}, errors.New("worker 0 failed"))
+	select {
+	case ok := <-offered:
+		if !ok {
+			t.Fatal("the idle server declined worker 0's push on the reader")
+		}
+	case <-guard.C:
+		t.Fatalf("the reader still sending to worker 0 %v after its replies were abandoned", deafGuard)
+	}
+	if m.n.ctx.Err() != nil {
+		t.Fatalf("the abandoned acknowledgement ended the job: %v", context.Cause(m.n.ctx))
+	}
+}

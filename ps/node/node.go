@@ -499,9 +499,7 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		}
 		m := n.member(a.Server)
 		srv := n.srv
-		offer := func(msg *transport.Message) bool {
-			return srv.Offer(ctx, msg, readerConn{serverConn{m}}, m.data.Pushed)
-		}
+		offer := func(msg *transport.Message) bool { return m.serveOnReader(ctx, srv, msg) }
 		m.offer.Store(&offer)
 		n.wg.Go(func() { srv.Run(ctx, m.data.C(), serverConn{m}) })
 	}
@@ -1314,18 +1312,46 @@ func (c serverConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 
 // readerConn is a server member's conn on a link's reader, which
 // handles a request when the server is idle (server.Server.Offer): an
-// acknowledgement (a reply of a header alone) to a node over the network
-// leaves on the reader's goroutine when no reply to that node is queued
-// or leaving, instead of through a queue emptied by a goroutine started
-// for it (replies). An acknowledged push then costs no goroutine and no
-// wake-up of a thread to run it, which on a machine whose cores are all
-// busy waits for a core. The reader waits for the send of a few bytes
-// into its peer's socket; the peer's own reader always drains it. Any
-// other reply is serverConn's.
-type readerConn struct{ serverConn }
+// acknowledgement (a reply of a header alone) to the link's peer, the
+// request's sender, over the network, when no reply to that peer is
+// queued or leaving, is held (held) and leaves on the reader's goroutine
+// once the server is free again (flush), instead of through a queue
+// emptied by a goroutine started for it (replies). An acknowledged push
+// then costs no goroutine and no wake-up of a thread to run it, which
+// on a machine whose cores are all busy waits for a core. The reader
+// waits for the send of a few bytes into its own peer's socket, which
+// the peer's reader drains: a peer that reads nothing more (its process
+// stopped) holds its own link's reader, not the server, until its
+// replies are abandoned (a pause) or the job ends. Any other reply is
+// serverConn's.
+type readerConn struct {
+	serverConn
+	peer transport.NodeID
+	held *heldAck
+}
+
+// heldAck is the acknowledgement a readerConn holds for its link's
+// peer while the server handles the request: its peer's queue is held
+// as running meanwhile, so that replies posted by other goroutines go
+// behind it.
+type heldAck struct {
+	q  *replyQueue
+	it queuedReply // msg, and the queue's gone when it was held
+}
+
+// serveOnReader offers msg, which a link's reader just read, to srv
+// (server.Server.Offer) and reports whether srv handled it; an
+// acknowledgement to msg's sender that the handling held (readerConn)
+// leaves after, the server free.
+func (m *member) serveOnReader(ctx context.Context, srv *server.Server, msg *transport.Message) bool {
+	c := readerConn{serverConn{m}, msg.Sender, new(heldAck)}
+	ok := srv.Offer(ctx, msg, c, m.data.Pushed)
+	c.flush()
+	return ok
+}
 
 func (c readerConn) Reply(ctx context.Context, to transport.NodeID, msg *transport.Message) error {
-	if len(msg.Body) != 0 || len(msg.KV.Keys) != 0 || len(msg.KV.Vals) != 0 || len(msg.KV.Lens) != 0 {
+	if len(msg.Body) != 0 || len(msg.KV.Keys) != 0 || len(msg.KV.Vals) != 0 || len(msg.KV.Lens) != 0 || to != c.peer || c.held.it.msg != nil {
 		return c.serverConn.Reply(ctx, to, msg)
 	}
 	n := c.m.n
@@ -1337,9 +1363,6 @@ func (c readerConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 	if n.member(to) != nil {
 		return c.serverConn.Reply(ctx, to, msg)
 	}
-	// Hold to's queue as running while the acknowledgement leaves:
-	// replies posted meanwhile (by other goroutines) queue behind it,
-	// and a goroutine is started for them once it has left.
 	r := &c.m.replies
 	r.mu.Lock()
 	q := r.queue(to)
@@ -1348,16 +1371,31 @@ func (c readerConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 		return c.serverConn.Reply(ctx, to, msg)
 	}
 	q.running = true
+	c.held.q, c.held.it.ctx, c.held.it.gone, c.held.it.msg = q, ctx, q.gone, msg
 	r.mu.Unlock()
-	err := n.reply(ctx, c.m, to, msg)
+	return nil
+}
+
+// flush sends the acknowledgement Reply held, if any, on the caller's
+// goroutine, and then has a goroutine send what was queued behind it.
+// The send ends when its peer's replies are abandoned, or with the job.
+func (c readerConn) flush() {
+	h := c.held
+	if h.it.msg == nil {
+		return
+	}
+	ctx, stop := sendContext(&h.it)
+	c.m.n.reply(ctx, c.m, c.peer, h.it.msg)
+	stop()
+	h.it.msg = nil
+	r := &c.m.replies
 	r.mu.Lock()
-	more := len(q.items) > 0
-	q.running = more
+	more := len(h.q.items) > 0
+	h.q.running = more
 	r.mu.Unlock()
 	if more {
-		go r.drain(c.m, to, q)
+		go r.drain(c.m, c.peer, h.q)
 	}
-	return err
 }
 
 // ReplyThen is Reply, calling sent (when not nil) once the reply has

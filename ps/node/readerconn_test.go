@@ -16,32 +16,41 @@ func ack(id uint64) *transport.Message {
 }
 
 // TestReaderAcksInOrder: on a link's reader (readerConn), an
-// acknowledgement to a worker with nothing queued for it leaves on the
-// caller's goroutine (Reply returns once it has left, after its wire
-// time on the 1 MB/s interface); one to a worker whose queue holds a
-// reply goes behind that reply (Reply returns at once, the answers
-// arrive in order); and a reply posted while an acknowledgement leaves
-// goes after it, its queue emptied by a goroutine started then.
+// acknowledgement to the link's peer with nothing queued for it is held
+// while the server works (Reply returns at once) and leaves on the
+// caller's goroutine at flush (which returns once it has left, after
+// its wire time on the 1 MB/s interface); one to a peer whose queue
+// holds a reply, or to another worker than the link's peer, goes through
+// the queue (Reply returns at once, the answers arrive in order); and a
+// reply posted while an acknowledgement is held or leaving goes after
+// it, its queue emptied by a goroutine started then.
 func TestReaderAcksInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sc, workers := replyServer(t)
-		rc := readerConn{sc}
+		reader := func(peer transport.NodeID) readerConn { return readerConn{sc, peer, new(heldAck)} }
 		ctx := context.Background()
 		start := time.Now()
 		if err := sc.Reply(ctx, proto.WorkerID(0), message(1, 1_000_000)); err != nil {
 			t.Fatal(err)
 		}
+		rc := reader(proto.WorkerID(0))
 		if err := rc.Reply(ctx, proto.WorkerID(0), ack(2)); err != nil {
 			t.Fatal(err)
 		}
+		rc.flush()
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("an acknowledgement behind a queued reply blocked for %v", d)
 		}
+		rc = reader(proto.WorkerID(1))
 		if err := rc.Reply(ctx, proto.WorkerID(1), ack(3)); err != nil {
 			t.Fatal(err)
 		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("a held acknowledgement blocked Reply for %v", d)
+		}
+		rc.flush()
 		if d := time.Since(start); d == 0 || d > 10*time.Millisecond {
-			t.Fatalf("an acknowledgement to an idle worker returned after %v, want once it left (within 10ms)", d)
+			t.Fatalf("flush of an acknowledgement to an idle worker returned after %v, want once it left (within 10ms)", d)
 		}
 		if m := <-workers[1].Recv(); m.ID != 3 {
 			t.Fatalf("worker 1 got answer %d, want 3", m.ID)
@@ -51,16 +60,30 @@ func TestReaderAcksInOrder(t *testing.T) {
 				t.Fatalf("worker 0 got answer %d, want %d", m.ID, want)
 			}
 		}
-		// An acknowledgement leaving, a reply posted meanwhile.
-		done := make(chan error, 1)
-		go func() { done <- rc.Reply(ctx, proto.WorkerID(1), ack(4)) }()
-		synctest.Wait() // the acknowledgement is on the wire
+		// On worker 0's reader, an acknowledgement to worker 1 is queued.
+		synctest.Wait()
+		now := time.Now()
+		rc = reader(proto.WorkerID(0))
+		if err := rc.Reply(ctx, proto.WorkerID(1), ack(6)); err != nil {
+			t.Fatal(err)
+		}
+		rc.flush()
+		if d := time.Since(now); d != 0 {
+			t.Fatalf("an acknowledgement to another worker than the link's peer blocked for %v", d)
+		}
+		if m := <-workers[1].Recv(); m.ID != 6 {
+			t.Fatalf("worker 1 got answer %d, want 6", m.ID)
+		}
+		// An acknowledgement held, a reply posted meanwhile.
+		synctest.Wait()
+		rc = reader(proto.WorkerID(1))
+		if err := rc.Reply(ctx, proto.WorkerID(1), ack(4)); err != nil {
+			t.Fatal(err)
+		}
 		if err := sc.Reply(ctx, proto.WorkerID(1), message(5, 16)); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		rc.flush()
 		for _, want := range []uint64{4, 5} {
 			if m := <-workers[1].Recv(); m.ID != want {
 				t.Fatalf("worker 1 got answer %d, want %d", m.ID, want)
