@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -47,16 +48,16 @@ func sparseRequest(w int, id uint64, n int, push bool) *transport.Message {
 	return m
 }
 
-// deafServer runs server 0 of an asynchronous job of two workers, with
+// deafServer runs server 0 of a job of two workers under mode, with
 // deafKeys keys of width 1, on a node whose server member sends through
 // ep, and returns the member: requests pushed on its data box are
 // served by Run, as from the node's loop. The server ends, and its
 // context, when the test ends, before what the caller's cleanups
 // registered earlier (the endpoints' close).
-func deafServer(t *testing.T, ep Endpoint) (*member, *server.Server) {
+func deafServer(t *testing.T, ep Endpoint, mode clock.Mode) (*member, *server.Server) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: clock.Async.String()}}}
+	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: mode.String()}}}
 	close(n.started)
 	m := &member{n: n, id: proto.ServerID(0), ep: ep, data: mailbox.New[*transport.Message]()}
 	n.members = []*member{m}
@@ -64,7 +65,7 @@ func deafServer(t *testing.T, ep Endpoint) (*member, *server.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.Async}})
+	srv, err := server.NewServer(server.Config{Rank: 0, Workers: 2, Table: tb, Width: 1, Clock: clock.Config{Mode: mode}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestDeafWorkerHoldsNoOther(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srvEp, w0, w1, hear := tc.listen(t)
-			m, _ := deafServer(t, srvEp)
+			m, _ := deafServer(t, srvEp, clock.Async)
 			for id := range uint64(pulls) {
 				m.data.Push(sparseRequest(0, 1+id, deafKeys, false))
 			}
@@ -218,7 +219,7 @@ func TestDeafWorkerAckHoldsNoOther(t *testing.T) {
 	}
 	w0 := proto.WorkerID(0)
 	ep := deafEndpoint{memEndpoint{srvEp}, w0, make(chan struct{}, 1)}
-	m, srv := deafServer(t, ep)
+	m, srv := deafServer(t, ep, clock.Async)
 	offered := make(chan bool, 1)
 	go func() { offered <- m.serveOnReader(m.n.ctx, srv, sparseRequest(0, 1, 8, true)) }()
 	guard := time.NewTimer(deafGuard)
@@ -241,5 +242,51 @@ func TestDeafWorkerAckHoldsNoOther(t *testing.T) {
 	}
 	if m.n.ctx.Err() != nil {
 		t.Fatalf("the abandoned acknowledgement ended the job: %v", context.Cause(m.n.ctx))
+	}
+}
+
+// TestDeafEvaluatorHoldsNoWorker: an evaluator of a BSP job takes
+// nothing more when server 0 answers its pull of the whole store (a
+// view of the store, lent under BSP, whose send begins and cannot end).
+// Both workers' pushes of the round are still applied and acknowledged,
+// and their pulls answered with the sum: an evaluator is in no round, so
+// a push does not wait for its answer to leave (before, it was lent to
+// the evaluator as to the round's workers, and every push waited for it
+// until the scheduler declared the evaluator failed).
+func TestDeafEvaluatorHoldsNoWorker(t *testing.T) {
+	net, err := mem.New(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { net.Close() })
+	ids := []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.WorkerID(1)}
+	eps := make([]*mem.Endpoint, len(ids))
+	for i, id := range ids {
+		if eps[i], err = net.Attach(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := proto.EvaluatorID(0)
+	ep := deafEndpoint{memEndpoint{eps[0]}, ev, make(chan struct{}, 1)}
+	m, _ := deafServer(t, ep, clock.BSP)
+	pull := rangeRequest(0, 1, deafKeys, false)
+	pull.Sender = ev
+	m.data.Push(pull)
+	guard := time.NewTimer(deafGuard)
+	defer guard.Stop()
+	select {
+	case <-ep.blocked:
+	case <-guard.C:
+		t.Fatalf("no send to the evaluator began within %v", deafGuard)
+	}
+	for w := range 2 {
+		m.data.Push(rangeRequest(w, 10, deafKeys, true))
+	}
+	for w := range 2 {
+		m.data.Push(rangeRequest(w, 11, deafKeys, false))
+	}
+	sum := slices.Repeat([]float32{2}, deafKeys)
+	for w := range 2 {
+		awaitAnswers(t, eps[1+w], fmt.Sprintf("worker %d, while the evaluator takes nothing,", w), sum, 10, 11)
 	}
 }

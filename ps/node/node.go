@@ -1445,7 +1445,7 @@ func (c serverConn) reply(ctx context.Context, to transport.NodeID, msg *transpo
 		}
 		return nil
 	}
-	if h == handLend && n.assign.Job.Mode != clock.BSP.String() {
+	if role, _ := proto.Identify(to); h == handLend && (n.assign.Job.Mode != clock.BSP.String() || role != proto.RoleWorker) {
 		// Without rounds, a push may come while the view leaves, at
 		// any pace of the link: it would wait for the view's wire time
 		// (seconds for megabytes on a slow link), and every other
@@ -1453,7 +1453,9 @@ func (c serverConn) reply(ctx context.Context, to transport.NodeID, msg *transpo
 		// the push take back what is not written yet, after at most
 		// one part (handReclaim); any other gets a copy. Under BSP the
 		// server's store changes only with the next round, which needs
-		// the answer's worker to have it.
+		// the answer's worker to have it; an evaluator is in no round,
+		// and one that reads slowly or not at all would hold the
+		// round's pushes.
 		h = handCopy
 		if _, ok := c.m.ep.(transport.LentSender); ok {
 			h = handReclaim

@@ -45,9 +45,10 @@ import (
 // server is about to change the store before then (detach). An answer
 // to a dense pull on an idle link thus goes from the store to the wire
 // without a copy, and the store is still never written under a reply
-// that reads it. Under BSP views are lent whole (serverConn.reply):
-// there the store changes only with the next round, which needs the
-// answer's worker to have it. Without rounds a push waiting for the wire
+// that reads it. Under BSP views to workers are lent whole
+// (serverConn.reply): there the store changes only with the next round,
+// which needs the answer's worker to have it (an evaluator's, in no
+// round, are not). Without rounds a push waiting for the wire
 // time of the views leaving would wait 3.3 s for a 4 MB answer at
 // 10 Mbit/s, 13.4 s for four at once: there a view is lent only to a
 // link that writes it through a transport.Lent (handReclaim), and detach
