@@ -72,24 +72,15 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 	pins := lv.nadj
 	var at []uint8 // with grouped, the blocks' offsets in each rated net
 	nb1 := 0
-	if grouped {
-		pins, at, nb1 = pinsByBlock(lv, part, rate)
-	}
 	// With grouped (up to scanBlocks blocks), what the scan reads of a
 	// net in one record: the rating, where its pins start and its
 	// blocks' offsets, one cache line instead of three arrays.
 	var nets []scanNet
-	if grouped && nb1 <= scanBlocks+1 && len(pins) <= math.MaxUint32 {
-		nets = make([]scanNet, lv.m)
-		for e := range nets {
-			ne := &nets[e]
-			ne.rate = rate[e]
-			ne.start = uint32(lv.noff[e])
-			o := at[e*nb1 : e*nb1+nb1]
-			copy(ne.at[:], o[:nb1-1])
-			for b := range nb1 - 1 {
-				ne.n[b] = o[b+1] - o[b]
-			}
+	if grouped {
+		if nb := numBlocks(part); nb <= scanBlocks && len(pins) <= math.MaxUint32 {
+			pins, nets = scanRecords(lv, part, nb, rate)
+		} else {
+			pins, at, nb1 = pinsByBlock(lv, part, rate)
 		}
 	}
 	var touched []int32
@@ -204,11 +195,7 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 	// two share their rarest parameters as far as any two do.
 	// (Within a block when part is set: the previous alone vertex of the
 	// same block.)
-	nb := 1
-	for _, b := range part {
-		nb = max(nb, int(b)+1)
-	}
-	prev := make([]int32, nb)
+	prev := make([]int32, numBlocks(part))
 	for b := range prev {
 		prev[b] = -1
 	}
@@ -353,6 +340,74 @@ type scanNet struct {
 	n     [scanBlocks]uint8
 }
 
+// numBlocks returns the number of blocks of part, its largest block
+// plus one (1 when empty).
+func numBlocks(part []int32) int {
+	nb := 1
+	for _, b := range part {
+		nb = max(nb, int(b)+1)
+	}
+	return nb
+}
+
+// scanRecords returns pinsByBlock's pins for nb ≤ scanBlocks blocks, the
+// blocks' offsets written straight into each net's scanNet record with
+// its rating (rate) and the start of its pins: one pass over the rated
+// nets instead of the sort and then the records. A rated net's blocks
+// are read from part once, into a buffer of the net's size, for both
+// the count and the placing; a net whose pins are all in one block
+// keeps them as they are. Each record holds at[b], where block b's pins
+// start within the net, and n[b], how many there are, for b < nb.
+// O(pins + nets·nb) time.
+func scanRecords(lv *level, part []int32, nb int, rate []float64) (pins []uint32, nets []scanNet) {
+	pins = make([]uint32, len(lv.nadj))
+	copy(pins, lv.nadj)
+	nets = make([]scanNet, lv.m)
+	var blk [maxRateNet]uint8
+	for e := range nets {
+		ne := &nets[e]
+		lo, hi := lv.noff[e], lv.noff[e+1]
+		ne.rate, ne.start = rate[e], uint32(lo)
+		if rate[e] == 0 {
+			continue
+		}
+		ps := lv.nadj[lo:hi]
+		bs := blk[:len(ps)] // a rated net has at most maxRateNet pins
+		// The counts and starts in arrays of 32, indexed by a block
+		// masked to 31 (every block is below scanBlocks), without a
+		// bounds check.
+		var cnt, pos [32]uint8
+		for i, x := range ps {
+			b := uint8(part[x])
+			bs[i] = b
+			cnt[b&31]++
+		}
+		if int(cnt[bs[0]&31]) == len(ps) {
+			// One block: the pins are in place, at[b] = 0 for b up to
+			// it and len(ps) after it.
+			copy(ne.n[:], cnt[:scanBlocks])
+			for b := int(bs[0]) + 1; b < nb; b++ {
+				ne.at[b] = uint8(len(ps))
+			}
+			continue
+		}
+		var s uint8
+		for b := range nb {
+			pos[b&31] = s
+			s += cnt[b&31]
+		}
+		copy(ne.at[:], pos[:scanBlocks])
+		copy(ne.n[:], cnt[:scanBlocks])
+		out := pins[lo:hi]
+		for i, x := range ps {
+			b := bs[i] & 31
+			out[pos[b]] = x
+			pos[b]++
+		}
+	}
+	return pins, nets
+}
+
 // pinsByBlock returns lv's net → vertex adjacency (laid out as lv.nadj,
 // by lv.noff) with the pins of each net rated through (rate[e] ≠ 0, so of
 // at most maxRateNet pins) sorted by their block in part, stably, the
@@ -361,10 +416,7 @@ type scanNet struct {
 // of it, nb1 being the number of blocks plus one. O(pins + nets·blocks)
 // time, by counting.
 func pinsByBlock(lv *level, part []int32, rate []float64) (pins []uint32, at []uint8, nb1 int) {
-	nb := 1
-	for _, b := range part {
-		nb = max(nb, int(b)+1)
-	}
+	nb := numBlocks(part)
 	nb1 = nb + 1
 	pins = make([]uint32, len(lv.nadj))
 	copy(pins, lv.nadj)

@@ -594,3 +594,58 @@ func TestPinsByBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestScanRecords checks scanRecords against pinsByBlock and the records
+// built from its offsets: on random graphs and blocks (1 to scanBlocks,
+// some graphs with every net in one block), the same pins in the same
+// order and, for every net, its rating, the start of its pins, and each
+// block's start and count of pins.
+func TestScanRecords(t *testing.T) {
+	rng := placement.NewRand(47)
+	for trial := 0; trial < 120; trial++ {
+		n, m, k := 2+rng.IntN(400), 1+rng.IntN(80), 1+rng.IntN(scanBlocks)
+		g := randomGraph(t, rng.Uint64(), n, m, 0.02+0.4*rng.Float64())
+		lv := finest(g)
+		part := make([]int32, n)
+		for u := range part {
+			part[u] = int32(rng.IntN(k))
+		}
+		if trial%5 == 0 {
+			// Blocks by net: most nets then sit in one block.
+			for e := range lv.m {
+				b := int32(rng.IntN(k))
+				for _, x := range lv.pins(e) {
+					if rng.IntN(8) > 0 {
+						part[x] = b
+					}
+				}
+			}
+		}
+		rate := make([]float64, lv.m)
+		for e := range rate {
+			if d := lv.noff[e+1] - lv.noff[e]; d >= 2 && d <= maxRateNet && rng.IntN(4) > 0 {
+				rate[e] = 1 + rng.Float64()
+			}
+		}
+		want, at, nb1 := pinsByBlock(lv, part, rate)
+		nb := nb1 - 1
+		if got := numBlocks(part); got != nb {
+			t.Fatalf("trial %d: numBlocks %d, pinsByBlock's %d", trial, got, nb)
+		}
+		pins, nets := scanRecords(lv, part, nb, rate)
+		if !slices.Equal(pins, want) {
+			t.Fatalf("trial %d (k %d): pins %v, pinsByBlock's %v", trial, nb, pins, want)
+		}
+		for e := range lv.m {
+			var rec scanNet
+			rec.rate, rec.start = rate[e], uint32(lv.noff[e])
+			o := at[e*nb1 : e*nb1+nb1]
+			for b := range nb {
+				rec.at[b], rec.n[b] = o[b], o[b+1]-o[b]
+			}
+			if nets[e] != rec {
+				t.Fatalf("trial %d net %d (k %d): record %+v, want %+v", trial, e, nb, nets[e], rec)
+			}
+		}
+	}
+}
