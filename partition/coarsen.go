@@ -166,21 +166,7 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 				}
 			}
 		}
-		best, br := int32(-1), 0.0
-		for _, c := range touched {
-			r := rating[c]
-			rating[c] = 0
-			// c is in u's block (a pin of u's block, or its cluster's
-			// leader, and clusters stay within blocks) and, when
-			// matching, still alone (the pins paired already were
-			// skipped): only the weight bound is left to check.
-			if cw[c]+lv.vw[u] > maxW {
-				continue
-			}
-			if r > br || (r == br && best >= 0 && cw[c] < cw[best]) {
-				best, br = c, r
-			}
-		}
+		best := bestRated(touched, rating, cw, maxW-lv.vw[u])
 		if best < 0 {
 			continue
 		}
@@ -246,6 +232,30 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 	return cid, nc
 }
 
+// bestRated returns the cluster of touched of highest rating whose
+// weight (cw) is at most room, ties to the lighter and then the first
+// listed; −1 if none fits. It clears the ratings of touched. Every
+// cluster of touched is in u's block (a pin of u's block, or its
+// cluster's leader, and clusters stay within blocks) and, when matching,
+// still alone (the pins paired already were skipped): only the weight
+// bound is left to check. Not inlined, as rateAlonePins.
+//
+//go:noinline
+func bestRated(touched []int32, rating []float64, cw []int64, room int64) int32 {
+	best, br := int32(-1), 0.0
+	for _, c := range touched {
+		r := rating[c]
+		rating[c] = 0
+		if cw[c] > room {
+			continue
+		}
+		if r > br || (r == br && best >= 0 && cw[c] < cw[best]) {
+			best, br = c, r
+		}
+	}
+	return best
+}
+
 // rateClusters is clusterScan's grouped scan of vertex u, of block b,
 // from the records: the rating of each net of u (unets) is added to the
 // clusters of its pins in b but u, those first rated written to touched
@@ -255,22 +265,32 @@ func rateClusters(u, b int, unets []uint32, nets []scanNet, pins []uint32, cid [
 	nt := 0
 	for _, e := range unets {
 		ne := &nets[e]
-		r, n := ne.rate, uint32(ne.n[b])
-		if r == 0 || n <= 1 {
+		n := uint32(ne.n[b]) // 0 for a net not rated through
+		if n <= 1 {
 			continue
 		}
 		lo := ne.start + uint32(ne.at[b])
-		for _, x := range pins[lo : lo+n] {
-			if int(x) == u {
-				continue
-			}
-			c := cid[x]
-			if rating[c] == 0 {
-				touched[nt] = c
-				nt++
-			}
-			rating[c] += r
+		nt = rateClusterPins(u, ne.rate, pins[lo:lo+n], cid, rating, touched, nt)
+	}
+	return nt
+}
+
+// rateClusterPins is rateClusters' scan of one net's pins ps of u's
+// block, each rated r, those first rated written to touched from nt on;
+// it returns the new nt. Not inlined, as rateAlonePins.
+//
+//go:noinline
+func rateClusterPins(u int, r float64, ps []uint32, cid []int32, rating []float64, touched []int32, nt int) int {
+	for _, x := range ps {
+		if int(x) == u {
+			continue
 		}
+		c := cid[x]
+		if rating[c] == 0 {
+			touched[nt] = c
+			nt++
+		}
+		rating[c] += r
 	}
 	return nt
 }
