@@ -56,8 +56,11 @@ func sparseRequest(w int, id uint64, n int, push bool) *transport.Message {
 // registered earlier (the endpoints' close).
 func deafServer(t *testing.T, ep Endpoint, mode clock.Mode) (*member, *server.Server) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	n := &Node{ctx: ctx, started: make(chan struct{}), cfg: Config{Logf: t.Logf}, assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: mode.String()}}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	// A failed send waits for the scheduler's verdict (Node.lost) for
+	// longer than any test.
+	n := &Node{ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}), cfg: Config{Logf: t.Logf},
+		assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: mode.String(), Timeout: time.Hour}}}
 	close(n.started)
 	m := &member{n: n, id: proto.ServerID(0), ep: ep, data: mailbox.New[*transport.Message]()}
 	n.members = []*member{m}
@@ -72,7 +75,7 @@ func deafServer(t *testing.T, ep Endpoint, mode clock.Mode) (*member, *server.Se
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, m.data.C(), serverConn{m}) }()
 	t.Cleanup(func() {
-		cancel()
+		cancel(context.Canceled)
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Errorf("Run: %v", err)
 		}
@@ -288,5 +291,71 @@ func TestDeafEvaluatorHoldsNoWorker(t *testing.T) {
 	sum := slices.Repeat([]float32{2}, deafKeys)
 	for w := range 2 {
 		awaitAnswers(t, eps[1+w], fmt.Sprintf("worker %d, while the evaluator takes nothing,", w), sum, 10, 11)
+	}
+}
+
+// TestKilledWorkerRepliesFail: worker 0's process is killed (its
+// endpoint closes, its sockets with it) while server 0's answers to it
+// are stuck in a full socket and 10 MB more are queued. The send in
+// flight fails on the reset link, and those queued fail at the dial of
+// the address nobody listens at any more: the queue empties at once,
+// without the scheduler's verdict, and the node waits for that verdict
+// on a peer that closed its link (Node.lost), the job not ended by this
+// node.
+func TestKilledWorkerRepliesFail(t *testing.T) {
+	const pulls = 12
+	srv := listenTCP(t, proto.ServerID(0), 256)
+	w0 := listenTCP(t, proto.WorkerID(0), pulls)
+	// The link's reader holds the first answer until the test ends:
+	// the process is gone, its socket closed under it.
+	held := make(chan struct{})
+	w0.SetSink(func(*transport.Message) bool {
+		<-held
+		return true
+	})
+	srv.SetPeer(proto.WorkerID(0), w0.Addr().String())
+	var closed sync.WaitGroup
+	t.Cleanup(closed.Wait)
+	t.Cleanup(sync.OnceFunc(func() { close(held) }))
+	m, _ := deafServer(t, tcpEndpoint{srv, func() {}}, clock.Async)
+	for id := range uint64(pulls) {
+		m.data.Push(sparseRequest(0, 1+id, deafKeys, false))
+	}
+	// The reader holds the first answer; the second (1 MB) fills the
+	// sockets (64 KiB) and cannot leave.
+	queued := func() (left int, running, stuck bool) {
+		m.replies.mu.Lock()
+		defer m.replies.mu.Unlock()
+		q := m.replies.qs[proto.WorkerID(0)]
+		if q == nil {
+			return 0, false, false
+		}
+		return len(q.items), q.running, len(q.items) == pulls-1 && q.items[0].leaving
+	}
+	deadline := time.Now().Add(deafGuard)
+	for _, _, stuck := queued(); !stuck; _, _, stuck = queued() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second answer to worker 0 never began to leave")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	closed.Go(func() { w0.Close() }) // returns once the sink lets go
+	deadline = time.Now().Add(deafGuard)
+	for {
+		left, running, _ := queued()
+		if left == 0 && !running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d answers to the killed worker still queued after %v", left, deafGuard)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	n := m.n
+	n.mu.Lock()
+	ended, err := n.ended, n.err
+	n.mu.Unlock()
+	if ended || !n.awaiting.Load() {
+		t.Fatalf("after the failed sends to a peer that closed its link: ended %v (%v), awaiting the scheduler %v; want awaiting", ended, err, n.awaiting.Load())
 	}
 }
