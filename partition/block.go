@@ -124,16 +124,9 @@ func (b *block) buildRows(samples []uint32, off []int64, adj []uint32, local boo
 	pos := 0
 	for s := range samples {
 		u := row(s)
-		for _, v := range adj[off[u]:off[u+1]] {
-			l := loc[v]
-			if l < 0 {
-				l = int32(len(params))
-				loc[v] = l
-				params = append(params, v)
-			}
-			sadj[pos] = uint32(l)
-			pos++
-		}
+		vs := adj[off[u]:off[u+1]]
+		params = localize(vs, loc, params, sadj[pos:pos+len(vs)])
+		pos += len(vs)
 		soff[s+1] = int64(pos)
 	}
 	for _, v := range params {
@@ -150,12 +143,7 @@ func (b *block) buildRows(samples []uint32, off []int64, adj []uint32, local boo
 		coff[l+1] += coff[l]
 	}
 	cadj := grow(b.cadj, int(e))
-	for s := 0; s < nb; s++ {
-		for _, l := range sadj[soff[s]:soff[s+1]] {
-			cadj[coff[l]] = uint32(s)
-			coff[l]++
-		}
-	}
+	transposeRows(cadj, coff, soff[:nb+1], sadj)
 	for l := mb; l > 0; l-- {
 		coff[l] = coff[l-1]
 	}
@@ -167,6 +155,41 @@ func (b *block) buildRows(samples []uint32, off []int64, adj []uint32, local boo
 	b.mask = grow(b.mask, mb*w)
 	b.own = grow(b.own, mb*w)
 	clear(b.own)
+}
+
+// localize writes to out the local id of each parameter of vs, giving
+// the next id (and appending to params) to one met for the first time
+// (loc −1), and returns params: buildRows' inner loop. A function of its
+// own, not inlined: inlined, its loop reloaded buildRows' slices from the
+// stack at every parameter.
+//
+//go:noinline
+func localize(vs []uint32, loc []int32, params, out []uint32) []uint32 {
+	out = out[:len(vs)]
+	for i, v := range vs {
+		l := loc[v]
+		if l < 0 {
+			l = int32(len(params))
+			loc[v] = l
+			params = append(params, v)
+		}
+		out[i] = uint32(l)
+	}
+	return params
+}
+
+// transposeRows writes each row s of (soff, sadj) into cadj at coff[l]
+// for each of its entries l, in row order, advancing coff[l]. Not
+// inlined, as localize.
+//
+//go:noinline
+func transposeRows(cadj []uint32, coff, soff []int64, sadj []uint32) {
+	for s := range len(soff) - 1 {
+		for _, l := range sadj[soff[s]:soff[s+1]] {
+			cadj[coff[l]] = uint32(s)
+			coff[l]++
+		}
+	}
 }
 
 // pull fills the block's masks from the shared sets.
