@@ -216,7 +216,11 @@ func (l *lateDown) Down() <-chan *transport.PeerError { return l.down }
 // failure still pauses the job.
 func TestLateLinkFailureOfReplacedMachine(t *testing.T) {
 	var late *lateDown
-	s, ns := recoverClusterOn(t, 10*time.Second, time.Second, func(ep *tcp.Endpoint) transport.Endpoint {
+	// The replacement's registration tells the scheduler that machine 1
+	// failed, before its held link failures: the timeout of silence is an
+	// hour, so that late heartbeats of a loaded machine 0 (1 s, as it
+	// was, is reachable) do not end the job.
+	s, ns := recoverClusterOn(t, 10*time.Second, time.Hour, func(ep *tcp.Endpoint) transport.Endpoint {
 		late = holdDown(ep)
 		return late
 	})
