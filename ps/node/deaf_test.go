@@ -167,6 +167,14 @@ func TestDeafWorkerHoldsNoOther(t *testing.T) {
 			m.data.Push(sparseRequest(1, 100, deafKeys, true))
 			m.data.Push(sparseRequest(1, 101, deafKeys, false))
 			awaitAnswers(t, w1, "worker 1, while worker 0 reads nothing,", slices.Repeat([]float32{1}, deafKeys), 100, 101)
+			// The node's counters show the answers waiting for worker 0:
+			// all but those its link took (a few).
+			st := m.n.Stats()
+			i := slices.IndexFunc(st.Replies, func(q ReplyQueueStats) bool { return q.To == proto.WorkerID(0) })
+			if answer := uint64(localSize(&transport.Message{KV: kv.Batch{Vals: make([]float32, deafKeys)}})); i < 0 ||
+				st.Replies[i].From != proto.ServerID(0) || st.Replies[i].Replies < pulls-4 || st.Replies[i].Bytes != uint64(st.Replies[i].Replies)*answer || st.Replies[i].MaxBytes < st.Replies[i].Bytes {
+				t.Fatalf("the node's reply queues %+v, want server 0's to worker 0 holding at least %d answers of %d bytes", st.Replies, pulls-4, answer)
+			}
 			hear()
 			ids := make([]uint64, pulls)
 			for i := range ids {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"colo/ps/clock"
@@ -81,10 +83,23 @@ type replies struct {
 type replyQueue struct {
 	items   []*queuedReply
 	running bool
+	// bytes is the frame size of items, maxBytes the most it held.
+	bytes, maxBytes int
 	// gone ends when the destination's replies queued so far are
 	// abandoned; it is made anew for the later ones.
 	gone   context.Context
 	cancel context.CancelCauseFunc
+}
+
+// stats appends to dst the queues of member from, by destination.
+func (r *replies) stats(dst []ReplyQueueStats, from transport.NodeID) []ReplyQueueStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, to := range slices.Sorted(maps.Keys(r.qs)) {
+		q := r.qs[to]
+		dst = append(dst, ReplyQueueStats{From: from, To: to, Replies: len(q.items), Bytes: uint64(q.bytes), MaxBytes: uint64(q.maxBytes)})
+	}
+	return dst
 }
 
 // queue returns the queue of destination to, making it. r.mu is held.
@@ -195,6 +210,8 @@ func (r *replies) post(ctx context.Context, m *member, to transport.NodeID, msg 
 	lent := it.lent
 	it.gone = q.gone
 	q.items = append(q.items, it)
+	q.bytes += it.size
+	q.maxBytes = max(q.maxBytes, q.bytes)
 	if lent {
 		r.lent++
 	}
@@ -317,6 +334,7 @@ func (r *replies) drain(m *member, to transport.NodeID, q *replyQueue) {
 		r.mu.Lock()
 		q.items[0] = nil
 		q.items = q.items[1:]
+		q.bytes -= it.size
 		r.mu.Unlock()
 		if it.sent != nil {
 			it.sent()

@@ -38,6 +38,22 @@ type Stats struct {
 	// (proto.Job.Standby): when it lost the scheduler, and when it
 	// heard the one that took the job over.
 	Takeovers []TakeoverTimes `json:",omitempty"`
+	// Replies are the queues of the answers its servers sent over the
+	// network, by server then destination: a destination that reads
+	// slowly or not at all shows there, its answers waiting (no one
+	// else's).
+	Replies []ReplyQueueStats `json:",omitempty"`
+}
+
+// ReplyQueueStats is the queue of a server's answers to one destination
+// (a worker or an evaluator): the replies and their frame bytes queued
+// now, the one leaving included, and the most bytes it held at once.
+type ReplyQueueStats struct {
+	From     transport.NodeID `json:"from"`
+	To       transport.NodeID `json:"to"`
+	Replies  int              `json:"replies"`
+	Bytes    uint64           `json:"bytes"`
+	MaxBytes uint64           `json:"max_bytes"`
 }
 
 // FailoverTimes is what a worker's node saw of the failover of server
@@ -59,6 +75,7 @@ func (n *Node) Stats() Stats {
 	st.Takeovers = slices.Clone(n.takeovers)
 	n.mu.Unlock()
 	for _, m := range members {
+		st.Replies = m.replies.stats(st.Replies, m.id)
 		es := m.ep.Stats()
 		for _, p := range slices.Sorted(maps.Keys(es.Links)) {
 			l := LinkStats{From: m.id, To: p, LinkStats: es.Links[p]}
