@@ -24,6 +24,8 @@
 //	colo_server_keys{server}                          gauge      keys stored
 //	colo_server_key_share{server}                     gauge      fraction of the placed keys the routing table gives it
 //	colo_server_staleness_rounds{server}              histogram  staleness of the pushes applied (server.Staleness)
+//	colo_server_reply_queue_bytes{server,to}          gauge      frame bytes of answers queued for a destination (node.ReplyQueueStats)
+//	colo_server_reply_queue_max_bytes{server,to}      gauge      the most bytes that queue held at once
 //	colo_worker_pushes_total{worker}                  counter    pushes started
 //	colo_worker_pulls_total{worker}                   counter    pulls started
 //	colo_worker_keys_pushed_total{worker}             counter    keys pushed
@@ -107,6 +109,8 @@ var (
 	serverKeys       = desc("colo_server_keys", "Keys stored.", "server")
 	serverShare      = desc("colo_server_key_share", "Fraction of the placed keys that the routing table gives the server: its share of the model's load; it changes when keys move.", "server")
 	serverStale      = desc("colo_server_staleness_rounds", "Staleness of the pushes applied: rounds of updates the model they were computed on may lack.", "server")
+	serverQueued     = desc("colo_server_reply_queue_bytes", "Frame bytes of the server's answers queued for a destination over the network, the one leaving included: a destination that reads slowly or not at all holds them (no one else's).", "server", "to")
+	serverQueuedMax  = desc("colo_server_reply_queue_max_bytes", "The most bytes of answers the server's queue for a destination held at once.", "server", "to")
 	workerPushes     = desc("colo_worker_pushes_total", "Pushes started.", "worker")
 	workerPulls      = desc("colo_worker_pulls_total", "Pulls started.", "worker")
 	workerKeysPush   = desc("colo_worker_keys_pushed_total", "Keys pushed.", "worker")
@@ -243,6 +247,10 @@ func collectNode(ch chan<- prometheus.Metric, st node.Stats) {
 		emit(ch, serverKeys, gv, float64(s.Keys), srv)
 		emit(ch, serverShare, gv, s.KeyShare, srv)
 		ch <- staleness(s.Staleness, srv)
+	}
+	for _, q := range st.Replies {
+		emit(ch, serverQueued, gv, float64(q.Bytes), Label(q.From), Label(q.To))
+		emit(ch, serverQueuedMax, gv, float64(q.MaxBytes), Label(q.From), Label(q.To))
 	}
 	if s := st.Worker; s != nil && wrk != "" {
 		emit(ch, workerPushes, cv, float64(s.Pushes), wrk)

@@ -45,6 +45,10 @@ func nodeStats() node.Stats {
 		},
 		Inner: inner,
 		Inter: inter.Add(sched),
+		Replies: []node.ReplyQueueStats{
+			{From: proto.ServerID(0), To: proto.WorkerID(1), Replies: 2, Bytes: 8_000_120, MaxBytes: 12_000_180},
+			{From: proto.ServerID(0), To: proto.EvaluatorID(0)},
+		},
 		Server: &server.Stats{Pushes: 5, Pulls: 4, KeysPushed: 50, KeysPulled: 40, Rounds: 2, MaxLead: 1, Keys: 100, KeyShare: 0.5,
 			Staleness: server.Staleness{Pushes: 4, Sum: 3, Max: 2, Hist: [server.StalenessBuckets]uint64{2, 1, 1}}},
 		Worker: &worker.Stats{Pushes: 5, Pulls: 5, KeysPushed: 50, KeysPulled: 50, Rounds: 3, Gated: 1, Latency: []worker.ServerLatency{
@@ -164,6 +168,9 @@ func TestNodeCollectorGolden(t *testing.T) {
 		{"colo_worker_keys_pulled_total", []string{"worker", "worker_0"}, 50},
 		{"colo_worker_round", []string{"worker", "worker_0"}, 3},
 		{"colo_server_key_share", []string{"server", "server_0"}, 0.5},
+		{"colo_server_reply_queue_bytes", []string{"server", "server_0", "to", "worker_1"}, 8_000_120},
+		{"colo_server_reply_queue_max_bytes", []string{"server", "server_0", "to", "worker_1"}, 12_000_180},
+		{"colo_server_reply_queue_bytes", []string{"server", "server_0", "to", "evaluator_0"}, 0},
 		{"colo_worker_request_duration_seconds", []string{"worker", "worker_0", "server", "server_0", "op", "push"}, 5},
 		{"colo_worker_request_duration_seconds", []string{"worker", "worker_0", "server", "server_1", "op", "pull"}, 5},
 	} {
