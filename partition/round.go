@@ -549,8 +549,20 @@ func (r *roundState) sampleDeltas1(u int) (rem int64) {
 	if k < 64 {
 		last = 1<<k - 1
 	}
-	sets, remS, addW, addS := r.sets, r.remS, r.addW, r.addS
-	for _, v := range r.g.Params(u) {
+	rem = deltas1(r.g.Params(u), r.sets, i, k, last, r.remS, r.addW, r.addS)
+	r.remW[i] -= rem
+	return rem
+}
+
+// deltas1 is sampleDeltas1's loop over the parameters of a sample on
+// machine i, for k ≤ 64 machines (last their mask): it adds to remS,
+// addW and addS from the parameters' records in sets and returns rem. A
+// function of its own, not inlined: inlined, its loop reloaded
+// sampleDeltas1's slices from the stack at every parameter.
+//
+//go:noinline
+func deltas1(params []uint32, sets []uint64, i, k int, last uint64, remS, addW, addS []int64) (rem int64) {
+	for _, v := range params {
 		rec := sets[int(v)*3 : int(v)*3+3 : int(v)*3+3]
 		o := int(rec[0])
 		// As in sampleDeltasWords: u alone uses v on i, which does not
@@ -565,7 +577,6 @@ func (r *roundState) sampleDeltas1(u int) (rem int64) {
 			addS[j*k+o]++
 		}
 	}
-	r.remW[i] -= rem
 	return rem
 }
 
