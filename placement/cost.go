@@ -194,10 +194,7 @@ func countRangeMask(g *graph.Graph, p *Placement, lo, hi int) partial {
 	off, adj := g.ParamOffsets(), g.ParamAdjacency()
 	data := p.Data
 	for v := lo; v < hi; v++ {
-		var need uint64
-		for _, u := range adj[off[v]:off[v+1]] {
-			need |= 1 << (uint32(data[u]) & 63)
-		}
+		need := machinesOf(adj[off[v]:off[v+1]], data)
 		owner := p.Param[v]
 		for x := need; x != 0; x &= x - 1 {
 			r.memory[bits.TrailingZeros64(x)]++
@@ -210,6 +207,19 @@ func countRangeMask(g *graph.Graph, p *Placement, lo, hi int) partial {
 		r.worker[i] = r.memory[i] - self[i]
 	}
 	return r
+}
+
+// machinesOf returns the machines (data, k ≤ 64) of the samples us as
+// the bits of one word: countRangeMask's inner loop, in a function of its
+// own, not inlined: inlined, the word went to the stack at every sample.
+//
+//go:noinline
+func machinesOf(us []uint32, data []int32) uint64 {
+	var need uint64
+	for _, u := range us {
+		need |= 1 << (uint32(data[u]) & 63)
+	}
+	return need
 }
 
 // splitByEdges returns parts+1 boundaries that split the rows of a CSR
