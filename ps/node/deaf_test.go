@@ -367,3 +367,63 @@ func TestKilledWorkerRepliesFail(t *testing.T) {
 		t.Fatalf("after the failed sends to a peer that closed its link: ended %v (%v), awaiting the scheduler %v; want awaiting", ended, err, n.awaiting.Load())
 	}
 }
+
+// TestFailoverAbandonsReplies: server 0's replies to server 1 (updates
+// of the ranges server 1 backs up) are stuck, one leaving into a link
+// that takes nothing (server 1's process stopped) and one queued, when
+// the scheduler announces server 1's failover. The announcement ends
+// them, as server 1's death would: the queue empties at once instead of
+// waiting on the stopped process, holding its replies, for the rest of
+// the job, and the job goes on.
+func TestFailoverAbandonsReplies(t *testing.T) {
+	net, err := mem.New(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { net.Close() })
+	srvEp, err := net.Attach(proto.ServerID(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := proto.ServerID(1)
+	ep := deafEndpoint{memEndpoint{srvEp}, s1, make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cancel(context.Canceled) })
+	n := &Node{ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}), cfg: Config{Logf: t.Logf},
+		assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: clock.BSP.String(), Timeout: time.Hour, Replicas: 1}},
+		failed: make(map[transport.NodeID]string), failedSeq: make(map[transport.NodeID]int), failovers: make(map[int]bool)}
+	close(n.started)
+	m := &member{n: n, id: proto.ServerID(0), ep: ep, out: mailbox.NewOutbox(ep, time.Second), data: mailbox.New[*transport.Message]()}
+	t.Cleanup(func() { m.out.Close(); m.data.Close() })
+	n.members = []*member{m}
+	c := serverConn{m}
+	for id := range uint64(2) {
+		if err := c.Reply(ctx, s1, message(1+id, 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guard := time.NewTimer(deafGuard)
+	defer guard.Stop()
+	select {
+	case <-ep.blocked:
+	case <-guard.C:
+		t.Fatalf("no send to server 1 began within %v", deafGuard)
+	}
+	f := proto.Failover{Server: 1, Backup: 0, Seq: 1, Reason: "no heartbeat"}
+	n.failover(m, f, proto.Control(proto.CmdFailover, f))
+	deadline := time.Now().Add(deafGuard)
+	for {
+		st := n.Stats()
+		i := slices.IndexFunc(st.Replies, func(q ReplyQueueStats) bool { return q.To == s1 })
+		if i >= 0 && st.Replies[i].Replies == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server 0's replies to the failed server 1 still queued %v after the failover: %+v", deafGuard, st.Replies)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the abandoned replies ended the job: %v", context.Cause(ctx))
+	}
+}

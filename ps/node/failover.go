@@ -63,8 +63,14 @@ func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 		}
 		// A send blocked on the failed server (a process stopped, whose
 		// link takes nothing) returns at once, and the ones queued are
-		// dropped: the worker sends its requests again in step 2.
+		// dropped: the worker sends its requests again in step 2. So
+		// are the server's replies queued to it (updates of the
+		// ranges it backed up, acknowledgements), as its process's
+		// death would have them fail: they do not wait for ever on a
+		// stopped process, holding their memory for the rest of the
+		// job.
 		m.out.Abandon(id)
+		m.replies.abandon(id, fmt.Errorf("%w: %s failed (failover %d)", transport.ErrPeerClosed, proto.Name(id), f.Seq))
 		return
 	}
 	n.mu.Lock()
