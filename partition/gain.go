@@ -229,6 +229,37 @@ func (s *kstate) remove(e, i int) bool {
 	return false
 }
 
+// shift counts one pin of net e less in block a and one more in block b,
+// as remove(e, a) and then add(e, b) do, in one call, and returns the
+// counts of a and b after.
+func (s *kstate) shift(e, a, b int) (ca, cb int32) {
+	k, sw := s.k, s.w
+	row := s.cnt[e*k : e*k+k : e*k+k]
+	rec := s.nd[e*s.sd : e*s.sd+2*sw : e*s.sd+2*sw]
+	w := s.lv.nw[e]
+	row[a]--
+	at, bit := a>>6, uint64(1)<<(a&63)
+	switch row[a] {
+	case 0:
+		rec[at] &^= bit
+		rec[sw+at] &^= bit
+		s.mem[a] -= w
+	case 1:
+		rec[sw+at] |= bit
+	}
+	row[b]++
+	at, bit = b>>6, uint64(1)<<(b&63)
+	switch row[b] {
+	case 1:
+		rec[at] |= bit
+		rec[sw+at] |= bit
+		s.mem[b] += w
+	case 2:
+		rec[sw+at] &^= bit
+	}
+	return row[a], row[b]
+}
+
 // has reports whether net e has a pin in block i.
 func (s *kstate) has(e, i int) bool { return s.nd[e*s.sd+i>>6]>>(i&63)&1 != 0 }
 
@@ -636,7 +667,7 @@ func (s *kstate) gain(u, b int) int64 {
 // move moves vertex u to block b; changed, when set, is called with each
 // net whose pin counts crossed 0, 1 or 2 in a block.
 func (s *kstate) move(u, b int, changed func(e int)) {
-	lv, k := s.lv, s.k
+	lv := s.lv
 	a := int(s.part[u])
 	gc := s.gc
 	if a == b {
@@ -645,9 +676,7 @@ func (s *kstate) move(u, b int, changed func(e int)) {
 	var leave int64
 	for _, e := range lv.nets(u) {
 		e := int(e)
-		s.remove(e, a)
-		s.add(e, b)
-		ca, cb := s.cnt[e*k+a], s.cnt[e*k+b]
+		ca, cb := s.shift(e, a, b)
 		if gc != nil {
 			if ca < 2 || cb < 3 { // else updateCache changes nothing
 				s.updateCache(u, e, a, b)

@@ -649,3 +649,47 @@ func TestScanRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestShiftAsRemoveAdd checks kstate.shift against remove and then add:
+// on random graphs and placements (k up to 130, several mask words;
+// weighted nets at a contracted level), shifting a pin of random nets
+// between random blocks, the same block included, gives the same counts,
+// records and memory, and returns the counts after.
+func TestShiftAsRemoveAdd(t *testing.T) {
+	rng := placement.NewRand(53)
+	for trial := 0; trial < 40; trial++ {
+		n, m, k := 20+rng.IntN(200), 5+rng.IntN(60), 2+rng.IntN(130)
+		g := randomGraph(t, rng.Uint64(), n, m, 0.05+0.3*rng.Float64())
+		lv := finest(g)
+		if trial%2 == 1 {
+			cid, nc := clusterScan(lv, nil, 3, false, true, rng.Perm(n), false)
+			lv = contract(lv, cid, nc, nil, 0)
+		}
+		part := make([]int32, lv.n)
+		for u := range part {
+			part[u] = int32(rng.IntN(k))
+		}
+		hi := make([]int64, k)
+		s := newKState(lv, k, slices.Clone(part), floatingNets(lv.m), hi, 0)
+		r := newKState(lv, k, slices.Clone(part), floatingNets(lv.m), hi, 0)
+		for step := 0; step < 200 && lv.m > 0; step++ {
+			e := rng.IntN(lv.m)
+			var a int
+			for a = rng.IntN(k); s.cnt[e*k+a] == 0; a = (a + 1) % k {
+			}
+			b := a
+			if rng.IntN(5) > 0 {
+				b = rng.IntN(k)
+			}
+			ca, cb := s.shift(e, a, b)
+			r.remove(e, a)
+			r.add(e, b)
+			if ca != r.cnt[e*k+a] || cb != r.cnt[e*k+b] {
+				t.Fatalf("trial %d step %d: shift(%d, %d, %d) returned %d, %d; counts %d, %d", trial, step, e, a, b, ca, cb, r.cnt[e*k+a], r.cnt[e*k+b])
+			}
+			if !slices.Equal(s.cnt, r.cnt) || !slices.Equal(s.nd, r.nd) || !slices.Equal(s.mem, r.mem) {
+				t.Fatalf("trial %d step %d (k %d): shift(%d, %d, %d) left other counts, records or memory than remove and add", trial, step, k, e, a, b)
+			}
+		}
+	}
+}
