@@ -407,21 +407,40 @@ func (b *block) unlink(i int, s int32) {
 	q[n.next].prev = n.prev
 }
 
-// decrement lowers A_i(t) by one, moving t to the front of the lower list.
-func (b *block) decrement(i int, t int32) {
-	q := b.nodes[i*b.qs : (i+1)*b.qs]
-	n := q[t]
-	q[n.prev].next = n.next
-	q[n.next].prev = n.prev
-	c := n.cost - 1
-	sent := int32(b.nb) + c
-	h := q[sent].next
-	q[t] = qnode{prev: sent, next: h, cost: c}
-	q[h].prev = t
-	q[sent].next = t
-	if c < b.minc[i] {
-		b.minc[i] = c
+// lowerColumn drops the assigned samples from col, the users of a
+// parameter new to S_i (without a branch per user: a kept one advances
+// the end), then lowers by one A_i(t) of each unassigned user t, in the
+// column's order, moving t to the front of the lower list of queue i
+// (q, its sentinels from sent0 on); minc is the least cost in queue i,
+// returned lowered with them. It returns how many users it kept. A
+// function of its own, not inlined, whose loops keep the queue and the
+// slices in registers: assign's loop, calling a method per user,
+// reloaded them at every one (assign and decrement 0.71 → 0.56 billion
+// instructions over rmax's starts on 20 Newsgroups at k = 8).
+//
+//go:noinline
+func lowerColumn(col []uint32, assigned []bool, q []qnode, sent0, minc int32) (int, int32) {
+	x := 0
+	for _, t := range col {
+		col[x] = t
+		if !assigned[t] {
+			x++
+		}
 	}
+	for _, t := range col[:x] {
+		t := int32(t)
+		n := q[t]
+		q[n.prev].next = n.next
+		q[n.next].prev = n.prev
+		c := n.cost - 1
+		sent := sent0 + c
+		h := q[sent].next
+		q[t] = qnode{prev: sent, next: h, cost: c}
+		q[h].prev = t
+		q[sent].next = t
+		minc = min(minc, c)
+	}
+	return x, minc
 }
 
 // assign puts local sample s in partition i (Alg. 3, lines 8–14): it
@@ -440,31 +459,25 @@ func (b *block) assign(s int32, i int) {
 	x := i >> 6
 	bit := uint64(1) << (i & 63)
 	w := b.w
-	assigned := b.assigned
+	assigned, own, mask, cadj, coff, cend := b.assigned, b.own, b.mask, b.cadj, b.coff, b.cend
+	q := b.nodes[i*b.qs : (i+1)*b.qs]
+	minc, added := b.minc[i], int64(0)
 	for _, l := range b.sadj[b.soff[s]:b.soff[s+1]] {
 		at := int(l)*w + x
-		b.own[at] |= bit
-		if b.mask[at]&bit != 0 {
+		own[at] |= bit
+		if mask[at]&bit != 0 {
 			continue
 		}
-		b.mask[at] |= bit
-		b.size[i]++
-		// Drop the assigned users of l from the column for later scans
-		// (without a branch per user: a kept one advances the end), then
-		// decrement the unassigned ones, in the column's order.
-		col := b.cadj[b.coff[l]:b.cend[l]]
-		x := 0
-		for _, t := range col {
-			col[x] = t
-			if !assigned[t] {
-				x++
-			}
-		}
-		for _, t := range col[:x] {
-			b.decrement(i, int32(t))
-		}
-		b.cend[l] = b.coff[l] + int64(x)
+		mask[at] |= bit
+		added++
+		// Drop the assigned users of l from the column for later scans,
+		// then lower the costs of the others.
+		var kept int
+		kept, minc = lowerColumn(cadj[coff[l]:cend[l]], assigned, q, int32(b.nb), minc)
+		cend[l] = coff[l] + int64(kept)
 	}
+	b.minc[i] = minc
+	b.size[i] += added
 }
 
 // grow returns s resliced to length n, reallocating when too small. The
