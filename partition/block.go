@@ -272,6 +272,21 @@ var byteLanes = func() (t [256]uint64) {
 	return t
 }()
 
+// laneSum8 adds up the masks of the parameters part (at most 255), of
+// k ≤ 8 blocks, into the byte-wide lanes of one word: countBits' loop
+// for k ≤ 8, in a function of its own, not inlined, whose sum stays in a
+// register (countBits 0.25 → 0.11 billion instructions over rmax's
+// starts on 20 Newsgroups at k = 8).
+//
+//go:noinline
+func laneSum8(part []uint32, mask []uint64) uint64 {
+	var lanes uint64
+	for _, l := range part {
+		lanes += byteLanes[byte(mask[l])]
+	}
+	return lanes
+}
+
 // countBits sets have[i] to the number of local parameters of row that
 // are in S_i. It adds the masks byte by byte into byte-wide lanes, 8
 // partitions per word, flushing before a lane can overflow, so that a
@@ -283,7 +298,10 @@ func (b *block) countBits(row []uint32, have []int32, lanes []uint64, nbytes int
 	for start := 0; start < len(row); start += 255 {
 		clear(lanes)
 		part := row[start:min(len(row), start+255)]
-		if w == 1 {
+		if nbytes == 1 {
+			// k ≤ 8: one byte of each parameter's word, one lane word.
+			lanes[0] = laneSum8(part, b.mask)
+		} else if w == 1 {
 			// k ≤ 64: one word per parameter, its bytes in turn.
 			for _, l := range part {
 				m := b.mask[l]

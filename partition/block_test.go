@@ -169,3 +169,43 @@ func TestBlockEq9(t *testing.T) {
 		}
 	}
 }
+
+// TestCountBits checks countBits against a count bit by bit: for k from
+// 1 to 130 (one lane word up to k = 8, several beyond, several mask words
+// beyond 64), rows of up to 700 parameters (more than 255, where the
+// lanes are flushed) with random masks, the bits above k set in some, as
+// the hubs' masks are, each have[i] is the number of the row's
+// parameters whose mask holds i.
+func TestCountBits(t *testing.T) {
+	rng := placement.NewRand(59)
+	for trial := 0; trial < 200; trial++ {
+		k := 1 + rng.IntN(130)
+		if trial%3 == 0 {
+			k = 1 + rng.IntN(8)
+		}
+		b := newBlock(k, 1)
+		m := 1 + rng.IntN(800)
+		b.mask = make([]uint64, m*b.w)
+		for i := range b.mask {
+			b.mask[i] = rng.Uint64() & rng.Uint64()
+			if rng.IntN(20) == 0 {
+				b.mask[i] = ^uint64(0)
+			}
+		}
+		row := make([]uint32, rng.IntN(700))
+		for x := range row {
+			row[x] = uint32(rng.IntN(m))
+		}
+		have := make([]int32, k)
+		b.countBits(row, have, make([]uint64, (k+7)/8), (k+7)/8)
+		for i := range k {
+			var want int32
+			for _, l := range row {
+				want += int32(b.mask[int(l)*b.w+i>>6] >> (i & 63) & 1)
+			}
+			if have[i] != want {
+				t.Fatalf("trial %d (k %d, %d parameters): have[%d] = %d, want %d", trial, k, len(row), i, have[i], want)
+			}
+		}
+	}
+}
