@@ -246,6 +246,20 @@ type Config struct {
 	IdleTimeout time.Duration
 	// KeepAlive is the TCP keep-alive period; negative disables it.
 	KeepAlive time.Duration
+	// UserTimeout is how long data written to a connection may stay
+	// unacknowledged by the peer's host before the link is declared
+	// broken (Linux's TCP_USER_TIMEOUT, tcp(7); elsewhere ignored). It
+	// ends a link into a black hole (the peer's host down or cut off,
+	// its packets dropped), which keep-alive never probes while data is
+	// outstanding and the kernel gives up on only after about 15 minutes
+	// of retransmissions. A peer that is alive but reads nothing (a
+	// stopped process, a full window) acknowledges the kernel's probes
+	// and is not ended by it: that is the heartbeats' to judge. Zero
+	// takes keep-alive's own time to declare a silent peer dead (twice
+	// KeepAlive: its idle time and three probes a third of it apart; 150 s
+	// for a KeepAlive of zero, Go's defaults), or the kernel's default
+	// when keep-alive is off; negative leaves the kernel's default.
+	UserTimeout time.Duration
 	// SocketBuffer, when positive, sets the kernel's send and receive
 	// buffers of every connection, in bytes.
 	SocketBuffer int
@@ -946,9 +960,29 @@ func (e *Endpoint) keepAlive() net.KeepAliveConfig {
 	return net.KeepAliveConfig{Enable: true, Idle: e.cfg.KeepAlive, Interval: e.cfg.KeepAlive / 3, Count: 3}
 }
 
+// userTimeout is the TCP_USER_TIMEOUT to set (see UserTimeout); 0 for
+// the kernel's default.
+func (c Config) userTimeout() time.Duration {
+	switch {
+	case c.UserTimeout != 0:
+		return max(c.UserTimeout, 0)
+	case c.KeepAlive > 0:
+		// keepAlive's Idle plus Count probes Interval apart.
+		return 2 * c.KeepAlive
+	case c.KeepAlive == 0:
+		// Go's defaults for a keep-alive of zeros: 15 s idle, then 9
+		// probes 15 s apart.
+		return 150 * time.Second
+	}
+	return 0
+}
+
 // tune sets the socket options of c.
 func (e *Endpoint) tune(c *conn) {
 	c.sock.SetNoDelay(true)
+	if d := e.cfg.userTimeout(); d > 0 {
+		setUserTimeout(c.sock, d)
+	}
 	if e.cfg.SocketBuffer > 0 {
 		c.sock.SetReadBuffer(e.cfg.SocketBuffer)
 		c.sock.SetWriteBuffer(e.cfg.SocketBuffer)
