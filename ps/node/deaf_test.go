@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -232,7 +233,19 @@ func TestDeafWorkerAckHoldsNoOther(t *testing.T) {
 	ep := deafEndpoint{memEndpoint{srvEp}, w0, make(chan struct{}, 1)}
 	m, srv := deafServer(t, ep, clock.Async)
 	offered := make(chan bool, 1)
-	go func() { offered <- m.serveOnReader(m.n.ctx, srv, sparseRequest(0, 1, 8, true)) }()
+	go func() {
+		// Offer declines while Run holds the core, which it does at its
+		// start (nothing else is queued here): the reader offers again
+		// until the idle server takes the push, instead of queueing it
+		// for Run as a node's reader would.
+		push := sparseRequest(0, 1, 8, true)
+		ok := m.serveOnReader(m.n.ctx, srv, push)
+		for !ok && m.n.ctx.Err() == nil {
+			runtime.Gosched()
+			ok = m.serveOnReader(m.n.ctx, srv, push)
+		}
+		offered <- ok
+	}()
 	guard := time.NewTimer(deafGuard)
 	defer guard.Stop()
 	select {
