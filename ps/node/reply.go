@@ -34,7 +34,13 @@ import (
 // holds the answers to requests its destination sent and has not had
 // answered: a pull's answer has room in the worker's array it lands in,
 // so a queue's memory is bounded by what its worker asks for, as a
-// worker's requests in flight are by its caller's. A destination that
+// worker's requests in flight are by its caller's: under BSP and bounded
+// delay a round's (the worker sends nothing of the next round before
+// every server acknowledged its push), under asynchronous training as
+// many as the caller started and has not waited for (package train's
+// loop has two rounds' pulls and pushes in flight at most, one per slot;
+// an acknowledgement queued costs about 250 bytes of heap). Two pulls in
+// flight into one array have an answer each queued. A destination that
 // takes nothing is the failure detector's: the scheduler declares it
 // failed after the job's timeout without its heartbeats and its replies
 // are abandoned (a pause) or the job ends; a process that exits closes

@@ -46,7 +46,8 @@ type Stats struct {
 }
 
 // ReplyQueueStats is the queue of a server's answers to one destination
-// (a worker or an evaluator): the replies and their frame bytes queued
+// (a worker or an evaluator; with backups, a server it sends updates or
+// acknowledgements of updates to): the replies and their frame bytes queued
 // now, the one leaving included, and the most bytes it held at once.
 type ReplyQueueStats struct {
 	From     transport.NodeID `json:"from"`
