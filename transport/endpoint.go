@@ -156,3 +156,13 @@ func (s Stats) Sum(keep func(NodeID) bool) LinkStats {
 	}
 	return t
 }
+
+// TrySender is implemented by an endpoint that can send a small message
+// only when the send would not wait (tcp.Endpoint.TrySend): the link is
+// up, free and its socket has room to spare. TrySend reports whether it sent
+// m; false with a nil error sent nothing. A server's link reader uses it
+// to acknowledge a push at once while it holds the server, where a send
+// that could wait (a peer that reads nothing) must not.
+type TrySender interface {
+	TrySend(to NodeID, m *Message) (bool, error)
+}

@@ -1370,6 +1370,19 @@ func (c readerConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 		r.mu.Unlock()
 		return c.serverConn.Reply(ctx, to, msg)
 	}
+	if ts, ok := c.m.ep.(transport.TrySender); ok {
+		// At once if the send cannot wait: the link is free and its
+		// socket's queue empty. Under r.mu, so that nothing posted
+		// meanwhile overtakes it.
+		sent, err := ts.TrySend(to, msg)
+		if sent || err != nil {
+			r.mu.Unlock()
+			if err != nil && ctx.Err() == nil {
+				c.m.n.lost(c.m, to, err)
+			}
+			return err
+		}
+	}
 	q.running = true
 	c.held.q, c.held.it.ctx, c.held.it.gone, c.held.it.msg = q, ctx, q.gone, msg
 	r.mu.Unlock()

@@ -736,11 +736,57 @@ func (e *Endpoint) send(ctx context.Context, to transport.NodeID, m *transport.M
 	defer func() { <-l.sem }()
 	// The address now, not when the send began to wait: a Send that
 	// read it before SetPeer must not take the link back to the old one.
+	return e.sendHeld(ctx, l, to, e.addrOf(to, addr), m, lent)
+}
+
+// addrOf returns peer's address now (SetPeer), or addr if it has none.
+func (e *Endpoint) addrOf(peer transport.NodeID, addr string) string {
 	e.mu.Lock()
-	if a, ok := e.addrs[to]; ok {
-		addr = a
+	defer e.mu.Unlock()
+	if a, ok := e.addrs[peer]; ok {
+		return a
 	}
-	e.mu.Unlock()
+	return addr
+}
+
+// TrySend sends m to peer to only if it can do so at once
+// (transport.TrySender): no other send holds the link, its connection
+// is up and plain (no TLS, no rate limit, whose writes wait on records
+// and wires), and its socket holds so little not yet acknowledged by
+// the peer's host that a frame of a few hundred bytes goes to the
+// kernel without waiting for room (Linux; elsewhere it never sends). It reports whether it sent m; false with a nil
+// error sent nothing, and the caller sends it another way. A write
+// that fails all the same ends the link as Send's would.
+func (e *Endpoint) TrySend(to transport.NodeID, m *transport.Message) (bool, error) {
+	size := transport.FrameSize(m, e.cfg.Frame)
+	if to == e.cfg.ID || size > trySendMax || !e.enter() {
+		return false, nil
+	}
+	defer e.wg.Done()
+	l, addr, err := e.link(to)
+	if err != nil {
+		return false, nil
+	}
+	select {
+	case l.sem <- struct{}{}:
+	default:
+		return false, nil
+	}
+	defer func() { <-l.sem }()
+	c := l.c
+	addr = e.addrOf(to, addr)
+	if c == nil || c.dead.Load() || c.addr != addr || c.tls != nil || len(l.buckets) > 0 || len(l.wires) > 0 || !c.takes(size) {
+		return false, nil
+	}
+	return true, e.sendHeld(context.Background(), l, to, addr, m, nil)
+}
+
+// trySendMax is the largest frame TrySend sends.
+const trySendMax = 512
+
+// sendHeld is send once the link is held (l.sem), to the peer's
+// address addr now.
+func (e *Endpoint) sendHeld(ctx context.Context, l *link, to transport.NodeID, addr string, m *transport.Message, lent *transport.Lent) error {
 	// A frame for a new connection names no key slot: its reader has
 	// none (see transport.KeyCache).
 	clean := l.c == nil || l.c.dead.Load() || l.c.addr != addr
