@@ -207,6 +207,17 @@ func (e deafEndpoint) Send(ctx context.Context, to transport.NodeID, m *transpor
 	return &transport.PeerError{Peer: to, Op: "send", Err: context.Cause(ctx)}
 }
 
+// memNet returns an in-memory network closed when the test ends.
+func memNet(t *testing.T) *mem.Network {
+	t.Helper()
+	net, err := mem.New(mem.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { net.Close() })
+	return net
+}
+
 // TestDeafWorkerAckHoldsNoOther: a link's reader has the idle server
 // handle worker 0's push (serveOnReader), whose acknowledgement it then
 // sends itself, and worker 0 takes nothing more. Worker 1's push is
@@ -216,11 +227,7 @@ func (e deafEndpoint) Send(ctx context.Context, to transport.NodeID, m *transpor
 // that send). Worker 0's replies abandoned, as a pause does, the
 // reader goes on.
 func TestDeafWorkerAckHoldsNoOther(t *testing.T) {
-	net, err := mem.New(mem.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
+	net := memNet(t)
 	srvEp, err := net.Attach(proto.ServerID(0))
 	if err != nil {
 		t.Fatal(err)
@@ -278,14 +285,11 @@ func TestDeafWorkerAckHoldsNoOther(t *testing.T) {
 // the evaluator as to the round's workers, and every push waited for it
 // until the scheduler declared the evaluator failed).
 func TestDeafEvaluatorHoldsNoWorker(t *testing.T) {
-	net, err := mem.New(mem.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
+	net := memNet(t)
 	ids := []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.WorkerID(1)}
 	eps := make([]*mem.Endpoint, len(ids))
 	for i, id := range ids {
+		var err error
 		if eps[i], err = net.Attach(id); err != nil {
 			t.Fatal(err)
 		}
@@ -389,11 +393,7 @@ func TestKilledWorkerRepliesFail(t *testing.T) {
 // waiting on the stopped process, holding its replies, for the rest of
 // the job, and the job goes on.
 func TestFailoverAbandonsReplies(t *testing.T) {
-	net, err := mem.New(mem.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { net.Close() })
+	net := memNet(t)
 	srvEp, err := net.Attach(proto.ServerID(0))
 	if err != nil {
 		t.Fatal(err)
