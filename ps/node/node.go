@@ -60,7 +60,7 @@
 // an answer on its way goes on (reply.go). The pushes it yields to are
 // of the round every server waits for, the answers of the round after;
 // shared fairly, the interface slowed the round's last pushes (see
-// docs/train.md, "A machine's answers after its own pushes").
+// docs/round.md, "A machine's answers after its own pushes").
 //
 // In a machine the worker reaches its co-located server without the
 // network: requests go straight into the server's queue (the
