@@ -1,5 +1,6 @@
-// Package colotest holds what the tests of several packages share to run
-// real clusters of processes: the colo binary, built once per test
+// Package colotest holds what the tests of several packages share: the
+// bound of their waits for events (HangTimeout), and, to run real
+// clusters of processes, the colo binary, built once per test
 // process from this module's cmd/colo, and a temporary directory of the
 // test process's own that holds it and everything the tests and their
 // processes make in $TMPDIR (t.TempDir's directories among them).
@@ -20,6 +21,17 @@
 //
 // Race tells a test whether it runs under the race detector.
 //
+// HangTimeout bounds a test's wait for an event, so that a hang fails
+// the test naming what it waited for, while code that is merely slow on
+// a loaded machine never does:
+//
+//	select {
+//	case m := <-ep.Recv():
+//		…
+//	case <-time.After(colotest.HangTimeout(t)):
+//		t.Fatal("no message")
+//	}
+//
 // It is imported only by tests.
 package colotest
 
@@ -31,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Package is the import path of the colo command.
@@ -86,6 +99,31 @@ func Build(dir string) (string, error) {
 		return "", fmt.Errorf("build %s: %v\n%s", Package, err, out)
 	}
 	return bin, nil
+}
+
+// maxHang is HangTimeout's bound when the test has no nearer deadline.
+const maxHang = time.Minute
+
+// HangTimeout is how long a test waits for an event it expects (a
+// message, a failure report, a log line, a process's end) before it
+// calls the wait a hang and fails. It only turns a hang into a failure:
+// no event a test awaits takes that long on a machine of two cores at a
+// load of 40, under -race, so it does not fire while the code is merely
+// slow. It is a minute, or, when go test's -timeout ends sooner, nine
+// tenths of the time left to it, so that the test's own failure, not
+// go test's panic, reports the hang; never less than a second.
+//
+// A test whose property is about time (a timeout that must fire) bounds
+// that by its own configured timeout with a wide margin, not by this.
+func HangTimeout(tb testing.TB) time.Duration {
+	d := maxHang
+	if t, ok := tb.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := t.Deadline(); ok {
+			left := time.Until(end)
+			d = min(d, left-left/10)
+		}
+	}
+	return max(d, time.Second)
 }
 
 // Need skips t when bin, the path Main set, is empty.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestSweep removes the directory of a test process that has ended and
@@ -66,3 +67,22 @@ func TestMainTempDir(t *testing.T) {
 var coloBin string
 
 func TestMain(m *testing.M) { os.Exit(Main(m, &coloBin)) }
+
+// TestHangTimeout: a minute at most, within go test's deadline when it
+// has one (with a tenth of the time left to spare), and a minute for a
+// testing.TB that has no deadline.
+func TestHangTimeout(t *testing.T) {
+	d := HangTimeout(t)
+	if d <= 0 || d > maxHang {
+		t.Fatalf("HangTimeout = %v, want in (0, %v]", d, maxHang)
+	}
+	if end, ok := t.Deadline(); ok {
+		if left := time.Until(end); d > left-left/20 {
+			t.Fatalf("HangTimeout = %v with %v left before go test's deadline", d, left)
+		}
+	}
+	noDeadline := struct{ testing.TB }{t}
+	if d := HangTimeout(noDeadline); d != maxHang {
+		t.Fatalf("HangTimeout without a deadline = %v, want %v", d, maxHang)
+	}
+}
