@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/colotest"
 	"colo/kv"
 	"colo/transport"
 )
@@ -38,7 +39,7 @@ func expectKeys(t *testing.T, ep *Endpoint, keys []uint64, id uint64) {
 		if got.ID != id || !slices.Equal(got.KV.Keys, keys) {
 			t.Fatalf("received message %d with %d keys, want %d with %d", got.ID, len(got.KV.Keys), id, len(keys))
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(colotest.HangTimeout(t)):
 		t.Fatalf("message %d not received", id)
 	}
 }

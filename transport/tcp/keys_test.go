@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/colotest"
 	"colo/transport"
 	"colo/transport/transporttest"
 )
@@ -49,7 +50,7 @@ func dialAs(t *testing.T, ep *Endpoint, from transport.NodeID, pub, key []byte) 
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	nc.SetDeadline(time.Now().Add(colotest.HangTimeout(t)))
 	if pub == nil {
 		return Handshake(nc, from, ep.ID(), testToken)
 	}
@@ -60,14 +61,30 @@ func dialAs(t *testing.T, ep *Endpoint, from transport.NodeID, pub, key []byte) 
 // neither with the token alone nor with a key of its own; the member
 // itself can; an id that needs no key proves the token; and nobody is
 // blamed for a refusal.
+//
+// The key of its own is offered to another process of node 1 whose
+// handshake times out in 300 ms, since that refusal waits for the
+// handshake's deadline (a replacement's key may be on its way); the
+// members wait for each other and for the other strangers as long as a
+// test waits for anything, so that nothing slowed down on a loaded
+// machine is refused for its slowness.
 func TestLinkKeys(t *testing.T) {
-	var refused <-chan refusal
+	var refused, refusedLate <-chan refusal
 	eps := newKeyedEndpoints(t, 2, func(c *Config) {
-		c.HandshakeTimeout = 300 * time.Millisecond
+		c.HandshakeTimeout = colotest.HangTimeout(t)
 		if c.ID == 1 {
 			refused = recordRefusals(c)
 		}
 	})
+	impatient := newEndpoints(t, 1, func(c *Config) {
+		c.ID, c.Identity = 1, NewIdentity()
+		c.Keyed = func(peer transport.NodeID) bool { return peer < 100 }
+		c.HandshakeTimeout = 300 * time.Millisecond
+		refusedLate = recordRefusals(c)
+	})[0]
+	if err := impatient.SetPeerKey(0, eps[0].PublicKey()); err != nil {
+		t.Fatal(err)
+	}
 	// The members talk.
 	if err := eps[0].Send(context.Background(), 1, &transport.Message{Header: transport.Header{ID: 7}}); err != nil {
 		t.Fatal(err)
@@ -86,12 +103,14 @@ func TestLinkKeys(t *testing.T) {
 	// With a key pair of its own, offering it as node 0's: not the one
 	// published, refused once the handshake's deadline passed.
 	own := NewIdentity()
-	key, _ := linkKey(own, eps[1].cfg.Identity.PublicKey(), testToken, 0, 1)
-	err = dialAs(t, eps[1], 0, own.PublicKey().Bytes(), key)
+	late, _ := linkKey(own, impatient.cfg.Identity.PublicKey(), testToken, 0, 1)
+	err = dialAs(t, impatient, 0, own.PublicKey().Bytes(), late)
 	if !errors.Is(err, transport.ErrRefused) || !strings.Contains(err.Error(), "not the one published") {
 		t.Fatalf("own key, claiming a member: %v", err)
 	}
-	nextRefusal(t, refused)
+	nextRefusal(t, refusedLate)
+	noDown(t, impatient)
+	key, _ := linkKey(own, eps[1].cfg.Identity.PublicKey(), testToken, 0, 1)
 	// With node 0's public key but not its private one: the acceptor's
 	// proof does not match, and the stranger gives up.
 	err = dialAs(t, eps[1], 0, eps[0].PublicKey(), key)
@@ -130,10 +149,15 @@ func TestReplacedPeerKey(t *testing.T) {
 }
 
 func replacedPeerKey(t *testing.T, survivorDials bool) {
-	eps := newKeyedEndpoints(t, 2, nil)
+	// The handshakes wait for the key as long as a test waits for
+	// anything: the key comes when the goroutine below runs, which on a
+	// loaded machine may be late.
+	patient := func(c *Config) { c.HandshakeTimeout = colotest.HangTimeout(t) }
+	eps := newKeyedEndpoints(t, 2, patient)
 	eps[0].Close()
 	cfg := DefaultConfig()
 	cfg.ID, cfg.Token, cfg.Identity = 0, testToken, NewIdentity()
+	patient(&cfg)
 	again, err := Listen(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/colotest"
 	"colo/kv"
 	"colo/transport"
 	"colo/transport/tcp/tcptest"
@@ -152,7 +153,7 @@ func TestTLSWriteTimeout(t *testing.T) {
 		c.SocketBuffer = 64 << 10
 	})
 	m := &transport.Message{KV: kv.Batch{Vals: make([]float32, 256<<10)}}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(colotest.HangTimeout(t))
 	var err error
 	for err == nil && time.Now().Before(deadline) {
 		err = eps[0].Send(context.Background(), 1, m) // node 1 never reads
