@@ -3,8 +3,10 @@ package launch
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -293,44 +295,95 @@ func startScheduler(ctx context.Context, t *testing.T, sup *Supervisor, spec fun
 // --port-range, hands them to the endpoints in order (the registration
 // endpoint borrowing the first), and refuses a range too small, a port
 // taken and both flags at once.
+//
+// The ports are ones freePorts found free, which another process can
+// take while the test runs: a bind that fails saying so (portTaken),
+// and a port of the range skipped because another socket has it, are
+// logged and the test runs again on other ports, up to 5 times; any
+// other failure fails the test.
 func TestPorts(t *testing.T) {
-	base := freePorts(t, 4)
+	for try := 1; ; try++ {
+		base := freePorts(t, 4)
+		err := portsOn(t, base)
+		if err == nil {
+			return
+		}
+		if !portTakenIn(err.Error(), base, 4) || try == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("a port of %d-%d was taken by another socket while the test ran; other ports: %v", base, base+3, err)
+	}
+}
+
+// portTakenIn reports whether text says that one of the n loopback
+// ports from base was taken by another socket (portTaken).
+func portTakenIn(text string, base, n int) bool {
+	for port := base; port < base+n; port++ {
+		if portTaken(text, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// portsOn runs TestPorts's checks on the four ports from base, failing
+// t on a wrong result; it returns the error of a bind that failed, and,
+// when the machine's range skipped a port it should have had, the error
+// of binding that port again: a port another socket took fails saying
+// so (portTaken).
+func portsOn(t *testing.T, base int) error {
+	t.Helper()
 	p := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 	c := ClusterFlags{PortRange: strconv.Itoa(base) + "-" + strconv.Itoa(base+3)}
 	// Take the range's first port: the machine gets the next two.
 	busy, err := net.Listen("tcp", p(base))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer busy.Close()
 	ports, err := c.Listen("127.0.0.1", proto.RoleMachine)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
+	defer ports.Close()
 	if got := strings.Join(ports.Addrs(), " "); got != p(base+1)+" "+p(base+2) {
+		for _, want := range []int{base + 1, base + 2} {
+			if !slices.Contains(ports.Addrs(), p(want)) {
+				ln, err := net.Listen("tcp", p(want))
+				if err != nil {
+					return fmt.Errorf("the machine's ports are %s, not %s and %s: %w", got, p(base+1), p(base+2), err)
+				}
+				ln.Close()
+			}
+		}
 		t.Fatalf("ports %s, want %s and %s", got, p(base+1), p(base+2))
 	}
 	var tuned []string
 	tune := ports.Tune(func(c *tcp.Config) { tuned = append(tuned, "next") })
-	listen := func(id transport.NodeID) string {
+	listen := func(id transport.NodeID) (string, error) {
 		cfg := tcp.DefaultConfig()
 		cfg.ID = id
 		tune(&cfg)
 		ep, err := tcp.Listen(cfg)
 		if err != nil {
-			t.Fatalf("%s: %v", proto.Name(id), err)
+			return "", fmt.Errorf("%s: %w", proto.Name(id), err)
 		}
 		defer ep.Close()
-		return ep.Addr().String()
+		return ep.Addr().String(), nil
 	}
-	if a := listen(proto.Provisional(7)); a != p(base+1) {
-		t.Errorf("registration endpoint on %s, want %s", a, p(base+1))
-	}
-	if a := listen(proto.ServerID(0)); a != p(base+1) {
-		t.Errorf("server on %s, want %s again", a, p(base+1))
-	}
-	if a := listen(proto.WorkerID(0)); a != p(base+2) {
-		t.Errorf("worker on %s, want %s", a, p(base+2))
+	for _, e := range []struct {
+		id   transport.NodeID
+		want int
+	}{{proto.Provisional(7), base + 1}, {proto.ServerID(0), base + 1}, {proto.WorkerID(0), base + 2}} {
+		// The server binds again the port the registration endpoint
+		// closed: another socket may have taken it in between.
+		a, err := listen(e.id)
+		if err != nil {
+			return err
+		}
+		if a != p(e.want) {
+			t.Errorf("%s on %s, want %s", proto.Name(e.id), a, p(e.want))
+		}
 	}
 	if len(tuned) != 3 {
 		t.Errorf("next called %d times, want 3", len(tuned))
@@ -359,11 +412,15 @@ func TestPorts(t *testing.T) {
 	}
 	// --port for a server: exactly that port; nothing for the scheduler.
 	ports, err = (&ClusterFlags{Port: base + 3}).Listen("127.0.0.1", proto.RoleServer)
-	if err != nil || strings.Join(ports.Addrs(), " ") != p(base+3) {
-		t.Errorf("--port %d: %v %v", base+3, ports.Addrs(), err)
+	if err != nil {
+		return err
+	}
+	if got := strings.Join(ports.Addrs(), " "); got != p(base+3) {
+		t.Errorf("--port %d: %s", base+3, got)
 	}
 	ports.Close()
 	if ports, err := (&ClusterFlags{Port: base}).Listen("", proto.RoleScheduler); ports != nil || err != nil {
 		t.Errorf("scheduler: %v %v, want no ports", ports.Addrs(), err)
 	}
+	return nil
 }
