@@ -6,12 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"colo/internal/colotest"
 	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/worker"
@@ -19,10 +21,11 @@ import (
 	"colo/transport/tcp"
 )
 
-// joinWithToken tries to join c's scheduler as a worker with a token.
-func joinWithToken(ctx context.Context, c *Cluster, token string) error {
+// joinWithToken tries to join c's scheduler as a worker with a token,
+// waiting for the answer up to colotest.HangTimeout.
+func joinWithToken(ctx context.Context, t *testing.T, c *Cluster, token string) error {
 	nc := node.DefaultConfig()
-	nc.Role, nc.Token, nc.JoinTimeout = proto.RoleWorker, token, 5*time.Second
+	nc.Role, nc.Token, nc.JoinTimeout = proto.RoleWorker, token, colotest.HangTimeout(t)
 	if c.net != nil {
 		nc.Network = node.Mem{Net: c.net}
 	} else {
@@ -52,14 +55,16 @@ func hello(from, to transport.NodeID, hasToken bool) []byte {
 	return append(b, nonce...)
 }
 
-// dial connects to addr, with 10 s for everything that follows.
+// dial connects to addr, with colotest.HangTimeout for everything that
+// follows: a node that keeps a stranger's connection open fails the test
+// (knock, member) only when it would hang.
 func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	nc.SetDeadline(time.Now().Add(colotest.HangTimeout(t)))
 	return nc
 }
 
@@ -136,7 +141,7 @@ func TestStrangersCannotDisturb(t *testing.T) {
 	cfg.Network, cfg.Timeout = node.TCP{}, loadedTimeout
 	var logs logBuffer
 	cfg.Logf = logs.logf
-	c, ctx := startTest(t, cfg, 30*time.Second)
+	c, ctx := startTest(t, cfg, colotest.HangTimeout(t))
 	targets := map[transport.NodeID]string{proto.SchedulerID: c.SchedulerAddr()}
 	for id, p := range c.Nodes()[0].Peers() {
 		targets[id] = p.Addr
@@ -204,13 +209,9 @@ func TestStrangersCannotDisturb(t *testing.T) {
 		t.Fatalf("%d refusals over %d nodes: too few to reach the limit of %d logged lines each", refusals, len(targets), proto.RefusalBurst)
 	}
 	logged := len(targets) * proto.RefusalBurst
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(logs.String(), "refused a connection") < logged {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d refusals logged, want %d (%d per node):\n%s", strings.Count(logs.String(), "refused a connection"), logged, proto.RefusalBurst, logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	logs.await(t, fmt.Sprintf("%d refusals (%d per node)", logged, proto.RefusalBurst), func(log string) bool {
+		return strings.Count(log, "refused a connection") >= logged
+	})
 	for id := range targets {
 		if n := strings.Count(logs.String(), proto.Name(id)+": refused a connection"); n > proto.RefusalBurst {
 			t.Errorf("%s logged %d refusals, more than the limit of %d", proto.Name(id), n, proto.RefusalBurst)

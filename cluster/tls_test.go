@@ -3,10 +3,11 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"strings"
 	"testing"
-	"time"
 
+	"colo/internal/colotest"
 	"colo/ps/clock"
 	"colo/ps/node"
 	"colo/ps/proto"
@@ -77,7 +78,7 @@ func TestTLSStrangersCannotDisturb(t *testing.T) {
 	cfg.Network, cfg.Timeout = node.TCP{TLS: loadTLS(t, ca, "node")}, loadedTimeout
 	var logs logBuffer
 	cfg.Logf = logs.logf
-	c, ctx := startTest(t, cfg, 30*time.Second)
+	c, ctx := startTest(t, cfg, colotest.HangTimeout(t))
 	targets := map[transport.NodeID]string{proto.SchedulerID: c.SchedulerAddr()}
 	for id, p := range c.Nodes()[0].Peers() {
 		targets[id] = p.Addr
@@ -116,13 +117,9 @@ func TestTLSStrangersCannotDisturb(t *testing.T) {
 		t.Fatalf("%d refusals over %d nodes: too few to reach the limit of %d logged lines each", refusals, len(targets), proto.RefusalBurst)
 	}
 	logged := len(targets) * proto.RefusalBurst
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(logs.String(), "refused a connection") < logged {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d refusals logged, want %d (%d per node):\n%s", strings.Count(logs.String(), "refused a connection"), logged, proto.RefusalBurst, logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	logs.await(t, fmt.Sprintf("%d refusals (%d per node)", logged, proto.RefusalBurst), func(log string) bool {
+		return strings.Count(log, "refused a connection") >= logged
+	})
 	for id := range targets {
 		if n := strings.Count(logs.String(), proto.Name(id)+": refused a connection"); n > proto.RefusalBurst {
 			t.Errorf("%s logged %d refusals, more than the limit of %d", proto.Name(id), n, proto.RefusalBurst)
