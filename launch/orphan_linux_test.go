@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"colo/internal/colotest"
 )
 
 // alive reports whether pid names a process that has not ended: one
@@ -63,10 +65,11 @@ func TestOrphans(t *testing.T) {
 	parent.Wait()
 	// The kernel sends the signal as the parent exits; the child's end
 	// is then a matter of scheduling.
-	deadline := time.Now().Add(10 * time.Second)
+	hang := colotest.HangTimeout(t)
+	deadline := time.Now().Add(hang)
 	for alive(child) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the child %d outlived its killed parent by 10 s", child)
+			t.Fatalf("the child %d outlived its killed parent by %v", child, hang)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
