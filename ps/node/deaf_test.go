@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -438,5 +439,99 @@ func TestFailoverAbandonsReplies(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatalf("the abandoned replies ended the job: %v", context.Cause(ctx))
+	}
+}
+
+// movingEndpoint is a deafEndpoint until SetPeer gives its deaf peer a
+// new address (a failover's second step: the backup's endpoint): the
+// sends begun after go through, those begun before stay stuck, as a
+// write into the old link to the stopped process does.
+type movingEndpoint struct {
+	deafEndpoint
+	moved *atomic.Bool
+}
+
+func (e movingEndpoint) SetPeer(id transport.NodeID, addr string) {
+	if id == e.deaf {
+		e.moved.Store(true)
+	}
+	e.deafEndpoint.SetPeer(id, addr)
+}
+
+func (e movingEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if to == e.deaf && e.moved.Load() {
+		return e.Endpoint.Send(ctx, to, m)
+	}
+	return e.deafEndpoint.Send(ctx, to, m)
+}
+
+// TestFailoverWindowRepliesFail: server 0 posts a reply to server 1
+// after the scheduler announced server 1's failover (step 1, which
+// abandoned the replies queued then) and before it gave the backup's
+// new endpoint (step 2): server 1's process is stopped, and its link
+// takes nothing. The reply fails at once, as those abandoned at step 1
+// did, without a send to the failed server, and without ending the
+// job (before, it was queued behind nothing and sent into the stopped
+// process's link, where it waited for ever, and every reply to server
+// 1's id behind it, the backup's too). After step 2 the replies to
+// server 1's id are sent again, to the backup, and the one posted in
+// between never reaches it.
+func TestFailoverWindowRepliesFail(t *testing.T) {
+	net := memNet(t)
+	srvEp, err := net.Attach(proto.ServerID(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := proto.ServerID(1)
+	backup, err := net.Attach(s1) // the backup's endpoint serving server 1's id
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := movingEndpoint{deafEndpoint{memEndpoint{srvEp}, s1, make(chan struct{}, 1)}, new(atomic.Bool)}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	n := &Node{ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}), cfg: Config{Logf: t.Logf},
+		assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: clock.BSP.String(), Timeout: time.Hour, Replicas: 1}},
+		book:   map[transport.NodeID]proto.Peer{s1: {ID: s1, Addr: "old"}},
+		failed: make(map[transport.NodeID]string), failedSeq: make(map[transport.NodeID]int), failovers: make(map[int]bool)}
+	close(n.started)
+	m := &member{n: n, id: proto.ServerID(0), ep: ep, out: mailbox.NewOutbox(ep, time.Second), data: mailbox.New[*transport.Message]()}
+	t.Cleanup(func() { cancel(context.Canceled); n.wg.Wait(); m.out.Close(); m.data.Close() })
+	n.members = []*member{m}
+	c := serverConn{m}
+	if err := c.Reply(ctx, s1, message(1, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	guard := time.NewTimer(deafGuard)
+	defer guard.Stop()
+	select {
+	case <-ep.blocked:
+	case <-guard.C:
+		t.Fatalf("no send to server 1 began within %v", deafGuard)
+	}
+	f := proto.Failover{Server: 1, Backup: 0, Seq: 1, Reason: "no heartbeat"}
+	n.failover(m, f, proto.Control(proto.CmdFailover, f))
+	sent := make(chan struct{})
+	if err := c.ReplyThen(ctx, s1, message(2, 1<<20), func() { close(sent) }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sent:
+	case <-guard.C:
+		t.Fatalf("server 0's reply to the failed server 1, posted between the failover's two steps, neither sent nor failed within %v", deafGuard)
+	}
+	select {
+	case <-ep.blocked:
+		t.Fatal("the reply posted between the failover's two steps was sent to the failed server")
+	default:
+	}
+	f.Addr = "backup"
+	n.failover(m, f, proto.Control(proto.CmdFailover, f))
+	n.wg.Wait() // moveTo
+	if err := c.Reply(ctx, s1, message(3, 1<<10)); err != nil {
+		t.Fatal(err)
+	}
+	awaitAnswers(t, backup, "the backup serving server 1's id", nil, 3)
+	if ctx.Err() != nil {
+		t.Fatalf("the failed replies ended the job: %v", context.Cause(ctx))
 	}
 }

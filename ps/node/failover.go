@@ -27,8 +27,10 @@ import (
 // Meanwhile the sends to the failed server fail without ending the job
 // (lost): its requests are sent again in step 2. Step 1 abandons the
 // sends to it in progress (mailbox.Outbox.Abandon), so that a write
-// blocked on a stopped process ends at once; step 2 runs off the member
-// loop, which keeps sending heartbeats.
+// blocked on a stopped process ends at once, and the server's replies
+// to it, those queued and those posted until step 2 (replies.fail), so
+// that none waits on the stopped process or reaches the backup later;
+// step 2 runs off the member loop, which keeps sending heartbeats.
 
 // failover handles the scheduler's Failover f on member m. A machine
 // has it on both members, and handles each step once.
@@ -68,9 +70,20 @@ func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 		// ranges it backed up, acknowledgements), as its process's
 		// death would have them fail: they do not wait for ever on a
 		// stopped process, holding their memory for the rest of the
-		// job.
+		// job. So do the replies posted to it until step 2 points id
+		// at the backup (replies.fail; moveTo opens them): its address
+		// is still the stopped process's. Under n.mu, so that a step
+		// 2 handled meanwhile on the other member either opens them
+		// after or finds them abandoned alone.
 		m.out.Abandon(id)
-		m.replies.abandon(id, fmt.Errorf("%w: %s failed (failover %d)", transport.ErrPeerClosed, proto.Name(id), f.Seq))
+		cause := fmt.Errorf("%w: %s failed (failover %d)", transport.ErrPeerClosed, proto.Name(id), f.Seq)
+		n.mu.Lock()
+		if n.failovers[f.Seq] {
+			m.replies.abandon(id, cause)
+		} else {
+			m.replies.fail(id, f.Seq, cause)
+		}
+		n.mu.Unlock()
 		return
 	}
 	n.mu.Lock()
@@ -114,6 +127,9 @@ func (n *Node) moveTo(f proto.Failover, p proto.Peer) {
 	}
 	n.mu.Lock()
 	n.setPeer(p)
+	for _, m := range append(slices.Clip(n.members), n.taken...) {
+		m.replies.open(id, f.Seq) // the replies go to the backup now
+	}
 	n.mu.Unlock()
 	if sm := n.member(n.assign.Server); sm != nil && n.srv != nil {
 		// The server acknowledges again what it holds of the failed

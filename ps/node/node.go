@@ -1366,7 +1366,7 @@ func (c readerConn) Reply(ctx context.Context, to transport.NodeID, msg *transpo
 	r := &c.m.replies
 	r.mu.Lock()
 	q := r.queue(to)
-	if q.running {
+	if q.running || q.gone.Err() != nil {
 		r.mu.Unlock()
 		return c.serverConn.Reply(ctx, to, msg)
 	}
@@ -1398,7 +1398,9 @@ func (c readerConn) flush() {
 		return
 	}
 	ctx, stop := sendContext(&h.it)
-	c.m.n.reply(ctx, c.m, c.peer, h.it.msg)
+	if h.it.gone.Err() == nil {
+		c.m.n.reply(ctx, c.m, c.peer, h.it.msg)
+	}
 	stop()
 	h.it.msg = nil
 	r := &c.m.replies

@@ -67,9 +67,12 @@ import (
 // the replies to a destination the scheduler declared failed, or that a
 // replacement took the place of, are abandoned (abandon): the one
 // leaving fails at once, however stuck its write (a process stopped
-// with its socket open takes nothing), and so do those queued. A push
-// waiting for a view to leave (detach) thus never waits for a peer that
-// is gone. The zero value is ready.
+// with its socket open takes nothing), and so do those queued. A server
+// announced as failed by a failover stays so (fail) until the
+// failover's second step points its id at the backup (open): a reply
+// posted to it in between fails at once too, without a send to the
+// failed process. A push waiting for a view to leave (detach) thus
+// never waits for a peer that is gone. The zero value is ready.
 type replies struct {
 	mu sync.Mutex
 	qs map[transport.NodeID]*replyQueue
@@ -92,9 +95,12 @@ type replyQueue struct {
 	// bytes is the frame size of items, maxBytes the most it held.
 	bytes, maxBytes int
 	// gone ends when the destination's replies queued so far are
-	// abandoned; it is made anew for the later ones.
+	// abandoned; it is made anew for the later ones, but while failed
+	// (fail): failed is the failover that failed the destination, whose
+	// later replies then fail at once too until open.
 	gone   context.Context
 	cancel context.CancelCauseFunc
+	failed int
 }
 
 // stats appends to dst the queues of member from, by destination.
@@ -125,7 +131,7 @@ func (r *replies) queue(to transport.NodeID) *replyQueue {
 // abandon fails the replies to node to queued so far, the one leaving
 // included (its send returns at once, as at the end of the job: its
 // link is closed when the frame was begun), with cause. Later replies
-// to to are sent.
+// to to are sent, unless to is failed (fail).
 func (r *replies) abandon(to transport.NodeID, cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -134,6 +140,37 @@ func (r *replies) abandon(to transport.NodeID, cause error) {
 		return
 	}
 	q.cancel(cause)
+	if q.failed == 0 {
+		q.gone, q.cancel = context.WithCancelCause(context.Background())
+	}
+}
+
+// fail is abandon for a server that failover seq (proto.Failover's
+// step 1) announced as failed, and it holds: a reply posted to to later
+// fails at once as well, with cause and without a send, until open
+// with seq or a later failover (step 2, which points to at the backup's
+// endpoint). Before step 2 to's address is still the failed process's,
+// whose link may take nothing (a process stopped): a reply sent there
+// would wait for ever, and every reply to to behind it, the backup's
+// too.
+func (r *replies) fail(to transport.NodeID, seq int, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.queue(to)
+	q.cancel(cause)
+	q.failed = max(q.failed, seq)
+}
+
+// open ends fail for failover seq: the replies posted to to from now on
+// are sent. A later failover's fail holds.
+func (r *replies) open(to transport.NodeID, seq int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.qs[to]
+	if q == nil || q.failed == 0 || q.failed > seq {
+		return
+	}
+	q.failed = 0
 	q.gone, q.cancel = context.WithCancelCause(context.Background())
 }
 
@@ -324,7 +361,11 @@ func (r *replies) drain(m *member, to transport.NodeID, q *replyQueue) {
 			r.reclaimable++
 		}
 		r.mu.Unlock()
-		m.n.replyLent(ctx, m, to, msg, lend)
+		if it.gone.Err() == nil {
+			// Abandoned before it left, or posted to a failed
+			// destination (fail): it fails without a send.
+			m.n.replyLent(ctx, m, to, msg, lend)
+		}
 		stop()
 		if lend != nil {
 			r.mu.Lock()
