@@ -210,6 +210,13 @@ func (c *Clock) Lead(r int64) int64 { return r - c.min }
 // MayStart reports whether a worker may start round r: Lead(r) ≤ delay.
 func (c *Clock) MayStart(r int64) bool { return c.delay < 0 || c.Lead(r) <= int64(c.delay) }
 
+// Completes reports whether worker w's push of round r, in order (r is
+// Done(w)), is the last push of round r: every other worker has pushed
+// it. O(1).
+func (c *Clock) Completes(w int, r int64) bool {
+	return w >= 0 && w < len(c.done) && r == c.done[w] && r == c.min && c.atMin == 1
+}
+
 // Pending returns the number of pushes not yet acknowledged.
 func (c *Clock) Pending() int { return len(c.pending) }
 

@@ -61,6 +61,37 @@ func TestBSPByHand(t *testing.T) {
 	}
 }
 
+// TestCompletes checks Completes against Push on random runs: a push
+// completes its round exactly when the round is complete after it and
+// was not before; a push out of order, or from no worker, completes
+// nothing.
+func TestCompletes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, cfg := range []Config{DefaultConfig(), {Mode: Bounded, Tau: 2}} {
+		for run := range 50 {
+			workers := 1 + rng.IntN(4)
+			c, err := New(workers, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 200 {
+				w := rng.IntN(workers)
+				r := c.Done(w)
+				if c.Completes(w, r+1) || c.Completes(w, r-1) || c.Completes(-1, r) || c.Completes(workers, r) {
+					t.Fatalf("%v run %d: a push out of order, or from no worker, completes round %d", cfg, run, r)
+				}
+				want := c.Completes(w, r)
+				if _, err := c.Push(w, r); err != nil {
+					t.Fatal(err)
+				}
+				if got := c.Complete(r); got != want {
+					t.Fatalf("%v run %d: worker %d's push of round %d: Completes %v, round complete after it %v", cfg, run, w, r, want, got)
+				}
+			}
+		}
+	}
+}
+
 func TestAsyncAcksAtOnce(t *testing.T) {
 	c, _ := New(3, Config{Mode: Async})
 	for r := range int64(10) {

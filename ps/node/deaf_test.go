@@ -19,6 +19,7 @@ import (
 	"colo/ps/server"
 	"colo/transport"
 	"colo/transport/mem"
+	"colo/transport/tcp"
 )
 
 // deafGuard bounds the waits for what must come while a worker reads
@@ -317,6 +318,131 @@ func TestDeafEvaluatorHoldsNoWorker(t *testing.T) {
 	sum := slices.Repeat([]float32{2}, deafKeys)
 	for w := range 2 {
 		awaitAnswers(t, eps[1+w], fmt.Sprintf("worker %d, while the evaluator takes nothing,", w), sum, 10, 11)
+	}
+}
+
+// pullWatch signals on began as each answer to a pull to peer begins
+// to leave. With deaf, that send takes nothing and ends only with its
+// context (a link that lends nothing, whose peer stopped reading);
+// without, it goes through Endpoint.
+type pullWatch struct {
+	Endpoint
+	peer  transport.NodeID
+	deaf  bool
+	began chan struct{}
+}
+
+func (e pullWatch) watch(to transport.NodeID, m *transport.Message) bool {
+	if to != e.peer || m.Flags&transport.FlagPull == 0 {
+		return false
+	}
+	select {
+	case e.began <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (e pullWatch) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
+	if e.watch(to, m) && e.deaf {
+		<-ctx.Done()
+		return &transport.PeerError{Peer: to, Op: "send", Err: context.Cause(ctx)}
+	}
+	return e.Endpoint.Send(ctx, to, m)
+}
+
+// lentPullWatch is a pullWatch over a link that writes lent values
+// (transport.LentSender).
+type lentPullWatch struct{ pullWatch }
+
+func (e lentPullWatch) SendLent(ctx context.Context, to transport.NodeID, m *transport.Message, l *transport.Lent) error {
+	e.watch(to, m)
+	return e.Endpoint.(transport.LentSender).SendLent(ctx, to, m, l)
+}
+
+// TestDeafWorkerHoldsNoEvaluator: under BSP, server 0's answer to
+// worker 0's pull of round 0 (the whole store, 1 MB, a view of the
+// store lent to the link) is half written when worker 0 stops reading.
+// Worker 1, answered, pushes round 1, and an evaluator then pulls the
+// whole store: it gets its answer, holding the store of round 0, while
+// worker 0 still reads nothing (before, every push waited for the views
+// leaving, and the evaluator's pull waited behind worker 1's push until
+// the scheduler declared worker 0 failed; worker 1's push of round 1
+// changes nothing before worker 0's, which needs the answer). Once
+// worker 0 reads again it gets its answer, holding the same store.
+func TestDeafWorkerHoldsNoEvaluator(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// listen returns server 0's endpoint and those of workers 0
+		// and 1 and of the evaluator; worker 0 reads nothing of its
+		// answer until hear is called, when hear is not nil.
+		listen func(t *testing.T) (srv Endpoint, began <-chan struct{}, w0, w1, ev transport.Endpoint, hear func())
+	}{
+		{"tcp", func(t *testing.T) (Endpoint, <-chan struct{}, transport.Endpoint, transport.Endpoint, transport.Endpoint, func()) {
+			srv := listenTCP(t, proto.ServerID(0), 256)
+			w0 := listenTCP(t, proto.WorkerID(0), 256)
+			w1 := listenTCP(t, proto.WorkerID(1), 256)
+			ev := listenTCP(t, proto.EvaluatorID(0), 256)
+			// The link's reader holds the first message (the push's
+			// acknowledgement), and the sockets' buffers (64 KiB)
+			// fill with the answer.
+			heard := make(chan struct{})
+			w0.SetSink(func(*transport.Message) bool {
+				<-heard
+				return false
+			})
+			hear := sync.OnceFunc(func() { close(heard) })
+			t.Cleanup(hear) // before the endpoints close
+			for _, p := range []*tcp.Endpoint{w0, w1, ev} {
+				srv.SetPeer(p.ID(), p.Addr().String())
+			}
+			w := lentPullWatch{pullWatch{tcpEndpoint{srv, func() {}}, proto.WorkerID(0), false, make(chan struct{}, 1)}}
+			return w, w.began, w0, w1, ev, hear
+		}},
+		{"deaf", func(t *testing.T) (Endpoint, <-chan struct{}, transport.Endpoint, transport.Endpoint, transport.Endpoint, func()) {
+			net := memNet(t)
+			ids := []transport.NodeID{proto.ServerID(0), proto.WorkerID(0), proto.WorkerID(1), proto.EvaluatorID(0)}
+			eps := make([]*mem.Endpoint, len(ids))
+			for i, id := range ids {
+				var err error
+				if eps[i], err = net.Attach(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := pullWatch{memEndpoint{eps[0]}, ids[1], true, make(chan struct{}, 1)}
+			return w, w.began, eps[1], eps[2], eps[3], nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srvEp, began, w0, w1, ev, hear := tc.listen(t)
+			m, _ := deafServer(t, srvEp, clock.BSP)
+			for w := range 2 {
+				m.data.Push(rangeRequest(w, 1, deafKeys, true))
+			}
+			for w := range 2 {
+				m.data.Push(rangeRequest(w, 2, deafKeys, false))
+			}
+			guard := time.NewTimer(deafGuard)
+			defer guard.Stop()
+			select {
+			case <-began:
+			case <-guard.C:
+				t.Fatalf("no answer to worker 0's pull began to leave within %v", deafGuard)
+			}
+			sum := slices.Repeat([]float32{2}, deafKeys)
+			awaitAnswers(t, w1, "worker 1", sum, 1, 2)
+			push := rangeRequest(1, 3, deafKeys, true)
+			push.Body = proto.AppendMeta(nil, 1)
+			m.data.Push(push)
+			pull := rangeRequest(0, 4, deafKeys, false)
+			pull.Sender = proto.EvaluatorID(0)
+			m.data.Push(pull)
+			awaitAnswers(t, ev, "the evaluator, while worker 0 reads nothing,", sum, 4)
+			if hear != nil {
+				hear()
+				awaitAnswers(t, w0, "worker 0", sum, 1, 2)
+			}
+		})
 	}
 }
 

@@ -1467,10 +1467,11 @@ func (c serverConn) reply(ctx context.Context, to transport.NodeID, msg *transpo
 		// push with it. A link that writes lent values in parts lets
 		// the push take back what is not written yet, after at most
 		// one part (handReclaim); any other gets a copy. Under BSP the
-		// server's store changes only with the next round, which needs
-		// the answer's worker to have it; an evaluator is in no round,
-		// and one that reads slowly or not at all would hold the
-		// round's pushes.
+		// server's store changes only with the push that completes the
+		// next round, which needs the answer's worker to have it, and
+		// only that push waits for the views (server.Core.Changes); an
+		// evaluator is in no round, and one that reads slowly or not
+		// at all would hold that push.
 		h = handCopy
 		if _, ok := c.m.ep.(transport.LentSender); ok {
 			h = handReclaim

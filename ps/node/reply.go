@@ -54,14 +54,17 @@ import (
 // to a dense pull on an idle link thus goes from the store to the wire
 // without a copy, and the store is still never written under a reply
 // that reads it. Under BSP views to workers are lent whole
-// (serverConn.reply): there the store changes only with the next round,
-// which needs the answer's worker to have it (an evaluator's, in no
-// round, are not). Without rounds a push waiting for the wire
-// time of the views leaving would wait 3.3 s for a 4 MB answer at
-// 10 Mbit/s, 13.4 s for four at once: there a view is lent only to a
-// link that writes it through a transport.Lent (handReclaim), and detach
-// takes a leaving one back after at most one writev, copying what the
-// socket has not taken; any other link gets a copy.
+// (serverConn.reply): there the store changes only with the push that
+// completes the next round, which needs the answer's worker to have it,
+// and only that push waits for the views leaving (server.Core.Changes),
+// so that a worker that reads nothing holds no other request (an
+// evaluator's views, in no round, are not lent). Without rounds a push
+// waiting for the wire time of the views leaving would wait 3.3 s for a
+// 4 MB answer at 10 Mbit/s, 13.4 s for four at once: there a view is
+// lent only to a link that writes it through a transport.Lent
+// (handReclaim), and detach takes a leaving one back after at most one
+// writev, copying what the socket has not taken; any other link gets a
+// copy.
 //
 // A send has no deadline (a slow link takes as long as it needs), but
 // the replies to a destination the scheduler declared failed, or that a

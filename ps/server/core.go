@@ -400,6 +400,23 @@ func (c *Core) Handle(r Request, acked bool) []Reply {
 	return c.handle(r, acked, false)
 }
 
+// Changes reports whether handling r may change the store, so that the
+// replies in flight that read it must have left, or been copied, before
+// (Server.unview). Only pushes do (a worker's, and the tables, keys,
+// snapshots and families pushed to it), and of a worker's sparse and
+// range pushes under BSP only the one that completes its round
+// (Clock.Completes): pushBSP holds the others, as copies, until then.
+// So a BSP worker's push never waits for an answer leaving to another
+// worker, which needs that answer before it pushes the round that
+// changes the store; one that reads nothing (its process stopped) holds
+// no other request. O(1).
+func (c *Core) Changes(r Request) bool {
+	if !r.Push || !c.sync || r.Evaluator || r.Cmd > proto.DataRange || r.Worker < 0 || r.Worker >= c.cfg.Workers || r.Round != c.clock.Done(r.Worker) {
+		return r.Push
+	}
+	return c.clock.Completes(r.Worker, r.Round)
+}
+
 // Arriving is how HandleArriving follows the values of a push that are
 // still being read into the request's KV.Vals, first to last.
 type Arriving interface {

@@ -232,6 +232,68 @@ func TestCoreBoundedAppliesAtOnce(t *testing.T) {
 
 func handle(c *Core, r Request) []Reply { return c.Handle(r, false) }
 
+// TestChanges checks Changes against the store on random BSP runs: a
+// worker's push that Changes says leaves the store alone does (the
+// whole store read before and after it), and it says so of every push
+// but the one that completes its round. Pushes that may change the
+// store whatever the round (another mode's, a push out of order, a
+// DataPut), and pulls, are checked by hand.
+func TestChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	store := func(c *Core) []float32 {
+		out := handle(c, Request{Worker: 0, Range: true, Cmd: proto.DataRange, KV: kv.Batch{Keys: []uint64{0, 100}}})
+		return slices.Clone(out[0].Vals)
+	}
+	for run := range 20 {
+		workers := 1 + rng.IntN(4)
+		c := newCore(t, workers, clock.DefaultConfig())
+		for range 100 {
+			w := rng.IntN(workers)
+			round := c.clock.Done(w)
+			complete := true
+			for o := range workers {
+				complete = complete && (o == w || c.clock.Done(o) > round)
+			}
+			var r Request
+			if rng.IntN(2) == 0 {
+				r = push(w, 1, round, []uint64{uint64(rng.IntN(100))}, []float32{1})
+			} else {
+				r = Request{Worker: w, ID: 1, Round: round, Push: true, Range: true, Cmd: proto.DataRange, KV: kv.Batch{Keys: []uint64{10, 20}, Vals: slices.Repeat([]float32{1}, 10)}}
+			}
+			changes := c.Changes(r)
+			if changes != complete {
+				t.Fatalf("run %d: worker %d's push of round %d: Changes %v, completes the round %v", run, w, round, changes, complete)
+			}
+			before := store(c)
+			handle(c, r)
+			if after := store(c); !changes && !slices.Equal(before, after) {
+				t.Fatalf("run %d: worker %d's push of round %d changed the store, Changes said it would not", run, w, round)
+			}
+		}
+	}
+	c := newCore(t, 2, clock.DefaultConfig())
+	for _, tc := range []struct {
+		name string
+		r    Request
+		want bool
+	}{
+		{"first push of the round", push(0, 1, 0, []uint64{1}, []float32{1}), false},
+		{"push out of order", push(0, 1, 1, []uint64{1}, []float32{1}), true},
+		{"push from no worker", push(2, 1, 0, []uint64{1}, []float32{1}), true},
+		{"put", Request{Worker: 0, Cmd: proto.DataPut, Push: true, KV: kv.Batch{Keys: []uint64{0, 1}}}, true},
+		{"pull", Request{Worker: 0, KV: kv.Batch{Keys: []uint64{1}}}, false},
+	} {
+		if got := c.Changes(tc.r); got != tc.want {
+			t.Errorf("BSP, %s: Changes %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, ck := range []clock.Config{{Mode: clock.Async}, {Mode: clock.Bounded, Tau: 1}} {
+		if !newCore(t, 2, ck).Changes(push(0, 1, 0, []uint64{1}, []float32{1})) {
+			t.Errorf("%v: a push that may change the store at once, Changes false", ck)
+		}
+	}
+}
+
 func TestEarlyAck(t *testing.T) {
 	c := newCore(t, 1, clock.Config{Mode: clock.Async})
 	r := push(0, 1, 0, []uint64{5}, []float32{2})

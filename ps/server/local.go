@@ -22,8 +22,8 @@ import (
 // another epoch, or the loop has not started or has returned.
 //
 // It holds the core while it changes the store, after the replies in
-// flight that read the store are sent (as the loop's pushes wait for
-// them).
+// flight that read the store are sent (as the loop's pushes that change
+// it wait for them: Core.Changes).
 func (s *Server) PushLocal(worker int, id uint64, round int64, epoch uint64, keys []uint64, vals []float32, lens []int32) (answered bool, err error, ok bool) {
 	if s.rep != nil {
 		return false, nil, false
@@ -33,8 +33,11 @@ func (s *Server) PushLocal(worker int, id uint64, round int64, epoch uint64, key
 	if epoch != s.epoch || s.conn == nil || s.stopped {
 		return false, nil, false
 	}
-	s.unview(s.conn)
-	replies := s.core.Handle(Request{Worker: worker, ID: id, Cmd: proto.DataSparse, Round: round, Push: true, KV: kv.Batch{Keys: keys, Vals: vals, Lens: lens}}, false)
+	req := Request{Worker: worker, ID: id, Cmd: proto.DataSparse, Round: round, Push: true, KV: kv.Batch{Keys: keys, Vals: vals, Lens: lens}}
+	if s.core.Changes(req) {
+		s.unview(s.conn)
+	}
+	replies := s.core.Handle(req, false)
 	for _, r := range replies {
 		if r.Worker == worker && !r.Evaluator && r.ID == id {
 			answered, err = true, r.Err

@@ -358,8 +358,9 @@ func (s *Server) Offer(ctx context.Context, m *transport.Message, conn Conn, que
 // arrive when the core can (Core.HandleArriving), on this goroutine,
 // while the link's reader reads the next parts; any other early message
 // waits for its values first. Only pushes change the store, so only they
-// wait for the views in flight; pulls read the store or fill the core's
-// own buffers, which no view uses.
+// wait for the views in flight, and under BSP only the push that
+// completes its round (Core.Changes); pulls read the store or fill the
+// core's own buffers, which no view uses.
 //
 // Requests carry the membership epoch of their worker (proto.Pause): a
 // request of an earlier epoch than the server's was sent before the
@@ -410,7 +411,7 @@ func (s *Server) handle(ctx context.Context, m *transport.Message, conn Conn) {
 		s.epoch = epoch
 	}
 	req, err := Decode(m)
-	if err == nil && req.Push {
+	if err == nil && s.core.Changes(req) {
 		s.unview(conn)
 	}
 	var replies []Reply
