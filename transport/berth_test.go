@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"colo/internal/colotest"
 	"colo/kv"
 )
 
@@ -87,7 +88,7 @@ func TestBerthCancelInterruptsRead(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := dec.Decode(new(Message)); done <- err }()
 	go pw.Write(f[:len(f)/2]) // the rest never comes
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(colotest.HangTimeout(t)); ; {
 		b.mu.Lock()
 		e := b.m[berthKey{2, 1}]
 		reading := e != nil && e.reading
