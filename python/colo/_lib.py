@@ -62,6 +62,32 @@ def library_path():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libcolo.so")
 
 
+def _open(path):
+    """Load the library at path, or raise ColoError naming where it was
+    looked for (COLO_LIBRARY, or beside the package), what is wrong there
+    and how to put it right."""
+    env = os.environ.get("COLO_LIBRARY")
+    beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libcolo.so")
+    if env:
+        where = "COLO_LIBRARY=%s" % env
+        fix = ("point COLO_LIBRARY at the file that `go build -buildmode=c-shared -o libcolo.so "
+               "./cmd/libcolo` writes in colo's repository, or unset it to use %s" % beside)
+    else:
+        where = path
+        fix = ("build it with `go build -buildmode=c-shared -o %s ./cmd/libcolo` in colo's "
+               "repository, or set COLO_LIBRARY to its path" % path)
+    if not os.path.exists(path):
+        problem = "no such file"
+    elif os.path.isdir(path):
+        problem = "a directory, want the file libcolo.so"
+    else:
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:  # not a shared library, or one of another machine
+            problem = "cannot be loaded: %s" % e
+    raise ColoError("colo's C library (%s): %s; %s" % (where, problem, fix))
+
+
 def _fork_error():
     return ForkError(
         "colo cannot be used in a process forked after colo was loaded "
@@ -82,14 +108,7 @@ def lib():
     with _lock:
         if _lib is not None:
             return _lib
-        path = library_path()
-        if not os.path.exists(path):
-            raise ColoError(
-                "colo's C library is not at %s: build it with "
-                "`go build -buildmode=c-shared -o %s ./cmd/libcolo` in colo's "
-                "repository, or set COLO_LIBRARY to its path" % (path, path)
-            )
-        L = ctypes.CDLL(path)
+        L = _open(library_path())
         i64, p, d = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
         sig = {
             "colo_open": [ctypes.c_char_p],

@@ -144,12 +144,27 @@ class _Lookup(torch.autograd.Function):
         return None, None, None, None, None
 
 
+def _refuse_sum(layer):
+    """Raise ColoValueError when the servers' rule is known to be sum
+    (w += g, colo.init(local=True)'s and colo run's default): a layer
+    pushes gradients, which summed into its rows climb the loss."""
+    rule = colo.info().get("rule") or {}
+    if rule.get("name") == "sum":
+        raise ColoValueError(
+            "%s: the servers run sum (w += g), which adds the gradients this layer pushes to its rows "
+            "and so climbs the loss: give the servers a training rule, colo.init(local=True, "
+            "optimizer=colo.optim.SGD(0.1)) or colo run --rule sgd --lr 0.1 (the layer's optimizer= "
+            "checks it), or pass optimizer=colo.optim.Sum() to push gradients into sums on purpose" % layer)
+
+
 class _Rows(torch.nn.Module):
     def __init__(self, num_embeddings, embedding_dim, optimizer, name, init, placed, average):
         super().__init__()
         if int(num_embeddings) < 1 or int(embedding_dim) < 1:
             raise ColoValueError("%s: num_embeddings %r and embedding_dim %r must be positive" % (type(self).__name__, num_embeddings, embedding_dim))
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        if optimizer is None:
+            _refuse_sum(type(self).__name__)
         if name is None:
             name = _kv._auto_name(type(self).__name__)
         if init is None:
@@ -205,7 +220,9 @@ class EmbeddingBag(_Rows):
     offsets=None, per_sample_weights=None)`` takes what torch's does: a 2-D
     (bags × length) tensor of indices, or a 1-D one with ``offsets``.
     ``optimizer`` is the rule the servers run (a colo.optim rule or a torch
-    optimizer); ``init`` the rows' initial values (default normal(0, 1),
+    optimizer): ColoValueError when they run another, and, without it,
+    when they are known to sum (colo.init(local=True) or colo run without
+    --rule), which would climb the loss; ``init`` the rows' initial values (default normal(0, 1),
     torch's; colo.kv.zeros() for a linear model); ``name`` the table's name
     (workers must agree); ``placed=True`` keys row r as the placement's
     parameter r (colo run --placement).
@@ -219,6 +236,9 @@ class EmbeddingBag(_Rows):
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         _indices(input, "EmbeddingBag %r: input" % self.table.name)
+        if input.dim() not in (1, 2):
+            raise ColoValueError("EmbeddingBag %r: input of shape %s, want 2-D (bags × indices) or 1-D with offsets, "
+                                 "as torch.nn.EmbeddingBag" % (self.table.name, tuple(input.shape)))
         if offsets is not None:
             _indices(offsets, "EmbeddingBag %r: offsets" % self.table.name)
         if input.dim() == 2 and offsets is not None:

@@ -3,7 +3,9 @@ process (colo.init(local=True)): the layers against torch's own, step for
 step, and the refusals of bad input."""
 
 import os
+import re
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -338,6 +340,16 @@ class BadInput(unittest.TestCase):
         with self.assertRaisesRegex(colo.ColoValueError, r"per_sample_weights: only with mode 'sum'"):
             mean(x, torch.tensor([0]), per_sample_weights=torch.ones(3))
 
+    def test_input_dims(self):
+        emb = colo.torch.EmbeddingBag(5, 2, mode="sum", name="dims")
+        with self.assertRaisesRegex(colo.ColoValueError, r"EmbeddingBag 'dims': input of shape \(1, 1, 2\), want 2-D \(bags × indices\) or 1-D with offsets"):
+            emb(torch.tensor([[[1, 2]]]))
+        with self.assertRaisesRegex(colo.ColoValueError, r"input of shape \(\), want 2-D"):
+            emb(torch.tensor(1))
+        # torch's own refuses them too.
+        with self.assertRaises(ValueError):
+            torch.nn.EmbeddingBag(5, 2, mode="sum")(torch.tensor([[[1, 2]]]))
+
     def test_unsorted(self):
         with self.assertRaisesRegex(colo.ColoValueError, r"ascend without repeats: row 1 at index 1 follows 3"):
             self.t.pull(np.array([3, 1]))
@@ -411,6 +423,50 @@ class BadInput(unittest.TestCase):
                 f.write("0\nx\n")
             with self.assertRaisesRegex(colo.ColoValueError, r"data.part:2: 'x': want a machine number"):
                 colo.torch.PlacedSampler(2, placement=d)
+
+
+class SumRule(unittest.TestCase):
+    """colo.init(local=True) without an optimizer (and colo run without
+    --rule) has the servers sum what is pushed: a layer's gradients summed
+    into its rows climb the loss, so the layers refuse it."""
+
+    def setUp(self):
+        colo.init(local=True)
+
+    def tearDown(self):
+        colo.shutdown()
+
+    def test_layers_refuse_sum(self):
+        for make in (lambda: colo.torch.EmbeddingBag(10, 4), lambda: colo.torch.Embedding(10, 4)):
+            with self.assertRaisesRegex(colo.ColoValueError, r"the servers run sum \(w \+= g\).*optimizer=colo.optim.SGD\(0.1\)"):
+                make()
+        # Asked for, the sums are pushed; raw tables are accumulators.
+        emb = colo.torch.EmbeddingBag(10, 4, mode="sum", optimizer=colo.optim.Sum(), init=colo.kv.zeros())
+        emb(torch.tensor([[1, 2]])).sum().backward()
+        colo.torch.synchronize()
+        np.testing.assert_array_equal(emb.weight_of(torch.tensor([1, 2, 3])).numpy(), [[1] * 4, [1] * 4, [0] * 4])
+        colo.kv.table("acc", 10, 4)
+
+
+class Library(unittest.TestCase):
+    """A COLO_LIBRARY that is missing, a directory or not a library: a
+    ColoError naming it, and how to build the library."""
+
+    def run_with(self, path):
+        env = dict(os.environ, COLO_LIBRARY=path)
+        code = "import colo\ntry:\n    colo.init(local=True)\nexcept colo.ColoError as e:\n    print(e)\n"
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return out.stdout
+
+    def test_bad_library_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            text = os.path.join(d, "libcolo.so")
+            with open(text, "w") as f:
+                f.write("not a library\n")
+            for path, want in [(os.path.join(d, "missing.so"), "no such file"), (d, "a directory, want the file libcolo.so"),
+                               (text, "cannot be loaded: .+")]:
+                self.assertRegex(self.run_with(path), r"colo's C library \(COLO_LIBRARY=%s\): %s; point COLO_LIBRARY at .*go build -buildmode=c-shared" % (re.escape(path), want))
 
 
 class NoCluster(unittest.TestCase):
