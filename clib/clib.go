@@ -433,7 +433,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	if cfg.Expect != nil && s.rule != nil && !sameRule(*cfg.Expect, *s.rule) {
 		s.closeLocal()
-		return nil, &SpecError{fmt.Sprintf("the program expects optimizer %s, but the servers run %s", ruleString(*cfg.Expect), ruleString(*s.rule))}
+		return nil, &SpecError{fmt.Sprintf("the program expects optimizer %s, but the servers run %s (start them with it: colo run %s)", ruleString(*cfg.Expect), ruleString(*s.rule), RunFlags(*cfg.Expect))}
 	}
 	n, err := node.Start(ctx, nc)
 	if err != nil {
@@ -710,6 +710,26 @@ func ruleString(r update.Config) string {
 		return fmt.Sprintf("momentum(lr=%g, momentum=%g)", r.LR, r.Momentum)
 	}
 	return fmt.Sprintf("%s(lr=%g)", r.Name, r.LR)
+}
+
+// RunFlags returns the flags of colo run whose servers run r, such as
+// "--rule adagrad --lr 0.5 --eps 1e-10": what the error of a program that
+// expects r of servers running another rule tells its user to start.
+func RunFlags(r update.Config) string {
+	f := "--rule " + r.Name
+	if r.Name == "sum" {
+		return f
+	}
+	f += fmt.Sprintf(" --lr %g", r.LR)
+	switch r.Name {
+	case "adagrad":
+		f += fmt.Sprintf(" --eps %g", r.Eps)
+	case "adam":
+		f += fmt.Sprintf(" --beta1 %g --beta2 %g --eps %g", r.Beta1, r.Beta2, r.Eps)
+	case "momentum":
+		f += fmt.Sprintf(" --momentum %g", r.Momentum)
+	}
+	return f
 }
 
 // fingerprint returns a number that differs, most likely, between

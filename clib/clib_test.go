@@ -193,13 +193,43 @@ func TestBadInput(t *testing.T) {
 	}
 	ad := update.DefaultConfig()
 	ad.Name, ad.LR = "adagrad", 0.1
-	if _, err := s.Declare(ctx, TableSpec{Name: "other", Rows: 10, Dim: 2, Rule: &ad}); err == nil || !strings.Contains(err.Error(), "but the servers run sgd(lr=0.1)") {
+	if _, err := s.Declare(ctx, TableSpec{Name: "other", Rows: 10, Dim: 2, Rule: &ad}); err == nil || !strings.Contains(err.Error(), "but the servers run sgd(lr=0.1) (one rule serves every key: colo run --rule adagrad --lr 0.1 --eps 1e-08)") {
 		t.Errorf("a table that expects another rule: %v", err)
 	}
 	l2 := sgd(0.1)
 	l2.L2 = 0.01
 	if _, err := s.Declare(ctx, TableSpec{Name: "other", Rows: 10, Dim: 2, Rule: &l2}); err == nil || !strings.Contains(err.Error(), "weight decay") {
 		t.Errorf("a rule with weight decay: %v", err)
+	}
+}
+
+// TestExpectedRule checks that a program expecting another rule than
+// its servers' is refused and told the flags of colo run that start
+// servers with its rule (clib/kind's TestRunFlagsParse parses them with
+// colo run's flag set).
+func TestExpectedRule(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Local = &Local{Consistency: "bsp", Rule: update.DefaultConfig()}
+	ad := update.DefaultConfig()
+	ad.Name, ad.LR, ad.Eps = "adagrad", 0.5, 1e-10
+	cfg.Expect = &ad
+	_, err := Open(context.Background(), cfg)
+	if want := "the program expects optimizer adagrad(lr=0.5, eps=1e-10), but the servers run sum (start them with it: colo run --rule adagrad --lr 0.5 --eps 1e-10)"; err == nil || err.Error() != want {
+		t.Errorf("Open: %v\nwant %s", err, want)
+	}
+	for _, c := range []struct {
+		rule update.Config
+		want string
+	}{
+		{update.DefaultConfig(), "--rule sum"},
+		{sgd(0.1), "--rule sgd --lr 0.1"},
+		{ad, "--rule adagrad --lr 0.5 --eps 1e-10"},
+		{update.Config{Name: "momentum", LR: 0.05, Momentum: 0.9}, "--rule momentum --lr 0.05 --momentum 0.9"},
+		{update.Config{Name: "adam", LR: 0.001, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, "--rule adam --lr 0.001 --beta1 0.9 --beta2 0.999 --eps 1e-08"},
+	} {
+		if got := RunFlags(c.rule); got != c.want {
+			t.Errorf("RunFlags(%s) = %q, want %q", c.rule.Name, got, c.want)
+		}
 	}
 }
 

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"colo/clib"
+	"colo/ps/update"
 )
 
 // TestRunValidate checks that colo run's flags fill the job and that bad
@@ -114,5 +117,31 @@ func TestPrefixedProgressAndLongLines(t *testing.T) {
 	p.Write(bytes.Repeat([]byte("x"), 2*maxLine+3))
 	if got := strings.Count(out.String(), "[worker 1] "); got != 2 || len(p.rest) != 3 {
 		t.Errorf("a run of 2·maxLine+3 bytes: %d lines written, %d bytes held", got, len(p.rest))
+	}
+}
+
+// TestRunFlagsParse checks that the flags clib.RunFlags tells a program's
+// user to start colo run with (a program that expects another rule than
+// its servers') are colo run's: parsed, they make the servers run the
+// rule the program expects.
+func TestRunFlagsParse(t *testing.T) {
+	for _, set := range []func(*update.Config){
+		func(c *update.Config) { c.Name, c.LR = "sgd", 0.25 },
+		func(c *update.Config) { c.Name, c.LR, c.Eps = "adagrad", 0.5, 1e-6 },
+		func(c *update.Config) { c.Name, c.LR, c.Momentum = "momentum", 0.05, 0.5 },
+		func(c *update.Config) { c.Name, c.LR, c.Beta1, c.Beta2, c.Eps = "adam", 0.001, 0.8, 0.99, 1e-7 },
+	} {
+		want := DefaultRun().Job.Rule
+		set(&want)
+		r := DefaultRun()
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		r.Register(fs)
+		args := strings.Fields(clib.RunFlags(want))
+		if err := fs.Parse(args); err != nil {
+			t.Fatalf("%s: %v", args, err)
+		}
+		if r.Job.Rule != want {
+			t.Errorf("%s: the servers run %+v, want %+v", args, r.Job.Rule, want)
+		}
 	}
 }
