@@ -9,7 +9,7 @@ once each. 5% of the edges are held out; rank 0 reports their AUC against
 random pairs.
 
     python3 examples/torch/ego_facebook.py                     # one process
-    colo run --machines 4 -- python3 examples/torch/ego_facebook.py
+    colo run --machines 4 --rule adagrad --lr 0.5 -- python3 examples/torch/ego_facebook.py
 
 Options: --data DIR (ego-Facebook), --epochs, --batch (edges per worker
 and step), --dim, --negatives, --lr.

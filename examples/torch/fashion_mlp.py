@@ -6,7 +6,7 @@ the servers run SGD with momentum. Every gradient is pushed as backward
 produces it; step() pulls the new parameters.
 
     python3 examples/torch/fashion_mlp.py                      # one process
-    colo run --machines 4 -- python3 examples/torch/fashion_mlp.py
+    colo run --machines 4 --rule momentum --lr 0.05 -- python3 examples/torch/fashion_mlp.py
 
 Options: --data DIR (fashion-mnist), --epochs, --batch (per worker), --lr,
 --momentum, --checkpoint DIR (save after every epoch, and resume from the

@@ -8,7 +8,7 @@ parameters applies to the rows), and row 0 the bias. The weights live on colo's 
 pulls only the rows of the batch's words.
 
     python3 examples/torch/newsgroups.py                       # one process
-    colo run --machines 4 -- python3 examples/torch/newsgroups.py
+    colo run --machines 4 --rule adagrad --lr 0.5 -- python3 examples/torch/newsgroups.py
 
 Options: --data DIR (20news-bydate), --epochs, --batch (per worker),
 --lr, --placement DIR (colo partition's output: each worker trains on
