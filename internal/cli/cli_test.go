@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -42,6 +43,55 @@ func TestSuggest(t *testing.T) {
 	}
 	if d := Levenshtein("kitten", "sitting"); d != 3 {
 		t.Errorf("Levenshtein(kitten, sitting) = %d, want 3", d)
+	}
+}
+
+func TestSuggestWords(t *testing.T) {
+	names := []string{"max-passes", "max-steps", "link-bandwidth", "bandwidth-matrix", "bandwidth-random", "bandwidth-change", "lr", "lr-decay", "lr-scaling", "checkpoint", "checkpoint-every", "checkpoint-wait", "checkpoint-durable", "checkpoint-incremental", "checkpoint-keep"}
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"passes", []string{"max-passes"}},
+		{"PASSES", []string{"max-passes"}},
+		{"steps", []string{"max-steps"}},
+		{"bandwidth", []string{"bandwidth-change", "bandwidth-matrix", "bandwidth-random", "link-bandwidth"}},
+		{"decay", []string{"lr-decay"}},
+		{"every", []string{"checkpoint-every"}},
+		{"checkpoint", nil}, // five flags: a list, not a suggestion
+		{"lr", nil},         // too short to be a word of a name
+		{"pass", nil},       // a part of a word is not one
+		{"max", []string{"max-passes", "max-steps"}},
+		{"scaling-lr", nil},
+	} {
+		if got := SuggestWords(c.in, names); !slices.Equal(got, c.want) {
+			t.Errorf("SuggestWords(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestDidYouMeanWords checks the error of a flag typed by a word of its
+// name: the flag named as -h lists it, or the few that have the word.
+func TestDidYouMeanWords(t *testing.T) {
+	f := New("train", "colo train DATA", "")
+	f.Int("max-passes", -1, "")
+	f.Int("machines", 4, "")
+	f.Alias("workers", "machines")
+	f.String("link-bandwidth", "", "")
+	f.String("bandwidth-matrix", "", "")
+	for _, c := range []struct{ arg, want string }{
+		{"--passes", "flag provided but not defined: -passes (did you mean --max-passes?)"},
+		{"--bandwidth", "flag provided but not defined: -bandwidth (did you mean one of --bandwidth-matrix, --link-bandwidth?)"},
+		{"--worker", "flag provided but not defined: -worker (did you mean --machines?)"},
+		{"--frobnicate", "flag provided but not defined: -frobnicate"},
+	} {
+		_, err := f.Split([]string{c.arg, "1"})
+		if err == nil {
+			t.Fatalf("%s: no error", c.arg)
+		}
+		if got := f.DidYouMean(err).Error(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.arg, got, c.want)
+		}
 	}
 }
 

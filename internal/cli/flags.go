@@ -309,13 +309,52 @@ func (f *Flags) DidYouMean(err error) error {
 	}
 	var names []string
 	f.VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
-	if s := Suggest(strings.TrimPrefix(msg, undefined), names); s != "" {
-		if p, ok := f.Aliases[s]; ok {
-			s = p
+	typed := strings.TrimPrefix(msg, undefined)
+	if s := Suggest(typed, names); s != "" {
+		return fmt.Errorf("%s (did you mean %s?)", msg, FlagName(f.Primary(s)))
+	}
+	var primaries []string
+	for _, n := range names {
+		primaries = append(primaries, f.Primary(n))
+	}
+	if ws := SuggestWords(typed, primaries); len(ws) > 0 {
+		for i, w := range ws {
+			ws[i] = FlagName(w)
 		}
-		return fmt.Errorf("%s (did you mean %s?)", msg, FlagName(s))
+		if len(ws) == 1 {
+			return fmt.Errorf("%s (did you mean %s?)", msg, ws[0])
+		}
+		return fmt.Errorf("%s (did you mean one of %s?)", msg, strings.Join(ws, ", "))
 	}
 	return err
+}
+
+// maxWordSuggestions bounds the candidates SuggestWords returns: more
+// would be a list, not a suggestion.
+const maxWordSuggestions = 4
+
+// SuggestWords returns the candidates, sorted and without repeats, of
+// which s is a whole word or a run of whole words (words between
+// hyphens), as "passes" is of "max-passes" and "bandwidth" of
+// "link-bandwidth": a flag typed by a part of its name, too far from
+// the name for Suggest. It returns none for an s shorter than three
+// letters or matching more than four candidates.
+func SuggestWords(s string, candidates []string) []string {
+	s = strings.ToLower(s)
+	if len(s) < 3 {
+		return nil
+	}
+	var out []string
+	for _, c := range candidates {
+		if strings.Contains("-"+strings.ToLower(c)+"-", "-"+s+"-") && c != s && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	if len(out) > maxWordSuggestions {
+		return nil
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Drop removes the flags names from f, so that -h does not list them and
