@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStamp(t *testing.T) {
@@ -91,6 +92,27 @@ func TestDidYouMeanWords(t *testing.T) {
 		}
 		if got := f.DidYouMean(err).Error(); got != c.want {
 			t.Errorf("%s: %q, want %q", c.arg, got, c.want)
+		}
+	}
+}
+
+// TestPrintDefaults checks that -h writes a default as the flag package
+// does: strings quoted, numbers and durations as typed, zeros left out.
+func TestPrintDefaults(t *testing.T) {
+	f := New("x", "colo x", "")
+	f.Int("machines", 4, "machines")
+	f.Int("index-base", -1, "base")
+	f.Float64("eps", 1e-10, "epsilon")
+	f.Duration("timeout", 30*time.Second, "timeout")
+	f.String("consistency", "bsp", "model")
+	f.String("features", "4", "a string that looks like a number")
+	f.Int("threads", 0, "threads")
+	var b strings.Builder
+	f.PrintFlags(&b)
+	for _, want := range []string{"machines (default 4)\n", "base (default -1)\n", "epsilon (default 1e-10)\n", "timeout (default 30s)\n",
+		"model (default \"bsp\")\n", "number (default \"4\")\n", "threads\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("-h lacks %q:\n%s", want, b.String())
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -237,10 +238,22 @@ func (f *Flags) PrintFlagList(w io.Writer, fls []*flag.Flag) {
 			fmt.Fprintf(w, " (also %s)", strings.Join(a, ", "))
 		}
 		if d := fl.DefValue; d != "" && d != "0" && d != "false" {
-			fmt.Fprintf(w, " (default %q)", d)
+			fmt.Fprintf(w, " (default %s)", quoteDefault(fl, d))
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// quoteDefault writes the default d of fl as the flag package does: a
+// string quoted, a number or a duration as it is typed (default 4, not
+// "4").
+func quoteDefault(fl *flag.Flag, d string) string {
+	if g, ok := fl.Value.(flag.Getter); ok {
+		if _, str := g.Get().(string); !str {
+			return d
+		}
+	}
+	return strconv.Quote(d)
 }
 
 // Section is a titled group of a command's flags in its -h.
