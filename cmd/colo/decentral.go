@@ -191,7 +191,7 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 	if t.batch > 0 {
 		c.Batch = t.batch
 	}
-	if t.lr > 0 {
+	if t.lr != 0 { // 0: the default; a negative one is Validate's to refuse
 		c.LR = t.lr
 	}
 	if d.speeds != "" {

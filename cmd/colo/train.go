@@ -169,7 +169,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	if t.l2 >= 0 {
 		cfg.Rule.L2 = t.l2
 	}
-	if t.lr > 0 {
+	if t.lr != 0 { // 0: the application's; a negative one is the rule's to refuse
 		cfg.Rule.LR = t.lr
 	}
 	switch {
