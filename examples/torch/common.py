@@ -5,11 +5,26 @@ pushes the same number of times)."""
 
 import math
 import os
+import sys
 
 import colo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.environ.get("COLO_DATA", os.path.join(HERE, "..", "..", "..", "shared", "data"))
+# The copy of 20 Newsgroups that ships in the repository (datasets/20news).
+SHIPPED = os.path.normpath(os.path.join(HERE, "..", "..", "datasets", "20news"))
+
+
+def need(directory, files, what):
+    """Exit, naming the folder, the files missing and --data, when the
+    data the example reads is not at directory: the datasets are not in
+    the repository (but for 20 Newsgroups), they are in ../shared/data
+    (COLO_DATA) or where --data says."""
+    missing = [f for f in files if not os.path.isfile(os.path.join(directory, f))]
+    if missing:
+        sys.exit("%s: no %s in %s (%s missing): pass --data DIR, or set COLO_DATA to the folder that holds %s/"
+                 % (os.path.basename(sys.argv[0]), what, os.path.normpath(directory), ", ".join(missing),
+                    os.path.basename(os.path.normpath(directory))))
 
 
 def join(optimizer):

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 import colo
 import colo.kv
 import colo.torch
-from common import DATA, join, steps_per_epoch
+from common import DATA, join, need, steps_per_epoch
 
 
 def auc(pos, neg):
@@ -48,6 +48,7 @@ def main():
     ap.add_argument("--lr", type=float, default=0.5)
     args = ap.parse_args()
     torch.set_num_threads(1)
+    need(args.data, ["facebook_combined.txt.gz"], "ego-Facebook")
     rule = colo.optim.Adagrad(args.lr)
     join(rule)
     with gzip.open(os.path.join(args.data, "facebook_combined.txt.gz"), "rt") as f:

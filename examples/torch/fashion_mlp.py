@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 import colo
 import colo.torch
-from common import DATA, join, steps_per_epoch
+from common import DATA, join, need, steps_per_epoch
 
 
 def idx(path):
@@ -52,6 +52,7 @@ def main():
     ap.add_argument("--checkpoint", default="", help="directory of checkpoints: save after every epoch, resume from the newest")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    need(args.data, ["%s-%s-idx%d-ubyte.gz" % (s, k, d) for s in ("train", "t10k") for k, d in (("images", 3), ("labels", 1))], "Fashion-MNIST")
     torch.manual_seed(1)
     model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)

@@ -10,7 +10,8 @@ pulls only the rows of the batch's words.
     python3 examples/torch/newsgroups.py                       # one process
     colo run --machines 4 --rule adagrad --lr 0.5 -- python3 examples/torch/newsgroups.py
 
-Options: --data DIR (20news-bydate), --epochs, --batch (per worker),
+Options: --data DIR (20news-bydate in ../shared/data, else the repository's
+copy, datasets/20news), --epochs, --batch (per worker),
 --lr, --placement DIR (colo partition's output: each worker trains on
 the documents placed on it, and the rows are keyed as the placement's
 parameters; `colo partition --algo random` places both at random, the
@@ -32,7 +33,7 @@ import torch.nn.functional as F
 import colo
 import colo.kv
 import colo.torch
-from common import DATA, join, steps_per_epoch
+from common import DATA, SHIPPED, join, need, steps_per_epoch
 
 FEATURES, CLASSES = 61188, 20
 
@@ -76,7 +77,8 @@ def accuracy(model, test):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=os.path.join(DATA, "20news-bydate"))
+    shared = os.path.join(DATA, "20news-bydate")
+    ap.add_argument("--data", default=shared if os.path.isdir(shared) else SHIPPED)
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=0.5)
@@ -86,6 +88,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     rule = colo.optim.Adagrad(args.lr)
+    need(args.data, ["20news-bydate.train.libsvm.xz", "20news-bydate.test.libsvm.xz"], "20 Newsgroups")
     join(rule)
     train = load(os.path.join(args.data, "20news-bydate.train.libsvm.xz"))
     test = load(os.path.join(args.data, "20news-bydate.test.libsvm.xz"))

@@ -469,6 +469,34 @@ class Library(unittest.TestCase):
                 self.assertRegex(self.run_with(path), r"colo's C library \(COLO_LIBRARY=%s\): %s; point COLO_LIBRARY at .*go build -buildmode=c-shared" % (re.escape(path), want))
 
 
+class Examples(unittest.TestCase):
+    """The examples as a new user runs them: without ../shared/data,
+    20 Newsgroups comes from the repository's copy, and the others name
+    the folder they looked in and --data."""
+
+    EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "torch")
+
+    def run_example(self, name, *args):
+        env = dict(os.environ, COLO_DATA=os.path.join(tempfile.gettempdir(), "colo-no-data"))
+        for k in ("COLO_SCHEDULER", "DMLC_PS_ROOT_URI", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+            env.pop(k, None)
+        return subprocess.run([sys.executable, os.path.join(self.EXAMPLES, name)] + list(args), env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    def test_newsgroups_shipped_data(self):
+        out = self.run_example("newsgroups.py", "--epochs", "1")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        acc = float(re.search(r"epoch 1 .* test accuracy (\S+)", out.stdout).group(1))
+        self.assertGreater(acc, 0.7, out.stdout)
+
+    def test_missing_data(self):
+        for name, what in [("fashion_mlp.py", "Fashion-MNIST"), ("ego_facebook.py", "ego-Facebook")]:
+            out = self.run_example(name, "--epochs", "1")
+            self.assertEqual(out.returncode, 1, out.stderr)
+            self.assertRegex(out.stderr, r"%s: no %s in .*colo-no-data/\S+ \(.*missing\): pass --data DIR" % (name, what))
+            self.assertNotIn("Traceback", out.stderr)
+
+
 class NoCluster(unittest.TestCase):
     def test_scheduler_absent(self):
         t0 = time.monotonic()
