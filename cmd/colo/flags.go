@@ -47,11 +47,8 @@ func (f *cmdFlags) parse(args []string, minPos, maxPos int) ([]string, error) {
 	} else if err != nil {
 		return nil, usageError("%v", f.DidYouMean(err))
 	}
-	if len(pos) < minPos {
-		return nil, usageError("expected %s, got %d argument(s)", cli.ArgWord(minPos, maxPos), len(pos))
-	}
-	if maxPos >= 0 && len(pos) > maxPos {
-		return nil, usageError("expected %s, got %d: %s", cli.ArgWord(minPos, maxPos), len(pos), strings.Join(pos, " "))
+	if err := f.CheckArgs(args, pos, minPos, maxPos); err != nil {
+		return nil, usageError("%v", err)
 	}
 	f.Pos = pos
 	f.e.flags = f

@@ -144,6 +144,7 @@ func TestBadInput(t *testing.T) {
 		{"train NaN lr", []string{"train", good, "--lr", "NaN"}, 2, "LR NaN must be a finite number"},
 		{"decentralised negative lr", []string{"train", "--mode", "decentralised", good, "--lr", "-0.5"}, 2, "--lr -0.5 must be a finite number ≥ 0"},
 		{"flag by a word of its name", []string{"train", good, "--passes", "3"}, 2, "did you mean --max-passes?"},
+		{"json file after a space", []string{"stats", good, "--json", "out"}, 2, "got 2: " + good + " out (for --json's file write --json=out)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -113,6 +114,36 @@ func TestPrintDefaults(t *testing.T) {
 		"model (default \"bsp\")\n", "number (default \"4\")\n", "threads\n"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("-h lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestCheckArgs checks the count of positional arguments, and that an
+// argument too many after --json is named as --json's file.
+func TestCheckArgs(t *testing.T) {
+	f := New("train", "colo train DATA", "")
+	f.JSONOption("the summary")
+	f.Int("machines", 4, "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"data.svm"}, ""},
+		{nil, "expected one file argument, got 0 argument(s)"},
+		{[]string{"data.svm", "other"}, "expected one file argument, got 2: data.svm other"},
+		{[]string{"data.svm", "--json", "out"}, "expected one file argument, got 2: data.svm out (for --json's file write --json=out)"},
+		{[]string{"--json", "/dev/null", "data.svm"}, "expected one file argument, got 2: /dev/null data.svm (for --json's file write --json=/dev/null)"},
+		{[]string{"data.svm", "--json", "out.json"}, ""}, // a .json file may follow after a space
+		{[]string{"data.svm", "--json", "--machines", "2", "x"}, "expected one file argument, got 2: data.svm x"},
+		{[]string{"data.svm", "--", "--json", "x"}, "expected one file argument, got 3: data.svm --json x"},
+	} {
+		pos, err := f.Split(c.args)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		err = f.CheckArgs(c.args, pos, 1, 1)
+		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+			t.Errorf("%q: %v, want %q", c.args, err, c.want)
 		}
 	}
 }

@@ -90,6 +90,33 @@ func (f *Flags) JoinJSON(args []string) []string {
 	return out
 }
 
+// CheckArgs checks that the positional arguments pos that Split found in
+// args number from lo to hi (hi < 0: no bound). An argument too many
+// that follows a --json standing alone is named as --json's file, which
+// is written --json=FILE (only a FILE ending in .json, or -, may follow
+// it after a space).
+func (f *Flags) CheckArgs(args, pos []string, lo, hi int) error {
+	if len(pos) < lo {
+		return fmt.Errorf("expected %s, got %d argument(s)", ArgWord(lo, hi), len(pos))
+	}
+	if hi < 0 || len(pos) <= hi {
+		return nil
+	}
+	err := fmt.Errorf("expected %s, got %d: %s", ArgWord(lo, hi), len(pos), strings.Join(pos, " "))
+	if f.JSON == nil {
+		return err
+	}
+	for i, a := range args[:max(len(args)-1, 0)] {
+		if a == "--" {
+			break
+		}
+		if (a == "--json" || a == "-json") && slices.Contains(pos, args[i+1]) {
+			return fmt.Errorf("%w (for --json's file write --json=%s)", err, args[i+1])
+		}
+	}
+	return err
+}
+
 // ArgWord says how many positional arguments a command takes, from lo to
 // hi (hi < 0: no bound), for the error that counts them.
 func ArgWord(lo, hi int) string {
