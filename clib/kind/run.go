@@ -102,7 +102,7 @@ func (r *Run) Register(fs *flag.FlagSet) {
 	fs.StringVar(&r.Job.Consistency, "consistency", r.Job.Consistency, "bsp, async or bounded")
 	fs.IntVar(&r.Job.Tau, "tau", r.Job.Tau, "delay bound of --consistency bounded")
 	rc := &r.Job.Rule
-	fs.StringVar(&rc.Name, "rule", rc.Name, "the servers' update rule: sum, sgd, momentum, adagrad or adam")
+	fs.StringVar(&rc.Name, "rule", rc.Name, "the servers' update rule: sgd, momentum, adagrad, adam, or sum (w += g: the servers add what they are pushed, for colo.kv's accumulators; colo.torch's layers, which push gradients, refuse it)")
 	fs.Float64Var(&rc.LR, "lr", rc.LR, "learning rate of --rule")
 	fs.Float64Var(&rc.Eps, "eps", rc.Eps, "epsilon of adagrad and adam (PyTorch's Adagrad: 1e-10, Adam: 1e-8)")
 	fs.Float64Var(&rc.Momentum, "momentum", rc.Momentum, "momentum of --rule momentum")
