@@ -74,6 +74,11 @@ func MinRate(a, b float64) float64 {
 	return min(a, b)
 }
 
+// RateUnits says, for a flag's help, how a rate is written: in bits a
+// second (mbit), or in bytes (mbps: tc's unit, not the megabits a second
+// it names elsewhere). TestRateUnits parses its examples.
+const RateUnits = "bits a second such as 100mbit or 1gbit (tc's units: mbps is megabytes a second, 100mbps = 800mbit)"
+
 // ParseRate parses a rate such as "100mbit", "1.5gbit", "800kbps" or "0"
 // (unlimited; also "inf", "-" and "unlimited") and returns bytes per
 // second. Units are those of tc(8), case-insensitive: bit kbit mbit gbit

@@ -111,3 +111,28 @@ func TestMinRate(t *testing.T) {
 		}
 	}
 }
+
+// TestRateUnits checks what RateUnits tells a flag's user: its examples
+// parse, mbit is bits a second, and 100mbps is 800mbit.
+func TestRateUnits(t *testing.T) {
+	rate := func(s string) float64 {
+		t.Helper()
+		if !strings.Contains(RateUnits, s) {
+			t.Fatalf("RateUnits %q does not name %s", RateUnits, s)
+		}
+		r, err := ParseRate(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if got := rate("100mbit"); got != 100e6/8 {
+		t.Errorf("100mbit = %v bytes/s, want %v", got, 100e6/8)
+	}
+	if got := rate("1gbit"); got != 1e9/8 {
+		t.Errorf("1gbit = %v bytes/s, want %v", got, 1e9/8)
+	}
+	if a, b := rate("100mbps"), rate("800mbit"); a != b {
+		t.Errorf("100mbps = %v bytes/s, 800mbit = %v: RateUnits says they are equal", a, b)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"colo/clib"
 	"colo/launch"
+	"colo/transport"
 )
 
 // Run is colo run: a cluster whose workers are copies of a program linked
@@ -108,7 +109,7 @@ func (r *Run) Register(fs *flag.FlagSet) {
 	fs.Float64Var(&rc.Momentum, "momentum", rc.Momentum, "momentum of --rule momentum")
 	fs.Float64Var(&rc.Beta1, "beta1", rc.Beta1, "Adam's beta1")
 	fs.Float64Var(&rc.Beta2, "beta2", rc.Beta2, "Adam's beta2")
-	fs.StringVar(&r.Job.LinkBandwidth, "link-bandwidth", r.Job.LinkBandwidth, "emulate each machine's network interface at this rate, such as 100mbit: every machine sends and receives at it, shared by its links to the others (with --netns, the rate tc gives each host's link)")
+	fs.StringVar(&r.Job.LinkBandwidth, "link-bandwidth", r.Job.LinkBandwidth, "emulate each machine's network interface at this rate, in "+transport.RateUnits+"; every machine sends and receives at it, shared by its links to the others (with --netns, the rate tc gives each host's link)")
 	fs.StringVar(&r.Job.BandwidthMatrix, "bandwidth-matrix", r.Job.BandwidthMatrix, "emulate the rates of this matrix file on the paths between machines")
 	fs.BoolVar(&r.Netns, "netns", r.Netns, "run the scheduler and each machine in a network namespace of its own, joined by veth links that tc shapes at --link-bandwidth (required); needs root and iproute2")
 	fs.StringVar(&r.Token, "token", r.Token, "cluster token (random when empty)")

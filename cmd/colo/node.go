@@ -101,7 +101,7 @@ func (nf *nodeFlags) register(f *cmdFlags) {
 	f.StringVar(&nf.place, "placement", "", "scheduler: route the keys by DIR/param.part (a directory written by colo partition) instead of splitting --keys; --job train: the machine's samples are those DIR/data.part puts on its --rank")
 	f.StringVar(&nf.data, "data", "", "scheduler with --placement, --job train: the training data file (colo train's DATA)")
 	f.StringVar(&nf.result, "result", "", "write the node's report (launch.Report: its summary and its kind's report, such as a training machine's passes and evaluation) as JSON to this file")
-	f.StringVar(&nf.linkRate, "link-bandwidth", "", "emulated rate of this machine's network interface, such as 100mbit (empty: unlimited): what its nodes send to and receive from other machines shares it, each way")
+	f.StringVar(&nf.linkRate, "link-bandwidth", "", "emulated rate of this machine's network interface, in "+transport.RateUnits+"; empty: unlimited. What its nodes send to and receive from other machines shares it, each way")
 	f.StringVar(&nf.matrix, "bandwidth-matrix", "", "file of K lines of K machine-to-machine rates, indexed by rank (server r and worker r are machine r); limits the path from each machine to each other")
 	nf.train.registerNode(f)
 	nf.df.register(f)

@@ -92,7 +92,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.BoolVar(&t.directions, "directions", def.Directions, "lr, mf, embed under bsp: end a partitioner's placement (not random's, nor a directory's) by moving parameters between\nservers so that no machine pulls much more than it serves, lowering the bound of a synchronous round R_max at a higher T_max\n(colo partition --directions); --directions=false keeps the partitioner's parameters")
 	f.StringVar(&t.compare, "compare", "", "comma-separated placements to train one after another with the same settings, side by side (overrides --placement)")
 	f.StringVar(&t.consistency, "consistency", "bsp", "consistency model: bsp, async or ssp:τ (bounded delay τ ≥ 1)")
-	f.StringVar(&t.bandwidth, "link-bandwidth", "", "emulated rate of each machine's network link, such as 100mbit or 1gbit (empty: unlimited)")
+	f.StringVar(&t.bandwidth, "link-bandwidth", "", "emulated rate of each machine's network link, in "+transport.RateUnits+"; empty: unlimited")
 	f.StringVar(&t.matrix, "bandwidth-matrix", "", "file of K lines of K machine-to-machine rates (heterogeneous links)")
 	f.StringVar(&t.updater, "updater", "", "servers' update rule: sgd, momentum, adagrad, adam or ftrl (empty: the application's: adagrad for lr and mf, momentum for mlp and cnn)")
 	f.Float64Var(&t.lr, "lr", 0, "learning rate, the single-machine value (0: the application's default: lr 0.5, mf 0.1, mlp and cnn 0.05)")
