@@ -937,6 +937,17 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 		if p := f.Procs[0]; p.Name() == blamed && rank(p) != 0 {
 			f.Reason = blamedWhy
 		}
+		if s.hasScheduler.Load() && !s.jobStarted.Load() {
+			// The job never ran: a member that ended well never joined
+			// it, and the scheduler waited for it.
+			live.Lock()
+			for _, p := range procs {
+				if p.err == nil && !p.Killed() && !s.isScheduler(p) {
+					f.Early = append(f.Early, p.Name())
+				}
+			}
+			live.Unlock()
+		}
 		err = f
 	}
 	s.mu.Lock()
@@ -1006,6 +1017,11 @@ type Failure struct {
 	// process did not die of a signal from outside (a hung process,
 	// killed by the supervisor after the grace period), "" otherwise.
 	Reason string
+	// Early are the processes that exited without an error before the
+	// job started (the scheduler's "job started: …"), so never joined it:
+	// what the scheduler that timed out waiting for its nodes waited for
+	// (a program under colo run that never calls colo.init()).
+	Early []string
 }
 
 // Error names the first process that failed, why, and the last three
@@ -1044,6 +1060,9 @@ func (f *Failure) Error() string {
 	}
 	if len(others) > 0 {
 		msg += " (then " + strings.Join(others, "; ") + ")"
+	}
+	if len(f.Early) > 0 {
+		msg += "; " + textJoin(f.Early) + " had exited without an error before the job started, never joining it"
 	}
 	return msg
 }

@@ -447,6 +447,43 @@ func TestFailureBeforeJobStarted(t *testing.T) {
 	}
 }
 
+// TestEndedBeforeJobStarted: members that exit without an error before
+// the job started never joined it; the scheduler that then fails waiting
+// for its nodes is named with them. Once the job started, one that ends
+// well is not named.
+func TestEndedBeforeJobStarted(t *testing.T) {
+	for _, c := range []struct {
+		started bool
+		want    string
+	}{
+		{false, "scheduler failed: exit status 1: sched: 0 of 4 nodes registered (then machine 1 killed); machine 0 and machine 2 had exited without an error before the job started, never joining it"},
+		{true, "scheduler failed: exit status 1: sched: job failed (then machine 1 killed)"},
+	} {
+		s := shell(t)
+		s.Grace = 200 * time.Millisecond // before the job started, Wait kills the others at once
+		dir := t.TempDir()
+		started := ""
+		if c.started {
+			started = "echo 'job started: 3 machines'; "
+		}
+		// The scheduler fails once machines 0 and 2 are done.
+		script := fmt.Sprintf("echo 'scheduler listening on 127.0.0.1:1'; %suntil [ -e %s/0 ] && [ -e %s/2 ]; do sleep 0.01; done; echo '%s' >&2; exit 1",
+			started, dir, dir, map[bool]string{false: "sched: 0 of 4 nodes registered", true: "sched: job failed"}[c.started])
+		if _, err := s.StartScheduler(context.Background(), sh("scheduler", script)); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []string{"0", "2"} {
+			s.Start(context.Background(), sh("machine "+r, fmt.Sprintf("touch %s/%s.tmp && mv %s/%s.tmp %s/%s; exit 0", dir, r, dir, r, dir, r)))
+		}
+		s.Start(context.Background(), sh("machine 1", "exec sleep 1000"))
+		err := s.Wait(context.Background())
+		if err == nil || err.Error() != c.want {
+			t.Errorf("job started %v: %v\nwant %s", c.started, err, c.want)
+		}
+		gone(t, s)
+	}
+}
+
 // TestNodeFailsBeforeRegistering runs a real scheduler and two machines,
 // one of which exits at once on a bad flag: the cluster ends naming it,
 // not after the join timeout: within half of it, two minutes, so that a

@@ -36,3 +36,11 @@ func BytesText(b uint64) string {
 	}
 	return fmt.Sprintf("%d B", b)
 }
+
+// textJoin joins names as a sentence does: "a", "a and b", "a, b and c".
+func textJoin(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}

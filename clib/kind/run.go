@@ -292,7 +292,9 @@ func (r *Run) Execute(ctx context.Context) (*RunResult, error) {
 	}
 	t0 := time.Now()
 	o, err := c.Run(ctx)
-	if err != nil {
+	if f := (*launch.Failure)(nil); errors.As(err, &f) && len(f.Early) > 0 {
+		return nil, fmt.Errorf("%w: PROGRAM joins the job with colo.init() (or colo's C library's colo_open)", err)
+	} else if err != nil {
 		return nil, err
 	}
 	res := &RunResult{Workers: r.Machines, Seconds: time.Since(t0).Seconds()}

@@ -223,6 +223,14 @@ func TestColoRun(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "exit status 3") || !strings.Contains(string(out), "machine") {
 		t.Errorf("colo run of a failing program: %v\n%s", err, out)
 	}
+	// A program that ends well without joining: the scheduler waits its
+	// join timeout for it, and colo run says the workers never joined.
+	cmd = exec.Command(colo, "run", "--machines", "2", "--join-timeout", "2s", "--", "/bin/sh", "-c", "exit 0")
+	cmd.Env = pyEnv(lib)
+	out, err = cmd.CombinedOutput()
+	if want := "machine 0 and machine 1 had exited without an error before the job started, never joining it: PROGRAM joins the job with colo.init()"; err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("colo run of a program that never joins: %v\n%s\nwant %q", err, out, want)
+	}
 }
 
 // TestMPI runs the BSP scenario under Open MPI's mpirun, with no colo
