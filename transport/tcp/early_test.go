@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"testing"
-	"time"
 
+	"colo/internal/colotest"
 	"colo/kv"
 	"colo/transport"
 )
@@ -25,7 +25,7 @@ func TestEarlyValues(t *testing.T) {
 	early := func(c *Config) {
 		c.Early = func(h *transport.Header, nvals int) bool { return h.Cmd == 7 && nvals > 10 }
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), colotest.HangTimeout(t))
 	defer cancel()
 	eps := newEndpoints(t, 2, early)
 	for _, cmd := range []uint16{7, 8} {
