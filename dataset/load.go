@@ -116,7 +116,7 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 // LoadIDX reads one idx file, undoing compression, within the memory
 // budget memory (ReadIDXBounded; 0 for the machine's default).
 func LoadIDX(path string, memory int64) (*IDX, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return nil, err
 	}

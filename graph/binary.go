@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"unsafe"
+
+	"colo/internal/textio"
 )
 
 // The binary form of a graph (WriteBinary, ReadBinary) holds its arrays
@@ -111,7 +113,7 @@ func (g *Graph) WriteBinaryFile(path string) (err error) {
 
 // ReadBinaryFile reads the graph at path in its binary form (ReadBinary).
 func ReadBinaryFile(path string) (*Graph, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return nil, err
 	}

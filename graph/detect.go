@@ -2,6 +2,7 @@ package graph
 
 import (
 	"colo/internal/decompress"
+	"colo/internal/textio"
 	"encoding/binary"
 	"strings"
 
@@ -10,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 )
 
@@ -143,7 +143,7 @@ func isLibSVMLine(t []byte, complete bool) bool {
 // (never detected). Errors name the file, and for malformed content the
 // line and field (*ParseError).
 func Load(path string, opt LoadOptions) (*Graph, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"colo/internal/decompress/ztest"
+	"colo/internal/textio"
 )
 
 func TestDetectFormat(t *testing.T) {
@@ -67,6 +68,29 @@ func TestDetectFormatErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoadDirectory: a directory given for the data file is refused by
+// every reader of a path, naming it as a directory, before any read.
+func TestLoadDirectory(t *testing.T) {
+	dir := t.TempDir()
+	want := "open " + dir + ": is a directory, want a file"
+	_, err := Load(dir, DefaultLoadOptions())
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, textio.ErrIsDir) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", what, err, want)
+		}
+	}
+	check("Load", err)
+	_, err = Stream(dir, DefaultLoadOptions(), Visitor{})
+	check("Stream", err)
+	_, err = SplitLines(dir, 0, 2)
+	check("SplitLines", err)
+	_, err = Compressed(dir)
+	check("Compressed", err)
+	_, err = ReadBinaryFile(dir)
+	check("ReadBinaryFile", err)
 }
 
 // TestLoadDetects loads each testdata file, plain and compressed, with the

@@ -2,8 +2,9 @@ package graph
 
 import (
 	"fmt"
-	"os"
 	"slices"
+
+	"colo/internal/textio"
 )
 
 // Visitor receives the records of a dataset that Stream reads, in file
@@ -37,7 +38,7 @@ type Visitor struct {
 // repeated SNAP edge counts once. An error of vis ends the read and is
 // returned as it is.
 func Stream(path string, opt LoadOptions, vis Visitor) (Format, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("load: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"colo/internal/decompress"
+	"colo/internal/textio"
 )
 
 // LineRange is a part of an uncompressed file made of whole lines: the
@@ -38,7 +39,7 @@ func SplitLines(path string, r, count int) (LineRange, error) {
 	if count < 1 || r < 0 || r >= count {
 		return LineRange{}, fmt.Errorf("%s: range %d of %d", path, r, count)
 	}
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return LineRange{}, fmt.Errorf("load: %w", err)
 	}
@@ -104,7 +105,7 @@ func lineStartAfter(f *os.File, path string, off, size int64) (int64, error) {
 // number in the whole file: the lines before the range are counted when
 // the error happens, not before.
 func StreamRange(path string, opt LoadOptions, lr LineRange, vis Visitor) (Format, int, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return "", 0, fmt.Errorf("load: %w", err)
 	}
@@ -170,7 +171,7 @@ func EmptyError(path string) error { return emptyError(path) }
 // Compressed reports whether the file at path is compressed (gzip, xz,
 // zstd or bzip2): content that Stream reads whole and SplitLines refuses.
 func Compressed(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return false, fmt.Errorf("load: %w", err)
 	}
@@ -196,7 +197,7 @@ func compressedAt(f *os.File, path string) (bool, error) {
 // compressed gives "" and nothing is written. A damaged or truncated
 // stream is an error, and the partial copy is removed.
 func Decompressed(path, dir string) (string, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("load: %w", err)
 	}

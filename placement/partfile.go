@@ -224,7 +224,7 @@ func LoadDataPartPrefix(dir string, n, k int) ([]int32, error) {
 
 // LoadDataPart reads a data part file from disk; see ReadDataPart.
 func LoadDataPart(path string, n, k int) ([]int32, int, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -234,7 +234,7 @@ func LoadDataPart(path string, n, k int) ([]int32, int, error) {
 
 // LoadParamPart reads a parameter part file from disk; see ReadParamPart.
 func LoadParamPart(path string, g *graph.Graph, k int) ([]int32, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -45,11 +45,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"colo/internal/textio"
 )
 
 // Format names a table format.
@@ -341,7 +342,7 @@ func formatOfName(path string) (Format, bool) {
 // them, in the file's order, when columns is empty). An unknown column is
 // an error that lists the table's columns.
 func Open(path string, columns []string, opt Options) (*Reader, error) {
-	f, err := os.Open(path)
+	f, err := textio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("table: %w", err)
 	}

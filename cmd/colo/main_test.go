@@ -103,6 +103,7 @@ func TestBadInput(t *testing.T) {
 	okPart := writeFile(t, "ok.part", "0\n1\n0\n")
 	param3 := writeFile(t, "p3.part", "1 0\n2 3\n3 1\n")
 	notDir := good + "/out" // under a file
+	dataDir := t.TempDir()
 	cases := []struct {
 		name string
 		args []string
@@ -144,6 +145,9 @@ func TestBadInput(t *testing.T) {
 		{"train NaN lr", []string{"train", good, "--lr", "NaN"}, 2, "LR NaN must be a finite number"},
 		{"decentralised negative lr", []string{"train", "--mode", "decentralised", good, "--lr", "-0.5"}, 2, "--lr -0.5 must be a finite number ≥ 0"},
 		{"flag by a word of its name", []string{"train", good, "--passes", "3"}, 2, "did you mean --max-passes?"},
+		{"train a directory", []string{"train", dataDir}, 1, "load: open " + dataDir + ": is a directory, want a file"},
+		{"stats a directory", []string{"stats", dataDir}, 1, "load: open " + dataDir + ": is a directory, want a file"},
+		{"eval a directory as the part", []string{"eval", good, "--data-part", dataDir}, 1, "open " + dataDir + ": is a directory, want a file"},
 		{"json file after a space", []string{"stats", good, "--json", "out"}, 2, "got 2: " + good + " out (for --json's file write --json=out)"},
 	}
 	for _, tc := range cases {

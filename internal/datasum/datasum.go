@@ -24,6 +24,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"colo/internal/textio"
 )
 
 // Prefix starts every sum Files returns.
@@ -38,7 +40,7 @@ func Files(paths ...string) (string, error) {
 		if p == "" {
 			continue
 		}
-		f, err := os.Open(p)
+		f, err := textio.Open(p)
 		if err != nil {
 			return "", fmt.Errorf("checksum of the data: %w", err)
 		}

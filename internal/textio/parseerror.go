@@ -1,5 +1,6 @@
 // Package textio holds what colo's text loaders share: the error that
-// names the file, line and field of malformed input.
+// names the file, line and field of malformed input, and Open, which
+// refuses a directory given for an input file by saying so.
 package textio
 
 import "fmt"
