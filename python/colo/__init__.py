@@ -63,8 +63,9 @@ def init(scheduler=None, token=None, rank=None, timeout=None, local=False, optim
     that long; None takes COLO_JOIN_TIMEOUT (``colo run --join-timeout``
     sets it), or else 60 s. ``local=True`` starts a cluster in this process instead: a
     scheduler and one server beside this worker, running ``optimizer``
-    (a colo.optim rule or a torch optimizer) under ``consistency`` ("bsp",
-    "async" or "bounded" with ``tau``).
+    (a colo.optim rule or a torch optimizer; None: colo.optim.Sum(),
+    w += g, for colo.kv's accumulators, which colo.torch's layers refuse)
+    under ``consistency`` ("bsp", "async" or "bounded" with ``tau``).
 
     Calling init() twice without shutdown() raises ColoError.
     """
