@@ -751,12 +751,13 @@ func (e *Endpoint) addrOf(peer transport.NodeID, addr string) string {
 
 // TrySend sends m to peer to only if it can do so at once
 // (transport.TrySender): no other send holds the link, its connection
-// is up and plain (no TLS, no rate limit, whose writes wait on records
-// and wires), and its socket holds so little not yet acknowledged by
-// the peer's host that a frame of a few hundred bytes goes to the
-// kernel without waiting for room (Linux; elsewhere it never sends). It reports whether it sent m; false with a nil
-// error sent nothing, and the caller sends it another way. A write
-// that fails all the same ends the link as Send's would.
+// is up and not rate-limited (whose writes wait for its wires), and its
+// socket holds so little not yet acknowledged by the peer's host that a
+// frame of a few hundred bytes, and over TLS the record around it, goes
+// to the kernel without waiting for room (Linux; elsewhere it never
+// sends). It reports whether it sent m; false with a nil error sent
+// nothing, and the caller sends it another way. A write that fails all
+// the same ends the link as Send's would.
 func (e *Endpoint) TrySend(to transport.NodeID, m *transport.Message) (bool, error) {
 	size := transport.FrameSize(m, e.cfg.Frame)
 	if to == e.cfg.ID || size > trySendMax || !e.enter() {
@@ -775,7 +776,7 @@ func (e *Endpoint) TrySend(to transport.NodeID, m *transport.Message) (bool, err
 	defer func() { <-l.sem }()
 	c := l.c
 	addr = e.addrOf(to, addr)
-	if c == nil || c.dead.Load() || c.addr != addr || c.tls != nil || len(l.buckets) > 0 || len(l.wires) > 0 || !c.takes(size) {
+	if c == nil || c.dead.Load() || c.addr != addr || len(l.buckets) > 0 || len(l.wires) > 0 || !c.takes(size) {
 		return false, nil
 	}
 	return true, e.sendHeld(context.Background(), l, to, addr, m, nil)

@@ -75,49 +75,18 @@ func TestTakes(t *testing.T) {
 	}
 }
 
-// TestTrySend sends only on a link that is up and plain: none before the
-// first Send dialled it, then at once, and never on TLS or a
-// rate-limited link, whose writes can wait.
+// TestTrySend sends only on a link that is up and not rate-limited,
+// plain or over TLS: none before the first Send dialled it, then at
+// once, and never on a rate-limited link, whose writes wait for its
+// wires.
 func TestTrySend(t *testing.T) {
 	small := &transport.Message{Header: transport.Header{Type: transport.TypeData, ID: 7}}
-	t.Run("plain", func(t *testing.T) {
-		eps := newEndpoints(t, 2, nil)
-		if sent, err := eps[0].TrySend(1, small); sent || err != nil {
-			t.Fatalf("before any connection: sent %v, %v", sent, err)
-		}
-		if err := eps[0].Send(context.Background(), 1, &transport.Message{Body: []byte("first")}); err != nil {
-			t.Fatal(err)
-		}
-		(<-eps[1].Recv()).Release()
-		// The first frame's bytes are acknowledged at once on loopback
-		// (well within the socket's quarter); wait for the event anyway.
-		deadline := time.Now().Add(time.Minute)
-		for {
-			sent, err := eps[0].TrySend(1, small)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sent {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("TrySend sent nothing on an idle link for a minute")
-			}
-			time.Sleep(time.Millisecond)
-		}
-		m := <-eps[1].Recv()
-		if m.ID != 7 || m.Sender != 0 {
-			t.Fatalf("received %+v", m.Header)
-		}
-		m.Release()
-		big := &transport.Message{Body: make([]byte, 4<<10)}
-		if sent, err := eps[0].TrySend(1, big); sent || err != nil {
-			t.Fatalf("a frame over %d bytes: sent %v, %v", trySendMax, sent, err)
-		}
-		if sent, err := eps[0].TrySend(0, small); sent || err != nil {
-			t.Fatalf("to itself: sent %v, %v", sent, err)
-		}
-	})
+	for _, tc := range []struct {
+		name string
+		tune func(*Config)
+	}{{"plain", nil}, {"tls", overTLS(t, newCA(t, "colo test CA"))}} {
+		t.Run(tc.name, func(t *testing.T) { trySendUp(t, newEndpoints(t, 2, tc.tune), small) })
+	}
 	t.Run("rate-limited", func(t *testing.T) {
 		eps := newEndpoints(t, 2, func(c *Config) { c.Rate = func(transport.NodeID) float64 { return 1e9 } })
 		if err := eps[0].Send(context.Background(), 1, &transport.Message{Body: []byte("first")}); err != nil {
@@ -128,4 +97,45 @@ func TestTrySend(t *testing.T) {
 			t.Fatalf("sent %v, %v", sent, err)
 		}
 	})
+}
+
+// trySendUp checks TrySend on eps[0]'s link to eps[1]: nothing before
+// the first Send, then small sent at once (and received), and neither a
+// frame over trySendMax nor one to itself.
+func trySendUp(t *testing.T, eps []*Endpoint, small *transport.Message) {
+	if sent, err := eps[0].TrySend(1, small); sent || err != nil {
+		t.Fatalf("before any connection: sent %v, %v", sent, err)
+	}
+	if err := eps[0].Send(context.Background(), 1, &transport.Message{Body: []byte("first")}); err != nil {
+		t.Fatal(err)
+	}
+	(<-eps[1].Recv()).Release()
+	// The first frame's bytes are acknowledged at once on loopback
+	// (well within the socket's quarter); wait for the event anyway.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		sent, err := eps[0].TrySend(1, small)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("TrySend sent nothing on an idle link for a minute")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	m := <-eps[1].Recv()
+	if m.ID != 7 || m.Sender != 0 {
+		t.Fatalf("received %+v", m.Header)
+	}
+	m.Release()
+	big := &transport.Message{Body: make([]byte, 4<<10)}
+	if sent, err := eps[0].TrySend(1, big); sent || err != nil {
+		t.Fatalf("a frame over %d bytes: sent %v, %v", trySendMax, sent, err)
+	}
+	if sent, err := eps[0].TrySend(0, small); sent || err != nil {
+		t.Fatalf("to itself: sent %v, %v", sent, err)
+	}
 }
