@@ -142,7 +142,7 @@ func TestBadInput(t *testing.T) {
 		{"scheduler without token", []string{"node", "--role", "scheduler", "--scheduler", "127.0.0.1:0", "--num-servers", "1", "--num-workers", "1"}, 2, "the scheduler has no cluster token, so any process that reaches its port could join the job or end it"},
 		{"convert bad target", []string{"convert", good, "--to", "dot", "-o", "-"}, 2, `--to "dot"`},
 		{"train negative lr", []string{"train", good, "--lr", "-1"}, 2, "--lr -1 must be a finite number ≥ 0"},
-		{"train NaN lr", []string{"train", good, "--lr", "NaN"}, 2, "LR NaN must be a finite number"},
+		{"train NaN lr", []string{"train", good, "--lr", "NaN"}, 2, "--lr NaN must be a finite number"},
 		{"decentralised negative lr", []string{"train", "--mode", "decentralised", good, "--lr", "-0.5"}, 2, "--lr -0.5 must be a finite number ≥ 0"},
 		{"flag by a word of its name", []string{"train", good, "--passes", "3"}, 2, "did you mean --max-passes?"},
 		{"train a directory", []string{"train", dataDir}, 1, "load: open " + dataDir + ": is a directory, want a file"},

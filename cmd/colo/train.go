@@ -166,7 +166,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	if t.asyncStep == "" && !update.StepScales(cfg.Rule.Name) {
 		cfg.Rule.AsyncStep = "" // the application's scaling is for rules that have one
 	}
-	if t.l2 >= 0 {
+	if t.l2 != -1 { // -1: the application's; another negative one is the rule's to refuse
 		cfg.Rule.L2 = t.l2
 	}
 	if t.lr != 0 { // 0: the application's; a negative one is the rule's to refuse

@@ -7,8 +7,8 @@ import (
 )
 
 // goField matches a Go field named with its value after it: "Machines 0",
-// "L1 -1", "Heartbeat 0s", "Keys = 100000".
-var goField = regexp.MustCompile(`\b([A-Z][A-Za-z0-9]*)( =)? (-?[0-9])`)
+// "L1 -1", "Heartbeat 0s", "Keys = 100000", "LR NaN", "LR +Inf".
+var goField = regexp.MustCompile(`\b([A-Z][A-Za-z0-9]*)( =)? (-?[0-9]|NaN\b|[+-]Inf\b)`)
 
 // jsonPath matches a JSON path of a job's field: config.max_steps,
 // config.checkpoint.every, checkpoint.dir.
