@@ -11,7 +11,7 @@ import (
 )
 
 func runRun(e *env, args []string) error {
-	f := newFlags(e, "run", "colo run --machines K [flags] -- PROGRAM [ARGS]",
+	f := newFlags(e, "run", "colo run --machines K [flags] [--] PROGRAM [ARGS]",
 		"Starts a parameter-server cluster of processes on loopback whose workers\n"+
 			"are K copies of PROGRAM, a program linked with colo's client (the Python\n"+
 			"package colo: colo.init() reads the cluster from the environment), as\n"+
@@ -20,10 +20,11 @@ func runRun(e *env, args []string) error {
 			"The servers run --rule for every key. A worker that exits non-zero ends\n"+
 			"the job naming it. With --netns each host is a network namespace whose\n"+
 			"link tc shapes. The workers also get torchrun's variables (RANK,\n"+
-			"WORLD_SIZE, MASTER_ADDR, MASTER_PORT, …).")
+			"WORLD_SIZE, MASTER_ADDR, MASTER_PORT, …). PROGRAM's flags follow it, -- or not.")
 	r := kind.DefaultRun()
 	r.Register(f.FlagSet)
 	f.Alias("k", "machines")
+	f.Program = true // PROGRAM's flags are its own, with or without --
 	pos, err := f.parse(args, 1, -1)
 	if err != nil {
 		return err

@@ -148,6 +148,37 @@ func TestCheckArgs(t *testing.T) {
 	}
 }
 
+// TestSplitProgram: with Program, the first positional argument starts
+// another program's command line, whose flags are its own (those it
+// shares with the command's too); without, flags may follow the files.
+func TestSplitProgram(t *testing.T) {
+	for _, program := range []bool{true, false} {
+		f := New("run", "colo run [flags] -- PROGRAM [ARGS]", "")
+		lr := f.Float64("lr", 0.1, "")
+		f.Int("machines", 0, "")
+		f.Program = program
+		for _, c := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"--machines", "2", "python3", "train.py", "--lr", "0.5", "--epochs", "3"}, []string{"python3", "train.py", "--lr", "0.5", "--epochs", "3"}},
+			{[]string{"--machines", "2", "--", "python3", "train.py", "--lr", "0.5"}, []string{"python3", "train.py", "--lr", "0.5"}},
+		} {
+			*lr = 0.1
+			pos, err := f.Split(c.args)
+			if !program {
+				if c.args[2] != "--" && (err == nil || err.Error() != "flag provided but not defined: -epochs") {
+					t.Errorf("without Program %q: %q, %v; want --epochs refused", c.args, pos, err)
+				}
+				continue
+			}
+			if err != nil || !slices.Equal(pos, c.want) || *lr != 0.1 {
+				t.Errorf("%q: %q, %v, --lr %v; want %q, the command's --lr untouched", c.args, pos, err, *lr, c.want)
+			}
+		}
+	}
+}
+
 func TestKebab(t *testing.T) {
 	for in, want := range map[string]string{"MaxSteps": "max-steps", "L1": "l1", "Machines": "machines", "TLSCert": "tls-cert", "LinkBandwidth": "link-bandwidth"} {
 		if got := Kebab(in); got != want {

@@ -30,6 +30,11 @@ type Flags struct {
 	// Refused maps the flags this command does not take (Drop, Refuse)
 	// to why, for the error that names them.
 	Refused map[string]string
+	// Program, when set, makes the first positional argument the start
+	// of another program's command line, which Split leaves whole: its
+	// flags are the program's, as after "--" (colo run PROGRAM ARGS, as
+	// torchrun takes its script's).
+	Program bool
 }
 
 // New returns the empty flag set of the command name; it writes nothing
@@ -41,8 +46,9 @@ func New(name, usage, about string) *Flags {
 }
 
 // Split parses flags and positional arguments in any order (flags may
-// follow the file names; all after "--" is positional) and returns the
-// positional ones. Its error is the flag package's (flag.ErrHelp for -h).
+// follow the file names; all after "--" is positional, and with Program
+// all from the first positional argument on) and returns the positional
+// ones. Its error is the flag package's (flag.ErrHelp for -h).
 func (f *Flags) Split(args []string) ([]string, error) {
 	args = f.JoinJSON(args)
 	var pos []string
@@ -54,7 +60,7 @@ func (f *Flags) Split(args []string) ([]string, error) {
 			break
 		}
 		rest := f.Args()
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+		if f.Program || len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
 			pos = append(pos, rest...)
 			break
 		}
