@@ -512,6 +512,24 @@ func TestKilledWorkerRepliesFail(t *testing.T) {
 	}
 }
 
+// serverNode returns a node of server 0 alone, in a BSP job with
+// replicas, whose one member sends through ep, with other in its book
+// at the address "old"; the test's end cancels the node and waits for
+// its goroutines.
+func serverNode(t *testing.T, ep Endpoint, other transport.NodeID) (*Node, *member) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	n := &Node{ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}), resumed: make(chan struct{}), cfg: Config{Logf: t.Logf},
+		assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: clock.BSP.String(), Timeout: time.Hour, Replicas: 1}},
+		book:   map[transport.NodeID]proto.Peer{other: {ID: other, Addr: "old"}},
+		failed: make(map[transport.NodeID]string), failedSeq: make(map[transport.NodeID]int), failovers: make(map[int]bool), opened: make(map[int]bool)}
+	close(n.started)
+	close(n.resumed)
+	m := &member{n: n, id: proto.ServerID(0), ep: ep, out: mailbox.NewOutbox(ep, time.Second), data: mailbox.New[*transport.Message]()}
+	t.Cleanup(func() { cancel(context.Canceled); n.wg.Wait(); m.out.Close(); m.data.Close() })
+	n.members = []*member{m}
+	return n, m
+}
+
 // TestFailoverAbandonsReplies: server 0's replies to server 1 (updates
 // of the ranges server 1 backs up) are stuck, one leaving into a link
 // that takes nothing (server 1's process stopped) and one queued, when
@@ -527,15 +545,8 @@ func TestFailoverAbandonsReplies(t *testing.T) {
 	}
 	s1 := proto.ServerID(1)
 	ep := deafEndpoint{memEndpoint{srvEp}, s1, make(chan struct{}, 1)}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	t.Cleanup(func() { cancel(context.Canceled) })
-	n := &Node{ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}), cfg: Config{Logf: t.Logf},
-		assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: clock.BSP.String(), Timeout: time.Hour, Replicas: 1}},
-		failed: make(map[transport.NodeID]string), failedSeq: make(map[transport.NodeID]int), failovers: make(map[int]bool)}
-	close(n.started)
-	m := &member{n: n, id: proto.ServerID(0), ep: ep, out: mailbox.NewOutbox(ep, time.Second), data: mailbox.New[*transport.Message]()}
-	t.Cleanup(func() { m.out.Close(); m.data.Close() })
-	n.members = []*member{m}
+	n, m := serverNode(t, ep, s1)
+	ctx := n.ctx
 	c := serverConn{m}
 	for id := range uint64(2) {
 		if err := c.Reply(ctx, s1, message(1+id, 1<<20)); err != nil {
@@ -614,15 +625,8 @@ func TestFailoverWindowRepliesFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep := movingEndpoint{deafEndpoint{memEndpoint{srvEp}, s1, make(chan struct{}, 1)}, new(atomic.Bool)}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	n := &Node{ctx: ctx, cancel: cancel, started: make(chan struct{}), done: make(chan struct{}), cfg: Config{Logf: t.Logf},
-		assign: proto.Assign{Server: proto.ServerID(0), Job: proto.Job{Mode: clock.BSP.String(), Timeout: time.Hour, Replicas: 1}},
-		book:   map[transport.NodeID]proto.Peer{s1: {ID: s1, Addr: "old"}},
-		failed: make(map[transport.NodeID]string), failedSeq: make(map[transport.NodeID]int), failovers: make(map[int]bool)}
-	close(n.started)
-	m := &member{n: n, id: proto.ServerID(0), ep: ep, out: mailbox.NewOutbox(ep, time.Second), data: mailbox.New[*transport.Message]()}
-	t.Cleanup(func() { cancel(context.Canceled); n.wg.Wait(); m.out.Close(); m.data.Close() })
-	n.members = []*member{m}
+	n, m := serverNode(t, ep, s1)
+	ctx := n.ctx
 	c := serverConn{m}
 	if err := c.Reply(ctx, s1, message(1, 1<<20)); err != nil {
 		t.Fatal(err)
@@ -660,4 +664,99 @@ func TestFailoverWindowRepliesFail(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("the failed replies ended the job: %v", context.Cause(ctx))
 	}
+}
+
+// replyFailsUnsent posts a reply to to through c and waits until it
+// ends (failed, as one to a failed server must), checking that no send
+// to to began.
+func replyFailsUnsent(t *testing.T, c serverConn, ep movingEndpoint, to transport.NodeID, id uint64) {
+	t.Helper()
+	sent := make(chan struct{})
+	if err := c.ReplyThen(c.m.n.ctx, to, message(id, 1<<20), func() { close(sent) }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sent:
+	case <-time.After(deafGuard):
+		t.Fatalf("reply %d to the failed %s neither sent nor failed within %v", id, proto.Name(to), deafGuard)
+	}
+	select {
+	case <-ep.blocked:
+		t.Fatalf("reply %d was sent to the failed %s", id, proto.Name(to))
+	default:
+	}
+}
+
+// TestFailoverNeverMovedRepliesReopen: server 1's failover reached its
+// step 1 (its replies fail from then on, replies.fail), but never its
+// step 2: its backup went silent while taking over, and the job paused
+// to replace server 1. Once the job resumes with the replacement in the
+// book, server 0's replies to server 1's id reach the replacement
+// (before, they failed unsent for the rest of the job, and the
+// primary's updates to the replacement with them).
+func TestFailoverNeverMovedRepliesReopen(t *testing.T) {
+	net := memNet(t)
+	srvEp, err := net.Attach(proto.ServerID(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := proto.ServerID(1)
+	replacement, err := net.Attach(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := movingEndpoint{deafEndpoint{memEndpoint{srvEp}, s1, make(chan struct{}, 1)}, new(atomic.Bool)}
+	n, m := serverNode(t, ep, s1)
+	c := serverConn{m}
+	f := proto.Failover{Server: 1, Backup: 2, Seq: 1, Reason: "no heartbeat"}
+	n.failover(m, f, proto.Control(proto.CmdFailover, f))
+	replyFailsUnsent(t, c, ep, s1, 1)
+	n.pause(proto.Pause{Node: s1, Epoch: 1, Reason: "server 2 failed while taking over"})
+	n.resume(proto.Resume{Epoch: 1, Peers: []proto.Peer{{ID: s1, Addr: "replacement"}}})
+	if err := c.Reply(n.ctx, s1, message(2, 1<<10)); err != nil {
+		t.Fatal(err)
+	}
+	awaitAnswers(t, replacement, "server 1's replacement", nil, 2)
+}
+
+// TestFailoverStepsCrossed: a machine's two members get a failover's
+// steps in either order, and step 2's moveTo runs off the member loop.
+// Step 1 handled on one member after the other received step 2 but
+// before its moveTo pointed the id at the backup still fails the
+// replies to the id (the address is still the stopped process's); once
+// moveTo has run, they reach the backup.
+func TestFailoverStepsCrossed(t *testing.T) {
+	net := memNet(t)
+	srvEp, err := net.Attach(proto.ServerID(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := proto.ServerID(1)
+	backup, err := net.Attach(s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := movingEndpoint{deafEndpoint{memEndpoint{srvEp}, s1, make(chan struct{}, 1)}, new(atomic.Bool)}
+	n, m := serverNode(t, ep, s1)
+	c := serverConn{m}
+	f := proto.Failover{Server: 1, Backup: 0, Seq: 1, Reason: "no heartbeat"}
+	// Step 2 received on the other member, its moveTo not run yet.
+	n.mu.Lock()
+	n.failovers[f.Seq] = true
+	n.mu.Unlock()
+	n.failover(m, f, proto.Control(proto.CmdFailover, f))
+	replyFailsUnsent(t, c, ep, s1, 1)
+	f.Addr = "backup"
+	n.moveTo(f, proto.Peer{ID: s1, Addr: f.Addr})
+	if err := c.Reply(n.ctx, s1, message(2, 1<<10)); err != nil {
+		t.Fatal(err)
+	}
+	awaitAnswers(t, backup, "the backup serving server 1's id", nil, 2)
+	// A step 1 that comes after moveTo abandons what is queued and
+	// fails nothing later.
+	n.failover(m, proto.Failover{Server: 1, Backup: 0, Seq: 1}, proto.Control(proto.CmdFailover, proto.Failover{Server: 1, Backup: 0, Seq: 1}))
+	if err := c.Reply(n.ctx, s1, message(3, 1<<10)); err != nil {
+		t.Fatal(err)
+	}
+	awaitAnswers(t, backup, "the backup serving server 1's id", nil, 3)
 }

@@ -72,13 +72,14 @@ func (n *Node) failover(m *member, f proto.Failover, msg *transport.Message) {
 		// stopped process, holding their memory for the rest of the
 		// job. So do the replies posted to it until step 2 points id
 		// at the backup (replies.fail; moveTo opens them): its address
-		// is still the stopped process's. Under n.mu, so that a step
-		// 2 handled meanwhile on the other member either opens them
-		// after or finds them abandoned alone.
+		// is still the stopped process's. Under n.mu, so that step 2's
+		// moveTo, on the other member, either opens them after this or
+		// opened them before (n.opened), and then they are abandoned
+		// alone.
 		m.out.Abandon(id)
 		cause := fmt.Errorf("%w: %s failed (failover %d)", transport.ErrPeerClosed, proto.Name(id), f.Seq)
 		n.mu.Lock()
-		if n.failovers[f.Seq] {
+		if n.opened[f.Seq] {
 			m.replies.abandon(id, cause)
 		} else {
 			m.replies.fail(id, f.Seq, cause)
@@ -130,6 +131,7 @@ func (n *Node) moveTo(f proto.Failover, p proto.Peer) {
 	for _, m := range append(slices.Clip(n.members), n.taken...) {
 		m.replies.open(id, f.Seq) // the replies go to the backup now
 	}
+	n.opened[f.Seq] = true
 	n.mu.Unlock()
 	if sm := n.member(n.assign.Server); sm != nil && n.srv != nil {
 		// The server acknowledges again what it holds of the failed

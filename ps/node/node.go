@@ -76,6 +76,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -212,9 +213,12 @@ type Node struct {
 	awaitPeer transport.NodeID // the peer whose closed link leave waits on
 	// taken are the members of the servers the node took over from
 	// failed ones (Failover); failovers the failovers whose address it
-	// has (proto.Failover.Seq).
+	// has (proto.Failover.Seq), and opened those whose step 2 pointed
+	// the failed id at the backup (moveTo), after which the replies to
+	// it are sent again.
 	taken     []*member
 	failovers map[int]bool
+	opened    map[int]bool
 	// failed are the servers the scheduler announced as failed, with the
 	// address each had then, and failedSeq the failover that announced
 	// it last: a server taken over may fail again, served by its backup.
@@ -428,11 +432,11 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		cfg: cfg, assign: a, table: table, ctx: ctx, cancel: cancel,
 		started: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}), trained: make(chan struct{}),
 		seq: make(map[string]uint64), barriers: make(map[barrierKey]*release), released: make(map[string]proto.Barrier),
-		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}), identity: identity, failovers: make(map[int]bool), failed: make(map[transport.NodeID]string), failedSeq: make(map[transport.NodeID]int),
+		epoch: a.Epoch, loopEpoch: a.Epoch, resumed: make(chan struct{}), identity: identity, failovers: make(map[int]bool), opened: make(map[int]bool), failed: make(map[transport.NodeID]string), failedSeq: make(map[transport.NodeID]int),
 	}
 	close(n.resumed)
 	for seq := 1; seq <= a.Failovers; seq++ {
-		n.failovers[seq] = true // before it joined
+		n.failovers[seq], n.opened[seq] = true, true // before it joined
 	}
 	fail := func(err error) (*Node, error) {
 		n.Close()
@@ -878,10 +882,21 @@ func (n *Node) resume(r proto.Resume) {
 		n.book[p.ID] = p
 		n.setPeer(p)
 	}
+	members := append(slices.Clip(n.members), n.taken...)
 	if len(moved) > 0 {
 		// Under n.mu: replies.mu is never held while n.mu is taken.
 		cause := fmt.Errorf("%w: replaced (epoch %d)", transport.ErrPeerClosed, r.Epoch)
-		n.abandon(append(slices.Clip(n.members), n.taken...), moved, cause)
+		n.abandon(members, moved, cause)
+	}
+	// The new epoch's book is where every node is now: a server whose
+	// failover never reached its step 2 (its backup failed or went
+	// silent while taking over, and the job paused to replace it) is
+	// served at its address in the book, and the replies to it are sent
+	// there again (replies.fail until now).
+	for _, p := range r.Peers {
+		for _, m := range members {
+			m.replies.open(p.ID, math.MaxInt)
+		}
 	}
 	close(n.resumed)
 	n.cfg.Logf("node: job resumed (epoch %d)", r.Epoch)
