@@ -939,10 +939,12 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 		}
 		if s.hasScheduler.Load() && !s.jobStarted.Load() {
 			// The job never ran: a member that ended well never joined
-			// it, and the scheduler waited for it.
+			// it, and the scheduler waited for it. A process the
+			// supervisor killed has an error (its signal), even one
+			// marked killed after it exited but before Wait had it.
 			live.Lock()
 			for _, p := range procs {
-				if p.err == nil && !p.Killed() && !s.isScheduler(p) {
+				if p.err == nil && !s.isScheduler(p) {
 					f.Early = append(f.Early, p.Name())
 				}
 			}

@@ -466,14 +466,23 @@ func TestEndedBeforeJobStarted(t *testing.T) {
 		if c.started {
 			started = "echo 'job started: 3 machines'; "
 		}
-		// The scheduler fails once machines 0 and 2 are done.
+		// The scheduler fails once Wait has had the exits of machines
+		// 0 and 2 (OnExit marks each), so that neither is still
+		// running, to be killed, when it does.
+		s.OnExit = func(p *Proc) {
+			if r, ok := strings.CutPrefix(p.Name(), "machine "); ok {
+				if err := os.WriteFile(filepath.Join(dir, r), nil, 0o644); err != nil {
+					t.Error(err)
+				}
+			}
+		}
 		script := fmt.Sprintf("echo 'scheduler listening on 127.0.0.1:1'; %suntil [ -e %s/0 ] && [ -e %s/2 ]; do sleep 0.01; done; echo '%s' >&2; exit 1",
 			started, dir, dir, map[bool]string{false: "sched: 0 of 4 nodes registered", true: "sched: job failed"}[c.started])
 		if _, err := s.StartScheduler(context.Background(), sh("scheduler", script)); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range []string{"0", "2"} {
-			s.Start(context.Background(), sh("machine "+r, fmt.Sprintf("touch %s/%s.tmp && mv %s/%s.tmp %s/%s; exit 0", dir, r, dir, r, dir, r)))
+			s.Start(context.Background(), sh("machine "+r, "exit 0"))
 		}
 		s.Start(context.Background(), sh("machine 1", "exec sleep 1000"))
 		err := s.Wait(context.Background())
