@@ -433,7 +433,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	if cfg.Expect != nil && s.rule != nil && !sameRule(*cfg.Expect, *s.rule) {
 		s.closeLocal()
-		return nil, &SpecError{fmt.Sprintf("the program expects optimizer %s, but the servers run %s (start them with it: colo run %s)", ruleString(*cfg.Expect), ruleString(*s.rule), RunFlags(*cfg.Expect))}
+		return nil, &SpecError{fmt.Sprintf("the program expects optimizer %s, but the servers run %s (%s)", ruleString(*cfg.Expect), ruleString(*s.rule), startWith(*cfg.Expect))}
 	}
 	n, err := node.Start(ctx, nc)
 	if err != nil {
@@ -714,12 +714,20 @@ func ruleString(r update.Config) string {
 
 // RunFlags returns the flags of colo run whose servers run r, such as
 // "--rule adagrad --lr 0.5 --eps 1e-10": what the error of a program that
-// expects r of servers running another rule tells its user to start.
-func RunFlags(r update.Config) string {
-	f := "--rule " + r.Name
-	if r.Name == "sum" {
-		return f
+// expects r of servers running another rule tells its user to start. ok
+// is false when colo run cannot start such servers: its --rule is sgd,
+// momentum, adagrad, adam or sum, without L1 or L2 (which a job file's
+// rule, or colo node's servers, can have).
+func RunFlags(r update.Config) (flags string, ok bool) {
+	switch {
+	case r.L1 != 0 || r.L2 != 0:
+		return "", false
+	case r.Name == "sum":
+		return "--rule sum", true
+	case r.Name != "sgd" && r.Name != "momentum" && r.Name != "adagrad" && r.Name != "adam":
+		return "", false
 	}
+	f := "--rule " + r.Name
 	f += fmt.Sprintf(" --lr %g", r.LR)
 	switch r.Name {
 	case "adagrad":
@@ -729,7 +737,16 @@ func RunFlags(r update.Config) string {
 	case "momentum":
 		f += fmt.Sprintf(" --momentum %g", r.Momentum)
 	}
-	return f
+	return f, true
+}
+
+// startWith says how to start servers that run r, for the errors of a
+// program or table that expects r of servers running another rule.
+func startWith(r update.Config) string {
+	if f, ok := RunFlags(r); ok {
+		return "start them with it: colo run " + f
+	}
+	return "colo run cannot start servers with it: its --rule is sgd, momentum, adagrad, adam or sum, without L1 or L2"
 }
 
 // fingerprint returns a number that differs, most likely, between

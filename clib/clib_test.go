@@ -193,7 +193,7 @@ func TestBadInput(t *testing.T) {
 	}
 	ad := update.DefaultConfig()
 	ad.Name, ad.LR = "adagrad", 0.1
-	if _, err := s.Declare(ctx, TableSpec{Name: "other", Rows: 10, Dim: 2, Rule: &ad}); err == nil || !strings.Contains(err.Error(), "but the servers run sgd(lr=0.1) (one rule serves every key: colo run --rule adagrad --lr 0.1 --eps 1e-08)") {
+	if _, err := s.Declare(ctx, TableSpec{Name: "other", Rows: 10, Dim: 2, Rule: &ad}); err == nil || !strings.Contains(err.Error(), "but the servers run sgd(lr=0.1) (one rule serves every key; start them with it: colo run --rule adagrad --lr 0.1 --eps 1e-08)") {
 		t.Errorf("a table that expects another rule: %v", err)
 	}
 	l2 := sgd(0.1)
@@ -227,8 +227,13 @@ func TestExpectedRule(t *testing.T) {
 		{update.Config{Name: "momentum", LR: 0.05, Momentum: 0.9}, "--rule momentum --lr 0.05 --momentum 0.9"},
 		{update.Config{Name: "adam", LR: 0.001, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, "--rule adam --lr 0.001 --beta1 0.9 --beta2 0.999 --eps 1e-08"},
 	} {
-		if got := RunFlags(c.rule); got != c.want {
-			t.Errorf("RunFlags(%s) = %q, want %q", c.rule.Name, got, c.want)
+		if got, ok := RunFlags(c.rule); got != c.want || !ok {
+			t.Errorf("RunFlags(%s) = %q, %v, want %q", c.rule.Name, got, ok, c.want)
+		}
+	}
+	for _, r := range []update.Config{{Name: "ftrl", LR: 0.1, Beta: 1}, {Name: "adagrad", LR: 0.5, Eps: 1e-10, L2: 1e-4}, {Name: "sgd", LR: 0.1, L1: 1e-3}} {
+		if got, ok := RunFlags(r); ok || got != "" {
+			t.Errorf("RunFlags(%+v) = %q, %v: colo run has no flags for it", r, got, ok)
 		}
 	}
 }

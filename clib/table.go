@@ -178,7 +178,7 @@ func (s *Session) Declare(ctx context.Context, spec TableSpec) (*Table, error) {
 	}
 	q := fmt.Sprintf("table %q", spec.Name)
 	if spec.Rule != nil && s.rule != nil && !sameRule(*spec.Rule, *s.rule) {
-		return nil, &SpecError{fmt.Sprintf("%s: optimizer %s, but the servers run %s (one rule serves every key: colo run %s)", q, ruleString(*spec.Rule), ruleString(*s.rule), RunFlags(*spec.Rule))}
+		return nil, &SpecError{fmt.Sprintf("%s: optimizer %s, but the servers run %s (one rule serves every key; %s)", q, ruleString(*spec.Rule), ruleString(*s.rule), startWith(*spec.Rule))}
 	}
 	s.mu.Lock()
 	if s.closed {

@@ -136,7 +136,11 @@ func TestRunFlagsParse(t *testing.T) {
 		r := DefaultRun()
 		fs := flag.NewFlagSet("run", flag.ContinueOnError)
 		r.Register(fs)
-		args := strings.Fields(clib.RunFlags(want))
+		flags, ok := clib.RunFlags(want)
+		if !ok {
+			t.Fatalf("RunFlags(%+v) not ok", want)
+		}
+		args := strings.Fields(flags)
 		if err := fs.Parse(args); err != nil {
 			t.Fatalf("%s: %v", args, err)
 		}
