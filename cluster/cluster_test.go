@@ -364,7 +364,8 @@ func (l *logBuffer) logf(format string, args ...any) {
 
 // await returns once ok holds for the log so far, checked again at each
 // new line; it fails t, naming what it waited for and showing the log,
-// when no line comes for colotest.HangTimeout (a hang).
+// when ok does not hold within colotest.HangTimeout of the call (a
+// hang: the bound covers the whole wait, not each line's).
 func (l *logBuffer) await(t *testing.T, what string, ok func(log string) bool) {
 	t.Helper()
 	hang := time.NewTimer(colotest.HangTimeout(t))

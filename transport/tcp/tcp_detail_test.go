@@ -279,7 +279,9 @@ func TestSpoofedHandshakes(t *testing.T) {
 		}
 		noDown(t, ep)
 	}
-	// The real node 0 is still connected and heard.
+	// The real node 0 is still connected and heard by node 1 (the
+	// silent strangers knocked at impatient, which they leave as
+	// noDown checked, not at node 1).
 	if err := eps[0].Send(ctx, 1, &transport.Message{Header: transport.Header{ID: 42}}); err != nil {
 		t.Fatal(err)
 	}
