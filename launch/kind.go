@@ -130,13 +130,13 @@ func ReadEnvelope(r io.Reader, name string) (Envelope, error) {
 }
 
 // ReadEnvelopeFile reads the envelope in the file at path.
+// It must be a regular file (ReadJobFile).
 func ReadEnvelopeFile(path string) (Envelope, error) {
-	f, err := os.Open(path)
+	b, err := ReadJobFile(path)
 	if err != nil {
 		return Envelope{}, err
 	}
-	defer f.Close()
-	return ReadEnvelope(f, path)
+	return ReadEnvelope(bytes.NewReader(b), path)
 }
 
 // WriteFile writes e to path, readable by its owner only (the job may

@@ -306,7 +306,7 @@ func (nf *nodeFlags) envelope(f *cmdFlags, role proto.Role) (launch.Envelope, er
 	if len(stray) > 0 {
 		return launch.Envelope{}, usageError("%s: the job is --job-file's (%s); flags that describe a job go only without it", strings.Join(stray, ", "), path)
 	}
-	b, err := os.ReadFile(path)
+	b, err := launch.ReadJobFile(path)
 	if err != nil {
 		return launch.Envelope{}, usageError("--job-file: %v", err)
 	}
