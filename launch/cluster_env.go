@@ -158,6 +158,9 @@ func (c *ClusterFlags) Resolve(fs *flag.FlagSet, getenv func(string) string) err
 	if f.get("scheduler") == "" {
 		return errors.New("--scheduler (or COLO_SCHEDULER, or DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT) is required")
 	}
+	if err := CheckSchedulerAddr(f.get("scheduler")); err != nil {
+		return err
+	}
 	if f.get("role") != proto.RoleScheduler.String() && f.get("host") == "" {
 		host, err := RouteAddr(f.get("scheduler"))
 		if err != nil {
@@ -488,6 +491,27 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// CheckSchedulerAddr checks the form of the scheduler's address, HOST:PORT
+// with a port of 0 to 65535 (0 only for a scheduler that picks its own),
+// so that a mistake there is named as the scheduler's, not as the --host
+// derived from it. The error names --scheduler and what it wanted.
+func CheckSchedulerAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	var ae *net.AddrError
+	switch {
+	case errors.As(err, &ae):
+		err = errors.New(ae.Err) // without the address, named below
+	case err == nil:
+		if _, perr := strconv.ParseUint(port, 10, 16); perr != nil {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("--scheduler %q: %v: want HOST:PORT, such as 10.0.0.1:7070", addr, err)
+	}
+	return nil
 }
 
 // RouteAddr returns the address of this host's interface on the route to

@@ -174,7 +174,7 @@ func TestResolveErrors(t *testing.T) {
 			[]string{"OMPI_COMM_WORLD_SIZE=5", "2 servers and 3 workers are 6 ranks"}},
 		{"servers without workers", []string{"--num-servers", "2"}, ompi("1", "5", "5"), []string{"--num-servers 2 and --num-workers 0", "both"}},
 		{"slurm bad size", nil, map[string]string{"SLURM_PROCID": "0", "SLURM_NTASKS": "many"}, []string{`SLURM_NTASKS="many"`}},
-		{"scheduler without a port", []string{"--role", "worker", "--scheduler", "10.0.0.1"}, nil, []string{"--host", "--interface", `"10.0.0.1"`}},
+		{"scheduler without a port", []string{"--role", "worker", "--scheduler", "10.0.0.1"}, nil, []string{"--scheduler", "missing port", `"10.0.0.1"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := newNodeFlagSet(t, c.args...)
