@@ -667,7 +667,7 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 	if wantServer {
 		s := free(proto.ServerID, c.cfg.NumServers, r.Rank)
 		if s < 0 {
-			refuse("no free server rank (asked for %d of %d)", r.Rank, c.cfg.NumServers)
+			refuse("%s", c.rankRefusal("server", proto.ServerID, c.cfg.NumServers, r.Rank))
 			return
 		}
 		a.Server = proto.ServerID(s)
@@ -675,7 +675,7 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 	if wantWorker {
 		w := free(proto.WorkerID, c.cfg.NumWorkers, r.Rank)
 		if w < 0 {
-			refuse("no free worker rank (asked for %d of %d)", r.Rank, c.cfg.NumWorkers)
+			refuse("%s", c.rankRefusal("worker", proto.WorkerID, c.cfg.NumWorkers, r.Rank))
 			return
 		}
 		a.Worker = proto.WorkerID(w)
@@ -689,6 +689,28 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 	}
 	c.regs[from] = registration{addr: r.Addr, assign: a}
 	c.send(from, r.Addr, proto.CmdAssign, a)
+}
+
+// rankRefusal says why a node that asked for rank of the n ranks of a
+// role (numbered by id) gets none: the rank is out of range, or taken
+// (naming the address the holder registered from), or, asking for any
+// rank, every one is taken.
+func (c *Core) rankRefusal(role string, id func(int) transport.NodeID, n, rank int) string {
+	switch {
+	case rank >= n && n == 0:
+		return fmt.Sprintf("%s rank %d: the job has no %ss", role, rank, role)
+	case rank >= n:
+		return fmt.Sprintf("%s rank %d is out of range: the job has %d %ss, ranks 0 to %d", role, rank, n, role, n-1)
+	case rank >= 0:
+		by := ""
+		for _, reg := range c.regs {
+			if reg.assign.Server == id(rank) || reg.assign.Worker == id(rank) {
+				by = fmt.Sprintf(" by the node that registered from %q", reg.addr)
+			}
+		}
+		return fmt.Sprintf("%s rank %d is taken%s: give every node a rank of its own (--rank)", role, rank, by)
+	}
+	return fmt.Sprintf("every %s rank is taken (%d of %d): a node too many", role, n, n)
 }
 
 // count returns the number of registered members of a role.

@@ -1,0 +1,41 @@
+package sched
+
+import (
+	"testing"
+
+	"colo/ps/proto"
+)
+
+// TestRankRefusals checks that a node refused a rank is told why, by
+// hand: the rank it asked for is taken (and by the node that registered
+// from which address), out of the job's range, or, asking for any, every
+// rank of its role is taken.
+func TestRankRefusals(t *testing.T) {
+	c := newCore(t, 1, 2)
+	join(t, c, 1, proto.RoleMachine, 0) // server 0 and worker 0, registered from "a"
+	for _, tc := range []struct {
+		role proto.Role
+		rank int
+		want string
+	}{
+		{proto.RoleMachine, 0, `server rank 0 is taken by the node that registered from "a": give every node a rank of its own (--rank)`},
+		{proto.RoleWorker, 0, `worker rank 0 is taken by the node that registered from "a": give every node a rank of its own (--rank)`},
+		{proto.RoleWorker, 2, `worker rank 2 is out of range: the job has 2 workers, ranks 0 to 1`},
+		{proto.RoleServer, 1, `server rank 1 is out of range: the job has 1 servers, ranks 0 to 0`},
+		{proto.RoleServer, -1, `every server rank is taken (1 of 1): a node too many`},
+	} {
+		outs := c.Handle(msg(proto.Provisional(7), proto.CmdRegister, proto.Register{Role: tc.role, Token: proto.TokenDigest("tok"), Addr: "b", Rank: tc.rank}))
+		r := find(outs, proto.CmdRefuse)
+		if len(r) != 1 {
+			t.Fatalf("%s rank %d: not refused: %+v", tc.role, tc.rank, outs)
+		}
+		var got proto.Refuse
+		proto.Decode(r[0].M, &got)
+		if got.Reason != tc.want {
+			t.Errorf("%s rank %d refused for %q, want %q", tc.role, tc.rank, got.Reason, tc.want)
+		}
+		if logs := c.Logs(); len(logs) != 1 || logs[0] != `refused `+tc.role.String()+` at "b": `+tc.want {
+			t.Errorf("%s rank %d: logs %q", tc.role, tc.rank, logs)
+		}
+	}
+}
