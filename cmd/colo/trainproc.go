@@ -191,7 +191,7 @@ func writeTrainJob(e *env, path string, job train.Job, opened *app.Opened) error
 	}); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.errOut, "colo train: wrote the job to %s: run it with colo node --job-file %s on %d servers and %d workers (docs/deploy.md)\n",
-		path, path, job.Config.NumServers(), job.Config.Machines)
+	fmt.Fprintf(e.errOut, "colo train: wrote the job to %s: %s\n",
+		path, rj.RunHint(path, opened.App))
 	return nil
 }

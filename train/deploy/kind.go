@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"colo/launch"
 	"colo/placement"
@@ -204,4 +205,28 @@ func (k Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (
 		return r, err
 	}
 	return m, nil
+}
+
+// RunHint tells the operator of a job written to path (colo train
+// --write-job) which processes run it: a scheduler and the job's
+// machines, or its servers and workers apart, each with its ranks, and
+// the evaluator of an application a that scores when the job validates.
+func (j Job) RunHint(path string, a train.App) string {
+	c := j.Config
+	ranks := func(n int, role string) string {
+		if n == 1 {
+			return fmt.Sprintf("1 %s (--role %s --rank 0)", role, role)
+		}
+		return fmt.Sprintf("%d %ss (--role %s --rank 0 to %d)", n, role, role, n-1)
+	}
+	procs := []string{"a scheduler (--role scheduler)", ranks(c.Machines, "machine")}
+	if !c.Colocated() {
+		procs = []string{procs[0], ranks(c.NumServers(), "server"), ranks(c.Machines, "worker")}
+	}
+	d := train.Deployment{Job: j.Job, App: a}
+	if d.Evaluators() > 0 {
+		procs = append(procs, "1 evaluator (--role evaluator)")
+	}
+	last := len(procs) - 1
+	return fmt.Sprintf("run it with colo node --job-file %s: %s and %s (docs/deploy.md)", path, strings.Join(procs[:last], ", "), procs[last])
 }
