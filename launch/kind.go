@@ -2,12 +2,14 @@ package launch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"colo/ps/node"
@@ -155,12 +157,92 @@ func DecodeJob(kind string, job json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(job))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := cmp.Or(jsonPath(reflect.TypeOf(v), te.Field), "the job")
+			return fmt.Errorf("job of kind %s: %s: a JSON %s, want %s", kind, field, te.Value, jsonKind(te.Type))
+		}
 		return fmt.Errorf("job of kind %s: %w", kind, err)
 	}
 	if dec.More() {
 		return fmt.Errorf("job of kind %s: data after the job", kind)
 	}
 	return nil
+}
+
+// jsonPath is the path of a field of t as encoding/json names it, without
+// the Go names of the embedded structs it puts in ("Job.config.machines"
+// of train/deploy's Job, which embeds a train.Job): the path as the file
+// spells it.
+func jsonPath(t reflect.Type, field string) string {
+	var out []string
+	for _, name := range strings.Split(field, ".") {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t == nil:
+		case t.Kind() == reflect.Struct:
+			if sf, ok := t.FieldByName(name); ok && sf.Anonymous && sf.Tag.Get("json") == "" {
+				t = sf.Type
+				continue // an embedded struct: its fields are its holder's
+			}
+			next := reflect.Type(nil)
+			for _, sf := range reflect.VisibleFields(t) {
+				if tag, _, _ := strings.Cut(sf.Tag.Get("json"), ","); tag == name || tag == "" && sf.Name == name {
+					next = sf.Type
+					break
+				}
+			}
+			t = next
+		case t.Kind() == reflect.Map || t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+			t = t.Elem()
+		default:
+			t = nil
+		}
+		out = append(out, name)
+	}
+	return strings.Join(out, ".")
+}
+
+// jsonKind says what JSON value decodes into t, for an error.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a string (base64)"
+		}
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer (" + t.Kind().String() + ")"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return t.String()
+}
+
+// JobFileError is err, an error of the job read from the job file at
+// path (colo node --job-file), said as the file's: "--job-file PATH: …",
+// its fields as the file spells them (cli.Flags.FlagNames leaves what
+// follows "--job-file " alone). With no path (a job the flags
+// described) it is err.
+func JobFileError(path string, err error) error {
+	if path == "" || err == nil {
+		return err
+	}
+	return fmt.Errorf("--job-file %s: %w", path, err)
 }
 
 // Report is what a member of a cluster writes when its job ends (colo node

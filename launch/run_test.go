@@ -403,7 +403,7 @@ func TestEnvelope(t *testing.T) {
 	}
 	for _, tc := range []struct{ in, want string }{
 		{`{"do":{},"undo":1}`, `unknown field "undo"`},
-		{`{"do":3}`, `fakeJob.do`},
+		{`{"do":3}`, `do: a JSON number, want an object`},
 	} {
 		if err := DecodeJob("fake", json.RawMessage(tc.in), &job); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.in, err, tc.want)

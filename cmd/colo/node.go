@@ -181,7 +181,7 @@ func runNode(e *env, args []string) error {
 	at := launch.Position{Role: role, Rank: nf.rank, Recover: nf.recover, Servers: nf.numServers, Workers: nf.numWorkers, Host: nf.host, Token: nf.token}
 	member, err := kind.Open(ctx, env.Job, at)
 	if err != nil {
-		return usageError("%v", err)
+		return usageError("%v", launch.JobFileError(nf.train.jobFile, err))
 	}
 	var logf func(format string, args ...any) // nil: quiet
 	if nf.verbose {
@@ -357,7 +357,7 @@ func runScheduler(ctx context.Context, e *env, nf *nodeFlags, tlsConfig *tls.Con
 			return usageError("--job-file: %v", err)
 		}
 		if err := kind.Scheduler(env.Job, &cfg); err != nil {
-			return usageError("%v", err)
+			return usageError("%v", launch.JobFileError(nf.train.jobFile, err))
 		}
 		if nf.numServers != 0 && nf.numServers != cfg.NumServers || nf.numWorkers != 0 && nf.numWorkers != cfg.NumWorkers {
 			return usageError("--num-servers %d, --num-workers %d: the job runs %d servers and %d workers", nf.numServers, nf.numWorkers, cfg.NumServers, cfg.NumWorkers)

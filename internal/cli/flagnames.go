@@ -18,11 +18,16 @@ var jsonPath = regexp.MustCompile(`\b(?:config\.|data\.)?((?:checkpoint|config)\
 // each field that names a flag of f said as that flag: the Go field
 // (launch: "Machines 0, at least 1") or its JSON path (train:
 // "config.checkpoint.dir … without checkpoint.every"). Fields that name
-// no flag stay as they are. renamed maps the Go fields whose flag is not
-// their name in kebab case to that flag.
+// no flag stay as they are, and so does what follows "--job-file ": an
+// error of a job file, whose fields are its own, not the command line's
+// (flags that describe a job are refused beside a job file). renamed maps
+// the Go fields whose flag is not their name in kebab case to that flag.
 func (f *Flags) FlagNames(msg string, renamed map[string]string) string {
 	if f == nil || f.FlagSet == nil {
 		return msg
+	}
+	if i := strings.Index(msg, "--job-file "); i >= 0 {
+		return f.FlagNames(msg[:i], renamed) + msg[i:]
 	}
 	has := func(name string) bool {
 		_, alias := f.Aliases[name]
