@@ -772,6 +772,10 @@ func Latest(dir string) (*Manifest, []error, error) {
 	if len(refused) > 0 {
 		return nil, refused, fmt.Errorf("checkpoint: no complete checkpoint in %s: %w", dir, errors.Join(refused...))
 	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		// A mistyped directory, not checkpoints lost.
+		return nil, nil, fmt.Errorf("checkpoint: no checkpoint in %s: there is no such directory", dir)
+	}
 	return nil, nil, fmt.Errorf("checkpoint: no checkpoint in %s", dir)
 }
 
