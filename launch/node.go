@@ -69,6 +69,9 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, any, error) {
 			return nil, nil, err
 		}
 	}
+	if nd.Member != nil && nd.Config.JobDigest == "" {
+		nd.Config.JobDigest = nd.Member.JobDigest
+	}
 	n, err := node.Start(ctx, nd.Config)
 	if err != nil {
 		stopped, stop := context.WithCancel(ctx)

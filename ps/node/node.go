@@ -100,6 +100,9 @@ import (
 type Config struct {
 	// Role is server, worker or machine.
 	Role proto.Role
+	// JobDigest, when set, is the proto.JobDigest of the node's job,
+	// which the scheduler checks against its own (proto.Register.Job).
+	JobDigest string
 	// Scheduler is the scheduler's address (unused on a Mem network).
 	Scheduler string
 	// Token is the cluster token.
@@ -355,6 +358,7 @@ func register(ctx context.Context, cfg Config, key []byte) (proto.Assign, error)
 	reg := proto.Control(proto.CmdRegister, proto.Register{
 		Role: cfg.Role, Token: proto.TokenDigest(cfg.Token), Addr: ep.Addr(), Rank: cfg.Rank,
 		NumServers: cfg.NumServers, NumWorkers: cfg.NumWorkers, Host: cfg.Host, Recover: cfg.Recover, Key: key,
+		Job: cfg.JobDigest,
 	})
 	backoff := 10 * time.Millisecond
 	for {

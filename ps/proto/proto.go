@@ -33,6 +33,7 @@
 package proto
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -359,6 +360,26 @@ type Register struct {
 	// node can prove them. Required by a scheduler whose own endpoint has
 	// an identity.
 	Key []byte `json:",omitempty"`
+	// Job is the JobDigest of the job the node runs, when it read one
+	// (colo node --job-file), checked against the scheduler's: nodes of
+	// one cluster given different job files would train on different
+	// settings, each server with its own rule, and fail later at a
+	// barrier or, worse, not at all.
+	Job string `json:",omitempty"`
+}
+
+// JobDigest returns what Register carries for a job of kind whose value
+// is the JSON job: the hex SHA-256 of a label, the kind and the job
+// without its insignificant white space (the same file written with
+// other indentation has the same digest).
+func JobDigest(kind string, job []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, job) != nil {
+		b.Reset()
+		b.Write(job)
+	}
+	sum := sha256.Sum256(append([]byte("colo job\x00"+kind+"\x00"), b.Bytes()...))
+	return hex.EncodeToString(sum[:])
 }
 
 // TokenDigest returns what Register carries for a cluster token: the

@@ -107,6 +107,10 @@ type Config struct {
 	// Token is the cluster token: a Register must carry its
 	// proto.TokenDigest.
 	Token string
+	// JobDigest, when set, is the proto.JobDigest of the job the
+	// scheduler read: a node whose Register carries another is refused,
+	// naming both (one that carries none is not checked).
+	JobDigest string
 	// Table is the routing table; nil splits [0, NumKeys) (or the whole
 	// key space when NumKeys is 0) evenly among the servers.
 	Table *route.Table
@@ -596,6 +600,10 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 		return
 	case len(r.Key) != 0 && len(r.Key) != 32:
 		refuse("public key of %d bytes, want 32 (X25519)", len(r.Key))
+		return
+	}
+	if r.Job != "" && c.cfg.JobDigest != "" && r.Job != c.cfg.JobDigest {
+		refuse("its job is not the scheduler's (job digest %.12s, the scheduler's %.12s): every process of a cluster must read the same job file", r.Job, c.cfg.JobDigest)
 		return
 	}
 	if r.Recover {

@@ -39,3 +39,39 @@ func TestRankRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestJobDigestRefused checks that a node whose job is not the
+// scheduler's is refused naming both digests, a plain registration and
+// a replacement alike, while the same job and a node that carries no
+// digest (a job given by flags) join.
+func TestJobDigestRefused(t *testing.T) {
+	cfg := testConfig(1, 2)
+	cfg.JobDigest = proto.JobDigest("train", []byte(`{"a": 1}`))
+	c := coreOf(t, cfg)
+	other := proto.JobDigest("train", []byte(`{"a": 2}`))
+	want := "its job is not the scheduler's (job digest " + other[:12] + ", the scheduler's " + cfg.JobDigest[:12] + "): every process of a cluster must read the same job file"
+	for i, r := range []proto.Register{
+		{Role: proto.RoleServer, Token: proto.TokenDigest("tok"), Addr: "b", Rank: -1, Job: other},
+		{Role: proto.RoleWorker, Token: proto.TokenDigest("tok"), Addr: "b", Rank: 0, Job: other, Recover: true},
+	} {
+		outs := c.Handle(msg(proto.Provisional(uint32(7+i)), proto.CmdRegister, r))
+		refused := find(outs, proto.CmdRefuse)
+		if len(refused) != 1 {
+			t.Fatalf("registration %d with another job: not refused: %+v", i, outs)
+		}
+		var got proto.Refuse
+		proto.Decode(refused[0].M, &got)
+		if got.Reason != want {
+			t.Errorf("registration %d refused for %q, want %q", i, got.Reason, want)
+		}
+		c.Logs()
+	}
+	same := proto.Register{Role: proto.RoleServer, Token: proto.TokenDigest("tok"), Addr: "a", Rank: -1, Job: proto.JobDigest("train", []byte("{\"a\":\n 1}"))}
+	if outs := c.Handle(msg(proto.Provisional(1), proto.CmdRegister, same)); len(find(outs, proto.CmdAssign)) != 1 {
+		t.Fatalf("the same job, indented otherwise: %+v", outs)
+	}
+	none := proto.Register{Role: proto.RoleWorker, Token: proto.TokenDigest("tok"), Addr: "c", Rank: -1}
+	if outs := c.Handle(msg(proto.Provisional(2), proto.CmdRegister, none)); len(find(outs, proto.CmdAssign)) != 1 {
+		t.Fatalf("no digest: %+v", outs)
+	}
+}
