@@ -707,6 +707,8 @@ func (c *Core) rankRefusal(role string, id func(int) transport.NodeID, n, rank i
 	switch {
 	case rank >= n && n == 0:
 		return fmt.Sprintf("%s rank %d: the job has no %ss", role, rank, role)
+	case rank >= n && n == 1:
+		return fmt.Sprintf("%s rank %d is out of range: the job has 1 %s, rank 0", role, rank, role)
 	case rank >= n:
 		return fmt.Sprintf("%s rank %d is out of range: the job has %d %ss, ranks 0 to %d", role, rank, n, role, n-1)
 	case rank >= 0:

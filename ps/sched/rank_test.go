@@ -21,7 +21,7 @@ func TestRankRefusals(t *testing.T) {
 		{proto.RoleMachine, 0, `server rank 0 is taken by the node that registered from "a": give every node a rank of its own (--rank)`},
 		{proto.RoleWorker, 0, `worker rank 0 is taken by the node that registered from "a": give every node a rank of its own (--rank)`},
 		{proto.RoleWorker, 2, `worker rank 2 is out of range: the job has 2 workers, ranks 0 to 1`},
-		{proto.RoleServer, 1, `server rank 1 is out of range: the job has 1 servers, ranks 0 to 0`},
+		{proto.RoleServer, 1, `server rank 1 is out of range: the job has 1 server, rank 0`},
 		{proto.RoleServer, -1, `every server rank is taken (1 of 1): a node too many`},
 	} {
 		outs := c.Handle(msg(proto.Provisional(7), proto.CmdRegister, proto.Register{Role: tc.role, Token: proto.TokenDigest("tok"), Addr: "b", Rank: tc.rank}))
