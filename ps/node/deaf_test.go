@@ -614,18 +614,8 @@ func (e movingEndpoint) Send(ctx context.Context, to transport.NodeID, m *transp
 // server 1's id are sent again, to the backup, and the one posted in
 // between never reaches it.
 func TestFailoverWindowRepliesFail(t *testing.T) {
-	net := memNet(t)
-	srvEp, err := net.Attach(proto.ServerID(0))
-	if err != nil {
-		t.Fatal(err)
-	}
 	s1 := proto.ServerID(1)
-	backup, err := net.Attach(s1) // the backup's endpoint serving server 1's id
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := movingEndpoint{deafEndpoint{memEndpoint{srvEp}, s1, make(chan struct{}, 1)}, new(atomic.Bool)}
-	n, m := serverNode(t, ep, s1)
+	n, m, ep, backup := failingPeer(t, s1) // backup: the backup's endpoint serving server 1's id
 	ctx := n.ctx
 	c := serverConn{m}
 	if err := c.Reply(ctx, s1, message(1, 1<<20)); err != nil {
@@ -666,6 +656,26 @@ func TestFailoverWindowRepliesFail(t *testing.T) {
 	}
 }
 
+// failingPeer returns serverNode's node of server 0 in an in-memory
+// network, its member's endpoint deaf to peer (a stopped process's
+// link) until SetPeer moves peer, and the endpoint that serves peer's id
+// once moved (a backup or a replacement).
+func failingPeer(t *testing.T, peer transport.NodeID) (*Node, *member, movingEndpoint, transport.Endpoint) {
+	t.Helper()
+	net := memNet(t)
+	srvEp, err := net.Attach(proto.ServerID(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved, err := net.Attach(peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := movingEndpoint{deafEndpoint{memEndpoint{srvEp}, peer, make(chan struct{}, 1)}, new(atomic.Bool)}
+	n, m := serverNode(t, ep, peer)
+	return n, m, ep, moved
+}
+
 // replyFailsUnsent posts a reply to to through c and waits until it
 // ends (failed, as one to a failed server must), checking that no send
 // to to began.
@@ -695,18 +705,8 @@ func replyFailsUnsent(t *testing.T, c serverConn, ep movingEndpoint, to transpor
 // (before, they failed unsent for the rest of the job, and the
 // primary's updates to the replacement with them).
 func TestFailoverNeverMovedRepliesReopen(t *testing.T) {
-	net := memNet(t)
-	srvEp, err := net.Attach(proto.ServerID(0))
-	if err != nil {
-		t.Fatal(err)
-	}
 	s1 := proto.ServerID(1)
-	replacement, err := net.Attach(s1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := movingEndpoint{deafEndpoint{memEndpoint{srvEp}, s1, make(chan struct{}, 1)}, new(atomic.Bool)}
-	n, m := serverNode(t, ep, s1)
+	n, m, ep, replacement := failingPeer(t, s1)
 	c := serverConn{m}
 	f := proto.Failover{Server: 1, Backup: 2, Seq: 1, Reason: "no heartbeat"}
 	n.failover(m, f, proto.Control(proto.CmdFailover, f))
@@ -726,18 +726,8 @@ func TestFailoverNeverMovedRepliesReopen(t *testing.T) {
 // replies to the id (the address is still the stopped process's); once
 // moveTo has run, they reach the backup.
 func TestFailoverStepsCrossed(t *testing.T) {
-	net := memNet(t)
-	srvEp, err := net.Attach(proto.ServerID(0))
-	if err != nil {
-		t.Fatal(err)
-	}
 	s1 := proto.ServerID(1)
-	backup, err := net.Attach(s1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := movingEndpoint{deafEndpoint{memEndpoint{srvEp}, s1, make(chan struct{}, 1)}, new(atomic.Bool)}
-	n, m := serverNode(t, ep, s1)
+	n, m, ep, backup := failingPeer(t, s1)
 	c := serverConn{m}
 	f := proto.Failover{Server: 1, Backup: 0, Seq: 1, Reason: "no heartbeat"}
 	// Step 2 received on the other member, its moveTo not run yet.
