@@ -87,6 +87,21 @@ func deafServer(t *testing.T, ep Endpoint, mode clock.Mode) (*member, *server.Se
 	return m, srv
 }
 
+// holdReader makes ep's link reader hold the first message it reads
+// until hear is called (or the test ends, before the endpoints close),
+// so that what follows fills the sockets' buffers: a worker that reads
+// nothing.
+func holdReader(t *testing.T, ep *tcp.Endpoint) (hear func()) {
+	heard := make(chan struct{})
+	ep.SetSink(func(*transport.Message) bool {
+		<-heard
+		return false
+	})
+	hear = sync.OnceFunc(func() { close(heard) })
+	t.Cleanup(hear)
+	return hear
+}
+
 // awaitAnswers checks that ep receives the answers ids in order within
 // deafGuard, each holding vals when it is a pull's (vals not nil).
 func awaitAnswers(t *testing.T, ep transport.Endpoint, who string, vals []float32, ids ...uint64) {
@@ -131,13 +146,7 @@ func TestDeafWorkerHoldsNoOther(t *testing.T) {
 			w1 := listenTCP(t, proto.WorkerID(1), 256)
 			// The link's reader holds the first answer, and the
 			// sockets' buffers (64 KiB) fill.
-			heard := make(chan struct{})
-			w0.SetSink(func(*transport.Message) bool {
-				<-heard
-				return false
-			})
-			hear := sync.OnceFunc(func() { close(heard) })
-			t.Cleanup(hear) // before the endpoints close
+			hear := holdReader(t, w0)
 			srv.SetPeer(proto.WorkerID(0), w0.Addr().String())
 			srv.SetPeer(proto.WorkerID(1), w1.Addr().String())
 			return tcpEndpoint{srv, func() {}}, w0, w1, hear
@@ -386,13 +395,7 @@ func TestDeafWorkerHoldsNoEvaluator(t *testing.T) {
 			// The link's reader holds the first message (the push's
 			// acknowledgement), and the sockets' buffers (64 KiB)
 			// fill with the answer.
-			heard := make(chan struct{})
-			w0.SetSink(func(*transport.Message) bool {
-				<-heard
-				return false
-			})
-			hear := sync.OnceFunc(func() { close(heard) })
-			t.Cleanup(hear) // before the endpoints close
+			hear := holdReader(t, w0)
 			for _, p := range []*tcp.Endpoint{w0, w1, ev} {
 				srv.SetPeer(p.ID(), p.Addr().String())
 			}
