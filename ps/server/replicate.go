@@ -105,8 +105,8 @@ type replication struct {
 	out        *sender
 	rounds     []sumSeq
 	replicated int64
-	// parked holds the pulls a server taken over got before their
-	// round's pushes were summed (park).
+	// parked holds the requests a server taken over got before the
+	// pushes of the round before theirs were summed (park).
 	parked []*transport.Message
 	// refused holds the refusals of pushes of the round not summed yet,
 	// when the server replicates sums: they go with the round
@@ -174,24 +174,29 @@ func (r *replication) track(apply bool, now time.Time) {
 	}
 }
 
-// park keeps pull req of message m for later when the server took over
-// a primary that replicated sums and the pull's round is not summed yet
-// under BSP: the failed primary had acknowledged the round before its
-// backups had it, the worker pulled the next round and sent the pull
-// again here behind the pushes it kept, and the other workers' pushes
-// of the round are still to come. Such a pull is answered once the
-// round is summed (unpark). Elsewhere a worker pulls a round only after
+// park keeps request req of message m for later when the server took
+// over a primary that replicated sums and the round before req's is not
+// summed yet under BSP: the failed primary had acknowledged that round
+// before its backups had it, the worker went on and sent req again here
+// behind the pushes it kept, and the other workers' pushes of the round
+// are still to come. Such a request (a pull of the next round, or what a
+// worker asks between rounds once every push is acknowledged: a
+// checkpoint's snapshot, a move's table, take or put) is served once the
+// round is summed (unpark), on the state the primary served it on; a
+// snapshot or a new table would otherwise find the round's pushes held
+// and be refused. The workers' pushes of the round are not parked: they
+// complete it. Elsewhere a worker sends a request of a round only after
 // every server acknowledged the round before, and nothing is parked.
 func (r *replication) park(c *Core, req Request, m *transport.Message) bool {
-	if r.taken == nil || !c.sync || req.Push || req.Evaluator || req.Cmd > proto.DataRange || req.Round <= c.clock.Min() {
+	if r.taken == nil || !c.sync || req.Evaluator || req.Push && req.Cmd <= proto.DataRange || req.Round <= c.clock.Min() {
 		return false
 	}
 	r.parked = append(r.parked, m)
 	return true
 }
 
-// unpark returns the parked pulls whose rounds are summed, in the order
-// they came, and keeps the others.
+// unpark returns the parked requests whose rounds before are summed, in
+// the order they came, and keeps the others.
 func (r *replication) unpark(c *Core) []*transport.Message {
 	var out []*transport.Message
 	keep := r.parked[:0]
@@ -243,12 +248,12 @@ func (r *replication) stamp(rs []Reply) []Reply {
 // rewind starts the replication again with the job's new epoch (a
 // rollback to a checkpoint): the updates are numbered from 1 again, and
 // the backups' copies start again from an empty store at the first
-// update of the epoch. The acknowledgements held and the pulls parked
+// update of the epoch. The acknowledgements held and the requests parked
 // are dropped: their calls failed with the pause.
 func (r *replication) rewind() {
 	r.primary = replica.NewPrimary[Reply](r.primary.Backups())
 	r.rounds, r.replicated, r.applied, r.refused = r.rounds[:0], 0, r.applied[:0], r.refused[:0]
-	// The pulls parked were of the epoch before: their calls failed with
+	// The requests parked were of the epoch before: their calls failed with
 	// the pause, and their rounds count from 0 again.
 	for _, m := range r.parked {
 		m.Release()
