@@ -114,10 +114,8 @@ func (c *Core) retable(r Request) []Reply {
 	if c.store.width == 0 || len(c.store.extra) > 0 || len(c.store.fams) > 0 || !c.store.ranged {
 		return fail(fmt.Errorf("the store's keys cannot move: only a uniform width and one range of keys can"))
 	}
-	for w := range c.held {
-		if len(c.held[w]) > 0 {
-			return fail(fmt.Errorf("worker %d's pushes of an incomplete round are held", w))
-		}
+	if err := c.holding(); err != nil {
+		return fail(err)
 	}
 	store := NewStore(t.Index(c.cfg.Rank), c.cfg.Width, c.cfg.Rule)
 	if !store.ranged {

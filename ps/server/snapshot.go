@@ -168,12 +168,36 @@ func (c *Core) save(r Request) []Reply {
 // between refuses a snapshot while pushes of an incomplete round are
 // held (BSP).
 func (c *Core) between() error {
-	for w := range c.held {
-		if len(c.held[w]) > 0 {
-			return fmt.Errorf("worker %d's pushes of an incomplete round are held: snapshots are taken between rounds", w)
+	if err := c.holding(); err != nil {
+		return fmt.Errorf("%w: snapshots are taken between rounds", err)
+	}
+	return nil
+}
+
+// holding returns the error naming the first worker whose pushes of an
+// incomplete round are held (BSP), with the round of its first and what
+// the clock has of the round, nil when none are: what a snapshot and a
+// move, taken between rounds, refuse.
+func (c *Core) holding() error {
+	for w, q := range c.held {
+		if len(q) > 0 {
+			r := q[0].round
+			return fmt.Errorf("worker %d's pushes of an incomplete round are held: %d from round %d, which %d of %d workers pushed; every worker pushed %d rounds",
+				w, len(q), r, c.pushedRound(r), c.cfg.Workers, c.clock.Min())
 		}
 	}
 	return nil
+}
+
+// pushedRound returns the number of workers that pushed round r.
+func (c *Core) pushedRound(r int64) int {
+	n := 0
+	for w := range c.cfg.Workers {
+		if c.clock.Done(w) > r {
+			n++
+		}
+	}
+	return n
 }
 
 // The requests of an incremental capture (DataSave with four keys, the

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"colo/kv"
+	"colo/ps/clock"
+	"colo/ps/proto"
 	"colo/ps/route"
 	"colo/ps/update"
 	"colo/ps/worker"
@@ -202,5 +204,49 @@ func TestRestoreRefusesMalformed(t *testing.T) {
 				t.Fatal("a refused snapshot changed the store")
 			}
 		})
+	}
+}
+
+// TestRefusedMidRound: under BSP with three workers, while workers 0 and
+// 2 have pushed round 0 and worker 1 has not, a snapshot and a new
+// routing table are refused, the error naming the first worker whose
+// push is held, its round and how many workers pushed it; once worker
+// 1's push completes the round both are served.
+func TestRefusedMidRound(t *testing.T) {
+	tb, _ := route.Uniform(1, 8)
+	c, err := New(Config{Rank: 0, Workers: 3, Table: tb, Width: 1, Clock: clock.Config{Mode: clock.BSP}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := func(w int) {
+		t.Helper()
+		for _, r := range handle(c, Request{Worker: w, ID: uint64(w + 1), Cmd: proto.DataSparse, Push: true, KV: kv.Batch{Keys: []uint64{1}, Vals: []float32{1}}}) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+	}
+	save := Request{Worker: 0, ID: 9, Cmd: proto.DataSave, Round: 1, KV: kv.Batch{Keys: []uint64{0, 8}}}
+	table := Request{Worker: 0, ID: 10, Cmd: proto.DataTable, Push: true, Round: 1, KV: kv.Batch{Keys: []uint64{1, 8, 0}}}
+	push(2)
+	push(0)
+	held := "worker 0's pushes of an incomplete round are held: 1 from round 0, which 2 of 3 workers pushed; every worker pushed 0 rounds"
+	for _, tc := range []struct {
+		req  Request
+		want string
+	}{
+		{save, "server 0: snapshot: " + held + ": snapshots are taken between rounds"},
+		{table, "server 0: new routing table: " + held},
+	} {
+		out := handle(c, tc.req)
+		if len(out) != 1 || out[0].Err == nil || out[0].Err.Error() != tc.want {
+			t.Fatalf("request %d mid-round answered %+v, want the error %q", tc.req.ID, out, tc.want)
+		}
+	}
+	push(1)
+	for _, req := range []Request{save, table} {
+		if out := handle(c, req); len(out) != 1 || out[0].Err != nil {
+			t.Fatalf("request %d between rounds answered %+v", req.ID, out)
+		}
 	}
 }
