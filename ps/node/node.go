@@ -103,6 +103,10 @@ type Config struct {
 	// JobDigest, when set, is the proto.JobDigest of the node's job,
 	// which the scheduler checks against its own (proto.Register.Job).
 	JobDigest string
+	// JobFields, when set, are the proto.JobFields of that job, by which
+	// a scheduler that refuses the node names the fields at fault
+	// (proto.Register.JobFields).
+	JobFields map[string]string
 	// Scheduler is the scheduler's address (unused on a Mem network).
 	Scheduler string
 	// Token is the cluster token.
@@ -358,7 +362,7 @@ func register(ctx context.Context, cfg Config, key []byte) (proto.Assign, error)
 	reg := proto.Control(proto.CmdRegister, proto.Register{
 		Role: cfg.Role, Token: proto.TokenDigest(cfg.Token), Addr: ep.Addr(), Rank: cfg.Rank,
 		NumServers: cfg.NumServers, NumWorkers: cfg.NumWorkers, Host: cfg.Host, Recover: cfg.Recover, Key: key,
-		Job: cfg.JobDigest,
+		Job: cfg.JobDigest, JobFields: cfg.JobFields,
 	})
 	backoff := 10 * time.Millisecond
 	for {

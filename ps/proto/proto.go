@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -366,6 +367,10 @@ type Register struct {
 	// settings, each server with its own rule, and fail later at a
 	// barrier or, worse, not at all.
 	Job string `json:",omitempty"`
+	// JobFields are the JobFields of the job whose digest is Job, by
+	// which the scheduler names the fields in which a refused node's job
+	// is not its own.
+	JobFields map[string]string `json:",omitempty"`
 }
 
 // JobDigest returns what Register carries for a job of kind whose value
@@ -380,6 +385,62 @@ func JobDigest(kind string, job []byte) string {
 	}
 	sum := sha256.Sum256(append([]byte("colo job\x00"+kind+"\x00"), b.Bytes()...))
 	return hex.EncodeToString(sum[:])
+}
+
+// fieldDigestLen is the length of a field's digest in JobFields, in hex
+// digits: enough to tell fields apart, while the job's own digest
+// decides.
+const fieldDigestLen = 16
+
+// JobFields returns a short digest of each value of the JSON object job,
+// by the path of its field, its names joined by dots ("config.rule.lr"):
+// each value that is no object with fields of its own (a number, a
+// string, an array, an empty object) is one. Nil when job is no JSON
+// object.
+func JobFields(job []byte) map[string]string {
+	var v map[string]json.RawMessage
+	if json.Unmarshal(job, &v) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	var walk func(prefix string, obj map[string]json.RawMessage)
+	walk = func(prefix string, obj map[string]json.RawMessage) {
+		for name, raw := range obj {
+			path := prefix + name
+			var inner map[string]json.RawMessage
+			if json.Unmarshal(raw, &inner) == nil && len(inner) > 0 {
+				walk(path+".", inner)
+				continue
+			}
+			var b bytes.Buffer
+			if json.Compact(&b, raw) != nil {
+				b.Reset()
+				b.Write(raw)
+			}
+			sum := sha256.Sum256(append([]byte("colo job field\x00"+path+"\x00"), b.Bytes()...))
+			out[path] = hex.EncodeToString(sum[:])[:fieldDigestLen]
+		}
+	}
+	walk("", v)
+	return out
+}
+
+// JobFieldsDiffer returns the paths, sorted, of the fields whose values
+// in the JobFields a and b differ, or that only one of them has.
+func JobFieldsDiffer(a, b map[string]string) []string {
+	var out []string
+	for p, d := range a {
+		if e, ok := b[p]; !ok || e != d {
+			out = append(out, p)
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TokenDigest returns what Register carries for a cluster token: the

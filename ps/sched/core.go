@@ -111,6 +111,10 @@ type Config struct {
 	// scheduler read: a node whose Register carries another is refused,
 	// naming both (one that carries none is not checked).
 	JobDigest string
+	// JobFields, when set, are the proto.JobFields of that job: a node
+	// refused for its job whose Register carries its own is told the
+	// fields in which the two differ.
+	JobFields map[string]string
 	// Table is the routing table; nil splits [0, NumKeys) (or the whole
 	// key space when NumKeys is 0) evenly among the servers.
 	Table *route.Table
@@ -603,7 +607,11 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 		return
 	}
 	if r.Job != "" && c.cfg.JobDigest != "" && r.Job != c.cfg.JobDigest {
-		refuse("its job is not the scheduler's (job digest %.12s, the scheduler's %.12s): every process of a cluster must read the same job file", r.Job, c.cfg.JobDigest)
+		what := "its job is not the scheduler's"
+		if in := jobDifference(r.JobFields, c.cfg.JobFields); in != "" {
+			what = "its job differs from the scheduler's in " + in
+		}
+		refuse("%s (job digest %.12s, the scheduler's %.12s): every process of a cluster must read the same job file", what, r.Job, c.cfg.JobDigest)
 		return
 	}
 	if r.Recover {
@@ -697,6 +705,32 @@ func (c *Core) register(from transport.NodeID, r proto.Register) {
 	}
 	c.regs[from] = registration{addr: r.Addr, assign: a}
 	c.send(from, r.Addr, proto.CmdAssign, a)
+}
+
+// maxJobFields is how many of the fields in which a node's job differs
+// from the scheduler's a refusal names.
+const maxJobFields = 6
+
+// jobDifference names the fields in which a node's job (its JobFields)
+// differs from the scheduler's ("config.rule.lr and config.seed"); ""
+// when either side has none or they name none.
+func jobDifference(node, sched map[string]string) string {
+	if len(node) == 0 || len(sched) == 0 {
+		return ""
+	}
+	diff := proto.JobFieldsDiffer(node, sched)
+	if len(diff) == 0 {
+		return ""
+	}
+	more := ""
+	if len(diff) > maxJobFields {
+		more = fmt.Sprintf(" and %d more", len(diff)-maxJobFields)
+		diff = diff[:maxJobFields]
+	} else if n := len(diff); n > 1 {
+		more = " and " + diff[n-1]
+		diff = diff[:n-1]
+	}
+	return strings.Join(diff, ", ") + more
 }
 
 // rankRefusal says why a node that asked for rank of the n ranks of a

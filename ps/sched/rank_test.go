@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"testing"
 
 	"colo/ps/proto"
@@ -36,6 +37,52 @@ func TestRankRefusals(t *testing.T) {
 		}
 		if logs := c.Logs(); len(logs) != 1 || logs[0] != `refused `+tc.role.String()+` at "b": `+tc.want {
 			t.Errorf("%s rank %d: logs %q", tc.role, tc.rank, logs)
+		}
+	}
+}
+
+// TestJobDigestRefusedNamesFields checks that a node whose job is not
+// the scheduler's and who says what its fields are is told which differ
+// (sorted, at most six, then how many more), and a node without them
+// that its job is not the scheduler's.
+func TestJobDigestRefusedNamesFields(t *testing.T) {
+	job := func(lr, seed string, more int) (string, map[string]string) {
+		b := []byte(`{"rule": {"lr": ` + lr + `}, "seed": ` + seed)
+		for i := range more {
+			b = fmt.Appendf(b, `, "f%d": %d`, i, i)
+		}
+		b = append(b, '}')
+		return proto.JobDigest("k", b), proto.JobFields(b)
+	}
+	cfg := testConfig(1, 2)
+	cfg.JobDigest, cfg.JobFields = job("0.1", "1", 0)
+	for i, c := range []struct {
+		lr, seed string
+		more     int
+		plain    bool // no fields
+		want     string
+	}{
+		{"0.2", "1", 0, false, "its job differs from the scheduler's in rule.lr"},
+		{"0.2", "2", 0, false, "its job differs from the scheduler's in rule.lr and seed"},
+		{"0.1", "2", 2, false, "its job differs from the scheduler's in f0, f1 and seed"},
+		{"0.2", "2", 7, false, "its job differs from the scheduler's in f0, f1, f2, f3, f4, f5 and 3 more"},
+		{"0.2", "1", 0, true, "its job is not the scheduler's"},
+	} {
+		c1 := coreOf(t, cfg)
+		r := proto.Register{Role: proto.RoleServer, Token: proto.TokenDigest("tok"), Addr: "b", Rank: -1}
+		r.Job, r.JobFields = job(c.lr, c.seed, c.more)
+		if c.plain {
+			r.JobFields = nil
+		}
+		refused := find(c1.Handle(msg(proto.Provisional(uint32(7+i)), proto.CmdRegister, r)), proto.CmdRefuse)
+		if len(refused) != 1 {
+			t.Fatalf("case %d: not refused", i)
+		}
+		var got proto.Refuse
+		proto.Decode(refused[0].M, &got)
+		want := c.want + " (job digest " + r.Job[:12] + ", the scheduler's " + cfg.JobDigest[:12] + "): every process of a cluster must read the same job file"
+		if got.Reason != want {
+			t.Errorf("case %d: refused for %q\nwant %q", i, got.Reason, want)
 		}
 	}
 }
