@@ -59,11 +59,13 @@ type Position struct {
 type Member struct {
 	// Rule is the update rule of the node's server (nil: sum).
 	Rule update.Rule
-	// JobDigest, when set, is the proto.JobDigest of the member's job:
-	// RunNode gives it to the node, whose scheduler refuses it if its
-	// own job is another (a kind sets it on both sides, see
-	// sched.Config.JobDigest).
+	// JobDigest, when set, is the proto.JobDigest of the member's job
+	// and JobFields its fields' (a Digest's): RunNode gives them to the
+	// node, whose scheduler refuses it if its own job is another, naming
+	// the fields that differ (a kind sets them on both sides, see
+	// sched.Config.JobDigest and JobDigest in this package).
 	JobDigest string
+	JobFields map[string]string
 	// Rates are the emulated rates of the node's links (zero: unlimited).
 	Rates node.Rates
 	// Run runs the job on the node's worker once it has joined and

@@ -70,7 +70,7 @@ func RunNode(ctx context.Context, nd Node) (*NodeSummary, any, error) {
 		}
 	}
 	if nd.Member != nil && nd.Config.JobDigest == "" {
-		nd.Config.JobDigest = nd.Member.JobDigest
+		nd.Config.JobDigest, nd.Config.JobFields = nd.Member.JobDigest, nd.Member.JobFields
 	}
 	n, err := node.Start(ctx, nd.Config)
 	if err != nil {

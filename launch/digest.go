@@ -1,0 +1,127 @@
+package launch
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"colo/ps/proto"
+)
+
+// Digest is what the processes of a cluster must agree on about their
+// job: the proto.JobDigest of the job as decoded, without the fields
+// each host may set for itself, and the digest of each of its fields,
+// by which the scheduler names the fields of a member's job that are not
+// its own. A kind sets it on both sides: on the scheduler
+// (sched.Config.JobDigest and JobFields) and on every member it opens
+// (Member.JobDigest and JobFields).
+type Digest struct {
+	// Sum is the job's proto.JobDigest.
+	Sum string
+	// Fields are the proto.JobFields of the job: a short digest of
+	// each of its values, by the path of its field as the job file
+	// spells it ("config.rule.lr").
+	Fields map[string]string
+}
+
+// JobDigest returns the Digest of job, a kind's job as decoded (its
+// defaults filled, so that two files that spell one job differently
+// agree), leaving out the fields at the paths in local: those that each
+// host may set for itself, such as the paths of files that a host may
+// mount elsewhere, spill directories and memory budgets. A path names a
+// field as the job file spells it, its parts joined by dots
+// ("data.load.memory_budget"); the fields of an embedded struct without
+// a JSON name are its holder's, as encoding/json has them. A field
+// omitted from the JSON (omitempty) is left out anyway. A path that names
+// no field of job's type is an error, as is a job that does not marshal
+// to a JSON object.
+//
+// The digest is the same for the same values however they were spelled:
+// maps and objects with their keys sorted, numbers as json.Marshal
+// writes them, an application's raw options compacted and sorted too.
+func JobDigest(kind string, job any, local ...string) (Digest, error) {
+	for _, p := range local {
+		if err := checkPath(reflect.TypeOf(job), p); err != nil {
+			return Digest{}, fmt.Errorf("launch: job of kind %s: the host's field %q: %w", kind, p, err)
+		}
+	}
+	b, err := json.Marshal(job)
+	if err != nil {
+		return Digest{}, fmt.Errorf("launch: job of kind %s: %w", kind, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // numbers as written: no round trip through float64
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return Digest{}, fmt.Errorf("launch: job of kind %s: %w", kind, err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return Digest{}, fmt.Errorf("launch: job of kind %s: a JSON %T, want an object", kind, v)
+	}
+	for _, p := range local {
+		leaveOut(obj, strings.Split(p, "."))
+	}
+	canon, err := json.Marshal(obj) // its keys sorted
+	if err != nil {
+		return Digest{}, fmt.Errorf("launch: job of kind %s: %w", kind, err)
+	}
+	return Digest{Sum: proto.JobDigest(kind, canon), Fields: proto.JobFields(canon)}, nil
+}
+
+// leaveOut deletes the value at path from obj, if it is there, and the
+// objects on the path that it leaves empty.
+func leaveOut(obj map[string]any, path []string) {
+	if len(path) == 1 {
+		delete(obj, path[0])
+		return
+	}
+	next, ok := obj[path[0]].(map[string]any)
+	if !ok {
+		return
+	}
+	leaveOut(next, path[1:])
+	if len(next) == 0 {
+		delete(obj, path[0])
+	}
+}
+
+// checkPath checks that path names a field of t, as far as t's type
+// says: past a map, an interface or raw JSON (an application's
+// options) any name may follow.
+func checkPath(t reflect.Type, path string) error {
+	for _, name := range strings.Split(path, ".") {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			return nil
+		}
+		f, ok := jsonField(t, name)
+		if !ok {
+			return fmt.Errorf("%s has no field %q", t, name)
+		}
+		t = f.Type
+	}
+	return nil
+}
+
+// jsonField returns the field of struct t that encoding/json names name,
+// looking into the embedded structs it flattens.
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for _, sf := range reflect.VisibleFields(t) {
+		tag, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if !sf.IsExported() || tag == "-" {
+			continue
+		}
+		if sf.Anonymous && tag == "" && sf.Type.Kind() == reflect.Struct {
+			continue // flattened: its fields are visible on their own
+		}
+		if tag == name || tag == "" && sf.Name == name {
+			return sf, true
+		}
+	}
+	return reflect.StructField{}, false
+}

@@ -1,0 +1,132 @@
+// Package launchtest checks, for the tests of a launch.Kind, what the
+// kind makes the processes of its cluster agree on (launch.JobDigest):
+// that a member whose job differs from the scheduler's in a field that
+// must agree is refused when it joins, the refusal naming the field, and
+// that a member whose job differs only in fields its host may set for
+// itself (paths, memory budgets) joins.
+//
+// The scheduler is its core (sched.Core), configured by the kind from
+// the base job as colo node --role scheduler configures it; each member
+// is opened by the kind from its own job, as colo node opens it, and
+// registers with what its node would carry (proto.Register.Job and
+// JobFields). No process, no network, no clock.
+//
+//	launchtest.CheckJoin(t, Kind{}, base, launch.Position{Role: proto.RoleMachine, Rank: 0}, []launchtest.Variant{
+//		{Name: "another lr", Job: strings.Replace(base, `"lr": 0.1`, `"lr": 0.2`, 1), Differs: []string{"rule.lr"}},
+//		{Name: "another data path", Job: strings.Replace(base, "/data/", "/mnt/", 1)},
+//	})
+package launchtest
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"colo/launch"
+	"colo/ps/proto"
+	"colo/ps/sched"
+)
+
+// Variant is a member's job beside the scheduler's.
+type Variant struct {
+	// Name names the variant in failures.
+	Name string
+	// Job is the member's job, the kind's JSON.
+	Job string
+	// Differs are the fields, as the job file spells them, in which Job
+	// differs from the scheduler's job: the member is refused, and the
+	// refusal names exactly these. Empty: the job is the scheduler's as
+	// far as the cluster is concerned (it differs at most in its host's
+	// own fields), and the member joins.
+	Differs []string
+}
+
+// token is the cluster's token.
+const token = "launchtest"
+
+// CheckJoin configures a scheduler by k from the job base and, for each
+// variant, opens the member at of the variant's job and has it register
+// with a new scheduler: refused naming the fields of Differs, or
+// assigned its ids when it names none. A scheduler for which the kind
+// sets no numbers of servers and workers (the smoke kind's come from the
+// command line) takes at's, or one of each.
+func CheckJoin(t testing.TB, k launch.Kind, base string, at launch.Position, variants []Variant) {
+	t.Helper()
+	cfg := sched.DefaultConfig()
+	cfg.Token = token
+	if err := k.Scheduler(json.RawMessage(base), &cfg); err != nil {
+		t.Fatalf("kind %s: the scheduler of the base job: %v", k.Name(), err)
+	}
+	if cfg.JobDigest == "" || len(cfg.JobFields) == 0 {
+		t.Fatalf("kind %s: the scheduler checks no job digest (JobDigest %q, %d fields)", k.Name(), cfg.JobDigest, len(cfg.JobFields))
+	}
+	if cfg.NumServers == 0 && cfg.NumWorkers == 0 {
+		cfg.NumServers, cfg.NumWorkers = max(at.Servers, 1), max(at.Workers, 1)
+	}
+	for i, v := range variants {
+		c, err := sched.NewCore(cfg)
+		if err != nil {
+			t.Fatalf("kind %s: %v", k.Name(), err)
+		}
+		m, err := k.Open(context.Background(), json.RawMessage(v.Job), at)
+		if err != nil {
+			t.Errorf("kind %s, %s: opening the member: %v", k.Name(), v.Name, err)
+			continue
+		}
+		if m.JobDigest == "" || len(m.JobFields) == 0 {
+			t.Errorf("kind %s, %s: the member carries no job digest (JobDigest %q, %d fields)", k.Name(), v.Name, m.JobDigest, len(m.JobFields))
+			continue
+		}
+		reg := proto.Control(proto.CmdRegister, proto.Register{
+			Role: at.Role, Token: proto.TokenDigest(token), Addr: "member", Rank: at.Rank,
+			NumServers: at.Servers, NumWorkers: at.Workers, Recover: at.Recover,
+			Job: m.JobDigest, JobFields: m.JobFields,
+		})
+		reg.Sender = proto.Provisional(uint32(100 + i))
+		var refused, assigned []sched.Out
+		for _, o := range c.Handle(reg) {
+			switch o.M.Cmd {
+			case proto.CmdRefuse:
+				refused = append(refused, o)
+			case proto.CmdAssign:
+				assigned = append(assigned, o)
+			}
+		}
+		if len(v.Differs) == 0 {
+			if len(assigned) != 1 {
+				t.Errorf("kind %s, %s: the member is not assigned its ids: %s", k.Name(), v.Name, reasons(refused))
+			}
+			continue
+		}
+		want := "its job differs from the scheduler's in " + Fields(v.Differs) + " (job digest " + m.JobDigest[:12] + ", the scheduler's " + cfg.JobDigest[:12] + "): every process of a cluster must read the same job file"
+		if got := reasons(refused); len(refused) != 1 || got != want {
+			t.Errorf("kind %s, %s: refused for %q\nwant %q", k.Name(), v.Name, got, want)
+		}
+	}
+}
+
+// Fields joins the names of fields as a refusal names them: sorted,
+// "a", "a and b", "a, b and c".
+func Fields(names []string) string {
+	names = slices.Sorted(slices.Values(names))
+	if n := len(names); n > 1 {
+		return strings.Join(names[:n-1], ", ") + " and " + names[n-1]
+	}
+	return strings.Join(names, "")
+}
+
+// reasons returns the reasons of refusals, joined.
+func reasons(outs []sched.Out) string {
+	var rs []string
+	for _, o := range outs {
+		var r proto.Refuse
+		if err := proto.Decode(o.M, &r); err != nil {
+			rs = append(rs, err.Error())
+			continue
+		}
+		rs = append(rs, r.Reason)
+	}
+	return strings.Join(rs, "; ")
+}
