@@ -100,6 +100,23 @@ func LoadOptionsOf(o graph.LoadOptions) LoadOptions {
 	return LoadOptions{Format: string(o.Format), IndexBase: o.IndexBase, DropSelfLoops: o.DropSelfLoops, HashBits: o.HashBits, MemoryBudget: o.Memory}
 }
 
+// LocalFields returns the fields of a Job, as a job file spells them,
+// that each host of a cluster of processes may set for itself, so that
+// the processes of one job need not agree on them (launch.JobDigest):
+// the paths of the data files (with a dense application's label files,
+// options.labels and options.test_labels), of the data cache and of the
+// checkpoints' directory, since each host may mount them elsewhere; the share of a
+// replacement, which is its own; and the host's memory budget for
+// loading. What the training data holds is checked by its checksum
+// (data.checksum) when the job has one.
+func LocalFields() []string {
+	return []string{
+		"data.train", "data.test", "data.cache", "data.share", "data.load.memory_budget",
+		"options.labels", "options.test_labels",
+		"config.checkpoint.dir", "config.checkpoint.resume",
+	}
+}
+
 // DefaultJob returns a job with the engine's defaults (DefaultConfig),
 // the loader's (graph.DefaultLoadOptions) and Parsa's placement; the
 // application and the training file are left to fill.

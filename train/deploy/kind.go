@@ -99,31 +99,22 @@ type Kind struct {
 	Observe func(c *train.Config)
 }
 
-// digest is the proto.JobDigest of what every process of j's cluster
-// must agree on, as decoded (defaults filled, so that two files that
-// spell one job differently agree): the application and its options,
-// the training configuration, how the data is read and its checksum,
-// the routing table. Paths are left out (the data's, the checkpoints'
-// directory), since each host may mount the files elsewhere, and so is
-// the host's own memory budget.
-func (j Job) digest() string {
-	c := j.Config
-	c.Checkpoint.Dir, c.Checkpoint.Resume = "", ""
-	load := j.Data.Load
-	load.MemoryBudget = 0
-	b, err := json.Marshal(struct {
-		App      string          `json:"app"`
-		Options  json.RawMessage `json:"options,omitempty"`
-		Config   train.Config    `json:"config"`
-		Load     train.LoadOptions
-		Checksum string
-		Route    []byte
-		Width    int
-	}{j.App, j.Options, c, load, j.Data.Checksum, j.Route, j.Width})
-	if err != nil {
-		return "" // not checked
+// digest is the launch.Digest of what every process of j's cluster must
+// agree on, as decoded (defaults filled, so that two files that spell
+// one job differently agree): the application and its options, the
+// training configuration, how the data is read and its checksum, the
+// routing table and width: everything but the fields each host may set
+// for itself (train.LocalFields: the paths of the data, its cache and
+// the checkpoints, and the host's memory budget). The placement is left
+// out too when the job has its routing table, by which the scheduler
+// routes; without one (a job written by hand) every process places the
+// job itself, and the placement must agree.
+func (j Job) digest() (launch.Digest, error) {
+	local := train.LocalFields()
+	if len(j.Route) > 0 {
+		local = append(local, "placement")
 	}
-	return proto.JobDigest(Name, b)
+	return launch.JobDigest(Name, j, local...)
 }
 
 // Name returns "train".
@@ -149,7 +140,11 @@ func (k Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 	}
 	cfg.NumKeys, cfg.Clock = cfg.Table.NumKeys(), j.Config.Clock
 	cfg.NumServers, cfg.NumWorkers, cfg.Replicas = j.Config.NumServers(), j.Config.Machines, j.Config.Replicas
-	cfg.JobDigest = j.digest() // every member must run this job
+	d, err := j.digest() // every member must run this job
+	if err != nil {
+		return err
+	}
+	cfg.JobDigest, cfg.JobFields = d.Sum, d.Fields
 	return nil
 }
 
@@ -177,7 +172,11 @@ func (k Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (
 	case at.Servers > 0 && at.Servers != job.Config.NumServers():
 		return nil, fmt.Errorf("--num-servers %d: the job has %d servers", at.Servers, job.Config.NumServers())
 	}
-	m := &launch.Member{Rates: job.Config.Rates(), JobDigest: j.digest()}
+	d, err := j.digest()
+	if err != nil {
+		return nil, err
+	}
+	m := &launch.Member{Rates: job.Config.Rates(), JobDigest: d.Sum, JobFields: d.Fields}
 	if m.Rule, err = update.New(job.Config.Rule); err != nil {
 		return nil, fmt.Errorf("job of kind %s: config.rule: %w", Name, err)
 	}
