@@ -117,7 +117,36 @@ func (d *Data) TrainProcesses(ctx context.Context, j train.Job, cfg gossip.Confi
 // of their own (gossip.RunWorker). They meet through the scheduler: one
 // all-reduce gives every worker the others' addresses and a common start,
 // and a barrier after training holds every link open until all are done.
+//
+// The scheduler refuses a worker whose job is not its own (LocalFields
+// says what each may set for itself): workers of another learning rate,
+// number of epochs, topology or shards would mix models trained
+// otherwise and end with a wrong average, or wait at a neighbour that
+// stopped.
 type Kind struct{}
+
+// LocalFields returns the fields of the decentralised kind's job that
+// each worker may set for itself, left out of the digest that the
+// scheduler checks (launch.JobDigest): those of its training job that
+// each host may set (train.LocalFields: the paths of the data and label
+// files, of the cache and the checkpoints, the memory budget), the
+// placement, which the parent has already turned into the shards, and
+// the name of the weights' file, which only reports give. Every other
+// field must agree: the model and its options, the gossip configuration
+// (the mixing weights themselves among them), the shards and the link's
+// rate.
+func LocalFields() []string {
+	local := []string{"job.placement", "gossip.weights_file"}
+	for _, f := range train.LocalFields() {
+		local = append(local, "job."+f)
+	}
+	return local
+}
+
+// digest is the launch.Digest of spec without LocalFields.
+func (spec ProcSpec) digest() (launch.Digest, error) {
+	return launch.JobDigest(KindName, spec, LocalFields()...)
+}
 
 // Name returns "gossip".
 func (Kind) Name() string { return KindName }
@@ -144,6 +173,11 @@ func (Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 		return err
 	}
 	cfg.NumServers, cfg.NumWorkers, cfg.NumKeys, cfg.Width = spec.Gossip.Workers, spec.Gossip.Workers, 1, 1
+	d, err := spec.digest() // every worker must run this job
+	if err != nil {
+		return err
+	}
+	cfg.JobDigest, cfg.JobFields = d.Sum, d.Fields
 	return nil
 }
 
@@ -158,11 +192,15 @@ func (Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (*l
 	if err != nil {
 		return nil, err
 	}
+	dg, err := spec.digest()
+	if err != nil {
+		return nil, err
+	}
 	d, err := Load(spec.Job)
 	if err != nil {
 		return nil, err
 	}
-	return &launch.Member{Run: func(ctx context.Context, n *node.Node, _ *launch.NodeSummary) (any, error) {
+	return &launch.Member{JobDigest: dg.Sum, JobFields: dg.Fields, Run: func(ctx context.Context, n *node.Node, _ *launch.NodeSummary) (any, error) {
 		return runWorker(ctx, n, spec, d, at)
 	}}, nil
 }
