@@ -401,6 +401,11 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 			if err != nil {
 				return nil, err
 			}
+			d, err := job.Digest() // the scheduler's, or it refuses this worker
+			if err != nil {
+				return nil, err
+			}
+			nc.JobDigest, nc.JobFields = d.Sum, d.Fields
 			if s.rule == nil {
 				r := job.Rule
 				s.rule = &r

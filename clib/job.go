@@ -83,6 +83,23 @@ func (j Job) Survivor() (survive func(name string, err error) bool, backedUp fun
 	}, h.BackedUp
 }
 
+// LocalFields returns the fields of a Job that each process may set for
+// itself, left out of the digest (Digest) by which the scheduler refuses
+// a server or worker whose job is not its own: the path of the bandwidth
+// matrix's file, which each host may mount elsewhere (its rates, which
+// time the links without changing what is computed, are the operator's
+// to keep the same). Every other field must agree: the consistency
+// model, the servers' rule and its hyper-parameters, the routing table,
+// the link rate and the cluster's shape.
+func LocalFields() []string { return []string{"bandwidth_matrix"} }
+
+// Digest returns the launch.Digest of j without LocalFields, which the
+// scheduler, the servers and the workers that read the job carry
+// (kind.Kind, Open).
+func (j Job) Digest() (launch.Digest, error) {
+	return launch.JobDigest(JobKind, j, LocalFields()...)
+}
+
 // DefaultJob returns a BSP job whose servers add what they are pushed.
 func DefaultJob() Job {
 	r := update.DefaultConfig()

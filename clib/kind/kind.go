@@ -27,13 +27,25 @@ type Kind struct{}
 // Name returns clib.JobKind.
 func (Kind) Name() string { return clib.JobKind }
 
-// Scheduler configures the scheduler of the job.
+// Scheduler configures the scheduler of the job, which refuses a server,
+// or a worker that read the job (clib.Open), whose job is not its own
+// (clib.LocalFields says what each may set for itself): a server of
+// another rule or rate would train its keys otherwise, without an
+// error.
 func (Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 	j, err := clib.DecodeJob(raw)
 	if err != nil {
 		return err
 	}
-	return j.Scheduler(cfg)
+	if err := j.Scheduler(cfg); err != nil {
+		return err
+	}
+	d, err := j.Digest()
+	if err != nil {
+		return err
+	}
+	cfg.JobDigest, cfg.JobFields = d.Sum, d.Fields
+	return nil
 }
 
 // Open opens a server of the job: its rule and links. The job's workers
@@ -54,5 +66,9 @@ func (Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (*l
 	if err != nil {
 		return nil, err
 	}
-	return &launch.Member{Rule: rule, Rates: rates}, nil
+	d, err := j.Digest()
+	if err != nil {
+		return nil, err
+	}
+	return &launch.Member{Rule: rule, Rates: rates, JobDigest: d.Sum, JobFields: d.Fields}, nil
 }

@@ -3,15 +3,21 @@ package kind
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"colo/clib"
+	"colo/internal/colotest"
 	"colo/launch"
+	"colo/launch/launchtest"
 	"colo/ps/clock"
+	"colo/ps/node"
 	"colo/ps/proto"
 	"colo/ps/route"
 	"colo/ps/sched"
+	"colo/transport/tcp"
 )
 
 // TestKind checks the scheduler's configuration and the members a node
@@ -53,5 +59,103 @@ func TestKind(t *testing.T) {
 		if err := (Kind{}).Scheduler(json.RawMessage(raw), &cfg); err == nil || !strings.Contains(err.Error(), "torch") {
 			t.Errorf("%s: %v", field, err)
 		}
+	}
+}
+
+// TestJoinAgreesOnJob checks that a server whose torch job is not the
+// scheduler's (another rule, learning rate, consistency model, link
+// rate, routing table) is refused when it joins, naming the fields that
+// differ, and that one whose job differs only in the path of its
+// bandwidth matrix joins.
+func TestJoinAgreesOnJob(t *testing.T) {
+	dir := t.TempDir()
+	matrix := []byte("0 1gbit 1gbit 1gbit\n1gbit 0 1gbit 1gbit\n1gbit 1gbit 0 1gbit\n1gbit 1gbit 1gbit 0\n")
+	paths := []string{filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")}
+	for _, p := range paths {
+		if err := os.WriteFile(p, matrix, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	table := func(keys int) []byte {
+		tb, err := route.FromPlacement(make([]int32, keys), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := tb.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	job := func(edit func(j *clib.Job)) string {
+		t.Helper()
+		j := clib.DefaultJob()
+		j.Servers, j.Workers, j.Route, j.BandwidthMatrix = 2, 2, table(4), paths[0]
+		j.Rule.Name, j.Rule.LR = "adagrad", 0.1
+		if edit != nil {
+			edit(&j)
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	launchtest.CheckJoin(t, Kind{}, job(nil), launch.Position{Role: proto.RoleServer, Rank: 1, Servers: 2, Workers: 2}, []launchtest.Variant{
+		{Name: "the same job", Job: job(nil)},
+		{Name: "the matrix elsewhere", Job: job(func(j *clib.Job) { j.BandwidthMatrix = paths[1] })},
+		{Name: "another lr", Job: job(func(j *clib.Job) { j.Rule.LR = 0.2 }), Differs: []string{"rule.lr"}},
+		{Name: "another rule", Job: job(func(j *clib.Job) { j.Rule.Name = "sgd" }), Differs: []string{"rule.name"}},
+		{Name: "async", Job: job(func(j *clib.Job) { j.Consistency = "async" }), Differs: []string{"consistency"}},
+		{Name: "another link rate", Job: job(func(j *clib.Job) { j.LinkBandwidth = "100mbit" }), Differs: []string{"link_bandwidth"}},
+		{Name: "another table", Job: job(func(j *clib.Job) { j.Route = table(6) }), Differs: []string{"route"}},
+	})
+}
+
+// TestWorkerOfAnotherJobRefused checks that a program's worker that read
+// another job than its scheduler's (clib.Open with a job file) is
+// refused when it joins, naming the field, over TCP.
+func TestWorkerOfAnotherJobRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), colotest.HangTimeout(t))
+	defer cancel()
+	j := clib.DefaultJob()
+	j.Servers, j.Workers = 1, 1
+	env, err := launch.NewEnvelope(clib.JobKind, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const token = "torch-test"
+	sc := sched.DefaultConfig()
+	sc.NumServers, sc.NumWorkers, sc.Token, sc.StartTimeout = 1, 1, token, colotest.HangTimeout(t)
+	if err := (Kind{}).Scheduler(env.Job, &sc); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := node.TCP{Token: token}.Listen(proto.SchedulerID, tcp.NewIdentity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sched.Start(sc, ep, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j.Rule.LR = 0.5
+	if env, err = launch.NewEnvelope(clib.JobKind, j); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "job.json")
+	if err := env.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	cfg := clib.DefaultConfig()
+	cfg.Scheduler, cfg.Token, cfg.Rank, cfg.Role, cfg.JobFile = ep.Addr(), token, 0, "worker", path
+	cfg.Timeout = colotest.HangTimeout(t).Seconds()
+	sess, err := clib.Open(ctx, cfg)
+	if err == nil {
+		sess.Close()
+		t.Fatal("a worker of another job joined")
+	}
+	if want := "its job differs from the scheduler's in rule.lr"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("a worker of another job: %v\nwant a refusal saying %q", err, want)
 	}
 }
