@@ -325,7 +325,28 @@ func (j Job) config() Config {
 // Kind is the kind of the built-in smoke job (package app/smoke),
 // what colo launch runs and what a node started by hand without a job
 // file runs.
+//
+// A scheduler that read the job refuses a node whose job is not its own
+// (LocalFields says what each may set for itself): a worker of other
+// rounds, keys or seed would push increments that worker 0 does not
+// count, and the check would fail far from its cause; a server of
+// another rule would not sum. A scheduler configured by its flags alone
+// has no job and checks none.
 type Kind struct{}
+
+// LocalFields returns the fields of the smoke job that each node may set
+// for itself, left out of the digest that the scheduler checks
+// (launch.JobDigest): the path of the bandwidth matrix's file, which each
+// host may mount elsewhere (its rates, which time the links without
+// changing the sums, are the operator's to keep the same). Every other
+// field must agree, idle among them: worker 0 checks the sums of every
+// worker's pushes.
+func LocalFields() []string { return []string{"bandwidth_matrix"} }
+
+// digest is the launch.Digest of j without LocalFields.
+func (j Job) digest() (launch.Digest, error) {
+	return launch.JobDigest(Kind{}.Name(), j, LocalFields()...)
+}
 
 // Name returns "smoke".
 func (Kind) Name() string { return "smoke" }
@@ -351,6 +372,11 @@ func (k Kind) Scheduler(raw json.RawMessage, cfg *sched.Config) error {
 		return fmt.Errorf("job of kind smoke: consistency: %w", err)
 	}
 	cfg.NumKeys, cfg.Clock = j.Keys, clock.Config{Mode: mode, Tau: j.Tau}
+	d, err := j.digest() // every member must run this job
+	if err != nil {
+		return err
+	}
+	cfg.JobDigest, cfg.JobFields = d.Sum, d.Fields
 	return nil
 }
 
@@ -361,7 +387,11 @@ func (k Kind) Open(_ context.Context, raw json.RawMessage, at launch.Position) (
 	if err != nil {
 		return nil, err
 	}
-	m := &launch.Member{}
+	d, err := j.digest()
+	if err != nil {
+		return nil, err
+	}
+	m := &launch.Member{JobDigest: d.Sum, JobFields: d.Fields}
 	if m.Rule, err = update.New(j.Rule); err != nil {
 		return nil, fmt.Errorf("job of kind smoke: rule: %w", err)
 	}
