@@ -26,7 +26,12 @@
 // that configures the scheduler from a job and opens what a node of a
 // role and rank runs. Its job travels in an Envelope ({"kind": …, "job":
 // …}) that every process reads (colo node --job-file), and every member
-// writes one Report. Cluster runs a job of any kind on processes: it
+// writes one Report. Every kind makes the processes of its cluster agree
+// on its job: the scheduler and each member carry its JobDigest (the
+// job as decoded, without the fields each host may set for itself, such
+// as its paths), and the scheduler refuses a member whose job is
+// another, naming the fields that differ (launchtest.CheckJoin tests a
+// kind for it). Cluster runs a job of any kind on processes: it
 // writes the envelope to a temporary directory, starts the scheduler and
 // the members through a Supervisor and a Starter, replaces failed
 // members when asked, and reads their reports; it is the only code that

@@ -33,10 +33,14 @@ type Kind interface {
 	// workers and evaluators, its key space, width, routing table and
 	// consistency model. cfg holds the defaults and the command line's
 	// timing (heartbeat, timeouts); a kind leaves what it does not set.
+	// It sets the job's Digest too (sched.Config.JobDigest and
+	// JobFields), by which the scheduler refuses a member whose job is
+	// another.
 	Scheduler(job json.RawMessage, cfg *sched.Config) error
 	// Open opens the member at of job before it joins: it reads what the
 	// member needs (its data, its placement) and returns what runs on its
-	// node. Errors name the field or file at fault.
+	// node, with the job's Digest (Member.JobDigest and JobFields).
+	// Errors name the field or file at fault.
 	Open(ctx context.Context, job json.RawMessage, at Position) (*Member, error)
 }
 

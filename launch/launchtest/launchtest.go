@@ -49,21 +49,21 @@ const token = "launchtest"
 // CheckJoin configures a scheduler by k from the job base and, for each
 // variant, opens the member at of the variant's job and has it register
 // with a new scheduler: refused naming the fields of Differs, or
-// assigned its ids when it names none. A scheduler for which the kind
-// sets no numbers of servers and workers (the smoke kind's come from the
-// command line) takes at's, or one of each.
+// assigned its ids when it names none. The scheduler starts from at's
+// numbers of servers and workers, as colo node's command line gives
+// them, which the kind may replace by its job's.
 func CheckJoin(t testing.TB, k launch.Kind, base string, at launch.Position, variants []Variant) {
 	t.Helper()
 	cfg := sched.DefaultConfig()
 	cfg.Token = token
+	if at.Servers > 0 && at.Workers > 0 { // as the command line gives them
+		cfg.NumServers, cfg.NumWorkers = at.Servers, at.Workers
+	}
 	if err := k.Scheduler(json.RawMessage(base), &cfg); err != nil {
 		t.Fatalf("kind %s: the scheduler of the base job: %v", k.Name(), err)
 	}
 	if cfg.JobDigest == "" || len(cfg.JobFields) == 0 {
 		t.Fatalf("kind %s: the scheduler checks no job digest (JobDigest %q, %d fields)", k.Name(), cfg.JobDigest, len(cfg.JobFields))
-	}
-	if cfg.NumServers == 0 && cfg.NumWorkers == 0 {
-		cfg.NumServers, cfg.NumWorkers = max(at.Servers, 1), max(at.Workers, 1)
 	}
 	for i, v := range variants {
 		c, err := sched.NewCore(cfg)

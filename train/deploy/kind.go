@@ -86,7 +86,9 @@ func DecodeJob(raw json.RawMessage) (Job, error) {
 
 // Kind is the training kind. Place and Route open a job's application
 // and placement (app.OpenPlaced and app.Route, which the caller passes in:
-// this package knows no application).
+// this package knows no application). Its scheduler refuses a member
+// whose job is not its own, all of it but the fields each host may set
+// for itself (Job.digest).
 type Kind struct {
 	// Place opens the job's application and places it, as every process
 	// does the same for the same job.
