@@ -84,6 +84,48 @@ func CheckDir(dir string) error {
 	}
 }
 
+// CheckDirFiles is CheckDir for a directory that will hold files of the
+// given names: besides dir, each of them that exists in dir must be one
+// Write can write, as CheckFile says (a directory or a block device in
+// its place is refused); the error names it.
+func CheckDirFiles(dir string, names ...string) error {
+	if err := CheckDir(dir); err != nil {
+		return err
+	}
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		if _, err := os.Lstat(p); err != nil {
+			continue // nothing there: CheckDir vouched for new files
+		}
+		if err := CheckFile(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveRegular removes path when it is a regular file itself, not a
+// link to one, and leaves anything else in place: a symbolic link, a
+// FIFO, a device, a socket, a directory. A writer removes a stale file
+// that its new one will replace (a summary that must not vouch for new
+// part files) this way, so that nothing Write would not replace is
+// removed either. Nothing at path is no error.
+func RemoveRegular(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return nil
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // probe creates and removes a temporary file in dir.
 func probe(dir string) error {
 	f, err := os.CreateTemp(dir, ".colo-probe-*")

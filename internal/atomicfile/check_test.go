@@ -56,3 +56,57 @@ func TestCheck(t *testing.T) {
 		t.Errorf("left behind: %v", entries)
 	}
 }
+
+// TestCheckDirFiles: a directory in the place of one of the files is
+// refused, naming it; files not there yet pass, as do regular ones.
+func TestCheckDirFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDirFiles(dir, "a", "b"); err != nil {
+		t.Errorf("CheckDirFiles: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDirFiles(dir, "a", "b"); err == nil || err.Error() != "cannot write "+filepath.Join(dir, "b")+": it is a directory" {
+		t.Errorf("CheckDirFiles with a directory b: %v", err)
+	}
+	if err := CheckDirFiles(filepath.Join(dir, "a"), "x"); err == nil {
+		t.Error("CheckDirFiles under a file passed")
+	}
+}
+
+// TestRemoveRegular: only a regular file is removed; a link, a directory
+// and nothing at all are left as they are.
+func TestRemoveRegular(t *testing.T) {
+	dir := t.TempDir()
+	file, link, sub := filepath.Join(dir, "f"), filepath.Join(dir, "l"), filepath.Join(dir, "d")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{link, sub, filepath.Join(dir, "missing"), filepath.Join(file, "under")} {
+		if err := RemoveRegular(p); err != nil {
+			t.Errorf("RemoveRegular(%s): %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(link); err != nil {
+		t.Errorf("the link was removed: %v", err)
+	}
+	if _, err := os.Stat(sub); err != nil {
+		t.Errorf("the directory was removed: %v", err)
+	}
+	if err := RemoveRegular(file); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(file); !os.IsNotExist(err) {
+		t.Errorf("the regular file is still there: %v", err)
+	}
+}
