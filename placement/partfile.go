@@ -80,7 +80,7 @@ func readDataPart(r io.Reader, name string, n, k, maxK int) ([]int32, int, error
 	}
 	data := make([]int32, 0, n)
 	maxPart := -1
-	err := eachLine(r, func(line int, text []byte) error {
+	err := eachLine(r, name, func(line int, text []byte) error {
 		f := bytes.Fields(text)
 		if len(f) != 1 {
 			return fmt.Errorf("%s:%d: %q: want one machine number per line", name, line, text)
@@ -125,7 +125,7 @@ func ReadParamPart(r io.Reader, name string, g *graph.Graph, k int) ([]int32, er
 		param[i] = Unassigned
 	}
 	seen, cols := 0, 0
-	err := eachLine(r, func(line int, text []byte) error {
+	err := eachLine(r, name, func(line int, text []byte) error {
 		f := bytes.Fields(text)
 		if cols == 0 {
 			cols = len(f)
@@ -172,9 +172,9 @@ func ReadParamPart(r io.Reader, name string, g *graph.Graph, k int) ([]int32, er
 
 // eachLine calls fn with the number (from 1) and text of each non-blank
 // line of r, trimmed of white space.
-func eachLine(r io.Reader, fn func(int, []byte) error) error {
+func eachLine(r io.Reader, name string, fn func(int, []byte) error) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -186,8 +186,17 @@ func eachLine(r io.Reader, fn func(int, []byte) error) error {
 			return err
 		}
 	}
-	return sc.Err()
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("%s:%d: a line of more than %d bytes: want one machine number, or a parameter id and a machine, a line", name, line+1, maxLine)
+	case err != nil:
+		return fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	return nil
 }
+
+// maxLine bounds the length of a part file's line.
+const maxLine = 1 << 20
 
 // LoadDataPartPrefix reads the data part file of the placement directory
 // dir for an incremental run over n samples on k machines: the file may
@@ -201,15 +210,15 @@ func LoadDataPartPrefix(dir string, n, k int) ([]int32, error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, DataPartFile)
-	f, err := os.Open(path)
+	f, size, err := textio.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	lines := 0
-	err = eachLine(f, func(int, []byte) error { lines++; return nil })
+	err = eachLine(io.LimitReader(f, size), path, func(int, []byte) error { lines++; return nil })
 	f.Close()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	if lines > n {
 		return nil, fmt.Errorf("%s: %d samples, more than the %d of the dataset", path, lines, n)
@@ -261,6 +270,17 @@ func WriteDir(dir string, g *graph.Graph, p *Placement, summary any) error {
 		summary, true)
 }
 
+// CheckDir reports whether WriteDir could write a placement into dir,
+// without writing anything: dir, or its nearest ancestor that exists,
+// must take new files (atomicfile.CheckDir), and each of data.part,
+// param.part and summary.json already there must be a file Write can
+// write (atomicfile.CheckFile): a directory or a block device in the
+// place of one is refused, naming it. A command calls it before it reads
+// the data; WriteDir calls it before it writes or removes anything.
+func CheckDir(dir string) error {
+	return atomicfile.CheckDirFiles(dir, DataPartFile, ParamPartFile, SummaryFile)
+}
+
 // PartSource is a part file to write: its number of lines and a function
 // that writes them.
 type PartSource struct {
@@ -296,11 +316,16 @@ func writeDir(dir string, k int, data, param PartSource, summary any, together b
 		}
 	}
 	obj["k"], _ = json.Marshal(k)
+	if err := CheckDir(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	// A stale summary from an earlier run must not vouch for new part files.
-	if err := os.Remove(filepath.Join(dir, SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	// A stale summary from an earlier run must not vouch for new part
+	// files. Only a regular file is removed: a link is followed when the
+	// new summary is written, and a FIFO or a device is written through.
+	if err := atomicfile.RemoveRegular(filepath.Join(dir, SummaryFile)); err != nil {
 		return err
 	}
 	parts := []struct {
@@ -352,6 +377,9 @@ type PartFileSum struct {
 	Lines  int    `json:"lines"`
 	CRC32C string `json:"crc32c"`
 }
+
+// maxSummary bounds the summary.json ReadDir reads.
+const maxSummary = 64 << 20
 
 // castagnoli is the CRC-32C table.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -411,7 +439,7 @@ func ReadDir(dir string, g *graph.Graph, k int) (*Placement, error) {
 func readDirSummary(dir string, n, want int) (dirSummary, string, error) {
 	var sum dirSummary
 	sumPath := filepath.Join(dir, SummaryFile)
-	b, err := os.ReadFile(sumPath)
+	b, err := textio.ReadRegular(sumPath, maxSummary)
 	if errors.Is(err, os.ErrNotExist) {
 		return sum, sumPath, fmt.Errorf("%s: missing: %s is incomplete (the run that wrote it failed or has not finished)", sumPath, dir)
 	}
@@ -436,20 +464,21 @@ func readDirSummary(dir string, n, want int) (dirSummary, string, error) {
 // checksum (a summary written by WriteDir), the file's content must have
 // it.
 func readChecked(path string, want PartFileSum, sumPath string, read func(io.Reader) error) error {
-	f, err := os.Open(path)
+	f, size, err := textio.OpenRegular(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	r := io.LimitReader(f, size)
 	h := crc32.New(castagnoli)
-	if err := read(io.TeeReader(f, h)); err != nil {
+	if err := read(io.TeeReader(r, h)); err != nil {
 		return err
 	}
 	if want.CRC32C == "" {
 		return nil
 	}
 	// The parser may stop before the end: hash the rest.
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, r); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if got := fmt.Sprintf("%08x", h.Sum32()); got != want.CRC32C {

@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"colo/graph"
+	"colo/internal/colotest"
 	"colo/internal/memcap"
 )
 
@@ -294,6 +297,118 @@ func FuzzReadPartFiles(f *testing.F) {
 		}
 		if err := (&Placement{K: kd, Data: d, Param: q}).Validate(g); err != nil {
 			t.Fatalf("%q %q: accepted %v", data, param, err)
+		}
+	})
+}
+
+// TestReadDirRefusesNonRegular: a placement directory whose summary or
+// part file is a FIFO, a link to /dev/zero or a directory is refused,
+// naming the file and what it is; before, a FIFO made ReadDir wait for
+// ever for a writer, and a summary.json linked to /dev/zero was read
+// until memory ran out.
+func TestReadDirRefusesNonRegular(t *testing.T) {
+	g, _ := graph.FromAdjacency(3, [][]uint32{{0, 1}, {2}, {1}})
+	cases := []struct {
+		file, kind string // kind: fifo, zero (a link to /dev/zero), dir or long (a line without an end)
+		want       string
+	}{
+		{SummaryFile, "fifo", "open DIR/summary.json: a named pipe (FIFO): want a regular file"},
+		{SummaryFile, "zero", "open DIR/summary.json: a character device: want a regular file"},
+		{SummaryFile, "dir", "open DIR/summary.json: is a directory, want a file"},
+		{DataPartFile, "fifo", "open DIR/data.part: a named pipe (FIFO): want a regular file"},
+		{DataPartFile, "zero", "open DIR/data.part: a character device: want a regular file"},
+		{ParamPartFile, "fifo", "open DIR/param.part: a named pipe (FIFO): want a regular file"},
+		{ParamPartFile, "zero", "open DIR/param.part: a character device: want a regular file"},
+		{DataPartFile, "long", "DIR/data.part:1: a line of more than 1048576 bytes: want one machine number, or a parameter id and a machine, a line"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file+" "+tc.kind, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "p")
+			p := &Placement{K: 2, Data: []int32{0, 1, 0}, Param: []int32{0, 0, 1}}
+			if err := WriteDir(dir, g, p, nil); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, tc.file)
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			switch tc.kind {
+			case "fifo":
+				err = syscall.Mkfifo(path, 0o644)
+			case "zero":
+				err = os.Symlink("/dev/zero", path)
+			case "dir":
+				err = os.Mkdir(path, 0o755)
+			case "long":
+				err = os.WriteFile(path, bytes.Repeat([]byte("0"), 2<<20), 0o644)
+			}
+			if err != nil {
+				t.Skip(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := ReadDir(dir, g, 0)
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-time.After(colotest.HangTimeout(t)):
+				t.Fatalf("ReadDir has not returned in %v", colotest.HangTimeout(t))
+			}
+			if want := strings.ReplaceAll(tc.want, "DIR", dir); err == nil || err.Error() != want {
+				t.Fatalf("ReadDir: %v\nwant %s", err, want)
+			}
+		})
+	}
+}
+
+// TestWriteDirReplacesOnlyRegular: WriteDir refuses, before it writes or
+// removes anything, a directory where one of its files goes, and leaves
+// a summary.json that is a link in place, writing through it. Before, a
+// stale summary.json was removed whatever it was, an empty directory
+// among them, and replaced by a file; a directory named param.part was
+// found after data.part had been written.
+func TestWriteDirReplacesOnlyRegular(t *testing.T) {
+	g, _ := graph.FromAdjacency(2, [][]uint32{{0}, {1}})
+	p := &Placement{K: 2, Data: []int32{0, 1}, Param: []int32{1, 0}}
+	for _, name := range []string{SummaryFile, ParamPartFile, DataPartFile} {
+		t.Run(name+" a directory", func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			err := WriteDir(dir, g, p, nil)
+			if want := "cannot write " + filepath.Join(dir, name) + ": it is a directory"; err == nil || err.Error() != want {
+				t.Fatalf("WriteDir: %v, want %s", err, want)
+			}
+			if err := CheckDir(dir); err == nil {
+				t.Fatal("CheckDir passed")
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 1 || !entries[0].IsDir() {
+				t.Fatalf("the directory holds %v after the refusal, want only the directory %s", entries, name)
+			}
+		})
+	}
+	t.Run("summary.json a link", func(t *testing.T) {
+		dir, elsewhere := t.TempDir(), t.TempDir()
+		target := filepath.Join(elsewhere, "summary.json")
+		if err := os.WriteFile(target, []byte(`{"k": 9}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		link := filepath.Join(dir, SummaryFile)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteDir(dir, g, p, nil); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("summary.json is no longer a link: %v", err)
+		}
+		if q, err := ReadDir(dir, g, 0); err != nil || !reflect.DeepEqual(q, p) {
+			t.Fatalf("ReadDir through the link: %v, %v", q, err)
 		}
 	})
 }
