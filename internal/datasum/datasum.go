@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"strings"
 
 	"colo/internal/textio"
@@ -83,14 +82,10 @@ func Check(summaryPath, sum, data string) (warning string, err error) {
 	if sum == "" {
 		return "", nil
 	}
-	st, err := os.Stat(summaryPath)
-	if err != nil {
-		return "", err
-	}
-	if st.Size() > maxSummary {
-		return "", fmt.Errorf("%s: %d bytes: want a summary of at most %d", summaryPath, st.Size(), maxSummary)
-	}
-	b, err := os.ReadFile(summaryPath)
+	// A FIFO or a device in the summary's place is refused unread: a
+	// FIFO waited for a writer, a link to /dev/zero was read until
+	// memory ran out.
+	b, err := textio.ReadRegular(summaryPath, maxSummary)
 	if err != nil {
 		return "", err
 	}

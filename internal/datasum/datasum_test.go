@@ -7,7 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"colo/internal/colotest"
 )
 
 // TestFiles: the sum of files is the CRC-32C of their bytes one after
@@ -71,6 +75,39 @@ func TestCheck(t *testing.T) {
 		if !strings.HasSuffix(warn, tc.warning) || (warn == "") != (tc.warning == "") ||
 			tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%s: %q, %v; want %q, %q", tc.summary, warn, err, tc.warning, tc.err)
+		}
+	}
+}
+
+// TestCheckRefusesNonRegular: a summary that is a FIFO or a link to
+// /dev/zero is refused unread, naming it; before, Check waited for the
+// FIFO's writer, and read /dev/zero (its size 0 passed the bound) until
+// memory ran out.
+func TestCheckRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo, zero := filepath.Join(dir, "fifo.json"), filepath.Join(dir, "zero.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Skip(err)
+	}
+	for path, want := range map[string]string{
+		fifo: "open " + fifo + ": a named pipe (FIFO): want a regular file",
+		zero: "open " + zero + ": a character device: want a regular file",
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Check(path, "crc32c:0000abcd", "d.svm")
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != want {
+				t.Errorf("Check(%s): %v, want %s", path, err, want)
+			}
+		case <-time.After(colotest.HangTimeout(t)):
+			t.Fatalf("Check(%s) has not returned in %v", path, colotest.HangTimeout(t))
 		}
 	}
 }
