@@ -127,11 +127,16 @@ func WriteDir(dir string, assign []int, summary any) error {
 			return fmt.Errorf("shard.WriteDir %s: sample %d on worker %d: want 0..%d or Broadcast", dir, i, a, workers-1)
 		}
 	}
+	if err := CheckDir(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	// A stale summary from an earlier run must not vouch for new shards.
-	if err := os.Remove(filepath.Join(dir, SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	// Only a regular file is removed: a link is followed when the new
+	// summary is written, and a FIFO or a device is written through.
+	if err := atomicfile.RemoveRegular(filepath.Join(dir, SummaryFile)); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(filepath.Join(dir, ShardsFile), func(w io.Writer) error { return WriteShards(w, assign) }); err != nil {
@@ -139,6 +144,20 @@ func WriteDir(dir string, assign []int, summary any) error {
 	}
 	return atomicfile.Write(filepath.Join(dir, SummaryFile), func(w io.Writer) error { _, err := w.Write(js.Bytes()); return err })
 }
+
+// CheckDir reports whether WriteDir could write a shard directory at
+// dir, without writing anything: dir, or its nearest ancestor that
+// exists, must take new files, and each of shards.txt and summary.json
+// already there must be a file atomicfile.Write can write: a directory
+// or a block device in the place of one is refused, naming it. A command
+// calls it before it reads the data; WriteDir calls it before it writes
+// or removes anything.
+func CheckDir(dir string) error {
+	return atomicfile.CheckDirFiles(dir, ShardsFile, SummaryFile)
+}
+
+// maxSummary bounds the summary.json ReadDir reads.
+const maxSummary = 64 << 20
 
 // ReadDir reads a shard directory written by WriteDir (colo shard): the
 // assignment of ShardsFile, one worker or Broadcast per sample, and the
@@ -149,7 +168,7 @@ func WriteDir(dir string, assign []int, summary any) error {
 // have that many lines.
 func ReadDir(dir string) (assign []int, workers int, err error) {
 	sumPath := filepath.Join(dir, SummaryFile)
-	b, err := os.ReadFile(sumPath)
+	b, err := textio.ReadRegular(sumPath, maxSummary)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, fmt.Errorf("%s: missing: %s is incomplete (the run that wrote it failed or has not finished)", sumPath, dir)
 	}
@@ -161,12 +180,12 @@ func ReadDir(dir string) (assign []int, workers int, err error) {
 		return nil, 0, err
 	}
 	shardsPath := filepath.Join(dir, ShardsFile)
-	f, err := os.Open(shardsPath)
+	f, size, err := textio.OpenRegular(shardsPath)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
-	if assign, err = ReadShards(f, shardsPath, workers); err != nil {
+	if assign, err = ReadShards(io.LimitReader(f, size), shardsPath, workers); err != nil {
 		return nil, 0, err
 	}
 	if samples >= 0 && len(assign) != samples {

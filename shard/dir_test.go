@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"colo/internal/colotest"
 	"colo/internal/memcap"
 )
 
@@ -136,26 +139,111 @@ func TestWriteDirRefuses(t *testing.T) {
 	}
 }
 
-func TestWriteDirRemovesStaleSummaryFirst(t *testing.T) {
+// TestWriteDirRefusesBeforeTouching: a directory in the place of
+// shards.txt is refused, naming it, before WriteDir removes or writes
+// anything (the earlier summary stays as it was); a summary.json that is
+// an empty directory is not removed and replaced by a file, and one
+// that is a link is written through, the link kept. Before, the stale
+// summary was removed whatever it was, an empty directory among them.
+func TestWriteDirRefusesBeforeTouching(t *testing.T) {
 	dir := t.TempDir()
 	if err := WriteDir(dir, []int{0, 1}, &Summary{Workers: 2, Samples: 2}); err != nil {
 		t.Fatal(err)
 	}
+	before, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
 	// shards.txt cannot be replaced: a directory stands in its way.
-	if err := os.Remove(filepath.Join(dir, ShardsFile)); err != nil {
+	shards := filepath.Join(dir, ShardsFile)
+	if err := os.Remove(shards); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(dir, ShardsFile), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(shards, "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ShardsFile, "x"), nil, 0o644); err != nil {
+	err = WriteDir(dir, []int{1, 0}, &Summary{Workers: 2, Samples: 2})
+	if want := "cannot write " + shards + ": it is a directory"; err == nil || err.Error() != want {
+		t.Fatalf("WriteDir over a directory named shards.txt: %v, want %s", err, want)
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, SummaryFile)); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("the summary changed on a refused write: %q, %v", after, err)
+	}
+
+	dir = t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, SummaryFile), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteDir(dir, []int{1, 0}, &Summary{Workers: 2, Samples: 2}); err == nil {
-		t.Fatal("WriteDir over a directory named shards.txt succeeded")
+	err = WriteDir(dir, []int{1, 0}, &Summary{Workers: 2, Samples: 2})
+	if want := "cannot write " + filepath.Join(dir, SummaryFile) + ": it is a directory"; err == nil || err.Error() != want {
+		t.Fatalf("WriteDir over a directory named summary.json: %v, want %s", err, want)
 	}
-	if _, _, err := ReadDir(dir); err == nil || !strings.Contains(err.Error(), "incomplete") {
-		t.Fatalf("ReadDir after a failed write: %v, want the directory reported incomplete", err)
+	if fi, err := os.Stat(filepath.Join(dir, SummaryFile)); err != nil || !fi.IsDir() {
+		t.Fatalf("summary.json, a directory, was replaced: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ShardsFile)); err == nil {
+		t.Fatal("shards.txt written despite the refusal")
+	}
+
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	target := filepath.Join(elsewhere, "s.json")
+	if err := os.WriteFile(target, []byte(`{"workers": 9}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, SummaryFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDir(dir, []int{1, 0}, &Summary{Workers: 2, Samples: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, SummaryFile)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("summary.json is no longer a link: %v", err)
+	}
+	if assign, workers, err := ReadDir(dir); err != nil || workers != 2 || !reflect.DeepEqual(assign, []int{1, 0}) {
+		t.Fatalf("ReadDir through the link: %v on %d workers, %v", assign, workers, err)
+	}
+}
+
+// TestReadDirRefusesNonRegular: a summary.json or shards.txt that is a
+// FIFO or a link to /dev/zero is refused unread, naming it; before, a
+// FIFO made ReadDir wait for ever for a writer and a summary linked to
+// /dev/zero was read until memory ran out.
+func TestReadDirRefusesNonRegular(t *testing.T) {
+	for _, name := range []string{SummaryFile, ShardsFile} {
+		for _, kind := range []string{"fifo", "zero"} {
+			t.Run(name+" "+kind, func(t *testing.T) {
+				dir := t.TempDir()
+				if err := WriteDir(dir, []int{0, 1}, &Summary{Workers: 2, Samples: 2}); err != nil {
+					t.Fatal(err)
+				}
+				path := filepath.Join(dir, name)
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+				want := "open " + path + ": a named pipe (FIFO): want a regular file"
+				err := syscall.Mkfifo(path, 0o644)
+				if kind == "zero" {
+					want = "open " + path + ": a character device: want a regular file"
+					err = os.Symlink("/dev/zero", path)
+				}
+				if err != nil {
+					t.Skip(err)
+				}
+				done := make(chan error, 1)
+				go func() {
+					_, _, err := ReadDir(dir)
+					done <- err
+				}()
+				select {
+				case err = <-done:
+				case <-time.After(colotest.HangTimeout(t)):
+					t.Fatalf("ReadDir has not returned in %v", colotest.HangTimeout(t))
+				}
+				if err == nil || err.Error() != want {
+					t.Fatalf("ReadDir: %v, want %s", err, want)
+				}
+			})
+		}
 	}
 }
 
