@@ -71,6 +71,9 @@ func runPartition(e *env, args []string) error {
 	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.Path, false}); err != nil {
 		return err
 	}
+	if err := placement.CheckDir(*out); err != nil { // the files in it too
+		return fmt.Errorf("-o: %w", err)
+	}
 	if df.spec != "" && ps.processes > 0 {
 		return usageError("--spec with --processes: the machines read libsvm, SNAP or Criteo text; place a table on one machine")
 	}

@@ -68,6 +68,9 @@ func runShard(e *env, args []string) error {
 	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.Path, false}); err != nil {
 		return err
 	}
+	if err := shard.CheckDir(*out); err != nil { // the files in it too
+		return fmt.Errorf("-o: %w", err)
+	}
 	if *scheme == "" {
 		return usageError("--scheme is required: random, roundrobin, stratified, distaware or submodular")
 	}
