@@ -345,3 +345,52 @@ func FuzzParse(f *testing.F) {
 		_ = back
 	})
 }
+
+// TestFitRefusesEmptyField: a feature whose column has no value in any
+// training row (all null, or present only in the test rows) is refused
+// by Fit, naming the file, the feature and the column; before, it got
+// one parameter no row had an edge to, and a spec of that feature alone
+// failed in training with "route: empty placement", naming nothing.
+func TestFitRefusesEmptyField(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.csv")
+	text := "date,delay,origin,note,later\n" +
+		"2001-01-01 08:00:00,20,SEA,,\n" +
+		"2001-01-02 09:00:00,-5,SFO,,\n" +
+		"2001-01-03 17:00:00,16,SEA,,\n" +
+		"2001-06-01 06:00:00,30,LAX,,5\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const split = "; test: date >= 2001-06-01"
+	for _, c := range []struct{ spec, want string }{
+		{"delay > 15 ~ note", `t.csv: feature note: column "note" has no value in any of the 4 training rows: want a column with values`},
+		{"delay > 15 ~ origin + note" + split, `feature note: column "note" has no value in any of the 3 training rows`},
+		{"delay > 15 ~ origin + later" + split, `feature later: column "later" has no value in any of the 3 training rows`},
+		{"delay > 15 ~ origin*note", `t.csv: feature origin*note: no training row of the 4 has a value in every one of its columns "origin", "note"`},
+		{"delay > 15 ~ hash(note, 4)", `column "note" has no value`},
+		{"delay > 15 ~ log(note)", `column "note" has no value`},
+		{"delay > 15 ~ raw(note)", `column "note" has no value`},
+		{"delay > 15 ~ std(note)", `column "note" has no value`},
+		{"delay > 15 ~ quantile(note, 4)", `column "note" has no value`},
+		{"delay > 15 ~ hour(note)", `column "note" has no value`},
+	} {
+		s, err := Parse(c.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		f, err := Fit(path, s, table.DefaultOptions())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: fitted %v, error %v; want an error with %s", c.spec, f, err, c.want)
+		}
+	}
+	// A column with a value in one training row is a field.
+	s, err := Parse("delay > 15 ~ origin + later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Fit(path, s, table.DefaultOptions()); err != nil || f.Fields[1].Size != 2 {
+		t.Errorf("later, valued in one training row: %v, %v", f, err)
+	}
+}
+

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"colo/graph"
 	"colo/internal/atomicfile"
@@ -282,6 +283,25 @@ func number(b *table.Batch, col *table.Column, i int) (float64, bool, error) {
 	return x, true, nil
 }
 
+// anyNull reports whether row i of b is missing in one of the columns.
+func anyNull(b *table.Batch, cols []int, i int) bool {
+	for _, c := range cols {
+		if b.Cols[c].IsNull(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// quoteList writes names quoted and separated by commas.
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
 // fitState accumulates what a feature learns in the fitting pass.
 type fitState struct {
 	cols   []int
@@ -293,6 +313,7 @@ type fitState struct {
 	n      int64
 	mean   float64
 	m2     float64
+	valued int64 // training rows with a value of every column
 }
 
 // Fit reads the training rows of the table at path once and returns the
@@ -339,6 +360,7 @@ func Fit(path string, s Spec, opt table.Options) (*Fitted, error) {
 						return nil, fmt.Errorf("%s: %w", path, err)
 					} else if ok {
 						fs.counts[string(buf)]++
+						fs.valued++
 					}
 				case Quantile, Standardise:
 					x, ok, err := number(b, b.Cols[fs.cols[0]], i)
@@ -348,6 +370,7 @@ func Fit(path string, s Spec, opt table.Options) (*Fitted, error) {
 					if !ok {
 						continue
 					}
+					fs.valued++
 					if f.Transform == Standardise {
 						fs.n++
 						d := x - fs.mean
@@ -361,12 +384,29 @@ func Fit(path string, s Spec, opt table.Options) (*Fitted, error) {
 					} else if j := fs.rng.Int64N(fs.seen); j < sampleSize {
 						fs.sample[j] = x
 					}
+				default:
+					if !anyNull(b, fs.cols, i) {
+						fs.valued++
+					}
 				}
 			}
 		}
 	}
 	if rows == 0 {
 		return nil, fmt.Errorf("%s: no training rows with a label (%d rows without one)", path, sc.skipped)
+	}
+	// A field without a value in any training row has nothing to learn
+	// and gives no row an edge: a column that is all null (or, for a
+	// cross, columns never present together) is a mistake to name, not
+	// a field to train on in silence.
+	for fi, f := range s.Features {
+		if st[fi].valued > 0 {
+			continue
+		}
+		if len(f.Columns) == 1 {
+			return nil, fmt.Errorf("%s: feature %s: column %q has no value in any of the %d training rows: want a column with values", path, f.Name(), f.Columns[0], rows)
+		}
+		return nil, fmt.Errorf("%s: feature %s: no training row of the %d has a value in every one of its columns %s", path, f.Name(), rows, quoteList(f.Columns))
 	}
 	fit := &Fitted{Spec: s, Rows: rows}
 	var base uint64
