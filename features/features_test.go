@@ -3,16 +3,19 @@ package features
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
 
 	"colo/graph"
+	"colo/internal/colotest"
 	"colo/table"
 )
 
@@ -394,3 +397,50 @@ func TestFitRefusesEmptyField(t *testing.T) {
 	}
 }
 
+// TestReadSpecFileKinds: a spec file linked to /dev/zero is refused
+// unread by Read and Load, naming it, and so is a features.json FIFO in
+// a directory; a spec given through a pipe (--spec <(…)) is read. Before,
+// /dev/zero was read until memory ran out and Load waited for ever for
+// the FIFO's writer.
+func TestReadSpecFileKinds(t *testing.T) {
+	dir := t.TempDir()
+	zero := filepath.Join(dir, "zero.json")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Skip(err)
+	}
+	if _, _, err := Read(zero); err == nil || err.Error() != "spec: open "+zero+": a character device: want a regular file" {
+		t.Errorf("Read(/dev/zero): %v", err)
+	}
+	fifoDir := t.TempDir()
+	fifo := filepath.Join(fifoDir, FileName)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Load(fifoDir)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != "open "+fifo+": a named pipe (FIFO): want a regular file" {
+			t.Errorf("Load of a FIFO: %v", err)
+		}
+	case <-time.After(colotest.HangTimeout(t)):
+		t.Fatalf("Load of a FIFO has not returned in %v", colotest.HangTimeout(t))
+	}
+	// A pipe with a writer, as the shell's <(…) gives, is read.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() {
+		w.Write([]byte(`{"label": "delay > 15", "features": [{"columns": ["origin"]}]}`))
+		w.Close()
+	}()
+	s, _, err := Read(fmt.Sprintf("/proc/self/fd/%d", r.Fd()))
+	if err != nil || s.Label != "delay > 15" || len(s.Features) != 1 {
+		t.Errorf("Read of a pipe: %+v, %v", s, err)
+	}
+}

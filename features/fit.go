@@ -17,6 +17,7 @@ import (
 	"colo/graph"
 	"colo/internal/atomicfile"
 	"colo/internal/membudget"
+	"colo/internal/textio"
 	"colo/table"
 )
 
@@ -546,7 +547,7 @@ func (f *Fitted) Save(dir string) error {
 // none.
 func Load(dir string) (*Fitted, error) {
 	path := filepath.Join(dir, FileName)
-	data, err := os.ReadFile(path)
+	data, err := textio.ReadRegular(path, MaxFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

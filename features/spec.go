@@ -52,6 +52,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"colo/internal/textio"
 )
 
 // Transform names what a feature does with its columns.
@@ -422,7 +424,7 @@ func unquote(s string) string {
 // otherwise.
 func Read(arg string) (Spec, *Fitted, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		data, err := os.ReadFile(arg)
+		data, err := readSpecFile(arg, st)
 		if err != nil {
 			return Spec{}, nil, fmt.Errorf("spec: %w", err)
 		}
@@ -455,4 +457,25 @@ func Read(arg string) (Spec, *Fitted, error) {
 	}
 	s, err := Parse(arg)
 	return s, nil, err
+}
+
+// MaxFile bounds the size of a spec file, fitted or not, that Read and
+// Load read: a fitted spec holds its categories' dictionaries, about
+// the size of their values.
+const MaxFile = 1 << 30
+
+// readSpecFile reads the spec file path whose kind st gives: a regular
+// file within MaxFile, or a pipe (--spec <(…)) up to MaxFile bytes. A
+// device or a socket is refused unread: /dev/zero was read until memory
+// ran out.
+func readSpecFile(path string, st os.FileInfo) ([]byte, error) {
+	if st.Mode()&os.ModeNamedPipe == 0 {
+		return textio.ReadRegular(path, MaxFile)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return textio.ReadLimited(f, path, MaxFile)
 }
