@@ -182,6 +182,12 @@ func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkD
 		record++
 		if first {
 			first = false
+			// A byte order mark (a spreadsheet's "CSV UTF-8") is not
+			// part of the first cell: "\ufefflabel" named no label
+			// column, and "\ufeff3" was no number.
+			if len(rec) > 0 {
+				rec[0] = strings.TrimPrefix(rec[0], "\ufeff")
+			}
 			ncol = len(rec)
 			if ncol < 2 {
 				return nil, fail(0, "%d column(s): want a label column and at least one feature", ncol)

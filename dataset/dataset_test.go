@@ -252,6 +252,13 @@ func TestReadCSV(t *testing.T) {
 		{"missing label name", "a,b\n1,2\n", CSVOptions{LabelName: "y"}, 0, nil, nil, nil, `no column named "y"`},
 		{"empty", "", CSVOptions{}, 0, nil, nil, nil, "f: empty file"},
 		{"infinite", "1,inf\n", CSVOptions{Header: HeaderNo}, 0, nil, nil, nil, "want a finite number"},
+		// A byte order mark (a spreadsheet's "CSV UTF-8") is not part
+		// of the first cell: the header still names the label, and a
+		// first record of numbers is still one.
+		{"byte order mark, header", "\ufefflabel,a,b\n1,0.5,2\n", CSVOptions{LabelAuto: true}, 2,
+			[]float32{0.5, 2}, []int{0}, []string{"1"}, ""},
+		{"byte order mark, no header", "\ufeff1,0.5,2\n0,1,3\n", CSVOptions{}, 2,
+			[]float32{0.5, 2, 1, 3}, []int{1, 0}, []string{"0", "1"}, ""},
 		// LabelAuto: a header's label column is found by its name; a
 		// header without one is refused, listing its columns.
 		{"auto: named label", "a,b,Class\n1,2,x\n3,4,y\n", CSVOptions{LabelAuto: true}, 2,
