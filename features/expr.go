@@ -3,6 +3,7 @@ package features
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -173,16 +174,22 @@ func (ev *evaluator) value(col *table.Column, i int) (v float64, ok bool, err er
 		}
 		return 0
 	}
+	// NaN and the infinities are refused as the features refuse them
+	// (number): a NaN compared equal to any literal (cmp), and a label
+	// of NaN or Inf trains nothing sensible.
 	if ev.e.op == "" {
 		x, ok := col.Float(i)
-		if !ok {
-			return 0, false, fmt.Errorf("column %q: %s is not a number", ev.e.col, strconv.Quote(string(col.Str(i))))
+		if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, false, fmt.Errorf("column %q: %s is not a finite number", ev.e.col, quoteValue(col, i))
 		}
 		return x, true, nil
 	}
 	switch ev.kind {
 	case table.KindInt, table.KindBool, table.KindFloat:
 		x, _ := col.Float(i)
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, false, fmt.Errorf("column %q: %s is not a finite number to compare with %s", ev.e.col, quoteValue(col, i), ev.e.lit)
+		}
 		return b2f(holds(ev.e.op, cmp(x, ev.num))), true, nil
 	case table.KindTime:
 		return b2f(holds(ev.e.op, cmp(col.Ints[i], ev.tm))), true, nil
@@ -197,6 +204,9 @@ func (ev *evaluator) value(col *table.Column, i int) (v float64, ok bool, err er
 			if !ok {
 				return 0, false, fmt.Errorf("column %q: %s is not a number to compare with %s", ev.e.col, strconv.Quote(string(s)), ev.e.lit)
 			}
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return 0, false, fmt.Errorf("column %q: %s is not a finite number to compare with %s", ev.e.col, strconv.Quote(string(s)), ev.e.lit)
+			}
 			return b2f(holds(ev.e.op, cmp(x, lit))), true, nil
 		}
 		if lit, ok := parseTime(ev.e.lit); ok {
@@ -208,4 +218,14 @@ func (ev *evaluator) value(col *table.Column, i int) (v float64, ok bool, err er
 		}
 	}
 	return b2f(holds(ev.e.op, bytes.Compare(s, []byte(ev.e.lit)))), true, nil
+}
+
+// quoteValue quotes row i of col for an error: its text, or its number
+// for a column of numbers.
+func quoteValue(col *table.Column, i int) string {
+	if col.Kind == table.KindString || col.Kind == table.KindText {
+		return strconv.Quote(string(col.Str(i)))
+	}
+	x, _ := col.Float(i)
+	return strconv.FormatFloat(x, 'g', -1, 64)
 }

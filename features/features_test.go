@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -442,5 +443,50 @@ func TestReadSpecFileKinds(t *testing.T) {
 	s, _, err := Read(fmt.Sprintf("/proc/self/fd/%d", r.Fd()))
 	if err != nil || s.Label != "delay > 15" || len(s.Features) != 1 {
 		t.Errorf("Read of a pipe: %+v, %v", s, err)
+	}
+}
+
+// TestLabelNotFinite: a label or test column whose value is NaN or an
+// infinity is refused, naming the file, the line and the column, as a
+// feature's is; before, "delay > 15" took a delay of nan for 0, a NaN
+// compared equal to any literal ("delay == 15" held), and a label column
+// of nan trained on NaN, all with exit 0.
+func TestLabelNotFinite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.csv")
+	text := "date,delay,origin\n" +
+		"2001-01-01 08:00:00,20,SEA\n" +
+		"2001-01-02 09:00:00,nan,SFO\n" +
+		"2001-01-03 17:00:00,-inf,SEA\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ spec, want string }{
+		{"delay > 15 ~ origin", `t.csv: line 3: label: column "delay": "nan" is not a finite number to compare with 15`},
+		{"delay == 15 ~ origin", `t.csv: line 3: label: column "delay": "nan" is not a finite number to compare with 15`},
+		{"delay ~ origin", `t.csv: line 3: label: column "delay": "nan" is not a finite number`},
+		{"origin == \"SEA\" ~ origin; test: delay > 0", `t.csv: line 3: test: column "delay": "nan" is not a finite number to compare with 0`},
+	} {
+		s, err := Parse(c.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.spec, err)
+		}
+		f, err := Fit(path, s, table.DefaultOptions())
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: fitted %v, error %v; want an error with %s", c.spec, f, err, c.want)
+		}
+	}
+	// A column of floats (Parquet's DOUBLE) holding NaN.
+	nan := math.NaN()
+	rows := tinyRows()
+	rows[1].Score = nan
+	pq, _ := writeTable(t, t.TempDir(), rows)
+	for _, spec := range []string{"score > 1 ~ origin", "score ~ origin"} {
+		s, err := Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := Fit(pq, s, table.DefaultOptions()); err == nil || !strings.Contains(err.Error(), `column "score": NaN is not a finite number`) {
+			t.Errorf("%s on Parquet: fitted %v, error %v", spec, f, err)
+		}
 	}
 }
