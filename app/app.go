@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -421,8 +422,13 @@ func SetOptions(job *train.Job, values map[string]any) error {
 			return fmt.Errorf("app %s takes no option %q: its options are %s", job.App, name, strings.Join(slices.Sorted(maps.Keys(opts)), ", "))
 		}
 	}
-	for name, v := range values {
-		opts[name] = v
+	for _, name := range names {
+		// JSON has no NaN or infinity: the encoding would fail naming
+		// neither the option nor the value.
+		if x, ok := values[name].(float64); ok && (math.IsNaN(x) || math.IsInf(x, 0)) {
+			return fmt.Errorf("%s: option %s %v: want a finite number", job.App, name, x)
+		}
+		opts[name] = values[name]
 	}
 	return job.SetOptions(opts)
 }

@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -144,6 +145,10 @@ func TestSetOptions(t *testing.T) {
 		{"mf", map[string]any{"rank": 8, "hidden": []int{8}}, `app mf takes no option "hidden": its options are holdout, rank, row_l2, row_lr`},
 		{"lr", map[string]any{"holdout": 0.1}, `app lr takes no option "holdout": its options are features`},
 		{"mlp", map[string]any{"features": "raw"}, `app mlp takes no option "features"`},
+		// JSON holds no NaN: the encoding's "json: unsupported value:
+		// NaN" named neither the option nor the application.
+		{"mf", map[string]any{"holdout": math.NaN()}, "mf: option holdout NaN: want a finite number"},
+		{"embed", map[string]any{"holdout": math.Inf(1)}, "embed: option holdout +Inf: want a finite number"},
 	} {
 		j := j
 		if c.app != "mf" {
