@@ -218,7 +218,7 @@ func (t *trainFlags) job(data string, df dataFlags) (train.Job, error) {
 	if t.workersDecay {
 		opts["lr_decay"] = "none"
 	}
-	if t.holdout >= 0 || math.IsNaN(t.holdout) {
+	if t.holdout != -1 { // -1 alone is the default; -0.1 is refused by the app
 		opts["holdout"] = t.holdout
 	}
 	for name, list := range map[string]string{"hidden": t.hidden, "conv_channels": t.conv} {

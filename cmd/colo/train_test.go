@@ -127,6 +127,9 @@ func TestTrainBadFlags(t *testing.T) {
 		{[]string{"--holdout", "0.2"}, "--holdout: --app lr does not take it"},
 		{[]string{"--app", "mf", "--features", "raw"}, "--features: --app mf does not take it (its flags: --holdout, --rank)"},
 		{[]string{"--app", "mlp", "--dim", "8"}, "--dim: --app mlp does not take it"},
+		// Only -1 is the application's default: -0.1 trained at 0.05.
+		{[]string{"--app", "embed", "--holdout", "-0.1"}, "embed: holdout -0.1 (--holdout): want a fraction of the edges in [0, 1)"},
+		{[]string{"--app", "mf", "--holdout", "NaN"}, "mf: option holdout NaN: want a finite number"},
 	} {
 		code, _, errOut := colo(t, append([]string{"train", data}, tc.args...)...)
 		if code == 0 || !strings.Contains(errOut, tc.want) {
