@@ -188,7 +188,7 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 	c.Order, c.Seed, c.Epochs, c.BatchWeighted = gossip.Order(d.order), j.Config.Seed, j.Config.MaxPasses, d.batchWeighted
 	c.LRDecay = d.lrDecay
 	c.Batch = 64 * c.Workers
-	if t.batch > 0 {
+	if t.batch != -1 { // only -1 is the default; gossip.Config.Validate refuses 0 and below
 		c.Batch = t.batch
 	}
 	if t.lr != 0 { // 0: the default; a negative one is Validate's to refuse

@@ -109,6 +109,8 @@ func TestTrainDecentralised(t *testing.T) {
 		{[]string{"--lr", "1e30"}, "diverged"},
 		{[]string{"--lr-decay", "step:3,2"}, "--lr-decay \"step:3,2\": epochs 3 then 2: want them increasing"},
 		{[]string{"--lr-decay", "linear"}, "want none, cosine or step:E1,E2"},
+		// Only -1 is the default: 0 trained 64 samples a worker.
+		{[]string{"--batch", "0"}, "--batch 0: want at least 1 sample per iteration over all workers"},
 	} {
 		code, _, errOut := colo(t, append(slices.Clone(base), c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {
