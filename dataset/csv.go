@@ -322,6 +322,9 @@ func parseCell(cell string) (float32, error) {
 		return 0, errors.New("empty cell: want a number (missing values are not supported)")
 	}
 	v, err := strconv.ParseFloat(s, 32)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%q: out of the float32 range (±3.4e38)", s)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a number", s)
 	}

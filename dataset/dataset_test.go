@@ -252,6 +252,7 @@ func TestReadCSV(t *testing.T) {
 		{"missing label name", "a,b\n1,2\n", CSVOptions{LabelName: "y"}, 0, nil, nil, nil, `no column named "y"`},
 		{"empty", "", CSVOptions{}, 0, nil, nil, nil, "f: empty file"},
 		{"infinite", "1,inf\n", CSVOptions{Header: HeaderNo}, 0, nil, nil, nil, "want a finite number"},
+		{"beyond float32", "1,2\n0,-1e39\n", CSVOptions{}, 0, nil, nil, nil, `f:2: field 2: record 2: "-1e39": out of the float32 range (±3.4e38)`},
 		// A byte order mark (a spreadsheet's "CSV UTF-8") is not part
 		// of the first cell: the header still names the label, and a
 		// first record of numbers is still one.

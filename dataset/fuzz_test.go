@@ -91,6 +91,7 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add("a,Label,b\n1,x,2\n", 0, uint8(4))
 	f.Add("p,q\n1,2\n", 0, uint8(5))
 	f.Add("\ufefflabel,a\n1,2\n", 0, uint8(4))
+	f.Add("1,-1e39\n", 0, uint8(1))
 	memcap.Cap(f, fuzzCap)
 	f.Fuzz(func(t *testing.T, in string, labelCol int, header uint8) {
 		o := CSVOptions{LabelCol: labelCol, Header: Header(header % 3), LabelAuto: header&4 != 0, MaxValues: 1 << 16}
