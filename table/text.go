@@ -97,6 +97,7 @@ type csvSource struct {
 	r       *csv.Reader
 	idx     []int
 	names   []string
+	width   int      // the header's fields
 	pending []string // a row read but left for the next batch
 	pline   int
 	done    bool
@@ -125,7 +126,7 @@ func openCSV(f io.Reader, name string, comma rune, columns []string, opt Options
 	if err != nil {
 		return nil, err
 	}
-	s := &csvSource{textBatch: textBatch{name: name, opt: opt}, r: r, idx: idx}
+	s := &csvSource{textBatch: textBatch{name: name, opt: opt}, r: r, idx: idx, width: len(names)}
 	fields := make([]Field, len(idx))
 	for i, j := range idx {
 		fields[i] = Field{Name: names[j], Kind: KindText}
@@ -160,6 +161,12 @@ func (s *csvSource) next() (*Batch, error) {
 			if err == io.EOF {
 				s.done = true
 				break
+			}
+			if errors.Is(err, csv.ErrFieldCount) {
+				// "field 1: wrong number of fields" said neither how
+				// many there were nor how many were wanted.
+				line, _ = s.r.FieldPos(0)
+				return nil, &Error{File: s.name, Group: -1, Line: line, Msg: fmt.Sprintf("%d fields, want %d like the header", len(rec), s.width)}
 			}
 			if err != nil {
 				return nil, csvError(s.name, err)
