@@ -176,6 +176,12 @@ func ReadCSVBounded(r io.Reader, name string, o CSVOptions, memory int64, checkD
 		if err == io.EOF {
 			break
 		}
+		if errors.Is(err, csv.ErrFieldCount) {
+			// "field 1: wrong number of fields" said neither how many
+			// there were nor how many were wanted.
+			line, _ := cr.FieldPos(0)
+			return nil, &ParseError{File: name, Line: line, Msg: fmt.Sprintf("record %d: %d fields, want %d like the first record", record+1, len(rec), ncol)}
+		}
 		if err != nil {
 			return nil, readErr(err)
 		}

@@ -246,7 +246,7 @@ func TestReadCSV(t *testing.T) {
 			[]float32{1, 2}, []int{0}, []string{"x"}, ""},
 		{"non-numeric cell", "1,2,3\n0,1,3\n0,abc,3\n", CSVOptions{}, 0, nil, nil, nil, `f:3: field 2: record 3: "abc" is not a number`},
 		{"empty cell", "1,2,3\n0,,3\n", CSVOptions{}, 0, nil, nil, nil, "f:2: field 2: record 2: empty cell"},
-		{"ragged", "1,2,3\n0,1\n", CSVOptions{}, 0, nil, nil, nil, "f:2: field 1: wrong number of fields"},
+		{"ragged", "1,2,3\n0,1\n", CSVOptions{}, 0, nil, nil, nil, "f:2: record 2: 2 fields, want 3 like the first record"},
 		{"one column", "1\n2\n", CSVOptions{}, 0, nil, nil, nil, "f:1: 1 column(s)"},
 		{"label col out of range", "1,2\n", CSVOptions{LabelCol: 5}, 0, nil, nil, nil, "label column 5: the file has 2 columns"},
 		{"missing label name", "a,b\n1,2\n", CSVOptions{LabelName: "y"}, 0, nil, nil, nil, `no column named "y"`},
