@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"colo/internal/membudget"
 )
 
 // SparseConfig describes a uniformly sparse n × m dataset: every entry is
@@ -58,8 +60,12 @@ func Sparse(c SparseConfig) (*Graph, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(c.Seed, 0x7370617273))
 	p := 1 - c.Gamma
+	if err := genFits(float64(c.Samples)*float64(c.Params)*p, c.Samples, c.Params,
+		fmt.Sprintf("samples = %d, params = %d, gamma = %g", c.Samples, c.Params, c.Gamma), membudget.Default()); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(c.Seed, 0x7370617273))
 	logq := math.Log1p(-p) // log of the probability of a zero
 	off := make([]int64, 1, c.Samples+1)
 	adj := make([]uint32, 0, int(float64(c.Samples)*float64(c.Params)*p*1.05)+16)
@@ -124,6 +130,10 @@ func PowerLaw(c PowerLawConfig) (*Graph, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if err := genFits(float64(c.Samples)*c.AvgDegree, c.Samples, c.Params,
+		fmt.Sprintf("samples = %d, avg degree = %g", c.Samples, c.AvgDegree), membudget.Default()); err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0x706f776572))
 	zipf := rand.NewZipf(rng, c.Alpha, 1, uint64(c.Params-1))
 	perm := make([]uint32, c.Params)
@@ -155,6 +165,28 @@ func PowerLaw(c PowerLawConfig) (*Graph, error) {
 	}
 	return fromCSR(off, adj, c.Params, hiddenLabels(off, adj, c.Params, rng),
 		Meta{Format: "generated", Source: fmt.Sprintf("powerlaw(n=%d,m=%d,deg=%g,alpha=%g,seed=%d)", c.Samples, c.Params, c.AvgDegree, c.Alpha, c.Seed)}), nil
+}
+
+// genBytesPerEdge and genBytesPerSample estimate a generated graph's
+// memory: per edge the generated adjacency (with its 5% of slack), the
+// reverse one and the values; per sample the offsets of both and the
+// label.
+const (
+	genBytesPerEdge   = 16
+	genBytesPerSample = 24
+)
+
+// genFits refuses, before anything is allocated, a generated graph of
+// about edges edges whose estimated memory exceeds budget: config says
+// what asked for it. Without it n = m = 100000 at gamma 0 asked for a
+// 42 GB array and died of out of memory.
+func genFits(edges float64, samples, params int, config string, budget int64) error {
+	need := edges*genBytesPerEdge + float64(samples)*genBytesPerSample + float64(params)*4
+	if need <= float64(budget) {
+		return nil
+	}
+	return fmt.Errorf("%s: about %.4g edges need %s of memory, more than the %s this machine has to give (three quarters of the memory available): want fewer samples or edges",
+		config, edges, membudget.FormatBytes(int64(min(need, math.MaxInt64/2))), membudget.FormatBytes(budget))
 }
 
 // hiddenLabels labels each row ±1 by the sign of a random linear model.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -113,5 +114,36 @@ func TestComputeStats(t *testing.T) {
 	}
 	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("got %+v\nwant %+v", st, want)
+	}
+}
+
+// TestGenerateBeyondMemory: a generated graph whose edges would not fit
+// in memory is refused before anything is allocated, saying what asked
+// for it; before, n = m = 100000 at gamma 0 asked for a 42 GB array and
+// the process died of out of memory.
+func TestGenerateBeyondMemory(t *testing.T) {
+	if _, err := Sparse(SparseConfig{Samples: 1 << 31, Params: 1 << 31, Gamma: 0, Seed: 1}); err == nil ||
+		!strings.HasPrefix(err.Error(), "samples = 2147483648, params = 2147483648, gamma = 0: about 4.612e+18 edges need ") {
+		t.Errorf("Sparse: %v", err)
+	}
+	if _, err := PowerLaw(PowerLawConfig{Samples: 1 << 40, Params: 1 << 20, AvgDegree: 1 << 20, Alpha: 1.2, Seed: 1}); err == nil ||
+		!strings.HasPrefix(err.Error(), "samples = 1099511627776, avg degree = 1.048576e+06: about 1.153e+18 edges need ") {
+		t.Errorf("PowerLaw: %v", err)
+	}
+	for _, c := range []struct {
+		edges  float64
+		budget int64
+		ok     bool
+	}{
+		{1000, 1 << 20, true},
+		{1e6, 1 << 20, false},
+		{1e6, 1 << 30, true},
+	} {
+		if err := genFits(c.edges, 10, 10, "c", c.budget); (err == nil) != c.ok {
+			t.Errorf("genFits(%g edges, budget %d): %v", c.edges, c.budget, err)
+		}
+	}
+	if err := genFits(1e6, 10, 10, "c", 1<<20); err == nil || err.Error() != "c: about 1e+06 edges need 15.3 MiB of memory, more than the 1.0 MiB this machine has to give (three quarters of the memory available): want fewer samples or edges" {
+		t.Errorf("genFits: %v", err)
 	}
 }
