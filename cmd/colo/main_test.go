@@ -104,6 +104,10 @@ func TestBadInput(t *testing.T) {
 	param3 := writeFile(t, "p3.part", "1 0\n2 3\n3 1\n")
 	notDir := good + "/out" // under a file
 	dataDir := t.TempDir()
+	blocked := t.TempDir() // a directory where param.part goes
+	if err := os.Mkdir(filepath.Join(blocked, "param.part"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
@@ -131,6 +135,7 @@ func TestBadInput(t *testing.T) {
 		{"train output in a missing directory", []string{"train", good, "--json", "/nonexistent/dir/r.json"}, 1, "--json: cannot write /nonexistent/dir/r.json: directory /nonexistent/dir does not exist"},
 		{"train svg on a directory", []string{"train", good, "--svg", t.TempDir()}, 1, "is a directory"},
 		{"bench output under a file", []string{"bench", "partition", good, "-o", notDir}, 1, "-o: cannot write into " + notDir},
+		{"partition output with a directory for param.part", []string{"partition", "-k", "2", good, "-o", blocked}, 1, "-o: cannot write " + filepath.Join(blocked, "param.part") + ": it is a directory"},
 		{"demo output in a missing directory", []string{"demo", "--json", "/nonexistent/d.json"}, 1, "--json: cannot write /nonexistent/d.json"},
 		{"node result in a missing directory", []string{"node", "--role", "machine", "--scheduler", "127.0.0.1:1", "--result", "/nonexistent/r.json"}, 1, "--result: cannot write /nonexistent/r.json"},
 		{"gen output in a missing directory", []string{"gen", "sparse", "-n", "10", "-o", "/nonexistent/g.svm"}, 1, "-o: cannot write /nonexistent/g.svm: directory /nonexistent does not exist"},
