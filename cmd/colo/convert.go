@@ -59,7 +59,11 @@ func runConvert(e *env, args []string) error {
 // with atomicfile.CheckFile; --svg's PNG beside it (writeFigure) too.
 func checkOutputs(outs ...output) error {
 	for _, o := range outs {
-		if o.path == "" || (o.path == "-" && !o.dir) {
+		if o.path == "-" && o.dir {
+			// Not a directory named "-", which the user did not mean.
+			return usageError("%s -: %s writes a directory of files, not standard output: name the directory", o.flag, o.flag)
+		}
+		if o.path == "" || o.path == "-" {
 			continue
 		}
 		check := atomicfile.CheckFile

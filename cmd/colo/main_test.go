@@ -135,6 +135,7 @@ func TestBadInput(t *testing.T) {
 		{"train output in a missing directory", []string{"train", good, "--json", "/nonexistent/dir/r.json"}, 1, "--json: cannot write /nonexistent/dir/r.json: directory /nonexistent/dir does not exist"},
 		{"train svg on a directory", []string{"train", good, "--svg", t.TempDir()}, 1, "is a directory"},
 		{"bench output under a file", []string{"bench", "partition", good, "-o", notDir}, 1, "-o: cannot write into " + notDir},
+		{"partition output on standard output", []string{"partition", "-k", "2", good, "-o", "-"}, 2, "-o -: -o writes a directory of files, not standard output: name the directory"},
 		{"partition output with a directory for param.part", []string{"partition", "-k", "2", good, "-o", blocked}, 1, "-o: cannot write " + filepath.Join(blocked, "param.part") + ": it is a directory"},
 		{"demo output in a missing directory", []string{"demo", "--json", "/nonexistent/d.json"}, 1, "--json: cannot write /nonexistent/d.json"},
 		{"node result in a missing directory", []string{"node", "--role", "machine", "--scheduler", "127.0.0.1:1", "--result", "/nonexistent/r.json"}, 1, "--result: cannot write /nonexistent/r.json"},
