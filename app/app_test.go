@@ -188,8 +188,8 @@ func TestSetOptions(t *testing.T) {
 		t.Errorf("a bare lr job: options %+v, %v", lo, err)
 	}
 	names, err := app.OptionNames(bare)
-	if err != nil || !slices.Equal(names, []string{"features"}) {
-		t.Errorf("lr's options %v, %v: want [features]", names, err)
+	if err != nil || !slices.Equal(names, []string{"features", "threads"}) {
+		t.Errorf("lr's options %v, %v: want [features threads]", names, err)
 	}
 }
 

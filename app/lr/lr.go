@@ -32,6 +32,9 @@ type App struct {
 	// Features is the transform of the feature values, resolved on the
 	// training graph (never FeaturesAuto).
 	Features sparse.Features
+	// Threads is the number of goroutines a worker's step runs on
+	// (Options.Threads).
+	Threads int
 }
 
 // New prepares logistic regression on train (and test, when not
@@ -72,7 +75,7 @@ func (a *App) NumKeys() int { return a.Graph.NumParams() }
 
 // Part cuts the rows of one machine into batches.
 func (a *App) Part(rank int, rows []int32, batches int, seed uint64) train.Part {
-	return &lrPart{model: a.Model, batches: sparse.Batches(a.Train, rows, batches, seed^uint64(rank+1)<<32, a.NumKeys())}
+	return &lrPart{model: a.Model, batches: sparse.Batches(a.Train, rows, batches, seed^uint64(rank+1)<<32, a.NumKeys()), threads: NewThreads(a.Threads)}
 }
 
 // Evaluate pulls the whole model on worker 0 and scores the test set
@@ -161,13 +164,14 @@ func (a *App) top() float32 {
 type lrPart struct {
 	model   Model
 	batches []*sparse.Batch
+	threads *Threads
 }
 
 func (p *lrPart) Batches() int          { return len(p.batches) }
 func (p *lrPart) Keys(b int) train.Keys { return train.ListKeys(p.batches[b].Keys) }
 func (p *lrPart) Step(b int, vals, grad []float32, scale float32) (float64, int, int) {
 	bt := p.batches[b]
-	loss, correct := p.model.LossGrad(bt, vals, grad, scale)
+	loss, correct := p.threads.LossGrad(p.model, bt, vals, grad, scale)
 	return loss, bt.Len(), correct
 }
 
@@ -176,6 +180,10 @@ type Options struct {
 	// Features is the transformation of the feature values: auto, raw,
 	// l2 or log1p-l2 (see sparse.Features).
 	Features sparse.Features `json:"features"`
+	// Threads is the number of goroutines each worker's step runs on
+	// (Threads; 0 or 1: one, at most MaxThreads); the results are the
+	// same to the bit at any number.
+	Threads int `json:"threads"`
 }
 
 // DefaultOptions returns auto features: raw for binary data, log1p-l2
@@ -196,5 +204,13 @@ func Open(job train.Job, g, test *graph.Graph) (*App, error) {
 	if err := job.DecodeOptions(&o); err != nil {
 		return nil, err
 	}
-	return New(g, test, o.Features)
+	if o.Threads < 0 || o.Threads > MaxThreads {
+		return nil, fmt.Errorf("lr: options.threads = %d: want 0..%d", o.Threads, MaxThreads)
+	}
+	a, err := New(g, test, o.Features)
+	if err != nil {
+		return nil, err
+	}
+	a.Threads = o.Threads
+	return a, nil
 }

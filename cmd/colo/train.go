@@ -127,7 +127,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.StringVar(&t.hidden, "hidden", "", "mlp, cnn, ctr: widths of the hidden dense layers, such as 256,128 (empty: mlp 256,128, cnn 120,84, ctr 64,32)")
 	f.StringVar(&t.interactions, "interactions", "none", "ctr: none (the field embeddings concatenated into the mlp) or dot (and their pairwise dot products, DLRM's interaction)")
 	f.StringVar(&t.conv, "conv-channels", "", "cnn: output channels of the convolutions, such as 6,16 (empty: 6,16)")
-	f.IntVar(&t.threads, "threads", 0, "mlp, cnn, ctr: goroutines each worker's forward and backward passes run on (nn.Workspace.SetThreads, as BenchmarkMLP/CNN at -cpu N; 0: one); the results are bit for bit the same at any number")
+	f.IntVar(&t.threads, "threads", 0, "lr, mlp, cnn, ctr: goroutines each worker's step runs on (lr.Threads; nn.Workspace.SetThreads, as BenchmarkMLP/CNN at -cpu N; 0: one); the results are bit for bit the same at any number")
 	f.StringVar(&t.lrScaling, "lr-scaling", "linear", "mlp, cnn: linear (each worker's push moves the model by lr/K, seed 004 Eq. 4) or none (by lr)")
 	f.StringVar(&t.lrDecay, "lr-decay", "none", "mlp, cnn: learning-rate schedule over the epochs: none or cosine (to 0 by the last step; sgd and momentum); with --mode decentralised also step:E1,E2,… (divided by 10 after each listed epoch)")
 	t.ckpt.Register(f.FlagSet)

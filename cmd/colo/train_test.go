@@ -123,7 +123,7 @@ func TestTrainBadFlags(t *testing.T) {
 		{[]string{"--compare", ","}, "names no placement"},
 		{[]string{"--app", "embed", "--uniform-pool", "-1"}, "--uniform-pool"},
 		{[]string{"--app", "embed", "--negatives", "0", "--uniform-negatives", "0"}, "want at least one negative per edge"},
-		{[]string{"--hidden", "8"}, "--hidden: --app lr does not take it (its flags: --features)"},
+		{[]string{"--hidden", "8"}, "--hidden: --app lr does not take it (its flags: --features, --threads)"},
 		{[]string{"--holdout", "0.2"}, "--holdout: --app lr does not take it"},
 		{[]string{"--app", "mf", "--features", "raw"}, "--features: --app mf does not take it (its flags: --holdout, --rank)"},
 		{[]string{"--app", "mlp", "--dim", "8"}, "--dim: --app mlp does not take it"},
