@@ -194,6 +194,7 @@ func decode(r io.Reader, name string, opt LoadOptions) (_ io.Reader, _ Format, _
 			closeFn()
 		}
 	}()
+	dr = skipBOM(dr)
 	format := opt.Format
 	if format == FormatAuto {
 		br := bufio.NewReaderSize(dr, bufSize)
@@ -222,6 +223,24 @@ func decode(r io.Reader, name string, opt LoadOptions) (_ io.Reader, _ Format, _
 		}
 	}
 	return dr, format, closeFn, nil
+}
+
+// bom is the UTF-8 byte order mark, which an editor or a spreadsheet
+// may put at the start of a text file.
+const bom = "\ufeff"
+
+// skipBOM returns r without a leading UTF-8 byte order mark: not data,
+// it made the first line's label "\ufeff-1" (no number) and the format
+// undetectable.
+func skipBOM(r io.Reader) io.Reader {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, bufSize)
+	}
+	if b, _ := br.Peek(len(bom)); string(b) == bom {
+		br.Discard(len(bom))
+	}
+	return br
 }
 
 // idxHint returns the error for an idx file (MNIST's binary format, read

@@ -56,7 +56,7 @@ func SplitLines(path string, r, count int) (LineRange, error) {
 	}
 	start := func(q int) (int64, error) {
 		if q == 0 {
-			return 0, nil
+			return bomAt(f, path) // after a byte order mark, as Stream reads it
 		}
 		if q == count {
 			return size, nil
@@ -228,4 +228,18 @@ func Decompressed(path, dir string) (string, error) {
 		return "", fmt.Errorf("%s: decompress to %s: %w", path, dir, err)
 	}
 	return out.Name(), nil
+}
+
+// bomAt returns the length of the UTF-8 byte order mark that the file f
+// (named path) starts with: 3, or 0 when it has none.
+func bomAt(f *os.File, path string) (int64, error) {
+	b := make([]byte, len(bom))
+	n, err := f.ReadAt(b, 0)
+	if err != nil && err != io.EOF {
+		return 0, fmt.Errorf("%s: read: %w", path, err)
+	}
+	if string(b[:n]) == bom {
+		return int64(len(bom)), nil
+	}
+	return 0, nil
 }

@@ -263,3 +263,70 @@ func TestDecompressed(t *testing.T) {
 		t.Errorf("StreamRange of the copy: %v; want an error at %s:3", err, gz)
 	}
 }
+
+// TestByteOrderMark: a UTF-8 byte order mark at the start of a text file
+// is not data: the file reads as it does without one, by Load (with the
+// format detected or given, compressed or not), Stream and StreamRange.
+// Before, its format could not be detected and, given, its first label
+// "\ufeff-1" was no number.
+func TestByteOrderMark(t *testing.T) {
+	for _, c := range []struct {
+		name, data string
+		format     Format
+	}{
+		{"s.svm", "-1 3:1 11:1\n1 2:1\n1 5:1 3:1\n", FormatLibSVM},
+		{"e.txt", "0 1\n1 2\n2 0\n", FormatSNAP},
+	} {
+		marked := writeTemp(t, c.name, []byte("\ufeff"+c.data))
+		want, err := Read(strings.NewReader(c.data), marked, DefaultLoadOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, format := range []Format{FormatAuto, c.format} {
+			opt := DefaultLoadOptions()
+			opt.Format = format
+			g, err := Load(marked, opt)
+			if err != nil {
+				t.Fatalf("%s, format %q: %v", c.name, format, err)
+			}
+			if err := equalGraphs(want, g); err != nil {
+				t.Errorf("%s, format %q: %v", c.name, format, err)
+			}
+			h, err := Read(bytes.NewReader(gzipBytes(t, []byte("\ufeff"+c.data))), marked, opt)
+			if err != nil {
+				t.Fatalf("%s gzipped, format %q: %v", c.name, format, err)
+			}
+			if err := equalGraphs(want, h); err != nil {
+				t.Errorf("%s gzipped, format %q: %v", c.name, format, err)
+			}
+		}
+		if c.format != FormatLibSVM {
+			continue
+		}
+		var streamed [][]uint64
+		if _, err := Stream(marked, DefaultLoadOptions(), Visitor{Sample: func(ids []uint64) error {
+			streamed = append(streamed, slices.Clone(ids))
+			return nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		for count := 1; count <= 3; count++ {
+			var got [][]uint64
+			for r := range count {
+				lr, err := SplitLines(marked, r, count)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := StreamRange(marked, DefaultLoadOptions(), lr, Visitor{Sample: func(ids []uint64) error {
+					got = append(got, slices.Clone(ids))
+					return nil
+				}}); err != nil {
+					t.Fatalf("%d ranges: range %d: %v", count, r, err)
+				}
+			}
+			if len(streamed) != 3 || !slices.EqualFunc(got, streamed, slices.Equal) {
+				t.Errorf("%d ranges: %v, Stream %v", count, got, streamed)
+			}
+		}
+	}
+}
