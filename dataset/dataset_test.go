@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -528,5 +529,36 @@ func TestScaler(t *testing.T) {
 	}
 	if _, err := s.Apply(&Dataset{Dim: 2, Source: "t"}); err == nil || !strings.Contains(err.Error(), "t: 2 features per sample, the standardisation has 3") {
 		t.Fatalf("another dimension: %v", err)
+	}
+}
+
+// TestLoadByteOrderMark: a UTF-8 byte order mark at the start of a
+// libsvm or CSV file is not data: the file loads as it does without
+// one. Before, a libsvm file's first label "\ufeff1" was no number.
+func TestLoadByteOrderMark(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"d.svm": "1 1:0.5 2:2\n0 1:1 2:3\n",
+		"d.csv": "label,a,b\n1,0.5,2\n0,1,3\n",
+	} {
+		plain, marked := filepath.Join(dir, name), filepath.Join(dir, "bom-"+name)
+		if err := os.WriteFile(plain, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(marked, []byte("\ufeff"+data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opt := LoadOptions{CSV: CSVOptions{LabelAuto: true}}
+		want, err := Load(plain, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Load(marked, opt)
+		if err != nil {
+			t.Fatalf("%s with a byte order mark: %v", name, err)
+		}
+		if !reflect.DeepEqual(got.Features, want.Features) || !reflect.DeepEqual(got.Labels, want.Labels) || !reflect.DeepEqual(got.ClassNames, want.ClassNames) {
+			t.Errorf("%s with a byte order mark: %+v, want %+v", name, got, want)
+		}
 	}
 }

@@ -152,6 +152,11 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 			return nil, err
 		}
 	case FormatLibSVM:
+		// A UTF-8 byte order mark is not data: the first label
+		// "\ufeff-1" was no number. (CSV drops it from its first cell.)
+		if b, _ := r.Peek(3); string(b) == "\ufeff" {
+			r.Discard(3)
+		}
 		lo := o.LibSVM
 		if lo.Memory == 0 {
 			lo.Memory = o.Memory
