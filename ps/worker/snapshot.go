@@ -61,7 +61,31 @@ type Capture struct {
 // budget slots were written (base < 0: none), or else the whole store,
 // as Save; then the server's marks start again from round (see package
 // server, snapshot.go). It is called where Save is.
+//
+// A capture is a conversation with one server: its begin, its slots,
+// its end. When the server fails during it and a backup takes its
+// ranges over (replicated ranges; the worker sends the backup what the
+// server did not answer), the backup, which did not see the begin,
+// refuses the changed slots or the end. A capture that fails after a
+// takeover of the server fell into it is taken again from its begin,
+// whole (the backup keeps no marks), of the backup, which holds the
+// store the server held after round: it restores the store the
+// capture without the failure restores, and the backup's marks count
+// from round on. Each try after the first follows a takeover
+// during the one before.
 func (w *Worker) SaveSince(server, round, base, budget int) (Capture, error) {
+	for {
+		moves := w.moved(server)
+		c, err := w.saveSince(server, round, base, budget)
+		if err == nil || w.moved(server) == moves {
+			return c, err
+		}
+		base, budget = -1, 0
+	}
+}
+
+// saveSince is one try of SaveSince.
+func (w *Worker) saveSince(server, round, base, budget int) (Capture, error) {
 	fail := func(what string, err error) (Capture, error) {
 		return Capture{}, fmt.Errorf("worker %d: incremental snapshot of server %d: %s: %w", w.Rank(), server, what, err)
 	}

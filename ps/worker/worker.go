@@ -102,6 +102,11 @@ type Worker struct {
 	stats      Stats
 	round      int64
 	table      *route.Table // the core's, as of the last operation
+	// moves counts, per server, the announcements that a backup takes
+	// its ranges over (Suspend, counted before any request can reach
+	// the backup): a capture that one falls into starts again
+	// (SaveSince).
+	moves map[int]uint64
 
 	// conn is Run's, set (under own) once it runs (a direct call sends
 	// its other servers' parts on it); handled counts the messages it
@@ -366,7 +371,21 @@ func (w *Worker) Resend(s int) error {
 // Suspend keeps the requests to server s, which failed, from now on
 // until Resend: they wait for the backup that takes over its ranges.
 func (w *Worker) Suspend(s int) error {
+	w.mu.Lock()
+	if w.moves == nil {
+		w.moves = map[int]uint64{}
+	}
+	w.moves[s]++
+	w.mu.Unlock()
 	return w.submit(&Op{kind: opSuspend, server: s}).Wait()
+}
+
+// moved returns how many times server s's ranges were announced taken
+// over by a backup (Suspend).
+func (w *Worker) moved(s int) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.moves[s]
 }
 
 // SetRejoin sets the function Rejoin calls; the node runtime sets it
