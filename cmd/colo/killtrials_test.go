@@ -399,18 +399,22 @@ func runKilled(t *testing.T, args []string, every int, k killTrial) *killRun {
 	if r.res.Rounds%every != 0 {
 		t.Fatalf("%d rounds, not a multiple of the %d between checkpoints: the final model is not in a checkpoint", r.res.Rounds, every)
 	}
-	final := checkpoint.RoundDir(dir, r.res.Rounds)
-	snaps, _ := filepath.Glob(filepath.Join(final, "server-*.snap"))
-	if len(snaps) == 0 {
-		t.Fatalf("%v: no server snapshots in the final checkpoint %s", k, final)
+	// Each server's snapshot as a resume restores it: its file, or with
+	// --checkpoint-incremental its delta applied to its chain.
+	m, err := checkpoint.Open(dir, r.res.Rounds)
+	if err != nil {
+		t.Fatalf("%v: %v", k, err)
 	}
-	slices.Sort(snaps)
-	for _, s := range snaps {
-		b, err := os.ReadFile(s)
+	snaps, _ := filepath.Glob(filepath.Join(m.Dir, "server-*"))
+	if len(snaps) == 0 {
+		t.Fatalf("%v: no server snapshots in the final checkpoint %s", k, m.Dir)
+	}
+	for s := range snaps {
+		snap, err := m.ReadSnapshot(s)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v: %v", k, err)
 		}
-		r.snaps = append(r.snaps, b)
+		r.snaps = append(r.snaps, checkpoint.EncodeSnapshot(snap))
 	}
 	return r
 }
