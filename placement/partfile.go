@@ -387,6 +387,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // dirSummary holds the fields of summary.json that ReadDir checks.
 type dirSummary struct {
 	K         *int                   `json:"k"`
+	Workers   *int                   `json:"workers"` // a shard directory's (colo shard)
 	PartFiles map[string]PartFileSum `json:"part_files"`
 }
 
@@ -450,6 +451,8 @@ func readDirSummary(dir string, n, want int) (dirSummary, string, error) {
 		return sum, sumPath, fmt.Errorf("%s: %w: want a JSON object with \"k\", the number of machines", sumPath, err)
 	}
 	switch {
+	case sum.K == nil && sum.Workers != nil:
+		return sum, sumPath, fmt.Errorf("%s: no \"k\" but \"workers\": %s is a shard directory (colo shard, for the dense applications), not a placement (colo partition)", sumPath, dir)
 	case sum.K == nil:
 		return sum, sumPath, fmt.Errorf("%s: no \"k\": want the number of machines", sumPath)
 	case *sum.K < 1 || *sum.K > n:

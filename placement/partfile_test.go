@@ -145,6 +145,7 @@ func TestReadDirErrors(t *testing.T) {
 	}{
 		{"no summary.json", "", "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, "DIR/summary.json: missing: DIR is incomplete (the run that wrote it failed or has not finished)"},
 		{"summary without k", `{"algorithm": "x"}`, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, `DIR/summary.json: no "k": want the number of machines`},
+		{"a shard directory", `{"workers": 2, "samples": 3}`, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, `DIR/summary.json: no "k" but "workers": DIR is a shard directory (colo shard, for the dense applications), not a placement (colo partition)`},
 		{"summary k above the samples", `{"k": 99999999999}`, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, "DIR/summary.json: k = 99999999999: want 1..3, at most the 3 samples"},
 		{"summary k zero", `{"k": 0}`, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, "DIR/summary.json: k = 0: want 1..3, at most the 3 samples"},
 		{"summary not an object", `[2]`, "0\n1\n0\n", "0 0\n1 0\n2 1\n", 0, `DIR/summary.json: json: cannot unmarshal array into Go value of type placement.dirSummary: want a JSON object with "k", the number of machines`},
