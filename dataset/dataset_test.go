@@ -534,12 +534,17 @@ func TestScaler(t *testing.T) {
 
 // TestLoadByteOrderMark: a UTF-8 byte order mark at the start of a
 // libsvm or CSV file is not data: the file loads as it does without
-// one. Before, a libsvm file's first label "\ufeff1" was no number.
+// one, its format detected behind the mark. Before, a libsvm file's
+// first label "\ufeff1" was no number, one that starts with a comment
+// was taken for CSV, and a quoted CSV header had a bare quote.
 func TestLoadByteOrderMark(t *testing.T) {
 	dir := t.TempDir()
 	for name, data := range map[string]string{
 		"d.svm": "1 1:0.5 2:2\n0 1:1 2:3\n",
 		"d.csv": "label,a,b\n1,0.5,2\n0,1,3\n",
+		// Detected after the mark: a comment first, a quoted header.
+		"c.svm": "# two samples\n1 1:0.5 2:2\n0 1:1 2:3\n",
+		"q.csv": "\"label\",\"a\",\"b\"\n1,0.5,2\n0,1,3\n",
 	} {
 		plain, marked := filepath.Join(dir, name), filepath.Join(dir, "bom-"+name)
 		if err := os.WriteFile(plain, []byte(data), 0o644); err != nil {

@@ -125,6 +125,13 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	// A UTF-8 byte order mark is not data: the first label "\ufeff-1"
+	// was no number, and detected behind it a comment line was a CSV
+	// record, a quoted CSV header a bare quote. (No idx file starts with
+	// one: its magic number starts with two zero bytes.)
+	if b, _ := r.Peek(3); string(b) == "\ufeff" {
+		r.Discard(3)
+	}
 	format := o.Format
 	if format == FormatAuto {
 		head, _ := r.Peek(4096)
@@ -152,11 +159,6 @@ func Load(path string, o LoadOptions) (*Dataset, error) {
 			return nil, err
 		}
 	case FormatLibSVM:
-		// A UTF-8 byte order mark is not data: the first label
-		// "\ufeff-1" was no number. (CSV drops it from its first cell.)
-		if b, _ := r.Peek(3); string(b) == "\ufeff" {
-			r.Discard(3)
-		}
 		lo := o.LibSVM
 		if lo.Memory == 0 {
 			lo.Memory = o.Memory
