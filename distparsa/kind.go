@@ -18,14 +18,14 @@ const KindName = "parsa"
 // takes the job's key space, width and consistency model, and each of
 // its W machines runs RunNode; the report of each is its Result.
 //
-// The scheduler refuses a machine whose job is not its own (Local says
-// LocalFields says what each may set for itself), since machines that disagree would draw
-// different plans from one seed and partition the file wrongly, or stall
-// at an all-reduce of another length.
+// The scheduler refuses a machine whose job is not its own (LocalFields
+// says what each may set for itself), since machines that disagree would
+// draw different plans from one seed and partition the file wrongly, or
+// stall at an all-reduce of another length.
 type Kind struct{}
 
-// LocalFields returns the fields of a partition job that each machine may set for
-// itself, left out of the digest that the scheduler checks
+// LocalFields returns the fields of a partition job that each machine
+// may set for itself, left out of the digest that the scheduler checks
 // (launch.JobDigest): the data file's path and the name its errors give
 // it, the output directory (worker 0's alone) and the spill directory,
 // since each host may mount them elsewhere. Every other field must
