@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"colo/ps/proto"
@@ -39,8 +41,9 @@ type Digest struct {
 // to a JSON object.
 //
 // The digest is the same for the same values however they were spelled:
-// maps and objects with their keys sorted, numbers as json.Marshal
-// writes them, an application's raw options compacted and sorted too.
+// maps and objects with their keys sorted, numbers by their value (16,
+// 16.0 and 1.6e1 in an application's raw options, which keep numbers as
+// written, are one number), those raw options compacted and sorted too.
 func JobDigest(kind string, job any, local ...string) (Digest, error) {
 	for _, p := range local {
 		if err := checkPath(reflect.TypeOf(job), p); err != nil {
@@ -57,7 +60,7 @@ func JobDigest(kind string, job any, local ...string) (Digest, error) {
 	if err := dec.Decode(&v); err != nil {
 		return Digest{}, fmt.Errorf("launch: job of kind %s: %w", kind, err)
 	}
-	obj, ok := v.(map[string]any)
+	obj, ok := canonNumbers(v).(map[string]any)
 	if !ok {
 		return Digest{}, fmt.Errorf("launch: job of kind %s: a JSON %T, want an object", kind, v)
 	}
@@ -69,6 +72,46 @@ func JobDigest(kind string, job any, local ...string) (Digest, error) {
 		return Digest{}, fmt.Errorf("launch: job of kind %s: %w", kind, err)
 	}
 	return Digest{Sum: proto.JobDigest(kind, canon), Fields: proto.JobFields(canon)}, nil
+}
+
+// canonNumbers returns v, a decoded JSON value, with each of its numbers
+// spelled one way for its value (canonNumber).
+func canonNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = canonNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = canonNumbers(e)
+		}
+	case json.Number:
+		return canonNumber(x)
+	}
+	return v
+}
+
+// canonNumber spells n one way for its value: an integer of 64 bits
+// exactly, any other number as its float64, in decimal when that is a
+// whole number of 64 bits, shortest otherwise; a number beyond float64
+// as written.
+func canonNumber(n json.Number) json.Number {
+	s := string(n)
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return json.Number(strconv.FormatInt(i, 10))
+	}
+	if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return json.Number(strconv.FormatUint(u, 10))
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil:
+		return n
+	case f == math.Trunc(f) && math.Abs(f) < 1<<63:
+		return json.Number(strconv.FormatInt(int64(f), 10))
+	}
+	return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
 }
 
 // leaveOut deletes the value at path from obj, if it is there, and the

@@ -67,6 +67,9 @@ func TestJobDigest(t *testing.T) {
 		{"options in another order, spaced", func(j *digestJob) {
 			j.Options = json.RawMessage("{\"act\":\"relu\",\n \"hidden\": [ 16 ], \"labels\": \"/a/l\"}")
 		}, nil},
+		{"option numbers spelled otherwise", func(j *digestJob) {
+			j.Options = json.RawMessage(`{"labels": "/a/l", "hidden": [1.6e1], "act": "relu"}`)
+		}, nil},
 		{"another lr", func(j *digestJob) { j.LR = 0.2 }, []string{"lr"}},
 		{"another option", func(j *digestJob) {
 			j.Options = json.RawMessage(`{"labels": "/a/l", "hidden": [32], "act": "relu"}`)
