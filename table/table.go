@@ -377,7 +377,17 @@ func NewReader(ra io.ReaderAt, size int64, name string, columns []string, opt Op
 			return nil, &Error{File: name, Group: -1, Msg: "not a table: want a Parquet file, or a name ending in .parquet, .csv, .tsv, .jsonl or .ndjson"}
 		}
 	}
-	sr := io.NewSectionReader(ra, 0, size)
+	// A UTF-8 byte order mark at the start of a text table is not data:
+	// it made a quoted CSV header a bare quote and the first JSON line
+	// no JSON. (A Parquet file starts with PAR1.)
+	start := int64(0)
+	if format != FormatParquet {
+		var head [3]byte
+		if n, _ := ra.ReadAt(head[:], 0); string(head[:n]) == "\ufeff" {
+			start = 3
+		}
+	}
+	sr := io.NewSectionReader(ra, start, size-start)
 	switch format {
 	case FormatParquet:
 		return openParquet(ra, size, name, columns, opt)

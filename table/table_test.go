@@ -321,3 +321,35 @@ func TestJSONL(t *testing.T) {
 		t.Fatalf("nested: %v", err)
 	}
 }
+
+// TestByteOrderMark: a UTF-8 byte order mark at the start of a CSV, TSV
+// or JSON-lines table (a spreadsheet's "CSV UTF-8", an editor's) is not
+// data: the table reads as it does without one. Before, a quoted CSV
+// header had a bare quote, and a JSON-lines table's first object was
+// no JSON.
+func TestByteOrderMark(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"t.csv":   "origin,delay\nSEA,20\nLAX,-3\n",
+		"q.csv":   "\"origin\",\"delay\"\nSEA,20\nLAX,-3\n",
+		"t.tsv":   "origin\tdelay\nSEA\t20\nLAX\t-3\n",
+		"t.jsonl": `{"origin":"SEA","delay":20}` + "\n" + `{"origin":"LAX","delay":-3}` + "\n",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("\ufeff"+data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(path, nil, DefaultOptions())
+		if err != nil {
+			t.Fatalf("%s with a byte order mark: %v", name, err)
+		}
+		bs := readAll(t, r)
+		if len(bs) != 1 || bs[0].Rows != 2 {
+			t.Fatalf("%s with a byte order mark: %d batches", name, len(bs))
+		}
+		b := bs[0]
+		if v, ok := b.Cols[1].Float(1); string(b.Cols[0].Str(0)) != "SEA" || !ok || v != -3 {
+			t.Errorf("%s with a byte order mark: origin %q, delay %v %v", name, b.Cols[0].Str(0), v, ok)
+		}
+	}
+}
