@@ -105,14 +105,16 @@ func LoadOptionsOf(o graph.LoadOptions) LoadOptions {
 // the processes of one job need not agree on them (launch.JobDigest):
 // the paths of the data files (with a dense application's label files,
 // options.labels and options.test_labels), of the data cache and of the
-// checkpoints' directory, since each host may mount them elsewhere; the share of a
-// replacement, which is its own; and the host's memory budget for
-// loading. What the training data holds is checked by its checksum
-// (data.checksum) when the job has one.
+// checkpoints' directory, since each host may mount them elsewhere; the
+// share of a replacement, which is its own; the host's memory budget
+// for loading; and the goroutines a worker's step runs on
+// (options.threads of lr, mlp, cnn and ctr), whose results are the same
+// to the bit at any number. What the training data holds is checked by
+// its checksum (data.checksum) when the job has one.
 func LocalFields() []string {
 	return []string{
 		"data.train", "data.test", "data.cache", "data.share", "data.load.memory_budget",
-		"options.labels", "options.test_labels",
+		"options.labels", "options.test_labels", "options.threads",
 		"config.checkpoint.dir", "config.checkpoint.resume",
 	}
 }

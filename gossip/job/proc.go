@@ -129,9 +129,10 @@ type Kind struct{}
 // each worker may set for itself, left out of the digest that the
 // scheduler checks (launch.JobDigest): those of its training job that
 // each host may set (train.LocalFields: the paths of the data and label
-// files, of the cache and the checkpoints, the memory budget), the
-// placement, which the parent has already turned into the shards, and
-// the name of the weights' file, which only reports give. Every other
+// files, of the cache and the checkpoints, the memory budget, the
+// goroutines of a step), the placement, which the parent has already
+// turned into the shards, and the name of the weights' file, which only
+// reports give. Every other
 // field must agree: the model and its options, the gossip configuration
 // (the mixing weights themselves among them), the shards and the link's
 // rate.

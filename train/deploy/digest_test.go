@@ -59,6 +59,7 @@ func TestJobDigest(t *testing.T) {
 		{"indented otherwise", strings.Join(strings.Fields(r(`1e-08`, `1e-8`, `0.0001`, `1e-4`)), ""), true},
 		{"other paths", r(`/data/`, `/mnt/x/`, `"dir": "/ck"`, `"dir": "/other/ck"`), true},
 		{"a default written out", r(`"seed": 1,`, `"seed": 1, "batch": 0,`), true},
+		{"the host's goroutines a step", r(`"features": "auto"`, `"features": "auto", "threads": 2`), true},
 		{"max_passes", r(`"max_passes": 2`, `"max_passes": 5`), false},
 		{"lr", r(`"lr": 0.5`, `"lr": 0.1`), false},
 		{"checkpoint.every", r(`"every": 5`, `"every": 6`), false},
