@@ -22,9 +22,11 @@ const minThreadEntries = 1 << 14
 // runs on contiguous runs of the batch's keys, one a goroutine, each
 // going over the samples in order and adding only the entries of its
 // keys: every key's gradient gets the same terms in the same order as in
-// LossGrad's single pass. A Threads keeps, per batch, each goroutine's
-// entries (a copy of the batch's positions and values, split by key) and
-// the samples' errors (samples × width floats).
+// LossGrad's single pass. A Threads keeps, for every batch it stepped on
+// with more than one goroutine, each goroutine's entries (a copy of the
+// batch's positions and values, split by key) and the samples' errors
+// (samples × width floats): with --threads a worker holds its share of
+// the data about twice.
 type Threads struct {
 	n     int
 	plans map[*sparse.Batch]*threadPlan

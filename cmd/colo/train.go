@@ -98,7 +98,7 @@ func (t *trainFlags) register(f *cmdFlags) {
 	f.Float64Var(&t.lr, "lr", 0, "learning rate, the single-machine value (0: the application's default: lr 0.5, mf 0.1, mlp and cnn 0.05)")
 	f.Float64Var(&t.l1, "l1", 0, "L1 regularisation weight (applied by the servers; use with ftrl)")
 	f.Float64Var(&t.l2, "l2", -1, "L2 regularisation weight, applied by the servers to the keys a round pushes (-1: the application's default: lr 0, mf 0.05)")
-	f.IntVar(&t.batch, "batch", -1, "samples per round over all machines; each worker takes its share (0: full-batch rounds; -1: the application's default, full batches for lr and mf, 64 for mlp and cnn)")
+	f.IntVar(&t.batch, "batch", -1, "samples per round over all machines; each worker takes its share (0: full-batch rounds, not with --mode decentralised; -1: the application's default, full batches for lr and mf, 64 for mlp and cnn and decentralised workers)")
 	f.Float64Var(&t.epsilon, "epsilon", -1, "stop when the training loss changes by less than this fraction between passes (0: never; negative: the application's default, 1e-4 for lr and mf, 0 for mlp and cnn)")
 	f.IntVar(&t.maxPasses, "max-passes", -1, "stop after this many passes (epochs) over the data (-1: the application's default, 200 for lr and mf, 5 for mlp and cnn)")
 	f.IntVar(&t.maxPasses, "epochs", -1, "the same as --max-passes")
