@@ -193,6 +193,18 @@ func (o Options) Validate(n int) error {
 	if err := placement.CheckK(o.K, n); err != nil {
 		return err
 	}
+	return o.Check()
+}
+
+// Check checks the settings that do not depend on the graph (all but K):
+// what a command can refuse before it reads its input.
+func (o Options) Check() error {
+	if err := o.Parsa.Validate(); err != nil {
+		return err
+	}
+	if err := o.Refine.Validate(); err != nil {
+		return err
+	}
 	if o.Theta < 0 {
 		return fmt.Errorf("theta = %d: want 0 (no bound) or a positive bound", o.Theta)
 	}

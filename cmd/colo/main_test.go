@@ -124,6 +124,8 @@ func TestBadInput(t *testing.T) {
 		{"k negative", []string{"partition", "-k", "-2", good, "-o", t.TempDir()}, 2, "--machines -2: want the number of machines"},
 		{"k too large", []string{"partition", "-k", "4", good, "-o", t.TempDir()}, 1, "k = 4: more machines than the 3 samples"},
 		{"unknown algo", []string{"partition", "--algo", "magic", "-k", "2", good, "-o", t.TempDir()}, 2, `unknown algorithm "magic"`},
+		{"parsa setting refused before the input is read", []string{"partition", "-k", "2", "--threads", "-1", "/nonexistent/x.svm", "-o", t.TempDir()}, 2, "parsa threads = -1: want 0 (one) or a positive count"},
+		{"refinement setting refused before the input is read", []string{"partition", "-k", "2", "--refine", "--refine-passes", "-3", "/nonexistent/x.svm", "-o", t.TempDir()}, 2, "refine passes = -3: want a positive count"},
 		{"unknown format", []string{"stats", "--format", "csv", good}, 2, `unknown format "csv"`},
 		{"no output dir", []string{"partition", "-k", "2", good}, 2, "-o DIR is required"},
 		{"eval without part", []string{"eval", good}, 2, "--data-part P is required"},

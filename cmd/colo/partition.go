@@ -68,6 +68,9 @@ func runPartition(e *env, args []string) error {
 	if err := ps.check(*algo); err != nil {
 		return err
 	}
+	if err := opt.Check(); err != nil { // before the input is read
+		return usageError("%v", err)
+	}
 	if err := checkOutputs(output{"-o", *out, true}, output{"--json", j.Path, false}); err != nil {
 		return err
 	}
