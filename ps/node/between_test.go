@@ -1,7 +1,6 @@
 package node
 
 import (
-	"crypto/ecdh"
 	"math"
 	"slices"
 	"sync"
@@ -17,36 +16,27 @@ import (
 	"colo/transport"
 )
 
-// seeNet opens, for node id, an endpoint that passes each message it
+// seeNet is nw whose endpoint of node id passes each message it
 // receives to see before its node reads it.
-type seeNet struct {
-	Network
-	id  transport.NodeID
-	see func(m *transport.Message)
-}
-
-func (f seeNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	return f.ListenOn(id, id, identity)
-}
-
-func (f seeNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := listenOn(f.Network, id, on, identity)
-	if err != nil || id != f.id {
-		return ep, err
-	}
-	e := &seeEndpoint{Endpoint: ep, in: make(chan *transport.Message), done: make(chan struct{})}
-	go func() {
-		defer close(e.in)
-		for m := range ep.Recv() {
-			f.see(m)
-			select {
-			case e.in <- m:
-			case <-e.done:
-				return
-			}
+func seeNet(nw Network, id transport.NodeID, see func(m *transport.Message)) Network {
+	return wrapNet{Network: nw, wrap: func(of transport.NodeID, ep Endpoint) Endpoint {
+		if of != id {
+			return ep
 		}
-	}()
-	return e, nil
+		e := &seeEndpoint{Endpoint: ep, in: make(chan *transport.Message), done: make(chan struct{})}
+		go func() {
+			defer close(e.in)
+			for m := range ep.Recv() {
+				see(m)
+				select {
+				case e.in <- m:
+				case <-e.done:
+					return
+				}
+			}
+		}()
+		return e
+	}}
 }
 
 type seeEndpoint struct {
@@ -95,7 +85,7 @@ func TestFailoverSnapshotWaitsForRound(t *testing.T) {
 	c := startReplicated(t, clock.BSP, 1, rule, func(role proto.Role, rank int, nw Network) Network {
 		switch {
 		case role == proto.RoleServer && rank == 1:
-			return tapNet{Network: nw, from: proto.ServerID(1), tap: func(to transport.NodeID, m *transport.Message) bool {
+			return tapNet(nw, proto.ServerID(1), func(to transport.NodeID, m *transport.Message) bool {
 				if m.Type != transport.TypeData {
 					return false
 				}
@@ -104,15 +94,15 @@ func TestFailoverSnapshotWaitsForRound(t *testing.T) {
 				}
 				round, _, _, _, cmd, err := proto.ParseReplica(m)
 				return m.Cmd == proto.DataReplicate && err == nil && cmd == proto.DataRound && round >= at
-			}}
+			})
 		case role == proto.RoleServer && rank == 2:
-			return seeNet{Network: nw, id: proto.ServerID(1), see: func(m *transport.Message) {
+			return seeNet(nw, proto.ServerID(1), func(m *transport.Message) {
 				if m.Sender == proto.WorkerID(0) && m.Type == transport.TypeData && m.Cmd == proto.DataSave {
 					once.Do(func() { close(asked) })
 				}
-			}}
+			})
 		case role == proto.RoleWorker && rank == 1:
-			return tapNet{Network: nw, from: proto.WorkerID(1), tap: func(to transport.NodeID, m *transport.Message) bool {
+			return tapNet(nw, proto.WorkerID(1), func(to transport.NodeID, m *transport.Message) bool {
 				if to == proto.ServerID(1) && m.Type == transport.TypeData && m.Flags&proto.FlagResent != 0 {
 					select {
 					case <-asked:
@@ -121,7 +111,7 @@ func TestFailoverSnapshotWaitsForRound(t *testing.T) {
 					}
 				}
 				return false
-			}}
+			})
 		}
 		return nw
 	})

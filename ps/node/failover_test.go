@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/ecdh"
 	"errors"
 	"fmt"
 	"math"
@@ -41,42 +40,6 @@ type replCluster struct {
 	backedUp chan proto.Backup
 }
 
-// holdNet opens endpoints whose acknowledgements of replicated updates
-// from node from to node to are dropped while hold is set; those to
-// other primaries pass (from may back up another server's ranges after
-// a failover, whose pushes must still be acknowledged).
-type holdNet struct {
-	Network
-	from, to transport.NodeID
-	hold     *atomic.Bool
-	held     chan struct{}
-}
-
-func (h holdNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	return h.ListenOn(id, id, identity)
-}
-
-func (h holdNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := listenOn(h.Network, id, on, identity)
-	if err != nil || id != h.from {
-		return ep, err
-	}
-	return holdEndpoint{ep, h}, nil
-}
-
-type holdEndpoint struct {
-	Endpoint
-	h holdNet
-}
-
-func (e holdEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
-	if m.Type == transport.TypeData && m.Cmd == proto.DataReplicaAck && to == e.h.to && e.h.hold.Load() {
-		e.h.held <- struct{}{}
-		return nil
-	}
-	return e.Endpoint.Send(ctx, to, m)
-}
-
 const replKeys = 12
 
 // startReplicated starts a replCluster; wrap, when given, wraps the
@@ -111,7 +74,17 @@ func startReplicated(t *testing.T, mode clock.Mode, replicas int, rule update.Ru
 		cfg.Logf = t.Logf
 		cfg.Network = Mem{Net: net}
 		if role == proto.RoleServer && rank == 2 {
-			cfg.Network = holdNet{Network: cfg.Network, from: proto.ServerID(2), to: proto.ServerID(1), hold: c.hold, held: c.held}
+			// The hold (replCluster.hold); the acknowledgements to other
+			// primaries pass (server 2 may back up another server's
+			// ranges after a failover, whose pushes must still be
+			// acknowledged).
+			cfg.Network = tapNet(cfg.Network, proto.ServerID(2), func(to transport.NodeID, m *transport.Message) bool {
+				if m.Type == transport.TypeData && m.Cmd == proto.DataReplicaAck && to == proto.ServerID(1) && c.hold.Load() {
+					c.held <- struct{}{}
+					return true
+				}
+				return false
+			})
 		}
 		for _, w := range wrap {
 			cfg.Network = w(role, rank, cfg.Network)
@@ -187,40 +160,6 @@ func bspRunAt(t *testing.T, c *replCluster, rounds int64, at func(r int64, stage
 	return pulled[0]
 }
 
-// ackNet opens endpoints that pass each acknowledgement of replicated
-// updates they send on acked: the rank of the primary it goes to and the
-// number of its updates applied in order (the acknowledgement's ID).
-type ackNet struct {
-	Network
-	acked chan<- [2]uint64
-}
-
-func (a ackNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	return a.ListenOn(id, id, identity)
-}
-
-func (a ackNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := listenOn(a.Network, id, on, identity)
-	if err != nil {
-		return ep, err
-	}
-	return ackEndpoint{ep, a.acked}, nil
-}
-
-type ackEndpoint struct {
-	Endpoint
-	acked chan<- [2]uint64
-}
-
-func (e ackEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
-	if m.Type == transport.TypeData && m.Cmd == proto.DataReplicaAck {
-		if r, p := proto.Identify(to); r == proto.RoleServer {
-			e.acked <- [2]uint64{uint64(p), m.ID}
-		}
-	}
-	return e.Endpoint.Send(ctx, to, m)
-}
-
 // TestReplicatedBackupState checks that each server's backup holds its
 // ranges bit for bit, values and AdaGrad states, after BSP rounds, and
 // counts what each server sent its backup.
@@ -240,7 +179,20 @@ func TestReplicatedBackupState(t *testing.T) {
 				if role != proto.RoleServer {
 					return nw
 				}
-				return ackNet{Network: nw, acked: acked}
+				// Each acknowledgement of replicated updates a server
+				// sends is passed on acked: the rank of the primary it
+				// goes to and the number of its updates applied in order
+				// (the acknowledgement's ID).
+				return wrapNet{Network: nw, wrap: func(_ transport.NodeID, ep Endpoint) Endpoint {
+					return sendEndpoint{ep, func(_ context.Context, to transport.NodeID, m *transport.Message) (bool, error) {
+						if m.Type == transport.TypeData && m.Cmd == proto.DataReplicaAck {
+							if r, p := proto.Identify(to); r == proto.RoleServer {
+								acked <- [2]uint64{uint64(p), m.ID}
+							}
+						}
+						return false, nil
+					}}
+				}}
 			})
 			bspRun(t, c, 8, -1, nil)
 			updates := uint64(8) // a sum a round under BSP
@@ -300,38 +252,6 @@ func TestReplicatedBackupState(t *testing.T) {
 	}
 }
 
-// tapNet opens endpoints whose messages node from sends pass through
-// tap first, which drops those it returns true for.
-type tapNet struct {
-	Network
-	from transport.NodeID
-	tap  func(to transport.NodeID, m *transport.Message) bool
-}
-
-func (f tapNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	return f.ListenOn(id, id, identity)
-}
-
-func (f tapNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := listenOn(f.Network, id, on, identity)
-	if err != nil || id != f.from {
-		return ep, err
-	}
-	return tapEndpoint{ep, f}, nil
-}
-
-type tapEndpoint struct {
-	Endpoint
-	f tapNet
-}
-
-func (e tapEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
-	if e.f.tap(to, m) {
-		return nil
-	}
-	return e.Endpoint.Send(ctx, to, m)
-}
-
 // TestFailoverBSP kills server 1 during a BSP round, at several rounds:
 // the job goes on with no call failing and no round computed again, and
 // the model is bit for bit the one of the run without failure. Server 1
@@ -376,7 +296,7 @@ func TestFailoverBSP(t *testing.T) {
 			tap := func(role proto.Role, rank int, nw Network) Network {
 				switch {
 				case role == proto.RoleServer && rank == 1:
-					return tapNet{Network: nw, from: proto.ServerID(1), tap: func(to transport.NodeID, m *transport.Message) bool {
+					return tapNet(nw, proto.ServerID(1), func(to transport.NodeID, m *transport.Message) bool {
 						if m.Type != transport.TypeData {
 							return false
 						}
@@ -398,16 +318,16 @@ func TestFailoverBSP(t *testing.T) {
 							sumSeq.Store(seq)
 						}
 						return tc.stage == "unsummed" && round >= tc.killAt
-					}}
+					})
 				case role == proto.RoleServer && rank == 2:
-					return tapNet{Network: nw, from: proto.ServerID(2), tap: func(to transport.NodeID, m *transport.Message) bool {
+					return tapNet(nw, proto.ServerID(2), func(to transport.NodeID, m *transport.Message) bool {
 						if m.Type == transport.TypeData && m.Cmd == proto.DataReplicaAck && to == proto.ServerID(1) {
 							if q := sumSeq.Load(); q > 0 && m.ID >= q {
 								once.Do(func() { close(summed) }) // the backup has the round's sum
 							}
 						}
 						return false
-					}}
+					})
 				}
 				return nw
 			}
@@ -483,7 +403,7 @@ func TestFailoverBSPEveryStage(t *testing.T) {
 						if role != proto.RoleServer || rank != 1 {
 							return nw
 						}
-						return tapNet{Network: nw, from: proto.ServerID(1), tap: func(to transport.NodeID, m *transport.Message) bool {
+						return tapNet(nw, proto.ServerID(1), func(to transport.NodeID, m *transport.Message) bool {
 							if m.Type != transport.TypeData {
 								return false
 							}
@@ -492,7 +412,7 @@ func TestFailoverBSPEveryStage(t *testing.T) {
 							}
 							round, _, _, _, _, err := proto.ParseReplica(m)
 							return dropSums && m.Cmd == proto.DataReplicate && err == nil && round >= killAt
-						}}
+						})
 					})
 					got := bspRun(t, c, rounds, killAt, func(s string) {
 						if stage == "acked" && s == "end" {
@@ -571,38 +491,6 @@ func TestFailoverAsync(t *testing.T) {
 	}
 }
 
-// failNet opens endpoints whose data messages from node from to node to
-// fail with err.
-type failNet struct {
-	Network
-	from, to transport.NodeID
-	err      error
-}
-
-func (f failNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	return f.ListenOn(id, id, identity)
-}
-
-func (f failNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := listenOn(f.Network, id, on, identity)
-	if err != nil || id != f.from {
-		return ep, err
-	}
-	return failEndpoint{ep, f}, nil
-}
-
-type failEndpoint struct {
-	Endpoint
-	f failNet
-}
-
-func (e failEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
-	if m.Type == transport.TypeData && to == e.f.to {
-		return &transport.PeerError{Peer: to, Op: "send", Err: e.f.err}
-	}
-	return e.Endpoint.Send(ctx, to, m)
-}
-
 // TestReplicatedSendFailureEnds: with replicated key ranges, a send to a
 // live server that fails (a push over the frame limit, a forward to a
 // backup) ends the job with the error instead of leaving the request
@@ -620,7 +508,13 @@ func TestReplicatedSendFailureEnds(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tooLarge := fmt.Errorf("%w: 1 bytes over the limit", transport.ErrFrameTooLarge)
 				c := startReplicated(t, clock.Async, 1, nil, func(role proto.Role, rank int, nw Network) Network {
-					return failNet{Network: nw, from: tc.from, to: tc.to, err: tooLarge}
+					// tc.from's data messages to tc.to fail.
+					return sendNet(nw, tc.from, func(_ context.Context, to transport.NodeID, m *transport.Message) (bool, error) {
+						if m.Type == transport.TypeData && to == tc.to {
+							return true, &transport.PeerError{Peer: to, Op: "send", Err: tooLarge}
+						}
+						return false, nil
+					})
 				})
 				keys := make([]uint64, replKeys)
 				for i := range keys {
@@ -646,46 +540,6 @@ func TestReplicatedSendFailureEnds(t *testing.T) {
 	}
 }
 
-// freezeNet opens endpoints whose pushes from node from to node to
-// block, once frozen is set, until their context ends: the writes to
-// a process that stopped (SIGSTOP), whose link takes nothing. The first
-// write that ends clears frozen. Pulls pass: the round's pulls, sent at
-// the end of the round before, may still be queued when frozen is set,
-// and one of them blocked would hold the round before its push.
-type freezeNet struct {
-	Network
-	from, to transport.NodeID
-	frozen   *atomic.Bool
-	blocked  chan struct{}
-}
-
-func (f freezeNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	return f.ListenOn(id, id, identity)
-}
-
-func (f freezeNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := listenOn(f.Network, id, on, identity)
-	if err != nil || id != f.from {
-		return ep, err
-	}
-	return freezeEndpoint{ep, f}, nil
-}
-
-type freezeEndpoint struct {
-	Endpoint
-	f freezeNet
-}
-
-func (e freezeEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
-	if m.Type == transport.TypeData && m.Flags&transport.FlagPush != 0 && to == e.f.to && e.f.frozen.Load() {
-		e.f.blocked <- struct{}{}
-		<-ctx.Done()
-		e.f.frozen.Store(false)
-		return ctx.Err()
-	}
-	return e.Endpoint.Send(ctx, to, m)
-}
-
 // TestFailoverFrozenSend: worker 0's push to server 1 blocks in a write
 // that never ends (server 1 stopped), and server 1 is declared failed.
 // The failover abandons the blocked write and waits for it off the
@@ -700,7 +554,22 @@ func TestFailoverFrozenSend(t *testing.T) {
 		frozen := new(atomic.Bool)
 		blocked := make(chan struct{}, 1)
 		c := startReplicated(t, clock.BSP, 1, rule, func(role proto.Role, rank int, nw Network) Network {
-			return freezeNet{Network: nw, from: proto.WorkerID(0), to: proto.ServerID(1), frozen: frozen, blocked: blocked}
+			// Worker 0's pushes to server 1 block, once frozen is set,
+			// until their context ends: the writes to a process that
+			// stopped (SIGSTOP), whose link takes nothing. The first
+			// write that ends clears frozen. Pulls pass: the round's
+			// pulls, sent at the end of the round before, may still be
+			// queued when frozen is set, and one of them blocked would
+			// hold the round before its push.
+			return sendNet(nw, proto.WorkerID(0), func(ctx context.Context, to transport.NodeID, m *transport.Message) (bool, error) {
+				if m.Type == transport.TypeData && m.Flags&transport.FlagPush != 0 && to == proto.ServerID(1) && frozen.Load() {
+					blocked <- struct{}{}
+					<-ctx.Done()
+					frozen.Store(false)
+					return true, ctx.Err()
+				}
+				return false, nil
+			})
 		})
 		// A bound on a hang: the nodes closed, every call fails.
 		stop := time.AfterFunc(time.Hour, func() {
@@ -764,7 +633,7 @@ func TestFailoverTwice(t *testing.T) {
 	}{{1, 3, "mid"}, {0, 2, "end"}, {2, 6, "start"}, {1, 2, "acked"}} {
 		t.Run(fmt.Sprintf("%d-%d-%s", tc.first, tc.second, tc.stage), func(t *testing.T) {
 			book := &addrBook{at: make(map[transport.NodeID]string)}
-			c := startReplicated(t, clock.BSP, 1, rule, func(_ proto.Role, _ int, nw Network) Network { return addrNet{nw, book} })
+			c := startReplicated(t, clock.BSP, 1, rule, func(_ proto.Role, _ int, nw Network) Network { return book.net(nw) })
 			got := bspRunAt(t, c, rounds, func(r int64, stage string) {
 				switch {
 				case r == tc.first && stage == "mid":
@@ -816,7 +685,7 @@ func checkTwice(t *testing.T, c *replCluster, got, want []float32, rounds int64)
 func TestFailoverTwiceAsync(t *testing.T) {
 	const pushes = 300
 	book := &addrBook{at: make(map[transport.NodeID]string)}
-	c := startReplicated(t, clock.Async, 1, nil, func(_ proto.Role, _ int, nw Network) Network { return addrNet{nw, book} })
+	c := startReplicated(t, clock.Async, 1, nil, func(_ proto.Role, _ int, nw Network) Network { return book.net(nw) })
 	keys := make([]uint64, replKeys)
 	for i := range keys {
 		keys[i] = uint64(i)
@@ -890,26 +759,15 @@ type addrBook struct {
 	n  int
 }
 
-type addrNet struct {
-	Network
-	book *addrBook
-}
-
-func (a addrNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	return a.ListenOn(id, id, identity)
-}
-
-func (a addrNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	a.book.mu.Lock()
-	defer a.book.mu.Unlock()
-	ep, err := listenOn(a.Network, id, on, identity)
-	if err != nil {
-		return nil, err
-	}
-	a.book.n++
-	addr := fmt.Sprintf("mem/%d", a.book.n)
-	a.book.at[id] = addr
-	return &addrEndpoint{Endpoint: ep, book: a.book, addr: addr, peers: make(map[transport.NodeID]string)}, nil
+// net is nw whose endpoints have addresses of their own in b
+// (addrEndpoint).
+func (b *addrBook) net(nw Network) Network {
+	return wrapNet{Network: nw, mu: &b.mu, wrap: func(id transport.NodeID, ep Endpoint) Endpoint {
+		b.n++
+		addr := fmt.Sprintf("mem/%d", b.n)
+		b.at[id] = addr
+		return &addrEndpoint{Endpoint: ep, book: b, addr: addr, peers: make(map[transport.NodeID]string)}
+	}}
 }
 
 // addrEndpoint fails a data send to a server at another address than

@@ -93,7 +93,7 @@ func TestFailoverIncrementalCapture(t *testing.T) {
 				if role != proto.RoleServer || rank != victim {
 					return nw
 				}
-				see := seeNet{Network: nw, id: proto.ServerID(victim), see: func(m *transport.Message) {
+				see := seeNet(nw, proto.ServerID(victim), func(m *transport.Message) {
 					if m.Sender == proto.WorkerID(capturer) && m.Type == transport.TypeData && m.Cmd == proto.DataSave {
 						kind := uint64(0) // a chunk of the whole store
 						if len(m.KV.Keys) == 4 {
@@ -101,8 +101,8 @@ func TestFailoverIncrementalCapture(t *testing.T) {
 						}
 						kinds.Store(m.ID, kind)
 					}
-				}}
-				return tapNet{Network: see, from: proto.ServerID(victim), tap: func(to transport.NodeID, m *transport.Message) bool {
+				})
+				return tapNet(see, proto.ServerID(victim), func(to transport.NodeID, m *transport.Message) bool {
 					if to != proto.WorkerID(capturer) || m.Type != transport.TypeData || m.Flags&transport.FlagPull == 0 || !armed.Load() {
 						return false
 					}
@@ -118,7 +118,7 @@ func TestFailoverIncrementalCapture(t *testing.T) {
 						once.Do(func() { close(cut) })
 					}
 					return false
-				}}
+				})
 			})
 			var restored checkpoint.Snapshot
 			got := bspRunAt(t, c, rounds, func(r int64, stage string) {

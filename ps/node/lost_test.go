@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/ecdh"
 	"errors"
 	"strings"
 	"sync"
@@ -16,40 +15,8 @@ import (
 	"colo/transport/mem"
 )
 
-// brokenNet attaches endpoints whose data messages to the worker never
-// leave, failing with err (errBroken when nil): a link broken one way
-// while both nodes still reach the scheduler.
-type brokenNet struct {
-	Mem
-	err error
-}
-
+// errBroken is the failure of a send on a broken link (startBroken).
 var errBroken = errors.New("link broken")
-
-func (n brokenNet) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	return n.ListenOn(id, id, identity)
-}
-
-func (n brokenNet) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := listenOn(n.Mem, id, on, identity)
-	return brokenEndpoint{ep, n.err}, err
-}
-
-type brokenEndpoint struct {
-	Endpoint
-	err error
-}
-
-func (e brokenEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
-	if m.Type == transport.TypeData && to == proto.WorkerID(0) {
-		err := e.err
-		if err == nil {
-			err = errBroken
-		}
-		return &transport.PeerError{Peer: to, Op: "send", Err: err}
-	}
-	return e.Endpoint.Send(ctx, to, m)
-}
 
 // TestLostReplyOnFakeTime: a server alone cannot send its answer to a
 // worker that is alive and heard by the scheduler. The server ends with
@@ -132,8 +99,8 @@ func TestPeerClosedAwaitsAbort(t *testing.T) {
 }
 
 // startBroken starts, on fake time, a scheduler, a server whose data
-// messages to worker 0 fail with err (see brokenNet) and worker 0; the
-// nodes are closed with the test.
+// messages to worker 0 fail with sendErr (errBroken when nil) and
+// worker 0; the nodes are closed with the test.
 func startBroken(t *testing.T, sendErr error) (sched.Config, *sched.Scheduler, []*Node) {
 	net, _ := mem.New(mem.DefaultConfig())
 	t.Cleanup(func() { net.Close() })
@@ -154,7 +121,20 @@ func startBroken(t *testing.T, sendErr error) (sched.Config, *sched.Scheduler, [
 			cfg.Role, cfg.Token = role, "t"
 			cfg.Network = Mem{Net: net}
 			if role == proto.RoleServer {
-				cfg.Network = brokenNet{Mem{Net: net}, sendErr}
+				// Every data message to the worker fails: a link broken
+				// one way while both nodes still reach the scheduler.
+				cfg.Network = wrapNet{Network: Mem{Net: net}, wrap: func(_ transport.NodeID, ep Endpoint) Endpoint {
+					return sendEndpoint{ep, func(_ context.Context, to transport.NodeID, m *transport.Message) (bool, error) {
+						if m.Type != transport.TypeData || to != proto.WorkerID(0) {
+							return false, nil
+						}
+						err := sendErr
+						if err == nil {
+							err = errBroken
+						}
+						return true, &transport.PeerError{Peer: to, Op: "send", Err: err}
+					}}
+				}}
 			}
 			var err error
 			if nodes[i], err = Start(context.Background(), cfg); err != nil {

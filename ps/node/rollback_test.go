@@ -18,7 +18,7 @@ import (
 
 // startRecovering starts the job of startReplicated (3 servers, 2
 // workers, BSP, one copy a server), with addresses of its own per
-// endpoint (addrNet) and a scheduler that replaces a failed node; the
+// endpoint (addrBook) and a scheduler that replaces a failed node; the
 // scheduler's messages that drop returns true for are dropped. It
 // returns the cluster and a function that starts a replacement of
 // server rank.
@@ -43,7 +43,7 @@ func startRecovering(t *testing.T, rule update.Rule, drop func(to transport.Node
 	config := func(role proto.Role, rank int, recover bool) Config {
 		cfg := DefaultConfig()
 		cfg.Role, cfg.Token, cfg.Rank, cfg.Rule, cfg.Recover = role, "t", rank, rule, recover
-		cfg.Network = addrNet{Mem{Net: net}, book}
+		cfg.Network = book.net(Mem{Net: net})
 		return cfg
 	}
 	c.startNodes(t, func(role proto.Role, rank int) Config { return config(role, rank, false) })
