@@ -3,7 +3,6 @@ package smoke
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -30,19 +29,11 @@ func TestJoinAgreesOnJob(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job := func(edit func(j *Job)) string {
-		t.Helper()
+	job := launchtest.Jobs(t, func() Job {
 		j := DefaultJob()
 		j.Keys, j.Batch, j.Rounds, j.BandwidthMatrix = 1000, 100, 5, paths[0]
-		if edit != nil {
-			edit(&j)
-		}
-		b, err := json.Marshal(j)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+		return j
+	})
 	launchtest.CheckJoin(t, Kind{}, job(nil), launch.Position{Role: proto.RoleMachine, Rank: 1, Servers: 2, Workers: 2}, []launchtest.Variant{
 		{Name: "the same job", Job: job(nil)},
 		{Name: "a default left out, spaced", Job: strings.Replace(job(nil), `"seed":1,`, "\n ", 1)},

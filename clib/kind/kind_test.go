@@ -87,20 +87,12 @@ func TestJoinAgreesOnJob(t *testing.T) {
 		}
 		return b
 	}
-	job := func(edit func(j *clib.Job)) string {
-		t.Helper()
+	job := launchtest.Jobs(t, func() clib.Job {
 		j := clib.DefaultJob()
 		j.Servers, j.Workers, j.Route, j.BandwidthMatrix = 2, 2, table(4), paths[0]
 		j.Rule.Name, j.Rule.LR = "adagrad", 0.1
-		if edit != nil {
-			edit(&j)
-		}
-		b, err := json.Marshal(j)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+		return j
+	})
 	launchtest.CheckJoin(t, Kind{}, job(nil), launch.Position{Role: proto.RoleServer, Rank: 1, Servers: 2, Workers: 2}, []launchtest.Variant{
 		{Name: "the same job", Job: job(nil)},
 		{Name: "the matrix elsewhere", Job: job(func(j *clib.Job) { j.BandwidthMatrix = paths[1] })},

@@ -1,7 +1,6 @@
 package job
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,8 +32,7 @@ func TestJoinAgreesOnJob(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	spec := func(edit func(s *ProcSpec)) string {
-		t.Helper()
+	spec := launchtest.Jobs(t, func() ProcSpec {
 		j := train.DefaultJob()
 		j.App, j.Data.Train = "mlp", paths[0]
 		if err := dense.Defaults(&j); err != nil {
@@ -47,16 +45,8 @@ func TestJoinAgreesOnJob(t *testing.T) {
 		}
 		g := gossip.DefaultConfig()
 		g.Workers = 2
-		s := ProcSpec{Job: j, Gossip: g, Shards: [][]int32{{0, 1}, {2, 3}}, Link: 125e6}
-		if edit != nil {
-			edit(&s)
-		}
-		b, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+		return ProcSpec{Job: j, Gossip: g, Shards: [][]int32{{0, 1}, {2, 3}}, Link: 125e6}
+	})
 	launchtest.CheckJoin(t, Kind{}, spec(nil), launch.Position{Role: proto.RoleMachine, Rank: 1, Host: "127.0.0.1"}, []launchtest.Variant{
 		{Name: "the same job", Job: spec(nil)},
 		{Name: "the host's own fields", Job: spec(func(s *ProcSpec) {

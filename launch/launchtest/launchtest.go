@@ -15,6 +15,14 @@
 //		{Name: "another lr", Job: strings.Replace(base, `"lr": 0.1`, `"lr": 0.2`, 1), Differs: []string{"rule.lr"}},
 //		{Name: "another data path", Job: strings.Replace(base, "/data/", "/mnt/", 1)},
 //	})
+//
+// A kind whose job is a Go value writes its variants as edits of a base
+// job (Jobs):
+//
+//	job := launchtest.Jobs(t, func() Job { j := DefaultJob(); j.Rounds = 5; return j })
+//	launchtest.CheckJoin(t, Kind{}, job(nil), at, []launchtest.Variant{
+//		{Name: "more rounds", Job: job(func(j *Job) { j.Rounds = 6 }), Differs: []string{"rounds"}},
+//	})
 package launchtest
 
 import (
@@ -104,6 +112,25 @@ func CheckJoin(t testing.TB, k launch.Kind, base string, at launch.Position, var
 		if got := reasons(refused); len(refused) != 1 || got != want {
 			t.Errorf("kind %s, %s: refused for %q\nwant %q", k.Name(), v.Name, got, want)
 		}
+	}
+}
+
+// Jobs returns job, which gives the JSON of a new job of base changed by
+// edit (base's job as it is when edit is nil), failing t if it does not
+// marshal: the Job of a Variant. Each call starts from a new job of
+// base, so that no edit reaches another variant.
+func Jobs[J any](t testing.TB, base func() J) (job func(edit func(j *J)) string) {
+	return func(edit func(j *J)) string {
+		t.Helper()
+		j := base()
+		if edit != nil {
+			edit(&j)
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			t.Fatalf("the job of a variant: %v", err)
+		}
+		return string(b)
 	}
 }
 
