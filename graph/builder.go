@@ -303,22 +303,28 @@ func (b *Builder) Build() (*Graph, error) {
 }
 
 // paramIndex returns the sorted distinct raw ids and a function mapping a
-// raw id to its dense index. Small id ranges use a lookup table, large ones
-// a hash map.
+// raw id to its dense index (paramIndexOf).
 func (b *Builder) paramIndex() ([]uint64, func(uint64) uint32) {
-	var maxID uint64
-	for c := range b.ids {
-		for _, id := range b.ids[c] {
+	return paramIndexOf(b.ids, b.n)
+}
+
+// paramIndexOf returns the sorted distinct ids of chunks, which hold n ids
+// in all, and a function mapping an id to its dense index. Small id ranges
+// use a lookup table, large ones a hash map.
+func paramIndexOf[T uint32 | uint64](chunks [][]T, n int64) ([]uint64, func(T) uint32) {
+	var maxID T
+	for c := range chunks {
+		for _, id := range chunks[c] {
 			maxID = max(maxID, id)
 		}
 	}
-	if b.n == 0 {
-		return []uint64{}, func(uint64) uint32 { return 0 }
+	if n == 0 {
+		return []uint64{}, func(T) uint32 { return 0 }
 	}
-	if maxID < uint64(4*b.n)+1<<20 {
-		table := make([]uint32, maxID+1)
-		for c := range b.ids {
-			for _, id := range b.ids[c] {
+	if uint64(maxID) < uint64(4*n)+1<<20 {
+		table := make([]uint32, uint64(maxID)+1)
+		for c := range chunks {
+			for _, id := range chunks[c] {
 				table[id] = 1
 			}
 		}
@@ -329,12 +335,12 @@ func (b *Builder) paramIndex() ([]uint64, func(uint64) uint32) {
 				ids = append(ids, uint64(id))
 			}
 		}
-		return ids, func(id uint64) uint32 { return table[id] }
+		return ids, func(id T) uint32 { return table[id] }
 	}
 	index := make(map[uint64]uint32)
-	for c := range b.ids {
-		for _, id := range b.ids[c] {
-			index[id] = 0
+	for c := range chunks {
+		for _, id := range chunks[c] {
+			index[uint64(id)] = 0
 		}
 	}
 	ids := make([]uint64, 0, len(index))
@@ -345,7 +351,56 @@ func (b *Builder) paramIndex() ([]uint64, func(uint64) uint32) {
 	for i, id := range ids {
 		index[id] = uint32(i)
 	}
-	return ids, func(id uint64) uint32 { return index[id] }
+	return ids, func(id T) uint32 { return index[uint64(id)] }
+}
+
+// buildRows builds the graph of samples given as rows in CSR form over raw
+// parameter ids of 32 bits: row u is raw[off[u]:off[u+1]], increasing and
+// distinct; values, when not nil, are aligned with raw; labels and
+// sampleIDs are nil or one per sample, as a Builder keeps them. It is the
+// graph that Build returns for the same rows added to a Builder, built
+// without the Builder's copies: raw is remapped in place to the dense
+// parameter ids and becomes the graph's adjacency, and the graph keeps
+// off, values, labels and sampleIDs as they are.
+func buildRows(meta Meta, off []int64, raw []uint32, values []float32, labels []float64, sampleIDs []uint64) (*Graph, error) {
+	if int64(len(raw)) > math.MaxUint32 {
+		return nil, fmt.Errorf("graph: %d edges exceed the 32-bit edge ids of one sample list", len(raw))
+	}
+	if n := len(off) - 1; int64(n) > math.MaxUint32 {
+		return nil, fmt.Errorf("graph: %d samples exceed 32-bit ids", n)
+	}
+	paramIDs, remap := paramIndexOf([][]uint32{raw}, int64(len(raw)))
+	m := len(paramIDs)
+	// Ranges of minTransposeEdges are independent: up to GOMAXPROCS
+	// goroutines take them in turn, as Build's do its chunks.
+	var (
+		wg   sync.WaitGroup
+		turn atomic.Int64
+	)
+	parts := (len(raw) + minTransposeEdges - 1) / minTransposeEdges
+	for range max(1, min(runtime.GOMAXPROCS(0), len(raw)/minTransposeEdges)) {
+		wg.Go(func() {
+			for c := int(turn.Add(1) - 1); c < parts; c = int(turn.Add(1) - 1) {
+				r := raw[c*minTransposeEdges : min(len(raw), (c+1)*minTransposeEdges)]
+				for j, id := range r {
+					r[j] = remap(id)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	poff, padj := transpose(off, raw, m)
+	return &Graph{
+		sampleOff: off,
+		sampleAdj: raw,
+		paramOff:  poff,
+		paramAdj:  padj,
+		values:    values,
+		labels:    labels,
+		paramIDs:  paramIDs,
+		sampleIDs: sampleIDs,
+		meta:      meta,
+	}, nil
 }
 
 // transpose builds the column-wise CSR of a row-wise CSR with m columns.

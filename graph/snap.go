@@ -141,14 +141,18 @@ func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, worker
 	if undirected {
 		meta.Format = string(FormatSNAPUndirected)
 	}
+	if !wide && !sorted && denseIDs(maxID, all.keys.n) {
+		g, err := rowsByCounts(meta, &all.keys, lone, maxID)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", name, err)
+		case g == nil:
+			return nil, emptyError(name)
+		}
+		return g, nil
+	}
 	b := NewBuilder(meta)
 	b.SetDupPolicy(DupKeep)
-	if !wide && !sorted && denseIDs(maxID, all.keys.n) {
-		if err := feedByCounts(b, &all.keys, lone, maxID); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		return buildSamples(b, name)
-	}
 	keys, pairs := all.keys.flat(), all.pairs.flat()
 	if wide {
 		slices.SortFunc(pairs, func(a, b edge) int {
@@ -291,14 +295,15 @@ func denseIDs(maxID uint64, edges int) bool {
 	return maxID < uint64(edges)+1<<20 && uint64(edges) <= math.MaxUint32
 }
 
-// feedByCounts adds to b one sample per node, in id order, as feedEdges
-// does, for edges u<<32 | v whose ids are all at most maxID, plus the
-// nodes lone: it counts the edges of each source, places the targets of
-// each in one array of 32-bit ids (a counting sort, no sort of the
-// edges), sorts each node's targets and drops repeats. It uses 4 bytes
-// per id up to maxID and 4 per edge, where sorting the edges takes 16 per
-// edge.
-func feedByCounts(b *Builder, keys *chunked[uint64], lone []uint64, maxID uint64) error {
+// rowsByCounts returns the graph of edges u<<32 | v whose ids are all at
+// most maxID, plus the nodes lone: one sample per node, in id order, as
+// feedEdges gives a Builder, or nil when there is no node. It counts the
+// edges of each source, places the targets of each in one array of
+// 32-bit ids (a counting sort, no sort of the edges), sorts each node's
+// targets and drops repeats in place, and builds the graph on that array
+// (buildRows). It uses 4 bytes per id up to maxID and 4 per edge, where
+// sorting the edges takes 16 per edge, and a Builder 8 more.
+func rowsByCounts(meta Meta, keys *chunked[uint64], lone []uint64, maxID uint64) (*Graph, error) {
 	off := make([]uint32, maxID+2)
 	seen := make([]uint64, maxID/64+1)
 	keys.each(func(k uint64) {
@@ -310,6 +315,13 @@ func feedByCounts(b *Builder, keys *chunked[uint64], lone []uint64, maxID uint64
 	for _, u := range lone {
 		seen[u/64] |= 1 << (u % 64)
 	}
+	nodes := 0
+	for _, w := range seen {
+		nodes += bits.OnesCount64(w)
+	}
+	if nodes == 0 {
+		return nil, nil
+	}
 	for u := 1; u < len(off); u++ {
 		off[u] += off[u-1]
 	}
@@ -320,8 +332,12 @@ func feedByCounts(b *Builder, keys *chunked[uint64], lone []uint64, maxID uint64
 		off[u]++
 	})
 	*keys = chunked[uint64]{}
-	// off[u] is now where u's targets end, and u+1's start.
-	var row []uint64
+	// off[u] is now where u's targets end, and u+1's start. The rows,
+	// without repeats, are moved down in place: no row ends after its
+	// targets start.
+	rowOff := make([]int64, 1, nodes+1)
+	ids := make([]uint64, 0, nodes)
+	end := 0
 	for i, w := range seen {
 		for w != 0 {
 			u := uint64(i)*64 + uint64(bits.TrailingZeros64(w))
@@ -332,18 +348,17 @@ func feedByCounts(b *Builder, keys *chunked[uint64], lone []uint64, maxID uint64
 			}
 			targets := adj[lo:off[u]]
 			slices.Sort(targets)
-			row = row[:0]
 			for j, v := range targets {
-				if j == 0 || targets[j-1] != v {
-					row = append(row, uint64(v))
+				if j == 0 || v != targets[j-1] {
+					adj[end] = v
+					end++
 				}
 			}
-			if err := b.AddSampleWithID(u, 0, row, nil); err != nil {
-				return err
-			}
+			rowOff = append(rowOff, int64(end))
+			ids = append(ids, u)
 		}
 	}
-	return nil
+	return buildRows(meta, rowOff, adj[:end], nil, nil, ids)
 }
 
 // nodeList returns the sorted distinct node ids of packed edges (u<<shift |
