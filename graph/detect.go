@@ -286,6 +286,7 @@ func emptyError(name string) error {
 // the next call of next.
 type lineReader struct {
 	br   *bufio.Reader
+	text []byte // the rest of the input in memory, when br is nil
 	name string
 	line int    // number of the line last returned, from 1
 	long []byte // assembles lines longer than the buffer
@@ -303,12 +304,22 @@ func newLineReader(r io.Reader, name string, max int) *lineReader {
 	return &lineReader{br: bufio.NewReaderSize(r, bufSize), name: name, max: max}
 }
 
+// newTextLineReader returns a lineReader of text in memory, which reads
+// its lines where they are, as newLineReader of bytes.NewReader(text)
+// returns them, errors included, without copying them into a buffer.
+func newTextLineReader(text []byte, name string, max int) *lineReader {
+	return &lineReader{text: text, name: name, max: max}
+}
+
 // next returns the next line without its line ending ("\n" or "\r\n"). At
 // the end of the input it returns io.EOF; a read error is returned wrapped
 // with the file name and the number of the line being read.
 func (lr *lineReader) next() ([]byte, error) {
 	if lr.eof {
 		return nil, io.EOF
+	}
+	if lr.br == nil {
+		return lr.nextText()
 	}
 	line, err := lr.br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
@@ -340,6 +351,37 @@ func (lr *lineReader) next() ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%s:%d: read: %w", lr.name, line, err)
 	}
+	lr.line++
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// nextText is next for text in memory. A line longer than the buffer of
+// a bufio reader of newLineReader (bufSize, its ending included) and than
+// max is refused, as there.
+func (lr *lineReader) nextText() ([]byte, error) {
+	line := lr.text
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i+1]
+	} else {
+		lr.eof = true
+		if len(line) == 0 {
+			return nil, io.EOF
+		}
+	}
+	if len(line) > bufSize && len(line) > lr.max {
+		n := lr.line + 1
+		if lr.before != nil {
+			n += lr.before()
+		}
+		return nil, longLineError(lr.name, n, lr.max)
+	}
+	lr.text = lr.text[len(line):]
 	lr.line++
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -92,7 +91,7 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 	cut := &lineCutter{r: r, size: chunk, max: maxLine}
 	first, lines, readErr := cut.next(nil)
 	if readErr == io.EOF {
-		return parse(newLineReader(bytes.NewReader(first), name, maxLine), first)
+		return parse(newTextLineReader(first, name, maxLine), first)
 	}
 	if long, ok := readErr.(*lineTooLong); ok && len(first) == 0 {
 		var zero T
@@ -107,6 +106,7 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 	type job struct {
 		data   []byte
 		before int // lines before data
+		lines  int // lines in data
 		res    chan result
 	}
 	var (
@@ -118,7 +118,6 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 	)
 	for range workers {
 		wg.Go(func() {
-			br := bufio.NewReaderSize(nil, bufSize)
 			for j := range jobs {
 				select {
 				case <-done:
@@ -126,15 +125,14 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 					continue
 				default:
 				}
-				br.Reset(bytes.NewReader(j.data))
-				p, err := parse(&lineReader{br: br, name: name, max: maxLine}, j.data)
+				p, err := parse(newTextLineReader(j.data, name, maxLine), j.data)
 				if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
 					pe.Line += j.before
 				}
 				if me, ok := errors.AsType[*membudget.Error](err); ok && me.Line > 0 {
 					me.Line += j.before
 				}
-				end := j.before + bytes.Count(j.data, []byte{'\n'})
+				end := j.before + j.lines
 				select {
 				case free <- j.data[:0]:
 				default:
@@ -163,7 +161,7 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 				}
 				return
 			}
-			jobs <- job{data: data, before: before, res: res}
+			jobs <- job{data: data, before: before, lines: lines, res: res}
 			before += lines
 			switch {
 			case readErr == io.EOF:
