@@ -174,7 +174,7 @@ func BenchmarkLoadLibSVMFile(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				_, err = readLibSVM(f, path, DefaultLoadOptions(), workers, chunkBytes)
+				_, err = readLibSVM(f, path, DefaultLoadOptions(), workers, chunkBytes, -1)
 				f.Close()
 				if err != nil {
 					b.Fatal(err)

@@ -74,7 +74,7 @@ func readWith(text string, opt LoadOptions, workers int) (*Graph, error) {
 	r := strings.NewReader(text)
 	switch opt.Format {
 	case FormatLibSVM:
-		return readLibSVM(r, "f", opt, workers, 64<<10)
+		return readLibSVM(r, "f", opt, workers, 64<<10, -1)
 	case FormatSNAP:
 		return readSNAP(r, "f", false, opt, workers, 64<<10, false)
 	case FormatCriteo:

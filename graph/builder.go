@@ -48,6 +48,100 @@ type Builder struct {
 	withIDs   bool
 	scratch   []int
 	first     int // edges of the first storage chunk (0: firstChunkLen)
+	// narrow, when not nil, holds the rows instead of ids and vals: in
+	// 32-bit ids, in slots of one arena (useSlot), the last of which takes
+	// new rows while their ids fit and it has room.
+	narrow []slot
+	arena  *arena
+}
+
+// arena is storage for the ids and values of all the rows of an input,
+// handed out in slots to the Builders of its chunks, in input order
+// (Builder.useSlot), so that the joined Builder builds its graph on it
+// without a copy (buildRows): the ids are remapped in place and the
+// values kept. Its capacity costs nothing until it is written: a large
+// allocation is fresh memory, zero without being touched.
+type arena struct {
+	ids  []uint32
+	vals []float32
+}
+
+// newArena returns an arena of n edges.
+func newArena(n int) *arena {
+	return &arena{ids: make([]uint32, n), vals: make([]float32, n)}
+}
+
+// slot is the part of an arena that holds a Builder's rows: ids, from
+// position lo of the arena, with room up to cap(ids), and vals beside
+// them once some value differs from 1 (hasVals; all ones until then).
+type slot struct {
+	lo      int
+	ids     []uint32
+	vals    []float32
+	hasVals bool
+}
+
+// useSlot makes an empty Builder keep its rows in the edges [lo, hi) of
+// ar for as long as their ids fit 32 bits and the slot has room, and in
+// storage chunks of its own after.
+func (b *Builder) useSlot(ar *arena, lo, hi int) {
+	b.arena = ar
+	b.narrow = []slot{{lo: lo, ids: ar.ids[lo:lo:hi], vals: ar.vals[lo:lo:hi]}}
+}
+
+// addNarrow stores a normalised row in the last slot and reports whether
+// it could: every id fits 32 bits and the slot has room.
+func (b *Builder) addNarrow(params []uint64, vals []float32) bool {
+	s := &b.narrow[len(b.narrow)-1]
+	if len(s.ids)+len(params) > cap(s.ids) {
+		return false
+	}
+	for _, id := range params {
+		if id > math.MaxUint32 {
+			return false
+		}
+	}
+	if vals != nil && !s.hasVals && !allOnes(vals) {
+		s.vals = s.vals[:len(s.ids)]
+		for k := range s.vals {
+			s.vals[k] = 1
+		}
+		s.hasVals = true
+	}
+	for _, id := range params {
+		s.ids = append(s.ids, uint32(id))
+	}
+	switch {
+	case !s.hasVals:
+	case vals != nil:
+		s.vals = append(s.vals, vals...)
+	default:
+		for range params {
+			s.vals = append(s.vals, 1)
+		}
+	}
+	b.n += int64(len(params))
+	return true
+}
+
+// widen moves the rows of the slots to storage chunks of b's own.
+func (b *Builder) widen() {
+	for _, s := range b.narrow {
+		if len(s.ids) == 0 {
+			continue // a chunk of no room would take no edge
+		}
+		ids := make([]uint64, len(s.ids))
+		for k, id := range s.ids {
+			ids[k] = uint64(id)
+		}
+		b.ids = append(b.ids, ids)
+		if s.hasVals {
+			b.vals = append(b.vals, append([]float32(nil), s.vals...))
+		} else {
+			b.vals = append(b.vals, nil)
+		}
+	}
+	b.narrow, b.arena = nil, nil
 }
 
 // NewBuilder returns an empty Builder for a graph described by meta that
@@ -115,9 +209,12 @@ func (b *Builder) add(label float64, params []uint64, vals []float32) error {
 			return err
 		}
 	}
+	if b.narrow != nil && len(params) > 0 && !b.addNarrow(params, vals) {
+		b.widen()
+	}
 	// The row goes in whole runs: as much as the last chunk holds, then
 	// a new chunk for the rest.
-	for len(params) > 0 {
+	for b.narrow == nil && len(params) > 0 {
 		c := len(b.ids) - 1
 		if c < 0 || len(b.ids[c]) == cap(b.ids[c]) {
 			// Chunks start small, so that small inputs stay small, and
@@ -229,6 +326,9 @@ func (b *Builder) Build() (*Graph, error) {
 	if int64(n) > math.MaxUint32 {
 		return nil, fmt.Errorf("graph: %d samples exceed 32-bit ids", n)
 	}
+	if b.narrow != nil {
+		return b.buildNarrow()
+	}
 	paramIDs, remap := b.paramIndex()
 	if int64(len(paramIDs)) > math.MaxUint32 {
 		return nil, fmt.Errorf("graph: %d parameters exceed 32-bit ids", len(paramIDs))
@@ -300,6 +400,51 @@ func (b *Builder) Build() (*Graph, error) {
 	}
 	*b = Builder{}
 	return g, nil
+}
+
+// buildNarrow is Build for rows in the slots of an arena: it moves the
+// rows of each slot down to the end of the previous one's, so that the
+// arena's first edges hold them all, and builds the graph on them
+// (buildRows).
+func (b *Builder) buildNarrow() (*Graph, error) {
+	ar := b.arena
+	hasVals := false
+	for _, s := range b.narrow {
+		hasVals = hasVals || s.hasVals
+	}
+	n := 0
+	for _, s := range b.narrow {
+		// Slots are in arena order: s.lo >= n.
+		if s.lo != n {
+			copy(ar.ids[n:], s.ids)
+		}
+		if hasVals {
+			switch v := ar.vals[n : n+len(s.ids)]; {
+			case !s.hasVals:
+				for k := range v {
+					v[k] = 1
+				}
+			case s.lo != n:
+				copy(v, s.vals)
+			}
+		}
+		n += len(s.ids)
+	}
+	var values []float32
+	if hasVals {
+		values = ar.vals[:n:n]
+	}
+	var labels []float64
+	if b.hasLabels {
+		labels = b.labels
+	}
+	var sampleIDs []uint64
+	if b.withIDs {
+		sampleIDs = b.sampleIDs
+	}
+	g, err := buildRows(b.meta, b.off, ar.ids[:n:n], values, labels, sampleIDs)
+	*b = Builder{}
+	return g, err
 }
 
 // paramIndex returns the sorted distinct raw ids and a function mapping a

@@ -53,13 +53,13 @@ func ReadCriteo(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 // about chunk bytes (parseChunks).
 func readCriteo(r io.Reader, name string, opt LoadOptions, workers, chunk int) (*Graph, error) {
 	opt = opt.resolved()
-	b, err := parseChunks(r, name, opt.maxLine(), workers, chunk, func(lr *lineReader, text []byte) (*Builder, error) {
+	b, err := parseChunks(r, name, opt.maxLine(), workers, chunk, nil, func(lr *lineReader, c textChunk) (*Builder, error) {
 		p := NewBuilder(Meta{Format: string(FormatCriteo), Source: name})
 		p.SetHasLabels()
 		p.SetDupPolicy(DupSum)
-		if text != nil {
+		if c.text != nil {
 			// At most 39 features a line.
-			p.first = min(max(criteoFields*bytes.Count(text, []byte{'\n'}), firstChunkLen), chunkLen)
+			p.first = min(max(criteoFields*bytes.Count(c.text, []byte{'\n'}), firstChunkLen), chunkLen)
 		}
 		err := scanCriteoLines(lr, name, opt, p)
 		p.trim()

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"strconv"
 )
 
@@ -148,12 +150,34 @@ func Load(path string, opt LoadOptions) (*Graph, error) {
 		return nil, fmt.Errorf("load: %w", err)
 	}
 	defer f.Close()
-	return Read(f, path, opt)
+	return read(f, path, opt, plainSize(f))
+}
+
+// plainSize returns the size of f when it is a regular file whose content
+// is not compressed, the length of the text a loader reads from it, and
+// -1 otherwise (a pipe, a device, a compressed file).
+func plainSize(f *os.File) int64 {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return -1
+	}
+	var head [8]byte
+	n, _ := f.ReadAt(head[:], 0)
+	if decompress.Compressed(head[:n]) {
+		return -1
+	}
+	return st.Size()
 }
 
 // Read is Load for a stream; name is the file name used in errors and in
 // the graph's Meta.Source.
 func Read(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
+	return read(r, name, opt, -1)
+}
+
+// read is Read of content of size bytes when that is not negative: a hint
+// that the libsvm reader sizes its storage by (scanLibSVMParallel).
+func read(r io.Reader, name string, opt LoadOptions, size int64) (*Graph, error) {
 	opt = opt.resolved()
 	dr, format, closeFn, err := decode(r, name, opt)
 	if err != nil {
@@ -162,7 +186,7 @@ func Read(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
 	defer closeFn()
 	switch format {
 	case FormatLibSVM:
-		return ReadLibSVM(dr, name, opt)
+		return readLibSVM(dr, name, opt, runtime.GOMAXPROCS(0), chunkBytes, size)
 	case FormatSNAP:
 		return ReadSNAP(dr, name, false, opt)
 	case FormatSNAPUndirected:

@@ -39,16 +39,17 @@ import (
 // goroutines (at most 8) while one reads r (decompressing, for Read and
 // Load), with the same result as on one.
 func ReadLibSVM(r io.Reader, name string, opt LoadOptions) (*Graph, error) {
-	return readLibSVM(r, name, opt, runtime.GOMAXPROCS(0), chunkBytes)
+	return readLibSVM(r, name, opt, runtime.GOMAXPROCS(0), chunkBytes, -1)
 }
 
 // readLibSVM is ReadLibSVM on workers goroutines, with chunks of about
-// chunk bytes (scanLibSVMParallel).
-func readLibSVM(r io.Reader, name string, opt LoadOptions, workers, chunk int) (*Graph, error) {
+// chunk bytes, of text of size bytes when that is not negative
+// (scanLibSVMParallel).
+func readLibSVM(r io.Reader, name string, opt LoadOptions, workers, chunk int, size int64) (*Graph, error) {
 	if opt.IndexBase < -1 || opt.IndexBase > 1 {
 		return nil, fmt.Errorf("%s: index base %d: want 0, 1 or -1 (detect)", name, opt.IndexBase)
 	}
-	b, sawZero, err := scanLibSVMParallel(r, name, opt, workers, chunk)
+	b, sawZero, err := scanLibSVMParallel(r, name, opt, workers, chunk, size)
 	if err != nil {
 		return nil, err
 	}

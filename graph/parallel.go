@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"colo/internal/membudget"
@@ -25,8 +26,11 @@ const maxChunkWorkers = 8
 // workers goroutines with chunks of about chunk bytes (parseChunks), and
 // returns the Builder of its samples, in order, and whether an index 0
 // occurred. opt.SampleCheck, whose counts run across the file, keeps it on
-// one goroutine.
-func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chunk int) (*Builder, bool, error) {
+// one goroutine. When size, the length of the text, is known (not
+// negative), the Builders of the chunks keep their rows in one arena
+// sized by it (arenaFor), in slots of as many edges as their chunk has
+// colons.
+func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chunk int, size int64) (*Builder, bool, error) {
 	type part struct {
 		b       *Builder
 		sawZero bool
@@ -35,12 +39,21 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 	if opt.SampleCheck != nil {
 		workers = 1
 	}
-	all, err := parseChunks(r, name, opt.maxLine(), workers, chunk, func(lr *lineReader, text []byte) (*part, error) {
+	var ar *arena
+	if workers > 1 {
+		ar = arenaFor(size, opt.Memory)
+	}
+	colons := func(text []byte) int { return bytes.Count(text, []byte{':'}) }
+	all, err := parseChunks(r, name, opt.maxLine(), workers, chunk, colons, func(lr *lineReader, c textChunk) (*part, error) {
 		p := &part{b: NewBuilder(Meta{Format: string(FormatLibSVM), Source: name})}
 		p.b.SetHasLabels()
-		if text != nil {
-			// Every edge has a colon: storage for them all at once.
-			p.b.first = min(max(bytes.Count(text, []byte{':'}), firstChunkLen), chunkLen)
+		switch {
+		case c.text == nil:
+		case ar != nil && c.before+c.units <= len(ar.ids):
+			// Every edge has a colon: room for them all.
+			p.b.useSlot(ar, c.before, c.before+c.units)
+		default:
+			p.b.first = min(max(c.units, firstChunkLen), chunkLen)
 		}
 		var err error
 		p.sawZero, err = scanLibSVMLines(lr, name, opt, p.b.NumSamples, func(label float64, ids []uint64, vals []float32) error {
@@ -62,14 +75,34 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 	return all.b, all.sawZero, nil
 }
 
+// maxArenaBytes bounds the arena of arenaFor, whatever the budget.
+const maxArenaBytes = 8 << 30
+
+// arenaFor returns an arena for the edges of libsvm text of size bytes, or
+// nil when size is unknown (negative) or the arena would take more than a
+// quarter of the budget limit (resolved; the machine's memory when there
+// is none) or maxArenaBytes. An index:value pair takes 4 bytes of the text
+// at least (a separator, a digit, the colon and a digit), so the arena
+// holds size/4 edges, 8 bytes each; only those written are touched.
+func arenaFor(size, limit int64) *arena {
+	if limit == math.MaxInt64 {
+		limit = membudget.Default()
+	}
+	if size < 0 || 2*size > limit/4 || 2*size > maxArenaBytes {
+		return nil
+	}
+	return newArena(int(size/4 + 1))
+}
+
 // parseChunks reads the lines of r with parse and returns the result of
 // the first chunk with the results of the others joined into it, in input
 // order (join(into, next)). One goroutine reads r, a decompressor included, and cuts
 // what it reads into chunks of whole lines of up to about chunk bytes,
-// counting their lines (lineCutter); workers goroutines (at most
+// counting their lines (lineCutter) and, when measure is not nil,
+// measuring them in input order; workers goroutines (at most
 // maxChunkWorkers) parse the chunks, each through a lineReader of its own;
-// parse also gets the chunk's text to size its storage (nil when it reads
-// the stream itself). So text is parsed on several cores while it is read,
+// parse also gets the chunk's text and measures (textChunk) to size its
+// storage. So text is parsed on several cores while it is read,
 // and the results are those of parse over the whole input at once,
 // provided parse's results join into its result on the whole. Errors too:
 // parseChunks returns the first error in input order, a *ParseError's line
@@ -84,16 +117,20 @@ func scanLibSVMParallel(r io.Reader, name string, opt LoadOptions, workers, chun
 // error of join (the memory budget's, see Builder.overBudget) ends the
 // read like a parse error; a *membudget.Error without a line gets the
 // last line of the chunk just joined.
-func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, parse func(lr *lineReader, text []byte) (T, error), join func(into, next T) error) (T, error) {
+func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, measure func([]byte) int, parse func(lr *lineReader, c textChunk) (T, error), join func(into, next T) error) (T, error) {
 	workers = min(workers, maxChunkWorkers)
 	if workers < 2 {
-		return parse(newLineReader(r, name, maxLine), nil)
+		return parse(newLineReader(r, name, maxLine), textChunk{})
 	}
 	// The first chunk tells whether the input is worth the goroutines.
 	cut := &lineCutter{r: r, size: chunk, max: maxLine}
 	first, lines, readErr := cut.next(nil)
+	units := 0
+	if measure != nil {
+		units = measure(first)
+	}
 	if readErr == io.EOF {
-		return parse(newTextLineReader(first, name, maxLine), first)
+		return parse(newTextLineReader(first, name, maxLine), textChunk{first, 0, units})
 	}
 	if long, ok := readErr.(*lineTooLong); ok && len(first) == 0 {
 		var zero T
@@ -106,9 +143,9 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 		err error
 	}
 	type job struct {
-		data   []byte
-		before int // lines before data
-		lines  int // lines in data
+		text   textChunk
+		before int // lines before the text
+		lines  int // lines in the text
 		res    chan result
 	}
 	var (
@@ -127,7 +164,7 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 					continue
 				default:
 				}
-				p, err := parse(newTextLineReader(j.data, name, maxLine), j.data)
+				p, err := parse(newTextLineReader(j.text.text, name, maxLine), j.text)
 				if pe, ok := errors.AsType[*ParseError](err); ok && pe.Line > 0 {
 					pe.Line += j.before
 				}
@@ -136,7 +173,7 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 				}
 				end := j.before + j.lines
 				select {
-				case free <- j.data[:0]:
+				case free <- j.text.text[:0]:
 				default:
 				}
 				j.res <- result{p, end, err}
@@ -146,7 +183,7 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 	wg.Go(func() {
 		defer close(order)
 		defer close(jobs)
-		data, before := first, 0
+		data, before, measured := first, 0, 0
 		for {
 			res := make(chan result, 1)
 			select {
@@ -163,8 +200,9 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 				}
 				return
 			}
-			jobs <- job{data: data, before: before, lines: lines, res: res}
+			jobs <- job{text: textChunk{data, measured, units}, before: before, lines: lines, res: res}
 			before += lines
+			measured += units
 			switch {
 			case readErr == io.EOF:
 				return
@@ -182,6 +220,9 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 				default:
 				}
 				data, lines, readErr = cut.next(buf)
+				if measure != nil {
+					units = measure(data)
+				}
 			}
 		}
 	})
@@ -215,6 +256,15 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, p
 		return zero, err
 	}
 	return all, nil
+}
+
+// textChunk is a chunk of text that parseChunks hands its parse function
+// beside a lineReader of its lines: the text (nil when parse reads the
+// input as a stream), and when parseChunks measures the chunks, the sum
+// of the measures of the chunks before it (before) and its own (units).
+type textChunk struct {
+	text          []byte
+	before, units int
 }
 
 // lineCutter reads chunks of whole lines from r.
@@ -307,8 +357,23 @@ func (b *Builder) trim() {
 }
 
 // join appends the samples of o, a Builder of the same kind, after b's,
-// taking o's storage: o must not be used after.
+// taking o's storage: o must not be used after. The slots of both stay
+// in their arena when o's come after b's in the same arena; otherwise
+// their rows move to storage chunks (widen).
 func (b *Builder) join(o *Builder) {
+	if b.narrow != nil || o.narrow != nil {
+		if last := len(b.narrow) - 1; last >= 0 && o.narrow != nil && b.arena == o.arena &&
+			o.narrow[0].lo >= b.narrow[last].lo+cap(b.narrow[last].ids) {
+			b.narrow = append(b.narrow, o.narrow...)
+		} else {
+			if b.narrow != nil {
+				b.widen()
+			}
+			if o.narrow != nil {
+				o.widen()
+			}
+		}
+	}
 	for i := 1; i < len(o.off); i++ {
 		b.off = append(b.off, b.n+o.off[i])
 	}

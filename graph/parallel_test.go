@@ -55,7 +55,7 @@ func libsvmText(seed uint64, n int) string {
 func readBoth(t *testing.T, text string, opt LoadOptions, workers, chunk int) (seq *Graph, seqErr error, par *Graph, parErr error) {
 	t.Helper()
 	read := func(workers int, r io.Reader) (*Graph, error) {
-		return readLibSVM(r, "f.svm", opt, workers, chunk)
+		return readLibSVM(r, "f.svm", opt, workers, chunk, int64(len(text)))
 	}
 	seq, seqErr = read(1, strings.NewReader(text))
 	par, parErr = read(workers, strings.NewReader(text))
@@ -140,7 +140,7 @@ func TestReadLibSVMChunksReadError(t *testing.T) {
 			opt := DefaultLoadOptions()
 			read := func(workers int) error {
 				r := io.MultiReader(strings.NewReader(prefix), iotest.ErrReader(broken))
-				_, _, err := scanLibSVMParallel(r, "f.svm", opt, workers, 700)
+				_, _, err := scanLibSVMParallel(r, "f.svm", opt, workers, 700, int64(len(prefix)))
 				return err
 			}
 			seqErr, parErr := read(1), read(4)
@@ -267,7 +267,7 @@ func (s *stallReader) Read(p []byte) (int, error) {
 func TestReadLibSVMChunksNoProgress(t *testing.T) {
 	text := libsvmText(9, 400)
 	read := func(workers int) error {
-		_, _, err := scanLibSVMParallel(&stallReader{strings.NewReader(text)}, "f.svm", DefaultLoadOptions(), workers, 300)
+		_, _, err := scanLibSVMParallel(&stallReader{strings.NewReader(text)}, "f.svm", DefaultLoadOptions(), workers, 300, -1)
 		return err
 	}
 	seq, par := read(1), read(3)
@@ -281,7 +281,7 @@ func TestReadLibSVMChunksNoProgress(t *testing.T) {
 // trimmed).
 func TestReadLibSVMChunksStorage(t *testing.T) {
 	text := libsvmText(10, 4000)
-	b, _, err := scanLibSVMParallel(strings.NewReader(text), "f.svm", DefaultLoadOptions(), 3, 2000)
+	b, _, err := scanLibSVMParallel(strings.NewReader(text), "f.svm", DefaultLoadOptions(), 3, 2000, -1)
 	if err != nil {
 		t.Fatal(err)
 	}

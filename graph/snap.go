@@ -103,7 +103,7 @@ func (s *snapEdges) join(o *snapEdges) {
 // their ids are dense enough to be grouped by counting.
 func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, workers, chunk int, sorted bool) (*Graph, error) {
 	opt = opt.resolved()
-	all, err := parseChunks(r, name, opt.maxLine(), workers, chunk, func(lr *lineReader, _ []byte) (*snapEdges, error) {
+	all, err := parseChunks(r, name, opt.maxLine(), workers, chunk, nil, func(lr *lineReader, _ textChunk) (*snapEdges, error) {
 		e := &snapEdges{}
 		err := scanSNAP(lr, name, undirected, opt, func(u, v uint64) error {
 			e.add(u, v)
