@@ -340,3 +340,56 @@ func TestReadCriteoChunksEqualsStream(t *testing.T) {
 		}
 	}
 }
+
+// TestReadLibSVMArena: rows kept in slots of an arena sized by the
+// length of the text give the graph of one goroutine, whether the slots
+// have room to spare (colons in comments and qid tokens), the text is
+// longer than its stated size (slots run out, later chunks keep their
+// own storage), an id needs 64 bits (the rows move out of the arena) or
+// only some chunks carry values other than 1.
+func TestReadLibSVMArena(t *testing.T) {
+	var ones, colons strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&ones, "1 %d:1 %d:1\n", 1+i%50, 100+i%70)
+		fmt.Fprintf(&colons, "0 qid:%d %d:2 # a:b c:d\n", i, 1+i%40)
+	}
+	base := libsvmText(9, 2000)
+	lines := strings.SplitAfter(base, "\n")
+	wide := strings.Join(lines[:1500], "") + "1 4294967296:3\n" + strings.Join(lines[1500:], "")
+	for _, c := range []struct {
+		name string
+		text string
+		size int64
+	}{
+		{"values in some chunks", ones.String() + base + ones.String(), -2},
+		{"colons that are no edges", colons.String() + base, -2},
+		{"a size too small", base, 1000},
+		{"no size", base, -1},
+		{"an id of 33 bits", wide, -2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			size := c.size
+			if size == -2 {
+				size = int64(len(c.text))
+			}
+			opt := DefaultLoadOptions()
+			want, err := readLibSVM(strings.NewReader(c.text), "f.svm", opt, 1, 4096, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _, err := scanLibSVMParallel(strings.NewReader(c.text), "f.svm", opt, 3, 4096, size)
+			if inArena := c.size == -2 && c.text != wide; err != nil || (b.narrow != nil) != inArena {
+				t.Fatalf("rows in the arena: %v, want %v (%v)", b.narrow != nil, inArena, err)
+			}
+			for _, chunk := range []int{100, 4096, 1 << 20} {
+				got, err := readLibSVM(strings.NewReader(c.text), "f.svm", opt, 3, chunk, size)
+				if err != nil {
+					t.Fatalf("chunks of %d: %v", chunk, err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("chunks of %d: the graphs differ", chunk)
+				}
+			}
+		})
+	}
+}
