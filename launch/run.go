@@ -169,6 +169,7 @@ func (c *Cluster) Hosts() int {
 }
 
 // Validate checks the shape of c; errors name the field and the bound.
+// Its members are at most MaxProcesses, the scheduler aside.
 func (c *Cluster) Validate() error {
 	switch {
 	case c.Envelope.Kind == "" || len(c.Envelope.Job) == 0:
@@ -181,6 +182,20 @@ func (c *Cluster) Validate() error {
 		return fmt.Errorf("launch: Evaluators %d is negative", c.Evaluators)
 	case c.Worker != nil && c.Worker.Path == "":
 		return errors.New("launch: Worker has no Path")
+	}
+	what := fmt.Sprintf("Machines %d", c.Machines)
+	if c.apart() {
+		what = fmt.Sprintf("Servers %d and Workers %d", c.Servers, c.Workers)
+	}
+	if c.Evaluators > 0 {
+		what += fmt.Sprintf(" and Evaluators %d", c.Evaluators)
+	}
+	s, w := c.shape()
+	if !c.apart() {
+		w = 0
+	}
+	if err := CheckProcesses(what, s, w, c.Evaluators); err != nil {
+		return fmt.Errorf("launch: %w", err)
 	}
 	return nil
 }

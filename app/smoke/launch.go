@@ -92,7 +92,10 @@ func (c LaunchConfig) shape() (servers, workers int) {
 	return c.Machines, c.Machines
 }
 
-// Validate checks c; errors name the field and the bound.
+// Validate checks c; errors name the field (colo launch says its flag)
+// and the bound. The machines, or the servers and workers together, are
+// at most launch.MaxProcesses: colo launch starts each as a process of
+// this host.
 func (c LaunchConfig) Validate() error {
 	switch {
 	case c.Servers < 0 || c.Workers < 0:
@@ -109,6 +112,13 @@ func (c LaunchConfig) Validate() error {
 		return fmt.Errorf("launch: Heartbeat %v, at least %v", c.Heartbeat, sched.MinHeartbeat)
 	case c.Timeout < 2*c.Heartbeat:
 		return fmt.Errorf("launch: Timeout %v, must be at least 2 heartbeats (%v)", c.Timeout, 2*c.Heartbeat)
+	}
+	what, n := fmt.Sprintf("Machines %d", c.Machines), []int{c.Machines}
+	if c.separate() {
+		what, n = fmt.Sprintf("Servers %d and Workers %d", c.Servers, c.Workers), []int{c.Servers, c.Workers}
+	}
+	if err := launch.CheckProcesses(what, n...); err != nil {
+		return fmt.Errorf("launch: %w", err)
 	}
 	if _, err := clock.ParseMode(c.Consistency); err != nil {
 		return fmt.Errorf("launch: Consistency: %w", err)

@@ -133,6 +133,10 @@ func TestLaunchConfigValidate(t *testing.T) {
 		{func(c *LaunchConfig) { c.Heartbeat = 0 }, "Heartbeat 0s"},
 		{func(c *LaunchConfig) { c.Heartbeat, c.Timeout = time.Nanosecond, 2*time.Nanosecond }, "launch: Heartbeat 1ns, at least 1ms"},
 		{func(c *LaunchConfig) { c.Timeout = c.Heartbeat }, "Timeout 100ms"},
+		{func(c *LaunchConfig) { c.Machines = 100000 }, "launch: Machines 100000: 100000 processes on this host, at most 4096"},
+		{func(c *LaunchConfig) { c.Machines = launch.MaxProcesses + 1 }, "Machines 4097: 4097 processes"},
+		{func(c *LaunchConfig) { c.Servers, c.Workers = 100000, 1 }, "launch: Servers 100000 and Workers 1: 100001 processes on this host, at most 4096"},
+		{func(c *LaunchConfig) { c.Servers, c.Workers = 3000, 3000 }, "Servers 3000 and Workers 3000: 6000 processes"},
 	} {
 		cfg := DefaultLaunchConfig()
 		c.edit(&cfg)
@@ -145,6 +149,14 @@ func TestLaunchConfigValidate(t *testing.T) {
 	cfg.Machines, cfg.Servers, cfg.Workers = 0, 1, 3
 	if err := cfg.Validate(); err != nil {
 		t.Error(err)
+	}
+	// As many processes as one host may run.
+	for _, shape := range [][3]int{{launch.MaxProcesses, 0, 0}, {0, 2048, 2048}, {100000, 1, 1}} {
+		cfg := DefaultLaunchConfig()
+		cfg.Machines, cfg.Servers, cfg.Workers = shape[0], shape[1], shape[2]
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("machines %d, servers %d, workers %d: %v", shape[0], shape[1], shape[2], err)
+		}
 	}
 }
 

@@ -96,7 +96,7 @@ func DefaultRun() Run {
 
 // Register adds colo run's flags to fs, bound to r's fields.
 func (r *Run) Register(fs *flag.FlagSet) {
-	fs.IntVar(&r.Machines, "machines", r.Machines, "number of copies of PROGRAM (workers), K")
+	fs.IntVar(&r.Machines, "machines", r.Machines, fmt.Sprintf("number of copies of PROGRAM (workers), K; with --servers at most %d processes in all, what one host runs (launch.MaxProcesses)", launch.MaxProcesses))
 	fs.IntVar(&r.Servers, "servers", r.Servers, "run this many servers apart from the workers (0: each PROGRAM hosts one)")
 	fs.IntVar(&r.Job.Replicas, "replicas", r.Job.Replicas, "with --servers: keep each server's keys on this many other servers; a killed server's backup serves them and the job goes on (0: none)")
 	fs.StringVar(&r.Placement, "placement", r.Placement, "route the placement's parameters (DIR/param.part, colo partition's) to the servers it chose: a table declared placed=True keys row r as parameter r")
@@ -123,7 +123,9 @@ func (r *Run) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&r.JoinTimeout, "join-timeout", r.JoinTimeout, "how long the cluster may take to form: every PROGRAM's colo.init (after its imports) and every server must join within it (a loaded machine needs more)")
 }
 
-// Validate checks r; errors name the flags of Register.
+// Validate checks r; errors name the flags of Register. The workers and
+// the servers apart are at most launch.MaxProcesses together: each is a
+// process of this host.
 func (r *Run) Validate() error {
 	switch {
 	case len(r.Program) == 0:
@@ -142,6 +144,13 @@ func (r *Run) Validate() error {
 		return errors.New("--dashboard and --metrics serve from the scheduler, which --netns puts in a namespace of its own that this host does not reach: use --metrics-file")
 	case r.Netns && r.Job.LinkBandwidth == "":
 		return errors.New("--netns needs --link-bandwidth, the rate tc gives each host's link")
+	}
+	what := fmt.Sprintf("--machines %d", r.Machines)
+	if r.Servers > 0 {
+		what += fmt.Sprintf(" and --servers %d", r.Servers)
+	}
+	if err := launch.CheckProcesses(what, r.Machines, r.Servers); err != nil {
+		return err
 	}
 	j, err := r.job()
 	if err != nil {

@@ -53,6 +53,9 @@ func TestRunValidate(t *testing.T) {
 	if r, err = parse("--machines", "3", "--servers", "2", "--", "p"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := parse("--machines", "2048", "--servers", "2048", "--", "p"); err != nil {
+		t.Errorf("as many processes as one host runs (launch.MaxProcesses): %v", err)
+	}
 	if j, _ = r.job(); j.Servers != 2 || j.Workers != 3 || j.Machines != 0 {
 		t.Errorf("apart: %+v", j)
 	}
@@ -73,6 +76,9 @@ func TestRunValidate(t *testing.T) {
 		{[]string{"--machines", "2", "--rule", "ftrl", "--", "p"}, "ftrl"},
 		{[]string{"--machines", "2", "--placement", filepath.Join(dir, "none"), "--", "p"}, "--placement"},
 		{[]string{"--machines", "1", "--placement", dir, "--", "p"}, "--placement"}, // machine 1 of 1
+		{[]string{"--machines", "100000", "--", "p"}, "--machines 100000: 100000 processes on this host, at most 4096 (launch.MaxProcesses)"},
+		{[]string{"--machines", "4097", "--placement", filepath.Join(dir, "none"), "--", "p"}, "--machines 4097: 4097 processes"}, // before the placement is read
+		{[]string{"--machines", "3000", "--servers", "3000", "--", "p"}, "--machines 3000 and --servers 3000: 6000 processes on this host, at most 4096"},
 	} {
 		if _, err := parse(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error naming %q", c.args, err, c.want)

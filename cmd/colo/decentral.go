@@ -14,6 +14,7 @@ import (
 	"colo/gossip/job"
 	"colo/internal/tempdir"
 	"colo/internal/textio"
+	"colo/launch"
 	"colo/shard"
 	"colo/train"
 )
@@ -170,7 +171,7 @@ func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
 	f.StringVar(&d.order, "order", string(def.Order), "decentralised: atc (local step, then average) or cta (average, then the step of the gradient at the model before averaging: Alg. 2 as written)")
 	f.StringVar(&d.transport, "transport", "mem", "decentralised: mem (in-memory network, --link-bandwidth per worker's interface) or tcp (TCP on loopback in this process, the same interfaces over TCP)")
 	f.BoolVar(&d.netns, "netns", false, "decentralised: run each worker as a process in a network namespace of its own, its link shaped by tc at --link-bandwidth (needs root and iproute2)")
-	f.BoolVar(&d.processes, "processes", false, "decentralised: run each worker as a process of this binary on loopback, over TCP (--link-bandwidth per worker's interface)")
+	f.BoolVar(&d.processes, "processes", false, fmt.Sprintf("decentralised: run each worker as a process of this binary on loopback, over TCP (--link-bandwidth per worker's interface); --machines at most %d, the processes of one host (launch.MaxProcesses)", launch.MaxProcesses))
 	f.BoolVar(&d.batchWeighted, "batch-weighted", false, "decentralised: scale each worker's step by its batch over the mean batch (γ·N·B_i/batch), so the average weighs every sample equally (with proportional batches; Alg. 2 takes one γ)")
 	f.Float64Var(&d.target, "loss-target", math.Exp(-1), "decentralised: training loss whose first crossing is timed (seed 003: log loss −1)")
 }
@@ -221,6 +222,9 @@ func (d *decentralFlags) config(t *trainFlags, j train.Job) (gossip.Config, job.
 		nt.TCP = true
 	default:
 		return c, nt, usageError("--transport %q: want mem or tcp", d.transport)
+	}
+	if err := launch.CheckProcesses(fmt.Sprintf("--machines %d", c.Workers), c.Workers); (d.processes || d.netns) && err != nil {
+		return c, nt, usageError("%v", err)
 	}
 	if !(d.target >= 0) || math.IsInf(d.target, 0) {
 		return c, nt, usageError("--loss-target %v: want a training loss > 0", d.target)

@@ -8,6 +8,7 @@ import (
 
 	"colo/app/smoke"
 	"colo/internal/tempdir"
+	"colo/launch"
 	"colo/metrics"
 )
 
@@ -20,7 +21,7 @@ func runLaunch(e *env, args []string) error {
 			"start time, the throughput and the traffic, inner- and inter-machine.")
 	cfg := smoke.DefaultLaunchConfig()
 	var deadline time.Duration
-	f.IntVar(&cfg.Machines, "machines", cfg.Machines, "number of machines K (a server and a worker each)")
+	f.IntVar(&cfg.Machines, "machines", cfg.Machines, fmt.Sprintf("number of machines K (a server and a worker each); K, or --servers and --workers together, at most %d: the processes of this host (launch.MaxProcesses)", launch.MaxProcesses))
 	f.Alias("k", "machines")
 	f.Alias("n", "machines")
 	f.IntVar(&cfg.Servers, "servers", 0, "run this many separate servers instead of machines")

@@ -13,6 +13,7 @@ import (
 	"colo/internal/datasum"
 	"colo/internal/tempdir"
 	"colo/internal/textio"
+	"colo/launch"
 	"colo/partition"
 	"colo/partition/ooc"
 	"colo/placement"
@@ -26,7 +27,8 @@ type psFlags struct {
 }
 
 func (p *psFlags) register(f *cmdFlags) {
-	f.IntVar(&p.processes, "processes", 0, "parsa: partition on a parameter server of W colo node processes on loopback, each a server and a worker\nthat reads its own blocks of FILE (seed 001 Alg. 4; no process loads FILE whole: each parses its own range\nof FILE's lines into --spill-dir, a compressed FILE decompressed there first); --tau is its delay in blocks (0 or auto: BSP, inf: asynchronous)")
+	f.IntVar(&p.processes, "processes", 0, "parsa: partition on a parameter server of W colo node processes on loopback, each a server and a worker\nthat reads its own blocks of FILE (seed 001 Alg. 4; no process loads FILE whole: each parses its own range\nof FILE's lines into --spill-dir, a compressed FILE decompressed there first); --tau is its delay in blocks (0 or auto: BSP, inf: asynchronous);\n"+
+		fmt.Sprintf("W at most %d, the processes of one host (launch.MaxProcesses), unless --write-job", launch.MaxProcesses))
 	f.IntVar(&p.inProcess, "ps-workers", 0, "parsa: as --processes, on a parameter server of W machines in this process")
 	f.StringVar(&p.write, "write-job", "", "parsa: with --processes W, write the job to FILE for colo node --job parsa on W machines\n(machine 0 writes the placement to -o DIR) and exit")
 }
@@ -45,6 +47,9 @@ func (p *psFlags) check(algo string) error {
 		return usageError("--processes and --ps-workers: one or the other")
 	case p.on() && algo != "parsa":
 		return usageError("--processes and --ps-workers run parsa, not %s", algo)
+	}
+	if err := launch.CheckProcesses(fmt.Sprintf("--processes %d", p.processes), p.processes); p.write == "" && err != nil {
+		return usageError("%v", err) // --write-job: the machines run elsewhere
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ type deployment struct {
 }
 
 func (d *deployment) register(f *cmdFlags) {
-	f.BoolVar(&d.processes, "processes", false, "run the scheduler and the K machines as processes of this binary on loopback; each emulates its interface (--link-bandwidth, each way) and paths (--bandwidth-matrix) over TCP, as in process")
+	f.BoolVar(&d.processes, "processes", false, fmt.Sprintf("run the scheduler and the K machines as processes of this binary on loopback; each emulates its interface (--link-bandwidth, each way) and paths (--bandwidth-matrix) over TCP, as in process; K and --servers at most %d together, the processes of one host (launch.MaxProcesses)", launch.MaxProcesses))
 	f.BoolVar(&d.netns, "netns", false, "run the scheduler and each machine as a process in its own network namespace, joined by veth links that tc shapes at --link-bandwidth (required); needs root and iproute2")
 	f.DurationVar(&d.deadline, "deadline", 0, "--processes, --netns: stop the cluster after this long (0: no limit; failed or silent nodes end the job anyway)")
 	f.IntVar(&d.restarts, "restarts", 0, "--processes, --netns: recover from failed processes (dead, or hung past the scheduler's timeout), up to this many failure events (processes failing within one timeout of each other are one), from the job's last checkpoint (--checkpoint), as --recovery says")
@@ -138,6 +138,9 @@ func (d *deployment) check(cfg train.Config) error {
 		return usageError("--recovery %q: replace or restart", d.recovery)
 	}
 	if _, err := d.tls.Load(); err != nil {
+		return usageError("%v", err)
+	}
+	if err := deploy.CheckProcesses(cfg); (d.processes || d.netns) && err != nil {
 		return usageError("%v", err)
 	}
 	if !d.netns {

@@ -109,6 +109,19 @@ type Processes struct {
 	Failovers []Failover
 }
 
+// CheckProcesses returns an error when the cluster of c, its machines
+// and its servers apart, is more processes than one host runs
+// (launch.MaxProcesses), naming the fields as colo train's flags: Processes
+// starts each on this host. The evaluator, when the job has one, is the
+// Cluster's to count.
+func CheckProcesses(c train.Config) error {
+	what := fmt.Sprintf("--machines %d", c.Machines)
+	if c.Servers > 0 {
+		what += fmt.Sprintf(" and --servers %d", c.Servers)
+	}
+	return launch.CheckProcesses(what, c.Machines, c.Servers)
+}
+
 // Failover is a server process of Processes that died while its backup
 // took its key ranges over.
 type Failover struct {
