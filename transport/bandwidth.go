@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -83,7 +84,10 @@ const RateUnits = "bits a second such as 100mbit or 1gbit (tc's units: mbps is m
 // (unlimited; also "inf", "-" and "unlimited") and returns bytes per
 // second. Units are those of tc(8), case-insensitive: bit kbit mbit gbit
 // tbit (bits/s), kibit mibit gibit tibit (binary), bps kbps mbps gbps tbps
-// (bytes/s). A number other than 0 needs a unit.
+// (bytes/s). A number other than 0 needs a unit. The rate is the number
+// as written times the unit, rounded to the nearest float64 once, so
+// that every spelling of one rate gives the same value (0.1gbit,
+// 100mbit, 12.5mbps).
 func ParseRate(s string) (float64, error) {
 	ls := strings.ToLower(s)
 	switch ls {
@@ -109,6 +113,14 @@ func ParseRate(s string) (float64, error) {
 		return 0, fmt.Errorf("rate %q: bad number %q", s, s[:i])
 	}
 	r := v * unit
+	if strings.Contains(ls[:i], ".") || v >= 1<<53 {
+		// The number as written times the unit, rounded once, so that
+		// one rate in other units is one value (1.001mbit, 1001kbit):
+		// v, rounded already, times unit could round again the other way.
+		if q, ok := new(big.Rat).SetString(ls[:i]); ok {
+			r, _ = q.Mul(q, new(big.Rat).SetFloat64(unit)).Float64()
+		}
+	}
 	if math.IsInf(r, 0) || math.IsNaN(r) {
 		return 0, fmt.Errorf("rate %q is out of range", s)
 	}

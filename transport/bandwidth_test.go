@@ -17,6 +17,26 @@ func TestParseRate(t *testing.T) {
 			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
+	// One rate in other units is one value: the number as written times
+	// the unit, rounded once (1.001 × 125000 in float64 is 125124.99…).
+	for _, same := range [][]string{
+		{"1.001mbit", "1001kbit", "1001000bit", "0.001001gbit", "125.125kbps"},
+		{"100mbit", "0.1gbit", "100000kbit", "12.5mbps", "0.0001tbit"},
+		{"1.003mbit", "1003kbit"},
+		{"2.2gbit", "2200mbit", "275mbps"},
+		{"0.3mibit", "39321.6bps"},
+		{"9007199254740993bps", "9007199254740993.0bps"}, // 2^53+1: exact, then rounded once
+	} {
+		want, err := ParseRate(same[0])
+		if err != nil {
+			t.Fatalf("ParseRate(%q): %v", same[0], err)
+		}
+		for _, in := range same[1:] {
+			if got, err := ParseRate(in); err != nil || got != want {
+				t.Errorf("ParseRate(%q) = %v, %v; want %v, ParseRate(%q)", in, got, err, want, same[0])
+			}
+		}
+	}
 	for _, in := range []string{"", "100", "mbit", "100mbits", "-5mbit", "1e3mbit", "1.2.3mbit", "4bit0", "1bit", ".mbit", "1e400"} {
 		if got, err := ParseRate(in); err == nil {
 			t.Errorf("ParseRate(%q) = %v, want an error", in, got)
