@@ -11,6 +11,7 @@ import (
 	"colo/ps/route"
 	"colo/ps/sched"
 	"colo/ps/update"
+	"colo/transport"
 )
 
 // JobKind is the name of the kind of job whose workers are programs
@@ -95,9 +96,31 @@ func LocalFields() []string { return []string{"bandwidth_matrix"} }
 
 // Digest returns the launch.Digest of j without LocalFields, which the
 // scheduler, the servers and the workers that read the job carry
-// (kind.Kind, Open).
+// (kind.Kind, Open). The link rate is digested as its value in bytes a
+// second (transport.ParseRate), as the training kinds keep it, not as
+// written: 100mbit, 0.1gbit and 12.5mbps are one job, and so are an
+// empty rate, 0 and unlimited. A rate that does not parse is an error
+// naming the field.
 func (j Job) Digest() (launch.Digest, error) {
-	return launch.JobDigest(JobKind, j, LocalFields()...)
+	d := digestJob{Job: j}
+	if j.LinkBandwidth != "" {
+		rate, err := transport.ParseRate(j.LinkBandwidth)
+		if err != nil {
+			return launch.Digest{}, fmt.Errorf("job of kind %s: link_bandwidth: %w", JobKind, err)
+		}
+		if rate > 0 {
+			d.LinkBandwidth = &rate
+		}
+	}
+	return launch.JobDigest(JobKind, d, LocalFields()...)
+}
+
+// digestJob is a Job as digested: its link rate as a number of bytes a
+// second, in the place of the rate as written (encoding/json takes the
+// outer field of a name).
+type digestJob struct {
+	Job
+	LinkBandwidth *float64 `json:"link_bandwidth,omitempty"`
 }
 
 // DefaultJob returns a BSP job whose servers add what they are pushed.

@@ -151,3 +151,40 @@ func TestWorkerOfAnotherJobRefused(t *testing.T) {
 		t.Fatalf("a worker of another job: %v\nwant a refusal saying %q", err, want)
 	}
 }
+
+// TestJoinAgreesOnLinkRate checks that the link rate is compared as a
+// rate, not as written: every spelling of the scheduler's 100 Mbit/s
+// joins, another rate is refused naming link_bandwidth, and the spellings
+// of no limit ("", 0, unlimited) agree with each other.
+func TestJoinAgreesOnLinkRate(t *testing.T) {
+	job := func(rate string) string {
+		t.Helper()
+		j := clib.DefaultJob()
+		j.Servers, j.Workers, j.LinkBandwidth = 2, 2, rate
+		b, err := json.Marshal(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	at := launch.Position{Role: proto.RoleServer, Rank: 1, Servers: 2, Workers: 2}
+	launchtest.CheckJoin(t, Kind{}, job("100mbit"), at, []launchtest.Variant{
+		{Name: "as written", Job: job("100mbit")},
+		{Name: "in gbit", Job: job("0.1gbit")},
+		{Name: "in kbit", Job: job("100000kbit")},
+		{Name: "in capitals", Job: job("100Mbit")},
+		{Name: "in bytes", Job: job("12.5mbps")},
+		{Name: "another rate", Job: job("200mbit"), Differs: []string{"link_bandwidth"}},
+		{Name: "a rate just above", Job: job("100.001mbit"), Differs: []string{"link_bandwidth"}},
+		{Name: "no limit", Job: job(""), Differs: []string{"link_bandwidth"}},
+	})
+	launchtest.CheckJoin(t, Kind{}, job("1.001mbit"), at, []launchtest.Variant{
+		{Name: "in kbit", Job: job("1001kbit")}, // 1.001 × 125000 rounds to 125124.99999999999 in float64
+		{Name: "in bit", Job: job("1001000bit")},
+	})
+	launchtest.CheckJoin(t, Kind{}, job(""), at, []launchtest.Variant{
+		{Name: "zero", Job: job("0")},
+		{Name: "unlimited", Job: job("unlimited")},
+		{Name: "a rate", Job: job("1gbit"), Differs: []string{"link_bandwidth"}},
+	})
+}
