@@ -78,13 +78,15 @@ func MinRate(a, b float64) float64 {
 // RateUnits says, for a flag's help, how a rate is written: in bits a
 // second (mbit), or in bytes (mbps: tc's unit, not the megabits a second
 // it names elsewhere). TestRateUnits parses its examples.
-const RateUnits = "bits a second such as 100mbit or 1gbit (tc's units: mbps is megabytes a second, 100mbps = 800mbit)"
+const RateUnits = "bits a second such as 100mbit or 1gbit (tc's units: mbps is megabytes a second, 100mbps = 800mbit; 0 or unlimited, without a unit: no limit)"
 
 // ParseRate parses a rate such as "100mbit", "1.5gbit", "800kbps" or "0"
 // (unlimited; also "inf", "-" and "unlimited") and returns bytes per
 // second. Units are those of tc(8), case-insensitive: bit kbit mbit gbit
 // tbit (bits/s), kibit mibit gibit tibit (binary), bps kbps mbps gbps tbps
-// (bytes/s). A number other than 0 needs a unit. The rate is the number
+// (bytes/s). A number other than 0 needs a unit, and 0 takes none: a
+// zero with a unit ("0mbit") is refused, a rate that no job could run on
+// rather than no limit, most likely a slip for another number. The rate is the number
 // as written times the unit, rounded to the nearest float64 once, so
 // that every spelling of one rate gives the same value (0.1gbit,
 // 100mbit, 12.5mbps).
@@ -124,7 +126,10 @@ func ParseRate(s string) (float64, error) {
 	if math.IsInf(r, 0) || math.IsNaN(r) {
 		return 0, fmt.Errorf("rate %q is out of range", s)
 	}
-	if r > 0 && r < 1 {
+	if r == 0 {
+		return 0, fmt.Errorf("rate %q is zero, a link that carries nothing: for no limit write 0 or unlimited, without a unit", s)
+	}
+	if r < 1 {
 		return 0, fmt.Errorf("rate %q is below 1 byte per second", s)
 	}
 	return r, nil

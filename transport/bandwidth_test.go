@@ -10,7 +10,7 @@ func TestParseRate(t *testing.T) {
 	for in, want := range map[string]float64{
 		"100mbit": 12.5e6, "1gbit": 125e6, "1.5Gbit": 187.5e6, "10bit": 1.25, "8kbit": 1000,
 		"800kbps": 800e3, "2MBps": 2e6, "1mibit": 131072, "1gibit": 1 << 27, "1tbit": 1.25e11,
-		"0": 0, "0.0": 0, "inf": 0, "-": 0, "unlimited": 0, "0mbit": 0,
+		"0": 0, "0.0": 0, "inf": 0, "-": 0, "unlimited": 0,
 	} {
 		got, err := ParseRate(in)
 		if err != nil || got != want {
@@ -37,9 +37,20 @@ func TestParseRate(t *testing.T) {
 			}
 		}
 	}
-	for _, in := range []string{"", "100", "mbit", "100mbits", "-5mbit", "1e3mbit", "1.2.3mbit", "4bit0", "1bit", ".mbit", "1e400"} {
+	for _, in := range []string{"", "100", "mbit", "100mbits", "-5mbit", "1e3mbit", "1.2.3mbit", "4bit0", "1bit", ".mbit", "1e400", "0mbit", "0.0gbit", "00kbps"} {
 		if got, err := ParseRate(in); err == nil {
 			t.Errorf("ParseRate(%q) = %v, want an error", in, got)
+		}
+	}
+	// A zero with a unit is a rate that no job runs on, not no limit:
+	// refused, saying how no limit is written.
+	for in, want := range map[string]string{
+		"0mbit":  `rate "0mbit" is zero, a link that carries nothing: for no limit write 0 or unlimited, without a unit`,
+		"0.0bps": `rate "0.0bps" is zero`,
+		"0.5bit": `rate "0.5bit" is below 1 byte per second`,
+	} {
+		if _, err := ParseRate(in); err == nil || err.Error() != want && !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("ParseRate(%q): %v, want %q", in, err, want)
 		}
 	}
 }
