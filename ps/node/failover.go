@@ -153,6 +153,19 @@ func (n *Node) moveTo(f proto.Failover, p proto.Peer) {
 	}
 }
 
+// retake logs and counts a capture of an incremental checkpoint that the
+// node's worker takes again (worker.Worker.SetRetake): a takeover of the
+// server fell into the try that failed with cause, and the worker takes
+// the capture again, whole, of the backup that holds the server's ranges
+// now (Stats.Retakes).
+func (n *Node) retake(server, round int, cause error) {
+	n.cfg.Logf("node: worker %d takes its capture of server %d after round %d again, whole, of the server that took its ranges over: %v", n.wrk.Rank(), server, round, cause)
+	now := time.Now().UnixNano()
+	n.mu.Lock()
+	n.retakes = append(n.retakes, Retake{Server: server, Round: round, UnixNano: now})
+	n.mu.Unlock()
+}
+
 // takeover runs srv, the server of rank the node's server took over, on
 // an endpoint of that rank's id on this node's machine (its emulated
 // network interface, not the failed machine's): a member with its own

@@ -232,6 +232,7 @@ type Node struct {
 	failed        map[transport.NodeID]string
 	failedSeq     map[transport.NodeID]int
 	failoverTimes []FailoverTimes
+	retakes       []Retake // the worker's captures taken again (retake)
 	// A takeover of the scheduler (rejoin.go): released is the last
 	// release of each barrier group in the epoch, finished the worker's
 	// Done once sent; rejoinStop, while the node reports to a new
@@ -533,6 +534,7 @@ func newNode(cfg Config, a proto.Assign, identity *ecdh.PrivateKey) (*Node, erro
 		if a.Job.Recover {
 			n.wrk.SetRejoin(n.rejoin)
 		}
+		n.wrk.SetRetake(n.retake)
 		if role == proto.RoleWorker && n.srv != nil && a.Job.Replicas == 0 {
 			// The machine's pushes and pulls start on the caller's
 			// goroutine when nothing else is in flight, its own

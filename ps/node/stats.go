@@ -34,6 +34,11 @@ type Stats struct {
 	// (proto.Failover): when it was told, and when it had sent again
 	// what the failed server had not answered.
 	Failovers []FailoverTimes `json:",omitempty"`
+	// Retakes are the incremental-checkpoint captures the node's worker
+	// took again, whole, of the backup that took their server's ranges
+	// over during the capture (worker.Worker.SaveSince): a recovery of
+	// the failover, as Failovers are.
+	Retakes []Retake `json:",omitempty"`
 	// Takeovers are the takeovers of the scheduler the node saw
 	// (proto.Job.Standby): when it lost the scheduler, and when it
 	// heard the one that took the job over.
@@ -66,6 +71,15 @@ type FailoverTimes struct {
 	ResentUnixNano int64 `json:"resent_unix_nano"`
 }
 
+// Retake is a capture of server rank Server's store after round Round
+// that the node's worker took again (at UnixNano, when it started the
+// try again): a takeover of the server fell into the try before.
+type Retake struct {
+	Server   int   `json:"server"`
+	Round    int   `json:"round"`
+	UnixNano int64 `json:"unix_nano"`
+}
+
 // Stats returns the node's counters.
 func (n *Node) Stats() Stats {
 	st := Stats{Machine: n.assign.Machine}
@@ -73,6 +87,7 @@ func (n *Node) Stats() Stats {
 	n.mu.Lock()
 	members := append(slices.Clone(n.members), n.taken...)
 	st.Failovers = slices.Clone(n.failoverTimes)
+	st.Retakes = slices.Clone(n.retakes)
 	st.Takeovers = slices.Clone(n.takeovers)
 	n.mu.Unlock()
 	for _, m := range members {

@@ -72,13 +72,16 @@ type Capture struct {
 // store the server held after round: it restores the store the
 // capture without the failure restores, and the backup's marks count
 // from round on. Each try after the first follows a takeover
-// during the one before.
+// during the one before, and is told to SetRetake's function first.
 func (w *Worker) SaveSince(server, round, base, budget int) (Capture, error) {
 	for {
 		moves := w.moved(server)
 		c, err := w.saveSince(server, round, base, budget)
 		if err == nil || w.moved(server) == moves {
 			return c, err
+		}
+		if w.retake != nil {
+			w.retake(server, round, err)
 		}
 		base, budget = -1, 0
 	}

@@ -95,6 +95,7 @@ type Worker struct {
 	reduce  func(context.Context, []float64) ([]float64, error)
 	sub     func(ctx context.Context, name string, vals []float64) ([]float64, error)
 	rejoin  func(context.Context) (uint64, error)
+	retake  func(server, round int, cause error)
 
 	mu         sync.Mutex
 	err        error // why the worker stopped
@@ -391,6 +392,13 @@ func (w *Worker) moved(s int) uint64 {
 // SetRejoin sets the function Rejoin calls; the node runtime sets it
 // before the worker runs.
 func (w *Worker) SetRejoin(f func(ctx context.Context) (uint64, error)) { w.rejoin = f }
+
+// SetRetake sets the function SaveSince calls each time it takes a
+// capture again because a takeover of its server fell into it: the
+// server's rank, the capture's round and the error of the try that
+// failed. The node runtime sets it before the worker runs, and logs and
+// counts the retakes as it does the failovers.
+func (w *Worker) SetRetake(f func(server, round int, cause error)) { w.retake = f }
 
 // Rejoin waits, after a call failed with proto.ErrPaused, until the
 // failed node was replaced and the job resumes, and returns the
