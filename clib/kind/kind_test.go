@@ -157,16 +157,12 @@ func TestWorkerOfAnotherJobRefused(t *testing.T) {
 // joins, another rate is refused naming link_bandwidth, and the spellings
 // of no limit ("", 0, unlimited) agree with each other.
 func TestJoinAgreesOnLinkRate(t *testing.T) {
-	job := func(rate string) string {
-		t.Helper()
+	jobs := launchtest.Jobs(t, func() clib.Job {
 		j := clib.DefaultJob()
-		j.Servers, j.Workers, j.LinkBandwidth = 2, 2, rate
-		b, err := json.Marshal(j)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
+		j.Servers, j.Workers = 2, 2
+		return j
+	})
+	job := func(rate string) string { return jobs(func(j *clib.Job) { j.LinkBandwidth = rate }) }
 	at := launch.Position{Role: proto.RoleServer, Rank: 1, Servers: 2, Workers: 2}
 	launchtest.CheckJoin(t, Kind{}, job("100mbit"), at, []launchtest.Variant{
 		{Name: "as written", Job: job("100mbit")},

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"context"
-	"crypto/ecdh"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,38 +12,6 @@ import (
 	"colo/ps/update"
 	"colo/transport"
 )
-
-// sendTap opens, for node from, endpoints whose sends pass through tap
-// first, which drops those it returns true for.
-type sendTap struct {
-	Network
-	from transport.NodeID
-	tap  func(to transport.NodeID, m *transport.Message) bool
-}
-
-func (f sendTap) Listen(id transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	return f.ListenOn(id, id, identity)
-}
-
-func (f sendTap) ListenOn(id, on transport.NodeID, identity *ecdh.PrivateKey) (Endpoint, error) {
-	ep, err := listenOn(f.Network, id, on, identity)
-	if err != nil || id != f.from {
-		return ep, err
-	}
-	return sendTapEndpoint{ep, f}, nil
-}
-
-type sendTapEndpoint struct {
-	Endpoint
-	f sendTap
-}
-
-func (e sendTapEndpoint) Send(ctx context.Context, to transport.NodeID, m *transport.Message) error {
-	if e.f.tap(to, m) {
-		return nil
-	}
-	return e.Endpoint.Send(ctx, to, m)
-}
 
 // TestRetakeCounted checks that a capture of an incremental checkpoint
 // that the worker takes again, because a takeover of its server fell
@@ -79,14 +45,14 @@ func TestRetakeCounted(t *testing.T) {
 			c := startReplicated(t, clock.BSP, 1, rule, func(role proto.Role, rank int, nw Network) Network {
 				switch {
 				case role == proto.RoleWorker && rank == capturer:
-					return sendTap{Network: nw, from: proto.WorkerID(capturer), tap: func(to transport.NodeID, m *transport.Message) bool {
+					return tapNet(nw, proto.WorkerID(capturer), func(to transport.NodeID, m *transport.Message) bool {
 						if to == proto.ServerID(victim) && m.Type == transport.TypeData && m.Cmd == proto.DataSave {
 							saves.Store(m.ID, true)
 						}
 						return false
-					}}
+					})
 				case role == proto.RoleServer && rank == victim:
-					return sendTap{Network: nw, from: proto.ServerID(victim), tap: func(to transport.NodeID, m *transport.Message) bool {
+					return tapNet(nw, proto.ServerID(victim), func(to transport.NodeID, m *transport.Message) bool {
 						if to != proto.WorkerID(capturer) || m.Type != transport.TypeData || m.Flags&transport.FlagPull == 0 || !armed.Load() {
 							return false
 						}
@@ -98,7 +64,7 @@ func TestRetakeCounted(t *testing.T) {
 							return true
 						}
 						return false // the capture's begin
-					}}
+					})
 				}
 				return nw
 			})
