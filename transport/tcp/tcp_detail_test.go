@@ -612,6 +612,7 @@ func TestConfigValidate(t *testing.T) {
 		"HandshakeTimeout": func(c *Config) { c.HandshakeTimeout = -1 },
 		"IdleTimeout":      func(c *Config) { c.IdleTimeout = -1 },
 		"SocketBuffer":     func(c *Config) { c.SocketBuffer = -1 },
+		"LocalSendBuffer":  func(c *Config) { c.LocalSendBuffer = -1 },
 	} {
 		c := DefaultConfig()
 		f(&c)
