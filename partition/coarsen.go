@@ -39,31 +39,38 @@ func clusterIn(lv *level, part []int32, maxW int64, matching, byRarity bool, ord
 // of a block keep their order, and with it the order in which ratings
 // add up (TestClusterGrouped).
 func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, order []int, grouped bool) ([]int32, int) {
+	return clusterScanMem(lv, part, maxW, matching, byRarity, order, grouped, nil)
+}
+
+// clusterScanMem is clusterScan with its memory taken from mem (see
+// levelMem), the clusters it returns included; it gives back the rest.
+func clusterScanMem(lv *level, part []int32, maxW int64, matching, byRarity bool, order []int, grouped bool, mem *levelMem) ([]int32, int) {
 	n := lv.n
-	cid := make([]int32, n)
+	cid := mem.grabI32(n)
 	for u := range cid {
 		cid[u] = int32(u)
 	}
-	cw := make([]int64, n)
+	cw := mem.grabI64(n)
 	copy(cw, lv.vw)
-	alone := make([]bool, n)
+	alone := mem.grabBools(n)
 	for u := range alone {
 		alone[u] = true
 	}
 	// rating[c] is the rating of cluster c while u is scanned (0 for
 	// those not rated), −1 once c is paired when matching.
-	rating := make([]float64, n)
+	rating := mem.getF64(n)
 	// rate[e] is what net e adds to the rating of each of its pins, 0 for
 	// the nets not rated through.
-	rate := make([]float64, lv.m)
+	rate := mem.grabF64(lv.m)
 	for e := range rate {
+		rate[e] = 0
 		if d := lv.noff[e+1] - lv.noff[e]; d >= 2 && d <= maxRateNet {
 			rate[e] = float64(lv.nw[e]) / float64(d-1)
 		}
 	}
 	// tag[x] is the block of x (0 without part), or −1 when matching and
 	// x is paired already: the pins of another tag than u's are skipped.
-	tag := make([]int32, n)
+	tag := mem.getI32(n)
 	if part != nil {
 		copy(tag, part)
 	}
@@ -80,12 +87,15 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 	var nets []scanNet
 	if grouped {
 		if nb := numBlocks(part); nb <= scanBlocks && len(pins) <= math.MaxUint32 {
-			pins, nets = scanRecords(lv, part, nb, rate)
+			pins, nets = scanRecordsMem(lv, part, nb, rate, mem)
 		} else {
 			pins, at, nb1 = pinsByBlock(lv, part, rate)
 		}
 	}
 	var touched []int32
+	if nets != nil {
+		touched = mem.grabI32(n)[:0]
+	}
 	for _, u := range order {
 		if !alone[u] { // u joined a cluster, or others joined it
 			continue
@@ -197,7 +207,7 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 			}
 		}
 		if len(left) > 0 {
-			left = rarityOrder(lv, left)
+			left = rarityOrderMem(lv, left, mem)
 		}
 	}
 	for _, u := range left {
@@ -215,7 +225,7 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 		prev[b] = u
 	}
 	// Number the clusters densely; a cluster's id is its leader's.
-	id := make([]int32, n)
+	id := mem.grabI32(n)
 	for u := range id {
 		id[u] = -1
 	}
@@ -228,6 +238,14 @@ func clusterScan(lv *level, part []int32, maxW int64, matching, byRarity bool, o
 	}
 	for u := 0; u < n; u++ {
 		cid[u] = id[cid[u]]
+	}
+	mem.putI32(id, tag, touched)
+	mem.putI64(cw)
+	mem.putBools(alone)
+	mem.putF64(rating, rate)
+	if nets != nil {
+		mem.putU32(pins)
+		mem.putNets(nets)
 	}
 	return cid, nc
 }
@@ -384,9 +402,14 @@ func numBlocks(part []int32) int {
 // start within the net, and n[b], how many there are, for b < nb.
 // O(pins + nets·nb) time.
 func scanRecords(lv *level, part []int32, nb int, rate []float64) (pins []uint32, nets []scanNet) {
-	pins = make([]uint32, len(lv.nadj))
+	return scanRecordsMem(lv, part, nb, rate, nil)
+}
+
+// scanRecordsMem is scanRecords with its memory taken from mem.
+func scanRecordsMem(lv *level, part []int32, nb int, rate []float64, mem *levelMem) (pins []uint32, nets []scanNet) {
+	pins = mem.grabU32(len(lv.nadj))
 	copy(pins, lv.nadj)
-	nets = make([]scanNet, lv.m)
+	nets = mem.getNets(lv.m)
 	var blk [maxRateNet]uint8
 	for e := range nets {
 		ne := &nets[e]
@@ -476,7 +499,14 @@ func pinsByBlock(lv *level, part []int32, rate []float64) (pins []uint32, at []u
 // pins are dropped (nmap −1), as no placement of their cluster makes them
 // cross.
 func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
-	c := &level{n: nc, vw: make([]int64, nc)}
+	return contractMem(lv, cid, nc, ncid, nnc, nil)
+}
+
+// contractMem is contract with the arrays of the level it returns and
+// lv.nmap taken from mem (see levelMem.putLevel) and its scratch memory
+// given back.
+func contractMem(lv *level, cid []int32, nc int, ncid []int32, nnc int, mem *levelMem) *level {
+	c := &level{n: nc, vw: mem.getI64(nc)}
 	for u := 0; u < lv.n; u++ {
 		c.vw[cid[u]] += lv.vw[u]
 	}
@@ -502,18 +532,19 @@ func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
 	} else {
 		nnc = lv.m
 	}
-	stamp := make([]int32, nc)
+	stamp := mem.grabI32(nc)
 	for i := range stamp {
 		stamp[i] = -1
 	}
-	nmapG := make([]int32, nnc)
+	nmapG := mem.grabI32(nnc)
 	// At most as many pins and nets as lv's: nadj is written in place,
 	// up to len(lv.nadj) pins. voff[x+1] counts the nets of cluster x
 	// as they are gathered (a dropped net's pins are taken back).
-	nadj := make([]uint32, len(lv.nadj))
-	voff := make([]int64, nc+1)
-	c.nw = make([]int64, 0, nnc)
-	c.noff = make([]int64, 1, nnc+1)
+	nadj := mem.grabU32(len(lv.nadj))
+	voff := mem.getI64(nc + 1)
+	c.nw = mem.grabI64(nnc)[:0]
+	c.noff = mem.grabI64(nnc + 1)[:1]
+	c.noff[0] = 0
 	np := 0
 	for g := 0; g < nnc; g++ {
 		start := np
@@ -543,13 +574,13 @@ func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
 		c.nw = append(c.nw, w)
 		c.noff = append(c.noff, int64(np))
 	}
-	c.nadj = nadj[:np:np]
+	c.nadj = nadj[:np] // the whole of nadj goes back to mem with the level
 	// Transpose.
 	for u := 0; u < nc; u++ {
 		voff[u+1] += voff[u]
 	}
-	vadj := make([]uint32, len(c.nadj))
-	pos := make([]int64, nc)
+	vadj := mem.grabU32(len(c.nadj))
+	pos := mem.grabI64(nc)
 	copy(pos, voff[:nc])
 	for e := 0; e < c.m; e++ {
 		for _, x := range c.pins(e) {
@@ -558,6 +589,8 @@ func contract(lv *level, cid []int32, nc int, ncid []int32, nnc int) *level {
 		}
 	}
 	c.voff, c.vadj = voff, vadj
+	mem.putI32(stamp)
+	mem.putI64(pos)
 	lv.vmap = cid
 	if ncid == nil {
 		lv.nmap = nmapG
@@ -602,7 +635,14 @@ func (lv *level) transposed() *level {
 // (rarest) up and compared lexicographically: vertices that share their
 // rarest nets come out next to each other. Ties keep the vertex order.
 func rarityOrder(lv *level, subset []int32) []int32 {
-	_, rank := netRanks(lv)
+	return rarityOrderMem(lv, subset, nil)
+}
+
+// rarityOrderMem is rarityOrder with its scratch memory taken from mem
+// and given back.
+func rarityOrderMem(lv *level, subset []int32, mem *levelMem) []int32 {
+	nets, rank := netRanksMem(lv, mem)
+	mem.putI32(nets)
 	order := subset
 	if order == nil {
 		order = make([]int32, lv.n)
@@ -610,7 +650,8 @@ func rarityOrder(lv *level, subset []int32) []int32 {
 			order[u] = int32(u)
 		}
 	}
-	keys := make([]int32, len(lv.vadj))
+	// Only the rows of order are written and read.
+	keys := mem.grabI32(len(lv.vadj))
 	for _, u := range order {
 		row := keys[lv.voff[u]:lv.voff[u+1]]
 		for x, e := range lv.nets(int(u)) {
@@ -621,12 +662,18 @@ func rarityOrder(lv *level, subset []int32) []int32 {
 	slices.SortStableFunc(order, func(a, b int32) int {
 		return slices.Compare(keys[lv.voff[a]:lv.voff[a+1]], keys[lv.voff[b]:lv.voff[b+1]])
 	})
+	mem.putI32(keys, rank)
 	return order
 }
 
 // netRanks returns the nets of lv from the smallest (rarest) up, ties in
 // net order, and the rank of each net in that order.
 func netRanks(lv *level) (nets, rank []int32) {
+	return netRanksMem(lv, nil)
+}
+
+// netRanksMem is netRanks with nets and rank taken from mem.
+func netRanksMem(lv *level, mem *levelMem) (nets, rank []int32) {
 	// A counting sort by size: stable, as the nets are taken in order.
 	var most int64
 	for e := 0; e < lv.m; e++ {
@@ -639,13 +686,13 @@ func netRanks(lv *level) (nets, rank []int32) {
 	for d := int64(1); d <= most+1; d++ {
 		start[d] += start[d-1]
 	}
-	nets = make([]int32, lv.m)
+	nets = mem.grabI32(lv.m)
 	for e := 0; e < lv.m; e++ {
 		d := lv.noff[e+1] - lv.noff[e]
 		nets[start[d]] = int32(e)
 		start[d]++
 	}
-	rank = make([]int32, lv.m)
+	rank = mem.grabI32(lv.m)
 	for r, e := range nets {
 		rank[e] = int32(r)
 	}

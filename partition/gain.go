@@ -95,8 +95,14 @@ type kstate struct {
 }
 
 func newKState(lv *level, k int, part, owner []int32, hi []int64, theta int64) *kstate {
+	return newKStateMem(lv, k, part, owner, hi, theta, nil)
+}
+
+// newKStateMem is newKState with the counts and records taken from mem;
+// release gives them back.
+func newKStateMem(lv *level, k int, part, owner []int32, hi []int64, theta int64, mem *levelMem) *kstate {
 	s := &kstate{lv: lv, k: k, w: MaskWords(k), part: part, owner: owner, hi: hi, theta: theta,
-		cnt: make([]int32, lv.m*k), size: make([]int64, k), mem: make([]int64, k),
+		cnt: mem.getI32(lv.m * k), size: make([]int64, k), mem: make([]int64, k),
 		bc: make([]int64, k), bo: make([]int64, k), tmark: make([]bool, k)}
 	s.floating = !slices.ContainsFunc(owner, func(o int32) bool { return o >= 0 })
 	s.unit = !slices.ContainsFunc(lv.nw, func(w int64) bool { return w != 1 })
@@ -104,7 +110,7 @@ func newKState(lv *level, k int, part, owner []int32, hi []int64, theta int64) *
 	if !s.unit {
 		s.sd++
 	}
-	s.nd = make([]uint64, lv.m*s.sd)
+	s.nd = mem.getU64(lv.m * s.sd)
 	for u := 0; u < lv.n; u++ {
 		s.size[part[u]] += lv.vw[u]
 	}
@@ -138,6 +144,14 @@ func newKState(lv *level, k int, part, owner []int32, hi []int64, theta int64) *
 		}
 	}
 	return s
+}
+
+// release gives the counts and records of s, made by newKStateMem, back
+// to mem; s is not used after.
+func (s *kstate) release(mem *levelMem) {
+	mem.putI32(s.cnt)
+	mem.putU64(s.nd)
+	s.cnt, s.nd = nil, nil
 }
 
 // serving turns s into the state of the same placement of the vertices

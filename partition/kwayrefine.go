@@ -289,8 +289,12 @@ const coarseVerticesPerBlock = 100
 // reference of TestVCycleKeepsState.
 func refineSamples(s *kstate, ro RefineOptions, rng *rand.Rand, rebuild bool) (vcycles, levels int) {
 	s.fm(rng, ro.Passes)
+	var mem *levelMem
+	if ro.VCycles > 0 {
+		mem = new(levelMem)
+	}
 	for c := 0; c < ro.VCycles; c++ {
-		levels = vcycle(s, ro, rng, rebuild)
+		levels = vcycle(s, ro, rng, rebuild, mem)
 		vcycles++
 	}
 	return vcycles, levels
@@ -307,8 +311,9 @@ func refineSamples(s *kstate, ro RefineOptions, rng *rand.Rand, rebuild bool) (v
 // its counts and gain cache: the coarse levels move a few hundred of
 // the 11,269 samples of 20 Newsgroups at k = 8, where counting anew
 // reads every pin (as rebuild does, see refineSamples). It returns the
-// number of levels.
-func vcycle(top *kstate, ro RefineOptions, rng *rand.Rand, rebuild bool) int {
+// number of levels. Its levels, their maps and FM states are built in
+// mem (nil: allocated) and given back at the end.
+func vcycle(top *kstate, ro RefineOptions, rng *rand.Rand, rebuild bool, mem *levelMem) int {
 	lv, k, part, hi := top.lv, top.k, top.part, top.hi
 	levels := []*level{lv}
 	parts := [][]int32{part}
@@ -323,17 +328,26 @@ func vcycle(top *kstate, ro RefineOptions, rng *rand.Rand, rebuild bool) int {
 			break
 		}
 		maxW := max(1, 3*total/int64(limit))
-		cid, nc := cluster(cur, parts[len(parts)-1], maxW, ro.Matching, true, rng)
+		cid, nc := clusterScanMem(cur, parts[len(parts)-1], maxW, ro.Matching, true, rng.Perm(cur.n), true, mem)
 		if float64(nc) > 0.9*float64(cur.n) {
+			mem.putI32(cid)
 			break
 		}
-		c := contract(cur, cid, nc, nil, 0)
-		pc := make([]int32, nc)
+		c := contractMem(cur, cid, nc, nil, 0, mem)
+		pc := mem.grabI32(nc)
 		for u, x := range cid {
 			pc[x] = parts[len(parts)-1][u]
 		}
 		levels = append(levels, c)
 		parts = append(parts, pc)
+	}
+	// Every coarse level's nets float: one array of −1 for all.
+	var floating []int32
+	if len(levels) > 1 {
+		floating = mem.grabI32(levels[1].m)
+		for e := range floating {
+			floating[e] = -1
+		}
 	}
 	for l := len(levels) - 1; l >= 0; l-- {
 		cur := levels[l]
@@ -353,14 +367,29 @@ func vcycle(top *kstate, ro RefineOptions, rng *rand.Rand, rebuild bool) int {
 				parts[l][u] = parts[l+1][x]
 			}
 		}
-		floating := floatingNets(cur.m)
 		th := int64(0)
+		owner := floating
 		if l == 0 {
 			th = top.theta
+			owner = floatingNets(cur.m)
+		} else {
+			owner = floating[:cur.m]
 		}
-		s := newKState(cur, k, parts[l], floating, hi, th)
+		s := newKStateMem(cur, k, parts[l], owner, hi, th, mem)
 		s.patience = ro.Patience
 		s.fm(rng, ro.Passes)
+		s.release(mem)
+	}
+	// Give back the coarse levels, their parts and the maps of all.
+	mem.putI32(floating)
+	for l, cur := range levels {
+		if l > 0 {
+			mem.putLevel(cur)
+			mem.putI32(parts[l])
+		} else {
+			mem.putI32(cur.vmap, cur.nmap)
+		}
+		cur.vmap, cur.nmap = nil, nil
 	}
 	return len(levels)
 }
