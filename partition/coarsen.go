@@ -392,33 +392,44 @@ func numBlocks(part []int32) int {
 	return nb
 }
 
-// scanRecords returns pinsByBlock's pins for nb ≤ scanBlocks blocks, the
-// blocks' offsets written straight into each net's scanNet record with
-// its rating (rate) and the start of its pins: one pass over the rated
-// nets instead of the sort and then the records. A rated net's blocks
-// are read from part once, into a buffer of the net's size, for both
-// the count and the placing; a net whose pins are all in one block
-// keeps them as they are. Each record holds at[b], where block b's pins
-// start within the net, and n[b], how many there are, for b < nb.
-// O(pins + nets·nb) time.
+// scanRecords returns the pins of the rated nets (rate[e] ≠ 0) for
+// nb ≤ scanBlocks blocks, each net's grouped by block as pinsByBlock
+// groups them, the nets one after the other in net order (the scan
+// reads no other net's pins: on 20 Newsgroups 30% of the pins of the
+// finest level), and each net's scanNet record: its rating (rate), the
+// start of its pins there and, for b < nb, at[b], where block b's pins
+// start within the net, and n[b], how many there are (all 0 for a net
+// not rated). One pass over the rated nets instead of the sort and then
+// the records. A rated net's blocks are read from part once, into a
+// buffer of the net's size, for both the count and the placing; a net
+// whose pins are all in one block keeps their order. O(pins + nets·nb)
+// time.
 func scanRecords(lv *level, part []int32, nb int, rate []float64) (pins []uint32, nets []scanNet) {
 	return scanRecordsMem(lv, part, nb, rate, nil)
 }
 
 // scanRecordsMem is scanRecords with its memory taken from mem.
 func scanRecordsMem(lv *level, part []int32, nb int, rate []float64, mem *levelMem) (pins []uint32, nets []scanNet) {
-	pins = mem.grabU32(len(lv.nadj))
-	copy(pins, lv.nadj)
+	np := 0
+	for e, r := range rate {
+		if r != 0 {
+			np += int(lv.noff[e+1] - lv.noff[e])
+		}
+	}
+	pins = mem.grabU32(np)
 	nets = mem.getNets(lv.m)
 	var blk [maxRateNet]uint8
+	np = 0
 	for e := range nets {
 		ne := &nets[e]
-		lo, hi := lv.noff[e], lv.noff[e+1]
-		ne.rate, ne.start = rate[e], uint32(lo)
+		ne.rate = rate[e]
 		if rate[e] == 0 {
 			continue
 		}
-		ps := lv.nadj[lo:hi]
+		ps := lv.pins(e)
+		lo := np
+		np += len(ps)
+		ne.start = uint32(lo)
 		bs := blk[:len(ps)] // a rated net has at most maxRateNet pins
 		// The counts and starts in arrays of 32, indexed by a block
 		// masked to 31 (every block is below scanBlocks), without a
@@ -430,8 +441,9 @@ func scanRecordsMem(lv *level, part []int32, nb int, rate []float64, mem *levelM
 			cnt[b&31]++
 		}
 		if int(cnt[bs[0]&31]) == len(ps) {
-			// One block: the pins are in place, at[b] = 0 for b up to
-			// it and len(ps) after it.
+			// One block: the pins in their order, at[b] = 0 for b up
+			// to it and len(ps) after it.
+			copy(pins[lo:np], ps)
 			copy(ne.n[:], cnt[:scanBlocks])
 			for b := int(bs[0]) + 1; b < nb; b++ {
 				ne.at[b] = uint8(len(ps))
@@ -445,7 +457,7 @@ func scanRecordsMem(lv *level, part []int32, nb int, rate []float64, mem *levelM
 		}
 		copy(ne.at[:], pos[:scanBlocks])
 		copy(ne.n[:], cnt[:scanBlocks])
-		out := pins[lo:hi]
+		out := pins[lo:np]
 		for i, x := range ps {
 			b := bs[i] & 31
 			out[pos[b]] = x

@@ -597,9 +597,10 @@ func TestPinsByBlock(t *testing.T) {
 
 // TestScanRecords checks scanRecords against pinsByBlock and the records
 // built from its offsets: on random graphs and blocks (1 to scanBlocks,
-// some graphs with every net in one block), the same pins in the same
-// order and, for every net, its rating, the start of its pins, and each
-// block's start and count of pins.
+// some graphs with every net in one block), the same pins of the rated
+// nets in the same order, one net after the other, and, for every net,
+// its rating, the start of its pins, and each block's start and count of
+// pins (none for a net not rated).
 func TestScanRecords(t *testing.T) {
 	rng := placement.NewRand(47)
 	for trial := 0; trial < 120; trial++ {
@@ -633,15 +634,27 @@ func TestScanRecords(t *testing.T) {
 			t.Fatalf("trial %d: numBlocks %d, pinsByBlock's %d", trial, got, nb)
 		}
 		pins, nets := scanRecords(lv, part, nb, rate)
-		if !slices.Equal(pins, want) {
-			t.Fatalf("trial %d (k %d): pins %v, pinsByBlock's %v", trial, nb, pins, want)
+		// The rated nets' pins, one net after the other.
+		var rated []uint32
+		for e := range lv.m {
+			if rate[e] != 0 {
+				rated = append(rated, want[lv.noff[e]:lv.noff[e+1]]...)
+			}
 		}
+		if !slices.Equal(pins, rated) {
+			t.Fatalf("trial %d (k %d): pins %v, pinsByBlock's %v", trial, nb, pins, rated)
+		}
+		start := 0
 		for e := range lv.m {
 			var rec scanNet
-			rec.rate, rec.start = rate[e], uint32(lv.noff[e])
-			o := at[e*nb1 : e*nb1+nb1]
-			for b := range nb {
-				rec.at[b], rec.n[b] = o[b], o[b+1]-o[b]
+			rec.rate = rate[e]
+			if rate[e] != 0 {
+				rec.start = uint32(start)
+				start += int(lv.noff[e+1] - lv.noff[e])
+				o := at[e*nb1 : e*nb1+nb1]
+				for b := range nb {
+					rec.at[b], rec.n[b] = o[b], o[b+1]-o[b]
+				}
 			}
 			if nets[e] != rec {
 				t.Fatalf("trial %d net %d (k %d): record %+v, want %+v", trial, e, nb, nets[e], rec)
