@@ -93,8 +93,16 @@ func clusterScanMem(lv *level, part []int32, maxW int64, matching, byRarity bool
 		}
 	}
 	var touched []int32
+	var sel []uint32 // with nets and matching: rateAlone's list of nets
 	if nets != nil {
 		touched = mem.grabI32(n)[:0]
+		if matching {
+			most := 0
+			for u := range n {
+				most = max(most, int(lv.voff[u+1]-lv.voff[u]))
+			}
+			sel = mem.grabU32(most)
+		}
 	}
 	for _, u := range order {
 		if !alone[u] { // u joined a cluster, or others joined it
@@ -111,7 +119,7 @@ func clusterScanMem(lv *level, part []int32, maxW int64, matching, byRarity bool
 			// so touched[:n] holds them all.
 			var nt int
 			if matching {
-				nt = rateAlone(u, int(pu), lv.nets(u), nets, pins, rating, touched[:n])
+				nt = rateAlone(u, int(pu), lv.nets(u), nets, pins, rating, touched[:n], sel)
 			} else {
 				nt = rateClusters(u, int(pu), lv.nets(u), nets, pins, cid, rating, touched[:n])
 			}
@@ -240,6 +248,7 @@ func clusterScanMem(lv *level, part []int32, maxW int64, matching, byRarity bool
 		cid[u] = id[cid[u]]
 	}
 	mem.putI32(id, tag, touched)
+	mem.putU32(sel)
 	mem.putI64(cw)
 	mem.putBools(alone)
 	mem.putF64(rating, rate)
@@ -299,16 +308,23 @@ func rateClusters(u, b int, unets []uint32, nets []scanNet, pins []uint32, cid [
 //
 //go:noinline
 func rateClusterPins(u int, r float64, ps []uint32, cid []int32, rating []float64, touched []int32, nt int) int {
+	rb := math.Float64bits(r)
 	for _, x := range ps {
-		if int(x) == u {
-			continue
-		}
+		// Without a branch on the data, as rateAlonePins: u's cluster
+		// is u alone, whose rating stays 0 when +0 is added.
 		c := cid[x]
-		if rating[c] == 0 {
-			touched[nt] = c
-			nt++
+		rc := rating[c]
+		other := 0
+		if int(x) != u {
+			other = 1
 		}
-		rating[c] += r
+		first := 0
+		if rc == 0 {
+			first = other
+		}
+		touched[nt] = c
+		nt += first
+		rating[c] = rc + math.Float64frombits(rb&-uint64(other))
 	}
 	return nt
 }
@@ -322,14 +338,22 @@ func rateClusterPins(u int, r float64, ps []uint32, cid []int32, rating []float6
 // whether it is rated yet. Every pin left is written back in place, and
 // the count with it, which spares the loop a branch on whether any was
 // dropped. An unrated net has no pins counted in its record (n = 0).
-func rateAlone(u, b int, unets []uint32, nets []scanNet, pins []uint32, rating []float64, touched []int32) int {
-	nt := 0
+//
+// The nets with pins to scan are listed first, in sel (of at least
+// len(unets)), without a branch on the data: most nets of a vertex have
+// none, and which ones is not predictable.
+func rateAlone(u, b int, unets []uint32, nets []scanNet, pins []uint32, rating []float64, touched []int32, sel []uint32) int {
+	ns := 0
 	for _, e := range unets {
+		sel[ns] = e
+		if nets[e].n[b] > 1 {
+			ns++
+		}
+	}
+	nt := 0
+	for _, e := range sel[:ns] {
 		ne := &nets[e]
 		n := uint32(ne.n[b])
-		if n <= 1 {
-			continue
-		}
 		lo := ne.start + uint32(ne.at[b])
 		var w int
 		w, nt = rateAlonePins(u, ne.rate, pins[lo:lo+n], rating, touched, nt)
@@ -348,21 +372,31 @@ func rateAlone(u, b int, unets []uint32, nets []scanNet, pins []uint32, rating [
 //
 //go:noinline
 func rateAlonePins(u int, r float64, ps []uint32, rating []float64, touched []int32, nt int) (w, nt1 int) {
+	rb := math.Float64bits(r)
 	for _, x := range ps {
 		rx := rating[x]
-		if rx < 0 { // paired
-			continue
-		}
+		// Without a branch on the data: a pin is kept unless paired;
+		// it is listed when alone, not u, and not yet rated; r is added
+		// unless it is paired or u (adding +0 leaves the rating as it
+		// is, bit for bit).
 		ps[w] = x
-		w++
-		if int(x) == u {
-			continue
+		keep := 0
+		if rx >= 0 {
+			keep = 1
 		}
+		w += keep
+		other := 0
+		if int(x) != u {
+			other = 1
+		}
+		first := 0
 		if rx == 0 {
-			touched[nt] = int32(x)
-			nt++
+			first = other
 		}
-		rating[x] = rx + r
+		touched[nt] = int32(x)
+		nt += first
+		add := rb & -uint64(keep&other)
+		rating[x] = rx + math.Float64frombits(add)
 	}
 	return w, nt
 }
@@ -626,12 +660,17 @@ func contractMem(lv *level, cid []int32, nc int, ncid []int32, nnc int, mem *lev
 func gatherPins(ps []uint32, cid, stamp []int32, g int32, out []uint32, count []int64) int {
 	np := 0
 	for _, x := range ps {
-		if cx := cid[x]; stamp[cx] != g {
-			stamp[cx] = g
-			out[np] = uint32(cx)
-			count[cx]++
-			np++
+		// Without a branch on the data, as rateAlonePins: every
+		// cluster is written, and counted only the first time.
+		cx := cid[x]
+		fresh := 0
+		if stamp[cx] != g {
+			fresh = 1
 		}
+		stamp[cx] = g
+		out[np] = uint32(cx)
+		count[cx] += int64(fresh)
+		np += fresh
 	}
 	return np
 }
