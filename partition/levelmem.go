@@ -30,7 +30,7 @@ type slab[T any] struct {
 }
 
 // grab returns a slice of length n with undefined contents: the free
-// slice of smallest capacity that holds n, or a new one.
+// slice of smallest capacity that holds n, or a new one (zeroed).
 func (s *slab[T]) grab(n int) []T {
 	best := -1
 	for i, f := range s.free {
@@ -39,7 +39,9 @@ func (s *slab[T]) grab(n int) []T {
 		}
 	}
 	if best < 0 {
-		return make([]T, n)
+		// An eighth to spare: the next V-cycle's level may be a little
+		// larger.
+		return make([]T, n, n+n/8)
 	}
 	f := s.free[best][:n]
 	last := len(s.free) - 1
