@@ -93,16 +93,14 @@ func clusterScanMem(lv *level, part []int32, maxW int64, matching, byRarity bool
 		}
 	}
 	var touched []int32
-	var sel []uint32 // with nets and matching: rateAlone's list of nets
+	var sel []uint32 // with nets: the list of nets of rateAlone and rateClusters
 	if nets != nil {
 		touched = mem.grabI32(n)[:0]
-		if matching {
-			most := 0
-			for u := range n {
-				most = max(most, int(lv.voff[u+1]-lv.voff[u]))
-			}
-			sel = mem.grabU32(most)
+		most := 0
+		for u := range n {
+			most = max(most, int(lv.voff[u+1]-lv.voff[u]))
 		}
+		sel = mem.grabU32(most)
 	}
 	for _, u := range order {
 		if !alone[u] { // u joined a cluster, or others joined it
@@ -121,7 +119,7 @@ func clusterScanMem(lv *level, part []int32, maxW int64, matching, byRarity bool
 			if matching {
 				nt = rateAlone(u, int(pu), lv.nets(u), nets, pins, rating, touched[:n], sel)
 			} else {
-				nt = rateClusters(u, int(pu), lv.nets(u), nets, pins, cid, rating, touched[:n])
+				nt = rateClusters(u, int(pu), lv.nets(u), nets, pins, cid, rating, touched[:n], sel)
 			}
 			touched = touched[:nt]
 		} else {
@@ -288,14 +286,19 @@ func bestRated(touched []int32, rating []float64, cw []int64, room int64) int32 
 // clusters of its pins in b but u, those first rated written to touched
 // in turn; it returns how many. A net whose block b holds u alone is
 // skipped.
-func rateClusters(u, b int, unets []uint32, nets []scanNet, pins []uint32, cid []int32, rating []float64, touched []int32) int {
-	nt := 0
+// The nets with pins to scan are listed first, in sel, as in rateAlone.
+func rateClusters(u, b int, unets []uint32, nets []scanNet, pins []uint32, cid []int32, rating []float64, touched []int32, sel []uint32) int {
+	ns := 0
 	for _, e := range unets {
-		ne := &nets[e]
-		n := uint32(ne.n[b]) // 0 for a net not rated through
-		if n <= 1 {
-			continue
+		sel[ns] = e
+		if nets[e].n[b] > 1 { // 0 for a net not rated through
+			ns++
 		}
+	}
+	nt := 0
+	for _, e := range sel[:ns] {
+		ne := &nets[e]
+		n := uint32(ne.n[b])
 		lo := ne.start + uint32(ne.at[b])
 		nt = rateClusterPins(u, ne.rate, pins[lo:lo+n], cid, rating, touched, nt)
 	}
@@ -701,19 +704,28 @@ func rarityOrderMem(lv *level, subset []int32, mem *levelMem) []int32 {
 			order[u] = int32(u)
 		}
 	}
-	// Only the rows of order are written and read.
-	keys := mem.grabI32(len(lv.vadj))
+	// The keys of the vertices of order only, vertex u's from at[u]
+	// (coarsening ranks the few vertices left alone).
+	at := mem.grabI64(lv.n)
+	var total int64
 	for _, u := range order {
-		row := keys[lv.voff[u]:lv.voff[u+1]]
+		at[u] = total
+		total += lv.voff[u+1] - lv.voff[u]
+	}
+	keys := mem.grabI32(int(total))
+	row := func(u int32) []int32 { return keys[at[u] : at[u]+lv.voff[u+1]-lv.voff[u]] }
+	for _, u := range order {
+		r := row(u)
 		for x, e := range lv.nets(int(u)) {
-			row[x] = rank[e]
+			r[x] = rank[e]
 		}
-		slices.Sort(row)
+		slices.Sort(r)
 	}
 	slices.SortStableFunc(order, func(a, b int32) int {
-		return slices.Compare(keys[lv.voff[a]:lv.voff[a+1]], keys[lv.voff[b]:lv.voff[b+1]])
+		return slices.Compare(row(a), row(b))
 	})
 	mem.putI32(keys, rank)
+	mem.putI64(at)
 	return order
 }
 
