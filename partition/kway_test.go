@@ -517,7 +517,7 @@ func TestVCycleKeepsState(t *testing.T) {
 				s := newKState(lv, k, part, floatingNets(lv.m), hi, theta)
 				s.patience = ro.Patience
 				s.keepCache = !rebuild
-				_, levels[x] = refineSamples(s, ro, placement.NewRand(seed), rebuild)
+				_, levels[x] = refineSamples(s, ro, placement.NewRand(seed), rebuild, nil)
 				parts[x] = part
 				kept = s
 			}

@@ -175,13 +175,15 @@ func targetValue(t RefineTarget, c *placement.Cost) int64 {
 // machine once the samples are packed for T_sum), the moves off the
 // busiest machine are tried on the input instead.
 func Refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Placement, *KWayStats, error) {
-	q, st, _, err := refine(g, p, opt)
+	q, st, _, err := refine(g, p, opt, nil)
 	return q, st, err
 }
 
 // refine is Refine, and returns also the cost of its result under
-// opt.Theta (which it evaluates in any case).
-func refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Placement, *KWayStats, *placement.Cost, error) {
+// opt.Theta (which it evaluates in any case). Its V-cycles take their
+// memory from mem (nil: a levelMem of their own), which Best hands from
+// one start to the next.
+func refine(g *graph.Graph, p *placement.Placement, opt Options, mem *levelMem) (*placement.Placement, *KWayStats, *placement.Cost, error) {
 	if err := p.Validate(g); err != nil {
 		return nil, nil, nil, err
 	}
@@ -230,7 +232,7 @@ func refine(g *graph.Graph, p *placement.Placement, opt Options) (*placement.Pla
 	s.patience = ro.Patience
 	s.keepCache = true
 	st.VolumeBefore = s.volume()
-	st.VCycles, st.Levels = refineSamples(s, ro, rng, false)
+	st.VCycles, st.Levels = refineSamples(s, ro, rng, false, mem)
 	if ro.Anneal > 0 && ro.Target != TargetTSum {
 		st.AnnealBefore, st.AnnealAfter = anneal(g, k, q.Data, hi, theta, ro.Anneal*n, rng)
 		s = newKState(lv, k, q.Data, floating, hi, theta)
@@ -286,11 +288,11 @@ const coarseVerticesPerBlock = 100
 // of the last. With rebuild, each V-cycle counts its finest level anew
 // instead of moving the samples of s (s is then out of date once the
 // first V-cycle ends): the same partition at more cost, kept as the
-// reference of TestVCycleKeepsState.
-func refineSamples(s *kstate, ro RefineOptions, rng *rand.Rand, rebuild bool) (vcycles, levels int) {
+// reference of TestVCycleKeepsState. The V-cycles take their memory from
+// mem, or from a levelMem of their own when nil.
+func refineSamples(s *kstate, ro RefineOptions, rng *rand.Rand, rebuild bool, mem *levelMem) (vcycles, levels int) {
 	s.fm(rng, ro.Passes)
-	var mem *levelMem
-	if ro.VCycles > 0 {
+	if ro.VCycles > 0 && mem == nil {
 		mem = new(levelMem)
 	}
 	for c := 0; c < ro.VCycles; c++ {
