@@ -549,7 +549,11 @@ func (r *roundState) sampleDeltas1(u int) (rem int64) {
 	if k < 64 {
 		last = 1<<k - 1
 	}
-	rem = deltas1(r.g.Params(u), r.sets, i, k, last, r.remS, r.addW, r.addS)
+	if k <= 8 {
+		rem = deltas8(r.g.Params(u), r.sets, i, k, last, r.remS, r.addW, r.addS)
+	} else {
+		rem = deltas1(r.g.Params(u), r.sets, i, k, last, r.remS, r.addW, r.addS)
+	}
 	r.remW[i] -= rem
 	return rem
 }
@@ -575,6 +579,44 @@ func deltas1(params []uint32, sets []uint64, i, k int, last uint64, remS, addW, 
 			j := bits.TrailingZeros64(out)
 			addW[j]++
 			addS[j*k+o]++
+		}
+	}
+	return rem
+}
+
+// deltas8 is deltas1 for k ≤ 8, without a branch on the data: a
+// parameter's machines joining C_v are added, as a mask spread over the
+// bytes of a word (byteLanes), to the word of its server o, and the
+// words are added to addW and addS every 255 parameters; u's use of v
+// alone on i is counted through a flag. deltas1's loop over the machines
+// joining ended after an unpredictable number of them.
+//
+//go:noinline
+func deltas8(params []uint32, sets []uint64, i, k int, last uint64, remS, addW, addS []int64) (rem int64) {
+	for len(params) > 0 {
+		part := params[:min(len(params), 255)]
+		params = params[len(part):]
+		var cols [8]uint64 // per server, the machines joining, a byte each
+		for _, v := range part {
+			rec := sets[int(v)*3 : int(v)*3+3 : int(v)*3+3]
+			o := int(rec[0]) & 7 // k ≤ 8: indexes cols without a check
+			f := int64(rec[2] >> uint(i) & 1)
+			if o == i {
+				f = 0
+			}
+			remS[o] -= f
+			rem += f
+			cols[o] += byteLanes[byte(^rec[1]&^(1<<uint(o))&last)]
+		}
+		for o, c := range cols[:k] {
+			if c == 0 {
+				continue
+			}
+			for j := range k {
+				x := int64(c >> (8 * j) & 0xff)
+				addW[j] += x
+				addS[j*k+o] += x
+			}
 		}
 	}
 	return rem
