@@ -285,8 +285,8 @@ func bestRated(touched []int32, rating []float64, cw []int64, room int64) int32 
 // from the records: the rating of each net of u (unets) is added to the
 // clusters of its pins in b but u, those first rated written to touched
 // in turn; it returns how many. A net whose block b holds u alone is
-// skipped.
-// The nets with pins to scan are listed first, in sel, as in rateAlone.
+// skipped. The nets with pins to scan are listed first, in sel, as in
+// rateAlone.
 func rateClusters(u, b int, unets []uint32, nets []scanNet, pins []uint32, cid []int32, rating []float64, touched []int32, sel []uint32) int {
 	ns := 0
 	for _, e := range unets {
