@@ -8,6 +8,7 @@ package graph
 type chunked[T any] struct {
 	chunks [][]T
 	n      int
+	first  int // elements of the first chunk (0: minChunk)
 }
 
 const (
@@ -22,6 +23,8 @@ func (c *chunked[T]) add(x T) {
 		size := minChunk
 		if last >= 0 {
 			size = min(2*cap(c.chunks[last]), maxChunk)
+		} else if c.first > 0 {
+			size = c.first
 		}
 		c.chunks = append(c.chunks, make([]T, 0, size))
 		last++

@@ -130,7 +130,7 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, m
 		units = measure(first)
 	}
 	if readErr == io.EOF {
-		return parse(newTextLineReader(first, name, maxLine), textChunk{first, 0, units})
+		return parse(newTextLineReader(first, name, maxLine), textChunk{first, lines, 0, units})
 	}
 	if long, ok := readErr.(*lineTooLong); ok && len(first) == 0 {
 		var zero T
@@ -200,7 +200,7 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, m
 				}
 				return
 			}
-			jobs <- job{text: textChunk{data, measured, units}, before: before, lines: lines, res: res}
+			jobs <- job{text: textChunk{data, lines, measured, units}, before: before, lines: lines, res: res}
 			before += lines
 			measured += units
 			switch {
@@ -260,10 +260,12 @@ func parseChunks[T any](r io.Reader, name string, maxLine, workers, chunk int, m
 
 // textChunk is a chunk of text that parseChunks hands its parse function
 // beside a lineReader of its lines: the text (nil when parse reads the
-// input as a stream), and when parseChunks measures the chunks, the sum
-// of the measures of the chunks before it (before) and its own (units).
+// input as a stream), its newlines, and when parseChunks measures the
+// chunks, the sum of the measures of the chunks before it (before) and
+// its own (units).
 type textChunk struct {
 	text          []byte
+	newlines      int
 	before, units int
 }
 

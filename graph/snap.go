@@ -103,8 +103,16 @@ func (s *snapEdges) join(o *snapEdges) {
 // their ids are dense enough to be grouped by counting.
 func readSNAP(r io.Reader, name string, undirected bool, opt LoadOptions, workers, chunk int, sorted bool) (*Graph, error) {
 	opt = opt.resolved()
-	all, err := parseChunks(r, name, opt.maxLine(), workers, chunk, nil, func(lr *lineReader, _ textChunk) (*snapEdges, error) {
+	all, err := parseChunks(r, name, opt.maxLine(), workers, chunk, nil, func(lr *lineReader, c textChunk) (*snapEdges, error) {
 		e := &snapEdges{}
+		if c.text != nil {
+			// An edge a line at most, two read undirected: storage
+			// for them all at once.
+			e.keys.first = c.newlines + 1
+			if undirected {
+				e.keys.first *= 2
+			}
+		}
 		err := scanSNAP(lr, name, undirected, opt, func(u, v uint64) error {
 			e.add(u, v)
 			if (e.keys.n+e.pairs.n)&1023 != 0 {
