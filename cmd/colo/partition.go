@@ -117,7 +117,6 @@ func runPartition(e *env, args []string) error {
 		return err
 	}
 	load.Finish(g.Words())
-	checksum := datasum.Start(pos[0]) // read again beside the partitioner
 	if err := opt.Validate(g.NumSamples()); err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
@@ -157,7 +156,7 @@ func runPartition(e *env, args []string) error {
 	eval.Finish("")
 	s.Algorithm, s.Seed, s.Seconds = *algo, opt.Seed, took.Seconds()
 	s.Dataset = pos[0]
-	if s.DataChecksum, err = checksum(); err != nil {
+	if s.DataChecksum, err = datasum.Files(pos[0]); err != nil {
 		return err
 	}
 	s.Details = details
