@@ -52,25 +52,6 @@ func Files(paths ...string) (string, error) {
 	return fmt.Sprintf("%s%08x", Prefix, h.Sum32()), nil
 }
 
-// Start computes Files(paths...) on a goroutine of its own, beside the
-// caller's work (colo partition reads the file again while the
-// partitioner runs), and returns a function that waits for the result.
-func Start(paths ...string) func() (string, error) {
-	var (
-		sum  string
-		err  error
-		done = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		sum, err = Files(paths...)
-	}()
-	return func() (string, error) {
-		<-done
-		return sum, err
-	}
-}
-
 // Valid reports whether s is a sum as Files writes it.
 func Valid(s string) bool {
 	hex, ok := strings.CutPrefix(s, Prefix)

@@ -48,22 +48,6 @@ func TestFiles(t *testing.T) {
 	}
 }
 
-// TestStart: Start gives what Files gives, the error of a missing file
-// included.
-func TestStart(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "a")
-	if err := os.WriteFile(p, []byte("1 1:2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, paths := range [][]string{{p}, {p, p + ".missing"}} {
-		wantSum, wantErr := Files(paths...)
-		sum, err := Start(paths...)()
-		if sum != wantSum || fmt.Sprint(err) != fmt.Sprint(wantErr) {
-			t.Errorf("%v: %q, %v; want %q, %v", paths, sum, err, wantSum, wantErr)
-		}
-	}
-}
-
 // TestCheck: a summary with the data's sum passes, one with another sum
 // is refused naming both, one without a sum passes with a warning, and
 // a malformed sum is refused.
