@@ -11,7 +11,6 @@ import (
 	"colo/ps/route"
 	"colo/ps/sched"
 	"colo/ps/update"
-	"colo/transport"
 )
 
 // JobKind is the name of the kind of job whose workers are programs
@@ -97,22 +96,16 @@ func LocalFields() []string { return []string{"bandwidth_matrix"} }
 // Digest returns the launch.Digest of j without LocalFields, which the
 // scheduler, the servers and the workers that read the job carry
 // (kind.Kind, Open). The link rate is digested as its value in bytes a
-// second (transport.ParseRate), as the training kinds keep it, not as
+// second (launch.DigestRate), as the training kinds keep it, not as
 // written: 100mbit, 0.1gbit and 12.5mbps are one job, and so are an
 // empty rate, 0 and unlimited. A rate that does not parse is an error
 // naming the field.
 func (j Job) Digest() (launch.Digest, error) {
-	d := digestJob{Job: j}
-	if j.LinkBandwidth != "" {
-		rate, err := transport.ParseRate(j.LinkBandwidth)
-		if err != nil {
-			return launch.Digest{}, fmt.Errorf("job of kind %s: link_bandwidth: %w", JobKind, err)
-		}
-		if rate > 0 {
-			d.LinkBandwidth = &rate
-		}
+	rate, err := launch.DigestRate(j.LinkBandwidth)
+	if err != nil {
+		return launch.Digest{}, fmt.Errorf("job of kind %s: link_bandwidth: %w", JobKind, err)
 	}
-	return launch.JobDigest(JobKind, d, LocalFields()...)
+	return launch.JobDigest(JobKind, digestJob{Job: j, LinkBandwidth: rate}, LocalFields()...)
 }
 
 // digestJob is a Job as digested: its link rate as a number of bytes a

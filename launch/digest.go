@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"colo/ps/proto"
+	"colo/transport"
 )
 
 // Digest is what the processes of a cluster must agree on about their
@@ -72,6 +73,25 @@ func JobDigest(kind string, job any, local ...string) (Digest, error) {
 		return Digest{}, fmt.Errorf("launch: job of kind %s: %w", kind, err)
 	}
 	return Digest{Sum: proto.JobDigest(kind, canon), Fields: proto.JobFields(canon)}, nil
+}
+
+// DigestRate returns a job's link rate as JobDigest should take it: its
+// value in bytes a second (transport.ParseRate), not as written, so that
+// 100mbit, 0.1gbit and 12.5mbps are one job; nil for no limit, so that
+// an empty rate, 0 and unlimited are one job too (a field of the rate as
+// a *float64 with omitempty leaves it out). A kind digests a copy of its
+// job with the rate in the place of the string (an outer field of the
+// same JSON name, which encoding/json takes). A rate that does not parse
+// is ParseRate's error, for the kind to wrap with the field's name.
+func DigestRate(rate string) (*float64, error) {
+	if rate == "" {
+		return nil, nil
+	}
+	r, err := transport.ParseRate(rate)
+	if err != nil || r == 0 {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // canonNumbers returns v, a decoded JSON value, with each of its numbers

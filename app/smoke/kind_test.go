@@ -95,3 +95,80 @@ func TestRunNodeOfAnotherJobRefused(t *testing.T) {
 		t.Fatalf("a machine of another job: %v\nwant a refusal saying %q", err, want)
 	}
 }
+
+// TestJobDigestLinkRate checks that the smoke job's digest takes the
+// link rate by its value, as the torch kind's does (clib.Job.Digest):
+// every spelling of 100 Mbit/s is one job, the spellings of no limit are
+// another, and a rate that does not parse is refused naming the field.
+func TestJobDigestLinkRate(t *testing.T) {
+	digest := func(rate string) (string, error) {
+		j := DefaultJob()
+		j.LinkBandwidth = rate
+		d, err := j.digest()
+		return d.Sum, err
+	}
+	base, err := digest("100mbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := digest("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rate string
+		want string // the digest it has, or the error it is
+	}{
+		{"100mbit", base},
+		{"0.1gbit", base},
+		{"100Mbit", base},
+		{"100000kbit", base},
+		{"12.5MBps", base},
+		{"100000000bit", base},
+		{"0", none},
+		{"unlimited", none},
+		{"inf", none},
+		{"fast", `job of kind smoke: link_bandwidth: rate "fast" does not start with a number`},
+		{"100", `job of kind smoke: link_bandwidth: rate "100" has no unit`},
+		{"100mbits", `job of kind smoke: link_bandwidth: rate "100mbits" has unknown unit "mbits"`},
+		{"0mbit", `job of kind smoke: link_bandwidth: rate "0mbit" is zero`},
+	} {
+		got, err := digest(tc.rate)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("link_bandwidth %q: %s, want %s", tc.rate, got, tc.want)
+		}
+	}
+	for _, rate := range []string{"200mbit", "100.001mbit"} {
+		if other, _ := digest(rate); other == base || other == none {
+			t.Errorf("%s has the digest of 100mbit or of no limit", rate)
+		}
+	}
+}
+
+// TestJoinAgreesOnLinkRate checks that the scheduler compares a smoke
+// job's link rate as a rate: a machine that spells the scheduler's
+// 100 Mbit/s otherwise joins, one of another rate or of no limit is
+// refused naming link_bandwidth.
+func TestJoinAgreesOnLinkRate(t *testing.T) {
+	job := launchtest.Jobs(t, func() Job {
+		j := DefaultJob()
+		j.Keys, j.Batch, j.Rounds, j.LinkBandwidth = 1000, 100, 5, "100mbit"
+		return j
+	})
+	rate := func(r string) string { return job(func(j *Job) { j.LinkBandwidth = r }) }
+	at := launch.Position{Role: proto.RoleMachine, Rank: 1, Servers: 2, Workers: 2}
+	launchtest.CheckJoin(t, Kind{}, job(nil), at, []launchtest.Variant{
+		{Name: "in gbit", Job: rate("0.1gbit")},
+		{Name: "in kbit", Job: rate("100000kbit")},
+		{Name: "in bytes", Job: rate("12.5mbps")},
+		{Name: "another rate", Job: rate("200mbit"), Differs: []string{"link_bandwidth"}},
+		{Name: "no limit", Job: rate("0"), Differs: []string{"link_bandwidth"}},
+	})
+	launchtest.CheckJoin(t, Kind{}, rate(""), at, []launchtest.Variant{
+		{Name: "zero", Job: rate("0")},
+		{Name: "unlimited", Job: rate("unlimited")},
+	})
+}

@@ -353,9 +353,25 @@ type Kind struct{}
 // worker's pushes.
 func LocalFields() []string { return []string{"bandwidth_matrix"} }
 
-// digest is the launch.Digest of j without LocalFields.
+// digest is the launch.Digest of j without LocalFields. The link rate is
+// digested as its value in bytes a second (launch.DigestRate), as the
+// torch kind's is, not as written: 100mbit, 0.1gbit and 12.5mbps are one
+// job, and so are an empty rate, 0 and unlimited. A rate that does not
+// parse is an error naming the field.
 func (j Job) digest() (launch.Digest, error) {
-	return launch.JobDigest(Kind{}.Name(), j, LocalFields()...)
+	rate, err := launch.DigestRate(j.LinkBandwidth)
+	if err != nil {
+		return launch.Digest{}, fmt.Errorf("job of kind %s: link_bandwidth: %w", Kind{}.Name(), err)
+	}
+	return launch.JobDigest(Kind{}.Name(), digestJob{Job: j, LinkBandwidth: rate}, LocalFields()...)
+}
+
+// digestJob is a Job as digested: its link rate as a number of bytes a
+// second, in the place of the rate as written (encoding/json takes the
+// outer field of a name).
+type digestJob struct {
+	Job
+	LinkBandwidth *float64 `json:"link_bandwidth,omitempty"`
 }
 
 // Name returns "smoke".
