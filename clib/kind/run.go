@@ -49,8 +49,9 @@ type Run struct {
 	Placement string
 	// Netns runs the scheduler and each machine (or server, or worker)
 	// in a network namespace of its own, joined by veth links that tc
-	// shapes at Job.LinkBandwidth; the processes then emulate nothing
-	// themselves. It needs root and iproute2.
+	// shapes at Job.LinkBandwidth, which must then be a rate above 0
+	// (Validate refuses none, 0 and unlimited); the processes then
+	// emulate nothing themselves. It needs root and iproute2.
 	Netns bool
 	// Token is the cluster token ("" for a random one); Deadline stops
 	// the job after it (0: none).
@@ -109,9 +110,9 @@ func (r *Run) Register(fs *flag.FlagSet) {
 	fs.Float64Var(&rc.Momentum, "momentum", rc.Momentum, "momentum of --rule momentum")
 	fs.Float64Var(&rc.Beta1, "beta1", rc.Beta1, "Adam's beta1")
 	fs.Float64Var(&rc.Beta2, "beta2", rc.Beta2, "Adam's beta2")
-	fs.StringVar(&r.Job.LinkBandwidth, "link-bandwidth", r.Job.LinkBandwidth, "emulate each machine's network interface at this rate, in "+transport.RateUnits+"; every machine sends and receives at it, shared by its links to the others (with --netns, the rate tc gives each host's link)")
+	fs.StringVar(&r.Job.LinkBandwidth, "link-bandwidth", r.Job.LinkBandwidth, "emulate each machine's network interface at this rate, in "+transport.RateUnits+"; every machine sends and receives at it, shared by its links to the others (with --netns, the rate tc gives each host's link: required, and above 0)")
 	fs.StringVar(&r.Job.BandwidthMatrix, "bandwidth-matrix", r.Job.BandwidthMatrix, "emulate the rates of this matrix file on the paths between machines")
-	fs.BoolVar(&r.Netns, "netns", r.Netns, "run the scheduler and each machine in a network namespace of its own, joined by veth links that tc shapes at --link-bandwidth (required); needs root and iproute2")
+	fs.BoolVar(&r.Netns, "netns", r.Netns, "run the scheduler and each machine in a network namespace of its own, joined by veth links that tc shapes at --link-bandwidth (required, above 0: 0 and unlimited are refused); needs root and iproute2")
 	fs.StringVar(&r.Token, "token", r.Token, "cluster token (random when empty)")
 	fs.DurationVar(&r.Deadline, "deadline", r.Deadline, "stop the job after this long (0: no bound)")
 	fs.StringVar(&r.Dashboard, "dashboard", r.Dashboard, "serve the scheduler's live dashboard at http://ADDR/, such as :8080: its traffic with every node")
@@ -144,6 +145,8 @@ func (r *Run) Validate() error {
 		return errors.New("--dashboard and --metrics serve from the scheduler, which --netns puts in a namespace of its own that this host does not reach: use --metrics-file")
 	case r.Netns && r.Job.LinkBandwidth == "":
 		return errors.New("--netns needs --link-bandwidth, the rate tc gives each host's link")
+	case r.Netns && noLimit(r.Job.LinkBandwidth):
+		return fmt.Errorf("--link-bandwidth %s: --netns needs a rate above 0, the rate tc gives each host's link (%s is no limit, which tc does not shape)", r.Job.LinkBandwidth, r.Job.LinkBandwidth)
 	}
 	what := fmt.Sprintf("--machines %d", r.Machines)
 	if r.Servers > 0 {
@@ -160,6 +163,14 @@ func (r *Run) Validate() error {
 		return fmt.Errorf("--link-bandwidth, --bandwidth-matrix: %v", err)
 	}
 	return nil
+}
+
+// noLimit reports whether rate is written as no limit (0, unlimited:
+// transport.ParseRate's 0); a rate that does not parse is not, and is
+// refused as such.
+func noLimit(rate string) bool {
+	v, err := transport.ParseRate(rate)
+	return err == nil && v == 0
 }
 
 // job returns the job of r: its shape and route filled in.

@@ -69,6 +69,11 @@ func TestRunValidate(t *testing.T) {
 		{[]string{"--machines", "2", "--timeout", "100ms", "--", "p"}, "--timeout 100ms"},
 		{[]string{"--machines", "2", "--join-timeout", "1ms", "--", "p"}, "--join-timeout 1ms"},
 		{[]string{"--machines", "2", "--netns", "--", "p"}, "--netns needs --link-bandwidth"},
+		// tc would be given 0bit: refused, as colo train --netns refuses it.
+		{[]string{"--machines", "2", "--netns", "--link-bandwidth", "0", "--", "p"}, "--link-bandwidth 0: --netns needs a rate above 0"},
+		{[]string{"--machines", "2", "--netns", "--link-bandwidth", "unlimited", "--", "p"}, "--link-bandwidth unlimited: --netns needs a rate above 0"},
+		{[]string{"--machines", "2", "--netns", "--link-bandwidth", "inf", "--servers", "1", "--", "p"}, "--link-bandwidth inf: --netns needs a rate above 0"},
+		{[]string{"--machines", "2", "--netns", "--link-bandwidth", "0mbit", "--", "p"}, `--link-bandwidth, --bandwidth-matrix: link bandwidth: rate "0mbit" is zero`},
 		{[]string{"--machines", "2", "--netns", "--link-bandwidth", "1gbit", "--dashboard", ":8080", "--", "p"}, "use --metrics-file"},
 		{[]string{"--machines", "2", "--netns", "--bandwidth-matrix", "m.txt", "--", "p"}, "not --bandwidth-matrix"},
 		{[]string{"--machines", "2", "--link-bandwidth", "fast", "--", "p"}, "--link-bandwidth"},
