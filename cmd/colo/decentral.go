@@ -170,7 +170,7 @@ func (d *decentralFlags) register(f *cmdFlags, localSteps int, speeds string) {
 	f.StringVar(&d.function, "submodular", string(shard.FacilityLocation), "decentralised: the objective of --placement submodular: facility or graphcut")
 	f.StringVar(&d.order, "order", string(def.Order), "decentralised: atc (local step, then average) or cta (average, then the step of the gradient at the model before averaging: Alg. 2 as written)")
 	f.StringVar(&d.transport, "transport", "mem", "decentralised: mem (in-memory network, --link-bandwidth per worker's interface) or tcp (TCP on loopback in this process, the same interfaces over TCP)")
-	f.BoolVar(&d.netns, "netns", false, "decentralised: run each worker as a process in a network namespace of its own, its link shaped by tc at --link-bandwidth (needs root and iproute2)")
+	f.BoolVar(&d.netns, "netns", false, "decentralised: run each worker as a process in a network namespace of its own, its link shaped by tc at --link-bandwidth (without it, or at 0 or unlimited, the links are not shaped); needs root and iproute2")
 	f.BoolVar(&d.processes, "processes", false, fmt.Sprintf("decentralised: run each worker as a process of this binary on loopback, over TCP (--link-bandwidth per worker's interface); --machines at most %d, the processes of one host (launch.MaxProcesses)", launch.MaxProcesses))
 	f.BoolVar(&d.batchWeighted, "batch-weighted", false, "decentralised: scale each worker's step by its batch over the mean batch (γ·N·B_i/batch), so the average weighs every sample equally (with proportional batches; Alg. 2 takes one γ)")
 	f.Float64Var(&d.target, "loss-target", math.Exp(-1), "decentralised: training loss whose first crossing is timed (seed 003: log loss −1)")

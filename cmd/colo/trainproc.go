@@ -114,7 +114,7 @@ type deployment struct {
 
 func (d *deployment) register(f *cmdFlags) {
 	f.BoolVar(&d.processes, "processes", false, fmt.Sprintf("run the scheduler and the K machines as processes of this binary on loopback; each emulates its interface (--link-bandwidth, each way) and paths (--bandwidth-matrix) over TCP, as in process; K and --servers at most %d together, the processes of one host (launch.MaxProcesses)", launch.MaxProcesses))
-	f.BoolVar(&d.netns, "netns", false, "run the scheduler and each machine as a process in its own network namespace, joined by veth links that tc shapes at --link-bandwidth (required); needs root and iproute2")
+	f.BoolVar(&d.netns, "netns", false, "run the scheduler and each machine as a process in its own network namespace, joined by veth links that tc shapes at --link-bandwidth or --bandwidth-random (one of them required, above 0: a --link-bandwidth of 0 or unlimited is refused); needs root and iproute2")
 	f.DurationVar(&d.deadline, "deadline", 0, "--processes, --netns: stop the cluster after this long (0: no limit; failed or silent nodes end the job anyway)")
 	f.IntVar(&d.restarts, "restarts", 0, "--processes, --netns: recover from failed processes (dead, or hung past the scheduler's timeout), up to this many failure events (processes failing within one timeout of each other are one), from the job's last checkpoint (--checkpoint), as --recovery says")
 	f.StringVar(&d.recovery, "recovery", "replace", "--restarts: replace (start only the dead process again, in its rank; the others stay up and roll back to the checkpoint; a dead scheduler is taken over, with no rollback, by one started at its address; the whole job restarts when that cannot work) or restart (stop the others and restart the whole job)")

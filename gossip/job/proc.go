@@ -46,9 +46,10 @@ type Procs struct {
 	// unlimited).
 	Link float64
 	// Netns runs each worker in a Linux network namespace of its own
-	// (launch.Netns: root and iproute2), its link shaped by tc at Link;
-	// otherwise every worker runs on loopback and its TCP links share
-	// an emulated interface of rate Link each way (node.Rates).
+	// (launch.Netns: root and iproute2), its link shaped by tc at Link
+	// (not shaped at 0); otherwise every worker runs on loopback and its
+	// TCP links share an emulated interface of rate Link each way
+	// (node.Rates).
 	Netns bool
 }
 
