@@ -393,3 +393,47 @@ func TestReadLibSVMArena(t *testing.T) {
 		})
 	}
 }
+
+// TestArenaKeptOnlyWhenFilled checks that a graph keeps the arena its
+// rows were read into only while they fill at least half of it: a file of
+// long values, whose size gives an arena six times its edges, gets a copy
+// of them, and a file of short pairs keeps the arena. Both give the graph
+// of one goroutine without an arena.
+func TestArenaKeptOnlyWhenFilled(t *testing.T) {
+	var long, short strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&long, "1 %d:0.12345678901234567 %d:0.98765432109876543\n", 1+i%50, 100+i%70)
+		fmt.Fprintf(&short, "1 %d:1 %d:2\n", 1+i%9, 10+i%9)
+	}
+	for _, c := range []struct {
+		name, text string
+		keep       bool
+	}{{"long values", long.String(), false}, {"short pairs", short.String(), true}} {
+		t.Run(c.name, func(t *testing.T) {
+			opt := DefaultLoadOptions()
+			want, err := readLibSVM(strings.NewReader(c.text), "f.svm", opt, 1, 4096, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, sawZero, err := scanLibSVMParallel(strings.NewReader(c.text), "f.svm", opt, 3, 4096, int64(len(c.text)))
+			if err != nil || b.narrow == nil {
+				t.Fatalf("rows in an arena: %v (%v)", b.narrow != nil, err)
+			}
+			ar := b.arena
+			g, err := buildSamples(b, "f.svm")
+			if err != nil {
+				t.Fatal(err)
+			}
+			setIndexBase(g, opt, sawZero)
+			if !reflect.DeepEqual(g, want) {
+				t.Fatal("the graphs differ")
+			}
+			if kept := &g.sampleAdj[0] == &ar.ids[0]; kept != c.keep {
+				t.Errorf("%d edges in an arena of %d: ids kept in it %v, want %v", g.NumEdges(), len(ar.ids), kept, c.keep)
+			}
+			if kept := &g.values[0] == &ar.vals[0]; kept != c.keep {
+				t.Errorf("%d edges in an arena of %d: values kept in it %v, want %v", g.NumEdges(), len(ar.ids), kept, c.keep)
+			}
+		})
+	}
+}
