@@ -106,9 +106,9 @@
 // values are read into the message while the receiver works on the first
 // ones (see transport.Message.Await). Sockets have TCP_NODELAY and
 // keep-alives; a connection to a peer on the same host has a send buffer
-// of Config.LocalSendBuffer (256 KiB) instead of the kernel's autotuned
-// one, which lets a writer of a large frame run megabytes ahead of its
-// reader.
+// of Config.LocalSendBuffer (256 KiB, capped by the kernel at
+// net.core.wmem_max) instead of the kernel's autotuned one, which lets a
+// writer of a large frame run megabytes ahead of its reader.
 //
 // # Failures
 //
@@ -269,7 +269,11 @@ type Config struct {
 	// LocalSendBuffer, when positive and SocketBuffer is not, sets the
 	// kernel's send buffer (SO_SNDBUF) of a connection to a peer on the
 	// same host (a loopback address, or the connection's own local
-	// address), in bytes; zero leaves the kernel's autotuning. Between
+	// address), in bytes; zero leaves the kernel's autotuning. The
+	// kernel caps the size at net.core.wmem_max (212992 bytes, 208 KiB,
+	// on a stock Linux kernel; SocketBuffer's likewise, and its receive
+	// buffer at net.core.rmem_max), so a host with the stock cap gets
+	// 208 KiB from DefaultConfig's 256 KiB. Between
 	// two processes of one host, or two nodes of one process, there is
 	// no wire to keep full: the kernel hands each segment to the
 	// receiver's queue as it is written, so an autotuned buffer of
@@ -1044,7 +1048,11 @@ func (c Config) userTimeout() time.Duration {
 	return 0
 }
 
-// tune sets the socket options of c.
+// tune sets the socket options of c. Each is best effort, as
+// setUserTimeout is: they tune latency, failure detection and memory,
+// and a connection whose socket refuses one still carries frames with
+// the kernel's default, so their errors are not returned. (The kernel
+// caps a buffer size rather than refusing it.)
 func (e *Endpoint) tune(c *conn) {
 	c.sock.SetNoDelay(true)
 	if d := e.cfg.userTimeout(); d > 0 {
