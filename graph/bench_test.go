@@ -55,23 +55,31 @@ func BenchmarkReadLibSVM(b *testing.B) {
 	}
 }
 
-// BenchmarkReadLibSVM20News measures the libsvm reader on the 20
-// Newsgroups training set, decompressed in memory beforehand.
-func BenchmarkReadLibSVM20News(b *testing.B) {
-	p := dataFile(b, "20news-bydate/20news-bydate.train.libsvm.xz")
-	f, err := os.Open(p)
+// decompressed returns the contents of the file at path, decompressed
+// as its leading bytes say (see decompress.NewReader).
+func decompressed(b *testing.B, path string) []byte {
+	b.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
 	dr, err := decompress.NewReader(f)
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("%s: %v", path, err)
 	}
 	data, err := io.ReadAll(dr)
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("%s: %v", path, err)
 	}
+	return data
+}
+
+// BenchmarkReadLibSVM20News measures the libsvm reader on the 20
+// Newsgroups training set, decompressed in memory beforehand.
+func BenchmarkReadLibSVM20News(b *testing.B) {
+	p := dataFile(b, "20news-bydate/20news-bydate.train.libsvm.xz")
+	data := decompressed(b, p)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		if _, err := ReadLibSVM(bytes.NewReader(data), p, DefaultLoadOptions()); err != nil {
@@ -201,20 +209,7 @@ func BenchmarkLoadDatasets(b *testing.B) {
 		{"slashdot", "soc-Slashdot0902/soc-Slashdot0902.txt.gz"},
 	} {
 		b.Run(d.name, func(b *testing.B) {
-			src := dataFile(b, d.rel)
-			f, err := os.Open(src)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			dr, err := decompress.NewReader(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			data, err := io.ReadAll(dr)
-			if err != nil {
-				b.Fatal(err)
-			}
+			data := decompressed(b, dataFile(b, d.rel))
 			path := filepath.Join(b.TempDir(), d.name+".txt")
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				b.Fatal(err)
@@ -223,6 +218,7 @@ func BenchmarkLoadDatasets(b *testing.B) {
 			b.ReportAllocs()
 			var (
 				g             *Graph
+				err           error
 				before, after runtime.MemStats
 			)
 			runtime.ReadMemStats(&before)
