@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -52,24 +53,13 @@ func TestFailoverIncrementalCapture(t *testing.T) {
 		{"whole", proto.SaveBegin, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// capture takes round r's capture of server 1 on c's worker
-			// 1, as a checkpoint does (train.Checkpointer.capture): on
-			// its capture of round r−1 when there is one and the round
-			// is not at in the whole case, whole otherwise.
-			capture := func(c *replCluster, r int64) (worker.Capture, error) {
-				b := int(r - 1)
-				if r == 1 || r == at && !tc.delta {
-					b = -1
-				}
-				return c.workers[capturer].Worker().SaveSince(victim, int(r), b, 1<<20)
-			}
 			base := startReplicated(t, clock.BSP, 1, rule)
 			wantSnap := map[int64]kv.Batch{}
 			want := bspRunAt(t, base, rounds, func(r int64, stage string) {
 				if r < 1 || r > at+1 || stage != "acked" {
 					return
 				}
-				got, err := capture(base, r)
+				got, err := base.workers[capturer].Worker().SaveSince(victim, int(r), captureBase(r, at, tc.delta), 1<<20)
 				if err != nil {
 					t.Fatalf("the run without failure: capture of round %d: %v", r, err)
 				}
@@ -125,34 +115,13 @@ func TestFailoverIncrementalCapture(t *testing.T) {
 				if r < 1 || r > at+1 || stage != "acked" {
 					return
 				}
-				type result struct {
-					c   worker.Capture
-					err error
-				}
-				done := make(chan result, 1)
 				armed.Store(r == at)
-				go func() {
-					got, err := capture(c, r)
-					done <- result{got, err}
-				}()
+				var stop <-chan struct{}
 				if r == at {
-					select {
-					case <-cut:
-					case <-time.After(hang):
-						t.Fatalf("server 1 did not answer the capture's %d within %v", tc.cut, hang)
-					}
-					c.servers[victim].Close()
+					stop = cut
 				}
-				var res result
-				select {
-				case res = <-done:
-				case <-time.After(hang):
-					t.Fatalf("no capture of server 1 of round %d within %v", r, hang)
-				}
-				if res.err != nil {
-					t.Fatalf("capture of server 1 of round %d: %v", r, res.err)
-				}
-				snap := checkpoint.Snapshot{Server: victim, Width: 2, Batch: res.c.Batch, Delta: res.c.Changed, Base: int(r - 1)}
+				got := captureCut(t, c, capturer, victim, r, captureBase(r, at, tc.delta), stop, fmt.Sprintf("did not answer the capture's %d", tc.cut), hang)
+				snap := checkpoint.Snapshot{Server: victim, Width: 2, Batch: got.Batch, Delta: got.Changed, Base: int(r - 1)}
 				switch {
 				case r == at+1 && !snap.Delta:
 					t.Errorf("capture of round %d after the failover is whole, want a delta on the capture of round %d", r, at)
@@ -174,4 +143,54 @@ func TestFailoverIncrementalCapture(t *testing.T) {
 			checkFailover(t, c, got, want, rounds, victim)
 		})
 	}
+}
+
+// captureBase is the base of round r's capture of a server in a
+// checkpoint's sequence of captures (train.Checkpointer.capture): the
+// capture of round r−1 when there is one and round r is not at with a
+// whole capture (delta false), none (−1) otherwise.
+func captureBase(r, at int64, delta bool) int {
+	if r == 1 || r == at && !delta {
+		return -1
+	}
+	return int(r - 1)
+}
+
+// captureCut takes round r's capture of server victim on c's worker
+// capturer on base (worker.Worker.SaveSince), as a checkpoint does, and
+// returns it. With cut not nil, server victim fails during the capture:
+// captureCut waits for cut, closed when the server's answers are cut off
+// (cutWhat says how far it answered, for the message if it never is),
+// then closes server victim, and waits for the capture, which its
+// backup completes. A wait longer than hang, or an error of the capture,
+// fails t.
+func captureCut(t *testing.T, c *replCluster, capturer, victim int, r int64, base int, cut <-chan struct{}, cutWhat string, hang time.Duration) worker.Capture {
+	t.Helper()
+	type result struct {
+		c   worker.Capture
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := c.workers[capturer].Worker().SaveSince(victim, int(r), base, 1<<20)
+		done <- result{got, err}
+	}()
+	if cut != nil {
+		select {
+		case <-cut:
+		case <-time.After(hang):
+			t.Fatalf("server %d %s within %v", victim, cutWhat, hang)
+		}
+		c.servers[victim].Close()
+	}
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(hang):
+		t.Fatalf("no capture of server %d of round %d within %v", victim, r, hang)
+	}
+	if res.err != nil {
+		t.Fatalf("capture of server %d of round %d: %v", victim, r, res.err)
+	}
+	return res.c
 }

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"colo/internal/colotest"
 	"colo/ps/clock"
@@ -73,32 +72,12 @@ func TestRetakeCounted(t *testing.T) {
 				if r < 1 || r > at+1 || stage != "acked" {
 					return
 				}
-				base := int(r - 1)
-				if r == 1 || r == at && !tc.delta {
-					base = -1
-				}
 				armed.Store(tc.fail && r == at)
-				done := make(chan error, 1)
-				go func() {
-					_, err := c.workers[capturer].Worker().SaveSince(victim, int(r), base, 1<<20)
-					done <- err
-				}()
+				var stop <-chan struct{}
 				if tc.fail && r == at {
-					select {
-					case <-cut:
-					case <-time.After(hang):
-						t.Fatalf("server 1 answered no more than the capture's begin within %v", hang)
-					}
-					c.servers[victim].Close()
+					stop = cut
 				}
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Fatalf("capture of server 1 of round %d: %v", r, err)
-					}
-				case <-time.After(hang):
-					t.Fatalf("no capture of server 1 of round %d within %v", r, hang)
-				}
+				captureCut(t, c, capturer, victim, r, captureBase(r, at, tc.delta), stop, "answered no more than the capture's begin", hang)
 			})
 			got := c.workers[capturer].Stats().Retakes
 			for i := range got {
