@@ -1,8 +1,9 @@
 package clib
 
 import (
-	"strings"
 	"testing"
+
+	"colo/launch/launchtest"
 )
 
 // TestJobSurvive: with replicas, colo run's launcher goes on without a
@@ -61,43 +62,10 @@ func TestJobSurvivor(t *testing.T) {
 // its value, and that a rate that does not parse is refused naming the
 // field.
 func TestJobDigestLinkRate(t *testing.T) {
-	digest := func(rate string) (string, error) {
+	launchtest.DigestsRate(t, "torch", func(rate string) (string, error) {
 		j := DefaultJob()
 		j.Machines, j.LinkBandwidth = 2, rate
 		d, err := j.Digest()
 		return d.Sum, err
-	}
-	base, err := digest("100mbit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	none, err := digest("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		rate string
-		want string // the digest it has, or the error it is
-	}{
-		{"100mbit", base},
-		{"0.1gbit", base},
-		{"12.5MBps", base},
-		{"100000000bit", base},
-		{"0", none},
-		{"inf", none},
-		{"fast", `job of kind torch: link_bandwidth: rate "fast" does not start with a number`},
-		{"100", `job of kind torch: link_bandwidth: rate "100" has no unit`},
-		{"100mbits", `job of kind torch: link_bandwidth: rate "100mbits" has unknown unit "mbits"`},
-	} {
-		got, err := digest(tc.rate)
-		if err != nil {
-			got = err.Error()
-		}
-		if !strings.HasPrefix(got, tc.want) {
-			t.Errorf("link_bandwidth %q: %s, want %s", tc.rate, got, tc.want)
-		}
-	}
-	if other, _ := digest("200mbit"); other == base {
-		t.Errorf("200mbit and 100mbit have one digest")
-	}
+	})
 }

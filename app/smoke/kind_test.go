@@ -101,51 +101,12 @@ func TestRunNodeOfAnotherJobRefused(t *testing.T) {
 // every spelling of 100 Mbit/s is one job, the spellings of no limit are
 // another, and a rate that does not parse is refused naming the field.
 func TestJobDigestLinkRate(t *testing.T) {
-	digest := func(rate string) (string, error) {
+	launchtest.DigestsRate(t, "smoke", func(rate string) (string, error) {
 		j := DefaultJob()
 		j.LinkBandwidth = rate
 		d, err := j.digest()
 		return d.Sum, err
-	}
-	base, err := digest("100mbit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	none, err := digest("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		rate string
-		want string // the digest it has, or the error it is
-	}{
-		{"100mbit", base},
-		{"0.1gbit", base},
-		{"100Mbit", base},
-		{"100000kbit", base},
-		{"12.5MBps", base},
-		{"100000000bit", base},
-		{"0", none},
-		{"unlimited", none},
-		{"inf", none},
-		{"fast", `job of kind smoke: link_bandwidth: rate "fast" does not start with a number`},
-		{"100", `job of kind smoke: link_bandwidth: rate "100" has no unit`},
-		{"100mbits", `job of kind smoke: link_bandwidth: rate "100mbits" has unknown unit "mbits"`},
-		{"0mbit", `job of kind smoke: link_bandwidth: rate "0mbit" is zero`},
-	} {
-		got, err := digest(tc.rate)
-		if err != nil {
-			got = err.Error()
-		}
-		if !strings.HasPrefix(got, tc.want) {
-			t.Errorf("link_bandwidth %q: %s, want %s", tc.rate, got, tc.want)
-		}
-	}
-	for _, rate := range []string{"200mbit", "100.001mbit"} {
-		if other, _ := digest(rate); other == base || other == none {
-			t.Errorf("%s has the digest of 100mbit or of no limit", rate)
-		}
-	}
+	})
 }
 
 // TestJoinAgreesOnLinkRate checks that the scheduler compares a smoke

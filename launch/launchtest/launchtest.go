@@ -157,3 +157,53 @@ func reasons(outs []sched.Out) string {
 	}
 	return strings.Join(rs, "; ")
 }
+
+// DigestsRate checks that a kind's job digest takes its link_bandwidth
+// by the rate it means (launch.DigestRate): every spelling of 100 Mbit/s
+// gives one digest, every spelling of no limit another, other rates
+// others, and a rate that does not parse is an error naming the kind and
+// the field. digest returns the digest of the kind's default job with
+// the given link_bandwidth.
+func DigestsRate(t *testing.T, kind string, digest func(rate string) (string, error)) {
+	t.Helper()
+	base, err := digest("100mbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := digest("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := "job of kind " + kind + ": link_bandwidth: "
+	for _, tc := range []struct {
+		rate string
+		want string // the digest it has, or the error it is
+	}{
+		{"100mbit", base},
+		{"0.1gbit", base},
+		{"100Mbit", base},
+		{"100000kbit", base},
+		{"12.5MBps", base},
+		{"100000000bit", base},
+		{"0", none},
+		{"unlimited", none},
+		{"inf", none},
+		{"fast", field + `rate "fast" does not start with a number`},
+		{"100", field + `rate "100" has no unit`},
+		{"100mbits", field + `rate "100mbits" has unknown unit "mbits"`},
+		{"0mbit", field + `rate "0mbit" is zero`},
+	} {
+		got, err := digest(tc.rate)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("link_bandwidth %q: %s, want %s", tc.rate, got, tc.want)
+		}
+	}
+	for _, rate := range []string{"200mbit", "100.001mbit"} {
+		if other, _ := digest(rate); other == base || other == none {
+			t.Errorf("%s has the digest of 100mbit or of no limit", rate)
+		}
+	}
+}
